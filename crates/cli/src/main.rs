@@ -1,0 +1,5 @@
+//! The `elevator` command line.
+
+fn main() {
+    println!("elevator: not yet");
+}

@@ -1,0 +1,115 @@
+//! The registry of policies: one entry per scheduler, feeding the CLI, `elevator list`,
+//! scenario files and the docs from one place.
+
+use crate::group::GroupTree;
+use crate::scheduler::Scheduler;
+use crate::tunable::{Settings, Tunable, TunableError};
+use crate::{noop, anticipatory, deadline, linus};
+
+/// Builds a policy from its settings and the run's group tree.
+pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
+
+/// One registered policy.
+#[derive(Clone, Copy)]
+pub struct SchedulerInfo {
+    /// The name users type, e.g. `"anticipatory"`.
+    pub name: &'static str,
+    /// Other accepted names, e.g. `"as"`.
+    pub aliases: &'static [&'static str],
+    /// One line: what it is and which kernel it follows.
+    pub summary: &'static str,
+    /// Its tunables.
+    pub tunables: &'static [Tunable],
+    /// Its constructor.
+    pub build: Build,
+}
+
+impl std::fmt::Debug for SchedulerInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerInfo").field("name", &self.name).finish()
+    }
+}
+
+/// Every policy, in the order `elevator list` prints them.
+pub fn all() -> &'static [SchedulerInfo] {
+    &REGISTRY
+}
+
+/// The policy named `name` (or one of its aliases).
+pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
+    REGISTRY
+        .iter()
+        .find(|i| i.name == name || i.aliases.contains(&name))
+}
+
+static REGISTRY: [SchedulerInfo; 4] = [
+    SchedulerInfo {
+        name: "noop",
+        aliases: &["none", "fifo"],
+        summary: "first in, first out (Linux noop / none)",
+        tunables: noop::TUNABLES,
+        build: |s, _| Ok(Box::new(noop::Noop::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "linus",
+        aliases: &["elevator_linus", "2.4"],
+        summary: "the 2.4.20 elevator: one sorted queue with per-request pass-over budgets",
+        tunables: linus::TUNABLES,
+        build: |s, _| Ok(Box::new(linus::Linus::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "deadline",
+        aliases: &[],
+        summary: "2.6 deadline-iosched: sector-sorted batches with read/write FIFO expiry",
+        tunables: deadline::TUNABLES,
+        build: |s, _| Ok(Box::new(deadline::Deadline::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "anticipatory",
+        aliases: &["as"],
+        summary: "the anticipatory scheduler as in 2.6.32 (Nick Piggin)",
+        tunables: anticipatory::TUNABLES,
+        build: |s, _| Ok(Box::new(anticipatory::Anticipatory::from_settings(s)?)),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_and_aliases_are_unique() {
+        let mut seen = HashSet::new();
+        for i in all() {
+            assert!(seen.insert(i.name), "duplicate {}", i.name);
+            for a in i.aliases {
+                assert!(seen.insert(a), "duplicate alias {a}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_tunable_is_documented_and_its_default_in_range() {
+        for i in all() {
+            let mut names = HashSet::new();
+            for t in i.tunables {
+                assert!(names.insert(t.name), "{}: duplicate {}", i.name, t.name);
+                assert!(!t.doc.is_empty(), "{}: {} has no doc", i.name, t.name);
+                assert!(t.min <= t.default && t.default <= t.max, "{}: {}", i.name, t.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_policy_builds_with_defaults_and_refuses_unknown_tunables() {
+        let groups = GroupTree::new();
+        for i in all() {
+            let s = (i.build)(&Settings::new(), &groups).unwrap();
+            assert_eq!(s.name(), i.name);
+            let mut bad = Settings::new();
+            bad.set("no_such_tunable", 1);
+            assert!((i.build)(&bad, &groups).is_err(), "{}", i.name);
+        }
+    }
+}

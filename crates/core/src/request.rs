@@ -1,0 +1,116 @@
+//! Block requests as a scheduler sees them.
+
+use crate::time::Nanos;
+
+/// Bytes in a sector: every position and length a scheduler sees is in 512-byte units.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// A request's identity, unique within one run. Assigned by the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// An I/O context: the process (or thread, or writeback flusher) that issued a request.
+/// Linux keys per-process state (AS's statistics, CFQ's and BFQ's queues) on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CtxId(pub u32);
+
+/// A group (cgroup) in the [`GroupTree`](crate::group::GroupTree); `GroupId::ROOT` is the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupId(pub u32);
+
+impl GroupId {
+    /// The root group, to which every context belongs unless a scenario says otherwise.
+    pub const ROOT: GroupId = GroupId(0);
+}
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Read from the device.
+    Read,
+    /// Write to the device.
+    Write,
+    /// Flush the device's volatile cache.
+    Flush,
+    /// Discard (trim) a range.
+    Discard,
+}
+
+impl Op {
+    /// Whether this is a read (Linux's `rq_data_dir() == READ`).
+    pub fn is_read(self) -> bool {
+        matches!(self, Op::Read)
+    }
+}
+
+/// The I/O priority class (ioprio_set(2)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IoClass {
+    /// Real time: served before everything else.
+    RealTime,
+    /// Best effort: the default.
+    BestEffort,
+    /// Idle: served only when nothing else wants the disk.
+    Idle,
+}
+
+/// An I/O priority: class plus level 0 (highest) ..= 7 (lowest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IoPrio {
+    /// The priority class.
+    pub class: IoClass,
+    /// Level within the class, 0 (highest) to 7 (lowest); 4 is the default.
+    pub level: u8,
+}
+
+impl Default for IoPrio {
+    fn default() -> Self {
+        IoPrio {
+            class: IoClass::BestEffort,
+            level: 4,
+        }
+    }
+}
+
+/// One block request.
+///
+/// Positions and lengths are in 512-byte sectors. `sync` follows Linux: reads are always sync;
+/// writes are sync only when the issuer waits for them (O_DIRECT, fsync); writeback is async.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Identity, unique within the run.
+    pub id: RequestId,
+    /// The issuing context (process).
+    pub ctx: CtxId,
+    /// The issuing context's group.
+    pub group: GroupId,
+    /// Read, write, flush or discard.
+    pub op: Op,
+    /// Whether the issuer waits for this request (reads always do).
+    pub sync: bool,
+    /// Filesystem metadata (Linux REQ_META); some policies favour it.
+    pub meta: bool,
+    /// First sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// The issuer's I/O priority.
+    pub prio: IoPrio,
+    /// When the request entered the scheduler.
+    pub submitted: Nanos,
+}
+
+impl Request {
+    /// The sector just past this request.
+    pub fn end(&self) -> u64 {
+        self.sector + u64::from(self.sectors)
+    }
+    /// Length in bytes.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.sectors) * SECTOR_BYTES
+    }
+    /// A sync read or sync write: the issuer is blocked on it.
+    pub fn is_sync(&self) -> bool {
+        self.sync || self.op.is_read()
+    }
+}

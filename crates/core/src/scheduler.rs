@@ -1,0 +1,97 @@
+//! The one interface every policy implements.
+
+use crate::request::{CtxId, Request, RequestId};
+use crate::time::Nanos;
+use crate::tunable::TunableError;
+
+/// What a scheduler answers when the driver asks for the next request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Send this request to the device now.
+    Request(Request),
+    /// Requests may be queued, but the policy keeps the device idle on purpose (anticipation,
+    /// slice idling, a token bucket ...). The driver asks again at `until`, or earlier if an
+    /// insert or a completion happens first.
+    Idle {
+        /// When to ask again at the latest.
+        until: Nanos,
+    },
+    /// Nothing to dispatch now. The driver asks again after the next insert or completion.
+    Empty,
+}
+
+/// A block I/O scheduler as a sans-IO state machine.
+///
+/// The driver (simulator or real executor) owns the clock and the device and calls, for each
+/// request, in this order:
+///
+/// 1. [`try_merge`](Scheduler::try_merge) (optional) then [`insert`](Scheduler::insert) when the
+///    request arrives;
+/// 2. [`dispatch`](Scheduler::dispatch) whenever the device has room, repeatedly until it answers
+///    [`Dispatch::Idle`] or [`Dispatch::Empty`], and again at an `Idle` deadline;
+/// 3. [`complete`](Scheduler::complete) when the device finishes the request.
+///
+/// [`exit`](Scheduler::exit) tells the policy that a context (process) has exited. Every
+/// call takes `now`, which never decreases from one call to the next. A policy reads no
+/// clock, starts no timer and does no I/O: timers are expressed as `Dispatch::Idle { until }`
+/// and evaluated lazily against the `now` of the next call.
+pub trait Scheduler {
+    /// The policy's name as `elevator list` prints it (e.g. `"deadline"`).
+    fn name(&self) -> &'static str;
+
+    /// Offer `rq` for merging into a request still queued (not dispatched). On success the
+    /// policy has grown that request to cover `rq` and returns its id: the driver completes
+    /// `rq` when that request completes, and never inserts `rq`. The default merges nothing.
+    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+        let _ = (rq, now);
+        None
+    }
+
+    /// A new request arrives.
+    fn insert(&mut self, rq: Request, now: Nanos);
+
+    /// The device has room for one more request: what should it get?
+    fn dispatch(&mut self, now: Nanos) -> Dispatch;
+
+    /// The device finished `rq` (as it was dispatched) at `now`.
+    fn complete(&mut self, rq: &Request, now: Nanos);
+
+    /// Context `ctx` exited; it will issue nothing more. The default ignores it.
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        let _ = (ctx, now);
+    }
+
+    /// Requests inserted and not yet dispatched.
+    fn queued(&self) -> usize;
+
+    /// Change a tunable at run time, as writing to
+    /// `/sys/block/<dev>/queue/iosched/<name>` would.
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
+}
+
+impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+        (**self).try_merge(rq, now)
+    }
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        (**self).insert(rq, now)
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        (**self).dispatch(now)
+    }
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        (**self).complete(rq, now)
+    }
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        (**self).exit(ctx, now)
+    }
+    fn queued(&self) -> usize {
+        (**self).queued()
+    }
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        (**self).set_tunable(name, value)
+    }
+}

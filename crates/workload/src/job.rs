@@ -1,0 +1,61 @@
+//! The job interface: what a process model says it does next.
+
+use elevator_core::{IoPrio, Nanos, Op};
+
+/// One I/O a job wants issued.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoSpec {
+    /// Which of the job's contexts (processes) issues it: 0-based, local to the job. The driver
+    /// maps it to a run-wide [`CtxId`](elevator_core::CtxId).
+    pub ctx: u32,
+    /// Read, write, flush or discard.
+    pub op: Op,
+    /// Whether the issuer waits for it (reads always do).
+    pub sync: bool,
+    /// Filesystem metadata.
+    pub meta: bool,
+    /// First sector on the device.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// Priority; `None` for the job's default.
+    pub prio: Option<IoPrio>,
+    /// The job's own label for this I/O, handed back on completion.
+    pub tag: u64,
+}
+
+/// What a job does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Issue this I/O now, then ask again (a job may issue several before waiting).
+    Issue(IoSpec),
+    /// Context `ctx` exits (a process ends); ask again.
+    Exit {
+        /// The local context index.
+        ctx: u32,
+    },
+    /// Compute (think) until `until`; ask again then, or at the next completion.
+    Think {
+        /// When the job wants to run again.
+        until: Nanos,
+    },
+    /// Blocked until one of its I/Os completes.
+    Wait,
+    /// Finished: the job issues nothing more.
+    Done,
+}
+
+/// A sans-IO workload: a process model or a trace replayer.
+///
+/// The driver calls [`poll`](Job::poll) at start, after each completion (reported through
+/// [`complete`](Job::complete)) and when a `Think` deadline passes, each time repeatedly until it
+/// answers `Think`, `Wait` or `Done`. Jobs read no clock and own their RNG (seeded from the
+/// scenario), so a run is deterministic.
+pub trait Job {
+    /// The job's name, as reports print it.
+    fn name(&self) -> &str;
+    /// What next?
+    fn poll(&mut self, now: Nanos) -> Action;
+    /// The I/O labelled `tag` completed at `now`.
+    fn complete(&mut self, tag: u64, now: Nanos);
+}
