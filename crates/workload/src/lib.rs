@@ -9,6 +9,10 @@
 #![deny(missing_docs)]
 
 pub mod job;
+pub mod jobs;
 pub mod metrics;
+pub mod spec;
+pub mod testkit;
 
 pub use job::{Action, IoSpec, Job};
+pub use spec::{BuildEnv, BuildError, Region};

@@ -42,7 +42,11 @@ impl DirMetrics {
             bytes: self.bytes,
             iops: self.ios as f64 / secs,
             mb_s: self.bytes as f64 / 1e6 / secs,
-            lat_mean_ms: if empty { 0.0 } else { self.latency.mean() / 1e6 },
+            lat_mean_ms: if empty {
+                0.0
+            } else {
+                self.latency.mean() / 1e6
+            },
             lat_p50_ms: ms(self.latency.value_at_quantile(0.50)),
             lat_p95_ms: ms(self.latency.value_at_quantile(0.95)),
             lat_p99_ms: ms(self.latency.value_at_quantile(0.99)),

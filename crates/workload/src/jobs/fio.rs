@@ -1,0 +1,717 @@
+//! `FioJob`: fio's sequential and random readers and writers, as one job with fio's knobs.
+//!
+//! One context (ctx 0), like one fio job with `numjobs=1`; a job file's `numjobs=N` becomes N
+//! jobs. The knobs are fio's, under fio's names where the unit is fio's (`bs`, `size`,
+//! `offset`, `iodepth`, `rwmixread`, `rate`, `rate_iops`, `number_ios`, `time_based`,
+//! `thinktime_blocks`, `norandommap`, `randseed`, `direct`) and with the unit in the name where
+//! fio's string parsing would otherwise decide it (`thinktime_us`, `runtime_ms`).
+//!
+//! Behaviour, and where it differs from fio 3.x:
+//! - The job covers the region `[offset, offset + size)` in blocks of `bs` bytes aligned to
+//!   `offset` (fio's default `blockalign = bs`). Sequential jobs walk it upward, each direction
+//!   of a mixed `rw` job with its own cursor (as fio keeps `last_pos` per direction), wrapping
+//!   at the end. Random jobs visit every block once per pass in a seeded pseudo-random order
+//!   (fio's random map; ours is a keyed Feistel permutation, not fio's bitmap, so the order
+//!   differs from fio's); `norandommap = true` draws blocks uniformly with replacement.
+//! - Mixed jobs choose each I/O's direction by a seeded draw against `rwmixread` (fio keeps
+//!   the same ratio but switches direction in runs).
+//! - It stops issuing after `number_ios` I/Os, after `io_size` (default `size`) bytes unless
+//!   `time_based`, or when `runtime_ms` has passed since its first poll, whichever comes first;
+//!   then it waits for its outstanding I/O and is done. `time_based` without `runtime_ms` or
+//!   `number_ios` runs until the run ends (a background job).
+//! - `iodepth` bounds the I/O outstanding at once. With `thinktime_us > 0`, after every
+//!   `thinktime_blocks` I/Os issued the job waits for all its I/O to complete, then thinks
+//!   `thinktime_us` (fio quiesces before a think time too).
+//! - `rate` (bytes/s) and `rate_iops` cap the job's total, both directions together: the k-th
+//!   I/O (from 0) is not issued before `start + k * bs / rate`. fio applies one rate value to
+//!   each direction separately; for pure read or write jobs the two agree.
+//! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
+//!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
+
+use std::collections::BTreeSet;
+
+use elevator_core::{Nanos, Op, SECTOR_BYTES};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::job::{Action, IoSpec, Job};
+use crate::spec::{mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region};
+
+/// fio's `rw` (`readwrite`) option.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RwMode {
+    /// `read`: sequential reads.
+    #[default]
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `randread`: random reads.
+    RandRead,
+    /// `randwrite`: random writes.
+    RandWrite,
+    /// `rw` (alias `readwrite`): sequential mixed reads and writes.
+    #[serde(alias = "readwrite")]
+    Rw,
+    /// `randrw`: random mixed reads and writes.
+    RandRw,
+}
+
+impl RwMode {
+    /// Parse fio's spelling (`read`, `write`, `randread`, `randwrite`, `rw`, `readwrite`,
+    /// `randrw`).
+    pub fn parse(s: &str) -> Option<RwMode> {
+        Some(match s {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "rw" | "readwrite" => RwMode::Rw,
+            "randrw" => RwMode::RandRw,
+            _ => return None,
+        })
+    }
+    /// Whether offsets are random.
+    pub fn is_random(self) -> bool {
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+    }
+    /// The percentage of reads this mode implies, given fio's `rwmixread` for mixed modes.
+    fn read_percent(self, rwmixread: u32) -> u32 {
+        match self {
+            RwMode::Read | RwMode::RandRead => 100,
+            RwMode::Write | RwMode::RandWrite => 0,
+            RwMode::Rw | RwMode::RandRw => rwmixread,
+        }
+    }
+}
+
+/// A fio-like job's configuration. Every field has fio's default unless its doc says otherwise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FioJobConfig {
+    /// fio `rw`: direction and pattern. Default `read`.
+    pub rw: RwMode,
+    /// fio `rwmixread`: percentage of reads in `rw` / `randrw` jobs, 0..=100. Default 50.
+    pub rwmixread: u32,
+    /// fio `bs`: bytes per I/O, a positive multiple of 512. Default 4096.
+    pub bs: u64,
+    /// fio `offset`: where the job's region starts, bytes (rounded down to a sector).
+    /// Default 0. Exclusive with `offset_frac`.
+    pub offset: Option<u64>,
+    /// fio `offset=N%`: where the region starts, as a fraction 0..=1 of the device.
+    pub offset_frac: Option<f64>,
+    /// fio `size`: the region's length, bytes. Default: to the end of the device. Exclusive
+    /// with `size_frac`.
+    pub size: Option<u64>,
+    /// fio `size=N%`: the region's length as a fraction 0..=1 of the device.
+    pub size_frac: Option<f64>,
+    /// fio `io_size`: bytes to transfer before stopping (unless `time_based`). Default: `size`.
+    pub io_size: Option<u64>,
+    /// fio `iodepth`: I/Os outstanding at once, >= 1. Default 1 (`ioengine=psync` is 1).
+    pub iodepth: u32,
+    /// fio `thinktime`: microseconds to think after every `thinktime_blocks` I/Os (after they
+    /// complete). Default 0.
+    pub thinktime_us: u64,
+    /// fio `thinktime_blocks`: I/Os between think times, >= 1. Default 1.
+    pub thinktime_blocks: u32,
+    /// fio `rate`: cap on the job's bytes per second (both directions together). Default none.
+    pub rate: Option<u64>,
+    /// fio `rate_iops`: cap on the job's I/Os per second. Default none.
+    pub rate_iops: Option<u64>,
+    /// fio `number_ios`: stop after this many I/Os. Default none.
+    pub number_ios: Option<u64>,
+    /// fio `runtime`, in milliseconds here: stop issuing this long after the job starts.
+    /// Default none.
+    pub runtime_ms: Option<u64>,
+    /// fio `time_based`: keep going over the region (wrapping) until `runtime_ms`, ignoring
+    /// `io_size`. Default false.
+    pub time_based: bool,
+    /// fio `direct`: writes are synchronous (O_DIRECT); otherwise asynchronous writeback.
+    /// Default false.
+    pub direct: bool,
+    /// fio `norandommap`: random blocks drawn with replacement instead of once per pass.
+    /// Default false.
+    pub norandommap: bool,
+    /// fio `randseed`: the job's seed. Default: derived from the run's seed and the job's name.
+    pub randseed: Option<u64>,
+}
+
+impl Default for FioJobConfig {
+    fn default() -> Self {
+        FioJobConfig {
+            rw: RwMode::Read,
+            rwmixread: 50,
+            bs: 4096,
+            offset: None,
+            offset_frac: None,
+            size: None,
+            size_frac: None,
+            io_size: None,
+            iodepth: 1,
+            thinktime_us: 0,
+            thinktime_blocks: 1,
+            rate: None,
+            rate_iops: None,
+            number_ios: None,
+            runtime_ms: None,
+            time_based: false,
+            direct: false,
+            norandommap: false,
+            randseed: None,
+        }
+    }
+}
+
+impl FioJobConfig {
+    /// Check the configuration against the device of `env`; returns the job's region.
+    pub fn validate(&self, env: &BuildEnv) -> Result<Region, BuildError> {
+        let err = |field, reason: String| Err(BuildError::new(env, field, reason));
+        if self.rwmixread > 100 {
+            return err(
+                "rwmixread",
+                format!("{} is not a percentage", self.rwmixread),
+            );
+        }
+        if self.bs == 0 || !self.bs.is_multiple_of(SECTOR_BYTES) {
+            return err(
+                "bs",
+                format!("{} is not a positive multiple of 512", self.bs),
+            );
+        }
+        if self.bs / SECTOR_BYTES > u64::from(u32::MAX) {
+            return err(
+                "bs",
+                format!("{} bytes is too large for one request", self.bs),
+            );
+        }
+        if self.iodepth == 0 {
+            return err("iodepth", "must be at least 1".into());
+        }
+        if self.thinktime_blocks == 0 {
+            return err("thinktime_blocks", "must be at least 1".into());
+        }
+        if self.rate == Some(0) {
+            return err("rate", "must be positive".into());
+        }
+        if self.rate_iops == Some(0) {
+            return err("rate_iops", "must be positive".into());
+        }
+        if self.number_ios == Some(0) {
+            return err("number_ios", "must be positive".into());
+        }
+        if self.runtime_ms == Some(0) {
+            return err("runtime_ms", "must be positive".into());
+        }
+        let region = resolve_region(
+            env,
+            self.offset,
+            self.offset_frac,
+            self.size,
+            self.size_frac,
+            ["offset", "offset_frac", "size", "size_frac"],
+        )?;
+        if region.len * SECTOR_BYTES < self.bs {
+            return err(
+                "size",
+                format!(
+                    "the region ({} bytes) is smaller than one block (bs = {})",
+                    region.len * SECTOR_BYTES,
+                    self.bs
+                ),
+            );
+        }
+        if let Some(io) = resolve_bytes(env, self.io_size, "io_size", None, "io_size")? {
+            if io < self.bs {
+                return err("io_size", format!("{io} bytes is less than one block"));
+            }
+        }
+        Ok(region)
+    }
+}
+
+/// A fio-like job. See the module documentation for its behaviour.
+#[derive(Clone, Debug)]
+pub struct FioJob {
+    name: String,
+    cfg: FioJobConfig,
+    region: Region,
+    blocks: u64,
+    block_sectors: u32,
+    read_percent: u32,
+    rng: ChaCha8Rng,
+    map: BlockOrder,
+    cursors: [u64; 2],
+    /// I/Os to issue at most, `None` for unbounded.
+    limit: Option<u64>,
+    issued: u64,
+    outstanding: BTreeSet<u64>,
+    start: Option<Nanos>,
+    deadline: Option<Nanos>,
+    batch: u32,
+    quiescing: bool,
+    think_until: Option<Nanos>,
+    last_completion: Nanos,
+}
+
+impl FioJob {
+    /// Build the job for the device and run of `env`.
+    pub fn new(cfg: FioJobConfig, env: &BuildEnv) -> Result<FioJob, BuildError> {
+        let region = cfg.validate(env)?;
+        let blocks = region.len * SECTOR_BYTES / cfg.bs;
+        let seed = env.job_seed(cfg.randseed);
+        let limit = {
+            let by_size = if cfg.time_based {
+                None
+            } else {
+                let bytes = cfg.io_size.unwrap_or(blocks * cfg.bs);
+                Some((bytes / cfg.bs).max(1))
+            };
+            match (by_size, cfg.number_ios) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        };
+        Ok(FioJob {
+            name: env.name.clone(),
+            region,
+            blocks,
+            block_sectors: (cfg.bs / SECTOR_BYTES) as u32,
+            read_percent: cfg.rw.read_percent(cfg.rwmixread),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
+            cursors: [0, 0],
+            limit,
+            issued: 0,
+            outstanding: BTreeSet::new(),
+            start: None,
+            deadline: None,
+            batch: 0,
+            quiescing: false,
+            think_until: None,
+            last_completion: Nanos::ZERO,
+            cfg,
+        })
+    }
+
+    /// The configuration the job was built from.
+    pub fn config(&self) -> &FioJobConfig {
+        &self.cfg
+    }
+
+    /// The job's region on the device.
+    pub fn region(&self) -> Region {
+        self.region
+    }
+
+    fn stopped_issuing(&self, now: Nanos) -> bool {
+        self.limit.is_some_and(|l| self.issued >= l) || self.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// Earliest time the next I/O may be issued under `rate` / `rate_iops`.
+    fn rate_gate(&self, start: Nanos) -> Nanos {
+        let mut t = start;
+        if let Some(rate) = self.cfg.rate {
+            let ns = u128::from(self.issued) * u128::from(self.cfg.bs) * 1_000_000_000
+                / u128::from(rate);
+            t = t.max(start.saturating_add(Nanos(ns.min(u128::from(u64::MAX)) as u64)));
+        }
+        if let Some(iops) = self.cfg.rate_iops {
+            let ns = u128::from(self.issued) * 1_000_000_000 / u128::from(iops);
+            t = t.max(start.saturating_add(Nanos(ns.min(u128::from(u64::MAX)) as u64)));
+        }
+        t
+    }
+
+    fn next_io(&mut self) -> IoSpec {
+        let read = match self.read_percent {
+            100 => true,
+            0 => false,
+            p => self.rng.gen_range(0..100) < p,
+        };
+        let dir = usize::from(!read);
+        let block = if self.cfg.rw.is_random() {
+            if self.cfg.norandommap {
+                self.rng.gen_range(0..self.blocks)
+            } else {
+                self.map.next()
+            }
+        } else {
+            let b = self.cursors[dir];
+            self.cursors[dir] = (b + 1) % self.blocks;
+            b
+        };
+        let tag = self.issued;
+        self.issued += 1;
+        IoSpec {
+            ctx: 0,
+            op: if read { Op::Read } else { Op::Write },
+            sync: read || self.cfg.direct,
+            meta: false,
+            sector: self.region.start + block * u64::from(self.block_sectors),
+            sectors: self.block_sectors,
+            prio: None,
+            tag,
+        }
+    }
+}
+
+impl Job for FioJob {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, now: Nanos) -> Action {
+        let start = *self.start.get_or_insert(now);
+        if self.deadline.is_none() {
+            self.deadline = self.cfg.runtime_ms.map(|ms| start + Nanos::from_ms(ms));
+        }
+        if self.stopped_issuing(now) {
+            return if self.outstanding.is_empty() {
+                Action::Done
+            } else {
+                Action::Wait
+            };
+        }
+        let cap = |t: Nanos, deadline: Option<Nanos>| Action::Think {
+            until: deadline.map_or(t, |d| t.min(d)),
+        };
+        if self.quiescing {
+            if !self.outstanding.is_empty() {
+                return Action::Wait;
+            }
+            self.quiescing = false;
+            self.think_until =
+                Some(self.last_completion.max(start) + Nanos::from_us(self.cfg.thinktime_us));
+        }
+        if let Some(t) = self.think_until {
+            if now < t {
+                return cap(t, self.deadline);
+            }
+            self.think_until = None;
+        }
+        if self.outstanding.len() >= self.cfg.iodepth as usize {
+            return Action::Wait;
+        }
+        let gate = self.rate_gate(start);
+        if now < gate {
+            return cap(gate, self.deadline);
+        }
+        let io = self.next_io();
+        self.outstanding.insert(io.tag);
+        if self.cfg.thinktime_us > 0 {
+            self.batch += 1;
+            if self.batch >= self.cfg.thinktime_blocks {
+                self.batch = 0;
+                self.quiescing = true;
+            }
+        }
+        Action::Issue(io)
+    }
+
+    fn complete(&mut self, tag: u64, now: Nanos) {
+        if self.outstanding.remove(&tag) {
+            self.last_completion = now;
+        }
+    }
+}
+
+/// Every block of `[0, n)` once per pass, in a keyed pseudo-random order: a four-round Feistel
+/// permutation over the next even power of two, cycle-walked into range. O(1) memory.
+#[derive(Clone, Debug)]
+struct BlockOrder {
+    n: u64,
+    half_bits: u32,
+    key: u64,
+    pass: u64,
+    index: u64,
+}
+
+impl BlockOrder {
+    fn new(n: u64, key: u64) -> BlockOrder {
+        let bits = (64 - n.saturating_sub(1).leading_zeros()).max(2);
+        BlockOrder {
+            n,
+            half_bits: bits.div_ceil(2),
+            key,
+            pass: 0,
+            index: 0,
+        }
+    }
+
+    fn permute(&self, x: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut l, mut r) = (x >> self.half_bits, x & mask);
+        for round in 0..4u64 {
+            let f = mix64(r ^ self.key ^ mix64(self.pass.wrapping_add(round << 56))) & mask;
+            (l, r) = (r, l ^ f);
+        }
+        (l << self.half_bits) | r
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut y = self.permute(self.index);
+        while y >= self.n {
+            y = self.permute(y);
+        }
+        self.index += 1;
+        if self.index == self.n {
+            self.index = 0;
+            self.pass += 1;
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::HandDriver;
+
+    const MIB: u64 = 1 << 20;
+
+    fn env() -> BuildEnv {
+        BuildEnv::new(1 << 21, 42, "fio") // 1 GiB
+    }
+
+    fn run(cfg: FioJobConfig, depth: usize) -> crate::testkit::Record {
+        let mut job = FioJob::new(cfg, &env()).unwrap();
+        HandDriver::new(depth, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job)
+    }
+
+    #[test]
+    fn sequential_reader_walks_its_region_once_and_finishes() {
+        let cfg = FioJobConfig {
+            bs: 64 * 1024,
+            offset: Some(MIB),
+            size: Some(MIB),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let sectors: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        let want: Vec<u64> = (0..16).map(|i| 2048 + i * 128).collect();
+        assert_eq!(sectors, want);
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Read && i.spec.sync));
+        assert_eq!(rec.done_at, Some(Nanos::from_ms(16)));
+        assert_eq!(rec.outstanding_at_done, 0);
+    }
+
+    #[test]
+    fn random_reader_visits_every_block_once_per_pass() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(1000 * 4096),
+            io_size: Some(2000 * 4096),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        assert_eq!(rec.issued.len(), 2000);
+        for pass in rec.issued.chunks(1000) {
+            let set: BTreeSet<u64> = pass.iter().map(|i| i.spec.sector / 8).collect();
+            assert_eq!(set.len(), 1000);
+            assert_eq!(set.last(), Some(&999));
+        }
+        let first: Vec<u64> = rec.issued[..10].iter().map(|i| i.spec.sector).collect();
+        let sorted = {
+            let mut s = first.clone();
+            s.sort();
+            s
+        };
+        assert_ne!(first, sorted, "random order should not be ascending");
+    }
+
+    #[test]
+    fn iodepth_bounds_outstanding_and_is_reached() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandWrite,
+            iodepth: 8,
+            number_ios: Some(200),
+            ..Default::default()
+        };
+        let rec = run(cfg, 4);
+        assert_eq!(rec.max_outstanding, 8);
+        assert_eq!(rec.issued.len(), 200);
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Write && !i.spec.sync));
+    }
+
+    #[test]
+    fn direct_writes_are_sync() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            direct: true,
+            number_ios: Some(3),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        assert!(rec.issued.iter().all(|i| i.spec.sync));
+    }
+
+    #[test]
+    fn thinktime_follows_completion_of_each_batch() {
+        let cfg = FioJobConfig {
+            number_ios: Some(4),
+            iodepth: 4,
+            thinktime_us: 5000,
+            thinktime_blocks: 2,
+            ..Default::default()
+        };
+        let rec = run(cfg, 4);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_us()).collect();
+        // Two at once, both complete at 1 ms, think 5 ms, two more at 6 ms.
+        assert_eq!(at, vec![0, 0, 6000, 6000]);
+    }
+
+    #[test]
+    fn rate_caps_bandwidth() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            bs: 4096,
+            iodepth: 16,
+            rate: Some(4096 * 100), // 100 I/Os per second
+            runtime_ms: Some(1000),
+            time_based: true,
+            ..Default::default()
+        };
+        let rec = run(cfg, 16);
+        assert_eq!(rec.issued.len(), 100);
+        assert_eq!(rec.issued[1].at, Nanos::from_ms(10));
+        assert_eq!(rec.issued[99].at, Nanos::from_ms(990));
+    }
+
+    #[test]
+    fn rate_iops_caps_iops() {
+        let cfg = FioJobConfig {
+            rate_iops: Some(50),
+            number_ios: Some(5),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, vec![0, 20, 40, 60, 80]);
+    }
+
+    #[test]
+    fn runtime_stops_a_time_based_job_and_it_drains() {
+        let cfg = FioJobConfig {
+            size: Some(MIB),
+            runtime_ms: Some(500),
+            time_based: true,
+            iodepth: 2,
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let done = rec.done_at.expect("finished");
+        assert!(done >= Nanos::from_ms(500) && done <= Nanos::from_ms(502));
+        assert_eq!(rec.outstanding_at_done, 0);
+        // It wrapped around its 256-block region.
+        assert!(rec.issued.len() > 256);
+        assert_eq!(rec.issued[256].spec.sector, 0);
+    }
+
+    #[test]
+    fn mixed_job_honours_rwmixread_with_separate_cursors() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Rw,
+            rwmixread: 70,
+            number_ios: Some(1000),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let reads: Vec<u64> = rec
+            .issued
+            .iter()
+            .filter(|i| i.spec.op == Op::Read)
+            .map(|i| i.spec.sector)
+            .collect();
+        assert!((650..=750).contains(&reads.len()), "{} reads", reads.len());
+        assert!(reads.iter().enumerate().all(|(i, s)| *s == i as u64 * 8));
+    }
+
+    #[test]
+    fn same_seed_same_sequence_other_seed_other_sequence() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRw,
+            number_ios: Some(100),
+            ..Default::default()
+        };
+        let a = run(cfg.clone(), 1).issued;
+        let b = run(cfg.clone(), 1).issued;
+        assert_eq!(a, b);
+        let mut job = FioJob::new(cfg, &BuildEnv::new(1 << 21, 43, "fio")).unwrap();
+        let c = HandDriver::new(1, Nanos::from_ms(1), Nanos::MAX)
+            .run(&mut job)
+            .issued;
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn bad_settings_name_their_field() {
+        let e = |cfg: FioJobConfig| FioJob::new(cfg, &env()).unwrap_err().field;
+        assert_eq!(
+            e(FioJobConfig {
+                bs: 1000,
+                ..Default::default()
+            }),
+            "bs"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                iodepth: 0,
+                ..Default::default()
+            }),
+            "iodepth"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                rwmixread: 101,
+                ..Default::default()
+            }),
+            "rwmixread"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                size: Some(2 << 30),
+                ..Default::default()
+            }),
+            "size"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                size: Some(512),
+                ..Default::default()
+            }),
+            "size"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                offset: Some(0),
+                offset_frac: Some(0.5),
+                ..Default::default()
+            }),
+            "offset_frac"
+        );
+    }
+
+    #[test]
+    fn rw_parses_fio_spellings() {
+        assert_eq!(RwMode::parse("readwrite"), Some(RwMode::Rw));
+        assert_eq!(RwMode::parse("randrw"), Some(RwMode::RandRw));
+        assert_eq!(RwMode::parse("trim"), None);
+    }
+
+    #[test]
+    fn block_order_is_a_permutation_for_awkward_sizes() {
+        for n in [1u64, 2, 3, 5, 17, 1000, 4097] {
+            let mut o = BlockOrder::new(n, 9);
+            let set: BTreeSet<u64> = (0..n).map(|_| o.next()).collect();
+            assert_eq!(set.len() as u64, n);
+            assert!(set.iter().all(|&b| b < n));
+        }
+    }
+}
