@@ -11,6 +11,7 @@
 pub mod job;
 pub mod jobs;
 pub mod metrics;
+pub mod page_cache;
 pub mod spec;
 pub mod testkit;
 
