@@ -1,9 +1,11 @@
 //! The jobs: process models and replayers, one file each.
 
+pub mod compile;
 pub mod dependent_reader;
 pub mod fio;
 pub mod stream_writer;
 
+pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
 pub use fio::{FioJob, FioJobConfig, RwMode};
 pub use stream_writer::{StreamWriter, StreamWriterConfig};
