@@ -114,3 +114,8 @@ impl Request {
         self.sync || self.op.is_read()
     }
 }
+
+/// The largest request a merge may build, in sectors: 256 sectors = 128 KiB, standing for the
+/// request queue's `max_sectors` limit (the kernel refuses a merge that would exceed it).
+/// Policies that merge (deadline, linus) check it in [`Scheduler::try_merge`](crate::Scheduler::try_merge).
+pub const MAX_MERGE_SECTORS: u32 = 256;
