@@ -230,7 +230,13 @@ impl<S: Scheduler> Harness<S> {
                     self.merged.remove(&c);
                     assert!(self.completed.insert(c), "merged request completed twice");
                 }
-                if let Some(s) = self.outcome.served.iter_mut().rev().find(|s| s.rq.id == rq.id) {
+                if let Some(s) = self
+                    .outcome
+                    .served
+                    .iter_mut()
+                    .rev()
+                    .find(|s| s.rq.id == rq.id)
+                {
                     s.completed = t;
                 }
             } else if next_arrival == Some(t) {
@@ -299,4 +305,3 @@ impl<S: Scheduler> Harness<S> {
         }
     }
 }
-

@@ -4,7 +4,7 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{noop, anticipatory, deadline, linus};
+use crate::{anticipatory, deadline, linus, noop};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -26,7 +26,9 @@ pub struct SchedulerInfo {
 
 impl std::fmt::Debug for SchedulerInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SchedulerInfo").field("name", &self.name).finish()
+        f.debug_struct("SchedulerInfo")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -96,7 +98,12 @@ mod tests {
             for t in i.tunables {
                 assert!(names.insert(t.name), "{}: duplicate {}", i.name, t.name);
                 assert!(!t.doc.is_empty(), "{}: {} has no doc", i.name, t.name);
-                assert!(t.min <= t.default && t.default <= t.max, "{}: {}", i.name, t.name);
+                assert!(
+                    t.min <= t.default && t.default <= t.max,
+                    "{}: {}",
+                    i.name,
+                    t.name
+                );
             }
         }
     }
