@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod page_cache;
 pub mod spec;
 pub mod testkit;
+pub mod traces;
 
 pub use job::{Action, IoSpec, Job};
 pub use spec::{BuildEnv, BuildError, Region};

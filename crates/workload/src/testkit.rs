@@ -38,7 +38,8 @@ pub struct Record {
     pub max_outstanding: usize,
     /// Most I/Os outstanding at once, per local context.
     pub max_outstanding_per_ctx: BTreeMap<u32, usize>,
-    /// Most sync I/Os outstanding at once, per local context.
+    /// Most I/Os marked `sync` (the issuer waits for them) outstanding at once, per local
+    /// context. Readahead reads the issuer does not wait for are marked not `sync`.
     pub max_sync_outstanding_per_ctx: BTreeMap<u32, usize>,
     /// I/Os still outstanding when the job said `Done`.
     pub outstanding_at_done: usize,
@@ -123,7 +124,7 @@ impl HandDriver {
                             *c += 1;
                             let m = rec.max_outstanding_per_ctx.entry(spec.ctx).or_default();
                             *m = (*m).max(*c);
-                            if spec.sync || spec.op.is_read() {
+                            if spec.sync {
                                 let c = sync_per_ctx.entry(spec.ctx).or_default();
                                 *c += 1;
                                 let m = rec
@@ -186,7 +187,7 @@ impl HandDriver {
                 let spec = &rec.issued[i].spec;
                 outstanding.remove(&spec.tag);
                 *per_ctx.get_mut(&spec.ctx).expect("counted at issue") -= 1;
-                if spec.sync || spec.op.is_read() {
+                if spec.sync {
                     *sync_per_ctx.get_mut(&spec.ctx).expect("counted at issue") -= 1;
                 }
                 if !done {

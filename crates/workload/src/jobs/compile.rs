@@ -1095,7 +1095,13 @@ mod tests {
     #[test]
     fn objects_are_written_back_asynchronously_after_the_expire_delay() {
         // Two seconds per gcc: an 80 s build, long enough for pdflush to write objects.
-        let (job, rec) = run(CompileConfig { cpu_startup_us: 2_000_000, ..small() }, 6);
+        let (job, rec) = run(
+            CompileConfig {
+                cpu_startup_us: 2_000_000,
+                ..small()
+            },
+            6,
+        );
         let writes: Vec<_> = rec
             .issued
             .iter()
