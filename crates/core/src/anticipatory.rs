@@ -1,34 +1,1121 @@
-//! anticipatory: PLACEHOLDER (a FIFO) until the real policy lands.
+//! anticipatory: the anticipatory I/O scheduler (AS) as in Linux 2.6.32 `block/as-iosched.c`
+//! (Nick Piggin, 2.5.59-mm5 to 2.6.32; removed in 2.6.33). See docs/anticipatory.md.
+//!
+//! AS is deadline-style batching (a sector-sorted list and a FIFO for sync requests, another
+//! pair for async writes, batches that alternate between them) plus *anticipation*: after a
+//! sync request completes, the disk may be kept idle for up to `antic_expire` in the hope that
+//! the process that issued it (which usually sleeps until its read returns) submits another
+//! request close by, instead of seeking away to serve someone else and seeking back. Whether
+//! to wait is decided from per-process statistics (think time, seek distance) kept with the
+//! kernel's 7/8-decay fixed-point arithmetic, and global statistics for processes that have
+//! none yet (new-process means, the probability a waited-on process exits).
+//!
+//! ## Tunables (sysfs names, milliseconds, 2.6.32 defaults at HZ = 1000)
+//! - `read_expire` (ms) = 125 (`HZ/8`): a sync request's FIFO deadline.
+//! - `write_expire` (ms) = 250 (`HZ/4`): an async request's FIFO deadline.
+//! - `read_batch_expire` (ms) = 500 (`HZ/2`): how long a read batch may run while writes wait.
+//! - `write_batch_expire` (ms) = 125 (`HZ/8`): the target length of a write batch; the number
+//!   of writes per batch is autotuned towards it (starting at `write_batch_expire / 10`, at
+//!   least 2).
+//! - `antic_expire` (ms) = 6 (`HZ/150`, which is 6 at HZ = 1000 by integer division): the
+//!   longest anticipation after the anticipated request completed; 0 disables anticipation
+//!   and AS behaves like deadline with batches.
+//!
+//! The read-only `est_time` file is [`Anticipatory::est_time`].
+//!
+//! ## Fixed constants
+//! [`MAX_THINKTIME`] 20 ms, [`MAXBACK`] 1024*1024 sectors, [`BACK_PENALTY`] 2, the close
+//! window base 8192 sectors, and [`MAX_MERGE_SECTORS`] = 256 (128 KiB) for merges.
+//!
+//! ## How a call maps to the kernel
+//! [`insert`](Scheduler::insert) is `as_add_request` (statistics, sort list, FIFO, and the
+//! anticipation break check of `as_update_rq`); [`dispatch`](Scheduler::dispatch) is
+//! `as_dispatch_request` followed at once by the driver taking the request (activation);
+//! [`complete`](Scheduler::complete) is `as_completed_request`; [`exit`](Scheduler::exit) is
+//! the io_context exit hook; [`try_merge`](Scheduler::try_merge) is the generic back merge
+//! plus `as_merge`'s front merge. The kernel's `antic_timer` is a deadline kept here and
+//! evaluated lazily: every call first runs the timeout (with its `exit_prob` /
+//! `exit_no_coop` updates) if `now` has reached it, and `dispatch` answers
+//! `Dispatch::Idle { until }` with that deadline while anticipating.
+//!
+//! ## Deviations from 2.6.32 (deliberate)
+//! - **Time in nanoseconds, not jiffies.** Deadlines, think times and the anticipation timer
+//!   are exact in ns; think times are capped just below [`MAX_THINKTIME`] (the kernel: 19
+//!   jiffies). Where the kernel *shifts* by a jiffy count (the close window `8192 << delay`)
+//!   and compares it with `20 * HZ / 1000` and `antic_expire`, we count whole milliseconds,
+//!   i.e. jiffies at HZ = 1000. `est_time` reports the new-process think time in ns.
+//! - **Activation is dispatch.** The kernel's per-process `nr_dispatched` counts requests on
+//!   the dispatch list that the driver has not yet taken; here the driver takes each request
+//!   when `dispatch` returns it, so that count is always zero and can-break rule 3 reduces
+//!   to "the anticipated process has requests queued" (as it does in practice in the kernel,
+//!   where `as_dispatch_request` only runs once the dispatch list is empty).
+//! - **No non-rotational check**: as in 2.6.32, where it is compiled out (`#if 0`).
+//! - **No `as_may_queue`**: request-slot allocation (nr_requests) belongs to the driver.
+//! - **Merging**: back merges look in both sync classes (the kernel's merge hash finds any
+//!   request of the same direction); front merges look in the sorted lists of the same
+//!   operation. 2.6.32's `as_merge` indexes its sort lists with `bio_data_dir` (READ = 0 is
+//!   the *async* list), so its front merges only ever found sync writes; we do not copy that
+//!   slip. Merged size is capped at [`MAX_MERGE_SECTORS`] (the kernel: the queue's
+//!   max_sectors). The generic `last_merge` one-hit cache and request-to-request merging
+//!   after a merge (`attempt_back_merge`) are not modelled: the trait can only absorb the
+//!   arriving request, never make a queued one disappear.
+//! - **Flush** requests are treated as 2.6.32 treats barriers: the elevator is drained
+//!   (forced dispatch of everything queued, in elevator order) and the flush goes to the
+//!   back of the dispatch list; like any unsorted request its completion is not reported to
+//!   AS's accounting.
+//! - **Tunables** out of range are refused with an error; the kernel silently clamps.
+//! - Per-process state of an exited process is dropped once nothing refers to it (no queued
+//!   request, not the anticipated process), as the kernel frees it with the last reference.
 
-use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Bound::{Excluded, Unbounded};
 
-use crate::request::Request;
+use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError};
+use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
-/// Tunables.
-pub const TUNABLES: &[Tunable] = &[];
+/// Think times are tracked up to (just below) this: 20 ms (`HZ/50`).
+pub const MAX_THINKTIME: Nanos = Nanos::from_ms(20);
+/// The farthest the elevator goes backwards for a request, in sectors (512 MiB).
+pub const MAXBACK: u64 = 1024 * 1024;
+/// A backward seek counts this many times its distance when choosing the next request.
+pub const BACK_PENALTY: u64 = 2;
+/// Largest request a merge may build: 256 sectors (128 KiB).
+pub const MAX_MERGE_SECTORS: u32 = 256;
 
-/// Configuration.
+/// The close window right after the anticipated request completed, in sectors.
+const CLOSE_BASE: u64 = 8192;
+/// The close window stops widening after this many ms (jiffies at HZ = 1000).
+const CLOSE_MAX_DELAY_MS: u64 = 20;
+/// Fixed point: 1.0.
+const ONE: u64 = 256;
+/// Seek samples up to which the generous seek clip applies.
+const SEEK_EARLY_SAMPLES: u64 = 60;
+
+/// Index of the async (write) sort list and FIFO, as `BLK_RW_ASYNC`.
+const ASYNC: usize = 0;
+/// Index of the sync (read and sync write) sort list and FIFO, as `BLK_RW_SYNC`.
+const SYNC: usize = 1;
+
+/// The tunables, as under `/sys/block/<dev>/queue/iosched/`.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        unit: Unit::Ms,
+        default: 125,
+        min: 0,
+        max: i32::MAX as i64,
+        doc: "FIFO deadline of a sync request (HZ/8)",
+    },
+    Tunable {
+        name: "write_expire",
+        unit: Unit::Ms,
+        default: 250,
+        min: 0,
+        max: i32::MAX as i64,
+        doc: "FIFO deadline of an async write (HZ/4)",
+    },
+    Tunable {
+        name: "read_batch_expire",
+        unit: Unit::Ms,
+        default: 500,
+        min: 0,
+        max: i32::MAX as i64,
+        doc: "how long a read batch may run while writes are pending (HZ/2)",
+    },
+    Tunable {
+        name: "write_batch_expire",
+        unit: Unit::Ms,
+        default: 125,
+        min: 0,
+        max: i32::MAX as i64,
+        doc: "target length of a write batch; the writes per batch autotune to it (HZ/8)",
+    },
+    Tunable {
+        name: "antic_expire",
+        unit: Unit::Ms,
+        default: 6,
+        min: 0,
+        max: i32::MAX as i64,
+        doc: "longest wait for the anticipated process after its request completed; 0 disables (HZ/150)",
+    },
+];
+
+/// AS's settings, in nanoseconds. Build with [`Config::from_settings`] or `Default`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `read_expire`: FIFO deadline of a sync request.
+    pub read_expire: Nanos,
+    /// `write_expire`: FIFO deadline of an async write.
+    pub write_expire: Nanos,
+    /// `read_batch_expire`: how long a read batch may run while writes wait.
+    pub read_batch_expire: Nanos,
+    /// `write_batch_expire`: target length of a write batch.
+    pub write_batch_expire: Nanos,
+    /// `antic_expire`: longest anticipation after the anticipated request completed.
+    pub antic_expire: Nanos,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::from_settings(&Settings::new()).expect("defaults are valid")
+    }
+}
+
+impl Config {
+    /// Read the tunables from `settings` (every one not given takes its 2.6.32 default).
+    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
+        settings.validate("anticipatory", TUNABLES)?;
+        let ms = |name| Nanos::from_ms(settings.get(TUNABLES, name) as u64);
+        Ok(Config {
+            read_expire: ms("read_expire"),
+            write_expire: ms("write_expire"),
+            read_batch_expire: ms("read_batch_expire"),
+            write_batch_expire: ms("write_batch_expire"),
+            antic_expire: ms("antic_expire"),
+        })
+    }
+
+    fn fifo_expire(&self, dir: usize) -> Nanos {
+        if dir == SYNC {
+            self.read_expire
+        } else {
+            self.write_expire
+        }
+    }
+
+    fn batch_expire(&self, dir: usize) -> Nanos {
+        if dir == SYNC {
+            self.read_batch_expire
+        } else {
+            self.write_batch_expire
+        }
+    }
+}
+
+/// Where anticipation stands (`enum anticipation_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnticState {
+    /// Not anticipating: normal operation.
+    Off,
+    /// Anticipating, but the last sync request has not completed yet.
+    WaitReq,
+    /// The anticipated request completed; waiting (at most `antic_expire`) for a good one.
+    WaitNext,
+    /// Anticipation ended (timeout or a good candidate arrived); the next dispatch runs.
+    Finished,
+}
+
+/// Which kind of batch is running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchDir {
+    /// Reads and sync writes.
+    Sync,
+    /// Async writes (writeback).
+    Async,
+}
+
+/// The global estimates the kernel shows in the read-only sysfs file `est_time`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EstTime {
+    /// Probability that a process exits while being waited on, fixed point (256 = 1.0).
+    pub exit_prob: u64,
+    /// Probability that an exited process is not followed by a cooperating request,
+    /// fixed point (256 = 1.0).
+    pub exit_no_coop: u64,
+    /// Mean first think time of new processes.
+    pub new_ttime_mean: Nanos,
+    /// Mean first seek distance of new processes, in sectors.
+    pub new_seek_mean: u64,
+}
+
+impl EstTime {
+    /// `exit_prob` in whole percent, as `est_time` prints it.
+    pub fn exit_prob_percent(&self) -> u64 {
+        100 * self.exit_prob / ONE
+    }
+    /// `exit_no_coop` in whole percent, as `est_time` prints it.
+    pub fn exit_no_coop_percent(&self) -> u64 {
+        100 * self.exit_no_coop / ONE
+    }
+}
+
+/// One process's statistics as AS keeps them (a read-only view of `as_io_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtxStats {
+    /// Whether the process is still running (has not exited).
+    pub running: bool,
+    /// Requests queued in AS (not yet dispatched).
+    pub queued: u32,
+    /// Think-time sample weight, fixed point (256 = 1.0; it saturates at 249).
+    pub ttime_samples: u64,
+    /// Mean think time.
+    pub ttime_mean: Nanos,
+    /// Seek sample weight, fixed point.
+    pub seek_samples: u64,
+    /// Mean seek distance, in sectors.
+    pub seek_mean: u64,
+}
+
+/// Per-process state (`struct as_io_context`).
+#[derive(Clone, Debug)]
+struct Aic {
+    /// AS_TASK_RUNNING: the process has not exited.
+    running: bool,
+    /// AS_TASK_IOSTARTED: it has submitted a sync request.
+    io_started: bool,
+    /// AS_TASK_IORUNNING: one of its sync requests has completed.
+    io_running: bool,
+    nr_queued: u32,
+    last_end_request: Nanos,
+    last_request_pos: u64,
+    ttime_total: u64,
+    ttime_samples: u64,
+    /// In ns.
+    ttime_mean: u64,
+    seek_total: u64,
+    seek_samples: u64,
+    seek_mean: u64,
+}
+
+impl Aic {
+    fn new() -> Aic {
+        Aic {
+            running: true,
+            io_started: false,
+            io_running: false,
+            nr_queued: 0,
+            last_end_request: Nanos::ZERO,
+            last_request_pos: 0,
+            ttime_total: 0,
+            ttime_samples: 0,
+            ttime_mean: 0,
+            seek_total: 0,
+            seek_samples: 0,
+            seek_mean: 0,
+        }
+    }
+}
+
+/// The global statistics of `struct as_data`.
 #[derive(Clone, Debug, Default)]
-pub struct Config {}
+struct Globals {
+    exit_prob: u64,
+    exit_no_coop: u64,
+    new_ttime_total: u64,
+    /// In ns.
+    new_ttime_mean: u64,
+    new_seek_total: u64,
+    new_seek_mean: u64,
+}
 
-/// The policy.
-#[derive(Debug, Default)]
+/// `(7 * old + sample) / 8`: the kernel's decaying average step.
+fn decay(old: u64, sample: u64) -> u64 {
+    (7 * old + sample) / 8
+}
+
+fn update_thinktime(g: &mut Globals, aic: &mut Aic, ttime: u64) {
+    if aic.ttime_samples == 0 {
+        g.new_ttime_total = decay(g.new_ttime_total, ONE * ttime);
+        g.new_ttime_mean = g.new_ttime_total / ONE;
+        g.exit_prob = decay(g.exit_prob, 0);
+    }
+    aic.ttime_samples = decay(aic.ttime_samples, ONE);
+    aic.ttime_total = decay(aic.ttime_total, ONE * ttime);
+    aic.ttime_mean = (aic.ttime_total + ONE / 2) / aic.ttime_samples;
+}
+
+fn update_seekdist(g: &mut Globals, aic: &mut Aic, sdist: u64) {
+    if aic.seek_samples == 0 {
+        g.new_seek_total = decay(g.new_seek_total, ONE * sdist);
+        g.new_seek_mean = g.new_seek_total / ONE;
+    }
+    // The odd fragment or page-in must not blow up the mean: clip generously for the first
+    // few samples, tighter afterwards.
+    let clip = if aic.seek_samples <= SEEK_EARLY_SAMPLES {
+        aic.seek_mean * 4 + 2 * 1024 * 1024
+    } else {
+        aic.seek_mean * 4 + 2 * 1024 * 64
+    };
+    let sdist = sdist.min(clip);
+    aic.seek_samples = decay(aic.seek_samples, ONE);
+    aic.seek_total = decay(aic.seek_total, ONE * sdist);
+    aic.seek_mean = (aic.seek_total + aic.seek_samples / 2) / aic.seek_samples;
+}
+
+/// `as_update_iohist`: feed a sync request at `sector..end` into `aic`'s history.
+fn update_iohist(g: &mut Globals, aic: &mut Aic, sector: u64, end: u64, now: Nanos) {
+    if aic.io_running || aic.io_started {
+        let mut ttime = 0;
+        // The kernel adds the dispatched-but-not-activated count, always 0 here.
+        if aic.io_running && aic.nr_queued == 0 {
+            ttime = now
+                .saturating_sub(aic.last_end_request)
+                .as_ns()
+                .min(MAX_THINKTIME.as_ns() - 1);
+        }
+        update_thinktime(g, aic, ttime);
+        update_seekdist(g, aic, aic.last_request_pos.abs_diff(sector));
+    }
+    aic.last_request_pos = end;
+    aic.io_started = true;
+}
+
+/// A cheap hasher for context ids (a multiplicative hash; ids are driver-assigned integers).
+#[derive(Default)]
+struct CtxHasher(u64);
+
+impl Hasher for CtxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type CtxMap = HashMap<CtxId, Aic, BuildHasherDefault<CtxHasher>>;
+
+/// "No slot" in the FIFO links.
+const NIL: u32 = u32::MAX;
+
+/// A queued request and its FIFO links (the kernel's `queuelist` and fifo time).
+#[derive(Debug)]
+struct Slot {
+    rq: Option<Request>,
+    fifo_time: Nanos,
+    prev: u32,
+    next: u32,
+}
+
+/// An intrusive FIFO through the slots.
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+    len: usize,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// The anticipatory scheduler. See the module documentation.
+#[derive(Debug)]
 pub struct Anticipatory {
-    fifo: VecDeque<Request>,
+    cfg: Config,
+    /// Queued requests; `free` lists the empty slots.
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// The sort lists, keyed by first sector (unique: an alias is dispatched at once).
+    sort: [BTreeMap<u64, u32>; 2],
+    fifo: [Fifo; 2],
+    /// The `next_rq` cache, as a sector key into `sort`.
+    next_rq: [Option<u64>; 2],
+    /// End of the last request dispatched in each direction.
+    last_sector: [u64; 2],
+    /// Requests moved to the dispatch list outside `dispatch` (aliases, a barrier drain).
+    forced: VecDeque<Request>,
+    aics: CtxMap,
+    g: Globals,
+    current_batch_expires: Nanos,
+    last_check_fifo: [Nanos; 2],
+    /// Waiting for the old batch's requests to complete.
+    changed_batch: bool,
+    /// Waiting on the first completion of a new read batch.
+    new_batch: bool,
+    batch_dir: usize,
+    write_batch_count: i64,
+    current_write_count: i64,
+    write_batch_idled: bool,
+    antic_status: AnticState,
+    antic_start: Nanos,
+    /// When the antic timer fires (valid in `WaitNext`).
+    antic_deadline: Nanos,
+    /// The process to anticipate: issuer of the last sync request dispatched.
+    io_context: Option<CtxId>,
+    /// A request of `io_context` completed since the last dispatch.
+    ioc_finished: bool,
+    /// Requests dispatched (by AS) and not yet completed.
+    nr_dispatched: usize,
+}
+
+impl Default for Anticipatory {
+    fn default() -> Anticipatory {
+        Anticipatory::new(Config::default())
+    }
 }
 
 impl Anticipatory {
-    /// New.
-    pub fn new(_config: Config) -> Anticipatory {
-        Anticipatory::default()
+    /// A new, empty scheduler (`as_init_queue`), as if created at time zero.
+    pub fn new(cfg: Config) -> Anticipatory {
+        let write_batch_count = ((cfg.write_batch_expire.as_ms() / 10) as i64).max(2);
+        Anticipatory {
+            current_batch_expires: cfg.read_batch_expire,
+            cfg,
+            slots: Vec::new(),
+            free: Vec::new(),
+            sort: [BTreeMap::new(), BTreeMap::new()],
+            fifo: [Fifo::EMPTY; 2],
+            next_rq: [None; 2],
+            last_sector: [0; 2],
+            forced: VecDeque::new(),
+            aics: CtxMap::default(),
+            g: Globals::default(),
+            last_check_fifo: [Nanos::ZERO; 2],
+            changed_batch: false,
+            new_batch: false,
+            // Zero-initialised in the kernel: BLK_RW_ASYNC.
+            batch_dir: ASYNC,
+            write_batch_count,
+            current_write_count: 0,
+            write_batch_idled: false,
+            antic_status: AnticState::Off,
+            antic_start: Nanos::ZERO,
+            antic_deadline: Nanos::ZERO,
+            io_context: None,
+            ioc_finished: false,
+            nr_dispatched: 0,
+        }
     }
-    /// From settings.
+
+    /// Build from user settings (unknown or out-of-range tunables are an error).
     pub fn from_settings(settings: &Settings) -> Result<Anticipatory, TunableError> {
-        settings.validate("anticipatory", TUNABLES)?;
-        Ok(Anticipatory::default())
+        Ok(Anticipatory::new(Config::from_settings(settings)?))
+    }
+
+    /// The current settings.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The global estimates (the sysfs `est_time` file).
+    pub fn est_time(&self) -> EstTime {
+        EstTime {
+            exit_prob: self.g.exit_prob,
+            exit_no_coop: self.g.exit_no_coop,
+            new_ttime_mean: Nanos(self.g.new_ttime_mean),
+            new_seek_mean: self.g.new_seek_mean,
+        }
+    }
+
+    /// The anticipation state.
+    pub fn antic_state(&self) -> AnticState {
+        self.antic_status
+    }
+
+    /// The process being anticipated (issuer of the last sync dispatch), if any.
+    pub fn anticipated(&self) -> Option<CtxId> {
+        self.io_context
+    }
+
+    /// When the anticipation timer fires, while it is armed.
+    pub fn next_timer(&self) -> Option<Nanos> {
+        (self.antic_status == AnticState::WaitNext).then_some(self.antic_deadline)
+    }
+
+    /// The kind of batch running (or being switched to).
+    pub fn batch(&self) -> BatchDir {
+        if self.batch_dir == SYNC {
+            BatchDir::Sync
+        } else {
+            BatchDir::Async
+        }
+    }
+
+    /// The autotuned number of writes per write batch.
+    pub fn write_batch_count(&self) -> i64 {
+        self.write_batch_count
+    }
+
+    /// Requests dispatched and not yet completed, as AS counts them.
+    pub fn in_flight(&self) -> usize {
+        self.nr_dispatched
+    }
+
+    /// Statistics kept for `ctx`, if AS knows it.
+    pub fn ctx_stats(&self, ctx: CtxId) -> Option<CtxStats> {
+        self.aics.get(&ctx).map(|a| CtxStats {
+            running: a.running,
+            queued: a.nr_queued,
+            ttime_samples: a.ttime_samples,
+            ttime_mean: Nanos(a.ttime_mean),
+            seek_samples: a.seek_samples,
+            seek_mean: a.seek_mean,
+        })
+    }
+
+    // ----- the anticipation timer -----
+
+    /// `as_antic_timeout`, run lazily: the timer fires at the first call at or after it.
+    fn run_timer(&mut self, now: Nanos) {
+        if self.antic_status != AnticState::WaitNext || now < self.antic_deadline {
+            return;
+        }
+        self.antic_status = AnticState::Finished;
+        let Some(aic) = self.io_context.and_then(|c| self.aics.get(&c)) else {
+            return;
+        };
+        if aic.ttime_samples == 0 {
+            // The anticipated process has exited or timed out.
+            self.g.exit_prob = decay(self.g.exit_prob, ONE);
+        }
+        if !aic.running {
+            // Not saved by a cooperating request.
+            self.g.exit_no_coop = decay(self.g.exit_no_coop, ONE);
+        }
+    }
+
+    fn antic_waitnext(&mut self) {
+        debug_assert!(matches!(
+            self.antic_status,
+            AnticState::Off | AnticState::WaitReq
+        ));
+        self.antic_deadline = self.antic_start.saturating_add(self.cfg.antic_expire);
+        self.antic_status = AnticState::WaitNext;
+    }
+
+    fn antic_waitreq(&mut self) {
+        if self.antic_status == AnticState::Off {
+            if self.io_context.is_none() || self.ioc_finished {
+                self.antic_waitnext();
+            } else {
+                self.antic_status = AnticState::WaitReq;
+            }
+        }
+    }
+
+    fn antic_stop(&mut self) {
+        if matches!(
+            self.antic_status,
+            AnticState::WaitReq | AnticState::WaitNext
+        ) {
+            self.antic_status = AnticState::Finished;
+        }
+    }
+
+    fn antic_expired(&self, now: Nanos) -> bool {
+        now.saturating_sub(self.antic_start) >= self.cfg.antic_expire
+    }
+
+    // ----- anticipation heuristics -----
+
+    /// `as_close_req`: is a sync request at `next` close to where the anticipated process
+    /// left the head, given how long we have waited?
+    fn close_req(&self, aic: &Aic, next: u64, now: Nanos) -> bool {
+        let last = self.last_sector[self.batch_dir];
+        let delay_ms = if self.antic_status == AnticState::Off || !self.ioc_finished {
+            0
+        } else {
+            now.saturating_sub(self.antic_start).as_ms()
+        };
+        let delta = if delay_ms == 0 {
+            CLOSE_BASE
+        } else if delay_ms <= CLOSE_MAX_DELAY_MS && delay_ms <= self.cfg.antic_expire.as_ms() {
+            CLOSE_BASE << delay_ms
+        } else {
+            return true;
+        };
+        if last <= next.saturating_add(delta / 2) && next <= last.saturating_add(delta) {
+            return true;
+        }
+        let s = last.abs_diff(next);
+        let expected = if aic.seek_samples == 0 {
+            self.g.new_seek_mean
+        } else {
+            aic.seek_mean
+        };
+        // Better than what we expect from the anticipated process anyway.
+        expected > s
+    }
+
+    /// `as_can_break_anticipation`: should we stop waiting for the anticipated process,
+    /// given `rq` (a candidate: an arriving request, or the next in elevator order)?
+    fn can_break(&mut self, rq: Option<Candidate>, now: Nanos) -> bool {
+        let Some(ioc) = self.io_context else {
+            return false;
+        };
+        // 1. The request is from the anticipated process (a write too: an fsync, say).
+        if rq.is_some_and(|c| c.ctx == ioc) {
+            return true;
+        }
+        // 2. Its request completed and antic_expire has passed (the timer is due).
+        if self.ioc_finished && self.antic_expired(now) {
+            return true;
+        }
+        let Some(aic) = self.aics.get(&ioc) else {
+            return false;
+        };
+        // 3. It already has requests queued (dispatched-unactivated is always 0 here).
+        if aic.nr_queued > 0 {
+            return true;
+        }
+        // 4. A close sync request from another process: take it, and let it feed the
+        //    anticipated process's history (cooperating processes).
+        if let Some(c) = rq.filter(|c| c.sync) {
+            if self.close_req(aic, c.sector, now) {
+                let aic = self.aics.get_mut(&ioc).expect("looked up above");
+                if !aic.running {
+                    if aic.ttime_samples == 0 {
+                        self.g.exit_prob = decay(self.g.exit_prob, ONE);
+                    }
+                    self.g.exit_no_coop = decay(self.g.exit_no_coop, 0);
+                }
+                update_iohist(&mut self.g, aic, c.sector, c.end, now);
+                return true;
+            }
+        }
+        let (running, samples, mean) = (aic.running, aic.ttime_samples, aic.ttime_mean);
+        // 5. It has exited, and exited processes are rarely followed by cooperators.
+        if !running {
+            if samples == 0 {
+                self.g.exit_prob = decay(self.g.exit_prob, ONE);
+            }
+            if self.g.exit_no_coop > ONE / 2 {
+                return true;
+            }
+        }
+        let antic_expire = self.cfg.antic_expire.as_ns();
+        if samples == 0 {
+            // 6. No history: judge by new processes in general.
+            if self.g.new_ttime_mean > antic_expire {
+                return true;
+            }
+            if self.g.exit_prob * self.g.exit_no_coop > (ONE / 2) * ONE {
+                return true;
+            }
+        } else if mean > antic_expire {
+            // 7. It thinks too long between requests.
+            return true;
+        }
+        false
+    }
+
+    /// `as_can_anticipate`: keep the disk idle for the anticipated process instead of
+    /// dispatching the next request (`next`, possibly none)?
+    fn can_anticipate(&mut self, next: Option<u64>, now: Nanos) -> bool {
+        if self.io_context.is_none() {
+            // The last request dispatched was an async write.
+            return false;
+        }
+        if self.antic_status == AnticState::Finished {
+            // Just finished: run the next request.
+            return false;
+        }
+        let candidate = next.map(|sector| Candidate::of(self.request_at(SYNC, sector)));
+        !self.can_break(candidate, now)
+    }
+
+    // ----- the elevator -----
+
+    fn request_at(&self, dir: usize, sector: u64) -> &Request {
+        let slot = self.sort[dir][&sector];
+        self.slots[slot as usize]
+            .rq
+            .as_ref()
+            .expect("sorted slot holds a request")
+    }
+
+    /// `as_choose_req`: the better of two requests of direction `dir` from the head position,
+    /// one-way with short backward seeks at [`BACK_PENALTY`].
+    fn choose_req(&self, dir: usize, a: Option<u64>, b: Option<u64>) -> Option<u64> {
+        let (s1, s2) = match (a, b) {
+            (None, _) => return b,
+            (Some(_), None) => return a,
+            (Some(s1), Some(s2)) if s1 == s2 => return b,
+            (Some(s1), Some(s2)) => (s1, s2),
+        };
+        let last = self.last_sector[dir];
+        // Distance, or None when behind the head beyond MAXBACK (wraps to the next sweep).
+        let dist = |s: u64| {
+            if s >= last {
+                Some(s - last)
+            } else if s + MAXBACK >= last {
+                Some((last - s) * BACK_PENALTY)
+            } else {
+                None
+            }
+        };
+        match (dist(s1), dist(s2)) {
+            (Some(_), None) => a,
+            (None, Some(_)) => b,
+            (None, None) => {
+                if s1 <= s2 {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Some(d1), Some(d2)) => {
+                if d1 < d2 || (d1 == d2 && s1 >= s2) {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+
+    /// `as_find_next_rq`: the request to follow the one at `last` in elevator order.
+    fn find_next_rq(&self, dir: usize, last: u64) -> Option<u64> {
+        let tree = &self.sort[dir];
+        let prev = tree.range(..last).next_back().map(|(&s, _)| s);
+        let next = tree
+            .range((Excluded(last), Unbounded))
+            .next()
+            .map(|(&s, _)| s)
+            .or_else(|| tree.keys().next().copied().filter(|&s| s != last));
+        self.choose_req(dir, next, prev)
+    }
+
+    fn fifo_push(&mut self, dir: usize, slot: u32) {
+        let f = &mut self.fifo[dir];
+        self.slots[slot as usize].prev = f.tail;
+        self.slots[slot as usize].next = NIL;
+        if f.tail == NIL {
+            f.head = slot;
+        } else {
+            self.slots[f.tail as usize].next = slot;
+        }
+        f.tail = slot;
+        f.len += 1;
+    }
+
+    fn fifo_unlink(&mut self, dir: usize, slot: u32) {
+        let (prev, next) = {
+            let s = &self.slots[slot as usize];
+            (s.prev, s.next)
+        };
+        let f = &mut self.fifo[dir];
+        if prev == NIL {
+            f.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            f.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+        f.len -= 1;
+    }
+
+    /// The sector key of the oldest request in `dir`'s FIFO.
+    fn fifo_head(&self, dir: usize) -> Option<u64> {
+        let head = self.fifo[dir].head;
+        (head != NIL).then(|| {
+            self.slots[head as usize]
+                .rq
+                .as_ref()
+                .expect("fifo slot holds a request")
+                .sector
+        })
+    }
+
+    /// `as_fifo_expired`, rate-limited to one look per `fifo_expire` interval.
+    fn fifo_expired(&mut self, dir: usize, now: Nanos) -> bool {
+        if now.saturating_sub(self.last_check_fifo[dir]) < self.cfg.fifo_expire(dir) {
+            return false;
+        }
+        self.last_check_fifo[dir] = now;
+        let head = self.fifo[dir].head;
+        head != NIL && now > self.slots[head as usize].fifo_time
+    }
+
+    /// `as_batch_expired`.
+    fn batch_expired(&self, now: Nanos) -> bool {
+        if self.changed_batch || self.new_batch {
+            return false;
+        }
+        if self.batch_dir == SYNC {
+            now > self.current_batch_expires
+        } else {
+            now > self.current_batch_expires || self.current_write_count == 0
+        }
+    }
+
+    /// `update_write_batch`: resize the write batch from how long the last one took.
+    fn update_write_batch(&mut self, now: Nanos) {
+        let batch = self.cfg.write_batch_expire;
+        let write_time = (now + batch).saturating_sub(self.current_batch_expires);
+        if write_time > batch && !self.write_batch_idled {
+            if write_time.as_ns() > batch.as_ns().saturating_mul(3) {
+                self.write_batch_count /= 2;
+            } else {
+                self.write_batch_count -= 1;
+            }
+        } else if write_time < batch && self.current_write_count == 0 {
+            if batch.as_ns() > write_time.as_ns().saturating_mul(3) {
+                self.write_batch_count *= 2;
+            } else {
+                self.write_batch_count += 1;
+            }
+        }
+        self.write_batch_count = self.write_batch_count.max(1);
+    }
+
+    /// Drop an exited process's state once nothing refers to it.
+    fn forget_if_done(&mut self, ctx: CtxId) {
+        if self.io_context == Some(ctx) {
+            return;
+        }
+        if let Entry::Occupied(e) = self.aics.entry(ctx) {
+            if !e.get().running && e.get().nr_queued == 0 {
+                e.remove();
+            }
+        }
+    }
+
+    /// `as_move_to_dispatch` (with `as_remove_queued_request`): take the request at `sector`
+    /// off `dir`'s lists and hand it to the driver.
+    fn move_to_dispatch(&mut self, dir: usize, sector: u64) -> Request {
+        self.antic_stop();
+        self.antic_status = AnticState::Off;
+        let slot = self.sort[dir][&sector];
+        let (ctx, end) = {
+            let rq = self.slots[slot as usize].rq.as_ref().expect("queued");
+            (rq.ctx, rq.end())
+        };
+        self.last_sector[dir] = end;
+        let previous = if dir == SYNC {
+            self.io_context.replace(ctx)
+        } else {
+            if self.current_write_count != 0 {
+                self.current_write_count -= 1;
+            }
+            self.io_context.take()
+        };
+        self.ioc_finished = false;
+        self.next_rq[dir] = self.find_next_rq(dir, sector);
+
+        if let Some(aic) = self.aics.get_mut(&ctx) {
+            aic.nr_queued -= 1;
+        }
+        self.fifo_unlink(dir, slot);
+        self.sort[dir].remove(&sector);
+        let rq = self.slots[slot as usize].rq.take().expect("queued");
+        self.free.push(slot);
+        self.nr_dispatched += 1;
+
+        if let Some(old) = previous.filter(|&old| old != ctx) {
+            self.forget_if_done(old);
+        }
+        self.forget_if_done(ctx);
+        rq
+    }
+
+    /// `as_add_rq_rb`: file a request in `dir`'s sort list. A queued request starting at the
+    /// same sector (an alias) goes to the dispatch list first.
+    fn add_rq_rb(&mut self, dir: usize, sector: u64, slot: u32) {
+        if self.sort[dir].contains_key(&sector) {
+            let alias = self.move_to_dispatch(dir, sector);
+            self.forced.push_back(alias);
+            self.antic_stop();
+        }
+        self.sort[dir].insert(sector, slot);
+    }
+
+    /// `as_update_rq`: keep the next-request cache and check whether `rq` ends anticipation.
+    fn update_rq(&mut self, dir: usize, c: Candidate, now: Nanos) {
+        self.next_rq[dir] = self.choose_req(dir, Some(c.sector), self.next_rq[dir]);
+        if matches!(
+            self.antic_status,
+            AnticState::WaitReq | AnticState::WaitNext
+        ) && self.can_break(Some(c), now)
+        {
+            self.antic_stop();
+        }
+    }
+
+    /// Forced dispatch of everything queued (`as_dispatch_request(q, 1)`), for a barrier.
+    fn drain(&mut self, now: Nanos) {
+        self.batch_dir = SYNC;
+        self.changed_batch = false;
+        self.new_batch = false;
+        for dir in [SYNC, ASYNC] {
+            while let Some(sector) = self.next_rq[dir] {
+                let rq = self.move_to_dispatch(dir, sector);
+                self.forced.push_back(rq);
+            }
+            self.last_check_fifo[dir] = now;
+        }
+    }
+
+    /// The body of `as_dispatch_request` (not forced): the sector key and direction of the
+    /// request to dispatch, or what to tell the driver instead.
+    fn select(&mut self, now: Nanos) -> Result<(usize, u64), Dispatch> {
+        let reads = self.fifo[SYNC].len > 0;
+        let writes = self.fifo[ASYNC].len > 0;
+
+        // The write batch ran out of work: it cannot be timed.
+        if self.batch_dir == ASYNC && !reads && (self.current_write_count == 0 || !writes) {
+            self.write_batch_idled = true;
+        }
+        if !(reads || writes) {
+            return Err(Dispatch::Empty);
+        }
+        match self.antic_status {
+            AnticState::WaitReq => return Err(Dispatch::Empty),
+            AnticState::WaitNext => {
+                return Err(Dispatch::Idle {
+                    until: self.antic_deadline,
+                })
+            }
+            _ => {}
+        }
+        if self.changed_batch {
+            return Err(Dispatch::Empty);
+        }
+
+        let mut chosen = None;
+        let mut fifo_checked = false;
+        if !(reads && writes && self.batch_expired(now)) {
+            // The batch continues (or there is only one kind of request).
+            let next = self.next_rq[self.batch_dir];
+            if self.batch_dir == SYNC && self.cfg.antic_expire > Nanos::ZERO {
+                if self.fifo_expired(SYNC, now) {
+                    chosen = self.fifo_head(SYNC);
+                    fifo_checked = true;
+                } else if self.can_anticipate(next, now) {
+                    self.antic_waitreq();
+                    return Err(match self.antic_status {
+                        AnticState::WaitNext => Dispatch::Idle {
+                            until: self.antic_deadline,
+                        },
+                        _ => Dispatch::Empty,
+                    });
+                }
+            }
+            if chosen.is_none() {
+                if let Some(sector) = next {
+                    if reads && !writes {
+                        // The read batch clock only runs down while writes wait.
+                        self.current_batch_expires = now + self.cfg.read_batch_expire;
+                    }
+                    chosen = Some(sector);
+                }
+            }
+        }
+
+        if chosen.is_none() {
+            // Start a new batch.
+            if reads && !(writes && self.batch_dir == SYNC) {
+                if self.batch_dir == ASYNC {
+                    self.changed_batch = true;
+                }
+                self.batch_dir = SYNC;
+            } else {
+                // Writes: either there are no reads, or the last batch was a read batch.
+                if self.batch_dir == SYNC {
+                    self.changed_batch = true;
+                    // The queue may have run out of reads before the first one completed.
+                    self.new_batch = false;
+                }
+                self.batch_dir = ASYNC;
+                self.current_write_count = self.write_batch_count;
+                self.write_batch_idled = false;
+            }
+            chosen = self.fifo_head(self.batch_dir);
+            self.last_check_fifo[self.batch_dir] = now;
+        }
+
+        // An expired request is served first.
+        if !fifo_checked && self.fifo_expired(self.batch_dir, now) {
+            chosen = self.fifo_head(self.batch_dir);
+        }
+
+        if self.changed_batch {
+            // Wait for the old batch's requests to complete before starting the new one.
+            if self.nr_dispatched > 0 {
+                return Err(Dispatch::Empty);
+            }
+            if self.batch_dir == ASYNC {
+                self.current_batch_expires = now + self.cfg.write_batch_expire;
+            } else {
+                self.new_batch = true;
+            }
+            self.changed_batch = false;
+        }
+        let sector = chosen.expect("a non-empty list has a request");
+        Ok((self.batch_dir, sector))
+    }
+
+    /// Try to grow a queued request of list `dir` by `rq` (back merge at its end, or front
+    /// merge at its start). Returns the grown request's id.
+    fn merge_into(&mut self, dir: usize, rq: &Request) -> Option<RequestId> {
+        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
+        // Back merge: a request ending where `rq` starts.
+        let lo = rq.sector.saturating_sub(u64::from(MAX_MERGE_SECTORS));
+        let back = self.sort[dir]
+            .range(lo..rq.sector)
+            .rev()
+            .find_map(|(_, &slot)| {
+                let q = self.slots[slot as usize].rq.as_ref()?;
+                (q.end() == rq.sector && fits(q)).then_some(slot)
+            });
+        if let Some(slot) = back {
+            let q = self.slots[slot as usize].rq.as_mut().expect("queued");
+            q.sectors += rq.sectors;
+            return Some(q.id);
+        }
+        // Front merge: a request starting where `rq` ends; it moves in the sort list.
+        let old = rq.end();
+        let slot = *self.sort[dir].get(&old)?;
+        if !fits(self.slots[slot as usize].rq.as_ref().expect("queued")) {
+            return None;
+        }
+        self.sort[dir].remove(&old);
+        let id = {
+            let q = self.slots[slot as usize].rq.as_mut().expect("queued");
+            q.sector = rq.sector;
+            q.sectors += rq.sectors;
+            q.id
+        };
+        if self.next_rq[dir] == Some(old) {
+            self.next_rq[dir] = Some(rq.sector);
+        }
+        self.add_rq_rb(dir, rq.sector, slot);
+        Some(id)
+    }
+}
+
+/// What the anticipation heuristics need to know of a request.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    ctx: CtxId,
+    sector: u64,
+    end: u64,
+    sync: bool,
+}
+
+impl Candidate {
+    fn of(rq: &Request) -> Candidate {
+        Candidate {
+            ctx: rq.ctx,
+            sector: rq.sector,
+            end: rq.end(),
+            sync: rq.is_sync(),
+        }
+    }
+}
+
+fn dir_of(rq: &Request) -> usize {
+    if rq.is_sync() {
+        SYNC
+    } else {
+        ASYNC
     }
 }
 
@@ -36,20 +1123,134 @@ impl Scheduler for Anticipatory {
     fn name(&self) -> &'static str {
         "anticipatory"
     }
-    fn insert(&mut self, rq: Request, _now: Nanos) {
-        self.fifo.push_back(rq);
+
+    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+        self.run_timer(now);
+        if !matches!(rq.op, Op::Read | Op::Write | Op::Discard) || rq.sectors == 0 {
+            return None;
+        }
+        let own = dir_of(rq);
+        self.merge_into(own, rq).or_else(|| {
+            // A write may also join a write of the other sync class (reads are all sync).
+            (!rq.op.is_read())
+                .then(|| self.merge_into(1 - own, rq))
+                .flatten()
+        })
     }
-    fn dispatch(&mut self, _now: Nanos) -> Dispatch {
-        match self.fifo.pop_front() {
-            Some(rq) => Dispatch::Request(rq),
-            None => Dispatch::Empty,
+
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.run_timer(now);
+        if rq.op == Op::Flush {
+            // A barrier: drain the elevator, then the flush goes behind everything.
+            self.drain(now);
+            self.forced.push_back(rq);
+            return;
+        }
+        let dir = dir_of(&rq);
+        let c = Candidate::of(&rq);
+        let aic = self.aics.entry(c.ctx).or_insert_with(Aic::new);
+        if c.sync {
+            update_iohist(&mut self.g, aic, c.sector, c.end, now);
+        }
+        aic.nr_queued += 1;
+
+        let new = Slot {
+            rq: Some(rq),
+            fifo_time: now + self.cfg.fifo_expire(dir),
+            prev: NIL,
+            next: NIL,
+        };
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = new;
+                i
+            }
+            None => {
+                self.slots.push(new);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.add_rq_rb(dir, c.sector, slot);
+        self.fifo_push(dir, slot);
+        self.update_rq(dir, c, now);
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.run_timer(now);
+        if let Some(rq) = self.forced.pop_front() {
+            return Dispatch::Request(rq);
+        }
+        match self.select(now) {
+            Ok((dir, sector)) => Dispatch::Request(self.move_to_dispatch(dir, sector)),
+            Err(answer) => answer,
         }
     }
-    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
-    fn queued(&self) -> usize {
-        self.fifo.len()
+
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.run_timer(now);
+        if rq.op == Op::Flush {
+            // Unsorted requests are not reported to the elevator.
+            return;
+        }
+        let dir = dir_of(rq);
+        if self.changed_batch && self.nr_dispatched == 1 {
+            // The old batch's last request: the new batch starts now.
+            self.current_batch_expires = now + self.cfg.batch_expire(self.batch_dir);
+            self.changed_batch = false;
+            if self.batch_dir == SYNC {
+                self.new_batch = true;
+            }
+        }
+        self.nr_dispatched = self.nr_dispatched.saturating_sub(1);
+
+        // A read batch is timed from its first completion (helps deep queues and caches).
+        if self.new_batch && self.batch_dir == dir {
+            self.update_write_batch(now);
+            self.current_batch_expires = now + self.cfg.read_batch_expire;
+            self.new_batch = false;
+        }
+
+        if self.io_context == Some(rq.ctx) {
+            self.antic_start = now;
+            self.ioc_finished = true;
+            if self.antic_status == AnticState::WaitReq {
+                // The request we waited on is done: now anticipate the next one.
+                self.antic_waitnext();
+            }
+        }
+
+        if rq.is_sync() {
+            if let Some(aic) = self.aics.get_mut(&rq.ctx) {
+                aic.io_running = true;
+                aic.last_end_request = now;
+            }
+        }
     }
-    fn set_tunable(&mut self, name: &str, _value: i64) -> Result<(), TunableError> {
-        tunable::lookup("anticipatory", TUNABLES, name).map(|_| ())
+
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        self.run_timer(now);
+        if let Some(aic) = self.aics.get_mut(&ctx) {
+            aic.running = false;
+        }
+        self.forget_if_done(ctx);
+    }
+
+    fn queued(&self) -> usize {
+        self.fifo[SYNC].len + self.fifo[ASYNC].len + self.forced.len()
+    }
+
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        let t = tunable::lookup("anticipatory", TUNABLES, name)?;
+        tunable::check_range(t, value)?;
+        let v = Nanos::from_ms(value as u64);
+        match name {
+            "read_expire" => self.cfg.read_expire = v,
+            "write_expire" => self.cfg.write_expire = v,
+            "read_batch_expire" => self.cfg.read_batch_expire = v,
+            "write_batch_expire" => self.cfg.write_batch_expire = v,
+            "antic_expire" => self.cfg.antic_expire = v,
+            _ => unreachable!("every tunable in TUNABLES is handled"),
+        }
+        Ok(())
     }
 }

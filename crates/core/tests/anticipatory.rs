@@ -1,0 +1,842 @@
+//! The anticipatory scheduler's decisions in the situations 2.6.32's as-iosched.c was written
+//! for, each built by hand: the seven rules that end anticipation, the timer, process exit,
+//! batches, the write-batch autotuning, FIFO expiry, merging.
+
+mod as_closed_loop;
+
+use as_closed_loop::{Job, Step};
+use elevator_core::anticipatory::{AnticState, Anticipatory, BatchDir, Config};
+use elevator_core::harness::{rq, Harness};
+use elevator_core::{CtxId, Dispatch, Nanos, Request, Scheduler, Settings};
+
+fn ms(n: u64) -> Nanos {
+    Nanos::from_ms(n)
+}
+
+fn us(n: u64) -> Nanos {
+    Nanos::from_us(n)
+}
+
+/// The dispatch must be a request; returns it.
+fn take(s: &mut Anticipatory, now: Nanos) -> Request {
+    match s.dispatch(now) {
+        Dispatch::Request(r) => r,
+        other => panic!("expected a request at {now}, got {other:?}"),
+    }
+}
+
+/// Insert, dispatch at once (expecting exactly `id`), complete `service` later.
+fn serve(s: &mut Anticipatory, r: Request, now: Nanos, service: Nanos) -> Nanos {
+    let id = r.id;
+    s.insert(r, now);
+    let got = take(s, now);
+    assert_eq!(got.id, id, "expected {id:?} to be dispatched at {now}");
+    s.complete(&got, now + service);
+    now + service
+}
+
+fn no_antic() -> Config {
+    Config {
+        antic_expire: Nanos::ZERO,
+        ..Config::default()
+    }
+}
+
+const P: u32 = 1;
+const Q: u32 = 2;
+const P_SECTOR: u64 = 1_000_000;
+const FAR: u64 = 50_000_000;
+
+/// The standard situation: process P's read at `P_SECTOR` was dispatched at 0 and completed
+/// at 5 ms; process Q's far read (id 2) is queued. P has no history and nothing else is
+/// known, so AS anticipates P until 5 + antic_expire = 11 ms.
+fn anticipating_p() -> Anticipatory {
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, ms(5));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(5));
+    assert_eq!(s.dispatch(ms(5)), Dispatch::Idle { until: ms(11) });
+    assert_eq!(s.antic_state(), AnticState::WaitNext);
+    assert_eq!(s.anticipated(), Some(CtxId(P)));
+    s
+}
+
+// ----- the seven rules of as_can_break_anticipation, in order -----
+
+#[test]
+fn as_breaks_anticipation_for_any_request_from_the_anticipated_process() {
+    // Rule 1: even far away, a request from the process we wait for ends the wait ...
+    let mut s = anticipating_p();
+    s.insert(rq(3, P).sector(90_000_000).build(), ms(7));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+    // ... and the elevator then takes the nearer of the two requests.
+    assert_eq!(take(&mut s, ms(7)).id.0, 2);
+}
+
+#[test]
+fn as_breaks_anticipation_when_the_anticipated_process_writes() {
+    // Rule 1 for a write (an fsync or O_SYNC write: the process will not read soon).
+    let mut s = anticipating_p();
+    s.insert(rq(3, P).sector(90_000_000).write().build(), ms(7));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+    // The read batch goes on with Q's read; the write waits for its batch.
+    assert_eq!(take(&mut s, ms(7)).id.0, 2);
+}
+
+#[test]
+fn as_does_not_anticipate_once_antic_expire_has_passed_since_the_completion() {
+    // Rule 2: P's read completed at 5 ms and nobody asked for a dispatch until Q's read
+    // arrived at 20 ms: the would-be timer has already run out, so Q goes at once.
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, ms(5));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(20));
+    assert_eq!(take(&mut s, ms(20)).id.0, 2);
+
+    // Within antic_expire of the completion it would have waited.
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, ms(5));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(8));
+    assert_eq!(s.dispatch(ms(8)), Dispatch::Idle { until: ms(11) });
+}
+
+#[test]
+fn as_breaks_anticipation_when_the_anticipated_process_has_requests_queued() {
+    // Rule 3: P has a second read queued (far away), so there is nothing to anticipate:
+    // Q's read goes to the device while P's first read is still in flight.
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(0));
+    s.insert(rq(3, P).sector(80_000_000).build(), ms(0));
+    assert_eq!(take(&mut s, ms(0)).id.0, 1);
+    assert_eq!(take(&mut s, ms(0)).id.0, 2);
+
+    // Without P's second read, AS holds Q back until P's read completes (one read at a time).
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(0));
+    assert_eq!(take(&mut s, ms(0)).id.0, 1);
+    assert_eq!(s.dispatch(ms(0)), Dispatch::Empty);
+    assert_eq!(s.antic_state(), AnticState::WaitReq);
+}
+
+#[test]
+fn as_breaks_anticipation_for_close_request_from_other_process() {
+    // Rule 4: a sync request from another process next to where P left the head is as good
+    // as P's own: take it, and count it in P's history (cooperating processes).
+    let mut s = anticipating_p();
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_samples, 0);
+    s.insert(rq(3, 3).sector(P_SECTOR + 100).build(), ms(7));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+    assert_eq!(take(&mut s, ms(7)).id.0, 3);
+    let p = s.ctx_stats(CtxId(P)).unwrap();
+    assert_eq!(
+        p.seek_samples, 32,
+        "the cooperating request fed P's seek history"
+    );
+    assert_eq!(p.seek_mean, 100 - 8, "distance from the end of P's read");
+}
+
+#[test]
+fn as_close_window_widens_with_time_since_the_anticipated_completion() {
+    // Right at the completion, "close" is 8192 sectors ahead; after d ms it is 8192 << d.
+    let mut s = anticipating_p();
+    let end = P_SECTOR + 8;
+    s.insert(rq(3, 3).sector(end + 20_000).build(), ms(5));
+    assert_eq!(
+        s.antic_state(),
+        AnticState::WaitNext,
+        "20000 > 8192: not close at 0 ms"
+    );
+    s.insert(rq(4, 4).sector(end + 20_100).build(), ms(6));
+    assert_eq!(
+        s.antic_state(),
+        AnticState::WaitNext,
+        "20000 > 16384: not close at 1 ms"
+    );
+    s.insert(rq(5, 5).sector(end + 40_000).build(), ms(8));
+    assert_eq!(
+        s.antic_state(),
+        AnticState::Finished,
+        "40000 <= 65536: close at 3 ms"
+    );
+}
+
+#[test]
+fn as_close_window_reaches_half_as_far_behind_the_head() {
+    let mut s = anticipating_p();
+    let end = P_SECTOR + 8;
+    s.insert(rq(3, 3).sector(end - 5_000).build(), ms(5));
+    assert_eq!(s.antic_state(), AnticState::WaitNext, "5000 behind > 4096");
+    s.insert(rq(4, 4).sector(end - 4_000).build(), ms(5));
+    assert_eq!(s.antic_state(), AnticState::Finished, "4000 behind <= 4096");
+}
+
+#[test]
+fn as_treats_request_within_the_anticipated_seek_mean_as_close() {
+    // P seeks about 4,000,000 sectors between reads, so a request 3,000,000 away is better
+    // than what P itself is expected to bring: break.
+    let mut s = Anticipatory::default();
+    let mut t = ms(0);
+    let mut sector = 0;
+    for i in 0..8 {
+        t = serve(&mut s, rq(10 + i, P).sector(sector).build(), t, ms(1)) + us(500);
+        sector += 4_000_000;
+    }
+    let p = s.ctx_stats(CtxId(P)).unwrap();
+    assert!(p.seek_mean > 3_000_000, "seek mean {}", p.seek_mean);
+    let last_end = sector - 4_000_000 + 8;
+    t = t - us(500);
+    s.insert(rq(2, Q).sector(last_end + 3_000_000).build(), t);
+    assert_eq!(
+        take(&mut s, t).id.0,
+        2,
+        "closer than P's mean seek: no anticipation"
+    );
+
+    // The same request for a process that seeks little (the standard fixture) is far.
+    let mut s = anticipating_p();
+    s.insert(rq(3, 3).sector(P_SECTOR + 3_000_000).build(), ms(7));
+    assert_eq!(s.antic_state(), AnticState::WaitNext);
+}
+
+/// P_k (context `ctx`) reads twice 1 ms apart (so it has think-time history), its second
+/// read completes at `t0 + 3 ms`; a far read from `ctx + 100` arrives and AS anticipates.
+/// Returns the time of the completion.
+fn anticipate_thinking(s: &mut Anticipatory, ctx: u32, t0: Nanos) -> Nanos {
+    let base = 10_000_000 + u64::from(ctx) * 1_000_000;
+    let id = u64::from(ctx) * 10;
+    let t = serve(s, rq(id, ctx).sector(base).build(), t0, ms(1));
+    let t = serve(
+        s,
+        rq(id + 1, ctx).sector(base + 8).build(),
+        t + ms(1),
+        ms(1),
+    );
+    s.insert(
+        rq(id + 2, ctx + 100).sector(FAR + u64::from(ctx)).build(),
+        t,
+    );
+    assert_eq!(s.dispatch(t), Dispatch::Idle { until: t + ms(6) });
+    t
+}
+
+/// Serve whatever is queued, completing each request 1 ms after dispatch.
+fn drain(s: &mut Anticipatory, mut t: Nanos) -> Nanos {
+    loop {
+        match s.dispatch(t) {
+            Dispatch::Request(r) => {
+                t += ms(1);
+                s.complete(&r, t);
+            }
+            Dispatch::Idle { until } => t = until,
+            Dispatch::Empty => return t,
+        }
+    }
+}
+
+#[test]
+fn as_breaks_anticipation_for_exited_process_once_exits_are_rarely_rescued() {
+    // Rule 5. While exit_no_coop <= 128, an exited process is still waited for (a
+    // cooperating process may take over its work); every timeout after such an exit moves
+    // exit_no_coop towards 256: 32, 60, 84, 105, 123, 139.
+    let mut s = Anticipatory::default();
+    let mut t = ms(0);
+    for k in 0..6u32 {
+        let ctx = 1 + k;
+        let done = anticipate_thinking(&mut s, ctx, t);
+        s.exit(CtxId(ctx), done + ms(1));
+        s.insert(
+            rq(1000 + u64::from(k), 200).sector(FAR + 5_000).build(),
+            done + ms(2),
+        );
+        assert_eq!(
+            s.antic_state(),
+            AnticState::WaitNext,
+            "round {k}: still waiting"
+        );
+        assert_eq!(
+            s.dispatch(done + ms(2)),
+            Dispatch::Idle {
+                until: done + ms(6)
+            }
+        );
+        t = drain(&mut s, done + ms(6)) + ms(100);
+    }
+    assert_eq!(s.est_time().exit_no_coop, 139);
+    assert_eq!(s.est_time().exit_prob, 0, "these processes had samples");
+    // Now an exit during anticipation ends it at the next arriving request.
+    let done = anticipate_thinking(&mut s, 7, t);
+    s.exit(CtxId(7), done + ms(1));
+    s.insert(rq(2000, 200).sector(FAR + 5_000).build(), done + ms(2));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+}
+
+/// Three processes whose first think time is 20 ms: new processes look like thinkers.
+fn teach_long_new_thinktimes(s: &mut Anticipatory, n: u32) -> Nanos {
+    let mut t = ms(0);
+    for k in 0..n {
+        let ctx = 50 + k;
+        let sector = 20_000_000 + u64::from(k) * 1_000_000;
+        t = serve(
+            s,
+            rq(u64::from(ctx) * 10, ctx).sector(sector).build(),
+            t,
+            ms(1),
+        );
+        t = serve(
+            s,
+            rq(u64::from(ctx) * 10 + 1, ctx).sector(sector + 8).build(),
+            t + ms(25),
+            ms(1),
+        );
+        t += ms(30);
+    }
+    t
+}
+
+#[test]
+fn as_does_not_anticipate_new_process_when_new_processes_think_long() {
+    // Rule 6 (first half): with no history of its own, a process is judged by the mean
+    // first think time of new processes.
+    let mut s = Anticipatory::default();
+    let t = teach_long_new_thinktimes(&mut s, 3);
+    assert!(
+        s.est_time().new_ttime_mean > ms(6),
+        "{}",
+        s.est_time().new_ttime_mean
+    );
+    let t = serve(&mut s, rq(1, P).sector(P_SECTOR).build(), t, ms(1));
+    s.insert(rq(2, Q).sector(FAR).build(), t);
+    assert_eq!(take(&mut s, t).id.0, 2);
+
+    // After only two such processes the mean (4.7 ms) is below antic_expire: anticipate.
+    let mut s = Anticipatory::default();
+    let t = teach_long_new_thinktimes(&mut s, 2);
+    assert!(s.est_time().new_ttime_mean < ms(6));
+    let t = serve(&mut s, rq(1, P).sector(P_SECTOR).build(), t, ms(1));
+    s.insert(rq(2, Q).sector(FAR).build(), t);
+    assert_eq!(s.dispatch(t), Dispatch::Idle { until: t + ms(6) });
+}
+
+#[test]
+fn as_does_not_anticipate_new_process_when_waited_on_processes_tend_to_exit() {
+    // Rule 6 (second half): exit_prob * exit_no_coop > 128 * 256. Processes with a single
+    // read exit while anticipated, again and again.
+    let mut s = Anticipatory::default();
+    let mut t = ms(0);
+    let mut rounds = 0;
+    while s.est_time().exit_prob * s.est_time().exit_no_coop <= 128 * 256 {
+        rounds += 1;
+        assert!(
+            rounds < 100,
+            "exit statistics never grew: {:?}",
+            s.est_time()
+        );
+        let ctx = 1000 + rounds;
+        let done = serve(
+            &mut s,
+            rq(u64::from(ctx) * 10, ctx).sector(P_SECTOR).build(),
+            t,
+            ms(1),
+        );
+        s.insert(rq(u64::from(ctx) * 10 + 1, 7).sector(FAR).build(), done);
+        let _ = s.dispatch(done);
+        s.exit(CtxId(ctx), done + ms(1));
+        t = drain(&mut s, done + ms(1)) + ms(100);
+    }
+    let est = s.est_time();
+    assert!(est.exit_no_coop <= 128 || est.exit_prob > 128, "{est:?}");
+    // A brand-new, running process is not anticipated any more.
+    let done = serve(&mut s, rq(1, P).sector(P_SECTOR).build(), t, ms(1));
+    s.insert(rq(2, Q).sector(FAR).build(), done);
+    assert_eq!(take(&mut s, done).id.0, 2);
+}
+
+/// P reads sequentially `n` times, thinking `think` between reads.
+fn reader_with_think(s: &mut Anticipatory, think: Nanos, n: u64) -> Nanos {
+    let mut t = ms(0);
+    for i in 0..n {
+        t = serve(s, rq(100 + i, P).sector(P_SECTOR + 8 * i).build(), t, ms(1));
+        if i + 1 < n {
+            t += think;
+        }
+    }
+    t
+}
+
+#[test]
+fn as_does_not_anticipate_process_that_thinks_longer_than_antic_expire() {
+    // Rule 7.
+    let mut s = Anticipatory::default();
+    let t = reader_with_think(&mut s, ms(15), 6);
+    assert!(s.ctx_stats(CtxId(P)).unwrap().ttime_mean > ms(6));
+    s.insert(rq(2, Q).sector(FAR).build(), t);
+    assert_eq!(take(&mut s, t).id.0, 2);
+}
+
+#[test]
+fn as_keeps_waiting_for_far_request_from_thinking_process() {
+    // The converse of rules 4 and 7: P thinks 1 ms between reads; far requests from others
+    // do not end the wait, P's next read does, and it is served before them.
+    let mut s = Anticipatory::default();
+    let t = reader_with_think(&mut s, ms(1), 6);
+    let p = s.ctx_stats(CtxId(P)).unwrap();
+    assert!(
+        p.ttime_mean < ms(2) && p.ttime_mean > us(500),
+        "{}",
+        p.ttime_mean
+    );
+    s.insert(rq(2, Q).sector(FAR).build(), t);
+    assert_eq!(s.dispatch(t), Dispatch::Idle { until: t + ms(6) });
+    s.insert(rq(3, 3).sector(FAR + 1_000_000).build(), t + ms(1));
+    assert_eq!(s.antic_state(), AnticState::WaitNext);
+    assert_eq!(s.dispatch(t + ms(1)), Dispatch::Idle { until: t + ms(6) });
+    s.insert(rq(4, P).sector(P_SECTOR + 8 * 6).build(), t + ms(1));
+    assert_eq!(take(&mut s, t + ms(1)).id.0, 4);
+}
+
+// ----- the timer and process exit -----
+
+#[test]
+fn as_anticipation_ends_at_antic_expire_after_the_completion_and_the_queue_resumes() {
+    let mut s = anticipating_p();
+    assert_eq!(s.next_timer(), Some(ms(11)));
+    assert_eq!(
+        s.dispatch(ms(11) - Nanos(1)),
+        Dispatch::Idle { until: ms(11) }
+    );
+    let r = take(&mut s, ms(11));
+    assert_eq!(r.id.0, 2);
+    assert_eq!(s.antic_state(), AnticState::Off);
+    // P had no history: the timeout counts as "a waited-on process went away".
+    assert_eq!(s.est_time().exit_prob, 32);
+    assert_eq!(s.est_time().exit_no_coop, 0, "P is still running");
+}
+
+#[test]
+fn as_timer_runs_lazily_on_insert_complete_and_exit_too() {
+    // Whatever call comes first after the deadline runs the timeout.
+    let mut s = anticipating_p();
+    s.insert(rq(3, 3).sector(FAR + 100_000_000).build(), ms(12));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+    assert_eq!(s.est_time().exit_prob, 32);
+
+    let mut s = anticipating_p();
+    s.exit(CtxId(9), ms(11));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+}
+
+#[test]
+fn as_idles_the_disk_for_antic_expire_in_the_harness() {
+    // Same story on the shared harness: P's read 0..5 ms, Q's far read waits until 11 ms.
+    let mut h = Harness::new(Anticipatory::default(), 1, |_| ms(5));
+    h.submit(rq(1, P).sector(P_SECTOR));
+    h.submit(rq(2, Q).sector(FAR).at(ms(1)));
+    let out = h.run();
+    assert_eq!(out.idles, vec![(ms(5), ms(11))]);
+    assert_eq!(out.of(2).dispatched, ms(11));
+}
+
+#[test]
+fn as_waits_for_exited_process_until_the_timer_then_learns_from_it() {
+    // P exits during anticipation; with no evidence yet that exits go unrescued, AS keeps
+    // waiting (a cooperating process may pick up where P left) until the timer, which then
+    // records both that the anticipated process went away and that nobody took over.
+    let mut s = anticipating_p();
+    s.exit(CtxId(P), ms(7));
+    s.insert(rq(3, 3).sector(FAR + 1_000_000).build(), ms(8));
+    assert_eq!(s.antic_state(), AnticState::WaitNext);
+    assert_eq!(s.dispatch(ms(8)), Dispatch::Idle { until: ms(11) });
+    let r = take(&mut s, ms(11));
+    assert_eq!(r.id.0, 2);
+    let est = s.est_time();
+    // Rule 5 bumped exit_prob when it looked at the exited P (no samples) on Q's and 3's
+    // arrival and on each dispatch, then the timeout: 32, 60, 84, 105.
+    assert!(est.exit_prob >= 32, "{est:?}");
+    assert_eq!(est.exit_no_coop, 32);
+    // Once anticipation moved on, AS forgets the exited process.
+    assert!(s.ctx_stats(CtxId(P)).is_none());
+}
+
+#[test]
+fn as_close_request_after_exit_counts_as_cooperation() {
+    // An exited process rescued by a close request from another: exit_no_coop decays.
+    let mut s = anticipating_p();
+    // Teach exit_no_coop something first.
+    let mut s2 = anticipating_p();
+    s2.exit(CtxId(P), ms(7));
+    let _ = take(&mut s2, ms(11));
+    assert_eq!(s2.est_time().exit_no_coop, 32);
+    s2.complete(&rq(2, Q).sector(FAR).build(), ms(12));
+    let done = serve(&mut s2, rq(5, 5).sector(P_SECTOR).build(), ms(100), ms(1));
+    s2.insert(rq(6, 6).sector(FAR).build(), done);
+    assert!(matches!(s2.dispatch(done), Dispatch::Idle { .. }));
+    s2.exit(CtxId(5), done + ms(1));
+    s2.insert(rq(7, 7).sector(P_SECTOR + 100).build(), done + ms(2));
+    assert_eq!(s2.antic_state(), AnticState::Finished);
+    assert_eq!(s2.est_time().exit_no_coop, 28, "32 * 7 / 8");
+
+    s.exit(CtxId(P), ms(7));
+    s.insert(rq(3, 3).sector(P_SECTOR + 100).build(), ms(8));
+    assert_eq!(s.antic_state(), AnticState::Finished);
+    assert_eq!(s.est_time().exit_no_coop, 0);
+}
+
+// ----- batches -----
+
+#[test]
+fn as_switches_batches_only_after_the_old_batch_completes() {
+    let cfg = Config {
+        read_batch_expire: ms(10),
+        ..no_antic()
+    };
+    let mut s = Anticipatory::new(cfg);
+    for i in 0..5 {
+        s.insert(rq(i, P).sector(1000 * i).build(), ms(0));
+    }
+    s.insert(rq(10, Q).sector(9_000_000).write().build(), ms(0));
+    let r0 = take(&mut s, ms(0));
+    assert_eq!((r0.id.0, s.batch()), (0, BatchDir::Sync));
+    s.complete(&r0, ms(1)); // the read batch clock starts: expires at 11 ms
+    let r1 = take(&mut s, ms(1));
+    let r2 = take(&mut s, ms(1));
+    s.complete(&r1, ms(5));
+    // The read batch has expired with writes waiting, but r2 is still on the device.
+    assert_eq!(s.dispatch(ms(12)), Dispatch::Empty);
+    assert_eq!(s.batch(), BatchDir::Async);
+    assert_eq!(s.dispatch(ms(13)), Dispatch::Empty);
+    s.complete(&r2, ms(14));
+    let w = take(&mut s, ms(14));
+    assert_eq!(w.id.0, 10);
+    // No more writes: back to reads, again only once the write has completed.
+    assert_eq!(s.dispatch(ms(14)), Dispatch::Empty);
+    assert_eq!(s.batch(), BatchDir::Sync);
+    s.complete(&w, ms(20));
+    assert_eq!(
+        take(&mut s, ms(20)).id.0,
+        3,
+        "the read batch starts at the read FIFO head"
+    );
+}
+
+#[test]
+fn as_read_batch_clock_runs_down_only_while_writes_wait() {
+    let cfg = Config {
+        read_batch_expire: ms(10),
+        ..no_antic()
+    };
+    let mut s = Anticipatory::new(cfg);
+    let mut write_at = None;
+    for i in 0..80u64 {
+        let t = ms(i);
+        if i == 50 {
+            s.insert(rq(1000, Q).sector(90_000_000).write().build(), t);
+        }
+        s.insert(rq(i, P).sector(8 * i).build(), t);
+        let r = take(&mut s, t);
+        if r.id.0 == 1000 {
+            write_at = Some(t);
+            s.complete(&r, t + us(500));
+            let read = take(&mut s, t + us(500));
+            s.complete(&read, t + us(600));
+        } else {
+            s.complete(&r, t + us(500));
+        }
+    }
+    // 50 ms of reads alone did not age the batch; the last read-only dispatch at 49 ms
+    // set the expiry to 59 ms, so the write goes at 60 ms.
+    assert_eq!(write_at, Some(ms(60)));
+}
+
+/// A fresh scheduler after its first read (whose completion runs the initial autotune),
+/// then one write batch of writes costing `write_cost` each, with a read waiting from the
+/// batch's first dispatch on (or, if `idle`, arriving only after the batch ran dry).
+/// Returns the write batch count before, and after the completion of the read that follows.
+fn write_batch_tuning(write_cost: Nanos, idle: bool) -> (i64, i64) {
+    let mut s = Anticipatory::default();
+    let mut t = serve(&mut s, rq(1, P).sector(0).build(), ms(0), ms(1));
+    let before = s.write_batch_count();
+    let n = if idle { before as u64 / 2 } else { 100 };
+    for i in 0..n {
+        s.insert(rq(100 + i, Q).sector(10_000_000 + 8 * i).write().build(), t);
+    }
+    let mut read_inserted = false;
+    loop {
+        match s.dispatch(t) {
+            Dispatch::Request(r) if r.id.0 == 2 => {
+                s.complete(&r, t + ms(1));
+                return (before, s.write_batch_count());
+            }
+            Dispatch::Request(r) => {
+                assert_eq!(s.batch(), BatchDir::Async);
+                if !idle && !read_inserted {
+                    s.insert(rq(2, P).sector(16).build(), t);
+                    read_inserted = true;
+                }
+                t += write_cost;
+                s.complete(&r, t);
+            }
+            // AS first waits for P (it might read again), then the writes get their batch.
+            Dispatch::Idle { until } => t = until,
+            Dispatch::Empty if idle && !read_inserted => {
+                // The write batch ran dry before any read arrived.
+                t += ms(300);
+                s.insert(rq(2, P).sector(16).build(), t);
+                read_inserted = true;
+            }
+            Dispatch::Empty => panic!("nothing to dispatch at {t}"),
+        }
+    }
+}
+
+#[test]
+fn as_write_batch_doubles_when_a_full_batch_finishes_well_inside_write_batch_expire() {
+    let (before, after) = write_batch_tuning(us(100), false);
+    assert_eq!(after, before * 2);
+}
+
+#[test]
+fn as_write_batch_grows_by_one_when_a_full_batch_finishes_inside_write_batch_expire() {
+    let (before, after) = write_batch_tuning(ms(3), false);
+    assert_eq!(after, before + 1);
+}
+
+#[test]
+fn as_write_batch_shrinks_by_one_when_the_batch_overran_write_batch_expire() {
+    let (before, after) = write_batch_tuning(ms(200), false);
+    assert_eq!(after, before - 1);
+}
+
+#[test]
+fn as_write_batch_halves_when_the_batch_took_over_three_times_write_batch_expire() {
+    let (before, after) = write_batch_tuning(ms(400), false);
+    assert_eq!(after, before / 2);
+}
+
+#[test]
+fn as_write_batch_is_not_shrunk_for_a_batch_that_went_idle() {
+    let (before, after) = write_batch_tuning(ms(200), true);
+    assert_eq!(after, before);
+}
+
+#[test]
+fn as_write_batch_starts_at_a_tenth_of_write_batch_expire_in_ms() {
+    let mut set = Settings::new();
+    set.set("write_batch_expire", 300);
+    assert_eq!(
+        Anticipatory::from_settings(&set)
+            .unwrap()
+            .write_batch_count(),
+        30
+    );
+    set.set("write_batch_expire", 5);
+    assert_eq!(
+        Anticipatory::from_settings(&set)
+            .unwrap()
+            .write_batch_count(),
+        2
+    );
+}
+
+#[test]
+fn as_does_not_anticipate_after_an_async_write() {
+    let cfg = Config {
+        read_batch_expire: ms(10),
+        ..Config::default()
+    };
+    let mut s = Anticipatory::new(cfg);
+    s.insert(rq(1, Q).sector(5_000_000).write().build(), ms(0));
+    let w = take(&mut s, ms(0));
+    s.complete(&w, ms(1));
+    s.insert(rq(2, P).sector(FAR).build(), ms(1));
+    assert_eq!(take(&mut s, ms(1)).id.0, 2);
+    assert_eq!(s.anticipated(), Some(CtxId(P)));
+}
+
+// ----- FIFO expiry -----
+
+#[test]
+fn as_serves_expired_reads_but_at_most_one_per_read_expire_interval() {
+    // P streams dependent reads at 50M+ (think 0.5 ms); Q's and R's reads sit behind the
+    // head, out of the elevator's way, from time 0. Anticipation keeps serving P until the
+    // FIFO check finds Q expired; R, expired too, waits for the next check.
+    let mut s = Anticipatory::default();
+    let p = Job {
+        ctx: P,
+        start: ms(0),
+        steps: (0..400).map(|i| Step::read(us(500), FAR + 8 * i)).collect(),
+    };
+    let q = Job {
+        ctx: Q,
+        start: ms(0),
+        steps: vec![Step::read(Nanos::ZERO, 10_000_000)],
+    };
+    let r = Job {
+        ctx: 3,
+        start: ms(0),
+        steps: vec![Step::read(Nanos::ZERO, 0)],
+    };
+    let out = as_closed_loop::run(&mut s, vec![p, q, r], 1, |_| ms(1));
+    let q_at = out.of_ctx(Q)[0].dispatched;
+    let r_at = out.of_ctx(3)[0].dispatched;
+    assert!(q_at > ms(125) && q_at <= ms(252), "Q served at {q_at}");
+    assert!(
+        r_at >= q_at + ms(125),
+        "R at {r_at}, one check after Q at {q_at}"
+    );
+    assert!(
+        r_at <= q_at + ms(130),
+        "R at {r_at}, within the next check after {q_at}"
+    );
+}
+
+#[test]
+fn as_read_expire_zero_checks_the_fifo_every_time() {
+    let mut set = Settings::new();
+    set.set("read_expire", 0);
+    let mut s = Anticipatory::from_settings(&set).unwrap();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(1));
+    s.insert(rq(3, 3).sector(P_SECTOR + 16).build(), ms(1));
+    s.complete(&first, ms(2));
+    // Q is the FIFO head and expired (deadline = arrival): it goes before the close request.
+    assert_eq!(take(&mut s, ms(2)).id.0, 2);
+}
+
+// ----- elevator order -----
+
+#[test]
+fn as_prefers_a_short_backward_seek_at_twice_its_cost() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(100_000).build(), ms(0));
+    let first = take(&mut s, ms(0)); // head now at 100_008
+    s.insert(rq(2, Q).sector(100_008 + 3_000).build(), ms(0));
+    s.insert(rq(3, 3).sector(100_008 - 1_000).build(), ms(0));
+    s.complete(&first, ms(1));
+    assert_eq!(take(&mut s, ms(1)).id.0, 3, "2 * 1000 < 3000");
+
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(100_000).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.insert(rq(2, Q).sector(100_008 + 1_500).build(), ms(0));
+    s.insert(rq(3, 3).sector(100_008 - 1_000).build(), ms(0));
+    s.complete(&first, ms(1));
+    assert_eq!(take(&mut s, ms(1)).id.0, 2, "2 * 1000 > 1500");
+}
+
+#[test]
+fn as_never_seeks_back_beyond_maxback() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(5_000_000).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.insert(rq(2, Q).sector(90_000_000).build(), ms(0));
+    s.insert(rq(3, 3).sector(5_000_000 - 1_100_000).build(), ms(0));
+    s.complete(&first, ms(1));
+    assert_eq!(
+        take(&mut s, ms(1)).id.0,
+        2,
+        "1.1M sectors back is beyond MAXBACK"
+    );
+    s.insert(rq(4, 4).sector(10).build(), ms(1));
+    // Both behind the head beyond MAXBACK: the lowest sector starts the next sweep.
+    assert_eq!(take(&mut s, ms(1)).id.0, 4);
+}
+
+// ----- merging -----
+
+#[test]
+fn as_merges_adjacent_requests_up_to_128_kib() {
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(1000).sectors(8).build(), ms(0));
+    s.insert(rq(2, Q).sector(5000).sectors(8).write().build(), ms(0));
+    // Back merge.
+    let id = s.try_merge(&rq(3, P).sector(1008).sectors(8).build(), ms(0));
+    assert_eq!(id.map(|i| i.0), Some(1));
+    // Front merge.
+    let id = s.try_merge(&rq(4, P).sector(992).sectors(8).build(), ms(0));
+    assert_eq!(id.map(|i| i.0), Some(1));
+    // Reads do not merge with writes.
+    assert_eq!(s.try_merge(&rq(5, P).sector(5008).build(), ms(0)), None);
+    // Not beyond 256 sectors.
+    assert_eq!(
+        s.try_merge(&rq(6, P).sector(1016).sectors(240).build(), ms(0)),
+        None
+    );
+    let big = s.try_merge(&rq(7, P).sector(1016).sectors(232).build(), ms(0));
+    assert_eq!(big.map(|i| i.0), Some(1));
+    let r = take(&mut s, ms(0));
+    assert_eq!((r.id.0, r.sector, r.sectors), (1, 992, 256));
+}
+
+#[test]
+fn as_merged_requests_complete_with_their_parent_in_the_harness() {
+    let mut h = Harness::new(Anticipatory::default(), 1, |_| ms(2));
+    h.submit(rq(1, P).sector(0));
+    for i in 0..6 {
+        h.submit(rq(10 + i, Q).sector(8_000 + 8 * i).write().at(ms(1)));
+    }
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 10]);
+    assert_eq!(out.of(10).rq.sectors, 48);
+}
+
+#[test]
+fn as_dispatches_an_alias_at_once() {
+    // Two queued requests may not start at the same sector: the older goes to the device.
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(700).build(), ms(0));
+    s.insert(rq(2, Q).sector(700).sectors(16).build(), ms(0));
+    assert_eq!(s.queued(), 2);
+    assert_eq!(take(&mut s, ms(0)).id.0, 1);
+}
+
+#[test]
+fn as_drains_the_queue_before_a_flush() {
+    use elevator_core::Op;
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(900).build(), ms(0));
+    s.insert(rq(2, P).sector(100).build(), ms(0));
+    s.insert(rq(3, Q).sector(500).write().build(), ms(0));
+    let mut flush = rq(4, Q).build();
+    flush.op = Op::Flush;
+    s.insert(flush, ms(0));
+    let order: Vec<u64> = (0..4).map(|_| take(&mut s, ms(0)).id.0).collect();
+    assert_eq!(order.last(), Some(&4));
+    assert_eq!(s.queued(), 0);
+}
+
+// ----- tunables -----
+
+#[test]
+fn as_tunables_have_the_2_6_32_defaults_in_ms() {
+    let c = Config::default();
+    assert_eq!(c.read_expire, ms(125));
+    assert_eq!(c.write_expire, ms(250));
+    assert_eq!(c.read_batch_expire, ms(500));
+    assert_eq!(c.write_batch_expire, ms(125));
+    assert_eq!(c.antic_expire, ms(6));
+    let mut s = Anticipatory::default();
+    s.set_tunable("antic_expire", 10).unwrap();
+    assert_eq!(s.config().antic_expire, ms(10));
+    assert!(s.set_tunable("antic_expire", -1).is_err());
+    assert!(s.set_tunable("slice_idle", 1).is_err());
+}
+
+#[test]
+fn as_with_antic_expire_zero_never_idles() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(0));
+    assert_eq!(take(&mut s, ms(0)).id.0, 1);
+    assert_eq!(
+        take(&mut s, ms(0)).id.0,
+        2,
+        "no one-at-a-time without anticipation"
+    );
+}
