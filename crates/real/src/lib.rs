@@ -1,3 +1,38 @@
-//! # elevator-real: the io_uring executor (not yet implemented)
+//! # elevator-real: the io_uring executor
+//!
+//! Runs the same [`Job`](elevator_workload::Job)s through the same
+//! [`Scheduler`](elevator_core::Scheduler)s as the simulator, against a real file or block
+//! device: the jobs issue, the scheduler decides every dispatch (including how many requests
+//! are outstanding, and when to keep the device idle), and an io_uring performs the I/O with
+//! O_DIRECT from page-aligned buffers. Completions go back to the scheduler and the jobs with
+//! their real times, measured from the executor's start on a monotonic clock.
+//!
+//! **This crate holds no policy.** Everything a policy decides is decided in `elevator-core`;
+//! the executor only moves requests between the jobs, the scheduler and the device.
+//!
+//! ## Layout
+//! - [`exec`]: the run loop ([`run`]), its options and reports.
+//! - [`backend`]: the device interface; [`uring`] the io_uring backend; [`mem`] an in-memory
+//!   backend with fault injection for tests.
+//! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
+//!   executor from writing over data it was not given.
+//! - [`verify`]: checksummed sector stamps for `--verify`.
+//! - [`report`]: fio-like text and fio-compatible JSON.
+//! - [`buf`]: aligned buffers.
 
 #![deny(missing_docs)]
+
+pub mod backend;
+pub mod buf;
+pub mod exec;
+pub mod mem;
+pub mod safety;
+pub mod target;
+pub mod uring;
+pub mod verify;
+
+pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
+pub use exec::{run, ByteRange, JobReport, RealJob, RunError, RunFailure, RunOptions, RunReport};
+pub use mem::{Fault, MemBackend};
+pub use target::{OpenSpec, Target, TargetError, TargetKind};
+pub use uring::UringBackend;

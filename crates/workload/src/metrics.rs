@@ -30,7 +30,12 @@ impl DirMetrics {
     pub fn record(&mut self, bytes: u64, latency: Nanos) {
         self.ios += 1;
         self.bytes += bytes;
-        self.latency.saturating_record(latency.as_ns().max(1));
+        // `record` grows the auto-resizing histogram; `saturating_record` would clamp every
+        // value to the initial highest trackable value (2 ns) instead.
+        let v = latency.as_ns().max(1);
+        if self.latency.record(v).is_err() {
+            self.latency.saturating_record(v);
+        }
     }
     /// A summary for reports, over `elapsed`.
     pub fn summary(&self, elapsed: Nanos) -> DirSummary {
@@ -129,4 +134,19 @@ pub struct JobSummary {
     pub read: DirSummary,
     /// Writes.
     pub write: DirSummary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_above_the_histograms_initial_range_are_recorded_not_clamped() {
+        let mut d = DirMetrics::default();
+        d.record(4096, Nanos::from_ms(20));
+        d.record(4096, Nanos::from_us(40));
+        let max = d.latency.max();
+        assert!((19_990_000..=20_020_000).contains(&max), "{max}");
+        assert!((39_000..=40_100).contains(&d.latency.min()));
+    }
 }

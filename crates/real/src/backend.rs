@@ -1,0 +1,67 @@
+//! The device side of the executor: where dispatched requests go and completions come from.
+//!
+//! The executor holds no file descriptor of its own; it talks to a [`Backend`]. The real one is
+//! [`UringBackend`](crate::uring::UringBackend) (io_uring on a file or block device opened with
+//! O_DIRECT); [`MemBackend`](crate::mem::MemBackend) keeps the "device" in memory and can inject
+//! faults (short reads and writes, EIO), so the executor's error paths are tested without root.
+
+use std::io;
+use std::time::Duration;
+
+use crate::buf::AlignedBuf;
+
+/// What an I/O does at the backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    /// Read `buf.len()` bytes at `offset` into `buf`.
+    Read,
+    /// Write `buf` at `offset`.
+    Write,
+    /// Make earlier completed writes durable (fdatasync).
+    Flush,
+}
+
+/// One I/O handed to a backend. The backend owns `buf` until it returns it in the completion.
+#[derive(Debug)]
+pub struct IoRequest {
+    /// The executor's label, returned in the completion.
+    pub token: u64,
+    /// Read, write or flush.
+    pub kind: IoKind,
+    /// Byte offset on the target.
+    pub offset: u64,
+    /// The data (writes) or room for it (reads); empty for a flush.
+    pub buf: AlignedBuf,
+}
+
+/// A finished I/O.
+#[derive(Debug)]
+pub struct IoCompletion {
+    /// The token of the request.
+    pub token: u64,
+    /// Bytes transferred, or the error the device returned.
+    pub result: io::Result<usize>,
+    /// The buffer handed in with the request.
+    pub buf: AlignedBuf,
+}
+
+/// A device the executor can drive.
+///
+/// Contract: [`submit`](Backend::submit) queues (it may send at once or at the next
+/// [`wait`](Backend::wait)); `wait` sends what is queued, then blocks until at least one I/O
+/// has completed or `timeout` passes (`None`: no limit), and appends every completion available
+/// to `out`. A signal may end the wait early with no completion. Dropping a backend must not
+/// return while the kernel still owns one of its buffers.
+pub trait Backend {
+    /// The target's size in bytes.
+    fn size_bytes(&self) -> u64;
+    /// How many I/Os it can hold at once.
+    fn capacity(&self) -> usize;
+    /// I/Os submitted and not yet returned by `wait`.
+    fn in_flight(&self) -> usize;
+    /// Queue one I/O. Fails only if the backend itself is broken (the ring is gone ...);
+    /// a device error comes back in the completion.
+    fn submit(&mut self, io: IoRequest) -> io::Result<()>;
+    /// Send queued I/O and collect completions; see the trait's contract.
+    fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()>;
+}

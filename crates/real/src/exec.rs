@@ -1,0 +1,898 @@
+//! The run loop: jobs -> scheduler -> backend, on the real clock.
+//!
+//! One thread, one loop. Each turn it (1) polls every job that is runnable (started, woken by
+//! a completion, or past its think time) and inserts what it issues into the scheduler,
+//! (2) asks the scheduler for dispatches while the backend has room and the scheduler has
+//! something to say (after an insert or a completion, or once its `Idle { until }` has passed),
+//! (3) sleeps in the backend until a completion, the earliest timer (the scheduler's idle
+//! deadline or a job's think time) or a stop request, and (4) feeds completions back to the
+//! scheduler and the jobs with the time they were reaped. The loop holds no policy: the
+//! scheduler alone decides what goes to the device and how much is outstanding; the backend's
+//! capacity is only a generous ceiling.
+//!
+//! Time is [`Nanos`] since the executor started, from a monotonic clock. A request's latency is
+//! measured from its insertion into the scheduler (when the job issued it) to its completion,
+//! so time spent queued in our scheduler counts, as time in the kernel's scheduler counts in
+//! fio's completion latency.
+//!
+//! Requests are never merged (the executor does not call `try_merge`): each I/O a job issues
+//! is one I/O at the device.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use elevator_core::{
+    CtxId, Dispatch, GroupId, IoPrio, Nanos, Op, Request, RequestId, Scheduler, SECTOR_BYTES,
+};
+use elevator_workload::metrics::JobMetrics;
+use elevator_workload::{Action, Job};
+
+use crate::backend::{Backend, IoCompletion, IoKind, IoRequest};
+use crate::buf::BufPool;
+use crate::verify::{self, VerifyError, WrittenMap};
+
+/// A byte range `[start, end)` on the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl ByteRange {
+    /// Whether `[offset, offset + len)` lies inside.
+    pub fn contains(&self, offset: u64, len: u64) -> bool {
+        offset >= self.start && offset.checked_add(len).is_some_and(|e| e <= self.end)
+    }
+}
+
+impl fmt::Display for ByteRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {})", self.start, self.end)
+    }
+}
+
+/// One job to run, with what the executor needs to know about it.
+pub struct RealJob {
+    /// The name reports print.
+    pub name: String,
+    /// The workload.
+    pub job: Box<dyn Job>,
+    /// Its group (cgroup) in the scheduler's tree.
+    pub group: GroupId,
+    /// The group's path, for reports.
+    pub group_path: String,
+    /// Priority of its I/O unless an I/O names its own.
+    pub prio: IoPrio,
+    /// The region it declared: an I/O outside it is refused, never submitted.
+    pub region: ByteRange,
+    /// Jobs start phase by phase (fio's `stonewall`): every job of phase n finishes before
+    /// phase n + 1 starts. Jobs of one phase start together.
+    pub phase: u32,
+}
+
+/// How to run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Stamp every written sector and check reads; read back everything written at the end.
+    pub verify: bool,
+    /// Set (by a signal handler) to stop: no new I/O, in-flight I/O drained, partial report.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Stop issuing after this long even if jobs are not done (a safety limit).
+    pub time_limit: Option<Duration>,
+    /// Identifies this run's data in verify stamps.
+    pub run_id: u64,
+}
+
+/// One job's outcome.
+#[derive(Clone, Debug)]
+pub struct JobReport {
+    /// Job name.
+    pub name: String,
+    /// Group path.
+    pub group: String,
+    /// Its phase.
+    pub phase: u32,
+    /// What it did.
+    pub metrics: JobMetrics,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The scheduler's name.
+    pub scheduler: String,
+    /// Per job, in the order given.
+    pub jobs: Vec<JobReport>,
+    /// When the run ended (time since the executor started).
+    pub elapsed: Nanos,
+    /// Whether a stop request ended it early.
+    pub interrupted: bool,
+    /// Requests issued but never dispatched because the run stopped early.
+    pub abandoned: usize,
+    /// Bytes read back and checked after the jobs (`verify` only).
+    pub verified_bytes: u64,
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The device returned an error.
+    Io {
+        /// The job whose I/O failed.
+        job: String,
+        /// "read", "write" or "flush".
+        op: &'static str,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes asked for.
+        len: u64,
+        /// The error.
+        error: io::Error,
+    },
+    /// The device transferred fewer bytes than asked.
+    Short {
+        /// The job whose I/O came back short.
+        job: String,
+        /// "read" or "write".
+        op: &'static str,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes asked for.
+        len: u64,
+        /// Bytes transferred.
+        got: u64,
+    },
+    /// A job issued an I/O outside its declared region (or the target); it was not submitted.
+    OutOfRegion {
+        /// The job.
+        job: String,
+        /// Byte offset of the I/O.
+        offset: u64,
+        /// Its length.
+        len: u64,
+        /// Where the job may do I/O.
+        region: ByteRange,
+    },
+    /// A job issued an operation the executor cannot perform.
+    Unsupported {
+        /// The job.
+        job: String,
+        /// The operation.
+        op: Op,
+    },
+    /// Data read back was not what the run wrote.
+    Verify(VerifyError),
+    /// The backend itself failed (not a device error on one I/O).
+    Backend(io::Error),
+    /// Nothing in flight, nothing to wake for, yet work remains: a job or scheduler bug.
+    Stalled {
+        /// What was left.
+        detail: String,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Io {
+                job,
+                op,
+                offset,
+                len,
+                error,
+            } => write!(
+                f,
+                "job {job}: {op} of {len} bytes at offset {offset} failed: {error}"
+            ),
+            RunError::Short {
+                job,
+                op,
+                offset,
+                len,
+                got,
+            } => write!(
+                f,
+                "job {job}: short {op}: {got} of {len} bytes at offset {offset}"
+            ),
+            RunError::OutOfRegion {
+                job,
+                offset,
+                len,
+                region,
+            } => write!(
+                f,
+                "job {job}: refused an I/O of {len} bytes at offset {offset}, outside its region {region}"
+            ),
+            RunError::Unsupported { job, op } => {
+                write!(f, "job {job}: the real executor cannot perform {op:?}")
+            }
+            RunError::Verify(e) => e.fmt(f),
+            RunError::Backend(e) => write!(f, "I/O backend failed: {e}"),
+            RunError::Stalled { detail } => write!(f, "run stalled: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// A failed run: the error, and what the run had done until then.
+#[derive(Debug)]
+pub struct RunFailure {
+    /// The first error.
+    pub error: RunError,
+    /// The figures up to the failure (no I/O was left in flight).
+    pub partial: Box<RunReport>,
+}
+
+impl fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for RunFailure {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Pending,
+    Ready,
+    Think(Nanos),
+    Wait,
+    Done,
+}
+
+struct Slot {
+    name: String,
+    job: Box<dyn Job>,
+    group: GroupId,
+    group_path: String,
+    prio: IoPrio,
+    region: ByteRange,
+    phase: u32,
+    state: State,
+    metrics: JobMetrics,
+    ctxs: BTreeMap<u32, (CtxId, bool)>,
+}
+
+struct Flight {
+    rq: Request,
+    job: usize,
+    tag: u64,
+    written_before: Option<Vec<bool>>,
+}
+
+fn op_name(kind: IoKind) -> &'static str {
+    match kind {
+        IoKind::Read => "read",
+        IoKind::Write => "write",
+        IoKind::Flush => "flush",
+    }
+}
+
+fn kind_of(op: Op) -> Option<IoKind> {
+    match op {
+        Op::Read => Some(IoKind::Read),
+        Op::Write => Some(IoKind::Write),
+        Op::Flush => Some(IoKind::Flush),
+        Op::Discard => None,
+    }
+}
+
+/// Wake at least this often to look at the stop flag, even when nothing else is due.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Run `jobs` through `sched` on `backend` until every job is done, a stop is requested, or an
+/// I/O fails. Never returns with I/O in flight.
+pub fn run<B: Backend>(
+    backend: &mut B,
+    sched: &mut dyn Scheduler,
+    jobs: Vec<RealJob>,
+    opts: &RunOptions,
+) -> Result<RunReport, RunFailure> {
+    let mut ex = Executor::new(backend, sched, jobs, opts);
+    ex.main_loop();
+    if ex.error.is_none() && opts.verify && !ex.interrupted {
+        ex.read_back();
+    }
+    ex.finish()
+}
+
+struct Executor<'a, B: Backend> {
+    backend: &'a mut B,
+    sched: &'a mut dyn Scheduler,
+    opts: &'a RunOptions,
+    t0: Instant,
+    slots: Vec<Slot>,
+    phases: Vec<u32>,
+    phase_idx: usize,
+    queued: HashMap<u64, (usize, u64)>,
+    flights: HashMap<u64, Flight>,
+    pool: BufPool,
+    next_id: u64,
+    next_ctx: u32,
+    kick: bool,
+    idle_until: Option<Nanos>,
+    stopping: bool,
+    interrupted: bool,
+    error: Option<RunError>,
+    written: Option<WrittenMap>,
+    write_seq: u64,
+    verified_bytes: u64,
+    target: ByteRange,
+}
+
+impl<'a, B: Backend> Executor<'a, B> {
+    fn new(
+        backend: &'a mut B,
+        sched: &'a mut dyn Scheduler,
+        jobs: Vec<RealJob>,
+        opts: &'a RunOptions,
+    ) -> Self {
+        let mut phases: Vec<u32> = jobs.iter().map(|j| j.phase).collect();
+        phases.sort_unstable();
+        phases.dedup();
+        let size = backend.size_bytes();
+        let slots = jobs
+            .into_iter()
+            .map(|j| Slot {
+                name: j.name,
+                job: j.job,
+                group: j.group,
+                group_path: j.group_path,
+                prio: j.prio,
+                region: j.region,
+                phase: j.phase,
+                state: State::Pending,
+                metrics: JobMetrics::default(),
+                ctxs: BTreeMap::new(),
+            })
+            .collect();
+        Executor {
+            written: opts.verify.then(|| WrittenMap::new(size)),
+            backend,
+            sched,
+            opts,
+            t0: Instant::now(),
+            slots,
+            phases,
+            phase_idx: 0,
+            queued: HashMap::new(),
+            flights: HashMap::new(),
+            pool: BufPool::default(),
+            next_id: 1,
+            next_ctx: 0,
+            kick: true,
+            idle_until: None,
+            stopping: false,
+            interrupted: false,
+            error: None,
+            write_seq: 0,
+            verified_bytes: 0,
+            target: ByteRange {
+                start: 0,
+                end: size,
+            },
+        }
+    }
+
+    fn now(&self) -> Nanos {
+        Nanos(self.t0.elapsed().as_nanos() as u64)
+    }
+
+    fn fail(&mut self, e: RunError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        self.stopping = true;
+    }
+
+    fn start_phase(&mut self, now: Nanos) {
+        let Some(&phase) = self.phases.get(self.phase_idx) else {
+            return;
+        };
+        for s in self.slots.iter_mut().filter(|s| s.phase == phase) {
+            s.state = State::Ready;
+            s.metrics.started = now;
+        }
+    }
+
+    fn main_loop(&mut self) {
+        let now = self.now();
+        self.start_phase(now);
+        let mut done = Vec::new();
+        loop {
+            let now = self.now();
+            if !self.stopping {
+                if self
+                    .opts
+                    .stop
+                    .as_ref()
+                    .is_some_and(|f| f.load(Ordering::SeqCst))
+                {
+                    self.stopping = true;
+                    self.interrupted = true;
+                }
+                if self
+                    .opts
+                    .time_limit
+                    .is_some_and(|l| now.as_ns() >= l.as_nanos() as u64)
+                {
+                    self.stopping = true;
+                }
+            }
+            if !self.stopping {
+                self.poll_jobs(now);
+                self.dispatch(now);
+            }
+            let in_flight = self.backend.in_flight();
+            if in_flight == 0 {
+                if self.stopping || self.all_done() && self.sched.queued() == 0 {
+                    break;
+                }
+                if let Some(detail) = self.stall(now) {
+                    self.fail(RunError::Stalled { detail });
+                    break;
+                }
+            }
+            let timeout = self.timeout(now);
+            if let Err(e) = self.backend.wait(timeout, &mut done) {
+                self.fail(RunError::Backend(e));
+                // Whatever the backend still holds is released by its Drop, which waits.
+                break;
+            }
+            let now = self.now();
+            for c in done.drain(..) {
+                self.complete(c, now);
+            }
+        }
+    }
+
+    fn all_done(&self) -> bool {
+        self.slots.iter().all(|s| s.state == State::Done)
+    }
+
+    /// With nothing in flight: is anything still going to happen?
+    fn stall(&self, now: Nanos) -> Option<String> {
+        let waking = self.idle_until.is_some()
+            || self.kick
+            || self
+                .slots
+                .iter()
+                .any(|s| matches!(s.state, State::Ready | State::Think(_)));
+        if waking {
+            return None;
+        }
+        let _ = now;
+        let waiting: Vec<&str> = self
+            .slots
+            .iter()
+            .filter(|s| s.state == State::Wait)
+            .map(|s| s.name.as_str())
+            .collect();
+        Some(format!(
+            "scheduler {} holds {} request(s) and dispatches none; jobs waiting: {}",
+            self.sched.name(),
+            self.sched.queued(),
+            if waiting.is_empty() {
+                "none".to_string()
+            } else {
+                waiting.join(", ")
+            }
+        ))
+    }
+
+    fn timeout(&self, now: Nanos) -> Option<Duration> {
+        let mut due = self.idle_until;
+        for s in &self.slots {
+            if let State::Think(t) = s.state {
+                due = Some(due.map_or(t, |d| d.min(t)));
+            }
+            if s.state == State::Ready {
+                due = Some(now);
+            }
+        }
+        if let Some(l) = self.opts.time_limit {
+            let l = Nanos(l.as_nanos() as u64);
+            due = Some(due.map_or(l, |d| d.min(l)));
+        }
+        let mut t = due.map(|d| Duration::from_nanos(d.saturating_sub(now).as_ns()));
+        if self.opts.stop.is_some() {
+            t = Some(t.map_or(STOP_POLL, |t| t.min(STOP_POLL)));
+        }
+        t
+    }
+
+    fn poll_jobs(&mut self, now: Nanos) {
+        loop {
+            for i in 0..self.slots.len() {
+                let due = match self.slots[i].state {
+                    State::Ready => true,
+                    State::Think(t) => now >= t,
+                    _ => false,
+                };
+                if due {
+                    self.poll_job(i, now);
+                    if self.stopping {
+                        return;
+                    }
+                }
+            }
+            // Advance to the next phase once every job of this one is done.
+            let Some(&phase) = self.phases.get(self.phase_idx) else {
+                return;
+            };
+            let phase_done = self
+                .slots
+                .iter()
+                .filter(|s| s.phase == phase)
+                .all(|s| s.state == State::Done);
+            if !phase_done || self.phase_idx + 1 >= self.phases.len() {
+                return;
+            }
+            self.phase_idx += 1;
+            self.start_phase(now);
+        }
+    }
+
+    fn poll_job(&mut self, i: usize, now: Nanos) {
+        loop {
+            let action = self.slots[i].job.poll(now);
+            match action {
+                Action::Issue(spec) => {
+                    let slot = &mut self.slots[i];
+                    let offset = spec.sector * SECTOR_BYTES;
+                    let len = u64::from(spec.sectors) * SECTOR_BYTES;
+                    let moves_data = matches!(spec.op, Op::Read | Op::Write);
+                    if moves_data
+                        && (!slot.region.contains(offset, len)
+                            || !self.target.contains(offset, len))
+                    {
+                        let region = slot.region;
+                        let job = slot.name.clone();
+                        self.fail(RunError::OutOfRegion {
+                            job,
+                            offset,
+                            len,
+                            region,
+                        });
+                        return;
+                    }
+                    if kind_of(spec.op).is_none() {
+                        let job = slot.name.clone();
+                        self.fail(RunError::Unsupported { job, op: spec.op });
+                        return;
+                    }
+                    let next_ctx = &mut self.next_ctx;
+                    let (ctx, _) = *slot.ctxs.entry(spec.ctx).or_insert_with(|| {
+                        *next_ctx += 1;
+                        (CtxId(*next_ctx - 1), false)
+                    });
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    let rq = Request {
+                        id: RequestId(id),
+                        ctx,
+                        group: slot.group,
+                        op: spec.op,
+                        sync: spec.sync || spec.op.is_read(),
+                        meta: spec.meta,
+                        sector: spec.sector,
+                        sectors: spec.sectors,
+                        prio: spec.prio.unwrap_or(slot.prio),
+                        submitted: now,
+                    };
+                    self.queued.insert(id, (i, spec.tag));
+                    self.sched.insert(rq, now);
+                    self.kick = true;
+                }
+                Action::Exit { ctx } => {
+                    if let Some((id, exited)) = self.slots[i].ctxs.get_mut(&ctx) {
+                        if !*exited {
+                            *exited = true;
+                            self.sched.exit(*id, now);
+                        }
+                    }
+                }
+                Action::Think { until } => {
+                    self.slots[i].state = State::Think(until);
+                    return;
+                }
+                Action::Wait => {
+                    self.slots[i].state = State::Wait;
+                    return;
+                }
+                Action::Done => {
+                    let slot = &mut self.slots[i];
+                    slot.state = State::Done;
+                    slot.metrics.finished = Some(now);
+                    for (id, exited) in slot.ctxs.values_mut() {
+                        if !*exited {
+                            *exited = true;
+                            self.sched.exit(*id, now);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, now: Nanos) {
+        if self.idle_until.is_some_and(|u| now >= u) {
+            self.kick = true;
+        }
+        if !self.kick {
+            return;
+        }
+        self.kick = false;
+        self.idle_until = None;
+        while self.backend.in_flight() < self.backend.capacity() {
+            match self.sched.dispatch(now) {
+                Dispatch::Request(rq) => {
+                    if !self.submit(rq) {
+                        return;
+                    }
+                }
+                Dispatch::Idle { until } => {
+                    self.idle_until = Some(until.max(now));
+                    return;
+                }
+                Dispatch::Empty => return,
+            }
+        }
+    }
+
+    /// Send a dispatched request to the backend; false if the run must stop.
+    fn submit(&mut self, rq: Request) -> bool {
+        let Some((job, tag)) = self.queued.remove(&rq.id.0) else {
+            self.fail(RunError::Stalled {
+                detail: format!(
+                    "scheduler {} dispatched request {} that was never inserted (or twice)",
+                    self.sched.name(),
+                    rq.id.0
+                ),
+            });
+            return false;
+        };
+        let offset = rq.sector * SECTOR_BYTES;
+        let kind = kind_of(rq.op).expect("checked at issue");
+        let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
+        let slot = &self.slots[job];
+        if kind != IoKind::Flush && !slot.region.contains(offset, len) {
+            // The scheduler changed the request's range: refuse to touch anything outside.
+            let e = RunError::OutOfRegion {
+                job: slot.name.clone(),
+                offset,
+                len,
+                region: slot.region,
+            };
+            self.fail(e);
+            return false;
+        }
+        let mut buf = self.pool.get(len as usize);
+        let mut written_before = None;
+        if let Some(map) = &self.written {
+            match kind {
+                IoKind::Write => {
+                    self.write_seq += 1;
+                    verify::stamp(&mut buf, offset, self.opts.run_id, self.write_seq);
+                }
+                IoKind::Read => {
+                    written_before = Some(
+                        (0..u64::from(rq.sectors))
+                            .map(|s| map.get(rq.sector + s))
+                            .collect(),
+                    );
+                }
+                IoKind::Flush => {}
+            }
+        }
+        let token = rq.id.0;
+        if let Err(e) = self.backend.submit(IoRequest {
+            token,
+            kind,
+            offset,
+            buf,
+        }) {
+            self.fail(RunError::Backend(e));
+            return false;
+        }
+        self.flights.insert(
+            token,
+            Flight {
+                rq,
+                job,
+                tag,
+                written_before,
+            },
+        );
+        true
+    }
+
+    fn complete(&mut self, c: IoCompletion, now: Nanos) {
+        let Some(f) = self.flights.remove(&c.token) else {
+            return;
+        };
+        let kind = kind_of(f.rq.op).expect("checked at issue");
+        let offset = f.rq.sector * SECTOR_BYTES;
+        let len = if kind == IoKind::Flush {
+            0
+        } else {
+            f.rq.bytes()
+        };
+        let name = || self.slots[f.job].name.clone();
+        let outcome = match c.result {
+            Err(error) => Err(RunError::Io {
+                job: name(),
+                op: op_name(kind),
+                offset,
+                len,
+                error,
+            }),
+            Ok(n) if kind != IoKind::Flush && n as u64 != len => Err(RunError::Short {
+                job: name(),
+                op: op_name(kind),
+                offset,
+                len,
+                got: n as u64,
+            }),
+            Ok(_) => Ok(()),
+        };
+        let outcome = outcome.and_then(|()| match (&mut self.written, kind, &f.written_before) {
+            (Some(map), IoKind::Write, _) => {
+                map.set(f.rq.sector, u64::from(f.rq.sectors));
+                Ok(())
+            }
+            (Some(_), IoKind::Read, Some(before)) => {
+                verify::check(&c.buf, offset, self.opts.run_id, |i| before[i])
+                    .map_err(RunError::Verify)
+            }
+            _ => Ok(()),
+        });
+        let slot = &mut self.slots[f.job];
+        match outcome {
+            Ok(()) => {
+                let latency = now.saturating_sub(f.rq.submitted);
+                slot.metrics.record(f.rq.op, len, latency);
+            }
+            Err(e) => self.fail(e),
+        }
+        let slot = &mut self.slots[f.job];
+        self.sched.complete(&f.rq, now);
+        slot.job.complete(f.tag, now);
+        if matches!(slot.state, State::Wait | State::Think(_)) {
+            slot.state = State::Ready;
+        }
+        self.kick = true;
+        self.pool.put(c.buf);
+    }
+
+    /// Read back every sector the run wrote and check it, bypassing the scheduler.
+    fn read_back(&mut self) {
+        let Some(map) = self.written.take() else {
+            return;
+        };
+        const CHUNK: u64 = 2048; // sectors: 1 MiB reads
+        let mut pieces = Vec::new();
+        for (first, count) in map.runs() {
+            let mut s = first;
+            while s < first + count {
+                let n = CHUNK.min(first + count - s);
+                pieces.push((s, n));
+                s += n;
+            }
+        }
+        let depth = 16.min(self.backend.capacity()).max(1);
+        let mut next = 0;
+        let mut outstanding: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut done = Vec::new();
+        while (next < pieces.len() || !outstanding.is_empty()) && self.error.is_none() {
+            if self
+                .opts
+                .stop
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::SeqCst))
+            {
+                self.interrupted = true;
+                self.stopping = true;
+            }
+            while !self.stopping && next < pieces.len() && outstanding.len() < depth {
+                let (s, n) = pieces[next];
+                let token = u64::MAX - next as u64;
+                next += 1;
+                let buf = self.pool.get((n * SECTOR_BYTES) as usize);
+                let io = IoRequest {
+                    token,
+                    kind: IoKind::Read,
+                    offset: s * SECTOR_BYTES,
+                    buf,
+                };
+                if let Err(e) = self.backend.submit(io) {
+                    self.fail(RunError::Backend(e));
+                    break;
+                }
+                outstanding.insert(token, (s, n));
+            }
+            if outstanding.is_empty() {
+                break;
+            }
+            if let Err(e) = self.backend.wait(Some(STOP_POLL), &mut done) {
+                self.fail(RunError::Backend(e));
+                break;
+            }
+            for c in done.drain(..) {
+                let Some((s, n)) = outstanding.remove(&c.token) else {
+                    continue;
+                };
+                let (offset, len) = (s * SECTOR_BYTES, n * SECTOR_BYTES);
+                let r = match c.result {
+                    Err(error) => Err(RunError::Io {
+                        job: "verify".into(),
+                        op: "read",
+                        offset,
+                        len,
+                        error,
+                    }),
+                    Ok(got) if got as u64 != len => Err(RunError::Short {
+                        job: "verify".into(),
+                        op: "read",
+                        offset,
+                        len,
+                        got: got as u64,
+                    }),
+                    Ok(_) => verify::check(&c.buf, offset, self.opts.run_id, |_| true)
+                        .map_err(RunError::Verify),
+                };
+                match r {
+                    Ok(()) => self.verified_bytes += len,
+                    Err(e) => self.fail(e),
+                }
+                self.pool.put(c.buf);
+            }
+        }
+        // Drain whatever is left after an error or a stop.
+        while !outstanding.is_empty() && self.backend.in_flight() > 0 {
+            if self.backend.wait(Some(STOP_POLL), &mut done).is_err() {
+                break;
+            }
+            for c in done.drain(..) {
+                outstanding.remove(&c.token);
+            }
+        }
+    }
+
+    fn finish(self) -> Result<RunReport, RunFailure> {
+        let elapsed = self.now();
+        let report = RunReport {
+            scheduler: self.sched.name().to_string(),
+            abandoned: self.queued.len(),
+            jobs: self
+                .slots
+                .into_iter()
+                .map(|s| JobReport {
+                    name: s.name,
+                    group: s.group_path,
+                    phase: s.phase,
+                    metrics: s.metrics,
+                })
+                .collect(),
+            elapsed,
+            interrupted: self.interrupted,
+            verified_bytes: self.verified_bytes,
+        };
+        match self.error {
+            None => Ok(report),
+            Some(error) => Err(RunFailure {
+                error,
+                partial: Box::new(report),
+            }),
+        }
+    }
+}

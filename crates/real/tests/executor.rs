@@ -1,0 +1,334 @@
+//! The executor against in-memory and real (temporary file) targets.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{noop, real, real_in, Walk};
+use elevator_core::{Dispatch, Nanos, Op, Request, Scheduler, TunableError};
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::{
+    run, Backend, ByteRange, Fault, MemBackend, RunError, RunOptions, UringBackend,
+};
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn executor_writes_then_reads_a_temporary_file_through_io_uring() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("target");
+    let spec = OpenSpec {
+        writes: true,
+        allow_overwrite: false,
+        need_bytes: MIB,
+    };
+    let t = match target::open(&path, spec) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    assert!(t.laid_out);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), MIB);
+    let mut backend = UringBackend::new(t.file, t.size, 64).unwrap();
+    let mut sched = noop();
+    // 128 writes of 4 KiB at depth 8 over the first half, then (next phase) a dependent
+    // reader over the same half, with verification of everything it reads.
+    let jobs = vec![
+        real("writer", Walk::new(Op::Write, 0, 128, 8), 0),
+        real("reader", Walk::new(Op::Read, 0, 128, 1), 1),
+    ];
+    let opts = RunOptions {
+        verify: true,
+        run_id: 42,
+        ..Default::default()
+    };
+    let report = run(&mut backend, &mut sched, jobs, &opts).unwrap();
+    let (w, r) = (&report.jobs[0].metrics, &report.jobs[1].metrics);
+    assert_eq!((w.write.ios, w.write.bytes), (128, 128 * 4096));
+    assert_eq!((r.read.ios, r.read.bytes), (128, 128 * 4096));
+    assert!(
+        r.started >= w.finished.unwrap(),
+        "stonewall: the reader starts after the writer"
+    );
+    assert_eq!(report.verified_bytes, 128 * 4096);
+    assert_eq!(backend.in_flight(), 0);
+    assert!(!report.interrupted);
+}
+
+#[test]
+fn verify_round_trip_reads_back_every_written_sector() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let jobs = vec![real("w", Walk::new(Op::Write, 64, 100, 4), 0)];
+    let opts = RunOptions {
+        verify: true,
+        run_id: 7,
+        ..Default::default()
+    };
+    let report = run(&mut backend, &mut noop(), jobs, &opts).unwrap();
+    assert_eq!(report.verified_bytes, 100 * 4096);
+    // What is on the device is stamped with its own offset.
+    let at = 64 * 512 + 4096;
+    assert_eq!(&backend.data()[at + 8..at + 16], &(at as u64).to_le_bytes());
+}
+
+/// Sends every write one sector further than asked: the read-back must catch it.
+struct Misdirecting(MemBackend);
+
+impl Backend for Misdirecting {
+    fn size_bytes(&self) -> u64 {
+        self.0.size_bytes()
+    }
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn in_flight(&self) -> usize {
+        self.0.in_flight()
+    }
+    fn submit(&mut self, mut io: elevator_real::IoRequest) -> std::io::Result<()> {
+        if io.kind == elevator_real::IoKind::Write {
+            io.offset += 512;
+        }
+        self.0.submit(io)
+    }
+    fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+        out: &mut Vec<elevator_real::IoCompletion>,
+    ) -> std::io::Result<()> {
+        self.0.wait(timeout, out)
+    }
+}
+
+#[test]
+fn verify_catches_a_misdirected_write() {
+    let mut backend = Misdirecting(MemBackend::new(MIB as usize, 32));
+    let jobs = vec![real("w", Walk::new(Op::Write, 0, 4, 1), 0)];
+    let opts = RunOptions {
+        verify: true,
+        ..Default::default()
+    };
+    let err = run(&mut backend, &mut noop(), jobs, &opts).unwrap_err();
+    assert!(matches!(err.error, RunError::Verify(_)), "{err}");
+    assert!(
+        err.to_string().contains("verify failed at byte offset"),
+        "{err}"
+    );
+}
+
+#[test]
+fn short_read_is_a_clear_error_and_leaves_nothing_in_flight() {
+    let mut backend = MemBackend::new(MIB as usize, 32).inject(3, Fault::Short(512));
+    let jobs = vec![real("reader", Walk::new(Op::Read, 0, 64, 8), 0)];
+    let err = run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("job reader: short read: 512 of 4096 bytes"),
+        "{msg}"
+    );
+    assert_eq!(backend.in_flight(), 0);
+    // The I/O completed before the fault is in the partial report.
+    assert!(err.partial.jobs[0].metrics.read.ios >= 3);
+}
+
+#[test]
+fn eio_is_a_clear_error_and_the_run_does_not_hang() {
+    let mut backend = MemBackend::new(MIB as usize, 32).inject(0, Fault::Errno(libc::EIO));
+    let jobs = vec![
+        real("writer", Walk::new(Op::Write, 0, 32, 4), 0),
+        real("other", Walk::new(Op::Read, 1024, 32, 1), 0),
+    ];
+    let err = run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("job writer: write of 4096 bytes at offset 0 failed: Input/output error"),
+        "{msg}"
+    );
+    assert_eq!(backend.in_flight(), 0);
+}
+
+#[test]
+fn an_io_outside_the_declared_region_is_refused_and_never_submitted() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let walk = Walk::new(Op::Write, 0, 16, 1);
+    // Declared: only the first 8 blocks.
+    let region = ByteRange {
+        start: 0,
+        end: 8 * 4096,
+    };
+    let jobs = vec![real_in("w", walk, 0, region)];
+    let err = run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap_err();
+    assert!(
+        matches!(err.error, RunError::OutOfRegion { offset, .. } if offset == 8 * 4096),
+        "{err}"
+    );
+    assert!(backend.data()[8 * 4096..].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn an_io_past_the_end_of_the_target_is_refused() {
+    let mut backend = MemBackend::new(64 * 1024, 32);
+    let jobs = vec![real("r", Walk::new(Op::Read, 0, 32, 1), 0)];
+    let err = run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap_err();
+    assert!(matches!(err.error, RunError::OutOfRegion { .. }), "{err}");
+}
+
+#[test]
+fn stop_request_ends_the_run_with_a_partial_report_and_nothing_in_flight() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let mut walk = Walk::new(Op::Read, 0, 64, 16);
+    walk.forever = true;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let opts = RunOptions {
+        stop: Some(stop),
+        ..Default::default()
+    };
+    let report = run(&mut backend, &mut noop(), vec![real("r", walk, 0)], &opts).unwrap();
+    t.join().unwrap();
+    assert!(report.interrupted);
+    assert!(report.jobs[0].metrics.read.ios > 0);
+    assert_eq!(backend.in_flight(), 0);
+}
+
+/// Holds the first request back until 20 ms after it arrived, then is FIFO.
+#[derive(Default)]
+struct HoldFirst {
+    q: std::collections::VecDeque<Request>,
+    released: bool,
+}
+
+impl Scheduler for HoldFirst {
+    fn name(&self) -> &'static str {
+        "hold-first"
+    }
+    fn insert(&mut self, rq: Request, _now: Nanos) {
+        self.q.push_back(rq);
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        match self.q.front() {
+            None => Dispatch::Empty,
+            Some(rq) if !self.released && now < rq.submitted + Nanos::from_ms(20) => {
+                Dispatch::Idle {
+                    until: rq.submitted + Nanos::from_ms(20),
+                }
+            }
+            Some(_) => {
+                self.released = true;
+                Dispatch::Request(self.q.pop_front().unwrap())
+            }
+        }
+    }
+    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
+    fn queued(&self) -> usize {
+        self.q.len()
+    }
+    fn set_tunable(&mut self, name: &str, _value: i64) -> Result<(), TunableError> {
+        Err(TunableError::Unknown {
+            scheduler: "hold-first".into(),
+            name: name.into(),
+        })
+    }
+}
+
+#[test]
+fn idle_until_is_honoured_with_a_timer() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let jobs = vec![real("r", Walk::new(Op::Read, 0, 4, 1), 0)];
+    let report = run(
+        &mut backend,
+        &mut HoldFirst::default(),
+        jobs,
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let m = &report.jobs[0].metrics;
+    assert_eq!(m.read.ios, 4);
+    // The first read waited out the idle period: its latency is at least 20 ms.
+    assert!(m.read.latency.max() >= Nanos::from_ms(20).as_ns());
+}
+
+/// Accepts requests and never dispatches them.
+#[derive(Default)]
+struct BlackHole(usize);
+
+impl Scheduler for BlackHole {
+    fn name(&self) -> &'static str {
+        "black-hole"
+    }
+    fn insert(&mut self, _rq: Request, _now: Nanos) {
+        self.0 += 1;
+    }
+    fn dispatch(&mut self, _now: Nanos) -> Dispatch {
+        Dispatch::Empty
+    }
+    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
+    fn queued(&self) -> usize {
+        self.0
+    }
+    fn set_tunable(&mut self, _name: &str, _value: i64) -> Result<(), TunableError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_scheduler_that_never_dispatches_is_reported_not_waited_for() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let jobs = vec![real("r", Walk::new(Op::Read, 0, 4, 1), 0)];
+    let err = run(
+        &mut backend,
+        &mut BlackHole::default(),
+        jobs,
+        &RunOptions::default(),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("black-hole holds 1 request(s) and dispatches none"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn each_job_gets_its_own_context() {
+    /// Records the contexts it sees.
+    #[derive(Default)]
+    struct Spy(std::collections::BTreeSet<u32>, elevator_core::noop::Noop);
+    impl Scheduler for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+        fn insert(&mut self, rq: Request, now: Nanos) {
+            self.0.insert(rq.ctx.0);
+            self.1.insert(rq, now);
+        }
+        fn dispatch(&mut self, now: Nanos) -> Dispatch {
+            self.1.dispatch(now)
+        }
+        fn complete(&mut self, rq: &Request, now: Nanos) {
+            self.1.complete(rq, now)
+        }
+        fn queued(&self) -> usize {
+            self.1.queued()
+        }
+        fn set_tunable(&mut self, _name: &str, _value: i64) -> Result<(), TunableError> {
+            Ok(())
+        }
+    }
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let jobs = vec![
+        real("a", Walk::new(Op::Read, 0, 4, 1), 0),
+        real("b", Walk::new(Op::Read, 0, 4, 1), 0),
+        real("c", Walk::new(Op::Read, 0, 4, 1), 0),
+    ];
+    let mut spy = Spy::default();
+    run(&mut backend, &mut spy, jobs, &RunOptions::default()).unwrap();
+    assert_eq!(spy.0.len(), 3);
+}
