@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+pub mod fio_file;
 pub mod job;
 pub mod jobs;
 pub mod metrics;
