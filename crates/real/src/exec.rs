@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use elevator_core::{
@@ -82,7 +81,7 @@ pub struct RunOptions {
     /// Stamp every written sector and check reads; read back everything written at the end.
     pub verify: bool,
     /// Set (by a signal handler) to stop: no new I/O, in-flight I/O drained, partial report.
-    pub stop: Option<Arc<AtomicBool>>,
+    pub stop: Option<&'static AtomicBool>,
     /// Stop issuing after this long even if jobs are not done (a safety limit).
     pub time_limit: Option<Duration>,
     /// Identifies this run's data in verify stamps.

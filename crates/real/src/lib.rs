@@ -26,6 +26,7 @@ pub mod backend;
 pub mod buf;
 pub mod exec;
 pub mod mem;
+pub mod report;
 pub mod safety;
 pub mod target;
 pub mod uring;

@@ -3,7 +3,6 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{noop, real, real_in, Walk};
@@ -181,14 +180,13 @@ fn stop_request_ends_the_run_with_a_partial_report_and_nothing_in_flight() {
     let mut backend = MemBackend::new(MIB as usize, 32);
     let mut walk = Walk::new(Op::Read, 0, 64, 16);
     walk.forever = true;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let t = std::thread::spawn(move || {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let t = std::thread::spawn(|| {
         std::thread::sleep(Duration::from_millis(50));
-        flag.store(true, Ordering::SeqCst);
+        STOP.store(true, Ordering::SeqCst);
     });
     let opts = RunOptions {
-        stop: Some(stop),
+        stop: Some(&STOP),
         ..Default::default()
     };
     let report = run(&mut backend, &mut noop(), vec![real("r", walk, 0)], &opts).unwrap();

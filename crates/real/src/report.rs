@@ -1,0 +1,242 @@
+//! Reports the way fio prints them: fio-like text, and JSON with fio's field names and units
+//! (`--output-format=json`), so tools that read fio's JSON read ours.
+//!
+//! Per job and direction: `io_bytes`, `io_kbytes`, `bw_bytes` (B/s), `bw` (KiB/s), `iops`,
+//! `runtime` (ms), `total_ios`, and `clat_ns` / `lat_ns` with `min`, `max`, `mean`, `stddev`,
+//! `N` and a `percentile` map over fio's default list. Latency is measured from the moment
+//! the job issued the I/O (its insertion into our scheduler) to its completion, so `clat_ns`
+//! and `lat_ns` are the same figure here (fio's clat also includes the time its I/O spends in
+//! the kernel's scheduler); `slat_ns` is reported as zero.
+
+use elevator_workload::metrics::DirMetrics;
+use serde_json::{json, Map, Value};
+
+use crate::exec::{JobReport, RunReport};
+
+/// fio's default completion-latency percentiles.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9,
+    99.95, 99.99,
+];
+
+/// A job's run time in milliseconds (at least 1, as fio divides by it).
+fn runtime_ms(job: &JobReport, end: elevator_core::Nanos) -> u64 {
+    let stop = job.metrics.finished.unwrap_or(end);
+    (stop.saturating_sub(job.metrics.started).as_ns() / 1_000_000).max(1)
+}
+
+fn lat_stats(d: &DirMetrics, with_percentiles: bool) -> Value {
+    let h = &d.latency;
+    let n = d.ios;
+    let mut v = json!({
+        "min": if n == 0 { 0 } else { h.min() },
+        "max": if n == 0 { 0 } else { h.max() },
+        "mean": if n == 0 { 0.0 } else { h.mean() },
+        "stddev": if n == 0 { 0.0 } else { h.stdev() },
+        "N": n,
+    });
+    if with_percentiles && n > 0 {
+        let mut p = Map::new();
+        for q in FIO_PERCENTILES {
+            p.insert(format!("{q:.6}"), json!(h.value_at_quantile(q / 100.0)));
+        }
+        v["percentile"] = Value::Object(p);
+    }
+    v
+}
+
+fn dir_json(d: &DirMetrics, runtime_ms: u64) -> Value {
+    let secs = runtime_ms as f64 / 1000.0;
+    let bw_bytes = (d.bytes as f64 / secs) as u64;
+    json!({
+        "io_bytes": d.bytes,
+        "io_kbytes": d.bytes / 1024,
+        "bw_bytes": bw_bytes,
+        "bw": bw_bytes / 1024,
+        "iops": d.ios as f64 / secs,
+        "runtime": if d.ios == 0 { 0 } else { runtime_ms },
+        "total_ios": d.ios,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
+        "clat_ns": lat_stats(d, true),
+        "lat_ns": lat_stats(d, false),
+    })
+}
+
+/// fio-compatible JSON for one run. `groupids[i]` is job i's reporting group (fio's
+/// `groupid`); `target` is what was run against.
+pub fn fio_json(report: &RunReport, groupids: &[u32], target: &str) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let jobs: Vec<Value> = report
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let rt = runtime_ms(j, report.elapsed);
+            json!({
+                "jobname": j.name,
+                "groupid": groupids.get(i).copied().unwrap_or(0),
+                "error": 0,
+                "job_runtime": rt,
+                "elapsed": rt.div_ceil(1000),
+                "read": dir_json(&j.metrics.read, rt),
+                "write": dir_json(&j.metrics.write, rt),
+                "trim": dir_json(&DirMetrics::default(), rt),
+                "elevator": {"group": j.group, "phase": j.phase, "finished": j.metrics.finished.is_some()},
+            })
+        })
+        .collect();
+    json!({
+        "fio version": concat!("elevator-", env!("CARGO_PKG_VERSION")),
+        "timestamp": now,
+        "time": "",
+        "global options": {"filename": target},
+        "jobs": jobs,
+        "elevator": {
+            "scheduler": report.scheduler,
+            "target": target,
+            "interrupted": report.interrupted,
+            "abandoned_requests": report.abandoned,
+            "verified_bytes": report.verified_bytes,
+            "elapsed_ms": report.elapsed.as_ns() / 1_000_000,
+        },
+    })
+}
+
+/// Bytes with a binary unit, as fio prints them.
+fn human(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1}{}", UNITS[u])
+}
+
+fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
+    if d.ios == 0 {
+        return;
+    }
+    let secs = rt as f64 / 1000.0;
+    let h = &d.latency;
+    out.push_str(&format!(
+        "  {name}: IOPS={:.0}, BW={}/s ({:.1}MB/s)({}/{}msec)\n",
+        d.ios as f64 / secs,
+        human(d.bytes as f64 / secs),
+        d.bytes as f64 / 1e6 / secs,
+        human(d.bytes as f64),
+        rt
+    ));
+    out.push_str(&format!(
+        "    clat (usec): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}\n",
+        h.min() as f64 / 1e3,
+        h.max() as f64 / 1e3,
+        h.mean() / 1e3,
+        h.stdev() / 1e3
+    ));
+    let pick = [1.0, 50.0, 90.0, 99.0, 99.9];
+    let ps: Vec<String> = pick
+        .iter()
+        .map(|q| format!("{q:.2}th=[{:.0}]", h.value_at_quantile(q / 100.0) as f64 / 1e3))
+        .collect();
+    out.push_str(&format!("     clat percentiles (usec): {}\n", ps.join(", ")));
+}
+
+/// fio-like text for one run.
+pub fn fio_text(report: &RunReport, groupids: &[u32]) -> String {
+    let mut out = format!("scheduler: {}\n", report.scheduler);
+    for (i, j) in report.jobs.iter().enumerate() {
+        let rt = runtime_ms(j, report.elapsed);
+        out.push_str(&format!(
+            "{}: (groupid={}, jobs=1, group={}): err= 0\n",
+            j.name,
+            groupids.get(i).copied().unwrap_or(0),
+            j.group
+        ));
+        dir_text("read", &j.metrics.read, rt, &mut out);
+        dir_text("write", &j.metrics.write, rt, &mut out);
+    }
+    if report.verified_bytes > 0 {
+        out.push_str(&format!(
+            "verify: read back and checked {}\n",
+            human(report.verified_bytes as f64)
+        ));
+    }
+    if report.interrupted {
+        out.push_str(&format!(
+            "interrupted: partial figures; {} queued request(s) never dispatched, none left in flight\n",
+            report.abandoned
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elevator_core::{Nanos, Op};
+    use elevator_workload::metrics::JobMetrics;
+
+    fn report() -> RunReport {
+        let mut m = JobMetrics {
+            started: Nanos::ZERO,
+            finished: Some(Nanos::from_secs(2)),
+            ..Default::default()
+        };
+        for i in 1..=1000u64 {
+            m.record(Op::Read, 4096, Nanos::from_us(i));
+        }
+        m.record(Op::Write, 1 << 20, Nanos::from_ms(3));
+        RunReport {
+            scheduler: "noop".into(),
+            jobs: vec![JobReport {
+                name: "j".into(),
+                group: "/".into(),
+                phase: 0,
+                metrics: m,
+            }],
+            elapsed: Nanos::from_secs(2),
+            interrupted: false,
+            abandoned: 0,
+            verified_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn json_has_fios_fields_units_and_percentile_keys() {
+        let v = fio_json(&report(), &[3], "/tmp/t");
+        let j = &v["jobs"][0];
+        assert_eq!(j["jobname"], "j");
+        assert_eq!(j["groupid"], 3);
+        assert_eq!(j["job_runtime"], 2000);
+        let r = &j["read"];
+        assert_eq!(r["io_bytes"], 4_096_000);
+        assert_eq!(r["total_ios"], 1000);
+        assert_eq!(r["bw_bytes"], 2_048_000);
+        assert_eq!(r["bw"], 2000);
+        assert_eq!(r["iops"], 500.0);
+        assert_eq!(r["runtime"], 2000);
+        let p = r["clat_ns"]["percentile"].as_object().unwrap();
+        assert_eq!(p.len(), 17);
+        let p50 = p["50.000000"].as_u64().unwrap();
+        assert!((499_000..=501_000).contains(&p50), "{p50}");
+        assert!(p.contains_key("99.990000"));
+        assert_eq!(r["clat_ns"]["N"], 1000);
+        assert_eq!(j["write"]["total_ios"], 1);
+        assert_eq!(j["trim"]["total_ios"], 0);
+    }
+
+    #[test]
+    fn text_reports_each_direction_like_fio() {
+        let t = fio_text(&report(), &[0]);
+        assert!(t.contains("j: (groupid=0, jobs=1, group=/): err= 0"), "{t}");
+        assert!(t.contains("  read: IOPS=500, BW=2.0MiB/s (2.0MB/s)(3.9MiB/2000msec)"), "{t}");
+        assert!(t.contains("  write: IOPS=0"), "{t}");
+    }
+}
