@@ -44,6 +44,9 @@
 #![deny(missing_docs)]
 
 pub mod anticipatory;
+pub mod cfq;
+#[cfg(test)]
+mod closed_loop;
 pub mod deadline;
 pub mod group;
 pub mod harness;

@@ -4,7 +4,7 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{anticipatory, deadline, linus, noop};
+use crate::{anticipatory, cfq, deadline, linus, noop};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -44,7 +44,7 @@ pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
         .find(|i| i.name == name || i.aliases.contains(&name))
 }
 
-static REGISTRY: [SchedulerInfo; 4] = [
+static REGISTRY: [SchedulerInfo; 6] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -72,6 +72,22 @@ static REGISTRY: [SchedulerInfo; 4] = [
         summary: "the anticipatory scheduler as in 2.6.32 (Nick Piggin)",
         tunables: anticipatory::TUNABLES,
         build: |s, _| Ok(Box::new(anticipatory::Anticipatory::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "cfq",
+        aliases: &["cfq-groups"],
+        summary:
+            "CFQ with blkio group scheduling as in Linux 4.19 (Jens Axboe; groups: Vivek Goyal)",
+        tunables: cfq::TUNABLES,
+        build: |s, g| Ok(Box::new(cfq::Cfq::from_settings(s, g)?)),
+    },
+    SchedulerInfo {
+        name: "cfq-flat",
+        aliases: &["cfq-vanilla"],
+        summary:
+            "CFQ as in Linux 4.19 built without group scheduling: every request in the root group",
+        tunables: cfq::FLAT_TUNABLES,
+        build: |s, g| Ok(Box::new(cfq::Cfq::flat_from_settings(s, g)?)),
     },
 ];
 

@@ -1,0 +1,271 @@
+//! One CFQ queue (`cfq_queue`): the requests of one process (sync) or of one priority level of
+//! a group's writeback (async), sorted by sector and in arrival order, with the per-queue
+//! state the policy keys its decisions on.
+
+use std::collections::BTreeMap;
+
+use crate::request::Request;
+
+use super::service_tree::StKey;
+
+/// A queue's index in the scheduler's queue table.
+pub(super) type QId = usize;
+
+/// Where a request sits in a queue's sector-sorted list: (first sector, request id).
+pub(super) type SortKey = (u64, u64);
+
+/// Sectors of seek distance above which a request counts as a seek (`CFQQ_SEEK_THR`).
+pub(super) const SEEK_THR: u64 = 8 * 100;
+/// Below this request size (sectors) a request counts as seeky on a non-rotational device
+/// (`CFQQ_SECT_THR_NONROT`).
+pub(super) const SECT_THR_NONROT: u64 = 2 * 32;
+
+/// Think-time statistics (`cfq_ttime`), in nanoseconds with the kernel's 7/8 decay and
+/// 256-based fixed point for the sample count.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct TTime {
+    /// When the owner's last sync request completed.
+    pub last_end: u64,
+    total: u64,
+    samples: u64,
+    /// The decayed mean think time, ns.
+    pub mean: u64,
+}
+
+impl TTime {
+    /// Fresh statistics whose clock starts at `now`.
+    pub fn new(now: u64) -> TTime {
+        TTime {
+            last_end: now,
+            ..TTime::default()
+        }
+    }
+
+    /// Account one new request arriving at `now`; the gap since the last completion is
+    /// capped at `2 * slice`.
+    pub fn update(&mut self, now: u64, slice: u64) {
+        let elapsed = now.saturating_sub(self.last_end).min(2 * slice);
+        self.samples = (7 * self.samples + 256) / 8;
+        self.total = (7 * self.total + 256 * elapsed) / 8;
+        self.mean = (self.total + 128) / self.samples;
+    }
+
+    /// Enough samples to trust the mean (`sample_valid`: more than 80 in 256ths).
+    pub fn valid(&self) -> bool {
+        self.samples > 80
+    }
+
+    /// `cfq_io_thinktime_big`: a trusted mean above `slice`.
+    pub fn big(&self, slice: u64) -> bool {
+        self.valid() && self.mean > slice
+    }
+}
+
+/// A queued request with its FIFO deadline.
+#[derive(Clone, Debug)]
+pub(super) struct Queued {
+    pub rq: Request,
+    pub fifo_time: u64,
+    fifo_seq: u64,
+}
+
+/// One CFQ queue.
+#[derive(Clone, Debug)]
+pub(super) struct CfqQueue {
+    /// The group it belongs to (index in the scheduler's group table).
+    pub group: usize,
+    /// A sync queue (one process's reads and sync writes) or an async one (shared writeback).
+    pub sync: bool,
+    /// Current priority level 0..=7 and class (possibly boosted for metadata).
+    pub ioprio: u8,
+    /// Current class.
+    pub class: Class,
+    /// The level as the process set it (the prio-tree index).
+    pub org_ioprio: u8,
+    /// The class as the process set it.
+    pub org_class: Class,
+    /// Set when the process's priority changed; applied at its next request.
+    pub prio_changed: bool,
+
+    sorted: BTreeMap<SortKey, Queued>,
+    fifo: BTreeMap<(u64, u64), SortKey>,
+    fifo_seq: u64,
+    /// The request to serve next if the FIFO has not expired.
+    pub next_rq: Option<SortKey>,
+    /// Queued requests by direction: [async, sync].
+    pub queued: [u32; 2],
+    /// Queued metadata (REQ_PRIO) requests.
+    pub prio_pending: u32,
+    /// Requests dispatched and not yet completed.
+    pub dispatched: u32,
+
+    /// The service tree it is on, if any.
+    pub st: Option<StKey>,
+    /// Its key on that tree, ns.
+    pub rb_key: i64,
+    /// The insertion sequence number of its tree entry (orders equal keys).
+    pub tree_seq: u64,
+    /// On the round-robin (busy) lists.
+    pub on_rr: bool,
+    /// The sector its next request is keyed at in the prio tree, when it is there.
+    pub prio_tree_pos: Option<u64>,
+
+    /// When it was made active (first dispatch of the slice may precede the slice start).
+    pub dispatch_start: u64,
+    /// The slice length granted at its first completion.
+    pub allocated_slice: u64,
+    /// Requests dispatched in this slice.
+    pub slice_dispatch: u32,
+    /// When the slice started (its first completion); `None` until then.
+    pub slice_start: Option<u64>,
+    /// When the slice ends (ns); meaningful once `slice_new` is clear.
+    pub slice_end: u64,
+    /// Slice time left over (positive) or overrun (negative) at the last expiry.
+    pub slice_resid: i64,
+    /// Sectors dispatched this slice.
+    pub nr_sectors: u64,
+
+    /// 32 bits of seek history, newest in bit 0.
+    pub seek_history: u32,
+    /// End of the last request queued (0: none yet).
+    pub last_request_pos: u64,
+
+    /// Process references (contexts pointing at it, plus references taken for a pending merge).
+    pub refs: u32,
+    /// The queue this one is scheduled to merge into.
+    pub new_cfqq: Option<QId>,
+
+    /// Flags (`cfqq_state_flags`).
+    pub wait_request: bool,
+    /// A request arrived while idling: let it through even if the slice ends.
+    pub must_dispatch: bool,
+    /// FIFO already checked in this slice.
+    pub fifo_expire: bool,
+    /// Slice idling enabled for this queue.
+    pub idle_window: bool,
+    /// No request of the slice has completed yet.
+    pub slice_new: bool,
+    /// Shared by merged cooperating processes.
+    pub coop: bool,
+    /// A shared queue that turned seeky: split at the next request.
+    pub split_coop: bool,
+    /// Had a deep queue (4 or more requests queued at once).
+    pub deep: bool,
+    /// Waiting for the group to get backlogged again before expiring.
+    pub wait_busy: bool,
+}
+
+/// The priority class as CFQ indexes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Class {
+    /// Real time.
+    Rt,
+    /// Best effort.
+    Be,
+    /// Idle.
+    Idle,
+}
+
+impl CfqQueue {
+    /// A new empty queue.
+    pub fn new(group: usize, sync: bool) -> CfqQueue {
+        CfqQueue {
+            group,
+            sync,
+            ioprio: 4,
+            class: Class::Be,
+            org_ioprio: 4,
+            org_class: Class::Be,
+            prio_changed: true,
+            sorted: BTreeMap::new(),
+            fifo: BTreeMap::new(),
+            fifo_seq: 0,
+            next_rq: None,
+            queued: [0, 0],
+            prio_pending: 0,
+            dispatched: 0,
+            st: None,
+            rb_key: 0,
+            tree_seq: 0,
+            on_rr: false,
+            prio_tree_pos: None,
+            dispatch_start: 0,
+            allocated_slice: 0,
+            slice_dispatch: 0,
+            slice_start: None,
+            slice_end: 0,
+            slice_resid: 0,
+            nr_sectors: 0,
+            seek_history: 0,
+            last_request_pos: 0,
+            refs: 0,
+            new_cfqq: None,
+            wait_request: false,
+            must_dispatch: false,
+            fifo_expire: false,
+            idle_window: sync,
+            slice_new: false,
+            coop: false,
+            split_coop: false,
+            deep: false,
+            wait_busy: false,
+        }
+    }
+
+    /// Nothing queued (dispatched requests may still be in flight).
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    /// `CFQQ_SEEKY`: more than 4 of the last 32 requests were seeks.
+    pub fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > 32 / 8
+    }
+
+    /// The queued request at `key`.
+    pub fn get(&self, key: SortKey) -> &Request {
+        &self.sorted[&key].rq
+    }
+
+    /// Queue `rq` with FIFO deadline `fifo_time`.
+    pub fn add(&mut self, rq: Request, fifo_time: u64) -> SortKey {
+        let key = (rq.sector, rq.id.0);
+        self.fifo_seq += 1;
+        self.fifo.insert((fifo_time, self.fifo_seq), key);
+        self.sorted.insert(
+            key,
+            Queued {
+                rq,
+                fifo_time,
+                fifo_seq: self.fifo_seq,
+            },
+        );
+        key
+    }
+
+    /// Take the request at `key` out of both lists.
+    pub fn remove(&mut self, key: SortKey) -> Request {
+        let q = self.sorted.remove(&key).expect("request is queued");
+        self.fifo.remove(&(q.fifo_time, q.fifo_seq));
+        q.rq
+    }
+
+    /// The oldest queued request and its FIFO deadline.
+    pub fn fifo_head(&self) -> Option<(SortKey, u64)> {
+        self.fifo.iter().next().map(|(&(t, _), &k)| (k, t))
+    }
+
+    /// The queued requests just after and just before `key` in sector order, the "after" one
+    /// wrapping to the lowest (`cfq_find_next_rq`'s candidates).
+    pub fn neighbours(&self, key: SortKey) -> (Option<SortKey>, Option<SortKey>) {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let next = self
+            .sorted
+            .range((Excluded(key), Unbounded))
+            .next()
+            .map(|(k, _)| *k)
+            .or_else(|| self.sorted.keys().next().copied().filter(|k| *k != key));
+        let prev = self.sorted.range(..key).next_back().map(|(k, _)| *k);
+        (next, prev)
+    }
+}

@@ -1,0 +1,563 @@
+//! CFQ's decisions in hand-built situations, its invariants, and its weight shares.
+
+use super::*;
+use crate::closed_loop::{self, Proc};
+use crate::harness::{rq, Harness};
+use proptest::prelude::*;
+
+fn ms(n: u64) -> Nanos {
+    Nanos::from_ms(n)
+}
+
+fn flat() -> Cfq {
+    Cfq::new(Config::flat(), &GroupTree::new()).unwrap()
+}
+
+fn with(settings: &[(&str, i64)], groups: &GroupTree) -> Cfq {
+    let mut s = Settings::new();
+    for (k, v) in settings {
+        s.set(*k, *v);
+    }
+    Cfq::from_settings(&s, groups).unwrap()
+}
+
+impl Cfq {
+    fn queue_of(&self, ctx: u32) -> Option<QId> {
+        self.cics.get(&CtxId(ctx)).and_then(|c| c.queues[1])
+    }
+    fn idle_window_of(&self, ctx: u32) -> bool {
+        self.queues[self.queue_of(ctx).expect("ctx has a sync queue")].idle_window
+    }
+}
+
+/// Two groups `/a` and `/b` (ids 1 and 2) with the given weights.
+fn two_groups(wa: Option<u32>, wb: Option<u32>) -> GroupTree {
+    let mut t = GroupTree::new();
+    t.add("/a", wa).unwrap();
+    t.add("/b", wb).unwrap();
+    t
+}
+
+// ----- idle window -------------------------------------------------------------------------
+
+#[test]
+fn idles_for_the_next_request_of_a_sequential_reader() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(1_000_000).read());
+    // The reader's next request comes 1 ms after its first completes.
+    h.submit(rq(3, 1).sector(8).read().at(ms(2)));
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 3, 2]);
+    assert_eq!(
+        out.idles.first(),
+        Some(&(ms(1), ms(9))),
+        "slice_idle = 8 ms after completion"
+    );
+}
+
+#[test]
+fn idle_window_closes_when_think_time_exceeds_slice_idle() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    // Each request is issued 20 ms after the previous one completed.
+    for i in 0..5u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(ms(i * 21)));
+    }
+    h.run_until(ms(100));
+    assert!(!h.sched.idle_window_of(1));
+}
+
+#[test]
+fn idle_window_stays_open_for_a_fast_sequential_reader() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..5u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(ms(i * 2)));
+    }
+    h.run_until(ms(100));
+    assert!(h.sched.idle_window_of(1));
+}
+
+#[test]
+fn idle_window_closes_for_a_seeky_reader() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..6u64 {
+        h.submit(
+            rq(i, 1)
+                .sector((i % 2) * 50_000_000 + i * 10_000)
+                .read()
+                .at(ms(i * 2)),
+        );
+    }
+    h.run_until(ms(100));
+    assert!(!h.sched.idle_window_of(1));
+}
+
+#[test]
+fn no_idling_when_slice_idle_is_zero() {
+    let mut s = flat();
+    s.set_tunable("slice_idle", 0).unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(1_000_000).read());
+    h.submit(rq(3, 1).sector(8).read().at(ms(2)));
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 2, 3]);
+    assert!(out.idles.is_empty());
+}
+
+#[test]
+fn idle_timer_expiry_hands_the_disk_to_the_next_queue() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(1_000_000).read());
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 2]);
+    assert_eq!(
+        out.of(2).dispatched,
+        ms(9),
+        "served when the 8 ms idle runs out"
+    );
+}
+
+// ----- preemption --------------------------------------------------------------------------
+
+#[test]
+fn rt_request_preempts_a_best_effort_slice() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..10u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    h.submit(
+        rq(100, 2)
+            .sector(5_000_000)
+            .read()
+            .prio(IoClass::RealTime, 4)
+            .at(Nanos::from_us(2500)),
+    );
+    let out = h.run();
+    assert_eq!(out.of(100).dispatched, ms(3), "served at the next dispatch");
+}
+
+#[test]
+fn best_effort_request_does_not_preempt_an_rt_slice() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..10u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().prio(IoClass::RealTime, 4));
+    }
+    h.submit(rq(100, 2).sector(5_000_000).read().at(Nanos::from_us(2500)));
+    let out = h.run();
+    assert_eq!(*out.dispatch_order().last().unwrap(), 100);
+}
+
+#[test]
+fn sync_request_preempts_an_async_slice() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..10u64 {
+        h.submit(rq(i, 1).sector(i * 8).write());
+    }
+    h.submit(rq(100, 2).sector(5_000_000).read().at(Nanos::from_us(2500)));
+    let out = h.run();
+    assert!(
+        out.of(100).dispatched <= ms(3),
+        "read waited for writes: {:?}",
+        out.of(100)
+    );
+}
+
+#[test]
+fn close_request_from_another_process_is_served_during_the_idle_wait() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(100).read().at(ms(3)));
+    let out = h.run();
+    assert_eq!(out.of(2).dispatched, ms(3));
+}
+
+#[test]
+fn far_request_from_another_process_waits_out_the_idle_window() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(10_000_000).read().at(ms(3)));
+    let out = h.run();
+    assert_eq!(out.of(2).dispatched, ms(9));
+}
+
+// ----- cooperating queues ------------------------------------------------------------------
+
+/// Two processes reading one file in interleaved 8-sector chunks: ctx 1 the even chunks,
+/// ctx 2 the odd ones.
+fn interleaved(ctx: u32, first: u64) -> Proc {
+    let mut p = Proc::seq_reader(ctx, 0, 0, 8);
+    p.pattern = Box::new(move |n| (first + 2 * n) * 8);
+    p
+}
+
+#[test]
+fn cooperating_processes_are_merged_into_one_queue() {
+    let mut s = flat();
+    let procs = vec![interleaved(1, 0), interleaved(2, 1)];
+    closed_loop::run(&mut s, procs, 1, |_, _| ms(1), ms(500));
+    let (q1, q2) = (s.queue_of(1).unwrap(), s.queue_of(2).unwrap());
+    assert_eq!(q1, q2, "the two processes share a queue");
+    assert!(s.queues[q1].coop);
+    assert_eq!(s.stats().queue_merges, 1);
+}
+
+#[test]
+fn merged_queue_that_turns_seeky_is_split() {
+    let mut s = flat();
+    // Interleaved for 200 requests each, then both jump around the disk.
+    let procs: Vec<Proc> = [(1u32, 0u64), (2, 1)]
+        .into_iter()
+        .map(|(ctx, first)| {
+            let mut p = Proc::seq_reader(ctx, 0, 0, 8);
+            p.pattern = Box::new(move |n| {
+                if n < 200 {
+                    (first + 2 * n) * 8
+                } else {
+                    (n * 7_919 + first * 3_571) % 1_000 * 100_000
+                }
+            });
+            p
+        })
+        .collect();
+    closed_loop::run(&mut s, procs, 1, |_, _| ms(1), ms(1500));
+    assert!(s.stats().queue_merges >= 1, "{:?}", s.stats());
+    assert!(s.stats().queue_splits >= 1, "{:?}", s.stats());
+    assert_ne!(s.queue_of(1), s.queue_of(2), "the shared queue was split");
+}
+
+#[test]
+fn processes_far_apart_are_not_merged() {
+    let mut s = flat();
+    let procs = vec![
+        Proc::seq_reader(1, 0, 0, 8),
+        Proc::seq_reader(2, 0, 50_000_000, 8),
+    ];
+    closed_loop::run(&mut s, procs, 1, |_, _| ms(1), ms(500));
+    assert_ne!(s.queue_of(1), s.queue_of(2));
+}
+
+// ----- groups ------------------------------------------------------------------------------
+
+#[test]
+fn group_idle_keeps_the_disk_for_a_group_with_one_queue() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[("slice_idle", 0)], &groups), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(rq(2, 2).sector(9_000_000).read().group(2));
+    h.submit(rq(3, 1).sector(8).read().group(1).at(ms(3)));
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 3, 2]);
+    assert_eq!(
+        out.idles.first(),
+        Some(&(ms(1), ms(9))),
+        "group_idle = 8 ms"
+    );
+}
+
+#[test]
+fn without_group_idle_the_other_group_gets_the_disk() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(
+        with(&[("slice_idle", 0), ("group_idle", 0)], &groups),
+        1,
+        |_| ms(1),
+    );
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(rq(2, 2).sector(9_000_000).read().group(2));
+    h.submit(rq(3, 1).sector(8).read().group(1).at(ms(3)));
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 2, 3]);
+}
+
+#[test]
+fn flat_cfq_ignores_groups() {
+    let groups = two_groups(Some(100), Some(1000));
+    let mut s = Cfq::flat_from_settings(&Settings::new(), &groups).unwrap();
+    s.insert(rq(1, 1).group(1).build(), Nanos::ZERO);
+    s.insert(rq(2, 2).sector(1000).group(2).build(), Nanos::ZERO);
+    assert_eq!(s.queues[0].group, 0);
+    assert_eq!(s.queues[1].group, 0);
+}
+
+#[test]
+fn group_weight_outside_blkio_range_is_refused() {
+    let groups = two_groups(Some(5), None);
+    let err = Cfq::from_settings(&Settings::new(), &groups).unwrap_err();
+    assert!(err.to_string().contains("/a"), "{err}");
+}
+
+#[test]
+fn vfraction_compounds_weights_up_the_hierarchy() {
+    let mut t = GroupTree::new();
+    let a = t.add("/a", Some(500)).unwrap();
+    let ab = t.add("/a/b", Some(300)).unwrap();
+    let c = t.add("/c", Some(500)).unwrap();
+    let mut s = with(&[], &t);
+    s.insert(rq(1, 1).group(ab.0).build(), Nanos::ZERO);
+    s.insert(rq(2, 2).sector(1000).group(c.0).build(), Nanos::ZERO);
+    // /a/b is /a's only active child: all of /a's half; /c the other half.
+    let vfr_ab = s.groups[ab.0 as usize].vfraction;
+    assert_eq!(s.groups[a.0 as usize].nr_active, 1);
+    assert_eq!(
+        vfr_ab, 4096,
+        "first active group owns everything when it is added"
+    );
+    s.insert(rq(3, 3).sector(5000).group(a.0).build(), Nanos::ZERO);
+    // /a's own queues: leaf_weight 500 against /a/b's 300, inside /a's half.
+    let vfr_a = s.groups[a.0 as usize].vfraction;
+    assert_eq!(vfr_a, 4096 * 500 / 1000 * 500 / 800);
+}
+
+// ----- slices and FIFO ---------------------------------------------------------------------
+
+/// How many requests a queue of priority `level` dispatches in its first turn against a
+/// competing queue, both with plenty queued (low_latency off).
+fn first_turn(level: u8) -> usize {
+    let mut s = flat();
+    s.set_tunable("low_latency", 0).unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    for i in 0..400u64 {
+        h.submit(
+            rq(i, 1)
+                .sector(i * 8)
+                .read()
+                .prio(IoClass::BestEffort, level),
+        );
+        h.submit(rq(1000 + i, 2).sector(90_000_000 + i * 8).read());
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    order.iter().take_while(|&&c| c == order[0]).count()
+}
+
+#[test]
+fn sync_slice_scales_with_priority() {
+    // Slice = 100 ms + 20 ms per level above 4; it starts at the first completion (1 ms).
+    assert_eq!(first_turn(0), 181);
+    assert_eq!(first_turn(4), 101);
+    assert_eq!(first_turn(7), 41);
+}
+
+#[test]
+fn fifo_expired_request_is_served_out_of_sector_order() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    // The far request is the oldest queued one; sector order would serve it last.
+    h.submit(rq(1, 1).sector(8).read());
+    h.submit(rq(0, 1).sector(100_000_000).read().at(Nanos::from_ns(1)));
+    for i in 2..400u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(Nanos::from_ns(2)));
+    }
+    let out = h.run();
+    let far = out.of(0).dispatched;
+    assert!(far >= ms(125), "served before it expired: {far}");
+    assert!(far < ms(399), "never served ahead of sector order: {far}");
+}
+
+#[test]
+fn async_queue_expires_after_its_request_budget() {
+    // Writeback at levels 4 and 0 goes to two shared async queues; each turn ends after
+    // 2 * slice_async_rq * (8 - level) requests while the other has work.
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..100u64 {
+        h.submit(rq(i, 1).sector(i * 8).write());
+        h.submit(
+            rq(1000 + i, 2)
+                .sector(90_000_000 + i * 8)
+                .write()
+                .prio(IoClass::BestEffort, 0),
+        );
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let mut runs: Vec<(u32, usize)> = Vec::new();
+    for c in order {
+        match runs.last_mut() {
+            Some((last, n)) if *last == c => *n += 1,
+            _ => runs.push((c, 1)),
+        }
+    }
+    // The last run is the survivor alone, without a budget.
+    runs.pop();
+    let longest = |ctx| {
+        runs.iter()
+            .filter(|r| r.0 == ctx)
+            .map(|r| r.1)
+            .max()
+            .unwrap()
+    };
+    assert_eq!(longest(1), 16, "level 4: 2 * 2 * (8 - 4)");
+    assert_eq!(longest(2), 32, "level 0: 2 * 2 * (8 - 0)");
+}
+
+// ----- invariants --------------------------------------------------------------------------
+
+fn arb_request() -> impl Strategy<Value = (u64, u32, u64, u8, u8, u64, u32)> {
+    (
+        0u64..2_000,     // arrival, 100 us units
+        1u32..6,         // ctx
+        0u64..1_000_000, // sector
+        0u8..4,          // kind: read, write, sync write, meta read
+        0u8..3,          // class
+        0u64..3,         // group
+        1u32..256,       // sectors
+    )
+}
+
+fn build(reqs: &[(u64, u32, u64, u8, u8, u64, u32)]) -> Vec<Request> {
+    reqs.iter()
+        .enumerate()
+        .map(|(i, &(at, ctx, sector, kind, class, group, sectors))| {
+            let class = [IoClass::RealTime, IoClass::BestEffort, IoClass::Idle][class as usize];
+            let b = rq(i as u64, ctx)
+                .sector(sector)
+                .sectors(sectors)
+                .group(group as u32)
+                .prio(class, (ctx % 8) as u8)
+                .at(Nanos::from_us(at * 100));
+            match kind {
+                0 => b.read(),
+                1 => b.write(),
+                2 => b.sync_write(),
+                _ => b.read().meta(),
+            }
+            .build()
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn every_request_is_dispatched_and_completed_exactly_once(
+        reqs in proptest::collection::vec(arb_request(), 1..120),
+        depth in 1usize..4,
+        groups_on in any::<bool>(),
+        exits in proptest::collection::vec((1u32..6, 0u64..2_000), 0..3),
+    ) {
+        let groups = two_groups(Some(100), Some(700));
+        let mut s = if groups_on { with(&[], &groups) } else { Cfq::flat_from_settings(&Settings::new(), &groups).unwrap() };
+        let _ = &mut s;
+        let mut h = Harness::new(s, depth, |r: &Request| Nanos::from_us(200 + u64::from(r.sectors) * 10));
+        for r in build(&reqs) {
+            h.submit(r);
+        }
+        let mut exits = exits;
+        exits.sort_by_key(|e| e.1);
+        for (ctx, at) in exits {
+            h.run_until(Nanos::from_us(at * 100));
+            h.exit(ctx);
+        }
+        h.run();
+    }
+
+    #[test]
+    fn no_group_with_pending_io_waits_longer_than_a_round(
+        per_group in proptest::collection::vec((1usize..4, 0u64..4), 2..4),
+        weights in proptest::collection::vec(100u32..1000, 3),
+    ) {
+        let mut t = GroupTree::new();
+        for (g, w) in weights.iter().enumerate() {
+            t.add(&format!("/g{g}"), Some(*w)).unwrap();
+        }
+        let mut s = with(&[], &t);
+        let mut procs = Vec::new();
+        let mut ctx = 0;
+        for (g, &(n, think)) in per_group.iter().enumerate() {
+            for _ in 0..n {
+                ctx += 1;
+                let mut p = Proc::seq_reader(ctx, g as u32 + 1, u64::from(ctx) * 10_000_000, 16);
+                p.think = ms(think);
+                procs.push(p);
+            }
+        }
+        let cost = |r: &Request, head: u64| {
+            if r.sector.abs_diff(head) > 2048 { ms(8) } else { ms(1) }
+        };
+        let run = closed_loop::run(&mut s, procs, 1, cost, Nanos::from_secs(5));
+        // A group's longest gap between dispatches while it is backlogged (its processes
+        // never think longer than 3 ms, so it always is): at most one round, every group's
+        // longest slice (180 ms at priority 0, far more than the 100 ms here) plus idling and
+        // a request's service, plus its own. Sequential readers with think times here; seeky
+        // sync-noidle queues break it in 4.19 (see the test on their one-jiffy charge).
+        let groups = per_group.len();
+        let bound = ms((groups as u64 + 1) * (180 + 2 * 8 + 8 + 8));
+        for g in 1..=groups as u32 {
+            let times: Vec<Nanos> = run.served.iter().filter(|s| s.group.0 == g).map(|s| s.at).collect();
+            prop_assert!(!times.is_empty(), "group {} never served", g);
+            let mut last = Nanos::ZERO;
+            for t in times {
+                prop_assert!(t - last <= bound, "group {} waited {} (bound {})", g, t - last, bound);
+                last = t;
+            }
+        }
+    }
+}
+
+// ----- weights -----------------------------------------------------------------------------
+
+#[test]
+fn weights_100_200_400_give_shares_of_one_two_and_four_sevenths() {
+    let mut t = GroupTree::new();
+    for (g, w) in [100u32, 200, 400].iter().enumerate() {
+        t.add(&format!("/w{g}"), Some(*w)).unwrap();
+    }
+    let mut s = with(&[], &t);
+    let mut procs = Vec::new();
+    let mut groups_of = Vec::new();
+    for g in 1..=3u32 {
+        for r in 0..4u32 {
+            let ctx = g * 10 + r;
+            procs.push(Proc::seq_reader(ctx, g, u64::from(ctx) * 20_000_000, 256));
+            groups_of.push(g);
+        }
+    }
+    let run = closed_loop::run(&mut s, procs, 1, |_, _| ms(1), Nanos::from_secs(60));
+    let total: u64 = run.bytes.iter().sum();
+    for (g, want) in [(1u32, 1.0 / 7.0), (2, 2.0 / 7.0), (3, 4.0 / 7.0)] {
+        let share = run.group_bytes(&groups_of, g) as f64 / total as f64;
+        assert!(
+            (share - want).abs() <= 0.05,
+            "group {g}: share {share:.3}, want {want:.3}"
+        );
+    }
+}
+
+#[test]
+fn preempted_seeky_queues_are_charged_one_jiffy_each() {
+    // 4.19's weakness, kept on purpose: two seeky readers of one group preempt each other on
+    // the sync-noidle tree right after each dispatch, and each preempted queue is charged
+    // max(time since it became active, 1 jiffy). Eight-millisecond seeks are billed as one,
+    // so their group gets several times its weight (see docs/cfq.md).
+    let mut t = GroupTree::new();
+    t.add("/seq", None).unwrap();
+    t.add("/seeky", None).unwrap();
+    let mut s = with(&[], &t);
+    let mut procs = vec![Proc::seq_reader(1, 1, 10_000_000, 16)];
+    for ctx in [2u32, 3] {
+        let mut p = Proc::seq_reader(ctx, 2, 0, 16);
+        let c = u64::from(ctx);
+        p.pattern = Box::new(move |i| (i * 7_919 + c * 104_729) % 5_000 * 20_000);
+        procs.push(p);
+    }
+    let cost = |r: &Request, head: u64| {
+        if r.sector.abs_diff(head) > 2048 {
+            ms(8)
+        } else {
+            ms(1)
+        }
+    };
+    let run = closed_loop::run(&mut s, procs, 1, cost, Nanos::from_secs(5));
+    let time_of = |g: u32| {
+        run.served.iter().filter(|s| s.group.0 == g).count() as u64 * if g == 1 { 1 } else { 8 }
+    };
+    assert!(
+        time_of(2) > 4 * time_of(1),
+        "seeky group {} ms, sequential {} ms",
+        time_of(2),
+        time_of(1)
+    );
+    assert!(s.stats().preemptions > 100);
+}
