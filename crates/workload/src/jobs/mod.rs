@@ -5,9 +5,11 @@ pub mod dependent_reader;
 pub mod fio;
 pub mod startup;
 pub mod stream_writer;
+pub mod trace_replay;
 
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
 pub use fio::{FioJob, FioJobConfig, RwMode};
 pub use startup::{StartupConfig, StartupJob, StartupOrder, StartupPlacement};
 pub use stream_writer::{StreamWriter, StreamWriterConfig};
+pub use trace_replay::{TraceReplay, TraceReplayConfig};

@@ -1,6 +1,7 @@
 //! Trace readers: text block traces turned into records, with errors that name the file, the
 //! line and the field at fault.
 
+pub mod disksim_ascii;
 pub mod s_startup;
 
 use std::fmt;

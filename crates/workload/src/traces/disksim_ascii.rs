@@ -1,0 +1,176 @@
+//! DiskSim's ASCII trace format, and MQSim's variant of it.
+//!
+//! One request per line, five whitespace-separated fields:
+//! `time devno blkno nsectors flags`: arrival time (milliseconds for DiskSim, nanoseconds for
+//! MQSim), device number, first 512-byte block, length in blocks, flags (bit 0 set = read).
+//! Arrival times must not decrease. Names in errors: `time`, `devno`, `blkno`, `nsectors`,
+//! `flags`.
+
+use std::path::Path;
+
+use elevator_core::Nanos;
+use serde::{Deserialize, Serialize};
+
+use super::{field, read_text, TraceError};
+
+/// Which variant: the unit of the time column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AsciiFormat {
+    /// DiskSim: times in milliseconds (decimals allowed).
+    #[default]
+    Disksim,
+    /// MQSim: times in nanoseconds (integers).
+    Mqsim,
+}
+
+/// One request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsciiRecord {
+    /// Arrival time from the trace's zero.
+    pub time: Nanos,
+    /// Device number.
+    pub devno: u32,
+    /// First sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// A read (flags bit 0); otherwise a write.
+    pub read: bool,
+}
+
+/// A parsed trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsciiTrace {
+    /// The file it came from.
+    pub file: String,
+    /// Requests in arrival order.
+    pub records: Vec<AsciiRecord>,
+}
+
+impl AsciiTrace {
+    /// Read and parse the trace at `path`.
+    pub fn read(path: &Path, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
+        AsciiTrace::parse(&read_text(path)?, &path.display().to_string(), format)
+    }
+
+    /// Parse trace text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
+        let mut records: Vec<AsciiRecord> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let n = i + 1;
+            let mut it = line.split_whitespace();
+            let Some(t) = it.next() else {
+                continue;
+            };
+            if t.starts_with('#') {
+                continue;
+            }
+            let time = match format {
+                AsciiFormat::Disksim => {
+                    let ms: f64 = field(file, n, "time", Some(t))?;
+                    if !(ms.is_finite() && ms >= 0.0) {
+                        return Err(TraceError::new(file, n, "time", "must be a time >= 0"));
+                    }
+                    Nanos::from_ms_f64(ms)
+                }
+                AsciiFormat::Mqsim => Nanos(field(file, n, "time", Some(t))?),
+            };
+            if records.last().is_some_and(|r| r.time > time) {
+                return Err(TraceError::new(
+                    file,
+                    n,
+                    "time",
+                    "earlier than the previous request (arrival times must not decrease)",
+                ));
+            }
+            let devno: u32 = field(file, n, "devno", it.next())?;
+            let sector: u64 = field(file, n, "blkno", it.next())?;
+            let sectors: u32 = field(file, n, "nsectors", it.next())?;
+            if sectors == 0 {
+                return Err(TraceError::new(file, n, "nsectors", "must be positive"));
+            }
+            let flags: u32 = field(file, n, "flags", it.next())?;
+            if let Some(extra) = it.next() {
+                return Err(TraceError::new(
+                    file,
+                    n,
+                    "",
+                    format!("unexpected sixth field {extra:?}"),
+                ));
+            }
+            records.push(AsciiRecord {
+                time,
+                devno,
+                sector,
+                sectors,
+                read: flags & 1 == 1,
+            });
+        }
+        if records.is_empty() {
+            return Err(TraceError::new(file, 0, "", "the trace holds no request"));
+        }
+        Ok(AsciiTrace {
+            file: file.to_string(),
+            records,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_time_units() {
+        let d = AsciiTrace::parse(
+            "0.5 0 100 8 1\n1.25 1 200 16 0\n",
+            "d",
+            AsciiFormat::Disksim,
+        )
+        .unwrap();
+        assert_eq!(d.records[0].time, Nanos::from_us(500));
+        assert!(d.records[0].read && !d.records[1].read);
+        assert_eq!(d.records[1].devno, 1);
+        let m = AsciiTrace::parse("938513000 4 264719034 16 0\n", "m", AsciiFormat::Mqsim).unwrap();
+        assert_eq!(m.records[0].time, Nanos(938_513_000));
+        assert_eq!(m.records[0].sector, 264_719_034);
+    }
+
+    #[test]
+    fn malformed_lines_name_line_and_field() {
+        let e = |text: &str| AsciiTrace::parse(text, "t.trace", AsciiFormat::Disksim).unwrap_err();
+        let err = e("1 0 100 8 1\n2 0 x 8 1\n");
+        assert_eq!((err.line, err.field), (2, "blkno"));
+        assert_eq!(
+            err.to_string(),
+            "t.trace:2: field `blkno`: cannot parse \"x\""
+        );
+        assert_eq!(e("1 0 100 8\n").field, "flags");
+        assert_eq!(e("1 0 100 0 1\n").field, "nsectors");
+        assert_eq!(e("2 0 100 8 1\n1 0 100 8 1\n").field, "time");
+        assert_eq!(e("1 0 100 8 1 9\n").line, 1);
+        assert_eq!(e("-1 0 100 8 1\n").field, "time");
+        let err = AsciiTrace::parse("1.5 0 1 1 1\n", "m", AsciiFormat::Mqsim).unwrap_err();
+        assert_eq!(err.field, "time");
+    }
+
+    #[test]
+    fn the_shared_mqsim_traces_parse() {
+        let Some(dir) = crate::traces::shared_data_dir() else {
+            eprintln!("skipped: shared/data is absent");
+            return;
+        };
+        // The README counts 24,782 websearch requests; the file holds 24,783 lines (the last has
+        // no newline).
+        for (name, n) in [("tpcc-small", 6999), ("wsrch-small", 24783)] {
+            let path = dir.join(format!("traces/mqsim/{name}.trace"));
+            if !path.exists() {
+                eprintln!("skipped: {} is absent", path.display());
+                continue;
+            }
+            let t = AsciiTrace::read(&path, AsciiFormat::Mqsim).unwrap();
+            assert_eq!(t.records.len(), n, "{name}");
+        }
+    }
+}
