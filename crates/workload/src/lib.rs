@@ -18,4 +18,4 @@ pub mod testkit;
 pub mod traces;
 
 pub use job::{Action, IoSpec, Job};
-pub use spec::{BuildEnv, BuildError, Region};
+pub use spec::{BuildEnv, BuildError, JobSpec, Region};

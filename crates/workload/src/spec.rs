@@ -257,3 +257,205 @@ mod tests {
         assert_eq!(e.field, "offset_frac");
     }
 }
+
+/// Any job, as a scenario file describes it: a `[[job]]` table whose `kind` names the job and
+/// whose other keys are that job's configuration fields. Unknown keys are errors naming the key.
+///
+/// ```
+/// use elevator_workload::spec::{BuildEnv, JobSpec};
+/// let spec: JobSpec = serde_json::from_str(
+///     r#"{"kind": "fio", "rw": "randread", "bs": 4096, "number_ios": 10}"#,
+/// ).unwrap();
+/// let job = spec.build(&BuildEnv::new(1 << 21, 1, "reader")).unwrap();
+/// assert_eq!(job.name(), "reader");
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum JobSpec {
+    /// [`DependentReader`](crate::jobs::DependentReader): the `cat` of many files.
+    DependentReader(crate::jobs::DependentReaderConfig),
+    /// [`StreamWriter`](crate::jobs::StreamWriter): continuous streaming writeback.
+    StreamWriter(crate::jobs::StreamWriterConfig),
+    /// [`CompileJob`](crate::jobs::CompileJob): `make` over a C source tree.
+    Compile(crate::jobs::CompileConfig),
+    /// [`FioJob`](crate::jobs::FioJob): fio-like reader or writer.
+    Fio(crate::jobs::FioJobConfig),
+    /// [`StartupJob`](crate::jobs::StartupJob): an S-suite application start-up.
+    Startup(crate::jobs::StartupConfig),
+    /// [`TraceReplay`](crate::jobs::TraceReplay): a DiskSim or MQSim ASCII trace.
+    Trace(crate::jobs::TraceReplayConfig),
+}
+
+impl JobSpec {
+    /// The `kind` as spelled in scenario files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JobSpec::DependentReader(_) => "dependent-reader",
+            JobSpec::StreamWriter(_) => "stream-writer",
+            JobSpec::Compile(_) => "compile",
+            JobSpec::Fio(_) => "fio",
+            JobSpec::Startup(_) => "startup",
+            JobSpec::Trace(_) => "trace",
+        }
+    }
+
+    /// Build the job for the device and run of `env`.
+    pub fn build(&self, env: &BuildEnv) -> Result<Box<dyn crate::Job>, BuildError> {
+        use crate::jobs::*;
+        Ok(match self {
+            JobSpec::DependentReader(c) => Box::new(DependentReader::new(c.clone(), env)?),
+            JobSpec::StreamWriter(c) => Box::new(StreamWriter::new(c.clone(), env)?),
+            JobSpec::Compile(c) => Box::new(CompileJob::new(c.clone(), env)?),
+            JobSpec::Fio(c) => Box::new(FioJob::new(c.clone(), env)?),
+            JobSpec::Startup(c) => Box::new(StartupJob::new(c.clone(), env)?),
+            JobSpec::Trace(c) => Box::new(TraceReplay::new(c.clone(), env)?),
+        })
+    }
+
+    /// Make a relative trace path relative to `base` (the scenario file's directory), as a
+    /// scenario loader should before building.
+    pub fn resolve_paths(&mut self, base: &std::path::Path) {
+        let path = match self {
+            JobSpec::Startup(c) => &mut c.trace,
+            JobSpec::Trace(c) => &mut c.trace,
+            _ => return,
+        };
+        if path.is_relative() && !path.as_os_str().is_empty() {
+            *path = base.join(&*path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+    use crate::jobs::{FioJobConfig, RwMode};
+
+    /// What a scenario loader embeds: engine fields beside the flattened job.
+    #[derive(Debug, serde::Deserialize)]
+    struct ScenarioJob {
+        name: String,
+        #[serde(default)]
+        group: Option<String>,
+        #[serde(flatten)]
+        job: JobSpec,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Scenario {
+        job: Vec<ScenarioJob>,
+    }
+
+    #[test]
+    fn scenario_tables_deserialize_every_kind() {
+        let text = r#"
+[[job]]
+name = "make"
+kind = "compile"
+files = 10
+
+[[job]]
+name = "writer"
+group = "/b"
+kind = "stream-writer"
+offset_frac = 0.6
+rate = 4096000
+
+[[job]]
+name = "cat"
+kind = "dependent-reader"
+files = 5
+
+[[job]]
+name = "rr"
+kind = "fio"
+rw = "randread"
+iodepth = 4
+
+[[job]]
+name = "xterm"
+kind = "startup"
+trace = "xterm.trace"
+order = "process"
+placement = "s-files"
+
+[[job]]
+name = "tpcc"
+kind = "trace"
+trace = "t.trace"
+format = "mqsim"
+closed_loop = true
+"#;
+        let s: Scenario = toml::from_str(text).unwrap();
+        let kinds: Vec<&str> = s.job.iter().map(|j| j.job.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "compile",
+                "stream-writer",
+                "dependent-reader",
+                "fio",
+                "startup",
+                "trace"
+            ]
+        );
+        assert_eq!(s.job[1].group.as_deref(), Some("/b"));
+        assert_eq!(s.job[0].name, "make");
+        match &s.job[3].job {
+            JobSpec::Fio(c) => assert_eq!((c.rw, c.iodepth, c.bs), (RwMode::RandRead, 4, 4096)),
+            other => panic!("{other:?}"),
+        }
+        // Built jobs run under their names.
+        let env = BuildEnv::new(40_000_000, 1, "make");
+        assert_eq!(s.job[0].job.build(&env).unwrap().name(), "make");
+    }
+
+    #[test]
+    fn a_typo_is_an_error_naming_the_field_and_line() {
+        let text = "[[job]]\nname = \"rr\"\nkind = \"fio\"\nrw = \"read\"\niodepht = 4\n";
+        let e = toml::from_str::<Scenario>(text).unwrap_err().to_string();
+        eprintln!("{e}");
+        assert!(e.contains("iodepht"), "{e}");
+        assert!(
+            e.contains("line 1") || e.contains("line 5") || e.contains('|'),
+            "{e}"
+        );
+        let e = toml::from_str::<Scenario>("[[job]]\nname = \"x\"\nkind = \"fiio\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fiio"), "{e}");
+    }
+
+    #[test]
+    fn specs_round_trip_through_toml() {
+        let spec = JobSpec::Fio(FioJobConfig {
+            rw: RwMode::RandRw,
+            rate: Some(1000),
+            ..Default::default()
+        });
+        let text = toml::to_string(&spec).unwrap();
+        let back: JobSpec = toml::from_str(&text).unwrap();
+        assert_eq!(spec, back);
+    }
+
+    #[test]
+    fn relative_trace_paths_resolve_against_the_scenario() {
+        let mut spec: JobSpec =
+            toml::from_str("kind = \"startup\"\ntrace = \"x.trace\"\n").unwrap();
+        spec.resolve_paths(std::path::Path::new("/s"));
+        match spec {
+            JobSpec::Startup(c) => assert_eq!(c.trace, std::path::PathBuf::from("/s/x.trace")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn build_errors_name_job_and_field() {
+        let spec: JobSpec = toml::from_str("kind = \"fio\"\nbs = 1000\n").unwrap();
+        let e = spec.build(&BuildEnv::new(1 << 21, 0, "bad")).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "job \"bad\": field `bs`: 1000 is not a positive multiple of 512"
+        );
+    }
+}
