@@ -50,6 +50,7 @@ mod closed_loop;
 pub mod deadline;
 pub mod group;
 pub mod harness;
+pub mod ioband;
 pub mod linus;
 pub mod noop;
 pub mod registry;

@@ -4,7 +4,7 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{anticipatory, cfq, deadline, linus, noop};
+use crate::{anticipatory, cfq, deadline, ioband, linus, noop};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -37,14 +37,16 @@ pub fn all() -> &'static [SchedulerInfo] {
     &REGISTRY
 }
 
-/// The policy named `name` (or one of its aliases).
+/// The policy named `name` (or one of its aliases). A composite name `ioband+<policy>`
+/// (e.g. `ioband+cfq`) gives dm-ioband over that policy, with both tunable tables.
 pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
     REGISTRY
         .iter()
         .find(|i| i.name == name || i.aliases.contains(&name))
+        .or_else(|| ioband::composite(name))
 }
 
-static REGISTRY: [SchedulerInfo; 6] = [
+static REGISTRY: [SchedulerInfo; 7] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -88,6 +90,17 @@ static REGISTRY: [SchedulerInfo; 6] = [
             "CFQ as in Linux 4.19 built without group scheduling: every request in the root group",
         tunables: cfq::FLAT_TUNABLES,
         build: |s, g| Ok(Box::new(cfq::Cfq::flat_from_settings(s, g)?)),
+    },
+    SchedulerInfo {
+        name: "ioband",
+        aliases: &["dm-ioband"],
+        summary:
+            "dm-ioband's weight policy (token per request) over cfq; ioband+<policy> wraps any",
+        tunables: ioband::TUNABLES,
+        build: |s, g| {
+            let inner = find("cfq").expect("cfq is registered");
+            ioband::build_over("ioband", inner, s, g)
+        },
     },
 ];
 

@@ -1,0 +1,794 @@
+//! ioband: dm-ioband's `weight` policy (Ryo Tsuruta and Hirokazu Takahashi, VA Linux Systems
+//! Japan, 2008-2009; `drivers/md/dm-ioband-ctl.c` and `dm-ioband-policy.c` of the v1.x
+//! patches, documented in `Documentation/device-mapper/ioband.txt`) as a controller above any
+//! scheduler. Documentation: docs/ioband.md.
+//!
+//! Every group gets tokens in proportion to its weight at each epoch; each request passed down
+//! to the inner scheduler costs one token. A group with no tokens left holds its requests
+//! above the inner scheduler. When no held request can go, a new epoch refills everyone,
+//! unless the "dominant" group (the busiest group that still has most of its tokens) has more
+//! than 1/8 of them left while `io_throttle` or more requests are in flight: then the others
+//! wait for it. Unused tokens carry over for up to `carryover` epochs. A group passing down
+//! requests yields to others every 20 tokens (`TOKEN_BATCH_UNIT`).
+//!
+//! # Tunables (dm-ioband table arguments and messages)
+//! | name | default | unit | meaning |
+//! |---|---|---|---|
+//! | `io_throttle` | 4 | requests | in-flight count below which a new epoch is never held back |
+//! | `io_limit` | 128 | requests | requests passed down per direction at most (nr_requests) |
+//! | `token` | 2048 | tokens | token pool: `carryover = token / bucket`, bucket = `2 * (2 * io_limit)` |
+//! | `weight` | 100 | | weight of a group the group tree gives none |
+//!
+//! Groups are the run's group tree, flattened: each group, the root included (dm-ioband's
+//! default group), is one ioband group with its own weight.
+//!
+//! # Deviations
+//! - A process is never put to sleep: dm-ioband blocks a submitter whose group holds more
+//!   than its share of `io_limit` (`c_limit`) or the device more than `2 * io_limit`; here
+//!   the requests are simply held (the workloads issue a bounded number anyway).
+//! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
+//! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
+//!   them over from a workqueue).
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, OnceLock};
+
+use crate::group::GroupTree;
+use crate::registry::{self, Build, SchedulerInfo};
+use crate::request::{CtxId, Op, Request, RequestId};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::time::Nanos;
+use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+
+/// `DEFAULT_BUCKET`: epochs' worth of io_limit in one bucket.
+const DEFAULT_BUCKET: i64 = 2;
+/// `IOBAND_IOPRIO_BASE`.
+const IOPRIO_BASE: i64 = 100;
+/// `TOKEN_BATCH_UNIT`: tokens a group spends before yielding to others.
+const TOKEN_BATCH_UNIT: i64 = 20;
+/// `PROCEED_THRESHOLD`.
+const PROCEED_THRESHOLD: i64 = 8;
+/// `LOCAL_ACTIVE_RATIO`.
+const LOCAL_ACTIVE_RATIO: i64 = 8;
+/// `GLOBAL_ACTIVE_RATIO`.
+const GLOBAL_ACTIVE_RATIO: i64 = 16;
+
+/// ioband's own tunables.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "io_throttle",
+        unit: Unit::Requests,
+        default: 4,
+        min: 1,
+        max: 1 << 15,
+        doc: "in-flight requests below which a new token epoch is never held back",
+    },
+    Tunable {
+        name: "io_limit",
+        unit: Unit::Requests,
+        default: 128,
+        min: 1,
+        max: 1 << 15,
+        doc: "requests passed down to the inner scheduler per direction at most",
+    },
+    Tunable {
+        name: "token",
+        unit: Unit::Count,
+        default: 2048,
+        min: 1,
+        max: 1 << 24,
+        doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
+    },
+    Tunable {
+        name: "weight",
+        unit: Unit::Count,
+        default: 100,
+        min: 1,
+        max: 1 << 15,
+        doc: "weight of a group the group tree gives no weight",
+    },
+];
+
+/// ioband's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `io_throttle`.
+    pub io_throttle: u32,
+    /// `io_limit`, per direction.
+    pub io_limit: u32,
+    /// `token`: the token pool.
+    pub token: u32,
+    /// Default group weight.
+    pub weight: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::read(&Settings::new())
+    }
+}
+
+impl Config {
+    fn read(s: &Settings) -> Config {
+        let g = |n| s.get(TUNABLES, n) as u32;
+        let io_throttle = g("io_throttle");
+        Config {
+            io_throttle,
+            // dm-ioband raises io_limit to io_throttle.
+            io_limit: g("io_limit").max(io_throttle),
+            token: g("token"),
+            weight: g("weight"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Group {
+    weight: i64,
+    token: i64,
+    token_initial: i64,
+    my_epoch: u64,
+    consumed: i64,
+    held: VecDeque<Request>,
+    /// Requests popped for a direction with no room, released first (`c_prio_bios`).
+    prio: VecDeque<Request>,
+}
+
+/// What releasing a group's requests ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Release {
+    Ok,
+    Block,
+    Yield,
+}
+
+/// dm-ioband over an inner scheduler.
+pub struct IoBand {
+    name: &'static str,
+    cfg: Config,
+    inner: Box<dyn Scheduler>,
+    groups: Vec<Group>,
+    issued: [u32; 2],
+    blocked: usize,
+    epoch: u64,
+    token_bucket: i64,
+    carryover: u64,
+    token_left: i64,
+    token_extra: i64,
+    current: Option<usize>,
+    yield_mark: i64,
+    dominant: Option<usize>,
+    passed: std::collections::HashSet<RequestId>,
+}
+
+impl std::fmt::Debug for IoBand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoBand")
+            .field("name", &self.name)
+            .field("inner", &self.inner.name())
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+fn dir(rq: &Request) -> usize {
+    usize::from(rq.op != Op::Read)
+}
+
+impl IoBand {
+    /// dm-ioband with `config` over `inner`, one ioband group per group of `groups`.
+    pub fn new(config: Config, groups: &GroupTree, inner: Box<dyn Scheduler>) -> IoBand {
+        let mut band = IoBand {
+            name: "ioband",
+            cfg: config,
+            inner,
+            groups: Vec::new(),
+            issued: [0, 0],
+            blocked: 0,
+            epoch: 0,
+            token_bucket: 0,
+            carryover: 0,
+            token_left: 0,
+            token_extra: 0,
+            current: None,
+            yield_mark: 0,
+            dominant: None,
+            passed: Default::default(),
+        };
+        band.init_token_bucket();
+        band.token_left = band.token_bucket;
+        band.groups = groups
+            .ids()
+            .map(|id| Group {
+                weight: i64::from(groups.weight_or(id, band.cfg.weight)),
+                ..Group::default()
+            })
+            .collect();
+        band.set_weights();
+        band
+    }
+
+    /// The inner scheduler.
+    pub fn inner(&self) -> &dyn Scheduler {
+        self.inner.as_ref()
+    }
+
+    /// Requests of group `g` (by index in the group tree) held above the inner scheduler.
+    pub fn held(&self, g: usize) -> usize {
+        self.groups
+            .get(g)
+            .map_or(0, |gr| gr.held.len() + gr.prio.len())
+    }
+
+    /// Tokens group `g` has in the current epoch (negative: debt).
+    pub fn tokens(&self, g: usize) -> i64 {
+        self.groups[g].token
+    }
+
+    /// `init_token_bucket`.
+    fn init_token_bucket(&mut self) {
+        let lim = i64::from(self.cfg.io_limit);
+        self.token_bucket = (2 * lim) * DEFAULT_BUCKET;
+        let pool = i64::from(self.cfg.token).max(self.token_bucket);
+        self.carryover = (pool / self.token_bucket) as u64;
+    }
+
+    /// `set_weight` for every group: tokens in proportion to weight.
+    fn set_weights(&mut self) {
+        let total: i64 = self.groups.iter().map(|g| g.weight).sum();
+        for g in &mut self.groups {
+            g.token_initial = self.token_bucket * g.weight / total.max(1) + 1;
+            g.token = g.token_initial;
+        }
+    }
+
+    fn get_token(&self, g: usize) -> i64 {
+        let gr = &self.groups[g];
+        let allowance = (self.epoch - gr.my_epoch).min(self.carryover) as i64;
+        gr.token + gr.token_initial * allowance
+    }
+
+    fn iopriority(&self, g: usize) -> i64 {
+        self.get_token(g) * IOPRIO_BASE / self.groups[g].token_initial + 1
+    }
+
+    fn issued_total(&self) -> u32 {
+        self.issued[0] + self.issued[1]
+    }
+
+    /// `make_global_epoch`: refill everyone, unless the dominant group still has plenty.
+    fn make_global_epoch(&mut self) -> bool {
+        if let Some(d) = self.dominant {
+            if self.iopriority(d) * PROCEED_THRESHOLD > IOPRIO_BASE
+                && self.issued_total() >= self.cfg.io_throttle
+            {
+                return false;
+            }
+        }
+        self.epoch += 1;
+        self.token_extra = self.token_left.max(0);
+        self.token_left = self.token_bucket;
+        self.dominant = None;
+        true
+    }
+
+    /// `is_token_left`: the group's priority to submit, refilling it from new epochs; 0 if
+    /// it has no tokens.
+    fn can_submit(&mut self, g: usize) -> i64 {
+        if self.groups[g].token > 0 {
+            return self.iopriority(g);
+        }
+        let allowance = (self.epoch - self.groups[g].my_epoch).min(self.carryover) as i64;
+        if allowance == 0 {
+            return 0;
+        }
+        self.groups[g].my_epoch = self.epoch;
+        let initial = self.groups[g].token_initial;
+        let mut delta = initial * allowance;
+        self.token_left -= delta;
+        let extra = self.token_extra * initial / (self.token_bucket - self.token_extra / 2).max(1);
+        delta += extra;
+        self.groups[g].token += delta;
+        self.groups[g].consumed = 0;
+        if self.current == Some(g) {
+            self.yield_mark += delta;
+        }
+        if self.groups[g].token > 0 {
+            self.iopriority(g)
+        } else {
+            0
+        }
+    }
+
+    /// `consume_token`: spend one token; `Yield` when the group has had its batch.
+    fn consume_token(&mut self, g: usize) -> Release {
+        let (consumed, initial) = (self.groups[g].consumed, self.groups[g].token_initial);
+        let active = !(consumed * LOCAL_ACTIVE_RATIO < initial
+            && consumed * GLOBAL_ACTIVE_RATIO < self.token_bucket);
+        if active
+            && self
+                .dominant
+                .is_none_or(|d| self.get_token(g) > self.get_token(d))
+        {
+            self.dominant = Some(g);
+        }
+        let gr = &self.groups[g];
+        if self.epoch == gr.my_epoch
+            && gr.token > 0
+            && gr.token - 1 <= 0
+            && self.dominant == Some(g)
+        {
+            self.dominant = None;
+        }
+        if self.current != Some(g) {
+            self.current = Some(g);
+            self.yield_mark = self.groups[g].token - TOKEN_BATCH_UNIT;
+        }
+        self.groups[g].token -= 1;
+        self.groups[g].consumed += 1;
+        if self.groups[g].token <= self.yield_mark {
+            self.current = None;
+            return Release::Yield;
+        }
+        Release::Ok
+    }
+
+    fn room(&self, d: usize) -> bool {
+        self.issued[d] < self.cfg.io_limit
+    }
+
+    fn room_any(&self) -> bool {
+        self.room(0) || self.room(1)
+    }
+
+    fn group_of(&self, rq: &Request) -> usize {
+        let g = rq.group.0 as usize;
+        if g < self.groups.len() {
+            g
+        } else {
+            0
+        }
+    }
+
+    /// `prepare_to_issue` and hand the request down.
+    fn issue(&mut self, g: usize, rq: Request, now: Nanos) -> Release {
+        self.issued[dir(&rq)] += 1;
+        self.passed.insert(rq.id);
+        let r = self.consume_token(g);
+        self.inner.insert(rq, now);
+        r
+    }
+
+    /// `choose_best_group`: the group with held requests and the highest priority.
+    fn choose_best_group(&mut self) -> Option<usize> {
+        let mut best = None;
+        let mut highest = 0;
+        for g in 0..self.groups.len() {
+            let gr = &self.groups[g];
+            if (gr.held.is_empty() && gr.prio.is_empty()) || !self.room_any() {
+                continue;
+            }
+            if gr.held.is_empty() && !gr.prio.front().is_some_and(|r| self.room(dir(r))) {
+                continue;
+            }
+            let pri = self.can_submit(g);
+            if pri > highest {
+                highest = pri;
+                best = Some(g);
+            }
+        }
+        best
+    }
+
+    /// `release_bios`: pass down as many of `g`'s held requests as its tokens and the room
+    /// allow.
+    fn release(&mut self, g: usize, now: Nanos) -> (Release, bool) {
+        let mut issued_any = false;
+        while let Some(d) = self.groups[g].prio.front().map(dir) {
+            if self.can_submit(g) == 0 {
+                return (Release::Block, issued_any);
+            }
+            if !self.room(d) {
+                break;
+            }
+            let rq = self.groups[g].prio.pop_front().expect("front exists");
+            self.blocked -= 1;
+            issued_any = true;
+            let r = self.issue(g, rq, now);
+            if r != Release::Ok {
+                return (r, issued_any);
+            }
+        }
+        while !self.groups[g].held.is_empty() {
+            if self.can_submit(g) == 0 {
+                return (Release::Block, issued_any);
+            }
+            if !self.room_any() {
+                break;
+            }
+            let rq = self.groups[g].held.pop_front().expect("not empty");
+            if !self.room(dir(&rq)) {
+                self.groups[g].prio.push_back(rq);
+                continue;
+            }
+            self.blocked -= 1;
+            issued_any = true;
+            let r = self.issue(g, rq, now);
+            if r != Release::Ok {
+                return (r, issued_any);
+            }
+        }
+        (Release::Ok, issued_any)
+    }
+
+    /// `ioband_conduct`, repeated while it makes progress.
+    fn conduct(&mut self, now: Nanos) {
+        for _ in 0..100_000 {
+            let mut again = false;
+            let mut issued_any = false;
+            if self.blocked > 0 {
+                if let Some(g) = self.choose_best_group() {
+                    let (r, any) = self.release(g, now);
+                    issued_any = any;
+                    again = r == Release::Yield;
+                }
+            }
+            if self.blocked > 0
+                && self.room(0)
+                && self.room(1)
+                && !issued_any
+                && self.make_global_epoch()
+            {
+                again = true;
+            }
+            if !again {
+                return;
+            }
+        }
+        debug_assert!(false, "ioband_conduct did not settle");
+    }
+}
+
+impl Scheduler for IoBand {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        let g = self.group_of(&rq);
+        let gr = &self.groups[g];
+        if gr.held.is_empty() && gr.prio.is_empty() && self.room(dir(&rq)) && self.can_submit(g) > 0
+        {
+            self.issue(g, rq, now);
+            return;
+        }
+        self.blocked += 1;
+        self.groups[g].held.push_back(rq);
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.conduct(now);
+        self.inner.dispatch(now)
+    }
+
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        if self.passed.remove(&rq.id) {
+            self.issued[dir(rq)] -= 1;
+        }
+        self.inner.complete(rq, now);
+    }
+
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        self.inner.exit(ctx, now);
+    }
+
+    fn queued(&self) -> usize {
+        self.inner.queued() + self.blocked
+    }
+
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        let Ok(t) = tunable::lookup("ioband", TUNABLES, name) else {
+            return self.inner.set_tunable(name, value);
+        };
+        tunable::check_range(t, value)?;
+        let v = value as u32;
+        match name {
+            "io_throttle" => self.cfg.io_throttle = v,
+            "io_limit" => {
+                self.cfg.io_limit = v.max(self.cfg.io_throttle);
+                self.init_token_bucket();
+                self.set_weights();
+            }
+            "token" => {
+                self.cfg.token = v;
+                self.init_token_bucket();
+                self.set_weights();
+                self.token_extra = 0;
+            }
+            _ => {
+                return Err(TunableError::Invalid {
+                    reason: format!("{name} can only be set when ioband is built"),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Split `settings` into ioband's own and the inner scheduler's.
+fn split(settings: &Settings) -> (Settings, Settings) {
+    let (mut own, mut inner) = (Settings::new(), Settings::new());
+    for name in settings.names() {
+        let v = settings.raw(name).expect("name listed");
+        if TUNABLES.iter().any(|t| t.name == name) {
+            own.set(name, v);
+        } else {
+            inner.set(name, v);
+        }
+    }
+    (own, inner)
+}
+
+/// Build ioband over the registered scheduler `inner`, its tunables and the inner's taken
+/// from `settings` by name. The result is named `name`.
+pub fn build_over(
+    name: &'static str,
+    inner: &SchedulerInfo,
+    settings: &Settings,
+    groups: &GroupTree,
+) -> Result<Box<dyn Scheduler>, TunableError> {
+    let (own, rest) = split(settings);
+    own.validate("ioband", TUNABLES)?;
+    let inner = (inner.build)(&rest, groups)?;
+    let mut band = IoBand::new(Config::read(&own), groups, inner);
+    band.name = name;
+    Ok(Box::new(band))
+}
+
+/// How many registered policies a composite name can wrap (one builder per registry slot).
+const MAX_INNER: usize = 24;
+
+fn build_slot<const I: usize>(
+    s: &Settings,
+    g: &GroupTree,
+) -> Result<Box<dyn Scheduler>, TunableError> {
+    let inner = &registry::all()[I];
+    let name = composite_name(inner.name);
+    build_over(name, inner, s, g)
+}
+
+const SLOTS: [Build; MAX_INNER] = [
+    build_slot::<0>,
+    build_slot::<1>,
+    build_slot::<2>,
+    build_slot::<3>,
+    build_slot::<4>,
+    build_slot::<5>,
+    build_slot::<6>,
+    build_slot::<7>,
+    build_slot::<8>,
+    build_slot::<9>,
+    build_slot::<10>,
+    build_slot::<11>,
+    build_slot::<12>,
+    build_slot::<13>,
+    build_slot::<14>,
+    build_slot::<15>,
+    build_slot::<16>,
+    build_slot::<17>,
+    build_slot::<18>,
+    build_slot::<19>,
+    build_slot::<20>,
+    build_slot::<21>,
+    build_slot::<22>,
+    build_slot::<23>,
+];
+
+fn interned() -> &'static Mutex<Vec<&'static SchedulerInfo>> {
+    static CELL: OnceLock<Mutex<Vec<&'static SchedulerInfo>>> = OnceLock::new();
+    CELL.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn composite_name(inner: &str) -> &'static str {
+    let full = format!("ioband+{inner}");
+    let list = interned().lock().expect("registry lock");
+    if let Some(i) = list.iter().find(|i| i.name == full) {
+        return i.name;
+    }
+    drop(list);
+    Box::leak(full.into_boxed_str())
+}
+
+/// The composite policy `ioband+<inner>` (e.g. `ioband+cfq`): ioband over any registered
+/// scheduler, with ioband's tunables followed by the inner's. Interned: each name is built
+/// once per process.
+pub fn composite(name: &str) -> Option<&'static SchedulerInfo> {
+    let inner_name = name.strip_prefix("ioband+")?;
+    let (idx, inner) = registry::all()
+        .iter()
+        .enumerate()
+        .find(|(_, i)| i.name == inner_name || i.aliases.contains(&inner_name))?;
+    if idx >= MAX_INNER || inner.name.starts_with("ioband") {
+        return None;
+    }
+    let full = format!("ioband+{}", inner.name);
+    let mut list = interned().lock().expect("registry lock");
+    if let Some(i) = list.iter().find(|i| i.name == full) {
+        return Some(i);
+    }
+    let tunables: Vec<Tunable> = TUNABLES.iter().chain(inner.tunables).copied().collect();
+    let info: &'static SchedulerInfo = Box::leak(Box::new(SchedulerInfo {
+        name: Box::leak(full.into_boxed_str()),
+        aliases: &[],
+        summary: "dm-ioband's weight policy over the named scheduler",
+        tunables: Box::leak(tunables.into_boxed_slice()),
+        build: SLOTS[idx],
+    }));
+    list.push(info);
+    Some(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{rq, Harness};
+    use crate::noop::Noop;
+
+    fn groups_ab() -> GroupTree {
+        let mut t = GroupTree::new();
+        t.add("/a", None).unwrap();
+        t.add("/b", None).unwrap();
+        t
+    }
+
+    fn band(settings: &[(&str, i64)]) -> IoBand {
+        let mut s = Settings::new();
+        for (k, v) in settings {
+            s.set(*k, *v);
+        }
+        IoBand::new(Config::read(&s), &groups_ab(), Box::new(Noop::new()))
+    }
+
+    #[test]
+    fn tokens_are_shared_in_proportion_to_weight() {
+        let mut t = GroupTree::new();
+        t.add("/a", Some(100)).unwrap();
+        t.add("/b", Some(300)).unwrap();
+        let b = IoBand::new(Config::default(), &t, Box::new(Noop::new()));
+        // bucket = 2 * (128 + 128) = 512 over weights 100 (root) + 100 + 300.
+        assert_eq!(b.tokens(1), 512 * 100 / 500 + 1);
+        assert_eq!(b.tokens(2), 512 * 300 / 500 + 1);
+        assert_eq!(b.carryover, 4);
+    }
+
+    #[test]
+    fn group_out_of_tokens_waits_while_the_dominant_group_keeps_its_tokens() {
+        // io_limit 8, token 32: a bucket of 32 tokens over weights 100 (/), 100 (/a) and
+        // 300 (/b): 7 for /a, 20 for /b.
+        let mut t = GroupTree::new();
+        t.add("/a", Some(100)).unwrap();
+        t.add("/b", Some(300)).unwrap();
+        let mut s = Settings::new();
+        s.set("io_limit", 8).set("token", 32);
+        let mut b = IoBand::new(Config::read(&s), &t, Box::new(Noop::new()));
+        let mut now = Nanos::ZERO;
+        // /b passes 4 requests down and becomes the dominant group with 16 tokens left.
+        for i in 0..4u64 {
+            b.insert(
+                rq(1000 + i, 2).sector(900_000 + i * 8).group(2).build(),
+                now,
+            );
+        }
+        assert_eq!(b.dominant, Some(2));
+        // /a wants 20: 4 fit under the read limit now.
+        for i in 0..20u64 {
+            b.insert(rq(i, 1).sector(i * 8).group(1).build(), now);
+        }
+        assert_eq!(b.held(1), 16);
+        let mut refill_seen = false;
+        loop {
+            let (in_flight, passed_a) = (b.issued_total(), 20 - b.held(1));
+            let Dispatch::Request(r) = b.dispatch(now) else {
+                break;
+            };
+            let passed_now = 20 - b.held(1);
+            assert!(
+                passed_now <= 7 || b.epoch >= 1,
+                "/a spent more than its 7 tokens"
+            );
+            if passed_a <= 7 && passed_now > 7 {
+                // Out of tokens, /a waited for a new epoch, which /b (dominant, most of its
+                // tokens left) allowed only once fewer than io_throttle were in flight.
+                assert!(in_flight < 4, "refilled with {in_flight} in flight");
+                refill_seen = true;
+            }
+            now += Nanos::from_ms(1);
+            b.complete(&r, now);
+        }
+        assert!(refill_seen);
+        assert_eq!(b.queued(), 0, "every request got through in the end");
+    }
+
+    #[test]
+    fn new_epoch_waits_for_a_dominant_group_with_tokens_and_enough_in_flight() {
+        let mut b = band(&[("io_limit", 16), ("token", 64)]);
+        let now = Nanos::ZERO;
+        // /b becomes dominant: it spends 4 of its 22 tokens, 4 requests in flight.
+        for i in 0..4u64 {
+            b.insert(
+                rq(1000 + i, 2).sector(900_000 + i * 8).group(2).build(),
+                now,
+            );
+        }
+        assert_eq!(b.dominant, Some(2));
+        // /a spends all of its 22 tokens (its 23rd request is held).
+        b.groups[1].token = 1;
+        b.insert(rq(1, 1).group(1).build(), now);
+        b.insert(rq(2, 1).sector(8).group(1).build(), now);
+        assert_eq!(b.held(1), 1);
+        // No epoch: /b has most of its tokens and 5 requests are in flight.
+        assert!(!b.make_global_epoch());
+        // Once fewer than io_throttle requests are in flight, the epoch comes.
+        b.issued = [3, 0];
+        assert!(b.make_global_epoch());
+        b.conduct(now);
+        assert_eq!(b.held(1), 0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        #[test]
+        fn ioband_over_cfq_dispatches_every_request_exactly_once(
+            reqs in proptest::collection::vec((0u64..3_000, 1u32..8, 0u64..2_000_000, proptest::bool::ANY, 0u32..3), 1..150),
+            io_limit in 1i64..16,
+            depth in 1usize..4,
+        ) {
+            let mut s = Settings::new();
+            s.set("io_limit", io_limit).set("token", 8);
+            let sched = build_over("ioband+cfq", registry::find("cfq").unwrap(), &s, &groups_ab()).unwrap();
+            let mut h = Harness::new(sched, depth, |_| Nanos::from_us(700));
+            for (i, &(at, ctx, sector, write, g)) in reqs.iter().enumerate() {
+                let b = rq(i as u64, ctx).sector(sector).group(g).at(Nanos::from_us(at * 100));
+                h.submit(if write { b.write() } else { b.read() });
+            }
+            h.run();
+        }
+    }
+
+    #[test]
+    fn held_requests_are_dispatched_exactly_once() {
+        let mut h = Harness::new(band(&[("io_limit", 4), ("token", 16)]), 2, |_| {
+            Nanos::from_ms(1)
+        });
+        for i in 0..60u64 {
+            let g = (i % 3) as u32;
+            h.submit(
+                rq(i, g + 1)
+                    .sector(i * 8)
+                    .group(g)
+                    .at(Nanos::from_us(i * 300)),
+            );
+        }
+        h.run();
+    }
+
+    #[test]
+    fn composite_names_wrap_any_registered_scheduler() {
+        let info = composite("ioband+cfq").expect("ioband+cfq");
+        assert_eq!(info.name, "ioband+cfq");
+        assert!(
+            std::ptr::eq(info, composite("ioband+cfq").unwrap()),
+            "interned"
+        );
+        let mut s = Settings::new();
+        s.set("io_limit", 64).set("slice_idle", 4);
+        let sched = (info.build)(&s, &groups_ab()).unwrap();
+        assert_eq!(sched.name(), "ioband+cfq");
+        let mut bad = Settings::new();
+        bad.set("no_such", 1);
+        assert!((info.build)(&bad, &groups_ab()).is_err());
+        assert!(composite("ioband+nosuch").is_none());
+        assert!(composite("ioband+ioband").is_none());
+        assert!(registry::all().len() <= MAX_INNER);
+    }
+}
