@@ -1,5 +1,47 @@
-//! The `elevator` command line.
+//! `elevator`: Linux block I/O schedulers in a deterministic disk simulator and on real I/O.
+//!
+//! One file per subcommand under `cmd/`, each with its `Args` and `run`; the published
+//! experiments live under `reproduce/`. Errors from every subcommand reach `main`, which
+//! prints them with their cause chain and exits non-zero.
+
+mod cmd;
+mod output;
+mod reproduce;
+mod scenarios;
+
+use clap::{Parser, Subcommand};
+
+/// Linux block I/O schedulers (noop, the 2.4 elevator, deadline, anticipatory, CFQ, BFQ ...)
+/// as sans-IO state machines, run in a deterministic disk simulator and on real devices.
+#[derive(Parser)]
+#[command(name = "elevator", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Reproduce a published experiment and print ours beside the published figures.
+    Reproduce(reproduce::Args),
+    /// Run a scenario file in the simulator under one or more schedulers.
+    Sim(cmd::sim::Args),
+    /// List schedulers with their tunables, built-in drives and built-in scenarios.
+    List(cmd::list::Args),
+}
 
 fn main() {
-    println!("elevator: not yet");
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Reproduce(a) => reproduce::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::List(a) => cmd::list::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("elevator: error: {e}");
+        for cause in e.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
+        }
+        std::process::exit(1);
+    }
 }

@@ -1,0 +1,62 @@
+//! `elevator list`: schedulers with their tunables, built-in drives, built-in scenarios.
+
+use elevator_core::registry;
+use elevator_sim::hdd::DriveSpec;
+
+use crate::scenarios;
+
+/// Arguments of `elevator list`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// List only this: schedulers, drives or scenarios.
+    #[arg(value_parser = ["schedulers", "drives", "scenarios"])]
+    what: Option<String>,
+}
+
+/// Print the lists.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let all = args.what.is_none();
+    let want = |w: &str| all || args.what.as_deref() == Some(w);
+    if want("schedulers") {
+        println!("Schedulers (tunables as in /sys/block/<dev>/queue/iosched/):");
+        for info in registry::all() {
+            let aliases = if info.aliases.is_empty() {
+                String::new()
+            } else {
+                format!(" (also: {})", info.aliases.join(", "))
+            };
+            println!("  {}{} - {}", info.name, aliases, info.summary);
+            for t in info.tunables {
+                println!(
+                    "      {:<22} {:>8} {:<8} [{}..={}]  {}",
+                    t.name,
+                    t.default,
+                    t.unit.label(),
+                    t.min,
+                    t.max,
+                    t.doc
+                );
+            }
+        }
+        println!();
+    }
+    if want("drives") {
+        println!("Built-in drives (or give a drive TOML file):");
+        for name in DriveSpec::builtin_names() {
+            let d = DriveSpec::builtin(name).expect("listed drives exist");
+            println!("  {:<14} {}", name, d.summary());
+        }
+        println!();
+    }
+    if want("scenarios") {
+        println!("Built-in scenarios (elevator sim NAME --sched ...):");
+        for (name, text) in scenarios::BUILTIN {
+            let first = text
+                .lines()
+                .find_map(|l| l.strip_prefix("# "))
+                .unwrap_or("");
+            println!("  {name:<22} {first}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `elevator sim`: run a scenario under one or more schedulers and compare.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use elevator_core::Settings;
+use elevator_sim::scenario::Scenario;
+use serde::Serialize;
+
+use crate::output;
+use crate::scenarios;
+
+/// Arguments of `elevator sim`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A scenario TOML file, or the name of a built-in scenario (`elevator list scenarios`).
+    scenario: String,
+    /// Schedulers to compare, comma-separated (e.g. `anticipatory,deadline,linus`).
+    #[arg(long, value_delimiter = ',', default_value = "deadline")]
+    sched: Vec<String>,
+    /// Set a tunable for every scheduler that has it: `NAME=VALUE` (sysfs name), repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// One scheduler's run, as JSON.
+#[derive(Serialize)]
+struct RunJson {
+    scheduler: String,
+    device: String,
+    end_s: f64,
+    jobs: Vec<elevator_workload::metrics::JobSummary>,
+    device_stats: elevator_sim::engine::DeviceStats,
+    counters: elevator_sim::engine::Counters,
+}
+
+#[derive(Serialize)]
+struct SimJson {
+    scenario: String,
+    seed: u64,
+    runs: Vec<RunJson>,
+}
+
+/// Parse `NAME=VALUE` pairs into settings.
+pub fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
+    let mut s = Settings::new();
+    for kv in sets {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
+        let v: i64 = v
+            .trim()
+            .parse()
+            .with_context(|| format!("--set {kv:?}: {v:?} is not an integer"))?;
+        s.set(k.trim(), v);
+    }
+    Ok(s)
+}
+
+/// Run the scenario under each scheduler.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let scenario = scenarios::load(&args.scenario)?;
+    let extra = parse_sets(&args.set)?;
+    let seed = args.seed.unwrap_or(scenario.seed);
+    for k in extra.names() {
+        let known = args.sched.iter().any(|n| {
+            elevator_core::registry::find(n)
+                .is_some_and(|i| i.tunables.iter().any(|t| t.name == k))
+        });
+        anyhow::ensure!(
+            known,
+            "--set {k}: none of the schedulers {:?} has a tunable of that name",
+            args.sched
+        );
+    }
+    let mut runs = Vec::new();
+    for name in &args.sched {
+        let sched = scenario.scheduler(name, &only_known(name, &extra))?;
+        let report = scenario.simulation(sched, Some(seed)).run(scenario.limit);
+        println!(
+            "== {} on {} ({}): {:.3} s simulated",
+            report.scheduler,
+            report.device,
+            scenario.name,
+            report.end.as_secs_f64()
+        );
+        let rows: Vec<Vec<String>> = report
+            .summaries()
+            .iter()
+            .map(|j| {
+                vec![
+                    j.name.clone(),
+                    j.group.clone(),
+                    format!("{:.3}", j.seconds),
+                    format!("{:.2}", j.read.mb_s),
+                    format!("{:.1}", j.read.iops),
+                    format!("{:.2}", j.read.lat_mean_ms),
+                    format!("{:.2}", j.read.lat_p99_ms),
+                    format!("{:.2}", j.write.mb_s),
+                    format!("{:.2}", j.write.lat_p99_ms),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            output::table(
+                &[
+                    "job", "group", "seconds", "read MB/s", "read IOPS", "rd mean ms",
+                    "rd p99 ms", "write MB/s", "wr p99 ms"
+                ],
+                &rows
+            )
+        );
+        println!();
+        runs.push(RunJson {
+            scheduler: report.scheduler.clone(),
+            device: report.device.clone(),
+            end_s: report.end.as_secs_f64(),
+            jobs: report.summaries(),
+            device_stats: report.device_stats.clone(),
+            counters: report.counters.clone(),
+        });
+    }
+    if let Some(path) = &args.json {
+        output::write_json(
+            path,
+            &SimJson {
+                scenario: scenario.name.clone(),
+                seed,
+                runs,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// The subset of `extra` that policy `name` knows, so one `--set` can apply to the schedulers
+/// that have the tunable while an unknown name anywhere is still an error.
+fn only_known(name: &str, extra: &Settings) -> Settings {
+    let mut out = Settings::new();
+    let Some(info) = elevator_core::registry::find(name) else {
+        return out;
+    };
+    for k in extra.names() {
+        if info.tunables.iter().any(|t| t.name == k) {
+            out.set(k, extra.raw(k).unwrap_or_default());
+        }
+    }
+    out
+}

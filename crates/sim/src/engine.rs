@@ -1,0 +1,419 @@
+//! The discrete-event engine: jobs -> scheduler -> device, one clock.
+//!
+//! Events are kept in a binary heap ordered by (time, sequence number): two events at the same
+//! nanosecond are handled in the order they were scheduled, so a run depends only on its
+//! inputs and seeds. The engine is the only place in a simulation that knows what time it is;
+//! it passes `now` to the jobs, the scheduler and the device.
+//!
+//! The driver contract of [`Scheduler`](elevator_core::Scheduler) is followed exactly:
+//! `dispatch` is asked whenever the device has room after an insert, a completion or an idle
+//! deadline, repeatedly until it answers `Idle` or `Empty`.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use elevator_core::{
+    CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Request, RequestId, Scheduler,
+};
+use elevator_workload::metrics::{JobMetrics, JobSummary};
+use elevator_workload::{Action, Job};
+use serde::Serialize;
+
+use crate::device::Device;
+
+/// A job placed in a simulation.
+pub struct JobSlot {
+    /// Name for reports.
+    pub name: String,
+    /// The process model.
+    pub job: Box<dyn Job>,
+    /// The group its I/O is charged to.
+    pub group: GroupId,
+    /// Default priority of its I/O.
+    pub prio: IoPrio,
+    /// When it starts.
+    pub start: Nanos,
+    /// Whether the run waits for it: a run ends when every foreground job is done (or at the
+    /// time limit). Background jobs (a streaming writer) run until then.
+    pub foreground: bool,
+}
+
+/// What the device did over a run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct DeviceStats {
+    /// Requests the device served.
+    pub requests: u64,
+    /// Of those, served from the on-board cache.
+    pub cache_hits: u64,
+    /// Time with at least one request outstanding, seconds.
+    pub busy_s: f64,
+}
+
+/// Conservation counters, as Linux's elevator keeps them.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests handed to the scheduler's insert.
+    pub inserted: u64,
+    /// Requests merged into a queued request instead.
+    pub merged: u64,
+    /// Requests dispatched to the device.
+    pub dispatched: u64,
+    /// Requests completed (merged ones included).
+    pub completed: u64,
+}
+
+/// One job's result.
+pub struct JobReport {
+    /// Name.
+    pub name: String,
+    /// Group.
+    pub group: GroupId,
+    /// Group path.
+    pub group_path: String,
+    /// Whether it was a foreground job.
+    pub foreground: bool,
+    /// Its figures.
+    pub metrics: JobMetrics,
+}
+
+/// The result of [`Simulation::run`].
+pub struct RunReport {
+    /// The scheduler's name.
+    pub scheduler: String,
+    /// The device's name.
+    pub device: String,
+    /// When the run ended.
+    pub end: Nanos,
+    /// Per job, in the order they were added.
+    pub jobs: Vec<JobReport>,
+    /// Device figures.
+    pub device_stats: DeviceStats,
+    /// Conservation counters.
+    pub counters: Counters,
+}
+
+impl RunReport {
+    /// Summaries of every job, for tables and JSON.
+    pub fn summaries(&self) -> Vec<JobSummary> {
+        self.jobs
+            .iter()
+            .map(|j| j.metrics.summary(&j.name, &j.group_path, self.end))
+            .collect()
+    }
+    /// The job named `name`.
+    pub fn job(&self, name: &str) -> Option<&JobReport> {
+        self.jobs.iter().find(|j| j.name == name)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Complete { id: u64 },
+    SchedTimer { gen: u64 },
+    JobWake { job: u32, gen: u64 },
+}
+
+struct Outstanding {
+    job: u32,
+    tag: u64,
+    rq: Request,
+    /// Requests merged into this one: (job, tag, op bytes, submitted).
+    riders: Vec<(u32, u64, u64, Nanos)>,
+}
+
+struct JobState {
+    slot: JobSlot,
+    metrics: JobMetrics,
+    wake_gen: u64,
+    done: bool,
+    runnable: bool,
+}
+
+/// A simulation: one device, one scheduler (possibly a stack), any number of jobs.
+pub struct Simulation {
+    now: Nanos,
+    device: Box<dyn Device>,
+    sched: Box<dyn Scheduler>,
+    groups: GroupTree,
+    jobs: Vec<JobState>,
+    events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    seq: u64,
+    next_id: u64,
+    outstanding: HashMap<u64, Outstanding>,
+    ctx_ids: HashMap<(u32, u32), CtxId>,
+    in_flight: usize,
+    timer: Option<(Nanos, u64)>,
+    timer_gen: u64,
+    kick: bool,
+    busy_since: Option<Nanos>,
+    stats: DeviceStats,
+    busy_ns: u64,
+    counters: Counters,
+}
+
+impl Simulation {
+    /// A simulation of `device` under `sched`. `groups` names the groups jobs belong to.
+    pub fn new(device: Box<dyn Device>, sched: Box<dyn Scheduler>, groups: GroupTree) -> Self {
+        Simulation {
+            now: Nanos::ZERO,
+            device,
+            sched,
+            groups,
+            jobs: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            next_id: 0,
+            outstanding: HashMap::new(),
+            ctx_ids: HashMap::new(),
+            in_flight: 0,
+            timer: None,
+            timer_gen: 0,
+            kick: false,
+            busy_since: None,
+            stats: DeviceStats::default(),
+            busy_ns: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Add a job; returns its index.
+    pub fn add_job(&mut self, slot: JobSlot) -> usize {
+        let i = self.jobs.len();
+        let start = slot.start;
+        self.jobs.push(JobState {
+            metrics: JobMetrics {
+                started: start,
+                ..JobMetrics::default()
+            },
+            slot,
+            wake_gen: 0,
+            done: false,
+            runnable: false,
+        });
+        self.push(start, Event::JobWake { job: i as u32, gen: 0 });
+        i
+    }
+
+    fn push(&mut self, t: Nanos, e: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, e)));
+    }
+
+    /// Run until every foreground job is done, or until `limit` (simulated time), or until
+    /// nothing is left to happen.
+    pub fn run(mut self, limit: Option<Nanos>) -> RunReport {
+        let limit = limit.unwrap_or(Nanos::MAX);
+        let any_foreground = self.jobs.iter().any(|j| j.slot.foreground);
+        while let Some(Reverse((t, _, ev))) = self.events.pop() {
+            if t > limit {
+                self.now = limit;
+                break;
+            }
+            debug_assert!(t >= self.now);
+            self.now = t;
+            match ev {
+                Event::Complete { id } => self.handle_completion(id),
+                Event::SchedTimer { gen } => {
+                    if self.timer.map(|(_, g)| g) == Some(gen) {
+                        self.timer = None;
+                        self.kick = true;
+                    }
+                }
+                Event::JobWake { job, gen } => {
+                    let j = &mut self.jobs[job as usize];
+                    if j.wake_gen == gen && !j.done {
+                        j.runnable = true;
+                    }
+                }
+            }
+            self.poll_jobs();
+            self.pump();
+            if any_foreground && self.jobs.iter().all(|j| !j.slot.foreground || j.done) {
+                break;
+            }
+        }
+        self.finish()
+    }
+
+    fn handle_completion(&mut self, id: u64) {
+        self.in_flight -= 1;
+        let out = self
+            .outstanding
+            .remove(&id)
+            .expect("completion of a request never dispatched");
+        self.sched.complete(&out.rq, self.now);
+        self.counters.completed += 1 + out.riders.len() as u64;
+        if self.in_flight == 0 {
+            if let Some(since) = self.busy_since.take() {
+                self.busy_ns += (self.now - since).as_ns();
+            }
+        }
+        let now = self.now;
+        let bytes = out.rq.bytes();
+        let own_bytes = bytes
+            - out
+                .riders
+                .iter()
+                .map(|&(_, _, b, _)| b)
+                .sum::<u64>()
+                .min(bytes);
+        let op = out.rq.op;
+        let first = std::iter::once((out.job, out.tag, own_bytes, out.rq.submitted));
+        for (job, tag, b, submitted) in first.chain(out.riders.into_iter()) {
+            let j = &mut self.jobs[job as usize];
+            j.metrics.record(op, b, now.saturating_sub(submitted));
+            j.slot.job.complete(tag, now);
+            if !j.done {
+                j.runnable = true;
+            }
+        }
+        self.kick = true;
+    }
+
+    fn poll_jobs(&mut self) {
+        for i in 0..self.jobs.len() {
+            if !self.jobs[i].runnable {
+                continue;
+            }
+            self.jobs[i].runnable = false;
+            loop {
+                let action = self.jobs[i].slot.job.poll(self.now);
+                match action {
+                    Action::Issue(spec) => self.issue(i as u32, spec),
+                    Action::Exit { ctx } => {
+                        let c = self.ctx(i as u32, ctx);
+                        self.sched.exit(c, self.now);
+                    }
+                    Action::Think { until } => {
+                        let j = &mut self.jobs[i];
+                        j.wake_gen += 1;
+                        let gen = j.wake_gen;
+                        let until = until.max(self.now);
+                        self.push(until, Event::JobWake { job: i as u32, gen });
+                        break;
+                    }
+                    Action::Wait => {
+                        self.jobs[i].wake_gen += 1;
+                        break;
+                    }
+                    Action::Done => {
+                        let j = &mut self.jobs[i];
+                        j.done = true;
+                        j.wake_gen += 1;
+                        j.metrics.finished = Some(self.now);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn ctx(&mut self, job: u32, local: u32) -> CtxId {
+        let next = CtxId(self.ctx_ids.len() as u32 + 1);
+        *self.ctx_ids.entry((job, local)).or_insert(next)
+    }
+
+    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec) {
+        let ctx = self.ctx(job, spec.ctx);
+        let slot = &self.jobs[job as usize].slot;
+        self.next_id += 1;
+        let rq = Request {
+            id: RequestId(self.next_id),
+            ctx,
+            group: slot.group,
+            op: spec.op,
+            sync: spec.sync,
+            meta: spec.meta,
+            sector: spec.sector,
+            sectors: spec.sectors,
+            prio: spec.prio.unwrap_or(slot.prio),
+            submitted: self.now,
+        };
+        if let Some(into) = self.sched.try_merge(&rq, self.now) {
+            let host = self
+                .outstanding
+                .get_mut(&into.0)
+                .expect("merged into a request the engine does not know");
+            host.riders.push((job, spec.tag, rq.bytes(), rq.submitted));
+            self.counters.merged += 1;
+        } else {
+            self.outstanding.insert(
+                rq.id.0,
+                Outstanding {
+                    job,
+                    tag: spec.tag,
+                    rq: rq.clone(),
+                    riders: Vec::new(),
+                },
+            );
+            self.sched.insert(rq, self.now);
+            self.counters.inserted += 1;
+        }
+        self.kick = true;
+    }
+
+    fn pump(&mut self) {
+        if !self.kick {
+            return;
+        }
+        self.kick = false;
+        while self.in_flight < self.device.depth() {
+            match self.sched.dispatch(self.now) {
+                Dispatch::Request(rq) => {
+                    let svc = self.device.submit(&rq, self.now);
+                    self.stats.requests += 1;
+                    self.stats.cache_hits += u64::from(svc.cache_hit);
+                    self.counters.dispatched += 1;
+                    if self.in_flight == 0 {
+                        self.busy_since = Some(self.now);
+                    }
+                    self.in_flight += 1;
+                    let id = rq.id.0;
+                    let out = self
+                        .outstanding
+                        .get_mut(&rq.id.0)
+                        .expect("dispatched a request never inserted");
+                    out.rq = rq;
+                    self.timer = None;
+                    self.push(svc.done.max(self.now), Event::Complete { id });
+                }
+                Dispatch::Idle { until } => {
+                    if self.timer.map(|(t, _)| t) != Some(until) {
+                        self.timer_gen += 1;
+                        self.timer = Some((until, self.timer_gen));
+                        let gen = self.timer_gen;
+                        self.push(until.max(self.now), Event::SchedTimer { gen });
+                    }
+                    break;
+                }
+                Dispatch::Empty => break,
+            }
+        }
+    }
+
+    fn finish(mut self) -> RunReport {
+        if let Some(since) = self.busy_since.take() {
+            self.busy_ns += (self.now - since).as_ns();
+        }
+        self.stats.busy_s = self.busy_ns as f64 / 1e9;
+        let groups = &self.groups;
+        RunReport {
+            scheduler: self.sched.name().to_string(),
+            device: self.device.name().to_string(),
+            end: self.now,
+            jobs: self
+                .jobs
+                .into_iter()
+                .map(|j| JobReport {
+                    group_path: groups.get(j.slot.group).path.clone(),
+                    name: j.slot.name,
+                    group: j.slot.group,
+                    foreground: j.slot.foreground,
+                    metrics: j.metrics,
+                })
+                .collect(),
+            device_stats: self.stats,
+            counters: self.counters,
+        }
+    }
+}

@@ -1,0 +1,467 @@
+//! Scenario files: a drive, groups, jobs, a seed, as TOML.
+//!
+//! ```toml
+//! name = "dependent reads vs a streaming write"
+//! drive = "laptop-4200"        # a built-in drive, or a drive TOML path relative to this file
+//! seed = 1
+//! duration_s = 600             # optional time limit (simulated seconds)
+//!
+//! [[group]]
+//! path = "/a"
+//! weight = 500                 # omitted: the policy's default
+//!
+//! [tunables.anticipatory]      # per-policy tunables, sysfs names
+//! antic_expire = 6
+//!
+//! [[job]]
+//! name = "reader"
+//! kind = "dependent-reader"    # the job's own fields follow (see elevator-workload)
+//! group = "/a"                 # default "/"
+//! prio = "be/4"                # rt/N, be/N or idle; default be/4
+//! start_s = 0.0
+//! foreground = true            # the run ends when every foreground job is done
+//! ```
+//!
+//! Every error names the file, the line and the field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use elevator_core::{
+    registry, GroupId, GroupTree, IoClass, IoPrio, Nanos, Scheduler, Settings, TunableError,
+};
+use elevator_workload::spec::BuildEnv;
+use elevator_workload::JobSpec;
+use serde::Deserialize;
+
+use crate::device::Device;
+use crate::engine::{JobSlot, Simulation};
+use crate::hdd::{DriveSpec, Hdd};
+
+/// A scenario could not be loaded or instantiated.
+#[derive(Debug)]
+pub struct ScenarioError {
+    /// The file (or built-in scenario name).
+    pub file: String,
+    /// 1-based line, where known.
+    pub line: Option<usize>,
+    /// The field at fault, where known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: Option<String>,
+    description: Option<String>,
+    drive: String,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    duration_s: Option<f64>,
+    #[serde(default, rename = "group")]
+    groups: Vec<GroupEntry>,
+    #[serde(default)]
+    tunables: BTreeMap<String, BTreeMap<String, i64>>,
+    #[serde(rename = "job")]
+    jobs: Vec<JobEntry>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupEntry {
+    path: String,
+    weight: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JobEntry {
+    name: String,
+    group: Option<String>,
+    prio: Option<String>,
+    start_s: Option<f64>,
+    foreground: Option<bool>,
+    #[serde(flatten)]
+    spec: JobSpec,
+}
+
+/// A job of a scenario, ready to build.
+#[derive(Clone, Debug)]
+pub struct ScenarioJob {
+    /// Unique name.
+    pub name: String,
+    /// Group path.
+    pub group: String,
+    /// Default priority.
+    pub prio: IoPrio,
+    /// Start time.
+    pub start: Nanos,
+    /// Whether the run waits for it.
+    pub foreground: bool,
+    /// What it does.
+    pub spec: JobSpec,
+}
+
+/// A loaded scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Where it came from (a path, or `builtin:NAME`).
+    pub origin: String,
+    /// Its name.
+    pub name: String,
+    /// One paragraph on what it shows.
+    pub description: String,
+    /// The drive.
+    pub drive: DriveSpec,
+    /// Seed for every random choice of the jobs.
+    pub seed: u64,
+    /// Time limit, if any.
+    pub limit: Option<Nanos>,
+    /// The group tree.
+    pub groups: GroupTree,
+    /// Tunables per policy name.
+    pub tunables: BTreeMap<String, Settings>,
+    /// The jobs.
+    pub jobs: Vec<ScenarioJob>,
+}
+
+impl Scenario {
+    /// Load a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
+            line: None,
+            field: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&text, &path.display().to_string(), path.parent())
+    }
+
+    /// Parse scenario text; `origin` names it in errors; drive paths resolve against `dir`.
+    pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
+        let err = |line: Option<usize>, field: Option<String>, message: String| ScenarioError {
+            file: origin.to_string(),
+            line,
+            field,
+            message,
+        };
+        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let (line, field) = locate(text, &e);
+            err(line, field, e.message().to_string())
+        })?;
+        let line_of = |key: &str, value: &str| find_line(text, key, value);
+
+        let drive = if let Some(d) = DriveSpec::builtin(&file.drive) {
+            d
+        } else {
+            let p = match dir {
+                Some(d) => d.join(&file.drive),
+                None => PathBuf::from(&file.drive),
+            };
+            if !p.exists() {
+                return Err(err(
+                    line_of("drive", &file.drive),
+                    Some("drive".into()),
+                    format!(
+                        "{:?} is neither a built-in drive ({}) nor a drive file",
+                        file.drive,
+                        DriveSpec::builtin_names().join(", ")
+                    ),
+                ));
+            }
+            DriveSpec::load(&p).map_err(|e| {
+                err(
+                    line_of("drive", &file.drive),
+                    Some("drive".into()),
+                    e.to_string(),
+                )
+            })?
+        };
+
+        let mut groups = GroupTree::new();
+        for g in &file.groups {
+            groups.add(&g.path, g.weight).map_err(|e| {
+                err(
+                    line_of("path", &g.path),
+                    Some("group.path".into()),
+                    e.to_string(),
+                )
+            })?;
+        }
+
+        let mut tunables = BTreeMap::new();
+        for (sched, values) in &file.tunables {
+            let info = registry::find(sched).ok_or_else(|| {
+                err(
+                    find_line(text, &format!("[tunables.{sched}]"), ""),
+                    Some(format!("tunables.{sched}")),
+                    format!("no scheduler named {sched:?} (see `elevator list`)"),
+                )
+            })?;
+            let mut s = Settings::new();
+            for (k, v) in values {
+                s.set(k.clone(), *v);
+            }
+            s.validate(info.name, info.tunables).map_err(|e| {
+                let field = match &e {
+                    TunableError::Unknown { name, .. } | TunableError::OutOfRange { name, .. } => {
+                        Some(format!("tunables.{sched}.{name}"))
+                    }
+                    _ => Some(format!("tunables.{sched}")),
+                };
+                let key = field.as_deref().unwrap_or("").rsplit('.').next().unwrap_or("");
+                err(find_line(text, key, ""), field, e.to_string())
+            })?;
+            tunables.insert(info.name.to_string(), s);
+        }
+
+        let mut jobs = Vec::new();
+        for j in file.jobs {
+            if jobs.iter().any(|o: &ScenarioJob| o.name == j.name) {
+                return Err(err(
+                    line_of("name", &j.name),
+                    Some("job.name".into()),
+                    format!("two jobs are named {:?}", j.name),
+                ));
+            }
+            let group = j.group.unwrap_or_else(|| "/".to_string());
+            if groups.lookup(&group).is_none() {
+                groups.add(&group, None).map_err(|e| {
+                    err(
+                        line_of("group", &group),
+                        Some("job.group".into()),
+                        e.to_string(),
+                    )
+                })?;
+            }
+            let prio = match &j.prio {
+                None => IoPrio::default(),
+                Some(p) => parse_prio(p).ok_or_else(|| {
+                    err(
+                        line_of("prio", p),
+                        Some("job.prio".into()),
+                        format!("{p:?} is not rt/N, be/N or idle (N in 0..=7)"),
+                    )
+                })?,
+            };
+            let start = match j.start_s {
+                Some(s) if !(s >= 0.0 && s.is_finite()) => {
+                    return Err(err(
+                        find_line(text, "start_s", ""),
+                        Some("job.start_s".into()),
+                        format!("{s} is not a time >= 0"),
+                    ))
+                }
+                Some(s) => Nanos::from_secs_f64(s),
+                None => Nanos::ZERO,
+            };
+            jobs.push(ScenarioJob {
+                name: j.name,
+                group,
+                prio,
+                start,
+                foreground: j.foreground.unwrap_or(true),
+                spec: j.spec,
+            });
+        }
+        if jobs.is_empty() {
+            return Err(err(None, Some("job".into()), "a scenario needs at least one [[job]]".into()));
+        }
+        let limit = match file.duration_s {
+            Some(d) if !(d > 0.0 && d.is_finite()) => {
+                return Err(err(
+                    find_line(text, "duration_s", ""),
+                    Some("duration_s".into()),
+                    format!("{d} is not a positive number of seconds"),
+                ))
+            }
+            Some(d) => Some(Nanos::from_secs_f64(d)),
+            None => None,
+        };
+        if limit.is_none() && jobs.iter().all(|j| !j.foreground) {
+            return Err(err(
+                None,
+                Some("duration_s".into()),
+                "every job is in the background: give duration_s".into(),
+            ));
+        }
+        // Build every job once now so configuration errors surface at load time.
+        let capacity = drive.capacity_sectors();
+        for j in &jobs {
+            j.spec
+                .build(&BuildEnv::new(capacity, file.seed, j.name.clone()))
+                .map_err(|e| {
+                    err(
+                        line_of("name", &j.name),
+                        Some(format!("job.{}", e.field)),
+                        format!("job {:?}: {}", j.name, e.reason),
+                    )
+                })?;
+        }
+        Ok(Scenario {
+            origin: origin.to_string(),
+            name: file.name.unwrap_or_else(|| origin.to_string()),
+            description: file.description.unwrap_or_default(),
+            drive,
+            seed: file.seed,
+            limit,
+            groups,
+            tunables,
+            jobs,
+        })
+    }
+
+    /// The settings this scenario gives policy `name` (empty if none).
+    pub fn settings_for(&self, name: &str) -> Settings {
+        self.tunables.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Build the policy `name` with this scenario's tunables for it plus `extra` (which win).
+    pub fn scheduler(
+        &self,
+        name: &str,
+        extra: &Settings,
+    ) -> Result<Box<dyn Scheduler>, ScenarioError> {
+        let err = |message: String| ScenarioError {
+            file: self.origin.clone(),
+            line: None,
+            field: Some("sched".into()),
+            message,
+        };
+        let info = registry::find(name)
+            .ok_or_else(|| err(format!("no scheduler named {name:?} (see `elevator list`)")))?;
+        let mut s = self.settings_for(info.name);
+        for k in extra.names() {
+            s.set(k, extra.raw(k).unwrap_or_default());
+        }
+        (info.build)(&s, &self.groups).map_err(|e| err(format!("{}: {e}", info.name)))
+    }
+
+    /// A ready-to-run simulation of this scenario under `sched`, with `seed` (or the
+    /// scenario's own).
+    pub fn simulation(&self, sched: Box<dyn Scheduler>, seed: Option<u64>) -> Simulation {
+        let device: Box<dyn Device> = Box::new(Hdd::new(self.drive.clone()));
+        let capacity = device.capacity_sectors();
+        let seed = seed.unwrap_or(self.seed);
+        let mut sim = Simulation::new(device, sched, self.groups.clone());
+        for j in &self.jobs {
+            let job = j
+                .spec
+                .build(&BuildEnv::new(capacity, seed, j.name.clone()))
+                .expect("jobs were built once at load time");
+            sim.add_job(JobSlot {
+                name: j.name.clone(),
+                job,
+                group: self.groups.lookup(&j.group).unwrap_or(GroupId::ROOT),
+                prio: j.prio,
+                start: j.start,
+                foreground: j.foreground,
+            });
+        }
+        sim
+    }
+}
+
+/// Parse `rt/N`, `be/N`, `idle`.
+pub fn parse_prio(s: &str) -> Option<IoPrio> {
+    let s = s.trim().to_ascii_lowercase();
+    if s == "idle" {
+        return Some(IoPrio {
+            class: IoClass::Idle,
+            level: 7,
+        });
+    }
+    let (class, level) = s.split_once('/')?;
+    let class = match class {
+        "rt" => IoClass::RealTime,
+        "be" => IoClass::BestEffort,
+        _ => return None,
+    };
+    let level: u8 = level.parse().ok()?;
+    (level <= 7).then_some(IoPrio { class, level })
+}
+
+/// The line and field of a TOML error: from its span when it has one, else by finding the
+/// field the message names ("unknown field `x`", "missing field `x`").
+fn locate(text: &str, e: &toml::de::Error) -> (Option<usize>, Option<String>) {
+    let msg = e.message();
+    let field = msg
+        .split('`')
+        .nth(1)
+        .filter(|_| msg.contains("field"))
+        .map(str::to_string);
+    if let Some(f) = &field {
+        if msg.contains("unknown field") {
+            if let Some(l) = find_line(text, f, "") {
+                return (Some(l), field);
+            }
+        }
+    }
+    let line = e
+        .span()
+        .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+    (line, field)
+}
+
+/// The first line where `key` is assigned (and, if `value` is not empty, that line also
+/// contains `value`), or where the line is exactly `key` (a table header).
+fn find_line(text: &str, key: &str, value: &str) -> Option<usize> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let t = l.trim();
+        let assigns = t
+            .strip_prefix(key)
+            .map(|rest| rest.trim_start().starts_with('='))
+            .unwrap_or(false);
+        let header = t == key;
+        ((assigns && (value.is_empty() || t.contains(value))) || header).then_some(i + 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prio_strings_parse_like_ionice() {
+        assert_eq!(
+            parse_prio("rt/0"),
+            Some(IoPrio {
+                class: IoClass::RealTime,
+                level: 0
+            })
+        );
+        assert_eq!(parse_prio("be/4"), Some(IoPrio::default()));
+        assert_eq!(parse_prio("idle").map(|p| p.class), Some(IoClass::Idle));
+        assert_eq!(parse_prio("be/8"), None);
+        assert_eq!(parse_prio("fast"), None);
+    }
+
+    #[test]
+    fn find_line_finds_assignments_and_headers() {
+        let t = "a = 1\n[tunables.deadline]\nread_expire = 5\n";
+        assert_eq!(find_line(t, "read_expire", ""), Some(3));
+        assert_eq!(find_line(t, "[tunables.deadline]", ""), Some(2));
+        assert_eq!(find_line(t, "b", ""), None);
+    }
+}

@@ -1,0 +1,154 @@
+//! The engine against an ideal device: conservation, ordering of time, determinism.
+
+use elevator_core::registry;
+use elevator_core::{GroupTree, IoPrio, Nanos, Op, Settings};
+use elevator_sim::fixed::FixedLatency;
+use elevator_sim::{JobSlot, Simulation};
+use elevator_workload::{Action, IoSpec, Job};
+
+/// Reads `n` 4 KiB blocks one at a time with `think` between them.
+struct Dependent {
+    n: u64,
+    next: u64,
+    waiting: bool,
+    think: Nanos,
+    base: u64,
+    wake: Option<Nanos>,
+}
+
+impl Job for Dependent {
+    fn name(&self) -> &str {
+        "dependent"
+    }
+    fn poll(&mut self, now: Nanos) -> Action {
+        if self.waiting {
+            return Action::Wait;
+        }
+        if let Some(w) = self.wake {
+            if now < w {
+                return Action::Think { until: w };
+            }
+            self.wake = None;
+        }
+        if self.next == self.n {
+            return Action::Done;
+        }
+        self.waiting = true;
+        self.next += 1;
+        Action::Issue(IoSpec {
+            ctx: 0,
+            op: Op::Read,
+            sync: true,
+            meta: false,
+            sector: self.base + self.next * 8,
+            sectors: 8,
+            prio: None,
+            tag: self.next,
+        })
+    }
+    fn complete(&mut self, tag: u64, now: Nanos) {
+        assert_eq!(tag, self.next, "completion for a tag not outstanding");
+        self.waiting = false;
+        self.wake = Some(now + self.think);
+    }
+}
+
+/// Keeps `depth` async writes outstanding forever.
+struct Flood {
+    depth: u32,
+    outstanding: u32,
+    next: u64,
+}
+
+impl Job for Flood {
+    fn name(&self) -> &str {
+        "flood"
+    }
+    fn poll(&mut self, _now: Nanos) -> Action {
+        if self.outstanding == self.depth {
+            return Action::Wait;
+        }
+        self.outstanding += 1;
+        self.next += 1;
+        Action::Issue(IoSpec {
+            ctx: 0,
+            op: Op::Write,
+            sync: false,
+            meta: false,
+            sector: 1_000_000 + self.next * 256,
+            sectors: 256,
+            prio: None,
+            tag: self.next,
+        })
+    }
+    fn complete(&mut self, _tag: u64, _now: Nanos) {
+        self.outstanding -= 1;
+    }
+}
+
+fn run(sched: &str, seedless_reads: u64) -> (Nanos, u64, u64) {
+    let groups = GroupTree::new();
+    let info = registry::find(sched).unwrap();
+    let s = (info.build)(&Settings::new(), &groups).unwrap();
+    let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
+    let mut sim = Simulation::new(Box::new(dev), s, groups);
+    sim.add_job(JobSlot {
+        name: "reader".into(),
+        job: Box::new(Dependent {
+            n: seedless_reads,
+            next: 0,
+            waiting: false,
+            think: Nanos::from_us(100),
+            base: 0,
+            wake: None,
+        }),
+        group: elevator_core::GroupId::ROOT,
+        prio: IoPrio::default(),
+        start: Nanos::ZERO,
+        foreground: true,
+    });
+    sim.add_job(JobSlot {
+        name: "writer".into(),
+        job: Box::new(Flood {
+            depth: 16,
+            outstanding: 0,
+            next: 0,
+        }),
+        group: elevator_core::GroupId::ROOT,
+        prio: IoPrio::default(),
+        start: Nanos::ZERO,
+        foreground: false,
+    });
+    let r = sim.run(Some(Nanos::from_secs(600)));
+    let reader = r.job("reader").unwrap();
+    assert_eq!(reader.metrics.read.ios, seedless_reads);
+    assert!(r.counters.completed <= r.counters.inserted + r.counters.merged);
+    assert!(r.counters.dispatched <= r.counters.inserted);
+    (
+        reader.metrics.finished.unwrap(),
+        r.job("writer").unwrap().metrics.write.ios,
+        r.counters.dispatched,
+    )
+}
+
+#[test]
+fn foreground_job_finishes_under_every_policy_beside_a_writer() {
+    for info in registry::all() {
+        let (t, w, _) = run(info.name, 50);
+        // 50 reads of 1 ms each plus think time is the floor; a writer can only add to it.
+        assert!(t >= Nanos::from_ms(50), "{}: {t}", info.name);
+        assert!(w > 0, "{}: the writer made no progress", info.name);
+    }
+}
+
+#[test]
+fn same_inputs_give_the_same_run() {
+    assert_eq!(run("deadline", 40), run("deadline", 40));
+}
+
+#[test]
+fn fifo_reader_waits_behind_the_whole_write_queue() {
+    // Under noop every read queues behind the 15 writes already waiting (2 ms each).
+    let (t, _, _) = run("noop", 20);
+    assert!(t >= Nanos::from_ms(20 * 15 * 2), "{t}");
+}
