@@ -33,7 +33,11 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
     anyhow::ensure!(
         p.exists(),
         "{name_or_path:?} is neither a built-in scenario ({}) nor a file",
-        BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        BUILTIN
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Scenario::load(p)
         .map_err(anyhow::Error::from)

@@ -32,10 +32,11 @@
 //! ## Deviations from 2.6.32
 //! - **Where a batch starts when nothing expired and no next request is left**: 2.6.32 starts
 //!   at the FIFO head (the oldest request); we sweep back to the lowest sector of the direction,
-//!   the one-way elevator of 2.5.x to 2.6.19 (`deadline_find_first_drq`), which is the deadline
-//!   Morton measured in 2003. Everything else about batches is 2.6.32's: a batch runs
-//!   `fifo_batch` requests in sector order whether or not they are contiguous (2.6.24 and
-//!   earlier also ended a batch at the first non-contiguous request).
+//!   the one-way elevator of 2.5 and early 2.6 (`deadline_find_first_drq`, still in 2.6.11,
+//!   gone by 2.6.24), which is the deadline Morton measured against in 2003. Everything else
+//!   about batches is 2.6.32's: a batch runs `fifo_batch` requests in sector order whether or
+//!   not they are contiguous (2.6.24 and earlier also ended a batch at the first
+//!   non-contiguous request).
 //! - **Requests at the same sector** coexist in the tree (ordered by id). The kernel's rbtree
 //!   refuses such an alias and sends the older request straight to the dispatch queue.
 //! - **Merging**: the kernel merges bios into requests; we merge whole requests, as the

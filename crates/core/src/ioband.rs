@@ -28,9 +28,12 @@
 //!   the requests are simply held (the workloads issue a bounded number anyway).
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
-//!   them over from a workqueue).
+//!   them over from a workqueue). Like dm-ioband's, they are issued by the worker thread: the
+//!   inner scheduler sees them under [`WORKER_CTX`] (so CFQ queues them in the worker's queue,
+//!   not their process's); the driver sees each request with its own context again.
+//!   `worker_context = 0` keeps the process's context instead.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 
 use crate::group::GroupTree;
@@ -80,6 +83,14 @@ pub const TUNABLES: &[Tunable] = &[
         doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
     },
     Tunable {
+        name: "worker_context",
+        unit: Unit::Bool,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
+    },
+    Tunable {
         name: "weight",
         unit: Unit::Count,
         default: 100,
@@ -100,6 +111,8 @@ pub struct Config {
     pub token: u32,
     /// Default group weight.
     pub weight: u32,
+    /// Released requests are issued by the worker thread's context.
+    pub worker_context: bool,
 }
 
 impl Default for Config {
@@ -118,6 +131,7 @@ impl Config {
             io_limit: g("io_limit").max(io_throttle),
             token: g("token"),
             weight: g("weight"),
+            worker_context: g("worker_context") != 0,
         }
     }
 }
@@ -159,7 +173,12 @@ pub struct IoBand {
     yield_mark: i64,
     dominant: Option<usize>,
     passed: std::collections::HashSet<RequestId>,
+    /// Processes of requests re-issued by the worker, by request.
+    orig_ctx: HashMap<RequestId, CtxId>,
 }
+
+/// The context of dm-ioband's worker thread (`kioband`), which re-issues held requests.
+pub const WORKER_CTX: CtxId = CtxId(u32::MAX);
 
 impl std::fmt::Debug for IoBand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -194,6 +213,7 @@ impl IoBand {
             yield_mark: 0,
             dominant: None,
             passed: Default::default(),
+            orig_ctx: HashMap::new(),
         };
         band.init_token_bucket();
         band.token_left = band.token_bucket;
@@ -350,8 +370,13 @@ impl IoBand {
         }
     }
 
-    /// `prepare_to_issue` and hand the request down.
-    fn issue(&mut self, g: usize, rq: Request, now: Nanos) -> Release {
+    /// `prepare_to_issue` and hand the request down; a `released` (held) request goes down
+    /// from the worker thread.
+    fn issue(&mut self, g: usize, mut rq: Request, now: Nanos, released: bool) -> Release {
+        if released && self.cfg.worker_context {
+            self.orig_ctx.insert(rq.id, rq.ctx);
+            rq.ctx = WORKER_CTX;
+        }
         self.issued[dir(&rq)] += 1;
         self.passed.insert(rq.id);
         let r = self.consume_token(g);
@@ -394,7 +419,7 @@ impl IoBand {
             let rq = self.groups[g].prio.pop_front().expect("front exists");
             self.blocked -= 1;
             issued_any = true;
-            let r = self.issue(g, rq, now);
+            let r = self.issue(g, rq, now, true);
             if r != Release::Ok {
                 return (r, issued_any);
             }
@@ -413,7 +438,7 @@ impl IoBand {
             }
             self.blocked -= 1;
             issued_any = true;
-            let r = self.issue(g, rq, now);
+            let r = self.issue(g, rq, now, true);
             if r != Release::Ok {
                 return (r, issued_any);
             }
@@ -459,7 +484,7 @@ impl Scheduler for IoBand {
         let gr = &self.groups[g];
         if gr.held.is_empty() && gr.prio.is_empty() && self.room(dir(&rq)) && self.can_submit(g) > 0
         {
-            self.issue(g, rq, now);
+            self.issue(g, rq, now, false);
             return;
         }
         self.blocked += 1;
@@ -468,14 +493,29 @@ impl Scheduler for IoBand {
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         self.conduct(now);
-        self.inner.dispatch(now)
+        match self.inner.dispatch(now) {
+            Dispatch::Request(mut rq) => {
+                if let Some(&ctx) = self.orig_ctx.get(&rq.id) {
+                    rq.ctx = ctx;
+                }
+                Dispatch::Request(rq)
+            }
+            other => other,
+        }
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
         if self.passed.remove(&rq.id) {
             self.issued[dir(rq)] -= 1;
         }
-        self.inner.complete(rq, now);
+        match self.orig_ctx.remove(&rq.id) {
+            Some(_) => {
+                let mut down = rq.clone();
+                down.ctx = WORKER_CTX;
+                self.inner.complete(&down, now);
+            }
+            None => self.inner.complete(rq, now),
+        }
     }
 
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
@@ -494,6 +534,7 @@ impl Scheduler for IoBand {
         let v = value as u32;
         match name {
             "io_throttle" => self.cfg.io_throttle = v,
+            "worker_context" => self.cfg.worker_context = v != 0,
             "io_limit" => {
                 self.cfg.io_limit = v.max(self.cfg.io_throttle);
                 self.init_token_bucket();

@@ -45,9 +45,10 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(REQUESTS));
     for depth in [1u32, 32] {
-        g.bench_function(format!("cheetah9lp_deadline_randread4k_iodepth{depth}"), |b| {
-            b.iter(|| assert_eq!(run_once("deadline", depth), REQUESTS))
-        });
+        g.bench_function(
+            format!("cheetah9lp_deadline_randread4k_iodepth{depth}"),
+            |b| b.iter(|| assert_eq!(run_once("deadline", depth), REQUESTS)),
+        );
     }
     g.finish();
 }

@@ -190,7 +190,13 @@ impl Simulation {
             done: false,
             runnable: false,
         });
-        self.push(start, Event::JobWake { job: i as u32, gen: 0 });
+        self.push(
+            start,
+            Event::JobWake {
+                job: i as u32,
+                gen: 0,
+            },
+        );
         i
     }
 

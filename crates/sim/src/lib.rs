@@ -12,8 +12,12 @@
 #![deny(missing_docs)]
 
 pub mod device;
+pub mod disksim;
 pub mod engine;
 pub mod fixed;
+pub mod hdd;
+pub mod scenario;
+pub mod validate;
 
 pub use device::{Device, Service};
 pub use engine::{JobSlot, RunReport, Simulation};

@@ -5,6 +5,7 @@
 //! drive = "laptop-4200"        # a built-in drive, or a drive TOML path relative to this file
 //! seed = 1
 //! duration_s = 600             # optional time limit (simulated seconds)
+//! write_cache = false          # optional: the drive's write cache on or off (hdparm -W)
 //!
 //! [[group]]
 //! path = "/a"
@@ -37,6 +38,7 @@ use serde::Deserialize;
 
 use crate::device::Device;
 use crate::engine::{JobSlot, Simulation};
+use crate::hdd::spec::WritePolicy;
 use crate::hdd::{DriveSpec, Hdd};
 
 /// A scenario could not be loaded or instantiated.
@@ -76,6 +78,7 @@ struct ScenarioFile {
     #[serde(default = "default_seed")]
     seed: u64,
     duration_s: Option<f64>,
+    write_cache: Option<bool>,
     #[serde(default, rename = "group")]
     groups: Vec<GroupEntry>,
     #[serde(default)]
@@ -199,6 +202,15 @@ impl Scenario {
             })?
         };
 
+        let mut drive = drive;
+        if let Some(on) = file.write_cache {
+            drive.cache.write_policy = if on {
+                WritePolicy::WriteBack
+            } else {
+                WritePolicy::WriteThrough
+            };
+        }
+
         let mut groups = GroupTree::new();
         for g in &file.groups {
             groups.add(&g.path, g.weight).map_err(|e| {
@@ -230,7 +242,12 @@ impl Scenario {
                     }
                     _ => Some(format!("tunables.{sched}")),
                 };
-                let key = field.as_deref().unwrap_or("").rsplit('.').next().unwrap_or("");
+                let key = field
+                    .as_deref()
+                    .unwrap_or("")
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or("");
                 err(find_line(text, key, ""), field, e.to_string())
             })?;
             tunables.insert(info.name.to_string(), s);
@@ -286,7 +303,11 @@ impl Scenario {
             });
         }
         if jobs.is_empty() {
-            return Err(err(None, Some("job".into()), "a scenario needs at least one [[job]]".into()));
+            return Err(err(
+                None,
+                Some("job".into()),
+                "a scenario needs at least one [[job]]".into(),
+            ));
         }
         let limit = match file.duration_s {
             Some(d) if !(d > 0.0 && d.is_finite()) => {
@@ -307,7 +328,7 @@ impl Scenario {
             ));
         }
         // Build every job once now so configuration errors surface at load time.
-        let capacity = drive.capacity_sectors();
+        let capacity = Hdd::new(drive.clone()).capacity_sectors();
         for j in &jobs {
             j.spec
                 .build(&BuildEnv::new(capacity, file.seed, j.name.clone()))

@@ -1,7 +1,8 @@
 //! `elevator list`: schedulers with their tunables, built-in drives, built-in scenarios.
 
 use elevator_core::registry;
-use elevator_sim::hdd::DriveSpec;
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::Device;
 
 use crate::scenarios;
 
@@ -44,7 +45,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("Built-in drives (or give a drive TOML file):");
         for name in DriveSpec::builtin_names() {
             let d = DriveSpec::builtin(name).expect("listed drives exist");
-            println!("  {:<14} {}", name, d.summary());
+            let gb = Hdd::new(d.clone()).capacity_sectors() as f64 * 512.0 / 1e9;
+            println!(
+                "  {:<14} {:>6.0} rpm {:>6.1} GB  {}",
+                name, d.rpm, gb, d.description
+            );
         }
         println!();
     }

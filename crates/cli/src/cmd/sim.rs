@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use elevator_core::Settings;
-use elevator_sim::scenario::Scenario;
 use serde::Serialize;
 
 use crate::output;
@@ -70,8 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let seed = args.seed.unwrap_or(scenario.seed);
     for k in extra.names() {
         let known = args.sched.iter().any(|n| {
-            elevator_core::registry::find(n)
-                .is_some_and(|i| i.tunables.iter().any(|t| t.name == k))
+            elevator_core::registry::find(n).is_some_and(|i| i.tunables.iter().any(|t| t.name == k))
         });
         anyhow::ensure!(
             known,
@@ -111,8 +109,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "{}",
             output::table(
                 &[
-                    "job", "group", "seconds", "read MB/s", "read IOPS", "rd mean ms",
-                    "rd p99 ms", "write MB/s", "wr p99 ms"
+                    "job",
+                    "group",
+                    "seconds",
+                    "read MB/s",
+                    "read IOPS",
+                    "rd mean ms",
+                    "rd p99 ms",
+                    "write MB/s",
+                    "wr p99 ms"
                 ],
                 &rows
             )

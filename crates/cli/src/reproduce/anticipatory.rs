@@ -72,9 +72,9 @@ pub fn measure() -> anyhow::Result<Vec<Row>> {
                         .finished
                         .context("the compile did not finish within the scenario's limit")?;
                     let seconds = (finished - compile.metrics.started).as_secs_f64();
-                    let writer_mb_s = report.job("writer").map(|w| {
-                        w.metrics.write.bytes as f64 / 1e6 / seconds.max(1e-9)
-                    });
+                    let writer_mb_s = report
+                        .job("writer")
+                        .map(|w| w.metrics.write.bytes as f64 / 1e6 / seconds.max(1e-9));
                     Ok(Row {
                         system: system.to_string(),
                         source: "elevator",

@@ -561,3 +561,66 @@ fn preempted_seeky_queues_are_charged_one_jiffy_each() {
     );
     assert!(s.stats().preemptions > 100);
 }
+
+// ----- the 2009 IO-controller comparison, in miniature ---------------------------------------
+
+/// Share of group /b's bytes, and /b's worst latency, with 16 sequential readers in /a and `n`
+/// in /b (equal weights) under `policy`, on a device that streams at 60 MB/s and pays 12 ms
+/// for any non-contiguous request.
+fn b_share(policy: &str, n: u32) -> (f64, Nanos) {
+    let mut t = GroupTree::new();
+    t.add("/a", None).unwrap();
+    t.add("/b", None).unwrap();
+    let info = crate::registry::find(policy).unwrap();
+    let mut s = (info.build)(&Settings::new(), &t).unwrap();
+    let mut procs = Vec::new();
+    let mut groups_of = Vec::new();
+    for (g, count) in [(1u32, 16u32), (2, n)] {
+        for r in 0..count {
+            let ctx = g * 100 + r;
+            procs.push(Proc::seq_reader(ctx, g, u64::from(ctx) * 4_000_000, 128));
+            groups_of.push(g);
+        }
+    }
+    let cost = |r: &Request, head: u64| {
+        let xfer = Nanos::from_us(u64::from(r.sectors) * 512 / 60);
+        if r.sector == head {
+            xfer
+        } else {
+            xfer + ms(12)
+        }
+    };
+    let run = closed_loop::run(s.as_mut(), procs, 1, cost, Nanos::from_secs(30));
+    let (a, b) = (
+        run.group_bytes(&groups_of, 1),
+        run.group_bytes(&groups_of, 2),
+    );
+    let lat_b = run
+        .max_latency
+        .iter()
+        .zip(&groups_of)
+        .filter(|(_, g)| **g == 2)
+        .map(|(l, _)| *l)
+        .max()
+        .unwrap();
+    (b as f64 / (a + b) as f64, lat_b)
+}
+
+#[test]
+fn io_controller_shape_on_a_seek_cost_device() {
+    let (flat1, flat1_lat) = b_share("cfq-flat", 1);
+    let (flat16, _) = b_share("cfq-flat", 16);
+    assert!(flat1 <= 0.15, "vanilla n=1: {flat1:.2}");
+    assert!(flat16 >= 0.40, "vanilla n=16: {flat16:.2}");
+    let (grp1, grp1_lat) = b_share("cfq", 1);
+    let (grp16, _) = b_share("cfq", 16);
+    for share in [grp1, grp16] {
+        assert!((0.45..=0.55).contains(&share), "groups: {share:.2}");
+    }
+    assert!(
+        grp1_lat < flat1_lat,
+        "groups {grp1_lat} vs vanilla {flat1_lat}"
+    );
+    let (band1, _) = b_share("ioband+cfq-flat", 1);
+    assert!(flat1 < band1 && band1 < grp1, "ioband n=1: {band1:.2}");
+}
