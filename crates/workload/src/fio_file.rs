@@ -481,9 +481,11 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             def.weight = Some(w);
             return Ok(());
         }
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "{other:?} is not supported by elevator run (see `elevator run --help` for the subset)"
-        )),
+        ))
+        }
     };
     def.lines.insert(field, o.line);
     Ok(())
