@@ -44,6 +44,7 @@
 #![deny(missing_docs)]
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 #[cfg(test)]
 mod closed_loop;
