@@ -28,7 +28,7 @@ fn bench(c: &mut Criterion) {
     }
     c.bench_function("bfq insert+dispatch+complete, 64 busy queues", |b| {
         b.iter(|| {
-            now = now + Nanos::from_us(100);
+            now += Nanos::from_us(100);
             let rq_out = match s.dispatch(now) {
                 Dispatch::Request(r) => r,
                 other => panic!("64 backlogged queues, got {other:?}"),
