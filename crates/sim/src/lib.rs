@@ -8,5 +8,8 @@
 #![deny(missing_docs)]
 
 pub mod device;
+pub mod disksim;
+pub mod hdd;
+pub mod validate;
 
 pub use device::{Device, Service};

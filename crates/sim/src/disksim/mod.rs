@@ -1,0 +1,541 @@
+//! Import of DiskSim 4.0 drive models.
+//!
+//! [`import`] reads a `.parv` file and what it includes (`.diskspecs`, `.model`, extracted
+//! `.seek` curves; relative names resolve next to the `.parv`, as DiskSim's `valid/` runs do)
+//! and produces a [`DriveSpec`]. It understands the `dm_disk` model with the `dm_layout_g1`
+//! layout (all eleven sparing schemes, the three mapping schemes, slips and defects, skews in
+//! sectors or revolutions) and the `dm_mech_g1` mechanics (seek types constant, linear, curve,
+//! hpl, hplplus10 and extracted), and the `disksim_disk` controller and cache parameters.
+
+pub mod parser;
+
+use crate::hdd::spec::{
+    Bus, Cache, DriveSpec, Layout, Mapping, Overheads, ReadAhead, Seek, SeekCurveSpec, Sparing,
+    WritePolicy, Zone,
+};
+use parser::{Block, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// An error in a DiskSim input: file, line, field and what is wrong.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ImportError {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The DiskSim parameter name.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ImportError {
+    /// An error at `file:line` about `field`.
+    pub fn new(file: &Path, line: Option<usize>, field: &str, msg: impl Into<String>) -> Self {
+        ImportError {
+            file: file.to_path_buf(),
+            line,
+            field: field.to_string(),
+            message: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", self.field)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// Imports the drive a DiskSim `.parv` file describes.
+pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
+    let parv = parv.as_ref();
+    let dir = parv.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let file = parser::parse_file(parv)?;
+    let disks: Vec<&Block> = file
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "disksim_disk")
+        .collect();
+    let instantiated = |b: &&&Block| {
+        b.name
+            .as_ref()
+            .is_some_and(|n| file.instances.iter().any(|(_, t)| t == n))
+    };
+    let disk = disks
+        .iter()
+        .find(instantiated)
+        .or(disks.first())
+        .ok_or_else(|| {
+            ImportError::new(parv, None, "disksim_disk", "no disksim_disk block found")
+        })?;
+    let model = disk.block("Model")?;
+    if model.kind != "dm_disk" {
+        return Err(ImportError::new(
+            &model.file,
+            Some(model.line),
+            "Model",
+            format!("unsupported model type `{}` (only dm_disk)", model.kind),
+        ));
+    }
+    let surfaces = model.uint("Number of data surfaces")?;
+    let cylinders = model.uint("Number of cylinders")?;
+    let layout_b = model.block("Layout Model")?;
+    let mech = model.block("Mechanical Model")?;
+    if mech.kind != "dm_mech_g1" {
+        return Err(ImportError::new(
+            &mech.file,
+            Some(mech.line),
+            "Mechanical Model",
+            format!("unsupported mechanics `{}` (only dm_mech_g1)", mech.kind),
+        ));
+    }
+    let layout = import_layout(layout_b)?;
+    // DiskSim accepts zones that name cylinders past "Number of cylinders"; so do we.
+    let cylinders = layout
+        .zones
+        .iter()
+        .map(|z| u64::from(z.last_cyl) + 1)
+        .fold(cylinders, u64::max);
+    let rpm = mech.num("Rotation speed (in rpms)")?;
+    let seek = import_seek(mech, &dir)?;
+
+    // Bus: the slowest of the disk's own per-sector time and the buses'.
+    let bulk = disk.num_or("Bulk sector transfer time", 0.0)?;
+    let mut bus = Bus {
+        read_sector_ms: bulk,
+        write_sector_ms: bulk,
+    };
+    for b in file.blocks.iter().filter(|b| b.kind == "disksim_bus") {
+        bus.read_sector_ms = bus
+            .read_sector_ms
+            .max(b.num_or("Read block transfer time", 0.0)?);
+        bus.write_sector_ms = bus
+            .write_sector_ms
+            .max(b.num_or("Write block transfer time", 0.0)?);
+    }
+    let scale = disk.num_or("Time scale for overheads", 1.0)?;
+    let o = |k: &str| -> Result<f64, ImportError> { Ok(disk.num_or(k, 0.0)? * scale) };
+    let overheads = Overheads {
+        read_hit_after_read: o("Read hit over. after read")?,
+        read_hit_after_write: o("Read hit over. after write")?,
+        read_miss_after_read: o("Read miss over. after read")?,
+        read_miss_after_write: o("Read miss over. after write")?,
+        write_hit_after_read: o("Write hit over. after read")?,
+        write_hit_after_write: o("Write hit over. after write")?,
+        write_miss_after_read: o("Write miss over. after read")?,
+        write_miss_after_write: o("Write miss over. after write")?,
+        read_completion: o("Read completion overhead")?,
+        write_completion: o("Write completion overhead")?,
+        data_preparation: o("Data preparation overhead")?,
+        first_reselect: o("First reselect overhead")?,
+        other_reselect: o("Other reselect overhead")?,
+        read_disconnect_after_read: o("Read disconnect afterread")?,
+        read_disconnect_after_write: o("Read disconnect afterwrite")?,
+        write_disconnect: o("Write disconnect overhead")?,
+        minimum_seek: o("Minimum seek delay")?,
+    };
+    let flag = |k: &str| -> Result<bool, ImportError> { Ok(disk.uint_or(k, 0)? != 0) };
+    let ra_mode = disk.uint_or("Buffer continuous read", 0)?;
+    let read_ahead = match ra_mode {
+        0 => ReadAhead::None,
+        1 => ReadAhead::Track,
+        2 => ReadAhead::Cylinder,
+        3 => ReadAhead::FillSegment,
+        4 => ReadAhead::Continuous,
+        m => {
+            let v = disk.get("Buffer continuous read").expect("present");
+            return Err(v.err(
+                "Buffer continuous read",
+                format!("unknown mode {m} (0..=4)"),
+            ));
+        }
+    };
+    let fw = disk.uint_or("Fast write level", 0)?;
+    let write_policy = match fw {
+        0 => WritePolicy::WriteThrough,
+        1 => WritePolicy::WriteBackSequential,
+        2 => WritePolicy::WriteBack,
+        m => {
+            let v = disk.get("Fast write level").expect("present");
+            return Err(v.err("Fast write level", format!("unknown level {m} (0..=2)")));
+        }
+    };
+    let cache = Cache {
+        enabled: disk.uint_or("Enable caching in buffer", 1)? != 0,
+        segments: disk.uint_or("Number of buffer segments", 1)? as u32,
+        segment_sectors: disk.uint_or("Segment size (in blks)", 256)? as u32,
+        separate_write_segment: flag("Use separate write segment")?,
+        read_ahead,
+        min_read_ahead: disk.uint_or("Minimum read-ahead (blks)", 0)? as u32,
+        max_read_ahead: disk.uint_or("Maximum read-ahead (blks)", 0)? as u32,
+        read_ahead_over_requested: flag("Read-ahead over requested")?,
+        read_ahead_on_idle_hit: flag("Read-ahead on idle hit")?,
+        read_hits_on_write_data: flag("Allow read hits on write data")?,
+        write_policy,
+    };
+    let name = disk
+        .name
+        .clone()
+        .unwrap_or_else(|| "disksim-drive".into())
+        .to_lowercase();
+    let spec = DriveSpec {
+        description: format!(
+            "Imported from DiskSim 4.0 parameters {} ({})",
+            parv.file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default(),
+            disk.name.clone().unwrap_or_default()
+        ),
+        name,
+        rpm,
+        surfaces: surfaces as u32,
+        cylinders: cylinders as u32,
+        layout,
+        seek,
+        overheads,
+        bus,
+        cache,
+    };
+    spec.check().map_err(|(field, msg)| {
+        ImportError::new(
+            &model.file,
+            Some(model.line),
+            &field,
+            format!("imported model is inconsistent: {msg}"),
+        )
+    })?;
+    Ok(spec)
+}
+
+fn import_layout(b: &Block) -> Result<Layout, ImportError> {
+    if b.kind != "dm_layout_g1" {
+        return Err(ImportError::new(
+            &b.file,
+            Some(b.line),
+            "Layout Model",
+            format!("unsupported layout `{}` (only dm_layout_g1)", b.kind),
+        ));
+    }
+    let map = b.uint_or("LBN-to-PBN mapping scheme", 0)?;
+    let mapping = match map {
+        0 => Mapping::Normal,
+        1 => Mapping::SerpentineZone,
+        2 => Mapping::Serpentine,
+        m => {
+            let v = b.get("LBN-to-PBN mapping scheme").expect("present");
+            return Err(v.err(
+                "LBN-to-PBN mapping scheme",
+                format!("unknown scheme {m} (0..=2)"),
+            ));
+        }
+    };
+    let sp = b.uint_or("Sparing scheme used", 0)?;
+    let sparing = match sp {
+        0 => Sparing::None,
+        1 => Sparing::Tracks,
+        2 => Sparing::PerCylinder,
+        3 => Sparing::PerTrack,
+        4 => Sparing::PerCylinderSlipToEnd,
+        5 => Sparing::PerCylinderAtFront,
+        6 => Sparing::PerCylinderAtFrontSlipToEnd,
+        7 => Sparing::AtEnd,
+        8 => Sparing::Range,
+        9 => Sparing::Zone,
+        10 => Sparing::ZoneSlipToEnd,
+        m => {
+            let v = b.get("Sparing scheme used").expect("present");
+            return Err(v.err(
+                "Sparing scheme used",
+                format!("unknown scheme {m} (0..=10)"),
+            ));
+        }
+    };
+    let revolutions = match b.get("Skew units") {
+        Some(v) => match &v.value {
+            Value::Word(w) if w == "revolutions" => true,
+            Value::Word(w) if w == "sectors" => false,
+            _ => return Err(v.err("Skew units", "expected `sectors` or `revolutions`")),
+        },
+        None => false,
+    };
+    let range_size = b.uint_or("Rangesize for sparing", 1)?.max(1) as u32;
+    let (zones_l, zv) = b
+        .list("Zones")
+        .ok_or_else(|| ImportError::new(&b.file, Some(b.line), "Zones", "missing list of zones"))?;
+    let mut zones = Vec::new();
+    for z in zones_l {
+        let Value::Block(zb) = &z.value else {
+            return Err(z.err("Zones", "expected a dm_layout_g1_zone block"));
+        };
+        zones.push(import_zone(zb, revolutions)?);
+    }
+    if zones.is_empty() {
+        return Err(zv.err("Zones", "no zones"));
+    }
+    Ok(Layout {
+        mapping,
+        sparing,
+        range_size,
+        zones,
+    })
+}
+
+fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
+    let spt = z.uint("Blocks per track")?;
+    if spt == 0 || spt > 65535 {
+        let v = z.get("Blocks per track").expect("present");
+        return Err(v.err("Blocks per track", "must be 1..=65535"));
+    }
+    // DiskSim truncates skews given in sectors to whole sectors.
+    let skew = |k: &str| -> Result<u32, ImportError> {
+        let x = z.num_or(k, 0.0)?;
+        if x < 0.0 {
+            let v = z.get(k).expect("present");
+            return Err(v.err(k, "must be >= 0"));
+        }
+        Ok(if revolutions {
+            ((x * spt as f64).round() as u64 % spt) as u32
+        } else {
+            x as u32
+        })
+    };
+    let ints = |k: &str| -> Result<Vec<u64>, ImportError> {
+        let mut out = Vec::new();
+        if let Some((l, _)) = z.list(k) {
+            for v in l {
+                out.push(v.as_uint(k)?);
+            }
+        }
+        Ok(out)
+    };
+    let mut slips = ints("slips")?;
+    slips.sort_unstable();
+    slips.dedup();
+    let d = ints("defects")?;
+    if d.len() % 2 == 1 {
+        let v = z.get("defects").expect("present");
+        return Err(v.err("defects", "needs pairs: defective sector, spare sector"));
+    }
+    let defects = d.chunks(2).map(|c| [c[0], c[1]]).collect();
+    let first_cyl = z.uint("First cylinder number")?;
+    let last_cyl = z.uint("Last cylinder number")?;
+    if last_cyl < first_cyl {
+        let v = z.get("Last cylinder number").expect("present");
+        return Err(v.err("Last cylinder number", "is below the first cylinder number"));
+    }
+    Ok(Zone {
+        first_cyl: first_cyl as u32,
+        last_cyl: last_cyl as u32,
+        sectors_per_track: spt as u32,
+        first_block_offset: skew("Offset of first block")?,
+        front_gap: z.uint_or("Empty space at zone front", 0)? as u32,
+        track_skew: skew("Skew for track switch")?,
+        cyl_skew: skew("Skew for cylinder switch")?,
+        spares: z.uint_or("Number of spares", 0)? as u32,
+        slips,
+        defects,
+    })
+}
+
+fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
+    let (kind, kv) = m.word("Seek type")?;
+    if let Some(v) = m.get("Access time type") {
+        match &v.value {
+            Value::Word(w) if w == "trackSwitchPlusRotation" => {}
+            _ => return Err(v.err(
+                "Access time type",
+                "only trackSwitchPlusRotation is modelled (constant and averageRotation are not)",
+            )),
+        }
+    }
+    let single = m.num_or("Single cylinder seek time", 0.0)?;
+    let hpl = |need_ten: bool| -> Result<SeekCurveSpec, ImportError> {
+        let (l, lv) = m.list("HPL seek equation values").ok_or_else(|| {
+            ImportError::new(
+                &m.file,
+                Some(m.line),
+                "HPL seek equation values",
+                "missing (six values)",
+            )
+        })?;
+        if l.len() < 6 {
+            return Err(lv.err(
+                "HPL seek equation values",
+                format!("needs 6 values, found {}", l.len()),
+            ));
+        }
+        let v: Vec<f64> = l
+            .iter()
+            .map(|x| x.as_num("HPL seek equation values"))
+            .collect::<Result<_, _>>()?;
+        if need_ten {
+            let (t, tv) = m.list("First ten seek times").ok_or_else(|| {
+                ImportError::new(
+                    &m.file,
+                    Some(m.line),
+                    "First ten seek times",
+                    "missing (ten values)",
+                )
+            })?;
+            if t.len() < 10 {
+                return Err(tv.err(
+                    "First ten seek times",
+                    format!("needs 10 values, found {}", t.len()),
+                ));
+            }
+            let mut ten = [0.0; 10];
+            for (i, x) in t.iter().take(10).enumerate() {
+                ten[i] = x.as_num("First ten seek times")?;
+            }
+            Ok(SeekCurveSpec::HplFirstTen {
+                boundary: v[0],
+                sqrt_base_ms: v[1],
+                sqrt_factor_ms: v[2],
+                linear_base_ms: v[3],
+                linear_factor_ms: v[4],
+                first_ten_ms: ten,
+            })
+        } else {
+            Ok(SeekCurveSpec::Hpl {
+                boundary: v[0],
+                sqrt_base_ms: v[1],
+                sqrt_factor_ms: v[2],
+                linear_base_ms: v[3],
+                linear_factor_ms: v[4],
+                single_cylinder_ms: (v[5] != -1.0).then_some(single),
+            })
+        }
+    };
+    let curve = match kind {
+        "constant" => SeekCurveSpec::Constant {
+            ms: m.num("Constant seek time")?,
+        },
+        "hpl" => hpl(false)?,
+        "hplplus10" => hpl(true)?,
+        "extracted" => {
+            let (f, _) = m.word("Full seek curve")?;
+            let path = dir.join(f);
+            SeekCurveSpec::Extracted {
+                points: read_seek_file(&path)?,
+            }
+        }
+        "linear" | "curve" => {
+            return Err(kv.err(
+                "Seek type",
+                format!("`{kind}` (three-point) seek curves are not supported; use extracted, hpl or hplplus10"),
+            ));
+        }
+        other => return Err(kv.err(
+            "Seek type",
+            format!(
+                "unknown seek type `{other}` (constant, linear, curve, hpl, hplplus10, extracted)"
+            ),
+        )),
+    };
+    Ok(Seek {
+        curve,
+        head_switch_ms: m.num_or("Head switch time", 0.0)?,
+        write_settle_ms: m.num_or("Add. write settling delay", 0.0)?,
+    })
+}
+
+/// Reads an extracted seek curve: an optional `Seek distances measured: N` line, then
+/// `distance, ms[, stddev]` lines.
+pub fn read_seek_file(path: &Path) -> Result<Vec<[f64; 2]>, ImportError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ImportError::new(path, None, "Full seek curve", format!("cannot read: {e}"))
+    })?;
+    let mut pts: Vec<[f64; 2]> = Vec::new();
+    let mut declared = None;
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("Seek distances measured:") {
+            declared = Some(rest.trim().parse::<usize>().map_err(|_| {
+                ImportError::new(
+                    path,
+                    Some(n + 1),
+                    "Seek distances measured",
+                    "expected a count",
+                )
+            })?);
+            continue;
+        }
+        let mut it = l.split(',').map(str::trim);
+        let d = it.next().unwrap_or("");
+        let t = it.next().ok_or_else(|| {
+            ImportError::new(
+                path,
+                Some(n + 1),
+                "distance, time",
+                format!("expected `distance, ms`, found `{l}`"),
+            )
+        })?;
+        let d: f64 = d.parse().map_err(|_| {
+            ImportError::new(
+                path,
+                Some(n + 1),
+                "distance",
+                format!("not a number: `{d}`"),
+            )
+        })?;
+        let t: f64 = t.parse().map_err(|_| {
+            ImportError::new(path, Some(n + 1), "time", format!("not a number: `{t}`"))
+        })?;
+        if d < 1.0 || d.fract() != 0.0 {
+            return Err(ImportError::new(
+                path,
+                Some(n + 1),
+                "distance",
+                format!("must be a whole number >= 1, got {d}"),
+            ));
+        }
+        if let Some(last) = pts.last() {
+            if d <= last[0] {
+                return Err(ImportError::new(
+                    path,
+                    Some(n + 1),
+                    "distance",
+                    "distances must increase",
+                ));
+            }
+        }
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(ImportError::new(path, Some(n + 1), "time", "must be >= 0"));
+        }
+        pts.push([d, t]);
+    }
+    if pts.is_empty() {
+        return Err(ImportError::new(
+            path,
+            None,
+            "Full seek curve",
+            "no `distance, ms` lines",
+        ));
+    }
+    if let Some(c) = declared {
+        if c != pts.len() {
+            return Err(ImportError::new(
+                path,
+                Some(1),
+                "Seek distances measured",
+                format!("declares {c} points but the file has {}", pts.len()),
+            ));
+        }
+    }
+    Ok(pts)
+}

@@ -1,0 +1,126 @@
+//! The on-board buffer: segments holding runs of consecutive blocks.
+//!
+//! Each segment holds one run `[start, end)` of LBNs, either read from the media (and possibly
+//! still growing by read-ahead) or written by the host. Replacement is least recently used.
+//! The segment table is allocated once; lookups scan it (drives have 1 to 16 segments).
+
+/// One buffer segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Segment {
+    /// First LBN held.
+    pub start: u64,
+    /// One past the last LBN held (`start == end`: empty).
+    pub end: u64,
+    /// Holds host-written data.
+    pub write: bool,
+    /// Last use, for LRU replacement (a counter, not a time).
+    pub used: u64,
+}
+
+/// The segment table.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// The segments.
+    pub segs: Vec<Segment>,
+    clock: u64,
+}
+
+impl Buffer {
+    /// A buffer of `n` empty segments.
+    pub fn new(n: usize) -> Buffer {
+        Buffer {
+            segs: vec![Segment::default(); n],
+            clock: 0,
+        }
+    }
+
+    /// The segment holding all of `[lbn, lbn + n)`, if any (write data only if `writes_ok`).
+    pub fn find_whole(&self, lbn: u64, n: u64, writes_ok: bool) -> Option<usize> {
+        self.segs
+            .iter()
+            .position(|s| (writes_ok || !s.write) && s.start <= lbn && lbn + n <= s.end)
+    }
+
+    /// The segment holding `lbn` (possibly not the whole request).
+    pub fn find_start(&self, lbn: u64, writes_ok: bool) -> Option<usize> {
+        self.segs
+            .iter()
+            .position(|s| (writes_ok || !s.write) && s.start <= lbn && lbn < s.end)
+    }
+
+    /// Marks segment `i` as just used.
+    pub fn touch(&mut self, i: usize) {
+        self.clock += 1;
+        self.segs[i].used = self.clock;
+    }
+
+    /// The least recently used segment among those `allowed` (by index), to be reused.
+    pub fn victim(&self, allowed: impl Fn(usize) -> bool) -> usize {
+        let mut best = 0;
+        let mut best_used = u64::MAX;
+        for (i, s) in self.segs.iter().enumerate() {
+            if allowed(i) && s.used < best_used {
+                best = i;
+                best_used = s.used;
+            }
+        }
+        best
+    }
+
+    /// Drops any cached copy of `[lbn, lbn + n)` from segments other than `keep`.
+    pub fn invalidate(&mut self, lbn: u64, n: u64, keep: usize) {
+        for (i, s) in self.segs.iter_mut().enumerate() {
+            if i != keep && s.start < lbn + n && lbn < s.end {
+                // Keep the part before the overlap, if any.
+                if s.start < lbn {
+                    s.end = lbn;
+                } else {
+                    s.end = s.start;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_hit_needs_every_block_in_one_segment() {
+        let mut b = Buffer::new(2);
+        b.segs[0] = Segment {
+            start: 100,
+            end: 110,
+            write: false,
+            used: 1,
+        };
+        assert_eq!(b.find_whole(100, 10, true), Some(0));
+        assert_eq!(b.find_whole(105, 6, true), None);
+        assert_eq!(b.find_start(109, true), Some(0));
+        assert_eq!(b.find_start(110, true), None);
+    }
+
+    #[test]
+    fn lru_victim_is_the_least_recently_touched() {
+        let mut b = Buffer::new(3);
+        b.touch(0);
+        b.touch(2);
+        b.touch(1);
+        assert_eq!(b.victim(|_| true), 0);
+        assert_eq!(b.victim(|i| i != 0), 2);
+    }
+
+    #[test]
+    fn invalidate_cuts_overlapping_segments() {
+        let mut b = Buffer::new(2);
+        b.segs[1] = Segment {
+            start: 10,
+            end: 30,
+            write: false,
+            used: 0,
+        };
+        b.invalidate(20, 4, 0);
+        assert_eq!((b.segs[1].start, b.segs[1].end), (10, 20));
+    }
+}

@@ -1,0 +1,274 @@
+//! Behaviour of the rotational drive model: geometry, rotation, seek, cache, specs.
+
+use elevator_sim::hdd::geometry::Geometry;
+use elevator_sim::hdd::spec::{Layout, Mapping, Sparing, Zone};
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use std::path::Path;
+
+fn zone(first: u32, last: u32, spt: u32) -> Zone {
+    Zone {
+        first_cyl: first,
+        last_cyl: last,
+        sectors_per_track: spt,
+        first_block_offset: 0,
+        front_gap: 0,
+        track_skew: 0,
+        cyl_skew: 0,
+        spares: 0,
+        slips: vec![],
+        defects: vec![],
+    }
+}
+
+fn layout(sparing: Sparing, zones: Vec<Zone>) -> Layout {
+    Layout {
+        mapping: Mapping::Normal,
+        sparing,
+        range_size: 1,
+        zones,
+    }
+}
+
+#[test]
+fn lbns_fill_tracks_then_heads_then_cylinders_zone_by_zone() {
+    let g = Geometry::new(
+        &layout(Sparing::None, vec![zone(0, 1, 10), zone(2, 3, 8)]),
+        2,
+    );
+    assert_eq!(g.blocks, 2 * 2 * 10 + 2 * 2 * 8);
+    let p = g.locate(0);
+    assert_eq!((p.cyl, p.head, p.sector), (0, 0, 0));
+    let p = g.locate(15);
+    assert_eq!((p.cyl, p.head, p.sector), (0, 1, 5));
+    let p = g.locate(20);
+    assert_eq!((p.cyl, p.head, p.sector), (1, 0, 0));
+    // First block of the second zone: cylinder 2, 8 sectors per track.
+    let p = g.locate(40 + 9);
+    assert_eq!((p.cyl, p.head, p.sector), (2, 1, 1));
+}
+
+#[test]
+fn per_cylinder_spares_sit_at_the_end_of_each_cylinder_and_a_slip_uses_one() {
+    let mut z = zone(0, 1, 10);
+    z.spares = 2;
+    z.slips = vec![3];
+    let g = Geometry::new(&layout(Sparing::PerCylinder, vec![z]), 2);
+    // 20 slots per cylinder, 18 LBNs each.
+    assert_eq!(g.blocks, 36);
+    // The slip at slot 3 moves LBN 3 to sector 4.
+    assert_eq!(g.locate(2).sector, 2);
+    assert_eq!(g.locate(3).sector, 4);
+    // LBN 17 is the last of cylinder 0: slot 18 (one spare left unused at slot 19).
+    let p = g.locate(17);
+    assert_eq!((p.cyl, p.head, p.sector), (0, 1, 8));
+    let p = g.locate(18);
+    assert_eq!((p.cyl, p.head, p.sector), (1, 0, 0));
+}
+
+#[test]
+fn zone_sparing_keeps_spares_at_the_zone_end_and_slips_shift_later_blocks() {
+    let mut z = zone(0, 0, 10);
+    z.spares = 3;
+    z.slips = vec![12];
+    let g = Geometry::new(&layout(Sparing::Zone, vec![z]), 2);
+    assert_eq!(g.blocks, 17);
+    assert_eq!(g.locate(11).sector, 1);
+    assert_eq!(g.locate(12).sector, 3);
+    assert_eq!(g.locate(16).sector, 7);
+}
+
+#[test]
+fn track_sparing_skips_slipped_tracks() {
+    let mut z = zone(0, 1, 10);
+    z.spares = 1;
+    z.slips = vec![1];
+    let g = Geometry::new(&layout(Sparing::Tracks, vec![z]), 2);
+    assert_eq!(g.blocks, 30);
+    let p = g.locate(10);
+    assert_eq!((p.cyl, p.head), (1, 0));
+}
+
+#[test]
+fn serpentine_mapping_reverses_heads_on_odd_cylinders() {
+    let mut l = layout(Sparing::None, vec![zone(0, 1, 10)]);
+    l.mapping = Mapping::SerpentineZone;
+    let g = Geometry::new(&l, 3);
+    assert_eq!(g.locate(30).head, 2);
+    assert_eq!(g.locate(50).head, 0);
+}
+
+#[test]
+fn skew_moves_the_first_sector_of_each_track() {
+    let mut z = zone(0, 1, 100);
+    z.track_skew = 10;
+    z.cyl_skew = 25;
+    let g = Geometry::new(&layout(Sparing::None, vec![z]), 2);
+    assert_eq!(g.angle(0, 0), 0.0);
+    assert!((g.angle(1, 0) - 0.10).abs() < 1e-12);
+    // Cylinder 1, head 0: one track switch plus one cylinder switch.
+    assert!((g.angle(2, 0) - 0.35).abs() < 1e-12);
+}
+
+fn tiny_drive() -> DriveSpec {
+    let text = r#"
+name = "tiny"
+rpm = 6000.0
+surfaces = 2
+cylinders = 100
+[layout]
+[[layout.zones]]
+first_cyl = 0
+last_cyl = 99
+sectors_per_track = 100
+[seek]
+head_switch_ms = 0.5
+write_settle_ms = 0.2
+[seek.curve]
+kind = "constant"
+ms = 2.0
+[bus]
+read_sector_ms = 0.0
+write_sector_ms = 0.0
+[cache]
+enabled = true
+segments = 1
+segment_sectors = 300
+read_ahead = "fill-segment"
+max_read_ahead = 200
+read_ahead_over_requested = true
+write_policy = "write-through"
+"#;
+    DriveSpec::parse(text, Path::new("tiny.toml")).expect("valid")
+}
+
+#[test]
+fn rotational_latency_is_exact_from_the_platter_angle_at_absolute_time() {
+    // 6000 rpm: 10 ms per revolution, 0.1 ms per sector; no overheads, no bus time, no
+    // read-ahead (which would move the arm).
+    let mut spec = tiny_drive();
+    spec.cache.read_ahead = elevator_sim::hdd::spec::ReadAhead::None;
+    let mut h = Hdd::new(spec);
+    // At t = 0 the head is over sector 0 of track 0: reading sector 50 waits half a turn.
+    let (done, hit) = h.serve(true, 50, 1, 0.0);
+    assert!(!hit);
+    assert!((done - 5.1).abs() < 1e-9, "{done}");
+    // Sector 0 of the same track at t = 20 ms (angle 0 again): no latency, 0.1 ms transfer.
+    let (done, hit) = h.serve(true, 0, 1, 20.0);
+    assert!(!hit);
+    assert!((done - 20.1).abs() < 1e-9, "{done}");
+    // Sector 10 at t = 20.5: half a sector late, wait until 21.0.
+    let (done, _) = h.serve(true, 10, 1, 20.55);
+    assert!((done - 21.1).abs() < 1e-9, "{done}");
+}
+
+#[test]
+fn seek_and_head_switch_take_the_longer_and_writes_add_settle() {
+    let mut spec = tiny_drive();
+    spec.cache.read_ahead = elevator_sim::hdd::spec::ReadAhead::None;
+    let mut h = Hdd::new(spec);
+    // Cylinder 5 (LBN 1000), sector 0: 2 ms seek then wait for angle 0 at t = 10 ms.
+    let (done, _) = h.serve(true, 1000, 1, 0.0);
+    assert!((done - 10.1).abs() < 1e-9, "{done}");
+    // Write to cylinder 6 at t = 30: 2 ms seek + 0.2 settle, then angle 0 at 40 ms.
+    let (done, _) = h.serve(false, 1200, 1, 30.0);
+    assert!((done - 40.1).abs() < 1e-9, "{done}");
+}
+
+#[test]
+fn read_ahead_turns_the_next_sequential_read_into_a_hit() {
+    let mut h = Hdd::new(tiny_drive());
+    let (d1, hit1) = h.serve(true, 0, 8, 0.0);
+    assert!(!hit1);
+    // 8 ms later the read-ahead has passed sectors 8..16.
+    let (d2, hit2) = h.serve(true, 8, 8, d1 + 8.0);
+    assert!(hit2);
+    assert!((d2 - (d1 + 8.0)).abs() < 1e-9);
+    // Far away: a miss.
+    let (_, hit3) = h.serve(true, 10_000, 8, d2 + 1.0);
+    assert!(!hit3);
+}
+
+#[test]
+fn builtin_drives_load_and_have_their_capacity() {
+    for name in DriveSpec::builtin_names() {
+        let s = DriveSpec::builtin(name).unwrap_or_else(|| panic!("{name} does not load"));
+        let h = Hdd::new(s);
+        assert!(h.geometry().blocks > 1_000_000, "{name}");
+    }
+    let laptop = Hdd::new(DriveSpec::builtin("laptop-4200").expect("laptop"));
+    let gb = laptop.geometry().blocks as f64 * 512.0 / 1e9;
+    assert!((20.0..=40.0).contains(&gb), "{gb}");
+    assert_eq!(laptop.period_ms(), 60_000.0 / 4200.0);
+    let cheetah = Hdd::new(DriveSpec::builtin("cheetah9lp").expect("cheetah"));
+    // DiskSim sums its zones the same way (its layout_g1 replaces the model's "Block count"
+    // of 17,783,240 by this sum).
+    assert_eq!(cheetah.geometry().blocks, 17_918_387);
+}
+
+#[test]
+fn laptop_average_seek_is_about_twelve_ms() {
+    let s = DriveSpec::builtin("laptop-4200").expect("laptop");
+    let c = elevator_sim::hdd::seek::SeekCurve::new(&s.seek.curve);
+    let avg = c.average(s.cylinders);
+    assert!((11.0..=13.0).contains(&avg), "{avg}");
+    assert!((c.time(s.cylinders - 1) - 23.0).abs() < 1.5);
+}
+
+#[test]
+fn spec_errors_name_file_line_and_field() {
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/drives/laptop-4200.toml"
+    ))
+    .expect("laptop file");
+    let bad = good.replace("rpm = 4200.0", "rpm = -1.0");
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(e.field, "rpm");
+    assert_eq!(
+        e.line,
+        Some(bad.lines().position(|l| l.starts_with("rpm")).unwrap() + 1)
+    );
+    assert!(e.to_string().starts_with("x.toml:"));
+
+    // Overlapping zones: the second zone's first_cyl.
+    let bad = good.replacen("first_cyl = 3093", "first_cyl = 3000", 1);
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(e.field, "layout.zones[1].first_cyl");
+    let line = bad.lines().position(|l| l == "first_cyl = 3000").unwrap() + 1;
+    assert_eq!(e.line, Some(line));
+
+    // A misspelt key: toml's own error with the line.
+    let bad = good.replace("head_switch_ms", "head_swich_ms");
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(e.field, "head_swich_ms");
+    assert!(e.line.is_some());
+
+    // A wrong type.
+    let bad = good.replace("surfaces = 4", "surfaces = \"four\"");
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(
+        e.line,
+        Some(bad.lines().position(|l| l.starts_with("surfaces")).unwrap() + 1)
+    );
+}
+
+#[test]
+fn the_same_requests_give_the_same_times() {
+    let run = || {
+        let mut h = Hdd::new(DriveSpec::builtin("cheetah9lp").expect("cheetah"));
+        let mut t = 0.0;
+        let mut out = Vec::new();
+        let mut x = 12345u64;
+        for i in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lbn = (x >> 20) % 17_000_000;
+            let (d, hit) = h.serve(i % 3 != 0, lbn, 8, t);
+            out.push((d, hit));
+            t = d + 1.0;
+        }
+        out
+    };
+    assert_eq!(run(), run());
+}
