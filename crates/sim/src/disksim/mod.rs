@@ -437,12 +437,14 @@ fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
                 format!("`{kind}` (three-point) seek curves are not supported; use extracted, hpl or hplplus10"),
             ));
         }
-        other => return Err(kv.err(
-            "Seek type",
-            format!(
+        other => {
+            return Err(kv.err(
+                "Seek type",
+                format!(
                 "unknown seek type `{other}` (constant, linear, curve, hpl, hplplus10, extracted)"
             ),
-        )),
+            ))
+        }
     };
     Ok(Seek {
         curve,
