@@ -67,6 +67,7 @@
 //! - Per-process state of an exited process is dropped once nothing refers to it (no queued
 //!   request, not the anticipated process), as the kernel frees it with the last reference.
 
+use std::collections::btree_map::Entry as TreeEntry;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -387,6 +388,9 @@ type CtxMap = HashMap<CtxId, Aic, BuildHasherDefault<CtxHasher>>;
 /// "No slot" in the FIFO links.
 const NIL: u32 = u32::MAX;
 
+/// A queued request's place: its first sector (the sort key) and its slot.
+type Key = (u64, u32);
+
 /// A queued request and its FIFO links (the kernel's `queuelist` and fifo time).
 #[derive(Debug)]
 struct Slot {
@@ -422,8 +426,8 @@ pub struct Anticipatory {
     /// The sort lists, keyed by first sector (unique: an alias is dispatched at once).
     sort: [BTreeMap<u64, u32>; 2],
     fifo: [Fifo; 2],
-    /// The `next_rq` cache, as a sector key into `sort`.
-    next_rq: [Option<u64>; 2],
+    /// The `next_rq` cache.
+    next_rq: [Option<Key>; 2],
     /// End of the last request dispatched in each direction.
     last_sector: [u64; 2],
     /// Requests moved to the dispatch list outside `dispatch` (aliases, a barrier drain).
@@ -450,6 +454,8 @@ pub struct Anticipatory {
     ioc_finished: bool,
     /// Requests dispatched (by AS) and not yet completed.
     nr_dispatched: usize,
+    /// Exited processes whose state is still kept.
+    exited: usize,
 }
 
 impl Default for Anticipatory {
@@ -488,6 +494,7 @@ impl Anticipatory {
             io_context: None,
             ioc_finished: false,
             nr_dispatched: 0,
+            exited: 0,
         }
     }
 
@@ -705,7 +712,7 @@ impl Anticipatory {
 
     /// `as_can_anticipate`: keep the disk idle for the anticipated process instead of
     /// dispatching the next request (`next`, possibly none)?
-    fn can_anticipate(&mut self, next: Option<u64>, now: Nanos) -> bool {
+    fn can_anticipate(&mut self, next: Option<Key>, now: Nanos) -> bool {
         if self.io_context.is_none() {
             // The last request dispatched was an async write.
             return false;
@@ -714,28 +721,27 @@ impl Anticipatory {
             // Just finished: run the next request.
             return false;
         }
-        let candidate = next.map(|sector| Candidate::of(self.request_at(SYNC, sector)));
+        let candidate = next.map(|(_, slot)| Candidate::of(self.request_in(slot)));
         !self.can_break(candidate, now)
     }
 
     // ----- the elevator -----
 
-    fn request_at(&self, dir: usize, sector: u64) -> &Request {
-        let slot = self.sort[dir][&sector];
+    fn request_in(&self, slot: u32) -> &Request {
         self.slots[slot as usize]
             .rq
             .as_ref()
-            .expect("sorted slot holds a request")
+            .expect("queued slot holds a request")
     }
 
     /// `as_choose_req`: the better of two requests of direction `dir` from the head position,
     /// one-way with short backward seeks at [`BACK_PENALTY`].
-    fn choose_req(&self, dir: usize, a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    fn choose_req(&self, dir: usize, a: Option<Key>, b: Option<Key>) -> Option<Key> {
         let (s1, s2) = match (a, b) {
             (None, _) => return b,
             (Some(_), None) => return a,
-            (Some(s1), Some(s2)) if s1 == s2 => return b,
-            (Some(s1), Some(s2)) => (s1, s2),
+            (Some(k1), Some(k2)) if k1 == k2 => return b,
+            (Some((s1, _)), Some((s2, _))) => (s1, s2),
         };
         let last = self.last_sector[dir];
         // Distance, or None when behind the head beyond MAXBACK (wraps to the next sweep).
@@ -769,14 +775,14 @@ impl Anticipatory {
     }
 
     /// `as_find_next_rq`: the request to follow the one at `last` in elevator order.
-    fn find_next_rq(&self, dir: usize, last: u64) -> Option<u64> {
+    fn find_next_rq(&self, dir: usize, last: u64) -> Option<Key> {
         let tree = &self.sort[dir];
-        let prev = tree.range(..last).next_back().map(|(&s, _)| s);
+        let prev = tree.range(..last).next_back().map(|(&s, &i)| (s, i));
         let next = tree
             .range((Excluded(last), Unbounded))
             .next()
-            .map(|(&s, _)| s)
-            .or_else(|| tree.keys().next().copied().filter(|&s| s != last));
+            .or_else(|| tree.iter().next().filter(|(&s, _)| s != last))
+            .map(|(&s, &i)| (s, i));
         self.choose_req(dir, next, prev)
     }
 
@@ -812,16 +818,10 @@ impl Anticipatory {
         f.len -= 1;
     }
 
-    /// The sector key of the oldest request in `dir`'s FIFO.
-    fn fifo_head(&self, dir: usize) -> Option<u64> {
+    /// The oldest request in `dir`'s FIFO.
+    fn fifo_head(&self, dir: usize) -> Option<Key> {
         let head = self.fifo[dir].head;
-        (head != NIL).then(|| {
-            self.slots[head as usize]
-                .rq
-                .as_ref()
-                .expect("fifo slot holds a request")
-                .sector
-        })
+        (head != NIL).then(|| (self.request_in(head).sector, head))
     }
 
     /// `as_fifo_expired`, rate-limited to one look per `fifo_expire` interval.
@@ -868,24 +868,24 @@ impl Anticipatory {
 
     /// Drop an exited process's state once nothing refers to it.
     fn forget_if_done(&mut self, ctx: CtxId) {
-        if self.io_context == Some(ctx) {
+        if self.exited == 0 || self.io_context == Some(ctx) {
             return;
         }
         if let Entry::Occupied(e) = self.aics.entry(ctx) {
             if !e.get().running && e.get().nr_queued == 0 {
                 e.remove();
+                self.exited -= 1;
             }
         }
     }
 
     /// `as_move_to_dispatch` (with `as_remove_queued_request`): take the request at `sector`
     /// off `dir`'s lists and hand it to the driver.
-    fn move_to_dispatch(&mut self, dir: usize, sector: u64) -> Request {
+    fn move_to_dispatch(&mut self, dir: usize, (sector, slot): Key) -> Request {
         self.antic_stop();
         self.antic_status = AnticState::Off;
-        let slot = self.sort[dir][&sector];
         let (ctx, end) = {
-            let rq = self.slots[slot as usize].rq.as_ref().expect("queued");
+            let rq = self.request_in(slot);
             (rq.ctx, rq.end())
         };
         self.last_sector[dir] = end;
@@ -919,17 +919,22 @@ impl Anticipatory {
     /// `as_add_rq_rb`: file a request in `dir`'s sort list. A queued request starting at the
     /// same sector (an alias) goes to the dispatch list first.
     fn add_rq_rb(&mut self, dir: usize, sector: u64, slot: u32) {
-        if self.sort[dir].contains_key(&sector) {
-            let alias = self.move_to_dispatch(dir, sector);
-            self.forced.push_back(alias);
-            self.antic_stop();
-        }
+        let alias = match self.sort[dir].entry(sector) {
+            TreeEntry::Vacant(v) => {
+                v.insert(slot);
+                return;
+            }
+            TreeEntry::Occupied(o) => *o.get(),
+        };
+        let alias = self.move_to_dispatch(dir, (sector, alias));
+        self.forced.push_back(alias);
+        self.antic_stop();
         self.sort[dir].insert(sector, slot);
     }
 
     /// `as_update_rq`: keep the next-request cache and check whether `rq` ends anticipation.
-    fn update_rq(&mut self, dir: usize, c: Candidate, now: Nanos) {
-        self.next_rq[dir] = self.choose_req(dir, Some(c.sector), self.next_rq[dir]);
+    fn update_rq(&mut self, dir: usize, c: Candidate, slot: u32, now: Nanos) {
+        self.next_rq[dir] = self.choose_req(dir, Some((c.sector, slot)), self.next_rq[dir]);
         if matches!(
             self.antic_status,
             AnticState::WaitReq | AnticState::WaitNext
@@ -945,8 +950,8 @@ impl Anticipatory {
         self.changed_batch = false;
         self.new_batch = false;
         for dir in [SYNC, ASYNC] {
-            while let Some(sector) = self.next_rq[dir] {
-                let rq = self.move_to_dispatch(dir, sector);
+            while let Some(key) = self.next_rq[dir] {
+                let rq = self.move_to_dispatch(dir, key);
                 self.forced.push_back(rq);
             }
             self.last_check_fifo[dir] = now;
@@ -955,7 +960,7 @@ impl Anticipatory {
 
     /// The body of `as_dispatch_request` (not forced): the sector key and direction of the
     /// request to dispatch, or what to tell the driver instead.
-    fn select(&mut self, now: Nanos) -> Result<(usize, u64), Dispatch> {
+    fn select(&mut self, now: Nanos) -> Result<(usize, Key), Dispatch> {
         let reads = self.fifo[SYNC].len > 0;
         let writes = self.fifo[ASYNC].len > 0;
 
@@ -999,12 +1004,12 @@ impl Anticipatory {
                 }
             }
             if chosen.is_none() {
-                if let Some(sector) = next {
+                if let Some(key) = next {
                     if reads && !writes {
                         // The read batch clock only runs down while writes wait.
                         self.current_batch_expires = now + self.cfg.read_batch_expire;
                     }
-                    chosen = Some(sector);
+                    chosen = Some(key);
                 }
             }
         }
@@ -1048,8 +1053,8 @@ impl Anticipatory {
             }
             self.changed_batch = false;
         }
-        let sector = chosen.expect("a non-empty list has a request");
-        Ok((self.batch_dir, sector))
+        let key = chosen.expect("a non-empty list has a request");
+        Ok((self.batch_dir, key))
     }
 
     /// Try to grow a queued request of list `dir` by `rq` (back merge at its end, or front
@@ -1083,8 +1088,8 @@ impl Anticipatory {
             q.sectors += rq.sectors;
             q.id
         };
-        if self.next_rq[dir] == Some(old) {
-            self.next_rq[dir] = Some(rq.sector);
+        if self.next_rq[dir] == Some((old, slot)) {
+            self.next_rq[dir] = Some((rq.sector, slot));
         }
         self.add_rq_rb(dir, rq.sector, slot);
         Some(id)
@@ -1172,7 +1177,7 @@ impl Scheduler for Anticipatory {
         };
         self.add_rq_rb(dir, c.sector, slot);
         self.fifo_push(dir, slot);
-        self.update_rq(dir, c, now);
+        self.update_rq(dir, c, slot, now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -1181,7 +1186,7 @@ impl Scheduler for Anticipatory {
             return Dispatch::Request(rq);
         }
         match self.select(now) {
-            Ok((dir, sector)) => Dispatch::Request(self.move_to_dispatch(dir, sector)),
+            Ok((dir, key)) => Dispatch::Request(self.move_to_dispatch(dir, key)),
             Err(answer) => answer,
         }
     }
@@ -1230,7 +1235,10 @@ impl Scheduler for Anticipatory {
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
         self.run_timer(now);
         if let Some(aic) = self.aics.get_mut(&ctx) {
-            aic.running = false;
+            if aic.running {
+                aic.running = false;
+                self.exited += 1;
+            }
         }
         self.forget_if_done(ctx);
     }

@@ -53,7 +53,8 @@
 //! ## Cost
 //! Requests live in a slab; the sector trees are `BTreeMap`s keyed by `(sector, id)` and the
 //! FIFOs are intrusive doubly linked lists through the slab, so insert, dispatch and merge are
-//! `O(log n)` and allocate nothing once the slab has grown to the queue's peak depth.
+//! `O(log n)`. Once the slab has grown to the queue's peak depth, the only allocations are the
+//! B-trees' own, when a node splits (and a free when nodes merge): amortised, not per call.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};

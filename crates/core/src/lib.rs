@@ -44,6 +44,7 @@
 #![deny(missing_docs)]
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 #[cfg(test)]
 mod closed_loop;
@@ -51,6 +52,7 @@ pub mod deadline;
 pub mod group;
 pub mod harness;
 pub mod ioband;
+pub mod latency_guard;
 pub mod linus;
 pub mod noop;
 pub mod registry;

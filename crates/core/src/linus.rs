@@ -281,7 +281,7 @@ impl Scheduler for Linus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::rq;
+    use crate::harness::{rq, Harness};
 
     fn order(s: &Linus) -> Vec<u64> {
         s.queue.iter().map(|q| q.rq.id.0).collect()
@@ -424,5 +424,33 @@ mod tests {
         }
         assert_eq!(got, vec![1, 3, 2]);
         assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn a_read_behind_streaming_writes_is_passed_read_latency_over_16_times() {
+        // A writer keeps the queue full of ascending writes, one per ms, each taking 3 ms.
+        let mut h = Harness::new(Linus::default(), 1, |_| Nanos::from_ms(3));
+        let writes = 300u64;
+        for i in 0..writes {
+            h.submit(
+                rq(i, 1)
+                    .sector(10_000 + i * 100)
+                    .write()
+                    .at(Nanos::from_ms(i)),
+            );
+        }
+        // A read low on the disk arrives at 10.5 ms: it finds no place, goes to the tail, and
+        // each later write is inserted in front of it (continuing the sweep) until its budget
+        // of 2048 has paid for 2048 / 16 = 128 of them.
+        let read_at = Nanos::from_us(10_500);
+        h.submit(rq(1_000, 2).sector(0).read().at(read_at));
+        let out = h.run();
+        let before = (0..writes).filter(|&i| Nanos::from_ms(i) < read_at).count();
+        let index = out
+            .dispatch_order()
+            .iter()
+            .position(|&id| id == 1_000)
+            .unwrap();
+        assert_eq!(index, before + (DEFAULT_READ_LATENCY / SEEK_COST) as usize);
     }
 }

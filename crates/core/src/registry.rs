@@ -4,7 +4,7 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{anticipatory, cfq, deadline, ioband, linus, noop};
+use crate::{anticipatory, bfq, cfq, deadline, ioband, latency_guard, linus, noop};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -46,7 +46,7 @@ pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
         .or_else(|| ioband::composite(name))
 }
 
-static REGISTRY: [SchedulerInfo; 7] = [
+static REGISTRY: [SchedulerInfo; 9] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -101,6 +101,21 @@ static REGISTRY: [SchedulerInfo; 7] = [
             let inner = find("cfq").expect("cfq is registered");
             ioband::build_over("ioband", inner, s, g)
         },
+    },
+    SchedulerInfo {
+        name: "bfq",
+        aliases: &["bfq-iosched"],
+        summary: "Budget Fair Queueing as in mainline v6.x: B-WF2Q+, budgets, weight raising, \
+                  injection, queue merging with the 100 ms window, groups",
+        tunables: bfq::TUNABLES,
+        build: |s, g| Ok(Box::new(bfq::Bfq::from_settings(s, g)?)),
+    },
+    SchedulerInfo {
+        name: "latency-guard",
+        aliases: &["lg"],
+        summary: "elevator's own (not a kernel scheduler): reads first, write depth steered by measured read latency",
+        tunables: latency_guard::TUNABLES,
+        build: |s, _| Ok(Box::new(latency_guard::LatencyGuard::from_settings(s)?)),
     },
 ];
 

@@ -496,7 +496,8 @@ fn as_switches_batches_only_after_the_old_batch_completes() {
         ..no_antic()
     };
     let mut s = Anticipatory::new(cfg);
-    for i in 0..5 {
+    // Read 4 arrives before read 3: the read FIFO head differs from the elevator order.
+    for i in [0, 1, 2, 4, 3] {
         s.insert(rq(i, P).sector(1000 * i).build(), ms(0));
     }
     s.insert(rq(10, Q).sector(9_000_000).write().build(), ms(0));
@@ -520,8 +521,22 @@ fn as_switches_batches_only_after_the_old_batch_completes() {
     assert_eq!(
         take(&mut s, ms(20)).id.0,
         3,
-        "the read batch starts at the read FIFO head"
+        "after the wait, the read batch resumes in elevator order"
     );
+}
+
+#[test]
+fn as_new_write_batch_starts_at_the_write_fifo_head() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(0).build(), ms(0));
+    s.insert(rq(2, Q).sector(9_000_000).write().build(), ms(0));
+    s.insert(rq(3, Q).sector(100).write().build(), ms(0));
+    let r = take(&mut s, ms(0));
+    assert_eq!(r.id.0, 1);
+    s.complete(&r, ms(1));
+    // Elevator order would take sector 100 first; a new batch starts at the oldest write.
+    assert_eq!(take(&mut s, ms(1)).id.0, 2);
+    assert_eq!(s.batch(), BatchDir::Async);
 }
 
 #[test]

@@ -193,6 +193,26 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
     }
 }
 
+/// The size of what is at `path` now: a block device's size, a regular file's length, or
+/// `None` when nothing is there yet (or an empty file), so the jobs must say how much they need.
+pub fn existing_size(path: &Path) -> Result<Option<u64>, TargetError> {
+    match fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path, "stat")(e)),
+        Ok(m) if m.file_type().is_block_device() => {
+            let f = File::open(path).map_err(io_err(path, "open"))?;
+            device_size(&f)
+                .map(Some)
+                .map_err(io_err(path, "read the device size"))
+        }
+        Ok(m) if m.is_file() => Ok((m.len() > 0).then_some(m.len())),
+        Ok(_) => Err(TargetError::Unusable {
+            path: path.to_path_buf(),
+            reason: "not a regular file or a block device".into(),
+        }),
+    }
+}
+
 /// Write `[from, to)` of a file with a fixed non-zero pattern, 1 MiB at a time.
 fn lay_out(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetError> {
     const CHUNK: u64 = 1 << 20;

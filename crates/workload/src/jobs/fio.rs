@@ -13,6 +13,8 @@
 //!   at the end. Random jobs visit every block once per pass in a seeded pseudo-random order
 //!   (fio's random map; ours is a keyed Feistel permutation, not fio's bitmap, so the order
 //!   differs from fio's); `norandommap = true` draws blocks uniformly with replacement.
+//!   `rw_skip` (fio's `rw=read:<skip>`) leaves a hole after each sequential I/O; a pass then
+//!   covers the positions `offset + k * (bs + rw_skip)` that fit in the region.
 //! - Mixed jobs choose each I/O's direction by a seeded draw against `rwmixread` (fio keeps
 //!   the same ratio but switches direction in runs).
 //! - It stops issuing after `number_ios` I/Os, after `io_size` (default `size`) bytes unless
@@ -94,6 +96,10 @@ pub struct FioJobConfig {
     pub rw: RwMode,
     /// fio `rwmixread`: percentage of reads in `rw` / `randrw` jobs, 0..=100. Default 50.
     pub rwmixread: u32,
+    /// fio `rw=read:<skip>`: bytes skipped after each sequential I/O, a multiple of 512.
+    /// Default 0. N processes reading one file in interleaved chunks are N jobs with
+    /// `bs = chunk`, `rw_skip = (N - 1) * chunk` and `offset = file + i * chunk`.
+    pub rw_skip: u64,
     /// fio `bs`: bytes per I/O, a positive multiple of 512. Default 4096.
     pub bs: u64,
     /// fio `offset`: where the job's region starts, bytes (rounded down to a sector).
@@ -142,6 +148,7 @@ impl Default for FioJobConfig {
         FioJobConfig {
             rw: RwMode::Read,
             rwmixread: 50,
+            rw_skip: 0,
             bs: 4096,
             offset: None,
             offset_frac: None,
@@ -184,6 +191,15 @@ impl FioJobConfig {
                 "bs",
                 format!("{} bytes is too large for one request", self.bs),
             );
+        }
+        if !self.rw_skip.is_multiple_of(SECTOR_BYTES) {
+            return err(
+                "rw_skip",
+                format!("{} is not a multiple of 512", self.rw_skip),
+            );
+        }
+        if self.rw_skip > 0 && self.rw.is_random() {
+            return err("rw_skip", "applies to sequential jobs only".into());
         }
         if self.iodepth == 0 {
             return err("iodepth", "must be at least 1".into());
@@ -237,6 +253,10 @@ pub struct FioJob {
     cfg: FioJobConfig,
     region: Region,
     blocks: u64,
+    /// Sequential positions in one pass.
+    positions: u64,
+    /// Sectors from one sequential position to the next (bs + rw_skip).
+    stride_sectors: u64,
     block_sectors: u32,
     read_percent: u32,
     rng: ChaCha8Rng,
@@ -259,12 +279,19 @@ impl FioJob {
     pub fn new(cfg: FioJobConfig, env: &BuildEnv) -> Result<FioJob, BuildError> {
         let region = cfg.validate(env)?;
         let blocks = region.len * SECTOR_BYTES / cfg.bs;
+        // Sequential positions per pass: with a skip, fewer than the blocks.
+        let stride = cfg.bs + cfg.rw_skip;
+        let positions = if cfg.rw.is_random() {
+            blocks
+        } else {
+            (region.len * SECTOR_BYTES - cfg.bs) / stride + 1
+        };
         let seed = env.job_seed(cfg.randseed);
         let limit = {
             let by_size = if cfg.time_based {
                 None
             } else {
-                let bytes = cfg.io_size.unwrap_or(blocks * cfg.bs);
+                let bytes = cfg.io_size.unwrap_or(positions * cfg.bs);
                 Some((bytes / cfg.bs).max(1))
             };
             match (by_size, cfg.number_ios) {
@@ -276,6 +303,8 @@ impl FioJob {
             name: env.name.clone(),
             region,
             blocks,
+            positions,
+            stride_sectors: stride / SECTOR_BYTES,
             block_sectors: (cfg.bs / SECTOR_BYTES) as u32,
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -330,16 +359,17 @@ impl FioJob {
             p => self.rng.gen_range(0..100) < p,
         };
         let dir = usize::from(!read);
-        let block = if self.cfg.rw.is_random() {
-            if self.cfg.norandommap {
+        let offset = if self.cfg.rw.is_random() {
+            let block = if self.cfg.norandommap {
                 self.rng.gen_range(0..self.blocks)
             } else {
                 self.map.next()
-            }
+            };
+            block * u64::from(self.block_sectors)
         } else {
-            let b = self.cursors[dir];
-            self.cursors[dir] = (b + 1) % self.blocks;
-            b
+            let p = self.cursors[dir];
+            self.cursors[dir] = (p + 1) % self.positions;
+            p * self.stride_sectors
         };
         let tag = self.issued;
         self.issued += 1;
@@ -348,7 +378,7 @@ impl FioJob {
             op: if read { Op::Read } else { Op::Write },
             sync: read || self.cfg.direct,
             meta: false,
-            sector: self.region.start + block * u64::from(self.block_sectors),
+            sector: self.region.start + offset,
             sectors: self.block_sectors,
             prio: None,
             tag,
@@ -696,6 +726,33 @@ mod tests {
             }),
             "offset_frac"
         );
+    }
+
+    #[test]
+    fn interleaved_readers_with_rw_skip_cover_a_file_between_them() {
+        let chunk = 16 * 1024;
+        let file = 1 << 20;
+        let mut seen = BTreeSet::new();
+        for i in 0..4u64 {
+            let cfg = FioJobConfig {
+                bs: chunk,
+                rw_skip: 3 * chunk,
+                offset: Some(file + i * chunk),
+                size: Some(file - i * chunk),
+                ..Default::default()
+            };
+            let rec = run(cfg, 1);
+            assert_eq!(rec.issued.len(), 16, "reader {i}");
+            for w in rec.issued.windows(2) {
+                assert_eq!(w[1].spec.sector - w[0].spec.sector, 4 * chunk / 512);
+            }
+            for io in &rec.issued {
+                assert!(seen.insert(io.spec.sector), "chunk read twice");
+            }
+        }
+        assert_eq!(seen.len() as u64, file / chunk);
+        assert_eq!(seen.first(), Some(&2048));
+        assert_eq!(seen.last(), Some(&(2048 + (file - chunk) / 512)));
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! I/O injection: while the in-service queue is empty and the device idles for it, requests
+//! of other queues may be dispatched, up to a per-queue limit on requests in flight. The limit
+//! adapts: the total service time of the queue's "first" requests (arriving into an empty
+//! queue) is measured with nothing else in flight (the baseline) and with injection; the
+//! limit goes up while the latter stays below 1.5x the baseline and down otherwise, and is
+//! reset every second.
+
+use super::{Bfq, Tick, MS};
+
+/// Sampling state of the inject-limit measurement.
+#[derive(Clone, Debug, Default)]
+pub(super) struct InjectState {
+    /// The request whose completion ends a measurement.
+    pub waited_rq: Option<u64>,
+    /// Arm `waited_rq` at the next dispatch from the in-service queue.
+    pub wait_dispatch: bool,
+    /// Requests were injected during the measurement.
+    pub rqs_injected: bool,
+    /// When the in-service queue went from empty to non-empty.
+    pub last_empty_occupied: Tick,
+}
+
+impl Bfq {
+    /// Start the inject limit afresh: 0 for a queue with short think time, 1 otherwise.
+    pub(super) fn reset_inject_limit(&mut self, q: usize, t: Tick) {
+        let qq = &mut self.queues[q];
+        qq.last_serv_time = 0;
+        self.inj.waited_rq = None;
+        qq.inject_limit = u32::from(!qq.has_short_ttime);
+        qq.decrease_time = t;
+    }
+
+    /// A request arrives into the empty sync queue `q`: periodic reset, and maybe start
+    /// measuring its total service time.
+    pub(super) fn inject_on_first_request(&mut self, q: usize, t: Tick) {
+        if t >= self.queues[q].decrease_time + 1000 * MS {
+            self.reset_inject_limit(q, t);
+        }
+        let qq = &self.queues[q];
+        if self.in_service == Some(q)
+            && (self.rq_in_driver == 0
+                || (qq.last_serv_time > 0 && self.inj.rqs_injected && self.rq_in_driver > 0))
+            && t >= qq.decrease_time + 10 * MS
+        {
+            self.inj.last_empty_occupied = t;
+            self.inj.wait_dispatch = true;
+            if self.rq_in_driver == 0 {
+                self.inj.rqs_injected = false;
+            }
+        }
+    }
+
+    /// The measured request of `q` completed: update the baseline and the limit.
+    pub(super) fn update_inject_limit(&mut self, q: usize, t: Tick) {
+        let tot = (t - self.inj.last_empty_occupied).max(0) as u64;
+        let max_in_driver = self.max_rq_in_driver;
+        let qq = &mut self.queues[q];
+        let old = qq.inject_limit;
+        if qq.last_serv_time > 0 && self.inj.rqs_injected {
+            let threshold = (qq.last_serv_time * 3) >> 1;
+            if tot >= threshold && old > 0 {
+                qq.inject_limit -= 1;
+                qq.decrease_time = t;
+            } else if tot < threshold && old <= max_in_driver {
+                qq.inject_limit += 1;
+            }
+        }
+        if (qq.last_serv_time == 0 && self.rq_in_driver == 1) || tot < qq.last_serv_time {
+            if qq.last_serv_time == 0 {
+                qq.inject_limit = old.max(1);
+            }
+            qq.last_serv_time = tot;
+        } else if !self.inj.rqs_injected && self.rq_in_driver == 1 {
+            qq.last_serv_time = tot;
+        }
+        self.inj.waited_rq = None;
+        self.inj.rqs_injected = false;
+    }
+
+    /// The in-service queue `is` is empty but keeps the device: pick a queue to inject from,
+    /// if any (its own process's async I/O first).
+    pub(super) fn injection_candidate(&mut self, is: usize, t: Tick) -> Option<usize> {
+        let own_async = self.queues[is]
+            .bic
+            .and_then(|c| self.bics.get(&c))
+            .and_then(|b| b.async_q)
+            .filter(|&a| {
+                let aq = &self.queues[a];
+                aq.busy
+                    && aq
+                        .next()
+                        .is_some_and(|r| Some(r.ctx) == self.queues[is].bic)
+                    && self.next_charge(a) as i64 <= self.budget_left(a)
+            });
+        if own_async.is_some() {
+            return own_async;
+        }
+        let qq = &self.queues[is];
+        if !self.idling_boosts_thr_without_issues(is)
+            && (qq.wr_coeff == 1 || self.wr_busy_queues > 1 || !qq.has_short_ttime)
+        {
+            return self.choose_for_injection(t);
+        }
+        None
+    }
+
+    fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
+        let is = self.in_service?;
+        let isq = &self.queues[is];
+        let mut limit = isq.inject_limit;
+        let always = isq.wr_coeff == 1 || !isq.has_short_ttime;
+        if limit == 0
+            && isq.last_serv_time == 0
+            && self.wait_request
+            && t >= self.last_idling_start + self.slice_idle()
+        {
+            limit = 1;
+        }
+        if self.rq_in_driver >= limit {
+            return None;
+        }
+        for q in 0..self.queues.len() {
+            let qq = &self.queues[q];
+            if q == is || !qq.busy || qq.is_empty() {
+                continue;
+            }
+            if (always || qq.wr_coeff > 1) && self.next_charge(q) as i64 <= self.budget_left(q) {
+                let big = qq
+                    .next()
+                    .is_some_and(|r| r.sectors >= super::queue::SECT_THR_NONROT);
+                let lim = if !self.cfg.rotational && big {
+                    limit.min(1)
+                } else {
+                    self.queues[is].inject_limit
+                };
+                if self.rq_in_driver < lim {
+                    self.inj.rqs_injected = true;
+                    return Some(q);
+                }
+            }
+        }
+        None
+    }
+}

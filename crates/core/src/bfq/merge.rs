@@ -1,0 +1,412 @@
+//! Queue merging of cooperating processes: processes whose requests, each non-sequential,
+//! are sequential together (interleaved readers of one file, QEMU I/O threads) get one shared
+//! queue, found through a per-group tree of queues sorted by the sector of their next request
+//! (`bfq_setup_cooperator`). A queue may be merged only within `merge_window_ms` (100 ms) of
+//! its first service after it last became busy (`bfq_too_late_for_merging`, the commit of
+//! shared/seeds/002); never across groups or classes, never async or seeky queues. A shared
+//! queue found seeky is split on its processes' next requests. Queues created within 180 ms
+//! of each other in one group with one priority are "stably" merged 600 ms after creation,
+//! unless the new one is sequential and I/O bound; stably merged queues are never split.
+
+use crate::request::CtxId;
+
+use super::weight_raising::RT_MAX_TIME;
+use super::{Bfq, Tick, MS, PAST};
+
+/// Queues whose next requests are this close (sectors) may cooperate.
+const CLOSE_THR: u64 = 8 * 1024;
+/// Stable merge: creation window to the last created queue (the burst interval).
+const STABLE_CREATION_WINDOW: Tick = 180 * MS;
+/// Stable merge: queues created this long apart start a new candidate.
+const ACTIVATION_STABLE_MERGING: Tick = 600 * MS;
+/// Stable merge: performed this long after creation (and after a split).
+const LATE_STABLE_MERGING: Tick = 600 * MS;
+
+/// Per-process queue state saved on merge and restored on split.
+#[derive(Clone, Debug)]
+pub(crate) struct Saved {
+    ttime: (u64, u64, u64, Tick),
+    has_short_ttime: bool,
+    io_bound: bool,
+    wr_coeff: u64,
+    wr_start_at_switch_to_srt: Tick,
+    last_wr_start_finish: Tick,
+    wr_cur_max_time: Tick,
+}
+
+impl Bfq {
+    /// The 100 ms rule: `q` has been served since it last became busy, and its first service
+    /// then lies more than the merge window in the past.
+    pub(super) fn too_late_for_merging(&self, q: usize, t: Tick) -> bool {
+        let w = self.cfg.merge_window.0 as Tick;
+        let qq = &self.queues[q];
+        w > 0 && qq.service_from_backlogged > 0 && t > qq.first_io_time + w
+    }
+
+    /// Take `q` out of its group's position tree.
+    pub(super) fn pos_tree_remove(&mut self, q: usize) {
+        if let Some(k) = self.queues[q].pos_key.take() {
+            let g = self.queues[q].group.0 as usize;
+            self.groups[g].pos_tree.remove(&k);
+        }
+    }
+
+    /// Re-file `q` in the position tree under its next request's sector (not once it is too
+    /// late for merging, nor idle-class or empty queues).
+    pub(super) fn pos_tree_add_move(&mut self, q: usize, t: Tick) {
+        if !self.cfg.queue_merging {
+            return;
+        }
+        self.pos_tree_remove(q);
+        if self.too_late_for_merging(q, t) || self.queues[q].class_idle() {
+            return;
+        }
+        let Some(sector) = self.queues[q].next().map(|r| r.sector) else {
+            return;
+        };
+        let g = self.queues[q].group.0 as usize;
+        if let std::collections::btree_map::Entry::Vacant(v) = self.groups[g].pos_tree.entry(sector)
+        {
+            v.insert(q);
+            self.queues[q].pos_key = Some(sector);
+        }
+    }
+
+    fn find_close(&self, q: usize, sector: u64) -> Option<usize> {
+        let tree = &self.groups[self.queues[q].group.0 as usize].pos_tree;
+        if let Some(&x) = tree.get(&sector) {
+            return (x != q).then_some(x);
+        }
+        let below = tree
+            .range(..sector)
+            .next_back()
+            .map(|(&s, &x)| (sector - s, x));
+        let above = tree.range(sector..).next().map(|(&s, &x)| (s - sector, x));
+        let mut cands: Vec<(u64, usize)> = below.into_iter().chain(above).collect();
+        cands.sort_unstable();
+        cands
+            .into_iter()
+            .find(|&(d, x)| d <= CLOSE_THR && x != q)
+            .map(|(_, x)| x)
+    }
+
+    fn may_be_close_cooperator(&self, q: usize, n: usize, t: Tick) -> bool {
+        let (a, b) = (&self.queues[q], &self.queues[n]);
+        !self.too_late_for_merging(n, t)
+            && !a.class_idle()
+            && !b.class_idle()
+            && a.class == b.class
+            && !a.seeky()
+            && !b.seeky()
+            && a.sync
+            && b.sync
+    }
+
+    /// Schedule the redirection of `q`'s processes to `n` (or to the end of `n`'s chain).
+    fn setup_merge(&mut self, q: usize, n: usize) -> Option<usize> {
+        if self.queues[n].proc_refs == 0 {
+            return None;
+        }
+        let mut n = n;
+        while let Some(x) = self.queues[n].new_queue {
+            if x == q {
+                return None;
+            }
+            n = x;
+        }
+        if n == q || self.queues[q].proc_refs == 0 || self.queues[n].proc_refs == 0 {
+            return None;
+        }
+        if self.queues[q].group != self.queues[n].group {
+            return None;
+        }
+        self.queues[q].new_queue = Some(n);
+        self.queues[n].proc_refs += self.queues[q].proc_refs;
+        Some(n)
+    }
+
+    /// Find a queue to merge `q` with for request `rq` (`bfq_setup_cooperator`).
+    pub(super) fn setup_cooperator(
+        &mut self,
+        q: usize,
+        rq: Option<&crate::request::Request>,
+        t: Tick,
+    ) -> Option<usize> {
+        if !self.cfg.queue_merging {
+            return None;
+        }
+        if let Some(mut n) = self.queues[q].new_queue {
+            while let Some(x) = self.queues[n].new_queue {
+                if x == q {
+                    break;
+                }
+                n = x;
+            }
+            return Some(n);
+        }
+        if !self.nonrot_with_queueing {
+            if let Some(ctx) = rq.map(|r| r.ctx) {
+                let stable = self.bics.get(&ctx).and_then(|b| b.stable_merge_q);
+                let qq = &self.queues[q];
+                if let Some(s) = stable {
+                    if qq.sync
+                        && !qq.just_created
+                        && t > qq.split_time + LATE_STABLE_MERGING
+                        && t > qq.creation_time + LATE_STABLE_MERGING
+                    {
+                        return self.setup_stable_merge(q, s, ctx);
+                    }
+                }
+            }
+        }
+        if self.nonrot_with_queueing || self.too_late_for_merging(q, t) {
+            return None;
+        }
+        let rq = rq?;
+        if self.tot_busy() == 1 {
+            return None;
+        }
+        if let Some(is) = self.in_service {
+            if is != q
+                && rq.sector.abs_diff(self.in_serv_last_pos) <= CLOSE_THR
+                && self.queues[q].group == self.queues[is].group
+                && self.may_be_close_cooperator(q, is, t)
+            {
+                if let Some(n) = self.setup_merge(q, is) {
+                    return Some(n);
+                }
+            }
+        }
+        let n = self.find_close(q, rq.sector)?;
+        if self.may_be_close_cooperator(q, n, t) {
+            return self.setup_merge(q, n);
+        }
+        None
+    }
+
+    fn setup_stable_merge(&mut self, q: usize, s: usize, ctx: CtxId) -> Option<usize> {
+        let proc_ref = self.queues[q].proc_refs.min(self.queues[s].proc_refs);
+        self.bics.get_mut(&ctx).expect("bic").stable_merge_q = None;
+        if self.idling_boosts_thr_without_issues(q) || proc_ref == 0 {
+            return None;
+        }
+        let n = self.setup_merge(q, s)?;
+        self.bics.get_mut(&ctx).expect("bic").stably_merged = true;
+        if let Some(other) = self.queues[n].bic {
+            if let Some(b) = self.bics.get_mut(&other) {
+                b.stably_merged = true;
+            }
+        }
+        Some(n)
+    }
+
+    fn save_state(&mut self, q: usize, t: Tick) {
+        let Some(ctx) = self.queues[q].bic else {
+            return;
+        };
+        let qq = &self.queues[q];
+        let fresh = qq.just_created && !qq.in_large_burst && self.cfg.low_latency;
+        let d = self.wr_duration();
+        let saved = Saved {
+            ttime: (
+                qq.ttime_samples,
+                qq.ttime_total,
+                qq.ttime_mean,
+                qq.last_end_request,
+            ),
+            has_short_ttime: qq.has_short_ttime,
+            io_bound: qq.io_bound,
+            wr_coeff: if fresh {
+                super::weight_raising::WR_COEFF
+            } else {
+                qq.wr_coeff
+            },
+            wr_start_at_switch_to_srt: if fresh {
+                PAST
+            } else {
+                qq.wr_start_at_switch_to_srt
+            },
+            last_wr_start_finish: if fresh { t } else { qq.last_wr_start_finish },
+            wr_cur_max_time: if fresh { d } else { qq.wr_cur_max_time },
+        };
+        let (in_large, in_list) = (qq.in_large_burst, qq.in_burst_list);
+        let bic = self.bics.get_mut(&ctx).expect("bic");
+        bic.saved = Some(saved);
+        bic.saved_in_large_burst = in_large;
+        bic.was_in_burst_list = in_list;
+    }
+
+    /// Redirect process `ctx` from `q` to the shared queue `n` (`bfq_merge_bfqqs`).
+    pub(super) fn merge_bfqqs(&mut self, ctx: CtxId, q: usize, n: usize, t: Tick) {
+        self.save_state(q, t);
+        self.save_state(n, t);
+        if self.queues[q].io_bound {
+            self.queues[n].io_bound = true;
+        }
+        self.queues[q].io_bound = false;
+        if self.queues[n].wr_coeff == 1 && self.queues[q].wr_coeff > 1 {
+            let (c, m, s, a) = {
+                let qq = &self.queues[q];
+                (
+                    qq.wr_coeff,
+                    qq.wr_cur_max_time,
+                    qq.last_wr_start_finish,
+                    qq.wr_start_at_switch_to_srt,
+                )
+            };
+            let nn = &mut self.queues[n];
+            nn.wr_coeff = c;
+            nn.wr_cur_max_time = m;
+            nn.last_wr_start_finish = s;
+            nn.wr_start_at_switch_to_srt = a;
+            if nn.busy {
+                self.wr_busy_queues += 1;
+            }
+            if self.in_service != Some(n) {
+                self.apply_weight(n);
+            }
+        }
+        if self.queues[q].wr_coeff > 1 {
+            self.queues[q].wr_coeff = 1;
+            if self.queues[q].busy {
+                self.wr_busy_queues -= 1;
+            }
+            if self.in_service != Some(q) {
+                self.apply_weight(q);
+            }
+        }
+        self.bics.get_mut(&ctx).expect("bic").sync_q = Some(n);
+        self.queues[n].coop = true;
+        self.queues[n].bic = None;
+        self.queues[q].bic = None;
+        self.release_process_ref(q);
+    }
+
+    /// Detach process `ctx` from the shared queue `q`. Returns `q` if it was the last user.
+    pub(super) fn split_bfqq(&mut self, ctx: CtxId, q: usize) -> Option<usize> {
+        if self.queues[q].proc_refs == 1 {
+            self.queues[q].coop = false;
+            self.queues[q].split_coop = false;
+            return Some(q);
+        }
+        self.bics.get_mut(&ctx).expect("bic").sync_q = None;
+        self.put_cooperator(q);
+        self.release_process_ref(q);
+        None
+    }
+
+    /// Drop the references a scheduled merge took on `q`'s merge chain.
+    pub(super) fn put_cooperator(&mut self, q: usize) {
+        let mut cur = self.queues[q].new_queue;
+        while let Some(x) = cur {
+            if x == q {
+                break;
+            }
+            self.queues[x].proc_refs = self.queues[x].proc_refs.saturating_sub(1);
+            cur = self.queues[x].new_queue;
+        }
+    }
+
+    /// A queue created again for a process split from a shared queue.
+    pub(super) fn mark_split_queue(&mut self, q: usize, ctx: CtxId, t: Tick) {
+        let bic = &self.bics[&ctx];
+        if (bic.was_in_burst_list && self.burst.large) || bic.saved_in_large_burst {
+            self.queues[q].in_large_burst = true;
+        } else {
+            self.queues[q].in_large_burst = false;
+            if bic.was_in_burst_list {
+                self.burst.list.push(q);
+                self.queues[q].in_burst_list = true;
+            }
+        }
+        self.queues[q].split_time = t;
+    }
+
+    /// Restore the per-process state saved at merge time into the split queue `q`.
+    pub(super) fn resume_state(&mut self, q: usize, ctx: CtxId, already_existing: bool, t: Tick) {
+        let Some(s) = self.bics.get(&ctx).and_then(|b| b.saved.clone()) else {
+            return;
+        };
+        let busy = already_existing && self.queues[q].busy;
+        let old_wr = self.queues[q].wr_coeff;
+        let d = self.wr_duration();
+        let qq = &mut self.queues[q];
+        qq.has_short_ttime = s.has_short_ttime;
+        qq.io_bound = s.io_bound;
+        (
+            qq.ttime_samples,
+            qq.ttime_total,
+            qq.ttime_mean,
+            qq.last_end_request,
+        ) = s.ttime;
+        qq.wr_coeff = s.wr_coeff;
+        qq.wr_start_at_switch_to_srt = s.wr_start_at_switch_to_srt;
+        qq.last_wr_start_finish = s.last_wr_start_finish;
+        qq.wr_cur_max_time = s.wr_cur_max_time;
+        if qq.wr_coeff > 1
+            && (qq.in_large_burst || t > qq.last_wr_start_finish + qq.wr_cur_max_time)
+        {
+            if qq.wr_cur_max_time == RT_MAX_TIME
+                && !qq.in_large_burst
+                && t <= qq.wr_start_at_switch_to_srt + d
+            {
+                qq.wr_coeff = super::weight_raising::WR_COEFF;
+                qq.wr_cur_max_time = d;
+                qq.last_wr_start_finish = qq.wr_start_at_switch_to_srt;
+            } else {
+                qq.wr_coeff = 1;
+            }
+        }
+        let new_wr = qq.wr_coeff;
+        if busy {
+            if old_wr == 1 && new_wr > 1 {
+                self.wr_busy_queues += 1;
+            } else if old_wr > 1 && new_wr == 1 {
+                self.wr_busy_queues -= 1;
+            }
+        }
+        if self.in_service != Some(q) && !self.wf_active(q) {
+            self.apply_weight(q);
+        }
+    }
+
+    fn wf_active(&self, q: usize) -> bool {
+        self.wf.entities[self.queues[q].eid].tree == super::wf2q::Tree::Active
+    }
+
+    /// A new sync queue: start a stable-merge candidate, or schedule a stable merge with the
+    /// last queue created shortly before in the same group with the same priority.
+    pub(super) fn do_or_sched_stable_merge(&mut self, q: usize, ctx: CtxId, t: Tick) -> usize {
+        if !self.cfg.queue_merging {
+            return q;
+        }
+        let g = self.queues[q].group.0 as usize;
+        let last = self.groups[g].last_created;
+        let fresh_candidate = match last {
+            None => true,
+            Some(l) => {
+                let (lq, qq) = (&self.queues[l], &self.queues[q]);
+                lq.creation_time + ACTIVATION_STABLE_MERGING < qq.creation_time
+                    || lq.group != qq.group
+                    || lq.level != qq.level
+                    || lq.class != qq.class
+            }
+        };
+        if fresh_candidate {
+            self.groups[g].last_created = Some(q);
+            return q;
+        }
+        let l = last.expect("a candidate");
+        if self.queues[l].creation_time + STABLE_CREATION_WINDOW >= t {
+            if self.nonrot_with_queueing {
+                if let Some(n) = self.setup_merge(q, l) {
+                    self.merge_bfqqs(ctx, q, n, t);
+                    return n;
+                }
+            } else {
+                self.bics.get_mut(&ctx).expect("bic").stable_merge_q = Some(l);
+            }
+        }
+        q
+    }
+}
