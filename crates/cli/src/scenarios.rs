@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use elevator_sim::scenario::Scenario;
 
 /// (name, TOML text) of every built-in scenario.
@@ -39,7 +38,5 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Scenario::load(p)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("loading scenario {name_or_path}"))
+    Scenario::load(p).map_err(anyhow::Error::from)
 }

@@ -265,7 +265,7 @@ impl Simulation {
                 .min(bytes);
         let op = out.rq.op;
         let first = std::iter::once((out.job, out.tag, own_bytes, out.rq.submitted));
-        for (job, tag, b, submitted) in first.chain(out.riders.into_iter()) {
+        for (job, tag, b, submitted) in first.chain(out.riders) {
             let j = &mut self.jobs[job as usize];
             j.metrics.record(op, b, now.saturating_sub(submitted));
             j.slot.job.complete(tag, now);
