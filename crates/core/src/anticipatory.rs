@@ -828,14 +828,31 @@ impl Anticipatory {
         }
     }
 
-    /// `as_find_next_rq`: the request to follow the one at `last` in elevator order.
+    /// `as_find_next_rq`: the request to follow the one at `last` in elevator order (the
+    /// head, `last_sector[dir]`, is already at that request's end).
     fn find_next_rq(&self, dir: usize, last: u64) -> Option<Key> {
         let tree = &self.sort[dir];
-        let prev = tree.range(..last).next_back().map(|(&s, &i)| (s, i));
         let next = tree
             .range((Excluded(last), Unbounded))
             .next()
             .or_else(|| tree.iter().next().filter(|(&s, _)| s != last))
+            .map(|(&s, &i)| (s, i));
+        // A request before `last` is at least `head - last + 1` behind the head and counts
+        // double: it cannot beat a forward request nearer than that, so skip the search.
+        let head = self.last_sector[dir];
+        if let Some((s1, _)) = next {
+            if s1 >= head && s1 - head < BACK_PENALTY * (head - last + 1) {
+                debug_assert_eq!(next, self.find_next_rq_full(dir, last, next));
+                return next;
+            }
+        }
+        self.find_next_rq_full(dir, last, next)
+    }
+
+    fn find_next_rq_full(&self, dir: usize, last: u64, next: Option<Key>) -> Option<Key> {
+        let prev = self.sort[dir]
+            .range(..last)
+            .next_back()
             .map(|(&s, &i)| (s, i));
         self.choose_req(dir, next, prev)
     }
