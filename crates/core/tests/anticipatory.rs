@@ -778,6 +778,9 @@ fn as_merges_adjacent_requests_up_to_128_kib() {
     assert_eq!(id.map(|i| i.0), Some(1));
     // Reads do not merge with writes.
     assert_eq!(s.try_merge(&rq(5, P).sector(5008).build(), ms(0)), None);
+    // A sync write may grow an async write (the merge hash is keyed by position only).
+    let id = s.try_merge(&rq(8, P).sector(5008).sync_write().build(), ms(0));
+    assert_eq!(id.map(|i| i.0), Some(2));
     // Not beyond 256 sectors.
     assert_eq!(
         s.try_merge(&rq(6, P).sector(1016).sectors(240).build(), ms(0)),

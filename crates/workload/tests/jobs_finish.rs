@@ -1,6 +1,6 @@
-//! Property: every job, whatever its settings and the device's speed, issues each tag once,
-//! stays on the device, never breaks its own concurrency bound, and finishes once its
-//! completions arrive.
+//! Property: every job, whatever its settings (and, for replayers, its trace) and the device's
+//! speed, issues each tag once, stays on the device, never breaks its own concurrency bound,
+//! and finishes once its completions arrive.
 
 use std::collections::BTreeSet;
 
@@ -151,6 +151,95 @@ proptest! {
         let mut job = spec.build(&BuildEnv::new(CAPACITY, seed, "j")).unwrap();
         let rec = drive(job.as_mut(), 2, 500);
         check(&rec)?;
+    }
+}
+
+/// A synthetic S-suite trace: (process, gap in us, sectors, sector, action) per line.
+fn startup_text(lines: &[(u8, u32, u32, u64, u8)]) -> String {
+    let mut t = 1.0f64;
+    let mut out = String::new();
+    for &(p, gap_us, sectors, sector, action) in lines {
+        t += f64::from(gap_us) / 1e6;
+        let action = ["R", "RA", "RM", "WS"][action as usize];
+        out.push_str(&format!(
+            "proc{p}-{} {:.6} {sectors} {sector} Rand 0 0 {action} {t:.6} C\n",
+            100 + u32::from(p),
+            f64::from(gap_us) / 1e6
+        ));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn startup_replays_finish_and_keep_processes_dependent(
+        lines in prop::collection::vec(
+            (0u8..4, 0u32..20_000, 1u32..512, 0u64..100_000_000, 0u8..4), 1..120),
+        process_order in any::<bool>(),
+        s_files in any::<bool>(),
+        think_scale in prop_oneof![Just(0.0), Just(1.0)],
+        depth in 1usize..=4,
+        base_us in 50u64..5000,
+    ) {
+        let trace = elevator_workload::traces::s_startup::StartupTrace::parse(
+            &startup_text(&lines), "synthetic").unwrap();
+        let cfg = StartupConfig {
+            order: if process_order { StartupOrder::Process } else { StartupOrder::Trace },
+            placement: if s_files { StartupPlacement::SFiles } else { StartupPlacement::Trace },
+            think_scale,
+            ..Default::default()
+        };
+        let mut job = StartupJob::from_trace(&trace, &cfg, &BuildEnv::new(CAPACITY, 1, "s")).unwrap();
+        let rec = drive(&mut job, depth, base_us);
+        check(&rec)?;
+        prop_assert_eq!(rec.issued.len(), lines.len());
+        prop_assert_eq!(rec.outstanding_at_done, 0);
+        prop_assert_eq!(rec.exits.len(), trace.processes.len());
+        prop_assert!(rec.max_sync_outstanding_per_ctx.values().all(|&m| m == 1));
+        if !process_order {
+            // Trace order: no request is issued while an earlier synchronous one is in flight.
+            for (i, a) in rec.issued.iter().enumerate() {
+                if a.spec.sync {
+                    for b in &rec.issued[i + 1..] {
+                        prop_assert!(b.at >= a.done.unwrap());
+                    }
+                }
+            }
+        }
+        prop_assert_eq!(job.startup_time(), rec.done_at);
+    }
+
+    #[test]
+    fn open_loop_replays_issue_on_time_and_finish(
+        gaps in prop::collection::vec((0u64..50_000, 1u32..256, any::<bool>()), 1..200),
+        closed_loop in any::<bool>(),
+        depth in 1usize..=8,
+        base_us in 50u64..5000,
+    ) {
+        let mut t = 0u64;
+        let mut text = String::new();
+        for (i, (gap, sectors, read)) in gaps.iter().enumerate() {
+            t += gap;
+            text.push_str(&format!("{t} 0 {} {sectors} {}\n", i as u64 * 977, u8::from(*read)));
+        }
+        let trace = elevator_workload::traces::disksim_ascii::AsciiTrace::parse(
+            &text, "synthetic", elevator_workload::traces::disksim_ascii::AsciiFormat::Mqsim).unwrap();
+        let cfg = TraceReplayConfig { closed_loop, depth: 3, ..Default::default() };
+        let mut job = TraceReplay::from_trace(&trace, &cfg, &BuildEnv::new(CAPACITY, 1, "t")).unwrap();
+        let rec = drive(&mut job, depth, base_us);
+        check(&rec)?;
+        prop_assert_eq!(rec.issued.len(), gaps.len());
+        prop_assert_eq!(rec.outstanding_at_done, 0);
+        if closed_loop {
+            prop_assert!(rec.max_outstanding <= 3);
+        } else {
+            let t0 = trace.records[0].time;
+            for (i, r) in trace.records.iter().enumerate() {
+                prop_assert_eq!(rec.issued[i].at, r.time - t0);
+            }
+        }
     }
 }
 

@@ -532,3 +532,18 @@ fn bfq_idle_class_waits_for_other_classes() {
     let out = h.run();
     assert_eq!(out.dispatch_order(), vec![2, 3, 1]);
 }
+
+#[test]
+fn bfq_never_merges_queues_when_queue_merging_is_off() {
+    let mut h = harness(cfg_with(&[("queue_merging", 0)]), &GroupTree::new());
+    reader(&mut h, 1000, 1, 1_000_000, 400, Nanos::ZERO);
+    reader(&mut h, 5000, 3, 50_000_000, 400, Nanos::ZERO);
+    h.submit(rq(1, 2).sector(1_004_000).at(at(10)));
+    h.submit(rq(2, 2).sector(1_004_100).at(at(700)));
+    h.run_until(at(700));
+    assert_ne!(sync_q(&h, 2), sync_q(&h, 1), "no early merge");
+    assert!(
+        h.sched.bics[&CtxId(2)].stable_merge_q.is_none(),
+        "no stable merge scheduled"
+    );
+}

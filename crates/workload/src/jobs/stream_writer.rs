@@ -2,12 +2,12 @@
 //! layer (a `dd if=/dev/zero of=big` whose dirty pages the flusher pushes out).
 //!
 //! One context (the flusher). It keeps up to `nr_requests` asynchronous writes of
-//! `request_bytes` outstanding (the request queue's limit: 128 requests, and 128 KiB is the
-//! largest request 2.6-era writeback built on such disks), walking its region upward and wrapping
-//! at the end. It runs until the run ends, or until it has written `total_bytes` if given. With
+//! `request_bytes` outstanding (the request queue's `nr_requests`, 128 by default, and requests
+//! of 128 KiB, the `max_sectors_kb` limit of 2.6-era IDE disks), walking its region upward and
+//! wrapping at the end. It runs until the run ends, or until it has written `total_bytes` if given. With
 //! `rate` (bytes per second) it issues the k-th request (from 0) no earlier than
-//! `start + k * request_bytes / rate`, which is how the S suite's writers are capped (4000 KB/s
-//! in total across its writers: give each writer its share).
+//! `start + k * request_bytes / rate`; the S suite caps its writers at 4000 KB/s in total, so
+//! each of its writers gets its share.
 //!
 //! Deviation: real writeback refills the queue in bursts as the flusher wakes and as
 //! `balance_dirty_pages` throttles the writer; this job refills it at once, which is the
