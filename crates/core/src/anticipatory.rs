@@ -74,9 +74,9 @@
 //! each FIFO an intrusive doubly linked list through the slab, back merges use a hash of end
 //! sectors, and per-process state sits in a vector indexed by context id (a hash map for ids
 //! of 4096 and up). Insert, dispatch, complete and merge are `O(log n)` and allocate nothing
-//! once the slab has grown to the queue's peak depth. A dispatch costs one more tree search
-//! than deadline's (AS looks at the neighbour behind the head too), skipped when the request
-//! ahead is too near to lose. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
+//! once the slab has grown to the queue's peak depth. AS also weighs the request just behind
+//! the head; that neighbour is remembered from one dispatch to the next (and not needed when
+//! the request ahead is too near to lose), so it rarely costs a tree search of its own. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
 //! measures insert + dispatch + complete with 1,000 requests queued.
 
 use std::collections::btree_map::Entry as TreeEntry;
