@@ -15,8 +15,8 @@ use crate::exec::{JobReport, RunReport};
 
 /// fio's default completion-latency percentiles.
 pub const FIO_PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9,
-    99.95, 99.99,
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
 ];
 
 /// A job's run time in milliseconds (at least 1, as fio divides by it).
@@ -143,9 +143,17 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
     let pick = [1.0, 50.0, 90.0, 99.0, 99.9];
     let ps: Vec<String> = pick
         .iter()
-        .map(|q| format!("{q:.2}th=[{:.0}]", h.value_at_quantile(q / 100.0) as f64 / 1e3))
+        .map(|q| {
+            format!(
+                "{q:.2}th=[{:.0}]",
+                h.value_at_quantile(q / 100.0) as f64 / 1e3
+            )
+        })
         .collect();
-    out.push_str(&format!("     clat percentiles (usec): {}\n", ps.join(", ")));
+    out.push_str(&format!(
+        "     clat percentiles (usec): {}\n",
+        ps.join(", ")
+    ));
 }
 
 /// fio-like text for one run.
@@ -236,7 +244,10 @@ mod tests {
     fn text_reports_each_direction_like_fio() {
         let t = fio_text(&report(), &[0]);
         assert!(t.contains("j: (groupid=0, jobs=1, group=/): err= 0"), "{t}");
-        assert!(t.contains("  read: IOPS=500, BW=2.0MiB/s (2.0MB/s)(3.9MiB/2000msec)"), "{t}");
+        assert!(
+            t.contains("  read: IOPS=500, BW=2.0MiB/s (2.0MB/s)(3.9MiB/2000msec)"),
+            "{t}"
+        );
         assert!(t.contains("  write: IOPS=0"), "{t}");
     }
 }
