@@ -26,6 +26,8 @@ enum Command {
     Reproduce(reproduce::Args),
     /// Run a scenario file in the simulator under one or more schedulers.
     Sim(cmd::sim::Args),
+    /// Run a fio job file on a real file or block device under one or more of our schedulers.
+    Run(cmd::run::Args),
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
 }
@@ -35,6 +37,7 @@ fn main() {
     let result = match cli.command {
         Command::Reproduce(a) => reproduce::run(a),
         Command::Sim(a) => cmd::sim::run(a),
+        Command::Run(a) => cmd::run::run(a),
         Command::List(a) => cmd::list::run(a),
     };
     if let Err(e) = result {

@@ -74,9 +74,9 @@
 //! each FIFO an intrusive doubly linked list through the slab, back merges use a hash of end
 //! sectors, and per-process state sits in a vector indexed by context id (a hash map for ids
 //! of 4096 and up). Insert, dispatch, complete and merge are `O(log n)` and allocate nothing
-//! once the slab has grown to the queue's peak depth. A dispatch costs one more tree search
-//! than deadline's (AS looks at the neighbour behind the head too), skipped when the request
-//! ahead is too near to lose. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
+//! once the slab has grown to the queue's peak depth. AS also weighs the request just behind
+//! the head; that neighbour is remembered from one dispatch to the next (and not needed when
+//! the request ahead is too near to lose), so it rarely costs a tree search of its own. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
 //! measures insert + dispatch + complete with 1,000 requests queued.
 
 use std::collections::btree_map::Entry as TreeEntry;
@@ -489,6 +489,9 @@ pub struct Anticipatory {
     fifo: [Fifo; 2],
     /// Queued requests by end sector, for back merges (the kernel's merge hash).
     by_end: EndMap,
+    /// `(n, p)`: while set, `p` is the queued request just below sector `n` in the sort list
+    /// (saves a tree search when the elevator moves on to `n`).
+    behind: [Option<(u64, Option<Key>)>; 2],
     /// The `next_rq` cache.
     next_rq: [Option<Key>; 2],
     /// End of the last request dispatched in each direction.
@@ -539,6 +542,7 @@ impl Anticipatory {
             sort: [BTreeMap::new(), BTreeMap::new()],
             fifo: [Fifo::EMPTY; 2],
             next_rq: [None; 2],
+            behind: [None; 2],
             by_end: EndMap::default(),
             last_sector: [0; 2],
             forced: VecDeque::new(),
@@ -840,31 +844,55 @@ impl Anticipatory {
 
     /// `as_find_next_rq`: the request to follow the one at `last` in elevator order (the
     /// head, `last_sector[dir]`, is already at that request's end).
-    fn find_next_rq(&self, dir: usize, last: u64) -> Option<Key> {
+    fn find_next_rq(&mut self, dir: usize, last: u64) -> Option<Key> {
         let tree = &self.sort[dir];
-        let next = tree
+        let forward = tree
             .range((Excluded(last), Unbounded))
             .next()
-            .or_else(|| tree.iter().next().filter(|(&s, _)| s != last))
             .map(|(&s, &i)| (s, i));
-        // A request before `last` is at least `head - last + 1` behind the head and counts
-        // double: it cannot beat a forward request nearer than that, so skip the search.
+        let next = forward.or_else(|| {
+            tree.iter()
+                .next()
+                .filter(|(&s, _)| s != last)
+                .map(|(&s, &i)| (s, i))
+        });
+        // The request just below `last`: remembered from the previous step, or unneeded when
+        // the request ahead is nearer than anything behind can be (a request before `last` is
+        // at least `head - last + 1` behind the head and counts double), or searched.
         let head = self.last_sector[dir];
-        if let Some((s1, _)) = next {
-            if s1 >= head && s1 - head < BACK_PENALTY * (head - last + 1) {
-                debug_assert_eq!(next, self.find_next_rq_full(dir, last, next));
-                return next;
-            }
-        }
-        self.find_next_rq_full(dir, last, next)
+        let remembered = match self.behind[dir] {
+            Some((n, p)) if n == last => Some(p),
+            _ => None,
+        };
+        debug_assert!(remembered.is_none_or(|p| p == self.below(dir, last)));
+        let too_near =
+            next.is_some_and(|(s1, _)| s1 >= head && s1 - head < BACK_PENALTY * (head - last + 1));
+        let prev = match remembered {
+            Some(p) => Some(p),
+            None if too_near => None,
+            None => Some(self.below(dir, last)),
+        };
+        let chosen = match prev {
+            Some(p) => self.choose_req(dir, next, p),
+            None => next,
+        };
+        debug_assert_eq!(chosen, self.choose_req(dir, next, self.below(dir, last)));
+        // Once `last` is gone, the request below the next one is the one below `last` (or
+        // none, when the elevator wrapped to the lowest request).
+        self.behind[dir] = match (forward, next) {
+            (Some((s, _)), _) => prev.map(|p| (s, p)),
+            (None, Some((s, _))) => Some((s, None)),
+            (None, None) => None,
+        };
+        chosen
     }
 
-    fn find_next_rq_full(&self, dir: usize, last: u64, next: Option<Key>) -> Option<Key> {
-        let prev = self.sort[dir]
-            .range(..last)
+    /// The queued request just below `sector` in `dir`'s sort list.
+    fn below(&self, dir: usize, sector: u64) -> Option<Key> {
+        self.sort[dir]
+            .range(..sector)
             .next_back()
-            .map(|(&s, &i)| (s, i));
-        self.choose_req(dir, next, prev)
+            .map(|(&s, &i)| (s, i))
     }
 
     fn fifo_push(&mut self, dir: usize, slot: u32) {
@@ -1010,14 +1038,22 @@ impl Anticipatory {
         let alias = match self.sort[dir].entry(sector) {
             TreeEntry::Vacant(v) => {
                 v.insert(slot);
-                return;
+                None
             }
-            TreeEntry::Occupied(o) => *o.get(),
+            TreeEntry::Occupied(o) => Some(*o.get()),
         };
-        let alias = self.move_to_dispatch(dir, (sector, alias));
-        self.forced.push_back(alias);
-        self.antic_stop();
-        self.sort[dir].insert(sector, slot);
+        if let Some(alias) = alias {
+            let alias = self.move_to_dispatch(dir, (sector, alias));
+            self.forced.push_back(alias);
+            self.antic_stop();
+            self.sort[dir].insert(sector, slot);
+        }
+        // A request filed just below the remembered one becomes its lower neighbour.
+        if let Some((n, p)) = self.behind[dir] {
+            if sector < n && p.is_none_or(|(ps, _)| sector > ps) {
+                self.behind[dir] = Some((n, Some((sector, slot))));
+            }
+        }
     }
 
     /// `as_update_rq`: keep the next-request cache and check whether `rq` ends anticipation.
@@ -1168,6 +1204,11 @@ impl Anticipatory {
             return None;
         }
         self.sort[dir].remove(&old);
+        if let Some((n, p)) = self.behind[dir] {
+            if n == old || p.is_some_and(|(ps, _)| ps == old) {
+                self.behind[dir] = None;
+            }
+        }
         let id = {
             let q = self.slots[slot as usize].rq.as_mut().expect("queued");
             q.sector = rq.sector;

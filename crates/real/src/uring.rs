@@ -33,6 +33,14 @@ impl UringBackend {
         let ring = IoUring::builder()
             .setup_cqsize(entries.saturating_mul(2))
             .build(entries)?;
+        // On a device that cannot take I/O without blocking (a loop device, many virtual
+        // disks), io_uring hands every request to its bounded io-wq workers, by default at most
+        // min(entries, 4 x CPUs); a request beyond that waits in io-wq's own FIFO, where a read
+        // would queue behind writes our scheduler already let go. Allow as many workers as the
+        // ring has entries, so what is outstanding is what the scheduler decided. (Older
+        // kernels without this registration keep their default.)
+        let mut max = [entries, 0];
+        let _ = ring.submitter().register_iowq_max_workers(&mut max);
         Ok(UringBackend {
             ring,
             file,

@@ -1,0 +1,397 @@
+//! `elevator run JOB.fio --target PATH --sched NAME[,NAME...]`: real I/O through our schedulers.
+//!
+//! The job file (a fio subset, see `elevator_workload::fio_file`) is run once per scheduler,
+//! one after another, on the same target, by the io_uring executor of `elevator-real`: the
+//! scheduler decides every dispatch, including how much is outstanding. Each run prints a
+//! fio-like report (or fio-compatible JSON); several schedulers end with a comparison table.
+//!
+//! Safety: a block device that is mounted, in use or carries a partition table or filesystem
+//! signature, and an existing non-empty file, are refused for writing unless
+//! `--allow-overwrite`; no job writes outside its declared region. Ctrl-C stops cleanly: the
+//! I/O in flight completes, the partial report prints, the exit code is non-zero.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{bail, Context};
+use clap::ValueEnum;
+use elevator_core::{registry, GroupId, GroupTree, Settings, SECTOR_BYTES};
+use elevator_real::report::{fio_json, fio_text};
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
+use elevator_workload::fio_file::{self, FioFile};
+use elevator_workload::jobs::fio::{FioJob, RwMode};
+use elevator_workload::BuildEnv;
+use serde_json::Value;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// fio-like text.
+    Normal,
+    /// fio-compatible JSON.
+    Json,
+}
+
+/// Run a fio job file on a real file or block device under one or more of our schedulers.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The fio job file (subset: rw, bs, size, offset, filename, numjobs, iodepth, ioengine,
+    /// direct, rate, rate_iops, thinktime, runtime, time_based, stonewall, new_group, prio,
+    /// prioclass, elevator_cgroup, elevator_weight ...).
+    pub job_file: PathBuf,
+    /// The file or block device to run against (default: the job file's `filename`).
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Schedulers to compare, comma-separated (see `elevator list`).
+    #[arg(long, value_delimiter = ',', default_value = "none")]
+    pub sched: Vec<String>,
+    /// Set a scheduler tunable (sysfs name and unit), e.g. `--set fifo_batch=8`; applies to
+    /// every listed scheduler that has it.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Normal)]
+    pub output_format: Format,
+    /// Write the report here instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Allow writing over an existing file or a device carrying data.
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    /// Stamp every written sector with a checksum, check reads, and read everything written
+    /// back at the end.
+    #[arg(long)]
+    pub verify: bool,
+    /// Seed for the jobs' random offsets.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-C (and SIGTERM) set [`STOP`] once; a second one kills as usual.
+fn install_stop_handler() {
+    // SAFETY: a handler that only stores to an atomic is async-signal-safe; SA_RESETHAND
+    // restores the default action after the first signal.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESETHAND;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Parse `NAME=VALUE` pairs.
+fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
+    let mut s = Settings::new();
+    for kv in sets {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
+        let v: i64 = v
+            .trim()
+            .parse()
+            .with_context(|| format!("--set {kv:?}: {v:?} is not an integer"))?;
+        s.set(k.trim(), v);
+    }
+    Ok(s)
+}
+
+/// The jobs of `file` built for a target of `capacity` bytes, plus each one's reporting
+/// group id.
+fn build_jobs(
+    file: &FioFile,
+    capacity: u64,
+    seed: u64,
+    groups: &mut GroupTree,
+) -> anyhow::Result<(Vec<RealJob>, Vec<u32>)> {
+    let at = |line: usize| format!("{}:{line}", file.path.display());
+    let mut jobs = Vec::new();
+    let mut groupids = Vec::new();
+    let (mut phase, mut groupid) = (0u32, 0u32);
+    for (i, def) in file.jobs.iter().enumerate() {
+        if i > 0 && def.stonewall {
+            phase += 1;
+        }
+        if i > 0 && (def.stonewall || def.new_group) {
+            groupid += 1;
+        }
+        if def.config.time_based && def.config.runtime_ms.is_none() {
+            bail!(
+                "{}: job {}: time_based needs a runtime (it would never end)",
+                at(def.line_of("time_based")),
+                def.name
+            );
+        }
+        let group = match &def.cgroup {
+            Some(path) => groups
+                .add(path, def.weight)
+                .map_err(|e| anyhow::anyhow!("{}: job {}: {e}", at(def.line), def.name))?,
+            None if def.weight.is_some() => bail!(
+                "{}: job {}: elevator_weight needs elevator_cgroup (the root's weight is fixed)",
+                at(def.line),
+                def.name
+            ),
+            None => GroupId::ROOT,
+        };
+        for clone in 0..def.numjobs {
+            let name = if def.numjobs == 1 {
+                def.name.clone()
+            } else {
+                format!("{}.{clone}", def.name)
+            };
+            let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
+            let job = FioJob::new(def.config.clone(), &env).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: job {}: {}: {}",
+                    at(def.line_of(e.field)),
+                    def.name,
+                    e.field,
+                    e.reason
+                )
+            })?;
+            let r = job.region();
+            jobs.push(RealJob {
+                name,
+                job: Box::new(job),
+                group,
+                group_path: groups.get(group).path.clone(),
+                prio: def.prio,
+                region: ByteRange {
+                    start: r.start * SECTOR_BYTES,
+                    end: r.end() * SECTOR_BYTES,
+                },
+                phase,
+            });
+            groupids.push(groupid);
+        }
+    }
+    Ok((jobs, groupids))
+}
+
+/// How many bytes a new target must hold: every job must give its region in bytes.
+fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
+    let mut need = 0;
+    for def in &file.jobs {
+        let c = &def.config;
+        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
+            bail!(
+                "{}:{}: job {}: the target does not exist yet, so `size` (and `offset`) must be given in bytes",
+                file.path.display(),
+                def.line,
+                def.name
+            );
+        };
+        need = need.max(c.offset.unwrap_or(0) + size);
+    }
+    Ok(need)
+}
+
+fn writes(file: &FioFile) -> bool {
+    file.jobs.iter().any(|d| match d.config.rw {
+        RwMode::Read | RwMode::RandRead => false,
+        RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
+        RwMode::Write | RwMode::RandWrite => true,
+    })
+}
+
+/// One row per job of one run for the comparison table.
+fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
+    for j in &r.jobs {
+        let s = j.metrics.summary(&j.name, &j.group, r.elapsed);
+        let f = |x: f64| format!("{x:.1}");
+        let g = |x: f64| format!("{x:.3}");
+        rows.push(vec![
+            r.scheduler.clone(),
+            j.name.clone(),
+            f(s.read.iops),
+            f(s.read.mb_s),
+            g(s.read.lat_mean_ms),
+            g(s.read.lat_p99_ms),
+            f(s.write.iops),
+            f(s.write.mb_s),
+            g(s.write.lat_mean_ms),
+        ]);
+    }
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let header = [
+        "scheduler",
+        "job",
+        "read IOPS",
+        "read MB/s",
+        "read mean ms",
+        "read p99 ms",
+        "write IOPS",
+        "write MB/s",
+        "write mean ms",
+    ];
+    let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let v: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < 2 {
+                    format!("{c:<width$}", width = w[i])
+                } else {
+                    format!("{c:>width$}", width = w[i])
+                }
+            })
+            .collect();
+        v.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// Run the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let file = fio_file::read(&args.job_file)?;
+    let target_path = match &args.target {
+        Some(t) => t.clone(),
+        None => {
+            let names: Vec<&String> = file
+                .jobs
+                .iter()
+                .filter_map(|d| d.filename.as_ref())
+                .collect();
+            match names.first() {
+                None => bail!("no --target given and the job file names no filename"),
+                Some(first) if names.iter().any(|n| n != first) => bail!(
+                    "the job file names several filenames; elevator run drives one target (give --target)"
+                ),
+                Some(first) => PathBuf::from(first.as_str()),
+            }
+        }
+    };
+    let extra = parse_sets(&args.set)?;
+    let mut infos = Vec::new();
+    for name in &args.sched {
+        let info = registry::find(name).with_context(|| {
+            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+            format!("unknown scheduler {name:?} (known: {})", known.join(", "))
+        })?;
+        infos.push(info);
+    }
+    for k in extra.names() {
+        if !infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)) {
+            bail!(
+                "--set {k}: none of the schedulers {:?} has a tunable of that name",
+                args.sched
+            );
+        }
+    }
+    let capacity = match target::existing_size(&target_path)? {
+        Some(size) => size,
+        None => bytes_for_new_target(&file)?,
+    };
+    // Build once to learn the regions (and report job errors before touching the target).
+    let mut groups = GroupTree::new();
+    let (probe, _) = build_jobs(&file, capacity, args.seed, &mut groups)?;
+    let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
+    drop(probe);
+    let tgt = target::open(
+        &target_path,
+        OpenSpec {
+            writes: writes(&file) || args.verify,
+            allow_overwrite: args.allow_overwrite,
+            need_bytes: need,
+        },
+    )?;
+    install_stop_handler();
+    let target_name = target_path.display().to_string();
+    let mut text = String::new();
+    let mut json_runs: Vec<Value> = Vec::new();
+    let mut rows = Vec::new();
+    let mut failure = None;
+    for (n, info) in infos.iter().enumerate() {
+        let mut settings = Settings::new();
+        for k in extra.names() {
+            if info.tunables.iter().any(|t| t.name == k) {
+                settings.set(k, extra.raw(k).unwrap_or_default());
+            }
+        }
+        let mut groups = GroupTree::new();
+        let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
+        let mut sched = (info.build)(&settings, &groups)
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let file_handle = tgt
+            .file
+            .try_clone()
+            .with_context(|| format!("{target_name}: duplicate the file handle"))?;
+        let mut backend =
+            UringBackend::new(file_handle, tgt.size, elevator_real::uring::DEFAULT_ENTRIES)
+                .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+        let opts = RunOptions {
+            verify: args.verify,
+            stop: Some(&STOP),
+            time_limit: None,
+            run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
+        };
+        let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
+            Ok(r) => (r, None),
+            Err(f) => (*f.partial, Some(f.error)),
+        };
+        if args.output_format == Format::Normal {
+            text.push_str(&fio_text(&report, &groupids));
+            text.push('\n');
+        } else {
+            json_runs.push(fio_json(&report, &groupids, &target_name));
+        }
+        table_rows(&report, &mut rows);
+        if let Some(e) = err {
+            failure = Some(anyhow::anyhow!("scheduler {}: {e}", info.name));
+            break;
+        }
+        if report.interrupted {
+            failure = Some(anyhow::anyhow!(
+                "interrupted: the report above is partial (no I/O was left in flight)"
+            ));
+            break;
+        }
+    }
+    let out = match args.output_format {
+        Format::Normal => {
+            if infos.len() > 1 {
+                text.push_str(
+                    "comparison (one run per scheduler, same target, one after another):\n",
+                );
+                text.push_str(&table(&rows));
+            }
+            text
+        }
+        Format::Json => {
+            let v = if json_runs.len() == 1 {
+                json_runs.pop().expect("one run")
+            } else {
+                serde_json::json!({ "runs": json_runs })
+            };
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, out).with_context(|| format!("write {}", p.display()))?,
+        None => print!("{out}"),
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

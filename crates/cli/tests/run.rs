@@ -1,0 +1,154 @@
+//! `elevator run` end to end on temporary files (no root needed).
+
+use std::path::Path;
+use std::process::Command;
+
+fn elevator(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("run elevator");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write_job(dir: &Path, text: &str) -> String {
+    let p = dir.join("job.fio");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// O_DIRECT is not available everywhere (tmpfs): skip with a notice there.
+fn direct_io_works(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dir.join("probe"))
+        .is_ok();
+    if !ok {
+        eprintln!("skipping: {} does not support O_DIRECT", dir.display());
+    }
+    ok
+}
+
+const MIXED: &str = "[global]\ndirect=1\n\n[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\
+                     [reader]\nrw=randread\nbs=4k\nioengine=psync\noffset=2m\nsize=1m\nnumber_ios=50\n";
+
+#[test]
+fn run_reports_fio_compatible_json_for_each_job() {
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_works(dir.path()) {
+        return;
+    }
+    let job = write_job(dir.path(), MIXED);
+    let target = dir.path().join("t.dat");
+    let (ok, out, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--sched",
+        "none",
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs[0]["jobname"], "writer");
+    assert_eq!(jobs[0]["write"]["io_bytes"], 2 << 20);
+    assert_eq!(jobs[1]["read"]["total_ios"], 50);
+    assert!(
+        jobs[1]["read"]["clat_ns"]["percentile"]["99.000000"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(v["elevator"]["scheduler"], "noop");
+}
+
+#[test]
+fn several_schedulers_run_one_after_another_and_print_a_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_works(dir.path()) {
+        return;
+    }
+    let job = write_job(dir.path(), MIXED);
+    let target = dir.path().join("t.dat");
+    let (ok, out, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--sched",
+        "none,latency-guard",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("comparison"), "{out}");
+    assert!(out.contains("latency-guard  reader"), "{out}");
+}
+
+#[test]
+fn verify_writes_checksummed_blocks_and_reads_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_works(dir.path()) {
+        return;
+    }
+    let job = write_job(dir.path(), "[w]\nrw=randwrite\nbs=4k\niodepth=8\nsize=1m\n");
+    let target = dir.path().join("t.dat");
+    let (ok, out, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--verify",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("verify: read back and checked 1.0MiB"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unsupported_option_is_refused_naming_file_line_and_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write_job(dir.path(), "[j]\nrw=read\nsize=1m\nverify=crc32c\n");
+    let (ok, _, err) = elevator(&["run", &job, "--target", "/nonexistent/x"]);
+    assert!(!ok);
+    assert!(err.contains("job.fio:4: option `verify`"), "{err}");
+}
+
+#[test]
+fn writing_over_an_existing_file_is_refused_without_allow_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("data");
+    std::fs::write(&target, vec![7u8; 1 << 20]).unwrap();
+    let job = write_job(dir.path(), "[w]\nrw=write\nsize=1m\n");
+    let (ok, _, err) = elevator(&["run", &job, "--target", target.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("refusing to write to"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), vec![7u8; 1 << 20]);
+}
+
+#[test]
+fn an_unknown_scheduler_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write_job(dir.path(), "[r]\nrw=read\nsize=1m\n");
+    let (ok, _, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        "/nonexistent/x",
+        "--sched",
+        "elvis",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("unknown scheduler \"elvis\""), "{err}");
+}
