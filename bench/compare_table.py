@@ -25,6 +25,9 @@ for job in jobs:
         rows.append(("elevator", name, figures(run, "reader", "read"),
                      figures(run, "writer", "write")))
     base_r, base_w = rows[0][2]["iops"], rows[0][3]["mb_s"]
+    alone = figures(load(os.path.join(tmp, f"{w}-alone.json"))[0], "reader", "read")
+    print(f"{w:<9} {'kernel':<8} {'reader alone':<14} {alone['iops']:11.0f} "
+          f"{alone['lat_ms']:9.3f} {'-':>11} {alone['iops'] / base_r:13.1f} {'-':>13}")
     for system, name, r, wr in rows:
         dom = [k for (s, k, kr, kw) in rows if s == "kernel" and system == "elevator"
                and kr["iops"] >= r["iops"] and kw["mb_s"] >= wr["mb_s"]]

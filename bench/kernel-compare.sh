@@ -8,8 +8,9 @@
 # For each job file: fio under the kernel's none, mq-deadline, kyber and bfq (default
 # tunables), then `elevator run` with the kernel set to none under each of OURS (default
 # none,deadline,anticipatory,bfq,latency-guard; --set arguments in OURS_SET apply to all).
-# Prints one table: reader IOPS and mean latency, writer MB/s, each against the kernel's none,
-# and whether a kernel scheduler dominates ours on (reader IOPS, writer MB/s).
+# Prints one table: the reader alone (its ceiling), then reader IOPS and mean latency, writer
+# MB/s, each against the kernel's none, and whether a kernel scheduler dominates ours on
+# (reader IOPS, writer MB/s).
 #
 # Needs root (losetup, sysfs) and fio; skips with a message without either. The loop device's
 # backing file (9 GiB) goes in WORKDIR (default /var/tmp) and is removed at the end.
@@ -55,6 +56,10 @@ fio --name=layout --filename="$loop" --rw=write --bs=1m --size=9g --direct=1 \
 
 for job in "${jobs[@]}"; do
     w=$(basename "$job" .fio)
+    # The reader alone (kernel none): the ceiling no scheduler can beat.
+    echo none >"/sys/block/$dev/queue/scheduler"
+    echo "  $w: fio, reader alone"
+    fio --output-format=json --filename="$loop" --section=reader "$job" >"$tmp/$w-alone.json"
     for k in "${kernel[@]}"; do
         echo "$k" >"/sys/block/$dev/queue/scheduler"
         echo "  $w: fio, kernel $k"
