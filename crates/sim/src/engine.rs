@@ -10,7 +10,9 @@
 //! deadline, repeatedly until it answers `Idle` or `Empty`.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
 
 use elevator_core::{
     CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Request, RequestId, Scheduler,
@@ -139,8 +141,8 @@ pub struct Simulation {
     events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
     next_id: u64,
-    outstanding: HashMap<u64, Outstanding>,
-    ctx_ids: HashMap<(u32, u32), CtxId>,
+    outstanding: FxHashMap<u64, Outstanding>,
+    ctx_ids: FxHashMap<(u32, u32), CtxId>,
     in_flight: usize,
     timer: Option<(Nanos, u64)>,
     timer_gen: u64,
@@ -163,8 +165,8 @@ impl Simulation {
             events: BinaryHeap::new(),
             seq: 0,
             next_id: 0,
-            outstanding: HashMap::new(),
-            ctx_ids: HashMap::new(),
+            outstanding: FxHashMap::default(),
+            ctx_ids: FxHashMap::default(),
             in_flight: 0,
             timer: None,
             timer_gen: 0,
