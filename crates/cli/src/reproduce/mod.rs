@@ -1,14 +1,16 @@
 //! `elevator reproduce`: the seed documents' experiments, ours beside the published figures.
 
 mod anticipatory;
+mod bfq_merge;
 
 use std::path::PathBuf;
 
 /// Arguments of `elevator reproduce`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Which experiment: anticipatory (Morton 2003), or all.
-    #[arg(value_parser = ["anticipatory", "all"])]
+    /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window), or
+    /// all.
+    #[arg(value_parser = ["anticipatory", "bfq-merge", "all"])]
     experiment: String,
     /// Write the rows as JSON (with `all`, one file per experiment: FILE gets the name
     /// inserted before its extension).
@@ -32,6 +34,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     if all || args.experiment == "anticipatory" {
         anticipatory::run(json_for("anticipatory").as_deref())?;
+    }
+    if all || args.experiment == "bfq-merge" {
+        bfq_merge::run(json_for("bfq-merge").as_deref())?;
     }
     Ok(())
 }

@@ -1,0 +1,728 @@
+//! BFQ's merge window (shared/seeds/002_*, targets/bfq-merge-window.md): a bfq_queue may be
+//! merged only within 100 ms of its first service after it (re)starts I/O. Three measurements
+//! on the laptop drive (`laptop-4200`, a 4200 rpm 2.5" drive like the FUJITSU MHX2300BT of the
+//! commit):
+//!
+//! 1. **startup**: start-up time of xterm, gnome-terminal and LibreOffice Writer, replayed from
+//!    the S suite's traces (`StartupJob`, trace order, no think time as the suite's replayer),
+//!    under the suite's background workloads 0r0w, 10r0w-seq, 5r5w-seq, 10r0w-rand and
+//!    5r5w-rand (readers: fio-like sequential 128 KiB or random 4 KiB reads of their own 1 GB
+//!    file; writers: 128 KiB writeback capped at 4000 KB/s in total), [`REPS`] repetitions at
+//!    random phases (the application starts 30 to 40 s after the background, in its steady
+//!    state: the suite repeats the start-up while its background keeps running, so most
+//!    start-ups meet background queues that have long lost the weight raising every new queue
+//!    gets), for every scheduler registered among noop, deadline, anticipatory, cfq and bfq.
+//! 2. **merge-window**: the same runs (same seeds) under BFQ with `merge_window_ms = 0`, the
+//!    kernel before the commit, beside BFQ as it is.
+//! 3. **cooperating**: 2 and 4 processes reading one 64 MiB file in interleaved 16 KiB and
+//!    128 KiB chunks (fio `rw=read:<skip>`), aggregate throughput under BFQ, BFQ with
+//!    `queue_merging = 0`, and the other schedulers.
+//!
+//! A start-up that has not finished [`STARTUP_LIMIT_S`] seconds after it began counts as that
+//! limit (a lower bound) and is reported in `timeouts`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context};
+use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::{Device, JobSlot, Simulation};
+use elevator_workload::jobs::{
+    FioJob, FioJobConfig, RwMode, StartupConfig, StartupJob, StreamWriter, StreamWriterConfig,
+};
+use elevator_workload::traces::shared_data_dir;
+use elevator_workload::{BuildEnv, Job};
+use serde::Serialize;
+
+use crate::output;
+
+/// The drive every run uses.
+const DRIVE: &str = "laptop-4200";
+/// The applications: (name in reports, trace file in shared/data/traces/s-startup).
+const APPS: [(&str, &str); 3] = [
+    ("xterm", "xterm.trace"),
+    ("gnome-terminal", "gnometerm.trace"),
+    ("lowriter", "lowriter.trace"),
+];
+/// The S suite's background workloads.
+const BACKGROUNDS: [&str; 5] = ["0r0w", "10r0w-seq", "5r5w-seq", "10r0w-rand", "5r5w-rand"];
+/// The schedulers compared, each if registered.
+const SCHEDULERS: [&str; 5] = ["noop", "deadline", "anticipatory", "cfq", "bfq"];
+/// Repetitions of each start-up case (the environment variable `ELEVATOR_REPS` may lower it
+/// for a quick look).
+pub const REPS: usize = 20;
+
+fn reps() -> usize {
+    std::env::var("ELEVATOR_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(REPS)
+}
+/// A start-up still running this long after it began is cut off, seconds.
+pub const STARTUP_LIMIT_S: u64 = 60;
+/// Total cap of the writers, bytes/s (the suite's 4000 KB/s).
+const WRITERS_RATE: u64 = 4000 * 1024;
+/// The cooperating readers' file, bytes.
+const COOP_FILE: u64 = 64 << 20;
+
+/// One JSON row.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct Row {
+    /// startup, merge-window or cooperating.
+    pub experiment: &'static str,
+    /// The scheduler.
+    pub scheduler: String,
+    /// default, no-merge-window or no-merge.
+    pub variant: &'static str,
+    /// Start-up rows: the application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<&'static str>,
+    /// Start-up rows: the background workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<&'static str>,
+    /// Start-up rows: mean start-up time, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_s: Option<f64>,
+    /// Start-up rows: shortest, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_s: Option<f64>,
+    /// Start-up rows: longest, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_s: Option<f64>,
+    /// Start-up rows: half width of the 95% confidence interval of the mean, s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci95_s: Option<f64>,
+    /// Start-up rows: repetitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<usize>,
+    /// Start-up rows: repetitions cut off at the limit (counted as the limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<usize>,
+    /// Start-up rows: where the background files lie (separate or co-located).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<&'static str>,
+    /// Cooperating rows: processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+    /// Cooperating rows: chunk, KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_kib: Option<u64>,
+    /// Cooperating rows: aggregate throughput, MB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate_mb_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Out {
+    experiment: &'static str,
+    rows: Vec<Row>,
+}
+
+/// A scheduler run: registry name, variant label, settings.
+#[derive(Clone, Debug)]
+struct Policy {
+    name: &'static str,
+    variant: &'static str,
+    settings: Vec<(&'static str, i64)>,
+}
+
+impl Policy {
+    fn plain(name: &'static str) -> Policy {
+        Policy {
+            name,
+            variant: "default",
+            settings: Vec::new(),
+        }
+    }
+    fn build(&self) -> anyhow::Result<Box<dyn elevator_core::Scheduler>> {
+        let info =
+            registry::find(self.name).with_context(|| format!("no scheduler {}", self.name))?;
+        let mut s = Settings::new();
+        for (k, v) in &self.settings {
+            s.set(*k, *v);
+        }
+        Ok((info.build)(&s, &GroupTree::new())?)
+    }
+    fn label(&self) -> String {
+        if self.variant == "default" {
+            self.name.to_string()
+        } else {
+            format!("{} ({})", self.name, self.variant)
+        }
+    }
+}
+
+fn drive() -> anyhow::Result<Hdd> {
+    let spec = DriveSpec::builtin(DRIVE).with_context(|| format!("no built-in drive {DRIVE}"))?;
+    Ok(Hdd::new(spec))
+}
+
+fn slot(name: String, job: Box<dyn Job>, start: Nanos, foreground: bool) -> JobSlot {
+    JobSlot {
+        name,
+        job,
+        group: GroupId::ROOT,
+        prio: IoPrio::default(),
+        start,
+        foreground,
+    }
+}
+
+/// SplitMix64: seeds and phases from one run-wide seed.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Where the background files lie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Away from the application's data (readers from 30% of the disk, writers from 70%).
+    Separate,
+    /// Interleaved with the application's data: files every 0.2% (60 MB) from the start of
+    /// the disk, where the start-up trace is placed.
+    CoLocated,
+}
+
+impl Layout {
+    fn label(self) -> &'static str {
+        match self {
+            Layout::Separate => "separate",
+            Layout::CoLocated => "co-located",
+        }
+    }
+}
+
+/// The background jobs of `bg` ("<R>r<W>w[-seq|-rand]").
+fn background(bg: &str, capacity: u64, seed: u64, layout: Layout) -> anyhow::Result<Vec<JobSlot>> {
+    let (counts, kind) = bg.split_once('-').unwrap_or((bg, "seq"));
+    let r_at = counts.find('r').context("background: no 'r'")?;
+    let readers: u32 = counts[..r_at].parse()?;
+    let writers: u32 = counts[r_at + 1..].trim_end_matches('w').parse()?;
+    let random = kind == "rand";
+    let mut out = Vec::new();
+    for i in 0..readers {
+        let name = format!("reader{i}");
+        let env = BuildEnv::new(capacity, seed, name.clone());
+        let cfg = FioJobConfig {
+            rw: if random {
+                RwMode::RandRead
+            } else {
+                RwMode::Read
+            },
+            bs: if random { 4096 } else { 128 * 1024 },
+            offset_frac: Some(match layout {
+                Layout::Separate => 0.30 + 0.035 * f64::from(i),
+                Layout::CoLocated => 0.004 * f64::from(i),
+            }),
+            size: Some(1_000_000_000),
+            time_based: true,
+            runtime_ms: Some(1_000_000_000),
+            ..FioJobConfig::default()
+        };
+        out.push(slot(
+            name,
+            Box::new(FioJob::new(cfg, &env)?),
+            Nanos::ZERO,
+            false,
+        ));
+    }
+    for i in 0..writers {
+        let name = format!("writer{i}");
+        let env = BuildEnv::new(capacity, seed, name.clone());
+        let cfg = StreamWriterConfig {
+            offset_frac: Some(match layout {
+                Layout::Separate => 0.70 + 0.05 * f64::from(i),
+                Layout::CoLocated => 0.002 + 0.004 * f64::from(i),
+            }),
+            size_frac: Some(0.04),
+            rate: Some(WRITERS_RATE / u64::from(writers)),
+            ..StreamWriterConfig::default()
+        };
+        out.push(slot(
+            name,
+            Box::new(StreamWriter::new(cfg, &env)?),
+            Nanos::ZERO,
+            false,
+        ));
+    }
+    Ok(out)
+}
+
+/// One start-up run: the start-up time in seconds, or `None` if cut off.
+fn startup_once(
+    trace: &Path,
+    bg: &str,
+    layout: Layout,
+    policy: &Policy,
+    seed: u64,
+) -> anyhow::Result<Option<f64>> {
+    let dev = drive()?;
+    let capacity = dev.capacity_sectors();
+    let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
+    for s in background(bg, capacity, seed, layout)? {
+        sim.add_job(s);
+    }
+    let phase = Nanos::from_ms(30_000 + mix(seed) % 10_000);
+    let env = BuildEnv::new(capacity, seed, "app");
+    let cfg = StartupConfig {
+        trace: trace.to_path_buf(),
+        think_scale: 0.0,
+        ..StartupConfig::default()
+    };
+    let app = StartupJob::new(cfg, &env)?;
+    sim.add_job(slot("app".into(), Box::new(app), phase, true));
+    let report = sim.run(Some(phase + Nanos::from_secs(STARTUP_LIMIT_S)));
+    let m = &report.job("app").context("no app job")?.metrics;
+    Ok(m.finished.map(|f| (f - m.started).as_secs_f64()))
+}
+
+/// Mean, min, max and 95% CI half width (Student t) of `xs`.
+fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if xs.len() < 2 {
+        return (mean, min, max, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // t(0.975, df) ~ 1.96 + 2.4 / df (2.09 at df = 19; within 1% for df >= 5).
+    let t = 1.96 + 2.4 / (n - 1.0);
+    (mean, min, max, t * (var / n).sqrt())
+}
+
+/// Run `jobs` on up to all cores with a progress line; results in input order.
+fn parallel<T: Sync, R: Send>(label: &str, jobs: Vec<T>, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let n = jobs.len();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(n.max(1));
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, {elapsed}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(label.to_string());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(&jobs[i]);
+                out.lock().expect("lock")[i] = Some(r);
+                done.fetch_add(1, Ordering::Relaxed);
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    out.into_inner()
+        .expect("lock")
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
+}
+
+struct StartupCase {
+    app: usize,
+    bg: usize,
+    policy: usize,
+    rep: usize,
+    layout: Layout,
+}
+
+/// Start-up times of every repetition of one (app, background, policy, layout) case.
+type Times = (usize, usize, usize, Layout, Vec<Option<f64>>);
+
+/// Parts 1 and 2: every start-up case; `co_located` lists the (background, policy) pairs also
+/// run with the co-located layout.
+fn measure_startup(
+    dir: &Path,
+    policies: &[Policy],
+    co_located: &[(usize, usize)],
+) -> anyhow::Result<Vec<Times>> {
+    let mut cases = Vec::new();
+    let mut keys = Vec::new();
+    for layout in [Layout::Separate, Layout::CoLocated] {
+        for app in 0..APPS.len() {
+            for bg in 0..BACKGROUNDS.len() {
+                for policy in 0..policies.len() {
+                    if layout == Layout::CoLocated && !co_located.contains(&(bg, policy)) {
+                        continue;
+                    }
+                    keys.push((app, bg, policy, layout));
+                    for rep in 0..reps() {
+                        cases.push(StartupCase {
+                            app,
+                            bg,
+                            policy,
+                            rep,
+                            layout,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let results = parallel("start-up runs", cases, |c| {
+        let seed = mix((c.app as u64) << 40 | (c.bg as u64) << 20 | c.rep as u64);
+        let trace = dir.join(APPS[c.app].1);
+        startup_once(
+            &trace,
+            BACKGROUNDS[c.bg],
+            c.layout,
+            &policies[c.policy],
+            seed,
+        )
+    });
+    let mut out = Vec::new();
+    let mut it = results.into_iter();
+    for (app, bg, policy, layout) in keys {
+        let times: anyhow::Result<Vec<Option<f64>>> =
+            (0..reps()).map(|_| it.next().expect("result")).collect();
+        out.push((app, bg, policy, layout, times?));
+    }
+    Ok(out)
+}
+
+/// Part 3: one cooperating-readers run, aggregate MB/s.
+fn cooperating_once(policy: &Policy, processes: u32, chunk: u64) -> anyhow::Result<f64> {
+    let dev = drive()?;
+    let capacity = dev.capacity_sectors();
+    let file = capacity / 10 * 512;
+    let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
+    for i in 0..u64::from(processes) {
+        let name = format!("coop{i}");
+        let env = BuildEnv::new(capacity, 1, name.clone());
+        let cfg = FioJobConfig {
+            rw: RwMode::Read,
+            bs: chunk,
+            rw_skip: (u64::from(processes) - 1) * chunk,
+            offset: Some(file + i * chunk),
+            size: Some(COOP_FILE - i * chunk),
+            io_size: Some(COOP_FILE / u64::from(processes)),
+            ..FioJobConfig::default()
+        };
+        sim.add_job(slot(
+            name,
+            Box::new(FioJob::new(cfg, &env)?),
+            Nanos::ZERO,
+            true,
+        ));
+    }
+    let report = sim.run(Some(Nanos::from_secs(600)));
+    let bytes: u64 = report.jobs.iter().map(|j| j.metrics.read.bytes).sum();
+    let end = report
+        .jobs
+        .iter()
+        .filter_map(|j| j.metrics.finished)
+        .max()
+        .unwrap_or(report.end);
+    if report.jobs.iter().any(|j| j.metrics.finished.is_none()) {
+        bail!(
+            "cooperating readers under {} did not finish in 600 s",
+            policy.label()
+        );
+    }
+    Ok(bytes as f64 / 1e6 / end.as_secs_f64().max(1e-9))
+}
+
+/// Run everything, print the tables, write JSON if asked.
+pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
+    let dir: PathBuf = shared_data_dir()
+        .map(|d| d.join("traces/s-startup"))
+        .filter(|d| d.is_dir())
+        .context("shared/data/traces/s-startup not found (set ELEVATOR_DATA to the shared/data directory)")?;
+    let mut policies: Vec<Policy> = SCHEDULERS
+        .iter()
+        .filter(|n| registry::find(n).is_some())
+        .map(|&n| Policy::plain(n))
+        .collect();
+    let absent: Vec<&str> = SCHEDULERS
+        .iter()
+        .copied()
+        .filter(|n| registry::find(n).is_none())
+        .collect();
+    policies.push(Policy {
+        name: "bfq",
+        variant: "no-merge-window",
+        settings: vec![("merge_window_ms", 0)],
+    });
+    let bfq_idx = policies
+        .iter()
+        .position(|p| p.name == "bfq" && p.variant == "default")
+        .context("bfq")?;
+    let nowin_idx = policies.len() - 1;
+
+    println!("BFQ: merge a queue only within 100 ms after it (re)starts I/O (Valente & Ruocco).");
+    println!(
+        "Simulated {DRIVE}; {} repetitions per case; start-up cut off after {STARTUP_LIMIT_S} s.",
+        reps()
+    );
+    if !absent.is_empty() {
+        println!("(not registered, skipped: {})", absent.join(", "));
+    }
+    println!();
+    let t0 = std::time::Instant::now();
+    let co_located: Vec<(usize, usize)> = [1, 2]
+        .into_iter()
+        .flat_map(|bg| [(bg, bfq_idx), (bg, nowin_idx)])
+        .collect();
+    let startup = measure_startup(&dir, &policies, &co_located)?;
+    let mut rows = Vec::new();
+    let mut table = Vec::new();
+    let mut bfq_mean = std::collections::BTreeMap::new();
+    for (app, bg, p, _, times) in startup.iter().filter(|x| x.3 == Layout::Separate) {
+        let timeouts = times.iter().filter(|t| t.is_none()).count();
+        let xs: Vec<f64> = times
+            .iter()
+            .map(|t| t.unwrap_or(STARTUP_LIMIT_S as f64))
+            .collect();
+        let (mean, min, max, ci) = stats(&xs);
+        let policy = &policies[*p];
+        let experiment = if *p == nowin_idx || *p == bfq_idx {
+            "merge-window"
+        } else {
+            "startup"
+        };
+        let mk = |experiment| Row {
+            experiment,
+            scheduler: policy.name.to_string(),
+            variant: policy.variant,
+            app: Some(APPS[*app].0),
+            background: Some(BACKGROUNDS[*bg]),
+            mean_s: Some(mean),
+            min_s: Some(min),
+            max_s: Some(max),
+            ci95_s: Some(ci),
+            repetitions: Some(times.len()),
+            timeouts: Some(timeouts),
+            layout: Some(Layout::Separate.label()),
+            ..Row::default()
+        };
+        if *p != nowin_idx {
+            rows.push(mk("startup"));
+        }
+        if experiment == "merge-window" {
+            rows.push(mk("merge-window"));
+        }
+        bfq_mean.insert((*app, *bg, *p), mean);
+        let cut = if timeouts > 0 {
+            format!(" ({timeouts} cut)")
+        } else {
+            String::new()
+        };
+        table.push(vec![
+            APPS[*app].0.to_string(),
+            BACKGROUNDS[*bg].to_string(),
+            policy.label(),
+            format!("{mean:.2}{cut}"),
+            format!("{min:.2}"),
+            format!("{max:.2}"),
+            format!("{ci:.2}"),
+        ]);
+    }
+    println!(
+        "1. Start-up time (s) under background workloads ({:.0} s of wall time)",
+        t0.elapsed().as_secs_f64()
+    );
+    print!(
+        "{}",
+        output::table(
+            &[
+                "app",
+                "background",
+                "scheduler",
+                "mean",
+                "min",
+                "max",
+                "ci95"
+            ],
+            &table
+        )
+    );
+
+    println!("\nChecks (issue 5):");
+    for app in 0..2 {
+        let idle = bfq_mean[&(app, 0, bfq_idx)];
+        let loaded = bfq_mean[&(app, 2, bfq_idx)];
+        println!(
+            "  {}: BFQ 5r5w-seq / 0r0w = {:.2} (target <= 1.5); others under 5r5w-seq: {}",
+            APPS[app].0,
+            loaded / idle,
+            policies
+                .iter()
+                .enumerate()
+                .filter(|(i, p)| *i != bfq_idx && p.variant == "default")
+                .map(|(i, p)| format!("{} {:.2} s", p.name, bfq_mean[&(app, 2, i)]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+
+    println!("\n2. BFQ with the 100 ms merge window (default) and without (merge_window_ms = 0)");
+    println!(
+        "   Published: lxterminal occasionally 7.5 s instead of 6.5 s without the rule (FUJITSU"
+    );
+    println!(
+        "   MHX2300BT, sequential readers and writers in the background); no outliers with it."
+    );
+    let mut t2 = Vec::new();
+    let f = |ts: &Vec<Option<f64>>| -> Vec<f64> {
+        ts.iter()
+            .map(|t| t.unwrap_or(STARTUP_LIMIT_S as f64))
+            .collect()
+    };
+    for (app, bg, _, layout, times) in startup.iter().filter(|x| x.2 == bfq_idx) {
+        let other = startup
+            .iter()
+            .find(|x| x.0 == *app && x.1 == *bg && x.2 == nowin_idx && x.3 == *layout)
+            .map(|x| &x.4)
+            .context("paired run")?;
+        let (m1, _, x1, _) = stats(&f(times));
+        let (m2, n2, x2, c2) = stats(&f(other));
+        if *layout == Layout::CoLocated {
+            // Rows for the window (default) at this layout; the separate layout's were pushed above.
+            for (variant, ts) in [("default", times), ("no-merge-window", other)] {
+                let (mean, min, max, ci) = stats(&f(ts));
+                rows.push(Row {
+                    experiment: "merge-window",
+                    scheduler: "bfq".into(),
+                    variant,
+                    app: Some(APPS[*app].0),
+                    background: Some(BACKGROUNDS[*bg]),
+                    mean_s: Some(mean),
+                    min_s: Some(min),
+                    max_s: Some(max),
+                    ci95_s: Some(ci),
+                    repetitions: Some(ts.len()),
+                    timeouts: Some(ts.iter().filter(|t| t.is_none()).count()),
+                    layout: Some(layout.label()),
+                    ..Row::default()
+                });
+            }
+        }
+        let _ = (n2, c2);
+        let diverged = times.iter().zip(other).filter(|(a, b)| a != b).count();
+        t2.push(vec![
+            APPS[*app].0.to_string(),
+            BACKGROUNDS[*bg].to_string(),
+            layout.label().to_string(),
+            format!("{m1:.2}"),
+            format!("{x1:.2}"),
+            format!("{m2:.2}"),
+            format!("{x2:.2}"),
+            format!("{diverged}/{}", times.len()),
+        ]);
+    }
+    print!(
+        "{}",
+        output::table(
+            &[
+                "app",
+                "background",
+                "layout",
+                "window mean",
+                "window max",
+                "no-window mean",
+                "no-window max",
+                "runs differing"
+            ],
+            &t2
+        )
+    );
+
+    println!(
+        "\n3. Cooperating readers: one 64 MiB file read in interleaved chunks, aggregate MB/s"
+    );
+    let mut coop_policies: Vec<Policy> = policies
+        .iter()
+        .filter(|p| p.variant == "default")
+        .cloned()
+        .collect();
+    coop_policies.push(Policy {
+        name: "bfq",
+        variant: "no-merge",
+        settings: vec![("queue_merging", 0)],
+    });
+    let mut coop_cases = Vec::new();
+    for &procs in &[2u32, 4] {
+        for &chunk in &[16u64, 128] {
+            for p in 0..coop_policies.len() {
+                coop_cases.push((procs, chunk, p));
+            }
+        }
+    }
+    let coop = parallel(
+        "cooperating runs",
+        coop_cases.clone(),
+        |&(procs, chunk, p)| cooperating_once(&coop_policies[p], procs, chunk * 1024),
+    );
+    let mut t3 = Vec::new();
+    let mut merge_ratio = Vec::new();
+    for (i, &(procs, chunk, p)) in coop_cases.iter().enumerate() {
+        let mbs = *coop[i].as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        let pol = &coop_policies[p];
+        rows.push(Row {
+            experiment: "cooperating",
+            scheduler: pol.name.to_string(),
+            variant: pol.variant,
+            processes: Some(procs),
+            chunk_kib: Some(chunk),
+            aggregate_mb_s: Some(mbs),
+            ..Row::default()
+        });
+        t3.push(vec![
+            procs.to_string(),
+            chunk.to_string(),
+            pol.label(),
+            format!("{mbs:.2}"),
+        ]);
+        if pol.name == "bfq" && pol.variant == "no-merge" {
+            let with = coop_cases
+                .iter()
+                .position(|&(a, b, q)| {
+                    a == procs
+                        && b == chunk
+                        && coop_policies[q].name == "bfq"
+                        && coop_policies[q].variant == "default"
+                })
+                .and_then(|j| coop[j].as_ref().ok().copied())
+                .unwrap_or(f64::NAN);
+            merge_ratio.push(format!("{procs} x {chunk} KiB: {:.1}x", with / mbs));
+        }
+    }
+    print!(
+        "{}",
+        output::table(&["processes", "chunk KiB", "scheduler", "MB/s"], &t3)
+    );
+    println!(
+        "  BFQ with merging / without (target >= 3x): {}",
+        merge_ratio.join(", ")
+    );
+    println!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
+
+    if let Some(p) = json {
+        output::write_json(
+            p,
+            &Out {
+                experiment: "bfq-merge",
+                rows,
+            },
+        )?;
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
