@@ -200,7 +200,7 @@ pub enum SeekCurveSpec {
 }
 
 /// Command processing overheads, ms. "after read"/"after write" name the previous command.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Overheads {
     /// Read served from the cache, previous command a read.
@@ -240,7 +240,7 @@ pub struct Overheads {
 }
 
 /// The host interface.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Bus {
     /// Time to move one sector from the drive's buffer to the host, ms.
@@ -280,7 +280,7 @@ pub enum WritePolicy {
 }
 
 /// The on-board cache.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Cache {
     /// Whether reads are served from the buffer at all.
