@@ -402,10 +402,6 @@ impl Hdd {
             }
         };
         let mut limit = limit.min(self.geo.blocks);
-        // A segment that may not overwrite the request's data stops when full.
-        if !c.read_ahead_over_requested {
-            limit = limit.min(seg_start + size.max(n));
-        }
         // Track and cylinder modes never switch heads (track) or seek (cylinder).
         let ti = self.geo.track_of(end - 1);
         let tr = self.geo.tracks[ti];
@@ -457,10 +453,15 @@ impl Hdd {
         let over = self.overhead_write(back);
         self.settle_background(t + over);
         if c.enabled {
+            // A segment holding any of the written blocks takes the write (DiskSim never keeps
+            // two copies); otherwise the dedicated write segment or the least recently used.
             let seg = if self.write_segs > 0 {
                 0
             } else {
-                self.buf.victim(|_| true)
+                match self.buf.find_overlap(lbn, n) {
+                    Some(i) => i,
+                    None => self.buf.victim(|_| true),
+                }
             };
             self.buf.invalidate(lbn, n, seg);
             self.buf.segs[seg].start = lbn;
