@@ -116,6 +116,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
     let mut bus = Bus {
         read_sector_ms: bulk,
         write_sector_ms: bulk,
+        read_high_water: disk.num_or("High (read) water mark", 0.0)?,
+        watermark_by_request: disk.uint_or("Set watermark by reqsize", 1)? != 0,
     };
     for b in file.blocks.iter().filter(|b| b.kind == "disksim_bus") {
         bus.read_sector_ms = bus

@@ -48,11 +48,17 @@ pub struct Hdd {
     hda_free: f64,
     background: Background,
     last_read: bool,
+    /// While writing: when the host's data transfer starts and its time per sector; the media
+    /// cannot write a sector before it is in the buffer.
+    feed: Option<(f64, f64)>,
+    /// Sector count whose completion time [`Access::mark_done`] reports.
+    mark: u64,
 }
 
 /// What a media access did.
 struct Access {
-    first_done: f64,
+    /// When the `mark`-th sector (see [`Hdd::mark`]) was done.
+    mark_done: f64,
     end: f64,
     done_lbns: u64,
 }
@@ -76,7 +82,8 @@ impl Hdd {
             period: 60_000.0 / spec.rpm,
             bus_read: spec.bus.read_sector_ms,
             bus_write: spec.bus.write_sector_ms,
-            buf: Buffer::new(segs + write_segs),
+            // The dedicated write segment is one of the drive's segments.
+            buf: Buffer::new(segs.max(write_segs + 1)),
             write_segs,
             geo,
             seek,
@@ -86,6 +93,8 @@ impl Hdd {
             hda_free: 0.0,
             background: Background::Idle,
             last_read: true,
+            feed: None,
+            mark: 1,
         }
     }
 
@@ -141,12 +150,16 @@ impl Hdd {
         let mut t = t;
         let mut l = lbn;
         let last = lbn + n;
-        let mut first_done = f64::NAN;
+        let mut mark_done = f64::NAN;
         let mut ti = self.geo.track_of(lbn);
         while l < last {
             let tr = self.geo.tracks[ti];
             let on_track = (tr.first_lbn + u64::from(tr.lbns)).min(last) - l;
-            let pos = self.position(tr.cyl, tr.head, write);
+            let mut pos = self.position(tr.cyl, tr.head, write);
+            if write && l == lbn {
+                // DiskSim's "Minimum seek delay" bounds the positioning of a write.
+                pos = pos.max(self.spec.overheads.minimum_seek);
+            }
             let t_on = t + pos;
             if t_on >= stop {
                 break;
@@ -158,27 +171,37 @@ impl Hdd {
             let per = self.period / f64::from(tr.spt);
             let t_start = t_on + lat;
             let span = self.geo.span_sectors(ti, l, on_track as u32);
-            let t_end = t_start + f64::from(span) * per;
+            let mut t_end = t_start + f64::from(span) * per;
+            if let (true, Some((d0, each))) = (write, self.feed) {
+                // Sector by sector: a sector whose data has not arrived waits a revolution.
+                let mut cur = t_start;
+                for k in 0..on_track {
+                    let ready = d0 + ((l - lbn + k + 1) as f64) * each;
+                    if ready > cur {
+                        cur += ((ready - cur) / self.period).ceil() * self.period;
+                    }
+                    cur += per;
+                }
+                t_end = cur + f64::from(span - on_track as u32) * per;
+            }
             if t_end > stop {
                 // Partial track: whole sectors done by `stop` (holes ignored here).
                 let k = ((stop - t_start) / per).floor().max(0.0) as u64;
                 let k = k.min(on_track);
-                if k > 0 && first_done.is_nan() {
-                    first_done = t_start + per;
-                }
                 l += k;
                 t = t_start + k as f64 * per;
                 break;
             }
-            if first_done.is_nan() {
-                first_done = t_start + per;
+            let k = self.mark.max(1);
+            if mark_done.is_nan() && l - lbn + on_track >= k {
+                mark_done = t_start + (k - (l - lbn)) as f64 * per;
             }
             l += on_track;
             t = t_end;
             ti += 1;
         }
         Access {
-            first_done,
+            mark_done: if mark_done.is_nan() { t } else { mark_done },
             end: t,
             done_lbns: l - lbn,
         }
@@ -282,8 +305,23 @@ impl Hdd {
         let over = self.overhead_read(false);
         self.settle_background(t + over);
         let start = (t + over).max(self.hda_free);
+        // The drive reconnects once the high-water mark is in the buffer.
+        let b = self.spec.bus;
+        let base = if b.watermark_by_request {
+            n.min(u64::from(c.segment_sectors.max(1)))
+        } else {
+            u64::from(c.segment_sectors)
+        };
+        let water = if b.watermark_by_request {
+            ((base as f64 * b.read_high_water) as u64).max(1)
+        } else {
+            ((base as f64 * b.read_high_water + 0.9999999999) as u64).max(1)
+        };
+        self.mark = water.min(n);
         let a = self.access(lbn, n, start, false, f64::INFINITY);
-        let xfer_done = (a.first_done + bus).max(a.end + self.bus_read);
+        self.mark = 1;
+        let xfer_start = a.mark_done + o.first_reselect + o.data_preparation;
+        let xfer_done = (xfer_start + bus - self.bus_read).max(a.end) + self.bus_read;
         let done = xfer_done + o.read_completion;
         self.hda_free = a.end;
         if c.enabled {
@@ -469,20 +507,21 @@ impl Hdd {
             self.buf.segs[seg].write = true;
             self.buf.touch(seg);
         }
-        let data_in = t + over + o.data_preparation + bus;
+        let xfer_start = t + over + o.data_preparation;
+        let data_in = xfer_start + bus;
+        // The arm may move once the command is decoded; sectors are written as their data
+        // arrive.
+        let start = (t + over).max(self.hda_free);
+        self.feed = Some((xfer_start, self.bus_write));
+        let a = self.access(lbn, n, start, true, f64::INFINITY);
+        self.feed = None;
+        self.hda_free = a.end;
         if back {
             // Complete once in the buffer; the media write follows.
-            let start = data_in.max(self.hda_free);
-            let a = self.access(lbn, n, start, true, f64::INFINITY);
-            self.hda_free = a.end;
             (data_in + o.write_completion, true)
         } else {
-            let start = (t + over).max(self.hda_free);
-            let a = self.access(lbn, n, start, true, f64::INFINITY);
-            // The media cannot write a sector before the host has sent it.
-            let end = a.end.max(data_in + self.bus_write);
-            self.hda_free = end;
-            (end + o.write_completion, false)
+            // The drive reconnects to report completion.
+            (a.end.max(data_in) + o.first_reselect + o.write_completion, false)
         }
     }
 

@@ -247,6 +247,11 @@ pub struct Bus {
     pub read_sector_ms: f64,
     /// Time to move one sector from the host into the drive's buffer, ms.
     pub write_sector_ms: f64,
+    /// Fraction of a read (or of a segment) that must be in the buffer before the drive
+    /// reconnects to send it (DiskSim's "High (read) water mark"); at least one sector.
+    pub read_high_water: f64,
+    /// Whether `read_high_water` is a fraction of the request (true) or of the segment.
+    pub watermark_by_request: bool,
 }
 
 /// Read-ahead mode (DiskSim's "Buffer continuous read").
