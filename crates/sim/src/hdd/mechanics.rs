@@ -268,7 +268,8 @@ impl Hdd {
                 let seg = self.buf.segs[i];
                 let xfer_start = t + self.overhead_read(true) + o.data_preparation;
                 self.buf.touch(i);
-                let ra_here = matches!(self.background, Background::ReadAhead { seg, .. } if seg == i);
+                let ra_here =
+                    matches!(self.background, Background::ReadAhead { seg, .. } if seg == i);
                 if end <= seg.end {
                     // Whole hit.
                     if ra_here {
@@ -487,7 +488,14 @@ impl Hdd {
         let c = self.spec.cache;
         let o = self.spec.overheads;
         let bus = n as f64 * self.bus_write;
-        let back = c.enabled && c.write_policy == WritePolicy::WriteBack;
+        let back = c.enabled
+            && match c.write_policy {
+                WritePolicy::WriteBack => true,
+                // DiskSim's limited fast write: from the buffer unless an earlier write is
+                // still on its way to the media.
+                WritePolicy::WriteBackSequential => self.hda_free <= t,
+                WritePolicy::WriteThrough => false,
+            };
         let over = self.overhead_write(back);
         self.settle_background(t + over);
         if c.enabled {
@@ -521,7 +529,10 @@ impl Hdd {
             (data_in + o.write_completion, true)
         } else {
             // The drive reconnects to report completion.
-            (a.end.max(data_in) + o.first_reselect + o.write_completion, false)
+            (
+                a.end.max(data_in) + o.first_reselect + o.write_completion,
+                false,
+            )
         }
     }
 

@@ -278,7 +278,8 @@ pub enum WritePolicy {
     /// Every write waits for the media (0).
     #[default]
     WriteThrough,
-    /// Sequential appends to cached writes complete at once (1).
+    /// Limited write-back (1): a write completes from the buffer unless an earlier write is
+    /// still going to the media, in which case it waits like write-through.
     WriteBackSequential,
     /// Every write completes once in the buffer; the media write follows (2).
     WriteBack,
