@@ -30,6 +30,10 @@ enum Command {
     Run(cmd::run::Args),
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
+    /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
+    Validate(cmd::validate::Args),
+    /// Show a drive spec, or import a DiskSim drive model.
+    Drive(cmd::drive::Args),
 }
 
 fn main() {
@@ -39,6 +43,8 @@ fn main() {
         Command::Sim(a) => cmd::sim::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::List(a) => cmd::list::run(a),
+        Command::Validate(a) => cmd::validate::run(a),
+        Command::Drive(a) => cmd::drive::run(a),
     };
     if let Err(e) = result {
         eprintln!("elevator: error: {e}");

@@ -11,10 +11,14 @@
 //!   was issued or completed within `reader_idle` ms, or one is in flight) at most `depth`
 //!   writes are outstanding. With no reader active, up to `write_depth_max` are.
 //! - `depth` is controlled from the reads' device latency (dispatch to completion), averaged
-//!   over windows of `window` ms: above `target_read_lat` the depth halves (not below
+//!   over windows of `window` ms: above the target the depth halves (not below
 //!   `write_depth_min`) and the depth that overshot is remembered; at or under the target it
 //!   grows by one per window, but not back to a depth that overshot within the last
 //!   `probe_interval` ms. The depth starts at `write_depth_min` and survives idle readers.
+//! - The target is `target_read_lat`, or `target_factor` times the best window mean seen so
+//!   far if that is larger: on a device whose reads are slow even without writes (a loop
+//!   device over a busy disk), a fixed target would pin the writes at the minimum depth. The
+//!   best mean is forgotten slowly (it may rise by 1/16 per window), so it follows the device.
 //!
 //! So the writer keeps the device busy with as few writes as the reads can tolerate: on a
 //! device whose bandwidth saturates at low depth, that costs the writer little. The control is
@@ -24,7 +28,8 @@
 //!
 //! Tunables (our names, in the style of sysfs): `target_read_lat` (us, default 1000),
 //! `window` (ms, 20), `probe_interval` (ms, 1000), `write_depth_min` (requests, 1),
-//! `write_depth_max` (requests, 64), `reader_idle` (ms, 10).
+//! `write_depth_max` (requests, 64), `reader_idle` (ms, 10), `target_factor` (count, 3; 0
+//! makes the target absolute).
 //!
 //! Scope: one shared write depth for all writers; no groups, priorities or per-process
 //! fairness (the reads are FIFO among themselves, the writes too); no merging; no anticipation
@@ -88,6 +93,14 @@ pub const TUNABLES: &[Tunable] = &[
         max: 60_000,
         doc: "readers count as active for this long after their last read",
     },
+    Tunable {
+        name: "target_factor",
+        unit: Unit::Count,
+        default: 3,
+        min: 0,
+        max: 1000,
+        doc: "the target is at least this many times the best read latency seen (0: off)",
+    },
 ];
 
 /// latency_guard's configuration.
@@ -105,6 +118,8 @@ pub struct Config {
     pub write_depth_max: u32,
     /// How long readers count as active after their last read.
     pub reader_idle: Nanos,
+    /// The target is at least this many times the best window mean seen (0: off).
+    pub target_factor: u32,
 }
 
 impl Default for Config {
@@ -125,6 +140,7 @@ impl Config {
             write_depth_min: g("write_depth_min") as u32,
             write_depth_max: g("write_depth_max") as u32,
             reader_idle: Nanos::from_ms(g("reader_idle") as u64),
+            target_factor: g("target_factor") as u32,
         };
         if cfg.write_depth_min > cfg.write_depth_max {
             return Err(TunableError::Invalid {
@@ -153,6 +169,7 @@ pub struct LatencyGuard {
     window_sum: u64,
     window_reads: u64,
     last_read: Option<Nanos>,
+    best_mean: Option<u64>,
 }
 
 impl LatencyGuard {
@@ -171,6 +188,7 @@ impl LatencyGuard {
             window_sum: 0,
             window_reads: 0,
             last_read: None,
+            best_mean: None,
         }
     }
 
@@ -200,9 +218,19 @@ impl LatencyGuard {
         }
     }
 
+    /// The read latency the control steers to at present.
+    pub fn target(&self) -> Nanos {
+        let relative = self
+            .best_mean
+            .map_or(0, |b| b.saturating_mul(u64::from(self.cfg.target_factor)));
+        Nanos(self.cfg.target_read_lat.as_ns().max(relative))
+    }
+
     fn end_window(&mut self, now: Nanos) {
         let mean = self.window_sum / self.window_reads.max(1);
-        if mean > self.cfg.target_read_lat.as_ns() {
+        let target = self.target().as_ns();
+        self.best_mean = Some(self.best_mean.map_or(mean, |b| mean.min(b + b / 16)));
+        if mean > target {
             if self.depth > self.cfg.write_depth_min {
                 self.overshoot = Some((self.depth, now));
                 self.depth = (self.depth / 2).max(self.cfg.write_depth_min);
@@ -298,6 +326,7 @@ impl LatencyGuard {
             "write_depth_min" => u64::from(c.write_depth_min),
             "write_depth_max" => u64::from(c.write_depth_max),
             "reader_idle" => c.reader_idle.as_ms(),
+            "target_factor" => u64::from(c.target_factor),
             _ => 0,
         }) as i64
     }
@@ -418,7 +447,7 @@ mod tests {
     #[test]
     fn depth_never_falls_below_write_depth_min_so_writes_never_starve() {
         let mut set = Settings::new();
-        set.set("write_depth_min", 2);
+        set.set("write_depth_min", 2).set("target_factor", 0);
         let mut s = LatencyGuard::from_settings(&set).unwrap();
         let mut t = Nanos::ZERO;
         for i in 0..10 {
@@ -426,6 +455,27 @@ mod tests {
             t = read_with_latency(&mut s, 2 * i + 1, t + Nanos::from_ms(20), Nanos::from_ms(5));
         }
         assert_eq!(s.write_depth(), 2);
+    }
+
+    #[test]
+    fn on_a_device_with_slow_reads_the_target_follows_the_best_latency_seen() {
+        let mut t = Nanos::ZERO;
+        let mut run = |s: &mut LatencyGuard| {
+            for i in 0..5 {
+                // Every read takes 1.5 ms, above the absolute 1 ms target.
+                t = read_with_latency(s, 2 * i, t, Nanos::from_us(1500));
+                t = read_with_latency(s, 2 * i + 1, t + Nanos::from_ms(20), Nanos::from_us(1500));
+            }
+        };
+        let mut relative = lg();
+        run(&mut relative);
+        assert_eq!(relative.target(), Nanos::from_us(4500));
+        assert!(relative.write_depth() > 1, "{}", relative.write_depth());
+        let mut set = Settings::new();
+        set.set("target_factor", 0);
+        let mut absolute = LatencyGuard::from_settings(&set).unwrap();
+        run(&mut absolute);
+        assert_eq!(absolute.write_depth(), 1);
     }
 
     #[test]

@@ -252,6 +252,30 @@ pub fn demerit(a_ms: &[f64], b_ms: &[f64]) -> f64 {
     (sq / count as f64).sqrt()
 }
 
+/// Finds DiskSim's validation data: `$ELEVATOR_DISKSIM_VALID`, else
+/// `shared/data/disksim-valid` in the current directory or one of its ancestors (also as a
+/// sibling `../shared/...` of a checkout).
+pub fn find_data_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("ELEVATOR_DISKSIM_VALID") {
+        let d = PathBuf::from(d);
+        return d.is_dir().then_some(d);
+    }
+    let mut dir = std::env::current_dir().ok()?;
+    loop {
+        for cand in [
+            dir.join("shared/data/disksim-valid"),
+            dir.join("../shared/data/disksim-valid"),
+        ] {
+            if cand.join("cheetah9LP.trace").is_file() {
+                return Some(cand);
+            }
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
 /// The five drives DiskSim 4.0 validated whose data ships in `shared/data/disksim-valid`, with
 /// DiskSim's own demerit (ms) and simulated / measured means from its `runvalid`.
 pub const DISKSIM_FIGURES: &[(&str, &str, f64)] = &[

@@ -116,6 +116,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
     let mut bus = Bus {
         read_sector_ms: bulk,
         write_sector_ms: bulk,
+        read_high_water: disk.num_or("High (read) water mark", 0.0)?,
+        watermark_by_request: disk.uint_or("Set watermark by reqsize", 1)? != 0,
     };
     for b in file.blocks.iter().filter(|b| b.kind == "disksim_bus") {
         bus.read_sector_ms = bus
@@ -180,7 +182,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         read_ahead,
         min_read_ahead: disk.uint_or("Minimum read-ahead (blks)", 0)? as u32,
         max_read_ahead: disk.uint_or("Maximum read-ahead (blks)", 0)? as u32,
-        read_ahead_over_requested: flag("Read-ahead over requested")?,
+        // -1 (drop the request's data once sent) is taken as 1: both let read-ahead reuse it.
+        read_ahead_over_requested: disk.num_or("Read-ahead over requested", 0.0)? != 0.0,
         read_ahead_on_idle_hit: flag("Read-ahead on idle hit")?,
         read_hits_on_write_data: flag("Allow read hits on write data")?,
         write_policy,

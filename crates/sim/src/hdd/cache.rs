@@ -48,6 +48,13 @@ impl Buffer {
             .position(|s| (writes_ok || !s.write) && s.start <= lbn && lbn < s.end)
     }
 
+    /// The first non-empty segment sharing a block with `[lbn, lbn + n)`.
+    pub fn find_overlap(&self, lbn: u64, n: u64) -> Option<usize> {
+        self.segs
+            .iter()
+            .position(|s| s.start < s.end && s.start < lbn + n && lbn < s.end)
+    }
+
     /// Marks segment `i` as just used.
     pub fn touch(&mut self, i: usize) {
         self.clock += 1;

@@ -58,7 +58,14 @@ pub struct Geometry {
     pub holes: Vec<u16>,
     /// Total LBNs.
     pub blocks: u64,
+    /// First LBN of each track (the search key, kept apart for cache locality).
+    first_lbns: Vec<u64>,
+    /// `index[k]`: the track holding LBN `k << INDEX_SHIFT`.
+    index: Vec<u32>,
 }
+
+/// LBNs per entry of the coarse index in front of the track search.
+const INDEX_SHIFT: u32 = 10;
 
 impl Geometry {
     /// Lays out `layout` on a drive with `surfaces` heads.
@@ -235,18 +242,36 @@ impl Geometry {
             }
         }
         tracks.retain(|t| t.lbns > 0);
-        // Re-point holes after the retain (indices stay valid: holes_at is absolute).
+        let first_lbns: Vec<u64> = tracks.iter().map(|t| t.first_lbn).collect();
+        let mut index = Vec::with_capacity((next_lbn >> INDEX_SHIFT) as usize + 2);
+        let mut ti = 0usize;
+        let mut k = 0u64;
+        while (k << INDEX_SHIFT) < next_lbn {
+            let lbn = k << INDEX_SHIFT;
+            while ti + 1 < first_lbns.len() && first_lbns[ti + 1] <= lbn {
+                ti += 1;
+            }
+            index.push(ti as u32);
+            k += 1;
+        }
+        index.push(first_lbns.len().saturating_sub(1) as u32);
         Geometry {
             tracks,
             holes,
             blocks: next_lbn,
+            first_lbns,
+            index,
         }
     }
 
     /// Index of the track holding `lbn` (`lbn < blocks`).
     #[inline]
     pub fn track_of(&self, lbn: u64) -> usize {
-        self.tracks.partition_point(|t| t.first_lbn <= lbn) - 1
+        let k = (lbn >> INDEX_SHIFT) as usize;
+        let lo = self.index[k.min(self.index.len() - 1)] as usize;
+        let hi =
+            (self.index[(k + 1).min(self.index.len() - 1)] as usize + 1).min(self.first_lbns.len());
+        lo + self.first_lbns[lo..hi].partition_point(|&f| f <= lbn) - 1
     }
 
     /// The physical sector of `lbn` on track `ti`.

@@ -48,11 +48,17 @@ pub struct Hdd {
     hda_free: f64,
     background: Background,
     last_read: bool,
+    /// While writing: when the host's data transfer starts and its time per sector; the media
+    /// cannot write a sector before it is in the buffer.
+    feed: Option<(f64, f64)>,
+    /// Sector count whose completion time [`Access::mark_done`] reports.
+    mark: u64,
 }
 
 /// What a media access did.
 struct Access {
-    first_done: f64,
+    /// When the `mark`-th sector (see [`Hdd::mark`]) was done.
+    mark_done: f64,
     end: f64,
     done_lbns: u64,
 }
@@ -76,7 +82,8 @@ impl Hdd {
             period: 60_000.0 / spec.rpm,
             bus_read: spec.bus.read_sector_ms,
             bus_write: spec.bus.write_sector_ms,
-            buf: Buffer::new(segs + write_segs),
+            // The dedicated write segment is one of the drive's segments.
+            buf: Buffer::new(segs.max(write_segs + 1)),
             write_segs,
             geo,
             seek,
@@ -86,6 +93,8 @@ impl Hdd {
             hda_free: 0.0,
             background: Background::Idle,
             last_read: true,
+            feed: None,
+            mark: 1,
         }
     }
 
@@ -141,12 +150,16 @@ impl Hdd {
         let mut t = t;
         let mut l = lbn;
         let last = lbn + n;
-        let mut first_done = f64::NAN;
+        let mut mark_done = f64::NAN;
         let mut ti = self.geo.track_of(lbn);
         while l < last {
             let tr = self.geo.tracks[ti];
             let on_track = (tr.first_lbn + u64::from(tr.lbns)).min(last) - l;
-            let pos = self.position(tr.cyl, tr.head, write);
+            let mut pos = self.position(tr.cyl, tr.head, write);
+            if write && l == lbn {
+                // DiskSim's "Minimum seek delay" bounds the positioning of a write.
+                pos = pos.max(self.spec.overheads.minimum_seek);
+            }
             let t_on = t + pos;
             if t_on >= stop {
                 break;
@@ -158,58 +171,61 @@ impl Hdd {
             let per = self.period / f64::from(tr.spt);
             let t_start = t_on + lat;
             let span = self.geo.span_sectors(ti, l, on_track as u32);
-            let t_end = t_start + f64::from(span) * per;
+            let mut t_end = t_start + f64::from(span) * per;
+            if let (true, Some((d0, each))) = (write, self.feed) {
+                // Sector by sector: a sector whose data has not arrived waits a revolution.
+                let mut cur = t_start;
+                for k in 0..on_track {
+                    let ready = d0 + ((l - lbn + k + 1) as f64) * each;
+                    if ready > cur {
+                        cur += ((ready - cur) / self.period).ceil() * self.period;
+                    }
+                    cur += per;
+                }
+                t_end = cur + f64::from(span - on_track as u32) * per;
+            }
             if t_end > stop {
                 // Partial track: whole sectors done by `stop` (holes ignored here).
                 let k = ((stop - t_start) / per).floor().max(0.0) as u64;
                 let k = k.min(on_track);
-                if k > 0 && first_done.is_nan() {
-                    first_done = t_start + per;
-                }
                 l += k;
                 t = t_start + k as f64 * per;
                 break;
             }
-            if first_done.is_nan() {
-                first_done = t_start + per;
+            let k = self.mark.max(1);
+            if mark_done.is_nan() && l - lbn + on_track >= k {
+                mark_done = t_start + (k - (l - lbn)) as f64 * per;
             }
             l += on_track;
             t = t_end;
             ti += 1;
         }
         Access {
-            first_done,
+            mark_done: if mark_done.is_nan() { t } else { mark_done },
             end: t,
             done_lbns: l - lbn,
         }
     }
 
-    /// Lets background read-ahead run until `t` (stopping it there unless `keep` says the new
-    /// request continues the stream), and waits for non-interruptible work.
+    /// Stops the read-ahead in progress at `t` (at a sector boundary), after it has reached
+    /// its minimum; the mechanism is free from then on.
     fn settle_background(&mut self, t: f64) {
+        self.read_ahead_progress(t);
         if let Background::ReadAhead {
             seg,
             next,
-            limit,
             must_reach,
             at,
+            ..
         } = self.background
         {
-            // Read-ahead must at least reach `must_reach` before it can be interrupted.
-            let stop = t.max(at);
-            let a = self.access(next, limit - next, at, false, f64::INFINITY.min(stop));
-            let mut reached = next + a.done_lbns;
-            let mut end_t = a.end;
-            if reached < must_reach {
-                let b = self.access(reached, must_reach - reached, end_t, false, f64::INFINITY);
-                reached += b.done_lbns;
-                end_t = b.end;
+            let mut free = at;
+            if next < must_reach {
+                let a = self.access(next, must_reach - next, at, false, f64::INFINITY);
+                self.set_segment_end(seg, must_reach);
+                free = a.end;
             }
-            self.buf.segs[seg].end = reached;
-            self.hda_free = self.hda_free.max(end_t.min(t.max(end_t)));
-            if reached < must_reach || end_t > t {
-                self.hda_free = self.hda_free.max(end_t);
-            }
+            self.hda_free = self.hda_free.max(free.min(t.max(free)));
             self.background = Background::Idle;
         }
     }
@@ -235,53 +251,95 @@ impl Hdd {
     }
 
     /// Serves a read arriving at `t`; returns (completion, hit).
+    ///
+    /// As DiskSim: the read-ahead in progress runs up to the arrival; a request whose first
+    /// block is in a segment is a (whole or partial) hit: hit overhead, then the blocks go to
+    /// the host as they are (or become) available, the read-ahead continuing behind. Anything
+    /// else is a miss: miss overhead, the read-ahead stops, the arm moves, the data go to the
+    /// host as they come off the media (one sector is enough to reconnect), then read-ahead.
     fn read(&mut self, lbn: u64, n: u64, t: f64) -> (f64, bool) {
-        let c = self.spec.cache.clone();
-        let o = self.spec.overheads.clone();
+        let c = self.spec.cache;
+        let o = self.spec.overheads;
         let bus = n as f64 * self.bus_read;
-        // A whole hit on data already in the buffer (read-ahead up to now included).
+        let end = lbn + n;
         if c.enabled {
-            let progress = self.read_ahead_progress(t);
-            if let Some(i) = self.buf.find_whole(lbn, n, c.read_hits_on_write_data) {
-                let done =
-                    t + self.overhead_read(true) + o.data_preparation + bus + o.read_completion;
+            self.read_ahead_progress(t);
+            if let Some(i) = self.buf.find_start(lbn, c.read_hits_on_write_data) {
+                let seg = self.buf.segs[i];
+                let xfer_start = t + self.overhead_read(true) + o.data_preparation;
                 self.buf.touch(i);
-                return (done, true);
-            }
-            // Served by the read-ahead in progress: the data arrives as the head passes.
-            if let Some((seg, arrival_of)) = progress {
-                let s = self.buf.segs[seg];
-                if s.start <= lbn && lbn <= s.end && lbn + n <= arrival_of.1 {
-                    let last_at = self.read_ahead_time_of(lbn + n - 1);
-                    let start_xfer = t + self.overhead_read(true) + o.data_preparation;
-                    let done = (start_xfer + bus).max(last_at + self.bus_read) + o.read_completion;
-                    self.buf.touch(seg);
-                    return (done, true);
+                let ra_here =
+                    matches!(self.background, Background::ReadAhead { seg, .. } if seg == i);
+                if end <= seg.end {
+                    // Whole hit.
+                    if ra_here {
+                        self.extend_read_ahead(lbn, n, seg.start);
+                    } else if c.read_ahead_on_idle_hit && !seg.write {
+                        self.settle_background(t);
+                        let at = (t + self.overhead_read(false)).max(self.hda_free);
+                        self.start_read_ahead(i, lbn, n, seg.start, at);
+                    }
+                    return (xfer_start + bus + o.read_completion, true);
                 }
+                // Partial hit: the rest comes from the read-ahead in progress or the media.
+                let last_at = if ra_here && {
+                    self.extend_read_ahead(lbn, n, seg.start);
+                    self.read_ahead_limit() >= end
+                } {
+                    self.read_ahead_time_of(end - 1)
+                } else {
+                    let over = self.overhead_read(false);
+                    self.settle_background(t + over);
+                    let start = (t + over).max(self.hda_free);
+                    let from = self.buf.segs[i].end.max(lbn);
+                    let a = self.access(from, end - from, start, false, f64::INFINITY);
+                    self.hda_free = a.end;
+                    self.buf.segs[i].end = end;
+                    self.start_read_ahead(i, lbn, n, self.buf.segs[i].start, a.end);
+                    a.end
+                };
+                let done = (xfer_start + bus).max(last_at + self.bus_read) + o.read_completion;
+                return (done, true);
             }
         }
         // Miss: stop read-ahead, position, read, transfer.
         let over = self.overhead_read(false);
         self.settle_background(t + over);
         let start = (t + over).max(self.hda_free);
+        // The drive reconnects once the high-water mark is in the buffer.
+        let b = self.spec.bus;
+        let base = if b.watermark_by_request {
+            n.min(u64::from(c.segment_sectors.max(1)))
+        } else {
+            u64::from(c.segment_sectors)
+        };
+        let water = if b.watermark_by_request {
+            ((base as f64 * b.read_high_water) as u64).max(1)
+        } else {
+            ((base as f64 * b.read_high_water + 0.9999999999) as u64).max(1)
+        };
+        self.mark = water.min(n);
         let a = self.access(lbn, n, start, false, f64::INFINITY);
-        let xfer_done = (a.first_done + bus).max(a.end + self.bus_read);
+        self.mark = 1;
+        let xfer_start = a.mark_done + o.first_reselect + o.data_preparation;
+        let xfer_done = (xfer_start + bus - self.bus_read).max(a.end) + self.bus_read;
         let done = xfer_done + o.read_completion;
         self.hda_free = a.end;
         if c.enabled {
-            let seg = self.buf.victim(|i| i >= self.write_segs);
+            let ws = self.write_segs;
+            let seg = self.buf.victim(|i| i >= ws);
             self.buf.invalidate(lbn, n, seg);
             self.buf.segs[seg].start = lbn;
-            self.buf.segs[seg].end = lbn + n;
+            self.buf.segs[seg].end = end;
             self.buf.segs[seg].write = false;
             self.buf.touch(seg);
-            self.start_read_ahead(seg, lbn, n, a.end);
+            self.start_read_ahead(seg, lbn, n, lbn, a.end);
         }
         (done, false)
     }
 
-    /// Where the read-ahead would be at `t`: (segment, (next LBN, limit)).
-    fn read_ahead_progress(&mut self, t: f64) -> Option<(usize, (u64, u64))> {
+    /// Runs the read-ahead in progress up to `t` (it keeps going afterwards).
+    fn read_ahead_progress(&mut self, t: f64) {
         if let Background::ReadAhead {
             seg,
             next,
@@ -290,11 +348,12 @@ impl Hdd {
             at,
         } = self.background
         {
-            let (cyl, head) = (self.cyl, self.head);
+            if t <= at {
+                return;
+            }
             let a = self.access(next, limit - next, at, false, t);
-            // Advance the background state to `t`.
             let reached = next + a.done_lbns;
-            self.buf.segs[seg].end = reached;
+            self.set_segment_end(seg, reached);
             if reached >= limit {
                 self.background = Background::Idle;
                 self.hda_free = self.hda_free.max(a.end);
@@ -306,14 +365,29 @@ impl Hdd {
                     must_reach,
                     at: a.end.max(at),
                 };
-                let _ = (cyl, head);
             }
-            return Some((seg, (reached, limit)));
         }
-        None
     }
 
-    /// When the read-ahead in progress finishes reading `lbn` (arm state unchanged).
+    /// Grows segment `seg` to `end`; a segment that may overwrite the request's data keeps
+    /// only its last `segment_sectors` blocks.
+    fn set_segment_end(&mut self, seg: usize, end: u64) {
+        let size = u64::from(self.spec.cache.segment_sectors);
+        let s = &mut self.buf.segs[seg];
+        s.end = end;
+        if s.end - s.start > size {
+            s.start = s.end - size;
+        }
+    }
+
+    fn read_ahead_limit(&self) -> u64 {
+        match self.background {
+            Background::ReadAhead { limit, .. } => limit,
+            Background::Idle => 0,
+        }
+    }
+
+    /// When the read-ahead in progress finishes reading `lbn` (state unchanged).
     fn read_ahead_time_of(&mut self, lbn: u64) -> f64 {
         if let Background::ReadAhead { next, at, .. } = self.background {
             if lbn < next {
@@ -328,19 +402,49 @@ impl Hdd {
         0.0
     }
 
-    fn start_read_ahead(&mut self, seg: usize, lbn: u64, n: u64, at: f64) {
+    /// DiskSim's `disk_buffer_get_max_readahead`: where read-ahead after the request
+    /// `[lbn, lbn + n)` held in a segment starting at `seg_start` stops.
+    fn max_read_ahead(&self, lbn: u64, n: u64, seg_start: u64) -> u64 {
         let c = &self.spec.cache;
         let end = lbn + n;
-        let mut limit = if c.read_ahead_over_requested {
-            end + u64::from(c.max_read_ahead)
-        } else {
-            end.max(lbn + u64::from(c.max_read_ahead))
+        let size = u64::from(c.segment_sectors);
+        let limit = match c.read_ahead {
+            ReadAhead::None => end,
+            ReadAhead::Continuous => {
+                if end >= self.geo.blocks {
+                    end
+                } else {
+                    // To the end of the track holding the next block; one track more when the
+                    // segment already held the previous track (a sequential stream).
+                    let tr = self.geo.tracks[self.geo.track_of(end)];
+                    let track_end = tr.first_lbn + u64::from(tr.lbns);
+                    if seg_start < tr.first_lbn {
+                        track_end + u64::from(tr.spt)
+                    } else {
+                        track_end
+                    }
+                }
+            }
+            ReadAhead::Track | ReadAhead::Cylinder | ReadAhead::FillSegment => {
+                if c.max_read_ahead > 0 {
+                    end + u64::from(c.max_read_ahead)
+                } else if c.read_ahead_over_requested {
+                    let min = u64::from(c.min_read_ahead);
+                    if n >= size || size - n < min {
+                        end + min
+                    } else {
+                        lbn + size
+                    }
+                } else {
+                    end + size
+                }
+            }
         };
-        limit = limit.min(lbn + u64::from(c.segment_sectors).max(n));
+        let mut limit = limit.min(self.geo.blocks);
+        // Track and cylinder modes never switch heads (track) or seek (cylinder).
         let ti = self.geo.track_of(end - 1);
         let tr = self.geo.tracks[ti];
         match c.read_ahead {
-            ReadAhead::None => limit = end,
             ReadAhead::Track => limit = limit.min(tr.first_lbn + u64::from(tr.lbns)),
             ReadAhead::Cylinder => {
                 let mut j = ti;
@@ -350,16 +454,30 @@ impl Hdd {
                 let last = self.geo.tracks[j];
                 limit = limit.min(last.first_lbn + u64::from(last.lbns));
             }
-            ReadAhead::FillSegment | ReadAhead::Continuous => {}
+            _ => {}
         }
-        let must_reach = (end + u64::from(c.min_read_ahead)).min(limit);
-        let limit = limit.min(self.geo.blocks);
-        if limit > end {
+        limit.max(end)
+    }
+
+    /// A hit on the segment being read ahead moves its limit on.
+    fn extend_read_ahead(&mut self, lbn: u64, n: u64, seg_start: u64) {
+        let new = self.max_read_ahead(lbn, n, seg_start);
+        if let Background::ReadAhead { ref mut limit, .. } = self.background {
+            *limit = (*limit).max(new);
+        }
+    }
+
+    fn start_read_ahead(&mut self, seg: usize, lbn: u64, n: u64, seg_start: u64, at: f64) {
+        let end = lbn + n;
+        let from = self.buf.segs[seg].end.max(end);
+        let limit = self.max_read_ahead(lbn, n, seg_start);
+        let must_reach = (end + u64::from(self.spec.cache.min_read_ahead)).min(limit);
+        if limit > from {
             self.background = Background::ReadAhead {
                 seg,
-                next: end,
+                next: from,
                 limit,
-                must_reach: must_reach.min(limit),
+                must_reach,
                 at,
             };
         }
@@ -367,17 +485,29 @@ impl Hdd {
 
     /// Serves a write arriving at `t`; returns (completion, hit).
     fn write(&mut self, lbn: u64, n: u64, t: f64) -> (f64, bool) {
-        let c = self.spec.cache.clone();
-        let o = self.spec.overheads.clone();
+        let c = self.spec.cache;
+        let o = self.spec.overheads;
         let bus = n as f64 * self.bus_write;
-        let back = c.enabled && c.write_policy == WritePolicy::WriteBack;
+        let back = c.enabled
+            && match c.write_policy {
+                WritePolicy::WriteBack => true,
+                // DiskSim's limited fast write: from the buffer unless an earlier write is
+                // still on its way to the media.
+                WritePolicy::WriteBackSequential => self.hda_free <= t,
+                WritePolicy::WriteThrough => false,
+            };
         let over = self.overhead_write(back);
         self.settle_background(t + over);
         if c.enabled {
+            // A segment holding any of the written blocks takes the write (DiskSim never keeps
+            // two copies); otherwise the dedicated write segment or the least recently used.
             let seg = if self.write_segs > 0 {
                 0
             } else {
-                self.buf.victim(|_| true)
+                match self.buf.find_overlap(lbn, n) {
+                    Some(i) => i,
+                    None => self.buf.victim(|_| true),
+                }
             };
             self.buf.invalidate(lbn, n, seg);
             self.buf.segs[seg].start = lbn;
@@ -385,20 +515,24 @@ impl Hdd {
             self.buf.segs[seg].write = true;
             self.buf.touch(seg);
         }
-        let data_in = t + over + o.data_preparation + bus;
+        let xfer_start = t + over + o.data_preparation;
+        let data_in = xfer_start + bus;
+        // The arm may move once the command is decoded; sectors are written as their data
+        // arrive.
+        let start = (t + over).max(self.hda_free);
+        self.feed = Some((xfer_start, self.bus_write));
+        let a = self.access(lbn, n, start, true, f64::INFINITY);
+        self.feed = None;
+        self.hda_free = a.end;
         if back {
             // Complete once in the buffer; the media write follows.
-            let start = data_in.max(self.hda_free);
-            let a = self.access(lbn, n, start, true, f64::INFINITY);
-            self.hda_free = a.end;
             (data_in + o.write_completion, true)
         } else {
-            let start = (t + over).max(self.hda_free);
-            let a = self.access(lbn, n, start, true, f64::INFINITY);
-            // The media cannot write a sector before the host has sent it.
-            let end = a.end.max(data_in + self.bus_write);
-            self.hda_free = end;
-            (end + o.write_completion, false)
+            // The drive reconnects to report completion.
+            (
+                a.end.max(data_in) + o.first_reselect + o.write_completion,
+                false,
+            )
         }
     }
 

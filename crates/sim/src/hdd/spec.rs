@@ -200,7 +200,7 @@ pub enum SeekCurveSpec {
 }
 
 /// Command processing overheads, ms. "after read"/"after write" name the previous command.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Overheads {
     /// Read served from the cache, previous command a read.
@@ -240,13 +240,18 @@ pub struct Overheads {
 }
 
 /// The host interface.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Bus {
     /// Time to move one sector from the drive's buffer to the host, ms.
     pub read_sector_ms: f64,
     /// Time to move one sector from the host into the drive's buffer, ms.
     pub write_sector_ms: f64,
+    /// Fraction of a read (or of a segment) that must be in the buffer before the drive
+    /// reconnects to send it (DiskSim's "High (read) water mark"); at least one sector.
+    pub read_high_water: f64,
+    /// Whether `read_high_water` is a fraction of the request (true) or of the segment.
+    pub watermark_by_request: bool,
 }
 
 /// Read-ahead mode (DiskSim's "Buffer continuous read").
@@ -273,14 +278,15 @@ pub enum WritePolicy {
     /// Every write waits for the media (0).
     #[default]
     WriteThrough,
-    /// Sequential appends to cached writes complete at once (1).
+    /// Limited write-back (1): a write completes from the buffer unless an earlier write is
+    /// still going to the media, in which case it waits like write-through.
     WriteBackSequential,
     /// Every write completes once in the buffer; the media write follows (2).
     WriteBack,
 }
 
 /// The on-board cache.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Cache {
     /// Whether reads are served from the buffer at all.

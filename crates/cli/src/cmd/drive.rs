@@ -1,0 +1,74 @@
+//! `elevator drive`: show built-in drives, import DiskSim drive models.
+
+use anyhow::{Context, Result};
+use elevator_sim::hdd::seek::SeekCurve;
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use std::path::PathBuf;
+
+/// Drive specs: show one, or convert a DiskSim model to our TOML.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `drive` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Print a drive's spec (built-in name or TOML file) with derived figures.
+    Show {
+        /// Built-in name (see `elevator list`) or a TOML file.
+        name: String,
+    },
+    /// Convert a DiskSim 4.0 `.parv` (with its .diskspecs, .model, .seek) to a drive TOML.
+    ImportDisksim {
+        /// The `.parv` file; files it names resolve next to it.
+        parv: PathBuf,
+        /// Write the TOML here instead of standard output.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        Command::Show { name } => {
+            let spec = DriveSpec::resolve(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let hdd = Hdd::new(spec.clone());
+            let g = hdd.geometry();
+            let seek = SeekCurve::new(&spec.seek.curve);
+            println!("# {}", spec.description);
+            println!(
+                "# capacity {} sectors ({:.2} GB), {} rpm ({:.3} ms per revolution), {} zones",
+                g.blocks,
+                g.blocks as f64 * 512.0 / 1e9,
+                spec.rpm,
+                hdd.period_ms(),
+                spec.layout.zones.len()
+            );
+            println!(
+                "# seek: 1 cylinder {:.3} ms, average (random) {:.3} ms, full stroke {:.3} ms",
+                seek.time(1),
+                seek.average(spec.cylinders),
+                seek.time(spec.cylinders.saturating_sub(1))
+            );
+            print!("{}", spec.to_toml());
+        }
+        Command::ImportDisksim { parv, output } => {
+            let spec = elevator_sim::disksim::import(&parv).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let text = format!(
+                "# Imported by `elevator drive import-disksim {}`.\n# Derived from DiskSim 4.0 data: keep DiskSim's copyright notice with this file.\n{}",
+                parv.display(),
+                spec.to_toml()
+            );
+            match output {
+                Some(path) => std::fs::write(&path, text)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{text}"),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! `elevator validate`: replay DiskSim validation traces on our drive model and compare.
+
+use anyhow::{bail, Context, Result};
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::validate::{self, Validation, DISKSIM_FIGURES};
+use std::path::{Path, PathBuf};
+
+/// Replay a DiskSim validation trace (one request at a time, each issued at the previous
+/// completion plus the recorded gap) and print the demerit figure.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A built-in drive name or a drive TOML file.
+    #[arg(long, required_unless_present = "all")]
+    pub drive: Option<String>,
+    /// A DiskSim validation trace (`R|W Hit|Miss blkno nsectors service_us gap_us`).
+    #[arg(long, required_unless_present = "all")]
+    pub trace: Option<PathBuf>,
+    /// Validate the five DiskSim drives of the data directory, DiskSim's figures beside ours.
+    #[arg(long, conflicts_with_all = ["drive", "trace"])]
+    pub all: bool,
+    /// Directory holding the DiskSim validation data (default: $ELEVATOR_DISKSIM_VALID, then
+    /// shared/data/disksim-valid next to or above the current directory).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Draw the simulated and measured access-time CDFs to this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// One row of results.
+struct Row {
+    drive: String,
+    disksim: Option<f64>,
+    v: Validation,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let rows = if args.all {
+        let dir = match &args.data {
+            Some(d) => d.clone(),
+            None => validate::find_data_dir().context(
+                "DiskSim validation data not found; pass --data DIR (the shared/data/disksim-valid folder)",
+            )?,
+        };
+        let mut rows = Vec::new();
+        for (name, prefix, demerit) in DISKSIM_FIGURES {
+            let spec = DriveSpec::builtin(name).context("built-in drive missing")?;
+            let trace = dir.join(format!("{prefix}.trace"));
+            let v = run_one(spec, &trace)?;
+            rows.push(Row {
+                drive: name.to_string(),
+                disksim: Some(*demerit),
+                v,
+            });
+        }
+        rows
+    } else {
+        let (Some(drive), Some(trace)) = (&args.drive, &args.trace) else {
+            bail!("--drive and --trace are required without --all");
+        };
+        let spec = DriveSpec::resolve(drive).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let name = spec.name.clone();
+        let disksim = DISKSIM_FIGURES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|f| f.2);
+        vec![Row {
+            drive: name,
+            disksim,
+            v: run_one(spec, trace)?,
+        }]
+    };
+    print_table(&rows);
+    if let Some(path) = &args.plot {
+        plot(&rows, path)?;
+        println!("plot written to {}", path.display());
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "rows": rows.iter().map(|r| serde_json::json!({
+                "drive": r.drive,
+                "demerit_ms": r.v.demerit_ms,
+                "disksim_demerit_ms": r.disksim,
+                "sim_mean_ms": r.v.sim_mean_ms,
+                "measured_mean_ms": r.v.measured_mean_ms,
+            })).collect::<Vec<_>>()
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run_one(spec: DriveSpec, trace: &Path) -> Result<Validation> {
+    let records = validate::read_trace(trace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if records.is_empty() {
+        bail!("{}: the trace holds no requests", trace.display());
+    }
+    let mut hdd = Hdd::new(spec);
+    Ok(validate::replay(&mut hdd, &records))
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<12} {:>11} {:>9} {:>13} {:>10} {:>10} {:>9}",
+        "drive", "demerit ms", "% of mean", "DiskSim ms", "sim mean", "meas mean", "hit/miss"
+    );
+    for r in rows {
+        let pct = 100.0 * r.v.demerit_ms / r.v.measured_mean_ms.max(f64::MIN_POSITIVE);
+        let ds = r
+            .disksim
+            .map(|d| format!("{d:.3}"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<12} {:>11.3} {:>8.2}% {:>13} {:>10.3} {:>10.3} {:>8.1}%",
+            r.drive,
+            r.v.demerit_ms,
+            pct,
+            ds,
+            r.v.sim_mean_ms,
+            r.v.measured_mean_ms,
+            100.0 * r.v.hit_agreement
+        );
+    }
+    println!("demerit: RMS horizontal distance between simulated and measured access-time CDFs (DiskSim's rms); hit/miss: agreement with the trace's Hit/Miss column");
+}
+
+fn plot(rows: &[Row], path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let n = rows.len().max(1);
+    let root = SVGBackend::new(path, (800, 420 * n as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((n, 1));
+    for (r, area) in rows.iter().zip(areas.iter()) {
+        let mut sim = r.v.simulated_ms.clone();
+        let mut meas = r.v.measured_ms.clone();
+        sim.sort_by(f64::total_cmp);
+        meas.sort_by(f64::total_cmp);
+        let xmax = sim
+            .last()
+            .copied()
+            .unwrap_or(1.0)
+            .max(meas.last().copied().unwrap_or(1.0));
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!(
+                    "{}: access time CDF (demerit {:.3} ms)",
+                    r.drive, r.v.demerit_ms
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(45)
+            .build_cartesian_2d(0.0..xmax * 1.02, 0.0..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("access time (ms)")
+            .y_desc("fraction of requests")
+            .draw()?;
+        for (data, color, label) in [(&meas, RED, "measured"), (&sim, BLUE, "elevator")] {
+            let len = data.len().max(1) as f64;
+            chart
+                .draw_series(LineSeries::new(
+                    data.iter()
+                        .enumerate()
+                        .map(|(i, &x)| (x, (i + 1) as f64 / len)),
+                    color,
+                ))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE)
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
