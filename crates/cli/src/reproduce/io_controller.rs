@@ -438,6 +438,41 @@ mod tests {
     }
 
     #[test]
+    fn weights_100_200_400_on_the_simulated_disk() {
+        let mut text = format!("name = \"weights\"\ndrive = \"{DRIVE}\"\nseed = 1\n");
+        for (g, w) in [("x", 100), ("y", 200), ("z", 400)] {
+            text.push_str(&format!("\n[[group]]\npath = \"/{g}\"\nweight = {w}\n"));
+        }
+        for (slot, g) in ["x", "y", "z"].iter().flat_map(|g| [g; 4]).enumerate() {
+            text.push_str(&format!(
+                "\n[[job]]\nname = \"{g}{slot}\"\ngroup = \"/{g}\"\nkind = \"fio\"\nrw = \"read\"\n\
+                 bs = 4096\noffset_frac = {:.6}\nsize_frac = 0.05\ntime_based = true\n\
+                 runtime_ms = 60000\n",
+                slot as f64 / 15.0
+            ));
+        }
+        let scenario = Scenario::parse(&text, "test:weights", None).unwrap();
+        let sched = scenario.scheduler("cfq", &Settings::new()).unwrap();
+        let report = scenario.simulation(sched, None).run(scenario.limit);
+        let bytes = |path: &str| -> u64 {
+            report
+                .jobs
+                .iter()
+                .filter(|j| j.group_path == path)
+                .map(|j| j.metrics.read.bytes)
+                .sum()
+        };
+        let total = (bytes("/x") + bytes("/y") + bytes("/z")) as f64;
+        for (g, want) in [("/x", 1.0 / 7.0), ("/y", 2.0 / 7.0), ("/z", 4.0 / 7.0)] {
+            let share = bytes(g) as f64 / total;
+            assert!(
+                (share - want).abs() <= 0.05,
+                "{g}: {share:.3} want {want:.3}"
+            );
+        }
+    }
+
+    #[test]
     fn published_table_matches_the_target_csv() {
         // shared/ sits beside the checkout (/work/shared for /work/main).
         let rel = "shared/targets/io-controller-2009.csv";
