@@ -21,7 +21,10 @@ use crate::output;
 
 /// The published table (targets/io-controller-2009.csv): setup, n, A max / min / aggregate
 /// KB/s, A max latency ms, B aggregate KB/s, B max latency ms.
-const PUBLISHED: [(&str, u32, f64, f64, f64, f64, f64, f64); 15] = [
+type Published = (&'static str, u32, f64, f64, f64, f64, f64, f64);
+
+/// The published rows.
+const PUBLISHED: [Published; 15] = [
     (
         "vanilla-cfq",
         1,
@@ -315,7 +318,7 @@ pub fn measure() -> anyhow::Result<Vec<Row>> {
     results.into_iter().collect()
 }
 
-fn published_row(p: &(&str, u32, f64, f64, f64, f64, f64, f64)) -> Row {
+fn published_row(p: &Published) -> Row {
     Row {
         setup: p.0.to_string(),
         n: p.1,
