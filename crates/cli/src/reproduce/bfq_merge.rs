@@ -282,6 +282,13 @@ fn startup_once(
     Ok(m.finished.map(|f| (f - m.started).as_secs_f64()))
 }
 
+/// Student's t at 0.975 for 1..=30 degrees of freedom (beyond: 1.96 + 2.4 / df, within 0.1%).
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
 /// Mean, min, max and 95% CI half width (Student t) of `xs`.
 fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
     let n = xs.len() as f64;
@@ -292,8 +299,8 @@ fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
         return (mean, min, max, 0.0);
     }
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    // t(0.975, df) ~ 1.96 + 2.4 / df (2.09 at df = 19; within 1% for df >= 5).
-    let t = 1.96 + 2.4 / (n - 1.0);
+    let df = xs.len() - 1;
+    let t = T975.get(df - 1).copied().unwrap_or(1.96 + 2.4 / df as f64);
     (mean, min, max, t * (var / n).sqrt())
 }
 
@@ -725,4 +732,33 @@ pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
         println!("wrote {}", p.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_5r5w_has_five_readers_and_five_writers_capped_at_4000_kb_s_together() {
+        let jobs = background("5r5w-seq", 58_603_968, 1, Layout::Separate).unwrap();
+        let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names.iter().filter(|n| n.starts_with("reader")).count(), 5);
+        assert_eq!(names.iter().filter(|n| n.starts_with("writer")).count(), 5);
+        assert_eq!(WRITERS_RATE / 5 * 5, WRITERS_RATE);
+        assert!(jobs.iter().all(|j| !j.foreground));
+        assert!(background("0r0w", 58_603_968, 1, Layout::Separate)
+            .unwrap()
+            .is_empty());
+        assert!(background("xr0w", 58_603_968, 1, Layout::Separate).is_err());
+    }
+
+    #[test]
+    fn ci95_is_student_t_times_standard_error() {
+        let (mean, min, max, ci) = stats(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!((mean, min, max), (3.0, 1.0, 5.0));
+        // sd = sqrt(2.5), se = sqrt(0.5), t(0.975, 4) = 2.776.
+        let exact = 2.776 * 0.5f64.sqrt();
+        assert!((ci - exact).abs() < 1e-9, "{ci} vs {exact}");
+        assert_eq!(stats(&[7.0]).3, 0.0);
+    }
 }

@@ -2,15 +2,16 @@
 
 mod anticipatory;
 mod bfq_merge;
+mod io_controller;
 
 use std::path::PathBuf;
 
 /// Arguments of `elevator reproduce`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window), or
-    /// all.
-    #[arg(value_parser = ["anticipatory", "bfq-merge", "all"])]
+    /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window),
+    /// io-controller (Goyal 2009), or all.
+    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "all"])]
     experiment: String,
     /// Write the rows as JSON (with `all`, one file per experiment: FILE gets the name
     /// inserted before its extension).
@@ -37,6 +38,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if all || args.experiment == "bfq-merge" {
         bfq_merge::run(json_for("bfq-merge").as_deref())?;
+    }
+    if all || args.experiment == "io-controller" {
+        io_controller::run(json_for("io-controller").as_deref())?;
     }
     Ok(())
 }
