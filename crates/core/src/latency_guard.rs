@@ -18,7 +18,9 @@
 //! - The target is `target_read_lat`, or `target_factor` times the best window mean seen so
 //!   far if that is larger: on a device whose reads are slow even without writes (a loop
 //!   device over a busy disk), a fixed target would pin the writes at the minimum depth. The
-//!   best mean is forgotten slowly (it may rise by 1/16 per window), so it follows the device.
+//!   best mean is forgotten slowly (it may rise by 1/1024 per window, about 5% a second with
+//!   the default window), so it follows a device that changes but cannot run away while reads
+//!   are slow because of the writes.
 //!
 //! So the writer keeps the device busy with as few writes as the reads can tolerate: on a
 //! device whose bandwidth saturates at low depth, that costs the writer little. The control is
@@ -229,7 +231,7 @@ impl LatencyGuard {
     fn end_window(&mut self, now: Nanos) {
         let mean = self.window_sum / self.window_reads.max(1);
         let target = self.target().as_ns();
-        self.best_mean = Some(self.best_mean.map_or(mean, |b| mean.min(b + b / 16)));
+        self.best_mean = Some(self.best_mean.map_or(mean, |b| mean.min(b + b / 1024 + 1)));
         if mean > target {
             if self.depth > self.cfg.write_depth_min {
                 self.overshoot = Some((self.depth, now));
@@ -476,6 +478,25 @@ mod tests {
         let mut absolute = LatencyGuard::from_settings(&set).unwrap();
         run(&mut absolute);
         assert_eq!(absolute.write_depth(), 1);
+    }
+
+    #[test]
+    fn a_long_run_of_slow_reads_does_not_raise_the_target() {
+        let mut s = lg();
+        let mut t = Nanos::ZERO;
+        let mut id = 0;
+        for lat_us in [100u64; 10].into_iter().chain([5000u64; 100]) {
+            t = read_with_latency(&mut s, id, t, Nanos::from_us(lat_us));
+            t = read_with_latency(
+                &mut s,
+                id + 1,
+                t + Nanos::from_ms(20),
+                Nanos::from_us(lat_us),
+            );
+            id += 2;
+        }
+        assert_eq!(s.target(), Nanos::from_us(1000));
+        assert_eq!(s.write_depth(), 1);
     }
 
     #[test]
