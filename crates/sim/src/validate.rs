@@ -37,7 +37,7 @@ pub struct TraceRecord {
 pub struct TraceError {
     /// The file.
     pub file: PathBuf,
-    /// 1-based line.
+    /// 1-based line (0 when the file could not be read).
     pub line: usize,
     /// The column's name.
     pub field: String,
@@ -47,14 +47,14 @@ pub struct TraceError {
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}: field `{}`: {}",
-            self.file.display(),
-            self.line,
-            self.field,
-            self.message
-        )
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", self.field)?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 

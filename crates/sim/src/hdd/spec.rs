@@ -388,6 +388,15 @@ impl DriveSpec {
     pub fn resolve(name_or_path: &str) -> Result<DriveSpec, SpecError> {
         match DriveSpec::builtin(name_or_path) {
             Some(s) => Ok(s),
+            None if !Path::new(name_or_path).exists() => Err(SpecError {
+                file: PathBuf::from(name_or_path),
+                line: None,
+                field: String::new(),
+                message: format!(
+                    "neither a built-in drive ({}) nor a drive file",
+                    DriveSpec::builtin_names().join(", ")
+                ),
+            }),
             None => DriveSpec::load(name_or_path),
         }
     }
