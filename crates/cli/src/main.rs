@@ -37,6 +37,12 @@ enum Command {
 }
 
 fn main() {
+    // Like any Unix filter: when the reader of our output goes away (`elevator list | head`),
+    // end quietly instead of panicking on the failed write.
+    // SAFETY: setting a signal's disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Reproduce(a) => reproduce::run(a),

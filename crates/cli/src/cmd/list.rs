@@ -39,6 +39,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 );
             }
         }
+        println!("  Stacking: `ioband+NAME` runs dm-ioband's weight policy over any policy above;");
+        println!("  its tunables and the inner policy's are set by name together.");
         println!();
     }
     if want("drives") {
