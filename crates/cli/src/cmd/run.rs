@@ -88,22 +88,6 @@ fn install_stop_handler() {
     }
 }
 
-/// Parse `NAME=VALUE` pairs.
-fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
-    let mut s = Settings::new();
-    for kv in sets {
-        let (k, v) = kv
-            .split_once('=')
-            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
-        let v: i64 = v
-            .trim()
-            .parse()
-            .with_context(|| format!("--set {kv:?}: {v:?} is not an integer"))?;
-        s.set(k.trim(), v);
-    }
-    Ok(s)
-}
-
 /// The jobs of `file` built for a target of `capacity` bytes, plus each one's reporting
 /// group id.
 fn build_jobs(
@@ -281,7 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     };
-    let extra = parse_sets(&args.set)?;
+    let extra = super::parse_sets(&args.set)?;
     let mut infos = Vec::new();
     for name in &args.sched {
         let info = registry::find(name).with_context(|| {

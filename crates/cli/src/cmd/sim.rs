@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use elevator_core::Settings;
 use serde::Serialize;
 
@@ -46,26 +45,10 @@ struct SimJson {
     runs: Vec<RunJson>,
 }
 
-/// Parse `NAME=VALUE` pairs into settings.
-pub fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
-    let mut s = Settings::new();
-    for kv in sets {
-        let (k, v) = kv
-            .split_once('=')
-            .with_context(|| format!("--set {kv:?}: expected NAME=VALUE"))?;
-        let v: i64 = v
-            .trim()
-            .parse()
-            .with_context(|| format!("--set {kv:?}: {v:?} is not an integer"))?;
-        s.set(k.trim(), v);
-    }
-    Ok(s)
-}
-
 /// Run the scenario under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let scenario = scenarios::load(&args.scenario)?;
-    let extra = parse_sets(&args.set)?;
+    let extra = super::parse_sets(&args.set)?;
     let seed = args.seed.unwrap_or(scenario.seed);
     for k in extra.names() {
         let known = args.sched.iter().any(|n| {
