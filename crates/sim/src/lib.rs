@@ -16,6 +16,7 @@ pub mod disksim;
 pub mod engine;
 pub mod fixed;
 pub mod hdd;
+mod located;
 pub mod scenario;
 pub mod validate;
 

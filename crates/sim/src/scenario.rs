@@ -56,14 +56,8 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if let Some(l) = self.line {
-            write!(f, ":{l}")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, ": field `{field}`")?;
-        }
-        write!(f, ": {}", self.message)
+        let field = self.field.as_deref().unwrap_or("");
+        crate::located::write_located(f, &self.file, self.line, field, &self.message)
     }
 }
 

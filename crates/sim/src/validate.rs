@@ -47,14 +47,8 @@ pub struct TraceError {
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if self.line > 0 {
-            write!(f, ":{}", self.line)?;
-        }
-        if !self.field.is_empty() {
-            write!(f, ": field `{}`", self.field)?;
-        }
-        write!(f, ": {}", self.message)
+        let line = (self.line > 0).then_some(self.line);
+        crate::located::write_located(f, self.file.display(), line, &self.field, &self.message)
     }
 }
 

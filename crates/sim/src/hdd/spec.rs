@@ -347,14 +347,13 @@ pub struct SpecError {
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(l) = self.line {
-            write!(f, ":{l}")?;
-        }
-        if !self.field.is_empty() {
-            write!(f, ": field `{}`", self.field)?;
-        }
-        write!(f, ": {}", self.message)
+        crate::located::write_located(
+            f,
+            self.file.display(),
+            self.line,
+            &self.field,
+            &self.message,
+        )
     }
 }
 
