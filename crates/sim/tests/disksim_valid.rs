@@ -33,8 +33,8 @@ fn data() -> Option<PathBuf> {
 const BOUNDS: &[(&str, f64)] = &[
     ("cheetah9lp", 0.111),
     ("atlas10k", 0.268),
-    ("ibm18es", 0.151),
-    ("hp_c2247a", 0.171),
+    ("ibm18es", 0.137),
+    ("hp_c2247a", 0.089),
     ("hp_c2490a", 0.254),
 ];
 

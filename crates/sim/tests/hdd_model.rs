@@ -175,6 +175,25 @@ fn seek_and_head_switch_take_the_longer_and_writes_add_settle() {
 }
 
 #[test]
+fn extra_write_disconnect_holds_the_media_write_until_ten_sectors_are_buffered() {
+    // 0.1 ms per sector on the media, 0.02 ms per sector on the bus. A 20-sector write to
+    // sector 0 arrives at 9.9 ms, a sector before sector 0 comes under the head.
+    let mut spec = tiny_drive();
+    spec.cache.read_ahead = elevator_sim::hdd::spec::ReadAhead::None;
+    spec.bus.write_sector_ms = 0.02;
+    let mut h = Hdd::new(spec.clone());
+    // Each sector's data is in by the time its slot arrives: written at once, 10.0..12.0.
+    let (done, _) = h.serve(false, 0, 20, 9.9);
+    assert!((done - 12.0).abs() < 1e-9, "{done}");
+    // With the rule, the media waits for 10 sectors (10.1 ms) and misses sector 0 at 10.0:
+    // one revolution more.
+    spec.bus.extra_write_disconnect = true;
+    let mut h = Hdd::new(spec);
+    let (done, _) = h.serve(false, 0, 20, 9.9);
+    assert!((done - 22.0).abs() < 1e-9, "{done}");
+}
+
+#[test]
 fn read_ahead_turns_the_next_sequential_read_into_a_hit() {
     let mut h = Hdd::new(tiny_drive());
     let (d1, hit1) = h.serve(true, 0, 8, 0.0);

@@ -117,6 +117,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         write_sector_ms: bulk,
         read_high_water: disk.num_or("High (read) water mark", 0.0)?,
         watermark_by_request: disk.uint_or("Set watermark by reqsize", 1)? != 0,
+        extra_write_disconnect: disk.uint_or("Extra write disconnect", 0)? != 0,
     };
     for b in file.blocks.iter().filter(|b| b.kind == "disksim_bus") {
         bus.read_sector_ms = bus

@@ -74,6 +74,16 @@ impl Buffer {
         best
     }
 
+    /// Empties every segment other than `keep` that shares a block with `[lbn, lbn + n)`, as a
+    /// write does to the clean segments it overlaps (DiskSim's `disk_buffer_set_segment`).
+    pub fn drop_overlapping(&mut self, lbn: u64, n: u64, keep: usize) {
+        for (i, s) in self.segs.iter_mut().enumerate() {
+            if i != keep && s.start < lbn + n && lbn < s.end {
+                s.end = s.start;
+            }
+        }
+    }
+
     /// Drops any cached copy of `[lbn, lbn + n)` from segments other than `keep`.
     pub fn invalidate(&mut self, lbn: u64, n: u64, keep: usize) {
         for (i, s) in self.segs.iter_mut().enumerate() {
@@ -129,5 +139,25 @@ mod tests {
         };
         b.invalidate(20, 4, 0);
         assert_eq!((b.segs[1].start, b.segs[1].end), (10, 20));
+    }
+
+    #[test]
+    fn a_write_empties_the_whole_segment_it_overlaps() {
+        let mut b = Buffer::new(3);
+        b.segs[1] = Segment {
+            start: 10,
+            end: 30,
+            write: false,
+            used: 0,
+        };
+        b.segs[2] = Segment {
+            start: 40,
+            end: 50,
+            write: false,
+            used: 0,
+        };
+        b.drop_overlapping(20, 4, 0);
+        assert_eq!(b.find_start(12, true), None);
+        assert_eq!(b.find_start(45, true), Some(2));
     }
 }

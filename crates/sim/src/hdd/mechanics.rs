@@ -48,9 +48,10 @@ pub struct Hdd {
     hda_free: f64,
     background: Background,
     last_read: bool,
-    /// While writing: when the host's data transfer starts and its time per sector; the media
-    /// cannot write a sector before it is in the buffer.
-    feed: Option<(f64, f64)>,
+    /// While writing: when the host's data transfer starts, its time per sector, and how many
+    /// sectors must be in the buffer before the first goes to the media; the media cannot
+    /// write a sector before it is in the buffer.
+    feed: Option<(f64, f64, u64)>,
     /// Sector count whose completion time [`Access::mark_done`] reports.
     mark: u64,
 }
@@ -172,11 +173,11 @@ impl Hdd {
             let t_start = t_on + lat;
             let span = self.geo.span_sectors(ti, l, on_track as u32);
             let mut t_end = t_start + f64::from(span) * per;
-            if let (true, Some((d0, each))) = (write, self.feed) {
+            if let (true, Some((d0, each, first))) = (write, self.feed) {
                 // Sector by sector: a sector whose data has not arrived waits a revolution.
                 let mut cur = t_start;
                 for k in 0..on_track {
-                    let ready = d0 + ((l - lbn + k + 1) as f64) * each;
+                    let ready = d0 + ((l - lbn + k + 1).max(first) as f64) * each;
                     if ready > cur {
                         cur += ((ready - cur) / self.period).ceil() * self.period;
                     }
@@ -509,7 +510,8 @@ impl Hdd {
                     None => self.buf.victim(|_| true),
                 }
             };
-            self.buf.invalidate(lbn, n, seg);
+            // Other segments holding any written block are emptied, not just cut.
+            self.buf.drop_overlapping(lbn, n, seg);
             self.buf.segs[seg].start = lbn;
             self.buf.segs[seg].end = lbn + n;
             self.buf.segs[seg].write = true;
@@ -520,7 +522,14 @@ impl Hdd {
         // The arm may move once the command is decoded; sectors are written as their data
         // arrive.
         let start = (t + over).max(self.hda_free);
-        self.feed = Some((xfer_start, self.bus_write));
+        // DiskSim's extra-write-disconnect controllers hold the media back until a first batch
+        // of sectors is buffered (`disk_buffer_block_available`).
+        let first = match (self.spec.bus.extra_write_disconnect, n) {
+            (false, _) => 1,
+            (true, n) if n < 45 => n.min(10),
+            (true, _) => 15,
+        };
+        self.feed = Some((xfer_start, self.bus_write, first));
         let a = self.access(lbn, n, start, true, f64::INFINITY);
         self.feed = None;
         self.hda_free = a.end;

@@ -252,6 +252,11 @@ pub struct Bus {
     pub read_high_water: f64,
     /// Whether `read_high_water` is a fraction of the request (true) or of the segment.
     pub watermark_by_request: bool,
+    /// DiskSim's "Extra write disconnect" controllers: a write-through write starts on the
+    /// media only once `min(n, 10)` of its `n` sectors are in the buffer (15 when `n >= 45`),
+    /// so a sequential write that finds its first sector under the head still loses a
+    /// revolution.
+    pub extra_write_disconnect: bool,
 }
 
 /// Read-ahead mode (DiskSim's "Buffer continuous read").
