@@ -70,24 +70,23 @@
 //!   request, not the anticipated process), as the kernel frees it with the last reference.
 //!
 //! ## Cost
-//! Queued requests live in a slab; each sort list is a `BTreeMap` from start sector to slot,
-//! each FIFO an intrusive doubly linked list through the slab, back merges use a hash of end
-//! sectors, and per-process state sits in a vector indexed by context id (a hash map for ids
-//! of 4096 and up). Insert, dispatch, complete and merge are `O(log n)` and allocate nothing
-//! once the slab has grown to the queue's peak depth. AS also weighs the request just behind
-//! the head; that neighbour is remembered from one dispatch to the next (and not needed when
-//! the request ahead is too near to lose), so it rarely costs a tree search of its own. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
+//! Queued requests live in a slab; each sort list is a blocked sorted array from start sector
+//! to slot (`sort_list.rs`), in which the request dispatched and both of its neighbours, which
+//! `as_find_next_rq` weighs, come from one search; each FIFO is an intrusive doubly linked
+//! list through the slab, back merges use a hash of end sectors, and per-process state sits
+//! in a vector indexed by context id (a hash map for ids of 4096 and up). Insert, dispatch,
+//! complete and merge search in `O(log n)`, and allocate nothing once the slab has grown to
+//! the queue's peak depth. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
 //! measures insert + dispatch + complete with 1,000 requests queued.
 
-use std::collections::btree_map::Entry as TreeEntry;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ops::Bound::{Excluded, Unbounded};
 
 pub use crate::request::MAX_MERGE_SECTORS;
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
+use crate::sort_list::{Pos, SortList};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
@@ -485,13 +484,10 @@ pub struct Anticipatory {
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// The sort lists, keyed by first sector (unique: an alias is dispatched at once).
-    sort: [BTreeMap<u64, u32>; 2],
+    sort: [SortList; 2],
     fifo: [Fifo; 2],
     /// Queued requests by end sector, for back merges (the kernel's merge hash).
     by_end: EndMap,
-    /// `(n, p)`: while set, `p` is the queued request just below sector `n` in the sort list
-    /// (saves a tree search when the elevator moves on to `n`).
-    behind: [Option<(u64, Option<Key>)>; 2],
     /// The `next_rq` cache.
     next_rq: [Option<Key>; 2],
     /// End of the last request dispatched in each direction.
@@ -539,10 +535,9 @@ impl Anticipatory {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            sort: [BTreeMap::new(), BTreeMap::new()],
+            sort: [SortList::default(), SortList::default()],
             fifo: [Fifo::EMPTY; 2],
             next_rq: [None; 2],
-            behind: [None; 2],
             by_end: EndMap::default(),
             last_sector: [0; 2],
             forced: VecDeque::new(),
@@ -842,57 +837,15 @@ impl Anticipatory {
         }
     }
 
-    /// `as_find_next_rq`: the request to follow the one at `last` in elevator order (the
-    /// head, `last_sector[dir]`, is already at that request's end).
-    fn find_next_rq(&mut self, dir: usize, last: u64) -> Option<Key> {
-        let tree = &self.sort[dir];
-        let forward = tree
-            .range((Excluded(last), Unbounded))
-            .next()
-            .map(|(&s, &i)| (s, i));
-        let next = forward.or_else(|| {
-            tree.iter()
-                .next()
-                .filter(|(&s, _)| s != last)
-                .map(|(&s, &i)| (s, i))
-        });
-        // The request just below `last`: remembered from the previous step, or unneeded when
-        // the request ahead is nearer than anything behind can be (a request before `last` is
-        // at least `head - last + 1` behind the head and counts double), or searched.
-        let head = self.last_sector[dir];
-        let remembered = match self.behind[dir] {
-            Some((n, p)) if n == last => Some(p),
-            _ => None,
-        };
-        debug_assert!(remembered.is_none_or(|p| p == self.below(dir, last)));
-        let too_near =
-            next.is_some_and(|(s1, _)| s1 >= head && s1 - head < BACK_PENALTY * (head - last + 1));
-        let prev = match remembered {
-            Some(p) => Some(p),
-            None if too_near => None,
-            None => Some(self.below(dir, last)),
-        };
-        let chosen = match prev {
-            Some(p) => self.choose_req(dir, next, p),
-            None => next,
-        };
-        debug_assert_eq!(chosen, self.choose_req(dir, next, self.below(dir, last)));
-        // Once `last` is gone, the request below the next one is the one below `last` (or
-        // none, when the elevator wrapped to the lowest request).
-        self.behind[dir] = match (forward, next) {
-            (Some((s, _)), _) => prev.map(|p| (s, p)),
-            (None, Some((s, _))) => Some((s, None)),
-            (None, None) => None,
-        };
-        chosen
-    }
-
-    /// The queued request just below `sector` in `dir`'s sort list.
-    fn below(&self, dir: usize, sector: u64) -> Option<Key> {
-        self.sort[dir]
-            .range(..sector)
-            .next_back()
-            .map(|(&s, &i)| (s, i))
+    /// `as_find_next_rq`: the request to follow the one at `last` (still queued, at `at`) in elevator
+    /// order: the better of its neighbours in the sort list, the one above (or, past the top,
+    /// the lowest) and the one below. The head, `last_sector[dir]`, is already at its end.
+    fn find_next_rq(&self, dir: usize, last: u64, at: Pos) -> Option<Key> {
+        let list = &self.sort[dir];
+        let next = list
+            .after(at)
+            .or_else(|| list.first().filter(|&(s, _)| s != last));
+        self.choose_req(dir, next, list.before(at))
     }
 
     fn fifo_push(&mut self, dir: usize, slot: u32) {
@@ -1009,13 +962,16 @@ impl Anticipatory {
             self.io_context.take()
         };
         self.ioc_finished = false;
-        self.next_rq[dir] = self.find_next_rq(dir, sector);
+        let at = self.sort[dir]
+            .find(sector)
+            .expect("a queued request is in its sort list");
+        self.next_rq[dir] = self.find_next_rq(dir, sector, at);
 
         if let Some(aic) = self.aics.get_mut(&ctx) {
             aic.nr_queued -= 1;
         }
         self.fifo_unlink(dir, slot);
-        self.sort[dir].remove(&sector);
+        self.sort[dir].remove_at(at);
         if let Entry::Occupied(e) = self.by_end.entry(end) {
             if *e.get() == slot {
                 e.remove();
@@ -1035,24 +991,13 @@ impl Anticipatory {
     /// `as_add_rq_rb`: file a request in `dir`'s sort list. A queued request starting at the
     /// same sector (an alias) goes to the dispatch list first.
     fn add_rq_rb(&mut self, dir: usize, sector: u64, slot: u32) {
-        let alias = match self.sort[dir].entry(sector) {
-            TreeEntry::Vacant(v) => {
-                v.insert(slot);
-                None
-            }
-            TreeEntry::Occupied(o) => Some(*o.get()),
-        };
-        if let Some(alias) = alias {
+        if let Err(alias) = self.sort[dir].insert(sector, slot) {
             let alias = self.move_to_dispatch(dir, (sector, alias));
             self.forced.push_back(alias);
             self.antic_stop();
-            self.sort[dir].insert(sector, slot);
-        }
-        // A request filed just below the remembered one becomes its lower neighbour.
-        if let Some((n, p)) = self.behind[dir] {
-            if sector < n && p.is_none_or(|(ps, _)| sector > ps) {
-                self.behind[dir] = Some((n, Some((sector, slot))));
-            }
+            self.sort[dir]
+                .insert(sector, slot)
+                .expect("the alias left the sort list");
         }
     }
 
@@ -1199,16 +1144,11 @@ impl Anticipatory {
         // sort list.
         let dir = dir_of(rq);
         let old = rq.end();
-        let slot = *self.sort[dir].get(&old)?;
+        let slot = self.sort[dir].get(old)?;
         if !fits(self.slots[slot as usize].rq.as_ref().expect("queued")) {
             return None;
         }
-        self.sort[dir].remove(&old);
-        if let Some((n, p)) = self.behind[dir] {
-            if n == old || p.is_some_and(|(ps, _)| ps == old) {
-                self.behind[dir] = None;
-            }
-        }
+        self.sort[dir].remove(old);
         let id = {
             let q = self.slots[slot as usize].rq.as_mut().expect("queued");
             q.sector = rq.sector;

@@ -58,6 +58,7 @@ pub mod noop;
 pub mod registry;
 pub mod request;
 pub mod scheduler;
+mod sort_list;
 pub mod time;
 pub mod tunable;
 

@@ -1,0 +1,331 @@
+//! A sector-sorted list of queued requests, the elevators' `sort_list` (the kernel's rbtree).
+//!
+//! Entries are `(key, slot)` pairs with distinct keys (a start sector and a slab slot). They sit
+//! in sorted blocks of at most [`CAP`] entries, with the first key of every block in a separate
+//! array: a lookup is a binary search over those first keys then one within a block, both in
+//! contiguous memory, and a found entry's neighbours in sort order are one index away (what
+//! the elevator weighs when it moves on). Insert and remove shift at most one block; a full
+//! block splits in halves, an emptied block is dropped and a block that falls to a quarter
+//! full is merged with a neighbour when both fit in half a block. Emptied blocks are kept for
+//! reuse, so a list that stays at about the same size allocates nothing.
+//!
+//! Cost: `O(log n)` comparisons and `O(CAP)` moved entries per operation, plus, when a block
+//! splits or goes away, a move of `n / CAP` block handles.
+
+/// Entries per block.
+const CAP: usize = 64;
+
+/// One sorted run of entries.
+#[derive(Debug)]
+struct Block {
+    len: usize,
+    keys: [u64; CAP],
+    slots: [u32; CAP],
+}
+
+impl Block {
+    fn keys(&self) -> &[u64] {
+        &self.keys[..self.len]
+    }
+
+    /// Index of the first key not below `key`.
+    fn lower_bound(&self, key: u64) -> usize {
+        self.keys().partition_point(|&k| k < key)
+    }
+
+    fn insert_at(&mut self, i: usize, key: u64, slot: u32) {
+        debug_assert!(self.len < CAP && i <= self.len);
+        self.keys.copy_within(i..self.len, i + 1);
+        self.slots.copy_within(i..self.len, i + 1);
+        self.keys[i] = key;
+        self.slots[i] = slot;
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        debug_assert!(i < self.len);
+        self.keys.copy_within(i + 1..self.len, i);
+        self.slots.copy_within(i + 1..self.len, i);
+        self.len -= 1;
+    }
+
+    /// Append `other`'s entries (all above this block's).
+    fn append(&mut self, other: &Block) {
+        let (n, m) = (self.len, other.len);
+        debug_assert!(n + m <= CAP);
+        self.keys[n..n + m].copy_from_slice(other.keys());
+        self.slots[n..n + m].copy_from_slice(&other.slots[..m]);
+        self.len = n + m;
+    }
+}
+
+/// Where an entry is: block `b` (in key order), index `i` within it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pos {
+    b: usize,
+    i: usize,
+}
+
+/// The sorted list. See the module documentation.
+///
+/// Blocks are boxed on purpose: a split or a drop shifts the blocks after it, which moves
+/// pointers rather than whole blocks.
+#[allow(clippy::vec_box)]
+#[derive(Debug, Default)]
+pub(crate) struct SortList {
+    /// First key of each block, in key order.
+    firsts: Vec<u64>,
+    /// The blocks, in key order; none is empty.
+    blocks: Vec<Box<Block>>,
+    /// Emptied blocks kept for reuse.
+    spare: Vec<Box<Block>>,
+}
+
+impl SortList {
+    /// The block that would hold `key`: the last one starting at or below it, else the first.
+    fn block_for(&self, key: u64) -> usize {
+        self.firsts.partition_point(|&f| f <= key).saturating_sub(1)
+    }
+
+    /// Where the entry with `key` is, if there is one.
+    pub(crate) fn find(&self, key: u64) -> Option<Pos> {
+        if self.blocks.is_empty() {
+            return None;
+        }
+        let b = self.block_for(key);
+        let blk = &self.blocks[b];
+        let i = blk.lower_bound(key);
+        (i < blk.len && blk.keys[i] == key).then_some(Pos { b, i })
+    }
+
+    /// The slot stored with `key`.
+    pub(crate) fn get(&self, key: u64) -> Option<u32> {
+        self.find(key).map(|p| self.at(p).1)
+    }
+
+    /// The entry at `p` (which must be current: no insert or remove since it was found).
+    pub(crate) fn at(&self, p: Pos) -> (u64, u32) {
+        let blk = &self.blocks[p.b];
+        (blk.keys[p.i], blk.slots[p.i])
+    }
+
+    /// The entry just above the one at `p`.
+    pub(crate) fn after(&self, p: Pos) -> Option<(u64, u32)> {
+        if p.i + 1 < self.blocks[p.b].len {
+            Some(self.at(Pos { b: p.b, i: p.i + 1 }))
+        } else if p.b + 1 < self.blocks.len() {
+            Some(self.at(Pos { b: p.b + 1, i: 0 }))
+        } else {
+            None
+        }
+    }
+
+    /// The entry just below the one at `p`.
+    pub(crate) fn before(&self, p: Pos) -> Option<(u64, u32)> {
+        if p.i > 0 {
+            Some(self.at(Pos { b: p.b, i: p.i - 1 }))
+        } else if p.b > 0 {
+            let b = p.b - 1;
+            Some(self.at(Pos {
+                b,
+                i: self.blocks[b].len - 1,
+            }))
+        } else {
+            None
+        }
+    }
+
+    /// The entry with the lowest key.
+    pub(crate) fn first(&self) -> Option<(u64, u32)> {
+        (!self.blocks.is_empty()).then(|| self.at(Pos { b: 0, i: 0 }))
+    }
+
+    fn new_block(&mut self) -> Box<Block> {
+        match self.spare.pop() {
+            Some(mut blk) => {
+                blk.len = 0;
+                blk
+            }
+            None => Box::new(Block {
+                len: 0,
+                keys: [0; CAP],
+                slots: [0; CAP],
+            }),
+        }
+    }
+
+    fn drop_block(&mut self, b: usize) {
+        self.firsts.remove(b);
+        let blk = self.blocks.remove(b);
+        // Two spares absorb a split right after a drop (and the reverse) without allocating.
+        if self.spare.len() < 2 {
+            self.spare.push(blk);
+        }
+    }
+
+    /// File `key` with `slot`. If `key` is present already, nothing changes and its slot is
+    /// returned as the error.
+    pub(crate) fn insert(&mut self, key: u64, slot: u32) -> Result<(), u32> {
+        if self.blocks.is_empty() {
+            let mut blk = self.new_block();
+            blk.insert_at(0, key, slot);
+            self.firsts.push(key);
+            self.blocks.push(blk);
+            return Ok(());
+        }
+        let mut b = self.block_for(key);
+        let mut i = self.blocks[b].lower_bound(key);
+        if i < self.blocks[b].len && self.blocks[b].keys[i] == key {
+            return Err(self.blocks[b].slots[i]);
+        }
+        if self.blocks[b].len == CAP {
+            // Split: the upper half moves to a new block just after this one.
+            let mut upper = self.new_block();
+            let half = CAP / 2;
+            {
+                let lower = &mut self.blocks[b];
+                upper.keys[..CAP - half].copy_from_slice(&lower.keys[half..]);
+                upper.slots[..CAP - half].copy_from_slice(&lower.slots[half..]);
+                upper.len = CAP - half;
+                lower.len = half;
+            }
+            self.firsts.insert(b + 1, upper.keys[0]);
+            self.blocks.insert(b + 1, upper);
+            if i > half {
+                b += 1;
+                i -= half;
+            }
+        }
+        self.blocks[b].insert_at(i, key, slot);
+        self.firsts[b] = self.blocks[b].keys[0];
+        Ok(())
+    }
+
+    /// Remove the entry at `p`.
+    pub(crate) fn remove_at(&mut self, p: Pos) {
+        let Pos { b, i } = p;
+        self.blocks[b].remove_at(i);
+        let n = self.blocks[b].len;
+        if n == 0 {
+            self.drop_block(b);
+            return;
+        }
+        self.firsts[b] = self.blocks[b].keys[0];
+        if n > CAP / 4 {
+            return;
+        }
+        // Nearly empty: fold into a neighbour when the two fit in half a block.
+        if b + 1 < self.blocks.len() && n + self.blocks[b + 1].len <= CAP / 2 {
+            let (lo, hi) = self.blocks.split_at_mut(b + 1);
+            lo[b].append(&hi[0]);
+            self.drop_block(b + 1);
+        } else if b > 0 && self.blocks[b - 1].len + n <= CAP / 2 {
+            let (lo, hi) = self.blocks.split_at_mut(b);
+            lo[b - 1].append(&hi[0]);
+            self.drop_block(b);
+        }
+    }
+
+    /// Remove the entry with `key`, returning its slot.
+    pub(crate) fn remove(&mut self, key: u64) -> Option<u32> {
+        let p = self.find(key)?;
+        let slot = self.at(p).1;
+        self.remove_at(p);
+        Some(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Checks every query against a `BTreeMap` holding the same entries.
+    fn check(list: &SortList, model: &BTreeMap<u64, u32>) {
+        assert_eq!(list.first(), model.iter().next().map(|(&k, &v)| (k, v)));
+        assert_eq!(list.firsts.len(), list.blocks.len());
+        for (b, blk) in list.blocks.iter().enumerate() {
+            assert!(blk.len > 0, "no empty block is kept");
+            assert_eq!(list.firsts[b], blk.keys[0]);
+        }
+        let flat: Vec<(u64, u32)> = list
+            .blocks
+            .iter()
+            .flat_map(|blk| blk.keys().iter().copied().zip(blk.slots.iter().copied()))
+            .collect();
+        let want: Vec<(u64, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(flat, want);
+        for (&k, &v) in model {
+            let p = list.find(k).expect("present key is found");
+            assert_eq!(list.at(p), (k, v));
+            assert_eq!(
+                list.after(p),
+                model.range(k + 1..).next().map(|(&k, &v)| (k, v))
+            );
+            assert_eq!(
+                list.before(p),
+                model.range(..k).next_back().map(|(&k, &v)| (k, v))
+            );
+        }
+    }
+
+    #[test]
+    fn sort_list_splits_and_merges_blocks_in_key_order() {
+        let mut list = SortList::default();
+        let mut model = BTreeMap::new();
+        // Descending inserts fill block 0 from the front and split it repeatedly.
+        for k in (0..5 * CAP as u64).rev() {
+            assert_eq!(list.insert(k * 2, k as u32), Ok(()));
+            model.insert(k * 2, k as u32);
+        }
+        assert!(list.blocks.len() > 5);
+        check(&list, &model);
+        assert_eq!(
+            list.insert(10, 99),
+            Err(5),
+            "a present key reports its slot"
+        );
+        assert_eq!(list.find(11), None);
+        // Removing most entries folds blocks together.
+        for k in 0..5 * CAP as u64 {
+            if k % 8 != 0 {
+                assert_eq!(list.remove(k * 2), Some(k as u32));
+                model.remove(&(k * 2));
+            }
+        }
+        check(&list, &model);
+        assert!(list.blocks.len() <= 2, "{} blocks", list.blocks.len());
+        for k in (0..5 * CAP as u64).step_by(8) {
+            assert_eq!(list.remove(k * 2), Some(k as u32));
+        }
+        assert!(list.blocks.is_empty());
+        assert_eq!(list.first(), None);
+        assert_eq!(list.remove(0), None);
+    }
+
+    proptest! {
+        #[test]
+        fn sort_list_agrees_with_a_btreemap(
+            ops in prop::collection::vec((any::<bool>(), 0u64..600, any::<u32>()), 1..1500)
+        ) {
+            let mut list = SortList::default();
+            let mut model = BTreeMap::new();
+            for (add, key, slot) in ops {
+                if add {
+                    let want = match model.get(&key) {
+                        Some(&old) => Err(old),
+                        None => {
+                            model.insert(key, slot);
+                            Ok(())
+                        }
+                    };
+                    prop_assert_eq!(list.insert(key, slot), want);
+                } else {
+                    prop_assert_eq!(list.remove(key), model.remove(&key));
+                }
+            }
+            check(&list, &model);
+        }
+    }
+}
