@@ -54,11 +54,13 @@ pub mod harness;
 pub mod ioband;
 pub mod latency_guard;
 pub mod linus;
+pub mod mq_deadline;
 pub mod noop;
 pub mod registry;
 pub mod request;
 pub mod scheduler;
 mod sort_list;
+pub mod tags;
 pub mod time;
 pub mod tunable;
 

@@ -4,7 +4,7 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{anticipatory, bfq, cfq, deadline, ioband, latency_guard, linus, noop};
+use crate::{anticipatory, bfq, cfq, deadline, ioband, latency_guard, linus, mq_deadline, noop};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -46,7 +46,7 @@ pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
         .or_else(|| ioband::composite(name))
 }
 
-static REGISTRY: [SchedulerInfo; 9] = [
+static REGISTRY: [SchedulerInfo; 10] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -109,6 +109,14 @@ static REGISTRY: [SchedulerInfo; 9] = [
                   injection, queue merging with the 100 ms window, groups",
         tunables: bfq::TUNABLES,
         build: |s, g| Ok(Box::new(bfq::Bfq::from_settings(s, g)?)),
+    },
+    SchedulerInfo {
+        name: "mq-deadline",
+        aliases: &["mq-deadline-iosched"],
+        summary: "blk-mq deadline as in mainline v6.x: deadline batches per I/O priority level, \
+                  priority aging, async_depth",
+        tunables: mq_deadline::TUNABLES,
+        build: |s, _| Ok(Box::new(mq_deadline::MqDeadline::from_settings(s)?)),
     },
     SchedulerInfo {
         name: "latency-guard",

@@ -1,0 +1,1051 @@
+//! mq-deadline: deadline for blk-mq, with three I/O priority levels and priority aging.
+//!
+//! Follows `block/mq-deadline.c` of mainline Linux 6.x (Jens Axboe, Damien Le Moal, Bart Van
+//! Assche; as of 6.18, after zoned write locking moved out to zone write plugging); see
+//! `docs/mq-deadline.md`.
+//!
+//! Every queued request belongs to one of three *levels* by its I/O priority class (real time,
+//! best effort, idle) and to one data direction (reads; everything else is a write, as
+//! `rq_data_dir` says). Each level keeps, per direction, a tree sorted by start sector and a
+//! FIFO in arrival order, each request stamped with its deadline (arrival + `read_expire` or
+//! `write_expire`), and remembers the start sector of the last request it dispatched per
+//! direction (`latest_pos`). The direction of the last batch, the batch count and the
+//! starvation count are shared by the levels.
+//!
+//! One level's dispatch step, given a *latest start* time (only requests that arrived no later
+//! may go):
+//!
+//! 1. if the level has a request at or above `latest_pos` in the last batch's direction and
+//!    fewer than `fifo_batch` requests went in this batch, that one continues the batch;
+//! 2. otherwise a batch starts: reads, unless writes are queued and reads have already been
+//!    chosen over them `writes_starved` times (then writes, and the count restarts);
+//! 3. it starts at the head of that direction's FIFO if the head's deadline has passed or
+//!    nothing is queued at or above `latest_pos`, else at the first request at or above it.
+//!
+//! The request chosen is dispatched only if it arrived no later than the latest start; a
+//! refusal keeps the side effects of choosing (a batch started, a starvation counted), as the
+//! kernel's does. As in the kernel, a fresh scheduler starts as if a write batch were under
+//! way (last direction write, nothing sent), so its first requests may be writes. A dispatch first tries the *aged* requests: when requests of at least two
+//! levels are queued or in flight, the best-effort and then the idle level take a step with the
+//! latest start `now - prio_aging_expire`. Failing that, the levels take a step in priority
+//! order with the latest start `now`, stopping at the first level that dispatches or still has
+//! requests queued *or in flight*: a lower level waits until a higher one has completed all its
+//! requests, unless its requests have aged.
+//!
+//! Writes (everything but reads) hold one of `async_depth` tags from admission to completion;
+//! beyond that they wait outside the queues (see [`crate::tags`]). Flushes bypass the scheduler
+//! and go to the device first, as blk-mq sends flush sequences straight to the dispatch list.
+//!
+//! Merging ([`Scheduler::try_merge`]) is deadline's: a back merge into the request just below
+//! in sector order that ends where the new one starts, else (if `front_merges`) a front merge
+//! into one that starts where it ends; same level, same direction, same operation and the same
+//! I/O priority (class and level, as `blk_rq_merge_ok` requires), never beyond
+//! [`MAX_MERGE_SECTORS`]. A merge changes neither FIFO position nor deadline.
+//!
+//! ## Tunables (sysfs names, `/sys/block/<dev>/queue/iosched/`)
+//! | name | unit | default | meaning |
+//! |---|---|---|---|
+//! | `read_expire` | ms | 500 | a read's deadline after its arrival |
+//! | `write_expire` | ms | 5000 | a write's deadline after its arrival |
+//! | `writes_starved` | count | 2 | read batches allowed to pass queued writes |
+//! | `fifo_batch` | requests | 16 | requests per batch |
+//! | `front_merges` | bool | 1 | try front merges |
+//! | `prio_aging_expire` | ms | 10000 | age after which a lower-priority request goes first |
+//! | `async_depth` | requests | 256 | writes holding tags at once |
+//!
+//! ## Deviations from the kernel
+//! - **`async_depth`**: the kernel caps the scheduler tags writes may take (its default is
+//!   `nr_requests`, 256 for a device queue depth of 128 or more); we cap the writes admitted and
+//!   not completed, and the rest wait outside the scheduler in arrival order ([`crate::tags`]).
+//!   The total tag depth is not modelled.
+//! - **Zoned devices**: no zone handling; writes to one zone may be reordered.
+//! - **Merging** is deadline's model (whole requests, no `last_merge` cache, no request to
+//!   request merge after a merge closes a gap); discards and flushes never merge.
+//! - **Requests at the same sector** coexist in a tree (ordered by id).
+//! - **Time** is kept in nanoseconds, not jiffies; a request's arrival is stored, where the
+//!   kernel recomputes it from the deadline with the current `*_expire` (which differs only
+//!   when the tunable changed while the request was queued).
+//! - `writes_starved` refuses negative values (the kernel accepts them, and a negative value
+//!   compared as unsigned never forces a write batch).
+//! - The per-level dispatch list for requests inserted at the head is absent: our drivers
+//!   never insert at the head.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound::{Included, Unbounded};
+
+use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::tags::AsyncTags;
+use crate::time::Nanos;
+use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+
+/// Default `read_expire`, ms.
+pub const DEFAULT_READ_EXPIRE_MS: i64 = 500;
+/// Default `write_expire`, ms.
+pub const DEFAULT_WRITE_EXPIRE_MS: i64 = 5_000;
+/// Default `writes_starved`, read batches.
+pub const DEFAULT_WRITES_STARVED: i64 = 2;
+/// Default `fifo_batch`, requests.
+pub const DEFAULT_FIFO_BATCH: i64 = 16;
+/// Default `front_merges` (on).
+pub const DEFAULT_FRONT_MERGES: i64 = 1;
+/// Default `prio_aging_expire`, ms.
+pub const DEFAULT_PRIO_AGING_EXPIRE_MS: i64 = 10_000;
+/// Default `async_depth`: the kernel sets it to `nr_requests`, which is twice the device
+/// queue depth capped at 128, so 256 for a deep device.
+pub const DEFAULT_ASYNC_DEPTH: i64 = 256;
+
+const INT_MAX: i64 = i32::MAX as i64;
+
+/// mq-deadline's tunables, as sysfs names them.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_expire",
+        unit: Unit::Ms,
+        default: DEFAULT_READ_EXPIRE_MS,
+        min: 0,
+        max: INT_MAX,
+        doc: "deadline of a read, counted from its arrival",
+    },
+    Tunable {
+        name: "write_expire",
+        unit: Unit::Ms,
+        default: DEFAULT_WRITE_EXPIRE_MS,
+        min: 0,
+        max: INT_MAX,
+        doc: "deadline of a write, counted from its arrival",
+    },
+    Tunable {
+        name: "writes_starved",
+        unit: Unit::Count,
+        default: DEFAULT_WRITES_STARVED,
+        min: 0,
+        max: INT_MAX,
+        doc: "read batches that may be chosen over queued writes before a write batch",
+    },
+    Tunable {
+        name: "fifo_batch",
+        unit: Unit::Requests,
+        default: DEFAULT_FIFO_BATCH,
+        min: 0,
+        max: INT_MAX,
+        doc: "requests dispatched in sector order before the direction and FIFO are checked again",
+    },
+    Tunable {
+        name: "front_merges",
+        unit: Unit::Bool,
+        default: DEFAULT_FRONT_MERGES,
+        min: 0,
+        max: 1,
+        doc: "1 to merge a new request in front of a queued one that starts where it ends",
+    },
+    Tunable {
+        name: "prio_aging_expire",
+        unit: Unit::Ms,
+        default: DEFAULT_PRIO_AGING_EXPIRE_MS,
+        min: 0,
+        max: INT_MAX,
+        doc: "a best-effort or idle request this old goes before higher-priority requests",
+    },
+    Tunable {
+        name: "async_depth",
+        unit: Unit::Requests,
+        default: DEFAULT_ASYNC_DEPTH,
+        min: 1,
+        max: INT_MAX,
+        doc: "writes (everything but reads) that may be admitted and not completed at once",
+    },
+];
+
+/// mq-deadline's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// How long after its arrival a read expires (`read_expire`).
+    pub read_expire: Nanos,
+    /// How long after its arrival a write expires (`write_expire`).
+    pub write_expire: Nanos,
+    /// Read batches that may pass queued writes before a write batch (`writes_starved`).
+    pub writes_starved: u32,
+    /// Requests per batch (`fifo_batch`); 0 behaves as 1.
+    pub fifo_batch: u32,
+    /// Whether to try front merges (`front_merges`).
+    pub front_merges: bool,
+    /// Age after which best-effort and idle requests go first (`prio_aging_expire`).
+    pub prio_aging_expire: Nanos,
+    /// Writes admitted and not completed at once (`async_depth`).
+    pub async_depth: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            read_expire: Nanos::from_ms(DEFAULT_READ_EXPIRE_MS as u64),
+            write_expire: Nanos::from_ms(DEFAULT_WRITE_EXPIRE_MS as u64),
+            writes_starved: DEFAULT_WRITES_STARVED as u32,
+            fifo_batch: DEFAULT_FIFO_BATCH as u32,
+            front_merges: DEFAULT_FRONT_MERGES != 0,
+            prio_aging_expire: Nanos::from_ms(DEFAULT_PRIO_AGING_EXPIRE_MS as u64),
+            async_depth: DEFAULT_ASYNC_DEPTH as u32,
+        }
+    }
+}
+
+impl Config {
+    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
+    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
+        settings.validate("mq-deadline", TUNABLES)?;
+        let mut c = Config::default();
+        for name in settings.names() {
+            c.apply(name, settings.get(TUNABLES, name));
+        }
+        Ok(c)
+    }
+
+    /// Set one tunable from its sysfs integer; the value has been range-checked.
+    fn apply(&mut self, name: &str, value: i64) {
+        match name {
+            "read_expire" => self.read_expire = Nanos::from_ms(value as u64),
+            "write_expire" => self.write_expire = Nanos::from_ms(value as u64),
+            "writes_starved" => self.writes_starved = value as u32,
+            "fifo_batch" => self.fifo_batch = value as u32,
+            "front_merges" => self.front_merges = value != 0,
+            "prio_aging_expire" => self.prio_aging_expire = Nanos::from_ms(value as u64),
+            "async_depth" => self.async_depth = value as u32,
+            _ => unreachable!("{name} is not in mq-deadline's table"),
+        }
+    }
+}
+
+/// Index of the read direction.
+const READ: usize = 0;
+/// Index of the write direction (everything that is not a read).
+const WRITE: usize = 1;
+/// The levels, highest priority first.
+const RT: usize = 0;
+const BE: usize = 1;
+const IDLE: usize = 2;
+const LEVELS: usize = 3;
+/// "No slot" in the FIFO links.
+const NIL: u32 = u32::MAX;
+
+fn dir_of(rq: &Request) -> usize {
+    if rq.op.is_read() {
+        READ
+    } else {
+        WRITE
+    }
+}
+
+fn level_of(rq: &Request) -> usize {
+    match rq.prio.class {
+        IoClass::RealTime => RT,
+        IoClass::BestEffort => BE,
+        IoClass::Idle => IDLE,
+    }
+}
+
+/// Whether `rq` counts against `async_depth` (everything but reads; flushes never get here).
+fn throttled(rq: &Request) -> bool {
+    !rq.op.is_read()
+}
+
+/// A queued request and its FIFO links.
+#[derive(Debug)]
+struct Entry {
+    rq: Request,
+    /// When it entered the queues.
+    arrival: Nanos,
+    /// `arrival + expire` of its direction.
+    deadline: Nanos,
+    prev: u32,
+    next: u32,
+}
+
+/// One direction of one level: sort tree and FIFO.
+#[derive(Debug)]
+struct Lists {
+    /// (start sector, id) -> slot.
+    sorted: BTreeMap<(u64, u64), u32>,
+    head: u32,
+    tail: u32,
+}
+
+/// One priority level.
+#[derive(Debug)]
+struct Level {
+    lists: [Lists; 2],
+    /// Start sector of the last request dispatched, per direction.
+    latest_pos: [u64; 2],
+    /// Requests queued here or dispatched and not completed.
+    owned: u64,
+}
+
+/// Conservation counters: every request is inserted or merged once, dispatched once if
+/// inserted, and the policy holds `inserted - dispatched`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests inserted (including those that waited for a tag, and flushes).
+    pub inserted: u64,
+    /// Requests merged into a queued request instead of being inserted.
+    pub merged: u64,
+    /// Requests dispatched.
+    pub dispatched: u64,
+    /// Completions reported.
+    pub completed: u64,
+}
+
+/// The mq-deadline scheduler.
+#[derive(Debug)]
+pub struct MqDeadline {
+    config: Config,
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    levels: [Level; LEVELS],
+    /// Direction of the batch under way.
+    last_dir: usize,
+    /// Requests dispatched in the batch under way.
+    batching: u32,
+    /// Times reads were chosen over queued writes since the last write batch.
+    starved: u32,
+    /// Flushes, which bypass the scheduler.
+    bypass: VecDeque<Request>,
+    tags: AsyncTags,
+    /// Requests in the levels' lists.
+    in_lists: usize,
+    counters: Counters,
+}
+
+impl Default for MqDeadline {
+    fn default() -> Self {
+        MqDeadline::new(Config::default())
+    }
+}
+
+impl MqDeadline {
+    /// An empty scheduler with `config`.
+    pub fn new(config: Config) -> MqDeadline {
+        let lists = || Lists {
+            sorted: BTreeMap::new(),
+            head: NIL,
+            tail: NIL,
+        };
+        let level = || Level {
+            lists: [lists(), lists()],
+            latest_pos: [0, 0],
+            owned: 0,
+        };
+        MqDeadline {
+            tags: AsyncTags::new(config.async_depth),
+            config,
+            slots: Vec::new(),
+            free: Vec::new(),
+            levels: [level(), level(), level()],
+            last_dir: WRITE,
+            batching: 0,
+            starved: 0,
+            bypass: VecDeque::new(),
+            in_lists: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Build from user settings (see [`TUNABLES`]).
+    pub fn from_settings(settings: &Settings) -> Result<MqDeadline, TunableError> {
+        Ok(MqDeadline::new(Config::from_settings(settings)?))
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Conservation counters since creation.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Writes holding one of the `async_depth` tags (admitted and not completed).
+    pub fn async_tags_held(&self) -> u32 {
+        self.tags.held()
+    }
+
+    fn entry(&self, slot: u32) -> &Entry {
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("mq-deadline: slot in a list is occupied")
+    }
+
+    fn entry_mut(&mut self, slot: u32) -> &mut Entry {
+        self.slots[slot as usize]
+            .as_mut()
+            .expect("mq-deadline: slot in a list is occupied")
+    }
+
+    /// Put an admitted request into its level's tree and FIFO.
+    fn enqueue(&mut self, rq: Request, now: Nanos) {
+        let (level, dir) = (level_of(&rq), dir_of(&rq));
+        let expire = if dir == READ {
+            self.config.read_expire
+        } else {
+            self.config.write_expire
+        };
+        let key = (rq.sector, rq.id.0);
+        let tail = self.levels[level].lists[dir].tail;
+        let entry = Entry {
+            rq,
+            arrival: now,
+            deadline: now.saturating_add(expire),
+            prev: tail,
+            next: NIL,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(entry);
+                s
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if tail == NIL {
+            self.levels[level].lists[dir].head = slot;
+        } else {
+            self.entry_mut(tail).next = slot;
+        }
+        let lv = &mut self.levels[level];
+        lv.lists[dir].tail = slot;
+        lv.lists[dir].sorted.insert(key, slot);
+        lv.owned += 1;
+        self.in_lists += 1;
+    }
+
+    /// Admit the requests waiting for a tag, as far as tags are free.
+    fn admit_waiting(&mut self, now: Nanos) {
+        while let Some(rq) = self.tags.next_admitted() {
+            self.enqueue(rq, now);
+        }
+    }
+
+    /// The first request of `level`, direction `dir`, at or above that direction's
+    /// `latest_pos`.
+    fn at_or_above_pos(&self, level: usize, dir: usize) -> Option<u32> {
+        let pos = self.levels[level].latest_pos[dir];
+        self.levels[level].lists[dir]
+            .sorted
+            .range((Included((pos, 0)), Unbounded))
+            .next()
+            .map(|(_, &s)| s)
+    }
+
+    /// Take `slot` off its level's lists and hand its request out.
+    fn remove(&mut self, level: usize, dir: usize, slot: u32) -> Request {
+        let entry = self.slots[slot as usize]
+            .take()
+            .expect("mq-deadline: dispatched slot is occupied");
+        if entry.prev == NIL {
+            self.levels[level].lists[dir].head = entry.next;
+        } else {
+            self.entry_mut(entry.prev).next = entry.next;
+        }
+        if entry.next == NIL {
+            self.levels[level].lists[dir].tail = entry.prev;
+        } else {
+            self.entry_mut(entry.next).prev = entry.prev;
+        }
+        let lists = &mut self.levels[level].lists[dir];
+        lists.sorted.remove(&(entry.rq.sector, entry.rq.id.0));
+        self.free.push(slot);
+        self.in_lists -= 1;
+        entry.rq
+    }
+
+    /// One level's dispatch step: the best request of `level` that arrived no later than
+    /// `latest_start` (`None`: before time zero, so nothing qualifies).
+    fn dispatch_level(
+        &mut self,
+        level: usize,
+        latest_start: Option<Nanos>,
+        now: Nanos,
+    ) -> Option<Request> {
+        let continued = self
+            .at_or_above_pos(level, self.last_dir)
+            .filter(|_| self.batching < self.config.fifo_batch);
+        let (dir, slot) = match continued {
+            Some(slot) => (self.last_dir, slot),
+            None => {
+                let lists = &self.levels[level].lists;
+                let (reads, writes) = (lists[READ].head != NIL, lists[WRITE].head != NIL);
+                let dir = if reads {
+                    let starve = writes && {
+                        let s = self.starved;
+                        self.starved = self.starved.saturating_add(1);
+                        s >= self.config.writes_starved
+                    };
+                    if starve {
+                        self.starved = 0;
+                        WRITE
+                    } else {
+                        READ
+                    }
+                } else if writes {
+                    self.starved = 0;
+                    WRITE
+                } else {
+                    return None;
+                };
+                let head = self.levels[level].lists[dir].head;
+                let expired = now >= self.entry(head).deadline;
+                let slot = match self.at_or_above_pos(level, dir) {
+                    Some(next) if !expired => next,
+                    _ => head,
+                };
+                self.last_dir = dir;
+                self.batching = 0;
+                (dir, slot)
+            }
+        };
+        let arrival = self.entry(slot).arrival;
+        if latest_start.is_none_or(|latest| arrival > latest) {
+            return None;
+        }
+        self.batching += 1;
+        let rq = self.remove(level, dir, slot);
+        self.levels[level].latest_pos[dir] = rq.sector;
+        Some(rq)
+    }
+
+    /// Best-effort and idle requests older than `prio_aging_expire`, when more than one level
+    /// has requests queued or in flight.
+    fn dispatch_aged(&mut self, now: Nanos) -> Option<Request> {
+        let busy = self.levels.iter().filter(|l| l.owned > 0).count();
+        if busy < 2 {
+            return None;
+        }
+        let latest = now
+            .as_ns()
+            .checked_sub(self.config.prio_aging_expire.as_ns());
+        (BE..LEVELS).find_map(|level| self.dispatch_level(level, latest.map(Nanos), now))
+    }
+}
+
+impl Scheduler for MqDeadline {
+    fn name(&self) -> &'static str {
+        "mq-deadline"
+    }
+
+    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
+        if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
+            return None;
+        }
+        let (level, dir) = (level_of(rq), dir_of(rq));
+        let fits = |q: &Request| {
+            q.op == rq.op && q.prio == rq.prio && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
+        };
+
+        // Back merge: the queued request just below rq in sector order ends where rq starts.
+        let below = self.levels[level].lists[dir]
+            .sorted
+            .range(..(rq.sector, 0))
+            .next_back()
+            .map(|(_, &s)| s);
+        if let Some(slot) = below {
+            let q = &mut self.entry_mut(slot).rq;
+            if q.end() == rq.sector && fits(q) {
+                q.sectors += rq.sectors;
+                let id = q.id;
+                self.counters.merged += 1;
+                return Some(id);
+            }
+        }
+
+        // Front merge: a queued request starts where rq ends; it moves down in the tree.
+        if self.config.front_merges {
+            let end = rq.end();
+            let above = self.levels[level].lists[dir]
+                .sorted
+                .range((Included((end, 0)), Included((end, u64::MAX))))
+                .next()
+                .map(|(&k, &s)| (k, s));
+            if let Some((key, slot)) = above {
+                let q = &mut self.entry_mut(slot).rq;
+                if fits(q) {
+                    q.sector = rq.sector;
+                    q.sectors += rq.sectors;
+                    let id = q.id;
+                    let sorted = &mut self.levels[level].lists[dir].sorted;
+                    sorted.remove(&key);
+                    sorted.insert((rq.sector, id.0), slot);
+                    self.counters.merged += 1;
+                    return Some(id);
+                }
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.counters.inserted += 1;
+        if rq.op == Op::Flush {
+            self.bypass.push_back(rq);
+            return;
+        }
+        self.admit_waiting(now);
+        let throttle = throttled(&rq);
+        if let Some(rq) = self.tags.admit(rq, throttle) {
+            self.enqueue(rq, now);
+        }
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.admit_waiting(now);
+        let rq = self.bypass.pop_front().or_else(|| {
+            self.dispatch_aged(now).or_else(|| {
+                for level in RT..LEVELS {
+                    let rq = self.dispatch_level(level, Some(now), now);
+                    if rq.is_some() || self.levels[level].owned > 0 {
+                        return rq;
+                    }
+                }
+                None
+            })
+        });
+        match rq {
+            Some(rq) => {
+                self.counters.dispatched += 1;
+                Dispatch::Request(rq)
+            }
+            None => Dispatch::Empty,
+        }
+    }
+
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.counters.completed += 1;
+        if rq.op == Op::Flush {
+            return;
+        }
+        let level = &mut self.levels[level_of(rq)];
+        level.owned = level.owned.saturating_sub(1);
+        if throttled(rq) {
+            self.tags.release();
+            self.admit_waiting(now);
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.in_lists + self.tags.waiting() + self.bypass.len()
+    }
+
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        let t = tunable::lookup("mq-deadline", TUNABLES, name)?;
+        tunable::check_range(t, value)?;
+        self.config.apply(name, value);
+        self.tags.set_limit(self.config.async_depth);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{rq, Harness};
+    use proptest::prelude::*;
+
+    /// Dispatch until the policy has nothing, completing each at once; the ids in order.
+    fn drain(s: &mut MqDeadline, now: Nanos) -> Vec<u64> {
+        let mut order = Vec::new();
+        while let Dispatch::Request(r) = s.dispatch(now) {
+            s.complete(&r, now);
+            order.push(r.id.0);
+        }
+        order
+    }
+
+    fn take(s: &mut MqDeadline, now: Nanos) -> Request {
+        match s.dispatch(now) {
+            Dispatch::Request(r) => r,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    fn with(f: impl FnOnce(&mut Config)) -> MqDeadline {
+        let mut c = Config::default();
+        f(&mut c);
+        MqDeadline::new(c)
+    }
+
+    #[test]
+    fn defaults_match_the_kernel() {
+        let c = Config::default();
+        assert_eq!(c.read_expire, Nanos::from_ms(500));
+        assert_eq!(c.write_expire, Nanos::from_secs(5));
+        assert_eq!(c.prio_aging_expire, Nanos::from_secs(10));
+        assert_eq!(
+            (
+                c.writes_starved,
+                c.fifo_batch,
+                c.front_merges,
+                c.async_depth
+            ),
+            (2, 16, true, 256)
+        );
+        for t in TUNABLES {
+            let mut s = Settings::new();
+            s.set(t.name, t.default);
+            assert_eq!(Config::from_settings(&s).unwrap(), c, "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn settings_are_applied_and_out_of_range_values_refused() {
+        let mut s = Settings::new();
+        s.set("prio_aging_expire", 20).set("async_depth", 4);
+        let c = Config::from_settings(&s).unwrap();
+        assert_eq!(c.prio_aging_expire, Nanos::from_ms(20));
+        assert_eq!(c.async_depth, 4);
+        let mut bad = Settings::new();
+        bad.set("async_depth", 0);
+        assert!(matches!(
+            MqDeadline::from_settings(&bad),
+            Err(TunableError::OutOfRange { .. })
+        ));
+        let mut d = MqDeadline::default();
+        assert!(d.set_tunable("front_merges", 2).is_err());
+        assert!(d.set_tunable("antic_expire", 1).is_err());
+        d.set_tunable("fifo_batch", 3).unwrap();
+        assert_eq!(d.config().fifo_batch, 3);
+    }
+
+    /// A scheduler that has just dispatched and completed one read at sector 0, so the batch
+    /// under way is a read batch.
+    fn after_one_read(f: impl FnOnce(&mut Config)) -> MqDeadline {
+        let mut s = with(f);
+        s.insert(rq(1000, 9).sector(0).read().build(), Nanos::ZERO);
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1000]);
+        s
+    }
+
+    #[test]
+    fn a_fresh_scheduler_continues_a_write_batch_first() {
+        // As in the kernel, the scheduler starts with last_dir = write and an empty batch, so
+        // queued writes continue that "batch" before reads are preferred.
+        let mut s = MqDeadline::default();
+        s.insert(rq(1, 1).sector(10).write().build(), Nanos::ZERO);
+        s.insert(rq(2, 2).sector(9_000).read().build(), Nanos::ZERO);
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2]);
+    }
+
+    #[test]
+    fn reads_are_dispatched_before_writes_queued_earlier() {
+        // Batches of one request make each dispatch a batch decision.
+        let mut s = after_one_read(|c| c.fifo_batch = 1);
+        s.insert(rq(1, 1).sector(10).write().build(), Nanos::ZERO);
+        s.insert(rq(2, 1).sector(20).write().build(), Nanos::ZERO);
+        s.insert(rq(3, 2).sector(9_000).read().build(), Nanos::ZERO);
+        assert_eq!(take(&mut s, Nanos::ZERO).id.0, 3);
+    }
+
+    #[test]
+    fn writes_get_a_batch_after_writes_starved_read_batches() {
+        let mut s = after_one_read(|c| {
+            c.fifo_batch = 1;
+            c.writes_starved = 2;
+        });
+        for id in 1..=6 {
+            s.insert(rq(id, 1).sector(id * 100).read().build(), Nanos::ZERO);
+        }
+        s.insert(rq(10, 2).sector(50).write().build(), Nanos::ZERO);
+        s.insert(rq(11, 2).sector(60).write().build(), Nanos::ZERO);
+        // Two read batches pass the writes, the third decision goes to writes; then again.
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2, 10, 3, 4, 11, 5, 6]);
+    }
+
+    #[test]
+    fn expired_fifo_head_is_served_when_the_batch_under_way_ends() {
+        let mut s = with(|c| {
+            c.read_expire = Nanos::from_ms(100);
+            c.fifo_batch = 3;
+        });
+        // An old read high on the disk, then a run of reads low on the disk.
+        s.insert(rq(1, 1).sector(90_000).read().build(), Nanos::ZERO);
+        for id in 2..=9 {
+            s.insert(rq(id, 2).sector(id * 8).read().build(), Nanos::from_ms(50));
+        }
+        // Before expiry the batch starts at the lowest sector at or above latest_pos (0)...
+        assert_eq!(take(&mut s, Nanos::from_ms(60)).id.0, 2);
+        // ... request 1 expires at 100 ms, inside the batch: the batch finishes its three,
+        // then the next batch starts at the expired head.
+        let order = drain(&mut s, Nanos::from_ms(100));
+        assert_eq!(&order[..3], &[3, 4, 1]);
+    }
+
+    #[test]
+    fn batch_continues_from_latest_pos_and_picks_up_requests_arriving_above_it() {
+        let mut s = MqDeadline::default();
+        for (id, sector) in [(1, 100), (2, 900), (3, 50)] {
+            s.insert(rq(id, 1).sector(sector).read().build(), Nanos::ZERO);
+        }
+        // The first batch starts at the lowest sector at or above latest_pos = 0.
+        assert_eq!(take(&mut s, Nanos::ZERO).id.0, 3);
+        assert_eq!(take(&mut s, Nanos::ZERO).id.0, 1);
+        // A read arrives between the last position (100) and the next one (900): the batch
+        // takes it next, as the position is looked up afresh at each dispatch.
+        s.insert(rq(4, 2).sector(400).read().build(), Nanos::ZERO);
+        // One arrives below the position: the sweep goes on upward first.
+        s.insert(rq(5, 2).sector(60).read().build(), Nanos::ZERO);
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![4, 2, 5]);
+    }
+
+    #[test]
+    fn a_new_batch_with_nothing_above_latest_pos_starts_at_the_fifo_head() {
+        let mut s = with(|c| c.fifo_batch = 2);
+        for (id, sector) in [(1, 500), (2, 300), (3, 100), (4, 600)] {
+            s.insert(rq(id, 1).sector(sector).read().build(), Nanos::ZERO);
+        }
+        // Batch 1 from sector 0 upward: 100, 300. Batch 2 continues above 300: 500, 600.
+        // Then nothing is above 600; a new read arrives low and one high, older first.
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![3, 2, 1, 4]);
+        s.insert(rq(5, 1).sector(40).read().build(), Nanos::ZERO);
+        s.insert(rq(6, 1).sector(20).read().build(), Nanos::ZERO);
+        // Nothing at or above 600: the batch starts at the FIFO head (5), not the lowest (6).
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![5, 6]);
+    }
+
+    #[test]
+    fn real_time_goes_before_best_effort_before_idle() {
+        let mut s = MqDeadline::default();
+        s.insert(
+            rq(1, 1).sector(10).read().prio(IoClass::Idle, 7).build(),
+            Nanos::ZERO,
+        );
+        s.insert(rq(2, 2).sector(20).read().build(), Nanos::ZERO);
+        s.insert(
+            rq(3, 3)
+                .sector(30)
+                .read()
+                .prio(IoClass::RealTime, 0)
+                .build(),
+            Nanos::ZERO,
+        );
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![3, 2, 1]);
+    }
+
+    #[test]
+    fn a_lower_level_waits_while_a_higher_one_has_requests_in_flight() {
+        let mut s = MqDeadline::default();
+        s.insert(
+            rq(1, 1)
+                .sector(10)
+                .read()
+                .prio(IoClass::RealTime, 0)
+                .build(),
+            Nanos::ZERO,
+        );
+        s.insert(rq(2, 2).sector(20).read().build(), Nanos::ZERO);
+        let rt = take(&mut s, Nanos::ZERO);
+        assert_eq!(rt.id.0, 1);
+        // The real-time read is at the device: best effort waits for it to complete.
+        assert_eq!(s.dispatch(Nanos::from_ms(1)), Dispatch::Empty);
+        s.complete(&rt, Nanos::from_ms(2));
+        assert_eq!(take(&mut s, Nanos::from_ms(2)).id.0, 2);
+    }
+
+    #[test]
+    fn an_idle_request_older_than_prio_aging_expire_goes_before_newer_best_effort() {
+        let mut s = with(|c| c.prio_aging_expire = Nanos::from_ms(100));
+        s.insert(
+            rq(1, 1).sector(10).read().prio(IoClass::Idle, 7).build(),
+            Nanos::ZERO,
+        );
+        let mut t = Nanos::ZERO;
+        // A stream of best-effort reads keeps the idle read waiting...
+        for id in 2..=5 {
+            s.insert(rq(id, 2).sector(id * 100).read().build(), t);
+            let r = take(&mut s, t);
+            assert_eq!(r.id.0, id);
+            t += Nanos::from_ms(25);
+            s.complete(&r, t);
+        }
+        // ... until it has waited prio_aging_expire (now 100 ms): then it goes first.
+        assert_eq!(t, Nanos::from_ms(100));
+        s.insert(rq(7, 2).sector(700).read().build(), t);
+        assert_eq!(take(&mut s, t).id.0, 1);
+        assert_eq!(take(&mut s, t).id.0, 7);
+    }
+
+    #[test]
+    fn no_aging_before_prio_aging_expire() {
+        let mut s = with(|c| c.prio_aging_expire = Nanos::from_ms(100));
+        s.insert(
+            rq(1, 1).sector(10).read().prio(IoClass::Idle, 7).build(),
+            Nanos::ZERO,
+        );
+        s.insert(rq(2, 2).sector(20).read().build(), Nanos::from_ms(1));
+        assert_eq!(take(&mut s, Nanos::from_ms(100) - Nanos(1)).id.0, 2);
+    }
+
+    #[test]
+    fn async_depth_bounds_the_writes_holding_tags_but_not_reads() {
+        let mut s = with(|c| c.async_depth = 2);
+        for id in 1..=5 {
+            s.insert(rq(id, 1).sector(id * 8).write().build(), Nanos::ZERO);
+        }
+        s.insert(rq(10, 2).sector(5_000).read().build(), Nanos::ZERO);
+        s.insert(rq(11, 2).sector(6_000).read().build(), Nanos::ZERO);
+        assert_eq!(s.queued(), 7);
+        let mut out = Vec::new();
+        while let Dispatch::Request(r) = s.dispatch(Nanos::ZERO) {
+            out.push(r);
+        }
+        let mut ids: Vec<u64> = out.iter().map(|r| r.id.0).collect();
+        ids.sort_unstable();
+        // Both reads, and only the first two writes: the others wait for a tag.
+        assert_eq!(ids, vec![1, 2, 10, 11]);
+        assert_eq!(s.async_tags_held(), 2);
+        assert_eq!(s.queued(), 3);
+        // A write completes: the next write is admitted and dispatched, and no more.
+        let first_write = out.iter().find(|r| r.id.0 == 1).unwrap();
+        s.complete(first_write, Nanos::from_ms(1));
+        assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(1)), vec![3]);
+        s.set_tunable("async_depth", 4).unwrap();
+        assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(2)), vec![4, 5]);
+    }
+
+    /// Dispatch without completing; the ids in order.
+    fn drain_one_by_one(s: &mut MqDeadline, now: Nanos) -> Vec<u64> {
+        std::iter::from_fn(|| match s.dispatch(now) {
+            Dispatch::Request(r) => Some(r.id.0),
+            _ => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn flushes_bypass_the_queues_and_go_first() {
+        let mut s = MqDeadline::default();
+        s.insert(rq(1, 1).sector(10).read().build(), Nanos::ZERO);
+        let mut flush = rq(2, 1).write().build();
+        flush.op = Op::Flush;
+        assert_eq!(s.try_merge(&flush, Nanos::ZERO), None);
+        s.insert(flush, Nanos::ZERO);
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![2, 1]);
+    }
+
+    #[test]
+    fn merges_stay_within_one_priority() {
+        let mut s = MqDeadline::default();
+        s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
+        let idle = rq(2, 1)
+            .sector(108)
+            .sectors(8)
+            .read()
+            .prio(IoClass::Idle, 7)
+            .build();
+        assert_eq!(s.try_merge(&idle, Nanos::ZERO), None);
+        let level0 = rq(3, 1)
+            .sector(108)
+            .sectors(8)
+            .read()
+            .prio(IoClass::BestEffort, 0)
+            .build();
+        assert_eq!(s.try_merge(&level0, Nanos::ZERO), None);
+        let back = rq(4, 2).sector(108).sectors(8).read().build();
+        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        let front = rq(5, 2).sector(92).sectors(8).read().build();
+        assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(1)));
+        let r = take(&mut s, Nanos::ZERO);
+        assert_eq!((r.id.0, r.sector, r.sectors), (1, 92, 24));
+        assert_eq!(s.counters().merged, 2);
+    }
+
+    #[test]
+    fn front_merges_off_keeps_back_merges() {
+        let mut s = with(|c| c.front_merges = false);
+        s.insert(rq(1, 1).sector(100).sectors(8).write().build(), Nanos::ZERO);
+        let front = rq(2, 1).sector(92).sectors(8).write().build();
+        assert_eq!(s.try_merge(&front, Nanos::ZERO), None);
+        let back = rq(3, 1).sector(108).sectors(8).write().build();
+        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+    }
+
+    fn class(k: u8) -> IoClass {
+        [IoClass::RealTime, IoClass::BestEffort, IoClass::Idle][usize::from(k % 3)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_request_is_dispatched_and_completed_exactly_once(
+            ops in proptest::collection::vec(
+                (0u8..4, 0u64..200, 1u32..=4, 0u64..3_000, 0u8..3), 1..200),
+            depth in 1usize..=8,
+            fifo_batch in 0u32..20,
+            writes_starved in 0u32..4,
+            aging_ms in 0u64..20,
+            async_depth in 1u32..6,
+            front in any::<bool>(),
+        ) {
+            let cfg = Config {
+                read_expire: Nanos::from_ms(5),
+                write_expire: Nanos::from_ms(20),
+                writes_starved,
+                fifo_batch,
+                front_merges: front,
+                prio_aging_expire: Nanos::from_ms(aging_ms),
+                async_depth,
+            };
+            let mut h = Harness::new(MqDeadline::new(cfg), depth, |r: &Request| {
+                Nanos::from_us(200 + (r.sector % 7) * 300)
+            });
+            let mut t = 0;
+            let mut submitted = 0u64;
+            for (i, &(kind, slot, size, gap, prio)) in ops.iter().enumerate() {
+                t += gap;
+                let b = rq(i as u64, (i % 4) as u32)
+                    .sector(slot * 8)
+                    .sectors(size * 8)
+                    .prio(class(prio), 4)
+                    .at(Nanos::from_us(t));
+                let mut r = match kind {
+                    0 | 1 => b.read().build(),
+                    2 => b.write().build(),
+                    _ => b.sync_write().build(),
+                };
+                if kind == 3 && slot % 5 == 0 {
+                    r.op = Op::Flush;
+                }
+                submitted += u64::from(r.sectors);
+                h.submit(r);
+            }
+            // `run` asserts every request dispatched and completed exactly once.
+            let out = h.run();
+            let served: u64 = out.served.iter().map(|s| u64::from(s.rq.sectors)).sum();
+            prop_assert_eq!(served, submitted);
+        }
+
+        #[test]
+        fn writes_holding_tags_never_exceed_async_depth(
+            writes in proptest::collection::vec((0u64..500, 0u64..2_000), 1..100),
+            async_depth in 1u32..5,
+        ) {
+            let mut s = with(|c| c.async_depth = async_depth);
+            let mut in_flight: VecDeque<Request> = VecDeque::new();
+            let mut t = Nanos::ZERO;
+            for (i, &(slot, gap)) in writes.iter().enumerate() {
+                t += Nanos::from_us(gap);
+                s.insert(rq(i as u64, 1).sector(slot * 8).write().build(), t);
+                while let Dispatch::Request(r) = s.dispatch(t) {
+                    in_flight.push_back(r);
+                }
+                prop_assert!(in_flight.len() <= async_depth as usize);
+                prop_assert!(s.async_tags_held() <= async_depth);
+                if gap % 2 == 0 {
+                    if let Some(r) = in_flight.pop_front() {
+                        s.complete(&r, t);
+                    }
+                }
+            }
+        }
+    }
+}
