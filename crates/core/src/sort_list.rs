@@ -12,13 +12,18 @@
 //! Cost: `O(log n)` comparisons and `O(CAP)` moved entries per operation, plus, when a block
 //! splits or goes away, a move of `n / CAP` block handles.
 
-/// Entries per block.
+/// Entries per block (a power of two).
 const CAP: usize = 64;
+
+/// What fills the keys past a block's `len`: no key is greater, so a search over the whole
+/// array finds what a search over the entries would.
+const PAD: u64 = u64::MAX;
 
 /// One sorted run of entries.
 #[derive(Debug)]
 struct Block {
     len: usize,
+    /// `keys[len..]` are all [`PAD`].
     keys: [u64; CAP],
     slots: [u32; CAP],
 }
@@ -28,9 +33,16 @@ impl Block {
         &self.keys[..self.len]
     }
 
-    /// Index of the first key not below `key`.
+    /// Index of the first key not below `key` (at most `len`).
     fn lower_bound(&self, key: u64) -> usize {
-        self.keys().partition_point(|&k| k < key)
+        // Halving steps over all CAP keys, without branches.
+        let mut i = 0;
+        let mut step = CAP / 2;
+        while step > 0 {
+            i += step * usize::from(self.keys[i + step - 1] < key);
+            step /= 2;
+        }
+        i + usize::from(self.keys[i] < key)
     }
 
     fn insert_at(&mut self, i: usize, key: u64, slot: u32) {
@@ -47,6 +59,7 @@ impl Block {
         self.keys.copy_within(i + 1..self.len, i);
         self.slots.copy_within(i + 1..self.len, i);
         self.len -= 1;
+        self.keys[self.len] = PAD;
     }
 
     /// Append `other`'s entries (all above this block's).
@@ -144,11 +157,12 @@ impl SortList {
         match self.spare.pop() {
             Some(mut blk) => {
                 blk.len = 0;
+                blk.keys = [PAD; CAP];
                 blk
             }
             None => Box::new(Block {
                 len: 0,
-                keys: [0; CAP],
+                keys: [PAD; CAP],
                 slots: [0; CAP],
             }),
         }
@@ -188,6 +202,7 @@ impl SortList {
                 upper.slots[..CAP - half].copy_from_slice(&lower.slots[half..]);
                 upper.len = CAP - half;
                 lower.len = half;
+                lower.keys[half..].fill(PAD);
             }
             self.firsts.insert(b + 1, upper.keys[0]);
             self.blocks.insert(b + 1, upper);
@@ -248,6 +263,12 @@ mod tests {
         for (b, blk) in list.blocks.iter().enumerate() {
             assert!(blk.len > 0, "no empty block is kept");
             assert_eq!(list.firsts[b], blk.keys[0]);
+            assert!(blk.keys[blk.len..].iter().all(|&k| k == PAD));
+            let mid = blk.keys[blk.len / 2];
+            for probe in [0, blk.keys[0], mid, mid + 1, blk.keys[blk.len - 1] + 1, PAD] {
+                let want = blk.keys().partition_point(|&k| k < probe);
+                assert_eq!(blk.lower_bound(probe), want, "lower bound of {probe}");
+            }
         }
         let flat: Vec<(u64, u32)> = list
             .blocks
@@ -257,6 +278,9 @@ mod tests {
         let want: Vec<(u64, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
         assert_eq!(flat, want);
         for (&k, &v) in model {
+            if !model.contains_key(&(k + 1)) {
+                assert_eq!(list.find(k + 1), None);
+            }
             let p = list.find(k).expect("present key is found");
             assert_eq!(list.at(p), (k, v));
             assert_eq!(
