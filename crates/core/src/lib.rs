@@ -52,6 +52,7 @@ pub mod deadline;
 pub mod group;
 pub mod harness;
 pub mod ioband;
+pub mod kyber;
 pub mod latency_guard;
 pub mod linus;
 pub mod mq_deadline;

@@ -4,7 +4,9 @@
 use crate::group::GroupTree;
 use crate::scheduler::Scheduler;
 use crate::tunable::{Settings, Tunable, TunableError};
-use crate::{anticipatory, bfq, cfq, deadline, ioband, latency_guard, linus, mq_deadline, noop};
+use crate::{
+    anticipatory, bfq, cfq, deadline, ioband, kyber, latency_guard, linus, mq_deadline, noop,
+};
 
 /// Builds a policy from its settings and the run's group tree.
 pub type Build = fn(&Settings, &GroupTree) -> Result<Box<dyn Scheduler>, TunableError>;
@@ -46,7 +48,7 @@ pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
         .or_else(|| ioband::composite(name))
 }
 
-static REGISTRY: [SchedulerInfo; 10] = [
+static REGISTRY: [SchedulerInfo; 11] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -117,6 +119,14 @@ static REGISTRY: [SchedulerInfo; 10] = [
                   priority aging, async_depth",
         tunables: mq_deadline::TUNABLES,
         build: |s, _| Ok(Box::new(mq_deadline::MqDeadline::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "kyber",
+        aliases: &["kyber-iosched"],
+        summary: "kyber as in mainline v6.x: per-domain token depths steered by p90/p99 \
+                  latency histograms, round-robin batches",
+        tunables: kyber::TUNABLES,
+        build: |s, _| Ok(Box::new(kyber::Kyber::from_settings(s)?)),
     },
     SchedulerInfo {
         name: "latency-guard",

@@ -1,0 +1,948 @@
+//! kyber: per-domain dispatch tokens whose number follows measured latencies (Omar Sandoval).
+//!
+//! Follows `block/kyber-iosched.c` of mainline Linux 6.x; see `docs/kyber.md`.
+//!
+//! Requests fall into four *domains* by operation: reads, writes, discards and other. A domain
+//! may have at most `depth` requests at the device: a dispatch takes one of its tokens and the
+//! completion gives it back. Depths start at 256, 128, 64 and 16 and never exceed those.
+//! Dispatch serves the domains round robin, up to a batch of 16 reads, 8 writes, 1 discard, 1
+//! other in a row; a domain out of requests or tokens ends its batch early. Each domain's
+//! requests go in arrival order: new requests wait in a staging list where they may be merged,
+//! and the whole staging list moves to the domain's dispatch list the first time a token is
+//! taken while the dispatch list is empty.
+//!
+//! **Depth control.** Each completion of a read, write or discard adds two samples to its
+//! domain's histograms: *total* latency (admission to completion) and *I/O* latency (dispatch
+//! to completion). A histogram has 8 buckets a quarter of the domain's target wide; the last
+//! takes everything beyond 1.75 targets. A completion also sets the timer to 100 ms from now
+//! unless it is already due sooner. When the timer fires, a domain's percentile is computed
+//! once it has 500 samples, or once a second has passed since the first time the timer found
+//! samples there (then the histogram is emptied); the two histograms of a domain share that
+//! one-second clock. Then:
+//!
+//! - there is *congestion* if any domain's I/O-latency p90 lies beyond its target (bucket 4 or
+//!   more);
+//! - each domain with a total-latency p99 bucket `b` (this time's, or under congestion the one
+//!   remembered from an earlier time) gets `depth * (b + 1) / 4`, clamped to 1 ..= its
+//!   maximum, if there is congestion or `b >= 4`. So under congestion domains within target
+//!   shrink (to a quarter at best) and those beyond it grow (up to double); without congestion
+//!   only domains beyond their target grow back. A p99 is remembered until congestion uses it.
+//!
+//! The timer is evaluated lazily: at the start of every call, if its time has come, it fires
+//! as of that time (before the call's own completion is counted). Between calls no samples
+//! arrive and no token can be taken, so this decides exactly as a real timer would.
+//!
+//! Asynchronous requests (writeback) hold one of 192 tags (75% of `nr_requests` 256) from
+//! admission to completion; beyond that they wait outside (see [`crate::tags`]). Flushes bypass
+//! the scheduler and go to the device first.
+//!
+//! ## Tunables (sysfs names)
+//! | name | unit | default | meaning |
+//! |---|---|---|---|
+//! | `read_lat_nsec` | ns | 2000000 | read latency target |
+//! | `write_lat_nsec` | ns | 10000000 | write latency target |
+//!
+//! The discard target (5 s), the depths, batches and the async share are constants, as in the
+//! kernel.
+//!
+//! ## Deviations from the kernel
+//! - **Tokens are counted**: a domain never has more than `depth` requests at the device.
+//!   The kernel's tokens are bit numbers; after a shrink, a request may take a freed bit below
+//!   the new depth while bits above it are still held, so a domain briefly exceeds its depth.
+//! - **One software queue**: the kernel stages requests per CPU and moves them to the dispatch
+//!   list CPU by CPU; we stage them in arrival order, as if all came from one CPU.
+//! - **Merging**: a new read or write merges into one of the last 8 staged requests of its
+//!   domain (newest first) that ends where it starts or starts where it ends, with the same
+//!   operation and I/O priority, up to [`MAX_MERGE_SECTORS`]; a candidate it is adjacent to
+//!   but too large for stops the search, as in `blk_bio_list_merge`. Discards never merge.
+//! - **Async tags**: capped by counting admitted async requests ([`crate::tags`]); the total
+//!   tag depth is not modelled.
+//! - The `OTHER` domain exists (depth 16, batch 1) but no request of ours falls in it: flushes
+//!   bypass, and we have no zone or write-zeroes operations.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::tags::AsyncTags;
+use crate::time::Nanos;
+use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+
+/// Default `read_lat_nsec`.
+pub const DEFAULT_READ_LAT_NSEC: i64 = 2_000_000;
+/// Default `write_lat_nsec`.
+pub const DEFAULT_WRITE_LAT_NSEC: i64 = 10_000_000;
+/// The discard domain's latency target (not tunable).
+pub const DISCARD_LAT: Nanos = Nanos::from_secs(5);
+/// Each domain's largest (and initial) depth, in [`Domain`] order.
+pub const MAX_DEPTH: [u32; DOMAINS] = [256, 128, 64, 16];
+/// Each domain's batch, in [`Domain`] order.
+pub const BATCH: [u32; DOMAINS] = [16, 8, 1, 1];
+/// Tags asynchronous requests may hold: 75% of `nr_requests` (256).
+pub const ASYNC_DEPTH: u32 = 256 * 75 / 100;
+/// How long after a completion the timer fires at the latest.
+pub const TIMER: Nanos = Nanos::from_ms(100);
+/// Samples after which a percentile is computed without waiting.
+pub const MIN_SAMPLES: u32 = 500;
+/// How long after samples were first seen a percentile is computed whatever their number.
+pub const SAMPLE_WINDOW: Nanos = Nanos::from_secs(1);
+
+/// Number of domains.
+pub const DOMAINS: usize = 4;
+/// Histogram buckets: four within the target, four beyond.
+const BUCKETS: usize = 8;
+/// Buckets within the target.
+const GOOD_BUCKETS: usize = 4;
+/// Domains with latency histograms (all but OTHER).
+const MEASURED: usize = 3;
+const TOTAL: usize = 0;
+const IO: usize = 1;
+
+/// kyber's tunables, as sysfs names them.
+pub const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "read_lat_nsec",
+        unit: Unit::Ns,
+        default: DEFAULT_READ_LAT_NSEC,
+        min: 0,
+        max: i64::MAX,
+        doc: "read latency target: reads' p90 device latency beyond it means congestion",
+    },
+    Tunable {
+        name: "write_lat_nsec",
+        unit: Unit::Ns,
+        default: DEFAULT_WRITE_LAT_NSEC,
+        min: 0,
+        max: i64::MAX,
+        doc: "write latency target: writes' p90 device latency beyond it means congestion",
+    },
+];
+
+/// kyber's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Read latency target (`read_lat_nsec`).
+    pub read_lat: Nanos,
+    /// Write latency target (`write_lat_nsec`).
+    pub write_lat: Nanos,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            read_lat: Nanos(DEFAULT_READ_LAT_NSEC as u64),
+            write_lat: Nanos(DEFAULT_WRITE_LAT_NSEC as u64),
+        }
+    }
+}
+
+impl Config {
+    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
+    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
+        settings.validate("kyber", TUNABLES)?;
+        let mut c = Config::default();
+        for name in settings.names() {
+            c.apply(name, settings.get(TUNABLES, name));
+        }
+        Ok(c)
+    }
+
+    fn apply(&mut self, name: &str, value: i64) {
+        match name {
+            "read_lat_nsec" => self.read_lat = Nanos(value as u64),
+            "write_lat_nsec" => self.write_lat = Nanos(value as u64),
+            _ => unreachable!("{name} is not in kyber's table"),
+        }
+    }
+}
+
+/// A scheduling domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domain {
+    /// Reads.
+    Read = 0,
+    /// Writes.
+    Write = 1,
+    /// Discards.
+    Discard = 2,
+    /// Every other operation.
+    Other = 3,
+}
+
+fn domain_of(rq: &Request) -> usize {
+    match rq.op {
+        Op::Read => Domain::Read as usize,
+        Op::Write => Domain::Write as usize,
+        Op::Discard => Domain::Discard as usize,
+        Op::Flush => Domain::Other as usize,
+    }
+}
+
+/// Whether `rq` counts against the async tags (flushes never get here).
+fn throttled(rq: &Request) -> bool {
+    !rq.is_sync()
+}
+
+/// The bucket of a latency sample against `target`.
+fn bucket(target: Nanos, latency: Nanos) -> usize {
+    if latency.as_ns() == 0 {
+        return 0;
+    }
+    let width = (target.as_ns() >> 2).max(1);
+    (((latency.as_ns() - 1) / width) as usize).min(BUCKETS - 1)
+}
+
+/// A request waiting in a domain, with its admission time.
+#[derive(Debug)]
+struct Waiting {
+    rq: Request,
+    admitted: Nanos,
+}
+
+/// One domain's queues.
+#[derive(Debug, Default)]
+struct Queues {
+    /// Requests moved to dispatch (no longer mergeable), in order.
+    dispatch: VecDeque<Waiting>,
+    /// Requests staged since, mergeable, in arrival order.
+    staged: VecDeque<Waiting>,
+}
+
+/// The kyber scheduler.
+#[derive(Debug)]
+pub struct Kyber {
+    config: Config,
+    queues: [Queues; DOMAINS],
+    depth: [u32; DOMAINS],
+    in_flight: [u32; DOMAINS],
+    cur_domain: usize,
+    batching: u32,
+    /// [domain][total, io][bucket].
+    histograms: [[[u32; BUCKETS]; 2]; MEASURED],
+    /// When a percentile is computed whatever the sample count, per domain.
+    sample_deadline: [Option<Nanos>; MEASURED],
+    /// A total-latency p99 bucket kept for the next congestion, per domain.
+    remembered_p99: [Option<usize>; MEASURED],
+    timer: Option<Nanos>,
+    /// Admission and dispatch times of the requests at the device.
+    started: HashMap<RequestId, (Nanos, Nanos)>,
+    bypass: VecDeque<Request>,
+    tags: AsyncTags,
+    /// Requests staged, in dispatch lists or bypassing (not those waiting for a tag).
+    queued: usize,
+}
+
+impl Default for Kyber {
+    fn default() -> Self {
+        Kyber::new(Config::default())
+    }
+}
+
+impl Kyber {
+    /// An empty scheduler with `config`.
+    pub fn new(config: Config) -> Kyber {
+        Kyber {
+            config,
+            queues: Default::default(),
+            depth: MAX_DEPTH,
+            in_flight: [0; DOMAINS],
+            cur_domain: 0,
+            batching: 0,
+            histograms: [[[0; BUCKETS]; 2]; MEASURED],
+            sample_deadline: [None; MEASURED],
+            remembered_p99: [None; MEASURED],
+            timer: None,
+            started: HashMap::new(),
+            bypass: VecDeque::new(),
+            tags: AsyncTags::new(ASYNC_DEPTH),
+            queued: 0,
+        }
+    }
+
+    /// Build from user settings (see [`TUNABLES`]).
+    pub fn from_settings(settings: &Settings) -> Result<Kyber, TunableError> {
+        Ok(Kyber::new(Config::from_settings(settings)?))
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// `domain`'s depth: how many of its requests may be at the device.
+    pub fn depth(&self, domain: Domain) -> u32 {
+        self.depth[domain as usize]
+    }
+
+    /// `domain`'s requests at the device now.
+    pub fn in_flight(&self, domain: Domain) -> u32 {
+        self.in_flight[domain as usize]
+    }
+
+    /// When the depth-control timer fires next, if it is armed.
+    pub fn timer(&self) -> Option<Nanos> {
+        self.timer
+    }
+
+    fn target(&self, domain: usize) -> Nanos {
+        match domain {
+            0 => self.config.read_lat,
+            1 => self.config.write_lat,
+            _ => DISCARD_LAT,
+        }
+    }
+
+    /// Fire the timer if it is due at `now`.
+    fn run_timer(&mut self, now: Nanos) {
+        if let Some(at) = self.timer.filter(|&at| at <= now) {
+            self.timer = None;
+            self.adjust_depths(at);
+        }
+    }
+
+    /// The bucket holding the `percentile`th sample of `domain`'s histogram `kind`, if it is
+    /// time to compute it at `now` (which then empties the histogram).
+    fn percentile(
+        &mut self,
+        domain: usize,
+        kind: usize,
+        percentile: u32,
+        now: Nanos,
+    ) -> Option<usize> {
+        let buckets = self.histograms[domain][kind];
+        let samples: u32 = buckets.iter().sum();
+        if samples == 0 {
+            return None;
+        }
+        let deadline = *self.sample_deadline[domain].get_or_insert(now + SAMPLE_WINDOW);
+        if samples < MIN_SAMPLES && deadline > now {
+            return None;
+        }
+        self.sample_deadline[domain] = None;
+        self.histograms[domain][kind] = [0; BUCKETS];
+        let mut rank = (samples * percentile).div_ceil(100);
+        for (b, &n) in buckets.iter().enumerate().take(BUCKETS - 1) {
+            if n >= rank {
+                return Some(b);
+            }
+            rank -= n;
+        }
+        Some(BUCKETS - 1)
+    }
+
+    /// The timer's work at `now`: detect congestion and resize the domains.
+    fn adjust_depths(&mut self, now: Nanos) {
+        let mut congested = false;
+        for d in 0..MEASURED {
+            if self
+                .percentile(d, IO, 90, now)
+                .is_some_and(|p90| p90 >= GOOD_BUCKETS)
+            {
+                congested = true;
+            }
+        }
+        for (d, &max) in MAX_DEPTH.iter().enumerate().take(MEASURED) {
+            let mut p99 = self.percentile(d, TOTAL, 99, now);
+            if congested {
+                p99 = p99.or(self.remembered_p99[d]);
+                self.remembered_p99[d] = None;
+            } else if p99.is_some() {
+                self.remembered_p99[d] = p99;
+            }
+            let Some(p99) = p99 else { continue };
+            if congested || p99 >= GOOD_BUCKETS {
+                let scaled = (u64::from(self.depth[d]) * (p99 as u64 + 1)) >> 2;
+                self.depth[d] = (scaled as u32).clamp(1, max);
+            }
+        }
+    }
+
+    /// Admit the requests waiting for an async tag, as far as tags are free.
+    fn admit_waiting(&mut self, now: Nanos) {
+        while let Some(rq) = self.tags.next_admitted() {
+            self.stage(rq, now);
+        }
+    }
+
+    fn stage(&mut self, rq: Request, now: Nanos) {
+        self.queued += 1;
+        self.queues[domain_of(&rq)]
+            .staged
+            .push_back(Waiting { rq, admitted: now });
+    }
+
+    /// The next request of the current domain, if it has one and a token for it.
+    fn dispatch_current(&mut self, now: Nanos) -> Option<Request> {
+        let d = self.cur_domain;
+        let q = &mut self.queues[d];
+        if q.dispatch.is_empty() && q.staged.is_empty() || self.in_flight[d] >= self.depth[d] {
+            return None;
+        }
+        if q.dispatch.is_empty() {
+            std::mem::swap(&mut q.dispatch, &mut q.staged);
+        }
+        let w = q.dispatch.pop_front().expect("a domain with requests");
+        self.in_flight[d] += 1;
+        self.batching += 1;
+        self.queued -= 1;
+        self.started.insert(w.rq.id, (w.admitted, now));
+        Some(w.rq)
+    }
+}
+
+impl Scheduler for Kyber {
+    fn name(&self) -> &'static str {
+        "kyber"
+    }
+
+    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+        self.run_timer(now);
+        if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
+            return None;
+        }
+        for w in self.queues[domain_of(rq)].staged.iter_mut().rev().take(8) {
+            let q = &mut w.rq;
+            if q.op != rq.op || q.prio != rq.prio {
+                continue;
+            }
+            let back = q.end() == rq.sector;
+            let front = rq.end() == q.sector;
+            if !back && !front {
+                continue;
+            }
+            if q.sectors + rq.sectors > MAX_MERGE_SECTORS {
+                return None;
+            }
+            if front {
+                q.sector = rq.sector;
+            }
+            q.sectors += rq.sectors;
+            return Some(q.id);
+        }
+        None
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.run_timer(now);
+        if rq.op == Op::Flush {
+            self.queued += 1;
+            self.bypass.push_back(rq);
+            return;
+        }
+        self.admit_waiting(now);
+        let throttle = throttled(&rq);
+        if let Some(rq) = self.tags.admit(rq, throttle) {
+            self.stage(rq, now);
+        }
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.run_timer(now);
+        if let Some(rq) = self.bypass.pop_front() {
+            self.queued -= 1;
+            return Dispatch::Request(rq);
+        }
+        self.admit_waiting(now);
+        if self.batching < BATCH[self.cur_domain] {
+            if let Some(rq) = self.dispatch_current(now) {
+                return Dispatch::Request(rq);
+            }
+        }
+        self.batching = 0;
+        for _ in 0..DOMAINS {
+            self.cur_domain = (self.cur_domain + 1) % DOMAINS;
+            if let Some(rq) = self.dispatch_current(now) {
+                return Dispatch::Request(rq);
+            }
+        }
+        Dispatch::Empty
+    }
+
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.run_timer(now);
+        if rq.op == Op::Flush {
+            return;
+        }
+        let d = domain_of(rq);
+        self.in_flight[d] = self.in_flight[d].saturating_sub(1);
+        if throttled(rq) {
+            self.tags.release();
+        }
+        if let Some((admitted, dispatched)) = self.started.remove(&rq.id) {
+            if d < MEASURED {
+                let target = self.target(d);
+                let h = &mut self.histograms[d];
+                h[TOTAL][bucket(target, now.saturating_sub(admitted))] += 1;
+                h[IO][bucket(target, now.saturating_sub(dispatched))] += 1;
+                let due = now + TIMER;
+                self.timer = Some(self.timer.map_or(due, |t| t.min(due)));
+            }
+        }
+        self.admit_waiting(now);
+    }
+
+    fn queued(&self) -> usize {
+        self.queued + self.tags.waiting()
+    }
+
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        let t = tunable::lookup("kyber", TUNABLES, name)?;
+        tunable::check_range(t, value)?;
+        self.config.apply(name, value);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{rq, Harness};
+    use proptest::prelude::*;
+
+    fn take(s: &mut Kyber, now: Nanos) -> Option<Request> {
+        match s.dispatch(now) {
+            Dispatch::Request(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Dispatch until the policy answers Empty, completing nothing.
+    fn take_all(s: &mut Kyber, now: Nanos) -> Vec<Request> {
+        std::iter::from_fn(|| take(s, now)).collect()
+    }
+
+    /// One round: `reads` reads and `writes` sync writes arrive at `t`, are dispatched at
+    /// `t + wait`, and complete `read_io` (reads) or `write_io` (writes) after that.
+    /// Returns the time of the last completion.
+    fn round(
+        s: &mut Kyber,
+        t: Nanos,
+        (reads, read_io): (u64, Nanos),
+        (writes, write_io): (u64, Nanos),
+        wait: Nanos,
+    ) -> Nanos {
+        let base = t.as_ns() * 4;
+        for i in 0..reads {
+            s.insert(rq(base + i, 1).sector(i * 8).read().build(), t);
+        }
+        for i in 0..writes {
+            s.insert(
+                rq(base + 1_000 + i, 2).sector(i * 8).sync_write().build(),
+                t,
+            );
+        }
+        let out = take_all(s, t + wait);
+        assert_eq!(out.len() as u64, reads + writes, "all dispatched at once");
+        let mut done: Vec<(Nanos, Request)> = out
+            .into_iter()
+            .map(|r| {
+                let io = if r.op.is_read() { read_io } else { write_io };
+                (t + wait + io, r)
+            })
+            .collect();
+        done.sort_by_key(|(at, r)| (*at, r.id));
+        for (at, r) in &done {
+            s.complete(r, *at);
+        }
+        done.last().map_or(t, |(at, _)| *at)
+    }
+
+    #[test]
+    fn defaults_match_the_kernel() {
+        let c = Config::default();
+        assert_eq!(c.read_lat, Nanos::from_ms(2));
+        assert_eq!(c.write_lat, Nanos::from_ms(10));
+        let s = Kyber::default();
+        let depths: Vec<u32> = [Domain::Read, Domain::Write, Domain::Discard, Domain::Other]
+            .into_iter()
+            .map(|d| s.depth(d))
+            .collect();
+        assert_eq!(depths, vec![256, 128, 64, 16]);
+        assert_eq!(ASYNC_DEPTH, 192);
+        let mut set = Settings::new();
+        set.set("read_lat_nsec", 500_000);
+        assert_eq!(
+            Config::from_settings(&set).unwrap().read_lat,
+            Nanos::from_us(500)
+        );
+        let mut k = Kyber::default();
+        assert!(k.set_tunable("read_lat_nsec", -1).is_err());
+        assert!(k.set_tunable("fifo_batch", 1).is_err());
+        k.set_tunable("write_lat_nsec", 1).unwrap();
+        assert_eq!(k.config().write_lat, Nanos(1));
+    }
+
+    #[test]
+    fn latency_buckets_are_quarter_targets_with_the_target_itself_in_the_fourth() {
+        let t = Nanos::from_ms(2);
+        assert_eq!(bucket(t, Nanos::ZERO), 0);
+        assert_eq!(bucket(t, Nanos::from_us(500)), 0);
+        assert_eq!(bucket(t, Nanos::from_us(500) + Nanos(1)), 1);
+        assert_eq!(bucket(t, Nanos::from_ms(2)), 3);
+        assert_eq!(bucket(t, Nanos::from_ms(2) + Nanos(1)), 4);
+        assert_eq!(bucket(t, Nanos::from_secs(9)), 7);
+    }
+
+    #[test]
+    fn a_domain_never_has_more_than_its_depth_at_the_device() {
+        let mut s = Kyber::default();
+        for i in 0..300 {
+            s.insert(rq(i, 1).sector(i * 8).read().build(), Nanos::ZERO);
+        }
+        for i in 0..200 {
+            s.insert(
+                rq(1_000 + i, 2).sector(i * 8).sync_write().build(),
+                Nanos::ZERO,
+            );
+        }
+        let out = take_all(&mut s, Nanos::ZERO);
+        let reads = out.iter().filter(|r| r.op.is_read()).count();
+        assert_eq!((reads, out.len() - reads), (256, 128));
+        assert_eq!(s.in_flight(Domain::Read), 256);
+        // A write completes: exactly one more write may go.
+        let w = out.iter().find(|r| !r.op.is_read()).unwrap();
+        s.complete(w, Nanos::from_ms(1));
+        let more = take_all(&mut s, Nanos::from_ms(1));
+        assert_eq!(more.len(), 1);
+        assert!(!more[0].op.is_read());
+    }
+
+    #[test]
+    fn domains_are_served_round_robin_in_batches_of_16_8_1() {
+        let mut s = Kyber::default();
+        for i in 0..40 {
+            s.insert(rq(i, 1).sector(i * 8).read().build(), Nanos::ZERO);
+        }
+        for i in 0..20 {
+            s.insert(
+                rq(100 + i, 2).sector(i * 8).sync_write().build(),
+                Nanos::ZERO,
+            );
+        }
+        for i in 0..3 {
+            let mut d = rq(200 + i, 3).sector(i * 8).write().build();
+            d.op = Op::Discard;
+            d.sync = true;
+            s.insert(d, Nanos::ZERO);
+        }
+        let runs: Vec<(Op, usize)> =
+            take_all(&mut s, Nanos::ZERO)
+                .iter()
+                .fold(Vec::new(), |mut runs, r| {
+                    match runs.last_mut() {
+                        Some((op, n)) if *op == r.op => *n += 1,
+                        _ => runs.push((r.op, 1)),
+                    }
+                    runs
+                });
+        let (rd, wr, dc) = (Op::Read, Op::Write, Op::Discard);
+        assert_eq!(
+            runs,
+            vec![
+                (rd, 16),
+                (wr, 8),
+                (dc, 1),
+                (rd, 16),
+                (wr, 8),
+                (dc, 1),
+                (rd, 8),
+                (wr, 4),
+                (dc, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn within_a_domain_requests_go_in_arrival_order() {
+        let mut s = Kyber::default();
+        for (i, sector) in [900u64, 10, 500].into_iter().enumerate() {
+            s.insert(rq(i as u64, 1).sector(sector).read().build(), Nanos::ZERO);
+        }
+        let ids: Vec<u64> = take_all(&mut s, Nanos::ZERO)
+            .iter()
+            .map(|r| r.id.0)
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn the_timer_fires_100_ms_after_the_first_completion_since_it_last_fired() {
+        let mut s = Kyber::default();
+        let end = round(
+            &mut s,
+            Nanos::ZERO,
+            (1, Nanos::from_ms(1)),
+            (0, Nanos::ZERO),
+            Nanos::ZERO,
+        );
+        assert_eq!(s.timer(), Some(end + TIMER));
+        // Later completions do not push it back.
+        round(
+            &mut s,
+            Nanos::from_ms(50),
+            (1, Nanos::from_ms(1)),
+            (0, Nanos::ZERO),
+            Nanos::ZERO,
+        );
+        assert_eq!(s.timer(), Some(Nanos::from_ms(101)));
+        // It fires at the first call at or after that time.
+        assert_eq!(s.dispatch(Nanos::from_ms(101)), Dispatch::Empty);
+        assert_eq!(s.timer(), None);
+    }
+
+    /// Five rounds of 100 reads (100 us at the device) and 100 writes (20 ms, twice the write
+    /// target): the 500th sample arrives by 100 ms; returns the time after the timer fired.
+    fn congest(s: &mut Kyber) -> Nanos {
+        let mut t = Nanos::ZERO;
+        for _ in 0..5 {
+            t = round(
+                s,
+                t,
+                (100, Nanos::from_us(100)),
+                (100, Nanos::from_ms(20)),
+                Nanos::ZERO,
+            );
+        }
+        assert_eq!(s.depth(Domain::Read), 256, "no decision before the timer");
+        let fire = s.timer().expect("armed");
+        assert_eq!(s.dispatch(fire), Dispatch::Empty);
+        fire
+    }
+
+    #[test]
+    fn congestion_scales_each_domain_by_its_p99_bucket() {
+        let mut s = Kyber::default();
+        congest(&mut s);
+        // Writes' p90 device latency is beyond target: congestion. Reads' p99 total latency is
+        // in bucket 0, so reads get (0 + 1) / 4 of their depth; writes' p99 is in bucket 7, so
+        // they would double, but are at their maximum already.
+        assert_eq!(s.depth(Domain::Read), 64);
+        assert_eq!(s.depth(Domain::Write), 128);
+        assert_eq!(s.depth(Domain::Discard), 64, "no samples, no change");
+    }
+
+    #[test]
+    fn without_congestion_a_domain_beyond_its_target_grows_back() {
+        let mut s = Kyber::default();
+        let mut t = congest(&mut s);
+        assert_eq!(s.depth(Domain::Read), 64);
+        // Reads now wait 3 ms before dispatch and take 1 ms at the device: device latency is
+        // within target (no congestion), total latency (4 ms) is beyond it, in bucket 7.
+        for _ in 0..8 {
+            t = round(
+                &mut s,
+                t,
+                (64, Nanos::from_ms(1)),
+                (0, Nanos::ZERO),
+                Nanos::from_ms(3),
+            );
+        }
+        let fire = s.timer().expect("armed");
+        assert_eq!(s.dispatch(fire), Dispatch::Empty);
+        assert_eq!(s.depth(Domain::Read), 128);
+    }
+
+    #[test]
+    fn without_congestion_a_domain_within_target_keeps_its_depth() {
+        let mut s = Kyber::default();
+        let mut t = congest(&mut s);
+        for _ in 0..8 {
+            t = round(
+                &mut s,
+                t,
+                (64, Nanos::from_us(100)),
+                (0, Nanos::ZERO),
+                Nanos::ZERO,
+            );
+        }
+        let fire = s.timer().expect("armed");
+        assert_eq!(s.dispatch(fire), Dispatch::Empty);
+        assert_eq!(s.depth(Domain::Read), 64);
+    }
+
+    #[test]
+    fn under_lasting_congestion_depth_shrinks_to_one_and_no_further() {
+        let mut s = Kyber::default();
+        let mut t = Nanos::ZERO;
+        let mut depths = vec![s.depth(Domain::Read)];
+        // Reads within target beside writes at twice theirs, as long as it takes: each read
+        // decision (500 samples) under congestion quarters the read depth.
+        for _ in 0..400 {
+            let reads = u64::from(s.depth(Domain::Read)).min(100);
+            t = round(
+                &mut s,
+                t,
+                (reads, Nanos::from_us(100)),
+                (100, Nanos::from_ms(20)),
+                Nanos::ZERO,
+            );
+            if let Some(fire) = s.timer() {
+                t = t.max(fire);
+                assert_eq!(s.dispatch(t), Dispatch::Empty);
+            }
+            if depths.last() != Some(&s.depth(Domain::Read)) {
+                depths.push(s.depth(Domain::Read));
+            }
+        }
+        assert_eq!(depths, vec![256, 64, 16, 4, 1]);
+    }
+
+    #[test]
+    fn with_few_samples_congestion_is_seen_after_a_second_but_resizing_waits_for_500() {
+        let mut s = Kyber::default();
+        let mut t = Nanos::ZERO;
+        let mut run_until = |s: &mut Kyber, end: Nanos| {
+            // 10 reads within target and 10 writes at twice theirs per round, a round about
+            // every 100 ms: far under 500 samples per decision.
+            while t < end {
+                t = round(
+                    s,
+                    t,
+                    (10, Nanos::from_us(100)),
+                    (10, Nanos::from_ms(20)),
+                    Nanos::ZERO,
+                );
+                if let Some(fire) = s.timer() {
+                    t = t.max(fire);
+                    assert_eq!(s.dispatch(t), Dispatch::Empty);
+                }
+            }
+        };
+        // After a second the device-latency p90s are computed and find congestion, but the
+        // total-latency p99 shares the one-second clock, which that computation restarted:
+        // with no p99 yet, nothing is resized (as in the kernel).
+        run_until(&mut s, Nanos::from_ms(1_500));
+        assert_eq!(s.depth(Domain::Read), 256);
+        // Once 500 total-latency samples have gathered, the reads' p99 (bucket 0) is known and
+        // the next congestion quarters their depth.
+        run_until(&mut s, Nanos::from_secs(8));
+        assert_eq!(s.depth(Domain::Read), 64);
+    }
+
+    #[test]
+    fn async_requests_beyond_three_quarters_of_nr_requests_wait_for_a_tag() {
+        let mut s = Kyber::default();
+        for i in 0..200 {
+            s.insert(rq(i, 1).sector(i * 8).write().build(), Nanos::ZERO);
+        }
+        assert_eq!(s.queued(), 200);
+        let out = take_all(&mut s, Nanos::ZERO);
+        assert_eq!(out.len(), 128, "write depth");
+        for r in &out {
+            s.complete(r, Nanos::from_ms(1));
+        }
+        // 192 were admitted; 64 left of those, and 8 more after the 128 completions.
+        let out = take_all(&mut s, Nanos::from_ms(1));
+        assert_eq!(out.len(), 72);
+        assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn only_requests_still_staged_can_be_merged() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(100).read().build(), Nanos::ZERO);
+        s.insert(rq(2, 1).sector(300).read().build(), Nanos::ZERO);
+        let back = rq(3, 1).sector(108).read().build();
+        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        let front = rq(4, 1).sector(292).read().build();
+        assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(2)));
+        // The first dispatch moves every staged read to the dispatch list.
+        assert_eq!(
+            take(&mut s, Nanos::ZERO).map(|r| (r.id.0, r.sectors)),
+            Some((1, 16))
+        );
+        let late = rq(5, 1).sector(308).read().build();
+        assert_eq!(s.try_merge(&late, Nanos::ZERO), None);
+        s.insert(late, Nanos::ZERO);
+        let next = rq(6, 1).sector(316).read().build();
+        assert_eq!(s.try_merge(&next, Nanos::ZERO), Some(RequestId(5)));
+        let write = rq(7, 1).sector(324).write().build();
+        assert_eq!(s.try_merge(&write, Nanos::ZERO), None);
+    }
+
+    #[test]
+    fn flushes_bypass_the_domains_and_go_first() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(10).read().build(), Nanos::ZERO);
+        let mut flush = rq(2, 1).write().build();
+        flush.op = Op::Flush;
+        s.insert(flush, Nanos::ZERO);
+        let ids: Vec<u64> = take_all(&mut s, Nanos::ZERO)
+            .iter()
+            .map(|r| r.id.0)
+            .collect();
+        assert_eq!(ids, vec![2, 1]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_request_is_dispatched_and_completed_exactly_once(
+            ops in proptest::collection::vec((0u8..5, 0u64..200, 1u32..=4, 0u64..400), 1..300),
+            depth in 1usize..=64,
+            read_lat_us in 1i64..3_000,
+        ) {
+            let mut set = Settings::new();
+            set.set("read_lat_nsec", read_lat_us * 1000);
+            let sched = Kyber::from_settings(&set).unwrap();
+            let mut h = Harness::new(sched, depth, |r: &Request| {
+                Nanos::from_us(50 + (r.sector % 11) * 400 + u64::from(r.sectors) * 5)
+            });
+            let mut t = 0;
+            let mut submitted = 0u64;
+            for (i, &(kind, slot, size, gap)) in ops.iter().enumerate() {
+                t += gap;
+                let b = rq(i as u64, (i % 4) as u32)
+                    .sector(slot * 8)
+                    .sectors(size * 8)
+                    .at(Nanos::from_us(t));
+                let mut r = match kind {
+                    0 | 1 => b.read().build(),
+                    2 => b.write().build(),
+                    _ => b.sync_write().build(),
+                };
+                if kind == 4 {
+                    r.op = if slot % 2 == 0 { Op::Discard } else { Op::Flush };
+                }
+                submitted += u64::from(r.sectors);
+                h.submit(r);
+            }
+            let out = h.run();
+            let served: u64 = out.served.iter().map(|s| u64::from(s.rq.sectors)).sum();
+            prop_assert_eq!(served, submitted);
+        }
+
+        #[test]
+        fn no_domain_exceeds_its_depth_while_depths_change(
+            lats in proptest::collection::vec((0u64..40_000, 0u64..40_000), 50..400),
+        ) {
+            let mut s = Kyber::default();
+            let mut t = Nanos::ZERO;
+            let mut at_device: Vec<(Nanos, Request)> = Vec::new();
+            for (i, &(read_us, write_us)) in lats.iter().enumerate() {
+                let i = i as u64;
+                s.insert(rq(2 * i, 1).sector(i * 8).read().build(), t);
+                s.insert(rq(2 * i + 1, 2).sector(i * 8).sync_write().build(), t);
+                while let Some(r) = take(&mut s, t) {
+                    let io = if r.op.is_read() { read_us } else { write_us };
+                    at_device.push((t + Nanos::from_us(io), r));
+                }
+                for d in [Domain::Read, Domain::Write] {
+                    prop_assert!(s.in_flight(d) <= s.depth(d));
+                    let n = at_device
+                        .iter()
+                        .filter(|(_, r)| (r.op.is_read()) == (d == Domain::Read))
+                        .count();
+                    prop_assert_eq!(n as u32, s.in_flight(d));
+                }
+                t += Nanos::from_us(500);
+                at_device.sort_by_key(|(at, r)| (*at, r.id));
+                while at_device.first().is_some_and(|(at, _)| *at <= t) {
+                    let (at, r) = at_device.remove(0);
+                    s.complete(&r, at);
+                }
+            }
+        }
+    }
+}
