@@ -4,7 +4,9 @@
 //! here): build it with default tunables, queue 1,000 requests, then repeat one step in steady
 //! state: a request arrives (offered to `try_merge`, inserted if not merged), the device asks
 //! for one request, and that request completes. Sectors are random over a 128 GiB disk, half
-//! reads and half async writes, from 8 contexts; requests are 4 to 64 KiB. Time advances 1 us
+//! reads and half async writes, from 8 contexts; requests are 4 to 64 KiB. The shapes are drawn
+//! once, before timing (16,384 of them, cycled), so the timed loop draws no random numbers:
+//! besides the policy's own calls it copies one request per step. Time advances 1 us
 //! before each of the three calls, so a request waits about 3 ms in the queue: no deadline
 //! expires, and timers and anticipation run as they would. A policy that answers `Idle` has
 //! time advanced to its `until` and is asked again. The figure is the time of one step, that
