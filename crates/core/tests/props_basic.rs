@@ -1,6 +1,6 @@
-//! Property tests for noop, linus and deadline: conservation (every request dispatched and
-//! completed exactly once, no sector lost or invented by merging), determinism, and
-//! deadline's expiry bound.
+//! Property tests for noop, linus, deadline, mq-deadline and kyber: conservation (every
+//! request dispatched and completed exactly once, no sector lost or invented by merging),
+//! determinism, and deadline's and mq-deadline's expiry bound.
 //!
 //! The expiry bound proved here, for a read `H` and a dispatch index `j` at which `H` is the
 //! head of the read FIFO and its deadline has passed (`now >= arrival + read_expire`):
@@ -12,6 +12,7 @@
 
 use elevator_core::deadline::{Config, Deadline};
 use elevator_core::harness::{rq, Harness, Outcome};
+use elevator_core::mq_deadline::{self, MqDeadline};
 use elevator_core::{registry, GroupTree, Nanos, Request, Scheduler, Settings};
 use proptest::prelude::*;
 
@@ -127,9 +128,9 @@ proptest! {
     fn every_request_is_dispatched_and_completed_exactly_once(
         arr in arrivals(),
         depth in 1usize..=4,
-        which in 0usize..3,
+        which in 0usize..5,
     ) {
-        let name = ["noop", "linus", "deadline"][which];
+        let name = ["noop", "linus", "deadline", "mq-deadline", "kyber"][which];
         let reqs = requests(&arr);
         let out = run(build(name), depth, &reqs);
         assert_conserved(&out, &reqs);
@@ -154,9 +155,9 @@ proptest! {
     fn the_same_arrivals_give_the_same_dispatches(
         arr in arrivals(),
         depth in 1usize..=4,
-        which in 0usize..3,
+        which in 0usize..5,
     ) {
-        let name = ["noop", "linus", "deadline"][which];
+        let name = ["noop", "linus", "deadline", "mq-deadline", "kyber"][which];
         let reqs = requests(&arr);
         let a = run(build(name), depth, &reqs);
         let b = run(build(name), depth, &reqs);
@@ -177,6 +178,33 @@ proptest! {
         for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms)) {
             prop_assert!(
                 k < j + fifo_batch as usize, // at index j + fifo_batch - 1 at the latest
+                "read {} expired as FIFO head at dispatch {} but went out at {} (fifo_batch {})",
+                id, j, k, fifo_batch
+            );
+        }
+    }
+
+    #[test]
+    fn mq_deadline_serves_an_expired_read_fifo_head_within_one_batch_when_reads_are_preferred(
+        arr in arrivals(),
+        depth in 1usize..=4,
+        read_expire_ms in 1u64..40,
+        fifo_batch in 1u32..20,
+        front in any::<bool>(),
+    ) {
+        let reqs = requests(&arr);
+        let cfg = mq_deadline::Config {
+            read_expire: Nanos::from_ms(read_expire_ms),
+            write_expire: Nanos::from_ms(read_expire_ms * 3),
+            writes_starved: u32::MAX,
+            fifo_batch,
+            front_merges: front,
+            ..mq_deadline::Config::default()
+        };
+        let out = run(MqDeadline::new(cfg), depth, &reqs);
+        for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms)) {
+            prop_assert!(
+                k < j + fifo_batch as usize,
                 "read {} expired as FIFO head at dispatch {} but went out at {} (fifo_batch {})",
                 id, j, k, fifo_batch
             );
