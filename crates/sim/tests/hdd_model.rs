@@ -175,6 +175,21 @@ fn seek_and_head_switch_take_the_longer_and_writes_add_settle() {
 }
 
 #[test]
+fn a_bus_slower_than_the_media_sets_the_pace_after_a_head_switch() {
+    // 0.1 ms per sector on the media, 0.3 ms on the bus. Sectors 98 and 99 of track 0 are
+    // read at 9.8..10.0; the head switch (0.5 ms) misses sector 0 of track 1, read at
+    // 20.0..20.2. The bus sends 98 and 99 long before; sector 0 goes at 20.1..20.4 and
+    // sector 1, already buffered, at 20.4..20.7 (not 20.2..20.5).
+    let mut spec = tiny_drive();
+    spec.cache.read_ahead = elevator_sim::hdd::spec::ReadAhead::None;
+    spec.bus.read_sector_ms = 0.3;
+    let mut h = Hdd::new(spec);
+    let (done, hit) = h.serve(true, 98, 4, 9.8);
+    assert!(!hit);
+    assert!((done - 20.7).abs() < 1e-9, "{done}");
+}
+
+#[test]
 fn extra_write_disconnect_holds_the_media_write_until_ten_sectors_are_buffered() {
     // 0.1 ms per sector on the media, 0.02 ms per sector on the bus. A 20-sector write to
     // sector 0 arrives at 9.9 ms, a sector before sector 0 comes under the head.

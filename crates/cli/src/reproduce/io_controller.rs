@@ -468,6 +468,7 @@ mod tests {
         let total = (bytes("/x") + bytes("/y") + bytes("/z")) as f64;
         for (g, want) in [("/x", 1.0 / 7.0), ("/y", 2.0 / 7.0), ("/z", 4.0 / 7.0)] {
             let share = bytes(g) as f64 / total;
+            eprintln!("{g}: share {share:.3} (want {want:.3})");
             assert!(
                 (share - want).abs() <= 0.05,
                 "{g}: {share:.3} want {want:.3}"

@@ -60,6 +60,10 @@ pub struct Hdd {
 struct Access {
     /// When the `mark`-th sector (see [`Hdd::mark`]) was done.
     mark_done: f64,
+    /// The latest `done(i) - i * bus_read` over the sectors `i` (0-based) of the access: the
+    /// host transfer, one sector per `bus_read` and never ahead of the media, ends at
+    /// `max(start, lead) + n * bus_read`.
+    lead: f64,
     end: f64,
     done_lbns: u64,
 }
@@ -152,6 +156,7 @@ impl Hdd {
         let mut l = lbn;
         let last = lbn + n;
         let mut mark_done = f64::NAN;
+        let mut lead = f64::NEG_INFINITY;
         let mut ti = self.geo.track_of(lbn);
         while l < last {
             let tr = self.geo.tracks[ti];
@@ -193,6 +198,11 @@ impl Hdd {
                 t = t_start + k as f64 * per;
                 break;
             }
+            // The first and last sectors of the piece bound `done(i) - i * bus` within it.
+            let i0 = (l - lbn) as f64;
+            lead = lead
+                .max(t_start + per - i0 * self.bus_read)
+                .max(t_end - (i0 + on_track as f64 - 1.0) * self.bus_read);
             let k = self.mark.max(1);
             if mark_done.is_nan() && l - lbn + on_track >= k {
                 mark_done = t_start + (k - (l - lbn)) as f64 * per;
@@ -203,6 +213,7 @@ impl Hdd {
         }
         Access {
             mark_done: if mark_done.is_nan() { t } else { mark_done },
+            lead,
             end: t,
             done_lbns: l - lbn,
         }
@@ -283,11 +294,12 @@ impl Hdd {
                     return (xfer_start + bus + o.read_completion, true);
                 }
                 // Partial hit: the rest comes from the read-ahead in progress or the media.
-                let last_at = if ra_here && {
+                // `lead` as in `Access`, over the request's sectors that come off the media.
+                let lead = if ra_here && {
                     self.extend_read_ahead(lbn, n, seg.start);
                     self.read_ahead_limit() >= end
                 } {
-                    self.read_ahead_time_of(end - 1)
+                    self.read_ahead_lead(lbn, end)
                 } else {
                     let over = self.overhead_read(false);
                     self.settle_background(t + over);
@@ -297,9 +309,9 @@ impl Hdd {
                     self.hda_free = a.end;
                     self.buf.segs[i].end = end;
                     self.start_read_ahead(i, lbn, n, self.buf.segs[i].start, a.end);
-                    a.end
+                    a.lead - (from - lbn) as f64 * self.bus_read
                 };
-                let done = (xfer_start + bus).max(last_at + self.bus_read) + o.read_completion;
+                let done = xfer_start.max(lead) + bus + o.read_completion;
                 return (done, true);
             }
         }
@@ -323,7 +335,10 @@ impl Hdd {
         let a = self.access(lbn, n, start, false, f64::INFINITY);
         self.mark = 1;
         let xfer_start = a.mark_done + o.first_reselect + o.data_preparation;
-        let xfer_done = (xfer_start + bus - self.bus_read).max(a.end) + self.bus_read;
+        // Sector by sector at the bus rate, each once it is off the media: a bus slower than
+        // the media falls behind and catches up during head switches; the sectors read after
+        // one then set the pace.
+        let xfer_done = xfer_start.max(a.lead) + bus;
         let done = xfer_done + o.read_completion;
         self.hda_free = a.end;
         if c.enabled {
@@ -388,19 +403,20 @@ impl Hdd {
         }
     }
 
-    /// When the read-ahead in progress finishes reading `lbn` (state unchanged).
-    fn read_ahead_time_of(&mut self, lbn: u64) -> f64 {
+    /// The read-ahead in progress will read `[next, end)`: the latest `done(i) - i * bus_read`
+    /// over those sectors, `i` counted from `first` (state unchanged).
+    fn read_ahead_lead(&mut self, first: u64, end: u64) -> f64 {
         if let Background::ReadAhead { next, at, .. } = self.background {
-            if lbn < next {
-                return at;
+            if end <= next {
+                return f64::NEG_INFINITY;
             }
             let saved = (self.cyl, self.head);
-            let a = self.access(next, lbn + 1 - next, at, false, f64::INFINITY);
+            let a = self.access(next, end - next, at, false, f64::INFINITY);
             self.cyl = saved.0;
             self.head = saved.1;
-            return a.end;
+            return a.lead - next.saturating_sub(first) as f64 * self.bus_read;
         }
-        0.0
+        f64::NEG_INFINITY
     }
 
     /// DiskSim's `disk_buffer_get_max_readahead`: where read-ahead after the request
