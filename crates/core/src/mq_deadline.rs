@@ -468,9 +468,11 @@ impl MqDeadline {
         latest_start: Option<Nanos>,
         now: Nanos,
     ) -> Option<Request> {
-        let continued = self
-            .at_or_above_pos(level, self.last_dir)
-            .filter(|_| self.batching < self.config.fifo_batch);
+        let continued = if self.batching < self.config.fifo_batch {
+            self.at_or_above_pos(level, self.last_dir)
+        } else {
+            None
+        };
         let (dir, slot) = match continued {
             Some(slot) => (self.last_dir, slot),
             None => {
