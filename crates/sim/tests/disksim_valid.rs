@@ -141,6 +141,16 @@ fn a_small_disksim_drive_imports_and_runs() {
 }
 
 #[test]
+fn a_separate_write_segment_is_not_applied_as_in_disksim_4() {
+    // DiskSim 4.0 reads the flag but never sets up the dedicated segment.
+    let dir = scratch("wseg");
+    let specs = "   Use separate write segment = 1,\n   Extra write disconnect = 1,\n";
+    let spec = disksim::import(write_drive(&dir, "", SEEK, specs)).expect("import");
+    assert!(!spec.cache.separate_write_segment);
+    assert!(spec.bus.extra_write_disconnect);
+}
+
+#[test]
 fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     let dir = scratch("bad");
     // A seek file line that is not `distance, ms`.

@@ -178,7 +178,12 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         enabled: disk.uint_or("Enable caching in buffer", 1)? != 0,
         segments: disk.uint_or("Number of buffer segments", 1)? as u32,
         segment_sectors: disk.uint_or("Segment size (in blks)", 256)? as u32,
-        separate_write_segment: flag("Use separate write segment")?,
+        // DiskSim 4.0 parses "Use separate write segment" but never applies it (its modspec has
+        // no INIT for it, so `dedicatedwriteseg` stays NULL): writes share the LRU segments.
+        separate_write_segment: {
+            flag("Use separate write segment")?;
+            false
+        },
         read_ahead,
         min_read_ahead: disk.uint_or("Minimum read-ahead (blks)", 0)? as u32,
         max_read_ahead: disk.uint_or("Maximum read-ahead (blks)", 0)? as u32,
