@@ -223,6 +223,47 @@ fn read_ahead_turns_the_next_sequential_read_into_a_hit() {
 }
 
 #[test]
+fn almost_read_hit_serves_the_block_read_ahead_is_about_to_read() {
+    // The next sequential read arrives the instant the previous one completes: no block of
+    // the read-ahead is in the buffer yet.
+    let back_to_back = |almost: bool| {
+        let mut spec = tiny_drive();
+        spec.cache.almost_read_hits = almost;
+        // A miss costs 0.2 ms of command overhead (a hit none).
+        spec.overheads.read_miss_after_read = 0.2;
+        let mut h = Hdd::new(spec);
+        let (d1, _) = h.serve(true, 0, 8, 0.0);
+        let (d2, hit) = h.serve(true, 8, 8, d1);
+        (d2 - d1, hit)
+    };
+    // DiskSim's default: a miss that stops the read-ahead; by the end of the miss overhead
+    // the head has passed sector 8, so it waits almost a revolution (10 ms).
+    let (took, hit) = back_to_back(false);
+    assert!(!hit);
+    assert!(took > 9.0, "{took}");
+    // Allowed: served by the read-ahead as it reads sectors 8..16 (0.1 ms each).
+    let (took, hit) = back_to_back(true);
+    assert!(hit);
+    assert!((took - 0.8).abs() < 1e-9, "{took}");
+}
+
+#[test]
+fn laptop_drive_streams_a_reader_without_gaps_between_requests() {
+    let mut h = Hdd::new(DriveSpec::builtin("laptop-4200").expect("laptop"));
+    let mut t = 0.0;
+    let mut hits = 0;
+    for i in 0..100u64 {
+        let (done, hit) = h.serve(true, 1_000_000 + 32 * i, 32, t);
+        hits += u32::from(hit);
+        t = done;
+    }
+    assert_eq!(hits, 99);
+    // 100 x 16 KiB at no less than 20 MB/s (the outer zone's media rate is about 27 MB/s).
+    let mb_s = 100.0 * 16384.0 / 1e6 / (t / 1e3);
+    assert!(mb_s > 20.0, "{mb_s}");
+}
+
+#[test]
 fn builtin_drives_load_and_have_their_capacity() {
     for name in DriveSpec::builtin_names() {
         let s = DriveSpec::builtin(name).unwrap_or_else(|| panic!("{name} does not load"));

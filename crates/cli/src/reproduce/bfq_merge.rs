@@ -446,12 +446,9 @@ fn cooperating_once(policy: &Policy, processes: u32, chunk: u64) -> anyhow::Resu
     Ok(bytes as f64 / 1e6 / end.as_secs_f64().max(1e-9))
 }
 
-/// Run everything, print the tables, write JSON if asked.
-pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
-    let dir: PathBuf = shared_data_dir()
-        .map(|d| d.join("traces/s-startup"))
-        .filter(|d| d.is_dir())
-        .context("shared/data/traces/s-startup not found (set ELEVATOR_DATA to the shared/data directory)")?;
+/// Run everything (or one `part`: "startup" for parts 1 and 2, "cooperating" for part 3),
+/// print the tables, write JSON if asked.
+pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
     let mut policies: Vec<Policy> = SCHEDULERS
         .iter()
         .filter(|n| registry::find(n).is_some())
@@ -462,17 +459,6 @@ pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
         .copied()
         .filter(|n| registry::find(n).is_none())
         .collect();
-    policies.push(Policy {
-        name: "bfq",
-        variant: "no-merge-window",
-        settings: vec![("merge_window_ms", 0)],
-    });
-    let bfq_idx = policies
-        .iter()
-        .position(|p| p.name == "bfq" && p.variant == "default")
-        .context("bfq")?;
-    let nowin_idx = policies.len() - 1;
-
     println!("BFQ: merge a queue only within 100 ms after it (re)starts I/O (Valente & Ruocco).");
     println!(
         "Simulated {DRIVE}; {} repetitions per case; start-up cut off after {STARTUP_LIMIT_S} s.",
@@ -483,11 +469,54 @@ pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
     }
     println!();
     let t0 = std::time::Instant::now();
+    let mut rows = Vec::new();
+    if part != Some("cooperating") {
+        rows.extend(run_startup(&mut policies.clone())?);
+    }
+    if part != Some("startup") {
+        policies.push(Policy {
+            name: "bfq",
+            variant: "no-merge",
+            settings: vec![("queue_merging", 0)],
+        });
+        rows.extend(run_cooperating(&policies)?);
+    }
+    println!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
+    if let Some(p) = json {
+        output::write_json(
+            p,
+            &Out {
+                experiment: "bfq-merge",
+                rows,
+            },
+        )?;
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// Parts 1 and 2: start-up times; returns their rows.
+fn run_startup(policies: &mut Vec<Policy>) -> anyhow::Result<Vec<Row>> {
+    let dir: PathBuf = shared_data_dir()
+        .map(|d| d.join("traces/s-startup"))
+        .filter(|d| d.is_dir())
+        .context("shared/data/traces/s-startup not found (set ELEVATOR_DATA to the shared/data directory)")?;
+    policies.push(Policy {
+        name: "bfq",
+        variant: "no-merge-window",
+        settings: vec![("merge_window_ms", 0)],
+    });
+    let bfq_idx = policies
+        .iter()
+        .position(|p| p.name == "bfq" && p.variant == "default")
+        .context("bfq")?;
+    let nowin_idx = policies.len() - 1;
+    let t0 = std::time::Instant::now();
     let co_located: Vec<(usize, usize)> = [1, 2]
         .into_iter()
         .flat_map(|bg| [(bg, bfq_idx), (bg, nowin_idx)])
         .collect();
-    let startup = measure_startup(&dir, &policies, &co_located)?;
+    let startup = measure_startup(&dir, policies, &co_located)?;
     let mut rows = Vec::new();
     let mut table = Vec::new();
     let mut bfq_mean = std::collections::BTreeMap::new();
@@ -651,19 +680,16 @@ pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
         )
     );
 
+    Ok(rows)
+}
+
+/// Part 3: cooperating readers under every policy of `policies`; returns their rows.
+fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
     println!(
         "\n3. Cooperating readers: one 64 MiB file read in interleaved chunks, aggregate MB/s"
     );
-    let mut coop_policies: Vec<Policy> = policies
-        .iter()
-        .filter(|p| p.variant == "default")
-        .cloned()
-        .collect();
-    coop_policies.push(Policy {
-        name: "bfq",
-        variant: "no-merge",
-        settings: vec![("queue_merging", 0)],
-    });
+    let coop_policies = policies;
+    let mut rows = Vec::new();
     let mut coop_cases = Vec::new();
     for &procs in &[2u32, 4] {
         for &chunk in &[16u64, 128] {
@@ -719,19 +745,7 @@ pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
         "  BFQ with merging / without (target >= 3x): {}",
         merge_ratio.join(", ")
     );
-    println!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
-
-    if let Some(p) = json {
-        output::write_json(
-            p,
-            &Out {
-                experiment: "bfq-merge",
-                rows,
-            },
-        )?;
-        println!("wrote {}", p.display());
-    }
-    Ok(())
+    Ok(rows)
 }
 
 #[cfg(test)]

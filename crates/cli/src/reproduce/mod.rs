@@ -17,11 +17,18 @@ pub struct Args {
     /// inserted before its extension).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// bfq-merge only: run one part, `startup` (parts 1 and 2, which share their runs) or
+    /// `cooperating` (part 3, a few seconds).
+    #[arg(long, value_parser = ["startup", "cooperating"])]
+    part: Option<String>,
 }
 
 /// Run the experiment(s).
 pub fn run(args: Args) -> anyhow::Result<()> {
     let all = args.experiment == "all";
+    if args.part.is_some() && args.experiment != "bfq-merge" {
+        anyhow::bail!("--part applies to bfq-merge only");
+    }
     let json_for = |name: &str| {
         args.json.as_ref().map(|p| {
             if all {
@@ -37,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anticipatory::run(json_for("anticipatory").as_deref())?;
     }
     if all || args.experiment == "bfq-merge" {
-        bfq_merge::run(json_for("bfq-merge").as_deref())?;
+        bfq_merge::run(json_for("bfq-merge").as_deref(), args.part.as_deref())?;
     }
     if all || args.experiment == "io-controller" {
         io_controller::run(json_for("io-controller").as_deref())?;

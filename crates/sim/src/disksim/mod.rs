@@ -191,6 +191,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         read_ahead_over_requested: disk.num_or("Read-ahead over requested", 0.0)? != 0.0,
         read_ahead_on_idle_hit: flag("Read-ahead on idle hit")?,
         read_hits_on_write_data: flag("Allow read hits on write data")?,
+        almost_read_hits: flag("Allow almost read hits")?,
         write_policy,
     };
     let name = disk

@@ -265,7 +265,8 @@ impl Hdd {
     /// Serves a read arriving at `t`; returns (completion, hit).
     ///
     /// As DiskSim: the read-ahead in progress runs up to the arrival; a request whose first
-    /// block is in a segment is a (whole or partial) hit: hit overhead, then the blocks go to
+    /// block is in a segment (or, with almost read hits, is the next block the read-ahead in
+    /// progress will read) is a (whole or partial) hit: hit overhead, then the blocks go to
     /// the host as they are (or become) available, the read-ahead continuing behind. Anything
     /// else is a miss: miss overhead, the read-ahead stops, the arm moves, the data go to the
     /// host as they come off the media (one sector is enough to reconnect), then read-ahead.
@@ -276,7 +277,19 @@ impl Hdd {
         let end = lbn + n;
         if c.enabled {
             self.read_ahead_progress(t);
-            if let Some(i) = self.buf.find_start(lbn, c.read_hits_on_write_data) {
+            let almost = match self.background {
+                Background::ReadAhead { seg, next, .. }
+                    if c.almost_read_hits && next == lbn && self.buf.segs[seg].end == lbn =>
+                {
+                    Some(seg)
+                }
+                _ => None,
+            };
+            if let Some(i) = self
+                .buf
+                .find_start(lbn, c.read_hits_on_write_data)
+                .or(almost)
+            {
                 let seg = self.buf.segs[i];
                 let xfer_start = t + self.overhead_read(true) + o.data_preparation;
                 self.buf.touch(i);

@@ -314,6 +314,11 @@ pub struct Cache {
     pub read_ahead_on_idle_hit: bool,
     /// Whether reads may hit data left by writes.
     pub read_hits_on_write_data: bool,
+    /// DiskSim's "Allow almost read hits": a read whose first block is the one the read-ahead
+    /// in progress is about to bring in is a partial hit (served from the read-ahead) rather
+    /// than a miss that stops it. Without it, a process reading sequentially with no gap
+    /// between a completion and its next request loses a revolution per request.
+    pub almost_read_hits: bool,
     /// Write caching.
     pub write_policy: WritePolicy,
 }
@@ -331,6 +336,7 @@ impl Default for Cache {
             read_ahead_over_requested: true,
             read_ahead_on_idle_hit: false,
             read_hits_on_write_data: true,
+            almost_read_hits: false,
             write_policy: WritePolicy::WriteThrough,
         }
     }
