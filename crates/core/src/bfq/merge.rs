@@ -28,6 +28,8 @@ pub(crate) struct Saved {
     ttime: (u64, u64, u64, Tick),
     has_short_ttime: bool,
     io_bound: bool,
+    io_start_time: Tick,
+    tot_idle_time: Tick,
     wr_coeff: u64,
     wr_start_at_switch_to_srt: Tick,
     last_wr_start_finish: Tick,
@@ -216,6 +218,8 @@ impl Bfq {
             ),
             has_short_ttime: qq.has_short_ttime,
             io_bound: qq.io_bound,
+            io_start_time: qq.io_start_time,
+            tot_idle_time: qq.tot_idle_time,
             wr_coeff: if fresh {
                 super::weight_raising::WR_COEFF
             } else {
@@ -333,6 +337,8 @@ impl Bfq {
         let qq = &mut self.queues[q];
         qq.has_short_ttime = s.has_short_ttime;
         qq.io_bound = s.io_bound;
+        qq.io_start_time = s.io_start_time;
+        qq.tot_idle_time = s.tot_idle_time;
         (
             qq.ttime_samples,
             qq.ttime_total,

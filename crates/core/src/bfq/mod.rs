@@ -32,7 +32,7 @@
 //! duration of 7 s * 14000 / peak rate (rotational; 2.5 s * 33000 otherwise) clamped to
 //! 3..25 s, ended after 120000 sectors of raised service, granted after 2 s idle; soft
 //! real-time coefficient 3000 for 300 ms under 7000 sectors/s; large burst = 8 queues created
-//! within 180 ms of each other; requests_within_timer 120; idle class served at least every
+//! within 180 ms of each other; I/O bound = busy 80% of the last 200 ms; idle class served at least every
 //! 200 ms; stable merge of queues created within 180 ms, performed 600 ms after creation.
 //!
 //! # Deviations from the kernel
@@ -423,6 +423,9 @@ impl Bfq {
         if self.queues[q].is_empty() && self.queues[q].sync {
             self.inject_on_first_request(q, t);
         }
+        if self.queues[q].sync {
+            self.update_io_intensity(q, t);
+        }
         let key: Key = (rq.sector, rq.id.0);
         self.queues[q].sort.insert(key, rq);
         let prev = self.queues[q].next_rq;
@@ -490,18 +493,7 @@ impl Bfq {
             self.burst_list_remove(q);
             self.queues[q].in_large_burst = false;
         }
-        let qq = &mut self.queues[q];
-        qq.just_created = false;
-        if !qq.io_bound {
-            if arrived_in_time {
-                qq.requests_within_timer += 1;
-                if qq.requests_within_timer >= weight_raising::REQUESTS_WITHIN_TIMER {
-                    qq.io_bound = true;
-                }
-            } else {
-                qq.requests_within_timer = 0;
-            }
-        }
+        self.queues[q].just_created = false;
         if self.cfg.low_latency && t > self.queues[q].split_time + weight_raising::MIN_IDLE_TIME {
             self.update_wr_on_rq_arrival(
                 q,
@@ -518,10 +510,15 @@ impl Bfq {
         qq.service_from_backlogged = 0;
         qq.softrt_update = false;
         self.add_busy(q);
+        // Preempt if `q` must recover a service hole and is at least as raised, is of a
+        // higher class or weight, or if idling for the in-service queue is no longer worth it
+        // now that `q` is busy (the last since 5.12: "re-evaluate convenience of I/O plugging
+        // on rq arrivals").
         if let Some(is) = self.in_service {
             if is != q
                 && ((wants_preempt && self.queues[q].wr_coeff >= self.queues[is].wr_coeff)
-                    || self.higher_class_or_weight(q, is))
+                    || self.higher_class_or_weight(q, is)
+                    || !self.better_to_idle(is))
             {
                 self.expire(is, false, Expire::Preempted, t);
             }
@@ -564,8 +561,32 @@ impl Bfq {
         }
     }
 
+    /// I/O bound means busy (requests queued or in flight) at least 80% of the time over
+    /// the last 200 ms or so (`bfq_update_io_intensity`, mainline since 5.12). Called on
+    /// each sync request arrival, before the request is queued.
+    fn update_io_intensity(&mut self, q: usize, t: Tick) {
+        let qq = &mut self.queues[q];
+        let tot_io_time = t - qq.io_start_time;
+        if qq.is_empty() && qq.dispatched == 0 {
+            qq.tot_idle_time += t - qq.last_end_request;
+        }
+        if qq.just_created {
+            return;
+        }
+        qq.io_bound = qq.tot_idle_time * 5 <= tot_io_time;
+        if tot_io_time > 200 * MS {
+            qq.io_start_time = t - tot_io_time / 2;
+            qq.tot_idle_time /= 2;
+        }
+    }
+
+    /// Think time: how long the queue stays without I/O before its next request. Only the
+    /// periods with nothing queued or in flight count (mainline since 5.12).
     fn update_io_thinktime(&mut self, q: usize, t: Tick) {
         let cap = 2 * self.slice_idle() as u64;
+        if self.queues[q].dispatched > 0 || self.queues[q].busy {
+            return;
+        }
         let qq = &mut self.queues[q];
         let elapsed = if t >= qq.last_end_request {
             ((t - qq.last_end_request) as u64).min(cap)
@@ -586,7 +607,8 @@ impl Bfq {
         if t <= qq.split_time + weight_raising::MIN_IDLE_TIME {
             return;
         }
-        let short = !(qq.ttime_samples > 80 && qq.ttime_mean > slice as u64);
+        // Compared with half the idling timeout (mainline since 5.12).
+        let short = !(qq.ttime_samples > 80 && qq.ttime_mean > slice as u64 / 2);
         let changed = short != qq.has_short_ttime;
         self.queues[q].has_short_ttime = short;
         let qq = &self.queues[q];
@@ -860,9 +882,13 @@ impl Bfq {
         if qq.proc_refs == 0 {
             return false;
         }
+        let tot_busy = self.tot_busy();
         (qq.wr_coeff > 1
-            && (self.wr_busy_queues < self.tot_busy() || self.rq_in_driver >= qq.dispatched + 4))
+            && (self.wr_busy_queues < tot_busy || self.rq_in_driver >= qq.dispatched + 4))
             || self.asymmetric_scenario(Some(q))
+            // The only busy queue keeps the device: expiring it gains nothing, and a queue that
+            // becomes busy meanwhile could be served for long before it (mainline since 5.12).
+            || tot_busy == 1
     }
 
     fn better_to_idle(&self, q: usize) -> bool {
@@ -949,15 +975,12 @@ impl Bfq {
     fn expire(&mut self, q: usize, compensate: bool, reason: Expire, t: Tick) {
         let (slow, delta_ms) = self.is_slow(q, compensate, t);
         let e = self.queues[q].eid;
-        let (budget, service) = (self.wf.entities[e].budget, self.wf.entities[e].service);
+        let budget = self.wf.entities[e].budget;
         if self.queues[q].wr_coeff == 1
             && (slow
                 || (reason == Expire::BudgetTimeout && self.budget_left(q) >= (budget / 3) as i64))
         {
             self.charge_time(q, delta_ms, t);
-        }
-        if reason == Expire::TooIdle && service <= 2 * budget / 10 {
-            self.queues[q].io_bound = false;
         }
         if self.cfg.low_latency && self.queues[q].wr_coeff == 1 {
             self.queues[q].last_wr_start_finish = t;

@@ -81,8 +81,10 @@ pub(super) struct Queue {
     pub seek_history: u32,
     /// End of the last request added.
     pub last_request_pos: u64,
-    /// Requests arrived soon after expiry while not yet I/O bound.
-    pub requests_within_timer: u32,
+    /// Start of the I/O-intensity observation window (at most about 200 ms long).
+    pub io_start_time: Tick,
+    /// Time the queue spent empty with nothing in flight within that window, ns.
+    pub tot_idle_time: Tick,
 
     /// Weight-raising coefficient (1 = not raised).
     pub wr_coeff: u64,
@@ -171,7 +173,8 @@ impl Queue {
             last_end_request: now + 1,
             seek_history: 1,
             last_request_pos: 0,
-            requests_within_timer: 0,
+            io_start_time: now,
+            tot_idle_time: 0,
             wr_coeff: 1,
             wr_cur_max_time: 0,
             last_wr_start_finish: now,

@@ -18,8 +18,6 @@ pub(super) const MIN_INTER_ARR_ASYNC: Tick = 500 * MS;
 const MAX_SOFTRT_RATE: u64 = 7000;
 /// Interactive raising ends after this much raised service, sectors.
 const MAX_SERVICE_FROM_WR: u64 = 120_000;
-/// Sync arrivals soon after expiry that make a queue I/O bound.
-pub(super) const REQUESTS_WITHIN_TIMER: u32 = 120;
 /// Queues created this close to each other form a burst.
 const BURST_INTERVAL: Tick = 180 * MS;
 /// A burst this large is "large".
