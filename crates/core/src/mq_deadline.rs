@@ -886,6 +886,44 @@ mod tests {
         assert_eq!(take(&mut s, Nanos::from_ms(100) - Nanos(1)).id.0, 2);
     }
 
+    /// Real-time reads: one high on the disk at 0 ms, five low at 5 ms; read_expire 10 ms.
+    /// The first dispatch (6 ms) starts a batch at the lowest; the rest go at 10 ms, when the
+    /// high one has expired.
+    fn rt_batch_order(with_best_effort_write: bool) -> Vec<u64> {
+        let mut s = with(|c| c.read_expire = Nanos::from_ms(10));
+        let rt = |id: u64, sector: u64| {
+            rq(id, 1)
+                .sector(sector)
+                .read()
+                .prio(IoClass::RealTime, 0)
+                .build()
+        };
+        s.insert(rt(1, 5_000), Nanos::ZERO);
+        for id in 2..=6 {
+            s.insert(rt(id, id * 100), Nanos::from_ms(5));
+        }
+        if with_best_effort_write {
+            s.insert(rq(9, 2).sector(50).write().build(), Nanos::from_ms(5));
+        }
+        let first = take(&mut s, Nanos::from_ms(6));
+        s.complete(&first, Nanos::from_ms(6));
+        let mut order = vec![first.id.0];
+        order.extend(drain(&mut s, Nanos::from_ms(10)));
+        order
+    }
+
+    #[test]
+    fn the_aged_request_probe_ends_the_batch_under_way_even_when_nothing_has_aged() {
+        // Real time alone: the batch runs on in sector order, the expired read waits for it.
+        assert_eq!(rt_batch_order(false), vec![2, 3, 4, 5, 6, 1]);
+        // With a best-effort write queued, two levels are busy: every dispatch first probes
+        // best effort for aged requests; the probe starts a (write) batch there and refuses
+        // the young write, which leaves the batch count at zero, so real time starts a new
+        // batch at each dispatch and serves its expired FIFO head at once. The kernel's
+        // __dd_dispatch_request has these side effects too.
+        assert_eq!(rt_batch_order(true), vec![2, 1, 3, 4, 5, 6, 9]);
+    }
+
     #[test]
     fn async_depth_bounds_the_writes_holding_tags_but_not_reads() {
         let mut s = with(|c| c.async_depth = 2);
