@@ -30,7 +30,8 @@ use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::{
-    FioJob, FioJobConfig, RwMode, StartupConfig, StartupJob, StreamWriter, StreamWriterConfig,
+    FioJob, FioJobConfig, InterleavedReaders, InterleavedReadersConfig, RwMode, StartupConfig,
+    StartupJob, StreamWriter, StreamWriterConfig,
 };
 use elevator_workload::traces::shared_data_dir;
 use elevator_workload::{BuildEnv, Job};
@@ -65,8 +66,12 @@ fn reps() -> usize {
 pub const STARTUP_LIMIT_S: u64 = 60;
 /// Total cap of the writers, bytes/s (the suite's 4000 KB/s).
 const WRITERS_RATE: u64 = 4000 * 1024;
-/// The cooperating readers' file, bytes.
-const COOP_FILE: u64 = 64 << 20;
+/// The cooperating readers' file, bytes (more than they read in the run).
+const COOP_FILE: u64 = 4 << 30;
+/// Cooperating readers: warm-up before the measurement, s (the S suite's).
+const COOP_WARMUP_S: u64 = 5;
+/// Cooperating readers: measurement, s (the S suite's default duration).
+const COOP_MEASURE_S: u64 = 60;
 
 /// One JSON row.
 #[derive(Serialize, Clone, Debug, Default)]
@@ -113,6 +118,16 @@ pub struct Row {
     /// Cooperating rows: aggregate throughput, MB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregate_mb_s: Option<f64>,
+    /// Cooperating rows: how the processes read ("buffered": page cache and readahead, as
+    /// the S suite; "direct": one O_DIRECT chunk at a time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<&'static str>,
+    /// Cooperating rows: mean size of the requests the drive served, KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_request_kib: Option<f64>,
+    /// Cooperating rows: share of those requests the drive's cache served, percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drive_hit_pct: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -404,46 +419,121 @@ fn measure_startup(
     Ok(out)
 }
 
-/// Part 3: one cooperating-readers run, aggregate MB/s.
-fn cooperating_once(policy: &Policy, processes: u32, chunk: u64) -> anyhow::Result<f64> {
+/// How the cooperating readers read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CoopIo {
+    /// Through the page cache with kernel readahead: the S suite's `interleaved_io` (fio
+    /// `ioengine=sync`, buffered), [`InterleavedReaders`].
+    Buffered,
+    /// One direct read of a chunk at a time per process (fio `direct=1`, psync), as QEMU
+    /// I/O threads with `cache=none` read.
+    Direct,
+}
+
+impl CoopIo {
+    fn label(self) -> &'static str {
+        match self {
+            CoopIo::Buffered => "buffered",
+            CoopIo::Direct => "direct",
+        }
+    }
+}
+
+/// What a cooperating run measured over its measurement interval.
+#[derive(Clone, Copy, Debug, Default)]
+struct Coop {
+    /// Aggregate throughput, MB/s.
+    mb_s: f64,
+    /// Mean size of the requests the drive served, KiB.
+    request_kib: f64,
+    /// Share of those requests served from the drive's cache, percent.
+    drive_hit_pct: f64,
+}
+
+/// Bytes read, requests served and drive-cache hits of a cooperating run stopped at `until`.
+fn cooperating_until(
+    policy: &Policy,
+    processes: u32,
+    chunk: u64,
+    io: CoopIo,
+    until: Nanos,
+) -> anyhow::Result<(u64, u64, u64)> {
     let dev = drive()?;
     let capacity = dev.capacity_sectors();
     let file = capacity / 10 * 512;
     let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
-    for i in 0..u64::from(processes) {
-        let name = format!("coop{i}");
-        let env = BuildEnv::new(capacity, 1, name.clone());
-        let cfg = FioJobConfig {
-            rw: RwMode::Read,
-            bs: chunk,
-            rw_skip: (u64::from(processes) - 1) * chunk,
-            offset: Some(file + i * chunk),
-            size: Some(COOP_FILE - i * chunk),
-            io_size: Some(COOP_FILE / u64::from(processes)),
-            ..FioJobConfig::default()
-        };
-        sim.add_job(slot(
-            name,
-            Box::new(FioJob::new(cfg, &env)?),
-            Nanos::ZERO,
-            true,
-        ));
+    match io {
+        CoopIo::Buffered => {
+            let env = BuildEnv::new(capacity, 1, "coop");
+            let cfg = InterleavedReadersConfig {
+                offset: Some(file),
+                size: Some(COOP_FILE),
+                processes,
+                chunk,
+                read_ahead_kb: 128,
+                ..InterleavedReadersConfig::default()
+            };
+            sim.add_job(slot(
+                "coop".into(),
+                Box::new(InterleavedReaders::new(cfg, &env)?),
+                Nanos::ZERO,
+                true,
+            ));
+        }
+        CoopIo::Direct => {
+            for i in 0..u64::from(processes) {
+                let name = format!("coop{i}");
+                let env = BuildEnv::new(capacity, 1, name.clone());
+                let cfg = FioJobConfig {
+                    rw: RwMode::Read,
+                    bs: chunk,
+                    rw_skip: (u64::from(processes) - 1) * chunk,
+                    offset: Some(file + i * chunk),
+                    size: Some(COOP_FILE - i * chunk),
+                    direct: true,
+                    ..FioJobConfig::default()
+                };
+                sim.add_job(slot(
+                    name,
+                    Box::new(FioJob::new(cfg, &env)?),
+                    Nanos::ZERO,
+                    true,
+                ));
+            }
+        }
     }
-    let report = sim.run(Some(Nanos::from_secs(600)));
-    let bytes: u64 = report.jobs.iter().map(|j| j.metrics.read.bytes).sum();
-    let end = report
-        .jobs
-        .iter()
-        .filter_map(|j| j.metrics.finished)
-        .max()
-        .unwrap_or(report.end);
-    if report.jobs.iter().any(|j| j.metrics.finished.is_none()) {
+    let report = sim.run(Some(until));
+    if report.end < until {
         bail!(
-            "cooperating readers under {} did not finish in 600 s",
-            policy.label()
+            "cooperating readers under {} stopped at {:.1} s, before the end of the measurement",
+            policy.label(),
+            report.end.as_secs_f64()
         );
     }
-    Ok(bytes as f64 / 1e6 / end.as_secs_f64().max(1e-9))
+    let bytes: u64 = report.jobs.iter().map(|j| j.metrics.read.bytes).sum();
+    let d = &report.device_stats;
+    Ok((bytes, d.requests, d.cache_hits))
+}
+
+/// Part 3: one cooperating-readers case measured as the S suite measures it: the readers
+/// start together, [`COOP_WARMUP_S`] of warm-up, then [`COOP_MEASURE_S`] of measurement
+/// (the difference between two runs stopped at either end, the runs being deterministic).
+fn cooperating_once(
+    policy: &Policy,
+    processes: u32,
+    chunk: u64,
+    io: CoopIo,
+) -> anyhow::Result<Coop> {
+    let warm = Nanos::from_secs(COOP_WARMUP_S);
+    let end = Nanos::from_secs(COOP_WARMUP_S + COOP_MEASURE_S);
+    let (b0, r0, h0) = cooperating_until(policy, processes, chunk, io, warm)?;
+    let (b1, r1, h1) = cooperating_until(policy, processes, chunk, io, end)?;
+    let (bytes, reqs, hits) = (b1 - b0, (r1 - r0).max(1), h1 - h0);
+    Ok(Coop {
+        mb_s: bytes as f64 / 1e6 / COOP_MEASURE_S as f64,
+        request_kib: bytes as f64 / 1024.0 / reqs as f64,
+        drive_hit_pct: 100.0 * hits as f64 / reqs as f64,
+    })
 }
 
 /// Run everything (or one `part`: "startup" for parts 1 and 2, "cooperating" for part 3),
@@ -686,65 +776,105 @@ fn run_startup(policies: &mut Vec<Policy>) -> anyhow::Result<Vec<Row>> {
 /// Part 3: cooperating readers under every policy of `policies`; returns their rows.
 fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
     println!(
-        "\n3. Cooperating readers: one 64 MiB file read in interleaved chunks, aggregate MB/s"
+        "\n3. Cooperating readers: one file read in interleaved chunks by 2 or 4 processes started \
+         together;\n   aggregate MB/s over {COOP_MEASURE_S} s after {COOP_WARMUP_S} s of warm-up \
+         (the S suite's interleaved_io). Buffered: through\n   the page cache with readahead \
+         (read_ahead_kb 128), as the suite runs fio; direct: one O_DIRECT chunk at a time."
     );
-    let coop_policies = policies;
     let mut rows = Vec::new();
-    let mut coop_cases = Vec::new();
+    let mut cases = Vec::new();
     for &procs in &[2u32, 4] {
         for &chunk in &[16u64, 128] {
-            for p in 0..coop_policies.len() {
-                coop_cases.push((procs, chunk, p));
+            for p in 0..policies.len() {
+                for io in [CoopIo::Buffered, CoopIo::Direct] {
+                    cases.push((procs, chunk, p, io));
+                }
             }
         }
     }
-    let coop = parallel(
+    let results = parallel(
         "cooperating runs",
-        coop_cases.clone(),
-        |&(procs, chunk, p)| cooperating_once(&coop_policies[p], procs, chunk * 1024),
+        cases.clone(),
+        |&(procs, chunk, p, io)| cooperating_once(&policies[p], procs, chunk * 1024, io),
     );
-    let mut t3 = Vec::new();
-    let mut merge_ratio = Vec::new();
-    for (i, &(procs, chunk, p)) in coop_cases.iter().enumerate() {
-        let mbs = *coop[i].as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        let pol = &coop_policies[p];
+    let mut got = std::collections::BTreeMap::new();
+    for (i, &(procs, chunk, p, io)) in cases.iter().enumerate() {
+        let c = *results[i].as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        got.insert((procs, chunk, p, io.label()), c);
+        let pol = &policies[p];
         rows.push(Row {
             experiment: "cooperating",
             scheduler: pol.name.to_string(),
             variant: pol.variant,
             processes: Some(procs),
             chunk_kib: Some(chunk),
-            aggregate_mb_s: Some(mbs),
+            aggregate_mb_s: Some(c.mb_s),
+            io: Some(io.label()),
+            mean_request_kib: Some(c.request_kib),
+            drive_hit_pct: Some(c.drive_hit_pct),
             ..Row::default()
         });
-        t3.push(vec![
-            procs.to_string(),
-            chunk.to_string(),
-            pol.label(),
-            format!("{mbs:.2}"),
-        ]);
-        if pol.name == "bfq" && pol.variant == "no-merge" {
-            let with = coop_cases
-                .iter()
-                .position(|&(a, b, q)| {
-                    a == procs
-                        && b == chunk
-                        && coop_policies[q].name == "bfq"
-                        && coop_policies[q].variant == "default"
-                })
-                .and_then(|j| coop[j].as_ref().ok().copied())
-                .unwrap_or(f64::NAN);
-            merge_ratio.push(format!("{procs} x {chunk} KiB: {:.1}x", with / mbs));
+    }
+    let mut table = Vec::new();
+    for &procs in &[2u32, 4] {
+        for &chunk in &[16u64, 128] {
+            for (p, pol) in policies.iter().enumerate() {
+                let b = got[&(procs, chunk, p, "buffered")];
+                let d = got[&(procs, chunk, p, "direct")];
+                table.push(vec![
+                    procs.to_string(),
+                    chunk.to_string(),
+                    pol.label(),
+                    format!("{:.2}", b.mb_s),
+                    format!("{:.0}", b.request_kib),
+                    format!("{:.0}", b.drive_hit_pct),
+                    format!("{:.2}", d.mb_s),
+                    format!("{:.0}", d.request_kib),
+                    format!("{:.0}", d.drive_hit_pct),
+                ]);
+            }
         }
     }
     print!(
         "{}",
-        output::table(&["processes", "chunk KiB", "scheduler", "MB/s"], &t3)
+        output::table(
+            &[
+                "processes",
+                "chunk KiB",
+                "scheduler",
+                "buffered MB/s",
+                "rq KiB",
+                "drive hits %",
+                "direct MB/s",
+                "rq KiB",
+                "drive hits %"
+            ],
+            &table
+        )
     );
-    println!(
-        "  BFQ with merging / without (target >= 3x): {}",
-        merge_ratio.join(", ")
-    );
+    let bfq = policies
+        .iter()
+        .position(|p| p.name == "bfq" && p.variant == "default");
+    let nomerge = policies
+        .iter()
+        .position(|p| p.name == "bfq" && p.variant == "no-merge");
+    if let (Some(m), Some(n)) = (bfq, nomerge) {
+        for io in [CoopIo::Buffered, CoopIo::Direct] {
+            let ratios: Vec<String> = [(2u32, 16u64), (2, 128), (4, 16), (4, 128)]
+                .iter()
+                .map(|&(procs, chunk)| {
+                    let with = got[&(procs, chunk, m, io.label())].mb_s;
+                    let without = got[&(procs, chunk, n, io.label())].mb_s;
+                    format!("{procs} x {chunk} KiB {:.1}x", with / without)
+                })
+                .collect();
+            println!(
+                "  BFQ with merging / without, {} (target >= 3x): {}",
+                io.label(),
+                ratios.join(", ")
+            );
+        }
+    }
     Ok(rows)
 }
 
@@ -764,6 +894,37 @@ mod tests {
             .unwrap()
             .is_empty());
         assert!(background("xr0w", 58_603_968, 1, Layout::Separate).is_err());
+    }
+
+    #[test]
+    fn merged_cooperating_readers_stream_and_four_readers_gain_3x_from_merging() {
+        let bfq = Policy::plain("bfq");
+        let nomerge = Policy {
+            name: "bfq",
+            variant: "no-merge",
+            settings: vec![("queue_merging", 0)],
+        };
+        let noop = Policy::plain("noop");
+        for (procs, chunk, io) in [
+            (4, 128 * 1024, CoopIo::Buffered),
+            (4, 16 * 1024, CoopIo::Direct),
+        ] {
+            let with = cooperating_once(&bfq, procs, chunk, io).unwrap();
+            let without = cooperating_once(&nomerge, procs, chunk, io).unwrap();
+            let streaming = cooperating_once(&noop, procs, chunk, io).unwrap();
+            // One shared queue: the union of the readers' I/O is sequential, served as fast
+            // as noop serves it, from the drive's read-ahead.
+            assert!(
+                with.mb_s > 0.95 * streaming.mb_s,
+                "{io:?}: {with:?} {streaming:?}"
+            );
+            assert!(with.drive_hit_pct > 90.0, "{io:?}: {with:?}");
+            // Separate queues: each served alone skips the others' chunks.
+            assert!(
+                with.mb_s >= 3.0 * without.mb_s,
+                "{io:?}: {with:?} {without:?}"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod compile;
 pub mod dependent_reader;
 pub mod fio;
+pub mod interleaved;
 pub mod startup;
 pub mod stream_writer;
 pub mod trace_replay;
@@ -10,6 +11,7 @@ pub mod trace_replay;
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
 pub use fio::{FioJob, FioJobConfig, RwMode};
+pub use interleaved::{InterleavedReaders, InterleavedReadersConfig};
 pub use startup::{StartupConfig, StartupJob, StartupOrder, StartupPlacement};
 pub use stream_writer::{StreamWriter, StreamWriterConfig};
 pub use trace_replay::{TraceReplay, TraceReplayConfig};
