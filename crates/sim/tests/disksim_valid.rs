@@ -141,13 +141,14 @@ fn a_small_disksim_drive_imports_and_runs() {
 }
 
 #[test]
-fn a_separate_write_segment_is_not_applied_as_in_disksim_4() {
+fn disksim_flags_import_as_disksim_4_applies_them() {
     // DiskSim 4.0 reads the flag but never sets up the dedicated segment.
     let dir = scratch("wseg");
-    let specs = "   Use separate write segment = 1,\n   Extra write disconnect = 1,\n";
+    let specs = "   Use separate write segment = 1,\n   Extra write disconnect = 1,\n   Read any free blocks = 1,\n";
     let spec = disksim::import(write_drive(&dir, "", SEEK, specs)).expect("import");
     assert!(!spec.cache.separate_write_segment);
     assert!(spec.bus.extra_write_disconnect);
+    assert!(spec.cache.read_any_free_blocks);
 }
 
 #[test]

@@ -209,6 +209,22 @@ fn extra_write_disconnect_holds_the_media_write_until_ten_sectors_are_buffered()
 }
 
 #[test]
+fn read_any_free_blocks_keeps_the_sectors_passed_during_rotational_latency() {
+    // Sector 50 read at t = 0 with the head over sector 0: sectors 0..50 pass under the head
+    // during the 5 ms latency. With the flag a later read of 10..14 is a hit.
+    let mut spec = tiny_drive();
+    spec.cache.read_ahead = elevator_sim::hdd::spec::ReadAhead::None;
+    for (free, want_hit) in [(false, false), (true, true)] {
+        spec.cache.read_any_free_blocks = free;
+        let mut h = Hdd::new(spec.clone());
+        let (done, hit) = h.serve(true, 50, 1, 0.0);
+        assert!(!hit && (done - 5.1).abs() < 1e-9, "{done}");
+        let (_, hit) = h.serve(true, 10, 4, 20.0);
+        assert_eq!(hit, want_hit, "read_any_free_blocks = {free}");
+    }
+}
+
+#[test]
 fn read_ahead_turns_the_next_sequential_read_into_a_hit() {
     let mut h = Hdd::new(tiny_drive());
     let (d1, hit1) = h.serve(true, 0, 8, 0.0);

@@ -192,6 +192,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         read_ahead_on_idle_hit: flag("Read-ahead on idle hit")?,
         read_hits_on_write_data: flag("Allow read hits on write data")?,
         almost_read_hits: flag("Allow almost read hits")?,
+        read_any_free_blocks: flag("Read any free blocks")?,
         write_policy,
     };
     let name = disk

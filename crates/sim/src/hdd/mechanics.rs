@@ -64,6 +64,9 @@ struct Access {
     /// host transfer, one sector per `bus_read` and never ahead of the media, ends at
     /// `max(start, lead) + n * bus_read`.
     lead: f64,
+    /// Sectors of the first track, just before the first one accessed, that passed whole
+    /// under the head while it waited for that one.
+    free_before: u64,
     end: f64,
     done_lbns: u64,
 }
@@ -157,6 +160,7 @@ impl Hdd {
         let last = lbn + n;
         let mut mark_done = f64::NAN;
         let mut lead = f64::NEG_INFINITY;
+        let mut free_before = 0;
         let mut ti = self.geo.track_of(lbn);
         while l < last {
             let tr = self.geo.tracks[ti];
@@ -176,6 +180,9 @@ impl Hdd {
             let lat = self.latency(t_on, self.geo.angle(ti, s0));
             let per = self.period / f64::from(tr.spt);
             let t_start = t_on + lat;
+            if l == lbn {
+                free_before = ((lat / per) as u64).min(lbn - tr.first_lbn);
+            }
             let span = self.geo.span_sectors(ti, l, on_track as u32);
             let mut t_end = t_start + f64::from(span) * per;
             if let (true, Some((d0, each, first))) = (write, self.feed) {
@@ -214,6 +221,7 @@ impl Hdd {
         Access {
             mark_done: if mark_done.is_nan() { t } else { mark_done },
             lead,
+            free_before,
             end: t,
             done_lbns: l - lbn,
         }
@@ -357,8 +365,15 @@ impl Hdd {
         if c.enabled {
             let ws = self.write_segs;
             let seg = self.buf.victim(|i| i >= ws);
-            self.buf.invalidate(lbn, n, seg);
-            self.buf.segs[seg].start = lbn;
+            // With "read any free blocks" the segment keeps what passed under the head while
+            // the drive waited for the first sector.
+            let first = if c.read_any_free_blocks {
+                (lbn - a.free_before).max(end.saturating_sub(u64::from(c.segment_sectors)))
+            } else {
+                lbn
+            };
+            self.buf.invalidate(first, end - first, seg);
+            self.buf.segs[seg].start = first;
             self.buf.segs[seg].end = end;
             self.buf.segs[seg].write = false;
             self.buf.touch(seg);
@@ -458,7 +473,7 @@ impl Hdd {
             ReadAhead::Track | ReadAhead::Cylinder | ReadAhead::FillSegment => {
                 if c.max_read_ahead > 0 {
                     end + u64::from(c.max_read_ahead)
-                } else if c.read_ahead_over_requested {
+                } else if !c.read_ahead_over_requested {
                     let min = u64::from(c.min_read_ahead);
                     if n >= size || size - n < min {
                         end + min

@@ -308,7 +308,10 @@ pub struct Cache {
     pub min_read_ahead: u32,
     /// Cap on read-ahead, sectors.
     pub max_read_ahead: u32,
-    /// Whether read-ahead counts from the end of the request (true) or from its start.
+    /// Whether prefetched data may replace the request's own in the segment (DiskSim's
+    /// "Read-ahead over requested" = 1). Without a `max_read_ahead`, read-ahead then fills a
+    /// whole segment after the request's end; otherwise it stops once the segment, counted
+    /// from the request's start, is full.
     pub read_ahead_over_requested: bool,
     /// Whether a read hit restarts read-ahead.
     pub read_ahead_on_idle_hit: bool,
@@ -319,6 +322,9 @@ pub struct Cache {
     /// than a miss that stops it. Without it, a process reading sequentially with no gap
     /// between a completion and its next request loses a revolution per request.
     pub almost_read_hits: bool,
+    /// Whether the sectors of the target track that pass under the head before a missed
+    /// read's first sector are kept in its segment (DiskSim's "Read any free blocks").
+    pub read_any_free_blocks: bool,
     /// Write caching.
     pub write_policy: WritePolicy,
 }
@@ -337,6 +343,7 @@ impl Default for Cache {
             read_ahead_on_idle_hit: false,
             read_hits_on_write_data: true,
             almost_read_hits: false,
+            read_any_free_blocks: false,
             write_policy: WritePolicy::WriteThrough,
         }
     }
