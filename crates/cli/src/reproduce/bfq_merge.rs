@@ -14,9 +14,13 @@
 //!    gets), for every scheduler registered among noop, deadline, anticipatory, cfq and bfq.
 //! 2. **merge-window**: the same runs (same seeds) under BFQ with `merge_window_ms = 0`, the
 //!    kernel before the commit, beside BFQ as it is.
-//! 3. **cooperating**: 2 and 4 processes reading one 64 MiB file in interleaved 16 KiB and
-//!    128 KiB chunks (fio `rw=read:<skip>`), aggregate throughput under BFQ, BFQ with
-//!    `queue_merging = 0`, and the other schedulers.
+//! 3. **cooperating**: 2 and 4 processes reading one file in interleaved 16 KiB and 128 KiB
+//!    chunks, set up and measured as the S suite's `interleaved_io` (fio, `ioengine=sync`,
+//!    buffered, readers started together, aggregate throughput over 60 s after 5 s of
+//!    warm-up), through the page cache with Linux readahead ([`InterleavedReaders`]) and,
+//!    for comparison, with one O_DIRECT chunk at a time per process; under BFQ, BFQ with
+//!    `queue_merging = 0`, and the other schedulers, with the drive's mean request size and
+//!    cache-hit share.
 //!
 //! A start-up that has not finished [`STARTUP_LIMIT_S`] seconds after it began counts as that
 //! limit (a lower bound) and is reported in `timeouts`.
