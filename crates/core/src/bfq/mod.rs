@@ -840,6 +840,9 @@ impl Bfq {
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
         self.softrt_shift_on_service(q, t);
         self.set_budget_timeout(q, t);
+        // The previous queue's position says nothing about this one (41e76c85660c "Avoid
+        // false bfq queue merging").
+        self.in_serv_last_pos = 0;
         self.in_service = Some(q);
         Some(q)
     }

@@ -299,6 +299,26 @@ fn bfq_keeps_idling_for_the_only_busy_queue() {
 }
 
 #[test]
+fn bfq_forgets_the_previous_queues_position_when_a_queue_enters_service() {
+    // 41e76c85660c "Avoid false bfq queue merging": until the new in-service queue
+    // dispatches, the close-to-in-service test must not use the old queue's position.
+    let mut h = harness(cfg_with(&[("low_latency", 0)]), &GroupTree::new());
+    h.submit(rq(1, 1).sector(1_000_000));
+    h.submit(rq(2, 2).sector(50_000_000));
+    h.run_until(at(1));
+    assert_ne!(h.sched.in_serv_last_pos, 0);
+    h.sched.expire(
+        h.sched.in_service.unwrap(),
+        false,
+        Expire::NoMoreRequests,
+        1,
+    );
+    let next = h.sched.set_in_service_queue(1);
+    assert!(next.is_some());
+    assert_eq!(h.sched.in_serv_last_pos, 0);
+}
+
+#[test]
 fn bfq_deems_a_queue_io_bound_when_busy_80_percent_of_the_time() {
     // eb2fd80f9d2c "replace mechanism for evaluating I/O intensity": 1 ms requests with
     // 1 ms pauses (busy half the time) are not I/O bound; back-to-back ones are.
