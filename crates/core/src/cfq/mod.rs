@@ -638,8 +638,7 @@ impl Cfq {
     // ----- prio trees and service trees -------------------------------------------------
 
     fn prio_tree_del(&mut self, q: QId) {
-        if let Some(pos) = self.queues[q].prio_tree_pos.take() {
-            let prio = self.queues[q].org_ioprio as usize;
+        if let Some((prio, pos)) = self.queues[q].prio_tree_pos.take() {
             self.prio_trees[prio].remove(&pos);
         }
     }
@@ -656,7 +655,7 @@ impl Cfq {
         let prio = cq.org_ioprio as usize;
         if let std::collections::btree_map::Entry::Vacant(e) = self.prio_trees[prio].entry(next.0) {
             e.insert(q);
-            self.queues[q].prio_tree_pos = Some(next.0);
+            self.queues[q].prio_tree_pos = Some((prio, next.0));
         }
     }
 

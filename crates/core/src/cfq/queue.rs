@@ -107,8 +107,10 @@ pub(super) struct CfqQueue {
     pub tree_seq: u64,
     /// On the round-robin (busy) lists.
     pub on_rr: bool,
-    /// The sector its next request is keyed at in the prio tree, when it is there.
-    pub prio_tree_pos: Option<u64>,
+    /// Where it sits in the prio trees, when it is there: the tree's level (the `org_ioprio`
+    /// at insertion, which may have changed since, as the kernel's `p_root` remembers) and
+    /// its next request's sector.
+    pub prio_tree_pos: Option<(usize, u64)>,
 
     /// When it was made active (first dispatch of the slice may precede the slice start).
     pub dispatch_start: u64,

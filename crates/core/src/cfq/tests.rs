@@ -624,3 +624,53 @@ fn io_controller_shape_on_a_seek_cost_device() {
     let (band1, _) = b_share("ioband+cfq-flat", 1);
     assert!(flat1 < band1 && band1 < grp1, "ioband n=1: {band1:.2}");
 }
+
+/// Every prio-tree entry points at a queue that knows it is there, under that key.
+fn prio_trees_consistent(s: &Cfq) -> bool {
+    s.prio_trees.iter().enumerate().all(|(level, tree)| {
+        tree.iter()
+            .all(|(&pos, &q)| s.queues[q].prio_tree_pos == Some((level, pos)))
+    })
+}
+
+#[test]
+fn a_queue_whose_priority_changed_leaves_the_prio_tree_it_was_keyed_in() {
+    // The kernel removes a queue from the prio tree it was inserted in (cfqq->p_root), not
+    // from the tree of its current level. A process that turns idle-class moves its queue to
+    // level 7; the entry in level 5's tree must go, or a later close-cooperator lookup finds
+    // the queue empty, makes it active and stalls (a proptest found this).
+    let mut s = with(&[], &GroupTree::new());
+    let t0 = Nanos::ZERO;
+    s.insert(
+        rq(1, 1)
+            .sector(1000)
+            .prio(IoClass::BestEffort, 5)
+            .read()
+            .build(),
+        t0,
+    );
+    assert!(prio_trees_consistent(&s));
+    s.insert(
+        rq(2, 1).sector(9000).prio(IoClass::Idle, 0).read().build(),
+        t0,
+    );
+    assert!(
+        prio_trees_consistent(&s),
+        "stale entry left in the old level's tree"
+    );
+    let mut now = t0;
+    for _ in 0..2 {
+        let rq = loop {
+            match s.dispatch(now) {
+                Dispatch::Request(rq) => break rq,
+                Dispatch::Idle { until } => now = until,
+                Dispatch::Empty => panic!("cfq holds {} requests and dispatches none", s.queued()),
+            }
+        };
+        now = now + Nanos::from_ms(1);
+        s.complete(&rq, now);
+        assert!(prio_trees_consistent(&s));
+    }
+    assert_eq!(s.queued(), 0);
+    assert!(s.prio_trees.iter().all(|t| t.is_empty()));
+}
