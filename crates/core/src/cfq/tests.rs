@@ -667,7 +667,7 @@ fn a_queue_whose_priority_changed_leaves_the_prio_tree_it_was_keyed_in() {
                 Dispatch::Empty => panic!("cfq holds {} requests and dispatches none", s.queued()),
             }
         };
-        now = now + Nanos::from_ms(1);
+        now += Nanos::from_ms(1);
         s.complete(&rq, now);
         assert!(prio_trees_consistent(&s));
     }
