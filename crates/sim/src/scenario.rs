@@ -5,7 +5,9 @@
 //! drive = "laptop-4200"        # a built-in drive, or a drive TOML path relative to this file
 //! seed = 1
 //! duration_s = 600             # optional time limit (simulated seconds)
-//! write_cache = false          # optional: the drive's write cache on or off (hdparm -W)
+//! write_cache = false          # optional: the drive's write cache on or off (hdparm -W);
+//!                              # or "read-priority" / "before-next-command": on, with that
+//!                              # destage mode (the drive's cache.destage)
 //!
 //! [[group]]
 //! path = "/a"
@@ -38,7 +40,7 @@ use serde::Deserialize;
 
 use crate::device::Device;
 use crate::engine::{JobSlot, Simulation};
-use crate::hdd::spec::WritePolicy;
+use crate::hdd::spec::{Destage, WritePolicy};
 use crate::hdd::{DriveSpec, Hdd};
 
 /// A scenario could not be loaded or instantiated.
@@ -72,13 +74,21 @@ struct ScenarioFile {
     #[serde(default = "default_seed")]
     seed: u64,
     duration_s: Option<f64>,
-    write_cache: Option<bool>,
+    write_cache: Option<WriteCache>,
     #[serde(default, rename = "group")]
     groups: Vec<GroupEntry>,
     #[serde(default)]
     tunables: BTreeMap<String, BTreeMap<String, i64>>,
     #[serde(rename = "job")]
     jobs: Vec<JobEntry>,
+}
+
+/// `write_cache`: on or off, or on with a destage mode.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WriteCache {
+    OnOff(bool),
+    Mode(String),
 }
 
 fn default_seed() -> u64 {
@@ -197,12 +207,34 @@ impl Scenario {
         };
 
         let mut drive = drive;
-        if let Some(on) = file.write_cache {
-            drive.cache.write_policy = if on {
-                WritePolicy::WriteBack
-            } else {
-                WritePolicy::WriteThrough
-            };
+        match &file.write_cache {
+            None => {}
+            Some(WriteCache::OnOff(false)) => drive.cache.write_policy = WritePolicy::WriteThrough,
+            Some(WriteCache::OnOff(true)) => drive.cache.write_policy = WritePolicy::WriteBack,
+            Some(WriteCache::Mode(m)) => {
+                drive.cache.destage = match m.as_str() {
+                    "read-priority" => Destage::ReadPriority,
+                    "before-next-command" => Destage::BeforeNextCommand,
+                    _ => {
+                        return Err(err(
+                            line_of("write_cache", m),
+                            Some("write_cache".into()),
+                            format!(
+                                "{m:?} is not true, false, \"read-priority\" or \
+                                 \"before-next-command\""
+                            ),
+                        ))
+                    }
+                };
+                drive.cache.write_policy = WritePolicy::WriteBack;
+                drive.check().map_err(|(field, message)| {
+                    err(
+                        line_of("write_cache", m),
+                        Some("write_cache".into()),
+                        format!("drive {:?}: {field}: {message}", drive.name),
+                    )
+                })?;
+            }
         }
 
         let mut groups = GroupTree::new();
@@ -478,5 +510,41 @@ mod tests {
         assert_eq!(find_line(t, "read_expire", ""), Some(3));
         assert_eq!(find_line(t, "[tunables.deadline]", ""), Some(2));
         assert_eq!(find_line(t, "b", ""), None);
+    }
+}
+
+#[cfg(test)]
+mod write_cache_tests {
+    use super::*;
+
+    fn with(write_cache: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "drive = \"laptop-4200\"\nwrite_cache = {write_cache}\n\n[[job]]\nname = \"r\"\n\
+             kind = \"dependent-reader\"\n"
+        );
+        Scenario::parse(&text, "s.toml", None)
+    }
+
+    #[test]
+    fn write_cache_switches_the_policy_or_picks_a_destage_mode() {
+        let off = with("false").unwrap().drive.cache;
+        assert_eq!(off.write_policy, WritePolicy::WriteThrough);
+        let on = with("true").unwrap().drive.cache;
+        assert_eq!(
+            (on.write_policy, on.destage),
+            (WritePolicy::WriteBack, Destage::BeforeNextCommand)
+        );
+        let rp = with("\"read-priority\"").unwrap().drive.cache;
+        assert_eq!(
+            (rp.write_policy, rp.destage),
+            (WritePolicy::WriteBack, Destage::ReadPriority)
+        );
+    }
+
+    #[test]
+    fn unknown_write_cache_mode_names_file_line_and_field() {
+        let e = with("\"lazy\"").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("write_cache")));
+        assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
     }
 }

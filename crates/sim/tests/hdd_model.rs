@@ -1,7 +1,7 @@
 //! Behaviour of the rotational drive model: geometry, rotation, seek, cache, specs.
 
 use elevator_sim::hdd::geometry::Geometry;
-use elevator_sim::hdd::spec::{Layout, Mapping, Sparing, Zone};
+use elevator_sim::hdd::spec::{Destage, Layout, Mapping, Sparing, WritePolicy, Zone};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use std::path::Path;
 
@@ -362,4 +362,132 @@ fn the_same_requests_give_the_same_times() {
         out
     };
     assert_eq!(run(), run());
+}
+
+/// The tiny drive with a write-back cache of four 300-sector segments destaged read-first.
+fn read_priority_drive() -> DriveSpec {
+    let mut s = tiny_drive();
+    s.cache.segments = 4;
+    s.cache.segment_sectors = 300;
+    s.cache.max_read_ahead = 100;
+    s.cache.write_policy = WritePolicy::WriteBack;
+    s.cache.destage = Destage::ReadPriority;
+    s.bus.write_sector_ms = 0.001;
+    s
+}
+
+/// `count` sequential 100-sector writes from LBN 10,000, each issued when the previous
+/// completes, from t = 0; how long each took.
+fn sequential_writes(h: &mut Hdd, count: u64) -> (Vec<f64>, f64) {
+    let mut t = 0.0;
+    let mut took = Vec::new();
+    for i in 0..count {
+        let (done, hit) = h.serve(false, 10_000 + 100 * i, 100, t);
+        assert!(hit, "write {i} went through to the media");
+        took.push(done - t);
+        t = done;
+    }
+    (took, t)
+}
+
+#[test]
+fn read_priority_read_behind_a_full_dirty_buffer_waits_for_one_segment_destage() {
+    // Nine writes fill three segments (the fourth stays for reads); the first one's destage
+    // has started when a far read arrives at 1 ms.
+    let mut full = Hdd::new(read_priority_drive());
+    sequential_writes(&mut full, 9);
+    let (behind_full, hit) = full.serve(true, 0, 8, 1.0);
+    assert!(!hit);
+    // The same read behind that first segment alone.
+    let mut one = Hdd::new(read_priority_drive());
+    sequential_writes(&mut one, 3);
+    let (behind_one, _) = one.serve(true, 0, 8, 1.0);
+    assert_eq!(behind_full, behind_one);
+    // It did wait for that segment: 300 sectors are three revolutions at least.
+    assert!(behind_full > 1.0 + 30.0, "{behind_full}");
+    // DiskSim's write-back makes it wait for all 900 sectors (six revolutions more).
+    let mut spec = read_priority_drive();
+    spec.cache.destage = Destage::BeforeNextCommand;
+    let mut disksim = Hdd::new(spec);
+    sequential_writes(&mut disksim, 9);
+    let (behind_all, _) = disksim.serve(true, 0, 8, 1.0);
+    assert!(
+        behind_all > behind_full + 60.0,
+        "{behind_all} vs {behind_full}"
+    );
+}
+
+#[test]
+fn read_priority_writes_complete_at_bus_speed_until_the_buffer_is_full_then_at_media_speed() {
+    let mut h = Hdd::new(read_priority_drive());
+    let (took, end) = sequential_writes(&mut h, 39);
+    // 100 sectors at 1 us each: 0.1 ms while there is room (three segments of 300 sectors).
+    for (i, x) in took[..9].iter().enumerate() {
+        assert!((x - 0.1).abs() < 1e-9, "write {i}: {x}");
+    }
+    // The tenth waits until the first segment is on the media.
+    assert!(took[9] > 30.0, "{}", took[9]);
+    // From then on the writer goes at the media's pace: at most 100 sectors per 10 ms turn,
+    // with a revolution lost at most track switches (no skew on this drive).
+    let from = took[..9].iter().sum::<f64>();
+    let rate = 30.0 * 100.0 / (end - from);
+    assert!((4.0..=10.0).contains(&rate), "{rate} sectors/ms");
+}
+
+#[test]
+fn read_priority_read_of_dirty_data_is_served_from_the_buffer() {
+    let mut h = Hdd::new(read_priority_drive());
+    sequential_writes(&mut h, 3);
+    let (done, hit) = h.serve(true, 10_050, 8, 0.5);
+    assert!(hit);
+    assert!(done - 0.5 < 0.01, "{done}");
+}
+
+#[test]
+fn read_priority_flush_waits_until_everything_dirty_is_on_the_media() {
+    let mut h = Hdd::new(read_priority_drive());
+    let (_, t) = sequential_writes(&mut h, 9);
+    let flushed = h.flush(t);
+    // 900 sectors: nine revolutions at least.
+    assert!(flushed > t + 90.0, "{flushed}");
+    // Nothing is left: a second flush returns at once, a read waits for no destage (a seek,
+    // at most a revolution, the transfer).
+    assert_eq!(h.flush(flushed), flushed);
+    let (done, _) = h.serve(true, 0, 8, flushed);
+    assert!(
+        done - flushed <= 2.0 + 10.0 + 0.8 + 1e-9,
+        "{}",
+        done - flushed
+    );
+}
+
+#[test]
+fn builtin_drives_keep_disksims_destage_and_read_priority_needs_two_segments() {
+    for name in DriveSpec::builtin_names() {
+        let s = DriveSpec::builtin(name).expect("built in");
+        assert_eq!(s.cache.destage, Destage::BeforeNextCommand, "{name}");
+    }
+    let good = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/drives/laptop-4200.toml"
+    ))
+    .expect("laptop file");
+    let ok = good.replace(
+        "write_policy = \"write-back\"",
+        "write_policy = \"write-back\"\ndestage = \"read-priority\"",
+    );
+    assert!(DriveSpec::parse(&ok, Path::new("x.toml")).is_ok());
+    let bad = ok.replace("segments = 4", "segments = 1");
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(e.field, "cache.destage");
+    assert_eq!(
+        e.line,
+        Some(bad.lines().position(|l| l.starts_with("destage")).unwrap() + 1)
+    );
+    let bad = ok.replace("destage = \"read-priority\"", "destage = \"lazy\"");
+    let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert!(
+        e.line.is_some() && e.to_string().starts_with("x.toml:"),
+        "{e}"
+    );
 }

@@ -10,8 +10,8 @@
 pub mod parser;
 
 use crate::hdd::spec::{
-    Bus, Cache, DriveSpec, Layout, Mapping, Overheads, ReadAhead, Seek, SeekCurveSpec, Sparing,
-    WritePolicy, Zone,
+    Bus, Cache, Destage, DriveSpec, Layout, Mapping, Overheads, ReadAhead, Seek, SeekCurveSpec,
+    Sparing, WritePolicy, Zone,
 };
 use parser::{Block, Value};
 use std::fmt;
@@ -194,6 +194,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         almost_read_hits: flag("Allow almost read hits")?,
         read_any_free_blocks: flag("Read any free blocks")?,
         write_policy,
+        // DiskSim's own model.
+        destage: Destage::BeforeNextCommand,
     };
     let name = disk
         .name

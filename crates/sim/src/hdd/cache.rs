@@ -3,6 +3,10 @@
 //! Each segment holds one run `[start, end)` of LBNs, either read from the media (and possibly
 //! still growing by read-ahead) or written by the host. Replacement is least recently used.
 //! The segment table is allocated once; lookups scan it (drives have 1 to 16 segments).
+//!
+//! With read-priority destaging (`cache.destage = "read-priority"`) a segment may also be
+//! *dirty*: it holds written data that is not on the media yet. Dirty segments are never
+//! emptied, cut or reused; they are destaged oldest first (by `since`).
 
 /// One buffer segment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -15,6 +19,14 @@ pub struct Segment {
     pub write: bool,
     /// Last use, for LRU replacement (a counter, not a time).
     pub used: u64,
+    /// Holds written data not yet on the media (read-priority destaging only).
+    pub dirty: bool,
+    /// Destage order: when the segment became dirty (a counter, not a time).
+    pub since: u64,
+    /// When its written data are all in the buffer, ms (destaging starts no earlier).
+    pub ready: f64,
+    /// Until when its destage occupies it, ms (it cannot take new data before).
+    pub busy_until: f64,
 }
 
 /// The segment table.
@@ -55,6 +67,20 @@ impl Buffer {
             .position(|s| s.start < s.end && s.start < lbn + n && lbn < s.end)
     }
 
+    /// The dirty segment to destage next (the oldest), if any.
+    pub fn oldest_dirty(&self) -> Option<usize> {
+        (0..self.segs.len())
+            .filter(|&i| self.segs[i].dirty)
+            .min_by_key(|&i| self.segs[i].since)
+    }
+
+    /// Whether a dirty segment shares a block with `[lbn, lbn + n)`.
+    pub fn dirty_overlap(&self, lbn: u64, n: u64) -> bool {
+        self.segs
+            .iter()
+            .any(|s| s.dirty && s.start < lbn + n && lbn < s.end)
+    }
+
     /// Marks segment `i` as just used.
     pub fn touch(&mut self, i: usize) {
         self.clock += 1;
@@ -74,20 +100,20 @@ impl Buffer {
         best
     }
 
-    /// Empties every segment other than `keep` that shares a block with `[lbn, lbn + n)`, as a
-    /// write does to the clean segments it overlaps (DiskSim's `disk_buffer_set_segment`).
+    /// Empties every clean segment other than `keep` that shares a block with `[lbn, lbn + n)`,
+    /// as a write does to the clean segments it overlaps (DiskSim's `disk_buffer_set_segment`).
     pub fn drop_overlapping(&mut self, lbn: u64, n: u64, keep: usize) {
         for (i, s) in self.segs.iter_mut().enumerate() {
-            if i != keep && s.start < lbn + n && lbn < s.end {
+            if i != keep && !s.dirty && s.start < lbn + n && lbn < s.end {
                 s.end = s.start;
             }
         }
     }
 
-    /// Drops any cached copy of `[lbn, lbn + n)` from segments other than `keep`.
+    /// Drops any cached copy of `[lbn, lbn + n)` from clean segments other than `keep`.
     pub fn invalidate(&mut self, lbn: u64, n: u64, keep: usize) {
         for (i, s) in self.segs.iter_mut().enumerate() {
-            if i != keep && s.start < lbn + n && lbn < s.end {
+            if i != keep && !s.dirty && s.start < lbn + n && lbn < s.end {
                 // Keep the part before the overlap, if any.
                 if s.start < lbn {
                     s.end = lbn;
@@ -111,6 +137,7 @@ mod tests {
             end: 110,
             write: false,
             used: 1,
+            ..Segment::default()
         };
         assert_eq!(b.find_whole(100, 10, true), Some(0));
         assert_eq!(b.find_whole(105, 6, true), None);
@@ -136,6 +163,7 @@ mod tests {
             end: 30,
             write: false,
             used: 0,
+            ..Segment::default()
         };
         b.invalidate(20, 4, 0);
         assert_eq!((b.segs[1].start, b.segs[1].end), (10, 20));
@@ -149,12 +177,14 @@ mod tests {
             end: 30,
             write: false,
             used: 0,
+            ..Segment::default()
         };
         b.segs[2] = Segment {
             start: 40,
             end: 50,
             write: false,
             used: 0,
+            ..Segment::default()
         };
         b.drop_overlapping(20, 4, 0);
         assert_eq!(b.find_start(12, true), None);

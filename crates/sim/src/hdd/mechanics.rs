@@ -6,11 +6,19 @@
 //! models); background work (read-ahead, write-back of cached writes) continues after the
 //! host has its completion and delays the next request only when the next request needs the
 //! mechanism.
+//!
+//! Write-back comes in two kinds (`cache.destage`). DiskSim's (`before-next-command`) commits
+//! each write's media work when the write arrives: the next command that needs the mechanism
+//! waits for every write before it. `read-priority` keeps written data in dirty segments and
+//! destages them in the background, oldest first, one whole segment per media access, once
+//! the read-ahead is over: a command arriving at `t` finds committed every destage that could
+//! start before `t`, so a read that misses waits for at most the one segment being written.
+//! Destages are worked out lazily, when the next command (or flush) arrives.
 
 use super::cache::Buffer;
 use super::geometry::Geometry;
 use super::seek::SeekCurve;
-use super::spec::{DriveSpec, ReadAhead, WritePolicy};
+use super::spec::{Destage, DriveSpec, ReadAhead, WritePolicy};
 use crate::device::{Device, Service};
 use elevator_core::{Nanos, Op, Request};
 
@@ -54,6 +62,13 @@ pub struct Hdd {
     feed: Option<(f64, f64, u64)>,
     /// Sector count whose completion time [`Access::mark_done`] reports.
     mark: u64,
+    /// Write-back with read-priority destaging is in effect.
+    read_priority: bool,
+    /// Counter giving dirty segments their destage order.
+    dirty_seq: u64,
+    /// Every destage as `(first LBN, end)`, in order.
+    #[cfg(test)]
+    destaged: Vec<(u64, u64)>,
 }
 
 /// What a media access did.
@@ -86,7 +101,14 @@ impl Hdd {
         } else {
             0
         };
+        let read_priority = spec.cache.enabled
+            && spec.cache.write_policy == WritePolicy::WriteBack
+            && spec.cache.destage == Destage::ReadPriority;
         Hdd {
+            read_priority,
+            dirty_seq: 0,
+            #[cfg(test)]
+            destaged: Vec::new(),
             period: 60_000.0 / spec.rpm,
             bus_read: spec.bus.read_sector_ms,
             bus_write: spec.bus.write_sector_ms,
@@ -228,7 +250,8 @@ impl Hdd {
     }
 
     /// Stops the read-ahead in progress at `t` (at a sector boundary), after it has reached
-    /// its minimum; the mechanism is free from then on.
+    /// its minimum; the mechanism is free from then on, but for the destages that start
+    /// before `t` (read-priority write-back), which are committed.
     fn settle_background(&mut self, t: f64) {
         self.read_ahead_progress(t);
         if let Background::ReadAhead {
@@ -248,6 +271,48 @@ impl Hdd {
             self.hda_free = self.hda_free.max(free.min(t.max(free)));
             self.background = Background::Idle;
         }
+        self.destage_progress(t);
+    }
+
+    /// Commits, oldest first, the destages that start before `t`: each once the read-ahead
+    /// is over, the mechanism free and the segment's data in the buffer.
+    fn destage_progress(&mut self, t: f64) {
+        if !self.read_priority {
+            return;
+        }
+        while self.background == Background::Idle {
+            match self.buf.oldest_dirty() {
+                Some(i) if self.hda_free.max(self.buf.segs[i].ready) < t => {
+                    self.destage_next();
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Writes the oldest dirty segment to the media, in one access starting once the
+    /// mechanism is free and its data are in; the segment is clean from then on and occupied
+    /// until the access ends. False when nothing is dirty. The read-ahead must be stopped.
+    fn destage_next(&mut self) -> bool {
+        let Some(i) = self.buf.oldest_dirty() else {
+            return false;
+        };
+        let s = self.buf.segs[i];
+        let start = self.hda_free.max(s.ready);
+        let a = self.access(s.start, s.end - s.start, start, true, f64::INFINITY);
+        #[cfg(test)]
+        self.destaged.push((s.start, s.end));
+        self.hda_free = a.end;
+        let seg = &mut self.buf.segs[i];
+        seg.dirty = false;
+        seg.busy_until = a.end;
+        true
+    }
+
+    /// Destages everything dirty (a flush); the mechanism is free at `hda_free`.
+    fn destage_all(&mut self, t: f64) {
+        self.settle_background(t);
+        while self.destage_next() {}
     }
 
     fn overhead_read(&self, hit: bool) -> f64 {
@@ -285,6 +350,20 @@ impl Hdd {
         let end = lbn + n;
         if c.enabled {
             self.read_ahead_progress(t);
+            if self.read_priority
+                && self.buf.dirty_overlap(lbn, n)
+                && !self
+                    .buf
+                    .segs
+                    .iter()
+                    .any(|s| s.dirty && s.start <= lbn && end <= s.end)
+            {
+                // Dirty data no one segment holds whole: written out first (oldest first).
+                self.settle_background(t + self.overhead_read(false));
+                while self.buf.dirty_overlap(lbn, n) {
+                    self.destage_next();
+                }
+            }
             let almost = match self.background {
                 Background::ReadAhead { seg, next, .. }
                     if c.almost_read_hits && next == lbn && self.buf.segs[seg].end == lbn =>
@@ -293,9 +372,14 @@ impl Hdd {
                 }
                 _ => None,
             };
-            if let Some(i) = self
-                .buf
-                .find_start(lbn, c.read_hits_on_write_data)
+            // Dirty data are the only valid copy: a segment holding the whole request wins.
+            let whole = if self.read_priority {
+                self.buf.find_whole(lbn, n, true)
+            } else {
+                None
+            };
+            if let Some(i) = whole
+                .or_else(|| self.buf.find_start(lbn, c.read_hits_on_write_data))
                 .or(almost)
             {
                 let seg = self.buf.segs[i];
@@ -364,7 +448,8 @@ impl Hdd {
         self.hda_free = a.end;
         if c.enabled {
             let ws = self.write_segs;
-            let seg = self.buf.victim(|i| i >= ws);
+            let segs = &self.buf.segs;
+            let seg = self.buf.victim(|i| i >= ws && !segs[i].dirty);
             // With "read any free blocks" the segment keeps what passed under the head while
             // the drive waited for the first sector.
             let first = if c.read_any_free_blocks {
@@ -530,6 +615,9 @@ impl Hdd {
 
     /// Serves a write arriving at `t`; returns (completion, hit).
     fn write(&mut self, lbn: u64, n: u64, t: f64) -> (f64, bool) {
+        if self.read_priority {
+            return self.write_buffered(lbn, n, t);
+        }
         let c = self.spec.cache;
         let o = self.spec.overheads;
         let bus = n as f64 * self.bus_write;
@@ -589,6 +677,114 @@ impl Hdd {
         }
     }
 
+    /// A write under read-priority write-back: it joins the dirty segment it overlaps or
+    /// extends when the run still fits a segment, else takes a free segment, waiting for a
+    /// destage to free one when the dirty segments are at their limit; completes once its
+    /// data are in the buffer. Data it overlaps that are being destaged, or dirty in a
+    /// segment it cannot join, reach the media first.
+    fn write_buffered(&mut self, lbn: u64, n: u64, t: f64) -> (f64, bool) {
+        let o = self.spec.overheads;
+        let size = u64::from(self.spec.cache.segment_sectors);
+        let end = lbn + n;
+        let mut now = t + self.overhead_write(true);
+        self.settle_background(now);
+        let overlaps = |s: &super::cache::Segment| s.start < end && lbn < s.end;
+        if let Some(b) = self
+            .buf
+            .segs
+            .iter()
+            .filter(|s| !s.dirty && s.busy_until > now && overlaps(s))
+            .map(|s| s.busy_until)
+            .reduce(f64::max)
+        {
+            now = b;
+        }
+        let joins = |s: &super::cache::Segment| {
+            s.dirty && s.start <= end && lbn <= s.end && s.end.max(end) - s.start.min(lbn) <= size
+        };
+        let dirty_hits = self
+            .buf
+            .segs
+            .iter()
+            .filter(|s| s.dirty && overlaps(s))
+            .count();
+        let mut target = match dirty_hits {
+            0 => None,
+            1 => self.buf.segs.iter().position(|s| overlaps(s) && joins(s)),
+            _ => None,
+        };
+        if target.is_none() && dirty_hits > 0 {
+            while self.buf.dirty_overlap(lbn, n) {
+                self.destage_next();
+            }
+            now = now.max(self.hda_free);
+        }
+        if target.is_none() {
+            // Appending to a run (a sequential writer fills a segment before it is destaged).
+            target = self.buf.segs.iter().position(|s| joins(s) && s.end == lbn);
+        }
+        let seg = match target {
+            Some(i) => {
+                let s = &mut self.buf.segs[i];
+                s.start = s.start.min(lbn);
+                s.end = s.end.max(end);
+                i
+            }
+            None => {
+                // The dedicated write segment, or any but one (kept for reads).
+                let ws = self.write_segs;
+                let allowed = |i: usize| ws == 0 || i == 0;
+                let limit = if ws > 0 { 1 } else { self.buf.segs.len() - 1 };
+                loop {
+                    let taken = |s: &super::cache::Segment| s.dirty || s.busy_until > now;
+                    let occupied = (0..self.buf.segs.len())
+                        .filter(|&i| allowed(i) && taken(&self.buf.segs[i]))
+                        .count();
+                    if occupied < limit {
+                        break;
+                    }
+                    let busy = (0..self.buf.segs.len())
+                        .filter(|&i| allowed(i) && self.buf.segs[i].busy_until > now)
+                        .map(|i| self.buf.segs[i].busy_until)
+                        .reduce(f64::min);
+                    match busy {
+                        Some(b) => now = b,
+                        None => {
+                            self.destage_next();
+                        }
+                    }
+                }
+                let segs = &self.buf.segs;
+                let i = self
+                    .buf
+                    .victim(|i| allowed(i) && !segs[i].dirty && segs[i].busy_until <= now);
+                self.dirty_seq += 1;
+                let s = &mut self.buf.segs[i];
+                s.start = lbn;
+                s.end = end;
+                s.dirty = true;
+                s.since = self.dirty_seq;
+                s.ready = 0.0;
+                i
+            }
+        };
+        self.buf.drop_overlapping(lbn, n, seg);
+        self.buf.touch(seg);
+        let data_in = now + o.data_preparation + n as f64 * self.bus_write;
+        let s = &mut self.buf.segs[seg];
+        s.write = true;
+        s.ready = s.ready.max(data_in);
+        (data_in + o.write_completion, true)
+    }
+
+    /// Serves a cache flush arriving at `t_ms`: it completes once every write before it is on
+    /// the media (the write-back in progress, and with read-priority destaging every dirty
+    /// segment). Returns the completion time in ms.
+    pub fn flush(&mut self, t_ms: f64) -> f64 {
+        self.destage_all(t_ms);
+        self.hda_free.max(t_ms)
+    }
+
     /// Serves one request of `n` sectors at `lbn` arriving at `t_ms`; returns the completion
     /// time in ms and whether the cache served it. Requests past the end wrap around.
     pub fn serve(&mut self, read: bool, lbn: u64, n: u32, t_ms: f64) -> (f64, bool) {
@@ -623,11 +819,7 @@ impl Device for Hdd {
         let t = now.as_ns() as f64 / 1e6;
         let (done, hit) = match rq.op {
             Op::Read | Op::Write => self.serve(rq.op.is_read(), rq.sector, rq.sectors, t),
-            // A cache flush waits for the write-back in progress.
-            Op::Flush => {
-                self.settle_background(t);
-                (self.hda_free.max(t), false)
-            }
+            Op::Flush => (self.flush(t), false),
             Op::Discard => (t, false),
         };
         let done_ns = (done * 1e6).ceil() as u64;
@@ -635,5 +827,85 @@ impl Device for Hdd {
             done: Nanos(done_ns.max(now.as_ns())),
             cache_hit: hit,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// 6000 rpm, 100 sectors per track, 2 ms seeks, 4 segments of 300 sectors, read-priority.
+    fn drive() -> Hdd {
+        let text = r#"
+name = "tiny"
+rpm = 6000.0
+surfaces = 2
+cylinders = 100
+[layout]
+[[layout.zones]]
+first_cyl = 0
+last_cyl = 99
+sectors_per_track = 100
+[seek.curve]
+kind = "constant"
+ms = 2.0
+[bus]
+read_sector_ms = 0.001
+write_sector_ms = 0.001
+[cache]
+segments = 4
+segment_sectors = 300
+max_read_ahead = 100
+write_policy = "write-back"
+destage = "read-priority"
+"#;
+        Hdd::new(DriveSpec::parse(text, Path::new("tiny.toml")).expect("valid"))
+    }
+
+    #[test]
+    fn dirty_segments_are_destaged_oldest_first_not_in_lbn_order() {
+        let mut h = drive();
+        let mut t = 0.0;
+        for lbn in [15_000, 200, 9_000] {
+            t = h.serve(false, lbn, 50, t).0;
+        }
+        h.destage_all(t);
+        assert_eq!(
+            h.destaged,
+            vec![(15_000, 15_050), (200, 250), (9_000, 9_050)]
+        );
+    }
+
+    #[test]
+    fn every_written_block_reaches_the_media_by_a_flush() {
+        // Overlapping, sequential and scattered writes mixed with reads (some of dirty data).
+        let mut h = drive();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut written = std::collections::BTreeSet::new();
+        let mut t = 0.0;
+        for _ in 0..400 {
+            let lbn = next() % 4_000;
+            let n = 1 + next() % 120;
+            let read = next() % 3 == 0;
+            t = h.serve(read, lbn, n as u32, t + (next() % 5) as f64).0;
+            if !read {
+                written.extend(lbn..lbn + n);
+            }
+        }
+        let done = h.flush(t);
+        assert!(h.buf.segs.iter().all(|s| !s.dirty));
+        assert!(h.hda_free <= done);
+        let on_media: std::collections::BTreeSet<u64> =
+            h.destaged.iter().flat_map(|&(a, b)| a..b).collect();
+        assert!(written.is_subset(&on_media));
+        // A second flush finds nothing to do.
+        assert_eq!(h.flush(done), done);
     }
 }

@@ -290,6 +290,23 @@ pub enum WritePolicy {
     WriteBack,
 }
 
+/// When a write-back cache writes its dirty data to the media.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Destage {
+    /// DiskSim's model: each write goes to the media as soon as it is in the buffer and the
+    /// mechanism is free, and every later command that needs the mechanism waits for all of
+    /// it.
+    #[default]
+    BeforeNextCommand,
+    /// Reads first: dirty segments are written in the background, oldest first, one whole
+    /// segment at a time; a read that misses waits only for the segment being written. A write
+    /// completes once in the buffer while fewer than `segments - 1` segments (the dedicated
+    /// write segment, if any) hold data waiting for the media or being written; otherwise it
+    /// waits for the next one to be written.
+    ReadPriority,
+}
+
 /// The on-board cache.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -327,6 +344,8 @@ pub struct Cache {
     pub read_any_free_blocks: bool,
     /// Write caching.
     pub write_policy: WritePolicy,
+    /// When a write-back cache destages (only with `write_policy = "write-back"`).
+    pub destage: Destage,
 }
 
 impl Default for Cache {
@@ -345,6 +364,7 @@ impl Default for Cache {
             almost_read_hits: false,
             read_any_free_blocks: false,
             write_policy: WritePolicy::WriteThrough,
+            destage: Destage::BeforeNextCommand,
         }
     }
 }
@@ -582,6 +602,24 @@ impl DriveSpec {
                 "cache.segments",
                 "an enabled cache needs segments of > 0 sectors".into(),
             );
+        }
+        if c.destage == Destage::ReadPriority {
+            if !c.enabled || (c.segments < 2 && !c.separate_write_segment) {
+                return bad(
+                    "cache.destage",
+                    "read-priority needs an enabled cache of at least 2 segments (one stays \
+                     free for reads)"
+                        .into(),
+                );
+            }
+            if !c.read_hits_on_write_data {
+                return bad(
+                    "cache.destage",
+                    "read-priority needs read_hits_on_write_data = true (reads of data still \
+                     waiting for the media are served from the buffer)"
+                        .into(),
+                );
+            }
         }
         Ok(())
     }
