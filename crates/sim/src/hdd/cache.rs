@@ -190,4 +190,29 @@ mod tests {
         assert_eq!(b.find_start(12, true), None);
         assert_eq!(b.find_start(45, true), Some(2));
     }
+
+    #[test]
+    fn dirty_segments_survive_writes_and_reads_and_go_oldest_first() {
+        let mut b = Buffer::new(3);
+        b.segs[0] = Segment {
+            start: 10,
+            end: 30,
+            dirty: true,
+            since: 2,
+            ..Segment::default()
+        };
+        b.segs[2] = Segment {
+            start: 50,
+            end: 60,
+            dirty: true,
+            since: 1,
+            ..Segment::default()
+        };
+        b.drop_overlapping(0, 100, 1);
+        b.invalidate(0, 100, 1);
+        assert_eq!((b.segs[0].start, b.segs[0].end), (10, 30));
+        assert_eq!((b.segs[2].start, b.segs[2].end), (50, 60));
+        assert!(b.dirty_overlap(29, 5) && !b.dirty_overlap(30, 20));
+        assert_eq!(b.oldest_dirty(), Some(2));
+    }
 }
