@@ -22,6 +22,15 @@
 //!   the default window), so it follows a device that changes but cannot run away while reads
 //!   are slow because of the writes.
 //!
+//! - I/O larger than `max_request_kb` reaches the policy split into pieces of at most that
+//!   size ([`Scheduler::max_request_sectors`]; the driver splits, as the block layer splits
+//!   at `max_sectors_kb` and Seastar's I/O queue splits long requests). The depth then counts
+//!   pieces: a read waits behind at most `depth` pieces, and a writer at depth 4 of 256 KiB
+//!   keeps the device busy across the round trip between a completion and the next dispatch,
+//!   where one outstanding 1 MiB write leaves it idle. On a direct-io loop device here, W1's
+//!   1 MiB writer went from 1.0-2.1 GB/s (reader 2,200-5,400 IOPS, varying run to run) to
+//!   3.0 GB/s (reader 4,300-4,900 IOPS) with 256 KiB pieces.
+//!
 //! So the writer keeps the device busy with as few writes as the reads can tolerate: on a
 //! device whose bandwidth saturates at low depth, that costs the writer little. The control is
 //! multiplicative-decrease / additive-increase with a memory of the last overshoot (as TCP's
@@ -31,7 +40,8 @@
 //! Tunables (our names, in the style of sysfs): `target_read_lat` (us, default 1000),
 //! `window` (ms, 20), `probe_interval` (ms, 1000), `write_depth_min` (requests, 1),
 //! `write_depth_max` (requests, 64), `reader_idle` (ms, 10), `target_factor` (count, 3; 0
-//! makes the target absolute).
+//! makes the target absolute), `max_request_kb` (KiB, 256, a multiple of 4; 0 takes I/O
+//! whole).
 //!
 //! Scope: one shared write depth for all writers; no groups, priorities or per-process
 //! fairness (the reads are FIFO among themselves, the writes too); no merging; no anticipation
@@ -103,6 +113,14 @@ pub const TUNABLES: &[Tunable] = &[
         max: 1000,
         doc: "the target is at least this many times the best read latency seen (0: off)",
     },
+    Tunable {
+        name: "max_request_kb",
+        unit: Unit::KiB,
+        default: 256,
+        min: 0,
+        max: 65_536,
+        doc: "larger I/O is split into pieces of at most this size before queueing (0: never)",
+    },
 ];
 
 /// latency_guard's configuration.
@@ -122,6 +140,8 @@ pub struct Config {
     pub reader_idle: Nanos,
     /// The target is at least this many times the best window mean seen (0: off).
     pub target_factor: u32,
+    /// Largest request taken, in sectors (I/O beyond it is split by the driver); 0: no limit.
+    pub max_request_sectors: u32,
 }
 
 impl Default for Config {
@@ -143,7 +163,16 @@ impl Config {
             write_depth_max: g("write_depth_max") as u32,
             reader_idle: Nanos::from_ms(g("reader_idle") as u64),
             target_factor: g("target_factor") as u32,
+            max_request_sectors: (g("max_request_kb") * 2) as u32,
         };
+        if !cfg.max_request_sectors.is_multiple_of(8) {
+            return Err(TunableError::Invalid {
+                reason: format!(
+                    "max_request_kb ({}) is not a multiple of 4 KiB",
+                    cfg.max_request_sectors / 2
+                ),
+            });
+        }
         if cfg.write_depth_min > cfg.write_depth_max {
             return Err(TunableError::Invalid {
                 reason: format!(
@@ -302,6 +331,10 @@ impl Scheduler for LatencyGuard {
         self.reads.len() + self.writes.len()
     }
 
+    fn max_request_sectors(&self) -> Option<u32> {
+        (self.cfg.max_request_sectors > 0).then_some(self.cfg.max_request_sectors)
+    }
+
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         let t = tunable::lookup("latency-guard", TUNABLES, name)?;
         tunable::check_range(t, value)?;
@@ -329,6 +362,7 @@ impl LatencyGuard {
             "write_depth_max" => u64::from(c.write_depth_max),
             "reader_idle" => c.reader_idle.as_ms(),
             "target_factor" => u64::from(c.target_factor),
+            "max_request_kb" => u64::from(c.max_request_sectors / 2),
             _ => 0,
         }) as i64
     }
@@ -358,6 +392,22 @@ mod tests {
         assert!(r.op.is_read());
         s.complete(&r, at + lat);
         at + lat
+    }
+
+    #[test]
+    fn io_is_taken_in_pieces_of_max_request_kb_and_whole_when_it_is_zero() {
+        assert_eq!(lg().max_request_sectors(), Some(512), "256 KiB by default");
+        let mut s = Settings::new();
+        s.set("max_request_kb", 0);
+        assert_eq!(
+            LatencyGuard::from_settings(&s)
+                .unwrap()
+                .max_request_sectors(),
+            None
+        );
+        s.set("max_request_kb", 6);
+        let err = LatencyGuard::from_settings(&s).unwrap_err().to_string();
+        assert!(err.contains("not a multiple of 4 KiB"), "{err}");
     }
 
     #[test]

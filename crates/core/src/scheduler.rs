@@ -64,6 +64,16 @@ pub trait Scheduler {
     /// Requests inserted and not yet dispatched.
     fn queued(&self) -> usize;
 
+    /// The largest request, in sectors, this policy wants to be given. A driver splits a
+    /// job's larger I/O into consecutive pieces of at most this size, inserts each piece as a
+    /// request of its own, and completes the job's I/O when the last piece completes: what
+    /// the block layer does with a bio larger than the queue's `max_sectors_kb`, and what
+    /// Seastar's I/O queue does with requests above its maximum length. The default, `None`,
+    /// takes requests as they come.
+    fn max_request_sectors(&self) -> Option<u32> {
+        None
+    }
+
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
@@ -90,6 +100,9 @@ impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
     }
     fn queued(&self) -> usize {
         (**self).queued()
+    }
+    fn max_request_sectors(&self) -> Option<u32> {
+        (**self).max_request_sectors()
     }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         (**self).set_tunable(name, value)

@@ -260,6 +260,18 @@ struct Slot {
     ctxs: BTreeMap<u32, (CtxId, bool)>,
 }
 
+/// A job's I/O split into pieces for the policy ([`Scheduler::max_request_sectors`]).
+struct Split {
+    /// Pieces not completed yet.
+    left: u64,
+    /// When the job issued the whole I/O.
+    issued: Nanos,
+    /// The whole I/O's length.
+    bytes: u64,
+    /// Whether a piece failed.
+    failed: bool,
+}
+
 struct Flight {
     rq: Request,
     job: usize,
@@ -312,6 +324,9 @@ struct Executor<'a, B: Backend> {
     phases: Vec<u32>,
     phase_idx: usize,
     queued: HashMap<u64, (usize, u64)>,
+    /// Pieces of split I/O: piece id -> the id of the I/O's first piece (the key of `parents`).
+    split: HashMap<u64, u64>,
+    parents: HashMap<u64, Split>,
     flights: HashMap<u64, Flight>,
     pool: BufPool,
     next_id: u64,
@@ -363,6 +378,8 @@ impl<'a, B: Backend> Executor<'a, B> {
             phases,
             phase_idx: 0,
             queued: HashMap::new(),
+            split: HashMap::new(),
+            parents: HashMap::new(),
             flights: HashMap::new(),
             pool: BufPool::default(),
             next_id: 1,
@@ -573,10 +590,8 @@ impl<'a, B: Backend> Executor<'a, B> {
                         *next_ctx += 1;
                         (CtxId(*next_ctx - 1), false)
                     });
-                    let id = self.next_id;
-                    self.next_id += 1;
                     let rq = Request {
-                        id: RequestId(id),
+                        id: RequestId(0),
                         ctx,
                         group: slot.group,
                         op: spec.op,
@@ -587,8 +602,37 @@ impl<'a, B: Backend> Executor<'a, B> {
                         prio: spec.prio.unwrap_or(slot.prio),
                         submitted: now,
                     };
-                    self.queued.insert(id, (i, spec.tag));
-                    self.sched.insert(rq, now);
+                    // The policy's largest request: split beyond it, as the block layer does.
+                    let piece = self
+                        .sched
+                        .max_request_sectors()
+                        .filter(|&m| moves_data && m > 0 && spec.sectors > m)
+                        .unwrap_or(spec.sectors);
+                    let first = self.next_id;
+                    let mut start = 0;
+                    while start < spec.sectors {
+                        let id = self.next_id;
+                        self.next_id += 1;
+                        let mut part = rq.clone();
+                        part.id = RequestId(id);
+                        part.sector = spec.sector + u64::from(start);
+                        part.sectors = piece.min(spec.sectors - start);
+                        start += part.sectors;
+                        self.queued.insert(id, (i, spec.tag));
+                        if piece < spec.sectors {
+                            self.split.insert(id, first);
+                        }
+                        self.sched.insert(part, now);
+                    }
+                    if piece < spec.sectors {
+                        let whole = Split {
+                            left: self.next_id - first,
+                            issued: now,
+                            bytes: rq.bytes(),
+                            failed: false,
+                        };
+                        self.parents.insert(first, whole);
+                    }
                     self.kick = true;
                 }
                 Action::Exit { ctx } => {
@@ -755,16 +799,38 @@ impl<'a, B: Backend> Executor<'a, B> {
             }
             _ => Ok(()),
         });
-        let slot = &mut self.slots[f.job];
-        match outcome {
-            Ok(()) => {
-                let latency = now.saturating_sub(f.rq.submitted);
-                slot.metrics.record(f.rq.op, len, latency);
+        self.sched.complete(&f.rq, now);
+        // A piece of a split I/O: the job's I/O completes with its last piece.
+        let (issued, bytes, ok) = match self.split.remove(&f.rq.id.0) {
+            None => (f.rq.submitted, len, outcome.is_ok()),
+            Some(first) => {
+                let whole = self
+                    .parents
+                    .get_mut(&first)
+                    .expect("a piece's I/O is tracked");
+                whole.left -= 1;
+                whole.failed |= outcome.is_err();
+                if whole.left > 0 {
+                    if let Err(e) = outcome {
+                        self.fail(e);
+                    }
+                    self.kick = true;
+                    self.pool.put(c.buf);
+                    return;
+                }
+                let whole = self.parents.remove(&first).expect("just seen");
+                (whole.issued, whole.bytes, !whole.failed && outcome.is_ok())
             }
+        };
+        match outcome {
             Err(e) => self.fail(e),
+            Ok(()) if ok => {
+                let latency = now.saturating_sub(issued);
+                self.slots[f.job].metrics.record(f.rq.op, bytes, latency);
+            }
+            Ok(()) => {}
         }
         let slot = &mut self.slots[f.job];
-        self.sched.complete(&f.rq, now);
         slot.job.complete(f.tag, now);
         if matches!(slot.state, State::Wait | State::Think(_)) {
             slot.state = State::Ready;

@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 use rustc_hash::FxHashMap;
 
 use elevator_core::{
-    CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Request, RequestId, Scheduler,
+    CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Op, Request, RequestId, Scheduler,
 };
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::{Action, Job};
@@ -118,6 +118,9 @@ enum Event {
 struct Outstanding {
     job: u32,
     tag: u64,
+    /// For a piece of a split I/O ([`Scheduler::max_request_sectors`]): the id of its first
+    /// piece, the key of [`Simulation::splits`].
+    piece_of: Option<u64>,
     rq: Request,
     /// Requests merged into this one: (job, tag, op bytes, submitted).
     riders: Vec<(u32, u64, u64, Nanos)>,
@@ -142,6 +145,8 @@ pub struct Simulation {
     seq: u64,
     next_id: u64,
     outstanding: FxHashMap<u64, Outstanding>,
+    /// Split I/O by its first piece's id: (pieces not completed, bytes of the whole I/O).
+    splits: FxHashMap<u64, (u32, u64)>,
     ctx_ids: FxHashMap<(u32, u32), CtxId>,
     in_flight: usize,
     timer: Option<(Nanos, u64)>,
@@ -166,6 +171,7 @@ impl Simulation {
             seq: 0,
             next_id: 0,
             outstanding: FxHashMap::default(),
+            splits: FxHashMap::default(),
             ctx_ids: FxHashMap::default(),
             in_flight: 0,
             timer: None,
@@ -266,8 +272,24 @@ impl Simulation {
                 .sum::<u64>()
                 .min(bytes);
         let op = out.rq.op;
-        let first = std::iter::once((out.job, out.tag, own_bytes, out.rq.submitted));
-        for (job, tag, b, submitted) in first.chain(out.riders) {
+        // A piece of a split I/O completes the job's I/O only as its last piece.
+        let own = match out.piece_of {
+            None => Some(own_bytes),
+            Some(first) => {
+                let split = self
+                    .splits
+                    .get_mut(&first)
+                    .expect("a piece's I/O is tracked");
+                split.0 -= 1;
+                let whole = split.1;
+                (split.0 == 0).then(|| {
+                    self.splits.remove(&first);
+                    whole
+                })
+            }
+        };
+        let first = own.map(|b| (out.job, out.tag, b, out.rq.submitted));
+        for (job, tag, b, submitted) in first.into_iter().chain(out.riders) {
             let j = &mut self.jobs[job as usize];
             j.metrics.record(op, b, now.saturating_sub(submitted));
             j.slot.job.complete(tag, now);
@@ -323,6 +345,14 @@ impl Simulation {
 
     fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec) {
         let ctx = self.ctx(job, spec.ctx);
+        let piece = self
+            .sched
+            .max_request_sectors()
+            .filter(|&m| m > 0 && spec.sectors > m && matches!(spec.op, Op::Read | Op::Write));
+        if let Some(m) = piece {
+            self.issue_split(job, ctx, spec, m);
+            return;
+        }
         let slot = &self.jobs[job as usize].slot;
         self.next_id += 1;
         let rq = Request {
@@ -350,10 +380,50 @@ impl Simulation {
                 Outstanding {
                     job,
                     tag: spec.tag,
+                    piece_of: None,
                     rq: rq.clone(),
                     riders: Vec::new(),
                 },
             );
+            self.sched.insert(rq, self.now);
+            self.counters.inserted += 1;
+        }
+        self.kick = true;
+    }
+
+    /// Insert `spec` as consecutive pieces of at most `max` sectors, each a request of its own
+    /// (not offered for merging); the job's I/O completes with the last piece.
+    fn issue_split(&mut self, job: u32, ctx: CtxId, spec: elevator_workload::IoSpec, max: u32) {
+        let slot = &self.jobs[job as usize].slot;
+        let (group, prio) = (slot.group, spec.prio.unwrap_or(slot.prio));
+        let first = self.next_id + 1;
+        let pieces = spec.sectors.div_ceil(max);
+        self.splits
+            .insert(first, (pieces, u64::from(spec.sectors) * 512));
+        let mut start = 0;
+        while start < spec.sectors {
+            self.next_id += 1;
+            let rq = Request {
+                id: RequestId(self.next_id),
+                ctx,
+                group,
+                op: spec.op,
+                sync: spec.sync,
+                meta: spec.meta,
+                sector: spec.sector + u64::from(start),
+                sectors: max.min(spec.sectors - start),
+                prio,
+                submitted: self.now,
+            };
+            start += rq.sectors;
+            let out = Outstanding {
+                job,
+                tag: spec.tag,
+                piece_of: Some(first),
+                rq: rq.clone(),
+                riders: Vec::new(),
+            };
+            self.outstanding.insert(rq.id.0, out);
             self.sched.insert(rq, self.now);
             self.counters.inserted += 1;
         }

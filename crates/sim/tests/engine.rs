@@ -87,9 +87,18 @@ impl Job for Flood {
 }
 
 fn run(sched: &str, seedless_reads: u64) -> (Nanos, u64, u64) {
+    let r = run_with(sched, &Settings::new(), seedless_reads);
+    (
+        r.job("reader").unwrap().metrics.finished.unwrap(),
+        r.job("writer").unwrap().metrics.write.ios,
+        r.counters.dispatched,
+    )
+}
+
+fn run_with(sched: &str, settings: &Settings, seedless_reads: u64) -> elevator_sim::RunReport {
     let groups = GroupTree::new();
     let info = registry::find(sched).unwrap();
-    let s = (info.build)(&Settings::new(), &groups).unwrap();
+    let s = (info.build)(settings, &groups).unwrap();
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
     sim.add_job(JobSlot {
@@ -124,11 +133,25 @@ fn run(sched: &str, seedless_reads: u64) -> (Nanos, u64, u64) {
     assert_eq!(reader.metrics.read.ios, seedless_reads);
     assert!(r.counters.completed <= r.counters.inserted + r.counters.merged);
     assert!(r.counters.dispatched <= r.counters.inserted);
-    (
-        reader.metrics.finished.unwrap(),
-        r.job("writer").unwrap().metrics.write.ios,
-        r.counters.dispatched,
-    )
+    r
+}
+
+#[test]
+fn io_beyond_the_policys_largest_request_is_split_and_completes_as_a_whole() {
+    // latency-guard takes at most 32 KiB: each 128 KiB write goes in as four pieces.
+    let mut settings = Settings::new();
+    settings.set("max_request_kb", 32);
+    let r = run_with("latency-guard", &settings, 200);
+    let w = &r.job("writer").unwrap().metrics.write;
+    assert!(w.ios > 0);
+    assert_eq!(
+        w.bytes,
+        w.ios * 128 * 1024,
+        "whole writes counted, once each"
+    );
+    // 200 reads whole, every completed write as 4 pieces, plus pieces still queued at the end.
+    assert!(r.counters.inserted >= 200 + 4 * w.ios, "{:?}", r.counters);
+    assert!(r.counters.dispatched >= 200 + 4 * w.ios, "{:?}", r.counters);
 }
 
 #[test]
