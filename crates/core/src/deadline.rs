@@ -77,48 +77,63 @@ pub const DEFAULT_FRONT_MERGES: i64 = 1;
 
 const INT_MAX: i64 = i32::MAX as i64;
 
-/// deadline's tunables, as sysfs names them.
+/// `read_expire`: a read's deadline after its arrival, ms.
+pub const READ_EXPIRE: Tunable = Tunable {
+    name: "read_expire",
+    unit: Unit::Ms,
+    default: DEFAULT_READ_EXPIRE_MS,
+    min: 0,
+    max: INT_MAX,
+    doc: "deadline of a read, counted from its arrival",
+};
+
+/// `write_expire`: a write's deadline after its arrival, ms.
+pub const WRITE_EXPIRE: Tunable = Tunable {
+    name: "write_expire",
+    unit: Unit::Ms,
+    default: DEFAULT_WRITE_EXPIRE_MS,
+    min: 0,
+    max: INT_MAX,
+    doc: "deadline of a write, counted from its arrival",
+};
+
+/// `fifo_batch`: requests per batch.
+pub const FIFO_BATCH: Tunable = Tunable {
+    name: "fifo_batch",
+    unit: Unit::Requests,
+    default: DEFAULT_FIFO_BATCH,
+    min: 0,
+    max: INT_MAX,
+    doc: "requests dispatched in sector order before the direction and FIFO are checked again",
+};
+
+/// `writes_starved`: read batches allowed to pass queued writes.
+pub const WRITES_STARVED: Tunable = Tunable {
+    name: "writes_starved",
+    unit: Unit::Count,
+    default: DEFAULT_WRITES_STARVED,
+    min: 0,
+    max: INT_MAX,
+    doc: "read batches that may be chosen over queued writes before a write batch",
+};
+
+/// `front_merges`: whether front merges are tried.
+pub const FRONT_MERGES: Tunable = Tunable {
+    name: "front_merges",
+    unit: Unit::Bool,
+    default: DEFAULT_FRONT_MERGES,
+    min: 0,
+    max: 1,
+    doc: "1 to merge a new request in front of a queued one that starts where it ends",
+};
+
+/// deadline's tunables, as sysfs names them (mq-deadline shares them).
 pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_expire",
-        unit: Unit::Ms,
-        default: DEFAULT_READ_EXPIRE_MS,
-        min: 0,
-        max: INT_MAX,
-        doc: "deadline of a read, counted from its arrival",
-    },
-    Tunable {
-        name: "write_expire",
-        unit: Unit::Ms,
-        default: DEFAULT_WRITE_EXPIRE_MS,
-        min: 0,
-        max: INT_MAX,
-        doc: "deadline of a write, counted from its arrival",
-    },
-    Tunable {
-        name: "fifo_batch",
-        unit: Unit::Requests,
-        default: DEFAULT_FIFO_BATCH,
-        min: 0,
-        max: INT_MAX,
-        doc: "requests dispatched in sector order before the direction and FIFO are checked again",
-    },
-    Tunable {
-        name: "writes_starved",
-        unit: Unit::Count,
-        default: DEFAULT_WRITES_STARVED,
-        min: 0,
-        max: INT_MAX,
-        doc: "read batches that may be chosen over queued writes before a write batch",
-    },
-    Tunable {
-        name: "front_merges",
-        unit: Unit::Bool,
-        default: DEFAULT_FRONT_MERGES,
-        min: 0,
-        max: 1,
-        doc: "1 to merge a new request in front of a queued one that starts where it ends",
-    },
+    READ_EXPIRE,
+    WRITE_EXPIRE,
+    FIFO_BATCH,
+    WRITES_STARVED,
+    FRONT_MERGES,
 ];
 
 /// deadline's settings.

@@ -73,22 +73,17 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Included, Unbounded};
 
+use crate::deadline;
 use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::AsyncTags;
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
-/// Default `read_expire`, ms.
-pub const DEFAULT_READ_EXPIRE_MS: i64 = 500;
-/// Default `write_expire`, ms.
-pub const DEFAULT_WRITE_EXPIRE_MS: i64 = 5_000;
-/// Default `writes_starved`, read batches.
-pub const DEFAULT_WRITES_STARVED: i64 = 2;
-/// Default `fifo_batch`, requests.
-pub const DEFAULT_FIFO_BATCH: i64 = 16;
-/// Default `front_merges` (on).
-pub const DEFAULT_FRONT_MERGES: i64 = 1;
+pub use crate::deadline::{
+    DEFAULT_FIFO_BATCH, DEFAULT_FRONT_MERGES, DEFAULT_READ_EXPIRE_MS, DEFAULT_WRITES_STARVED,
+    DEFAULT_WRITE_EXPIRE_MS,
+};
 /// Default `prio_aging_expire`, ms.
 pub const DEFAULT_PRIO_AGING_EXPIRE_MS: i64 = 10_000;
 /// Default `async_depth`: the kernel sets it to `nr_requests`, which is twice the device
@@ -99,46 +94,11 @@ const INT_MAX: i64 = i32::MAX as i64;
 
 /// mq-deadline's tunables, as sysfs names them.
 pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_expire",
-        unit: Unit::Ms,
-        default: DEFAULT_READ_EXPIRE_MS,
-        min: 0,
-        max: INT_MAX,
-        doc: "deadline of a read, counted from its arrival",
-    },
-    Tunable {
-        name: "write_expire",
-        unit: Unit::Ms,
-        default: DEFAULT_WRITE_EXPIRE_MS,
-        min: 0,
-        max: INT_MAX,
-        doc: "deadline of a write, counted from its arrival",
-    },
-    Tunable {
-        name: "writes_starved",
-        unit: Unit::Count,
-        default: DEFAULT_WRITES_STARVED,
-        min: 0,
-        max: INT_MAX,
-        doc: "read batches that may be chosen over queued writes before a write batch",
-    },
-    Tunable {
-        name: "fifo_batch",
-        unit: Unit::Requests,
-        default: DEFAULT_FIFO_BATCH,
-        min: 0,
-        max: INT_MAX,
-        doc: "requests dispatched in sector order before the direction and FIFO are checked again",
-    },
-    Tunable {
-        name: "front_merges",
-        unit: Unit::Bool,
-        default: DEFAULT_FRONT_MERGES,
-        min: 0,
-        max: 1,
-        doc: "1 to merge a new request in front of a queued one that starts where it ends",
-    },
+    deadline::READ_EXPIRE,
+    deadline::WRITE_EXPIRE,
+    deadline::WRITES_STARVED,
+    deadline::FIFO_BATCH,
+    deadline::FRONT_MERGES,
     Tunable {
         name: "prio_aging_expire",
         unit: Unit::Ms,
