@@ -911,6 +911,87 @@ mod tests {
         assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(2)), vec![4, 5]);
     }
 
+    /// W1 as the real executor drives a policy: a device with 256 free slots, a writer keeping
+    /// 32 sequential 1 MiB writes outstanding and a dependent reader (a new 4 KiB random read
+    /// as each completes), for one simulated second. Completions that fall at the same instant
+    /// are reaped together; each turn inserts what the jobs issue, then dispatches until the
+    /// policy has nothing to give. Returns the reads done and the longest time a read waited in
+    /// the policy (insertion to dispatch).
+    fn w1_closed_loop(mut s: impl Scheduler) -> (u64, Nanos) {
+        const WRITE_SECTORS: u32 = 2048;
+        let end = Nanos::from_secs(1);
+        let mut in_flight: BTreeMap<(Nanos, u64), Request> = BTreeMap::new();
+        let (mut next_id, mut next_write, mut lcg) = (1u64, 0u64, 7u64);
+        let (mut reads, mut max_wait) = (0u64, Nanos::ZERO);
+        let mut issue = |s: &mut dyn Scheduler, read: bool, now: Nanos, id: &mut u64| {
+            let r = if read {
+                lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                rq(*id, 2).sector(8_388_608 + (lcg >> 40) % 1_000_000 * 8).read()
+            } else {
+                next_write += u64::from(WRITE_SECTORS);
+                rq(*id, 1).sector(next_write).sectors(WRITE_SECTORS).sync_write()
+            };
+            s.insert(r.at(now).build(), now);
+            *id += 1;
+        };
+        let mut now = Nanos::ZERO;
+        for _ in 0..32 {
+            issue(&mut s, false, now, &mut next_id);
+        }
+        issue(&mut s, true, now, &mut next_id);
+        loop {
+            while in_flight.len() < 256 {
+                let Dispatch::Request(r) = s.dispatch(now) else {
+                    break;
+                };
+                let id = r.id.0;
+                let cost = if r.op.is_read() {
+                    max_wait = max_wait.max(now.saturating_sub(r.submitted));
+                    Nanos::from_us(1_500 + r.sector / 8 % 7 * 500)
+                } else {
+                    Nanos::from_ms(12 + id % 9)
+                };
+                in_flight.insert((now + cost, id), r);
+            }
+            let Some(&(t, _)) = in_flight.keys().next() else {
+                break;
+            };
+            now = t;
+            while let Some(entry) = in_flight.first_entry().filter(|e| e.key().0 == t) {
+                let r = entry.remove();
+                s.complete(&r, now);
+                if r.op.is_read() {
+                    reads += 1;
+                }
+                if now < end {
+                    issue(&mut s, r.op.is_read(), now, &mut next_id);
+                }
+            }
+        }
+        assert_eq!(s.queued(), 0);
+        (reads, max_wait)
+    }
+
+    #[test]
+    fn with_free_device_slots_a_dependent_read_is_dispatched_when_inserted_beside_streaming_writes(
+    ) {
+        // dd_dispatch_request hands out a request whenever a level has one queued (only a
+        // higher level's queued or in-flight requests hold a lower level back), and blk-mq
+        // keeps calling it while driver tags are free: with a deep device the read never waits
+        // in the scheduler, whatever the write batch, writes_starved or async_depth state.
+        let (noop_reads, noop_wait) = w1_closed_loop(crate::noop::Noop::new());
+        assert_eq!(noop_wait, Nanos::ZERO);
+        assert!(noop_reads > 200, "{noop_reads} reads");
+        for depth in [256, 8] {
+            let (reads, wait) = w1_closed_loop(with(|c| c.async_depth = depth));
+            assert_eq!(
+                (reads, wait),
+                (noop_reads, Nanos::ZERO),
+                "async_depth {depth}: reads done and longest wait in the scheduler"
+            );
+        }
+    }
+
     /// Dispatch without completing; the ids in order.
     fn drain_one_by_one(s: &mut MqDeadline, now: Nanos) -> Vec<u64> {
         std::iter::from_fn(|| match s.dispatch(now) {
