@@ -925,11 +925,18 @@ mod tests {
         let (mut reads, mut max_wait) = (0u64, Nanos::ZERO);
         let mut issue = |s: &mut dyn Scheduler, read: bool, now: Nanos, id: &mut u64| {
             let r = if read {
-                lcg = lcg.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                rq(*id, 2).sector(8_388_608 + (lcg >> 40) % 1_000_000 * 8).read()
+                lcg = lcg
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                rq(*id, 2)
+                    .sector(8_388_608 + (lcg >> 40) % 1_000_000 * 8)
+                    .read()
             } else {
                 next_write += u64::from(WRITE_SECTORS);
-                rq(*id, 1).sector(next_write).sectors(WRITE_SECTORS).sync_write()
+                rq(*id, 1)
+                    .sector(next_write)
+                    .sectors(WRITE_SECTORS)
+                    .sync_write()
             };
             s.insert(r.at(now).build(), now);
             *id += 1;
@@ -973,8 +980,8 @@ mod tests {
     }
 
     #[test]
-    fn with_free_device_slots_a_dependent_read_is_dispatched_when_inserted_beside_streaming_writes(
-    ) {
+    fn with_free_device_slots_a_dependent_read_is_dispatched_when_inserted_beside_streaming_writes()
+    {
         // dd_dispatch_request hands out a request whenever a level has one queued (only a
         // higher level's queued or in-flight requests hold a lower level back), and blk-mq
         // keeps calling it while driver tags are free: with a deep device the read never waits
