@@ -109,6 +109,20 @@ impl Request {
     pub fn bytes(&self) -> u64 {
         u64::from(self.sectors) * SECTOR_BYTES
     }
+    /// This request cut into consecutive pieces of at most `max` sectors (itself alone when
+    /// it fits), as a driver splits I/O beyond a policy's
+    /// [`Scheduler::max_request_sectors`](crate::Scheduler::max_request_sectors). Every piece
+    /// keeps this request's id: the driver gives each its own.
+    pub fn pieces(&self, max: u32) -> impl Iterator<Item = Request> + '_ {
+        let max = max.max(1);
+        (0..self.sectors)
+            .step_by(max as usize)
+            .map(move |start| Request {
+                sector: self.sector + u64::from(start),
+                sectors: max.min(self.sectors - start),
+                ..self.clone()
+            })
+    }
     /// A sync read or sync write: the issuer is blocked on it.
     pub fn is_sync(&self) -> bool {
         self.sync || self.op.is_read()

@@ -609,15 +609,10 @@ impl<'a, B: Backend> Executor<'a, B> {
                         .filter(|&m| moves_data && m > 0 && spec.sectors > m)
                         .unwrap_or(spec.sectors);
                     let first = self.next_id;
-                    let mut start = 0;
-                    while start < spec.sectors {
+                    for mut part in rq.pieces(piece) {
                         let id = self.next_id;
                         self.next_id += 1;
-                        let mut part = rq.clone();
                         part.id = RequestId(id);
-                        part.sector = spec.sector + u64::from(start);
-                        part.sectors = piece.min(spec.sectors - start);
-                        start += part.sectors;
                         self.queued.insert(id, (i, spec.tag));
                         if piece < spec.sectors {
                             self.split.insert(id, first);

@@ -395,27 +395,24 @@ impl Simulation {
     /// (not offered for merging); the job's I/O completes with the last piece.
     fn issue_split(&mut self, job: u32, ctx: CtxId, spec: elevator_workload::IoSpec, max: u32) {
         let slot = &self.jobs[job as usize].slot;
-        let (group, prio) = (slot.group, spec.prio.unwrap_or(slot.prio));
+        let whole = Request {
+            id: RequestId(0),
+            ctx,
+            group: slot.group,
+            op: spec.op,
+            sync: spec.sync,
+            meta: spec.meta,
+            sector: spec.sector,
+            sectors: spec.sectors,
+            prio: spec.prio.unwrap_or(slot.prio),
+            submitted: self.now,
+        };
         let first = self.next_id + 1;
-        let pieces = spec.sectors.div_ceil(max);
         self.splits
-            .insert(first, (pieces, u64::from(spec.sectors) * 512));
-        let mut start = 0;
-        while start < spec.sectors {
+            .insert(first, (spec.sectors.div_ceil(max), whole.bytes()));
+        for mut rq in whole.pieces(max) {
             self.next_id += 1;
-            let rq = Request {
-                id: RequestId(self.next_id),
-                ctx,
-                group,
-                op: spec.op,
-                sync: spec.sync,
-                meta: spec.meta,
-                sector: spec.sector + u64::from(start),
-                sectors: max.min(spec.sectors - start),
-                prio,
-                submitted: self.now,
-            };
-            start += rq.sectors;
+            rq.id = RequestId(self.next_id);
             let out = Outstanding {
                 job,
                 tag: spec.tag,
