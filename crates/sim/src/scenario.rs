@@ -8,6 +8,8 @@
 //! write_cache = false          # optional: the drive's write cache on or off (hdparm -W);
 //!                              # or "read-priority" / "before-next-command": on, with that
 //!                              # destage mode (the drive's cache.destage)
+//! wakeup_us = 0                # optional: a process sees its I/O complete this long
+//!                              # after the drive finishes it (default 0)
 //!
 //! [[group]]
 //! path = "/a"
@@ -74,6 +76,7 @@ struct ScenarioFile {
     #[serde(default = "default_seed")]
     seed: u64,
     duration_s: Option<f64>,
+    wakeup_us: Option<f64>,
     write_cache: Option<WriteCache>,
     #[serde(default, rename = "group")]
     groups: Vec<GroupEntry>,
@@ -145,6 +148,9 @@ pub struct Scenario {
     pub seed: u64,
     /// Time limit, if any.
     pub limit: Option<Nanos>,
+    /// Delay between a completion and its job seeing it
+    /// ([`Simulation::set_wakeup_latency`]).
+    pub wakeup: Nanos,
     /// The group tree.
     pub groups: GroupTree,
     /// Tunables per policy name.
@@ -346,6 +352,17 @@ impl Scenario {
             Some(d) => Some(Nanos::from_secs_f64(d)),
             None => None,
         };
+        let wakeup = match file.wakeup_us {
+            Some(w) if !(w >= 0.0 && w.is_finite()) => {
+                return Err(err(
+                    find_line(text, "wakeup_us", ""),
+                    Some("wakeup_us".into()),
+                    format!("{w} is not a time >= 0 in microseconds"),
+                ))
+            }
+            Some(w) => Nanos::from_secs_f64(w / 1e6),
+            None => Nanos::ZERO,
+        };
         if limit.is_none() && jobs.iter().all(|j| !j.foreground) {
             return Err(err(
                 None,
@@ -373,6 +390,7 @@ impl Scenario {
             drive,
             seed: file.seed,
             limit,
+            wakeup,
             groups,
             tunables,
             jobs,
@@ -412,6 +430,7 @@ impl Scenario {
         let capacity = device.capacity_sectors();
         let seed = seed.unwrap_or(self.seed);
         let mut sim = Simulation::new(device, sched, self.groups.clone());
+        sim.set_wakeup_latency(self.wakeup);
         for j in &self.jobs {
             let job = j
                 .spec
@@ -546,5 +565,35 @@ mod write_cache_tests {
         let e = with("\"lazy\"").unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("write_cache")));
         assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod wakeup_tests {
+    use super::*;
+
+    fn with(wakeup: &str) -> Result<Scenario, ScenarioError> {
+        let text = format!(
+            "drive = \"laptop-4200\"\nwakeup_us = {wakeup}\n\n[[job]]\nname = \"r\"\n\
+             kind = \"dependent-reader\"\n"
+        );
+        Scenario::parse(&text, "s.toml", None)
+    }
+
+    #[test]
+    fn wakeup_is_read_in_microseconds_and_defaults_to_zero() {
+        assert_eq!(with("25").unwrap().wakeup, Nanos::from_us(25));
+        assert_eq!(with("0.5").unwrap().wakeup, Nanos(500));
+        let text = "drive = \"laptop-4200\"\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\n";
+        assert_eq!(
+            Scenario::parse(text, "s.toml", None).unwrap().wakeup,
+            Nanos::ZERO
+        );
+    }
+
+    #[test]
+    fn negative_wakeup_names_file_line_and_field() {
+        let e = with("-3").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("wakeup_us")));
     }
 }

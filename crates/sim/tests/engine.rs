@@ -176,3 +176,65 @@ fn fifo_reader_waits_behind_the_whole_write_queue() {
     let (t, _, _) = run("noop", 20);
     assert!(t >= Nanos::from_ms(20 * 15 * 2), "{t}");
 }
+
+/// Time for a reader without think time to do 200 dependent reads beside 16 outstanding
+/// writes, when a completion reaches the reader `wakeup` after the device finishes it.
+fn dependent_reads_beside_writes(sched: &str, wakeup: Nanos) -> Nanos {
+    let groups = GroupTree::new();
+    let s = (registry::find(sched).unwrap().build)(&Settings::new(), &groups).unwrap();
+    let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
+    let mut sim = Simulation::new(Box::new(dev), s, groups);
+    sim.set_wakeup_latency(wakeup);
+    let slot = |name: &str, job: Box<dyn Job>, foreground| JobSlot {
+        name: name.into(),
+        job,
+        group: elevator_core::GroupId::ROOT,
+        prio: IoPrio::default(),
+        start: Nanos::ZERO,
+        foreground,
+    };
+    sim.add_job(slot(
+        "reader",
+        Box::new(Dependent {
+            n: 200,
+            next: 0,
+            waiting: false,
+            think: Nanos::ZERO,
+            base: 0,
+            wake: None,
+        }),
+        true,
+    ));
+    sim.add_job(slot(
+        "writer",
+        Box::new(Flood {
+            depth: 16,
+            outstanding: 0,
+            next: 0,
+        }),
+        false,
+    ));
+    let r = sim.run(Some(Nanos::from_secs(600)));
+    let reader = r.job("reader").unwrap();
+    assert_eq!(reader.metrics.read.ios, 200);
+    reader.metrics.finished.unwrap()
+}
+
+#[test]
+fn wakeup_latency_lets_deadline_dispatch_writes_before_the_next_dependent_read() {
+    // Without a wake-up latency the next read is queued before deadline picks the next
+    // request; with one, deadline finds only writes and serves them (deceptive idleness).
+    let instant = dependent_reads_beside_writes("deadline", Nanos::ZERO);
+    let woken = dependent_reads_beside_writes("deadline", Nanos::from_us(50));
+    assert!(
+        2 * woken.as_ns() >= 3 * instant.as_ns(),
+        "deadline: {woken:?} with a 50 us wake-up vs {instant:?} without"
+    );
+    // The anticipatory scheduler waits for the reader through the wake-up latency.
+    let instant = dependent_reads_beside_writes("anticipatory", Nanos::ZERO);
+    let woken = dependent_reads_beside_writes("anticipatory", Nanos::from_us(50));
+    assert!(
+        10 * woken.as_ns() <= 11 * instant.as_ns(),
+        "anticipatory: {woken:?} with a 50 us wake-up vs {instant:?} without"
+    );
+}
