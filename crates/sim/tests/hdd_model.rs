@@ -279,6 +279,31 @@ fn laptop_drive_streams_a_reader_without_gaps_between_requests() {
     assert!(mb_s > 20.0, "{mb_s}");
 }
 
+/// MB/s of one reader reading every `stride`-th 16 KiB chunk back to back on the laptop drive.
+fn laptop_strided_reader_mb_s(stride: u64) -> f64 {
+    let mut h = Hdd::new(DriveSpec::builtin("laptop-4200").expect("laptop"));
+    let mut t = 0.0;
+    for i in 0..400u64 {
+        let (done, _) = h.serve(true, 1_000_000 + 32 * stride * i, 32, t);
+        t = done;
+    }
+    400.0 * 16384.0 / 1e6 / (t / 1e3)
+}
+
+#[test]
+fn a_reader_of_every_nth_chunk_gets_one_nth_of_the_media_rate() {
+    // The drive reads through the chunks it skips: a lone queue of one of N interleaved
+    // readers moves 1/N of what the merged stream moves (docs/bfq.md, cooperating readers).
+    let all = laptop_strided_reader_mb_s(1);
+    for n in [2u64, 4] {
+        let ratio = all / laptop_strided_reader_mb_s(n);
+        assert!(
+            (ratio - n as f64).abs() < 0.1 * n as f64,
+            "stride {n}: {ratio:.2}x slower than sequential"
+        );
+    }
+}
+
 #[test]
 fn builtin_drives_load_and_have_their_capacity() {
     for name in DriveSpec::builtin_names() {
