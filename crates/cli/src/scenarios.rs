@@ -14,6 +14,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "anticipatory-no-write",
         include_str!("../../../scenarios/anticipatory-no-write.toml"),
     ),
+    (
+        "anticipatory-2.4",
+        include_str!("../../../scenarios/anticipatory-2.4.toml"),
+    ),
 ];
 
 /// The built-in scenario `name`, parsed.
@@ -39,4 +43,39 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
             .join(", ")
     );
     Scenario::load(p).map_err(anyhow::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elevator_workload::spec::JobSpec;
+
+    fn job(scenario: &str, name: &str) -> JobSpec {
+        let s = builtin(scenario).expect("built in").expect("parses");
+        s.jobs
+            .into_iter()
+            .find(|j| j.name == name)
+            .unwrap_or_else(|| panic!("{scenario} has no job {name}"))
+            .spec
+    }
+
+    #[test]
+    fn mortons_scenarios_run_the_same_compile_and_place_the_writer_alike() {
+        let compile = job("anticipatory", "compile");
+        assert_eq!(job("anticipatory-no-write", "compile"), compile);
+        assert_eq!(job("anticipatory-2.4", "compile"), compile);
+        // 2.4.20 differs only in what the block layer lets the writer queue.
+        let (JobSpec::StreamWriter(w25), JobSpec::StreamWriter(w24)) = (
+            job("anticipatory", "writer"),
+            job("anticipatory-2.4", "writer"),
+        ) else {
+            panic!("the writers are stream writers");
+        };
+        assert_eq!((w24.nr_requests, w24.request_bytes), (64, 64 * 1024));
+        assert_eq!((w25.nr_requests, w25.request_bytes), (128, 128 * 1024));
+        assert_eq!(
+            (w24.offset_frac, w24.size_frac),
+            (w25.offset_frac, w25.size_frac)
+        );
+    }
 }

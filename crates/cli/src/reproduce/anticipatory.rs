@@ -3,8 +3,10 @@
 //! deadline and anticipatory, and with no writer at all.
 //!
 //! Published (seconds): 2.4.20 538, 2.5.59 deadline 400, 2.5.59-mm5 AS 70, no write 48.
-//! The scenario files are scenarios/anticipatory.toml and scenarios/anticipatory-no-write.toml;
-//! the compile job's parameters are fixed there once, for every scheduler.
+//! The scenario files are scenarios/anticipatory.toml (2.5.59: deadline, AS),
+//! scenarios/anticipatory-2.4.toml (2.4.20's request limits: linus) and
+//! scenarios/anticipatory-no-write.toml; the compile job's parameters are the same in all
+//! three, for every scheduler.
 
 use std::path::Path;
 
@@ -51,8 +53,9 @@ struct Out {
 pub fn measure() -> anyhow::Result<Vec<Row>> {
     let with = scenarios::builtin("anticipatory").expect("built in")?;
     let without = scenarios::builtin("anticipatory-no-write").expect("built in")?;
+    let linux_2_4 = scenarios::builtin("anticipatory-2.4").expect("built in")?;
     let cases: Vec<(&str, &elevator_sim::scenario::Scenario, &str)> = vec![
-        ("linus", &with, "linus"),
+        ("linus", &linux_2_4, "linus"),
         ("deadline", &with, "deadline"),
         ("anticipatory", &with, "anticipatory"),
         ("no-write", &without, NO_WRITE_SCHED),
