@@ -16,9 +16,10 @@
 //!    kernel before the commit, beside BFQ as it is.
 //! 3. **cooperating**: 2 and 4 processes reading one file in interleaved 16 KiB and 128 KiB
 //!    chunks, set up and measured as the S suite's `interleaved_io` (fio, `ioengine=sync`,
-//!    buffered, readers started together, aggregate throughput over 60 s after 5 s of
-//!    warm-up), through the page cache with Linux readahead ([`InterleavedReaders`]) and,
-//!    for comparison, with one O_DIRECT chunk at a time per process; under BFQ, BFQ with
+//!    buffered, zones one byte apart as its `zoneskip` makes them, readers started together,
+//!    aggregate throughput over 60 s after 5 s of warm-up), through the page cache with Linux
+//!    readahead ([`InterleavedReaders`]); for comparison the same with page-aligned zones, and
+//!    one O_DIRECT chunk at a time per process; under BFQ, BFQ with
 //!    `queue_merging = 0`, and the other schedulers, with the drive's mean request size and
 //!    cache-hit share.
 //!
@@ -123,7 +124,8 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aggregate_mb_s: Option<f64>,
     /// Cooperating rows: how the processes read ("buffered": page cache and readahead, as
-    /// the S suite; "direct": one O_DIRECT chunk at a time).
+    /// the S suite, zones one byte apart; "buffered-aligned": the same with page-aligned
+    /// zones; "direct": one O_DIRECT chunk at a time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<&'static str>,
     /// Cooperating rows: mean size of the requests the drive served, KiB.
@@ -423,12 +425,17 @@ fn measure_startup(
     Ok(out)
 }
 
+/// Every way the cooperating readers are run, in table order.
+const COOP_IO: [CoopIo; 3] = [CoopIo::Buffered, CoopIo::BufferedAligned, CoopIo::Direct];
+
 /// How the cooperating readers read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CoopIo {
     /// Through the page cache with kernel readahead: the S suite's `interleaved_io` (fio
-    /// `ioengine=sync`, buffered), [`InterleavedReaders`].
+    /// `ioengine=sync`, buffered, `zoneskip` = (N - 1) chunks + 1 byte), [`InterleavedReaders`].
     Buffered,
+    /// The same with `zoneskip` = (N - 1) chunks: every read page aligned.
+    BufferedAligned,
     /// One direct read of a chunk at a time per process (fio `direct=1`, psync), as QEMU
     /// I/O threads with `cache=none` read.
     Direct,
@@ -438,6 +445,7 @@ impl CoopIo {
     fn label(self) -> &'static str {
         match self {
             CoopIo::Buffered => "buffered",
+            CoopIo::BufferedAligned => "buffered-aligned",
             CoopIo::Direct => "direct",
         }
     }
@@ -467,7 +475,7 @@ fn cooperating_until(
     let file = capacity / 10 * 512;
     let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
     match io {
-        CoopIo::Buffered => {
+        CoopIo::Buffered | CoopIo::BufferedAligned => {
             let env = BuildEnv::new(capacity, 1, "coop");
             let cfg = InterleavedReadersConfig {
                 offset: Some(file),
@@ -475,6 +483,7 @@ fn cooperating_until(
                 processes,
                 chunk,
                 read_ahead_kb: 128,
+                skip_extra_bytes: u64::from(io == CoopIo::Buffered),
                 ..InterleavedReadersConfig::default()
             };
             sim.add_job(slot(
@@ -782,15 +791,16 @@ fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
     println!(
         "\n3. Cooperating readers: one file read in interleaved chunks by 2 or 4 processes started \
          together;\n   aggregate MB/s over {COOP_MEASURE_S} s after {COOP_WARMUP_S} s of warm-up \
-         (the S suite's interleaved_io). Buffered: through\n   the page cache with readahead \
-         (read_ahead_kb 128), as the suite runs fio; direct: one O_DIRECT chunk at a time."
+         (the S suite's interleaved_io). Suite: buffered, through the page\n   cache with readahead \
+         (read_ahead_kb 128), zones 1 byte apart as the suite's zoneskip makes them; aligned: \
+         the same,\n   page aligned; direct: one O_DIRECT chunk at a time."
     );
     let mut rows = Vec::new();
     let mut cases = Vec::new();
     for &procs in &[2u32, 4] {
         for &chunk in &[16u64, 128] {
             for p in 0..policies.len() {
-                for io in [CoopIo::Buffered, CoopIo::Direct] {
+                for io in COOP_IO {
                     cases.push((procs, chunk, p, io));
                 }
             }
@@ -823,19 +833,14 @@ fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
     for &procs in &[2u32, 4] {
         for &chunk in &[16u64, 128] {
             for (p, pol) in policies.iter().enumerate() {
-                let b = got[&(procs, chunk, p, "buffered")];
-                let d = got[&(procs, chunk, p, "direct")];
-                table.push(vec![
-                    procs.to_string(),
-                    chunk.to_string(),
-                    pol.label(),
-                    format!("{:.2}", b.mb_s),
-                    format!("{:.0}", b.request_kib),
-                    format!("{:.0}", b.drive_hit_pct),
-                    format!("{:.2}", d.mb_s),
-                    format!("{:.0}", d.request_kib),
-                    format!("{:.0}", d.drive_hit_pct),
-                ]);
+                let mut line = vec![procs.to_string(), chunk.to_string(), pol.label()];
+                for io in COOP_IO {
+                    let c = got[&(procs, chunk, p, io.label())];
+                    line.push(format!("{:.2}", c.mb_s));
+                    line.push(format!("{:.0}", c.request_kib));
+                    line.push(format!("{:.0}", c.drive_hit_pct));
+                }
+                table.push(line);
             }
         }
     }
@@ -846,12 +851,15 @@ fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
                 "processes",
                 "chunk KiB",
                 "scheduler",
-                "buffered MB/s",
+                "suite MB/s",
                 "rq KiB",
-                "drive hits %",
+                "hits %",
+                "aligned MB/s",
+                "rq KiB",
+                "hits %",
                 "direct MB/s",
                 "rq KiB",
-                "drive hits %"
+                "hits %"
             ],
             &table
         )
@@ -863,7 +871,7 @@ fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
         .iter()
         .position(|p| p.name == "bfq" && p.variant == "no-merge");
     if let (Some(m), Some(n)) = (bfq, nomerge) {
-        for io in [CoopIo::Buffered, CoopIo::Direct] {
+        for io in COOP_IO {
             let ratios: Vec<String> = [(2u32, 16u64), (2, 128), (4, 16), (4, 128)]
                 .iter()
                 .map(|&(procs, chunk)| {
@@ -910,7 +918,7 @@ mod tests {
         };
         let noop = Policy::plain("noop");
         for (procs, chunk, io) in [
-            (4, 128 * 1024, CoopIo::Buffered),
+            (4, 128 * 1024, CoopIo::BufferedAligned),
             (4, 16 * 1024, CoopIo::Direct),
         ] {
             let with = cooperating_once(&bfq, procs, chunk, io).unwrap();

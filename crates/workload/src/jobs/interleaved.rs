@@ -1,9 +1,12 @@
 //! `InterleavedReaders`: N processes reading one file in interleaved chunks through the page
 //! cache, as the S suite's `interleaved_io` benchmark runs them (one fio job per process,
 //! `ioengine=sync`, buffered: `rw=read`, `bs` = `zonesize` = the chunk, `zoneskip` = (N - 1)
-//! chunks, process i starting at chunk i). Process i reads chunks i, i + N, i + 2N, ... with
-//! `read(2)`; the processes share the file's page cache, and each has its own readahead
-//! state, as each fio process opens the file itself.
+//! chunks + 1 byte, process i starting at byte i x chunk). Process i's k-th `read(2)` covers
+//! the chunk at byte i x chunk + k x (N x chunk + 1): the suite's extra byte shifts every
+//! round by one byte, so the reads are not page aligned and neighbouring processes share the
+//! page at each boundary (`skip_extra_bytes`, default 1; 0 gives page-aligned chunks). The
+//! processes share the file's page cache, and each has its own readahead state, as each fio
+//! process opens the file itself.
 //!
 //! A read is served as Linux's `filemap_read` serves it: pages already cached are copied
 //! (no time), a page under I/O makes the process wait for that request, a missing page
@@ -19,9 +22,8 @@
 //! `op_is_sync` holds for all reads); an asynchronous readahead is one no process waits for
 //! yet.
 //!
-//! Not modelled: the CPU time of the copies and of the system calls (zero), page reclaim
-//! (pages behind every process are dropped, never re-read), and the S suite's extra byte of
-//! `zoneskip` (its `+ 1`, which shifts every zone by one byte; chunks here are page aligned).
+//! Not modelled: the CPU time of the copies and of the system calls (zero), and page reclaim
+//! (pages behind every process are dropped, never re-read).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -57,6 +59,9 @@ pub struct InterleavedReadersConfig {
     /// The device's `read_ahead_kb`, KiB, a multiple of 4 (0 turns readahead off: each
     /// read fetches just its missing pages). Default 128.
     pub read_ahead_kb: u64,
+    /// Bytes each process skips beyond the other processes' chunks after each of its own
+    /// (the `+ 1` of the suite's `zoneskip`). Default 1; 0 keeps every read page aligned.
+    pub skip_extra_bytes: u64,
 }
 
 impl Default for InterleavedReadersConfig {
@@ -69,6 +74,7 @@ impl Default for InterleavedReadersConfig {
             processes: 3,
             chunk: 16384,
             read_ahead_kb: 128,
+            skip_extra_bytes: 1,
         }
     }
 }
@@ -95,8 +101,8 @@ struct RaState {
 /// One reader process.
 #[derive(Clone, Debug)]
 struct Reader {
-    /// The chunk it reads next (or is reading).
-    chunk: u64,
+    /// Its zone number: the reads it has finished.
+    zone: u64,
     /// Next page of the current read, and the page after its last.
     pos: u64,
     last: u64,
@@ -114,6 +120,9 @@ pub struct InterleavedReaders {
     base: u64,
     pages_total: u64,
     chunk_pages: u64,
+    /// The chunk and the bytes from one of a process's chunks to its next, bytes.
+    chunk: u64,
+    stride: u64,
     ra_pages: u64,
     readers: Vec<Reader>,
     cache: BTreeMap<u64, Page>,
@@ -146,6 +155,13 @@ impl InterleavedReaders {
                 "must be a multiple of 4, at most 16384",
             ));
         }
+        if cfg.skip_extra_bytes > 1 << 30 {
+            return Err(BuildError::new(
+                env,
+                "skip_extra_bytes",
+                "must be at most 1 GiB",
+            ));
+        }
         let region = resolve_region(
             env,
             cfg.offset,
@@ -163,9 +179,10 @@ impl InterleavedReaders {
                 "the file is smaller than one chunk per process",
             ));
         }
+        let stride = u64::from(cfg.processes) * cfg.chunk + cfg.skip_extra_bytes;
         let readers = (0..u64::from(cfg.processes))
             .map(|i| Reader {
-                chunk: i,
+                zone: 0,
                 pos: i * chunk_pages,
                 last: (i + 1) * chunk_pages,
                 waiting: None,
@@ -178,6 +195,8 @@ impl InterleavedReaders {
             base: region.start,
             pages_total,
             chunk_pages,
+            chunk: cfg.chunk,
+            stride,
             ra_pages: cfg.read_ahead_kb * 1024 / PAGE,
             readers,
             cache: BTreeMap::new(),
@@ -289,7 +308,7 @@ impl InterleavedReaders {
             ra.size = start - index + req_size;
             ra.size = next_ra_size(ra.size, max);
             ra.async_size = ra.size;
-        } else if req_size > max || ra.prev_index.is_some_and(|p| index <= p + 1) {
+        } else if req_size > max || ra.prev_index.is_some_and(|p| index == p || index == p + 1) {
             // An oversize read or a sequential cache miss.
             initial(&mut ra);
         } else {
@@ -328,17 +347,19 @@ impl InterleavedReaders {
                 return;
             }
             if rd.pos >= rd.last {
-                let next = rd.chunk + self.readers.len() as u64;
+                let zone = rd.zone + 1;
                 let last_page = rd.last - 1;
+                let start = r as u64 * self.chunk + zone * self.stride;
+                let (first, end) = (start / PAGE, (start + self.chunk - 1) / PAGE + 1);
                 let rd = &mut self.readers[r];
                 rd.ra.prev_index = Some(last_page);
-                if (next + 1) * self.chunk_pages > self.pages_total {
+                if end > self.pages_total {
                     rd.done = true;
                     return;
                 }
-                rd.chunk = next;
-                rd.pos = next * self.chunk_pages;
-                rd.last = rd.pos + self.chunk_pages;
+                rd.zone = zone;
+                rd.pos = first;
+                rd.last = end;
                 continue;
             }
             let (pos, last) = (rd.pos, rd.last);
@@ -545,6 +566,7 @@ mod tests {
             processes: 2,
             chunk: 16384,
             read_ahead_kb: 0,
+            skip_extra_bytes: 0,
             ..InterleavedReadersConfig::default()
         };
         let mut job = InterleavedReaders::new(cfg, &env).unwrap();
@@ -553,6 +575,32 @@ mod tests {
         assert!(reqs
             .iter()
             .all(|r| r.2 == 4 && (r.1 / 4) % 2 == u64::from(r.0)));
+    }
+
+    #[test]
+    fn the_suites_extra_byte_makes_reads_straddle_pages_shared_by_neighbours() {
+        // zoneskip = chunk + 1: reader 0's second read starts at byte 32769 and covers pages
+        // 8..=12; reader 1's starts at 49153, on page 12, which reader 0 brings in.
+        let env = BuildEnv::new(1 << 24, 1, "coop");
+        let cfg = InterleavedReadersConfig {
+            size: Some(1 << 20),
+            processes: 2,
+            chunk: 16384,
+            read_ahead_kb: 0,
+            ..InterleavedReadersConfig::default()
+        };
+        let mut job = InterleavedReaders::new(cfg, &env).unwrap();
+        let mut reqs = run(&mut job, 1000);
+        assert_eq!(&reqs[..3], &[(0, 0, 4), (1, 4, 4), (0, 8, 5)]);
+        // Reader 1 waits for page 12 under reader 0's read, then reads what is left of its
+        // chunk before page 16, which reader 0's next read has taken: 5 + 3 pages a round.
+        assert!(reqs.contains(&(1, 13, 3)), "{reqs:?}");
+        // Every page is read once, by one process or the other.
+        reqs.sort_by_key(|r| r.1);
+        for w in reqs.windows(2) {
+            assert_eq!(w[0].1 + w[0].2, w[1].1, "{reqs:?}");
+        }
+        assert!(reqs.iter().all(|r| (3..=5).contains(&r.2)), "{reqs:?}");
     }
 
     #[test]
