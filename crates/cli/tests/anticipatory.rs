@@ -74,3 +74,39 @@ fn same_scenario_and_seed_give_identical_json() {
     reproduce(&b);
     assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
 }
+
+/// Seconds `elevator sim anticipatory --sched SCHED` simulates, with extra arguments.
+fn sim_seconds(sched: &str, extra: &[&str]) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["sim", "anticipatory", "--sched", sched, "--json"])
+        .arg(&json)
+        .args(extra)
+        .output()
+        .expect("run elevator");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["runs"][0]["end_s"].as_f64().unwrap()
+}
+
+#[test]
+fn a_wake_up_latency_costs_deadline_more_than_anticipatory() {
+    // With the kernel's order (dispatch before the woken compile's next read) deadline sends
+    // writes into every gap between dependent reads; AS waits for the read.
+    let (d0, d20) = (
+        sim_seconds("deadline", &[]),
+        sim_seconds("deadline", &["--wakeup-us", "20"]),
+    );
+    let (a0, a20) = (
+        sim_seconds("anticipatory", &[]),
+        sim_seconds("anticipatory", &["--wakeup-us", "20"]),
+    );
+    assert!(d20 > 1.15 * d0, "deadline {d0} -> {d20}");
+    assert!(a20 < 1.10 * a0, "anticipatory {a0} -> {a20}");
+}

@@ -22,6 +22,10 @@ pub struct Args {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
+    /// Override the scenario's `wakeup_us`: microseconds between a completion and its job
+    /// seeing it (the process wake-up latency; the scheduler dispatches first).
+    #[arg(long, value_name = "US")]
+    wakeup_us: Option<u32>,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -47,7 +51,10 @@ struct SimJson {
 
 /// Run the scenario under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let scenario = scenarios::load(&args.scenario)?;
+    let mut scenario = scenarios::load(&args.scenario)?;
+    if let Some(us) = args.wakeup_us {
+        scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
+    }
     let extra = super::parse_sets(&args.set)?;
     let seed = args.seed.unwrap_or(scenario.seed);
     for k in extra.names() {
