@@ -382,20 +382,12 @@ impl Simulation {
         *self.ctx_ids.entry((job, local)).or_insert(next)
     }
 
-    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec) {
+    /// The request `spec` of `job` makes, with id 0.
+    fn request(&mut self, job: u32, spec: &elevator_workload::IoSpec) -> Request {
         let ctx = self.ctx(job, spec.ctx);
-        let piece = self
-            .sched
-            .max_request_sectors()
-            .filter(|&m| m > 0 && spec.sectors > m && matches!(spec.op, Op::Read | Op::Write));
-        if let Some(m) = piece {
-            self.issue_split(job, ctx, spec, m);
-            return;
-        }
         let slot = &self.jobs[job as usize].slot;
-        self.next_id += 1;
-        let rq = Request {
-            id: RequestId(self.next_id),
+        Request {
+            id: RequestId(0),
             ctx,
             group: slot.group,
             op: spec.op,
@@ -405,7 +397,21 @@ impl Simulation {
             sectors: spec.sectors,
             prio: spec.prio.unwrap_or(slot.prio),
             submitted: self.now,
-        };
+        }
+    }
+
+    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec) {
+        let mut rq = self.request(job, &spec);
+        let piece = self
+            .sched
+            .max_request_sectors()
+            .filter(|&m| m > 0 && spec.sectors > m && matches!(spec.op, Op::Read | Op::Write));
+        if let Some(m) = piece {
+            self.issue_split(job, rq, spec.tag, m);
+            return;
+        }
+        self.next_id += 1;
+        rq.id = RequestId(self.next_id);
         if let Some(into) = self.sched.try_merge(&rq, self.now) {
             let host = self
                 .outstanding
@@ -432,29 +438,16 @@ impl Simulation {
 
     /// Insert `spec` as consecutive pieces of at most `max` sectors, each a request of its own
     /// (not offered for merging); the job's I/O completes with the last piece.
-    fn issue_split(&mut self, job: u32, ctx: CtxId, spec: elevator_workload::IoSpec, max: u32) {
-        let slot = &self.jobs[job as usize].slot;
-        let whole = Request {
-            id: RequestId(0),
-            ctx,
-            group: slot.group,
-            op: spec.op,
-            sync: spec.sync,
-            meta: spec.meta,
-            sector: spec.sector,
-            sectors: spec.sectors,
-            prio: spec.prio.unwrap_or(slot.prio),
-            submitted: self.now,
-        };
+    fn issue_split(&mut self, job: u32, whole: Request, tag: u64, max: u32) {
         let first = self.next_id + 1;
         self.splits
-            .insert(first, (spec.sectors.div_ceil(max), whole.bytes()));
+            .insert(first, (whole.sectors.div_ceil(max), whole.bytes()));
         for mut rq in whole.pieces(max) {
             self.next_id += 1;
             rq.id = RequestId(self.next_id);
             let out = Outstanding {
                 job,
-                tag: spec.tag,
+                tag,
                 piece_of: Some(first),
                 rq: rq.clone(),
                 riders: Vec::new(),

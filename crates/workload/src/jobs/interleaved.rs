@@ -558,19 +558,23 @@ mod tests {
         assert!(reqs.iter().all(|r| r.2 <= 32));
     }
 
-    #[test]
-    fn without_readahead_each_process_reads_just_its_chunks() {
+    /// Two readers of 16 KiB chunks of a 1 MiB file, readahead off, zones `extra` bytes apart.
+    fn two_readers_without_readahead(extra: u64) -> InterleavedReaders {
         let env = BuildEnv::new(1 << 24, 1, "coop");
         let cfg = InterleavedReadersConfig {
             size: Some(1 << 20),
             processes: 2,
             chunk: 16384,
             read_ahead_kb: 0,
-            skip_extra_bytes: 0,
+            skip_extra_bytes: extra,
             ..InterleavedReadersConfig::default()
         };
-        let mut job = InterleavedReaders::new(cfg, &env).unwrap();
-        let reqs = run(&mut job, 1000);
+        InterleavedReaders::new(cfg, &env).unwrap()
+    }
+
+    #[test]
+    fn without_readahead_each_process_reads_just_its_chunks() {
+        let reqs = run(&mut two_readers_without_readahead(0), 1000);
         assert_eq!(reqs.len(), 64);
         assert!(reqs
             .iter()
@@ -581,16 +585,7 @@ mod tests {
     fn the_suites_extra_byte_makes_reads_straddle_pages_shared_by_neighbours() {
         // zoneskip = chunk + 1: reader 0's second read starts at byte 32769 and covers pages
         // 8..=12; reader 1's starts at 49153, on page 12, which reader 0 brings in.
-        let env = BuildEnv::new(1 << 24, 1, "coop");
-        let cfg = InterleavedReadersConfig {
-            size: Some(1 << 20),
-            processes: 2,
-            chunk: 16384,
-            read_ahead_kb: 0,
-            ..InterleavedReadersConfig::default()
-        };
-        let mut job = InterleavedReaders::new(cfg, &env).unwrap();
-        let mut reqs = run(&mut job, 1000);
+        let mut reqs = run(&mut two_readers_without_readahead(1), 1000);
         assert_eq!(&reqs[..3], &[(0, 0, 4), (1, 4, 4), (0, 8, 5)]);
         // Reader 1 waits for page 12 under reader 0's read, then reads what is left of its
         // chunk before page 16, which reader 0's next read has taken: 5 + 3 pages a round.
