@@ -625,10 +625,18 @@ mod tests {
         assert_eq!(
             bad(InterleavedReadersConfig {
                 read_ahead_kb: 6,
-                ..base
+                ..base.clone()
             })
             .field,
             "read_ahead_kb"
+        );
+        assert_eq!(
+            bad(InterleavedReadersConfig {
+                skip_extra_bytes: u64::MAX,
+                ..base
+            })
+            .field,
+            "skip_extra_bytes"
         );
     }
 }
