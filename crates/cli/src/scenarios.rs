@@ -71,7 +71,10 @@ mod tests {
         ) else {
             panic!("the writers are stream writers");
         };
-        assert_eq!((w24.nr_requests, w24.request_bytes), (1024, 4096));
+        assert_eq!(
+            (w24.nr_requests, w24.request_bytes, w24.batch),
+            (1024, 4096, 512)
+        );
         assert_eq!((w25.nr_requests, w25.request_bytes), (128, 128 * 1024));
         assert_eq!(
             (w24.offset_frac, w24.size_frac),

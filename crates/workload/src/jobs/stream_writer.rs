@@ -37,6 +37,10 @@ pub struct StreamWriterConfig {
     pub size_frac: Option<f64>,
     /// Writes outstanding at most (the queue's `nr_requests`). Default 128.
     pub nr_requests: u32,
+    /// Once `nr_requests` are outstanding, wait until this many have completed before
+    /// writing again (2.4's `batch_requests`: a process waiting for a request is woken only
+    /// when that many are free). Default 1: write again as soon as one completes.
+    pub batch: u32,
     /// Bytes per write request, a positive multiple of 512. Default 131072 (128 KiB).
     pub request_bytes: u64,
     /// Cap on bytes per second. Default none (as fast as the device takes them).
@@ -53,6 +57,7 @@ impl Default for StreamWriterConfig {
             size: None,
             size_frac: None,
             nr_requests: 128,
+            batch: 1,
             request_bytes: 128 * 1024,
             rate: None,
             total_bytes: None,
@@ -65,6 +70,13 @@ impl StreamWriterConfig {
     pub fn validate(&self, env: &BuildEnv) -> Result<Region, BuildError> {
         if self.nr_requests == 0 {
             return Err(BuildError::new(env, "nr_requests", "must be at least 1"));
+        }
+        if self.batch == 0 || self.batch > self.nr_requests {
+            return Err(BuildError::new(
+                env,
+                "batch",
+                format!("must be 1 to nr_requests ({})", self.nr_requests),
+            ));
         }
         if self.request_bytes == 0
             || !self.request_bytes.is_multiple_of(SECTOR_BYTES)
@@ -117,6 +129,8 @@ pub struct StreamWriter {
     issued: u64,
     limit: Option<u64>,
     outstanding: BTreeSet<u64>,
+    /// The queue filled up: waiting for `batch` completions.
+    throttled: bool,
     start: Option<Nanos>,
 }
 
@@ -133,6 +147,7 @@ impl StreamWriter {
             cursor: 0,
             issued: 0,
             outstanding: BTreeSet::new(),
+            throttled: false,
             start: None,
         })
     }
@@ -158,6 +173,9 @@ impl Job for StreamWriter {
             };
         }
         if self.outstanding.len() >= self.cfg.nr_requests as usize {
+            self.throttled = true;
+        }
+        if self.throttled {
             return Action::Wait;
         }
         if let Some(rate) = self.cfg.rate {
@@ -190,6 +208,11 @@ impl Job for StreamWriter {
 
     fn complete(&mut self, tag: u64, _now: Nanos) {
         self.outstanding.remove(&tag);
+        let free = self.cfg.nr_requests as usize
+            - self.outstanding.len().min(self.cfg.nr_requests as usize);
+        if free >= self.cfg.batch as usize {
+            self.throttled = false;
+        }
     }
 }
 
@@ -213,6 +236,33 @@ mod tests {
             .issued
             .iter()
             .all(|i| i.spec.op == Op::Write && !i.spec.sync && i.spec.sectors == 256));
+    }
+
+    #[test]
+    fn a_writer_with_a_batch_refills_only_after_that_many_complete() {
+        // 2.4's batch_requests: with 8 of 8 outstanding it waits for 4 completions, then
+        // writes 4 more at once.
+        let cfg = StreamWriterConfig {
+            nr_requests: 8,
+            batch: 4,
+            ..Default::default()
+        };
+        let mut w = StreamWriter::new(cfg, &env()).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_ms(20)).run(&mut w);
+        let at: Vec<u64> = rec
+            .issued
+            .iter()
+            .map(|i| i.at.as_ns() / 1_000_000)
+            .collect();
+        // Eight at 0, then four at 4 ms (after four 1 ms services), four at 8 ms, ...
+        assert_eq!(&at[..16], &[0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8]);
+        assert_eq!(rec.max_outstanding, 8);
+        let bad = StreamWriterConfig {
+            nr_requests: 8,
+            batch: 9,
+            ..Default::default()
+        };
+        assert_eq!(StreamWriter::new(bad, &env()).unwrap_err().field, "batch");
     }
 
     #[test]
