@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use elevator_core::Settings;
+use elevator_core::{Nanos, Settings};
 use serde::Serialize;
 
 use crate::output;
@@ -50,10 +50,15 @@ struct Out {
 }
 
 /// Run the four cases and return our rows (system, seconds, writer MB/s).
-pub fn measure() -> anyhow::Result<Vec<Row>> {
-    let with = scenarios::builtin("anticipatory").expect("built in")?;
-    let without = scenarios::builtin("anticipatory-no-write").expect("built in")?;
-    let linux_2_4 = scenarios::builtin("anticipatory-2.4").expect("built in")?;
+pub fn measure(wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
+    let load = |name: &str| -> anyhow::Result<elevator_sim::scenario::Scenario> {
+        let mut s = scenarios::builtin(name).expect("built in")?;
+        s.wakeup = wakeup;
+        Ok(s)
+    };
+    let with = load("anticipatory")?;
+    let without = load("anticipatory-no-write")?;
+    let linux_2_4 = load("anticipatory-2.4")?;
     let cases: Vec<(&str, &elevator_sim::scenario::Scenario, &str)> = vec![
         ("linus", &linux_2_4, "linus"),
         ("deadline", &with, "deadline"),
@@ -96,10 +101,11 @@ pub fn measure() -> anyhow::Result<Vec<Row>> {
 }
 
 /// Print the table (and write JSON if asked).
-pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
+pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
     println!("Anticipatory scheduling (Morton, 2.5.59-mm5, Jan 2003): compile while a");
     println!("streaming write runs, on a 2003-class 4200 rpm laptop drive (simulated).\n");
-    let ours = measure()?;
+    super::note_wakeup(wakeup);
+    let ours = measure(wakeup)?;
     let base_pub = PUBLISHED[3].2;
     let base_ours = ours
         .iter()

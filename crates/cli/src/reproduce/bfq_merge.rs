@@ -282,10 +282,12 @@ fn startup_once(
     layout: Layout,
     policy: &Policy,
     seed: u64,
+    wakeup: Nanos,
 ) -> anyhow::Result<Option<f64>> {
     let dev = drive()?;
     let capacity = dev.capacity_sectors();
     let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
+    sim.set_wakeup_latency(wakeup);
     for s in background(bg, capacity, seed, layout)? {
         sim.add_job(s);
     }
@@ -380,6 +382,7 @@ fn measure_startup(
     dir: &Path,
     policies: &[Policy],
     co_located: &[(usize, usize)],
+    wakeup: Nanos,
 ) -> anyhow::Result<Vec<Times>> {
     let mut cases = Vec::new();
     let mut keys = Vec::new();
@@ -413,6 +416,7 @@ fn measure_startup(
             c.layout,
             &policies[c.policy],
             seed,
+            wakeup,
         )
     });
     let mut out = Vec::new();
@@ -468,12 +472,14 @@ fn cooperating_until(
     processes: u32,
     chunk: u64,
     io: CoopIo,
+    wakeup: Nanos,
     until: Nanos,
 ) -> anyhow::Result<(u64, u64, u64)> {
     let dev = drive()?;
     let capacity = dev.capacity_sectors();
     let file = capacity / 10 * 512;
     let mut sim = Simulation::new(Box::new(dev), policy.build()?, GroupTree::new());
+    sim.set_wakeup_latency(wakeup);
     match io {
         CoopIo::Buffered | CoopIo::BufferedAligned => {
             let env = BuildEnv::new(capacity, 1, "coop");
@@ -536,11 +542,12 @@ fn cooperating_once(
     processes: u32,
     chunk: u64,
     io: CoopIo,
+    wakeup: Nanos,
 ) -> anyhow::Result<Coop> {
     let warm = Nanos::from_secs(COOP_WARMUP_S);
     let end = Nanos::from_secs(COOP_WARMUP_S + COOP_MEASURE_S);
-    let (b0, r0, h0) = cooperating_until(policy, processes, chunk, io, warm)?;
-    let (b1, r1, h1) = cooperating_until(policy, processes, chunk, io, end)?;
+    let (b0, r0, h0) = cooperating_until(policy, processes, chunk, io, wakeup, warm)?;
+    let (b1, r1, h1) = cooperating_until(policy, processes, chunk, io, wakeup, end)?;
     let (bytes, reqs, hits) = (b1 - b0, (r1 - r0).max(1), h1 - h0);
     Ok(Coop {
         mb_s: bytes as f64 / 1e6 / COOP_MEASURE_S as f64,
@@ -551,7 +558,7 @@ fn cooperating_once(
 
 /// Run everything (or one `part`: "startup" for parts 1 and 2, "cooperating" for part 3),
 /// print the tables, write JSON if asked.
-pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
+pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Result<()> {
     let mut policies: Vec<Policy> = SCHEDULERS
         .iter()
         .filter(|n| registry::find(n).is_some())
@@ -567,6 +574,7 @@ pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
         "Simulated {DRIVE}; {} repetitions per case; start-up cut off after {STARTUP_LIMIT_S} s.",
         reps()
     );
+    super::note_wakeup(wakeup);
     if !absent.is_empty() {
         println!("(not registered, skipped: {})", absent.join(", "));
     }
@@ -574,7 +582,7 @@ pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     if part != Some("cooperating") {
-        rows.extend(run_startup(&mut policies.clone())?);
+        rows.extend(run_startup(&mut policies.clone(), wakeup)?);
     }
     if part != Some("startup") {
         policies.push(Policy {
@@ -582,7 +590,7 @@ pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
             variant: "no-merge",
             settings: vec![("queue_merging", 0)],
         });
-        rows.extend(run_cooperating(&policies)?);
+        rows.extend(run_cooperating(&policies, wakeup)?);
     }
     println!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
     if let Some(p) = json {
@@ -599,7 +607,7 @@ pub fn run(json: Option<&Path>, part: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// Parts 1 and 2: start-up times; returns their rows.
-fn run_startup(policies: &mut Vec<Policy>) -> anyhow::Result<Vec<Row>> {
+fn run_startup(policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
     let dir: PathBuf = shared_data_dir()
         .map(|d| d.join("traces/s-startup"))
         .filter(|d| d.is_dir())
@@ -619,7 +627,7 @@ fn run_startup(policies: &mut Vec<Policy>) -> anyhow::Result<Vec<Row>> {
         .into_iter()
         .flat_map(|bg| [(bg, bfq_idx), (bg, nowin_idx)])
         .collect();
-    let startup = measure_startup(&dir, policies, &co_located)?;
+    let startup = measure_startup(&dir, policies, &co_located, wakeup)?;
     let mut rows = Vec::new();
     let mut table = Vec::new();
     let mut bfq_mean = std::collections::BTreeMap::new();
@@ -787,7 +795,7 @@ fn run_startup(policies: &mut Vec<Policy>) -> anyhow::Result<Vec<Row>> {
 }
 
 /// Part 3: cooperating readers under every policy of `policies`; returns their rows.
-fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
+fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
     println!(
         "\n3. Cooperating readers: one file read in interleaved chunks by 2 or 4 processes started \
          together;\n   aggregate MB/s over {COOP_MEASURE_S} s after {COOP_WARMUP_S} s of warm-up \
@@ -809,7 +817,7 @@ fn run_cooperating(policies: &[Policy]) -> anyhow::Result<Vec<Row>> {
     let results = parallel(
         "cooperating runs",
         cases.clone(),
-        |&(procs, chunk, p, io)| cooperating_once(&policies[p], procs, chunk * 1024, io),
+        |&(procs, chunk, p, io)| cooperating_once(&policies[p], procs, chunk * 1024, io, wakeup),
     );
     let mut got = std::collections::BTreeMap::new();
     for (i, &(procs, chunk, p, io)) in cases.iter().enumerate() {
@@ -921,9 +929,9 @@ mod tests {
             (4, 128 * 1024, CoopIo::BufferedAligned),
             (4, 16 * 1024, CoopIo::Direct),
         ] {
-            let with = cooperating_once(&bfq, procs, chunk, io).unwrap();
-            let without = cooperating_once(&nomerge, procs, chunk, io).unwrap();
-            let streaming = cooperating_once(&noop, procs, chunk, io).unwrap();
+            let with = cooperating_once(&bfq, procs, chunk, io, Nanos::ZERO).unwrap();
+            let without = cooperating_once(&nomerge, procs, chunk, io, Nanos::ZERO).unwrap();
+            let streaming = cooperating_once(&noop, procs, chunk, io, Nanos::ZERO).unwrap();
             // One shared queue: the union of the readers' I/O is sequential, served as fast
             // as noop serves it, from the drive's read-ahead.
             assert!(
@@ -937,6 +945,20 @@ mod tests {
                 "{io:?}: {with:?} {without:?}"
             );
         }
+    }
+
+    #[test]
+    fn cfq_merges_interleaved_direct_readers_only_when_it_dispatches_before_they_reissue() {
+        // CFQ looks for a close cooperator when the queue in service is empty at dispatch.
+        // With no wake-up latency a reader's next read is queued by then, so CFQ never looks.
+        let cfq = Policy::plain("cfq");
+        let noop = Policy::plain("noop");
+        let kib16 = 16 * 1024;
+        let media = cooperating_once(&noop, 2, kib16, CoopIo::Direct, Nanos::ZERO).unwrap();
+        let at_once = cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::ZERO).unwrap();
+        let woken = cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::from_us(20)).unwrap();
+        assert!(at_once.mb_s < 0.6 * media.mb_s, "{at_once:?} {media:?}");
+        assert!(woken.mb_s > 0.95 * media.mb_s, "{woken:?} {media:?}");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use elevator_core::Settings;
+use elevator_core::{Nanos, Settings};
 use elevator_sim::scenario::Scenario;
 use serde::Serialize;
 
@@ -254,9 +254,10 @@ pub fn scenario_text(n: u32) -> String {
 }
 
 /// Run one setup at one `n`.
-pub fn measure_one(setup: &str, policy: &str, n: u32) -> anyhow::Result<Row> {
-    let scenario = Scenario::parse(&scenario_text(n), "builtin:io-controller", None)
+pub fn measure_one(setup: &str, policy: &str, n: u32, wakeup: Nanos) -> anyhow::Result<Row> {
+    let mut scenario = Scenario::parse(&scenario_text(n), "builtin:io-controller", None)
         .context("the io-controller scenario")?;
+    scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
     let report = scenario.simulation(sched, None).run(scenario.limit);
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
@@ -293,7 +294,7 @@ pub fn measure_one(setup: &str, policy: &str, n: u32) -> anyhow::Result<Row> {
 }
 
 /// Every setup at every n, in the published order.
-pub fn measure() -> anyhow::Result<Vec<Row>> {
+pub fn measure(wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
     let cases: Vec<(&str, &str, u32)> = SETUPS
         .iter()
         .flat_map(|&(setup, policy, _)| NS.iter().map(move |&n| (setup, policy, n)))
@@ -305,7 +306,7 @@ pub fn measure() -> anyhow::Result<Vec<Row>> {
                 s.spawn(move || {
                     chunk
                         .iter()
-                        .map(|&(setup, policy, n)| measure_one(setup, policy, n))
+                        .map(|&(setup, policy, n)| measure_one(setup, policy, n, wakeup))
                         .collect::<Vec<_>>()
                 })
             })
@@ -333,14 +334,15 @@ fn published_row(p: &Published) -> Row {
 }
 
 /// Print the tables (and write JSON if asked).
-pub fn run(json: Option<&Path>) -> anyhow::Result<()> {
+pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
     println!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
     println!("readers, group B = n sequential readers, equal weights; 4 KiB reads for");
     println!(
         "{RUNTIME_S} s on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / ours."
     );
     println!("Bandwidth KB/s, latency ms.\n");
-    let ours = measure()?;
+    super::note_wakeup(wakeup);
+    let ours = measure(wakeup)?;
     let mut json_rows = Vec::new();
     for (setup, policy, title) in SETUPS {
         println!("{title} [{policy}]");
@@ -405,7 +407,7 @@ mod tests {
     use super::*;
 
     fn share(setup: &str, policy: &str, n: u32) -> Row {
-        measure_one(setup, policy, n).unwrap()
+        measure_one(setup, policy, n, Nanos::ZERO).unwrap()
     }
 
     #[test]
