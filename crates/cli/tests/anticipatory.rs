@@ -2,9 +2,11 @@
 
 use std::process::Command;
 
-fn reproduce(json: &std::path::Path) -> serde_json::Value {
+/// Run `elevator ARGS --json JSON` and read the JSON it wrote.
+fn elevator_json(args: &[&str], json: &std::path::Path) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["reproduce", "anticipatory", "--json"])
+        .args(args)
+        .arg("--json")
         .arg(json)
         .output()
         .expect("run elevator");
@@ -14,6 +16,10 @@ fn reproduce(json: &std::path::Path) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn reproduce(json: &std::path::Path) -> serde_json::Value {
+    elevator_json(&["reproduce", "anticipatory"], json)
 }
 
 fn ours(v: &serde_json::Value, system: &str) -> f64 {
@@ -78,20 +84,9 @@ fn same_scenario_and_seed_give_identical_json() {
 /// Seconds `elevator sim anticipatory --sched SCHED` simulates, with extra arguments.
 fn sim_seconds(sched: &str, extra: &[&str]) -> f64 {
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("s.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["sim", "anticipatory", "--sched", sched, "--json"])
-        .arg(&json)
-        .args(extra)
-        .output()
-        .expect("run elevator");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let mut args = vec!["sim", "anticipatory", "--sched", sched];
+    args.extend_from_slice(extra);
+    let v = elevator_json(&args, &dir.path().join("s.json"));
     v["runs"][0]["end_s"].as_f64().unwrap()
 }
 
