@@ -238,3 +238,13 @@ fn wakeup_latency_lets_deadline_dispatch_writes_before_the_next_dependent_read()
         "anticipatory: {woken:?} with a 50 us wake-up vs {instant:?} without"
     );
 }
+
+#[test]
+fn every_policy_finishes_dependent_reads_when_completions_reach_the_reader_late() {
+    // Idle timers and anticipation meet a next request that arrives after the dispatch
+    // decision; no policy may stall on it.
+    for info in registry::all() {
+        let t = dependent_reads_beside_writes(info.name, Nanos::from_us(50));
+        assert!(t >= Nanos::from_ms(200), "{}: {t}", info.name);
+    }
+}
