@@ -284,6 +284,9 @@ pub enum JobSpec {
     Startup(crate::jobs::StartupConfig),
     /// [`TraceReplay`](crate::jobs::TraceReplay): a DiskSim or MQSim ASCII trace.
     Trace(crate::jobs::TraceReplayConfig),
+    /// [`InterleavedReaders`](crate::jobs::InterleavedReaders): N processes reading one file
+    /// in interleaved chunks through the page cache (the S suite's `interleaved_io`).
+    Interleaved(crate::jobs::InterleavedReadersConfig),
 }
 
 impl JobSpec {
@@ -296,6 +299,7 @@ impl JobSpec {
             JobSpec::Fio(_) => "fio",
             JobSpec::Startup(_) => "startup",
             JobSpec::Trace(_) => "trace",
+            JobSpec::Interleaved(_) => "interleaved",
         }
     }
 
@@ -309,6 +313,7 @@ impl JobSpec {
             JobSpec::Fio(c) => Box::new(FioJob::new(c.clone(), env)?),
             JobSpec::Startup(c) => Box::new(StartupJob::new(c.clone(), env)?),
             JobSpec::Trace(c) => Box::new(TraceReplay::new(c.clone(), env)?),
+            JobSpec::Interleaved(c) => Box::new(InterleavedReaders::new(c.clone(), env)?),
         })
     }
 
@@ -385,6 +390,12 @@ kind = "trace"
 trace = "t.trace"
 format = "mqsim"
 closed_loop = true
+
+[[job]]
+name = "coop"
+kind = "interleaved"
+processes = 4
+chunk = 16384
 "#;
         let s: Scenario = toml::from_str(text).unwrap();
         let kinds: Vec<&str> = s.job.iter().map(|j| j.job.kind()).collect();
@@ -396,7 +407,8 @@ closed_loop = true
                 "dependent-reader",
                 "fio",
                 "startup",
-                "trace"
+                "trace",
+                "interleaved"
             ]
         );
         assert_eq!(s.job[1].group.as_deref(), Some("/b"));
