@@ -582,7 +582,17 @@ pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Re
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     if part != Some("cooperating") {
-        rows.extend(run_startup(&mut policies.clone(), wakeup)?);
+        match startup_traces() {
+            Some(dir) => rows.extend(run_startup(&dir, &mut policies.clone(), wakeup)?),
+            None if part.is_none() => println!(
+                "Parts 1 and 2 skipped: the S suite's start-up traces (shared/data/traces/s-startup) \
+                 are not here; set ELEVATOR_DATA to the shared/data directory.\n"
+            ),
+            None => bail!(
+                "shared/data/traces/s-startup not found (set ELEVATOR_DATA to the shared/data \
+                 directory)"
+            ),
+        }
     }
     if part != Some("startup") {
         policies.push(Policy {
@@ -607,11 +617,14 @@ pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Re
 }
 
 /// Parts 1 and 2: start-up times; returns their rows.
-fn run_startup(policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
-    let dir: PathBuf = shared_data_dir()
+/// The S suite's start-up traces, if present.
+fn startup_traces() -> Option<PathBuf> {
+    shared_data_dir()
         .map(|d| d.join("traces/s-startup"))
         .filter(|d| d.is_dir())
-        .context("shared/data/traces/s-startup not found (set ELEVATOR_DATA to the shared/data directory)")?;
+}
+
+fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
     policies.push(Policy {
         name: "bfq",
         variant: "no-merge-window",
@@ -627,7 +640,7 @@ fn run_startup(policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<
         .into_iter()
         .flat_map(|bg| [(bg, bfq_idx), (bg, nowin_idx)])
         .collect();
-    let startup = measure_startup(&dir, policies, &co_located, wakeup)?;
+    let startup = measure_startup(dir, policies, &co_located, wakeup)?;
     let mut rows = Vec::new();
     let mut table = Vec::new();
     let mut bfq_mean = std::collections::BTreeMap::new();
