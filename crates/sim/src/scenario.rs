@@ -533,27 +533,27 @@ mod tests {
 }
 
 #[cfg(test)]
-mod write_cache_tests {
+mod setting_tests {
     use super::*;
 
-    fn with(write_cache: &str) -> Result<Scenario, ScenarioError> {
+    /// A one-job scenario with `line` (say `write_cache = true`) as its second line.
+    fn with(line: &str) -> Result<Scenario, ScenarioError> {
         let text = format!(
-            "drive = \"laptop-4200\"\nwrite_cache = {write_cache}\n\n[[job]]\nname = \"r\"\n\
-             kind = \"dependent-reader\"\n"
+            "drive = \"laptop-4200\"\n{line}\n\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\n"
         );
         Scenario::parse(&text, "s.toml", None)
     }
 
     #[test]
     fn write_cache_switches_the_policy_or_picks_a_destage_mode() {
-        let off = with("false").unwrap().drive.cache;
+        let off = with("write_cache = false").unwrap().drive.cache;
         assert_eq!(off.write_policy, WritePolicy::WriteThrough);
-        let on = with("true").unwrap().drive.cache;
+        let on = with("write_cache = true").unwrap().drive.cache;
         assert_eq!(
             (on.write_policy, on.destage),
             (WritePolicy::WriteBack, Destage::BeforeNextCommand)
         );
-        let rp = with("\"read-priority\"").unwrap().drive.cache;
+        let rp = with("write_cache = \"read-priority\"").unwrap().drive.cache;
         assert_eq!(
             (rp.write_policy, rp.destage),
             (WritePolicy::WriteBack, Destage::ReadPriority)
@@ -562,38 +562,21 @@ mod write_cache_tests {
 
     #[test]
     fn unknown_write_cache_mode_names_file_line_and_field() {
-        let e = with("\"lazy\"").unwrap_err();
+        let e = with("write_cache = \"lazy\"").unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("write_cache")));
         assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
-    }
-}
-
-#[cfg(test)]
-mod wakeup_tests {
-    use super::*;
-
-    fn with(wakeup: &str) -> Result<Scenario, ScenarioError> {
-        let text = format!(
-            "drive = \"laptop-4200\"\nwakeup_us = {wakeup}\n\n[[job]]\nname = \"r\"\n\
-             kind = \"dependent-reader\"\n"
-        );
-        Scenario::parse(&text, "s.toml", None)
     }
 
     #[test]
     fn wakeup_is_read_in_microseconds_and_defaults_to_zero() {
-        assert_eq!(with("25").unwrap().wakeup, Nanos::from_us(25));
-        assert_eq!(with("0.5").unwrap().wakeup, Nanos(500));
-        let text = "drive = \"laptop-4200\"\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\n";
-        assert_eq!(
-            Scenario::parse(text, "s.toml", None).unwrap().wakeup,
-            Nanos::ZERO
-        );
+        assert_eq!(with("wakeup_us = 25").unwrap().wakeup, Nanos::from_us(25));
+        assert_eq!(with("wakeup_us = 0.5").unwrap().wakeup, Nanos(500));
+        assert_eq!(with("").unwrap().wakeup, Nanos::ZERO);
     }
 
     #[test]
     fn negative_wakeup_names_file_line_and_field() {
-        let e = with("-3").unwrap_err();
+        let e = with("wakeup_us = -3").unwrap_err();
         assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("wakeup_us")));
     }
 }

@@ -181,13 +181,16 @@ impl InterleavedReaders {
         }
         let stride = u64::from(cfg.processes) * cfg.chunk + cfg.skip_extra_bytes;
         let readers = (0..u64::from(cfg.processes))
-            .map(|i| Reader {
-                zone: 0,
-                pos: i * chunk_pages,
-                last: (i + 1) * chunk_pages,
-                waiting: None,
-                ra: RaState::default(),
-                done: false,
+            .map(|i| {
+                let (pos, last) = zone_pages(cfg.chunk, stride, i, 0);
+                Reader {
+                    zone: 0,
+                    pos,
+                    last,
+                    waiting: None,
+                    ra: RaState::default(),
+                    done: false,
+                }
             })
             .collect();
         Ok(InterleavedReaders {
@@ -349,8 +352,7 @@ impl InterleavedReaders {
             if rd.pos >= rd.last {
                 let zone = rd.zone + 1;
                 let last_page = rd.last - 1;
-                let start = r as u64 * self.chunk + zone * self.stride;
-                let (first, end) = (start / PAGE, (start + self.chunk - 1) / PAGE + 1);
+                let (first, end) = zone_pages(self.chunk, self.stride, r as u64, zone);
                 let rd = &mut self.readers[r];
                 rd.ra.prev_index = Some(last_page);
                 if end > self.pages_total {
@@ -417,6 +419,13 @@ impl InterleavedReaders {
             self.cache.remove(&k);
         }
     }
+}
+
+/// Pages `[first, end)` that process `i`'s read of its zone `zone` covers: it starts at byte
+/// `i x chunk + zone x stride` and is `chunk` bytes long.
+fn zone_pages(chunk: u64, stride: u64, i: u64, zone: u64) -> (u64, u64) {
+    let start = i * chunk + zone * stride;
+    (start / PAGE, (start + chunk - 1) / PAGE + 1)
 }
 
 /// `get_init_ra_size`: the first window for a read of `size` pages.

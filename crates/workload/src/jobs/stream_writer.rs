@@ -208,9 +208,7 @@ impl Job for StreamWriter {
 
     fn complete(&mut self, tag: u64, _now: Nanos) {
         self.outstanding.remove(&tag);
-        let free = self.cfg.nr_requests as usize
-            - self.outstanding.len().min(self.cfg.nr_requests as usize);
-        if free >= self.cfg.batch as usize {
+        if self.outstanding.len() + self.cfg.batch as usize <= self.cfg.nr_requests as usize {
             self.throttled = false;
         }
     }
