@@ -22,6 +22,8 @@ pub(crate) struct Proc {
     pub start: Nanos,
     pub op: Op,
     pub sync: bool,
+    /// REQ_IDLE on its requests (an O_DIRECT writer).
+    pub idle_hint: bool,
     pub pattern: Pattern,
 }
 
@@ -37,6 +39,7 @@ impl Proc {
             start: Nanos::ZERO,
             op: Op::Read,
             sync: true,
+            idle_hint: false,
             pattern: Box::new(move |n| base + n * u64::from(sectors)),
         }
     }
@@ -171,6 +174,7 @@ pub(crate) fn run<S: Scheduler + ?Sized>(
                 op: proc.op,
                 sync: proc.sync,
                 meta: false,
+                idle_hint: proc.idle_hint,
                 sector,
                 sectors: proc.sectors,
                 prio: proc.prio,

@@ -21,6 +21,7 @@ pub fn rq(id: u64, ctx: u32) -> RequestBuilder {
         op: Op::Read,
         sync: true,
         meta: false,
+        idle_hint: false,
         sector: 0,
         sectors: 8,
         prio: IoPrio::default(),

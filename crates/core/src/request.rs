@@ -76,6 +76,9 @@ impl Default for IoPrio {
 ///
 /// Positions and lengths are in 512-byte sectors. `sync` follows Linux: reads are always sync;
 /// writes are sync only when the issuer waits for them (O_DIRECT, fsync); writeback is async.
+/// `idle_hint` is Linux's REQ_IDLE, which the direct-I/O paths put on every O_DIRECT write
+/// beside REQ_SYNC (`dio_bio_write_op` in block/fops.c, formerly fs/block_dev.c;
+/// `iomap_dio_bio_actor`; fs/direct-io.c): "more I/O follows from this issuer".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     /// Identity, unique within the run.
@@ -90,6 +93,10 @@ pub struct Request {
     pub sync: bool,
     /// Filesystem metadata (Linux REQ_META); some policies favour it.
     pub meta: bool,
+    /// Linux REQ_IDLE: the issuer will send more I/O right after this one. Set on O_DIRECT
+    /// writes (with `sync`); false for reads, writeback and fsync/O_SYNC writes. CFQ keeps
+    /// idling for a sync writer only when its writes carry it (`req_noidle`, 4.19).
+    pub idle_hint: bool,
     /// First sector.
     pub sector: u64,
     /// Length in sectors.

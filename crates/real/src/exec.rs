@@ -597,6 +597,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                         op: spec.op,
                         sync: spec.sync || spec.op.is_read(),
                         meta: spec.meta,
+                        idle_hint: spec.idle_hint,
                         sector: spec.sector,
                         sectors: spec.sectors,
                         prio: spec.prio.unwrap_or(slot.prio),

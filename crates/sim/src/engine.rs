@@ -393,6 +393,7 @@ impl Simulation {
             op: spec.op,
             sync: spec.sync,
             meta: spec.meta,
+            idle_hint: spec.idle_hint,
             sector: spec.sector,
             sectors: spec.sectors,
             prio: spec.prio.unwrap_or(slot.prio),

@@ -14,6 +14,10 @@ pub struct IoSpec {
     pub sync: bool,
     /// Filesystem metadata.
     pub meta: bool,
+    /// Linux REQ_IDLE, which the kernel's direct-I/O paths set on O_DIRECT writes (with
+    /// `sync`): more I/O follows. False for reads, writeback and fsync/O_SYNC writes. See
+    /// [`Request::idle_hint`](elevator_core::Request::idle_hint).
+    pub idle_hint: bool,
     /// First sector on the device.
     pub sector: u64,
     /// Length in sectors.

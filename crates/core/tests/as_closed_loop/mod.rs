@@ -227,6 +227,7 @@ pub fn run(
                 op: step.op,
                 sync: step.sync || step.op == Op::Read,
                 meta: false,
+                idle_hint: false,
                 sector: step.sector,
                 sectors: step.sectors,
                 prio: IoPrio::default(),

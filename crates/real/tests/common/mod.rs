@@ -57,6 +57,7 @@ impl Job for Walk {
             op: self.op,
             sync: true,
             meta: false,
+            idle_hint: false,
             sector: self.first_sector + b * u64::from(self.block_sectors),
             sectors: self.block_sectors,
             prio: None,

@@ -262,6 +262,7 @@ impl Job for DependentReader {
             op: Op::Read,
             sync: true,
             meta: false,
+            idle_hint: false,
             sector: f.start + self.pos,
             sectors: sectors as u32,
             prio: None,

@@ -378,6 +378,7 @@ impl FioJob {
             op: if read { Op::Read } else { Op::Write },
             sync: read || self.cfg.direct,
             meta: false,
+            idle_hint: !read && self.cfg.direct,
             sector: self.region.start + offset,
             sectors: self.block_sectors,
             prio: None,
@@ -570,16 +571,35 @@ mod tests {
             .all(|i| i.spec.op == Op::Write && !i.spec.sync));
     }
 
+    /// O_DIRECT writes carry REQ_SYNC | REQ_IDLE (`dio_bio_write_op`, block/fops.c; the same
+    /// flags in fs/direct-io.c and iomap's direct I/O); direct reads carry neither hint and
+    /// buffered writes (writeback) are async without it.
     #[test]
-    fn direct_writes_are_sync() {
+    fn direct_writes_are_sync_with_the_idle_hint() {
         let cfg = FioJobConfig {
-            rw: RwMode::Write,
+            rw: RwMode::RandRw,
             direct: true,
-            number_ios: Some(3),
+            number_ios: Some(40),
             ..Default::default()
         };
-        let rec = run(cfg, 1);
-        assert!(rec.issued.iter().all(|i| i.spec.sync));
+        let rec = run(cfg.clone(), 1);
+        let (writes, reads): (Vec<_>, Vec<_>) =
+            rec.issued.iter().partition(|i| i.spec.op == Op::Write);
+        assert!(!writes.is_empty() && !reads.is_empty());
+        assert!(writes.iter().all(|i| i.spec.sync && i.spec.idle_hint));
+        assert!(reads.iter().all(|i| i.spec.sync && !i.spec.idle_hint));
+        let buffered = run(
+            FioJobConfig {
+                direct: false,
+                ..cfg
+            },
+            1,
+        );
+        assert!(buffered
+            .issued
+            .iter()
+            .filter(|i| i.spec.op == Op::Write)
+            .all(|i| !i.spec.sync && !i.spec.idle_hint));
     }
 
     #[test]

@@ -268,6 +268,7 @@ impl InterleavedReaders {
             op: Op::Read,
             sync: true,
             meta: false,
+            idle_hint: false,
             sector: self.base + first * PAGE_SECTORS,
             sectors: (n * PAGE_SECTORS) as u32,
             prio: None,

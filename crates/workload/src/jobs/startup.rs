@@ -356,6 +356,7 @@ impl Job for StartupJob {
                 op: r.op,
                 sync: r.sync,
                 meta: r.meta,
+                idle_hint: false,
                 sector: r.sector,
                 sectors: r.sectors,
                 prio: None,

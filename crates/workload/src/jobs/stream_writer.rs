@@ -199,6 +199,7 @@ impl Job for StreamWriter {
             op: Op::Write,
             sync: false,
             meta: false,
+            idle_hint: false,
             sector,
             sectors: self.req_sectors as u32,
             prio: None,

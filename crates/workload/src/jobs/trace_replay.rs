@@ -41,7 +41,8 @@ pub struct TraceReplayConfig {
     pub devno: Option<u32>,
     /// Replay at most this many requests. Default: all.
     pub max_requests: Option<u64>,
-    /// Writes are synchronous. Default false.
+    /// Writes are synchronous, as fsync/O_SYNC writeback issues them (REQ_SYNC without
+    /// REQ_IDLE: a trace does not say a write was O_DIRECT). Default false.
     pub sync_writes: bool,
     /// Start of the region, bytes. Default 0. Exclusive with `offset_frac`.
     pub offset: Option<u64>,
@@ -157,6 +158,7 @@ impl TraceReplay {
                     op: if r.read { Op::Read } else { Op::Write },
                     sync: r.read || cfg.sync_writes,
                     meta: false,
+                    idle_hint: false,
                     sector,
                     sectors: r.sectors,
                     prio: None,
