@@ -6,8 +6,10 @@
 
 mod cmd;
 mod output;
+mod progress;
 mod reproduce;
 mod scenarios;
+mod stats;
 
 use clap::{Parser, Subcommand};
 

@@ -1,49 +1,111 @@
-//! Writing results: JSON files and aligned text tables.
+//! Writing results: JSON (to a file, or to stdout with `-`), aligned text tables, and the
+//! human-readable text around them.
+//!
+//! When JSON goes to stdout (`--json -`), stdout carries nothing else: [`say!`] sends the
+//! tables and notes to stderr instead ([`json_to_stdout`] switches it).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use serde::Serialize;
 
-/// Write `value` as pretty JSON to `path`.
+static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Whether JSON goes to stdout (`path` is `-`); if so, human-readable text goes to stderr
+/// from now on.
+pub fn json_to_stdout(path: Option<&Path>) -> bool {
+    let on = path.is_some_and(|p| p.as_os_str() == "-");
+    if on {
+        TEXT_TO_STDERR.store(true, Ordering::Relaxed);
+    }
+    on
+}
+
+/// Whether human-readable text goes to stderr (stdout carries JSON).
+pub fn text_to_stderr() -> bool {
+    TEXT_TO_STDERR.load(Ordering::Relaxed)
+}
+
+/// `println!` for human-readable text: stdout, or stderr when stdout carries JSON.
+macro_rules! say {
+    () => { $crate::output::say_str("\n") };
+    ($($arg:tt)*) => { $crate::output::say_str(&(format!($($arg)*) + "\n")) };
+}
+pub(crate) use say;
+
+/// Print `s` as [`say!`] does, without adding a newline.
+pub fn say_str(s: &str) {
+    use std::io::Write;
+    if text_to_stderr() {
+        let _ = std::io::stderr().write_all(s.as_bytes());
+    } else {
+        print!("{s}");
+    }
+}
+
+/// Write `value` as pretty JSON to `path` (`-`: stdout).
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("serialising results")?;
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    if path.as_os_str() == "-" {
+        println!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    say!("wrote {}", path.display());
+    Ok(())
 }
 
 /// A plain text table: a header row and data rows, columns padded to their widest cell;
 /// the first column is left-aligned, the others right-aligned.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let n = header.len();
-    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let len = |s: &str| s.chars().count();
+    let mut width: Vec<usize> = header.iter().map(|h| len(h)).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate().take(n) {
-            width[i] = width[i].max(c.len());
+            width[i] = width[i].max(len(c));
         }
     }
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(width[i].saturating_sub(len(c)));
             if i == 0 {
-                s.push_str(&format!("{:<w$}", c, w = width[i]));
+                s.push_str(c);
+                s.push_str(&pad);
             } else {
-                s.push_str(&format!("  {:>w$}", c, w = width[i]));
+                s.push_str("  ");
+                s.push_str(&pad);
+                s.push_str(c);
             }
         }
         s.trim_end().to_string() + "\n"
     };
     let mut out = line(header.to_vec());
-    out.push_str(&line(
-        width
-            .iter()
-            .map(|&w| "-".repeat(w))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(String::as_str)
-            .collect(),
-    ));
+    let rules: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
+    out.push_str(&line(rules.iter().map(String::as_str).collect()));
     for r in rows {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align_by_characters_not_bytes() {
+        let t = table(
+            &["a", "b"],
+            &[
+                vec!["x".into(), "1.0 ± 0.1".into()],
+                vec!["y".into(), "10".into()],
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[2].chars().count(), lines[3].chars().count(), "{t}");
+        assert!(lines[3].ends_with("       10"), "{t}");
+    }
 }

@@ -8,14 +8,15 @@
 //! scenarios/anticipatory-no-write.toml; the compile job's parameters are the same in all
 //! three, for every scheduler.
 
-use std::path::Path;
-
 use anyhow::Context;
 use elevator_core::{Nanos, Settings};
+use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, say};
+use crate::progress;
 use crate::scenarios;
+use crate::stats::Estimate;
 
 /// Morton's figures: (system, kernel, seconds).
 const PUBLISHED: [(&str, &str, f64); 4] = [
@@ -36,21 +37,48 @@ pub struct Row {
     pub system: String,
     /// published or elevator.
     pub source: &'static str,
-    /// Compile time, seconds.
-    pub seconds: f64,
+    /// Compile time, seconds (ours: over the seeds).
+    pub seconds: Estimate,
+    /// Compile time over the no-write compile time (ours: per seed, then over the seeds).
+    pub over_no_write: Estimate,
     /// The streaming writer's throughput during the compile, MB/s (ours only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub writer_mb_s: Option<f64>,
+    pub writer_mb_s: Option<Estimate>,
 }
 
 #[derive(Serialize)]
 struct Out {
     experiment: &'static str,
+    /// The seeds every measured figure ran with, in the order of its `per_seed` values.
+    seeds: Vec<u64>,
     rows: Vec<Row>,
 }
 
-/// Run the four cases and return our rows (system, seconds, writer MB/s).
-pub fn measure(wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
+/// One case at one seed: (compile seconds, writer MB/s).
+fn measure_one(
+    scenario: &elevator_sim::scenario::Scenario,
+    sched: &str,
+    seed: u64,
+) -> anyhow::Result<(f64, Option<f64>)> {
+    let policy = scenario.scheduler(sched, &Settings::new())?;
+    let report = scenario.simulation(policy, Some(seed)).run(scenario.limit);
+    let compile = report
+        .job("compile")
+        .context("the scenario has no job named compile")?;
+    let finished = compile
+        .metrics
+        .finished
+        .context("the compile did not finish within the scenario's limit")?;
+    let seconds = (finished - compile.metrics.started).as_secs_f64();
+    let writer_mb_s = report
+        .job("writer")
+        .map(|w| w.metrics.write.bytes as f64 / 1e6 / seconds.max(1e-9));
+    Ok((seconds, writer_mb_s))
+}
+
+/// Run the four cases at every seed (in parallel) and return our rows, in the published
+/// order.
+pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     let load = |name: &str| -> anyhow::Result<elevator_sim::scenario::Scenario> {
         let mut s = scenarios::builtin(name).expect("built in")?;
         s.wakeup = wakeup;
@@ -65,53 +93,47 @@ pub fn measure(wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
         ("anticipatory", &with, "anticipatory"),
         ("no-write", &without, NO_WRITE_SCHED),
     ];
-    let results: Vec<anyhow::Result<Row>> = std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .iter()
-            .map(|&(system, scenario, sched)| {
-                s.spawn(move || -> anyhow::Result<Row> {
-                    let policy = scenario.scheduler(sched, &Settings::new())?;
-                    let report = scenario.simulation(policy, None).run(scenario.limit);
-                    let compile = report
-                        .job("compile")
-                        .context("the scenario has no job named compile")?;
-                    let finished = compile
-                        .metrics
-                        .finished
-                        .context("the compile did not finish within the scenario's limit")?;
-                    let seconds = (finished - compile.metrics.started).as_secs_f64();
-                    let writer_mb_s = report
-                        .job("writer")
-                        .map(|w| w.metrics.write.bytes as f64 / 1e6 / seconds.max(1e-9));
-                    Ok(Row {
-                        system: system.to_string(),
-                        source: "elevator",
-                        seconds,
-                        writer_mb_s,
-                    })
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("simulation thread panicked"))
-            .collect()
-    });
-    results.into_iter().collect()
+    let runs: Vec<(usize, u64)> = (0..cases.len())
+        .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
+        .collect();
+    let bar = progress::bar(runs.len(), "anticipatory");
+    let results: Vec<(f64, Option<f64>)> = runs
+        .par_iter()
+        .map(|&(c, seed)| {
+            let (_, scenario, sched) = cases[c];
+            let r = measure_one(scenario, sched, seed);
+            bar.inc(1);
+            r
+        })
+        .collect::<anyhow::Result<_>>()?;
+    bar.finish_and_clear();
+    let per_case: Vec<&[(f64, Option<f64>)]> = results.chunks(seeds.len()).collect();
+    let no_write = Estimate::of(per_case[3].iter().map(|r| r.0).collect());
+    Ok(cases
+        .iter()
+        .zip(per_case)
+        .map(|(&(system, _, _), rs)| {
+            let seconds = Estimate::of(rs.iter().map(|r| r.0).collect());
+            let writer: Option<Vec<f64>> = rs.iter().map(|r| r.1).collect();
+            Row {
+                system: system.to_string(),
+                source: "elevator",
+                over_no_write: seconds.zip(&no_write, |a, b| a / b),
+                seconds,
+                writer_mb_s: writer.map(Estimate::of),
+            }
+        })
+        .collect())
 }
 
-/// Print the table (and write JSON if asked).
-pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
-    println!("Anticipatory scheduling (Morton, 2.5.59-mm5, Jan 2003): compile while a");
-    println!("streaming write runs, on a 2003-class 4200 rpm laptop drive (simulated).\n");
-    super::note_wakeup(wakeup);
-    let ours = measure(wakeup)?;
+/// Print the table; return the JSON.
+pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
+    say!("Anticipatory scheduling (Morton, 2.5.59-mm5, Jan 2003): compile while a");
+    say!("streaming write runs, on a 2003-class 4200 rpm laptop drive (simulated).");
+    say!("{}\n", super::seeds_note(&opts.seeds));
+    super::note_wakeup(opts.wakeup);
+    let ours = measure(opts.wakeup, &opts.seeds)?;
     let base_pub = PUBLISHED[3].2;
-    let base_ours = ours
-        .iter()
-        .find(|r| r.system == "no-write")
-        .map(|r| r.seconds)
-        .unwrap_or(f64::NAN);
     let mut rows = Vec::new();
     let mut json_rows = Vec::new();
     for (system, kernel, published) in PUBLISHED {
@@ -120,45 +142,38 @@ pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
             system.to_string(),
             kernel.to_string(),
             format!("{published:.0}"),
-            format!("{:.1}", r.seconds),
+            r.seconds.show(1),
             format!("{:.2}", published / base_pub),
-            format!("{:.2}", r.seconds / base_ours),
+            r.over_no_write.show(2),
             r.writer_mb_s
-                .map(|w| format!("{w:.2}"))
+                .as_ref()
+                .map(|w| w.show(2))
                 .unwrap_or_else(|| "-".into()),
         ]);
         json_rows.push(Row {
             system: system.to_string(),
             source: "published",
-            seconds: published,
+            seconds: Estimate::published(published),
+            over_no_write: Estimate::published(published / base_pub),
             writer_mb_s: None,
         });
         json_rows.push(r.clone());
     }
-    print!(
-        "{}",
-        output::table(
-            &[
-                "system",
-                "kernel",
-                "published s",
-                "elevator s",
-                "pub / no-write",
-                "ours / no-write",
-                "writer MB/s"
-            ],
-            &rows
-        )
-    );
-    if let Some(p) = json {
-        output::write_json(
-            p,
-            &Out {
-                experiment: "anticipatory",
-                rows: json_rows,
-            },
-        )?;
-        println!("\nwrote {}", p.display());
-    }
-    Ok(())
+    output::say_str(&output::table(
+        &[
+            "system",
+            "kernel",
+            "published s",
+            "elevator s",
+            "pub / no-write",
+            "ours / no-write",
+            "writer MB/s",
+        ],
+        &rows,
+    ));
+    Ok(serde_json::to_value(Out {
+        experiment: "anticipatory",
+        seeds: opts.seeds.clone(),
+        rows: json_rows,
+    })?)
 }

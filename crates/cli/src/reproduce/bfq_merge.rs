@@ -27,8 +27,6 @@
 //! limit (a lower bound) and is reported in `timeouts`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context};
 use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
@@ -40,9 +38,12 @@ use elevator_workload::jobs::{
 };
 use elevator_workload::traces::shared_data_dir;
 use elevator_workload::{BuildEnv, Job};
+use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, say};
+use crate::progress;
+use crate::stats::{mean_ci95, Estimate};
 
 /// The drive every run uses.
 const DRIVE: &str = "laptop-4200";
@@ -93,18 +94,16 @@ pub struct Row {
     /// Start-up rows: the background workload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<&'static str>,
-    /// Start-up rows: mean start-up time, s.
+    /// Start-up rows: start-up time, s, over the repetitions (each its own seed; a cut-off
+    /// one counts as the limit).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mean_s: Option<f64>,
+    pub startup_s: Option<Estimate>,
     /// Start-up rows: shortest, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_s: Option<f64>,
     /// Start-up rows: longest, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_s: Option<f64>,
-    /// Start-up rows: half width of the 95% confidence interval of the mean, s.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ci95_s: Option<f64>,
     /// Start-up rows: repetitions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<usize>,
@@ -120,25 +119,29 @@ pub struct Row {
     /// Cooperating rows: chunk, KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunk_kib: Option<u64>,
-    /// Cooperating rows: aggregate throughput, MB/s.
+    /// Cooperating rows: aggregate throughput, MB/s, over the seeds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub aggregate_mb_s: Option<f64>,
+    pub aggregate_mb_s: Option<Estimate>,
     /// Cooperating rows: how the processes read ("buffered": page cache and readahead, as
     /// the S suite, zones one byte apart; "buffered-aligned": the same with page-aligned
     /// zones; "direct": one O_DIRECT chunk at a time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<&'static str>,
-    /// Cooperating rows: mean size of the requests the drive served, KiB.
+    /// Cooperating rows: mean size of the requests the drive served, KiB, over the seeds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mean_request_kib: Option<f64>,
-    /// Cooperating rows: share of those requests the drive's cache served, percent.
+    pub mean_request_kib: Option<Estimate>,
+    /// Cooperating rows: share of those requests the drive's cache served, percent, over
+    /// the seeds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub drive_hit_pct: Option<f64>,
+    pub drive_hit_pct: Option<Estimate>,
 }
 
 #[derive(Serialize)]
 struct Out {
     experiment: &'static str,
+    /// The seeds of the cooperating rows, in the order of their `per_seed` values (the
+    /// start-up rows have one seed per repetition).
+    seeds: Vec<u64>,
     rows: Vec<Row>,
 }
 
@@ -305,64 +308,27 @@ fn startup_once(
     Ok(m.finished.map(|f| (f - m.started).as_secs_f64()))
 }
 
-/// Student's t at 0.975 for 1..=30 degrees of freedom (beyond: 1.96 + 2.4 / df, within 0.1%).
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
 /// Mean, min, max and 95% CI half width (Student t) of `xs`.
 fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
+    let (mean, ci) = mean_ci95(xs);
     let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if xs.len() < 2 {
-        return (mean, min, max, 0.0);
-    }
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let df = xs.len() - 1;
-    let t = T975.get(df - 1).copied().unwrap_or(1.96 + 2.4 / df as f64);
-    (mean, min, max, t * (var / n).sqrt())
+    (mean, min, max, ci)
 }
 
-/// Run `jobs` on up to all cores with a progress line; results in input order.
+/// Run `jobs` on every core (rayon) with a progress bar; results in input order.
 fn parallel<T: Sync, R: Send>(label: &str, jobs: Vec<T>, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let n = jobs.len();
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .min(n.max(1));
-    let bar = indicatif::ProgressBar::new(n as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, {elapsed}")
-            .expect("template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(label.to_string());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = f(&jobs[i]);
-                out.lock().expect("lock")[i] = Some(r);
-                done.fetch_add(1, Ordering::Relaxed);
-                bar.inc(1);
-            });
-        }
-    });
+    let bar = progress::bar(jobs.len(), label);
+    let out = jobs
+        .par_iter()
+        .map(|j| {
+            let r = f(j);
+            bar.inc(1);
+            r
+        })
+        .collect();
     bar.finish_and_clear();
-    out.into_inner()
-        .expect("lock")
-        .into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
+    out
 }
 
 struct StartupCase {
@@ -466,6 +432,13 @@ struct Coop {
     drive_hit_pct: f64,
 }
 
+/// A cooperating case over the seeds.
+struct CoopEstimate {
+    mb_s: Estimate,
+    request_kib: Estimate,
+    drive_hit_pct: Estimate,
+}
+
 /// Bytes read, requests served and drive-cache hits of a cooperating run stopped at `until`.
 fn cooperating_until(
     policy: &Policy,
@@ -473,6 +446,7 @@ fn cooperating_until(
     chunk: u64,
     io: CoopIo,
     wakeup: Nanos,
+    seed: u64,
     until: Nanos,
 ) -> anyhow::Result<(u64, u64, u64)> {
     let dev = drive()?;
@@ -482,7 +456,7 @@ fn cooperating_until(
     sim.set_wakeup_latency(wakeup);
     match io {
         CoopIo::Buffered | CoopIo::BufferedAligned => {
-            let env = BuildEnv::new(capacity, 1, "coop");
+            let env = BuildEnv::new(capacity, seed, "coop");
             let cfg = InterleavedReadersConfig {
                 offset: Some(file),
                 size: Some(COOP_FILE),
@@ -502,7 +476,7 @@ fn cooperating_until(
         CoopIo::Direct => {
             for i in 0..u64::from(processes) {
                 let name = format!("coop{i}");
-                let env = BuildEnv::new(capacity, 1, name.clone());
+                let env = BuildEnv::new(capacity, seed, name.clone());
                 let cfg = FioJobConfig {
                     rw: RwMode::Read,
                     bs: chunk,
@@ -543,11 +517,12 @@ fn cooperating_once(
     chunk: u64,
     io: CoopIo,
     wakeup: Nanos,
+    seed: u64,
 ) -> anyhow::Result<Coop> {
     let warm = Nanos::from_secs(COOP_WARMUP_S);
     let end = Nanos::from_secs(COOP_WARMUP_S + COOP_MEASURE_S);
-    let (b0, r0, h0) = cooperating_until(policy, processes, chunk, io, wakeup, warm)?;
-    let (b1, r1, h1) = cooperating_until(policy, processes, chunk, io, wakeup, end)?;
+    let (b0, r0, h0) = cooperating_until(policy, processes, chunk, io, wakeup, seed, warm)?;
+    let (b1, r1, h1) = cooperating_until(policy, processes, chunk, io, wakeup, seed, end)?;
     let (bytes, reqs, hits) = (b1 - b0, (r1 - r0).max(1), h1 - h0);
     Ok(Coop {
         mb_s: bytes as f64 / 1e6 / COOP_MEASURE_S as f64,
@@ -557,8 +532,9 @@ fn cooperating_once(
 }
 
 /// Run everything (or one `part`: "startup" for parts 1 and 2, "cooperating" for part 3),
-/// print the tables, write JSON if asked.
-pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Result<()> {
+/// print the tables, return the JSON.
+pub fn run(opts: &super::Opts, part: Option<&str>) -> anyhow::Result<serde_json::Value> {
+    let wakeup = opts.wakeup;
     let mut policies: Vec<Policy> = SCHEDULERS
         .iter()
         .filter(|n| registry::find(n).is_some())
@@ -569,22 +545,22 @@ pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Re
         .copied()
         .filter(|n| registry::find(n).is_none())
         .collect();
-    println!("BFQ: merge a queue only within 100 ms after it (re)starts I/O (Valente & Ruocco).");
-    println!(
+    say!("BFQ: merge a queue only within 100 ms after it (re)starts I/O (Valente & Ruocco).");
+    say!(
         "Simulated {DRIVE}; {} repetitions per case; start-up cut off after {STARTUP_LIMIT_S} s.",
         reps()
     );
     super::note_wakeup(wakeup);
     if !absent.is_empty() {
-        println!("(not registered, skipped: {})", absent.join(", "));
+        say!("(not registered, skipped: {})", absent.join(", "));
     }
-    println!();
+    say!();
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     if part != Some("cooperating") {
         match startup_traces() {
             Some(dir) => rows.extend(run_startup(&dir, &mut policies.clone(), wakeup)?),
-            None if part.is_none() => println!(
+            None if part.is_none() => say!(
                 "Parts 1 and 2 skipped: the S suite's start-up traces (shared/data/traces/s-startup) \
                  are not here; set ELEVATOR_DATA to the shared/data directory.\n"
             ),
@@ -600,23 +576,16 @@ pub fn run(json: Option<&Path>, part: Option<&str>, wakeup: Nanos) -> anyhow::Re
             variant: "no-merge",
             settings: vec![("queue_merging", 0)],
         });
-        rows.extend(run_cooperating(&policies, wakeup)?);
+        rows.extend(run_cooperating(&policies, wakeup, &opts.seeds)?);
     }
-    println!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
-    if let Some(p) = json {
-        output::write_json(
-            p,
-            &Out {
-                experiment: "bfq-merge",
-                rows,
-            },
-        )?;
-        println!("wrote {}", p.display());
-    }
-    Ok(())
+    say!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
+    Ok(serde_json::to_value(Out {
+        experiment: "bfq-merge",
+        seeds: opts.seeds.clone(),
+        rows,
+    })?)
 }
 
-/// Parts 1 and 2: start-up times; returns their rows.
 /// The S suite's start-up traces, if present.
 fn startup_traces() -> Option<PathBuf> {
     shared_data_dir()
@@ -624,6 +593,7 @@ fn startup_traces() -> Option<PathBuf> {
         .filter(|d| d.is_dir())
 }
 
+/// Parts 1 and 2: start-up times; returns their rows.
 fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
     policies.push(Policy {
         name: "bfq",
@@ -663,10 +633,9 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
             variant: policy.variant,
             app: Some(APPS[*app].0),
             background: Some(BACKGROUNDS[*bg]),
-            mean_s: Some(mean),
+            startup_s: Some(Estimate::of(xs.clone())),
             min_s: Some(min),
             max_s: Some(max),
-            ci95_s: Some(ci),
             repetitions: Some(times.len()),
             timeouts: Some(timeouts),
             layout: Some(Layout::Separate.label()),
@@ -694,31 +663,28 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
             format!("{ci:.2}"),
         ]);
     }
-    println!(
+    say!(
         "1. Start-up time (s) under background workloads ({:.0} s of wall time)",
         t0.elapsed().as_secs_f64()
     );
-    print!(
-        "{}",
-        output::table(
-            &[
-                "app",
-                "background",
-                "scheduler",
-                "mean",
-                "min",
-                "max",
-                "ci95"
-            ],
-            &table
-        )
-    );
+    output::say_str(&output::table(
+        &[
+            "app",
+            "background",
+            "scheduler",
+            "mean",
+            "min",
+            "max",
+            "ci95",
+        ],
+        &table,
+    ));
 
-    println!("\nChecks (issue 5):");
+    say!("\nChecks (issue 5):");
     for app in 0..2 {
         let idle = bfq_mean[&(app, 0, bfq_idx)];
         let loaded = bfq_mean[&(app, 2, bfq_idx)];
-        println!(
+        say!(
             "  {}: BFQ 5r5w-seq / 0r0w = {:.2} (target <= 1.5); others under 5r5w-seq: {}",
             APPS[app].0,
             loaded / idle,
@@ -732,13 +698,9 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
         );
     }
 
-    println!("\n2. BFQ with the 100 ms merge window (default) and without (merge_window_ms = 0)");
-    println!(
-        "   Published: lxterminal occasionally 7.5 s instead of 6.5 s without the rule (FUJITSU"
-    );
-    println!(
-        "   MHX2300BT, sequential readers and writers in the background); no outliers with it."
-    );
+    say!("\n2. BFQ with the 100 ms merge window (default) and without (merge_window_ms = 0)");
+    say!("   Published: lxterminal occasionally 7.5 s instead of 6.5 s without the rule (FUJITSU");
+    say!("   MHX2300BT, sequential readers and writers in the background); no outliers with it.");
     let mut t2 = Vec::new();
     let f = |ts: &Vec<Option<f64>>| -> Vec<f64> {
         ts.iter()
@@ -756,17 +718,17 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
         if *layout == Layout::CoLocated {
             // Rows for the window (default) at this layout; the separate layout's were pushed above.
             for (variant, ts) in [("default", times), ("no-merge-window", other)] {
-                let (mean, min, max, ci) = stats(&f(ts));
+                let xs = f(ts);
+                let (_, min, max, _) = stats(&xs);
                 rows.push(Row {
                     experiment: "merge-window",
                     scheduler: "bfq".into(),
                     variant,
                     app: Some(APPS[*app].0),
                     background: Some(BACKGROUNDS[*bg]),
-                    mean_s: Some(mean),
+                    startup_s: Some(Estimate::of(xs)),
                     min_s: Some(min),
                     max_s: Some(max),
-                    ci95_s: Some(ci),
                     repetitions: Some(ts.len()),
                     timeouts: Some(ts.iter().filter(|t| t.is_none()).count()),
                     layout: Some(layout.label()),
@@ -787,29 +749,27 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
             format!("{diverged}/{}", times.len()),
         ]);
     }
-    print!(
-        "{}",
-        output::table(
-            &[
-                "app",
-                "background",
-                "layout",
-                "window mean",
-                "window max",
-                "no-window mean",
-                "no-window max",
-                "runs differing"
-            ],
-            &t2
-        )
-    );
+    output::say_str(&output::table(
+        &[
+            "app",
+            "background",
+            "layout",
+            "window mean",
+            "window max",
+            "no-window mean",
+            "no-window max",
+            "runs differing",
+        ],
+        &t2,
+    ));
 
     Ok(rows)
 }
 
-/// Part 3: cooperating readers under every policy of `policies`; returns their rows.
-fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
-    println!(
+/// Part 3: cooperating readers under every policy of `policies` at every seed; returns their
+/// rows.
+fn run_cooperating(policies: &[Policy], wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
+    say!(
         "\n3. Cooperating readers: one file read in interleaved chunks by 2 or 4 processes started \
          together;\n   aggregate MB/s over {COOP_MEASURE_S} s after {COOP_WARMUP_S} s of warm-up \
          (the S suite's interleaved_io). Suite: buffered, through the page\n   cache with readahead \
@@ -827,15 +787,25 @@ fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row
             }
         }
     }
-    let results = parallel(
-        "cooperating runs",
-        cases.clone(),
-        |&(procs, chunk, p, io)| cooperating_once(&policies[p], procs, chunk * 1024, io, wakeup),
-    );
+    let runs: Vec<(usize, u64)> = (0..cases.len())
+        .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
+        .collect();
+    let results = parallel("cooperating runs", runs, |&(c, seed)| {
+        let (procs, chunk, p, io) = cases[c];
+        cooperating_once(&policies[p], procs, chunk * 1024, io, wakeup, seed)
+    });
+    let results: Vec<Coop> = results
+        .into_iter()
+        .collect::<anyhow::Result<_>>()
+        .map_err(|e| anyhow::anyhow!("{e:#}"))?;
     let mut got = std::collections::BTreeMap::new();
-    for (i, &(procs, chunk, p, io)) in cases.iter().enumerate() {
-        let c = *results[i].as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-        got.insert((procs, chunk, p, io.label()), c);
+    for (&(procs, chunk, p, io), per_seed) in cases.iter().zip(results.chunks(seeds.len())) {
+        let e = |f: fn(&Coop) -> f64| Estimate::of(per_seed.iter().map(f).collect());
+        let c = CoopEstimate {
+            mb_s: e(|c| c.mb_s),
+            request_kib: e(|c| c.request_kib),
+            drive_hit_pct: e(|c| c.drive_hit_pct),
+        };
         let pol = &policies[p];
         rows.push(Row {
             experiment: "cooperating",
@@ -843,12 +813,13 @@ fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row
             variant: pol.variant,
             processes: Some(procs),
             chunk_kib: Some(chunk),
-            aggregate_mb_s: Some(c.mb_s),
+            aggregate_mb_s: Some(c.mb_s.clone()),
             io: Some(io.label()),
-            mean_request_kib: Some(c.request_kib),
-            drive_hit_pct: Some(c.drive_hit_pct),
+            mean_request_kib: Some(c.request_kib.clone()),
+            drive_hit_pct: Some(c.drive_hit_pct.clone()),
             ..Row::default()
         });
+        got.insert((procs, chunk, p, io.label()), c);
     }
     let mut table = Vec::new();
     for &procs in &[2u32, 4] {
@@ -856,35 +827,32 @@ fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row
             for (p, pol) in policies.iter().enumerate() {
                 let mut line = vec![procs.to_string(), chunk.to_string(), pol.label()];
                 for io in COOP_IO {
-                    let c = got[&(procs, chunk, p, io.label())];
-                    line.push(format!("{:.2}", c.mb_s));
-                    line.push(format!("{:.0}", c.request_kib));
-                    line.push(format!("{:.0}", c.drive_hit_pct));
+                    let c = &got[&(procs, chunk, p, io.label())];
+                    line.push(c.mb_s.show(2));
+                    line.push(c.request_kib.show(0));
+                    line.push(c.drive_hit_pct.show(0));
                 }
                 table.push(line);
             }
         }
     }
-    print!(
-        "{}",
-        output::table(
-            &[
-                "processes",
-                "chunk KiB",
-                "scheduler",
-                "suite MB/s",
-                "rq KiB",
-                "hits %",
-                "aligned MB/s",
-                "rq KiB",
-                "hits %",
-                "direct MB/s",
-                "rq KiB",
-                "hits %"
-            ],
-            &table
-        )
-    );
+    output::say_str(&output::table(
+        &[
+            "processes",
+            "chunk KiB",
+            "scheduler",
+            "suite MB/s",
+            "rq KiB",
+            "hits %",
+            "aligned MB/s",
+            "rq KiB",
+            "hits %",
+            "direct MB/s",
+            "rq KiB",
+            "hits %",
+        ],
+        &table,
+    ));
     let bfq = policies
         .iter()
         .position(|p| p.name == "bfq" && p.variant == "default");
@@ -896,12 +864,13 @@ fn run_cooperating(policies: &[Policy], wakeup: Nanos) -> anyhow::Result<Vec<Row
             let ratios: Vec<String> = [(2u32, 16u64), (2, 128), (4, 16), (4, 128)]
                 .iter()
                 .map(|&(procs, chunk)| {
-                    let with = got[&(procs, chunk, m, io.label())].mb_s;
-                    let without = got[&(procs, chunk, n, io.label())].mb_s;
-                    format!("{procs} x {chunk} KiB {:.1}x", with / without)
+                    let with = &got[&(procs, chunk, m, io.label())].mb_s;
+                    let without = &got[&(procs, chunk, n, io.label())].mb_s;
+                    let ratio = with.zip(without, |a, b| a / b);
+                    format!("{procs} x {chunk} KiB {}x", ratio.show(1))
                 })
                 .collect();
-            println!(
+            say!(
                 "  BFQ with merging / without, {} (target >= 3x): {}",
                 io.label(),
                 ratios.join(", ")
@@ -942,9 +911,9 @@ mod tests {
             (4, 128 * 1024, CoopIo::BufferedAligned),
             (4, 16 * 1024, CoopIo::Direct),
         ] {
-            let with = cooperating_once(&bfq, procs, chunk, io, Nanos::ZERO).unwrap();
-            let without = cooperating_once(&nomerge, procs, chunk, io, Nanos::ZERO).unwrap();
-            let streaming = cooperating_once(&noop, procs, chunk, io, Nanos::ZERO).unwrap();
+            let with = cooperating_once(&bfq, procs, chunk, io, Nanos::ZERO, 1).unwrap();
+            let without = cooperating_once(&nomerge, procs, chunk, io, Nanos::ZERO, 1).unwrap();
+            let streaming = cooperating_once(&noop, procs, chunk, io, Nanos::ZERO, 1).unwrap();
             // One shared queue: the union of the readers' I/O is sequential, served as fast
             // as noop serves it, from the drive's read-ahead.
             assert!(
@@ -967,9 +936,10 @@ mod tests {
         let cfq = Policy::plain("cfq");
         let noop = Policy::plain("noop");
         let kib16 = 16 * 1024;
-        let media = cooperating_once(&noop, 2, kib16, CoopIo::Direct, Nanos::ZERO).unwrap();
-        let at_once = cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::ZERO).unwrap();
-        let woken = cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::from_us(20)).unwrap();
+        let media = cooperating_once(&noop, 2, kib16, CoopIo::Direct, Nanos::ZERO, 1).unwrap();
+        let at_once = cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::ZERO, 1).unwrap();
+        let woken =
+            cooperating_once(&cfq, 2, kib16, CoopIo::Direct, Nanos::from_us(20), 1).unwrap();
         assert!(at_once.mb_s < 0.6 * media.mb_s, "{at_once:?} {media:?}");
         assert!(woken.mb_s > 0.95 * media.mb_s, "{woken:?} {media:?}");
     }

@@ -10,14 +10,15 @@
 //! (1024 bytes, as fio printed them) over the run, latencies the largest completion latency
 //! of any request of the group.
 
-use std::path::Path;
-
 use anyhow::Context;
 use elevator_core::{Nanos, Settings};
 use elevator_sim::scenario::Scenario;
+use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, say};
+use crate::progress;
+use crate::stats::Estimate;
 
 /// The published table (targets/io-controller-2009.csv): setup, n, A max / min / aggregate
 /// KB/s, A max latency ms, B aggregate KB/s, B max latency ms.
@@ -196,13 +197,9 @@ const NS: [u32; 5] = [1, 2, 4, 8, 16];
 const RUNTIME_S: u64 = 30;
 const DRIVE: &str = "ibm18es";
 
-/// One row, with the CSV's column names.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-pub struct Row {
-    /// vanilla-cfq, io-controller+cfq or dm-ioband+cfq.
-    pub setup: String,
-    /// Readers in group B.
-    pub n: u32,
+/// One run (one setup, one n, one seed), with the CSV's column names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
     /// Largest per-reader bandwidth in A, KB/s.
     pub a_max_bw: f64,
     /// Smallest per-reader bandwidth in A, KB/s.
@@ -215,20 +212,64 @@ pub struct Row {
     pub b_agg_bw: f64,
     /// B's largest completion latency, ms.
     pub b_max_lat_ms: f64,
-    /// published or elevator.
-    pub source: &'static str,
 }
 
-impl Row {
+impl Sample {
     /// B's share of the aggregate bandwidth.
     pub fn b_share(&self) -> f64 {
         self.b_agg_bw / (self.a_agg_bw + self.b_agg_bw)
     }
 }
 
+/// One row of the table and the JSON: a setup at one n, published or ours over the seeds.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Row {
+    /// vanilla-cfq, io-controller+cfq or dm-ioband+cfq.
+    pub setup: String,
+    /// Readers in group B.
+    pub n: u32,
+    /// Largest per-reader bandwidth in A, KB/s.
+    pub a_max_bw: Estimate,
+    /// Smallest per-reader bandwidth in A, KB/s.
+    pub a_min_bw: Estimate,
+    /// A's aggregate bandwidth, KB/s.
+    pub a_agg_bw: Estimate,
+    /// A's largest completion latency, ms.
+    pub a_max_lat_ms: Estimate,
+    /// B's aggregate bandwidth, KB/s.
+    pub b_agg_bw: Estimate,
+    /// B's largest completion latency, ms.
+    pub b_max_lat_ms: Estimate,
+    /// B's share of the aggregate bandwidth (ours: per seed, then over the seeds).
+    pub b_share: Estimate,
+    /// published or elevator.
+    pub source: &'static str,
+}
+
+impl Row {
+    /// Our row from one sample per seed.
+    fn of(setup: &str, n: u32, samples: &[Sample]) -> Row {
+        let e = |f: fn(&Sample) -> f64| Estimate::of(samples.iter().map(f).collect());
+        Row {
+            setup: setup.to_string(),
+            n,
+            a_max_bw: e(|s| s.a_max_bw),
+            a_min_bw: e(|s| s.a_min_bw),
+            a_agg_bw: e(|s| s.a_agg_bw),
+            a_max_lat_ms: e(|s| s.a_max_lat_ms),
+            b_agg_bw: e(|s| s.b_agg_bw),
+            b_max_lat_ms: e(|s| s.b_max_lat_ms),
+            b_share: e(Sample::b_share),
+            source: "elevator",
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Out {
     experiment: &'static str,
+    /// The seeds every measured figure ran with, in the order of its `per_seed` values.
+    seeds: Vec<u64>,
     rows: Vec<Row>,
 }
 
@@ -253,13 +294,13 @@ pub fn scenario_text(n: u32) -> String {
     s
 }
 
-/// Run one setup at one `n`.
-pub fn measure_one(setup: &str, policy: &str, n: u32, wakeup: Nanos) -> anyhow::Result<Row> {
+/// Run one setup at one `n` and one seed.
+pub fn measure_one(policy: &str, n: u32, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
     let mut scenario = Scenario::parse(&scenario_text(n), "builtin:io-controller", None)
         .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
-    let report = scenario.simulation(sched, None).run(scenario.limit);
+    let report = scenario.simulation(sched, Some(seed)).run(scenario.limit);
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
     let group = |path: &str| {
         report
@@ -280,72 +321,73 @@ pub fn measure_one(setup: &str, policy: &str, n: u32, wakeup: Nanos) -> anyhow::
         "jobs missing from the report"
     );
     let max = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| v.iter().map(f).fold(0.0, f64::max);
-    Ok(Row {
-        setup: setup.to_string(),
-        n,
+    Ok(Sample {
         a_max_bw: max(&a, |x| x.0),
         a_min_bw: a.iter().map(|x| x.0).fold(f64::INFINITY, f64::min),
         a_agg_bw: a.iter().map(|x| x.0).sum(),
         a_max_lat_ms: max(&a, |x| x.1),
         b_agg_bw: b.iter().map(|x| x.0).sum(),
         b_max_lat_ms: max(&b, |x| x.1),
-        source: "elevator",
     })
 }
 
-/// Every setup at every n, in the published order.
-pub fn measure(wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
+/// Every setup at every n over `seeds` (in parallel), in the published order.
+pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     let cases: Vec<(&str, &str, u32)> = SETUPS
         .iter()
         .flat_map(|&(setup, policy, _)| NS.iter().map(move |&n| (setup, policy, n)))
         .collect();
-    let results: Vec<anyhow::Result<Row>> = std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .chunks(cases.len().div_ceil(2))
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|&(setup, policy, n)| measure_one(setup, policy, n, wakeup))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("simulation thread panicked"))
-            .collect()
-    });
-    results.into_iter().collect()
+    let runs: Vec<(usize, u64)> = (0..cases.len())
+        .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
+        .collect();
+    let bar = progress::bar(runs.len(), "io-controller");
+    let samples: Vec<Sample> = runs
+        .par_iter()
+        .map(|&(c, seed)| {
+            let (_, policy, n) = cases[c];
+            let r = measure_one(policy, n, wakeup, seed);
+            bar.inc(1);
+            r
+        })
+        .collect::<anyhow::Result<_>>()?;
+    bar.finish_and_clear();
+    Ok(cases
+        .iter()
+        .zip(samples.chunks(seeds.len()))
+        .map(|(&(setup, _, n), s)| Row::of(setup, n, s))
+        .collect())
 }
 
 fn published_row(p: &Published) -> Row {
+    let e = Estimate::published;
     Row {
         setup: p.0.to_string(),
         n: p.1,
-        a_max_bw: p.2,
-        a_min_bw: p.3,
-        a_agg_bw: p.4,
-        a_max_lat_ms: p.5,
-        b_agg_bw: p.6,
-        b_max_lat_ms: p.7,
+        a_max_bw: e(p.2),
+        a_min_bw: e(p.3),
+        a_agg_bw: e(p.4),
+        a_max_lat_ms: e(p.5),
+        b_agg_bw: e(p.6),
+        b_max_lat_ms: e(p.7),
+        b_share: e(p.6 / (p.4 + p.6)),
         source: "published",
     }
 }
 
-/// Print the tables (and write JSON if asked).
-pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
-    println!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
-    println!("readers, group B = n sequential readers, equal weights; 4 KiB reads for");
-    println!(
-        "{RUNTIME_S} s on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / ours."
+/// Print the tables; return the JSON.
+pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
+    say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
+    say!("readers, group B = n sequential readers, equal weights; 4 KiB reads for");
+    say!("{RUNTIME_S} s on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / ours.");
+    say!(
+        "Bandwidth KB/s, latency ms. {}\n",
+        super::seeds_note(&opts.seeds)
     );
-    println!("Bandwidth KB/s, latency ms.\n");
-    super::note_wakeup(wakeup);
-    let ours = measure(wakeup)?;
+    super::note_wakeup(opts.wakeup);
+    let ours = measure(opts.wakeup, &opts.seeds)?;
     let mut json_rows = Vec::new();
     for (setup, policy, title) in SETUPS {
-        println!("{title} [{policy}]");
+        say!("{title} [{policy}]");
         let mut rows = Vec::new();
         for p in PUBLISHED.iter().filter(|p| p.0 == setup) {
             let theirs = published_row(p);
@@ -353,81 +395,77 @@ pub fn run(json: Option<&Path>, wakeup: Nanos) -> anyhow::Result<()> {
                 .iter()
                 .find(|r| r.setup == setup && r.n == p.1)
                 .expect("measured");
-            let cell = |a: f64, b: f64| format!("{a:.0} / {b:.0}");
+            let cell = |a: &Estimate, b: &Estimate| format!("{} / {}", a.show(0), b.show(0));
+            let pct = |e: &Estimate| Estimate {
+                mean: 100.0 * e.mean,
+                ci95: e.ci95.map(|c| 100.0 * c),
+                per_seed: Vec::new(),
+            };
             rows.push(vec![
                 format!("{}", p.1),
-                cell(theirs.a_max_bw, r.a_max_bw),
-                cell(theirs.a_min_bw, r.a_min_bw),
-                cell(theirs.a_agg_bw, r.a_agg_bw),
-                cell(theirs.a_max_lat_ms, r.a_max_lat_ms),
-                cell(theirs.b_agg_bw, r.b_agg_bw),
-                cell(theirs.b_max_lat_ms, r.b_max_lat_ms),
+                cell(&theirs.a_max_bw, &r.a_max_bw),
+                cell(&theirs.a_min_bw, &r.a_min_bw),
+                cell(&theirs.a_agg_bw, &r.a_agg_bw),
+                cell(&theirs.a_max_lat_ms, &r.a_max_lat_ms),
+                cell(&theirs.b_agg_bw, &r.b_agg_bw),
+                cell(&theirs.b_max_lat_ms, &r.b_max_lat_ms),
                 format!(
-                    "{:.0}% / {:.0}%",
-                    100.0 * theirs.b_share(),
-                    100.0 * r.b_share()
+                    "{}% / {}%",
+                    pct(&theirs.b_share).show(0),
+                    pct(&r.b_share).show(0)
                 ),
             ]);
             json_rows.push(theirs);
             json_rows.push(r.clone());
         }
-        print!(
-            "{}",
-            output::table(
-                &[
-                    "n",
-                    "A max-bw",
-                    "A min-bw",
-                    "A agg-bw",
-                    "A max-lat",
-                    "B agg-bw",
-                    "B max-lat",
-                    "B share"
-                ],
-                &rows
-            )
-        );
-        println!();
+        output::say_str(&output::table(
+            &[
+                "n",
+                "A max-bw",
+                "A min-bw",
+                "A agg-bw",
+                "A max-lat",
+                "B agg-bw",
+                "B max-lat",
+                "B share",
+            ],
+            &rows,
+        ));
+        say!();
     }
-    if let Some(p) = json {
-        output::write_json(
-            p,
-            &Out {
-                experiment: "io-controller",
-                rows: json_rows,
-            },
-        )?;
-        println!("wrote {}", p.display());
-    }
-    Ok(())
+    Ok(serde_json::to_value(Out {
+        experiment: "io-controller",
+        seeds: opts.seeds.clone(),
+        rows: json_rows,
+    })?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn share(setup: &str, policy: &str, n: u32) -> Row {
-        measure_one(setup, policy, n, Nanos::ZERO).unwrap()
+    fn share(policy: &str, n: u32) -> Sample {
+        measure_one(policy, n, Nanos::ZERO, 1).unwrap()
     }
 
     #[test]
     fn vanilla_cfq_gives_b_a_share_growing_with_its_readers() {
-        assert!(share("vanilla-cfq", "cfq-flat", 1).b_share() <= 0.15);
-        assert!(share("vanilla-cfq", "cfq-flat", 16).b_share() >= 0.40);
+        assert!(share("cfq-flat", 1).b_share() <= 0.15);
+        assert!(share("cfq-flat", 16).b_share() >= 0.40);
     }
 
     #[test]
     fn group_scheduling_gives_b_half_for_every_n_and_cuts_its_latency() {
         for n in NS {
-            let r = share("io-controller+cfq", "cfq", n);
+            let r = share("cfq", n);
             assert!(
                 (0.45..=0.55).contains(&r.b_share()),
                 "n={n}: {:.3}",
                 r.b_share()
             );
         }
-        let vanilla = share("vanilla-cfq", "cfq-flat", 1);
-        let groups = share("io-controller+cfq", "cfq", 1);
+        let vanilla = share("cfq-flat", 1);
+        let groups = share("cfq", 1);
         assert!(groups.b_max_lat_ms < vanilla.b_max_lat_ms);
     }
 
@@ -435,9 +473,9 @@ mod tests {
     fn ioband_lifts_the_lone_reader_above_vanilla_but_not_above_groups() {
         // Published: 5 % < 14 % < 45 %. Ours lands next to the group scheduler (see
         // docs/cfq.md), so the upper bound allows a point or two of noise.
-        let vanilla = share("vanilla-cfq", "cfq-flat", 1).b_share();
-        let groups = share("io-controller+cfq", "cfq", 1).b_share();
-        let band = share("dm-ioband+cfq", "ioband+cfq-flat", 1).b_share();
+        let vanilla = share("cfq-flat", 1).b_share();
+        let groups = share("cfq", 1).b_share();
+        let band = share("ioband+cfq-flat", 1).b_share();
         assert!(band > vanilla + 0.15, "{vanilla:.3} {band:.3}");
         assert!(band <= groups + 0.03, "{band:.3} {groups:.3}");
     }
@@ -482,7 +520,7 @@ mod tests {
     fn published_table_matches_the_target_csv() {
         // shared/ sits beside the checkout (/work/shared for /work/main).
         let rel = "shared/targets/io-controller-2009.csv";
-        let found = Path::new(env!("CARGO_MANIFEST_DIR"))
+        let found = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .ancestors()
             .map(|d| d.join(rel))
             .find(|p| p.exists());

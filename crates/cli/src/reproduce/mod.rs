@@ -1,10 +1,22 @@
 //! `elevator reproduce`: the seed documents' experiments, ours beside the published figures.
+//!
+//! Every figure of ours is the mean over several seeds (`--seeds N`, default
+//! [`DEFAULT_SEEDS`]) with its 95% confidence interval; the JSON keeps each seed's value.
+//! The runs of an experiment are independent and go to every core (rayon); results are
+//! collected in input order, so they do not depend on the number of cores.
 
 mod anticipatory;
 mod bfq_merge;
 mod io_controller;
 
 use std::path::PathBuf;
+
+use elevator_core::Nanos;
+
+use crate::output::{self, say};
+
+/// Seeds per figure unless `--seeds` says otherwise.
+pub const DEFAULT_SEEDS: usize = 5;
 
 /// Arguments of `elevator reproduce`.
 #[derive(clap::Args)]
@@ -13,10 +25,17 @@ pub struct Args {
     /// io-controller (Goyal 2009), or all.
     #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "all"])]
     experiment: String,
-    /// Write the rows as JSON (with `all`, one file per experiment: FILE gets the name
-    /// inserted before its extension).
+    /// Write the rows as JSON; `-` prints only JSON on stdout (the tables go to stderr).
+    /// With `all`, one file per experiment (FILE gets the name inserted before its
+    /// extension), or with `-` one document holding every experiment.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Seeds per figure (seeds 1..=N): each figure is the mean over them with its 95%
+    /// confidence interval (Student t). The bfq-merge start-up times use their own 20
+    /// repetitions.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SEEDS as u32,
+          value_parser = clap::value_parser!(u32).range(2..))]
+    seeds: u32,
     /// bfq-merge only: run one part, `startup` (parts 1 and 2, which share their runs) or
     /// `cooperating` (part 3, a few seconds).
     #[arg(long, value_parser = ["startup", "cooperating"])]
@@ -29,10 +48,18 @@ pub struct Args {
     wakeup_us: u32,
 }
 
+/// What every experiment runs with.
+pub struct Opts {
+    /// Process wake-up latency.
+    pub wakeup: Nanos,
+    /// The seeds each figure is measured at.
+    pub seeds: Vec<u64>,
+}
+
 /// Say so when an experiment runs with a process wake-up latency.
-fn note_wakeup(wakeup: elevator_core::Nanos) {
-    if wakeup > elevator_core::Nanos::ZERO {
-        println!(
+fn note_wakeup(wakeup: Nanos) {
+    if wakeup > Nanos::ZERO {
+        say!(
             "Process wake-up latency {} us: the scheduler dispatches before a woken process \
              issues its next request.\n",
             wakeup.as_ns() / 1000
@@ -40,16 +67,30 @@ fn note_wakeup(wakeup: elevator_core::Nanos) {
     }
 }
 
+/// One line on the seeds: what "±" means in the tables.
+fn seeds_note(seeds: &[u64]) -> String {
+    format!(
+        "Ours: mean ± 95% interval over {} seeds ({}..={}).",
+        seeds.len(),
+        seeds.first().copied().unwrap_or(0),
+        seeds.last().copied().unwrap_or(0)
+    )
+}
+
 /// Run the experiment(s).
 pub fn run(args: Args) -> anyhow::Result<()> {
     let all = args.experiment == "all";
-    let wakeup = elevator_core::Nanos::from_us(u64::from(args.wakeup_us));
     if args.part.is_some() && args.experiment != "bfq-merge" {
         anyhow::bail!("--part applies to bfq-merge only");
     }
+    let stdout_json = output::json_to_stdout(args.json.as_deref());
+    let opts = Opts {
+        wakeup: Nanos::from_us(u64::from(args.wakeup_us)),
+        seeds: crate::stats::seeds(1, args.seeds as usize),
+    };
     let json_for = |name: &str| {
         args.json.as_ref().map(|p| {
-            if all {
+            if all && !stdout_json {
                 let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("out");
                 let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("json");
                 p.with_file_name(format!("{stem}-{name}.{ext}"))
@@ -58,18 +99,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         })
     };
+    let mut docs = Vec::new();
+    let mut done = |name: &str, doc: serde_json::Value| -> anyhow::Result<()> {
+        match json_for(name) {
+            Some(_) if stdout_json && all => docs.push(doc),
+            Some(p) => output::write_json(&p, &doc)?,
+            None => {}
+        }
+        say!();
+        Ok(())
+    };
     if all || args.experiment == "anticipatory" {
-        anticipatory::run(json_for("anticipatory").as_deref(), wakeup)?;
+        done("anticipatory", anticipatory::run(&opts)?)?;
     }
     if all || args.experiment == "bfq-merge" {
-        bfq_merge::run(
-            json_for("bfq-merge").as_deref(),
-            args.part.as_deref(),
-            wakeup,
-        )?;
+        done("bfq-merge", bfq_merge::run(&opts, args.part.as_deref())?)?;
     }
     if all || args.experiment == "io-controller" {
-        io_controller::run(json_for("io-controller").as_deref(), wakeup)?;
+        done("io-controller", io_controller::run(&opts)?)?;
+    }
+    if stdout_json && all {
+        output::write_json(
+            std::path::Path::new("-"),
+            &serde_json::json!({ "experiments": docs }),
+        )?;
     }
     Ok(())
 }
