@@ -12,6 +12,9 @@
 //!
 //! ## Layout
 //! - [`exec`]: the run loop ([`run`]), its options and reports.
+//! - [`submit`]: the submission API: a cloneable [`Handle`](submit::Handle) through which any
+//!   thread submits reads, writes and fsyncs tagged with process, group and priority, served by
+//!   one engine thread that owns the io_uring and the scheduler (what `elevator mount` uses).
 //! - [`backend`]: the device interface; [`uring`] the io_uring backend; [`mem`] an in-memory
 //!   backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
@@ -28,6 +31,7 @@ pub mod exec;
 pub mod mem;
 pub mod report;
 pub mod safety;
+pub mod submit;
 pub mod target;
 pub mod uring;
 pub mod verify;

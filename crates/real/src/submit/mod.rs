@@ -1,0 +1,486 @@
+//! The submission API: any thread submits reads, writes and fsyncs; one engine thread owns the
+//! io_uring and the scheduler.
+//!
+//! [`Engine::start`] spawns the engine thread and returns an [`Engine`] (the owner, which shuts
+//! it down) from which any number of [`Handle`]s are cloned. A handle [registers](Handle::register)
+//! open files (opened with O_DIRECT by the caller for the figures to mean anything) and
+//! [submits](Handle::submit) [`Io`]s against them, each tagged with its context (the process
+//! the scheduler sees), its group (cgroup), its priority and whether the issuer waits for it
+//! (sync). A submission returns a [`Ticket`] to [wait](Ticket::wait) on or
+//! [poll](Ticket::poll); [`Handle::submit_with`] runs a callback on the engine thread instead,
+//! for servers that answer from the completion (the FUSE filesystem does).
+//!
+//! The engine inserts each I/O into the scheduler as a [`Request`] (split into pieces of at most
+//! [`Scheduler::max_request_sectors`], as `exec` does), dispatches while the ring has room and
+//! the scheduler has something to say, sleeps in `io_uring_enter` until a completion, the
+//! scheduler's idle deadline or a submission (an eventfd read kept armed in the ring), and runs
+//! completions. The scheduler, not the ring, decides how much is outstanding.
+//!
+//! The scheduler sees one sector space for all files: file `n` starts at sector
+//! `n << 32` (2 TiB apart), so requests to one file sort and seek among themselves and a
+//! request to another file is a long seek. The real placement of the files on the device is
+//! not known to it.
+//!
+//! Changing the scheduler ([`Handle::set_scheduler`]) works as the kernel's `elevator_switch`:
+//! the queue is frozen (new I/O is held), the old scheduler drains everything it holds and the
+//! device goes idle, then the new one takes the held I/O. [`Engine::shutdown`] (or dropping the
+//! engine) refuses new I/O, lets every queued and in-flight I/O complete, and joins the thread:
+//! an I/O whose completion was delivered is never lost to shutdown.
+//!
+//! ```
+//! use std::io::Write;
+//! use elevator_core::{registry, CtxId, GroupId, GroupTree, IoPrio, Settings};
+//! use elevator_real::buf::AlignedBuf;
+//! use elevator_real::submit::{Engine, EngineOptions, Io};
+//!
+//! let sched = || (registry::find("deadline").unwrap().build)(&Settings::new(), &GroupTree::new());
+//! let engine = Engine::start(Box::new(sched), EngineOptions::default()).unwrap();
+//! let handle = engine.handle();
+//!
+//! // Register a file (a real program opens it with O_DIRECT; a temporary file suffices here).
+//! let mut f = tempfile::tempfile().unwrap();
+//! f.write_all(&[0u8; 8192]).unwrap();
+//! let file = handle.register(f);
+//!
+//! // Two threads, two processes as the scheduler sees them: one writes, one reads.
+//! let writer = {
+//!     let h = handle.clone();
+//!     std::thread::spawn(move || {
+//!         let mut data = AlignedBuf::new(4096);
+//!         data.fill(7);
+//!         let io = Io::write(file, 0, data).ctx(CtxId(1)).sync(true);
+//!         h.submit(io).wait().result.unwrap();
+//!         h.submit(Io::fsync(file, true).ctx(CtxId(1))).wait().result.unwrap();
+//!     })
+//! };
+//! writer.join().unwrap();
+//! let done = handle.submit(Io::read(file, 0, 4096).ctx(CtxId(2)).group(GroupId::ROOT)
+//!     .prio(IoPrio::default())).wait();
+//! assert_eq!(done.result.unwrap(), 4096);
+//! assert!(done.buf.iter().all(|&b| b == 7));
+//! assert_eq!(handle.stats().read_ios, 1);
+//! engine.shutdown();
+//! ```
+
+mod engine;
+mod stat;
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use elevator_core::{CtxId, GroupId, IoPrio, Scheduler, TunableError};
+
+use crate::buf::AlignedBuf;
+
+pub use stat::DiskStats;
+
+/// Builds a scheduler on the engine thread (a scheduler need not be `Send`).
+pub type SchedFactory = Box<dyn FnOnce() -> Result<Box<dyn Scheduler>, TunableError> + Send>;
+
+/// A file registered with the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// What an [`Io`] does.
+#[derive(Debug)]
+pub enum IoOp {
+    /// Read this many bytes.
+    Read {
+        /// Bytes to read (a multiple of 512).
+        len: usize,
+    },
+    /// Write this buffer.
+    Write {
+        /// The data (its length a multiple of 512).
+        data: AlignedBuf,
+    },
+    /// Make the file's completed writes durable: fsync, or fdatasync when `datasync`.
+    Fsync {
+        /// fdatasync instead of fsync.
+        datasync: bool,
+    },
+}
+
+/// One I/O to submit, with the tags the scheduler classifies it by.
+#[derive(Debug)]
+pub struct Io {
+    /// The file.
+    pub file: FileId,
+    /// Byte offset (a multiple of 512; ignored by fsync).
+    pub offset: u64,
+    /// What to do.
+    pub op: IoOp,
+    /// The issuing context (process). Default: context 0.
+    pub ctx: CtxId,
+    /// The issuer's group (cgroup). Default: the root.
+    pub group: GroupId,
+    /// The issuer's I/O priority. Default: best effort, level 4.
+    pub prio: IoPrio,
+    /// Whether the issuer waits for it. Reads and fsyncs are always sync; a write is sync only
+    /// when marked (O_DIRECT, O_SYNC), otherwise it is writeback. Default: false.
+    pub sync: bool,
+    /// Filesystem metadata (REQ_META). Default: false.
+    pub meta: bool,
+}
+
+impl Io {
+    fn new(file: FileId, offset: u64, op: IoOp) -> Io {
+        Io {
+            file,
+            offset,
+            op,
+            ctx: CtxId(0),
+            group: GroupId::ROOT,
+            prio: IoPrio::default(),
+            sync: false,
+            meta: false,
+        }
+    }
+    /// Read `len` bytes at `offset`.
+    pub fn read(file: FileId, offset: u64, len: usize) -> Io {
+        Io::new(file, offset, IoOp::Read { len })
+    }
+    /// Write `data` at `offset`.
+    pub fn write(file: FileId, offset: u64, data: AlignedBuf) -> Io {
+        Io::new(file, offset, IoOp::Write { data })
+    }
+    /// fsync (or fdatasync) the file.
+    pub fn fsync(file: FileId, datasync: bool) -> Io {
+        Io::new(file, 0, IoOp::Fsync { datasync })
+    }
+    /// Tag with the issuing context.
+    pub fn ctx(mut self, ctx: CtxId) -> Io {
+        self.ctx = ctx;
+        self
+    }
+    /// Tag with the issuer's group.
+    pub fn group(mut self, group: GroupId) -> Io {
+        self.group = group;
+        self
+    }
+    /// Tag with the issuer's priority.
+    pub fn prio(mut self, prio: IoPrio) -> Io {
+        self.prio = prio;
+        self
+    }
+    /// Mark a write sync (the issuer waits for it) or async (writeback).
+    pub fn sync(mut self, sync: bool) -> Io {
+        self.sync = sync;
+        self
+    }
+    /// Mark as filesystem metadata.
+    pub fn meta(mut self, meta: bool) -> Io {
+        self.meta = meta;
+        self
+    }
+}
+
+/// A finished [`Io`].
+#[derive(Debug)]
+pub struct Completion {
+    /// Bytes transferred (fewer than asked at end of file; 0 for fsync), or the error.
+    pub result: io::Result<usize>,
+    /// The read data (its first `result` bytes are valid), the written buffer handed back, or
+    /// an empty buffer for fsync.
+    pub buf: AlignedBuf,
+    /// From submission to completion, time queued in the scheduler included.
+    pub latency: Duration,
+}
+
+impl Completion {
+    fn refused(error: io::Error, buf: AlignedBuf) -> Completion {
+        Completion {
+            result: Err(error),
+            buf,
+            latency: Duration::ZERO,
+        }
+    }
+}
+
+/// Called on the engine thread with an I/O's completion. It must not block.
+pub type Callback = Box<dyn FnOnce(Completion) + Send>;
+
+/// Tuning for the engine.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// io_uring entries (a power of two): a ceiling on I/O in flight; the scheduler decides
+    /// below it.
+    pub ring_entries: u32,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { ring_entries: 256 }
+    }
+}
+
+/// A waitable completion.
+pub struct Ticket {
+    slot: Arc<(Mutex<Option<Completion>>, Condvar)>,
+}
+
+impl Ticket {
+    /// Block until the I/O completes.
+    pub fn wait(self) -> Completion {
+        let (m, cv) = &*self.slot;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(c) = g.take() {
+                return c;
+            }
+            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The completion if the I/O has completed (then the ticket is spent: a later `poll` or
+    /// `wait` will not see it again), else `None`.
+    pub fn poll(&self) -> Option<Completion> {
+        self.slot.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Ticket")
+    }
+}
+
+/// Messages from handles to the engine thread.
+enum Cmd {
+    Register(FileId, File),
+    Unregister(FileId),
+    Submit(Io, Callback),
+    Exit(CtxId),
+    SetTunable(String, i64, Sender<Result<(), TunableError>>),
+    Switch(SchedFactory, Sender<Result<(), TunableError>>),
+    Shutdown,
+}
+
+/// What the handles and the engine thread share.
+struct Shared {
+    /// Set by the engine just before it sleeps; a submitter that clears it writes the eventfd.
+    asleep: AtomicBool,
+    /// Written to wake the engine.
+    wake: OwnedFd,
+    stats: Mutex<stat::StatKeeper>,
+    scheduler: Mutex<&'static str>,
+    next_file: AtomicU32,
+}
+
+/// A cloneable, thread-safe way into the engine.
+#[derive(Clone)]
+pub struct Handle {
+    tx: Sender<Cmd>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("scheduler", &self.scheduler())
+            .finish()
+    }
+}
+
+fn shut_down() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the I/O engine has shut down")
+}
+
+impl Handle {
+    fn send(&self, cmd: Cmd) -> Result<(), Cmd> {
+        self.tx.send(cmd).map_err(|e| e.0)?;
+        if self.shared.asleep.swap(false, Ordering::SeqCst) {
+            let one: u64 = 1;
+            // SAFETY: writing 8 bytes from a live u64 to an eventfd we own.
+            unsafe { libc::write(self.shared.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        }
+        Ok(())
+    }
+
+    /// Hand `file` to the engine. It keeps the file open until [`unregister`](Self::unregister)
+    /// (and its I/O is done) or shutdown.
+    pub fn register(&self, file: File) -> FileId {
+        let id = FileId(self.shared.next_file.fetch_add(1, Ordering::Relaxed));
+        let _ = self.send(Cmd::Register(id, file));
+        id
+    }
+
+    /// Close `file` once its queued and in-flight I/O has completed. Later I/O to it fails
+    /// with EBADF.
+    pub fn unregister(&self, file: FileId) {
+        let _ = self.send(Cmd::Unregister(file));
+    }
+
+    /// Submit `io`; wait for or poll the returned ticket.
+    pub fn submit(&self, io: Io) -> Ticket {
+        let slot = Arc::new((Mutex::new(None), Condvar::new()));
+        let theirs = Arc::clone(&slot);
+        self.submit_with(io, move |c| {
+            let (m, cv) = &*theirs;
+            *m.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+            cv.notify_all();
+        });
+        Ticket { slot }
+    }
+
+    /// Submit `io`; `done` runs on the engine thread with its completion (at once, on the
+    /// caller's thread, if the engine has shut down). `done` must not block.
+    pub fn submit_with(&self, io: Io, done: impl FnOnce(Completion) + Send + 'static) {
+        if let Err(Cmd::Submit(io, done)) = self.send(Cmd::Submit(io, Box::new(done))) {
+            let buf = match io.op {
+                IoOp::Write { data } => data,
+                _ => AlignedBuf::new(0),
+            };
+            done(Completion::refused(shut_down(), buf));
+        }
+    }
+
+    /// Tell the scheduler that context `ctx` has exited (Linux's `exit_io_context`).
+    pub fn exit_context(&self, ctx: CtxId) {
+        let _ = self.send(Cmd::Exit(ctx));
+    }
+
+    /// Set a tunable of the running scheduler, as writing its sysfs file would.
+    pub fn set_tunable(&self, name: &str, value: i64) -> Result<(), TunableError> {
+        let (tx, rx) = mpsc::channel();
+        if self
+            .send(Cmd::SetTunable(name.to_string(), value, tx))
+            .is_err()
+        {
+            return Err(TunableError::Invalid {
+                reason: shut_down().to_string(),
+            });
+        }
+        rx.recv().unwrap_or_else(|_| {
+            Err(TunableError::Invalid {
+                reason: shut_down().to_string(),
+            })
+        })
+    }
+
+    /// Replace the scheduler: new I/O is held while the old one drains and the device goes
+    /// idle, then `build`'s scheduler takes over. Returns when the switch is done, or with
+    /// `build`'s error (the old scheduler stays).
+    pub fn set_scheduler(&self, build: SchedFactory) -> Result<(), TunableError> {
+        let (tx, rx) = mpsc::channel();
+        if self.send(Cmd::Switch(build, tx)).is_err() {
+            return Err(TunableError::Invalid {
+                reason: shut_down().to_string(),
+            });
+        }
+        rx.recv().unwrap_or_else(|_| {
+            Err(TunableError::Invalid {
+                reason: shut_down().to_string(),
+            })
+        })
+    }
+
+    /// The running scheduler's name.
+    pub fn scheduler(&self) -> &'static str {
+        *self
+            .shared
+            .scheduler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The `/sys/block/<dev>/stat` counters so far.
+    pub fn stats(&self) -> DiskStats {
+        let now = std::time::Instant::now();
+        self.shared
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .snapshot(now)
+    }
+}
+
+/// The engine's owner: hands out [`Handle`]s and shuts the engine down.
+pub struct Engine {
+    handle: Handle,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.handle.fmt(f)
+    }
+}
+
+impl Engine {
+    /// Start the engine thread with the scheduler `build` makes. Fails if the scheduler cannot
+    /// be built or the ring cannot be set up.
+    pub fn start(build: SchedFactory, opts: EngineOptions) -> io::Result<Engine> {
+        // SAFETY: eventfd(2) with valid flags; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by eventfd and is owned by nobody else.
+        let wake = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let shared = Arc::new(Shared {
+            asleep: AtomicBool::new(false),
+            wake,
+            stats: Mutex::new(stat::StatKeeper::new()),
+            scheduler: Mutex::new(""),
+            next_file: AtomicU32::new(0),
+        });
+        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let theirs = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("elevator-engine".into())
+            .spawn(move || engine::run(build, opts, rx, theirs, ready_tx))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Engine {
+                handle: Handle { tx, shared },
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(thread
+                .join()
+                .map_err(|_| io::Error::other("the I/O engine panicked"))?
+                .err()
+                .unwrap_or_else(shut_down)),
+        }
+    }
+
+    /// A handle for submitting I/O.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// Refuse new I/O, complete everything queued and in flight, stop the thread. Returns the
+    /// engine's own failure (a broken ring), if any.
+    pub fn shutdown(mut self) -> io::Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> io::Result<()> {
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
+        let _ = self.handle.send(Cmd::Shutdown);
+        t.join()
+            .map_err(|_| io::Error::other("the I/O engine panicked"))?
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests;
