@@ -339,6 +339,7 @@ impl Engine {
             op,
             sync,
             meta: io.meta,
+            idle_hint: io.idle_hint && kind == Kind::Write,
             sector: base + io.offset / SECTOR_BYTES,
             sectors: sectors_total,
             prio: io.prio,

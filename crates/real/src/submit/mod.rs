@@ -128,6 +128,9 @@ pub struct Io {
     pub sync: bool,
     /// Filesystem metadata (REQ_META). Default: false.
     pub meta: bool,
+    /// Linux's REQ_IDLE: the issuer sends more right after this (the kernel sets it on
+    /// O_DIRECT writes). Default: false.
+    pub idle_hint: bool,
 }
 
 impl Io {
@@ -141,6 +144,7 @@ impl Io {
             prio: IoPrio::default(),
             sync: false,
             meta: false,
+            idle_hint: false,
         }
     }
     /// Read `len` bytes at `offset`.
@@ -178,6 +182,11 @@ impl Io {
     /// Mark as filesystem metadata.
     pub fn meta(mut self, meta: bool) -> Io {
         self.meta = meta;
+        self
+    }
+    /// Carry REQ_IDLE (set it on O_DIRECT writes, as the kernel's direct-I/O paths do).
+    pub fn idle_hint(mut self, idle_hint: bool) -> Io {
+        self.idle_hint = idle_hint;
         self
     }
 }

@@ -88,7 +88,10 @@ fn requests_carry_the_submitters_context_group_priority_and_sync_flag() {
         .ctx(CtxId(7))
         .group(GroupId(3));
     h.submit(w).wait().result.unwrap();
-    let sw = Io::write(b, 0, filled(512, 2)).ctx(CtxId(7)).sync(true);
+    let sw = Io::write(b, 0, filled(512, 2))
+        .ctx(CtxId(7))
+        .sync(true)
+        .idle_hint(true);
     h.submit(sw).wait().result.unwrap();
     let r = Io::read(a, 1024, 2048).ctx(CtxId(9)).prio(rt).meta(true);
     h.submit(r).wait().result.unwrap();
