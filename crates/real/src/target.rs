@@ -3,15 +3,27 @@
 //!
 //! A file that does not exist is created and laid out (written in full, so reads hit real
 //! blocks rather than holes, as fio lays out its files); an empty file is grown and laid out
-//! the same way. An existing file or device shorter than the jobs need is an error.
+//! the same way. If the layout fails (ENOSPC) or is stopped (Ctrl-C, through
+//! [`OpenSpec::stop`]), what we created is removed (a file that existed empty is truncated
+//! back), so the next run does not meet a half-written file.
+//!
+//! Elevator remembers the files it laid out, so a rerun reuses them as fio does without
+//! `--allow-overwrite`: a marker in the extended attribute `user.elevator.layout` records the
+//! file's length and modification time when elevator last wrote it ([`Target::remember`] after
+//! a run). A file whose marker no longer matches (another program wrote it, or a run was
+//! killed) is refused like any other. On a filesystem without user extended attributes no
+//! marker is kept and reruns need `--allow-overwrite`. An existing file or device shorter
+//! than the jobs need is an error.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::buf::AlignedBuf;
-use crate::safety::{self, Refusal};
+use crate::safety::{self, Probe, Refusal};
+use crate::ByteRange;
 
 /// What kind of target it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,21 +47,44 @@ pub struct Target {
     pub path: PathBuf,
     /// Whether this open created or laid out the file (its contents are ours).
     pub laid_out: bool,
+    /// Whether the file's contents are elevator's (laid out now, or marked by an earlier run):
+    /// [`Target::remember`] re-marks only such files.
+    pub ours: bool,
+}
+
+impl Target {
+    /// After a run that wrote to a file elevator owns, record its new length and modification
+    /// time in the marker so the next run reuses it. Does nothing for devices and files that
+    /// are not ours; a filesystem without user extended attributes is not an error.
+    pub fn remember(&self) -> Result<(), TargetError> {
+        if self.kind != TargetKind::File || !self.ours {
+            return Ok(());
+        }
+        marker::write(&self.file).map_err(io_err(&self.path, "record elevator's layout marker"))
+    }
 }
 
 /// How to open.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct OpenSpec {
     /// Whether the run writes (jobs that write, or `--verify`).
     pub writes: bool,
-    /// Skip the refusals (`--allow-overwrite`).
+    /// Write over data that is not ours (`--allow-overwrite`). Never lifts the refusal of a
+    /// device that is mounted, used as swap or held by another device.
     pub allow_overwrite: bool,
     /// Bytes the jobs need: the end of the furthest job region.
     pub need_bytes: u64,
+    /// The byte ranges the jobs write (empty: all of `[0, need_bytes)`); on a block device
+    /// they must read as all zeroes unless `allow_overwrite`.
+    pub write_regions: Vec<ByteRange>,
+    /// Checked between the chunks of a layout: once set, the layout stops and what it
+    /// created is removed ([`TargetError::Interrupted`]).
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// Why a target could not be opened.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TargetError {
     /// A safety refusal.
     Refused(Refusal),
@@ -69,6 +104,11 @@ pub enum TargetError {
         /// Why.
         reason: String,
     },
+    /// The layout was stopped ([`OpenSpec::stop`]); what it created was removed.
+    Interrupted {
+        /// The target.
+        path: PathBuf,
+    },
 }
 
 impl std::fmt::Display for TargetError {
@@ -79,6 +119,11 @@ impl std::fmt::Display for TargetError {
                 write!(f, "{}: {doing}: {error}", path.display())
             }
             TargetError::Unusable { path, reason } => write!(f, "{}: {reason}", path.display()),
+            TargetError::Interrupted { path } => write!(
+                f,
+                "{}: interrupted while laying out the file; the partial layout was removed",
+                path.display()
+            ),
         }
     }
 }
@@ -93,12 +138,18 @@ fn io_err<'p>(path: &'p Path, doing: &'static str) -> impl FnOnce(io::Error) -> 
     }
 }
 
+fn refused(path: &Path, reason: String) -> TargetError {
+    TargetError::Refused(Refusal {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
 fn open_direct(path: &Path, write: bool, create: bool) -> Result<File, TargetError> {
     OpenOptions::new()
         .read(true)
         .write(write)
-        .create(create)
-        .truncate(false)
+        .create_new(create)
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| {
@@ -121,18 +172,24 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
     match meta {
         None => {
             let file = open_direct(path, true, true)?;
-            lay_out(&file, path, 0, spec.need_bytes)?;
+            if let Err(e) = lay_out(&file, path, 0, spec.need_bytes, spec.stop) {
+                drop(file);
+                let _ = fs::remove_file(path);
+                return Err(e);
+            }
+            mark_or_ignore(&file, path)?;
             Ok(Target {
                 file,
                 size: spec.need_bytes,
                 kind: TargetKind::File,
                 path: path.to_path_buf(),
                 laid_out: true,
+                ours: true,
             })
         }
         Some(m) if m.file_type().is_block_device() => {
-            if spec.writes && !spec.allow_overwrite {
-                check_device(path, m.rdev())?;
+            if spec.writes {
+                check_device_in_use(path, m.rdev())?;
             }
             let file = open_direct(path, spec.writes, false)?;
             let size = device_size(&file).map_err(io_err(path, "read the device size"))?;
@@ -145,51 +202,165 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
                     ),
                 });
             }
+            if spec.writes && !spec.allow_overwrite {
+                check_device_data(path, &spec)?;
+            }
             Ok(Target {
                 file,
                 size,
                 kind: TargetKind::BlockDevice,
                 path: path.to_path_buf(),
                 laid_out: false,
+                ours: false,
             })
         }
-        Some(m) if m.file_type().is_file() => {
-            let len = m.len();
-            if spec.writes && len > 0 && !spec.allow_overwrite {
-                return Err(TargetError::Refused(Refusal {
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "the file exists and holds {len} bytes (use --allow-overwrite to write over it)"
-                    ),
-                }));
-            }
-            let file = open_direct(path, spec.writes || len < spec.need_bytes, false)?;
-            let mut laid_out = false;
-            if len < spec.need_bytes {
-                if len > 0 && !spec.allow_overwrite {
-                    return Err(TargetError::Unusable {
-                        path: path.to_path_buf(),
-                        reason: format!(
-                            "the file holds {len} bytes; the jobs need {} (use --allow-overwrite to extend it)",
-                            spec.need_bytes
-                        ),
-                    });
-                }
-                lay_out(&file, path, len, spec.need_bytes)?;
-                laid_out = true;
-            }
-            Ok(Target {
-                file,
-                size: len.max(spec.need_bytes),
-                kind: TargetKind::File,
-                path: path.to_path_buf(),
-                laid_out,
-            })
-        }
+        Some(m) if m.file_type().is_file() => open_file(path, &m, &spec),
         Some(_) => Err(TargetError::Unusable {
             path: path.to_path_buf(),
             reason: "not a regular file or a block device".into(),
         }),
+    }
+}
+
+/// An existing regular file: reused when empty or ours, refused for writing otherwise.
+fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, TargetError> {
+    let len = m.len();
+    let mark = marker::read(path, m);
+    let ours = len == 0 || mark == marker::State::Ours;
+    let not_ours_why = || {
+        match mark {
+        marker::State::Changed => format!(
+            "elevator laid the file out, but it changed since elevator last wrote it (another program wrote it, or a run was killed); it holds {len} bytes"
+        ),
+        _ => format!("the file exists and holds {len} bytes elevator did not write"),
+    }
+    };
+    if spec.writes && !ours && !spec.allow_overwrite {
+        return Err(refused(
+            path,
+            format!(
+                "{} (use --allow-overwrite to write over it)",
+                not_ours_why()
+            ),
+        ));
+    }
+    let grow = len < spec.need_bytes;
+    if grow && !ours && !spec.allow_overwrite {
+        return Err(TargetError::Unusable {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the file holds {len} bytes; the jobs need {} (use --allow-overwrite to extend it)",
+                spec.need_bytes
+            ),
+        });
+    }
+    let file = open_direct(path, spec.writes || grow, false)?;
+    if grow {
+        if let Err(e) = lay_out(&file, path, len, spec.need_bytes, spec.stop) {
+            // Give back what we added: the file as it was.
+            let _ = file.set_len(len);
+            return Err(e);
+        }
+    }
+    if grow && ours {
+        mark_or_ignore(&file, path)?;
+    }
+    Ok(Target {
+        file,
+        size: len.max(spec.need_bytes),
+        kind: TargetKind::File,
+        path: path.to_path_buf(),
+        laid_out: grow,
+        ours,
+    })
+}
+
+fn mark_or_ignore(file: &File, path: &Path) -> Result<(), TargetError> {
+    marker::write(file).map_err(io_err(path, "record elevator's layout marker"))
+}
+
+/// elevator's marker on the files it laid out: the extended attribute `user.elevator.layout`
+/// holding the length and modification time (ns) the file had when elevator last wrote it.
+mod marker {
+    use std::ffi::CString;
+    use std::fs::{File, Metadata};
+    use std::io;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    const NAME: &[u8] = b"user.elevator.layout\0";
+
+    /// What the marker says about a file.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum State {
+        /// No marker (or unreadable).
+        Absent,
+        /// The marker matches: elevator wrote the file last.
+        Ours,
+        /// A marker, but the file changed since.
+        Changed,
+    }
+
+    fn value(m: &Metadata) -> String {
+        format!(
+            "elevator-layout-v1 len={} mtime={}.{:09}",
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec()
+        )
+    }
+
+    pub fn read(path: &Path, m: &Metadata) -> State {
+        let Ok(cpath) = CString::new(path.as_os_str().as_bytes()) else {
+            return State::Absent;
+        };
+        let mut buf = [0u8; 128];
+        // SAFETY: both names are NUL-terminated; the kernel writes at most buf.len() bytes.
+        let n = unsafe {
+            libc::getxattr(
+                cpath.as_ptr(),
+                NAME.as_ptr().cast(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return State::Absent;
+        }
+        let got = &buf[..n as usize];
+        if got == value(m).as_bytes() {
+            State::Ours
+        } else if got.starts_with(b"elevator-layout-") {
+            State::Changed
+        } else {
+            State::Absent
+        }
+    }
+
+    /// Mark `file` as elevator's as it is now. A filesystem without user extended attributes
+    /// is not an error (no marker is kept).
+    pub fn write(file: &File) -> io::Result<()> {
+        let v = value(&file.metadata()?);
+        // SAFETY: the name is NUL-terminated; the value is passed with its length.
+        let r = unsafe {
+            libc::fsetxattr(
+                file.as_raw_fd(),
+                NAME.as_ptr().cast(),
+                v.as_ptr().cast(),
+                v.len(),
+                0,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENOTSUP) {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 }
 
@@ -213,8 +384,15 @@ pub fn existing_size(path: &Path) -> Result<Option<u64>, TargetError> {
     }
 }
 
-/// Write `[from, to)` of a file with a fixed non-zero pattern, 1 MiB at a time.
-fn lay_out(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetError> {
+/// Write `[from, to)` of a file with a fixed non-zero pattern, 1 MiB at a time, checking
+/// `stop` between chunks.
+fn lay_out(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    stop: Option<&AtomicBool>,
+) -> Result<(), TargetError> {
     const CHUNK: u64 = 1 << 20;
     let align = crate::buf::ALIGN as u64;
     let mut buf = AlignedBuf::new(CHUNK as usize);
@@ -224,6 +402,11 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetErr
     let mut off = from / align * align;
     let end = to.div_ceil(align) * align;
     while off < end {
+        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            return Err(TargetError::Interrupted {
+                path: path.to_path_buf(),
+            });
+        }
         let n = CHUNK.min(end - off) as usize;
         file.write_all_at(&buf[..n], off)
             .map_err(io_err(path, "lay out the file"))?;
@@ -253,14 +436,9 @@ fn sysfs_dir(rdev: u64) -> Option<PathBuf> {
     fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()
 }
 
-/// Refuse a device that is in use or carries a signature.
-fn check_device(path: &Path, rdev: u64) -> Result<(), TargetError> {
-    let refuse = |reason: String| {
-        Err(TargetError::Refused(Refusal {
-            path: path.to_path_buf(),
-            reason: format!("{reason} (use --allow-overwrite to write anyway)"),
-        }))
-    };
+/// Refuse, whatever the flags, a device that is mounted, used as swap or held by another
+/// device (its own or its partitions').
+fn check_device_in_use(path: &Path, rdev: u64) -> Result<(), TargetError> {
     let ours_dir = sysfs_dir(rdev);
     // A source is ours if it is the device or a partition of it (its sysfs directory sits
     // inside the device's).
@@ -286,24 +464,86 @@ fn check_device(path: &Path, rdev: u64) -> Result<(), TargetError> {
         busy.extend(safety::swaps_on(&swaps, is_ours));
     }
     if let Some(dir) = &ours_dir {
-        if let Ok(holders) = fs::read_dir(dir.join("holders")) {
-            for h in holders.flatten() {
-                busy.push(format!("held by {}", h.file_name().to_string_lossy()));
+        let mut dirs = vec![dir.clone()];
+        // The partitions' holders too (LVM on sda1 holds sda1, not sda).
+        if let Ok(entries) = fs::read_dir(dir) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("partition").exists()),
+            );
+        }
+        for d in dirs {
+            if let Ok(holders) = fs::read_dir(d.join("holders")) {
+                for h in holders.flatten() {
+                    busy.push(format!("held by {}", h.file_name().to_string_lossy()));
+                }
             }
         }
     }
-    if !busy.is_empty() {
-        return refuse(format!("the device is in use: {}", busy.join("; ")));
+    if busy.is_empty() {
+        return Ok(());
     }
-    let mut head = Vec::with_capacity(safety::SIGNATURE_BYTES);
-    File::open(path)
-        .and_then(|f| {
-            f.take(safety::SIGNATURE_BYTES as u64)
-                .read_to_end(&mut head)
-        })
-        .map_err(io_err(path, "read the device's first blocks"))?;
-    if let Some(what) = safety::detect_signature(&head) {
-        return refuse(format!("the device carries {what}"));
+    busy.truncate(8);
+    Err(refused(
+        path,
+        format!(
+            "the device is in use: {}; elevator never writes to a device in use, whatever the flags (unmount it, swapoff it or stop what holds it first)",
+            busy.join("; ")
+        ),
+    ))
+}
+
+/// Refuse a device that carries a signature blkid (or our list) recognises, or whose written
+/// regions do not read as all zeroes.
+fn check_device_data(path: &Path, spec: &OpenSpec) -> Result<(), TargetError> {
+    let why = |what: String| {
+        Err(refused(
+            path,
+            format!("the device holds {what} (use --allow-overwrite to write over it)"),
+        ))
+    };
+    match safety::blkid_probe(path) {
+        Probe::Found(what) => return why(format!("data blkid recognises: {what}")),
+        Probe::Nothing => {}
+        Probe::Unavailable(_) => {
+            let mut head = vec![0u8; safety::SIGNATURE_BYTES];
+            let f = File::open(path).map_err(io_err(path, "open to read its first blocks"))?;
+            let n = read_up_to(&f, &mut head).map_err(io_err(path, "read the first blocks"))?;
+            if let Some(what) = safety::detect_signature(&head[..n]) {
+                return why(format!("{what} (blkid is not installed; our own list)"));
+            }
+        }
+    }
+    let regions = if spec.write_regions.is_empty() {
+        vec![ByteRange {
+            start: 0,
+            end: spec.need_bytes,
+        }]
+    } else {
+        spec.write_regions.clone()
+    };
+    let f = File::open(path).map_err(io_err(path, "open to check it is blank"))?;
+    if let Some(at) =
+        safety::first_nonzero(&f, &regions).map_err(io_err(path, "read where the jobs write"))?
+    {
+        return why(format!(
+            "data where the jobs would write (byte {at} is not zero) that blkid does not recognise"
+        ));
     }
     Ok(())
+}
+
+fn read_up_to(f: &File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }

@@ -22,6 +22,7 @@ fn executor_writes_then_reads_a_temporary_file_through_io_uring() {
         writes: true,
         allow_overwrite: false,
         need_bytes: MIB,
+        ..OpenSpec::default()
     };
     let t = match target::open(&path, spec) {
         Ok(t) => t,

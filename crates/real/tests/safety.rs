@@ -10,6 +10,7 @@ fn spec(writes: bool, allow: bool, need: u64) -> OpenSpec {
         writes,
         allow_overwrite: allow,
         need_bytes: need,
+        ..OpenSpec::default()
     }
 }
 

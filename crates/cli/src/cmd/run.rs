@@ -5,10 +5,13 @@
 //! scheduler decides every dispatch, including how much is outstanding. Each run prints a
 //! fio-like report (or fio-compatible JSON); several schedulers end with a comparison table.
 //!
-//! Safety: a block device that is mounted, in use or carries a partition table or filesystem
-//! signature, and an existing non-empty file, are refused for writing unless
-//! `--allow-overwrite`; no job writes outside its declared region. Ctrl-C stops cleanly: the
-//! I/O in flight completes, the partial report prints, the exit code is non-zero.
+//! Safety (see `elevator_real::safety` and docs/reliability.md): a block device that is
+//! mounted, used as swap or held by another device is refused for writing, always; one that
+//! carries a signature blkid recognises, or whose written regions are not all zeroes, and an
+//! existing non-empty file that elevator did not lay out, are refused for writing unless
+//! `--allow-overwrite`. No job writes outside its declared region. Ctrl-C stops cleanly: during
+//! the layout of a new file the partial file is removed; during the run the I/O in flight
+//! completes, the partial report prints, the exit code is non-zero.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +22,7 @@ use elevator_core::{registry, GroupId, GroupTree, Settings, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
-use elevator_workload::fio_file::{self, FioFile};
+use elevator_workload::fio_file::{self, FioFile, FioJobDef};
 use elevator_workload::jobs::fio::{FioJob, RwMode};
 use elevator_workload::BuildEnv;
 use serde_json::Value;
@@ -178,12 +181,26 @@ fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
     Ok(need)
 }
 
-fn writes(file: &FioFile) -> bool {
-    file.jobs.iter().any(|d| match d.config.rw {
+fn def_writes(d: &FioJobDef) -> bool {
+    match d.config.rw {
         RwMode::Read | RwMode::RandRead => false,
         RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
         RwMode::Write | RwMode::RandWrite => true,
-    })
+    }
+}
+
+/// The regions of the jobs that write (`jobs` as `build_jobs` returns them: each definition's
+/// `numjobs` clones in order).
+fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
+    let writes = file
+        .jobs
+        .iter()
+        .flat_map(|d| (0..d.numjobs).map(move |_| def_writes(d)));
+    jobs.iter()
+        .zip(writes)
+        .filter(|(_, w)| *w)
+        .map(|(j, _)| j.region)
+        .collect()
 }
 
 /// One row per job of one run for the comparison table.
@@ -290,16 +307,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut groups = GroupTree::new();
     let (probe, _) = build_jobs(&file, capacity, args.seed, &mut groups)?;
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
+    let write_regions = write_regions(&file, &probe);
     drop(probe);
+    // Before the layout, so Ctrl-C during it removes the partial file instead of leaving it.
+    install_stop_handler();
     let tgt = target::open(
         &target_path,
         OpenSpec {
-            writes: writes(&file) || args.verify,
+            writes: !write_regions.is_empty() || args.verify,
             allow_overwrite: args.allow_overwrite,
             need_bytes: need,
+            write_regions: write_regions.clone(),
+            stop: Some(&STOP),
         },
     )?;
-    install_stop_handler();
     let target_name = target_path.display().to_string();
     let mut text = String::new();
     let mut json_runs: Vec<Value> = Vec::new();
@@ -351,6 +372,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             break;
         }
     }
+    // The file is still ours (only our jobs wrote it): the next run reuses it.
+    tgt.remember()?;
     let out = match args.output_format {
         Format::Normal => {
             if infos.len() > 1 {
