@@ -2,12 +2,11 @@
 //! weight 1..=1000 (default 100), the async queues and the position tree of each group, and
 //! the count of groups with pending I/O that makes a scenario asymmetric.
 
-use std::collections::BTreeMap;
-
 use crate::group::GroupTree;
 use crate::request::{IoClass, IoPrio};
 use crate::tunable::TunableError;
 
+use super::pos_tree::PosTree;
 use super::wf2q::Wf2q;
 use super::Bfq;
 
@@ -26,7 +25,7 @@ pub(super) struct GroupState {
     /// Async queues by priority slot.
     pub async_q: [Option<usize>; ASYNC_SLOTS],
     /// Queues by the sector of their next request, for finding cooperators.
-    pub pos_tree: BTreeMap<u64, usize>,
+    pub pos_tree: PosTree,
     /// Its queues with pending (queued or in-flight) requests.
     pub queues_pending: u32,
     /// The last sync queue created here: the stable-merge candidate.
@@ -56,7 +55,7 @@ pub(super) fn build(wf: &mut Wf2q, tree: &GroupTree) -> Result<Vec<GroupState>, 
         out.push(GroupState {
             sd,
             async_q: [None; ASYNC_SLOTS],
-            pos_tree: BTreeMap::new(),
+            pos_tree: PosTree::default(),
             queues_pending: 0,
             last_created: None,
         });

@@ -7,6 +7,9 @@
 
 use super::{Bfq, Tick, MS};
 
+/// One jiffy at HZ = 1000, in nanoseconds.
+const JIFFY: Tick = MS;
+
 /// Sampling state of the inject-limit measurement.
 #[derive(Clone, Debug, Default)]
 pub(super) struct InjectState {
@@ -30,8 +33,9 @@ impl Bfq {
         qq.decrease_time = t;
     }
 
-    /// A request arrives into the empty sync queue `q`: periodic reset, and maybe start
-    /// measuring its total service time.
+    /// A "first request" of sync queue `q` arrives: its process has no other request queued
+    /// or in flight (`RQ_BIC(rq)->requests <= 1`). Periodic reset, and maybe start measuring
+    /// its total service time.
     pub(super) fn inject_on_first_request(&mut self, q: usize, t: Tick) {
         if t >= self.queues[q].decrease_time + 1000 * MS {
             self.reset_inject_limit(q, t);
@@ -104,15 +108,21 @@ impl Bfq {
         None
     }
 
+    /// `bfq_choose_bfqq_for_injection`: the limit on requests in the driver is checked once;
+    /// then the first busy queue with enough budget for its next request gives it, except
+    /// that on a non-rotational device a large request goes only into an empty driver.
     fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
         let is = self.in_service?;
         let isq = &self.queues[is];
         let mut limit = isq.inject_limit;
         let always = isq.wr_coeff == 1 || !isq.has_short_ttime;
+        // The kernel raises a 0 limit to 1 once plugging has lasted `slice_idle`, but adds
+        // `slice_idle` (nanoseconds) to a time in jiffies: the raise waits `slice_idle`
+        // jiffies (8,000,000 at HZ = 1000), far beyond any idle window. Kept as it behaves.
         if limit == 0
             && isq.last_serv_time == 0
             && self.wait_request
-            && t >= self.last_idling_start + self.slice_idle()
+            && t >= self.last_idling_start + self.slice_idle().saturating_mul(JIFFY)
         {
             limit = 1;
         }
@@ -125,18 +135,14 @@ impl Bfq {
                 continue;
             }
             if (always || qq.wr_coeff > 1) && self.next_charge(q) as i64 <= self.budget_left(q) {
-                let big = qq
+                let large = qq
                     .next()
                     .is_some_and(|r| r.sectors >= super::queue::SECT_THR_NONROT);
-                let lim = if !self.cfg.rotational && big {
-                    limit.min(1)
-                } else {
-                    self.queues[is].inject_limit
-                };
-                if self.rq_in_driver < lim {
-                    self.inj.rqs_injected = true;
-                    return Some(q);
+                if !self.cfg.rotational && large && self.rq_in_driver >= 1 {
+                    continue;
                 }
+                self.inj.rqs_injected = true;
+                return Some(q);
             }
         }
         None

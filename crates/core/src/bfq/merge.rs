@@ -10,6 +10,7 @@
 
 use crate::request::CtxId;
 
+use super::pos_tree::Lookup;
 use super::weight_raising::RT_MAX_TIME;
 use super::{Bfq, Tick, MS, PAST};
 
@@ -49,12 +50,13 @@ impl Bfq {
     pub(super) fn pos_tree_remove(&mut self, q: usize) {
         if let Some(k) = self.queues[q].pos_key.take() {
             let g = self.queues[q].group.0 as usize;
-            self.groups[g].pos_tree.remove(&k);
+            self.groups[g].pos_tree.remove(k);
         }
     }
 
     /// Re-file `q` in the position tree under its next request's sector (not once it is too
-    /// late for merging, nor idle-class or empty queues).
+    /// late for merging, nor idle-class or empty queues; not if another queue's next request
+    /// starts at that sector).
     pub(super) fn pos_tree_add_move(&mut self, q: usize, t: Tick) {
         if !self.cfg.queue_merging {
             return;
@@ -67,29 +69,35 @@ impl Bfq {
             return;
         };
         let g = self.queues[q].group.0 as usize;
-        if let std::collections::btree_map::Entry::Vacant(v) = self.groups[g].pos_tree.entry(sector)
-        {
-            v.insert(q);
+        if self.groups[g].pos_tree.insert(sector, q) {
             self.queues[q].pos_key = Some(sector);
         }
     }
 
+    /// The queue whose next request is close to `sector`, as `bfqq_find_close` and
+    /// `bfq_find_close_cooperator` find it: a queue at `sector` itself, else the last node
+    /// of the search path if close, else its one neighbour towards `sector` if close; `q`
+    /// itself found that way means none.
     fn find_close(&self, q: usize, sector: u64) -> Option<usize> {
         let tree = &self.groups[self.queues[q].group.0 as usize].pos_tree;
-        if let Some(&x) = tree.get(&sector) {
-            return (x != q).then_some(x);
-        }
-        let below = tree
-            .range(..sector)
-            .next_back()
-            .map(|(&s, &x)| (sector - s, x));
-        let above = tree.range(sector..).next().map(|(&s, &x)| (s - sector, x));
-        let mut cands: Vec<(u64, usize)> = below.into_iter().chain(above).collect();
-        cands.sort_unstable();
-        cands
-            .into_iter()
-            .find(|&(d, x)| d <= CLOSE_THR && x != q)
-            .map(|(_, x)| x)
+        let found = match tree.lookup(sector) {
+            Lookup::Found(x) => Some(x),
+            Lookup::Parent(None) => None,
+            Lookup::Parent(Some((key, x))) => {
+                let close = |k: u64| k.abs_diff(sector) <= CLOSE_THR;
+                if close(key) {
+                    Some(x)
+                } else {
+                    let neighbour = if key < sector {
+                        tree.next_after(key)
+                    } else {
+                        tree.prev_before(key)
+                    };
+                    neighbour.filter(|&(k, _)| close(k)).map(|(_, x)| x)
+                }
+            }
+        };
+        found.filter(|&x| x != q)
     }
 
     fn may_be_close_cooperator(&self, q: usize, n: usize, t: Tick) -> bool {

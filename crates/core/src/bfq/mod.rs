@@ -1,7 +1,7 @@
 //! bfq: Budget Fair Queueing, Paolo Valente's proportional-share scheduler with low-latency
 //! heuristics, as in mainline Linux `block/bfq-iosched.c`, `bfq-wf2q.c` and `bfq-cgroup.c`
-//! (v6.x: stable merge, `bfq_setup_cooperator` with `bfq_too_late_for_merging`, per-group
-//! pending-request accounting; see Documentation/block/bfq-iosched.rst).
+//! as of v6.9 (stable merge, `bfq_setup_cooperator` with `bfq_too_late_for_merging`,
+//! per-group pending-request accounting; see Documentation/block/bfq-iosched.rst).
 //!
 //! Each process gets a sync queue; each group an async queue per priority. A queue is served
 //! in slots: it receives a *budget* in sectors and keeps the device until the budget is used
@@ -38,16 +38,21 @@
 //! # Deviations from the kernel
 //! - No clock, no timers: the idle timer is [`Dispatch::Idle`]; budget timeouts, the end of
 //!   weight raising and inject-limit resets are evaluated lazily from `now` at the next call,
-//!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies.
+//!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies (where
+//!   the kernel mixes the two, as in the injection limit's temporary raise, its arithmetic is
+//!   kept with HZ = 1000).
 //! - Preemption of the in-service queue by a newly busy one is allowed whenever the kernel's
 //!   other conditions hold (`next_queue_may_preempt` is taken as true; in the flat case the
 //!   kernel's answer is the same).
 //! - A group's timestamps are recomputed when it is activated, expired or requeued, not each
 //!   time its next child changes.
-//! - Waker-queue detection is not modelled (injection covers the same ground more slowly);
-//!   the `oom_bfqq`, hw-queue depth limits (`bfq_limit_depth`) and ioprio or cgroup changes of
-//!   a running process are not modelled (a queue keeps the class and group of its first
-//!   request).
+//! - Injection looks for a source queue in queue-creation order; the kernel walks its active
+//!   list, the queue most recently put on a service tree first. Waker-queue detection (`bfq_check_waker`) is not
+//!   modelled (injection covers the same ground more slowly); the `oom_bfqq`, hw-queue depth
+//!   limits (`bfq_limit_depth`) and ioprio or cgroup changes of a running process are not
+//!   modelled (a queue keeps the class and group of its first request).
+//! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
+//!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to 512 KiB);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
 
@@ -56,6 +61,7 @@ mod config;
 mod group;
 mod injection;
 mod merge;
+mod pos_tree;
 mod queue;
 mod weight_raising;
 mod wf2q;
@@ -146,6 +152,8 @@ pub(crate) struct Bic {
     pub stable_merge_q: Option<usize>,
     /// Its queue was stably merged (never split again).
     pub stably_merged: bool,
+    /// Its requests queued or in flight, sync and async (the kernel's `bic->requests`).
+    pub requests: u32,
 }
 
 /// Budget Fair Queueing. See the module documentation.
@@ -389,6 +397,7 @@ impl Bfq {
 
     fn insert_at(&mut self, rq: Request, t: Tick) {
         let mut q = self.queue_for(&rq, t);
+        self.bics.get_mut(&rq.ctx).expect("bic").requests += 1;
         if let Some(n) = self.setup_cooperator(q, Some(&rq), t) {
             if self.bics[&rq.ctx].sync_q == Some(q) {
                 self.merge_bfqqs(rq.ctx, q, n, t);
@@ -397,8 +406,8 @@ impl Bfq {
             q = n;
         }
         self.update_io_thinktime(q, t);
-        self.update_has_short_ttime(q, t);
-        self.update_io_seektime(q, &rq);
+        self.update_has_short_ttime(q, rq.ctx, t);
+        self.update_io_seektime(q, &rq, t);
         let sync = rq.is_sync();
         let sectors = rq.sectors;
         let end = rq.end();
@@ -420,7 +429,7 @@ impl Bfq {
         let ctx = rq.ctx;
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
-        if self.queues[q].is_empty() && self.queues[q].sync {
+        if self.queues[q].sync && self.bics[&ctx].requests <= 1 {
             self.inject_on_first_request(q, t);
         }
         if self.queues[q].sync {
@@ -478,12 +487,14 @@ impl Bfq {
             qq.dispatched == 0 && t > qq.budget_timeout + weight_raising::MIN_IDLE_TIME;
         let arrived_in_time = t <= qq.last_end_request + 3 * self.slice_idle();
         let in_burst = qq.in_large_burst;
+        let default_weight = qq.orig_weight == weight_raising::DEFAULT_WEIGHT;
         let soft_rt = self.cfg.low_latency
             && !qq.totally_seeky()
             && !in_burst
             && t > qq.soft_rt_next_start
-            && qq.dispatched == 0;
-        let interactive = !in_burst && idle_for_long;
+            && qq.dispatched == 0
+            && default_weight;
+        let interactive = !in_burst && idle_for_long && default_weight;
         let owned = qq.bic.is_some() || self.bics.get(&ctx).is_some_and(|b| b.stably_merged);
         let wr_or_deserves = self.cfg.low_latency
             && (qq.wr_coeff > 1 || (qq.sync && owned && (interactive || soft_rt)));
@@ -598,7 +609,10 @@ impl Bfq {
         qq.ttime_mean = (qq.ttime_total + 128) / qq.ttime_samples.max(1);
     }
 
-    fn update_has_short_ttime(&mut self, q: usize, t: Tick) {
+    /// Think time short or long (`bfq_update_has_short_ttime`): long once the issuing
+    /// process `ctx` has exited, or when the mean exceeds half the idling timeout (mainline
+    /// since 5.12) over enough samples.
+    fn update_has_short_ttime(&mut self, q: usize, ctx: CtxId, t: Tick) {
         let slice = self.slice_idle();
         let qq = &self.queues[q];
         if !qq.sync || qq.class_idle() || slice == 0 {
@@ -607,8 +621,8 @@ impl Bfq {
         if t <= qq.split_time + weight_raising::MIN_IDLE_TIME {
             return;
         }
-        // Compared with half the idling timeout (mainline since 5.12).
-        let short = !(qq.ttime_samples > 80 && qq.ttime_mean > slice as u64 / 2);
+        let exited = self.bics.get(&ctx).is_some_and(|b| b.exited);
+        let short = !(exited || (qq.ttime_samples > 80 && qq.ttime_mean > slice as u64 / 2));
         let changed = short != qq.has_short_ttime;
         self.queues[q].has_short_ttime = short;
         let qq = &self.queues[q];
@@ -617,7 +631,10 @@ impl Bfq {
         }
     }
 
-    fn update_io_seektime(&mut self, q: usize, rq: &Request) {
+    /// Record whether `rq` seeks; a soft real-time queue whose last 32 requests all seeked
+    /// is random I/O, not isochronous: its soft real-time raising ends, back to the
+    /// interactive raising it interrupted if that still runs (`bfq_update_io_seektime`).
+    fn update_io_seektime(&mut self, q: usize, rq: &Request, t: Tick) {
         let rot = self.cfg.rotational;
         let qq = &mut self.queues[q];
         let seeky = queue::rq_seeky(rot, qq.last_request_pos, rq.sector, rq.sectors);
@@ -626,7 +643,7 @@ impl Bfq {
             && qq.wr_cur_max_time == weight_raising::RT_MAX_TIME
             && qq.totally_seeky()
         {
-            self.end_wr(q, rq.submitted.0 as Tick);
+            self.end_softrt_wr(q, t);
         }
     }
 
@@ -1170,14 +1187,19 @@ impl Bfq {
         self.nonrot_with_queueing = !self.cfg.rotational && self.hw_tag == 1;
     }
 
-    fn complete_at(&mut self, id: RequestId, t: Tick) {
+    /// `bfq_finish_requeue_request`: the inject limit is updated before
+    /// `bfq_completed_request` samples the hardware queue depth.
+    fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
         let Some(q) = self.rq_queue.remove(&id.0) else {
             return;
         };
-        self.update_hw_tag();
+        if let Some(b) = self.bics.get_mut(&ctx) {
+            b.requests = b.requests.saturating_sub(1);
+        }
         if self.inj.waited_rq == Some(id.0) {
             self.update_inject_limit(q, t);
         }
+        self.update_hw_tag();
         self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
         self.queues[q].dispatched = self.queues[q].dispatched.saturating_sub(1);
         if self.queues[q].dispatched == 0 && !self.queues[q].busy {
@@ -1302,7 +1324,7 @@ impl Scheduler for Bfq {
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
-        self.complete_at(rq.id, now.0 as Tick);
+        self.complete_at(rq.id, rq.ctx, now.0 as Tick);
     }
 
     fn exit(&mut self, ctx: CtxId, now: Nanos) {

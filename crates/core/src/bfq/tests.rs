@@ -507,44 +507,6 @@ fn bfq_inject_limit_resets_after_one_second() {
 }
 
 #[test]
-fn bfq_injects_into_the_idle_window_of_a_raised_queue_with_long_think_time() {
-    // A stream that has long lost its raising, then an interactive reader thinking 25 ms
-    // between requests (longer than the 20 ms BFQ idles for a raised queue, so its think time
-    // is sampled: mainline counts only periods with nothing queued or in flight): BFQ idles
-    // for the raised reader, and injects the stream meanwhile.
-    let mut h = harness(Config::default(), &GroupTree::new());
-    for i in 0..10_000u64 {
-        h.submit(
-            rq(100_000 + i, 9)
-                .sector(800_000_000 + i * 512)
-                .sectors(256),
-        );
-    }
-    h.run_until(at(3000));
-    let stream = sync_q(&h, 9).unwrap();
-    assert_eq!(h.sched.queues[stream].wr_coeff, 1);
-    for i in 0..20u64 {
-        h.submit(rq(1 + i, 1).sector(1_000 + i * 16).at(at(3000 + i * 26)));
-    }
-    h.run_until(at(3000 + 20 * 26));
-    let reader = sync_q(&h, 1).unwrap();
-    assert!(h.sched.queues[reader].wr_coeff > 1);
-    assert!(!h.sched.queues[reader].has_short_ttime);
-    let out = h.run();
-    let first = out.of(1).dispatched;
-    let last = out.of(20).completed;
-    let injected = out
-        .served
-        .iter()
-        .filter(|s| s.rq.ctx == CtxId(9) && s.dispatched > first && s.dispatched < last)
-        .count();
-    assert!(
-        injected >= 1,
-        "stream requests injected while the reader idled"
-    );
-}
-
-#[test]
 fn bfq_gives_groups_service_in_proportion_to_their_weights() {
     let mut groups = GroupTree::new();
     let a = groups.add("/a", Some(100)).unwrap();
@@ -619,4 +581,478 @@ fn bfq_never_merges_queues_when_queue_merging_is_off() {
         h.sched.bics[&CtxId(2)].stable_merge_q.is_none(),
         "no stable merge scheduled"
     );
+}
+
+// ----- Decisions pinned to mainline bfq-iosched.c (Linux 6.9) -----
+
+/// A closed loop on a depth-1 device with a fixed service time: each context issues its
+/// requests one at a time, the next at the instant the previous one completes.
+struct ClosedLoop {
+    s: Bfq,
+    now: Nanos,
+    cost: Nanos,
+    in_flight: Option<(Request, Nanos)>,
+    idle_until: Option<Nanos>,
+    jobs: Vec<(Vec<Request>, usize)>,
+}
+
+impl ClosedLoop {
+    fn new(s: Bfq, cost: Nanos, jobs: Vec<Vec<Request>>) -> ClosedLoop {
+        let mut l = ClosedLoop {
+            s,
+            now: Nanos::ZERO,
+            cost,
+            in_flight: None,
+            idle_until: None,
+            jobs: jobs.into_iter().map(|j| (j, 0)).collect(),
+        };
+        for j in 0..l.jobs.len() {
+            l.issue(j);
+        }
+        l
+    }
+
+    fn issue(&mut self, j: usize) {
+        let (reqs, next) = &mut self.jobs[j];
+        if let Some(r) = reqs.get(*next) {
+            let mut r = r.clone();
+            r.submitted = self.now;
+            *next += 1;
+            self.s.insert(r, self.now);
+            self.idle_until = None;
+        }
+    }
+
+    /// Dispatch if the device is free, then handle the next event; false when nothing is left.
+    fn step(&mut self) -> bool {
+        if self.in_flight.is_none() && self.idle_until.is_none_or(|u| u <= self.now) {
+            match self.s.dispatch(self.now) {
+                Dispatch::Request(r) => self.in_flight = Some((r, self.now + self.cost)),
+                Dispatch::Idle { until } => self.idle_until = Some(until),
+                Dispatch::Empty => self.idle_until = None,
+            }
+        }
+        let done = self.in_flight.as_ref().map(|f| f.1);
+        let Some(t) = [done, self.idle_until].into_iter().flatten().min() else {
+            return false;
+        };
+        self.now = t;
+        if done == Some(t) {
+            let (r, _) = self.in_flight.take().expect("in flight");
+            self.s.complete(&r, t);
+            self.idle_until = None;
+            let j = self.jobs.iter().position(|(reqs, _)| reqs[0].ctx == r.ctx);
+            self.issue(j.expect("a job's request"));
+        } else {
+            self.idle_until = None;
+        }
+        true
+    }
+}
+
+/// `n` 4 KiB reads of `ctx` alternating between the two ends of the disk (every one seeky).
+fn random_reads(ctx: u32, n: u64) -> Vec<Request> {
+    (0..n)
+        .map(|i| {
+            let s = if i % 2 == 0 {
+                i * 10_000
+            } else {
+                90_000_000 - i * 10_000
+            };
+            rq(u64::from(ctx) * 100_000 + i, ctx).sector(s).build()
+        })
+        .collect()
+}
+
+fn sequential_reads(ctx: u32, base: u64, n: u64) -> Vec<Request> {
+    (0..n)
+        .map(|i| {
+            rq(u64::from(ctx) * 100_000 + i, ctx)
+                .sector(base + i * 8)
+                .build()
+        })
+        .collect()
+}
+
+#[test]
+fn bfq_update_io_seektime_switches_a_seeky_soft_rt_queue_back_to_interactive_raising() {
+    // bfq_update_io_seektime (Linux 6.9): a queue raised as soft real-time whose last 32
+    // requests all seeked leaves soft real-time raising; while the interactive raising it
+    // interrupted still runs, it goes back to it (switch_back_to_interactive_wr) instead of
+    // losing raising. A dependent random reader beside a sequential one: new, both are
+    // interactive; the reader's queue empties and expires after each read, and its second
+    // read finds it soft real-time.
+    let mut l = ClosedLoop::new(
+        Bfq::new(Config::default()),
+        Nanos::from_ms(2),
+        vec![random_reads(1, 60), sequential_reads(2, 40_000_000, 2000)],
+    );
+    let mut was_soft_rt = false;
+    let mut checked = false;
+    while l.step() && !checked {
+        let Some(q) = l.s.bics.get(&CtxId(1)).and_then(|b| b.sync_q) else {
+            continue;
+        };
+        let qq = &l.s.queues[q];
+        if qq.wr_cur_max_time == weight_raising::RT_MAX_TIME {
+            was_soft_rt = true;
+            assert_eq!(qq.wr_coeff, 30 * 100);
+            assert!(!qq.totally_seeky());
+        }
+        if qq.totally_seeky() {
+            assert!(was_soft_rt, "the reader was soft real-time before");
+            assert!(
+                l.now < Nanos::from_ms(300),
+                "within the soft real-time period"
+            );
+            assert_eq!(qq.wr_coeff, 30, "back to interactive raising, not ended");
+            assert_eq!(qq.wr_cur_max_time, l.s.wr_duration());
+            assert_eq!(qq.last_wr_start_finish, qq.wr_start_at_switch_to_srt);
+            assert_eq!(
+                l.s.wf.entities[qq.eid].weight,
+                40 * 30,
+                "the weight follows at once"
+            );
+            checked = true;
+        }
+    }
+    assert!(checked, "the reader turned totally seeky");
+}
+
+#[test]
+fn bfq_update_io_seektime_ends_soft_rt_raising_after_the_interactive_period() {
+    // bfq_update_io_seektime (Linux 6.9): with the interrupted interactive period over, a
+    // totally seeky soft real-time queue loses raising.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).build(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    let t = 30_000 * MS;
+    let dur = s.wr_duration();
+    let qq = &mut s.queues[q];
+    qq.wr_coeff = 3000;
+    qq.wr_cur_max_time = weight_raising::RT_MAX_TIME;
+    qq.wr_start_at_switch_to_srt = t - dur - 1;
+    qq.seek_history = u32::MAX >> 1;
+    s.wr_busy_queues = 1;
+    s.update_io_seektime(q, &rq(2, 1).sector(80_000_000).build(), t);
+    assert_eq!(s.queues[q].wr_coeff, 1);
+    assert_eq!(s.wr_busy_queues, 0);
+    // One nanosecond earlier the interactive period still ran.
+    let mut s2 = Bfq::new(Config::default());
+    s2.insert(rq(1, 1).sector(0).build(), Nanos::ZERO);
+    let qq = &mut s2.queues[q];
+    qq.wr_coeff = 3000;
+    qq.wr_cur_max_time = weight_raising::RT_MAX_TIME;
+    qq.wr_start_at_switch_to_srt = t - dur;
+    qq.seek_history = u32::MAX >> 1;
+    s2.update_io_seektime(q, &rq(2, 1).sector(80_000_000).build(), t);
+    assert_eq!(s2.queues[q].wr_coeff, 30);
+}
+
+#[test]
+fn bfq_raises_only_queues_at_the_default_weight() {
+    // bfq_bfqq_handle_idle_busy_switch (Linux 6.9): interactive and soft real-time raising
+    // need entity.new_weight == 40, ioprio level 4 in its class; a queue whose priority the
+    // user changed keeps the weight asked for.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).build(), Nanos::ZERO);
+    s.insert(
+        rq(2, 2)
+            .sector(1 << 30)
+            .prio(IoClass::BestEffort, 0)
+            .build(),
+        Nanos::ZERO,
+    );
+    s.insert(
+        rq(3, 3)
+            .sector(2 << 30)
+            .prio(IoClass::BestEffort, 7)
+            .build(),
+        Nanos::ZERO,
+    );
+    s.insert(
+        rq(4, 4).sector(3 << 30).prio(IoClass::RealTime, 4).build(),
+        Nanos::ZERO,
+    );
+    let wr = |c: u32| s.queues[s.bics[&CtxId(c)].sync_q.unwrap()].wr_coeff;
+    assert_eq!(wr(1), 30, "best effort, level 4");
+    assert_eq!(wr(2), 1, "best effort, level 0: weight 80");
+    assert_eq!(wr(3), 1, "best effort, level 7: weight 10");
+    assert_eq!(wr(4), 30, "real time, level 4: weight 40");
+}
+
+#[test]
+fn bfq_choose_bfqq_for_injection_keeps_a_zero_limit_through_the_idle_window() {
+    // bfq_choose_bfqq_for_injection (Linux 6.9) checks the in-driver limit once. It would
+    // raise a 0 limit to 1 after slice_idle of plugging, but compares jiffies with
+    // last_idling_start_jiffies + bfq_slice_idle, a time in nanoseconds: 8,000,000 jiffies,
+    // never within an idle window. So a raised queue with short think time and no baseline
+    // yet (limit 0), idling 20 ms, gets no injection even 10 ms in, also not of a large
+    // request on a non-rotational device (the one exception concerns a busy driver).
+    let mut groups = GroupTree::new();
+    let ga = groups.add("/a", None).unwrap();
+    let gb = groups.add("/b", None).unwrap();
+    let mut s = Bfq::with_groups(cfg_with(&[("rotational", 0)]), &groups).unwrap();
+    let a = rq(1, 1).sector(1000).group(ga.0).build();
+    s.insert(a.clone(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+    s.complete(&a, at(1));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    assert!(s.queues[q].wr_coeff > 1 && s.queues[q].has_short_ttime);
+    assert_eq!(s.queues[q].inject_limit, 0);
+    assert_eq!(s.dispatch(at(1)), Dispatch::Idle { until: at(21) });
+    // A raised newcomer in another group (asymmetric: no preemption) with a 64 KiB read.
+    s.insert(
+        rq(2, 2).sector(900_000).sectors(128).group(gb.0).build(),
+        at(11),
+    );
+    assert_eq!(s.in_service, Some(q));
+    assert_eq!(s.dispatch(at(11)), Dispatch::Idle { until: at(21) });
+}
+
+#[test]
+fn bfq_choose_bfqq_for_injection_lets_one_large_request_into_a_non_rotational_drive() {
+    // bfq_choose_bfqq_for_injection (Linux 6.9): within the limit, a large request (64
+    // sectors or more) of a non-rotational device is injected only into an empty driver;
+    // a small one still goes.
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0), ("low_latency", 0)]));
+    let a = rq(1, 1).sector(1000).build();
+    s.insert(a.clone(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.queues[q].inject_limit = 2;
+    s.queues[q].last_serv_time = MS as u64;
+    // Lower weights: the scenario is asymmetric, so `a` keeps the device while empty (and
+    // two priorities, so that no stable merge joins the two newcomers).
+    let low = |b: crate::harness::RequestBuilder, level| b.prio(IoClass::BestEffort, level);
+    s.insert(
+        low(rq(2, 2).sector(900_000).sectors(128), 5).build(),
+        Nanos::ZERO,
+    );
+    s.insert(
+        low(rq(3, 3).sector(5_000_000).sectors(8), 6).build(),
+        Nanos::ZERO,
+    );
+    assert_eq!(s.in_service, Some(q));
+    s.wait_request = true;
+    s.idle_until = 8 * MS;
+    s.last_idling_start = 0;
+    // One request (a's) in the driver: the large one waits, the small one is injected.
+    match s.injection_candidate(q, 0) {
+        Some(c) => assert_eq!(s.queues[c].next().unwrap().id, RequestId(3)),
+        None => panic!("the small request is injected"),
+    }
+    s.rq_in_driver = 0;
+    match s.injection_candidate(q, 0) {
+        Some(c) => assert_eq!(s.queues[c].next().unwrap().id, RequestId(2)),
+        None => panic!("into an empty driver the large one goes"),
+    }
+}
+
+#[test]
+fn bfq_add_request_samples_injection_only_for_a_process_with_nothing_outstanding() {
+    // bfq_add_request (Linux 6.9): the inject-limit reset and measurement run for a "first
+    // request", one whose process has no other request queued or in flight
+    // (RQ_BIC(rq)->requests <= 1), not merely one arriving into an empty queue.
+    let mut s = Bfq::new(Config::default());
+    let a1 = rq(1, 1).sector(1000).build();
+    s.insert(a1.clone(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.queues[q].inject_limit = 3;
+    s.queues[q].last_serv_time = MS as u64;
+    // 1.5 s on, a second read while the first is still in flight: not a first request,
+    // so no periodic reset although 1 s has passed since decrease_time.
+    s.insert(rq(2, 1).sector(1016).build(), Nanos::from_ms(1500));
+    assert_eq!(s.queues[q].inject_limit, 3);
+    assert_eq!(s.queues[q].last_serv_time, MS as u64);
+    // Once nothing of the process is outstanding, the next request is a first request.
+    s.complete(&a1, Nanos::from_ms(1501));
+    let a2 = match s.dispatch(Nanos::from_ms(1501)) {
+        Dispatch::Request(r) => r,
+        d => panic!("{d:?}"),
+    };
+    s.complete(&a2, Nanos::from_ms(1502));
+    s.insert(rq(3, 1).sector(1032).build(), Nanos::from_ms(1503));
+    assert_eq!(s.queues[q].last_serv_time, 0, "reset after 1 s");
+}
+
+#[test]
+fn bfq_add_request_counts_the_processs_async_requests_as_outstanding() {
+    // bfq_add_request (Linux 6.9): bic->requests counts the process's sync and async
+    // requests, so a read arriving into an empty sync queue while the same process has a
+    // write queued is not a first request.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(50_000).write().build(), Nanos::ZERO);
+    s.insert(rq(2, 1).sector(1000).build(), Nanos::from_ms(1));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.queues[q].inject_limit = 3;
+    s.queues[q].decrease_time = 0;
+    let r = loop {
+        match s.dispatch(Nanos::from_ms(1)) {
+            Dispatch::Request(r) if r.id == RequestId(2) => break r,
+            Dispatch::Request(_) => {}
+            d => panic!("{d:?}"),
+        }
+    };
+    s.complete(&r, Nanos::from_ms(2));
+    // The write is still queued or in flight: the next read is not a first request.
+    s.insert(rq(3, 1).sector(1016).build(), Nanos::from_ms(1100));
+    assert_eq!(s.queues[q].inject_limit, 3, "no periodic reset");
+}
+
+#[test]
+fn bfq_bfqq_end_wr_resets_soft_rt_next_start_after_interactive_raising() {
+    // bfq_bfqq_end_wr (Linux 6.9): ending interactive raising forgets the bandwidth the
+    // queue took while starting (soft_rt_next_start = now); ending soft real-time raising
+    // keeps it.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).build(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    s.queues[q].soft_rt_next_start = 9_000 * MS;
+    s.end_wr(q, 1_000 * MS);
+    assert_eq!(s.queues[q].soft_rt_next_start, 1_000 * MS);
+    assert_eq!(s.queues[q].wr_coeff, 1);
+    let qq = &mut s.queues[q];
+    qq.wr_coeff = 3000;
+    qq.wr_cur_max_time = weight_raising::RT_MAX_TIME;
+    qq.soft_rt_next_start = 9_000 * MS;
+    s.end_wr(q, 2_000 * MS);
+    assert_eq!(s.queues[q].soft_rt_next_start, 9_000 * MS);
+}
+
+/// Three processes in one group: W far away, in service, so that the close-to-in-service
+/// test does not apply; `first` and `second` queue one read each (in that order, which
+/// fixes the position tree's shape); then `third` reads at `probe`.
+fn find_close_scene(first: u64, second: u64, probe: (u32, u64)) -> Bfq {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(1, 9).sector(50_000_000).build(), Nanos::ZERO);
+    s.insert(rq(2, 9).sector(50_000_016).build(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+    s.insert(rq(3, 1).sector(first).build(), Nanos::ZERO);
+    s.insert(rq(4, 2).sector(second).build(), Nanos::ZERO);
+    s.insert(rq(5, probe.0).sector(probe.1).build(), Nanos::ZERO);
+    s
+}
+
+#[test]
+fn bfqq_find_close_takes_the_last_node_of_the_search_path_not_the_nearest() {
+    // bfqq_find_close (Linux 6.9): for a sector not in the position tree, the queue found is
+    // the parent of the empty leaf the search ends at, if close (8192 sectors), else its one
+    // neighbour towards the sector. Tree: 10000 (ctx 1) at the root after a rotation, 1000
+    // (ctx 2) to its left, W to its right. A read at 9000 ends below 1000 (8000 away,
+    // close): it merges with ctx 2, although ctx 1 is only 1000 away.
+    let s = find_close_scene(10_000, 1000, (3, 9000));
+    let q2 = s.bics[&CtxId(2)].sync_q;
+    assert_eq!(s.bics[&CtxId(3)].sync_q, q2);
+    assert_ne!(s.bics[&CtxId(1)].sync_q, q2);
+}
+
+#[test]
+fn bfqq_find_close_gives_up_when_it_finds_the_queue_itself() {
+    // bfq_find_close_cooperator (Linux 6.9): if bfqq_find_close returns the requesting
+    // queue itself, there is no cooperator, even with another queue close by. Tree after
+    // W, 3000 (ctx 1), 12000 (ctx 2): 12000 at the root, 3000 to its left. ctx 1 reads at
+    // 5000: the search ends below its own 3000, 2000 away: no merge with ctx 2 (7000 away).
+    let s = find_close_scene(3000, 12_000, (1, 5000));
+    assert_ne!(s.bics[&CtxId(1)].sync_q, s.bics[&CtxId(2)].sync_q);
+    assert!(!s.queues[s.bics[&CtxId(1)].sync_q.unwrap()].coop);
+}
+
+#[test]
+fn bfq_updates_the_inject_limit_before_sampling_the_hw_queue_depth() {
+    // bfq_finish_requeue_request (Linux 6.9) calls bfq_update_inject_limit before
+    // bfq_completed_request, whose bfq_update_hw_tag may end a sampling period and zero
+    // max_rq_in_driver. The limit may grow while it is <= max_rq_in_driver: measured
+    // before the reset, 2 <= 4 lets it grow.
+    let mut s = Bfq::new(Config::default());
+    let a = rq(1, 1).sector(1000).build();
+    s.insert(a.clone(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    for i in 0..3 {
+        s.insert(
+            rq(10 + i, 2 + i as u32).sector(1 << (20 + i)).build(),
+            Nanos::ZERO,
+        );
+    }
+    s.inj.waited_rq = Some(1);
+    s.inj.rqs_injected = true;
+    s.inj.last_empty_occupied = 0;
+    s.queues[q].last_serv_time = 10 * MS as u64;
+    s.queues[q].inject_limit = 2;
+    s.max_rq_in_driver = 4;
+    s.hw_tag_samples = budget::HW_QUEUE_SAMPLES;
+    s.rq_in_driver = 4;
+    s.complete(&a, at(5));
+    assert_eq!(s.hw_tag, 1, "the sampling period ended at this completion");
+    assert_eq!(s.max_rq_in_driver, 0);
+    assert_eq!(
+        s.queues[q].inject_limit, 3,
+        "5 ms < 1.5 x 10 ms, and 2 <= 4"
+    );
+}
+
+#[test]
+fn bfq_update_has_short_ttime_deems_an_exited_processs_think_time_long() {
+    // bfq_update_has_short_ttime (Linux 6.9): a request of a process whose io_context has
+    // no active task (it exited) makes its queue's think time long, whatever the samples.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    s.exit(CtxId(1), at(1));
+    s.insert(rq(2, 1).sector(1016).build(), at(2));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    assert!(!s.queues[q].has_short_ttime);
+    // A live process's first request keeps the tentative short think time.
+    s.insert(rq(3, 2).sector(9000).build(), at(2));
+    assert!(s.queues[s.bics[&CtxId(2)].sync_q.unwrap()].has_short_ttime);
+}
+
+#[test]
+fn bfq_injects_a_stream_into_the_idle_windows_of_a_raised_reader() {
+    // Injection end to end (bfq_select_queue, bfq_choose_bfqq_for_injection, Linux 6.9). A
+    // raised reader thinks 25 ms after each 1 ms read; BFQ idles 20 ms for it each time (a
+    // raised queue beside a non-raised one), then expires it. A sequential stream, long
+    // unraised, has a backlog. The reader's think time is long, so its inject limit is 1:
+    // the stream's requests fill the idle windows one at a time, and the stream gets the
+    // device almost all the time instead of 6 ms in 26. The reader's reads still start
+    // within 1 ms of their arrival.
+    let mut h = harness(Config::default(), &GroupTree::new());
+    for i in 0..8_000u64 {
+        h.submit(
+            rq(100_000 + i, 9)
+                .sector(800_000_000 + i * 512)
+                .sectors(256),
+        );
+    }
+    h.run_until(at(3000));
+    let stream = sync_q(&h, 9).unwrap();
+    assert_eq!(h.sched.queues[stream].wr_coeff, 1);
+    for i in 0..40u64 {
+        h.submit(rq(1 + i, 1).sector(1_000 + i * 16).at(at(3000 + i * 26)));
+    }
+    h.run_until(at(3100));
+    let reader = sync_q(&h, 1).unwrap();
+    assert!(h.sched.queues[reader].wr_coeff > 1);
+    assert!(!h.sched.queues[reader].has_short_ttime);
+    let out = h.run();
+    let window = (at(3100), at(3620));
+    let stream_in_window = out
+        .served
+        .iter()
+        .filter(|s| s.rq.ctx == CtxId(9) && s.dispatched >= window.0 && s.dispatched < window.1)
+        .count();
+    assert!(
+        stream_in_window >= 450,
+        "the stream is injected into the reader's idle windows: {stream_in_window} of 520 ms"
+    );
+    for i in 4..40u64 {
+        let s = out.of(1 + i);
+        assert!(
+            s.dispatched <= s.rq.submitted + Nanos::from_ms(1),
+            "read {i} waited {:?}",
+            s.dispatched - s.rq.submitted
+        );
+    }
 }

@@ -16,6 +16,9 @@ pub(super) const MIN_IDLE_TIME: Tick = 2000 * MS;
 pub(super) const MIN_INTER_ARR_ASYNC: Tick = 500 * MS;
 /// Largest rate of a soft real-time queue, sectors/s.
 const MAX_SOFTRT_RATE: u64 = 7000;
+/// Only queues at this weight (ioprio level 4, the default, in any class) are raised: a
+/// queue the user gave another priority keeps the weight asked for.
+pub(super) const DEFAULT_WEIGHT: u64 = 40;
 /// Interactive raising ends after this much raised service, sectors.
 const MAX_SERVICE_FROM_WR: u64 = 120_000;
 /// Queues created this close to each other form a burst.
@@ -46,16 +49,32 @@ impl Bfq {
         (ms.clamp(3_000, 25_000) as Tick) * MS
     }
 
-    /// End raising for `q`.
+    /// End raising for `q` (`bfq_bfqq_end_wr`). Interactive raising also forgets
+    /// `soft_rt_next_start`: the bandwidth a starting application took says nothing about the
+    /// soft real-time pattern it may show once started.
     pub(super) fn end_wr(&mut self, q: usize, t: Tick) {
         if self.queues[q].busy && self.queues[q].wr_coeff > 1 {
             self.wr_busy_queues -= 1;
         }
         let qq = &mut self.queues[q];
+        if qq.wr_cur_max_time != RT_MAX_TIME {
+            qq.soft_rt_next_start = t;
+        }
         qq.wr_coeff = 1;
         qq.wr_cur_max_time = 0;
         qq.last_wr_start_finish = t;
         self.apply_weight(q);
+    }
+
+    /// Soft real-time raising of `q` ends: back to interactive raising if the interactive
+    /// period it interrupted still runs (`switch_back_to_interactive_wr`), else no raising.
+    pub(super) fn end_softrt_wr(&mut self, q: usize, t: Tick) {
+        if t > self.queues[q].wr_start_at_switch_to_srt + self.wr_duration() {
+            self.end_wr(q, t);
+        } else {
+            self.switch_back_to_interactive(q);
+            self.apply_weight(q);
+        }
     }
 
     fn switch_back_to_interactive(&mut self, q: usize) {
@@ -118,12 +137,10 @@ impl Bfq {
             if qq.in_large_burst {
                 self.end_wr(q, t);
             } else if t > qq.last_wr_start_finish + qq.wr_cur_max_time {
-                if qq.wr_cur_max_time != RT_MAX_TIME
-                    || t > qq.wr_start_at_switch_to_srt + self.wr_duration()
-                {
-                    self.end_wr(q, t);
+                if qq.wr_cur_max_time == RT_MAX_TIME {
+                    self.end_softrt_wr(q, t);
                 } else {
-                    self.switch_back_to_interactive(q);
+                    self.end_wr(q, t);
                 }
             }
             let qq = &self.queues[q];
