@@ -49,6 +49,7 @@ impl Proc {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Served {
     pub at: Nanos,
+    pub ctx: CtxId,
     pub group: GroupId,
 }
 
@@ -121,6 +122,7 @@ pub(crate) fn run<S: Scheduler + ?Sized>(
                     head = rq.end();
                     out.served.push(Served {
                         at: now,
+                        ctx: rq.ctx,
                         group: rq.group,
                     });
                     seq += 1;

@@ -44,9 +44,8 @@
 //!   next request changes; the kernel leaves it stale after a dispatch.
 //! - `cfqq_close` checks the queued next requests just below and just above the head and
 //!   takes the nearer one if close (the kernel walks from an rbtree leaf's parent).
-//! - A sync write counts as `req_noidle` (no REQ_IDLE flag exists here); per-cgroup
-//!   `group_idle` and `leaf_weight` files are not modelled (group_idle is device-wide and
-//!   leaf_weight equals weight).
+//! - Per-cgroup `group_idle` and `leaf_weight` files are not modelled (group_idle is
+//!   device-wide and leaf_weight equals weight).
 //! - A context's priority and group come from its requests; queues of exited processes are
 //!   dropped from the lookup tables but not freed.
 
@@ -1505,9 +1504,11 @@ impl Cfq {
         }
         let mut enable = cq.idle_window;
         let deep = cq.deep || cq.queued[0] + cq.queued[1] >= 4;
+        // `req_noidle`: a sync write without REQ_IDLE (fsync, O_SYNC writeback). O_DIRECT
+        // writes carry REQ_IDLE and keep their idle window.
         let noidle = cq.next_rq.is_some_and(|k| {
             let r = cq.get(k);
-            r.op == Op::Write && r.sync
+            r.op == Op::Write && r.sync && !r.idle_hint
         });
         let cic = &self.cics[&ctx];
         if noidle || cic.exited || self.cfg.slice_idle == 0 || (!deep && cq.seeky()) {

@@ -105,6 +105,71 @@ fn no_idling_when_slice_idle_is_zero() {
     assert!(out.idles.is_empty());
 }
 
+/// Three processes each writing its own region sequentially, 64 KiB at a time, the next write
+/// issued as soon as the previous completes (`dd oflag=direct` when `idle_hint`, an fsync-ing
+/// writer without it). Returns the issuing process of each dispatch over two seconds.
+fn three_sync_writers(idle_hint: bool) -> Vec<u32> {
+    let mut s = flat();
+    let procs = (1..=3u32)
+        .map(|ctx| {
+            let mut p = Proc::seq_reader(ctx, 0, u64::from(ctx) * 10_000_000, 128);
+            p.op = Op::Write;
+            p.idle_hint = idle_hint;
+            p
+        })
+        .collect();
+    let run = closed_loop::run(&mut s, procs, 1, |_, _| ms(1), Nanos::from_secs(2));
+    run.served.iter().map(|d| d.ctx.0).collect()
+}
+
+/// Lengths of the runs of equal values in `seq`.
+fn run_lengths(seq: &[u32]) -> Vec<usize> {
+    seq.chunk_by(|a, b| a == b).map(<[u32]>::len).collect()
+}
+
+/// `req_noidle` (4.19 cfq-iosched.c) is true only for a write with REQ_SYNC and without
+/// REQ_IDLE; `cfq_update_idle_window` closes the idle window on it. O_DIRECT writes carry both
+/// flags (`dio_bio_write_op`), so O_DIRECT writers keep their window and get time slices
+/// (100 ms each here: three queues within `target_latency`).
+#[test]
+fn req_noidle_o_direct_writers_keep_their_idle_window_and_get_slices() {
+    let order = three_sync_writers(true);
+    let runs = run_lengths(&order);
+    let inner = &runs[1..runs.len() - 1];
+    assert!(
+        inner.len() >= 10 && inner.iter().all(|&n| (90..=110).contains(&n)),
+        "O_DIRECT writers should be served in slices of ~100 requests: {runs:?}"
+    );
+    for ctx in 1..=3 {
+        let n = order.iter().filter(|&&c| c == ctx).count();
+        assert!((600..=720).contains(&n), "writer {ctx}: {n} of 2000");
+    }
+}
+
+/// Writers whose writes carry REQ_SYNC alone are `req_noidle`: their queues go to the
+/// sync-noidle tree. When the serving queue empties, the next writer's request preempts it
+/// (`cfq_should_preempt`: both on the sync-noidle tree, the active queue empty) and
+/// `cfq_preempt_queue` puts the newcomer at the front of the tree, while the expired queue is
+/// re-added at the back when its next request comes. Two writers leapfrog each other
+/// (1, 3, 1, 3 ...) and the third starves: 4.19 does this too.
+#[test]
+fn cfq_preempt_queue_lets_two_noidle_writers_leapfrog_and_starve_a_third() {
+    let order = three_sync_writers(false);
+    // The first queue to go busy sits on the sync tree (its window closes only after it was
+    // added there) and keeps the disk until it first empties.
+    let runs = run_lengths(&order);
+    assert!(runs[0] + runs[1] <= 110, "{:?}", &runs[..4]);
+    let rest = &order[runs[0] + runs[1]..];
+    assert!(rest.len() > 1800);
+    let bad = rest.chunks_exact(2).position(|w| w != [rest[0], rest[1]]);
+    assert!(
+        bad.is_none() && rest[0] != rest[1],
+        "two writers alternate: {:?} ... {:?}",
+        &rest[..20],
+        bad.map(|i| &rest[2 * i..(2 * i + 20).min(rest.len())])
+    );
+}
+
 #[test]
 fn idle_timer_expiry_hands_the_disk_to_the_next_queue() {
     let mut h = Harness::new(flat(), 1, |_| ms(1));
