@@ -30,6 +30,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run a fio job file on a real file or block device under one or more of our schedulers.
     Run(cmd::run::Args),
+    /// Mount a directory through a FUSE filesystem whose data I/O one of our schedulers decides.
+    Mount(cmd::mount::Args),
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
     /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
@@ -51,6 +53,7 @@ fn main() {
         Command::Sim(a) => cmd::sim::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::List(a) => cmd::list::run(a),
+        Command::Mount(a) => cmd::mount::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Drive(a) => cmd::drive::run(a),
     };

@@ -2,6 +2,7 @@
 
 pub mod drive;
 pub mod list;
+pub mod mount;
 pub mod run;
 pub mod sim;
 pub mod validate;

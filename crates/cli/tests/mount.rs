@@ -1,0 +1,429 @@
+//! `elevator mount` end to end, with clients nobody here wrote: coreutils, fio with
+//! verify=crc32c, SQLite from several processes, git clone + fsck; the daemon SIGKILLed
+//! under fsync-ing writes; a clean unmount with dirty pages; a non-owner refused a 0600 file.
+//!
+//! Each test skips with a printed notice where /dev/fuse or fusermount3 (or the client it
+//! drives) is missing, or, for the permission test, where it does not run as root.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn fuse_available(test: &str) -> bool {
+    if !Path::new("/dev/fuse").exists() || !have("fusermount3") {
+        eprintln!("{test}: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)");
+        return false;
+    }
+    true
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let m = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let want = mnt.to_str().unwrap();
+    m.lines().any(|l| l.split(' ').nth(1) == Some(want))
+}
+
+/// A running `elevator mount`, unmounted and reaped on drop.
+struct Mount {
+    child: Option<Child>,
+    mnt: PathBuf,
+    back: PathBuf,
+    _dirs: tempfile::TempDir,
+}
+
+impl Mount {
+    fn start(sched: &str, extra: &[&str]) -> Mount {
+        let dirs = tempfile::tempdir().unwrap();
+        let back = dirs.path().join("back");
+        let mnt = dirs.path().join("mnt");
+        std::fs::create_dir(&back).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .arg("mount")
+            .arg(&back)
+            .arg(&mnt)
+            .args(["--sched", sched])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let m = Mount {
+            child: Some(child),
+            mnt,
+            back,
+            _dirs: dirs,
+        };
+        let t0 = Instant::now();
+        while !mounted(&m.mnt) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "mount did not appear");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        m
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// Unmount cleanly and wait for the daemon; returns its success.
+    fn unmount(&mut self) -> bool {
+        let ok = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+        let status = self.child.take().map(|mut c| c.wait().unwrap());
+        ok && status.is_some_and(|s| s.success())
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&self.mnt)
+            .status();
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = Command::new("fusermount3")
+                .arg("-uz")
+                .arg(&self.mnt)
+                .status();
+            if let Some(mut c) = self.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+fn sh(cmd: &str) -> std::process::Output {
+    Command::new("sh").arg("-c").arg(cmd).output().unwrap()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn files_pass_through_and_the_control_files_switch_and_tune_the_scheduler() {
+    if !fuse_available("mount_control") {
+        return;
+    }
+    let mut m = Mount::start("deadline", &["--set", "fifo_batch=4"]);
+    std::fs::write(m.path("small"), b"hello\n").unwrap();
+    std::fs::create_dir_all(m.path("a/b")).unwrap();
+    std::fs::rename(m.path("small"), m.path("a/b/moved")).unwrap();
+    assert_eq!(read(&m.back.join("a/b/moved")), "hello\n");
+    assert_eq!(read(&m.path("a/b/moved")), "hello\n");
+    let sched = m.path(".elevator/scheduler");
+    assert!(read(&sched).contains("[deadline]"), "{}", read(&sched));
+    assert_eq!(read(&m.path(".elevator/iosched/fifo_batch")), "4\n");
+    // Direct reads reach the scheduler: the stat file counts them.
+    let r = sh(&format!(
+        "dd if=/dev/urandom of={0} bs=1M count=4 status=none && \
+         dd if={0} of=/dev/null bs=64k iflag=direct status=none",
+        m.path("data").display()
+    ));
+    assert!(r.status.success(), "{r:?}");
+    let stat = read(&m.path(".elevator/stat"));
+    let f: Vec<u64> = stat.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(f.len(), 17, "{stat}");
+    assert!(f[2] >= 8192, "sectors read {} < 4 MiB: {stat}", f[2]);
+    assert!(f[6] >= 8192, "sectors written {} < 4 MiB: {stat}", f[6]);
+    // Switch: tunables are the new policy's, at its defaults; a bad name or value is refused.
+    std::fs::write(&sched, "cfq\n").unwrap();
+    assert!(read(&sched).contains("[cfq]"));
+    assert_eq!(read(&m.path(".elevator/iosched/slice_idle")), "8\n");
+    std::fs::write(m.path(".elevator/iosched/slice_idle"), "0").unwrap();
+    assert_eq!(read(&m.path(".elevator/iosched/slice_idle")), "0\n");
+    assert!(std::fs::write(&sched, "no-such-policy").is_err());
+    assert!(std::fs::write(m.path(".elevator/iosched/slice_idle"), "x").is_err());
+    assert!(std::fs::write(m.path(".elevator/iosched/slice_idle"), "-1").is_err());
+    assert!(read(&sched).contains("[cfq]"));
+    assert!(m.unmount(), "clean unmount");
+}
+
+#[test]
+fn a_clean_unmount_writes_back_every_dirty_page_before_the_daemon_exits() {
+    if !fuse_available("mount_unmount_drains") {
+        return;
+    }
+    let src = tempfile::NamedTempFile::new().unwrap();
+    let r = sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=48 status=none",
+        src.path().display()
+    ));
+    assert!(r.status.success());
+    let mut m = Mount::start("anticipatory", &[]);
+    // Buffered copy, no fsync: the data sits in the page cache when the unmount starts.
+    std::fs::copy(src.path(), m.path("copy")).unwrap();
+    let back = m.back.join("copy");
+    assert!(m.unmount(), "clean unmount");
+    assert_eq!(std::fs::read(back).unwrap(), std::fs::read(src.path()).unwrap());
+}
+
+#[test]
+fn fio_verify_crc32c_through_the_mount_finds_no_corruption() {
+    if !fuse_available("mount_fio_verify") {
+        return;
+    }
+    if !have("fio") {
+        eprintln!("mount_fio_verify: skipped: fio not installed");
+        return;
+    }
+    let mut m = Mount::start("bfq", &[]);
+    for (engine, direct, bs, rw) in [
+        ("psync", 0, "4k", "randwrite"),
+        ("libaio", 1, "64k", "randwrite"),
+        ("psync", 0, "1m", "write"),
+    ] {
+        let out = Command::new("fio")
+            .args([
+                "--name=verify",
+                &format!("--filename={}", m.path("fio.dat").display()),
+                "--size=32m",
+                &format!("--bs={bs}"),
+                &format!("--rw={rw}"),
+                &format!("--ioengine={engine}"),
+                &format!("--direct={direct}"),
+                "--iodepth=8",
+                "--verify=crc32c",
+                "--do_verify=1",
+                "--verify_fatal=1",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "fio {engine} {rw} {bs}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("verify: bad"), "{text}");
+    }
+    assert!(m.unmount());
+}
+
+#[test]
+fn sqlite_written_by_several_processes_passes_integrity_check() {
+    if !fuse_available("mount_sqlite") {
+        return;
+    }
+    if !have("python3") || !sh("python3 -c 'import sqlite3'").status.success() {
+        eprintln!("mount_sqlite: skipped: python3 with sqlite3 not installed");
+        return;
+    }
+    let mut m = Mount::start("cfq", &[]);
+    let db = m.path("t.db");
+    let script = r#"
+import os, sqlite3, subprocess, sys
+db = sys.argv[1]
+if len(sys.argv) > 2:
+    w = int(sys.argv[2])
+    c = sqlite3.connect(db, timeout=60)
+    for i in range(150):
+        with c:
+            c.execute("insert into t(w, i, pad) values (?, ?, ?)", (w, i, os.urandom(300)))
+    c.close()
+    sys.exit(0)
+c = sqlite3.connect(db)
+c.execute("pragma journal_mode=" + os.environ.get("MODE", "delete"))
+c.execute("create table t(w int, i int, pad blob)")
+c.commit()
+c.close()
+ps = [subprocess.Popen([sys.executable, sys.argv[0], db, str(w)]) for w in range(4)]
+assert all(p.wait() == 0 for p in ps)
+c = sqlite3.connect(db)
+print(c.execute("pragma integrity_check").fetchone()[0], c.execute("select count(*) from t").fetchone()[0])
+"#;
+    let file = m.back.parent().unwrap().join("sqlite_test.py");
+    std::fs::write(&file, script).unwrap();
+    for mode in ["delete", "wal"] {
+        let _ = std::fs::remove_file(&db);
+        let out = Command::new("python3")
+            .arg(&file)
+            .arg(&db)
+            .env("MODE", mode)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mode}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(text.trim(), "ok 600", "journal_mode={mode}");
+    }
+    assert!(m.unmount());
+    // The backing file, read without FUSE, is as sound.
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('pragma integrity_check').fetchone()[0])")
+        .arg(m.back.join("t.db"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn git_clone_into_the_mount_passes_fsck() {
+    if !fuse_available("mount_git") {
+        return;
+    }
+    if !have("git") {
+        eprintln!("mount_git: skipped: git not installed");
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    let s = src.path().display();
+    let r = sh(&format!(
+        "cd {s} && git init -q && for i in $(seq 1 200); do \
+           mkdir -p d$((i % 10)); head -c $((i * 97)) /dev/urandom > d$((i % 10))/f$i; done && \
+         git add -A && git -c user.name=t -c user.email=t@t commit -qm one && \
+         for i in $(seq 1 50); do echo $i >> d1/f1; git -c user.name=t -c user.email=t@t commit -qam c$i; done"
+    ));
+    assert!(r.status.success(), "{r:?}");
+    let mut m = Mount::start("latency-guard", &[]);
+    let dst = m.path("clone");
+    let r = sh(&format!(
+        "git clone -q --no-local {s} {0} && git -C {0} fsck --full --strict && git -C {0} status --porcelain",
+        dst.display()
+    ));
+    assert!(
+        r.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(r.stdout.is_empty(), "the checkout differs from HEAD");
+    assert!(m.unmount());
+}
+
+#[test]
+fn every_fsync_acknowledged_write_survives_the_daemon_being_killed() {
+    if !fuse_available("mount_sigkill") {
+        return;
+    }
+    if !have("python3") {
+        eprintln!("mount_sigkill: skipped: python3 not installed");
+        return;
+    }
+    let mut m = Mount::start("deadline", &[]);
+    // Records of 4 KiB (aligned: through the scheduler) and 100 bytes (unaligned: the buffered
+    // path) alternate; each is fsync-ed, then its number printed.
+    let script = r#"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+off = 0
+for i in range(100000):
+    n = 4096 if i % 2 == 0 else 100
+    rec = (b"%08d" % i) * (n // 8) + b"=" * (n % 8)
+    os.pwrite(fd, rec, off)
+    os.fsync(fd)
+    off += n
+    print(i, off - n, n, flush=True)
+"#;
+    let mut writer = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(m.path("log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut acked = Vec::new();
+    for line in BufReader::new(writer.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let v: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+        acked.push((v[0], v[1], v[2]));
+        if acked.len() == 300 {
+            m.kill();
+            break;
+        }
+    }
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let data = std::fs::read(m.back.join("log")).unwrap();
+    for &(i, off, n) in &acked {
+        let rec = &data[off as usize..(off + n) as usize];
+        let want: Vec<u8> = format!("{i:08}")
+            .repeat((n / 8) as usize)
+            .into_bytes()
+            .into_iter()
+            .chain(std::iter::repeat_n(b'=', (n % 8) as usize))
+            .collect();
+        assert_eq!(rec, &want[..], "record {i} at {off} lost or torn");
+    }
+    assert_eq!(acked.len(), 300);
+}
+
+#[test]
+fn a_non_owner_cannot_read_another_users_0600_file() {
+    if !fuse_available("mount_permissions") {
+        return;
+    }
+    if !is_root() || !have("setpriv") {
+        eprintln!("mount_permissions: skipped: needs root and setpriv to act as another user");
+        return;
+    }
+    let as_nobody = |cmd: &str| {
+        sh(&format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '{cmd}'"
+        ))
+    };
+    // Without allow_other, another user cannot even look.
+    let mut m = Mount::start("none", &[]);
+    sh(&format!("chmod 755 {}", m.mnt.parent().unwrap().display()));
+    std::fs::write(m.path("public"), "p").unwrap();
+    assert!(!as_nobody(&format!("cat {}", m.path("public").display()))
+        .status
+        .success());
+    assert!(m.unmount());
+    // With allow_other, the kernel checks modes (default_permissions).
+    let mut m = Mount::start("none", &["--allow-other"]);
+    sh(&format!("chmod 755 {}", m.mnt.parent().unwrap().display()));
+    sh(&format!("chmod 755 {}", m.mnt.display()));
+    std::fs::write(m.path("public"), "p").unwrap();
+    std::fs::write(m.path("secret"), "s").unwrap();
+    sh(&format!("chmod 644 {}", m.path("public").display()));
+    sh(&format!("chmod 600 {}", m.path("secret").display()));
+    let ok = as_nobody(&format!("cat {}", m.path("public").display()));
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(ok.stdout, b"p");
+    let denied = as_nobody(&format!("cat {}", m.path("secret").display()));
+    assert!(!denied.status.success());
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("Permission denied"),
+        "{denied:?}"
+    );
+    // A file another user creates is theirs.
+    sh(&format!("chmod 1777 {}", m.mnt.display()));
+    let made = as_nobody(&format!("echo n > {}", m.path("theirs").display()));
+    assert!(made.status.success(), "{made:?}");
+    let owner = sh(&format!("stat -c %u {}", m.back.join("theirs").display()));
+    assert_eq!(String::from_utf8_lossy(&owner.stdout).trim(), "65534");
+    assert!(m.unmount());
+}

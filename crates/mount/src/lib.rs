@@ -1,0 +1,196 @@
+//! # elevator-mount: real programs' I/O through elevator's schedulers
+//!
+//! A passthrough FUSE filesystem: every metadata operation goes straight to the backing
+//! directory; every data read, write and fsync becomes a request in one of elevator's
+//! schedulers, tagged with the calling process (its thread group), its group (cgroup, or a
+//! group named on the command line) and its I/O priority, and is issued to the backing file
+//! with O_DIRECT by the [submission engine](elevator_real::submit). Any unmodified program
+//! (tar, cc, dd, SQLite, git) thereby runs under anticipatory, CFQ, BFQ ... on the machine in
+//! front of you.
+//!
+//! **FUSE crate.** [`fuser`] (0.18): pure Rust (no libfuse to link; mounting goes through
+//! `fusermount3` or, as root, mount(2)), the most used and most actively maintained FUSE crate,
+//! with multi-threaded sessions and per-thread `/dev/fuse` clones; its replies are `Send`, so a
+//! read is answered from the engine's completion without a thread waiting for it. The
+//! alternatives: `fuse3` (async, tied to tokio, fewer users), `polyfuse` (unmaintained since
+//! 2022), `fuse-backend-rs` (built for virtio-fs in VMMs, heavier), `easy_fuser` (a
+//! higher-level layer over fuser).
+//!
+//! ## Layout
+//! - [`fs`]: the filesystem (data path, classification of writes, alignment).
+//! - [`inode`]: inodes held as O_PATH descriptors of the backing files.
+//! - [`classify`]: pid -> context, group and priority.
+//! - [`control`]: `MOUNTPOINT/.elevator/` (scheduler, iosched/, stat).
+//!
+//! Documentation for users: docs/mount.md.
+
+#![deny(missing_docs)]
+
+pub mod classify;
+pub mod control;
+pub mod fs;
+pub mod inode;
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use elevator_core::{registry, Settings};
+use elevator_real::submit::{Engine, EngineOptions};
+use fuser::{Config, MountOption, SessionACL};
+
+pub use classify::{GroupMode, GroupRule};
+pub use fs::FsOptions;
+
+/// What to mount and how.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    /// The directory whose contents the mount shows.
+    pub backing: PathBuf,
+    /// Where to mount.
+    pub mountpoint: PathBuf,
+    /// The scheduler's name (any name `elevator list` shows).
+    pub scheduler: String,
+    /// Its tunables.
+    pub settings: Settings,
+    /// Groups for processes no rule names.
+    pub groups: GroupMode,
+    /// Process-name -> group rules.
+    pub rules: Vec<GroupRule>,
+    /// Let other users in (`allow_other`; needs `user_allow_other` in /etc/fuse.conf unless
+    /// root). Permissions are checked by the kernel either way (`default_permissions`).
+    pub allow_other: bool,
+    /// Ask for the kernel's writeback cache.
+    pub writeback_cache: bool,
+    /// Threads reading /dev/fuse.
+    pub threads: usize,
+}
+
+/// Why the mount could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MountError {
+    /// No such scheduler.
+    UnknownScheduler(String),
+    /// A tunable or group is wrong.
+    Config(String),
+    /// A path is unusable.
+    Path {
+        /// Which one.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
+    /// The engine or the FUSE session could not start.
+    Start(io::Error),
+}
+
+impl fmt::Display for MountError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MountError::UnknownScheduler(n) => {
+                write!(f, "no scheduler named {n:?} (see `elevator list`)")
+            }
+            MountError::Config(m) => f.write_str(m),
+            MountError::Path { path, error } => write!(f, "{}: {error}", path.display()),
+            MountError::Start(e) => write!(f, "could not mount: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MountError {}
+
+/// A mounted filesystem, not yet serving.
+pub struct Mounted {
+    session: fuser::Session<fs::Passthrough>,
+    engine: Engine,
+}
+
+impl fmt::Debug for Mounted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mounted")
+            .field("engine", &self.engine)
+            .finish()
+    }
+}
+
+/// Mount `cfg.backing` on `cfg.mountpoint`. Serve with [`Mounted::run`].
+pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
+    let info = registry::find(&cfg.scheduler)
+        .ok_or_else(|| MountError::UnknownScheduler(cfg.scheduler.clone()))?;
+    cfg.settings
+        .validate(info.name, info.tunables)
+        .map_err(|e| MountError::Config(format!("--set: {e}")))?;
+    for p in [&cfg.backing, &cfg.mountpoint] {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(MountError::Path {
+                    path: p.clone(),
+                    error: io::Error::from_raw_os_error(libc::ENOTDIR),
+                })
+            }
+            Err(error) => {
+                return Err(MountError::Path {
+                    path: p.clone(),
+                    error,
+                })
+            }
+        }
+    }
+    let classifier = Arc::new(
+        classify::Classifier::new(cfg.groups, cfg.rules.clone()).map_err(MountError::Config)?,
+    );
+    let build = control::factory(info, cfg.settings.clone(), classifier.tree());
+    let engine = Engine::start(build, EngineOptions::default()).map_err(MountError::Start)?;
+    let handle = engine.handle();
+    let ctl = Arc::new(control::Control::new(
+        handle.clone(),
+        Arc::clone(&classifier),
+        info,
+        cfg.settings.clone(),
+    ));
+    let opts = FsOptions {
+        writeback_cache: cfg.writeback_cache,
+    };
+    let fs =
+        fs::Passthrough::new(&cfg.backing, handle, classifier, ctl, opts).map_err(|error| {
+            MountError::Path {
+                path: cfg.backing.clone(),
+                error,
+            }
+        })?;
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(format!("elevator:{}", cfg.backing.display())),
+        MountOption::Subtype("elevator".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ];
+    config.acl = if cfg.allow_other {
+        SessionACL::All
+    } else {
+        SessionACL::Owner
+    };
+    config.n_threads = Some(cfg.threads.max(1));
+    config.clone_fd = cfg.threads > 1;
+    let session = fuser::Session::new(fs, &cfg.mountpoint, &config).map_err(MountError::Start)?;
+    Ok(Mounted { session, engine })
+}
+
+impl Mounted {
+    /// Something another thread (a signal watcher) can call to unmount.
+    pub fn unmounter(&mut self) -> fuser::SessionUnmounter {
+        self.session.unmount_callable()
+    }
+
+    /// Serve until unmounted (`fusermount3 -u MOUNTPOINT`, `umount`, or the unmounter), then
+    /// complete every queued and in-flight I/O and stop the engine.
+    pub fn run(self) -> io::Result<()> {
+        let served = self.session.run();
+        let drained = self.engine.shutdown();
+        served.and(drained)
+    }
+}
