@@ -71,7 +71,10 @@ impl Mount {
         };
         let t0 = Instant::now();
         while !mounted(&m.mnt) {
-            assert!(t0.elapsed() < Duration::from_secs(20), "mount did not appear");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "mount did not appear"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         m
@@ -149,7 +152,10 @@ fn files_pass_through_and_the_control_files_switch_and_tune_the_scheduler() {
     ));
     assert!(r.status.success(), "{r:?}");
     let stat = read(&m.path(".elevator/stat"));
-    let f: Vec<u64> = stat.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let f: Vec<u64> = stat
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
     assert_eq!(f.len(), 17, "{stat}");
     assert!(f[2] >= 8192, "sectors read {} < 4 MiB: {stat}", f[2]);
     assert!(f[6] >= 8192, "sectors written {} < 4 MiB: {stat}", f[6]);
@@ -182,7 +188,10 @@ fn a_clean_unmount_writes_back_every_dirty_page_before_the_daemon_exits() {
     std::fs::copy(src.path(), m.path("copy")).unwrap();
     let back = m.back.join("copy");
     assert!(m.unmount(), "clean unmount");
-    assert_eq!(std::fs::read(back).unwrap(), std::fs::read(src.path()).unwrap());
+    assert_eq!(
+        std::fs::read(back).unwrap(),
+        std::fs::read(src.path()).unwrap()
+    );
 }
 
 #[test]

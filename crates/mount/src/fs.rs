@@ -56,6 +56,10 @@ const TTL: Duration = Duration::from_secs(1);
 /// Largest read or write the kernel is asked to send (max_write, readahead window).
 pub const MAX_IO: u32 = 1 << 20;
 
+/// Async requests (readahead, writeback) the kernel may have outstanding to us at once
+/// (FUSE's `max_background`, 12 by default): 64, as a block queue's `nr_requests`.
+pub const MAX_BACKGROUND: u16 = 64;
+
 /// Options of the filesystem itself.
 #[derive(Clone, Copy, Debug)]
 pub struct FsOptions {
@@ -305,7 +309,8 @@ impl Filesystem for Passthrough {
         let mut want = InitFlags::FUSE_ASYNC_READ
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_BIG_WRITES
-            | InitFlags::FUSE_MAX_PAGES;
+            | InitFlags::FUSE_MAX_PAGES
+            | InitFlags::FUSE_ASYNC_DIO;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -316,6 +321,11 @@ impl Filesystem for Passthrough {
         let _ = config.add_capabilities(available);
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
+        // FUSE keeps at most max_background async requests (readahead and writeback) in
+        // flight to us and queues the rest itself, in FIFO order, where our scheduler cannot
+        // see them. Let through as many as a block queue would hold; the scheduler decides.
+        let _ = config.set_max_background(MAX_BACKGROUND);
+        let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
         Ok(())
     }
 
