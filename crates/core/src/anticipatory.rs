@@ -19,7 +19,8 @@
 //!   least 2).
 //! - `antic_expire` (ms) = 6 (`HZ/150`, which is 6 at HZ = 1000 by integer division): the
 //!   longest anticipation after the anticipated request completed; 0 disables anticipation
-//!   and AS behaves like deadline with batches.
+//!   and AS behaves like deadline with batches. At most [`ANTIC_EXPIRE_MAX_MS`] (ours; see
+//!   the deviations).
 //!
 //! The read-only `est_time` file is [`Anticipatory::est_time`].
 //!
@@ -66,6 +67,12 @@
 //!   back of the dispatch list; like any unsorted request its completion is not reported to
 //!   AS's accounting.
 //! - **Tunables** out of range are refused with an error; the kernel silently clamps.
+//!   `antic_expire` is capped at [`ANTIC_EXPIRE_MAX_MS`] (the kernel takes any value): 2.6.32
+//!   waits the full `antic_expire` for a process that exited (its exit hook,
+//!   `exit_as_io_context`, only clears `AS_TASK_RUNNING`; the wait ends at the timer, or at a
+//!   new arrival once exits are seldom rescued), so a value of days idles the disk for days
+//!   while other requests wait. Beyond `MAX_THINKTIME` (20 ms) a longer wait serves no
+//!   process whose think time AS would anticipate anyway.
 //! - Per-process state of an exited process is dropped once nothing refers to it (no queued
 //!   request, not the anticipated process), as the kernel frees it with the last reference.
 //!
@@ -150,10 +157,13 @@ pub const TUNABLES: &[Tunable] = &[
         unit: Unit::Ms,
         default: 6,
         min: 0,
-        max: i32::MAX as i64,
+        max: ANTIC_EXPIRE_MAX_MS,
         doc: "longest wait for the anticipated process after its request completed; 0 disables (HZ/150)",
     },
 ];
+
+/// The largest `antic_expire` accepted, in ms (ours: the kernel accepts any value).
+pub const ANTIC_EXPIRE_MAX_MS: i64 = 1000;
 
 /// AS's settings, in nanoseconds. Build with [`Config::from_settings`] or `Default`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -56,7 +56,8 @@ pub trait Scheduler {
     /// The device finished `rq` (as it was dispatched) at `now`.
     fn complete(&mut self, rq: &Request, now: Nanos);
 
-    /// Context `ctx` exited; it will issue nothing more. The default ignores it.
+    /// Context `ctx` exited; it will issue nothing more. The default ignores it. An exit may
+    /// end an `Idle` kept for that context, so the driver asks for a dispatch again after it.
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
         let _ = (ctx, now);
     }

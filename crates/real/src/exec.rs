@@ -636,6 +636,8 @@ impl<'a, B: Backend> Executor<'a, B> {
                         if !*exited {
                             *exited = true;
                             self.sched.exit(*id, now);
+                            // An exit may end the scheduler's idling for that context.
+                            self.kick = true;
                         }
                     }
                 }
@@ -655,6 +657,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                         if !*exited {
                             *exited = true;
                             self.sched.exit(*id, now);
+                            self.kick = true;
                         }
                     }
                     return;

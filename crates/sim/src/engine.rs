@@ -152,6 +152,8 @@ struct JobState {
     wake_gen: u64,
     done: bool,
     runnable: bool,
+    /// The local ids of the contexts it has used: those not exited when it is done exit then.
+    ctxs: Vec<u32>,
 }
 
 /// A simulation: one device, one scheduler (possibly a stack), any number of jobs.
@@ -167,7 +169,8 @@ pub struct Simulation {
     outstanding: FxHashMap<u64, Outstanding>,
     /// Split I/O by its first piece's id: (pieces not completed, bytes of the whole I/O).
     splits: FxHashMap<u64, (u32, u64)>,
-    ctx_ids: FxHashMap<(u32, u32), CtxId>,
+    /// Each (job, local context id)'s global id, and whether it is live (not exited).
+    ctx_ids: FxHashMap<(u32, u32), (CtxId, bool)>,
     in_flight: usize,
     timer: Option<(Nanos, u64)>,
     timer_gen: u64,
@@ -225,6 +228,7 @@ impl Simulation {
             wake_gen: 0,
             done: false,
             runnable: false,
+            ctxs: Vec::new(),
         });
         self.push(
             start,
@@ -351,7 +355,12 @@ impl Simulation {
                     Action::Issue(spec) => self.issue(i as u32, spec),
                     Action::Exit { ctx } => {
                         let c = self.ctx(i as u32, ctx);
+                        if let Some(e) = self.ctx_ids.get_mut(&(i as u32, ctx)) {
+                            e.1 = false;
+                        }
                         self.sched.exit(c, self.now);
+                        // An exit may end the scheduler's idling for that context.
+                        self.kick = true;
                     }
                     Action::Think { until } => {
                         let j = &mut self.jobs[i];
@@ -370,6 +379,15 @@ impl Simulation {
                         j.done = true;
                         j.wake_gen += 1;
                         j.metrics.finished = Some(self.now);
+                        // A finished job's contexts exit, as its processes would.
+                        for local in std::mem::take(&mut j.ctxs) {
+                            if let Some((c, live)) = self.ctx_ids.get_mut(&(i as u32, local)) {
+                                if std::mem::replace(live, false) {
+                                    self.sched.exit(*c, self.now);
+                                    self.kick = true;
+                                }
+                            }
+                        }
                         break;
                     }
                 }
@@ -379,7 +397,13 @@ impl Simulation {
 
     fn ctx(&mut self, job: u32, local: u32) -> CtxId {
         let next = CtxId(self.ctx_ids.len() as u32 + 1);
-        *self.ctx_ids.entry((job, local)).or_insert(next)
+        let e = self.ctx_ids.entry((job, local)).or_insert((next, false));
+        if e.0 == next {
+            self.jobs[job as usize].ctxs.push(local);
+        }
+        // Issuing again after an exit makes it live again.
+        e.1 = true;
+        e.0
     }
 
     /// The request `spec` of `job` makes, with id 0.

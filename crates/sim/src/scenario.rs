@@ -363,6 +363,23 @@ impl Scenario {
             Some(w) => Nanos::from_secs_f64(w / 1e6),
             None => Nanos::ZERO,
         };
+        if limit.is_none() {
+            // A foreground job that never finishes by itself would keep the run going forever.
+            if let Some((j, field)) = jobs
+                .iter()
+                .filter(|j| j.foreground)
+                .find_map(|j| j.spec.endless_by().map(|f| (j, f)))
+            {
+                return Err(err(
+                    line_of("name", &j.name),
+                    Some(format!("job.{field}")),
+                    format!(
+                        "job {:?} never finishes by itself (`{field}`) and the scenario has no duration_s: give duration_s, bound the job, or make it foreground = false",
+                        j.name
+                    ),
+                ));
+            }
+        }
         if limit.is_none() && jobs.iter().all(|j| !j.foreground) {
             return Err(err(
                 None,

@@ -317,6 +317,20 @@ impl JobSpec {
         })
     }
 
+    /// The field that keeps this job going until the run ends (it never finishes by itself),
+    /// if any: a stream writer without `total_bytes`, a dependent reader with `loops = 0`, a
+    /// `time_based` fio job without `runtime_ms` or `number_ios`.
+    pub fn endless_by(&self) -> Option<&'static str> {
+        match self {
+            JobSpec::DependentReader(c) if c.loops == 0 => Some("loops"),
+            JobSpec::StreamWriter(c) if c.total_bytes.is_none() => Some("total_bytes"),
+            JobSpec::Fio(c) if c.time_based && c.runtime_ms.is_none() && c.number_ios.is_none() => {
+                Some("time_based")
+            }
+            _ => None,
+        }
+    }
+
     /// Make a relative trace path relative to `base` (the scenario file's directory), as a
     /// scenario loader should before building.
     pub fn resolve_paths(&mut self, base: &std::path::Path) {

@@ -262,6 +262,17 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The `--set` values that scheduler `info` has a tunable for.
+fn settings_for(info: &registry::SchedulerInfo, extra: &Settings) -> Settings {
+    let mut settings = Settings::new();
+    for k in extra.names() {
+        if info.tunables.iter().any(|t| t.name == k) {
+            settings.set(k, extra.raw(k).unwrap_or_default());
+        }
+    }
+    settings
+}
+
 /// Run the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = fio_file::read(&args.job_file)?;
@@ -306,6 +317,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Build once to learn the regions (and report job errors before touching the target).
     let mut groups = GroupTree::new();
     let (probe, _) = build_jobs(&file, capacity, args.seed, &mut groups)?;
+    // Build every scheduler once too: an out-of-range --set fails before the target is
+    // touched.
+    for info in &infos {
+        (info.build)(&settings_for(info, &extra), &groups)
+            .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
+    }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
     let write_regions = write_regions(&file, &probe);
     drop(probe);
@@ -327,12 +344,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut failure = None;
     for (n, info) in infos.iter().enumerate() {
-        let mut settings = Settings::new();
-        for k in extra.names() {
-            if info.tunables.iter().any(|t| t.name == k) {
-                settings.set(k, extra.raw(k).unwrap_or_default());
-            }
-        }
+        let settings = settings_for(info, &extra);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
         let mut sched = (info.build)(&settings, &groups)

@@ -67,9 +67,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.sched
         );
     }
-    let mut runs = Vec::new();
+    // Every scheduler is built before any runs, so a misspelt name or an out-of-range --set
+    // fails at once, and each error names whose fault it is.
+    let mut scheds = Vec::new();
     for name in &args.sched {
-        let sched = scenario.scheduler(name, &only_known(name, &extra))?;
+        if elevator_core::registry::find(name).is_none() {
+            let known: Vec<&str> = elevator_core::registry::all()
+                .iter()
+                .map(|i| i.name)
+                .collect();
+            anyhow::bail!(
+                "--sched {name:?}: no such scheduler (known: {})",
+                known.join(", ")
+            );
+        }
+        scenario.scheduler(name, &Settings::new())?;
+        let sched = scenario
+            .scheduler(name, &only_known(name, &extra))
+            .map_err(|e| anyhow::anyhow!("--set: {}", e.message))?;
+        scheds.push(sched);
+    }
+    let mut runs = Vec::new();
+    for sched in scheds {
         let report = scenario.simulation(sched, Some(seed)).run(scenario.limit);
         println!(
             "== {} on {} ({}): {:.3} s simulated",
