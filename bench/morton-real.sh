@@ -8,7 +8,8 @@
 # holding a copy of TREE (a few thousand files) and the writer's file. The reader is
 # `tar cf - tree | cat >/dev/null` (one file after another: dependent reads); the writer is
 # `dd if=/dev/zero of=big bs=1M conv=notrunc` rewriting 2 GiB over and over (buffered: page-cache
-# writeback does the device writes). Page cache dropped before every run.
+# writeback does the device writes; the loop device's dirty pages are bounded to 64 MiB with a
+# strict per-device limit, as FUSE bounds its own). Page cache dropped before every run.
 #
 # Configurations: under `elevator mount` (the loop device's own scheduler set to none) our
 # noop, deadline, anticipatory, cfq, bfq and latency-guard, switched through
@@ -51,7 +52,11 @@ cleanup() {
     mountpoint -q "$tmp/mnt" 2>/dev/null && fusermount3 -u "$tmp/mnt" 2>/dev/null || true
     [ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
     mountpoint -q "$tmp/fs" 2>/dev/null && umount "$tmp/fs" || true
-    [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
+    if [ -n "$loop" ]; then
+        echo 0 >"/sys/block/$(basename "$loop")/bdi/strict_limit" 2>/dev/null || true
+        echo 100 >"/sys/block/$(basename "$loop")/bdi/max_ratio" 2>/dev/null || true
+        losetup -d "$loop" 2>/dev/null || true
+    fi
     rm -f "$img"
     rm -rf "$tmp"
 }
@@ -60,6 +65,14 @@ trap cleanup EXIT
 truncate -s 16G "$img"
 loop=$(losetup --find --show --direct-io=on --sector-size 4096 "$img")
 dev=$(basename "$loop")
+# Bound the loop device's dirty pages as FUSE bounds its own (strictlimit, about 1% of the
+# dirty threshold): without it, dd on the unfused filesystem fills gigabytes of page cache and
+# writes nothing to the device while the reader runs. Only this device's limit is changed.
+bdi=/sys/block/$dev/bdi
+if [ -w "$bdi/max_bytes" ]; then
+    echo $((64 << 20)) >"$bdi/max_bytes"
+    echo 1 >"$bdi/strict_limit"
+fi
 mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 "$loop"
 mkdir -p "$tmp/fs" "$tmp/mnt"
 mount "$loop" "$tmp/fs"
@@ -82,6 +95,8 @@ start_writer() { # $1: directory holding big
 stop_writer() {
     kill -- "-$writer" 2>/dev/null || true
     wait "$writer" 2>/dev/null || true
+    # A killed dd may still be closing its file (writing back through the mount).
+    while pgrep -g "$writer" >/dev/null; do sleep 0.2; done
     writer=""
     sync
 }
@@ -113,7 +128,7 @@ mount_fuse() {
 }
 
 umount_fuse() {
-    fusermount3 -u "$tmp/mnt"
+    for _ in $(seq 150); do fusermount3 -u "$tmp/mnt" 2>/dev/null && break; sleep 0.2; done
     wait "$daemon"
     daemon=""
 }
