@@ -918,6 +918,7 @@ fn bfq_bfqq_end_wr_resets_soft_rt_next_start_after_interactive_raising() {
     qq.wr_coeff = 3000;
     qq.wr_cur_max_time = weight_raising::RT_MAX_TIME;
     qq.soft_rt_next_start = 9_000 * MS;
+    s.wr_busy_queues += 1;
     s.end_wr(q, 2_000 * MS);
     assert_eq!(s.queues[q].soft_rt_next_start, 9_000 * MS);
 }
