@@ -249,3 +249,26 @@ impl Bfq {
         self.served(q, tot - service, t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bfq_completed_request_closes_the_rate_interval_only_for_a_slow_late_completion() {
+        // bfq_completed_request (Linux 6.9): more than BFQ_MIN_TT (2 ms) since the last
+        // completion, and the largest request seen served below 1M sectors/s.
+        let mut p = PeakRate::new(true);
+        p.last_rq_max_size = 1;
+        assert!(!p.needs_reset_on_completion(1_500_000, 0), "within 2 ms");
+        assert!(
+            p.needs_reset_on_completion(3_000_000, 0),
+            "1 sector in 3 ms"
+        );
+        p.last_rq_max_size = 1024;
+        assert!(
+            !p.needs_reset_on_completion(3_000_000, 0),
+            "1024 sectors in 3 ms"
+        );
+    }
+}

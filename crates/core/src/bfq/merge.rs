@@ -113,7 +113,7 @@ impl Bfq {
     }
 
     /// Schedule the redirection of `q`'s processes to `n` (or to the end of `n`'s chain).
-    fn setup_merge(&mut self, q: usize, n: usize) -> Option<usize> {
+    pub(super) fn setup_merge(&mut self, q: usize, n: usize) -> Option<usize> {
         if self.queues[n].proc_refs == 0 {
             return None;
         }

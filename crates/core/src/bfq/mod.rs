@@ -55,6 +55,8 @@
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to 512 KiB);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
+//! - At expiry `soft_rt_next_start` is computed only for a queue not in interactive raising
+//!   (3c337690d2eb); 6.9's `bfq_bfqq_expire` computes it for any empty, idle queue.
 
 mod budget;
 mod config;

@@ -1057,3 +1057,98 @@ fn bfq_injects_a_stream_into_the_idle_windows_of_a_raised_reader() {
         );
     }
 }
+
+#[test]
+fn bfq_update_budg_for_activation_lets_a_queue_back_within_3_slice_idle_preempt() {
+    // bfq_bfqq_update_budg_for_activation (Linux 6.9): a queue that expired waiting for a
+    // request (TOO_IDLE here) and gets it within 3 x slice_idle (24 ms) of its last
+    // completion recovers its service hole: it preempts the in-service queue at once. Later
+    // than that it waits for the other queue's budget.
+    let run = |back_at: u64| {
+        let mut h = harness(cfg_with(&[("low_latency", 0)]), &GroupTree::new());
+        h.submit(rq(1, 1).sector(1000));
+        reader(&mut h, 1000, 2, 9_000_000, 600, at(0));
+        h.submit(rq(2, 1).sector(1016).at(at(back_at)));
+        h.run()
+    };
+    let out = run(21);
+    assert!(out.of(2).dispatched <= at(22), "{:?}", out.of(2).dispatched);
+    let out = run(27);
+    assert!(out.of(2).dispatched > at(100), "{:?}", out.of(2).dispatched);
+}
+
+#[test]
+fn bfq_back_merges_a_request_up_to_512_kib() {
+    // Back merge of a bio into a queued request of the same queue, up to 1024 sectors.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).sectors(1016).build(), Nanos::ZERO);
+    let fits = rq(2, 1).sector(1016).sectors(8).build();
+    assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+    let over = rq(3, 1).sector(1024).sectors(8).build();
+    assert_eq!(
+        s.try_merge(&over, Nanos::ZERO),
+        None,
+        "1032 sectors is too large"
+    );
+}
+
+#[test]
+fn bfq_merge_bfqqs_moves_raising_to_the_shared_queue() {
+    // bfq_merge_bfqqs (Linux 6.9): the merged-away queue gives its raising up (to the shared
+    // queue if that one is not raised), and wr_busy_queues follows.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    s.insert(
+        rq(2, 2)
+            .sector(9_000_000)
+            .prio(IoClass::BestEffort, 4)
+            .build(),
+        at(1),
+    );
+    let (n, q) = (
+        s.bics[&CtxId(1)].sync_q.unwrap(),
+        s.bics[&CtxId(2)].sync_q.unwrap(),
+    );
+    s.end_wr(n, MS);
+    assert_eq!((s.queues[n].wr_coeff, s.queues[q].wr_coeff), (1, 30));
+    assert_eq!(s.wr_busy_queues, 1);
+    assert_eq!(s.setup_merge(q, n), Some(n));
+    s.merge_bfqqs(CtxId(2), q, n, 2 * MS);
+    assert_eq!(s.queues[q].wr_coeff, 1, "given up");
+    assert_eq!(s.queues[n].wr_coeff, 30, "inherited");
+    let raised_busy = s.queues.iter().filter(|x| x.busy && x.wr_coeff > 1).count();
+    assert_eq!(s.wr_busy_queues as usize, raised_busy);
+    assert_eq!(s.bics[&CtxId(2)].sync_q, Some(n));
+}
+
+#[test]
+fn bfq_handle_burst_ignores_a_queue_split_less_than_10_ms_ago() {
+    // bfq_handle_burst (Linux 6.9): a queue recreated within 10 ms of a split is not a new
+    // member of a burst; 15 ms after, it is.
+    let mut s = Bfq::new(Config::default());
+    let q = s.new_queue(GroupId::ROOT, true, IoPrio::default(), 100 * MS);
+    s.queues[q].split_time = 95 * MS;
+    s.handle_burst(q, 100 * MS);
+    assert!(!s.queues[q].in_burst_list);
+    let q2 = s.new_queue(GroupId::ROOT, true, IoPrio::default(), 100 * MS);
+    s.queues[q2].split_time = 85 * MS;
+    s.handle_burst(q2, 100 * MS);
+    assert!(s.queues[q2].in_burst_list);
+}
+
+#[test]
+fn bfq_choose_req_serves_sync_before_async_whatever_the_distance() {
+    // bfq_choose_req (Linux 6.9), lifted from AS: a sync request beats an async one, then
+    // metadata beats data, before any distance counts.
+    let near_async = rq(1, 1).sector(1000).write().build();
+    let far_sync = rq(2, 1).sector(900_000).build();
+    let pick = |a: &Request, b: &Request| {
+        queue::choose_req(Some(a), Some(b), 1000, 32768, 2).map(|r| r.id)
+    };
+    assert_eq!(pick(&far_sync, &near_async), Some(RequestId(2)));
+    assert_eq!(pick(&near_async, &far_sync), Some(RequestId(2)));
+    let near = rq(3, 1).sector(1000).build();
+    let far_meta = rq(4, 1).sector(900_000).meta().build();
+    assert_eq!(pick(&near, &far_meta), Some(RequestId(4)));
+    assert_eq!(pick(&far_meta, &near), Some(RequestId(4)));
+}
