@@ -4,13 +4,16 @@
 //! `time devno blkno nsectors flags`: arrival time (milliseconds for DiskSim, nanoseconds for
 //! MQSim), device number, first 512-byte block, length in blocks, flags (bit 0 set = read).
 //! Arrival times must not decrease. Names in errors: `time`, `devno`, `blkno`, `nsectors`,
-//! `flags`.
+//! `flags`. [`AsciiTrace`] parses a whole file (scenarios' `trace` jobs); [`AsciiReader`]
+//! streams one for `elevator replay`, with the same rules.
 
 use std::path::Path;
 
-use elevator_core::Nanos;
+use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
+use super::lines::Lines;
+use super::stream::{RecordSource, TraceRecord};
 use super::{field, read_text, TraceError};
 
 /// Which variant: the unit of the time column.
@@ -58,54 +61,10 @@ impl AsciiTrace {
     pub fn parse(text: &str, file: &str, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
         let mut records: Vec<AsciiRecord> = Vec::new();
         for (i, line) in text.lines().enumerate() {
-            let n = i + 1;
-            let mut it = line.split_whitespace();
-            let Some(t) = it.next() else {
-                continue;
-            };
-            if t.starts_with('#') {
-                continue;
+            let prev = records.last().map(|r| r.time);
+            if let Some(r) = parse_line(line, file, i + 1, format, prev)? {
+                records.push(r);
             }
-            let time = match format {
-                AsciiFormat::Disksim => {
-                    let ms: f64 = field(file, n, "time", Some(t))?;
-                    if !(ms.is_finite() && ms >= 0.0) {
-                        return Err(TraceError::new(file, n, "time", "must be a time >= 0"));
-                    }
-                    Nanos::from_ms_f64(ms)
-                }
-                AsciiFormat::Mqsim => Nanos(field(file, n, "time", Some(t))?),
-            };
-            if records.last().is_some_and(|r| r.time > time) {
-                return Err(TraceError::new(
-                    file,
-                    n,
-                    "time",
-                    "earlier than the previous request (arrival times must not decrease)",
-                ));
-            }
-            let devno: u32 = field(file, n, "devno", it.next())?;
-            let sector: u64 = field(file, n, "blkno", it.next())?;
-            let sectors: u32 = field(file, n, "nsectors", it.next())?;
-            if sectors == 0 {
-                return Err(TraceError::new(file, n, "nsectors", "must be positive"));
-            }
-            let flags: u32 = field(file, n, "flags", it.next())?;
-            if let Some(extra) = it.next() {
-                return Err(TraceError::new(
-                    file,
-                    n,
-                    "",
-                    format!("unexpected sixth field {extra:?}"),
-                ));
-            }
-            records.push(AsciiRecord {
-                time,
-                devno,
-                sector,
-                sectors,
-                read: flags & 1 == 1,
-            });
         }
         if records.is_empty() {
             return Err(TraceError::new(file, 0, "", "the trace holds no request"));
@@ -116,6 +75,127 @@ impl AsciiTrace {
         })
     }
 }
+
+/// One line: a record, `None` for a blank or `#` comment line. `prev` is the previous
+/// record's time (times must not decrease).
+fn parse_line(
+    line: &str,
+    file: &str,
+    n: usize,
+    format: AsciiFormat,
+    prev: Option<Nanos>,
+) -> Result<Option<AsciiRecord>, TraceError> {
+    let mut it = line.split_whitespace();
+    let Some(t) = it.next() else {
+        return Ok(None);
+    };
+    if t.starts_with('#') {
+        return Ok(None);
+    }
+    let time = match format {
+        AsciiFormat::Disksim => {
+            let ms: f64 = field(file, n, "time", Some(t))?;
+            if !(ms.is_finite() && (0.0..1.8e13).contains(&ms)) {
+                return Err(TraceError::new(file, n, "time", "must be a time >= 0 (ms)"));
+            }
+            Nanos::from_ms_f64(ms)
+        }
+        AsciiFormat::Mqsim => Nanos(field(file, n, "time", Some(t))?),
+    };
+    if prev.is_some_and(|p| p > time) {
+        return Err(TraceError::new(
+            file,
+            n,
+            "time",
+            "earlier than the previous request (arrival times must not decrease)",
+        ));
+    }
+    let devno: u32 = field(file, n, "devno", it.next())?;
+    let sector: u64 = field(file, n, "blkno", it.next())?;
+    let sectors: u32 = field(file, n, "nsectors", it.next())?;
+    if sectors == 0 {
+        return Err(TraceError::new(file, n, "nsectors", "must be positive"));
+    }
+    let flags: u32 = field(file, n, "flags", it.next())?;
+    if let Some(extra) = it.next() {
+        return Err(TraceError::new(
+            file,
+            n,
+            "",
+            format!("unexpected sixth field {extra:?}"),
+        ));
+    }
+    Ok(Some(AsciiRecord {
+        time,
+        devno,
+        sector,
+        sectors,
+        read: flags & 1 == 1,
+    }))
+}
+
+/// A DiskSim or MQSim trace read as a stream. The device number is the record's process and
+/// device; reads are synchronous, writes not.
+pub struct AsciiReader {
+    lines: Lines,
+    format: AsciiFormat,
+    prev: Option<Nanos>,
+    done: bool,
+}
+
+impl AsciiReader {
+    /// Read records from `lines`.
+    pub fn new(lines: Lines, format: AsciiFormat) -> AsciiReader {
+        AsciiReader {
+            lines,
+            format,
+            prev: None,
+            done: false,
+        }
+    }
+
+    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+        loop {
+            let Some((line, at)) = self.lines.next_line()? else {
+                return Ok(None);
+            };
+            let text = std::str::from_utf8(line).map_err(|_| at.error("", "not UTF-8 text"))?;
+            let file = at.file;
+            let Some(r) = parse_line(text, file, at.line, self.format, self.prev)? else {
+                continue;
+            };
+            self.prev = Some(r.time);
+            let op = if r.read { Op::Read } else { Op::Write };
+            return Ok(Some(TraceRecord {
+                time: r.time,
+                process: r.devno,
+                device: r.devno,
+                op,
+                sync: r.read,
+                meta: false,
+                sector: r.sector,
+                sectors: r.sectors,
+                service: None,
+            }));
+        }
+    }
+}
+
+impl Iterator for AsciiReader {
+    type Item = Result<TraceRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.read_record().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
+
+impl RecordSource for AsciiReader {}
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,26 @@
-//! Trace readers: text block traces turned into records, with errors that name the file, the
-//! line and the field at fault.
+//! Trace readers: block traces turned into records, with errors that name the file, the line
+//! (or, for binary traces, the byte offset) and the field at fault.
+//!
+//! Two families live here:
+//! - whole-file readers for the small traces scenarios embed ([`disksim_ascii`] as a parsed
+//!   table, [`s_startup`]);
+//! - streaming readers behind [`open`] (module [`stream`]): every format `elevator replay`
+//!   accepts, each reading a bounded window of its file, so a 10 GB trace is never held in
+//!   memory. [`TraceFormat`] names them and [`detect`] tells them apart by their first bytes.
 
+pub mod alibaba;
+pub mod blkparse;
+pub mod blktrace;
 pub mod disksim_ascii;
+pub mod fio_iolog;
+pub mod lines;
+pub mod msr;
 pub mod s_startup;
+pub mod spc;
+pub mod stream;
+pub mod tencent;
+
+pub use stream::{detect, open, OpenOptions, RecordSource, TraceFormat, TraceRecord};
 
 use std::fmt;
 use std::path::Path;
@@ -13,8 +31,10 @@ use std::path::Path;
 pub struct TraceError {
     /// The file (as given), or `<input>` for text parsed from memory.
     pub file: String,
-    /// 1-based line number; 0 when the error is about the whole file.
+    /// 1-based line number; 0 when the error is about the whole file or a binary record.
     pub line: usize,
+    /// For binary traces: the byte offset of the record at fault.
+    pub byte: Option<u64>,
     /// The field at fault (`"sector"`, `"action"` ...), or `""` for the whole line or file.
     pub field: &'static str,
     /// What is wrong.
@@ -31,14 +51,38 @@ impl TraceError {
         TraceError {
             file: file.to_string(),
             line,
+            byte: None,
             field,
             reason: reason.into(),
+        }
+    }
+
+    /// An error about the binary record at byte offset `byte` of `file`.
+    pub(crate) fn at_byte(
+        file: &str,
+        byte: u64,
+        field: &'static str,
+        reason: impl Into<String>,
+    ) -> TraceError {
+        TraceError {
+            byte: Some(byte),
+            ..TraceError::new(file, 0, field, reason)
         }
     }
 }
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(b) = self.byte {
+            return match self.field {
+                "" => write!(f, "{}: byte {}: {}", self.file, b, self.reason),
+                field => write!(
+                    f,
+                    "{}: byte {}: field `{}`: {}",
+                    self.file, b, field, self.reason
+                ),
+            };
+        }
         match (self.line, self.field) {
             (0, _) => write!(f, "{}: {}", self.file, self.reason),
             (l, "") => write!(f, "{}:{}: {}", self.file, l, self.reason),

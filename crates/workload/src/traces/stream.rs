@@ -1,0 +1,465 @@
+//! The streaming side of the trace readers: one record type for every format, format
+//! detection, and [`open`], which turns files into a time-ordered stream of requests.
+//!
+//! Every reader yields [`TraceRecord`]s with times in nanoseconds from the format's own epoch
+//! (blktrace: trace start; MSR: 1601; Alibaba/Tencent: 1970; fio, SPC, DiskSim: trace start).
+//! [`open`] merges several files by time (a k-way merge holding one record per file) and
+//! rebases the result so the first request is at 0. Memory is bounded by the number of files
+//! plus, for blktrace's device view, the requests in flight on the traced device.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use elevator_core::{Nanos, Op};
+
+use super::blktrace::{BlkRequests, BlkView, EventReader};
+use super::lines::head;
+use super::TraceError;
+
+/// One request of a trace, whatever the format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// When it was issued (queued, or dispatched in blktrace's device view).
+    pub time: Nanos,
+    /// The issuer: a pid for blktrace, the file for fio, the volume / disk / ASU for the
+    /// block-level traces that have no processes.
+    pub process: u32,
+    /// The device (blktrace's `dev_t`, MSR's disk number, a volume id ...).
+    pub device: u32,
+    /// What it does.
+    pub op: Op,
+    /// The issuer waits for it (reads always; writes when the trace marks them sync).
+    pub sync: bool,
+    /// Filesystem metadata.
+    pub meta: bool,
+    /// First 512-byte sector.
+    pub sector: u64,
+    /// Length in sectors (0 for a flush).
+    pub sectors: u32,
+    /// Service (or response) time the trace measured: D->C for blktrace's device view, the
+    /// response time for MSR; `None` where the trace has none.
+    pub service: Option<Nanos>,
+}
+
+/// The formats [`open`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// blktrace binary (`<dev>.blktrace.<cpu>`, versions 7 and 8, either byte order).
+    Blktrace,
+    /// blkparse's default text output.
+    Blkparse,
+    /// fio iolog, version 2 or 3.
+    FioIolog,
+    /// MSR Cambridge CSV (SNIA IOTTA).
+    Msr,
+    /// SPC / UMass (`ASU,LBA,Size,Opcode,Timestamp`).
+    Spc,
+    /// Alibaba block traces 2020.
+    Alibaba,
+    /// Tencent CBS 2018.
+    Tencent,
+    /// DiskSim ASCII (times in ms).
+    Disksim,
+    /// MQSim (DiskSim columns, times in ns).
+    Mqsim,
+}
+
+impl TraceFormat {
+    /// Every format, in the order `--format` lists them.
+    pub const ALL: [TraceFormat; 9] = [
+        TraceFormat::Blktrace,
+        TraceFormat::Blkparse,
+        TraceFormat::FioIolog,
+        TraceFormat::Msr,
+        TraceFormat::Spc,
+        TraceFormat::Alibaba,
+        TraceFormat::Tencent,
+        TraceFormat::Disksim,
+        TraceFormat::Mqsim,
+    ];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Blktrace => "blktrace",
+            TraceFormat::Blkparse => "blkparse",
+            TraceFormat::FioIolog => "fio-iolog",
+            TraceFormat::Msr => "msr",
+            TraceFormat::Spc => "spc",
+            TraceFormat::Alibaba => "alibaba",
+            TraceFormat::Tencent => "tencent",
+            TraceFormat::Disksim => "disksim",
+            TraceFormat::Mqsim => "mqsim",
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TraceFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        TraceFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown trace format {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+/// A stream of requests in time order.
+pub trait RecordSource: Iterator<Item = Result<TraceRecord, TraceError>> {
+    /// The command name the trace gives process `pid`, if any.
+    fn process_name(&self, _pid: u32) -> Option<String> {
+        None
+    }
+}
+
+/// How to open traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// The format; detected from the first file's first bytes when `None`.
+    pub format: Option<TraceFormat>,
+    /// For blktrace and blkparse: replay the application's view (Q) or the device's (D).
+    pub view: BlkView,
+}
+
+/// Tell the format of a trace from its first bytes (up to 64 KiB): blktrace's magic, fio's
+/// header, blkparse's `maj,min cpu seq time pid action` prefix, then by the shape of the first
+/// data line (comma-separated fields and their types; DiskSim's five numbers, MQSim's when the
+/// time column is a whole number above 10^6, i.e. nanoseconds).
+pub fn detect(head: &[u8]) -> Option<TraceFormat> {
+    if head.len() >= 4 {
+        let m = [head[0], head[1], head[2], head[3]];
+        if u32::from_le_bytes(m) >> 8 == 0x65_6174 || u32::from_be_bytes(m) >> 8 == 0x65_6174 {
+            return Some(TraceFormat::Blktrace);
+        }
+    }
+    let text = std::str::from_utf8(head).ok().or_else(|| {
+        // A head cut inside a multi-byte character: use what decodes.
+        let e = std::str::from_utf8(head).unwrap_err().valid_up_to();
+        std::str::from_utf8(&head[..e]).ok()
+    })?;
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let first = lines.next()?;
+    if first.starts_with("fio version 2 iolog") || first.starts_with("fio version 3 iolog") {
+        return Some(TraceFormat::FioIolog);
+    }
+    if looks_like_blkparse(first) {
+        return Some(TraceFormat::Blkparse);
+    }
+    // A CSV header line names the format; otherwise judge the first data line.
+    let lower = first.to_ascii_lowercase();
+    if lower.starts_with("timestamp,hostname,disknumber") {
+        return Some(TraceFormat::Msr);
+    }
+    if lower.starts_with("asu,lba") {
+        return Some(TraceFormat::Spc);
+    }
+    if lower.starts_with("device_id,opcode") {
+        return Some(TraceFormat::Alibaba);
+    }
+    if lower.starts_with("timestamp,offset,size,iotype") {
+        return Some(TraceFormat::Tencent);
+    }
+    let is_int = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let is_num =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') && s != ".";
+    let c: Vec<&str> = first.split(',').map(str::trim).collect();
+    match c.len() {
+        7 if is_int(c[0])
+            && (c[3].eq_ignore_ascii_case("read") || c[3].eq_ignore_ascii_case("write")) =>
+        {
+            return Some(TraceFormat::Msr)
+        }
+        5 if is_int(c[0]) && matches!(c[1], "R" | "W" | "r" | "w") => {
+            return Some(TraceFormat::Alibaba)
+        }
+        5 if is_int(c[0]) && matches!(c[3], "R" | "W" | "r" | "w") && is_num(c[4]) => {
+            return Some(TraceFormat::Spc)
+        }
+        5 if c.iter().all(|f| is_int(f)) && matches!(c[3], "0" | "1") => {
+            return Some(TraceFormat::Tencent)
+        }
+        _ => {}
+    }
+    let w: Vec<&str> = first.split_whitespace().collect();
+    if w.len() == 5 && is_num(w[0]) && w[1..].iter().all(|f| is_int(f)) {
+        let ns = is_int(w[0]) && w[0].parse::<u64>().is_ok_and(|t| t > 1_000_000);
+        return Some(if ns {
+            TraceFormat::Mqsim
+        } else {
+            TraceFormat::Disksim
+        });
+    }
+    None
+}
+
+/// `8,0    1        1     0.000000000  1234  Q   R 100 + 8 [dd]`.
+fn looks_like_blkparse(line: &str) -> bool {
+    let w: Vec<&str> = line.split_whitespace().take(6).collect();
+    if w.len() < 6 {
+        return false;
+    }
+    let dev = w[0].split_once(',').is_some_and(|(a, b)| {
+        !a.is_empty() && !b.is_empty() && (a.to_owned() + b).bytes().all(|c| c.is_ascii_digit())
+    });
+    let int = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let time = w[3].split_once('.').is_some_and(|(s, n)| int(s) && int(n));
+    dev && int(w[1]) && int(w[2]) && time && int(w[4])
+}
+
+/// The per-CPU siblings of a blktrace file: for `dir/sda.blktrace.0`, every
+/// `dir/sda.blktrace.<n>` (sorted by CPU); any other name is returned alone.
+pub fn blktrace_siblings(path: &Path) -> Vec<PathBuf> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(i) = name.rfind(".blktrace.") else {
+        return vec![path.to_path_buf()];
+    };
+    let prefix = &name[..i + ".blktrace.".len()];
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let cpu: u32 = n.strip_prefix(prefix)?.parse().ok()?;
+            Some((cpu, dir.join(n)))
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        return vec![path.to_path_buf()];
+    }
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Open `paths` as one time-ordered stream of requests rebased to start at 0. blktrace files
+/// bring their per-CPU siblings along (events merged before requests are formed, so a
+/// dispatch and its completion on different CPUs still pair up).
+pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource>, TraceError> {
+    let Some(first) = paths.first() else {
+        return Err(TraceError::new("<none>", 0, "", "no trace file given"));
+    };
+    let format = match opts.format {
+        Some(f) => f,
+        None => detect(&head(first, 64 * 1024)?).ok_or_else(|| {
+            TraceError::new(
+                &first.display().to_string(),
+                0,
+                "",
+                "cannot tell the trace format from the first bytes; give --format",
+            )
+        })?,
+    };
+    let source: Box<dyn RecordSource> = match format {
+        TraceFormat::Blktrace => {
+            let mut files: Vec<PathBuf> = Vec::new();
+            for p in paths {
+                for s in blktrace_siblings(p) {
+                    if !files.contains(&s) {
+                        files.push(s);
+                    }
+                }
+            }
+            let events = EventReader::open_merged(&files)?;
+            Box::new(BlkRequests::new(events, opts.view))
+        }
+        TraceFormat::Blkparse if paths.len() == 1 => Box::new(BlkRequests::new(
+            super::blkparse::BlkparseReader::open(first)?,
+            opts.view,
+        )),
+        TraceFormat::Blkparse => {
+            let mut parts = Vec::new();
+            for p in paths {
+                parts.push(super::blkparse::BlkparseReader::open(p)?);
+            }
+            let merged = super::blktrace::MergedEvents::new(parts)?;
+            Box::new(BlkRequests::new(merged, opts.view))
+        }
+        _ => {
+            let mut parts: Vec<Box<dyn RecordSource>> = Vec::new();
+            for p in paths {
+                parts.push(open_one(p, format)?);
+            }
+            if parts.len() == 1 {
+                parts.pop().expect("one part")
+            } else {
+                Box::new(Merge::new(parts)?)
+            }
+        }
+    };
+    Ok(Box::new(Rebase {
+        inner: source,
+        t0: None,
+    }))
+}
+
+/// One file of a line-based format.
+fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, TraceError> {
+    use super::lines::Lines;
+    let lines = Lines::open(path)?;
+    Ok(match format {
+        TraceFormat::FioIolog => Box::new(super::fio_iolog::FioIologReader::new(lines)?),
+        TraceFormat::Msr => Box::new(super::msr::MsrReader::new(lines)),
+        TraceFormat::Spc => Box::new(super::spc::SpcReader::new(lines)),
+        TraceFormat::Alibaba => Box::new(super::alibaba::AlibabaReader::new(lines)),
+        TraceFormat::Tencent => Box::new(super::tencent::TencentReader::new(lines)),
+        TraceFormat::Disksim => Box::new(super::disksim_ascii::AsciiReader::new(
+            lines,
+            super::disksim_ascii::AsciiFormat::Disksim,
+        )),
+        TraceFormat::Mqsim => Box::new(super::disksim_ascii::AsciiReader::new(
+            lines,
+            super::disksim_ascii::AsciiFormat::Mqsim,
+        )),
+        TraceFormat::Blktrace | TraceFormat::Blkparse => unreachable!("handled by open"),
+    })
+}
+
+/// Shift times so the first record is at 0 (a later record stamped before the first one is
+/// put at 0 too).
+struct Rebase {
+    inner: Box<dyn RecordSource>,
+    t0: Option<Nanos>,
+}
+
+impl Iterator for Rebase {
+    type Item = Result<TraceRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut r = match self.inner.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let t0 = *self.t0.get_or_insert(r.time);
+        r.time = r.time.saturating_sub(t0);
+        Some(Ok(r))
+    }
+}
+
+impl RecordSource for Rebase {
+    fn process_name(&self, pid: u32) -> Option<String> {
+        self.inner.process_name(pid)
+    }
+}
+
+/// A k-way merge of record streams by time (ties: the earlier file first).
+pub struct Merge {
+    parts: Vec<Box<dyn RecordSource>>,
+    heads: BinaryHeap<Reverse<(Nanos, usize)>>,
+    pending: Vec<Option<TraceRecord>>,
+    failed: Option<TraceError>,
+}
+
+impl Merge {
+    /// Merge `parts`, reading one record of each.
+    pub fn new(mut parts: Vec<Box<dyn RecordSource>>) -> Result<Merge, TraceError> {
+        let mut heads = BinaryHeap::new();
+        let mut pending = Vec::new();
+        for (i, p) in parts.iter_mut().enumerate() {
+            let r = p.next().transpose()?;
+            if let Some(r) = r {
+                heads.push(Reverse((r.time, i)));
+            }
+            pending.push(r);
+        }
+        Ok(Merge {
+            parts,
+            heads,
+            pending,
+            failed: None,
+        })
+    }
+}
+
+impl Iterator for Merge {
+    type Item = Result<TraceRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
+        }
+        let Reverse((_, i)) = self.heads.pop()?;
+        let out = self.pending[i].take().expect("a head has its record");
+        match self.parts[i].next() {
+            Some(Ok(r)) => {
+                self.heads.push(Reverse((r.time, i)));
+                self.pending[i] = Some(r);
+            }
+            Some(Err(e)) => self.failed = Some(e),
+            None => {}
+        }
+        Some(Ok(out))
+    }
+}
+
+impl RecordSource for Merge {
+    fn process_name(&self, pid: u32) -> Option<String> {
+        self.parts.iter().find_map(|p| p.process_name(pid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_each_format_from_its_first_line() {
+        let d = |s: &[u8]| detect(s);
+        assert_eq!(
+            d(&[0x07, 0x74, 0x61, 0x65, 0, 0]),
+            Some(TraceFormat::Blktrace)
+        );
+        assert_eq!(d(&[0x65, 0x61, 0x74, 0x08]), Some(TraceFormat::Blktrace));
+        assert_eq!(
+            d(b"  8,0    1        1     0.000000000  4162  Q   R 2048 + 8 [dd]\n"),
+            Some(TraceFormat::Blkparse)
+        );
+        assert_eq!(d(b"fio version 2 iolog\n"), Some(TraceFormat::FioIolog));
+        assert_eq!(d(b"fio version 3 iolog\n"), Some(TraceFormat::FioIolog));
+        assert_eq!(
+            d(b"128166372003061629,web,0,Read,3813654528,4096,1264\n"),
+            Some(TraceFormat::Msr)
+        );
+        assert_eq!(d(b"0,20941264,8192,W,0.551706\n"), Some(TraceFormat::Spc));
+        assert_eq!(
+            d(b"419,W,8637440,4096,1577808000000003\n"),
+            Some(TraceFormat::Alibaba)
+        );
+        assert_eq!(
+            d(b"1538323200,12551232,8,1,1063\n"),
+            Some(TraceFormat::Tencent)
+        );
+        assert_eq!(d(b"0.5 0 100 8 1\n"), Some(TraceFormat::Disksim));
+        assert_eq!(d(b"938513000 4 264719034 16 0\n"), Some(TraceFormat::Mqsim));
+        assert_eq!(d(b""), None);
+        assert_eq!(d(&[0u8; 4096]), None);
+        assert_eq!(d(b"hello world\n"), None);
+    }
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in TraceFormat::ALL {
+            assert_eq!(f.name().parse::<TraceFormat>(), Ok(f));
+        }
+        assert!("csv"
+            .parse::<TraceFormat>()
+            .unwrap_err()
+            .contains("fio-iolog"));
+    }
+}
