@@ -32,6 +32,9 @@ enum Command {
     Run(cmd::run::Args),
     /// Mount a directory through a FUSE filesystem whose data I/O one of our schedulers decides.
     Mount(cmd::mount::Args),
+    /// Replay a recorded block trace (blktrace, blkparse, fio iolog, MSR, SPC, Alibaba,
+    /// Tencent, DiskSim, MQSim) through schedulers, simulated or on a real target.
+    Replay(cmd::replay::Args),
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
     /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
@@ -52,6 +55,7 @@ fn main() {
         Command::Reproduce(a) => reproduce::run(a),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
         Command::List(a) => cmd::list::run(a),
         Command::Mount(a) => cmd::mount::run(a),
         Command::Validate(a) => cmd::validate::run(a),

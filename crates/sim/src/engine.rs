@@ -26,6 +26,7 @@ use elevator_core::{
     CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Op, Request, RequestId, Scheduler,
 };
 use elevator_workload::metrics::{JobMetrics, JobSummary};
+use elevator_workload::traces::blktrace_out::{IoEvent, IoObserver};
 use elevator_workload::{Action, Job};
 use serde::Serialize;
 
@@ -180,6 +181,7 @@ pub struct Simulation {
     busy_ns: u64,
     counters: Counters,
     wakeup: Nanos,
+    observer: Option<Box<dyn IoObserver>>,
 }
 
 impl Simulation {
@@ -206,6 +208,19 @@ impl Simulation {
             busy_ns: 0,
             counters: Counters::default(),
             wakeup: Nanos::ZERO,
+            observer: None,
+        }
+    }
+
+    /// Report every request's life (queue, merge, insert, dispatch, completion) to `observer`,
+    /// e.g. a [`BlktraceWriter`](elevator_workload::traces::blktrace_out::BlktraceWriter).
+    pub fn set_observer(&mut self, observer: Box<dyn IoObserver>) {
+        self.observer = Some(observer);
+    }
+
+    fn observe(&mut self, event: IoEvent, rq: &Request) {
+        if let Some(o) = self.observer.as_mut() {
+            o.event(event, rq, self.now);
         }
     }
 
@@ -289,6 +304,7 @@ impl Simulation {
             .remove(&id)
             .expect("completion of a request never dispatched");
         self.sched.complete(&out.rq, self.now);
+        self.observe(IoEvent::Complete, &out.rq);
         self.counters.completed += 1 + out.riders.len() as u64;
         if self.in_flight == 0 {
             if let Some(since) = self.busy_since.take() {
@@ -398,12 +414,26 @@ impl Simulation {
     fn ctx(&mut self, job: u32, local: u32) -> CtxId {
         let next = CtxId(self.ctx_ids.len() as u32 + 1);
         let e = self.ctx_ids.entry((job, local)).or_insert((next, false));
-        if e.0 == next {
-            self.jobs[job as usize].ctxs.push(local);
-        }
+        let fresh = e.0 == next;
         // Issuing again after an exit makes it live again.
         e.1 = true;
-        e.0
+        let id = e.0;
+        if fresh {
+            self.jobs[job as usize].ctxs.push(local);
+            if let Some(o) = self.observer.as_mut() {
+                let slot = &self.jobs[job as usize].slot;
+                let (pid, name) = slot.job.ctx_label(local).unwrap_or_else(|| {
+                    let name = if local == 0 {
+                        slot.name.clone()
+                    } else {
+                        format!("{}.{local}", slot.name)
+                    };
+                    (id.0, name)
+                });
+                o.process(id, pid, &name, self.now);
+            }
+        }
+        id
     }
 
     /// The request `spec` of `job` makes, with id 0.
@@ -437,7 +467,9 @@ impl Simulation {
         }
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
+        self.observe(IoEvent::Queue, &rq);
         if let Some(into) = self.sched.try_merge(&rq, self.now) {
+            self.observe(IoEvent::Merge, &rq);
             let host = self
                 .outstanding
                 .get_mut(&into.0)
@@ -455,6 +487,7 @@ impl Simulation {
                     riders: Vec::new(),
                 },
             );
+            self.observe(IoEvent::Insert, &rq);
             self.sched.insert(rq, self.now);
             self.counters.inserted += 1;
         }
@@ -478,6 +511,8 @@ impl Simulation {
                 riders: Vec::new(),
             };
             self.outstanding.insert(rq.id.0, out);
+            self.observe(IoEvent::Queue, &rq);
+            self.observe(IoEvent::Insert, &rq);
             self.sched.insert(rq, self.now);
             self.counters.inserted += 1;
         }
@@ -492,6 +527,7 @@ impl Simulation {
         while self.in_flight < self.device.depth() {
             match self.sched.dispatch(self.now) {
                 Dispatch::Request(rq) => {
+                    self.observe(IoEvent::Issue, &rq);
                     let svc = self.device.submit(&rq, self.now);
                     self.stats.requests += 1;
                     self.stats.cache_hits += u64::from(svc.cache_hit);

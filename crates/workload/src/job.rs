@@ -62,4 +62,9 @@ pub trait Job {
     fn poll(&mut self, now: Nanos) -> Action;
     /// The I/O labelled `tag` completed at `now`.
     fn complete(&mut self, tag: u64, now: Nanos);
+    /// The pid and command name context `ctx` stands for, where the job knows better than
+    /// its own name (a trace replay's recorded processes); `None` by default.
+    fn ctx_label(&self, _ctx: u32) -> Option<(u32, String)> {
+        None
+    }
 }

@@ -3,6 +3,7 @@
 pub mod drive;
 pub mod list;
 pub mod mount;
+pub mod replay;
 pub mod run;
 pub mod sim;
 pub mod validate;

@@ -1,6 +1,11 @@
 //! `elevator sim`: run a scenario under one or more schedulers and compare.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
+
+use anyhow::Context;
+use elevator_workload::traces::blktrace_out::BlktraceWriter;
 
 use elevator_core::Settings;
 use serde::Serialize;
@@ -29,6 +34,10 @@ pub struct Args {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (Q, I, D, C
+    /// and merges, with process names; read it with `blkparse -i DIR/<scheduler>`).
+    #[arg(long, value_name = "DIR")]
+    blktrace_out: Option<PathBuf>,
 }
 
 /// One scheduler's run, as JSON.
@@ -88,8 +97,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheds.push(sched);
     }
     let mut runs = Vec::new();
-    for sched in scheds {
-        let report = scenario.simulation(sched, Some(seed)).run(scenario.limit);
+    for (name, sched) in args.sched.iter().zip(scheds) {
+        let mut sim = scenario.simulation(sched, Some(seed));
+        let writer = match &args.blktrace_out {
+            Some(dir) => {
+                let w = BlktraceWriter::create(dir, name)
+                    .with_context(|| format!("--blktrace-out {}", dir.display()))?;
+                let w = Rc::new(RefCell::new(w));
+                sim.set_observer(Box::new(w.clone()));
+                Some(w)
+            }
+            None => None,
+        };
+        let report = sim.run(scenario.limit);
+        if let Some(w) = writer {
+            w.borrow_mut()
+                .finish()
+                .context("--blktrace-out: write the trace")?;
+        }
         println!(
             "== {} on {} ({}): {:.3} s simulated",
             report.scheduler,

@@ -11,6 +11,7 @@
 pub mod alibaba;
 pub mod blkparse;
 pub mod blktrace;
+pub mod blktrace_out;
 pub mod disksim_ascii;
 pub mod fio_iolog;
 pub mod lines;

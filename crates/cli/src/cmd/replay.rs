@@ -1,0 +1,415 @@
+//! `elevator replay TRACE... --sched a,b [--drive SPEC | --target PATH] [--closed-loop]`: a
+//! recorded block trace replayed through our schedulers, on a simulated drive or on a real
+//! file or device, one run per scheduler, figures per process and in total side by side.
+//!
+//! The trace is streamed (`elevator_workload::traces::open`), once per scheduler; its format
+//! is detected unless `--format` names it. Open loop by default (requests at their recorded
+//! times divided by `--speed`); `--closed-loop` makes each process's synchronous requests
+//! wait for the previous one plus the recorded think time (see
+//! `elevator_workload::jobs::replay`). On a real target the executor's safety rules hold: a
+//! trace with writes is refused on an existing non-empty file or a device carrying data unless
+//! `--allow-overwrite`, and no request leaves the target's size.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use anyhow::{bail, Context};
+use elevator_core::{registry, GroupId, GroupTree, IoPrio, Settings, SECTOR_BYTES};
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
+use elevator_sim::engine::JobSlot;
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::{Device, Simulation};
+use elevator_workload::jobs::replay::{ReplayJob, ReplayOptions, ReplayOutcome};
+use elevator_workload::metrics::{JobMetrics, JobSummary};
+use elevator_workload::traces::blktrace::BlkView;
+use elevator_workload::traces::blktrace_out::BlktraceWriter;
+use elevator_workload::traces::{open, OpenOptions, TraceFormat};
+use serde::Serialize;
+
+use crate::output;
+
+/// Which requests of a blktrace or blkparse trace to replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum View {
+    /// The application's: every queued bio (Q), before merging.
+    Queue,
+    /// The device's: every dispatched request (D), with its measured D->C service time.
+    Dispatch,
+}
+
+/// Arguments of `elevator replay`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace files (one format; several are merged by time; a blktrace per-CPU file brings its
+    /// siblings `<dev>.blktrace.<n>`).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// The trace format (default: detected): blktrace, blkparse, fio-iolog, msr, spc, alibaba,
+    /// tencent, disksim, mqsim.
+    #[arg(long)]
+    format: Option<TraceFormat>,
+    /// For blktrace and blkparse traces: replay the queue (Q) or the dispatch (D) view.
+    #[arg(long, value_enum, default_value_t = View::Queue)]
+    view: View,
+    /// Schedulers to compare, comma-separated (see `elevator list`).
+    #[arg(long, value_delimiter = ',', default_value = "deadline")]
+    sched: Vec<String>,
+    /// Set a tunable (sysfs name) for every listed scheduler that has it, repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Simulated drive: a built-in name or a drive TOML (default cheetah9lp).
+    #[arg(long, conflicts_with = "target")]
+    drive: Option<String>,
+    /// Replay on this real file or block device instead of a simulated drive.
+    #[arg(long)]
+    target: Option<PathBuf>,
+    /// Allow writing over an existing file or a device carrying data (--target).
+    #[arg(long)]
+    allow_overwrite: bool,
+    /// Closed loop: a process's synchronous request waits for its previous one plus the
+    /// recorded think time.
+    #[arg(long)]
+    closed_loop: bool,
+    /// Replay speed: recorded times and gaps are divided by it.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f64,
+    /// Replay at most this many requests.
+    #[arg(long)]
+    max_requests: Option<u64>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (read it with
+    /// `blkparse -i DIR/<scheduler>`).
+    #[arg(long, value_name = "DIR")]
+    blktrace_out: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct RunJson {
+    scheduler: String,
+    device: String,
+    end_s: f64,
+    issued: u64,
+    skipped: u64,
+    total: JobSummary,
+    processes: Vec<JobSummary>,
+}
+
+#[derive(Serialize)]
+struct ReplayJson {
+    traces: Vec<String>,
+    closed_loop: bool,
+    speed: f64,
+    runs: Vec<RunJson>,
+}
+
+/// Replay under each scheduler.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let extra = super::parse_sets(&args.set)?;
+    let mut infos = Vec::new();
+    for name in &args.sched {
+        let info = registry::find(name).with_context(|| {
+            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+            format!("unknown scheduler {name:?} (known: {})", known.join(", "))
+        })?;
+        infos.push(info);
+    }
+    for k in extra.names() {
+        if !infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)) {
+            bail!(
+                "--set {k}: none of the schedulers {:?} has a tunable of that name",
+                args.sched
+            );
+        }
+    }
+    let opts = OpenOptions {
+        format: args.format,
+        view: match args.view {
+            View::Queue => BlkView::Queue,
+            View::Dispatch => BlkView::Dispatch,
+        },
+    };
+    // Open once up front so a bad trace fails before anything runs.
+    open(&args.traces, opts)?;
+    let real = match &args.target {
+        Some(path) => Some(open_target(path, &args, opts)?),
+        None => None,
+    };
+    let spec = match (&args.target, &args.drive) {
+        (Some(_), _) => None,
+        (None, d) => Some(
+            DriveSpec::resolve(d.as_deref().unwrap_or("cheetah9lp"))
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+        ),
+    };
+    let mut runs = Vec::new();
+    let mut compare = Vec::new();
+    for info in &infos {
+        let mut settings = Settings::new();
+        for k in extra.names() {
+            if info.tunables.iter().any(|t| t.name == k) {
+                settings.set(k, extra.raw(k).unwrap_or_default());
+            }
+        }
+        let groups = GroupTree::new();
+        let sched = (info.build)(&settings, &groups)
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let writer = match &args.blktrace_out {
+            Some(dir) => Some(Rc::new(RefCell::new(
+                BlktraceWriter::create(dir, info.name)
+                    .with_context(|| format!("--blktrace-out {}", dir.display()))?,
+            ))),
+            None => None,
+        };
+        let source = open(&args.traces, opts)?;
+        let (total, end, device, outcome) = match (&spec, &real) {
+            (Some(spec), _) => {
+                let device: Box<dyn Device> = Box::new(Hdd::new(spec.clone()));
+                let capacity = device.capacity_sectors();
+                let (job, outcome) =
+                    ReplayJob::new("replay", source, replay_options(&args, capacity))
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut sim = Simulation::new(device, sched, groups);
+                if let Some(w) = &writer {
+                    sim.set_observer(Box::new(w.clone()));
+                }
+                sim.add_job(JobSlot {
+                    name: "replay".into(),
+                    job: Box::new(job),
+                    group: GroupId::ROOT,
+                    prio: IoPrio::default(),
+                    start: elevator_core::Nanos::ZERO,
+                    foreground: true,
+                });
+                let report = sim.run(None);
+                let total = report.jobs[0].metrics.clone();
+                (total, report.end, report.device.clone(), outcome)
+            }
+            (None, Some((tgt, name))) => {
+                if writer.is_some() {
+                    bail!("--blktrace-out is not yet supported with --target");
+                }
+                let capacity = tgt.size / SECTOR_BYTES;
+                let (job, outcome) =
+                    ReplayJob::new("replay", source, replay_options(&args, capacity))
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut sched = sched;
+                let file = tgt
+                    .file
+                    .try_clone()
+                    .with_context(|| format!("{name}: duplicate the file handle"))?;
+                let mut backend =
+                    UringBackend::new(file, tgt.size, elevator_real::uring::DEFAULT_ENTRIES)
+                        .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+                let jobs = vec![RealJob {
+                    name: "replay".into(),
+                    job: Box::new(job),
+                    group: GroupId::ROOT,
+                    group_path: "/".into(),
+                    prio: IoPrio::default(),
+                    region: ByteRange {
+                        start: 0,
+                        end: capacity * SECTOR_BYTES,
+                    },
+                    phase: 0,
+                }];
+                let run_opts = RunOptions::default();
+                let report = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts)
+                {
+                    Ok(r) => r,
+                    Err(f) => bail!("scheduler {}: {}", info.name, f.error),
+                };
+                let total = report.jobs[0].metrics.clone();
+                (total, report.elapsed, name.clone(), outcome)
+            }
+            _ => unreachable!("either a drive or a target"),
+        };
+        if let Some(w) = &writer {
+            w.borrow_mut()
+                .finish()
+                .context("--blktrace-out: write the trace")?;
+        }
+        let outcome = outcome.borrow();
+        if let Some(e) = &outcome.error {
+            bail!("{e}");
+        }
+        let total_summary = total.summary("total", "/", end);
+        print_run(info.name, &device, end, &outcome, &total_summary);
+        compare.push(vec![
+            info.name.to_string(),
+            format!("{:.3}", end.as_secs_f64()),
+            format!("{}", total_summary.read.ios),
+            format!("{:.2}", total_summary.read.lat_mean_ms),
+            format!("{:.2}", total_summary.read.lat_p50_ms),
+            format!("{:.2}", total_summary.read.lat_p99_ms),
+            format!("{}", total_summary.write.ios),
+            format!("{:.2}", total_summary.write.lat_mean_ms),
+            format!("{:.2}", total_summary.write.lat_p99_ms),
+        ]);
+        runs.push(RunJson {
+            scheduler: info.name.to_string(),
+            device,
+            end_s: end.as_secs_f64(),
+            issued: outcome.issued,
+            skipped: outcome.skipped,
+            total: total_summary,
+            processes: outcome
+                .processes
+                .iter()
+                .map(|p| summary(&ReplayOutcome::label(p), &p.metrics, end))
+                .collect(),
+        });
+    }
+    if infos.len() > 1 {
+        println!(
+            "== {} loop, speed {}: schedulers side by side (all processes)",
+            if args.closed_loop { "closed" } else { "open" },
+            args.speed
+        );
+        print!(
+            "{}",
+            output::table(
+                &[
+                    "scheduler",
+                    "seconds",
+                    "reads",
+                    "rd mean ms",
+                    "rd p50 ms",
+                    "rd p99 ms",
+                    "writes",
+                    "wr mean ms",
+                    "wr p99 ms"
+                ],
+                &compare
+            )
+        );
+    }
+    if let Some(path) = &args.json {
+        output::write_json(
+            path,
+            &ReplayJson {
+                traces: args
+                    .traces
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+                closed_loop: args.closed_loop,
+                speed: args.speed,
+                runs,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn replay_options(args: &Args, capacity_sectors: u64) -> ReplayOptions {
+    ReplayOptions {
+        closed_loop: args.closed_loop,
+        speed: args.speed,
+        capacity_sectors,
+        max_requests: args.max_requests,
+    }
+}
+
+fn summary(name: &str, m: &JobMetrics, end: elevator_core::Nanos) -> JobSummary {
+    m.summary(name, "/", end)
+}
+
+/// Open the real target, refusing writes over data unless allowed (the trace is scanned once
+/// to learn whether it writes and how far it reaches).
+fn open_target(
+    path: &std::path::Path,
+    args: &Args,
+    opts: OpenOptions,
+) -> anyhow::Result<(target::Target, String)> {
+    let mut writes = false;
+    let mut reach = 0u64;
+    for r in open(&args.traces, opts)?.take(args.max_requests.map_or(usize::MAX, |m| m as usize)) {
+        let r = r?;
+        writes |= matches!(r.op, elevator_core::Op::Write);
+        reach = reach.max((r.sector + u64::from(r.sectors)) * SECTOR_BYTES);
+    }
+    let need = match target::existing_size(path)? {
+        Some(size) if size > 0 => size.min(reach.max(SECTOR_BYTES)),
+        _ => reach,
+    };
+    let tgt = target::open(
+        path,
+        OpenSpec {
+            writes,
+            allow_overwrite: args.allow_overwrite,
+            need_bytes: need,
+            // Empty: the whole of [0, need) counts as written (a trace may write anywhere).
+            write_regions: Vec::new(),
+            stop: None,
+        },
+    )?;
+    Ok((tgt, path.display().to_string()))
+}
+
+fn print_run(
+    sched: &str,
+    device: &str,
+    end: elevator_core::Nanos,
+    outcome: &ReplayOutcome,
+    total: &JobSummary,
+) {
+    const MAX_ROWS: usize = 30;
+    println!(
+        "== {sched} on {device}: {} requests replayed ({} skipped), {:.3} s",
+        outcome.issued,
+        outcome.skipped,
+        end.as_secs_f64()
+    );
+    let mut procs: Vec<_> = outcome.processes.iter().collect();
+    procs.sort_by_key(|p| std::cmp::Reverse(p.metrics.read.ios + p.metrics.write.ios));
+    let row = |name: String, s: &JobSummary| {
+        vec![
+            name,
+            format!("{}", s.read.ios),
+            format!("{:.2}", s.read.lat_mean_ms),
+            format!("{:.2}", s.read.lat_p50_ms),
+            format!("{:.2}", s.read.lat_p95_ms),
+            format!("{:.2}", s.read.lat_p99_ms),
+            format!("{}", s.write.ios),
+            format!("{:.2}", s.write.lat_mean_ms),
+            format!("{:.2}", s.write.lat_p99_ms),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = procs
+        .iter()
+        .take(MAX_ROWS)
+        .map(|p| {
+            let label = ReplayOutcome::label(p);
+            row(label.clone(), &summary(&label, &p.metrics, end))
+        })
+        .collect();
+    if procs.len() > MAX_ROWS {
+        rows.push(vec![format!(
+            "... {} more (see --json)",
+            procs.len() - MAX_ROWS
+        )]);
+    }
+    rows.push(row("total".into(), total));
+    print!(
+        "{}",
+        output::table(
+            &[
+                "process",
+                "reads",
+                "rd mean ms",
+                "rd p50 ms",
+                "rd p95 ms",
+                "rd p99 ms",
+                "writes",
+                "wr mean ms",
+                "wr p99 ms"
+            ],
+            &rows
+        )
+    );
+    println!();
+}

@@ -1,0 +1,496 @@
+//! `ReplayJob`: a recorded trace ([`RecordSource`], any format) replayed as the processes it
+//! recorded, open or closed loop; what `elevator replay` runs.
+//!
+//! Each of the trace's processes (pids for blktrace, files for fio, volumes or disks for the
+//! block-level traces) is one context of the job, so schedulers that work per process (AS,
+//! CFQ, BFQ) see them as the trace saw them.
+//!
+//! **Open loop**: every request goes out at its recorded time divided by `speed`, whatever the
+//! device does.
+//!
+//! **Closed loop**: a synchronous request of a process waits for that process's previous
+//! synchronous request to complete, then for the think time the trace recorded between them:
+//! `t(i) - (t(i-1) + s(i-1))` where `s` is the recorded service time (blktrace's D->C, MSR's
+//! response time). Where the trace records no completion, the request goes out at its
+//! recorded time or at the previous one's completion, whichever is later. Asynchronous
+//! requests (writes not marked sync) keep their recorded timing. Times and think gaps are
+//! divided by `speed`.
+//!
+//! The trace is read through a window of at most [`WINDOW`] records (a process whose next
+//! request lies beyond it sees it when the window reaches it), so a trace of any length
+//! replays in bounded memory. Sectors beyond the device wrap (`sector mod (capacity -
+//! length)`); zero-length requests other than flushes are skipped, and so are flushes and
+//! discards (the device models serve reads and writes). Figures per process are kept in
+//! [`ReplayOutcome`], shared with the caller, with any error the trace hit mid-way.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use elevator_core::{Nanos, Op, SECTOR_BYTES};
+
+use crate::job::{Action, IoSpec, Job};
+use crate::metrics::JobMetrics;
+use crate::traces::{RecordSource, TraceError, TraceRecord};
+
+/// Records read ahead of the replay at most.
+pub const WINDOW: usize = 1 << 18;
+
+/// How to replay.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplayOptions {
+    /// Closed loop (see the module documentation); open loop otherwise.
+    pub closed_loop: bool,
+    /// Divide recorded times and gaps by this (> 0): 2 replays twice as fast.
+    pub speed: f64,
+    /// The device's size in sectors (requests beyond it wrap).
+    pub capacity_sectors: u64,
+    /// Replay at most this many requests.
+    pub max_requests: Option<u64>,
+}
+
+/// One process of the trace, as replayed.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessOutcome {
+    /// Its id in the trace.
+    pub pid: u32,
+    /// Its command name, when the trace gives one.
+    pub name: Option<String>,
+    /// What it got.
+    pub metrics: JobMetrics,
+}
+
+/// What a replay produced, filled while it runs.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOutcome {
+    /// Per process, in order of first appearance.
+    pub processes: Vec<ProcessOutcome>,
+    /// Requests issued.
+    pub issued: u64,
+    /// Records skipped (flushes, discards, zero length).
+    pub skipped: u64,
+    /// The error that cut the trace short, if any.
+    pub error: Option<TraceError>,
+}
+
+impl ReplayOutcome {
+    /// A process's label for reports: `pid` or `pid (name)`.
+    pub fn label(p: &ProcessOutcome) -> String {
+        match &p.name {
+            Some(n) => format!("{} ({n})", p.pid),
+            None => p.pid.to_string(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Proc {
+    /// Synchronous requests waiting their turn (closed loop).
+    queue: VecDeque<TraceRecord>,
+    /// A synchronous request of this process is outstanding.
+    busy: bool,
+    /// The previous synchronous request: its completion here, its recorded time and service.
+    last: Option<(Nanos, Nanos, Option<Nanos>)>,
+    /// Whether it has an entry in the ready heap.
+    armed: bool,
+}
+
+struct InFlight {
+    ctx: u32,
+    op: Op,
+    bytes: u64,
+    issued: Nanos,
+    sync_in_closed_loop: bool,
+    record: TraceRecord,
+}
+
+/// A trace replay. See the module documentation.
+pub struct ReplayJob {
+    name: String,
+    source: Box<dyn RecordSource>,
+    opts: ReplayOptions,
+    start: Option<Nanos>,
+    exhausted: bool,
+    read: u64,
+    /// Requests due at their recorded time (all of them in open loop).
+    timed: VecDeque<(u32, TraceRecord)>,
+    buffered: usize,
+    procs: Vec<Proc>,
+    ctx_of: HashMap<u32, u32>,
+    /// Closed loop: processes whose head request is due at a time: (due, seq, ctx).
+    ready: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    seq: u64,
+    in_flight: HashMap<u64, InFlight>,
+    next_tag: u64,
+    out: Rc<RefCell<ReplayOutcome>>,
+}
+
+impl ReplayJob {
+    /// A replay of `source`; the returned outcome fills as it runs.
+    pub fn new(
+        name: &str,
+        source: Box<dyn RecordSource>,
+        opts: ReplayOptions,
+    ) -> Result<(ReplayJob, Rc<RefCell<ReplayOutcome>>), String> {
+        if !(opts.speed.is_finite() && opts.speed > 0.0) {
+            return Err(format!("speed {} must be a finite number > 0", opts.speed));
+        }
+        if opts.capacity_sectors == 0 {
+            return Err("the device has no capacity".into());
+        }
+        let out = Rc::new(RefCell::new(ReplayOutcome::default()));
+        Ok((
+            ReplayJob {
+                name: name.to_string(),
+                source,
+                opts,
+                start: None,
+                exhausted: false,
+                read: 0,
+                timed: VecDeque::new(),
+                buffered: 0,
+                procs: Vec::new(),
+                ctx_of: HashMap::new(),
+                ready: BinaryHeap::new(),
+                seq: 0,
+                in_flight: HashMap::new(),
+                next_tag: 0,
+                out: out.clone(),
+            },
+            out,
+        ))
+    }
+
+    fn scaled(&self, t: Nanos) -> Nanos {
+        if self.opts.speed == 1.0 {
+            t
+        } else {
+            Nanos((t.as_ns() as f64 / self.opts.speed) as u64)
+        }
+    }
+
+    fn ctx(&mut self, pid: u32) -> u32 {
+        if let Some(&c) = self.ctx_of.get(&pid) {
+            return c;
+        }
+        let c = self.procs.len() as u32;
+        self.ctx_of.insert(pid, c);
+        self.procs.push(Proc::default());
+        self.out.borrow_mut().processes.push(ProcessOutcome {
+            pid,
+            ..Default::default()
+        });
+        c
+    }
+
+    /// Read records into the window.
+    fn refill(&mut self, now: Nanos) {
+        while !self.exhausted && self.buffered < WINDOW {
+            if self.opts.max_requests.is_some_and(|m| self.read >= m) {
+                self.exhausted = true;
+                break;
+            }
+            match self.source.next() {
+                None => self.exhausted = true,
+                Some(Err(e)) => {
+                    self.out.borrow_mut().error = Some(e);
+                    self.exhausted = true;
+                }
+                Some(Ok(r)) => {
+                    if !matches!(r.op, Op::Read | Op::Write) || r.sectors == 0 {
+                        self.out.borrow_mut().skipped += 1;
+                        continue;
+                    }
+                    self.read += 1;
+                    self.buffered += 1;
+                    let ctx = self.ctx(r.process);
+                    if self.opts.closed_loop && r.sync {
+                        self.procs[ctx as usize].queue.push_back(r);
+                        self.arm(ctx, now);
+                    } else {
+                        self.timed.push_back((ctx, r));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Put process `ctx` in the ready heap if its head request may be scheduled.
+    fn arm(&mut self, ctx: u32, now: Nanos) {
+        let start = self.start.unwrap_or(now);
+        let p = &self.procs[ctx as usize];
+        if p.busy || p.armed {
+            return;
+        }
+        let Some(head) = p.queue.front() else { return };
+        let recorded = start + self.scaled(head.time);
+        let due = match p.last {
+            None => recorded,
+            Some((done, t_prev, Some(s_prev))) => {
+                let think = head.time.saturating_sub(t_prev.saturating_add(s_prev));
+                done + self.scaled(think)
+            }
+            Some((done, _, None)) => recorded.max(done),
+        };
+        self.seq += 1;
+        self.ready.push(Reverse((due, self.seq, ctx)));
+        self.procs[ctx as usize].armed = true;
+    }
+
+    fn issue(&mut self, ctx: u32, r: TraceRecord, now: Nanos, closed: bool) -> Action {
+        self.buffered -= 1;
+        let cap = self.opts.capacity_sectors;
+        let len = u64::from(r.sectors).min(cap);
+        let sector = if r.sector + len <= cap {
+            r.sector
+        } else {
+            r.sector % (cap - len + 1)
+        };
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.in_flight.insert(
+            tag,
+            InFlight {
+                ctx,
+                op: r.op,
+                bytes: len * SECTOR_BYTES,
+                issued: now,
+                sync_in_closed_loop: closed,
+                record: r,
+            },
+        );
+        self.out.borrow_mut().issued += 1;
+        Action::Issue(IoSpec {
+            ctx,
+            op: r.op,
+            sync: r.sync,
+            meta: r.meta,
+            idle_hint: false,
+            sector,
+            sectors: len as u32,
+            prio: None,
+            tag,
+        })
+    }
+}
+
+impl Job for ReplayJob {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, now: Nanos) -> Action {
+        let start = *self.start.get_or_insert(now);
+        self.refill(now);
+        if let Some(&(ctx, r)) = self.timed.front() {
+            if start + self.scaled(r.time) <= now {
+                self.timed.pop_front();
+                return self.issue(ctx, r, now, false);
+            }
+        }
+        if let Some(&Reverse((due, _, ctx))) = self.ready.peek() {
+            if due <= now {
+                self.ready.pop();
+                let p = &mut self.procs[ctx as usize];
+                p.armed = false;
+                p.busy = true;
+                let r = p.queue.pop_front().expect("an armed process has a request");
+                return self.issue(ctx, r, now, true);
+            }
+        }
+        let next_timed = self
+            .timed
+            .front()
+            .map(|&(_, r)| start + self.scaled(r.time));
+        let next_ready = self.ready.peek().map(|&Reverse((d, _, _))| d);
+        match (next_timed, next_ready) {
+            (Some(a), Some(b)) => Action::Think { until: a.min(b) },
+            (Some(a), None) | (None, Some(a)) => Action::Think { until: a },
+            (None, None) if !self.in_flight.is_empty() => Action::Wait,
+            (None, None) if self.exhausted => Action::Done,
+            // The window is full of requests of busy processes: wait for a completion.
+            (None, None) => Action::Wait,
+        }
+    }
+
+    fn complete(&mut self, tag: u64, now: Nanos) {
+        let Some(f) = self.in_flight.remove(&tag) else {
+            return;
+        };
+        {
+            let mut out = self.out.borrow_mut();
+            let p = &mut out.processes[f.ctx as usize];
+            if p.metrics.read.ios + p.metrics.write.ios == 0 {
+                p.metrics.started = f.issued;
+            }
+            p.metrics
+                .record(f.op, f.bytes, now.saturating_sub(f.issued));
+            p.metrics.finished = Some(now);
+            if p.name.is_none() {
+                p.name = self.source.process_name(p.pid);
+            }
+        }
+        if f.sync_in_closed_loop {
+            let p = &mut self.procs[f.ctx as usize];
+            p.busy = false;
+            p.last = Some((now, f.record.time, f.record.service));
+            self.arm(f.ctx, now);
+        }
+    }
+
+    fn ctx_label(&self, ctx: u32) -> Option<(u32, String)> {
+        let out = self.out.borrow();
+        let p = out.processes.get(ctx as usize)?;
+        let name = self
+            .source
+            .process_name(p.pid)
+            .unwrap_or_else(|| format!("{}.{}", self.name, p.pid));
+        Some((p.pid, name))
+    }
+}
+
+/// The handle on a running replay's figures.
+pub type SharedOutcome = Rc<RefCell<ReplayOutcome>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::HandDriver;
+
+    struct Records(std::vec::IntoIter<TraceRecord>);
+    impl Iterator for Records {
+        type Item = Result<TraceRecord, TraceError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.0.next().map(Ok)
+        }
+    }
+    impl RecordSource for Records {}
+
+    fn rec(t_ms: u64, pid: u32, op: Op, sync: bool, service_ms: Option<u64>) -> TraceRecord {
+        TraceRecord {
+            time: Nanos::from_ms(t_ms),
+            process: pid,
+            device: 0,
+            op,
+            sync,
+            meta: false,
+            sector: 1000 * t_ms,
+            sectors: 8,
+            service: service_ms.map(Nanos::from_ms),
+        }
+    }
+
+    fn job(recs: Vec<TraceRecord>, closed_loop: bool, speed: f64) -> (ReplayJob, SharedOutcome) {
+        ReplayJob::new(
+            "r",
+            Box::new(Records(recs.into_iter())),
+            ReplayOptions {
+                closed_loop,
+                speed,
+                capacity_sectors: 1 << 30,
+                max_requests: None,
+            },
+        )
+        .unwrap()
+    }
+
+    fn issue_times(
+        recs: Vec<TraceRecord>,
+        closed: bool,
+        speed: f64,
+        service_ms: u64,
+    ) -> Vec<(u64, u32)> {
+        let (mut j, _) = job(recs, closed, speed);
+        let rec = HandDriver::new(8, Nanos::from_ms(service_ms), Nanos::from_secs(100)).run(&mut j);
+        rec.issued
+            .iter()
+            .map(|i| (i.at.as_ms(), i.spec.ctx))
+            .collect()
+    }
+
+    #[test]
+    fn open_loop_keeps_recorded_times_scaled_by_speed() {
+        let recs = vec![
+            rec(0, 7, Op::Read, true, None),
+            rec(2, 7, Op::Read, true, None),
+            rec(4, 9, Op::Write, false, None),
+        ];
+        assert_eq!(
+            issue_times(recs.clone(), false, 1.0, 10),
+            vec![(0, 0), (2, 0), (4, 1)]
+        );
+        assert_eq!(
+            issue_times(recs, false, 2.0, 10),
+            vec![(0, 0), (1, 0), (2, 1)]
+        );
+    }
+
+    #[test]
+    fn closed_loop_waits_for_completion_plus_the_recorded_think_time() {
+        // pid 7: reads at 0 and 10 ms, the first served in 4 ms on the traced device: 6 ms of
+        // think. Our device takes 20 ms, so the second read goes out at 20 + 6 = 26 ms.
+        // pid 9's asynchronous write keeps its time (5 ms); pid 8's read is independent (3 ms).
+        let recs = vec![
+            rec(0, 7, Op::Read, true, Some(4)),
+            rec(3, 8, Op::Read, true, None),
+            rec(5, 9, Op::Write, false, None),
+            rec(10, 7, Op::Read, true, Some(4)),
+        ];
+        assert_eq!(
+            issue_times(recs.clone(), true, 1.0, 20),
+            vec![(0, 0), (3, 1), (5, 2), (26, 0)]
+        );
+        // Without a recorded service time: the recorded time or the completion, the later.
+        let mut no_s = recs.clone();
+        no_s[0].service = None;
+        assert_eq!(issue_times(no_s.clone(), true, 1.0, 20)[3], (20, 0));
+        assert_eq!(issue_times(no_s, true, 1.0, 1)[3], (10, 0));
+        // Speed divides the think time too: 26 -> 20 + 3.
+        assert_eq!(issue_times(recs, true, 2.0, 20)[3], (23, 0));
+    }
+
+    #[test]
+    fn per_process_figures_and_skipped_records() {
+        let mut flush = rec(1, 7, Op::Flush, true, None);
+        flush.sectors = 0;
+        let recs = vec![
+            rec(0, 7, Op::Read, true, None),
+            flush,
+            rec(2, 9, Op::Write, false, None),
+        ];
+        let (mut j, out) = job(recs, false, 1.0);
+        HandDriver::new(8, Nanos::from_ms(5), Nanos::from_secs(100)).run(&mut j);
+        let out = out.borrow();
+        assert_eq!((out.issued, out.skipped), (2, 1));
+        assert_eq!(out.processes.len(), 2);
+        assert_eq!(out.processes[0].metrics.read.ios, 1);
+        assert_eq!(out.processes[1].metrics.write.ios, 1);
+        assert_eq!(out.processes[1].pid, 9);
+    }
+
+    #[test]
+    fn sectors_beyond_the_device_wrap_inside_it() {
+        let mut r = rec(0, 1, Op::Read, true, None);
+        r.sector = (1 << 30) - 4;
+        let (mut j, _) = job(vec![r], false, 1.0);
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(1)).run(&mut j);
+        let s = &rec.issued[0].spec;
+        assert!(s.sector + u64::from(s.sectors) <= 1 << 30);
+    }
+
+    #[test]
+    fn bad_speed_is_refused() {
+        let bad = ReplayJob::new(
+            "r",
+            Box::new(Records(vec![].into_iter())),
+            ReplayOptions {
+                closed_loop: false,
+                speed: 0.0,
+                capacity_sectors: 1,
+                max_requests: None,
+            },
+        );
+        assert!(bad.is_err());
+    }
+}
