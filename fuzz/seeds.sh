@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Seed corpora for the fuzz targets, generated (nothing from shared/data is committed):
+# small hand-made lines of every trace format, a blktrace our simulator writes, the project's own
+# scenario, drive and fio files, and (when ../shared/data is present) the DiskSim .parv files.
+set -euo pipefail
+cd "$(dirname "$0")"
+c=corpus
+mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import
+printf 'fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb read 0 4096\n/dev/sdb wait 100\n/dev/sdb write 8192 512\n/dev/sdb close\n' > $c/traces/fio2
+printf 'fio version 3 iolog\n2 a add\n878 a write 0 16384\n900 a trim 4096 4096\n901 a sync 0 0\n' > $c/traces/fio3
+printf '128166372003061629,web,0,Read,3813654528,4096,1264\n128166372016382155,web,1,Write,1024,512,0\n' > $c/traces/msr
+printf '0,303567,3584,w,0.000000\n1,55596,3072,r,0.078643\n' > $c/traces/spc
+printf '419,W,8637440,4096,1577808000000003\n419,R,0,512,1577808000000010\n' > $c/traces/alibaba
+printf '1538323200,12551232,8,1,1063\n1538323201,100,16,0,7\n' > $c/traces/tencent
+printf '0.5 0 100 8 1\n1.25 1 200 16 0\n' > $c/traces/disksim
+printf '938513000 4 264719034 16 0\n938828000 3 197570570 16 0\n' > $c/traces/mqsim
+printf '  8,16   1        1     0.000000000  4162  Q  WS 2048 + 8 [dd]\n  8,16   1        2     0.000004000  4162  D  WS 2048 + 8 [dd]\n  8,16   0        1     0.000104000     0  C  WS 2048 + 8 [0]\n  8,16   1        7     0.000300000   99  A   R 4096 + 16 <- (8,17) 2048\nCPU0 (8,16):\n' > $c/traces/blkparse
+tmp=$(mktemp -d)
+printf '0.5 0 100 8 1\n1.0 1 5000 8 0\n1.5 0 108 8 1\n2.0 1 5008 8 0\n' > "$tmp/t.trace"
+if [ -n "${ELEVATOR:-}" ]; then run=("$ELEVATOR"); else
+  run=(cargo run --release -q --manifest-path ../Cargo.toml -p elevator --); fi
+"${run[@]}" replay "$tmp/t.trace" --sched deadline --blktrace-out "$tmp/bt" >/dev/null
+cp "$tmp/bt/deadline.blktrace.0" $c/traces/blktrace-v7
+rm -rf "$tmp"
+cp ../scenarios/*.toml $c/scenario_toml/
+cp ../crates/sim/drives/*.toml $c/drive_toml/
+printf '[global]\nioengine=io_uring\ndirect=1\nbs=4k\n\n[reader]\nrw=randread\nsize=16m\niodepth=8\n\n[writer]\nstonewall\nrw=write\nsize=8m\n' > $c/fio_job/two.fio
+data=../../shared/data/disksim-valid
+if [ -d "$data" ]; then
+  for f in "$data"/*.parv; do cp "$f" "$c/disksim_import/"; done
+else
+  echo "shared/data absent: the disksim_import corpus starts empty" >&2
+fi
