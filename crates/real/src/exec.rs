@@ -17,6 +17,15 @@
 //!
 //! Requests are never merged (the executor does not call `try_merge`): each I/O a job issues
 //! is one I/O at the device.
+//!
+//! **Job order.** fio runs each job in a thread of its own; none is favoured by its place in
+//! the job file. The executor polls the runnable jobs of a turn in the order they became
+//! runnable: by the time of the event that woke them (their start, the completion they waited
+//! for, the end of their think time) and, among completions reaped together, in completion
+//! order. Jobs woken at the same instant (every job of a phase at its start) are ordered by
+//! draws from a generator seeded with [`RunOptions::seed`], so a run is reproducible and the
+//! order still differs from seed to seed. The order matters: it is the order the scheduler
+//! sees the requests inserted, hence which queue BFQ creates first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -29,6 +38,8 @@ use elevator_core::{
 };
 use elevator_workload::metrics::JobMetrics;
 use elevator_workload::{Action, Job};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{Backend, IoCompletion, IoKind, IoRequest};
 use crate::buf::BufPool;
@@ -86,6 +97,11 @@ pub struct RunOptions {
     pub time_limit: Option<Duration>,
     /// Identifies this run's data in verify stamps.
     pub run_id: u64,
+    /// Orders jobs that become runnable at the same instant (see the module's "Job order").
+    pub seed: u64,
+    /// fio's `ramp_time`: I/O completed within this long of a job's start is left out of its
+    /// figures, and its rates are over the time after it.
+    pub ramp: Duration,
 }
 
 /// One job's outcome.
@@ -256,9 +272,15 @@ struct Slot {
     region: ByteRange,
     phase: u32,
     state: State,
+    /// While runnable: when it became runnable, for the order jobs are polled in.
+    woke: WakeKey,
     metrics: JobMetrics,
     ctxs: BTreeMap<u32, (CtxId, bool)>,
 }
+
+/// When a job became runnable: the event's time, then the completion's place among those
+/// reaped together, then a seeded draw for jobs woken at the same instant otherwise.
+type WakeKey = (Nanos, u64, u64);
 
 /// A job's I/O split into pieces for the policy ([`Scheduler::max_request_sectors`]).
 struct Split {
@@ -340,6 +362,10 @@ struct Executor<'a, B: Backend> {
     write_seq: u64,
     verified_bytes: u64,
     target: ByteRange,
+    /// Breaks ties between jobs woken at the same instant.
+    order_rng: ChaCha8Rng,
+    /// Completions reaped so far: their order among those reaped together.
+    reaped: u64,
 }
 
 impl<'a, B: Backend> Executor<'a, B> {
@@ -364,6 +390,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 region: j.region,
                 phase: j.phase,
                 state: State::Pending,
+                woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
                 ctxs: BTreeMap::new(),
             })
@@ -395,6 +422,8 @@ impl<'a, B: Backend> Executor<'a, B> {
                 start: 0,
                 end: size,
             },
+            order_rng: ChaCha8Rng::seed_from_u64(opts.seed),
+            reaped: 0,
         }
     }
 
@@ -415,7 +444,8 @@ impl<'a, B: Backend> Executor<'a, B> {
         };
         for s in self.slots.iter_mut().filter(|s| s.phase == phase) {
             s.state = State::Ready;
-            s.metrics.started = now;
+            s.woke = (now, 0, self.order_rng.next_u64());
+            s.metrics.started = now + Nanos(self.opts.ramp.as_nanos() as u64);
         }
     }
 
@@ -526,18 +556,22 @@ impl<'a, B: Backend> Executor<'a, B> {
     }
 
     fn poll_jobs(&mut self, now: Nanos) {
+        let mut due = Vec::new();
         loop {
-            for i in 0..self.slots.len() {
-                let due = match self.slots[i].state {
-                    State::Ready => true,
-                    State::Think(t) => now >= t,
-                    _ => false,
-                };
-                if due {
-                    self.poll_job(i, now);
-                    if self.stopping {
-                        return;
-                    }
+            // In the order they became runnable, as independent threads would issue.
+            due.clear();
+            for (i, s) in self.slots.iter_mut().enumerate() {
+                match s.state {
+                    State::Ready => due.push((s.woke, i)),
+                    State::Think(t) if now >= t => due.push(((t, 0, self.order_rng.next_u64()), i)),
+                    _ => {}
+                }
+            }
+            due.sort_unstable();
+            for &(_, i) in &due {
+                self.poll_job(i, now);
+                if self.stopping {
+                    return;
                 }
             }
             // Advance to the next phase once every job of this one is done.
@@ -825,14 +859,20 @@ impl<'a, B: Backend> Executor<'a, B> {
             Err(e) => self.fail(e),
             Ok(()) if ok => {
                 let latency = now.saturating_sub(issued);
-                self.slots[f.job].metrics.record(f.rq.op, bytes, latency);
+                let metrics = &mut self.slots[f.job].metrics;
+                // Within the ramp (fio's ramp_time) nothing counts.
+                if now >= metrics.started {
+                    metrics.record(f.rq.op, bytes, latency);
+                }
             }
             Ok(()) => {}
         }
         let slot = &mut self.slots[f.job];
         slot.job.complete(f.tag, now);
+        self.reaped += 1;
         if matches!(slot.state, State::Wait | State::Think(_)) {
             slot.state = State::Ready;
+            slot.woke = (now, self.reaped, 0);
         }
         self.kick = true;
         self.pool.put(c.buf);

@@ -22,6 +22,7 @@
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job |
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
 //! | `runtime` (default unit s), `time_based` | time; flag |
+//! | `ramp_time` (default unit s) | time run before `runtime` starts, left out of the figures |
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 2 (best effort), 3 (idle) |
 //! | `randseed`, `norandommap` | number; flag |
@@ -427,6 +428,10 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             c.runtime_ms = Some((ns / 1_000_000).max(1));
             "runtime_ms"
         }
+        "ramp_time" => {
+            c.ramp_ms = parse_time(need(o)?, 1_000_000_000)? / 1_000_000;
+            "ramp_ms"
+        }
         "time_based" => {
             c.time_based = flag(o)?;
             "time_based"
@@ -503,7 +508,7 @@ mod tests {
     fn globals_apply_to_following_jobs_and_jobs_override_them() {
         let f = p("; a comment\n[global]\nbs=64k\ndirect=1\nioengine=io_uring\n\n# another\n\
                    [writer]\nrw=write\nbs=1m\niodepth=32\nsize=1g\n\
-                   [reader]\nrw=randread\nioengine=psync\niodepth=8\nthinktime=2ms\nruntime=10\ntime_based\n")
+                   [reader]\nrw=randread\nioengine=psync\niodepth=8\nthinktime=2ms\nruntime=10\ntime_based\nramp_time=1500ms\n")
             .unwrap();
         let (w, r) = (&f.jobs[0], &f.jobs[1]);
         assert_eq!((w.name.as_str(), w.line), ("writer", 8));
@@ -517,6 +522,8 @@ mod tests {
         assert_eq!(r.config.iodepth, 1, "psync is one request at a time");
         assert_eq!(r.config.thinktime_us, 2000);
         assert_eq!(r.config.runtime_ms, Some(10_000));
+        assert_eq!(r.config.ramp_ms, 1500);
+        assert_eq!(w.config.ramp_ms, 0);
         assert!(r.config.time_based);
         assert_eq!(r.line_of("thinktime_us"), 17);
     }

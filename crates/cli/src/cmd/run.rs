@@ -71,14 +71,14 @@ pub struct Args {
     pub seed: u64,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
 /// Ctrl-C (and SIGTERM) set [`STOP`] once; a second one kills as usual.
-fn install_stop_handler() {
+pub(crate) fn install_stop_handler() {
     // SAFETY: a handler that only stores to an atomic is async-signal-safe; SA_RESETHAND
     // restores the default action after the first signal.
     unsafe {
@@ -93,7 +93,7 @@ fn install_stop_handler() {
 
 /// The jobs of `file` built for a target of `capacity` bytes, plus each one's reporting
 /// group id.
-fn build_jobs(
+pub(crate) fn build_jobs(
     file: &FioFile,
     capacity: u64,
     seed: u64,
@@ -179,6 +179,21 @@ fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
         need = need.max(c.offset.unwrap_or(0) + size);
     }
     Ok(need)
+}
+
+/// The job file's `ramp_time`: one value for every job (the executor applies one ramp).
+pub(crate) fn ramp_time(file: &FioFile) -> anyhow::Result<std::time::Duration> {
+    let first = file.jobs.first().map_or(0, |d| d.config.ramp_ms);
+    if let Some(d) = file.jobs.iter().find(|d| d.config.ramp_ms != first) {
+        bail!(
+            "{}:{}: job {}: ramp_time differs from the first job's ({} ms); elevator run applies one ramp_time to every job",
+            file.path.display(),
+            d.line_of("ramp_ms"),
+            d.name,
+            first
+        );
+    }
+    Ok(std::time::Duration::from_millis(first))
 }
 
 fn def_writes(d: &FioJobDef) -> bool {
@@ -338,6 +353,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
+    let ramp = ramp_time(&file)?;
     let target_name = target_path.display().to_string();
     let mut text = String::new();
     let mut json_runs: Vec<Value> = Vec::new();
@@ -361,6 +377,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
             time_limit: None,
             run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
+            seed: args.seed,
+            ramp,
         };
         let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
             Ok(r) => (r, None),

@@ -18,7 +18,9 @@
 //! - Mixed jobs choose each I/O's direction by a seeded draw against `rwmixread` (fio keeps
 //!   the same ratio but switches direction in runs).
 //! - It stops issuing after `number_ios` I/Os, after `io_size` (default `size`) bytes unless
-//!   `time_based`, or when `runtime_ms` has passed since its first poll, whichever comes first;
+//!   `time_based`, or when `ramp_ms + runtime_ms` has passed since its first poll (fio's
+//!   `ramp_time` lengthens the run; what it excludes from the figures is the executor's
+//!   business), whichever comes first;
 //!   then it waits for its outstanding I/O and is done. `time_based` without `runtime_ms` or
 //!   `number_ios` runs until the run ends (a background job).
 //! - `iodepth` bounds the I/O outstanding at once. With `thinktime_us > 0`, after every
@@ -127,9 +129,12 @@ pub struct FioJobConfig {
     pub rate_iops: Option<u64>,
     /// fio `number_ios`: stop after this many I/Os. Default none.
     pub number_ios: Option<u64>,
-    /// fio `runtime`, in milliseconds here: stop issuing this long after the job starts.
-    /// Default none.
+    /// fio `runtime`, in milliseconds here: stop issuing this long after the job starts
+    /// (after `ramp_ms`, when there is one). Default none.
     pub runtime_ms: Option<u64>,
+    /// fio `ramp_time`, in milliseconds here: a lead-in before `runtime_ms` starts, whose I/O
+    /// the executor leaves out of the figures (as fio does). Default 0.
+    pub ramp_ms: u64,
     /// fio `time_based`: keep going over the region (wrapping) until `runtime_ms`, ignoring
     /// `io_size`. Default false.
     pub time_based: bool,
@@ -162,6 +167,7 @@ impl Default for FioJobConfig {
             rate_iops: None,
             number_ios: None,
             runtime_ms: None,
+            ramp_ms: 0,
             time_based: false,
             direct: false,
             norandommap: false,
@@ -395,7 +401,10 @@ impl Job for FioJob {
     fn poll(&mut self, now: Nanos) -> Action {
         let start = *self.start.get_or_insert(now);
         if self.deadline.is_none() {
-            self.deadline = self.cfg.runtime_ms.map(|ms| start + Nanos::from_ms(ms));
+            self.deadline = self
+                .cfg
+                .runtime_ms
+                .map(|ms| start + Nanos::from_ms(self.cfg.ramp_ms + ms));
         }
         if self.stopped_issuing(now) {
             return if self.outstanding.is_empty() {
@@ -662,6 +671,22 @@ mod tests {
         // It wrapped around its 256-block region.
         assert!(rec.issued.len() > 256);
         assert_eq!(rec.issued[256].spec.sector, 0);
+    }
+
+    #[test]
+    fn ramp_time_lengthens_a_time_based_run_by_the_ramp() {
+        let cfg = FioJobConfig {
+            size: Some(MIB),
+            runtime_ms: Some(500),
+            ramp_ms: 200,
+            time_based: true,
+            ..Default::default()
+        };
+        let done = run(cfg, 1).done_at.expect("finished");
+        assert!(
+            done >= Nanos::from_ms(700) && done <= Nanos::from_ms(702),
+            "{done:?}"
+        );
     }
 
     #[test]
