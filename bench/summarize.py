@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Read fio-format JSON reports (fio's own or `elevator run --output-format json`) and print
-the figures the bench scripts compare. Used by kernel-compare.sh and fio-parity.sh."""
+the figures the bench scripts compare. Used by fio-parity.sh."""
 import json
 import sys
 

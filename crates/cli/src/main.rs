@@ -35,6 +35,9 @@ enum Command {
     /// Replay a recorded block trace (blktrace, blkparse, fio iolog, MSR, SPC, Alibaba,
     /// Tencent, DiskSim, MQSim) through schedulers, simulated or on a real target.
     Replay(cmd::replay::Args),
+    /// Compare the kernel's schedulers (fio) with ours on the same device, round by round,
+    /// with paired ratios (needs root and fio).
+    Compare(cmd::compare::Args),
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
     /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
@@ -56,6 +59,7 @@ fn main() {
         Command::Sim(a) => cmd::sim::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::List(a) => cmd::list::run(a),
         Command::Mount(a) => cmd::mount::run(a),
         Command::Validate(a) => cmd::validate::run(a),

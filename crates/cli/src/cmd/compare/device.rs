@@ -1,0 +1,186 @@
+//! The device `elevator compare` runs on, set up and put back: a direct-io loop device over a
+//! scratch file, or a scratch file on the disk under a directory; and the kernel's scheduler of
+//! the block device whose queue the I/O meets, switched per run and restored at the end.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+/// Where the runs go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum On {
+    /// A loop device with direct I/O (`losetup --direct-io=on`, 4 KiB sectors) over a scratch
+    /// file; the kernel's scheduler is the loop device's.
+    Loop,
+    /// A scratch file, read and written with O_DIRECT; the kernel's scheduler is that of the
+    /// disk holding the file system (switched for the runs, restored at the end).
+    File,
+}
+
+/// The scratch target, the scheduler switch, and what to undo.
+pub struct Device {
+    /// What fio and the executor open.
+    pub target: PathBuf,
+    /// The block device whose scheduler the runs switch (`loop0`, `vda`).
+    pub queue: String,
+    /// A human description for the report's header.
+    pub describe: String,
+    backing: PathBuf,
+    loop_dev: Option<PathBuf>,
+    saved_sched: Option<String>,
+}
+
+fn sched_path(queue: &str) -> PathBuf {
+    Path::new("/sys/block").join(queue).join("queue/scheduler")
+}
+
+/// The kernel schedulers `queue` offers and the one in use (`[mq-deadline] kyber bfq none`).
+pub fn available(queue: &str) -> anyhow::Result<(Vec<String>, String)> {
+    let p = sched_path(queue);
+    let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
+    let mut all = Vec::new();
+    let mut current = String::new();
+    for w in text.split_whitespace() {
+        match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            Some(c) => {
+                current = c.to_string();
+                all.push(c.to_string());
+            }
+            None => all.push(w.to_string()),
+        }
+    }
+    Ok((all, current))
+}
+
+fn run_tool(cmd: &mut Command) -> anyhow::Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("run {:?}", cmd.get_program()))?;
+    if !out.status.success() {
+        bail!(
+            "{:?} {:?} failed ({}): {}",
+            cmd.get_program(),
+            cmd.get_args().collect::<Vec<_>>(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+impl Device {
+    /// A scratch target of `bytes` in `workdir`, per `on`.
+    pub fn set_up(on: On, workdir: &Path, bytes: u64) -> anyhow::Result<Device> {
+        let backing = workdir.join(format!("elevator-compare.{}.img", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&backing)
+            .with_context(|| format!("create the scratch file {}", backing.display()))?;
+        let mut dev = Device {
+            target: backing.clone(),
+            queue: String::new(),
+            describe: String::new(),
+            backing: backing.clone(),
+            loop_dev: None,
+            saved_sched: None,
+        };
+        f.set_len(bytes)
+            .with_context(|| format!("size {} to {bytes} bytes", backing.display()))?;
+        drop(f);
+        match on {
+            On::Loop => {
+                let out = run_tool(
+                    Command::new("losetup")
+                        .args([
+                            "--find",
+                            "--show",
+                            "--direct-io=on",
+                            "--sector-size",
+                            "4096",
+                        ])
+                        .arg(&backing),
+                )?;
+                let loop_dev = PathBuf::from(out);
+                dev.loop_dev = Some(loop_dev.clone());
+                let name = loop_dev
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let dio = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
+                    .unwrap_or_default();
+                if dio.trim() != "1" {
+                    bail!("{}: the loop device is not doing direct I/O (its file system may not support O_DIRECT)", loop_dev.display());
+                }
+                dev.describe = format!(
+                    "direct-io loop device {} (4 KiB sectors) over {}",
+                    loop_dev.display(),
+                    backing.display()
+                );
+                dev.target = loop_dev;
+                dev.queue = name;
+            }
+            On::File => {
+                let source = run_tool(
+                    Command::new("findmnt")
+                        .args(["-no", "SOURCE", "--target"])
+                        .arg(workdir),
+                )?;
+                let parent = run_tool(Command::new("lsblk").args(["-no", "PKNAME", &source]))
+                    .unwrap_or_default();
+                let parent = parent.lines().next().unwrap_or("").trim().to_string();
+                dev.queue = if parent.is_empty() {
+                    Path::new(&source)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                } else {
+                    parent
+                };
+                if !sched_path(&dev.queue).exists() {
+                    bail!(
+                        "{}: no I/O scheduler to switch for {source} (block device {:?})",
+                        workdir.display(),
+                        dev.queue
+                    );
+                }
+                dev.describe = format!(
+                    "file {} (O_DIRECT) on {source}, disk {}",
+                    backing.display(),
+                    dev.queue
+                );
+            }
+        }
+        let (_, current) = available(&dev.queue)?;
+        dev.saved_sched = Some(current);
+        Ok(dev)
+    }
+
+    /// Switch the queue's kernel scheduler.
+    pub fn set_scheduler(&self, name: &str) -> anyhow::Result<()> {
+        let p = sched_path(&self.queue);
+        std::fs::write(&p, name)
+            .with_context(|| format!("set the kernel scheduler {name} in {}", p.display()))?;
+        let (_, now) = available(&self.queue)?;
+        if now != name {
+            bail!(
+                "{}: asked for {name}, the kernel reports {now}",
+                p.display()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Some(s) = self.saved_sched.take() {
+            let _ = std::fs::write(sched_path(&self.queue), s);
+        }
+        if let Some(l) = self.loop_dev.take() {
+            let _ = Command::new("losetup").arg("-d").arg(&l).status();
+        }
+        let _ = std::fs::remove_file(&self.backing);
+    }
+}

@@ -1,0 +1,829 @@
+//! `elevator compare`: the kernel's schedulers (through fio) against ours (through the
+//! executor) on the same workloads and the same device, in a form that holds on a noisy one.
+//!
+//! Each configuration (the workload's readers alone, fio under each kernel scheduler, our
+//! executor under each of our schedulers with the kernel's set to `none`) runs once per round,
+//! round after round (plan.rs); every run has a ramp (fio's `ramp_time`) and a runtime; ratios
+//! are taken between runs of the same round and summarised by their median and range over the
+//! rounds (stats.rs); "dominated" is judged on medians. The JSON of every run is kept.
+//!
+//! Needs root (a loop device, the kernel's scheduler in sysfs) and fio; refuses without.
+
+mod device;
+mod plan;
+mod stats;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use elevator_core::{registry, GroupTree, Settings};
+use elevator_real::report::fio_json;
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::{RunOptions, UringBackend};
+use elevator_workload::fio_file::{self, FioFile};
+use elevator_workload::jobs::fio::RwMode;
+use serde_json::{json, Value};
+
+use super::run::{build_jobs, install_stop_handler, STOP};
+use device::{Device, On};
+use plan::Config;
+use stats::{Goal, JobFigures, Measure, Metric, Row, RunFigures, Runs, Spread};
+
+/// Built-in workloads: (name, what it is, job file).
+const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "w1",
+        "1 MiB streaming writer at iodepth 32 + dependent 4 KiB random reader",
+        include_str!("../../../../../bench/jobs/w1.fio"),
+    ),
+    (
+        "w2",
+        "1 MiB streaming writer at iodepth 32 + dependent 64 KiB sequential reader",
+        include_str!("../../../../../bench/jobs/w2.fio"),
+    ),
+    (
+        "w3",
+        "1 MiB streaming writer at iodepth 32 + dependent readers of 4 KiB (random), 16 KiB \
+         (random) and 128 KiB (sequential)",
+        include_str!("../../../../../bench/jobs/w3.fio"),
+    ),
+];
+
+/// Compare the kernel's schedulers (fio) with ours (the executor) on the same device, round
+/// by round, with paired ratios.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Workloads: fio job files, or the built-in w1, w2, w3 (default: w1 w2). Each job's
+    /// `filename` is ignored; `runtime`, `ramp_time` and `time_based` are set from the options.
+    pub workloads: Vec<String>,
+    /// Run on a direct-io loop device over a scratch file, or on a scratch file.
+    #[arg(long, value_enum, default_value_t = On::Loop)]
+    pub on: On,
+    /// Directory for the scratch file (removed at the end).
+    #[arg(long, default_value = "/var/tmp")]
+    pub workdir: PathBuf,
+    /// Rounds: each configuration runs once per round.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Seconds each run runs before its figures count (fio's ramp_time).
+    #[arg(long, default_value_t = 5)]
+    pub ramp: u64,
+    /// Seconds each run is measured (fio's runtime).
+    #[arg(long, default_value_t = 20)]
+    pub runtime: u64,
+    /// Kernel schedulers, run through fio. The first is the baseline of the ratios.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,mq-deadline,kyber,bfq"
+    )]
+    pub kernel: Vec<String>,
+    /// Our schedulers, run through the executor with the kernel's set to none.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,mq-deadline,kyber,bfq,latency-guard"
+    )]
+    pub ours: Vec<String>,
+    /// Set a tunable of our schedulers (`--set target_read_lat=800`); applies to each that has it.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Directory for the JSON of every run, the derived job files and the summary
+    /// (default: ./elevator-compare-<unix time>).
+    #[arg(long)]
+    pub json_dir: Option<PathBuf>,
+    /// Seed for the jobs' random offsets and the executor's job order (varied per round).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// One workload as run: its derived job file and what the table follows.
+struct Workload {
+    name: String,
+    about: String,
+    /// The derived job file (written to the JSON directory).
+    path: PathBuf,
+    file: FioFile,
+    /// Jobs that do not write: run alone for the ceiling.
+    readers: Vec<String>,
+    metrics: Vec<Metric>,
+    need_bytes: u64,
+}
+
+/// The job file with `filename` lines commented out and, at the end of every job section,
+/// `ramp_time`, `runtime` and `time_based` (later lines win, in fio and in ours). Line numbers
+/// of the original lines are kept, so errors point at the right place.
+fn derive(text: &str, ramp_s: u64, runtime_s: u64) -> String {
+    let extra = format!("ramp_time={ramp_s}\nruntime={runtime_s}\ntime_based\n");
+    let mut out = String::new();
+    let mut in_job = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            if in_job {
+                out.push_str(&extra);
+            }
+            in_job = t != "[global]";
+        }
+        let key = t.split('=').next().unwrap_or("").trim();
+        if key == "filename" {
+            out.push_str("; elevator compare: filename given on the command line\n");
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if in_job {
+        out.push_str(&extra);
+    }
+    out
+}
+
+fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload> {
+    let (name, about, text) = match BUILTIN.iter().find(|(n, _, _)| *n == spec) {
+        Some((n, about, text)) => (n.to_string(), about.to_string(), text.to_string()),
+        None => {
+            let p = Path::new(spec);
+            let text = std::fs::read_to_string(p).with_context(|| {
+                let names: Vec<&str> = BUILTIN.iter().map(|b| b.0).collect();
+                format!(
+                    "{spec:?} is neither a built-in workload ({}) nor a readable job file",
+                    names.join(", ")
+                )
+            })?;
+            // Check the original first so errors name the user's file.
+            fio_file::parse(p, &text)?;
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| spec.to_string());
+            (stem, spec.to_string(), text)
+        }
+    };
+    let derived = derive(&text, args.ramp, args.runtime);
+    let path = dir.join(format!("{name}.fio"));
+    std::fs::write(&path, &derived).with_context(|| format!("write {}", path.display()))?;
+    let file = fio_file::parse(&path, &derived)?;
+    let mut readers = Vec::new();
+    let mut metrics = Vec::new();
+    let mut need_bytes = 0;
+    for def in &file.jobs {
+        let c = &def.config;
+        let (reads, writes) = match c.rw {
+            RwMode::Read | RwMode::RandRead => (true, false),
+            RwMode::Write | RwMode::RandWrite => (false, true),
+            RwMode::Rw | RwMode::RandRw => (c.rwmixread > 0, c.rwmixread < 100),
+        };
+        if !writes {
+            readers.push(def.name.clone());
+        }
+        if reads {
+            metrics.push(Metric {
+                job: def.name.clone(),
+                measure: Measure::ReadIops,
+            });
+        }
+        if writes {
+            metrics.push(Metric {
+                job: def.name.clone(),
+                measure: Measure::WriteMbs,
+            });
+        }
+        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
+            bail!(
+                "{}:{}: job {}: elevator compare makes its own target, so `size` (and `offset`) must be given in bytes",
+                spec,
+                def.line,
+                def.name
+            );
+        };
+        need_bytes = need_bytes.max(c.offset.unwrap_or(0) + size);
+    }
+    Ok(Workload {
+        name,
+        about,
+        path,
+        file,
+        readers,
+        metrics,
+        need_bytes,
+    })
+}
+
+/// The figures of a run from fio's JSON (ours writes the same shape), summed over a job's
+/// clones (`numjobs`): fio names every clone after the job, ours appends `.N`.
+fn figures(v: &Value, defs: &FioFile) -> RunFigures {
+    let mut out = RunFigures::new();
+    let mut lat_weight: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for j in v["jobs"].as_array().into_iter().flatten() {
+        let name = j["jobname"].as_str().unwrap_or("").to_string();
+        let name = if defs.jobs.iter().any(|d| d.name == name) {
+            name
+        } else {
+            match name.rsplit_once('.') {
+                Some((base, n)) if n.parse::<u32>().is_ok() => base.to_string(),
+                _ => name,
+            }
+        };
+        let f = out.entry(name.clone()).or_insert_with(JobFigures::default);
+        let r = &j["read"];
+        f.read_iops += r["iops"].as_f64().unwrap_or(0.0);
+        f.write_mb_s += j["write"]["bw_bytes"].as_f64().unwrap_or(0.0) / 1e6;
+        let n = r["clat_ns"]["N"].as_f64().unwrap_or(0.0);
+        let mean = r["clat_ns"]["mean"].as_f64().unwrap_or(0.0);
+        let w = lat_weight.entry(name).or_default();
+        w.0 += n * mean;
+        w.1 += n;
+    }
+    for (name, (sum, n)) in lat_weight {
+        if let Some(f) = out.get_mut(&name) {
+            f.read_lat_ms = if n > 0.0 { sum / n / 1e6 } else { 0.0 };
+        }
+    }
+    out
+}
+
+/// fio's JSON from a file fio wrote (skipping anything fio printed before the JSON).
+fn read_fio_json(path: &Path) -> anyhow::Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let start = text
+        .find('{')
+        .with_context(|| format!("{}: no JSON in fio's output", path.display()))?;
+    serde_json::from_str(&text[start..]).with_context(|| format!("{}: fio's JSON", path.display()))
+}
+
+fn run_fio(dev: &Device, wl: &Workload, sections: &[String], out: &Path) -> anyhow::Result<Value> {
+    let mut cmd = Command::new("fio");
+    cmd.arg("--output-format=json")
+        .arg(format!("--output={}", out.display()))
+        .arg(format!("--filename={}", dev.target.display()));
+    for s in sections {
+        cmd.arg(format!("--section={s}"));
+    }
+    cmd.arg(&wl.path);
+    let st = cmd.status().context("run fio")?;
+    if STOP.load(Ordering::SeqCst) {
+        bail!("interrupted");
+    }
+    if !st.success() {
+        bail!(
+            "fio on {} failed ({st}); its output is in {}",
+            wl.path.display(),
+            out.display()
+        );
+    }
+    read_fio_json(out)
+}
+
+/// Our scheduler's settings from the `--set` pairs it has.
+fn settings_for(info: &registry::SchedulerInfo, extra: &Settings) -> Settings {
+    let mut s = Settings::new();
+    for k in extra.names() {
+        if info.tunables.iter().any(|t| t.name == k) {
+            s.set(k, extra.raw(k).unwrap_or_default());
+        }
+    }
+    s
+}
+
+struct Ours<'a> {
+    dev: &'a Device,
+    file: std::fs::File,
+    size: u64,
+    extra: Settings,
+    args: &'a Args,
+}
+
+impl Ours<'_> {
+    fn run(&self, wl: &Workload, sched: &str, round: usize, out: &Path) -> anyhow::Result<Value> {
+        let info = registry::find(sched).with_context(|| format!("unknown scheduler {sched:?}"))?;
+        let mut groups = GroupTree::new();
+        let seed = self.args.seed.wrapping_add(round as u64);
+        let (jobs, groupids) = build_jobs(&wl.file, self.size, self.args.seed, &mut groups)?;
+        let mut s = (info.build)(&settings_for(info, &self.extra), &groups)
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let fd = self
+            .file
+            .try_clone()
+            .context("duplicate the target's handle")?;
+        let mut backend =
+            UringBackend::new(fd, self.size, elevator_real::uring::DEFAULT_ENTRIES)
+                .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+        let opts = RunOptions {
+            verify: false,
+            stop: Some(&STOP),
+            // A safety limit well past the jobs' own ramp + runtime.
+            time_limit: Some(Duration::from_secs(
+                2 * (self.args.ramp + self.args.runtime) + 60,
+            )),
+            run_id: seed,
+            seed,
+            ramp: Duration::from_secs(self.args.ramp),
+        };
+        let target = self.dev.target.display().to_string();
+        let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {
+            Ok(r) => (r, None),
+            Err(f) => (*f.partial, Some(f.error)),
+        };
+        let v = fio_json(&report, &groupids, &target);
+        std::fs::write(out, serde_json::to_string_pretty(&v)? + "\n")
+            .with_context(|| format!("write {}", out.display()))?;
+        if let Some(e) = err {
+            bail!("{}: scheduler {sched}: {e}", wl.name);
+        }
+        if report.interrupted {
+            bail!("interrupted");
+        }
+        Ok(v)
+    }
+}
+
+/// Our scheduler's kernel namesake, when the kernel has it and the comparison runs it.
+fn twin_of(ours: &str, kernel: &[String]) -> Option<String> {
+    let name = registry::find(ours)?.name;
+    let k = match name {
+        "noop" => "none",
+        "mq-deadline" | "kyber" | "bfq" => name,
+        _ => return None,
+    };
+    kernel.iter().any(|x| x == k).then(|| k.to_string())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn utc_now() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M:%S UTC"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "?".into())
+}
+
+fn group_digits(x: f64) -> String {
+    let s = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn ratio(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn cell(s: Option<Spread>, f: fn(f64) -> String) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s.n == 1 => f(s.median),
+        Some(s) => format!("{} ({}-{})", f(s.median), f(s.min), f(s.max)),
+    }
+}
+
+/// A workload's table, markdown.
+fn render(wl: &Workload, rows: &[Row], baseline: &Config) -> String {
+    let base = match baseline {
+        Config::Kernel(k) => k.clone(),
+        c => c.label(),
+    };
+    let mut head = vec!["configuration".to_string()];
+    for m in &wl.metrics {
+        head.push(m.heading());
+        head.push(format!("x {base}"));
+        if m.measure == Measure::ReadIops {
+            head.push("of alone".into());
+        }
+        head.push("x kernel's".into());
+    }
+    head.push("dominated by".into());
+    let mut out = format!("| {} |\n", head.join(" | "));
+    let aligns: Vec<&str> = head
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            if i == 0 || i == head.len() - 1 {
+                "---"
+            } else {
+                "---:"
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "|{}|", aligns.join("|"));
+    for row in rows {
+        let mut cells = vec![row.config.to_string()];
+        for (m, c) in wl.metrics.iter().zip(&row.cells) {
+            cells.push(cell(c.value, group_digits));
+            cells.push(cell(c.vs_baseline, ratio));
+            if m.measure == Measure::ReadIops {
+                cells.push(cell(c.vs_alone, ratio));
+            }
+            cells.push(cell(c.vs_kernel_twin, ratio));
+        }
+        cells.push(match (&row.config, row.dominated_by.is_empty()) {
+            (Config::Ours(_), true) => "-".into(),
+            (Config::Ours(_), false) => row.dominated_by.join(", "),
+            _ => String::new(),
+        });
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+fn spread_json(s: Option<Spread>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n}),
+    )
+}
+
+/// Run the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!(
+            "elevator compare needs root: it creates a loop device (losetup) and switches the \
+             kernel's I/O scheduler in /sys/block/*/queue/scheduler; run it with sudo"
+        );
+    }
+    if Command::new("fio").arg("--version").output().is_err() {
+        bail!("elevator compare needs fio for the kernel's schedulers: install it (apt-get install fio)");
+    }
+    if args.rounds == 0 || args.runtime == 0 {
+        bail!("--rounds and --runtime must be at least 1");
+    }
+    if args.kernel.is_empty() {
+        bail!("--kernel: at least one kernel scheduler (the first is the ratios' baseline)");
+    }
+    let extra = super::parse_sets(&args.set)?;
+    for s in &args.ours {
+        let info = registry::find(s).with_context(|| {
+            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+            format!(
+                "--ours: unknown scheduler {s:?} (known: {})",
+                known.join(", ")
+            )
+        })?;
+        settings_for(info, &extra);
+    }
+    for k in extra.names() {
+        let known = args
+            .ours
+            .iter()
+            .any(|s| registry::find(s).is_some_and(|i| i.tunables.iter().any(|t| t.name == k)));
+        if !known {
+            bail!(
+                "--set {k}: none of {:?} has a tunable of that name",
+                args.ours
+            );
+        }
+    }
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let dir = args
+        .json_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("elevator-compare-{now_s}")));
+    std::fs::create_dir_all(dir.join("runs"))
+        .with_context(|| format!("create {}", dir.join("runs").display()))?;
+    let specs: Vec<String> = if args.workloads.is_empty() {
+        vec!["w1".into(), "w2".into()]
+    } else {
+        args.workloads.clone()
+    };
+    let workloads = specs
+        .iter()
+        .map(|s| load_workload(s, &dir, &args))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let need = workloads.iter().map(|w| w.need_bytes).max().unwrap_or(0);
+    let need = need.div_ceil(1 << 20) << 20;
+
+    install_stop_handler();
+    let dev = Device::set_up(args.on, &args.workdir, need)?;
+    let (offered, _) = device::available(&dev.queue)?;
+    for k in &args.kernel {
+        if !offered.contains(k) {
+            bail!(
+                "--kernel {k}: {} offers {} (modprobe {k}?)",
+                dev.queue,
+                offered.join(", ")
+            );
+        }
+    }
+    let date = utc_now();
+    let load_start = load_average();
+    let kernel_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    eprintln!(
+        "elevator compare: {}; kernel {kernel_release}; laying it out",
+        dev.describe
+    );
+    let layout = Command::new("fio")
+        .args(["--name=layout", "--rw=write", "--bs=1m", "--direct=1"])
+        .args(["--ioengine=io_uring", "--iodepth=16", "--output=/dev/null"])
+        .arg(format!("--filename={}", dev.target.display()))
+        .arg(format!("--size={need}"))
+        .status()
+        .context("run fio to lay out the target")?;
+    if !layout.success() {
+        bail!("fio could not lay out {}", dev.target.display());
+    }
+    let tgt = target::open(
+        &dev.target,
+        OpenSpec {
+            writes: true,
+            allow_overwrite: true,
+            need_bytes: need,
+        },
+    )?;
+    let ours = Ours {
+        dev: &dev,
+        file: tgt.file,
+        size: tgt.size,
+        extra,
+        args: &args,
+    };
+
+    let configs = plan::configs(&args.kernel, &args.ours);
+    let steps: Vec<plan::Step> = plan::interleave(args.rounds, workloads.len(), &configs)
+        .into_iter()
+        .filter(|s| s.config != Config::Alone || !workloads[s.workload].readers.is_empty())
+        .collect();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(steps.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg:40} [{bar:30}] {pos}/{len} runs, {elapsed} (eta {eta})",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        b
+    });
+    let mut runs: Vec<Runs> = workloads.iter().map(|_| Runs::default()).collect();
+    let mut index = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let wl = &workloads[step.workload];
+        let what = format!(
+            "round {}/{} {} {}",
+            step.round + 1,
+            args.rounds,
+            wl.name,
+            step.config
+        );
+        match &bar {
+            Some(b) => b.set_message(what.clone()),
+            None => eprintln!("[{}/{}] {what}", i + 1, steps.len()),
+        }
+        let out = dir.join("runs").join(format!(
+            "r{}-{}-{}.json",
+            step.round + 1,
+            wl.name,
+            step.config.label()
+        ));
+        let v = match &step.config {
+            Config::Alone => {
+                dev.set_scheduler(&args.kernel[0])?;
+                run_fio(&dev, wl, &wl.readers, &out)?
+            }
+            Config::Kernel(k) => {
+                dev.set_scheduler(k)?;
+                run_fio(&dev, wl, &[], &out)?
+            }
+            Config::Ours(s) => {
+                dev.set_scheduler("none")?;
+                ours.run(wl, s, step.round, &out)?
+            }
+        };
+        let f = figures(&v, &wl.file);
+        index.push(json!({
+            "round": step.round + 1,
+            "workload": wl.name,
+            "config": step.config.label(),
+            "json": out.strip_prefix(&dir).unwrap_or(&out).display().to_string(),
+            "figures": f.iter().map(|(k, f)| (k.clone(), json!({
+                "read_iops": f.read_iops, "read_lat_ms": f.read_lat_ms, "write_mb_s": f.write_mb_s
+            }))).collect::<serde_json::Map<_, _>>(),
+        }));
+        runs[step.workload].add(step.round, step.config.clone(), f);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let load_end = load_average();
+
+    let baseline = Config::Kernel(args.kernel[0].clone());
+    let twin = |s: &str| twin_of(s, &args.kernel);
+    let goal = Goal {
+        read_x: 25.0,
+        write_frac: 0.9,
+    };
+    let command: Vec<String> = std::env::args().collect();
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "elevator compare, {date}: {}; kernel {kernel_release}\n{} rounds, ramp {} s, runtime {} s; \
+         load average {load_start} at the start, {load_end} at the end\n\
+         command: {}\n\
+         Each cell: median (min-max) over the rounds; ratios are taken within a round. \
+         \"x kernel's\": ours over the kernel's scheduler of the same name. \
+         \"dominated by\": kernel schedulers whose medians are at least ours on every figure.",
+        dev.describe,
+        args.rounds,
+        args.ramp,
+        args.runtime,
+        command.join(" ")
+    );
+    let mut summary = Vec::new();
+    for (wl, r) in workloads.iter().zip(&runs) {
+        let rows = stats::table(r, &configs, &wl.metrics, &baseline, &twin);
+        let _ = writeln!(text, "\n{} ({}):\n", wl.name, wl.about);
+        text.push_str(&render(wl, &rows, &baseline));
+        for row in &rows {
+            if let Config::Ours(s) = &row.config {
+                if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
+                    let _ = writeln!(
+                        text,
+                        "\n{}: goal (readers >= {}x {base}, writers >= {:.0}% of it, undominated, on medians): {}",
+                        row.config,
+                        goal.read_x,
+                        goal.write_frac * 100.0,
+                        if goal.met(row, &wl.metrics) { "met" } else { "NOT met" },
+                        base = args.kernel[0],
+                    );
+                }
+            }
+        }
+        summary.push(json!({
+            "workload": wl.name,
+            "about": wl.about,
+            "rows": rows.iter().map(|row| json!({
+                "config": row.config.label(),
+                "dominated_by": row.dominated_by,
+                "metrics": wl.metrics.iter().zip(&row.cells).map(|(m, c)| json!({
+                    "metric": m.heading(),
+                    "value": spread_json(c.value),
+                    "vs_baseline": spread_json(c.vs_baseline),
+                    "vs_alone": spread_json(c.vs_alone),
+                    "vs_kernel_twin": spread_json(c.vs_kernel_twin),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    print!("{text}");
+    let summary = json!({
+        "date": date,
+        "command": command,
+        "device": dev.describe,
+        "kernel": kernel_release,
+        "rounds": args.rounds,
+        "ramp_s": args.ramp,
+        "runtime_s": args.runtime,
+        "load_average": {"start": load_start, "end": load_end},
+        "baseline": baseline.label(),
+        "workloads": summary,
+        "runs": index,
+    });
+    std::fs::write(dir.join("table.md"), &text)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    eprintln!(
+        "elevator compare: every run's JSON and the summary are in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derive_sets_ramp_and_runtime_in_every_job_and_drops_filename() {
+        let text = "[global]\ndirect=1\nruntime=10\nfilename=/dev/sdz\n[writer]\nrw=write\n[reader]\nrw=read\n";
+        let d = derive(text, 5, 20);
+        let f = fio_file::parse(Path::new("d.fio"), &d).unwrap();
+        for j in &f.jobs {
+            assert_eq!(j.config.ramp_ms, 5000, "{}", j.name);
+            assert_eq!(j.config.runtime_ms, Some(20_000), "{}", j.name);
+            assert!(j.config.time_based);
+            assert_eq!(j.filename, None);
+        }
+        // The original lines keep their numbers.
+        assert_eq!(d.lines().nth(5), Some("rw=write"));
+    }
+
+    #[test]
+    fn figures_sum_clones_and_weigh_latency_by_count() {
+        let v = json!({"jobs": [
+            {"jobname": "w", "read": {"iops": 0.0}, "write": {"bw_bytes": 1.5e9}},
+            {"jobname": "r.0", "read": {"iops": 100.0, "clat_ns": {"N": 100, "mean": 1e6}}, "write": {}},
+            {"jobname": "r.1", "read": {"iops": 300.0, "clat_ns": {"N": 300, "mean": 3e6}}, "write": {}},
+        ]});
+        let f = fio_file::parse(
+            Path::new("x.fio"),
+            "[w]\nrw=write\n[r]\nrw=read\nnumjobs=2\n",
+        )
+        .unwrap();
+        let figs = figures(&v, &f);
+        assert_eq!(figs["w"].write_mb_s, 1500.0);
+        assert_eq!(figs["r"].read_iops, 400.0);
+        assert_eq!(figs["r"].read_lat_ms, 2.5);
+    }
+
+    #[test]
+    fn builtin_workloads_parse_and_follow_their_readers_and_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = Args {
+            workloads: vec![],
+            on: On::Loop,
+            workdir: dir.path().into(),
+            rounds: 1,
+            ramp: 1,
+            runtime: 1,
+            kernel: vec!["none".into()],
+            ours: vec![],
+            set: vec![],
+            json_dir: None,
+            seed: 1,
+        };
+        for (name, _, _) in BUILTIN {
+            let w = load_workload(name, dir.path(), &args).unwrap();
+            assert!(!w.readers.is_empty(), "{name}");
+            assert!(w.readers.iter().all(|r| r != "writer"), "{name}");
+            assert!(
+                w.metrics.iter().any(|m| m.measure == Measure::WriteMbs),
+                "{name}"
+            );
+            assert!(w.need_bytes <= 9 << 30, "{name}");
+        }
+    }
+
+    #[test]
+    fn our_schedulers_are_paired_with_their_kernel_namesakes() {
+        let k: Vec<String> = ["none", "mq-deadline", "bfq"].map(String::from).to_vec();
+        assert_eq!(twin_of("none", &k).as_deref(), Some("none"));
+        assert_eq!(twin_of("mq-deadline", &k).as_deref(), Some("mq-deadline"));
+        assert_eq!(twin_of("kyber", &k), None, "not run under the kernel here");
+        assert_eq!(twin_of("latency-guard", &k), None);
+        assert_eq!(
+            twin_of("deadline", &k),
+            None,
+            "the single-queue deadline is not mq-deadline"
+        );
+    }
+
+    #[test]
+    fn without_root_it_refuses_clearly() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            eprintln!("skipping: running as root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let args = Args {
+            workloads: vec![],
+            on: On::Loop,
+            workdir: dir.path().into(),
+            rounds: 1,
+            ramp: 0,
+            runtime: 1,
+            kernel: vec!["none".into()],
+            ours: vec![],
+            set: vec![],
+            json_dir: Some(dir.path().join("out")),
+            seed: 1,
+        };
+        let e = run(args).unwrap_err().to_string();
+        assert!(e.contains("needs root"), "{e}");
+    }
+}
