@@ -231,7 +231,7 @@ fn figures(v: &Value, defs: &FioFile) -> RunFigures {
                 _ => name,
             }
         };
-        let f = out.entry(name.clone()).or_insert_with(JobFigures::default);
+        let f = out.entry(name.clone()).or_default();
         let r = &j["read"];
         f.read_iops += r["iops"].as_f64().unwrap_or(0.0);
         f.write_mb_s += j["write"]["bw_bytes"].as_f64().unwrap_or(0.0) / 1e6;
