@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use super::run::{build_jobs, install_stop_handler, STOP};
 use device::{Device, On};
 use plan::Config;
-use stats::{Goal, JobFigures, Measure, Metric, Row, RunFigures, Runs, Spread};
+use stats::{Goal, Measure, Metric, Row, RunFigures, Runs, Spread};
 
 /// Built-in workloads: (name, what it is, job file).
 const BUILTIN: &[(&str, &str, &str)] = &[
