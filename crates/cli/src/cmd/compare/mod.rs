@@ -558,6 +558,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             writes: true,
             allow_overwrite: true,
             need_bytes: need,
+            write_regions: vec![elevator_real::ByteRange {
+                start: 0,
+                end: need,
+            }],
+            stop: Some(&STOP),
         },
     )?;
     let ours = Ours {
