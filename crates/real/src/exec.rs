@@ -102,6 +102,29 @@ pub struct RunOptions {
     /// fio's `ramp_time`: I/O completed within this long of a job's start is left out of its
     /// figures, and its rates are over the time after it.
     pub ramp: Duration,
+    /// Keep a [`RequestRecord`] of every request completed ([`RunReport::requests`]).
+    pub request_log: bool,
+}
+
+/// One request's way through the executor (`RunOptions::request_log`): when its job issued it
+/// (inserted into our scheduler), when the scheduler dispatched it (handed to the backend) and
+/// when it completed. Pieces of a split I/O are requests of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// Index of the job in the run's job list.
+    pub job: usize,
+    /// What it did.
+    pub op: Op,
+    /// First sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// Issued by its job, inserted into the scheduler.
+    pub inserted: Nanos,
+    /// Dispatched by the scheduler, submitted to the backend.
+    pub dispatched: Nanos,
+    /// Completed (reaped).
+    pub completed: Nanos,
 }
 
 /// One job's outcome.
@@ -132,6 +155,8 @@ pub struct RunReport {
     pub abandoned: usize,
     /// Bytes read back and checked after the jobs (`verify` only).
     pub verified_bytes: u64,
+    /// Every request completed, in completion order (`RunOptions::request_log` only).
+    pub requests: Vec<RequestRecord>,
 }
 
 /// Why a run failed.
@@ -299,6 +324,7 @@ struct Flight {
     job: usize,
     tag: u64,
     written_before: Option<Vec<bool>>,
+    dispatched: Nanos,
 }
 
 fn op_name(kind: IoKind) -> &'static str {
@@ -366,6 +392,7 @@ struct Executor<'a, B: Backend> {
     order_rng: ChaCha8Rng,
     /// Completions reaped so far: their order among those reaped together.
     reaped: u64,
+    requests: Vec<RequestRecord>,
 }
 
 impl<'a, B: Backend> Executor<'a, B> {
@@ -424,6 +451,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             },
             order_rng: ChaCha8Rng::seed_from_u64(opts.seed),
             reaped: 0,
+            requests: Vec::new(),
         }
     }
 
@@ -712,7 +740,7 @@ impl<'a, B: Backend> Executor<'a, B> {
         while self.backend.in_flight() < self.backend.capacity() {
             match self.sched.dispatch(now) {
                 Dispatch::Request(rq) => {
-                    if !self.submit(rq) {
+                    if !self.submit(rq, now) {
                         return;
                     }
                 }
@@ -726,7 +754,7 @@ impl<'a, B: Backend> Executor<'a, B> {
     }
 
     /// Send a dispatched request to the backend; false if the run must stop.
-    fn submit(&mut self, rq: Request) -> bool {
+    fn submit(&mut self, rq: Request, now: Nanos) -> bool {
         let Some((job, tag)) = self.queued.remove(&rq.id.0) else {
             self.fail(RunError::Stalled {
                 detail: format!(
@@ -787,6 +815,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 job,
                 tag,
                 written_before,
+                dispatched: now,
             },
         );
         true
@@ -833,6 +862,17 @@ impl<'a, B: Backend> Executor<'a, B> {
             _ => Ok(()),
         });
         self.sched.complete(&f.rq, now);
+        if self.opts.request_log {
+            self.requests.push(RequestRecord {
+                job: f.job,
+                op: f.rq.op,
+                sector: f.rq.sector,
+                sectors: f.rq.sectors,
+                inserted: f.rq.submitted,
+                dispatched: f.dispatched,
+                completed: now,
+            });
+        }
         // A piece of a split I/O: the job's I/O completes with its last piece.
         let (issued, bytes, ok) = match self.split.remove(&f.rq.id.0) {
             None => (f.rq.submitted, len, outcome.is_ok()),
@@ -990,6 +1030,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             elapsed,
             interrupted: self.interrupted,
             verified_bytes: self.verified_bytes,
+            requests: self.requests,
         };
         match self.error {
             None => Ok(report),

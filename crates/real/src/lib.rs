@@ -37,7 +37,9 @@ pub mod uring;
 pub mod verify;
 
 pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
-pub use exec::{run, ByteRange, JobReport, RealJob, RunError, RunFailure, RunOptions, RunReport};
+pub use exec::{
+    run, ByteRange, JobReport, RealJob, RequestRecord, RunError, RunFailure, RunOptions, RunReport,
+};
 pub use mem::{Fault, MemBackend};
 pub use target::{OpenSpec, Target, TargetError, TargetKind};
 pub use uring::UringBackend;

@@ -185,6 +185,32 @@ pub fn fio_text(report: &RunReport, groupids: &[u32]) -> String {
     out
 }
 
+/// The request log of a run (`RunOptions::request_log`) as CSV, one line per request in
+/// completion order: the job's name, the operation, first sector and length (512-byte
+/// sectors), when it was inserted, dispatched and completed (microseconds since the executor
+/// started), and the time it spent queued in our scheduler and at the device (microseconds).
+pub fn request_log_csv(report: &RunReport) -> String {
+    let mut out = String::from(
+        "job,op,sector,sectors,inserted_us,dispatched_us,completed_us,queued_us,device_us\n",
+    );
+    let us = |n: elevator_core::Nanos| n.as_ns() as f64 / 1000.0;
+    for r in &report.requests {
+        let job = report.jobs.get(r.job).map_or("?", |j| j.name.as_str());
+        out.push_str(&format!(
+            "{job},{:?},{},{},{:.1},{:.1},{:.1},{:.1},{:.1}\n",
+            r.op,
+            r.sector,
+            r.sectors,
+            us(r.inserted),
+            us(r.dispatched),
+            us(r.completed),
+            us(r.dispatched.saturating_sub(r.inserted)),
+            us(r.completed.saturating_sub(r.dispatched)),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +239,7 @@ mod tests {
             interrupted: false,
             abandoned: 0,
             verified_bytes: 0,
+            requests: Vec::new(),
         }
     }
 

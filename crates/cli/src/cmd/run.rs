@@ -69,6 +69,10 @@ pub struct Args {
     /// Seed for the jobs' random offsets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Write every request's way through the executor (inserted, dispatched, completed) as
+    /// CSV to PREFIX.<scheduler>.csv.
+    #[arg(long, value_name = "PREFIX")]
+    pub request_log: Option<PathBuf>,
 }
 
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
@@ -379,11 +383,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
             seed: args.seed,
             ramp,
+            request_log: args.request_log.is_some(),
         };
         let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
             Ok(r) => (r, None),
             Err(f) => (*f.partial, Some(f.error)),
         };
+        if let Some(prefix) = &args.request_log {
+            let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
+            std::fs::write(&p, elevator_real::report::request_log_csv(&report))
+                .with_context(|| format!("write {}", p.display()))?;
+        }
         if args.output_format == Format::Normal {
             text.push_str(&fio_text(&report, &groupids));
             text.push('\n');

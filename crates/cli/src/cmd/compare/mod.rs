@@ -325,6 +325,7 @@ impl Ours<'_> {
             run_id: seed,
             seed,
             ramp: Duration::from_secs(self.args.ramp),
+            request_log: false,
         };
         let target = self.dev.target.display().to_string();
         let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {
