@@ -11,6 +11,9 @@
 //! none yet (new-process means, the probability a waited-on process exits).
 //!
 //! ## Tunables (sysfs names, milliseconds, 2.6.32 defaults at HZ = 1000)
+//! Every time below is kept in jiffies, as the kernel keeps it: a value in ms becomes
+//! `msecs_to_jiffies(ms)` (rounded up), and a default not given is the kernel's fraction of
+//! `hz` (at `hz` = 250, `read_expire` is 31 jiffies = 124 ms and `antic_expire` 1 jiffy).
 //! - `read_expire` (ms) = 125 (`HZ/8`): a sync request's FIFO deadline.
 //! - `write_expire` (ms) = 250 (`HZ/4`): an async request's FIFO deadline.
 //! - `read_batch_expire` (ms) = 500 (`HZ/2`): how long a read batch may run while writes wait.
@@ -21,12 +24,27 @@
 //!   longest anticipation after the anticipated request completed; 0 disables anticipation
 //!   and AS behaves like deadline with batches. At most [`ANTIC_EXPIRE_MAX_MS`] (ours; see
 //!   the deviations).
+//! - `hz` = 1000: the kernel's timer frequency (`CONFIG_HZ`, fixed when the kernel is built;
+//!   not a sysfs file): the length of a jiffy, 1/`hz` s.
 //!
 //! The read-only `est_time` file is [`Anticipatory::est_time`].
 //!
 //! ## Fixed constants
-//! [`MAX_THINKTIME`] 20 ms, [`MAXBACK`] 1024*1024 sectors, [`BACK_PENALTY`] 2, the close
-//! window base 8192 sectors, and [`MAX_MERGE_SECTORS`] = 256 (128 KiB) for merges.
+//! `MAX_THINKTIME` `HZ/50` jiffies (20 ms), [`MAXBACK`] 1024*1024 sectors, [`BACK_PENALTY`] 2,
+//! the close window base 8192 sectors widening for at most `20 * HZ / 1000` jiffies, and
+//! [`MAX_MERGE_SECTORS`] = 256 (128 KiB) for merges.
+//!
+//! ## Jiffies
+//! The driver's `now` is in ns; AS reads it as the kernel reads `jiffies`, the number of whole
+//! ticks since time zero. Think times are differences of tick counts (a think time of 0.4 ms
+//! that crosses a tick is 1 jiffy, one of 0.9 ms that does not is 0), the per-process mean
+//! think time is kept in jiffies with `as_update_thinktime`'s fixed point, `(total + 128) /
+//! samples`, whose rounding term is worth 4 jiffies on a first sample (samples = 32): a new
+//! process whose first think time is 3 jiffies or more has a mean above `antic_expire` (6) and
+//! is not anticipated. The anticipation timer fires on the tick `antic_start +
+//! antic_expire`, counted from the tick of the completion (so 5 to 6 ms after it at
+//! HZ = 1000), FIFO and batch deadlines are tick counts compared with `time_after`, and
+//! `as_close_req`'s window widens by one bit per elapsed jiffy.
 //!
 //! ## How a call maps to the kernel
 //! [`insert`](Scheduler::insert) is `as_add_request` (statistics, sort list, FIFO, and the
@@ -40,11 +58,10 @@
 //! `Dispatch::Idle { until }` with that deadline while anticipating.
 //!
 //! ## Deviations from 2.6.32 (deliberate)
-//! - **Time in nanoseconds, not jiffies.** Deadlines, think times and the anticipation timer
-//!   are exact in ns; think times are capped just below [`MAX_THINKTIME`] (the kernel: 19
-//!   jiffies). Where the kernel *shifts* by a jiffy count (the close window `8192 << delay`)
-//!   and compares it with `20 * HZ / 1000` and `antic_expire`, we count whole milliseconds,
-//!   i.e. jiffies at HZ = 1000. `est_time` reports the new-process think time in ns.
+//! - **Jiffies are exact ticks** of `1_000_000_000 / hz` ns (3,333,333 ns at `hz` = 300,
+//!   where the kernel's tick is 1/300 s); `jiffies` starts at 0, not at the kernel's
+//!   `INITIAL_JIFFIES` (AS only takes differences). `est_time` and
+//!   [`CtxStats::ttime_mean`] report jiffy means as ns.
 //! - **Activation is dispatch.** The kernel's per-process `nr_dispatched` counts requests on
 //!   the dispatch list that the driver has not yet taken; here the driver takes each request
 //!   when `dispatch` returns it, so that count is always zero and can-break rule 3 reduces
@@ -97,8 +114,6 @@ use crate::sort_list::{Pos, SortList};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
-/// Think times are tracked up to (just below) this: 20 ms (`HZ/50`).
-pub const MAX_THINKTIME: Nanos = Nanos::from_ms(20);
 /// The farthest the elevator goes backwards for a request, in sectors (512 MiB).
 pub const MAXBACK: u64 = 1024 * 1024;
 /// A backward seek counts this many times its distance when choosing the next request.
@@ -106,8 +121,6 @@ pub const BACK_PENALTY: u64 = 2;
 
 /// The close window right after the anticipated request completed, in sectors.
 const CLOSE_BASE: u64 = 8192;
-/// The close window stops widening after this many ms (jiffies at HZ = 1000).
-const CLOSE_MAX_DELAY_MS: u64 = 20;
 /// Fixed point: 1.0.
 const ONE: u64 = 256;
 /// Seek samples up to which the generous seek clip applies.
@@ -160,14 +173,25 @@ pub const TUNABLES: &[Tunable] = &[
         max: ANTIC_EXPIRE_MAX_MS,
         doc: "longest wait for the anticipated process after its request completed; 0 disables (HZ/150)",
     },
+    Tunable {
+        name: "hz",
+        unit: Unit::Count,
+        default: 1000,
+        min: 100,
+        max: 1000,
+        doc: "the kernel's timer frequency CONFIG_HZ (build time): AS counts time in jiffies of 1/hz s",
+    },
 ];
 
 /// The largest `antic_expire` accepted, in ms (ours: the kernel accepts any value).
 pub const ANTIC_EXPIRE_MAX_MS: i64 = 1000;
 
-/// AS's settings, in nanoseconds. Build with [`Config::from_settings`] or `Default`.
+/// AS's settings: times in nanoseconds, each a whole number of jiffies of 1/`hz` s. Build
+/// with [`Config::from_settings`] or `Default`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
+    /// `CONFIG_HZ`: ticks per second.
+    pub hz: u32,
     /// `read_expire`: FIFO deadline of a sync request.
     pub read_expire: Nanos,
     /// `write_expire`: FIFO deadline of an async write.
@@ -187,17 +211,37 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Read the tunables from `settings` (every one not given takes its 2.6.32 default).
+    /// Read the tunables from `settings`: a time given in ms becomes whole jiffies
+    /// (`msecs_to_jiffies`, rounding up); one not given takes its 2.6.32 default, a fraction
+    /// of `hz` (`HZ/8`, `HZ/4`, `HZ/2`, `HZ/8`, `HZ/150` but at least 1).
     pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
         settings.validate("anticipatory", TUNABLES)?;
-        let ms = |name| Nanos::from_ms(settings.get(TUNABLES, name) as u64);
+        let hz = settings.get(TUNABLES, "hz") as u64;
+        let jiffy = 1_000_000_000 / hz;
+        let time = |name, default_jiffies: u64| {
+            let jiffies = settings
+                .raw(name)
+                .map_or(default_jiffies, |ms| msecs_to_jiffies(ms as u64, hz));
+            Nanos(jiffies * jiffy)
+        };
         Ok(Config {
-            read_expire: ms("read_expire"),
-            write_expire: ms("write_expire"),
-            read_batch_expire: ms("read_batch_expire"),
-            write_batch_expire: ms("write_batch_expire"),
-            antic_expire: ms("antic_expire"),
+            hz: hz as u32,
+            read_expire: time("read_expire", hz / 8),
+            write_expire: time("write_expire", hz / 4),
+            read_batch_expire: time("read_batch_expire", hz / 2),
+            write_batch_expire: time("write_batch_expire", hz / 8),
+            antic_expire: time("antic_expire", (hz / 150).max(1)),
         })
+    }
+
+    /// One jiffy, in ns.
+    pub fn jiffy(&self) -> Nanos {
+        Nanos(1_000_000_000 / u64::from(self.hz))
+    }
+
+    /// `d` (a whole number of jiffies) in jiffies.
+    fn jiffies(&self, d: Nanos) -> u64 {
+        d.as_ns() / self.jiffy().as_ns()
     }
 
     fn fifo_expire(&self, dir: usize) -> Nanos {
@@ -291,11 +335,12 @@ struct Aic {
     /// AS_TASK_IORUNNING: one of its sync requests has completed.
     io_running: bool,
     nr_queued: u32,
-    last_end_request: Nanos,
+    /// Jiffies at the last sync completion.
+    last_end_request: u64,
     last_request_pos: u64,
     ttime_total: u64,
     ttime_samples: u64,
-    /// In ns.
+    /// In jiffies.
     ttime_mean: u64,
     seek_total: u64,
     seek_samples: u64,
@@ -309,7 +354,7 @@ impl Aic {
             io_started: false,
             io_running: false,
             nr_queued: 0,
-            last_end_request: Nanos::ZERO,
+            last_end_request: 0,
             last_request_pos: 0,
             ttime_total: 0,
             ttime_samples: 0,
@@ -327,10 +372,15 @@ struct Globals {
     exit_prob: u64,
     exit_no_coop: u64,
     new_ttime_total: u64,
-    /// In ns.
+    /// In jiffies.
     new_ttime_mean: u64,
     new_seek_total: u64,
     new_seek_mean: u64,
+}
+
+/// `msecs_to_jiffies`: `ms` in jiffies at `hz`, rounded up.
+fn msecs_to_jiffies(ms: u64, hz: u64) -> u64 {
+    (ms * hz).div_ceil(1000)
 }
 
 /// `(7 * old + sample) / 8`: the kernel's decaying average step.
@@ -367,16 +417,17 @@ fn update_seekdist(g: &mut Globals, aic: &mut Aic, sdist: u64) {
     aic.seek_mean = (aic.seek_total + aic.seek_samples / 2) / aic.seek_samples;
 }
 
-/// `as_update_iohist`: feed a sync request at `sector..end` into `aic`'s history.
-fn update_iohist(g: &mut Globals, aic: &mut Aic, sector: u64, end: u64, now: Nanos) {
+/// `as_update_iohist`: feed a sync request at `sector..end`, arriving at tick `jiffies`,
+/// into `aic`'s history. Think times are capped just below `MAX_THINKTIME` = `hz / 50`.
+fn update_iohist(g: &mut Globals, aic: &mut Aic, (sector, end): (u64, u64), jiffies: u64, hz: u32) {
     if aic.io_running || aic.io_started {
         let mut ttime = 0;
         // The kernel adds the dispatched-but-not-activated count, always 0 here.
         if aic.io_running && aic.nr_queued == 0 {
-            ttime = now
+            let max_thinktime = u64::from(hz) / 50;
+            ttime = jiffies
                 .saturating_sub(aic.last_end_request)
-                .as_ns()
-                .min(MAX_THINKTIME.as_ns() - 1);
+                .min(max_thinktime - 1);
         }
         update_thinktime(g, aic, ttime);
         update_seekdist(g, aic, aic.last_request_pos.abs_diff(sector));
@@ -506,7 +557,9 @@ pub struct Anticipatory {
     forced: VecDeque<Request>,
     aics: AicTable,
     g: Globals,
+    /// Tick at which the batch expires (`time_after` it).
     current_batch_expires: Nanos,
+    /// Tick of the last FIFO check per direction.
     last_check_fifo: [Nanos; 2],
     /// Waiting for the old batch's requests to complete.
     changed_batch: bool,
@@ -517,8 +570,9 @@ pub struct Anticipatory {
     current_write_count: i64,
     write_batch_idled: bool,
     antic_status: AnticState,
+    /// Tick of the anticipated process's last completion.
     antic_start: Nanos,
-    /// When the antic timer fires (valid in `WaitNext`).
+    /// The tick on which the antic timer fires (valid in `WaitNext`).
     antic_deadline: Nanos,
     /// The process to anticipate: issuer of the last sync request dispatched.
     io_context: Option<CtxId>,
@@ -539,7 +593,7 @@ impl Default for Anticipatory {
 impl Anticipatory {
     /// A new, empty scheduler (`as_init_queue`), as if created at time zero.
     pub fn new(cfg: Config) -> Anticipatory {
-        let write_batch_count = ((cfg.write_batch_expire.as_ms() / 10) as i64).max(2);
+        let write_batch_count = ((cfg.jiffies(cfg.write_batch_expire) / 10) as i64).max(2);
         Anticipatory {
             current_batch_expires: cfg.read_batch_expire,
             cfg,
@@ -586,7 +640,7 @@ impl Anticipatory {
         EstTime {
             exit_prob: self.g.exit_prob,
             exit_no_coop: self.g.exit_no_coop,
-            new_ttime_mean: Nanos(self.g.new_ttime_mean),
+            new_ttime_mean: Nanos(self.g.new_ttime_mean * self.cfg.jiffy().as_ns()),
             new_seek_mean: self.g.new_seek_mean,
         }
     }
@@ -631,10 +685,23 @@ impl Anticipatory {
             running: a.running,
             queued: a.nr_queued,
             ttime_samples: a.ttime_samples,
-            ttime_mean: Nanos(a.ttime_mean),
+            ttime_mean: Nanos(a.ttime_mean * self.cfg.jiffy().as_ns()),
             seek_samples: a.seek_samples,
             seek_mean: a.seek_mean,
         })
+    }
+
+    // ----- jiffies -----
+
+    /// The start of the tick `now` falls in: what the kernel's `jiffies` says at `now`.
+    fn tick(&self, now: Nanos) -> Nanos {
+        let j = self.cfg.jiffy().as_ns();
+        Nanos(now.as_ns() / j * j)
+    }
+
+    /// `jiffies` at `now`.
+    fn jiffies(&self, now: Nanos) -> u64 {
+        now.as_ns() / self.cfg.jiffy().as_ns()
     }
 
     // ----- the anticipation timer -----
@@ -686,8 +753,9 @@ impl Anticipatory {
         }
     }
 
+    /// `as_antic_expired`: whole jiffies since the completion >= `antic_expire`.
     fn antic_expired(&self, now: Nanos) -> bool {
-        now.saturating_sub(self.antic_start) >= self.cfg.antic_expire
+        self.tick(now).saturating_sub(self.antic_start) >= self.cfg.antic_expire
     }
 
     // ----- anticipation heuristics -----
@@ -696,15 +764,18 @@ impl Anticipatory {
     /// left the head, given how long we have waited?
     fn close_req(&self, aic: &Aic, next: u64, now: Nanos) -> bool {
         let last = self.last_sector[self.batch_dir];
-        let delay_ms = if self.antic_status == AnticState::Off || !self.ioc_finished {
+        // Jiffies since the anticipated request completed.
+        let delay = if self.antic_status == AnticState::Off || !self.ioc_finished {
             0
         } else {
-            now.saturating_sub(self.antic_start).as_ms()
+            self.cfg
+                .jiffies(self.tick(now).saturating_sub(self.antic_start))
         };
-        let delta = if delay_ms == 0 {
+        let max_delay = 20 * u64::from(self.cfg.hz) / 1000;
+        let delta = if delay == 0 {
             CLOSE_BASE
-        } else if delay_ms <= CLOSE_MAX_DELAY_MS && delay_ms <= self.cfg.antic_expire.as_ms() {
-            CLOSE_BASE << delay_ms
+        } else if delay <= max_delay && delay <= self.cfg.jiffies(self.cfg.antic_expire) {
+            CLOSE_BASE << delay
         } else {
             return true;
         };
@@ -746,6 +817,7 @@ impl Anticipatory {
         //    anticipated process's history (cooperating processes).
         if let Some(c) = rq.filter(|c| c.sync) {
             if self.close_req(aic, c.sector, now) {
+                let (jiffies, hz) = (self.jiffies(now), self.cfg.hz);
                 let aic = self.aics.get_mut(&ioc).expect("looked up above");
                 if !aic.running {
                     if aic.ttime_samples == 0 {
@@ -753,7 +825,7 @@ impl Anticipatory {
                     }
                     self.g.exit_no_coop = decay(self.g.exit_no_coop, 0);
                 }
-                update_iohist(&mut self.g, aic, c.sector, c.end, now);
+                update_iohist(&mut self.g, aic, (c.sector, c.end), jiffies, hz);
                 return true;
             }
         }
@@ -767,7 +839,8 @@ impl Anticipatory {
                 return true;
             }
         }
-        let antic_expire = self.cfg.antic_expire.as_ns();
+        // Think times are means in jiffies, as is antic_expire.
+        let antic_expire = self.cfg.jiffies(self.cfg.antic_expire);
         if samples == 0 {
             // 6. No history: judge by new processes in general.
             if self.g.new_ttime_mean > antic_expire {
@@ -896,8 +969,9 @@ impl Anticipatory {
         (head != NIL).then(|| (self.request_in(head).sector, head))
     }
 
-    /// `as_fifo_expired`, rate-limited to one look per `fifo_expire` interval.
+    /// `as_fifo_expired`, rate-limited to one look per `fifo_expire` interval (in jiffies).
     fn fifo_expired(&mut self, dir: usize, now: Nanos) -> bool {
+        let now = self.tick(now);
         if now.saturating_sub(self.last_check_fifo[dir]) < self.cfg.fifo_expire(dir) {
             return false;
         }
@@ -906,11 +980,12 @@ impl Anticipatory {
         head != NIL && now > self.slots[head as usize].fifo_time
     }
 
-    /// `as_batch_expired`.
+    /// `as_batch_expired` (`time_after(jiffies, current_batch_expires)`).
     fn batch_expired(&self, now: Nanos) -> bool {
         if self.changed_batch || self.new_batch {
             return false;
         }
+        let now = self.tick(now);
         if self.batch_dir == SYNC {
             now > self.current_batch_expires
         } else {
@@ -921,7 +996,7 @@ impl Anticipatory {
     /// `update_write_batch`: resize the write batch from how long the last one took.
     fn update_write_batch(&mut self, now: Nanos) {
         let batch = self.cfg.write_batch_expire;
-        let write_time = (now + batch).saturating_sub(self.current_batch_expires);
+        let write_time = (self.tick(now) + batch).saturating_sub(self.current_batch_expires);
         if write_time > batch && !self.write_batch_idled {
             if write_time.as_ns() > batch.as_ns().saturating_mul(3) {
                 self.write_batch_count /= 2;
@@ -1033,7 +1108,7 @@ impl Anticipatory {
                 let rq = self.move_to_dispatch(dir, key);
                 self.forced.push_back(rq);
             }
-            self.last_check_fifo[dir] = now;
+            self.last_check_fifo[dir] = self.tick(now);
         }
     }
 
@@ -1086,7 +1161,7 @@ impl Anticipatory {
                 if let Some(key) = next {
                     if reads && !writes {
                         // The read batch clock only runs down while writes wait.
-                        self.current_batch_expires = now + self.cfg.read_batch_expire;
+                        self.current_batch_expires = self.tick(now) + self.cfg.read_batch_expire;
                     }
                     chosen = Some(key);
                 }
@@ -1112,7 +1187,7 @@ impl Anticipatory {
                 self.write_batch_idled = false;
             }
             chosen = self.fifo_head(self.batch_dir);
-            self.last_check_fifo[self.batch_dir] = now;
+            self.last_check_fifo[self.batch_dir] = self.tick(now);
         }
 
         // An expired request is served first.
@@ -1126,7 +1201,7 @@ impl Anticipatory {
                 return Err(Dispatch::Empty);
             }
             if self.batch_dir == ASYNC {
-                self.current_batch_expires = now + self.cfg.write_batch_expire;
+                self.current_batch_expires = self.tick(now) + self.cfg.write_batch_expire;
             } else {
                 self.new_batch = true;
             }
@@ -1225,15 +1300,16 @@ impl Scheduler for Anticipatory {
         let dir = dir_of(&rq);
         let c = Candidate::of(&rq);
         let end = c.end;
+        let (jiffies, hz) = (self.jiffies(now), self.cfg.hz);
         let aic = self.aics.get_or_insert(c.ctx);
         if c.sync {
-            update_iohist(&mut self.g, aic, c.sector, c.end, now);
+            update_iohist(&mut self.g, aic, (c.sector, c.end), jiffies, hz);
         }
         aic.nr_queued += 1;
 
         let new = Slot {
             rq: Some(rq),
-            fifo_time: now + self.cfg.fifo_expire(dir),
+            fifo_time: self.tick(now) + self.cfg.fifo_expire(dir),
             prev: NIL,
             next: NIL,
         };
@@ -1273,7 +1349,7 @@ impl Scheduler for Anticipatory {
         let dir = dir_of(rq);
         if self.changed_batch && self.nr_dispatched == 1 {
             // The old batch's last request: the new batch starts now.
-            self.current_batch_expires = now + self.cfg.batch_expire(self.batch_dir);
+            self.current_batch_expires = self.tick(now) + self.cfg.batch_expire(self.batch_dir);
             self.changed_batch = false;
             if self.batch_dir == SYNC {
                 self.new_batch = true;
@@ -1284,12 +1360,12 @@ impl Scheduler for Anticipatory {
         // A read batch is timed from its first completion (helps deep queues and caches).
         if self.new_batch && self.batch_dir == dir {
             self.update_write_batch(now);
-            self.current_batch_expires = now + self.cfg.read_batch_expire;
+            self.current_batch_expires = self.tick(now) + self.cfg.read_batch_expire;
             self.new_batch = false;
         }
 
         if self.io_context == Some(rq.ctx) {
-            self.antic_start = now;
+            self.antic_start = self.tick(now);
             self.ioc_finished = true;
             if self.antic_status == AnticState::WaitReq {
                 // The request we waited on is done: now anticipate the next one.
@@ -1298,9 +1374,10 @@ impl Scheduler for Anticipatory {
         }
 
         if rq.is_sync() {
+            let jiffies = self.jiffies(now);
             if let Some(aic) = self.aics.get_mut(&rq.ctx) {
                 aic.io_running = true;
-                aic.last_end_request = now;
+                aic.last_end_request = jiffies;
             }
         }
     }
@@ -1323,7 +1400,14 @@ impl Scheduler for Anticipatory {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         let t = tunable::lookup("anticipatory", TUNABLES, name)?;
         tunable::check_range(t, value)?;
-        let v = Nanos::from_ms(value as u64);
+        if name == "hz" {
+            return Err(TunableError::Invalid {
+                reason: "hz is the kernel's CONFIG_HZ, fixed when the scheduler is built".into(),
+            });
+        }
+        // as_var_store: msecs_to_jiffies.
+        let hz = u64::from(self.cfg.hz);
+        let v = Nanos(msecs_to_jiffies(value as u64, hz) * self.cfg.jiffy().as_ns());
         match name {
             "read_expire" => self.cfg.read_expire = v,
             "write_expire" => self.cfg.write_expire = v,

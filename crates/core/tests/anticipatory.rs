@@ -276,7 +276,8 @@ fn as_breaks_anticipation_for_exited_process_once_exits_are_rarely_rescued() {
     assert_eq!(s.antic_state(), AnticState::Finished);
 }
 
-/// Three processes whose first think time is 20 ms: new processes look like thinkers.
+/// `n` processes whose first think time is 25 ms (19 jiffies once capped below
+/// `MAX_THINKTIME`): new processes look like thinkers.
 fn teach_long_new_thinktimes(s: &mut Anticipatory, n: u32) -> Nanos {
     let mut t = ms(0);
     for k in 0..n {
@@ -302,22 +303,20 @@ fn teach_long_new_thinktimes(s: &mut Anticipatory, n: u32) -> Nanos {
 #[test]
 fn as_does_not_anticipate_new_process_when_new_processes_think_long() {
     // Rule 6 (first half): with no history of its own, a process is judged by the mean
-    // first think time of new processes.
+    // first think time of new processes, `new_ttime_total / 256` in whole jiffies
+    // (as_update_thinktime, 2.6.32). Four such processes: 19 * (1 - (7/8)^4) = 7.9 -> 7.
     let mut s = Anticipatory::default();
-    let t = teach_long_new_thinktimes(&mut s, 3);
-    assert!(
-        s.est_time().new_ttime_mean > ms(6),
-        "{}",
-        s.est_time().new_ttime_mean
-    );
+    let t = teach_long_new_thinktimes(&mut s, 4);
+    assert_eq!(s.est_time().new_ttime_mean, ms(7));
     let t = serve(&mut s, rq(1, P).sector(P_SECTOR).build(), t, ms(1));
     s.insert(rq(2, Q).sector(FAR).build(), t);
     assert_eq!(take(&mut s, t).id.0, 2);
 
-    // After only two such processes the mean (4.7 ms) is below antic_expire: anticipate.
+    // After three the mean is 19 * (1 - (7/8)^3) = 6.3 -> 6 jiffies, not above antic_expire:
+    // anticipate (the ns mean, 6.3 ms, would not).
     let mut s = Anticipatory::default();
-    let t = teach_long_new_thinktimes(&mut s, 2);
-    assert!(s.est_time().new_ttime_mean < ms(6));
+    let t = teach_long_new_thinktimes(&mut s, 3);
+    assert_eq!(s.est_time().new_ttime_mean, ms(6));
     let t = serve(&mut s, rq(1, P).sector(P_SECTOR).build(), t, ms(1));
     s.insert(rq(2, Q).sector(FAR).build(), t);
     assert_eq!(s.dispatch(t), Dispatch::Idle { until: t + ms(6) });
@@ -382,15 +381,12 @@ fn as_does_not_anticipate_process_that_thinks_longer_than_antic_expire() {
 #[test]
 fn as_keeps_waiting_for_far_request_from_thinking_process() {
     // The converse of rules 4 and 7: P thinks 1 ms between reads; far requests from others
-    // do not end the wait, P's next read does, and it is served before them.
+    // do not end the wait, P's next read does, and it is served before them. P's mean is
+    // (total + 128) / samples jiffies: 5, 3, 2, 2, 2 after each sample.
     let mut s = Anticipatory::default();
     let t = reader_with_think(&mut s, ms(1), 6);
     let p = s.ctx_stats(CtxId(P)).unwrap();
-    assert!(
-        p.ttime_mean < ms(2) && p.ttime_mean > us(500),
-        "{}",
-        p.ttime_mean
-    );
+    assert_eq!(p.ttime_mean, ms(2));
     s.insert(rq(2, Q).sector(FAR).build(), t);
     assert_eq!(s.dispatch(t), Dispatch::Idle { until: t + ms(6) });
     s.insert(rq(3, 3).sector(FAR + 1_000_000).build(), t + ms(1));
@@ -398,6 +394,126 @@ fn as_keeps_waiting_for_far_request_from_thinking_process() {
     assert_eq!(s.dispatch(t + ms(1)), Dispatch::Idle { until: t + ms(6) });
     s.insert(rq(4, P).sector(P_SECTOR + 8 * 6).build(), t + ms(1));
     assert_eq!(take(&mut s, t + ms(1)).id.0, 4);
+}
+
+// ----- jiffies: 2.6.32 keeps every AS time in ticks of 1/HZ s -----
+
+/// P reads at `P_SECTOR`, its read completing at `first_done`, then reads the next block at
+/// `second_at`, which completes 1 ms later. Returns the scheduler and that completion time.
+fn young_reader(first_done: Nanos, second_at: Nanos) -> (Anticipatory, Nanos) {
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, first_done);
+    let done = serve(
+        &mut s,
+        rq(2, P).sector(P_SECTOR + 8).build(),
+        second_at,
+        ms(1),
+    );
+    (s, done)
+}
+
+#[test]
+fn as_update_thinktime_bias_refuses_a_young_process_whose_first_think_time_is_3_jiffies() {
+    // as_update_thinktime (2.6.32): samples = 32 and total = 32 * ttime after the first
+    // sample, mean = (total + 128) / samples = ttime + 4 jiffies. A first think time of 3 ms
+    // gives 7 > antic_expire (6): AS does not anticipate P and serves Q's far read at once.
+    let (mut s, done) = young_reader(ms(1), ms(4));
+    let p = s.ctx_stats(CtxId(P)).unwrap();
+    assert_eq!((p.ttime_samples, p.ttime_mean), (32, ms(7)));
+    s.insert(rq(3, Q).sector(FAR).build(), done);
+    assert_eq!(take(&mut s, done).id.0, 3);
+
+    // 2 ms gives exactly 6, not above antic_expire: anticipate.
+    let (mut s, done) = young_reader(ms(1), ms(3));
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().ttime_mean, ms(6));
+    s.insert(rq(3, Q).sector(FAR).build(), done);
+    assert_eq!(
+        s.dispatch(done),
+        Dispatch::Idle {
+            until: done + ms(6)
+        }
+    );
+}
+
+#[test]
+fn as_update_iohist_think_time_is_a_difference_of_tick_counts() {
+    // as_update_iohist (2.6.32): thinktime = jiffies - last_end_request. 0.2 ms across a tick
+    // is 1 jiffy (mean 1 + 4), 0.8 ms within one tick is 0 (mean 0 + 4).
+    let (s, _) = young_reader(us(1_900), us(2_100));
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().ttime_mean, ms(5));
+    let (s, _) = young_reader(us(1_100), us(1_900));
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().ttime_mean, ms(4));
+}
+
+#[test]
+fn as_antic_waitnext_timer_fires_antic_expire_jiffies_after_the_completion_tick() {
+    // as_completed_request sets antic_start = jiffies; as_antic_waitnext arms the timer for
+    // antic_start + antic_expire: a completion at 5.5 ms (tick 5) waits until 11 ms, 5.5 ms.
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, us(5_500));
+    s.insert(rq(2, Q).sector(FAR).build(), us(5_500));
+    assert_eq!(s.dispatch(us(5_500)), Dispatch::Idle { until: ms(11) });
+    assert_eq!(
+        s.dispatch(ms(11) - Nanos(1)),
+        Dispatch::Idle { until: ms(11) }
+    );
+    assert_eq!(take(&mut s, ms(11)).id.0, 2);
+}
+
+#[test]
+fn as_close_req_window_widens_per_elapsed_jiffy_not_per_elapsed_ms() {
+    // as_close_req (2.6.32): delay = jiffies - antic_start, delta = 8192 << delay. P's read
+    // completes at 5.9 ms (tick 5); a read 10,000 sectors ahead at 5.95 ms (same tick) is not
+    // close, the same at 6.1 ms (0.2 ms later, next tick) is.
+    let at_close = |arrival: Nanos| {
+        let mut s = Anticipatory::default();
+        s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+        let first = take(&mut s, ms(0));
+        s.complete(&first, us(5_900));
+        s.insert(rq(2, Q).sector(FAR).build(), us(5_900));
+        assert_eq!(s.dispatch(us(5_900)), Dispatch::Idle { until: ms(11) });
+        s.insert(rq(3, 3).sector(P_SECTOR + 8 + 10_000).build(), arrival);
+        s.antic_state()
+    };
+    assert_eq!(at_close(us(5_950)), AnticState::WaitNext);
+    assert_eq!(at_close(us(6_100)), AnticState::Finished);
+}
+
+#[test]
+fn as_defaults_are_fractions_of_hz_and_ms_become_whole_jiffies() {
+    // as_init_queue (2.6.32): HZ/8, HZ/4, HZ/2, HZ/8, HZ/150 (at least 1); write_batch_count
+    // = batch_expire[ASYNC] / 10 (at least 2); as_var_store: msecs_to_jiffies, rounding up.
+    let mut set = Settings::new();
+    set.set("hz", 250);
+    let c = Config::from_settings(&set).unwrap();
+    assert_eq!(c.jiffy(), ms(4));
+    assert_eq!(
+        (
+            c.read_expire,
+            c.write_expire,
+            c.read_batch_expire,
+            c.write_batch_expire,
+            c.antic_expire
+        ),
+        (ms(124), ms(248), ms(500), ms(124), ms(4))
+    );
+    assert_eq!(Anticipatory::new(c).write_batch_count(), 3);
+    set.set("antic_expire", 6);
+    let mut s = Anticipatory::from_settings(&set).unwrap();
+    assert_eq!(s.config().antic_expire, ms(8), "6 ms is 1.5 jiffies: 2");
+    s.set_tunable("read_expire", 1).unwrap();
+    assert_eq!(s.config().read_expire, ms(4));
+    assert!(s.set_tunable("hz", 100).is_err(), "CONFIG_HZ is build time");
+    // At HZ = 250 a completion at 5 ms falls in tick 1 (4 ms): the timer fires at 12 ms.
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, ms(5));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(5));
+    assert_eq!(s.dispatch(ms(5)), Dispatch::Idle { until: ms(12) });
 }
 
 // ----- the timer and process exit -----

@@ -1,6 +1,6 @@
 //! Property tests for the anticipatory scheduler: conservation (every request dispatched and
 //! completed exactly once) and the anticipation bound (the disk is never kept idle past
-//! antic_expire after the anticipated request's completion), under random open-loop arrivals
+//! antic_expire after the tick of the anticipated request's completion), under random open-loop arrivals
 //! on the shared harness and random closed-loop processes with think times.
 
 mod as_closed_loop;
@@ -18,6 +18,11 @@ fn cfg(antic_ms: u64, read_expire_ms: u64, read_batch_ms: u64) -> Config {
         read_batch_expire: Nanos::from_ms(read_batch_ms),
         ..Config::default()
     }
+}
+
+/// The start of the jiffy (1 ms at the default HZ = 1000) that `t` falls in.
+fn tick(t: Nanos) -> Nanos {
+    Nanos(t.as_ns() / 1_000_000 * 1_000_000)
 }
 
 /// A disk-ish service time without head state: size plus a position-dependent part.
@@ -154,11 +159,12 @@ proptest! {
         let antic = Nanos::from_ms(antic_ms);
         for &(at, until) in &out.idles {
             prop_assert!(antic > Nanos::ZERO, "idled with anticipation off");
-            // The wait ends exactly antic_expire after a completion that happened before it.
+            // The wait ends exactly antic_expire after the tick (1 ms at HZ = 1000) of a
+            // completion that happened before it.
             let start = until.saturating_sub(antic);
             prop_assert!(
-                out.served.iter().any(|s| s.completed == start && s.completed <= at),
-                "idle ({at}, {until}) does not end antic_expire after a completion"
+                out.served.iter().any(|s| tick(s.completed) == start && s.completed <= at),
+                "idle ({at}, {until}) does not end antic_expire after a completion's tick"
             );
         }
     }
@@ -182,8 +188,8 @@ proptest! {
             let ctx = idle.anticipated.expect("anticipating someone");
             let start = idle.until.saturating_sub(antic);
             prop_assert!(
-                out.completions.iter().any(|&(t, c)| t == start && c == ctx && t <= idle.at),
-                "idle {idle:?} does not end antic_expire after a completion of {ctx:?}"
+                out.completions.iter().any(|&(t, c)| tick(t) == start && c == ctx && t <= idle.at),
+                "idle {idle:?} does not end antic_expire after a completion tick of {ctx:?}"
             );
         }
     }
