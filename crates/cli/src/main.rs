@@ -65,6 +65,8 @@ fn main() {
         Command::Validate(a) => cmd::validate::run(a),
         Command::Drive(a) => cmd::drive::run(a),
     };
+    // Output that could not be written is an error too (`elevator list > /dev/full`).
+    let result = result.and_then(|()| output::stdout_result());
     if let Err(e) = result {
         eprintln!("elevator: error: {e}");
         for cause in e.chain().skip(1) {

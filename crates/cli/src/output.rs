@@ -4,13 +4,42 @@
 //! When JSON goes to stdout (`--json -`), stdout carries nothing else: [`say!`] sends the
 //! tables and notes to stderr instead ([`json_to_stdout`] switches it).
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use serde::Serialize;
 
 static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// The first error writing to stdout (`elevator list > /dev/full`): later writes are skipped
+/// and `main` reports it, instead of the panic `print!` would raise.
+static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
+
+/// Write `s` to stdout; a failure is remembered for [`stdout_result`], never a panic.
+pub fn out_str(s: &str) {
+    if STDOUT_ERROR.get().is_some() {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_all(s.as_bytes()) {
+        let _ = STDOUT_ERROR.set(e.to_string());
+    }
+}
+
+/// Flush stdout; the first error any write to it met, if one did.
+pub fn stdout_result() -> anyhow::Result<()> {
+    if STDOUT_ERROR.get().is_none() {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
+    }
+    match STDOUT_ERROR.get() {
+        Some(e) => anyhow::bail!("writing to standard output: {e}"),
+        None => Ok(()),
+    }
+}
 
 /// Whether JSON goes to stdout (`path` is `-`); if so, human-readable text goes to stderr
 /// from now on.
@@ -36,11 +65,10 @@ pub(crate) use say;
 
 /// Print `s` as [`say!`] does, without adding a newline.
 pub fn say_str(s: &str) {
-    use std::io::Write;
     if text_to_stderr() {
         let _ = std::io::stderr().write_all(s.as_bytes());
     } else {
-        print!("{s}");
+        out_str(s);
     }
 }
 
@@ -48,7 +76,7 @@ pub fn say_str(s: &str) {
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("serialising results")?;
     if path.as_os_str() == "-" {
-        println!("{text}");
+        out_str(&(text + "\n"));
         return Ok(());
     }
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;

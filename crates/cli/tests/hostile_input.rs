@@ -138,3 +138,48 @@ fn a_foreground_stream_writer_without_a_limit_is_refused_not_run_forever() {
     let out = elevator_within(&["sim", &sc], Duration::from_secs(60));
     clean_error(&out, &["s.toml:4", "job.total_bytes", "duration_s"]);
 }
+
+// ----- panics -----
+
+/// Run elevator with stdout on /dev/full.
+fn to_dev_full(args: &[&str]) -> Out {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdout(full)
+        .output()
+        .expect("run elevator");
+    let out = Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    out
+}
+
+#[test]
+fn list_to_dev_full_is_an_error_not_a_panic() {
+    let out = to_dev_full(&["list"]);
+    clean_error(&out, &["writing to standard output", "No space left"]);
+}
+
+#[test]
+fn sim_to_dev_full_is_an_error_not_a_panic() {
+    let out = to_dev_full(&["sim", "anticipatory-no-write", "--sched", "noop"]);
+    clean_error(&out, &["writing to standard output"]);
+}
+
+#[test]
+fn run_to_dev_full_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "j.fio", "[r]\nrw=read\nbs=4k\nsize=64k\n");
+    let target = dir.path().join("t.dat");
+    let out = to_dev_full(&["run", &job, "--target", target.to_str().unwrap()]);
+    // Where O_DIRECT is unavailable the run fails earlier, still cleanly.
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.len() < 1024);
+}

@@ -5,6 +5,8 @@ use elevator_sim::hdd::seek::SeekCurve;
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use std::path::PathBuf;
 
+use crate::output::say;
+
 /// Drive specs: show one, or convert a DiskSim model to our TOML.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -39,8 +41,8 @@ pub fn run(args: Args) -> Result<()> {
             let hdd = Hdd::new(spec.clone());
             let g = hdd.geometry();
             let seek = SeekCurve::new(&spec.seek.curve);
-            println!("# {}", spec.description);
-            println!(
+            say!("# {}", spec.description);
+            say!(
                 "# capacity {} sectors ({:.2} GB), {} rpm ({:.3} ms per revolution), {} zones",
                 g.blocks,
                 g.blocks as f64 * 512.0 / 1e9,
@@ -48,13 +50,13 @@ pub fn run(args: Args) -> Result<()> {
                 hdd.period_ms(),
                 spec.layout.zones.len()
             );
-            println!(
+            say!(
                 "# seek: 1 cylinder {:.3} ms, average (random) {:.3} ms, full stroke {:.3} ms",
                 seek.time(1),
                 seek.average(spec.cylinders),
                 seek.time(spec.cylinders.saturating_sub(1))
             );
-            print!("{}", spec.to_toml());
+            crate::output::say_str(&spec.to_toml());
         }
         Command::ImportDisksim { parv, output } => {
             let spec = elevator_sim::disksim::import(&parv).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -66,7 +68,7 @@ pub fn run(args: Args) -> Result<()> {
             match output {
                 Some(path) => std::fs::write(&path, text)
                     .with_context(|| format!("writing {}", path.display()))?,
-                None => print!("{text}"),
+                None => crate::output::say_str(&text),
             }
         }
     }

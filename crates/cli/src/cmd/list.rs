@@ -4,6 +4,8 @@ use elevator_core::registry;
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::Device;
 
+use crate::output::say;
+
 use crate::scenarios;
 
 /// Arguments of `elevator list`.
@@ -19,16 +21,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let all = args.what.is_none();
     let want = |w: &str| all || args.what.as_deref() == Some(w);
     if want("schedulers") {
-        println!("Schedulers (tunables as in /sys/block/<dev>/queue/iosched/):");
+        say!("Schedulers (tunables as in /sys/block/<dev>/queue/iosched/):");
         for info in registry::all() {
             let aliases = if info.aliases.is_empty() {
                 String::new()
             } else {
                 format!(" (also: {})", info.aliases.join(", "))
             };
-            println!("  {}{} - {}", info.name, aliases, info.summary);
+            say!("  {}{} - {}", info.name, aliases, info.summary);
             for t in info.tunables {
-                println!(
+                say!(
                     "      {:<22} {:>8} {:<8} [{}..={}]  {}",
                     t.name,
                     t.default,
@@ -39,30 +41,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 );
             }
         }
-        println!("  Stacking: `ioband+NAME` runs dm-ioband's weight policy over any policy above;");
-        println!("  its tunables and the inner policy's are set by name together.");
-        println!();
+        say!("  Stacking: `ioband+NAME` runs dm-ioband's weight policy over any policy above;");
+        say!("  its tunables and the inner policy's are set by name together.");
+        say!();
     }
     if want("drives") {
-        println!("Built-in drives (or give a drive TOML file):");
+        say!("Built-in drives (or give a drive TOML file):");
         for name in DriveSpec::builtin_names() {
             let d = DriveSpec::builtin(name).expect("listed drives exist");
             let gb = Hdd::new(d.clone()).capacity_sectors() as f64 * 512.0 / 1e9;
-            println!(
+            say!(
                 "  {:<14} {:>6.0} rpm {:>6.1} GB  {}",
-                name, d.rpm, gb, d.description
+                name,
+                d.rpm,
+                gb,
+                d.description
             );
         }
-        println!();
+        say!();
     }
     if want("scenarios") {
-        println!("Built-in scenarios (elevator sim NAME --sched ...):");
+        say!("Built-in scenarios (elevator sim NAME --sched ...):");
         for (name, text) in scenarios::BUILTIN {
             let first = text
                 .lines()
                 .find_map(|l| l.strip_prefix("# "))
                 .unwrap_or("");
-            println!("  {name:<22} {first}");
+            say!("  {name:<22} {first}");
         }
     }
     Ok(())

@@ -435,7 +435,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     match &args.output {
         Some(p) => std::fs::write(p, out).with_context(|| format!("write {}", p.display()))?,
-        None => print!("{out}"),
+        None => crate::output::out_str(&out),
     }
     match failure {
         Some(e) => Err(e),

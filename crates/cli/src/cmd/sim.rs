@@ -7,6 +7,8 @@ use std::rc::Rc;
 use anyhow::Context;
 use elevator_workload::traces::blktrace_out::BlktraceWriter;
 
+use crate::output::say;
+
 use elevator_core::Settings;
 use serde::Serialize;
 
@@ -115,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .finish()
                 .context("--blktrace-out: write the trace")?;
         }
-        println!(
+        say!(
             "== {} on {} ({}): {:.3} s simulated",
             report.scheduler,
             report.device,
@@ -139,24 +141,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ]
             })
             .collect();
-        print!(
-            "{}",
-            output::table(
-                &[
-                    "job",
-                    "group",
-                    "seconds",
-                    "read MB/s",
-                    "read IOPS",
-                    "rd mean ms",
-                    "rd p99 ms",
-                    "write MB/s",
-                    "wr p99 ms"
-                ],
-                &rows
-            )
-        );
-        println!();
+        output::say_str(&output::table(
+            &[
+                "job",
+                "group",
+                "seconds",
+                "read MB/s",
+                "read IOPS",
+                "rd mean ms",
+                "rd p99 ms",
+                "write MB/s",
+                "wr p99 ms",
+            ],
+            &rows,
+        ));
+        say!();
         runs.push(RunJson {
             scheduler: report.scheduler.clone(),
             device: report.device.clone(),

@@ -5,6 +5,8 @@ use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::validate::{self, Validation, DISKSIM_FIGURES};
 use std::path::{Path, PathBuf};
 
+use crate::output::say;
+
 /// Replay a DiskSim validation trace (one request at a time, each issued at the previous
 /// completion plus the recorded gap) and print the demerit figure.
 #[derive(clap::Args, Debug)]
@@ -77,7 +79,7 @@ pub fn run(args: Args) -> Result<()> {
     print_table(&rows);
     if let Some(path) = &args.plot {
         plot(&rows, path)?;
-        println!("plot written to {}", path.display());
+        say!("plot written to {}", path.display());
     }
     if let Some(path) = &args.json {
         let json = serde_json::json!({
@@ -105,9 +107,15 @@ fn run_one(spec: DriveSpec, trace: &Path) -> Result<Validation> {
 }
 
 fn print_table(rows: &[Row]) {
-    println!(
+    say!(
         "{:<12} {:>11} {:>9} {:>13} {:>10} {:>10} {:>9}",
-        "drive", "demerit ms", "% of mean", "DiskSim ms", "sim mean", "meas mean", "hit/miss"
+        "drive",
+        "demerit ms",
+        "% of mean",
+        "DiskSim ms",
+        "sim mean",
+        "meas mean",
+        "hit/miss"
     );
     for r in rows {
         let pct = 100.0 * r.v.demerit_ms / r.v.measured_mean_ms.max(f64::MIN_POSITIVE);
@@ -115,7 +123,7 @@ fn print_table(rows: &[Row]) {
             .disksim
             .map(|d| format!("{d:.3}"))
             .unwrap_or_else(|| "-".into());
-        println!(
+        say!(
             "{:<12} {:>11.3} {:>8.2}% {:>13} {:>10.3} {:>10.3} {:>8.1}%",
             r.drive,
             r.v.demerit_ms,
@@ -126,7 +134,7 @@ fn print_table(rows: &[Row]) {
             100.0 * r.v.hit_agreement
         );
     }
-    println!("demerit: RMS horizontal distance between simulated and measured access-time CDFs (DiskSim's rms); hit/miss: agreement with the trace's Hit/Miss column");
+    say!("demerit: RMS horizontal distance between simulated and measured access-time CDFs (DiskSim's rms); hit/miss: agreement with the trace's Hit/Miss column");
 }
 
 fn plot(rows: &[Row], path: &Path) -> Result<()> {

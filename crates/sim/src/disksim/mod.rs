@@ -88,8 +88,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
             format!("unsupported model type `{}` (only dm_disk)", model.kind),
         ));
     }
-    let surfaces = model.uint("Number of data surfaces")?;
-    let cylinders = model.uint("Number of cylinders")?;
+    let surfaces = model.u32("Number of data surfaces")?;
+    let cylinders = model.u32("Number of cylinders")?;
     let layout_b = model.block("Layout Model")?;
     let mech = model.block("Mechanical Model")?;
     if mech.kind != "dm_mech_g1" {
@@ -105,8 +105,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
     let cylinders = layout
         .zones
         .iter()
-        .map(|z| u64::from(z.last_cyl) + 1)
-        .fold(cylinders, u64::max);
+        .map(|z| z.last_cyl.saturating_add(1))
+        .fold(cylinders, u32::max);
     let rpm = mech.num("Rotation speed (in rpms)")?;
     let seek = import_seek(mech, &dir)?;
 
@@ -176,8 +176,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
     };
     let cache = Cache {
         enabled: disk.uint_or("Enable caching in buffer", 1)? != 0,
-        segments: disk.uint_or("Number of buffer segments", 1)? as u32,
-        segment_sectors: disk.uint_or("Segment size (in blks)", 256)? as u32,
+        segments: disk.u32_or("Number of buffer segments", 1)?,
+        segment_sectors: disk.u32_or("Segment size (in blks)", 256)?,
         // DiskSim 4.0 parses "Use separate write segment" but never applies it (its modspec has
         // no INIT for it, so `dedicatedwriteseg` stays NULL): writes share the LRU segments.
         separate_write_segment: {
@@ -185,8 +185,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
             false
         },
         read_ahead,
-        min_read_ahead: disk.uint_or("Minimum read-ahead (blks)", 0)? as u32,
-        max_read_ahead: disk.uint_or("Maximum read-ahead (blks)", 0)? as u32,
+        min_read_ahead: disk.u32_or("Minimum read-ahead (blks)", 0)?,
+        max_read_ahead: disk.u32_or("Maximum read-ahead (blks)", 0)?,
         // -1 (drop the request's data once sent) is taken as 1: both let read-ahead reuse it.
         read_ahead_over_requested: disk.num_or("Read-ahead over requested", 0.0)? != 0.0,
         read_ahead_on_idle_hit: flag("Read-ahead on idle hit")?,
@@ -212,8 +212,8 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         ),
         name,
         rpm,
-        surfaces: surfaces as u32,
-        cylinders: cylinders as u32,
+        surfaces,
+        cylinders,
         layout,
         seek,
         overheads,
@@ -282,7 +282,7 @@ fn import_layout(b: &Block) -> Result<Layout, ImportError> {
         },
         None => false,
     };
-    let range_size = b.uint_or("Rangesize for sparing", 1)?.max(1) as u32;
+    let range_size = b.u32_or("Rangesize for sparing", 1)?.max(1);
     let (zones_l, zv) = b
         .list("Zones")
         .ok_or_else(|| ImportError::new(&b.file, Some(b.line), "Zones", "missing list of zones"))?;
@@ -317,6 +317,10 @@ fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
             let v = z.get(k).expect("present");
             return Err(v.err(k, "must be >= 0"));
         }
+        if !revolutions && x > f64::from(u32::MAX) {
+            let v = z.get(k).expect("present");
+            return Err(v.err(k, format!("{x} is too large (at most {})", u32::MAX)));
+        }
         Ok(if revolutions {
             ((x * spt as f64).round() as u64 % spt) as u32
         } else {
@@ -341,21 +345,21 @@ fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
         return Err(v.err("defects", "needs pairs: defective sector, spare sector"));
     }
     let defects = d.chunks(2).map(|c| [c[0], c[1]]).collect();
-    let first_cyl = z.uint("First cylinder number")?;
-    let last_cyl = z.uint("Last cylinder number")?;
+    let first_cyl = z.u32("First cylinder number")?;
+    let last_cyl = z.u32("Last cylinder number")?;
     if last_cyl < first_cyl {
         let v = z.get("Last cylinder number").expect("present");
         return Err(v.err("Last cylinder number", "is below the first cylinder number"));
     }
     Ok(Zone {
-        first_cyl: first_cyl as u32,
-        last_cyl: last_cyl as u32,
+        first_cyl,
+        last_cyl,
         sectors_per_track: spt as u32,
         first_block_offset: skew("Offset of first block")?,
-        front_gap: z.uint_or("Empty space at zone front", 0)? as u32,
+        front_gap: z.u32_or("Empty space at zone front", 0)?,
         track_skew: skew("Skew for track switch")?,
         cyl_skew: skew("Skew for cylinder switch")?,
-        spares: z.uint_or("Number of spares", 0)? as u32,
+        spares: z.u32_or("Number of spares", 0)?,
         slips,
         defects,
     })
@@ -468,9 +472,7 @@ fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
 /// Reads an extracted seek curve: an optional `Seek distances measured: N` line, then
 /// `distance, ms[, stddev]` lines.
 pub fn read_seek_file(path: &Path) -> Result<Vec<[f64; 2]>, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ImportError::new(path, None, "Full seek curve", format!("cannot read: {e}"))
-    })?;
+    let text = parser::read(path)?;
     let mut pts: Vec<[f64; 2]> = Vec::new();
     let mut declared = None;
     for (n, line) in text.lines().enumerate() {

@@ -143,9 +143,37 @@ pub fn parse_file(path: &Path) -> Result<ParamFile, ImportError> {
     Ok(out)
 }
 
-fn read(path: &Path) -> Result<String, ImportError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| ImportError::new(path, None, "", format!("cannot read: {e}")))
+/// The largest parameter file read (DiskSim's own are under 100 KB): `/dev/zero` or a stray
+/// huge file is refused instead of read until memory runs out.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+
+/// How deep values may nest (`[` lists and `TYPE { }` blocks inside one another); DiskSim's
+/// files nest four levels. Deeper input is refused before the recursion can exhaust the stack.
+pub const MAX_NESTING: usize = 64;
+
+pub(crate) fn read(path: &Path) -> Result<String, ImportError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| ImportError::new(path, None, "", format!("cannot read: {e}"));
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ImportError::new(
+            path,
+            None,
+            "",
+            format!(
+                "larger than {} MiB: not a DiskSim parameter file",
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        ImportError::new(path, None, "", format!("not UTF-8 text (byte offset {at})"))
+    })
 }
 
 fn parse_top(
@@ -230,7 +258,7 @@ fn parse_top(
                     },
                     _ => None,
                 };
-                let mut b = parse_block(&mut lx, dir, kind, depth)?;
+                let mut b = parse_block(&mut lx, dir, kind, depth, 0)?;
                 b.name = name;
                 b.line = line;
                 out.blocks.push(b);
@@ -240,7 +268,13 @@ fn parse_top(
     Ok(())
 }
 
-fn parse_block(lx: &mut Lexer, dir: &Path, kind: &str, depth: usize) -> Result<Block, ImportError> {
+fn parse_block(
+    lx: &mut Lexer,
+    dir: &Path,
+    kind: &str,
+    depth: usize,
+    nest: usize,
+) -> Result<Block, ImportError> {
     let line = lx.line();
     lx.expect('{', kind)?;
     let mut b = Block {
@@ -276,7 +310,18 @@ fn parse_block(lx: &mut Lexer, dir: &Path, kind: &str, depth: usize) -> Result<B
                     }
                 }
                 let key = key.join(" ");
-                let v = parse_value(lx, dir, &key, depth)?;
+                let v = parse_value(lx, dir, &key, depth, nest)?;
+                if let Some((_, first)) =
+                    b.params.iter().find(|(k, _)| k.eq_ignore_ascii_case(&key))
+                {
+                    return Err(v.err(
+                        &key,
+                        format!(
+                            "given twice in this `{kind}` block (first at line {})",
+                            first.line
+                        ),
+                    ));
+                }
                 b.params.push((key, v));
             }
         }
@@ -288,8 +333,15 @@ fn parse_value(
     dir: &Path,
     key: &str,
     depth: usize,
+    nest: usize,
 ) -> Result<Located, ImportError> {
     let line = lx.line();
+    if nest >= MAX_NESTING {
+        return Err(lx.err(
+            key,
+            format!("values nested deeper than {MAX_NESTING} levels"),
+        ));
+    }
     let file = lx.file.clone();
     let at = |value| Located {
         value,
@@ -309,7 +361,7 @@ fn parse_value(
                         lx.next();
                     }
                     None => return Err(lx.err(key, "list not closed with `]`")),
-                    _ => items.push(parse_value(lx, dir, key, depth)?),
+                    _ => items.push(parse_value(lx, dir, key, depth, nest + 1)?),
                 }
             }
         }
@@ -327,7 +379,7 @@ fn parse_value(
         }
         Some(Tok::Word(w)) => {
             if lx.peek() == Some(&Tok::Punct('{')) {
-                let b = parse_block(lx, dir, &w, depth)?;
+                let b = parse_block(lx, dir, &w, depth, nest + 1)?;
                 return Ok(at(Value::Block(b)));
             }
             let _ = lx.peek2();
@@ -389,6 +441,20 @@ impl Block {
         }
     }
 
+    /// A required integer that fits in 32 bits (a count DiskSim keeps in an `int`).
+    pub fn u32(&self, key: &str) -> Result<u32, ImportError> {
+        let v = self.get(key).ok_or_else(|| self.missing(key))?;
+        v.as_u32(key)
+    }
+
+    /// An optional 32-bit integer with a default.
+    pub fn u32_or(&self, key: &str, default: u32) -> Result<u32, ImportError> {
+        match self.get(key) {
+            Some(v) => v.as_u32(key),
+            None => Ok(default),
+        }
+    }
+
     /// A required word.
     pub fn word(&self, key: &str) -> Result<(&str, &Located), ImportError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
@@ -443,6 +509,13 @@ impl Located {
             return Err(self.err(key, format!("expected a non-negative integer, found {x}")));
         }
         Ok(x as u64)
+    }
+
+    /// As a non-negative integer of at most `u32::MAX` (never wrapped).
+    pub fn as_u32(&self, key: &str) -> Result<u32, ImportError> {
+        let x = self.as_uint(key)?;
+        u32::try_from(x)
+            .map_err(|_| self.err(key, format!("{x} is too large (at most {})", u32::MAX)))
     }
 }
 

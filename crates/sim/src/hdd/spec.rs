@@ -9,6 +9,17 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// Slowest spindle accepted, rpm.
+pub const MIN_RPM: f64 = 60.0;
+/// Fastest spindle accepted, rpm.
+pub const MAX_RPM: f64 = 100_000.0;
+/// Longest time any one field may give, ms (an hour).
+pub const MAX_TIME_MS: f64 = 3_600_000.0;
+/// Most cache segments accepted (drives have 1 to a few dozen).
+pub const MAX_SEGMENTS: u32 = 1024;
+/// Largest cache segment accepted, sectors (1 GiB).
+pub const MAX_SEGMENT_SECTORS: u32 = 1 << 21;
+
 /// A complete rotational drive description.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -476,11 +487,126 @@ impl DriveSpec {
         toml::to_string(self).unwrap_or_default()
     }
 
+    /// Every time of the spec in ms, with its field path (the seek curve's, the overheads,
+    /// head switch, settle and bus times).
+    fn times_ms(&self) -> Vec<(String, f64)> {
+        let mut v: Vec<(String, f64)> = Vec::new();
+        let o = &self.overheads;
+        for (n, x) in [
+            ("read_hit_after_read", o.read_hit_after_read),
+            ("read_hit_after_write", o.read_hit_after_write),
+            ("read_miss_after_read", o.read_miss_after_read),
+            ("read_miss_after_write", o.read_miss_after_write),
+            ("write_hit_after_read", o.write_hit_after_read),
+            ("write_hit_after_write", o.write_hit_after_write),
+            ("write_miss_after_read", o.write_miss_after_read),
+            ("write_miss_after_write", o.write_miss_after_write),
+            ("read_completion", o.read_completion),
+            ("write_completion", o.write_completion),
+            ("data_preparation", o.data_preparation),
+            ("first_reselect", o.first_reselect),
+            ("other_reselect", o.other_reselect),
+            ("read_disconnect_after_read", o.read_disconnect_after_read),
+            ("read_disconnect_after_write", o.read_disconnect_after_write),
+            ("write_disconnect", o.write_disconnect),
+            ("minimum_seek", o.minimum_seek),
+        ] {
+            v.push((format!("overheads.{n}"), x));
+        }
+        v.push(("seek.head_switch_ms".into(), self.seek.head_switch_ms));
+        v.push(("seek.write_settle_ms".into(), self.seek.write_settle_ms));
+        v.push(("bus.read_sector_ms".into(), self.bus.read_sector_ms));
+        v.push(("bus.write_sector_ms".into(), self.bus.write_sector_ms));
+        match &self.seek.curve {
+            SeekCurveSpec::Constant { ms } => v.push(("seek.curve.ms".into(), *ms)),
+            SeekCurveSpec::Extracted { points } => {
+                for p in points {
+                    v.push(("seek.curve.points".into(), p[1]));
+                }
+            }
+            SeekCurveSpec::Hpl {
+                sqrt_base_ms,
+                sqrt_factor_ms,
+                linear_base_ms,
+                linear_factor_ms,
+                single_cylinder_ms,
+                ..
+            } => {
+                v.push(("seek.curve.sqrt_base_ms".into(), *sqrt_base_ms));
+                v.push(("seek.curve.sqrt_factor_ms".into(), *sqrt_factor_ms));
+                v.push(("seek.curve.linear_base_ms".into(), *linear_base_ms));
+                v.push(("seek.curve.linear_factor_ms".into(), *linear_factor_ms));
+                if let Some(x) = single_cylinder_ms {
+                    v.push(("seek.curve.single_cylinder_ms".into(), *x));
+                }
+            }
+            SeekCurveSpec::HplFirstTen {
+                sqrt_base_ms,
+                sqrt_factor_ms,
+                linear_base_ms,
+                linear_factor_ms,
+                first_ten_ms,
+                ..
+            } => {
+                v.push(("seek.curve.sqrt_base_ms".into(), *sqrt_base_ms));
+                v.push(("seek.curve.sqrt_factor_ms".into(), *sqrt_factor_ms));
+                v.push(("seek.curve.linear_base_ms".into(), *linear_base_ms));
+                v.push(("seek.curve.linear_factor_ms".into(), *linear_factor_ms));
+                for x in first_ten_ms {
+                    v.push(("seek.curve.first_ten_ms".into(), *x));
+                }
+            }
+        }
+        v
+    }
+
     /// Semantic checks; the error is `(field path, message)`.
     pub fn check(&self) -> Result<(), (String, String)> {
         let bad = |f: &str, m: String| Err((f.to_string(), m));
-        if !(self.rpm.is_finite() && self.rpm > 0.0) {
-            return bad("rpm", format!("must be > 0, got {}", self.rpm));
+        if !(MIN_RPM..=MAX_RPM).contains(&self.rpm) {
+            return bad(
+                "rpm",
+                format!("must be {MIN_RPM}..={MAX_RPM}, got {}", self.rpm),
+            );
+        }
+        // Every time in the spec: finite, and within what a drive could take.
+        for (field, ms) in self.times_ms() {
+            let ok = if field == "seek.write_settle_ms" {
+                ms.is_finite() && ms.abs() <= MAX_TIME_MS
+            } else {
+                ms.is_finite() && (0.0..=MAX_TIME_MS).contains(&ms)
+            };
+            if !ok {
+                return bad(
+                    &field,
+                    format!("must be a time of 0..={MAX_TIME_MS} ms, got {ms}"),
+                );
+            }
+        }
+        let hw = self.bus.read_high_water;
+        if !(hw.is_finite() && (0.0..=1.0).contains(&hw)) {
+            return bad(
+                "bus.read_high_water",
+                format!("must be a fraction in 0..=1, got {hw}"),
+            );
+        }
+        if self.cache.segments > MAX_SEGMENTS {
+            return bad(
+                "cache.segments",
+                format!(
+                    "must be at most {MAX_SEGMENTS}, got {}",
+                    self.cache.segments
+                ),
+            );
+        }
+        if self.cache.segment_sectors > MAX_SEGMENT_SECTORS {
+            return bad(
+                "cache.segment_sectors",
+                format!(
+                    "must be at most {MAX_SEGMENT_SECTORS} (1 GiB), got {}",
+                    self.cache.segment_sectors
+                ),
+            );
         }
         if self.surfaces == 0 || self.surfaces > 255 {
             return bad(
@@ -568,6 +694,16 @@ impl DriveSpec {
                     return bad(
                         "seek.curve.points",
                         "distances must be strictly increasing".into(),
+                    );
+                }
+                let last = points[points.len() - 1][0];
+                if !(last.is_finite() && last <= f64::from(self.cylinders)) {
+                    return bad(
+                        "seek.curve.points",
+                        format!(
+                            "distance {last} is beyond the drive's {} cylinders",
+                            self.cylinders
+                        ),
                     );
                 }
                 if points[0][0] < 1.0 {
