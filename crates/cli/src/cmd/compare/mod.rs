@@ -101,6 +101,13 @@ pub struct Args {
     /// Seed for the jobs' random offsets and the executor's job order (varied per round).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run every configuration at real-time priority (SCHED_FIFO at this priority, 1-99): our
+    /// executor thread and fio (which inherits it) then get a CPU the moment a completion wakes
+    /// them, whatever else the machine is running. On a shared, loaded machine this measures
+    /// the schedulers instead of the CPU queue; both sides get the same priority. 0 (default)
+    /// leaves the priority alone.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub rt: u8,
 }
 
 /// One workload as run: its derived job file and what the table follows.
@@ -356,6 +363,23 @@ fn twin_of(ours: &str, kernel: &[String]) -> Option<String> {
     kernel.iter().any(|x| x == k).then(|| k.to_string())
 }
 
+/// SCHED_FIFO at `prio` for this process; children (fio) inherit it.
+fn set_realtime(prio: u8) -> anyhow::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(prio),
+    };
+    // SAFETY: `param` is a valid sched_param for the duration of the call; pid 0 is this thread,
+    // and the compare command runs its executor on this (the main) thread before any other
+    // thread exists that could need another policy.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        bail!(
+            "--rt {prio}: sched_setscheduler(SCHED_FIFO): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -522,6 +546,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let need = need.div_ceil(1 << 20) << 20;
 
     install_stop_handler();
+    if args.rt > 0 {
+        set_realtime(args.rt)?;
+    }
     let dev = Device::set_up(args.on, &args.workdir, need)?;
     let (offered, _) = device::available(&dev.queue)?;
     for k in &args.kernel {
@@ -713,6 +740,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "ramp_s": args.ramp,
         "runtime_s": args.runtime,
         "load_average": {"start": load_start, "end": load_end},
+        "rt_priority": args.rt,
         "baseline": baseline.label(),
         "workloads": summary,
         "runs": index,
