@@ -83,6 +83,8 @@ pub struct JobReport {
     pub group_path: String,
     /// Whether it was a foreground job.
     pub foreground: bool,
+    /// Its phase ([`Simulation::add_job_in_phase`]).
+    pub phase: u32,
     /// Its figures.
     pub metrics: JobMetrics,
 }
@@ -155,6 +157,8 @@ struct JobState {
     runnable: bool,
     /// The local ids of the contexts it has used: those not exited when it is done exit then.
     ctxs: Vec<u32>,
+    /// It starts once every job of the earlier phases is done.
+    phase: u32,
 }
 
 /// A simulation: one device, one scheduler (possibly a stack), any number of jobs.
@@ -182,6 +186,12 @@ pub struct Simulation {
     counters: Counters,
     wakeup: Nanos,
     observer: Option<Box<dyn IoObserver>>,
+    /// The phase whose jobs may run.
+    phase: u32,
+    /// Set when a job finished: the phase may be over.
+    phase_check: bool,
+    /// Completions this long after a job's start are left out of its figures.
+    ramp: Nanos,
 }
 
 impl Simulation {
@@ -209,6 +219,9 @@ impl Simulation {
             counters: Counters::default(),
             wakeup: Nanos::ZERO,
             observer: None,
+            phase: 0,
+            phase_check: false,
+            ramp: Nanos::ZERO,
         }
     }
 
@@ -230,8 +243,21 @@ impl Simulation {
         self.wakeup = latency;
     }
 
+    /// fio's `ramp_time`: I/O completed within `ramp` of a job's start is left out of its
+    /// figures, and its rates are over the time after it. 0 by default.
+    pub fn set_ramp(&mut self, ramp: Nanos) {
+        self.ramp = ramp;
+    }
+
     /// Add a job; returns its index.
     pub fn add_job(&mut self, slot: JobSlot) -> usize {
+        self.add_job_in_phase(slot, 0)
+    }
+
+    /// Add a job that starts once every job of the earlier phases is done (fio's
+    /// `stonewall`); jobs of the first phase start at their `start`, the others when their
+    /// phase begins (their `start` is then ignored). Returns its index.
+    pub fn add_job_in_phase(&mut self, slot: JobSlot, phase: u32) -> usize {
         let i = self.jobs.len();
         let start = slot.start;
         self.jobs.push(JobState {
@@ -244,6 +270,7 @@ impl Simulation {
             done: false,
             runnable: false,
             ctxs: Vec::new(),
+            phase,
         });
         self.push(
             start,
@@ -265,6 +292,10 @@ impl Simulation {
     pub fn run(mut self, limit: Option<Nanos>) -> RunReport {
         let limit = limit.unwrap_or(Nanos::MAX);
         let any_foreground = self.jobs.iter().any(|j| j.slot.foreground);
+        self.phase = self.jobs.iter().map(|j| j.phase).min().unwrap_or(0);
+        for j in &mut self.jobs {
+            j.metrics.started = j.slot.start + self.ramp;
+        }
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             if t > limit {
                 self.now = limit;
@@ -282,19 +313,51 @@ impl Simulation {
                 }
                 Event::JobWake { job, gen } => {
                     let j = &mut self.jobs[job as usize];
-                    if j.wake_gen == gen && !j.done {
+                    if j.wake_gen == gen && !j.done && j.phase <= self.phase {
                         j.runnable = true;
                     }
                 }
                 Event::Notify { job, tag } => self.notify(job, tag),
             }
             self.poll_jobs();
+            if std::mem::take(&mut self.phase_check) {
+                self.next_phase();
+            }
             self.pump();
             if any_foreground && self.jobs.iter().all(|j| !j.slot.foreground || j.done) {
                 break;
             }
         }
         self.finish()
+    }
+
+    /// Once every job of the current phase is done, start the next phase's jobs now.
+    fn next_phase(&mut self) {
+        let current = self.phase;
+        if self.jobs.iter().any(|j| j.phase == current && !j.done) {
+            return;
+        }
+        let Some(next) = self
+            .jobs
+            .iter()
+            .map(|j| j.phase)
+            .filter(|&p| p > current)
+            .min()
+        else {
+            return;
+        };
+        self.phase = next;
+        let now = self.now;
+        for i in 0..self.jobs.len() {
+            let j = &mut self.jobs[i];
+            if j.phase != next {
+                continue;
+            }
+            j.metrics.started = now + self.ramp;
+            j.wake_gen += 1;
+            let gen = j.wake_gen;
+            self.push(now, Event::JobWake { job: i as u32, gen });
+        }
     }
 
     fn handle_completion(&mut self, id: u64) {
@@ -340,7 +403,10 @@ impl Simulation {
         let first = own.map(|b| (out.job, out.tag, b, out.rq.submitted));
         for (job, tag, b, submitted) in first.into_iter().chain(out.riders) {
             let j = &mut self.jobs[job as usize];
-            j.metrics.record(op, b, now.saturating_sub(submitted));
+            // Within the ramp (fio's ramp_time) nothing counts.
+            if now >= j.metrics.started {
+                j.metrics.record(op, b, now.saturating_sub(submitted));
+            }
             if self.wakeup == Nanos::ZERO {
                 self.notify(job, tag);
             } else {
@@ -395,6 +461,7 @@ impl Simulation {
                         j.done = true;
                         j.wake_gen += 1;
                         j.metrics.finished = Some(self.now);
+                        self.phase_check = true;
                         // A finished job's contexts exit, as its processes would.
                         for local in std::mem::take(&mut j.ctxs) {
                             if let Some((c, live)) = self.ctx_ids.get_mut(&(i as u32, local)) {
@@ -577,6 +644,7 @@ impl Simulation {
                     name: j.slot.name,
                     group: j.slot.group,
                     foreground: j.slot.foreground,
+                    phase: j.phase,
                     metrics: j.metrics,
                 })
                 .collect(),

@@ -304,3 +304,64 @@ fn o_direct_writers_reach_cfq_with_the_idle_hint_and_get_slices() {
         );
     }
 }
+
+fn dependent(n: u64, base: u64) -> Box<dyn Job> {
+    Box::new(Dependent {
+        n,
+        next: 0,
+        waiting: false,
+        think: Nanos::ZERO,
+        base,
+        wake: None,
+    })
+}
+
+fn slot(name: &str, job: Box<dyn Job>, start: Nanos) -> JobSlot {
+    JobSlot {
+        name: name.into(),
+        job,
+        group: elevator_core::GroupId::ROOT,
+        prio: IoPrio::default(),
+        start,
+        foreground: true,
+    }
+}
+
+#[test]
+fn a_later_phase_starts_when_every_job_of_the_earlier_one_is_done() {
+    // 1 ms per read, one at a time: phase 0's jobs do 10 and 20 reads side by side (30 ms
+    // on a depth-1 device); phase 1's job starts then, whatever its own `start` says.
+    let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(1), 1, 1 << 30);
+    let sched =
+        (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
+    let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
+    sim.add_job(slot("a", dependent(10, 0), Nanos::ZERO));
+    sim.add_job(slot("b", dependent(20, 1 << 20), Nanos::ZERO));
+    sim.add_job_in_phase(slot("c", dependent(5, 1 << 21), Nanos::ZERO), 1);
+    let r = sim.run(None);
+    let c = r.job("c").unwrap();
+    assert_eq!(c.phase, 1);
+    assert_eq!(c.metrics.started, Nanos::from_ms(30));
+    assert_eq!(c.metrics.finished, Some(Nanos::from_ms(35)));
+    assert_eq!(c.metrics.read.ios, 5);
+    // Every read of c waited for nothing: phase 0 was over.
+    assert!(c.metrics.read.latency.max() < 1_001_000);
+    assert_eq!(r.end, Nanos::from_ms(35));
+}
+
+#[test]
+fn completions_within_the_ramp_are_left_out_of_the_figures() {
+    let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(1), 1, 1 << 30);
+    let sched =
+        (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
+    let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
+    sim.set_ramp(Nanos::from_us(3_500));
+    sim.add_job(slot("a", dependent(10, 0), Nanos::ZERO));
+    let r = sim.run(None);
+    let a = &r.job("a").unwrap().metrics;
+    // Completions at 1, 2, 3 ms fall in the ramp; 4..=10 ms count, over 6.5 ms.
+    assert_eq!(a.read.ios, 7);
+    assert_eq!(a.started, Nanos::from_us(3_500));
+    let s = a.summary("a", "/", r.end);
+    assert!((s.seconds - 0.0065).abs() < 1e-12, "{}", s.seconds);
+}

@@ -7,12 +7,16 @@ pub mod mount;
 pub mod replay;
 pub mod run;
 pub mod sim;
+pub mod sim_job;
 pub mod validate;
 
 use anyhow::Context;
+use elevator_core::registry::{self, SchedulerInfo};
 use elevator_core::Settings;
 
-/// Parse `--set NAME=VALUE` pairs (shared by `sim` and `run`) into settings.
+/// Parse `--set NAME=VALUE` pairs (shared by `sim` and `run`) into settings. `NAME` is a
+/// tunable's sysfs name, for every scheduler that has it, or `SCHED.NAME` (e.g.
+/// `kyber.read_lat_nsec`) for that scheduler only; see [`settings_for`].
 pub fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
     let mut s = Settings::new();
     for kv in sets {
@@ -26,4 +30,55 @@ pub fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
         s.set(k.trim(), v);
     }
     Ok(s)
+}
+
+/// The scheduler a scoped `--set SCHED.NAME` names, and `NAME`; `None` for a plain name.
+fn scoped(key: &str) -> Option<(&'static SchedulerInfo, &str)> {
+    let (sched, name) = key.split_once('.')?;
+    Some((registry::find(sched)?, name))
+}
+
+/// The `--set` values that scheduler `info` takes: each plain `NAME` it has a tunable of, and
+/// each `SCHED.NAME` whose `SCHED` is it (by name or alias; these win over plain ones).
+pub fn settings_for(info: &SchedulerInfo, extra: &Settings) -> Settings {
+    let has = |n: &str| info.tunables.iter().any(|t| t.name == n);
+    let mut out = Settings::new();
+    for k in extra.names().filter(|k| scoped(k).is_none() && has(k)) {
+        out.set(k, extra.raw(k).unwrap_or_default());
+    }
+    for k in extra.names() {
+        if let Some((i, name)) = scoped(k) {
+            if i.name == info.name {
+                out.set(name, extra.raw(k).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// Every `--set` must apply to at least one of `scheds`: a plain name to one that has the
+/// tunable, a `SCHED.NAME` to a listed `SCHED` that has it.
+pub fn check_sets(extra: &Settings, scheds: &[String]) -> anyhow::Result<()> {
+    let infos: Vec<&SchedulerInfo> = scheds.iter().filter_map(|n| registry::find(n)).collect();
+    for k in extra.names() {
+        match scoped(k) {
+            Some((info, name)) => {
+                anyhow::ensure!(
+                    infos.iter().any(|i| i.name == info.name),
+                    "--set {k}: {} is not among the schedulers {scheds:?}",
+                    info.name
+                );
+                anyhow::ensure!(
+                    info.tunables.iter().any(|t| t.name == name),
+                    "--set {k}: {} has no tunable {name:?} (see `elevator list schedulers`)",
+                    info.name
+                );
+            }
+            None => anyhow::ensure!(
+                infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)),
+                "--set {k}: none of the schedulers {scheds:?} has a tunable of that name"
+            ),
+        }
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use elevator_core::{registry, GroupId, GroupTree, Settings, SECTOR_BYTES};
+use elevator_core::{registry, GroupId, GroupTree, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
@@ -49,8 +49,8 @@ pub struct Args {
     /// Schedulers to compare, comma-separated (see `elevator list`).
     #[arg(long, value_delimiter = ',', default_value = "none")]
     pub sched: Vec<String>,
-    /// Set a scheduler tunable (sysfs name and unit), e.g. `--set fifo_batch=8`; applies to
-    /// every listed scheduler that has it.
+    /// Set a scheduler tunable (sysfs name and unit), e.g. `--set fifo_batch=8`, for every
+    /// listed scheduler that has it, or `--set kyber.read_lat_nsec=250000` for one.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Report format.
@@ -223,7 +223,7 @@ fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
 }
 
 /// One row per job of one run for the comparison table.
-fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
+pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
     for j in &r.jobs {
         let s = j.metrics.summary(&j.name, &j.group, r.elapsed);
         let f = |x: f64| format!("{x:.1}");
@@ -242,7 +242,8 @@ fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
     }
 }
 
-fn table(rows: &[Vec<String>]) -> String {
+/// The comparison table of [`table_rows`]' rows.
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let header = [
         "scheduler",
         "job",
@@ -281,17 +282,6 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The `--set` values that scheduler `info` has a tunable for.
-fn settings_for(info: &registry::SchedulerInfo, extra: &Settings) -> Settings {
-    let mut settings = Settings::new();
-    for k in extra.names() {
-        if info.tunables.iter().any(|t| t.name == k) {
-            settings.set(k, extra.raw(k).unwrap_or_default());
-        }
-    }
-    settings
-}
-
 /// Run the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = fio_file::read(&args.job_file)?;
@@ -321,14 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
         infos.push(info);
     }
-    for k in extra.names() {
-        if !infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)) {
-            bail!(
-                "--set {k}: none of the schedulers {:?} has a tunable of that name",
-                args.sched
-            );
-        }
-    }
+    super::check_sets(&extra, &args.sched)?;
     let capacity = match target::existing_size(&target_path)? {
         Some(size) => size,
         None => bytes_for_new_target(&file)?,
@@ -339,7 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Build every scheduler once too: an out-of-range --set fails before the target is
     // touched.
     for info in &infos {
-        (info.build)(&settings_for(info, &extra), &groups)
+        (info.build)(&super::settings_for(info, &extra), &groups)
             .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
@@ -364,7 +347,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut failure = None;
     for (n, info) in infos.iter().enumerate() {
-        let settings = settings_for(info, &extra);
+        let settings = super::settings_for(info, &extra);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
         let mut sched = (info.build)(&settings, &groups)

@@ -1,4 +1,5 @@
-//! `elevator sim`: run a scenario under one or more schedulers and compare.
+//! `elevator sim`: run a scenario under one or more schedulers and compare; a fio job file
+//! goes to [`super::sim_job`].
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -18,12 +19,21 @@ use crate::scenarios;
 /// Arguments of `elevator sim`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A scenario TOML file, or the name of a built-in scenario (`elevator list scenarios`).
+    /// A scenario TOML file, the name of a built-in scenario (`elevator list scenarios`), or a
+    /// fio job file (`.fio`, or fio's `key=value` lines), reported as `elevator run` reports it.
     scenario: String,
+    /// fio job files only: the simulated drive, a built-in name or a drive TOML (default
+    /// laptop-4200, the 2003 laptop drive; a scenario names its own drive).
+    #[arg(long, value_name = "NAME|FILE")]
+    drive: Option<String>,
+    /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
+    #[arg(long, value_enum, default_value_t = super::run::Format::Normal)]
+    output_format: super::run::Format,
     /// Schedulers to compare, comma-separated (e.g. `anticipatory,deadline,linus`).
     #[arg(long, value_delimiter = ',', default_value = "deadline")]
     sched: Vec<String>,
-    /// Set a tunable for every scheduler that has it: `NAME=VALUE` (sysfs name), repeatable.
+    /// Set a tunable: `NAME=VALUE` (sysfs name) for every scheduler that has it, or
+    /// `SCHED.NAME=VALUE` (e.g. `kyber.read_lat_nsec=250000`) for one; repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
     /// Override the scenario's seed.
@@ -33,7 +43,7 @@ pub struct Args {
     /// seeing it (the process wake-up latency; the scheduler dispatches first).
     #[arg(long, value_name = "US")]
     wakeup_us: Option<u32>,
-    /// Write the results as JSON.
+    /// Write the results as JSON (`-`: stdout, the tables go to stderr).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (Q, I, D, C
@@ -62,27 +72,35 @@ struct SimJson {
 
 /// Run the scenario under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if super::sim_job::is_job_file(&args.scenario) {
+        return super::sim_job::run(super::sim_job::Opts {
+            job_file: std::path::Path::new(&args.scenario),
+            drive: args.drive.as_deref(),
+            sched: &args.sched,
+            extra: &super::parse_sets(&args.set)?,
+            seed: args.seed.unwrap_or(1),
+            wakeup: elevator_core::Nanos::from_us(u64::from(args.wakeup_us.unwrap_or(0))),
+            json: args.json.as_deref(),
+            format: args.output_format,
+            blktrace_out: args.blktrace_out.as_deref(),
+        });
+    }
+    anyhow::ensure!(
+        args.drive.is_none() && args.output_format == super::run::Format::Normal,
+        "--drive and --output-format apply to fio job files; a scenario names its drive"
+    );
     let mut scenario = scenarios::load(&args.scenario)?;
     if let Some(us) = args.wakeup_us {
         scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
     }
     let extra = super::parse_sets(&args.set)?;
     let seed = args.seed.unwrap_or(scenario.seed);
-    for k in extra.names() {
-        let known = args.sched.iter().any(|n| {
-            elevator_core::registry::find(n).is_some_and(|i| i.tunables.iter().any(|t| t.name == k))
-        });
-        anyhow::ensure!(
-            known,
-            "--set {k}: none of the schedulers {:?} has a tunable of that name",
-            args.sched
-        );
-    }
+    super::check_sets(&extra, &args.sched)?;
     // Every scheduler is built before any runs, so a misspelt name or an out-of-range --set
     // fails at once, and each error names whose fault it is.
     let mut scheds = Vec::new();
     for name in &args.sched {
-        if elevator_core::registry::find(name).is_none() {
+        let Some(info) = elevator_core::registry::find(name) else {
             let known: Vec<&str> = elevator_core::registry::all()
                 .iter()
                 .map(|i| i.name)
@@ -91,10 +109,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "--sched {name:?}: no such scheduler (known: {})",
                 known.join(", ")
             );
-        }
+        };
         scenario.scheduler(name, &Settings::new())?;
         let sched = scenario
-            .scheduler(name, &only_known(name, &extra))
+            .scheduler(name, &super::settings_for(info, &extra))
             .map_err(|e| anyhow::anyhow!("--set: {}", e.message))?;
         scheds.push(sched);
     }
@@ -176,19 +194,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// The subset of `extra` that policy `name` knows, so one `--set` can apply to the schedulers
-/// that have the tunable while an unknown name anywhere is still an error.
-fn only_known(name: &str, extra: &Settings) -> Settings {
-    let mut out = Settings::new();
-    let Some(info) = elevator_core::registry::find(name) else {
-        return out;
-    };
-    for k in extra.names() {
-        if info.tunables.iter().any(|t| t.name == k) {
-            out.set(k, extra.raw(k).unwrap_or_default());
-        }
-    }
-    out
 }

@@ -1,0 +1,218 @@
+//! `elevator sim JOB.fio --drive SPEC --sched a,b`: a fio job file on a simulated drive,
+//! reported exactly as `elevator run` reports it on a device.
+//!
+//! The job file is parsed by the same parser and built into the same jobs as `elevator run`
+//! ([`super::run::build_jobs`]: `numjobs` clones, `stonewall` phases, groups, priorities), and
+//! the report is the executor's ([`elevator_real::report`]): fio-like text, or fio-compatible
+//! JSON (`jobs[]` with `read` / `write` `iops`, `bw`, `clat_ns` / `lat_ns` percentiles ...),
+//! so one job file gives two documents of one shape, the simulator's and the device's, to
+//! compare field by field. What differs: the JSON's `elevator.target` is `sim:<drive>` and
+//! `elevator.simulated` is true; `timestamp` is 0, so the same file and seed give the same
+//! bytes. `ramp_time` leaves the ramp's completions out of the figures as the executor does.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+use anyhow::Context;
+use elevator_core::{registry, GroupTree, Nanos, Settings, SECTOR_BYTES};
+use elevator_real::report::{fio_json, fio_text};
+use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::{Device, JobSlot, Simulation};
+use elevator_workload::fio_file;
+use elevator_workload::traces::blktrace_out::BlktraceWriter;
+use serde_json::Value;
+
+use super::run::{build_jobs, ramp_time, Format};
+use crate::output;
+
+/// The drive a job file runs on when `--drive` is not given.
+pub const DEFAULT_DRIVE: &str = "laptop-4200";
+
+/// Options of a job-file run (the `elevator sim` flags that apply).
+pub struct Opts<'a> {
+    /// The job file.
+    pub job_file: &'a Path,
+    /// `--drive`, if given.
+    pub drive: Option<&'a str>,
+    /// `--sched`.
+    pub sched: &'a [String],
+    /// `--set`, parsed.
+    pub extra: &'a Settings,
+    /// `--seed` (default 1, as `elevator run`).
+    pub seed: u64,
+    /// `--wakeup-us`.
+    pub wakeup: Nanos,
+    /// `--json`.
+    pub json: Option<&'a Path>,
+    /// `--output-format`.
+    pub format: Format,
+    /// `--blktrace-out`.
+    pub blktrace_out: Option<&'a Path>,
+}
+
+/// Whether `arg` names a fio job file rather than a scenario: a `.fio`, `.job` or `.ini` file,
+/// or an existing file (not `.toml`) written as fio's `key=value` lines with at least one of
+/// fio's workload options (`rw`, `bs`, `iodepth`, `ioengine` ...) and nothing of TOML's
+/// (`[[table]]`, quoted values).
+pub fn is_job_file(arg: &str) -> bool {
+    let path = Path::new(arg);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("fio" | "job" | "ini") => return true,
+        Some("toml") => return false,
+        _ => {}
+    }
+    const FIO_KEYS: [&str; 8] = [
+        "rw",
+        "readwrite",
+        "bs",
+        "blocksize",
+        "iodepth",
+        "ioengine",
+        "numjobs",
+        "time_based",
+    ];
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let mut fio = false;
+    for l in text.lines().map(str::trim) {
+        if l.starts_with("[[") || l.contains("= \"") || l.contains("=\"") {
+            return false;
+        }
+        let key = l.split_once('=').map_or(l, |(k, _)| k).trim();
+        fio |= FIO_KEYS.contains(&key);
+    }
+    fio
+}
+
+/// A simulated drive by built-in name or spec file, and the name reports give it.
+pub fn device(name: &str) -> anyhow::Result<Box<dyn Device>> {
+    let spec = DriveSpec::resolve(name).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
+    Ok(Box::new(Hdd::new(spec)))
+}
+
+/// Run the job file under each scheduler on the simulated drive.
+pub fn run(o: Opts) -> anyhow::Result<()> {
+    let file = fio_file::read(o.job_file)?;
+    let drive = o.drive.unwrap_or(DEFAULT_DRIVE);
+    let probe = device(drive)?;
+    let capacity = probe.capacity_sectors() * SECTOR_BYTES;
+    let target = format!("sim:{}", probe.name());
+    let mut infos = Vec::new();
+    for name in o.sched {
+        let info = registry::find(name).with_context(|| {
+            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+            format!(
+                "--sched {name:?}: no such scheduler (known: {})",
+                known.join(", ")
+            )
+        })?;
+        infos.push(info);
+    }
+    super::check_sets(o.extra, o.sched)?;
+    let ramp = ramp_time(&file)?;
+    // Build the jobs and every scheduler once before anything runs, so a bad job or an
+    // out-of-range --set fails at once.
+    build_jobs(&file, capacity, o.seed, &mut GroupTree::new())?;
+    for info in &infos {
+        (info.build)(&super::settings_for(info, o.extra), &GroupTree::new())
+            .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
+    }
+    output::json_to_stdout(o.json);
+    let mut text = String::new();
+    let mut docs: Vec<Value> = Vec::new();
+    let mut rows = Vec::new();
+    for info in &infos {
+        let mut groups = GroupTree::new();
+        let (jobs, groupids) = build_jobs(&file, capacity, o.seed, &mut groups)?;
+        let sched = (info.build)(&super::settings_for(info, o.extra), &groups)
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let mut sim = Simulation::new(device(drive)?, sched, groups);
+        sim.set_ramp(Nanos(ramp.as_nanos() as u64));
+        sim.set_wakeup_latency(o.wakeup);
+        let writer = match o.blktrace_out {
+            Some(dir) => {
+                let w = BlktraceWriter::create(dir, info.name)
+                    .with_context(|| format!("--blktrace-out {}", dir.display()))?;
+                let w = Rc::new(RefCell::new(w));
+                sim.set_observer(Box::new(w.clone()));
+                Some(w)
+            }
+            None => None,
+        };
+        for j in jobs {
+            let slot = JobSlot {
+                name: j.name,
+                job: j.job,
+                group: j.group,
+                prio: j.prio,
+                start: Nanos::ZERO,
+                foreground: true,
+            };
+            sim.add_job_in_phase(slot, j.phase);
+        }
+        let report = as_run_report(sim.run(None));
+        if let Some(w) = writer {
+            w.borrow_mut()
+                .finish()
+                .context("--blktrace-out: write the trace")?;
+        }
+        text.push_str(&fio_text(&report, &groupids));
+        text.push('\n');
+        let mut doc = fio_json(&report, &groupids, &target);
+        doc["timestamp"] = 0.into();
+        doc["elevator"]["simulated"] = true.into();
+        doc["elevator"]["seed"] = o.seed.into();
+        docs.push(doc);
+        super::run::table_rows(&report, &mut rows);
+    }
+    if infos.len() > 1 {
+        text.push_str(&format!(
+            "comparison (one simulated run per scheduler, {target}, seed {}):\n",
+            o.seed
+        ));
+        text.push_str(&super::run::table(&rows));
+    }
+    let doc = if docs.len() == 1 {
+        docs.pop().expect("one run")
+    } else {
+        serde_json::json!({ "runs": docs })
+    };
+    // JSON on stdout (`--output-format json`, `--json -`): the text goes to stderr, or nowhere
+    // with `--output-format json`, as `elevator run` prints only the JSON.
+    if o.format == Format::Json {
+        output::json_to_stdout(Some(Path::new("-")));
+        output::write_json(Path::new("-"), &doc)?;
+    } else {
+        output::say_str(&text);
+    }
+    match o.json {
+        Some(p) if p.as_os_str() == "-" && o.format == Format::Json => {}
+        Some(p) => output::write_json(p, &doc)?,
+        None => {}
+    }
+    Ok(())
+}
+
+/// A simulated run in the shape of a run of the executor, for its reports.
+fn as_run_report(r: elevator_sim::RunReport) -> elevator_real::RunReport {
+    elevator_real::RunReport {
+        scheduler: r.scheduler,
+        jobs: r
+            .jobs
+            .into_iter()
+            .map(|j| elevator_real::JobReport {
+                name: j.name,
+                group: j.group_path,
+                phase: j.phase,
+                metrics: j.metrics,
+            })
+            .collect(),
+        elapsed: r.end,
+        interrupted: false,
+        abandoned: 0,
+        verified_bytes: 0,
+        requests: Vec::new(),
+    }
+}

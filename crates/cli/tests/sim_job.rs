@@ -1,0 +1,256 @@
+//! `elevator sim JOB.fio`: a fio job file on the simulator, in the JSON shape of `elevator run`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn elevator(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("run elevator");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const MIXED: &str = "[global]\ndirect=1\n\n[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\
+                     [reader]\nrw=randread\nbs=4k\nioengine=psync\noffset=2m\nsize=1m\nnumber_ios=50\n";
+
+/// Every key path of a JSON document (array elements share their index's paths), without
+/// the percentile keys' values.
+fn shape(v: &Value, at: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{at}.{k}");
+                out.insert(p.clone());
+                shape(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                shape(x, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn sim_json(job: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["sim", job, "--output-format", "json"];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = elevator(&args);
+    assert!(ok, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn a_job_file_runs_on_the_simulator_with_fio_compatible_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "mixed.fio", MIXED);
+    let v = sim_json(&job, &["--sched", "deadline"]);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs[0]["jobname"], "writer");
+    assert_eq!(jobs[0]["write"]["io_bytes"], 2 << 20);
+    assert_eq!(jobs[0]["write"]["total_ios"], 32);
+    assert_eq!(jobs[1]["jobname"], "reader");
+    assert_eq!(jobs[1]["read"]["total_ios"], 50);
+    let p = jobs[1]["read"]["clat_ns"]["percentile"]
+        .as_object()
+        .unwrap();
+    assert_eq!(p.len(), 17);
+    // A 4 KiB random read on a 4200 rpm drive takes milliseconds.
+    let p50 = p["50.000000"].as_u64().unwrap();
+    assert!((1_000_000..50_000_000).contains(&p50), "{p50}");
+    assert!(jobs[1]["read"]["iops"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["elevator"]["scheduler"], "deadline");
+    assert_eq!(v["elevator"]["simulated"], true);
+    assert!(v["elevator"]["target"]
+        .as_str()
+        .unwrap()
+        .starts_with("sim:"));
+}
+
+#[test]
+fn the_simulators_json_has_every_field_of_the_executors() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "mixed.fio", MIXED);
+    let sim = sim_json(&job, &["--sched", "none"]);
+    // The executor's JSON on a temporary file, where O_DIRECT works.
+    let target = dir.path().join("t.dat");
+    let (ok, out, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--sched",
+        "none",
+        "--output-format",
+        "json",
+    ]);
+    if !ok && err.contains("O_DIRECT") {
+        eprintln!("skipping the comparison: {err}");
+        return;
+    }
+    assert!(ok, "{err}");
+    let real: Value = serde_json::from_str(&out).unwrap();
+    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+    shape(&real, "", &mut a);
+    shape(&sim, "", &mut b);
+    let missing: Vec<&String> = a.difference(&b).collect();
+    assert!(missing.is_empty(), "the simulator's JSON lacks {missing:?}");
+    let extra: Vec<&String> = b.difference(&a).collect();
+    assert_eq!(
+        extra,
+        vec![".elevator.seed", ".elevator.simulated"],
+        "the simulator adds only these"
+    );
+}
+
+#[test]
+fn several_schedulers_give_runs_and_the_same_file_and_seed_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "mixed.fio", MIXED);
+    let args = [
+        "sim",
+        &job,
+        "--sched",
+        "noop,kyber",
+        "--output-format",
+        "json",
+    ];
+    let (ok, a, err) = elevator(&args);
+    assert!(ok, "{err}");
+    let (_, b, _) = elevator(&args);
+    assert_eq!(a, b);
+    let v: Value = serde_json::from_str(&a).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["elevator"]["scheduler"], "kyber");
+}
+
+#[test]
+fn stonewall_starts_a_job_after_the_earlier_ones_and_ramp_time_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "phases.fio",
+        "[first]\nrw=randread\nbs=4k\nsize=64m\nnumber_ios=20\n\n\
+         [second]\nstonewall\nrw=randread\nbs=4k\noffset=64m\nsize=64m\nnumber_ios=20\n",
+    );
+    let v = sim_json(&job, &[]);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs[1]["groupid"], 1);
+    assert_eq!(jobs[1]["elevator"]["phase"], 1);
+    // One at a time on the drive: the second's reads never wait behind the first's, so its
+    // slowest read is no slower than a lone random read (under 40 ms at 4200 rpm).
+    let max = jobs[1]["read"]["clat_ns"]["max"].as_u64().unwrap();
+    assert!(max < 40_000_000, "{max}");
+    assert_eq!(jobs[1]["read"]["total_ios"], 20);
+
+    let ramp = write(
+        dir.path(),
+        "ramp.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=64m\ntime_based\nruntime=1\nramp_time=1\n",
+    );
+    let v = sim_json(&ramp, &[]);
+    let r = &v["jobs"][0];
+    // Figures over the runtime only (and the last read, which completes after it), not
+    // over the 2 s the job ran.
+    let rt = r["job_runtime"].as_u64().unwrap();
+    assert!((1000..1100).contains(&rt), "{rt}");
+    let ios = r["read"]["total_ios"].as_u64().unwrap();
+    let iops = r["read"]["iops"].as_f64().unwrap();
+    assert!(
+        (iops - ios as f64 * 1000.0 / rt as f64).abs() < 1e-6,
+        "{iops} vs {ios}"
+    );
+    let alone = sim_json(
+        &write(
+            dir.path(),
+            "noramp.fio",
+            "[r]\nrw=randread\nbs=4k\nsize=64m\ntime_based\nruntime=1\n",
+        ),
+        &[],
+    );
+    let ios_alone = alone["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(
+        ios.abs_diff(ios_alone) * 10 < ios_alone,
+        "{ios} vs {ios_alone}"
+    );
+}
+
+#[test]
+fn a_bad_job_file_names_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "bad.fio",
+        "[global]\ndirect=1\n\n[r]\nrw=randread\nbs=4q\n",
+    );
+    let (ok, out, err) = elevator(&["sim", &job]);
+    assert!(!ok);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains(&format!("{job}:6")), "{err}");
+    assert!(err.contains("bs"), "{err}");
+    // An option fio has and we do not: named with its line.
+    let job = write(dir.path(), "unknown.fio", "[r]\nrw=read\nverify=md5\n");
+    let (ok, _, err) = elevator(&["sim", &job]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("{job}:3")) && err.contains("verify"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_job_file_without_the_fio_extension_is_recognised_by_its_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "w1.job.txt", MIXED);
+    let v = sim_json(&job, &[]);
+    assert_eq!(v["jobs"][1]["jobname"], "reader");
+}
+
+#[test]
+fn scoped_set_reaches_only_its_scheduler_and_a_wrong_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(dir.path(), "mixed.fio", MIXED);
+    let ok_args = [
+        "--sched",
+        "noop,kyber",
+        "--set",
+        "kyber.read_lat_nsec=250000",
+    ];
+    sim_json(&job, &ok_args);
+    let (ok, _, err) = elevator(&[
+        "sim",
+        &job,
+        "--sched",
+        "noop",
+        "--set",
+        "kyber.read_lat_nsec=250000",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("kyber is not among"), "{err}");
+    let (ok, _, err) = elevator(&[
+        "sim",
+        &job,
+        "--sched",
+        "kyber",
+        "--set",
+        "kyber.fifo_batch=8",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("no tunable \"fifo_batch\""), "{err}");
+}
