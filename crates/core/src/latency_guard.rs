@@ -22,6 +22,16 @@
 //!   the default window), so it follows a device that changes but cannot run away while reads
 //!   are slow because of the writes.
 //!
+//! - A write outstanding longer than `stall_factor` times the median of the last 32 writes
+//!   device latencies (dispatch to completion) is taken to be *stalled*: held by the device's
+//!   write path (a host cache flushing, write throttling), not in front of the reads. It stops
+//!   counting toward `depth` (still toward `write_depth_max`), so another write keeps the write
+//!   pipeline busy while it waits. Measured on this machine's direct-io loop device (W1 with the
+//!   depth at 1-2 pieces of 256 KiB): half the writes completed in 160 us, but 10% took more
+//!   than 1 ms and those held 77% of the writer's time; reads dispatched while such a write was
+//!   outstanding completed in a median 66 us, faster than behind young writes (122 us). Without
+//!   the rule the writer spent most of its time waiting for stalls with nothing else queued.
+//!
 //! - I/O larger than `max_request_kb` reaches the policy split into pieces of at most that
 //!   size ([`Scheduler::max_request_sectors`]; the driver splits, as the block layer splits
 //!   at `max_sectors_kb` and Seastar's I/O queue splits long requests). The depth then counts
@@ -121,7 +131,19 @@ pub const TUNABLES: &[Tunable] = &[
         max: 65_536,
         doc: "larger I/O is split into pieces of at most this size before queueing (0: never)",
     },
+    Tunable {
+        name: "stall_factor",
+        unit: Unit::Count,
+        default: 4,
+        min: 0,
+        max: 1000,
+        doc: "a write outstanding this many times the median recent write latency stops counting \
+              toward the depth (0: never)",
+    },
 ];
+
+/// How many recent write latencies the stall threshold's median is taken over.
+const WRITE_LAT_HISTORY: usize = 32;
 
 /// latency_guard's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +164,9 @@ pub struct Config {
     pub target_factor: u32,
     /// Largest request taken, in sectors (I/O beyond it is split by the driver); 0: no limit.
     pub max_request_sectors: u32,
+    /// A write outstanding this many times the median recent write latency is stalled and no
+    /// longer counts toward the depth (0: off).
+    pub stall_factor: u32,
 }
 
 impl Default for Config {
@@ -164,6 +189,7 @@ impl Config {
             reader_idle: Nanos::from_ms(g("reader_idle") as u64),
             target_factor: g("target_factor") as u32,
             max_request_sectors: (g("max_request_kb") * 2) as u32,
+            stall_factor: g("stall_factor") as u32,
         };
         if !cfg.max_request_sectors.is_multiple_of(8) {
             return Err(TunableError::Invalid {
@@ -192,7 +218,10 @@ pub struct LatencyGuard {
     reads: VecDeque<Request>,
     writes: VecDeque<Request>,
     reads_in_flight: usize,
-    writes_in_flight: u32,
+    /// Writes in flight with their dispatch times, oldest first.
+    writes_in_flight: VecDeque<(RequestId, Nanos)>,
+    /// The device latencies of the last writes completed (a ring of WRITE_LAT_HISTORY).
+    write_lats: VecDeque<u64>,
     read_dispatched: HashMap<RequestId, Nanos>,
     depth: u32,
     overshoot: Option<(u32, Nanos)>,
@@ -212,7 +241,8 @@ impl LatencyGuard {
             reads: VecDeque::new(),
             writes: VecDeque::new(),
             reads_in_flight: 0,
-            writes_in_flight: 0,
+            writes_in_flight: VecDeque::new(),
+            write_lats: VecDeque::with_capacity(WRITE_LAT_HISTORY),
             read_dispatched: HashMap::new(),
             overshoot: None,
             window_start: None,
@@ -247,6 +277,39 @@ impl LatencyGuard {
         } else {
             self.cfg.write_depth_max
         }
+    }
+
+    /// How long a write may be outstanding before it counts as stalled, from the median of the
+    /// recent write latencies (`None`: the rule is off or no write has completed yet).
+    pub fn stall_after(&self) -> Option<Nanos> {
+        if self.cfg.stall_factor == 0 || self.write_lats.is_empty() {
+            return None;
+        }
+        let mut v: Vec<u64> = self.write_lats.iter().copied().collect();
+        let mid = v.len() / 2;
+        let (_, median, _) = v.select_nth_unstable(mid);
+        Some(Nanos(
+            median.saturating_mul(u64::from(self.cfg.stall_factor)),
+        ))
+    }
+
+    /// Writes in flight that count toward the depth at `now` (not stalled), and when the
+    /// oldest of them becomes stalled.
+    fn young_writes(&self, now: Nanos) -> (u32, Option<Nanos>) {
+        let Some(after) = self.stall_after() else {
+            return (self.writes_in_flight.len() as u32, None);
+        };
+        // Oldest first: the stalled ones are a prefix.
+        let stalled = self
+            .writes_in_flight
+            .iter()
+            .take_while(|(_, at)| now >= at.saturating_add(after))
+            .count();
+        let next = self
+            .writes_in_flight
+            .get(stalled)
+            .map(|(_, at)| at.saturating_add(after));
+        ((self.writes_in_flight.len() - stalled) as u32, next)
     }
 
     /// The read latency the control steers to at present.
@@ -301,17 +364,37 @@ impl Scheduler for LatencyGuard {
             self.read_dispatched.insert(rq.id, now);
             return Dispatch::Request(rq);
         }
-        if self.writes.is_empty() || self.writes_in_flight >= self.write_limit(now) {
+        if self.writes.is_empty() || self.writes_in_flight.len() as u32 >= self.cfg.write_depth_max
+        {
             // A write completion (or a read) brings the driver back.
             return Dispatch::Empty;
         }
-        self.writes_in_flight += 1;
-        Dispatch::Request(self.writes.pop_front().expect("not empty"))
+        let (young, next_stall) = self.young_writes(now);
+        if young >= self.write_limit(now) {
+            // A completion, a read, or the oldest write turning stalled brings the driver back.
+            return match next_stall {
+                Some(until) => Dispatch::Idle { until },
+                None => Dispatch::Empty,
+            };
+        }
+        let rq = self.writes.pop_front().expect("not empty");
+        self.writes_in_flight.push_back((rq.id, now));
+        Dispatch::Request(rq)
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
         if !rq.op.is_read() {
-            self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+            if let Some(i) = self
+                .writes_in_flight
+                .iter()
+                .position(|(id, _)| *id == rq.id)
+            {
+                let (_, at) = self.writes_in_flight.remove(i).expect("found");
+                if self.write_lats.len() == WRITE_LAT_HISTORY {
+                    self.write_lats.pop_front();
+                }
+                self.write_lats.push_back(now.saturating_sub(at).as_ns());
+            }
             return;
         }
         self.reads_in_flight = self.reads_in_flight.saturating_sub(1);
@@ -363,6 +446,7 @@ impl LatencyGuard {
             "reader_idle" => c.reader_idle.as_ms(),
             "target_factor" => u64::from(c.target_factor),
             "max_request_kb" => u64::from(c.max_request_sectors / 2),
+            "stall_factor" => u64::from(c.stall_factor),
             _ => 0,
         }) as i64
     }
@@ -449,6 +533,90 @@ mod tests {
         let later = t + Nanos::from_ms(11);
         let n = std::iter::from_fn(|| take(&mut s, later)).count();
         assert_eq!(n, 9);
+    }
+
+    /// Ten writes completed in 100 us each while a reader is active; returns the time after.
+    fn writes_of_100_us(s: &mut LatencyGuard, mut t: Nanos) -> Nanos {
+        for i in 0..10 {
+            s.insert(rq(500 + i, 1).sector(i * 2048).write().build(), t);
+            let w = take(s, t).expect("one write fits the depth");
+            t += Nanos::from_us(100);
+            s.complete(&w, t);
+        }
+        t
+    }
+
+    #[test]
+    fn a_write_outstanding_stall_factor_times_the_median_stops_counting_toward_the_depth() {
+        let mut s = lg();
+        let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        let t = writes_of_100_us(&mut s, t);
+        assert_eq!(
+            s.stall_after(),
+            Some(Nanos::from_us(400)),
+            "4 x the 100 us median"
+        );
+        for i in 0..3 {
+            s.insert(rq(i, 1).sector((20 + i) * 2048).write().build(), t);
+        }
+        let first = take(&mut s, t).expect("depth 1");
+        assert_eq!(
+            s.dispatch(t),
+            Dispatch::Idle {
+                until: t + Nanos::from_us(400)
+            },
+            "the depth is full until the outstanding write stalls"
+        );
+        assert!(
+            take(&mut s, t + Nanos::from_us(399)).is_none(),
+            "not stalled yet"
+        );
+        let second = take(&mut s, t + Nanos::from_us(400)).expect("the first write is stalled");
+        assert_ne!(first.id, second.id);
+        // The stalled write completing frees nothing the young one holds.
+        s.complete(&first, t + Nanos::from_us(500));
+        assert_eq!(
+            s.dispatch(t + Nanos::from_us(500)),
+            Dispatch::Idle {
+                until: t + Nanos::from_us(800)
+            }
+        );
+    }
+
+    #[test]
+    fn stalled_writes_still_count_toward_write_depth_max() {
+        let mut st = Settings::new();
+        st.set("write_depth_max", 2);
+        let mut s = LatencyGuard::from_settings(&st).unwrap();
+        let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        let t = writes_of_100_us(&mut s, t);
+        for i in 0..3 {
+            s.insert(rq(i, 1).sector((20 + i) * 2048).write().build(), t);
+        }
+        assert!(take(&mut s, t).is_some());
+        assert!(
+            take(&mut s, t + Nanos::from_us(400)).is_some(),
+            "first stalled"
+        );
+        assert_eq!(
+            s.dispatch(t + Nanos::from_ms(5)),
+            Dispatch::Empty,
+            "two outstanding, both stalled, is write_depth_max"
+        );
+    }
+
+    #[test]
+    fn stall_factor_zero_never_takes_a_write_as_stalled() {
+        let mut st = Settings::new();
+        st.set("stall_factor", 0);
+        let mut s = LatencyGuard::from_settings(&st).unwrap();
+        let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        let t = writes_of_100_us(&mut s, t);
+        assert_eq!(s.stall_after(), None);
+        s.insert(rq(1, 1).write().build(), t);
+        s.insert(rq(2, 1).sector(4096).write().build(), t);
+        assert!(take(&mut s, t).is_some());
+        assert_eq!(s.dispatch(t + Nanos::from_ms(5)), Dispatch::Empty);
     }
 
     #[test]

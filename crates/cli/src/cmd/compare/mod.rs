@@ -809,6 +809,7 @@ mod tests {
             set: vec![],
             json_dir: None,
             seed: 1,
+            rt: 0,
         };
         for (name, _, _) in BUILTIN {
             let w = load_workload(name, dir.path(), &args).unwrap();
@@ -856,6 +857,7 @@ mod tests {
             set: vec![],
             json_dir: Some(dir.path().join("out")),
             seed: 1,
+            rt: 0,
         };
         let e = run(args).unwrap_err().to_string();
         assert!(e.contains("needs root"), "{e}");
