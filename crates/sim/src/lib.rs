@@ -8,17 +8,22 @@
 //! - [`engine`]: the event loop, [`engine::Simulation`].
 //! - [`device`]: the device interface; [`fixed`]: an ideal fixed-latency device.
 //! - [`scenario`]: scenario files (TOML): drive, groups, jobs.
+//! - [`hdd`]: the DiskSim-class rotational model; [`ssd`]: the MQSim-class SSD model;
+//!   [`drive`]: either, by built-in name or file.
 
 #![deny(missing_docs)]
 
 pub mod device;
 pub mod disksim;
+pub mod drive;
 pub mod engine;
 pub mod fixed;
 pub mod hdd;
 mod located;
 pub mod scenario;
+pub mod ssd;
 pub mod validate;
 
 pub use device::{Device, Service};
+pub use drive::DriveModel;
 pub use engine::{JobSlot, RunReport, Simulation};

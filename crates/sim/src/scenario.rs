@@ -41,9 +41,9 @@ use elevator_workload::JobSpec;
 use serde::Deserialize;
 
 use crate::device::Device;
+use crate::drive::DriveModel;
 use crate::engine::{JobSlot, Simulation};
 use crate::hdd::spec::{Destage, WritePolicy};
-use crate::hdd::{DriveSpec, Hdd};
 
 /// A scenario could not be loaded or instantiated.
 #[derive(Debug)]
@@ -142,8 +142,8 @@ pub struct Scenario {
     pub name: String,
     /// One paragraph on what it shows.
     pub description: String,
-    /// The drive.
-    pub drive: DriveSpec,
+    /// The drive (rotational or SSD).
+    pub drive: DriveModel,
     /// Seed for every random choice of the jobs.
     pub seed: u64,
     /// Time limit, if any.
@@ -185,7 +185,7 @@ impl Scenario {
         })?;
         let line_of = |key: &str, value: &str| find_line(text, key, value);
 
-        let drive = if let Some(d) = DriveSpec::builtin(&file.drive) {
+        let drive = if let Some(d) = DriveModel::builtin(&file.drive) {
             d
         } else {
             let p = match dir {
@@ -199,11 +199,11 @@ impl Scenario {
                     format!(
                         "{:?} is neither a built-in drive ({}) nor a drive file",
                         file.drive,
-                        DriveSpec::builtin_names().join(", ")
+                        DriveModel::builtin_names().join(", ")
                     ),
                 ));
             }
-            DriveSpec::load(&p).map_err(|e| {
+            DriveModel::load(&p).map_err(|e| {
                 err(
                     line_of("drive", &file.drive),
                     Some("drive".into()),
@@ -213,34 +213,46 @@ impl Scenario {
         };
 
         let mut drive = drive;
-        match &file.write_cache {
-            None => {}
-            Some(WriteCache::OnOff(false)) => drive.cache.write_policy = WritePolicy::WriteThrough,
-            Some(WriteCache::OnOff(true)) => drive.cache.write_policy = WritePolicy::WriteBack,
-            Some(WriteCache::Mode(m)) => {
-                drive.cache.destage = match m.as_str() {
-                    "read-priority" => Destage::ReadPriority,
-                    "before-next-command" => Destage::BeforeNextCommand,
-                    _ => {
-                        return Err(err(
+        let ssd_cache = |line: Option<usize>, name: &str| {
+            err(
+                line,
+                Some("write_cache".into()),
+                format!("drive {name:?} is an SSD: write_cache applies to rotational drives"),
+            )
+        };
+        match (&file.write_cache, &mut drive) {
+            (None, _) => {}
+            (Some(_), DriveModel::Ssd(s)) => {
+                return Err(ssd_cache(find_line(text, "write_cache", ""), &s.name));
+            }
+            (Some(wc), DriveModel::Hdd(drive)) => match wc {
+                WriteCache::OnOff(false) => drive.cache.write_policy = WritePolicy::WriteThrough,
+                WriteCache::OnOff(true) => drive.cache.write_policy = WritePolicy::WriteBack,
+                WriteCache::Mode(m) => {
+                    drive.cache.destage = match m.as_str() {
+                        "read-priority" => Destage::ReadPriority,
+                        "before-next-command" => Destage::BeforeNextCommand,
+                        _ => {
+                            return Err(err(
+                                line_of("write_cache", m),
+                                Some("write_cache".into()),
+                                format!(
+                                    "{m:?} is not true, false, \"read-priority\" or \
+                                 \"before-next-command\""
+                                ),
+                            ))
+                        }
+                    };
+                    drive.cache.write_policy = WritePolicy::WriteBack;
+                    drive.check().map_err(|(field, message)| {
+                        err(
                             line_of("write_cache", m),
                             Some("write_cache".into()),
-                            format!(
-                                "{m:?} is not true, false, \"read-priority\" or \
-                                 \"before-next-command\""
-                            ),
-                        ))
-                    }
-                };
-                drive.cache.write_policy = WritePolicy::WriteBack;
-                drive.check().map_err(|(field, message)| {
-                    err(
-                        line_of("write_cache", m),
-                        Some("write_cache".into()),
-                        format!("drive {:?}: {field}: {message}", drive.name),
-                    )
-                })?;
-            }
+                            format!("drive {:?}: {field}: {message}", drive.name),
+                        )
+                    })?;
+                }
+            },
         }
 
         let mut groups = GroupTree::new();
@@ -388,7 +400,7 @@ impl Scenario {
             ));
         }
         // Build every job once now so configuration errors surface at load time.
-        let capacity = Hdd::new(drive.clone()).capacity_sectors();
+        let capacity = drive.capacity_sectors();
         for j in &jobs {
             j.spec
                 .build(&BuildEnv::new(capacity, file.seed, j.name.clone()))
@@ -443,7 +455,7 @@ impl Scenario {
     /// A ready-to-run simulation of this scenario under `sched`, with `seed` (or the
     /// scenario's own).
     pub fn simulation(&self, sched: Box<dyn Scheduler>, seed: Option<u64>) -> Simulation {
-        let device: Box<dyn Device> = Box::new(Hdd::new(self.drive.clone()));
+        let device: Box<dyn Device> = self.drive.device();
         let capacity = device.capacity_sectors();
         let seed = seed.unwrap_or(self.seed);
         let mut sim = Simulation::new(device, sched, self.groups.clone());
@@ -563,14 +575,29 @@ mod setting_tests {
 
     #[test]
     fn write_cache_switches_the_policy_or_picks_a_destage_mode() {
-        let off = with("write_cache = false").unwrap().drive.cache;
+        let off = with("write_cache = false")
+            .unwrap()
+            .drive
+            .hdd()
+            .expect("a rotational drive")
+            .cache;
         assert_eq!(off.write_policy, WritePolicy::WriteThrough);
-        let on = with("write_cache = true").unwrap().drive.cache;
+        let on = with("write_cache = true")
+            .unwrap()
+            .drive
+            .hdd()
+            .expect("a rotational drive")
+            .cache;
         assert_eq!(
             (on.write_policy, on.destage),
             (WritePolicy::WriteBack, Destage::BeforeNextCommand)
         );
-        let rp = with("write_cache = \"read-priority\"").unwrap().drive.cache;
+        let rp = with("write_cache = \"read-priority\"")
+            .unwrap()
+            .drive
+            .hdd()
+            .expect("a rotational drive")
+            .cache;
         assert_eq!(
             (rp.write_policy, rp.destage),
             (WritePolicy::WriteBack, Destage::ReadPriority)

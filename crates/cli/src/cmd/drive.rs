@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use elevator_sim::hdd::seek::SeekCurve;
-use elevator_sim::hdd::{DriveSpec, Hdd};
+use elevator_sim::hdd::Hdd;
+use elevator_sim::DriveModel;
 use std::path::PathBuf;
 
 use crate::output::say;
@@ -37,7 +38,20 @@ pub enum Command {
 pub fn run(args: Args) -> Result<()> {
     match args.command {
         Command::Show { name } => {
-            let spec = DriveSpec::resolve(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let spec = match DriveModel::resolve(&name).map_err(|e| anyhow::anyhow!("{e}"))? {
+                DriveModel::Hdd(spec) => *spec,
+                DriveModel::Ssd(spec) => {
+                    say!("# {}", spec.description);
+                    say!(
+                        "# capacity {} sectors ({:.2} GB), {} flash planes",
+                        spec.capacity_sectors(),
+                        spec.capacity_sectors() as f64 * 512.0 / 1e9,
+                        spec.planes()
+                    );
+                    crate::output::say_str(&spec.to_toml());
+                    return Ok(());
+                }
+            };
             let hdd = Hdd::new(spec.clone());
             let g = hdd.geometry();
             let seek = SeekCurve::new(&spec.seek.curve);

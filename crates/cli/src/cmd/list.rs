@@ -58,6 +58,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 d.description
             );
         }
+        for name in elevator_sim::ssd::SsdSpec::builtin_names() {
+            let d = elevator_sim::ssd::SsdSpec::builtin(name).expect("listed drives exist");
+            let gb = d.capacity_sectors() as f64 * 512.0 / 1e9;
+            say!(
+                "  {:<14} {:>10} {:>6.1} GB  {}",
+                name,
+                "SSD",
+                gb,
+                d.description
+            );
+        }
         say!();
     }
     if want("scenarios") {

@@ -19,8 +19,7 @@ use elevator_core::{registry, GroupId, GroupTree, IoPrio, Settings, SECTOR_BYTES
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_sim::engine::JobSlot;
-use elevator_sim::hdd::{DriveSpec, Hdd};
-use elevator_sim::{Device, Simulation};
+use elevator_sim::{Device, DriveModel, Simulation};
 use elevator_workload::jobs::replay::{ReplayJob, ReplayOptions, ReplayOutcome};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace::BlkView;
@@ -141,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let spec = match (&args.target, &args.drive) {
         (Some(_), _) => None,
         (None, d) => Some(
-            DriveSpec::resolve(d.as_deref().unwrap_or("cheetah9lp"))
+            DriveModel::resolve(d.as_deref().unwrap_or("cheetah9lp"))
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
         ),
     };
@@ -167,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let source = open(&args.traces, opts)?;
         let (total, end, device, outcome) = match (&spec, &real) {
             (Some(spec), _) => {
-                let device: Box<dyn Device> = Box::new(Hdd::new(spec.clone()));
+                let device: Box<dyn Device> = spec.device();
                 let capacity = device.capacity_sectors();
                 let (job, outcome) =
                     ReplayJob::new("replay", source, replay_options(&args, capacity))

@@ -1,0 +1,121 @@
+//! The host side of the drive: NVMe submission queues, the controller's front end, the host
+//! link and the DRAM write buffer, as busy-until timelines and a release schedule.
+//!
+//! Follows MQSim's NVMe host interface (`Host_Interface_NVMe.cpp`: per-flow submission
+//! queues, commands fetched in order) and its write cache (`Data_Cache_Manager_Flash_Simple`:
+//! a write completes once in DRAM when there is room). Deviations: a queue's commands are
+//! served one at a time for `command_us` each and queues are independent (no fetch-size
+//! limit, no arbitration weights); the PCIe link is one shared pipe of `link_mb_s` with no
+//! per-message overhead.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use elevator_core::Nanos;
+
+use super::flash::{ps_per_byte, us_to_ns};
+use super::spec::Host as HostSpec;
+use super::timeline::GapTimeline;
+
+/// Submission queues, front end and link.
+#[derive(Clone, Debug)]
+pub struct HostInterface {
+    sq_free: Vec<Nanos>,
+    command_ns: u64,
+    front_free: Nanos,
+    front_ns: u64,
+    firmware_ns: u64,
+    link: GapTimeline,
+    link_ps_per_byte: u64,
+}
+
+impl HostInterface {
+    /// Idle queues for `spec`.
+    pub fn new(spec: &HostSpec) -> HostInterface {
+        HostInterface {
+            sq_free: vec![Nanos::ZERO; spec.queues as usize],
+            command_ns: us_to_ns(spec.command_us),
+            front_free: Nanos::ZERO,
+            front_ns: us_to_ns(spec.controller_command_us),
+            firmware_ns: us_to_ns(spec.firmware_us),
+            link: GapTimeline::new(),
+            link_ps_per_byte: ps_per_byte(spec.link_mb_s),
+        }
+    }
+
+    /// A command on queue `queue` submitted at `now`: when the controller has it decoded and
+    /// may start its work.
+    pub fn accept(&mut self, queue: u32, now: Nanos) -> Nanos {
+        let n = self.sq_free.len();
+        let q = &mut self.sq_free[queue as usize % n];
+        let fetched = now.max(*q) + Nanos(self.command_ns);
+        *q = fetched;
+        let front = fetched.max(self.front_free) + Nanos(self.front_ns);
+        self.front_free = front;
+        front + Nanos(self.firmware_ns)
+    }
+
+    /// Move `bytes` over the host link once `ready` (no earlier than `now`); returns when they
+    /// are across.
+    pub fn transfer(&mut self, bytes: u64, ready: Nanos, now: Nanos) -> Nanos {
+        let len = (bytes * self.link_ps_per_byte).div_ceil(1000);
+        self.link.reserve(ready, len, now)
+    }
+}
+
+/// The DRAM write buffer: bytes held until their flash page is programmed.
+#[derive(Clone, Debug)]
+pub struct WriteBuffer {
+    capacity: u64,
+    /// Bytes admitted and not yet released (including those whose release is scheduled).
+    used: u64,
+    /// Bytes whose page is not full yet, so not yet scheduled for programming.
+    open: u64,
+    /// Scheduled releases: (page programmed, bytes).
+    releases: BinaryHeap<Reverse<(Nanos, u64)>>,
+    /// When everything scheduled so far is on flash.
+    drained: Nanos,
+}
+
+impl WriteBuffer {
+    /// An empty buffer of `capacity` bytes.
+    pub fn new(capacity: u64) -> WriteBuffer {
+        WriteBuffer {
+            capacity,
+            used: 0,
+            open: 0,
+            releases: BinaryHeap::new(),
+            drained: Nanos::ZERO,
+        }
+    }
+
+    /// Admit `bytes` that arrived at `at`: returns when there is room for them (at, or when
+    /// enough earlier data has been programmed).
+    pub fn admit(&mut self, bytes: u64, at: Nanos) -> Nanos {
+        let mut t = at;
+        while let Some(&Reverse((done, b))) = self.releases.peek() {
+            if done > t && self.used + bytes <= self.capacity {
+                break;
+            }
+            self.releases.pop();
+            self.used -= b;
+            t = t.max(done);
+        }
+        self.used += bytes;
+        self.open += bytes;
+        t
+    }
+
+    /// `bytes` of admitted data go to flash in a page programmed at `done`.
+    pub fn scheduled(&mut self, bytes: u64, done: Nanos) {
+        let bytes = bytes.min(self.open);
+        self.open -= bytes;
+        self.releases.push(Reverse((done, bytes)));
+        self.drained = self.drained.max(done);
+    }
+
+    /// When every byte scheduled so far is on flash (a flush's completion).
+    pub fn drained(&self) -> Nanos {
+        self.drained
+    }
+}

@@ -1,0 +1,457 @@
+//! SSD specifications: the TOML format, its loader and its checks.
+//!
+//! A spec is data only; [`Ssd::new`](super::Ssd::new) turns it into timelines and an FTL.
+//! Times are in microseconds (`_us`), bandwidths in MB/s (10^6 bytes per second, `_mb_s`),
+//! sizes in bytes. The parameters follow MQSim's `ssdconfig.xml` (CMU-SAFARI/MQSim,
+//! `src/exec/Device_Parameter_Set.cpp`, `Flash_Parameter_Set.cpp`) under plain names;
+//! docs/ssd-model.md documents each field and what is fitted.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+use crate::hdd::SpecError;
+
+/// Longest time any one field may give, us (an hour).
+pub const MAX_TIME_US: f64 = 3_600_000_000.0;
+/// Most flash planes accepted (channels x chips x dies x planes).
+pub const MAX_PLANES: u64 = 1 << 16;
+/// Most physical mapping units accepted (addresses are 32-bit).
+pub const MAX_UNITS: u64 = u32::MAX as u64 - 1;
+
+/// A complete SSD description. `kind = "ssd"` tells it from a rotational drive spec.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsdSpec {
+    /// Always `"ssd"`.
+    pub kind: SsdKind,
+    /// Short name used on the command line (`samsung-980pro-1tb`).
+    pub name: String,
+    /// Free text: model, source of the figures, what is fitted.
+    #[serde(default)]
+    pub description: String,
+    /// The state the drive starts in.
+    #[serde(default)]
+    pub precondition: Precondition,
+    /// The NVMe host interface.
+    pub host: Host,
+    /// The flash back end.
+    pub flash: Flash,
+    /// The flash translation layer.
+    #[serde(default)]
+    pub ftl: Ftl,
+    /// The DRAM write buffer.
+    pub write_buffer: WriteBuffer,
+    /// Garbage collection.
+    #[serde(default)]
+    pub gc: Gc,
+}
+
+/// The only kind of this spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SsdKind {
+    /// A flash SSD.
+    Ssd,
+}
+
+/// The state the drive starts a simulation in. Set directly (mapping and valid counts), never
+/// by simulating writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precondition {
+    /// Fresh from a secure erase: nothing mapped, every block free. Reads of unwritten data
+    /// touch no flash.
+    None,
+    /// Every logical page written once, in order: blocks full and fully valid, the
+    /// over-provisioned blocks free.
+    Sequential,
+    /// Steady state after random overwrites: every logical page mapped, the blocks' valid
+    /// counts falling linearly from full to what greedy GC leaves, and just enough free blocks
+    /// that the next writes start GC at `gc.threshold`.
+    #[default]
+    Steady,
+}
+
+/// The host interface (MQSim's `HostInterface_Type = NVME`, `IO_Queue_Depth`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// NVMe I/O submission queues; a request goes to queue `context id mod queues` (Linux maps
+    /// each CPU, hence each process pinned to one, to its own queue pair).
+    pub queues: u32,
+    /// Commands the device holds at once ([`Device::depth`](crate::Device::depth)).
+    pub queue_depth: u32,
+    /// Time each command holds its submission queue, us: fetch, doorbell, completion entry
+    /// and interrupt for one queue, served one command at a time. It caps one queue at
+    /// `1 / command_us` commands per second.
+    pub command_us: f64,
+    /// Time every command holds the controller's front end, us, one command at a time across
+    /// all queues (0: no shared limit).
+    #[serde(default)]
+    pub controller_command_us: f64,
+    /// Fixed firmware latency added to every command, us (pipelined: not a shared resource).
+    pub firmware_us: f64,
+    /// Host link (PCIe) payload bandwidth, MB/s, shared by all data transfers.
+    pub link_mb_s: f64,
+}
+
+/// The flash back end (MQSim's `Flash_Channel_Count` ... `Flash_Parameter_Set`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flash {
+    /// Independent channels.
+    pub channels: u32,
+    /// Chips (ways) sharing each channel.
+    pub chips_per_channel: u32,
+    /// Dies per chip.
+    pub dies_per_chip: u32,
+    /// Planes per die.
+    pub planes_per_die: u32,
+    /// Erase blocks per plane.
+    pub blocks_per_plane: u32,
+    /// Pages per erase block.
+    pub pages_per_block: u32,
+    /// Bytes per flash page (a multiple of `ftl.unit_bytes`).
+    pub page_bytes: u32,
+    /// Whether the planes of a die run operations independently (a multi-plane die with
+    /// asynchronous plane reads); otherwise the die runs one operation at a time.
+    #[serde(default)]
+    pub independent_planes: bool,
+    /// Channel transfer rate, MB/s.
+    pub channel_mb_s: f64,
+    /// Array read of a page (tR), us.
+    pub read_us: f64,
+    /// Array read of at most `small_read_bytes` of a page (a "snap" or partial-page read),
+    /// us; 0: every read takes `read_us`.
+    #[serde(default)]
+    pub small_read_us: f64,
+    /// Largest read served by `small_read_us`, bytes.
+    #[serde(default)]
+    pub small_read_bytes: u32,
+    /// Page program (tPROG), us.
+    pub program_us: f64,
+    /// Block erase (tBERS), us.
+    pub erase_us: f64,
+}
+
+/// The page-level FTL (MQSim's `Address_Mapping = PAGE_LEVEL`, `CMT_Capacity`,
+/// `Overprovisioning_Ratio`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ftl {
+    /// Mapping unit (logical page), bytes.
+    pub unit_bytes: u32,
+    /// Fraction of the physical space hidden from the host.
+    pub over_provisioning: f64,
+    /// Mapping entries the cached mapping table (CMT) holds; 0: the whole table is in DRAM.
+    /// A miss reads the translation page from flash before the data.
+    pub cmt_entries: u32,
+}
+
+impl Default for Ftl {
+    fn default() -> Self {
+        Ftl {
+            unit_bytes: 4096,
+            over_provisioning: 0.07,
+            cmt_entries: 0,
+        }
+    }
+}
+
+/// The DRAM write buffer (MQSim's `Data_Cache_Capacity`, write caching only).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteBuffer {
+    /// Capacity, bytes (at least two flash pages). A write completes once its data is in the
+    /// buffer; it waits for room when the buffer is full of data not yet programmed.
+    pub bytes: u64,
+}
+
+/// Garbage collection (MQSim's `GC_Exec_Threshold`, `Preemptible_GC_Enabled`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gc {
+    /// GC runs on a plane when its free blocks fall below this fraction of its blocks.
+    pub threshold: f64,
+    /// Whether host reads preempt GC (suspend its reads, programs and erases) on a plane.
+    pub preemptible: bool,
+}
+
+impl Default for Gc {
+    fn default() -> Self {
+        Gc {
+            threshold: 0.05,
+            preemptible: false,
+        }
+    }
+}
+
+/// A field that fails a check: its path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FieldError {
+    /// The field path, e.g. `flash.read_us`.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}`: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+const BUILTINS: &[(&str, &str)] = &[(
+    "samsung-980pro-1tb",
+    include_str!("../../drives/samsung-980pro-1tb.toml"),
+)];
+
+impl SsdSpec {
+    /// Names of the built-in SSDs.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTINS.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in SSD by name (case-insensitive).
+    pub fn builtin(name: &str) -> Option<SsdSpec> {
+        let (n, text) = BUILTINS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        // The built-in files are checked by tests; a failure here is a build defect.
+        SsdSpec::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+    }
+
+    /// Reads and checks a TOML SSD spec.
+    pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, SpecError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+            file: path.to_path_buf(),
+            line: None,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        SsdSpec::parse(&text, path)
+    }
+
+    /// Parses and checks TOML text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<SsdSpec, SpecError> {
+        let spec: SsdSpec = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim().to_string();
+            let field = msg
+                .split('`')
+                .nth(1)
+                .filter(|_| msg.contains("field"))
+                .unwrap_or("")
+                .to_string();
+            SpecError {
+                file: path.to_path_buf(),
+                line,
+                field,
+                message: msg,
+            }
+        })?;
+        spec.validate().map_err(|e| SpecError {
+            file: path.to_path_buf(),
+            line: crate::hdd::spec::locate(text, &e.field),
+            field: e.field,
+            message: e.message,
+        })?;
+        Ok(spec)
+    }
+
+    /// Writes the spec as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Flash planes in the drive.
+    pub fn planes(&self) -> u64 {
+        let f = &self.flash;
+        u64::from(f.channels)
+            * u64::from(f.chips_per_channel)
+            * u64::from(f.dies_per_chip)
+            * u64::from(f.planes_per_die)
+    }
+
+    /// Mapping units per flash page.
+    pub fn units_per_page(&self) -> u32 {
+        self.flash.page_bytes / self.ftl.unit_bytes.max(1)
+    }
+
+    /// Physical mapping units (every page of every block).
+    pub fn physical_units(&self) -> u64 {
+        self.planes()
+            * u64::from(self.flash.blocks_per_plane)
+            * u64::from(self.flash.pages_per_block)
+            * u64::from(self.units_per_page())
+    }
+
+    /// Logical mapping units the host sees: the physical ones less the over-provisioning.
+    pub fn logical_units(&self) -> u64 {
+        (self.physical_units() as f64 * (1.0 - self.ftl.over_provisioning)).floor() as u64
+    }
+
+    /// Capacity the host sees, in 512-byte sectors.
+    pub fn capacity_sectors(&self) -> u64 {
+        self.logical_units() * u64::from(self.ftl.unit_bytes / 512)
+    }
+
+    /// Checks every field and the rules between them.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        let bad = |field: &str, message: String| {
+            Err(FieldError {
+                field: field.to_string(),
+                message,
+            })
+        };
+        let h = &self.host;
+        let f = &self.flash;
+        let times = [
+            ("host.command_us", h.command_us),
+            ("host.controller_command_us", h.controller_command_us),
+            ("host.firmware_us", h.firmware_us),
+            ("flash.read_us", f.read_us),
+            ("flash.small_read_us", f.small_read_us),
+            ("flash.program_us", f.program_us),
+            ("flash.erase_us", f.erase_us),
+        ];
+        for (field, us) in times {
+            if !(us.is_finite() && (0.0..=MAX_TIME_US).contains(&us)) {
+                return bad(
+                    field,
+                    format!("must be a time of 0..={MAX_TIME_US} us, got {us}"),
+                );
+            }
+        }
+        for (field, rate) in [
+            ("host.link_mb_s", h.link_mb_s),
+            ("flash.channel_mb_s", f.channel_mb_s),
+        ] {
+            if !(rate.is_finite() && (0.001..=1e9).contains(&rate)) {
+                return bad(
+                    field,
+                    format!("must be a bandwidth of 0.001..=1e9 MB/s, got {rate}"),
+                );
+            }
+        }
+        for (field, n) in [
+            ("host.queues", h.queues),
+            ("host.queue_depth", h.queue_depth),
+            ("flash.channels", f.channels),
+            ("flash.chips_per_channel", f.chips_per_channel),
+            ("flash.dies_per_chip", f.dies_per_chip),
+            ("flash.planes_per_die", f.planes_per_die),
+            ("flash.blocks_per_plane", f.blocks_per_plane),
+            ("flash.pages_per_block", f.pages_per_block),
+        ] {
+            if n == 0 {
+                return bad(field, "must be > 0".into());
+            }
+        }
+        if h.queues > 65536 {
+            return bad(
+                "host.queues",
+                format!("must be at most 65536, got {}", h.queues),
+            );
+        }
+        if h.queue_depth > 1 << 20 {
+            return bad(
+                "host.queue_depth",
+                format!("must be at most {}, got {}", 1 << 20, h.queue_depth),
+            );
+        }
+        if self.planes() > MAX_PLANES {
+            return bad(
+                "flash.planes_per_die",
+                format!(
+                    "channels x chips x dies x planes is {}, more than {MAX_PLANES}",
+                    self.planes()
+                ),
+            );
+        }
+        let unit = self.ftl.unit_bytes;
+        if unit < 512 || !unit.is_multiple_of(512) || unit > 1 << 20 {
+            return bad(
+                "ftl.unit_bytes",
+                format!("must be a multiple of 512 up to 1 MiB, got {unit}"),
+            );
+        }
+        if f.page_bytes == 0 || !f.page_bytes.is_multiple_of(unit) {
+            return bad(
+                "flash.page_bytes",
+                format!(
+                    "must be a multiple of ftl.unit_bytes ({unit}), got {}",
+                    f.page_bytes
+                ),
+            );
+        }
+        if u64::from(f.pages_per_block) * u64::from(self.units_per_page()) > 1 << 24 {
+            return bad(
+                "flash.pages_per_block",
+                "a block may hold at most 2^24 mapping units".into(),
+            );
+        }
+        if self.physical_units() > MAX_UNITS {
+            return bad(
+                "flash.blocks_per_plane",
+                format!(
+                    "the drive has {} mapping units; at most {MAX_UNITS} are supported",
+                    self.physical_units()
+                ),
+            );
+        }
+        if f.small_read_us > 0.0 && f.small_read_bytes == 0 {
+            return bad(
+                "flash.small_read_bytes",
+                "must be > 0 when small_read_us is given".into(),
+            );
+        }
+        let op = self.ftl.over_provisioning;
+        if !(op.is_finite() && (0.0..0.9).contains(&op)) {
+            return bad(
+                "ftl.over_provisioning",
+                format!("must be a fraction in 0..0.9, got {op}"),
+            );
+        }
+        let t = self.gc.threshold;
+        if !(t.is_finite() && (0.0..0.5).contains(&t)) {
+            return bad(
+                "gc.threshold",
+                format!("must be a fraction in 0..0.5, got {t}"),
+            );
+        }
+        // GC needs its own open block and at least one to refill from on every plane.
+        let b = f.blocks_per_plane;
+        let spare = self.physical_units() - self.logical_units();
+        let block_units = u64::from(f.pages_per_block) * u64::from(self.units_per_page());
+        let spare_blocks_per_plane = spare / block_units / self.planes();
+        let reserve = u64::from(crate::ssd::ftl::reserve_blocks(b, t));
+        if spare_blocks_per_plane < reserve + 1 {
+            return bad(
+                "ftl.over_provisioning",
+                format!(
+                    "leaves {spare_blocks_per_plane} spare blocks per plane; GC needs more than \
+                     {reserve} (the gc.threshold of {b} blocks, and 2 open blocks)"
+                ),
+            );
+        }
+        if self.write_buffer.bytes < 2 * u64::from(f.page_bytes) {
+            return bad(
+                "write_buffer.bytes",
+                format!(
+                    "must hold at least two flash pages ({} bytes), got {}",
+                    2 * f.page_bytes,
+                    self.write_buffer.bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,71 @@
+//! The SSD model: specs, drive resolution, and the device's basic promises.
+
+use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::{Device, DriveModel};
+use std::path::Path;
+
+fn rq(id: u64, op: Op, sector: u64, sectors: u32, now: Nanos) -> Request {
+    Request {
+        id: RequestId(id),
+        ctx: CtxId(1),
+        group: GroupId::ROOT,
+        op,
+        sync: true,
+        meta: false,
+        idle_hint: false,
+        sector,
+        sectors,
+        prio: IoPrio::default(),
+        submitted: now,
+    }
+}
+
+#[test]
+fn builtin_980pro_loads_by_name_everywhere_drives_are_looked_up() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").expect("built in");
+    assert_eq!(spec.validate(), Ok(()));
+    // About 1 TB of user capacity.
+    let gb = spec.capacity_sectors() as f64 * 512.0 / 1e9;
+    assert!((990.0..1100.0).contains(&gb), "{gb} GB");
+    let any = DriveModel::resolve("samsung-980pro-1tb").expect("resolves");
+    assert!(any.ssd().is_some());
+    assert!(DriveModel::builtin_names().contains(&"samsung-980pro-1tb"));
+    let dev = any.device();
+    assert!(dev.non_rotational());
+    assert_eq!(dev.capacity_sectors(), spec.capacity_sectors());
+    // Rotational drives still resolve to rotational specs.
+    assert!(DriveModel::resolve("cheetah9lp").unwrap().hdd().is_some());
+}
+
+#[test]
+fn bad_ssd_spec_names_file_line_and_field() {
+    let text = SsdSpec::builtin("samsung-980pro-1tb").unwrap().to_toml();
+    let bad = text.replace("read_us = 90.0", "read_us = -1.0");
+    assert_ne!(bad, text, "the spec has a read_us line");
+    let e = DriveModel::parse(&bad, Path::new("x.toml")).unwrap_err();
+    assert_eq!(e.field, "flash.read_us");
+    let line = bad.lines().position(|l| l.starts_with("read_us")).unwrap() + 1;
+    assert_eq!(e.line, Some(line));
+    assert!(e
+        .to_string()
+        .starts_with(&format!("x.toml:{line}: field `flash.read_us`")));
+    let unknown = text.replace("[flash]", "[flash]\nspeed = 3");
+    let e = DriveModel::parse(&unknown, Path::new("y.toml")).unwrap_err();
+    assert_eq!(e.field, "speed");
+}
+
+#[test]
+fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+    let now = Nanos::from_us(5);
+    let r = ssd.submit(&rq(1, Op::Read, 8 * 1000, 8, now), now);
+    assert!(r.done > now + Nanos::from_us(spec.flash.small_read_us as u64));
+    let w = ssd.submit(&rq(2, Op::Write, 8 * 77, 8, now), now);
+    assert!(w.done >= now);
+    // Reading what is still in the write buffer does not touch flash.
+    let r2 = ssd.submit(&rq(3, Op::Read, 8 * 77, 8, now), now);
+    assert!(r2.cache_hit);
+    assert!(r2.done < r.done);
+}
