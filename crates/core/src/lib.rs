@@ -20,13 +20,13 @@
 //! s.insert(rq(1, 1).sector(5000).read().build(), t0);
 //! s.insert(rq(2, 1).sector(100).read().build(), t0);
 //! s.insert(rq(3, 2).sector(200).write().build(), t0);
-//! // The device asks for work: deadline starts a read batch at the lowest sector.
+//! // The device asks for work: deadline (2.6.32) starts a read batch at the oldest read.
 //! let Dispatch::Request(first) = s.dispatch(t0) else { panic!() };
-//! assert_eq!(first.id.0, 2);
+//! assert_eq!(first.id.0, 1);
 //! s.complete(&first, Nanos::from_ms(5));
-//! // Then continues upward in sector order within the batch.
+//! // Nothing above it: the next read batch starts at the (new) oldest read.
 //! let Dispatch::Request(second) = s.dispatch(Nanos::from_ms(5)) else { panic!() };
-//! assert_eq!(second.id.0, 1);
+//! assert_eq!(second.id.0, 2);
 //! s.complete(&second, Nanos::from_ms(10));
 //! let Dispatch::Request(third) = s.dispatch(Nanos::from_ms(10)) else { panic!() };
 //! assert_eq!(third.id.0, 3);

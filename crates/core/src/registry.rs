@@ -48,7 +48,7 @@ pub fn find(name: &str) -> Option<&'static SchedulerInfo> {
         .or_else(|| ioband::composite(name))
 }
 
-static REGISTRY: [SchedulerInfo; 11] = [
+static REGISTRY: [SchedulerInfo; 12] = [
     SchedulerInfo {
         name: "noop",
         aliases: &["none", "fifo"],
@@ -66,9 +66,18 @@ static REGISTRY: [SchedulerInfo; 11] = [
     SchedulerInfo {
         name: "deadline",
         aliases: &[],
-        summary: "2.6 deadline-iosched: sector-sorted batches with read/write FIFO expiry",
+        summary: "2.6.32 deadline-iosched: sector-sorted batches of fifo_batch requests, \
+                  read/write FIFO expiry",
         tunables: deadline::TUNABLES,
         build: |s, _| Ok(Box::new(deadline::Deadline::from_settings(s)?)),
+    },
+    SchedulerInfo {
+        name: "deadline-2.5",
+        aliases: &["deadline-2.5.59"],
+        summary: "2.5.59 deadline-iosched (Morton's 2003 baseline): a seek ends the batch, \
+                  the sweep wraps to the lowest sector",
+        tunables: deadline::TUNABLES,
+        build: |s, _| Ok(Box::new(deadline::v2_5::Deadline25::from_settings(s)?)),
     },
     SchedulerInfo {
         name: "anticipatory",

@@ -1,15 +1,17 @@
-//! Property tests for noop, linus, deadline, mq-deadline and kyber: conservation (every
-//! request dispatched and completed exactly once, no sector lost or invented by merging),
-//! determinism, and deadline's and mq-deadline's expiry bound.
+//! Property tests for noop, linus, deadline (2.6.32 and 2.5.59), mq-deadline and kyber:
+//! conservation (every request dispatched and completed exactly once, no sector lost or
+//! invented by merging), determinism, and the deadlines' and mq-deadline's expiry bound.
 //!
 //! The expiry bound proved here, for a read `H` and a dispatch index `j` at which `H` is the
-//! head of the read FIFO and its deadline has passed (`now >= arrival + read_expire`):
+//! head of the read FIFO and its deadline has passed (deadline: `now > arrival + read_expire`,
+//! `time_after`; mq-deadline: `now >= arrival + read_expire`, `time_after_eq`):
 //! - when reads are always preferred (`writes_starved` never reached), `H` is dispatched at
 //!   index `j + fifo_batch - 1` at the latest: the batch under way may take at most
 //!   `fifo_batch - 1` more requests, and the next batch starts at `H`;
 //! - with `writes_starved >= 1`, at index `j + 2 * fifo_batch - 1` at the latest: one write
 //!   batch may come in between, after which the starvation count is back to zero.
 
+use elevator_core::deadline::v2_5::Deadline25;
 use elevator_core::deadline::{Config, Deadline};
 use elevator_core::harness::{rq, Harness, Outcome};
 use elevator_core::mq_deadline::{self, MqDeadline};
@@ -80,8 +82,17 @@ fn assert_conserved(out: &Outcome, reqs: &[Request]) {
     );
 }
 
+/// The two deadline versions, built from one configuration.
+fn deadlines(cfg: Config) -> [Box<dyn Scheduler>; 2] {
+    [
+        Box::new(Deadline::new(cfg.clone())),
+        Box::new(Deadline25::new(cfg)),
+    ]
+}
+
 /// For each read, the dispatch index from which it is an expired FIFO head, and its own.
-fn expiry_lags(out: &Outcome, read_expire: Nanos) -> Vec<(u64, usize, usize)> {
+/// `strict`: expired strictly after the deadline (`time_after`), else at it.
+fn expiry_lags(out: &Outcome, read_expire: Nanos, strict: bool) -> Vec<(u64, usize, usize)> {
     let mut reads: Vec<(u64, usize)> = out
         .served
         .iter()
@@ -98,7 +109,8 @@ fn expiry_lags(out: &Outcome, read_expire: Nanos) -> Vec<(u64, usize, usize)> {
         let deadline = s.rq.submitted + read_expire;
         let first = ahead_done.map_or(0, |a| a + 1);
         // The first dispatch at or after `first` made once the deadline has passed.
-        if let Some(j) = (first..out.served.len()).find(|&j| out.served[j].dispatched >= deadline) {
+        let expired = |at: Nanos| at > deadline || (!strict && at == deadline);
+        if let Some(j) = (first..out.served.len()).find(|&j| expired(out.served[j].dispatched)) {
             lags.push((id, j, k));
         }
         ahead_done = Some(ahead_done.map_or(k, |a| a.max(k)));
@@ -121,6 +133,15 @@ fn deadline_config(
     }
 }
 
+const NAMES: [&str; 6] = [
+    "noop",
+    "linus",
+    "deadline",
+    "deadline-2.5",
+    "mq-deadline",
+    "kyber",
+];
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -128,9 +149,9 @@ proptest! {
     fn every_request_is_dispatched_and_completed_exactly_once(
         arr in arrivals(),
         depth in 1usize..=4,
-        which in 0usize..5,
+        which in 0usize..NAMES.len(),
     ) {
-        let name = ["noop", "linus", "deadline", "mq-deadline", "kyber"][which];
+        let name = NAMES[which];
         let reqs = requests(&arr);
         let out = run(build(name), depth, &reqs);
         assert_conserved(&out, &reqs);
@@ -147,17 +168,19 @@ proptest! {
     ) {
         let reqs = requests(&arr);
         let cfg = deadline_config(read_expire_ms, fifo_batch, writes_starved, front);
-        let out = run(Deadline::new(cfg), depth, &reqs);
-        assert_conserved(&out, &reqs);
+        for sched in deadlines(cfg) {
+            let out = run(sched, depth, &reqs);
+            assert_conserved(&out, &reqs);
+        }
     }
 
     #[test]
     fn the_same_arrivals_give_the_same_dispatches(
         arr in arrivals(),
         depth in 1usize..=4,
-        which in 0usize..5,
+        which in 0usize..NAMES.len(),
     ) {
-        let name = ["noop", "linus", "deadline", "mq-deadline", "kyber"][which];
+        let name = NAMES[which];
         let reqs = requests(&arr);
         let a = run(build(name), depth, &reqs);
         let b = run(build(name), depth, &reqs);
@@ -174,13 +197,17 @@ proptest! {
     ) {
         let reqs = requests(&arr);
         let cfg = deadline_config(read_expire_ms, fifo_batch, u32::MAX, front);
-        let out = run(Deadline::new(cfg), depth, &reqs);
-        for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms)) {
-            prop_assert!(
-                k < j + fifo_batch as usize, // at index j + fifo_batch - 1 at the latest
-                "read {} expired as FIFO head at dispatch {} but went out at {} (fifo_batch {})",
-                id, j, k, fifo_batch
-            );
+        for sched in deadlines(cfg) {
+            let name = sched.name();
+            let out = run(sched, depth, &reqs);
+            for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms), true) {
+                prop_assert!(
+                    k < j + fifo_batch as usize, // at index j + fifo_batch - 1 at the latest
+                    "{}: read {} expired as FIFO head at dispatch {} but went out at {} \
+                     (fifo_batch {})",
+                    name, id, j, k, fifo_batch
+                );
+            }
         }
     }
 
@@ -202,7 +229,7 @@ proptest! {
             ..mq_deadline::Config::default()
         };
         let out = run(MqDeadline::new(cfg), depth, &reqs);
-        for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms)) {
+        for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms), false) {
             prop_assert!(
                 k < j + fifo_batch as usize,
                 "read {} expired as FIFO head at dispatch {} but went out at {} (fifo_batch {})",
@@ -221,37 +248,48 @@ proptest! {
     ) {
         let reqs = requests(&arr);
         let cfg = deadline_config(read_expire_ms, fifo_batch, writes_starved, true);
-        let out = run(Deadline::new(cfg), depth, &reqs);
-        for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms)) {
-            prop_assert!(
-                k < j + 2 * fifo_batch as usize, // at j + 2 * fifo_batch - 1 at the latest
-                "read {} expired as FIFO head at dispatch {} but went out at {} (fifo_batch {})",
-                id, j, k, fifo_batch
-            );
+        for sched in deadlines(cfg) {
+            let name = sched.name();
+            let out = run(sched, depth, &reqs);
+            for (id, j, k) in expiry_lags(&out, Nanos::from_ms(read_expire_ms), true) {
+                prop_assert!(
+                    k < j + 2 * fifo_batch as usize, // at j + 2 * fifo_batch - 1 at the latest
+                    "{}: read {} expired as FIFO head at dispatch {} but went out at {} \
+                     (fifo_batch {})",
+                    name, id, j, k, fifo_batch
+                );
+            }
         }
     }
 }
 
-/// The bound is tight: a batch that has just started at a low sector runs its course before
-/// the expired head is served.
+/// The bound is tight (2.6.32): a batch that has just gone on from the next request runs its
+/// course before the expired head is served.
 #[test]
 fn deadline_expired_head_may_wait_for_the_rest_of_the_batch() {
     let cfg = deadline_config(10, 4, u32::MAX, true);
     let mut s = Deadline::new(cfg);
-    s.insert(rq(0, 1).sector(1_000_000).read().build(), Nanos::ZERO);
+    // A low read, the head-to-be far up the disk, then a run of reads just above the first.
+    s.insert(rq(0, 1).sector(50).read().build(), Nanos::ZERO);
+    s.insert(rq(100, 1).sector(1_000_000).read().build(), Nanos::ZERO);
     for id in 1..=8 {
-        s.insert(rq(id, 2).sector(id * 100).read().build(), Nanos::from_ms(5));
+        s.insert(rq(id, 2).sector(100 + id * 100).read().build(), Nanos::ZERO);
     }
     let mut order = Vec::new();
-    // The first dispatch, before the deadline, starts a batch at the lowest sector; request
-    // 0 expires right after it.
-    let elevator_core::Dispatch::Request(r) = s.dispatch(Nanos::from_ms(9)) else {
-        panic!()
-    };
-    order.push(r.id.0);
-    while let elevator_core::Dispatch::Request(r) = s.dispatch(Nanos::from_ms(10)) {
+    let mut step = |s: &mut Deadline, now: Nanos| {
+        let elevator_core::Dispatch::Request(r) = s.dispatch(now) else {
+            panic!()
+        };
         order.push(r.id.0);
+    };
+    // Before the deadline: one batch from the FIFO head (0, 1, 2, 3), the next goes on from
+    // the next request (4); read 100 expires right after.
+    for _ in 0..5 {
+        step(&mut s, Nanos::from_ms(9));
+    }
+    for _ in 0..4 {
+        step(&mut s, Nanos::from_ms(11));
     }
     // Three more of the batch (fifo_batch - 1), then the expired head.
-    assert_eq!(&order[..5], &[1, 2, 3, 4, 0]);
+    assert_eq!(order, vec![0, 1, 2, 3, 4, 5, 6, 7, 100]);
 }

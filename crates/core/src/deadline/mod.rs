@@ -1,19 +1,26 @@
-//! deadline: sector-sorted batches with per-direction FIFO expiry (Jens Axboe's 2.6 deadline).
-//!
-//! Follows `block/deadline-iosched.c` of Linux 2.6.32; see `docs/deadline.md`.
+//! deadline: sector-sorted batches with per-direction FIFO expiry (Jens Axboe), as in Linux
+//! 2.6.32 `block/deadline-iosched.c`; see `docs/deadline.md`. The 2.5.59 deadline that
+//! Morton measured against in 2003 is [`v2_5`] (`--sched deadline-2.5`).
 //!
 //! Every queued request sits in two structures of its data direction (reads; everything else
 //! counts as a write, as `rq_data_dir` does): a tree sorted by start sector and a FIFO in
 //! arrival order, each request stamped with a deadline (`now + read_expire` or
-//! `now + write_expire`). Dispatch works in *batches* of one direction:
+//! `now + write_expire`). Dispatch (`deadline_dispatch_requests`) works in *batches* of one
+//! direction:
 //!
-//! 1. while the previous dispatch left a *next request* (the one after it in sector order, same
-//!    direction) and fewer than `fifo_batch` requests went in this batch, send that one;
+//! 1. while the previous dispatch left a *next request* (`next_rq`: the one after it in sector
+//!    order, same direction) and fewer than `fifo_batch` requests went in this batch, send
+//!    that one: a batch counts requests, contiguous or not;
 //! 2. otherwise start a batch: reads, unless writes are queued and reads have already been
 //!    chosen over them `writes_starved` times in a row (then writes, and the count restarts);
-//! 3. the batch starts at the head of that direction's FIFO if its deadline has passed
-//!    (`now >= deadline`), else at the next request in sector order, else (see deviations) at
-//!    the lowest sector of that direction.
+//! 3. the batch starts at the head of that direction's FIFO (the oldest request) if its
+//!    deadline has passed (`time_after`: strictly) or if there is no next request in that
+//!    direction, else at the next request. Every dispatch clears the other direction's next
+//!    request (`deadline_move_request`), so a batch after a direction switch always starts at
+//!    the FIFO head, and so does one after the sweep ran off the top of the disk.
+//!
+//! The next request is fixed when its predecessor is dispatched: a request arriving between
+//! the two is passed over by the batch under way.
 //!
 //! Merging ([`Scheduler::try_merge`]): a back merge into a queued request of the same direction
 //! that ends where the new one starts, then (if `front_merges`) a front merge into one that
@@ -30,13 +37,6 @@
 //! | `front_merges` | bool | 1 | try front merges |
 //!
 //! ## Deviations from 2.6.32
-//! - **Where a batch starts when nothing expired and no next request is left**: 2.6.32 starts
-//!   at the FIFO head (the oldest request); we sweep back to the lowest sector of the direction,
-//!   the one-way elevator of 2.5 and early 2.6 (`deadline_find_first_drq`, still in 2.6.11,
-//!   gone by 2.6.24), which is the deadline Morton measured against in 2003. Everything else
-//!   about batches is 2.6.32's: a batch runs `fifo_batch` requests in sector order whether or
-//!   not they are contiguous (2.6.24 and earlier also ended a batch at the first
-//!   non-contiguous request).
 //! - **Requests at the same sector** coexist in the tree (ordered by id). The kernel's rbtree
 //!   refuses such an alias and sends the older request straight to the dispatch queue.
 //! - **Merging**: the kernel merges bios into requests; we merge whole requests, as the
@@ -46,9 +46,11 @@
 //!   kernel front-merges even with `front_merges` = 0), and no request-to-request merge after a
 //!   bio merge closes a gap (the trait cannot retire a request already inserted). Only reads
 //!   and writes merge; flushes and discards are queued as writes and never merged.
-//! - **Units**: deadlines are kept in nanoseconds, not jiffies; a deadline is
-//!   `arrival + expire` exactly, with no rounding to a 1 ms or 4 ms tick.
-//! - `writes_starved` refuses negative values (the kernel accepts them; they act as 0).
+//! - **Units**: deadlines are kept in nanoseconds, not jiffies: a request expires once `now`
+//!   is past `arrival + expire`, where the kernel's jiffy counter must pass the jiffy of the
+//!   deadline (up to one tick later).
+//! - `writes_starved` refuses negative values (the kernel accepts them; compared as unsigned
+//!   they never force a write batch).
 //!
 //! ## Cost
 //! Requests live in a slab; the sector trees are `BTreeMap`s keyed by `(sector, id)` and the
@@ -56,13 +58,17 @@
 //! `O(log n)`. Once the slab has grown to the queue's peak depth, the only allocations are the
 //! B-trees' own, when a node splits (and a free when nodes merge): amortised, not per call.
 
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Included, Unbounded};
+mod lists;
+pub mod v2_5;
 
-use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use lists::{dir_of, Lists, READ, WRITE};
+
+#[cfg(doc)]
+use crate::request::MAX_MERGE_SECTORS;
 
 /// Default `read_expire`, ms.
 pub const DEFAULT_READ_EXPIRE_MS: i64 = 500;
@@ -187,40 +193,6 @@ impl Config {
     }
 }
 
-/// Index of the read direction in the per-direction arrays.
-const READ: usize = 0;
-/// Index of the write direction (everything that is not a read).
-const WRITE: usize = 1;
-/// "No slot" in the FIFO links.
-const NIL: u32 = u32::MAX;
-
-fn dir_of(rq: &Request) -> usize {
-    if rq.op.is_read() {
-        READ
-    } else {
-        WRITE
-    }
-}
-
-/// A queued request and its FIFO links.
-#[derive(Debug)]
-struct Entry {
-    rq: Request,
-    /// `arrival + expire` of its direction.
-    deadline: Nanos,
-    prev: u32,
-    next: u32,
-}
-
-/// One direction's sort tree and FIFO.
-#[derive(Debug, Default)]
-struct Lists {
-    /// (start sector, id) -> slot.
-    sorted: BTreeMap<(u64, u64), u32>,
-    head: u32,
-    tail: u32,
-}
-
 /// Conservation counters: every request is inserted or merged once, dispatched once if
 /// inserted, and the policy holds `inserted - dispatched`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -235,21 +207,18 @@ pub struct Counters {
     pub completed: u64,
 }
 
-/// The deadline scheduler.
+/// The deadline scheduler of 2.6.32.
 #[derive(Debug)]
 pub struct Deadline {
     config: Config,
-    slots: Vec<Option<Entry>>,
-    free: Vec<u32>,
-    lists: [Lists; 2],
-    /// The request after the last dispatched one in sector order, in the last one's direction.
+    lists: Lists,
+    /// `next_rq`: the request after the last dispatched one in sector order, in the last one's
+    /// direction (the other direction's is always empty).
     next_rq: [Option<u32>; 2],
     /// Requests dispatched in the current batch.
     batching: u32,
     /// Times a read batch was chosen while writes were queued, since the last write batch.
     starved: u32,
-    queued: usize,
-    counters: Counters,
 }
 
 impl Default for Deadline {
@@ -261,21 +230,12 @@ impl Default for Deadline {
 impl Deadline {
     /// An empty scheduler with `config`.
     pub fn new(config: Config) -> Deadline {
-        let empty = || Lists {
-            sorted: BTreeMap::new(),
-            head: NIL,
-            tail: NIL,
-        };
         Deadline {
             config,
-            slots: Vec::new(),
-            free: Vec::new(),
-            lists: [empty(), empty()],
+            lists: Lists::new(),
             next_rq: [None, None],
             batching: 0,
             starved: 0,
-            queued: 0,
-            counters: Counters::default(),
         }
     }
 
@@ -291,66 +251,51 @@ impl Deadline {
 
     /// Conservation counters since creation.
     pub fn counters(&self) -> Counters {
-        self.counters
+        self.lists.counters()
     }
 
-    fn entry(&self, slot: u32) -> &Entry {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("deadline: slot in a list is occupied")
-    }
-
-    fn entry_mut(&mut self, slot: u32) -> &mut Entry {
-        self.slots[slot as usize]
-            .as_mut()
-            .expect("deadline: slot in a list is occupied")
-    }
-
-    fn key(&self, slot: u32) -> (u64, u64) {
-        let rq = &self.entry(slot).rq;
-        (rq.sector, rq.id.0)
-    }
-
-    /// The request after `slot` in its direction's sector order.
-    fn latter(&self, dir: usize, slot: u32) -> Option<u32> {
-        let key = self.key(slot);
-        self.lists[dir]
-            .sorted
-            .range((Excluded(key), Unbounded))
-            .next()
-            .map(|(_, &s)| s)
-    }
-
-    /// Take `slot` off its lists and hand its request out, remembering where the sweep goes on.
-    fn move_to_dispatch(&mut self, slot: u32) -> Request {
-        let dir = dir_of(&self.entry(slot).rq);
+    /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
+    /// its direction, and hand `slot`'s request out.
+    fn move_request(&mut self, slot: u32) -> Request {
+        let next = self.lists.latter(slot);
+        let rq = self.lists.remove(slot);
         self.next_rq = [None, None];
-        self.next_rq[dir] = self.latter(dir, slot);
-        let key = self.key(slot);
-        self.lists[dir].sorted.remove(&key);
-        let entry = self.slots[slot as usize]
-            .take()
-            .expect("deadline: dispatched slot is occupied");
-        if entry.prev == NIL {
-            self.lists[dir].head = entry.next;
-        } else {
-            self.entry_mut(entry.prev).next = entry.next;
-        }
-        if entry.next == NIL {
-            self.lists[dir].tail = entry.prev;
-        } else {
-            self.entry_mut(entry.next).prev = entry.prev;
-        }
-        self.free.push(slot);
-        self.queued -= 1;
-        self.counters.dispatched += 1;
-        entry.rq
+        self.next_rq[dir_of(&rq)] = next;
+        rq
     }
+}
 
-    fn fifo_expired(&self, dir: usize, now: Nanos) -> bool {
-        let head = self.lists[dir].head;
-        head != NIL && now >= self.entry(head).deadline
+/// The direction of the batch `deadline_dispatch_requests` starts, counting a read batch
+/// chosen over queued writes in `starved`; `None` with nothing queued. Shared with 2.5.59,
+/// which chose the same way.
+fn choose_direction(lists: &Lists, starved: &mut u32, writes_starved: u32) -> Option<usize> {
+    let writes = lists.has(WRITE);
+    if lists.has(READ) {
+        if writes {
+            let passed = *starved;
+            *starved = starved.saturating_add(1);
+            if passed >= writes_starved {
+                *starved = 0;
+                return Some(WRITE);
+            }
+        }
+        Some(READ)
+    } else if writes {
+        *starved = 0;
+        Some(WRITE)
+    } else {
+        None
     }
+}
+
+/// The deadline of a request of `dir` arriving at `now`.
+fn deadline_of(config: &Config, dir: usize, now: Nanos) -> Nanos {
+    let expire = if dir == READ {
+        config.read_expire
+    } else {
+        config.write_expire
+    };
+    now.saturating_add(expire)
 }
 
 impl Scheduler for Deadline {
@@ -359,87 +304,12 @@ impl Scheduler for Deadline {
     }
 
     fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
-        if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
-            return None;
-        }
-        let dir = dir_of(rq);
-        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
-
-        // Back merge: the queued request just below rq in sector order ends where rq starts.
-        let below = self.lists[dir]
-            .sorted
-            .range(..(rq.sector, 0))
-            .next_back()
-            .map(|(_, &s)| s);
-        if let Some(slot) = below {
-            let q = &mut self.entry_mut(slot).rq;
-            if q.end() == rq.sector && fits(q) {
-                q.sectors += rq.sectors;
-                let id = q.id;
-                self.counters.merged += 1;
-                return Some(id);
-            }
-        }
-
-        // Front merge: a queued request starts where rq ends; it moves down in the sector tree.
-        if self.config.front_merges {
-            let end = rq.end();
-            let above = self.lists[dir]
-                .sorted
-                .range((Included((end, 0)), Included((end, u64::MAX))))
-                .next()
-                .map(|(&k, &s)| (k, s));
-            if let Some((key, slot)) = above {
-                let q = &mut self.entry_mut(slot).rq;
-                if fits(q) {
-                    q.sector = rq.sector;
-                    q.sectors += rq.sectors;
-                    let id = q.id;
-                    let sorted = &mut self.lists[dir].sorted;
-                    sorted.remove(&key);
-                    sorted.insert((rq.sector, id.0), slot);
-                    self.counters.merged += 1;
-                    return Some(id);
-                }
-            }
-        }
-        None
+        self.lists.try_merge(rq, self.config.front_merges)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        let dir = dir_of(&rq);
-        let expire = if dir == READ {
-            self.config.read_expire
-        } else {
-            self.config.write_expire
-        };
-        let key = (rq.sector, rq.id.0);
-        let tail = self.lists[dir].tail;
-        let entry = Entry {
-            rq,
-            deadline: now.saturating_add(expire),
-            prev: tail,
-            next: NIL,
-        };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(entry);
-                s
-            }
-            None => {
-                self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        if tail == NIL {
-            self.lists[dir].head = slot;
-        } else {
-            self.entry_mut(tail).next = slot;
-        }
-        self.lists[dir].tail = slot;
-        self.lists[dir].sorted.insert(key, slot);
-        self.queued += 1;
-        self.counters.inserted += 1;
+        let deadline = deadline_of(&self.config, dir_of(&rq), now);
+        self.lists.insert(rq, deadline);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -447,53 +317,33 @@ impl Scheduler for Deadline {
         if let Some(slot) = self.next_rq[WRITE].or(self.next_rq[READ]) {
             if self.batching < self.config.fifo_batch {
                 self.batching += 1;
-                return Dispatch::Request(self.move_to_dispatch(slot));
+                return Dispatch::Request(self.move_request(slot));
             }
         }
-
-        // Start a batch: choose the direction.
-        let reads = self.lists[READ].head != NIL;
-        let writes = self.lists[WRITE].head != NIL;
-        let dir = if reads {
-            let starved = writes && self.starved >= self.config.writes_starved;
-            if writes {
-                self.starved = self.starved.saturating_add(1);
-            }
-            if starved {
-                self.starved = 0;
-                WRITE
-            } else {
-                READ
-            }
-        } else if writes {
-            self.starved = 0;
-            WRITE
-        } else {
+        let Some(dir) =
+            choose_direction(&self.lists, &mut self.starved, self.config.writes_starved)
+        else {
             return Dispatch::Empty;
         };
-
-        // Choose where the batch starts.
-        let slot = if self.fifo_expired(dir, now) {
-            self.lists[dir].head
-        } else if let Some(next) = self.next_rq[dir] {
-            next
-        } else {
-            *self.lists[dir]
-                .sorted
-                .values()
-                .next()
-                .expect("deadline: a direction with a FIFO head has a sorted request")
+        // An expired FIFO head, a direction switch or a sweep off the top: the FIFO head;
+        // else go on from the next request.
+        let slot = match self.next_rq[dir] {
+            Some(next) if !self.lists.expired(dir, now) => next,
+            _ => self
+                .lists
+                .fifo_head(dir)
+                .expect("deadline: the chosen direction has a request"),
         };
         self.batching = 1;
-        Dispatch::Request(self.move_to_dispatch(slot))
+        Dispatch::Request(self.move_request(slot))
     }
 
     fn complete(&mut self, _rq: &Request, _now: Nanos) {
-        self.counters.completed += 1;
+        self.lists.count_completion();
     }
 
     fn queued(&self) -> usize {
-        self.queued
+        self.lists.queued()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
@@ -563,59 +413,94 @@ mod tests {
         assert_eq!(d.config().fifo_batch, 3);
     }
 
-    #[test]
-    fn batch_sweeps_upward_in_sector_order_from_the_lowest_sector() {
-        let mut s = Deadline::default();
-        for (id, sector) in [(1, 700), (2, 300), (3, 900), (4, 100), (5, 500)] {
-            s.insert(rq(id, 1).sector(sector).read().build(), Nanos::ZERO);
+    /// Reads queued at once: (id, sector).
+    fn reads(s: &mut Deadline, at: Nanos, reqs: &[(u64, u64)]) {
+        for &(id, sector) in reqs {
+            s.insert(rq(id, 1).sector(sector).read().build(), at);
         }
-        assert_eq!(drain(&mut s, Nanos::ZERO), vec![4, 2, 5, 1, 3]);
     }
 
-    #[test]
-    fn batch_continues_from_the_next_request_after_new_arrivals_below_it() {
-        let mut s = Deadline::default();
-        for (id, sector) in [(1, 100), (2, 500), (3, 900)] {
-            s.insert(rq(id, 1).sector(sector).read().build(), Nanos::ZERO);
+    fn next_id(s: &mut Deadline, now: Nanos) -> u64 {
+        match s.dispatch(now) {
+            Dispatch::Request(r) => r.id.0,
+            other => panic!("no request at {now:?}: {other:?}"),
         }
-        let Dispatch::Request(first) = s.dispatch(Nanos::ZERO) else {
-            panic!()
-        };
-        assert_eq!(first.id.0, 1);
-        // A request below the head position arrives: the sweep goes on upward first.
-        s.insert(rq(4, 2).sector(50).read().build(), Nanos::ZERO);
+    }
+
+    /// 2.6.32 `deadline_dispatch_requests`: with no next request the batch starts at the FIFO
+    /// head, the oldest read, and sweeps upward from there; off the top it starts again at the
+    /// (new) FIFO head. The hybrid this replaced swept from the lowest sector: 4, 2, 5, 1, 3.
+    #[test]
+    fn dispatch_requests_starts_a_batch_at_the_fifo_head_not_the_lowest_sector() {
+        let mut s = Deadline::default();
+        reads(
+            &mut s,
+            Nanos::ZERO,
+            &[(1, 700), (2, 300), (3, 900), (4, 100), (5, 500)],
+        );
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 3, 2, 5, 4]);
+    }
+
+    /// 2.6.32 `deadline_move_request`: the next request is fixed when its predecessor goes out,
+    /// so a read arriving between the two is passed over by the batch under way.
+    #[test]
+    fn move_request_fixes_next_rq_so_an_arrival_behind_it_waits() {
+        let mut s = Deadline::default();
+        reads(&mut s, Nanos::ZERO, &[(1, 100), (2, 500), (3, 900)]);
+        assert_eq!(next_id(&mut s, Nanos::ZERO), 1);
+        s.insert(rq(4, 2).sector(300).read().build(), Nanos::ZERO);
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![2, 3, 4]);
     }
 
+    /// 2.6.32 `deadline_move_request` clears both `next_rq`: after a write batch the read batch
+    /// starts at the read FIFO head (sector 400), not where the read sweep stopped (300, as
+    /// the hybrid did).
     #[test]
-    fn batch_ends_after_fifo_batch_requests_and_starved_writes_get_their_turn() {
+    fn move_request_clears_next_rq_so_a_read_batch_after_writes_starts_at_the_fifo_head() {
+        let mut s = with(|c| {
+            c.fifo_batch = 2;
+            c.writes_starved = 1;
+        });
+        reads(
+            &mut s,
+            Nanos::ZERO,
+            &[(1, 100), (2, 400), (3, 200), (4, 300)],
+        );
+        s.insert(rq(9, 2).sector(5_000).write().build(), Nanos::ZERO);
+        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 3, 9, 2, 4]);
+    }
+
+    /// 2.6.32 `deadline_dispatch_requests`: `fifo_batch` counts requests, seeks included (a
+    /// batch is three reads far apart); `deadline-2.5` ends a batch at the first seek.
+    #[test]
+    fn dispatch_requests_counts_fifo_batch_in_requests_seeks_included() {
         let mut s = with(|c| {
             c.fifo_batch = 3;
             c.writes_starved = 1;
         });
-        for (id, sector) in [(1, 10), (2, 20), (3, 30), (4, 40)] {
-            s.insert(rq(id, 1).sector(sector).read().build(), Nanos::ZERO);
-        }
+        reads(
+            &mut s,
+            Nanos::ZERO,
+            &[(1, 10), (2, 1_000), (3, 50_000), (4, 90_000)],
+        );
         s.insert(rq(9, 2).sector(5).write().build(), Nanos::ZERO);
-        // One read batch of exactly three, then the write that one read batch has starved.
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2, 3, 9, 4]);
     }
 
+    /// 2.6.32 `deadline_dispatch_requests`: a read batch is chosen over writes queued first.
     #[test]
-    fn reads_are_preferred_over_writes_queued_first() {
+    fn dispatch_requests_prefers_reads_over_writes_queued_first() {
         let mut s = Deadline::default();
         s.insert(rq(1, 1).sector(10).write().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(20).write().build(), Nanos::ZERO);
         s.insert(rq(3, 2).sector(9_000).read().build(), Nanos::ZERO);
-        let Dispatch::Request(first) = s.dispatch(Nanos::ZERO) else {
-            panic!()
-        };
-        assert_eq!(first.id.0, 3);
+        assert_eq!(next_id(&mut s, Nanos::ZERO), 3);
     }
 
+    /// 2.6.32 `deadline_dispatch_requests` (`starved++ >= writes_starved`): two read batches
+    /// pass the writes, the third decision goes to a write batch; then again.
     #[test]
-    fn writes_starved_read_batches_then_one_write_batch() {
-        // Batches of one request make each dispatch a batch decision.
+    fn dispatch_requests_lets_writes_starved_read_batches_pass_then_a_write_batch() {
         let mut s = with(|c| {
             c.fifo_batch = 1;
             c.writes_starved = 2;
@@ -625,62 +510,61 @@ mod tests {
         }
         s.insert(rq(10, 2).sector(50).write().build(), Nanos::ZERO);
         s.insert(rq(11, 2).sector(60).write().build(), Nanos::ZERO);
-        // Two read batches pass the writes, the third decision goes to writes; then again.
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2, 10, 3, 4, 11, 5, 6]);
     }
 
-    #[test]
-    fn expired_read_fifo_head_restarts_the_batch_from_the_fifo() {
+    /// Reads for the expiry tests: an old read far up the disk behind one low read, and a
+    /// run of younger reads low on the disk; two batches of two go out before the deadline.
+    fn expiry_situation() -> Deadline {
         let mut s = with(|c| {
             c.read_expire = Nanos::from_ms(100);
             c.fifo_batch = 2;
         });
-        // An old read far down the disk, then a run of reads low on the disk.
-        s.insert(rq(1, 1).sector(90_000).read().build(), Nanos::ZERO);
-        for id in 2..=7 {
-            s.insert(rq(id, 2).sector(id * 8).read().build(), Nanos::from_ms(50));
-        }
-        // Before expiry the sweep starts at the lowest sector...
-        let Dispatch::Request(r) = s.dispatch(Nanos::from_ms(60)) else {
-            panic!()
-        };
-        assert_eq!(r.id.0, 2);
-        let Dispatch::Request(r) = s.dispatch(Nanos::from_ms(60)) else {
-            panic!()
-        };
-        assert_eq!(r.id.0, 3);
-        // ... at 100 ms request 1 expires: the next batch starts from the FIFO head, and goes
-        // on from there in sector order (nothing above it), then sweeps back to the low run.
-        assert_eq!(drain(&mut s, Nanos::from_ms(100)), vec![1, 4, 5, 6, 7]);
+        reads(&mut s, Nanos::ZERO, &[(1, 100), (2, 90_000)]);
+        reads(
+            &mut s,
+            Nanos::from_ms(50),
+            &[(3, 200), (4, 300), (5, 400), (6, 500)],
+        );
+        let before: Vec<u64> = (0..3)
+            .map(|_| next_id(&mut s, Nanos::from_ms(60)))
+            .collect();
+        // The FIFO head first, then on from the next request: read 2 is not expired yet.
+        assert_eq!(before, vec![1, 3, 4]);
+        s
     }
 
+    /// 2.6.32 `deadline_check_fifo`: when a batch ends, an expired FIFO head starts the next
+    /// one, ahead of the next request in sector order.
     #[test]
-    fn read_is_not_expired_one_nanosecond_before_its_deadline() {
-        let mut s = with(|c| c.read_expire = Nanos::from_ms(100));
-        s.insert(rq(1, 1).sector(90_000).read().build(), Nanos::ZERO);
-        s.insert(rq(2, 1).sector(8).read().build(), Nanos::ZERO);
-        let Dispatch::Request(r) = s.dispatch(Nanos::from_ms(100) - Nanos(1)) else {
-            panic!()
-        };
-        assert_eq!(r.id.0, 2);
+    fn check_fifo_starts_the_next_batch_at_an_expired_fifo_head() {
+        let mut s = expiry_situation();
+        assert_eq!(drain(&mut s, Nanos::from_ms(100) + Nanos(1)), vec![5, 2, 6]);
     }
 
+    /// 2.6.32 `deadline_check_fifo` is `time_after(jiffies, fifo_time)`: at its deadline
+    /// itself a read has not expired.
     #[test]
-    fn expired_write_is_served_when_its_batch_comes() {
+    fn check_fifo_is_time_after_not_at_the_deadline_itself() {
+        let mut s = expiry_situation();
+        assert_eq!(drain(&mut s, Nanos::from_ms(100)), vec![5, 6, 2]);
+    }
+
+    /// 2.6.32 `deadline_check_fifo` for writes: an expired write FIFO head starts the write
+    /// batch even where the write sweep would go on elsewhere.
+    #[test]
+    fn check_fifo_applies_to_writes_too() {
         let mut s = with(|c| {
             c.write_expire = Nanos::from_ms(10);
             c.fifo_batch = 1;
-            c.writes_starved = 1;
         });
-        s.insert(rq(1, 1).sector(500).write().build(), Nanos::ZERO);
-        s.insert(rq(2, 1).sector(100).write().build(), Nanos::ZERO);
-        for id in 3..=5 {
-            s.insert(rq(id, 2).sector(id * 8).read().build(), Nanos::ZERO);
+        for (id, sector) in [(1, 100), (2, 900_000), (3, 200), (4, 300)] {
+            s.insert(rq(id, 1).sector(sector).write().build(), Nanos::ZERO);
         }
-        // One read batch, then the write batch starts at the expired FIFO head (sector 500),
-        // not at the lowest write.
-        let order = drain(&mut s, Nanos::from_ms(20));
-        assert_eq!(&order[..2], &[3, 1]);
+        assert_eq!(next_id(&mut s, Nanos::ZERO), 1);
+        // Not expired: the next write in sector order (3); expired: the FIFO head (2).
+        assert_eq!(next_id(&mut s, Nanos::from_ms(10)), 3);
+        assert_eq!(next_id(&mut s, Nanos::from_ms(11)), 2);
     }
 
     #[test]
@@ -703,6 +587,42 @@ mod tests {
         assert_eq!(s.counters().merged, 2);
     }
 
+    /// The back merge of 2.6.32 `deadline_merge` (`elv_merge` finding a request by its end
+    /// sector): a request below the new one that does not end where it starts takes no merge,
+    /// and a request of another operation (a discard) takes none either.
+    #[test]
+    fn back_merge_needs_the_request_below_to_end_where_the_new_one_starts() {
+        let mut s = Deadline::default();
+        s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
+        let gap = rq(2, 1).sector(112).sectors(8).read().build();
+        assert_eq!(s.try_merge(&gap, Nanos::ZERO), None);
+        let mut discard = rq(3, 1).sector(200).sectors(8).write().build();
+        discard.op = crate::request::Op::Discard;
+        s.insert(discard, Nanos::ZERO);
+        let after = rq(4, 1).sector(208).sectors(8).write().build();
+        assert_eq!(s.try_merge(&after, Nanos::ZERO), None);
+        assert_eq!(s.counters().merged, 0);
+        assert_eq!(s.queued(), 2);
+    }
+
+    /// 2.6.32 `deadline_dispatch_requests` compares the starvation count with the
+    /// `writes_starved` in force: lowered at run time below the count, it sends writes next.
+    #[test]
+    fn writes_starved_lowered_at_run_time_applies_to_the_count_so_far() {
+        let mut s = with(|c| {
+            c.fifo_batch = 1;
+            c.writes_starved = 5;
+        });
+        for id in 1..=6 {
+            s.insert(rq(id, 1).sector(id * 100).read().build(), Nanos::ZERO);
+        }
+        s.insert(rq(10, 2).sector(50).write().build(), Nanos::ZERO);
+        let first: Vec<u64> = (0..4).map(|_| next_id(&mut s, Nanos::ZERO)).collect();
+        assert_eq!(first, vec![1, 2, 3, 4]);
+        s.set_tunable("writes_starved", 1).unwrap();
+        assert_eq!(next_id(&mut s, Nanos::ZERO), 10);
+    }
+
     #[test]
     fn merge_never_builds_a_request_above_max_sectors() {
         let mut s = Deadline::default();
@@ -720,6 +640,7 @@ mod tests {
         s.insert(rq(2, 1).sector(96).sectors(2).read().build(), Nanos::ZERO);
         let into = s.try_merge(&rq(3, 2).sector(92).sectors(8).read().build(), Nanos::ZERO);
         assert_eq!(into, Some(RequestId(1)));
+        assert_eq!(s.counters().merged, 1);
         // Request 1 now covers 92..108 and is the lowest sector.
         let Dispatch::Request(r) = s.dispatch(Nanos::ZERO) else {
             panic!()
@@ -742,7 +663,7 @@ mod tests {
         let mut s = Deadline::default();
         s.insert(rq(1, 1).sector(100).sectors(8).write().build(), Nanos::ZERO);
         let mut flush = rq(2, 1).sector(108).sectors(8).write().build();
-        flush.op = Op::Flush;
+        flush.op = crate::request::Op::Flush;
         assert_eq!(s.try_merge(&flush, Nanos::ZERO), None);
     }
 
@@ -754,6 +675,11 @@ mod tests {
             // earlier ones wait for the device.
             h.submit(rq(i, 1).sector(i * 8).read().at(Nanos::from_ms(i)));
         }
+        h.run_until(Nanos::from_secs(10));
+        let c = h.sched.counters();
+        assert_eq!(c.inserted + c.merged, 20);
+        assert_eq!((c.dispatched, c.completed), (c.inserted, c.inserted));
+        assert_eq!(h.sched.name(), "deadline");
         let out = h.run();
         let sectors: u32 = out.served.iter().map(|s| s.rq.sectors).sum();
         assert_eq!(sectors, 160);

@@ -1,0 +1,256 @@
+//! The queues both deadline versions keep, and the merge lookup they share.
+//!
+//! Every queued request sits in two structures of its data direction (reads; everything else
+//! counts as a write, as `rq_data_dir` does): a tree sorted by start sector (the kernel's
+//! `sort_list` rbtree) and a FIFO in arrival order (`fifo_list`), each request stamped with
+//! its deadline. Requests live in a slab; the FIFOs are intrusive doubly linked lists through
+//! it and the trees are `BTreeMap`s keyed by `(sector, id)`, so every operation is
+//! `O(log n)`.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included, Unbounded};
+
+use super::Counters;
+use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::time::Nanos;
+
+/// Index of the read direction in the per-direction arrays.
+pub(super) const READ: usize = 0;
+/// Index of the write direction (everything that is not a read).
+pub(super) const WRITE: usize = 1;
+/// "No slot" in the FIFO links.
+const NIL: u32 = u32::MAX;
+
+/// `rq_data_dir`: reads, or everything else.
+pub(super) fn dir_of(rq: &Request) -> usize {
+    if rq.op.is_read() {
+        READ
+    } else {
+        WRITE
+    }
+}
+
+/// A queued request and its FIFO links.
+#[derive(Debug)]
+struct Entry {
+    rq: Request,
+    /// `arrival + expire` of its direction.
+    deadline: Nanos,
+    prev: u32,
+    next: u32,
+}
+
+/// One direction's sort tree and FIFO.
+#[derive(Debug)]
+struct Dir {
+    /// (start sector, id) -> slot.
+    sorted: BTreeMap<(u64, u64), u32>,
+    head: u32,
+    tail: u32,
+}
+
+impl Dir {
+    fn new() -> Dir {
+        Dir {
+            sorted: BTreeMap::new(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
+}
+
+/// Both directions' trees and FIFOs over one slab of requests.
+#[derive(Debug)]
+pub(super) struct Lists {
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    dirs: [Dir; 2],
+    queued: usize,
+    counters: Counters,
+}
+
+impl Lists {
+    pub(super) fn new() -> Lists {
+        Lists {
+            slots: Vec::new(),
+            free: Vec::new(),
+            dirs: [Dir::new(), Dir::new()],
+            queued: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    pub(super) fn queued(&self) -> usize {
+        self.queued
+    }
+
+    pub(super) fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    pub(super) fn count_completion(&mut self) {
+        self.counters.completed += 1;
+    }
+
+    fn entry(&self, slot: u32) -> &Entry {
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("deadline: slot in a list is occupied")
+    }
+
+    fn entry_mut(&mut self, slot: u32) -> &mut Entry {
+        self.slots[slot as usize]
+            .as_mut()
+            .expect("deadline: slot in a list is occupied")
+    }
+
+    fn key(&self, slot: u32) -> (u64, u64) {
+        let rq = &self.entry(slot).rq;
+        (rq.sector, rq.id.0)
+    }
+
+    /// The start sector of the request in `slot`.
+    pub(super) fn sector(&self, slot: u32) -> u64 {
+        self.entry(slot).rq.sector
+    }
+
+    /// Whether `dir` has a request queued.
+    pub(super) fn has(&self, dir: usize) -> bool {
+        self.dirs[dir].head != NIL
+    }
+
+    /// The oldest request of `dir` (the FIFO head), if any.
+    pub(super) fn fifo_head(&self, dir: usize) -> Option<u32> {
+        Some(self.dirs[dir].head).filter(|&s| s != NIL)
+    }
+
+    /// The lowest-sector request of `dir`, if any.
+    pub(super) fn first(&self, dir: usize) -> Option<u32> {
+        self.dirs[dir].sorted.values().next().copied()
+    }
+
+    /// `deadline_latter_request`: the request after `slot` in its direction's sector order.
+    pub(super) fn latter(&self, slot: u32) -> Option<u32> {
+        let dir = dir_of(&self.entry(slot).rq);
+        self.dirs[dir]
+            .sorted
+            .range((Excluded(self.key(slot)), Unbounded))
+            .next()
+            .map(|(_, &s)| s)
+    }
+
+    /// `deadline_check_fifo`: whether the FIFO head of `dir` has expired, `time_after(now,
+    /// deadline)`: strictly after it.
+    pub(super) fn expired(&self, dir: usize, now: Nanos) -> bool {
+        self.fifo_head(dir)
+            .is_some_and(|head| now > self.entry(head).deadline)
+    }
+
+    /// Queue `rq` with its deadline at the tails of its direction's FIFO and in its tree.
+    pub(super) fn insert(&mut self, rq: Request, deadline: Nanos) {
+        let dir = dir_of(&rq);
+        let key = (rq.sector, rq.id.0);
+        let tail = self.dirs[dir].tail;
+        let entry = Entry {
+            rq,
+            deadline,
+            prev: tail,
+            next: NIL,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(entry);
+                s
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if tail == NIL {
+            self.dirs[dir].head = slot;
+        } else {
+            self.entry_mut(tail).next = slot;
+        }
+        self.dirs[dir].tail = slot;
+        self.dirs[dir].sorted.insert(key, slot);
+        self.queued += 1;
+        self.counters.inserted += 1;
+    }
+
+    /// `deadline_move_to_dispatch`: take `slot` off its tree and FIFO and hand its request
+    /// out.
+    pub(super) fn remove(&mut self, slot: u32) -> Request {
+        let key = self.key(slot);
+        let entry = self.slots[slot as usize]
+            .take()
+            .expect("deadline: dispatched slot is occupied");
+        let dir = dir_of(&entry.rq);
+        self.dirs[dir].sorted.remove(&key);
+        if entry.prev == NIL {
+            self.dirs[dir].head = entry.next;
+        } else {
+            self.entry_mut(entry.prev).next = entry.next;
+        }
+        if entry.next == NIL {
+            self.dirs[dir].tail = entry.prev;
+        } else {
+            self.entry_mut(entry.next).prev = entry.prev;
+        }
+        self.free.push(slot);
+        self.queued -= 1;
+        self.counters.dispatched += 1;
+        entry.rq
+    }
+
+    /// Merge `rq` into a queued request: a back merge into the request just below it in
+    /// sector order that ends where it starts, else (if `front_merges`) a front merge into
+    /// one that starts where it ends, which moves down in the tree. Same direction and
+    /// operation, at most [`MAX_MERGE_SECTORS`] in all; neither FIFO position nor deadline
+    /// changes.
+    pub(super) fn try_merge(&mut self, rq: &Request, front_merges: bool) -> Option<RequestId> {
+        if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
+            return None;
+        }
+        let dir = dir_of(rq);
+        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
+
+        let below = self.dirs[dir]
+            .sorted
+            .range(..(rq.sector, 0))
+            .next_back()
+            .map(|(_, &s)| s);
+        if let Some(slot) = below {
+            let q = &mut self.entry_mut(slot).rq;
+            if q.end() == rq.sector && fits(q) {
+                q.sectors += rq.sectors;
+                let id = q.id;
+                self.counters.merged += 1;
+                return Some(id);
+            }
+        }
+
+        if front_merges {
+            let end = rq.end();
+            let above = self.dirs[dir]
+                .sorted
+                .range((Included((end, 0)), Included((end, u64::MAX))))
+                .next()
+                .map(|(&k, &s)| (k, s));
+            if let Some((key, slot)) = above {
+                let q = &mut self.entry_mut(slot).rq;
+                if fits(q) {
+                    q.sector = rq.sector;
+                    q.sectors += rq.sectors;
+                    let id = q.id;
+                    let sorted = &mut self.dirs[dir].sorted;
+                    sorted.remove(&key);
+                    sorted.insert((rq.sector, id.0), slot);
+                    self.counters.merged += 1;
+                    return Some(id);
+                }
+            }
+        }
+        None
+    }
+}
