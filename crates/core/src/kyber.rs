@@ -32,8 +32,9 @@
 //! as of that time (before the call's own completion is counted). Between calls no samples
 //! arrive and no token can be taken, so this decides exactly as a real timer would.
 //!
-//! Asynchronous requests (writeback) hold one of 192 tags (75% of `nr_requests` 256) from
-//! admission to completion; beyond that they wait outside (see [`crate::tags`]). Flushes bypass
+//! Every request holds one of `nr_requests` (256) scheduler tags from admission to completion,
+//! asynchronous ones (writeback) at most 192 of them (75%); beyond that they wait outside (see
+//! [`crate::tags`]). Flushes bypass
 //! the scheduler and go to the device first.
 //!
 //! ## Tunables (sysfs names)
@@ -55,8 +56,9 @@
 //!   domain (newest first) that ends where it starts or starts where it ends, with the same
 //!   operation and I/O priority, up to [`MAX_MERGE_SECTORS`]; a candidate it is adjacent to
 //!   but too large for stops the search, as in `blk_bio_list_merge`. Discards never merge.
-//! - **Async tags**: capped by counting admitted async requests ([`crate::tags`]); the total
-//!   tag depth is not modelled.
+//! - **Tags are counted** ([`crate::tags`]): at most 192 async requests hold tags, where the
+//!   kernel's limit is a shallow depth in each word of the tag bitmap; `nr_requests` is fixed at
+//!   256 (the kernel's for a deep device; a shallower one gets fewer).
 //! - The `OTHER` domain exists (depth 16, batch 1) but no request of ours falls in it: flushes
 //!   bypass, and we have no zone or write-zeroes operations.
 
@@ -64,7 +66,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
-use crate::tags::AsyncTags;
+use crate::tags::SchedTags;
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
@@ -78,8 +80,11 @@ pub const DISCARD_LAT: Nanos = Nanos::from_secs(5);
 pub const MAX_DEPTH: [u32; DOMAINS] = [256, 128, 64, 16];
 /// Each domain's batch, in [`Domain`] order.
 pub const BATCH: [u32; DOMAINS] = [16, 8, 1, 1];
-/// Tags asynchronous requests may hold: 75% of `nr_requests` (256).
-pub const ASYNC_DEPTH: u32 = 256 * 75 / 100;
+/// Scheduler tags (`nr_requests`): 256, the kernel's value for a device queue depth of 128 or
+/// more.
+pub const NR_REQUESTS: u32 = 256;
+/// Tags asynchronous requests may hold: 75% of `nr_requests` (`kyber_limit_depth`).
+pub const ASYNC_DEPTH: u32 = NR_REQUESTS * 75 / 100;
 /// How long after a completion the timer fires at the latest.
 pub const TIMER: Nanos = Nanos::from_ms(100);
 /// Samples after which a percentile is computed without waiting.
@@ -227,7 +232,7 @@ pub struct Kyber {
     /// Admission and dispatch times of the requests at the device.
     started: HashMap<RequestId, (Nanos, Nanos)>,
     bypass: VecDeque<Request>,
-    tags: AsyncTags,
+    tags: SchedTags,
     /// Requests staged, in dispatch lists or bypassing (not those waiting for a tag).
     queued: usize,
 }
@@ -254,7 +259,7 @@ impl Kyber {
             timer: None,
             started: HashMap::new(),
             bypass: VecDeque::new(),
-            tags: AsyncTags::new(ASYNC_DEPTH),
+            tags: SchedTags::new(NR_REQUESTS, ASYNC_DEPTH),
             queued: 0,
         }
     }
@@ -429,11 +434,9 @@ impl Scheduler for Kyber {
             self.bypass.push_back(rq);
             return;
         }
-        self.admit_waiting(now);
         let throttle = throttled(&rq);
-        if let Some(rq) = self.tags.admit(rq, throttle) {
-            self.stage(rq, now);
-        }
+        self.tags.arrive(rq, throttle);
+        self.admit_waiting(now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -465,9 +468,7 @@ impl Scheduler for Kyber {
         }
         let d = domain_of(rq);
         self.in_flight[d] = self.in_flight[d].saturating_sub(1);
-        if throttled(rq) {
-            self.tags.release();
-        }
+        self.tags.release(throttled(rq));
         if let Some((admitted, dispatched)) = self.started.remove(&rq.id) {
             if d < MEASURED {
                 let target = self.target(d);
@@ -586,7 +587,7 @@ mod tests {
     #[test]
     fn a_domain_never_has_more_than_its_depth_at_the_device() {
         let mut s = Kyber::default();
-        for i in 0..300 {
+        for i in 0..100 {
             s.insert(rq(i, 1).sector(i * 8).read().build(), Nanos::ZERO);
         }
         for i in 0..200 {
@@ -595,10 +596,13 @@ mod tests {
                 Nanos::ZERO,
             );
         }
+        // 256 tags: the reads and 156 writes hold them, 44 writes wait for one; of the 156,
+        // the write domain's depth lets 128 go.
         let out = take_all(&mut s, Nanos::ZERO);
         let reads = out.iter().filter(|r| r.op.is_read()).count();
-        assert_eq!((reads, out.len() - reads), (256, 128));
-        assert_eq!(s.in_flight(Domain::Read), 256);
+        assert_eq!((reads, out.len() - reads), (100, 128));
+        assert_eq!(s.in_flight(Domain::Write), 128);
+        assert_eq!(s.queued(), 72);
         // A write completes: exactly one more write may go.
         let w = out.iter().find(|r| !r.op.is_read()).unwrap();
         s.complete(w, Nanos::from_ms(1));

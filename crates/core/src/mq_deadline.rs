@@ -32,9 +32,13 @@
 //! requests queued *or in flight*: a lower level waits until a higher one has completed all its
 //! requests, unless its requests have aged.
 //!
-//! Writes (everything but reads) hold one of `async_depth` tags from admission to completion;
-//! beyond that they wait outside the queues (see [`crate::tags`]). Flushes bypass the scheduler
-//! and go to the device first, as blk-mq sends flush sequences straight to the dispatch list.
+//! Scheduler tags ([`crate::tags`]): every request holds one of `nr_requests` tags from its
+//! admission into the queues to its completion, and writes (everything but reads, which
+//! `dd_limit_depth` leaves unthrottled) may hold at most `async_depth` of them;
+//! `dd_depth_updated` sets `async_depth` to `nr_requests` whenever `nr_requests` is set. A
+//! request that finds no tag waits outside the queues, so a flood of writes holding every tag
+//! makes a read wait for one. Flushes bypass the scheduler and go to the device first, as
+//! blk-mq sends flush sequences straight to the dispatch list.
 //!
 //! Merging ([`Scheduler::try_merge`]) is deadline's: a back merge into the request just below
 //! in sector order that ends where the new one starts, else (if `front_merges`) a front merge
@@ -52,12 +56,16 @@
 //! | `front_merges` | bool | 1 | try front merges |
 //! | `prio_aging_expire` | ms | 10000 | age after which a lower-priority request goes first |
 //! | `async_depth` | requests | 256 | writes holding tags at once |
+//! | `nr_requests` | requests | 256 | scheduler tags (queue attribute); setting it sets `async_depth` |
 //!
 //! ## Deviations from the kernel
-//! - **`async_depth`**: the kernel caps the scheduler tags writes may take (its default is
-//!   `nr_requests`, 256 for a device queue depth of 128 or more); we cap the writes admitted and
-//!   not completed, and the rest wait outside the scheduler in arrival order ([`crate::tags`]).
-//!   The total tag depth is not modelled.
+//! - **Tags are counted**: the kernel's `async_depth` is a shallow depth in each word of the
+//!   tag bitmap; we cap the number of writes holding tags ([`crate::tags`]). Waiting requests
+//!   are admitted in arrival order, a read passing writes that wait only for `async_depth`.
+//! - **`nr_requests`** defaults to 256, the kernel's value for a device queue depth of 128 or
+//!   more (`2 * min(queue_depth, 128)`); a shallower device gets fewer tags in the kernel. It
+//!   is refused outside 4 ..= 2048 (`BLKDEV_MIN_RQ`, `MAX_SCHED_RQ`), which the kernel clamps
+//!   to. Flushes take no tag.
 //! - **Zoned devices**: no zone handling; writes to one zone may be reordered.
 //! - **Merging** is deadline's model (whole requests, no `last_merge` cache, no request to
 //!   request merge after a merge closes a gap); discards and flushes never merge.
@@ -76,7 +84,7 @@ use std::ops::Bound::{Included, Unbounded};
 use crate::deadline;
 use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
-use crate::tags::AsyncTags;
+use crate::tags::SchedTags;
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
 
@@ -86,9 +94,11 @@ pub use crate::deadline::{
 };
 /// Default `prio_aging_expire`, ms.
 pub const DEFAULT_PRIO_AGING_EXPIRE_MS: i64 = 10_000;
-/// Default `async_depth`: the kernel sets it to `nr_requests`, which is twice the device
-/// queue depth capped at 128, so 256 for a deep device.
-pub const DEFAULT_ASYNC_DEPTH: i64 = 256;
+/// Default `nr_requests`: twice the device queue depth capped at 128 (`blk_mq_init_sched`),
+/// so 256 for a deep device.
+pub const DEFAULT_NR_REQUESTS: i64 = 256;
+/// Default `async_depth`: `dd_depth_updated` sets it to `nr_requests`.
+pub const DEFAULT_ASYNC_DEPTH: i64 = DEFAULT_NR_REQUESTS;
 
 const INT_MAX: i64 = i32::MAX as i64;
 
@@ -115,6 +125,14 @@ pub const TUNABLES: &[Tunable] = &[
         max: INT_MAX,
         doc: "writes (everything but reads) that may be admitted and not completed at once",
     },
+    Tunable {
+        name: "nr_requests",
+        unit: Unit::Requests,
+        default: DEFAULT_NR_REQUESTS,
+        min: 4,
+        max: 2048,
+        doc: "scheduler tags, one per request from admission to completion; sets async_depth",
+    },
 ];
 
 /// mq-deadline's settings.
@@ -134,6 +152,8 @@ pub struct Config {
     pub prio_aging_expire: Nanos,
     /// Writes admitted and not completed at once (`async_depth`).
     pub async_depth: u32,
+    /// Requests admitted and not completed at once: the scheduler tags (`nr_requests`).
+    pub nr_requests: u32,
 }
 
 impl Default for Config {
@@ -146,6 +166,7 @@ impl Default for Config {
             front_merges: DEFAULT_FRONT_MERGES != 0,
             prio_aging_expire: Nanos::from_ms(DEFAULT_PRIO_AGING_EXPIRE_MS as u64),
             async_depth: DEFAULT_ASYNC_DEPTH as u32,
+            nr_requests: DEFAULT_NR_REQUESTS as u32,
         }
     }
 }
@@ -155,7 +176,9 @@ impl Config {
     pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
         settings.validate("mq-deadline", TUNABLES)?;
         let mut c = Config::default();
-        for name in settings.names() {
+        // nr_requests first: it resets async_depth, which may then be set below it.
+        let nr_first = settings.names().filter(|&n| n == "nr_requests");
+        for name in nr_first.chain(settings.names().filter(|&n| n != "nr_requests")) {
             c.apply(name, settings.get(TUNABLES, name));
         }
         Ok(c)
@@ -171,6 +194,11 @@ impl Config {
             "front_merges" => self.front_merges = value != 0,
             "prio_aging_expire" => self.prio_aging_expire = Nanos::from_ms(value as u64),
             "async_depth" => self.async_depth = value as u32,
+            "nr_requests" => {
+                // dd_depth_updated
+                self.nr_requests = value as u32;
+                self.async_depth = self.nr_requests;
+            }
             _ => unreachable!("{name} is not in mq-deadline's table"),
         }
     }
@@ -269,7 +297,7 @@ pub struct MqDeadline {
     starved: u32,
     /// Flushes, which bypass the scheduler.
     bypass: VecDeque<Request>,
-    tags: AsyncTags,
+    tags: SchedTags,
     /// Requests in the levels' lists.
     in_lists: usize,
     counters: Counters,
@@ -295,7 +323,7 @@ impl MqDeadline {
             owned: 0,
         };
         MqDeadline {
-            tags: AsyncTags::new(config.async_depth),
+            tags: SchedTags::new(config.nr_requests, config.async_depth),
             config,
             slots: Vec::new(),
             free: Vec::new(),
@@ -324,8 +352,13 @@ impl MqDeadline {
         self.counters
     }
 
-    /// Writes holding one of the `async_depth` tags (admitted and not completed).
+    /// Writes holding a tag (admitted and not completed), at most `async_depth`.
     pub fn async_tags_held(&self) -> u32 {
+        self.tags.held_throttled()
+    }
+
+    /// Requests holding a tag (admitted and not completed), at most `nr_requests`.
+    pub fn tags_held(&self) -> u32 {
         self.tags.held()
     }
 
@@ -552,11 +585,9 @@ impl Scheduler for MqDeadline {
             self.bypass.push_back(rq);
             return;
         }
-        self.admit_waiting(now);
         let throttle = throttled(&rq);
-        if let Some(rq) = self.tags.admit(rq, throttle) {
-            self.enqueue(rq, now);
-        }
+        self.tags.arrive(rq, throttle);
+        self.admit_waiting(now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -588,10 +619,8 @@ impl Scheduler for MqDeadline {
         }
         let level = &mut self.levels[level_of(rq)];
         level.owned = level.owned.saturating_sub(1);
-        if throttled(rq) {
-            self.tags.release();
-            self.admit_waiting(now);
-        }
+        self.tags.release(throttled(rq));
+        self.admit_waiting(now);
     }
 
     fn queued(&self) -> usize {
@@ -602,6 +631,7 @@ impl Scheduler for MqDeadline {
         let t = tunable::lookup("mq-deadline", TUNABLES, name)?;
         tunable::check_range(t, value)?;
         self.config.apply(name, value);
+        self.tags.set_depth(self.config.nr_requests);
         self.tags.set_limit(self.config.async_depth);
         Ok(())
     }
@@ -647,9 +677,10 @@ mod tests {
                 c.writes_starved,
                 c.fifo_batch,
                 c.front_merges,
-                c.async_depth
+                c.async_depth,
+                c.nr_requests
             ),
-            (2, 16, true, 256)
+            (2, 16, true, 256, 256)
         );
         for t in TUNABLES {
             let mut s = Settings::new();
@@ -911,6 +942,74 @@ mod tests {
         assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(2)), vec![4, 5]);
     }
 
+    /// Mainline `dd_limit_depth` leaves reads unthrottled but every request takes one of
+    /// `nr_requests` scheduler tags (`blk_mq_get_tag`), and `dd_depth_updated` lets writes hold
+    /// all of them by default (`async_depth = nr_requests`): a write flood that holds every tag
+    /// makes a read wait for one, and the read gets the first tag freed.
+    #[test]
+    fn a_read_waits_for_a_scheduler_tag_behind_a_write_flood() {
+        let mut s = MqDeadline::default();
+        s.set_tunable("nr_requests", 4).unwrap();
+        assert_eq!((s.config().nr_requests, s.config().async_depth), (4, 4));
+        for id in 1..=6 {
+            s.insert(rq(id, 1).sector(id * 1_000).write().build(), Nanos::ZERO);
+        }
+        s.insert(rq(10, 2).sector(50).read().build(), Nanos::from_us(1));
+        assert_eq!((s.tags_held(), s.async_tags_held()), (4, 4));
+        // Only the four writes holding tags are in the queues; the read waits behind two writes.
+        let out: Vec<Request> = std::iter::from_fn(|| match s.dispatch(Nanos::from_us(2)) {
+            Dispatch::Request(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+        assert_eq!(
+            out.iter().map(|r| r.id.0).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4]
+        );
+        assert_eq!(s.queued(), 3);
+        // Tags go to the waiters in arrival order: the two writes first, then the read.
+        s.complete(&out[0], Nanos::from_ms(5));
+        assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(5)), vec![5]);
+        s.complete(&out[1], Nanos::from_ms(6));
+        assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(6)), vec![6]);
+        s.complete(&out[2], Nanos::from_ms(7));
+        assert_eq!(drain_one_by_one(&mut s, Nanos::from_ms(7)), vec![10]);
+        assert_eq!((s.tags_held(), s.async_tags_held()), (4, 3));
+        // With async_depth below nr_requests (25% kept for reads, as before 6.10) the read
+        // would have found a tag at once.
+        let mut reserved = MqDeadline::default();
+        reserved.set_tunable("nr_requests", 4).unwrap();
+        reserved.set_tunable("async_depth", 3).unwrap();
+        for id in 1..=6 {
+            reserved.insert(rq(id, 1).sector(id * 1_000).write().build(), Nanos::ZERO);
+        }
+        reserved.insert(rq(10, 2).sector(50).read().build(), Nanos::from_us(1));
+        assert_eq!((reserved.tags_held(), reserved.async_tags_held()), (4, 3));
+        // It is queued at once (a fresh mq-deadline finishes its write batch first).
+        assert_eq!(
+            drain_one_by_one(&mut reserved, Nanos::from_us(2)),
+            vec![1, 2, 3, 10]
+        );
+    }
+
+    /// `dd_depth_updated` runs when `nr_requests` changes and sets `async_depth` to it; an
+    /// `async_depth` given with it applies after it, whatever the order of the settings.
+    #[test]
+    fn nr_requests_sets_async_depth_as_dd_depth_updated_does() {
+        let mut both = Settings::new();
+        both.set("nr_requests", 64).set("async_depth", 16);
+        let c = Config::from_settings(&both).unwrap();
+        assert_eq!((c.nr_requests, c.async_depth), (64, 16));
+        let mut only = Settings::new();
+        only.set("nr_requests", 64);
+        assert_eq!(Config::from_settings(&only).unwrap().async_depth, 64);
+        for bad in [3, 2049] {
+            let mut s = Settings::new();
+            s.set("nr_requests", bad);
+            assert!(Config::from_settings(&s).is_err(), "{bad}");
+        }
+    }
+
     /// W1 as the real executor drives a policy: a device with 256 free slots, a writer keeping
     /// 32 sequential 1 MiB writes outstanding and a dependent reader (a new 4 KiB random read
     /// as each completes), for one simulated second. Completions that fall at the same instant
@@ -1082,6 +1181,7 @@ mod tests {
                 front_merges: front,
                 prio_aging_expire: Nanos::from_ms(aging_ms),
                 async_depth,
+                nr_requests: 256,
             };
             let mut h = Harness::new(MqDeadline::new(cfg), depth, |r: &Request| {
                 Nanos::from_us(200 + (r.sector % 7) * 300)
