@@ -41,7 +41,17 @@ fn builtin_980pro_loads_by_name_everywhere_drives_are_looked_up() {
 #[test]
 fn bad_ssd_spec_names_file_line_and_field() {
     let text = SsdSpec::builtin("samsung-980pro-1tb").unwrap().to_toml();
-    let bad = text.replace("read_us = 90.0", "read_us = -1.0");
+    let bad: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("read_us = ") {
+                "read_us = -1.0"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     assert_ne!(bad, text, "the spec has a read_us line");
     let e = DriveModel::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "flash.read_us");

@@ -1,33 +1,25 @@
-//! The flash back end as busy-until timelines: one per channel, one per array unit (a plane
-//! when planes run independently, else a die).
+//! The flash back end as timelines: a gap-filling one per channel, a busy-until per plane.
 //!
 //! An operation is placed at submission: it starts when its inputs are ready and its
 //! resources are free, and moves their busy-until forward. This is MQSim's transaction
 //! scheduling (`TSU_OutOfOrder`, `NVM_PHY_ONFI_NVDDR2`) reduced to first-come first-served per
-//! resource: O(1) per operation and deterministic, at the cost of never reordering work that
-//! was already placed (docs/ssd-model.md, "Deviations").
+//! die: O(1) per operation and deterministic, at the cost of never reordering work that was
+//! already placed (docs/ssd-model.md, "Deviations").
 //!
-//! A read senses the page (tR), then moves the bytes asked for over the channel; the array
-//! stays busy until the page register is emptied. A program moves the page over the channel,
-//! then programs it (tPROG). An erase holds the array for tBERS.
+//! A read senses the page (tR, by page type), then moves the bytes asked for over the
+//! channel; the array stays busy until the page register is emptied. A program moves the page
+//! over the channel, then programs it (tPROG). An erase holds the array for tBERS. An
+//! operation holds its whole die (every plane), except a small read with
+//! `independent_plane_reads`, which holds its plane only.
 //!
 //! With preemptible GC ([`Gc::preemptible`](super::spec::Gc)), GC work goes on a second
-//! timeline per array unit that host reads do not wait for; a host read that overlaps GC work
+//! timeline per plane that host reads do not wait for; a host read that overlaps GC work
 //! pushes the rest of it later by the read's length (suspend and resume).
 
 use elevator_core::Nanos;
 
 use super::spec::SsdSpec;
 use super::timeline::GapTimeline;
-
-/// Where a plane is: its channel and its array unit (timeline).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlaneLoc {
-    /// Channel index.
-    pub channel: u32,
-    /// Array timeline index (the plane itself, or its die).
-    pub array: u32,
-}
 
 /// Who asked for a flash operation: host work and GC work may use different timelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,22 +30,26 @@ pub enum Origin {
     Gc,
 }
 
-/// Channels and arrays as busy-until timelines.
+/// Channels and planes as timelines.
 #[derive(Clone, Debug)]
 pub struct Flash {
     channels: u32,
-    chips: u32,
+    /// Dies in the drive; plane `p` is on die `p mod dies`.
     dies: u32,
-    independent_planes: bool,
+    planes_per_die: u32,
+    independent_plane_reads: bool,
     channels_busy: Vec<GapTimeline>,
     /// The current time: no work is placed before it.
     now: Nanos,
-    array_free: Vec<Nanos>,
+    plane_free: Vec<Nanos>,
     gc_free: Vec<Nanos>,
     preemptible: bool,
     read_ns: u64,
     small_read_ns: u64,
     small_read_bytes: u32,
+    unit_bytes: u64,
+    read_step_ns: u64,
+    page_types: u32,
     program_ns: u64,
     erase_ns: u64,
     /// Channel transfer time per byte, picoseconds.
@@ -75,24 +71,23 @@ impl Flash {
     pub fn new(spec: &SsdSpec) -> Flash {
         let f = &spec.flash;
         let dies = f.channels * f.chips_per_channel * f.dies_per_chip;
-        let arrays = if f.independent_planes {
-            dies * f.planes_per_die
-        } else {
-            dies
-        } as usize;
+        let planes = (dies * f.planes_per_die) as usize;
         Flash {
             channels: f.channels,
-            chips: f.chips_per_channel,
-            dies: f.dies_per_chip,
-            independent_planes: f.independent_planes,
+            dies,
+            planes_per_die: f.planes_per_die,
+            independent_plane_reads: f.independent_plane_reads,
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
-            array_free: vec![Nanos::ZERO; arrays],
-            gc_free: vec![Nanos::ZERO; arrays],
+            plane_free: vec![Nanos::ZERO; planes],
+            gc_free: vec![Nanos::ZERO; planes],
             preemptible: spec.gc.preemptible,
             read_ns: us_to_ns(f.read_us),
             small_read_ns: us_to_ns(f.small_read_us),
             small_read_bytes: f.small_read_bytes,
+            unit_bytes: u64::from(spec.ftl.unit_bytes),
+            read_step_ns: us_to_ns(f.read_step_us),
+            page_types: f.page_types.max(1),
             program_ns: us_to_ns(f.program_us),
             erase_ns: us_to_ns(f.erase_us),
             channel_ps_per_byte: ps_per_byte(f.channel_mb_s),
@@ -104,85 +99,114 @@ impl Flash {
         self.now = now;
     }
 
-    /// Where plane `plane` is. Planes are numbered channel first, then chip (way), die and
-    /// plane within the die (MQSim's CWDP order), so consecutive planes sit on different
-    /// channels.
-    pub fn locate(&self, plane: u32) -> PlaneLoc {
-        let c = self.channels;
-        let dies_total = c * self.chips * self.dies;
-        let die = plane % dies_total;
-        let array = if self.independent_planes { plane } else { die };
-        PlaneLoc {
-            channel: plane % c,
-            array,
-        }
+    /// The channel of plane `plane`. Planes are numbered channel first, then chip (way), die
+    /// and plane within the die (MQSim's CWDP order), so consecutive planes sit on different
+    /// channels and plane `p` is on die `p mod dies`.
+    pub fn channel_of(&self, plane: u32) -> u32 {
+        plane % self.channels
     }
 
     fn xfer_ns(&self, bytes: u64) -> u64 {
         (bytes * self.channel_ps_per_byte).div_ceil(1000)
     }
 
-    fn sense_ns(&self, bytes: u64) -> u64 {
-        if self.small_read_ns > 0 && bytes <= u64::from(self.small_read_bytes) {
-            self.small_read_ns
+    fn small(&self, bytes: u64) -> bool {
+        self.small_read_ns > 0 && bytes <= u64::from(self.small_read_bytes)
+    }
+
+    /// The planes an operation on `plane` holds, as (first, count, stride): its own for a
+    /// small independent read, else every plane of its die.
+    fn held(&self, plane: u32, own_only: bool) -> (usize, usize, usize) {
+        if own_only {
+            (plane as usize, 1, 1)
         } else {
-            self.read_ns
+            let die = plane % self.dies;
+            (
+                die as usize,
+                self.planes_per_die as usize,
+                self.dies as usize,
+            )
         }
     }
 
-    /// The time work of `origin` may start on array `a`.
-    fn array_ready(&self, a: usize, origin: Origin) -> Nanos {
-        match origin {
-            Origin::Host => self.array_free[a],
-            Origin::Gc => self.array_free[a].max(self.gc_free[a]),
+    /// The time work of `origin` may start on the planes `own_only` selects.
+    fn ready_at(&self, plane: u32, own_only: bool, origin: Origin) -> Nanos {
+        let (first, n, stride) = self.held(plane, own_only);
+        let mut t = Nanos::ZERO;
+        for p in (first..).step_by(stride).take(n) {
+            t = t.max(self.plane_free[p]);
+            if origin == Origin::Gc {
+                t = t.max(self.gc_free[p]);
+            }
+        }
+        t
+    }
+
+    /// Record that `origin` holds the selected planes over `[start, end)`.
+    fn hold(&mut self, plane: u32, own_only: bool, origin: Origin, start: Nanos, end: Nanos) {
+        let (first, n, stride) = self.held(plane, own_only);
+        for p in (first..).step_by(stride).take(n) {
+            if origin == Origin::Gc && self.preemptible {
+                self.gc_free[p] = end;
+                continue;
+            }
+            self.plane_free[p] = end;
+            if self.preemptible && self.gc_free[p] > start {
+                // GC on this plane is suspended for the host's operation.
+                self.gc_free[p] += end - start;
+            }
         }
     }
 
-    /// Record that `origin` holds array `a` over `[start, end)`.
-    fn hold_array(&mut self, a: usize, origin: Origin, start: Nanos, end: Nanos) {
-        if origin == Origin::Gc && self.preemptible {
-            self.gc_free[a] = end;
-            return;
-        }
-        self.array_free[a] = end;
-        if self.preemptible && self.gc_free[a] > start {
-            // GC on this array is suspended for the host's operation.
-            self.gc_free[a] += end - start;
-        }
-    }
-
-    /// Read `bytes` of a page on `plane`, inputs ready at `ready`; returns when the data is in
-    /// the controller.
-    pub fn read(&mut self, plane: u32, bytes: u64, ready: Nanos, origin: Origin) -> Nanos {
-        let loc = self.locate(plane);
-        let (a, c) = (loc.array as usize, loc.channel as usize);
-        let start = ready.max(self.array_ready(a, origin));
-        let sensed = start + Nanos(self.sense_ns(bytes));
-        let (len, now) = (self.xfer_ns(bytes), self.now);
-        let done = self.channels_busy[c].reserve(sensed, len, now);
-        self.hold_array(a, origin, start, done);
+    /// Read `bytes` of page `page` (its index within its block) on `plane`, inputs ready at
+    /// `ready`; returns when the data is in the controller.
+    pub fn read(
+        &mut self,
+        plane: u32,
+        page: u32,
+        bytes: u64,
+        ready: Nanos,
+        origin: Origin,
+    ) -> Nanos {
+        let small = self.small(bytes);
+        let own_only = small && self.independent_plane_reads;
+        let start = ready.max(self.ready_at(plane, own_only, origin));
+        let step = u64::from(page % self.page_types) * self.read_step_ns;
+        let sense = if small {
+            bytes.div_ceil(self.unit_bytes).max(1) * (self.small_read_ns + step)
+        } else {
+            self.read_ns + step
+        };
+        let (c, len, now) = (
+            self.channel_of(plane) as usize,
+            self.xfer_ns(bytes),
+            self.now,
+        );
+        let done = self.channels_busy[c].reserve(start + Nanos(sense), len, now);
+        self.hold(plane, own_only, origin, start, done);
         done
     }
 
     /// Program a page of `bytes` on `plane`, data ready at `ready`; returns when it is on flash.
     pub fn program(&mut self, plane: u32, bytes: u64, ready: Nanos, origin: Origin) -> Nanos {
-        let loc = self.locate(plane);
-        let (a, c) = (loc.array as usize, loc.channel as usize);
         // Host programs wait for GC too: GC is what makes room for them.
-        let start = ready.max(self.array_free[a]).max(self.gc_free[a]);
-        let (len, now) = (self.xfer_ns(bytes), self.now);
+        let start = ready.max(self.ready_at(plane, false, Origin::Gc));
+        let (c, len, now) = (
+            self.channel_of(plane) as usize,
+            self.xfer_ns(bytes),
+            self.now,
+        );
         let moved = self.channels_busy[c].reserve(start, len, now);
         let done = moved + Nanos(self.program_ns);
-        self.hold_array(a, origin, start, done);
+        self.hold(plane, false, origin, start, done);
         done
     }
 
     /// Erase a block on `plane` once `ready`; returns when it is done.
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
-        let a = self.locate(plane).array as usize;
-        let start = ready.max(self.array_ready(a, origin));
+        let start = ready.max(self.ready_at(plane, false, origin));
         let done = start + Nanos(self.erase_ns);
-        self.hold_array(a, origin, start, done);
+        self.hold(plane, false, origin, start, done);
         done
     }
 }

@@ -259,6 +259,11 @@ impl Ftl {
         ppa / self.upp
     }
 
+    /// The index within its block of the page holding a PPA.
+    pub fn page_in_block(&self, ppa: Ppa) -> u32 {
+        (ppa % self.slots) / self.upp
+    }
+
     fn ppa(&self, plane: u32, block: u32, slot: u32) -> Ppa {
         (plane * self.blocks + block) * self.slots + slot
     }

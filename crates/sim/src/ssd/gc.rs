@@ -53,7 +53,8 @@ pub fn collect(
                 .iter()
                 .take_while(|(p, _)| ftl.page_of(*p) == page)
                 .count();
-            let read = flash.read(plane, n as u64 * unit_bytes, now, Origin::Gc);
+            let in_block = ftl.page_in_block(units[i].0);
+            let read = flash.read(plane, in_block, n as u64 * unit_bytes, now, Origin::Gc);
             copied = copied.max(read);
             for &(from, lpn) in &units[i..i + n] {
                 let placed = ftl.relocate(lpn, from);

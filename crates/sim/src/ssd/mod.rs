@@ -135,9 +135,10 @@ impl Ssd {
             let tp = self.cmt.page_of(lpn);
             if last_page != Some(tp) {
                 last_page = Some(tp);
+                let (plane, page) = (tp % planes, tp / planes);
                 let done = self
                     .flash
-                    .read(tp % planes, self.page_bytes, ready, Origin::Host);
+                    .read(plane, page, self.page_bytes, ready, Origin::Host);
                 known = known.max(done);
             }
         }
@@ -188,8 +189,9 @@ impl Ssd {
 
     fn flash_read(&mut self, ppa: u32, units: u64, ready: Nanos) -> Nanos {
         let plane = self.ftl.plane_of(ppa);
+        let page = self.ftl.page_in_block(ppa);
         self.flash
-            .read(plane, units * self.unit_bytes, ready, Origin::Host)
+            .read(plane, page, units * self.unit_bytes, ready, Origin::Host)
     }
 
     fn write(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {

@@ -114,25 +114,40 @@ pub struct Flash {
     pub pages_per_block: u32,
     /// Bytes per flash page (a multiple of `ftl.unit_bytes`).
     pub page_bytes: u32,
-    /// Whether the planes of a die run operations independently (a multi-plane die with
-    /// asynchronous plane reads); otherwise the die runs one operation at a time.
+    /// Whether a small read (see `small_read_bytes`) holds only its own plane (asynchronous
+    /// independent plane reads); otherwise, and for every other operation, an operation holds
+    /// the whole die.
     #[serde(default)]
-    pub independent_planes: bool,
+    pub independent_plane_reads: bool,
+    /// Page types by read time (bits per cell: 1 SLC, 2 MLC, 3 TLC, 4 QLC): page `n` of a
+    /// block is of type `n mod page_types` (MQSim's LSB/CSB/MSB pages).
+    #[serde(default = "one")]
+    pub page_types: u32,
+    /// Extra array read time per page type above the first, us: a type-`k` page reads in
+    /// `read_us + k * read_step_us` (a small read of each unit in
+    /// `small_read_us + k * read_step_us`).
+    #[serde(default)]
+    pub read_step_us: f64,
     /// Channel transfer rate, MB/s.
     pub channel_mb_s: f64,
     /// Array read of a page (tR), us.
     pub read_us: f64,
-    /// Array read of at most `small_read_bytes` of a page (a "snap" or partial-page read),
-    /// us; 0: every read takes `read_us`.
+    /// Array read of one mapping unit (`ftl.unit_bytes`) of a page (a "snap" or partial-page
+    /// read), us; 0: every read takes `read_us`.
     #[serde(default)]
     pub small_read_us: f64,
-    /// Largest read served by `small_read_us`, bytes.
+    /// Largest read of one page done as small reads, bytes: a read of `n` units up to this
+    /// size is `n` small reads back to back; a larger one is one full-page read.
     #[serde(default)]
     pub small_read_bytes: u32,
     /// Page program (tPROG), us.
     pub program_us: f64,
     /// Block erase (tBERS), us.
     pub erase_us: f64,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The page-level FTL (MQSim's `Address_Mapping = PAGE_LEVEL`, `CMT_Capacity`,
@@ -319,6 +334,7 @@ impl SsdSpec {
             ("host.firmware_us", h.firmware_us),
             ("flash.read_us", f.read_us),
             ("flash.small_read_us", f.small_read_us),
+            ("flash.read_step_us", f.read_step_us),
             ("flash.program_us", f.program_us),
             ("flash.erase_us", f.erase_us),
         ];
@@ -350,6 +366,7 @@ impl SsdSpec {
             ("flash.planes_per_die", f.planes_per_die),
             ("flash.blocks_per_plane", f.blocks_per_plane),
             ("flash.pages_per_block", f.pages_per_block),
+            ("flash.page_types", f.page_types),
         ] {
             if n == 0 {
                 return bad(field, "must be > 0".into());
@@ -405,6 +422,12 @@ impl SsdSpec {
                     "the drive has {} mapping units; at most {MAX_UNITS} are supported",
                     self.physical_units()
                 ),
+            );
+        }
+        if f.page_types > 4 {
+            return bad(
+                "flash.page_types",
+                format!("must be 1..=4 (SLC..QLC), got {}", f.page_types),
             );
         }
         if f.small_read_us > 0.0 && f.small_read_bytes == 0 {

@@ -1,0 +1,245 @@
+//! FTL invariants of the SSD model: every logical page mapped to exactly one physical page,
+//! GC never loses a valid page, GC starts at the configured threshold after preconditioning,
+//! completions never precede submissions, and the same input gives the same output.
+
+use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_sim::ssd::ftl::BlockState;
+use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::Device;
+use proptest::prelude::*;
+
+/// A small drive (2 ch x 1 chip x 1 die x 2 planes, 16 blocks of 8 pages of 8 KiB) so the
+/// full checks run in a moment and GC runs often.
+fn small(pre: Precondition, preemptible: bool) -> SsdSpec {
+    let mut s = SsdSpec::builtin("samsung-980pro-1tb").expect("built in");
+    s.name = "small".into();
+    s.precondition = pre;
+    s.flash.channels = 2;
+    s.flash.chips_per_channel = 1;
+    s.flash.dies_per_chip = 1;
+    s.flash.planes_per_die = 2;
+    s.flash.blocks_per_plane = 16;
+    s.flash.pages_per_block = 8;
+    s.flash.page_bytes = 8192;
+    s.flash.small_read_bytes = 4096;
+    s.ftl.over_provisioning = 0.25;
+    s.gc.threshold = 0.125;
+    s.gc.preemptible = preemptible;
+    s.write_buffer.bytes = 64 * 1024;
+    s.validate().expect("small spec is valid");
+    s
+}
+
+fn rq(id: u64, op: Op, sector: u64, sectors: u32, now: Nanos) -> Request {
+    Request {
+        id: RequestId(id),
+        ctx: CtxId((id % 3) as u32),
+        group: GroupId::ROOT,
+        op,
+        sync: true,
+        meta: false,
+        idle_hint: false,
+        sector,
+        sectors,
+        prio: IoPrio::default(),
+        submitted: now,
+    }
+}
+
+#[test]
+fn preconditioning_maps_every_logical_page_once() {
+    for pre in [Precondition::Sequential, Precondition::Steady] {
+        let ssd = Ssd::with_precondition(small(pre, false), pre).unwrap();
+        let mapped = ssd.ftl().check().unwrap_or_else(|e| panic!("{pre:?}: {e}"));
+        assert_eq!(mapped, ssd.ftl().logical_units(), "{pre:?}");
+    }
+    let fresh =
+        Ssd::with_precondition(small(Precondition::None, false), Precondition::None).unwrap();
+    assert_eq!(fresh.ftl().check(), Ok(0));
+}
+
+#[test]
+fn preconditioning_the_980pro_is_instant_and_complete_at_the_edges() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let ssd = Ssd::with_precondition(spec, Precondition::Steady).unwrap();
+    let ftl = ssd.ftl();
+    let last = ftl.logical_units() as u32 - 1;
+    for lpn in [0, 1, 2, 3, 4, 12345, last / 2, last - 1, last] {
+        let p = ftl.lookup(lpn).expect("mapped");
+        assert_eq!(ftl.lpn_at(p), Some(lpn));
+    }
+}
+
+#[test]
+fn writes_after_steady_preconditioning_start_gc_at_the_threshold() {
+    let spec = small(Precondition::Steady, false);
+    let mut ssd = Ssd::new(spec.clone()).unwrap();
+    let reserve = ssd.ftl().reserve();
+    assert_eq!(reserve, 2, "12.5% of 16 blocks");
+    // Steady state leaves exactly the threshold free on every plane.
+    for p in 0..ssd.ftl().planes() {
+        assert_eq!(ssd.ftl().free_blocks(p), reserve);
+    }
+    let mut now = Nanos::ZERO;
+    let units = ssd.ftl().logical_units();
+    let per_block = u64::from(ssd.ftl().slots_per_block());
+    // Filling the first open block on every plane takes no GC yet...
+    let mut id = 0;
+    let mut first_gc_at = None;
+    for i in 0..units * 2 {
+        id += 1;
+        let lpn = (i * 7919) % units;
+        let done = ssd.submit(&rq(id, Op::Write, lpn * 8, 8, now), now).done;
+        now = done;
+        if first_gc_at.is_none() && ssd.stats().gc.triggers > 0 {
+            first_gc_at = Some(i);
+            // ... and GC ran because a plane fell below the threshold, and brought it back.
+            for p in 0..ssd.ftl().planes() {
+                assert!(ssd.ftl().free_blocks(p) >= reserve - 1);
+            }
+        }
+    }
+    let first = first_gc_at.expect("GC ran");
+    // The first block taken on each plane drops it below the threshold at once.
+    assert!(first < per_block, "first GC after {first} writes");
+    assert!(ssd.stats().gc.victims > 0);
+    for p in 0..ssd.ftl().planes() {
+        assert!(ssd.ftl().free_blocks(p) >= reserve - 1, "plane {p}");
+    }
+    assert_eq!(ssd.ftl().check(), Ok(units));
+}
+
+#[test]
+fn writes_after_sequential_preconditioning_start_gc_exactly_when_a_plane_falls_below_threshold() {
+    let mut ssd = Ssd::new(small(Precondition::Sequential, false)).unwrap();
+    let ftl = ssd.ftl();
+    let (free, reserve) = (ftl.free_blocks(0), ftl.reserve());
+    let (planes, slots) = (u64::from(ftl.planes()), u64::from(ftl.slots_per_block()));
+    let units = ftl.logical_units();
+    // Host pages go round the planes, so every plane opens its (free - reserve + 1)-th block,
+    // the one that leaves it below the threshold, at this unit.
+    let expected = u64::from(free - reserve) * slots * planes;
+    let mut now = Nanos::ZERO;
+    for i in 0..expected + 1 {
+        let lpn = (i * 7919) % units;
+        now = ssd.submit(&rq(i + 1, Op::Write, lpn * 8, 8, now), now).done;
+        let ran = ssd.stats().gc.triggers > 0;
+        assert_eq!(ran, i == expected, "unit {i}: GC ran = {ran}");
+    }
+    assert_eq!(ssd.ftl().free_blocks(0), reserve, "GC brought plane 0 back");
+    assert_eq!(ssd.ftl().check(), Ok(units));
+}
+
+#[test]
+fn sequential_preconditioning_leaves_the_over_provisioning_free() {
+    let spec = small(Precondition::Sequential, false);
+    let ssd = Ssd::new(spec).unwrap();
+    let ftl = ssd.ftl();
+    let free: u32 = (0..ftl.planes()).map(|p| ftl.free_blocks(p)).sum();
+    let used = (0..ftl.planes())
+        .flat_map(|p| (0..ftl.blocks_per_plane()).map(move |b| (p, b)))
+        .filter(|&(p, b)| ftl.state(p, b) == BlockState::Full)
+        .count() as u32;
+    assert_eq!(free + used, ftl.planes() * ftl.blocks_per_plane());
+    assert!(free > ftl.planes() * ftl.reserve());
+}
+
+#[derive(Clone, Debug)]
+struct Io {
+    op: Op,
+    unit: u64,
+    units: u32,
+    gap_us: u64,
+}
+
+fn io() -> impl Strategy<Value = Io> {
+    (
+        prop_oneof![
+            4 => Just(Op::Read),
+            4 => Just(Op::Write),
+            1 => Just(Op::Discard),
+            1 => Just(Op::Flush),
+        ],
+        0u64..10_000,
+        1u32..6,
+        0u64..300,
+    )
+        .prop_map(|(op, unit, units, gap_us)| Io {
+            op,
+            unit,
+            units,
+            gap_us,
+        })
+}
+
+fn pre() -> impl Strategy<Value = Precondition> {
+    prop_oneof![
+        Just(Precondition::None),
+        Just(Precondition::Sequential),
+        Just(Precondition::Steady)
+    ]
+}
+
+/// Runs `ios`, checking each completion against its submission; returns every completion
+/// time and which units should be mapped now (a write maps every unit it touches, a discard
+/// unmaps the units it covers whole).
+fn run(ssd: &mut Ssd, ios: &[Io], pre: Precondition) -> (Vec<Nanos>, Vec<bool>) {
+    let units = ssd.ftl().logical_units();
+    let mut mapped = vec![pre != Precondition::None; units as usize];
+    let mut now = Nanos::ZERO;
+    let mut out = Vec::new();
+    for (i, io) in ios.iter().enumerate() {
+        now += Nanos::from_us(io.gap_us);
+        let unit = io.unit % units;
+        let n = io.units.min((units - unit) as u32);
+        // Odd ids are unaligned by a sector, to cover partial units.
+        let skew = u64::from(i % 2 == 1 && unit > 0);
+        let r = rq(i as u64 + 1, io.op, unit * 8 - skew, n * 8, now);
+        let s = ssd.submit(&r, now);
+        assert!(
+            s.done >= now,
+            "completion {:?} before submission {:?}",
+            s.done,
+            now
+        );
+        out.push(s.done);
+        let (first, end) = (r.sector / 8, (r.sector + u64::from(r.sectors)).div_ceil(8));
+        match io.op {
+            Op::Write => mapped[first as usize..end.min(units) as usize].fill(true),
+            Op::Discard => {
+                let (first, end) = (r.sector.div_ceil(8), (r.sector + u64::from(r.sectors)) / 8);
+                if end > first {
+                    mapped[first as usize..end as usize].fill(false);
+                }
+            }
+            _ => {}
+        }
+    }
+    (out, mapped)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_streams_keep_the_mapping_whole_and_are_deterministic(
+        ios in prop::collection::vec(io(), 1..1500),
+        pre in pre(),
+        preemptible in any::<bool>(),
+    ) {
+        let spec = small(pre, preemptible);
+        let mut a = Ssd::new(spec.clone()).unwrap();
+        let (done_a, mapped) = run(&mut a, &ios, pre);
+        // Every mapped LPN on exactly one valid slot, valid counts exact...
+        let n = a.ftl().check().map_err(TestCaseError::fail)?;
+        // ... and exactly the LPNs the stream left written: GC lost none, trims kept none.
+        for (lpn, &m) in mapped.iter().enumerate() {
+            prop_assert_eq!(a.ftl().lookup(lpn as u32).is_some(), m, "lpn {}", lpn);
+        }
+        prop_assert_eq!(n, mapped.iter().filter(|&&m| m).count() as u64);
+        let mut b = Ssd::new(spec).unwrap();
+        let (done_b, _) = run(&mut b, &ios, pre);
+        prop_assert_eq!(done_a, done_b);
+        prop_assert_eq!(a.stats(), b.stats());
+    }
+}
