@@ -6,7 +6,9 @@
 
 mod cmd;
 mod output;
+mod plot;
 mod progress;
+mod report;
 mod reproduce;
 mod scenarios;
 mod stats;

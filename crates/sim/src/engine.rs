@@ -16,6 +16,10 @@
 //! the scheduler dispatches first, as the kernel does: it refills the device from the
 //! completion path, and the woken process issues its next request later (the "deceptive
 //! idleness" the anticipatory scheduler was written for).
+//!
+//! On request ([`Simulation::record_requests`], off by default) the engine keeps a
+//! [`RequestRecord`] of every request: who issued it, where, and when it was inserted,
+//! dispatched and completed, for plots (seek maps, latency CDFs, queue depth over time).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -73,6 +77,36 @@ pub struct Counters {
     pub completed: u64,
 }
 
+/// One request's life ([`Simulation::record_requests`]): one record per request the job
+/// issued, including those merged into another (which share its dispatch and completion) and
+/// each piece of a split I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// Index of the issuing job in the order jobs were added.
+    pub job: u32,
+    /// The context (process) that issued it.
+    pub ctx: u32,
+    /// What it did.
+    pub op: Op,
+    /// First sector (512-byte units).
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// Queued by its job and inserted into the scheduler (the engine does both at once).
+    pub inserted: Nanos,
+    /// Handed to the device (for a merged request: the request it was merged into).
+    pub dispatched: Nanos,
+    /// Completed by the device.
+    pub completed: Nanos,
+    /// Requests in the scheduler (inserted, not yet dispatched) just after it was inserted,
+    /// itself included; for a merged request, those when it was merged.
+    pub queued: u32,
+    /// Requests at the device just after it (or its host) was dispatched, itself included.
+    pub in_flight: u32,
+    /// Whether it was merged into a queued request instead of being inserted.
+    pub merged: bool,
+}
+
 /// One job's result.
 pub struct JobReport {
     /// Name.
@@ -103,6 +137,9 @@ pub struct RunReport {
     pub device_stats: DeviceStats,
     /// Conservation counters.
     pub counters: Counters,
+    /// Every request, in completion order ([`Simulation::record_requests`] only; empty
+    /// otherwise).
+    pub requests: Vec<RequestRecord>,
 }
 
 impl RunReport {
@@ -145,8 +182,23 @@ struct Outstanding {
     /// piece, the key of [`Simulation::splits`].
     piece_of: Option<u64>,
     rq: Request,
-    /// Requests merged into this one: (job, tag, op bytes, submitted).
-    riders: Vec<(u32, u64, u64, Nanos)>,
+    /// Requests merged into this one.
+    riders: Vec<Rider>,
+    /// Requests in the scheduler just after it was inserted, itself included.
+    queued: u32,
+    /// When it was dispatched, and the requests at the device just after.
+    dispatched: (Nanos, u32),
+}
+
+/// A request merged into another: it completes with its host.
+struct Rider {
+    job: u32,
+    tag: u64,
+    bytes: u64,
+    submitted: Nanos,
+    ctx: CtxId,
+    sector: u64,
+    queued: u32,
 }
 
 struct JobState {
@@ -192,6 +244,8 @@ pub struct Simulation {
     phase_check: bool,
     /// Completions this long after a job's start are left out of its figures.
     ramp: Nanos,
+    /// Every request's record, when asked for.
+    records: Option<Vec<RequestRecord>>,
 }
 
 impl Simulation {
@@ -222,7 +276,14 @@ impl Simulation {
             phase: 0,
             phase_check: false,
             ramp: Nanos::ZERO,
+            records: None,
         }
+    }
+
+    /// Keep a [`RequestRecord`] of every request in [`RunReport::requests`] (off by default:
+    /// a run that does not ask keeps nothing per request).
+    pub fn record_requests(&mut self) {
+        self.records = Some(Vec::new());
     }
 
     /// Report every request's life (queue, merge, insert, dispatch, completion) to `observer`,
@@ -375,14 +436,11 @@ impl Simulation {
             }
         }
         let now = self.now;
+        if let Some(records) = self.records.as_mut() {
+            record(records, &out, now);
+        }
         let bytes = out.rq.bytes();
-        let own_bytes = bytes
-            - out
-                .riders
-                .iter()
-                .map(|&(_, _, b, _)| b)
-                .sum::<u64>()
-                .min(bytes);
+        let own_bytes = bytes - out.riders.iter().map(|r| r.bytes).sum::<u64>().min(bytes);
         let op = out.rq.op;
         // A piece of a split I/O completes the job's I/O only as its last piece.
         let own = match out.piece_of {
@@ -401,7 +459,11 @@ impl Simulation {
             }
         };
         let first = own.map(|b| (out.job, out.tag, b, out.rq.submitted));
-        for (job, tag, b, submitted) in first.into_iter().chain(out.riders) {
+        let riders = out
+            .riders
+            .into_iter()
+            .map(|r| (r.job, r.tag, r.bytes, r.submitted));
+        for (job, tag, b, submitted) in first.into_iter().chain(riders) {
             let j = &mut self.jobs[job as usize];
             // Within the ramp (fio's ramp_time) nothing counts.
             if now >= j.metrics.started {
@@ -537,11 +599,20 @@ impl Simulation {
         self.observe(IoEvent::Queue, &rq);
         if let Some(into) = self.sched.try_merge(&rq, self.now) {
             self.observe(IoEvent::Merge, &rq);
+            let queued = (self.counters.inserted - self.counters.dispatched) as u32;
             let host = self
                 .outstanding
                 .get_mut(&into.0)
                 .expect("merged into a request the engine does not know");
-            host.riders.push((job, spec.tag, rq.bytes(), rq.submitted));
+            host.riders.push(Rider {
+                job,
+                tag: spec.tag,
+                bytes: rq.bytes(),
+                submitted: rq.submitted,
+                ctx: rq.ctx,
+                sector: rq.sector,
+                queued,
+            });
             self.counters.merged += 1;
         } else {
             self.outstanding.insert(
@@ -552,6 +623,8 @@ impl Simulation {
                     piece_of: None,
                     rq: rq.clone(),
                     riders: Vec::new(),
+                    queued: (self.counters.inserted - self.counters.dispatched + 1) as u32,
+                    dispatched: (Nanos::ZERO, 0),
                 },
             );
             self.observe(IoEvent::Insert, &rq);
@@ -576,6 +649,8 @@ impl Simulation {
                 piece_of: Some(first),
                 rq: rq.clone(),
                 riders: Vec::new(),
+                queued: (self.counters.inserted - self.counters.dispatched + 1) as u32,
+                dispatched: (Nanos::ZERO, 0),
             };
             self.outstanding.insert(rq.id.0, out);
             self.observe(IoEvent::Queue, &rq);
@@ -609,6 +684,7 @@ impl Simulation {
                         .get_mut(&rq.id.0)
                         .expect("dispatched a request never inserted");
                     out.rq = rq;
+                    out.dispatched = (self.now, self.in_flight as u32);
                     self.timer = None;
                     self.push(svc.done.max(self.now), Event::Complete { id });
                 }
@@ -650,6 +726,40 @@ impl Simulation {
                 .collect(),
             device_stats: self.stats,
             counters: self.counters,
+            requests: self.records.unwrap_or_default(),
         }
+    }
+}
+
+/// Append the records of `out` (completed at `now`) and of the requests merged into it.
+fn record(records: &mut Vec<RequestRecord>, out: &Outstanding, now: Nanos) {
+    let (dispatched, in_flight) = out.dispatched;
+    records.push(RequestRecord {
+        job: out.job,
+        ctx: out.rq.ctx.0,
+        op: out.rq.op,
+        sector: out.rq.sector,
+        sectors: out.rq.sectors,
+        inserted: out.rq.submitted,
+        dispatched,
+        completed: now,
+        queued: out.queued,
+        in_flight,
+        merged: false,
+    });
+    for r in &out.riders {
+        records.push(RequestRecord {
+            job: r.job,
+            ctx: r.ctx.0,
+            op: out.rq.op,
+            sector: r.sector,
+            sectors: (r.bytes / elevator_core::SECTOR_BYTES) as u32,
+            inserted: r.submitted,
+            dispatched,
+            completed: now,
+            queued: r.queued,
+            in_flight,
+            merged: true,
+        });
     }
 }

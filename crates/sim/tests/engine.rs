@@ -98,6 +98,11 @@ fn run(sched: &str, seedless_reads: u64) -> (Nanos, u64, u64) {
 }
 
 fn run_with(sched: &str, settings: &Settings, seedless_reads: u64) -> elevator_sim::RunReport {
+    finish(setup(sched, settings, seedless_reads), seedless_reads)
+}
+
+/// A reader of `seedless_reads` dependent reads beside a writer keeping 16 writes queued.
+fn setup(sched: &str, settings: &Settings, seedless_reads: u64) -> Simulation {
     let groups = GroupTree::new();
     let info = registry::find(sched).unwrap();
     let s = (info.build)(settings, &groups).unwrap();
@@ -130,6 +135,10 @@ fn run_with(sched: &str, settings: &Settings, seedless_reads: u64) -> elevator_s
         start: Nanos::ZERO,
         foreground: false,
     });
+    sim
+}
+
+fn finish(sim: Simulation, seedless_reads: u64) -> elevator_sim::RunReport {
     let r = sim.run(Some(Nanos::from_secs(600)));
     let reader = r.job("reader").unwrap();
     assert_eq!(reader.metrics.read.ios, seedless_reads);
@@ -364,4 +373,52 @@ fn completions_within_the_ramp_are_left_out_of_the_figures() {
     assert_eq!(a.started, Nanos::from_us(3_500));
     let s = a.summary("a", "/", r.end);
     assert!((s.seconds - 0.0065).abs() < 1e-12, "{}", s.seconds);
+}
+
+#[test]
+fn request_records_are_off_by_default() {
+    let r = run_with("deadline", &Settings::new(), 50);
+    assert!(r.requests.is_empty());
+}
+
+#[test]
+fn request_records_account_for_every_request_in_time_order() {
+    for info in registry::all() {
+        let mut sim = setup(info.name, &Settings::new(), 200);
+        sim.record_requests();
+        let r = finish(sim, 200);
+        let recs = &r.requests;
+        // One record per request completed, merged ones included.
+        assert_eq!(recs.len() as u64, r.counters.completed, "{}", info.name);
+        // Merged requests still queued when the run ended have no record.
+        assert!(recs.iter().filter(|q| q.merged).count() as u64 <= r.counters.merged);
+        let reads = recs.iter().filter(|q| q.job == 0).count() as u64;
+        assert_eq!(reads, 200, "{}: the reader's records", info.name);
+        for q in recs {
+            assert!(
+                q.inserted <= q.dispatched && q.dispatched <= q.completed,
+                "{q:?}"
+            );
+            assert!(q.queued >= 1 || q.merged, "{q:?}");
+            // The ideal device holds one request at a time.
+            assert_eq!(q.in_flight, 1, "{}: {q:?}", info.name);
+            let op = if q.job == 0 { Op::Read } else { Op::Write };
+            assert_eq!(q.op, op, "{q:?}");
+        }
+        // Completion order: the device serves one request at a time.
+        assert!(recs.windows(2).all(|w| w[0].completed <= w[1].completed));
+        // The writer keeps 16 writes queued: the scheduler's queue holds more than one.
+        assert!(recs.iter().any(|q| q.queued > 1), "{}", info.name);
+    }
+}
+
+#[test]
+fn recording_requests_changes_nothing_else() {
+    let plain = run_with("anticipatory", &Settings::new(), 300);
+    let mut sim = setup("anticipatory", &Settings::new(), 300);
+    sim.record_requests();
+    let recorded = finish(sim, 300);
+    assert_eq!(plain.end, recorded.end);
+    assert_eq!(plain.counters, recorded.counters);
+    assert_eq!(plain.summaries(), recorded.summaries());
 }

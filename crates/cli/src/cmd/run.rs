@@ -73,6 +73,10 @@ pub struct Args {
     /// CSV to PREFIX.<scheduler>.csv.
     #[arg(long, value_name = "PREFIX")]
     pub request_log: Option<PathBuf>,
+    /// Write an HTML page of the comparison table and plots (latency CDFs, seek map, queue
+    /// depth, throughput per job) to DIR/index.html, the plots beside it as SVG.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
@@ -242,19 +246,22 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
     }
 }
 
+/// The comparison table's columns.
+const TABLE_HEADER: [&str; 9] = [
+    "scheduler",
+    "job",
+    "read IOPS",
+    "read MB/s",
+    "read mean ms",
+    "read p99 ms",
+    "write IOPS",
+    "write MB/s",
+    "write mean ms",
+];
+
 /// The comparison table of [`table_rows`]' rows.
 pub(crate) fn table(rows: &[Vec<String>]) -> String {
-    let header = [
-        "scheduler",
-        "job",
-        "read IOPS",
-        "read MB/s",
-        "read mean ms",
-        "read p99 ms",
-        "write IOPS",
-        "write MB/s",
-        "write mean ms",
-    ];
+    let header = TABLE_HEADER;
     let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -346,6 +353,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut json_runs: Vec<Value> = Vec::new();
     let mut rows = Vec::new();
     let mut failure = None;
+    if args.output_format == Format::Json && args.output.is_none() {
+        // JSON on stdout: notes (the report's path) go to stderr.
+        crate::output::json_to_stdout(Some(std::path::Path::new("-")));
+    }
+    let page = crate::report::Sink::new(
+        args.report.is_some(),
+        &format!("elevator run {}", args.job_file.display()),
+    );
+    let mut recorded = Vec::new();
     for (n, info) in infos.iter().enumerate() {
         let settings = super::settings_for(info, &extra);
         let mut groups = GroupTree::new();
@@ -366,7 +382,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
             seed: args.seed,
             ramp,
-            request_log: args.request_log.is_some(),
+            request_log: args.request_log.is_some() || page.is_on(),
         };
         let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
             Ok(r) => (r, None),
@@ -384,11 +400,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             json_runs.push(fio_json(&report, &groupids, &target_name));
         }
         table_rows(&report, &mut rows);
+        crate::report::real::run_plots(&page, &target_name, &report)?;
+        let interrupted = report.interrupted;
+        if page.is_on() {
+            recorded.push(report);
+        }
         if let Some(e) = err {
             failure = Some(anyhow::anyhow!("scheduler {}: {e}", info.name));
             break;
         }
-        if report.interrupted {
+        if interrupted {
             failure = Some(anyhow::anyhow!(
                 "interrupted: the report above is partial (no I/O was left in flight)"
             ));
@@ -397,6 +418,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     // The file is still ours (only our jobs wrote it): the next run reuses it.
     tgt.remember()?;
+    page.table(
+        &format!("{} on {target_name}", args.job_file.display()),
+        &TABLE_HEADER,
+        &rows,
+    );
+    crate::report::real::latency_cdf(&page, &recorded)?;
+    page.write(args.report.as_deref())?;
     let out = match args.output_format {
         Format::Normal => {
             if infos.len() > 1 {

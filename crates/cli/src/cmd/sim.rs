@@ -14,6 +14,7 @@ use elevator_core::Settings;
 use serde::Serialize;
 
 use crate::output;
+use crate::report::Sink;
 use crate::scenarios;
 
 /// Arguments of `elevator sim`.
@@ -50,6 +51,10 @@ pub struct Args {
     /// and merges, with process names; read it with `blkparse -i DIR/<scheduler>`).
     #[arg(long, value_name = "DIR")]
     blktrace_out: Option<PathBuf>,
+    /// Write an HTML page of the tables and plots (seek map, queue depth, throughput per job,
+    /// latency CDFs) to DIR/index.html, the plots beside it as SVG.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// One scheduler's run, as JSON.
@@ -89,6 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.drive.is_none() && args.output_format == super::run::Format::Normal,
         "--drive and --output-format apply to fio job files; a scenario names its drive"
     );
+    output::json_to_stdout(args.json.as_deref());
     let mut scenario = scenarios::load(&args.scenario)?;
     if let Some(us) = args.wakeup_us {
         scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
@@ -117,8 +123,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheds.push(sched);
     }
     let mut runs = Vec::new();
+    let page = Sink::new(
+        args.report.is_some(),
+        &format!("elevator sim {}", scenario.name),
+    );
+    let mut recorded = Vec::new();
     for (name, sched) in args.sched.iter().zip(scheds) {
         let mut sim = scenario.simulation(sched, Some(seed));
+        if page.is_on() {
+            sim.record_requests();
+        }
         let writer = match &args.blktrace_out {
             Some(dir) => {
                 let w = BlktraceWriter::create(dir, name)
@@ -159,21 +173,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ]
             })
             .collect();
-        output::say_str(&output::table(
-            &[
-                "job",
-                "group",
-                "seconds",
-                "read MB/s",
-                "read IOPS",
-                "rd mean ms",
-                "rd p99 ms",
-                "write MB/s",
-                "wr p99 ms",
-            ],
-            &rows,
-        ));
+        let header = [
+            "job",
+            "group",
+            "seconds",
+            "read MB/s",
+            "read IOPS",
+            "rd mean ms",
+            "rd p99 ms",
+            "write MB/s",
+            "wr p99 ms",
+        ];
+        output::say_str(&output::table(&header, &rows));
         say!();
+        let title = format!("{} under {name} (seed {seed})", scenario.name);
+        page.table(&title, &header, &rows);
+        crate::report::sim::run_plots(&page, name, &title, &report)?;
         runs.push(RunJson {
             scheduler: report.scheduler.clone(),
             device: report.device.clone(),
@@ -182,7 +197,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             device_stats: report.device_stats.clone(),
             counters: report.counters.clone(),
         });
+        if page.is_on() {
+            recorded.push((name.as_str(), report));
+        }
     }
+    let labelled: Vec<(&str, &elevator_sim::RunReport)> =
+        recorded.iter().map(|(n, r)| (*n, r)).collect();
+    let title = format!("{} (seed {seed}), every job", scenario.name);
+    crate::report::sim::latency_cdf(&page, "latency-cdf", &title, &labelled, &[], false)?;
     if let Some(path) = &args.json {
         output::write_json(
             path,
@@ -193,5 +215,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             },
         )?;
     }
-    Ok(())
+    page.write(args.report.as_deref())
 }

@@ -6,6 +6,7 @@ use elevator_sim::validate::{self, Validation, DISKSIM_FIGURES};
 use std::path::{Path, PathBuf};
 
 use crate::output::say;
+use crate::plot::validation::{validation_cdfs, DriveCdfs};
 
 /// Replay a DiskSim validation trace (one request at a time, each issued at the previous
 /// completion plus the recorded gap) and print the demerit figure.
@@ -138,57 +139,15 @@ fn print_table(rows: &[Row]) {
 }
 
 fn plot(rows: &[Row], path: &Path) -> Result<()> {
-    use plotters::prelude::*;
-    let n = rows.len().max(1);
-    let root = SVGBackend::new(path, (800, 420 * n as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let areas = root.split_evenly((n, 1));
-    for (r, area) in rows.iter().zip(areas.iter()) {
-        let mut sim = r.v.simulated_ms.clone();
-        let mut meas = r.v.measured_ms.clone();
-        sim.sort_by(f64::total_cmp);
-        meas.sort_by(f64::total_cmp);
-        let xmax = sim
-            .last()
-            .copied()
-            .unwrap_or(1.0)
-            .max(meas.last().copied().unwrap_or(1.0));
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!(
-                    "{}: access time CDF (demerit {:.3} ms)",
-                    r.drive, r.v.demerit_ms
-                ),
-                ("sans-serif", 18),
-            )
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(45)
-            .build_cartesian_2d(0.0..xmax * 1.02, 0.0..1.0)?;
-        chart
-            .configure_mesh()
-            .x_desc("access time (ms)")
-            .y_desc("fraction of requests")
-            .draw()?;
-        for (data, color, label) in [(&meas, RED, "measured"), (&sim, BLUE, "elevator")] {
-            let len = data.len().max(1) as f64;
-            chart
-                .draw_series(LineSeries::new(
-                    data.iter()
-                        .enumerate()
-                        .map(|(i, &x)| (x, (i + 1) as f64 / len)),
-                    color,
-                ))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE)
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
-    }
-    root.present()?;
-    Ok(())
+    let drives: Vec<DriveCdfs> = rows
+        .iter()
+        .map(|r| DriveCdfs {
+            drive: &r.drive,
+            demerit_ms: r.v.demerit_ms,
+            simulated_ms: &r.v.simulated_ms,
+            measured_ms: &r.v.measured_ms,
+        })
+        .collect();
+    std::fs::write(path, validation_cdfs(&drives)?)
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -43,6 +43,7 @@ use serde::Serialize;
 
 use crate::output::{self, say};
 use crate::progress;
+use crate::report::Sink;
 use crate::stats::{mean_ci95, Estimate};
 
 /// The drive every run uses.
@@ -449,6 +450,29 @@ fn cooperating_until(
     seed: u64,
     until: Nanos,
 ) -> anyhow::Result<(u64, u64, u64)> {
+    let sim = cooperating(policy, processes, chunk, io, wakeup, seed)?;
+    let report = sim.run(Some(until));
+    if report.end < until {
+        bail!(
+            "cooperating readers under {} stopped at {:.1} s, before the end of the measurement",
+            policy.label(),
+            report.end.as_secs_f64()
+        );
+    }
+    let bytes: u64 = report.jobs.iter().map(|j| j.metrics.read.bytes).sum();
+    let d = &report.device_stats;
+    Ok((bytes, d.requests, d.cache_hits))
+}
+
+/// The simulation of `processes` cooperating readers of `chunk` bytes under `policy`.
+fn cooperating(
+    policy: &Policy,
+    processes: u32,
+    chunk: u64,
+    io: CoopIo,
+    wakeup: Nanos,
+    seed: u64,
+) -> anyhow::Result<Simulation> {
     let dev = drive()?;
     let capacity = dev.capacity_sectors();
     let file = capacity / 10 * 512;
@@ -495,17 +519,40 @@ fn cooperating_until(
             }
         }
     }
-    let report = sim.run(Some(until));
-    if report.end < until {
-        bail!(
-            "cooperating readers under {} stopped at {:.1} s, before the end of the measurement",
-            policy.label(),
-            report.end.as_secs_f64()
-        );
+    Ok(sim)
+}
+
+/// The report's pictures of part 3: four direct readers of 16 KiB chunks under BFQ with and
+/// without queue merging (seek map and throughput per reader, the first `COOP_WARMUP_S`
+/// seconds at `seed`).
+fn cooperating_plots(
+    report: &Sink,
+    policies: &[Policy],
+    wakeup: Nanos,
+    seed: u64,
+) -> anyhow::Result<()> {
+    if !report.is_on() {
+        return Ok(());
     }
-    let bytes: u64 = report.jobs.iter().map(|j| j.metrics.read.bytes).sum();
-    let d = &report.device_stats;
-    Ok((bytes, d.requests, d.cache_hits))
+    for p in policies.iter().filter(|p| p.name == "bfq") {
+        let mut sim = cooperating(p, 4, 16 * 1024, CoopIo::Direct, wakeup, seed)?;
+        sim.record_requests();
+        let run = sim.run(Some(Nanos::from_secs(COOP_WARMUP_S)));
+        let title = format!(
+            "4 direct readers, 16 KiB chunks, {} (seed {seed})",
+            p.label()
+        );
+        let name = format!("bfq-merge-{}", p.label());
+        crate::report::sim::seek_map(report, &format!("{name}-seek-map"), &title, &run)?;
+        let (ios, jobs) = crate::report::sim::ios(&run);
+        let series = crate::plot::completions_by_job(&ios, &jobs);
+        report.plot(
+            &format!("{name}-throughput"),
+            &format!("Throughput per reader: {title}"),
+            || crate::plot::throughput::throughput(&title, &series, crate::plot::throughput::BIN_S),
+        )?;
+    }
+    Ok(())
 }
 
 /// Part 3: one cooperating-readers case measured as the S suite measures it: the readers
@@ -555,11 +602,18 @@ pub fn run(opts: &super::Opts, part: Option<&str>) -> anyhow::Result<serde_json:
         say!("(not registered, skipped: {})", absent.join(", "));
     }
     say!();
+    opts.report
+        .heading("BFQ's 100 ms merge window (Valente & Ruocco)");
+    opts.report.para(&format!(
+        "Start-up times of the S suite's applications under background workloads, BFQ with \
+         and without its merge window, and cooperating readers with and without queue merging, \
+         on the simulated {DRIVE}."
+    ));
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     if part != Some("cooperating") {
         match startup_traces() {
-            Some(dir) => rows.extend(run_startup(&dir, &mut policies.clone(), wakeup)?),
+            Some(dir) => rows.extend(run_startup(&dir, &mut policies.clone(), wakeup, &opts.report)?),
             None if part.is_none() => say!(
                 "Parts 1 and 2 skipped: the S suite's start-up traces (shared/data/traces/s-startup) \
                  are not here; set ELEVATOR_DATA to the shared/data directory.\n"
@@ -576,7 +630,13 @@ pub fn run(opts: &super::Opts, part: Option<&str>) -> anyhow::Result<serde_json:
             variant: "no-merge",
             settings: vec![("queue_merging", 0)],
         });
-        rows.extend(run_cooperating(&policies, wakeup, &opts.seeds)?);
+        rows.extend(run_cooperating(
+            &policies,
+            wakeup,
+            &opts.seeds,
+            &opts.report,
+        )?);
+        cooperating_plots(&opts.report, &policies, wakeup, opts.seeds[0])?;
     }
     say!("\n(total wall time {:.0} s)", t0.elapsed().as_secs_f64());
     Ok(serde_json::to_value(Out {
@@ -594,7 +654,12 @@ fn startup_traces() -> Option<PathBuf> {
 }
 
 /// Parts 1 and 2: start-up times; returns their rows.
-fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow::Result<Vec<Row>> {
+fn run_startup(
+    dir: &Path,
+    policies: &mut Vec<Policy>,
+    wakeup: Nanos,
+    report: &Sink,
+) -> anyhow::Result<Vec<Row>> {
     policies.push(Policy {
         name: "bfq",
         variant: "no-merge-window",
@@ -667,18 +732,21 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
         "1. Start-up time (s) under background workloads ({:.0} s of wall time)",
         t0.elapsed().as_secs_f64()
     );
-    output::say_str(&output::table(
-        &[
-            "app",
-            "background",
-            "scheduler",
-            "mean",
-            "min",
-            "max",
-            "ci95",
-        ],
+    let header = [
+        "app",
+        "background",
+        "scheduler",
+        "mean",
+        "min",
+        "max",
+        "ci95",
+    ];
+    output::say_str(&output::table(&header, &table));
+    report.table(
+        "Start-up time (s) under background workloads",
+        &header,
         &table,
-    ));
+    );
 
     say!("\nChecks (issue 5):");
     for app in 0..2 {
@@ -749,26 +817,30 @@ fn run_startup(dir: &Path, policies: &mut Vec<Policy>, wakeup: Nanos) -> anyhow:
             format!("{diverged}/{}", times.len()),
         ]);
     }
-    output::say_str(&output::table(
-        &[
-            "app",
-            "background",
-            "layout",
-            "window mean",
-            "window max",
-            "no-window mean",
-            "no-window max",
-            "runs differing",
-        ],
-        &t2,
-    ));
+    let header = [
+        "app",
+        "background",
+        "layout",
+        "window mean",
+        "window max",
+        "no-window mean",
+        "no-window max",
+        "runs differing",
+    ];
+    output::say_str(&output::table(&header, &t2));
+    report.table("BFQ with and without the 100 ms merge window", &header, &t2);
 
     Ok(rows)
 }
 
 /// Part 3: cooperating readers under every policy of `policies` at every seed; returns their
 /// rows.
-fn run_cooperating(policies: &[Policy], wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
+fn run_cooperating(
+    policies: &[Policy],
+    wakeup: Nanos,
+    seeds: &[u64],
+    report: &Sink,
+) -> anyhow::Result<Vec<Row>> {
     say!(
         "\n3. Cooperating readers: one file read in interleaved chunks by 2 or 4 processes started \
          together;\n   aggregate MB/s over {COOP_MEASURE_S} s after {COOP_WARMUP_S} s of warm-up \
@@ -836,23 +908,26 @@ fn run_cooperating(policies: &[Policy], wakeup: Nanos, seeds: &[u64]) -> anyhow:
             }
         }
     }
-    output::say_str(&output::table(
-        &[
-            "processes",
-            "chunk KiB",
-            "scheduler",
-            "suite MB/s",
-            "rq KiB",
-            "hits %",
-            "aligned MB/s",
-            "rq KiB",
-            "hits %",
-            "direct MB/s",
-            "rq KiB",
-            "hits %",
-        ],
+    let header = [
+        "processes",
+        "chunk KiB",
+        "scheduler",
+        "suite MB/s",
+        "rq KiB",
+        "hits %",
+        "aligned MB/s",
+        "rq KiB",
+        "hits %",
+        "direct MB/s",
+        "rq KiB",
+        "hits %",
+    ];
+    output::say_str(&output::table(&header, &table));
+    report.table(
+        "Cooperating readers: aggregate MB/s, mean request KiB, drive cache hits",
+        &header,
         &table,
-    ));
+    );
     let bfq = policies
         .iter()
         .position(|p| p.name == "bfq" && p.variant == "default");

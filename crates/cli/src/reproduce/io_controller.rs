@@ -13,11 +13,13 @@
 use anyhow::Context;
 use elevator_core::{Nanos, Settings};
 use elevator_sim::scenario::Scenario;
+use elevator_sim::RunReport;
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::output::{self, say};
 use crate::progress;
+use crate::report::{self, Sink};
 use crate::stats::Estimate;
 
 /// The published table (targets/io-controller-2009.csv): setup, n, A max / min / aggregate
@@ -294,13 +296,28 @@ pub fn scenario_text(n: u32) -> String {
     s
 }
 
-/// Run one setup at one `n` and one seed.
-pub fn measure_one(policy: &str, n: u32, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
+/// One setup at one `n` and one seed, its requests recorded if `record`.
+fn simulate(
+    policy: &str,
+    n: u32,
+    wakeup: Nanos,
+    seed: u64,
+    record: bool,
+) -> anyhow::Result<RunReport> {
     let mut scenario = Scenario::parse(&scenario_text(n), "builtin:io-controller", None)
         .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
-    let report = scenario.simulation(sched, Some(seed)).run(scenario.limit);
+    let mut sim = scenario.simulation(sched, Some(seed));
+    if record {
+        sim.record_requests();
+    }
+    Ok(sim.run(scenario.limit))
+}
+
+/// Run one setup at one `n` and one seed.
+pub fn measure_one(policy: &str, n: u32, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
+    let report = simulate(policy, n, wakeup, seed, false)?;
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
     let group = |path: &str| {
         report
@@ -374,8 +391,30 @@ fn published_row(p: &Published) -> Row {
     }
 }
 
+/// The report's pictures: each group's share over time with one reader in B, under every
+/// setup (one recorded run each at `seed`).
+fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
+    if !report.is_on() {
+        return Ok(());
+    }
+    let runs: Vec<RunReport> = SETUPS
+        .par_iter()
+        .map(|&(_, policy, _)| simulate(policy, 1, wakeup, seed, true))
+        .collect::<anyhow::Result<_>>()?;
+    for ((_, policy, title), run) in SETUPS.iter().zip(&runs) {
+        report::sim::group_share(
+            report,
+            &format!("io-controller-share-{policy}"),
+            &format!("{title} [{policy}]: 16 readers in /a, 1 in /b (seed {seed})"),
+            run,
+        )?;
+    }
+    Ok(())
+}
+
 /// Print the tables; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
+    let report = &opts.report;
     say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
     say!("readers, group B = n sequential readers, equal weights; 4 KiB reads for");
     say!("{RUNTIME_S} s on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / ours.");
@@ -418,21 +457,33 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             json_rows.push(theirs);
             json_rows.push(r.clone());
         }
-        output::say_str(&output::table(
-            &[
-                "n",
-                "A max-bw",
-                "A min-bw",
-                "A agg-bw",
-                "A max-lat",
-                "B agg-bw",
-                "B max-lat",
-                "B share",
-            ],
-            &rows,
-        ));
+        let header = [
+            "n",
+            "A max-bw",
+            "A min-bw",
+            "A agg-bw",
+            "A max-lat",
+            "B agg-bw",
+            "B max-lat",
+            "B share",
+        ];
+        output::say_str(&output::table(&header, &rows));
         say!();
+        if report.is_on() && setup == SETUPS[0].0 {
+            report.heading("The IO controller comparison (Vivek Goyal, Sept 2009)");
+            report.para(
+                "Group A = 16 sequential readers, group B = n sequential readers, equal \
+                 weights, on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / \
+                 ours; bandwidth KB/s, latency ms.",
+            );
+        }
+        report.table(
+            &format!("{title} [{policy}]. {}", super::seeds_note(&opts.seeds)),
+            &header,
+            &rows,
+        );
     }
+    plots(report, opts.wakeup, opts.seeds[0])?;
     Ok(serde_json::to_value(Out {
         experiment: "io-controller",
         seeds: opts.seeds.clone(),

@@ -46,6 +46,10 @@ pub struct Args {
     /// figures beside ours were reproduced.
     #[arg(long, value_name = "US", default_value_t = 0)]
     wakeup_us: u32,
+    /// Write an HTML page of the tables and plots (seek maps, latency CDFs, group shares ...)
+    /// to DIR/index.html, the plots beside it as SVG.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// What every experiment runs with.
@@ -54,6 +58,8 @@ pub struct Opts {
     pub wakeup: Nanos,
     /// The seeds each figure is measured at.
     pub seeds: Vec<u64>,
+    /// The `--report` page (inert without it).
+    pub report: crate::report::Sink,
 }
 
 /// Say so when an experiment runs with a process wake-up latency.
@@ -87,6 +93,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = Opts {
         wakeup: Nanos::from_us(u64::from(args.wakeup_us)),
         seeds: crate::stats::seeds(1, args.seeds as usize),
+        report: crate::report::Sink::new(
+            args.report.is_some(),
+            &format!("elevator reproduce {}", args.experiment),
+        ),
     };
     let json_for = |name: &str| {
         args.json.as_ref().map(|p| {
@@ -124,5 +134,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             &serde_json::json!({ "experiments": docs }),
         )?;
     }
-    Ok(())
+    opts.report.write(args.report.as_deref())
 }

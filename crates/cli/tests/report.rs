@@ -1,0 +1,227 @@
+//! `--report DIR`: a page with its tables and plots that needs nothing from the network, and
+//! that a browser (headless Chromium, when installed) shows without errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn elevator(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("run elevator");
+    assert!(
+        out.status.success(),
+        "elevator {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The page's tables and the files of its images, after checking it references nothing
+/// outside its directory.
+fn check_page(dir: &Path) -> (usize, Vec<PathBuf>) {
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "a network reference"
+    );
+    assert!(!html.contains("<script"), "the page needs no JavaScript");
+    assert!(!html.contains("<link"), "the page loads no style sheet");
+    let tables = html.matches("<table>").count();
+    let mut images = Vec::new();
+    for part in html.split("<img src=\"").skip(1) {
+        let src = &part[..part.find('"').unwrap()];
+        assert!(!src.contains('/') && src.ends_with(".svg"), "{src}");
+        let p = dir.join(src);
+        let svg = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{src}: {e}"));
+        assert!(svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        // The SVG namespace is a name, not a fetch; nothing else may point outside.
+        let without_ns = svg.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+        assert!(
+            !without_ns.contains("http://") && !without_ns.contains("https://"),
+            "{src} references the network"
+        );
+        assert!(
+            svg.contains("<polyline") || svg.contains("<circle"),
+            "{src} draws nothing"
+        );
+        images.push(p);
+    }
+    (tables, images)
+}
+
+#[test]
+fn sim_report_has_a_table_per_scheduler_and_their_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r");
+    elevator(&[
+        "sim",
+        "anticipatory-no-write",
+        "--sched",
+        "deadline,anticipatory",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (tables, images) = check_page(&report);
+    assert_eq!(tables, 2);
+    // Seek map, queue depth and throughput per scheduler, and one latency CDF.
+    assert_eq!(images.len(), 7, "{images:?}");
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    for s in ["deadline", "anticipatory", "compile"] {
+        assert!(html.contains(s), "{s}");
+    }
+}
+
+/// Chromium's name here, if installed.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+/// Run headless Chromium on `page` with `args`; returns (stdout, console lines).
+fn headless(chrome: &str, page: &Path, args: &[&str], profile: &Path) -> (String, Vec<String>) {
+    let out = Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+/// A full-page screenshot's size in bytes (PNG: a blank page compresses to almost nothing).
+fn screenshot(chrome: &str, page: &Path, png: &Path, profile: &Path) -> u64 {
+    let _ = std::fs::remove_file(png);
+    let (_, console) = headless(
+        chrome,
+        page,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1000,4000",
+        ],
+        profile,
+    );
+    assert!(console.is_empty(), "console: {console:?}");
+    std::fs::metadata(png).map(|m| m.len()).unwrap_or(0)
+}
+
+#[test]
+fn reproduce_all_report_shows_its_tables_and_plots_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let out = elevator(&[
+        "reproduce",
+        "all",
+        "--seeds",
+        "2",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let (tables, images) = check_page(&report);
+    assert!(tables >= 3, "{tables} tables");
+    assert!(images.len() >= 6, "{} plots", images.len());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("report: "), "{said}");
+
+    let Some(chrome) = chromium() else {
+        eprintln!("note: chromium not installed; the headless-browser check is skipped");
+        return;
+    };
+    let page = report.join("index.html");
+    let profile = dir.path().join("profile");
+    // What the browser built from the page: every table and image is in its DOM.
+    let (dom, console) = headless(chrome, &page, &["--dump-dom"], &profile);
+    assert!(console.is_empty(), "console: {console:?}");
+    assert_eq!(dom.matches("<table>").count(), tables, "tables in the DOM");
+    assert_eq!(
+        dom.matches("<img ").count(),
+        images.len(),
+        "images in the DOM"
+    );
+    // Every image decoded to a picture: a copy of the page with a script that says so (the
+    // page itself has none) reports each image's natural size.
+    let probe = report.join("probe.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let script = "<script>window.addEventListener('load', () => { \
+        const bad = [...document.images].filter(i => !i.complete || i.naturalWidth < 100); \
+        document.body.setAttribute('data-images', document.images.length); \
+        document.body.setAttribute('data-broken', bad.map(i => i.src).join(' ')); });</script>";
+    std::fs::write(&probe, html.replace("</body>", &format!("{script}</body>"))).unwrap();
+    let (dom, console) = headless(chrome, &probe, &["--dump-dom"], &profile);
+    assert!(console.is_empty(), "console: {console:?}");
+    assert!(
+        dom.contains(&format!("data-images=\"{}\"", images.len())),
+        "the probe did not run: {}",
+        &dom[..dom.len().min(400)]
+    );
+    assert!(
+        dom.contains("data-broken=\"\""),
+        "images not drawn: {}",
+        &dom[..dom.len().min(2000)]
+    );
+    // The screenshot is not blank: an empty page's compresses to far less.
+    let shot = screenshot(chrome, &page, &dir.path().join("page.png"), &profile);
+    let blank = report.join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let empty = screenshot(chrome, &blank, &dir.path().join("blank.png"), &profile);
+    assert!(
+        empty > 0 && shot > 10 * empty,
+        "screenshot {shot} bytes, blank page {empty}"
+    );
+}
+
+#[test]
+fn run_report_plots_real_requests_and_keeps_json_on_stdout_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.fio");
+    std::fs::write(
+        &job,
+        "[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\
+         [reader]\nrw=randread\nbs=4k\noffset=2m\nsize=1m\nnumber_ios=50\n",
+    )
+    .unwrap();
+    let target = dir.path().join("t.dat");
+    let report = dir.path().join("r");
+    let out = elevator(&[
+        "run",
+        job.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+        "--sched",
+        "none,mq-deadline",
+        "--output-format",
+        "json",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("only JSON on stdout");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    let (tables, images) = check_page(&report);
+    assert_eq!(tables, 1);
+    // Seek map, queue depth and throughput per scheduler, and one latency CDF.
+    assert_eq!(images.len(), 7, "{images:?}");
+    let cdf = std::fs::read_to_string(report.join("latency-cdf.svg")).unwrap();
+    for s in ["noop reader", "mq-deadline writer"] {
+        assert!(cdf.contains(s), "{s} in the CDF's legend");
+    }
+}
