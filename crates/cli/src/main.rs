@@ -12,6 +12,7 @@ mod report;
 mod reproduce;
 mod scenarios;
 mod stats;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 

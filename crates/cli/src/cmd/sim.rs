@@ -55,6 +55,18 @@ pub struct Args {
     /// latency CDFs) to DIR/index.html, the plots beside it as SVG.
     #[arg(long, value_name = "DIR")]
     report: Option<PathBuf>,
+    /// Sweep a parameter: `seed=1..5`, `drive=A,B`, `SCHED.TUNABLE=V,V` or
+    /// `job.NAME.FIELD=V,V`; repeatable (the cross product, with every --sched), run on every
+    /// core.
+    #[arg(long, value_name = "AXIS=VALUES")]
+    sweep: Vec<String>,
+    /// The metric a sweep tables and plots: `end_s`, or `JOB.seconds`, `JOB.read_mb_s`,
+    /// `JOB.read_mean_ms`, `JOB.read_p99_ms`, `JOB.write_mb_s` ...
+    #[arg(long, default_value = "end_s", requires = "sweep")]
+    metric: String,
+    /// Draw a sweep's metric against the swept value to this SVG file.
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    plot: Option<PathBuf>,
 }
 
 /// One scheduler's run, as JSON.
@@ -121,6 +133,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .scheduler(name, &super::settings_for(info, &extra))
             .map_err(|e| anyhow::anyhow!("--set: {}", e.message))?;
         scheds.push(sched);
+    }
+    if !args.sweep.is_empty() {
+        return crate::sweep::run(crate::sweep::Opts {
+            scenario: &args.scenario,
+            base: scenario,
+            sched: &args.sched,
+            extra: &extra,
+            seed,
+            axes: args
+                .sweep
+                .iter()
+                .map(|a| crate::sweep::parse_axis(a))
+                .collect::<anyhow::Result<_>>()?,
+            metric: &args.metric,
+            json: args.json.as_deref(),
+            report: args.report.as_deref(),
+            plot: args.plot.as_deref(),
+        });
     }
     let mut runs = Vec::new();
     let page = Sink::new(

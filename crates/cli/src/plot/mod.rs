@@ -8,12 +8,14 @@
 //! - [`queue_depth::queue_depth`]: requests in the scheduler and at the device over time.
 //! - [`share::group_share`]: each group's share of the bytes moved over time.
 //! - [`validation::validation_cdfs`]: simulated against measured access-time CDFs.
+//! - [`lines::lines`]: any metric against a swept value, one line per series.
 //!
 //! Every plot is drawn by plotters' SVG backend into a string, so nothing here touches a
 //! file. [`Io`] is the one per-request shape the request-level plots read, converted from the
 //! simulator's and the real executor's records by [`ios_from_sim`] and [`ios_from_real`].
 
 pub mod cdf;
+pub mod lines;
 pub mod queue_depth;
 pub mod seek_map;
 pub mod share;
@@ -75,6 +77,15 @@ pub struct Timed {
 
 fn secs(t: Nanos) -> f64 {
     t.as_secs_f64()
+}
+
+/// A labelled line of (x, y) points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// The points, in x order.
+    pub points: Vec<(f64, f64)>,
 }
 
 /// The simulator's request records as [`Io`]s (reads and writes only).

@@ -283,3 +283,21 @@ fn validation_cdfs_draw_measured_and_simulated_per_drive() {
             && t.iter().any(|s| s.starts_with("atlas10k"))
     );
 }
+#[test]
+fn lines_draw_each_series_with_its_points() {
+    let series = vec![
+        Series {
+            label: "anticipatory".into(),
+            points: vec![(0.0, 90.0), (2.0, 80.0), (4.0, 85.0)],
+        },
+        Series {
+            label: "deadline".into(),
+            points: vec![(0.0, 400.0), (2.0, 400.0), (4.0, 400.0)],
+        },
+    ];
+    let els = parse(&lines::lines("sweep", "antic_expire", "seconds", &series).unwrap());
+    assert_eq!(lines_of(&els, 0, 2), 1);
+    assert_eq!(lines_of(&els, 1, 2), 1);
+    let dots = els.iter().filter(|e| e.name == "circle").count();
+    assert_eq!(dots, 6);
+}

@@ -1,0 +1,107 @@
+//! `elevator sim --sweep`: the cross product, the same bytes whatever the number of threads,
+//! only JSON on stdout with `--json -`, and no progress text when stderr is not a terminal.
+
+use std::process::Command;
+
+/// Run a sweep of Morton's scenario on `threads` threads; (stdout, stderr).
+fn sweep(threads: &str, extra: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "sim",
+            "anticipatory",
+            "--sched",
+            "anticipatory,deadline",
+            "--sweep",
+            "anticipatory.antic_expire=0,4,8",
+            "--sweep",
+            "seed=1..2",
+            "--metric",
+            "compile.seconds",
+            "--json",
+            "-",
+        ])
+        .args(extra)
+        .env("RAYON_NUM_THREADS", threads)
+        .output()
+        .expect("run elevator");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_sweep_gives_the_same_bytes_on_one_thread_and_on_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("sweep.svg");
+    let (one, err) = sweep("1", &["--plot", plot.to_str().unwrap()]);
+    let (many, _) = sweep("4", &[]);
+    assert_eq!(one, many, "results depend on the number of threads");
+
+    // --json -: stdout is one JSON document; the table went to stderr, no progress did.
+    let v: serde_json::Value = serde_json::from_str(&one).expect("only JSON on stdout");
+    assert!(
+        err.contains("compile.seconds"),
+        "the table on stderr: {err}"
+    );
+    assert!(
+        !err.contains('\r') && !err.contains('\u{1b}') && !err.contains(" runs,"),
+        "progress text on a stderr that is not a terminal: {err:?}"
+    );
+
+    // 2 schedulers x 3 values x 2 seeds, sorted by coordinates.
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    let coord = |r: &serde_json::Value, k: &str| r["coordinates"][k].as_str().unwrap().to_string();
+    let keys: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["scheduler"].as_str().unwrap().to_string(),
+                coord(r, "anticipatory.antic_expire"),
+                coord(r, "seed"),
+            )
+        })
+        .collect();
+    assert_eq!(keys[0], ("anticipatory".into(), "0".into(), "1".into()));
+    assert_eq!(keys[1], ("anticipatory".into(), "0".into(), "2".into()));
+    assert_eq!(keys[11], ("deadline".into(), "8".into(), "2".into()));
+    let secs = |i: usize| rows[i]["metrics"]["compile.seconds"].as_f64().unwrap();
+    // Deadline has no antic_expire: the same run for every value.
+    assert_eq!(secs(6), secs(8));
+    assert_eq!(secs(7), secs(11));
+    // A seed changes the compile; antic_expire changes AS.
+    assert_ne!(secs(0), secs(1));
+    assert_ne!(secs(0), secs(4));
+    // AS at its default-sized window beats deadline by far (Morton's point).
+    assert!(secs(4) * 2.0 < secs(10), "{} vs {}", secs(4), secs(10));
+
+    // The plot: one line per scheduler, a point per value.
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains("anticipatory.antic_expire"));
+    assert_eq!(svg.matches("<circle").count(), 6, "3 values x 2 schedulers");
+}
+
+#[test]
+fn a_bad_axis_or_metric_is_named() {
+    for (axis, metric, want) in [
+        ("anticipatory.no_such=1", "end_s", "no tunable \"no_such\""),
+        ("job.nobody.size=1", "end_s", "no job \"nobody\""),
+        ("seed=1", "bogus", "--metric \"bogus\""),
+        ("drive=no-such-drive", "end_s", "no-such-drive"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .args(["sim", "anticipatory", "--sweep", axis, "--metric", metric])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{axis}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{axis}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
