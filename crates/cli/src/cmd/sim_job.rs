@@ -17,8 +17,7 @@ use std::rc::Rc;
 use anyhow::Context;
 use elevator_core::{registry, GroupTree, Nanos, Settings, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_text};
-use elevator_sim::hdd::{DriveSpec, Hdd};
-use elevator_sim::{Device, JobSlot, Simulation};
+use elevator_sim::{Device, DriveModel, JobSlot, Simulation};
 use elevator_workload::fio_file;
 use elevator_workload::traces::blktrace_out::BlktraceWriter;
 use serde_json::Value;
@@ -88,8 +87,8 @@ pub fn is_job_file(arg: &str) -> bool {
 
 /// A simulated drive by built-in name or spec file, and the name reports give it.
 pub fn device(name: &str) -> anyhow::Result<Box<dyn Device>> {
-    let spec = DriveSpec::resolve(name).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
-    Ok(Box::new(Hdd::new(spec)))
+    let spec = DriveModel::resolve(name).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
+    Ok(spec.device())
 }
 
 /// Run the job file under each scheduler on the simulated drive.

@@ -8,9 +8,10 @@
 //!
 //! A read senses the page (tR, by page type), then moves the bytes asked for over the
 //! channel; the array stays busy until the page register is emptied. A program moves the page
-//! over the channel, then programs it (tPROG). An erase holds the array for tBERS. An
-//! operation holds its whole die (every plane), except a small read with
-//! `independent_plane_reads`, which holds its plane only.
+//! over the channel, then programs it (tPROG). An erase holds the array for tBERS. Programs
+//! and erases hold their plane only (the planes of a die program and erase together, as
+//! multi-plane commands do); a read holds its whole die unless the spec lets it overlap
+//! (`independent_plane_reads` for small reads, `multi_plane_reads` for full-page reads).
 //!
 //! With preemptible GC ([`Gc::preemptible`](super::spec::Gc)), GC work goes on a second
 //! timeline per plane that host reads do not wait for; a host read that overlaps GC work
@@ -38,6 +39,7 @@ pub struct Flash {
     dies: u32,
     planes_per_die: u32,
     independent_plane_reads: bool,
+    multi_plane_reads: bool,
     channels_busy: Vec<GapTimeline>,
     /// The current time: no work is placed before it.
     now: Nanos,
@@ -77,6 +79,7 @@ impl Flash {
             dies,
             planes_per_die: f.planes_per_die,
             independent_plane_reads: f.independent_plane_reads,
+            multi_plane_reads: f.multi_plane_reads,
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
             plane_free: vec![Nanos::ZERO; planes],
@@ -169,7 +172,11 @@ impl Flash {
         origin: Origin,
     ) -> Nanos {
         let small = self.small(bytes);
-        let own_only = small && self.independent_plane_reads;
+        let own_only = if small {
+            self.independent_plane_reads
+        } else {
+            self.multi_plane_reads
+        };
         let start = ready.max(self.ready_at(plane, own_only, origin));
         let step = u64::from(page % self.page_types) * self.read_step_ns;
         let sense = if small {
@@ -190,7 +197,7 @@ impl Flash {
     /// Program a page of `bytes` on `plane`, data ready at `ready`; returns when it is on flash.
     pub fn program(&mut self, plane: u32, bytes: u64, ready: Nanos, origin: Origin) -> Nanos {
         // Host programs wait for GC too: GC is what makes room for them.
-        let start = ready.max(self.ready_at(plane, false, Origin::Gc));
+        let start = ready.max(self.ready_at(plane, true, Origin::Gc));
         let (c, len, now) = (
             self.channel_of(plane) as usize,
             self.xfer_ns(bytes),
@@ -198,15 +205,15 @@ impl Flash {
         );
         let moved = self.channels_busy[c].reserve(start, len, now);
         let done = moved + Nanos(self.program_ns);
-        self.hold(plane, false, origin, start, done);
+        self.hold(plane, true, origin, start, done);
         done
     }
 
     /// Erase a block on `plane` once `ready`; returns when it is done.
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
-        let start = ready.max(self.ready_at(plane, false, origin));
+        let start = ready.max(self.ready_at(plane, true, origin));
         let done = start + Nanos(self.erase_ns);
-        self.hold(plane, false, origin, start, done);
+        self.hold(plane, true, origin, start, done);
         done
     }
 }

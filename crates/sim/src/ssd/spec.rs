@@ -115,10 +115,14 @@ pub struct Flash {
     /// Bytes per flash page (a multiple of `ftl.unit_bytes`).
     pub page_bytes: u32,
     /// Whether a small read (see `small_read_bytes`) holds only its own plane (asynchronous
-    /// independent plane reads); otherwise, and for every other operation, an operation holds
-    /// the whole die.
+    /// independent plane reads); otherwise it holds the whole die.
     #[serde(default)]
     pub independent_plane_reads: bool,
+    /// Whether a full-page read holds only its own plane (reads on a die's planes overlap, as
+    /// MQSim's multi-plane reads do); otherwise it holds the whole die. Programs and erases
+    /// always hold only their plane (multi-plane program and erase).
+    #[serde(default)]
+    pub multi_plane_reads: bool,
     /// Page types by read time (bits per cell: 1 SLC, 2 MLC, 3 TLC, 4 QLC): page `n` of a
     /// block is of type `n mod page_types` (MQSim's LSB/CSB/MSB pages).
     #[serde(default = "one")]
