@@ -659,12 +659,28 @@ mod tests {
     }
 
     #[test]
-    fn flushes_are_never_merged() {
+    fn flushes_and_discards_are_never_merged() {
+        use crate::request::Op;
         let mut s = Deadline::default();
         s.insert(rq(1, 1).sector(100).sectors(8).write().build(), Nanos::ZERO);
-        let mut flush = rq(2, 1).sector(108).sectors(8).write().build();
-        flush.op = crate::request::Op::Flush;
-        assert_eq!(s.try_merge(&flush, Nanos::ZERO), None);
+        let with_op = |id: u64, sector: u64, op: Op| {
+            let mut r = rq(id, 1).sector(sector).sectors(8).write().build();
+            r.op = op;
+            r
+        };
+        assert_eq!(s.try_merge(&with_op(2, 108, Op::Flush), Nanos::ZERO), None);
+        // Not even into a queued request of the same operation.
+        s.insert(with_op(3, 200, Op::Flush), Nanos::ZERO);
+        s.insert(with_op(4, 300, Op::Discard), Nanos::ZERO);
+        assert_eq!(s.try_merge(&with_op(5, 208, Op::Flush), Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&with_op(6, 308, Op::Discard), Nanos::ZERO),
+            None
+        );
+        assert_eq!(
+            s.try_merge(&with_op(7, 292, Op::Discard), Nanos::ZERO),
+            None
+        );
     }
 
     #[test]
