@@ -243,3 +243,28 @@ proptest! {
         prop_assert_eq!(a.stats(), b.stats());
     }
 }
+
+#[test]
+fn reads_preempt_gc_only_when_the_spec_says_so() {
+    // On a steady-state drive the first write opens a block and starts GC on its plane (its
+    // page is not full, so no host program); a read of that plane issued at once waits for the
+    // GC work unless GC is preemptible.
+    let latency = |preemptible: bool| {
+        let mut ssd = Ssd::new(small(Precondition::Steady, preemptible)).unwrap();
+        let now = Nanos::from_us(10);
+        ssd.submit(&rq(1, Op::Write, 0, 8, now), now);
+        assert_eq!(ssd.stats().gc.triggers, 1);
+        assert!(ssd.stats().gc.victims > 0);
+        let plane = ssd.ftl().plane_of(ssd.ftl().lookup(0).expect("written"));
+        let units = ssd.ftl().logical_units() as u32;
+        let other = (1..units)
+            .find(|&l| ssd.ftl().plane_of(ssd.ftl().lookup(l).expect("mapped")) == plane)
+            .expect("another unit on the plane");
+        let r = ssd.submit(&rq(2, Op::Read, u64::from(other) * 8, 8, now), now);
+        (r.done - now).as_ns()
+    };
+    let (held, preempted) = (latency(false), latency(true));
+    // Preempted: about one read (tens of us); held: behind GC's reads, programs and erase.
+    assert!(preempted < 200_000, "preemptible: {preempted} ns");
+    assert!(held > 1_000_000, "not preemptible: {held} ns");
+}
