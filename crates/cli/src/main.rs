@@ -33,6 +33,9 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Run a fio job file on a real file or block device under one or more of our schedulers.
     Run(cmd::run::Args),
+    /// Measure a real file or block device and fit the SSD model to it, writing a drive spec
+    /// for `--drive`.
+    Calibrate(cmd::calibrate::Args),
     /// Mount a directory through a FUSE filesystem whose data I/O one of our schedulers decides.
     Mount(cmd::mount::Args),
     /// Replay a recorded block trace (blktrace, blkparse, fio iolog, MSR, SPC, Alibaba,
@@ -65,6 +68,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::List(a) => cmd::list::run(a),
         Command::Mount(a) => cmd::mount::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Drive(a) => cmd::drive::run(a),
     };

@@ -47,8 +47,13 @@ fn shape(v: &Value, at: &str, out: &mut BTreeSet<String>) {
     }
 }
 
+/// `elevator sim JOB --output-format json EXTRA`, on the laptop drive unless `extra` names a
+/// drive.
 fn sim_json(job: &str, extra: &[&str]) -> Value {
     let mut args = vec!["sim", job, "--output-format", "json"];
+    if !extra.contains(&"--drive") {
+        args.extend_from_slice(&["--drive", "laptop-4200"]);
+    }
     args.extend_from_slice(extra);
     let (ok, out, err) = elevator(&args);
     assert!(ok, "{err}");
@@ -59,7 +64,7 @@ fn sim_json(job: &str, extra: &[&str]) -> Value {
 fn a_job_file_runs_on_the_simulator_with_fio_compatible_json() {
     let dir = tempfile::tempdir().unwrap();
     let job = write(dir.path(), "mixed.fio", MIXED);
-    let v = sim_json(&job, &["--sched", "deadline"]);
+    let v = sim_json(&job, &["--sched", "deadline", "--drive", "laptop-4200"]);
     let jobs = v["jobs"].as_array().unwrap();
     assert_eq!(jobs[0]["jobname"], "writer");
     assert_eq!(jobs[0]["write"]["io_bytes"], 2 << 20);
@@ -129,6 +134,8 @@ fn several_schedulers_give_runs_and_the_same_file_and_seed_give_the_same_bytes()
         "noop,kyber",
         "--output-format",
         "json",
+        "--drive",
+        "laptop-4200",
     ];
     let (ok, a, err) = elevator(&args);
     assert!(ok, "{err}");
@@ -149,7 +156,7 @@ fn stonewall_starts_a_job_after_the_earlier_ones_and_ramp_time_is_left_out() {
         "[first]\nrw=randread\nbs=4k\nsize=64m\nnumber_ios=20\n\n\
          [second]\nstonewall\nrw=randread\nbs=4k\noffset=64m\nsize=64m\nnumber_ios=20\n",
     );
-    let v = sim_json(&job, &[]);
+    let v = sim_json(&job, &["--drive", "laptop-4200"]);
     let jobs = v["jobs"].as_array().unwrap();
     assert_eq!(jobs[1]["groupid"], 1);
     assert_eq!(jobs[1]["elevator"]["phase"], 1);
@@ -164,7 +171,7 @@ fn stonewall_starts_a_job_after_the_earlier_ones_and_ramp_time_is_left_out() {
         "ramp.fio",
         "[r]\nrw=randread\nbs=4k\nsize=64m\ntime_based\nruntime=1\nramp_time=1\n",
     );
-    let v = sim_json(&ramp, &[]);
+    let v = sim_json(&ramp, &["--drive", "laptop-4200"]);
     let r = &v["jobs"][0];
     // Figures over the runtime only (and the last read, which completes after it), not
     // over the 2 s the job ran.
@@ -182,7 +189,7 @@ fn stonewall_starts_a_job_after_the_earlier_ones_and_ramp_time_is_left_out() {
             "noramp.fio",
             "[r]\nrw=randread\nbs=4k\nsize=64m\ntime_based\nruntime=1\n",
         ),
-        &[],
+        &["--drive", "laptop-4200"],
     );
     let ios_alone = alone["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
     assert!(
@@ -253,4 +260,21 @@ fn scoped_set_reaches_only_its_scheduler_and_a_wrong_one_is_refused() {
     ]);
     assert!(!ok);
     assert!(err.contains("no tunable \"fifo_batch\""), "{err}");
+}
+
+#[test]
+fn a_job_file_runs_on_the_980_pro_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\niodepth=1\nnumber_ios=2000\n",
+    );
+    let (ok, out, err) = elevator(&["sim", &job, "--sched", "bfq", "--output-format", "json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["elevator"]["target"], "sim:samsung-980pro-1tb");
+    // A QD1 4 KiB read on flash takes tens of microseconds, not a rotation.
+    let mean = v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap();
+    assert!((20_000.0..200_000.0).contains(&mean), "{mean} ns");
 }

@@ -23,8 +23,8 @@ pub struct Args {
     /// A scenario TOML file, the name of a built-in scenario (`elevator list scenarios`), or a
     /// fio job file (`.fio`, or fio's `key=value` lines), reported as `elevator run` reports it.
     scenario: String,
-    /// fio job files only: the simulated drive, a built-in name or a drive TOML (default
-    /// laptop-4200, the 2003 laptop drive; a scenario names its own drive).
+    /// fio job files only: the simulated drive, a built-in name or a drive TOML, rotational
+    /// or SSD (default samsung-980pro-1tb, the NVMe SSD; a scenario names its own drive).
     #[arg(long, value_name = "NAME|FILE")]
     drive: Option<String>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.

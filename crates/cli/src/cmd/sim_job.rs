@@ -26,7 +26,7 @@ use super::run::{build_jobs, ramp_time, Format};
 use crate::output;
 
 /// The drive a job file runs on when `--drive` is not given.
-pub const DEFAULT_DRIVE: &str = "laptop-4200";
+pub const DEFAULT_DRIVE: &str = "samsung-980pro-1tb";
 
 /// Options of a job-file run (the `elevator sim` flags that apply).
 pub struct Opts<'a> {
@@ -85,10 +85,10 @@ pub fn is_job_file(arg: &str) -> bool {
     fio
 }
 
-/// A simulated drive by built-in name or spec file, and the name reports give it.
+/// A simulated drive, rotational or SSD, by built-in name or spec file.
 pub fn device(name: &str) -> anyhow::Result<Box<dyn Device>> {
-    let spec = DriveModel::resolve(name).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
-    Ok(spec.device())
+    let drive = DriveModel::resolve(name).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
+    Ok(drive.device())
 }
 
 /// Run the job file under each scheduler on the simulated drive.
@@ -98,6 +98,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     let probe = device(drive)?;
     let capacity = probe.capacity_sectors() * SECTOR_BYTES;
     let target = format!("sim:{}", probe.name());
+    let rotational = !probe.non_rotational();
     let mut infos = Vec::new();
     for name in o.sched {
         let info = registry::find(name).with_context(|| {
@@ -114,8 +115,16 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     // Build the jobs and every scheduler once before anything runs, so a bad job or an
     // out-of-range --set fails at once.
     build_jobs(&file, capacity, o.seed, &mut GroupTree::new())?;
+    let settings = |info: &registry::SchedulerInfo| {
+        let mut s = super::settings_for(info, o.extra);
+        // The kernel reads `rotational` from the device; so does a simulated run.
+        if info.tunables.iter().any(|t| t.name == "rotational") && s.raw("rotational").is_none() {
+            s.set("rotational", i64::from(rotational));
+        }
+        s
+    };
     for info in &infos {
-        (info.build)(&super::settings_for(info, o.extra), &GroupTree::new())
+        (info.build)(&settings(info), &GroupTree::new())
             .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
     }
     output::json_to_stdout(o.json);
@@ -125,7 +134,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     for info in &infos {
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, o.seed, &mut groups)?;
-        let sched = (info.build)(&super::settings_for(info, o.extra), &groups)
+        let sched = (info.build)(&settings(info), &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let mut sim = Simulation::new(device(drive)?, sched, groups);
         sim.set_ramp(Nanos(ramp.as_nanos() as u64));

@@ -7,6 +7,7 @@
 
 mod anticipatory;
 mod bfq_merge;
+mod flash;
 mod io_controller;
 
 use std::path::PathBuf;
@@ -22,8 +23,9 @@ pub const DEFAULT_SEEDS: usize = 5;
 #[derive(clap::Args)]
 pub struct Args {
     /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window),
-    /// io-controller (Goyal 2009), or all.
-    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "all"])]
+    /// io-controller (Goyal 2009), flash (a reader beside a random writer on a simulated
+    /// 980 PRO, ICPE'24), or all.
+    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "flash", "all"])]
     experiment: String,
     /// Write the rows as JSON; `-` prints only JSON on stdout (the tables go to stderr).
     /// With `all`, one file per experiment (FILE gets the name inserted before its
@@ -127,6 +129,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if all || args.experiment == "io-controller" {
         done("io-controller", io_controller::run(&opts)?)?;
+    }
+    if all || args.experiment == "flash" {
+        done("flash", flash::run(&opts)?)?;
     }
     if stdout_json && all {
         output::write_json(

@@ -1,0 +1,224 @@
+//! Fitting the SSD model's parameters to measured points.
+//!
+//! The model ([`elevator_sim::ssd`], docs/ssd-model.md) has more parameters than a few minutes
+//! of measurement can pin, so the organisation is fixed but for the die count (one die of 2
+//! planes per chip, 16 KiB pages in 1 MiB blocks, a page-level FTL with the whole map in DRAM,
+//! 7% over-provisioning, a 32 MiB write buffer, and the drive written once in order:
+//! `precondition = "sequential"`, since a few minutes of measurement on a laid-out file cannot
+//! see a steady-state GC regime), and the fit sets the rates the grid measures, each from the
+//! points that expose it, the way iotune and iocost's coefficient tool reduce a device to a few
+//! rates:
+//!
+//! | parameter | from |
+//! |---|---|
+//! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the shape of the 4 KiB random-read IOPS curve over queue depths 1-128: the die count whose fitted spec comes closest (squared log error) |
+//! | `host.command_us` (one queue's per-command cost) | the highest 4 KiB random-read IOPS at queue depth 32-128 |
+//! | `host.firmware_us` | the 4 KiB random write latency at queue depth 1 (a write completes in the buffer), at most the read's less the flash's part; half the host's part of a read when writes are the slower |
+//! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
+//! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths |
+//! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
+//!
+//! For each die count, every rate starts from the figures and is refined by simulating the
+//! point it comes from and correcting it by measured against simulated, three rounds; then
+//! the die count is chosen. The spec's capacity is the target's, or more for a small
+//! target (GC needs at least 256 blocks of 1 MiB a plane).
+
+use std::time::Duration;
+
+use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::Device;
+use elevator_workload::jobs::fio::RwMode;
+
+use super::measure::{simulate, Figures, Point};
+
+/// Simulated time per point when scoring a candidate (plus a tenth as ramp).
+const SIM_RUNTIME: Duration = Duration::from_millis(40);
+
+/// Measured figures of the grid, by point.
+pub type Measured = [(Point, Figures)];
+
+fn find(m: &Measured, rw: RwMode, bs: u64, qd: u32) -> Option<Figures> {
+    m.iter()
+        .find(|(p, _)| p.rw == rw && p.bs == bs && p.qd == qd)
+        .map(|&(_, f)| f)
+}
+
+fn device(spec: &SsdSpec) -> anyhow::Result<Box<dyn Device>> {
+    Ok(Box::new(
+        Ssd::new(spec.clone()).map_err(|e| anyhow::anyhow!("fitted spec: {e}"))?,
+    ))
+}
+
+/// The simulated figures of `p` on `spec`.
+pub fn predict(spec: &SsdSpec, p: &Point, region: u64) -> anyhow::Result<Figures> {
+    simulate(p, device(spec)?, region, SIM_RUNTIME, SIM_RUNTIME / 10)
+}
+
+/// A spec template of `capacity` bytes with `units` flash dies (1 to 8 channels).
+fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
+    let mut s = SsdSpec::builtin("samsung-980pro-1tb").expect("the built-in SSD parses");
+    s.name = name.to_string();
+    s.description = String::new();
+    s.flash.channels = units.min(8);
+    s.flash.chips_per_channel = units / s.flash.channels;
+    s.flash.dies_per_chip = 1;
+    s.flash.planes_per_die = 2;
+    s.flash.page_bytes = 16384;
+    s.flash.pages_per_block = 64;
+    s.flash.small_read_us = 0.0;
+    s.flash.small_read_bytes = 0;
+    s.precondition = Precondition::Sequential;
+    s.ftl.over_provisioning = 0.07;
+    s.ftl.cmt_entries = 0;
+    s.host.queue_depth = 1024;
+    s.host.controller_command_us = 0.0;
+    s.write_buffer.bytes = 32 << 20;
+    let planes = u64::from(units * 2);
+    let block = u64::from(s.flash.pages_per_block) * u64::from(s.flash.page_bytes);
+    let physical = (capacity as f64 * (1.0 + s.ftl.over_provisioning) * 1.01) as u64;
+    // GC needs spare blocks beyond its threshold in every plane: at least 256 blocks a plane
+    // (a drive larger than a small target; the measured region is what matters).
+    s.flash.blocks_per_plane = physical.div_ceil(planes * block).max(256) as u32;
+    s
+}
+
+/// log(simulated / measured) of IOPS, squared and summed over the 4 KiB random-read curve.
+fn read_curve_error(spec: &SsdSpec, m: &Measured, region: u64) -> anyhow::Result<f64> {
+    let mut e = 0.0;
+    for (p, f) in m
+        .iter()
+        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096)
+    {
+        let s = predict(spec, p, region)?;
+        e += (s.iops.max(1e-9) / f.iops.max(1e-9)).ln().powi(2);
+    }
+    Ok(e)
+}
+
+/// Scale `x` by `want / got`, within a factor 4 per step and within `[lo, hi]`.
+fn scaled(x: f64, want: f64, got: f64, lo: f64, hi: f64) -> f64 {
+    if !(want > 0.0 && got > 0.0) {
+        return x;
+    }
+    (x * (want / got).clamp(0.25, 4.0)).clamp(lo, hi)
+}
+
+/// The measured points the fit reads.
+struct Anchors {
+    /// 4 KiB random read, depth 1.
+    r1: Figures,
+    /// 4 KiB random write, depth 1.
+    w1: Figures,
+    /// 1 MiB sequential read, depth 32.
+    seq_r: Figures,
+    /// 1 MiB sequential write, depth 32.
+    seq_w: Figures,
+    /// The 4 KiB random read point of highest IOPS at depth 32 or more.
+    peak: (Point, Figures),
+}
+
+const R1: Point = Point {
+    rw: RwMode::RandRead,
+    bs: 4096,
+    qd: 1,
+};
+const W1: Point = Point {
+    rw: RwMode::RandWrite,
+    bs: 4096,
+    qd: 1,
+};
+const SEQ_R: Point = Point {
+    rw: RwMode::Read,
+    bs: 1 << 20,
+    qd: 32,
+};
+const SEQ_W: Point = Point {
+    rw: RwMode::Write,
+    bs: 1 << 20,
+    qd: 32,
+};
+
+/// The spec of `units` dies whose rates fit `a`: first guesses from the figures, then three
+/// rounds of simulating each anchor and correcting its parameter.
+fn fit_units(
+    name: &str,
+    capacity: u64,
+    region: u64,
+    units: u32,
+    a: &Anchors,
+) -> anyhow::Result<SsdSpec> {
+    let mut spec = template(name, capacity, units);
+    spec.host.link_mb_s = (a.seq_r.mb_s.max(a.seq_w.mb_s) * 1.05).max(1.0);
+    spec.flash.channel_mb_s = (a.seq_r.mb_s / f64::from(spec.flash.channels)).max(1.0);
+    spec.host.command_us = (1e6 / a.peak.1.iops).clamp(0.05, 1e4);
+    // A 4 KiB write at depth 1 costs the host's part (it completes in the buffer); a read
+    // that plus the flash's. When writes are the slower (the model cannot say so: its writes
+    // are buffered), the host's part is half the read's.
+    let (r1, w1) = (a.r1.mean_us, a.w1.mean_us);
+    let host = |s: &SsdSpec| s.host.command_us + 4096.0 / s.host.link_mb_s;
+    let flash_xfer = |s: &SsdSpec| 4096.0 / s.flash.channel_mb_s;
+    let firmware_max = |s: &SsdSpec| (r1 - host(s) - flash_xfer(s) - 1.0).max(0.0);
+    spec.host.firmware_us = if w1 < r1 {
+        (w1 - host(&spec)).clamp(0.0, firmware_max(&spec))
+    } else {
+        firmware_max(&spec) / 2.0
+    };
+    spec.flash.read_us = (r1 - spec.host.firmware_us - host(&spec) - flash_xfer(&spec)).max(1.0);
+    spec.flash.program_us = 600.0;
+    spec.flash.erase_us = 3600.0;
+    for _ in 0..3 {
+        let p = predict(&spec, &a.peak.0, region)?;
+        spec.host.command_us = scaled(spec.host.command_us, p.iops, a.peak.1.iops, 0.05, 1e4);
+        if w1 < r1 {
+            let p = predict(&spec, &W1, region)?;
+            spec.host.firmware_us =
+                (spec.host.firmware_us + w1 - p.mean_us).clamp(0.0, firmware_max(&spec));
+        }
+        let p = predict(&spec, &R1, region)?;
+        spec.flash.read_us = (spec.flash.read_us + r1 - p.mean_us).max(1.0);
+        let p = predict(&spec, &SEQ_R, region)?;
+        spec.flash.channel_mb_s = scaled(spec.flash.channel_mb_s, a.seq_r.mb_s, p.mb_s, 1.0, 1e5);
+        let p = predict(&spec, &SEQ_W, region)?;
+        spec.flash.program_us = scaled(spec.flash.program_us, p.mb_s, a.seq_w.mb_s, 1.0, 1e5);
+        spec.flash.erase_us = spec.flash.program_us * 6.0;
+    }
+    Ok(spec)
+}
+
+/// Fit a spec named `name` of `capacity` bytes to the measured grid `m` (measured over the
+/// target's first `region` bytes): for each die count from 1 to 256 the rates that fit the
+/// anchors, then the die count whose 4 KiB random-read curve over queue depths comes closest.
+pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Result<SsdSpec> {
+    let need = |p: Point| {
+        find(m, p.rw, p.bs, p.qd).ok_or_else(|| anyhow::anyhow!("no measurement of {}", p.label()))
+    };
+    let peak = m
+        .iter()
+        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096 && p.qd >= 32)
+        .max_by(|a, b| a.1.iops.total_cmp(&b.1.iops))
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("no 4 KiB random read at depth 32 or more"))?;
+    let a = Anchors {
+        r1: need(R1)?,
+        w1: need(W1)?,
+        seq_r: need(SEQ_R)?,
+        seq_w: need(SEQ_W)?,
+        peak,
+    };
+    anyhow::ensure!(
+        a.r1.ios > 0 && a.w1.ios > 0 && a.peak.1.ios > 0 && a.seq_r.ios > 0 && a.seq_w.ios > 0,
+        "a measurement completed no I/O: give calibrate more --duration"
+    );
+    let mut best: Option<(f64, SsdSpec)> = None;
+    for units in [1, 2, 4, 8, 16, 32, 64, 128, 256] {
+        let spec = fit_units(name, capacity, region, units, &a)?;
+        let e = read_curve_error(&spec, m, region)?;
+        if best.as_ref().is_none_or(|(b, _)| e < *b) {
+            best = Some((e, spec));
+        }
+    }
+    let (_, spec) = best.expect("candidates were tried");
+    spec.validate()
+        .map_err(|e| anyhow::anyhow!("the fitted spec fails its checks: {e}"))?;
+    Ok(spec)
+}

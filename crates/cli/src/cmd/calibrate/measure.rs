@@ -1,0 +1,218 @@
+//! What `elevator calibrate` measures, and how: a fixed grid of fio-like points (random and
+//! sequential reads and writes at queue depths 1 to 128 and block sizes 4 KiB to 1 MiB), each
+//! run for a slice of the time budget by the io_uring executor under `none`, as Seastar's
+//! iotune and the kernel's iocost coefficient tool (`tools/cgroup/iocost_coef_gen.py`) measure
+//! a device: saturating IOPS and bandwidth per direction, plus queue-depth-1 latency.
+//!
+//! The same points run on the simulator ([`simulate`]) to score a candidate spec, so the fit
+//! compares like with like: the same job, the same figures.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, SECTOR_BYTES};
+use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
+use elevator_sim::{Device, JobSlot, Simulation};
+use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
+use elevator_workload::metrics::JobMetrics;
+use elevator_workload::BuildEnv;
+use serde::Serialize;
+
+/// One measured configuration: a single fio-like job.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Direction and pattern.
+    pub rw: RwMode,
+    /// Bytes per I/O.
+    pub bs: u64,
+    /// I/Os outstanding.
+    pub qd: u32,
+}
+
+impl Point {
+    const fn new(rw: RwMode, bs: u64, qd: u32) -> Point {
+        Point { rw, bs, qd }
+    }
+
+    /// `randread 4k qd32`.
+    pub fn label(&self) -> String {
+        let rw = match self.rw {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::Rw => "rw",
+            RwMode::RandRw => "randrw",
+        };
+        let bs = if self.bs >= 1 << 20 {
+            format!("{}m", self.bs >> 20)
+        } else {
+            format!("{}k", self.bs >> 10)
+        };
+        format!("{rw} {bs} qd{}", self.qd)
+    }
+
+    /// Whether it writes.
+    pub fn writes(&self) -> bool {
+        matches!(self.rw, RwMode::Write | RwMode::RandWrite)
+    }
+
+    /// The job: over `[0, region)`, for `runtime` after a `ramp`.
+    fn config(&self, region: u64, runtime: Duration, ramp: Duration) -> FioJobConfig {
+        FioJobConfig {
+            rw: self.rw,
+            bs: self.bs,
+            iodepth: self.qd,
+            offset: Some(0),
+            size: Some(region),
+            time_based: true,
+            runtime_ms: Some(runtime.as_millis().max(1) as u64),
+            ramp_ms: ramp.as_millis() as u64,
+            direct: true,
+            ..FioJobConfig::default()
+        }
+    }
+}
+
+const K: u64 = 1024;
+const M: u64 = 1024 * 1024;
+
+/// The grid, in the order it runs: reads first (they leave the device as they found it), then
+/// writes, the sequential writer last (it fills the drive's write buffer).
+pub const PLAN: [Point; 17] = [
+    Point::new(RwMode::RandRead, 4 * K, 1),
+    Point::new(RwMode::RandRead, 4 * K, 2),
+    Point::new(RwMode::RandRead, 4 * K, 4),
+    Point::new(RwMode::RandRead, 4 * K, 8),
+    Point::new(RwMode::RandRead, 4 * K, 16),
+    Point::new(RwMode::RandRead, 4 * K, 32),
+    Point::new(RwMode::RandRead, 4 * K, 64),
+    Point::new(RwMode::RandRead, 4 * K, 128),
+    Point::new(RwMode::RandRead, 16 * K, 32),
+    Point::new(RwMode::RandRead, 64 * K, 32),
+    Point::new(RwMode::RandRead, 256 * K, 32),
+    Point::new(RwMode::RandRead, M, 32),
+    Point::new(RwMode::Read, M, 32),
+    Point::new(RwMode::RandWrite, 4 * K, 1),
+    Point::new(RwMode::RandWrite, 4 * K, 32),
+    Point::new(RwMode::Write, M, 1),
+    Point::new(RwMode::Write, M, 32),
+];
+
+/// What one point gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// Completed I/Os.
+    pub ios: u64,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Megabytes (10^6 bytes) per second.
+    pub mb_s: f64,
+    /// Mean latency, microseconds.
+    pub mean_us: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+}
+
+impl Figures {
+    /// The figures of one job's metrics over its run.
+    fn of(m: &JobMetrics, end: Nanos, writes: bool) -> Figures {
+        let s = m.summary("", "", end);
+        let d = if writes { &s.write } else { &s.read };
+        Figures {
+            ios: d.ios,
+            iops: d.iops,
+            mb_s: d.mb_s,
+            mean_us: d.lat_mean_ms * 1e3,
+            p50_us: d.lat_p50_ms * 1e3,
+            p99_us: d.lat_p99_ms * 1e3,
+        }
+    }
+}
+
+fn job(p: &Point, cfg: FioJobConfig, capacity: u64, seed: u64) -> anyhow::Result<FioJob> {
+    let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, p.label());
+    FioJob::new(cfg, &env).map_err(|e| anyhow::anyhow!("{}: {}: {}", p.label(), e.field, e.reason))
+}
+
+fn noop() -> Box<dyn elevator_core::Scheduler> {
+    let info = registry::find("none").expect("none is registered");
+    (info.build)(&Default::default(), &GroupTree::new()).expect("none has no tunables")
+}
+
+/// Run point `p` on the open target `file` (`size` bytes) for `runtime` after `ramp`, over its
+/// first `region` bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn measure(
+    p: &Point,
+    file: &std::fs::File,
+    size: u64,
+    region: u64,
+    runtime: Duration,
+    ramp: Duration,
+    stop: &'static AtomicBool,
+    seed: u64,
+) -> anyhow::Result<Figures> {
+    let cfg = p.config(region, runtime, ramp);
+    let fio = job(p, cfg, size, seed)?;
+    let jobs = vec![RealJob {
+        name: p.label(),
+        job: Box::new(fio),
+        group: GroupId::ROOT,
+        group_path: "/".into(),
+        prio: IoPrio::default(),
+        region: ByteRange {
+            start: 0,
+            end: region,
+        },
+        phase: 0,
+    }];
+    let handle = file.try_clone().context("duplicate the target's handle")?;
+    let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
+        .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+    let opts = RunOptions {
+        stop: Some(stop),
+        ramp,
+        seed,
+        run_id: seed,
+        ..RunOptions::default()
+    };
+    let mut sched = noop();
+    let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts)
+        .map_err(|f| anyhow::anyhow!("{}: {}", p.label(), f.error))?;
+    anyhow::ensure!(!report.interrupted, "interrupted");
+    Ok(Figures::of(
+        &report.jobs[0].metrics,
+        report.elapsed,
+        p.writes(),
+    ))
+}
+
+/// Run point `p` on `device` for `runtime` simulated after `ramp`, over its first `region`
+/// bytes.
+pub fn simulate(
+    p: &Point,
+    device: Box<dyn Device>,
+    region: u64,
+    runtime: Duration,
+    ramp: Duration,
+) -> anyhow::Result<Figures> {
+    let capacity = device.capacity_sectors() * SECTOR_BYTES;
+    let region = region.min(capacity);
+    let fio = job(p, p.config(region, runtime, ramp), capacity, 1)?;
+    let mut sim = Simulation::new(device, noop(), GroupTree::new());
+    sim.set_ramp(Nanos(ramp.as_nanos() as u64));
+    sim.add_job(JobSlot {
+        name: p.label(),
+        job: Box::new(fio),
+        group: GroupId::ROOT,
+        prio: IoPrio::default(),
+        start: Nanos::ZERO,
+        foreground: true,
+    });
+    let r = sim.run(None);
+    Ok(Figures::of(&r.jobs[0].metrics, r.end, p.writes()))
+}

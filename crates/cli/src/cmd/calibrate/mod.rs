@@ -1,0 +1,252 @@
+//! `elevator calibrate --target PATH [-o SPEC.toml]`: measure a real file or block device with
+//! the io_uring executor and fit the SSD model to it, writing a drive spec that `--drive`
+//! accepts.
+//!
+//! The measurement ([`measure`]) is a fixed grid of 17 fio-like points (4 KiB random reads at
+//! queue depths 1 to 128, random reads of 16 KiB to 1 MiB, a 1 MiB sequential reader, 4 KiB
+//! random writes at depths 1 and 32, 1 MiB sequential writes at depths 1 and 32), sharing the
+//! `--duration` budget equally (a tenth of each point is ramp), under our `none`; the fit
+//! ([`fit`]) then sets the model's rates from them and prints each point measured beside
+//! predicted. Progress goes to stderr, drawn only on a terminal.
+//!
+//! Safety is `elevator run`'s ([`elevator_real::target`]): the writes stay in the region
+//! measured (`--size`, default 1 GiB for a new file, else the whole target); a new file is
+//! created and laid out; an existing file elevator did not lay out, and a device carrying data,
+//! are refused unless `--allow-overwrite`; a mounted or swapped-on device always.
+
+mod fit;
+mod measure;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::ByteRange;
+use elevator_workload::fio_file::parse_size;
+use serde::Serialize;
+
+use super::run::{install_stop_handler, STOP};
+use crate::output::{self, say};
+
+use measure::{Figures, PLAN};
+
+/// Default region of a new file.
+const DEFAULT_NEW_FILE: u64 = 1 << 30;
+
+/// Arguments of `elevator calibrate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The file or block device to measure; a file that does not exist is created and laid
+    /// out (`--size`).
+    #[arg(long)]
+    target: PathBuf,
+    /// Write the fitted spec here (default: standard output, the tables then go to stderr).
+    #[arg(short = 'o', long, value_name = "SPEC.toml")]
+    output: Option<PathBuf>,
+    /// Seconds of measuring in all, shared by the 17 points.
+    #[arg(long, value_name = "S", default_value_t = 120.0)]
+    duration: f64,
+    /// Bytes of the target to measure over (fio size suffixes: 4g). Default: all of an existing
+    /// file or device, 1 GiB of a new file.
+    #[arg(long, value_name = "BYTES")]
+    size: Option<String>,
+    /// Allow writing over an existing file or a device carrying data.
+    #[arg(long)]
+    allow_overwrite: bool,
+    /// The spec's name (default: `calibrated-<target's file name>`).
+    #[arg(long)]
+    name: Option<String>,
+    /// Write the measured and predicted figures of every point, and the spec, as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// One point of the report.
+#[derive(Serialize)]
+struct Row {
+    point: String,
+    measured: Figures,
+    predicted: Figures,
+}
+
+fn pct(pred: f64, meas: f64) -> String {
+    if meas > 0.0 {
+        format!("{:+.0}%", (pred / meas - 1.0) * 100.0)
+    } else {
+        "-".into()
+    }
+}
+
+/// Run the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.duration.is_finite() && args.duration > 0.0,
+        "--duration {}: not a positive number of seconds",
+        args.duration
+    );
+    let existing = target::existing_size(&args.target)?;
+    let size = match &args.size {
+        Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--size {s:?}: {e}"))?,
+        None => existing.unwrap_or(DEFAULT_NEW_FILE),
+    };
+    anyhow::ensure!(size >= 16 << 20, "--size: at least 16 MiB to measure over");
+    if let Some(have) = existing {
+        anyhow::ensure!(
+            have >= size,
+            "--size {size}: {} holds only {have} bytes",
+            args.target.display()
+        );
+    }
+    // 1 MiB I/O at depth 32 needs room: the region is a whole number of MiB.
+    let region = size / (1 << 20) * (1 << 20);
+    install_stop_handler();
+    let tgt = target::open(
+        &args.target,
+        OpenSpec {
+            writes: true,
+            allow_overwrite: args.allow_overwrite,
+            need_bytes: region,
+            write_regions: vec![ByteRange {
+                start: 0,
+                end: region,
+            }],
+            stop: Some(&STOP),
+        },
+    )?;
+    let stdout_spec = args.output.is_none();
+    if stdout_spec {
+        output::json_to_stdout(Some(Path::new("-")));
+    }
+    let slice = Duration::from_secs_f64(args.duration / PLAN.len() as f64);
+    let ramp = slice / 10;
+    let runtime = slice - ramp;
+    say!(
+        "calibrating {} over {} MiB: {} points of {:.2} s each",
+        args.target.display(),
+        region >> 20,
+        PLAN.len(),
+        slice.as_secs_f64()
+    );
+    let bar = crate::progress::bar(PLAN.len(), "calibrate");
+    let mut measured = Vec::new();
+    for (i, p) in PLAN.iter().enumerate() {
+        bar.set_message(p.label());
+        let f = measure::measure(
+            p,
+            &tgt.file,
+            tgt.size,
+            region,
+            runtime,
+            ramp,
+            &STOP,
+            i as u64 + 1,
+        );
+        if STOP.load(Ordering::SeqCst) {
+            bar.finish_and_clear();
+            tgt.remember()?;
+            anyhow::bail!("interrupted: no spec written");
+        }
+        measured.push((*p, f?));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    tgt.remember()?;
+    let name = args.name.clone().unwrap_or_else(|| {
+        let stem = args
+            .target
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "target".into());
+        format!("calibrated-{stem}")
+    });
+    say!("fitting the SSD model ...");
+    let mut spec = fit::fit(&name, tgt.size.max(region), region, &measured)?;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    spec.description = format!(
+        "calibrated by `elevator calibrate` on {} ({} MiB measured, {:.0} s, load average {load})",
+        args.target.display(),
+        region >> 20,
+        args.duration
+    );
+    let mut rows = Vec::new();
+    let mut table = Vec::new();
+    for (p, m) in &measured {
+        let s = fit::predict(&spec, p, region)?;
+        table.push(vec![
+            p.label(),
+            format!("{:.0}", m.iops),
+            format!("{:.0}", s.iops),
+            pct(s.iops, m.iops),
+            format!("{:.1}", m.mb_s),
+            format!("{:.1}", m.mean_us),
+            format!("{:.1}", s.mean_us),
+            pct(s.mean_us, m.mean_us),
+        ]);
+        rows.push(Row {
+            point: p.label(),
+            measured: *m,
+            predicted: s,
+        });
+    }
+    output::say_str(&output::table(
+        &[
+            "point", "IOPS", "model", "err", "MB/s", "mean us", "model", "err",
+        ],
+        &table,
+    ));
+    let toml = format!(
+        "# {}\n# Measured beside predicted, per point: `elevator calibrate --json`.\n{}",
+        spec.description,
+        spec.to_toml()
+    );
+    match &args.output {
+        Some(p) => {
+            std::fs::write(p, &toml).with_context(|| format!("write {}", p.display()))?;
+            say!(
+                "wrote {} (use it with --drive {})",
+                p.display(),
+                p.display()
+            );
+        }
+        None => output::out_str(&toml),
+    }
+    if let Some(p) = &args.json {
+        output::write_json(
+            p,
+            &serde_json::json!({
+                "target": args.target.display().to_string(),
+                "region_bytes": region,
+                "duration_s": args.duration,
+                "load_average": load,
+                "points": rows,
+                "spec": spec,
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::Point;
+
+    #[test]
+    fn the_plan_spans_depths_1_to_128_and_sizes_4k_to_1m_in_both_directions() {
+        let qd: Vec<u32> = PLAN.iter().map(|p| p.qd).collect();
+        assert_eq!(qd.iter().min(), Some(&1));
+        assert_eq!(qd.iter().max(), Some(&128));
+        let bs: Vec<u64> = PLAN.iter().map(|p| p.bs).collect();
+        assert_eq!(bs.iter().min(), Some(&4096));
+        assert_eq!(bs.iter().max(), Some(&(1 << 20)));
+        assert!(PLAN.iter().any(|p| p.writes() && p.bs == 4096));
+        assert!(PLAN.iter().any(|p| p.writes() && p.bs == 1 << 20));
+        // Reads before writes: the writes fill the drive's buffer.
+        let first_write = PLAN.iter().position(Point::writes).unwrap();
+        assert!(PLAN[first_write..].iter().all(Point::writes));
+    }
+}

@@ -1,0 +1,144 @@
+//! `elevator calibrate` on a temporary file: the spec it writes loads with `--drive` and
+//! predicts what was measured; it refuses to write over data it was not given.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn elevator(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .output()
+        .expect("run elevator");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// O_DIRECT is not available everywhere (tmpfs): skip with a notice there.
+fn direct_io_works(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dir.join("probe"))
+        .is_ok();
+    if !ok {
+        eprintln!("skipping: {} does not support O_DIRECT", dir.display());
+    }
+    ok
+}
+
+/// The measured figures of calibration point `label`.
+fn point<'a>(v: &'a Value, label: &str) -> &'a Value {
+    v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["point"] == label)
+        .unwrap_or_else(|| panic!("no point {label}"))
+}
+
+/// IOPS of a 4 KiB random reader at `qd` over the first 64 MiB, simulated on `spec`.
+fn simulated_iops(dir: &Path, spec: &str, qd: u32) -> f64 {
+    let job = dir.join(format!("qd{qd}.fio"));
+    std::fs::write(
+        &job,
+        format!(
+            "[r]\nrw=randread\nbs=4k\niodepth={qd}\ndirect=1\nsize=64m\ntime_based\nruntime=200ms\n"
+        ),
+    )
+    .unwrap();
+    let (ok, out, err) = elevator(&[
+        "sim",
+        job.to_str().unwrap(),
+        "--drive",
+        spec,
+        "--output-format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["jobs"][0]["read"]["iops"].as_f64().unwrap()
+}
+
+#[test]
+fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_works(dir.path()) {
+        return;
+    }
+    let target = dir.path().join("t.dat");
+    let spec = dir.path().join("spec.toml");
+    let json = dir.path().join("calibrate.json");
+    let (ok, _, err) = elevator(&[
+        "calibrate",
+        "--target",
+        target.to_str().unwrap(),
+        "--size",
+        "64m",
+        "--duration",
+        "3",
+        "-o",
+        spec.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 17);
+    let spec = spec.to_str().unwrap();
+    for qd in [1, 32] {
+        let measured = point(&v, &format!("randread 4k qd{qd}"))["measured"]["iops"]
+            .as_f64()
+            .unwrap();
+        let predicted = simulated_iops(dir.path(), spec, qd);
+        // A loose band: the measurement lasts 160 ms on a shared machine.
+        let ratio = predicted / measured;
+        assert!(
+            (0.5..2.0).contains(&ratio),
+            "qd{qd}: predicted {predicted:.0} IOPS, measured {measured:.0}"
+        );
+    }
+}
+
+#[test]
+fn calibrate_refuses_to_write_over_a_file_it_did_not_lay_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("data.bin");
+    let data = vec![0x5au8; 32 << 20];
+    std::fs::write(&target, &data).unwrap();
+    let (ok, out, err) = elevator(&[
+        "calibrate",
+        "--target",
+        target.to_str().unwrap(),
+        "--duration",
+        "1",
+    ]);
+    assert!(!ok);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("--allow-overwrite"), "{err}");
+    assert!(
+        std::fs::read(&target).unwrap() == data,
+        "the file was changed"
+    );
+}
+
+#[test]
+fn calibrate_rejects_a_bad_duration_and_size_before_touching_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("new.dat");
+    let t = target.to_str().unwrap();
+    let (ok, _, err) = elevator(&["calibrate", "--target", t, "--duration", "0"]);
+    assert!(!ok && err.contains("--duration"), "{err}");
+    let (ok, _, err) = elevator(&["calibrate", "--target", t, "--size", "12q"]);
+    assert!(!ok && err.contains("--size"), "{err}");
+    let (ok, _, err) = elevator(&["calibrate", "--target", t, "--size", "1m"]);
+    assert!(!ok && err.contains("16 MiB"), "{err}");
+    assert!(!target.exists());
+}
