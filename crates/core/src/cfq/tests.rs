@@ -321,6 +321,18 @@ fn group_idle_keeps_the_disk_for_a_group_with_one_queue() {
     );
 }
 
+/// A request naming a group the tree does not hold (the first id past the last) is served in
+/// the root group, as the kernel charges I/O of a cgroup without a blkg to the root.
+#[test]
+fn a_request_of_an_unknown_group_goes_to_the_root_group() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(3));
+    h.submit(rq(2, 1).sector(8).read().group(3).at(ms(2)));
+    let out = h.run();
+    assert_eq!(out.dispatch_order(), vec![1, 2]);
+}
+
 #[test]
 fn without_group_idle_the_other_group_gets_the_disk() {
     let groups = two_groups(None, None);
@@ -403,6 +415,54 @@ fn sync_slice_scales_with_priority() {
     assert_eq!(first_turn(0), 181);
     assert_eq!(first_turn(4), 101);
     assert_eq!(first_turn(7), 41);
+}
+
+/// 4.19 `cfq_scaled_cfqq_slice` with `cfq_group_get_avg_queues`: under low_latency the
+/// averaged count of busy sync queues (4 here) reaches 3 for the first slice (4 x 3/4 rounded)
+/// and 4 for the next; 4 x 100 ms exceeds target_latency (300 ms), so from the second turn on
+/// a slice shrinks to 100 x 300 / 400 = 75 ms.
+#[test]
+fn low_latency_shrinks_slices_by_the_averaged_busy_queue_count() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..300u64 {
+        for ctx in 1..=4u32 {
+            let base = u64::from(ctx) * 90_000_000;
+            h.submit(
+                rq(u64::from(ctx) * 1000 + i, ctx)
+                    .sector(base + i * 8)
+                    .read(),
+            );
+        }
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let mut turns: Vec<usize> = Vec::new();
+    for (i, c) in order.iter().enumerate() {
+        if i == 0 || order[i - 1] != *c {
+            turns.push(0);
+        }
+        *turns.last_mut().unwrap() += 1;
+    }
+    // The slice starts at the first completion (1 ms), as in sync_slice_scales_with_priority.
+    assert_eq!(&turns[..3], &[101, 76, 76]);
+}
+
+/// 4.19 `cfq_may_dispatch`: only an async queue waits for sync requests in flight; the only
+/// busy sync queue may put every request it has at the device at once (past `quantum / 2`,
+/// `promote_sync`).
+#[test]
+fn may_dispatch_lets_the_only_sync_queue_fill_the_device() {
+    let mut h = Harness::new(flat(), 8, |_| ms(1));
+    for i in 0..8u64 {
+        h.submit(rq(i, 1).sector(i * 1_000).read());
+    }
+    let out = h.run();
+    let at_once = out
+        .served
+        .iter()
+        .filter(|s| s.dispatched == Nanos::ZERO)
+        .count();
+    assert_eq!(at_once, 8);
 }
 
 #[test]
