@@ -861,6 +861,19 @@ fn as_prefers_a_short_backward_seek_at_twice_its_cost() {
     assert_eq!(take(&mut s, ms(1)).id.0, 2, "2 * 1000 > 1500");
 }
 
+/// 2.6.32 `as_choose_req`: a backward seek is weighed (at twice its distance) as far back as
+/// `MAXBACK` (1024 * 1024 sectors): 1,000,000 sectors back beats 2,500,000 ahead.
+#[test]
+fn as_seeks_back_as_far_as_maxback() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(5_000_000).build(), ms(0));
+    let first = take(&mut s, ms(0)); // head now at 5_000_008
+    s.insert(rq(2, Q).sector(5_000_008 + 2_500_000).build(), ms(0));
+    s.insert(rq(3, 3).sector(5_000_008 - 1_000_000).build(), ms(0));
+    s.complete(&first, ms(1));
+    assert_eq!(take(&mut s, ms(1)).id.0, 3, "2 * 1,000,000 < 2,500,000");
+}
+
 #[test]
 fn as_never_seeks_back_beyond_maxback() {
     let mut s = Anticipatory::new(no_antic());
