@@ -204,6 +204,17 @@ fn as_treats_request_within_the_anticipated_seek_mean_as_close() {
     assert_eq!(s.antic_state(), AnticState::WaitNext);
 }
 
+/// 2.6.32 `as_update_seekdist`: while a process has few seek samples (`seek_samples <= 60`),
+/// a seek is clipped at four times the mean plus 2M sectors; a first seek of 4M sectors thus
+/// counts as 2,097,152 (the later, tighter clip would make it 131,072).
+#[test]
+fn as_update_seekdist_clips_an_early_seek_at_2m_sectors_past_four_means() {
+    let mut s = Anticipatory::default();
+    let t = serve(&mut s, rq(1, P).sector(0).build(), ms(0), ms(1)) + us(500);
+    serve(&mut s, rq(2, P).sector(4_000_000).build(), t, ms(1));
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_mean, 2 * 1024 * 1024);
+}
+
 /// P_k (context `ctx`) reads twice 1 ms apart (so it has think-time history), its second
 /// read completes at `t0 + 3 ms`; a far read from `ctx + 100` arrives and AS anticipates.
 /// Returns the time of the completion.
