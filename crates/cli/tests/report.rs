@@ -215,6 +215,11 @@ fn run_report_plots_real_requests_and_keeps_json_on_stdout_clean() {
         report.to_str().unwrap(),
     ]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("only JSON on stdout");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("IOPS now") && !err.contains('\r') && !err.contains('\u{1b}'),
+        "progress on a stderr that is not a terminal: {err:?}"
+    );
     assert_eq!(v["runs"].as_array().unwrap().len(), 2);
     let (tables, images) = check_page(&report);
     assert_eq!(tables, 1);

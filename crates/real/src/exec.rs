@@ -104,6 +104,9 @@ pub struct RunOptions {
     pub ramp: Duration,
     /// Keep a [`RequestRecord`] of every request completed ([`RunReport::requests`]).
     pub request_log: bool,
+    /// Count every request completed here as it completes, for a progress display that
+    /// reads it from another thread.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// One request's way through the executor (`RunOptions::request_log`): when its job issued it
@@ -862,6 +865,9 @@ impl<'a, B: Backend> Executor<'a, B> {
             _ => Ok(()),
         });
         self.sched.complete(&f.rq, now);
+        if let Some(p) = &self.opts.progress {
+            p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if self.opts.request_log {
             self.requests.push(RequestRecord {
                 job: f.job,

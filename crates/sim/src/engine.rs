@@ -246,6 +246,8 @@ pub struct Simulation {
     ramp: Nanos,
     /// Every request's record, when asked for.
     records: Option<Vec<RequestRecord>>,
+    /// Requests completed, counted for a progress display on another thread.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Simulation {
@@ -277,7 +279,14 @@ impl Simulation {
             phase_check: false,
             ramp: Nanos::ZERO,
             records: None,
+            progress: None,
         }
+    }
+
+    /// Count every request completed in `counter` as the run goes (read it from another
+    /// thread to show progress); off by default.
+    pub fn count_completions(&mut self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        self.progress = Some(counter);
     }
 
     /// Keep a [`RequestRecord`] of every request in [`RunReport::requests`] (off by default:
@@ -438,6 +447,9 @@ impl Simulation {
         let now = self.now;
         if let Some(records) = self.records.as_mut() {
             record(records, &out, now);
+        }
+        if let Some(p) = &self.progress {
+            p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let bytes = out.rq.bytes();
         let own_bytes = bytes - out.riders.iter().map(|r| r.bytes).sum::<u64>().min(bytes);

@@ -107,6 +107,7 @@ struct ReplayJson {
 
 /// Replay under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    output::json_to_stdout(args.json.as_deref());
     let extra = super::parse_sets(&args.set)?;
     let mut infos = Vec::new();
     for name in &args.sched {
@@ -183,7 +184,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     start: elevator_core::Nanos::ZERO,
                     foreground: true,
                 });
+                let live = crate::progress::Live::start(info.name, None);
+                sim.count_completions(live.counter());
                 let report = sim.run(None);
+                live.finish();
                 let total = report.jobs[0].metrics.clone();
                 (total, report.end, report.device.clone(), outcome)
             }
@@ -215,9 +219,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     },
                     phase: 0,
                 }];
-                let run_opts = RunOptions::default();
-                let report = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts)
-                {
+                let live = crate::progress::Live::start(info.name, None);
+                let run_opts = RunOptions {
+                    progress: Some(live.counter()),
+                    ..RunOptions::default()
+                };
+                let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts);
+                live.finish();
+                let report = match report {
                     Ok(r) => r,
                     Err(f) => bail!("scheduler {}: {}", info.name, f.error),
                 };

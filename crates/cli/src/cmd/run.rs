@@ -189,6 +189,24 @@ fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
     Ok(need)
 }
 
+/// How long a run of `file` lasts if every job is time-based: the ramp plus the longest
+/// runtime of each phase (jobs after a `stonewall` start when the earlier ones are done).
+fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::time::Duration> {
+    let mut total = 0u64;
+    let mut phase = 0u64;
+    for (i, d) in file.jobs.iter().enumerate() {
+        if !d.config.time_based {
+            return None;
+        }
+        if i > 0 && d.stonewall {
+            total += phase;
+            phase = 0;
+        }
+        phase = phase.max(d.config.runtime_ms?);
+    }
+    Some(ramp + std::time::Duration::from_millis(total + phase))
+}
+
 /// The job file's `ramp_time`: one value for every job (the executor applies one ramp).
 pub(crate) fn ramp_time(file: &FioFile) -> anyhow::Result<std::time::Duration> {
     let first = file.jobs.first().map_or(0, |d| d.config.ramp_ms);
@@ -383,11 +401,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             seed: args.seed,
             ramp,
             request_log: args.request_log.is_some() || page.is_on(),
+            progress: None,
+        };
+        let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
+        let opts = RunOptions {
+            progress: Some(live.counter()),
+            ..opts
         };
         let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
             Ok(r) => (r, None),
             Err(f) => (*f.partial, Some(f.error)),
         };
+        live.finish();
         if let Some(prefix) = &args.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
             std::fs::write(&p, elevator_real::report::request_log_csv(&report))

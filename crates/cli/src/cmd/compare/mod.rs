@@ -333,6 +333,7 @@ impl Ours<'_> {
             seed,
             ramp: Duration::from_secs(self.args.ramp),
             request_log: false,
+            progress: None,
         };
         let target = self.dev.target.display().to_string();
         let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {
