@@ -226,8 +226,10 @@ proptest! {
         ios in prop::collection::vec(io(), 1..1500),
         pre in pre(),
         preemptible in any::<bool>(),
+        static_allocation in any::<bool>(),
     ) {
-        let spec = small(pre, preemptible);
+        let mut spec = small(pre, preemptible);
+        spec.ftl.static_allocation = static_allocation;
         let mut a = Ssd::new(spec.clone()).unwrap();
         let (done_a, mapped) = run(&mut a, &ios, pre);
         // Every mapped LPN on exactly one valid slot, valid counts exact...

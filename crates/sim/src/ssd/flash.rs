@@ -1,21 +1,22 @@
-//! The flash back end as timelines: a gap-filling one per channel, a busy-until per plane.
+//! The flash back end as gap-filling timelines: one per channel, one per plane.
 //!
-//! An operation is placed at submission: it starts when its inputs are ready and its
-//! resources are free, and moves their busy-until forward. This is MQSim's transaction
-//! scheduling (`TSU_OutOfOrder`, `NVM_PHY_ONFI_NVDDR2`) reduced to first-come first-served per
-//! die: O(1) per operation and deterministic, at the cost of never reordering work that was
-//! already placed (docs/ssd-model.md, "Deviations").
+//! An operation is placed at submission, in the first gap of its resources at or after the
+//! time its inputs are ready (a read of a plane idle now goes before a program placed later
+//! on it, as MQSim's TSU would serve it). This is MQSim's transaction scheduling
+//! (`TSU_OutOfOrder`, `NVM_PHY_ONFI_NVDDR2`) reduced to placement: deterministic and cheap, at
+//! the cost of never moving work once placed (docs/ssd-model.md, "Deviations").
 //!
-//! A read senses the page (tR, by page type), then moves the bytes asked for over the
-//! channel; the array stays busy until the page register is emptied. A program moves the page
-//! over the channel, then programs it (tPROG). An erase holds the array for tBERS. Programs
-//! and erases hold their plane only (the planes of a die program and erase together, as
-//! multi-plane commands do); a read holds its whole die unless the spec lets it overlap
-//! (`independent_plane_reads` for small reads, `multi_plane_reads` for full-page reads).
+//! A read senses the page (tR, by page type; a small read senses each unit asked for, one
+//! after another), then moves the bytes asked for over the channel; the plane is held while it
+//! senses and its register empties. A program moves the page over the channel, then holds the
+//! plane for tPROG; an erase holds it for tBERS. Programs and erases hold their plane only (the
+//! planes of a die program and erase together, as multi-plane commands do); a read holds its
+//! whole die unless the spec lets it overlap (`independent_plane_reads` for small reads,
+//! `multi_plane_reads` for full-page reads).
 //!
 //! With preemptible GC ([`Gc::preemptible`](super::spec::Gc)), GC work goes on a second
-//! timeline per plane that host reads do not wait for; a host read that overlaps GC work
-//! pushes the rest of it later by the read's length (suspend and resume).
+//! timeline per plane that host reads ignore (they run as if GC were suspended for them);
+//! host programs and GC keep clear of both.
 
 use elevator_core::Nanos;
 
@@ -43,8 +44,8 @@ pub struct Flash {
     channels_busy: Vec<GapTimeline>,
     /// The current time: no work is placed before it.
     now: Nanos,
-    plane_free: Vec<Nanos>,
-    gc_free: Vec<Nanos>,
+    planes_busy: Vec<GapTimeline>,
+    gc_busy: Vec<GapTimeline>,
     preemptible: bool,
     read_ns: u64,
     small_read_ns: u64,
@@ -82,8 +83,8 @@ impl Flash {
             multi_plane_reads: f.multi_plane_reads,
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
-            plane_free: vec![Nanos::ZERO; planes],
-            gc_free: vec![Nanos::ZERO; planes],
+            planes_busy: vec![GapTimeline::new(); planes],
+            gc_busy: vec![GapTimeline::new(); planes],
             preemptible: spec.gc.preemptible,
             read_ns: us_to_ns(f.read_us),
             small_read_ns: us_to_ns(f.small_read_us),
@@ -132,33 +133,52 @@ impl Flash {
         }
     }
 
-    /// The time work of `origin` may start on the planes `own_only` selects.
-    fn ready_at(&self, plane: u32, own_only: bool, origin: Origin) -> Nanos {
+    /// Whether `origin`'s work goes on the GC timelines (preemptible GC), and whether it must
+    /// also keep clear of them (everything but host reads).
+    fn lanes(&self, origin: Origin, read: bool) -> (bool, bool) {
+        let on_gc = origin == Origin::Gc && self.preemptible;
+        let avoids_gc = self.preemptible && !(origin == Origin::Host && read);
+        (on_gc, avoids_gc)
+    }
+
+    /// Place `len` ns of `origin`'s work on the planes `own_only` selects, at the earliest
+    /// time at or after `ready` when all of them are free; returns its start.
+    fn place(
+        &mut self,
+        plane: u32,
+        own_only: bool,
+        origin: Origin,
+        read: bool,
+        ready: Nanos,
+        len: u64,
+    ) -> Nanos {
         let (first, n, stride) = self.held(plane, own_only);
-        let mut t = Nanos::ZERO;
+        let (on_gc, avoids_gc) = self.lanes(origin, read);
+        let now = self.now;
+        let mut t = ready;
+        loop {
+            let mut next = t;
+            for p in (first..).step_by(stride).take(n) {
+                self.planes_busy[p].forget(now);
+                next = next.max(self.planes_busy[p].fit(t, len));
+                if avoids_gc {
+                    self.gc_busy[p].forget(now);
+                    next = next.max(self.gc_busy[p].fit(t, len));
+                }
+            }
+            if next == t {
+                break;
+            }
+            t = next;
+        }
         for p in (first..).step_by(stride).take(n) {
-            t = t.max(self.plane_free[p]);
-            if origin == Origin::Gc {
-                t = t.max(self.gc_free[p]);
+            if on_gc {
+                self.gc_busy[p].insert(t, len);
+            } else {
+                self.planes_busy[p].insert(t, len);
             }
         }
         t
-    }
-
-    /// Record that `origin` holds the selected planes over `[start, end)`.
-    fn hold(&mut self, plane: u32, own_only: bool, origin: Origin, start: Nanos, end: Nanos) {
-        let (first, n, stride) = self.held(plane, own_only);
-        for p in (first..).step_by(stride).take(n) {
-            if origin == Origin::Gc && self.preemptible {
-                self.gc_free[p] = end;
-                continue;
-            }
-            self.plane_free[p] = end;
-            if self.preemptible && self.gc_free[p] > start {
-                // GC on this plane is suspended for the host's operation.
-                self.gc_free[p] += end - start;
-            }
-        }
     }
 
     /// Read `bytes` of page `page` (its index within its block) on `plane`, inputs ready at
@@ -177,43 +197,37 @@ impl Flash {
         } else {
             self.multi_plane_reads
         };
-        let start = ready.max(self.ready_at(plane, own_only, origin));
         let step = u64::from(page % self.page_types) * self.read_step_ns;
         let sense = if small {
             bytes.div_ceil(self.unit_bytes).max(1) * (self.small_read_ns + step)
         } else {
             self.read_ns + step
         };
-        let (c, len, now) = (
-            self.channel_of(plane) as usize,
-            self.xfer_ns(bytes),
-            self.now,
-        );
-        let done = self.channels_busy[c].reserve(start + Nanos(sense), len, now);
-        self.hold(plane, own_only, origin, start, done);
-        done
+        let xfer = self.xfer_ns(bytes);
+        // The plane is held while it senses and while its register empties over the channel
+        // (a wait for the channel beyond that is not held).
+        let start = self.place(plane, own_only, origin, true, ready, sense + xfer);
+        let (c, now) = (self.channel_of(plane) as usize, self.now);
+        self.channels_busy[c].reserve(start + Nanos(sense), xfer, now)
     }
 
     /// Program a page of `bytes` on `plane`, data ready at `ready`; returns when it is on flash.
     pub fn program(&mut self, plane: u32, bytes: u64, ready: Nanos, origin: Origin) -> Nanos {
-        // Host programs wait for GC too: GC is what makes room for them.
-        let start = ready.max(self.ready_at(plane, true, Origin::Gc));
+        // Host programs keep clear of GC too: GC is what makes room for them. The data moves
+        // over the channel first; the plane is held from then until the program ends.
         let (c, len, now) = (
             self.channel_of(plane) as usize,
             self.xfer_ns(bytes),
             self.now,
         );
-        let moved = self.channels_busy[c].reserve(start, len, now);
-        let done = moved + Nanos(self.program_ns);
-        self.hold(plane, true, origin, start, done);
-        done
+        let moved = self.channels_busy[c].reserve(ready, len, now);
+        let start = self.place(plane, true, origin, false, moved, self.program_ns);
+        start + Nanos(self.program_ns)
     }
 
     /// Erase a block on `plane` once `ready`; returns when it is done.
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
-        let start = ready.max(self.ready_at(plane, true, origin));
-        let done = start + Nanos(self.erase_ns);
-        self.hold(plane, true, origin, start, done);
-        done
+        let start = self.place(plane, true, origin, false, ready, self.erase_ns);
+        start + Nanos(self.erase_ns)
     }
 }

@@ -123,6 +123,7 @@ pub struct Ftl {
     host_frontier: Vec<Option<Frontier>>,
     gc_frontier: Vec<Option<Frontier>>,
     host_plane: u32,
+    static_allocation: bool,
     stats: FtlStats,
 }
 
@@ -185,6 +186,7 @@ impl Ftl {
             host_frontier: vec![None; planes as usize],
             gc_frontier: vec![None; planes as usize],
             host_plane: 0,
+            static_allocation: spec.ftl.static_allocation,
             stats: FtlStats::default(),
         };
         for p in 0..planes {
@@ -374,9 +376,13 @@ impl Ftl {
         if let Some(old) = self.lookup(lpn) {
             self.invalidate(old);
         }
-        let plane = self.host_plane;
+        let plane = if self.static_allocation {
+            (lpn / self.upp) % self.planes
+        } else {
+            self.host_plane
+        };
         let placed = self.place(lpn, plane, Stream::Host);
-        if placed.page_full.is_some() {
+        if placed.page_full.is_some() && !self.static_allocation {
             self.host_plane = (self.host_plane + 1) % self.planes;
         }
         self.stats.host_units += 1;

@@ -1,5 +1,5 @@
 //! The host side of the drive: NVMe submission queues, the controller's front end, the host
-//! link and the DRAM write buffer, as busy-until timelines and a release schedule.
+//! link and the DRAM write buffer, as timelines and a release schedule.
 //!
 //! Follows MQSim's NVMe host interface (`Host_Interface_NVMe.cpp`: per-flow submission
 //! queues, commands fetched in order) and its write cache (`Data_Cache_Manager_Flash_Simple`:
@@ -75,23 +75,29 @@ pub struct WriteBuffer {
     releases: BinaryHeap<Reverse<(Nanos, u64)>>,
     /// When everything scheduled so far is on flash.
     drained: Nanos,
+    /// DRAM transfer time per byte, picoseconds (0: instant), and when the DRAM is free.
+    dram_ps_per_byte: u64,
+    dram_free: Nanos,
 }
 
 impl WriteBuffer {
-    /// An empty buffer of `capacity` bytes.
-    pub fn new(capacity: u64) -> WriteBuffer {
+    /// An empty buffer of `capacity` bytes filled at `mb_s` (0: instantly).
+    pub fn new(capacity: u64, mb_s: f64) -> WriteBuffer {
         WriteBuffer {
             capacity,
             used: 0,
             open: 0,
             releases: BinaryHeap::new(),
             drained: Nanos::ZERO,
+            dram_ps_per_byte: if mb_s > 0.0 { ps_per_byte(mb_s) } else { 0 },
+            dram_free: Nanos::ZERO,
         }
     }
 
-    /// Admit `bytes` that arrived at `at`: returns when there is room for them (at, or when
-    /// enough earlier data has been programmed).
-    pub fn admit(&mut self, bytes: u64, at: Nanos) -> Nanos {
+    /// Admit a write of `data` bytes taking `bytes` of room (whole mapping units) that
+    /// arrived at `at`: returns when it is in the buffer (once there is room, earlier data
+    /// having been programmed, and the DRAM has taken its data).
+    pub fn admit(&mut self, bytes: u64, data: u64, at: Nanos) -> Nanos {
         let mut t = at;
         while let Some(&Reverse((done, b))) = self.releases.peek() {
             if done > t && self.used + bytes <= self.capacity {
@@ -103,6 +109,11 @@ impl WriteBuffer {
         }
         self.used += bytes;
         self.open += bytes;
+        if self.dram_ps_per_byte > 0 {
+            let start = t.max(self.dram_free);
+            t = start + Nanos((data * self.dram_ps_per_byte).div_ceil(1000));
+            self.dram_free = t;
+        }
         t
     }
 

@@ -3,7 +3,8 @@
 //! - [`spec`]: the TOML description ([`SsdSpec`]), its loader and checks, the built-in SSDs.
 //! - [`host`]: submission queues, the controller front end, the host link, the DRAM write
 //!   buffer.
-//! - [`flash`]: channels and dies (or planes) as busy-until timelines; read, program, erase.
+//! - [`flash`]: channels and planes as gap-filling timelines; read, program, erase.
+//! - [`timeline`]: the gap-filling timeline.
 //! - [`ftl`]: the page-level mapping, block state, write frontiers and preconditioning.
 //! - [`cmt`]: the cached mapping table.
 //! - [`gc`]: greedy garbage collection.
@@ -12,9 +13,9 @@
 //! The model follows MQSim (Tavakkol et al., "MQSim: A Framework for Enabling Realistic
 //! Studies of Modern Multi-Queue SSD Devices", FAST 2018; CMU-SAFARI/MQSim): the same
 //! resources (queues, channels, chips, dies, planes, DRAM cache, page-level FTL with a CMT,
-//! GC with over-provisioning), but every request is placed on busy-until timelines when it is
-//! submitted, so [`Device::submit`] returns its completion at once in O(units of the request)
-//! and a run is deterministic with no event queue of its own. What that changes, and every
+//! GC with over-provisioning), but every request is placed on resource timelines when it is
+//! submitted, so [`Device::submit`] returns its completion at once, in time proportional to the
+//! request's units and the work already queued on its resources, and a run is deterministic with no event queue of its own. What that changes, and every
 //! other deviation, is listed in docs/ssd-model.md.
 
 pub mod cmt;
@@ -82,7 +83,7 @@ impl Ssd {
         let page_bytes = u64::from(spec.flash.page_bytes);
         Ok(Ssd {
             host: HostInterface::new(&spec.host),
-            buffer: WriteBuffer::new(spec.write_buffer.bytes),
+            buffer: WriteBuffer::new(spec.write_buffer.bytes, spec.write_buffer.mb_s),
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),
             cmt: Cmt::new(spec.ftl.cmt_entries, spec.flash.page_bytes / 4),
@@ -199,7 +200,7 @@ impl Ssd {
         let units = self.units(rq);
         let arrived = self.host.transfer(rq.bytes(), accepted, now);
         let bytes = u64::from(units.end - units.start) * self.unit_bytes;
-        let admitted = self.buffer.admit(bytes, arrived);
+        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived);
         // The mapping update needs the entries; their reads do not delay the completion.
         self.translate(units.clone(), accepted, true);
         for lpn in units {

@@ -163,6 +163,10 @@ pub struct Ftl {
     pub unit_bytes: u32,
     /// Fraction of the physical space hidden from the host.
     pub over_provisioning: f64,
+    /// Whether a written unit goes to the plane its LPN's page group maps to (`group mod
+    /// planes`, MQSim's static CWDP plane allocation); otherwise host pages go round the
+    /// planes in turn (dynamic allocation).
+    pub static_allocation: bool,
     /// Mapping entries the cached mapping table (CMT) holds; 0: the whole table is in DRAM.
     /// A miss reads the translation page from flash before the data.
     pub cmt_entries: u32,
@@ -173,6 +177,7 @@ impl Default for Ftl {
         Ftl {
             unit_bytes: 4096,
             over_provisioning: 0.07,
+            static_allocation: false,
             cmt_entries: 0,
         }
     }
@@ -185,6 +190,10 @@ pub struct WriteBuffer {
     /// Capacity, bytes (at least two flash pages). A write completes once its data is in the
     /// buffer; it waits for room when the buffer is full of data not yet programmed.
     pub bytes: u64,
+    /// DRAM bandwidth for data going into the buffer, MB/s, one transfer at a time (MQSim's
+    /// single DRAM channel); 0: instant.
+    #[serde(default)]
+    pub mb_s: f64,
 }
 
 /// Garbage collection (MQSim's `GC_Exec_Threshold`, `Preemptible_GC_Enabled`).
@@ -349,6 +358,13 @@ impl SsdSpec {
                     format!("must be a time of 0..={MAX_TIME_US} us, got {us}"),
                 );
             }
+        }
+        let wb = self.write_buffer.mb_s;
+        if !(wb.is_finite() && (wb == 0.0 || (0.001..=1e9).contains(&wb))) {
+            return bad(
+                "write_buffer.mb_s",
+                format!("must be 0 or a bandwidth of 0.001..=1e9 MB/s, got {wb}"),
+            );
         }
         for (field, rate) in [
             ("host.link_mb_s", h.link_mb_s),

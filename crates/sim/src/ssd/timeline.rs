@@ -1,10 +1,11 @@
-//! A shared resource whose short transfers may fill gaps: a channel or the host link.
+//! A resource whose work may fill gaps: a channel, the host link, a flash plane.
 //!
-//! Work is placed when a request is submitted, but its data is ready at different times (a
-//! read's transfer waits for its die). A plain busy-until would make a transfer wait for one
-//! placed earlier but ready later, serialising dies that share a channel. This timeline keeps
-//! the reserved intervals still in the future and puts each transfer in the first gap, at or
-//! after its ready time, that fits it.
+//! Work is placed when a request is submitted, but it is ready at different times (a read's
+//! transfer waits for its die; a write's program waits for room in the buffer). A plain
+//! busy-until would make work wait for work placed earlier but starting later: dies sharing a
+//! channel would be serialised, and a read would wait behind a program placed in the future.
+//! This timeline keeps the reserved intervals still in the future and puts each piece of work
+//! in the first gap, at or after its ready time, that fits it.
 
 use std::collections::VecDeque;
 
@@ -22,41 +23,57 @@ impl GapTimeline {
         GapTimeline::default()
     }
 
-    /// Reserve `len` ns at the earliest time at or after `ready` that is free; intervals that
-    /// ended by `horizon` (the current time: nothing can be placed before it) are forgotten.
-    /// Returns the end of the reservation.
-    pub fn reserve(&mut self, ready: Nanos, len: u64, horizon: Nanos) -> Nanos {
+    /// Forget the intervals that ended by `horizon` (the current time: nothing can be placed
+    /// before it).
+    pub fn forget(&mut self, horizon: Nanos) {
         while self.busy.front().is_some_and(|&(_, e)| e <= horizon) {
             self.busy.pop_front();
         }
+    }
+
+    /// The earliest start at or after `ready` of a free interval of `len` ns.
+    pub fn fit(&self, ready: Nanos, len: u64) -> Nanos {
         let mut t = ready;
-        let mut at = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
+        for &(s, e) in &self.busy {
             if e <= t {
                 continue;
             }
             if s >= t + Nanos(len) {
-                at = i;
                 break;
             }
             t = t.max(e);
         }
-        let end = t + Nanos(len);
-        if len > 0 {
-            // Merge with neighbours it touches, keeping the list short.
-            let touches_prev = at > 0 && self.busy[at - 1].1 == t;
-            let touches_next = at < self.busy.len() && self.busy[at].0 == end;
-            match (touches_prev, touches_next) {
-                (true, true) => {
-                    let next_end = self.busy[at].1;
-                    self.busy[at - 1].1 = next_end;
-                    self.busy.remove(at);
-                }
-                (true, false) => self.busy[at - 1].1 = end,
-                (false, true) => self.busy[at].0 = t,
-                (false, false) => self.busy.insert(at, (t, end)),
-            }
+        t
+    }
+
+    /// Mark `[start, start + len)` busy; it must be free (found by [`GapTimeline::fit`]).
+    pub fn insert(&mut self, start: Nanos, len: u64) {
+        if len == 0 {
+            return;
         }
-        end
+        let end = start + Nanos(len);
+        let at = self.busy.partition_point(|&(s, _)| s < start);
+        // Merge with neighbours it touches, keeping the list short.
+        let touches_prev = at > 0 && self.busy[at - 1].1 == start;
+        let touches_next = at < self.busy.len() && self.busy[at].0 == end;
+        match (touches_prev, touches_next) {
+            (true, true) => {
+                let next_end = self.busy[at].1;
+                self.busy[at - 1].1 = next_end;
+                self.busy.remove(at);
+            }
+            (true, false) => self.busy[at - 1].1 = end,
+            (false, true) => self.busy[at].0 = start,
+            (false, false) => self.busy.insert(at, (start, end)),
+        }
+    }
+
+    /// Reserve `len` ns at the earliest free time at or after `ready`, forgetting what ended
+    /// by `horizon`; returns the end of the reservation.
+    pub fn reserve(&mut self, ready: Nanos, len: u64, horizon: Nanos) -> Nanos {
+        self.forget(horizon);
+        let t = self.fit(ready, len);
+        self.insert(t, len);
+        t + Nanos(len)
     }
 }
