@@ -183,3 +183,180 @@ fn run_to_dev_full_is_an_error_not_a_panic() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.len() < 1024);
 }
+
+// ----- unclear errors -----
+
+#[test]
+fn validate_plot_to_a_directory_names_the_path_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "v.trace", "R Miss 100 8 5000 100\n");
+    let plot = dir.path().join("plots");
+    std::fs::create_dir(&plot).unwrap();
+    let out = elevator(&[
+        "validate",
+        "--drive",
+        "laptop-4200",
+        "--trace",
+        &trace,
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    clean_error(&out, &["--plot", plot.to_str().unwrap(), "is a directory"]);
+    assert!(out.stdout.is_empty(), "ran first: {}", out.stdout);
+}
+
+#[test]
+fn validate_trace_block_past_the_drives_end_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(
+        dir.path(),
+        "v.trace",
+        "# measured on the drive\nR Miss 100 8 5000 100\nR Miss 999999999999 8 5000 100\n",
+    );
+    let out = elevator(&["validate", "--drive", "laptop-4200", "--trace", &trace]);
+    clean_error(&out, &["v.trace:3", "blkno", "past the drive's end"]);
+}
+
+#[test]
+fn run_filename_a_colon_b_is_two_files_and_refused_without_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = write(
+        dir.path(),
+        "j.fio",
+        "[r]\nrw=read\nsize=1m\nfilename=/tmp/elevator-a:/tmp/elevator-b\n",
+    );
+    let out = elevator(&["run", &job]);
+    clean_error(&out, &["j.fio:4", "2 files", "--target"]);
+    assert!(!Path::new("/tmp/elevator-a:/tmp/elevator-b").exists());
+}
+
+#[test]
+fn run_job_file_of_1_gb_sparse_nuls_gives_a_short_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("sparse.fio");
+    std::fs::File::create(&job)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let target = dir.path().join("t.dat");
+    // Refused after reading 1 MiB of it: nothing sized by the file is allocated.
+    let out = elevator(&[
+        "run",
+        job.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+    ]);
+    clean_error(&out, &["sparse.fio", "larger than 1024 KiB"]);
+}
+
+#[test]
+fn run_job_file_dev_zero_is_refused_quickly() {
+    let out = elevator_within(
+        &["run", "/dev/zero", "--target", "/tmp/elevator-never"],
+        Duration::from_secs(60),
+    );
+    clean_error(&out, &["/dev/zero", "larger than"]);
+}
+
+#[test]
+fn sim_scenario_dev_zero_is_refused_quickly() {
+    let out = elevator_within(&["sim", "/dev/zero"], Duration::from_secs(60));
+    clean_error(&out, &["/dev/zero", "larger than 4 MiB"]);
+}
+
+// ----- ENOSPC in the JSON report -----
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let r = unsafe { libc::geteuid() } == 0;
+    if !r {
+        eprintln!("skipping: loop devices need root");
+    }
+    r
+}
+
+/// A 16 MiB ext4 on a loop device mounted on `mnt`; detached and unmounted on drop.
+struct SmallFs {
+    dev: String,
+    mnt: std::path::PathBuf,
+}
+
+impl SmallFs {
+    fn new(dir: &Path) -> Option<SmallFs> {
+        if !root() {
+            return None;
+        }
+        let img = dir.join("fs.img");
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&img)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("skipping: losetup failed");
+            return None;
+        }
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let fs = SmallFs { dev, mnt };
+        let ok = Command::new("mkfs.ext4")
+            .args(["-q", "-F", &fs.dev])
+            .status()
+            .is_ok_and(|s| s.success())
+            && Command::new("mount")
+                .arg(&fs.dev)
+                .arg(&fs.mnt)
+                .status()
+                .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipping: mkfs.ext4 or mount failed");
+            return None;
+        }
+        Some(fs)
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn run_enospc_mid_run_with_json_output_carries_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fs) = SmallFs::new(dir.path()) else {
+        return;
+    };
+    // A sparse 64 MiB file on a 16 MiB filesystem: the writes run out of space mid-run.
+    let target = fs.mnt.join("t.dat");
+    std::fs::File::create(&target)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let job = write(dir.path(), "w.fio", "[w]\nrw=write\nbs=1m\nsize=64m\n");
+    let out = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--allow-overwrite",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("No space left"), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("the JSON report");
+    assert_eq!(v["jobs"][0]["error"], libc::ENOSPC, "{v}");
+    let msg = v["jobs"][0]["elevator"]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(msg.contains("No space left"), "{v}");
+    assert!(v["elevator"]["error"].is_string(), "{v}");
+}

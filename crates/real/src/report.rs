@@ -11,7 +11,7 @@
 use elevator_workload::metrics::DirMetrics;
 use serde_json::{json, Map, Value};
 
-use crate::exec::{JobReport, RunReport};
+use crate::exec::{JobReport, RunError, RunReport};
 
 /// fio's default completion-latency percentiles.
 pub const FIO_PERCENTILES: [f64; 17] = [
@@ -105,6 +105,45 @@ pub fn fio_json(report: &RunReport, groupids: &[u32], target: &str) -> Value {
             "elapsed_ms": report.elapsed.as_ns() / 1_000_000,
         },
     })
+}
+
+/// The errno fio would report for `error`: the device's own where there is one, `EIO` for a
+/// short transfer or a stall, `EINVAL` for an I/O the executor refused, `EILSEQ` for a
+/// verification failure (as fio's verify does).
+pub fn errno_of(error: &RunError) -> i32 {
+    match error {
+        RunError::Io { error, .. } | RunError::Backend(error) => {
+            error.raw_os_error().unwrap_or(libc::EIO)
+        }
+        RunError::OutOfRegion { .. } | RunError::Unsupported { .. } => libc::EINVAL,
+        RunError::Verify(_) => libc::EILSEQ,
+        _ => libc::EIO,
+    }
+}
+
+/// Mark a report from [`fio_json`] as failed by `error`: the job at fault (every job when
+/// the failure is not one job's) gets fio's `error` (the errno, see [`errno_of`]) and
+/// `elevator.error` (the message); the run's `elevator.error` holds the message too.
+pub fn fio_json_failed(v: &mut Value, error: &RunError) {
+    let errno = errno_of(error);
+    let message = error.to_string();
+    let culprit = match error {
+        RunError::Io { job, .. }
+        | RunError::Short { job, .. }
+        | RunError::OutOfRegion { job, .. }
+        | RunError::Unsupported { job, .. } => Some(job.as_str()),
+        _ => None,
+    };
+    if let Some(jobs) = v["jobs"].as_array_mut() {
+        for j in jobs {
+            if culprit.is_none_or(|c| j["jobname"] == c) {
+                j["error"] = json!(errno);
+                j["elevator"]["error"] = json!(message);
+            }
+        }
+    }
+    v["elevator"]["error"] = json!(message);
+    v["elevator"]["errno"] = json!(errno);
 }
 
 /// Bytes with a binary unit, as fio prints them.

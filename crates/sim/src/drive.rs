@@ -35,11 +35,11 @@ impl DriveModel {
     /// Reads and checks a drive TOML of either kind.
     pub fn load(path: impl AsRef<Path>) -> Result<DriveModel, SpecError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+        let text = crate::located::read_spec(path).map_err(|message| SpecError {
             file: path.to_path_buf(),
             line: None,
             field: String::new(),
-            message: format!("cannot read: {e}"),
+            message,
         })?;
         DriveModel::parse(&text, path)
     }

@@ -27,3 +27,4 @@ pub mod validate;
 pub use device::{Device, Service};
 pub use drive::DriveModel;
 pub use engine::{JobSlot, RunReport, Simulation};
+pub use located::MAX_SPEC_BYTES;

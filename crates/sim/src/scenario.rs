@@ -27,7 +27,10 @@
 //! foreground = true            # the run ends when every foreground job is done
 //! ```
 //!
-//! Every error names the file, the line and the field.
+//! Every error names the file, the line and the field. Paths (the drive, a job's `trace`)
+//! resolve against the scenario file's directory. Hostile input (docs/reliability.md): the
+//! file is read up to [`MAX_SPEC_BYTES`](crate::MAX_SPEC_BYTES), holds at most [`MAX_JOBS`]
+//! jobs and [`MAX_GROUPS`] groups, and names no simulated time past [`MAX_SIMULATED_S`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -77,7 +80,7 @@ struct ScenarioFile {
     seed: u64,
     duration_s: Option<f64>,
     wakeup_us: Option<f64>,
-    write_cache: Option<WriteCache>,
+    write_cache: Option<toml::Value>,
     #[serde(default, rename = "group")]
     groups: Vec<GroupEntry>,
     #[serde(default)]
@@ -86,13 +89,13 @@ struct ScenarioFile {
     jobs: Vec<JobEntry>,
 }
 
-/// `write_cache`: on or off, or on with a destage mode.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum WriteCache {
-    OnOff(bool),
-    Mode(String),
-}
+/// The most `[[job]]` tables a scenario may hold.
+pub const MAX_JOBS: usize = 10_000;
+/// The most `[[group]]` tables a scenario may hold.
+pub const MAX_GROUPS: usize = 10_000;
+/// The latest simulated time a scenario may name (`start_s`, `duration_s`, `wakeup_us`),
+/// seconds: one day.
+pub const MAX_SIMULATED_S: f64 = 86_400.0;
 
 fn default_seed() -> u64 {
     1
@@ -162,11 +165,11 @@ pub struct Scenario {
 impl Scenario {
     /// Load a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let text = crate::located::read_spec(path).map_err(|message| ScenarioError {
             file: path.display().to_string(),
             line: None,
             field: None,
-            message: format!("cannot read: {e}"),
+            message,
         })?;
         Scenario::parse(&text, &path.display().to_string(), path.parent())
     }
@@ -184,6 +187,26 @@ impl Scenario {
             err(line, field, e.message().to_string())
         })?;
         let line_of = |key: &str, value: &str| find_line(text, key, value);
+        if file.jobs.len() > MAX_JOBS {
+            return Err(err(
+                None,
+                Some("job".into()),
+                format!(
+                    "{} jobs: a scenario holds at most {MAX_JOBS}",
+                    file.jobs.len()
+                ),
+            ));
+        }
+        if file.groups.len() > MAX_GROUPS {
+            return Err(err(
+                None,
+                Some("group".into()),
+                format!(
+                    "{} groups: a scenario holds at most {MAX_GROUPS}",
+                    file.groups.len()
+                ),
+            ));
+        }
 
         let drive = if let Some(d) = DriveModel::builtin(&file.drive) {
             d
@@ -226,9 +249,9 @@ impl Scenario {
                 return Err(ssd_cache(find_line(text, "write_cache", ""), &s.name));
             }
             (Some(wc), DriveModel::Hdd(drive)) => match wc {
-                WriteCache::OnOff(false) => drive.cache.write_policy = WritePolicy::WriteThrough,
-                WriteCache::OnOff(true) => drive.cache.write_policy = WritePolicy::WriteBack,
-                WriteCache::Mode(m) => {
+                toml::Value::Boolean(false) => drive.cache.write_policy = WritePolicy::WriteThrough,
+                toml::Value::Boolean(true) => drive.cache.write_policy = WritePolicy::WriteBack,
+                toml::Value::String(m) => {
                     drive.cache.destage = match m.as_str() {
                         "read-priority" => Destage::ReadPriority,
                         "before-next-command" => Destage::BeforeNextCommand,
@@ -237,8 +260,9 @@ impl Scenario {
                                 line_of("write_cache", m),
                                 Some("write_cache".into()),
                                 format!(
-                                    "{m:?} is not true, false, \"read-priority\" or \
-                                 \"before-next-command\""
+                                    "{:?} is not true, false, \"read-priority\" or \
+                                     \"before-next-command\"",
+                                    short(m)
                                 ),
                             ))
                         }
@@ -252,11 +276,28 @@ impl Scenario {
                         )
                     })?;
                 }
+                other => {
+                    return Err(err(
+                        line_of("write_cache", ""),
+                        Some("write_cache".into()),
+                        format!(
+                            "{} is not true, false, \"read-priority\" or \"before-next-command\"",
+                            short(&other.to_string())
+                        ),
+                    ))
+                }
             },
         }
 
         let mut groups = GroupTree::new();
         for g in &file.groups {
+            if g.weight == Some(0) {
+                return Err(err(
+                    find_assignment(text, "weight", "0").or_else(|| line_of("path", &g.path)),
+                    Some("group.weight".into()),
+                    format!("group {:?}: a weight is at least 1", short(&g.path)),
+                ));
+            }
             groups.add(&g.path, g.weight).map_err(|e| {
                 err(
                     line_of("path", &g.path),
@@ -297,9 +338,10 @@ impl Scenario {
             tunables.insert(info.name.to_string(), s);
         }
 
-        let mut jobs = Vec::new();
-        for j in file.jobs {
-            if jobs.iter().any(|o: &ScenarioJob| o.name == j.name) {
+        let mut jobs = Vec::with_capacity(file.jobs.len());
+        let mut names = std::collections::HashSet::new();
+        for mut j in file.jobs {
+            if !names.insert(j.name.clone()) {
                 return Err(err(
                     line_of("name", &j.name),
                     Some("job.name".into()),
@@ -327,16 +369,22 @@ impl Scenario {
                 })?,
             };
             let start = match j.start_s {
-                Some(s) if !(s >= 0.0 && s.is_finite()) => {
+                Some(s) if !(0.0..=MAX_SIMULATED_S).contains(&s) => {
                     return Err(err(
-                        find_line(text, "start_s", ""),
+                        find_line(text, "start_s", &s.to_string())
+                            .or_else(|| find_line(text, "start_s", "")),
                         Some("job.start_s".into()),
-                        format!("{s} is not a time >= 0"),
+                        format!(
+                        "{s} is not a time in 0..={MAX_SIMULATED_S} s (one day of simulated time)"
+                    ),
                     ))
                 }
                 Some(s) => Nanos::from_secs_f64(s),
                 None => Nanos::ZERO,
             };
+            if let Some(d) = dir {
+                j.spec.resolve_paths(d);
+            }
             jobs.push(ScenarioJob {
                 name: j.name,
                 group,
@@ -354,22 +402,27 @@ impl Scenario {
             ));
         }
         let limit = match file.duration_s {
-            Some(d) if !(d > 0.0 && d.is_finite()) => {
+            Some(d) if !(d > 0.0 && d <= MAX_SIMULATED_S) => {
                 return Err(err(
                     find_line(text, "duration_s", ""),
                     Some("duration_s".into()),
-                    format!("{d} is not a positive number of seconds"),
+                    format!(
+                        "{d} is not a number of seconds in (0, {MAX_SIMULATED_S}] (one day of simulated time)"
+                    ),
                 ))
             }
             Some(d) => Some(Nanos::from_secs_f64(d)),
             None => None,
         };
         let wakeup = match file.wakeup_us {
-            Some(w) if !(w >= 0.0 && w.is_finite()) => {
+            Some(w) if !(0.0..=MAX_SIMULATED_S * 1e6).contains(&w) => {
                 return Err(err(
                     find_line(text, "wakeup_us", ""),
                     Some("wakeup_us".into()),
-                    format!("{w} is not a time >= 0 in microseconds"),
+                    format!(
+                        "{w} is not a time in 0..={:e} microseconds (one day of simulated time)",
+                        MAX_SIMULATED_S * 1e6
+                    ),
                 ))
             }
             Some(w) => Nanos::from_secs_f64(w / 1e6),
@@ -405,8 +458,9 @@ impl Scenario {
             j.spec
                 .build(&BuildEnv::new(capacity, file.seed, j.name.clone()))
                 .map_err(|e| {
+                    let at = line_of("name", &j.name);
                     err(
-                        line_of("name", &j.name),
+                        at.and_then(|l| find_in_table(text, l, e.field)).or(at),
                         Some(format!("job.{}", e.field)),
                         format!("job {:?}: {}", j.name, e.reason),
                     )
@@ -478,6 +532,38 @@ impl Scenario {
     }
 }
 
+/// At most 60 characters of `s`, for error messages.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The line assigning `key` in the table holding line `from` (1-based), searched from
+/// there to the next table header.
+fn find_in_table(text: &str, from: usize, key: &str) -> Option<usize> {
+    let start = text.lines().take(from).collect::<Vec<_>>();
+    let header = start
+        .iter()
+        .rposition(|l| l.trim_start().starts_with('['))?;
+    text.lines()
+        .enumerate()
+        .skip(header + 1)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find(|(_, l)| l.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+        .map(|(i, _)| i + 1)
+}
+
+/// The first line that assigns exactly `value` to `key` (`key = value`, spaces aside).
+fn find_assignment(text: &str, key: &str, value: &str) -> Option<usize> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let (k, v) = l.split_once('=')?;
+        let v = v.split('#').next().unwrap_or("");
+        (k.trim() == key && v.trim() == value).then_some(i + 1)
+    })
+}
+
 /// Parse `rt/N`, `be/N`, `idle`.
 pub fn parse_prio(s: &str) -> Option<IoPrio> {
     let s = s.trim().to_ascii_lowercase();
@@ -516,6 +602,18 @@ fn locate(text: &str, e: &toml::de::Error) -> (Option<usize>, Option<String>) {
     let line = e
         .span()
         .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
+    // A value's error ("number too large to fit in target type") names no field: take the
+    // key assigned on the line it points at.
+    let field = field.or_else(|| {
+        let l = text.lines().nth(line? - 1)?;
+        let (key, _) = l.split_once('=')?;
+        let key = key.trim();
+        (!key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)))
+        .then(|| key.to_string())
+    });
     (line, field)
 }
 

@@ -54,23 +54,66 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
-/// Reads a DiskSim validation trace from a file.
+/// The largest validation trace read, bytes (DiskSim's are under 1 MiB).
+pub const MAX_TRACE_BYTES: u64 = 64 << 20;
+
+/// Reads a DiskSim validation trace from a file (at most [`MAX_TRACE_BYTES`]).
 pub fn read_trace(path: impl AsRef<Path>) -> Result<Vec<TraceRecord>, TraceError> {
+    read_trace_within(path, None)
+}
+
+/// Reads a DiskSim validation trace from a file, refusing (naming the line) a request that
+/// does not end within `capacity_sectors`, when given.
+pub fn read_trace_within(
+    path: impl AsRef<Path>,
+    capacity_sectors: Option<u64>,
+) -> Result<Vec<TraceRecord>, TraceError> {
+    use std::io::Read;
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+    let fail = |message: String| TraceError {
         file: path.to_path_buf(),
         line: 0,
         field: String::new(),
-        message: format!("cannot read: {e}"),
+        message,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_TRACE_BYTES {
+        return Err(fail(format!(
+            "larger than {} MiB: not a validation trace",
+            MAX_TRACE_BYTES >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        TraceError {
+            line,
+            message: format!("not UTF-8 text (byte offset {at})"),
+            ..fail(String::new())
+        }
     })?;
-    parse_trace(&text, path)
+    parse_trace_within(&text, path, capacity_sectors)
 }
 
-/// Parses trace text; `path` names it in errors.
+/// Parses trace text; `path` names it in errors. Blank lines and `#` comment lines are
+/// skipped.
 pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, TraceError> {
+    parse_trace_within(text, path, None)
+}
+
+/// [`parse_trace`], refusing a request that does not end within `capacity_sectors`.
+pub fn parse_trace_within(
+    text: &str,
+    path: &Path,
+    capacity_sectors: Option<u64>,
+) -> Result<Vec<TraceRecord>, TraceError> {
     let mut out = Vec::with_capacity(text.len() / 40);
     for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
             continue;
         }
         let err = |field: &str, message: String| TraceError {
@@ -90,7 +133,7 @@ pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, TraceErr
         let read = match rw {
             "R" => true,
             "W" => false,
-            o => return Err(err("R|W", format!("expected R or W, found `{o}`"))),
+            o => return Err(err("R|W", format!("expected R or W, found `{}`", short(o)))),
         };
         let hit = match hit {
             "Hit" => true,
@@ -98,24 +141,36 @@ pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, TraceErr
             o => {
                 return Err(err(
                     "Hit|Miss",
-                    format!("expected Hit, Miss, Doub or Trip, found `{o}`"),
+                    format!("expected Hit, Miss, Doub or Trip, found `{}`", short(o)),
                 ))
             }
         };
         let blkno: u64 = blk
             .parse()
-            .map_err(|_| err("blkno", format!("not a block number: `{blk}`")))?;
-        let sectors: u32 = cnt
-            .parse()
-            .ok()
-            .filter(|&c| c > 0)
-            .ok_or_else(|| err("nsectors", format!("not a positive count: `{cnt}`")))?;
+            .map_err(|_| err("blkno", format!("not a block number: `{}`", short(blk))))?;
+        let sectors: u32 = cnt.parse().ok().filter(|&c| c > 0).ok_or_else(|| {
+            err(
+                "nsectors",
+                format!("not a positive count: `{}`", short(cnt)),
+            )
+        })?;
         let num = |s: &str, f: &str| -> Result<f64, TraceError> {
             s.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| err(f, format!("not a non-negative number: `{s}`")))
+                .ok_or_else(|| err(f, format!("not a non-negative number: `{}`", short(s))))
         };
+        if let Some(cap) = capacity_sectors {
+            if blkno.saturating_add(u64::from(sectors)) > cap {
+                return Err(err(
+                    "blkno",
+                    format!(
+                        "blocks {blkno}..{} run past the drive's end ({cap} blocks)",
+                        blkno.saturating_add(u64::from(sectors))
+                    ),
+                ));
+            }
+        }
         out.push(TraceRecord {
             read,
             hit,
@@ -126,6 +181,14 @@ pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, TraceErr
         });
     }
     Ok(out)
+}
+
+/// At most 40 characters of a field, for error messages.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// The outcome of replaying a trace on a model.

@@ -14,7 +14,7 @@
 //! | `bs` / `blocksize` | size (one value for both directions) |
 //! | `size`, `offset` | size, or `N%` of the target |
 //! | `io_size` / `io_limit`, `number_ios` | size; count |
-//! | `filename` | the target, when `--target` is not given (all jobs must agree) |
+//! | `filename` | the target, when `--target` is not given (all jobs must agree); `a:b` is two files, as in fio (`\:` a colon in a name) |
 //! | `numjobs` | clones of the job, each its own context (named `job.0`, `job.1` ...) |
 //! | `iodepth` | I/Os outstanding per clone |
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
@@ -30,9 +30,16 @@
 //!
 //! Anything else (`group_reporting`, `verify`, `bssplit` ...) is an error naming the file, the
 //! line and the option.
+//!
+//! Hostile input (docs/reliability.md): a file is read up to [`MAX_FILE_BYTES`], a line up to
+//! [`MAX_LINE`] bytes, at most [`MAX_SECTIONS`] jobs of at most [`MAX_CLONES`] clones in all;
+//! `offset + size` must fit in 64 bits. A UTF-8 byte-order mark is skipped and comments may
+//! hold any bytes (fio reads Latin-1 there); other lines must be UTF-8. Errors quote at most a
+//! short excerpt of the input.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use elevator_core::{IoClass, IoPrio};
@@ -61,8 +68,9 @@ pub struct FioJobDef {
     pub numjobs: u32,
     /// `ioengine` (default io_uring's behaviour: asynchronous).
     pub engine: Engine,
-    /// `filename`, if given.
-    pub filename: Option<String>,
+    /// `filename`: the files the job does I/O to (fio's `a:b` is two files, `\:` a colon
+    /// in a name); empty if not given.
+    pub filenames: Vec<String>,
     /// `stonewall`: start only after every earlier job has finished.
     pub stonewall: bool,
     /// `new_group`: start a new reporting group.
@@ -122,15 +130,54 @@ impl fmt::Display for FioFileError {
 
 impl std::error::Error for FioFileError {}
 
-/// Read and parse the job file at `path`.
+/// The largest job file read, bytes (fio's own job files are a few KiB; this refuses
+/// `/dev/zero` or a 1 GB sparse file after reading 1 MiB).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The longest line of a job file, bytes (fio's own limit on an option line is 8 KiB).
+pub const MAX_LINE: usize = 8 * 1024;
+/// The longest job name, bytes.
+pub const MAX_NAME: usize = 256;
+/// The most `[job]` sections in one file.
+pub const MAX_SECTIONS: usize = 4096;
+/// The most jobs a file may run, counting every `numjobs` clone.
+pub const MAX_CLONES: u64 = 4096;
+/// The most characters of an input value an error message quotes.
+const EXCERPT: usize = 60;
+
+/// `s` as an error message quotes it: at most [`EXCERPT`] characters, then `...`.
+pub fn excerpt(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Read and parse the job file at `path` (at most [`MAX_FILE_BYTES`]).
 pub fn read(path: &Path) -> Result<FioFile, FioFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FioFileError {
+    parse_bytes(path, &read_bytes(path)?)
+}
+
+/// The bytes of the job file at `path`, refused past [`MAX_FILE_BYTES`] (after reading no
+/// more than that).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, FioFileError> {
+    let fail = |reason: String| FioFileError {
         path: path.to_path_buf(),
         line: 0,
         option: String::new(),
-        reason: format!("cannot read the file: {e}"),
-    })?;
-    parse(path, &text)
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(fail(format!(
+            "larger than {} KiB: not a job file",
+            MAX_FILE_BYTES >> 10
+        )));
+    }
+    Ok(bytes)
 }
 
 struct Opt<'a> {
@@ -141,21 +188,68 @@ struct Opt<'a> {
 
 /// Parse job-file `text`; `path` is only used in errors.
 pub fn parse(path: &Path, text: &str) -> Result<FioFile, FioFileError> {
+    parse_bytes(path, text.as_bytes())
+}
+
+/// Parse a job file's bytes; `path` is only used in errors. A UTF-8 byte-order mark is
+/// skipped; comment lines may hold any bytes (fio reads Latin-1 comments); every other line
+/// must be UTF-8 and at most [`MAX_LINE`] bytes.
+pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, FioFileError> {
     let err = |line: usize, option: &str, reason: String| FioFileError {
         path: path.to_path_buf(),
         line,
-        option: option.to_string(),
-        reason,
+        option: excerpt(option),
+        reason: excerpt_reason(reason),
     };
-    let mut globals: Vec<Opt> = Vec::new();
-    let mut sections: Vec<(String, usize, Vec<Opt>)> = Vec::new();
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let mut jobs: Vec<FioJobDef> = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    // Every option of every [global] above the current line, applied in order.
+    let mut global = FioJobDef {
+        name: String::new(),
+        line: 0,
+        config: FioJobConfig::default(),
+        numjobs: 1,
+        engine: Engine::Async,
+        filenames: Vec::new(),
+        stonewall: false,
+        new_group: false,
+        prio: IoPrio::default(),
+        cgroup: None,
+        weight: None,
+        lines: BTreeMap::new(),
+    };
     let mut in_global = false;
-    for (i, raw) in text.lines().enumerate() {
+    let mut lines = 0;
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = i + 1;
-        let l = raw.trim();
-        if l.is_empty() || l.starts_with(';') || l.starts_with('#') {
+        lines = line;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let first = raw.iter().position(|b| !b.is_ascii_whitespace());
+        let Some(first) = first else { continue };
+        if raw[first] == b';' || raw[first] == b'#' {
             continue;
         }
+        if raw.len() > MAX_LINE {
+            return Err(err(
+                line,
+                &String::from_utf8_lossy(&raw[first..first + EXCERPT.min(raw.len() - first)]),
+                format!("the line is longer than {MAX_LINE} bytes"),
+            ));
+        }
+        let l = std::str::from_utf8(raw)
+            .map_err(|e| {
+                err(
+                    line,
+                    "",
+                    format!(
+                        "not UTF-8 text (byte {:#04x} at column {})",
+                        raw[e.valid_up_to()],
+                        e.valid_up_to() + 1
+                    ),
+                )
+            })?
+            .trim();
         if let Some(rest) = l.strip_prefix('[') {
             let Some(name) = rest.strip_suffix(']') else {
                 return Err(err(line, l, "a section header ends with ']'".into()));
@@ -164,12 +258,28 @@ pub fn parse(path: &Path, text: &str) -> Result<FioFile, FioFileError> {
             if name.is_empty() {
                 return Err(err(line, l, "a section needs a name".into()));
             }
+            if name.len() > MAX_NAME {
+                return Err(err(
+                    line,
+                    name,
+                    format!("a job name is at most {MAX_NAME} bytes"),
+                ));
+            }
             in_global = name == "global";
             if !in_global {
-                if sections.iter().any(|(n, _, _)| n == name) {
+                if !names.insert(name.to_string()) {
                     return Err(err(line, name, "a job of this name already exists".into()));
                 }
-                sections.push((name.to_string(), line, Vec::new()));
+                if jobs.len() == MAX_SECTIONS {
+                    return Err(err(
+                        line,
+                        name,
+                        format!("more than {MAX_SECTIONS} jobs in one file"),
+                    ));
+                }
+                let mut def = global.clone();
+                (def.name, def.line) = (name.to_string(), line);
+                jobs.push(def);
             }
             continue;
         }
@@ -178,56 +288,77 @@ pub fn parse(path: &Path, text: &str) -> Result<FioFile, FioFileError> {
             None => (l, None),
         };
         let opt = Opt { key, value, line };
-        if in_global {
-            globals.push(opt);
-        } else if let Some((_, _, opts)) = sections.last_mut() {
-            opts.push(opt);
+        let def = if in_global {
+            &mut global
+        } else if let Some(def) = jobs.last_mut() {
+            def
         } else {
             return Err(err(line, key, "an option before any [section]".into()));
-        }
-    }
-    // A [global] applies to the jobs after it only: each job takes the globals above it.
-    let mut jobs = Vec::new();
-    let mut global_so_far: Vec<&Opt> = Vec::new();
-    let mut gi = 0;
-    for (name, header, opts) in &sections {
-        while gi < globals.len() && globals[gi].line < *header {
-            global_so_far.push(&globals[gi]);
-            gi += 1;
-        }
-        let mut def = FioJobDef {
-            name: name.clone(),
-            line: *header,
-            config: FioJobConfig::default(),
-            numjobs: 1,
-            engine: Engine::Async,
-            filename: None,
-            stonewall: false,
-            new_group: false,
-            prio: IoPrio::default(),
-            cgroup: None,
-            weight: None,
-            lines: BTreeMap::new(),
         };
-        for o in global_so_far.iter().copied().chain(opts.iter()) {
-            apply(&mut def, o).map_err(|reason| err(o.line, o.key, reason))?;
-        }
+        apply(def, &opt).map_err(|reason| err(line, key, reason))?;
+    }
+    let mut clones: u64 = 0;
+    for def in &mut jobs {
         if def.engine == Engine::Sync {
             def.config.iodepth = 1;
         }
-        jobs.push(def);
+        clones += u64::from(def.numjobs);
+        if clones > MAX_CLONES {
+            return Err(err(
+                def.lines.get("numjobs").copied().unwrap_or(def.line),
+                "numjobs",
+                format!(
+                    "job {}: the file runs more than {MAX_CLONES} jobs (numjobs counted)",
+                    excerpt(&def.name)
+                ),
+            ));
+        }
+        let c = &def.config;
+        if let (Some(o), Some(s)) = (c.offset, c.size) {
+            if o.checked_add(s).is_none() {
+                return Err(err(
+                    def.line_of("size"),
+                    "size",
+                    format!(
+                        "job {}: offset {o} + size {s} bytes is past 2^64 bytes",
+                        excerpt(&def.name)
+                    ),
+                ));
+            }
+        }
     }
     if jobs.is_empty() {
-        return Err(err(
-            text.lines().count().max(1),
-            "",
-            "the file defines no job".into(),
-        ));
+        return Err(err(lines.max(1), "", "the file defines no job".into()));
     }
     Ok(FioFile {
         path: path.to_path_buf(),
         jobs,
     })
+}
+
+/// A reason as an error message gives it: at most a few hundred characters.
+fn excerpt_reason(reason: String) -> String {
+    match reason.char_indices().nth(400) {
+        Some((i, _)) => format!("{}...", &reason[..i]),
+        None => reason,
+    }
+}
+
+/// fio's `filename` list: names separated by `:`, where `\:` is a colon inside a name.
+fn split_filenames(v: &str) -> Vec<String> {
+    let mut names = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                names.last_mut().expect("one name at least").push(':');
+            }
+            ':' => names.push(String::new()),
+            c => names.last_mut().expect("one name at least").push(c),
+        }
+    }
+    names
 }
 
 fn need<'a>(o: &Opt<'a>) -> Result<&'a str, String> {
@@ -368,16 +499,22 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "number_ios"
         }
         "filename" => {
-            def.filename = Some(need(o)?.to_string());
-            return Ok(());
+            def.filenames = split_filenames(need(o)?);
+            if def.filenames.iter().any(String::is_empty) {
+                return Err("an empty file name (fio separates files with ':')".into());
+            }
+            "filename"
         }
         "numjobs" => {
             let n: u32 = int(o)?;
             if n == 0 {
                 return Err("must be at least 1".into());
             }
+            if u64::from(n) > MAX_CLONES {
+                return Err(format!("{n} is more than {MAX_CLONES} clones"));
+            }
             def.numjobs = n;
-            return Ok(());
+            "numjobs"
         }
         "iodepth" => {
             c.iodepth = int(o)?;
@@ -578,7 +715,7 @@ mod tests {
         );
         assert_eq!(j.cgroup.as_deref(), Some("/fast"));
         assert_eq!(j.weight, Some(300));
-        assert_eq!(j.filename.as_deref(), Some("/dev/loop0"));
+        assert_eq!(j.filenames, ["/dev/loop0"]);
         assert_eq!(j.config.io_size, Some(8 << 20));
         assert_eq!(j.config.number_ios, Some(100));
         assert!(j.config.norandommap);

@@ -167,7 +167,7 @@ pub(crate) fn resolve_region(
     if size == 0 {
         return Err(BuildError::new(env, names[2], "the region is empty"));
     }
-    if off + size > cap {
+    if size > cap - off {
         return Err(BuildError::new(
             env,
             names[2],

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use elevator_core::{registry, GroupId, GroupTree, SECTOR_BYTES};
-use elevator_real::report::{fio_json, fio_text};
+use elevator_real::report::{fio_json, fio_json_failed, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
 use elevator_workload::fio_file::{self, FioFile, FioJobDef};
@@ -313,11 +313,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let target_path = match &args.target {
         Some(t) => t.clone(),
         None => {
-            let names: Vec<&String> = file
-                .jobs
-                .iter()
-                .filter_map(|d| d.filename.as_ref())
-                .collect();
+            if let Some(d) = file.jobs.iter().find(|d| d.filenames.len() > 1) {
+                bail!(
+                    "{}:{}: job {}: filename names {} files, as fio reads `a:b`; elevator run drives one target (give --target)",
+                    file.path.display(),
+                    d.line_of("filename"),
+                    fio_file::excerpt(&d.name),
+                    d.filenames.len()
+                );
+            }
+            let names: Vec<&String> = file.jobs.iter().flat_map(|d| &d.filenames).collect();
             match names.first() {
                 None => bail!("no --target given and the job file names no filename"),
                 Some(first) if names.iter().any(|n| n != first) => bail!(
@@ -422,7 +427,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             text.push_str(&fio_text(&report, &groupids));
             text.push('\n');
         } else {
-            json_runs.push(fio_json(&report, &groupids, &target_name));
+            let mut v = fio_json(&report, &groupids, &target_name);
+            if let Some(e) = &err {
+                fio_json_failed(&mut v, e);
+            }
+            json_runs.push(v);
         }
         table_rows(&report, &mut rows);
         crate::report::real::run_plots(&page, &target_name, &report)?;

@@ -71,9 +71,11 @@ pub fn is_job_file(arg: &str) -> bool {
         "numjobs",
         "time_based",
     ];
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // Bounded: `/dev/zero` or a 1 GB file is not read whole (then refused as a scenario).
+    let Ok(bytes) = elevator_workload::fio_file::read_bytes(path) else {
         return false;
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut fio = false;
     for l in text.lines().map(str::trim) {
         if l.starts_with("[[") || l.contains("= \"") || l.contains("=\"") {

@@ -3,6 +3,7 @@
 use anyhow::{bail, Context, Result};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::validate::{self, Validation, DISKSIM_FIGURES};
+use elevator_sim::Device;
 use std::path::{Path, PathBuf};
 
 use crate::output::say;
@@ -42,6 +43,14 @@ struct Row {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(p) = &args.plot {
+        if p.is_dir() {
+            bail!(
+                "--plot {}: is a directory (give an SVG file's path)",
+                p.display()
+            );
+        }
+    }
     let rows = if args.all {
         let dir = match &args.data {
             Some(d) => d.clone(),
@@ -79,7 +88,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     print_table(&rows);
     if let Some(path) = &args.plot {
-        plot(&rows, path)?;
+        plot(&rows, path)
+            .with_context(|| format!("--plot {}: cannot write the SVG", path.display()))?;
         say!("plot written to {}", path.display());
     }
     if let Some(path) = &args.json {
@@ -99,11 +109,12 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn run_one(spec: DriveSpec, trace: &Path) -> Result<Validation> {
-    let records = validate::read_trace(trace).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut hdd = Hdd::new(spec);
+    let records = validate::read_trace_within(trace, Some(hdd.capacity_sectors()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     if records.is_empty() {
         bail!("{}: the trace holds no requests", trace.display());
     }
-    let mut hdd = Hdd::new(spec);
     Ok(validate::replay(&mut hdd, &records))
 }
 

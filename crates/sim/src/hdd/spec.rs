@@ -452,11 +452,11 @@ impl DriveSpec {
     /// Reads and checks a TOML drive spec.
     pub fn load(path: impl AsRef<Path>) -> Result<DriveSpec, SpecError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+        let text = crate::located::read_spec(path).map_err(|message| SpecError {
             file: path.to_path_buf(),
             line: None,
             field: String::new(),
-            message: format!("cannot read: {e}"),
+            message,
         })?;
         DriveSpec::parse(&text, path)
     }
@@ -689,6 +689,12 @@ impl DriveSpec {
             SeekCurveSpec::Extracted { points } => {
                 if points.is_empty() {
                     return bad("seek.curve.points", "needs at least one point".into());
+                }
+                if points.iter().any(|p| !p[0].is_finite()) {
+                    return bad(
+                        "seek.curve.points",
+                        "distances must be finite numbers".into(),
+                    );
                 }
                 if points.windows(2).any(|w| w[0][0] >= w[1][0]) {
                     return bad(

@@ -256,11 +256,11 @@ impl SsdSpec {
     /// Reads and checks a TOML SSD spec.
     pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, SpecError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+        let text = crate::located::read_spec(path).map_err(|message| SpecError {
             file: path.to_path_buf(),
             line: None,
             field: String::new(),
-            message: format!("cannot read: {e}"),
+            message,
         })?;
         SsdSpec::parse(&text, path)
     }

@@ -292,6 +292,12 @@ impl Group {
     }
 }
 
+/// The most files, headers or directories of any one kind a tree may have (the kernel tree
+/// has about 70,000 files): each is held in memory.
+pub const MAX_COUNT: u32 = 1_000_000;
+/// The most compilers running at once (`make -j`): each has a slot in memory.
+pub const MAX_PARALLEL: u32 = 4096;
+
 impl CompileConfig {
     /// Check the configuration and lay the tree out on the device of `env`.
     pub fn layout(&self, env: &BuildEnv) -> Result<Tree, BuildError> {
@@ -305,6 +311,18 @@ impl CompileConfig {
         ] {
             if v == 0 {
                 return e(f, "must be at least 1");
+            }
+        }
+        for (v, f, max) in [
+            (self.files, "files", MAX_COUNT),
+            (self.dirs, "dirs", MAX_COUNT),
+            (self.sys_headers, "sys_headers", MAX_COUNT),
+            (self.project_headers, "project_headers", MAX_COUNT),
+            (self.include_dirs, "include_dirs", MAX_COUNT),
+            (self.parallel, "parallel", MAX_PARALLEL),
+        ] {
+            if v > max {
+                return Err(BuildError::new(env, f, format!("{v} is more than {max}")));
             }
         }
         for (v, f) in [
@@ -461,7 +479,7 @@ impl CompileConfig {
         }
         let sys_pick = Zipf::new(self.sys_headers as usize, self.include_zipf, &mut rng);
         let proj_pick = Zipf::new(self.project_headers as usize, self.include_zipf, &mut rng);
-        let mut sources = Vec::with_capacity(self.files as usize);
+        let mut sources = Vec::new();
         let n_dirs = u64::from(self.dirs);
         for d in 0..n_dirs {
             let mut g = Group::new(tree_page + (1 + d) * group_pages, group_pages, it_pages);

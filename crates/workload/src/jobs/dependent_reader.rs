@@ -43,7 +43,7 @@ pub struct DependentReaderConfig {
     pub size: Option<u64>,
     /// Length of the region as a fraction 0..=1 of the device.
     pub size_frac: Option<f64>,
-    /// Number of files laid out in the region. Default 100.
+    /// Number of files laid out in the region, at most 1,000,000. Default 100.
     pub files: u32,
     /// File size in bytes (the smallest if `file_size_max` is given). Default 65536.
     pub file_size: u64,
@@ -143,6 +143,13 @@ impl DependentReaderConfig {
         if self.files == 0 {
             return Err(BuildError::new(env, "files", "must be at least 1"));
         }
+        if self.files > MAX_FILES {
+            return Err(BuildError::new(
+                env,
+                "files",
+                format!("{} is more than {MAX_FILES} files", self.files),
+            ));
+        }
         if self.file_size == 0 {
             return Err(BuildError::new(env, "file_size", "must be positive"));
         }
@@ -184,6 +191,9 @@ impl DependentReaderConfig {
         Ok(out)
     }
 }
+
+/// The most files a reader lays out (each is held in memory).
+pub const MAX_FILES: u32 = 1_000_000;
 
 /// The `cat` of many files. See the module documentation.
 #[derive(Clone, Debug)]

@@ -29,7 +29,8 @@
 //!
 //! The job is done when every request has completed.
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::path::PathBuf;
 
 use elevator_core::{Nanos, Op, SECTOR_BYTES};
@@ -40,6 +41,9 @@ use serde::{Deserialize, Serialize};
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
 use crate::traces::s_startup::StartupTrace;
+
+/// The largest `think_scale` accepted.
+pub const MAX_THINK_SCALE: f64 = 1000.0;
 
 /// The per-process file size of the suite's replayer, bytes.
 pub const S_FILE_BYTES: u64 = 20_000_000;
@@ -74,7 +78,7 @@ pub struct StartupConfig {
     pub trace: PathBuf,
     /// Replay order. Default `trace`.
     pub order: StartupOrder,
-    /// Factor on the recorded gaps used as think time, >= 0. Default 1.0.
+    /// Factor on the recorded gaps used as think time, in 0..=1000. Default 1.0.
     pub think_scale: f64,
     /// Placement of the requests. Default `trace`.
     pub placement: StartupPlacement,
@@ -124,20 +128,32 @@ struct Stream {
     pos: usize,
     blocked: Option<u64>,
     thought: bool,
-    think_until: Option<Nanos>,
 }
 
 /// A start-up replay. See the module documentation.
+///
+/// Every step costs O(log n) whatever the number of processes: streams that may issue wait
+/// in `ready` (by index, the order a scan would find them), thinking ones in `timers`, ones
+/// whose synchronous request waits for its process's readaheads in `waiting`.
 #[derive(Clone, Debug)]
 pub struct StartupJob {
     name: String,
     reqs: Vec<Req>,
     streams: Vec<Stream>,
+    /// Streams to look at in the next poll, by index.
+    ready: BTreeSet<usize>,
+    /// Thinking streams: (until, stream).
+    timers: BinaryHeap<Reverse<(Nanos, usize)>>,
+    /// Per context: streams waiting for the context's asynchronous requests.
+    waiting: Vec<Vec<usize>>,
+    /// Streams with requests left to issue.
+    streams_left: usize,
     /// Per context: asynchronous requests outstanding.
     pending_async: Vec<BTreeSet<u64>>,
     /// Per context: requests not yet completed.
     remaining: Vec<usize>,
-    exited: Vec<bool>,
+    /// Contexts whose requests have all completed and that have not exited yet.
+    exits: BTreeSet<usize>,
     /// tag -> (request index, stream).
     in_flight: std::collections::BTreeMap<u64, (usize, usize)>,
     next_tag: u64,
@@ -166,11 +182,11 @@ impl StartupJob {
         cfg: &StartupConfig,
         env: &BuildEnv,
     ) -> Result<StartupJob, BuildError> {
-        if !(cfg.think_scale.is_finite() && cfg.think_scale >= 0.0) {
+        if !(0.0..=MAX_THINK_SCALE).contains(&cfg.think_scale) {
             return Err(BuildError::new(
                 env,
                 "think_scale",
-                "must be a finite number >= 0",
+                format!("must be a number in 0..={MAX_THINK_SCALE}"),
             ));
         }
         let region = resolve_region(
@@ -255,31 +271,42 @@ impl StartupJob {
                 meta: r.meta,
             });
         }
-        let streams = match cfg.order {
+        let streams: Vec<Stream> = match cfg.order {
             StartupOrder::Trace => vec![Stream {
                 reqs: (0..reqs.len()).collect(),
                 ..Default::default()
             }],
-            StartupOrder::Process => (0..n_proc)
-                .map(|p| Stream {
-                    reqs: (0..reqs.len())
-                        .filter(|&i| reqs[i].ctx as usize == p)
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect(),
+            StartupOrder::Process => {
+                let mut per = vec![Vec::new(); n_proc];
+                for (i, r) in reqs.iter().enumerate() {
+                    per[r.ctx as usize].push(i);
+                }
+                per.into_iter()
+                    .map(|reqs| Stream {
+                        reqs,
+                        ..Default::default()
+                    })
+                    .collect()
+            }
         };
         let mut remaining = vec![0; n_proc];
         for r in &reqs {
             remaining[r.ctx as usize] += 1;
         }
+        let ready: BTreeSet<usize> = (0..streams.len())
+            .filter(|&i| !streams[i].reqs.is_empty())
+            .collect();
         Ok(StartupJob {
             name: env.name.clone(),
             reqs,
+            streams_left: ready.len(),
+            ready,
             streams,
+            timers: BinaryHeap::new(),
+            waiting: vec![Vec::new(); n_proc],
             pending_async: vec![BTreeSet::new(); n_proc],
             remaining,
-            exited: vec![false; n_proc],
+            exits: BTreeSet::new(),
             in_flight: Default::default(),
             next_tag: 0,
             start: None,
@@ -311,44 +338,48 @@ impl Job for StartupJob {
 
     fn poll(&mut self, now: Nanos) -> Action {
         self.start.get_or_insert(now);
-        if let Some(ctx) =
-            (0..self.exited.len()).find(|&c| !self.exited[c] && self.remaining[c] == 0)
-        {
-            self.exited[ctx] = true;
+        if let Some(ctx) = self.exits.pop_first() {
             return Action::Exit { ctx: ctx as u32 };
         }
-        let mut wake: Option<Nanos> = None;
-        for si in 0..self.streams.len() {
-            let s = &mut self.streams[si];
-            if s.pos == s.reqs.len() || s.blocked.is_some() {
-                continue;
+        while let Some(&Reverse((until, si))) = self.timers.peek() {
+            if until > now {
+                break;
             }
+            self.timers.pop();
+            self.ready.insert(si);
+        }
+        while let Some(si) = self.ready.pop_first() {
+            let s = &mut self.streams[si];
             let ri = s.reqs[s.pos];
             let r = &self.reqs[ri];
             if !s.thought {
                 s.thought = true;
                 if r.gap > Nanos::ZERO {
-                    s.think_until = Some(now + r.gap);
-                }
-            }
-            if let Some(t) = s.think_until {
-                if now < t {
-                    wake = Some(wake.map_or(t, |w| w.min(t)));
+                    let until = now.saturating_add(r.gap);
+                    self.timers.push(Reverse((until, si)));
                     continue;
                 }
-                s.think_until = None;
             }
-            if r.sync && !self.pending_async[r.ctx as usize].is_empty() {
+            let ctx = r.ctx as usize;
+            if r.sync && !self.pending_async[ctx].is_empty() {
+                self.waiting[ctx].push(si);
                 continue;
             }
             let tag = self.next_tag;
             self.next_tag += 1;
             s.pos += 1;
             s.thought = false;
+            let more = s.pos < s.reqs.len();
             if r.sync {
                 s.blocked = Some(tag);
             } else {
-                self.pending_async[r.ctx as usize].insert(tag);
+                self.pending_async[ctx].insert(tag);
+                if more {
+                    self.ready.insert(si);
+                }
+            }
+            if !more {
+                self.streams_left -= 1;
             }
             self.in_flight.insert(tag, (ri, si));
             return Action::Issue(IoSpec {
@@ -363,13 +394,12 @@ impl Job for StartupJob {
                 tag,
             });
         }
-        let all_issued = self.streams.iter().all(|s| s.pos == s.reqs.len());
-        if all_issued && self.in_flight.is_empty() {
+        if self.streams_left == 0 && self.in_flight.is_empty() {
             self.finished.get_or_insert(now);
             return Action::Done;
         }
-        match wake {
-            Some(until) => Action::Think { until },
+        match self.timers.peek() {
+            Some(&Reverse((until, _))) => Action::Think { until },
             None => Action::Wait,
         }
     }
@@ -379,12 +409,21 @@ impl Job for StartupJob {
             return;
         };
         let ctx = self.reqs[ri].ctx as usize;
-        self.pending_async[ctx].remove(&tag);
-        self.remaining[ctx] -= 1;
-        if self.streams[si].blocked == Some(tag) {
-            self.streams[si].blocked = None;
+        if self.pending_async[ctx].remove(&tag) && self.pending_async[ctx].is_empty() {
+            self.ready.extend(self.waiting[ctx].drain(..));
         }
-        if self.in_flight.is_empty() && self.streams.iter().all(|s| s.pos == s.reqs.len()) {
+        self.remaining[ctx] -= 1;
+        if self.remaining[ctx] == 0 {
+            self.exits.insert(ctx);
+        }
+        let s = &mut self.streams[si];
+        if s.blocked == Some(tag) {
+            s.blocked = None;
+            if s.pos < s.reqs.len() {
+                self.ready.insert(si);
+            }
+        }
+        if self.in_flight.is_empty() && self.streams_left == 0 {
             self.finished = Some(now);
         }
     }

@@ -14,14 +14,19 @@
 //! completed.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError};
-use crate::traces::disksim_ascii::{AsciiFormat, AsciiRecord, AsciiTrace};
+use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
+use crate::traces::disksim_ascii::{AsciiFormat, AsciiReader, AsciiRecord, AsciiTrace};
+use crate::traces::lines::Lines;
+use crate::traces::TraceError;
+
+/// The largest `time_scale` accepted.
+pub const MAX_TIME_SCALE: f64 = 1000.0;
 
 /// A trace replay's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,7 +40,7 @@ pub struct TraceReplayConfig {
     pub closed_loop: bool,
     /// Requests outstanding in closed loop, >= 1. Default 1.
     pub depth: u32,
-    /// Factor on inter-arrival times in open loop, > 0. Default 1.0.
+    /// Factor on inter-arrival times in open loop, in (0, 1000]. Default 1.0.
     pub time_scale: f64,
     /// Keep only this device's requests. Default: all.
     pub devno: Option<u32>,
@@ -74,20 +79,97 @@ impl Default for TraceReplayConfig {
     }
 }
 
+/// Where the records come from.
+enum Source {
+    /// Parsed already ([`TraceReplay::from_trace`]).
+    Memory {
+        records: Vec<AsciiRecord>,
+        pos: usize,
+    },
+    /// Streamed from the file, opened at the first request (so a built job holds no file
+    /// open and no record in memory).
+    File {
+        path: PathBuf,
+        format: AsciiFormat,
+        reader: Option<AsciiReader>,
+    },
+}
+
+impl Source {
+    fn open(path: &Path, format: AsciiFormat) -> Result<AsciiReader, TraceError> {
+        Ok(AsciiReader::new(Lines::open(path)?, format))
+    }
+
+    /// The next record, kept or not.
+    fn next(&mut self) -> Result<Option<AsciiRecord>, TraceError> {
+        match self {
+            Source::Memory { records, pos } => {
+                let r = records.get(*pos).copied();
+                *pos += 1;
+                Ok(r)
+            }
+            Source::File {
+                path,
+                format,
+                reader,
+            } => {
+                if reader.is_none() {
+                    *reader = Some(Source::open(path, *format)?);
+                }
+                let r = reader.as_mut().expect("opened above").next().transpose()?;
+                Ok(r.map(|t| AsciiRecord {
+                    time: t.time,
+                    devno: t.device,
+                    sector: t.sector,
+                    sectors: t.sectors,
+                    read: t.op == Op::Read,
+                }))
+            }
+        }
+    }
+}
+
 /// A trace replay. See the module documentation.
-#[derive(Clone, Debug)]
+///
+/// Built from a file, it reads the trace twice as a stream: once when built, to check every
+/// kept request (so errors surface at load time), then while it runs; it never holds more
+/// than one record, whatever the trace's length. If the file cannot be read the second time
+/// as it was the first (another program changed it), the replay ends there and
+/// [`error`](TraceReplay::error) says why.
 pub struct TraceReplay {
     name: String,
-    ios: Vec<(Nanos, IoSpec)>,
-    next: usize,
+    source: Source,
+    region: Region,
+    devno: Option<u32>,
+    sync_writes: bool,
+    time_scale: f64,
+    /// The first kept request's time.
+    t0: Nanos,
+    /// Requests to replay.
+    total: u64,
+    /// Requests issued so far.
+    issued: u64,
+    /// The next request, read ahead.
+    ahead: Option<(Nanos, IoSpec)>,
     closed_loop: bool,
     depth: usize,
     outstanding: BTreeSet<u64>,
     start: Option<Nanos>,
+    error: Option<TraceError>,
+}
+
+impl std::fmt::Debug for TraceReplay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceReplay")
+            .field("name", &self.name)
+            .field("total", &self.total)
+            .field("issued", &self.issued)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TraceReplay {
-    /// Read the configured trace and build the job.
+    /// Check the configured trace (streaming it once) and build the job.
     pub fn new(cfg: TraceReplayConfig, env: &BuildEnv) -> Result<TraceReplay, BuildError> {
         if cfg.trace.as_os_str().is_empty() {
             return Err(BuildError::new(
@@ -96,9 +178,12 @@ impl TraceReplay {
                 "missing: give the trace file",
             ));
         }
-        let trace = AsciiTrace::read(&cfg.trace, cfg.format)
-            .map_err(|e| BuildError::new(env, "trace", e.to_string()))?;
-        TraceReplay::from_trace(&trace, &cfg, env)
+        let source = Source::File {
+            path: cfg.trace.clone(),
+            format: cfg.format,
+            reader: None,
+        };
+        TraceReplay::build(source, &cfg, env)
     }
 
     /// Build the job from an already parsed trace (`cfg.trace` and `cfg.format` are ignored).
@@ -107,14 +192,33 @@ impl TraceReplay {
         cfg: &TraceReplayConfig,
         env: &BuildEnv,
     ) -> Result<TraceReplay, BuildError> {
+        let source = Source::Memory {
+            records: trace.records.clone(),
+            pos: 0,
+        };
+        TraceReplay::build(source, cfg, env)
+    }
+
+    fn build(
+        source: Source,
+        cfg: &TraceReplayConfig,
+        env: &BuildEnv,
+    ) -> Result<TraceReplay, BuildError> {
         if cfg.depth == 0 {
             return Err(BuildError::new(env, "depth", "must be at least 1"));
         }
-        if !(cfg.time_scale.is_finite() && cfg.time_scale > 0.0) {
+        if !(cfg.time_scale > 0.0 && cfg.time_scale <= MAX_TIME_SCALE) {
             return Err(BuildError::new(
                 env,
                 "time_scale",
-                "must be a finite number > 0",
+                format!("must be a number in (0, {MAX_TIME_SCALE}]"),
+            ));
+        }
+        if cfg.max_requests == Some(0) {
+            return Err(BuildError::new(
+                env,
+                "max_requests",
+                "must be at least 1 (leave it out to replay every request)",
             ));
         }
         let region = resolve_region(
@@ -125,67 +229,134 @@ impl TraceReplay {
             cfg.size_frac,
             ["offset", "offset_frac", "size", "size_frac"],
         )?;
-        let kept: Vec<&AsciiRecord> = trace
-            .records
-            .iter()
-            .filter(|r| cfg.devno.is_none_or(|d| d == r.devno))
-            .take(cfg.max_requests.map_or(usize::MAX, |m| m as usize))
-            .collect();
-        if kept.is_empty() {
-            return Err(BuildError::new(
-                env,
-                "devno",
-                "no request of the trace is kept",
-            ));
+        // The checking pass: every kept request, streamed.
+        let mut check = match &source {
+            Source::Memory { records, .. } => Source::Memory {
+                records: records.clone(),
+                pos: 0,
+            },
+            Source::File { path, format, .. } => Source::File {
+                path: path.clone(),
+                format: *format,
+                reader: None,
+            },
+        };
+        let max = cfg.max_requests.unwrap_or(u64::MAX);
+        let (mut total, mut t0) = (0u64, None);
+        while total < max {
+            let Some(r) = check
+                .next()
+                .map_err(|e| BuildError::new(env, "trace", e.to_string()))?
+            else {
+                break;
+            };
+            if cfg.devno.is_some_and(|d| d != r.devno) {
+                continue;
+            }
+            if u64::from(r.sectors) > region.len {
+                return Err(BuildError::new(
+                    env,
+                    "size",
+                    format!("the region is smaller than a {}-sector request", r.sectors),
+                ));
+            }
+            t0.get_or_insert(r.time);
+            total += 1;
         }
-        if let Some(r) = kept.iter().find(|r| u64::from(r.sectors) > region.len) {
-            return Err(BuildError::new(
-                env,
-                "size",
-                format!("the region is smaller than a {}-sector request", r.sectors),
-            ));
-        }
-        let t0 = kept[0].time;
-        let ios = kept
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let at = Nanos::from_secs_f64((r.time - t0).as_secs_f64() * cfg.time_scale);
-                let len = u64::from(r.sectors);
-                let sector = (region.start + r.sector % region.len).min(region.end() - len);
-                let io = IoSpec {
-                    ctx: 0,
-                    op: if r.read { Op::Read } else { Op::Write },
-                    sync: r.read || cfg.sync_writes,
-                    meta: false,
-                    idle_hint: false,
-                    sector,
-                    sectors: r.sectors,
-                    prio: None,
-                    tag: i as u64,
-                };
-                (at, io)
-            })
-            .collect();
+        drop(check);
+        let Some(t0) = t0 else {
+            return Err(match cfg.devno {
+                Some(d) => BuildError::new(
+                    env,
+                    "devno",
+                    format!("no request of the trace is on device {d}"),
+                ),
+                None => BuildError::new(env, "trace", "the trace holds no request"),
+            });
+        };
         Ok(TraceReplay {
             name: env.name.clone(),
-            ios,
-            next: 0,
+            source,
+            region,
+            devno: cfg.devno,
+            sync_writes: cfg.sync_writes,
+            time_scale: cfg.time_scale,
+            t0,
+            total,
+            issued: 0,
+            ahead: None,
             closed_loop: cfg.closed_loop,
             depth: cfg.depth as usize,
             outstanding: BTreeSet::new(),
             start: None,
+            error: None,
         })
     }
 
     /// Requests to replay.
     pub fn len(&self) -> usize {
-        self.ios.len()
+        self.total as usize
     }
 
     /// Whether there is nothing to replay (never true for a built job).
     pub fn is_empty(&self) -> bool {
-        self.ios.is_empty()
+        self.total == 0
+    }
+
+    /// Why the replay ended before its last request, if it did (the trace file changed
+    /// between the checking pass and the replay).
+    pub fn error(&self) -> Option<&TraceError> {
+        self.error.as_ref()
+    }
+
+    /// The next request to issue and its time from the start, read ahead; `None` at the end.
+    fn peek(&mut self) -> Option<&(Nanos, IoSpec)> {
+        if self.ahead.is_none() && self.issued < self.total && self.error.is_none() {
+            loop {
+                let r = match self.source.next() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => {
+                        self.error = Some(TraceError::new(
+                            &self.name,
+                            0,
+                            "trace",
+                            format!(
+                                "the trace ended after {} of its {} requests (changed since the job was built?)",
+                                self.issued, self.total
+                            ),
+                        ));
+                        break;
+                    }
+                    Err(e) => {
+                        self.error = Some(e);
+                        break;
+                    }
+                };
+                if self.devno.is_some_and(|d| d != r.devno) {
+                    continue;
+                }
+                let region = self.region;
+                let len = u64::from(r.sectors).min(region.len);
+                let at = Nanos::from_secs_f64(
+                    (r.time.saturating_sub(self.t0)).as_secs_f64() * self.time_scale,
+                );
+                let sector = (region.start + r.sector % region.len).min(region.end() - len);
+                let io = IoSpec {
+                    ctx: 0,
+                    op: if r.read { Op::Read } else { Op::Write },
+                    sync: r.read || self.sync_writes,
+                    meta: false,
+                    idle_hint: false,
+                    sector,
+                    sectors: len as u32,
+                    prio: None,
+                    tag: self.issued,
+                };
+                self.ahead = Some((at, io));
+                break;
+            }
+        }
+        self.ahead.as_ref()
     }
 }
 
@@ -196,25 +367,27 @@ impl Job for TraceReplay {
 
     fn poll(&mut self, now: Nanos) -> Action {
         let start = *self.start.get_or_insert(now);
-        if self.next == self.ios.len() {
+        let closed_loop = self.closed_loop;
+        let full = self.outstanding.len() >= self.depth;
+        let Some((at, _)) = self.peek() else {
             return if self.outstanding.is_empty() {
                 Action::Done
             } else {
                 Action::Wait
             };
-        }
-        if self.closed_loop {
-            if self.outstanding.len() >= self.depth {
+        };
+        if closed_loop {
+            if full {
                 return Action::Wait;
             }
         } else {
-            let at = start + self.ios[self.next].0;
+            let at = start.saturating_add(*at);
             if now < at {
                 return Action::Think { until: at };
             }
         }
-        let io = self.ios[self.next].1.clone();
-        self.next += 1;
+        let (_, io) = self.ahead.take().expect("peeked above");
+        self.issued += 1;
         self.outstanding.insert(io.tag);
         Action::Issue(io)
     }

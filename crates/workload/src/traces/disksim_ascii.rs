@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lines::Lines;
 use super::stream::{RecordSource, TraceRecord};
-use super::{field, read_text, TraceError};
+use super::{field, TraceError};
 
 /// Which variant: the unit of the time column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,9 +52,33 @@ pub struct AsciiTrace {
 }
 
 impl AsciiTrace {
-    /// Read and parse the trace at `path`.
+    /// Read and parse the trace at `path`, streaming it (lines of at most
+    /// [`MAX_LINE`](super::lines::MAX_LINE) bytes); the records are kept.
     pub fn read(path: &Path, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
-        AsciiTrace::parse(&read_text(path)?, &path.display().to_string(), format)
+        let reader = AsciiReader::new(Lines::open(path)?, format);
+        let mut records = Vec::new();
+        for r in reader {
+            let r = r?;
+            records.push(AsciiRecord {
+                time: r.time,
+                devno: r.device,
+                sector: r.sector,
+                sectors: r.sectors,
+                read: r.op == Op::Read,
+            });
+        }
+        if records.is_empty() {
+            return Err(TraceError::new(
+                &path.display().to_string(),
+                0,
+                "",
+                "the trace holds no request",
+            ));
+        }
+        Ok(AsciiTrace {
+            file: path.display().to_string(),
+            records,
+        })
     }
 
     /// Parse trace text; `file` names it in errors.
@@ -122,7 +146,10 @@ fn parse_line(
             file,
             n,
             "",
-            format!("unexpected sixth field {extra:?}"),
+            format!(
+                "unexpected sixth field {}",
+                super::lines::show(extra.as_bytes())
+            ),
         ));
     }
     Ok(Some(AsciiRecord {

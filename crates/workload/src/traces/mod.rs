@@ -74,31 +74,30 @@ impl TraceError {
 
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A reason quotes input at most in short excerpts; cap it anyway.
+        let reason = match self.reason.char_indices().nth(600) {
+            Some((i, _)) => format!("{}...", &self.reason[..i]),
+            None => self.reason.clone(),
+        };
         if let Some(b) = self.byte {
             return match self.field {
-                "" => write!(f, "{}: byte {}: {}", self.file, b, self.reason),
+                "" => write!(f, "{}: byte {}: {}", self.file, b, reason),
                 field => write!(
                     f,
                     "{}: byte {}: field `{}`: {}",
-                    self.file, b, field, self.reason
+                    self.file, b, field, reason
                 ),
             };
         }
         match (self.line, self.field) {
-            (0, _) => write!(f, "{}: {}", self.file, self.reason),
-            (l, "") => write!(f, "{}:{}: {}", self.file, l, self.reason),
-            (l, field) => write!(f, "{}:{}: field `{}`: {}", self.file, l, field, self.reason),
+            (0, _) => write!(f, "{}: {}", self.file, reason),
+            (l, "") => write!(f, "{}:{}: {}", self.file, l, reason),
+            (l, field) => write!(f, "{}:{}: field `{}`: {}", self.file, l, field, reason),
         }
     }
 }
 
 impl std::error::Error for TraceError {}
-
-/// Read a whole trace file as text, mapping I/O errors to a [`TraceError`] naming the file.
-pub(crate) fn read_text(path: &Path) -> Result<String, TraceError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| TraceError::new(&path.display().to_string(), 0, "", e.to_string()))
-}
 
 /// Parse one whitespace-separated field as `T`, or an error naming it.
 pub(crate) fn field<T: std::str::FromStr>(
@@ -108,8 +107,14 @@ pub(crate) fn field<T: std::str::FromStr>(
     value: Option<&str>,
 ) -> Result<T, TraceError> {
     let v = value.ok_or_else(|| TraceError::new(file, line, name, "missing"))?;
-    v.parse()
-        .map_err(|_| TraceError::new(file, line, name, format!("cannot parse {v:?}")))
+    v.parse().map_err(|_| {
+        TraceError::new(
+            file,
+            line,
+            name,
+            format!("cannot parse {}", lines::show(v.as_bytes())),
+        )
+    })
 }
 
 /// The directory holding the project's shared data (`shared/data`), if present: the

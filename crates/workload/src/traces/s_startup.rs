@@ -15,9 +15,15 @@
 //! | 9 | `time` | seconds since recording began (cumulative) |
 //! | 10 | `mark` | `START` (first request of a burst) or `C` |
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use super::{field, read_text, TraceError};
+use super::lines::Lines;
+use super::{field, TraceError};
+
+/// The most requests a start-up trace may hold (the S suite's hold a few thousand): the
+/// replay keeps every request in memory.
+pub const MAX_REQUESTS: usize = 1 << 20;
 
 /// One traced request.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,17 +60,26 @@ pub struct StartupTrace {
 }
 
 impl StartupTrace {
-    /// Read and parse the trace at `path`.
+    /// Read and parse the trace at `path`, streaming it (lines of at most
+    /// [`MAX_LINE`](super::lines::MAX_LINE) bytes, at most [`MAX_REQUESTS`] requests).
     pub fn read(path: &Path) -> Result<StartupTrace, TraceError> {
-        StartupTrace::parse(&read_text(path)?, &path.display().to_string())
+        StartupTrace::from_lines(Lines::open(path)?)
     }
 
     /// Parse trace text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<StartupTrace, TraceError> {
+        StartupTrace::from_lines(Lines::from_bytes(text.as_bytes().to_vec(), file))
+    }
+
+    fn from_lines(mut lines: Lines) -> Result<StartupTrace, TraceError> {
+        let name = lines.file.clone();
+        let file = name.as_str();
         let mut processes: Vec<String> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
         let mut records = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let n = i + 1;
+        while let Some((raw, at)) = lines.next_line()? {
+            let n = at.line;
+            let line = std::str::from_utf8(raw).map_err(|_| at.error("", "not UTF-8 text"))?;
             let mut it = line.split_whitespace();
             let Some(proc_name) = it.next() else {
                 continue;
@@ -79,7 +94,10 @@ impl StartupTrace {
                     file,
                     n,
                     "process",
-                    format!("{proc_name:?} is not name-pid"),
+                    format!(
+                        "{} is not name-pid",
+                        super::lines::show(proc_name.as_bytes())
+                    ),
                 ));
             }
             let delta_s: f64 = field(file, n, "delta", it.next())?;
@@ -99,7 +117,10 @@ impl StartupTrace {
                         file,
                         n,
                         "pattern",
-                        format!("{v:?} is neither Seq nor Rand"),
+                        format!(
+                            "{} is neither Seq nor Rand",
+                            super::lines::show(v.as_bytes())
+                        ),
                     ))
                 }
                 None => return Err(TraceError::new(file, n, "pattern", "missing")),
@@ -115,7 +136,10 @@ impl StartupTrace {
                         file,
                         n,
                         "action",
-                        format!("{action:?} is neither a read (R...) nor a write (W...)"),
+                        format!(
+                            "{} is neither a read (R...) nor a write (W...)",
+                            super::lines::show(action.as_bytes())
+                        ),
                     ))
                 }
             };
@@ -124,7 +148,10 @@ impl StartupTrace {
                     file,
                     n,
                     "action",
-                    format!("{action:?} has flags other than A, S, M, F, D, N"),
+                    format!(
+                        "{} has flags other than A, S, M, F, D, N",
+                        super::lines::show(action.as_bytes())
+                    ),
                 ));
             }
             let time_s: f64 = field(file, n, "time", it.next())?;
@@ -138,7 +165,10 @@ impl StartupTrace {
                         file,
                         n,
                         "mark",
-                        format!("{v:?} is neither START nor C"),
+                        format!(
+                            "{} is neither START nor C",
+                            super::lines::show(v.as_bytes())
+                        ),
                     ))
                 }
                 None => return Err(TraceError::new(file, n, "mark", "missing")),
@@ -148,13 +178,25 @@ impl StartupTrace {
                     file,
                     n,
                     "",
-                    format!("unexpected 11th field {extra:?}"),
+                    format!(
+                        "unexpected 11th field {}",
+                        super::lines::show(extra.as_bytes())
+                    ),
                 ));
             }
-            let process = match processes.iter().position(|p| p == proc_name) {
-                Some(p) => p,
+            if records.len() == MAX_REQUESTS {
+                return Err(TraceError::new(
+                    file,
+                    n,
+                    "",
+                    format!("more than {MAX_REQUESTS} requests: not a start-up trace"),
+                ));
+            }
+            let process = match index.get(proc_name) {
+                Some(&p) => p,
                 None => {
                     processes.push(proc_name.to_string());
+                    index.insert(proc_name.to_string(), processes.len() - 1);
                     processes.len() - 1
                 }
             };

@@ -157,7 +157,7 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
         Some((n, about, text)) => (n.to_string(), about.to_string(), text.to_string()),
         None => {
             let p = Path::new(spec);
-            let text = std::fs::read_to_string(p).with_context(|| {
+            let bytes = fio_file::read_bytes(p).with_context(|| {
                 let names: Vec<&str> = BUILTIN.iter().map(|b| b.0).collect();
                 format!(
                     "{spec:?} is neither a built-in workload ({}) nor a readable job file",
@@ -165,7 +165,8 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
                 )
             })?;
             // Check the original first so errors name the user's file.
-            fio_file::parse(p, &text)?;
+            fio_file::parse_bytes(p, &bytes)?;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             let stem = p
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -771,7 +772,7 @@ mod tests {
             assert_eq!(j.config.ramp_ms, 5000, "{}", j.name);
             assert_eq!(j.config.runtime_ms, Some(20_000), "{}", j.name);
             assert!(j.config.time_based);
-            assert_eq!(j.filename, None);
+            assert!(j.filenames.is_empty());
         }
         // The original lines keep their numbers.
         assert_eq!(d.lines().nth(5), Some("rw=write"));
