@@ -215,6 +215,27 @@ fn as_update_seekdist_clips_an_early_seek_at_2m_sectors_past_four_means() {
     assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_mean, 2 * 1024 * 1024);
 }
 
+/// 2.6.32 `as_close_req`: more than 20 ms (`20 * HZ / 1000` jiffies) into an anticipation
+/// every request is close, so any request breaks the wait (antic_expire raised to 200 ms).
+#[test]
+fn as_close_req_counts_every_request_as_close_past_20_ms_of_anticipation() {
+    let mut s = Anticipatory::new(Config {
+        antic_expire: ms(200),
+        ..Config::default()
+    });
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, ms(5));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(5));
+    assert!(matches!(s.dispatch(ms(5)), Dispatch::Idle { .. }));
+    // 10 ms in, a far request is not close: the wait goes on.
+    s.insert(rq(3, 3).sector(FAR + 1_000_000).build(), ms(15));
+    assert!(matches!(s.dispatch(ms(15)), Dispatch::Idle { .. }));
+    // 60 ms in, the same kind of request breaks it.
+    s.insert(rq(4, 4).sector(FAR + 2_000_000).build(), ms(65));
+    assert!(matches!(s.dispatch(ms(65)), Dispatch::Request(_)));
+}
+
 /// P_k (context `ctx`) reads twice 1 ms apart (so it has think-time history), its second
 /// read completes at `t0 + 3 ms`; a far read from `ctx + 100` arrives and AS anticipates.
 /// Returns the time of the completion.
@@ -883,6 +904,23 @@ fn as_seeks_back_as_far_as_maxback() {
     s.insert(rq(3, 3).sector(5_000_008 - 1_000_000).build(), ms(0));
     s.complete(&first, ms(1));
     assert_eq!(take(&mut s, ms(1)).id.0, 3, "2 * 1,000,000 < 2,500,000");
+}
+
+/// 2.6.32 `as_choose_req`: at equal weighted distance (2000 ahead, 1000 back at twice the
+/// cost) the request with the higher sector wins.
+#[test]
+fn as_choose_req_breaks_a_distance_tie_for_the_higher_sector() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(100_000).build(), ms(0));
+    let first = take(&mut s, ms(0)); // head now at 100_008
+    s.insert(rq(2, Q).sector(100_008 - 1_000).build(), ms(0));
+    s.insert(rq(3, 3).sector(100_008 + 2_000).build(), ms(0));
+    s.complete(&first, ms(1));
+    assert_eq!(
+        take(&mut s, ms(1)).id.0,
+        3,
+        "2 * 1000 == 2000: the higher sector"
+    );
 }
 
 #[test]
