@@ -335,6 +335,12 @@ mod tests {
         let mut s = Linus::default();
         s.set_tunable("write_latency", 100).unwrap();
         assert_eq!(s.config().write_latency, 100);
+        s.set_tunable("read_latency", 50).unwrap();
+        assert_eq!(
+            (s.config().read_latency, s.config().write_latency),
+            (50, 100)
+        );
+        assert_eq!(s.name(), "linus");
         assert!(s.set_tunable("max_bomb_segments", 4).is_err());
     }
 
@@ -385,6 +391,29 @@ mod tests {
         // 50 is below the head's 100: it starts a second sweep at the tail; 150 joins the
         // first sweep, 80 the second, after 50.
         assert_eq!(order(&s), vec![1, 4, 2, 3, 5]);
+    }
+
+    /// 2.4.20 `bh_rq_in_between` is strict: a request at the sector of a queued one is not in
+    /// between that one and the next, so (finding no other place) it goes to the tail.
+    #[test]
+    fn bh_rq_in_between_is_strict_at_a_queued_requests_sector() {
+        let mut s = Linus::default();
+        submit(&mut s, rq(1, 1).sector(100).read().build());
+        submit(&mut s, rq(2, 1).sector(300).read().build());
+        submit(&mut s, rq(3, 2).sector(100).write().build());
+        assert_eq!(order(&s), vec![1, 2, 3]);
+    }
+
+    /// 2.4.20 `bh_rq_in_between`: a next request that does not lie above this one counts as
+    /// the wrap of the sweep, even at the same sector, and a request above this one goes in
+    /// between.
+    #[test]
+    fn bh_rq_in_between_takes_two_requests_at_one_sector_for_a_wrap() {
+        let mut s = Linus::default();
+        submit(&mut s, rq(1, 1).sector(100).read().build());
+        submit(&mut s, rq(2, 2).sector(100).write().build());
+        submit(&mut s, rq(3, 1).sector(200).read().build());
+        assert_eq!(order(&s), vec![1, 3, 2]);
     }
 
     #[test]
