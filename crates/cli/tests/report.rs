@@ -230,3 +230,29 @@ fn run_report_plots_real_requests_and_keeps_json_on_stdout_clean() {
         assert!(cdf.contains(s), "{s} in the CDF's legend");
     }
 }
+
+#[test]
+fn replay_report_and_json_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r");
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/traces/two-readers.trace"
+    );
+    let out = elevator(&[
+        "replay",
+        trace,
+        "--sched",
+        "deadline,anticipatory",
+        "--closed-loop",
+        "--json",
+        "-",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("only JSON on stdout");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
+    let (tables, images) = check_page(&report);
+    assert_eq!(tables, 1);
+    assert_eq!(images.len(), 7, "{images:?}");
+}

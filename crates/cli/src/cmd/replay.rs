@@ -27,7 +27,7 @@ use elevator_workload::traces::blktrace_out::BlktraceWriter;
 use elevator_workload::traces::{open, OpenOptions, TraceFormat};
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, say};
 
 /// Which requests of a blktrace or blkparse trace to replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -84,6 +84,10 @@ pub struct Args {
     /// `blkparse -i DIR/<scheduler>`).
     #[arg(long, value_name = "DIR")]
     blktrace_out: Option<PathBuf>,
+    /// Write an HTML page of the table and plots (seek map, queue depth, throughput, latency
+    /// CDFs) to DIR/index.html, the plots beside it as SVG.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -104,6 +108,19 @@ struct ReplayJson {
     speed: f64,
     runs: Vec<RunJson>,
 }
+
+/// The columns of the side-by-side table.
+const COMPARE_HEADER: [&str; 9] = [
+    "scheduler",
+    "seconds",
+    "reads",
+    "rd mean ms",
+    "rd p50 ms",
+    "rd p99 ms",
+    "writes",
+    "wr mean ms",
+    "wr p99 ms",
+];
 
 /// Replay under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -147,6 +164,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut runs = Vec::new();
     let mut compare = Vec::new();
+    let page = crate::report::Sink::new(
+        args.report.is_some(),
+        &format!("elevator replay {}", args.traces[0].display()),
+    );
+    let mut latencies = Vec::new();
     for info in &infos {
         let mut settings = Settings::new();
         for k in extra.names() {
@@ -186,8 +208,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 });
                 let live = crate::progress::Live::start(info.name, None);
                 sim.count_completions(live.counter());
+                if page.is_on() {
+                    sim.record_requests();
+                }
                 let report = sim.run(None);
                 live.finish();
+                let title = format!("replay under {} on {}", info.name, report.device);
+                crate::report::sim::run_plots(&page, info.name, &title, &report)?;
+                latencies.push(crate::plot::Samples {
+                    label: info.name.to_string(),
+                    values: crate::plot::ios_from_sim(&report.requests)
+                        .iter()
+                        .map(crate::plot::Io::latency_ms)
+                        .collect(),
+                });
                 let total = report.jobs[0].metrics.clone();
                 (total, report.end, report.device.clone(), outcome)
             }
@@ -222,6 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let live = crate::progress::Live::start(info.name, None);
                 let run_opts = RunOptions {
                     progress: Some(live.counter()),
+                    request_log: page.is_on(),
                     ..RunOptions::default()
                 };
                 let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts);
@@ -230,6 +265,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Ok(r) => r,
                     Err(f) => bail!("scheduler {}: {}", info.name, f.error),
                 };
+                crate::report::real::run_plots(&page, name, &report)?;
+                latencies.push(crate::plot::Samples {
+                    label: info.name.to_string(),
+                    values: crate::plot::ios_from_real(&report.requests)
+                        .iter()
+                        .map(crate::plot::Io::latency_ms)
+                        .collect(),
+                });
                 let total = report.jobs[0].metrics.clone();
                 (total, report.elapsed, name.clone(), outcome)
             }
@@ -272,29 +315,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
     }
     if infos.len() > 1 {
-        println!(
+        say!(
             "== {} loop, speed {}: schedulers side by side (all processes)",
             if args.closed_loop { "closed" } else { "open" },
             args.speed
         );
-        print!(
-            "{}",
-            output::table(
-                &[
-                    "scheduler",
-                    "seconds",
-                    "reads",
-                    "rd mean ms",
-                    "rd p50 ms",
-                    "rd p99 ms",
-                    "writes",
-                    "wr mean ms",
-                    "wr p99 ms"
-                ],
-                &compare
-            )
-        );
+        output::say_str(&output::table(&COMPARE_HEADER, &compare));
     }
+    let what = format!(
+        "{} loop, speed {}",
+        if args.closed_loop { "closed" } else { "open" },
+        args.speed
+    );
+    page.table(
+        &format!("Schedulers side by side ({what})"),
+        &COMPARE_HEADER,
+        &compare,
+    );
+    page.plot(
+        "latency-cdf",
+        "Latency CDF: every request under every scheduler",
+        || crate::plot::cdf::latency_cdf(&what, &latencies),
+    )?;
+    page.write(args.report.as_deref())?;
     if let Some(path) = &args.json {
         output::write_json(
             path,
@@ -366,7 +409,7 @@ fn print_run(
     total: &JobSummary,
 ) {
     const MAX_ROWS: usize = 30;
-    println!(
+    say!(
         "== {sched} on {device}: {} requests replayed ({} skipped), {:.3} s",
         outcome.issued,
         outcome.skipped,
@@ -402,22 +445,19 @@ fn print_run(
         )]);
     }
     rows.push(row("total".into(), total));
-    print!(
-        "{}",
-        output::table(
-            &[
-                "process",
-                "reads",
-                "rd mean ms",
-                "rd p50 ms",
-                "rd p95 ms",
-                "rd p99 ms",
-                "writes",
-                "wr mean ms",
-                "wr p99 ms"
-            ],
-            &rows
-        )
-    );
-    println!();
+    output::say_str(&output::table(
+        &[
+            "process",
+            "reads",
+            "rd mean ms",
+            "rd p50 ms",
+            "rd p95 ms",
+            "rd p99 ms",
+            "writes",
+            "wr mean ms",
+            "wr p99 ms",
+        ],
+        &rows,
+    ));
+    say!();
 }
