@@ -91,7 +91,7 @@ fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
     ]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["points"].as_array().unwrap().len(), 17);
+    assert_eq!(v["points"].as_array().unwrap().len(), 18);
     let spec = spec.to_str().unwrap();
     for qd in [1, 32] {
         let measured = point(&v, &format!("randread 4k qd{qd}"))["measured"]["iops"]

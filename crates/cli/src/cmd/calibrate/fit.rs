@@ -3,7 +3,7 @@
 //! The model ([`elevator_sim::ssd`], docs/ssd-model.md) has more parameters than a few minutes
 //! of measurement can pin, so the organisation is fixed but for the die count (one die of 2
 //! planes per chip, 16 KiB pages in 1 MiB blocks, a page-level FTL with the whole map in DRAM,
-//! 7% over-provisioning, a 32 MiB write buffer, and the drive written once in order:
+//! 7% over-provisioning, and the drive written once in order:
 //! `precondition = "sequential"`, since a few minutes of measurement on a laid-out file cannot
 //! see a steady-state GC regime), and the fit sets the rates the grid measures, each from the
 //! points that expose it, the way iotune and iocost's coefficient tool reduce a device to a few
@@ -12,11 +12,12 @@
 //! | parameter | from |
 //! |---|---|
 //! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the shape of the 4 KiB random-read IOPS curve over queue depths 1-128: the die count whose fitted spec comes closest (squared log error) |
-//! | `host.command_us` (one queue's per-command cost) | the highest 4 KiB random-read IOPS at queue depth 32-128 |
+//! | `host.command_us` (one queue's per-command cost) | the 4 KiB random-read IOPS at queue depth 32 (a device whose IOPS still rise beyond it, as one executor thread's do, is under-predicted there) |
 //! | `host.firmware_us` | the 4 KiB random write latency at queue depth 1 (a write completes in the buffer), at most the read's less the flash's part; half the host's part of a read when writes are the slower |
 //! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
-//! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths |
+//! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths (the channels carry programs too: at least 1.1x the write bandwidth in all) |
 //! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
+//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the programs of what the buffer holds ahead of it), fitted last |
 //!
 //! For each die count, every rate starts from the figures and is refined by simulating the
 //! point it comes from and correcting it by measured against simulated, three rounds; then
@@ -29,7 +30,7 @@ use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
 use elevator_workload::jobs::fio::RwMode;
 
-use super::measure::{simulate, Figures, Point};
+use super::measure::{simulate, Figures, Point, PLAN};
 
 /// Simulated time per point when scoring a candidate (plus a tenth as ramp).
 const SIM_RUNTIME: Duration = Duration::from_millis(40);
@@ -113,30 +114,18 @@ struct Anchors {
     seq_r: Figures,
     /// 1 MiB sequential write, depth 32.
     seq_w: Figures,
-    /// The 4 KiB random read point of highest IOPS at depth 32 or more.
+    /// The 4 KiB random read at depth 32.
     peak: (Point, Figures),
+    /// The 4 KiB random reader at depth 1 beside the 1 MiB writer.
+    mixed: Figures,
 }
 
-const R1: Point = Point {
-    rw: RwMode::RandRead,
-    bs: 4096,
-    qd: 1,
-};
-const W1: Point = Point {
-    rw: RwMode::RandWrite,
-    bs: 4096,
-    qd: 1,
-};
-const SEQ_R: Point = Point {
-    rw: RwMode::Read,
-    bs: 1 << 20,
-    qd: 32,
-};
-const SEQ_W: Point = Point {
-    rw: RwMode::Write,
-    bs: 1 << 20,
-    qd: 32,
-};
+const R1: Point = PLAN[0];
+const PEAK: Point = PLAN[5];
+const W1: Point = PLAN[13];
+const SEQ_R: Point = PLAN[12];
+const SEQ_W: Point = PLAN[16];
+const MIXED: Point = PLAN[17];
 
 /// The spec of `units` dies whose rates fit `a`: first guesses from the figures, then three
 /// rounds of simulating each anchor and correcting its parameter.
@@ -149,7 +138,11 @@ fn fit_units(
 ) -> anyhow::Result<SsdSpec> {
     let mut spec = template(name, capacity, units);
     spec.host.link_mb_s = (a.seq_r.mb_s.max(a.seq_w.mb_s) * 1.05).max(1.0);
-    spec.flash.channel_mb_s = (a.seq_r.mb_s / f64::from(spec.flash.channels)).max(1.0);
+    // Programs cross the channels too: they carry at least the sequential write bandwidth.
+    let channel_min = a.seq_w.mb_s * 1.1 / f64::from(spec.flash.channels);
+    spec.flash.channel_mb_s = (a.seq_r.mb_s / f64::from(spec.flash.channels))
+        .max(channel_min)
+        .max(1.0);
     spec.host.command_us = (1e6 / a.peak.1.iops).clamp(0.05, 1e4);
     // A 4 KiB write at depth 1 costs the host's part (it completes in the buffer); a read
     // that plus the flash's. When writes are the slower (the model cannot say so: its writes
@@ -169,6 +162,7 @@ fn fit_units(
     for _ in 0..3 {
         let p = predict(&spec, &a.peak.0, region)?;
         spec.host.command_us = scaled(spec.host.command_us, p.iops, a.peak.1.iops, 0.05, 1e4);
+        spec.host.firmware_us = spec.host.firmware_us.min(firmware_max(&spec));
         if w1 < r1 {
             let p = predict(&spec, &W1, region)?;
             spec.host.firmware_us =
@@ -177,10 +171,25 @@ fn fit_units(
         let p = predict(&spec, &R1, region)?;
         spec.flash.read_us = (spec.flash.read_us + r1 - p.mean_us).max(1.0);
         let p = predict(&spec, &SEQ_R, region)?;
-        spec.flash.channel_mb_s = scaled(spec.flash.channel_mb_s, a.seq_r.mb_s, p.mb_s, 1.0, 1e5);
+        spec.flash.channel_mb_s =
+            scaled(spec.flash.channel_mb_s, a.seq_r.mb_s, p.mb_s, 1.0, 1e5).max(channel_min);
         let p = predict(&spec, &SEQ_W, region)?;
         spec.flash.program_us = scaled(spec.flash.program_us, p.mb_s, a.seq_w.mb_s, 1.0, 1e5);
         spec.flash.erase_us = spec.flash.program_us * 6.0;
+    }
+    // The write buffer: a read beside a writer waits for the programs of what the buffer holds
+    // ahead of it on its plane, so its latency grows with the buffer's size.
+    let smallest = 2 * u64::from(spec.flash.page_bytes) * spec.planes();
+    for _ in 0..4 {
+        let p = predict(&spec, &MIXED, region)?;
+        let b = scaled(
+            spec.write_buffer.bytes as f64,
+            a.mixed.mean_us,
+            p.mean_us,
+            smallest as f64,
+            (4u64 << 30) as f64,
+        );
+        spec.write_buffer.bytes = (b as u64).div_ceil(1 << 20) * (1 << 20);
     }
     Ok(spec)
 }
@@ -192,21 +201,22 @@ pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Resu
     let need = |p: Point| {
         find(m, p.rw, p.bs, p.qd).ok_or_else(|| anyhow::anyhow!("no measurement of {}", p.label()))
     };
-    let peak = m
-        .iter()
-        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096 && p.qd >= 32)
-        .max_by(|a, b| a.1.iops.total_cmp(&b.1.iops))
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("no 4 KiB random read at depth 32 or more"))?;
+    let peak = (PEAK, need(PEAK)?);
     let a = Anchors {
         r1: need(R1)?,
         w1: need(W1)?,
         seq_r: need(SEQ_R)?,
         seq_w: need(SEQ_W)?,
         peak,
+        mixed: need(MIXED)?,
     };
     anyhow::ensure!(
-        a.r1.ios > 0 && a.w1.ios > 0 && a.peak.1.ios > 0 && a.seq_r.ios > 0 && a.seq_w.ios > 0,
+        a.r1.ios > 0
+            && a.w1.ios > 0
+            && a.peak.1.ios > 0
+            && a.seq_r.ios > 0
+            && a.seq_w.ios > 0
+            && a.mixed.ios > 0,
         "a measurement completed no I/O: give calibrate more --duration"
     );
     let mut best: Option<(f64, SsdSpec)> = None;
@@ -221,4 +231,25 @@ pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Resu
     spec.validate()
         .map_err(|e| anyhow::anyhow!("the fitted spec fails its checks: {e}"))?;
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_anchors_are_the_points_they_are_named_after() {
+        let labels = [R1, PEAK, W1, SEQ_R, SEQ_W, MIXED].map(|p| p.label());
+        assert_eq!(
+            labels,
+            [
+                "randread 4k qd1",
+                "randread 4k qd32",
+                "randwrite 4k qd1",
+                "read 1m qd32",
+                "write 1m qd32",
+                "randread 4k qd1 + write 1m qd32",
+            ]
+        );
+    }
 }

@@ -28,11 +28,30 @@ pub struct Point {
     pub bs: u64,
     /// I/Os outstanding.
     pub qd: u32,
+    /// Whether [`BESIDE`] runs beside it: the job then covers the second half of the region,
+    /// the writer the first.
+    pub beside: bool,
 }
+
+/// The writer of the mixed point: 1 MiB sequential writes at depth 32.
+pub const BESIDE: Point = Point::new(RwMode::Write, M, 32);
 
 impl Point {
     const fn new(rw: RwMode, bs: u64, qd: u32) -> Point {
-        Point { rw, bs, qd }
+        Point {
+            rw,
+            bs,
+            qd,
+            beside: false,
+        }
+    }
+
+    /// The same, with [`BESIDE`] beside it.
+    const fn beside_writer(self) -> Point {
+        Point {
+            beside: true,
+            ..self
+        }
     }
 
     /// `randread 4k qd32`.
@@ -50,7 +69,8 @@ impl Point {
         } else {
             format!("{}k", self.bs >> 10)
         };
-        format!("{rw} {bs} qd{}", self.qd)
+        let beside = if self.beside { " + write 1m qd32" } else { "" };
+        format!("{rw} {bs} qd{}{beside}", self.qd)
     }
 
     /// Whether it writes.
@@ -58,14 +78,14 @@ impl Point {
         matches!(self.rw, RwMode::Write | RwMode::RandWrite)
     }
 
-    /// The job: over `[0, region)`, for `runtime` after a `ramp`.
-    fn config(&self, region: u64, runtime: Duration, ramp: Duration) -> FioJobConfig {
+    /// The job over `[offset, offset + size)`, for `runtime` after a `ramp`.
+    fn config(&self, offset: u64, size: u64, runtime: Duration, ramp: Duration) -> FioJobConfig {
         FioJobConfig {
             rw: self.rw,
             bs: self.bs,
             iodepth: self.qd,
-            offset: Some(0),
-            size: Some(region),
+            offset: Some(offset),
+            size: Some(size),
             time_based: true,
             runtime_ms: Some(runtime.as_millis().max(1) as u64),
             ramp_ms: ramp.as_millis() as u64,
@@ -78,9 +98,42 @@ impl Point {
 const K: u64 = 1024;
 const M: u64 = 1024 * 1024;
 
+/// The jobs of point `p` over `[0, region)`: (name, job, its byte range), the point's own
+/// first.
+fn jobs(
+    p: &Point,
+    region: u64,
+    capacity: u64,
+    runtime: Duration,
+    ramp: Duration,
+    seed: u64,
+) -> anyhow::Result<Vec<(String, FioJob, ByteRange)>> {
+    let half = region / 2 / M * M;
+    let mut parts = vec![(*p, 0, region)];
+    if p.beside {
+        parts = vec![(*p, half, region - half), (BESIDE, 0, half)];
+    }
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, (q, offset, size))| {
+            let name = if i == 0 { p.label() } else { "beside".into() };
+            let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
+            let job = FioJob::new(q.config(offset, size, runtime, ramp), &env)
+                .map_err(|e| anyhow::anyhow!("{name}: {}: {}", e.field, e.reason))?;
+            let range = ByteRange {
+                start: offset,
+                end: offset + size,
+            };
+            Ok((name, job, range))
+        })
+        .collect()
+}
+
 /// The grid, in the order it runs: reads first (they leave the device as they found it), then
-/// writes, the sequential writer last (it fills the drive's write buffer).
-pub const PLAN: [Point; 17] = [
+/// writes, the sequential writer last but one (it fills the drive's write buffer), then a
+/// 4 KiB random reader beside that writer (what the write buffer's backlog costs a read).
+pub const PLAN: [Point; 18] = [
     Point::new(RwMode::RandRead, 4 * K, 1),
     Point::new(RwMode::RandRead, 4 * K, 2),
     Point::new(RwMode::RandRead, 4 * K, 4),
@@ -98,6 +151,7 @@ pub const PLAN: [Point; 17] = [
     Point::new(RwMode::RandWrite, 4 * K, 32),
     Point::new(RwMode::Write, M, 1),
     Point::new(RwMode::Write, M, 32),
+    Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(),
 ];
 
 /// What one point gave.
@@ -133,18 +187,13 @@ impl Figures {
     }
 }
 
-fn job(p: &Point, cfg: FioJobConfig, capacity: u64, seed: u64) -> anyhow::Result<FioJob> {
-    let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, p.label());
-    FioJob::new(cfg, &env).map_err(|e| anyhow::anyhow!("{}: {}: {}", p.label(), e.field, e.reason))
-}
-
 fn noop() -> Box<dyn elevator_core::Scheduler> {
     let info = registry::find("none").expect("none is registered");
     (info.build)(&Default::default(), &GroupTree::new()).expect("none has no tunables")
 }
 
 /// Run point `p` on the open target `file` (`size` bytes) for `runtime` after `ramp`, over its
-/// first `region` bytes.
+/// first `region` bytes; the figures are the point's own job's.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     p: &Point,
@@ -156,20 +205,18 @@ pub fn measure(
     stop: &'static AtomicBool,
     seed: u64,
 ) -> anyhow::Result<Figures> {
-    let cfg = p.config(region, runtime, ramp);
-    let fio = job(p, cfg, size, seed)?;
-    let jobs = vec![RealJob {
-        name: p.label(),
-        job: Box::new(fio),
-        group: GroupId::ROOT,
-        group_path: "/".into(),
-        prio: IoPrio::default(),
-        region: ByteRange {
-            start: 0,
-            end: region,
-        },
-        phase: 0,
-    }];
+    let jobs = jobs(p, region, size, runtime, ramp, seed)?
+        .into_iter()
+        .map(|(name, job, region)| RealJob {
+            name,
+            job: Box::new(job),
+            group: GroupId::ROOT,
+            group_path: "/".into(),
+            prio: IoPrio::default(),
+            region,
+            phase: 0,
+        })
+        .collect();
     let handle = file.try_clone().context("duplicate the target's handle")?;
     let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
         .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
@@ -202,17 +249,18 @@ pub fn simulate(
 ) -> anyhow::Result<Figures> {
     let capacity = device.capacity_sectors() * SECTOR_BYTES;
     let region = region.min(capacity);
-    let fio = job(p, p.config(region, runtime, ramp), capacity, 1)?;
     let mut sim = Simulation::new(device, noop(), GroupTree::new());
     sim.set_ramp(Nanos(ramp.as_nanos() as u64));
-    sim.add_job(JobSlot {
-        name: p.label(),
-        job: Box::new(fio),
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
+    for (name, job, _) in jobs(p, region, capacity, runtime, ramp, 1)? {
+        sim.add_job(JobSlot {
+            name,
+            job: Box::new(job),
+            group: GroupId::ROOT,
+            prio: IoPrio::default(),
+            start: Nanos::ZERO,
+            foreground: true,
+        });
+    }
     let r = sim.run(None);
     Ok(Figures::of(&r.jobs[0].metrics, r.end, p.writes()))
 }

@@ -2,9 +2,10 @@
 //! the io_uring executor and fit the SSD model to it, writing a drive spec that `--drive`
 //! accepts.
 //!
-//! The measurement ([`measure`]) is a fixed grid of 17 fio-like points (4 KiB random reads at
+//! The measurement ([`measure`]) is a fixed grid of 18 fio-like points (4 KiB random reads at
 //! queue depths 1 to 128, random reads of 16 KiB to 1 MiB, a 1 MiB sequential reader, 4 KiB
-//! random writes at depths 1 and 32, 1 MiB sequential writes at depths 1 and 32), sharing the
+//! random writes at depths 1 and 32, 1 MiB sequential writes at depths 1 and 32, and a 4 KiB random reader at depth 1 beside
+//! the 1 MiB writer at depth 32), sharing the
 //! `--duration` budget equally (a tenth of each point is ramp), under our `none`; the fit
 //! ([`fit`]) then sets the model's rates from them and prints each point measured beside
 //! predicted. Progress goes to stderr, drawn only on a terminal.
@@ -45,7 +46,7 @@ pub struct Args {
     /// Write the fitted spec here (default: standard output, the tables then go to stderr).
     #[arg(short = 'o', long, value_name = "SPEC.toml")]
     output: Option<PathBuf>,
-    /// Seconds of measuring in all, shared by the 17 points.
+    /// Seconds of measuring in all, shared by the 18 points.
     #[arg(long, value_name = "S", default_value_t = 120.0)]
     duration: f64,
     /// Bytes of the target to measure over (fio size suffixes: 4g). Default: all of an existing
@@ -245,8 +246,11 @@ mod tests {
         assert_eq!(bs.iter().max(), Some(&(1 << 20)));
         assert!(PLAN.iter().any(|p| p.writes() && p.bs == 4096));
         assert!(PLAN.iter().any(|p| p.writes() && p.bs == 1 << 20));
-        // Reads before writes: the writes fill the drive's buffer.
+        // Reads before writes: the writes fill the drive's buffer. The last point reads beside
+        // the writer.
         let first_write = PLAN.iter().position(Point::writes).unwrap();
-        assert!(PLAN[first_write..].iter().all(Point::writes));
+        assert!(PLAN[first_write..].iter().all(|p| p.writes() || p.beside));
+        assert!(PLAN[..first_write].iter().all(|p| !p.beside));
+        assert!(PLAN[PLAN.len() - 1].beside);
     }
 }
