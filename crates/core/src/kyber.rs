@@ -584,6 +584,21 @@ mod tests {
         assert_eq!(bucket(t, Nanos::from_secs(9)), 7);
     }
 
+    /// Mainline `calculate_percentile`: the percentile is the
+    /// bucket where the running count reaches `samples * percentile / 100` (rounded up).
+    #[test]
+    fn percentile_is_the_bucket_holding_the_ranked_sample() {
+        let mut s = Kyber::default();
+        s.histograms[0][TOTAL][0] = 440;
+        s.histograms[0][TOTAL][5] = 60;
+        // 500 samples: the 450th (p90) is in bucket 5, the 440th (p88) still in bucket 0.
+        assert_eq!(s.percentile(0, TOTAL, 90, Nanos::ZERO), Some(5));
+        assert_eq!(s.histograms[0][TOTAL], [0; BUCKETS]);
+        s.histograms[0][TOTAL][0] = 440;
+        s.histograms[0][TOTAL][5] = 60;
+        assert_eq!(s.percentile(0, TOTAL, 88, Nanos::ZERO), Some(0));
+    }
+
     #[test]
     fn a_domain_never_has_more_than_its_depth_at_the_device() {
         let mut s = Kyber::default();
