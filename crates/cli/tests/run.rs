@@ -152,3 +152,46 @@ fn an_unknown_scheduler_is_named() {
     assert!(!ok);
     assert!(err.contains("unknown scheduler \"elvis\""), "{err}");
 }
+
+#[test]
+fn run_writes_a_blktrace_of_every_request_with_jobs_as_processes() {
+    use elevator_workload::traces::blktrace::{BlkAction, BlkEvent, EventReader, EventSource};
+    let dir = tempfile::tempdir().unwrap();
+    if !direct_io_works(dir.path()) {
+        return;
+    }
+    let job = write_job(dir.path(), MIXED);
+    let target = dir.path().join("t.dat");
+    let bt = dir.path().join("bt");
+    let (ok, _, err) = elevator(&[
+        "run",
+        &job,
+        "--target",
+        target.to_str().unwrap(),
+        "--sched",
+        "mq-deadline",
+        "--blktrace-out",
+        bt.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let mut r = EventReader::open(&bt.join("mq-deadline.blktrace.0")).unwrap();
+    let ev: Vec<BlkEvent> = r.by_ref().map(Result::unwrap).collect();
+    let n = |a: BlkAction| ev.iter().filter(|e| e.action == a).count();
+    // The writer's 2 MiB in 64 KiB writes and the reader's 50 reads, each queued, inserted,
+    // dispatched and completed once.
+    assert_eq!(n(BlkAction::Queue), 32 + 50);
+    for a in [BlkAction::Insert, BlkAction::Issue, BlkAction::Complete] {
+        assert_eq!(n(a), 32 + 50, "{a:?}");
+    }
+    assert!(
+        ev.windows(2).all(|w| w[0].time <= w[1].time),
+        "in time order"
+    );
+    let reads = ev
+        .iter()
+        .filter(|e| e.action == BlkAction::Complete && e.op() == Some(elevator_core::Op::Read))
+        .count();
+    assert_eq!(reads, 50);
+    let names: Vec<_> = (1..=2).filter_map(|p| r.process_name(p)).collect();
+    assert_eq!(names, ["writer", "reader"]);
+}

@@ -7,6 +7,7 @@ pub mod list;
 pub mod mount;
 pub mod replay;
 pub mod run;
+pub mod run_blktrace;
 pub mod sim;
 pub mod sim_job;
 pub mod validate;

@@ -73,6 +73,10 @@ pub struct Args {
     /// CSV to PREFIX.<scheduler>.csv.
     #[arg(long, value_name = "PREFIX")]
     pub request_log: Option<PathBuf>,
+    /// Write what each scheduler did as a blktrace (`DIR/<scheduler>.blktrace.0`: Q, I, D and
+    /// C events with each job as a process), for blkparse, btt and iowatcher.
+    #[arg(long, value_name = "DIR")]
+    pub blktrace_out: Option<PathBuf>,
     /// Write an HTML page of the comparison table and plots (latency CDFs, seek map, queue
     /// depth, throughput per job) to DIR/index.html, the plots beside it as SVG.
     #[arg(long, value_name = "DIR")]
@@ -405,7 +409,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
             seed: args.seed,
             ramp,
-            request_log: args.request_log.is_some() || page.is_on(),
+            request_log: args.request_log.is_some() || args.blktrace_out.is_some() || page.is_on(),
             progress: None,
         };
         let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
@@ -422,6 +426,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
             std::fs::write(&p, elevator_real::report::request_log_csv(&report))
                 .with_context(|| format!("write {}", p.display()))?;
+        }
+        if let Some(dir) = &args.blktrace_out {
+            super::run_blktrace::write(dir, info.name, &report)?;
         }
         if args.output_format == Format::Normal {
             text.push_str(&fio_text(&report, &groupids));
