@@ -108,6 +108,9 @@ pub struct Args {
     /// leaves the priority alone.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=99))]
     pub rt: u8,
+    /// Also write the tables as a self-contained HTML page, DIR/index.html.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// One workload as run: its derived job file and what the table follows.
@@ -363,6 +366,22 @@ fn twin_of(ours: &str, kernel: &[String]) -> Option<String> {
         _ => return None,
     };
     kernel.iter().any(|x| x == k).then(|| k.to_string())
+}
+
+/// A markdown table (as `render` writes it) as a table of the HTML report.
+fn add_markdown_table(page: &mut crate::report::Report, caption: &str, markdown: &str) {
+    let cells = |line: &str| -> Vec<String> {
+        let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+        inner.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let mut lines = markdown.lines().filter(|l| l.trim_start().starts_with('|'));
+    let Some(header) = lines.next() else {
+        return;
+    };
+    let header = cells(header);
+    let rows: Vec<Vec<String>> = lines.skip(1).map(cells).collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    page.table(caption, &header, &rows);
 }
 
 /// SCHED_FIFO at `prio` for this process; children (fio) inherit it.
@@ -697,10 +716,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         command.join(" ")
     );
     let mut summary = Vec::new();
+    let mut page = crate::report::Report::new("elevator compare");
+    page.para(text.trim_end());
     for (wl, r) in workloads.iter().zip(&runs) {
         let rows = stats::table(r, &configs, &wl.metrics, &baseline, &twin);
         let _ = writeln!(text, "\n{} ({}):\n", wl.name, wl.about);
-        text.push_str(&render(wl, &rows, &baseline));
+        let table = render(wl, &rows, &baseline);
+        add_markdown_table(&mut page, &format!("{}: {}", wl.name, wl.about), &table);
+        text.push_str(&table);
         for row in &rows {
             if let Config::Ours(s) = &row.config {
                 if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
@@ -748,6 +771,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "runs": index,
     });
     std::fs::write(dir.join("table.md"), &text)?;
+    if let Some(report) = &args.report {
+        let index = page.write(report)?;
+        eprintln!("elevator compare: report in {}", index.display());
+    }
     std::fs::write(
         dir.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
@@ -762,6 +789,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn report_carries_each_markdown_table_row_by_row() {
+        let md = "intro\n\n| configuration | writer MB/s |\n|---|---:|\n| kernel none | 2,621 (1,650-3,941) |\n| elevator none | 2,171 |\n";
+        let mut page = crate::report::Report::new("t");
+        add_markdown_table(&mut page, "w1", md);
+        assert_eq!(page.counts(), (1, 0));
+        let dir = tempfile::tempdir().unwrap();
+        let html = std::fs::read_to_string(page.write(dir.path()).unwrap()).unwrap();
+        assert!(html.contains("2,621 (1,650-3,941)"), "{html}");
+        assert!(html.contains("elevator none"));
+        assert!(!html.contains("---:"), "the separator row is not a row");
+    }
 
     #[test]
     fn derive_sets_ramp_and_runtime_in_every_job_and_drops_filename() {
@@ -812,6 +852,7 @@ mod tests {
             json_dir: None,
             seed: 1,
             rt: 0,
+            report: None,
         };
         for (name, _, _) in BUILTIN {
             let w = load_workload(name, dir.path(), &args).unwrap();
@@ -860,6 +901,7 @@ mod tests {
             json_dir: Some(dir.path().join("out")),
             seed: 1,
             rt: 0,
+            report: None,
         };
         let e = run(args).unwrap_err().to_string();
         assert!(e.contains("needs root"), "{e}");
