@@ -252,3 +252,56 @@ fn sim_writes_a_blktrace_whose_counts_balance() {
     assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
     assert!(r.process_name(1).is_some());
 }
+
+#[test]
+fn replay_on_a_real_target_writes_a_blktrace_of_every_request() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.img");
+    let direct = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&target);
+    let Ok(f) = direct else {
+        eprintln!(
+            "skipped: {} does not support O_DIRECT",
+            dir.path().display()
+        );
+        return;
+    };
+    f.set_len(64 << 20).unwrap();
+    let mut text = String::new();
+    for i in 0..50u64 {
+        text.push_str(&format!("{:.3} 0 {} 8 1\n", i as f64 * 0.1, i * 64));
+    }
+    let trace = dir.path().join("reads.trace");
+    std::fs::write(&trace, text).unwrap();
+    let bt = dir.path().join("bt");
+    ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--format",
+        "disksim",
+        "--sched",
+        "deadline",
+        "--target",
+        target.to_str().unwrap(),
+        "--blktrace-out",
+        bt.to_str().unwrap(),
+    ]);
+    let mut r = EventReader::open(&bt.join("deadline.blktrace.0")).unwrap();
+    let ev: Vec<BlkEvent> = r.by_ref().map(Result::unwrap).collect();
+    let n = |a: BlkAction| ev.iter().filter(|e| e.action == a).count();
+    for a in [
+        BlkAction::Queue,
+        BlkAction::Insert,
+        BlkAction::Issue,
+        BlkAction::Complete,
+    ] {
+        assert_eq!(n(a), 50, "{a:?}");
+    }
+    assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
+    assert_eq!(r.process_name(1).as_deref(), Some("replay"));
+}

@@ -179,12 +179,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let groups = GroupTree::new();
         let sched = (info.build)(&settings, &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
-        let writer = match &args.blktrace_out {
-            Some(dir) => Some(Rc::new(RefCell::new(
+        // On the simulator the trace is written as the requests go; on a real target, from the
+        // executor's request log after the run.
+        let writer = match (&args.blktrace_out, &spec) {
+            (Some(dir), Some(_)) => Some(Rc::new(RefCell::new(
                 BlktraceWriter::create(dir, info.name)
                     .with_context(|| format!("--blktrace-out {}", dir.display()))?,
             ))),
-            None => None,
+            _ => None,
         };
         let source = open(&args.traces, opts)?;
         let (total, end, device, outcome) = match (&spec, &real) {
@@ -226,9 +228,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 (total, report.end, report.device.clone(), outcome)
             }
             (None, Some((tgt, name))) => {
-                if writer.is_some() {
-                    bail!("--blktrace-out is not yet supported with --target");
-                }
                 let capacity = tgt.size / SECTOR_BYTES;
                 let (job, outcome) =
                     ReplayJob::new("replay", source, replay_options(&args, capacity))
@@ -256,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let live = crate::progress::Live::start(info.name, None);
                 let run_opts = RunOptions {
                     progress: Some(live.counter()),
-                    request_log: page.is_on(),
+                    request_log: page.is_on() || args.blktrace_out.is_some(),
                     ..RunOptions::default()
                 };
                 let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts);
@@ -265,6 +264,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Ok(r) => r,
                     Err(f) => bail!("scheduler {}: {}", info.name, f.error),
                 };
+                if let Some(dir) = &args.blktrace_out {
+                    super::run_blktrace::write(dir, info.name, &report)?;
+                }
                 crate::report::real::run_plots(&page, name, &report)?;
                 latencies.push(crate::plot::Samples {
                     label: info.name.to_string(),
