@@ -35,13 +35,7 @@ impl DriveModel {
     /// Reads and checks a drive TOML of either kind.
     pub fn load(path: impl AsRef<Path>) -> Result<DriveModel, SpecError> {
         let path = path.as_ref();
-        let text = crate::located::read_spec(path).map_err(|message| SpecError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message,
-        })?;
-        DriveModel::parse(&text, path)
+        DriveModel::parse(&SpecError::read(path)?, path)
     }
 
     /// Parses and checks drive TOML text of either kind; `path` names it in errors.

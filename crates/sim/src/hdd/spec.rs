@@ -394,6 +394,29 @@ pub struct SpecError {
     pub message: String,
 }
 
+impl SpecError {
+    /// Reads a spec file within the size limit, or the error naming it.
+    pub(crate) fn read(path: &Path) -> Result<String, SpecError> {
+        crate::located::read_spec(path).map_err(|message| SpecError {
+            file: path.to_path_buf(),
+            line: None,
+            field: String::new(),
+            message,
+        })
+    }
+
+    /// A TOML syntax or type error in `text` (read from `path`), located by line and field.
+    pub(crate) fn from_toml(e: &toml::de::Error, text: &str, path: &Path) -> SpecError {
+        let (field, message) = split_toml_message(e.message());
+        SpecError {
+            file: path.to_path_buf(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            field,
+            message,
+        }
+    }
+}
+
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         crate::located::write_located(
@@ -452,27 +475,13 @@ impl DriveSpec {
     /// Reads and checks a TOML drive spec.
     pub fn load(path: impl AsRef<Path>) -> Result<DriveSpec, SpecError> {
         let path = path.as_ref();
-        let text = crate::located::read_spec(path).map_err(|message| SpecError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message,
-        })?;
-        DriveSpec::parse(&text, path)
+        DriveSpec::parse(&SpecError::read(path)?, path)
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<DriveSpec, SpecError> {
-        let spec: DriveSpec = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| line_of(text, s.start));
-            let (field, message) = split_toml_message(e.message());
-            SpecError {
-                file: path.to_path_buf(),
-                line,
-                field,
-                message,
-            }
-        })?;
+        let spec: DriveSpec =
+            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
         spec.check().map_err(|(field, message)| SpecError {
             file: path.to_path_buf(),
             line: locate(text, &field),

@@ -256,35 +256,13 @@ impl SsdSpec {
     /// Reads and checks a TOML SSD spec.
     pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, SpecError> {
         let path = path.as_ref();
-        let text = crate::located::read_spec(path).map_err(|message| SpecError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message,
-        })?;
-        SsdSpec::parse(&text, path)
+        SsdSpec::parse(&SpecError::read(path)?, path)
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<SsdSpec, SpecError> {
-        let spec: SsdSpec = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = e.message().trim().to_string();
-            let field = msg
-                .split('`')
-                .nth(1)
-                .filter(|_| msg.contains("field"))
-                .unwrap_or("")
-                .to_string();
-            SpecError {
-                file: path.to_path_buf(),
-                line,
-                field,
-                message: msg,
-            }
-        })?;
+        let spec: SsdSpec =
+            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
         spec.validate().map_err(|e| SpecError {
             file: path.to_path_buf(),
             line: crate::hdd::spec::locate(text, &e.field),
