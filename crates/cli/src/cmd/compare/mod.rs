@@ -368,22 +368,6 @@ fn twin_of(ours: &str, kernel: &[String]) -> Option<String> {
     kernel.iter().any(|x| x == k).then(|| k.to_string())
 }
 
-/// A markdown table (as `render` writes it) as a table of the HTML report.
-fn add_markdown_table(page: &mut crate::report::Report, caption: &str, markdown: &str) {
-    let cells = |line: &str| -> Vec<String> {
-        let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
-        inner.split('|').map(|c| c.trim().to_string()).collect()
-    };
-    let mut lines = markdown.lines().filter(|l| l.trim_start().starts_with('|'));
-    let Some(header) = lines.next() else {
-        return;
-    };
-    let header = cells(header);
-    let rows: Vec<Vec<String>> = lines.skip(1).map(cells).collect();
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    page.table(caption, &header, &rows);
-}
-
 /// SCHED_FIFO at `prio` for this process; children (fio) inherit it.
 fn set_realtime(prio: u8) -> anyhow::Result<()> {
     let param = libc::sched_param {
@@ -448,7 +432,8 @@ fn cell(s: Option<Spread>, f: fn(f64) -> String) -> String {
 }
 
 /// A workload's table, markdown.
-fn render(wl: &Workload, rows: &[Row], baseline: &Config) -> String {
+/// The comparison table of one workload: its header and one row of cells per configuration.
+fn table_cells(wl: &Workload, rows: &[Row], baseline: &Config) -> (Vec<String>, Vec<Vec<String>>) {
     let base = match baseline {
         Config::Kernel(k) => k.clone(),
         c => c.label(),
@@ -463,11 +448,34 @@ fn render(wl: &Workload, rows: &[Row], baseline: &Config) -> String {
         head.push("x kernel's".into());
     }
     head.push("dominated by".into());
-    let mut out = format!("| {} |\n", head.join(" | "));
-    let aligns: Vec<&str> = head
+    let body = rows
         .iter()
-        .enumerate()
-        .map(|(i, _)| {
+        .map(|row| {
+            let mut cells = vec![row.config.to_string()];
+            for (m, c) in wl.metrics.iter().zip(&row.cells) {
+                cells.push(cell(c.value, group_digits));
+                cells.push(cell(c.vs_baseline, ratio));
+                if m.measure == Measure::ReadIops {
+                    cells.push(cell(c.vs_alone, ratio));
+                }
+                cells.push(cell(c.vs_kernel_twin, ratio));
+            }
+            cells.push(match (&row.config, row.dominated_by.is_empty()) {
+                (Config::Ours(_), true) => "-".into(),
+                (Config::Ours(_), false) => row.dominated_by.join(", "),
+                _ => String::new(),
+            });
+            cells
+        })
+        .collect();
+    (head, body)
+}
+
+/// A markdown table: the first and last columns left-aligned, the figures right-aligned.
+fn markdown(head: &[String], body: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n", head.join(" | "));
+    let aligns: Vec<&str> = (0..head.len())
+        .map(|i| {
             if i == 0 || i == head.len() - 1 {
                 "---"
             } else {
@@ -476,21 +484,7 @@ fn render(wl: &Workload, rows: &[Row], baseline: &Config) -> String {
         })
         .collect();
     let _ = writeln!(out, "|{}|", aligns.join("|"));
-    for row in rows {
-        let mut cells = vec![row.config.to_string()];
-        for (m, c) in wl.metrics.iter().zip(&row.cells) {
-            cells.push(cell(c.value, group_digits));
-            cells.push(cell(c.vs_baseline, ratio));
-            if m.measure == Measure::ReadIops {
-                cells.push(cell(c.vs_alone, ratio));
-            }
-            cells.push(cell(c.vs_kernel_twin, ratio));
-        }
-        cells.push(match (&row.config, row.dominated_by.is_empty()) {
-            (Config::Ours(_), true) => "-".into(),
-            (Config::Ours(_), false) => row.dominated_by.join(", "),
-            _ => String::new(),
-        });
+    for cells in body {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
@@ -721,9 +715,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (wl, r) in workloads.iter().zip(&runs) {
         let rows = stats::table(r, &configs, &wl.metrics, &baseline, &twin);
         let _ = writeln!(text, "\n{} ({}):\n", wl.name, wl.about);
-        let table = render(wl, &rows, &baseline);
-        add_markdown_table(&mut page, &format!("{}: {}", wl.name, wl.about), &table);
-        text.push_str(&table);
+        let (head, body) = table_cells(wl, &rows, &baseline);
+        let head_refs: Vec<&str> = head.iter().map(String::as_str).collect();
+        page.table(&format!("{}: {}", wl.name, wl.about), &head_refs, &body);
+        text.push_str(&markdown(&head, &body));
         for row in &rows {
             if let Config::Ours(s) = &row.config {
                 if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
@@ -791,10 +786,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn report_carries_each_markdown_table_row_by_row() {
-        let md = "intro\n\n| configuration | writer MB/s |\n|---|---:|\n| kernel none | 2,621 (1,650-3,941) |\n| elevator none | 2,171 |\n";
+    fn report_and_markdown_carry_the_same_table_row_by_row() {
+        let head: Vec<String> = ["configuration", "writer MB/s"].map(String::from).into();
+        let body = vec![
+            vec!["kernel none".to_string(), "2,621 (1,650-3,941)".to_string()],
+            vec!["elevator none".to_string(), "2,171".to_string()],
+        ];
+        let md = markdown(&head, &body);
+        assert_eq!(
+            md,
+            "| configuration | writer MB/s |\n|---|---|\n| kernel none | 2,621 (1,650-3,941) |\n\
+             | elevator none | 2,171 |\n"
+        );
         let mut page = crate::report::Report::new("t");
-        add_markdown_table(&mut page, "w1", md);
+        page.table("w1", &["configuration", "writer MB/s"], &body);
         assert_eq!(page.counts(), (1, 0));
         let dir = tempfile::tempdir().unwrap();
         let html = std::fs::read_to_string(page.write(dir.path()).unwrap()).unwrap();
