@@ -222,6 +222,8 @@ pub struct LatencyGuard {
     writes_in_flight: VecDeque<(RequestId, Nanos)>,
     /// The device latencies of the last writes completed (a ring of WRITE_LAT_HISTORY).
     write_lats: VecDeque<u64>,
+    /// The median of `write_lats`, kept as they change (dispatch reads it on every call).
+    write_lat_median: Option<u64>,
     read_dispatched: HashMap<RequestId, Nanos>,
     depth: u32,
     overshoot: Option<(u32, Nanos)>,
@@ -243,6 +245,7 @@ impl LatencyGuard {
             reads_in_flight: 0,
             writes_in_flight: VecDeque::new(),
             write_lats: VecDeque::with_capacity(WRITE_LAT_HISTORY),
+            write_lat_median: None,
             read_dispatched: HashMap::new(),
             overshoot: None,
             window_start: None,
@@ -282,15 +285,11 @@ impl LatencyGuard {
     /// How long a write may be outstanding before it counts as stalled, from the median of the
     /// recent write latencies (`None`: the rule is off or no write has completed yet).
     pub fn stall_after(&self) -> Option<Nanos> {
-        if self.cfg.stall_factor == 0 || self.write_lats.is_empty() {
+        if self.cfg.stall_factor == 0 {
             return None;
         }
-        let mut v: Vec<u64> = self.write_lats.iter().copied().collect();
-        let mid = v.len() / 2;
-        let (_, median, _) = v.select_nth_unstable(mid);
-        Some(Nanos(
-            median.saturating_mul(u64::from(self.cfg.stall_factor)),
-        ))
+        self.write_lat_median
+            .map(|m| Nanos(m.saturating_mul(u64::from(self.cfg.stall_factor))))
     }
 
     /// Writes in flight that count toward the depth at `now` (not stalled), and when the
@@ -394,6 +393,9 @@ impl Scheduler for LatencyGuard {
                     self.write_lats.pop_front();
                 }
                 self.write_lats.push_back(now.saturating_sub(at).as_ns());
+                let mut v: Vec<u64> = self.write_lats.iter().copied().collect();
+                let mid = v.len() / 2;
+                self.write_lat_median = Some(*v.select_nth_unstable(mid).1);
             }
             return;
         }
