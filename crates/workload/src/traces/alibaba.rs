@@ -6,96 +6,46 @@
 //! separate file, are not needed. Lines of length 0 are skipped. Names in errors:
 //! `device_id`, `opcode`, `offset`, `length`, `timestamp`.
 
-use elevator_core::{Nanos, Op};
+use elevator_core::Op;
 
-use super::lines::{parse_u64, show, split_fields, Here, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::csv::{narrow, number, scaled, volume_request, CsvFormat, CsvReader};
+use super::lines::{show, Here};
+use super::stream::TraceRecord;
 use super::TraceError;
 
+/// The Alibaba block-trace CSV format.
+pub struct Alibaba;
+
 /// An Alibaba block trace, request by request.
-pub struct AlibabaReader {
-    lines: Lines,
-    done: bool,
-}
+pub type AlibabaReader = CsvReader<Alibaba>;
 
-impl AlibabaReader {
-    /// Read records from `lines`.
-    pub fn new(lines: Lines) -> AlibabaReader {
-        AlibabaReader { lines, done: false }
-    }
+impl CsvFormat for Alibaba {
+    const FIELDS: usize = 5;
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
-        loop {
-            let Some((line, at)) = self.lines.next_line()? else {
-                return Ok(None);
-            };
-            if line.is_empty() {
-                continue;
-            }
-            let mut f: [&[u8]; 5] = [&[]; 5];
-            let n = split_fields(line, b',', &mut f);
-            if at.line == 1 && parse_u64(f[0]).is_none() {
-                continue; // a header
-            }
-            if n != 5 {
-                return Err(at.error("", format!("{n} fields, expected 5")));
-            }
-            let num = |i: usize, name: &'static str, at: &Here| {
-                parse_u64(f[i])
-                    .ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
-            };
-            let dev = num(0, "device_id", &at)?;
-            let op = match f[1] {
-                b"R" | b"r" => Op::Read,
-                b"W" | b"w" => Op::Write,
-                o => return Err(at.error("opcode", format!("{} is not R or W", show(o)))),
-            };
-            let offset = num(2, "offset", &at)?;
-            let length = num(3, "length", &at)?;
-            let us = num(4, "timestamp", &at)?;
-            if length == 0 {
-                continue;
-            }
-            let dev = u32::try_from(dev).map_err(|_| at.error("device_id", "too large"))?;
-            let sectors =
-                u32::try_from(length.div_ceil(512)).map_err(|_| at.error("length", "too large"))?;
-            let time = us
-                .checked_mul(1000)
-                .ok_or_else(|| at.error("timestamp", "too large"))?;
-            return Ok(Some(TraceRecord {
-                time: Nanos(time),
-                process: dev,
-                device: dev,
-                op,
-                sync: op == Op::Read,
-                meta: false,
-                sector: offset / 512,
-                sectors,
-                service: None,
-            }));
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+        let dev = number(f, 0, "device_id", at)?;
+        let op = match f[1] {
+            b"R" | b"r" => Op::Read,
+            b"W" | b"w" => Op::Write,
+            o => return Err(at.error("opcode", format!("{} is not R or W", show(o)))),
+        };
+        let offset = number(f, 2, "offset", at)?;
+        let length = number(f, 3, "length", at)?;
+        let us = number(f, 4, "timestamp", at)?;
+        if length == 0 {
+            return Ok(None);
         }
+        let dev = narrow(dev, "device_id", at)?;
+        let sectors = narrow(length.div_ceil(512), "length", at)?;
+        let time = scaled(us, 1000, "timestamp", at)?;
+        Ok(Some(volume_request(time, dev, op, offset / 512, sectors)))
     }
 }
-
-impl Iterator for AlibabaReader {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
-    }
-}
-
-impl RecordSource for AlibabaReader {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traces::lines::Lines;
 
     fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
         AlibabaReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "io_traces.csv")).collect()

@@ -12,6 +12,7 @@ pub mod alibaba;
 pub mod blkparse;
 pub mod blktrace;
 pub mod blktrace_out;
+pub mod csv;
 pub mod disksim_ascii;
 pub mod fio_iolog;
 pub mod lines;

@@ -9,102 +9,50 @@
 
 use elevator_core::{Nanos, Op};
 
-use super::lines::{parse_u64, show, split_fields, Here, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::csv::{narrow, number, volume_request, CsvFormat, CsvReader};
+use super::lines::{show, Here};
+use super::stream::TraceRecord;
 use super::TraceError;
 
+/// The MSR Cambridge CSV format.
+pub struct Msr;
+
 /// An MSR Cambridge CSV trace, request by request.
-pub struct MsrReader {
-    lines: Lines,
-    done: bool,
-}
+pub type MsrReader = CsvReader<Msr>;
 
-impl MsrReader {
-    /// Read records from `lines`.
-    pub fn new(lines: Lines) -> MsrReader {
-        MsrReader { lines, done: false }
-    }
+impl CsvFormat for Msr {
+    const FIELDS: usize = 7;
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
-        loop {
-            let Some((line, at)) = self.lines.next_line()? else {
-                return Ok(None);
-            };
-            if line.is_empty() {
-                continue;
-            }
-            let mut f: [&[u8]; 7] = [&[]; 7];
-            let n = split_fields(line, b',', &mut f);
-            if n != 7 {
-                if at.line == 1 && parse_u64(f[0]).is_none() {
-                    continue;
-                }
-                return Err(at.error("", format!("{n} fields, expected 7")));
-            }
-            let Some(ticks) = parse_u64(f[0]) else {
-                if at.line == 1 {
-                    continue; // the header
-                }
-                return Err(at.error("Timestamp", format!("cannot parse {}", show(f[0]))));
-            };
-            let num = |i: usize, name: &'static str, at: &Here| {
-                parse_u64(f[i])
-                    .ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
-            };
-            let disk = num(2, "DiskNumber", &at)?;
-            let op = match f[3] {
-                b"Read" | b"read" => Op::Read,
-                b"Write" | b"write" => Op::Write,
-                other => {
-                    return Err(at.error("Type", format!("{} is not Read or Write", show(other))))
-                }
-            };
-            let offset = num(4, "Offset", &at)?;
-            let size = num(5, "Size", &at)?;
-            let response = num(6, "ResponseTime", &at)?;
-            if size == 0 {
-                continue;
-            }
-            let time = ticks
-                .checked_mul(100)
-                .ok_or_else(|| at.error("Timestamp", "beyond year 2185"))?;
-            let disk = u32::try_from(disk).map_err(|_| at.error("DiskNumber", "too large"))?;
-            let sectors =
-                u32::try_from(size.div_ceil(512)).map_err(|_| at.error("Size", "too large"))?;
-            return Ok(Some(TraceRecord {
-                time: Nanos(time),
-                process: disk,
-                device: disk,
-                op,
-                sync: op == Op::Read,
-                meta: false,
-                sector: offset / 512,
-                sectors,
-                service: Some(Nanos(response.saturating_mul(100))),
-            }));
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+        let ticks = number(f, 0, "Timestamp", at)?;
+        let disk = number(f, 2, "DiskNumber", at)?;
+        let op = match f[3] {
+            b"Read" | b"read" => Op::Read,
+            b"Write" | b"write" => Op::Write,
+            other => return Err(at.error("Type", format!("{} is not Read or Write", show(other)))),
+        };
+        let offset = number(f, 4, "Offset", at)?;
+        let size = number(f, 5, "Size", at)?;
+        let response = number(f, 6, "ResponseTime", at)?;
+        if size == 0 {
+            return Ok(None);
         }
+        let time = ticks
+            .checked_mul(100)
+            .ok_or_else(|| at.error("Timestamp", "beyond year 2185"))?;
+        let disk = narrow(disk, "DiskNumber", at)?;
+        let sectors = narrow(size.div_ceil(512), "Size", at)?;
+        Ok(Some(TraceRecord {
+            service: Some(Nanos(response.saturating_mul(100))),
+            ..volume_request(time, disk, op, offset / 512, sectors)
+        }))
     }
 }
-
-impl Iterator for MsrReader {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
-    }
-}
-
-impl RecordSource for MsrReader {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traces::lines::Lines;
 
     fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
         MsrReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "web_0.csv")).collect()

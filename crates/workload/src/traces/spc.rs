@@ -6,102 +6,52 @@
 //! trace began; fields after the fifth are ignored. Lines of size 0 are skipped. Names in
 //! errors: `ASU`, `LBA`, `Size`, `Opcode`, `Timestamp`.
 
-use elevator_core::{Nanos, Op};
+use elevator_core::Op;
 
-use super::lines::{parse_fixed, parse_u64, show, split_fields, trim, Here, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::csv::{narrow, number, volume_request, CsvFormat, CsvReader};
+use super::lines::{parse_fixed, show, Here};
+use super::stream::TraceRecord;
 use super::TraceError;
 
+/// The SPC / UMass CSV format.
+pub struct Spc;
+
 /// An SPC trace, request by request.
-pub struct SpcReader {
-    lines: Lines,
-    done: bool,
-}
+pub type SpcReader = CsvReader<Spc>;
 
-impl SpcReader {
-    /// Read records from `lines`.
-    pub fn new(lines: Lines) -> SpcReader {
-        SpcReader { lines, done: false }
-    }
+impl CsvFormat for Spc {
+    const FIELDS: usize = 5;
+    const EXTRA_FIELDS_OK: bool = true;
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
-        loop {
-            let Some((line, at)) = self.lines.next_line()? else {
-                return Ok(None);
-            };
-            let line = trim(line);
-            if line.is_empty() {
-                continue;
-            }
-            let mut f: [&[u8]; 5] = [&[]; 5];
-            let n = split_fields(line, b',', &mut f);
-            for x in f.iter_mut() {
-                *x = trim(x);
-            }
-            if at.line == 1 && parse_u64(f[0]).is_none() {
-                continue; // a header
-            }
-            if n < 5 {
-                return Err(at.error("", format!("{n} fields, expected 5")));
-            }
-            let num = |i: usize, name: &'static str, at: &Here| {
-                parse_u64(f[i])
-                    .ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
-            };
-            let asu = num(0, "ASU", &at)?;
-            let lba = num(1, "LBA", &at)?;
-            let size = num(2, "Size", &at)?;
-            let op = match f[3] {
-                b"r" | b"R" => Op::Read,
-                b"w" | b"W" => Op::Write,
-                o => return Err(at.error("Opcode", format!("{} is not r or w", show(o)))),
-            };
-            let time = parse_fixed(f[4], 9).ok_or_else(|| {
-                at.error(
-                    "Timestamp",
-                    format!("cannot parse {} as seconds", show(f[4])),
-                )
-            })?;
-            if size == 0 {
-                continue;
-            }
-            let asu = u32::try_from(asu).map_err(|_| at.error("ASU", "too large"))?;
-            let sectors =
-                u32::try_from(size.div_ceil(512)).map_err(|_| at.error("Size", "too large"))?;
-            return Ok(Some(TraceRecord {
-                time: Nanos(time),
-                process: asu,
-                device: asu,
-                op,
-                sync: op == Op::Read,
-                meta: false,
-                sector: lba,
-                sectors,
-                service: None,
-            }));
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+        let asu = number(f, 0, "ASU", at)?;
+        let lba = number(f, 1, "LBA", at)?;
+        let size = number(f, 2, "Size", at)?;
+        let op = match f[3] {
+            b"r" | b"R" => Op::Read,
+            b"w" | b"W" => Op::Write,
+            o => return Err(at.error("Opcode", format!("{} is not r or w", show(o)))),
+        };
+        let time = parse_fixed(f[4], 9).ok_or_else(|| {
+            at.error(
+                "Timestamp",
+                format!("cannot parse {} as seconds", show(f[4])),
+            )
+        })?;
+        if size == 0 {
+            return Ok(None);
         }
+        let asu = narrow(asu, "ASU", at)?;
+        let sectors = narrow(size.div_ceil(512), "Size", at)?;
+        Ok(Some(volume_request(time, asu, op, lba, sectors)))
     }
 }
-
-impl Iterator for SpcReader {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
-    }
-}
-
-impl RecordSource for SpcReader {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traces::lines::Lines;
+    use elevator_core::Nanos;
 
     fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
         SpcReader::new(Lines::from_bytes(

@@ -6,95 +6,46 @@
 //! (read) or 1 (write). The volume is the record's process and device. Lines of size 0 are
 //! skipped. Names in errors: `Timestamp`, `Offset`, `Size`, `IOType`, `VolumeID`.
 
-use elevator_core::{Nanos, Op};
+use elevator_core::Op;
 
-use super::lines::{parse_u64, show, split_fields, Here, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::csv::{narrow, number, scaled, volume_request, CsvFormat, CsvReader};
+use super::lines::{show, Here};
+use super::stream::TraceRecord;
 use super::TraceError;
 
+/// The Tencent CBS CSV format.
+pub struct Tencent;
+
 /// A Tencent CBS trace, request by request.
-pub struct TencentReader {
-    lines: Lines,
-    done: bool,
-}
+pub type TencentReader = CsvReader<Tencent>;
 
-impl TencentReader {
-    /// Read records from `lines`.
-    pub fn new(lines: Lines) -> TencentReader {
-        TencentReader { lines, done: false }
-    }
+impl CsvFormat for Tencent {
+    const FIELDS: usize = 5;
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
-        loop {
-            let Some((line, at)) = self.lines.next_line()? else {
-                return Ok(None);
-            };
-            if line.is_empty() {
-                continue;
-            }
-            let mut f: [&[u8]; 5] = [&[]; 5];
-            let n = split_fields(line, b',', &mut f);
-            if at.line == 1 && parse_u64(f[0]).is_none() {
-                continue; // a header
-            }
-            if n != 5 {
-                return Err(at.error("", format!("{n} fields, expected 5")));
-            }
-            let num = |i: usize, name: &'static str, at: &Here| {
-                parse_u64(f[i])
-                    .ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
-            };
-            let secs = num(0, "Timestamp", &at)?;
-            let offset = num(1, "Offset", &at)?;
-            let size = num(2, "Size", &at)?;
-            let op = match f[3] {
-                b"0" => Op::Read,
-                b"1" => Op::Write,
-                o => return Err(at.error("IOType", format!("{} is not 0 or 1", show(o)))),
-            };
-            let vol = num(4, "VolumeID", &at)?;
-            if size == 0 {
-                continue;
-            }
-            let vol = u32::try_from(vol).map_err(|_| at.error("VolumeID", "too large"))?;
-            let sectors = u32::try_from(size).map_err(|_| at.error("Size", "too large"))?;
-            let time = secs
-                .checked_mul(1_000_000_000)
-                .ok_or_else(|| at.error("Timestamp", "too large"))?;
-            return Ok(Some(TraceRecord {
-                time: Nanos(time),
-                process: vol,
-                device: vol,
-                op,
-                sync: op == Op::Read,
-                meta: false,
-                sector: offset,
-                sectors,
-                service: None,
-            }));
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+        let secs = number(f, 0, "Timestamp", at)?;
+        let offset = number(f, 1, "Offset", at)?;
+        let size = number(f, 2, "Size", at)?;
+        let op = match f[3] {
+            b"0" => Op::Read,
+            b"1" => Op::Write,
+            o => return Err(at.error("IOType", format!("{} is not 0 or 1", show(o)))),
+        };
+        let vol = number(f, 4, "VolumeID", at)?;
+        if size == 0 {
+            return Ok(None);
         }
+        let vol = narrow(vol, "VolumeID", at)?;
+        let sectors = narrow(size, "Size", at)?;
+        let time = scaled(secs, 1_000_000_000, "Timestamp", at)?;
+        Ok(Some(volume_request(time, vol, op, offset, sectors)))
     }
 }
-
-impl Iterator for TencentReader {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
-    }
-}
-
-impl RecordSource for TencentReader {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traces::lines::Lines;
 
     fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
         TencentReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "cbs.csv")).collect()

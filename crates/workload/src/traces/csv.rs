@@ -1,0 +1,131 @@
+//! The comma-separated block-trace formats (MSR Cambridge, SPC / UMass, Alibaba, Tencent CBS)
+//! read by one streaming reader: each format says only how many fields a line has and how
+//! those fields become a record; header lines, blank lines, field counts, numbers and the stop
+//! at the first error are handled here once.
+
+use std::marker::PhantomData;
+
+use elevator_core::{Nanos, Op};
+
+use super::lines::{parse_u64, show, split_fields, trim, Here, Lines};
+use super::stream::{RecordSource, TraceRecord};
+use super::TraceError;
+
+/// The most fields a line may have that a format reads; later ones are counted, not kept.
+const MAX_FIELDS: usize = 8;
+
+/// One comma-separated trace format.
+pub trait CsvFormat {
+    /// How many fields a line has.
+    const FIELDS: usize;
+    /// Whether more than [`Self::FIELDS`] fields are allowed (and ignored).
+    const EXTRA_FIELDS_OK: bool = false;
+    /// The record one line's fields (spaces trimmed) describe, or `None` to skip the line
+    /// (a request of size 0).
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError>;
+}
+
+/// A comma-separated trace read request by request until its end or its first error. A first
+/// line whose first field is not a number is a header and skipped; blank lines are skipped.
+pub struct CsvReader<F> {
+    lines: Lines,
+    done: bool,
+    format: PhantomData<F>,
+}
+
+impl<F: CsvFormat> CsvReader<F> {
+    /// Read records from `lines`.
+    pub fn new(lines: Lines) -> CsvReader<F> {
+        CsvReader {
+            lines,
+            done: false,
+            format: PhantomData,
+        }
+    }
+
+    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+        loop {
+            let Some((line, at)) = self.lines.next_line()? else {
+                return Ok(None);
+            };
+            let line = trim(line);
+            if line.is_empty() {
+                continue;
+            }
+            let mut f: [&[u8]; MAX_FIELDS] = [&[]; MAX_FIELDS];
+            let n = split_fields(line, b',', &mut f);
+            for x in f.iter_mut() {
+                *x = trim(x);
+            }
+            if at.line == 1 && parse_u64(f[0]).is_none() {
+                continue; // a header
+            }
+            let count_ok = n == F::FIELDS || (F::EXTRA_FIELDS_OK && n > F::FIELDS);
+            if !count_ok {
+                return Err(at.error("", format!("{n} fields, expected {}", F::FIELDS)));
+            }
+            if let Some(r) = F::record(&f[..F::FIELDS], &at)? {
+                return Ok(Some(r));
+            }
+        }
+    }
+}
+
+impl<F: CsvFormat> Iterator for CsvReader<F> {
+    type Item = Result<TraceRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.read_record().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
+
+impl<F: CsvFormat> RecordSource for CsvReader<F> {}
+
+/// Field `i` as an unsigned integer, or an error naming it.
+pub(crate) fn number(
+    f: &[&[u8]],
+    i: usize,
+    name: &'static str,
+    at: &Here,
+) -> Result<u64, TraceError> {
+    parse_u64(f[i]).ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
+}
+
+/// `v` as a `u32`, or "too large" naming field `name`.
+pub(crate) fn narrow(v: u64, name: &'static str, at: &Here) -> Result<u32, TraceError> {
+    u32::try_from(v).map_err(|_| at.error(name, "too large"))
+}
+
+/// `v` times `scale`, or "too large" naming field `name` (time unit conversions).
+pub(crate) fn scaled(v: u64, scale: u64, name: &'static str, at: &Here) -> Result<u64, TraceError> {
+    v.checked_mul(scale)
+        .ok_or_else(|| at.error(name, "too large"))
+}
+
+/// The record of a request from a volume (process and device both `volume`), synchronous
+/// when it is a read, as the CSV formats carry no flags.
+pub(crate) fn volume_request(
+    time: u64,
+    volume: u32,
+    op: Op,
+    sector: u64,
+    sectors: u32,
+) -> TraceRecord {
+    TraceRecord {
+        time: Nanos(time),
+        process: volume,
+        device: volume,
+        op,
+        sync: op == Op::Read,
+        meta: false,
+        sector,
+        sectors,
+        service: None,
+    }
+}
