@@ -54,7 +54,7 @@ impl<F: CsvFormat> CsvReader<F> {
             }
             let mut f: [&[u8]; MAX_FIELDS] = [&[]; MAX_FIELDS];
             let n = split_fields(line, b',', &mut f);
-            for x in f.iter_mut() {
+            for x in f.iter_mut().take(n) {
                 *x = trim(x);
             }
             if at.line == 1 && parse_u64(f[0]).is_none() {
