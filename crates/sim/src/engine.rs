@@ -17,6 +17,10 @@
 //! completion path, and the woken process issues its next request later (the "deceptive
 //! idleness" the anticipatory scheduler was written for).
 //!
+//! With a host CPU model ([`Simulation::set_host_cpu`], none by default) an issued I/O reaches
+//! the scheduler once its core (and the scheduler's lock, if it has one) is done with it
+//! ([`crate::cpu`]); its latency counts from when it was issued.
+//!
 //! On request ([`Simulation::record_requests`], off by default) the engine keeps a
 //! [`RequestRecord`] of every request: who issued it, where, and when it was inserted,
 //! dispatched and completed, for plots (seek maps, latency CDFs, queue depth over time).
@@ -34,6 +38,7 @@ use elevator_workload::traces::blktrace_out::{IoEvent, IoObserver};
 use elevator_workload::{Action, Job};
 use serde::Serialize;
 
+use crate::cpu::{CpuSpec, HostCpu};
 use crate::device::Device;
 
 /// A job placed in a simulation.
@@ -173,6 +178,10 @@ enum Event {
         job: u32,
         tag: u64,
     },
+    /// An issued I/O is through the host CPU ([`Simulation::cpu_pending`]).
+    Submit {
+        key: u64,
+    },
 }
 
 struct Outstanding {
@@ -248,6 +257,10 @@ pub struct Simulation {
     records: Option<Vec<RequestRecord>>,
     /// Requests completed, counted for a progress display on another thread.
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The host's cores and the scheduler's lock, when modelled.
+    cpu: Option<HostCpu>,
+    /// I/O issued and still on the host CPU, by key: (job, what, when issued).
+    cpu_pending: FxHashMap<u64, (u32, elevator_workload::IoSpec, Nanos)>,
 }
 
 impl Simulation {
@@ -280,7 +293,16 @@ impl Simulation {
             ramp: Nanos::ZERO,
             records: None,
             progress: None,
+            cpu: None,
+            cpu_pending: FxHashMap::default(),
         }
+    }
+
+    /// Charge every I/O the host CPU time `spec` gives the simulation's scheduler
+    /// ([`crate::cpu`]): an I/O reaches the scheduler when its core and the scheduler's lock
+    /// are done with it. Off by default (I/O reaches the scheduler when issued).
+    pub fn set_host_cpu(&mut self, spec: &CpuSpec) {
+        self.cpu = Some(HostCpu::new(spec, self.sched.name()));
     }
 
     /// Count every request completed in `counter` as the run goes (read it from another
@@ -388,6 +410,13 @@ impl Simulation {
                     }
                 }
                 Event::Notify { job, tag } => self.notify(job, tag),
+                Event::Submit { key } => {
+                    let (job, spec, issued) = self
+                        .cpu_pending
+                        .remove(&key)
+                        .expect("an I/O on the host CPU is pending");
+                    self.issue(job, spec, issued);
+                }
             }
             self.poll_jobs();
             if std::mem::take(&mut self.phase_check) {
@@ -508,7 +537,7 @@ impl Simulation {
             loop {
                 let action = self.jobs[i].slot.job.poll(self.now);
                 match action {
-                    Action::Issue(spec) => self.issue(i as u32, spec),
+                    Action::Issue(spec) => self.submit(i as u32, spec),
                     Action::Exit { ctx } => {
                         let c = self.ctx(i as u32, ctx);
                         if let Some(e) = self.ctx_ids.get_mut(&(i as u32, ctx)) {
@@ -577,8 +606,23 @@ impl Simulation {
         id
     }
 
-    /// The request `spec` of `job` makes, with id 0.
-    fn request(&mut self, job: u32, spec: &elevator_workload::IoSpec) -> Request {
+    /// `job` issues `spec` now: to the scheduler at once, or through the host CPU first.
+    fn submit(&mut self, job: u32, spec: elevator_workload::IoSpec) {
+        if self.cpu.is_none() {
+            self.issue(job, spec, self.now);
+            return;
+        }
+        let ctx = self.ctx(job, spec.ctx);
+        let cpu = self.cpu.as_mut().expect("checked above");
+        let at = cpu.submit(ctx, self.now);
+        self.seq += 1;
+        let key = self.seq;
+        self.cpu_pending.insert(key, (job, spec, self.now));
+        self.push(at, Event::Submit { key });
+    }
+
+    /// The request `spec` of `job` issued at `submitted` makes, with id 0.
+    fn request(&mut self, job: u32, spec: &elevator_workload::IoSpec, submitted: Nanos) -> Request {
         let ctx = self.ctx(job, spec.ctx);
         let slot = &self.jobs[job as usize].slot;
         Request {
@@ -592,12 +636,14 @@ impl Simulation {
             sector: spec.sector,
             sectors: spec.sectors,
             prio: spec.prio.unwrap_or(slot.prio),
-            submitted: self.now,
+            submitted,
         }
     }
 
-    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec) {
-        let mut rq = self.request(job, &spec);
+    /// Queue `spec` of `job` (issued at `submitted`) at the scheduler: merged, split or
+    /// inserted.
+    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec, submitted: Nanos) {
+        let mut rq = self.request(job, &spec, submitted);
         let piece = self
             .sched
             .max_request_sectors()

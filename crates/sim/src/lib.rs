@@ -6,6 +6,8 @@
 //! give the same result, byte for byte.
 //!
 //! - [`engine`]: the event loop, [`engine::Simulation`].
+//! - [`cpu`]: the host's processors on the submission path (per-scheduler CPU and lock
+//!   costs), optional.
 //! - [`device`]: the device interface; [`fixed`]: an ideal fixed-latency device.
 //! - [`scenario`]: scenario files (TOML): drive, groups, jobs.
 //! - [`hdd`]: the DiskSim-class rotational model; [`ssd`]: the MQSim-class SSD model;
@@ -13,6 +15,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cpu;
 pub mod device;
 pub mod disksim;
 pub mod drive;

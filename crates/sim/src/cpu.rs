@@ -1,0 +1,360 @@
+//! The host's processors on the submission path: what an I/O costs the CPU before it reaches
+//! the scheduler, and what a scheduler that serialises its work under one lock per device
+//! costs when several cores submit at once.
+//!
+//! Our own model (no simulator we know of has one), made for the ICPE'24 study "BFQ,
+//! Multiqueue-Deadline, or Kyber?" (fig. 7: 1..15 processes of 4 KiB random reads at QD 128
+//! on 10 cores; the measured per-job CPU use shows one process saturating a core, and bfq's and
+//! mq-deadline's processes spending most of it in the kernel as processes are added). It
+//! follows the shape of Linux 6.3's blk-mq submission path, not its code:
+//!
+//! - A host has `cores` cores; context `c` (a process, in the order the engine first sees
+//!   them) runs on core `c mod cores`; processes sharing a core take turns on it.
+//! - Every I/O costs its core `io_us`: the work outside any device-wide lock (the system call,
+//!   the block layer, the driver, the completion's reaping). With `io_uring` and one NVMe queue
+//!   pair per core, this is what limits one process.
+//! - A scheduler that does its insert and dispatch under one lock per device (`lock_us` > 0)
+//!   then holds that lock for `lock_us` per I/O, plus `handoff_us` when the previous holder
+//!   was another core: the lock's cache line and the queue state it guards come from that
+//!   core's cache, so a lock passed between cores is held longer than one a single process
+//!   takes again and again. A core waiting for the lock spins: the wait costs it as much as the
+//!   work. The lock goes to the core that wants it first (a gap-filling timeline: an I/O issued
+//!   later whose core is ready earlier is not put behind one whose core is still busy).
+//! - The I/O reaches the scheduler when its core is done with it; the latency a job sees
+//!   includes the wait for its core and the lock (fio's `lat`, submission plus completion).
+//!
+//! Deviations and simplifications: each I/O's CPU work is charged once, at submission (the
+//! completion's share is folded into `io_us` and `lock_us`: a closed-loop workload's
+//! throughput does not tell them apart); dispatch from the completion path costs nothing; no
+//! interrupts, no scheduler preemption, no migration between cores, no batching of
+//! submissions (`io_uring` submits many at once; the fitted costs are per I/O averages).
+//!
+//! Costs are per scheduler, in a host spec (TOML, `kind = "host-cpu"`): a default `io_us`
+//! for any scheduler not listed and a `[scheduler.NAME]` table (`io_us`, `lock_us`,
+//! `handoff_us`) for those listed. Built in: `icpe24-10core`, fitted to the study's fig. 7
+//! (docs/ssd-model.md says what each figure comes from).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use elevator_core::{registry, CtxId, Nanos};
+use serde::{Deserialize, Serialize};
+
+use std::collections::VecDeque;
+
+use crate::hdd::SpecError;
+
+/// A host's processors: how many, and what each scheduler costs them per I/O.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    /// Always `"host-cpu"`.
+    pub kind: String,
+    /// Command-line name.
+    pub name: String,
+    /// Provenance.
+    #[serde(default)]
+    pub description: String,
+    /// Cores submitting I/O.
+    pub cores: u32,
+    /// CPU time per I/O, microseconds, under a scheduler the spec does not list.
+    pub io_us: f64,
+    /// Costs of the schedulers listed, by name (any name `--sched` takes).
+    #[serde(default)]
+    pub scheduler: BTreeMap<String, SchedulerCost>,
+}
+
+/// What one scheduler costs per I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerCost {
+    /// CPU time per I/O outside the device-wide lock, microseconds.
+    pub io_us: f64,
+    /// Time the device-wide lock is held per I/O, microseconds; 0: no such lock.
+    #[serde(default)]
+    pub lock_us: f64,
+    /// Added to `lock_us` when the previous holder ran on another core, microseconds.
+    #[serde(default)]
+    pub handoff_us: f64,
+}
+
+const BUILTINS: &[(&str, &str)] = &[("icpe24-10core", include_str!("../hosts/icpe24-10core.toml"))];
+
+impl CpuSpec {
+    /// Names of the built-in hosts.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTINS.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in host by name (case-insensitive).
+    pub fn builtin(name: &str) -> Option<CpuSpec> {
+        let (n, text) = BUILTINS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        // The built-in files are checked by tests; a failure here is a build defect.
+        CpuSpec::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+    }
+
+    /// A built-in name or, failing that, a TOML file path.
+    pub fn resolve(name_or_path: &str) -> Result<CpuSpec, SpecError> {
+        match CpuSpec::builtin(name_or_path) {
+            Some(s) => Ok(s),
+            None if !Path::new(name_or_path).exists() => Err(SpecError {
+                file: PathBuf::from(name_or_path),
+                line: None,
+                field: String::new(),
+                message: format!(
+                    "neither a built-in host ({}) nor a host file",
+                    CpuSpec::builtin_names().join(", ")
+                ),
+            }),
+            None => {
+                let path = Path::new(name_or_path);
+                CpuSpec::parse(&SpecError::read(path)?, path)
+            }
+        }
+    }
+
+    /// Parses and checks TOML text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<CpuSpec, SpecError> {
+        let spec: CpuSpec =
+            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
+        spec.validate().map_err(|(field, message)| SpecError {
+            file: path.to_path_buf(),
+            line: crate::hdd::spec::locate(text, &field),
+            field,
+            message,
+        })?;
+        Ok(spec)
+    }
+
+    /// Checks every field: `(field, message)` of the first wrong one.
+    fn validate(&self) -> Result<(), (String, String)> {
+        if self.kind != "host-cpu" {
+            return Err(("kind".into(), "must be \"host-cpu\"".into()));
+        }
+        if !(1..=4096).contains(&self.cores) {
+            return Err(("cores".into(), "must be 1 to 4096".into()));
+        }
+        let time = |field: String, v: f64| {
+            if v.is_finite() && (0.0..=1e6).contains(&v) {
+                Ok(())
+            } else {
+                Err((field, format!("{v} is not a time of 0 to 1 s (us)")))
+            }
+        };
+        time("io_us".into(), self.io_us)?;
+        for (name, c) in &self.scheduler {
+            if registry::find(name).is_none() {
+                return Err((
+                    format!("scheduler.{name}"),
+                    "no such scheduler (elevator list schedulers)".into(),
+                ));
+            }
+            time(format!("scheduler.{name}.io_us"), c.io_us)?;
+            time(format!("scheduler.{name}.lock_us"), c.lock_us)?;
+            time(format!("scheduler.{name}.handoff_us"), c.handoff_us)?;
+        }
+        Ok(())
+    }
+
+    /// The costs of the scheduler named `name` (as `Scheduler::name` gives it, or any alias):
+    /// its table, or the default `io_us` with no lock.
+    pub fn cost(&self, name: &str) -> SchedulerCost {
+        let canonical = |n: &str| registry::find(n).map_or(n.to_string(), |i| i.name.to_string());
+        let want = canonical(name);
+        self.scheduler
+            .iter()
+            .find(|(k, _)| canonical(k) == want)
+            .map(|(_, c)| *c)
+            .unwrap_or(SchedulerCost {
+                io_us: self.io_us,
+                lock_us: 0.0,
+                handoff_us: 0.0,
+            })
+    }
+}
+
+fn us_to_ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
+/// The cores and the device-wide lock over a run: when each is next free.
+#[derive(Clone, Debug)]
+pub struct HostCpu {
+    core_free: Vec<Nanos>,
+    io_ns: u64,
+    lock_ns: u64,
+    handoff_ns: u64,
+    lock: LockTimeline,
+}
+
+impl HostCpu {
+    /// Idle cores of `spec` running the scheduler named `scheduler`.
+    pub fn new(spec: &CpuSpec, scheduler: &str) -> HostCpu {
+        let c = spec.cost(scheduler);
+        HostCpu {
+            core_free: vec![Nanos::ZERO; spec.cores.max(1) as usize],
+            io_ns: us_to_ns(c.io_us),
+            lock_ns: us_to_ns(c.lock_us),
+            handoff_ns: us_to_ns(c.handoff_us),
+            lock: LockTimeline::default(),
+        }
+    }
+
+    /// An I/O of context `ctx` issued at `now`: when its core (and the lock) are done with it
+    /// and it reaches the scheduler.
+    pub fn submit(&mut self, ctx: CtxId, now: Nanos) -> Nanos {
+        let core = ctx.0 as usize % self.core_free.len();
+        let mut t = now.max(self.core_free[core]) + Nanos(self.io_ns);
+        if self.lock_ns > 0 {
+            self.lock.forget(now);
+            t = self.lock.hold(core, t, self.lock_ns, self.handoff_ns);
+        }
+        self.core_free[core] = t;
+        t
+    }
+}
+
+/// The device-wide lock: its holds still in the future, in time order, each with its core.
+#[derive(Clone, Debug, Default)]
+struct LockTimeline {
+    holds: VecDeque<(Nanos, Nanos, usize)>,
+    /// The core of the last hold forgotten.
+    before: Option<usize>,
+}
+
+impl LockTimeline {
+    /// Forget the holds that ended by `horizon`.
+    fn forget(&mut self, horizon: Nanos) {
+        while let Some(&(_, end, core)) = self.holds.front() {
+            if end > horizon {
+                break;
+            }
+            self.before = Some(core);
+            self.holds.pop_front();
+        }
+    }
+
+    /// `core` takes the lock in the first gap at or after `ready` that fits its hold (`lock`,
+    /// plus `handoff` if the hold before it is another core's); returns when it lets go.
+    fn hold(&mut self, core: usize, ready: Nanos, lock: u64, handoff: u64) -> Nanos {
+        let len = |prev: Option<usize>| {
+            lock + if prev.is_some_and(|p| p != core) {
+                handoff
+            } else {
+                0
+            }
+        };
+        let mut at = 0;
+        let mut start = ready;
+        let mut prev = self.before;
+        while at < self.holds.len() {
+            let (s, e, c) = self.holds[at];
+            if e <= start {
+                prev = Some(c);
+                at += 1;
+                continue;
+            }
+            if start + Nanos(len(prev)) <= s {
+                break;
+            }
+            start = start.max(e);
+            prev = Some(c);
+            at += 1;
+        }
+        let end = start + Nanos(len(prev));
+        self.holds.insert(at, (start, end, core));
+        end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> CpuSpec {
+        CpuSpec::parse(
+            r#"
+kind = "host-cpu"
+name = "t"
+cores = 2
+io_us = 1.0
+[scheduler.mq-deadline]
+io_us = 2.0
+lock_us = 1.0
+handoff_us = 3.0
+[scheduler.kyber]
+io_us = 2.0
+lock_us = 1.0
+"#,
+            Path::new("t.toml"),
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn a_core_serves_its_processes_one_io_at_a_time() {
+        let mut cpu = HostCpu::new(&spec(), "none");
+        // Contexts 0 and 2 share core 0; context 1 has core 1.
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(1000));
+        assert_eq!(cpu.submit(CtxId(2), Nanos(0)), Nanos(2000));
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(1000));
+        assert_eq!(cpu.submit(CtxId(1), Nanos(5000)), Nanos(6000));
+    }
+
+    #[test]
+    fn the_lock_serialises_cores_and_a_handoff_costs_more() {
+        let mut cpu = HostCpu::new(&spec(), "mq-deadline");
+        // Core 0: 2 us of work, then 1 us under the lock.
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(3000));
+        // Core 1 is ready at 2 us, waits for the lock until 3 us, holds it 1 + 3 us.
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(7000));
+        // Core 1 again: it held the lock last, no handoff.
+        assert_eq!(cpu.submit(CtxId(1), Nanos(7000)), Nanos(10_000));
+        // Core 0 after core 1, the lock free: a handoff all the same.
+        assert_eq!(cpu.submit(CtxId(0), Nanos(20_000)), Nanos(26_000));
+    }
+
+    #[test]
+    fn the_lock_goes_to_the_core_ready_first() {
+        let mut cpu = HostCpu::new(&spec(), "kyber");
+        // Core 1's two I/Os want the lock at 2 and 5 us.
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(3000));
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(6000));
+        // Core 0's, issued after them, wants it at 2 us, waits for core 1's first and takes
+        // it before core 1's second.
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(4000));
+    }
+
+    #[test]
+    fn aliases_find_their_scheduler_and_others_get_the_default() {
+        let s = spec();
+        assert_eq!(s.cost("mq-deadline").lock_us, 1.0);
+        assert_eq!(s.cost("noop").io_us, 1.0);
+        assert_eq!(s.cost("none").lock_us, 0.0);
+    }
+
+    #[test]
+    fn bad_specs_name_the_field_and_line() {
+        let e = CpuSpec::parse(
+            "kind = \"host-cpu\"\nname = \"t\"\ncores = 2\nio_us = 1.0\n[scheduler.nosuch]\nio_us = 1.0\n",
+            Path::new("h.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "scheduler.nosuch");
+        let e = CpuSpec::parse(
+            "kind = \"host-cpu\"\nname = \"t\"\ncores = 0\nio_us = 1.0\n",
+            Path::new("h.toml"),
+        )
+        .unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("cores", Some(3)));
+    }
+
+    #[test]
+    fn builtin_hosts_parse() {
+        for n in CpuSpec::builtin_names() {
+            assert!(CpuSpec::builtin(n).is_some(), "{n}");
+        }
+    }
+}
