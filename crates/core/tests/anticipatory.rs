@@ -781,6 +781,22 @@ fn as_write_batch_halves_when_the_batch_took_over_three_times_write_batch_expire
     assert_eq!(after, before / 2);
 }
 
+/// 2.6.32 `update_write_batch` halves only past three times `write_batch_expire`
+/// (`write_time > batch * 3`). `write_time` runs from the write batch's start to the first
+/// read completion after it: one 374 ms write and a 1 ms read make exactly 375 jiffies, 3 x 125,
+/// and the batch shrinks by one.
+#[test]
+fn as_write_batch_shrinks_by_one_when_the_batch_took_exactly_three_times_write_batch_expire() {
+    let (before, after) = write_batch_tuning(ms(374), false);
+    assert!(
+        before > 2,
+        "{before}: halving and shrinking by one must differ"
+    );
+    assert_eq!(after, before - 1);
+    let (before, after) = write_batch_tuning(ms(375), false);
+    assert_eq!(after, before / 2, "one jiffy more halves it");
+}
+
 #[test]
 fn as_write_batch_is_not_shrunk_for_a_batch_that_went_idle() {
     let (before, after) = write_batch_tuning(ms(200), true);

@@ -799,3 +799,147 @@ fn a_queue_whose_priority_changed_leaves_the_prio_tree_it_was_keyed_in() {
     assert_eq!(s.queued(), 0);
     assert!(s.prio_trees.iter().all(|t| t.is_empty()));
 }
+
+// ----- service tree placement and workload slices --------------------------------------------
+
+/// Turns of the queues in `order` (the issuing context of each dispatch): (ctx, dispatches).
+fn turns(order: &[u32]) -> Vec<(u32, usize)> {
+    order
+        .chunk_by(|a, b| a == b)
+        .map(|run| (run[0], run.len()))
+        .collect()
+}
+
+/// 4.19 `cfq_service_tree_add` keys a queue joining the tree at now + `cfq_slice_offset`,
+/// `(nr_cfqq - 1) x (cfq_prio_slice(sync, 0) - cfq_prio_slice(sync, ioprio))`: the busy
+/// queues of its group times how much shorter its slice is than a priority-0 slice. With three
+/// priority-0 readers busy, a priority-4 reader joining at 1 ms is keyed 2 x 80 ms later, at
+/// 161 ms; a priority-0 reader joining at 121 ms is keyed at 121 ms and served first (with
+/// `nr_cfqq - 1 + 80 ms` the priority-4 reader would be keyed at 81 ms).
+#[test]
+fn cfq_slice_offset_scales_a_short_slice_by_the_busy_queue_count() {
+    let mut s = flat();
+    s.set_tunable("low_latency", 0).unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    for ctx in 1..=3u32 {
+        for i in 0..400u64 {
+            h.submit(
+                rq(u64::from(ctx) * 1000 + i, ctx)
+                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
+                    .read()
+                    .prio(IoClass::BestEffort, 0),
+            );
+        }
+    }
+    let (late_prio4, later_prio0) = (4u32, 5u32);
+    for i in 0..50u64 {
+        h.submit(
+            rq(4000 + i, late_prio4)
+                .sector(400_000_000 + i * 8)
+                .read()
+                .prio(IoClass::BestEffort, 4)
+                .at(ms(1)),
+        );
+        h.submit(
+            rq(5000 + i, later_prio0)
+                .sector(500_000_000 + i * 8)
+                .read()
+                .prio(IoClass::BestEffort, 0)
+                .at(ms(121)),
+        );
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let first = |ctx| order.iter().position(|&c| c == ctx).unwrap();
+    assert!(
+        first(later_prio0) < first(late_prio4),
+        "turns: {:?}",
+        turns(&order)
+    );
+}
+
+/// 4.19 `choose_wl_class_and_type` divides the group's slice among the serving class's
+/// workloads by `max(busy_queues_avg[class], busy queues of the class)`, the average of the
+/// serving class (`cfq_group_get_avg_queues` keeps one per class, updated as slices are
+/// scaled). Four best-effort readers and a writer raise the best-effort average; once three
+/// readers are done, the average (not the two busy queues) still sets the sync workload's
+/// slice, so the writer gets the disk after each of the last reader's slices. The real-time
+/// average, never raised, would give the sync workload 300 / 2 ms, two reader slices in a row.
+#[test]
+fn choose_wl_class_and_type_divides_by_the_serving_classs_average() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for ctx in 1..=4u32 {
+        let n = if ctx == 1 { 1000 } else { 100 };
+        for i in 0..n {
+            h.submit(
+                rq(u64::from(ctx) * 10_000 + i, ctx)
+                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
+                    .read(),
+            );
+        }
+    }
+    for i in 0..400u64 {
+        h.submit(rq(50_000 + i, 5).sector(500_000_000 + i * 8).write());
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let t = turns(&order);
+    // Once readers 2 to 4 are done, the best-effort busy count is 2 (reader 1 and the writer),
+    // its average stays at 4 ((3 x 4 + 2 + 2) / 4), so the sync workload gets 300 / 4 = 75 ms:
+    // one slice of reader 1 (scaled to 75 ms too), 76 dispatches as its slice starts at the
+    // first completion. The last turn ends when reader 1 runs out.
+    let last_of_others = t.iter().rposition(|&(c, _)| (2..=4).contains(&c)).unwrap();
+    let after_writer: Vec<usize> = t[last_of_others..t.len() - 2]
+        .windows(2)
+        .filter(|w| w[0].0 == 5 && w[1].0 == 1)
+        .map(|w| w[1].1)
+        .collect();
+    assert!(
+        after_writer.len() >= 5 && after_writer.iter().all(|&n| n == 76),
+        "reader 1's turns between the writer's: {after_writer:?} in {t:?}"
+    );
+}
+
+/// 4.19 `cfq_select_queue` stops idling for a deep seeky queue ("the device is much faster
+/// than the queue can deliver") only while more of its slice remains than it has used,
+/// `slice_end - now > now - slice_start`. A seeky reader that queued six requests at once
+/// (deep, so its idle window stayed open) empties exactly halfway through its 100 ms slice:
+/// it keeps its window, and CFQ waits for its requests in flight rather than serving the
+/// other reader.
+#[test]
+fn cfq_select_queue_keeps_a_deep_seeky_queues_window_from_mid_slice_on() {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    let seeky: Vec<Request> = (0..6u64)
+        .map(|i| rq(i, 1).sector(i * 10_000_000).read().build())
+        .collect();
+    for r in &seeky {
+        s.insert(r.clone(), t0);
+    }
+    for i in 0..4u64 {
+        s.insert(
+            rq(100 + i, 2).sector(900_000_000 + i * 8).read().build(),
+            t0,
+        );
+    }
+    let next = |s: &mut Cfq, now: Nanos| match s.dispatch(now) {
+        Dispatch::Request(r) => Some(r.id.0),
+        Dispatch::Idle { .. } | Dispatch::Empty => None,
+    };
+    // Four requests while the slice is new (quantum / 2), the first completes at 1 ms and
+    // starts the slice: 1 ms to 101 ms.
+    let first: Vec<_> = (0..4).map(|_| next(&mut s, t0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2), Some(3)]);
+    s.complete(&seeky[0], ms(1));
+    let a = s.queue_of(1).unwrap();
+    assert_eq!(
+        (s.queues[a].slice_start, s.queues[a].slice_end),
+        (Some(ms(1).as_ns()), ms(101).as_ns())
+    );
+    assert!(s.queues[a].seeky() && s.idle_window_of(1));
+    // At 51 ms, 50 ms used and 50 ms left: the last two go and the queue is empty.
+    let mid = ms(51);
+    assert_eq!([next(&mut s, mid), next(&mut s, mid)], [Some(4), Some(5)]);
+    assert_eq!(next(&mut s, mid), None, "waits for the seeky reader");
+    assert!(s.idle_window_of(1));
+}
