@@ -2,37 +2,15 @@
 //! predicts what was measured; it refuses to write over data it was not given.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-fn elevator(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .output()
-        .expect("run elevator");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+mod common {
+    pub mod direct_io;
+    pub mod elevator;
 }
-
-/// O_DIRECT is not available everywhere (tmpfs): skip with a notice there.
-fn direct_io_works(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    let ok = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dir.join("probe"))
-        .is_ok();
-    if !ok {
-        eprintln!("skipping: {} does not support O_DIRECT", dir.display());
-    }
-    ok
-}
+use common::direct_io::direct_io_works;
+use common::elevator::elevator;
 
 /// The measured figures of calibration point `label`.
 fn point<'a>(v: &'a Value, label: &str) -> &'a Value {

@@ -1,37 +1,15 @@
 //! Hostile cases of issue 17, "unsafe writes", end to end through `elevator run` (the block
 //! device cases are in crates/real/tests/hostile_writes.rs).
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn elevator(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .output()
-        .expect("run elevator");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+mod common {
+    pub mod direct_io;
+    pub mod elevator;
 }
-
-/// O_DIRECT is not available everywhere (tmpfs): skip with a notice there.
-fn direct_io_works(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    let ok = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dir.join("probe"))
-        .is_ok();
-    if !ok {
-        eprintln!("skipping: {} does not support O_DIRECT", dir.display());
-    }
-    ok
-}
+use common::direct_io::direct_io_works;
+use common::elevator::elevator;
 
 #[test]
 fn rerun_on_a_file_elevator_laid_out_is_reused_without_allow_overwrite() {

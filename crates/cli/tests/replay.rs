@@ -9,6 +9,13 @@ use elevator_workload::traces::blkparse::BlkparseReader;
 use elevator_workload::traces::blktrace::{BlkAction, BlkEvent, EventReader, EventSource};
 use elevator_workload::traces::lines::Lines;
 
+mod common {
+    pub mod blkparse;
+    pub mod direct_io;
+}
+use common::blkparse::blkparse;
+use common::direct_io::direct_io_works;
+
 fn elevator(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_elevator"))
         .args(args)
@@ -135,18 +142,6 @@ fn bad_traces_and_options_fail_with_a_clear_message() {
     assert!(!out.status.success());
 }
 
-fn blkparse() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("blkparse"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        eprintln!("skipped: blkparse is absent (apt-get install blktrace)");
-    }
-    found
-}
-
 /// Every event with what blkparse prints of it.
 fn key(e: &BlkEvent) -> (String, u64, u64, u32, u32) {
     let bytes = if matches!(e.action, BlkAction::Notify(_)) {
@@ -255,23 +250,15 @@ fn sim_writes_a_blktrace_whose_counts_balance() {
 
 #[test]
 fn replay_on_a_real_target_writes_a_blktrace_of_every_request() {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("target.img");
-    let direct = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&target);
-    let Ok(f) = direct else {
-        eprintln!(
-            "skipped: {} does not support O_DIRECT",
-            dir.path().display()
-        );
+    if !direct_io_works(dir.path()) {
         return;
-    };
-    f.set_len(64 << 20).unwrap();
+    }
+    let target = dir.path().join("target.img");
+    std::fs::File::create(&target)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
     let mut text = String::new();
     for i in 0..50u64 {
         text.push_str(&format!("{:.3} 0 {} 8 1\n", i as f64 * 0.1, i * 64));

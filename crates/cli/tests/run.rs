@@ -1,40 +1,18 @@
 //! `elevator run` end to end on temporary files (no root needed).
 
 use std::path::Path;
-use std::process::Command;
 
-fn elevator(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .output()
-        .expect("run elevator");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+mod common {
+    pub mod direct_io;
+    pub mod elevator;
 }
+use common::direct_io::direct_io_works;
+use common::elevator::elevator;
 
 fn write_job(dir: &Path, text: &str) -> String {
     let p = dir.join("job.fio");
     std::fs::write(&p, text).unwrap();
     p.to_str().unwrap().to_string()
-}
-
-/// O_DIRECT is not available everywhere (tmpfs): skip with a notice there.
-fn direct_io_works(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    let ok = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dir.join("probe"))
-        .is_ok();
-    if !ok {
-        eprintln!("skipping: {} does not support O_DIRECT", dir.display());
-    }
-    ok
 }
 
 const MIXED: &str = "[global]\ndirect=1\n\n[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\

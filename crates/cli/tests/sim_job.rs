@@ -2,21 +2,13 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-fn elevator(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .output()
-        .expect("run elevator");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+mod common {
+    pub mod elevator;
 }
+use common::elevator::elevator;
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
