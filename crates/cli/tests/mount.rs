@@ -10,6 +10,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use elevator_core::Op;
+use elevator_workload::traces::blkparse::BlkparseReader;
+use elevator_workload::traces::blktrace::{BlkAction, BlkEvent, EventReader, EventSource};
+use elevator_workload::traces::lines::Lines;
+
+mod common {
+    pub mod blkparse;
+    pub mod page;
+}
+use common::blkparse::blkparse;
+use common::page::check_page;
+
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .arg("-c")
@@ -435,4 +447,147 @@ fn a_non_owner_cannot_read_another_users_0600_file() {
     let owner = sh(&format!("stat -c %u {}", m.back.join("theirs").display()));
     assert_eq!(String::from_utf8_lossy(&owner.stdout).trim(), "65534");
     assert!(m.unmount());
+}
+
+/// What [`two_dd_processes`] did: the writer's and the reader's pids, and the mount's
+/// `.elevator/stat` counters (read and write requests) just before the unmount.
+struct DdRun {
+    writer: u32,
+    reader: u32,
+    read_ios: u64,
+    write_ios: u64,
+}
+
+/// Mount with `extra` flags; one dd writes 1 MiB with O_DIRECT in 64 KiB blocks, another
+/// reads it back the same way; unmount.
+fn two_dd_processes(extra: &[&str]) -> DdRun {
+    let mut m = Mount::start("mq-deadline", extra);
+    let dd = |args: &[String]| {
+        let mut c = Command::new("dd").args(args).spawn().unwrap();
+        let pid = c.id();
+        assert!(c.wait().unwrap().success());
+        pid
+    };
+    let f = m.path("f").display().to_string();
+    let writer = dd(&[
+        "if=/dev/urandom".into(),
+        format!("of={f}"),
+        "bs=64k".into(),
+        "count=16".into(),
+        "oflag=direct".into(),
+        "status=none".into(),
+    ]);
+    let reader = dd(&[
+        format!("if={f}"),
+        "of=/dev/null".into(),
+        "bs=64k".into(),
+        "iflag=direct".into(),
+        "status=none".into(),
+    ]);
+    let stat: Vec<u64> = read(&m.path(".elevator/stat"))
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(m.unmount(), "clean unmount");
+    DdRun {
+        writer,
+        reader,
+        read_ios: stat[0],
+        write_ios: stat[4],
+    }
+}
+
+/// The count and KiB blkparse's summary gives after `label` ("Reads Queued:").
+fn summary(text: &str, label: &str) -> (u64, u64) {
+    let rest = text
+        .lines()
+        .find_map(|l| l.split(label).nth(1))
+        .unwrap_or_else(|| panic!("{label} in blkparse's summary"));
+    let mut it = rest.split(',').map(|s| s.trim());
+    let n = it.next().unwrap().parse().unwrap();
+    let kib = it.next().unwrap();
+    let kib = kib[..kib.find("KiB").unwrap()].parse().unwrap();
+    (n, kib)
+}
+
+#[test]
+fn blkparse_reads_the_mounts_blktrace_with_every_request_under_its_process() {
+    if !fuse_available("mount_blktrace") {
+        return;
+    }
+    let Some(blkparse) = blkparse() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let bt = out.path().join("bt");
+    let run = two_dd_processes(&["--blktrace-out", bt.to_str().unwrap()]);
+    let text = out.path().join("parsed.txt");
+    let st = Command::new(blkparse)
+        .arg("-i")
+        .arg(bt.join("mount"))
+        .arg("-o")
+        .arg(&text)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let parsed = read(&text);
+    // blkparse counts what the engine counted, queued and completed alike.
+    for (label, ios) in [
+        ("Reads Queued:", run.read_ios),
+        ("Reads Completed:", run.read_ios),
+        ("Writes Queued:", run.write_ios),
+        ("Writes Completed:", run.write_ios),
+    ] {
+        assert_eq!(summary(&parsed, label).0, ios, "{label}\n{parsed}");
+    }
+    // Every request went through Q, I, D and C; the writer queued its 1 MiB of writes and
+    // the reader its 1 MiB of reads, each under its own pid and name.
+    let ours: Vec<BlkEvent> = EventReader::open(&bt.join("mount.blktrace.0"))
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|e| !matches!(e.action, BlkAction::Notify(_)))
+        .collect();
+    let n = |a: BlkAction| ours.iter().filter(|e| e.action == a).count();
+    assert!(n(BlkAction::Queue) as u64 >= run.read_ios + run.write_ios);
+    for a in [BlkAction::Insert, BlkAction::Issue, BlkAction::Complete] {
+        assert_eq!(n(a), n(BlkAction::Queue), "{a:?}");
+    }
+    assert!(ours.windows(2).all(|w| w[0].time <= w[1].time));
+    let queued_bytes = |pid: u32, write: bool| -> u64 {
+        ours.iter()
+            .filter(|e| e.action == BlkAction::Queue && e.pid == pid)
+            .filter(|e| (e.op() == Some(Op::Write)) == write)
+            .map(|e| u64::from(e.bytes))
+            .sum()
+    };
+    assert_eq!(queued_bytes(run.writer, true), 1 << 20);
+    assert_eq!(queued_bytes(run.reader, false), 1 << 20);
+    assert_eq!(queued_bytes(run.writer, false), 0);
+    let mut theirs = BlkparseReader::new(Lines::open(&text).unwrap());
+    let theirs_n = theirs.by_ref().map(Result::unwrap).count();
+    assert_eq!(theirs_n, ours.len());
+    for pid in [run.writer, run.reader] {
+        assert_eq!(theirs.process_name(pid).as_deref(), Some("dd"));
+    }
+}
+
+#[test]
+fn the_mounts_report_shows_each_process_in_its_table_and_plots() {
+    if !fuse_available("mount_report") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("r");
+    let run = two_dd_processes(&["--report", report.to_str().unwrap()]);
+    let (tables, images) = check_page(&report);
+    assert_eq!(tables, 1);
+    // Latency CDF, seek map, queue depth and throughput.
+    assert_eq!(images.len(), 4, "{images:?}");
+    let html = read(&report.join("index.html"));
+    for pid in [run.writer, run.reader] {
+        assert!(html.contains(&format!("<td>dd ({pid})</td>")), "{html}");
+    }
+    let cdf = read(&report.join("latency-cdf.svg"));
+    assert!(
+        cdf.contains(&format!("dd ({})", run.reader)),
+        "the CDF's legend"
+    );
 }

@@ -17,7 +17,9 @@
 //! effort at level (nice + 20) / 5, the kernel's `task_nice_ioprio`.
 //!
 //! Answers are cached per pid for [`CACHE_FOR`]; contexts whose process has gone are reported
-//! by [`Classifier::exited`] so the scheduler can be told (`exit_io_context`).
+//! by [`Classifier::exited`] so the scheduler can be told (`exit_io_context`). A classifier
+//! made [`with_names`](Classifier::with_names) also remembers every process's name after it
+//! has gone, for the request log's readers ([`Classifier::name_of`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -28,6 +30,9 @@ use elevator_core::{CtxId, GroupId, GroupTree, IoClass, IoPrio};
 
 /// The context of page-cache writeback (the flusher), and of anything with pid 0.
 pub const FLUSHER: CtxId = CtxId(0);
+
+/// The name [`Classifier::name_of`] gives [`FLUSHER`].
+pub const FLUSHER_NAME: &str = "writeback";
 
 /// How long a pid's classification is reused before `/proc` is read again.
 pub const CACHE_FOR: Duration = Duration::from_secs(1);
@@ -213,6 +218,7 @@ struct Cached {
 pub struct Classifier {
     mode: GroupMode,
     rules: Vec<GroupRule>,
+    keep_names: bool,
     state: Mutex<State>,
 }
 
@@ -221,6 +227,8 @@ struct State {
     cache: HashMap<u32, Cached>,
     /// Thread groups seen, for exit detection.
     live: HashMap<u32, Instant>,
+    /// Every thread group's name, kept after it exits (`keep_names` only).
+    names: HashMap<u32, String>,
     swept: Instant,
 }
 
@@ -234,13 +242,31 @@ impl Classifier {
         Ok(Classifier {
             mode,
             rules,
+            keep_names: false,
             state: Mutex::new(State {
                 tree,
                 cache: HashMap::new(),
                 live: HashMap::new(),
+                names: HashMap::new(),
                 swept: Instant::now(),
             }),
         })
+    }
+
+    /// Remember every process's name, even after it exits (one short string per process
+    /// seen, for as long as the classifier lives).
+    pub fn with_names(mut self) -> Classifier {
+        self.keep_names = true;
+        self
+    }
+
+    /// The name of the process behind context `ctx` ([`FLUSHER_NAME`] for the flusher), if
+    /// the classifier keeps names and has seen it.
+    pub fn name_of(&self, ctx: CtxId) -> Option<String> {
+        if ctx == FLUSHER {
+            return Some(FLUSHER_NAME.to_string());
+        }
+        self.lock().names.get(&ctx.0).cloned()
     }
 
     /// The group tree as it stands.
@@ -293,6 +319,9 @@ impl Classifier {
         let group = st.tree.add(&path, None).unwrap_or(GroupId::ROOT);
         let grew = st.tree.len() != before;
         st.live.insert(info.tgid, now);
+        if self.keep_names && st.names.get(&info.tgid) != Some(&info.comm) {
+            st.names.insert(info.tgid, info.comm.clone());
+        }
         let tag = Tag {
             ctx: CtxId(info.tgid),
             group,
@@ -395,11 +424,25 @@ mod tests {
         let other_tid = other.join().unwrap();
         let (tag, grew) = c.classify(tid);
         assert_eq!(tag.ctx, CtxId(me));
+        assert_eq!(c.name_of(tag.ctx), None, "names are kept only when asked");
         assert!(!grew, "the rule's group was in the tree from the start");
         assert_eq!(c.tree().get(tag.group).path, "/mine");
         assert_eq!(c.tree().get(tag.group).weight, Some(300));
         // A thread that has exited no longer resolves: the flusher context, root group.
         assert_eq!(c.classify(other_tid).0.ctx, FLUSHER);
         assert_eq!(c.classify(0).0.ctx, FLUSHER);
+    }
+
+    #[test]
+    fn a_classifier_with_names_names_every_process_it_classified() {
+        let c = Classifier::new(GroupMode::Root, Vec::new())
+            .unwrap()
+            .with_names();
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        let tid = unsafe { libc::gettid() } as u32;
+        let (tag, _) = c.classify(tid);
+        assert_eq!(c.name_of(tag.ctx).as_deref(), Some(comm.trim_end()));
+        assert_eq!(c.name_of(FLUSHER).as_deref(), Some(FLUSHER_NAME));
+        assert_eq!(c.name_of(CtxId(u32::MAX)), None);
     }
 }

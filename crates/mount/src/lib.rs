@@ -22,6 +22,10 @@
 //! - [`classify`]: pid -> context, group and priority.
 //! - [`control`]: `MOUNTPOINT/.elevator/` (scheduler, iosched/, stat).
 //!
+//! With [`MountConfig::request_log`] the engine keeps a record of each request (Q, I, D, C
+//! times, the issuing process) and [`Mounted::run`] hands the log back at unmount, each
+//! process named ([`MountLog`]), for a blktrace or a report.
+//!
 //! Documentation for users: docs/mount.md.
 
 #![deny(missing_docs)]
@@ -37,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use elevator_core::{registry, Settings};
-use elevator_real::submit::{Engine, EngineOptions};
+use elevator_real::submit::{Engine, EngineOptions, Handle, RequestLog};
 use fuser::{Config, MountOption, SessionACL};
 
 pub use classify::{GroupMode, GroupRule};
@@ -65,6 +69,22 @@ pub struct MountConfig {
     pub writeback_cache: bool,
     /// Threads reading /dev/fuse.
     pub threads: usize,
+    /// Keep a record of at most this many of the latest requests (0: none), returned by
+    /// [`Mounted::run`].
+    pub request_log: usize,
+}
+
+/// The requests a mount logged ([`MountConfig::request_log`]) and who issued them.
+#[derive(Clone, Debug)]
+pub struct MountLog {
+    /// The records; a record's `job` indexes `requests.contexts` (a context is a thread group:
+    /// its id is the process id, 0 the flusher).
+    pub requests: RequestLog,
+    /// The name of each context in `requests.contexts`, as `/proc/PID/comm` showed it
+    /// ([`classify::FLUSHER_NAME`] for writeback, `?` if the process was never seen alive).
+    pub names: Vec<String>,
+    /// The scheduler at unmount (it may have been switched through `.elevator/scheduler`).
+    pub scheduler: &'static str,
 }
 
 /// Why the mount could not start.
@@ -105,6 +125,8 @@ impl std::error::Error for MountError {}
 pub struct Mounted {
     session: fuser::Session<fs::Passthrough>,
     engine: Engine,
+    handle: Handle,
+    classifier: Arc<classify::Classifier>,
 }
 
 impl fmt::Debug for Mounted {
@@ -139,11 +161,18 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
             }
         }
     }
-    let classifier = Arc::new(
-        classify::Classifier::new(cfg.groups, cfg.rules.clone()).map_err(MountError::Config)?,
-    );
+    let mut classifier =
+        classify::Classifier::new(cfg.groups, cfg.rules.clone()).map_err(MountError::Config)?;
+    if cfg.request_log > 0 {
+        classifier = classifier.with_names();
+    }
+    let classifier = Arc::new(classifier);
     let build = control::factory(info, cfg.settings.clone(), classifier.tree());
-    let engine = Engine::start(build, EngineOptions::default()).map_err(MountError::Start)?;
+    let opts = EngineOptions {
+        request_log: cfg.request_log,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::start(build, opts).map_err(MountError::Start)?;
     let handle = engine.handle();
     let ctl = Arc::new(control::Control::new(
         handle.clone(),
@@ -154,13 +183,17 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     let opts = FsOptions {
         writeback_cache: cfg.writeback_cache,
     };
-    let fs =
-        fs::Passthrough::new(&cfg.backing, handle, classifier, ctl, opts).map_err(|error| {
-            MountError::Path {
-                path: cfg.backing.clone(),
-                error,
-            }
-        })?;
+    let fs = fs::Passthrough::new(
+        &cfg.backing,
+        handle.clone(),
+        Arc::clone(&classifier),
+        ctl,
+        opts,
+    )
+    .map_err(|error| MountError::Path {
+        path: cfg.backing.clone(),
+        error,
+    })?;
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName(format!("elevator:{}", cfg.backing.display())),
@@ -177,7 +210,12 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = cfg.threads > 1;
     let session = fuser::Session::new(fs, &cfg.mountpoint, &config).map_err(MountError::Start)?;
-    Ok(Mounted { session, engine })
+    Ok(Mounted {
+        session,
+        engine,
+        handle,
+        classifier,
+    })
 }
 
 impl Mounted {
@@ -187,10 +225,22 @@ impl Mounted {
     }
 
     /// Serve until unmounted (`fusermount3 -u MOUNTPOINT`, `umount`, or the unmounter), then
-    /// complete every queued and in-flight I/O and stop the engine.
-    pub fn run(self) -> io::Result<()> {
+    /// complete every queued and in-flight I/O and stop the engine. Returns the request log
+    /// (empty unless [`MountConfig::request_log`]).
+    pub fn run(self) -> io::Result<MountLog> {
         let served = self.session.run();
         let drained = self.engine.shutdown();
-        served.and(drained)
+        served.and(drained)?;
+        let requests = self.handle.take_request_log();
+        let names = requests
+            .contexts
+            .iter()
+            .map(|&c| self.classifier.name_of(c).unwrap_or_else(|| "?".into()))
+            .collect();
+        Ok(MountLog {
+            requests,
+            names,
+            scheduler: self.handle.scheduler(),
+        })
     }
 }

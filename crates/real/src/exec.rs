@@ -111,10 +111,12 @@ pub struct RunOptions {
 
 /// One request's way through the executor (`RunOptions::request_log`): when its job issued it
 /// (inserted into our scheduler), when the scheduler dispatched it (handed to the backend) and
-/// when it completed. Pieces of a split I/O are requests of their own.
+/// when it completed. Pieces of a split I/O are requests of their own. The submission engine
+/// keeps the same record ([`crate::submit::RequestLog`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestRecord {
-    /// Index of the job in the run's job list.
+    /// Index of the job in the run's job list (in the submission engine's log, of the context
+    /// in [`RequestLog::contexts`](crate::submit::RequestLog::contexts)).
     pub job: usize,
     /// What it did.
     pub op: Op,
@@ -122,7 +124,9 @@ pub struct RequestRecord {
     pub sector: u64,
     /// Length in sectors.
     pub sectors: u32,
-    /// Issued by its job, inserted into the scheduler.
+    /// Issued by its job (blktrace's Q). The executor inserts at once: the same as `inserted`.
+    pub queued: Nanos,
+    /// Inserted into the scheduler.
     pub inserted: Nanos,
     /// Dispatched by the scheduler, submitted to the backend.
     pub dispatched: Nanos,
@@ -874,6 +878,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 op: f.rq.op,
                 sector: f.rq.sector,
                 sectors: f.rq.sectors,
+                queued: f.rq.submitted,
                 inserted: f.rq.submitted,
                 dispatched: f.dispatched,
                 completed: now,

@@ -4,13 +4,17 @@
 //! Serves in the foreground until unmounted (`fusermount3 -u MOUNTPOINT`, `umount`) or
 //! interrupted (Ctrl-C or SIGTERM: unmounts). Either way every queued and in-flight I/O
 //! completes before the command exits.
+//!
+//! With `--blktrace-out DIR` or `--report DIR` the submission engine keeps a log of the
+//! latest requests (`--log-limit`), written at unmount as `DIR/mount.blktrace.0`
+//! ([`super::run_blktrace`]) and as an HTML page ([`crate::report::mount`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use elevator_mount::{GroupMode, GroupRule, MountConfig};
+use elevator_mount::{GroupMode, GroupRule, MountConfig, MountLog};
 
 /// Mount a directory through one of our schedulers.
 #[derive(clap::Args, Debug)]
@@ -42,7 +46,21 @@ pub struct Args {
     /// Threads reading /dev/fuse.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
+    /// At unmount, write the requests as a blktrace, `DIR/mount.blktrace.0` (Q, I, D, C,
+    /// each process under its pid and name), for blkparse, btt and iowatcher.
+    #[arg(long, value_name = "DIR")]
+    pub blktrace_out: Option<PathBuf>,
+    /// At unmount, write a self-contained HTML page, `DIR/index.html` (per-process table,
+    /// latency CDF, throughput and queue depth over time).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// With --blktrace-out or --report: keep the latest N requests (56 bytes each).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub log_limit: usize,
 }
+
+/// The device name of the blktrace: `DIR/mount.blktrace.0`.
+pub const BLKTRACE_DEVICE: &str = "mount";
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -53,6 +71,16 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Run `elevator mount`.
 pub fn run(a: Args) -> anyhow::Result<()> {
     let settings = super::parse_sets(&a.set)?;
+    let logging = a.blktrace_out.is_some() || a.report.is_some();
+    if logging && a.log_limit == 0 {
+        anyhow::bail!("--log-limit 0 keeps no request for --blktrace-out or --report");
+    }
+    // Fail before serving, not at unmount, if an output directory cannot be made.
+    for (flag, dir) in [("--blktrace-out", &a.blktrace_out), ("--report", &a.report)] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+        }
+    }
     let cfg = MountConfig {
         backing: a.backing.clone(),
         mountpoint: a.mountpoint.clone(),
@@ -67,10 +95,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         allow_other: a.allow_other,
         writeback_cache: !a.no_writeback_cache,
         threads: a.threads,
+        request_log: if logging { a.log_limit } else { 0 },
     };
     // Modes arrive from the kernel with the caller's umask applied; ours must not apply again.
     // SAFETY: umask cannot fail.
-    unsafe { libc::umask(0) };
+    let umask = unsafe { libc::umask(0) };
     let mut mounted = elevator_mount::mount(&cfg).with_context(|| {
         format!(
             "elevator mount {} {}",
@@ -102,7 +131,49 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         a.sched,
         a.mountpoint.display()
     );
-    mounted.run().context("serving the mount")?;
+    let log = mounted.run().context("serving the mount")?;
     eprintln!("elevator mount: unmounted; all I/O completed");
+    // Our own files (trace, report) get the user's umask again.
+    // SAFETY: umask cannot fail.
+    unsafe { libc::umask(umask) };
+    if let Some(dir) = &a.blktrace_out {
+        write_blktrace(dir, &log)?;
+    }
+    if a.report.is_some() {
+        let title = format!(
+            "elevator mount {} on {}",
+            a.backing.display(),
+            a.mountpoint.display()
+        );
+        let page = crate::report::Sink::new(true, &title);
+        crate::report::mount::mount_page(&page, &title, &log)?;
+        page.write(a.report.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Write `log` as `dir/mount.blktrace.0`, each context under its pid and name.
+fn write_blktrace(dir: &Path, log: &MountLog) -> anyhow::Result<()> {
+    let processes: Vec<(u32, &str)> = log
+        .requests
+        .contexts
+        .iter()
+        .zip(&log.names)
+        .map(|(ctx, name)| (ctx.0, name.as_str()))
+        .collect();
+    let events =
+        super::run_blktrace::write_log(dir, BLKTRACE_DEVICE, &processes, &log.requests.requests)?;
+    let mut note = format!(
+        "elevator mount: wrote {} ({} requests, {events} events)",
+        dir.join(format!("{BLKTRACE_DEVICE}.blktrace.0")).display(),
+        log.requests.requests.len()
+    );
+    if log.requests.dropped > 0 {
+        note.push_str(&format!(
+            "; the {} oldest were not kept (--log-limit)",
+            log.requests.dropped
+        ));
+    }
+    eprintln!("{note}");
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! no plot is computed.
 
 mod html;
+pub mod mount;
 pub mod real;
 pub mod sim;
 

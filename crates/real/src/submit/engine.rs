@@ -24,6 +24,7 @@ use io_uring::{opcode, types, IoUring};
 use super::stat::StatKind;
 use super::{Callback, Cmd, Completion, EngineOptions, FileId, Io, IoOp, SchedFactory, Shared};
 use crate::buf::AlignedBuf;
+use crate::RequestRecord;
 
 /// Where the outcome of a tunable change or a scheduler switch goes.
 type Reply = Sender<Result<(), TunableError>>;
@@ -81,6 +82,11 @@ struct Piece {
     inserted: Instant,
     /// The request as dispatched, once it is in the ring.
     dispatched: Option<Request>,
+    /// For the request log: submitted by its issuer, inserted into the scheduler (later when
+    /// held by a switch), dispatched.
+    queued_at: Nanos,
+    inserted_at: Nanos,
+    dispatched_at: Nanos,
 }
 
 struct Engine {
@@ -103,6 +109,8 @@ struct Engine {
     wake_buf: Box<u64>,
     wake_armed: bool,
     shutting: bool,
+    /// Whether completions go into the shared request log.
+    logging: bool,
 }
 
 pub(super) fn run(
@@ -133,6 +141,7 @@ pub(super) fn run(
     };
     *shared.scheduler.lock().unwrap_or_else(|e| e.into_inner()) = sched.name();
     let capacity = ring.params().sq_entries() as usize - 1;
+    let logging = opts.request_log > 0;
     let mut e = Engine {
         ring,
         shared,
@@ -151,6 +160,7 @@ pub(super) fn run(
         wake_buf: Box::new(0),
         wake_armed: false,
         shutting: false,
+        logging,
     };
     let _ = ready.send(Ok(()));
     let r = e.main_loop(&rx);
@@ -251,7 +261,7 @@ impl Engine {
                     }
                 }
             }
-            Cmd::Submit(io, done) => {
+            Cmd::Submit(io, done, queued) => {
                 if self.shutting {
                     let buf = match io.op {
                         IoOp::Write { data } => data,
@@ -259,7 +269,7 @@ impl Engine {
                     };
                     done(Completion::refused(super::shut_down(), buf));
                 } else {
-                    self.insert(io, done);
+                    self.insert(io, done, queued);
                 }
             }
             Cmd::Exit(ctx) => {
@@ -288,8 +298,9 @@ impl Engine {
         }
     }
 
-    /// Check `io`, cut it into pieces and insert them (or hold them during a switch).
-    fn insert(&mut self, io: Io, done: Callback) {
+    /// Check `io` (submitted at `queued`), cut it into pieces and insert them (or hold them
+    /// during a switch).
+    fn insert(&mut self, io: Io, done: Callback, queued: Instant) {
         let started = Instant::now();
         let (kind, buf) = match io.op {
             IoOp::Read { len } => (Kind::Read, AlignedBuf::new(len)),
@@ -332,6 +343,7 @@ impl Engine {
         };
         let base = u64::from(io.file.0) << FILE_SPAN_SHIFT;
         let now = self.now();
+        let queued_at = Nanos(queued.saturating_duration_since(self.t0).as_nanos() as u64);
         let whole = Request {
             id: RequestId(0),
             ctx: io.ctx,
@@ -373,6 +385,9 @@ impl Engine {
                     offset: io.offset + buf_off as u64,
                     inserted: started,
                     dispatched: None,
+                    queued_at,
+                    inserted_at: now,
+                    dispatched_at: now,
                 },
             );
             if let Some(f) = self.files.get_mut(&io.file) {
@@ -418,6 +433,9 @@ impl Engine {
             .unwrap_or_else(|e| e.into_inner()) = self.sched.name();
         let now = self.now();
         for rq in self.held.drain(..) {
+            if let Some(p) = self.pieces.get_mut(&rq.id.0) {
+                p.inserted_at = now;
+            }
             self.sched.insert(rq, now);
         }
         self.idle_until = None;
@@ -437,7 +455,7 @@ impl Engine {
         self.idle_until = None;
         while self.in_ring < self.capacity {
             match self.sched.dispatch(now) {
-                Dispatch::Request(rq) => self.submit(rq)?,
+                Dispatch::Request(rq) => self.submit(rq, now)?,
                 Dispatch::Idle { until } => {
                     self.idle_until = Some(until.max(now));
                     break;
@@ -448,7 +466,7 @@ impl Engine {
         Ok(())
     }
 
-    fn submit(&mut self, rq: Request) -> io::Result<()> {
+    fn submit(&mut self, rq: Request, now: Nanos) -> io::Result<()> {
         let id = rq.id.0;
         let Some(piece) = self.pieces.get_mut(&id) else {
             // A scheduler handing out a request it was never given: a policy bug. Completing
@@ -489,6 +507,7 @@ impl Engine {
         }
         .user_data(id);
         piece.dispatched = Some(rq);
+        piece.dispatched_at = now;
         self.push(entry)?;
         self.in_ring += 1;
         Ok(())
@@ -560,6 +579,23 @@ impl Engine {
         let rq = piece.dispatched.expect("a completed piece was dispatched");
         let ns = self.now();
         self.sched.complete(&rq, ns);
+        if self.logging {
+            let record = RequestRecord {
+                job: 0,
+                op: rq.op,
+                sector: rq.sector,
+                sectors: rq.sectors,
+                queued: piece.queued_at,
+                inserted: piece.inserted_at,
+                dispatched: piece.dispatched_at,
+                completed: ns,
+            };
+            self.shared
+                .log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(rq.ctx, record);
+        }
         let parent = self
             .parents
             .get_mut(&piece.parent)

@@ -21,6 +21,11 @@
 //! request to another file is a long seek. The real placement of the files on the device is
 //! not known to it.
 //!
+//! With [`EngineOptions::request_log`] the engine also keeps, per request, the executor's
+//! [`RequestRecord`](crate::RequestRecord): when its issuer submitted it (Q), when the
+//! scheduler got it (I), dispatched it (D) and when it completed (C), the latest records kept
+//! ([`Handle::take_request_log`]).
+//!
 //! Changing the scheduler ([`Handle::set_scheduler`]) works as the kernel's `elevator_switch`:
 //! the queue is frozen (new I/O is held), the old scheduler drains everything it holds and the
 //! device goes idle, then the new one takes the held I/O. [`Engine::shutdown`] (or dropping the
@@ -63,6 +68,7 @@
 //! ```
 
 mod engine;
+mod log;
 mod stat;
 
 use std::fmt;
@@ -73,12 +79,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use elevator_core::{CtxId, GroupId, IoPrio, Scheduler, TunableError};
 
 use crate::buf::AlignedBuf;
 
+pub use log::RequestLog;
 pub use stat::DiskStats;
 
 /// Builds a scheduler on the engine thread (a scheduler need not be `Send`).
@@ -222,11 +229,17 @@ pub struct EngineOptions {
     /// io_uring entries (a power of two): a ceiling on I/O in flight; the scheduler decides
     /// below it.
     pub ring_entries: u32,
+    /// Keep a record of at most this many of the latest requests completed (0, the default:
+    /// none); see [`Handle::take_request_log`].
+    pub request_log: usize,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { ring_entries: 256 }
+        EngineOptions {
+            ring_entries: 256,
+            request_log: 0,
+        }
     }
 }
 
@@ -265,7 +278,8 @@ impl fmt::Debug for Ticket {
 enum Cmd {
     Register(FileId, File),
     Unregister(FileId),
-    Submit(Io, Callback),
+    /// The I/O, what to do with its completion, and when it was submitted.
+    Submit(Io, Callback, Instant),
     Exit(CtxId),
     SetTunable(String, i64, Sender<Result<(), TunableError>>),
     Switch(SchedFactory, Sender<Result<(), TunableError>>),
@@ -279,6 +293,7 @@ struct Shared {
     /// Written to wake the engine.
     wake: OwnedFd,
     stats: Mutex<stat::StatKeeper>,
+    log: Mutex<log::LogKeeper>,
     scheduler: Mutex<&'static str>,
     next_file: AtomicU32,
 }
@@ -342,7 +357,8 @@ impl Handle {
     /// Submit `io`; `done` runs on the engine thread with its completion (at once, on the
     /// caller's thread, if the engine has shut down). `done` must not block.
     pub fn submit_with(&self, io: Io, done: impl FnOnce(Completion) + Send + 'static) {
-        if let Err(Cmd::Submit(io, done)) = self.send(Cmd::Submit(io, Box::new(done))) {
+        let cmd = Cmd::Submit(io, Box::new(done), Instant::now());
+        if let Err(Cmd::Submit(io, done, _)) = self.send(cmd) {
             let buf = match io.op {
                 IoOp::Write { data } => data,
                 _ => AlignedBuf::new(0),
@@ -400,6 +416,17 @@ impl Handle {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Every request logged since the last call (none unless [`EngineOptions::request_log`]);
+    /// the log starts again empty. Times are from the engine's start. Call it after
+    /// [`Engine::shutdown`] for the complete log.
+    pub fn take_request_log(&self) -> RequestLog {
+        self.shared
+            .log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
     /// The `/sys/block/<dev>/stat` counters so far.
     pub fn stats(&self) -> DiskStats {
         let now = std::time::Instant::now();
@@ -438,6 +465,7 @@ impl Engine {
             asleep: AtomicBool::new(false),
             wake,
             stats: Mutex::new(stat::StatKeeper::new()),
+            log: Mutex::new(log::LogKeeper::new(opts.request_log)),
             scheduler: Mutex::new(""),
             next_file: AtomicU32::new(0),
         });

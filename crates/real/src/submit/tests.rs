@@ -124,6 +124,61 @@ fn requests_carry_the_submitters_context_group_priority_and_sync_flag() {
 }
 
 #[test]
+fn the_request_log_records_every_piece_with_its_issuer_in_q_i_d_c_order() {
+    let (f, _) = recorder(Some(16));
+    let opts = EngineOptions {
+        request_log: 100,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::start(f, opts).unwrap();
+    let h = engine.handle();
+    let file = h.register(file_of(1 << 16));
+    // 40 sectors cut into pieces of at most 16: three records for one write.
+    let w = Io::write(file, 0, filled(40 * 512, 3)).ctx(CtxId(7));
+    h.submit(w).wait().result.unwrap();
+    h.submit(Io::read(file, 4096, 4096).ctx(CtxId(9)))
+        .wait()
+        .result
+        .unwrap();
+    h.submit(Io::fsync(file, false).ctx(CtxId(7)))
+        .wait()
+        .result
+        .unwrap();
+    engine.shutdown().unwrap();
+    let log = h.take_request_log();
+    assert_eq!(log.contexts, vec![CtxId(7), CtxId(9)]);
+    assert_eq!(log.dropped, 0);
+    let brief: Vec<_> = log
+        .requests
+        .iter()
+        .map(|r| (r.job, r.op, r.sectors))
+        .collect();
+    let mut writes: Vec<_> = brief[..3].to_vec();
+    writes.sort_by_key(|w| w.2);
+    assert_eq!(
+        writes,
+        vec![(0, Op::Write, 8), (0, Op::Write, 16), (0, Op::Write, 16)]
+    );
+    assert_eq!(brief[3..], [(1, Op::Read, 8), (0, Op::Flush, 0)]);
+    for r in &log.requests {
+        assert!(r.queued <= r.inserted && r.inserted <= r.dispatched);
+        assert!(r.dispatched <= r.completed, "{r:?}");
+    }
+    // The log was taken: nothing is left for a second look.
+    assert!(h.take_request_log().requests.is_empty());
+}
+
+#[test]
+fn without_request_log_the_engine_keeps_no_records() {
+    let engine = Engine::start(build("noop"), EngineOptions::default()).unwrap();
+    let h = engine.handle();
+    let file = h.register(file_of(8192));
+    h.submit(Io::read(file, 0, 4096)).wait().result.unwrap();
+    engine.shutdown().unwrap();
+    assert_eq!(h.take_request_log(), RequestLog::default());
+}
+
+#[test]
 fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length() {
     let (f, seen) = recorder(Some(16));
     let engine = Engine::start(f, EngineOptions::default()).unwrap();
