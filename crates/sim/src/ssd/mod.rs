@@ -201,15 +201,17 @@ impl Ssd {
         let arrived = self.host.transfer(rq.bytes(), accepted, now);
         let bytes = u64::from(units.end - units.start) * self.unit_bytes;
         let admitted = self.buffer.admit(bytes, rq.bytes(), arrived);
-        // The mapping update needs the entries; their reads do not delay the completion.
-        self.translate(units.clone(), accepted, true);
+        // The mapping update needs the entries: their reads do not delay the completion, but
+        // the data's program waits for them (it needs the entry to update).
+        let known = self.translate(units.clone(), accepted, true);
+        let ready = admitted.max(known);
         for lpn in units {
             let placed = self.ftl.write_host(lpn);
             if let Some(first) = placed.page_full {
                 let plane = self.ftl.plane_of(first);
                 let done = self
                     .flash
-                    .program(plane, self.page_bytes, admitted, Origin::Host);
+                    .program(plane, self.page_bytes, ready, Origin::Host);
                 self.ftl.set_programmed(first, done);
                 self.buffer.scheduled(self.page_bytes, done);
                 self.stats.host_programs += 1;
