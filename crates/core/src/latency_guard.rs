@@ -8,55 +8,63 @@
 //!
 //! - Reads are served first, in arrival order, without limit.
 //! - Writes (and flushes, discards) go in arrival order, but while a reader is active (a read
-//!   was issued or completed within `reader_idle` ms, or one is in flight) at most `depth`
-//!   writes are outstanding. With no reader active, up to `write_depth_max` are.
-//! - `depth` is controlled from the reads' device latency (dispatch to completion), averaged
-//!   over windows of `window` ms: above the target the depth halves (not below
-//!   `write_depth_min`) and the depth that overshot is remembered; at or under the target it
-//!   grows by one per window, but not back to a depth that overshot within the last
-//!   `probe_interval` ms. The depth starts at `write_depth_min` and survives idle readers.
-//! - The target is `target_read_lat`, or `target_factor` times the best window mean seen so
-//!   far if that is larger: on a device whose reads are slow even without writes (a loop
-//!   device over a busy disk), a fixed target would pin the writes at the minimum depth. The
-//!   best mean is forgotten slowly (it may rise by 1/1024 per window, about 5% a second with
-//!   the default window), so it follows a device that changes but cannot run away while reads
-//!   are slow because of the writes.
+//!   was issued or completed within `reader_idle` ms, or one is in flight) the write *bytes*
+//!   in flight are kept within a budget; one write may always be in flight, so writes never
+//!   starve. With no reader active, up to `write_depth_max` writes are outstanding.
+//! - The budget counts bytes, not requests, because a read waits behind the bytes the device
+//!   holds: a 1 MiB write delays it as much as four of 256 KiB. It is controlled from the
+//!   reads' device latency (dispatch to completion), averaged over windows of `window` ms:
+//!   above the target the budget halves (not below `write_kb_min`) and the budget that
+//!   overshot is remembered; at or under the target it grows by `write_kb_step`, but not back
+//!   to a budget that overshot within the last `probe_interval` ms (multiplicative decrease,
+//!   additive increase, with a memory of the last overshoot as TCP's slow-start threshold, so
+//!   it settles just under the budget where read latency breaks down instead of oscillating
+//!   across it).
+//! - The target is `target_factor` times the reads' *floor*, or `target_read_lat` if that is
+//!   larger: reads may be that much slower than with the least write work in flight. The floor
+//!   is measured, not assumed: the control starts at `write_kb_min`, and every
+//!   `floor_interval` ms it drops the budget there for two windows (the first lets the writes
+//!   of the larger budget drain, the second is measured) and goes back; the floor is a moving
+//!   average of such windows. So on a device whose reads are slow whatever we hold back (a
+//!   host serving every request late, a loop device over a busy disk), the target follows and
+//!   the writes are let through, while reads that are slow only under a larger budget keep it
+//!   small. The former target (the best window mean ever seen, forgotten at 5% a second)
+//!   pinned the writer at the minimum for whole runs when this machine's host turned slow.
+//! - New I/O reaches the policy cut into pieces: `max_request_kb` halved until it fits the
+//!   budget ([`Scheduler::max_request_sectors`], asked at every insert: the driver splits, as
+//!   the block layer splits at `max_sectors_kb` and Seastar's I/O queue splits long requests,
+//!   and completes the job's I/O with its last piece). With the defaults a 1 MiB write goes
+//!   whole, and the budget moves in whole writes: one while reads are near their floor, more
+//!   while they allow it. Halving keeps a write's pieces equal (never 768 + 256 KiB).
+//! - A write outstanding longer than `stall_factor` times the median of the last 32 writes'
+//!   device latencies is taken to be *stalled*: held by the device's write path (a host cache
+//!   flushing, write throttling), not in front of the reads. It stops counting toward the
+//!   budget (still toward `write_depth_max`), so another write keeps the write pipeline busy
+//!   while it waits. Measured on this machine's direct-io loop device (W1 with 1-2 pieces of
+//!   256 KiB in flight): half the writes completed in 160 us, but 10% took more than 1 ms and
+//!   those held 77% of the writer's time; reads dispatched while such a write was outstanding
+//!   completed in a median 66 us, faster than behind young writes (122 us).
 //!
-//! - A write outstanding longer than `stall_factor` times the median of the last 32 writes
-//!   device latencies (dispatch to completion) is taken to be *stalled*: held by the device's
-//!   write path (a host cache flushing, write throttling), not in front of the reads. It stops
-//!   counting toward `depth` (still toward `write_depth_max`), so another write keeps the write
-//!   pipeline busy while it waits. Measured on this machine's direct-io loop device (W1 with the
-//!   depth at 1-2 pieces of 256 KiB): half the writes completed in 160 us, but 10% took more
-//!   than 1 ms and those held 77% of the writer's time; reads dispatched while such a write was
-//!   outstanding completed in a median 66 us, faster than behind young writes (122 us). Without
-//!   the rule the writer spent most of its time waiting for stalls with nothing else queued.
+//! Why bytes, whole writes and a measured floor (docs/real-io.md has the figures): on this
+//! machine's loop device a dependent reader's IOPS fall steeply between 1 MiB and 1.5 MiB of
+//! writes in flight, while a 1 MiB write whole keeps more of the writer's bandwidth than the
+//! same bytes as 256 KiB pieces one after another (each pays the round trip from a completion
+//! to the next dispatch). The former controller counted 256 KiB pieces from a depth of one:
+//! it spent its time at 256-512 KiB in small pieces, and its absolute 1 ms target let the
+//! writes grow to 2-4 MiB on a quiet machine, where reads took 0.4 ms instead of 0.13 ms.
 //!
-//! - I/O larger than `max_request_kb` reaches the policy split into pieces of at most that
-//!   size ([`Scheduler::max_request_sectors`]; the driver splits, as the block layer splits
-//!   at `max_sectors_kb` and Seastar's I/O queue splits long requests). The depth then counts
-//!   pieces: a read waits behind at most `depth` pieces, and a writer at depth 4 of 256 KiB
-//!   keeps the device busy across the round trip between a completion and the next dispatch,
-//!   where one outstanding 1 MiB write leaves it idle. On a direct-io loop device here, W1's
-//!   1 MiB writer went from 1.0-2.1 GB/s (reader 2,200-5,400 IOPS, varying run to run) to
-//!   3.0 GB/s (reader 4,300-4,900 IOPS) with 256 KiB pieces.
+//! Tunables (our names, in the style of sysfs): `target_read_lat` (us, default 250),
+//! `target_factor` (count, 2; 0 makes the target absolute), `window` (ms, 20),
+//! `probe_interval` (ms, 1000), `floor_interval` (ms, 1000; 0: measured only when the control
+//! is at the minimum), `write_kb_min` (KiB, 1024), `write_kb_max` (KiB, 65536),
+//! `write_kb_step` (KiB, 128), `write_depth_max` (requests, 64), `reader_idle` (ms, 10),
+//! `max_request_kb` (KiB, 1024; 0: pieces as large as the budget), `stall_factor` (count, 4;
+//! 0: off). Sizes are multiples of 4 KiB.
 //!
-//! So the writer keeps the device busy with as few writes as the reads can tolerate: on a
-//! device whose bandwidth saturates at low depth, that costs the writer little. The control is
-//! multiplicative-decrease / additive-increase with a memory of the last overshoot (as TCP's
-//! slow-start threshold), so it settles just under the depth where read latency breaks down
-//! instead of oscillating across it.
-//!
-//! Tunables (our names, in the style of sysfs): `target_read_lat` (us, default 1000),
-//! `window` (ms, 20), `probe_interval` (ms, 1000), `write_depth_min` (requests, 1),
-//! `write_depth_max` (requests, 64), `reader_idle` (ms, 10), `target_factor` (count, 3; 0
-//! makes the target absolute), `max_request_kb` (KiB, 256, a multiple of 4; 0 takes I/O
-//! whole).
-//!
-//! Scope: one shared write depth for all writers; no groups, priorities or per-process
+//! Scope: one shared write budget for all writers; no groups, priorities or per-process
 //! fairness (the reads are FIFO among themselves, the writes too); no merging; no anticipation
 //! (idling for a dependent reader's next read did not improve reads here, because the writes
-//! already inside the device are what a read waits for, and the depth control bounds those).
+//! already inside the device are what a read waits for, and the budget bounds those).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -70,10 +78,10 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: "target_read_lat",
         unit: Unit::Us,
-        default: 1000,
+        default: 250,
         min: 1,
         max: 10_000_000,
-        doc: "read latency (dispatch to completion) the write depth is steered to stay under",
+        doc: "read latency (dispatch to completion) the write budget is steered to stay under",
     },
     Tunable {
         name: "window",
@@ -81,7 +89,7 @@ pub const TUNABLES: &[Tunable] = &[
         default: 20,
         min: 1,
         max: 60_000,
-        doc: "how often the write depth is re-decided from the reads completed meanwhile",
+        doc: "how often the write budget is re-decided from the reads completed meanwhile",
     },
     Tunable {
         name: "probe_interval",
@@ -89,15 +97,40 @@ pub const TUNABLES: &[Tunable] = &[
         default: 1000,
         min: 0,
         max: 3_600_000,
-        doc: "how long a write depth that overshot the target is not tried again",
+        doc: "how long a write budget that overshot the target is not tried again",
     },
     Tunable {
-        name: "write_depth_min",
-        unit: Unit::Requests,
-        default: 1,
-        min: 1,
-        max: 4096,
-        doc: "fewest writes kept outstanding while readers are active (writes never starve)",
+        name: "floor_interval",
+        unit: Unit::Ms,
+        default: 1000,
+        min: 0,
+        max: 3_600_000,
+        doc: "how often the budget drops to write_kb_min for one window to measure the reads' \
+              floor latency (0: only when the control takes it there)",
+    },
+    Tunable {
+        name: "write_kb_min",
+        unit: Unit::KiB,
+        default: 1024,
+        min: 4,
+        max: 4_194_304,
+        doc: "least write bytes in flight while readers are active (one write always may be)",
+    },
+    Tunable {
+        name: "write_kb_max",
+        unit: Unit::KiB,
+        default: 65_536,
+        min: 4,
+        max: 4_194_304,
+        doc: "ceiling of the write budget while readers are active",
+    },
+    Tunable {
+        name: "write_kb_step",
+        unit: Unit::KiB,
+        default: 128,
+        min: 4,
+        max: 4_194_304,
+        doc: "how much the write budget grows per window while reads meet the target",
     },
     Tunable {
         name: "write_depth_max",
@@ -105,7 +138,7 @@ pub const TUNABLES: &[Tunable] = &[
         default: 64,
         min: 1,
         max: 4096,
-        doc: "writes outstanding when no reader is active, and the ceiling of the control",
+        doc: "most writes outstanding, readers or not (the only limit when no reader is active)",
     },
     Tunable {
         name: "reader_idle",
@@ -118,18 +151,18 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: "target_factor",
         unit: Unit::Count,
-        default: 3,
+        default: 2,
         min: 0,
         max: 1000,
-        doc: "the target is at least this many times the best read latency seen (0: off)",
+        doc: "the target is at least this many times the reads' floor latency (0: off)",
     },
     Tunable {
         name: "max_request_kb",
         unit: Unit::KiB,
-        default: 256,
+        default: 1024,
         min: 0,
         max: 65_536,
-        doc: "larger I/O is split into pieces of at most this size before queueing (0: never)",
+        doc: "largest piece larger I/O is split into (0: the budget alone decides the pieces)",
     },
     Tunable {
         name: "stall_factor",
@@ -138,12 +171,19 @@ pub const TUNABLES: &[Tunable] = &[
         min: 0,
         max: 1000,
         doc: "a write outstanding this many times the median recent write latency stops counting \
-              toward the depth (0: never)",
+              toward the budget (0: never)",
     },
 ];
 
 /// How many recent write latencies the stall threshold's median is taken over.
 const WRITE_LAT_HISTORY: usize = 32;
+
+/// A window is measured for the floor when it is this many in a row at `write_kb_min` (the
+/// first lets the writes of a larger budget drain).
+const FLOOR_WINDOWS: u32 = 2;
+
+/// Pieces are multiples of this many sectors (4 KiB).
+const PIECE_ALIGN: u64 = 8;
 
 /// latency_guard's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,20 +192,26 @@ pub struct Config {
     pub target_read_lat: Nanos,
     /// Control window.
     pub window: Nanos,
-    /// How long an overshooting depth is not retried.
+    /// How long an overshooting budget is not retried.
     pub probe_interval: Nanos,
-    /// Least write depth while readers are active.
-    pub write_depth_min: u32,
-    /// Write depth with no reader active; ceiling of the control.
+    /// How often the floor is measured (0: only when the budget is at the minimum anyway).
+    pub floor_interval: Nanos,
+    /// Least write budget while readers are active, in sectors.
+    pub write_min: u64,
+    /// Ceiling of the write budget, in sectors.
+    pub write_max: u64,
+    /// Growth of the budget per window under the target, in sectors.
+    pub write_step: u64,
+    /// Most writes outstanding; the only write limit with no reader active.
     pub write_depth_max: u32,
     /// How long readers count as active after their last read.
     pub reader_idle: Nanos,
-    /// The target is at least this many times the best window mean seen (0: off).
+    /// The target is at least this many times the floor (0: off).
     pub target_factor: u32,
-    /// Largest request taken, in sectors (I/O beyond it is split by the driver); 0: no limit.
+    /// Largest piece, in sectors; 0: no limit of its own (the budget still sizes pieces).
     pub max_request_sectors: u32,
     /// A write outstanding this many times the median recent write latency is stalled and no
-    /// longer counts toward the depth (0: off).
+    /// longer counts toward the budget (0: off).
     pub stall_factor: u32,
 }
 
@@ -176,34 +222,43 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Build from settings, checking names, ranges and `write_depth_min <= write_depth_max`.
+    /// Build from settings, checking names, ranges, 4 KiB multiples and `write_kb_min <=
+    /// write_kb_max`.
     pub fn from_settings(s: &Settings) -> Result<Config, TunableError> {
         s.validate("latency-guard", TUNABLES)?;
         let g = |n| s.get(TUNABLES, n);
+        for name in [
+            "write_kb_min",
+            "write_kb_max",
+            "write_kb_step",
+            "max_request_kb",
+        ] {
+            if g(name) % 4 != 0 {
+                return Err(TunableError::Invalid {
+                    reason: format!("{name} ({}) is not a multiple of 4 KiB", g(name)),
+                });
+            }
+        }
         let cfg = Config {
             target_read_lat: Nanos::from_us(g("target_read_lat") as u64),
             window: Nanos::from_ms(g("window") as u64),
             probe_interval: Nanos::from_ms(g("probe_interval") as u64),
-            write_depth_min: g("write_depth_min") as u32,
+            floor_interval: Nanos::from_ms(g("floor_interval") as u64),
+            write_min: g("write_kb_min") as u64 * 2,
+            write_max: g("write_kb_max") as u64 * 2,
+            write_step: g("write_kb_step") as u64 * 2,
             write_depth_max: g("write_depth_max") as u32,
             reader_idle: Nanos::from_ms(g("reader_idle") as u64),
             target_factor: g("target_factor") as u32,
             max_request_sectors: (g("max_request_kb") * 2) as u32,
             stall_factor: g("stall_factor") as u32,
         };
-        if !cfg.max_request_sectors.is_multiple_of(8) {
+        if cfg.write_min > cfg.write_max {
             return Err(TunableError::Invalid {
                 reason: format!(
-                    "max_request_kb ({}) is not a multiple of 4 KiB",
-                    cfg.max_request_sectors / 2
-                ),
-            });
-        }
-        if cfg.write_depth_min > cfg.write_depth_max {
-            return Err(TunableError::Invalid {
-                reason: format!(
-                    "write_depth_min ({}) is larger than write_depth_max ({})",
-                    cfg.write_depth_min, cfg.write_depth_max
+                    "write_kb_min ({}) is larger than write_kb_max ({})",
+                    cfg.write_min / 2,
+                    cfg.write_max / 2
                 ),
             });
         }
@@ -218,27 +273,34 @@ pub struct LatencyGuard {
     reads: VecDeque<Request>,
     writes: VecDeque<Request>,
     reads_in_flight: usize,
-    /// Writes in flight with their dispatch times, oldest first.
-    writes_in_flight: VecDeque<(RequestId, Nanos)>,
+    /// Writes in flight with their dispatch times and sizes (sectors), oldest first.
+    writes_in_flight: VecDeque<(RequestId, Nanos, u64)>,
     /// The device latencies of the last writes completed (a ring of WRITE_LAT_HISTORY).
     write_lats: VecDeque<u64>,
     /// The median of `write_lats`, kept as they change (dispatch reads it on every call).
     write_lat_median: Option<u64>,
     read_dispatched: HashMap<RequestId, Nanos>,
-    depth: u32,
-    overshoot: Option<(u32, Nanos)>,
+    /// Write sectors allowed in flight (not stalled) while readers are active.
+    budget: u64,
+    overshoot: Option<(u64, Nanos)>,
     window_start: Option<Nanos>,
     window_sum: u64,
     window_reads: u64,
     last_read: Option<Nanos>,
-    best_mean: Option<u64>,
+    /// The reads' mean latency with the budget at `write_min` (a moving average of such
+    /// windows), and when it was last measured.
+    floor: Option<(u64, Nanos)>,
+    /// While a floor measurement holds the budget at `write_min`: the budget to go back to.
+    probing: Option<u64>,
+    /// Consecutive windows begun with the budget at `write_min`.
+    windows_at_min: u32,
 }
 
 impl LatencyGuard {
     /// A scheduler with `cfg`.
     pub fn new(cfg: Config) -> LatencyGuard {
         LatencyGuard {
-            depth: cfg.write_depth_min,
+            budget: cfg.write_min,
             cfg,
             reads: VecDeque::new(),
             writes: VecDeque::new(),
@@ -252,7 +314,9 @@ impl LatencyGuard {
             window_sum: 0,
             window_reads: 0,
             last_read: None,
-            best_mean: None,
+            floor: None,
+            probing: None,
+            windows_at_min: 0,
         }
     }
 
@@ -261,9 +325,25 @@ impl LatencyGuard {
         Config::from_settings(s).map(LatencyGuard::new)
     }
 
-    /// The write depth the control has settled on (used while readers are active).
-    pub fn write_depth(&self) -> u32 {
-        self.depth
+    /// The write budget the control has settled on, in KiB (in force while readers are
+    /// active).
+    pub fn write_budget_kb(&self) -> u64 {
+        self.budget / 2
+    }
+
+    /// The piece size new I/O is split into, in sectors: `max_request_kb` halved until it
+    /// fits the budget (not below 4 KiB). A budget of 1 MiB or more under the default 1 MiB
+    /// limit takes 1 MiB writes whole, one of 512-1020 KiB takes them in two halves. Halving
+    /// keeps the pieces of one write equal (a 1 MiB write is never cut into 768 and 256 KiB).
+    pub fn piece_sectors(&self) -> u64 {
+        let mut piece = match self.cfg.max_request_sectors {
+            0 => return self.budget,
+            m => u64::from(m),
+        };
+        while piece > self.budget && piece / 2 >= PIECE_ALIGN {
+            piece /= 2;
+        }
+        piece
     }
 
     fn readers_active(&self, now: Nanos) -> bool {
@@ -271,15 +351,6 @@ impl LatencyGuard {
             || self
                 .last_read
                 .is_some_and(|t| now < t.saturating_add(self.cfg.reader_idle))
-    }
-
-    /// The write limit in force at `now`.
-    pub fn write_limit(&self, now: Nanos) -> u32 {
-        if self.readers_active(now) {
-            self.depth
-        } else {
-            self.cfg.write_depth_max
-        }
     }
 
     /// How long a write may be outstanding before it counts as stalled, from the median of the
@@ -292,54 +363,95 @@ impl LatencyGuard {
             .map(|m| Nanos(m.saturating_mul(u64::from(self.cfg.stall_factor))))
     }
 
-    /// Writes in flight that count toward the depth at `now` (not stalled), and when the
-    /// oldest of them becomes stalled.
-    fn young_writes(&self, now: Nanos) -> (u32, Option<Nanos>) {
+    /// Write sectors in flight that count toward the budget at `now` (not stalled), and when
+    /// the oldest of them becomes stalled.
+    fn young_writes(&self, now: Nanos) -> (u64, Option<Nanos>) {
+        let all = || self.writes_in_flight.iter().map(|w| w.2).sum::<u64>();
         let Some(after) = self.stall_after() else {
-            return (self.writes_in_flight.len() as u32, None);
+            return (all(), None);
         };
         // Oldest first: the stalled ones are a prefix.
         let stalled = self
             .writes_in_flight
             .iter()
-            .take_while(|(_, at)| now >= at.saturating_add(after))
+            .take_while(|(_, at, _)| now >= at.saturating_add(after))
             .count();
+        let young = self
+            .writes_in_flight
+            .iter()
+            .skip(stalled)
+            .map(|w| w.2)
+            .sum();
         let next = self
             .writes_in_flight
             .get(stalled)
-            .map(|(_, at)| at.saturating_add(after));
-        ((self.writes_in_flight.len() - stalled) as u32, next)
+            .map(|(_, at, _)| at.saturating_add(after));
+        (young, next)
+    }
+
+    /// The reads' floor latency: their mean with the least write work in flight (the budget
+    /// at `write_kb_min`), as last measured.
+    pub fn floor(&self) -> Option<Nanos> {
+        self.floor.map(|(f, _)| Nanos(f))
     }
 
     /// The read latency the control steers to at present.
     pub fn target(&self) -> Nanos {
-        let relative = self
-            .best_mean
-            .map_or(0, |b| b.saturating_mul(u64::from(self.cfg.target_factor)));
+        let relative = self.floor.map_or(0, |(f, _)| {
+            f.saturating_mul(u64::from(self.cfg.target_factor))
+        });
         Nanos(self.cfg.target_read_lat.as_ns().max(relative))
     }
 
     fn end_window(&mut self, now: Nanos) {
         let mean = self.window_sum / self.window_reads.max(1);
-        let target = self.target().as_ns();
-        self.best_mean = Some(self.best_mean.map_or(mean, |b| mean.min(b + b / 1024 + 1)));
-        if mean > target {
-            if self.depth > self.cfg.write_depth_min {
-                self.overshoot = Some((self.depth, now));
-                self.depth = (self.depth / 2).max(self.cfg.write_depth_min);
-            }
-        } else {
-            let next = self.depth + 1;
-            let barred = self.overshoot.is_some_and(|(d, at)| {
-                next >= d && now < at.saturating_add(self.cfg.probe_interval)
-            });
-            if next <= self.cfg.write_depth_max && !barred {
-                self.depth = next;
-            }
-        }
         self.window_start = Some(now);
         self.window_sum = 0;
         self.window_reads = 0;
+        // The budget changes only here. A window counts toward the floor when the one before
+        // it was at the minimum too, so that the writes a larger budget let in have drained.
+        if self.budget == self.cfg.write_min {
+            self.windows_at_min += 1;
+        } else {
+            self.windows_at_min = 0;
+        }
+        if self.windows_at_min >= FLOOR_WINDOWS {
+            let f = self.floor.map_or(mean, |(f, _)| (3 * f + mean) / 4);
+            self.floor = Some((f, now));
+        }
+        if self.floor.is_none() {
+            // The control starts by measuring the floor.
+            return;
+        }
+        if let Some(saved) = self.probing {
+            if self.windows_at_min >= FLOOR_WINDOWS {
+                self.probing = None;
+                self.budget = saved;
+            }
+            return;
+        }
+        if mean > self.target().as_ns() {
+            if self.budget > self.cfg.write_min {
+                self.overshoot = Some((self.budget, now));
+                self.budget = (self.budget / 2).max(self.cfg.write_min);
+            }
+        } else {
+            let next = (self.budget + self.cfg.write_step).min(self.cfg.write_max);
+            let barred = self.overshoot.is_some_and(|(b, at)| {
+                next >= b && now < at.saturating_add(self.cfg.probe_interval)
+            });
+            if !barred {
+                self.budget = next;
+            }
+        }
+        let floor_due = self.cfg.floor_interval > Nanos::ZERO
+            && self
+                .floor
+                .is_none_or(|(_, at)| now >= at.saturating_add(self.cfg.floor_interval));
+        if self.budget > self.cfg.write_min && floor_due {
+            self.probing = Some(self.budget);
+            self.budget = self.cfg.write_min;
+        }
     }
 }
 
@@ -363,21 +475,28 @@ impl Scheduler for LatencyGuard {
             self.read_dispatched.insert(rq.id, now);
             return Dispatch::Request(rq);
         }
-        if self.writes.is_empty() || self.writes_in_flight.len() as u32 >= self.cfg.write_depth_max
-        {
+        let Some(next) = self.writes.front() else {
+            return Dispatch::Empty;
+        };
+        if self.writes_in_flight.len() as u32 >= self.cfg.write_depth_max {
             // A write completion (or a read) brings the driver back.
             return Dispatch::Empty;
         }
-        let (young, next_stall) = self.young_writes(now);
-        if young >= self.write_limit(now) {
-            // A completion, a read, or the oldest write turning stalled brings the driver back.
-            return match next_stall {
-                Some(until) => Dispatch::Idle { until },
-                None => Dispatch::Empty,
-            };
+        if self.readers_active(now) {
+            let (young, next_stall) = self.young_writes(now);
+            // One write may always be in flight: writes never starve.
+            if young > 0 && young + u64::from(next.sectors) > self.budget {
+                // A completion, a read, or the oldest write turning stalled brings the driver
+                // back.
+                return match next_stall {
+                    Some(until) => Dispatch::Idle { until },
+                    None => Dispatch::Empty,
+                };
+            }
         }
         let rq = self.writes.pop_front().expect("not empty");
-        self.writes_in_flight.push_back((rq.id, now));
+        self.writes_in_flight
+            .push_back((rq.id, now, u64::from(rq.sectors)));
         Dispatch::Request(rq)
     }
 
@@ -386,9 +505,9 @@ impl Scheduler for LatencyGuard {
             if let Some(i) = self
                 .writes_in_flight
                 .iter()
-                .position(|(id, _)| *id == rq.id)
+                .position(|(id, _, _)| *id == rq.id)
             {
-                let (_, at) = self.writes_in_flight.remove(i).expect("found");
+                let (_, at, _) = self.writes_in_flight.remove(i).expect("found");
                 if self.write_lats.len() == WRITE_LAT_HISTORY {
                     self.write_lats.pop_front();
                 }
@@ -417,7 +536,7 @@ impl Scheduler for LatencyGuard {
     }
 
     fn max_request_sectors(&self) -> Option<u32> {
-        (self.cfg.max_request_sectors > 0).then_some(self.cfg.max_request_sectors)
+        Some(u32::try_from(self.piece_sectors()).unwrap_or(u32::MAX))
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
@@ -429,9 +548,7 @@ impl Scheduler for LatencyGuard {
         }
         s.set(name, value);
         self.cfg = Config::from_settings(&s)?;
-        self.depth = self
-            .depth
-            .clamp(self.cfg.write_depth_min, self.cfg.write_depth_max);
+        self.budget = self.budget.clamp(self.cfg.write_min, self.cfg.write_max);
         Ok(())
     }
 }
@@ -443,7 +560,10 @@ impl LatencyGuard {
             "target_read_lat" => c.target_read_lat.as_us(),
             "window" => c.window.as_ms(),
             "probe_interval" => c.probe_interval.as_ms(),
-            "write_depth_min" => u64::from(c.write_depth_min),
+            "floor_interval" => c.floor_interval.as_ms(),
+            "write_kb_min" => c.write_min / 2,
+            "write_kb_max" => c.write_max / 2,
+            "write_kb_step" => c.write_step / 2,
             "write_depth_max" => u64::from(c.write_depth_max),
             "reader_idle" => c.reader_idle.as_ms(),
             "target_factor" => u64::from(c.target_factor),
@@ -460,8 +580,19 @@ mod tests {
     use crate::harness::{rq, Harness};
     use proptest::prelude::*;
 
+    /// A guard whose budget starts at 256 KiB, so that the control has room below 1 MiB.
     fn lg() -> LatencyGuard {
-        LatencyGuard::new(Config::default())
+        with(&[])
+    }
+
+    /// `lg()` with `settings` on top.
+    fn with(settings: &[(&str, i64)]) -> LatencyGuard {
+        let mut s = Settings::new();
+        s.set("write_kb_min", 256);
+        for (k, v) in settings {
+            s.set(*k, *v);
+        }
+        LatencyGuard::from_settings(&s).unwrap()
     }
 
     fn take(s: &mut LatencyGuard, now: Nanos) -> Option<Request> {
@@ -480,30 +611,65 @@ mod tests {
         at + lat
     }
 
+    /// `n` control windows of two reads each taking `lat_us`; ids from `*id`.
+    fn windows(s: &mut LatencyGuard, t: &mut Nanos, id: &mut u64, n: usize, lat_us: u64) {
+        windows_by_budget(s, t, id, n, |_| lat_us);
+    }
+
+    /// `n` control windows of two reads each, whose latency (us) depends on the budget (KiB).
+    fn windows_by_budget(
+        s: &mut LatencyGuard,
+        t: &mut Nanos,
+        id: &mut u64,
+        n: usize,
+        lat_us: impl Fn(u64) -> u64,
+    ) {
+        for _ in 0..n {
+            let lat = Nanos::from_us(lat_us(s.write_budget_kb()));
+            *t = read_with_latency(s, *id, *t, lat);
+            *t = read_with_latency(s, *id + 1, *t + Nanos::from_ms(20), lat);
+            *id += 2;
+        }
+    }
+
+    /// A write of `kb` KiB from ctx 1.
+    fn write_kb(id: u64, kb: u32) -> Request {
+        rq(id, 1).sector(id * 4096).sectors(kb * 2).write().build()
+    }
+
     #[test]
-    fn io_is_taken_in_pieces_of_max_request_kb_and_whole_when_it_is_zero() {
-        assert_eq!(lg().max_request_sectors(), Some(512), "256 KiB by default");
-        let mut s = Settings::new();
-        s.set("max_request_kb", 0);
+    fn pieces_are_max_request_kb_halved_until_they_fit_the_budget() {
+        let s = LatencyGuard::new(Config::default());
+        assert_eq!(s.write_budget_kb(), 1024, "starts at write_kb_min");
+        assert_eq!(s.max_request_sectors(), Some(2048), "1 MiB writes whole");
+        let piece_kb = |budget_kb: i64, max_kb: i64| {
+            with(&[("write_kb_min", budget_kb), ("max_request_kb", max_kb)])
+                .max_request_sectors()
+                .map(|p| p / 2)
+        };
+        assert_eq!(piece_kb(1536, 1024), Some(1024), "at most max_request_kb");
+        assert_eq!(piece_kb(768, 1024), Some(512), "two halves");
+        assert_eq!(piece_kb(256, 1024), Some(256), "four quarters");
+        assert_eq!(piece_kb(4, 1024), Some(4), "never below 4 KiB");
         assert_eq!(
-            LatencyGuard::from_settings(&s)
-                .unwrap()
-                .max_request_sectors(),
-            None
+            piece_kb(1500, 0),
+            Some(1500),
+            "no limit of its own: one piece of the whole budget"
         );
-        s.set("max_request_kb", 6);
-        let err = LatencyGuard::from_settings(&s).unwrap_err().to_string();
-        assert!(err.contains("not a multiple of 4 KiB"), "{err}");
+        let mut set = Settings::new();
+        set.set("write_kb_step", 6);
+        let err = LatencyGuard::from_settings(&set).unwrap_err().to_string();
+        assert!(
+            err.contains("write_kb_step (6) is not a multiple of 4 KiB"),
+            "{err}"
+        );
     }
 
     #[test]
     fn with_no_reader_writes_fill_up_to_write_depth_max() {
         let mut s = lg();
         for i in 0..100 {
-            s.insert(
-                rq(i, 1).sector(i * 2048).sectors(2048).write().build(),
-                Nanos::ZERO,
-            );
+            s.insert(write_kb(i, 1024), Nanos::ZERO);
         }
         let n = std::iter::from_fn(|| take(&mut s, Nanos::ZERO)).count();
         assert_eq!(n, 64);
@@ -518,30 +684,42 @@ mod tests {
     }
 
     #[test]
-    fn an_active_reader_limits_writes_to_the_controlled_depth() {
+    fn an_active_reader_limits_the_write_bytes_in_flight_to_the_budget() {
         let mut s = lg();
         let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
         for i in 0..10 {
-            s.insert(rq(i, 1).sector(i * 2048).write().build(), t);
+            s.insert(write_kb(i, 64), t);
         }
-        assert_eq!(s.write_depth(), 1);
-        assert!(take(&mut s, t).is_some());
-        assert_eq!(
-            s.dispatch(t),
-            Dispatch::Empty,
-            "one write outstanding while reading"
-        );
-        // After reader_idle without reads, the limit lifts.
+        let n = std::iter::from_fn(|| take(&mut s, t)).count();
+        assert_eq!(n, 4, "four 64 KiB writes fill the 256 KiB budget");
+        // After reader_idle without reads, the budget no longer applies.
         let later = t + Nanos::from_ms(11);
         let n = std::iter::from_fn(|| take(&mut s, later)).count();
-        assert_eq!(n, 9);
+        assert_eq!(n, 6);
     }
 
-    /// Ten writes completed in 100 us each while a reader is active; returns the time after.
+    #[test]
+    fn one_write_larger_than_the_budget_goes_alone_so_writes_never_starve() {
+        let mut s = lg();
+        let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        s.insert(write_kb(1, 1024), t);
+        s.insert(write_kb(2, 4), t);
+        let big = take(&mut s, t).expect("nothing in flight: the write goes");
+        assert_eq!(big.sectors, 2048);
+        assert!(
+            take(&mut s, t).is_none(),
+            "the budget is spent, even for 4 KiB"
+        );
+        s.complete(&big, t + Nanos::from_us(100));
+        assert!(take(&mut s, t + Nanos::from_us(100)).is_some());
+    }
+
+    /// Ten 256 KiB writes completed in 100 us each while a reader is active; returns the time
+    /// after.
     fn writes_of_100_us(s: &mut LatencyGuard, mut t: Nanos) -> Nanos {
         for i in 0..10 {
-            s.insert(rq(500 + i, 1).sector(i * 2048).write().build(), t);
-            let w = take(s, t).expect("one write fits the depth");
+            s.insert(write_kb(500 + i, 256), t);
+            let w = take(s, t).expect("one write fits the budget");
             t += Nanos::from_us(100);
             s.complete(&w, t);
         }
@@ -549,7 +727,7 @@ mod tests {
     }
 
     #[test]
-    fn a_write_outstanding_stall_factor_times_the_median_stops_counting_toward_the_depth() {
+    fn a_write_outstanding_stall_factor_times_the_median_stops_counting_toward_the_budget() {
         let mut s = lg();
         let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
         let t = writes_of_100_us(&mut s, t);
@@ -559,15 +737,15 @@ mod tests {
             "4 x the 100 us median"
         );
         for i in 0..3 {
-            s.insert(rq(i, 1).sector((20 + i) * 2048).write().build(), t);
+            s.insert(write_kb(20 + i, 256), t);
         }
-        let first = take(&mut s, t).expect("depth 1");
+        let first = take(&mut s, t).expect("fills the 256 KiB budget");
         assert_eq!(
             s.dispatch(t),
             Dispatch::Idle {
                 until: t + Nanos::from_us(400)
             },
-            "the depth is full until the outstanding write stalls"
+            "the budget is full until the outstanding write stalls"
         );
         assert!(
             take(&mut s, t + Nanos::from_us(399)).is_none(),
@@ -587,13 +765,11 @@ mod tests {
 
     #[test]
     fn stalled_writes_still_count_toward_write_depth_max() {
-        let mut st = Settings::new();
-        st.set("write_depth_max", 2);
-        let mut s = LatencyGuard::from_settings(&st).unwrap();
+        let mut s = with(&[("write_depth_max", 2)]);
         let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
         let t = writes_of_100_us(&mut s, t);
         for i in 0..3 {
-            s.insert(rq(i, 1).sector((20 + i) * 2048).write().build(), t);
+            s.insert(write_kb(20 + i, 256), t);
         }
         assert!(take(&mut s, t).is_some());
         assert!(
@@ -609,128 +785,150 @@ mod tests {
 
     #[test]
     fn stall_factor_zero_never_takes_a_write_as_stalled() {
-        let mut st = Settings::new();
-        st.set("stall_factor", 0);
-        let mut s = LatencyGuard::from_settings(&st).unwrap();
+        let mut s = with(&[("stall_factor", 0)]);
         let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
         let t = writes_of_100_us(&mut s, t);
         assert_eq!(s.stall_after(), None);
-        s.insert(rq(1, 1).write().build(), t);
-        s.insert(rq(2, 1).sector(4096).write().build(), t);
+        s.insert(write_kb(1, 256), t);
+        s.insert(write_kb(2, 256), t);
         assert!(take(&mut s, t).is_some());
         assert_eq!(s.dispatch(t + Nanos::from_ms(5)), Dispatch::Empty);
     }
 
     #[test]
-    fn depth_grows_one_per_window_while_reads_are_fast() {
+    fn the_budget_grows_by_write_kb_step_per_window_while_reads_are_fast() {
         let mut s = lg();
-        let mut t = Nanos::ZERO;
-        for i in 0..5 {
-            // Two reads per 20 ms window: the window closes on the second.
-            t = read_with_latency(&mut s, 2 * i, t, Nanos::from_us(100));
-            t = read_with_latency(
-                &mut s,
-                2 * i + 1,
-                t + Nanos::from_ms(20),
-                Nanos::from_us(100),
-            );
-        }
-        assert_eq!(s.write_depth(), 6);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 1, 100);
+        assert_eq!(
+            s.write_budget_kb(),
+            256,
+            "no floor yet: the first windows measure it"
+        );
+        windows(&mut s, &mut t, &mut id, 1, 100);
+        assert_eq!(s.floor(), Some(Nanos::from_us(100)));
+        assert_eq!(s.write_budget_kb(), 256 + 128);
+        windows(&mut s, &mut t, &mut id, 4, 100);
+        assert_eq!(s.write_budget_kb(), 256 + 5 * 128);
+        // And new I/O is cut to fit it: 896 KiB takes 512 KiB halves of 1 MiB.
+        assert_eq!(s.max_request_sectors(), Some(1024));
     }
 
     #[test]
-    fn slow_reads_halve_the_depth_and_the_overshoot_is_not_retried_until_probe_interval() {
+    fn slow_reads_halve_the_budget_and_the_overshoot_is_not_retried_until_probe_interval() {
         let mut s = lg();
-        let mut t = Nanos::ZERO;
-        let mut id = 0;
-        let mut window = |s: &mut LatencyGuard, t: &mut Nanos, lat_us: u64| {
-            *t = read_with_latency(s, id, *t, Nanos::from_us(lat_us));
-            *t = read_with_latency(s, id + 1, *t + Nanos::from_ms(20), Nanos::from_us(lat_us));
-            id += 2;
-        };
-        for _ in 0..7 {
-            window(&mut s, &mut t, 100);
-        }
-        assert_eq!(s.write_depth(), 8);
-        window(&mut s, &mut t, 3000);
-        assert_eq!(s.write_depth(), 4);
-        // Fast again: climbs to 7 and stays under the overshoot (8) ...
-        for _ in 0..10 {
-            window(&mut s, &mut t, 100);
-        }
-        assert_eq!(s.write_depth(), 7);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 7, 100);
+        assert_eq!(s.write_budget_kb(), 1024);
+        windows(&mut s, &mut t, &mut id, 1, 3000);
+        assert_eq!(s.write_budget_kb(), 512);
+        // Fast again: climbs to 896 KiB and stays under the overshoot (1 MiB) ...
+        windows(&mut s, &mut t, &mut id, 10, 100);
+        assert_eq!(s.write_budget_kb(), 896);
         // ... until probe_interval (1 s) after the overshoot.
-        for _ in 0..60 {
-            window(&mut s, &mut t, 100);
-        }
-        assert!(s.write_depth() > 8, "{}", s.write_depth());
+        windows(&mut s, &mut t, &mut id, 60, 100);
+        assert!(s.write_budget_kb() > 1024, "{}", s.write_budget_kb());
     }
 
     #[test]
-    fn depth_never_falls_below_write_depth_min_so_writes_never_starve() {
-        let mut set = Settings::new();
-        set.set("write_depth_min", 2).set("target_factor", 0);
-        let mut s = LatencyGuard::from_settings(&set).unwrap();
-        let mut t = Nanos::ZERO;
-        for i in 0..10 {
-            t = read_with_latency(&mut s, 2 * i, t, Nanos::from_ms(5));
-            t = read_with_latency(&mut s, 2 * i + 1, t + Nanos::from_ms(20), Nanos::from_ms(5));
-        }
-        assert_eq!(s.write_depth(), 2);
+    fn the_budget_stays_within_write_kb_min_and_write_kb_max() {
+        let mut s = with(&[
+            ("write_kb_min", 512),
+            ("write_kb_max", 1024),
+            ("target_factor", 0),
+        ]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 10, 5000);
+        assert_eq!(s.write_budget_kb(), 512);
+        windows(&mut s, &mut t, &mut id, 60, 100);
+        assert_eq!(s.write_budget_kb(), 1024);
     }
 
     #[test]
-    fn on_a_device_with_slow_reads_the_target_follows_the_best_latency_seen() {
-        let mut t = Nanos::ZERO;
-        let mut run = |s: &mut LatencyGuard| {
-            for i in 0..5 {
-                // Every read takes 1.5 ms, above the absolute 1 ms target.
-                t = read_with_latency(s, 2 * i, t, Nanos::from_us(1500));
-                t = read_with_latency(s, 2 * i + 1, t + Nanos::from_ms(20), Nanos::from_us(1500));
-            }
+    fn on_a_device_with_slow_reads_the_target_follows_their_floor() {
+        let run = |s: &mut LatencyGuard| {
+            let (mut t, mut id) = (Nanos::ZERO, 0);
+            // Every read takes 1.5 ms, above the absolute 250 us target.
+            windows(s, &mut t, &mut id, 5, 1500);
         };
         let mut relative = lg();
         run(&mut relative);
-        assert_eq!(relative.target(), Nanos::from_us(4500));
-        assert!(relative.write_depth() > 1, "{}", relative.write_depth());
-        let mut set = Settings::new();
-        set.set("target_factor", 0);
-        let mut absolute = LatencyGuard::from_settings(&set).unwrap();
+        assert_eq!(relative.target(), Nanos::from_us(3000));
+        assert!(
+            relative.write_budget_kb() > 256,
+            "{}",
+            relative.write_budget_kb()
+        );
+        let mut absolute = with(&[("target_factor", 0)]);
         run(&mut absolute);
-        assert_eq!(absolute.write_depth(), 1);
+        assert_eq!(absolute.write_budget_kb(), 256);
     }
 
     #[test]
-    fn a_long_run_of_slow_reads_does_not_raise_the_target() {
+    fn every_floor_interval_the_budget_drops_to_the_minimum_for_two_windows() {
         let mut s = lg();
-        let mut t = Nanos::ZERO;
-        let mut id = 0;
-        for lat_us in [100u64; 10].into_iter().chain([5000u64; 100]) {
-            t = read_with_latency(&mut s, id, t, Nanos::from_us(lat_us));
-            t = read_with_latency(
-                &mut s,
-                id + 1,
-                t + Nanos::from_ms(20),
-                Nanos::from_us(lat_us),
-            );
-            id += 2;
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        // Fast reads: the budget grows by a step a window (of 20.2 ms) after the first floor
+        // measurement (two windows), until the next is due a second later.
+        windows(&mut s, &mut t, &mut id, 2, 100);
+        let first = t;
+        let mut before = s.write_budget_kb();
+        while s.write_budget_kb() > 256 || before == 256 {
+            before = s.write_budget_kb();
+            windows(&mut s, &mut t, &mut id, 1, 100);
         }
-        assert_eq!(s.target(), Nanos::from_us(1000));
-        assert_eq!(s.write_depth(), 1);
+        assert!(
+            t >= first + Nanos::from_ms(1000) && t < first + Nanos::from_ms(1030),
+            "{t} after {first}"
+        );
+        assert_eq!(before, 256 + 50 * 128, "grew a step per window meanwhile");
+        windows(&mut s, &mut t, &mut id, 1, 100);
+        assert_eq!(
+            s.write_budget_kb(),
+            256,
+            "the first window at the minimum drains"
+        );
+        windows(&mut s, &mut t, &mut id, 1, 100);
+        assert_eq!(
+            s.write_budget_kb(),
+            before + 128,
+            "back where the control had taken it"
+        );
+    }
+
+    #[test]
+    fn reads_slow_only_under_a_larger_budget_keep_the_target_but_slow_at_the_minimum_raise_it() {
+        // Reads take 100 us at the minimum budget and 5 ms above it: the writes are what they
+        // wait for, and the budget stays low.
+        let mut s = lg();
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        let caused = |kb: u64| if kb > 256 { 5000 } else { 100 };
+        windows_by_budget(&mut s, &mut t, &mut id, 300, caused);
+        assert_eq!(s.target(), Nanos::from_us(250));
+        assert!(s.write_budget_kb() <= 384, "{}", s.write_budget_kb());
+        // Reads take 5 ms at the minimum budget too: the writes are not the cause, the floor
+        // follows, and the budget is let grow.
+        let mut s = lg();
+        windows(&mut s, &mut t, &mut id, 2, 100);
+        windows(&mut s, &mut t, &mut id, 300, 5000);
+        let floor = s.floor().unwrap();
+        assert!(floor > Nanos::from_us(4900), "{floor}");
+        assert_eq!(s.target(), Nanos(2 * floor.as_ns()));
+        assert!(s.write_budget_kb() > 1024, "{}", s.write_budget_kb());
     }
 
     #[test]
     fn tunables_are_checked_across_fields_and_settable_at_run_time() {
         let mut set = Settings::new();
-        set.set("write_depth_min", 8).set("write_depth_max", 4);
+        set.set("write_kb_min", 8192).set("write_kb_max", 4096);
         assert!(matches!(
             LatencyGuard::from_settings(&set),
             Err(TunableError::Invalid { .. })
         ));
         let mut s = lg();
-        s.set_tunable("write_depth_min", 3).unwrap();
-        assert_eq!(s.write_depth(), 3);
-        assert!(s.set_tunable("write_depth_max", 2).is_err());
+        s.set_tunable("write_kb_min", 768).unwrap();
+        assert_eq!(s.write_budget_kb(), 768);
+        assert!(s.set_tunable("write_kb_max", 512).is_err());
         assert!(s.set_tunable("no_such", 1).is_err());
     }
 

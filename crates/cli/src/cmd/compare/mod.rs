@@ -111,6 +111,10 @@ pub struct Args {
     /// Also write the tables as a self-contained HTML page, DIR/index.html.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Keep every request's way through our executor (inserted, dispatched, completed) as CSV
+    /// beside each of our runs' JSON (`runs/rN-WORKLOAD-ours-SCHED.csv`), as `run --request-log`.
+    #[arg(long)]
+    pub request_log: bool,
 }
 
 /// One workload as run: its derived job file and what the table follows.
@@ -336,7 +340,7 @@ impl Ours<'_> {
             run_id: seed,
             seed,
             ramp: Duration::from_secs(self.args.ramp),
-            request_log: false,
+            request_log: self.args.request_log,
             progress: None,
         };
         let target = self.dev.target.display().to_string();
@@ -347,6 +351,11 @@ impl Ours<'_> {
         let v = fio_json(&report, &groupids, &target);
         std::fs::write(out, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("write {}", out.display()))?;
+        if self.args.request_log {
+            let csv = out.with_extension("csv");
+            std::fs::write(&csv, elevator_real::report::request_log_csv(&report))
+                .with_context(|| format!("write {}", csv.display()))?;
+        }
         if let Some(e) = err {
             bail!("{}: scheduler {sched}: {e}", wl.name);
         }
@@ -858,6 +867,7 @@ mod tests {
             seed: 1,
             rt: 0,
             report: None,
+            request_log: false,
         };
         for (name, _, _) in BUILTIN {
             let w = load_workload(name, dir.path(), &args).unwrap();
@@ -907,6 +917,7 @@ mod tests {
             seed: 1,
             rt: 0,
             report: None,
+            request_log: false,
         };
         let e = run(args).unwrap_err().to_string();
         assert!(e.contains("needs root"), "{e}");
