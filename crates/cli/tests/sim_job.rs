@@ -270,3 +270,38 @@ fn a_job_file_runs_on_the_980_pro_unless_told_otherwise() {
     let mean = v["jobs"][0]["read"]["clat_ns"]["mean"].as_f64().unwrap();
     assert!((20_000.0..200_000.0).contains(&mean), "{mean} ns");
 }
+
+#[test]
+fn host_cpu_model_caps_a_locked_scheduler_and_a_bad_host_is_named() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../bench/jobs/icpe24-tapp.fio"
+    );
+    let total = |extra: &[&str]| -> f64 {
+        let mut args = vec!["--sched", "mq-deadline", "--drive", "samsung-980pro-1tb"];
+        args.extend_from_slice(extra);
+        let v = sim_json(job, &args);
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["read"]["iops"].as_f64().unwrap())
+            .sum()
+    };
+    let free = total(&[]);
+    let host = total(&["--host", "icpe24-10core"]);
+    // Four processes reach the drive's ceiling without the host model; with it mq-deadline's
+    // device-wide lock holds them near 1 / (lock + handoff) = 1 / 2.4 us.
+    assert!(free > 650_000.0, "{free}");
+    assert!((400_000.0..560_000.0).contains(&host), "{host}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "h.toml",
+        "kind = \"host-cpu\"\nname = \"h\"\ncores = 0\nio_us = 1.0\n",
+    );
+    let (ok, _, err) = elevator(&["sim", job, "--host", &bad, "--sched", "none"]);
+    assert!(!ok);
+    assert!(err.contains("h.toml:3") && err.contains("cores"), "{err}");
+}

@@ -27,6 +27,11 @@ pub struct Args {
     /// or SSD (default samsung-980pro-1tb, the NVMe SSD; a scenario names its own drive).
     #[arg(long, value_name = "NAME|FILE")]
     drive: Option<String>,
+    /// fio job files only: charge each I/O the host CPU time this host spec gives the
+    /// scheduler (a built-in name such as `icpe24-10core`, or a `kind = "host-cpu"` TOML):
+    /// cores, per-I/O time, a scheduler's device-wide lock (docs/ssd-model.md). Default: none.
+    #[arg(long, value_name = "NAME|FILE")]
+    host: Option<String>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
     #[arg(long, value_enum, default_value_t = super::run::Format::Normal)]
     output_format: super::run::Format,
@@ -93,6 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return super::sim_job::run(super::sim_job::Opts {
             job_file: std::path::Path::new(&args.scenario),
             drive: args.drive.as_deref(),
+            host: args.host.as_deref(),
             sched: &args.sched,
             extra: &super::parse_sets(&args.set)?,
             seed: args.seed.unwrap_or(1),
@@ -103,8 +109,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         });
     }
     anyhow::ensure!(
-        args.drive.is_none() && args.output_format == super::run::Format::Normal,
-        "--drive and --output-format apply to fio job files; a scenario names its drive"
+        args.drive.is_none()
+            && args.host.is_none()
+            && args.output_format == super::run::Format::Normal,
+        "--drive, --host and --output-format apply to fio job files; a scenario names its drive"
     );
     output::json_to_stdout(args.json.as_deref());
     let mut scenario = scenarios::load(&args.scenario)?;

@@ -9,6 +9,8 @@
 //! compare field by field. What differs: the JSON's `elevator.target` is `sim:<drive>` and
 //! `elevator.simulated` is true; `timestamp` is 0, so the same file and seed give the same
 //! bytes. `ramp_time` leaves the ramp's completions out of the figures as the executor does.
+//! `--host` charges every I/O the host CPU time a host spec gives its scheduler
+//! ([`elevator_sim::cpu`]).
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -17,6 +19,7 @@ use std::rc::Rc;
 use anyhow::Context;
 use elevator_core::{registry, GroupTree, Nanos, Settings, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_text};
+use elevator_sim::cpu::CpuSpec;
 use elevator_sim::{Device, DriveModel, JobSlot, Simulation};
 use elevator_workload::fio_file;
 use elevator_workload::traces::blktrace_out::BlktraceWriter;
@@ -34,6 +37,8 @@ pub struct Opts<'a> {
     pub job_file: &'a Path,
     /// `--drive`, if given.
     pub drive: Option<&'a str>,
+    /// `--host`, if given: the host CPU model's spec.
+    pub host: Option<&'a str>,
     /// `--sched`.
     pub sched: &'a [String],
     /// `--set`, parsed.
@@ -101,6 +106,11 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     let capacity = probe.capacity_sectors() * SECTOR_BYTES;
     let target = format!("sim:{}", probe.name());
     let rotational = !probe.non_rotational();
+    let host = o
+        .host
+        .map(CpuSpec::resolve)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--host: {e}"))?;
     let mut infos = Vec::new();
     for name in o.sched {
         let info = registry::find(name).with_context(|| {
@@ -141,6 +151,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         let mut sim = Simulation::new(device(drive)?, sched, groups);
         sim.set_ramp(Nanos(ramp.as_nanos() as u64));
         sim.set_wakeup_latency(o.wakeup);
+        if let Some(h) = &host {
+            sim.set_host_cpu(h);
+        }
         let writer = match o.blktrace_out {
             Some(dir) => {
                 let w = BlktraceWriter::create(dir, info.name)
