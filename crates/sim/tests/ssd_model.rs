@@ -79,3 +79,36 @@ fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     assert!(r2.cache_hit);
     assert!(r2.done < r.done);
 }
+
+#[test]
+fn a_read_goes_before_queued_programs_and_suspends_one_only_when_the_spec_lets_it() {
+    use elevator_sim::ssd::flash::{Flash, Origin};
+    use elevator_sim::ssd::Suspend;
+    // Five programs queued on plane 0 (about 3 ms of work); a 4 KiB read of that plane ready
+    // 100 us in. Returns the read's completion and the end of a program placed after it.
+    let run = |suspend: Suspend| {
+        let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+        spec.flash.suspend = suspend;
+        let mut flash = Flash::new(&spec);
+        let mut last = Nanos::ZERO;
+        for _ in 0..5 {
+            last = flash.program(0, 16384, Nanos::ZERO, Origin::Host);
+        }
+        let read = flash.read(0, 0, 4096, Nanos::from_us(100), Origin::Host);
+        let after = flash.program(0, 16384, Nanos::ZERO, Origin::Host);
+        (last, read, after)
+    };
+    let (queued, read, after) = run(Suspend::Erase);
+    let program = queued.as_ns() / 5;
+    // Without program suspension the read waits for the program under way, not the queue ...
+    assert!(
+        read.as_ns() > program && read.as_ns() < program + 60_000,
+        "{read:?}"
+    );
+    // ... and the plane time it takes is not lost: the next program ends that much later.
+    let taken = after.as_ns() - queued.as_ns() - program;
+    assert!((30_000..60_000).contains(&taken), "{taken} ns");
+    // With program suspension it waits the suspend time (100 us) instead.
+    let (_, read, _) = run(Suspend::Program);
+    assert!(read.as_ns() > 200_000 && read.as_ns() < 260_000, "{read:?}");
+}

@@ -8,8 +8,8 @@
 //! fig-2's `qd_1_dev_1_sche_none.txt`); the pattern itself is qualitative here (the study's
 //! interference runs are not in the shared data), so the table states it beside our numbers.
 //!
-//! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md), written once in order
-//! ([`PRECONDITION`]). A QD1
+//! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md) in its steady state
+//! (every page mapped, GC running from the first writes). A QD1
 //! 4 KiB random reader over the first half of the drive beside a QD128 4 KiB random writer
 //! over the second half (both O_DIRECT, fio's `norandommap`), for [`RUNTIME_MS`] simulated
 //! after a [`RAMP_MS`] ramp, under none, mq-deadline, kyber (default `read_lat_nsec` 2 ms, and
@@ -19,7 +19,6 @@
 
 use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
 use elevator_sim::drive::DriveModel;
-use elevator_sim::ssd::Precondition;
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::BuildEnv;
@@ -36,11 +35,6 @@ const DRIVE: &str = "samsung-980pro-1tb";
 pub const RUNTIME_MS: u64 = 2000;
 /// Lead-in left out of the figures.
 pub const RAMP_MS: u64 = 500;
-/// The drive's starting state: written once in order. The model's steady state does not yet
-/// sustain a QD128 random writer (its garbage collection stalls writes for seconds: issue 15,
-/// ssd-model in progress), and 2.5 s of random writes on a drive written once never reach
-/// GC, so the interference here is the write buffer's and the dies' programs, not GC's.
-const PRECONDITION: Precondition = Precondition::Sequential;
 /// A p99 below this fraction of none's is "cut".
 pub const CUT: f64 = 0.8;
 
@@ -236,10 +230,7 @@ fn measure_one(c: &Config, drive: &DriveModel, wakeup: Nanos, seed: u64) -> anyh
 
 /// Our rows, one per configuration, over `seeds` (runs in parallel, collected in order).
 pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
-    let mut drive = DriveModel::builtin(DRIVE).expect("the built-in 980 PRO");
-    if let DriveModel::Ssd(s) = &mut drive {
-        s.precondition = PRECONDITION;
-    }
+    let drive = DriveModel::builtin(DRIVE).expect("the built-in 980 PRO");
     let runs: Vec<(usize, u64)> = (0..CONFIGS.len())
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
         .collect();
@@ -296,9 +287,9 @@ fn published(c: &Config) -> Row {
 /// Print the table; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     say!("A reader beside a random writer on flash (ICPE'24, Samsung 980 PRO): a QD1 4 KiB");
-    say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO (written");
+    say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO (steady");
     say!(
-        "once in order), {RUNTIME_MS} ms after a {RAMP_MS} ms ramp. Published: the reader alone (fig-2) and"
+        "state), {RUNTIME_MS} ms after a {RAMP_MS} ms ramp. Published: the reader alone (fig-2) and"
     );
     say!("the study's pattern (kyber and bfq cut the reader's p99 under interference; none and");
     say!(

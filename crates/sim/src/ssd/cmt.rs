@@ -41,6 +41,11 @@ impl Cmt {
         }
     }
 
+    /// Whether every entry is always cached (no accesses to make).
+    pub fn holds_all(&self) -> bool {
+        self.capacity == 0
+    }
+
     /// The translation page holding `lpn`'s entry.
     pub fn page_of(&self, lpn: u32) -> u32 {
         lpn / self.entries_per_page

@@ -1,10 +1,22 @@
-//! The flash back end as gap-filling timelines: one per channel, one per plane.
+//! The flash back end as gap-filling timelines: one per channel, three per plane (host reads;
+//! host programs; GC), and the plane's operations in order.
 //!
 //! An operation is placed at submission, in the first gap of its resources at or after the
-//! time its inputs are ready (a read of a plane idle now goes before a program placed later
-//! on it, as MQSim's TSU would serve it). This is MQSim's transaction scheduling
-//! (`TSU_OutOfOrder`, `NVM_PHY_ONFI_NVDDR2`) reduced to placement: deterministic and cheap, at
-//! the cost of never moving work once placed (docs/ssd-model.md, "Deviations").
+//! time its inputs are ready. This is MQSim's transaction scheduling (`TSU_OutOfOrder`,
+//! `NVM_PHY_ONFI_NVDDR2`) reduced to placement: deterministic and cheap, at the cost of never
+//! moving work once placed (docs/ssd-model.md, "Deviations").
+//!
+//! Reads first, as MQSim's TSU serves a chip's read queue before its write and erase queues: a
+//! host read waits for the reads placed on its plane and for the program or erase under way
+//! there when it is ready, not for the programs queued behind that one. If the spec lets it
+//! ([`Suspend`](super::spec::Suspend)), it suspends the program or erase under way instead, paying the suspend time
+//! (MQSim's `Suspend_Program_Time`, `Suspend_Erase_Time`) when the operation has at least that
+//! long left. The plane time a read takes from programs or GC placed over it is not lost: it is
+//! reserved on their timeline at its first free gap, so the next work placed there starts that
+//! much later (the work already placed keeps its times; docs/ssd-model.md, "Deviations").
+//! Non-preemptible GC is urgent, as MQSim's is: host reads wait for all of it. With
+//! preemptible GC ([`Gc::preemptible`](super::spec::Gc)) host reads treat GC work as they treat
+//! programs. Programs, erases and GC keep clear of everything placed.
 //!
 //! A read senses the page (tR, by page type; a small read senses each unit asked for, one
 //! after another), then moves the bytes asked for over the channel; the plane is held while it
@@ -13,10 +25,8 @@
 //! planes of a die program and erase together, as multi-plane commands do); a read holds its
 //! whole die unless the spec lets it overlap (`independent_plane_reads` for small reads,
 //! `multi_plane_reads` for full-page reads).
-//!
-//! With preemptible GC ([`Gc::preemptible`](super::spec::Gc)), GC work goes on a second
-//! timeline per plane that host reads ignore (they run as if GC were suspended for them);
-//! host programs and GC keep clear of both.
+
+use std::collections::VecDeque;
 
 use elevator_core::Nanos;
 
@@ -32,6 +42,58 @@ pub enum Origin {
     Gc,
 }
 
+/// What a plane is busy with, as host reads see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Program,
+    Erase,
+    /// A GC read (only preemptible GC's are looked at: it cannot be suspended).
+    GcRead,
+}
+
+/// A plane's timelines.
+#[derive(Clone, Debug, Default)]
+struct Plane {
+    /// Host reads (data and mapping pages).
+    reads: GapTimeline,
+    /// Host programs, and the plane time reads took from them.
+    programs: GapTimeline,
+    /// GC reads, programs and erases, and the plane time reads took from them.
+    gc: GapTimeline,
+    /// Programs, erases and GC reads not yet ended, in start order: (start, end, kind).
+    ops: VecDeque<(Nanos, Nanos, Kind)>,
+}
+
+impl Plane {
+    fn forget(&mut self, now: Nanos) {
+        self.reads.forget(now);
+        self.programs.forget(now);
+        self.gc.forget(now);
+        while self.ops.front().is_some_and(|&(_, e, _)| e <= now) {
+            self.ops.pop_front();
+        }
+    }
+
+    /// The operation under way at `t` (started before it, not ended), if any.
+    fn under_way(&self, t: Nanos) -> Option<(Nanos, Kind)> {
+        let i = self.ops.partition_point(|&(s, _, _)| s < t);
+        let &(_, end, kind) = self.ops.get(i.checked_sub(1)?)?;
+        (end > t).then_some((end, kind))
+    }
+
+    fn record(&mut self, start: Nanos, len: u64, kind: Kind) {
+        let i = self.ops.partition_point(|&(s, _, _)| s < start);
+        self.ops.insert(i, (start, start + Nanos(len), kind));
+    }
+}
+
+/// Which timeline of a plane takes an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Programs,
+    Gc,
+}
+
 /// Channels and planes as timelines.
 #[derive(Clone, Debug)]
 pub struct Flash {
@@ -44,8 +106,7 @@ pub struct Flash {
     channels_busy: Vec<GapTimeline>,
     /// The current time: no work is placed before it.
     now: Nanos,
-    planes_busy: Vec<GapTimeline>,
-    gc_busy: Vec<GapTimeline>,
+    planes: Vec<Plane>,
     preemptible: bool,
     read_ns: u64,
     small_read_ns: u64,
@@ -55,6 +116,9 @@ pub struct Flash {
     page_types: u32,
     program_ns: u64,
     erase_ns: u64,
+    /// Suspend times, ns; `None` where the spec does not let reads suspend.
+    suspend_program_ns: Option<u64>,
+    suspend_erase_ns: Option<u64>,
     /// Channel transfer time per byte, picoseconds.
     channel_ps_per_byte: u64,
 }
@@ -83,8 +147,7 @@ impl Flash {
             multi_plane_reads: f.multi_plane_reads,
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
-            planes_busy: vec![GapTimeline::new(); planes],
-            gc_busy: vec![GapTimeline::new(); planes],
+            planes: vec![Plane::default(); planes],
             preemptible: spec.gc.preemptible,
             read_ns: us_to_ns(f.read_us),
             small_read_ns: us_to_ns(f.small_read_us),
@@ -94,6 +157,8 @@ impl Flash {
             page_types: f.page_types.max(1),
             program_ns: us_to_ns(f.program_us),
             erase_ns: us_to_ns(f.erase_us),
+            suspend_program_ns: f.suspend.programs().then(|| us_to_ns(f.suspend_program_us)),
+            suspend_erase_ns: f.suspend.erases().then(|| us_to_ns(f.suspend_erase_us)),
             channel_ps_per_byte: ps_per_byte(f.channel_mb_s),
         }
     }
@@ -118,8 +183,8 @@ impl Flash {
         self.small_read_ns > 0 && bytes <= u64::from(self.small_read_bytes)
     }
 
-    /// The planes an operation on `plane` holds, as (first, count, stride): its own for a
-    /// small independent read, else every plane of its die.
+    /// The planes an operation on `plane` holds, as (first, count, stride): its own, or every
+    /// plane of its die.
     fn held(&self, plane: u32, own_only: bool) -> (usize, usize, usize) {
         if own_only {
             (plane as usize, 1, 1)
@@ -133,38 +198,29 @@ impl Flash {
         }
     }
 
-    /// Whether `origin`'s work goes on the GC timelines (preemptible GC), and whether it must
-    /// also keep clear of them (everything but host reads).
-    fn lanes(&self, origin: Origin, read: bool) -> (bool, bool) {
-        let on_gc = origin == Origin::Gc && self.preemptible;
-        let avoids_gc = self.preemptible && !(origin == Origin::Host && read);
-        (on_gc, avoids_gc)
-    }
-
-    /// Place `len` ns of `origin`'s work on the planes `own_only` selects, at the earliest
-    /// time at or after `ready` when all of them are free; returns its start.
-    fn place(
+    /// Place `len` ns of program, erase or GC work on the planes `own_only` selects, on `lane`,
+    /// at the earliest time at or after `ready` when all of them are free of every kind of
+    /// work; returns its start.
+    fn place_work(
         &mut self,
         plane: u32,
         own_only: bool,
-        origin: Origin,
-        read: bool,
+        lane: Lane,
+        kind: Kind,
         ready: Nanos,
         len: u64,
     ) -> Nanos {
         let (first, n, stride) = self.held(plane, own_only);
-        let (on_gc, avoids_gc) = self.lanes(origin, read);
         let now = self.now;
         let mut t = ready;
         loop {
             let mut next = t;
             for p in (first..).step_by(stride).take(n) {
-                self.planes_busy[p].forget(now);
-                next = next.max(self.planes_busy[p].fit(t, len));
-                if avoids_gc {
-                    self.gc_busy[p].forget(now);
-                    next = next.max(self.gc_busy[p].fit(t, len));
-                }
+                let pl = &mut self.planes[p];
+                pl.forget(now);
+                next = next.max(pl.reads.fit(t, len));
+                next = next.max(pl.programs.fit(t, len));
+                next = next.max(pl.gc.fit(t, len));
             }
             if next == t {
                 break;
@@ -172,13 +228,80 @@ impl Flash {
             t = next;
         }
         for p in (first..).step_by(stride).take(n) {
-            if on_gc {
-                self.gc_busy[p].insert(t, len);
-            } else {
-                self.planes_busy[p].insert(t, len);
+            let pl = &mut self.planes[p];
+            match lane {
+                Lane::Programs => pl.programs.insert(t, len),
+                Lane::Gc => pl.gc.insert(t, len),
+            }
+            if lane == Lane::Programs || self.preemptible {
+                pl.record(t, len, kind);
             }
         }
         t
+    }
+
+    /// Place a host read of `len` ns on the planes `own_only` selects, ready at `ready`
+    /// (module doc: reads first, suspension); returns when it starts sensing.
+    fn place_read(&mut self, plane: u32, own_only: bool, ready: Nanos, len: u64) -> Nanos {
+        let (first, n, stride) = self.held(plane, own_only);
+        let now = self.now;
+        let mut t = ready;
+        // Suspend time paid before the read, when it suspends what is under way.
+        let mut suspend = 0;
+        loop {
+            let total = suspend + len;
+            let mut next = t;
+            for p in (first..).step_by(stride).take(n) {
+                let pl = &mut self.planes[p];
+                pl.forget(now);
+                next = next.max(pl.reads.fit(t, total));
+                if !self.preemptible {
+                    next = next.max(pl.gc.fit(t, total));
+                }
+            }
+            if next != t {
+                t = next;
+                continue;
+            }
+            // [t, t + total) is free of reads: what is under way at t?
+            let mut wait = t;
+            let mut want = 0;
+            for p in (first..).step_by(stride).take(n) {
+                let Some((end, kind)) = self.planes[p].under_way(t) else {
+                    continue;
+                };
+                let cost = match kind {
+                    Kind::Program => self.suspend_program_ns,
+                    Kind::Erase => self.suspend_erase_ns,
+                    Kind::GcRead => None,
+                };
+                match cost {
+                    Some(c) if end.0 - t.0 >= c => want = want.max(c),
+                    _ => wait = wait.max(end),
+                }
+            }
+            if wait > t {
+                t = wait;
+                suspend = 0;
+            } else if want != suspend {
+                suspend = want;
+            } else {
+                break;
+            }
+        }
+        let total = suspend + len;
+        for p in (first..).step_by(stride).take(n) {
+            let pl = &mut self.planes[p];
+            pl.reads.insert(t, total);
+            // The time taken from programs or GC placed over the read goes to the next gap on
+            // their timeline.
+            if pl.programs.fit(t, total) != t {
+                pl.programs.reserve(t, total, now);
+            } else if self.preemptible && pl.gc.fit(t, total) != t {
+                pl.gc.reserve(t, total, now);
+            }
+        }
+        t + Nanos(suspend)
     }
 
     /// Read `bytes` of page `page` (its index within its block) on `plane`, inputs ready at
@@ -206,28 +329,41 @@ impl Flash {
         let xfer = self.xfer_ns(bytes);
         // The plane is held while it senses and while its register empties over the channel
         // (a wait for the channel beyond that is not held).
-        let start = self.place(plane, own_only, origin, true, ready, sense + xfer);
+        let start = match origin {
+            Origin::Host => self.place_read(plane, own_only, ready, sense + xfer),
+            // A GC read holds its own plane only: a copy within the plane, as multi-plane work.
+            Origin::Gc => self.place_work(plane, true, Lane::Gc, Kind::GcRead, ready, sense + xfer),
+        };
         let (c, now) = (self.channel_of(plane) as usize, self.now);
         self.channels_busy[c].reserve(start + Nanos(sense), xfer, now)
     }
 
     /// Program a page of `bytes` on `plane`, data ready at `ready`; returns when it is on flash.
     pub fn program(&mut self, plane: u32, bytes: u64, ready: Nanos, origin: Origin) -> Nanos {
-        // Host programs keep clear of GC too: GC is what makes room for them. The data moves
-        // over the channel first; the plane is held from then until the program ends.
+        // The data moves over the channel first; the plane is held from then (or, if it is
+        // busy then, for as long from when it is free) until the program ends.
         let (c, len, now) = (
             self.channel_of(plane) as usize,
             self.xfer_ns(bytes),
             self.now,
         );
         let moved = self.channels_busy[c].reserve(ready, len, now);
-        let start = self.place(plane, true, origin, false, moved, self.program_ns);
-        start + Nanos(self.program_ns)
+        let lane = match origin {
+            Origin::Host => Lane::Programs,
+            Origin::Gc => Lane::Gc,
+        };
+        let hold = len + self.program_ns;
+        let start = self.place_work(plane, true, lane, Kind::Program, moved - Nanos(len), hold);
+        start + Nanos(hold)
     }
 
     /// Erase a block on `plane` once `ready`; returns when it is done.
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
-        let start = self.place(plane, true, origin, false, ready, self.erase_ns);
+        let lane = match origin {
+            Origin::Host => Lane::Programs,
+            Origin::Gc => Lane::Gc,
+        };
+        let start = self.place_work(plane, true, lane, Kind::Erase, ready, self.erase_ns);
         start + Nanos(self.erase_ns)
     }
 }

@@ -119,6 +119,8 @@ pub struct Ftl {
     base: Vec<bool>,
     base_dead: FxHashMap<u32, Box<[u64]>>,
     written: Vec<Option<Box<Written>>>,
+    /// Whether any block has been opened for writing in the run (else `written` is empty).
+    any_written: bool,
     free: Vec<VecDeque<u32>>,
     host_frontier: Vec<Option<Frontier>>,
     gc_frontier: Vec<Option<Frontier>>,
@@ -182,6 +184,7 @@ impl Ftl {
             base: vec![false; total],
             base_dead: FxHashMap::default(),
             written: vec![None; total],
+            any_written: false,
             free: vec![VecDeque::new(); planes as usize],
             host_frontier: vec![None; planes as usize],
             gc_frontier: vec![None; planes as usize],
@@ -304,7 +307,12 @@ impl Ftl {
 
     /// Where `lpn` lives, if mapped.
     pub fn lookup(&self, lpn: Lpn) -> Option<Ppa> {
-        match self.overrides.get(&lpn) {
+        // Reads of a drive not written in the run skip the hash.
+        let moved = match self.overrides.is_empty() {
+            true => None,
+            false => self.overrides.get(&lpn),
+        };
+        match moved {
             Some(&NONE) => None,
             Some(&p) => Some(p),
             None if self.has_base && u64::from(lpn) < self.logical => Some(self.base_ppa(lpn)),
@@ -328,6 +336,9 @@ impl Ftl {
 
     /// When the page holding `ppa` is (or will be) on flash; [`Nanos::MAX`] while it is open.
     pub fn programmed_at(&self, ppa: Ppa) -> Nanos {
+        if !self.any_written {
+            return Nanos::ZERO;
+        }
         match &self.written[(ppa / self.slots) as usize] {
             Some(w) => w.page_done[((ppa % self.slots) / self.upp) as usize],
             None => Nanos::ZERO,
@@ -444,6 +455,7 @@ impl Ftl {
             .expect("GC keeps a free block on every plane (spec checked)");
         let gid = (plane * self.blocks + block) as usize;
         self.state[gid] = BlockState::Open;
+        self.any_written = true;
         let (slots, pages) = (self.slots as usize, (self.slots / self.upp) as usize);
         match &mut self.written[gid] {
             Some(w) => {

@@ -1,71 +1,163 @@
-//! Garbage collection: greedy victim choice, relocation of valid units, erase.
+//! Garbage collection: greedy victim choice, relocation of valid units in step with host
+//! writes, erase.
 //!
 //! Follows MQSim's GC (`GC_and_WL_Unit_Page_Level.cpp`) with the greedy policy
 //! (`GC_Block_Selection_Policy = GREEDY`): when a plane's free blocks fall below the
 //! threshold, the full block with the fewest valid units is chosen, its valid units are read
 //! and programmed into the plane's GC frontier (over the channel: no copyback), and the block
-//! is erased. Deviations: the work is placed on the plane's timelines at once (it cannot be
-//! reordered later, except that host reads preempt it when the spec says so, see
-//! [`flash`](super::flash)); no wear levelling; one victim at a time until the plane is back
-//! at its threshold, at most one plane's worth of blocks per trigger.
+//! is erased; as in MQSim, a plane collects one victim at a time and starts the next while it
+//! is still below the threshold.
+//!
+//! Deviation: the work is placed on the plane's timelines when host writes are placed, in
+//! step with them: each host page programmed on a plane with a victim under way moves the
+//! share of the victim that keeps the plane's free blocks level (`units_per_page * valid /
+//! invalid` of the victim's units), so GC's cost is spread over the host writes that need it
+//! instead of landing on one write (MQSim spreads it by event timing). If a plane is down to
+//! the two blocks its frontiers need, it collects at once until it is not. No wear levelling.
 
 use elevator_core::Nanos;
 
 use super::flash::{Flash, Origin};
-use super::ftl::Ftl;
+use super::ftl::{Ftl, Lpn, Ppa};
 
 /// What GC did, over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GcStats {
-    /// Times a plane fell below its threshold.
+    /// Times GC started on a plane that had none under way (it fell below its threshold).
     pub triggers: u64,
-    /// Blocks collected.
+    /// Blocks collected (erased).
     pub victims: u64,
 }
 
-/// Collect blocks on `plane` until it has `ftl.reserve()` free blocks again, starting at
-/// `now`. `unit_bytes` and `page_bytes` size the transfers.
-pub fn collect(
-    ftl: &mut Ftl,
-    flash: &mut Flash,
-    plane: u32,
-    now: Nanos,
+/// The block a plane is collecting.
+#[derive(Clone, Debug)]
+struct Victim {
+    block: u32,
+    /// Its valid units when chosen, as (slot, LPN), in slot order.
+    units: Vec<(Ppa, Lpn)>,
+    /// How many of `units` have been dealt with.
+    next: usize,
+    /// Units to move per host page programmed on the plane.
+    per_page: usize,
+}
+
+/// Per-plane GC state.
+#[derive(Clone, Debug)]
+pub struct Collector {
+    victims: Vec<Option<Victim>>,
     unit_bytes: u64,
     page_bytes: u64,
-    stats: &mut GcStats,
-) {
-    stats.triggers += 1;
-    for _ in 0..ftl.blocks_per_plane() {
-        if ftl.free_blocks(plane) >= ftl.reserve() {
-            break;
+    /// Whether the current call chose a victim.
+    chosen: bool,
+    stats: GcStats,
+}
+
+/// Free blocks a plane must keep for its host and GC frontiers.
+const FLOOR: u32 = 2;
+
+impl Collector {
+    /// No GC under way on any of `planes`; `unit_bytes` and `page_bytes` size the transfers.
+    pub fn new(planes: u32, unit_bytes: u64, page_bytes: u64) -> Collector {
+        Collector {
+            victims: vec![None; planes as usize],
+            unit_bytes,
+            page_bytes,
+            chosen: false,
+            stats: GcStats::default(),
         }
-        let Some(victim) = ftl.greedy_victim(plane) else {
-            break;
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> GcStats {
+        self.stats
+    }
+
+    /// A host page was programmed on `plane` (or the plane took a block) at `now`: do the GC
+    /// work that is due there.
+    pub fn after_host_page(&mut self, ftl: &mut Ftl, flash: &mut Flash, plane: u32, now: Nanos) {
+        let idle = self.victims[plane as usize].is_none();
+        if idle && ftl.free_blocks(plane) < ftl.reserve() {
+            self.choose(ftl, plane);
+        }
+        if let Some(v) = &self.victims[plane as usize] {
+            let n = v.per_page;
+            self.advance(ftl, flash, plane, n, now);
+        }
+        while ftl.free_blocks(plane) < FLOOR {
+            if self.victims[plane as usize].is_none() && !self.choose(ftl, plane) {
+                break;
+            }
+            self.advance(ftl, flash, plane, usize::MAX, now);
+        }
+        if idle && self.chosen {
+            self.stats.triggers += 1;
+        }
+        self.chosen = false;
+    }
+
+    /// Choose the greedy victim of `plane`; returns whether there was one.
+    fn choose(&mut self, ftl: &Ftl, plane: u32) -> bool {
+        let Some(block) = ftl.greedy_victim(plane) else {
+            return false;
         };
-        stats.victims += 1;
-        let units = ftl.valid_units(plane, victim);
+        self.chosen = true;
+        let units = ftl.valid_units(plane, block);
+        let slots = ftl.slots_per_block() as usize;
+        let invalid = (slots - units.len()).max(1);
+        let per_page = (ftl.units_per_page() as usize * units.len()).div_ceil(invalid);
+        self.victims[plane as usize] = Some(Victim {
+            block,
+            units,
+            next: 0,
+            per_page: per_page.max(1),
+        });
+        true
+    }
+
+    /// Move up to `budget` units of `plane`'s victim, from `now`; erase it when it is empty.
+    fn advance(&mut self, ftl: &mut Ftl, flash: &mut Flash, plane: u32, budget: usize, now: Nanos) {
+        let Some(v) = self.victims[plane as usize].as_mut() else {
+            return;
+        };
+        let mut moved = 0;
         let mut copied = now;
-        let mut i = 0;
-        while i < units.len() {
-            // One read per victim page that holds valid units.
-            let page = ftl.page_of(units[i].0);
-            let n = units[i..]
+        while v.next < v.units.len() && moved < budget {
+            // One read per victim page that holds valid units (those the host has not
+            // overwritten since the victim was chosen).
+            let page = ftl.page_of(v.units[v.next].0);
+            let end = v.next
+                + v.units[v.next..]
+                    .iter()
+                    .take_while(|(p, _)| ftl.page_of(*p) == page)
+                    .count();
+            let live: Vec<(Ppa, Lpn)> = v.units[v.next..end]
                 .iter()
-                .take_while(|(p, _)| ftl.page_of(*p) == page)
-                .count();
-            let in_block = ftl.page_in_block(units[i].0);
-            let read = flash.read(plane, in_block, n as u64 * unit_bytes, now, Origin::Gc);
+                .copied()
+                .filter(|&(p, l)| ftl.lpn_at(p) == Some(l))
+                .collect();
+            v.next = end;
+            if live.is_empty() {
+                continue;
+            }
+            let in_block = ftl.page_in_block(live[0].0);
+            let bytes = live.len() as u64 * self.unit_bytes;
+            let read = flash.read(plane, in_block, bytes, now, Origin::Gc);
             copied = copied.max(read);
-            for &(from, lpn) in &units[i..i + n] {
+            for &(from, lpn) in &live {
                 let placed = ftl.relocate(lpn, from);
                 if let Some(first) = placed.page_full {
-                    let done = flash.program(plane, page_bytes, read, Origin::Gc);
+                    let done = flash.program(plane, self.page_bytes, read, Origin::Gc);
                     ftl.set_programmed(first, done);
                 }
             }
-            i += n;
+            moved += live.len();
         }
-        flash.erase(plane, copied, Origin::Gc);
-        ftl.erase(plane, victim);
+        if v.next >= v.units.len() {
+            let block = v.block;
+            self.victims[plane as usize] = None;
+            flash.erase(plane, copied, Origin::Gc);
+            ftl.erase(plane, block);
+            self.stats.victims += 1;
+        }
     }
 }

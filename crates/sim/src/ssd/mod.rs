@@ -7,7 +7,7 @@
 //! - [`timeline`]: the gap-filling timeline.
 //! - [`ftl`]: the page-level mapping, block state, write frontiers and preconditioning.
 //! - [`cmt`]: the cached mapping table.
-//! - [`gc`]: greedy garbage collection.
+//! - [`gc`]: greedy garbage collection, in step with host writes.
 //! - [`Ssd`]: the [`Device`] that puts them together.
 //!
 //! The model follows MQSim (Tavakkol et al., "MQSim: A Framework for Enabling Realistic
@@ -26,7 +26,7 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{FieldError, Precondition, SsdSpec};
+pub use spec::{FieldError, Precondition, SsdSpec, Suspend};
 
 use elevator_core::{Nanos, Op, Request};
 
@@ -34,7 +34,7 @@ use crate::device::{Device, Service};
 use cmt::Cmt;
 use flash::{Flash, Origin};
 use ftl::Ftl;
-use gc::GcStats;
+use gc::{Collector, GcStats};
 use host::{HostInterface, WriteBuffer};
 
 /// What the drive did over a run.
@@ -65,6 +65,7 @@ pub struct Ssd {
     flash: Flash,
     ftl: Ftl,
     cmt: Cmt,
+    gc: Collector,
     unit_bytes: u64,
     page_bytes: u64,
     stats: SsdStats,
@@ -87,6 +88,11 @@ impl Ssd {
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),
             cmt: Cmt::new(spec.ftl.cmt_entries, spec.flash.page_bytes / 4),
+            gc: Collector::new(
+                spec.planes() as u32,
+                u64::from(spec.ftl.unit_bytes),
+                page_bytes,
+            ),
             unit_bytes: u64::from(spec.ftl.unit_bytes),
             page_bytes,
             stats: SsdStats::default(),
@@ -106,7 +112,10 @@ impl Ssd {
 
     /// Counters.
     pub fn stats(&self) -> SsdStats {
-        self.stats
+        SsdStats {
+            gc: self.gc.stats(),
+            ..self.stats
+        }
     }
 
     /// The mapping units a request covers, clamped to the drive.
@@ -120,6 +129,9 @@ impl Ssd {
     /// Read the translation pages of `units` that the CMT misses, from `ready`; returns when
     /// the mapping is known.
     fn translate(&mut self, units: std::ops::Range<u32>, ready: Nanos, dirty: bool) -> Nanos {
+        if self.cmt.holds_all() {
+            return ready;
+        }
         let mut known = ready;
         let mut last_page = None;
         for lpn in units {
@@ -207,8 +219,8 @@ impl Ssd {
         let ready = admitted.max(known);
         for lpn in units {
             let placed = self.ftl.write_host(lpn);
+            let plane = self.ftl.plane_of(placed.ppa);
             if let Some(first) = placed.page_full {
-                let plane = self.ftl.plane_of(first);
                 let done = self
                     .flash
                     .program(plane, self.page_bytes, ready, Origin::Host);
@@ -216,17 +228,9 @@ impl Ssd {
                 self.buffer.scheduled(self.page_bytes, done);
                 self.stats.host_programs += 1;
             }
-            if placed.gc_needed {
-                let plane = self.ftl.plane_of(placed.ppa);
-                gc::collect(
-                    &mut self.ftl,
-                    &mut self.flash,
-                    plane,
-                    admitted,
-                    self.unit_bytes,
-                    self.page_bytes,
-                    &mut self.stats.gc,
-                );
+            if placed.page_full.is_some() || placed.gc_needed {
+                self.gc
+                    .after_host_page(&mut self.ftl, &mut self.flash, plane, admitted);
             }
         }
         Service {

@@ -148,10 +148,58 @@ pub struct Flash {
     pub program_us: f64,
     /// Block erase (tBERS), us.
     pub erase_us: f64,
+    /// Which operations a host read may suspend (MQSim's `CMD_Suspension_Support`; default
+    /// `erase`, as MQSim's).
+    #[serde(default)]
+    pub suspend: Suspend,
+    /// Time a read waits for a program to suspend, us (MQSim's `Suspend_Program_Time`,
+    /// default 100). A program with less than this left is waited for instead.
+    #[serde(default = "suspend_program_us")]
+    pub suspend_program_us: f64,
+    /// Time a read waits for an erase to suspend, us (MQSim's `Suspend_Erase_Time`, default
+    /// 700). An erase with less than this left is waited for instead.
+    #[serde(default = "suspend_erase_us")]
+    pub suspend_erase_us: f64,
+}
+
+/// The flash operations a host read may suspend to reach its plane (MQSim's
+/// `CMD_Suspension_Support`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Suspend {
+    /// None: a read waits for the program or erase under way on its plane.
+    None,
+    /// Erases (MQSim's default).
+    #[default]
+    Erase,
+    /// Programs.
+    Program,
+    /// Programs and erases.
+    ProgramErase,
+}
+
+impl Suspend {
+    /// Whether a read may suspend a program.
+    pub fn programs(self) -> bool {
+        matches!(self, Suspend::Program | Suspend::ProgramErase)
+    }
+
+    /// Whether a read may suspend an erase.
+    pub fn erases(self) -> bool {
+        matches!(self, Suspend::Erase | Suspend::ProgramErase)
+    }
 }
 
 fn one() -> u32 {
     1
+}
+
+fn suspend_program_us() -> f64 {
+    100.0
+}
+
+fn suspend_erase_us() -> f64 {
+    700.0
 }
 
 /// The page-level FTL (MQSim's `Address_Mapping = PAGE_LEVEL`, `CMT_Capacity`,
@@ -328,6 +376,8 @@ impl SsdSpec {
             ("flash.read_step_us", f.read_step_us),
             ("flash.program_us", f.program_us),
             ("flash.erase_us", f.erase_us),
+            ("flash.suspend_program_us", f.suspend_program_us),
+            ("flash.suspend_erase_us", f.suspend_erase_us),
         ];
         for (field, us) in times {
             if !(us.is_finite() && (0.0..=MAX_TIME_US).contains(&us)) {

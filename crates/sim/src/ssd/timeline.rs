@@ -34,10 +34,9 @@ impl GapTimeline {
     /// The earliest start at or after `ready` of a free interval of `len` ns.
     pub fn fit(&self, ready: Nanos, len: u64) -> Nanos {
         let mut t = ready;
-        for &(s, e) in &self.busy {
-            if e <= t {
-                continue;
-            }
+        // Intervals do not overlap, so their ends are in order too: skip those ended by `t`.
+        let first = self.busy.partition_point(|&(_, e)| e <= t);
+        for &(s, e) in self.busy.range(first..) {
             if s >= t + Nanos(len) {
                 break;
             }

@@ -32,8 +32,6 @@
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
-use std::collections::BTreeSet;
-
 use elevator_core::{Nanos, Op, SECTOR_BYTES};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -271,7 +269,8 @@ pub struct FioJob {
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
     issued: u64,
-    outstanding: BTreeSet<u64>,
+    /// Tags of the I/Os outstanding (at most `iodepth`: a list is cheaper than a set).
+    outstanding: Vec<u64>,
     start: Option<Nanos>,
     deadline: Option<Nanos>,
     batch: u32,
@@ -318,7 +317,7 @@ impl FioJob {
             cursors: [0, 0],
             limit,
             issued: 0,
-            outstanding: BTreeSet::new(),
+            outstanding: Vec::new(),
             start: None,
             deadline: None,
             batch: 0,
@@ -438,7 +437,7 @@ impl Job for FioJob {
             return cap(gate, self.deadline);
         }
         let io = self.next_io();
-        self.outstanding.insert(io.tag);
+        self.outstanding.push(io.tag);
         if self.cfg.thinktime_us > 0 {
             self.batch += 1;
             if self.batch >= self.cfg.thinktime_blocks {
@@ -450,7 +449,8 @@ impl Job for FioJob {
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {
-        if self.outstanding.remove(&tag) {
+        if let Some(i) = self.outstanding.iter().position(|&t| t == tag) {
+            self.outstanding.swap_remove(i);
             self.last_completion = now;
         }
     }
@@ -507,6 +507,7 @@ impl BlockOrder {
 mod tests {
     use super::*;
     use crate::testkit::HandDriver;
+    use std::collections::BTreeSet;
 
     const MIB: u64 = 1 << 20;
 

@@ -17,7 +17,7 @@ use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::metrics::JobMetrics;
 use elevator_workload::BuildEnv;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One measured configuration: a single fio-like job.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -155,7 +155,7 @@ pub const PLAN: [Point; 18] = [
 ];
 
 /// What one point gave.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
     /// Completed I/Os.
     pub ios: u64,

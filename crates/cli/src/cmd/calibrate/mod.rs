@@ -62,6 +62,42 @@ pub struct Args {
     /// Write the measured and predicted figures of every point, and the spec, as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Fit to the points an earlier `--json` measured instead of measuring (the same
+    /// measurements under another version of the model); the target is not opened.
+    #[arg(long, value_name = "FILE")]
+    measured: Option<PathBuf>,
+}
+
+/// Every point of the plan and what it measured.
+type Measured = Vec<(measure::Point, Figures)>;
+
+/// The measured points of an earlier `--json`: its region, load average and points.
+fn load_measured(path: &Path) -> anyhow::Result<(u64, String, Measured)> {
+    #[derive(serde::Deserialize)]
+    struct Saved {
+        region_bytes: u64,
+        load_average: String,
+        points: Vec<SavedPoint>,
+    }
+    #[derive(serde::Deserialize)]
+    struct SavedPoint {
+        point: String,
+        measured: Figures,
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let saved: Saved = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a `calibrate --json` file", path.display()))?;
+    let mut points = Vec::new();
+    for p in PLAN.iter() {
+        let label = p.label();
+        let m = saved
+            .points
+            .iter()
+            .find(|s| s.point == label)
+            .with_context(|| format!("{}: no point `{label}`", path.display()))?;
+        points.push((*p, m.measured));
+    }
+    Ok((saved.region_bytes, saved.load_average, points))
 }
 
 /// One point of the report.
@@ -87,6 +123,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "--duration {}: not a positive number of seconds",
         args.duration
     );
+    if args.output.is_none() {
+        // The spec goes to standard output: the tables go to stderr.
+        output::json_to_stdout(Some(Path::new("-")));
+    }
+    if let Some(path) = &args.measured {
+        let (region, load, measured) = load_measured(path)?;
+        say!("fitting the SSD model to {} ...", path.display());
+        return report(&args, region, region, &measured, &load);
+    }
     let existing = target::existing_size(&args.target)?;
     let size = match &args.size {
         Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--size {s:?}: {e}"))?,
@@ -116,10 +161,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
-    let stdout_spec = args.output.is_none();
-    if stdout_spec {
-        output::json_to_stdout(Some(Path::new("-")));
-    }
     let slice = Duration::from_secs_f64(args.duration / PLAN.len() as f64);
     let ramp = slice / 10;
     let runtime = slice - ramp;
@@ -154,6 +195,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     bar.finish_and_clear();
     tgt.remember()?;
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    say!("fitting the SSD model ...");
+    report(&args, tgt.size.max(region), region, &measured, &load)
+}
+
+/// Fit the spec to `measured` (taken over `region` of a target of `size` bytes at load average
+/// `load`), print the points beside the model, write the spec and the JSON.
+fn report(
+    args: &Args,
+    size: u64,
+    region: u64,
+    measured: &[(measure::Point, Figures)],
+    load: &str,
+) -> anyhow::Result<()> {
     let name = args.name.clone().unwrap_or_else(|| {
         let stem = args
             .target
@@ -162,11 +219,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .unwrap_or_else(|| "target".into());
         format!("calibrated-{stem}")
     });
-    say!("fitting the SSD model ...");
-    let mut spec = fit::fit(&name, tgt.size.max(region), region, &measured)?;
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default();
+    let mut spec = fit::fit(&name, size, region, measured)?;
     spec.description = format!(
         "calibrated by `elevator calibrate` on {} ({} MiB measured, {:.0} s, load average {load})",
         args.target.display(),
@@ -175,7 +228,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut rows = Vec::new();
     let mut table = Vec::new();
-    for (p, m) in &measured {
+    for (p, m) in measured {
         let s = fit::predict(&spec, p, region)?;
         table.push(vec![
             p.label(),
