@@ -898,16 +898,24 @@ fn choose_wl_class_and_type_divides_by_the_serving_classs_average() {
         after_writer.len() >= 5 && after_writer.iter().all(|&n| n == 76),
         "reader 1's turns between the writer's: {after_writer:?} in {t:?}"
     );
+    // The async workload gets min(75 ms, 300 ms x 1 async / 2 busy) x slice_async / slice_sync
+    // = 30 ms: two of the writer's turns of 2 x slice_async_rq x (8 - 4) = 16 requests.
+    let writer: Vec<usize> = t[last_of_others..t.len() - 2]
+        .windows(2)
+        .filter(|w| w[0].0 == 1 && w[1].0 == 5)
+        .map(|w| w[1].1)
+        .collect();
+    assert!(
+        writer.len() >= 5 && writer.iter().all(|&n| n == 32),
+        "{writer:?}"
+    );
 }
 
-/// 4.19 `cfq_select_queue` stops idling for a deep seeky queue ("the device is much faster
-/// than the queue can deliver") only while more of its slice remains than it has used,
-/// `slice_end - now > now - slice_start`. A seeky reader that queued six requests at once
-/// (deep, so its idle window stayed open) empties exactly halfway through its 100 ms slice:
-/// it keeps its window, and CFQ waits for its requests in flight rather than serving the
-/// other reader.
-#[test]
-fn cfq_select_queue_keeps_a_deep_seeky_queues_window_from_mid_slice_on() {
+/// A seeky reader queues six requests at once (deep, so its idle window stays open) beside a
+/// sequential reader; the first four go at once, the first completes at 1 ms and starts its
+/// 100 ms slice, and the last two go at `at`, emptying the queue with three in flight. Returns
+/// what CFQ dispatches next at `at` and whether the seeky reader's idle window is still open.
+fn seeky_reader_empties_at(at: Nanos) -> (Option<u64>, bool) {
     let mut s = flat();
     let t0 = Nanos::ZERO;
     let seeky: Vec<Request> = (0..6u64)
@@ -926,10 +934,9 @@ fn cfq_select_queue_keeps_a_deep_seeky_queues_window_from_mid_slice_on() {
         Dispatch::Request(r) => Some(r.id.0),
         Dispatch::Idle { .. } | Dispatch::Empty => None,
     };
-    // Four requests while the slice is new (quantum / 2), the first completes at 1 ms and
-    // starts the slice: 1 ms to 101 ms.
-    let first: Vec<_> = (0..4).map(|_| next(&mut s, t0)).collect();
-    assert_eq!(first, [Some(0), Some(1), Some(2), Some(3)]);
+    // 4.19 `cfq_may_dispatch`: quantum / 2 while the slice is new and another queue is busy.
+    let first: Vec<_> = (0..5).map(|_| next(&mut s, t0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2), Some(3), None]);
     s.complete(&seeky[0], ms(1));
     let a = s.queue_of(1).unwrap();
     assert_eq!(
@@ -937,9 +944,389 @@ fn cfq_select_queue_keeps_a_deep_seeky_queues_window_from_mid_slice_on() {
         (Some(ms(1).as_ns()), ms(101).as_ns())
     );
     assert!(s.queues[a].seeky() && s.idle_window_of(1));
-    // At 51 ms, 50 ms used and 50 ms left: the last two go and the queue is empty.
-    let mid = ms(51);
-    assert_eq!([next(&mut s, mid), next(&mut s, mid)], [Some(4), Some(5)]);
-    assert_eq!(next(&mut s, mid), None, "waits for the seeky reader");
-    assert!(s.idle_window_of(1));
+    assert_eq!([next(&mut s, at), next(&mut s, at)], [Some(4), Some(5)]);
+    (next(&mut s, at), s.idle_window_of(1))
+}
+
+/// 4.19 `cfq_select_queue` stops idling for a deep seeky queue ("the device is much faster
+/// than the queue can deliver") only while more of its slice remains than it has used,
+/// `slice_end - now > now - slice_start`. Emptied at 50 ms (49 ms used, 51 left) the seeky
+/// reader loses its idle window and the other reader gets the disk; emptied at 51 ms,
+/// exactly halfway, it keeps the window and CFQ waits for its requests in flight.
+#[test]
+fn cfq_select_queue_keeps_a_deep_seeky_queues_window_from_mid_slice_on() {
+    assert_eq!(seeky_reader_empties_at(ms(50)), (Some(100), false));
+    assert_eq!(seeky_reader_empties_at(ms(51)), (None, true));
+}
+
+// ----- tunables ----------------------------------------------------------------------------
+
+/// Each sysfs file written at run time sets what building with it sets, in the units of
+/// [`Config`] (ms become ns).
+#[test]
+fn set_tunable_sets_what_building_with_the_setting_sets() {
+    let values = [
+        ("quantum", 5),
+        ("fifo_expire_sync", 50),
+        ("fifo_expire_async", 60),
+        ("back_seek_max", 100),
+        ("back_seek_penalty", 3),
+        ("slice_sync", 70),
+        ("slice_async", 30),
+        ("slice_async_rq", 4),
+        ("slice_idle", 2),
+        ("group_idle", 3),
+        ("low_latency", 0),
+        ("target_latency", 200),
+        ("rotational", 0),
+    ];
+    let mut live = with(&[], &GroupTree::new());
+    for (k, v) in values {
+        live.set_tunable(k, v).unwrap();
+    }
+    let want = Config {
+        quantum: 5,
+        fifo_expire_sync: 50 * MS,
+        fifo_expire_async: 60 * MS,
+        back_seek_max: 100,
+        back_seek_penalty: 3,
+        slice_sync: 70 * MS,
+        slice_async: 30 * MS,
+        slice_async_rq: 4,
+        slice_idle: 2 * MS,
+        group_idle: 3 * MS,
+        low_latency: false,
+        target_latency: 200 * MS,
+        rotational: false,
+        groups: true,
+    };
+    assert_eq!(live.config(), &want);
+    assert_eq!(with(&values, &GroupTree::new()).config(), &want);
+}
+
+// ----- request order within a queue ----------------------------------------------------------
+
+/// Dispatch order of one process's requests at `sectors`, all queued while its request at
+/// `head` (8 sectors) is at the device.
+fn queue_order(head: u64, sectors: &[u64]) -> Vec<u64> {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(0, 1).sector(head).read());
+    for (i, &sector) in sectors.iter().enumerate() {
+        h.submit(
+            rq(i as u64 + 1, 1)
+                .sector(sector)
+                .read()
+                .at(Nanos::from_us(500)),
+        );
+    }
+    let out = h.run();
+    out.served.iter().skip(1).map(|s| s.rq.sector).collect()
+}
+
+/// 4.19 `cfq_find_next_rq` / `cfq_choose_req`: a queue's requests are served upwards from the
+/// head whatever order they arrived in.
+#[test]
+fn cfq_choose_req_serves_a_queue_upwards_from_the_head() {
+    assert_eq!(
+        queue_order(0, &[30_000, 10_000, 20_000]),
+        [10_000, 20_000, 30_000]
+    );
+}
+
+/// 4.19 `cfq_choose_req`: a request behind the head within `back_seek_max` (16 MiB) costs its
+/// distance times `back_seek_penalty` (2): 500 sectors back (cost 1000) beats 1500 ahead.
+#[test]
+fn cfq_choose_req_takes_a_short_backward_seek_at_twice_its_distance() {
+    assert_eq!(queue_order(9_992, &[11_500, 9_500])[0], 9_500);
+}
+
+/// 4.19 `cfq_choose_req`: at equal cost (1000 sectors back, 2000 ahead) the request at the
+/// higher sector wins, whichever was queued first.
+#[test]
+fn cfq_choose_req_breaks_a_cost_tie_for_the_higher_sector() {
+    assert_eq!(queue_order(9_992, &[9_000, 12_000])[0], 12_000);
+    assert_eq!(queue_order(9_992, &[12_000, 9_000])[0], 12_000);
+}
+
+// ----- non-rotational devices ----------------------------------------------------------------
+
+/// On a one-deep SSD under cfq-flat: a reader with `n` requests of 64 KiB queued at once
+/// (and its next one 2 ms after they are done) beside another reader with one request.
+/// Returns when that other request and the reader's late one were dispatched.
+fn one_deep_ssd(n: u64) -> (Nanos, Nanos) {
+    let mut settings = Settings::new();
+    settings.set("rotational", 0);
+    let s = Cfq::flat_from_settings(&settings, &GroupTree::new()).unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    for i in 0..n {
+        h.submit(rq(i, 1).sector(i * 128).sectors(128).read());
+    }
+    h.submit(rq(1000, 2).sector(900_000_000).sectors(128).read());
+    h.submit(rq(n, 1).sector(n * 128).sectors(128).read().at(ms(n + 2)));
+    let out = h.run();
+    (out.of(1000).dispatched, out.of(n).dispatched)
+}
+
+/// 4.19 `cfq_update_hw_tag` learns whether the device queues (`hw_tag`) from 50 completions
+/// made while more than `CFQ_HW_QUEUE_MIN` (5) requests were queued or in the driver; until
+/// then `hw_tag` is -1, and on a non-rotational device `cfq_arm_slice_timer` does not idle.
+/// After 60 requests one at a time it knows the SSD does not queue (0) and idles for the
+/// reader's next request as on a disk; after 20 it does not know yet and serves the other
+/// reader at once.
+#[test]
+fn cfq_update_hw_tag_learns_that_an_ssd_does_not_queue_and_idles_on_it() {
+    let (other, late) = one_deep_ssd(60);
+    assert_eq!(late, ms(62), "idled for the reader's next request");
+    assert!(other > late);
+    let (other, late) = one_deep_ssd(20);
+    assert_eq!(other, ms(20), "no idling while hw_tag is unknown");
+    assert!(late > other);
+}
+
+// ----- slices --------------------------------------------------------------------------------
+
+/// 4.19 `cfq_preempt_queue` expires the preempted queue as timed out, so `__cfq_slice_expired`
+/// keeps the rest of its slice (`slice_resid`) and `cfq_service_tree_add` keys it that much
+/// earlier. A real-time request preempts a best-effort reader 20 ms into its slice; once it is
+/// served the preempted reader resumes, ahead of a reader that was queued before it was
+/// preempted (all at priority 0, so no slice offset).
+#[test]
+fn cfq_preempt_queue_keeps_the_preempted_queues_unused_slice() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for ctx in 1..=2u32 {
+        for i in 0..300u64 {
+            h.submit(
+                rq(u64::from(ctx) * 1000 + i, ctx)
+                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
+                    .read()
+                    .prio(IoClass::BestEffort, 0),
+            );
+        }
+    }
+    h.submit(
+        rq(9000, 3)
+            .sector(500_000_000)
+            .read()
+            .prio(IoClass::RealTime, 4)
+            .at(Nanos::from_us(20_500)),
+    );
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let t = turns(&order);
+    assert_eq!(t[..3], [(1, 21), (3, 1), (1, t[2].1)], "{t:?}");
+}
+
+/// 4.19 `cfq_scaled_cfqq_slice`: under low_latency a slice shrinks so the busy queues fit
+/// target_latency, but not below `2 x slice_idle` (16 ms, scaled by the queue's share of a
+/// base sync slice). Twenty-four sequential readers: 300 ms / 24 is 12.5 ms, so each turn is
+/// the 16 ms floor, 17 dispatches counting the first completion.
+#[test]
+fn cfq_scaled_cfqq_slice_floors_a_slice_at_two_slice_idles() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for ctx in 1..=24u32 {
+        for i in 0..100u64 {
+            h.submit(
+                rq(u64::from(ctx) * 1000 + i, ctx)
+                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
+                    .read(),
+            );
+        }
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let t = turns(&order);
+    assert!(t[30..60].iter().all(|&(_, n)| n == 17), "{t:?}");
+}
+
+/// 4.19 `cfq_may_dispatch` under low_latency: an async queue may have one request in flight
+/// per whole `slice_sync` (100 ms) since a sync request last completed later than
+/// `fifo_expire_sync` after its submission (at least one). A read that took 130 ms completes
+/// at 130 ms; writeback then goes one request at a time until 330 ms, two after that, on a
+/// device that takes eight.
+#[test]
+fn cfq_may_dispatch_holds_writeback_to_one_request_after_a_delayed_read() {
+    let mut h = Harness::new(
+        flat(),
+        8,
+        |r: &Request| {
+            if r.is_sync() {
+                ms(130)
+            } else {
+                ms(1)
+            }
+        },
+    );
+    h.submit(rq(0, 1).sector(0).read());
+    for i in 0..300u64 {
+        h.submit(rq(1 + i, 2).sector(90_000_000 + i * 8).write().at(ms(1)));
+    }
+    let out = h.run();
+    let writes: Vec<&crate::harness::Served> =
+        out.served.iter().filter(|s| !s.rq.is_sync()).collect();
+    let most_in_flight = |from: Nanos, to: Nanos| {
+        writes
+            .iter()
+            .filter(|s| s.dispatched >= from && s.dispatched < to)
+            .map(|s| {
+                writes
+                    .iter()
+                    .filter(|o| o.dispatched <= s.dispatched && o.completed > s.dispatched)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let per_50ms: Vec<usize> = (0..5)
+        .map(|i| most_in_flight(ms(130 + 50 * i), ms(180 + 50 * i)))
+        .collect();
+    assert_eq!(per_50ms, [1, 1, 1, 1, 2]);
+}
+
+// ----- seekiness and think time ----------------------------------------------------------------
+
+/// Whether a process's queue counts as seeky after it queued requests at `sectors`, each
+/// `len` sectors long, on a rotational device or not.
+fn seeky_after(sectors: &[u64], len: u32, rotational: bool) -> bool {
+    let mut settings = Settings::new();
+    settings.set("rotational", i64::from(rotational));
+    let mut s = Cfq::flat_from_settings(&settings, &GroupTree::new()).unwrap();
+    for (i, &sector) in sectors.iter().enumerate() {
+        s.insert(
+            rq(i as u64, 1).sector(sector).sectors(len).read().build(),
+            Nanos::ZERO,
+        );
+    }
+    s.queues[s.queue_of(1).unwrap()].seeky()
+}
+
+/// 4.19 `CFQQ_SEEKY`: more than 32 / 8 of the last 32 requests were seeks
+/// (`cfq_update_io_seektime`: more than `CFQQ_SEEK_THR`, 800 sectors, from the previous
+/// request's end). Four seeks are not enough, five are.
+#[test]
+fn cfqq_seeky_takes_more_than_four_seeks_in_the_last_32_requests() {
+    let jumps = |n: u64| -> Vec<u64> { (0..=n).map(|i| i * 10_000).collect() };
+    assert!(!seeky_after(&jumps(4), 8, true));
+    assert!(seeky_after(&jumps(5), 8, true));
+    let contiguous: Vec<u64> = (0..10).map(|i| i * 8).collect();
+    assert!(!seeky_after(&contiguous, 8, true));
+}
+
+/// 4.19 `cfq_update_io_seektime` on a non-rotational device: a request shorter than
+/// `CFQQ_SECT_THR_NONROT` (64 sectors, 32 KiB) counts as a seek wherever it is.
+#[test]
+fn cfq_update_io_seektime_counts_requests_under_32_kib_as_seeks_on_an_ssd() {
+    let contiguous = |len: u64| -> Vec<u64> { (0..10).map(|i| i * len).collect() };
+    assert!(seeky_after(&contiguous(8), 8, false));
+    assert!(!seeky_after(&contiguous(64), 64, false));
+}
+
+/// 4.19 `cfq_should_idle` and `cfq_arm_slice_timer`: no idling, for the queue or its group,
+/// once the mean think time of the queue's service tree is above `slice_idle` and
+/// `group_idle` (`cfq_io_thinktime_big`; each sample is capped at twice the idle time, so the
+/// means here are 16 ms). Two groups; the reader of /a thinks 20 ms between requests, the one
+/// of /b not at all. After /a's first five requests (while the means gather samples) CFQ
+/// stops waiting 8 ms after each of /a's requests and serves /b at its completion.
+#[test]
+fn cfq_io_thinktime_big_stops_idling_for_a_slow_thinker() {
+    let groups = two_groups(None, None);
+    let mut s = with(&[], &groups);
+    let mut slow = Proc::seq_reader(1, 1, 0, 8);
+    slow.think = ms(20);
+    let procs = vec![slow, Proc::seq_reader(2, 2, 90_000_000, 8)];
+    let run = closed_loop::run(&mut s, procs, 1, |_, _| ms(1), Nanos::from_secs(2));
+    let waited: Vec<Nanos> = run
+        .served
+        .windows(2)
+        .filter(|w| w[0].ctx.0 == 1)
+        .map(|w| w[1].at - w[0].at)
+        .collect();
+    assert!(waited.len() >= 20, "{waited:?}");
+    assert!(
+        waited[5..].iter().all(|&w| w == ms(1)),
+        "gaps after /a's requests: {waited:?}"
+    );
+}
+
+// ----- groups on the group service tree ------------------------------------------------------
+
+/// 4.19 `cfq_group_notify_queue_add`: a group becoming busy goes `CFQ_SLICE_MODE_GROUP_DELAY`
+/// behind the last busy group's vdisktime, not at the tree's minimum.
+#[test]
+fn cfq_group_notify_queue_add_puts_a_newly_busy_group_behind_the_last() {
+    let groups = two_groups(None, None);
+    let mut s = with(&[], &groups);
+    s.insert(rq(1, 1).sector(0).read().group(1).build(), Nanos::ZERO);
+    s.insert(
+        rq(2, 2).sector(9_000_000).read().group(2).build(),
+        Nanos::ZERO,
+    );
+    assert_eq!(
+        s.groups[2].vdisktime,
+        s.groups[1].vdisktime + SLICE_MODE_GROUP_DELAY
+    );
+}
+
+/// 4.19 `cfq_group_service_tree_del` takes an idle group's weight out of its parent's
+/// `children_weight`: once /b has nothing queued, /a becoming busy again alone owns the whole
+/// disk (`vfraction` 1 << 12), not its share beside /b.
+#[test]
+fn cfq_group_service_tree_del_gives_an_idle_groups_share_back() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[("group_idle", 0)], &groups), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(rq(2, 2).sector(9_000_000).read().group(2));
+    h.run_until(ms(100));
+    let mut s = h.sched;
+    assert_eq!(s.queued(), 0);
+    s.insert(rq(3, 1).sector(8).read().group(1).build(), ms(100));
+    assert_eq!(s.groups[1].vfraction, 1 << SERVICE_SHIFT);
+}
+
+/// Requests of groups /a and /b dispatched in the first two seconds: /a's requests take 1 ms,
+/// /b's 4 ms, each group has a reader with plenty queued, the device takes eight at once.
+fn cheap_and_dear_groups(slice_idle: i64) -> (usize, usize) {
+    let groups = two_groups(None, None);
+    let s = with(&[("slice_idle", slice_idle)], &groups);
+    let mut h = Harness::new(
+        s,
+        8,
+        |r: &Request| {
+            if r.group.0 == 1 {
+                ms(1)
+            } else {
+                ms(4)
+            }
+        },
+    );
+    for g in 1..=2u32 {
+        for i in 0..20_000u64 {
+            h.submit(
+                rq(u64::from(g) * 100_000 + i, g)
+                    .sector(u64::from(g) * 90_000_000 + i * 8)
+                    .read()
+                    .group(g),
+            );
+        }
+    }
+    let out = h.run();
+    let count = |g: u32| {
+        out.served
+            .iter()
+            .filter(|s| s.rq.group.0 == g && s.dispatched < Nanos::from_secs(2))
+            .count()
+    };
+    (count(1), count(2))
+}
+
+/// 4.19 `iops_mode`: with `slice_idle` 0 on a queueing device (`hw_tag` not 0),
+/// `cfq_group_served` charges a group the requests its queue dispatched, not the time. Charged
+/// by time (slice_idle 8 ms) the two groups get equal disk time, so /a four times /b's
+/// requests (6324 and 1583); charged by requests /a's cheap ones cost it as much as /b's dear
+/// ones and the counts come close (4024 and 2972: a queue's turn is still a time slice).
+#[test]
+fn iops_mode_charges_groups_by_requests_without_slice_idle_on_a_queueing_device() {
+    let (a, b) = cheap_and_dear_groups(8);
+    assert!(a > 3 * b, "by time: {a} and {b}");
+    let (a, b) = cheap_and_dear_groups(0);
+    assert!(a < 2 * b, "by requests: {a} and {b}");
 }
