@@ -64,6 +64,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::fifo::Fifos;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
@@ -204,20 +205,22 @@ struct Waiting {
     admitted: Nanos,
 }
 
-/// One domain's queues.
-#[derive(Debug, Default)]
-struct Queues {
-    /// Requests moved to dispatch (no longer mergeable), in order.
-    dispatch: VecDeque<Waiting>,
-    /// Requests staged since, mergeable, in arrival order.
-    staged: VecDeque<Waiting>,
+/// Domain `d`'s FIFO of requests moved to dispatch (no longer mergeable), in order.
+fn dispatch_of(d: usize) -> usize {
+    2 * d
+}
+
+/// Domain `d`'s FIFO of requests staged since, mergeable, in arrival order.
+fn staged_of(d: usize) -> usize {
+    2 * d + 1
 }
 
 /// The kyber scheduler.
 #[derive(Debug)]
 pub struct Kyber {
     config: Config,
-    queues: [Queues; DOMAINS],
+    /// Every domain's dispatch and staging FIFOs ([`dispatch_of`], [`staged_of`]).
+    queues: Fifos<Waiting>,
     depth: [u32; DOMAINS],
     in_flight: [u32; DOMAINS],
     cur_domain: usize,
@@ -248,7 +251,7 @@ impl Kyber {
     pub fn new(config: Config) -> Kyber {
         Kyber {
             config,
-            queues: Default::default(),
+            queues: Fifos::new(2 * DOMAINS),
             depth: MAX_DEPTH,
             in_flight: [0; DOMAINS],
             cur_domain: 0,
@@ -371,22 +374,22 @@ impl Kyber {
 
     fn stage(&mut self, rq: Request, now: Nanos) {
         self.queued += 1;
-        self.queues[domain_of(&rq)]
-            .staged
-            .push_back(Waiting { rq, admitted: now });
+        self.queues
+            .push_back(staged_of(domain_of(&rq)), Waiting { rq, admitted: now });
     }
 
     /// The next request of the current domain, if it has one and a token for it.
     fn dispatch_current(&mut self, now: Nanos) -> Option<Request> {
         let d = self.cur_domain;
-        let q = &mut self.queues[d];
-        if q.dispatch.is_empty() && q.staged.is_empty() || self.in_flight[d] >= self.depth[d] {
+        let (dispatch, staged) = (dispatch_of(d), staged_of(d));
+        let q = &mut self.queues;
+        if q.is_empty(dispatch) && q.is_empty(staged) || self.in_flight[d] >= self.depth[d] {
             return None;
         }
-        if q.dispatch.is_empty() {
-            std::mem::swap(&mut q.dispatch, &mut q.staged);
+        if q.is_empty(dispatch) {
+            q.append(staged, dispatch);
         }
-        let w = q.dispatch.pop_front().expect("a domain with requests");
+        let w = q.pop_front(dispatch).expect("a domain with requests");
         self.in_flight[d] += 1;
         self.batching += 1;
         self.queued -= 1;
@@ -405,8 +408,11 @@ impl Scheduler for Kyber {
         if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
             return None;
         }
-        for w in self.queues[domain_of(rq)].staged.iter_mut().rev().take(8) {
-            let q = &mut w.rq;
+        let mut candidate = self.queues.back(staged_of(domain_of(rq)));
+        for _ in 0..8 {
+            let Some(slot) = candidate else { break };
+            candidate = self.queues.prev(slot);
+            let q = &mut self.queues.get_mut(slot).rq;
             if q.op != rq.op || q.prio != rq.prio {
                 continue;
             }

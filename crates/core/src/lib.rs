@@ -40,6 +40,8 @@
 //! - [`tunable`] and [`registry`]: each policy's sysfs-named tunables and the list of policies.
 //! - one module per policy, each opening with the kernel version it follows and its deviations.
 //! - [`harness`]: a tiny deterministic driver used by the policies' tests.
+//! - `fifo` and `sort_list` (internal): the FIFOs over one slab of queued requests (deadline,
+//!   mq-deadline, kyber) and the sector-sorted list (anticipatory) the policies share.
 
 #![deny(missing_docs)]
 
@@ -49,6 +51,7 @@ pub mod cfq;
 #[cfg(test)]
 mod closed_loop;
 pub mod deadline;
+mod fifo;
 pub mod group;
 pub mod harness;
 pub mod ioband;

@@ -82,6 +82,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Included, Unbounded};
 
 use crate::deadline;
+use crate::fifo::Fifos;
 use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
@@ -213,8 +214,6 @@ const RT: usize = 0;
 const BE: usize = 1;
 const IDLE: usize = 2;
 const LEVELS: usize = 3;
-/// "No slot" in the FIFO links.
-const NIL: u32 = u32::MAX;
 
 fn dir_of(rq: &Request) -> usize {
     if rq.op.is_read() {
@@ -237,7 +236,12 @@ fn throttled(rq: &Request) -> bool {
     !rq.op.is_read()
 }
 
-/// A queued request and its FIFO links.
+/// The FIFO of direction `dir` of `level` in [`MqDeadline::fifos`].
+fn fifo_of(level: usize, dir: usize) -> usize {
+    level * 2 + dir
+}
+
+/// A queued request.
 #[derive(Debug)]
 struct Entry {
     rq: Request,
@@ -245,17 +249,13 @@ struct Entry {
     arrival: Nanos,
     /// `arrival + expire` of its direction.
     deadline: Nanos,
-    prev: u32,
-    next: u32,
 }
 
-/// One direction of one level: sort tree and FIFO.
+/// One direction of one level: its sort tree (its FIFO is in [`MqDeadline::fifos`]).
 #[derive(Debug)]
 struct Lists {
     /// (start sector, id) -> slot.
     sorted: BTreeMap<(u64, u64), u32>,
-    head: u32,
-    tail: u32,
 }
 
 /// One priority level.
@@ -286,8 +286,8 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct MqDeadline {
     config: Config,
-    slots: Vec<Option<Entry>>,
-    free: Vec<u32>,
+    /// Every level's and direction's FIFO ([`fifo_of`]) over one slab of queued requests.
+    fifos: Fifos<Entry>,
     levels: [Level; LEVELS],
     /// Direction of the batch under way.
     last_dir: usize,
@@ -314,8 +314,6 @@ impl MqDeadline {
     pub fn new(config: Config) -> MqDeadline {
         let lists = || Lists {
             sorted: BTreeMap::new(),
-            head: NIL,
-            tail: NIL,
         };
         let level = || Level {
             lists: [lists(), lists()],
@@ -325,8 +323,7 @@ impl MqDeadline {
         MqDeadline {
             tags: SchedTags::new(config.nr_requests, config.async_depth),
             config,
-            slots: Vec::new(),
-            free: Vec::new(),
+            fifos: Fifos::new(LEVELS * 2),
             levels: [level(), level(), level()],
             last_dir: WRITE,
             batching: 0,
@@ -363,15 +360,11 @@ impl MqDeadline {
     }
 
     fn entry(&self, slot: u32) -> &Entry {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("mq-deadline: slot in a list is occupied")
+        self.fifos.get(slot)
     }
 
     fn entry_mut(&mut self, slot: u32) -> &mut Entry {
-        self.slots[slot as usize]
-            .as_mut()
-            .expect("mq-deadline: slot in a list is occupied")
+        self.fifos.get_mut(slot)
     }
 
     /// Put an admitted request into its level's tree and FIFO.
@@ -383,31 +376,13 @@ impl MqDeadline {
             self.config.write_expire
         };
         let key = (rq.sector, rq.id.0);
-        let tail = self.levels[level].lists[dir].tail;
         let entry = Entry {
             rq,
             arrival: now,
             deadline: now.saturating_add(expire),
-            prev: tail,
-            next: NIL,
         };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(entry);
-                s
-            }
-            None => {
-                self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        if tail == NIL {
-            self.levels[level].lists[dir].head = slot;
-        } else {
-            self.entry_mut(tail).next = slot;
-        }
+        let slot = self.fifos.push_back(fifo_of(level, dir), entry);
         let lv = &mut self.levels[level];
-        lv.lists[dir].tail = slot;
         lv.lists[dir].sorted.insert(key, slot);
         lv.owned += 1;
         self.in_lists += 1;
@@ -433,22 +408,9 @@ impl MqDeadline {
 
     /// Take `slot` off its level's lists and hand its request out.
     fn remove(&mut self, level: usize, dir: usize, slot: u32) -> Request {
-        let entry = self.slots[slot as usize]
-            .take()
-            .expect("mq-deadline: dispatched slot is occupied");
-        if entry.prev == NIL {
-            self.levels[level].lists[dir].head = entry.next;
-        } else {
-            self.entry_mut(entry.prev).next = entry.next;
-        }
-        if entry.next == NIL {
-            self.levels[level].lists[dir].tail = entry.prev;
-        } else {
-            self.entry_mut(entry.next).prev = entry.prev;
-        }
+        let entry = self.fifos.remove(fifo_of(level, dir), slot);
         let lists = &mut self.levels[level].lists[dir];
         lists.sorted.remove(&(entry.rq.sector, entry.rq.id.0));
-        self.free.push(slot);
         self.in_lists -= 1;
         entry.rq
     }
@@ -469,8 +431,10 @@ impl MqDeadline {
         let (dir, slot) = match continued {
             Some(slot) => (self.last_dir, slot),
             None => {
-                let lists = &self.levels[level].lists;
-                let (reads, writes) = (lists[READ].head != NIL, lists[WRITE].head != NIL);
+                let (reads, writes) = (
+                    !self.fifos.is_empty(fifo_of(level, READ)),
+                    !self.fifos.is_empty(fifo_of(level, WRITE)),
+                );
                 let dir = if reads {
                     let starve = writes && {
                         let s = self.starved;
@@ -489,7 +453,10 @@ impl MqDeadline {
                 } else {
                     return None;
                 };
-                let head = self.levels[level].lists[dir].head;
+                let head = self
+                    .fifos
+                    .front(fifo_of(level, dir))
+                    .expect("a direction with requests");
                 let expired = now >= self.entry(head).deadline;
                 let slot = match self.at_or_above_pos(level, dir) {
                     Some(next) if !expired => next,

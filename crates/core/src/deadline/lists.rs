@@ -3,14 +3,15 @@
 //! Every queued request sits in two structures of its data direction (reads; everything else
 //! counts as a write, as `rq_data_dir` does): a tree sorted by start sector (the kernel's
 //! `sort_list` rbtree) and a FIFO in arrival order (`fifo_list`), each request stamped with
-//! its deadline. Requests live in a slab; the FIFOs are intrusive doubly linked lists through
-//! it and the trees are `BTreeMap`s keyed by `(sector, id)`, so every operation is
+//! its deadline. Requests live in the slab of the core's [`Fifos`] (one FIFO per direction);
+//! the trees are `BTreeMap`s keyed by `(sector, id)` onto its slots, so every operation is
 //! `O(log n)`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use super::Counters;
+use crate::fifo::Fifos;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::time::Nanos;
 
@@ -18,8 +19,6 @@ use crate::time::Nanos;
 pub(super) const READ: usize = 0;
 /// Index of the write direction (everything that is not a read).
 pub(super) const WRITE: usize = 1;
-/// "No slot" in the FIFO links.
-const NIL: u32 = u32::MAX;
 
 /// `rq_data_dir`: reads, or everything else.
 pub(super) fn dir_of(rq: &Request) -> usize {
@@ -30,41 +29,21 @@ pub(super) fn dir_of(rq: &Request) -> usize {
     }
 }
 
-/// A queued request and its FIFO links.
+/// A queued request.
 #[derive(Debug)]
 struct Entry {
     rq: Request,
     /// `arrival + expire` of its direction.
     deadline: Nanos,
-    prev: u32,
-    next: u32,
-}
-
-/// One direction's sort tree and FIFO.
-#[derive(Debug)]
-struct Dir {
-    /// (start sector, id) -> slot.
-    sorted: BTreeMap<(u64, u64), u32>,
-    head: u32,
-    tail: u32,
-}
-
-impl Dir {
-    fn new() -> Dir {
-        Dir {
-            sorted: BTreeMap::new(),
-            head: NIL,
-            tail: NIL,
-        }
-    }
 }
 
 /// Both directions' trees and FIFOs over one slab of requests.
 #[derive(Debug)]
 pub(super) struct Lists {
-    slots: Vec<Option<Entry>>,
-    free: Vec<u32>,
-    dirs: [Dir; 2],
+    /// The FIFOs, one per direction (READ, WRITE).
+    fifos: Fifos<Entry>,
+    /// Per direction: (start sector, id) -> slot.
+    sorted: [BTreeMap<(u64, u64), u32>; 2],
     queued: usize,
     counters: Counters,
 }
@@ -72,9 +51,8 @@ pub(super) struct Lists {
 impl Lists {
     pub(super) fn new() -> Lists {
         Lists {
-            slots: Vec::new(),
-            free: Vec::new(),
-            dirs: [Dir::new(), Dir::new()],
+            fifos: Fifos::new(2),
+            sorted: [BTreeMap::new(), BTreeMap::new()],
             queued: 0,
             counters: Counters::default(),
         }
@@ -93,15 +71,11 @@ impl Lists {
     }
 
     fn entry(&self, slot: u32) -> &Entry {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("deadline: slot in a list is occupied")
+        self.fifos.get(slot)
     }
 
     fn entry_mut(&mut self, slot: u32) -> &mut Entry {
-        self.slots[slot as usize]
-            .as_mut()
-            .expect("deadline: slot in a list is occupied")
+        self.fifos.get_mut(slot)
     }
 
     fn key(&self, slot: u32) -> (u64, u64) {
@@ -116,24 +90,23 @@ impl Lists {
 
     /// Whether `dir` has a request queued.
     pub(super) fn has(&self, dir: usize) -> bool {
-        self.dirs[dir].head != NIL
+        !self.fifos.is_empty(dir)
     }
 
     /// The oldest request of `dir` (the FIFO head), if any.
     pub(super) fn fifo_head(&self, dir: usize) -> Option<u32> {
-        Some(self.dirs[dir].head).filter(|&s| s != NIL)
+        self.fifos.front(dir)
     }
 
     /// The lowest-sector request of `dir`, if any.
     pub(super) fn first(&self, dir: usize) -> Option<u32> {
-        self.dirs[dir].sorted.values().next().copied()
+        self.sorted[dir].values().next().copied()
     }
 
     /// `deadline_latter_request`: the request after `slot` in its direction's sector order.
     pub(super) fn latter(&self, slot: u32) -> Option<u32> {
         let dir = dir_of(&self.entry(slot).rq);
-        self.dirs[dir]
-            .sorted
+        self.sorted[dir]
             .range((Excluded(self.key(slot)), Unbounded))
             .next()
             .map(|(_, &s)| s)
@@ -150,30 +123,8 @@ impl Lists {
     pub(super) fn insert(&mut self, rq: Request, deadline: Nanos) {
         let dir = dir_of(&rq);
         let key = (rq.sector, rq.id.0);
-        let tail = self.dirs[dir].tail;
-        let entry = Entry {
-            rq,
-            deadline,
-            prev: tail,
-            next: NIL,
-        };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(entry);
-                s
-            }
-            None => {
-                self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        if tail == NIL {
-            self.dirs[dir].head = slot;
-        } else {
-            self.entry_mut(tail).next = slot;
-        }
-        self.dirs[dir].tail = slot;
-        self.dirs[dir].sorted.insert(key, slot);
+        let slot = self.fifos.push_back(dir, Entry { rq, deadline });
+        self.sorted[dir].insert(key, slot);
         self.queued += 1;
         self.counters.inserted += 1;
     }
@@ -182,22 +133,9 @@ impl Lists {
     /// out.
     pub(super) fn remove(&mut self, slot: u32) -> Request {
         let key = self.key(slot);
-        let entry = self.slots[slot as usize]
-            .take()
-            .expect("deadline: dispatched slot is occupied");
-        let dir = dir_of(&entry.rq);
-        self.dirs[dir].sorted.remove(&key);
-        if entry.prev == NIL {
-            self.dirs[dir].head = entry.next;
-        } else {
-            self.entry_mut(entry.prev).next = entry.next;
-        }
-        if entry.next == NIL {
-            self.dirs[dir].tail = entry.prev;
-        } else {
-            self.entry_mut(entry.next).prev = entry.prev;
-        }
-        self.free.push(slot);
+        let dir = dir_of(&self.entry(slot).rq);
+        self.sorted[dir].remove(&key);
+        let entry = self.fifos.remove(dir, slot);
         self.queued -= 1;
         self.counters.dispatched += 1;
         entry.rq
@@ -215,8 +153,7 @@ impl Lists {
         let dir = dir_of(rq);
         let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
 
-        let below = self.dirs[dir]
-            .sorted
+        let below = self.sorted[dir]
             .range(..(rq.sector, 0))
             .next_back()
             .map(|(_, &s)| s);
@@ -232,8 +169,7 @@ impl Lists {
 
         if front_merges {
             let end = rq.end();
-            let above = self.dirs[dir]
-                .sorted
+            let above = self.sorted[dir]
                 .range((Included((end, 0)), Included((end, u64::MAX))))
                 .next()
                 .map(|(&k, &s)| (k, s));
@@ -243,7 +179,7 @@ impl Lists {
                     q.sector = rq.sector;
                     q.sectors += rq.sectors;
                     let id = q.id;
-                    let sorted = &mut self.dirs[dir].sorted;
+                    let sorted = &mut self.sorted[dir];
                     sorted.remove(&key);
                     sorted.insert((rq.sector, id.0), slot);
                     self.counters.merged += 1;
