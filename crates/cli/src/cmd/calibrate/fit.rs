@@ -17,7 +17,7 @@
 //! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
 //! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths (the channels carry programs too: at least 1.1x the write bandwidth in all) |
 //! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
-//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the programs of what the buffer holds ahead of it), fitted last |
+//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the program under way on its plane; the buffer sets how long the writer keeps the planes programming), fitted last |
 //!
 //! For each die count, every rate starts from the figures and is refined by simulating the
 //! point it comes from and correcting it by measured against simulated, three rounds; then
