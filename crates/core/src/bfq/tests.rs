@@ -1152,3 +1152,54 @@ fn bfq_choose_req_serves_sync_before_async_whatever_the_distance() {
     assert_eq!(pick(&near, &far_meta), Some(RequestId(4)));
     assert_eq!(pick(&far_meta, &near), Some(RequestId(4)));
 }
+
+/// Each sysfs file written at run time keeps the ones written before (the policy rebuilds its
+/// configuration from the current values and the new one).
+#[test]
+fn bfq_set_tunable_keeps_every_earlier_setting() {
+    let values = [
+        ("slice_idle_us", 9000),
+        ("fifo_expire_sync", 50),
+        ("fifo_expire_async", 60),
+        ("back_seek_max", 100),
+        ("back_seek_penalty", 3),
+        ("max_budget", 4096),
+        ("timeout_sync", 70),
+        ("strict_guarantees", 1),
+        ("low_latency", 0),
+        ("merge_window_ms", 40),
+        ("queue_merging", 0),
+        ("rotational", 0),
+    ];
+    let mut live = Bfq::new(Config::default());
+    for (k, v) in values {
+        live.set_tunable(k, v).unwrap();
+    }
+    assert_eq!(live.cfg, cfg_with(&values));
+    assert_eq!(live.cfg.timeout, at(70));
+    assert_eq!(live.cfg.slice_idle, Nanos::from_us(9000));
+}
+
+/// `bfq_async_queue_prio` (mainline bfq-iosched.c): writeback shares one async queue per
+/// class and level in a group, so writes of levels 0 and 7 go to different queues and two
+/// writers at one level to the same.
+#[test]
+fn bfq_async_queues_are_shared_per_class_and_level() {
+    let mut s = Bfq::new(Config::default());
+    let t0 = Nanos::ZERO;
+    let write = |id, ctx, class, level| {
+        rq(id, ctx)
+            .sector(id * 1000)
+            .write()
+            .prio(class, level)
+            .build()
+    };
+    s.insert(write(1, 1, IoClass::BestEffort, 0), t0);
+    s.insert(write(2, 2, IoClass::BestEffort, 7), t0);
+    s.insert(write(3, 3, IoClass::BestEffort, 7), t0);
+    s.insert(write(4, 4, IoClass::RealTime, 0), t0);
+    let slots = &s.groups[0].async_q;
+    let used: Vec<usize> = slots.iter().flatten().copied().collect();
+    assert_eq!(used.len(), 3, "{slots:?}");
+    assert_eq!(s.queues.len(), 3);
+}
