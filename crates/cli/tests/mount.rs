@@ -591,3 +591,44 @@ fn the_mounts_report_shows_each_process_in_its_table_and_plots() {
         "the CDF's legend"
     );
 }
+
+#[test]
+fn an_output_directory_that_cannot_be_made_is_refused_before_mounting() {
+    let dirs = tempfile::tempdir().unwrap();
+    // No backing directory: were the flags checked only after mounting, the error would
+    // name the backing directory instead (and nothing would be mounted either way).
+    let (back, mnt) = (dirs.path().join("absent"), dirs.path().join("mnt"));
+    std::fs::create_dir(&mnt).unwrap();
+    // A regular file where the directory should go.
+    let file = dirs.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for flag in ["--blktrace-out", "--report"] {
+        let bad = file.join("sub");
+        let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .arg("mount")
+            .arg(&back)
+            .arg(&mnt)
+            .arg(flag)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains(flag) && err.contains(bad.to_str().unwrap()),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!mounted(&mnt));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .arg("mount")
+        .arg(&back)
+        .arg(&mnt)
+        .args(["--report", dirs.path().join("r").to_str().unwrap()])
+        .args(["--log-limit", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--log-limit"));
+}
