@@ -40,18 +40,18 @@
 //!   device latencies is taken to be *stalled*: held by the device's write path (a host cache
 //!   flushing, write throttling), not in front of the reads. It stops counting toward the
 //!   budget (still toward `write_depth_max`), so another write keeps the write pipeline busy
-//!   while it waits. Measured on this machine's direct-io loop device (W1 with 1-2 pieces of
-//!   256 KiB in flight): half the writes completed in 160 us, but 10% took more than 1 ms and
-//!   those held 77% of the writer's time; reads dispatched while such a write was outstanding
-//!   completed in a median 66 us, faster than behind young writes (122 us).
+//!   while it waits. On this machine's direct-io loop device, writes over 1 ms were 7-18% of
+//!   W1's and held 30-79% of the writer's time (5 rounds); reads overtook them in some runs and
+//!   not in others (docs/real-io.md).
 //!
-//! Why bytes, whole writes and a measured floor (docs/real-io.md has the figures): on this
-//! machine's loop device a dependent reader's IOPS fall steeply between 1 MiB and 1.5 MiB of
-//! writes in flight, while a 1 MiB write whole keeps more of the writer's bandwidth than the
-//! same bytes as 256 KiB pieces one after another (each pays the round trip from a completion
-//! to the next dispatch). The former controller counted 256 KiB pieces from a depth of one:
-//! it spent its time at 256-512 KiB in small pieces, and its absolute 1 ms target let the
-//! writes grow to 2-4 MiB on a quiet machine, where reads took 0.4 ms instead of 0.13 ms.
+//! Why bytes, whole writes and a measured floor (docs/real-io.md has the figures, medians of 3-5
+//! interleaved rounds): on this machine's loop device a dependent reader keeps most of its IOPS
+//! up to 1 MiB of writes in flight and loses most of them at 1.5 MiB, while below that a 1 MiB
+//! write whole keeps more of the writer's bandwidth than the same bytes as smaller pieces one
+//! after another (each pays the round trip from a completion to the next dispatch). The former
+//! controller counted 256 KiB pieces from a depth of one, with a target of the best window mean
+//! ever seen (forgotten at 5% a second) or 1 ms: when the host turned slow it held the writer at
+//! 1-4% of its bandwidth for whole runs, and on a quiet machine it let 2-3 MiB into flight.
 //!
 //! Tunables (our names, in the style of sysfs): `target_read_lat` (us, default 250),
 //! `target_factor` (count, 2; 0 makes the target absolute), `window` (ms, 20),
