@@ -1,4 +1,5 @@
-//! `elevator list`: schedulers with their tunables, built-in drives, built-in scenarios.
+//! `elevator list`: schedulers with their tunables, built-in drives, host CPU models and
+//! scenarios.
 
 use elevator_core::registry;
 use elevator_sim::hdd::{DriveSpec, Hdd};
@@ -11,8 +12,8 @@ use crate::scenarios;
 /// Arguments of `elevator list`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// List only this: schedulers, drives or scenarios.
-    #[arg(value_parser = ["schedulers", "drives", "scenarios"])]
+    /// List only this: schedulers, drives, hosts or scenarios.
+    #[arg(value_parser = ["schedulers", "drives", "hosts", "scenarios"])]
     what: Option<String>,
 }
 
@@ -68,6 +69,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 gb,
                 d.description
             );
+        }
+        say!();
+    }
+    if want("hosts") {
+        say!("Built-in host CPU models (elevator sim JOB.fio --host NAME, or a host TOML file):");
+        for name in elevator_sim::cpu::CpuSpec::builtin_names() {
+            let h = elevator_sim::cpu::CpuSpec::builtin(name).expect("listed hosts exist");
+            say!("  {:<14} {:>3} cores  {}", name, h.cores, h.description);
         }
         say!();
     }
