@@ -1203,3 +1203,62 @@ fn bfq_async_queues_are_shared_per_class_and_level() {
     assert_eq!(used.len(), 3, "{slots:?}");
     assert_eq!(s.queues.len(), 3);
 }
+
+/// The counters BFQ keeps beside its queues agree with the queues at every step, as the
+/// kernel's do: `bfqq->queued[]` with the queued requests by direction, `busy_queues[]` with
+/// the busy queues of each class and `wr_busy_queues` with the busy raised ones
+/// (`bfq_add_bfqq_busy` / `bfq_del_bfqq_busy`). Readers arrive over time (so new ones are
+/// raised), beside writeback and an idle-class reader.
+#[test]
+fn bfq_busy_and_queued_counters_match_the_queues_throughout() {
+    let mut h = harness(Config::default(), &GroupTree::new());
+    for ctx in 1..=4u32 {
+        let start = at(u64::from(ctx - 1) * 150);
+        reader(
+            &mut h,
+            u64::from(ctx) * 10_000,
+            ctx,
+            u64::from(ctx) * 10_000_000,
+            60,
+            start,
+        );
+    }
+    for i in 0..100u64 {
+        h.submit(
+            rq(90_000 + i, 5)
+                .sector(80_000_000 + i * 16)
+                .write()
+                .at(at(i * 5)),
+        );
+    }
+    for i in 0..20u64 {
+        h.submit(
+            rq(95_000 + i, 6)
+                .sector(70_000_000 + i * 16)
+                .prio(IoClass::Idle, 0)
+                .at(at(i * 30)),
+        );
+    }
+    let mut raised_seen = false;
+    for step in 1..=1500u64 {
+        h.run_until(at(step));
+        let s = &h.sched;
+        for (i, qq) in s.queues.iter().enumerate() {
+            let sync = qq.sort.values().filter(|r| r.is_sync()).count() as u32;
+            let total = qq.sort.len() as u32;
+            assert_eq!(qq.queued, [total - sync, sync], "queue {i} at {step} ms");
+        }
+        let busy = |class| {
+            s.queues
+                .iter()
+                .filter(|q| q.busy && class_index(q.class) == class)
+                .count() as u32
+        };
+        assert_eq!(s.busy_queues, [busy(0), busy(1), busy(2)], "at {step} ms");
+        let raised = s.queues.iter().filter(|q| q.busy && q.wr_coeff > 1).count() as u32;
+        assert_eq!(s.wr_busy_queues, raised, "at {step} ms");
+        raised_seen |= raised > 0;
+    }
+    assert!(raised_seen);
+    h.run();
+}
