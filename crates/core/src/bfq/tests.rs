@@ -1262,3 +1262,25 @@ fn bfq_busy_and_queued_counters_match_the_queues_throughout() {
     assert!(raised_seen);
     h.run();
 }
+
+/// `bfq_lookup_next_entity` (mainline): once the idle class has waited
+/// `BFQ_CL_IDLE_TIMEOUT` (HZ / 5) it is served even though a best-effort queue is
+/// backlogged, so an idle-class reader is not starved.
+#[test]
+fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
+    let mut h = harness(Config::default(), &GroupTree::new());
+    reader(&mut h, 0, 1, 0, 1000, Nanos::ZERO);
+    for i in 0..10u64 {
+        h.submit(
+            rq(5000 + i, 2)
+                .sector(90_000_000 + i * 16)
+                .prio(IoClass::Idle, 0),
+        );
+    }
+    let out = h.run();
+    // At the first queue selection past 200 ms (the reader's budget runs out at 256 ms), long
+    // before the best-effort reader is done (about 1 s).
+    let first_idle = out.of(5000).dispatched;
+    assert!(first_idle > at(200) && first_idle < at(400), "{first_idle}");
+    assert!(out.of(999).dispatched > at(900));
+}
