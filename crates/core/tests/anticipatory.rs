@@ -5,7 +5,7 @@
 mod as_closed_loop;
 
 use as_closed_loop::{Job, Step};
-use elevator_core::anticipatory::{AnticState, Anticipatory, BatchDir, Config};
+use elevator_core::anticipatory::{AnticState, Anticipatory, BatchDir, Config, EstTime};
 use elevator_core::harness::{rq, Harness};
 use elevator_core::{CtxId, Dispatch, Nanos, Request, Scheduler, Settings};
 
@@ -213,6 +213,61 @@ fn as_update_seekdist_clips_an_early_seek_at_2m_sectors_past_four_means() {
     let t = serve(&mut s, rq(1, P).sector(0).build(), ms(0), ms(1)) + us(500);
     serve(&mut s, rq(2, P).sector(4_000_000).build(), t, ms(1));
     assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_mean, 2 * 1024 * 1024);
+}
+
+/// Process P reads at sector 0 and then after seeks of `seeks` sectors (from each request's
+/// end), each served in 1 ms after 0.5 ms of thinking. Returns the scheduler.
+fn seeker(seeks: &[u64]) -> Anticipatory {
+    let mut s = Anticipatory::default();
+    let mut t = serve(&mut s, rq(1, P).sector(0).build(), ms(0), ms(1)) + us(500);
+    let mut end = 8;
+    for (i, &seek) in seeks.iter().enumerate() {
+        let sector = end + seek;
+        t = serve(&mut s, rq(2 + i as u64, P).sector(sector).build(), t, ms(1)) + us(500);
+        end = sector + 8;
+    }
+    s
+}
+
+/// 2.6.32 `as_update_seekdist`: the early clip is four times the current mean plus 2M
+/// sectors. After a first seek of 4M sectors (mean 2,097,152) a seek of 100M counts as
+/// 4 x 2,097,152 + 2,097,152 = 10,485,760, and the decayed mean becomes 6,571,076.
+#[test]
+fn as_update_seekdist_clips_a_second_seek_at_four_means_plus_2m_sectors() {
+    let s = seeker(&[4_000_000, 100_000_000]);
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_mean, 6_571_076);
+}
+
+/// 2.6.32 `as_update_seekdist`: once `seek_samples` passes 60 (the fourth seek) the clip
+/// tightens to four times the mean plus 128K sectors: after three seeks of 1000 sectors a
+/// seek of 100M counts as 4000 + 131,072, giving a mean of 41,876.
+#[test]
+fn as_update_seekdist_clips_later_seeks_at_four_means_plus_128k_sectors() {
+    let s = seeker(&[1000, 1000, 1000, 100_000_000]);
+    assert_eq!(s.ctx_stats(CtxId(P)).unwrap().seek_mean, 41_876);
+}
+
+/// 2.6.32 `as_update_seekdist`: `new_seek_mean` (shown in `est_time`) learns from each
+/// process's first seek only, decayed as (7 x total + 256 x seek) / 8: a first seek of
+/// 800,000 sectors makes it 100,000, and the process's next seek leaves it there.
+#[test]
+fn as_update_seekdist_learns_new_processes_seeks_from_their_first_seek_only() {
+    let s = seeker(&[800_000]);
+    assert_eq!(s.est_time().new_seek_mean, 100_000);
+    let s = seeker(&[800_000, 8_000_000]);
+    assert_eq!(s.est_time().new_seek_mean, 100_000);
+}
+
+/// `est_time` prints its probabilities in whole percent of the fixed-point 256.
+#[test]
+fn as_est_time_prints_probabilities_in_percent() {
+    let e = EstTime {
+        exit_prob: 128,
+        exit_no_coop: 64,
+        new_ttime_mean: Nanos::ZERO,
+        new_seek_mean: 0,
+    };
+    assert_eq!((e.exit_prob_percent(), e.exit_no_coop_percent()), (50, 25));
 }
 
 /// 2.6.32 `as_close_req`: more than 20 ms (`20 * HZ / 1000` jiffies) into an anticipation
