@@ -94,19 +94,20 @@
 //!   request, not the anticipated process), as the kernel frees it with the last reference.
 //!
 //! ## Cost
-//! Queued requests live in a slab; each sort list is a blocked sorted array from start sector
-//! to slot (`sort_list.rs`), in which the request dispatched and both of its neighbours, which
-//! `as_find_next_rq` weighs, come from one search; each FIFO is an intrusive doubly linked
-//! list through the slab, back merges use a hash of end sectors, and per-process state sits
-//! in a vector indexed by context id (a hash map for ids of 4096 and up). Insert, dispatch,
-//! complete and merge search in `O(log n)`, and allocate nothing once the slab has grown to
-//! the queue's peak depth. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
+//! Queued requests live in the slab of the core's FIFOs (`fifo.rs`: one intrusive doubly
+//! linked list per direction through the slab); each sort list is a blocked sorted array from
+//! start sector to slot (`sort_list.rs`), in which the request dispatched and both of its
+//! neighbours, which `as_find_next_rq` weighs, come from one search; back merges use a hash of
+//! end sectors, and per-process state sits in a vector indexed by context id (a hash map for
+//! ids of 4096 and up). Insert, dispatch, complete and merge search in `O(log n)`, and
+//! allocate nothing once the slab has grown to the queue's peak depth. `cargo bench -p elevator-core --bench sched_cost -- anticipatory`
 //! measures insert + dispatch + complete with 1,000 requests queued.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::fifo::Fifos;
 pub use crate::request::MAX_MERGE_SECTORS;
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
@@ -506,47 +507,25 @@ impl AicTable {
 }
 type EndMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
 
-/// "No slot" in the FIFO links.
-const NIL: u32 = u32::MAX;
-
 /// A queued request's place: its first sector (the sort key) and its slot.
 type Key = (u64, u32);
 
-/// A queued request and its FIFO links (the kernel's `queuelist` and fifo time).
+/// A queued request and its fifo time.
 #[derive(Debug)]
-struct Slot {
-    rq: Option<Request>,
+struct Queued {
+    rq: Request,
     fifo_time: Nanos,
-    prev: u32,
-    next: u32,
-}
-
-/// An intrusive FIFO through the slots.
-#[derive(Clone, Copy, Debug)]
-struct Fifo {
-    head: u32,
-    tail: u32,
-    len: usize,
-}
-
-impl Fifo {
-    const EMPTY: Fifo = Fifo {
-        head: NIL,
-        tail: NIL,
-        len: 0,
-    };
 }
 
 /// The anticipatory scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct Anticipatory {
     cfg: Config,
-    /// Queued requests; `free` lists the empty slots.
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// Queued requests, in one FIFO per direction (SYNC, ASYNC); their slots are the values
+    /// of the sort lists and the merge hash.
+    fifos: Fifos<Queued>,
     /// The sort lists, keyed by first sector (unique: an alias is dispatched at once).
     sort: [SortList; 2],
-    fifo: [Fifo; 2],
     /// Queued requests by end sector, for back merges (the kernel's merge hash).
     by_end: EndMap,
     /// The `next_rq` cache.
@@ -597,10 +576,8 @@ impl Anticipatory {
         Anticipatory {
             current_batch_expires: cfg.read_batch_expire,
             cfg,
-            slots: Vec::new(),
-            free: Vec::new(),
+            fifos: Fifos::new(2),
             sort: [SortList::default(), SortList::default()],
-            fifo: [Fifo::EMPTY; 2],
             next_rq: [None; 2],
             by_end: EndMap::default(),
             last_sector: [0; 2],
@@ -874,10 +851,7 @@ impl Anticipatory {
     // ----- the elevator -----
 
     fn request_in(&self, slot: u32) -> &Request {
-        self.slots[slot as usize]
-            .rq
-            .as_ref()
-            .expect("queued slot holds a request")
+        &self.fifos.get(slot).rq
     }
 
     /// `as_choose_req`: the better of two requests of direction `dir` from the head position,
@@ -931,42 +905,10 @@ impl Anticipatory {
         self.choose_req(dir, next, list.before(at))
     }
 
-    fn fifo_push(&mut self, dir: usize, slot: u32) {
-        let f = &mut self.fifo[dir];
-        self.slots[slot as usize].prev = f.tail;
-        self.slots[slot as usize].next = NIL;
-        if f.tail == NIL {
-            f.head = slot;
-        } else {
-            self.slots[f.tail as usize].next = slot;
-        }
-        f.tail = slot;
-        f.len += 1;
-    }
-
-    fn fifo_unlink(&mut self, dir: usize, slot: u32) {
-        let (prev, next) = {
-            let s = &self.slots[slot as usize];
-            (s.prev, s.next)
-        };
-        let f = &mut self.fifo[dir];
-        if prev == NIL {
-            f.head = next;
-        } else {
-            self.slots[prev as usize].next = next;
-        }
-        if next == NIL {
-            f.tail = prev;
-        } else {
-            self.slots[next as usize].prev = prev;
-        }
-        f.len -= 1;
-    }
-
     /// The oldest request in `dir`'s FIFO.
     fn fifo_head(&self, dir: usize) -> Option<Key> {
-        let head = self.fifo[dir].head;
-        (head != NIL).then(|| (self.request_in(head).sector, head))
+        let head = self.fifos.front(dir)?;
+        Some((self.request_in(head).sector, head))
     }
 
     /// `as_fifo_expired`, rate-limited to one look per `fifo_expire` interval (in jiffies).
@@ -976,8 +918,9 @@ impl Anticipatory {
             return false;
         }
         self.last_check_fifo[dir] = now;
-        let head = self.fifo[dir].head;
-        head != NIL && now > self.slots[head as usize].fifo_time
+        self.fifos
+            .front(dir)
+            .is_some_and(|head| now > self.fifos.get(head).fifo_time)
     }
 
     /// `as_batch_expired` (`time_after(jiffies, current_batch_expires)`).
@@ -1055,15 +998,13 @@ impl Anticipatory {
         if let Some(aic) = self.aics.get_mut(&ctx) {
             aic.nr_queued -= 1;
         }
-        self.fifo_unlink(dir, slot);
         self.sort[dir].remove_at(at);
         if let Entry::Occupied(e) = self.by_end.entry(end) {
             if *e.get() == slot {
                 e.remove();
             }
         }
-        let rq = self.slots[slot as usize].rq.take().expect("queued");
-        self.free.push(slot);
+        let rq = self.fifos.remove(dir, slot).rq;
         self.nr_dispatched += 1;
 
         if let Some(old) = previous.filter(|&old| old != ctx) {
@@ -1115,8 +1056,8 @@ impl Anticipatory {
     /// The body of `as_dispatch_request` (not forced): the sector key and direction of the
     /// request to dispatch, or what to tell the driver instead.
     fn select(&mut self, now: Nanos) -> Result<(usize, Key), Dispatch> {
-        let reads = self.fifo[SYNC].len > 0;
-        let writes = self.fifo[ASYNC].len > 0;
+        let reads = !self.fifos.is_empty(SYNC);
+        let writes = !self.fifos.is_empty(ASYNC);
 
         // The write batch ran out of work: it cannot be timed.
         if self.batch_dir == ASYNC && !reads && (self.current_write_count == 0 || !writes) {
@@ -1220,7 +1161,7 @@ impl Anticipatory {
             if fits(self.request_in(slot)) {
                 self.by_end.remove(&rq.sector);
                 self.by_end.insert(rq.end(), slot);
-                let q = self.slots[slot as usize].rq.as_mut().expect("queued");
+                let q = &mut self.fifos.get_mut(slot).rq;
                 q.sectors += rq.sectors;
                 return Some(q.id);
             }
@@ -1230,12 +1171,12 @@ impl Anticipatory {
         let dir = dir_of(rq);
         let old = rq.end();
         let slot = self.sort[dir].get(old)?;
-        if !fits(self.slots[slot as usize].rq.as_ref().expect("queued")) {
+        if !fits(self.request_in(slot)) {
             return None;
         }
         self.sort[dir].remove(old);
         let id = {
-            let q = self.slots[slot as usize].rq.as_mut().expect("queued");
+            let q = &mut self.fifos.get_mut(slot).rq;
             q.sector = rq.sector;
             q.sectors += rq.sectors;
             q.id
@@ -1307,25 +1248,12 @@ impl Scheduler for Anticipatory {
         }
         aic.nr_queued += 1;
 
-        let new = Slot {
-            rq: Some(rq),
-            fifo_time: self.tick(now) + self.cfg.fifo_expire(dir),
-            prev: NIL,
-            next: NIL,
-        };
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = new;
-                i
-            }
-            None => {
-                self.slots.push(new);
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let fifo_time = self.tick(now) + self.cfg.fifo_expire(dir);
+        // Queued at the FIFO's tail before an alias is dispatched: the alias is older, so it
+        // leaves the FIFO either way.
+        let slot = self.fifos.push_back(dir, Queued { rq, fifo_time });
         self.add_rq_rb(dir, c.sector, slot);
         self.by_end.insert(end, slot);
-        self.fifo_push(dir, slot);
         self.update_rq(dir, c, slot, now);
     }
 
@@ -1394,7 +1322,7 @@ impl Scheduler for Anticipatory {
     }
 
     fn queued(&self) -> usize {
-        self.fifo[SYNC].len + self.fifo[ASYNC].len + self.forced.len()
+        self.fifos.len() + self.forced.len()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {

@@ -152,6 +152,11 @@ impl<T> Fifos<T> {
         Some(self.node(slot).prev).filter(|&s| s != NIL)
     }
 
+    /// How many items are queued, over all lists.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     /// Whether `list` is empty.
     pub(crate) fn is_empty(&self, list: usize) -> bool {
         self.lists[list].head == NIL
@@ -202,6 +207,7 @@ mod tests {
         assert_eq!(f.pop_front(0), Some(30));
         assert_eq!(f.pop_front(0), None);
         assert!(f.is_empty(0) && !f.is_empty(1));
+        assert_eq!(f.len(), 1);
         assert_eq!(items(&f, 1), vec![10]);
     }
 
@@ -210,6 +216,7 @@ mod tests {
         let mut f = Fifos::new(1);
         let a = f.push_back(0, 1);
         f.remove(0, a);
+        assert_eq!(f.len(), 0);
         assert_eq!(f.push_back(0, 2), a);
         assert_eq!(f.slots.len(), 1);
     }
