@@ -17,7 +17,7 @@
 //! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
 //! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths (the channels carry programs too: at least 1.1x the write bandwidth in all) |
 //! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
-//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the program under way on its plane; the buffer sets how long the writer keeps the planes programming), fitted last |
+//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the program under way on its plane; the buffer sets how long the writer keeps the planes programming), fitted after the rates; then `flash.program_us` again, to the write bandwidth |
 //!
 //! For each die count, every rate starts from the figures and is refined by simulating the
 //! point it comes from and correcting it by measured against simulated, three rounds; then
@@ -177,8 +177,8 @@ fn fit_units(
         spec.flash.program_us = scaled(spec.flash.program_us, p.mb_s, a.seq_w.mb_s, 1.0, 1e5);
         spec.flash.erase_us = spec.flash.program_us * 6.0;
     }
-    // The write buffer: a read beside a writer waits for the programs of what the buffer holds
-    // ahead of it on its plane, so its latency grows with the buffer's size.
+    // The write buffer: a read beside a writer waits for the program under way on its plane,
+    // and the buffer sets how long the writer keeps the planes programming.
     let smallest = 2 * u64::from(spec.flash.page_bytes) * spec.planes();
     for _ in 0..4 {
         let p = predict(&spec, &MIXED, region)?;
@@ -190,6 +190,12 @@ fn fit_units(
             (4u64 << 30) as f64,
         );
         spec.write_buffer.bytes = (b as u64).div_ceil(1 << 20) * (1 << 20);
+    }
+    // A smaller buffer lowers the writer's bandwidth: the program time follows it again.
+    for _ in 0..3 {
+        let p = predict(&spec, &SEQ_W, region)?;
+        spec.flash.program_us = scaled(spec.flash.program_us, p.mb_s, a.seq_w.mb_s, 1.0, 1e5);
+        spec.flash.erase_us = spec.flash.program_us * 6.0;
     }
     Ok(spec)
 }
