@@ -46,9 +46,10 @@
 //!
 //! Why bytes, whole writes and a measured floor (docs/real-io.md has the figures, medians of 3-5
 //! interleaved rounds): on this machine's loop device a dependent reader keeps most of its IOPS
-//! up to 1 MiB of writes in flight and loses most of them at 1.5 MiB, while below that a 1 MiB
-//! write whole keeps more of the writer's bandwidth than the same bytes as smaller pieces one
-//! after another (each pays the round trip from a completion to the next dispatch). The former
+//! up to 1 MiB of writes in flight and loses most of them at 1.5 MiB, while below that the same
+//! bytes as one whole write or two halves kept the writer's bandwidth better than as four 256
+//! KiB pieces one after another (each pays the round trip from a completion to the next
+//! dispatch). The former
 //! controller counted 256 KiB pieces from a depth of one, with a target of the best window mean
 //! ever seen (forgotten at 5% a second) or 1 ms: when the host turned slow it held the writer at
 //! 1-4% of its bandwidth for whole runs, and on a quiet machine it let 2-3 MiB into flight.
