@@ -124,6 +124,22 @@ fn as_breaks_anticipation_when_the_anticipated_process_has_requests_queued() {
     assert_eq!(s.antic_state(), AnticState::WaitReq);
 }
 
+/// 2.6.32 `as_close_req`: the wait counts as no delay while the anticipated process's request
+/// is still in flight (`!ad->ioc_finished`), so the close window stays at its base and a far
+/// request is held however long that request takes: a far read from a third process arriving
+/// 30 ms into P's read does not end the wait (20 jiffies of delay would make anything close).
+#[test]
+fn as_close_req_counts_no_delay_while_the_anticipated_request_is_in_flight() {
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    s.insert(rq(2, Q).sector(FAR).build(), ms(0));
+    assert_eq!(take(&mut s, ms(0)).id.0, 1);
+    assert_eq!(s.dispatch(ms(0)), Dispatch::Empty);
+    s.insert(rq(3, 3).sector(FAR + 10_000_000).build(), ms(30));
+    assert_eq!(s.antic_state(), AnticState::WaitReq);
+    assert_eq!(s.dispatch(ms(30)), Dispatch::Empty);
+}
+
 #[test]
 fn as_breaks_anticipation_for_close_request_from_other_process() {
     // Rule 4: a sync request from another process next to where P left the head is as good
