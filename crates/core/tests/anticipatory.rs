@@ -744,6 +744,31 @@ fn as_switches_batches_only_after_the_old_batch_completes() {
     );
 }
 
+/// 2.6.32 `as_batch_expired` is false while `new_batch` is set: a read batch's clock starts
+/// when its first read completes (`as_completed_request`), and until then the batch cannot
+/// expire. Its first read takes 15 ms, longer than `read_batch_expire` (10 ms); 12 ms in, with
+/// a write waiting, AS still serves the next read rather than switching to writes.
+#[test]
+fn as_batch_expired_keeps_a_new_read_batch_until_its_first_read_completes() {
+    let cfg = Config {
+        read_batch_expire: ms(10),
+        write_batch_expire: ms(5),
+        ..no_antic()
+    };
+    let mut s = Anticipatory::new(cfg);
+    s.insert(rq(10, Q).sector(9_000_000).write().build(), ms(0));
+    s.insert(rq(11, Q).sector(9_001_000).write().build(), ms(0));
+    let w = take(&mut s, ms(0));
+    for i in 0..3 {
+        s.insert(rq(i, P).sector(1000 * i).build(), ms(1));
+    }
+    s.complete(&w, ms(20));
+    assert_eq!(take(&mut s, ms(20)).id.0, 0);
+    assert_eq!(s.batch(), BatchDir::Sync);
+    assert_eq!(take(&mut s, ms(32)).id.0, 1, "the read batch goes on");
+    assert_eq!(s.batch(), BatchDir::Sync);
+}
+
 #[test]
 fn as_new_write_batch_starts_at_the_write_fifo_head() {
     let mut s = Anticipatory::new(no_antic());
