@@ -69,8 +69,9 @@ pub trait Scheduler {
     /// job's larger I/O into consecutive pieces of at most this size, inserts each piece as a
     /// request of its own, and completes the job's I/O when the last piece completes: what
     /// the block layer does with a bio larger than the queue's `max_sectors_kb`, and what
-    /// Seastar's I/O queue does with requests above its maximum length. The default, `None`,
-    /// takes requests as they come.
+    /// Seastar's I/O queue does with requests above its maximum length. Drivers ask when each
+    /// I/O is issued, so the limit may change during a run (latency-guard sizes its pieces
+    /// from its write budget). The default, `None`, takes requests as they come.
     fn max_request_sectors(&self) -> Option<u32> {
         None
     }

@@ -336,11 +336,13 @@ fn each_job_gets_its_own_context() {
     assert_eq!(spy.0.len(), 3);
 }
 
-/// FIFO that takes requests of at most `max` sectors and remembers the sizes it was given.
+/// FIFO that takes requests of at most `max` sectors and remembers the sizes it was given;
+/// after its first completion the limit becomes `then`, if set.
 struct Splitting {
     max: u32,
     q: std::collections::VecDeque<Request>,
     sizes: Vec<u32>,
+    then: Option<u32>,
 }
 
 impl Scheduler for Splitting {
@@ -356,7 +358,11 @@ impl Scheduler for Splitting {
             .pop_front()
             .map_or(Dispatch::Empty, Dispatch::Request)
     }
-    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
+    fn complete(&mut self, _rq: &Request, _now: Nanos) {
+        if let Some(m) = self.then.take() {
+            self.max = m;
+        }
+    }
     fn queued(&self) -> usize {
         self.q.len()
     }
@@ -381,6 +387,7 @@ fn io_larger_than_the_policy_takes_is_split_and_completes_once_as_a_whole() {
         max: 16,
         q: Default::default(),
         sizes: Vec::new(),
+        then: None,
     };
     let opts = RunOptions {
         verify: true,
@@ -401,6 +408,28 @@ fn io_larger_than_the_policy_takes_is_split_and_completes_once_as_a_whole() {
 }
 
 #[test]
+fn each_io_is_split_by_the_limit_the_policy_declares_when_it_is_issued() {
+    // latency-guard sizes its pieces from its budget: the limit may change during a run.
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let mut walk = Walk::new(Op::Write, 0, 4, 1);
+    walk.block_sectors = 32;
+    let jobs = vec![real("w", walk, 0)];
+    let mut sched = Splitting {
+        max: 8,
+        q: Default::default(),
+        sizes: Vec::new(),
+        then: Some(32),
+    };
+    let report = run(&mut backend, &mut sched, jobs, &RunOptions::default()).unwrap();
+    assert_eq!(report.jobs[0].metrics.write.ios, 4);
+    assert_eq!(
+        sched.sizes,
+        [8, 8, 8, 8, 32, 32, 32],
+        "the first I/O in four pieces, the rest whole after the limit grew"
+    );
+}
+
+#[test]
 fn a_failed_piece_fails_the_run_and_leaves_nothing_in_flight() {
     let mut backend = MemBackend::new(MIB as usize, 32).inject(4, Fault::Errno(libc::EIO));
     let mut walk = Walk::new(Op::Read, 0, 10, 2);
@@ -410,6 +439,7 @@ fn a_failed_piece_fails_the_run_and_leaves_nothing_in_flight() {
         max: 8,
         q: Default::default(),
         sizes: Vec::new(),
+        then: None,
     };
     let err = run(&mut backend, &mut sched, jobs, &RunOptions::default()).unwrap_err();
     assert!(err.to_string().contains("job r: read"), "{err}");
