@@ -893,6 +893,17 @@ fn as_write_batch_shrinks_by_one_when_the_batch_took_exactly_three_times_write_b
     assert_eq!(after, before / 2, "one jiffy more halves it");
 }
 
+/// 2.6.32 `as_dispatch_request` marks a write batch idled (so `update_write_batch` leaves
+/// it alone) only when no read is waiting. A batch that used up its whole count (24 writes of
+/// 5.3 ms, 127 ms) with a read waiting since its first write overran `write_batch_expire`
+/// (125 ms) and shrinks by one.
+#[test]
+fn as_write_batch_that_used_its_count_with_a_read_waiting_is_not_idled() {
+    let (before, after) = write_batch_tuning(us(5300), false);
+    assert_eq!(before, 24);
+    assert_eq!(after, before - 1);
+}
+
 #[test]
 fn as_write_batch_is_not_shrunk_for_a_batch_that_went_idle() {
     let (before, after) = write_batch_tuning(ms(200), true);
