@@ -128,7 +128,10 @@ fn an_unknown_scheduler_is_named() {
         "elvis",
     ]);
     assert!(!ok);
-    assert!(err.contains("unknown scheduler \"elvis\""), "{err}");
+    assert!(
+        err.contains("--sched \"elvis\": no such scheduler"),
+        "{err}"
+    );
 }
 
 #[test]

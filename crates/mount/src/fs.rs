@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -251,6 +251,29 @@ impl Passthrough {
     fn entry_of(&self, parent: &Node, name: &CStr) -> Result<FileAttr, Errno> {
         let (ino, st) = self.inodes.lookup(parent, name).map_err(errno)?;
         Ok(attr(ino, &st))
+    }
+
+    /// mknod, mkdir, symlink: make `name` in `parent` with `make(parent's descriptor, name)`,
+    /// give it to the caller and reply with its entry.
+    fn make_entry(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(RawFd, &CStr) -> io::Result<libc::c_int>,
+    ) {
+        let r = (|| {
+            let p = self.node(parent)?;
+            let c = cname(name).map_err(errno)?;
+            make(p.fd.as_raw_fd(), &c).map_err(errno)?;
+            self.chown_new(&p, &c, req);
+            self.entry_of(&p, &c)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
     }
 
     /// Register an open of `node` with `flags`; returns the handle number.
@@ -488,21 +511,10 @@ impl Filesystem for Passthrough {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = (|| {
-            let p = self.node(parent)?;
-            let c = cname(name).map_err(errno)?;
+        self.make_entry(req, parent, name, reply, |dir, c| {
             // SAFETY: valid descriptor and C string.
-            check(unsafe {
-                libc::mknodat(p.fd.as_raw_fd(), c.as_ptr(), mode, libc::dev_t::from(rdev))
-            })
-            .map_err(errno)?;
-            self.chown_new(&p, &c, req);
-            self.entry_of(&p, &c)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+            check(unsafe { libc::mknodat(dir, c.as_ptr(), mode, libc::dev_t::from(rdev)) })
+        });
     }
 
     fn mkdir(
@@ -517,18 +529,10 @@ impl Filesystem for Passthrough {
         if control::is_control(parent.0) {
             return reply.error(Errno::EPERM);
         }
-        let r = (|| {
-            let p = self.node(parent)?;
-            let c = cname(name).map_err(errno)?;
+        self.make_entry(req, parent, name, reply, |dir, c| {
             // SAFETY: valid descriptor and C string.
-            check(unsafe { libc::mkdirat(p.fd.as_raw_fd(), c.as_ptr(), mode) }).map_err(errno)?;
-            self.chown_new(&p, &c, req);
-            self.entry_of(&p, &c)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+            check(unsafe { libc::mkdirat(dir, c.as_ptr(), mode) })
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -547,20 +551,11 @@ impl Filesystem for Passthrough {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let r = (|| {
-            let p = self.node(parent)?;
-            let c = cname(link_name).map_err(errno)?;
-            let t = cname(target.as_os_str()).map_err(errno)?;
+        self.make_entry(req, parent, link_name, reply, |dir, c| {
+            let t = cname(target.as_os_str())?;
             // SAFETY: valid descriptor and C strings.
-            check(unsafe { libc::symlinkat(t.as_ptr(), p.fd.as_raw_fd(), c.as_ptr()) })
-                .map_err(errno)?;
-            self.chown_new(&p, &c, req);
-            self.entry_of(&p, &c)
-        })();
-        match r {
-            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
-            Err(e) => reply.error(e),
-        }
+            check(unsafe { libc::symlinkat(t.as_ptr(), dir, c.as_ptr()) })
+        });
     }
 
     fn rename(

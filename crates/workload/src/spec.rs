@@ -140,6 +140,13 @@ impl Region {
     pub fn end(&self) -> u64 {
         self.start + self.len
     }
+
+    /// Where a request of `len` sectors (at most the region's length) at `offset` sectors
+    /// into a recorded span goes: `start + offset mod len`, moved back so it ends inside the
+    /// region.
+    pub fn wrap(&self, offset: u64, len: u64) -> u64 {
+        (self.start + offset % self.len).min(self.end() - len)
+    }
 }
 
 /// Resolve a region from an offset and a size, each in bytes or as a fraction (see
@@ -220,6 +227,21 @@ mod tests {
                 len: 1_000_000
             }
         );
+    }
+
+    #[test]
+    fn wrap_folds_an_offset_into_the_region_and_keeps_the_request_inside() {
+        // A region of 4096 sectors folds 8000 back in.
+        let r = Region {
+            start: 100,
+            len: 4096,
+        };
+        assert_eq!(r.wrap(8000, 8), 100 + 8000 % 4096);
+        let r = Region {
+            start: 0,
+            len: 4096,
+        };
+        assert_eq!(r.wrap(4095, 8), 4088);
     }
 
     #[test]

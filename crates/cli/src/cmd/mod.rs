@@ -16,6 +16,23 @@ use anyhow::Context;
 use elevator_core::registry::{self, SchedulerInfo};
 use elevator_core::Settings;
 
+/// The schedulers `--sched` names, in order; an unknown name is an error naming it and the
+/// known ones.
+pub fn find_schedulers(names: &[String]) -> anyhow::Result<Vec<&'static SchedulerInfo>> {
+    names.iter().map(|name| find_scheduler(name)).collect()
+}
+
+/// The scheduler `--sched NAME` names (by name or alias); see [`find_schedulers`].
+pub fn find_scheduler(name: &str) -> anyhow::Result<&'static SchedulerInfo> {
+    registry::find(name).with_context(|| {
+        let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+        format!(
+            "--sched {name:?}: no such scheduler (known: {})",
+            known.join(", ")
+        )
+    })
+}
+
 /// Parse `--set NAME=VALUE` pairs (shared by `sim` and `run`) into settings. `NAME` is a
 /// tunable's sysfs name, for every scheduler that has it, or `SCHED.NAME` (e.g.
 /// `kyber.read_lat_nsec`) for that scheduler only; see [`settings_for`].

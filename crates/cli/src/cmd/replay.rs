@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use anyhow::{bail, Context};
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Settings, SECTOR_BYTES};
+use elevator_core::{GroupId, GroupTree, IoPrio, Settings, SECTOR_BYTES};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_sim::engine::JobSlot;
@@ -126,14 +126,7 @@ const COMPARE_HEADER: [&str; 9] = [
 pub fn run(args: Args) -> anyhow::Result<()> {
     output::json_to_stdout(args.json.as_deref());
     let extra = super::parse_sets(&args.set)?;
-    let mut infos = Vec::new();
-    for name in &args.sched {
-        let info = registry::find(name).with_context(|| {
-            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
-            format!("unknown scheduler {name:?} (known: {})", known.join(", "))
-        })?;
-        infos.push(info);
-    }
+    let infos = super::find_schedulers(&args.sched)?;
     for k in extra.names() {
         if !infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)) {
             bail!(
@@ -217,13 +210,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 live.finish();
                 let title = format!("replay under {} on {}", info.name, report.device);
                 crate::report::sim::run_plots(&page, info.name, &title, &report)?;
-                latencies.push(crate::plot::Samples {
-                    label: info.name.to_string(),
-                    values: crate::plot::ios_from_sim(&report.requests)
-                        .iter()
-                        .map(crate::plot::Io::latency_ms)
-                        .collect(),
-                });
+                latencies.push(crate::plot::latencies(
+                    info.name,
+                    &crate::plot::ios_from_sim(&report.requests),
+                ));
                 let total = report.jobs[0].metrics.clone();
                 (total, report.end, report.device.clone(), outcome)
             }
@@ -268,13 +258,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     super::run_blktrace::write(dir, info.name, &report)?;
                 }
                 crate::report::real::run_plots(&page, name, &report)?;
-                latencies.push(crate::plot::Samples {
-                    label: info.name.to_string(),
-                    values: crate::plot::ios_from_real(&report.requests)
-                        .iter()
-                        .map(crate::plot::Io::latency_ms)
-                        .collect(),
-                });
+                latencies.push(crate::plot::latencies(
+                    info.name,
+                    &crate::plot::ios_from_real(&report.requests),
+                ));
                 let total = report.jobs[0].metrics.clone();
                 (total, report.elapsed, name.clone(), outcome)
             }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use elevator_core::{registry, GroupId, GroupTree, SECTOR_BYTES};
+use elevator_core::{GroupId, GroupTree, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_json_failed, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
@@ -337,14 +337,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let extra = super::parse_sets(&args.set)?;
-    let mut infos = Vec::new();
-    for name in &args.sched {
-        let info = registry::find(name).with_context(|| {
-            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
-            format!("unknown scheduler {name:?} (known: {})", known.join(", "))
-        })?;
-        infos.push(info);
-    }
+    let infos = super::find_schedulers(&args.sched)?;
     super::check_sets(&extra, &args.sched)?;
     let capacity = match target::existing_size(&target_path)? {
         Some(size) => size,

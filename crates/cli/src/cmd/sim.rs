@@ -126,16 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // fails at once, and each error names whose fault it is.
     let mut scheds = Vec::new();
     for name in &args.sched {
-        let Some(info) = elevator_core::registry::find(name) else {
-            let known: Vec<&str> = elevator_core::registry::all()
-                .iter()
-                .map(|i| i.name)
-                .collect();
-            anyhow::bail!(
-                "--sched {name:?}: no such scheduler (known: {})",
-                known.join(", ")
-            );
-        };
+        let info = super::find_scheduler(name)?;
         scenario.scheduler(name, &Settings::new())?;
         let sched = scenario
             .scheduler(name, &super::settings_for(info, &extra))

@@ -111,17 +111,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         .map(CpuSpec::resolve)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--host: {e}"))?;
-    let mut infos = Vec::new();
-    for name in o.sched {
-        let info = registry::find(name).with_context(|| {
-            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
-            format!(
-                "--sched {name:?}: no such scheduler (known: {})",
-                known.join(", ")
-            )
-        })?;
-        infos.push(info);
-    }
+    let infos = super::find_schedulers(o.sched)?;
     super::check_sets(o.extra, o.sched)?;
     let ramp = ramp_time(&file)?;
     // Build the jobs and every scheduler once before anything runs, so a bad job or an

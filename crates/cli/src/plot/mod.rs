@@ -124,6 +124,14 @@ pub fn ios_from_real(records: &[elevator_real::RequestRecord]) -> Vec<Io> {
         .collect()
 }
 
+/// The latencies of `ios` in ms, labelled `label`.
+pub fn latencies(label: &str, ios: &[Io]) -> Samples {
+    Samples {
+        label: label.to_string(),
+        values: ios.iter().map(Io::latency_ms).collect(),
+    }
+}
+
 /// Each job's latencies in ms, labelled `prefix` + job name (jobs with no I/O left out).
 pub fn latencies_by_job(ios: &[Io], jobs: &[String], prefix: &str) -> Vec<Samples> {
     jobs.iter()

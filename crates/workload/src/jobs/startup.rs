@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
+use crate::spec::{resolve_region, BuildEnv, BuildError};
 use crate::traces::s_startup::StartupTrace;
 
 /// The largest `think_scale` accepted.
@@ -239,7 +239,7 @@ impl StartupJob {
         for (i, r) in trace.records.iter().enumerate() {
             let len = u64::from(r.sectors);
             let sector = match cfg.placement {
-                StartupPlacement::Trace => map_sector(region, r.sector - lowest, len),
+                StartupPlacement::Trace => region.wrap(r.sector - lowest, len),
                 StartupPlacement::SFiles => {
                     let off = &mut s_offset[r.process];
                     if r.seq {
@@ -323,12 +323,6 @@ impl StartupJob {
     pub fn processes(&self) -> usize {
         self.remaining.len()
     }
-}
-
-/// `region.start + offset mod region.len`, moved back so `len` sectors fit.
-fn map_sector(region: Region, offset: u64, len: u64) -> u64 {
-    let s = region.start + offset % region.len;
-    s.min(region.end() - len)
 }
 
 impl Job for StartupJob {
@@ -509,29 +503,6 @@ b-2 .001 8 9000 Rand 0 0 RA 1.021 C
         let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(10)).run(&mut j);
         let s: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
         assert_eq!(s, vec![2048, 2056, 2064, 6048, 3048, 10048]);
-        // Wrapping: a region of 4096 sectors folds 9000 - 1000 back in.
-        assert_eq!(
-            map_sector(
-                Region {
-                    start: 100,
-                    len: 4096
-                },
-                8000,
-                8
-            ),
-            100 + 8000 % 4096
-        );
-        assert_eq!(
-            map_sector(
-                Region {
-                    start: 0,
-                    len: 4096
-                },
-                4095,
-                8
-            ),
-            4088
-        );
     }
 
     #[test]

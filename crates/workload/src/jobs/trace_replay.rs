@@ -340,7 +340,7 @@ impl TraceReplay {
                 let at = Nanos::from_secs_f64(
                     (r.time.saturating_sub(self.t0)).as_secs_f64() * self.time_scale,
                 );
-                let sector = (region.start + r.sector % region.len).min(region.end() - len);
+                let sector = region.wrap(r.sector, len);
                 let io = IoSpec {
                     ctx: 0,
                     op: if r.read { Op::Read } else { Op::Write },
