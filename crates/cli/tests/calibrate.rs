@@ -51,9 +51,26 @@ fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
     if !direct_io_works(dir.path()) {
         return;
     }
-    let target = dir.path().join("t.dat");
-    let spec = dir.path().join("spec.toml");
-    let json = dir.path().join("calibrate.json");
+    // The measurement lasts 160 ms per point on a shared machine: a stall elsewhere can make
+    // one point disagree with the others so that no spec fits them all. Such a calibration is
+    // measured again once; a fit that is wrong fails both times.
+    let mut misses = Vec::new();
+    for attempt in 0..2 {
+        misses = calibrate_and_compare(dir.path(), attempt);
+        if misses.is_empty() {
+            return;
+        }
+        eprintln!("attempt {attempt}: {misses:?}");
+    }
+    panic!("the calibrated spec missed the measurement twice: {misses:?}");
+}
+
+/// Calibrate a fresh file in `dir`, then simulate the spec at queue depths 1 and 32 and return
+/// each depth whose prediction is off the measured IOPS by more than 2x either way.
+fn calibrate_and_compare(dir: &Path, attempt: u32) -> Vec<String> {
+    let target = dir.join(format!("t{attempt}.dat"));
+    let spec = dir.join(format!("spec{attempt}.toml"));
+    let json = dir.join(format!("calibrate{attempt}.json"));
     let (ok, _, err) = elevator(&[
         "calibrate",
         "--target",
@@ -71,18 +88,20 @@ fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 18);
     let spec = spec.to_str().unwrap();
+    let mut misses = Vec::new();
     for qd in [1, 32] {
         let measured = point(&v, &format!("randread 4k qd{qd}"))["measured"]["iops"]
             .as_f64()
             .unwrap();
-        let predicted = simulated_iops(dir.path(), spec, qd);
-        // A loose band: the measurement lasts 160 ms on a shared machine.
-        let ratio = predicted / measured;
-        assert!(
-            (0.5..2.0).contains(&ratio),
-            "qd{qd}: predicted {predicted:.0} IOPS, measured {measured:.0}"
-        );
+        let predicted = simulated_iops(dir, spec, qd);
+        if !(0.5..2.0).contains(&(predicted / measured)) {
+            misses.push(format!(
+                "qd{qd}: predicted {predicted:.0} IOPS, measured {measured:.0}"
+            ));
+        }
     }
+    std::fs::remove_file(&target).ok();
+    misses
 }
 
 #[test]
