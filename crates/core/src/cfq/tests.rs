@@ -1330,3 +1330,32 @@ fn iops_mode_charges_groups_by_requests_without_slice_idle_on_a_queueing_device(
     let (a, b) = cheap_and_dear_groups(0);
     assert!(a < 2 * b, "by requests: {a} and {b}");
 }
+
+/// 4.19 `cfq_select_queue`: a queue whose slice is used up but which is its group's only queue,
+/// empty, with requests still in flight and worth idling for, keeps the disk until they
+/// complete ("it should be ok to wait for this request to complete"). /a's reader puts four
+/// requests on the device at once; the first completes at 1 ms (its slice runs to 101 ms), the
+/// others at 150 ms. /b's request arriving at 120 ms waits for them (group_idle 0, so only
+/// this rule holds it back).
+#[test]
+fn cfq_select_queue_waits_for_a_used_slices_requests_in_flight() {
+    let groups = two_groups(None, None);
+    let s = with(&[("group_idle", 0)], &groups);
+    let mut h = Harness::new(
+        s,
+        4,
+        |r: &Request| {
+            if r.id.0 == 0 {
+                ms(1)
+            } else {
+                ms(150)
+            }
+        },
+    );
+    for i in 0..4u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().group(1));
+    }
+    h.submit(rq(10, 2).sector(90_000_000).read().group(2).at(ms(120)));
+    let out = h.run();
+    assert_eq!(out.of(10).dispatched, ms(150));
+}
