@@ -74,9 +74,12 @@ impl Plane {
         }
     }
 
-    /// The operation under way at `t` (started before it, not ended), if any.
+    /// The operation under way for a read at `t` (started before it, not ended), if any. An
+    /// operation placed to start within the run of reads that ends at `t` has not started:
+    /// those reads go first, as a chip serves its queued reads before its next program.
     fn under_way(&self, t: Nanos) -> Option<(Nanos, Kind)> {
-        let i = self.ops.partition_point(|&(s, _, _)| s < t);
+        let from = self.reads.run_start(t);
+        let i = self.ops.partition_point(|&(s, _, _)| s < from);
         let &(_, end, kind) = self.ops.get(i.checked_sub(1)?)?;
         (end > t).then_some((end, kind))
     }

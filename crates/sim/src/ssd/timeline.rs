@@ -45,6 +45,16 @@ impl GapTimeline {
         t
     }
 
+    /// The start of the run of busy time that ends exactly at `t` (touching intervals are
+    /// merged), or `t` when none does.
+    pub fn run_start(&self, t: Nanos) -> Nanos {
+        let at = self.busy.partition_point(|&(s, _)| s < t);
+        match at.checked_sub(1).map(|i| self.busy[i]) {
+            Some((s, e)) if e == t => s,
+            _ => t,
+        }
+    }
+
     /// Mark `[start, start + len)` busy; it must be free (found by [`GapTimeline::fit`]).
     pub fn insert(&mut self, start: Nanos, len: u64) {
         if len == 0 {
