@@ -51,16 +51,9 @@ pub fn latency_cdf(title: &str, series: &[Samples]) -> anyhow::Result<String> {
             chart
                 .draw_series(LineSeries::new(cdf_points(v), c.stroke_width(2)))?
                 .label(*label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(super::legend_line(c));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     })
 }

@@ -40,17 +40,10 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> anyh
             chart
                 .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
                 .label(s.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(super::legend_line(c));
             chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

@@ -201,6 +201,27 @@ fn svg(size: (u32, u32), draw: impl FnOnce(&Area) -> anyhow::Result<()>) -> anyh
     Ok(out)
 }
 
+/// A series' legend mark: a short line in its colour.
+fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> plotters::element::PathElement<(i32, i32)> {
+    use plotters::style::Color;
+    move |(x, y)| plotters::element::PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+}
+
+/// Draw the legend of `chart`'s labelled series at `position`, on a white box.
+fn draw_legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut plotters::chart::ChartContext<'a, plotters::prelude::SVGBackend<'b>, CT>,
+    position: plotters::chart::SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(position)
+        .draw()?;
+    Ok(())
+}
+
 /// The caption font.
 const CAPTION: (&str, u32) = ("sans-serif", 18);
 

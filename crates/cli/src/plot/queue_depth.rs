@@ -86,16 +86,9 @@ pub fn queue_depth(title: &str, ios: &[Io]) -> anyhow::Result<String> {
             chart
                 .draw_series(LineSeries::new(pts, c.stroke_width(1)))?
                 .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(super::legend_line(c));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

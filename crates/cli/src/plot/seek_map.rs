@@ -68,12 +68,7 @@ pub fn seek_map(title: &str, ios: &[Io]) -> anyhow::Result<String> {
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 3, c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

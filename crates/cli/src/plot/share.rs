@@ -50,16 +50,9 @@ pub fn group_share(title: &str, groups: &[Timed], bin_s: f64) -> anyhow::Result<
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))?
                 .label(g.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(super::legend_line(c));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

@@ -60,16 +60,9 @@ pub fn throughput(title: &str, series: &[Timed], bin_s: f64) -> anyhow::Result<S
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(1)))?
                 .label(*label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(super::legend_line(c));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
+        super::draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

@@ -58,9 +58,7 @@ pub fn validation_cdfs(drives: &[DriveCdfs]) -> anyhow::Result<String> {
                 chart
                     .draw_series(LineSeries::new(cdf_points(data), c.stroke_width(2)))?
                     .label(label)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                    });
+                    .legend(super::legend_line(c));
             }
             chart
                 .configure_series_labels()
