@@ -1284,3 +1284,35 @@ fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
     assert!(first_idle > at(200) && first_idle < at(400), "{first_idle}");
     assert!(out.of(999).dispatched > at(900));
 }
+
+/// A sequential 1 MiB O_DIRECT writer with 32 writes in flight (hw_tag learned), raising off
+/// as after its end; a random read arrives at 400 ms. Whether the writer keeps the device.
+fn writer_keeps_service_when_a_read_arrives(rotational: i64) -> bool {
+    let cfg = cfg_with(&[("low_latency", 0), ("rotational", rotational)]);
+    let mut h = Harness::new(Bfq::new(cfg), 32, |_| Nanos::from_ms(4));
+    for i in 0..6000u64 {
+        h.submit(rq(1 + i, 1).sync_write().sector(i * 2048).sectors(2048));
+    }
+    h.run_until(at(399));
+    let writer = sync_q(&h, 1).unwrap();
+    let w = &h.sched.queues[writer];
+    assert!(!w.seeky() && w.io_bound && w.has_short_ttime);
+    assert_eq!(h.sched.hw_tag, 1);
+    assert_eq!(h.sched.in_service, Some(writer));
+    h.submit(rq(100_000, 2).sector(900_000_000).at(at(400)));
+    h.run_until(at(400));
+    assert!(!h.sched.queues[writer].is_empty());
+    h.sched.in_service == Some(writer)
+}
+
+#[test]
+fn bfq_idling_boosts_thr_without_issues_keeps_a_sequential_writer_on_a_rotational_drive() {
+    // idling_boosts_thr_without_issues: on a rotational drive, even with hw_tag, idling for
+    // a sequential, I/O-bound queue with a short think time boosts throughput when no queue
+    // is raised, so bfq_better_to_idle holds and bfq_bfqq_handle_idle_busy_switch does not
+    // let a newly busy reader of the same weight preempt it. On a non-rotational drive with
+    // queueing it does not, and the writer is expired at once. The first is what holds W1's
+    // reader after its raising ends (docs/real-io.md).
+    assert!(writer_keeps_service_when_a_read_arrives(1));
+    assert!(!writer_keeps_service_when_a_read_arrives(0));
+}
