@@ -364,6 +364,35 @@ mod marker {
     }
 }
 
+/// Whether the disk under `path` is rotational as the kernel's schedulers see it: its request
+/// queue's `rotational` flag (`/sys/dev/block/MAJ:MIN/queue/rotational`, the whole disk's for
+/// a partition; for a regular file, the disk holding its filesystem). `None` where it cannot be
+/// told (no sysfs, or a filesystem on no block device, such as tmpfs or overlay).
+pub fn rotational(path: &Path) -> Option<bool> {
+    let m = fs::metadata(path).ok()?;
+    let dev = if m.file_type().is_block_device() {
+        m.rdev()
+    } else {
+        m.dev()
+    };
+    let base = PathBuf::from(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(dev),
+        libc::minor(dev)
+    ));
+    [
+        base.join("queue/rotational"),
+        base.join("../queue/rotational"),
+    ]
+    .iter()
+    .find_map(|q| fs::read_to_string(q).ok())
+    .and_then(|flag| match flag.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    })
+}
+
 /// The size of what is at `path` now: a block device's size, a regular file's length, or
 /// `None` when nothing is there yet (or an empty file), so the jobs must say how much they need.
 pub fn existing_size(path: &Path) -> Result<Option<u64>, TargetError> {

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use anyhow::{bail, Context};
-use elevator_core::{GroupId, GroupTree, IoPrio, Settings, SECTOR_BYTES};
+use elevator_core::{GroupId, GroupTree, IoPrio, SECTOR_BYTES};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_sim::engine::JobSlot;
@@ -155,6 +155,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
         ),
     };
+    // The schedulers see the device's `rotational` flag, as the kernel's read it from the queue.
+    let rotational = match (&args.target, &spec) {
+        (Some(path), _) => target::rotational(path),
+        (None, Some(drive)) => Some(!drive.device().non_rotational()),
+        (None, None) => None,
+    };
     let mut runs = Vec::new();
     let mut compare = Vec::new();
     let page = crate::report::Sink::new(
@@ -163,12 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut latencies = Vec::new();
     for info in &infos {
-        let mut settings = Settings::new();
-        for k in extra.names() {
-            if info.tunables.iter().any(|t| t.name == k) {
-                settings.set(k, extra.raw(k).unwrap_or_default());
-            }
-        }
+        let settings = super::settings_on_device(info, &extra, rotational);
         let groups = GroupTree::new();
         let sched = (info.build)(&settings, &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;

@@ -368,6 +368,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
     )?;
     let ramp = ramp_time(&file)?;
+    let rotational = elevator_real::target::rotational(&target_path);
     let target_name = target_path.display().to_string();
     let mut text = String::new();
     let mut json_runs: Vec<Value> = Vec::new();
@@ -383,7 +384,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut recorded = Vec::new();
     for (n, info) in infos.iter().enumerate() {
-        let settings = super::settings_for(info, &extra);
+        let settings = super::settings_on_device(info, &extra, rotational);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
         let mut sched = (info.build)(&settings, &groups)

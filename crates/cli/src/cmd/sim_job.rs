@@ -117,14 +117,8 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     // Build the jobs and every scheduler once before anything runs, so a bad job or an
     // out-of-range --set fails at once.
     build_jobs(&file, capacity, o.seed, &mut GroupTree::new())?;
-    let settings = |info: &registry::SchedulerInfo| {
-        let mut s = super::settings_for(info, o.extra);
-        // The kernel reads `rotational` from the device; so does a simulated run.
-        if info.tunables.iter().any(|t| t.name == "rotational") && s.raw("rotational").is_none() {
-            s.set("rotational", i64::from(rotational));
-        }
-        s
-    };
+    let settings =
+        |info: &registry::SchedulerInfo| super::settings_on_device(info, o.extra, Some(rotational));
     for info in &infos {
         (info.build)(&settings(info), &GroupTree::new())
             .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;

@@ -296,17 +296,6 @@ fn run_fio(dev: &Device, wl: &Workload, sections: &[String], out: &Path) -> anyh
     read_fio_json(out)
 }
 
-/// Our scheduler's settings from the `--set` pairs it has.
-fn settings_for(info: &registry::SchedulerInfo, extra: &Settings) -> Settings {
-    let mut s = Settings::new();
-    for k in extra.names() {
-        if info.tunables.iter().any(|t| t.name == k) {
-            s.set(k, extra.raw(k).unwrap_or_default());
-        }
-    }
-    s
-}
-
 struct Ours<'a> {
     dev: &'a Device,
     file: std::fs::File,
@@ -321,8 +310,15 @@ impl Ours<'_> {
         let mut groups = GroupTree::new();
         let seed = self.args.seed.wrapping_add(round as u64);
         let (jobs, groupids) = build_jobs(&wl.file, self.size, self.args.seed, &mut groups)?;
-        let mut s = (info.build)(&settings_for(info, &self.extra), &groups)
-            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let mut s = (info.build)(
+            &super::settings_on_device(
+                info,
+                &self.extra,
+                elevator_real::target::rotational(&self.dev.target),
+            ),
+            &groups,
+        )
+        .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let fd = self
             .file
             .try_clone()
@@ -533,7 +529,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 known.join(", ")
             )
         })?;
-        settings_for(info, &extra);
+        super::settings_for(info, &extra);
     }
     for k in extra.names() {
         let known = args
