@@ -1159,3 +1159,29 @@ fn as_with_antic_expire_zero_never_idles() {
         "no one-at-a-time without anticipation"
     );
 }
+
+/// Each sysfs file of 2.6.32 AS written at run time takes effect (in whole jiffies, HZ 1000).
+#[test]
+fn as_set_tunable_sets_each_batch_and_fifo_expiry() {
+    let mut s = Anticipatory::default();
+    for (name, v) in [
+        ("read_expire", 90),
+        ("write_expire", 190),
+        ("read_batch_expire", 250),
+        ("write_batch_expire", 60),
+        ("antic_expire", 4),
+    ] {
+        s.set_tunable(name, v).unwrap();
+    }
+    let c = s.config();
+    assert_eq!(
+        (
+            c.read_expire,
+            c.write_expire,
+            c.read_batch_expire,
+            c.write_batch_expire,
+            c.antic_expire
+        ),
+        (ms(90), ms(190), ms(250), ms(60), ms(4))
+    );
+}
