@@ -35,13 +35,14 @@
 //! (docs/ssd-model.md says what each figure comes from).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use elevator_core::{registry, CtxId, Nanos};
 use serde::{Deserialize, Serialize};
 
 use std::collections::VecDeque;
 
+use crate::hdd::spec::BuiltinSpec;
 use crate::hdd::SpecError;
 
 /// A host's processors: how many, and what each scheduler costs them per I/O.
@@ -80,39 +81,28 @@ pub struct SchedulerCost {
 
 const BUILTINS: &[(&str, &str)] = &[("icpe24-10core", include_str!("../hosts/icpe24-10core.toml"))];
 
+impl BuiltinSpec for CpuSpec {
+    const WHAT: &'static str = "host";
+    const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
+    fn parse(text: &str, path: &Path) -> Result<CpuSpec, SpecError> {
+        CpuSpec::parse(text, path)
+    }
+}
+
 impl CpuSpec {
     /// Names of the built-in hosts.
     pub fn builtin_names() -> Vec<&'static str> {
-        BUILTINS.iter().map(|(n, _)| *n).collect()
+        <CpuSpec as BuiltinSpec>::builtin_names()
     }
 
     /// A built-in host by name (case-insensitive).
     pub fn builtin(name: &str) -> Option<CpuSpec> {
-        let (n, text) = BUILTINS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        // The built-in files are checked by tests; a failure here is a build defect.
-        CpuSpec::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+        <CpuSpec as BuiltinSpec>::builtin(name)
     }
 
     /// A built-in name or, failing that, a TOML file path.
     pub fn resolve(name_or_path: &str) -> Result<CpuSpec, SpecError> {
-        match CpuSpec::builtin(name_or_path) {
-            Some(s) => Ok(s),
-            None if !Path::new(name_or_path).exists() => Err(SpecError {
-                file: PathBuf::from(name_or_path),
-                line: None,
-                field: String::new(),
-                message: format!(
-                    "neither a built-in host ({}) nor a host file",
-                    CpuSpec::builtin_names().join(", ")
-                ),
-            }),
-            None => {
-                let path = Path::new(name_or_path);
-                CpuSpec::parse(&SpecError::read(path)?, path)
-            }
-        }
+        <CpuSpec as BuiltinSpec>::resolve(name_or_path)
     }
 
     /// Parses and checks TOML text; `path` names it in errors.

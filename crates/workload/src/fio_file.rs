@@ -117,14 +117,13 @@ pub struct FioFileError {
 
 impl fmt::Display for FioFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}: option `{}`: {}",
-            self.path.display(),
-            self.line,
-            self.option,
-            self.reason
-        )
+        // An error about the whole file (it cannot be read) has no line and no option.
+        let path = self.path.display();
+        match (self.line, self.option.as_str()) {
+            (0, "") => write!(f, "{path}: {}", self.reason),
+            (line, "") => write!(f, "{path}:{line}: {}", self.reason),
+            (line, option) => write!(f, "{path}:{line}: option `{option}`: {}", self.reason),
+        }
     }
 }
 

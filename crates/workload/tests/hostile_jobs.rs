@@ -64,7 +64,7 @@ fn fio_20000_sections_are_refused_past_4096() {
 fn fio_job_file_dev_zero_is_refused_after_1_mib() {
     let e = fio_file::read(Path::new("/dev/zero")).unwrap_err();
     assert!(e.to_string().len() < 1024);
-    assert!(e.to_string().starts_with("/dev/zero:0:"), "{e}");
+    assert!(e.to_string().starts_with("/dev/zero: "), "{e}");
     assert!(e.reason.contains("larger than 1024 KiB"), "{e}");
 }
 

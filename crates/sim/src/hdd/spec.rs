@@ -380,6 +380,54 @@ impl Default for Cache {
     }
 }
 
+/// A spec read from TOML that also comes built in, by name: the lookup by name or path the
+/// drive, SSD and host specs share.
+pub(crate) trait BuiltinSpec: Sized {
+    /// What a spec of this kind is called in errors ("drive", "host").
+    const WHAT: &'static str;
+    /// The built-in specs: name and TOML text.
+    const FILES: &'static [(&'static str, &'static str)];
+    /// Parses and checks TOML text; `path` names it in errors.
+    fn parse(text: &str, path: &Path) -> Result<Self, SpecError>;
+
+    /// Names of the built-in specs.
+    fn builtin_names() -> Vec<&'static str> {
+        Self::FILES.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in spec by name (case-insensitive).
+    fn builtin(name: &str) -> Option<Self> {
+        let (n, text) = Self::FILES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        // The built-in files are checked by tests; a failure here is a build defect.
+        Self::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+    }
+
+    /// Reads and checks a TOML spec file.
+    fn load(path: &Path) -> Result<Self, SpecError> {
+        Self::parse(&SpecError::read(path)?, path)
+    }
+
+    /// A built-in name or, failing that, a TOML file path.
+    fn resolve(name_or_path: &str) -> Result<Self, SpecError> {
+        match Self::builtin(name_or_path) {
+            Some(s) => Ok(s),
+            None if !Path::new(name_or_path).exists() => Err(SpecError {
+                file: PathBuf::from(name_or_path),
+                line: None,
+                field: String::new(),
+                message: format!(
+                    "neither a built-in {w} ({}) nor a {w} file",
+                    Self::builtin_names().join(", "),
+                    w = Self::WHAT
+                ),
+            }),
+            None => Self::load(Path::new(name_or_path)),
+        }
+    }
+}
+
 /// An error in a drive spec: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -440,42 +488,33 @@ const BUILTINS: &[(&str, &str)] = &[
     ("hp_c2490a", include_str!("../../drives/hp_c2490a.toml")),
 ];
 
+impl BuiltinSpec for DriveSpec {
+    const WHAT: &'static str = "drive";
+    const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
+    fn parse(text: &str, path: &Path) -> Result<DriveSpec, SpecError> {
+        DriveSpec::parse(text, path)
+    }
+}
+
 impl DriveSpec {
     /// Names of the built-in drives.
     pub fn builtin_names() -> Vec<&'static str> {
-        BUILTINS.iter().map(|(n, _)| *n).collect()
+        <DriveSpec as BuiltinSpec>::builtin_names()
     }
 
     /// A built-in drive by name (case-insensitive).
     pub fn builtin(name: &str) -> Option<DriveSpec> {
-        let (n, text) = BUILTINS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        // The built-in files are checked by tests; a failure here is a build defect.
-        DriveSpec::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+        <DriveSpec as BuiltinSpec>::builtin(name)
     }
 
     /// A built-in name or, failing that, a TOML file path.
     pub fn resolve(name_or_path: &str) -> Result<DriveSpec, SpecError> {
-        match DriveSpec::builtin(name_or_path) {
-            Some(s) => Ok(s),
-            None if !Path::new(name_or_path).exists() => Err(SpecError {
-                file: PathBuf::from(name_or_path),
-                line: None,
-                field: String::new(),
-                message: format!(
-                    "neither a built-in drive ({}) nor a drive file",
-                    DriveSpec::builtin_names().join(", ")
-                ),
-            }),
-            None => DriveSpec::load(name_or_path),
-        }
+        <DriveSpec as BuiltinSpec>::resolve(name_or_path)
     }
 
     /// Reads and checks a TOML drive spec.
     pub fn load(path: impl AsRef<Path>) -> Result<DriveSpec, SpecError> {
-        let path = path.as_ref();
-        DriveSpec::parse(&SpecError::read(path)?, path)
+        <DriveSpec as BuiltinSpec>::load(path.as_ref())
     }
 
     /// Parses and checks TOML text; `path` names it in errors.

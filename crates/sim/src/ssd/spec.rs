@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
 
+use crate::hdd::spec::BuiltinSpec;
 use crate::hdd::SpecError;
 
 /// Longest time any one field may give, us (an hour).
@@ -286,25 +287,28 @@ const BUILTINS: &[(&str, &str)] = &[(
     include_str!("../../drives/samsung-980pro-1tb.toml"),
 )];
 
+impl BuiltinSpec for SsdSpec {
+    const WHAT: &'static str = "SSD";
+    const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
+    fn parse(text: &str, path: &Path) -> Result<SsdSpec, SpecError> {
+        SsdSpec::parse(text, path)
+    }
+}
+
 impl SsdSpec {
     /// Names of the built-in SSDs.
     pub fn builtin_names() -> Vec<&'static str> {
-        BUILTINS.iter().map(|(n, _)| *n).collect()
+        <SsdSpec as BuiltinSpec>::builtin_names()
     }
 
     /// A built-in SSD by name (case-insensitive).
     pub fn builtin(name: &str) -> Option<SsdSpec> {
-        let (n, text) = BUILTINS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        // The built-in files are checked by tests; a failure here is a build defect.
-        SsdSpec::parse(text, Path::new(&format!("builtin:{n}"))).ok()
+        <SsdSpec as BuiltinSpec>::builtin(name)
     }
 
     /// Reads and checks a TOML SSD spec.
     pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, SpecError> {
-        let path = path.as_ref();
-        SsdSpec::parse(&SpecError::read(path)?, path)
+        <SsdSpec as BuiltinSpec>::load(path.as_ref())
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
