@@ -3,8 +3,8 @@
 //! process keeps `iodepth` reads outstanding and issues the next as one completes), and the
 //! measured and simulated IOPS and latencies compared within +-15%.
 //!
-//! The data is read where it lies (`ELEVATOR_NVME_980PRO`, or shared/data/nvme-980pro next to
-//! the repository); without it the tests print a notice and pass. Run with `--nocapture` to
+//! The data is read where it lies (nvme-980pro under `ELEVATOR_DATA` or the shared/data
+//! next to the repository); without it the tests print a notice and pass. Run with `--nocapture` to
 //! see the tables (docs/ssd-model.md has them).
 
 use std::cmp::Reverse;
@@ -14,21 +14,15 @@ use std::path::{Path, PathBuf};
 use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::Device;
+use elevator_workload::traces::shared_data_dir;
 
 const QDS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 const TOLERANCE: f64 = 0.15;
 
 fn data() -> Option<PathBuf> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = std::env::var_os("ELEVATOR_NVME_980PRO")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(here.ancestors().map(|a| a.join("shared/data/nvme-980pro")))
-        .chain(
-            here.ancestors()
-                .map(|a| a.join("../shared/data/nvme-980pro")),
-        )
-        .find(|d| d.join("fig-1-samsung-baseline").is_dir());
+    let found = shared_data_dir()
+        .map(|d| d.join("nvme-980pro"))
+        .filter(|d| d.join("fig-1-samsung-baseline").is_dir());
     if found.is_none() {
         eprintln!("notice: shared/data/nvme-980pro not found; 980 PRO fit tests skipped");
     }

@@ -5,8 +5,8 @@
 //! `icpe24-10core` host CPU model (crates/sim/src/cpu.rs), and every total IOPS must be within
 //! +-25% of the measured one.
 //!
-//! The data is read where it lies (`ELEVATOR_NVME_980PRO`, or shared/data/nvme-980pro next to
-//! the repository); without it the test prints a notice and passes. Run with `--nocapture` to
+//! The data is read where it lies (nvme-980pro under `ELEVATOR_DATA` or the shared/data
+//! next to the repository); without it the test prints a notice and passes. Run with `--nocapture` to
 //! see the table (docs/ssd-model.md has it).
 
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use elevator_sim::cpu::CpuSpec;
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
+use elevator_workload::traces::shared_data_dir;
 use elevator_workload::BuildEnv;
 
 const TOLERANCE: f64 = 0.25;
@@ -23,16 +24,9 @@ const SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
 const PROCESSES: u32 = 15;
 
 fn data() -> Option<PathBuf> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = std::env::var_os("ELEVATOR_NVME_980PRO")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(here.ancestors().map(|a| a.join("shared/data/nvme-980pro")))
-        .chain(
-            here.ancestors()
-                .map(|a| a.join("../shared/data/nvme-980pro")),
-        )
-        .find(|d| d.join("fig-7-tapp-scal-1-ssd").is_dir());
+    let found = shared_data_dir()
+        .map(|d| d.join("nvme-980pro"))
+        .filter(|d| d.join("fig-7-tapp-scal-1-ssd").is_dir());
     if found.is_none() {
         eprintln!(
             "notice: shared/data/nvme-980pro/fig-7-tapp-scal-1-ssd not found; fig-7 test skipped"

@@ -15,7 +15,7 @@ use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{JobSlot, RunReport, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::jobs::replay::{ReplayJob, ReplayOptions};
-use elevator_workload::traces::{open, OpenOptions, TraceFormat};
+use elevator_workload::traces::{open, shared_data_dir, OpenOptions, TraceFormat};
 use elevator_workload::{BuildEnv, Job};
 
 const TOLERANCE: f64 = 0.25;
@@ -95,16 +95,9 @@ fn spec() -> SsdSpec {
 }
 
 fn traces() -> Option<PathBuf> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = std::env::var_os("ELEVATOR_MQSIM_TRACES")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(here.ancestors().map(|a| a.join("shared/data/traces/mqsim")))
-        .chain(
-            here.ancestors()
-                .map(|a| a.join("../shared/data/traces/mqsim")),
-        )
-        .find(|d| d.join("tpcc-small.trace").is_file());
+    let found = shared_data_dir()
+        .map(|d| d.join("traces/mqsim"))
+        .filter(|d| d.join("tpcc-small.trace").is_file());
     if found.is_none() {
         eprintln!("notice: shared/data/traces/mqsim not found; the trace rows are skipped");
     }
