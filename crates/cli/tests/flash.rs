@@ -1,23 +1,25 @@
 //! `elevator reproduce flash`: a QD1 reader beside a QD128 random writer on the simulated
 //! 980 PRO, against the ICPE'24 pattern.
 
-use std::process::Command;
-
 use serde_json::Value;
+
+mod common {
+    pub mod elevator;
+}
+use common::elevator::elevator;
 
 fn reproduce(seeds: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("flash.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["reproduce", "flash", "--seeds", seeds, "--json"])
-        .arg(&json)
-        .output()
-        .expect("run elevator");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ok, _, err) = elevator(&[
+        "reproduce",
+        "flash",
+        "--seeds",
+        seeds,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }
 
