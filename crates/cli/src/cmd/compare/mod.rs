@@ -301,6 +301,8 @@ struct Ours<'a> {
     file: std::fs::File,
     size: u64,
     extra: Settings,
+    /// The target's `queue/rotational`, read once.
+    rotational: Option<bool>,
     args: &'a Args,
 }
 
@@ -311,11 +313,7 @@ impl Ours<'_> {
         let seed = self.args.seed.wrapping_add(round as u64);
         let (jobs, groupids) = build_jobs(&wl.file, self.size, self.args.seed, &mut groups)?;
         let mut s = (info.build)(
-            &super::settings_on_device(
-                info,
-                &self.extra,
-                elevator_real::target::rotational(&self.dev.target),
-            ),
+            &super::settings_on_device(info, &self.extra, self.rotational),
             &groups,
         )
         .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
@@ -618,6 +616,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         file: tgt.file,
         size: tgt.size,
         extra,
+        rotational: elevator_real::target::rotational(&dev.target),
         args: &args,
     };
 
