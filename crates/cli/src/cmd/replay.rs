@@ -127,14 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     output::json_to_stdout(args.json.as_deref());
     let extra = super::parse_sets(&args.set)?;
     let infos = super::find_schedulers(&args.sched)?;
-    for k in extra.names() {
-        if !infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)) {
-            bail!(
-                "--set {k}: none of the schedulers {:?} has a tunable of that name",
-                args.sched
-            );
-        }
-    }
+    super::check_sets(&extra, &args.sched)?;
     let opts = OpenOptions {
         format: args.format,
         view: match args.view {
