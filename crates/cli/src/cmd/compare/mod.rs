@@ -520,27 +520,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let extra = super::parse_sets(&args.set)?;
     for s in &args.ours {
-        let info = registry::find(s).with_context(|| {
+        registry::find(s).with_context(|| {
             let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
             format!(
                 "--ours: unknown scheduler {s:?} (known: {})",
                 known.join(", ")
             )
         })?;
-        super::settings_for(info, &extra);
     }
-    for k in extra.names() {
-        let known = args
-            .ours
-            .iter()
-            .any(|s| registry::find(s).is_some_and(|i| i.tunables.iter().any(|t| t.name == k)));
-        if !known {
-            bail!(
-                "--set {k}: none of {:?} has a tunable of that name",
-                args.ours
-            );
-        }
-    }
+    super::check_sets(&extra, &args.ours)?;
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
