@@ -1359,3 +1359,266 @@ fn cfq_select_queue_waits_for_a_used_slices_requests_in_flight() {
     let out = h.run();
     assert_eq!(out.of(10).dispatched, ms(150));
 }
+
+// ----- fourth sample's survivors (shard 5/10) ----------------------------------------------------
+
+/// 4.19 `choose_wl_class_and_type`: a workload's slice is at least `CFQ_MIN_TT` (two jiffies,
+/// 2 ms). With `slice_idle` 0 and `target_latency` 1 ms the sync workload's share is 1 ms (its
+/// reader was alone when it started), so only the floor makes it 2 ms. The first reader's
+/// slice, scaled to 0.5 ms, ends at 1.2 ms, inside the workload, so the second sync reader
+/// follows it, although the writer's queue has the lowest key (it joined with no slice
+/// offset) and would be chosen if the workload had expired.
+#[test]
+fn choose_wl_class_and_type_gives_a_workload_at_least_cfq_min_tt() {
+    let mut s = flat();
+    s.set_tunable("slice_idle", 0).unwrap();
+    s.set_tunable("target_latency", 1).unwrap();
+    let mut h = Harness::new(s, 1, |_| Nanos::from_us(600));
+    // Queued in this order at 0: the first reader's requests, the writer's, the other reader's.
+    for i in 0..10u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    for i in 0..10u64 {
+        h.submit(rq(100 + i, 2).sector(90_000_000 + i * 8).write());
+    }
+    for i in 0..10u64 {
+        h.submit(rq(200 + i, 3).sector(180_000_000 + i * 8).read());
+    }
+    let out = h.run();
+    let first: Vec<u32> = out.served.iter().take(3).map(|s| s.rq.ctx.0).collect();
+    assert_eq!(
+        first,
+        [1, 1, 3],
+        "{:?}",
+        turns(&out.served.iter().map(|s| s.rq.ctx.0).collect::<Vec<_>>())
+    );
+}
+
+/// 4.19 `cfq_find_next_rq` wraps to the queue's lowest request when none lies above the one
+/// just dispatched, and `cfq_choose_req`, of two requests both further behind the head than
+/// `back_seek_max` (16 MiB), takes the one further behind ("only one back seek").
+#[test]
+fn cfq_choose_req_starts_with_the_lowest_of_two_requests_far_behind_the_head() {
+    assert_eq!(
+        queue_order(1_000_000, &[1_000_100, 100, 200]),
+        [1_000_100, 100, 200]
+    );
+    assert_eq!(
+        queue_order(1_000_000, &[1_000_100, 200, 100]),
+        [1_000_100, 100, 200]
+    );
+}
+
+/// 4.19 `cfq_dispatch_requests` expires an idle-class queue after each request while other
+/// queues are busy, and `cfq_service_tree_add` puts it back `CFQ_IDLE_DELAY` behind the last
+/// queue of the idle tree; `cfq_may_dispatch` allows an idle-class queue one request in
+/// flight. Two idle-class readers thus take turns of one request: on a device that takes
+/// several at once, each has one request dispatched at once, and no more.
+#[test]
+fn idle_class_queues_take_turns_of_one_request_behind_the_last() {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    for ctx in 1..=2u32 {
+        for i in 0..3u64 {
+            let c = u64::from(ctx);
+            s.insert(
+                rq(c * 10 + i, ctx)
+                    .sector(c * 90_000_000 + i * 8)
+                    .read()
+                    .prio(IoClass::Idle, 0)
+                    .build(),
+                t0,
+            );
+        }
+    }
+    let ids: Vec<Option<u64>> = (0..3)
+        .map(|_| match s.dispatch(t0) {
+            Dispatch::Request(r) => Some(r.id.0),
+            Dispatch::Idle { .. } | Dispatch::Empty => None,
+        })
+        .collect();
+    assert_eq!(ids, [Some(10), Some(20), None]);
+}
+
+/// 4.19 `cfq_select_queue` (`check_group_idle`): with `group_idle` on, when a group's only
+/// queue has emptied with requests still in flight, CFQ waits for them (and then idles
+/// `group_idle` for the group's next request) before serving another group. /a's reader puts
+/// two requests on the device at once, with `slice_idle` 0 so only group idling holds the
+/// disk; /b's request, queued at the same time, goes when the 8 ms group idle after their
+/// completion at 1 ms runs out.
+#[test]
+fn cfq_select_queue_waits_for_a_one_queue_groups_requests_in_flight() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[("slice_idle", 0)], &groups), 2, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(rq(2, 1).sector(8).read().group(1));
+    h.submit(rq(3, 2).sector(9_000_000).read().group(2));
+    let out = h.run();
+    assert_eq!(out.of(3).dispatched, ms(9));
+}
+
+/// A reader with five requests queued at once beside another busy reader: four go at once
+/// (`cfq_may_dispatch`: quantum / 2 while the slice is new), the first completes at 1 ms and
+/// starts a 100 ms slice, the fifth goes then. Its sixth request arrives at `at` with four in
+/// flight (they take 150 ms); returns whether CFQ dispatches it at once.
+fn fifth_in_flight_at(at: Nanos) -> bool {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    let reqs: Vec<Request> = (0..6u64)
+        .map(|i| {
+            rq(i, 1)
+                .sector(i * 8)
+                .read()
+                .at(if i == 5 { at } else { t0 })
+                .build()
+        })
+        .collect();
+    for r in &reqs[..5] {
+        s.insert(r.clone(), t0);
+    }
+    s.insert(rq(100, 2).sector(900_000_000).read().build(), t0);
+    let next = |s: &mut Cfq, now: Nanos| match s.dispatch(now) {
+        Dispatch::Request(r) => Some(r.id.0),
+        Dispatch::Idle { .. } | Dispatch::Empty => None,
+    };
+    let first: Vec<_> = (0..5).map(|_| next(&mut s, t0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2), Some(3), None]);
+    s.complete(&reqs[0], ms(1));
+    let a = s.queue_of(1).unwrap();
+    assert_eq!(s.queues[a].slice_end, ms(101).as_ns());
+    assert_eq!([next(&mut s, ms(1)), next(&mut s, ms(1))], [Some(4), None]);
+    s.insert(reqs[5].clone(), at);
+    next(&mut s, at) == Some(5)
+}
+
+/// 4.19 `cfq_slice_used_soon`: past quantum / 2 requests in flight, a queue may go on
+/// dispatching (up to `quantum`) while `now + slice_idle x dispatched` does not pass its slice
+/// end, each request in flight counted as a `slice_idle` (8 ms) still to come. With four in
+/// flight and the slice ending at 101 ms: at 69 ms they fit exactly (101 ms), at 70 ms they
+/// do not.
+#[test]
+fn cfq_slice_used_soon_counts_slice_idle_per_request_in_flight() {
+    assert!(fifth_in_flight_at(ms(69)));
+    assert!(!fifth_in_flight_at(ms(70)));
+}
+
+/// 4.19 `cfq_may_dispatch`: the only busy queue has no dispatch limit ("sole queue user, no
+/// limit"), an async one too (`promote_sync` is for sync queues). Under low_latency an async
+/// queue may still have only one request in flight per `slice_sync` since a sync request was
+/// last delayed, which the kernel starts a second in the past: ten.
+#[test]
+fn cfq_may_dispatch_puts_no_limit_on_the_only_busy_queue() {
+    let at_once = |low_latency: i64| {
+        let mut s = flat();
+        s.set_tunable("low_latency", low_latency).unwrap();
+        let mut h = Harness::new(s, 32, |_| ms(1));
+        for i in 0..20u64 {
+            h.submit(rq(i, 1).sector(i * 8).write());
+        }
+        let out = h.run();
+        out.served
+            .iter()
+            .filter(|s| s.dispatched == Nanos::ZERO)
+            .count()
+    };
+    assert_eq!(at_once(0), 20);
+    assert_eq!(at_once(1), 10);
+}
+
+/// 4.19 `cfq_should_preempt`: a metadata request (REQ_PRIO) preempts a queue doing regular
+/// I/O, one with no metadata request pending (`prio_pending`, counted down by
+/// `cfq_remove_request` as its metadata requests leave). Reader 1 starts with a metadata read
+/// and reads on; reader 2's metadata read at 5.5 ms is served at the next dispatch, 6 ms.
+#[test]
+fn cfq_should_preempt_lets_metadata_in_once_the_active_queues_own_is_served() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(0, 1).sector(0).read().meta());
+    for i in 1..20u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    h.submit(
+        rq(100, 2)
+            .sector(90_000_000)
+            .read()
+            .meta()
+            .at(Nanos::from_us(5500)),
+    );
+    let out = h.run();
+    assert_eq!(out.of(100).dispatched, ms(6));
+}
+
+/// 4.19 `cfqq_boost_on_prio`: a metadata request lifts an idle-class queue to best effort (at
+/// most level 4), so it may preempt as a best-effort queue would (`cfq_should_preempt`: a
+/// metadata request against a queue with none pending) instead of waiting for the disk to
+/// fall idle. The kernel boosts an existing queue (in `cfq_may_queue`), so the idle-class
+/// process first queues a plain read.
+#[test]
+fn cfqq_boost_on_prio_lifts_an_idle_class_queue_for_its_metadata() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..300u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    let idle = |id, sector| rq(id, 2).sector(sector).read().prio(IoClass::Idle, 0);
+    h.submit(idle(1000, 90_000_000).at(Nanos::from_us(2500)));
+    h.submit(idle(1001, 90_000_008).meta().at(Nanos::from_us(5500)));
+    let out = h.run();
+    assert_eq!(out.of(1001).dispatched, ms(6));
+}
+
+/// 4.19 `cfq_should_preempt` lets a sync-noidle queue's request preempt an empty active queue
+/// only while CFQ serves the sync-noidle workload ("allow preemption only if we are idling on
+/// sync-noidle tree"). A sync write without REQ_IDLE (`req_noidle`) makes its writer a
+/// sync-noidle queue; arriving far from the head while a sequential reader (sync workload)
+/// idles, it waits out the reader's 8 ms idle window.
+#[test]
+fn cfq_should_preempt_lets_a_noidle_queue_in_only_on_the_sync_noidle_workload() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(10_000_000).sync_write().at(ms(3)));
+    let out = h.run();
+    assert_eq!(out.of(2).dispatched, ms(9));
+}
+
+/// A lone reader's first request (`sectors` long) completes at 1 ms and CFQ idles until 9 ms;
+/// its second arrives at 2 ms and takes 10 ms; another reader's request arrives at 10 ms.
+/// Returns when that one is dispatched.
+fn second_reader_served_at(sectors: u32) -> Nanos {
+    let mut h = Harness::new(
+        flat(),
+        2,
+        |r: &Request| if r.id.0 == 1 { ms(10) } else { ms(1) },
+    );
+    let len = u64::from(sectors);
+    h.submit(rq(0, 1).sector(0).sectors(sectors).read());
+    h.submit(rq(1, 1).sector(len).sectors(sectors).read().at(ms(2)));
+    h.submit(rq(2, 2).sector(90_000_000).read().at(ms(10)));
+    h.run().of(2).dispatched
+}
+
+/// 4.19 `cfq_rq_enqueued`: a request arriving while CFQ idles for its queue cancels the idle
+/// timer if it is larger than a page or other queues are busy ("let it rip"); a one-page
+/// request is let through (`must_dispatch`) but the timer runs on, and firing with the queue
+/// empty it ends the slice (`cfq_idle_slice_timer`). After a 4 KiB request the slice ends at
+/// 9 ms and the other reader is served on arrival; after an 8 KiB one the queue keeps its
+/// slice, waits for the request in flight and idles after it, until 20 ms.
+#[test]
+fn cfq_rq_enqueued_lets_a_request_over_a_page_cancel_the_idle_timer() {
+    assert_eq!(second_reader_served_at(8), ms(10));
+    assert_eq!(second_reader_served_at(16), ms(20));
+}
+
+/// 4.19 `cfq_completed_request` arms the idle timer only for a queue with nothing queued
+/// (`cfq_arm_slice_timer` waits for a process's next request), and `cfq_should_preempt` lets a
+/// close request of another process in only while the active queue waits (`wait_request`).
+/// Reader 1 has 20 requests queued; reader 2's request, 1000 sectors from the head at
+/// 1.5 ms, waits for all of them and then goes as a close cooperator.
+#[test]
+fn cfq_completed_request_arms_the_idle_timer_only_for_an_empty_queue() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..20u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    h.submit(rq(100, 2).sector(1000).read().at(Nanos::from_us(1500)));
+    let out = h.run();
+    assert_eq!(out.of(100).dispatched, ms(20));
+}
