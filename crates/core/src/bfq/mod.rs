@@ -1353,22 +1353,21 @@ impl Scheduler for Bfq {
             "slice_idle" => s.set("slice_idle_us", value * 1000),
             n => s.set(n, value),
         };
-        let cfg = Config::from_settings(&s)?;
-        if cfg.max_budget != self.cfg.max_budget {
-            self.max_budget = if cfg.max_budget > 0 {
-                cfg.max_budget
-            } else {
-                self.calc_max_budget()
-            };
+        let old = std::mem::replace(&mut self.cfg, Config::from_settings(&s)?);
+        // bfq_max_budget_store and bfq_timeout_sync_store: a user max budget is taken as
+        // is; an autotuned one is recomputed when it is asked for or the timeout changes.
+        if self.cfg.max_budget > 0 {
+            self.max_budget = self.cfg.max_budget;
+        } else if old.max_budget > 0 || self.cfg.timeout != old.timeout {
+            self.max_budget = self.calc_max_budget();
         }
-        if !cfg.low_latency && self.cfg.low_latency {
+        if !self.cfg.low_latency && old.low_latency {
             for q in 0..self.queues.len() {
                 if self.queues[q].wr_coeff > 1 {
                     self.end_wr(q, self.last_completion);
                 }
             }
         }
-        self.cfg = cfg;
         Ok(())
     }
 }

@@ -1316,3 +1316,1113 @@ fn bfq_idling_boosts_thr_without_issues_keeps_a_sequential_writer_on_a_rotationa
     assert!(writer_keeps_service_when_a_read_arrives(1));
     assert!(!writer_keeps_service_when_a_read_arrives(0));
 }
+
+// ----- Session 22: quantities pinned to mainline bfq-iosched.c / bfq-wf2q.c -----
+
+/// A fresh BFQ with one read of ctx 1 queued at t = 0; its sync queue.
+fn one_reader(cfg: Config) -> (Bfq, usize) {
+    let mut s = Bfq::new(cfg);
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    (s, q)
+}
+
+fn dispatched(d: Dispatch) -> Request {
+    match d {
+        Dispatch::Request(r) => r,
+        d => panic!("expected a request, got {d:?}"),
+    }
+}
+
+/// `bfq_serv_to_charge` (mainline bfq-iosched.c): in a symmetric scenario an async request
+/// costs its queue `bfq_async_charge_factor` (3) times its size; a sync request, or an
+/// async one of a raised queue, its size.
+#[test]
+fn bfq_serv_to_charge_charges_async_writes_three_times_their_size() {
+    let mut s = Bfq::new(Config::default());
+    s.insert(
+        rq(1, 1).sector(1000).sectors(8).write().build(),
+        Nanos::ZERO,
+    );
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert_eq!(s.serv_to_charge(s.queues[a].next().unwrap(), a), 24);
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(s.wf.entities[s.queues[a].eid].service, 24);
+    assert_eq!(s.queues[a].service_from_backlogged, 24);
+    let (mut s, q) = one_reader(Config::default());
+    assert_eq!(s.serv_to_charge(s.queues[q].next().unwrap(), q), 8);
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(s.queues[q].service_from_backlogged, 8);
+    // A raised async queue (busy, a write after more than 500 ms) pays its size.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(1000).write().build(), Nanos::ZERO);
+    s.insert(rq(2, 1).sector(9000).write().build(), at(501));
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert_eq!(s.queues[a].wr_coeff, 30);
+    assert_eq!(s.serv_to_charge(s.queues[a].next().unwrap(), a), 8);
+}
+
+/// `bfq_add_request` (mainline): a busy async queue is raised when a write arrives more than
+/// `bfq_wr_min_inter_arr_async` (500 ms) after the previous one (`time_is_before_jiffies`,
+/// strictly after); each arrival of a non-raised queue restarts the interval.
+#[test]
+fn bfq_add_request_raises_an_async_queue_after_500_ms_without_writes() {
+    let mut s = Bfq::new(Config::default());
+    let w = |id: u64, sector: u64| rq(id, 1).sector(sector).write().build();
+    s.insert(w(1, 1000), Nanos::ZERO);
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert_eq!(s.queues[a].wr_coeff, 1, "a new async queue is not raised");
+    s.insert(w(2, 9000), at(500));
+    assert_eq!(s.queues[a].wr_coeff, 1, "exactly 500 ms: not after");
+    assert_eq!(s.queues[a].last_wr_start_finish, 500 * MS);
+    s.insert(w(3, 19_000), Nanos(1000 * MS as u64 + 1));
+    assert_eq!(s.queues[a].wr_coeff, 30);
+    assert_eq!(s.queues[a].wr_cur_max_time, s.wr_duration());
+    assert_eq!(s.wr_busy_queues, 1);
+    // Raised, the queue keeps the start of its raising.
+    s.insert(w(4, 29_000), at(1200));
+    assert_eq!(s.queues[a].last_wr_start_finish, 1000 * MS + 1);
+    // With low_latency off, never.
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    s.insert(w(1, 1000), Nanos::ZERO);
+    s.insert(w(2, 9000), at(600));
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert_eq!(s.queues[a].wr_coeff, 1);
+}
+
+/// `bfq_init_rq` calls `bfq_handle_burst` for a new queue only while a burst is being
+/// tracked (`burst_size > 0`) or no queue is busy; `bfq_reset_burst_list` starts no list
+/// (size 0) when queues are busy. So queues created beside a long-running reader, after the
+/// burst of its own creation ended, never make a burst: eight of them within 180 ms are all
+/// raised, none in a large burst.
+#[test]
+fn bfq_init_rq_tracks_no_burst_of_queues_created_while_others_are_busy() {
+    let mut s = Bfq::new(Config::default());
+    for i in 0..400u64 {
+        s.insert(rq(i, 1).sector(i * 16).build(), Nanos::ZERO);
+    }
+    assert_eq!(
+        s.burst.size, 1,
+        "the first queue, created with nothing busy"
+    );
+    // 200 ms later (after BFQ_BURST_INTERVAL): the burst is reset, with size 0.
+    s.insert(rq(1000, 2).sector(1 << 30).build(), at(200));
+    assert_eq!(s.burst.size, 0);
+    assert!(s.burst.list.is_empty());
+    for c in 3..=10u32 {
+        let t = at(200 + 10 * u64::from(c));
+        s.insert(
+            rq(1000 + u64::from(c), c)
+                .sector(u64::from(c) << 30)
+                .build(),
+            t,
+        );
+    }
+    assert_eq!(s.burst.size, 0);
+    for c in 3..=10u32 {
+        let q = &s.queues[s.bics[&CtxId(c)].sync_q.unwrap()];
+        assert!(!q.in_burst_list && !q.in_large_burst, "ctx {c}");
+        assert_eq!(q.wr_coeff, 30, "ctx {c}");
+    }
+}
+
+/// `bfq_update_has_short_ttime` (mainline): within `bfq_wr_min_idle_time` (2 s) of a split
+/// (`time_is_after_eq_jiffies(split_time + min_idle_time)`), the statistics are
+/// meaningless and the flag is left as it is; after that, a long mean think time over more
+/// than 80 samples makes it long.
+#[test]
+fn bfq_update_has_short_ttime_waits_2_s_after_a_split() {
+    let (mut s, q) = one_reader(Config::default());
+    assert!(s.queues[q].has_short_ttime);
+    // The queue stays busy, so these samples stand (no new think-time sample is taken).
+    s.queues[q].ttime_samples = 200;
+    s.queues[q].ttime_mean = 10 * MS as u64;
+    s.queues[q].split_time = 1000 * MS;
+    s.insert(rq(2, 1).sector(1016).build(), at(3000));
+    assert!(
+        s.queues[q].has_short_ttime,
+        "2 s after the split: left alone"
+    );
+    s.insert(rq(3, 1).sector(1032).build(), at(3001));
+    assert!(!s.queues[q].has_short_ttime, "10 ms > slice_idle / 2");
+}
+
+/// `bfq_better_to_idle` (mainline): no idling with `slice_idle` 0, for an async queue, or for
+/// a queue of the idle class, even when it is the only busy queue (where idling would
+/// otherwise be needed for service guarantees).
+#[test]
+fn bfq_better_to_idle_never_idles_without_slice_idle_for_async_or_idle_class() {
+    type Make = fn(u64) -> crate::harness::RequestBuilder;
+    let two = |cfg: Config, make: Make| {
+        let mut h = harness(cfg, &GroupTree::new());
+        h.submit(make(1).sector(1000));
+        h.submit(make(2).sector(1016).at(at(5)));
+        h.run()
+    };
+    // The reference: a lone reader with default settings is idled for.
+    let out = two(Config::default(), |id| rq(id, 1));
+    assert!(!out.idles.is_empty());
+    let out = two(cfg_with(&[("slice_idle", 0)]), |id| rq(id, 1));
+    assert!(out.idles.is_empty(), "slice_idle 0: {:?}", out.idles);
+    let out = two(Config::default(), |id| rq(id, 1).write());
+    assert!(out.idles.is_empty(), "async: {:?}", out.idles);
+    let out = two(Config::default(), |id| rq(id, 1).prio(IoClass::Idle, 7));
+    assert!(out.idles.is_empty(), "idle class: {:?}", out.idles);
+}
+
+/// `bfq_select_queue` (mainline): a queue whose budget timed out is expired only if it need
+/// not idle (`!bfq_bfqq_must_idle`): an empty in-service queue with a request in flight,
+/// worth idling for (sequential, on a rotational drive), keeps the device past its budget
+/// timeout, and no injection happens (idling boosts throughput). Its completion then arms
+/// the idle timer, whose expiry ends the slot as BUDGET_TIMEOUT.
+#[test]
+fn bfq_select_queue_keeps_a_timed_out_queue_that_must_idle() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let a = rq(1, 1).sector(1000).build();
+    s.insert(a.clone(), Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.insert(rq(2, 2).sector(900_000).build(), Nanos::ZERO);
+    assert_eq!(
+        s.in_service,
+        Some(q),
+        "no preemption: idling for A is worth it"
+    );
+    assert_eq!(s.queues[q].budget_timeout, 125 * MS);
+    assert_eq!(s.dispatch(at(200)), Dispatch::Empty);
+    assert_eq!(s.in_service, Some(q));
+    s.complete(&a, at(201));
+    assert_eq!(s.dispatch(at(201)), Dispatch::Idle { until: at(209) });
+    let b = dispatched(s.dispatch(at(209)));
+    assert_eq!(b.id, RequestId(2), "A expired when the idle timer fired");
+}
+
+/// `bfq_completed_request` (mainline): when a completion leaves the in-service queue empty,
+/// not worth idling for, with requests still in flight, the queue is expired at once
+/// (NO_MORE_REQUESTS): it leaves service and the busy queues.
+#[test]
+fn bfq_completed_request_expires_an_empty_queue_not_worth_idling_for() {
+    let mut s = Bfq::new(cfg_with(&[("slice_idle", 0)]));
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    s.insert(rq(2, 1).sector(1016).build(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    let a1 = dispatched(s.dispatch(Nanos::ZERO));
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!((s.in_service, s.queues[q].dispatched), (Some(q), 2));
+    s.complete(&a1, at(1));
+    assert_eq!(s.in_service, None);
+    assert!(!s.queues[q].busy);
+    assert_eq!(s.tot_busy(), 0);
+}
+
+/// `bfq_update_rate_reset` (mainline): over at least 32 samples and 300 ms, the measured
+/// rate updates the peak rate through a low-pass filter whose weight grows with the share
+/// of sequential samples and the interval's length, unless the samples are mostly random
+/// (fewer than 3/4 sequential) and the rate no higher than the current estimate. The max
+/// budget follows: peak rate * 125 ms.
+#[test]
+fn bfq_update_rate_reset_filters_the_measured_rate_into_the_peak_rate() {
+    // 40 dispatches of 8 sectors, 10 ms apart, with a request always in flight; `seq` of
+    // the 39 after the first continue where the previous one ended, the others jump.
+    let run = |seq: u64| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        s.rq_in_driver = 1;
+        let mut pos = 1_000_000;
+        for i in 0..40u64 {
+            if i > seq {
+                pos += 100_000;
+            }
+            s.update_peak_rate(0, pos, 8, pos + 8, (i * 10) as Tick * MS);
+            pos += 8;
+        }
+        s.last_completion = 400 * MS;
+        s.update_rate_reset(None, 400 * MS);
+        (s.peak.rate, s.max_budget)
+    };
+    assert_eq!(PeakRate::new(true).rate, 9333, "2/3 of 14000");
+    // rate = 320 << 16 / 400000 us = 52; weight = 9 * 39 / 40 = 8, * 0.4 s / 1 s = 3;
+    // divisor 7: 9333 * 6 / 7 + 52 / 7 = 8006; max budget 8006 * 125000 >> 16 = 15270.
+    assert_eq!(run(39), (8006, 15270));
+    // 30 of 40 sequential is not below 3/4: weight 9 * 30 / 40 = 6 -> 2, divisor 8.
+    assert_eq!(run(30).0, 9333 * 7 / 8 + 52 / 8);
+    // 29 of 40: mostly random, and 52 is below the estimate: no update.
+    assert_eq!(run(29), (9333, budget::DEFAULT_MAX_BUDGET));
+}
+
+/// `bfq_bfqq_is_slow` (mainline): under 1 ms of service the queue is charged one
+/// `slice_idle` on a rotational drive (BFQ_MIN_TT, 2 ms, on others) and is slow if seeky;
+/// from 1 ms the time served counts, and over 20 ms a queue is slow if it received less
+/// than half the max budget. With `compensate` the slot ends when idling started. Async
+/// queues are never slow.
+#[test]
+fn bfq_bfqq_is_slow_follows_seekiness_then_half_the_max_budget() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let e = s.queues[q].eid;
+    s.last_budget_start = 0;
+    s.wf.entities[e].service = 8192;
+    assert_eq!(s.is_slow(q, false, 50 * MS), (false, 50), "half of 16384");
+    s.wf.entities[e].service = 8191;
+    assert_eq!(s.is_slow(q, false, 50 * MS), (true, 50));
+    assert_eq!(
+        s.is_slow(q, false, 20 * MS),
+        (false, 20),
+        "20 ms: seekiness"
+    );
+    s.last_idling_start = 30 * MS;
+    assert_eq!(s.is_slow(q, true, 50 * MS), (true, 30));
+    assert_eq!(s.is_slow(q, false, MS), (false, 1));
+    assert_eq!(s.is_slow(q, false, MS - 1), (false, 8), "one slice_idle");
+    s.queues[q].seek_history = u32::MAX;
+    assert_eq!(s.is_slow(q, false, MS - 1), (true, 8));
+    assert_eq!(s.is_slow(q, false, 20 * MS), (true, 20));
+    let (s, q) = one_reader(cfg_with(&[("low_latency", 0), ("rotational", 0)]));
+    assert_eq!(s.is_slow(q, false, MS / 2), (false, 2), "BFQ_MIN_TT");
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(1000).write().build(), Nanos::ZERO);
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    s.queues[a].seek_history = u32::MAX;
+    assert_eq!(s.is_slow(a, false, 50 * MS), (false, 0));
+}
+
+/// `bfq_bfqq_charge_time` (mainline bfq-wf2q.c): a slow queue is charged the service it
+/// would have had at peak rate for the time it held the device, max_budget * time /
+/// 125 ms (the time capped at the timeout), if that exceeds its service; its budget grows
+/// to cover the charge.
+#[test]
+fn bfq_bfqq_charge_time_charges_max_budget_per_timeout() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let e = s.queues[q].eid;
+    s.wf.entities[e].budget = 10_000;
+    s.wf.entities[e].service = 100;
+    s.charge_time(q, 50, 0);
+    // 16384 * 50 / 125 = 6553.
+    assert_eq!(s.wf.entities[e].service, 6553);
+    assert_eq!(s.queues[q].service_from_backlogged, 6453);
+    assert_eq!(s.wf.entities[e].budget, 10_000);
+    s.charge_time(q, 200, 0);
+    assert_eq!(s.wf.entities[e].service, 16_384, "capped at 125 ms");
+    assert_eq!(
+        s.wf.entities[e].budget, 16_384,
+        "budget raised to the charge"
+    );
+    s.wf.entities[e].service = 9000;
+    s.charge_time(q, 50, 0);
+    assert_eq!(s.wf.entities[e].service, 9000, "already served more");
+}
+
+/// `bfq_bfqq_expire` (mainline): a non-raised queue is charged for time if slow, or if it
+/// timed out with at least a third of its budget left; a raised one never.
+#[test]
+fn bfq_bfqq_expire_charges_time_to_a_timed_out_queue_with_a_third_left() {
+    let served_after = |reason: Expire, service: u64, wr: u64| {
+        let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+        for i in 0..4 {
+            s.insert(rq(10 + i, 1).sector(2000 + i * 16).build(), Nanos::ZERO);
+        }
+        dispatched(s.dispatch(Nanos::ZERO));
+        let e = s.queues[q].eid;
+        s.wf.entities[e].budget = 9000;
+        s.wf.entities[e].service = service;
+        s.queues[q].service_from_backlogged = service;
+        s.queues[q].wr_coeff = wr;
+        s.expire(q, false, reason, 10 * MS);
+        s.queues[q].service_from_backlogged
+    };
+    // 10 ms, not seeky: not slow. Budget left 8990 >= 3000: charged 16384 * 10 / 125.
+    assert_eq!(served_after(Expire::BudgetTimeout, 10, 1), 1310);
+    // 2999 left < 3000: service only.
+    assert_eq!(served_after(Expire::BudgetTimeout, 6001, 1), 6001);
+    assert_eq!(served_after(Expire::Exhausted, 10, 1), 10);
+    assert_eq!(served_after(Expire::BudgetTimeout, 10, 30), 10, "raised");
+}
+
+/// `bfq_rq_enqueued` (mainline): a request for the in-service queue while it idles ends the
+/// idling, unless it is small and idling boosts throughput; if the queue's budget has timed
+/// out, the queue is expired at once (BUDGET_TIMEOUT), even with little budget left (where
+/// `bfq_may_expire_for_budg_timeout` would keep a still-idling queue), and the other busy
+/// queue is served next. Before the timeout, the queue keeps the device.
+#[test]
+fn bfq_rq_enqueued_expires_a_timed_out_idling_queue_on_arrival() {
+    let run = |arrival_ms: u64| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        for i in 0..8u64 {
+            let r = rq(1 + i, 1).sector(i * 1024).sectors(1024).build();
+            s.insert(r, Nanos::ZERO);
+        }
+        let a = s.bics[&CtxId(1)].sync_q.unwrap();
+        // A uses 8192 of its 10922 sectors by 119 ms, then idles for its next request; B
+        // arrives once A is in service.
+        for i in 0..8u64 {
+            let r = dispatched(s.dispatch(at(i * 15)));
+            assert_eq!(r.ctx, CtxId(1));
+            if i == 0 {
+                s.insert(rq(100, 2).sector(1 << 30).build(), Nanos::ZERO);
+            }
+            s.complete(&r, at(i * 15 + 14));
+        }
+        assert_eq!(s.in_service, Some(a));
+        assert_eq!(s.budget_left(a), 10_922 - 8192);
+        assert_eq!(s.dispatch(at(119)), Dispatch::Idle { until: at(127) });
+        let t = at(arrival_ms);
+        s.insert(rq(9, 1).sector(8192).build(), t);
+        dispatched(s.dispatch(t)).ctx
+    };
+    assert_eq!(
+        run(126),
+        CtxId(2),
+        "timed out at 125 ms: expired on arrival"
+    );
+    assert_eq!(run(124), CtxId(1), "within its budget timeout");
+}
+
+/// `bfq_update_io_thinktime` (mainline; since 5.12 only periods with nothing queued or in
+/// flight count): on such an arrival the time since the last completion, capped at
+/// 2 * slice_idle, enters a 7/8-decayed mean: samples = (7 samples + 256) / 8, total =
+/// (7 total + 256 elapsed) / 8, mean = (total + 128) / samples.
+#[test]
+fn bfq_update_io_thinktime_keeps_the_kernels_decayed_mean() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let r1 = rq(1, 1).sector(1000).build();
+    s.insert(r1.clone(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    let tt = |s: &Bfq| {
+        let qq = &s.queues[q];
+        (qq.ttime_samples, qq.ttime_total, qq.ttime_mean)
+    };
+    // The first request: the last completion is "minus infinity", capped at 16 ms.
+    assert_eq!(tt(&s), (32, 512_000_000, 16_000_004));
+    dispatched(s.dispatch(Nanos::ZERO));
+    s.complete(&r1, at(1));
+    assert_eq!(s.dispatch(at(1)), Dispatch::Idle { until: at(9) });
+    assert_eq!(s.dispatch(at(9)), Dispatch::Empty, "expired, too idle");
+    assert!(!s.queues[q].busy);
+    s.insert(rq(2, 1).sector(1016).build(), at(12));
+    assert_eq!(tt(&s), (60, 800_000_000, 13_333_335), "11 ms");
+    s.insert(rq(3, 1).sector(1032).build(), at(13));
+    assert_eq!(tt(&s).0, 60, "busy: no sample");
+}
+
+/// `bfq_set_budget_timeout` (mainline): a queue set in service has `timeout_sync` (125 ms)
+/// times its raising coefficient (weight / original weight) to use its budget, a soft
+/// real-time queue 125 ms; `__bfq_set_in_service_queue` also counts the budget in the
+/// decayed `budgets_assigned`, (7 n + 256) / 8.
+#[test]
+fn bfq_set_budget_timeout_scales_with_the_raising_coefficient() {
+    let mut s = Bfq::new(Config::default());
+    for c in 1..=3u32 {
+        s.insert(
+            rq(u64::from(c), c).sector(u64::from(c) << 30).build(),
+            Nanos::ZERO,
+        );
+    }
+    let q = dispatched(s.dispatch(at(10))).ctx;
+    let q = s.bics[&q].sync_q.unwrap();
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    assert_eq!(s.queues[q].budget_timeout, 10 * MS + 30 * 125 * MS);
+    assert_eq!(s.last_budget_start, 10 * MS);
+    assert_eq!(s.budgets_assigned, 32);
+    s.expire(q, false, Expire::NoMoreRequests, 11 * MS);
+    let q2 = s.set_in_service_queue(11 * MS).unwrap();
+    assert_eq!(s.budgets_assigned, 60);
+    s.expire(q2, false, Expire::NoMoreRequests, 12 * MS);
+    s.set_in_service_queue(12 * MS).unwrap();
+    assert_eq!(s.budgets_assigned, 84);
+    s.end_wr(q, 20 * MS);
+    s.set_budget_timeout(q, 20 * MS);
+    assert_eq!(s.queues[q].budget_timeout, 145 * MS, "not raised");
+    let qq = &mut s.queues[q];
+    qq.wr_coeff = 3000;
+    qq.wr_cur_max_time = weight_raising::RT_MAX_TIME;
+    s.apply_weight(q);
+    s.set_budget_timeout(q, 20 * MS);
+    assert_eq!(s.queues[q].budget_timeout, 145 * MS, "soft real-time");
+}
+
+/// `idling_boosts_thr_without_issues` (mainline): idling boosts throughput on a rotational
+/// drive without internal queueing (hw_tag 0), or, on a rotational drive or any drive
+/// without queueing, for a sequential, I/O-bound queue with a short think time; the answer
+/// is no while any queue is raised, and for a queue no process uses.
+#[test]
+fn idling_boosts_thr_without_issues_follows_the_kernels_conditions() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let boosts = |s: &Bfq| s.idling_boosts_thr_without_issues(q);
+    assert_eq!(s.hw_tag, -1);
+    assert!(
+        boosts(&s),
+        "rotational, sequential, I/O bound, short think time"
+    );
+    s.queues[q].seek_history = u32::MAX;
+    assert!(!boosts(&s), "seeky");
+    s.hw_tag = 0;
+    assert!(boosts(&s), "rotational without queueing, even seeky");
+    s.wr_busy_queues = 1;
+    assert!(!boosts(&s), "a queue is raised");
+    s.wr_busy_queues = 0;
+    s.hw_tag = 1;
+    assert!(!boosts(&s), "seeky, with queueing");
+    s.queues[q].seek_history = 0;
+    assert!(boosts(&s), "rotational, sequential");
+    s.queues[q].io_bound = false;
+    assert!(!boosts(&s), "not I/O bound");
+    s.queues[q].io_bound = true;
+    s.queues[q].has_short_ttime = false;
+    assert!(!boosts(&s), "long think time");
+    s.queues[q].has_short_ttime = true;
+    s.queues[q].proc_refs = 0;
+    assert!(!boosts(&s), "no process");
+    s.queues[q].proc_refs = 1;
+    s.cfg.rotational = false;
+    assert!(!boosts(&s), "non-rotational with queueing");
+    s.hw_tag = 0;
+    assert!(boosts(&s), "non-rotational without queueing, sequential");
+    s.queues[q].seek_history = u32::MAX;
+    assert!(!boosts(&s), "non-rotational without queueing, seeky");
+}
+
+/// `idling_needed_for_service_guarantees` (mainline): idling is needed for a raised queue
+/// while some busy queue is not raised or the driver holds 4 more requests than the queue
+/// has in flight; for any queue in an asymmetric scenario; and for the only busy queue.
+#[test]
+fn idling_needed_for_service_guarantees_follows_the_kernels_conditions() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let needed = |s: &Bfq| s.idling_needed_for_service_guarantees(q);
+    assert!(needed(&s), "the only busy queue");
+    s.insert(rq(2, 2).sector(1 << 30).build(), Nanos::ZERO);
+    assert!(!needed(&s), "two queues, same weight");
+    s.queues[q].wr_coeff = 30;
+    assert!(needed(&s), "raised beside a non-raised queue");
+    s.wr_busy_queues = 2;
+    assert!(!needed(&s), "both raised");
+    s.rq_in_driver = 4;
+    assert!(needed(&s), "4 requests in the driver, none of the queue's");
+    s.queues[q].dispatched = 1;
+    assert!(!needed(&s), "4 in the driver, 1 of them the queue's");
+    s.queues[q].proc_refs = 0;
+    s.queues[q].dispatched = 0;
+    assert!(!needed(&s), "no process");
+}
+
+/// `bfq_asymmetric_scenario` (mainline): busy queues of different weights (unless the
+/// queue asking has the smallest), busy queues of more than one class, or more than one
+/// group with pending requests.
+#[test]
+fn bfq_asymmetric_scenario_follows_the_kernels_conditions() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let ins = |s: &mut Bfq, id: u64, class: IoClass, level: u8| {
+        let r = rq(id, id as u32)
+            .sector(id << 30)
+            .prio(class, level)
+            .build();
+        s.insert(r, Nanos::ZERO);
+        s.bics[&CtxId(id as u32)].sync_q.unwrap()
+    };
+    let a = ins(&mut s, 1, IoClass::BestEffort, 4);
+    ins(&mut s, 2, IoClass::BestEffort, 4);
+    assert!(!s.asymmetric_scenario(Some(a)), "equal weights");
+    let c = ins(&mut s, 3, IoClass::BestEffort, 0);
+    assert!(!s.asymmetric_scenario(Some(a)), "a has the smallest weight");
+    assert!(s.asymmetric_scenario(Some(c)), "c does not");
+    assert!(s.asymmetric_scenario(None));
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let a = ins(&mut s, 1, IoClass::BestEffort, 4);
+    ins(&mut s, 2, IoClass::Idle, 7);
+    assert!(s.asymmetric_scenario(Some(a)), "best effort and idle busy");
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let a = ins(&mut s, 1, IoClass::RealTime, 4);
+    assert!(!s.asymmetric_scenario(Some(a)));
+    ins(&mut s, 2, IoClass::Idle, 7);
+    assert!(s.asymmetric_scenario(Some(a)), "real time and idle busy");
+    let mut groups = GroupTree::new();
+    let g = groups.add("/a", None).unwrap();
+    let mut s = Bfq::with_groups(cfg_with(&[("low_latency", 0)]), &groups).unwrap();
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    let a = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.insert(rq(2, 2).sector(1 << 30).group(g.0).build(), Nanos::ZERO);
+    assert_eq!(s.num_groups_with_pending, 2);
+    assert!(
+        s.asymmetric_scenario(Some(a)),
+        "two groups with pending I/O"
+    );
+}
+
+/// `bfq_better_to_idle` (mainline): with strict_guarantees, always (even for an async
+/// queue), unless no process uses the queue any more.
+#[test]
+fn bfq_better_to_idle_always_under_strict_guarantees_while_a_process_uses_the_queue() {
+    let mut s = Bfq::new(cfg_with(&[("strict_guarantees", 1)]));
+    s.insert(rq(1, 1).sector(1000).write().build(), Nanos::ZERO);
+    s.insert(rq(2, 2).sector(1 << 30).build(), Nanos::ZERO);
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert!(s.better_to_idle(a));
+    s.queues[a].proc_refs = 0;
+    assert!(!s.better_to_idle(a));
+    assert_eq!(s.cfg.slice_idle, Nanos::from_ms(8));
+    let cfg = cfg_with(&[("strict_guarantees", 1), ("slice_idle_us", 2000)]);
+    assert_eq!(cfg.slice_idle, Nanos::from_ms(8), "raised to 8 ms");
+    let cfg = cfg_with(&[("strict_guarantees", 1), ("slice_idle_us", 9000)]);
+    assert_eq!(cfg.slice_idle, Nanos::from_ms(9));
+    let cfg = cfg_with(&[("slice_idle_us", 2000)]);
+    assert_eq!(cfg.slice_idle, Nanos::from_ms(2));
+}
+
+/// `bfq_update_hw_tag` (mainline): a completion is a sample when more than 3 requests are
+/// in the driver or queued, unless the in-service queue, with a short think time, has
+/// fewer than 3 of its own and fewer than 3 are in the driver; after 32 samples the next
+/// one decides: queueing if more than 3 were ever in the driver at once.
+#[test]
+fn bfq_update_hw_tag_decides_after_32_samples() {
+    let mut s = Bfq::new(Config::default());
+    s.rq_in_driver = 4;
+    for _ in 0..32 {
+        s.update_hw_tag();
+    }
+    assert_eq!(
+        (s.hw_tag, s.hw_tag_samples, s.max_rq_in_driver),
+        (-1, 32, 4)
+    );
+    s.update_hw_tag();
+    assert_eq!((s.hw_tag, s.hw_tag_samples, s.max_rq_in_driver), (1, 0, 0));
+    assert!(!s.nonrot_with_queueing, "rotational");
+    // 3 in the driver and 1 queued are a sample, but 3 is no queueing.
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    s.rq_in_driver = 3;
+    for _ in 0..33 {
+        s.update_hw_tag();
+    }
+    assert_eq!(s.hw_tag, 0);
+    assert!(!s.nonrot_with_queueing);
+    // 3 in the driver and nothing queued are no sample.
+    let mut s = Bfq::new(Config::default());
+    s.rq_in_driver = 3;
+    for _ in 0..40 {
+        s.update_hw_tag();
+    }
+    assert_eq!((s.hw_tag, s.hw_tag_samples, s.max_rq_in_driver), (-1, 0, 3));
+    // The in-service queue's exception: 1 in flight (its own) and 3 queued elsewhere.
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    dispatched(s.dispatch(Nanos::ZERO));
+    for i in 0..3u64 {
+        s.insert(
+            rq(10 + i, 2).sector((1 << 30) + i * 16).build(),
+            Nanos::ZERO,
+        );
+    }
+    assert_eq!(s.in_service, Some(q));
+    s.update_hw_tag();
+    assert_eq!(s.hw_tag_samples, 0, "it may be idling: no sample");
+    s.queues[q].has_short_ttime = false;
+    s.update_hw_tag();
+    assert_eq!(s.hw_tag_samples, 1);
+    s.queues[q].has_short_ttime = true;
+    s.rq_in_driver = 3;
+    s.update_hw_tag();
+    assert_eq!(s.hw_tag_samples, 2, "3 in the driver");
+    s.rq_in_driver = 1;
+    s.queues[q].dispatched = 3;
+    s.update_hw_tag();
+    assert_eq!(s.hw_tag_samples, 3, "3 of its own");
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
+    s.rq_in_driver = 5;
+    for _ in 0..33 {
+        s.update_hw_tag();
+    }
+    assert!(s.nonrot_with_queueing);
+}
+
+/// `bfq_bfqq_update_budg_for_activation` (mainline): a queue that expired waiting for a
+/// request (non_blocking_wait_rq) and gets one in time, with budget left, resumes with what
+/// was left (at most its max_budget), service zeroed, and may preempt; otherwise it gets
+/// max(max_budget, the next request's charge) and forgets the wait.
+#[test]
+fn bfq_update_budg_for_activation_resumes_the_budget_left() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let e = s.queues[q].eid;
+    let set = |s: &mut Bfq, budget, service, max| {
+        s.wf.entities[e].budget = budget;
+        s.wf.entities[e].service = service;
+        s.queues[q].max_budget = max;
+        s.queues[q].non_blocking_wait_rq = true;
+    };
+    let state = |s: &Bfq| {
+        let en = &s.wf.entities[e];
+        (en.budget, en.service, s.queues[q].non_blocking_wait_rq)
+    };
+    set(&mut s, 5000, 1000, 3000);
+    assert!(s.update_budg_for_activation(q, true));
+    assert_eq!(
+        state(&s),
+        (3000, 0, true),
+        "min(left 4000, max_budget 3000)"
+    );
+    set(&mut s, 5000, 1000, 9000);
+    assert!(s.update_budg_for_activation(q, true));
+    assert_eq!(state(&s), (4000, 0, true));
+    set(&mut s, 5000, 1000, 9000);
+    assert!(!s.update_budg_for_activation(q, false));
+    assert_eq!(state(&s), (9000, 0, false), "too late");
+    set(&mut s, 1000, 1000, 9000);
+    assert!(!s.update_budg_for_activation(q, true));
+    assert_eq!(state(&s), (9000, 0, false), "nothing left");
+    set(&mut s, 5000, 1000, 4);
+    s.queues[q].non_blocking_wait_rq = false;
+    assert!(!s.update_budg_for_activation(q, true));
+    assert_eq!(
+        state(&s),
+        (8, 0, false),
+        "not waiting; the next request needs 8"
+    );
+}
+
+/// `__bfq_bfqq_recalc_budget` (mainline): a raised queue gets 2 min budgets whatever the
+/// reason, an async queue the max budget; once 194 budgets were assigned and the max budget
+/// is autotuned, the result is capped at it (not with a user max budget). A queue with
+/// requests left gets a budget large enough for its next one.
+#[test]
+fn bfq_recalc_budget_for_raised_async_and_capped_queues() {
+    let (mut s, q) = one_reader(Config::default());
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    s.queues[q].max_budget = 4096;
+    s.recalc_budget(q, Expire::Exhausted);
+    assert_eq!(s.queues[q].max_budget, 1024, "2 x 16384 / 32");
+    assert_eq!(s.wf.entities[s.queues[q].eid].budget, 1024);
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(1000).write().build(), Nanos::ZERO);
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    s.queues[a].max_budget = 100;
+    s.recalc_budget(a, Expire::NoMoreRequests);
+    assert_eq!(s.queues[a].max_budget, 16_384);
+    // Autotuned max budget 5000 after 194 budgets: min budget 5000 / 32 = 156.
+    let capped = |user: i64, reason, service| {
+        let cfg = cfg_with(&[("low_latency", 0), ("max_budget", user)]);
+        let (mut s, q) = one_reader(cfg);
+        s.budgets_assigned = budget::STATS_MIN_BUDGETS;
+        s.max_budget = 5000;
+        s.queues[q].max_budget = 9000;
+        s.wf.entities[s.queues[q].eid].service = service;
+        s.recalc_budget(q, reason);
+        s.queues[q].max_budget
+    };
+    assert_eq!(
+        capped(0, Expire::TooIdle, 0),
+        5000,
+        "9000 - 4 x 156, capped"
+    );
+    assert_eq!(
+        capped(5000, Expire::TooIdle, 0),
+        9000 - 4 * 156,
+        "user max budget"
+    );
+    assert_eq!(capped(0, Expire::NoMoreRequests, 6000), 5000);
+    assert_eq!(capped(0, Expire::NoMoreRequests, 100), 156);
+    assert_eq!(capped(0, Expire::Preempted, 100), 9000, "unchanged");
+    // The next request is larger than the new max budget.
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(2, 1).sector(0).sectors(1000).build(), Nanos::ZERO);
+    s.queues[q].max_budget = 4096;
+    s.wf.entities[s.queues[q].eid].service = 10;
+    s.recalc_budget(q, Expire::NoMoreRequests);
+    assert_eq!(s.queues[q].max_budget, 512);
+    assert_eq!(s.wf.entities[s.queues[q].eid].budget, 1000);
+}
+
+/// `bfq_update_io_intensity` (mainline, since 5.12): on each sync arrival, time with nothing
+/// queued or in flight adds to the idle time of the window since io_start_time; the queue
+/// is I/O bound while that idle time is at most a fifth of the window; a window over
+/// 200 ms is halved (it restarts at now - window / 2, the idle time halves).
+#[test]
+fn bfq_update_io_intensity_keeps_a_halving_200_ms_window() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let r1 = rq(1, 1).sector(1000).build();
+    s.insert(r1.clone(), Nanos::ZERO);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    // (The kernel's first arrival comes a little after the queue's creation.)
+    s.queues[q].tot_idle_time = 0;
+    dispatched(s.dispatch(Nanos::ZERO));
+    s.complete(&r1, at(1));
+    assert_eq!(s.dispatch(at(9)), Dispatch::Empty, "expired, too idle");
+    s.insert(rq(2, 1).sector(1016).build(), at(50));
+    let qq = &s.queues[q];
+    assert_eq!((qq.tot_idle_time, qq.io_start_time), (49 * MS, 0));
+    assert!(!qq.io_bound, "idle 49 of 50 ms");
+    // Thresholds, with requests queued (no idle time added).
+    let window = |s: &mut Bfq, start: Tick, idle: Tick, now: Tick| {
+        s.queues[q].io_start_time = start;
+        s.queues[q].tot_idle_time = idle;
+        s.update_io_intensity(q, now);
+        let qq = &s.queues[q];
+        (qq.io_bound, qq.io_start_time, qq.tot_idle_time)
+    };
+    assert_eq!(window(&mut s, 0, 20 * MS, 100 * MS), (true, 0, 20 * MS));
+    assert_eq!(
+        window(&mut s, 0, 20 * MS + 1, 100 * MS),
+        (false, 0, 20 * MS + 1)
+    );
+    assert_eq!(window(&mut s, 0, 40 * MS, 200 * MS), (true, 0, 40 * MS));
+    assert_eq!(
+        window(&mut s, 0, 40 * MS, 200 * MS + 2),
+        (true, 100 * MS + 1, 20 * MS)
+    );
+}
+
+/// BFQQ_SEEKY, BFQQ_TOTALLY_SEEKY and BFQ_RQ_SEEKY (mainline): seeky when more than 19 of
+/// the last 32 requests were; a request is seeky beyond 800 sectors from the last position
+/// (any distance counts from a known position) and, on a non-rotational drive, only if
+/// smaller than 64 sectors. Weights from ioprio: (8 - level) * 10, the idle class at 10.
+#[test]
+fn bfq_seek_rules_and_ioprio_weights_follow_the_kernels_constants() {
+    let mut q = queue::Queue::new(0, GroupId::ROOT, true, IoClass::BestEffort, 4, 0);
+    q.seek_history = (1 << 19) - 1;
+    assert!(!q.seeky());
+    q.seek_history = (1 << 20) - 1;
+    assert!(q.seeky());
+    assert!(!q.totally_seeky());
+    q.seek_history = u32::MAX;
+    assert!(q.totally_seeky());
+    assert!(queue::rq_seeky(true, 10_000, 10_801, 8));
+    assert!(!queue::rq_seeky(true, 10_000, 10_800, 8));
+    assert!(queue::rq_seeky(true, 10_000, 9_199, 8), "backwards");
+    assert!(!queue::rq_seeky(true, 0, 9_000_000, 8), "no last position");
+    assert!(queue::rq_seeky(false, 10_000, 90_000, 63));
+    assert!(
+        !queue::rq_seeky(false, 10_000, 90_000, 64),
+        "large on flash"
+    );
+    assert_eq!(queue::sdist(100, 40), 60);
+    assert_eq!(queue::sdist(0, 40), 0);
+    assert_eq!(queue::ioprio_weight(IoClass::BestEffort, 0), 80);
+    assert_eq!(queue::ioprio_weight(IoClass::BestEffort, 4), 40);
+    assert_eq!(queue::ioprio_weight(IoClass::RealTime, 7), 10);
+    assert_eq!(queue::ioprio_weight(IoClass::Idle, 0), 10);
+    assert_eq!(q.orig_weight, 40);
+    let idle = queue::Queue::new(0, GroupId::ROOT, true, IoClass::Idle, 0, 0);
+    assert!(!idle.has_short_ttime && idle.class_idle());
+    assert!(q.has_short_ttime && !q.class_idle());
+    let async_q = queue::Queue::new(0, GroupId::ROOT, false, IoClass::BestEffort, 4, 0);
+    assert!(!async_q.has_short_ttime && !async_q.just_created);
+}
+
+/// `bfq_choose_req` (mainline): forward distance, or backward distance times
+/// back_seek_penalty within back_seek_max; the shorter wins, at equal cost the higher
+/// sector; a request beyond back_seek_max loses to any other; of two such, the one further
+/// behind.
+#[test]
+fn bfq_choose_req_weighs_backward_seeks_by_the_penalty() {
+    let r = |id, s| rq(id, 1).sector(s).build();
+    let pick = |a: &Request, b: &Request| {
+        queue::choose_req(Some(a), Some(b), 10_000, 100, 2).map(|x| x.id.0)
+    };
+    let (f50, b20, b30, f60) = (r(1, 10_050), r(2, 9_980), r(3, 9_970), r(4, 10_060));
+    assert_eq!(pick(&f50, &b20), Some(2), "50 forward vs 20 x 2 back");
+    assert_eq!(pick(&b20, &f50), Some(2));
+    assert_eq!(pick(&f50, &b30), Some(1), "50 vs 60");
+    assert_eq!(pick(&b30, &f50), Some(1));
+    assert_eq!(pick(&f60, &b30), Some(4), "equal cost: the higher sector");
+    assert_eq!(pick(&b30, &f60), Some(4));
+    let (edge, far1, far2, at_head) = (r(5, 9_900), r(6, 9_899), r(7, 5_000), r(8, 10_000));
+    assert_eq!(pick(&edge, &r(9, 10_199)), Some(9), "199 < 200");
+    assert_eq!(
+        pick(&edge, &r(9, 10_201)),
+        Some(5),
+        "exactly back_seek_max: 200"
+    );
+    assert_eq!(pick(&far1, &r(9, 90_000)), Some(9), "beyond back_seek_max");
+    assert_eq!(pick(&r(9, 90_000), &far1), Some(9));
+    assert_eq!(pick(&far1, &far2), Some(7), "both behind: the further");
+    assert_eq!(pick(&far2, &far1), Some(7));
+    assert_eq!(pick(&at_head, &f50), Some(8), "distance 0");
+    assert_eq!(
+        queue::choose_req(None, Some(&f50), 0, 0, 1).map(|x| x.id.0),
+        Some(1)
+    );
+    assert_eq!(
+        queue::choose_req(Some(&f50), None, 0, 0, 1).map(|x| x.id.0),
+        Some(1)
+    );
+    let penalty3 = queue::choose_req(Some(&f50), Some(&b20), 10_000, 100, 3);
+    assert_eq!(penalty3.map(|x| x.id.0), Some(1), "20 x 3 = 60 > 50");
+}
+
+/// Back merges (`elv_bio_merge_ok`, `blk_rq_merge_ok`): only into a request of the same
+/// queue ending where the bio starts, same operation, not a sync bio into an async request.
+#[test]
+fn bfq_back_merges_only_a_contiguous_request_of_the_same_kind() {
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).sectors(8).build(), Nanos::ZERO);
+    s.insert(
+        rq(2, 1).sector(5000).sectors(8).write().build(),
+        Nanos::ZERO,
+    );
+    let m = |s: &mut Bfq, b: crate::harness::RequestBuilder| s.try_merge(&b.build(), Nanos::ZERO);
+    assert_eq!(m(&mut s, rq(3, 1).sector(9)), None, "a gap");
+    assert_eq!(
+        m(&mut s, rq(3, 1).sector(8).sync_write()),
+        None,
+        "another operation"
+    );
+    assert_eq!(m(&mut s, rq(3, 2).sector(8)), None, "another process");
+    assert_eq!(m(&mut s, rq(3, 1).sector(8)), Some(RequestId(1)));
+    assert_eq!(
+        s.queues[s.bics[&CtxId(1)].sync_q.unwrap()]
+            .sort
+            .values()
+            .next()
+            .unwrap()
+            .sectors,
+        16
+    );
+    assert_eq!(m(&mut s, rq(4, 1).sector(5008).write()), Some(RequestId(2)));
+    assert_eq!(
+        m(&mut s, rq(5, 1).sector(5016).sync_write()),
+        None,
+        "a sync write looks in the sync queue only"
+    );
+}
+
+/// `bfq_check_fifo` (mainline), from `bfq_find_next_rq`: once per service slot, when the
+/// queue's next request is chosen after a dispatch, its oldest request is taken if its FIFO
+/// time (arrival + fifo_expire_sync, 125 ms) has passed. A read behind the head, beyond
+/// back_seek_max, waits for the queue's next slot (its budget timeout, 125 ms, ends the
+/// first at the completion at 130 ms) and goes right after that slot's first request.
+#[test]
+fn bfq_check_fifo_serves_an_expired_request_early_in_the_next_slot() {
+    let cfg = cfg_with(&[("low_latency", 0)]);
+    let mut h = Harness::new(Bfq::new(cfg), 1, |_| Nanos::from_ms(10));
+    h.submit(rq(1, 1).sector(2_000_000));
+    h.submit(rq(2, 1).sector(10).at(at(1)));
+    for i in 3..40u64 {
+        h.submit(rq(i, 1).sector(2_000_000 + i * 16).at(at(1)));
+    }
+    let out = h.run();
+    let order = out.dispatch_order();
+    let first_slot: Vec<u64> = std::iter::once(1).chain(3..=14).collect();
+    assert_eq!(order[..13], first_slot[..]);
+    assert_eq!(order[13..15], [15, 2]);
+    assert_eq!(out.of(2).dispatched, at(140));
+}
+
+/// `bfq_arm_slice_timer` (mainline): a seeky, non-raised queue in a symmetric scenario is
+/// idled for at most BFQ_MIN_TT (2 ms); in an asymmetric one, the full slice_idle.
+#[test]
+fn bfq_arm_slice_timer_idles_2_ms_for_a_seeky_queue() {
+    let idle_after = |other_level: Option<u8>| {
+        let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+        let r = dispatched(s.dispatch(Nanos::ZERO));
+        if let Some(level) = other_level {
+            let o = rq(2, 2).sector(1 << 30).prio(IoClass::BestEffort, level);
+            s.insert(o.build(), Nanos::ZERO);
+        }
+        s.queues[q].seek_history = u32::MAX;
+        s.complete(&r, at(1));
+        s.dispatch(at(1))
+    };
+    assert_eq!(idle_after(None), Dispatch::Idle { until: at(3) });
+    assert_eq!(
+        idle_after(Some(7)),
+        Dispatch::Idle { until: at(9) },
+        "beside a lower weight"
+    );
+}
+
+/// `bfq_bfqq_higher_class_or_weight` (mainline): a higher class wins; within a parent the
+/// queues' weights compare, across parents their parents' (a queue of the root group
+/// stands for itself).
+#[test]
+fn bfq_higher_class_or_weight_compares_the_parents_across_groups() {
+    let mut groups = GroupTree::new();
+    let ga = groups.add("/a", Some(100)).unwrap();
+    let gb = groups.add("/b", Some(300)).unwrap();
+    let mut s = Bfq::with_groups(cfg_with(&[("low_latency", 0)]), &groups).unwrap();
+    let mut ins = |ctx: u32, class, level, g: GroupId| {
+        let r = rq(u64::from(ctx), ctx)
+            .sector(u64::from(ctx) << 30)
+            .prio(class, level)
+            .group(g.0);
+        s.insert(r.build(), Nanos::ZERO);
+    };
+    ins(1, IoClass::BestEffort, 4, GroupId::ROOT);
+    ins(2, IoClass::RealTime, 4, GroupId::ROOT);
+    ins(3, IoClass::BestEffort, 3, GroupId::ROOT);
+    ins(4, IoClass::BestEffort, 4, ga);
+    ins(5, IoClass::BestEffort, 0, ga);
+    ins(6, IoClass::BestEffort, 7, gb);
+    let q = |c: u32| s.bics[&CtxId(c)].sync_q.unwrap();
+    let hi = |a: u32, b: u32| s.higher_class_or_weight(q(a), q(b));
+    assert!(
+        hi(2, 1) && !hi(1, 2),
+        "real time over best effort, whatever the weight"
+    );
+    assert!(hi(3, 1) && !hi(1, 3), "50 over 40");
+    assert!(!hi(1, 1), "equal");
+    assert!(hi(5, 4) && !hi(4, 5), "80 over 40 within /a");
+    assert!(hi(6, 5), "/b (300) over /a (100)");
+    assert!(hi(4, 1) && !hi(1, 4), "/a (100) over a root queue of 40");
+    assert!(!hi(1, 6), "a root queue of 40 under /b (300)");
+}
+
+/// `bfq_bfqq_expire` (mainline): a queue that leaves the busy queues on expiry for a reason
+/// other than BUDGET_TIMEOUT or BUDGET_EXHAUSTED waits for a request (non_blocking_wait_rq)
+/// and keeps its service, so that a quick new request resumes its budget; otherwise its
+/// service is reset, and in any case that of its parent groups.
+#[test]
+fn bfq_bfqq_expire_keeps_the_service_of_a_queue_waiting_for_a_request() {
+    let run = |reason: Expire, more: bool| {
+        let mut groups = GroupTree::new();
+        let g = groups.add("/a", None).unwrap();
+        let mut s = Bfq::with_groups(cfg_with(&[("low_latency", 0)]), &groups).unwrap();
+        s.insert(rq(1, 1).sector(1000).group(g.0).build(), Nanos::ZERO);
+        if more {
+            s.insert(rq(2, 1).sector(1016).group(g.0).build(), Nanos::ZERO);
+        }
+        let q = s.bics[&CtxId(1)].sync_q.unwrap();
+        dispatched(s.dispatch(Nanos::ZERO));
+        let e = s.queues[q].eid;
+        let parent = s.wf.sds[s.wf.entities[e].sd].owner.unwrap();
+        assert_eq!(s.wf.entities[parent].service, 8);
+        s.expire(q, false, reason, MS);
+        (
+            s.queues[q].non_blocking_wait_rq,
+            s.wf.entities[e].service,
+            s.wf.entities[parent].service,
+        )
+    };
+    assert_eq!(run(Expire::TooIdle, false), (true, 8, 0));
+    assert_eq!(run(Expire::NoMoreRequests, false), (true, 8, 0));
+    assert_eq!(run(Expire::BudgetTimeout, false), (false, 0, 0));
+    assert_eq!(run(Expire::Exhausted, false), (false, 0, 0));
+    assert_eq!(run(Expire::TooIdle, true), (false, 0, 0), "still busy");
+}
+
+/// `bfq_bfqq_expire` (mainline): with low_latency, a queue expiring empty with nothing in
+/// flight gets its soft real-time bound at once (`bfq_bfqq_softrt_next_start`: its service
+/// since it became busy at 7000 sectors/s, here 700 sectors from 0 ms = 100 ms); with
+/// requests in flight, the bound is computed when the last completes (softrt_update).
+#[test]
+fn bfq_bfqq_expire_computes_soft_rt_next_start_once_nothing_is_in_flight() {
+    let (mut s, q) = one_reader(Config::default());
+    s.end_wr(q, 0);
+    s.queues[q].soft_rt_next_start = 0;
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    s.queues[q].service_from_backlogged = 700;
+    s.queues[q].last_idle_bklogged = 0;
+    s.expire(q, false, Expire::NoMoreRequests, 10 * MS);
+    assert!(s.queues[q].softrt_update);
+    assert_eq!(s.queues[q].soft_rt_next_start, 0);
+    s.complete(&r, at(30));
+    assert_eq!(s.queues[q].soft_rt_next_start, 100 * MS);
+    let (mut s, q) = one_reader(Config::default());
+    s.end_wr(q, 0);
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    s.complete(&r, at(1));
+    s.queues[q].service_from_backlogged = 700;
+    s.queues[q].last_idle_bklogged = 0;
+    s.expire(q, false, Expire::TooIdle, 10 * MS);
+    assert!(!s.queues[q].softrt_update);
+    assert_eq!(s.queues[q].soft_rt_next_start, 100 * MS);
+}
+
+/// `bfq_async_queue_prio` (mainline): one async queue per class and level (levels above 7
+/// as 7), and one for the idle class.
+#[test]
+fn bfq_async_queue_slots_are_distinct_per_class_and_level() {
+    let mut slots = Vec::new();
+    for class in [IoClass::RealTime, IoClass::BestEffort] {
+        for level in 0..8u8 {
+            slots.push(group::async_slot(IoPrio { class, level }));
+        }
+        let top = group::async_slot(IoPrio { class, level: 9 });
+        assert_eq!(top, group::async_slot(IoPrio { class, level: 7 }));
+    }
+    slots.push(group::async_slot(IoPrio {
+        class: IoClass::Idle,
+        level: 0,
+    }));
+    let mut sorted = slots.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 17, "{slots:?}");
+    assert!(sorted.iter().all(|&s| s < 17));
+}
+
+/// `bfq_add_bfqq_in_groups_with_pending_reqs` / `bfq_del_bfqq_in_groups_with_pending_reqs`
+/// (mainline): a group counts while one of its queues has requests queued or in flight;
+/// `num_groups_with_pending_reqs` counts such groups, and all drop to 0 once done.
+#[test]
+fn bfq_counts_groups_with_pending_requests_until_their_last_completes() {
+    let mut groups = GroupTree::new();
+    let ga = groups.add("/a", None).unwrap();
+    let gb = groups.add("/b", None).unwrap();
+    let mut h = harness(cfg_with(&[("low_latency", 0)]), &groups);
+    for (ctx, g) in [(1u32, ga), (2, ga), (3, gb)] {
+        for i in 0..3u64 {
+            let id = u64::from(ctx) * 100 + i;
+            h.submit(
+                rq(id, ctx)
+                    .sector((u64::from(ctx) << 30) + i * 16)
+                    .group(g.0),
+            );
+        }
+    }
+    h.run_until(Nanos::ZERO);
+    let pending = |h: &Harness<Bfq>| {
+        let s = &h.sched;
+        (
+            s.groups[ga.0 as usize].queues_pending,
+            s.groups[gb.0 as usize].queues_pending,
+            s.num_groups_with_pending,
+        )
+    };
+    assert_eq!(pending(&h), (2, 1, 2));
+    h.run_until(at(1000));
+    assert_eq!(h.sched.queued, 0);
+    assert_eq!(pending(&h), (0, 0, 0));
+}
+
+/// `__bfq_dispatch_request` (mainline): with strict_guarantees, nothing is dispatched while
+/// a request is in the driver, however deep the device's queue.
+#[test]
+fn bfq_strict_guarantees_keeps_one_request_in_the_driver() {
+    let mut h = Harness::new(Bfq::new(cfg_with(&[("strict_guarantees", 1)])), 8, |_| {
+        Nanos::from_ms(1)
+    });
+    reader(&mut h, 0, 1, 0, 20, Nanos::ZERO);
+    reader(&mut h, 100, 2, 1 << 30, 20, Nanos::ZERO);
+    let out = h.run();
+    for w in out.served.windows(2) {
+        assert!(w[1].dispatched >= w[0].completed, "{:?}", w[1].rq.id);
+    }
+    let mut h = Harness::new(Bfq::new(Config::default()), 8, |_| Nanos::from_ms(1));
+    reader(&mut h, 0, 1, 0, 20, Nanos::ZERO);
+    let out = h.run();
+    assert!(
+        out.served[1].dispatched < out.served[0].completed,
+        "queueing otherwise"
+    );
+}
+
+/// The sysfs stores (mainline): `max_budget` sets a user max budget, 0 returns to the
+/// autotuned one (`bfq_calc_max_budget`: peak rate * timeout); `timeout_sync` recomputes an
+/// autotuned max budget at once (`bfq_timeout_sync_store`); turning `low_latency` off ends
+/// every queue's raising (`bfq_end_wr`).
+#[test]
+fn bfq_sysfs_stores_update_the_max_budget_and_end_raising() {
+    let (mut s, q) = one_reader(Config::default());
+    assert_eq!(
+        s.max_budget, 16_384,
+        "bfq_default_max_budget until autotuned"
+    );
+    s.set_tunable("max_budget", 4000).unwrap();
+    assert_eq!(s.max_budget, 4000);
+    s.set_tunable("timeout_sync", 250).unwrap();
+    assert_eq!(s.max_budget, 4000, "a user max budget stays");
+    s.set_tunable("max_budget", 0).unwrap();
+    // 9333 sectors/us << 16 * 1000 * 250 ms >> 16.
+    assert_eq!(s.max_budget, (9333 * 250_000) >> 16);
+    s.set_tunable("timeout_sync", 125).unwrap();
+    assert_eq!(s.max_budget, (9333 * 125_000) >> 16);
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    assert_eq!(s.wr_busy_queues, 1);
+    s.set_tunable("low_latency", 0).unwrap();
+    assert_eq!((s.queues[q].wr_coeff, s.wr_busy_queues), (1, 0));
+    assert_eq!(s.wf.entities[s.queues[q].eid].weight, 40);
+}
