@@ -111,7 +111,7 @@ impl Bfq {
     /// `bfq_choose_bfqq_for_injection`: the limit on requests in the driver is checked once;
     /// then the first busy queue with enough budget for its next request gives it, except
     /// that on a non-rotational device a large request goes only into an empty driver.
-    fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
+    pub(super) fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
         let is = self.in_service?;
         let isq = &self.queues[is];
         let mut limit = isq.inject_limit;

@@ -100,7 +100,7 @@ impl Bfq {
         found.filter(|&x| x != q)
     }
 
-    fn may_be_close_cooperator(&self, q: usize, n: usize, t: Tick) -> bool {
+    pub(super) fn may_be_close_cooperator(&self, q: usize, n: usize, t: Tick) -> bool {
         let (a, b) = (&self.queues[q], &self.queues[n]);
         !self.too_late_for_merging(n, t)
             && !a.class_idle()
@@ -210,7 +210,7 @@ impl Bfq {
         Some(n)
     }
 
-    fn save_state(&mut self, q: usize, t: Tick) {
+    pub(super) fn save_state(&mut self, q: usize, t: Tick) {
         let Some(ctx) = self.queues[q].bic else {
             return;
         };

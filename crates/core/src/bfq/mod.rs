@@ -69,6 +69,8 @@ mod weight_raising;
 mod wf2q;
 
 #[cfg(test)]
+mod component_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};

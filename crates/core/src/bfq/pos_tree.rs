@@ -506,4 +506,153 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn descending_inserts_and_right_side_erasures_give_the_linux_rbtree_shapes() {
+        // The mirror cases of __rb_insert and ____rb_erase_color: keys 7..=1 in descending
+        // order give the mirror image of the ascending tree.
+        let mut t = PosTree::default();
+        for k in (1..=7).rev() {
+            assert!(t.insert(k, k as usize));
+        }
+        assert_eq!(
+            t.shape(),
+            (
+                Some(6),
+                vec![
+                    (1, true, None, None),
+                    (2, false, Some(1), Some(3)),
+                    (3, true, None, None),
+                    (4, true, Some(2), Some(5)),
+                    (5, false, None, None),
+                    (6, false, Some(4), Some(7)),
+                    (7, false, None, None),
+                ]
+            )
+        );
+        // Erasing the black right leaf 7: its red sibling 4 rotates up (case 1), then 5
+        // turns red and 6 black (case 2).
+        t.remove(7);
+        t.check();
+        assert_eq!(t.shape().0, Some(4));
+        assert_eq!(
+            t.shape().1[3..],
+            [
+                (4, false, Some(2), Some(6)),
+                (5, true, None, None),
+                (6, false, Some(5), None)
+            ]
+        );
+        // 6 has one child: 5 takes its place and colour.
+        t.remove(6);
+        t.check();
+        assert_eq!(
+            t.shape().1[3..],
+            [(4, false, Some(2), Some(5)), (5, false, None, None)]
+        );
+        // Erasing 5: sibling 2 has a red left child: a right rotation at 4 (case 4).
+        t.remove(5);
+        t.check();
+        assert_eq!(
+            t.shape(),
+            (
+                Some(2),
+                vec![
+                    (1, false, None, None),
+                    (2, false, Some(1), Some(4)),
+                    (3, true, None, None),
+                    (4, false, Some(3), None),
+                ]
+            )
+        );
+        // Sibling with only a red right child: case 3 (left rotation at the sibling), then 4.
+        let mut t = PosTree::default();
+        for k in [10, 5, 15, 7] {
+            t.insert(k, k as usize);
+        }
+        assert_eq!(t.shape().1[0], (5, false, None, Some(7)));
+        t.remove(15);
+        t.check();
+        assert_eq!(
+            t.shape(),
+            (
+                Some(7),
+                vec![
+                    (5, false, None, None),
+                    (7, false, Some(5), Some(10)),
+                    (10, false, None, None),
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn zigzag_inserts_rotate_twice() {
+        // __rb_insert, parent and new node on opposite sides: a rotation at the parent, then
+        // at the grandparent; both orders end with the middle key black at the root.
+        for keys in [[1, 3, 2], [3, 1, 2]] {
+            let mut t = PosTree::default();
+            for k in keys {
+                t.insert(k, k as usize);
+            }
+            assert_eq!(
+                t.shape(),
+                (
+                    Some(2),
+                    vec![
+                        (1, true, None, None),
+                        (2, false, Some(1), Some(3)),
+                        (3, true, None, None),
+                    ]
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn lookups_and_neighbours_match_a_btreemap_model() {
+        // bfq_rq_pos_tree_lookup: a missing key's search ends at its in-order predecessor or
+        // successor; rb_next and rb_prev give the model's neighbours; erased nodes' slots
+        // are reused.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut t = PosTree::default();
+        let mut model: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut peak = 0;
+        for step in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = x % 64;
+            if x % 5 < 2 {
+                t.remove(key);
+                model.remove(&key);
+            } else if t.insert(key, step) {
+                assert!(model.insert(key, step).is_none());
+            } else {
+                assert!(model.contains_key(&key));
+            }
+            peak = peak.max(model.len());
+            assert!(t.nodes.len() <= peak, "free slots are reused");
+            if step % 7 != 0 {
+                continue;
+            }
+            for k in 0..66 {
+                let below = model.range(..k).next_back().map(|(&k, &q)| (k, q));
+                let above = model.range(k + 1..).next().map(|(&k, &q)| (k, q));
+                match (model.get(&k), t.lookup(k)) {
+                    (Some(&q), got) => {
+                        assert_eq!(got, Lookup::Found(q));
+                        assert_eq!(t.next_after(k), above);
+                        assert_eq!(t.prev_before(k), below);
+                    }
+                    (None, Lookup::Parent(p)) => {
+                        assert!(p == below || p == above, "{k}: {p:?}");
+                        assert_eq!(p.is_none(), model.is_empty());
+                        assert_eq!((t.next_after(k), t.prev_before(k)), (None, None));
+                    }
+                    (None, got) => panic!("{k} is not in the tree: {got:?}"),
+                }
+            }
+        }
+    }
 }

@@ -459,4 +459,440 @@ mod tests {
         // b, which has not been served, goes first.
         assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
     }
+
+    // Exact timestamps, as bfq-wf2q.c (Linux 6.9) computes them: bfq_delta is
+    // (service << WFQ_SERVICE_SHIFT) / weight, truncated.
+
+    /// The best-effort tree of the root.
+    fn be(w: &mut Wf2q) -> &mut ServiceTree {
+        &mut w.sds[0].trees[1]
+    }
+
+    /// A best-effort entity of `weight` with `budget` in the root.
+    fn entity(w: &mut Wf2q, weight: u64, budget: u64) -> Eid {
+        let e = w.add_entity(0, 1, weight, None);
+        w.entities[e].budget = budget;
+        e
+    }
+
+    #[test]
+    fn bfq_delta_shifts_service_by_22_bits_and_truncates() {
+        assert_eq!(delta(1000, 100), 41_943_040);
+        assert_eq!(delta(1000, 300), 13_981_013);
+        assert_eq!(delta(1, 1), 1 << 22);
+        assert_eq!(delta(7, 0), 7 << 22, "a zero weight counts as 1");
+    }
+
+    #[test]
+    fn bfq_activate_entity_starts_a_new_entity_at_the_tree_vtime() {
+        // __bfq_activate_entity: an entity on no tree starts at st->vtime, joins wsum, and
+        // bfq_calc_finish sets F = S + delta(budget, weight).
+        let mut w = Wf2q::new();
+        let e = entity(&mut w, 300, 1000);
+        be(&mut w).vtime = 5 << 22;
+        assert_eq!(w.vtime_of(e), 5 << 22);
+        w.activate(e, false, 1);
+        let en = &w.entities[e];
+        assert_eq!((en.start, en.finish), (5 << 22, (5 << 22) + 13_981_013));
+        assert_eq!((en.tree, en.on_st), (Tree::Active, true));
+        assert_eq!(be(&mut w).wsum, 300);
+        assert_eq!(w.sds[0].trees[0].wsum, 0, "only its class's tree");
+        // A second entity adds its weight.
+        let f = entity(&mut w, 100, 10);
+        w.activate(f, false, 1);
+        assert_eq!(be(&mut w).wsum, 400);
+        // Activated again while active (a requeue with a new budget): the start stays.
+        w.entities[e].budget = 2000;
+        w.activate(e, false, 1);
+        let en = &w.entities[e];
+        assert_eq!((en.start, en.finish), (5 << 22, (5 << 22) + 27_962_026));
+        assert_eq!(be(&mut w).wsum, 400, "counted once");
+    }
+
+    /// An entity of weight 100 and budget 1000 that started at 0 and received 500 sectors,
+    /// then went inactive (finish = delta(500, 100)); the tree's vtime is then `vtime`.
+    fn backshift_scene(vtime: u64) -> (Wf2q, Eid) {
+        let mut w = Wf2q::new();
+        let e = entity(&mut w, 100, 1000);
+        w.activate(e, false, 1);
+        w.entities[e].service = 500;
+        assert!(w.deactivate(e, false));
+        assert_eq!(w.entities[e].finish, 20_971_520);
+        assert_eq!(
+            (w.entities[e].tree, w.entities[e].on_st),
+            (Tree::None, false)
+        );
+        assert_eq!(be(&mut w).wsum, 0);
+        assert_eq!(
+            w.entities[e].service, 0,
+            "not in service: its service is dropped"
+        );
+        be(&mut w).vtime = vtime;
+        (w, e)
+    }
+
+    #[test]
+    fn bfq_update_fin_time_enqueue_pushes_backshifted_timestamps_up_to_vtime() {
+        // __bfq_activate_entity with non_blocking_wait_rq and V > F: the entity restarts
+        // from its old finish (backshifted); bfq_update_fin_time_enqueue then pushes S and
+        // F up by (V - F), so that F = V, divided by wr_coeff for a raised queue.
+        let v = 100 << 22;
+        let (mut w, e) = backshift_scene(v);
+        w.activate(e, true, 1);
+        let en = &w.entities[e];
+        assert_eq!((en.start, en.finish), (v - 41_943_040, v));
+        assert_eq!(be(&mut w).wsum, 100);
+        // Raised 30 times: pushed by (V - F) / 30 only.
+        let (mut w, e) = backshift_scene(v);
+        w.activate(e, true, 30);
+        let en = &w.entities[e];
+        let d = (v - 62_914_560) / 30;
+        assert_eq!(d, 11_883_861);
+        assert_eq!((en.start, en.finish), (20_971_520 + d, 62_914_560 + d));
+        // Without non_blocking_wait_rq it starts at V.
+        let (mut w, e) = backshift_scene(v);
+        w.activate(e, false, 1);
+        assert_eq!(w.entities[e].start, v);
+        // Backshifted, but the new finish is beyond V: no push.
+        let (mut w, e) = backshift_scene(20_971_521);
+        w.activate(e, true, 1);
+        let en = &w.entities[e];
+        assert_eq!((en.start, en.finish), (20_971_520, 62_914_560));
+        // V not beyond the old finish: no backshifting, start at V.
+        let (mut w, e) = backshift_scene(20_971_519);
+        w.activate(e, true, 1);
+        assert_eq!(w.entities[e].start, 20_971_519);
+    }
+
+    #[test]
+    fn bfq_activate_entity_restarts_an_idle_entity_from_the_later_of_vtime_and_its_finish() {
+        // __bfq_activate_entity: an entity on the idle tree leaves it and starts at
+        // max(V, F); it stays counted in wsum.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 1000);
+        let c = entity(&mut w, 200, 1000);
+        for e in [a, b, c] {
+            w.activate(e, false, 1);
+        }
+        for (e, served) in [(a, 200), (b, 300)] {
+            w.set_in_service(0, e);
+            w.served(e, served);
+            assert!(w.deactivate(e, true));
+            assert_eq!(w.entities[e].tree, Tree::Idle);
+        }
+        // V = delta(200, 400) + delta(300, 400); F = delta(service, 100) from 0.
+        assert_eq!(be(&mut w).vtime, 2_097_152 + 3_145_728);
+        assert_eq!(w.entities[a].finish, 8_388_608);
+        assert_eq!(w.entities[b].finish, 12_582_912);
+        assert_eq!(
+            be(&mut w).wsum,
+            400,
+            "idle entities keep their weight in wsum"
+        );
+        w.activate(b, false, 1);
+        assert_eq!(w.entities[b].start, 12_582_912, "F > V: from F");
+        assert_eq!(w.entities[b].finish, 12_582_912 + 41_943_040);
+        assert_eq!(w.entities[b].tree, Tree::Active);
+        be(&mut w).vtime = 9_000_000;
+        w.activate(a, false, 1);
+        assert_eq!(w.entities[a].start, 9_000_000, "V > F: from V");
+        assert_eq!(be(&mut w).wsum, 400);
+    }
+
+    #[test]
+    fn bfq_requeue_entity_moves_the_start_of_the_in_service_entity_past_its_service() {
+        // __bfq_requeue_entity: for the in-service entity, bfq_calc_finish(service), then
+        // S = F, then F = S + delta(budget).
+        let mut w = Wf2q::new();
+        let e = entity(&mut w, 100, 1000);
+        let other = entity(&mut w, 100, 1000);
+        w.activate(e, false, 1);
+        w.activate(other, false, 1);
+        w.set_in_service(0, e);
+        assert_eq!(w.sds[0].in_service, Some(e));
+        assert_eq!(
+            w.entities[e].tree,
+            Tree::None,
+            "in service: off the active tree"
+        );
+        w.served(e, 250);
+        w.requeue(e);
+        let en = &w.entities[e];
+        assert_eq!((en.start, en.finish), (10_485_760, 52_428_800));
+        assert_eq!(en.tree, Tree::Active);
+        assert_eq!(be(&mut w).wsum, 200);
+        // Requeued while active and not in service (a budget change): the start stays.
+        w.sds[0].in_service = None;
+        w.entities[other].budget = 500;
+        w.requeue(other);
+        let en = &w.entities[other];
+        assert_eq!((en.start, en.finish), (0, 20_971_520));
+        // An entity on no tree is requeued from V and counted.
+        let n = entity(&mut w, 50, 100);
+        be(&mut w).vtime = 3 << 22;
+        w.requeue(n);
+        let en = &w.entities[n];
+        assert_eq!(
+            (en.start, en.finish, en.on_st),
+            (3 << 22, (3 << 22) + 8_388_608, true)
+        );
+        assert_eq!(be(&mut w).wsum, 250);
+    }
+
+    #[test]
+    fn bfq_deactivate_entity_keeps_an_entity_on_the_idle_tree_only_while_its_finish_is_ahead() {
+        // __bfq_deactivate_entity: the in-service entity's finish becomes S + delta(service);
+        // it goes to the idle tree if F > V (and the caller allows), else it is forgotten
+        // (bfq_forget_entity: off wsum).
+        let mut w = Wf2q::new();
+        let e = entity(&mut w, 100, 1000);
+        assert!(!w.deactivate(e, true), "never activated");
+        assert_eq!(be(&mut w).wsum, 0);
+        w.activate(e, false, 1);
+        w.set_in_service(0, e);
+        // Alone: V advances as fast as its finish: F = V, forgotten.
+        w.served(e, 250);
+        assert_eq!(be(&mut w).vtime, 10_485_760);
+        assert!(w.deactivate(e, true));
+        let en = &w.entities[e];
+        assert_eq!(
+            (en.finish, en.tree, en.on_st),
+            (10_485_760, Tree::None, false)
+        );
+        assert_eq!(en.service, 250, "the in-service entity keeps its service");
+        assert_eq!(w.sds[0].in_service, None);
+        assert_eq!(be(&mut w).wsum, 0);
+        // Beside a second entity V advances half as fast: F > V, idle.
+        let f = entity(&mut w, 100, 1000);
+        w.entities[e].service = 0;
+        w.activate(e, false, 1);
+        w.activate(f, false, 1);
+        w.set_in_service(0, e);
+        w.served(e, 250);
+        assert!(w.deactivate(e, true));
+        let en = &w.entities[e];
+        assert_eq!(
+            (en.finish, en.tree, en.on_st),
+            (20_971_520, Tree::Idle, true)
+        );
+        assert_eq!(be(&mut w).wsum, 200);
+        // The same without the idle tree: forgotten at once.
+        w.activate(e, false, 1);
+        w.set_in_service(0, e);
+        assert!(w.deactivate(e, false));
+        assert_eq!(
+            (w.entities[e].tree, w.entities[e].on_st),
+            (Tree::None, false)
+        );
+        assert_eq!(be(&mut w).wsum, 100);
+    }
+
+    #[test]
+    fn bfq_bfqq_served_advances_each_level_by_service_over_its_trees_wsum() {
+        // bfq_bfqq_served: for the entity and each ancestor, service += served and
+        // st->vtime += delta(served, st->wsum).
+        let mut w = Wf2q::new();
+        let (g, gsd) = w.add_group(0, 100);
+        let q = w.add_entity(gsd, 1, 40, None);
+        let r = w.add_entity(gsd, 1, 40, None);
+        let s = entity(&mut w, 300, 1000);
+        for e in [q, r, g, s] {
+            w.entities[e].budget = 1000;
+            w.activate(e, false, 1);
+        }
+        assert_eq!(w.sds[gsd].trees[1].wsum, 80);
+        assert_eq!(be(&mut w).wsum, 400);
+        w.set_in_service(0, g);
+        w.set_in_service(gsd, q);
+        w.served(q, 64);
+        assert_eq!(w.sds[gsd].trees[1].vtime, 3_355_443, "delta(64, 80)");
+        assert_eq!(be(&mut w).vtime, 671_088, "delta(64, 400)");
+        assert_eq!((w.entities[q].service, w.entities[g].service), (64, 64));
+        assert_eq!((w.entities[r].service, w.entities[s].service), (0, 0));
+        w.served(q, 64);
+        assert_eq!(w.sds[gsd].trees[1].vtime, 6_710_886);
+        assert_eq!(be(&mut w).vtime, 1_342_176);
+        assert_eq!(w.entities[g].service, 128);
+    }
+
+    #[test]
+    fn bfq_forget_idle_drops_the_first_idle_entity_once_vtime_reaches_its_finish() {
+        // bfq_forget_idle: with the active tree empty and the last idle finish <= V, V is set
+        // to that finish; then the first idle entity is forgotten if its finish <= V (one per
+        // call).
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 1000);
+        for (e, start) in [(a, 10), (b, 20)] {
+            w.activate(e, false, 1);
+            w.active_extract(e);
+            w.entities[e].finish = start;
+            w.idle_insert(e);
+        }
+        assert_eq!(be(&mut w).wsum, 200);
+        be(&mut w).vtime = 15;
+        w.forget_idle(0, 1);
+        assert_eq!(
+            be(&mut w).vtime,
+            15,
+            "the last idle finish is ahead: V stays"
+        );
+        assert_eq!(
+            (w.entities[a].tree, w.entities[a].on_st),
+            (Tree::None, false)
+        );
+        assert_eq!(w.entities[b].tree, Tree::Idle);
+        assert_eq!(be(&mut w).wsum, 100);
+        be(&mut w).vtime = 20;
+        w.forget_idle(0, 1);
+        assert_eq!(be(&mut w).vtime, 20);
+        assert_eq!(
+            (w.entities[b].tree, w.entities[b].on_st),
+            (Tree::None, false)
+        );
+        assert_eq!(be(&mut w).wsum, 0);
+        // With an active entity, V stays where it is, the due idle entity still goes.
+        let c = entity(&mut w, 100, 1000);
+        w.activate(c, false, 1);
+        w.activate(a, false, 1);
+        w.active_extract(a);
+        w.entities[a].finish = 5;
+        w.idle_insert(a);
+        w.forget_idle(0, 1);
+        assert_eq!(be(&mut w).vtime, 20, "not moved back to the idle finish");
+        assert_eq!(w.entities[a].tree, Tree::None);
+        // Active tree empty, V beyond every idle finish: V moves to the last one.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 1000);
+        for (e, f) in [(a, 10), (b, 30)] {
+            w.activate(e, false, 1);
+            w.active_extract(e);
+            w.entities[e].finish = f;
+            w.idle_insert(e);
+        }
+        be(&mut w).vtime = 40;
+        w.forget_idle(0, 1);
+        assert_eq!(be(&mut w).vtime, 30);
+        assert_eq!(w.entities[a].tree, Tree::None);
+        assert_eq!(w.entities[b].tree, Tree::Idle, "one per call");
+    }
+
+    #[test]
+    fn bfq_entity_update_weight_prio_moves_the_weight_sum_with_the_weight() {
+        // __bfq_entity_update_weight_prio: wsum -= old weight, += new weight, for an entity
+        // on a tree; an entity on none only changes its weight.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 40, 1000);
+        let b = entity(&mut w, 100, 1000);
+        w.activate(a, false, 1);
+        w.set_weight(b, 300);
+        assert_eq!((w.entities[b].weight, be(&mut w).wsum), (300, 40));
+        w.set_weight(a, 1200);
+        assert_eq!((w.entities[a].weight, be(&mut w).wsum), (1200, 1200));
+        w.activate(b, false, 1);
+        w.set_weight(a, 40);
+        assert_eq!(be(&mut w).wsum, 340);
+        w.set_weight(a, 40);
+        assert_eq!(be(&mut w).wsum, 340);
+    }
+
+    #[test]
+    fn bfq_lookup_next_entity_serves_the_eligible_entity_with_the_smallest_finish() {
+        // __bfq_lookup_next_entity and bfq_first_active_entity: among entities with S <= V
+        // the smallest F; bfq_calc_vtime_jump moves V up to the smallest S when none is
+        // eligible, but only when the scheduling data has no entity in service.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 10);
+        assert!(!w.sds[0].has_active() && be(&mut w).active_is_empty());
+        w.activate(a, false, 1);
+        assert!(w.sds[0].has_active() && !be(&mut w).active_is_empty());
+        be(&mut w).vtime = 1000;
+        w.activate(b, false, 1);
+        be(&mut w).vtime = 0;
+        // a: S 0, F 41943040; b: S 1000, F 1000 + 419430. b finishes first but is not
+        // eligible.
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
+        assert_eq!(be(&mut w).vtime, 0, "a is eligible: no jump");
+        // Only b left: V jumps to its start.
+        w.set_in_service(0, a);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, false), Some(b));
+        assert_eq!(be(&mut w).vtime, 0, "no update without `update`");
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
+        assert_eq!(be(&mut w).vtime, 1000);
+        // Both eligible: the smaller finish.
+        w.requeue(a);
+        w.sds[0].in_service = None;
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
+        // set_in_service takes the chosen entity off the active tree.
+        w.set_in_service(0, b);
+        assert_eq!(w.entities[b].tree, Tree::None);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
+        w.set_in_service(0, a);
+        assert!(!w.sds[0].has_active(), "both in service or off the trees");
+    }
+
+    #[test]
+    fn bfq_update_vtime_forgets_idle_entities_only_when_vtime_moves() {
+        // bfq_update_vtime: V changes (and bfq_forget_idle runs) only if the jump target is
+        // beyond V.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let i = entity(&mut w, 100, 1000);
+        w.activate(i, false, 1);
+        w.active_extract(i);
+        w.entities[i].finish = 10;
+        w.idle_insert(i);
+        be(&mut w).vtime = 50;
+        w.activate(a, false, 1);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
+        assert_eq!(
+            w.entities[i].tree,
+            Tree::Idle,
+            "V did not move: nothing forgotten"
+        );
+        assert_eq!(be(&mut w).wsum, 200);
+        // Now a starts beyond V: the jump forgets the idle entity.
+        w.active_extract(a);
+        w.entities[a].start = 60;
+        w.active_insert(a);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
+        assert_eq!(be(&mut w).vtime, 60);
+        assert_eq!(w.entities[i].tree, Tree::None);
+        assert_eq!(be(&mut w).wsum, 100);
+    }
+
+    #[test]
+    fn bfq_lookup_next_entity_serves_higher_classes_first_and_the_idle_class_every_200_ms() {
+        // bfq_lookup_next_entity: classes in order RT, BE, IDLE, except that once
+        // BFQ_CL_IDLE_TIMEOUT (HZ / 5) has passed since the idle class was last considered,
+        // the idle class goes first if backlogged; the timestamp moves either way.
+        let mut w = Wf2q::new();
+        let idle = w.add_entity(0, 2, 10, None);
+        let be_e = w.add_entity(0, 1, 40, None);
+        let rt = w.add_entity(0, 0, 40, None);
+        for e in [idle, be_e, rt] {
+            w.entities[e].budget = 100;
+            w.activate(e, false, 1);
+        }
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(200), true), Some(rt));
+        assert_eq!(w.sds[0].idle_class_last_service, Nanos::ZERO);
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(201), false), Some(rt));
+        assert_eq!(
+            w.sds[0].idle_class_last_service,
+            Nanos::ZERO,
+            "not without update"
+        );
+        assert_eq!(w.lookup_next(0, Nanos(200_000_001), true), Some(idle));
+        assert_eq!(w.sds[0].idle_class_last_service, Nanos(200_000_001));
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(300), true), Some(rt));
+        w.set_in_service(0, rt);
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(300), true), Some(be_e));
+        // The idle class empty when the timeout passes: the stamp still moves.
+        w.set_in_service(0, idle);
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(500), true), Some(be_e));
+        assert_eq!(w.sds[0].idle_class_last_service, Nanos::from_ms(500));
+    }
 }
