@@ -253,6 +253,7 @@ impl Bfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bfq::Config;
 
     #[test]
     fn bfq_completed_request_closes_the_rate_interval_only_for_a_slow_late_completion() {
@@ -270,5 +271,137 @@ mod tests {
             !p.needs_reset_on_completion(3_000_000, 0),
             "1024 sectors in 3 ms"
         );
+    }
+
+    #[test]
+    fn bfq_completed_request_rate_check_boundaries() {
+        // bfq_completed_request (Linux 6.9): strictly more than 2000 us, and
+        // (last_rq_max_size << 16) / delta_us < 1 << 6.
+        let mut p = PeakRate::new(true);
+        p.last_rq_max_size = 1;
+        assert!(!p.needs_reset_on_completion(2_000_999, 0), "2000 us");
+        assert!(p.needs_reset_on_completion(2_001_000, 0), "2001 us");
+        p.last_rq_max_size = 2;
+        assert!(
+            p.needs_reset_on_completion(3_000_000, 0),
+            "2 << 16 / 3000 = 43"
+        );
+        p.last_rq_max_size = 3;
+        assert!(
+            !p.needs_reset_on_completion(3_000_000, 0),
+            "3 << 16 / 3000 = 65"
+        );
+        assert!(p.needs_reset_on_completion(13_000_000, 10_000_000 - 100_000));
+        assert!(!p.needs_reset_on_completion(13_000_000, 10_000_000 + 1_000_000));
+    }
+
+    fn rate_state(s: &Bfq) -> (u32, u32, u64, u64, Tick, Tick) {
+        let p = &s.peak;
+        (
+            p.samples,
+            p.sequential,
+            p.tot_sectors,
+            p.last_rq_max_size,
+            p.first_dispatch,
+            p.delta_from_first,
+        )
+    }
+
+    #[test]
+    fn bfq_update_peak_rate_samples_dispatches_as_the_kernel_does() {
+        // bfq_update_peak_rate and bfq_reset_rate_computation (Linux 6.9): the first dispatch
+        // starts an interval; a dispatch is sequential when something is in the driver or
+        // the last completion is under BFQ_MIN_TT (2 ms) old, and it is not seeky; over
+        // 100 ms without dispatches and with an empty driver the interval restarts.
+        let mut s = Bfq::new(Config::default());
+        s.update_peak_rate(0, 1000, 8, 1008, 0);
+        assert_eq!(rate_state(&s), (1, 0, 8, 8, 0, 0));
+        assert_eq!((s.last_position, s.peak.last_dispatch), (1008, 0));
+        s.update_peak_rate(0, 1008, 8, 1016, 2 * MS - 1);
+        assert_eq!(
+            rate_state(&s),
+            (2, 1, 16, 8, 0, 2 * MS - 1),
+            "completion < 2 ms ago"
+        );
+        s.update_peak_rate(0, 1016, 16, 1032, 2 * MS);
+        assert_eq!(
+            rate_state(&s),
+            (3, 1, 32, 16, 0, 2 * MS),
+            "completion 2 ms ago"
+        );
+        s.rq_in_driver = 1;
+        s.update_peak_rate(0, 1833, 8, 1841, 3 * MS);
+        assert_eq!(rate_state(&s).1, 1, "801 sectors away: seeky");
+        s.update_peak_rate(0, 2641, 8, 2649, 4 * MS);
+        assert_eq!(rate_state(&s).1, 2, "800 sectors away: not seeky");
+        s.rq_in_driver = 0;
+        s.update_peak_rate(0, 2649, 8, 2657, 104 * MS);
+        assert_eq!(
+            rate_state(&s).0,
+            6,
+            "100 ms after the last dispatch: same interval"
+        );
+        s.update_peak_rate(0, 2657, 8, 2665, 204 * MS + 1);
+        assert_eq!(rate_state(&s), (1, 0, 8, 8, 204 * MS + 1, 104 * MS));
+        // The largest request size is reset every 32 samples.
+        s.rq_in_driver = 1;
+        let mut pos = 2665;
+        for i in 2..=32u32 {
+            let size = if i == 31 { 64 } else { 8 };
+            s.update_peak_rate(
+                0,
+                pos,
+                size,
+                pos + u64::from(size),
+                205 * MS + Tick::from(i),
+            );
+            pos += u64::from(size);
+            let want = if i < 31 {
+                8
+            } else if i == 31 {
+                64
+            } else {
+                8
+            };
+            assert_eq!(s.peak.last_rq_max_size, want, "sample {i}");
+        }
+    }
+
+    #[test]
+    fn bfq_update_rate_reset_bounds_the_rate_and_the_filter_weight() {
+        // bfq_update_rate_reset (Linux 6.9): no update for a rate above 20 sectors/us; the
+        // filter weight is at most 8 (divisor 2); the interval extends to the last
+        // completion; the peak rate never falls below 1.
+        let run = |tot: u64, delta: Tick, last_completion: Tick, rate: u64| {
+            let mut s = Bfq::new(Config::default());
+            s.peak.rate = rate;
+            s.peak.samples = 40;
+            s.peak.sequential = 39;
+            s.peak.tot_sectors = tot;
+            s.peak.first_dispatch = 0;
+            s.peak.delta_from_first = delta;
+            s.last_completion = last_completion;
+            s.update_rate_reset(None, delta);
+            assert_eq!(s.peak.samples, 0, "reset for the next dispatch");
+            s.peak.rate
+        };
+        let ms = |n: Tick| n * MS;
+        // 8e6 sectors in 400 ms: exactly 20 sectors/us, taken; weight 8 * 0.4 = 3.
+        assert_eq!(
+            run(8_000_000, ms(400), 0, 9333),
+            9333 * 6 / 7 + (20 << 16) / 7
+        );
+        assert_eq!(
+            run(8_000_100, ms(400), 0, 9333),
+            9333,
+            "above 20 sectors/us"
+        );
+        // 5 s: weight 8 * 5 = 40, capped at 8: divisor 2. Rate 320 << 16 / 5e6 us = 4.
+        assert_eq!(run(320, ms(5000), 0, 9333), 9333 / 2 + 4 / 2);
+        // The last completion at 800 ms: 320 << 16 / 800000 = 26, weight 8 * 0.8 = 6.
+        assert_eq!(run(320, ms(400), ms(800), 9333), 9333 * 3 / 4 + 26 / 4);
+        assert_eq!(run(0, ms(400), 0, 1), 1, "at least 1");
+        // Too few samples or too short an interval: no update.
+        assert_eq!(run(320, ms(300) - 1, 0, 9333), 9333);
     }
 }

@@ -2426,3 +2426,211 @@ fn bfq_sysfs_stores_update_the_max_budget_and_end_raising() {
     assert_eq!((s.queues[q].wr_coeff, s.wr_busy_queues), (1, 0));
     assert_eq!(s.wf.entities[s.queues[q].eid].weight, 40);
 }
+
+/// A non-raised reader (ctx 1) served at 0, completed at 1 ms, idled for and expired too
+/// idle at 9 ms: idle since then (budget_timeout 9 ms), last completion at 1 ms, 8 sectors
+/// of service since it last became busy (kept, as it waits for a request).
+fn idle_reader(cfg: Config) -> (Bfq, usize) {
+    let (mut s, q) = one_reader(cfg);
+    s.end_wr(q, 0);
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    s.complete(&r, at(1));
+    assert_eq!(s.dispatch(at(1)), Dispatch::Idle { until: at(9) });
+    assert_eq!(s.dispatch(at(9)), Dispatch::Empty);
+    assert!(!s.queues[q].busy && s.queues[q].non_blocking_wait_rq);
+    assert_eq!(s.queues[q].budget_timeout, 9 * MS);
+    (s, q)
+}
+
+/// `bfq_bfqq_handle_idle_busy_switch` with `bfq_update_bfqq_wr_on_rq_arrival` (mainline): a
+/// queue becoming busy again is interactive if idle for longer than bfq_wr_min_idle_time
+/// (2 s after its budget_timeout, the time it went idle), else soft real-time if it comes
+/// after soft_rt_next_start (here 9 ms + slice_idle + 4 ms = 21 ms) with nothing in
+/// flight and not totally seeky; neither in a large burst, nor within 2 s of a split. A
+/// queue of a large burst idle for over 10 s leaves the burst.
+#[test]
+fn bfq_handle_idle_busy_switch_raises_interactive_and_soft_rt_arrivals() {
+    let arrival = |t: Tick, prepare: &dyn Fn(&mut Bfq, usize)| {
+        let (mut s, q) = idle_reader(Config::default());
+        prepare(&mut s, q);
+        assert_eq!(s.queues[q].soft_rt_next_start, 21 * MS);
+        s.insert(rq(2, 1).sector(1016).build(), Nanos(t as u64));
+        let qq = &s.queues[q];
+        (qq.wr_coeff, qq.wr_cur_max_time, qq.in_large_burst)
+    };
+    let none = |_: &mut Bfq, _: usize| {};
+    let soft_rt = (3000, weight_raising::RT_MAX_TIME, false);
+    let dur = Bfq::new(Config::default()).wr_duration();
+    assert_eq!(arrival(20 * MS, &none), (1, 0, false));
+    assert_eq!(
+        arrival(21 * MS, &none),
+        (1, 0, false),
+        "not after soft_rt_next_start"
+    );
+    assert_eq!(arrival(21 * MS + 1, &none), soft_rt);
+    assert_eq!(arrival(2009 * MS, &none), soft_rt, "not idle for long yet");
+    assert_eq!(
+        arrival(2009 * MS + 1, &none),
+        (30, dur, false),
+        "interactive"
+    );
+    let seeky = |s: &mut Bfq, q: usize| s.queues[q].seek_history = u32::MAX;
+    let far = {
+        let (mut s, q) = idle_reader(Config::default());
+        seeky(&mut s, q);
+        s.insert(rq(2, 1).sector(90_000_000).build(), at(30));
+        s.queues[q].wr_coeff
+    };
+    assert_eq!(far, 1, "totally seeky: not soft real-time");
+    let burst = |s: &mut Bfq, q: usize| s.queues[q].in_large_burst = true;
+    assert_eq!(arrival(2009 * MS + 1, &burst), (1, 0, true));
+    assert_eq!(arrival(10_009 * MS, &burst), (1, 0, true));
+    assert_eq!(
+        arrival(10_009 * MS + 1, &burst),
+        (1, 0, false),
+        "left the burst"
+    );
+    let t = 2009 * MS + 1;
+    let split = |s: &mut Bfq, q: usize| s.queues[q].split_time = t - 2000 * MS;
+    assert_eq!(arrival(t, &split), (1, 0, false), "within 2 s of a split");
+    let split = |s: &mut Bfq, q: usize| s.queues[q].split_time = t - 2000 * MS - 1;
+    assert_eq!(arrival(t, &split), (30, dur, false));
+}
+
+/// `bfq_bfqq_update_budg_for_activation` via `bfq_bfqq_handle_idle_busy_switch` (mainline):
+/// a request "arrives in time" up to 3 * slice_idle (24 ms) after the queue's last
+/// completion: then it resumes the budget it had left, else it gets its max_budget (after
+/// TOO_IDLE with nothing in flight, 10922 - 4 * 512 = 8874).
+#[test]
+fn bfq_arrival_in_time_is_within_three_slice_idle_of_the_last_completion() {
+    let budget_after = |t: Tick| {
+        let (mut s, q) = idle_reader(cfg_with(&[("low_latency", 0)]));
+        assert_eq!(s.queues[q].max_budget, 8874);
+        let e = s.queues[q].eid;
+        s.wf.entities[e].service = 5000;
+        s.insert(rq(2, 1).sector(1016).build(), Nanos(t as u64));
+        (s.wf.entities[e].budget, s.wf.entities[e].service)
+    };
+    assert_eq!(budget_after(25 * MS), (10_922 - 5000, 0));
+    assert_eq!(budget_after(25 * MS + 1), (8874, 0));
+}
+
+/// `bfq_update_has_short_ttime` (mainline): think time is long over more than 80 samples
+/// (`bfq_sample_valid`) with a mean above slice_idle / 2; not updated for async or idle-class
+/// queues or with slice_idle 0. When the state changes before a baseline service time is
+/// known, the inject limit is reset (to 1 for long, 0 for short), but from long to short
+/// only 100 ms or more after the last limit update.
+#[test]
+fn bfq_update_has_short_ttime_follows_valid_samples_and_resets_the_inject_limit() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    let mut id = 10;
+    let mut arrive = |s: &mut Bfq, samples: u64, mean: u64, t_ms: u64| {
+        s.queues[q].ttime_samples = samples;
+        s.queues[q].ttime_mean = mean;
+        id += 1;
+        s.insert(rq(id, 1).sector(1000 + id * 16).build(), at(t_ms));
+        let qq = &s.queues[q];
+        (qq.has_short_ttime, qq.inject_limit, qq.decrease_time / MS)
+    };
+    let half = 4 * MS as u64;
+    assert_eq!(
+        arrive(&mut s, 80, 10 * half, 10),
+        (true, 0, 0),
+        "80 samples: not valid"
+    );
+    assert_eq!(
+        arrive(&mut s, 81, half, 10),
+        (true, 0, 0),
+        "mean = slice_idle / 2"
+    );
+    assert_eq!(
+        arrive(&mut s, 81, half + 1, 20),
+        (false, 1, 20),
+        "long: reset to 1"
+    );
+    assert_eq!(
+        arrive(&mut s, 81, 1, 119),
+        (true, 1, 20),
+        "short 99 ms later: no reset"
+    );
+    assert_eq!(arrive(&mut s, 81, half + 1, 121), (false, 1, 121));
+    assert_eq!(
+        arrive(&mut s, 81, 1, 221),
+        (true, 0, 221),
+        "100 ms later: reset to 0"
+    );
+    s.queues[q].last_serv_time = 5;
+    assert_eq!(
+        arrive(&mut s, 81, half + 1, 400),
+        (false, 0, 221),
+        "a baseline exists"
+    );
+    // Not updated for async or idle-class queues, or without slice_idle.
+    let (mut s, q) = one_reader(cfg_with(&[("slice_idle", 0)]));
+    s.queues[q].ttime_samples = 200;
+    s.queues[q].ttime_mean = 10 * MS as u64;
+    s.insert(rq(2, 1).sector(1016).build(), at(5));
+    assert!(s.queues[q].has_short_ttime, "slice_idle 0");
+    let mut s = Bfq::new(Config::default());
+    s.insert(
+        rq(1, 1).sector(1000).prio(IoClass::Idle, 7).build(),
+        Nanos::ZERO,
+    );
+    s.insert(rq(2, 2).sector(1 << 30).write().build(), Nanos::ZERO);
+    let idle = s.bics[&CtxId(1)].sync_q.unwrap();
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    for x in [idle, a] {
+        s.queues[x].has_short_ttime = true;
+        s.queues[x].ttime_samples = 200;
+        s.queues[x].ttime_mean = 10 * MS as u64;
+    }
+    s.insert(rq(3, 1).sector(1016).prio(IoClass::Idle, 7).build(), at(5));
+    s.insert(rq(4, 2).sector((1 << 30) + 16).write().build(), at(5));
+    assert!(s.queues[idle].has_short_ttime && s.queues[a].has_short_ttime);
+}
+
+/// `bfq_dispatch_rq_from_bfqq` (mainline): an idle-class queue in service is expired after
+/// each dispatch while other queues are busy, so once BFQ_CL_IDLE_TIMEOUT lets it in, it
+/// gets one request and the best-effort reader is served again.
+#[test]
+fn bfq_dispatch_expires_an_idle_class_queue_after_each_request_beside_others() {
+    let mut h = harness(Config::default(), &GroupTree::new());
+    reader(&mut h, 0, 1, 0, 1000, Nanos::ZERO);
+    for i in 0..10u64 {
+        h.submit(
+            rq(5000 + i, 2)
+                .sector(90_000_000 + i * 16)
+                .prio(IoClass::Idle, 0),
+        );
+    }
+    let out = h.run();
+    let ctxs: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let first = ctxs.iter().position(|&c| c == 2).unwrap();
+    assert!(first < 900, "served before the reader is done");
+    assert_eq!(
+        ctxs[first + 1],
+        1,
+        "one idle-class request, then the reader again"
+    );
+}
+
+/// `bfq_bfqq_served` (mainline bfq-wf2q.c): the first service after a queue becomes busy
+/// sets first_IO_time; service while raised adds to service_from_wr, all service to
+/// service_from_backlogged.
+#[test]
+fn bfq_bfqq_served_counts_raised_and_backlogged_service() {
+    let (mut s, q) = one_reader(Config::default());
+    s.insert(rq(2, 1).sector(1016).sectors(16).build(), Nanos::ZERO);
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    dispatched(s.dispatch(at(3)));
+    assert_eq!(s.queues[q].first_io_time, 3 * MS);
+    dispatched(s.dispatch(at(4)));
+    let qq = &s.queues[q];
+    assert_eq!((qq.service_from_wr, qq.service_from_backlogged), (24, 24));
+    assert_eq!(qq.first_io_time, 3 * MS, "set by the first service only");
+    let (mut s, q) = one_reader(Config::default());
+    s.end_wr(q, 0);
+    dispatched(s.dispatch(at(3)));
+    let qq = &s.queues[q];
+    assert_eq!((qq.service_from_wr, qq.service_from_backlogged), (0, 8));
+}
