@@ -521,6 +521,9 @@ fn bfq_update_inject_limit_takes_a_baseline_only_from_a_request_served_alone() {
     assert_eq!(limit_after(2, ms(10), false, 1, 5, 12 * MS), (2, ms(12), 0));
     assert_eq!(limit_after(2, ms(10), false, 2, 5, 12 * MS), (2, ms(10), 0));
     assert_eq!(limit_after(2, ms(10), true, 1, 5, 12 * MS), (3, ms(10), 0));
+    // Injected requests but no baseline yet: no 3/2 comparison (nor a decrease), only the
+    // first baseline.
+    assert_eq!(limit_after(2, 0, true, 1, 5, 7 * MS), (2, ms(7), 0));
 }
 
 /// Queue q (ctx 1) in service with its read in the driver; r (ctx 2, level 5, so the
@@ -559,7 +562,12 @@ fn bfq_choose_bfqq_for_injection_injects_while_the_drive_holds_fewer_than_the_li
     assert_eq!(s.choose_for_injection(0), Some(r), "exactly enough");
     (s.wf.entities[e].service, s.inj.rqs_injected) = (13, false);
     assert_eq!(s.choose_for_injection(0), None);
-    assert!(!s.inj.rqs_injected);
+    assert!(!s.inj.rqs_injected); // A queue still busy but with nothing queued (kept on its tree after a preemption)
+                                  // has no request to give.
+    s.wf.entities[e].service = 0;
+    s.queues[r].sort.clear();
+    s.queues[r].next_rq = None;
+    assert_eq!(s.choose_for_injection(0), None);
 }
 
 #[test]
@@ -932,9 +940,18 @@ fn bfq_merge_bfqqs_redirects_the_process_and_carries_io_bound_over() {
     let n = read_at(&mut s, 1, 0, 4);
     let q = read_at(&mut s, 2, 200, 4);
     (s.queues[n].io_bound, s.queues[q].io_bound) = (false, false);
+    // Neither raised: nothing to give or take, the raised busy count stays 0.
+    s.end_wr(q, 250 * MS);
+    s.end_wr(n, 260 * MS);
+    assert_eq!(s.wr_busy_queues, 0);
     s.setup_merge(q, n);
     s.merge_bfqqs(CtxId(2), q, n, 300 * MS);
     assert!(!s.queues[n].io_bound);
+    assert_eq!(
+        (s.queues[q].wr_coeff, s.queues[n].wr_coeff, s.wr_busy_queues),
+        (1, 1, 0)
+    );
+    assert_eq!(s.queues[n].last_wr_start_finish, 260 * MS);
 }
 
 /// Raising state (coefficient, duration, start, start of the interrupted interactive
@@ -1303,4 +1320,70 @@ fn bfq_select_queue_injects_own_async_io_only_of_the_same_process_with_budget() 
     );
     s.wf.entities[e].service += 1;
     assert_eq!(s.injection_candidate(q, 0), None);
+}
+
+#[test]
+fn bfqq_find_close_looks_at_the_successor_of_a_path_ending_below_the_sector() {
+    // bfqq_find_close: when the search path ends at a node below the sector and that node
+    // is not close, the neighbour looked at is its successor (rb_next), not its
+    // predecessor. Tree: 50,000,000 (ctx 3) at the root, 49,980,000 (ctx 4) to its left;
+    // a read at 49,992,000 ends at ctx 4 (12000 sectors away), whose successor ctx 3 is
+    // 8000 away.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 3).sector(50_000_000).build(), Nanos::ZERO);
+    s.insert(rq(2, 4).sector(49_980_000).build(), Nanos::ZERO);
+    assert_eq!(s.in_service, None);
+    s.insert(rq(3, 2).sector(49_992_000).build(), Nanos::from_ms(1));
+    assert_eq!(s.bics[&CtxId(2)].sync_q, s.bics[&CtxId(3)].sync_q);
+}
+
+#[test]
+fn bfq_handle_idle_busy_switch_deems_a_queue_interactive_after_2_s_without_io() {
+    // bfq_bfqq_handle_idle_busy_switch: idle_for_long = time_is_before_jiffies(
+    // budget_timeout + bfq_wr_min_idle_time), 2 s: a queue back exactly 2 s after it went
+    // idle is not interactive, 1 ns later it is.
+    let back_after = |idle: Tick| {
+        let mut s = Bfq::new(Config::default());
+        let r = rq(1, 1).sector(0).build();
+        s.insert(r.clone(), Nanos::ZERO);
+        assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+        s.complete(&r, Nanos::from_ms(1));
+        let _ = s.dispatch(Nanos::from_ms(100));
+        let q = s.bics[&CtxId(1)].sync_q.unwrap();
+        assert!(!s.queues[q].busy);
+        s.end_wr(q, 100 * MS);
+        s.queues[q].soft_rt_next_start = Tick::MAX / 2;
+        let t = s.queues[q].budget_timeout + idle;
+        s.insert(rq(2, 1).sector(8).build(), Nanos(t as u64));
+        s.queues[q].wr_coeff
+    };
+    assert_eq!(back_after(2000 * MS), 1);
+    assert_eq!(back_after(2000 * MS + 1), 30);
+}
+
+#[test]
+fn bfq_add_request_raises_an_async_queue_after_500_ms_without_arrivals() {
+    // bfq_add_request: a busy async queue, not raised, is raised as interactive when a
+    // request arrives more than bfq_wr_min_inter_arr_async (500 ms) after the last one.
+    let mut s = Bfq::new(Config::default());
+    s.insert(rq(1, 1).sector(0).write().build(), Nanos::ZERO);
+    let a = s.bics[&CtxId(1)].async_q.unwrap();
+    assert_eq!(s.queues[a].wr_coeff, 1);
+    s.insert(
+        rq(2, 1).sector(1 << 20).write().build(),
+        Nanos::from_ms(500),
+    );
+    assert_eq!(
+        (s.queues[a].wr_coeff, s.queues[a].last_wr_start_finish),
+        (1, 500 * MS)
+    );
+    s.insert(
+        rq(3, 1).sector(1 << 21).write().build(),
+        Nanos(1_000_000_001),
+    );
+    let qq = &s.queues[a];
+    assert_eq!(
+        (qq.wr_coeff, qq.wr_cur_max_time, s.wr_busy_queues),
+        (30, WR_DURATION, 1)
+    );
 }
