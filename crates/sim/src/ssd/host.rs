@@ -7,9 +7,16 @@
 //! served one at a time for `command_us` each and queues are independent (no fetch-size
 //! limit, no arbitration weights); the PCIe link is one shared pipe of `link_mb_s` with no
 //! per-message overhead.
+//!
+//! [`FrontEnd`] is ours, not MQSim's (whose reads never wait for writes before the flash): a
+//! controller that hands commands to its back end in the order it fetched them, with a bounded
+//! number of command slots, where a write holds its slot until its data is admitted to the
+//! write buffer. NVMe's default arbitration is round robin over the submission queues, so a
+//! queue with a command waiting gets the next slot freed; once fetched, the command waits for
+//! every write fetched before it. docs/ssd-model.md says what it models and what is assumed.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use elevator_core::Nanos;
 
@@ -128,5 +135,80 @@ impl WriteBuffer {
     /// When every byte scheduled so far is on flash (a flush's completion).
     pub fn drained(&self) -> Nanos {
         self.drained
+    }
+}
+
+/// The controller's in-order front end (`host.front_end_slots`): commands go to the back end
+/// in fetch order, and a write only once its data is in the write buffer.
+///
+/// Kept as the admission times of the writes fetched and not yet admitted, in fetch order
+/// (admission is in order too, so they never decrease). A command other than a write is
+/// fetched when it is submitted if a slot is free, else at the next admission (round robin
+/// gives its queue the next slot); it then waits for the writes ahead of it in the slots.
+#[derive(Clone, Debug, Default)]
+pub struct FrontEnd {
+    /// Command slots; 0: no in-order stage.
+    slots: usize,
+    /// Admission times of the writes in the front end, in fetch order.
+    pending: VecDeque<Nanos>,
+}
+
+impl FrontEnd {
+    /// A front end of `slots` command slots (0: none).
+    pub fn new(slots: u32) -> FrontEnd {
+        FrontEnd {
+            slots: slots as usize,
+            pending: VecDeque::new(),
+        }
+    }
+
+    fn forget(&mut self, now: Nanos) {
+        while self.pending.front().is_some_and(|&a| a <= now) {
+            self.pending.pop_front();
+        }
+    }
+
+    /// A write decoded at `accepted` (submitted at `now`): when it holds a slot, and the
+    /// earliest its data may be admitted (after every write fetched before it).
+    pub fn write_order(&mut self, accepted: Nanos, now: Nanos) -> (Nanos, Nanos) {
+        if self.slots == 0 {
+            return (accepted, accepted);
+        }
+        self.forget(now);
+        let n = self.pending.len();
+        // Its own queue's writes take the slots in order: it gets the one freed by the write
+        // `slots` places ahead of it.
+        let fetched = match n.checked_sub(self.slots) {
+            Some(i) => accepted.max(self.pending[i]),
+            None => accepted,
+        };
+        let after = self.pending.back().map_or(fetched, |&a| a.max(fetched));
+        (fetched, after)
+    }
+
+    /// The write placed by the last [`FrontEnd::write_order`] is admitted at `at`.
+    pub fn admitted(&mut self, at: Nanos) {
+        if self.slots > 0 {
+            let at = self.pending.back().map_or(at, |&a| a.max(at));
+            self.pending.push_back(at);
+        }
+    }
+
+    /// A command other than a write, decoded at `accepted` (submitted at `now`): when the
+    /// front end hands it to the back end.
+    pub fn handoff(&mut self, accepted: Nanos, now: Nanos) -> Nanos {
+        if self.slots == 0 || self.pending.is_empty() {
+            return accepted;
+        }
+        self.forget(now);
+        // The writes still in the front end when it is decoded.
+        let first = self.pending.partition_point(|&a| a <= accepted);
+        let ahead = self.pending.len() - first;
+        if ahead == 0 {
+            return accepted;
+        }
+        // With every slot held it is fetched at the first admission and then waits behind
+        // the `slots - 1` writes after it; else behind all of them.
+        self.pending[first + ahead.min(self.slots) - 1]
     }
 }

@@ -1,8 +1,8 @@
 //! An MQSim-class NVMe SSD model.
 //!
 //! - [`spec`]: the TOML description ([`SsdSpec`]), its loader and checks, the built-in SSDs.
-//! - [`host`]: submission queues, the controller front end, the host link, the DRAM write
-//!   buffer.
+//! - [`host`]: submission queues, the controller front end (and its optional in-order
+//!   stage), the host link, the DRAM write buffer.
 //! - [`flash`]: channels and planes as gap-filling timelines; read, program, erase.
 //! - [`timeline`]: the gap-filling timeline.
 //! - [`ftl`]: the page-level mapping, block state, write frontiers and preconditioning.
@@ -35,7 +35,7 @@ use cmt::Cmt;
 use flash::{Flash, Origin};
 use ftl::Ftl;
 use gc::{Collector, GcStats};
-use host::{HostInterface, WriteBuffer};
+use host::{FrontEnd, HostInterface, WriteBuffer};
 
 /// What the drive did over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,6 +61,7 @@ pub struct SsdStats {
 pub struct Ssd {
     spec: SsdSpec,
     host: HostInterface,
+    front: FrontEnd,
     buffer: WriteBuffer,
     flash: Flash,
     ftl: Ftl,
@@ -84,6 +85,7 @@ impl Ssd {
         let page_bytes = u64::from(spec.flash.page_bytes);
         Ok(Ssd {
             host: HostInterface::new(&spec.host),
+            front: FrontEnd::new(spec.host.front_end_slots),
             buffer: WriteBuffer::new(spec.write_buffer.bytes, spec.write_buffer.mb_s),
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),
@@ -161,6 +163,7 @@ impl Ssd {
     fn read(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {
         self.stats.reads += 1;
         let units = self.units(rq);
+        let accepted = self.front.handoff(accepted, now);
         let ready = self.translate(units.clone(), accepted, false);
         let mut data = ready;
         let mut flash_reads = 0u64;
@@ -210,9 +213,13 @@ impl Ssd {
     fn write(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {
         self.stats.writes += 1;
         let units = self.units(rq);
-        let arrived = self.host.transfer(rq.bytes(), accepted, now);
+        // The front end fetches it when it has a slot and admits it after the writes fetched
+        // before it (both at once when it has no in-order stage).
+        let (fetched, after) = self.front.write_order(accepted, now);
+        let arrived = self.host.transfer(rq.bytes(), fetched, now);
         let bytes = u64::from(units.end - units.start) * self.unit_bytes;
-        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived);
+        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived.max(after));
+        self.front.admitted(admitted);
         // The mapping update needs the entries: their reads do not delay the completion, but
         // the data's program waits for them (it needs the entry to update).
         let known = self.translate(units.clone(), accepted, true);
@@ -257,10 +264,11 @@ impl Device for Ssd {
             Op::Read => self.read(rq, now, accepted),
             Op::Write => self.write(rq, now, accepted),
             Op::Flush => Service {
-                done: accepted.max(self.buffer.drained()),
+                done: self.front.handoff(accepted, now).max(self.buffer.drained()),
                 cache_hit: false,
             },
             Op::Discard => {
+                let accepted = self.front.handoff(accepted, now);
                 // Only whole units are unmapped.
                 let first = (rq.sector * 512).div_ceil(self.unit_bytes);
                 let end = (rq.sector + u64::from(rq.sectors)) * 512 / self.unit_bytes;

@@ -95,6 +95,13 @@ pub struct Host {
     pub firmware_us: f64,
     /// Host link (PCIe) payload bandwidth, MB/s, shared by all data transfers.
     pub link_mb_s: f64,
+    /// Command slots of the controller's in-order front end (0: no such stage). Commands are
+    /// handed to the back end in the order they were fetched, and a write is handed over only
+    /// once its data is in the write buffer, so a read waits for the writes fetched before it
+    /// that wait for buffer room: at most `front_end_slots - 1` of them, as a queue with a
+    /// command waiting gets the next slot freed (round robin). See docs/ssd-model.md.
+    #[serde(default)]
+    pub front_end_slots: u32,
 }
 
 /// The flash back end (MQSim's `Flash_Channel_Count` ... `Flash_Parameter_Set`).
@@ -428,6 +435,12 @@ impl SsdSpec {
             return bad(
                 "host.queues",
                 format!("must be at most 65536, got {}", h.queues),
+            );
+        }
+        if h.front_end_slots > 1 << 20 {
+            return bad(
+                "host.front_end_slots",
+                format!("must be at most {}, got {}", 1 << 20, h.front_end_slots),
             );
         }
         if h.queue_depth > 1 << 20 {

@@ -73,6 +73,8 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     s.ftl.cmt_entries = 0;
     s.host.queue_depth = 1024;
     s.host.controller_command_us = 0.0;
+    // The in-order front end is the 980 PRO's, not fitted by a calibration.
+    s.host.front_end_slots = 0;
     s.write_buffer.bytes = 32 << 20;
     let planes = u64::from(units * 2);
     let block = u64::from(s.flash.pages_per_block) * u64::from(s.flash.page_bytes);
