@@ -62,8 +62,13 @@ impl Mount {
     fn start(sched: &str, extra: &[&str]) -> Mount {
         let dirs = tempfile::tempdir().unwrap();
         let back = dirs.path().join("back");
-        let mnt = dirs.path().join("mnt");
         std::fs::create_dir(&back).unwrap();
+        Mount::start_over(back, dirs, sched, extra)
+    }
+
+    /// A mount of `back`, its mount point made in `dirs`.
+    fn start_over(back: PathBuf, dirs: tempfile::TempDir, sched: &str, extra: &[&str]) -> Mount {
+        let mnt = dirs.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
             .arg("mount")
@@ -650,4 +655,83 @@ fn an_output_directory_that_cannot_be_made_is_refused_before_mounting() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--log-limit"));
+}
+
+/// A scratch ext4 filesystem on a loop device whose request queue says `rotational`,
+/// unmounted and detached on drop.
+struct ScratchFs {
+    dir: tempfile::TempDir,
+    loopdev: String,
+}
+
+impl ScratchFs {
+    fn new(rotational: bool) -> ScratchFs {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("fs.img");
+        let mnt = dir.path().join("fs");
+        std::fs::create_dir(&mnt).unwrap();
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let out = sh(&format!("losetup -f --show {}", img.display()));
+        assert!(out.status.success(), "{out:?}");
+        let loopdev = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let name = loopdev.trim_start_matches("/dev/");
+        let r = sh(&format!(
+            "echo {} > /sys/block/{name}/queue/rotational && mkfs.ext4 -q {loopdev} && mount {loopdev} {}",
+            u8::from(rotational),
+            mnt.display()
+        ));
+        assert!(r.status.success(), "{r:?}");
+        ScratchFs { dir, loopdev }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("fs")
+    }
+}
+
+impl Drop for ScratchFs {
+    fn drop(&mut self) {
+        let _ = sh(&format!("umount {}", self.root().display()));
+        let _ = sh(&format!("losetup -d {}", self.loopdev));
+    }
+}
+
+#[test]
+fn bfq_and_cfq_see_the_backing_devices_rotational_flag_across_a_switch() {
+    if !fuse_available("mount_rotational") {
+        return;
+    }
+    if !is_root() || !have("mkfs.ext4") || !have("losetup") {
+        eprintln!("mount_rotational: skipped: needs root, losetup and mkfs.ext4");
+        return;
+    }
+    // Non-rotational, against the policies' default of 1: as the kernel's bfq and cfq read
+    // blk_queue_nonrot from the queue, ours take the backing device's flag.
+    let fs = ScratchFs::new(false);
+    let back = fs.root().join("back");
+    std::fs::create_dir(&back).unwrap();
+    let mut m = Mount::start_over(back, tempfile::tempdir().unwrap(), "bfq", &[]);
+    let tunable = m.path(".elevator/iosched/rotational");
+    assert_eq!(read(&tunable), "0\n", "bfq at mount");
+    // A switch resets the tunables to the new policy's defaults, but not the device's flag.
+    std::fs::write(m.path(".elevator/scheduler"), "cfq\n").unwrap();
+    assert_eq!(read(&tunable), "0\n", "cfq after a switch");
+    assert!(m.unmount(), "clean unmount");
+    // --set still wins over the device.
+    let back = fs.root().join("back");
+    let mut m = Mount::start_over(
+        back,
+        tempfile::tempdir().unwrap(),
+        "bfq",
+        &["--set", "rotational=1"],
+    );
+    assert_eq!(
+        read(&m.path(".elevator/iosched/rotational")),
+        "1\n",
+        "--set"
+    );
+    assert!(m.unmount(), "clean unmount");
 }

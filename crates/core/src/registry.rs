@@ -34,6 +34,22 @@ impl std::fmt::Debug for SchedulerInfo {
     }
 }
 
+impl SchedulerInfo {
+    /// `settings` with `rotational` set from the device the policy runs on, where it has that
+    /// tunable and `settings` does not give it already: the kernel's schedulers read it from
+    /// the request queue (`blk_queue_nonrot`), not from a tunable. `None` (the device cannot
+    /// tell) leaves the policy's default.
+    pub fn on_device(&self, mut settings: Settings, rotational: Option<bool>) -> Settings {
+        if let Some(r) = rotational {
+            let has = self.tunables.iter().any(|t| t.name == "rotational");
+            if has && settings.raw("rotational").is_none() {
+                settings.set("rotational", i64::from(r));
+            }
+        }
+        settings
+    }
+}
+
 /// Every policy, in the order `elevator list` prints them.
 pub fn all() -> &'static [SchedulerInfo] {
     &REGISTRY

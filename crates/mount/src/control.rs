@@ -53,6 +53,8 @@ pub fn is_control(ino: u64) -> bool {
 pub struct Control {
     handle: Handle,
     classifier: Arc<Classifier>,
+    /// The backing device's `queue/rotational`, given to every policy switched to.
+    rotational: Option<bool>,
     state: Mutex<State>,
 }
 
@@ -86,16 +88,19 @@ pub fn factory(info: &'static SchedulerInfo, settings: Settings, tree: GroupTree
 }
 
 impl Control {
-    /// Control over the engine behind `handle`, running `info` with `settings`.
+    /// Control over the engine behind `handle`, running `info` with `settings`, on a device
+    /// whose `queue/rotational` is `rotational` (see [`SchedulerInfo::on_device`]).
     pub fn new(
         handle: Handle,
         classifier: Arc<Classifier>,
         info: &'static SchedulerInfo,
         settings: Settings,
+        rotational: Option<bool>,
     ) -> Control {
         Control {
             handle,
             classifier,
+            rotational,
             state: Mutex::new(State { info, settings }),
         }
     }
@@ -223,12 +228,15 @@ impl Control {
         let info =
             registry::find(name).ok_or_else(|| invalid(format!("no scheduler named {name:?}")))?;
         let mut st = self.lock();
-        let f = factory(info, Settings::new(), self.classifier.tree());
+        // Tunables back to the policy's defaults, as the kernel does; the device's rotational
+        // flag is the queue's, not a tunable, so it stays.
+        let settings = info.on_device(Settings::new(), self.rotational);
+        let f = factory(info, settings.clone(), self.classifier.tree());
         self.handle
             .set_scheduler(f)
             .map_err(|e| invalid(e.to_string()))?;
         st.info = info;
-        st.settings = Settings::new();
+        st.settings = settings;
         Ok(())
     }
 }

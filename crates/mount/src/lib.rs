@@ -167,7 +167,10 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         classifier = classifier.with_names();
     }
     let classifier = Arc::new(classifier);
-    let build = control::factory(info, cfg.settings.clone(), classifier.tree());
+    // As the kernel's schedulers read `blk_queue_nonrot`, ours get the backing device's flag.
+    let rotational = elevator_real::target::rotational(&cfg.backing);
+    let settings = info.on_device(cfg.settings.clone(), rotational);
+    let build = control::factory(info, settings.clone(), classifier.tree());
     let opts = EngineOptions {
         request_log: cfg.request_log,
         ..EngineOptions::default()
@@ -178,7 +181,8 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         handle.clone(),
         Arc::clone(&classifier),
         info,
-        cfg.settings.clone(),
+        settings,
+        rotational,
     ));
     let opts = FsOptions {
         writeback_cache: cfg.writeback_cache,

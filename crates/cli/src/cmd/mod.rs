@@ -57,22 +57,14 @@ fn scoped(key: &str) -> Option<(&'static SchedulerInfo, &str)> {
     Some((registry::find(sched)?, name))
 }
 
-/// [`settings_for`], with `rotational` set from the device the run is on where `info` has that
-/// tunable and `--set` did not give it: the kernel's schedulers read it from the request queue
-/// (`blk_queue_nonrot`), and so do ours. `None` (the device cannot tell) leaves the scheduler's
-/// default.
+/// [`settings_for`], with `rotational` set from the device the run is on
+/// ([`SchedulerInfo::on_device`]).
 pub fn settings_on_device(
     info: &SchedulerInfo,
     extra: &Settings,
     rotational: Option<bool>,
 ) -> Settings {
-    let mut s = settings_for(info, extra);
-    if let Some(r) = rotational {
-        if info.tunables.iter().any(|t| t.name == "rotational") && s.raw("rotational").is_none() {
-            s.set("rotational", i64::from(r));
-        }
-    }
-    s
+    info.on_device(settings_for(info, extra), rotational)
 }
 
 /// The `--set` values that scheduler `info` takes: each plain `NAME` it has a tunable of, and

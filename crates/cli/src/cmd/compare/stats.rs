@@ -257,6 +257,19 @@ impl Goal {
                 c.vs_baseline.is_some_and(|s| s.median >= need)
             })
     }
+
+    /// Where the readers *alone* (row `alone`) stay under `read_x` times the baseline on some
+    /// read metric (medians of paired ratios), that ratio, the lowest such: the reader can do
+    /// no better than alone, so no scheduler can meet the goal on this device.
+    pub fn out_of_reach(&self, alone: &Row, metrics: &[Metric]) -> Option<f64> {
+        metrics
+            .iter()
+            .zip(&alone.cells)
+            .filter(|(m, _)| m.measure == Measure::ReadIops)
+            .filter_map(|(_, c)| c.vs_baseline.map(|s| s.median))
+            .filter(|&x| x < self.read_x)
+            .min_by(f64::total_cmp)
+    }
 }
 
 #[cfg(test)]
@@ -405,5 +418,14 @@ mod tests {
             write_frac: 0.99,
         };
         assert!(!strict.met(lg, &metrics()), "1950/2000 < 0.99");
+        // The readers alone do 20000 / 101 = 198x the baseline (median of the rounds): 25x is
+        // within reach, 250x is not.
+        let alone = row(&Config::Alone);
+        assert_eq!(goal.out_of_reach(alone, &metrics()), None);
+        let high = Goal {
+            read_x: 250.0,
+            write_frac: 0.9,
+        };
+        assert_eq!(high.out_of_reach(alone, &metrics()), Some(20_000.0 / 101.0));
     }
 }
