@@ -654,21 +654,23 @@ impl Bfq {
     // ----- busy / idle, weights -----
 
     /// Set the queue entity's weight from its ioprio weight and raising coefficient, keeping
-    /// the weights multiset in step.
-    fn apply_weight(&mut self, q: usize) {
+    /// the weights multiset in step (`__bfq_entity_update_weight_prio`): a queue whose weight
+    /// changes leaves its weight counter and, unless raised, joins that of its new weight (a
+    /// busy queue at once, an idle one when it next becomes busy). Returns whether the
+    /// weight changed.
+    fn apply_weight(&mut self, q: usize) -> bool {
         let qq = &self.queues[q];
         let new = qq.orig_weight * qq.wr_coeff;
         let e = qq.eid;
         if self.wf.entities[e].weight == new {
-            return;
+            return false;
         }
         self.wf.set_weight(e, new);
-        if self.queues[q].weight_counter.is_some() {
-            self.weights_remove(q);
-            if self.queues[q].wr_coeff == 1 {
-                self.weights_add(q);
-            }
+        self.weights_remove(q);
+        if self.queues[q].wr_coeff == 1 && self.queues[q].busy {
+            self.weights_add(q);
         }
+        true
     }
 
     fn weights_add(&mut self, q: usize) {
@@ -692,18 +694,20 @@ impl Bfq {
     }
 
     fn add_busy(&mut self, q: usize) {
-        self.apply_weight(q);
+        let weight_changed = self.apply_weight(q);
         let nb = self.queues[q].non_blocking_wait_rq;
         self.activate_queue_entity(q, nb);
         let qq = &mut self.queues[q];
         qq.non_blocking_wait_rq = false;
         qq.busy = true;
         self.busy_queues[class_index(qq.class)] += 1;
-        if self.queues[q].dispatched == 0 {
+        let qq = &self.queues[q];
+        let (idle, unraised) = (qq.dispatched == 0, qq.wr_coeff == 1);
+        if idle {
             self.add_in_groups_pending(q);
-            if self.queues[q].wr_coeff == 1 {
-                self.weights_add(q);
-            }
+        }
+        if unraised && (idle || weight_changed) {
+            self.weights_add(q);
         }
         if self.queues[q].wr_coeff > 1 {
             self.wr_busy_queues += 1;

@@ -2634,3 +2634,191 @@ fn bfq_bfqq_served_counts_raised_and_backlogged_service() {
     let qq = &s.queues[q];
     assert_eq!((qq.service_from_wr, qq.service_from_backlogged), (0, 8));
 }
+
+/// `bfq_updated_next_req` (mainline): when a busy queue not in service gets a new next
+/// request, its budget becomes max(max_budget, the request's charge, its service so far);
+/// the in-service queue's budget is never changed.
+#[test]
+fn bfq_updated_next_req_sizes_a_waiting_queues_budget_for_its_next_request() {
+    let (mut s, a) = one_reader(cfg_with(&[("low_latency", 0)]));
+    dispatched(s.dispatch(Nanos::ZERO));
+    s.insert(rq(10, 2).sector(50_000_000).build(), Nanos::ZERO);
+    let b = s.bics[&CtxId(2)].sync_q.unwrap();
+    assert_eq!(s.in_service, Some(a));
+    let eb = s.queues[b].eid;
+    s.queues[b].max_budget = 100;
+    let next = |s: &mut Bfq, id: u64, sector: u64, sectors: u32| {
+        s.insert(
+            rq(id, 2).sector(sector).sectors(sectors).build(),
+            Nanos::ZERO,
+        );
+        assert_eq!(s.queues[b].next().unwrap().id, RequestId(id));
+        s.wf.entities[eb].budget
+    };
+    assert_eq!(next(&mut s, 11, 40_000_000, 1000), 1000);
+    assert_eq!(next(&mut s, 12, 30_000_000, 8), 100);
+    s.wf.entities[eb].service = 500;
+    assert_eq!(next(&mut s, 13, 20_000_000, 8), 500);
+    let ea = s.queues[a].eid;
+    let before = s.wf.entities[ea].budget;
+    s.insert(rq(2, 1).sector(9000).sectors(1024).build(), Nanos::ZERO);
+    assert_eq!(s.wf.entities[ea].budget, before, "in service");
+}
+
+/// `bfq_completed_request` (mainline): when the last in-flight request of a queue that is
+/// no longer busy completes, the queue's idle time starts (budget_timeout = now) and it
+/// leaves the weights tree and its group's pending count.
+#[test]
+fn bfq_completed_request_retires_an_expired_queue_with_its_last_completion() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0), ("slice_idle", 0)]));
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    s.insert(rq(2, 2).sector(1 << 30).build(), Nanos::ZERO);
+    let r1 = dispatched(s.dispatch(Nanos::ZERO));
+    let a = s.bics[&r1.ctx].sync_q.unwrap();
+    let r2 = dispatched(s.dispatch(Nanos::ZERO));
+    assert_ne!(
+        r2.ctx, r1.ctx,
+        "the first queue expired with its request in flight"
+    );
+    assert!(!s.queues[a].busy);
+    assert_eq!(
+        s.queues[a].budget_timeout,
+        125 * MS,
+        "the slot's, with a request in flight"
+    );
+    assert_eq!(s.weights.get(&40), Some(&2));
+    assert_eq!(s.groups[0].queues_pending, 2);
+    s.complete(&r1, at(5));
+    assert_eq!(s.queues[a].budget_timeout, 5 * MS);
+    assert_eq!(s.weights.get(&40), Some(&1));
+    assert_eq!(s.groups[0].queues_pending, 1);
+    assert_eq!(s.num_groups_with_pending, 1);
+}
+
+/// `bfq_idle_slice_timer_body` (mainline): when the idle timer fires (at its deadline,
+/// not before), the queue expires as BUDGET_TIMEOUT if its budget timed out meanwhile,
+/// else TOO_IDLE, with `compensate` (the slot ends when idling started). Here, served
+/// 8 sectors in 100 or 120 ms, the queue is slow and charged for that time:
+/// 16384 * 100 / 125 = 13107 or 16384 * 120 / 125 = 15728 sectors. The budget feedback
+/// follows the reason: TOO_IDLE with nothing in flight, 10922 - 4 * 512; BUDGET_TIMEOUT,
+/// twice 10922 capped at 16384.
+#[test]
+fn bfq_idle_slice_timer_expires_too_idle_or_budget_timeout_with_a_time_charge() {
+    let run = |complete_ms: u64| {
+        let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+        let r = dispatched(s.dispatch(Nanos::ZERO));
+        s.complete(&r, at(complete_ms));
+        let until = at(complete_ms + 8);
+        assert_eq!(s.dispatch(at(complete_ms)), Dispatch::Idle { until });
+        assert_eq!(
+            s.dispatch(Nanos(until.0 - 1)),
+            Dispatch::Idle { until },
+            "not yet"
+        );
+        assert_eq!(s.dispatch(until), Dispatch::Empty);
+        assert!(!s.queues[q].busy);
+        (s.queues[q].max_budget, s.queues[q].service_from_backlogged)
+    };
+    assert_eq!(run(100), (10_922 - 2048, 13_107));
+    assert_eq!(run(120), (16_384, 15_728));
+}
+
+/// `bfq_may_expire_for_budg_timeout` (mainline): a queue whose budget timed out
+/// (`jiffies >= budget_timeout`) may be expired unless it is idling with less than a third
+/// of its budget left.
+#[test]
+fn bfq_may_expire_for_budg_timeout_spares_an_idling_queue_with_little_budget_left() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    dispatched(s.dispatch(Nanos::ZERO));
+    let e = s.queues[q].eid;
+    s.wf.entities[e].budget = 9000;
+    s.wf.entities[e].service = 6001;
+    let t = 125 * MS;
+    assert!(!s.may_expire_for_budg_timeout(q, t - 1), "not timed out");
+    assert!(s.may_expire_for_budg_timeout(q, t), "not idling");
+    s.wait_request = true;
+    assert!(
+        !s.may_expire_for_budg_timeout(q, t),
+        "idling, 2999 < 3000 left"
+    );
+    s.wf.entities[e].service = 6000;
+    assert!(s.may_expire_for_budg_timeout(q, t), "idling, 3000 left");
+}
+
+/// `bfq_select_queue` (mainline): the in-service queue is expired as BUDGET_EXHAUSTED only
+/// if its next request costs more than the budget left; then its next budget is four times
+/// the last (capped at 16384), and a new budget is assigned.
+#[test]
+fn bfq_select_queue_expires_a_queue_whose_next_request_exceeds_its_budget() {
+    let run = |left: u64| {
+        let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+        s.insert(rq(2, 1).sector(1016).build(), Nanos::ZERO);
+        dispatched(s.dispatch(Nanos::ZERO));
+        let e = s.queues[q].eid;
+        s.wf.entities[e].budget = 8 + left;
+        let r = dispatched(s.dispatch(at(1)));
+        assert_eq!(r.id, RequestId(2));
+        (s.queues[q].max_budget, s.budgets_assigned)
+    };
+    assert_eq!(run(8), (10_922, 32), "exactly enough");
+    assert_eq!(run(7), (16_384, 60), "expired, then served again");
+}
+
+/// `bfq_bfqq_expire` and `__bfq_bfqq_expire` (mainline): expiry ends the injection
+/// measurement, stamps a non-raised queue's last_wr_start_finish (with low_latency), and
+/// keeps an empty queue busy when it is preempted while idling is needed for its service
+/// guarantees.
+#[test]
+fn bfq_bfqq_expire_resets_injection_and_keeps_a_preempted_guaranteed_queue_busy() {
+    let (mut s, q) = one_reader(Config::default());
+    s.end_wr(q, 0);
+    s.insert(
+        rq(2, 2)
+            .sector(1 << 30)
+            .prio(IoClass::BestEffort, 7)
+            .build(),
+        Nanos::ZERO,
+    );
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(s.in_service, Some(q));
+    s.inj.rqs_injected = true;
+    s.inj.wait_dispatch = true;
+    s.inj.waited_rq = Some(1);
+    assert!(
+        s.idling_needed_for_service_guarantees(q),
+        "asymmetric weights"
+    );
+    s.expire(q, false, Expire::Preempted, 3 * MS);
+    assert!(!s.inj.rqs_injected && !s.inj.wait_dispatch && s.inj.waited_rq.is_none());
+    assert_eq!(s.queues[q].last_wr_start_finish, 3 * MS);
+    assert!(s.queues[q].busy, "kept busy although empty");
+    let (mut s, q) = one_reader(Config::default());
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    s.expire(q, false, Expire::NoMoreRequests, 3 * MS);
+    assert_eq!(s.queues[q].last_wr_start_finish, 0, "raised: unchanged");
+    assert!(!s.queues[q].busy);
+}
+
+/// `bfq_rq_enqueued` (mainline): while the in-service queue idles, one small request
+/// (fewer than 32 sectors, the only one queued) lets the idle timer run if idling boosts
+/// throughput (the block layer may merge more into it); a larger request, or any request
+/// when idling is for service guarantees (here: a raised queue), ends the idling at once.
+#[test]
+fn bfq_rq_enqueued_keeps_idling_only_for_one_small_request() {
+    let idling_after = |cfg: Config, sectors: u32| {
+        let (mut s, _) = one_reader(cfg);
+        let r = dispatched(s.dispatch(Nanos::ZERO));
+        // Busy 100 ms, then 1 ms without I/O: I/O bound.
+        s.complete(&r, at(100));
+        assert!(matches!(s.dispatch(at(100)), Dispatch::Idle { .. }));
+        assert!(s.wait_request);
+        s.insert(rq(2, 1).sector(1008).sectors(sectors).build(), at(101));
+        s.wait_request
+    };
+    let plain = || cfg_with(&[("low_latency", 0)]);
+    assert!(idling_after(plain(), 8), "small: the timer runs on");
+    assert!(idling_after(plain(), 31));
+    assert!(!idling_after(plain(), 32), "32 sectors: idling ends");
+    assert!(!idling_after(Config::default(), 8), "raised: idling ends");
+}
