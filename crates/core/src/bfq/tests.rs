@@ -2822,3 +2822,157 @@ fn bfq_rq_enqueued_keeps_idling_only_for_one_small_request() {
     assert!(!idling_after(plain(), 32), "32 sectors: idling ends");
     assert!(!idling_after(Config::default(), 8), "raised: idling ends");
 }
+
+/// The sysfs defaults of mainline bfq-iosched.c and elevator's own switches, field by
+/// field: slice_idle 8 ms, fifo_expire sync 125 ms / async 250 ms (`bfq_fifo_expire`),
+/// back_seek_max 16384 KiB, back_seek_penalty 2, max_budget 0 (autotuned), timeout_sync
+/// 125 ms (HZ / 8), strict_guarantees 0, low_latency 1; and each setting lands in its own
+/// field with its unit.
+#[test]
+fn bfq_config_defaults_and_settings_land_in_their_fields() {
+    let d = Config::default();
+    assert_eq!(d.slice_idle, Nanos::from_ms(8));
+    assert_eq!(d.fifo_expire_sync, Nanos::from_ms(125));
+    assert_eq!(d.fifo_expire_async, Nanos::from_ms(250));
+    assert_eq!((d.back_seek_max_kib, d.back_seek_penalty), (16_384, 2));
+    assert_eq!((d.max_budget, d.timeout), (0, Nanos::from_ms(125)));
+    assert!(!d.strict_guarantees && d.low_latency);
+    assert_eq!(d.merge_window, Nanos::from_ms(100));
+    assert!(d.queue_merging && d.rotational);
+    let c = cfg_with(&[
+        ("slice_idle", 3),
+        ("fifo_expire_sync", 50),
+        ("fifo_expire_async", 60),
+        ("back_seek_max", 100),
+        ("back_seek_penalty", 3),
+        ("max_budget", 4096),
+        ("timeout_sync", 70),
+        ("low_latency", 0),
+        ("merge_window_ms", 40),
+        ("queue_merging", 0),
+        ("rotational", 0),
+    ]);
+    assert_eq!(c.slice_idle, Nanos::from_ms(3));
+    assert_eq!(c.fifo_expire_sync, Nanos::from_ms(50));
+    assert_eq!(c.fifo_expire_async, Nanos::from_ms(60));
+    assert_eq!((c.back_seek_max_kib, c.back_seek_penalty), (100, 3));
+    assert_eq!((c.max_budget, c.timeout), (4096, Nanos::from_ms(70)));
+    assert!(!c.strict_guarantees && !c.low_latency);
+    assert_eq!(c.merge_window, Nanos::from_ms(40));
+    assert!(!c.queue_merging && !c.rotational);
+    let agree = cfg_with(&[("slice_idle", 3), ("slice_idle_us", 3000)]);
+    assert_eq!(agree.slice_idle, Nanos::from_ms(3), "both given, agreeing");
+    // Group weights 1..=1000 (BFQ_MIN_WEIGHT, BFQ_MAX_WEIGHT).
+    for (w, ok) in [(1, true), (1000, true), (0, false), (1001, false)] {
+        let mut groups = GroupTree::new();
+        groups.add("/a", Some(w)).unwrap();
+        assert_eq!(
+            Bfq::with_groups(Config::default(), &groups).is_ok(),
+            ok,
+            "{w}"
+        );
+    }
+}
+
+/// Hierarchical B-WF2Q+ (mainline bfq-wf2q.c): /a (weight 100) holds /a/x and /a/y (100
+/// each), /b has weight 100: x and y get a quarter of the sectors each, b half.
+#[test]
+fn bfq_shares_sectors_through_nested_groups() {
+    let mut groups = GroupTree::new();
+    groups.add("/a", Some(100)).unwrap();
+    let x = groups.add("/a/x", Some(100)).unwrap();
+    let y = groups.add("/a/y", Some(100)).unwrap();
+    let b = groups.add("/b", Some(100)).unwrap();
+    let mut h = Harness::new(
+        Bfq::from_settings(&Settings::new(), &groups).unwrap(),
+        1,
+        |r| Nanos::from_us(u64::from(r.sectors) * 4),
+    );
+    for (ctx, g) in [(1u32, x), (2, y), (3, b)] {
+        for i in 0..12_000u64 {
+            let id = u64::from(ctx) * 100_000 + i;
+            let sector = (u64::from(ctx) << 32) + i * 512;
+            h.submit(rq(id, ctx).sector(sector).sectors(256).group(g.0));
+        }
+    }
+    h.run_until(at(20_000));
+    let total: u64 = (1..=3).map(|c| served_sectors(&h, c)).sum();
+    let share = |c| served_sectors(&h, c) as f64 / total as f64;
+    assert!((share(1) - 0.25).abs() < 0.05, "x {}", share(1));
+    assert!((share(2) - 0.25).abs() < 0.05, "y {}", share(2));
+    assert!((share(3) - 0.5).abs() < 0.05, "b {}", share(3));
+}
+
+/// `bfq_exit_bfqq` and `bfq_release_process_ref` (mainline): when a process exits, its
+/// in-service queue is expired (as BUDGET_TIMEOUT) and its requests are still served; an
+/// empty queue kept busy (preempted while idling was needed) leaves the busy queues.
+#[test]
+fn bfq_exit_bfqq_expires_the_exiting_process_queue() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(2, 1).sector(1016).build(), Nanos::ZERO);
+    s.insert(rq(3, 2).sector(1 << 30).build(), Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(s.in_service, Some(q));
+    s.exit(CtxId(1), at(1));
+    assert_eq!(s.in_service, None);
+    assert!(s.queues[q].busy, "its request is still queued");
+    assert_eq!(s.queues[q].proc_refs, 0);
+    assert!(!s.better_to_idle(q), "nobody will issue more");
+    assert_eq!(s.bics[&CtxId(1)].sync_q, None);
+    // The preempted, empty, busy queue of the expire test leaves the busy queues.
+    let (mut s, q) = one_reader(Config::default());
+    s.end_wr(q, 0);
+    let low = rq(2, 2).sector(1 << 30).prio(IoClass::BestEffort, 7);
+    s.insert(low.build(), Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    s.expire(q, false, Expire::Preempted, MS);
+    assert!(s.queues[q].busy && s.queues[q].is_empty());
+    let busy = s.tot_busy();
+    s.exit(CtxId(1), at(2));
+    assert!(!s.queues[q].busy);
+    assert_eq!(s.tot_busy(), busy - 1);
+}
+
+/// `bfq_remove_request` (mainline): a queue not in service emptied by a dispatch (an
+/// injected request) leaves the busy queues with its budget and service reset.
+#[test]
+fn bfq_remove_request_retires_a_queue_emptied_by_injection() {
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0), ("low_latency", 0)]));
+    let a = rq(1, 1).sector(1000).build();
+    s.insert(a, Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.queues[q].inject_limit = 2;
+    s.queues[q].last_serv_time = MS as u64;
+    let low = rq(2, 2).sector(900_000).prio(IoClass::BestEffort, 6);
+    s.insert(low.build(), Nanos::ZERO);
+    let b = s.bics[&CtxId(2)].sync_q.unwrap();
+    assert_eq!(s.in_service, Some(q));
+    s.wait_request = true;
+    s.idle_until = 8 * MS;
+    s.last_idling_start = 0;
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(r.ctx, CtxId(2), "injected");
+    assert_eq!(s.in_service, Some(q));
+    assert!(!s.queues[b].busy);
+    let e = &s.wf.entities[s.queues[b].eid];
+    assert_eq!((e.budget, e.service), (0, 0));
+}
+
+/// `bfq_get_queue` / `bfq_async_queue_prio` (mainline): processes writing at the same class
+/// and level share their group's async queue, each holding one reference; a process keeps
+/// its one reference across its writes. A request of an unknown group goes to the root.
+#[test]
+fn bfq_async_queue_references_count_its_processes() {
+    let mut s = Bfq::new(Config::default());
+    for (id, ctx) in [(1, 1), (2, 1), (3, 2)] {
+        s.insert(rq(id, ctx).sector(id * 1000).write().build(), Nanos::ZERO);
+    }
+    let a = s.groups[0].async_q[group::async_slot(IoPrio::default())].unwrap();
+    assert_eq!(s.queues[a].proc_refs, 2);
+    s.exit(CtxId(2), at(1));
+    assert_eq!(s.queues[a].proc_refs, 1);
+    s.insert(rq(4, 3).sector(5000).group(99).build(), Nanos::ZERO);
+    let q = s.bics[&CtxId(3)].sync_q.unwrap();
+    assert_eq!(s.queues[q].group, GroupId::ROOT);
+}
