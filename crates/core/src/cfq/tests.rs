@@ -1622,3 +1622,262 @@ fn cfq_completed_request_arms_the_idle_timer_only_for_an_empty_queue() {
     let out = h.run();
     assert_eq!(out.of(100).dispatched, ms(20));
 }
+
+// ----- fifth sample's survivors (shard 7/10) -----------------------------------------------------
+
+/// 4.19 `cfq_choose_req`: `back_seek_max` is in KiB, two sectors each, so the default 16 MiB
+/// reaches 32768 sectors behind the head. A request 20,000 sectors behind (cost 40,000) beats
+/// one 50,000 ahead; 40,000 behind, it is out of reach and the one ahead goes first.
+#[test]
+fn cfq_choose_req_reaches_back_seek_max_kib_behind_the_head() {
+    assert_eq!(queue_order(100_000, &[150_008, 80_008])[0], 80_008);
+    assert_eq!(queue_order(100_000, &[150_008, 60_008])[0], 150_008);
+}
+
+/// 4.19 `cfq_may_dispatch` (`promote_sync`): the only busy sync queue is not limited by the
+/// async queues beside it: with writeback queued it still puts all its requests at the
+/// device at once, where a sync queue sharing the device with another gets quantum / 2
+/// while its slice is new. "Only" counts the sync queues busy now: a reader that finished
+/// earlier has left the count (`cfq_del_cfqq_rr`). The reads wait for the writes in flight
+/// ("drain async requests before we start sync IO") and all go at 11 ms.
+#[test]
+fn cfq_may_dispatch_promotes_the_only_busy_sync_queue_beside_writeback() {
+    let mut h = Harness::new(flat(), 64, |_| ms(1));
+    // An earlier reader, done (and its idle wait over) by 9 ms.
+    h.submit(rq(1000, 3).sector(500_000_000).read());
+    for i in 0..20u64 {
+        h.submit(rq(100 + i, 2).sector(90_000_000 + i * 8).write().at(ms(10)));
+    }
+    for i in 0..16u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(ms(10)));
+    }
+    let out = h.run();
+    let reads_at_11 = out
+        .served
+        .iter()
+        .filter(|s| s.rq.ctx.0 == 1 && s.dispatched == ms(11))
+        .count();
+    assert_eq!(reads_at_11, 16);
+}
+
+/// 4.19 `choose_wl_class_and_type` caps the async workload's slice at `target_latency` x the
+/// group's busy async queues / all busy queues of the device ("async queues are currently
+/// system wide"), idle-class queues included, then scales it by `slice_async / slice_sync`.
+/// A writer, a reader and an idle-class reader: min(300 / 2, 300 x 1 / 3) x 40 / 100 = 40 ms,
+/// so the writer's turns are three budgets of 16 writes (the workload is checked as each
+/// budget runs out: at 16 and 32 ms it goes on, at 48 it is over).
+#[test]
+fn choose_wl_class_and_type_caps_writeback_by_its_share_of_all_busy_queues() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..2000u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    for i in 0..600u64 {
+        h.submit(rq(10_000 + i, 2).sector(90_000_000 + i * 8).write());
+    }
+    for i in 0..10u64 {
+        h.submit(
+            rq(20_000 + i, 3)
+                .sector(180_000_000 + i * 8)
+                .read()
+                .prio(IoClass::Idle, 0),
+        );
+    }
+    let out = h.run();
+    let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
+    let t = turns(&order);
+    let writer: Vec<usize> = t[..t.len() - 3]
+        .iter()
+        .filter(|&&(c, _)| c == 2)
+        .map(|&(_, n)| n)
+        .collect();
+    assert!(
+        writer.len() >= 5 && writer[1..].iter().all(|&n| n == 48),
+        "{t:?}"
+    );
+}
+
+/// 4.19 `cfq_arm_slice_timer` counts each idle wait it starts (blktrace's `arm_idle`): a
+/// sequential reader whose next request comes 2 ms after each completion, beside another
+/// reader, gets one idle wait per request.
+#[test]
+fn cfq_arm_slice_timer_counts_each_idle_wait() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..3u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(ms(3 * i)));
+    }
+    h.submit(rq(100, 2).sector(90_000_000).read());
+    h.run_until(ms(8));
+    assert_eq!(h.sched.stats().idle_arms, 3);
+}
+
+/// 4.19 `cfq_close_cooperator` looks for a cooperator of sync queues only. When writeback
+/// (the async workload, chosen first for its lower key) runs out, the next queue is chosen
+/// by workload and key (the reader that queued first), not the reader whose request lies
+/// next to the writes.
+#[test]
+fn cfq_close_cooperator_serves_sync_queues_only() {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    let writes: Vec<Request> = (0..2u64)
+        .map(|i| rq(100 + i, 3).sector(50_000_000 + i * 8).write().build())
+        .collect();
+    for w in &writes {
+        s.insert(w.clone(), t0);
+    }
+    s.insert(rq(1, 1).sector(900_000_000).read().build(), t0);
+    s.insert(rq(2, 2).sector(50_000_016).read().build(), t0);
+    let next = |s: &mut Cfq, now: Nanos| match s.dispatch(now) {
+        Dispatch::Request(r) => Some(r.id.0),
+        Dispatch::Idle { .. } | Dispatch::Empty => None,
+    };
+    // The reads wait for the writes in flight (`cfq_may_dispatch`).
+    let first: Vec<_> = (0..3).map(|_| next(&mut s, t0)).collect();
+    assert_eq!(first, [Some(100), Some(101), None]);
+    for w in &writes {
+        s.complete(w, ms(1));
+    }
+    assert_eq!(next(&mut s, ms(1)), Some(1));
+}
+
+/// 4.19 `cfq_setup_merge`: of two cooperating queues with one process each, the expiring
+/// (active) queue is merged into its cooperator ("merge in the direction of the lesser
+/// amount of work", `new_process_refs >= process_refs`). Reader 1 empties with reader 2's
+/// request 92 sectors from the head: reader 2's queue takes over, and reader 1's next
+/// request joins it (`cfq_merge_cfqqs`).
+#[test]
+fn cfq_setup_merge_moves_the_expiring_queue_into_its_cooperator() {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    s.insert(rq(1, 1).sector(0).read().build(), t0);
+    assert!(matches!(s.dispatch(t0), Dispatch::Request(r) if r.id.0 == 1));
+    s.insert(rq(2, 2).sector(100).read().build(), t0);
+    assert!(matches!(s.dispatch(t0), Dispatch::Request(r) if r.id.0 == 2));
+    let cooperator = s.queue_of(2);
+    s.insert(rq(3, 1).sector(8).read().build(), t0);
+    assert_eq!(s.queue_of(1), cooperator);
+    assert_eq!(s.stats().queue_merges, 1);
+}
+
+/// 4.19 `cfq_update_io_seektime`: a request counts as a seek only if it starts more than
+/// `CFQQ_SEEK_THR` (800 sectors) from where the queue's previous request ended: five gaps of
+/// 800 sectors are no seeks, five of 801 make the queue seeky.
+#[test]
+fn cfq_update_io_seektime_takes_a_seek_as_more_than_800_sectors() {
+    let gaps = |gap: u64| -> Vec<u64> { (0..=5).map(|i| i * (8 + gap)).collect() };
+    assert!(!seeky_after(&gaps(800), 8, true));
+    assert!(seeky_after(&gaps(801), 8, true));
+}
+
+/// 4.19 `cfq_exit_icq` -> `cfq_exit_cfqq`: when a process exits, its queue, if active, is
+/// expired at once (`__cfq_slice_expired`): CFQ stops idling for it and serves the other
+/// process then, not when the idle wait would have run out (9 ms).
+#[test]
+fn cfq_exit_cfqq_ends_the_slice_of_an_exiting_process() {
+    let mut s = flat();
+    let first = rq(1, 1).sector(0).read().build();
+    s.insert(first.clone(), Nanos::ZERO);
+    s.insert(rq(2, 2).sector(10_000_000).read().build(), Nanos::ZERO);
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(r) if r.id.0 == 1));
+    s.complete(&first, ms(1));
+    assert_eq!(s.dispatch(ms(1)), Dispatch::Idle { until: ms(9) });
+    s.exit(CtxId(1), ms(3));
+    assert!(matches!(s.dispatch(ms(3)), Dispatch::Request(r) if r.id.0 == 2));
+}
+
+/// `hw_tag` after 60 requests of ctx 1 issued one at a time (each as the previous
+/// completes), with `backlog` idle-class requests of ctx 2 queued all along (never served
+/// while the reader keeps the disk).
+fn hw_tag_after_light_load(write: bool, backlog: u64) -> i8 {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..60u64 {
+        let r = rq(i, 1).sector(i * 128).sectors(128).at(ms(i));
+        h.submit(if write { r.write() } else { r.read() });
+    }
+    for i in 0..backlog {
+        h.submit(
+            rq(1000 + i, 2)
+                .sector(900_000_000 + i * 128)
+                .sectors(128)
+                .read()
+                .prio(IoClass::Idle, 0),
+        );
+    }
+    h.run_until(ms(60));
+    h.sched.hw_tag
+}
+
+/// 4.19 `cfq_update_hw_tag` takes a sample only under load that could show a queueing
+/// device: more than `CFQ_HW_QUEUE_MIN` (5) requests queued or in the driver, and, when the
+/// active queue idles, enough of its own (5 dispatched or queued) or 5 in the driver. Sixty
+/// writes one at a time, or sixty reads one at a time beside a backlog that is never served
+/// (idle class), are no samples: `hw_tag` stays unknown (-1).
+#[test]
+fn cfq_update_hw_tag_takes_no_samples_under_light_load() {
+    assert_eq!(hw_tag_after_light_load(true, 0), -1);
+    assert_eq!(hw_tag_after_light_load(false, 20), -1);
+}
+
+/// Requests of /a's writer and /b's reader dispatched in the first two seconds, each with
+/// plenty queued (1 ms each), and in /a also an idle-class reader if `idle_reader` (never
+/// served then: the writer keeps /a's best-effort class busy).
+fn writer_and_reader_groups(idle_reader: bool) -> (usize, usize) {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    for i in 0..3000u64 {
+        h.submit(rq(i, 1).sector(i * 8).write().group(1));
+        h.submit(rq(10_000 + i, 2).sector(90_000_000 + i * 8).read().group(2));
+    }
+    if idle_reader {
+        for i in 0..10u64 {
+            h.submit(
+                rq(20_000 + i, 3)
+                    .sector(180_000_000 + i * 8)
+                    .read()
+                    .prio(IoClass::Idle, 0)
+                    .group(1),
+            );
+        }
+    }
+    let out = h.run();
+    let count = |ctx: u32| {
+        out.served
+            .iter()
+            .filter(|s| s.rq.ctx.0 == ctx && s.dispatched < Nanos::from_secs(2))
+            .count()
+    };
+    (count(1), count(2))
+}
+
+/// 4.19 `cfq_group_served` charges an async queue its whole allocated slice, not the time it
+/// used, when its group has no sync queue busy (`nr_sync`: the group's busy queues less its
+/// async and idle-class ones). An idle-class reader in the writer's group is no sync queue:
+/// the writer's group is charged alike with it or without it.
+#[test]
+fn cfq_group_served_charges_writeback_a_whole_slice_beside_idle_class_queues() {
+    let (w, r) = writer_and_reader_groups(false);
+    let (w_idle, r_idle) = writer_and_reader_groups(true);
+    assert_eq!((w_idle, r_idle), (w, r));
+    // Charged 40 ms a turn of 16 writes (15 used), the writer gets well under half the reads.
+    assert!(2 * w < r, "{w} writes, {r} reads");
+}
+
+/// 4.19 `cfq_group_service_tree_del` takes a leaving group's weight out of its parent's
+/// `children_weight`, so when it comes back its share is again its weight over its busy
+/// siblings' (`cfq_group_service_tree_add`): /b (weight 500) leaves at 1 ms while /a (500)
+/// stays busy, and back at 50 ms it has half of the disk, vfraction 2048 of 4096.
+#[test]
+fn cfq_group_service_tree_del_takes_a_leaving_groups_weight_from_its_parent() {
+    let groups = two_groups(None, None);
+    let s = with(&[("slice_idle", 0), ("group_idle", 0)], &groups);
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    h.submit(rq(1000, 2).sector(90_000_000).read().group(2));
+    for i in 0..100u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().group(1));
+    }
+    h.submit(rq(1001, 2).sector(90_000_008).read().group(2).at(ms(50)));
+    h.run_until(ms(2));
+    assert_eq!(h.sched.groups[2].tree_seq, None, "/b has left");
+    h.run_until(ms(50));
+    assert_eq!(h.sched.groups[2].vfraction, 2048);
+}
