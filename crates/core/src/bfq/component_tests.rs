@@ -495,6 +495,11 @@ fn bfq_update_inject_limit_follows_the_service_time_against_1_5_times_the_baseli
         (2, ms(10), 0)
     );
     assert_eq!(limit_after(0, ms(10), true, 2, 2, 20 * MS), (0, ms(10), 0));
+    assert_eq!(
+        limit_after(0, ms(10), true, 2, 2, 15 * MS),
+        (0, ms(10), 0),
+        "at 3/2: no growth"
+    );
     assert_eq!(limit_after(2, ms(10), false, 2, 5, 20 * MS), (2, ms(10), 0));
     // An odd baseline: 3/2 of 10000001 ns is 15000001 ns (shifted, truncated).
     assert_eq!(
