@@ -2976,3 +2976,38 @@ fn bfq_async_queue_references_count_its_processes() {
     let q = s.bics[&CtxId(3)].sync_q.unwrap();
     assert_eq!(s.queues[q].group, GroupId::ROOT);
 }
+
+/// The id hasher spreads its keys: distinct request ids and process ids hash differently
+/// (a constant hash would turn every map lookup into a scan of the map).
+#[test]
+fn bfq_id_hasher_gives_distinct_ids_distinct_hashes() {
+    use std::hash::BuildHasher;
+    let b = std::hash::BuildHasherDefault::<IdHasher>::default();
+    let ids: std::collections::HashSet<u64> = (0..1000u64).map(|i| b.hash_one(i)).collect();
+    assert_eq!(ids.len(), 1000);
+    let ctxs: std::collections::HashSet<u64> = (0..1000).map(|c| b.hash_one(CtxId(c))).collect();
+    assert_eq!(ctxs.len(), 1000);
+}
+
+/// `bfq_find_next_rq` (mainline): after a dispatch the queue's next request is chosen by
+/// `bfq_choose_req`, from the dispatched request's start sector, between its neighbours in
+/// sector order, the queue's first request standing in for the one after at the end.
+#[test]
+fn bfq_find_next_rq_chooses_between_the_neighbours_of_the_dispatched_request() {
+    let order = |sectors: &[u64]| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        s.last_position = sectors[0];
+        for (i, &sector) in sectors.iter().enumerate() {
+            s.insert(rq(i as u64 + 1, 1).sector(sector).build(), Nanos::ZERO);
+        }
+        let mut out = Vec::new();
+        for _ in sectors {
+            out.push(dispatched(s.dispatch(Nanos::ZERO)).sector);
+        }
+        out
+    };
+    // After 200: 300 forward (100) against 160 behind (40 x 2 = 80).
+    assert_eq!(order(&[200, 160, 300]), [200, 160, 300]);
+    // After 100000, both others are beyond back_seek_max behind: the further one first.
+    assert_eq!(order(&[100_000, 100, 200]), [100_000, 100, 200]);
+}
