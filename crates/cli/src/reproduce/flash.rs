@@ -3,22 +3,29 @@
 //! Doekemeijer, Tehrany, Trivedi; Samsung 980 PRO; shared/data/nvme-980pro/, MIT).
 //!
 //! The study's pattern: under interference from throughput jobs, kyber and bfq cut a
-//! latency-sensitive reader's p99, none and mq-deadline do not. Its data give the reader alone
-//! (a QD1 4 KiB random reader under none: 14,443 IOPS, mean 66.0 us, p99 77.3 us;
-//! fig-2's `qd_1_dev_1_sche_none.txt`); the pattern itself is qualitative here (the study's
-//! interference runs are not in the shared data), so the table states it beside our numbers.
+//! latency-sensitive reader's p99, none and mq-deadline do not. Published beside ours: the
+//! reader alone (fig-2's QD1 4 KiB random reader under none: 14,443 IOPS, mean 66.0 us, p99
+//! 77.3 us), and, per scheduler, the study's fig-11c run with 8 writer processes (a QD1 4 KiB
+//! random reader beside 8 processes of QD128 4 KiB random writes spread over eight drives:
+//! 128 writes outstanding per drive, as here): the reader's mean and p99 and the writers' IOPS
+//! per drive (its artifact's `results/fig-11-c-lapp-t4kbw-mix`, `*_num_t_8*`; not in
+//! shared/data).
 //!
-//! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md) in its steady state
-//! (every page mapped, GC running from the first writes). A QD1
-//! 4 KiB random reader over the first half of the drive beside a QD128 4 KiB random writer
-//! over the second half (both O_DIRECT, fio's `norandommap`), for [`RUNTIME_MS`] simulated
-//! after a [`RAMP_MS`] ramp, under none, mq-deadline, kyber (default `read_lat_nsec` 2 ms, and
-//! 250 us) and bfq (`rotational = 0`, as the kernel sets it for an NVMe drive); plus the
-//! reader alone. A scheduler "cuts the p99" when the reader's p99 under it is below
-//! [`CUT`] times its p99 under none, seed by seed.
+//! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md) in two states: filled
+//! once in order (`sequential`: GC is not reached in the run, and the writer runs near the
+//! rate the study measured) and in its steady state (`steady`: every page mapped, GC from the
+//! first writes; the study's preconditioning, at which the model's writer is 13 times slower
+//! than the study's). A QD1 4 KiB random reader over the first half of the drive beside a
+//! QD128 4 KiB random writer over the second half (both O_DIRECT, fio's `norandommap`), for
+//! [`RUNTIME_MS`] simulated after a [`RAMP_MS`] ramp (long enough for kyber's depth control,
+//! which with a slow QD1 reader gathers a read percentile about once a second), under none,
+//! mq-deadline, kyber (default `read_lat_nsec` 2 ms, and 250 us) and bfq (`rotational = 0`, as
+//! the kernel sets it for an NVMe drive); plus the reader alone. A scheduler "cuts the p99"
+//! when the reader's p99 under it is below [`CUT`] times its p99 under none in the same drive
+//! state, seed by seed.
 
 use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
-use elevator_sim::drive::DriveModel;
+use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::BuildEnv;
@@ -32,14 +39,30 @@ use crate::stats::Estimate;
 /// The drive.
 const DRIVE: &str = "samsung-980pro-1tb";
 /// Measured time per run, simulated.
-pub const RUNTIME_MS: u64 = 2000;
+pub const RUNTIME_MS: u64 = 3000;
 /// Lead-in left out of the figures.
-pub const RAMP_MS: u64 = 500;
+pub const RAMP_MS: u64 = 3000;
 /// A p99 below this fraction of none's is "cut".
 pub const CUT: f64 = 0.8;
 
 /// The published reader alone (fig-2, QD1, none): IOPS, mean us, p99 us.
 const ALONE: (f64, f64, f64) = (14_443.0, 66.0, 77.312);
+
+/// The study's fig-11c with 8 writer processes (128 writes outstanding per drive), by
+/// scheduler: the reader's IOPS, mean and p99 (us), and the writers' IOPS per drive (their
+/// total over the eight drives / 8).
+const BESIDE_WRITERS: [(&str, [f64; 4]); 4] = [
+    ("none", [763.0, 1308.4, 14_352.4, 131_181.0]),
+    ("mq-deadline", [881.0, 1133.8, 13_303.8, 117_448.0]),
+    ("kyber", [2568.0, 388.2, 2605.1, 165_641.0]),
+    ("bfq", [2941.0, 339.0, 2244.6, 131_586.0]),
+];
+
+/// The drive states we run, with their names in the table.
+const STATES: [(Precondition, &str); 2] = [
+    (Precondition::Sequential, "sequential"),
+    (Precondition::Steady, "steady"),
+];
 
 /// One configuration: its label, scheduler, tunables, whether a writer runs, and the
 /// published pattern (`Some(true)`: the study found it cuts the reader's p99).
@@ -103,6 +126,7 @@ struct Sample {
     reader_mean_us: f64,
     reader_p99_us: f64,
     writer_iops: f64,
+    writer_mean_us: f64,
 }
 
 /// One row of the table and the JSON.
@@ -112,6 +136,9 @@ pub struct Row {
     pub config: String,
     /// published or elevator.
     pub source: &'static str,
+    /// Ours: the drive's state (`sequential` or `steady`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'static str>,
     /// The reader's IOPS.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reader_iops: Option<Estimate>,
@@ -125,11 +152,15 @@ pub struct Row {
     /// seeds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_over_none: Option<Estimate>,
-    /// The writer's IOPS.
+    /// The writer's IOPS (published: the writers' per drive).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_iops: Option<Estimate>,
+    /// The writer's mean completion latency, us (ours only: kyber throttles writes only while
+    /// theirs is within its 10 ms write target).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer_mean_us: Option<Estimate>,
     /// Whether the scheduler cuts the reader's p99 under interference (published: the
-    /// study's finding; ours: `p99_over_none` below [`CUT`] at every seed).
+    /// study's finding; ours: `p99_over_none` below [`CUT`] at every seed, in its state).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cuts_p99: Option<bool>,
 }
@@ -150,8 +181,8 @@ fn job(cfg: FioJobConfig, capacity: u64, seed: u64, name: &str) -> anyhow::Resul
         .map_err(|e| anyhow::anyhow!("flash: job {name}: {}: {}", e.field, e.reason))
 }
 
-/// One configuration at one seed.
-fn measure_one(c: &Config, drive: &DriveModel, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
+/// One configuration at one seed on `drive`.
+fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
     let info = registry::find(c.sched).expect("a registered scheduler");
     let mut settings = Settings::new();
     for &(k, v) in c.tunables {
@@ -159,8 +190,10 @@ fn measure_one(c: &Config, drive: &DriveModel, wakeup: Nanos, seed: u64) -> anyh
     }
     let sched = (info.build)(&settings, &GroupTree::new())
         .map_err(|e| anyhow::anyhow!("flash: {}: {e}", c.label))?;
-    let device = drive.device();
-    let capacity = device.capacity_sectors();
+    let device = Box::new(
+        Ssd::new(drive.clone()).map_err(|e| anyhow::anyhow!("flash: {}: {e}", drive.name))?,
+    );
+    let capacity = drive.capacity_sectors();
     let mut sim = Simulation::new(device, sched, GroupTree::new());
     sim.set_wakeup_latency(wakeup);
     sim.set_ramp(Nanos::from_ms(RAMP_MS));
@@ -211,9 +244,12 @@ fn measure_one(c: &Config, drive: &DriveModel, wakeup: Nanos, seed: u64) -> anyh
             .ok_or_else(|| anyhow::anyhow!("flash: no job {name} in the report"))
     };
     let reader = summary("reader")?;
-    let writer_iops = match c.writer {
-        true => summary("writer")?.write.iops,
-        false => 0.0,
+    let (writer_iops, writer_mean_us) = match c.writer {
+        true => {
+            let w = summary("writer")?.write;
+            (w.iops, w.lat_mean_ms * 1e3)
+        }
+        false => (0.0, 0.0),
     };
     anyhow::ensure!(
         reader.read.ios > 0,
@@ -225,37 +261,46 @@ fn measure_one(c: &Config, drive: &DriveModel, wakeup: Nanos, seed: u64) -> anyh
         reader_mean_us: reader.read.lat_mean_ms * 1e3,
         reader_p99_us: reader.read.lat_p99_ms * 1e3,
         writer_iops,
+        writer_mean_us,
     })
 }
 
-/// Our rows, one per configuration, over `seeds` (runs in parallel, collected in order).
+/// Our rows, one per drive state and configuration, over `seeds` (runs in parallel,
+/// collected in order).
 pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
-    let drive = DriveModel::builtin(DRIVE).expect("the built-in 980 PRO");
-    let runs: Vec<(usize, u64)> = (0..CONFIGS.len())
-        .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
+    let base = SsdSpec::builtin(DRIVE).expect("the built-in 980 PRO");
+    let drives: Vec<SsdSpec> = STATES
+        .iter()
+        .map(|&(pre, _)| SsdSpec {
+            precondition: pre,
+            ..base.clone()
+        })
+        .collect();
+    let runs: Vec<(usize, usize, u64)> = (0..STATES.len())
+        .flat_map(|d| (0..CONFIGS.len()).flat_map(move |c| seeds.iter().map(move |&s| (d, c, s))))
         .collect();
     let bar = progress::bar(runs.len(), "flash");
     let samples: Vec<Sample> = runs
         .par_iter()
-        .map(|&(c, seed)| {
-            let s = measure_one(&CONFIGS[c], &drive, wakeup, seed);
+        .map(|&(d, c, seed)| {
+            let s = measure_one(&CONFIGS[c], &drives[d], wakeup, seed);
             bar.inc(1);
             s
         })
         .collect::<anyhow::Result<_>>()?;
     bar.finish_and_clear();
-    let per: Vec<&[Sample]> = samples.chunks(seeds.len()).collect();
-    let none_p99 = Estimate::of(per[1].iter().map(|s| s.reader_p99_us).collect());
-    Ok(CONFIGS
-        .iter()
-        .zip(per)
-        .map(|(c, s)| {
+    let mut rows = Vec::new();
+    for (per_state, &(_, state)) in samples.chunks(CONFIGS.len() * seeds.len()).zip(&STATES) {
+        let per: Vec<&[Sample]> = per_state.chunks(seeds.len()).collect();
+        let none_p99 = Estimate::of(per[1].iter().map(|s| s.reader_p99_us).collect());
+        for (c, s) in CONFIGS.iter().zip(per) {
             let e = |f: fn(&Sample) -> f64| Estimate::of(s.iter().map(f).collect());
             let p99 = e(|s| s.reader_p99_us);
             let over = c.writer.then(|| p99.zip(&none_p99, |a, b| a / b));
-            Row {
+            rows.push(Row {
                 config: c.label.to_string(),
                 source: "elevator",
+                state: Some(state),
                 reader_iops: Some(e(|s| s.reader_iops)),
                 reader_mean_us: Some(e(|s| s.reader_mean_us)),
                 cuts_p99: over
@@ -264,22 +309,38 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
                 p99_over_none: over,
                 reader_p99_us: Some(p99),
                 writer_iops: c.writer.then(|| e(|s| s.writer_iops)),
-            }
-        })
-        .collect())
+                writer_mean_us: c.writer.then(|| e(|s| s.writer_mean_us)),
+            });
+        }
+    }
+    Ok(rows)
 }
 
 fn published(c: &Config) -> Row {
-    let alone = !c.writer;
-    let e = |x: f64| alone.then(|| Estimate::published(x));
+    let measured = match c.writer {
+        false => Some([ALONE.0, ALONE.1, ALONE.2, f64::NAN]),
+        true => BESIDE_WRITERS
+            .iter()
+            .find(|(s, _)| *s == c.label)
+            .map(|&(_, v)| v),
+    };
+    let e = |i: usize| {
+        measured
+            .filter(|v| v[i].is_finite())
+            .map(|v| Estimate::published(v[i]))
+    };
+    let none = BESIDE_WRITERS[0].1[2];
     Row {
         config: c.label.to_string(),
         source: "published",
-        reader_iops: e(ALONE.0),
-        reader_mean_us: e(ALONE.1),
-        reader_p99_us: e(ALONE.2),
-        p99_over_none: None,
-        writer_iops: None,
+        state: None,
+        reader_iops: e(0),
+        reader_mean_us: e(1),
+        reader_p99_us: e(2),
+        p99_over_none: (c.writer && measured.is_some())
+            .then(|| Estimate::published(measured.map_or(f64::NAN, |v| v[2]) / none)),
+        writer_iops: e(3),
+        writer_mean_us: None,
         cuts_p99: c.cuts,
     }
 }
@@ -287,13 +348,13 @@ fn published(c: &Config) -> Row {
 /// Print the table; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     say!("A reader beside a random writer on flash (ICPE'24, Samsung 980 PRO): a QD1 4 KiB");
-    say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO (steady");
+    say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO, filled in");
+    say!("order (sequential) and in its steady state, {RUNTIME_MS} ms after a {RAMP_MS} ms ramp.");
+    say!("Published: the reader alone (fig-2), the study's fig-11c with 8 writers (128 writes");
+    say!("outstanding per drive: the reader's mean / p99 us, the writers' IOPS per drive) and its");
+    say!("pattern (kyber and bfq cut the reader's p99 under interference; none and mq-deadline do");
     say!(
-        "state), {RUNTIME_MS} ms after a {RAMP_MS} ms ramp. Published: the reader alone (fig-2) and"
-    );
-    say!("the study's pattern (kyber and bfq cut the reader's p99 under interference; none and");
-    say!(
-        "mq-deadline do not). \"cuts\": p99 below {CUT} x none's at every seed. {}\n",
+        "not). \"cuts\": p99 below {CUT} x none's in the same state at every seed. {}\n",
         super::seeds_note(&opts.seeds)
     );
     super::note_wakeup(opts.wakeup);
@@ -304,19 +365,26 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         Some(false) => "no",
         None => "-",
     };
+    let published: Vec<Row> = CONFIGS.iter().map(published).collect();
     let mut rows = Vec::new();
-    let mut json_rows = Vec::new();
-    for (c, r) in CONFIGS.iter().zip(&ours) {
-        let p = published(c);
-        let theirs = if c.writer {
-            format!("cuts p99: {}", yes_no(p.cuts_p99))
-        } else {
-            format!(
-                "{} IOPS, {} / {} us",
-                show(&p.reader_iops, 0),
+    for (i, r) in ours.iter().enumerate() {
+        let c = &CONFIGS[i % CONFIGS.len()];
+        let p = &published[i % CONFIGS.len()];
+        let theirs = match (&p.reader_mean_us, c.writer) {
+            (Some(_), _) => format!(
+                "{} / {} us{}{}",
                 show(&p.reader_mean_us, 1),
-                show(&p.reader_p99_us, 1)
-            )
+                show(&p.reader_p99_us, 1),
+                p.writer_iops
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(", {} IOPS", w.show(0))),
+                match c.writer {
+                    true => format!(", cuts: {}", yes_no(p.cuts_p99)),
+                    false => String::new(),
+                }
+            ),
+            (None, true) => format!("cuts p99: {}", yes_no(p.cuts_p99)),
+            (None, false) => "-".into(),
         };
         let ours_cut = match (c.cuts, r.cuts_p99) {
             (Some(_), Some(v)) => yes_no(Some(v)).to_string(),
@@ -325,29 +393,33 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         rows.push(vec![
             c.label.to_string(),
             theirs,
+            r.state.unwrap_or("-").to_string(),
             show(&r.reader_iops, 0),
             show(&r.reader_mean_us, 1),
             show(&r.reader_p99_us, 1),
             show(&r.p99_over_none, 2),
             ours_cut,
             show(&r.writer_iops, 0),
+            show(&r.writer_mean_us, 0),
         ]);
-        json_rows.push(p);
-        json_rows.push(r.clone());
     }
     output::say_str(&output::table(
         &[
             "configuration",
             "published",
+            "drive",
             "reader IOPS",
             "mean us",
             "p99 us",
             "p99 / none",
             "cuts p99",
             "writer IOPS",
+            "writer mean us",
         ],
         &rows,
     ));
+    let mut json_rows = published;
+    json_rows.extend(ours);
     Ok(serde_json::to_value(Out {
         experiment: "flash",
         drive: DRIVE,
