@@ -886,7 +886,6 @@ impl Cfq {
             cq.allocated_slice = 0;
             cq.slice_end = 0;
             cq.slice_dispatch = 0;
-            cq.nr_sectors = 0;
             cq.wait_request = false;
             cq.must_dispatch = false;
             cq.fifo_expire = false;
@@ -1283,7 +1282,6 @@ impl Cfq {
         self.groups[g].dispatched += 1;
         let sync = usize::from(self.queues[q].sync);
         self.rq_in_flight[sync] += 1;
-        self.queues[q].nr_sectors += u64::from(rq.sectors);
         self.rq_in_driver += 1;
         self.last_position = rq.end();
         rq

@@ -124,8 +124,6 @@ pub(super) struct CfqQueue {
     pub slice_end: u64,
     /// Slice time left over (positive) or overrun (negative) at the last expiry.
     pub slice_resid: i64,
-    /// Sectors dispatched this slice.
-    pub nr_sectors: u64,
 
     /// 32 bits of seek history, newest in bit 0.
     pub seek_history: u32,
@@ -197,7 +195,6 @@ impl CfqQueue {
             slice_start: None,
             slice_end: 0,
             slice_resid: 0,
-            nr_sectors: 0,
             seek_history: 0,
             last_request_pos: 0,
             refs: 0,
