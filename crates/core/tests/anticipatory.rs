@@ -1185,3 +1185,56 @@ fn as_set_tunable_sets_each_batch_and_fifo_expiry() {
         (ms(90), ms(190), ms(250), ms(60), ms(4))
     );
 }
+
+// ----- survivors of the third sample (shard 7/9) -----
+
+/// 2.6.32 `as_dispatch_request` counts each request it hands to the driver
+/// (`ad->nr_dispatched`), `as_completed_request` counts it down; a new batch waits for the
+/// count to reach 0.
+#[test]
+fn as_counts_dispatched_requests_until_they_complete() {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(0).build(), ms(0));
+    s.insert(rq(2, P).sector(8).build(), ms(0));
+    let a = take(&mut s, ms(0));
+    let b = take(&mut s, ms(0));
+    assert_eq!(s.in_flight(), 2);
+    s.complete(&a, ms(1));
+    assert_eq!(s.in_flight(), 1);
+    s.complete(&b, ms(2));
+    assert_eq!(s.in_flight(), 0);
+}
+
+/// A request without data is never merged into a queued one, even where one ends at its
+/// sector.
+#[test]
+fn as_does_not_merge_an_empty_request() {
+    let mut s = Anticipatory::default();
+    s.insert(rq(1, P).sector(1000).sectors(8).build(), ms(0));
+    assert_eq!(
+        s.try_merge(&rq(2, P).sector(1008).sectors(0).build(), ms(0)),
+        None
+    );
+}
+
+/// 2.6.32 `as_dispatch_request` checks the FIFO of the running batch at each dispatch
+/// (`as_fifo_expired`, at most once per `fifo_expire`): a write batch going up the disk
+/// serves an expired write out of sector order. With `write_expire` 100 ms the far write,
+/// oldest after the batch's first, is not yet expired at the 100 ms check (`time_after`) and
+/// goes at the 200 ms one, not last in sector order (about 401 ms).
+#[test]
+fn as_fifo_expired_serves_an_expired_write_first_within_a_write_batch() {
+    let cfg = Config {
+        write_expire: ms(100),
+        ..no_antic()
+    };
+    let mut h = Harness::new(Anticipatory::new(cfg), 1, |_| ms(1));
+    h.submit(rq(0, Q).sector(0).write());
+    h.submit(rq(1, Q).sector(FAR).write());
+    for i in 2..400u64 {
+        // Not adjacent, so none merges.
+        h.submit(rq(i, Q).sector(i * 16).write());
+    }
+    let out = h.run();
+    assert_eq!(out.of(1).dispatched, ms(200));
+}
