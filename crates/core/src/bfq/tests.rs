@@ -3011,3 +3011,71 @@ fn bfq_find_next_rq_chooses_between_the_neighbours_of_the_dispatched_request() {
     // After 100000, both others are beyond back_seek_max behind: the further one first.
     assert_eq!(order(&[100_000, 100, 200]), [100_000, 100, 200]);
 }
+
+/// `bfq_update_io_seektime` (mainline): each request shifts one bit into the queue's seek
+/// history, set when it starts more than 800 sectors from where the queue's previous request
+/// ended; only soft real-time raising ends when the history turns all seeky.
+#[test]
+fn bfq_update_io_seektime_shifts_one_bit_per_request() {
+    let (mut s, q) = one_reader(Config::default());
+    assert_eq!(s.queues[q].seek_history, 0b10, "a new queue's history is 1");
+    s.insert(rq(2, 1).sector(1_000_000).build(), Nanos::ZERO);
+    s.insert(rq(3, 1).sector(1_000_008 + 800).build(), Nanos::ZERO);
+    s.insert(rq(4, 1).sector(1_000_816 + 801).build(), Nanos::ZERO);
+    assert_eq!(s.queues[q].seek_history, 0b10101);
+    // Interactive raising survives a totally seeky history.
+    assert_eq!(s.queues[q].wr_coeff, 30);
+    s.queues[q].seek_history = u32::MAX;
+    s.insert(rq(5, 1).sector(90_000_000).build(), Nanos::ZERO);
+    assert!(s.queues[q].totally_seeky());
+    assert_eq!(s.queues[q].wr_coeff, 30);
+}
+
+/// `bfq_dispatch_rq_from_bfqq` (mainline): the first request dispatched from the in-service
+/// queue after a measurement was armed (`wait_dispatch`) becomes the waited request whose
+/// completion ends the measurement; a request injected from another queue does not.
+#[test]
+fn bfq_dispatch_arms_the_injection_measurement_on_the_in_service_queue() {
+    let (mut s, _) = one_reader(Config::default());
+    s.inj.wait_dispatch = true;
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(
+        (s.inj.wait_dispatch, s.inj.waited_rq),
+        (false, Some(r.id.0))
+    );
+    assert_eq!(s.rq_in_driver, 1);
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0), ("low_latency", 0)]));
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    s.queues[q].inject_limit = 2;
+    s.queues[q].last_serv_time = MS as u64;
+    let low = rq(2, 2).sector(900_000).prio(IoClass::BestEffort, 6);
+    s.insert(low.build(), Nanos::ZERO);
+    s.wait_request = true;
+    s.idle_until = 8 * MS;
+    s.inj.wait_dispatch = true;
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(r.ctx, CtxId(2));
+    assert!(s.inj.wait_dispatch && s.inj.waited_rq.is_none(), "injected");
+    assert_eq!((s.rq_in_driver, s.queues[q].dispatched), (2, 1));
+}
+
+/// `bfq_bfqq_handle_idle_busy_switch` (mainline): a newly busy queue of a higher weight
+/// (`bfq_bfqq_higher_class_or_weight`) preempts the in-service queue, even one worth idling
+/// for; one of the same weight does not.
+#[test]
+fn bfq_a_newly_busy_heavier_queue_preempts_the_in_service_one() {
+    let next_after_arrival = |level: u8| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        for i in 0..10u64 {
+            s.insert(rq(1 + i, 1).sector(i * 16).build(), Nanos::ZERO);
+        }
+        dispatched(s.dispatch(Nanos::ZERO));
+        let newcomer = rq(100, 2).sector(1 << 30).prio(IoClass::BestEffort, level);
+        s.insert(newcomer.build(), at(1));
+        dispatched(s.dispatch(at(1))).ctx
+    };
+    assert_eq!(next_after_arrival(3), CtxId(2), "weight 50 over 40");
+    assert_eq!(next_after_arrival(4), CtxId(1), "same weight");
+}
