@@ -3079,3 +3079,47 @@ fn bfq_a_newly_busy_heavier_queue_preempts_the_in_service_one() {
     assert_eq!(next_after_arrival(3), CtxId(2), "weight 50 over 40");
     assert_eq!(next_after_arrival(4), CtxId(1), "same weight");
 }
+
+/// The queue weights tree (`bfq_weights_tree_add` / `bfq_weights_tree_remove`, mainline):
+/// a queue counts under its weight while it is not raised and is busy or has requests in
+/// flight (`bfq_add_bfqq_busy`, `bfq_del_bfqq_busy`, `bfq_completed_request`), and joins
+/// its new weight's counter as soon as its raising ends while busy
+/// (`__bfq_entity_update_weight_prio`). Readers of 512 KiB requests, raised when new, whose
+/// raising ends after 120000 sectors while they stay busy, beside a level-0 reader.
+#[test]
+fn bfq_weights_tree_counts_the_unraised_queues_with_pending_io() {
+    let mut h = harness(Config::default(), &GroupTree::new());
+    for ctx in 1..=3u32 {
+        for i in 0..200u64 {
+            let id = u64::from(ctx) * 10_000 + i;
+            let sector = (u64::from(ctx) << 30) + i * 2048;
+            let start = at(u64::from(ctx - 1) * 300);
+            h.submit(rq(id, ctx).sector(sector).sectors(1024).at(start));
+        }
+    }
+    for i in 0..100u64 {
+        let r = rq(90_000 + i, 9).sector((9 << 30) + i * 16);
+        h.submit(r.prio(IoClass::BestEffort, 0).at(at(i * 10)));
+    }
+    let mut ended_while_busy = false;
+    let mut raised = std::collections::BTreeSet::new();
+    for step in 1..=1500u64 {
+        h.run_until(at(step));
+        let s = &h.sched;
+        let mut want = BTreeMap::new();
+        for (i, qq) in s.queues.iter().enumerate() {
+            if qq.wr_coeff == 1 && (qq.busy || qq.dispatched > 0) {
+                *want.entry(s.wf.entities[qq.eid].weight).or_insert(0u32) += 1;
+            }
+            if qq.wr_coeff > 1 {
+                raised.insert(i);
+            }
+            ended_while_busy |= raised.contains(&i) && qq.busy && qq.wr_coeff == 1;
+        }
+        assert_eq!(s.weights, want, "at {step} ms");
+    }
+    assert!(
+        ended_while_busy,
+        "some reader's raising ended while it was busy"
+    );
+}
