@@ -1881,3 +1881,27 @@ fn cfq_group_service_tree_del_takes_a_leaving_groups_weight_from_its_parent() {
     h.run_until(ms(50));
     assert_eq!(h.sched.groups[2].vfraction, 2048);
 }
+
+/// 4.19 `cfq_group_service_tree_del` propagates a deactivation up the hierarchy while it
+/// leaves a parent with no active entity (`nr_active`): when /a/b, the only busy group under
+/// /a, leaves at 1 ms, /a leaves its parent too, and /c, charged at the end of its slice
+/// (about 100 ms), comes back alone with the whole disk (vfraction 4096, not 2048 beside a
+/// stale /a).
+#[test]
+fn cfq_group_service_tree_del_deactivates_a_parent_left_without_busy_children() {
+    let mut t = GroupTree::new();
+    t.add("/a", None).unwrap();
+    let ab = t.add("/a/b", None).unwrap();
+    let c = t.add("/c", None).unwrap();
+    let s = with(&[("slice_idle", 0), ("group_idle", 0)], &t);
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    h.submit(rq(1000, 2).sector(90_000_000).read().group(ab.0));
+    for i in 0..300u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().group(c.0));
+    }
+    h.run_until(ms(2));
+    let c = c.0 as usize;
+    assert_eq!(h.sched.groups[c].vfraction, 2048, "beside /a at first");
+    h.run_until(ms(150));
+    assert_eq!(h.sched.groups[c].vfraction, 4096);
+}
