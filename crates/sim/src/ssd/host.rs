@@ -85,6 +85,8 @@ pub struct WriteBuffer {
     /// DRAM transfer time per byte, picoseconds (0: instant), and when the DRAM is free.
     dram_ps_per_byte: u64,
     dram_free: Nanos,
+    /// When the last write was admitted.
+    last: Nanos,
 }
 
 impl WriteBuffer {
@@ -98,14 +100,17 @@ impl WriteBuffer {
             drained: Nanos::ZERO,
             dram_ps_per_byte: if mb_s > 0.0 { ps_per_byte(mb_s) } else { 0 },
             dram_free: Nanos::ZERO,
+            last: Nanos::ZERO,
         }
     }
 
     /// Admit a write of `data` bytes taking `bytes` of room (whole mapping units) that
     /// arrived at `at`: returns when it is in the buffer (once there is room, earlier data
-    /// having been programmed, and the DRAM has taken its data).
+    /// having been programmed, and the DRAM has taken its data). Writes are admitted in the
+    /// order they come, each no earlier than the one before it (MQSim's writes waiting for
+    /// DRAM room wait in one list, served in order).
     pub fn admit(&mut self, bytes: u64, data: u64, at: Nanos) -> Nanos {
-        let mut t = at;
+        let mut t = at.max(self.last);
         while let Some(&Reverse((done, b))) = self.releases.peek() {
             if done > t && self.used + bytes <= self.capacity {
                 break;
@@ -121,6 +126,7 @@ impl WriteBuffer {
             t = start + Nanos((data * self.dram_ps_per_byte).div_ceil(1000));
             self.dram_free = t;
         }
+        self.last = t;
         t
     }
 
@@ -168,28 +174,26 @@ impl FrontEnd {
         }
     }
 
-    /// A write decoded at `accepted` (submitted at `now`): when it holds a slot, and the
-    /// earliest its data may be admitted (after every write fetched before it).
-    pub fn write_order(&mut self, accepted: Nanos, now: Nanos) -> (Nanos, Nanos) {
+    /// A write decoded at `accepted` (submitted at `now`): when it holds a slot (its data is
+    /// then admitted after the writes before it, as the buffer admits in order).
+    pub fn fetch_write(&mut self, accepted: Nanos, now: Nanos) -> Nanos {
         if self.slots == 0 {
-            return (accepted, accepted);
+            return accepted;
         }
         self.forget(now);
-        let n = self.pending.len();
         // Its own queue's writes take the slots in order: it gets the one freed by the write
         // `slots` places ahead of it.
-        let fetched = match n.checked_sub(self.slots) {
+        match self.pending.len().checked_sub(self.slots) {
             Some(i) => accepted.max(self.pending[i]),
             None => accepted,
-        };
-        let after = self.pending.back().map_or(fetched, |&a| a.max(fetched));
-        (fetched, after)
+        }
     }
 
-    /// The write placed by the last [`FrontEnd::write_order`] is admitted at `at`.
+    /// The write placed by the last [`FrontEnd::fetch_write`] is admitted at `at` (no earlier
+    /// than the writes before it: the buffer admits in order).
     pub fn admitted(&mut self, at: Nanos) {
         if self.slots > 0 {
-            let at = self.pending.back().map_or(at, |&a| a.max(at));
+            debug_assert!(self.pending.back().is_none_or(|&a| a <= at));
             self.pending.push_back(at);
         }
     }

@@ -213,12 +213,11 @@ impl Ssd {
     fn write(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {
         self.stats.writes += 1;
         let units = self.units(rq);
-        // The front end fetches it when it has a slot and admits it after the writes fetched
-        // before it (both at once when it has no in-order stage).
-        let (fetched, after) = self.front.write_order(accepted, now);
+        // Its data comes over the link once the front end has a slot for it.
+        let fetched = self.front.fetch_write(accepted, now);
         let arrived = self.host.transfer(rq.bytes(), fetched, now);
         let bytes = u64::from(units.end - units.start) * self.unit_bytes;
-        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived.max(after));
+        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived);
         self.front.admitted(admitted);
         // The mapping update needs the entries: their reads do not delay the completion, but
         // the data's program waits for them (it needs the entry to update).
