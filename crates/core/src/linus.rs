@@ -377,9 +377,19 @@ mod tests {
             submit(&mut s, rq(id, 1).sector(sector).read().build());
         }
         assert_eq!(order(&s), vec![1, 4, 3, 5, 2]);
-        // Each insertion charged those it passed in front of: 900 was passed three times.
-        assert_eq!(budget(&s, 2), 2048 - 3 * SEEK_COST);
-        assert_eq!(budget(&s, 1), 2048);
+        // Each insertion charged those it passed in front of: 900 was passed three times, 500
+        // once (by 300, inserted before it), 700 and 300 never.
+        let budgets: Vec<(u64, i64)> = s.budgets().iter().map(|&(id, b)| (id.0, b)).collect();
+        assert_eq!(
+            budgets,
+            vec![
+                (1, 2048),
+                (4, 2048),
+                (3, 2048 - SEEK_COST),
+                (5, 2048),
+                (2, 2048 - 3 * SEEK_COST)
+            ]
+        );
     }
 
     #[test]
@@ -414,6 +424,77 @@ mod tests {
         submit(&mut s, rq(2, 2).sector(100).write().build());
         submit(&mut s, rq(3, 1).sector(200).read().build());
         assert_eq!(order(&s), vec![1, 3, 2]);
+    }
+
+    /// 2.4.20 `bh_rq_in_between` is strict at the *next* request's sector as well: a request
+    /// at the sector of the request after `rq` is not in between them (`b_rsector <
+    /// next_rq->sector`), and with the two in order it goes on looking, here to the tail.
+    #[test]
+    fn bh_rq_in_between_is_strict_at_the_next_requests_sector() {
+        let mut s = Linus::default();
+        submit(&mut s, rq(1, 1).sector(100).read().build());
+        submit(&mut s, rq(2, 1).sector(300).read().build());
+        submit(&mut s, rq(3, 2).sector(300).write().build());
+        assert_eq!(order(&s), vec![1, 2, 3]);
+    }
+
+    /// 2.4.20 `bh_rq_in_between` where the queue wraps between `rq` (300) and `next_rq` (100):
+    /// a request goes there if above `rq` or below `next_rq`, strictly on both sides.
+    #[test]
+    fn bh_rq_in_between_at_the_wrap_takes_only_sectors_strictly_outside_the_gap() {
+        let wrap = |sector: u64| {
+            let mut s = Linus::default();
+            submit(&mut s, rq(1, 1).sector(300).read().build());
+            submit(&mut s, rq(2, 1).sector(100).read().build());
+            assert_eq!(order(&s), vec![1, 2], "100 waits for the next sweep");
+            submit(&mut s, rq(3, 2).sector(sector).write().build());
+            order(&s)
+        };
+        assert_eq!(wrap(400), vec![1, 3, 2], "above rq: continues the sweep");
+        assert_eq!(
+            wrap(50),
+            vec![1, 3, 2],
+            "below next_rq: starts the next one"
+        );
+        assert_eq!(wrap(300), vec![1, 2, 3], "at rq's sector: not above it");
+        assert_eq!(
+            wrap(100),
+            vec![1, 2, 3],
+            "at next_rq's sector: not below it"
+        );
+        assert_eq!(wrap(200), vec![1, 2, 3], "inside the gap");
+    }
+
+    /// Merging is the driver's `try_merge` (2.4.20's `elevator_linus_merge` before
+    /// `__make_request` adds a request); an insert never merges, but places a request in
+    /// sector order even when it is contiguous with a queued one.
+    #[test]
+    fn insert_places_a_contiguous_request_without_merging_it() {
+        let mut s = Linus::default();
+        submit(&mut s, rq(1, 1).sector(100).sectors(8).read().build());
+        submit(&mut s, rq(2, 1).sector(300).read().build());
+        s.insert(rq(3, 2).sector(108).sectors(8).read().build(), Nanos::ZERO);
+        assert_eq!(order(&s), vec![1, 3, 2]);
+        assert_eq!(s.queue[0].rq.sectors, 8);
+    }
+
+    /// Only reads and writes with data merge (2.4's `rq_mergeable` buffer heads): two
+    /// contiguous discards, or a zero-length write at the end of a queued one, stay apart.
+    #[test]
+    fn only_reads_and_writes_with_data_merge() {
+        let mut s = Linus::default();
+        let mut d1 = rq(1, 1).sector(100).sectors(8).build();
+        d1.op = Op::Discard;
+        let mut d2 = rq(2, 1).sector(108).sectors(8).build();
+        d2.op = Op::Discard;
+        assert_eq!(submit(&mut s, d1), None);
+        assert_eq!(submit(&mut s, d2), None);
+        submit(&mut s, rq(3, 1).sector(500).sectors(8).write().build());
+        assert_eq!(
+            submit(&mut s, rq(4, 1).sector(508).sectors(0).write().build()),
+            None
+        );
+        assert_eq!(s.queued(), 4);
     }
 
     #[test]
