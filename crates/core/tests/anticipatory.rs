@@ -1238,3 +1238,48 @@ fn as_fifo_expired_serves_an_expired_write_first_within_a_write_batch() {
     let out = h.run();
     assert_eq!(out.of(1).dispatched, ms(200));
 }
+
+// ----- survivors of the fourth sample (shard 2/9) -----
+
+/// 2.6.32 `as_can_break_anticipation`, rule 5: a wait for an exited process ends only once
+/// `exit_no_coop` is above half (> 128 of 256); at exactly 128 AS still waits. A timeout after
+/// an exit raises it (`as_antic_timeout`), a close read of another process that rescues the
+/// wait lowers it (rule 4): up, up, down, up, down, up, up, up from 0 lands on 128 exactly
+/// (32, 60, 52, 77, 67, 90, 110, 128).
+#[test]
+fn as_still_waits_for_an_exited_process_at_exit_no_coop_exactly_half() {
+    let mut s = Anticipatory::default();
+    let mut t = ms(0);
+    let steps = [true, true, false, true, false, true, true, true];
+    for (k, up) in steps.into_iter().enumerate() {
+        let ctx = 1 + k as u32;
+        let done = anticipate_thinking(&mut s, ctx, t);
+        s.exit(CtxId(ctx), done + ms(1));
+        if !up {
+            // A read of another process right where the exited one left the head.
+            let base = 10_000_000 + u64::from(ctx) * 1_000_000;
+            s.insert(
+                rq(5000 + k as u64, 300 + ctx).sector(base + 16).build(),
+                done + ms(2),
+            );
+            assert_eq!(s.antic_state(), AnticState::Finished, "step {k}: rescued");
+        }
+        t = drain(&mut s, done + ms(2)) + ms(100);
+    }
+    assert_eq!(s.est_time().exit_no_coop, 128);
+    let done = anticipate_thinking(&mut s, 20, t);
+    s.exit(CtxId(20), done + ms(1));
+    s.insert(rq(6000, 250).sector(FAR + 5_000).build(), done + ms(2));
+    assert_eq!(s.antic_state(), AnticState::WaitNext);
+}
+/// 2.6.32 `update_write_batch` leaves the count alone when a full batch took exactly
+/// `write_batch_expire`: it grows only for `write_time < batch` and shrinks only for
+/// `write_time > batch`. 24 writes of 5.18 ms and the read after them make 125 jiffies;
+/// 5.16 ms make 124 (one more write next time), 5.21 ms 126 (one fewer).
+#[test]
+fn as_write_batch_keeps_its_count_when_the_batch_took_exactly_write_batch_expire() {
+    let (before, after) = write_batch_tuning(us(5180), false);
+    assert_eq!(after, before);
+    assert_eq!(write_batch_tuning(us(5160), false).1, before + 1);
+    assert_eq!(write_batch_tuning(us(5210), false).1, before - 1);
+}
