@@ -3123,3 +3123,37 @@ fn bfq_weights_tree_counts_the_unraised_queues_with_pending_io() {
         "some reader's raising ended while it was busy"
     );
 }
+
+/// `bfq_remove_request` (mainline): on a rotational drive (or one without queueing), a
+/// queue left with requests after a removal is repositioned in its group's position tree
+/// under its new next request (`bfq_pos_tree_add_move`), also when the request was
+/// injected while another queue held the device. A newcomer reading 8190 sectors past that
+/// new next request (within BFQQ_CLOSE_THR, 8192) finds it there and merges with it; from
+/// the request first queued it is 8206 sectors away.
+#[test]
+fn bfq_remove_request_repositions_the_queue_in_the_position_tree() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    let b1 = rq(1, 1).sector(1000).build();
+    s.insert(b1.clone(), Nanos::ZERO);
+    dispatched(s.dispatch(Nanos::ZERO));
+    let b = s.bics[&CtxId(1)].sync_q.unwrap();
+    // B is seeky: idling for it does not boost throughput, so others may be injected.
+    s.queues[b].seek_history = u32::MAX;
+    let s0 = 10_000_000;
+    for i in 0..3u64 {
+        let r = rq(10 + i, 2)
+            .sector(s0 + i * 16)
+            .prio(IoClass::BestEffort, 6);
+        s.insert(r.build(), Nanos::ZERO);
+    }
+    let a = s.bics[&CtxId(2)].sync_q.unwrap();
+    s.complete(&b1, at(1));
+    assert_eq!(s.in_service, Some(b));
+    assert!(s.wait_request, "B idles: the weights differ");
+    s.queues[b].inject_limit = 2;
+    let r = dispatched(s.dispatch(at(1)));
+    assert_eq!((r.ctx, r.sector), (CtxId(2), s0), "A's first read injected");
+    assert_eq!(s.queues[a].pos_key, Some(s0 + 16));
+    s.insert(rq(20, 3).sector(s0 + 16 + 8190).build(), at(2));
+    assert_eq!(s.bics[&CtxId(3)].sync_q, Some(a), "merged with A");
+}
