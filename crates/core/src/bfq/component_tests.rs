@@ -1094,6 +1094,7 @@ fn bfq_bfqq_resume_state_counts_a_busy_queue_among_the_raised_ones() {
     assert_eq!(run(30, 1, true, false, false), (6, 1200));
     assert_eq!(run(1, 30, true, false, false), (4, 40));
     assert_eq!(run(30, 30, true, false, false), (5, 1200));
+    assert_eq!(run(1, 1, true, false, false), (5, 40));
     assert_eq!(run(30, 1, false, false, false), (5, 1200), "a new queue");
     assert_eq!(
         run(30, 1, true, true, false),
