@@ -1668,10 +1668,21 @@ impl Scheduler for Cfq {
     fn insert(&mut self, rq: Request, now: Nanos) {
         let now = now.as_ns();
         self.fire_timer(now);
+        // cfq_may_queue, before the request is set up: the process's queue for this
+        // direction, if it has one, takes its priority and the metadata boost (a process's
+        // first request of a direction is never boosted).
+        let existing = self
+            .cics
+            .get(&rq.ctx)
+            .filter(|c| !c.exited)
+            .and_then(|c| Some((c.queues[usize::from(rq.is_sync())]?, c.prio)));
+        if let Some((q, prio)) = existing {
+            self.init_prio_data(q, prio);
+            self.boost_on_prio(q, rq.meta);
+        }
         let q = self.queue_for(&rq, now);
         let prio = self.cics[&rq.ctx].prio;
         self.init_prio_data(q, prio);
-        self.boost_on_prio(q, rq.meta);
         let fifo_time = now + self.cfg.fifo_expire(rq.is_sync());
         self.rq_queue.insert(rq.id, q);
         let key = self.queues[q].add(rq.clone(), fifo_time);

@@ -1565,6 +1565,27 @@ fn cfqq_boost_on_prio_lifts_an_idle_class_queue_for_its_metadata() {
     assert_eq!(out.of(1001).dispatched, ms(6));
 }
 
+/// 4.19 boosts in `cfq_may_queue`, which finds no queue for a process's first request of a
+/// direction: an idle-class process whose very first request is a metadata read stays in the
+/// idle class and waits for the disk to fall idle.
+#[test]
+fn cfqq_boost_on_prio_leaves_a_processs_first_request_alone() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..300u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    h.submit(
+        rq(1001, 2)
+            .sector(90_000_000)
+            .read()
+            .meta()
+            .prio(IoClass::Idle, 0)
+            .at(Nanos::from_us(5500)),
+    );
+    let out = h.run();
+    assert!(out.of(1001).dispatched > ms(300), "{:?}", out.of(1001));
+}
+
 /// 4.19 `cfq_should_preempt` lets a sync-noidle queue's request preempt an empty active queue
 /// only while CFQ serves the sync-noidle workload ("allow preemption only if we are idling on
 /// sync-noidle tree"). A sync write without REQ_IDLE (`req_noidle`) makes its writer a
