@@ -18,6 +18,7 @@
 //! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths (the channels carry programs too: at least 1.1x the write bandwidth in all) |
 //! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
 //! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the program under way on its plane; the buffer sets how long the writer keeps the planes programming), fitted after the rates; then `flash.program_us` again, to the write bandwidth |
+//! | `host.front_end_slots` | the same mixed point: each of 0 (no in-order front end), 1, 2, 4, ... 128 slots with the buffer and program time fitted again under it, the one whose mixed read latency comes closest (log error; fewer slots on a tie). A target whose host queue serves a read behind the writes queued before it (a virtual disk, a loop device) is fitted with a few slots, a read that waits only for the flash with none |
 //!
 //! For each die count, every rate starts from the figures and is refined by simulating the
 //! point it comes from and correcting it by measured against simulated, three rounds; then
@@ -35,12 +36,19 @@ use super::measure::{simulate, Figures, Point, PLAN};
 /// Simulated time per point when scoring a candidate (plus a tenth as ramp).
 const SIM_RUNTIME: Duration = Duration::from_millis(40);
 
+/// Simulated time of the mixed point: the writer must fill the buffer and reach the rate the
+/// programs allow, as in the seconds the point is measured; in 40 ms the reader sees only the
+/// writer's first burst.
+const MIXED_RUNTIME: Duration = Duration::from_millis(1000);
+
 /// Measured figures of the grid, by point.
 pub type Measured = [(Point, Figures)];
 
-fn find(m: &Measured, rw: RwMode, bs: u64, qd: u32) -> Option<Figures> {
+/// The figures measured at `at`: the same pattern, size and depth, and the writer beside it
+/// or not (the mixed point's reader is `randread 4k qd1` too).
+fn find(m: &Measured, at: &Point) -> Option<Figures> {
     m.iter()
-        .find(|(p, _)| p.rw == rw && p.bs == bs && p.qd == qd)
+        .find(|(p, _)| p.rw == at.rw && p.bs == at.bs && p.qd == at.qd && p.beside == at.beside)
         .map(|&(_, f)| f)
 }
 
@@ -52,7 +60,8 @@ fn device(spec: &SsdSpec) -> anyhow::Result<Box<dyn Device>> {
 
 /// The simulated figures of `p` on `spec`.
 pub fn predict(spec: &SsdSpec, p: &Point, region: u64) -> anyhow::Result<Figures> {
-    simulate(p, device(spec)?, region, SIM_RUNTIME, SIM_RUNTIME / 10)
+    let runtime = if p.beside { MIXED_RUNTIME } else { SIM_RUNTIME };
+    simulate(p, device(spec)?, region, runtime, runtime / 10)
 }
 
 /// A spec template of `capacity` bytes with `units` flash dies (1 to 8 channels).
@@ -73,7 +82,7 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     s.ftl.cmt_entries = 0;
     s.host.queue_depth = 1024;
     s.host.controller_command_us = 0.0;
-    // The in-order front end is the 980 PRO's, not fitted by a calibration.
+    // The in-order front end is fitted last, to the mixed point (`fit`).
     s.host.front_end_slots = 0;
     s.write_buffer.bytes = 32 << 20;
     let planes = u64::from(units * 2);
@@ -138,7 +147,12 @@ fn fit_units(
     units: u32,
     a: &Anchors,
 ) -> anyhow::Result<SsdSpec> {
-    let mut spec = template(name, capacity, units);
+    let spec = template(name, capacity, units);
+    fit_rates(spec, region, a)
+}
+
+/// `spec`'s rates fitted to `a`, its organisation and front end as they are.
+fn fit_rates(mut spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdSpec> {
     spec.host.link_mb_s = (a.seq_r.mb_s.max(a.seq_w.mb_s) * 1.05).max(1.0);
     // Programs cross the channels too: they carry at least the sequential write bandwidth.
     let channel_min = a.seq_w.mb_s * 1.1 / f64::from(spec.flash.channels);
@@ -206,9 +220,8 @@ fn fit_units(
 /// target's first `region` bytes): for each die count from 1 to 256 the rates that fit the
 /// anchors, then the die count whose 4 KiB random-read curve over queue depths comes closest.
 pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Result<SsdSpec> {
-    let need = |p: Point| {
-        find(m, p.rw, p.bs, p.qd).ok_or_else(|| anyhow::anyhow!("no measurement of {}", p.label()))
-    };
+    let need =
+        |p: Point| find(m, &p).ok_or_else(|| anyhow::anyhow!("no measurement of {}", p.label()));
     let peak = (PEAK, need(PEAK)?);
     let a = Anchors {
         r1: need(R1)?,
@@ -236,14 +249,58 @@ pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Resu
         }
     }
     let (_, spec) = best.expect("candidates were tried");
+    let spec = fit_front_end(spec, region, &a)?;
     spec.validate()
         .map_err(|e| anyhow::anyhow!("the fitted spec fails its checks: {e}"))?;
     Ok(spec)
 }
 
+/// Front-end slots tried, 0 being none.
+const FRONT_END_SLOTS: [u32; 9] = [0, 1, 2, 4, 8, 16, 32, 64, 128];
+
+/// `spec` with the in-order front end (`host.front_end_slots`) whose mixed read latency,
+/// with the rates fitted again under it, comes closest to the measured one.
+fn fit_front_end(spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdSpec> {
+    let mut best: Option<(f64, SsdSpec)> = None;
+    for slots in FRONT_END_SLOTS {
+        let mut candidate = spec.clone();
+        candidate.host.front_end_slots = slots;
+        let candidate = if slots == 0 {
+            candidate
+        } else {
+            fit_rates(candidate, region, a)?
+        };
+        let p = predict(&candidate, &MIXED, region)?;
+        let e = (p.mean_us.max(1e-9) / a.mixed.mean_us.max(1e-9)).ln().abs();
+        if best.as_ref().is_none_or(|(b, _)| e < *b) {
+            best = Some((e, candidate));
+        }
+    }
+    Ok(best.expect("candidates were tried").1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mixed point's reader has the same pattern, size and depth as `randread 4k qd1`:
+    /// each is found as itself, not the other (the fit once took the lone reader's latency
+    /// for the mixed point's and sent the write buffer to its floor).
+    #[test]
+    fn the_mixed_point_is_found_apart_from_the_lone_reader() {
+        let figures = |mean_us: f64| Figures {
+            ios: 1,
+            iops: 1e6 / mean_us,
+            mb_s: 0.0,
+            mean_us,
+            p50_us: mean_us,
+            p99_us: mean_us,
+        };
+        let m = [(R1, figures(75.0)), (MIXED, figures(4686.0))];
+        assert_eq!(find(&m, &MIXED).unwrap().mean_us, 4686.0);
+        assert_eq!(find(&m, &R1).unwrap().mean_us, 75.0);
+        assert!(find(&m[..1], &MIXED).is_none());
+    }
 
     #[test]
     fn the_anchors_are_the_points_they_are_named_after() {
