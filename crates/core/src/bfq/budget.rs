@@ -291,6 +291,14 @@ mod tests {
             !p.needs_reset_on_completion(3_000_000, 0),
             "3 << 16 / 3000 = 65"
         );
+        assert!(
+            !p.needs_reset_on_completion(3_072_000, 0),
+            "3 << 16 / 3072 = 64"
+        );
+        assert!(
+            p.needs_reset_on_completion(3_073_000, 0),
+            "3 << 16 / 3073 = 63"
+        );
         assert!(p.needs_reset_on_completion(13_000_000, 10_000_000 - 100_000));
         assert!(!p.needs_reset_on_completion(13_000_000, 10_000_000 + 1_000_000));
     }

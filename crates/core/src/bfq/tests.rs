@@ -2063,6 +2063,15 @@ fn bfq_update_io_intensity_keeps_a_halving_200_ms_window() {
         window(&mut s, 0, 40 * MS, 200 * MS + 2),
         (true, 100 * MS + 1, 20 * MS)
     );
+    // The window runs from io_start_time: 100 ms here.
+    assert_eq!(
+        window(&mut s, 100 * MS, 25 * MS, 200 * MS),
+        (false, 100 * MS, 25 * MS)
+    );
+    assert_eq!(
+        window(&mut s, 100 * MS, 20 * MS, 301 * MS),
+        (true, 200 * MS + MS / 2, 10 * MS)
+    );
 }
 
 /// BFQQ_SEEKY, BFQQ_TOTALLY_SEEKY and BFQ_RQ_SEEKY (mainline): seeky when more than 19 of
@@ -3156,4 +3165,55 @@ fn bfq_remove_request_repositions_the_queue_in_the_position_tree() {
     assert_eq!(s.queues[a].pos_key, Some(s0 + 16));
     s.insert(rq(20, 3).sector(s0 + 16 + 8190).build(), at(2));
     assert_eq!(s.bics[&CtxId(3)].sync_q, Some(a), "merged with A");
+}
+
+/// `bfq_activate_requeue_entity` (mainline bfq-wf2q.c): activating a queue in a group that is
+/// already active stops at the group when the group's next entity does not change; the
+/// group keeps the budget of that next entity (`bfq_update_parent_budget`). Here /a's next
+/// queue stays a1 (finish start + 10922 / 40) when a2, whose first request needs 16000
+/// sectors (finish start + 16000 / 40), becomes busy, while /b is in service.
+#[test]
+fn bfq_activation_below_an_active_group_keeps_the_groups_budget() {
+    let mut groups = GroupTree::new();
+    let ga = groups.add("/a", None).unwrap();
+    let gb = groups.add("/b", None).unwrap();
+    let mut s = Bfq::with_groups(cfg_with(&[("low_latency", 0)]), &groups).unwrap();
+    for i in 0..4u64 {
+        let r = rq(30 + i, 3).sector((3 << 30) + i * 16).group(gb.0);
+        s.insert(r.build(), Nanos::ZERO);
+    }
+    dispatched(s.dispatch(Nanos::ZERO));
+    s.insert(rq(1, 1).sector(1 << 30).group(ga.0).build(), Nanos::ZERO);
+    let a1 = s.bics[&CtxId(1)].sync_q.unwrap();
+    let group_a = s.wf.sds[s.wf.entities[s.queues[a1].eid].sd].owner.unwrap();
+    assert_eq!(s.wf.entities[group_a].budget, 10_922);
+    let big = rq(2, 2).sector(2 << 30).sectors(16_000).group(ga.0);
+    s.insert(big.build(), Nanos::ZERO);
+    let a2 = s.bics[&CtxId(2)].sync_q.unwrap();
+    assert_eq!(s.wf.entities[s.queues[a2].eid].budget, 16_000);
+    assert_eq!(
+        s.wf.entities[group_a].budget, 10_922,
+        "a1's, still /a's next"
+    );
+}
+
+/// `bfq_bfqq_expire` (mainline): the soft real-time bookkeeping runs only for a queue that
+/// expires empty (`RB_EMPTY_ROOT(&bfqq->sort_list)`); one expiring with requests queued
+/// keeps its soft_rt_next_start and schedules no update.
+#[test]
+fn bfq_bfqq_expire_skips_soft_rt_bookkeeping_for_a_queue_with_requests() {
+    let (mut s, q) = one_reader(Config::default());
+    s.insert(rq(2, 1).sector(1016).build(), Nanos::ZERO);
+    s.insert(rq(3, 1).sector(1032).build(), Nanos::ZERO);
+    s.end_wr(q, 0);
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    s.complete(&r, at(1));
+    s.expire(q, false, Expire::Exhausted, 2 * MS);
+    assert_eq!(s.queues[q].soft_rt_next_start, 0);
+    dispatched(s.dispatch(at(2)));
+    s.expire(q, false, Expire::Exhausted, 3 * MS);
+    assert!(
+        !s.queues[q].softrt_update,
+        "a request in flight, one queued"
+    );
 }
