@@ -1926,3 +1926,101 @@ fn cfq_group_service_tree_del_deactivates_a_parent_left_without_busy_children() 
     h.run_until(ms(150));
     assert_eq!(h.sched.groups[c].vfraction, 4096);
 }
+
+// ----- sixth sample's survivors (shard 9/10) -----------------------------------------------------
+
+/// The queues of `s`'s two processes after a run where they read one file in interleaved
+/// chunks for 200 requests each and then seek around the disk (merged, then split).
+fn merged_then_split() -> Cfq {
+    let mut s = flat();
+    let procs: Vec<Proc> = [(1u32, 0u64), (2, 1)]
+        .into_iter()
+        .map(|(ctx, first)| {
+            let mut p = Proc::seq_reader(ctx, 0, 0, 8);
+            p.pattern = Box::new(move |n| {
+                if n < 200 {
+                    (first + 2 * n) * 8
+                } else {
+                    (n * 7_919 + first * 3_571) % 1_000 * 100_000
+                }
+            });
+            p
+        })
+        .collect();
+    closed_loop::run(&mut s, procs, 1, |_, _| ms(1), ms(1500));
+    s
+}
+
+/// 4.19 `split_cfqq`: when a shared queue is broken apart, each process but the last gets a
+/// new queue and drops its reference (`cfq_put_queue`); the last one, the only reference
+/// left, keeps the old queue. Two processes merged into one queue end with three queues
+/// between them, not four.
+#[test]
+fn split_cfqq_leaves_the_shared_queue_to_its_last_process() {
+    let s = merged_then_split();
+    assert!(s.stats().queue_splits >= 1, "{:?}", s.stats());
+    let (q1, q2) = (s.queue_of(1).unwrap(), s.queue_of(2).unwrap());
+    assert_ne!(q1, q2);
+    assert_eq!(s.queues.len(), 3, "queues made: {}", s.queues.len());
+}
+
+/// 4.19 `cfq_arm_slice_timer` does not idle when the process's mean think time is longer
+/// than what is left of its slice. A reader thinking 5 ms between 1 ms reads keeps the disk
+/// through its 100 ms slice (1 to 101 ms), CFQ idling after each read; after the read that
+/// completes at 97 ms only 4 ms are left, so the other reader is served at once, not after
+/// the 5 ms wait.
+#[test]
+fn cfq_arm_slice_timer_does_not_idle_past_the_slice_for_a_thinking_process() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for k in 0..30u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().at(ms(6 * k)));
+    }
+    for i in 0..50u64 {
+        h.submit(rq(1000 + i, 2).sector(90_000_000 + i * 8).read());
+    }
+    let out = h.run();
+    assert_eq!(out.of(1000).dispatched, ms(97));
+}
+
+/// Writes dispatched between two of the reader's turns, in the middle of a run with a reader
+/// and writeback at levels 4 and 0 (budgets of 16 and 32 writes).
+fn writes_between_reads() -> Vec<usize> {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..3000u64 {
+        h.submit(rq(i, 1).sector(i * 8).read());
+    }
+    for i in 0..600u64 {
+        h.submit(rq(10_000 + i, 2).sector(90_000_000 + i * 8).write());
+        h.submit(
+            rq(20_000 + i, 3)
+                .sector(180_000_000 + i * 8)
+                .write()
+                .prio(IoClass::BestEffort, 0),
+        );
+    }
+    let out = h.run();
+    let mut between = Vec::new();
+    let mut writes = 0;
+    for s in &out.served {
+        if s.rq.is_sync() {
+            if writes > 0 {
+                between.push(writes);
+            }
+            writes = 0;
+        } else {
+            writes += 1;
+        }
+    }
+    between
+}
+
+/// 4.19 `choose_wl_class_and_type`: the async workload's cap is `target_latency` x the
+/// group's busy async queues / all busy queues, with two writers 300 x 2 / 3 = 200 ms, not
+/// below the workload's share of the group slice (300 x 2 / 3): 200 x 40 / 100 = 80 ms of
+/// writeback between the reader's turns, checked as each writer's budget runs out, so 96 or
+/// 112 writes (with `/` for the first `x`, 300 / 2 / 3 = 50 ms: 20 ms, one or two budgets).
+#[test]
+fn choose_wl_class_and_type_caps_writeback_by_all_its_async_queues() {
+    let between = writes_between_reads();
+    assert_eq!(between[..6], [96, 112, 96, 112, 96, 112], "{between:?}");
+}
