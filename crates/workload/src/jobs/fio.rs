@@ -223,7 +223,7 @@ impl FioJobConfig {
         if self.runtime_ms == Some(0) {
             return err("runtime_ms", "must be positive".into());
         }
-        let region = resolve_region(
+        let mut region = resolve_region(
             env,
             self.offset,
             self.offset_frac,
@@ -231,6 +231,18 @@ impl FioJobConfig {
             self.size_frac,
             ["offset", "offset_frac", "size", "size_frac"],
         )?;
+        // As fio does: an offset given as a percentage is rounded up to the block size, a size
+        // given as one down to it (`get_start_offset`, `setup_files`).
+        let bs = self.bs / SECTOR_BYTES;
+        if self.offset_frac.is_some() {
+            let start = region.start.div_ceil(bs) * bs;
+            let end = env.capacity_bytes() / SECTOR_BYTES;
+            region.len = region.len.min(end.saturating_sub(start));
+            region.start = start;
+        }
+        if self.size_frac.is_some() {
+            region.len -= region.len % bs;
+        }
         if region.len * SECTOR_BYTES < self.bs {
             return err(
                 "size",
@@ -772,6 +784,21 @@ mod tests {
             }),
             "offset_frac"
         );
+    }
+
+    #[test]
+    fn percentages_are_rounded_to_the_block_size_as_fio_does() {
+        // 1001 sectors: half is 250 KiB and a quarter sector, which no 4 KiB write may start.
+        let env = BuildEnv::new(1001, 1, "fio");
+        let cfg = FioJobConfig {
+            bs: 4096,
+            offset_frac: Some(0.5),
+            size_frac: Some(0.25),
+            ..Default::default()
+        };
+        let r = FioJob::new(cfg, &env).unwrap().region();
+        // The offset rounds up to a block, the size down.
+        assert_eq!((r.start, r.len), (504, 248));
     }
 
     #[test]
