@@ -605,6 +605,67 @@ mod tests {
         assert_eq!(s.percentile(0, TOTAL, 88, Nanos::ZERO), Some(0));
     }
 
+    /// `kyber_dispatch_cur_domain` (mainline) flushes the domain's per-context lists into
+    /// `khd->rqs` and takes the first; what it flushed is no longer in a `kcq->rq_list`, where
+    /// `kyber_bio_merge` looks, so a write contiguous with it is not merged into it.
+    #[test]
+    fn kyber_bio_merge_does_not_merge_into_requests_flushed_for_dispatch() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(0).write().build(), Nanos::ZERO);
+        s.insert(rq(2, 1).sector(100).write().build(), Nanos::ZERO);
+        let Dispatch::Request(first) = s.dispatch(Nanos::ZERO) else {
+            panic!("a write to dispatch")
+        };
+        assert_eq!(first.id, RequestId(1));
+        // Request 2 was flushed with it and waits in the dispatch list.
+        let next = rq(3, 1).sector(108).write().build();
+        assert_eq!(s.try_merge(&next, Nanos::ZERO), None);
+        // A write contiguous with a request still staged is merged.
+        s.insert(next, Nanos::ZERO);
+        let after = rq(4, 1).sector(116).write().build();
+        assert_eq!(s.try_merge(&after, Nanos::ZERO), Some(RequestId(3)));
+    }
+
+    /// `kyber_bio_merge` through `blk_bio_list_merge` (mainline): a merge is refused only when
+    /// the merged request would exceed the queue's limit (`ll_back_merge_fn`:
+    /// `blk_rq_sectors(req) + bio_sectors(bio) > max`); exactly the limit merges.
+    #[test]
+    fn kyber_bio_merge_merges_up_to_exactly_the_size_limit() {
+        let mut s = Kyber::default();
+        let big = MAX_MERGE_SECTORS - 8;
+        s.insert(rq(1, 1).sector(0).sectors(big).write().build(), Nanos::ZERO);
+        let fits = rq(2, 1).sector(u64::from(big)).sectors(8).write().build();
+        assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+        let over = rq(3, 1)
+            .sector(u64::from(MAX_MERGE_SECTORS))
+            .sectors(8)
+            .write()
+            .build();
+        assert_eq!(s.try_merge(&over, Nanos::ZERO), None);
+    }
+
+    /// `calculate_percentile` (mainline) computes once 500 samples are in or once the
+    /// timeout set at the first call has come: it waits only while
+    /// `time_is_after_jiffies(latency_timeout)`, i.e. strictly before it.
+    #[test]
+    fn calculate_percentile_computes_at_the_timeout_itself() {
+        let mut s = Kyber::default();
+        s.histograms[0][TOTAL][3] = 10;
+        let t0 = Nanos::from_ms(5);
+        assert_eq!(
+            s.percentile(0, TOTAL, 90, t0),
+            None,
+            "10 samples, timeout set"
+        );
+        let just_before = Nanos(t0.0 + SAMPLE_WINDOW.0 - 1);
+        assert_eq!(s.percentile(0, TOTAL, 90, just_before), None);
+        assert_eq!(
+            s.percentile(0, TOTAL, 90, t0 + SAMPLE_WINDOW),
+            Some(3),
+            "at the timeout"
+        );
+    }
+
     #[test]
     fn a_domain_never_has_more_than_its_depth_at_the_device() {
         let mut s = Kyber::default();
