@@ -2,26 +2,11 @@
 //! fetched before them that wait for write-buffer room, at most a slot count of them; off, or
 //! with no writes, nothing changes.
 
-use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_core::harness::rq;
+use elevator_core::Nanos;
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{Device, DriveModel};
 use std::path::Path;
-
-fn rq(id: u64, ctx: u32, op: Op, sector: u64, now: Nanos) -> Request {
-    Request {
-        id: RequestId(id),
-        ctx: CtxId(ctx),
-        group: GroupId::ROOT,
-        op,
-        sync: true,
-        meta: false,
-        idle_hint: false,
-        sector,
-        sectors: 8,
-        prio: IoPrio::default(),
-        submitted: now,
-    }
-}
 
 /// The 980 PRO with a write buffer of two pages (8 units), so writes soon wait for programs,
 /// and `slots` front-end slots.
@@ -37,9 +22,17 @@ fn drive(slots: u32) -> Ssd {
 fn writes_then_read(ssd: &mut Ssd, n: u64) -> (Vec<Nanos>, Nanos) {
     let t = Nanos::ZERO;
     let writes: Vec<Nanos> = (0..n)
-        .map(|i| ssd.submit(&rq(i, 2, Op::Write, 8 * (1000 + i), t), t).done)
+        .map(|i| {
+            ssd.submit(
+                &rq(i, 2).sync_write().sector(8 * (1000 + i)).at(t).build(),
+                t,
+            )
+            .done
+        })
         .collect();
-    let read = ssd.submit(&rq(n, 1, Op::Read, 8 * 5_000_000, t), t).done;
+    let read = ssd
+        .submit(&rq(n, 1).sector(8 * 5_000_000).at(t).build(), t)
+        .done;
     (writes, read)
 }
 
@@ -83,7 +76,10 @@ fn reads_alone_are_unchanged_by_the_stage() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let r = rq(id, (x % 4) as u32, Op::Read, (x % 200_000_000) * 8, t);
+        let r = rq(id, (x % 4) as u32)
+            .sector((x % 200_000_000) * 8)
+            .at(t)
+            .build();
         let a = with.submit(&r, t).done;
         assert_eq!(a, without.submit(&r, t).done, "read {id}");
         t += Nanos(x % 20_000);
