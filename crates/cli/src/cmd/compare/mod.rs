@@ -84,6 +84,12 @@ pub struct Args {
         default_value = "none,mq-deadline,kyber,bfq"
     )]
     pub kernel: Vec<String>,
+    /// Points of the device's reader/writer frontier to run beside them: fio under the first
+    /// kernel scheduler with every writing job at each of these iodepths (`--frontier 1,2`).
+    /// They show what holding the writers' queue short gives the readers and costs the
+    /// writers on this device, paired with the rest. 0 runs none.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub frontier: Vec<u32>,
     /// Our schedulers, run through the executor with the kernel's set to none.
     #[arg(
         long,
@@ -123,6 +129,8 @@ struct Workload {
     about: String,
     /// The derived job file (written to the JSON directory).
     path: PathBuf,
+    /// The derived job file with the writers at each frontier depth: (depth, path).
+    frontier: Vec<(u32, PathBuf)>,
     file: FioFile,
     /// Jobs that do not write: run alone for the ceiling.
     readers: Vec<String>,
@@ -131,19 +139,22 @@ struct Workload {
 }
 
 /// The job file with `filename` lines commented out and, at the end of every job section,
-/// `ramp_time`, `runtime` and `time_based` (later lines win, in fio and in ours). Line numbers
-/// of the original lines are kept, so errors point at the right place.
-fn derive(text: &str, ramp_s: u64, runtime_s: u64) -> String {
-    let extra = format!("ramp_time={ramp_s}\nruntime={runtime_s}\ntime_based\n");
+/// `ramp_time`, `runtime` and `time_based` (later lines win, in fio and in ours), and what
+/// `more` gives for the job of that name. Line numbers of the original lines are kept, so
+/// errors point at the right place.
+fn derive(text: &str, ramp_s: u64, runtime_s: u64, more: &dyn Fn(&str) -> String) -> String {
+    let common = format!("ramp_time={ramp_s}\nruntime={runtime_s}\ntime_based\n");
     let mut out = String::new();
-    let mut in_job = false;
+    let mut job: Option<String> = None;
     for line in text.lines() {
         let t = line.trim();
         if t.starts_with('[') {
-            if in_job {
-                out.push_str(&extra);
+            if let Some(name) = &job {
+                out.push_str(&common);
+                out.push_str(&more(name));
             }
-            in_job = t != "[global]";
+            let name = t.trim_start_matches('[').trim_end_matches(']').trim();
+            job = (name != "global").then(|| name.to_string());
         }
         let key = t.split('=').next().unwrap_or("").trim();
         if key == "filename" {
@@ -153,8 +164,9 @@ fn derive(text: &str, ramp_s: u64, runtime_s: u64) -> String {
         out.push_str(line);
         out.push('\n');
     }
-    if in_job {
-        out.push_str(&extra);
+    if let Some(name) = &job {
+        out.push_str(&common);
+        out.push_str(&more(name));
     }
     out
 }
@@ -181,11 +193,12 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
             (stem, spec.to_string(), text)
         }
     };
-    let derived = derive(&text, args.ramp, args.runtime);
+    let derived = derive(&text, args.ramp, args.runtime, &|_| String::new());
     let path = dir.join(format!("{name}.fio"));
     std::fs::write(&path, &derived).with_context(|| format!("write {}", path.display()))?;
     let file = fio_file::parse(&path, &derived)?;
     let mut readers = Vec::new();
+    let mut writers = Vec::new();
     let mut metrics = Vec::new();
     let mut need_bytes = 0;
     for def in &file.jobs {
@@ -195,7 +208,9 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
             RwMode::Write | RwMode::RandWrite => (false, true),
             RwMode::Rw | RwMode::RandRw => (c.rwmixread > 0, c.rwmixread < 100),
         };
-        if !writes {
+        if writes {
+            writers.push(def.name.clone());
+        } else {
             readers.push(def.name.clone());
         }
         if reads {
@@ -220,10 +235,24 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
         };
         need_bytes = need_bytes.max(c.offset.unwrap_or(0) + size);
     }
+    let mut frontier = Vec::new();
+    for &depth in args.frontier.iter().filter(|&&d| d > 0) {
+        let text = derive(&text, args.ramp, args.runtime, &|job| {
+            if writers.iter().any(|w| w == job) {
+                format!("iodepth={depth}\n")
+            } else {
+                String::new()
+            }
+        });
+        let p = dir.join(format!("{name}-writers-qd{depth}.fio"));
+        std::fs::write(&p, &text).with_context(|| format!("write {}", p.display()))?;
+        frontier.push((depth, p));
+    }
     Ok(Workload {
         name,
         about,
         path,
+        frontier,
         file,
         readers,
         metrics,
@@ -273,7 +302,12 @@ fn read_fio_json(path: &Path) -> anyhow::Result<Value> {
     serde_json::from_str(&text[start..]).with_context(|| format!("{}: fio's JSON", path.display()))
 }
 
-fn run_fio(dev: &Device, wl: &Workload, sections: &[String], out: &Path) -> anyhow::Result<Value> {
+fn run_fio(
+    dev: &Device,
+    job_file: &Path,
+    sections: &[String],
+    out: &Path,
+) -> anyhow::Result<Value> {
     let mut cmd = Command::new("fio");
     cmd.arg("--output-format=json")
         .arg(format!("--output={}", out.display()))
@@ -281,7 +315,7 @@ fn run_fio(dev: &Device, wl: &Workload, sections: &[String], out: &Path) -> anyh
     for s in sections {
         cmd.arg(format!("--section={s}"));
     }
-    cmd.arg(&wl.path);
+    cmd.arg(job_file);
     let st = cmd.status().context("run fio")?;
     if STOP.load(Ordering::SeqCst) {
         bail!("interrupted");
@@ -289,7 +323,7 @@ fn run_fio(dev: &Device, wl: &Workload, sections: &[String], out: &Path) -> anyh
     if !st.success() {
         bail!(
             "fio on {} failed ({st}); its output is in {}",
-            wl.path.display(),
+            job_file.display(),
             out.display()
         );
     }
@@ -424,6 +458,16 @@ fn ratio(x: f64) -> String {
     } else {
         format!("{x:.2}")
     }
+}
+
+/// A row's median paired ratios to the baseline, metric by metric: `reader 30.3x, writer 0.56x`.
+fn ratios_line(row: &Row, metrics: &[Metric]) -> String {
+    metrics
+        .iter()
+        .zip(&row.cells)
+        .filter_map(|(m, c)| Some(format!("{} {}x", m.job, ratio(c.vs_baseline?.median))))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn cell(s: Option<Spread>, f: fn(f64) -> String) -> String {
@@ -608,7 +652,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args: &args,
     };
 
-    let configs = plan::configs(&args.kernel, &args.ours);
+    let frontier: Vec<u32> = args.frontier.iter().copied().filter(|&d| d > 0).collect();
+    let configs = plan::configs(&args.kernel, &frontier, &args.ours);
     let steps: Vec<plan::Step> = plan::interleave(args.rounds, workloads.len(), &configs)
         .into_iter()
         .filter(|s| s.config != Config::Alone || !workloads[s.workload].readers.is_empty())
@@ -648,11 +693,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let v = match &step.config {
             Config::Alone => {
                 dev.set_scheduler(&args.kernel[0])?;
-                run_fio(&dev, wl, &wl.readers, &out)?
+                run_fio(&dev, &wl.path, &wl.readers, &out)?
             }
             Config::Kernel(k) => {
                 dev.set_scheduler(k)?;
-                run_fio(&dev, wl, &[], &out)?
+                run_fio(&dev, &wl.path, &[], &out)?
+            }
+            Config::Frontier { sched, depth } => {
+                dev.set_scheduler(sched)?;
+                let (_, path) = wl
+                    .frontier
+                    .iter()
+                    .find(|(d, _)| d == depth)
+                    .with_context(|| format!("no job file for the writers at iodepth {depth}"))?;
+                run_fio(&dev, path, &[], &out)?
             }
             Config::Ours(s) => {
                 dev.set_scheduler("none")?;
@@ -713,10 +767,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         text.push_str(&markdown(&head, &body));
         let alone = rows.iter().find(|r| r.config == Config::Alone);
         let ceiling = alone.and_then(|a| goal.out_of_reach(a, &wl.metrics));
+        let frontier: Vec<(&Row, bool)> = rows
+            .iter()
+            .filter(|r| matches!(r.config, Config::Frontier { .. }))
+            .map(|r| (r, goal.reached_by(r, &wl.metrics)))
+            .collect();
         for row in &rows {
             if let Config::Ours(s) = &row.config {
                 if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
-                    let verdict = match (goal.met(row, &wl.metrics), ceiling) {
+                    let mut verdict = match (goal.met(row, &wl.metrics), ceiling) {
                         (true, _) => "met".to_string(),
                         (false, None) => "NOT met".to_string(),
                         (false, Some(x)) => format!(
@@ -725,6 +784,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             args.kernel[0]
                         ),
                     };
+                    for (f, reached) in &frontier {
+                        let _ = write!(
+                            verdict,
+                            "; {}: {} ({})",
+                            f.config,
+                            if *reached {
+                                "reaches it"
+                            } else {
+                                "does not reach it"
+                            },
+                            ratios_line(f, &wl.metrics)
+                        );
+                    }
                     let _ = writeln!(
                         text,
                         "\n{}: goal (readers >= {}x {base}, writers >= {:.0}% of it, undominated, on medians): {verdict}",
@@ -741,6 +813,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "about": wl.about,
             // The readers alone's ratio to the baseline where it is under the goal's.
             "goal_out_of_reach": ceiling,
+            // Whether each frontier point reaches the goal's figures (domination aside).
+            "frontier_reaches_goal": frontier.iter().map(|(f, reached)| json!({
+                "config": f.config.label(),
+                "reaches_goal": reached,
+            })).collect::<Vec<_>>(),
             "rows": rows.iter().map(|row| json!({
                 "config": row.config.label(),
                 "dominated_by": row.dominated_by,
@@ -813,9 +890,25 @@ mod tests {
     }
 
     #[test]
+    fn derive_gives_only_the_named_jobs_their_extra_lines() {
+        let text = "[global]\niodepth=8\n[writer]\nrw=write\niodepth=32\n[reader]\nrw=read\n";
+        let d = derive(text, 1, 2, &|job| {
+            if job == "writer" {
+                "iodepth=1\n".into()
+            } else {
+                String::new()
+            }
+        });
+        let f = fio_file::parse(Path::new("d.fio"), &d).unwrap();
+        let depth = |n: &str| f.jobs.iter().find(|j| j.name == n).unwrap().config.iodepth;
+        assert_eq!(depth("writer"), 1, "the later line wins");
+        assert_eq!(depth("reader"), 8, "from [global], untouched");
+    }
+
+    #[test]
     fn derive_sets_ramp_and_runtime_in_every_job_and_drops_filename() {
         let text = "[global]\ndirect=1\nruntime=10\nfilename=/dev/sdz\n[writer]\nrw=write\n[reader]\nrw=read\n";
-        let d = derive(text, 5, 20);
+        let d = derive(text, 5, 20, &|_| String::new());
         let f = fio_file::parse(Path::new("d.fio"), &d).unwrap();
         for j in &f.jobs {
             assert_eq!(j.config.ramp_ms, 5000, "{}", j.name);
@@ -856,6 +949,7 @@ mod tests {
             ramp: 1,
             runtime: 1,
             kernel: vec!["none".into()],
+            frontier: vec![1],
             ours: vec![],
             set: vec![],
             json_dir: None,
@@ -873,6 +967,21 @@ mod tests {
                 "{name}"
             );
             assert!(w.need_bytes <= 9 << 30, "{name}");
+            assert_eq!(w.frontier.len(), 1, "{name}");
+            let f = fio_file::parse(
+                &w.frontier[0].1,
+                &std::fs::read_to_string(&w.frontier[0].1).unwrap(),
+            )
+            .unwrap();
+            for (j, base) in f.jobs.iter().zip(&w.file.jobs) {
+                let want = if w.readers.contains(&j.name) {
+                    base.config.iodepth
+                } else {
+                    1
+                };
+                assert_eq!(j.config.iodepth, want, "{name} {}", j.name);
+            }
+            assert!(w.file.jobs.iter().any(|j| j.config.iodepth > 1), "{name}");
         }
     }
 
@@ -906,6 +1015,7 @@ mod tests {
             ramp: 0,
             runtime: 1,
             kernel: vec!["none".into()],
+            frontier: vec![1],
             ours: vec![],
             set: vec![],
             json_dir: Some(dir.path().join("out")),

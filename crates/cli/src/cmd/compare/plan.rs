@@ -12,6 +12,15 @@ pub enum Config {
     Alone,
     /// fio under this kernel scheduler.
     Kernel(String),
+    /// fio under the baseline kernel scheduler `sched` with every writing job at iodepth
+    /// `depth`: a point of the device's reader/writer frontier, reached by holding the writers'
+    /// queue short rather than by a scheduler.
+    Frontier {
+        /// The kernel scheduler (the comparison's baseline).
+        sched: String,
+        /// The writers' iodepth.
+        depth: u32,
+    },
     /// `elevator`'s executor under this scheduler of ours (the kernel's set to `none`).
     Ours(String),
 }
@@ -22,6 +31,7 @@ impl Config {
         match self {
             Config::Alone => "alone".into(),
             Config::Kernel(k) => format!("kernel-{k}"),
+            Config::Frontier { sched, depth } => format!("kernel-{sched}-writers-qd{depth}"),
             Config::Ours(s) => format!("ours-{s}"),
         }
     }
@@ -32,6 +42,9 @@ impl fmt::Display for Config {
         match self {
             Config::Alone => f.write_str("readers alone"),
             Config::Kernel(k) => write!(f, "kernel {k}"),
+            Config::Frontier { sched, depth } => {
+                write!(f, "kernel {sched}, writers at iodepth {depth}")
+            }
             Config::Ours(s) => write!(f, "elevator {s}"),
         }
     }
@@ -48,10 +61,17 @@ pub struct Step {
     pub config: Config,
 }
 
-/// The configurations of one round: the readers alone, the kernel's schedulers, ours.
-pub fn configs(kernel: &[String], ours: &[String]) -> Vec<Config> {
+/// The configurations of one round: the readers alone, the kernel's schedulers, the frontier
+/// points (the first kernel scheduler with the writers at each of `frontier`'s depths), ours.
+pub fn configs(kernel: &[String], frontier: &[u32], ours: &[String]) -> Vec<Config> {
     let mut v = vec![Config::Alone];
     v.extend(kernel.iter().cloned().map(Config::Kernel));
+    if let Some(base) = kernel.first() {
+        v.extend(frontier.iter().map(|&depth| Config::Frontier {
+            sched: base.clone(),
+            depth,
+        }));
+    }
     v.extend(ours.iter().cloned().map(Config::Ours));
     v
 }
@@ -84,7 +104,7 @@ mod tests {
 
     #[test]
     fn every_configuration_runs_once_per_round_and_rounds_do_not_overlap() {
-        let cs = configs(&names(&["none", "bfq"]), &names(&["latency-guard"]));
+        let cs = configs(&names(&["none", "bfq"]), &[], &names(&["latency-guard"]));
         assert_eq!(cs.len(), 4);
         let steps = interleave(3, 2, &cs);
         assert_eq!(steps.len(), 3 * 2 * 4);
@@ -111,5 +131,23 @@ mod tests {
             .map(|(i, _)| i)
             .collect();
         assert_eq!(first_two[1] - first_two[0], 2 * 4);
+    }
+
+    #[test]
+    fn frontier_points_follow_the_kernel_schedulers_under_the_baseline() {
+        let cs = configs(&names(&["none", "kyber"]), &[1, 2], &names(&["bfq"]));
+        let labels: Vec<String> = cs.iter().map(Config::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "alone",
+                "kernel-none",
+                "kernel-kyber",
+                "kernel-none-writers-qd1",
+                "kernel-none-writers-qd2",
+                "ours-bfq"
+            ]
+        );
+        assert_eq!(cs[3].to_string(), "kernel none, writers at iodepth 1");
     }
 }

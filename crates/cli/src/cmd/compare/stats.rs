@@ -248,7 +248,12 @@ pub struct Goal {
 impl Goal {
     /// Whether `row` meets the goal.
     pub fn met(&self, row: &Row, metrics: &[Metric]) -> bool {
-        row.dominated_by.is_empty()
+        row.dominated_by.is_empty() && self.reached_by(row, metrics)
+    }
+
+    /// Whether `row`'s figures reach the goal's, whoever dominates it.
+    pub fn reached_by(&self, row: &Row, metrics: &[Metric]) -> bool {
+        !metrics.is_empty()
             && metrics.iter().zip(&row.cells).all(|(m, c)| {
                 let need = match m.measure {
                     Measure::ReadIops => self.read_x,
@@ -427,5 +432,61 @@ mod tests {
             write_frac: 0.9,
         };
         assert_eq!(high.out_of_reach(alone, &metrics()), Some(20_000.0 / 101.0));
+    }
+
+    #[test]
+    fn a_frontier_point_is_judged_on_its_figures_and_dominates_no_one() {
+        let front = Config::Frontier {
+            sched: "none".into(),
+            depth: 1,
+        };
+        let mut runs = Runs::default();
+        for round in 0..3 {
+            runs.add(round, k("none"), fig(100.0, 2000.0));
+            // The writers at iodepth 1: the reader 30x, the writer 60%.
+            runs.add(round, front.clone(), fig(3000.0, 1200.0));
+            // Ours is below the frontier point on the reader, above it on the writer.
+            runs.add(round, o("latency-guard"), fig(1000.0, 1700.0));
+            runs.add(round, o("slow"), fig(150.0, 1000.0));
+        }
+        let configs = [k("none"), front.clone(), o("latency-guard"), o("slow")];
+        let rows = table(&runs, &configs, &metrics(), &k("none"), &|_| None);
+        let row = |c: &Config| rows.iter().find(|r| &r.config == c).unwrap();
+        assert!(
+            row(&o("slow")).dominated_by.is_empty(),
+            "a frontier point is not a scheduler: it dominates nothing"
+        );
+        let goal = Goal {
+            read_x: 25.0,
+            write_frac: 0.9,
+        };
+        assert!(!goal.reached_by(row(&front), &metrics()), "0.6 < 0.9");
+        let lenient = Goal {
+            read_x: 25.0,
+            write_frac: 0.5,
+        };
+        assert!(lenient.reached_by(row(&front), &metrics()));
+        assert!(
+            !lenient.reached_by(row(&o("latency-guard")), &metrics()),
+            "10x < 25x"
+        );
+        // Dominated or not, reached_by looks at the figures only; met also asks for no
+        // dominating kernel scheduler.
+        runs.add(0, k("kyber"), fig(5000.0, 2000.0));
+        runs.add(1, k("kyber"), fig(5000.0, 2000.0));
+        runs.add(2, k("kyber"), fig(5000.0, 2000.0));
+        let configs = [k("none"), k("kyber"), o("latency-guard")];
+        let rows = table(&runs, &configs, &metrics(), &k("none"), &|_| None);
+        let lg = rows
+            .iter()
+            .find(|r| r.config == o("latency-guard"))
+            .unwrap();
+        assert_eq!(lg.dominated_by, vec!["kyber".to_string()]);
+        let easy = Goal {
+            read_x: 5.0,
+            write_frac: 0.5,
+        };
+        assert!(easy.reached_by(lg, &metrics()));
+        assert!(!easy.met(lg, &metrics()));
     }
 }
