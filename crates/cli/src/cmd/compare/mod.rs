@@ -772,6 +772,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .filter(|r| matches!(r.config, Config::Frontier { .. }))
             .map(|r| (r, goal.reached_by(r, &wl.metrics)))
             .collect();
+        let points: Vec<(u32, &Row)> = frontier
+            .iter()
+            .filter_map(|(r, _)| match r.config {
+                Config::Frontier { depth, .. } => Some((depth, *r)),
+                _ => None,
+            })
+            .collect();
+        let beyond = goal.beyond_frontier(&points, &wl.metrics);
         for row in &rows {
             if let Config::Ours(s) = &row.config {
                 if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
@@ -784,6 +792,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             args.kernel[0]
                         ),
                     };
+                    if let (false, Some((light, heavy))) = (goal.met(row, &wl.metrics), beyond) {
+                        let _ = write!(
+                            verdict,
+                            "; beyond this device's frontier: with the writers at iodepth \
+                             {light} they keep under {:.0}% and the readers get under {}x, and \
+                             at iodepth {heavy} the readers get less still",
+                            goal.write_frac * 100.0,
+                            goal.read_x
+                        );
+                    }
                     for (f, reached) in &frontier {
                         let _ = write!(
                             verdict,
@@ -813,6 +831,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "about": wl.about,
             // The readers alone's ratio to the baseline where it is under the goal's.
             "goal_out_of_reach": ceiling,
+            // The frontier's two points that put the goal out of reach: writers' iodepths.
+            "goal_beyond_frontier": beyond.map(|(light, heavy)| json!({"light": light, "heavy": heavy})),
             // Whether each frontier point reaches the goal's figures (domination aside).
             "frontier_reaches_goal": frontier.iter().map(|(f, reached)| json!({
                 "config": f.config.label(),

@@ -263,6 +263,50 @@ impl Goal {
             })
     }
 
+    /// The medians of `row`'s paired ratios to the baseline: the lowest over its read metrics,
+    /// the lowest over its write metrics.
+    fn worst_ratios(row: &Row, metrics: &[Metric]) -> (Option<f64>, Option<f64>) {
+        let worst = |want: Measure| {
+            metrics
+                .iter()
+                .zip(&row.cells)
+                .filter(|(m, _)| m.measure == want)
+                .filter_map(|(_, c)| c.vs_baseline.map(|s| s.median))
+                .min_by(f64::total_cmp)
+        };
+        (worst(Measure::ReadIops), worst(Measure::WriteMbs))
+    }
+
+    /// Whether the measured frontier puts the goal out of reach: `points` are the frontier's
+    /// (writers' iodepth, row). Returns the depths (light, heavy) of two points that show it:
+    /// at `light` the writers keep under `write_frac` of the baseline, so a schedule that meets
+    /// the writers' half must keep more writing in flight than `light` does, and the readers
+    /// already get under `read_x`; at `heavy`, with more writing in flight, the readers get no
+    /// more than at `light`. Reads that slow as writes are added can then not reach `read_x`
+    /// wherever the writers reach `write_frac`. `None` when the points show no such pair.
+    pub fn beyond_frontier(
+        &self,
+        points: &[(u32, &Row)],
+        metrics: &[Metric],
+    ) -> Option<(u32, u32)> {
+        let ratios: Vec<(u32, f64, f64)> = points
+            .iter()
+            .filter_map(|(d, row)| match Self::worst_ratios(row, metrics) {
+                (Some(r), Some(w)) => Some((*d, r, w)),
+                _ => None,
+            })
+            .collect();
+        ratios.iter().find_map(|&(light, r_light, w_light)| {
+            if w_light >= self.write_frac || r_light >= self.read_x {
+                return None;
+            }
+            ratios
+                .iter()
+                .find(|&&(heavy, r_heavy, _)| heavy > light && r_heavy <= r_light)
+                .map(|&(heavy, _, _)| (light, heavy))
+        })
+    }
+
     /// Where the readers *alone* (row `alone`) stay under `read_x` times the baseline on some
     /// read metric (medians of paired ratios), that ratio, the lowest such: the reader can do
     /// no better than alone, so no scheduler can meet the goal on this device.
@@ -488,5 +532,61 @@ mod tests {
         };
         assert!(easy.reached_by(lg, &metrics()));
         assert!(!easy.met(lg, &metrics()));
+    }
+
+    #[test]
+    fn the_goal_is_beyond_the_frontier_when_the_lighter_point_misses_both_and_more_writing_reads_less(
+    ) {
+        let at = |d: u32| Config::Frontier {
+            sched: "none".into(),
+            depth: d,
+        };
+        // none: reader 100, writer 2000. Writers at iodepth 1: reader 12x, writer 0.66x; at 2:
+        // reader 9x, writer 1.1x; at 4: reader 3x.
+        let mut runs = Runs::default();
+        for round in 0..3 {
+            runs.add(round, k("none"), fig(100.0, 2000.0));
+            runs.add(round, at(1), fig(1200.0, 1320.0));
+            runs.add(round, at(2), fig(900.0, 2200.0));
+            runs.add(round, at(4), fig(300.0, 2400.0));
+        }
+        let configs = [k("none"), at(1), at(2), at(4)];
+        let rows = table(&runs, &configs, &metrics(), &k("none"), &|_| None);
+        let points: Vec<(u32, &Row)> = rows[1..]
+            .iter()
+            .map(|r| match r.config {
+                Config::Frontier { depth, .. } => (depth, r),
+                _ => unreachable!(),
+            })
+            .collect();
+        let goal = Goal {
+            read_x: 25.0,
+            write_frac: 0.9,
+        };
+        assert_eq!(goal.beyond_frontier(&points, &metrics()), Some((1, 2)));
+        // A goal the light point's readers reach (10x) is not shown out of reach by it.
+        let reachable = Goal {
+            read_x: 10.0,
+            write_frac: 0.9,
+        };
+        assert_eq!(reachable.beyond_frontier(&points, &metrics()), None);
+        // Writers that keep the goal's share at the light point: nothing shown either.
+        let modest = Goal {
+            read_x: 25.0,
+            write_frac: 0.6,
+        };
+        assert_eq!(modest.beyond_frontier(&points, &metrics()), None);
+        // One point alone shows nothing: more writing might have helped the readers.
+        assert_eq!(goal.beyond_frontier(&points[..1], &metrics()), None);
+        // If the heavier point's readers did better, the shape is not the frontier's.
+        let mut odd = Runs::default();
+        for round in 0..3 {
+            odd.add(round, k("none"), fig(100.0, 2000.0));
+            odd.add(round, at(1), fig(1200.0, 1320.0));
+            odd.add(round, at(2), fig(1300.0, 2200.0));
+        }
+        let rows = table(&odd, &configs[..3], &metrics(), &k("none"), &|_| None);
+        let points = [(1, &rows[1]), (2, &rows[2])];
+        assert_eq!(goal.beyond_frontier(&points, &metrics()), None);
     }
 }
