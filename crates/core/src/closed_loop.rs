@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId};
+use crate::harness::rq;
+use crate::request::{CtxId, GroupId, IoPrio, Op, Request};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 
@@ -169,21 +170,18 @@ pub(crate) fn run<S: Scheduler + ?Sized>(
             let sector = (proc.pattern)(issued[p]);
             issued[p] += 1;
             next_id += 1;
-            let rq = Request {
-                id: RequestId(next_id),
-                ctx: CtxId(proc.ctx),
-                group: GroupId(proc.group),
-                op: proc.op,
-                sync: proc.sync,
-                meta: false,
-                idle_hint: proc.idle_hint,
-                sector,
-                sectors: proc.sectors,
-                prio: proc.prio,
-                submitted: now,
-            };
-            inserted.insert(rq.id.0);
-            sched.insert(rq, now);
+            let arrival = rq(next_id, proc.ctx)
+                .group(proc.group)
+                .op(proc.op)
+                .sync(proc.sync)
+                .idle_hint(proc.idle_hint)
+                .sector(sector)
+                .sectors(proc.sectors)
+                .prio(proc.prio.class, proc.prio.level)
+                .at(now)
+                .build();
+            inserted.insert(arrival.id.0);
+            sched.insert(arrival, now);
             idle_until = None;
         } else {
             idle_until = None;

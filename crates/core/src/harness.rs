@@ -62,6 +62,21 @@ impl RequestBuilder {
         self.0.sync = true;
         self
     }
+    /// The operation as a value (a trace's or a process's), leaving `sync` as it is.
+    pub fn op(mut self, op: Op) -> Self {
+        self.0.op = op;
+        self
+    }
+    /// Whether the issuer waits for it, as a value.
+    pub fn sync(mut self, sync: bool) -> Self {
+        self.0.sync = sync;
+        self
+    }
+    /// Linux REQ_IDLE, as a value (see [`Request::idle_hint`]).
+    pub fn idle_hint(mut self, idle_hint: bool) -> Self {
+        self.0.idle_hint = idle_hint;
+        self
+    }
     /// Group.
     pub fn group(mut self, g: u32) -> Self {
         self.0.group = GroupId(g);

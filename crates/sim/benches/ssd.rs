@@ -8,7 +8,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use elevator_core::{registry, CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_core::harness::rq;
+use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos};
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
@@ -30,20 +31,8 @@ fn device_alone(spec: &SsdSpec) -> u64 {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let rq = Request {
-            id: RequestId(id),
-            ctx: CtxId(1),
-            group: GroupId::ROOT,
-            op: Op::Read,
-            sync: true,
-            meta: false,
-            idle_hint: false,
-            sector: (x % blocks) * 8,
-            sectors: 8,
-            prio: IoPrio::default(),
-            submitted: now,
-        };
-        Reverse(dev.submit(&rq, now).done)
+        let read = rq(id, 1).sector((x % blocks) * 8).at(now).build();
+        Reverse(dev.submit(&read, now).done)
     };
     for id in 0..u64::from(DEPTH) {
         heap.push(submit(&mut dev, id, Nanos::ZERO));

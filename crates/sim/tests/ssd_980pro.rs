@@ -11,7 +11,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
-use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_core::harness::rq;
+use elevator_core::Nanos;
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::Device;
 use elevator_workload::traces::shared_data_dir;
@@ -62,20 +63,12 @@ fn closed_loop(spec: &SsdSpec, procs: u32, qd: u32, bs: u64, n: u64) -> (f64, f6
     let mut id = 0u64;
     let mut issue = |dev: &mut Ssd, ctx: u32, now: Nanos, block: u64| {
         id += 1;
-        let rq = Request {
-            id: RequestId(id),
-            ctx: CtxId(ctx),
-            group: GroupId::ROOT,
-            op: Op::Read,
-            sync: true,
-            meta: false,
-            idle_hint: false,
-            sector: block * bs / 512,
-            sectors: (bs / 512) as u32,
-            prio: IoPrio::default(),
-            submitted: now,
-        };
-        let done = dev.submit(&rq, now).done;
+        let read = rq(id, ctx)
+            .sector(block * bs / 512)
+            .sectors((bs / 512) as u32)
+            .at(now)
+            .build();
+        let done = dev.submit(&read, now).done;
         assert!(done > now, "a read completes after it is submitted");
         Reverse((done, ctx, now))
     };

@@ -2,7 +2,8 @@
 //! GC never loses a valid page, GC starts at the configured threshold after preconditioning,
 //! completions never precede submissions, and the same input gives the same output.
 
-use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_core::harness::rq;
+use elevator_core::{Nanos, Op};
 use elevator_sim::ssd::ftl::BlockState;
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
@@ -30,20 +31,9 @@ fn small(pre: Precondition, preemptible: bool) -> SsdSpec {
     s
 }
 
-fn rq(id: u64, op: Op, sector: u64, sectors: u32, now: Nanos) -> Request {
-    Request {
-        id: RequestId(id),
-        ctx: CtxId((id % 3) as u32),
-        group: GroupId::ROOT,
-        op,
-        sync: true,
-        meta: false,
-        idle_hint: false,
-        sector,
-        sectors,
-        prio: IoPrio::default(),
-        submitted: now,
-    }
+/// The context of request `id`: the tests' requests come from three contexts in turn.
+fn ctx(id: u64) -> u32 {
+    (id % 3) as u32
 }
 
 #[test]
@@ -89,7 +79,12 @@ fn writes_after_steady_preconditioning_start_gc_at_the_threshold() {
     for i in 0..units * 2 {
         id += 1;
         let lpn = (i * 7919) % units;
-        let done = ssd.submit(&rq(id, Op::Write, lpn * 8, 8, now), now).done;
+        let done = ssd
+            .submit(
+                &rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now).build(),
+                now,
+            )
+            .done;
         now = done;
         if first_gc_at.is_none() && ssd.stats().gc.triggers > 0 {
             first_gc_at = Some(i);
@@ -122,7 +117,8 @@ fn writes_after_sequential_preconditioning_start_gc_exactly_when_a_plane_falls_b
     let mut now = Nanos::ZERO;
     for i in 0..expected + 1 {
         let lpn = (i * 7919) % units;
-        now = ssd.submit(&rq(i + 1, Op::Write, lpn * 8, 8, now), now).done;
+        let w = rq(i + 1, ctx(i + 1)).sync_write().sector(lpn * 8).at(now);
+        now = ssd.submit(&w.build(), now).done;
         let ran = ssd.stats().gc.triggers > 0;
         assert_eq!(ran, i == expected, "unit {i}: GC ran = {ran}");
     }
@@ -194,7 +190,13 @@ fn run(ssd: &mut Ssd, ios: &[Io], pre: Precondition) -> (Vec<Nanos>, Vec<bool>) 
         let n = io.units.min((units - unit) as u32);
         // Odd ids are unaligned by a sector, to cover partial units.
         let skew = u64::from(i % 2 == 1 && unit > 0);
-        let r = rq(i as u64 + 1, io.op, unit * 8 - skew, n * 8, now);
+        let id = i as u64 + 1;
+        let r = rq(id, ctx(id))
+            .op(io.op)
+            .sector(unit * 8 - skew)
+            .sectors(n * 8)
+            .at(now)
+            .build();
         let s = ssd.submit(&r, now);
         assert!(
             s.done >= now,
@@ -254,7 +256,7 @@ fn reads_preempt_gc_only_when_the_spec_says_so() {
     let latency = |preemptible: bool| {
         let mut ssd = Ssd::new(small(Precondition::Steady, preemptible)).unwrap();
         let now = Nanos::from_us(10);
-        ssd.submit(&rq(1, Op::Write, 0, 8, now), now);
+        ssd.submit(&rq(1, ctx(1)).sync_write().at(now).build(), now);
         assert_eq!(ssd.stats().gc.triggers, 1);
         assert!(ssd.stats().gc.victims > 0);
         let plane = ssd.ftl().plane_of(ssd.ftl().lookup(0).expect("written"));
@@ -262,7 +264,8 @@ fn reads_preempt_gc_only_when_the_spec_says_so() {
         let other = (1..units)
             .find(|&l| ssd.ftl().plane_of(ssd.ftl().lookup(l).expect("mapped")) == plane)
             .expect("another unit on the plane");
-        let r = ssd.submit(&rq(2, Op::Read, u64::from(other) * 8, 8, now), now);
+        let read = rq(2, ctx(2)).sector(u64::from(other) * 8).at(now);
+        let r = ssd.submit(&read.build(), now);
         (r.done - now).as_ns()
     };
     let (held, preempted) = (latency(false), latency(true));
@@ -286,7 +289,11 @@ fn a_qd128_random_writer_on_the_steady_980pro_keeps_writing_at_the_gc_rate() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        rq(id, Op::Write, (x % units) * 8, 8, now)
+        rq(id, ctx(id))
+            .sync_write()
+            .sector((x % units) * 8)
+            .at(now)
+            .build()
     };
     let mut heap = std::collections::BinaryHeap::new();
     for id in 0..128 {

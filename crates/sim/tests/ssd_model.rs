@@ -1,25 +1,10 @@
 //! The SSD model: specs, drive resolution, and the device's basic promises.
 
-use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, RequestId};
+use elevator_core::harness::rq;
+use elevator_core::Nanos;
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{Device, DriveModel};
 use std::path::Path;
-
-fn rq(id: u64, op: Op, sector: u64, sectors: u32, now: Nanos) -> Request {
-    Request {
-        id: RequestId(id),
-        ctx: CtxId(1),
-        group: GroupId::ROOT,
-        op,
-        sync: true,
-        meta: false,
-        idle_hint: false,
-        sector,
-        sectors,
-        prio: IoPrio::default(),
-        submitted: now,
-    }
-}
 
 #[test]
 fn builtin_980pro_loads_by_name_everywhere_drives_are_looked_up() {
@@ -70,12 +55,12 @@ fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
     let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
     let now = Nanos::from_us(5);
-    let r = ssd.submit(&rq(1, Op::Read, 8 * 1000, 8, now), now);
+    let r = ssd.submit(&rq(1, 1).sector(8 * 1000).at(now).build(), now);
     assert!(r.done > now + Nanos::from_us(spec.flash.small_read_us as u64));
-    let w = ssd.submit(&rq(2, Op::Write, 8 * 77, 8, now), now);
+    let w = ssd.submit(&rq(2, 1).sync_write().sector(8 * 77).at(now).build(), now);
     assert!(w.done >= now);
     // Reading what is still in the write buffer does not touch flash.
-    let r2 = ssd.submit(&rq(3, Op::Read, 8 * 77, 8, now), now);
+    let r2 = ssd.submit(&rq(3, 1).sector(8 * 77).at(now).build(), now);
     assert!(r2.cache_hit);
     assert!(r2.done < r.done);
 }

@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use elevator_core::anticipatory::Anticipatory;
-use elevator_core::{CtxId, Dispatch, GroupId, IoPrio, Nanos, Op, Request, RequestId, Scheduler};
+use elevator_core::harness::rq;
+use elevator_core::{CtxId, Dispatch, Nanos, Op, Request, Scheduler};
 
 /// One step of a process: think, then issue a request.
 #[derive(Clone, Debug)]
@@ -220,25 +221,19 @@ pub fn run(
             st.ready_at = None;
             let step = st.job.steps[st.next].clone();
             st.next += 1;
-            let rq = Request {
-                id: RequestId(next_id),
-                ctx: CtxId(st.job.ctx),
-                group: GroupId::ROOT,
-                op: step.op,
-                sync: step.sync || step.op == Op::Read,
-                meta: false,
-                idle_hint: false,
-                sector: step.sector,
-                sectors: step.sectors,
-                prio: IoPrio::default(),
-                submitted: now,
-            };
+            let issued = rq(next_id, st.job.ctx)
+                .op(step.op)
+                .sync(step.sync || step.op == Op::Read)
+                .sector(step.sector)
+                .sectors(step.sectors)
+                .at(now)
+                .build();
             next_id += 1;
             out.issued += 1;
-            let id = rq.id.0;
-            let sync = rq.is_sync();
+            let id = issued.id.0;
+            let sync = issued.is_sync();
             inserted.insert(id);
-            if let Some(into) = sched.try_merge(&rq, now) {
+            if let Some(into) = sched.try_merge(&issued, now) {
                 assert!(
                     !dispatched.contains(&into.0),
                     "merged into dispatched {}",
@@ -247,7 +242,7 @@ pub fn run(
                 children.entry(into.0).or_default().push(id);
                 out.merged += 1;
             } else {
-                sched.insert(rq, now);
+                sched.insert(issued, now);
             }
             idle_until = None;
             if sync {

@@ -187,25 +187,13 @@ impl IoObserver for BlktraceWriter {
 mod tests {
     use super::*;
     use crate::traces::blktrace::{BlkRequests, BlkView, EventReader, EventSource};
-    use elevator_core::{GroupId, IoPrio, RequestId};
+    use elevator_core::harness::rq;
 
     #[test]
     fn what_we_write_our_reader_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = BlktraceWriter::create(dir.path(), "sim").unwrap();
-        let rq = Request {
-            id: RequestId(1),
-            ctx: CtxId(3),
-            group: GroupId::ROOT,
-            op: Op::Read,
-            sync: true,
-            meta: false,
-            idle_hint: false,
-            sector: 4096,
-            sectors: 8,
-            prio: IoPrio::default(),
-            submitted: Nanos(10),
-        };
+        let read = rq(1, 3).sector(4096).at(Nanos(10)).build();
         w.process(CtxId(3), 4242, "a-rather-long-process-name", Nanos(0));
         for (ev, t) in [
             (IoEvent::Queue, 10),
@@ -213,7 +201,7 @@ mod tests {
             (IoEvent::Issue, 20),
             (IoEvent::Complete, 5020),
         ] {
-            w.event(ev, &rq, Nanos(t));
+            w.event(ev, &read, Nanos(t));
         }
         w.finish().unwrap();
         let path = dir.path().join("sim.blktrace.0");
