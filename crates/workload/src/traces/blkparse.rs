@@ -18,6 +18,7 @@ use elevator_core::Nanos;
 
 use super::blktrace::{cat, BlkAction, BlkEvent, EventSource};
 use super::lines::{parse_fixed, parse_u64, show, Lines};
+use super::until_error::ReadUntilError;
 use super::TraceError;
 
 /// blkparse text, event by event.
@@ -41,8 +42,16 @@ impl BlkparseReader {
             done: false,
         }
     }
+}
 
-    fn read_event(&mut self) -> Result<Option<BlkEvent>, TraceError> {
+impl ReadUntilError for BlkparseReader {
+    type Item = BlkEvent;
+
+    fn done(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn read_next(&mut self) -> Result<Option<BlkEvent>, TraceError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -207,14 +216,7 @@ fn parse_line(text: &str) -> Result<(BlkEvent, Option<&str>), LineError> {
 impl Iterator for BlkparseReader {
     type Item = Result<BlkEvent, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_event().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_until_error()
     }
 }
 

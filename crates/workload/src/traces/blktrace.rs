@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::{Nanos, Op};
 
 use super::stream::{RecordSource, TraceRecord};
+use super::until_error::ReadUntilError;
 use super::TraceError;
 
 /// `BLK_IO_TRACE_MAGIC`: the top 24 bits of every record's first word.
@@ -397,8 +398,16 @@ impl EventReader {
             format!("truncated record: {got} of the {want} bytes of its {what}"),
         )
     }
+}
 
-    fn read_event(&mut self) -> Result<Option<BlkEvent>, TraceError> {
+impl ReadUntilError for EventReader {
+    type Item = BlkEvent;
+
+    fn done(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn read_next(&mut self) -> Result<Option<BlkEvent>, TraceError> {
         let mut h = [0u8; V8_LEN];
         let got = self.fill(&mut h[..V7_LEN])?;
         if got == 0 {
@@ -547,14 +556,7 @@ impl EventReader {
 impl Iterator for EventReader {
     type Item = Result<BlkEvent, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_event().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_until_error()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The comma-separated block-trace formats (MSR Cambridge, SPC / UMass, Alibaba, Tencent CBS)
 //! read by one streaming reader: each format says only how many fields a line has and how
-//! those fields become a record; header lines, blank lines, field counts, numbers and the stop
-//! at the first error are handled here once.
+//! those fields become a record; header lines, blank lines, field counts and numbers are
+//! handled here once (the stop at the first error, as for every streaming reader, in
+//! `until_error`).
 
 use std::marker::PhantomData;
 
@@ -9,6 +10,7 @@ use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, split_fields, trim, Here, Lines};
 use super::stream::{RecordSource, TraceRecord};
+use super::until_error::ReadUntilError;
 use super::TraceError;
 
 /// The most fields a line may have that a format reads; later ones are counted, not kept.
@@ -42,8 +44,16 @@ impl<F: CsvFormat> CsvReader<F> {
             format: PhantomData,
         }
     }
+}
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+impl<F: CsvFormat> ReadUntilError for CsvReader<F> {
+    type Item = TraceRecord;
+
+    fn done(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -74,14 +84,7 @@ impl<F: CsvFormat> CsvReader<F> {
 impl<F: CsvFormat> Iterator for CsvReader<F> {
     type Item = Result<TraceRecord, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_until_error()
     }
 }
 

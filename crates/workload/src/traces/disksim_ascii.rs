@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lines::Lines;
 use super::stream::{RecordSource, TraceRecord};
+use super::until_error::ReadUntilError;
 use super::{field, TraceError};
 
 /// Which variant: the unit of the time column.
@@ -180,8 +181,16 @@ impl AsciiReader {
             done: false,
         }
     }
+}
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+impl ReadUntilError for AsciiReader {
+    type Item = TraceRecord;
+
+    fn done(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -211,14 +220,7 @@ impl AsciiReader {
 impl Iterator for AsciiReader {
     type Item = Result<TraceRecord, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_until_error()
     }
 }
 

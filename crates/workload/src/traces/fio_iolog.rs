@@ -19,6 +19,7 @@ use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, Lines};
 use super::stream::{RecordSource, TraceRecord};
+use super::until_error::ReadUntilError;
 use super::TraceError;
 
 /// An fio iolog, request by request.
@@ -67,8 +68,16 @@ impl FioIologReader {
         self.names.push(name.to_string());
         i
     }
+}
 
-    fn read_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+impl ReadUntilError for FioIologReader {
+    type Item = TraceRecord;
+
+    fn done(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
         loop {
             let Some((line, _)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -158,14 +167,7 @@ impl FioIologReader {
 impl Iterator for FioIologReader {
     type Item = Result<TraceRecord, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_until_error()
     }
 }
 

@@ -7,6 +7,8 @@
 //! - streaming readers behind [`open`] (module [`stream`]): every format `elevator replay`
 //!   accepts, each reading a bounded window of its file, so a 10 GB trace is never held in
 //!   memory. [`TraceFormat`] names them and [`detect`] tells them apart by their first bytes.
+//!   Each yields its records until the end of its file or its first error, then nothing more
+//!   (one rule, in the private module `until_error`).
 
 pub mod alibaba;
 pub mod blkparse;
@@ -21,6 +23,7 @@ pub mod s_startup;
 pub mod spc;
 pub mod stream;
 pub mod tencent;
+mod until_error;
 
 pub use stream::{detect, open, OpenOptions, RecordSource, TraceFormat, TraceRecord};
 
