@@ -1113,15 +1113,16 @@ impl Cfq {
         }
     }
 
-    /// `cfq_put_cooperator`: drop the references a pending merge took.
+    /// `cfq_put_cooperator`: drop the references a pending merge took. The walk ends: a
+    /// chain of `new_cfqq` links never loops (`setup_merge` only links a queue with no
+    /// `new_cfqq` of its own, and never to a chain that leads back to it); the kernel's
+    /// check for a link back to `q` is kept.
     fn put_cooperator(&mut self, q: QId) {
         let mut cur = self.queues[q].new_cfqq;
-        let mut guard = 0;
         while let Some(n) = cur {
-            if n == q || guard > self.queues.len() {
+            if n == q {
                 break;
             }
-            guard += 1;
             self.queues[n].refs = self.queues[n].refs.saturating_sub(1);
             cur = self.queues[n].new_cfqq;
         }

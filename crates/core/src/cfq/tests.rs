@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::closed_loop::{self, Proc};
-use crate::harness::{rq, Harness};
+use crate::harness::{rq, Harness, Outcome};
 use proptest::prelude::*;
 
 fn ms(n: u64) -> Nanos {
@@ -1282,6 +1282,14 @@ fn cfq_group_service_tree_del_gives_an_idle_groups_share_back() {
     assert_eq!(s.groups[1].vfraction, 1 << SERVICE_SHIFT);
 }
 
+/// Requests of `out` that match `pred` and were dispatched before `until`.
+fn served_by(out: &Outcome, pred: impl Fn(&Request) -> bool, until: Nanos) -> usize {
+    out.served
+        .iter()
+        .filter(|s| s.dispatched < until && pred(&s.rq))
+        .count()
+}
+
 /// Requests of groups /a and /b dispatched in the first two seconds: /a's requests take 1 ms,
 /// /b's 4 ms, each group has a reader with plenty queued, the device takes eight at once.
 fn cheap_and_dear_groups(slice_idle: i64) -> (usize, usize) {
@@ -1309,13 +1317,8 @@ fn cheap_and_dear_groups(slice_idle: i64) -> (usize, usize) {
         }
     }
     let out = h.run();
-    let count = |g: u32| {
-        out.served
-            .iter()
-            .filter(|s| s.rq.group.0 == g && s.dispatched < Nanos::from_secs(2))
-            .count()
-    };
-    (count(1), count(2))
+    let of_group = |g: u32| served_by(&out, |r| r.group.0 == g, Nanos::from_secs(2));
+    (of_group(1), of_group(2))
 }
 
 /// 4.19 `iops_mode`: with `slice_idle` 0 on a queueing device (`hw_tag` not 0),
@@ -1861,13 +1864,8 @@ fn writer_and_reader_groups(idle_reader: bool) -> (usize, usize) {
         }
     }
     let out = h.run();
-    let count = |ctx: u32| {
-        out.served
-            .iter()
-            .filter(|s| s.rq.ctx.0 == ctx && s.dispatched < Nanos::from_secs(2))
-            .count()
-    };
-    (count(1), count(2))
+    let of_ctx = |ctx: u32| served_by(&out, |r| r.ctx.0 == ctx, Nanos::from_secs(2));
+    (of_ctx(1), of_ctx(2))
 }
 
 /// 4.19 `cfq_group_served` charges an async queue its whole allocated slice, not the time it
@@ -2023,4 +2021,168 @@ fn writes_between_reads() -> Vec<usize> {
 fn choose_wl_class_and_type_caps_writeback_by_all_its_async_queues() {
     let between = writes_between_reads();
     assert_eq!(between[..6], [96, 112, 96, 112, 96, 112], "{between:?}");
+}
+
+// ----- the second sample's last survivors (shard 1/10) --------------------------------------
+
+/// 4.19 `cfq_cfqq_slice_usage`: a queue expired at the instant its slice starts (its first
+/// completion) is charged the time since it was made active (`dispatch_start`), at least a
+/// jiffy, not the 0 its slice has run. /a's idle-class reader is alone on the device, so its
+/// 10 ms request is dispatched without expiring it (`cfq_dispatch_requests` expires an
+/// idle-class queue at dispatch only beside other busy queues) and it is expired at that
+/// request's completion (`cfq_completed_request`). /b's idle-class reader arrived at 5 ms
+/// and went `CFQ_SLICE_MODE_GROUP_DELAY` (200 ms) of vdisktime behind /a
+/// (`cfq_group_notify_queue_add`); /a's charge of 10 ms at its whole share is 40,960 ms of
+/// vdisktime (`cfqg_scale_charge`), so /b is served next, at 10 ms (charged 0, /a would go
+/// first and /b follow at 20 ms).
+#[test]
+fn cfq_cfqq_slice_usage_charges_a_queue_expired_at_its_first_completion_since_its_dispatch() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(10));
+    for i in 0..3u64 {
+        h.submit(
+            rq(i, 1)
+                .sector(i * 8)
+                .read()
+                .prio(IoClass::Idle, 0)
+                .group(1),
+        );
+    }
+    h.submit(
+        rq(100, 2)
+            .sector(90_000_000)
+            .read()
+            .prio(IoClass::Idle, 0)
+            .group(2)
+            .at(ms(5)),
+    );
+    let out = h.run();
+    assert_eq!(out.of(0).completed, ms(10));
+    assert_eq!(out.of(100).dispatched, ms(10));
+}
+
+/// Requests of /a (a reader, ctx 1, and a writer, ctx 2) and of /b (a reader, ctx 3)
+/// dispatched in the first two seconds, each with plenty queued, 1 ms each.
+fn reader_and_writer_beside_a_reader() -> (usize, usize) {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    for i in 0..3000u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().group(1));
+        h.submit(
+            rq(10_000 + i, 2)
+                .sector(90_000_000 + i * 8)
+                .write()
+                .group(1),
+        );
+        h.submit(
+            rq(20_000 + i, 3)
+                .sector(180_000_000 + i * 8)
+                .read()
+                .group(2),
+        );
+    }
+    let out = h.run();
+    let of_group = |g: u32| served_by(&out, |r| r.group.0 == g, Nanos::from_secs(2));
+    (of_group(1), of_group(2))
+}
+
+/// 4.19 `cfq_group_served` charges an async queue its whole allocated slice only when its
+/// group has no busy sync queue (`!cfq_cfqq_sync(cfqq) && !nr_sync`); beside a busy reader
+/// in its group the writer is charged the time it used, as every sync queue is. /a (reader
+/// and writer) and /b (a reader) then get the disk about equally: requests of 1 ms each,
+/// so about as many requests each.
+#[test]
+fn cfq_group_served_charges_writeback_its_used_time_beside_a_busy_reader() {
+    let (a, b) = reader_and_writer_beside_a_reader();
+    assert!(a.abs_diff(b) * 20 < a + b, "/a {a}, /b {b}");
+}
+
+/// The dispatch time of reader 2's first request when reader 1, thinking 5 ms between 1 ms
+/// reads from 0 ms (slice 1 to 101 ms), sends its 16th and last read at 90 ms and that read
+/// takes `last`; and reader 1's mean think time then (`cic->ttime.ttime_mean`, ns).
+fn reader_2_after_a_thinking_reader(last: Nanos) -> (Nanos, u64) {
+    let mut h = Harness::new(
+        flat(),
+        1,
+        move |r: &Request| {
+            if r.id.0 == 15 {
+                last
+            } else {
+                ms(1)
+            }
+        },
+    );
+    for k in 0..16u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().at(ms(6 * k)));
+    }
+    for i in 0..50u64 {
+        h.submit(rq(1000 + i, 2).sector(90_000_000 + i * 8).read());
+    }
+    h.run_until(ms(90));
+    let mean = h.sched.cics[&CtxId(1)].ttime.mean;
+    let out = h.run();
+    (out.of(1000).dispatched, mean)
+}
+
+/// 4.19 `cfq_arm_slice_timer` still idles when what is left of the slice equals the
+/// process's mean think time (it gives up only when `slice_end - now < ttime_mean`, to the
+/// nanosecond: 4.19 keeps both in ns). Reader 1's last read completes exactly its mean think
+/// time before its slice ends at 101 ms: CFQ idles `slice_idle` (8 ms) for it, and reader 2
+/// is served when the wait runs out; completing 1 ns later, reader 2 goes at once.
+#[test]
+fn cfq_arm_slice_timer_idles_when_the_slice_left_equals_the_mean_think_time() {
+    let (_, mean) = reader_2_after_a_thinking_reader(ms(1));
+    // 5 ms think times after a first one of 0: a little under 5 ms.
+    assert!(
+        (ms(4).as_ns()..ms(5).as_ns()).contains(&mean),
+        "mean {mean}"
+    );
+    let last_done = ms(101) - Nanos(mean);
+    let (at, _) = reader_2_after_a_thinking_reader(last_done - ms(90));
+    assert_eq!(at, last_done + ms(8));
+    let (at, _) = reader_2_after_a_thinking_reader(last_done - ms(90) + Nanos(1));
+    assert_eq!(at, last_done + Nanos(1));
+}
+
+/// 4.19 `cfq_setup_merge`: when the expiring queue has more processes than its cooperator,
+/// the cooperator is scheduled to merge into it and the expiring queue takes the
+/// cooperator's process references (`cfqq->ref += new_process_refs`). Readers 1 and 2 share
+/// a queue (merged at 1 ms); reader 3 queues a request close by, and when the shared queue
+/// empties at 3 ms reader 3's queue is merged into it, which then holds three references.
+/// Five far requests make it seeky, and after reader 4's turn each reader's next request
+/// breaks it apart (`split_cfqq`): every process but the last gets a new queue, so the three
+/// end in three queues (one reference short, the second to split would keep the shared
+/// queue and the third would stay in it with the second).
+#[test]
+fn cfq_setup_merge_gives_a_shared_queue_its_cooperators_references() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read());
+    h.submit(rq(2, 2).sector(100).read());
+    h.submit(rq(3, 1).sector(8).read().at(ms(1)));
+    h.submit(rq(4, 3).sector(300).read().at(Nanos::from_us(1500)));
+    h.submit(rq(5, 3).sector(308).read().at(ms(3)));
+    for k in 1..=5u64 {
+        h.submit(rq(5 + k, 1).sector(k * 10_000_000).read().at(ms(3)));
+    }
+    for i in 0..50u64 {
+        h.submit(rq(100 + i, 4).sector(900_000_000 + i * 8).read().at(ms(20)));
+    }
+    h.run_until(ms(4));
+    let shared = h.sched.queue_of(2).unwrap();
+    assert_eq!(
+        (1..=3).map(|c| h.sched.queue_of(c)).collect::<Vec<_>>(),
+        [Some(shared); 3]
+    );
+    for c in 1..=3u32 {
+        let far = u64::from(c) * 100_000_000;
+        h.submit(rq(1000 + u64::from(c), c).sector(far).read().at(ms(500)));
+    }
+    h.run_until(ms(1000));
+    let s = &h.sched;
+    assert_eq!(s.stats().queue_merges, 2, "{:?}", s.stats());
+    let queues: Vec<QId> = (1..=3).map(|c| s.queue_of(c).unwrap()).collect();
+    assert!(
+        queues[0] != queues[1] && queues[1] != queues[2] && queues[0] != queues[2],
+        "{queues:?}"
+    );
 }
