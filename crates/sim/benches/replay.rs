@@ -6,7 +6,7 @@
 //! replay; throughput is requests per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Op, Settings};
+use elevator_core::{registry, GroupTree, Nanos, Op, Settings};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::replay::{ReplayJob, ReplayOptions};
@@ -59,14 +59,7 @@ fn replay_once() -> u64 {
         },
     )
     .unwrap();
-    sim.add_job(JobSlot {
-        name: "replay".into(),
-        job: Box::new(job),
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
+    sim.add_job(JobSlot::new("replay", Box::new(job)));
     sim.run(None);
     let issued = out.borrow().issued;
     issued

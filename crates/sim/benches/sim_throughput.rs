@@ -4,7 +4,7 @@
 //! second = 100,000 / that time (throughput is printed as elements/s).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_core::{registry, GroupTree, Settings};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
@@ -28,14 +28,7 @@ fn run_once(sched: &str, iodepth: u32) -> u64 {
         ..FioJobConfig::default()
     };
     let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, "randread")).unwrap();
-    sim.add_job(JobSlot {
-        name: "randread".into(),
-        job: Box::new(job),
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
+    sim.add_job(JobSlot::new("randread", Box::new(job)));
     let r = sim.run(None);
     r.counters.completed
 }

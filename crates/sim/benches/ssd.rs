@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_core::harness::rq;
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos};
+use elevator_core::{registry, GroupTree, Nanos};
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
@@ -62,14 +62,7 @@ fn through_engine(spec: &SsdSpec) -> u64 {
         ..FioJobConfig::default()
     };
     let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, "randread")).expect("job");
-    sim.add_job(JobSlot {
-        name: "randread".into(),
-        job: Box::new(job),
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
+    sim.add_job(JobSlot::new("randread", Box::new(job)));
     sim.run(None).counters.completed
 }
 

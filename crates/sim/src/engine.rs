@@ -58,6 +58,47 @@ pub struct JobSlot {
     pub foreground: bool,
 }
 
+impl JobSlot {
+    /// The common case: a foreground job in the root group at the default priority, starting
+    /// at time zero. The methods below change one of those; a slot whose every field is chosen
+    /// (a scenario's job) is written out as a struct.
+    pub fn new(name: impl Into<String>, job: Box<dyn Job>) -> JobSlot {
+        JobSlot {
+            name: name.into(),
+            job,
+            group: GroupId::ROOT,
+            prio: IoPrio::default(),
+            start: Nanos::ZERO,
+            foreground: true,
+        }
+    }
+
+    /// Charge its I/O to `group`.
+    pub fn group(mut self, group: GroupId) -> JobSlot {
+        self.group = group;
+        self
+    }
+
+    /// Give its I/O the priority `prio` by default.
+    pub fn prio(mut self, prio: IoPrio) -> JobSlot {
+        self.prio = prio;
+        self
+    }
+
+    /// Start it at `start`.
+    pub fn start(mut self, start: Nanos) -> JobSlot {
+        self.start = start;
+        self
+    }
+
+    /// Whether the run waits for it (the field of that name); `false` for a background job
+    /// such as a streaming writer.
+    pub fn foreground(mut self, foreground: bool) -> JobSlot {
+        self.foreground = foreground;
+        self
+    }
+}
+
 /// What the device did over a run.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct DeviceStats {

@@ -1,7 +1,7 @@
 //! The engine against an ideal device: conservation, ordering of time, determinism.
 
 use elevator_core::registry;
-use elevator_core::{GroupTree, IoPrio, Nanos, Op, Settings};
+use elevator_core::{GroupTree, Nanos, Op, Settings};
 use elevator_sim::fixed::FixedLatency;
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::{Action, IoSpec, Job};
@@ -88,6 +88,15 @@ impl Job for Flood {
     }
 }
 
+/// A [`Flood`] of 16 writes.
+fn flood() -> Box<dyn Job> {
+    Box::new(Flood {
+        depth: 16,
+        outstanding: 0,
+        next: 0,
+    })
+}
+
 fn run(sched: &str, seedless_reads: u64) -> (Nanos, u64, u64) {
     let r = run_with(sched, &Settings::new(), seedless_reads);
     (
@@ -108,9 +117,9 @@ fn setup(sched: &str, settings: &Settings, seedless_reads: u64) -> Simulation {
     let s = (info.build)(settings, &groups).unwrap();
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
-    sim.add_job(JobSlot {
-        name: "reader".into(),
-        job: Box::new(Dependent {
+    sim.add_job(JobSlot::new(
+        "reader",
+        Box::new(Dependent {
             n: seedless_reads,
             next: 0,
             waiting: false,
@@ -118,23 +127,8 @@ fn setup(sched: &str, settings: &Settings, seedless_reads: u64) -> Simulation {
             base: 0,
             wake: None,
         }),
-        group: elevator_core::GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
-    sim.add_job(JobSlot {
-        name: "writer".into(),
-        job: Box::new(Flood {
-            depth: 16,
-            outstanding: 0,
-            next: 0,
-        }),
-        group: elevator_core::GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: false,
-    });
+    ));
+    sim.add_job(JobSlot::new("writer", flood()).foreground(false));
     sim
 }
 
@@ -196,35 +190,8 @@ fn dependent_reads_beside_writes(sched: &str, wakeup: Nanos) -> Nanos {
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
     sim.set_wakeup_latency(wakeup);
-    let slot = |name: &str, job: Box<dyn Job>, foreground| JobSlot {
-        name: name.into(),
-        job,
-        group: elevator_core::GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground,
-    };
-    sim.add_job(slot(
-        "reader",
-        Box::new(Dependent {
-            n: 200,
-            next: 0,
-            waiting: false,
-            think: Nanos::ZERO,
-            base: 0,
-            wake: None,
-        }),
-        true,
-    ));
-    sim.add_job(slot(
-        "writer",
-        Box::new(Flood {
-            depth: 16,
-            outstanding: 0,
-            next: 0,
-        }),
-        false,
-    ));
+    sim.add_job(JobSlot::new("reader", dependent(200, 0)));
+    sim.add_job(JobSlot::new("writer", flood()).foreground(false));
     let r = sim.run(Some(Nanos::from_secs(600)));
     let reader = r.job("reader").unwrap();
     assert_eq!(reader.metrics.read.ios, 200);
@@ -291,14 +258,7 @@ fn o_direct_writers_reach_cfq_with_the_idle_hint_and_get_slices() {
             ..FioJobConfig::default()
         };
         let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, name.clone())).unwrap();
-        sim.add_job(JobSlot {
-            name,
-            job: Box::new(job),
-            group: elevator_core::GroupId::ROOT,
-            prio: IoPrio::default(),
-            start: Nanos::ZERO,
-            foreground: true,
-        });
+        sim.add_job(JobSlot::new(name, Box::new(job)));
     }
     let r = sim.run(Some(Nanos::from_secs(3)));
     for j in &r.jobs {
@@ -325,17 +285,6 @@ fn dependent(n: u64, base: u64) -> Box<dyn Job> {
     })
 }
 
-fn slot(name: &str, job: Box<dyn Job>, start: Nanos) -> JobSlot {
-    JobSlot {
-        name: name.into(),
-        job,
-        group: elevator_core::GroupId::ROOT,
-        prio: IoPrio::default(),
-        start,
-        foreground: true,
-    }
-}
-
 #[test]
 fn a_later_phase_starts_when_every_job_of_the_earlier_one_is_done() {
     // 1 ms per read, one at a time: phase 0's jobs do 10 and 20 reads side by side (30 ms
@@ -344,9 +293,9 @@ fn a_later_phase_starts_when_every_job_of_the_earlier_one_is_done() {
     let sched =
         (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
-    sim.add_job(slot("a", dependent(10, 0), Nanos::ZERO));
-    sim.add_job(slot("b", dependent(20, 1 << 20), Nanos::ZERO));
-    sim.add_job_in_phase(slot("c", dependent(5, 1 << 21), Nanos::ZERO), 1);
+    sim.add_job(JobSlot::new("a", dependent(10, 0)));
+    sim.add_job(JobSlot::new("b", dependent(20, 1 << 20)));
+    sim.add_job_in_phase(JobSlot::new("c", dependent(5, 1 << 21)), 1);
     let r = sim.run(None);
     let c = r.job("c").unwrap();
     assert_eq!(c.phase, 1);
@@ -365,7 +314,7 @@ fn completions_within_the_ramp_are_left_out_of_the_figures() {
         (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
     sim.set_ramp(Nanos::from_us(3_500));
-    sim.add_job(slot("a", dependent(10, 0), Nanos::ZERO));
+    sim.add_job(JobSlot::new("a", dependent(10, 0)));
     let r = sim.run(None);
     let a = &r.job("a").unwrap().metrics;
     // Completions at 1, 2, 3 ms fall in the ramp; 4..=10 ms count, over 6.5 ms.

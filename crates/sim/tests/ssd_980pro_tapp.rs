@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_core::{registry, GroupTree, Nanos, Settings};
 use elevator_sim::cpu::CpuSpec;
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{Device, JobSlot, Simulation};
@@ -84,14 +84,7 @@ fn simulate(sched: &str, procs: u32, qd: u32) -> f64 {
         };
         let env = BuildEnv::new(capacity, 1, format!("tapp.{p}"));
         let job = FioJob::new(cfg, &env).expect("valid job");
-        sim.add_job(JobSlot {
-            name: format!("tapp.{p}"),
-            job: Box::new(job),
-            group: GroupId::ROOT,
-            prio: IoPrio::default(),
-            start: Nanos::ZERO,
-            foreground: true,
-        });
+        sim.add_job(JobSlot::new(format!("tapp.{p}"), Box::new(job)));
     }
     let report = sim.run(None);
     report.summaries().iter().map(|s| s.read.iops).sum()

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_core::{registry, GroupTree, Settings};
 use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{JobSlot, RunReport, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
@@ -111,14 +111,7 @@ fn run(job: Box<dyn Job>) -> RunReport {
     let noop = registry::find("noop").expect("registered");
     let sched = (noop.build)(&Settings::new(), &groups).expect("default settings");
     let mut sim = Simulation::new(Box::new(device), sched, groups);
-    sim.add_job(JobSlot {
-        name: "w".into(),
-        job,
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start: Nanos::ZERO,
-        foreground: true,
-    });
+    sim.add_job(JobSlot::new("w", job));
     sim.run(None)
 }
 

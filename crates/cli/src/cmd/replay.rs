@@ -187,14 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 if let Some(w) = &writer {
                     sim.set_observer(Box::new(w.clone()));
                 }
-                sim.add_job(JobSlot {
-                    name: "replay".into(),
-                    job: Box::new(job),
-                    group: GroupId::ROOT,
-                    prio: IoPrio::default(),
-                    start: elevator_core::Nanos::ZERO,
-                    foreground: true,
-                });
+                sim.add_job(JobSlot::new("replay", Box::new(job)));
                 let live = crate::progress::Live::start(info.name, None);
                 sim.count_completions(live.counter());
                 if page.is_on() {

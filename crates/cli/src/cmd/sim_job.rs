@@ -149,14 +149,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             None => None,
         };
         for j in jobs {
-            let slot = JobSlot {
-                name: j.name,
-                job: j.job,
-                group: j.group,
-                prio: j.prio,
-                start: Nanos::ZERO,
-                foreground: true,
-            };
+            let slot = JobSlot::new(j.name, j.job).group(j.group).prio(j.prio);
             sim.add_job_in_phase(slot, j.phase);
         }
         let report = as_run_report(sim.run(None));

@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_core::{registry, GroupTree, Nanos, Settings};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::{
@@ -37,7 +37,7 @@ use elevator_workload::jobs::{
     StartupJob, StreamWriter, StreamWriterConfig,
 };
 use elevator_workload::traces::shared_data_dir;
-use elevator_workload::{BuildEnv, Job};
+use elevator_workload::BuildEnv;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -185,17 +185,6 @@ fn drive() -> anyhow::Result<Hdd> {
     Ok(Hdd::new(spec))
 }
 
-fn slot(name: String, job: Box<dyn Job>, start: Nanos, foreground: bool) -> JobSlot {
-    JobSlot {
-        name,
-        job,
-        group: GroupId::ROOT,
-        prio: IoPrio::default(),
-        start,
-        foreground,
-    }
-}
-
 /// SplitMix64: seeds and phases from one run-wide seed.
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -250,12 +239,7 @@ fn background(bg: &str, capacity: u64, seed: u64, layout: Layout) -> anyhow::Res
             runtime_ms: Some(1_000_000_000),
             ..FioJobConfig::default()
         };
-        out.push(slot(
-            name,
-            Box::new(FioJob::new(cfg, &env)?),
-            Nanos::ZERO,
-            false,
-        ));
+        out.push(JobSlot::new(name, Box::new(FioJob::new(cfg, &env)?)).foreground(false));
     }
     for i in 0..writers {
         let name = format!("writer{i}");
@@ -269,12 +253,7 @@ fn background(bg: &str, capacity: u64, seed: u64, layout: Layout) -> anyhow::Res
             rate: Some(WRITERS_RATE / u64::from(writers)),
             ..StreamWriterConfig::default()
         };
-        out.push(slot(
-            name,
-            Box::new(StreamWriter::new(cfg, &env)?),
-            Nanos::ZERO,
-            false,
-        ));
+        out.push(JobSlot::new(name, Box::new(StreamWriter::new(cfg, &env)?)).foreground(false));
     }
     Ok(out)
 }
@@ -303,7 +282,7 @@ fn startup_once(
         ..StartupConfig::default()
     };
     let app = StartupJob::new(cfg, &env)?;
-    sim.add_job(slot("app".into(), Box::new(app), phase, true));
+    sim.add_job(JobSlot::new("app", Box::new(app)).start(phase));
     let report = sim.run(Some(phase + Nanos::from_secs(STARTUP_LIMIT_S)));
     let m = &report.job("app").context("no app job")?.metrics;
     Ok(m.finished.map(|f| (f - m.started).as_secs_f64()))
@@ -490,11 +469,9 @@ fn cooperating(
                 skip_extra_bytes: u64::from(io == CoopIo::Buffered),
                 ..InterleavedReadersConfig::default()
             };
-            sim.add_job(slot(
-                "coop".into(),
+            sim.add_job(JobSlot::new(
+                "coop",
                 Box::new(InterleavedReaders::new(cfg, &env)?),
-                Nanos::ZERO,
-                true,
             ));
         }
         CoopIo::Direct => {
@@ -510,12 +487,7 @@ fn cooperating(
                     direct: true,
                     ..FioJobConfig::default()
                 };
-                sim.add_job(slot(
-                    name,
-                    Box::new(FioJob::new(cfg, &env)?),
-                    Nanos::ZERO,
-                    true,
-                ));
+                sim.add_job(JobSlot::new(name, Box::new(FioJob::new(cfg, &env)?)));
             }
         }
     }

@@ -23,7 +23,7 @@
 //! p99" when the reader's p99 under it is below [`CUT`] times its p99 under none, seed by
 //! seed.
 
-use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, Settings};
+use elevator_core::{registry, GroupTree, Nanos, Settings};
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
@@ -225,14 +225,10 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
         ));
     }
     for (name, cfg) in jobs {
-        sim.add_job(JobSlot {
-            name: name.into(),
-            job: Box::new(job(cfg, capacity, seed, name)?),
-            group: GroupId::ROOT,
-            prio: IoPrio::default(),
-            start: Nanos::ZERO,
-            foreground: true,
-        });
+        sim.add_job(JobSlot::new(
+            name,
+            Box::new(job(cfg, capacity, seed, name)?),
+        ));
     }
     let r = sim.run(None);
     let summary = |name: &str| {

@@ -252,14 +252,7 @@ pub fn simulate(
     let mut sim = Simulation::new(device, noop(), GroupTree::new());
     sim.set_ramp(Nanos(ramp.as_nanos() as u64));
     for (name, job, _) in jobs(p, region, capacity, runtime, ramp, 1)? {
-        sim.add_job(JobSlot {
-            name,
-            job: Box::new(job),
-            group: GroupId::ROOT,
-            prio: IoPrio::default(),
-            start: Nanos::ZERO,
-            foreground: true,
-        });
+        sim.add_job(JobSlot::new(name, Box::new(job)));
     }
     let r = sim.run(None);
     Ok(Figures::of(&r.jobs[0].metrics, r.end, p.writes()))
