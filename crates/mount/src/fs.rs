@@ -18,7 +18,10 @@
 //! writeback and is async, from the flusher's context, charged to the group of the process that
 //! opened the handle; every other write (O_DIRECT, or any write with the writeback cache off)
 //! and every write of a file opened O_SYNC/O_DSYNC is sync; reads and fsync are sync; all from
-//! the calling process's thread group.
+//! the calling process's thread group. With the writeback cache, an O_SYNC/O_DSYNC file's
+//! writes also arrive as writeback with pid 0 and so are sync from the flusher's context in the
+//! root group: the kernel sends no writeback with its writer's pid (docs/mount.md,
+//! "Classification").
 //!
 //! Deviation: the writeback an fsync forces is sync in the kernel (WB_SYNC_ALL writes carry
 //! REQ_SYNC) and issued by the fsyncing process; FUSE sends it as FUSE_WRITE_CACHE writes with
