@@ -143,7 +143,7 @@ pub const MAX_CLONES: u64 = 4096;
 /// The most characters of an input value an error message quotes.
 const EXCERPT: usize = 60;
 
-/// `s` as an error message quotes it: at most [`EXCERPT`] characters, then `...`.
+/// `s` as an error message quotes it: at most `EXCERPT` (60) characters, then `...`.
 pub fn excerpt(s: &str) -> String {
     match s.char_indices().nth(EXCERPT) {
         Some((i, _)) => format!("{}...", &s[..i]),
