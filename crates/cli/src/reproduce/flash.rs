@@ -7,9 +7,14 @@
 //! reader alone (fig-2's QD1 4 KiB random reader under none: 14,443 IOPS, mean 66.0 us, p99
 //! 77.3 us), and, per scheduler, the study's fig-11c run with 8 writer processes (a QD1 4 KiB
 //! random reader beside 8 processes of QD128 4 KiB random writes spread over eight drives:
-//! 128 writes outstanding per drive, as here): the reader's mean and p99 and the writers' IOPS
-//! per drive (its artifact's `results/fig-11-c-lapp-t4kbw-mix`, `*_num_t_8*`; not in
-//! shared/data).
+//! 128 writes outstanding per drive): the reader's mean and p99, the writers' IOPS per drive,
+//! and the requests in each drive's block layer (its artifact's `results/fig-11-c-lapp-t4kbw-mix`,
+//! `*_num_t_8*`; not in shared/data). That last figure is the drives' diskstats `in_queue`
+//! over the run's time: a request's time counts from its allocation (just before the scheduler)
+//! to its completion, so it is the mean number of requests in the scheduler and the drive. Under
+//! none it is 108 of the 128 writes; under bfq 7: bfq's host path (one lock per device, eight
+//! drives on ten cores) admitted writes no faster than the drive took them, so the reader found
+//! no queue. docs/ssd-model.md gives the evidence.
 //!
 //! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md) in its steady state
 //! (every page mapped, GC from the first writes; the study preconditioned its drives to a
@@ -23,10 +28,14 @@
 //! p99" when the reader's p99 under it is below [`CUT`] times its p99 under none, seed by
 //! seed.
 
-use elevator_core::{registry, GroupTree, Nanos, Settings};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use elevator_core::{registry, CtxId, GroupTree, Nanos, Request, Settings};
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
+use elevator_workload::traces::blktrace_out::{IoEvent, IoObserver};
 use elevator_workload::BuildEnv;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -48,13 +57,14 @@ pub const CUT: f64 = 0.8;
 const ALONE: (f64, f64, f64) = (14_443.0, 66.0, 77.312);
 
 /// The study's fig-11c with 8 writer processes (128 writes outstanding per drive), by
-/// scheduler: the reader's IOPS, mean and p99 (us), and the writers' IOPS per drive (their
-/// total over the eight drives / 8).
-const BESIDE_WRITERS: [(&str, [f64; 4]); 4] = [
-    ("none", [763.0, 1308.4, 14_352.4, 131_181.0]),
-    ("mq-deadline", [881.0, 1133.8, 13_303.8, 117_448.0]),
-    ("kyber", [2568.0, 388.2, 2605.1, 165_641.0]),
-    ("bfq", [2941.0, 339.0, 2244.6, 131_586.0]),
+/// scheduler: the reader's IOPS, mean and p99 (us), the writers' IOPS per drive (their total
+/// over the eight drives / 8), and the requests in a drive's block layer (the reader's job's
+/// `disk_util`: `in_queue` ms over the 1,200 s of ramp and run, the mean of the eight drives).
+const BESIDE_WRITERS: [(&str, [f64; 5]); 4] = [
+    ("none", [763.0, 1308.4, 14_352.4, 131_181.0, 108.5]),
+    ("mq-deadline", [881.0, 1133.8, 13_303.8, 117_448.0, 81.2]),
+    ("kyber", [2568.0, 388.2, 2605.1, 165_641.0, 59.0]),
+    ("bfq", [2941.0, 339.0, 2244.6, 131_586.0, 7.2]),
 ];
 
 /// The drive states we run, with their names in the table: the steady state, as the study
@@ -124,6 +134,63 @@ struct Sample {
     reader_p99_us: f64,
     writer_iops: f64,
     writer_mean_us: f64,
+    in_block_layer: f64,
+}
+
+/// The requests in the block layer (inserted into the scheduler and not completed), as a mean
+/// over the time from `from` on: what diskstats' `in_queue` over the run's time gives in the
+/// kernel, where a request's time counts from its allocation to its completion.
+struct BlockLayerDepth {
+    from: Nanos,
+    last: Nanos,
+    now_in: u64,
+    area_ns: u128,
+}
+
+impl BlockLayerDepth {
+    fn new(from: Nanos) -> BlockLayerDepth {
+        BlockLayerDepth {
+            from,
+            last: Nanos::ZERO,
+            now_in: 0,
+            area_ns: 0,
+        }
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        let start = self.last.max(self.from);
+        if now > start {
+            self.area_ns += u128::from(self.now_in) * u128::from((now - start).0);
+        }
+        self.last = self.last.max(now);
+    }
+
+    /// The mean over `from..end`.
+    fn mean(&mut self, end: Nanos) -> f64 {
+        self.advance(end);
+        match end > self.from {
+            true => self.area_ns as f64 / (end - self.from).0 as f64,
+            false => 0.0,
+        }
+    }
+}
+
+impl IoObserver for BlockLayerDepth {
+    fn process(&mut self, _: CtxId, _: u32, _: &str, _: Nanos) {}
+
+    fn event(&mut self, event: IoEvent, _: &Request, now: Nanos) {
+        match event {
+            IoEvent::Insert => {
+                self.advance(now);
+                self.now_in += 1;
+            }
+            IoEvent::Complete => {
+                self.advance(now);
+                self.now_in = self.now_in.saturating_sub(1);
+            }
+            IoEvent::Queue | IoEvent::Merge | IoEvent::Issue => {}
+        }
+    }
 }
 
 /// One row of the table and the JSON.
@@ -156,6 +223,10 @@ pub struct Row {
     /// theirs is within its 10 ms write target).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_mean_us: Option<Estimate>,
+    /// The requests in the block layer (scheduler and drive), a mean over time (published:
+    /// per drive, from the drives' diskstats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_block_layer: Option<Estimate>,
     /// Whether the scheduler cuts the reader's p99 under interference (published: the
     /// study's finding; ours: `p99_over_none` below [`CUT`] at every seed, in its state).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,6 +265,8 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
     let mut sim = Simulation::new(device, sched, GroupTree::new());
     sim.set_wakeup_latency(wakeup);
     sim.set_ramp(Nanos::from_ms(RAMP_MS));
+    let depth = Rc::new(RefCell::new(BlockLayerDepth::new(Nanos::from_ms(RAMP_MS))));
+    sim.set_observer(Box::new(Rc::clone(&depth)));
     let base = FioJobConfig {
         bs: 4096,
         time_based: true,
@@ -249,12 +322,14 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
         "flash: {}: the reader read nothing",
         c.label
     );
+    let in_block_layer = depth.borrow_mut().mean(r.end);
     Ok(Sample {
         reader_iops: reader.read.iops,
         reader_mean_us: reader.read.lat_mean_ms * 1e3,
         reader_p99_us: reader.read.lat_p99_ms * 1e3,
         writer_iops,
         writer_mean_us,
+        in_block_layer,
     })
 }
 
@@ -303,6 +378,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
                 reader_p99_us: Some(p99),
                 writer_iops: c.writer.then(|| e(|s| s.writer_iops)),
                 writer_mean_us: c.writer.then(|| e(|s| s.writer_mean_us)),
+                in_block_layer: Some(e(|s| s.in_block_layer)),
             });
         }
     }
@@ -311,7 +387,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
 
 fn published(c: &Config) -> Row {
     let measured = match c.writer {
-        false => Some([ALONE.0, ALONE.1, ALONE.2, f64::NAN]),
+        false => Some([ALONE.0, ALONE.1, ALONE.2, f64::NAN, f64::NAN]),
         true => BESIDE_WRITERS
             .iter()
             .find(|(s, _)| *s == c.label)
@@ -334,6 +410,7 @@ fn published(c: &Config) -> Row {
             .then(|| Estimate::published(measured.map_or(f64::NAN, |v| v[2]) / none)),
         writer_iops: e(3),
         writer_mean_us: None,
+        in_block_layer: e(4),
         cuts_p99: c.cuts,
     }
 }
@@ -344,10 +421,12 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO in its");
     say!("steady state, {RUNTIME_MS} ms after a {RAMP_MS} ms ramp.");
     say!("Published: the reader alone (fig-2), the study's fig-11c with 8 writers (128 writes");
-    say!("outstanding per drive: the reader's mean / p99 us, the writers' IOPS per drive) and its");
-    say!("pattern (kyber and bfq cut the reader's p99 under interference; none and mq-deadline do");
+    say!("outstanding per drive: the reader's mean / p99 us, the writers' IOPS per drive, the");
+    say!("requests in a drive's block layer) and its pattern (kyber and bfq cut the reader's p99");
+    say!("under interference; none and mq-deadline do not). \"block layer\": requests in the");
+    say!("scheduler and the drive, a mean over time (published: the drives' diskstats).");
     say!(
-        "not). \"cuts\": p99 below {CUT} x none's at every seed. {}\n",
+        "\"cuts\": p99 below {CUT} x none's at every seed. {}\n",
         super::seeds_note(&opts.seeds)
     );
     super::note_wakeup(opts.wakeup);
@@ -365,12 +444,15 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         let p = &published[i % CONFIGS.len()];
         let theirs = match (&p.reader_mean_us, c.writer) {
             (Some(_), _) => format!(
-                "{} / {} us{}{}",
+                "{} / {} us{}{}{}",
                 show(&p.reader_mean_us, 1),
                 show(&p.reader_p99_us, 1),
                 p.writer_iops
                     .as_ref()
                     .map_or(String::new(), |w| format!(", {} IOPS", w.show(0))),
+                p.in_block_layer
+                    .as_ref()
+                    .map_or(String::new(), |l| format!(", {} in block layer", l.show(1))),
                 match c.writer {
                     true => format!(", cuts: {}", yes_no(p.cuts_p99)),
                     false => String::new(),
@@ -394,6 +476,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             ours_cut,
             show(&r.writer_iops, 0),
             show(&r.writer_mean_us, 0),
+            show(&r.in_block_layer, 1),
         ]);
     }
     output::say_str(&output::table(
@@ -408,6 +491,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             "cuts p99",
             "writer IOPS",
             "writer mean us",
+            "block layer",
         ],
         &rows,
     ));
