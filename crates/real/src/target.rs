@@ -1,5 +1,5 @@
 //! Opening a target (a regular file or a block device) for O_DIRECT I/O, with the safety
-//! checks of [`safety`](crate::safety) applied first.
+//! checks of [`crate::safety`] applied first.
 //!
 //! A file that does not exist is created and laid out (written in full, so reads hit real
 //! blocks rather than holes, as fio lays out its files); an empty file is grown and laid out

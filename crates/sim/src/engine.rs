@@ -5,7 +5,7 @@
 //! inputs and seeds. The engine is the only place in a simulation that knows what time it is;
 //! it passes `now` to the jobs, the scheduler and the device.
 //!
-//! The driver contract of [`Scheduler`](elevator_core::Scheduler) is followed exactly:
+//! The driver contract of [`elevator_core::Scheduler`] is followed exactly:
 //! `dispatch` is asked whenever the device has room after an insert, a completion or an idle
 //! deadline, repeatedly until it answers `Idle` or `Empty`.
 //!

@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Write every request's way through the executor (inserted, dispatched, completed) as
-    /// CSV to PREFIX.<scheduler>.csv.
+    /// CSV to `PREFIX.<scheduler>.csv`.
     #[arg(long, value_name = "PREFIX")]
     pub request_log: Option<PathBuf>,
     /// Write what each scheduler did as a blktrace (`DIR/<scheduler>.blktrace.0`: Q, I, D and

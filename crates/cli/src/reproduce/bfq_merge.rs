@@ -212,7 +212,7 @@ impl Layout {
     }
 }
 
-/// The background jobs of `bg` ("<R>r<W>w[-seq|-rand]").
+/// The background jobs of `bg` (`<R>r<W>w[-seq|-rand]`).
 fn background(bg: &str, capacity: u64, seed: u64, layout: Layout) -> anyhow::Result<Vec<JobSlot>> {
     let (counts, kind) = bg.split_once('-').unwrap_or((bg, "seq"));
     let r_at = counts.find('r').context("background: no 'r'")?;

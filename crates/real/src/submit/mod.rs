@@ -10,7 +10,7 @@
 //! [poll](Ticket::poll); [`Handle::submit_with`] runs a callback on the engine thread instead,
 //! for servers that answer from the completion (the FUSE filesystem does).
 //!
-//! The engine inserts each I/O into the scheduler as a [`Request`] (split into pieces of at most
+//! The engine inserts each I/O into the scheduler as a [`Request`](elevator_core::Request) (split into pieces of at most
 //! [`Scheduler::max_request_sectors`], as `exec` does), dispatches while the ring has room and
 //! the scheduler has something to say, sleeps in `io_uring_enter` until a completion, the
 //! scheduler's idle deadline or a submission (an eventfd read kept armed in the ring), and runs

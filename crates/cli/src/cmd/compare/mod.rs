@@ -101,7 +101,7 @@ pub struct Args {
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Directory for the JSON of every run, the derived job files and the summary
-    /// (default: ./elevator-compare-<unix time>).
+    /// (default: `./elevator-compare-<unix time>`).
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
     /// Seed for the jobs' random offsets and the executor's job order (varied per round).
