@@ -1319,7 +1319,8 @@ impl Cfq {
         if self.busy_queues > 1
             && ((!cq.sync && cq.slice_dispatch >= maxrq) || cq.class == Class::Idle)
         {
-            cq.slice_end = now + 1;
+            // 4.19 also sets `slice_end` to now + 1 here, which nothing reads before the
+            // queue's next activation resets it.
             self.slice_expired(false, now);
         }
         Some(rq)

@@ -2186,3 +2186,123 @@ fn cfq_setup_merge_gives_a_shared_queue_its_cooperators_references() {
         "{queues:?}"
     );
 }
+
+// ----- survivors of session 23's fresh samples (shards 6/10 and 2/10) -----------------------
+
+/// The id of the request `s` dispatches at `now`, if it dispatches one.
+fn dispatched_id(s: &mut Cfq, now: Nanos) -> Option<u64> {
+    match s.dispatch(now) {
+        Dispatch::Request(r) => Some(r.id.0),
+        Dispatch::Idle { .. } | Dispatch::Empty => None,
+    }
+}
+
+/// Whether reader 2's request at `sector` is served as a cooperator (`cfq_close_cooperator`)
+/// the moment reader 1's queue empties with its read of sectors 0..8 in flight, instead of
+/// reader 1's queue keeping the disk for its idle wait.
+fn cooperator_served(sector: u64) -> bool {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    s.insert(rq(1, 1).sector(0).read().build(), t0);
+    assert_eq!(dispatched_id(&mut s, t0), Some(1));
+    s.insert(rq(2, 2).sector(sector).read().build(), t0);
+    dispatched_id(&mut s, t0) == Some(2)
+}
+
+/// 4.19 `cfq_rq_close`: a request is close to the head within `CFQQ_CLOSE_THR`, 8 x 1024
+/// sectors (4 MiB) of `last_position`, inclusive; only a close queue is a cooperator
+/// (`cfqq_close`). With the head at sector 8, a request at 8 + 8192 is close, one at
+/// 8 + 8193 is not.
+#[test]
+fn cfq_rq_close_takes_a_request_within_8192_sectors_of_the_head() {
+    assert!(cooperator_served(8 + 8192));
+    assert!(!cooperator_served(8 + 8193));
+}
+
+/// 4.19 `cfq_service_tree_add` puts a queue after the queues already on the tree with an
+/// equal key (the rb-tree walk goes right on equality). Two readers at level 0 (whose
+/// `cfq_slice_offset` is 0) join the tree at 20 ms with the same key: reader 2's queue,
+/// new, joins first and is served first, although reader 1's queue is older.
+#[test]
+fn cfq_service_tree_add_puts_a_queue_after_those_with_an_equal_key() {
+    let mut s = flat();
+    let level0 = |r: crate::harness::RequestBuilder| r.read().prio(IoClass::BestEffort, 0);
+    let first = level0(rq(1, 1).sector(0)).build();
+    s.insert(first.clone(), Nanos::ZERO);
+    assert_eq!(dispatched_id(&mut s, Nanos::ZERO), Some(1));
+    s.complete(&first, ms(1));
+    // Reader 1's idle wait runs out at 9 ms and its queue leaves the tree.
+    assert_eq!(dispatched_id(&mut s, ms(9)), None);
+    s.insert(
+        level0(rq(2, 2).sector(100_000_000)).at(ms(20)).build(),
+        ms(20),
+    );
+    s.insert(level0(rq(3, 1).sector(8)).at(ms(20)).build(), ms(20));
+    assert_eq!(dispatched_id(&mut s, ms(20)), Some(2));
+}
+
+/// 4.19 `cfq_should_wait_busy`: the only queue of its group, emptied with less of its slice
+/// left than its process's mean think time, has its slice extended by `slice_idle` and
+/// waits for its next request (`wait_busy`), so its group stays busy instead of giving the
+/// disk away at once. /a's reader thinks 5 ms between 1 ms reads (slice 1 to 101 ms); its
+/// read completing at 97 ms leaves 4 ms: the slice runs on until its next read arrives at
+/// 102 ms, when it expires (`cfq_select_queue`, `wait_busy` with a request queued) and /b's
+/// reader is served.
+#[test]
+fn cfq_should_wait_busy_extends_a_lone_queues_slice_past_a_think_time_longer_than_is_left() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    for k in 0..30u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().group(1).at(ms(6 * k)));
+    }
+    for i in 0..50u64 {
+        h.submit(rq(1000 + i, 2).sector(90_000_000 + i * 8).read().group(2));
+    }
+    let out = h.run();
+    assert_eq!(out.of(1000).dispatched, ms(102));
+}
+
+/// When the read of a process of `class` arriving at 2.5 ms is dispatched, while a real-time
+/// writeback queue with 20 writes of 1 ms holds the disk.
+fn read_beside_rt_writeback(class: IoClass) -> (Nanos, Vec<u64>) {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..20u64 {
+        h.submit(rq(i, 1).sector(i * 8).write().prio(IoClass::RealTime, 4));
+    }
+    h.submit(
+        rq(100, 2)
+            .sector(5_000_000)
+            .read()
+            .prio(class, 4)
+            .at(Nanos::from_us(2500)),
+    );
+    let out = h.run();
+    (out.of(100).dispatched, out.dispatch_order())
+}
+
+/// 4.19 `cfq_should_preempt`: a real-time queue is never preempted by a queue of a lower
+/// class, not even real-time writeback by a best-effort read (that test comes before the
+/// one letting a sync request preempt an async queue); a real-time read preempts it at once.
+#[test]
+fn cfq_should_preempt_lets_only_a_real_time_read_preempt_real_time_writeback() {
+    let (at, _) = read_beside_rt_writeback(IoClass::RealTime);
+    assert_eq!(at, ms(3));
+    let (_, order) = read_beside_rt_writeback(IoClass::BestEffort);
+    assert_eq!(order.last(), Some(&100), "{order:?}");
+}
+
+/// 4.19 `cfq_update_idle_window` trusts a process's mean think time only once it is
+/// `sample_valid` (more than 80 samples in 256ths: from its third request, the first
+/// counting as 0 ms): a reader thinking 20 ms (16 ms counted, twice `slice_idle`) keeps its
+/// idle window through its second request and loses it at its third.
+#[test]
+fn cfq_update_idle_window_trusts_the_mean_think_time_from_the_third_request() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for i in 0..3u64 {
+        h.submit(rq(i, 1).sector(i * 8).read().at(ms(i * 21)));
+    }
+    h.run_until(ms(21));
+    assert!(h.sched.idle_window_of(1), "after two requests");
+    h.run_until(ms(42));
+    assert!(!h.sched.idle_window_of(1), "after three");
+}
