@@ -86,7 +86,7 @@ fn calibrate_and_compare(dir: &Path, attempt: u32) -> Vec<String> {
     ]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["points"].as_array().unwrap().len(), 18);
+    assert_eq!(v["points"].as_array().unwrap().len(), 20);
     let spec = spec.to_str().unwrap();
     let mut misses = Vec::new();
     for qd in [1, 32] {

@@ -74,11 +74,14 @@ impl Plane {
         }
     }
 
-    /// The operation under way for a read at `t` (started before it, not ended), if any. An
-    /// operation placed to start within the run of reads that ends at `t` has not started:
-    /// those reads go first, as a chip serves its queued reads before its next program.
-    fn under_way(&self, t: Nanos) -> Option<(Nanos, Kind)> {
-        let from = self.reads.run_start(t);
+    /// The operation under way for a read that arrived at `arrived` and would start at `t`
+    /// (an operation started before both, not ended by `t`), if any. An operation placed to
+    /// start after the read arrived, or within the run of reads that ends at `t`, has not
+    /// started: the read goes first, as a chip serves its queued reads before its next program
+    /// (so a read holding a die's planes waits for what was under way on each when it came,
+    /// not for programs its planes start in turn while it waits).
+    fn under_way(&self, t: Nanos, arrived: Nanos) -> Option<(Nanos, Kind)> {
+        let from = self.reads.run_start(t).min(arrived);
         let i = self.ops.partition_point(|&(s, _, _)| s < from);
         let &(_, end, kind) = self.ops.get(i.checked_sub(1)?)?;
         (end > t).then_some((end, kind))
@@ -270,7 +273,7 @@ impl Flash {
             let mut wait = t;
             let mut want = 0;
             for p in (first..).step_by(stride).take(n) {
-                let Some((end, kind)) = self.planes[p].under_way(t) else {
+                let Some((end, kind)) = self.planes[p].under_way(t, ready) else {
                     continue;
                 };
                 let cost = match kind {
@@ -368,5 +371,38 @@ impl Flash {
         };
         let start = self.place_work(plane, true, lane, Kind::Erase, ready, self.erase_ns);
         start + Nanos(self.erase_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssd::Suspend;
+
+    #[test]
+    fn a_read_holding_a_die_waits_for_what_was_under_way_not_for_programs_started_in_turn() {
+        // Full-page reads hold the whole die; nothing is suspended. The die's two planes (0 and
+        // 0 + dies) run chains of back-to-back programs, the second a third of a program
+        // behind the first, so one of them is always programming.
+        let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+        spec.flash.multi_plane_reads = false;
+        spec.flash.suspend = Suspend::None;
+        let mut f = Flash::new(&spec);
+        let other = f.dies;
+        let page = u64::from(spec.flash.page_bytes);
+        let prog = us_to_ns(spec.flash.program_us);
+        let mut ends = Vec::new();
+        for _ in 0..20 {
+            ends.push(f.program(0, page, Nanos::ZERO, Origin::Host));
+            f.program(other, page, Nanos(prog / 3), Origin::Host);
+        }
+        assert!(ends[19] > Nanos(19 * prog), "{ends:?}");
+        // A read arriving during plane 0's first program waits for it and for the program
+        // under way on plane `other` when it came (none: that chain starts later), then goes
+        // before every program started while it waited.
+        let ready = Nanos(prog / 6);
+        let done = f.read(0, 0, page, ready, Origin::Host);
+        assert!(done > ends[0], "{done:?} vs {:?}", ends[0]);
+        assert!(done < ends[1], "{done:?} vs {:?}", ends[1]);
     }
 }

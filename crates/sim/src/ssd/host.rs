@@ -10,10 +10,11 @@
 //!
 //! [`FrontEnd`] is ours, not MQSim's (whose reads never wait for writes before the flash): a
 //! controller that hands commands to its back end in the order it fetched them, with a bounded
-//! number of command slots, where a write holds its slot until its data is admitted to the
-//! write buffer. NVMe's default arbitration is round robin over the submission queues, so a
-//! queue with a command waiting gets the next slot freed; once fetched, the command waits for
-//! every write fetched before it. docs/ssd-model.md says what it models and what is assumed.
+//! number of command slots, serving a few of them at once, where a write is served until its
+//! data is admitted to the write buffer. NVMe's default arbitration is round robin over the
+//! submission queues, so a queue with a command waiting gets the next slot freed; once
+//! fetched, the command waits until all but `servers - 1` of the writes fetched before it are
+//! admitted. docs/ssd-model.md says what it models and what is assumed.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -144,26 +145,31 @@ impl WriteBuffer {
     }
 }
 
-/// The controller's in-order front end (`host.front_end_slots`): commands go to the back end
-/// in fetch order, and a write only once its data is in the write buffer.
+/// The controller's in-order front end (`host.front_end_slots`, `host.front_end_servers`):
+/// commands are served in fetch order, `servers` at a time, and a write is served until its
+/// data is in the write buffer.
 ///
 /// Kept as the admission times of the writes fetched and not yet admitted, in fetch order
 /// (admission is in order too, so they never decrease). A command other than a write is
 /// fetched when it is submitted if a slot is free, else at the next admission (round robin
-/// gives its queue the next slot); it then waits for the writes ahead of it in the slots.
+/// gives its queue the next slot); it is then served once fewer than `servers` of the writes
+/// ahead of it in the slots are not yet admitted.
 #[derive(Clone, Debug, Default)]
 pub struct FrontEnd {
     /// Command slots; 0: no in-order stage.
     slots: usize,
+    /// Commands served at once (at least 1).
+    servers: usize,
     /// Admission times of the writes in the front end, in fetch order.
     pending: VecDeque<Nanos>,
 }
 
 impl FrontEnd {
-    /// A front end of `slots` command slots (0: none).
-    pub fn new(slots: u32) -> FrontEnd {
+    /// A front end of `slots` command slots (0: none) serving `servers` commands at once.
+    pub fn new(slots: u32, servers: u32) -> FrontEnd {
         FrontEnd {
             slots: slots as usize,
+            servers: servers.max(1) as usize,
             pending: VecDeque::new(),
         }
     }
@@ -211,8 +217,46 @@ impl FrontEnd {
         if ahead == 0 {
             return accepted;
         }
-        // With every slot held it is fetched at the first admission and then waits behind
-        // the `slots - 1` writes after it; else behind all of them.
-        self.pending[first + ahead.min(self.slots) - 1]
+        // With every slot held it is fetched at the first admission and then has the
+        // `slots - 1` writes after it ahead of it; else all of them. It is served when all but
+        // `servers - 1` of those are admitted.
+        if ahead >= self.slots {
+            self.pending[first + self.slots.saturating_sub(self.servers)]
+        } else {
+            match ahead.checked_sub(self.servers) {
+                Some(i) => self.pending[first + i],
+                None => accepted,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A front end of `slots` slots and `servers` servers holding five writes fetched at 0,
+    /// admitted at 10, 20, 30, 40 and 50 ns: when a read decoded at 1 ns is handed over.
+    fn handoff(slots: u32, servers: u32) -> u64 {
+        let mut f = FrontEnd::new(slots, servers);
+        for a in [10, 20, 30, 40, 50] {
+            f.fetch_write(Nanos(0), Nanos(0));
+            f.admitted(Nanos(a));
+        }
+        f.handoff(Nanos(1), Nanos(0)).0
+    }
+
+    #[test]
+    fn a_read_waits_for_all_but_servers_minus_one_of_the_writes_ahead() {
+        // Eight slots: all five writes are ahead of it.
+        assert_eq!(
+            [1, 2, 3, 5, 6, 9].map(|s| handoff(8, s)),
+            [50, 40, 30, 10, 1, 1]
+        );
+        // Three slots, all held: it is fetched at the first admission (10) and then has the
+        // two writes after it ahead of it.
+        assert_eq!([1, 2, 3, 4].map(|s| handoff(3, s)), [30, 20, 10, 10]);
+        // No stage: no wait.
+        assert_eq!(handoff(0, 1), 1);
     }
 }

@@ -85,7 +85,7 @@ impl Ssd {
         let page_bytes = u64::from(spec.flash.page_bytes);
         Ok(Ssd {
             host: HostInterface::new(&spec.host),
-            front: FrontEnd::new(spec.host.front_end_slots),
+            front: FrontEnd::new(spec.host.front_end_slots, spec.host.front_end_servers),
             buffer: WriteBuffer::new(spec.write_buffer.bytes, spec.write_buffer.mb_s),
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),

@@ -102,6 +102,14 @@ pub struct Host {
     /// command waiting gets the next slot freed (round robin). See docs/ssd-model.md.
     #[serde(default)]
     pub front_end_slots: u32,
+    /// Commands the in-order front end serves at once (default 1). A write is served until
+    /// its data is in the write buffer; a read is handed over as soon as fewer than this many
+    /// writes fetched before it are still being served, so with `front_end_servers = S` a read
+    /// waits for all but the last `S - 1` of the writes ahead of it, and not at all beside
+    /// fewer than `S` (a virtual disk that serves a read beside one write at once). See
+    /// docs/ssd-model.md.
+    #[serde(default = "one")]
+    pub front_end_servers: u32,
 }
 
 /// The flash back end (MQSim's `Flash_Channel_Count` ... `Flash_Parameter_Set`).
@@ -441,6 +449,12 @@ impl SsdSpec {
             return bad(
                 "host.front_end_slots",
                 format!("must be at most {}, got {}", 1 << 20, h.front_end_slots),
+            );
+        }
+        if h.front_end_servers == 0 || h.front_end_servers > 1 << 20 {
+            return bad(
+                "host.front_end_servers",
+                format!("must be 1 to {}, got {}", 1 << 20, h.front_end_servers),
             );
         }
         if h.queue_depth > 1 << 20 {

@@ -11,14 +11,15 @@
 //!
 //! | parameter | from |
 //! |---|---|
-//! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the shape of the 4 KiB random-read IOPS curve over queue depths 1-128: the die count whose fitted spec comes closest (squared log error) |
+//! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the shape of the 4 KiB random-read IOPS curve over queue depths 1-128 (the reader alone): the die count whose fitted spec comes closest (squared log error) |
 //! | `host.command_us` (one queue's per-command cost) | the 4 KiB random-read IOPS at queue depth 32 (a device whose IOPS still rise beyond it, as one executor thread's do, is under-predicted there) |
 //! | `host.firmware_us` | the 4 KiB random write latency at queue depth 1 (a write completes in the buffer), at most the read's less the flash's part; half the host's part of a read when writes are the slower |
 //! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
 //! | `host.link_mb_s`, `flash.channel_mb_s` | the 1 MiB sequential read and write bandwidths (the channels carry programs too: at least 1.1x the write bandwidth in all) |
-//! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program) |
-//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32 (a read waits for the program under way on its plane; the buffer sets how long the writer keeps the planes programming), fitted after the rates; then `flash.program_us` again, to the write bandwidth |
-//! | `host.front_end_slots` | the same mixed point: each of 0 (no in-order front end), 1, 2, 4, ... 128 slots with the buffer and program time fitted again under it, the one whose mixed read latency comes closest (log error; fewer slots on a tie). A target whose host queue serves a read behind the writes queued before it (a virtual disk, a loop device) is fitted with a few slots, a read that waits only for the flash with none |
+//! | `flash.program_us`, `flash.erase_us` | the 1 MiB sequential write bandwidth at queue depth 32 (erase kept at 6x program), simulated for 1 s as every writing point is |
+//! | `write_buffer.bytes` | the latency of a 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32, fitted after the rates, at most what the writer fills in a quarter second; then `flash.program_us` again, to the write bandwidth |
+//! | `host.front_end_slots` | the same mixed point and the write bandwidth: each of 0 (no in-order front end), 1, 2, 4, ... 128 slots with the buffer and program time fitted again under it, the one whose mixed read latency and write bandwidth come closest (sum of log errors; fewer slots on a tie). A target whose host queue serves a read behind the writes queued before it (a virtual disk, a loop device) is fitted with a few slots, a read that waits only for the flash with none |
+//! | `host.front_end_servers` | the 4 KiB reader beside the writer at depths 1 and 4: each of 1, 2, 3, 4, 6, 8 servers (with as many more slots less one, so the reader beside the deep writer waits as before), the one whose two read latencies come closest; then the rates again. A host that serves a read beside one write at once gets 2 or more; without those points (a calibration from before they were measured), 1 |
 //!
 //! For each die count, every rate starts from the figures and is refined by simulating the
 //! point it comes from and correcting it by measured against simulated, three rounds; then
@@ -36,10 +37,11 @@ use super::measure::{simulate, Figures, Point, PLAN};
 /// Simulated time per point when scoring a candidate (plus a tenth as ramp).
 const SIM_RUNTIME: Duration = Duration::from_millis(40);
 
-/// Simulated time of the mixed point: the writer must fill the buffer and reach the rate the
-/// programs allow, as in the seconds the point is measured; in 40 ms the reader sees only the
-/// writer's first burst.
-const MIXED_RUNTIME: Duration = Duration::from_millis(1000);
+/// Simulated time of a point that writes, and of the mixed points: the writer must fill the
+/// buffer and reach the rate the programs allow, as in the seconds the point is measured; in
+/// 40 ms the reader sees only the writer's first burst, and the writer itself writes into an
+/// empty buffer (a 30 MiB buffer took 1.7 GB/s for 40 ms on programs that keep 1.3 GB/s).
+const WRITE_RUNTIME: Duration = Duration::from_millis(1000);
 
 /// Measured figures of the grid, by point.
 pub type Measured = [(Point, Figures)];
@@ -60,7 +62,11 @@ fn device(spec: &SsdSpec) -> anyhow::Result<Box<dyn Device>> {
 
 /// The simulated figures of `p` on `spec`.
 pub fn predict(spec: &SsdSpec, p: &Point, region: u64) -> anyhow::Result<Figures> {
-    let runtime = if p.beside { MIXED_RUNTIME } else { SIM_RUNTIME };
+    let runtime = if p.beside > 0 || p.writes() {
+        WRITE_RUNTIME
+    } else {
+        SIM_RUNTIME
+    };
     simulate(p, device(spec)?, region, runtime, runtime / 10)
 }
 
@@ -82,8 +88,9 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     s.ftl.cmt_entries = 0;
     s.host.queue_depth = 1024;
     s.host.controller_command_us = 0.0;
-    // The in-order front end is fitted last, to the mixed point (`fit`).
+    // The in-order front end is fitted last, to the mixed points (`fit`).
     s.host.front_end_slots = 0;
+    s.host.front_end_servers = 1;
     s.write_buffer.bytes = 32 << 20;
     let planes = u64::from(units * 2);
     let block = u64::from(s.flash.pages_per_block) * u64::from(s.flash.page_bytes);
@@ -94,12 +101,14 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     s
 }
 
-/// log(simulated / measured) of IOPS, squared and summed over the 4 KiB random-read curve.
+/// log(simulated / measured) of IOPS, squared and summed over the 4 KiB random-read curve
+/// (the reader alone: the mixed points' reader is a 4 KiB random reader too, and counting it
+/// here made the die count follow the mixed point, the most dies with the longest programs).
 fn read_curve_error(spec: &SsdSpec, m: &Measured, region: u64) -> anyhow::Result<f64> {
     let mut e = 0.0;
     for (p, f) in m
         .iter()
-        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096)
+        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096 && p.beside == 0)
     {
         let s = predict(spec, p, region)?;
         e += (s.iops.max(1e-9) / f.iops.max(1e-9)).ln().powi(2);
@@ -127,8 +136,11 @@ struct Anchors {
     seq_w: Figures,
     /// The 4 KiB random read at depth 32.
     peak: (Point, Figures),
-    /// The 4 KiB random reader at depth 1 beside the 1 MiB writer.
+    /// The 4 KiB random reader at depth 1 beside the 1 MiB writer at depth 32.
     mixed: Figures,
+    /// The same beside the writer at the shallow depths, where measured (a calibration
+    /// before they were in the plan has none).
+    shallow: Vec<(Point, Figures)>,
 }
 
 const R1: Point = PLAN[0];
@@ -137,6 +149,8 @@ const W1: Point = PLAN[13];
 const SEQ_R: Point = PLAN[12];
 const SEQ_W: Point = PLAN[16];
 const MIXED: Point = PLAN[17];
+const MIXED_QD1: Point = PLAN[18];
+const MIXED_QD4: Point = PLAN[19];
 
 /// The spec of `units` dies whose rates fit `a`: first guesses from the figures, then three
 /// rounds of simulating each anchor and correcting its parameter.
@@ -195,7 +209,13 @@ fn fit_rates(mut spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdS
     }
     // The write buffer: a read beside a writer waits for the program under way on its plane,
     // and the buffer sets how long the writer keeps the planes programming.
+    // At most what the measured writer fills in a quarter of the simulated time, so that the
+    // simulated write points reach the rate the programs allow (a larger buffer let the fit
+    // set the program time to a burst into the buffer: a spec fitted to 1.66 GB/s wrote W1 at
+    // 0.73 GB/s once its 1.3 GB buffer was full).
     let smallest = 2 * u64::from(spec.flash.page_bytes) * spec.planes();
+    let largest = (a.seq_w.mb_s * 1e6 * WRITE_RUNTIME.as_secs_f64() / 4.0)
+        .clamp(smallest as f64, (4u64 << 30) as f64);
     for _ in 0..4 {
         let p = predict(&spec, &MIXED, region)?;
         let b = scaled(
@@ -203,7 +223,7 @@ fn fit_rates(mut spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdS
             a.mixed.mean_us,
             p.mean_us,
             smallest as f64,
-            (4u64 << 30) as f64,
+            largest,
         );
         spec.write_buffer.bytes = (b as u64).div_ceil(1 << 20) * (1 << 20);
     }
@@ -230,6 +250,10 @@ pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Resu
         seq_w: need(SEQ_W)?,
         peak,
         mixed: need(MIXED)?,
+        shallow: [MIXED_QD1, MIXED_QD4]
+            .into_iter()
+            .filter_map(|p| find(m, &p).filter(|f| f.ios > 0).map(|f| (p, f)))
+            .collect(),
     };
     anyhow::ensure!(
         a.r1.ios > 0
@@ -258,8 +282,18 @@ pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Resu
 /// Front-end slots tried, 0 being none.
 const FRONT_END_SLOTS: [u32; 9] = [0, 1, 2, 4, 8, 16, 32, 64, 128];
 
-/// `spec` with the in-order front end (`host.front_end_slots`) whose mixed read latency,
-/// with the rates fitted again under it, comes closest to the measured one.
+/// Front-end servers tried.
+const FRONT_END_SERVERS: [u32; 6] = [1, 2, 3, 4, 6, 8];
+
+/// |log(simulated / measured)|.
+fn log_error(simulated: f64, measured: f64) -> f64 {
+    (simulated.max(1e-9) / measured.max(1e-9)).ln().abs()
+}
+
+/// `spec` with the in-order front end (`host.front_end_slots`, one server) whose mixed read
+/// latency and write bandwidth, with the rates fitted again under it, come closest to the
+/// measured ones (the bandwidth too: with no stage the buffer step can only slow the programs
+/// until the reader waits as long, and the writer then falls short); then its servers.
 fn fit_front_end(spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdSpec> {
     let mut best: Option<(f64, SsdSpec)> = None;
     for slots in FRONT_END_SLOTS {
@@ -271,12 +305,44 @@ fn fit_front_end(spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdS
             fit_rates(candidate, region, a)?
         };
         let p = predict(&candidate, &MIXED, region)?;
-        let e = (p.mean_us.max(1e-9) / a.mixed.mean_us.max(1e-9)).ln().abs();
+        let w = predict(&candidate, &SEQ_W, region)?;
+        let e = log_error(p.mean_us, a.mixed.mean_us) + log_error(w.mb_s, a.seq_w.mb_s);
         if best.as_ref().is_none_or(|(b, _)| e < *b) {
             best = Some((e, candidate));
         }
     }
-    Ok(best.expect("candidates were tried").1)
+    fit_servers(best.expect("candidates were tried").1, region, a)
+}
+
+/// `spec` with the front-end servers (`host.front_end_servers`) whose reads beside the
+/// shallow writers come closest to the measured (squared log error of the mean latency; fewer
+/// servers on a tie). A read waits for all but `servers - 1` of the writes ahead of it, so
+/// each candidate has `servers - 1` more slots: the reader beside the deep writer still waits
+/// for as many writes as the slots fitted above made it. Then the rates are fitted again
+/// under it. Without a stage, or without the shallow points, one server.
+fn fit_servers(spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdSpec> {
+    let slots = spec.host.front_end_slots;
+    if slots == 0 || a.shallow.is_empty() {
+        return Ok(spec);
+    }
+    let mut best: Option<(f64, SsdSpec)> = None;
+    for servers in FRONT_END_SERVERS {
+        let mut candidate = spec.clone();
+        candidate.host.front_end_servers = servers;
+        candidate.host.front_end_slots = slots + servers - 1;
+        let mut e = 0.0;
+        for (p, f) in &a.shallow {
+            e += log_error(predict(&candidate, p, region)?.mean_us, f.mean_us).powi(2);
+        }
+        if best.as_ref().is_none_or(|(b, _)| e < *b) {
+            best = Some((e, candidate));
+        }
+    }
+    let spec = best.expect("candidates were tried").1;
+    if spec.host.front_end_servers == 1 {
+        return Ok(spec);
+    }
+    fit_rates(spec, region, a)
 }
 
 #[cfg(test)]

@@ -28,13 +28,10 @@ pub struct Point {
     pub bs: u64,
     /// I/Os outstanding.
     pub qd: u32,
-    /// Whether [`BESIDE`] runs beside it: the job then covers the second half of the region,
-    /// the writer the first.
-    pub beside: bool,
+    /// The depth of the 1 MiB sequential writer run beside it ([`Point::writer`]; 0: none):
+    /// the job then covers the second half of the region, the writer the first.
+    pub beside: u32,
 }
-
-/// The writer of the mixed point: 1 MiB sequential writes at depth 32.
-pub const BESIDE: Point = Point::new(RwMode::Write, M, 32);
 
 impl Point {
     const fn new(rw: RwMode, bs: u64, qd: u32) -> Point {
@@ -42,16 +39,18 @@ impl Point {
             rw,
             bs,
             qd,
-            beside: false,
+            beside: 0,
         }
     }
 
-    /// The same, with [`BESIDE`] beside it.
-    const fn beside_writer(self) -> Point {
-        Point {
-            beside: true,
-            ..self
-        }
+    /// The same, with the 1 MiB sequential writer at depth `qd` beside it.
+    const fn beside_writer(self, qd: u32) -> Point {
+        Point { beside: qd, ..self }
+    }
+
+    /// The writer beside a mixed point: 1 MiB sequential writes at its depth.
+    pub const fn writer(&self) -> Point {
+        Point::new(RwMode::Write, M, self.beside)
     }
 
     /// `randread 4k qd32`.
@@ -69,7 +68,10 @@ impl Point {
         } else {
             format!("{}k", self.bs >> 10)
         };
-        let beside = if self.beside { " + write 1m qd32" } else { "" };
+        let beside = match self.beside {
+            0 => String::new(),
+            qd => format!(" + write 1m qd{qd}"),
+        };
         format!("{rw} {bs} qd{}{beside}", self.qd)
     }
 
@@ -110,8 +112,8 @@ fn jobs(
 ) -> anyhow::Result<Vec<(String, FioJob, ByteRange)>> {
     let half = region / 2 / M * M;
     let mut parts = vec![(*p, 0, region)];
-    if p.beside {
-        parts = vec![(*p, half, region - half), (BESIDE, 0, half)];
+    if p.beside > 0 {
+        parts = vec![(*p, half, region - half), (p.writer(), 0, half)];
     }
     parts
         .into_iter()
@@ -131,9 +133,10 @@ fn jobs(
 }
 
 /// The grid, in the order it runs: reads first (they leave the device as they found it), then
-/// writes, the sequential writer last but one (it fills the drive's write buffer), then a
-/// 4 KiB random reader beside that writer (what the write buffer's backlog costs a read).
-pub const PLAN: [Point; 18] = [
+/// writes, the sequential writer at depth 32 last of them (it fills the drive's write buffer),
+/// then a 4 KiB random reader beside that writer (what the write backlog costs a read), and
+/// beside the writer at depths 1 and 4 (how many writes a read is served beside at once).
+pub const PLAN: [Point; 20] = [
     Point::new(RwMode::RandRead, 4 * K, 1),
     Point::new(RwMode::RandRead, 4 * K, 2),
     Point::new(RwMode::RandRead, 4 * K, 4),
@@ -151,7 +154,9 @@ pub const PLAN: [Point; 18] = [
     Point::new(RwMode::RandWrite, 4 * K, 32),
     Point::new(RwMode::Write, M, 1),
     Point::new(RwMode::Write, M, 32),
-    Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(),
+    Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(32),
+    Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(1),
+    Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(4),
 ];
 
 /// What one point gave.
