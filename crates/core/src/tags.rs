@@ -1,6 +1,6 @@
-//! blk-mq scheduler tags, as mq-deadline and kyber use them: `nr_requests` tags that every
-//! request holds from its allocation to its completion, of which throttled (asynchronous or
-//! write) requests may hold only a *shallow depth*.
+//! blk-mq scheduler tags, as mq-deadline, kyber and bfq use them: `nr_requests` tags that
+//! every request holds from its allocation to its completion, of which throttled (asynchronous
+//! or write) requests may hold only a *shallow depth*.
 //!
 //! In blk-mq every request takes a scheduler tag when it is allocated, just before it is
 //! inserted into the scheduler, and frees it when it completes; there are `nr_requests` of
@@ -8,9 +8,10 @@
 //! find a tag only among the first bits of the tag bitmap: mq-deadline throttles everything
 //! but synchronous reads to `async_depth` (`dd_limit_depth`; `dd_depth_updated` sets
 //! `async_depth` to `nr_requests` whenever `nr_requests` changes), kyber throttles asynchronous
-//! requests to 75% of `nr_requests` (`kyber_limit_depth`). A request that finds no tag sleeps
-//! in tag allocation, outside the scheduler, until a tag is freed; so a flood of writes that
-//! holds every tag makes a read wait for one.
+//! requests to 75% of `nr_requests` (`kyber_limit_depth`), bfq gives each request its own
+//! depth (`bfq_limit_depth`: by direction and weight raising, and 1 for a queue over its share).
+//! A request that finds no tag sleeps in tag allocation, outside the scheduler, until a tag
+//! is freed; so a flood of writes that holds every tag makes a read wait for one.
 //!
 //! Our drivers have no tags and insert every request at once, so [`SchedTags`] stands in for
 //! the tag allocator: a request is *admitted* into the policy's queues when fewer than `depth`
@@ -22,23 +23,46 @@
 //! shallow depth (in the kernel it may take a tag they may not). A request waiting here cannot
 //! be merged into.
 //!
-//! Deviation: the shallow depth is counted (at most `limit` throttled requests hold tags); the
-//! kernel's is a position in each bitmap word, so throttled requests may briefly hold more
-//! after a change of limit, and fewer when unthrottled ones sit in the first bits.
+//! A request comes with its [`Depth`]: any tag (`Full`), the throttled class's shallow depth
+//! (`Throttled`, one settable `limit` shared by the class, as mq-deadline's and kyber's are),
+//! or a shallow depth of its own (`Shallow(L)`, fixed when it arrives, as bfq's is: the kernel
+//! computes `shallow_depth` once per allocation).
+//!
+//! Deviation: the shallow depth is counted. A throttled request is admitted while fewer than
+//! `limit` throttled requests hold tags; a `Shallow(L)` one while fewer than `L` held requests
+//! have a `Shallow` depth of at most `L` (those necessarily sit in the first bits it may take).
+//! The kernel's shallow depth is a bit position in each word of the tag bitmap (`sbitmap`,
+//! 64-bit words for 256 tags), so `L` here is the per-word depth times the words (with 256
+//! tags, a per-word depth of 1 lets at most 4 such requests hold tags), deeper-limited or
+//! unlimited requests that happen to sit in the first bits block it in the kernel but not
+//! here, and throttled requests may briefly hold more after a change of limit.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::request::Request;
 
+/// How deep in the tags a request may take one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Any free tag.
+    Full,
+    /// The throttled class's shallow depth, [`SchedTags::limit`].
+    Throttled,
+    /// A shallow depth of its own: at most this many requests of this depth or shallower.
+    Shallow(u32),
+}
+
 /// The scheduler tags, and the requests waiting for one.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SchedTags {
     depth: u32,
     limit: u32,
     held: u32,
     held_throttled: u32,
-    /// Requests waiting for a tag, in arrival order, each with whether it is throttled.
-    waiting: VecDeque<(Request, bool)>,
+    /// Requests holding a tag with a `Shallow` depth: depth -> count.
+    held_shallow: BTreeMap<u32, u32>,
+    /// Requests waiting for a tag, in arrival order, each with its depth.
+    waiting: VecDeque<(Request, Depth)>,
 }
 
 impl SchedTags {
@@ -50,6 +74,7 @@ impl SchedTags {
             limit: limit.max(1),
             held: 0,
             held_throttled: 0,
+            held_shallow: BTreeMap::new(),
             waiting: VecDeque::new(),
         }
     }
@@ -91,39 +116,108 @@ impl SchedTags {
         self.waiting.len()
     }
 
-    /// Whether a request, throttled or not, may take a tag now.
-    fn fits(&self, throttled: bool) -> bool {
-        self.held < self.depth && (!throttled || self.held_throttled < self.limit)
+    /// Requests holding a tag with a `Shallow` depth of at most `depth`.
+    pub fn held_shallow(&self, depth: u32) -> u32 {
+        self.held_shallow.range(..=depth).map(|(_, &n)| n).sum()
     }
 
-    fn take(&mut self, throttled: bool) {
+    /// Whether a request of this depth may take a tag now.
+    pub fn may_take(&self, depth: Depth) -> bool {
+        self.held < self.depth
+            && match depth {
+                Depth::Full => true,
+                Depth::Throttled => self.held_throttled < self.limit,
+                Depth::Shallow(l) => self.held_shallow(l) < l.max(1),
+            }
+    }
+
+    /// A request of this depth takes a tag (for a caller keeping its own waiting lines; check
+    /// [`SchedTags::may_take`] first).
+    pub fn take(&mut self, depth: Depth) {
         self.held += 1;
-        if throttled {
-            self.held_throttled += 1;
+        match depth {
+            Depth::Full => {}
+            Depth::Throttled => self.held_throttled += 1,
+            Depth::Shallow(l) => *self.held_shallow.entry(l).or_default() += 1,
         }
     }
 
-    /// A request arrives: it waits here until [`SchedTags::next_admitted`] hands it out,
-    /// at once if a tag it may take is free and no earlier request that may take one waits.
+    /// A request arrives, throttled or not: see [`SchedTags::arrive_at`].
     pub fn arrive(&mut self, rq: Request, throttled: bool) {
-        self.waiting.push_back((rq, throttled));
+        self.arrive_at(rq, throttled_depth(throttled));
     }
 
-    /// A request holding a tag completed: its tag is free.
+    /// A request arrives with its depth: it waits here until [`SchedTags::next_admitted`]
+    /// hands it out, at once if a tag it may take is free and no earlier request that may take
+    /// one waits.
+    pub fn arrive_at(&mut self, rq: Request, depth: Depth) {
+        self.waiting.push_back((rq, depth));
+    }
+
+    /// A request holding a tag completed, throttled or not: its tag is free.
     pub fn release(&mut self, throttled: bool) {
+        self.release_at(throttled_depth(throttled));
+    }
+
+    /// A request holding a tag, admitted with `depth`, completed: its tag is free.
+    pub fn release_at(&mut self, depth: Depth) {
         self.held = self.held.saturating_sub(1);
-        if throttled {
-            self.held_throttled = self.held_throttled.saturating_sub(1);
+        match depth {
+            Depth::Full => {}
+            Depth::Throttled => self.held_throttled = self.held_throttled.saturating_sub(1),
+            Depth::Shallow(l) => {
+                if let Some(n) = self.held_shallow.get_mut(&l) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.held_shallow.remove(&l);
+                    }
+                }
+            }
         }
     }
 
     /// The oldest waiting request that may take a tag now, if any (it then holds the tag):
     /// callers take them all after every arrival, completion and change of depth.
     pub fn next_admitted(&mut self) -> Option<Request> {
-        let i = self.waiting.iter().position(|&(_, t)| self.fits(t))?;
-        let (rq, throttled) = self.waiting.remove(i).expect("position is in range");
-        self.take(throttled);
-        Some(rq)
+        self.next_admitted_at().map(|(rq, _)| rq)
+    }
+
+    /// As [`SchedTags::next_admitted`], with the depth the request was admitted at (to give
+    /// back to [`SchedTags::release_at`]).
+    pub fn next_admitted_at(&mut self) -> Option<(Request, Depth)> {
+        let i = self.waiting.iter().position(|&(_, d)| self.may_take(d))?;
+        let (rq, depth) = self.waiting.remove(i).expect("position is in range");
+        self.take(depth);
+        Some((rq, depth))
+    }
+}
+
+/// The word size (log2 of bits per word) of a tag bitmap of `depth` tags, as the kernel's
+/// `sbitmap_calculate_shift` picks it: 64-bit words, halved until there are at least 4 words.
+pub fn word_shift(depth: u32) -> u32 {
+    let mut shift = u64::BITS.ilog2();
+    if depth >= 4 {
+        while (4u32 << shift) > depth {
+            shift -= 1;
+        }
+    }
+    shift
+}
+
+/// The tags a request with a shallow depth of `per_word` bits in each word may reach, over
+/// `depth` tags in words of `1 << shift` bits (the last word may be partial).
+pub fn shallow_tags(depth: u32, shift: u32, per_word: u32) -> u32 {
+    let bits = 1u32 << shift;
+    let full_words = depth >> shift;
+    let rest = depth & (bits - 1);
+    full_words * per_word.min(bits) + per_word.min(rest)
+}
+
+fn throttled_depth(throttled: bool) -> Depth {
+    if throttled {
+        Depth::Throttled
+    } else {
+        Depth::Full
     }
 }
 
@@ -162,6 +256,52 @@ mod tests {
         assert_eq!((t.held(), t.held_throttled()), (4, 3));
         t.release(false);
         assert_eq!((t.held(), t.held_throttled()), (3, 3));
+    }
+
+    /// `bfq_limit_depth` gives each request its own shallow depth; a deeper one is not held
+    /// back by shallower ones beyond its own count, a shallower one is by the deeper ones
+    /// only through the total, and a request with full depth goes past both.
+    #[test]
+    fn shallow_requests_count_only_those_as_shallow_or_shallower() {
+        let mut t = SchedTags::new(8, 1);
+        let one = Depth::Shallow(2);
+        let wide = Depth::Shallow(4);
+        for id in 1..=2 {
+            t.arrive_at(rq(id, 1).write().build(), one);
+        }
+        assert_eq!(admitted(&mut t), vec![1, 2]);
+        t.arrive_at(rq(3, 1).write().build(), one);
+        assert!(admitted(&mut t).is_empty(), "two of depth 2 hold tags");
+        for id in 4..=6 {
+            t.arrive_at(rq(id, 1).write().build(), wide);
+        }
+        // Depth 4 counts the two of depth 2: two more.
+        assert_eq!(admitted(&mut t), vec![4, 5]);
+        assert_eq!((t.held_shallow(2), t.held_shallow(4)), (2, 4));
+        t.arrive_at(rq(7, 2).read().build(), Depth::Full);
+        assert_eq!(admitted(&mut t), vec![7]);
+        // A depth-4 request leaving frees nothing for depth 2.
+        t.release_at(wide);
+        assert_eq!(admitted(&mut t), vec![6]);
+        t.release_at(one);
+        assert_eq!(admitted(&mut t), vec![3]);
+        assert_eq!((t.held(), t.waiting()), (5, 0));
+    }
+
+    /// `sbitmap_calculate_shift`: 64-bit words down to at least four words; the shallow
+    /// depth is per word.
+    #[test]
+    fn word_shift_and_shallow_tags_follow_sbitmap() {
+        assert_eq!(word_shift(256), 6);
+        assert_eq!(word_shift(2048), 6);
+        assert_eq!(word_shift(128), 5);
+        assert_eq!(word_shift(64), 4);
+        assert_eq!(word_shift(4), 0);
+        assert_eq!(word_shift(3), 6);
+        assert_eq!(shallow_tags(256, 6, 1), 4);
+        assert_eq!(shallow_tags(256, 6, 48), 192);
+        assert_eq!(shallow_tags(100, 4, 12), 6 * 12 + 4);
+        assert_eq!(shallow_tags(256, 6, 100), 256);
     }
 
     /// blk-mq tag allocation (`blk_mq_get_tag`): with every one of `nr_requests` tags held by

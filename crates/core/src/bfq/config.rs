@@ -86,6 +86,15 @@ pub const TUNABLES: &[Tunable] = &[
         doc: "weight raising for interactive and soft real-time queues",
     },
     Tunable {
+        name: "nr_requests",
+        unit: Unit::Requests,
+        default: 256,
+        min: 4,
+        max: 2048,
+        doc: "scheduler tags (queue attribute), one per request from admission to completion; \
+              bfq_limit_depth gives writes and over-limit queues a shallow depth of them",
+    },
+    Tunable {
         name: "merge_window_ms",
         unit: Unit::Ms,
         default: 100,
@@ -133,6 +142,8 @@ pub struct Config {
     pub strict_guarantees: bool,
     /// low_latency (weight raising).
     pub low_latency: bool,
+    /// Scheduler tags (`nr_requests`).
+    pub nr_requests: u32,
     /// The merge window (100 ms in the kernel); zero disables the rule.
     pub merge_window: Nanos,
     /// Whether queues may be merged at all.
@@ -181,6 +192,7 @@ impl Config {
             timeout: Nanos::from_ms(g("timeout_sync") as u64),
             strict_guarantees: strict,
             low_latency: g("low_latency") == 1,
+            nr_requests: g("nr_requests") as u32,
             merge_window: Nanos::from_ms(g("merge_window_ms") as u64),
             queue_merging: g("queue_merging") == 1,
             rotational: g("rotational") == 1,

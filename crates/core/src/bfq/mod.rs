@@ -14,7 +14,8 @@
 //! I/O injection into idling periods with its adaptive limit ([`injection`]); early queue
 //! merging of cooperating processes with the 100 ms window, stable merge and split
 //! ([`merge`]); groups and the symmetry test that decides whether idling is needed for
-//! guarantees ([`group`]).
+//! guarantees ([`group`]); scheduler tags with `bfq_limit_depth`'s shallow depths, depth 1
+//! for a queue or group over its weight's share of them ([`depth`]).
 //!
 //! # Tunables (sysfs names, mainline defaults)
 //! - `slice_idle` (ms) 8, `slice_idle_us` (us) 8000: idling for an empty sync queue.
@@ -26,6 +27,8 @@
 //! - `strict_guarantees` 0, `low_latency` 1.
 //! - elevator's own: `merge_window_ms` 100 (0 turns the 100 ms rule off), `queue_merging` 1
 //!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device).
+//! - `nr_requests` 256: scheduler tags (a queue attribute; the kernel's 2 * min(queue
+//!   depth, 128), 256 for a loop device or a deep one).
 //!
 //! Fixed mainline parameters: async service charged x3 (symmetric scenario); weight from
 //! ioprio (8 - level) * 10, group weight 1..=1000 default 100; raising coefficient 30 for a
@@ -48,9 +51,16 @@
 //!   time its next child changes.
 //! - Injection looks for a source queue in queue-creation order; the kernel walks its active
 //!   list, the queue most recently put on a service tree first. Waker-queue detection (`bfq_check_waker`) is not
-//!   modelled (injection covers the same ground more slowly); the `oom_bfqq`, hw-queue depth
-//!   limits (`bfq_limit_depth`) and ioprio or cgroup changes of a running process are not
-//!   modelled (a queue keeps the class and group of its first request).
+//!   modelled (injection covers the same ground more slowly); the `oom_bfqq` and ioprio or
+//!   cgroup changes of a running process are not modelled (a queue keeps the class and group
+//!   of its first request).
+//! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
+//!   each tag-bitmap word is admitted while fewer than d * words held requests have a shallow
+//!   depth of at most that (with 256 tags, 64-bit words: depth 1 admits at most 4); in the
+//!   kernel, deeper or full-depth requests sitting in a word's first bits block it too. A
+//!   process's waiting requests allocate one at a time, each at the depth decided when it
+//!   starts; a change of `nr_requests` recomputes the word size (the kernel keeps it when the
+//!   tags shrink).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to 512 KiB);
@@ -60,6 +70,7 @@
 
 mod budget;
 mod config;
+mod depth;
 mod group;
 mod injection;
 mod merge;
@@ -71,6 +82,8 @@ mod wf2q;
 #[cfg(test)]
 mod component_tests;
 #[cfg(test)]
+mod depth_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
@@ -81,9 +94,11 @@ pub use config::{Config, TUNABLES};
 use crate::group::GroupTree;
 use crate::request::{CtxId, GroupId, IoPrio, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
+use crate::tags::{Depth, SchedTags};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, TunableError};
 use budget::PeakRate;
+use depth::{TagWait, WordDepths};
 use group::GroupState;
 use queue::{class_index, Key, Queue};
 use wf2q::{Tree, Wf2q};
@@ -170,6 +185,14 @@ pub struct Bfq {
     bics: IdMap<CtxId, Bic>,
     /// Request id -> queue, for queued and in-flight requests.
     rq_queue: IdMap<u64, usize>,
+    /// The scheduler tags.
+    tags: SchedTags,
+    /// The requests waiting for a tag, outside bfq.
+    tag_wait: TagWait,
+    /// Request id -> the depth it took its tag at, for requests holding one.
+    tag_depth: IdMap<u64, Depth>,
+    /// Shallow depths per tag-bitmap word (`bfq_update_depths`).
+    word_depths: WordDepths,
     in_service: Option<usize>,
     /// The in-service queue is idling for a request (the kernel's wait_request flag).
     wait_request: bool,
@@ -218,6 +241,10 @@ impl Bfq {
             groups,
             bics: IdMap::default(),
             rq_queue: IdMap::default(),
+            tags: SchedTags::new(cfg.nr_requests, cfg.nr_requests),
+            tag_depth: IdMap::default(),
+            tag_wait: TagWait::default(),
+            word_depths: WordDepths::new(cfg.nr_requests),
             in_service: None,
             wait_request: false,
             idle_until: 0,
@@ -409,6 +436,7 @@ impl Bfq {
             self.queues[q].just_created = false;
             q = n;
         }
+        self.count_allocated(q, true);
         self.update_io_thinktime(q, t);
         self.update_has_short_ttime(q, rq.ctx, t);
         self.update_io_seektime(q, &rq, t);
@@ -1198,9 +1226,13 @@ impl Bfq {
     /// `bfq_finish_requeue_request`: the inject limit is updated before
     /// `bfq_completed_request` samples the hardware queue depth.
     fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
+        if let Some(depth) = self.tag_depth.remove(&id.0) {
+            self.tags.release_at(depth);
+        }
         let Some(q) = self.rq_queue.remove(&id.0) else {
             return;
         };
+        self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
         }
@@ -1310,11 +1342,12 @@ impl Scheduler for Bfq {
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        self.insert_at(rq, now.0 as Tick);
+        self.arrive(rq, now.0 as Tick);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let t = now.0 as Tick;
+        self.admit_waiting(t);
         self.check_idle_timer(t);
         if self.tot_busy() == 0 {
             return Dispatch::Empty;
@@ -1332,7 +1365,9 @@ impl Scheduler for Bfq {
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
-        self.complete_at(rq.id, rq.ctx, now.0 as Tick);
+        let t = now.0 as Tick;
+        self.complete_at(rq.id, rq.ctx, t);
+        self.admit_waiting(t);
     }
 
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
@@ -1340,7 +1375,7 @@ impl Scheduler for Bfq {
     }
 
     fn queued(&self) -> usize {
-        self.queued
+        self.queued + self.tag_wait.len()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
@@ -1360,6 +1395,10 @@ impl Scheduler for Bfq {
             n => s.set(n, value),
         };
         let old = std::mem::replace(&mut self.cfg, Config::from_settings(&s)?);
+        // blk_mq_update_nr_requests, then bfq_depth_updated; waiting requests are admitted
+        // at the next call.
+        self.tags.set_depth(self.cfg.nr_requests);
+        self.word_depths = WordDepths::new(self.cfg.nr_requests);
         // bfq_max_budget_store and bfq_timeout_sync_store: a user max budget is taken as
         // is; an autotuned one is recomputed when it is asked for or the timeout changes.
         if self.cfg.max_budget > 0 {
@@ -1391,6 +1430,7 @@ fn current_value(c: &Config, name: &str) -> i64 {
         "merge_window_ms" => c.merge_window.as_ms() as i64,
         "queue_merging" => i64::from(c.queue_merging),
         "rotational" => i64::from(c.rotational),
+        "nr_requests" => i64::from(c.nr_requests),
         _ => 0,
     }
 }

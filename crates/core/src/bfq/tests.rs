@@ -33,6 +33,12 @@ fn sync_q(h: &Harness<Bfq>, ctx: u32) -> Option<usize> {
     h.sched.bics.get(&CtxId(ctx)).and_then(|b| b.sync_q)
 }
 
+/// Scheduler tags deep enough (the most the kernel allows) that a few hundred requests queued
+/// at once by each of a few processes all hold tags, below `bfq_limit_depth`'s limits.
+fn deep_tags() -> Config {
+    cfg_with(&[("nr_requests", 2048)])
+}
+
 /// A (ctx 1) reads from 1,000,000 and C (ctx 3) far away, both from t = 0, so A is served
 /// first at t = 0 and stays backlogged; then ctx 2 reads right next to A at `t2`.
 fn merge_scene(
@@ -40,7 +46,7 @@ fn merge_scene(
     t2: Nanos,
     b: impl Fn(u64) -> crate::harness::RequestBuilder,
 ) -> Harness<Bfq> {
-    let mut h = harness(Config::default(), groups);
+    let mut h = harness(deep_tags(), groups);
     reader(&mut h, 1000, 1, 1_000_000, 400, Nanos::ZERO);
     reader(&mut h, 5000, 3, 50_000_000, 400, Nanos::ZERO);
     h.submit(b(1_004_000).at(t2));
@@ -89,7 +95,10 @@ fn bfq_refuses_to_merge_a_queue_101_ms_after_its_first_io() {
 
 #[test]
 fn bfq_merges_at_101_ms_when_the_merge_window_is_disabled() {
-    let mut h = harness(cfg_with(&[("merge_window_ms", 0)]), &GroupTree::new());
+    let mut h = harness(
+        cfg_with(&[("merge_window_ms", 0), ("nr_requests", 2048)]),
+        &GroupTree::new(),
+    );
     reader(&mut h, 1000, 1, 1_000_000, 400, Nanos::ZERO);
     reader(&mut h, 5000, 3, 50_000_000, 400, Nanos::ZERO);
     h.submit(rq(1, 2).sector(1_004_000).at(at(101)));
@@ -99,7 +108,7 @@ fn bfq_merges_at_101_ms_when_the_merge_window_is_disabled() {
 
 #[test]
 fn bfq_merge_window_restarts_when_the_queue_goes_idle_and_busy_again() {
-    let mut h = harness(Config::default(), &GroupTree::new());
+    let mut h = harness(deep_tags(), &GroupTree::new());
     reader(&mut h, 1000, 1, 1_000_000, 40, Nanos::ZERO);
     reader(&mut h, 5000, 3, 50_000_000, 3000, Nanos::ZERO);
     h.run_until(at(900));
@@ -1018,13 +1027,16 @@ fn bfq_injects_a_stream_into_the_idle_windows_of_a_raised_reader() {
     // unraised, has a backlog. The reader's think time is long, so its inject limit is 1:
     // the stream's requests fill the idle windows one at a time, and the stream gets the
     // device almost all the time instead of 6 ms in 26. The reader's reads still start
-    // within 1 ms of their arrival.
+    // within 1 ms of their arrival. The stream issues a request every 0.98 ms, a little
+    // faster than the device serves them, so its backlog grows slowly and never holds every
+    // scheduler tag (a process cannot queue more requests than there are tags).
     let mut h = harness(Config::default(), &GroupTree::new());
     for i in 0..8_000u64 {
         h.submit(
             rq(100_000 + i, 9)
                 .sector(800_000_000 + i * 512)
-                .sectors(256),
+                .sectors(256)
+                .at(Nanos::from_us(i * 980)),
         );
     }
     h.run_until(at(3000));
@@ -1398,7 +1410,7 @@ fn bfq_add_request_raises_an_async_queue_after_500_ms_without_writes() {
 #[test]
 fn bfq_init_rq_tracks_no_burst_of_queues_created_while_others_are_busy() {
     let mut s = Bfq::new(Config::default());
-    for i in 0..400u64 {
+    for i in 0..100u64 {
         s.insert(rq(i, 1).sector(i * 16).build(), Nanos::ZERO);
     }
     assert_eq!(
@@ -2892,19 +2904,22 @@ fn bfq_shares_sectors_through_nested_groups() {
     let x = groups.add("/a/x", Some(100)).unwrap();
     let y = groups.add("/a/y", Some(100)).unwrap();
     let b = groups.add("/b", Some(100)).unwrap();
+    // Each process's backlog (500, 500, 1000 requests of 1 ms) outlasts the 1.5 s measured
+    // and stays below its share of 2048 scheduler tags (bfqq_request_over_limit: 512 for x
+    // and y, 1024 for b), so every request is queued in bfq from the start.
     let mut h = Harness::new(
-        Bfq::from_settings(&Settings::new(), &groups).unwrap(),
+        Bfq::from_settings(Settings::new().set("nr_requests", 2048), &groups).unwrap(),
         1,
         |r| Nanos::from_us(u64::from(r.sectors) * 4),
     );
-    for (ctx, g) in [(1u32, x), (2, y), (3, b)] {
-        for i in 0..12_000u64 {
+    for (ctx, g, n) in [(1u32, x, 500u64), (2, y, 500), (3, b, 1000)] {
+        for i in 0..n {
             let id = u64::from(ctx) * 100_000 + i;
             let sector = (u64::from(ctx) << 32) + i * 512;
             h.submit(rq(id, ctx).sector(sector).sectors(256).group(g.0));
         }
     }
-    h.run_until(at(20_000));
+    h.run_until(at(1_500));
     let total: u64 = (1..=3).map(|c| served_sectors(&h, c)).sum();
     let share = |c| served_sectors(&h, c) as f64 / total as f64;
     assert!((share(1) - 0.25).abs() < 0.05, "x {}", share(1));

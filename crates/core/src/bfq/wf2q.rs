@@ -60,6 +60,9 @@ pub(super) struct Entity {
     pub tree: Tree,
     /// Counted in its tree's weight sum (active, idle or in service).
     pub on_st: bool,
+    /// Requests allocated to it or, for a group, to the queues below it, from admission to
+    /// completion (`entity->allocated`).
+    pub allocated: u32,
 }
 
 /// One service tree: the active and idle entities of one class under one parent.
@@ -154,6 +157,7 @@ impl Wf2q {
             queue,
             tree: Tree::None,
             on_st: false,
+            allocated: 0,
         });
         self.entities.len() - 1
     }

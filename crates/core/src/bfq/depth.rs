@@ -1,0 +1,211 @@
+//! Scheduler tags and depth limits (`bfq_limit_depth`, `bfqq_request_over_limit`,
+//! `bfq_update_depths`, `bfqq_request_allocated` / `bfqq_request_freed` in Linux 6.9).
+//!
+//! Every request takes one of `nr_requests` scheduler tags before it reaches bfq and frees it
+//! at completion ([`crate::tags`]). When the request is allocated, bfq gives it a shallow
+//! depth: none for a sync read; for a sync write 75% of each tag-bitmap word (37.5% while a
+//! weight-raised queue is busy); for an async request 50% (18.75%). And if the queue the
+//! process already has for that direction, or one of its parent groups, has more requests
+//! allocated (from `bfq_init_rq` to completion: `entity->allocated`) than its weight's share
+//! of that depth, the depth is 1: its further requests wait for a tag outside bfq, so a
+//! queue that holds too many cannot take the tags its siblings need. A queue limited so
+//! drains, empties and turns busy again (and may then preempt the queue in service).
+//!
+//! The share is taken from the top group down: at each level the limit is multiplied by the
+//! entity's weight over its service tree's weight sum (entities active, idle or in service);
+//! for the queue itself the sum also counts every higher class's tree, each class's sum
+//! multiplied by 8 (`IOPRIO_BE_NR`) over the next lower one's. A level whose sum is 0 is
+//! skipped; an entity not on a tree (not active) stops the test (no limit), as in the kernel.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::request::{CtxId, Op, Request};
+use crate::tags::{self, Depth};
+
+use super::{Bfq, IdMap, Tick};
+
+/// How much a higher class's weight sum weighs over the next lower class's (`IOPRIO_BE_NR`).
+const IOPRIO_BE_NR: u64 = 8;
+
+/// The shallow depths in bits per tag-bitmap word (`bfqd->word_depths`, with
+/// `full_depth_shift`), set by `bfq_update_depths` for the scheduler tags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct WordDepths {
+    /// Indexed by [a weight-raised queue is busy][the request is sync].
+    pub bits: [[u32; 2]; 2],
+    /// log2 of the bits in one word of the tag bitmap.
+    pub shift: u32,
+}
+
+impl WordDepths {
+    /// `bfq_update_depths` for a tag bitmap of `nr_requests` tags.
+    pub fn new(nr_requests: u32) -> WordDepths {
+        let shift = tags::word_shift(nr_requests);
+        let word = 1u32 << shift;
+        let at_least_1 = |d: u32| d.max(1);
+        WordDepths {
+            bits: [
+                [at_least_1(word >> 1), at_least_1((word * 3) >> 2)],
+                [at_least_1((word * 3) >> 4), at_least_1((word * 6) >> 4)],
+            ],
+            shift,
+        }
+    }
+}
+
+/// Requests waiting for a scheduler tag outside bfq, one line per process: a process
+/// sleeping in tag allocation issues nothing else, so only the head of its line is
+/// allocating, at the depth `bfq_limit_depth` gave it when it started (kept while it sleeps,
+/// as `blk_mq_get_tag` keeps `data->shallow_depth`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct TagWait {
+    lines: IdMap<CtxId, VecDeque<Request>>,
+    /// The heads, in the order they started allocating: sequence -> (process, depth).
+    heads: BTreeMap<u64, (CtxId, Depth)>,
+    seq: u64,
+    len: usize,
+}
+
+impl TagWait {
+    /// Requests waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Bfq {
+    /// A request arrives: it waits for a tag behind its process's earlier ones, or starts
+    /// allocating one now.
+    pub(super) fn arrive(&mut self, rq: Request, t: Tick) {
+        let ctx = rq.ctx;
+        self.tag_wait.len += 1;
+        let line = self.tag_wait.lines.entry(ctx).or_default();
+        line.push_back(rq);
+        if line.len() == 1 {
+            self.start_allocating(ctx);
+        }
+        self.admit_waiting(t);
+    }
+
+    /// The head of `ctx`'s line starts allocating a tag: its depth is decided now.
+    fn start_allocating(&mut self, ctx: CtxId) {
+        let depth = self.limit_depth(&self.tag_wait.lines[&ctx][0]);
+        let w = &mut self.tag_wait;
+        w.seq += 1;
+        w.heads.insert(w.seq, (ctx, depth));
+    }
+
+    /// Give tags to the waiting heads that may take one, oldest first; each request is
+    /// allocated and inserted now (`bfq_init_rq` runs at insertion), and its process's next
+    /// request starts allocating.
+    pub(super) fn admit_waiting(&mut self, t: Tick) {
+        loop {
+            let tags = &self.tags;
+            let Some((seq, ctx, depth)) = self
+                .tag_wait
+                .heads
+                .iter()
+                .find(|(_, &(_, d))| tags.may_take(d))
+                .map(|(&seq, &(ctx, d))| (seq, ctx, d))
+            else {
+                return;
+            };
+            self.tag_wait.heads.remove(&seq);
+            let line = self
+                .tag_wait
+                .lines
+                .get_mut(&ctx)
+                .expect("a head has a line");
+            let rq = line.pop_front().expect("a line has a head");
+            let more = !line.is_empty();
+            if !more {
+                self.tag_wait.lines.remove(&ctx);
+            }
+            self.tag_wait.len -= 1;
+            self.tags.take(depth);
+            self.tag_depth.insert(rq.id.0, depth);
+            self.insert_at(rq, t);
+            if more {
+                self.start_allocating(ctx);
+            }
+        }
+    }
+
+    /// `bfq_limit_depth`: the depth at which `rq`, being allocated now, may take a tag.
+    /// Flushes get the full depth: blk-mq does not ask the scheduler for them.
+    pub(super) fn limit_depth(&self, rq: &Request) -> Depth {
+        let nr = self.cfg.nr_requests;
+        let shift = self.word_depths.shift;
+        let sync = rq.is_sync();
+        let (mut bits, limit) = match rq.op {
+            Op::Flush => return Depth::Full,
+            Op::Read if sync => (None, nr),
+            _ => {
+                let raised = usize::from(self.wr_busy_queues > 0);
+                let d = self.word_depths.bits[raised][usize::from(sync)];
+                (Some(d), ((u64::from(nr) * u64::from(d)) >> shift) as u32)
+            }
+        };
+        let bic = self.bics.get(&rq.ctx);
+        let q = bic.and_then(|b| if sync { b.sync_q } else { b.async_q });
+        if q.is_some_and(|q| self.request_over_limit(q, limit)) {
+            bits = Some(1);
+        }
+        match bits {
+            None => Depth::Full,
+            Some(d) => Depth::Shallow(tags::shallow_tags(nr, shift, d)),
+        }
+    }
+
+    /// `bfqq_request_over_limit`: whether queue `q` or one of its parent groups holds at
+    /// least its weight's share of `limit` allocated requests.
+    pub(super) fn request_over_limit(&self, q: usize, limit: u32) -> bool {
+        let ents = &self.wf.entities;
+        let mut chain = vec![self.queues[q].eid];
+        loop {
+            let e = *chain.last().expect("starts with the queue");
+            if !ents[e].on_st {
+                return false;
+            }
+            match self.wf.sds[ents[e].sd].owner {
+                Some(parent) => chain.push(parent),
+                None => break,
+            }
+        }
+        let mut limit = u64::from(limit);
+        for (level, &e) in chain.iter().enumerate().rev() {
+            let en = &ents[e];
+            let trees = &self.wf.sds[en.sd].trees;
+            let wsum = if level > 0 {
+                trees[en.class].wsum
+            } else {
+                trees[..=en.class]
+                    .iter()
+                    .fold(0, |sum, t| sum * IOPRIO_BE_NR + t.wsum)
+            };
+            if wsum == 0 {
+                continue;
+            }
+            limit = (limit * en.weight + wsum / 2) / wsum;
+            if u64::from(en.allocated) >= limit {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `bfqq_request_allocated` (`up`) and `bfqq_request_freed`: one request more or less
+    /// allocated to `q` and each of its parent groups.
+    pub(super) fn count_allocated(&mut self, q: usize, up: bool) {
+        let mut e = Some(self.queues[q].eid);
+        while let Some(id) = e {
+            let en = &mut self.wf.entities[id];
+            en.allocated = if up {
+                en.allocated + 1
+            } else {
+                en.allocated.saturating_sub(1)
+            };
+            e = self.wf.sds[en.sd].owner;
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! Scheduler tags and depth limits, each test pinned to the Linux 6.9 function it names
+//! (`bfq_limit_depth`, `bfqq_request_over_limit`, `bfq_update_depths`,
+//! `bfqq_request_allocated` / `bfqq_request_freed`).
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::harness::rq;
+
+fn config(pairs: &[(&str, i64)]) -> Config {
+    let mut s = Settings::new();
+    for (k, v) in pairs {
+        s.set(*k, *v);
+    }
+    Config::from_settings(&s).unwrap()
+}
+
+fn sync_q(s: &Bfq, ctx: u32) -> usize {
+    s.bics[&CtxId(ctx)].sync_q.unwrap()
+}
+
+fn allocated(s: &Bfq, q: usize) -> u32 {
+    s.wf.entities[s.queues[q].eid].allocated
+}
+
+/// 1 MiB sync (O_DIRECT) write `i` of ctx 2, sequential from sector 0.
+fn write(i: u64) -> Request {
+    rq(1000 + i, 2)
+        .sync_write()
+        .sector(i * 2048)
+        .sectors(2048)
+        .build()
+}
+
+/// A writer (ctx 2, its queue no longer raised) with one write queued, then, 1 s later (no
+/// stable merge: `bfq_do_or_sched_stable_merge` looks back 600 ms), a reader (ctx 1) raised
+/// as interactive by its first read: weights 40 and 1,200.
+fn writer_beside_raised_reader() -> Bfq {
+    let mut s = Bfq::new(config(&[("rotational", 0)]));
+    s.insert(write(0), Nanos::ZERO);
+    let w = sync_q(&s, 2);
+    s.end_wr(w, 0);
+    s.insert(rq(1, 1).sector(1 << 30).build(), Nanos::from_ms(1000));
+    let r = sync_q(&s, 1);
+    assert_eq!(s.wr_busy_queues, 1);
+    assert_eq!(s.wf.entities[s.queues[r].eid].weight, 1200);
+    assert_eq!(s.wf.entities[s.queues[w].eid].weight, 40);
+    s
+}
+
+/// `bfq_update_depths` for 256 tags: 64-bit words (`full_depth_shift` 6); async 50% of a
+/// word, sync writes 75%, and 18.75% and 37.5% while a raised queue is busy.
+#[test]
+fn bfq_update_depths_sets_the_word_depths_for_256_tags() {
+    let d = WordDepths::new(256);
+    assert_eq!(d.shift, 6);
+    assert_eq!(d.bits, [[32, 48], [12, 24]]);
+    // 16 tags: 4-bit words (sbitmap keeps at least four words), every depth at least 1.
+    let d = WordDepths::new(16);
+    assert_eq!((d.shift, d.bits), (2, [[2, 3], [1, 1]]));
+}
+
+/// `bfq_limit_depth` and `bfqq_request_over_limit`: beside a raised reader (weights 1,200
+/// and 40) the writer's share of the sync-write depth (24 bits of each of 4 words: 96 tags)
+/// is round(96 * 40 / 1,240) = 3, as in the kernel's trace (`allocated 29 limit 3 level 0`).
+/// Its first three writes take tags at the raised sync-write depth; from then on it is over
+/// its limit and gets depth 1 (one bit in each of 4 words: 4 tags). A fifth depth-1 write
+/// waits for a tag outside bfq (counted as queued, not in the writer's queue) until one of
+/// them completes.
+#[test]
+fn bfqq_request_over_limit_cuts_a_writer_beside_a_raised_reader_to_depth_1() {
+    let mut s = writer_beside_raised_reader();
+    let w = sync_q(&s, 2);
+    assert_eq!(s.limit_depth(&write(1)), Depth::Shallow(96));
+    s.insert(write(1), Nanos::from_ms(1002));
+    s.insert(write(2), Nanos::from_ms(1002));
+    assert_eq!(allocated(&s, w), 3);
+    assert!(s.request_over_limit(w, 96));
+    assert!(!s.request_over_limit(w, 109), "round(109 * 40 / 1240) = 4");
+    assert_eq!(s.limit_depth(&write(3)), Depth::Shallow(4));
+    for i in 3..8 {
+        s.insert(write(i), Nanos::from_ms(1003));
+    }
+    assert_eq!(
+        allocated(&s, w),
+        7,
+        "1 at depth 48/word, 2 at 24/word, 4 at 1/word"
+    );
+    assert_eq!(s.queues[w].queued[1], 7);
+    assert_eq!(
+        (s.tag_wait.len(), s.queued()),
+        (1, 9),
+        "1 read, 7 writes, 1 waiting"
+    );
+    assert_eq!(s.tags.held_shallow(4), 4);
+    // The reader's reads take any tag meanwhile.
+    s.insert(rq(2, 1).sector(2 << 30).build(), Nanos::from_ms(1003));
+    assert_eq!(s.tag_wait.len(), 1);
+    // A write at depth 24/word completing frees no tag the waiting one may take; a depth-1
+    // one does (bfq_finish_requeue_request -> bfqq_request_freed).
+    let mut done = Vec::new();
+    let mut t = Nanos::from_ms(1004);
+    while !done.iter().any(|r: &Request| r.id.0 == 1003) {
+        match s.dispatch(t) {
+            // Reads complete at once; writes stay in flight.
+            Dispatch::Request(r) if r.op.is_read() => s.complete(&r, t),
+            Dispatch::Request(r) => done.push(r),
+            Dispatch::Idle { until } => t = until,
+            Dispatch::Empty => panic!("write 3 is queued"),
+        }
+    }
+    let first = done.iter().find(|r| r.id.0 == 1001).unwrap().clone();
+    s.complete(&first, t);
+    assert_eq!((allocated(&s, w), s.tag_wait.len()), (6, 1));
+    let shallow = done.iter().find(|r| r.id.0 == 1003).unwrap().clone();
+    s.complete(&shallow, t);
+    assert_eq!((allocated(&s, w), s.tag_wait.len()), (6, 0));
+}
+
+/// `bfq_limit_depth`: sync reads have the full depth, raised queues busy or not (no word
+/// depth); only `bfqq_request_over_limit` on all `nr_requests` applies to them, which a
+/// queue alone reaches only with every one of the 256 tags.
+#[test]
+fn bfq_limit_depth_gives_sync_reads_the_full_depth() {
+    let mut s = writer_beside_raised_reader();
+    let r = sync_q(&s, 1);
+    // The raised reader: share round(256 * 1200 / 1240) = 248.
+    for i in 0..200u64 {
+        s.insert(rq(10 + i, 1).sector(i * 64).build(), Nanos::from_ms(1002));
+    }
+    assert_eq!(s.limit_depth(&rq(999, 1).build()), Depth::Full);
+    assert_eq!((allocated(&s, r), s.tag_wait.len()), (201, 0));
+    // A reader alone, unraised: its share is every tag.
+    let mut s = Bfq::new(config(&[("low_latency", 0)]));
+    for i in 0..255u64 {
+        s.insert(rq(i, 1).sector(i * 64).build(), Nanos::ZERO);
+    }
+    assert_eq!(s.limit_depth(&rq(999, 1).build()), Depth::Full);
+    s.insert(rq(255, 1).sector(255 * 64).build(), Nanos::ZERO);
+    assert_eq!(s.limit_depth(&rq(999, 1).build()), Depth::Shallow(4));
+    // Async writes, by contrast, get half of each word with no raised queue busy.
+    assert_eq!(
+        s.limit_depth(&rq(998, 3).write().build()),
+        Depth::Shallow(128)
+    );
+}
+
+/// `bfq_limit_depth` after raising ends (`wr_busy_queues` 0): the sync-write depth is 48
+/// bits a word (192 tags) and the writer's share round(192 * 40 / 80) = 96, so the writer
+/// held to 7 requests is no longer over its limit.
+#[test]
+fn bfq_limit_depth_widens_the_writer_share_when_raising_ends() {
+    let mut s = writer_beside_raised_reader();
+    for i in 1..8 {
+        s.insert(write(i), Nanos::from_ms(1002));
+    }
+    let (r, w) = (sync_q(&s, 1), sync_q(&s, 2));
+    assert_eq!(s.limit_depth(&write(8)), Depth::Shallow(4));
+    s.end_wr(r, 1003 * MS);
+    assert_eq!(s.wr_busy_queues, 0);
+    assert_eq!(s.limit_depth(&write(8)), Depth::Shallow(192));
+    assert!(!s.request_over_limit(w, 192));
+    assert!(s.request_over_limit(w, 14), "round(14 * 40 / 80) = 7");
+}
+
+/// `bfqq_request_over_limit` walks the queue's parent groups from the top: under /a (weight
+/// 100) beside /b (300), /a's share of the 192 sync-write tags (no raising) is 48; two
+/// writers in /a share those 48 between them (each queue's share 24), and the group's own
+/// count (`bfqq_request_allocated` counts each level) stops the second writer at level 1
+/// even below its queue's share.
+#[test]
+fn bfqq_request_over_limit_applies_the_limit_at_each_group_level() {
+    let mut groups = GroupTree::new();
+    let a = groups.add("/a", Some(100)).unwrap();
+    let b = groups.add("/b", Some(300)).unwrap();
+    let mut s = Bfq::with_groups(config(&[("low_latency", 0)]), &groups).unwrap();
+    let w = |id: u64, ctx: u32, g: GroupId| {
+        rq(id, ctx)
+            .sync_write()
+            .sector((u64::from(ctx) << 30) + id * 8)
+            .group(g.0)
+            .build()
+    };
+    s.insert(w(1, 3, b), Nanos::ZERO);
+    for i in 0..30 {
+        s.insert(w(100 + i, 1, a), Nanos::ZERO);
+    }
+    for i in 0..17 {
+        s.insert(w(200 + i, 2, a), Nanos::ZERO);
+    }
+    let (q1, q2) = (sync_q(&s, 1), sync_q(&s, 2));
+    let group_a = s.wf.sds[s.wf.entities[s.queues[q1].eid].sd].owner.unwrap();
+    assert_eq!(s.wf.entities[group_a].allocated, 47);
+    assert_eq!(s.limit_depth(&w(300, 2, a)), Depth::Shallow(192));
+    s.insert(w(217, 2, a), Nanos::ZERO);
+    assert_eq!(s.wf.entities[group_a].allocated, 48);
+    // ctx 2 holds 18 of its 24 at queue level, but /a holds its 48.
+    assert!(s.request_over_limit(q2, 192));
+    assert_eq!(s.limit_depth(&w(300, 2, a)), Depth::Shallow(4));
+    // /b's writer is far below /b's 144.
+    let q3 = sync_q(&s, 3);
+    assert!(!s.request_over_limit(q3, 192));
+    assert!(s.request_over_limit(q1, 192), "ctx 1 too, through /a");
+}
+
+/// The W1 shape (bench/jobs/w1.fio) end to end on a flash device with 32 slots: a dependent
+/// 4 KiB random reader, created first and raised as interactive, and 300 ms later (past the
+/// 180 ms within which a flash drive's queues are merged at once) a 1 MiB sequential O_DIRECT
+/// writer keeping 32 writes in flight. While the reader is raised, the writer holds at most
+/// its share of the tags (3) plus the four depth-1 tags, and the rest of its 32 writes wait
+/// outside bfq (the kernel's trace on this VM: `allocated 29 limit 3`, then depth 1); once
+/// raising ends (after 120,000 sectors of raised service) its share is 96 and all 32 are in.
+/// Without `bfq_limit_depth` all 32 sit in its queue throughout.
+#[test]
+fn bfq_limit_depth_holds_a_writer_to_its_share_beside_a_raised_reader() {
+    let mut l = Loop::new(Bfq::new(config(&[("rotational", 0)])), 32);
+    l.run_until(Nanos::from_ms(300));
+    for _ in 0..WRITER_DEPTH {
+        l.issue(2);
+    }
+    let (mut raised, mut after) = (0, 0);
+    for k in 5..=30 {
+        l.run_until(Nanos::from_ms(k * 100));
+        let (r, w) = (sync_q(&l.s, 1), sync_q(&l.s, 2));
+        assert_ne!(r, w, "no stable merge");
+        let held = allocated(&l.s, w);
+        assert_eq!(held as usize + l.s.tag_wait.len(), WRITER_DEPTH as usize);
+        if l.s.queues[r].wr_coeff > 1 {
+            raised += 1;
+            assert!(held <= 7, "at {k}00 ms the writer holds {held} tags");
+        } else {
+            after += 1;
+            assert_eq!(held, 32, "at {k}00 ms");
+        }
+    }
+    assert!(
+        raised >= 5 && after >= 5,
+        "{raised} samples raised, {after} after"
+    );
+}
+
+/// A closed loop on a device with `slots` slots: ctx 1 reads 4 KiB at random (one at a time,
+/// 100 us each, the next 20 us after the last completes), ctx 2 writes 1 MiB sequentially with `WRITER_DEPTH` in flight (1 ms each),
+/// each job issuing its next request when one completes.
+struct Loop {
+    s: Bfq,
+    now: Nanos,
+    slots: usize,
+    in_flight: BTreeSet<(Nanos, u64)>,
+    /// The reader's next read, issued after its think time.
+    read_at: Option<Nanos>,
+    rqs: IdMap<u64, Request>,
+    idle_until: Option<Nanos>,
+    next_id: u64,
+    next_write: u64,
+    /// (ctx, completion time) of every completed request.
+    done: Vec<(u32, Nanos)>,
+}
+
+const WRITER_DEPTH: u64 = 32;
+/// The reader's time between a read's completion and its next read (a system call).
+const READER_THINK: Nanos = Nanos::from_us(20);
+
+impl Loop {
+    fn new(s: Bfq, slots: usize) -> Loop {
+        let mut l = Loop {
+            s,
+            now: Nanos::ZERO,
+            slots,
+            in_flight: BTreeSet::new(),
+            read_at: None,
+            rqs: IdMap::default(),
+            idle_until: None,
+            next_id: 0,
+            next_write: 0,
+            done: Vec::new(),
+        };
+        l.issue(1);
+        l
+    }
+
+    fn issue(&mut self, ctx: u32) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let r = if ctx == 1 {
+            // A multiplicative hash spreads the reads over 4 GiB beyond the writer's area.
+            let block = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44;
+            rq(id, 1).sector((8 << 21) + block * 8).at(self.now).build()
+        } else {
+            self.next_write += 1;
+            rq(id, 2)
+                .sync_write()
+                .sector(self.next_write * 2048)
+                .sectors(2048)
+                .at(self.now)
+                .build()
+        };
+        self.s.insert(r, self.now);
+        self.idle_until = None;
+    }
+
+    fn run_until(&mut self, end: Nanos) {
+        while self.now < end {
+            while self.in_flight.len() < self.slots && self.idle_until.is_none_or(|u| u <= self.now)
+            {
+                match self.s.dispatch(self.now) {
+                    Dispatch::Request(r) => {
+                        let cost = if r.op.is_read() { 100 } else { 1000 };
+                        self.in_flight
+                            .insert((self.now + Nanos::from_us(cost), r.id.0));
+                        self.rqs.insert(r.id.0, r);
+                    }
+                    Dispatch::Idle { until } => self.idle_until = Some(until),
+                    Dispatch::Empty => {
+                        self.idle_until = None;
+                        break;
+                    }
+                }
+            }
+            let done = self.in_flight.first().map(|f| f.0);
+            let Some(t) = [done, self.idle_until, self.read_at]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                return;
+            };
+            self.now = t;
+            if self.read_at == Some(t) {
+                self.read_at = None;
+                self.issue(1);
+            } else if done == Some(t) {
+                let (_, id) = self.in_flight.pop_first().expect("in flight");
+                let r = self.rqs.remove(&id).expect("dispatched");
+                self.s.complete(&r, t);
+                self.done.push((r.ctx.0, t));
+                self.idle_until = None;
+                if r.ctx.0 == 1 {
+                    self.read_at = Some(t + READER_THINK);
+                } else {
+                    self.issue(2);
+                }
+            } else {
+                self.idle_until = None;
+            }
+        }
+    }
+}
