@@ -346,3 +346,21 @@ impl Loop {
         }
     }
 }
+
+/// `nr_requests` is a tunable like the others; writing it resizes the tags and, as
+/// `bfq_depth_updated` does, recomputes the word depths (64 tags: 16-bit words).
+#[test]
+fn bfq_depth_updated_follows_a_write_of_nr_requests() {
+    let mut s = Bfq::new(Config::default());
+    assert_eq!(s.tags.depth(), 256);
+    s.set_tunable("nr_requests", 64).unwrap();
+    assert_eq!((s.cfg.nr_requests, s.tags.depth()), (64, 64));
+    assert_eq!(s.word_depths, WordDepths::new(64));
+    assert_eq!(
+        (s.word_depths.shift, s.word_depths.bits),
+        (4, [[8, 12], [3, 6]])
+    );
+    // An async write with no raised queue: 8 bits in each of 4 words.
+    assert_eq!(s.limit_depth(&rq(1, 1).write().build()), Depth::Shallow(32));
+    assert!(s.set_tunable("nr_requests", 3).is_err());
+}
