@@ -7,15 +7,15 @@
 //! in slots: it receives a *budget* in sectors and keeps the device until the budget is used
 //! (EXHAUSTED), its budget timeout fires (BUDGET_TIMEOUT), it empties and idling is not worth
 //! it (NO_MORE_REQUESTS) or idling times out (TOO_IDLE). Queues are ordered by B-WF2Q+
-//! ([`wf2q`]) in a hierarchy of groups, so each gets a share of the *sectors* in proportion
+//! (`bfq/wf2q.rs`) in a hierarchy of groups, so each gets a share of the *sectors* in proportion
 //! to its weight, whatever the device's speed. On top of that: budget feedback and
-//! `max_budget` autotuning from the measured peak rate ([`budget`]); weight raising of
-//! interactive and soft real-time queues, with large-burst detection ([`weight_raising`]);
-//! I/O injection into idling periods with its adaptive limit ([`injection`]); early queue
+//! `max_budget` autotuning from the measured peak rate (`bfq/budget.rs`); weight raising of
+//! interactive and soft real-time queues, with large-burst detection (`bfq/weight_raising.rs`);
+//! I/O injection into idling periods with its adaptive limit (`bfq/injection.rs`); early queue
 //! merging of cooperating processes with the 100 ms window, stable merge and split
-//! ([`merge`]); groups and the symmetry test that decides whether idling is needed for
-//! guarantees ([`group`]); scheduler tags with `bfq_limit_depth`'s shallow depths, depth 1
-//! for a queue or group over its weight's share of them ([`depth`]).
+//! (`bfq/merge.rs`); groups and the symmetry test that decides whether idling is needed for
+//! guarantees (`bfq/group.rs`); scheduler tags with `bfq_limit_depth`'s shallow depths, depth 1
+//! for a queue or group over its weight's share of them (`bfq/depth.rs`).
 //!
 //! # Tunables (sysfs names, mainline defaults)
 //! - `slice_idle` (ms) 8, `slice_idle_us` (us) 8000: idling for an empty sync queue.
