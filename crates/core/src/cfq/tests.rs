@@ -2306,3 +2306,213 @@ fn cfq_update_idle_window_trusts_the_mean_think_time_from_the_third_request() {
     h.run_until(ms(42));
     assert!(!h.sched.idle_window_of(1), "after three");
 }
+
+/// 4.19 `cfq_group_notify_queue_add` (slice mode): a group becoming busy goes
+/// `CFQ_SLICE_MODE_GROUP_DELAY`, 200 ms of vdisktime, behind the last busy group. /b's
+/// reader arrives at 0.5 ms, behind /a (at 0); /a's reader is preempted 10 us into its
+/// slice by a real-time read of its own group (`cfq_should_preempt`) and charged those 10 us
+/// at its whole share, 40.96 ms of vdisktime (`cfqg_scale_charge`): /a is still first, and
+/// the real-time read is served at once (a delay of 1 ms would put /b first).
+#[test]
+fn cfq_group_notify_queue_add_puts_a_newly_busy_group_200_ms_of_vdisktime_behind() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(
+        rq(2, 2)
+            .sector(90_000_000)
+            .read()
+            .group(2)
+            .at(Nanos::from_us(500)),
+    );
+    let preempt_at = Nanos::from_us(1010);
+    h.submit(
+        rq(3, 3)
+            .sector(50_000_000)
+            .read()
+            .prio(IoClass::RealTime, 4)
+            .group(1)
+            .at(preempt_at),
+    );
+    let out = h.run();
+    assert_eq!(out.of(3).dispatched, preempt_at);
+}
+
+/// 4.19 `cfq_arm_slice_timer` never idles on a non-rotational device that queues (`hw_tag`,
+/// which counts as set until it is measured) when `group_idle` is 0: a lone reader on an
+/// SSD under cfq-flat gets no idle wait between its reads.
+#[test]
+fn cfq_arm_slice_timer_does_not_idle_on_a_queueing_ssd_without_group_idle() {
+    let s = Cfq::new(
+        Config::from_settings(
+            &{
+                let mut st = Settings::new();
+                st.set("rotational", 0);
+                st
+            },
+            true,
+        )
+        .unwrap(),
+        &GroupTree::new(),
+    )
+    .unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    for k in 0..5u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().at(ms(2 * k)));
+    }
+    let out = h.run();
+    assert_eq!(out.idles, []);
+}
+
+/// 4.19 `cfq_idle_slice_timer` clears a queue's `deep` flag when its idle wait runs out with
+/// slice time left and the queue still empty ("queue depth flag is reset only when the idle
+/// didn't succeed"). A seeky reader that queued six requests at once keeps its idle window
+/// for being deep (`cfq_update_idle_window`); its wait after them runs out, so its next
+/// request, alone, finds it seeky and not deep, and its idle window closes.
+#[test]
+fn cfq_idle_slice_timer_clears_deep_when_the_wait_runs_out() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for k in 0..6u64 {
+        h.submit(rq(k, 1).sector((k + 1) * 10_000_000).read());
+    }
+    h.submit(rq(6, 1).sector(90_000_000).read().at(ms(20)));
+    h.run_until(ms(10));
+    assert!(h.sched.idle_window_of(1), "deep");
+    h.run_until(ms(20));
+    assert!(!h.sched.idle_window_of(1));
+}
+
+/// 4.19 `cfq_close_cooperator` refuses a seeky queue as a cooperator (`CFQQ_SEEKY(cfqq)`),
+/// however close its next request: reader 1's queue empties at 31 ms with seeky reader 2's
+/// request 92 sectors from the head, and idles for reader 1 (to 39 ms) instead of serving it.
+#[test]
+fn cfq_close_cooperator_refuses_a_seeky_queue() {
+    let mut h = Harness::new(flat(), 1, |_| ms(1));
+    for k in 0..6u64 {
+        h.submit(rq(k, 2).sector((k + 1) * 10_000_000).read());
+    }
+    h.submit(rq(100, 1).sector(0).read().at(ms(30)));
+    h.submit(rq(6, 2).sector(100).read().at(Nanos::from_us(30_500)));
+    let out = h.run();
+    assert_eq!(out.of(6).dispatched, ms(39));
+}
+
+/// 4.19 `cfq_exit_cfqq` -> `cfq_put_cooperator`: a process that exits with its queue
+/// scheduled to merge gives back the reference the merge took on the other queue. Reader 1's
+/// queue is scheduled into reader 2's, and reader 1 exits; when reader 2's queue (one
+/// process again) empties beside reader 3's close request, it is the one merged
+/// (`cfq_setup_merge`: into the queue with as many processes or more), so reader 2 moves to
+/// reader 3's queue (holding the extra reference, reader 2's queue would take reader 3 in).
+#[test]
+fn cfq_put_cooperator_gives_back_a_merges_reference_at_exit() {
+    let mut s = flat();
+    let t0 = Nanos::ZERO;
+    s.insert(rq(1, 1).sector(0).read().build(), t0);
+    assert_eq!(dispatched_id(&mut s, t0), Some(1));
+    s.insert(rq(2, 2).sector(100).read().build(), t0);
+    assert_eq!(dispatched_id(&mut s, t0), Some(2));
+    s.exit(CtxId(1), t0);
+    s.insert(rq(3, 3).sector(200).read().build(), t0);
+    let third = s.queue_of(3);
+    assert_eq!(dispatched_id(&mut s, t0), Some(3));
+    s.insert(rq(4, 2).sector(108).read().build(), t0);
+    assert_eq!(s.queue_of(2), third);
+}
+
+/// 4.19 `cfq_select_queue`: a used slice keeps the disk only while its queue, its group's
+/// only one, waits for requests in flight; with none in flight it expires at once, idle
+/// wait or not. /a's reader (thinking 3 ms, slice 1 to 101 ms) idles after its last read
+/// completes at 97 ms (until 105 ms); /b's reader arrives at 102 ms, after the slice ended,
+/// and is served then.
+#[test]
+fn cfq_select_queue_expires_a_used_slice_with_nothing_in_flight() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    for k in 0..25u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().group(1).at(ms(4 * k)));
+    }
+    h.submit(rq(1000, 2).sector(90_000_000).read().group(2).at(ms(102)));
+    let out = h.run();
+    assert_eq!(out.of(1000).dispatched, ms(102));
+}
+
+/// 4.19 `cfq_may_dispatch`: no async request is dispatched while sync requests are in
+/// flight. With `slice_idle` 0 the reader's queue expires as soon as its only read (10 ms)
+/// is dispatched, and writeback takes the slice, but its first write waits for the read.
+#[test]
+fn cfq_may_dispatch_holds_writes_while_a_read_is_in_flight() {
+    let s = with(&[("slice_idle", 0)], &GroupTree::new());
+    let mut h = Harness::new(s, 4, |r: &Request| if r.is_sync() { ms(10) } else { ms(1) });
+    h.submit(rq(1, 1).sector(0).read());
+    for i in 0..4u64 {
+        h.submit(rq(10 + i, 2).sector(90_000_000 + i * 8).write());
+    }
+    let out = h.run();
+    assert_eq!(out.of(10).dispatched, ms(10));
+}
+
+/// 4.19 `cfq_update_idle_window` leaves async queues alone: writeback never gets an idle
+/// window, even from a process whose reads made its think time short. Reader 1's three
+/// reads (0 to 5 ms) give it a valid mean think time of about 1 ms; its ten writes at 10 ms
+/// wait for its idle wait to run out (13 ms) and then go to the 8-deep device together,
+/// not one at a time as for a queue worth idling for (`cfq_may_dispatch`).
+#[test]
+fn cfq_update_idle_window_gives_writeback_no_idle_window() {
+    let mut h = Harness::new(flat(), 8, |_| ms(1));
+    for k in 0..3u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().at(ms(2 * k)));
+    }
+    for i in 0..10u64 {
+        h.submit(rq(10 + i, 1).sector(90_000_000 + i * 8).write().at(ms(10)));
+    }
+    let out = h.run();
+    let writes_at_13 = out
+        .served
+        .iter()
+        .filter(|s| !s.rq.is_sync() && s.dispatched == ms(13))
+        .count();
+    assert_eq!(writes_at_13, 8);
+}
+
+/// 4.19 `cfq_completed_request`: a queue that waits busy (`cfq_should_wait_busy`) has its
+/// slice extended by `slice_idle`, and by `group_idle` only when `slice_idle` is 0. With
+/// `slice_idle` 20 ms, reader 1 (thinking 5 ms, slice 1 to 101 ms) waits busy after its last
+/// read completes at 97 ms: its slice now ends at 117 ms, so reader 3's far request at 110
+/// ms does not preempt it (`cfq_should_preempt`: slice not used) and is served when the
+/// idle wait ends at 117 ms.
+#[test]
+fn cfq_completed_request_extends_a_busy_wait_by_slice_idle() {
+    let s = Cfq::new(
+        Config::from_settings(
+            &{
+                let mut st = Settings::new();
+                st.set("slice_idle", 20);
+                st
+            },
+            true,
+        )
+        .unwrap(),
+        &GroupTree::new(),
+    )
+    .unwrap();
+    let mut h = Harness::new(s, 1, |_| ms(1));
+    for k in 0..17u64 {
+        h.submit(rq(k, 1).sector(k * 8).read().at(ms(6 * k)));
+    }
+    h.submit(rq(100, 3).sector(90_000_000).read().at(ms(110)));
+    let out = h.run();
+    assert_eq!(out.of(100).dispatched, ms(117));
+}
+
+/// `cfqd->rq_queued`, which `Scheduler::queued` reports: requests inserted and not yet
+/// dispatched.
+#[test]
+fn cfq_counts_the_requests_it_holds_until_they_are_dispatched() {
+    let mut s = flat();
+    for i in 0..3u64 {
+        s.insert(rq(i, 1).sector(i * 8).read().build(), Nanos::ZERO);
+    }
+    assert_eq!(s.queued(), 3);
+    assert_eq!(dispatched_id(&mut s, Nanos::ZERO), Some(0));
+    assert_eq!(s.queued(), 2);
+}
