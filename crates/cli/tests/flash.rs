@@ -98,6 +98,13 @@ fn the_reader_waits_behind_the_writes_in_the_drive_and_kyber_cuts_its_p99_by_hol
     }
     assert!(mean(published(&v, "none"), "in_block_layer") > 100.0);
     assert!(mean(published(&v, "bfq"), "in_block_layer") < 10.0);
+    // In the drive: all of them under none, a few under kyber (its write domain), most under
+    // bfq (bfq_limit_depth's depth 1 for the writer over its share delays some refills).
+    let in_drive = |config: &str| mean(ours(&v, config, "steady"), "in_drive");
+    assert!(in_drive("none") > 127.0, "{}", in_drive("none"));
+    assert!(in_drive("kyber") < 10.0, "{}", in_drive("kyber"));
+    let b = in_drive("bfq");
+    assert!((64.0..128.0).contains(&b), "{b}");
     // So bfq does not cut here: reported against the published pattern.
     assert_eq!(published(&v, "bfq")["cuts_p99"], true);
     assert!(ours(&v, "bfq", "steady")["cuts_p99"].is_boolean());

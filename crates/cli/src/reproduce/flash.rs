@@ -135,60 +135,71 @@ struct Sample {
     writer_iops: f64,
     writer_mean_us: f64,
     in_block_layer: f64,
+    in_drive: f64,
 }
 
-/// The requests in the block layer (inserted into the scheduler and not completed), as a mean
-/// over the time from `from` on: what diskstats' `in_queue` over the run's time gives in the
-/// kernel, where a request's time counts from its allocation to its completion.
-struct BlockLayerDepth {
+/// Requests in the block layer and in the drive, each as a mean over the time from `from` on.
+/// The block layer is what diskstats' `in_queue` over the run's time gives in the kernel, where
+/// a request's time counts from its allocation to its completion; ours counts from the
+/// engine's insertion, so a request waiting in a scheduler for a tag (bfq's `bfq_limit_depth`)
+/// is counted, which the kernel's is not until it gets one. The drive: dispatched, not
+/// completed.
+struct Occupancy {
     from: Nanos,
     last: Nanos,
-    now_in: u64,
-    area_ns: u128,
+    /// Now in the block layer, in the drive.
+    now_in: [u64; 2],
+    /// Their integrals over time since `from`, request-nanoseconds.
+    area_ns: [u128; 2],
 }
 
-impl BlockLayerDepth {
-    fn new(from: Nanos) -> BlockLayerDepth {
-        BlockLayerDepth {
+impl Occupancy {
+    fn new(from: Nanos) -> Occupancy {
+        Occupancy {
             from,
             last: Nanos::ZERO,
-            now_in: 0,
-            area_ns: 0,
+            now_in: [0; 2],
+            area_ns: [0; 2],
         }
     }
 
     fn advance(&mut self, now: Nanos) {
         let start = self.last.max(self.from);
         if now > start {
-            self.area_ns += u128::from(self.now_in) * u128::from((now - start).0);
+            for (area, &n) in self.area_ns.iter_mut().zip(&self.now_in) {
+                *area += u128::from(n) * u128::from((now - start).0);
+            }
         }
         self.last = self.last.max(now);
     }
 
-    /// The mean over `from..end`.
-    fn mean(&mut self, end: Nanos) -> f64 {
+    /// The means over `from..end`: in the block layer, in the drive.
+    fn means(&mut self, end: Nanos) -> [f64; 2] {
         self.advance(end);
-        match end > self.from {
-            true => self.area_ns as f64 / (end - self.from).0 as f64,
-            false => 0.0,
-        }
+        let span = end.0.saturating_sub(self.from.0);
+        self.area_ns.map(|a| {
+            if span > 0 {
+                a as f64 / span as f64
+            } else {
+                0.0
+            }
+        })
     }
 }
 
-impl IoObserver for BlockLayerDepth {
+impl IoObserver for Occupancy {
     fn process(&mut self, _: CtxId, _: u32, _: &str, _: Nanos) {}
 
     fn event(&mut self, event: IoEvent, _: &Request, now: Nanos) {
-        match event {
-            IoEvent::Insert => {
-                self.advance(now);
-                self.now_in += 1;
-            }
-            IoEvent::Complete => {
-                self.advance(now);
-                self.now_in = self.now_in.saturating_sub(1);
-            }
-            IoEvent::Queue | IoEvent::Merge | IoEvent::Issue => {}
+        let (layer, drive): (i64, i64) = match event {
+            IoEvent::Insert => (1, 0),
+            IoEvent::Issue => (0, 1),
+            IoEvent::Complete => (-1, -1),
+            IoEvent::Queue | IoEvent::Merge => return,
+        };
+        self.advance(now);
+        for (n, d) in self.now_in.iter_mut().zip([layer, drive]) {
+            *n = n.saturating_add_signed(d);
         }
     }
 }
@@ -224,9 +235,13 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_mean_us: Option<Estimate>,
     /// The requests in the block layer (scheduler and drive), a mean over time (published:
-    /// per drive, from the drives' diskstats).
+    /// per drive, from the drives' diskstats; ours from the engine's insertion, so including
+    /// requests a scheduler holds waiting for a tag, which the kernel's count leaves out).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_block_layer: Option<Estimate>,
+    /// The requests in the drive (dispatched, not completed), a mean over time (ours only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_drive: Option<Estimate>,
     /// Whether the scheduler cuts the reader's p99 under interference (published: the
     /// study's finding; ours: `p99_over_none` below [`CUT`] at every seed, in its state).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -265,8 +280,8 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
     let mut sim = Simulation::new(device, sched, GroupTree::new());
     sim.set_wakeup_latency(wakeup);
     sim.set_ramp(Nanos::from_ms(RAMP_MS));
-    let depth = Rc::new(RefCell::new(BlockLayerDepth::new(Nanos::from_ms(RAMP_MS))));
-    sim.set_observer(Box::new(Rc::clone(&depth)));
+    let occupancy = Rc::new(RefCell::new(Occupancy::new(Nanos::from_ms(RAMP_MS))));
+    sim.set_observer(Box::new(Rc::clone(&occupancy)));
     let base = FioJobConfig {
         bs: 4096,
         time_based: true,
@@ -322,7 +337,7 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
         "flash: {}: the reader read nothing",
         c.label
     );
-    let in_block_layer = depth.borrow_mut().mean(r.end);
+    let [in_block_layer, in_drive] = occupancy.borrow_mut().means(r.end);
     Ok(Sample {
         reader_iops: reader.read.iops,
         reader_mean_us: reader.read.lat_mean_ms * 1e3,
@@ -330,6 +345,7 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
         writer_iops,
         writer_mean_us,
         in_block_layer,
+        in_drive,
     })
 }
 
@@ -379,6 +395,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
                 writer_iops: c.writer.then(|| e(|s| s.writer_iops)),
                 writer_mean_us: c.writer.then(|| e(|s| s.writer_mean_us)),
                 in_block_layer: Some(e(|s| s.in_block_layer)),
+                in_drive: Some(e(|s| s.in_drive)),
             });
         }
     }
@@ -411,6 +428,7 @@ fn published(c: &Config) -> Row {
         writer_iops: e(3),
         writer_mean_us: None,
         in_block_layer: e(4),
+        in_drive: None,
         cuts_p99: c.cuts,
     }
 }
@@ -424,7 +442,8 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     say!("outstanding per drive: the reader's mean / p99 us, the writers' IOPS per drive, the");
     say!("requests in a drive's block layer) and its pattern (kyber and bfq cut the reader's p99");
     say!("under interference; none and mq-deadline do not). \"block layer\": requests in the");
-    say!("scheduler and the drive, a mean over time (published: the drives' diskstats).");
+    say!("scheduler and the drive, a mean over time (published: the drives' diskstats; ours");
+    say!("counts requests waiting in a scheduler for a tag too); \"drive\": in the drive alone.");
     say!(
         "\"cuts\": p99 below {CUT} x none's at every seed. {}\n",
         super::seeds_note(&opts.seeds)
@@ -477,6 +496,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             show(&r.writer_iops, 0),
             show(&r.writer_mean_us, 0),
             show(&r.in_block_layer, 1),
+            show(&r.in_drive, 1),
         ]);
     }
     output::say_str(&output::table(
@@ -492,6 +512,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             "writer IOPS",
             "writer mean us",
             "block layer",
+            "drive",
         ],
         &rows,
     ));
