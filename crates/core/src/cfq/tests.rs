@@ -1217,6 +1217,7 @@ fn cfqq_seeky_takes_more_than_four_seeks_in_the_last_32_requests() {
 fn cfq_update_io_seektime_counts_requests_under_32_kib_as_seeks_on_an_ssd() {
     let contiguous = |len: u64| -> Vec<u64> { (0..10).map(|i| i * len).collect() };
     assert!(seeky_after(&contiguous(8), 8, false));
+    assert!(seeky_after(&contiguous(63), 63, false));
     assert!(!seeky_after(&contiguous(64), 64, false));
 }
 
@@ -2515,4 +2516,20 @@ fn cfq_counts_the_requests_it_holds_until_they_are_dispatched() {
     assert_eq!(s.queued(), 3);
     assert_eq!(dispatched_id(&mut s, Nanos::ZERO), Some(0));
     assert_eq!(s.queued(), 2);
+}
+
+/// 4.19 `cfq_close_cooperator` takes a cooperator only from the queue's own group
+/// (`cur_cfqq->cfqg != cfqq->cfqg`), though the prio trees it searches hold every group's
+/// queues. /a's reader empties at 1 ms beside /a's second, far reader; /b's reader has a
+/// request 92 sectors from the head, but /a's reader idles for its next request (to 9 ms)
+/// instead of handing the disk to /b at once.
+#[test]
+fn cfq_close_cooperator_stays_within_the_group() {
+    let groups = two_groups(None, None);
+    let mut h = Harness::new(with(&[], &groups), 1, |_| ms(1));
+    h.submit(rq(1, 1).sector(0).read().group(1));
+    h.submit(rq(2, 2).sector(500_000_000).read().group(1));
+    h.submit(rq(3, 3).sector(100).read().group(2).at(Nanos::from_us(500)));
+    let out = h.run();
+    assert_eq!(out.of(3).dispatched, ms(9));
 }
