@@ -11,7 +11,7 @@
 //!
 //! | parameter | from |
 //! |---|---|
-//! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the shape of the 4 KiB random-read IOPS curve over queue depths 1-128 (the reader alone): the die count whose fitted spec comes closest (squared log error) |
+//! | dies (parallelism, 1 to 256 over 1 to 8 channels) | the random reads alone: the 4 KiB IOPS curve over queue depths 1-128 and the 16 KiB-1 MiB reads at depth 32 (several pages each): the die count whose fitted spec comes closest (squared log error) |
 //! | `host.command_us` (one queue's per-command cost) | the 4 KiB random-read IOPS at queue depth 32 (a device whose IOPS still rise beyond it, as one executor thread's do, is under-predicted there) |
 //! | `host.firmware_us` | the 4 KiB random write latency at queue depth 1 (a write completes in the buffer), at most the read's less the flash's part; half the host's part of a read when writes are the slower |
 //! | `flash.read_us` | the 4 KiB random read latency at queue depth 1, less the host's part |
@@ -101,14 +101,17 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     s
 }
 
-/// log(simulated / measured) of IOPS, squared and summed over the 4 KiB random-read curve
-/// (the reader alone: the mixed points' reader is a 4 KiB random reader too, and counting it
-/// here made the die count follow the mixed point, the most dies with the longest programs).
+/// log(simulated / measured) of IOPS, squared and summed over the random reads alone: the
+/// 4 KiB curve over queue depths and the 16 KiB-1 MiB reads at depth 32, which span several
+/// pages and so show the parallelism a flat 4 KiB curve does not (session 23's disturbed 4 KiB
+/// curve chose one die, and a 64 KiB read then took four page reads in a row). Not the mixed
+/// points' reader: counting it made the die count follow the mixed point (the most dies with
+/// the longest programs).
 fn read_curve_error(spec: &SsdSpec, m: &Measured, region: u64) -> anyhow::Result<f64> {
     let mut e = 0.0;
     for (p, f) in m
         .iter()
-        .filter(|(p, _)| p.rw == RwMode::RandRead && p.bs == 4096 && p.beside == 0)
+        .filter(|(p, _)| p.rw == RwMode::RandRead && p.beside == 0)
     {
         let s = predict(spec, p, region)?;
         e += (s.iops.max(1e-9) / f.iops.max(1e-9)).ln().powi(2);
@@ -238,7 +241,7 @@ fn fit_rates(mut spec: SsdSpec, region: u64, a: &Anchors) -> anyhow::Result<SsdS
 
 /// Fit a spec named `name` of `capacity` bytes to the measured grid `m` (measured over the
 /// target's first `region` bytes): for each die count from 1 to 256 the rates that fit the
-/// anchors, then the die count whose 4 KiB random-read curve over queue depths comes closest.
+/// anchors, then the die count whose random reads alone come closest.
 pub fn fit(name: &str, capacity: u64, region: u64, m: &Measured) -> anyhow::Result<SsdSpec> {
     let need =
         |p: Point| find(m, &p).ok_or_else(|| anyhow::anyhow!("no measurement of {}", p.label()));
