@@ -139,7 +139,8 @@ impl Bfq {
         let sync = rq.is_sync();
         let (mut bits, limit) = match rq.op {
             Op::Flush => return Depth::Full,
-            Op::Read if sync => (None, nr),
+            // A read is always sync (`op_is_sync`): the full depth.
+            Op::Read => (None, nr),
             _ => {
                 let raised = usize::from(self.wr_busy_queues > 0);
                 let d = self.word_depths.bits[raised][usize::from(sync)];

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::harness::rq;
+use crate::request::{IoClass, Op};
 
 fn config(pairs: &[(&str, i64)]) -> Config {
     let mut s = Settings::new();
@@ -363,4 +364,77 @@ fn bfq_depth_updated_follows_a_write_of_nr_requests() {
     // An async write with no raised queue: 8 bits in each of 4 words.
     assert_eq!(s.limit_depth(&rq(1, 1).write().build()), Depth::Shallow(32));
     assert!(s.set_tunable("nr_requests", 3).is_err());
+}
+
+/// blk-mq asks the scheduler's `limit_depth` only for requests that are neither flushes nor
+/// passthrough (`__blk_mq_alloc_requests`): a flush takes any tag, even from a process whose
+/// queue is over its share beside a raised reader.
+#[test]
+fn bfq_limit_depth_is_not_asked_for_a_flush() {
+    let mut s = writer_beside_raised_reader();
+    for i in 1..8 {
+        s.insert(write(i), Nanos::from_ms(1002));
+    }
+    let w = sync_q(&s, 2);
+    assert!(s.request_over_limit(w, 96));
+    assert_eq!(s.limit_depth(&write(8)), Depth::Shallow(4));
+    let flush = rq(2000, 2).op(Op::Flush).build();
+    assert_eq!(s.limit_depth(&flush), Depth::Full);
+}
+
+/// `bfqq_request_over_limit`: at the queue's own level the weight sum counts every higher
+/// class's tree, each multiplied by `IOPRIO_BE_NR` (8) over the next: a best-effort writer
+/// (weight 40) beside a real-time reader of level 0 (weight 80, not raised: raising is for
+/// the default weight, 40) has a share of round(192 * 40 / (80 * 8 + 40)) = 11 of the
+/// sync-write depth, not the 192 its own class's tree alone would give.
+#[test]
+fn bfqq_request_over_limit_weighs_higher_classes_at_the_queue_level() {
+    let mut s = Bfq::new(config(&[("rotational", 0)]));
+    s.insert(write(0), Nanos::ZERO);
+    let w = sync_q(&s, 2);
+    s.end_wr(w, 0);
+    s.insert(
+        rq(1, 1).sector(1 << 30).prio(IoClass::RealTime, 0).build(),
+        Nanos::from_ms(1000),
+    );
+    let r = sync_q(&s, 1);
+    assert_eq!(
+        (s.queues[r].wr_coeff, s.queues[w].wr_coeff, s.wr_busy_queues),
+        (1, 1, 0)
+    );
+    for i in 1..10 {
+        s.insert(write(i), Nanos::from_ms(1001));
+    }
+    assert_eq!(allocated(&s, w), 10);
+    assert!(!s.request_over_limit(w, 192));
+    s.insert(write(10), Nanos::from_ms(1001));
+    assert_eq!(allocated(&s, w), 11);
+    assert!(s.request_over_limit(w, 192), "11 of round(7680 / 680) = 11");
+    assert_eq!(s.limit_depth(&write(11)), Depth::Shallow(4));
+}
+
+/// `bfqq_request_over_limit`: above the queue's own level each entity's share is taken over
+/// its own class's tree only: group /a (weight 100, the only best-effort entity at the root)
+/// keeps the whole 192 beside a real-time reader at the root, so its writer (alone in /a) is
+/// under its limit with 50 requests allocated; weighing the root's real-time tree in at the
+/// group's level too would give /a round(192 * 100 / (80 * 8 + 100)) = 26.
+#[test]
+fn bfqq_request_over_limit_weighs_only_the_own_class_above_the_queue() {
+    let mut groups = GroupTree::new();
+    let a = groups.add("/a", Some(100)).unwrap();
+    let mut s =
+        Bfq::with_groups(config(&[("rotational", 0), ("low_latency", 0)]), &groups).unwrap();
+    s.insert(
+        rq(1, 1).sector(1 << 30).prio(IoClass::RealTime, 0).build(),
+        Nanos::ZERO,
+    );
+    for i in 0..50 {
+        s.insert(
+            rq(100 + i, 2).sync_write().sector(i * 8).group(a.0).build(),
+            Nanos::ZERO,
+        );
+    }
+    let w = sync_q(&s, 2);
+    assert_eq!(allocated(&s, w), 50);
+    assert!(!s.request_over_limit(w, 192));
 }
