@@ -87,8 +87,11 @@ proptest! {
         s.set("low_latency", 0);
         let sched = Bfq::new(Config::from_settings(&s).unwrap());
         let mut h = Harness::new(sched, 1, |r| Nanos::from_us(200 + u64::from(r.sectors) * 4));
-        for (c, &level) in levels.iter().enumerate() {
-            for i in 0..3000u64 {
+        // The processes start together: their requests arrive interleaved, so each has a
+        // queue (and a share of the scheduler tags, `bfq_limit_depth`) before any of them
+        // holds all the tags.
+        for i in 0..3000u64 {
+            for (c, &level) in levels.iter().enumerate() {
                 h.submit(
                     rq(c as u64 * 100_000 + i, c as u32)
                         .sector(((c as u64) << 32) + i * 512)
