@@ -123,6 +123,13 @@ pub struct Args {
     pub request_log: bool,
 }
 
+impl Args {
+    /// The writers' iodepths of the frontier points to run (`--frontier`; 0 runs none).
+    fn frontier_depths(&self) -> Vec<u32> {
+        self.frontier.iter().copied().filter(|&d| d > 0).collect()
+    }
+}
+
 /// One workload as run: its derived job file and what the table follows.
 struct Workload {
     name: String,
@@ -236,7 +243,7 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
         need_bytes = need_bytes.max(c.offset.unwrap_or(0) + size);
     }
     let mut frontier = Vec::new();
-    for &depth in args.frontier.iter().filter(|&&d| d > 0) {
+    for depth in args.frontier_depths() {
         let text = derive(&text, args.ramp, args.runtime, &|job| {
             if writers.iter().any(|w| w == job) {
                 format!("iodepth={depth}\n")
@@ -652,8 +659,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args: &args,
     };
 
-    let frontier: Vec<u32> = args.frontier.iter().copied().filter(|&d| d > 0).collect();
-    let configs = plan::configs(&args.kernel, &frontier, &args.ours);
+    let configs = plan::configs(&args.kernel, &args.frontier_depths(), &args.ours);
     let steps: Vec<plan::Step> = plan::interleave(args.rounds, workloads.len(), &configs)
         .into_iter()
         .filter(|s| s.config != Config::Alone || !workloads[s.workload].readers.is_empty())
@@ -767,15 +773,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         text.push_str(&markdown(&head, &body));
         let alone = rows.iter().find(|r| r.config == Config::Alone);
         let ceiling = alone.and_then(|a| goal.out_of_reach(a, &wl.metrics));
-        let frontier: Vec<(&Row, bool)> = rows
+        let points: Vec<(u32, &Row)> = rows
             .iter()
-            .filter(|r| matches!(r.config, Config::Frontier { .. }))
-            .map(|r| (r, goal.reached_by(r, &wl.metrics)))
-            .collect();
-        let points: Vec<(u32, &Row)> = frontier
-            .iter()
-            .filter_map(|(r, _)| match r.config {
-                Config::Frontier { depth, .. } => Some((depth, *r)),
+            .filter_map(|r| match r.config {
+                Config::Frontier { depth, .. } => Some((depth, r)),
                 _ => None,
             })
             .collect();
@@ -783,7 +784,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         for row in &rows {
             if let Config::Ours(s) = &row.config {
                 if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
-                    let mut verdict = match (goal.met(row, &wl.metrics), ceiling) {
+                    let met = goal.met(row, &wl.metrics);
+                    let mut verdict = match (met, ceiling) {
                         (true, _) => "met".to_string(),
                         (false, None) => "NOT met".to_string(),
                         (false, Some(x)) => format!(
@@ -792,7 +794,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             args.kernel[0]
                         ),
                     };
-                    if let (false, Some((light, heavy))) = (goal.met(row, &wl.metrics), beyond) {
+                    if let (false, Some((light, heavy))) = (met, beyond) {
                         let _ = write!(
                             verdict,
                             "; beyond this device's frontier: with the writers at iodepth \
@@ -802,12 +804,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             goal.read_x
                         );
                     }
-                    for (f, reached) in &frontier {
+                    for (_, f) in &points {
                         let _ = write!(
                             verdict,
                             "; {}: {} ({})",
                             f.config,
-                            if *reached {
+                            if goal.reached_by(f, &wl.metrics) {
                                 "reaches it"
                             } else {
                                 "does not reach it"
@@ -834,9 +836,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             // The frontier's two points that put the goal out of reach: writers' iodepths.
             "goal_beyond_frontier": beyond.map(|(light, heavy)| json!({"light": light, "heavy": heavy})),
             // Whether each frontier point reaches the goal's figures (domination aside).
-            "frontier_reaches_goal": frontier.iter().map(|(f, reached)| json!({
+            "frontier_reaches_goal": points.iter().map(|(_, f)| json!({
                 "config": f.config.label(),
-                "reaches_goal": reached,
+                "reaches_goal": goal.reached_by(f, &wl.metrics),
             })).collect::<Vec<_>>(),
             "rows": rows.iter().map(|row| json!({
                 "config": row.config.label(),

@@ -361,6 +361,10 @@ mod tests {
         ]
     }
 
+    fn goal_of(read_x: f64, write_frac: f64) -> Goal {
+        Goal { read_x, write_frac }
+    }
+
     fn k(s: &str) -> Config {
         Config::Kernel(s.into())
     }
@@ -456,25 +460,16 @@ mod tests {
             "only ours are judged"
         );
         // The goal: 25x the reader, 90% of the writer, undominated.
-        let goal = Goal {
-            read_x: 25.0,
-            write_frac: 0.9,
-        };
+        let goal = goal_of(25.0, 0.9);
         assert!(goal.met(lg, &metrics()));
         assert!(!goal.met(ours_bfq, &metrics()));
-        let strict = Goal {
-            read_x: 25.0,
-            write_frac: 0.99,
-        };
+        let strict = goal_of(25.0, 0.99);
         assert!(!strict.met(lg, &metrics()), "1950/2000 < 0.99");
         // The readers alone do 20000 / 101 = 198x the baseline (median of the rounds): 25x is
         // within reach, 250x is not.
         let alone = row(&Config::Alone);
         assert_eq!(goal.out_of_reach(alone, &metrics()), None);
-        let high = Goal {
-            read_x: 250.0,
-            write_frac: 0.9,
-        };
+        let high = goal_of(250.0, 0.9);
         assert_eq!(high.out_of_reach(alone, &metrics()), Some(20_000.0 / 101.0));
     }
 
@@ -500,15 +495,9 @@ mod tests {
             row(&o("slow")).dominated_by.is_empty(),
             "a frontier point is not a scheduler: it dominates nothing"
         );
-        let goal = Goal {
-            read_x: 25.0,
-            write_frac: 0.9,
-        };
+        let goal = goal_of(25.0, 0.9);
         assert!(!goal.reached_by(row(&front), &metrics()), "0.6 < 0.9");
-        let lenient = Goal {
-            read_x: 25.0,
-            write_frac: 0.5,
-        };
+        let lenient = goal_of(25.0, 0.5);
         assert!(lenient.reached_by(row(&front), &metrics()));
         assert!(
             !lenient.reached_by(row(&o("latency-guard")), &metrics()),
@@ -526,10 +515,7 @@ mod tests {
             .find(|r| r.config == o("latency-guard"))
             .unwrap();
         assert_eq!(lg.dominated_by, vec!["kyber".to_string()]);
-        let easy = Goal {
-            read_x: 5.0,
-            write_frac: 0.5,
-        };
+        let easy = goal_of(5.0, 0.5);
         assert!(easy.reached_by(lg, &metrics()));
         assert!(!easy.met(lg, &metrics()));
     }
@@ -559,22 +545,13 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect();
-        let goal = Goal {
-            read_x: 25.0,
-            write_frac: 0.9,
-        };
+        let goal = goal_of(25.0, 0.9);
         assert_eq!(goal.beyond_frontier(&points, &metrics()), Some((1, 2)));
         // A goal the light point's readers reach (10x) is not shown out of reach by it.
-        let reachable = Goal {
-            read_x: 10.0,
-            write_frac: 0.9,
-        };
+        let reachable = goal_of(10.0, 0.9);
         assert_eq!(reachable.beyond_frontier(&points, &metrics()), None);
         // Writers that keep the goal's share at the light point: nothing shown either.
-        let modest = Goal {
-            read_x: 25.0,
-            write_frac: 0.6,
-        };
+        let modest = goal_of(25.0, 0.6);
         assert_eq!(modest.beyond_frontier(&points, &metrics()), None);
         // One point alone shows nothing: more writing might have helped the readers.
         assert_eq!(goal.beyond_frontier(&points[..1], &metrics()), None);
