@@ -13,12 +13,21 @@ fn flat() -> Cfq {
     Cfq::new(Config::flat(), &GroupTree::new()).unwrap()
 }
 
-fn with(settings: &[(&str, i64)], groups: &GroupTree) -> Cfq {
+fn settings(pairs: &[(&str, i64)]) -> Settings {
     let mut s = Settings::new();
-    for (k, v) in settings {
+    for (k, v) in pairs {
         s.set(*k, *v);
     }
-    Cfq::from_settings(&s, groups).unwrap()
+    s
+}
+
+fn with(pairs: &[(&str, i64)], groups: &GroupTree) -> Cfq {
+    Cfq::from_settings(&settings(pairs), groups).unwrap()
+}
+
+/// cfq-flat (every request in the root group) with these settings.
+fn flat_with(pairs: &[(&str, i64)]) -> Cfq {
+    Cfq::flat_from_settings(&settings(pairs), &GroupTree::new()).unwrap()
 }
 
 impl Cfq {
@@ -1054,9 +1063,7 @@ fn cfq_choose_req_breaks_a_cost_tie_for_the_higher_sector() {
 /// (and its next one 2 ms after they are done) beside another reader with one request.
 /// Returns when that other request and the reader's late one were dispatched.
 fn one_deep_ssd(n: u64) -> (Nanos, Nanos) {
-    let mut settings = Settings::new();
-    settings.set("rotational", 0);
-    let s = Cfq::flat_from_settings(&settings, &GroupTree::new()).unwrap();
+    let s = flat_with(&[("rotational", 0)]);
     let mut h = Harness::new(s, 1, |_| ms(1));
     for i in 0..n {
         h.submit(rq(i, 1).sector(i * 128).sectors(128).read());
@@ -1187,9 +1194,7 @@ fn cfq_may_dispatch_holds_writeback_to_one_request_after_a_delayed_read() {
 /// Whether a process's queue counts as seeky after it queued requests at `sectors`, each
 /// `len` sectors long, on a rotational device or not.
 fn seeky_after(sectors: &[u64], len: u32, rotational: bool) -> bool {
-    let mut settings = Settings::new();
-    settings.set("rotational", i64::from(rotational));
-    let mut s = Cfq::flat_from_settings(&settings, &GroupTree::new()).unwrap();
+    let mut s = flat_with(&[("rotational", i64::from(rotational))]);
     for (i, &sector) in sectors.iter().enumerate() {
         s.insert(
             rq(i as u64, 1).sector(sector).sectors(len).read().build(),
@@ -2344,19 +2349,7 @@ fn cfq_group_notify_queue_add_puts_a_newly_busy_group_200_ms_of_vdisktime_behind
 /// SSD under cfq-flat gets no idle wait between its reads.
 #[test]
 fn cfq_arm_slice_timer_does_not_idle_on_a_queueing_ssd_without_group_idle() {
-    let s = Cfq::new(
-        Config::from_settings(
-            &{
-                let mut st = Settings::new();
-                st.set("rotational", 0);
-                st
-            },
-            true,
-        )
-        .unwrap(),
-        &GroupTree::new(),
-    )
-    .unwrap();
+    let s = flat_with(&[("rotational", 0)]);
     let mut h = Harness::new(s, 1, |_| ms(1));
     for k in 0..5u64 {
         h.submit(rq(k, 1).sector(k * 8).read().at(ms(2 * k)));
@@ -2483,19 +2476,7 @@ fn cfq_update_idle_window_gives_writeback_no_idle_window() {
 /// idle wait ends at 117 ms.
 #[test]
 fn cfq_completed_request_extends_a_busy_wait_by_slice_idle() {
-    let s = Cfq::new(
-        Config::from_settings(
-            &{
-                let mut st = Settings::new();
-                st.set("slice_idle", 20);
-                st
-            },
-            true,
-        )
-        .unwrap(),
-        &GroupTree::new(),
-    )
-    .unwrap();
+    let s = flat_with(&[("slice_idle", 20)]);
     let mut h = Harness::new(s, 1, |_| ms(1));
     for k in 0..17u64 {
         h.submit(rq(k, 1).sector(k * 8).read().at(ms(6 * k)));
