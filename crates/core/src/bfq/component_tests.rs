@@ -4,18 +4,11 @@
 //! bound, the burst list, inject limits and baselines, merge chains and saved state.
 
 use super::pos_tree::Lookup;
+use super::tests::cfg_with;
 use super::weight_raising::{RT_MAX_TIME, WR_COEFF};
 use super::*;
 use crate::harness::rq;
 use crate::request::IoClass;
-
-fn config(pairs: &[(&str, i64)]) -> Config {
-    let mut s = Settings::new();
-    for (k, v) in pairs {
-        s.set(*k, *v);
-    }
-    Config::from_settings(&s).unwrap()
-}
 
 /// A new sync best-effort queue of the root group, created at `t` (no process, not busy).
 fn queue(s: &mut Bfq, t: Tick) -> usize {
@@ -50,7 +43,7 @@ fn bfq_wr_duration_scales_the_reference_duration_by_the_peak_rate_within_3_to_25
     let mut s = Bfq::new(Config::default());
     assert_eq!(s.wr_duration(), WR_DURATION);
     assert_eq!(
-        Bfq::new(config(&[("rotational", 0)])).wr_duration(),
+        Bfq::new(cfg_with(&[("rotational", 0)])).wr_duration(),
         3_750 * MS
     );
     s.peak.rate = 19_600;
@@ -535,7 +528,7 @@ fn bfq_update_inject_limit_takes_a_baseline_only_from_a_request_served_alone() {
 /// scenario is asymmetric and q keeps the device) busy with one 8-sector read. Low
 /// latency off: nobody is raised unless a test says so.
 fn injection_scene() -> (Bfq, usize, usize) {
-    let (mut s, q) = in_service(config(&[("low_latency", 0)]));
+    let (mut s, q) = in_service(cfg_with(&[("low_latency", 0)]));
     s.insert(
         rq(2, 2)
             .sector(5_000_000)
@@ -853,7 +846,7 @@ fn bfq_do_or_sched_stable_merge_schedules_a_merge_with_the_queue_created_up_to_1
     let h = s.bics[&CtxId(8)].sync_q.unwrap();
     assert_eq!(s.groups[0].last_created, Some(h), "another class");
     // On a non-rotational drive with queueing the merge happens at once.
-    let mut s = Bfq::new(config(&[("rotational", 0)]));
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
     let a = read_at(&mut s, 1, 0, 4);
     assert_eq!(read_at(&mut s, 2, 100, 4), a);
     assert!(s.queues[a].coop);
@@ -1062,7 +1055,10 @@ fn bfq_bfqq_save_state_gives_a_just_created_queue_the_raising_it_would_have_had(
     let fresh = (30, WR_DURATION, 2000 * MS, PAST);
     assert_eq!(saved(Config::default(), false), fresh);
     assert_eq!(saved(Config::default(), true), (1, 0, 0, PAST));
-    assert_eq!(saved(config(&[("low_latency", 0)]), false), (1, 0, 0, PAST));
+    assert_eq!(
+        saved(cfg_with(&[("low_latency", 0)]), false),
+        (1, 0, 0, PAST)
+    );
 }
 
 #[test]
@@ -1298,7 +1294,7 @@ fn bfq_merge_bfqqs_gives_the_raising_to_an_unraised_shared_queue_with_its_weight
 #[test]
 fn bfq_do_or_sched_stable_merge_does_nothing_without_queue_merging() {
     // elevator's queue_merging = 0 turns stable merging off too.
-    let mut s = Bfq::new(config(&[("queue_merging", 0)]));
+    let mut s = Bfq::new(cfg_with(&[("queue_merging", 0)]));
     read_at(&mut s, 1, 0, 4);
     read_at(&mut s, 2, 10, 4);
     assert_eq!(s.groups[0].last_created, None);

@@ -4,17 +4,10 @@
 
 use std::collections::BTreeSet;
 
+use super::tests::cfg_with;
 use super::*;
 use crate::harness::rq;
 use crate::request::{IoClass, Op};
-
-fn config(pairs: &[(&str, i64)]) -> Config {
-    let mut s = Settings::new();
-    for (k, v) in pairs {
-        s.set(*k, *v);
-    }
-    Config::from_settings(&s).unwrap()
-}
 
 fn sync_q(s: &Bfq, ctx: u32) -> usize {
     s.bics[&CtxId(ctx)].sync_q.unwrap()
@@ -37,7 +30,7 @@ fn write(i: u64) -> Request {
 /// stable merge: `bfq_do_or_sched_stable_merge` looks back 600 ms), a reader (ctx 1) raised
 /// as interactive by its first read: weights 40 and 1,200.
 fn writer_beside_raised_reader() -> Bfq {
-    let mut s = Bfq::new(config(&[("rotational", 0)]));
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
     s.insert(write(0), Nanos::ZERO);
     let w = sync_q(&s, 2);
     s.end_wr(w, 0);
@@ -132,7 +125,7 @@ fn bfq_limit_depth_gives_sync_reads_the_full_depth() {
     assert_eq!(s.limit_depth(&rq(999, 1).build()), Depth::Full);
     assert_eq!((allocated(&s, r), s.tag_wait.len()), (201, 0));
     // A reader alone, unraised: its share is every tag.
-    let mut s = Bfq::new(config(&[("low_latency", 0)]));
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
     for i in 0..255u64 {
         s.insert(rq(i, 1).sector(i * 64).build(), Nanos::ZERO);
     }
@@ -174,7 +167,7 @@ fn bfqq_request_over_limit_applies_the_limit_at_each_group_level() {
     let mut groups = GroupTree::new();
     let a = groups.add("/a", Some(100)).unwrap();
     let b = groups.add("/b", Some(300)).unwrap();
-    let mut s = Bfq::with_groups(config(&[("low_latency", 0)]), &groups).unwrap();
+    let mut s = Bfq::with_groups(cfg_with(&[("low_latency", 0)]), &groups).unwrap();
     let w = |id: u64, ctx: u32, g: GroupId| {
         rq(id, ctx)
             .sync_write()
@@ -214,7 +207,7 @@ fn bfqq_request_over_limit_applies_the_limit_at_each_group_level() {
 /// Without `bfq_limit_depth` all 32 sit in its queue throughout.
 #[test]
 fn bfq_limit_depth_holds_a_writer_to_its_share_beside_a_raised_reader() {
-    let mut l = Loop::new(Bfq::new(config(&[("rotational", 0)])), 32);
+    let mut l = Loop::new(Bfq::new(cfg_with(&[("rotational", 0)])), 32);
     l.run_until(Nanos::from_ms(300));
     for _ in 0..WRITER_DEPTH {
         l.issue(2);
@@ -389,7 +382,7 @@ fn bfq_limit_depth_is_not_asked_for_a_flush() {
 /// sync-write depth, not the 192 its own class's tree alone would give.
 #[test]
 fn bfqq_request_over_limit_weighs_higher_classes_at_the_queue_level() {
-    let mut s = Bfq::new(config(&[("rotational", 0)]));
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
     s.insert(write(0), Nanos::ZERO);
     let w = sync_q(&s, 2);
     s.end_wr(w, 0);
@@ -423,7 +416,7 @@ fn bfqq_request_over_limit_weighs_only_the_own_class_above_the_queue() {
     let mut groups = GroupTree::new();
     let a = groups.add("/a", Some(100)).unwrap();
     let mut s =
-        Bfq::with_groups(config(&[("rotational", 0), ("low_latency", 0)]), &groups).unwrap();
+        Bfq::with_groups(cfg_with(&[("rotational", 0), ("low_latency", 0)]), &groups).unwrap();
     s.insert(
         rq(1, 1).sector(1 << 30).prio(IoClass::RealTime, 0).build(),
         Nanos::ZERO,

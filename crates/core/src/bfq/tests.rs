@@ -8,7 +8,8 @@ fn at(ms: u64) -> Nanos {
     Nanos::from_ms(ms)
 }
 
-fn cfg_with(pairs: &[(&str, i64)]) -> Config {
+/// A bfq configuration with these settings (shared by the bfq test modules).
+pub(super) fn cfg_with(pairs: &[(&str, i64)]) -> Config {
     let mut s = Settings::new();
     for (k, v) in pairs {
         s.set(*k, *v);
