@@ -305,3 +305,52 @@ fn host_cpu_model_caps_a_locked_scheduler_and_a_bad_host_is_named() {
     assert!(!ok);
     assert!(err.contains("h.toml:3") && err.contains("cores"), "{err}");
 }
+
+#[test]
+fn host_drives_share_the_cores_with_the_other_drives_and_need_a_host() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../bench/jobs/icpe24-tapp.fio"
+    );
+    let total = |extra: &[&str]| -> f64 {
+        let mut args = vec![
+            "--sched",
+            "none",
+            "--drive",
+            "samsung-980pro-1tb",
+            "--host",
+            "icpe24-10core",
+        ];
+        args.extend_from_slice(extra);
+        let v = sim_json(job, &args);
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["read"]["iops"].as_f64().unwrap())
+            .sum()
+    };
+    // Four processes on their own cores: near the drive's ceiling on one drive; on one of
+    // eight, each core gives this drive an eighth of its 1 / 2.62 us.
+    let one = total(&[]);
+    let eight = total(&["--host-drives", "8"]);
+    assert!(one > 650_000.0, "{one}");
+    let cpu_bound = 4.0 / 2.62e-6 / 8.0;
+    assert!((eight / cpu_bound - 1.0).abs() < 0.05, "{eight}");
+
+    let (ok, _, err) = elevator(&["sim", job, "--host-drives", "8", "--sched", "none"]);
+    assert!(!ok);
+    assert!(err.contains("--host"), "{err}");
+    let (ok, _, err) = elevator(&[
+        "sim",
+        job,
+        "--host",
+        "icpe24-10core",
+        "--host-drives",
+        "0",
+        "--sched",
+        "none",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("--host-drives"), "{err}");
+}

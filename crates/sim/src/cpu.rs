@@ -22,12 +22,22 @@
 //!   later whose core is ready earlier is not put behind one whose core is still busy).
 //! - The I/O reaches the scheduler when its core is done with it; the latency a job sees
 //!   includes the wait for its core and the lock (fio's `lat`, submission plus completion).
+//! - A host with several drives ([`HostCpu::set_drives`], one by default): every process
+//!   spreads its I/O evenly over `drives` identical drives (fio's `filename=a:b:...`, as the
+//!   study's fig. 10 and fig. 11 ran on eight), and the simulation is one of them. Per I/O on
+//!   this drive, the process's core also serves `drives - 1` I/Os on the others, each costing
+//!   it what this one did, its wait for this drive's lock included; then it is free. Each
+//!   drive has its own lock: this drive's lock sees only this drive's I/Os, from every core.
 //!
 //! Deviations and simplifications: each I/O's CPU work is charged once, at submission (the
 //! completion's share is folded into `io_us` and `lock_us`: a closed-loop workload's
 //! throughput does not tell them apart); dispatch from the completion path costs nothing; no
 //! interrupts, no scheduler preemption, no migration between cores, no batching of
 //! submissions (`io_uring` submits many at once; the fitted costs are per I/O averages).
+//! The other drives of a multi-drive host are a mean field, not simulated: they are taken to
+//! be in the same state as this one at every moment (symmetric drives, jobs and locks), so an
+//! I/O there costs what this one cost, not what that drive's own lock wait would have been;
+//! their I/Os are charged after this one's, in one block, where a process interleaves them.
 //!
 //! Costs are per scheduler, in a host spec (TOML, `kind = "host-cpu"`): a default `io_us`
 //! for any scheduler not listed and a `[scheduler.NAME]` table (`io_us`, `lock_us`,
@@ -35,6 +45,7 @@
 //! (docs/ssd-model.md says what each figure comes from).
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::path::Path;
 
 use elevator_core::{registry, CtxId, Nanos};
@@ -177,6 +188,8 @@ pub struct HostCpu {
     lock_ns: u64,
     handoff_ns: u64,
     lock: LockTimeline,
+    /// Identical drives each process spreads its I/O over, this one among them.
+    drives: u64,
 }
 
 impl HostCpu {
@@ -189,19 +202,28 @@ impl HostCpu {
             lock_ns: us_to_ns(c.lock_us),
             handoff_ns: us_to_ns(c.handoff_us),
             lock: LockTimeline::default(),
+            drives: 1,
         }
+    }
+
+    /// Every process spreads its I/O evenly over `drives` identical drives, this one among
+    /// them (the module's mean field): per I/O here its core serves `drives - 1` more.
+    pub fn set_drives(&mut self, drives: NonZeroU32) {
+        self.drives = u64::from(drives.get());
     }
 
     /// An I/O of context `ctx` issued at `now`: when its core (and the lock) are done with it
     /// and it reaches the scheduler.
     pub fn submit(&mut self, ctx: CtxId, now: Nanos) -> Nanos {
         let core = ctx.0 as usize % self.core_free.len();
-        let mut t = now.max(self.core_free[core]) + Nanos(self.io_ns);
+        let start = now.max(self.core_free[core]);
+        let mut t = start + Nanos(self.io_ns);
         if self.lock_ns > 0 {
             self.lock.forget(now);
             t = self.lock.hold(core, t, self.lock_ns, self.handoff_ns);
         }
-        self.core_free[core] = t;
+        // The same work on each of the other drives, after this one.
+        self.core_free[core] = t + Nanos((self.drives - 1) * (t - start).0);
         t
     }
 }
@@ -315,6 +337,51 @@ lock_us = 1.0
         // Core 0's, issued after them, wants it at 2 us, waits for core 1's first and takes
         // it before core 1's second.
         assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(4000));
+    }
+
+    fn drives(n: u32) -> NonZeroU32 {
+        NonZeroU32::new(n).expect("not zero")
+    }
+
+    /// I/Os of `ctx` issued back to back from `0` (each when its core could take it): when
+    /// the last reaches the scheduler.
+    fn back_to_back(cpu: &mut HostCpu, ctx: CtxId, ios: u32) -> Nanos {
+        (0..ios).fold(Nanos::ZERO, |_, _| cpu.submit(ctx, Nanos::ZERO))
+    }
+
+    #[test]
+    fn a_process_over_n_drives_gets_an_nth_of_its_core_on_each() {
+        // none: 1 us per I/O. One drive: 100 I/Os in 100 us; eight: each I/O here is followed
+        // by seven on the other drives, so this drive gets one every 8 us.
+        let mut one = HostCpu::new(&spec(), "none");
+        assert_eq!(back_to_back(&mut one, CtxId(0), 100), Nanos(100_000));
+        let mut eight = HostCpu::new(&spec(), "none");
+        eight.set_drives(drives(8));
+        assert_eq!(eight.submit(CtxId(0), Nanos(0)), Nanos(1000));
+        assert_eq!(eight.submit(CtxId(0), Nanos(0)), Nanos(9000));
+        let mut eight = HostCpu::new(&spec(), "none");
+        eight.set_drives(drives(8));
+        assert_eq!(back_to_back(&mut eight, CtxId(0), 100), Nanos(793_000));
+        // A core idle since its last block of work starts the next at once.
+        assert_eq!(eight.submit(CtxId(0), Nanos(2_000_000)), Nanos(2_001_000));
+    }
+
+    #[test]
+    fn the_other_drives_cost_what_this_one_did_lock_wait_included() {
+        // mq-deadline (2 us of work, then 1 us under the lock, 3 more for a handoff) on two
+        // drives. Core 0 holds this drive's lock at 2-3 us, then does the same 3 us of work
+        // for the other drive (free at 6 us).
+        let mut cpu = HostCpu::new(&spec(), "mq-deadline");
+        cpu.set_drives(drives(2));
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(3000));
+        // Core 1 waits for the lock from 2 to 3 us and holds it 1 + 3 us: 7 us here, 7 more
+        // for the other drive, the wait included (free at 14 us).
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(7000));
+        // Core 0 from 6 us: 2 us of work, the lock 8-12 us (a handoff from core 1); free at 18.
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(12_000));
+        // Core 1 from 14 us: the lock 16-20 us, a handoff from core 0.
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(20_000));
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(18_000 + 6000));
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!
 //! With a host CPU model ([`Simulation::set_host_cpu`], none by default) an issued I/O reaches
 //! the scheduler once its core (and the scheduler's lock, if it has one) is done with it
-//! ([`crate::cpu`]); its latency counts from when it was issued.
+//! ([`crate::cpu`]); its latency counts from when it was issued. On a host of several drives
+//! ([`Simulation::set_host_drives`]) the simulated drive is one of them, the cores' time
+//! shared with the others.
 //!
 //! On request ([`Simulation::record_requests`], off by default) the engine keeps a
 //! [`RequestRecord`] of every request: who issued it, where, and when it was inserted,
@@ -27,6 +29,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::num::NonZeroU32;
 
 use rustc_hash::FxHashMap;
 
@@ -300,6 +303,8 @@ pub struct Simulation {
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// The host's cores and the scheduler's lock, when modelled.
     cpu: Option<HostCpu>,
+    /// The identical drives the host's processes spread their I/O over, this one among them.
+    host_drives: NonZeroU32,
     /// I/O issued and still on the host CPU, by key: (job, what, when issued).
     cpu_pending: FxHashMap<u64, (u32, elevator_workload::IoSpec, Nanos)>,
 }
@@ -335,6 +340,7 @@ impl Simulation {
             records: None,
             progress: None,
             cpu: None,
+            host_drives: NonZeroU32::MIN,
             cpu_pending: FxHashMap::default(),
         }
     }
@@ -343,7 +349,21 @@ impl Simulation {
     /// ([`crate::cpu`]): an I/O reaches the scheduler when its core and the scheduler's lock
     /// are done with it. Off by default (I/O reaches the scheduler when issued).
     pub fn set_host_cpu(&mut self, spec: &CpuSpec) {
-        self.cpu = Some(HostCpu::new(spec, self.sched.name()));
+        let mut cpu = HostCpu::new(spec, self.sched.name());
+        cpu.set_drives(self.host_drives);
+        self.cpu = Some(cpu);
+    }
+
+    /// The host's processes spread their I/O evenly over `drives` identical drives, the
+    /// simulated one among them: per I/O here, the submitting core serves `drives - 1` more
+    /// on the others ([`crate::cpu`]'s mean field; 1 by default). Takes effect with the host
+    /// CPU model ([`Simulation::set_host_cpu`], before or after this); without it there is no
+    /// CPU to share.
+    pub fn set_host_drives(&mut self, drives: NonZeroU32) {
+        self.host_drives = drives;
+        if let Some(cpu) = &mut self.cpu {
+            cpu.set_drives(drives);
+        }
     }
 
     /// Count every request completed in `counter` as the run goes (read it from another

@@ -32,6 +32,14 @@ pub struct Args {
     /// cores, per-I/O time, a scheduler's device-wide lock (docs/ssd-model.md). Default: none.
     #[arg(long, value_name = "NAME|FILE")]
     host: Option<String>,
+    /// With --host: the host has N identical drives and every job spreads its I/O over all of
+    /// them (fio's `filename=a:b:...`), the simulated drive one of them; per I/O here a core
+    /// serves N - 1 more on the others, each costing what this one did (a mean field,
+    /// docs/ssd-model.md). The job file gives what one drive sees (e.g. iodepth 16 for a job
+    /// of iodepth 128 over eight drives). Default 1.
+    #[arg(long, value_name = "N", requires = "host",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    host_drives: Option<u32>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
     #[arg(long, value_enum, default_value_t = super::run::Format::Normal)]
     output_format: super::run::Format,
@@ -99,6 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             job_file: std::path::Path::new(&args.scenario),
             drive: args.drive.as_deref(),
             host: args.host.as_deref(),
+            host_drives: args
+                .host_drives
+                .and_then(std::num::NonZeroU32::new)
+                .unwrap_or(std::num::NonZeroU32::MIN),
             sched: &args.sched,
             extra: &super::parse_sets(&args.set)?,
             seed: args.seed.unwrap_or(1),

@@ -10,7 +10,8 @@
 //! `elevator.simulated` is true; `timestamp` is 0, so the same file and seed give the same
 //! bytes. `ramp_time` leaves the ramp's completions out of the figures as the executor does.
 //! `--host` charges every I/O the host CPU time a host spec gives its scheduler
-//! ([`elevator_sim::cpu`]).
+//! ([`elevator_sim::cpu`]); `--host-drives N` makes the simulated drive one of N identical
+//! drives every job spreads its I/O over, sharing the cores' time with the others.
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -39,6 +40,8 @@ pub struct Opts<'a> {
     pub drive: Option<&'a str>,
     /// `--host`, if given: the host CPU model's spec.
     pub host: Option<&'a str>,
+    /// `--host-drives`: the identical drives the host's jobs spread their I/O over.
+    pub host_drives: std::num::NonZeroU32,
     /// `--sched`.
     pub sched: &'a [String],
     /// `--set`, parsed.
@@ -137,6 +140,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         sim.set_wakeup_latency(o.wakeup);
         if let Some(h) = &host {
             sim.set_host_cpu(h);
+            sim.set_host_drives(o.host_drives);
         }
         let writer = match o.blktrace_out {
             Some(dir) => {
