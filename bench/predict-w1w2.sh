@@ -9,7 +9,10 @@
 #
 # Environment: ROUNDS (default 3), DURATION (calibration seconds, default 120), RT (the
 # command prefix for every measured run, default `chrt -f 50`: our executor is one thread, and
-# a loaded machine otherwise measures its CPU queue), ELEVATOR (default target/release/elevator).
+# a loaded machine otherwise measures its CPU queue), ELEVATOR (default target/release/elevator),
+# SETTLE (seconds to wait after laying the image out before calibrating, default 180: the host
+# below this VM goes on writing the layout back for minutes, and a calibration taken meanwhile
+# fitted a drive that W1 and W2 then did not meet, 9 of 16 within +-30% in session 23).
 set -eu
 ON=${1:?usage: predict-w1w2.sh file|loop OUTDIR}
 OUT=${2:?usage: predict-w1w2.sh file|loop OUTDIR}
@@ -18,6 +21,7 @@ DURATION=${DURATION:-120}
 RT=${RT:-chrt -f 50}
 ELEVATOR=${ELEVATOR:-target/release/elevator}
 WORKDIR=${WORKDIR:-/var/tmp}
+SETTLE=${SETTLE:-180}
 SCHEDS="none mq-deadline kyber latency-guard"
 mkdir -p "$OUT"
 IMG="$WORKDIR/elevator-predict.$$.img"
@@ -44,6 +48,9 @@ if [ "$ON" = file ]; then
     # Lay the file out (8 GiB, owned by elevator) with one run of W1, left out of the figures.
     $ELEVATOR run bench/jobs/w1.fio --target "$IMG" --sched none --output /dev/null
 fi
+sync
+echo "letting the host write the layout back: ${SETTLE} s" >&2
+sleep "$SETTLE"
 { date -u; uptime; } > "$OUT/start.txt"
 $RT $ELEVATOR calibrate --target "$TARGET" --duration "$DURATION" $ALLOW \
     --name "calibrated-$ON" -o "$OUT/spec.toml" --json "$OUT/calibrate.json"
