@@ -24,6 +24,30 @@ fn builtin_980pro_loads_by_name_everywhere_drives_are_looked_up() {
 }
 
 #[test]
+fn the_fig11c_980pro_differs_from_the_980pro_in_its_write_side_only() {
+    let base = SsdSpec::builtin("samsung-980pro-1tb").expect("built in");
+    let fitted = SsdSpec::builtin("samsung-980pro-1tb-fig11c").expect("built in");
+    assert_eq!(fitted.validate(), Ok(()));
+    assert_eq!(fitted.flash.program_us, base.flash.program_us / 3.0);
+    assert!(fitted.ftl.over_provisioning > base.ftl.over_provisioning);
+    // Everything else is the 980 PRO's: its read fits hold on this drive too.
+    let same = SsdSpec {
+        name: base.name.clone(),
+        description: base.description.clone(),
+        flash: elevator_sim::ssd::spec::Flash {
+            program_us: base.flash.program_us,
+            ..fitted.flash
+        },
+        ftl: elevator_sim::ssd::spec::Ftl {
+            over_provisioning: base.ftl.over_provisioning,
+            ..fitted.ftl
+        },
+        ..fitted
+    };
+    assert_eq!(same, base);
+}
+
+#[test]
 fn bad_ssd_spec_names_file_line_and_field() {
     let text = SsdSpec::builtin("samsung-980pro-1tb").unwrap().to_toml();
     let bad: String = text

@@ -16,23 +16,39 @@
 //! drives on ten cores) admitted writes no faster than the drive took them, so the reader found
 //! no queue. docs/ssd-model.md gives the evidence.
 //!
-//! Ours: the built-in `samsung-980pro-1tb` model (docs/ssd-model.md) in its steady state
-//! (every page mapped, GC from the first writes; the study preconditioned its drives to a
-//! random-write steady state too). A QD1 4 KiB random reader over the first half of the drive
-//! beside a QD128 4 KiB random writer over the second half (both O_DIRECT, fio's
-//! `norandommap`), for [`RUNTIME_MS`] simulated after a [`RAMP_MS`] ramp (long enough for
-//! kyber's depth control, which with a slow QD1 reader gathers a read percentile about once a
-//! second and cuts the write domain by a quarter each time; the study ran a 600 s ramp), under
-//! none, mq-deadline, kyber (default `read_lat_nsec` 2 ms, and 250 us) and bfq (`rotational =
-//! 0`, as the kernel sets it for an NVMe drive); plus the reader alone. A scheduler "cuts the
-//! p99" when the reader's p99 under it is below [`CUT`] times its p99 under none, seed by
-//! seed.
+//! Ours, in three configurations ([`STATES`]), under none, mq-deadline, kyber (default
+//! `read_lat_nsec` 2 ms, and 250 us) and bfq (`rotational = 0`, as the kernel sets it for an
+//! NVMe drive), plus the reader alone; every drive in its steady state (every page mapped, GC
+//! from the first writes; the study preconditioned its drives to a random-write steady state
+//! too); 4 KiB, O_DIRECT, fio's `norandommap`:
+//!
+//! - "steady": the built-in `samsung-980pro-1tb` model (its write side not fitted: 21 K
+//!   writes/s in steady state), no host CPU model, a QD1 random reader over the first half of
+//!   the drive beside one QD128 random writer over the second half.
+//! - "8 drives, fit 8w" and "8 drives, fit 16w": what the study ran. Its host
+//!   (`icpe24-10core`, the drive one of eight that every process spreads its I/O over:
+//!   [`Simulation::set_host_drives`]), 8 writer processes of QD16 on this drive (the study's
+//!   QD128 over eight) and the QD1 reader, all over the whole drive, on
+//!   `samsung-980pro-1tb-fig11c` (the 980 PRO with its write side fitted to the study's none
+//!   writers: 131 K writes/s per drive with 8 writers), and on the same drive fitted to its 16
+//!   writers' 188 K ([`STATES`] says why both). The study's reader was one QD1 job over the
+//!   eight drives; ours is QD1 on this one (a QD1 reader's latency is its reads', whichever
+//!   drive each goes to; its IOPS are 1 / its latency either way).
+//!
+//! Each runs [`State::runtime_ms`] simulated after a ramp long enough for kyber's depth control
+//! (which with a slow QD1 reader gathers a read percentile about once a second and cuts the
+//! write domain by a quarter each time; the study ran a 600 s ramp). A scheduler "cuts the
+//! p99" when the reader's p99 under it is below [`CUT`] times its p99 under none in the same
+//! state, seed by seed.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use elevator_core::{registry, CtxId, GroupTree, Nanos, Request, Settings};
-use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use std::num::NonZeroU32;
+
+use elevator_sim::cpu::CpuSpec;
+use elevator_sim::ssd::{Ssd, SsdSpec};
 use elevator_sim::{JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::traces::blktrace_out::{IoEvent, IoObserver};
@@ -44,12 +60,6 @@ use crate::output::{self, say};
 use crate::progress;
 use crate::stats::Estimate;
 
-/// The drive.
-const DRIVE: &str = "samsung-980pro-1tb";
-/// Measured time per run, simulated.
-pub const RUNTIME_MS: u64 = 10_000;
-/// Lead-in left out of the figures.
-pub const RAMP_MS: u64 = 20_000;
 /// A p99 below this fraction of none's is "cut".
 pub const CUT: f64 = 0.8;
 
@@ -67,9 +77,78 @@ const BESIDE_WRITERS: [(&str, [f64; 5]); 4] = [
     ("bfq", [2941.0, 339.0, 2244.6, 131_586.0, 7.2]),
 ];
 
-/// The drive states we run, with their names in the table: the steady state, as the study
-/// preconditioned its drives (filled, then randomly overwritten twice).
-const STATES: [(Precondition, &str); 1] = [(Precondition::Steady, "steady")];
+/// A configuration of the experiment: the drive, the host, the writers.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct State {
+    /// Its name in the table and the JSON.
+    pub name: &'static str,
+    /// The built-in drive spec (every one preconditioned to its steady state).
+    pub drive: &'static str,
+    /// The drive's `ftl.over_provisioning`, where not its spec's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_provisioning: Option<f64>,
+    /// The host CPU model, if any: a built-in host spec.
+    pub host: Option<&'static str>,
+    /// Drives the host's processes spread their I/O over, the simulated one among them (with
+    /// `host`).
+    pub host_drives: u32,
+    /// Writer processes.
+    pub writers: u32,
+    /// Writes each writer keeps outstanding on this drive.
+    pub writer_iodepth: u32,
+    /// Whether the reader and the writers each cover the whole drive (else the reader the
+    /// first half and the writers the second).
+    pub whole_drive: bool,
+    /// Lead-in left out of the figures, simulated.
+    pub ramp_ms: u64,
+    /// Measured time per run, simulated.
+    pub runtime_ms: u64,
+}
+
+/// The configurations we run: the built-in drive's steady state with one writer, and the
+/// study's host and writers on the drive fitted to its none writers, at 8 writers (131,181
+/// writes/s per drive: the spec's fit) and at 16 (187,783: the drive's rate as its 16 writers
+/// show it; over-provisioning 0.22 gives 183 K with 16 writers of QD16, one seed, 10 s + 5 s).
+/// Our drive takes writes at one rate however deep its queue once GC binds, where the study's
+/// took 43% more with twice the writers: it can match one of the two figures, not both.
+pub const STATES: [State; 3] = [
+    State {
+        name: "steady",
+        drive: "samsung-980pro-1tb",
+        over_provisioning: None,
+        host: None,
+        host_drives: 1,
+        writers: 1,
+        writer_iodepth: 128,
+        whole_drive: false,
+        ramp_ms: 20_000,
+        runtime_ms: 10_000,
+    },
+    State {
+        name: "8 drives, fit 8w",
+        drive: "samsung-980pro-1tb-fig11c",
+        over_provisioning: None,
+        host: Some("icpe24-10core"),
+        host_drives: 8,
+        writers: 8,
+        writer_iodepth: 16,
+        whole_drive: true,
+        ramp_ms: 10_000,
+        runtime_ms: 5_000,
+    },
+    State {
+        name: "8 drives, fit 16w",
+        drive: "samsung-980pro-1tb-fig11c",
+        over_provisioning: Some(0.22),
+        host: Some("icpe24-10core"),
+        host_drives: 8,
+        writers: 8,
+        writer_iodepth: 16,
+        whole_drive: true,
+        ramp_ms: 10_000,
+        runtime_ms: 5_000,
+    },
+];
 
 /// One configuration: its label, scheduler, tunables, whether a writer runs, and the
 /// published pattern (`Some(true)`: the study found it cuts the reader's p99).
@@ -211,7 +290,7 @@ pub struct Row {
     pub config: String,
     /// published or elevator.
     pub source: &'static str,
-    /// Ours: the drive's state (`steady`).
+    /// Ours: the configuration's [`State::name`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<&'static str>,
     /// The reader's IOPS.
@@ -227,7 +306,7 @@ pub struct Row {
     /// seeds).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_over_none: Option<Estimate>,
-    /// The writer's IOPS (published: the writers' per drive).
+    /// The writers' IOPS on the drive, summed (published: the writers' per drive).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_iops: Option<Estimate>,
     /// The writer's mean completion latency, us (ours only: kyber throttles writes only while
@@ -251,9 +330,8 @@ pub struct Row {
 #[derive(Serialize)]
 struct Out {
     experiment: &'static str,
-    drive: &'static str,
-    runtime_ms: u64,
-    ramp_ms: u64,
+    /// The configurations, by the name each row's `state` gives.
+    states: &'static [State],
     /// The seeds every measured figure ran with, in the order of its `per_seed` values.
     seeds: Vec<u64>,
     rows: Vec<Row>,
@@ -264,8 +342,14 @@ fn job(cfg: FioJobConfig, capacity: u64, seed: u64, name: &str) -> anyhow::Resul
         .map_err(|e| anyhow::anyhow!("flash: job {name}: {}: {}", e.field, e.reason))
 }
 
-/// One configuration at one seed on `drive`.
-fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
+/// One configuration at one seed in `state`, on `drive` (its spec) with `host` (its spec).
+fn measure_one(
+    c: &Config,
+    state: &State,
+    (drive, host): (&SsdSpec, Option<&CpuSpec>),
+    wakeup: Nanos,
+    seed: u64,
+) -> anyhow::Result<Sample> {
     let info = registry::find(c.sched).expect("a registered scheduler");
     let mut settings = Settings::new();
     for &(k, v) in c.tunables {
@@ -279,44 +363,58 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
     let capacity = drive.capacity_sectors();
     let mut sim = Simulation::new(device, sched, GroupTree::new());
     sim.set_wakeup_latency(wakeup);
-    sim.set_ramp(Nanos::from_ms(RAMP_MS));
-    let occupancy = Rc::new(RefCell::new(Occupancy::new(Nanos::from_ms(RAMP_MS))));
+    if let Some(h) = host {
+        sim.set_host_cpu(h);
+        sim.set_host_drives(NonZeroU32::new(state.host_drives).expect("a drive at least"));
+    }
+    let ramp = Nanos::from_ms(state.ramp_ms);
+    sim.set_ramp(ramp);
+    let occupancy = Rc::new(RefCell::new(Occupancy::new(ramp)));
     sim.set_observer(Box::new(Rc::clone(&occupancy)));
+    let (reader_span, writer_span) = match state.whole_drive {
+        true => ((None, None), (None, None)),
+        false => ((Some(0.0), Some(0.5)), (Some(0.5), Some(0.5))),
+    };
     let base = FioJobConfig {
         bs: 4096,
         time_based: true,
-        runtime_ms: Some(RUNTIME_MS),
-        ramp_ms: RAMP_MS,
+        runtime_ms: Some(state.runtime_ms),
+        ramp_ms: state.ramp_ms,
         direct: true,
         norandommap: true,
-        size_frac: Some(0.5),
         ..FioJobConfig::default()
     };
+    // The reader first: context 0, on core 0 of a modelled host; writer i on core i + 1.
     let mut jobs = vec![(
-        "reader",
+        "reader".to_string(),
         FioJobConfig {
             rw: RwMode::RandRead,
             iodepth: 1,
-            offset_frac: Some(0.0),
+            offset_frac: reader_span.0,
+            size_frac: reader_span.1,
             ..base.clone()
         },
     )];
-    if c.writer {
+    let writers: Vec<String> = match (c.writer, state.writers) {
+        (false, _) => Vec::new(),
+        (true, 1) => vec!["writer".into()],
+        (true, n) => (0..n).map(|i| format!("writer.{i}")).collect(),
+    };
+    for name in &writers {
         jobs.push((
-            "writer",
+            name.clone(),
             FioJobConfig {
                 rw: RwMode::RandWrite,
-                iodepth: 128,
-                offset_frac: Some(0.5),
-                ..base
+                iodepth: state.writer_iodepth,
+                offset_frac: writer_span.0,
+                size_frac: writer_span.1,
+                ..base.clone()
             },
         ));
     }
     for (name, cfg) in jobs {
-        sim.add_job(JobSlot::new(
-            name,
-            Box::new(job(cfg, capacity, seed, name)?),
-        ));
+        let job = job(cfg, capacity, seed, &name)?;
+        sim.add_job(JobSlot::new(name, Box::new(job)));
     }
     let r = sim.run(None);
     let summary = |name: &str| {
@@ -325,12 +423,17 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
             .ok_or_else(|| anyhow::anyhow!("flash: no job {name} in the report"))
     };
     let reader = summary("reader")?;
-    let (writer_iops, writer_mean_us) = match c.writer {
-        true => {
-            let w = summary("writer")?.write;
-            (w.iops, w.lat_mean_ms * 1e3)
-        }
-        false => (0.0, 0.0),
+    // The writers' IOPS summed, their mean latency weighted by their IOPS.
+    let (mut writer_iops, mut writer_lat) = (0.0, 0.0);
+    for name in &writers {
+        let w = summary(name)?.write;
+        writer_iops += w.iops;
+        writer_lat += w.iops * w.lat_mean_ms * 1e3;
+    }
+    let writer_mean_us = if writer_iops > 0.0 {
+        writer_lat / writer_iops
+    } else {
+        0.0
     };
     anyhow::ensure!(
         reader.read.ios > 0,
@@ -349,15 +452,20 @@ fn measure_one(c: &Config, drive: &SsdSpec, wakeup: Nanos, seed: u64) -> anyhow:
     })
 }
 
-/// Our rows, one per drive state and configuration, over `seeds` (runs in parallel,
-/// collected in order).
+/// Our rows, one per state and configuration, over `seeds` (runs in parallel, collected in
+/// order).
 pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
-    let base = SsdSpec::builtin(DRIVE).expect("the built-in 980 PRO");
-    let drives: Vec<SsdSpec> = STATES
+    let specs: Vec<(SsdSpec, Option<CpuSpec>)> = STATES
         .iter()
-        .map(|&(pre, _)| SsdSpec {
-            precondition: pre,
-            ..base.clone()
+        .map(|s| {
+            let mut drive = SsdSpec::builtin(s.drive).expect("a built-in drive");
+            if let Some(op) = s.over_provisioning {
+                drive.ftl.over_provisioning = op;
+            }
+            let host = s
+                .host
+                .map(|h| CpuSpec::builtin(h).expect("a built-in host"));
+            (drive, host)
         })
         .collect();
     let runs: Vec<(usize, usize, u64)> = (0..STATES.len())
@@ -367,14 +475,21 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     let samples: Vec<Sample> = runs
         .par_iter()
         .map(|&(d, c, seed)| {
-            let s = measure_one(&CONFIGS[c], &drives[d], wakeup, seed);
+            let (drive, host) = &specs[d];
+            let s = measure_one(
+                &CONFIGS[c],
+                &STATES[d],
+                (drive, host.as_ref()),
+                wakeup,
+                seed,
+            );
             bar.inc(1);
             s
         })
         .collect::<anyhow::Result<_>>()?;
     bar.finish_and_clear();
     let mut rows = Vec::new();
-    for (per_state, &(_, state)) in samples.chunks(CONFIGS.len() * seeds.len()).zip(&STATES) {
+    for (per_state, state) in samples.chunks(CONFIGS.len() * seeds.len()).zip(&STATES) {
         let per: Vec<&[Sample]> = per_state.chunks(seeds.len()).collect();
         let none_p99 = Estimate::of(per[1].iter().map(|s| s.reader_p99_us).collect());
         for (c, s) in CONFIGS.iter().zip(per) {
@@ -384,7 +499,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
             rows.push(Row {
                 config: c.label.to_string(),
                 source: "elevator",
-                state: Some(state),
+                state: Some(state.name),
                 reader_iops: Some(e(|s| s.reader_iops)),
                 reader_mean_us: Some(e(|s| s.reader_mean_us)),
                 cuts_p99: over
@@ -435,9 +550,30 @@ fn published(c: &Config) -> Row {
 
 /// Print the table; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
-    say!("A reader beside a random writer on flash (ICPE'24, Samsung 980 PRO): a QD1 4 KiB");
-    say!("random reader beside a QD128 4 KiB random writer on the simulated 980 PRO in its");
-    say!("steady state, {RUNTIME_MS} ms after a {RAMP_MS} ms ramp.");
+    say!("A reader beside random writers on flash (ICPE'24, Samsung 980 PRO): a QD1 4 KiB");
+    say!("random reader beside 4 KiB random writers on the simulated 980 PRO in its steady");
+    say!("state, in each of these configurations (\"drive\" column):");
+    for s in &STATES {
+        say!(
+            "  {}: {}{}, {} writer(s) of QD{}{}, {}; {} ms after a {} ms ramp.",
+            s.name,
+            s.drive,
+            s.over_provisioning
+                .map_or(String::new(), |op| format!(" (over_provisioning {op})")),
+            s.writers,
+            s.writer_iodepth,
+            match s.whole_drive {
+                true => " and the reader over the whole drive",
+                false => " over the second half, the reader the first",
+            },
+            match s.host {
+                Some(h) => format!("host {h}, one of {} drives", s.host_drives),
+                None => "no host CPU model".into(),
+            },
+            s.runtime_ms,
+            s.ramp_ms
+        );
+    }
     say!("Published: the reader alone (fig-2), the study's fig-11c with 8 writers (128 writes");
     say!("outstanding per drive: the reader's mean / p99 us, the writers' IOPS per drive, the");
     say!("requests in a drive's block layer) and its pattern (kyber and bfq cut the reader's p99");
@@ -520,9 +656,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     json_rows.extend(ours);
     Ok(serde_json::to_value(Out {
         experiment: "flash",
-        drive: DRIVE,
-        runtime_ms: RUNTIME_MS,
-        ramp_ms: RAMP_MS,
+        states: &STATES,
         seeds: opts.seeds.clone(),
         rows: json_rows,
     })?)

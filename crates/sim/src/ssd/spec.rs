@@ -297,10 +297,16 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
-const BUILTINS: &[(&str, &str)] = &[(
-    "samsung-980pro-1tb",
-    include_str!("../../drives/samsung-980pro-1tb.toml"),
-)];
+const BUILTINS: &[(&str, &str)] = &[
+    (
+        "samsung-980pro-1tb",
+        include_str!("../../drives/samsung-980pro-1tb.toml"),
+    ),
+    (
+        "samsung-980pro-1tb-fig11c",
+        include_str!("../../drives/samsung-980pro-1tb-fig11c.toml"),
+    ),
+];
 
 impl BuiltinSpec for SsdSpec {
     const WHAT: &'static str = "SSD";
