@@ -5,7 +5,7 @@
 use elevator_core::harness::rq;
 use elevator_core::{Nanos, Op};
 use elevator_sim::ssd::ftl::BlockState;
-use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::ssd::{GcSchedule, Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
 use proptest::prelude::*;
 
@@ -28,6 +28,15 @@ fn small(pre: Precondition, preemptible: bool) -> SsdSpec {
     s.gc.preemptible = preemptible;
     s.write_buffer.bytes = 64 * 1024;
     s.validate().expect("small spec is valid");
+    s
+}
+
+/// `small` with 32 blocks a plane: its threshold (4 blocks) is above the 2 its frontiers
+/// need, so in-step GC spreads a victim over host pages instead of collecting at once.
+fn roomy_spec(pre: Precondition) -> SsdSpec {
+    let mut s = small(pre, false);
+    s.flash.blocks_per_plane = 32;
+    s.validate().expect("roomy spec is valid");
     s
 }
 
@@ -229,9 +238,13 @@ proptest! {
         pre in pre(),
         preemptible in any::<bool>(),
         static_allocation in any::<bool>(),
+        whole_victim in any::<bool>(),
+        roomy in any::<bool>(),
     ) {
-        let mut spec = small(pre, preemptible);
+        let mut spec = if roomy { roomy_spec(pre) } else { small(pre, preemptible) };
+        spec.gc.preemptible = preemptible;
         spec.ftl.static_allocation = static_allocation;
+        spec.gc.schedule = if whole_victim { GcSchedule::WholeVictim } else { GcSchedule::InStep };
         let mut a = Ssd::new(spec.clone()).unwrap();
         let (done_a, mapped) = run(&mut a, &ios, pre);
         // Every mapped LPN on exactly one valid slot, valid counts exact...
@@ -246,6 +259,78 @@ proptest! {
         prop_assert_eq!(done_a, done_b);
         prop_assert_eq!(a.stats(), b.stats());
     }
+}
+
+/// Writes units in a scattered order to a steady `roomy_spec` drive under `schedule` until GC
+/// first triggers, then until the triggering plane programs its next host page, then flushes.
+/// Returns whether the victim was erased by the triggering write, the victim's valid pages,
+/// and how long the flush waited.
+fn first_victim(schedule: GcSchedule) -> (bool, u64, u64) {
+    let mut spec = roomy_spec(Precondition::Steady);
+    spec.gc.schedule = schedule;
+    let mut ssd = Ssd::new(spec).unwrap();
+    let units = ssd.ftl().logical_units();
+    let per_page = u64::from(ssd.ftl().units_per_page());
+    let mut now = Nanos::ZERO;
+    let mut trigger: Option<(u32, u32, u64)> = None; // (plane, victim, its valid pages)
+    let mut erased = false;
+    for i in 0..units * 2 {
+        let id = i + 1;
+        let lpn = (i * 7919) % units;
+        let before = ssd.clone();
+        let w = rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now);
+        now = ssd.submit(&w.build(), now).done;
+        let plane = ssd
+            .ftl()
+            .plane_of(ssd.ftl().lookup(lpn as u32).expect("written"));
+        match trigger {
+            None if ssd.stats().gc.triggers > 0 => {
+                let f = before.ftl();
+                let victim = f.greedy_victim(plane).expect("a victim");
+                let pages = u64::from(f.valid(plane, victim)).div_ceil(per_page);
+                trigger = Some((plane, victim, pages));
+                erased = ssd.ftl().state(plane, victim) != BlockState::Full;
+            }
+            Some((p, _, pages))
+                if p == plane && ssd.stats().host_programs > before.stats().host_programs =>
+            {
+                let flush = rq(id + 1, ctx(id + 1)).op(Op::Flush).at(now).build();
+                let waited = (ssd.submit(&flush, now).done - now).as_ns();
+                assert_eq!(ssd.ftl().check(), Ok(units));
+                return (erased, pages, waited);
+            }
+            _ => {}
+        }
+    }
+    panic!("GC never triggered, or its plane never programmed again");
+}
+
+#[test]
+fn a_whole_victim_is_moved_before_its_planes_next_host_program_ends() {
+    let s = roomy_spec(Precondition::Steady);
+    let (program_ns, erase_ns) = (
+        (s.flash.program_us * 1000.0) as u64,
+        (s.flash.erase_us * 1000.0) as u64,
+    );
+    // Whole victim: the triggering write erased it, and the plane's next host page was
+    // programmed after all of its programs and its erase.
+    let (erased, pages, waited) = first_victim(GcSchedule::WholeVictim);
+    assert!(erased, "whole-victim: victim not erased at the trigger");
+    assert!(pages > 1, "{pages} valid pages");
+    let victim_ns = pages * program_ns + erase_ns;
+    assert!(
+        waited >= victim_ns,
+        "whole-victim: the next host program ended {waited} ns on, before the victim's \
+         {pages} programs and erase ({victim_ns} ns)"
+    );
+    // In step: the victim is still being moved, a share per host page, and the next host
+    // program does not wait for all of it.
+    let (erased, pages, waited) = first_victim(GcSchedule::InStep);
+    assert!(!erased, "in-step: victim erased at the trigger");
+    assert!(
+        waited < pages * program_ns + erase_ns,
+        "in-step: the next host program waited {waited} ns"
+    );
 }
 
 #[test]

@@ -72,6 +72,12 @@ fn bad_ssd_spec_names_file_line_and_field() {
     let unknown = text.replace("[flash]", "[flash]\nspeed = 3");
     let e = DriveModel::parse(&unknown, Path::new("y.toml")).unwrap_err();
     assert_eq!(e.field, "speed");
+    let schedule = text.replace("schedule = \"in-step\"", "schedule = \"lazy\"");
+    assert_ne!(schedule, text, "the spec has a gc.schedule line");
+    let e = DriveModel::parse(&schedule, Path::new("z.toml")).unwrap_err();
+    let line = schedule.lines().position(|l| l.contains("lazy")).unwrap() + 1;
+    assert_eq!(e.line, Some(line), "{e}");
+    assert!(e.to_string().contains("whole-victim"), "{e}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Garbage collection: greedy victim choice, relocation of valid units in step with host
-//! writes, erase.
+//! Garbage collection: greedy victim choice, relocation of valid units (in step with host
+//! writes, or the whole victim at once), erase.
 //!
 //! Follows MQSim's GC (`GC_and_WL_Unit_Page_Level.cpp`) with the greedy policy
 //! (`GC_Block_Selection_Policy = GREEDY`): when a plane's free blocks fall below the
@@ -8,17 +8,29 @@
 //! is erased; as in MQSim, a plane collects one victim at a time and starts the next while it
 //! is still below the threshold.
 //!
-//! Deviation: the work is placed on the plane's timelines when host writes are placed, in
-//! step with them: each host page programmed on a plane with a victim under way moves the
-//! share of the victim that keeps the plane's free blocks level (`units_per_page * valid /
-//! invalid` of the victim's units), so GC's cost is spread over the host writes that need it
-//! instead of landing on one write (MQSim spreads it by event timing). If a plane is down to
-//! the two blocks its frontiers need, it collects at once until it is not. No wear levelling.
+//! The work is placed on the plane's timelines when host writes are placed, as
+//! [`GcSchedule`] says:
+//!
+//! - `in-step` (the default; a deviation): in step with the host writes: each host page
+//!   programmed on a plane with a victim under way moves the share of the victim that keeps
+//!   the plane's free blocks level (`units_per_page * valid / invalid` of the victim's units),
+//!   so GC's cost is spread over the host writes that need it instead of landing on one write
+//!   (MQSim spreads it by event timing). No write stalls.
+//! - `whole-victim` (MQSim's): the whole victim at the host page that finds the plane below the
+//!   threshold: all its reads, programs and the erase are placed at once on the plane's GC
+//!   timeline, as MQSim submits all of a victim's transactions to the TSU together; the
+//!   plane's next host programs find no gap there and wait behind it. Deviation: MQSim lets
+//!   queued host writes go before GC's while the plane is above its hard threshold
+//!   (`GC_Hard_Threshold`); here the victim's work is placed first.
+//!
+//! Under either, a plane down to the two blocks its frontiers need collects at once until it
+//! is not. No wear levelling.
 
 use elevator_core::Nanos;
 
 use super::flash::{Flash, Origin};
 use super::ftl::{Ftl, Lpn, Ppa};
+use super::spec::GcSchedule;
 
 /// What GC did, over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,7 +49,7 @@ struct Victim {
     units: Vec<(Ppa, Lpn)>,
     /// How many of `units` have been dealt with.
     next: usize,
-    /// Units to move per host page programmed on the plane.
+    /// Units to move per host page programmed on the plane (all of them: `usize::MAX`).
     per_page: usize,
 }
 
@@ -47,6 +59,7 @@ pub struct Collector {
     victims: Vec<Option<Victim>>,
     unit_bytes: u64,
     page_bytes: u64,
+    schedule: GcSchedule,
     /// Whether the current call chose a victim.
     chosen: bool,
     stats: GcStats,
@@ -56,12 +69,14 @@ pub struct Collector {
 const FLOOR: u32 = 2;
 
 impl Collector {
-    /// No GC under way on any of `planes`; `unit_bytes` and `page_bytes` size the transfers.
-    pub fn new(planes: u32, unit_bytes: u64, page_bytes: u64) -> Collector {
+    /// No GC under way on any of `planes`; `unit_bytes` and `page_bytes` size the transfers;
+    /// `schedule` says when a victim's work is done.
+    pub fn new(planes: u32, unit_bytes: u64, page_bytes: u64, schedule: GcSchedule) -> Collector {
         Collector {
             victims: vec![None; planes as usize],
             unit_bytes,
             page_bytes,
+            schedule,
             chosen: false,
             stats: GcStats::default(),
         }
@@ -104,7 +119,10 @@ impl Collector {
         let units = ftl.valid_units(plane, block);
         let slots = ftl.slots_per_block() as usize;
         let invalid = (slots - units.len()).max(1);
-        let per_page = (ftl.units_per_page() as usize * units.len()).div_ceil(invalid);
+        let per_page = match self.schedule {
+            GcSchedule::InStep => (ftl.units_per_page() as usize * units.len()).div_ceil(invalid),
+            GcSchedule::WholeVictim => usize::MAX,
+        };
         self.victims[plane as usize] = Some(Victim {
             block,
             units,

@@ -7,7 +7,7 @@
 //! - [`timeline`]: the gap-filling timeline.
 //! - [`ftl`]: the page-level mapping, block state, write frontiers and preconditioning.
 //! - [`cmt`]: the cached mapping table.
-//! - [`gc`]: greedy garbage collection, in step with host writes.
+//! - [`gc`]: greedy garbage collection, in step with host writes or a whole victim at once.
 //! - [`Ssd`]: the [`Device`] that puts them together.
 //!
 //! The model follows MQSim (Tavakkol et al., "MQSim: A Framework for Enabling Realistic
@@ -26,7 +26,7 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{FieldError, Precondition, SsdSpec, Suspend};
+pub use spec::{FieldError, GcSchedule, Precondition, SsdSpec, Suspend};
 
 use elevator_core::{Nanos, Op, Request};
 
@@ -94,6 +94,7 @@ impl Ssd {
                 spec.planes() as u32,
                 u64::from(spec.ftl.unit_bytes),
                 page_bytes,
+                spec.gc.schedule,
             ),
             unit_bytes: u64::from(spec.ftl.unit_bytes),
             page_bytes,

@@ -268,6 +268,8 @@ pub struct Gc {
     pub threshold: f64,
     /// Whether host reads preempt GC (suspend its reads, programs and erases) on a plane.
     pub preemptible: bool,
+    /// When a plane does the work of its victim.
+    pub schedule: GcSchedule,
 }
 
 impl Default for Gc {
@@ -275,8 +277,22 @@ impl Default for Gc {
         Gc {
             threshold: 0.05,
             preemptible: false,
+            schedule: GcSchedule::InStep,
         }
     }
+}
+
+/// When a plane collecting a victim does the victim's work (crates/sim/src/ssd/gc.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcSchedule {
+    /// In step with the host writes to the plane: each host page programmed there moves the
+    /// share of the victim that keeps the plane's free blocks level (no write stalls).
+    #[default]
+    InStep,
+    /// The whole victim at once when the plane falls below the threshold, as MQSim queues all
+    /// of a victim's transactions: the plane's next host programs wait behind it.
+    WholeVictim,
 }
 
 /// A field that fails a check: its path and what is wrong.
