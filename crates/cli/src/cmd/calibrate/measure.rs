@@ -80,8 +80,8 @@ impl Point {
         matches!(self.rw, RwMode::Write | RwMode::RandWrite)
     }
 
-    /// The job over `[offset, offset + size)`, for `runtime` after a `ramp`.
-    fn config(&self, offset: u64, size: u64, runtime: Duration, ramp: Duration) -> FioJobConfig {
+    /// The job over `[offset, offset + size)`, for `span`.
+    fn config(&self, offset: u64, size: u64, span: Span) -> FioJobConfig {
         FioJobConfig {
             rw: self.rw,
             bs: self.bs,
@@ -89,8 +89,8 @@ impl Point {
             offset: Some(offset),
             size: Some(size),
             time_based: true,
-            runtime_ms: Some(runtime.as_millis().max(1) as u64),
-            ramp_ms: ramp.as_millis() as u64,
+            runtime_ms: Some(span.runtime.as_millis().max(1) as u64),
+            ramp_ms: span.ramp.as_millis() as u64,
             direct: true,
             ..FioJobConfig::default()
         }
@@ -106,8 +106,7 @@ fn jobs(
     p: &Point,
     region: u64,
     capacity: u64,
-    runtime: Duration,
-    ramp: Duration,
+    span: Span,
     seed: u64,
 ) -> anyhow::Result<Vec<(String, FioJob, ByteRange)>> {
     let half = region / 2 / M * M;
@@ -121,7 +120,7 @@ fn jobs(
         .map(|(i, (q, offset, size))| {
             let name = if i == 0 { p.label() } else { "beside".into() };
             let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
-            let job = FioJob::new(q.config(offset, size, runtime, ramp), &env)
+            let job = FioJob::new(q.config(offset, size, span), &env)
                 .map_err(|e| anyhow::anyhow!("{name}: {}: {}", e.field, e.reason))?;
             let range = ByteRange {
                 start: offset,
@@ -158,6 +157,26 @@ pub const PLAN: [Point; 20] = [
     Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(1),
     Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(4),
 ];
+
+/// How long one point runs: a ramp, then the time it is measured over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Span {
+    /// Run before the figures start.
+    pub ramp: Duration,
+    /// Measured.
+    pub runtime: Duration,
+}
+
+impl Span {
+    /// A point's `slice` of `calibrate`'s budget: a tenth of it ramp, the rest measured.
+    pub fn of_slice(slice: Duration) -> Span {
+        let ramp = slice / 10;
+        Span {
+            ramp,
+            runtime: slice - ramp,
+        }
+    }
+}
 
 /// What one point gave.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -197,20 +216,18 @@ fn noop() -> Box<dyn elevator_core::Scheduler> {
     (info.build)(&Default::default(), &GroupTree::new()).expect("none has no tunables")
 }
 
-/// Run point `p` on the open target `file` (`size` bytes) for `runtime` after `ramp`, over its
-/// first `region` bytes; the figures are the point's own job's.
-#[allow(clippy::too_many_arguments)]
+/// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`
+/// bytes; the figures are the point's own job's.
 pub fn measure(
     p: &Point,
     file: &std::fs::File,
     size: u64,
     region: u64,
-    runtime: Duration,
-    ramp: Duration,
+    span: Span,
     stop: &'static AtomicBool,
     seed: u64,
 ) -> anyhow::Result<Figures> {
-    let jobs = jobs(p, region, size, runtime, ramp, seed)?
+    let jobs = jobs(p, region, size, span, seed)?
         .into_iter()
         .map(|(name, job, region)| RealJob {
             name,
@@ -227,7 +244,7 @@ pub fn measure(
         .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
     let opts = RunOptions {
         stop: Some(stop),
-        ramp,
+        ramp: span.ramp,
         seed,
         run_id: seed,
         ..RunOptions::default()
@@ -243,20 +260,18 @@ pub fn measure(
     ))
 }
 
-/// Run point `p` on `device` for `runtime` simulated after `ramp`, over its first `region`
-/// bytes.
+/// Run point `p` on `device` for `span` simulated, over its first `region` bytes.
 pub fn simulate(
     p: &Point,
     device: Box<dyn Device>,
     region: u64,
-    runtime: Duration,
-    ramp: Duration,
+    span: Span,
 ) -> anyhow::Result<Figures> {
     let capacity = device.capacity_sectors() * SECTOR_BYTES;
     let region = region.min(capacity);
     let mut sim = Simulation::new(device, noop(), GroupTree::new());
-    sim.set_ramp(Nanos(ramp.as_nanos() as u64));
-    for (name, job, _) in jobs(p, region, capacity, runtime, ramp, 1)? {
+    sim.set_ramp(Nanos(span.ramp.as_nanos() as u64));
+    for (name, job, _) in jobs(p, region, capacity, span, 1)? {
         sim.add_job(JobSlot::new(name, Box::new(job)));
     }
     let r = sim.run(None);

@@ -31,7 +31,7 @@ use serde::Serialize;
 use super::run::{install_stop_handler, STOP};
 use crate::output::{self, say};
 
-use measure::{Figures, PLAN};
+use measure::{Figures, Span, PLAN};
 
 /// Default region of a new file.
 const DEFAULT_NEW_FILE: u64 = 1 << 30;
@@ -71,12 +71,28 @@ pub struct Args {
 /// Every point of the plan and what it measured.
 type Measured = Vec<(measure::Point, Figures)>;
 
-/// The measured points of an earlier `--json`: its region, load average and points.
-fn load_measured(path: &Path) -> anyhow::Result<(u64, String, Measured)> {
+/// A measured grid, to fit.
+struct Grid {
+    /// Bytes of the target.
+    size: u64,
+    /// Bytes measured over.
+    region: u64,
+    /// Load average after measuring.
+    load: String,
+    /// Seconds of measuring in all (`--duration`), where known.
+    duration_s: Option<f64>,
+    /// How long each point ran, where known.
+    span: Option<Span>,
+    points: Measured,
+}
+
+/// The measured points of an earlier `--json` (its target's size taken as the region's).
+fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     #[derive(serde::Deserialize)]
     struct Saved {
         region_bytes: u64,
         load_average: String,
+        duration_s: Option<f64>,
         points: Vec<SavedPoint>,
     }
     #[derive(serde::Deserialize)]
@@ -96,7 +112,26 @@ fn load_measured(path: &Path) -> anyhow::Result<(u64, String, Measured)> {
             points.push((*p, m.measured));
         }
     }
-    Ok((saved.region_bytes, saved.load_average, points))
+    // The budget was shared by the points of the plan that measured them, all of which the
+    // file lists.
+    let span = match saved.duration_s {
+        Some(d) if d.is_finite() && d > 0.0 && !saved.points.is_empty() => Some(Span::of_slice(
+            Duration::from_secs_f64(d / saved.points.len() as f64),
+        )),
+        Some(d) => anyhow::bail!(
+            "{}: duration_s {d}: not a positive number of seconds shared by the points",
+            path.display()
+        ),
+        None => None,
+    };
+    Ok(Grid {
+        size: saved.region_bytes,
+        region: saved.region_bytes,
+        load: saved.load_average,
+        duration_s: saved.duration_s,
+        span,
+        points,
+    })
 }
 
 /// One point of the report.
@@ -127,9 +162,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         output::json_to_stdout(Some(Path::new("-")));
     }
     if let Some(path) = &args.measured {
-        let (region, load, measured) = load_measured(path)?;
+        let saved = load_measured(path)?;
+        if saved.span.is_none() {
+            say!(
+                "note: {} does not say how long its points ran (no duration_s): the points that \
+                 write are simulated for {:.1} s",
+                path.display(),
+                fit::UNKNOWN_SPAN.runtime.as_secs_f64()
+            );
+        }
         say!("fitting the SSD model to {} ...", path.display());
-        return report(&args, region, region, &measured, &load);
+        return report(&args, &saved);
     }
     let existing = target::existing_size(&args.target)?;
     let size = match &args.size {
@@ -161,8 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
     )?;
     let slice = Duration::from_secs_f64(args.duration / PLAN.len() as f64);
-    let ramp = slice / 10;
-    let runtime = slice - ramp;
+    let span = Span::of_slice(slice);
     say!(
         "calibrating {} over {} MiB: {} points of {:.2} s each",
         args.target.display(),
@@ -174,16 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut measured = Vec::new();
     for (i, p) in PLAN.iter().enumerate() {
         bar.set_message(p.label());
-        let f = measure::measure(
-            p,
-            &tgt.file,
-            tgt.size,
-            region,
-            runtime,
-            ramp,
-            &STOP,
-            i as u64 + 1,
-        );
+        let f = measure::measure(p, &tgt.file, tgt.size, region, span, &STOP, i as u64 + 1);
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
             tgt.remember()?;
@@ -198,18 +231,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default();
     say!("fitting the SSD model ...");
-    report(&args, tgt.size.max(region), region, &measured, &load)
+    let grid = Grid {
+        size: tgt.size.max(region),
+        region,
+        load,
+        duration_s: Some(args.duration),
+        span: Some(span),
+        points: measured,
+    };
+    report(&args, &grid)
 }
 
-/// Fit the spec to `measured` (taken over `region` of a target of `size` bytes at load average
-/// `load`), print the points beside the model, write the spec and the JSON.
-fn report(
-    args: &Args,
-    size: u64,
-    region: u64,
-    measured: &[(measure::Point, Figures)],
-    load: &str,
-) -> anyhow::Result<()> {
+/// Fit the spec to `grid`, print the points beside the model, write the spec and the JSON.
+fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
+    let region = grid.region;
     let name = args.name.clone().unwrap_or_else(|| {
         let stem = args
             .target
@@ -218,17 +253,21 @@ fn report(
             .unwrap_or_else(|| "target".into());
         format!("calibrated-{stem}")
     });
-    let mut spec = fit::fit(&name, size, region, measured)?;
+    let sim = fit::Sim::new(region, grid.span);
+    let mut spec = fit::fit(&name, grid.size, &sim, &grid.points)?;
+    let duration = grid
+        .duration_s
+        .map_or("duration unknown".into(), |d| format!("{d:.0} s"));
     spec.description = format!(
-        "calibrated by `elevator calibrate` on {} ({} MiB measured, {:.0} s, load average {load})",
+        "calibrated by `elevator calibrate` on {} ({} MiB measured, {duration}, load average {})",
         args.target.display(),
         region >> 20,
-        args.duration
+        grid.load
     );
     let mut rows = Vec::new();
     let mut table = Vec::new();
-    for (p, m) in measured {
-        let s = fit::predict(&spec, p, region)?;
+    for (p, m) in &grid.points {
+        let s = fit::predict(&spec, p, &sim)?;
         table.push(vec![
             p.label(),
             format!("{:.0}", m.iops),
@@ -273,8 +312,8 @@ fn report(
             &serde_json::json!({
                 "target": args.target.display().to_string(),
                 "region_bytes": region,
-                "duration_s": args.duration,
-                "load_average": load,
+                "duration_s": grid.duration_s,
+                "load_average": grid.load,
                 "points": rows,
                 "spec": spec,
             }),
@@ -287,6 +326,50 @@ fn report(
 mod tests {
     use super::*;
     use measure::Point;
+
+    /// A `--json` of `points` points, with `duration` as its `duration_s` line (or none).
+    fn saved(dir: &Path, points: usize, duration: &str) -> PathBuf {
+        let figures = r#"{"ios": 10, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}"#;
+        let points: Vec<String> = PLAN[..points]
+            .iter()
+            .map(|p| format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label()))
+            .collect();
+        let text = format!(
+            r#"{{"target": "/dev/loop0", "region_bytes": 1073741824, {duration} "load_average": "1.0 1.0 1.0", "points": [{}]}}"#,
+            points.join(",")
+        );
+        let path = dir.join(format!("calibrate-{points}.json", points = points.len()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// How long each point ran is the file's `duration_s` shared by the points it lists (the
+    /// plan that measured them): 6 s a point of 120 s over 20, 0.6 s of it ramp; over the 18
+    /// of session 22's plan, 6.67 s. A file from before it said loads without it.
+    #[test]
+    fn a_calibration_says_how_long_its_points_ran_or_loads_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = load_measured(&saved(dir.path(), 20, r#""duration_s": 120.0,"#)).unwrap();
+        assert_eq!(
+            g.span,
+            Some(Span {
+                ramp: Duration::from_millis(600),
+                runtime: Duration::from_millis(5400),
+            })
+        );
+        assert_eq!(g.points.len(), 20);
+        let g = load_measured(&saved(dir.path(), 18, r#""duration_s": 120.0,"#)).unwrap();
+        let span = g.span.unwrap();
+        assert!(((span.ramp + span.runtime).as_secs_f64() - 120.0 / 18.0).abs() < 1e-6);
+        let g = load_measured(&saved(dir.path(), 20, "")).unwrap();
+        assert_eq!((g.span, g.duration_s, g.points.len()), (None, None, 20));
+        let bad = saved(dir.path(), 20, r#""duration_s": -1.0,"#);
+        let e = load_measured(&bad).err().unwrap().to_string();
+        assert!(
+            e.contains("duration_s") && e.contains("calibrate-20.json"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_plan_spans_depths_1_to_128_and_sizes_4k_to_1m_in_both_directions() {
