@@ -24,6 +24,19 @@ pub fn bar(len: usize, label: &str) -> ProgressBar {
     bar
 }
 
+/// A spinner labelled `label` with the time elapsed, for work of unknown length (a fit); it
+/// ticks by itself until finished.
+pub fn spinner(label: &str) -> ProgressBar {
+    let s = ProgressBar::new_spinner();
+    s.set_style(
+        ProgressStyle::with_template("{spinner} {msg}, {elapsed} elapsed")
+            .expect("a valid template"),
+    );
+    s.set_message(label.to_string());
+    s.enable_steady_tick(TICK);
+    s
+}
+
 /// How often a [`Live`] display refreshes.
 const TICK: Duration = Duration::from_millis(250);
 

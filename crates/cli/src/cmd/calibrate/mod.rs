@@ -254,7 +254,10 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         format!("calibrated-{stem}")
     });
     let sim = fit::Sim::new(region, grid.span);
-    let mut spec = fit::fit(&name, grid.size, &sim, &grid.points)?;
+    let spin = crate::progress::spinner("fitting the SSD model");
+    let fitted = fit::fit(&name, grid.size, &sim, &grid.points);
+    spin.finish_and_clear();
+    let mut spec = fitted?;
     let duration = grid
         .duration_s
         .map_or("duration unknown".into(), |d| format!("{d:.0} s"));
