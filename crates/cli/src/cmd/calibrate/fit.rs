@@ -45,8 +45,9 @@ const READ_SPAN: Span = Span {
     runtime: Duration::from_millis(40),
 };
 
-/// Simulated time of a point that writes, and of the mixed points, when the calibration does
-/// not say how long they were measured (one from before it did): the rule before, 1 s.
+/// Simulated time of a point that writes, and of the mixed points, at most, unless `calibrate
+/// --fit-full-span` asks for the span measured (a calibration from before it said its span
+/// gets this): 1 s, which scores a large buffer's filling, but minutes faster.
 pub const UNKNOWN_SPAN: Span = Span {
     ramp: Duration::from_millis(100),
     runtime: Duration::from_millis(1000),

@@ -66,6 +66,12 @@ pub struct Args {
     /// measurements under another version of the model); the target is not opened.
     #[arg(long, value_name = "FILE")]
     measured: Option<PathBuf>,
+    /// Simulate each point that writes for as long as it was measured when fitting (exact:
+    /// a large fitted write buffer fills for seconds, and 1 s, the default, scores the point's
+    /// start), at a cost: with buffers of hundreds of MiB a fit takes 20-60 minutes on 2 cores
+    /// instead of about 2 (docs/ssd-model.md, "Calibrating a real device").
+    #[arg(long)]
+    fit_full_span: bool,
 }
 
 /// Every point of the plan and what it measured.
@@ -163,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.measured {
         let saved = load_measured(path)?;
-        if saved.span.is_none() {
+        if saved.span.is_none() && args.fit_full_span {
             say!(
                 "note: {} does not say how long its points ran (no duration_s): the points that \
                  write are simulated for {:.1} s",
@@ -253,7 +259,15 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
             .unwrap_or_else(|| "target".into());
         format!("calibrated-{stem}")
     });
-    let sim = fit::Sim::new(region, grid.span);
+    // Without --fit-full-span, at most the 1 s rule (a short calibration's points, shorter).
+    let span = grid.span.map(|m| match args.fit_full_span {
+        true => m,
+        false => measure::Span {
+            ramp: m.ramp.min(fit::UNKNOWN_SPAN.ramp),
+            runtime: m.runtime.min(fit::UNKNOWN_SPAN.runtime),
+        },
+    });
+    let sim = fit::Sim::new(region, span);
     let spin = crate::progress::spinner("fitting the SSD model");
     let fitted = fit::fit(&name, grid.size, &sim, &grid.points);
     spin.finish_and_clear();
