@@ -271,22 +271,26 @@ fn a_job_file_runs_on_the_980_pro_unless_told_otherwise() {
     assert!((20_000.0..200_000.0).contains(&mean), "{mean} ns");
 }
 
+/// The read IOPS of every job of `elevator sim JOB --output-format json ARGS`, summed.
+fn total_read_iops(job: &str, args: &[&str]) -> f64 {
+    sim_json(job, args)["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["read"]["iops"].as_f64().unwrap())
+        .sum()
+}
+
 #[test]
 fn host_cpu_model_caps_a_locked_scheduler_and_a_bad_host_is_named() {
     let job = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../bench/jobs/icpe24-tapp.fio"
     );
-    let total = |extra: &[&str]| -> f64 {
+    let total = |extra: &[&str]| {
         let mut args = vec!["--sched", "mq-deadline", "--drive", "samsung-980pro-1tb"];
         args.extend_from_slice(extra);
-        let v = sim_json(job, &args);
-        v["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|j| j["read"]["iops"].as_f64().unwrap())
-            .sum()
+        total_read_iops(job, &args)
     };
     let free = total(&[]);
     let host = total(&["--host", "icpe24-10core"]);
@@ -312,7 +316,7 @@ fn host_drives_share_the_cores_with_the_other_drives_and_need_a_host() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../bench/jobs/icpe24-tapp.fio"
     );
-    let total = |extra: &[&str]| -> f64 {
+    let total = |extra: &[&str]| {
         let mut args = vec![
             "--sched",
             "none",
@@ -322,13 +326,7 @@ fn host_drives_share_the_cores_with_the_other_drives_and_need_a_host() {
             "icpe24-10core",
         ];
         args.extend_from_slice(extra);
-        let v = sim_json(job, &args);
-        v["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|j| j["read"]["iops"].as_f64().unwrap())
-            .sum()
+        total_read_iops(job, &args)
     };
     // Four processes on their own cores: near the drive's ceiling on one drive; on one of
     // eight, each core gives this drive an eighth of its 1 / 2.62 us.
