@@ -105,6 +105,20 @@ pub struct State {
     pub runtime_ms: u64,
 }
 
+/// The study's host, drives and writers, on the drive fitted to its 8 writers.
+const EIGHT_DRIVES: State = State {
+    name: "8 drives, fit 8w",
+    drive: "samsung-980pro-1tb-fig11c",
+    over_provisioning: None,
+    host: Some("icpe24-10core"),
+    host_drives: 8,
+    writers: 8,
+    writer_iodepth: 16,
+    whole_drive: true,
+    ramp_ms: 10_000,
+    runtime_ms: 5_000,
+};
+
 /// The configurations we run: the built-in drive's steady state with one writer, and the
 /// study's host and writers on the drive fitted to its none writers, at 8 writers (131,181
 /// writes/s per drive: the spec's fit) and at 16 (187,783: the drive's rate as its 16 writers
@@ -124,29 +138,11 @@ pub const STATES: [State; 3] = [
         ramp_ms: 20_000,
         runtime_ms: 10_000,
     },
-    State {
-        name: "8 drives, fit 8w",
-        drive: "samsung-980pro-1tb-fig11c",
-        over_provisioning: None,
-        host: Some("icpe24-10core"),
-        host_drives: 8,
-        writers: 8,
-        writer_iodepth: 16,
-        whole_drive: true,
-        ramp_ms: 10_000,
-        runtime_ms: 5_000,
-    },
+    EIGHT_DRIVES,
     State {
         name: "8 drives, fit 16w",
-        drive: "samsung-980pro-1tb-fig11c",
         over_provisioning: Some(0.22),
-        host: Some("icpe24-10core"),
-        host_drives: 8,
-        writers: 8,
-        writer_iodepth: 16,
-        whole_drive: true,
-        ramp_ms: 10_000,
-        runtime_ms: 5_000,
+        ..EIGHT_DRIVES
     },
 ];
 
