@@ -102,6 +102,30 @@ fn simulate(
     report.summaries().iter().map(|s| s.read.iops).sum()
 }
 
+/// One table cell: appends `measured / model (error)` in kIOPS to `row`, and to `bad` the cell's
+/// description where the model is outside +-[`TOLERANCE`] of the measured IOPS.
+fn score(
+    sched: &str,
+    procs: u32,
+    measured: f64,
+    model: f64,
+    row: &mut String,
+    bad: &mut Vec<String>,
+) {
+    let err = model / measured - 1.0;
+    row.push_str(&format!(
+        " {:.0} / {:.0} ({:+.0}%) |",
+        measured / 1000.0,
+        model / 1000.0,
+        err * 100.0
+    ));
+    if err.abs() > TOLERANCE {
+        bad.push(format!(
+            "{sched} x{procs}: measured {measured:.0}, model {model:.0}"
+        ));
+    }
+}
+
 #[test]
 fn throughput_app_scaling_within_25_percent_under_every_scheduler() {
     let Some(dir) = data() else { return };
@@ -124,18 +148,7 @@ fn throughput_app_scaling_within_25_percent_under_every_scheduler() {
                 .expect("iodepth");
             // Long enough for every process's queue to turn over several times at the slowest rate.
             let model = simulate(sched, procs, qd, 1, (10, 30));
-            let err = model / measured - 1.0;
-            row.push_str(&format!(
-                " {:.0} / {:.0} ({:+.0}%) |",
-                measured / 1000.0,
-                model / 1000.0,
-                err * 100.0
-            ));
-            if err.abs() > TOLERANCE {
-                bad.push(format!(
-                    "{sched} x{procs}: measured {measured:.0}, model {model:.0}"
-                ));
-            }
+            score(sched, procs, measured, model, &mut row, &mut bad);
         }
         println!("{row}");
     }
@@ -191,18 +204,7 @@ fn eight_drive_scaling_within_25_percent_under_every_scheduler() {
                 FIG10_TIMES_MS,
             );
             let model = per_drive * f64::from(FIG10_DRIVES);
-            let err = model / measured - 1.0;
-            row.push_str(&format!(
-                " {:.0} / {:.0} ({:+.0}%) |",
-                measured / 1000.0,
-                model / 1000.0,
-                err * 100.0
-            ));
-            if err.abs() > TOLERANCE {
-                bad.push(format!(
-                    "{sched} x{procs}: measured {measured:.0}, model {model:.0}"
-                ));
-            }
+            score(sched, procs, measured, model, &mut row, &mut bad);
         }
         println!("{row}");
     }
