@@ -63,6 +63,18 @@ impl GapTimeline {
             return;
         }
         let end = start + Nanos(len);
+        // Most work goes after everything placed (a buffer's next program): no search.
+        match self.busy.back_mut() {
+            Some(last) if last.1 > start => {}
+            Some(last) if last.1 == start => {
+                last.1 = end;
+                return;
+            }
+            _ => {
+                self.busy.push_back((start, end));
+                return;
+            }
+        }
         // The intervals it overlaps or touches: those ending at or after `start` and starting
         // at or before `end`.
         let first = self.busy.partition_point(|&(_, e)| e < start);
