@@ -1,6 +1,7 @@
 //! `elevator reproduce flash`: a QD1 reader beside random writers on the simulated 980 PRO
 //! (one QD128 writer on the built-in drive; the study's eight drives, host and 8 writers on the
-//! drive fitted to its writers), against the ICPE'24 pattern and its fig-11c figures.
+//! drive stated for and fitted to its writers), against the ICPE'24 pattern and its fig-11c
+//! figures.
 
 use serde_json::Value;
 
@@ -111,24 +112,19 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
     assert_eq!(published(&v, "bfq")["cuts_p99"], true);
     assert!(ours(&v, "bfq", "steady")["cuts_p99"].is_boolean());
 
-    // The study's host: eight drives on ten cores, 8 writers of QD16 on this drive each. The
-    // drive's write side is fitted to none's 8 writers (131,181 writes/s per drive); with it,
-    // none's writes fill the block layer (all of them in the drive), as published (108.5).
-    const FIT_8W: &str = "8 drives, fit 8w";
-    const FIT_16W: &str = "8 drives, fit 16w";
-    let w = mean(ours(&v, "none", FIT_8W), "writer_iops");
+    // The study's host: eight drives on ten cores, 8 writers of QD16 on this drive each, on the
+    // drive stated for sustained writes (one-shot programs, urgent GC) and fitted to the rate
+    // the study's drives took writes at (187,783 a drive from 16 writers).
+    const EIGHT: &str = "8 drives";
+    const AT_8W: &str = "8 drives, at 8w rate";
+    let w = mean(ours(&v, "none", EIGHT), "writer_iops");
+    assert!((w / 187_783.0 - 1.0).abs() < 0.1, "{w}");
+    let w = mean(ours(&v, "none", AT_8W), "writer_iops");
     assert!((w / 131_181.0 - 1.0).abs() < 0.1, "{w}");
-    for state in [FIT_8W, FIT_16W] {
+    for state in [EIGHT, AT_8W] {
         let none = ours(&v, "none", state);
         let l = mean(none, "in_block_layer");
         assert!(l > 100.0, "{state}: {l}");
-        // bfq's per-device lock and per-I/O work, every core serving eight drives, cap its
-        // writers below none's.
-        let b = ours(&v, "bfq", state);
-        assert!(
-            mean(b, "writer_iops") < 0.97 * mean(none, "writer_iops"),
-            "{state}"
-        );
         // none and mq-deadline do not cut, as published.
         for config in ["none", "mq-deadline"] {
             assert_eq!(
@@ -137,23 +133,29 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
                 "{state}: {config}"
             );
         }
-        // kyber's default does not: our reads behind the writes take under its 2 ms read
-        // target even at p99 (no congestion seen; the study's none reader had a 14.4 ms p99,
-        // a drive tail ours lacks); at 250 us it cuts, by starving the writers.
-        assert!(mean(none, "reader_p99_us") < 2000.0, "{state}");
-        assert_eq!(ours(&v, "kyber", state)["cuts_p99"], false, "{state}");
-        let k = ours(&v, "kyber read_lat_nsec=250000", state);
-        assert_eq!(k["cuts_p99"], true, "{state}");
-        assert!(mean(k, "writer_iops") < 0.5 * mean(none, "writer_iops"));
+        // kyber's default cuts, for the study's reason: under none the reader's p90 is past
+        // its 2 ms read target (published 2.31 ms; reads wait behind the writes in the drive
+        // and for urgent GC on their plane), so kyber finds congestion and shrinks the write
+        // domain; at 250 us it cuts too.
+        assert!(mean(none, "reader_p90_us") > 2000.0, "{state}");
+        for config in ["kyber", "kyber read_lat_nsec=250000"] {
+            assert_eq!(
+                ours(&v, config, state)["cuts_p99"],
+                true,
+                "{state}: {config}"
+            );
+        }
     }
-    // Where the drive takes writes faster than bfq's host admits them (fitted to the 16
-    // writers' 188 K), bfq's block layer stays short (published 7.2) and it cuts the reader's
-    // p99, for the study's reason. Where the drive's rate is the 8 writers' 131 K, bfq's host
-    // cap is about the drive's rate, a queue builds, and it does not cut.
-    let b16 = ours(&v, "bfq", FIT_16W);
-    assert!(mean(b16, "in_block_layer") < 10.0, "{b16}");
-    assert_eq!(b16["cuts_p99"], true);
-    let b8 = ours(&v, "bfq", FIT_8W);
+    // bfq: its per-device lock and per-I/O work, every core serving eight drives, cap its
+    // writers below the drive's rate (published: none's 8 writers 131,181, 16 writers 187,783;
+    // bfq's 131,586), so its block layer stays short (published 7.2) and it cuts the reader's
+    // p99, for the study's reason. With the drive fitted to the 8 writers' 131 K its cap is
+    // about the drive's rate, a queue builds, and it does not cut.
+    let b = ours(&v, "bfq", EIGHT);
+    assert!(mean(b, "writer_iops") < 0.9 * mean(ours(&v, "none", EIGHT), "writer_iops"));
+    assert!(mean(b, "in_block_layer") < 10.0, "{b}");
+    assert_eq!(b["cuts_p99"], true);
+    let b8 = ours(&v, "bfq", AT_8W);
     assert!(mean(b8, "in_block_layer") > 40.0, "{b8}");
     assert_eq!(b8["cuts_p99"], false);
 }

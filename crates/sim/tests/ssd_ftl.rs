@@ -240,9 +240,11 @@ proptest! {
         static_allocation in any::<bool>(),
         whole_victim in any::<bool>(),
         roomy in any::<bool>(),
+        program_pages in prop::sample::select(vec![1u32, 2, 4]),
     ) {
         let mut spec = if roomy { roomy_spec(pre) } else { small(pre, preemptible) };
         spec.gc.preemptible = preemptible;
+        spec.flash.program_pages = program_pages;
         spec.ftl.static_allocation = static_allocation;
         spec.gc.schedule = if whole_victim { GcSchedule::WholeVictim } else { GcSchedule::InStep };
         let mut a = Ssd::new(spec.clone()).unwrap();
@@ -259,6 +261,45 @@ proptest! {
         prop_assert_eq!(done_a, done_b);
         prop_assert_eq!(a.stats(), b.stats());
     }
+}
+
+/// One-shot programming (`flash.program_pages`, as TLC drives program a wordline's pages):
+/// a frontier's pages are programmed together once all of them are filled, in one program
+/// time, and the host frontier moves to the next plane only then.
+#[test]
+fn one_shot_programs_write_their_pages_together_in_one_program_time() {
+    let mut spec = small(Precondition::None, true);
+    spec.flash.program_pages = 4;
+    spec.write_buffer.bytes = 1 << 20;
+    let program_ns = (spec.flash.program_us * 1000.0) as u64;
+    let mut ssd = Ssd::new(spec).unwrap();
+    let unit = u64::from(ssd.ftl().units_per_page()) * 4;
+    let mut now = Nanos::ZERO;
+    for lpn in 0..unit {
+        assert_eq!(ssd.stats().host_programs, 0, "programmed before unit {lpn}");
+        let w = rq(lpn + 1, ctx(lpn + 1))
+            .sync_write()
+            .sector(lpn * 8)
+            .at(now);
+        now = ssd.submit(&w.build(), now).done;
+    }
+    assert_eq!(ssd.stats().host_programs, 1);
+    let plane = |ssd: &Ssd, lpn: u64| ssd.ftl().plane_of(ssd.ftl().lookup(lpn as u32).unwrap());
+    assert!((0..unit).all(|lpn| plane(&ssd, lpn) == plane(&ssd, 0)));
+    let w = rq(unit + 1, ctx(unit + 1))
+        .sync_write()
+        .sector(unit * 8)
+        .at(now);
+    now = ssd.submit(&w.build(), now).done;
+    assert_ne!(
+        plane(&ssd, unit),
+        plane(&ssd, 0),
+        "the next program unit's plane"
+    );
+    // The four pages on one plane take one program (and their transfer), not four.
+    let flush = rq(unit + 2, ctx(unit + 2)).op(Op::Flush).at(now).build();
+    let waited = (ssd.submit(&flush, now).done - now).as_ns();
+    assert!(waited < 2 * program_ns, "{waited} ns");
 }
 
 /// Writes units in a scattered order to a steady `roomy_spec` drive under `schedule` until GC

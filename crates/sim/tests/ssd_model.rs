@@ -28,19 +28,27 @@ fn the_fig11c_980pro_differs_from_the_980pro_in_its_write_side_only() {
     let base = SsdSpec::builtin("samsung-980pro-1tb").expect("built in");
     let fitted = SsdSpec::builtin("samsung-980pro-1tb-fig11c").expect("built in");
     assert_eq!(fitted.validate(), Ok(()));
-    assert_eq!(fitted.flash.program_us, base.flash.program_us / 3.0);
+    // One-shot programs of a TLC wordline (the page types) in the 980 PRO's program time, GC
+    // urgent, more spare.
+    assert_eq!(fitted.flash.program_pages, base.flash.page_types);
+    assert_eq!(fitted.flash.program_us, base.flash.program_us);
+    assert!(!fitted.gc.preemptible && base.gc.preemptible);
     assert!(fitted.ftl.over_provisioning > base.ftl.over_provisioning);
     // Everything else is the 980 PRO's: its read fits hold on this drive too.
     let same = SsdSpec {
         name: base.name.clone(),
         description: base.description.clone(),
         flash: elevator_sim::ssd::spec::Flash {
-            program_us: base.flash.program_us,
+            program_pages: base.flash.program_pages,
             ..fitted.flash
         },
         ftl: elevator_sim::ssd::spec::Ftl {
             over_provisioning: base.ftl.over_provisioning,
             ..fitted.ftl
+        },
+        gc: elevator_sim::ssd::spec::Gc {
+            preemptible: base.gc.preemptible,
+            ..fitted.gc
         },
         ..fitted
     };
@@ -72,6 +80,11 @@ fn bad_ssd_spec_names_file_line_and_field() {
     let unknown = text.replace("[flash]", "[flash]\nspeed = 3");
     let e = DriveModel::parse(&unknown, Path::new("y.toml")).unwrap_err();
     assert_eq!(e.field, "speed");
+    let one_shot = text.replace("program_pages = 1", "program_pages = 5");
+    assert_ne!(one_shot, text, "the spec has a flash.program_pages line");
+    let e = DriveModel::parse(&one_shot, Path::new("w.toml")).unwrap_err();
+    assert_eq!(e.field, "flash.program_pages");
+    assert!(e.to_string().contains("must divide pages_per_block"), "{e}");
     let schedule = text.replace("schedule = \"in-step\"", "schedule = \"lazy\"");
     assert_ne!(schedule, text, "the spec has a gc.schedule line");
     let e = DriveModel::parse(&schedule, Path::new("z.toml")).unwrap_err();

@@ -75,13 +75,14 @@ pub enum Stream {
     Gc,
 }
 
-/// Where a unit went, and whether it completed a page.
+/// Where a unit went, and whether it completed a program unit.
 #[derive(Clone, Copy, Debug)]
 pub struct Placed {
     /// Its slot.
     pub ppa: Ppa,
-    /// Set when this unit filled its page: the page's first slot, to be programmed.
-    pub page_full: Option<Ppa>,
+    /// Set when this unit filled its program unit (`flash.program_pages` pages): the unit's
+    /// first slot; its pages are to be programmed together.
+    pub program: Option<Ppa>,
     /// Set when taking a new block left the plane below the GC threshold.
     pub gc_needed: bool,
 }
@@ -104,6 +105,8 @@ pub struct Ftl {
     blocks: u32,
     slots: u32,
     upp: u32,
+    /// Units one program operation writes (`upp * flash.program_pages`).
+    program_units: u32,
     logical: u64,
     reserve: u32,
     /// Units of the base layout per base block (shared by every plane).
@@ -172,6 +175,7 @@ impl Ftl {
             blocks,
             slots,
             upp,
+            program_units: upp * spec.flash.program_pages,
             logical,
             reserve,
             has_base: pre != Precondition::None,
@@ -229,6 +233,10 @@ impl Ftl {
     /// Units per flash page.
     pub fn units_per_page(&self) -> u32 {
         self.upp
+    }
+    /// Units one program operation writes (`flash.program_pages` pages).
+    pub fn units_per_program(&self) -> u32 {
+        self.program_units
     }
     /// Free blocks per plane below which GC runs.
     pub fn reserve(&self) -> u32 {
@@ -345,11 +353,14 @@ impl Ftl {
         }
     }
 
-    /// Record when the page starting at `ppa` is programmed.
+    /// Record when the program unit starting at `ppa` (one page, or `flash.program_pages`) is
+    /// programmed.
     pub fn set_programmed(&mut self, ppa: Ppa, at: Nanos) {
         let (slots, upp) = (self.slots, self.upp);
         if let Some(w) = &mut self.written[(ppa / slots) as usize] {
-            w.page_done[((ppa % slots) / upp) as usize] = at;
+            let first = ((ppa % slots) / upp) as usize;
+            let pages = (self.program_units / upp) as usize;
+            w.page_done[first..first + pages].fill(at);
         }
     }
 
@@ -393,7 +404,7 @@ impl Ftl {
             self.host_plane
         };
         let placed = self.place(lpn, plane, Stream::Host);
-        if placed.page_full.is_some() && !self.static_allocation {
+        if placed.program.is_some() && !self.static_allocation {
             self.host_plane = (self.host_plane + 1) % self.planes;
         }
         self.stats.host_units += 1;
@@ -430,7 +441,7 @@ impl Ftl {
         self.valid[gid as usize] += 1;
         self.overrides.insert(lpn, ppa);
         f.next += 1;
-        let page_full = (f.next % self.upp == 0).then_some(ppa + 1 - self.upp);
+        let program = (f.next % self.program_units == 0).then_some(ppa + 1 - self.program_units);
         let next = if f.next == self.slots {
             self.state[gid as usize] = BlockState::Full;
             None
@@ -443,7 +454,7 @@ impl Ftl {
         }
         Placed {
             ppa,
-            page_full,
+            program,
             gc_needed,
         }
     }

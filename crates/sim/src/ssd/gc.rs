@@ -11,13 +11,13 @@
 //! The work is placed on the plane's timelines when host writes are placed, as
 //! [`GcSchedule`] says:
 //!
-//! - `in-step` (the default; a deviation): in step with the host writes: each host page
-//!   programmed on a plane with a victim under way moves the share of the victim that keeps
-//!   the plane's free blocks level (`units_per_page * valid / invalid` of the victim's units),
-//!   so GC's cost is spread over the host writes that need it instead of landing on one write
-//!   (MQSim spreads it by event timing). No write stalls.
-//! - `whole-victim` (MQSim's): the whole victim at the host page that finds the plane below the
-//!   threshold: all its reads, programs and the erase are placed at once on the plane's GC
+//! - `in-step` (the default; a deviation): in step with the host writes: each host program
+//!   (a page, or `flash.program_pages`) on a plane with a victim under way moves the share of
+//!   the victim that keeps the plane's free blocks level (`units_per_program * valid /
+//!   invalid` of the victim's units), so GC's cost is spread over the host writes that need
+//!   it instead of landing on one write (MQSim spreads it by event timing). No write stalls.
+//! - `whole-victim` (MQSim's): the whole victim at the host program that finds the plane below
+//!   the threshold: all its reads, programs and the erase are placed at once on the plane's GC
 //!   timeline, as MQSim submits all of a victim's transactions to the TSU together; the
 //!   plane's next host programs find no gap there and wait behind it. Deviation: MQSim lets
 //!   queued host writes go before GC's while the plane is above its hard threshold
@@ -25,6 +25,13 @@
 //!
 //! Under either, a plane down to the two blocks its frontiers need collects at once until it
 //! is not. No wear levelling.
+//!
+//! Urgency is the spec's (`gc.preemptible`), not a level (a deviation): MQSim's GC yields to
+//! host reads while every plane of the chip is above `GC_Hard_Threshold` and goes first below
+//! it (`GC_is_in_urgent_mode`). In-step GC keeps a plane's free blocks at the threshold, so a
+//! spec states which of the two its workload finds: `samsung-980pro-1tb-fig11c`, for sustained
+//! random writes at the drive's rate, urgent (docs/ssd-model.md, "A reader beside a random
+//! writer").
 
 use elevator_core::Nanos;
 
@@ -49,7 +56,7 @@ struct Victim {
     units: Vec<(Ppa, Lpn)>,
     /// How many of `units` have been dealt with.
     next: usize,
-    /// Units to move per host page programmed on the plane (all of them: `usize::MAX`).
+    /// Units to move per host program on the plane (all of them: `usize::MAX`).
     per_page: usize,
 }
 
@@ -58,7 +65,7 @@ struct Victim {
 pub struct Collector {
     victims: Vec<Option<Victim>>,
     unit_bytes: u64,
-    page_bytes: u64,
+    program_bytes: u64,
     schedule: GcSchedule,
     /// Whether the current call chose a victim.
     chosen: bool,
@@ -69,13 +76,19 @@ pub struct Collector {
 const FLOOR: u32 = 2;
 
 impl Collector {
-    /// No GC under way on any of `planes`; `unit_bytes` and `page_bytes` size the transfers;
-    /// `schedule` says when a victim's work is done.
-    pub fn new(planes: u32, unit_bytes: u64, page_bytes: u64, schedule: GcSchedule) -> Collector {
+    /// No GC under way on any of `planes`; `unit_bytes` sizes a read's transfer and
+    /// `program_bytes` a program's (`flash.program_pages` pages); `schedule` says when a
+    /// victim's work is done.
+    pub fn new(
+        planes: u32,
+        unit_bytes: u64,
+        program_bytes: u64,
+        schedule: GcSchedule,
+    ) -> Collector {
         Collector {
             victims: vec![None; planes as usize],
             unit_bytes,
-            page_bytes,
+            program_bytes,
             schedule,
             chosen: false,
             stats: GcStats::default(),
@@ -87,7 +100,7 @@ impl Collector {
         self.stats
     }
 
-    /// A host page was programmed on `plane` (or the plane took a block) at `now`: do the GC
+    /// A host program was placed on `plane` (or the plane took a block) at `now`: do the GC
     /// work that is due there.
     pub fn after_host_page(&mut self, ftl: &mut Ftl, flash: &mut Flash, plane: u32, now: Nanos) {
         let idle = self.victims[plane as usize].is_none();
@@ -120,7 +133,9 @@ impl Collector {
         let slots = ftl.slots_per_block() as usize;
         let invalid = (slots - units.len()).max(1);
         let per_page = match self.schedule {
-            GcSchedule::InStep => (ftl.units_per_page() as usize * units.len()).div_ceil(invalid),
+            GcSchedule::InStep => {
+                (ftl.units_per_program() as usize * units.len()).div_ceil(invalid)
+            }
             GcSchedule::WholeVictim => usize::MAX,
         };
         self.victims[plane as usize] = Some(Victim {
@@ -163,8 +178,8 @@ impl Collector {
             copied = copied.max(read);
             for &(from, lpn) in &live {
                 let placed = ftl.relocate(lpn, from);
-                if let Some(first) = placed.page_full {
-                    let done = flash.program(plane, self.page_bytes, read, Origin::Gc);
+                if let Some(first) = placed.program {
+                    let done = flash.program(plane, self.program_bytes, read, Origin::Gc);
                     ftl.set_programmed(first, done);
                 }
             }

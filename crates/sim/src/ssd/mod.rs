@@ -50,7 +50,7 @@ pub struct SsdStats {
     pub buffer_hits: u64,
     /// Mapping-cache misses (each a translation-page read).
     pub cmt_misses: u64,
-    /// Host pages programmed.
+    /// Host program operations (each of `flash.program_pages` pages).
     pub host_programs: u64,
     /// Garbage collection.
     pub gc: GcStats,
@@ -69,6 +69,8 @@ pub struct Ssd {
     gc: Collector,
     unit_bytes: u64,
     page_bytes: u64,
+    /// Bytes one program operation writes (`flash.program_pages` pages).
+    program_bytes: u64,
     stats: SsdStats,
 }
 
@@ -83,6 +85,7 @@ impl Ssd {
     pub fn with_precondition(spec: SsdSpec, pre: Precondition) -> Result<Ssd, FieldError> {
         spec.validate()?;
         let page_bytes = u64::from(spec.flash.page_bytes);
+        let program_bytes = page_bytes * u64::from(spec.flash.program_pages);
         Ok(Ssd {
             host: HostInterface::new(&spec.host),
             front: FrontEnd::new(spec.host.front_end_slots, spec.host.front_end_servers),
@@ -93,11 +96,12 @@ impl Ssd {
             gc: Collector::new(
                 spec.planes() as u32,
                 u64::from(spec.ftl.unit_bytes),
-                page_bytes,
+                program_bytes,
                 spec.gc.schedule,
             ),
             unit_bytes: u64::from(spec.ftl.unit_bytes),
             page_bytes,
+            program_bytes,
             stats: SsdStats::default(),
             spec,
         })
@@ -227,15 +231,15 @@ impl Ssd {
         for lpn in units {
             let placed = self.ftl.write_host(lpn);
             let plane = self.ftl.plane_of(placed.ppa);
-            if let Some(first) = placed.page_full {
+            if let Some(first) = placed.program {
                 let done = self
                     .flash
-                    .program(plane, self.page_bytes, ready, Origin::Host);
+                    .program(plane, self.program_bytes, ready, Origin::Host);
                 self.ftl.set_programmed(first, done);
-                self.buffer.scheduled(self.page_bytes, done);
+                self.buffer.scheduled(self.program_bytes, done);
                 self.stats.host_programs += 1;
             }
-            if placed.page_full.is_some() || placed.gc_needed {
+            if placed.program.is_some() || placed.gc_needed {
                 self.gc
                     .after_host_page(&mut self.ftl, &mut self.flash, plane, admitted);
             }

@@ -160,8 +160,15 @@ pub struct Flash {
     /// size is `n` small reads back to back; a larger one is one full-page read.
     #[serde(default)]
     pub small_read_bytes: u32,
-    /// Page program (tPROG), us.
+    /// Program of one program operation (tPROG), us: of one page, or with `program_pages` of
+    /// that many pages at once.
     pub program_us: f64,
+    /// Pages one program operation writes (default 1): 3 for a TLC drive that programs a
+    /// wordline's three pages in one shot (one-shot programming), the host and GC frontiers
+    /// then programming once they have filled all three. A multiple of it must make
+    /// `pages_per_block`.
+    #[serde(default = "one")]
+    pub program_pages: u32,
     /// Block erase (tBERS), us.
     pub erase_us: f64,
     /// Which operations a host read may suspend (MQSim's `CMD_Suspension_Support`; default
@@ -456,6 +463,7 @@ impl SsdSpec {
             ("flash.blocks_per_plane", f.blocks_per_plane),
             ("flash.pages_per_block", f.pages_per_block),
             ("flash.page_types", f.page_types),
+            ("flash.program_pages", f.program_pages),
         ] {
             if n == 0 {
                 return bad(field, "must be > 0".into());
@@ -507,6 +515,15 @@ impl SsdSpec {
                 format!(
                     "must be a multiple of ftl.unit_bytes ({unit}), got {}",
                     f.page_bytes
+                ),
+            );
+        }
+        if !f.pages_per_block.is_multiple_of(f.program_pages) {
+            return bad(
+                "flash.program_pages",
+                format!(
+                    "must divide pages_per_block ({}), got {}",
+                    f.pages_per_block, f.program_pages
                 ),
             );
         }
