@@ -22,11 +22,12 @@
 //!
 //! A read senses the page (tR, by page type; a small read senses each unit asked for, one
 //! after another), then moves the bytes asked for over the channel; the plane is held while it
-//! senses and its register empties. A program moves the page over the channel, then holds the
-//! plane for tPROG; an erase holds it for tBERS. Programs and erases hold their plane only (the
-//! planes of a die program and erase together, as multi-plane commands do); a read holds its
-//! whole die unless the spec lets it overlap (`independent_plane_reads` for small reads,
-//! `multi_plane_reads` for full-page reads).
+//! senses and its register empties. A program moves its page (or `flash.program_pages` pages,
+//! programmed in one shot) over the channel, then holds the plane for tPROG; an erase holds it
+//! for tBERS. Programs and erases hold their plane only (the planes of a die program and erase
+//! together, as multi-plane commands do); a read holds its whole die unless the spec lets it
+//! overlap (`independent_plane_reads` for small reads, `multi_plane_reads` for full-page
+//! reads).
 
 use std::collections::VecDeque;
 

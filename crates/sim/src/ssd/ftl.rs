@@ -3,8 +3,9 @@
 //! Follows MQSim's page-level mapping (`Address_Mapping_Unit_Page_Level.cpp`) and block
 //! manager (`Flash_Block_Manager.cpp`): a mapping unit (logical page, 4 KiB by default) maps
 //! to one unit slot of a flash page; writes go to an open block per plane (one frontier for
-//! host writes, one for GC), pages striped over planes channel first (CWDP); a block is
-//! reused only after GC erased it.
+//! host writes, one for GC), pages striped over planes channel first (CWDP), a plane taking
+//! `flash.program_pages` pages (one program operation) before the next; a block is reused only
+//! after GC erased it.
 //!
 //! Addresses: an LPN is a logical unit number; a PPA is a global unit slot,
 //! `(plane * blocks_per_plane + block) * slots_per_block + slot`, slot = page * units_per_page
