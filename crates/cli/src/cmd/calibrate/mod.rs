@@ -68,8 +68,8 @@ pub struct Args {
     measured: Option<PathBuf>,
     /// Simulate each point that writes for as long as it was measured when fitting (exact:
     /// a large fitted write buffer fills for seconds, and 1 s, the default, scores the point's
-    /// start), at a cost: with buffers of hundreds of MiB a fit takes 20-60 minutes on 2 cores
-    /// instead of about 2 (docs/ssd-model.md, "Calibrating a real device").
+    /// start), at a cost: with buffers of hundreds of MiB to GB a fit takes 2-6 minutes on 2
+    /// loaded cores instead of about 2 (docs/ssd-model.md, "Calibrating a real device").
     #[arg(long)]
     fit_full_span: bool,
 }
