@@ -410,8 +410,62 @@ lock_us = 1.0
 
     #[test]
     fn builtin_hosts_parse() {
-        for n in CpuSpec::builtin_names() {
+        let names = CpuSpec::builtin_names();
+        assert!(names.contains(&"icpe24-10core"), "{names:?}");
+        for n in names {
             assert!(CpuSpec::builtin(n).is_some(), "{n}");
         }
+    }
+
+    #[test]
+    fn a_time_outside_0_to_1_s_is_refused_by_its_field() {
+        let host = |costs: &str| {
+            CpuSpec::parse(
+                &format!("kind = \"host-cpu\"\nname = \"t\"\ncores = 2\n{costs}"),
+                Path::new("h.toml"),
+            )
+        };
+        assert!(host("io_us = 0.0\n").is_ok());
+        assert_eq!(host("io_us = -1.0\n").unwrap_err().field, "io_us");
+        let e = host("io_us = 1.0\n[scheduler.bfq]\nio_us = 1.0\nlock_us = 2e6\n").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("scheduler.bfq.lock_us", Some(7))
+        );
+        for v in ["nan", "inf"] {
+            assert!(host(&format!("io_us = {v}\n")).is_err(), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_scheduler_without_a_lock_takes_no_handoff() {
+        // lock_us = 0 means no device-wide lock (the spec's field doc), so a handoff_us with
+        // it costs nothing: two cores submitting at once each take only their io_us.
+        let spec = CpuSpec::parse(
+            "kind = \"host-cpu\"\nname = \"t\"\ncores = 2\nio_us = 1.0\n\
+             [scheduler.kyber]\nio_us = 2.0\nhandoff_us = 3.0\n",
+            Path::new("h.toml"),
+        )
+        .expect("valid");
+        let mut cpu = HostCpu::new(&spec, "kyber");
+        assert_eq!(cpu.submit(CtxId(0), Nanos(0)), Nanos(2000));
+        assert_eq!(cpu.submit(CtxId(1), Nanos(0)), Nanos(2000));
+        assert_eq!(cpu.submit(CtxId(0), Nanos(2000)), Nanos(4000));
+    }
+
+    #[test]
+    fn the_lock_forgets_the_holds_that_ended() {
+        // A long run keeps only the lock's holds still ahead of the latest submission, not
+        // every hold since the start (each submission scans them).
+        let mut cpu = HostCpu::new(&spec(), "mq-deadline");
+        let mut now = Nanos::ZERO;
+        for i in 0..10_000u32 {
+            now = cpu.submit(CtxId(i % 4), now);
+        }
+        assert!(
+            cpu.lock.holds.len() <= 4,
+            "{} holds kept",
+            cpu.lock.holds.len()
+        );
     }
 }

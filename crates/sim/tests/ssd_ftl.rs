@@ -23,7 +23,7 @@ fn small(pre: Precondition, preemptible: bool) -> SsdSpec {
     s.flash.pages_per_block = 8;
     s.flash.page_bytes = 8192;
     s.flash.small_read_bytes = 4096;
-    s.ftl.over_provisioning = 0.25;
+    s.ftl.over_provisioning = 0.35;
     s.gc.threshold = 0.125;
     s.gc.preemptible = preemptible;
     s.write_buffer.bytes = 64 * 1024;
@@ -452,4 +452,106 @@ fn a_qd128_random_writer_on_the_steady_980pro_keeps_writing_at_the_gc_rate() {
     assert!((5.0..12.0).contains(&amplification), "{amplification}");
     assert!((10_000.0..60_000.0).contains(&iops), "{iops} IOPS");
     assert!(worst < 50_000_000, "a write took {worst} ns");
+}
+
+/// The first victim's collection under in-step GC, on `spec` (steady) written one scattered
+/// unit at a time: the victim's valid units when chosen, and the units GC moved at
+/// the trigger and at each host page its plane programmed after it, up to and including the
+/// one whose GC work erased the victim.
+fn in_step_collection(spec: SsdSpec) -> (u32, Vec<u64>) {
+    assert_eq!(spec.gc.schedule, GcSchedule::InStep);
+    let mut ssd = Ssd::new(spec).unwrap();
+    let units = ssd.ftl().logical_units();
+    let mut now = Nanos::ZERO;
+    let mut victim: Option<(u32, u32, u32)> = None; // (plane, block, valid when chosen)
+    let mut moves = Vec::new();
+    for i in 0..units * 2 {
+        let id = i + 1;
+        let lpn = (i * 7919) % units;
+        let before = ssd.clone();
+        let w = rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now);
+        now = ssd.submit(&w.build(), now).done;
+        let (f, b) = (ssd.ftl(), before.ftl());
+        let plane = f.plane_of(f.lookup(lpn as u32).expect("written"));
+        let moved = f.stats().gc_units - b.stats().gc_units;
+        match victim {
+            None if ssd.stats().gc.triggers > 0 => {
+                // The victim is the block GC moved units out of: the plane's full block whose
+                // valid count fell the most (the write itself invalidates one unit somewhere).
+                let (block, fell) = (0..f.blocks_per_plane())
+                    .filter(|&k| b.state(plane, k) == BlockState::Full)
+                    .map(|k| (k, b.valid(plane, k) - f.valid(plane, k)))
+                    .max_by_key(|&(_, fell)| fell)
+                    .expect("a full block");
+                assert!(
+                    u64::from(fell) >= moved && moved > 0,
+                    "moved {moved}, fell {fell}"
+                );
+                assert_eq!(
+                    f.state(plane, block),
+                    BlockState::Full,
+                    "erased at the trigger"
+                );
+                victim = Some((plane, block, f.valid(plane, block) + moved as u32));
+                moves.push(moved);
+            }
+            Some((p, block, valid))
+                if p == plane && ssd.stats().host_programs > before.stats().host_programs =>
+            {
+                moves.push(moved);
+                if f.state(p, block) != BlockState::Full {
+                    assert_eq!(ssd.ftl().check(), Ok(units));
+                    return (valid, moves);
+                }
+            }
+            _ => {}
+        }
+    }
+    panic!("GC never triggered, or never erased its first victim");
+}
+
+#[test]
+fn in_step_gc_moves_a_share_of_its_victim_per_host_page_and_frees_it_in_time() {
+    // In step (gc.rs): each host page programmed on the plane (and the trigger) moves
+    // share = ceil(units_per_page * valid / invalid) of the victim's units, in whole victim
+    // pages, so the victim is moved and erased before the host has written its invalid units'
+    // worth: the erase gives back a block as the host and GC frontiers fill one, which keeps
+    // the plane's free blocks level (MQSim gets there by event timing, collecting while the
+    // plane is below its threshold). With more spare, the first victim holds fewer valid
+    // units (here 12, 9 and 8 of 16: shares of 6, 3 and 2 units).
+    for op in [0.25, 0.3, 0.35] {
+        let mut s = roomy_spec(Precondition::Steady);
+        s.ftl.over_provisioning = op;
+        s.validate().expect("valid spec");
+        let slots = s.flash.pages_per_block * s.units_per_page();
+        let upp = u64::from(s.units_per_page());
+        let (valid, moves) = in_step_collection(s);
+        let invalid = u64::from(slots - valid);
+        let share = (upp * u64::from(valid)).div_ceil(invalid);
+        assert!(
+            share > 1 && share < u64::from(valid),
+            "op {op}: share {share} of {valid}"
+        );
+        // Every call but the last moves its share, rounded up to whole victim pages; the last
+        // what is left. (No victim unit is overwritten meanwhile: all its units moved.)
+        assert_eq!(
+            moves.iter().sum::<u64>(),
+            u64::from(valid),
+            "op {op}: {moves:?}"
+        );
+        let (last, rest) = moves.split_last().expect("moves");
+        for &m in rest {
+            assert!(
+                (share..share + upp).contains(&m),
+                "op {op}: {m} moved, share {share}: {moves:?}"
+            );
+        }
+        assert!((1..share + upp).contains(last), "op {op}: {moves:?}");
+        // So the host pages programmed meanwhile hold fewer units than the victim freed.
+        let host_pages = moves.len() as u64 - 1;
+        assert!(
+            host_pages * upp < invalid,
+            "op {op}: {host_pages} host pages of {upp} units: {moves:?}, {invalid} invalid"
+        );
+    }
 }
