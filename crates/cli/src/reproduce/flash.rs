@@ -676,3 +676,76 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         rows: json_rows,
     })?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use elevator_core::harness::rq;
+
+    fn occupancy(from: u64, events: &[(IoEvent, u64)], end: u64) -> [f64; 2] {
+        let mut o = Occupancy::new(Nanos(from));
+        let r = rq(1, 0).build();
+        for &(e, at) in events {
+            o.event(e, &r, Nanos(at));
+        }
+        o.means(Nanos(end))
+    }
+
+    #[test]
+    fn occupancy_is_the_time_mean_of_requests_in_the_block_layer_and_in_the_drive_from_the_ramp_on()
+    {
+        use IoEvent::*;
+        // From 10 ns: a request inserted at 0 and issued at 5 (in both from 10 on), a second
+        // inserted at 12 (queued and merged bios count nothing: only inserted requests are in
+        // the block layer, as diskstats' in_queue counts requests); the first completes at
+        // 20; the second is issued at 30 and completes at 40. Block layer: 1 x 2 + 2 x 8 +
+        // 1 x 10 + 1 x 10 = 38 request-ns; drive: 1 x 2 + 1 x 8 + 1 x 10 = 20; over 40 ns.
+        let events = [
+            (Insert, 0),
+            (Issue, 5),
+            (Queue, 11),
+            (Insert, 12),
+            (Merge, 15),
+            (Complete, 20),
+            (Issue, 30),
+            (Complete, 40),
+        ];
+        assert_eq!(occupancy(10, &events, 50), [38.0 / 40.0, 20.0 / 40.0]);
+        // Nothing measured yet (the run ended at the ramp's end): no requests, not NaN.
+        assert_eq!(occupancy(10, &events[..2], 10), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn published_rows_carry_their_schedulers_fig11c_figures_and_p99_over_nones() {
+        let row = |label: &str| {
+            let c = CONFIGS.iter().find(|c| c.label == label).expect("a config");
+            published(c)
+        };
+        let mean = |e: &Option<Estimate>| e.as_ref().map(|e| e.mean);
+        // The reader alone: fig-2's figures, no writers, nothing to compare with none.
+        let alone = row("reader alone");
+        assert_eq!(
+            [
+                &alone.reader_iops,
+                &alone.reader_mean_us,
+                &alone.reader_p99_us
+            ]
+            .map(mean),
+            [Some(ALONE.0), Some(ALONE.1), Some(ALONE.2)]
+        );
+        assert_eq!(mean(&alone.writer_iops), None);
+        assert_eq!(mean(&alone.in_block_layer), None);
+        assert!(alone.p99_over_none.is_none());
+        // kyber: its own fig-11c figures (not none's, listed first), its p99 over none's.
+        let kyber = row("kyber");
+        assert_eq!(mean(&kyber.reader_p99_us), Some(2605.1));
+        assert_eq!(mean(&kyber.writer_iops), Some(165_641.0));
+        assert_eq!(mean(&kyber.in_block_layer), Some(59.0));
+        assert_eq!(mean(&kyber.p99_over_none), Some(2605.1 / 14_352.4));
+        assert_eq!(kyber.cuts_p99, Some(true));
+        // A configuration the study did not run: its finding only.
+        let tuned = row("kyber read_lat_nsec=250000");
+        assert!(tuned.reader_p99_us.is_none() && tuned.p99_over_none.is_none());
+        assert_eq!(tuned.cuts_p99, Some(true));
+    }
+}
