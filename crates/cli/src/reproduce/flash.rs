@@ -716,6 +716,25 @@ mod tests {
     }
 
     #[test]
+    fn every_state_has_its_own_name_and_drive_setup() {
+        // The rows name their state (and the JSON lists the states by name), so two states
+        // with one name, or two states that run the same drive, host and writers, would be
+        // one configuration reported twice.
+        for (i, a) in STATES.iter().enumerate() {
+            for b in &STATES[..i] {
+                assert_ne!(a.name, b.name);
+                let setup = |s: &State| State { name: "", ..*s };
+                assert_ne!(
+                    format!("{:?}", setup(a)),
+                    format!("{:?}", setup(b)),
+                    "{}",
+                    a.name
+                );
+            }
+        }
+    }
+
+    #[test]
     fn published_rows_carry_their_schedulers_fig11c_figures_and_p99_over_nones() {
         let row = |label: &str| {
             let c = CONFIGS.iter().find(|c| c.label == label).expect("a config");
