@@ -104,6 +104,8 @@ fn writes_after_steady_preconditioning_start_gc_at_the_threshold() {
         }
     }
     let first = first_gc_at.expect("GC ran");
+    // Every victim GC counts is a block it erased, and only GC erases.
+    assert_eq!(ssd.stats().gc.victims, ssd.ftl().stats().erases);
     // The first block taken on each plane drops it below the threshold at once.
     assert!(first < per_block, "first GC after {first} writes");
     assert!(ssd.stats().gc.victims > 0);
