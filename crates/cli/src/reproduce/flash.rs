@@ -747,16 +747,18 @@ mod tests {
             [
                 &alone.reader_iops,
                 &alone.reader_mean_us,
+                &alone.reader_p90_us,
                 &alone.reader_p99_us
             ]
             .map(mean),
-            [Some(ALONE.0), Some(ALONE.1), Some(ALONE.2)]
+            ALONE.map(Some)
         );
         assert_eq!(mean(&alone.writer_iops), None);
         assert_eq!(mean(&alone.in_block_layer), None);
         assert!(alone.p99_over_none.is_none());
         // kyber: its own fig-11c figures (not none's, listed first), its p99 over none's.
         let kyber = row("kyber");
+        assert_eq!(mean(&kyber.reader_p90_us), Some(1269.8));
         assert_eq!(mean(&kyber.reader_p99_us), Some(2605.1));
         assert_eq!(mean(&kyber.writer_iops), Some(165_641.0));
         assert_eq!(mean(&kyber.in_block_layer), Some(59.0));
