@@ -45,6 +45,15 @@ fn ctx(id: u64) -> u32 {
     (id % 3) as u32
 }
 
+/// Write the `i`-th unit of a scattered order over the drive's units (LPN `i * 7919` modulo
+/// their count) as request `i + 1`, one 4 KiB unit, at `now`; returns the LPN written and when
+/// the write completed.
+fn write_scattered(ssd: &mut Ssd, i: u64, now: Nanos) -> (u64, Nanos) {
+    let lpn = (i * 7919) % ssd.ftl().logical_units();
+    let w = rq(i + 1, ctx(i + 1)).sync_write().sector(lpn * 8).at(now);
+    (lpn, ssd.submit(&w.build(), now).done)
+}
+
 #[test]
 fn preconditioning_maps_every_logical_page_once() {
     for pre in [Precondition::Sequential, Precondition::Steady] {
@@ -83,18 +92,9 @@ fn writes_after_steady_preconditioning_start_gc_at_the_threshold() {
     let units = ssd.ftl().logical_units();
     let per_block = u64::from(ssd.ftl().slots_per_block());
     // Filling the first open block on every plane takes no GC yet...
-    let mut id = 0;
     let mut first_gc_at = None;
     for i in 0..units * 2 {
-        id += 1;
-        let lpn = (i * 7919) % units;
-        let done = ssd
-            .submit(
-                &rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now).build(),
-                now,
-            )
-            .done;
-        now = done;
+        now = write_scattered(&mut ssd, i, now).1;
         if first_gc_at.is_none() && ssd.stats().gc.triggers > 0 {
             first_gc_at = Some(i);
             // ... and GC ran because a plane fell below the threshold, and brought it back.
@@ -127,9 +127,7 @@ fn writes_after_sequential_preconditioning_start_gc_exactly_when_a_plane_falls_b
     let expected = u64::from(free - reserve) * slots * planes;
     let mut now = Nanos::ZERO;
     for i in 0..expected + 1 {
-        let lpn = (i * 7919) % units;
-        let w = rq(i + 1, ctx(i + 1)).sync_write().sector(lpn * 8).at(now);
-        now = ssd.submit(&w.build(), now).done;
+        now = write_scattered(&mut ssd, i, now).1;
         let ran = ssd.stats().gc.triggers > 0;
         assert_eq!(ran, i == expected, "unit {i}: GC ran = {ran}");
     }
@@ -319,10 +317,9 @@ fn first_victim(schedule: GcSchedule) -> (bool, u64, u64) {
     let mut erased = false;
     for i in 0..units * 2 {
         let id = i + 1;
-        let lpn = (i * 7919) % units;
         let before = ssd.clone();
-        let w = rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now);
-        now = ssd.submit(&w.build(), now).done;
+        let (lpn, done) = write_scattered(&mut ssd, i, now);
+        now = done;
         let plane = ssd
             .ftl()
             .plane_of(ssd.ftl().lookup(lpn as u32).expect("written"));
@@ -468,11 +465,9 @@ fn in_step_collection(spec: SsdSpec) -> (u32, Vec<u64>) {
     let mut victim: Option<(u32, u32, u32)> = None; // (plane, block, valid when chosen)
     let mut moves = Vec::new();
     for i in 0..units * 2 {
-        let id = i + 1;
-        let lpn = (i * 7919) % units;
         let before = ssd.clone();
-        let w = rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now);
-        now = ssd.submit(&w.build(), now).done;
+        let (lpn, done) = write_scattered(&mut ssd, i, now);
+        now = done;
         let (f, b) = (ssd.ftl(), before.ftl());
         let plane = f.plane_of(f.lookup(lpn as u32).expect("written"));
         let moved = f.stats().gc_units - b.stats().gc_units;
