@@ -102,13 +102,41 @@ impl Mount {
     }
 
     /// Unmount cleanly and wait for the daemon; returns its success.
+    ///
+    /// The kernel refuses the unmount (EBUSY) while any process holds a file of the mount: a
+    /// child that another test's thread forks while this one has a file open keeps its copy
+    /// of the descriptor until it execs. So a refusal is retried for 10 s (naming who holds
+    /// the mount), then the mount is detached lazily and the unmount counted a failure; the
+    /// daemon is waited for at most 60 s, then killed. Nothing here waits without end.
     fn unmount(&mut self) -> bool {
-        let ok = Command::new("fusermount3")
-            .arg("-u")
-            .arg(&self.mnt)
-            .status()
-            .is_ok_and(|s| s.success());
-        let status = self.child.take().map(|mut c| c.wait().unwrap());
+        let t0 = Instant::now();
+        let ok = loop {
+            let out = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.mnt)
+                .stderr(Stdio::piped())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => break true,
+                Ok(o) if t0.elapsed() < Duration::from_secs(10) => {
+                    eprintln!(
+                        "unmount {}: {} held by {}; retrying",
+                        self.mnt.display(),
+                        String::from_utf8_lossy(&o.stderr).trim(),
+                        holders(&self.mnt)
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                _ => {
+                    lazy_unmount(&self.mnt);
+                    break false;
+                }
+            }
+        };
+        let status = self
+            .child
+            .take()
+            .and_then(|c| reap(c, Duration::from_secs(60)));
         ok && status.is_some_and(|s| s.success())
     }
 
@@ -117,25 +145,70 @@ impl Mount {
             c.kill().unwrap();
             c.wait().unwrap();
         }
-        let _ = Command::new("fusermount3")
-            .arg("-uz")
-            .arg(&self.mnt)
-            .status();
+        lazy_unmount(&self.mnt);
     }
 }
 
 impl Drop for Mount {
     fn drop(&mut self) {
         if self.child.is_some() {
-            let _ = Command::new("fusermount3")
-                .arg("-uz")
-                .arg(&self.mnt)
-                .status();
+            lazy_unmount(&self.mnt);
             if let Some(mut c) = self.child.take() {
                 let _ = c.kill();
                 let _ = c.wait();
             }
         }
+    }
+}
+
+/// Detach the mount now; the kernel drops it when its last user lets go.
+fn lazy_unmount(mnt: &Path) {
+    let _ = Command::new("fusermount3").arg("-uz").arg(mnt).status();
+}
+
+/// The daemon's exit status, or `None` (it is killed) when it has not exited within `limit`.
+fn reap(mut child: Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let t0 = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if t0.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                eprintln!("elevator mount did not exit within {limit:?}; killed");
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// The processes with a descriptor or working directory under `mnt`, as "pid (comm)".
+fn holders(mnt: &Path) -> String {
+    let mut found = Vec::new();
+    for proc in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = proc.file_name();
+        let Some(pid) = pid
+            .to_str()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let cwd = std::fs::read_link(proc.path().join("cwd")).ok();
+        let fds = std::fs::read_dir(proc.path().join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        let mut links = fds.filter_map(|fd| std::fs::read_link(fd.path()).ok());
+        if cwd.is_some_and(|c| c.starts_with(mnt)) || links.any(|l| l.starts_with(mnt)) {
+            let comm = std::fs::read_to_string(proc.path().join("comm")).unwrap_or_default();
+            found.push(format!("{pid} ({})", comm.trim()));
+        }
+    }
+    if found.is_empty() {
+        "no process found".to_string()
+    } else {
+        found.join(", ")
     }
 }
 
