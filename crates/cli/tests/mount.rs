@@ -110,6 +110,7 @@ impl Mount {
     /// daemon is waited for at most 60 s, then killed. Nothing here waits without end.
     fn unmount(&mut self) -> bool {
         let t0 = Instant::now();
+        let mut refused = false;
         let ok = loop {
             let out = Command::new("fusermount3")
                 .arg("-u")
@@ -119,12 +120,15 @@ impl Mount {
             match out {
                 Ok(o) if o.status.success() => break true,
                 Ok(o) if t0.elapsed() < Duration::from_secs(10) => {
-                    eprintln!(
-                        "unmount {}: {} held by {}; retrying",
-                        self.mnt.display(),
-                        String::from_utf8_lossy(&o.stderr).trim(),
-                        holders(&self.mnt)
-                    );
+                    if !refused {
+                        eprintln!(
+                            "unmount {}: {} held by {}; retrying",
+                            self.mnt.display(),
+                            String::from_utf8_lossy(&o.stderr).trim(),
+                            holders(&self.mnt)
+                        );
+                        refused = true;
+                    }
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 _ => {
@@ -282,6 +286,47 @@ fn a_clean_unmount_writes_back_every_dirty_page_before_the_daemon_exits() {
         std::fs::read(back).unwrap(),
         std::fs::read(src.path()).unwrap()
     );
+}
+
+#[test]
+fn an_unmount_refused_as_busy_leaves_the_daemon_serving_until_a_later_one_succeeds() {
+    if !fuse_available("mount_busy_unmount") {
+        return;
+    }
+    let mut m = Mount::start("mq-deadline", &[]);
+    // A process holds a file of the mount open for a second after writing to it: the kernel
+    // refuses the unmount (EBUSY) meanwhile; the daemon must go on serving, and the retried
+    // unmount complete with the write on the backing directory.
+    let log = m.path("held");
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 3>>{}; echo held >&3; sleep 1.5",
+            log.display()
+        ))
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::fs::read(&log).map_or(true, |d| d.is_empty()) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "holder never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let refused = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&m.mnt)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!refused.success(), "the kernel unmounted a mount in use");
+    assert_eq!(
+        read(&log),
+        "held\n",
+        "the daemon still serves after a refusal"
+    );
+    let back = m.back.join("held");
+    assert!(m.unmount(), "the retried unmount");
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(read(&back), "held\n");
 }
 
 #[test]
