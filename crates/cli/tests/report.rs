@@ -1,8 +1,11 @@
 //! `--report DIR`: a page with its tables and plots that needs nothing from the network, and
 //! that a browser (headless Chromium, when installed) shows without errors.
 
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 mod common {
     pub mod page;
@@ -56,9 +59,20 @@ fn chromium() -> Option<&'static str> {
         })
 }
 
-/// Run headless Chromium on `page` with `args`; returns (stdout, console lines).
-fn headless(chrome: &str, page: &Path, args: &[&str], profile: &Path) -> (String, Vec<String>) {
-    let out = Command::new(chrome)
+/// How long one headless Chromium run may take before the browser check is skipped.
+const HEADLESS_LIMIT: Duration = Duration::from_secs(120);
+
+/// Run headless Chromium on `page` with `args`; returns (stdout, console lines), or `None`
+/// (with a notice) when it has not finished within [`HEADLESS_LIMIT`]: a browser that hangs
+/// in its environment skips the check rather than the test never ending. Chromium and the
+/// processes it starts run in a process group of their own, killed when it is done.
+fn headless(
+    chrome: &str,
+    page: &Path,
+    args: &[&str],
+    profile: &Path,
+) -> Option<(String, Vec<String>)> {
+    let mut child = Command::new(chrome)
         .args([
             "--headless",
             "--no-sandbox",
@@ -70,19 +84,50 @@ fn headless(chrome: &str, page: &Path, args: &[&str], profile: &Path) -> (String
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
         .arg(format!("file://{}", page.display()))
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
         .expect("run chromium");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            s
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let t0 = Instant::now();
+    let finished = loop {
+        match child.try_wait().unwrap() {
+            Some(_) => break true,
+            None if t0.elapsed() > HEADLESS_LIMIT => break false,
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    // SAFETY: signalling the process group made for this chromium (its pid is the group's id).
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.wait();
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    if !finished {
+        eprintln!(
+            "note: chromium did not finish {args:?} within {HEADLESS_LIMIT:?}; the headless-browser check is skipped"
+        );
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&stderr);
     let console = stderr
         .lines()
         .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
         .map(str::to_string)
         .collect();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+    Some((String::from_utf8_lossy(&stdout).into_owned(), console))
 }
 
-/// A full-page screenshot's size in bytes (PNG: a blank page compresses to almost nothing).
-fn screenshot(chrome: &str, page: &Path, png: &Path, profile: &Path) -> u64 {
+/// A full-page screenshot's size in bytes (PNG: a blank page compresses to almost nothing), or
+/// `None` where Chromium did not finish.
+fn screenshot(chrome: &str, page: &Path, png: &Path, profile: &Path) -> Option<u64> {
     let _ = std::fs::remove_file(png);
     let (_, console) = headless(
         chrome,
@@ -92,9 +137,9 @@ fn screenshot(chrome: &str, page: &Path, png: &Path, profile: &Path) -> u64 {
             "--window-size=1000,4000",
         ],
         profile,
-    );
+    )?;
     assert!(console.is_empty(), "console: {console:?}");
-    std::fs::metadata(png).map(|m| m.len()).unwrap_or(0)
+    Some(std::fs::metadata(png).map(|m| m.len()).unwrap_or(0))
 }
 
 #[test]
@@ -122,7 +167,9 @@ fn reproduce_all_report_shows_its_tables_and_plots_in_a_browser() {
     let page = report.join("index.html");
     let profile = dir.path().join("profile");
     // What the browser built from the page: every table and image is in its DOM.
-    let (dom, console) = headless(chrome, &page, &["--dump-dom"], &profile);
+    let Some((dom, console)) = headless(chrome, &page, &["--dump-dom"], &profile) else {
+        return;
+    };
     assert!(console.is_empty(), "console: {console:?}");
     assert_eq!(dom.matches("<table>").count(), tables, "tables in the DOM");
     assert_eq!(
@@ -139,7 +186,9 @@ fn reproduce_all_report_shows_its_tables_and_plots_in_a_browser() {
         document.body.setAttribute('data-images', document.images.length); \
         document.body.setAttribute('data-broken', bad.map(i => i.src).join(' ')); });</script>";
     std::fs::write(&probe, html.replace("</body>", &format!("{script}</body>"))).unwrap();
-    let (dom, console) = headless(chrome, &probe, &["--dump-dom"], &profile);
+    let Some((dom, console)) = headless(chrome, &probe, &["--dump-dom"], &profile) else {
+        return;
+    };
     assert!(console.is_empty(), "console: {console:?}");
     assert!(
         dom.contains(&format!("data-images=\"{}\"", images.len())),
@@ -152,10 +201,14 @@ fn reproduce_all_report_shows_its_tables_and_plots_in_a_browser() {
         &dom[..dom.len().min(2000)]
     );
     // The screenshot is not blank: an empty page's compresses to far less.
-    let shot = screenshot(chrome, &page, &dir.path().join("page.png"), &profile);
+    let Some(shot) = screenshot(chrome, &page, &dir.path().join("page.png"), &profile) else {
+        return;
+    };
     let blank = report.join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
-    let empty = screenshot(chrome, &blank, &dir.path().join("blank.png"), &profile);
+    let Some(empty) = screenshot(chrome, &blank, &dir.path().join("blank.png"), &profile) else {
+        return;
+    };
     assert!(
         empty > 0 && shot > 10 * empty,
         "screenshot {shot} bytes, blank page {empty}"
