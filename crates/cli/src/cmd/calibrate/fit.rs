@@ -45,9 +45,9 @@ const READ_SPAN: Span = Span {
     runtime: Duration::from_millis(40),
 };
 
-/// Simulated time of a point that writes, and of the mixed points, at most, unless `calibrate
-/// --fit-full-span` asks for the span measured (a calibration from before it said its span
-/// gets this): 1 s, which scores a large buffer's filling, but minutes faster.
+/// Simulated time of a point that writes, and of the mixed points, at most, when `calibrate
+/// --fit-first-second` asks for a quick fit, and of every such point of a calibration from
+/// before it said its span: 1 s, which scores a large buffer's filling, but a minute faster.
 pub const UNKNOWN_SPAN: Span = Span {
     ramp: Duration::from_millis(100),
     runtime: Duration::from_millis(1000),

@@ -66,12 +66,12 @@ pub struct Args {
     /// measurements under another version of the model); the target is not opened.
     #[arg(long, value_name = "FILE")]
     measured: Option<PathBuf>,
-    /// Simulate each point that writes for as long as it was measured when fitting (exact:
-    /// a large fitted write buffer fills for seconds, and 1 s, the default, scores the point's
-    /// start), at a cost: with buffers of hundreds of MiB to GB a fit takes 2-6 minutes on 2
-    /// loaded cores instead of about 2 (docs/ssd-model.md, "Calibrating a real device").
+    /// Fit quickly: simulate each point that writes for at most 1 s (after 0.1 s of ramp)
+    /// instead of as long as it was measured. A large fitted write buffer fills for seconds,
+    /// so 1 s scores the point's start; the default, the measured span, takes about a minute
+    /// more (docs/ssd-model.md, "Calibrating a real device").
     #[arg(long)]
-    fit_full_span: bool,
+    fit_first_second: bool,
 }
 
 /// Every point of the plan and what it measured.
@@ -169,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.measured {
         let saved = load_measured(path)?;
-        if saved.span.is_none() && args.fit_full_span {
+        if saved.span.is_none() && !args.fit_first_second {
             say!(
                 "note: {} does not say how long its points ran (no duration_s): the points that \
                  write are simulated for {:.1} s",
@@ -248,6 +248,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     report(&args, &grid)
 }
 
+/// How long the fit simulates the points that write: as long as they were `measured`, or with
+/// `first_second` at most [`fit::UNKNOWN_SPAN`] (a short calibration's points, shorter).
+fn fitted_span(measured: Option<measure::Span>, first_second: bool) -> Option<measure::Span> {
+    measured.map(|m| match first_second {
+        false => m,
+        true => measure::Span {
+            ramp: m.ramp.min(fit::UNKNOWN_SPAN.ramp),
+            runtime: m.runtime.min(fit::UNKNOWN_SPAN.runtime),
+        },
+    })
+}
+
 /// Fit the spec to `grid`, print the points beside the model, write the spec and the JSON.
 fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     let region = grid.region;
@@ -259,15 +271,7 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
             .unwrap_or_else(|| "target".into());
         format!("calibrated-{stem}")
     });
-    // Without --fit-full-span, at most the 1 s rule (a short calibration's points, shorter).
-    let span = grid.span.map(|m| match args.fit_full_span {
-        true => m,
-        false => measure::Span {
-            ramp: m.ramp.min(fit::UNKNOWN_SPAN.ramp),
-            runtime: m.runtime.min(fit::UNKNOWN_SPAN.runtime),
-        },
-    });
-    let sim = fit::Sim::new(region, span);
+    let sim = fit::Sim::new(region, fitted_span(grid.span, args.fit_first_second));
     let spin = crate::progress::spinner("fitting the SSD model");
     let fitted = fit::fit(&name, grid.size, &sim, &grid.points);
     spin.finish_and_clear();
@@ -358,6 +362,24 @@ mod tests {
         let path = dir.join(format!("calibrate-{points}.json", points = points.len()));
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// The fit simulates the writing points for as long as they ran; `--fit-first-second`
+    /// caps them at 1 s after 0.1 s and leaves a shorter point as it was.
+    #[test]
+    fn the_fit_spans_the_measured_points_unless_asked_for_the_first_second() {
+        let six = Span {
+            ramp: Duration::from_millis(600),
+            runtime: Duration::from_millis(5400),
+        };
+        let short = Span {
+            ramp: Duration::from_millis(16),
+            runtime: Duration::from_millis(144),
+        };
+        assert_eq!(fitted_span(Some(six), false), Some(six));
+        assert_eq!(fitted_span(Some(six), true), Some(fit::UNKNOWN_SPAN));
+        assert_eq!(fitted_span(Some(short), true), Some(short));
+        assert_eq!(fitted_span(None, false), None);
     }
 
     /// How long each point ran is the file's `duration_s` shared by the points it lists (the
