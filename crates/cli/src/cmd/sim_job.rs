@@ -220,3 +220,40 @@ fn as_run_report(r: elevator_sim::RunReport) -> elevator_real::RunReport {
         requests: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The job files under `dir`, recursively.
+    fn job_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                job_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "fio") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Every job file the docs and benches name parses and builds into jobs for a drive of
+    /// the 980 PRO's size, as `elevator sim` and `elevator run` build them: a documented
+    /// command cannot fail on its own job file.
+    #[test]
+    fn every_job_file_in_docs_and_bench_builds() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["docs", "bench"] {
+            job_files(&root.join(dir), &mut files);
+        }
+        assert!(files.len() >= 10, "{files:?}");
+        for path in &files {
+            let file = fio_file::read(path).unwrap_or_else(|e| panic!("{e}"));
+            ramp_time(&file).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let (jobs, _) = build_jobs(&file, 1_000_204_886_016, 1, &mut GroupTree::new())
+                .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            assert!(!jobs.is_empty(), "{}", path.display());
+        }
+    }
+}
