@@ -105,7 +105,7 @@ impl Mount {
     ///
     /// The kernel refuses the unmount (EBUSY) while any process holds a file of the mount: a
     /// child that another test's thread forks while this one has a file open keeps its copy
-    /// of the descriptor until it execs. So a refusal is retried for 10 s (naming who holds
+    /// of the descriptor until it execs. So a refusal is retried for 30 s (naming who holds
     /// the mount), then the mount is detached lazily and the unmount counted a failure; the
     /// daemon is waited for at most 60 s, then killed. Nothing here waits without end.
     fn unmount(&mut self) -> bool {
@@ -119,7 +119,7 @@ impl Mount {
                 .output();
             match out {
                 Ok(o) if o.status.success() => break true,
-                Ok(o) if t0.elapsed() < Duration::from_secs(10) => {
+                Ok(o) if t0.elapsed() < Duration::from_secs(30) => {
                     if !refused {
                         eprintln!(
                             "unmount {}: {} held by {}; retrying",
