@@ -60,6 +60,9 @@ fn preconditioning_maps_every_logical_page_once() {
         let ssd = Ssd::with_precondition(small(pre, false), pre).unwrap();
         let mapped = ssd.ftl().check().unwrap_or_else(|e| panic!("{pre:?}: {e}"));
         assert_eq!(mapped, ssd.ftl().logical_units(), "{pre:?}");
+        // And nothing past the drive's last logical page.
+        let end = ssd.ftl().logical_units() as u32;
+        assert_eq!(ssd.ftl().lookup(end), None, "{pre:?}");
     }
     let fresh =
         Ssd::with_precondition(small(Precondition::None, false), Precondition::None).unwrap();
