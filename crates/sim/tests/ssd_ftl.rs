@@ -305,6 +305,51 @@ fn one_shot_programs_write_their_pages_together_in_one_program_time() {
     assert!(waited < 2 * program_ns, "{waited} ns");
 }
 
+/// Each filled program unit records one program time for all its pages, wherever it lies (a
+/// plane's first unit, or a later one in the same block); a unit still filling is open
+/// (`Nanos::MAX`), so reads of it are served from the write buffer.
+#[test]
+fn a_program_unit_is_on_flash_at_one_time_and_an_open_one_is_not() {
+    let mut spec = small(Precondition::None, true);
+    spec.flash.program_pages = 4;
+    spec.write_buffer.bytes = 1 << 20;
+    let mut ssd = Ssd::new(spec).unwrap();
+    let unit = u64::from(ssd.ftl().units_per_program());
+    let planes = u64::from(ssd.ftl().planes());
+    // One unit on every plane, then a second on the first plane (the block's pages 4-7), then
+    // one unit's worth but one.
+    let full = planes + 1;
+    let mut now = Nanos::ZERO;
+    for lpn in 0..full * unit + unit - 1 {
+        let w = rq(lpn + 1, ctx(lpn + 1))
+            .sync_write()
+            .sector(lpn * 8)
+            .at(now);
+        now = ssd.submit(&w.build(), now).done;
+    }
+    let ftl = ssd.ftl();
+    let at = |lpn: u64| ftl.programmed_at(ftl.lookup(lpn as u32).unwrap());
+    for u in 0..full {
+        let first = at(u * unit);
+        assert_ne!(first, Nanos::MAX, "unit {u} never programmed");
+        for lpn in u * unit..(u + 1) * unit {
+            assert_eq!(at(lpn), first, "unit {u}, LPN {lpn}");
+        }
+    }
+    let last = ftl.lookup((full * unit - 1) as u32).unwrap();
+    let second = ftl.lookup(((full - 1) * unit) as u32).unwrap();
+    assert_eq!(ftl.plane_of(second), ftl.plane_of(ftl.lookup(0).unwrap()));
+    assert_ne!(
+        ftl.page_in_block(second),
+        0,
+        "the second unit starts mid-block"
+    );
+    assert_eq!(ftl.plane_of(last), ftl.plane_of(second));
+    for lpn in full * unit..full * unit + unit - 1 {
+        assert_eq!(at(lpn), Nanos::MAX, "LPN {lpn} of the open unit");
+    }
+}
+
 /// Writes units in a scattered order to a steady `roomy_spec` drive under `schedule` until GC
 /// first triggers, then until the triggering plane programs its next host page, then flushes.
 /// Returns whether the victim was erased by the triggering write, the victim's valid pages,
