@@ -4,7 +4,7 @@
 
 use elevator_core::harness::rq;
 use elevator_core::{Nanos, Op};
-use elevator_sim::ssd::ftl::BlockState;
+use elevator_sim::ssd::ftl::{BlockState, Ftl};
 use elevator_sim::ssd::{GcSchedule, Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
 use proptest::prelude::*;
@@ -136,6 +136,60 @@ fn writes_after_sequential_preconditioning_start_gc_exactly_when_a_plane_falls_b
     }
     assert_eq!(ssd.ftl().free_blocks(0), reserve, "GC brought plane 0 back");
     assert_eq!(ssd.ftl().check(), Ok(units));
+}
+
+/// `Placed::gc_needed` is set exactly when the block a host write opened left its plane below
+/// the threshold (`Ftl::place`), not when it leaves the plane at the threshold.
+#[test]
+fn a_write_asks_for_gc_exactly_when_its_new_block_leaves_the_plane_below_the_threshold() {
+    let spec = small(Precondition::Sequential, false);
+    let mut ftl = Ftl::with_precondition(&spec, Precondition::Sequential);
+    let (reserve, planes, units) = (ftl.reserve(), ftl.planes(), ftl.logical_units());
+    let mut asked = vec![0; planes as usize];
+    let mut i = 0;
+    while (0..planes).any(|p| ftl.free_blocks(p) >= reserve) {
+        let before: Vec<u32> = (0..planes).map(|p| ftl.free_blocks(p)).collect();
+        let placed = ftl.write_host(((i * 7919) % units) as u32);
+        let plane = ftl.plane_of(placed.ppa);
+        let free = ftl.free_blocks(plane);
+        let opened = free < before[plane as usize];
+        assert_eq!(
+            placed.gc_needed,
+            opened && free < reserve,
+            "unit {i}, {free} free"
+        );
+        asked[plane as usize] += u32::from(placed.gc_needed);
+        i += 1;
+    }
+    assert_eq!(
+        asked,
+        vec![1; planes as usize],
+        "once a plane, after {i} writes"
+    );
+}
+
+/// Host program units go round every plane in turn, whatever the plane count (three here: a
+/// rotation that only works for powers of two would miss one).
+#[test]
+fn host_program_units_go_round_every_plane() {
+    for channels in [3, 5] {
+        let mut spec = small(Precondition::None, false);
+        spec.flash.channels = channels;
+        spec.flash.planes_per_die = 1;
+        spec.validate().unwrap();
+        let mut ftl = Ftl::new(&spec);
+        let (unit, planes) = (ftl.units_per_program(), ftl.planes());
+        let mut seen = Vec::new();
+        for lpn in 0..2 * planes * unit {
+            let placed = ftl.write_host(lpn);
+            if placed.program.is_some() {
+                seen.push(ftl.plane_of(placed.ppa));
+            }
+        }
+        let first = seen[0];
+        let expected: Vec<u32> = (0..2 * planes).map(|k| (first + k) % planes).collect();
+        assert_eq!(seen, expected, "{planes} planes");
+    }
 }
 
 #[test]
