@@ -168,6 +168,45 @@ fn a_write_asks_for_gc_exactly_when_its_new_block_leaves_the_plane_below_the_thr
     );
 }
 
+/// Greedy victim choice (`Ftl::greedy_victim`): no victim while every full block is wholly
+/// valid; the full block with the fewest valid units; of equals, the first in block order.
+#[test]
+fn the_greedy_victim_is_the_full_block_with_fewest_valid_units_first_of_equals() {
+    let spec = small(Precondition::None, false);
+    let mut ftl = Ftl::new(&spec);
+    // Three blocks' worth on every plane, each unit written once.
+    let written = 3 * ftl.planes() * ftl.slots_per_block();
+    for lpn in 0..written {
+        ftl.write_host(lpn);
+    }
+    for p in 0..ftl.planes() {
+        assert_eq!(ftl.greedy_victim(p), None, "plane {p}: nothing to gain");
+    }
+    // The LPNs of plane 0's full blocks, by block.
+    let mut by_block: Vec<(u32, Vec<u32>)> = Vec::new();
+    for lpn in 0..written {
+        let ppa = ftl.lookup(lpn).unwrap();
+        let (plane, block) = (ftl.plane_of(ppa), ftl.block_of(ppa));
+        if plane != 0 || ftl.state(0, block) != BlockState::Full {
+            continue;
+        }
+        match by_block.iter_mut().find(|(b, _)| *b == block) {
+            Some((_, lpns)) => lpns.push(lpn),
+            None => by_block.push((block, vec![lpn])),
+        }
+    }
+    by_block.sort();
+    let (low, high) = (&by_block[0], &by_block[1]);
+    // One unit overwritten in each: equal, so the first.
+    ftl.write_host(high.1[0]);
+    ftl.write_host(low.1[0]);
+    assert_eq!(ftl.valid(0, low.0), ftl.valid(0, high.0));
+    assert_eq!(ftl.greedy_victim(0), Some(low.0));
+    // One more in the later block: it has fewer valid units now.
+    ftl.write_host(high.1[1]);
+    assert_eq!(ftl.greedy_victim(0), Some(high.0));
+}
+
 /// Host program units go round every plane in turn, whatever the plane count (three here: a
 /// rotation that only works for powers of two would miss one).
 #[test]
