@@ -45,13 +45,18 @@ fn ctx(id: u64) -> u32 {
     (id % 3) as u32
 }
 
+/// Write the 4 KiB unit `lpn` as request `id` at `now`; returns when the write completed.
+fn write_unit(ssd: &mut Ssd, id: u64, lpn: u64, now: Nanos) -> Nanos {
+    let w = rq(id, ctx(id)).sync_write().sector(lpn * 8).at(now);
+    ssd.submit(&w.build(), now).done
+}
+
 /// Write the `i`-th unit of a scattered order over the drive's units (LPN `i * 7919` modulo
 /// their count) as request `i + 1`, one 4 KiB unit, at `now`; returns the LPN written and when
 /// the write completed.
 fn write_scattered(ssd: &mut Ssd, i: u64, now: Nanos) -> (u64, Nanos) {
     let lpn = (i * 7919) % ssd.ftl().logical_units();
-    let w = rq(i + 1, ctx(i + 1)).sync_write().sector(lpn * 8).at(now);
-    (lpn, ssd.submit(&w.build(), now).done)
+    (lpn, write_unit(ssd, i + 1, lpn, now))
 }
 
 #[test]
@@ -373,20 +378,12 @@ fn one_shot_programs_write_their_pages_together_in_one_program_time() {
     let mut now = Nanos::ZERO;
     for lpn in 0..unit {
         assert_eq!(ssd.stats().host_programs, 0, "programmed before unit {lpn}");
-        let w = rq(lpn + 1, ctx(lpn + 1))
-            .sync_write()
-            .sector(lpn * 8)
-            .at(now);
-        now = ssd.submit(&w.build(), now).done;
+        now = write_unit(&mut ssd, lpn + 1, lpn, now);
     }
     assert_eq!(ssd.stats().host_programs, 1);
     let plane = |ssd: &Ssd, lpn: u64| ssd.ftl().plane_of(ssd.ftl().lookup(lpn as u32).unwrap());
     assert!((0..unit).all(|lpn| plane(&ssd, lpn) == plane(&ssd, 0)));
-    let w = rq(unit + 1, ctx(unit + 1))
-        .sync_write()
-        .sector(unit * 8)
-        .at(now);
-    now = ssd.submit(&w.build(), now).done;
+    now = write_unit(&mut ssd, unit + 1, unit, now);
     assert_ne!(
         plane(&ssd, unit),
         plane(&ssd, 0),
@@ -414,11 +411,7 @@ fn a_program_unit_is_on_flash_at_one_time_and_an_open_one_is_not() {
     let full = planes + 1;
     let mut now = Nanos::ZERO;
     for lpn in 0..full * unit + unit - 1 {
-        let w = rq(lpn + 1, ctx(lpn + 1))
-            .sync_write()
-            .sector(lpn * 8)
-            .at(now);
-        now = ssd.submit(&w.build(), now).done;
+        now = write_unit(&mut ssd, lpn + 1, lpn, now);
     }
     let ftl = ssd.ftl();
     let at = |lpn: u64| ftl.programmed_at(ftl.lookup(lpn as u32).unwrap());
