@@ -2,10 +2,14 @@
 //! case and asserts a clean error (non-zero exit, no panic, the file, line or flag named, a
 //! message under 1 KB) or the correct behaviour, within a bounded time.
 
-use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common {
+    pub mod child;
+}
+use common::child::wait_within;
 
 /// What a run of elevator gave.
 struct Out {
@@ -16,41 +20,23 @@ struct Out {
 
 /// Run elevator with `args`, killing it (and failing) if it runs longer than `limit`.
 fn elevator_within(args: &[&str], limit: Duration) -> Out {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run elevator");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let o = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        out.read_to_end(&mut s).unwrap();
-        s
+    let done = wait_within(child, limit, |c| {
+        let _ = c.kill();
     });
-    let e = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        err.read_to_end(&mut s).unwrap();
-        s
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let Some(status) = done.status else {
+        panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
     };
     let out = Out {
         code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&e.join().unwrap()).into_owned(),
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
     };
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     out

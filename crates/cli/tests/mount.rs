@@ -17,9 +17,11 @@ use elevator_workload::traces::lines::Lines;
 
 mod common {
     pub mod blkparse;
+    pub mod child;
     pub mod page;
 }
 use common::blkparse::blkparse;
+use common::child::wait_within;
 use common::page::check_page;
 
 fn have(tool: &str) -> bool {
@@ -171,20 +173,15 @@ fn lazy_unmount(mnt: &Path) {
 }
 
 /// The daemon's exit status, or `None` (it is killed) when it has not exited within `limit`.
-fn reap(mut child: Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let t0 = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if t0.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                eprintln!("elevator mount did not exit within {limit:?}; killed");
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
+fn reap(child: Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let status = wait_within(child, limit, |c| {
+        let _ = c.kill();
+    })
+    .status;
+    if status.is_none() {
+        eprintln!("elevator mount did not exit within {limit:?}; killed");
     }
+    status
 }
 
 /// The processes with a descriptor or working directory under `mnt`, as "pid (comm)".

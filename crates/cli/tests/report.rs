@@ -1,15 +1,16 @@
 //! `--report DIR`: a page with its tables and plots that needs nothing from the network, and
 //! that a browser (headless Chromium, when installed) shows without errors.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common {
+    pub mod child;
     pub mod page;
 }
+use common::child::wait_within;
 use common::page::check_page;
 
 fn elevator(args: &[&str]) -> std::process::Output {
@@ -72,7 +73,7 @@ fn headless(
     args: &[&str],
     profile: &Path,
 ) -> Option<(String, Vec<String>)> {
-    let mut child = Command::new(chrome)
+    let child = Command::new(chrome)
         .args([
             "--headless",
             "--no-sandbox",
@@ -89,40 +90,23 @@ fn headless(
         .process_group(0)
         .spawn()
         .expect("run chromium");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            s
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let t0 = Instant::now();
-    let finished = loop {
-        match child.try_wait().unwrap() {
-            Some(_) => break true,
-            None if t0.elapsed() > HEADLESS_LIMIT => break false,
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-    };
-    // SAFETY: signalling the process group made for this chromium (its pid is the group's id).
-    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-    let _ = child.wait();
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
-    if !finished {
+    let done = wait_within(child, HEADLESS_LIMIT, |c| {
+        // SAFETY: signalling the process group made for this chromium (its pid is the group's id).
+        unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+    });
+    if done.status.is_none() {
         eprintln!(
             "note: chromium did not finish {args:?} within {HEADLESS_LIMIT:?}; the headless-browser check is skipped"
         );
         return None;
     }
-    let stderr = String::from_utf8_lossy(&stderr);
+    let stderr = String::from_utf8_lossy(&done.stderr);
     let console = stderr
         .lines()
         .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
         .map(str::to_string)
         .collect();
-    Some((String::from_utf8_lossy(&stdout).into_owned(), console))
+    Some((String::from_utf8_lossy(&done.stdout).into_owned(), console))
 }
 
 /// A full-page screenshot's size in bytes (PNG: a blank page compresses to almost nothing), or
