@@ -37,6 +37,8 @@
 //! ## Layout
 //! - [`time`], [`request`], [`group`]: the vocabulary.
 //! - [`scheduler`]: the trait and [`Dispatch`].
+//! - [`block`]: the block layer every driver runs a scheduler through: splitting, merging,
+//!   the device's queue depth, the stat counters, the request log, the rq_qos hook chain.
 //! - [`tunable`] and [`registry`]: each policy's sysfs-named tunables and the list of policies.
 //! - one module per policy, each opening with the kernel version it follows and its deviations.
 //! - [`harness`]: a tiny deterministic driver used by the policies' tests.
@@ -47,6 +49,7 @@
 
 pub mod anticipatory;
 pub mod bfq;
+pub mod block;
 pub mod cfq;
 #[cfg(test)]
 mod closed_loop;

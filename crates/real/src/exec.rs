@@ -15,8 +15,10 @@
 //! so time spent queued in our scheduler counts, as time in the kernel's scheduler counts in
 //! fio's completion latency.
 //!
-//! Requests are never merged (the executor does not call `try_merge`): each I/O a job issues
-//! is one I/O at the device.
+//! The loop holds no block-layer logic either: each I/O a job issues is a bio submitted to the
+//! [`BlockLayer`](elevator_core::block::BlockLayer) (split at the limits, merged into a queued
+//! request, counted), which the simulator drives the same way. A request carrying several
+//! merged bios is one I/O at the device over one buffer, and completes each of its bios.
 //!
 //! **Job order.** fio runs each job in a thread of its own; none is favoured by its place in
 //! the job file. The executor polls the runnable jobs of a turn in the order they became
@@ -33,9 +35,8 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use elevator_core::{
-    CtxId, Dispatch, GroupId, IoPrio, Nanos, Op, Request, RequestId, Scheduler, SECTOR_BYTES,
-};
+use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
+use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, Scheduler, SECTOR_BYTES};
 use elevator_workload::metrics::JobMetrics;
 use elevator_workload::{Action, Job};
 use rand::{RngCore, SeedableRng};
@@ -107,6 +108,33 @@ pub struct RunOptions {
     /// Count every request completed here as it completes, for a progress display that
     /// reads it from another thread.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Poll jobs woken at the same instant in the order they were given (as the simulator
+    /// does) instead of by the seeded draw: for runs compared call by call with the simulator.
+    pub ties_in_job_order: bool,
+}
+
+/// Where the executor's time comes from: the monotonic clock ([`MonotonicClock`]) in a real
+/// run, a test's own clock (advanced by its backend) in a run compared with the simulator.
+pub trait Clock {
+    /// Time since the run started.
+    fn now(&self) -> Nanos;
+}
+
+/// The monotonic clock, from when it was made.
+#[derive(Clone, Copy, Debug)]
+pub struct MonotonicClock(Instant);
+
+impl MonotonicClock {
+    /// A clock at zero now.
+    pub fn start() -> MonotonicClock {
+        MonotonicClock(Instant::now())
+    }
+}
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Nanos {
+        Nanos(self.0.elapsed().as_nanos() as u64)
+    }
 }
 
 /// One request's way through the executor (`RunOptions::request_log`): when its job issued it
@@ -164,6 +192,8 @@ pub struct RunReport {
     pub verified_bytes: u64,
     /// Every request completed, in completion order (`RunOptions::request_log` only).
     pub requests: Vec<RequestRecord>,
+    /// The `/sys/block/<dev>/stat` counters of our block layer over the run.
+    pub disk: DiskStat,
 }
 
 /// Why a run failed.
@@ -314,24 +344,11 @@ struct Slot {
 /// reaped together, then a seeded draw for jobs woken at the same instant otherwise.
 type WakeKey = (Nanos, u64, u64);
 
-/// A job's I/O split into pieces for the policy ([`Scheduler::max_request_sectors`]).
-struct Split {
-    /// Pieces not completed yet.
-    left: u64,
-    /// When the job issued the whole I/O.
-    issued: Nanos,
-    /// The whole I/O's length.
-    bytes: u64,
-    /// Whether a piece failed.
-    failed: bool,
-}
-
 struct Flight {
     rq: Request,
+    /// The job of its first bio: the one named if it fails.
     job: usize,
-    tag: u64,
     written_before: Option<Vec<bool>>,
-    dispatched: Nanos,
 }
 
 fn op_name(kind: IoKind) -> &'static str {
@@ -362,7 +379,18 @@ pub fn run<B: Backend>(
     jobs: Vec<RealJob>,
     opts: &RunOptions,
 ) -> Result<RunReport, RunFailure> {
-    let mut ex = Executor::new(backend, sched, jobs, opts);
+    run_with_clock(backend, &MonotonicClock::start(), sched, jobs, opts)
+}
+
+/// [`run`] with time from `clock` instead of the monotonic clock.
+pub fn run_with_clock<B: Backend>(
+    backend: &mut B,
+    clock: &dyn Clock,
+    sched: &mut dyn Scheduler,
+    jobs: Vec<RealJob>,
+    opts: &RunOptions,
+) -> Result<RunReport, RunFailure> {
+    let mut ex = Executor::new(backend, clock, sched, jobs, opts);
     ex.main_loop();
     if ex.error.is_none() && opts.verify && !ex.interrupted {
         ex.read_back();
@@ -372,22 +400,18 @@ pub fn run<B: Backend>(
 
 struct Executor<'a, B: Backend> {
     backend: &'a mut B,
-    sched: &'a mut dyn Scheduler,
+    /// The block layer and the scheduler in it; a bio's token is (job, its tag).
+    blk: BlockLayer<&'a mut dyn Scheduler, (usize, u64)>,
     opts: &'a RunOptions,
-    t0: Instant,
+    clock: &'a dyn Clock,
     slots: Vec<Slot>,
     phases: Vec<u32>,
     phase_idx: usize,
-    queued: HashMap<u64, (usize, u64)>,
-    /// Pieces of split I/O: piece id -> the id of the I/O's first piece (the key of `parents`).
-    split: HashMap<u64, u64>,
-    parents: HashMap<u64, Split>,
     flights: HashMap<u64, Flight>,
     pool: BufPool,
-    next_id: u64,
     next_ctx: u32,
-    kick: bool,
-    idle_until: Option<Nanos>,
+    /// Bios the last completion finished (kept to reuse its allocation).
+    done: Vec<Done<(usize, u64)>>,
     stopping: bool,
     interrupted: bool,
     error: Option<RunError>,
@@ -405,6 +429,7 @@ struct Executor<'a, B: Backend> {
 impl<'a, B: Backend> Executor<'a, B> {
     fn new(
         backend: &'a mut B,
+        clock: &'a dyn Clock,
         sched: &'a mut dyn Scheduler,
         jobs: Vec<RealJob>,
         opts: &'a RunOptions,
@@ -429,24 +454,25 @@ impl<'a, B: Backend> Executor<'a, B> {
                 ctxs: BTreeMap::new(),
             })
             .collect();
+        let limits = Limits::depth(backend.capacity());
+        let limits = match backend.max_sectors() {
+            Some(m) => limits.max_sectors(m),
+            None => limits,
+        };
         Executor {
             written: opts.verify.then(|| WrittenMap::new(size)),
             backend,
-            sched,
+            blk: BlockLayer::new(sched, limits),
             opts,
-            t0: Instant::now(),
+            clock,
             slots,
             phases,
             phase_idx: 0,
-            queued: HashMap::new(),
-            split: HashMap::new(),
-            parents: HashMap::new(),
             flights: HashMap::new(),
             pool: BufPool::default(),
-            next_id: 1,
-            next_ctx: 0,
-            kick: true,
-            idle_until: None,
+            // Contexts are numbered from 1, as the simulator numbers them.
+            next_ctx: 1,
+            done: Vec::new(),
             stopping: false,
             interrupted: false,
             error: None,
@@ -463,7 +489,7 @@ impl<'a, B: Backend> Executor<'a, B> {
     }
 
     fn now(&self) -> Nanos {
-        Nanos(self.t0.elapsed().as_nanos() as u64)
+        self.clock.now()
     }
 
     fn fail(&mut self, e: RunError) {
@@ -480,6 +506,9 @@ impl<'a, B: Backend> Executor<'a, B> {
         for s in self.slots.iter_mut().filter(|s| s.phase == phase) {
             s.state = State::Ready;
             s.woke = (now, 0, self.order_rng.next_u64());
+            if self.opts.ties_in_job_order {
+                s.woke.2 = 0;
+            }
             s.metrics.started = now + Nanos(self.opts.ramp.as_nanos() as u64);
         }
     }
@@ -514,7 +543,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             }
             let in_flight = self.backend.in_flight();
             if in_flight == 0 {
-                if self.stopping || self.all_done() && self.sched.queued() == 0 {
+                if self.stopping || self.all_done() && self.blk.queued() == 0 {
                     break;
                 }
                 if let Some(detail) = self.stall(now) {
@@ -541,8 +570,7 @@ impl<'a, B: Backend> Executor<'a, B> {
 
     /// With nothing in flight: is anything still going to happen?
     fn stall(&self, now: Nanos) -> Option<String> {
-        let waking = self.idle_until.is_some()
-            || self.kick
+        let waking = self.blk.poll_timeout().is_some()
             || self
                 .slots
                 .iter()
@@ -559,8 +587,8 @@ impl<'a, B: Backend> Executor<'a, B> {
             .collect();
         Some(format!(
             "scheduler {} holds {} request(s) and dispatches none; jobs waiting: {}",
-            self.sched.name(),
-            self.sched.queued(),
+            self.blk.scheduler().name(),
+            self.blk.queued(),
             if waiting.is_empty() {
                 "none".to_string()
             } else {
@@ -570,7 +598,7 @@ impl<'a, B: Backend> Executor<'a, B> {
     }
 
     fn timeout(&self, now: Nanos) -> Option<Duration> {
-        let mut due = self.idle_until;
+        let mut due = self.blk.poll_timeout();
         for s in &self.slots {
             if let State::Think(t) = s.state {
                 due = Some(due.map_or(t, |d| d.min(t)));
@@ -598,7 +626,11 @@ impl<'a, B: Backend> Executor<'a, B> {
             for (i, s) in self.slots.iter_mut().enumerate() {
                 match s.state {
                     State::Ready => due.push((s.woke, i)),
-                    State::Think(t) if now >= t => due.push(((t, 0, self.order_rng.next_u64()), i)),
+                    State::Think(t) if now >= t => {
+                        let draw = self.order_rng.next_u64();
+                        let draw = if self.opts.ties_in_job_order { 0 } else { draw };
+                        due.push(((t, 0, draw), i))
+                    }
                     _ => {}
                 }
             }
@@ -659,54 +691,25 @@ impl<'a, B: Backend> Executor<'a, B> {
                         *next_ctx += 1;
                         (CtxId(*next_ctx - 1), false)
                     });
-                    let rq = Request {
-                        id: RequestId(0),
+                    let bio = Bio {
                         ctx,
                         group: slot.group,
                         op: spec.op,
-                        sync: spec.sync || spec.op.is_read(),
+                        sync: spec.sync,
                         meta: spec.meta,
                         idle_hint: spec.idle_hint,
                         sector: spec.sector,
                         sectors: spec.sectors,
                         prio: spec.prio.unwrap_or(slot.prio),
-                        submitted: now,
+                        submitted: None,
                     };
-                    // The policy's largest request: split beyond it, as the block layer does.
-                    let piece = self
-                        .sched
-                        .max_request_sectors()
-                        .filter(|&m| moves_data && m > 0 && spec.sectors > m)
-                        .unwrap_or(spec.sectors);
-                    let first = self.next_id;
-                    for mut part in rq.pieces(piece) {
-                        let id = self.next_id;
-                        self.next_id += 1;
-                        part.id = RequestId(id);
-                        self.queued.insert(id, (i, spec.tag));
-                        if piece < spec.sectors {
-                            self.split.insert(id, first);
-                        }
-                        self.sched.insert(part, now);
-                    }
-                    if piece < spec.sectors {
-                        let whole = Split {
-                            left: self.next_id - first,
-                            issued: now,
-                            bytes: rq.bytes(),
-                            failed: false,
-                        };
-                        self.parents.insert(first, whole);
-                    }
-                    self.kick = true;
+                    self.blk.handle_submit(bio, (i, spec.tag), now);
                 }
                 Action::Exit { ctx } => {
                     if let Some((id, exited)) = self.slots[i].ctxs.get_mut(&ctx) {
                         if !*exited {
                             *exited = true;
-                            self.sched.exit(*id, now);
-                            // An exit may end the scheduler's idling for that context.
-                            self.kick = true;
+                            self.blk.handle_exit(*id, now);
                         }
                     }
                 }
@@ -725,8 +728,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                     for (id, exited) in slot.ctxs.values_mut() {
                         if !*exited {
                             *exited = true;
-                            self.sched.exit(*id, now);
-                            self.kick = true;
+                            self.blk.handle_exit(*id, now);
                         }
                     }
                     return;
@@ -736,56 +738,57 @@ impl<'a, B: Backend> Executor<'a, B> {
     }
 
     fn dispatch(&mut self, now: Nanos) {
-        if self.idle_until.is_some_and(|u| now >= u) {
-            self.kick = true;
-        }
-        if !self.kick {
-            return;
-        }
-        self.kick = false;
-        self.idle_until = None;
+        self.blk.handle_timeout(now);
         while self.backend.in_flight() < self.backend.capacity() {
-            match self.sched.dispatch(now) {
-                Dispatch::Request(rq) => {
-                    if !self.submit(rq, now) {
-                        return;
-                    }
-                }
-                Dispatch::Idle { until } => {
-                    self.idle_until = Some(until.max(now));
-                    return;
-                }
-                Dispatch::Empty => return,
+            let Some(rq) = self.blk.poll_dispatch(now) else {
+                return;
+            };
+            if !self.submit(rq) {
+                return;
             }
         }
     }
 
     /// Send a dispatched request to the backend; false if the run must stop.
-    fn submit(&mut self, rq: Request, now: Nanos) -> bool {
-        let Some((job, tag)) = self.queued.remove(&rq.id.0) else {
+    fn submit(&mut self, rq: Request) -> bool {
+        let offset = rq.sector * SECTOR_BYTES;
+        let kind = kind_of(rq.op).expect("checked at issue");
+        let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
+        // Every bio it carries lies in its job's region, and together they are the request:
+        // a scheduler that changed the request's range is refused before anything is touched.
+        let segments = self.blk.segments(rq.id).map(|segs| {
+            segs.map(|s| (s.token.0, s.sector, s.sectors))
+                .collect::<Vec<_>>()
+        });
+        let Some(segments) = segments else {
             self.fail(RunError::Stalled {
                 detail: format!(
-                    "scheduler {} dispatched request {} that was never inserted (or twice)",
-                    self.sched.name(),
+                    "scheduler {} dispatched request {} that was never inserted",
+                    self.blk.scheduler().name(),
                     rq.id.0
                 ),
             });
             return false;
         };
-        let offset = rq.sector * SECTOR_BYTES;
-        let kind = kind_of(rq.op).expect("checked at issue");
-        let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
-        let slot = &self.slots[job];
-        if kind != IoKind::Flush && !slot.region.contains(offset, len) {
-            // The scheduler changed the request's range: refuse to touch anything outside.
-            let e = RunError::OutOfRegion {
-                job: slot.name.clone(),
-                offset,
-                len,
-                region: slot.region,
-            };
-            self.fail(e);
-            return false;
+        let job = segments[0].0;
+        if kind != IoKind::Flush {
+            let covered: u64 = segments.iter().map(|s| u64::from(s.2)).sum();
+            let first = segments.iter().map(|s| s.1).min().unwrap_or(rq.sector);
+            let outside = segments.iter().find(|&&(j, sector, sectors)| {
+                !self.slots[j].region.contains(sector * SECTOR_BYTES, u64::from(sectors) * SECTOR_BYTES)
+            });
+            if first != rq.sector || covered != u64::from(rq.sectors) || outside.is_some() {
+                let j = outside.map_or(job, |s| s.0);
+                let slot = &self.slots[j];
+                let e = RunError::OutOfRegion {
+                    job: slot.name.clone(),
+                    offset,
+                    len,
+                    region: slot.region,
+                };
+                self.fail(e);
+                return false;
+            }
         }
         let mut buf = self.pool.get(len as usize);
         let mut written_before = None;
@@ -820,9 +823,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             Flight {
                 rq,
                 job,
-                tag,
                 written_before,
-                dispatched: now,
             },
         );
         true
@@ -868,64 +869,49 @@ impl<'a, B: Backend> Executor<'a, B> {
             }
             _ => Ok(()),
         });
-        self.sched.complete(&f.rq, now);
+        let mut done = std::mem::take(&mut self.done);
+        self.blk
+            .handle_complete(f.rq.id, outcome.is_ok(), now, &mut done);
+        if let Err(e) = outcome {
+            self.fail(e);
+        }
         if let Some(p) = &self.opts.progress {
             p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        if self.opts.request_log {
-            self.requests.push(RequestRecord {
-                job: f.job,
-                op: f.rq.op,
-                sector: f.rq.sector,
-                sectors: f.rq.sectors,
-                queued: f.rq.submitted,
-                inserted: f.rq.submitted,
-                dispatched: f.dispatched,
-                completed: now,
-            });
-        }
-        // A piece of a split I/O: the job's I/O completes with its last piece.
-        let (issued, bytes, ok) = match self.split.remove(&f.rq.id.0) {
-            None => (f.rq.submitted, len, outcome.is_ok()),
-            Some(first) => {
-                let whole = self
-                    .parents
-                    .get_mut(&first)
-                    .expect("a piece's I/O is tracked");
-                whole.left -= 1;
-                whole.failed |= outcome.is_err();
-                if whole.left > 0 {
-                    if let Err(e) = outcome {
-                        self.fail(e);
-                    }
-                    self.kick = true;
-                    self.pool.put(c.buf);
-                    return;
-                }
-                let whole = self.parents.remove(&first).expect("just seen");
-                (whole.issued, whole.bytes, !whole.failed && outcome.is_ok())
+        for d in done.drain(..) {
+            let (job, tag) = d.token;
+            if self.opts.request_log {
+                self.requests.push(RequestRecord {
+                    job,
+                    op: d.op,
+                    sector: d.sector,
+                    sectors: d.sectors,
+                    queued: d.submitted,
+                    inserted: d.submitted,
+                    dispatched: d.dispatched,
+                    completed: now,
+                });
             }
-        };
-        match outcome {
-            Err(e) => self.fail(e),
-            Ok(()) if ok => {
-                let latency = now.saturating_sub(issued);
-                let metrics = &mut self.slots[f.job].metrics;
+            // A piece of a split I/O: the job's I/O completes with its last piece.
+            let Some(bytes) = d.whole else {
+                continue;
+            };
+            if d.ok {
+                let metrics = &mut self.slots[job].metrics;
                 // Within the ramp (fio's ramp_time) nothing counts.
                 if now >= metrics.started {
-                    metrics.record(f.rq.op, bytes, latency);
+                    metrics.record(d.op, bytes, now.saturating_sub(d.submitted));
                 }
             }
-            Ok(()) => {}
+            let slot = &mut self.slots[job];
+            slot.job.complete(tag, now);
+            self.reaped += 1;
+            if matches!(slot.state, State::Wait | State::Think(_)) {
+                slot.state = State::Ready;
+                slot.woke = (now, self.reaped, 0);
+            }
         }
-        let slot = &mut self.slots[f.job];
-        slot.job.complete(f.tag, now);
-        self.reaped += 1;
-        if matches!(slot.state, State::Wait | State::Think(_)) {
-            slot.state = State::Ready;
-            slot.woke = (now, self.reaped, 0);
-        }
-        self.kick = true;
+        self.done = done;
         self.pool.put(c.buf);
     }
 
@@ -1026,8 +1012,9 @@ impl<'a, B: Backend> Executor<'a, B> {
     fn finish(self) -> Result<RunReport, RunFailure> {
         let elapsed = self.now();
         let report = RunReport {
-            scheduler: self.sched.name().to_string(),
-            abandoned: self.queued.len(),
+            scheduler: self.blk.scheduler().name().to_string(),
+            abandoned: self.blk.queued(),
+            disk: *self.blk.stat(),
             jobs: self
                 .slots
                 .into_iter()

@@ -38,7 +38,8 @@ pub mod verify;
 
 pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
 pub use exec::{
-    run, ByteRange, JobReport, RealJob, RequestRecord, RunError, RunFailure, RunOptions, RunReport,
+    run, run_with_clock, ByteRange, Clock, JobReport, MonotonicClock, RealJob, RequestRecord,
+    RunError, RunFailure, RunOptions, RunReport,
 };
 pub use mem::{Fault, MemBackend};
 pub use target::{OpenSpec, Target, TargetError, TargetKind};

@@ -96,6 +96,7 @@ pub fn fio_json(report: &RunReport, groupids: &[u32], target: &str) -> Value {
         "time": "",
         "global options": {"filename": target},
         "jobs": jobs,
+        "disk_util": [disk_util_json(&report.disk, "elevator", report.elapsed)],
         "elevator": {
             "scheduler": report.scheduler,
             "target": target,
@@ -104,6 +105,37 @@ pub fn fio_json(report: &RunReport, groupids: &[u32], target: &str) -> Value {
             "verified_bytes": report.verified_bytes,
             "elapsed_ms": report.elapsed.as_ns() / 1_000_000,
         },
+    })
+}
+
+/// One entry of fio's `disk_util` array from the block layer's counters: requests, merges
+/// and ticks (ms) per direction, the summed time in queue (`in_queue`, ms) and the share of
+/// `elapsed` the device was busy (`util`, percent), as fio computes them from
+/// `/sys/block/<dev>/stat`.
+pub fn disk_util_json(
+    disk: &elevator_core::block::DiskStat,
+    name: &str,
+    elapsed: elevator_core::Nanos,
+) -> Value {
+    let ms = |ns: u64| ns / 1_000_000;
+    let busy = disk.io_ticks_at(elapsed).as_ns() as f64;
+    let util = if elapsed.as_ns() == 0 {
+        0.0
+    } else {
+        (100.0 * busy / elapsed.as_ns() as f64).min(100.0)
+    };
+    json!({
+        "name": name,
+        "read_ios": disk.read.ios,
+        "write_ios": disk.write.ios,
+        "read_sectors": disk.read.sectors,
+        "write_sectors": disk.write.sectors,
+        "read_merges": disk.read.merges,
+        "write_merges": disk.write.merges,
+        "read_ticks": ms(disk.read.ticks_ns),
+        "write_ticks": ms(disk.write.ticks_ns),
+        "in_queue": ms(disk.time_in_queue_ns),
+        "util": util,
     })
 }
 
@@ -279,6 +311,7 @@ mod tests {
             abandoned: 0,
             verified_bytes: 0,
             requests: Vec::new(),
+            disk: Default::default(),
         }
     }
 

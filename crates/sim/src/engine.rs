@@ -33,11 +33,10 @@ use std::num::NonZeroU32;
 
 use rustc_hash::FxHashMap;
 
-use elevator_core::{
-    CtxId, Dispatch, GroupId, GroupTree, IoPrio, Nanos, Op, Request, RequestId, Scheduler,
-};
+use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
+use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
-use elevator_workload::traces::blktrace_out::{IoEvent, IoObserver};
+use elevator_workload::traces::blktrace_out::IoObserver;
 use elevator_workload::{Action, Job};
 use serde::Serialize;
 
@@ -186,6 +185,8 @@ pub struct RunReport {
     pub device_stats: DeviceStats,
     /// Conservation counters.
     pub counters: Counters,
+    /// The `/sys/block/<dev>/stat` counters of the run (merges included).
+    pub disk: DiskStat,
     /// Every request, in completion order ([`Simulation::record_requests`] only; empty
     /// otherwise).
     pub requests: Vec<RequestRecord>,
@@ -228,32 +229,6 @@ enum Event {
     },
 }
 
-struct Outstanding {
-    job: u32,
-    tag: u64,
-    /// For a piece of a split I/O ([`Scheduler::max_request_sectors`]): the id of its first
-    /// piece, the key of [`Simulation::splits`].
-    piece_of: Option<u64>,
-    rq: Request,
-    /// Requests merged into this one.
-    riders: Vec<Rider>,
-    /// Requests in the scheduler just after it was inserted, itself included.
-    queued: u32,
-    /// When it was dispatched, and the requests at the device just after.
-    dispatched: (Nanos, u32),
-}
-
-/// A request merged into another: it completes with its host.
-struct Rider {
-    job: u32,
-    tag: u64,
-    bytes: u64,
-    submitted: Nanos,
-    ctx: CtxId,
-    sector: u64,
-    queued: u32,
-}
-
 struct JobState {
     slot: JobSlot,
     metrics: JobMetrics,
@@ -270,27 +245,22 @@ struct JobState {
 pub struct Simulation {
     now: Nanos,
     device: Box<dyn Device>,
-    sched: Box<dyn Scheduler>,
+    /// The block layer and the scheduler in it; a bio's token is (job, its tag).
+    blk: BlockLayer<Box<dyn Scheduler>, (u32, u64)>,
     groups: GroupTree,
     jobs: Vec<JobState>,
     events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
     seq: u64,
-    next_id: u64,
-    outstanding: FxHashMap<u64, Outstanding>,
-    /// Split I/O by its first piece's id: (pieces not completed, bytes of the whole I/O).
-    splits: FxHashMap<u64, (u32, u64)>,
     /// Each (job, local context id)'s global id, and whether it is live (not exited).
     ctx_ids: FxHashMap<(u32, u32), (CtxId, bool)>,
-    in_flight: usize,
-    timer: Option<(Nanos, u64)>,
-    timer_gen: u64,
-    kick: bool,
+    /// The generation of the scheduler's idle timer last scheduled as an event.
+    timer_seen: u64,
+    /// Bios the last completion finished (kept to reuse its allocation).
+    done: Vec<Done<(u32, u64)>>,
     busy_since: Option<Nanos>,
     stats: DeviceStats,
     busy_ns: u64,
-    counters: Counters,
     wakeup: Nanos,
-    observer: Option<Box<dyn IoObserver>>,
     /// The phase whose jobs may run.
     phase: u32,
     /// Set when a job finished: the phase may be over.
@@ -312,28 +282,22 @@ pub struct Simulation {
 impl Simulation {
     /// A simulation of `device` under `sched`. `groups` names the groups jobs belong to.
     pub fn new(device: Box<dyn Device>, sched: Box<dyn Scheduler>, groups: GroupTree) -> Self {
+        let limits = Limits::depth(device.depth());
         Simulation {
             now: Nanos::ZERO,
             device,
-            sched,
+            blk: BlockLayer::new(sched, limits),
             groups,
             jobs: Vec::new(),
             events: BinaryHeap::new(),
             seq: 0,
-            next_id: 0,
-            outstanding: FxHashMap::default(),
-            splits: FxHashMap::default(),
             ctx_ids: FxHashMap::default(),
-            in_flight: 0,
-            timer: None,
-            timer_gen: 0,
-            kick: false,
+            timer_seen: 0,
+            done: Vec::new(),
             busy_since: None,
             stats: DeviceStats::default(),
             busy_ns: 0,
-            counters: Counters::default(),
             wakeup: Nanos::ZERO,
-            observer: None,
             phase: 0,
             phase_check: false,
             ramp: Nanos::ZERO,
@@ -349,7 +313,7 @@ impl Simulation {
     /// ([`crate::cpu`]): an I/O reaches the scheduler when its core and the scheduler's lock
     /// are done with it. Off by default (I/O reaches the scheduler when issued).
     pub fn set_host_cpu(&mut self, spec: &CpuSpec) {
-        let mut cpu = HostCpu::new(spec, self.sched.name());
+        let mut cpu = HostCpu::new(spec, self.blk.scheduler().name());
         cpu.set_drives(self.host_drives);
         self.cpu = Some(cpu);
     }
@@ -381,13 +345,7 @@ impl Simulation {
     /// Report every request's life (queue, merge, insert, dispatch, completion) to `observer`,
     /// e.g. a [`BlktraceWriter`](elevator_workload::traces::blktrace_out::BlktraceWriter).
     pub fn set_observer(&mut self, observer: Box<dyn IoObserver>) {
-        self.observer = Some(observer);
-    }
-
-    fn observe(&mut self, event: IoEvent, rq: &Request) {
-        if let Some(o) = self.observer.as_mut() {
-            o.event(event, rq, self.now);
-        }
+        self.blk.set_observer(observer);
     }
 
     /// Delay between a request's completion and its job seeing it (the process's wake-up
@@ -458,12 +416,7 @@ impl Simulation {
             self.now = t;
             match ev {
                 Event::Complete { id } => self.handle_completion(id),
-                Event::SchedTimer { gen } => {
-                    if self.timer.map(|(_, g)| g) == Some(gen) {
-                        self.timer = None;
-                        self.kick = true;
-                    }
-                }
+                Event::SchedTimer { gen } => self.blk.handle_timer(gen),
                 Event::JobWake { job, gen } => {
                     let j = &mut self.jobs[job as usize];
                     if j.wake_gen == gen && !j.done && j.phase <= self.phase {
@@ -521,55 +474,44 @@ impl Simulation {
     }
 
     fn handle_completion(&mut self, id: u64) {
-        self.in_flight -= 1;
-        let out = self
-            .outstanding
-            .remove(&id)
-            .expect("completion of a request never dispatched");
-        self.sched.complete(&out.rq, self.now);
-        self.observe(IoEvent::Complete, &out.rq);
-        self.counters.completed += 1 + out.riders.len() as u64;
-        if self.in_flight == 0 {
-            if let Some(since) = self.busy_since.take() {
-                self.busy_ns += (self.now - since).as_ns();
-            }
-        }
         let now = self.now;
-        if let Some(records) = self.records.as_mut() {
-            record(records, &out, now);
+        let mut done = std::mem::take(&mut self.done);
+        self.blk
+            .handle_complete(RequestId(id), true, now, &mut done);
+        if self.blk.in_flight() == 0 {
+            if let Some(since) = self.busy_since.take() {
+                self.busy_ns += (now - since).as_ns();
+            }
         }
         if let Some(p) = &self.progress {
             p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let bytes = out.rq.bytes();
-        let own_bytes = bytes - out.riders.iter().map(|r| r.bytes).sum::<u64>().min(bytes);
-        let op = out.rq.op;
-        // A piece of a split I/O completes the job's I/O only as its last piece.
-        let own = match out.piece_of {
-            None => Some(own_bytes),
-            Some(first) => {
-                let split = self
-                    .splits
-                    .get_mut(&first)
-                    .expect("a piece's I/O is tracked");
-                split.0 -= 1;
-                let whole = split.1;
-                (split.0 == 0).then(|| {
-                    self.splits.remove(&first);
-                    whole
-                })
+        for d in done.drain(..) {
+            let (job, tag) = d.token;
+            if let Some(records) = self.records.as_mut() {
+                records.push(RequestRecord {
+                    job,
+                    ctx: d.ctx.0,
+                    op: d.op,
+                    sector: d.sector,
+                    sectors: d.sectors,
+                    inserted: d.submitted,
+                    dispatched: d.dispatched,
+                    completed: now,
+                    queued: d.queued,
+                    in_flight: d.in_flight,
+                    merged: d.merged,
+                });
             }
-        };
-        let first = own.map(|b| (out.job, out.tag, b, out.rq.submitted));
-        let riders = out
-            .riders
-            .into_iter()
-            .map(|r| (r.job, r.tag, r.bytes, r.submitted));
-        for (job, tag, b, submitted) in first.into_iter().chain(riders) {
+            // A piece of a split I/O completes the job's I/O only as its last piece.
+            let Some(bytes) = d.whole else {
+                continue;
+            };
             let j = &mut self.jobs[job as usize];
             // Within the ramp (fio's ramp_time) nothing counts.
             if now >= j.metrics.started {
-                j.metrics.record(op, b, now.saturating_sub(submitted));
+                j.metrics
+                    .record(d.op, bytes, now.saturating_sub(d.submitted));
             }
             if self.wakeup == Nanos::ZERO {
                 self.notify(job, tag);
@@ -577,7 +519,7 @@ impl Simulation {
                 self.push(now + self.wakeup, Event::Notify { job, tag });
             }
         }
-        self.kick = true;
+        self.done = done;
     }
 
     /// Tell `job` that its I/O `tag` completed.
@@ -604,9 +546,7 @@ impl Simulation {
                         if let Some(e) = self.ctx_ids.get_mut(&(i as u32, ctx)) {
                             e.1 = false;
                         }
-                        self.sched.exit(c, self.now);
-                        // An exit may end the scheduler's idling for that context.
-                        self.kick = true;
+                        self.blk.handle_exit(c, self.now);
                     }
                     Action::Think { until } => {
                         let j = &mut self.jobs[i];
@@ -630,8 +570,7 @@ impl Simulation {
                         for local in std::mem::take(&mut j.ctxs) {
                             if let Some((c, live)) = self.ctx_ids.get_mut(&(i as u32, local)) {
                                 if std::mem::replace(live, false) {
-                                    self.sched.exit(*c, self.now);
-                                    self.kick = true;
+                                    self.blk.handle_exit(*c, self.now);
                                 }
                             }
                         }
@@ -651,7 +590,7 @@ impl Simulation {
         let id = e.0;
         if fresh {
             self.jobs[job as usize].ctxs.push(local);
-            if let Some(o) = self.observer.as_mut() {
+            if self.blk.observed() {
                 let slot = &self.jobs[job as usize].slot;
                 let (pid, name) = slot.job.ctx_label(local).unwrap_or_else(|| {
                     let name = if local == 0 {
@@ -661,7 +600,7 @@ impl Simulation {
                     };
                     (id.0, name)
                 });
-                o.process(id, pid, &name, self.now);
+                self.blk.observe_process(id, pid, &name, self.now);
             }
         }
         id
@@ -682,12 +621,11 @@ impl Simulation {
         self.push(at, Event::Submit { key });
     }
 
-    /// The request `spec` of `job` issued at `submitted` makes, with id 0.
-    fn request(&mut self, job: u32, spec: &elevator_workload::IoSpec, submitted: Nanos) -> Request {
+    /// Queue `spec` of `job` (issued at `submitted`) at the block layer.
+    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec, submitted: Nanos) {
         let ctx = self.ctx(job, spec.ctx);
         let slot = &self.jobs[job as usize].slot;
-        Request {
-            id: RequestId(0),
+        let bio = Bio {
             ctx,
             group: slot.group,
             op: spec.op,
@@ -697,126 +635,28 @@ impl Simulation {
             sector: spec.sector,
             sectors: spec.sectors,
             prio: spec.prio.unwrap_or(slot.prio),
-            submitted,
-        }
+            submitted: Some(submitted),
+        };
+        self.blk.handle_submit(bio, (job, spec.tag), self.now);
     }
 
-    /// Queue `spec` of `job` (issued at `submitted`) at the scheduler: merged, split or
-    /// inserted.
-    fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec, submitted: Nanos) {
-        let mut rq = self.request(job, &spec, submitted);
-        let piece = self
-            .sched
-            .max_request_sectors()
-            .filter(|&m| m > 0 && spec.sectors > m && matches!(spec.op, Op::Read | Op::Write));
-        if let Some(m) = piece {
-            self.issue_split(job, rq, spec.tag, m);
-            return;
-        }
-        self.next_id += 1;
-        rq.id = RequestId(self.next_id);
-        self.observe(IoEvent::Queue, &rq);
-        if let Some(into) = self.sched.try_merge(&rq, self.now) {
-            self.observe(IoEvent::Merge, &rq);
-            let queued = (self.counters.inserted - self.counters.dispatched) as u32;
-            let host = self
-                .outstanding
-                .get_mut(&into.0)
-                .expect("merged into a request the engine does not know");
-            host.riders.push(Rider {
-                job,
-                tag: spec.tag,
-                bytes: rq.bytes(),
-                submitted: rq.submitted,
-                ctx: rq.ctx,
-                sector: rq.sector,
-                queued,
-            });
-            self.counters.merged += 1;
-        } else {
-            self.outstanding.insert(
-                rq.id.0,
-                Outstanding {
-                    job,
-                    tag: spec.tag,
-                    piece_of: None,
-                    rq: rq.clone(),
-                    riders: Vec::new(),
-                    queued: (self.counters.inserted - self.counters.dispatched + 1) as u32,
-                    dispatched: (Nanos::ZERO, 0),
-                },
-            );
-            self.observe(IoEvent::Insert, &rq);
-            self.sched.insert(rq, self.now);
-            self.counters.inserted += 1;
-        }
-        self.kick = true;
-    }
-
-    /// Insert `spec` as consecutive pieces of at most `max` sectors, each a request of its own
-    /// (not offered for merging); the job's I/O completes with the last piece.
-    fn issue_split(&mut self, job: u32, whole: Request, tag: u64, max: u32) {
-        let first = self.next_id + 1;
-        self.splits
-            .insert(first, (whole.sectors.div_ceil(max), whole.bytes()));
-        for mut rq in whole.pieces(max) {
-            self.next_id += 1;
-            rq.id = RequestId(self.next_id);
-            let out = Outstanding {
-                job,
-                tag,
-                piece_of: Some(first),
-                rq: rq.clone(),
-                riders: Vec::new(),
-                queued: (self.counters.inserted - self.counters.dispatched + 1) as u32,
-                dispatched: (Nanos::ZERO, 0),
-            };
-            self.outstanding.insert(rq.id.0, out);
-            self.observe(IoEvent::Queue, &rq);
-            self.observe(IoEvent::Insert, &rq);
-            self.sched.insert(rq, self.now);
-            self.counters.inserted += 1;
-        }
-        self.kick = true;
-    }
-
+    /// Start what the block layer dispatches while the device has room, and schedule the
+    /// scheduler's idle timer when it asks for a new one.
     fn pump(&mut self) {
-        if !self.kick {
-            return;
+        let now = self.now;
+        while let Some(rq) = self.blk.poll_dispatch(now) {
+            let svc = self.device.submit(&rq, now);
+            self.stats.requests += 1;
+            self.stats.cache_hits += u64::from(svc.cache_hit);
+            if self.blk.in_flight() == 1 {
+                self.busy_since = Some(now);
+            }
+            self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
         }
-        self.kick = false;
-        while self.in_flight < self.device.depth() {
-            match self.sched.dispatch(self.now) {
-                Dispatch::Request(rq) => {
-                    self.observe(IoEvent::Issue, &rq);
-                    let svc = self.device.submit(&rq, self.now);
-                    self.stats.requests += 1;
-                    self.stats.cache_hits += u64::from(svc.cache_hit);
-                    self.counters.dispatched += 1;
-                    if self.in_flight == 0 {
-                        self.busy_since = Some(self.now);
-                    }
-                    self.in_flight += 1;
-                    let id = rq.id.0;
-                    let out = self
-                        .outstanding
-                        .get_mut(&rq.id.0)
-                        .expect("dispatched a request never inserted");
-                    out.rq = rq;
-                    out.dispatched = (self.now, self.in_flight as u32);
-                    self.timer = None;
-                    self.push(svc.done.max(self.now), Event::Complete { id });
-                }
-                Dispatch::Idle { until } => {
-                    if self.timer.map(|(t, _)| t) != Some(until) {
-                        self.timer_gen += 1;
-                        self.timer = Some((until, self.timer_gen));
-                        let gen = self.timer_gen;
-                        self.push(until.max(self.now), Event::SchedTimer { gen });
-                    }
-                    break;
-                }
-                Dispatch::Empty => break,
+        if let Some((until, gen)) = self.blk.timer() {
+            if gen != self.timer_seen {
+                self.timer_seen = gen;
+                self.push(until.max(now), Event::SchedTimer { gen });
             }
         }
     }
@@ -827,8 +667,9 @@ impl Simulation {
         }
         self.stats.busy_s = self.busy_ns as f64 / 1e9;
         let groups = &self.groups;
+        let c = self.blk.counters();
         RunReport {
-            scheduler: self.sched.name().to_string(),
+            scheduler: self.blk.scheduler().name().to_string(),
             device: self.device.name().to_string(),
             end: self.now,
             jobs: self
@@ -844,41 +685,14 @@ impl Simulation {
                 })
                 .collect(),
             device_stats: self.stats,
-            counters: self.counters,
+            counters: Counters {
+                inserted: c.inserted,
+                merged: c.merged,
+                dispatched: c.dispatched,
+                completed: c.completed,
+            },
+            disk: *self.blk.stat(),
             requests: self.records.unwrap_or_default(),
         }
-    }
-}
-
-/// Append the records of `out` (completed at `now`) and of the requests merged into it.
-fn record(records: &mut Vec<RequestRecord>, out: &Outstanding, now: Nanos) {
-    let (dispatched, in_flight) = out.dispatched;
-    records.push(RequestRecord {
-        job: out.job,
-        ctx: out.rq.ctx.0,
-        op: out.rq.op,
-        sector: out.rq.sector,
-        sectors: out.rq.sectors,
-        inserted: out.rq.submitted,
-        dispatched,
-        completed: now,
-        queued: out.queued,
-        in_flight,
-        merged: false,
-    });
-    for r in &out.riders {
-        records.push(RequestRecord {
-            job: r.job,
-            ctx: r.ctx.0,
-            op: out.rq.op,
-            sector: r.sector,
-            sectors: (r.bytes / elevator_core::SECTOR_BYTES) as u32,
-            inserted: r.submitted,
-            dispatched,
-            completed: now,
-            queued: r.queued,
-            in_flight,
-            merged: true,
-        });
     }
 }

@@ -405,6 +405,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ramp,
             request_log: args.request_log.is_some() || args.blktrace_out.is_some() || page.is_on(),
             progress: None,
+            ties_in_job_order: false,
         };
         let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
         let opts = RunOptions {

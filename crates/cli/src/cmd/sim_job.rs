@@ -218,6 +218,7 @@ fn as_run_report(r: elevator_sim::RunReport) -> elevator_real::RunReport {
         abandoned: 0,
         verified_bytes: 0,
         requests: Vec::new(),
+        disk: r.disk,
     }
 }
 

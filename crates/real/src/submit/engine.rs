@@ -1,13 +1,15 @@
 //! The engine thread: commands in, scheduler decisions, io_uring, completions out.
 //!
-//! One loop. Each turn it (1) takes every command waiting in the channel (registrations,
-//! submissions, tunables, a scheduler switch, shutdown) and inserts submitted I/O into the
-//! scheduler, (2) completes a pending switch once the old scheduler is empty and nothing is in
-//! flight, (3) asks the scheduler for dispatches while the ring has room and the scheduler has
-//! something to say, and (4) sleeps in `io_uring_enter` until a completion, the scheduler's idle
-//! deadline, or a submitter's write to the eventfd whose read stays armed in the ring.
+//! One loop around the [`BlockLayer`]. Each turn it (1) takes every command waiting in the
+//! channel (registrations, submissions, tunables, a scheduler switch, shutdown) and submits
+//! I/O to the block layer as bios, (2) starts what the layer dispatches while the ring has
+//! room: a request carrying one bio as a read or write, one carrying several merged bios as one
+//! readv or writev over their buffers, (3) sleeps in `io_uring_enter` until a completion, the
+//! layer's timeout, or a submitter's write to the eventfd whose read stays armed in the ring,
+//! and (4) hands completions to the layer, which says which bios they finish. Splitting,
+//! merging, the switch's freeze and drain, and the stat counters are the layer's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -16,12 +18,10 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use elevator_core::{
-    Dispatch, Nanos, Op, Request, RequestId, Scheduler, TunableError, SECTOR_BYTES,
-};
+use elevator_core::block::{Bio, BlockLayer, Done, Limits};
+use elevator_core::{Nanos, Op, Request, Scheduler, TunableError, SECTOR_BYTES};
 use io_uring::{opcode, types, IoUring};
 
-use super::stat::StatKind;
 use super::{Callback, Cmd, Completion, EngineOptions, FileId, Io, IoOp, SchedFactory, Shared};
 use crate::buf::AlignedBuf;
 use crate::RequestRecord;
@@ -42,75 +42,58 @@ enum Kind {
     Fsync { datasync: bool },
 }
 
-impl Kind {
-    fn stat(self) -> StatKind {
-        match self {
-            Kind::Read => StatKind::Read,
-            Kind::Write => StatKind::Write,
-            Kind::Fsync { .. } => StatKind::Flush,
-        }
-    }
-}
-
 struct FileEntry {
     file: File,
-    /// Pieces of this file queued or in flight.
+    /// I/Os on this file queued or in flight.
     outstanding: usize,
     closing: bool,
 }
 
-/// One submitted I/O, possibly cut into several pieces.
+/// One submitted I/O: a bio to the block layer (which may split it into several requests, or
+/// merge it into another's).
 struct Parent {
     kind: Kind,
+    file: FileId,
+    /// Its first sector in the layer's sector space.
+    sector: u64,
     buf: AlignedBuf,
     done: Option<Callback>,
-    left: u32,
     error: Option<io::Error>,
     /// Bytes valid from the start of `buf`: the whole length unless a piece came back short.
     valid: usize,
     started: Instant,
+    /// For the request log: when its issuer submitted it (Q).
+    queued_at: Nanos,
 }
 
-/// One request the scheduler sees.
-struct Piece {
-    parent: u64,
-    file: FileId,
-    /// Where its bytes are in the parent's buffer.
-    buf_off: usize,
-    len: usize,
-    offset: u64,
-    inserted: Instant,
-    /// The request as dispatched, once it is in the ring.
-    dispatched: Option<Request>,
-    /// For the request log: submitted by its issuer, inserted into the scheduler (later when
-    /// held by a switch), dispatched.
-    queued_at: Nanos,
-    inserted_at: Nanos,
-    dispatched_at: Nanos,
+/// A request in the ring.
+struct Flight {
+    rq: Request,
+    /// The iovecs of a readv/writev (a request of several bios); they must outlive the I/O.
+    _iov: Option<Box<[libc::iovec]>>,
 }
 
 struct Engine {
     ring: IoUring,
     shared: Arc<Shared>,
-    sched: Box<dyn Scheduler>,
+    /// The block layer and the scheduler in it; a bio's token is its parent's id.
+    blk: BlockLayer<Box<dyn Scheduler>, u64>,
     t0: Instant,
     files: HashMap<FileId, FileEntry>,
     parents: HashMap<u64, Parent>,
-    pieces: HashMap<u64, Piece>,
-    next_id: u64,
+    flights: HashMap<u64, Flight>,
+    next_parent: u64,
     in_ring: usize,
     capacity: usize,
-    kick: bool,
-    idle_until: Option<Nanos>,
-    /// A switch waiting for the old scheduler to drain, and its requester.
-    switch: Option<(Box<dyn Scheduler>, Reply)>,
-    /// Requests held while a switch is pending (the frozen queue).
-    held: VecDeque<Request>,
+    /// The requester of a pending switch.
+    switch_reply: Option<Reply>,
     wake_buf: Box<u64>,
     wake_armed: bool,
     shutting: bool,
     /// Whether completions go into the shared request log.
     logging: bool,
+    /// Bios the last completion finished (kept to reuse its allocation).
+    done: Vec<Done<u64>>,
 }
 
 pub(super) fn run(
@@ -142,25 +125,29 @@ pub(super) fn run(
     *shared.scheduler.lock().unwrap_or_else(|e| e.into_inner()) = sched.name();
     let capacity = ring.params().sq_entries() as usize - 1;
     let logging = opts.request_log > 0;
+    let t0 = Instant::now();
+    shared
+        .stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .publish(&Default::default(), t0);
     let mut e = Engine {
         ring,
         shared,
-        sched,
-        t0: Instant::now(),
+        blk: BlockLayer::new(sched, Limits::depth(capacity)),
+        t0,
         files: HashMap::new(),
         parents: HashMap::new(),
-        pieces: HashMap::new(),
-        next_id: 1,
+        flights: HashMap::new(),
+        next_parent: 1,
         in_ring: 0,
         capacity,
-        kick: false,
-        idle_until: None,
-        switch: None,
-        held: VecDeque::new(),
+        switch_reply: None,
         wake_buf: Box::new(0),
         wake_armed: false,
         shutting: false,
         logging,
+        done: Vec::new(),
     };
     let _ = ready.send(Ok(()));
     let r = e.main_loop(&rx);
@@ -186,13 +173,8 @@ impl Engine {
                     }
                 }
             }
-            self.maybe_switch();
             self.dispatch()?;
-            if self.shutting
-                && self.pieces.is_empty()
-                && self.held.is_empty()
-                && self.switch.is_none()
-            {
+            if self.shutting && self.blk.is_idle() && !self.blk.switching() {
                 return Ok(());
             }
             self.arm_wake()?;
@@ -213,7 +195,7 @@ impl Engine {
                     }
                 }
             }
-            let timeout = self.idle_until.map(|u| {
+            let timeout = self.blk.poll_timeout().map(|u| {
                 let now = self.now();
                 Duration::from_nanos(u.as_ns().saturating_sub(now.as_ns()))
             });
@@ -274,21 +256,20 @@ impl Engine {
             }
             Cmd::Exit(ctx) => {
                 let now = self.now();
-                self.sched.exit(ctx, now);
+                self.blk.handle_exit(ctx, now);
             }
             Cmd::SetTunable(name, value, reply) => {
-                let _ = reply.send(self.sched.set_tunable(&name, value));
-                self.kick = true;
+                let _ = reply.send(self.blk.scheduler_mut().set_tunable(&name, value));
             }
             Cmd::Switch(build, reply) => match build() {
                 Ok(s) => {
-                    if let Some((_, earlier)) = self.switch.replace((s, reply)) {
+                    self.blk.switch_scheduler(s);
+                    if let Some(earlier) = self.switch_reply.replace(reply) {
                         // A later switch wins; the earlier requester learns it was replaced.
                         let _ = earlier.send(Err(TunableError::Invalid {
                             reason: "replaced by a later scheduler switch".into(),
                         }));
                     }
-                    self.kick = true;
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -335,167 +316,134 @@ impl Engine {
                 latency: Duration::ZERO,
             });
         }
-        let sectors_total = (len as u64 / SECTOR_BYTES) as u32;
+        let sectors = (len as u64 / SECTOR_BYTES) as u32;
         let (op, sync) = match kind {
             Kind::Read => (Op::Read, true),
             Kind::Write => (Op::Write, io.sync),
             Kind::Fsync { .. } => (Op::Flush, true),
         };
         let base = u64::from(io.file.0) << FILE_SPAN_SHIFT;
+        let sector = base + io.offset / SECTOR_BYTES;
         let now = self.now();
         let queued_at = Nanos(queued.saturating_duration_since(self.t0).as_nanos() as u64);
-        let whole = Request {
-            id: RequestId(0),
+        let bio = Bio {
             ctx: io.ctx,
             group: io.group,
             op,
             sync,
             meta: io.meta,
             idle_hint: io.idle_hint && kind == Kind::Write,
-            sector: base + io.offset / SECTOR_BYTES,
-            sectors: sectors_total,
+            sector,
+            sectors,
             prio: io.prio,
-            submitted: now,
+            submitted: None,
         };
-        let max = self
-            .sched
-            .max_request_sectors()
-            .filter(|&m| data && m > 0 && sectors_total > m)
-            .unwrap_or(sectors_total.max(1));
-        let parent_id = self.next_id;
-        let mut count = 0;
-        let parts: Vec<Request> = if data {
-            whole.pieces(max).collect()
-        } else {
-            vec![whole]
-        };
-        for mut part in parts {
-            let id = self.next_id;
-            self.next_id += 1;
-            part.id = RequestId(id);
-            let first = io.offset / SECTOR_BYTES;
-            let buf_off = ((part.sector - base - first) * SECTOR_BYTES) as usize;
-            self.pieces.insert(
-                id,
-                Piece {
-                    parent: parent_id,
-                    file: io.file,
-                    buf_off,
-                    len: part.bytes() as usize,
-                    offset: io.offset + buf_off as u64,
-                    inserted: started,
-                    dispatched: None,
-                    queued_at,
-                    inserted_at: now,
-                    dispatched_at: now,
-                },
-            );
-            if let Some(f) = self.files.get_mut(&io.file) {
-                f.outstanding += 1;
-            }
-            count += 1;
-            self.shared
-                .stats
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .inserted(started);
-            if self.switch.is_some() {
-                self.held.push_back(part);
-            } else {
-                self.sched.insert(part, now);
-            }
-        }
+        let id = self.next_parent;
+        self.next_parent += 1;
         self.parents.insert(
-            parent_id,
+            id,
             Parent {
                 kind,
+                file: io.file,
+                sector,
                 buf,
                 done: Some(done),
-                left: count,
                 error: None,
                 valid: len,
                 started,
+                queued_at,
             },
         );
-        self.kick = true;
+        if let Some(f) = self.files.get_mut(&io.file) {
+            f.outstanding += 1;
+        }
+        self.blk.handle_submit(bio, id, now);
+        self.publish_stats();
     }
 
-    fn maybe_switch(&mut self) {
-        if self.switch.is_none() || self.sched.queued() > 0 || self.in_ring > 0 {
-            return;
-        }
-        let (new, reply) = self.switch.take().expect("checked");
-        self.sched = new;
-        *self
-            .shared
-            .scheduler
+    fn publish_stats(&self) {
+        self.shared
+            .stats
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = self.sched.name();
-        let now = self.now();
-        for rq in self.held.drain(..) {
-            if let Some(p) = self.pieces.get_mut(&rq.id.0) {
-                p.inserted_at = now;
-            }
-            self.sched.insert(rq, now);
-        }
-        self.idle_until = None;
-        self.kick = true;
-        let _ = reply.send(Ok(()));
+            .unwrap_or_else(|e| e.into_inner())
+            .publish(self.blk.stat(), self.t0);
     }
 
     fn dispatch(&mut self) -> io::Result<()> {
         let now = self.now();
-        if self.idle_until.is_some_and(|u| now >= u) {
-            self.kick = true;
-        }
-        if !self.kick {
-            return Ok(());
-        }
-        self.kick = false;
-        self.idle_until = None;
+        self.blk.handle_timeout(now);
+        let was_switching = self.blk.switching();
         while self.in_ring < self.capacity {
-            match self.sched.dispatch(now) {
-                Dispatch::Request(rq) => self.submit(rq, now)?,
-                Dispatch::Idle { until } => {
-                    self.idle_until = Some(until.max(now));
+            let Some(rq) = self.blk.poll_dispatch(now) else {
+                break;
+            };
+            self.submit(rq)?;
+        }
+        if was_switching && !self.blk.switching() {
+            *self
+                .shared
+                .scheduler
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = self.blk.scheduler().name();
+            if let Some(reply) = self.switch_reply.take() {
+                let _ = reply.send(Ok(()));
+            }
+            // The held bios went to the new scheduler: start what it dispatches.
+            while self.in_ring < self.capacity {
+                let Some(rq) = self.blk.poll_dispatch(now) else {
                     break;
-                }
-                Dispatch::Empty => break,
+                };
+                self.submit(rq)?;
             }
         }
         Ok(())
     }
 
-    fn submit(&mut self, rq: Request, now: Nanos) -> io::Result<()> {
+    /// Put a dispatched request in the ring: one read or write over its bio's buffer, or one
+    /// readv or writev over the buffers of the bios merged into it, in sector order.
+    fn submit(&mut self, rq: Request) -> io::Result<()> {
         let id = rq.id.0;
-        let Some(piece) = self.pieces.get_mut(&id) else {
-            // A scheduler handing out a request it was never given: a policy bug. Completing
-            // it is impossible; say so loudly rather than touch the disk.
-            return Err(io::Error::other(format!(
-                "scheduler {} dispatched request {id} that was never inserted (or twice)",
-                self.sched.name()
-            )));
+        let mut segs: Vec<(u64, u64, u32)> = match self.blk.segments(rq.id) {
+            Some(s) => s.map(|s| (s.token, s.sector, s.sectors)).collect(),
+            None => {
+                // A scheduler handing out a request it was never given: a policy bug.
+                // Completing it is impossible; say so loudly rather than touch the disk.
+                return Err(io::Error::other(format!(
+                    "scheduler {} dispatched request {id} that was never inserted (or twice)",
+                    self.blk.scheduler().name()
+                )));
+            }
         };
-        let parent = self
-            .parents
-            .get_mut(&piece.parent)
-            .expect("piece has parent");
+        segs.sort_unstable_by_key(|s| s.1);
+        let first = &self.parents[&segs[0].0];
+        let (kind, file) = (first.kind, first.file);
+        if segs.iter().any(|s| self.parents[&s.0].file != file) {
+            return Err(io::Error::other(format!(
+                "request {id} spans two files; the block layer merged across a file boundary"
+            )));
+        }
         let fd = types::Fd(
             self.files
-                .get(&piece.file)
+                .get(&file)
                 .expect("a file with outstanding I/O stays open")
                 .file
                 .as_raw_fd(),
         );
-        // SAFETY (for the pointer): the parent's buffer lives in `self.parents` until every
-        // piece has completed, and its heap address never changes.
-        let ptr = unsafe { parent.buf.as_mut_ptr().add(piece.buf_off) };
-        let len = piece.len as u32;
-        let entry = match parent.kind {
-            Kind::Read => opcode::Read::new(fd, ptr, len).offset(piece.offset).build(),
-            Kind::Write => opcode::Write::new(fd, ptr, len)
-                .offset(piece.offset)
-                .build(),
+        let base = u64::from(file.0) << FILE_SPAN_SHIFT;
+        let offset = (rq.sector - base) * SECTOR_BYTES;
+        // Where each bio's bytes are: (pointer into its parent's buffer, length).
+        let mut parts: Vec<(*mut u8, usize)> = Vec::with_capacity(segs.len());
+        for &(parent, sector, sectors) in &segs {
+            let p = self.parents.get_mut(&parent).expect("a queued bio has its parent");
+            let buf_off = ((sector - p.sector) * SECTOR_BYTES) as usize;
+            let len = sectors as usize * SECTOR_BYTES as usize;
+            debug_assert!(buf_off + len <= p.buf.len());
+            // SAFETY (for the pointer): the parent's buffer lives in `self.parents` until its
+            // bio has completed, and its heap address never changes.
+            parts.push((unsafe { p.buf.as_mut_ptr().add(buf_off) }, len));
+        }
+        let mut iov = None;
+        let entry = match kind {
             Kind::Fsync { datasync } => {
                 let flags = if datasync {
                     types::FsyncFlags::DATASYNC
@@ -504,10 +452,35 @@ impl Engine {
                 };
                 opcode::Fsync::new(fd).flags(flags).build()
             }
+            Kind::Read if parts.len() == 1 => {
+                opcode::Read::new(fd, parts[0].0, parts[0].1 as u32)
+                    .offset(offset)
+                    .build()
+            }
+            Kind::Write if parts.len() == 1 => {
+                opcode::Write::new(fd, parts[0].0, parts[0].1 as u32)
+                    .offset(offset)
+                    .build()
+            }
+            Kind::Read | Kind::Write => {
+                let vecs: Box<[libc::iovec]> = parts
+                    .iter()
+                    .map(|&(base, len)| libc::iovec {
+                        iov_base: base.cast(),
+                        iov_len: len,
+                    })
+                    .collect();
+                let (ptr, n) = (vecs.as_ptr(), vecs.len() as u32);
+                iov = Some(vecs);
+                if kind == Kind::Read {
+                    opcode::Readv::new(fd, ptr, n).offset(offset).build()
+                } else {
+                    opcode::Writev::new(fd, ptr, n).offset(offset).build()
+                }
+            }
         }
         .user_data(id);
-        piece.dispatched = Some(rq);
-        piece.dispatched_at = now;
+        self.flights.insert(id, Flight { rq, _iov: iov });
         self.push(entry)?;
         self.in_ring += 1;
         Ok(())
@@ -571,77 +544,76 @@ impl Engine {
     }
 
     fn complete(&mut self, id: u64, res: i32, now: Instant) {
-        let Some(piece) = self.pieces.remove(&id) else {
+        let Some(flight) = self.flights.remove(&id) else {
             return;
         };
         self.in_ring -= 1;
-        self.kick = true;
-        let rq = piece.dispatched.expect("a completed piece was dispatched");
+        let rq = flight.rq;
         let ns = self.now();
-        self.sched.complete(&rq, ns);
-        if self.logging {
-            let record = RequestRecord {
-                job: 0,
-                op: rq.op,
-                sector: rq.sector,
-                sectors: rq.sectors,
-                queued: piece.queued_at,
-                inserted: piece.inserted_at,
-                dispatched: piece.dispatched_at,
-                completed: ns,
+        let mut done = std::mem::take(&mut self.done);
+        self.blk.handle_complete(rq.id, res >= 0, ns, &mut done);
+        self.publish_stats();
+        for d in done.drain(..) {
+            let parent = self
+                .parents
+                .get_mut(&d.token)
+                .expect("a bio has its parent until it completes");
+            if self.logging {
+                let record = RequestRecord {
+                    job: 0,
+                    op: d.op,
+                    sector: d.sector,
+                    sectors: d.sectors,
+                    queued: parent.queued_at,
+                    inserted: d.submitted,
+                    dispatched: d.dispatched,
+                    completed: ns,
+                };
+                self.shared
+                    .log
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .record(d.ctx, record);
+            }
+            let len = d.sectors as usize * SECTOR_BYTES as usize;
+            if res < 0 {
+                parent
+                    .error
+                    .get_or_insert(io::Error::from_raw_os_error(-res));
+            } else if matches!(parent.kind, Kind::Read | Kind::Write) {
+                // This bio's bytes start this far into the request; a short transfer leaves
+                // its tail (or all of it) invalid.
+                let at = ((d.sector - rq.sector) * SECTOR_BYTES) as usize;
+                let got = (res as usize).saturating_sub(at).min(len);
+                if got < len {
+                    let buf_off = ((d.sector - parent.sector) * SECTOR_BYTES) as usize;
+                    parent.valid = parent.valid.min(buf_off + got);
+                }
+            }
+            if d.whole.is_none() {
+                continue;
+            }
+            let mut p = self.parents.remove(&d.token).expect("just seen");
+            if let Some(f) = self.files.get_mut(&p.file) {
+                f.outstanding -= 1;
+                if f.closing && f.outstanding == 0 {
+                    self.files.remove(&p.file);
+                }
+            }
+            let result = match p.error.take() {
+                Some(e) => Err(e),
+                None if matches!(p.kind, Kind::Fsync { .. }) => Ok(0),
+                None => Ok(p.valid),
             };
-            self.shared
-                .log
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(rq.ctx, record);
-        }
-        let parent = self
-            .parents
-            .get_mut(&piece.parent)
-            .expect("piece has parent");
-        self.shared
-            .stats
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .completed(
-                parent.kind.stat(),
-                u64::from(rq.sectors),
-                now.saturating_duration_since(piece.inserted),
-                now,
-            );
-        if res < 0 {
-            parent
-                .error
-                .get_or_insert(io::Error::from_raw_os_error(-res));
-        } else if parent.kind != Kind::Read && parent.kind != Kind::Write {
-            // fsync: nothing transferred.
-        } else if (res as usize) < piece.len {
-            parent.valid = parent.valid.min(piece.buf_off + res as usize);
-        }
-        if let Some(f) = self.files.get_mut(&piece.file) {
-            f.outstanding -= 1;
-            if f.closing && f.outstanding == 0 {
-                self.files.remove(&piece.file);
+            let latency = now.saturating_duration_since(p.started);
+            if let Some(done) = p.done.take() {
+                done(Completion {
+                    result,
+                    buf: p.buf,
+                    latency,
+                });
             }
         }
-        parent.left -= 1;
-        if parent.left > 0 {
-            return;
-        }
-        let mut p = self.parents.remove(&piece.parent).expect("just seen");
-        let result = match p.error.take() {
-            Some(e) => Err(e),
-            None if matches!(p.kind, Kind::Fsync { .. }) => Ok(0),
-            None => Ok(p.valid),
-        };
-        let latency = now.saturating_duration_since(p.started);
-        if let Some(done) = p.done.take() {
-            done(Completion {
-                result,
-                buf: p.buf,
-                latency,
-            });
-        }
+        self.done = done;
     }
 }

@@ -292,7 +292,7 @@ struct Shared {
     asleep: AtomicBool,
     /// Written to wake the engine.
     wake: OwnedFd,
-    stats: Mutex<stat::StatKeeper>,
+    stats: Mutex<stat::StatView>,
     log: Mutex<log::LogKeeper>,
     scheduler: Mutex<&'static str>,
     next_file: AtomicU32,
@@ -464,7 +464,7 @@ impl Engine {
         let shared = Arc::new(Shared {
             asleep: AtomicBool::new(false),
             wake,
-            stats: Mutex::new(stat::StatKeeper::new()),
+            stats: Mutex::new(stat::StatView::new(Instant::now())),
             log: Mutex::new(log::LogKeeper::new(opts.request_log)),
             scheduler: Mutex::new(""),
             next_file: AtomicU32::new(0),

@@ -1,20 +1,24 @@
 //! The counters of `/sys/block/<dev>/stat`, kept by the submission engine.
 //!
 //! The kernel's file (Documentation/block/stat.rst) has 17 fields; we keep them with the same
-//! meaning, counted over the requests our scheduler saw. Merges are always 0 (the engine does
-//! not merge), discards are always 0 (the API has no discard). A request is "in flight" from its
-//! insertion into the scheduler to its completion, as blk-mq counts it from allocation, so time
-//! queued in our scheduler counts in the ticks as it does in the kernel's.
+//! meaning, counted by the block layer ([`elevator_core::block::stat`]) over the requests our
+//! scheduler saw, merges included; discards are always 0 (the API has no discard). A request
+//! is "in flight" from its insertion into the block layer to its completion, as blk-mq counts
+//! it from allocation, so time queued in our scheduler counts in the ticks as it does in the
+//! kernel's.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use elevator_core::block::DiskStat;
+use elevator_core::Nanos;
 
 /// The 17 counters of `/sys/block/<dev>/stat`, in its order. Ticks are milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiskStats {
     /// Read requests completed.
     pub read_ios: u64,
-    /// Read requests merged (always 0 here).
+    /// Read bios merged into a queued request.
     pub read_merges: u64,
     /// Sectors read.
     pub read_sectors: u64,
@@ -22,7 +26,7 @@ pub struct DiskStats {
     pub read_ticks: u64,
     /// Write requests completed.
     pub write_ios: u64,
-    /// Write requests merged (always 0 here).
+    /// Write bios merged into a queued request.
     pub write_merges: u64,
     /// Sectors written.
     pub write_sectors: u64,
@@ -80,115 +84,81 @@ impl fmt::Display for DiskStats {
     }
 }
 
-/// What kind of request a completion counts as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StatKind {
-    Read,
-    Write,
-    Flush,
+impl DiskStats {
+    /// The counters from the 17 fields in the kernel's order (ticks in milliseconds).
+    pub fn from_fields(f: [u64; 17]) -> DiskStats {
+        DiskStats {
+            read_ios: f[0],
+            read_merges: f[1],
+            read_sectors: f[2],
+            read_ticks: f[3],
+            write_ios: f[4],
+            write_merges: f[5],
+            write_sectors: f[6],
+            write_ticks: f[7],
+            in_flight: f[8],
+            io_ticks: f[9],
+            time_in_queue: f[10],
+            discard_ios: f[11],
+            discard_merges: f[12],
+            discard_sectors: f[13],
+            discard_ticks: f[14],
+            flush_ios: f[15],
+            flush_ticks: f[16],
+        }
+    }
 }
 
-/// The counters plus what is needed to advance `io_ticks`.
+/// The block layer's counters as the engine last published them, and the engine's start.
 #[derive(Debug)]
-pub(crate) struct StatKeeper {
-    stats: DiskStats,
-    busy_since: Option<Instant>,
-    busy_before: Duration,
+pub(crate) struct StatView {
+    stat: DiskStat,
+    t0: Instant,
 }
 
-impl StatKeeper {
-    pub(crate) fn new() -> StatKeeper {
-        StatKeeper {
-            stats: DiskStats::default(),
-            busy_since: None,
-            busy_before: Duration::ZERO,
+impl StatView {
+    pub(crate) fn new(t0: Instant) -> StatView {
+        StatView {
+            stat: DiskStat::default(),
+            t0,
         }
     }
 
-    /// A request entered the scheduler at `now`.
-    pub(crate) fn inserted(&mut self, now: Instant) {
-        if self.stats.in_flight == 0 {
-            self.busy_since = Some(now);
-        }
-        self.stats.in_flight += 1;
-    }
-
-    /// A request of `sectors` completed at `now` after `spent` in flight.
-    pub(crate) fn completed(
-        &mut self,
-        kind: StatKind,
-        sectors: u64,
-        spent: Duration,
-        now: Instant,
-    ) {
-        let ms = spent.as_millis() as u64;
-        let s = &mut self.stats;
-        match kind {
-            StatKind::Read => {
-                s.read_ios += 1;
-                s.read_sectors += sectors;
-                s.read_ticks += ms;
-            }
-            StatKind::Write => {
-                s.write_ios += 1;
-                s.write_sectors += sectors;
-                s.write_ticks += ms;
-            }
-            StatKind::Flush => {
-                s.flush_ios += 1;
-                s.flush_ticks += ms;
-            }
-        }
-        s.time_in_queue += ms;
-        s.in_flight = s.in_flight.saturating_sub(1);
-        if s.in_flight == 0 {
-            if let Some(t) = self.busy_since.take() {
-                self.busy_before += now.saturating_duration_since(t);
-            }
-        }
+    /// The engine publishes the layer's counters.
+    pub(crate) fn publish(&mut self, stat: &DiskStat, t0: Instant) {
+        self.stat = *stat;
+        self.t0 = t0;
     }
 
     /// The counters as of `now`.
     pub(crate) fn snapshot(&self, now: Instant) -> DiskStats {
-        let busy = self.busy_before
-            + self
-                .busy_since
-                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
-        DiskStats {
-            io_ticks: busy.as_millis() as u64,
-            ..self.stats
-        }
+        let at = Nanos(now.saturating_duration_since(self.t0).as_nanos() as u64);
+        DiskStats::from_fields(self.stat.fields(at))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use elevator_core::block::{Bio, BlockLayer, Limits};
+    use elevator_core::noop::Noop;
+    use elevator_core::{CtxId, Op};
 
     #[test]
-    fn counters_follow_the_kernel_fields_and_io_ticks_counts_busy_time_once() {
+    fn a_snapshot_is_the_layers_counters_with_the_open_busy_period_counted() {
         let t0 = Instant::now();
-        let mut k = StatKeeper::new();
-        // Two overlapping requests: busy for 30 ms, though 50 ms of request time is summed.
-        k.inserted(t0);
-        k.inserted(t0 + Duration::from_millis(10));
-        k.completed(
-            StatKind::Read,
-            8,
-            Duration::from_millis(20),
-            t0 + Duration::from_millis(20),
-        );
-        assert_eq!(k.snapshot(t0 + Duration::from_millis(25)).in_flight, 1);
-        k.completed(
-            StatKind::Write,
-            16,
-            Duration::from_millis(20),
-            t0 + Duration::from_millis(30),
-        );
-        let s = k.snapshot(t0 + Duration::from_millis(100));
+        let ms = Nanos::from_ms;
+        let mut blk = BlockLayer::new(Noop::new(), Limits::depth(4));
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+        let rq = blk.poll_dispatch(ms(0)).unwrap();
+        let mut done = Vec::new();
+        blk.handle_complete(rq.id, true, ms(20), &mut done);
+        blk.handle_submit(Bio::new(CtxId(1), Op::Write, 80, 16), (), ms(30));
+        let mut view = StatView::new(t0);
+        view.publish(blk.stat(), t0);
+        let s = view.snapshot(t0 + std::time::Duration::from_millis(40));
         assert_eq!((s.read_ios, s.read_sectors, s.read_ticks), (1, 8, 20));
-        assert_eq!((s.write_ios, s.write_sectors, s.write_ticks), (1, 16, 20));
-        assert_eq!((s.in_flight, s.io_ticks, s.time_in_queue), (0, 30, 40));
+        assert_eq!((s.in_flight, s.io_ticks), (1, 30));
         let line = s.to_string();
         assert_eq!(line.split_whitespace().count(), 17, "{line}");
         assert!(line.ends_with('\n'));

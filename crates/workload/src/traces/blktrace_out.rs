@@ -9,58 +9,25 @@
 //! process appears, so `blkparse -i <dir>/<device>` prints every line with its command. The
 //! device number is 8,0 unless set; times are the driver's clock in nanoseconds.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 use elevator_core::{CtxId, Nanos, Op, Request};
 
 use super::blktrace::{cat, encode_v7, BlkAction, BlkEvent};
 
-/// A step in a request's life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoEvent {
-    /// The process submitted it (blktrace `Q`).
-    Queue,
-    /// It was merged into a queued request (`M`).
-    Merge,
-    /// It went into the scheduler (`I`).
-    Insert,
-    /// The device got it (`D`).
-    Issue,
-    /// The device finished it (`C`).
-    Complete,
-}
+pub use elevator_core::block::{Event as IoEvent, Observer as IoObserver};
 
-impl IoEvent {
-    fn action(self) -> BlkAction {
-        match self {
-            IoEvent::Queue => BlkAction::Queue,
-            IoEvent::Merge => BlkAction::BackMerge,
-            IoEvent::Insert => BlkAction::Insert,
-            IoEvent::Issue => BlkAction::Issue,
-            IoEvent::Complete => BlkAction::Complete,
-        }
-    }
-}
-
-/// Sees every request's life in a run.
-pub trait IoObserver {
-    /// Context `ctx` is process `pid` named `name`; called once, before its first request.
-    fn process(&mut self, ctx: CtxId, pid: u32, name: &str, now: Nanos);
-    /// `rq` went through `event` at `now`.
-    fn event(&mut self, event: IoEvent, rq: &Request, now: Nanos);
-}
-
-impl<T: IoObserver> IoObserver for Rc<RefCell<T>> {
-    fn process(&mut self, ctx: CtxId, pid: u32, name: &str, now: Nanos) {
-        self.borrow_mut().process(ctx, pid, name, now);
-    }
-    fn event(&mut self, event: IoEvent, rq: &Request, now: Nanos) {
-        self.borrow_mut().event(event, rq, now);
+/// The blktrace action of a step.
+fn action(event: IoEvent) -> BlkAction {
+    match event {
+        IoEvent::Queue => BlkAction::Queue,
+        IoEvent::Merge => BlkAction::BackMerge,
+        IoEvent::Insert => BlkAction::Insert,
+        IoEvent::Issue => BlkAction::Issue,
+        IoEvent::Complete => BlkAction::Complete,
     }
 }
 
@@ -150,7 +117,7 @@ impl IoObserver for BlktraceWriter {
     }
 
     fn event(&mut self, event: IoEvent, rq: &Request, now: Nanos) {
-        let action = event.action();
+        let action = action(event);
         let mut category = action.category()
             | match rq.op {
                 Op::Read => cat::READ,

@@ -377,6 +377,7 @@ impl Ours<'_> {
             ramp: Duration::from_secs(self.args.ramp),
             request_log: self.args.request_log,
             progress: None,
+            ties_in_job_order: false,
         };
         let target = self.dev.target.display().to_string();
         let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {

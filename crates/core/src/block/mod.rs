@@ -1,0 +1,814 @@
+//! # The block layer: one sans-IO queue between I/O issuers, a scheduler and a device
+//!
+//! Linux puts the same machinery around every elevator (blk-mq's `blk_mq_submit_bio` and
+//! the elevator core, block/blk-mq.c, blk-merge.c, elevator.c): a bio becomes a request (or is
+//! merged into a queued one), is split at the device's limits, is counted in
+//! `/sys/block/<dev>/stat`, passes the `rq_qos` controllers, waits in the scheduler, is
+//! dispatched while the device has room, and completes its bio (or, for a split bio, its part
+//! of it). [`BlockLayer`] is that machinery, written once, and driven by three loops that
+//! differ only in the device and the clock they plug in:
+//!
+//! - the simulator (`elevator-sim`): a virtual clock and a device model;
+//! - the io_uring executor and the submission engine under the FUSE mount (`elevator-real`):
+//!   the monotonic clock and a real file or block device;
+//! - tests: a hand-driven clock and device.
+//!
+//! Like the schedulers it holds, it does no I/O and reads no clock: every call takes `now`.
+//!
+//! ## Driving it
+//!
+//! Inputs are `handle_*`, outputs `poll_*`:
+//!
+//! 1. [`handle_submit`](BlockLayer::handle_submit) when an issuer submits a [`Bio`]; it carries
+//!    the driver's token `T`, returned when the bio completes.
+//! 2. [`poll_dispatch`](BlockLayer::poll_dispatch) until it answers `None`: each `Some` is a
+//!    request to start on the device now. The layer keeps at most
+//!    [`Limits::queue_depth`] requests at the device.
+//! 3. [`handle_complete`](BlockLayer::handle_complete) when the device finishes a request; the
+//!    bios it completes are appended to the caller's vector as [`Done`]s.
+//! 4. [`poll_timeout`](BlockLayer::poll_timeout): when to come back if nothing else happens
+//!    (the scheduler's `Idle { until }`: anticipation, slice idling; or a throttled bio's
+//!    release); then [`handle_timeout`](BlockLayer::handle_timeout).
+//!
+//! After any `handle_*` the driver calls `poll_dispatch` again. [`handle_exit`](BlockLayer::handle_exit)
+//! tells the scheduler that a process exited; [`handle_requeue`](BlockLayer::handle_requeue)
+//! gives back a request the device refused.
+//!
+//! ```
+//! use elevator_core::block::{Bio, BlockLayer, Done, Limits};
+//! use elevator_core::{deadline::Deadline, CtxId, Nanos, Op};
+//!
+//! let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+//! let t0 = Nanos::ZERO;
+//! // A process writes 8 KiB as two 4 KiB bios at once: the second back-merges into the first.
+//! blk.handle_submit(Bio::new(CtxId(1), Op::Write, 0, 8).sync(true), "a", t0);
+//! blk.handle_submit(Bio::new(CtxId(1), Op::Write, 8, 8).sync(true), "b", t0);
+//! let rq = blk.poll_dispatch(t0).expect("one request of 16 sectors");
+//! assert_eq!((rq.sector, rq.sectors), (0, 16));
+//! assert_eq!(blk.poll_dispatch(t0), None);
+//! let mut done: Vec<Done<&str>> = Vec::new();
+//! blk.handle_complete(rq.id, true, Nanos::from_ms(1), &mut done);
+//! assert_eq!(done.iter().map(|d| d.token).collect::<Vec<_>>(), ["a", "b"]);
+//! assert_eq!(blk.stat().write.merges, 1);
+//! assert_eq!(blk.stat().write.ios, 1);
+//! ```
+//!
+//! ## What it follows and where it differs
+//!
+//! - Splitting (`bio_split_to_limits`): a read or write larger than the smaller of
+//!   [`Limits::max_sectors`] and the scheduler's
+//!   [`max_request_sectors`](crate::Scheduler::max_request_sectors) is cut into consecutive
+//!   pieces, each a request; the bio completes with its last piece. Deviation: the pieces are
+//!   inserted without being offered for merging (the kernel resubmits the remainder, which may
+//!   merge).
+//! - Merging (`blk_mq_sched_bio_merge` -> `elv_merge`): a bio is offered to the scheduler's
+//!   [`try_merge`](crate::Scheduler::try_merge), which finds a back or front merge candidate
+//!   among its queued requests and grows it; the layer then rides the bio on that request and
+//!   counts the merge. [`Limits::nomerges`] is sysfs `nomerges`. Each policy applies the merge
+//!   size limit itself (the kernel's `ll_back_merge_fn` checks the queue's max_sectors);
+//!   the layer never hands the device more than [`Limits::max_sectors`] when it is set.
+//! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
+//!   the scheduler tags (`nr_requests`) are kept by the policies that limit depth with them
+//!   (mq-deadline, kyber, bfq: [`crate::tags`]).
+//! - Requeue: a request the device gave back goes ahead of the scheduler, as on the hardware
+//!   queue's dispatch list; the scheduler is not told (Linux's `requeue_request` hook: bfq and
+//!   mq-deadline use it to undo accounting; ours do not need it).
+//! - `sync`: reads are always sync (`op_is_sync`), whatever the bio says.
+
+pub mod observe;
+pub mod qos;
+pub mod stat;
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
+
+use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::time::Nanos;
+
+pub use observe::{Event, Observer};
+pub use qos::{Admit, QosChain, QosHook};
+pub use stat::{DirStat, DiskStat};
+
+/// sysfs `nomerges`: which merges the layer attempts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NoMerges {
+    /// 0: every merge the scheduler finds.
+    #[default]
+    All,
+    /// 2: no merging at all.
+    None,
+}
+
+/// The device's limits, as the request queue's `queue_limits` and its tag set give them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request, sectors (`max_sectors_kb` x 2): larger reads and writes are split.
+    /// `None`: no device limit (the scheduler's own, if any).
+    pub max_sectors: Option<u32>,
+    /// Requests the device holds at once (the hardware queue depth).
+    pub queue_depth: usize,
+    /// Which merges are attempted.
+    pub nomerges: NoMerges,
+}
+
+impl Limits {
+    /// A device holding `queue_depth` requests, with no size limit and every merge.
+    pub fn depth(queue_depth: usize) -> Limits {
+        Limits {
+            max_sectors: None,
+            queue_depth: queue_depth.max(1),
+            nomerges: NoMerges::All,
+        }
+    }
+
+    /// These limits with `max_sectors`.
+    pub fn max_sectors(self, max_sectors: u32) -> Limits {
+        Limits {
+            max_sectors: Some(max_sectors.max(1)),
+            ..self
+        }
+    }
+
+    /// These limits with `nomerges`.
+    pub fn nomerges(self, nomerges: NoMerges) -> Limits {
+        Limits { nomerges, ..self }
+    }
+}
+
+/// One I/O as an issuer submits it: a `struct bio`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bio {
+    /// The issuing process.
+    pub ctx: CtxId,
+    /// Its group (cgroup).
+    pub group: GroupId,
+    /// What it does.
+    pub op: Op,
+    /// The issuer waits for it (REQ_SYNC); reads are sync whatever this says.
+    pub sync: bool,
+    /// Filesystem metadata (REQ_META).
+    pub meta: bool,
+    /// REQ_IDLE: more follows from this issuer.
+    pub idle_hint: bool,
+    /// First sector.
+    pub sector: u64,
+    /// Length, sectors.
+    pub sectors: u32,
+    /// Its I/O priority.
+    pub prio: IoPrio,
+    /// When the issuer submitted it (earlier than the `now` of
+    /// [`BlockLayer::handle_submit`] when it spent time on the host CPU first).
+    pub submitted: Option<Nanos>,
+}
+
+impl Bio {
+    /// A bio of `ctx` in the root group at the default priority, async unless a read.
+    pub fn new(ctx: CtxId, op: Op, sector: u64, sectors: u32) -> Bio {
+        Bio {
+            ctx,
+            group: GroupId::ROOT,
+            op,
+            sync: false,
+            meta: false,
+            idle_hint: false,
+            sector,
+            sectors,
+            prio: IoPrio::default(),
+            submitted: None,
+        }
+    }
+
+    /// With REQ_SYNC set as given.
+    pub fn sync(mut self, sync: bool) -> Bio {
+        self.sync = sync;
+        self
+    }
+
+    /// In `group`.
+    pub fn group(mut self, group: GroupId) -> Bio {
+        self.group = group;
+        self
+    }
+
+    /// At priority `prio`.
+    pub fn prio(mut self, prio: IoPrio) -> Bio {
+        self.prio = prio;
+        self
+    }
+
+    fn request(&self, now: Nanos) -> Request {
+        Request {
+            id: RequestId(0),
+            ctx: self.ctx,
+            group: self.group,
+            op: self.op,
+            sync: self.sync || self.op.is_read(),
+            meta: self.meta,
+            idle_hint: self.idle_hint,
+            sector: self.sector,
+            sectors: self.sectors,
+            prio: self.prio,
+            submitted: self.submitted.unwrap_or(now),
+        }
+    }
+}
+
+/// A bio (or a piece of a split bio) the device finished, as
+/// [`BlockLayer::handle_complete`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done<T> {
+    /// The token the driver submitted the bio with.
+    pub token: T,
+    /// What it did.
+    pub op: Op,
+    /// Its process.
+    pub ctx: CtxId,
+    /// This piece's first sector.
+    pub sector: u64,
+    /// This piece's length.
+    pub sectors: u32,
+    /// When the bio was submitted.
+    pub submitted: Nanos,
+    /// When the request carrying it was dispatched.
+    pub dispatched: Nanos,
+    /// Requests in the scheduler just after this piece was inserted (itself included) or
+    /// merged.
+    pub queued: u32,
+    /// Requests at the device just after its request was dispatched (itself included).
+    pub in_flight: u32,
+    /// It rode on another bio's request (a merge).
+    pub merged: bool,
+    /// `Some(bytes of the whole bio)` when this piece completes its bio (always, unless the
+    /// bio was split and other pieces are still out); `None` otherwise.
+    pub whole: Option<u64>,
+    /// Whether the bio succeeded: every piece of it so far was completed with success.
+    pub ok: bool,
+}
+
+/// One bio's part of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment<T> {
+    /// The bio's token.
+    pub token: T,
+    /// First sector.
+    pub sector: u64,
+    /// Length, sectors.
+    pub sectors: u32,
+    submitted: Nanos,
+    ctx: CtxId,
+    queued: u32,
+    merged: bool,
+    /// For a piece of a split bio: the key of its bio in [`BlockLayer::splits`].
+    split: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Queued,
+    InFlight,
+}
+
+struct Rq<T> {
+    rq: Request,
+    segs: SegList<T>,
+    started: Nanos,
+    dispatched: Nanos,
+    in_flight: u32,
+    state: State,
+}
+
+/// A request's segments: one inline (the common case), more on the heap.
+struct SegList<T> {
+    first: Segment<T>,
+    more: Vec<Segment<T>>,
+}
+
+impl<T> SegList<T> {
+    fn iter(&self) -> impl Iterator<Item = &Segment<T>> {
+        std::iter::once(&self.first).chain(self.more.iter())
+    }
+}
+
+/// A split bio: pieces not yet completed, its size, and whether a piece failed.
+struct Split {
+    left: u32,
+    bytes: u64,
+    failed: bool,
+}
+
+/// A bio held by a hook of the [`QosChain`].
+struct Throttled<T> {
+    bio: Bio,
+    token: T,
+    hook: usize,
+    until: Nanos,
+}
+
+/// A pending scheduler switch ([`BlockLayer::switch_scheduler`]).
+struct Switch<S, T> {
+    next: S,
+    held: VecDeque<(Bio, T)>,
+}
+
+/// Conservation counters, as Linux's elevator keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests handed to the scheduler's insert.
+    pub inserted: u64,
+    /// Bios merged into a queued request instead.
+    pub merged: u64,
+    /// Requests dispatched to the device.
+    pub dispatched: u64,
+    /// Bios (and pieces) completed, merged ones included.
+    pub completed: u64,
+}
+
+/// The block layer. See the module documentation.
+pub struct BlockLayer<S: Scheduler, T: Copy> {
+    sched: S,
+    limits: Limits,
+    next_id: u64,
+    requests: FxHashMap<u64, Rq<T>>,
+    splits: FxHashMap<u64, Split>,
+    in_flight: usize,
+    kick: bool,
+    timer: Option<Nanos>,
+    timer_gen: u64,
+    requeued: VecDeque<u64>,
+    counters: Counters,
+    stat: DiskStat,
+    qos: QosChain,
+    throttled: Vec<Throttled<T>>,
+    switch: Option<Switch<S, T>>,
+    observer: Option<Box<dyn Observer>>,
+}
+
+impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
+    /// A layer over `sched` for a device with `limits`.
+    pub fn new(sched: S, limits: Limits) -> Self {
+        BlockLayer {
+            sched,
+            limits,
+            next_id: 0,
+            requests: FxHashMap::default(),
+            splits: FxHashMap::default(),
+            in_flight: 0,
+            kick: false,
+            timer: None,
+            timer_gen: 0,
+            requeued: VecDeque::new(),
+            counters: Counters::default(),
+            stat: DiskStat::default(),
+            qos: QosChain::default(),
+            throttled: Vec::new(),
+            switch: None,
+            observer: None,
+        }
+    }
+
+    /// The scheduler.
+    pub fn scheduler(&self) -> &S {
+        &self.sched
+    }
+
+    /// The scheduler, to change a tunable; the layer asks for a dispatch at the next poll.
+    pub fn scheduler_mut(&mut self) -> &mut S {
+        self.kick = true;
+        &mut self.sched
+    }
+
+    /// The device's limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Change the device's queue depth (at least 1).
+    pub fn set_queue_depth(&mut self, depth: usize) {
+        self.limits.queue_depth = depth.max(1);
+        self.kick = true;
+    }
+
+    /// Add a controller at the end of the rq_qos chain.
+    pub fn add_qos(&mut self, hook: Box<dyn QosHook>) {
+        self.qos.push(hook);
+    }
+
+    /// Report every request's life to `observer`.
+    pub fn set_observer(&mut self, observer: Box<dyn Observer>) {
+        self.observer = Some(observer);
+    }
+
+    /// Tell the observer (if any) that `ctx` is process `pid` named `name`.
+    pub fn observe_process(&mut self, ctx: CtxId, pid: u32, name: &str, now: Nanos) {
+        if let Some(o) = self.observer.as_mut() {
+            o.process(ctx, pid, name, now);
+        }
+    }
+
+    /// Whether an observer is set.
+    pub fn observed(&self) -> bool {
+        self.observer.is_some()
+    }
+
+    fn observe(&mut self, event: Event, rq: &Request, now: Nanos) {
+        if let Some(o) = self.observer.as_mut() {
+            o.event(event, rq, now);
+        }
+    }
+
+    /// The `/sys/block/<dev>/stat` counters.
+    pub fn stat(&self) -> &DiskStat {
+        &self.stat
+    }
+
+    /// The conservation counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Requests at the device.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Requests waiting in the scheduler, requeued, held by a controller or by a switch.
+    pub fn queued(&self) -> usize {
+        self.sched.queued()
+            + self.requeued.len()
+            + self.throttled.len()
+            + self.switch.as_ref().map_or(0, |s| s.held.len())
+    }
+
+    /// Whether nothing is queued or at the device.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight == 0 && self.queued() == 0
+    }
+
+    /// The segments (bios, in the order they joined) a request carries, or `None` for an
+    /// unknown request.
+    pub fn segments(&self, id: RequestId) -> Option<impl Iterator<Item = &Segment<T>>> {
+        self.requests.get(&id.0).map(|r| r.segs.iter())
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) if nothing else happens first.
+    /// Changed by every `handle_*` and `poll_dispatch`.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let throttled = self.throttled.iter().map(|t| t.until).min();
+        match (self.timer, throttled) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The scheduler's armed idle timer and its generation: a new generation each time the
+    /// scheduler asks for a new deadline. A discrete-event driver schedules one event per
+    /// generation and calls [`handle_timer`](Self::handle_timer) with it.
+    pub fn timer(&self) -> Option<(Nanos, u64)> {
+        self.timer.map(|t| (t, self.timer_gen))
+    }
+
+    /// The scheduler's timer of generation `gen` fired; a stale generation is ignored.
+    pub fn handle_timer(&mut self, gen: u64) {
+        if self.timer.is_some() && self.timer_gen == gen {
+            self.timer = None;
+            self.kick = true;
+        }
+    }
+
+    /// Time passed to `now`: fire what is due.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.timer.is_some_and(|t| now >= t) {
+            self.timer = None;
+            self.kick = true;
+        }
+        if self.throttled.iter().any(|t| now >= t.until) {
+            self.release_throttled(now, false);
+        }
+    }
+
+    /// Process `ctx` exited: it will issue nothing more.
+    pub fn handle_exit(&mut self, ctx: CtxId, now: Nanos) {
+        self.sched.exit(ctx, now);
+        // An exit may end the scheduler's idling for that context.
+        self.kick = true;
+    }
+
+    /// A bio is submitted at `now`: split, merged or inserted (or held by a controller or a
+    /// pending switch). `token` comes back in its [`Done`].
+    pub fn handle_submit(&mut self, mut bio: Bio, token: T, now: Nanos) {
+        // Its latency counts from here, however long a controller or a switch holds it.
+        bio.submitted.get_or_insert(now);
+        if let Some(sw) = self.switch.as_mut() {
+            sw.held.push_back((bio, token));
+            return;
+        }
+        if !self.qos.is_empty() {
+            let rq = bio.request(now);
+            if let Err((hook, until)) = self.qos.throttle(0, &rq, now) {
+                self.throttled.push(Throttled {
+                    bio,
+                    token,
+                    hook,
+                    until,
+                });
+                return;
+            }
+        }
+        self.queue(bio, token, now);
+    }
+
+    /// Offer held bios to their hooks again (all after a completion, else those due).
+    fn release_throttled(&mut self, now: Nanos, all: bool) {
+        let mut i = 0;
+        while i < self.throttled.len() {
+            if !all && now < self.throttled[i].until {
+                i += 1;
+                continue;
+            }
+            let t = &self.throttled[i];
+            let rq = t.bio.request(now);
+            match self.qos.throttle(t.hook, &rq, now) {
+                Ok(()) => {
+                    let t = self.throttled.remove(i);
+                    self.queue(t.bio, t.token, now);
+                }
+                Err((hook, until)) => {
+                    let t = &mut self.throttled[i];
+                    t.hook = hook;
+                    t.until = until;
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// Past the controllers: split, merge or insert.
+    fn queue(&mut self, bio: Bio, token: T, now: Nanos) {
+        let mut rq = bio.request(now);
+        let data = matches!(rq.op, Op::Read | Op::Write);
+        let limit = match (self.sched.max_request_sectors(), self.limits.max_sectors) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
+            self.queue_split(rq, token, max, now);
+            return;
+        }
+        self.next_id += 1;
+        rq.id = RequestId(self.next_id);
+        self.observe(Event::Queue, &rq, now);
+        let merge = self.limits.nomerges != NoMerges::None && data;
+        if let Some(into) = merge.then(|| self.sched.try_merge(&rq, now)).flatten() {
+            self.observe(Event::Merge, &rq, now);
+            let queued = (self.counters.inserted - self.counters.dispatched) as u32;
+            self.stat.merged(rq.op);
+            let host = self
+                .requests
+                .get_mut(&into.0)
+                .expect("the scheduler merged into a request the block layer does not know");
+            debug_assert_eq!(host.state, State::Queued, "merged into a dispatched request");
+            if rq.end() == host.rq.sector {
+                host.rq.sector = rq.sector;
+            }
+            host.rq.sectors += rq.sectors;
+            host.segs.more.push(Segment {
+                token,
+                sector: rq.sector,
+                sectors: rq.sectors,
+                submitted: rq.submitted,
+                ctx: rq.ctx,
+                queued,
+                merged: true,
+                split: None,
+            });
+            self.counters.merged += 1;
+        } else {
+            self.insert(rq, token, None, now);
+        }
+        self.kick = true;
+    }
+
+    /// Insert `whole` as consecutive pieces of at most `max` sectors, each a request of its
+    /// own; the bio completes with the last piece.
+    fn queue_split(&mut self, whole: Request, token: T, max: u32, now: Nanos) {
+        let first = self.next_id + 1;
+        self.splits.insert(
+            first,
+            Split {
+                left: whole.sectors.div_ceil(max),
+                bytes: whole.bytes(),
+                failed: false,
+            },
+        );
+        for mut rq in whole.pieces(max) {
+            self.next_id += 1;
+            rq.id = RequestId(self.next_id);
+            self.observe(Event::Queue, &rq, now);
+            self.insert(rq, token, Some(first), now);
+        }
+        self.kick = true;
+    }
+
+    fn insert(&mut self, rq: Request, token: T, split: Option<u64>, now: Nanos) {
+        let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
+        let seg = Segment {
+            token,
+            sector: rq.sector,
+            sectors: rq.sectors,
+            submitted: rq.submitted,
+            ctx: rq.ctx,
+            queued,
+            merged: false,
+            split,
+        };
+        self.requests.insert(
+            rq.id.0,
+            Rq {
+                rq: rq.clone(),
+                segs: SegList {
+                    first: seg,
+                    more: Vec::new(),
+                },
+                started: now,
+                dispatched: Nanos::ZERO,
+                in_flight: 0,
+                state: State::Queued,
+            },
+        );
+        self.stat.started(now);
+        self.observe(Event::Insert, &rq, now);
+        self.sched.insert(rq, now);
+        self.counters.inserted += 1;
+    }
+
+    /// The next request to start on the device now, if the device has room and the
+    /// scheduler (or the requeue list) has one. Call until `None`.
+    pub fn poll_dispatch(&mut self, now: Nanos) -> Option<Request> {
+        if self.switch.is_some() {
+            self.finish_switch(now);
+        }
+        if !self.kick {
+            return None;
+        }
+        if self.in_flight >= self.limits.queue_depth {
+            self.kick = false;
+            return None;
+        }
+        if let Some(id) = self.requeued.pop_front() {
+            let rq = self.requests[&id].rq.clone();
+            return Some(self.start(rq, now, false));
+        }
+        match self.sched.dispatch(now) {
+            Dispatch::Request(rq) => Some(self.start(rq, now, true)),
+            Dispatch::Idle { until } => {
+                if self.timer != Some(until) {
+                    self.timer_gen += 1;
+                    self.timer = Some(until);
+                }
+                self.kick = false;
+                None
+            }
+            Dispatch::Empty => {
+                self.kick = false;
+                None
+            }
+        }
+    }
+
+    fn start(&mut self, rq: Request, now: Nanos, fresh: bool) -> Request {
+        self.in_flight += 1;
+        if fresh {
+            self.counters.dispatched += 1;
+            self.timer = None;
+        }
+        let in_flight = self.in_flight as u32;
+        let r = self
+            .requests
+            .get_mut(&rq.id.0)
+            .unwrap_or_else(|| panic!("{} dispatched request {} it was never given, or twice", self.sched.name(), rq.id.0));
+        assert_eq!(
+            r.state,
+            State::Queued,
+            "{} dispatched request {} twice",
+            self.sched.name(),
+            rq.id.0
+        );
+        r.state = State::InFlight;
+        r.rq = rq.clone();
+        r.dispatched = now;
+        r.in_flight = in_flight;
+        self.observe(Event::Issue, &rq, now);
+        self.qos.issue(&rq, now);
+        rq
+    }
+
+    /// The device gave request `id` back unfinished (busy): it goes ahead of the scheduler's
+    /// next choice.
+    pub fn handle_requeue(&mut self, id: RequestId, now: Nanos) {
+        let _ = now;
+        if let Some(r) = self.requests.get_mut(&id.0) {
+            if r.state == State::InFlight {
+                r.state = State::Queued;
+                self.in_flight -= 1;
+                self.requeued.push_back(id.0);
+                self.kick = true;
+            }
+        }
+    }
+
+    /// The device finished request `id` at `now` (`ok`: without error). Appends one [`Done`]
+    /// per bio or piece it carried, its own first, then those merged into it in merge order.
+    /// An unknown id (a request never dispatched) is ignored.
+    pub fn handle_complete(&mut self, id: RequestId, ok: bool, now: Nanos, out: &mut Vec<Done<T>>) {
+        let Some(r) = self.requests.remove(&id.0) else {
+            return;
+        };
+        debug_assert_eq!(r.state, State::InFlight, "completion of a request never dispatched");
+        self.in_flight -= 1;
+        self.sched.complete(&r.rq, now);
+        self.qos.done(&r.rq, now);
+        self.observe(Event::Complete, &r.rq, now);
+        self.stat.done(r.rq.op, r.rq.sectors, r.started, now);
+        self.counters.completed += 1 + r.segs.more.len() as u64;
+        for seg in r.segs.iter() {
+            let (whole, ok) = match seg.split {
+                None => (Some(u64::from(seg.sectors) * crate::SECTOR_BYTES), ok),
+                Some(key) => {
+                    let s = self.splits.get_mut(&key).expect("a piece's bio is tracked");
+                    s.left -= 1;
+                    s.failed |= !ok;
+                    if s.left == 0 {
+                        let s = self.splits.remove(&key).expect("just seen");
+                        (Some(s.bytes), !s.failed)
+                    } else {
+                        (None, ok)
+                    }
+                }
+            };
+            out.push(Done {
+                token: seg.token,
+                op: r.rq.op,
+                ctx: seg.ctx,
+                sector: seg.sector,
+                sectors: seg.sectors,
+                submitted: seg.submitted,
+                dispatched: r.dispatched,
+                queued: seg.queued,
+                in_flight: r.in_flight,
+                merged: seg.merged,
+                whole,
+                ok,
+            });
+        }
+        if !self.throttled.is_empty() {
+            self.release_throttled(now, true);
+        }
+        self.kick = true;
+    }
+
+    /// Change the scheduler as the kernel's `elevator_switch` does: the queue is frozen (new
+    /// bios are held), the current scheduler drains what it holds and the device goes idle,
+    /// then `next` takes over and gets the held bios. A later switch replaces a pending one,
+    /// whose scheduler is returned.
+    pub fn switch_scheduler(&mut self, next: S) -> Option<S> {
+        self.kick = true;
+        match self.switch.as_mut() {
+            Some(sw) => Some(std::mem::replace(&mut sw.next, next)),
+            None => {
+                self.switch = Some(Switch {
+                    next,
+                    held: VecDeque::new(),
+                });
+                None
+            }
+        }
+    }
+
+    /// Whether a switch is waiting for the old scheduler to drain.
+    pub fn switching(&self) -> bool {
+        self.switch.is_some()
+    }
+
+    fn finish_switch(&mut self, now: Nanos) {
+        if self.sched.queued() > 0 || self.in_flight > 0 || !self.requeued.is_empty() {
+            return;
+        }
+        let sw = self.switch.take().expect("checked by the caller");
+        self.sched = sw.next;
+        self.timer = None;
+        self.kick = true;
+        for (bio, token) in sw.held {
+            self.handle_submit(bio, token, now);
+        }
+    }
+
+    /// Finish: the scheduler and the counters.
+    pub fn into_parts(self) -> (S, Counters, DiskStat) {
+        (self.sched, self.counters, self.stat)
+    }
+}
+
+#[cfg(test)]
+mod tests;

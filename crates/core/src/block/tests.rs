@@ -1,0 +1,258 @@
+//! The block layer's decisions in hand-built situations.
+
+use super::*;
+use crate::deadline::Deadline;
+use crate::noop::Noop;
+
+fn ms(x: u64) -> Nanos {
+    Nanos::from_ms(x)
+}
+
+fn write(ctx: u32, sector: u64, sectors: u32) -> Bio {
+    Bio::new(CtxId(ctx), Op::Write, sector, sectors).sync(true)
+}
+
+fn drain<S: Scheduler, T: Copy>(blk: &mut BlockLayer<S, T>, now: Nanos) -> Vec<Request> {
+    std::iter::from_fn(|| blk.poll_dispatch(now)).collect()
+}
+
+#[test]
+fn a_bio_larger_than_max_sectors_is_split_and_completes_with_its_last_piece() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(8).max_sectors(8));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 100, 20), 7u32, ms(0));
+    let rqs = drain(&mut blk, ms(0));
+    let extents: Vec<(u64, u32)> = rqs.iter().map(|r| (r.sector, r.sectors)).collect();
+    assert_eq!(extents, [(100, 8), (108, 8), (116, 4)]);
+    let mut done = Vec::new();
+    // Out of order: the bio completes only when the last of its pieces does.
+    blk.handle_complete(rqs[2].id, true, ms(1), &mut done);
+    blk.handle_complete(rqs[0].id, true, ms(2), &mut done);
+    assert!(done.iter().all(|d| d.whole.is_none()));
+    blk.handle_complete(rqs[1].id, true, ms(3), &mut done);
+    assert_eq!(done.len(), 3);
+    assert_eq!(done[2].whole, Some(20 * 512));
+    assert!(done[2].ok);
+    assert_eq!(blk.stat().read.ios, 3);
+    assert_eq!(blk.stat().read.sectors, 20);
+    assert!(blk.is_idle());
+}
+
+#[test]
+fn a_failed_piece_fails_the_whole_split_bio() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(8).max_sectors(8));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 16), (), ms(0));
+    let rqs = drain(&mut blk, ms(0));
+    let mut done = Vec::new();
+    blk.handle_complete(rqs[0].id, false, ms(1), &mut done);
+    blk.handle_complete(rqs[1].id, true, ms(2), &mut done);
+    assert_eq!(done[1].whole, Some(16 * 512));
+    assert!(!done[1].ok);
+}
+
+#[test]
+fn back_and_front_merges_ride_on_the_queued_request_and_complete_with_it() {
+    // The device is busy, so requests stay queued long enough to be merged into.
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+    blk.handle_submit(write(1, 1000, 8), 0u32, ms(0));
+    let busy = drain(&mut blk, ms(0));
+    assert_eq!(busy.len(), 1);
+    blk.handle_submit(write(1, 2000, 8), 1, ms(1));
+    blk.handle_submit(write(1, 2008, 8), 2, ms(1)); // back merge
+    blk.handle_submit(write(1, 1992, 8), 3, ms(1)); // front merge
+    assert_eq!(blk.counters().merged, 2);
+    assert_eq!(blk.stat().write.merges, 2);
+    let mut done = Vec::new();
+    blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+    let next = drain(&mut blk, ms(2));
+    assert_eq!((next[0].sector, next[0].sectors), (1992, 24));
+    let segs: Vec<(u64, u32)> = blk
+        .segments(next[0].id)
+        .unwrap()
+        .map(|s| (s.sector, s.sectors))
+        .collect();
+    assert_eq!(segs, [(2000, 8), (2008, 8), (1992, 8)]);
+    done.clear();
+    blk.handle_complete(next[0].id, true, ms(3), &mut done);
+    let tokens: Vec<u32> = done.iter().map(|d| d.token).collect();
+    assert_eq!(tokens, [1, 2, 3]);
+    assert_eq!(
+        done.iter().map(|d| d.merged).collect::<Vec<_>>(),
+        [false, true, true]
+    );
+    // One request completed for three bios: the kernel's ios and merges.
+    assert_eq!(blk.stat().write.ios, 2);
+    assert_eq!(blk.stat().write.sectors, 32);
+    assert_eq!(blk.counters().completed, 4);
+}
+
+#[test]
+fn nomerges_none_inserts_every_bio() {
+    let limits = Limits::depth(1).nomerges(NoMerges::None);
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), limits);
+    blk.handle_submit(write(1, 0, 8), (), ms(0));
+    drain(&mut blk, ms(0));
+    blk.handle_submit(write(1, 100, 8), (), ms(0));
+    blk.handle_submit(write(1, 108, 8), (), ms(0));
+    assert_eq!(blk.counters().merged, 0);
+    assert_eq!(blk.counters().inserted, 3);
+}
+
+#[test]
+fn the_device_never_holds_more_than_its_queue_depth() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
+    for i in 0..5 {
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, i * 100, 8), i, ms(0));
+    }
+    let first = drain(&mut blk, ms(0));
+    assert_eq!(first.len(), 2);
+    assert_eq!(blk.in_flight(), 2);
+    assert_eq!(blk.queued(), 3);
+    let mut done = Vec::new();
+    blk.handle_complete(first[0].id, true, ms(1), &mut done);
+    assert_eq!(drain(&mut blk, ms(1)).len(), 1);
+    assert_eq!(blk.in_flight(), 2);
+}
+
+#[test]
+fn a_requeued_request_goes_before_the_schedulers_next_choice() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(1));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), 0u8, ms(0));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 80, 8), 1, ms(0));
+    let a = drain(&mut blk, ms(0));
+    blk.handle_requeue(a[0].id, ms(1));
+    assert_eq!(blk.in_flight(), 0);
+    let again = drain(&mut blk, ms(1));
+    assert_eq!(again[0].id, a[0].id);
+    assert_eq!(blk.counters().dispatched, 1, "a requeue is not a new dispatch");
+}
+
+/// A scheduler that idles until 10 ms once, then dispatches.
+struct IdleOnce(Noop, bool);
+
+impl Scheduler for IdleOnce {
+    fn name(&self) -> &'static str {
+        "idle-once"
+    }
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.0.insert(rq, now);
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        if !self.1 && now < ms(10) {
+            return Dispatch::Idle { until: ms(10) };
+        }
+        self.1 = true;
+        self.0.dispatch(now)
+    }
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.0.complete(rq, now);
+    }
+    fn queued(&self) -> usize {
+        self.0.queued()
+    }
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), crate::TunableError> {
+        self.0.set_tunable(name, value)
+    }
+}
+
+#[test]
+fn the_schedulers_idle_deadline_is_the_layers_timeout() {
+    let mut blk = BlockLayer::new(IdleOnce(Noop::new(), false), Limits::depth(4));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    assert!(drain(&mut blk, ms(0)).is_empty());
+    assert_eq!(blk.poll_timeout(), Some(ms(10)));
+    let (_, gen) = blk.timer().unwrap();
+    // Asked again before the deadline (an insert): same deadline, same generation.
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 50, 8), (), ms(5));
+    assert!(drain(&mut blk, ms(5)).is_empty());
+    assert_eq!(blk.timer(), Some((ms(10), gen)));
+    blk.handle_timeout(ms(9));
+    assert!(drain(&mut blk, ms(9)).is_empty());
+    blk.handle_timeout(ms(10));
+    assert_eq!(drain(&mut blk, ms(10)).len(), 2);
+    assert_eq!(blk.poll_timeout(), None);
+}
+
+/// Holds every bio until 5 ms.
+struct HoldUntil5;
+
+impl QosHook for HoldUntil5 {
+    fn name(&self) -> &'static str {
+        "hold"
+    }
+    fn throttle(&mut self, _bio: &Request, now: Nanos) -> Admit {
+        if now < ms(5) {
+            Admit::Wait { until: ms(5) }
+        } else {
+            Admit::Now
+        }
+    }
+}
+
+#[test]
+fn a_bio_held_by_a_controller_reaches_the_scheduler_when_released() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(4));
+    blk.add_qos(Box::new(HoldUntil5));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    assert!(drain(&mut blk, ms(0)).is_empty());
+    assert_eq!(blk.queued(), 1);
+    assert_eq!(blk.poll_timeout(), Some(ms(5)));
+    blk.handle_timeout(ms(5));
+    let rqs = drain(&mut blk, ms(5));
+    assert_eq!(rqs.len(), 1);
+    assert_eq!(rqs[0].submitted, ms(0), "its latency counts from its submission");
+}
+
+#[test]
+fn a_switch_drains_the_old_scheduler_then_gives_the_new_one_the_held_bios() {
+    let mut blk: BlockLayer<Box<dyn Scheduler>, u32> =
+        BlockLayer::new(Box::new(Noop::new()), Limits::depth(1));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), 0, ms(0));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 8, 8), 1, ms(0));
+    let a = drain(&mut blk, ms(0));
+    assert!(blk
+        .switch_scheduler(Box::new(Deadline::new(Default::default())))
+        .is_none());
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 800, 8), 2, ms(1));
+    assert_eq!(blk.scheduler().name(), "noop");
+    let mut done = Vec::new();
+    blk.handle_complete(a[0].id, true, ms(2), &mut done);
+    let b = drain(&mut blk, ms(2));
+    assert_eq!(b[0].sector, 8, "the old scheduler drains first");
+    blk.handle_complete(b[0].id, true, ms(3), &mut done);
+    let c = drain(&mut blk, ms(3));
+    assert_eq!(blk.scheduler().name(), "deadline");
+    assert_eq!(c[0].sector, 800);
+    assert!(!blk.switching());
+}
+
+#[test]
+fn stat_counts_time_from_allocation_and_busy_time_once() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(1));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    blk.handle_submit(Bio::new(CtxId(2), Op::Read, 80, 8), (), ms(0));
+    let mut done = Vec::new();
+    let a = drain(&mut blk, ms(0));
+    blk.handle_complete(a[0].id, true, ms(4), &mut done);
+    let b = drain(&mut blk, ms(4));
+    blk.handle_complete(b[0].id, true, ms(10), &mut done);
+    let f = blk.stat().fields(ms(10));
+    assert_eq!(f[0], 2, "reads completed");
+    assert_eq!(f[3], 4 + 10, "read ticks count the second's wait in the scheduler");
+    assert_eq!(f[9], 10, "io_ticks: busy from 0 to 10 ms");
+    assert_eq!(f[10], 14);
+    let line = blk.stat().to_string();
+    let back = DiskStat::parse(&line).unwrap();
+    assert_eq!(back.fields(ms(10)), f);
+}
+
+#[test]
+fn reads_are_sync_whatever_the_bio_says() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(1));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8).sync(false), (), ms(0));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Write, 80, 8), (), ms(0));
+    let a = drain(&mut blk, ms(0));
+    assert!(a[0].sync);
+    let mut done = Vec::new();
+    blk.handle_complete(a[0].id, true, ms(1), &mut done);
+    assert!(!drain(&mut blk, ms(1))[0].sync);
+}
