@@ -1,9 +1,10 @@
 //! The run loop: jobs -> scheduler -> backend, on the real clock.
 //!
 //! One thread, one loop. Each turn it (1) polls every job that is runnable (started, woken by
-//! a completion, or past its think time) and inserts what it issues into the scheduler,
-//! (2) asks the scheduler for dispatches while the backend has room and the scheduler has
-//! something to say (after an insert or a completion, or once its `Idle { until }` has passed),
+//! a completion, or past its think time), submits what it issues to the block layer and, after
+//! each job, (2) starts what the block layer dispatches while the backend has room and the
+//! scheduler has something to say (after an insert or a completion, or once its `Idle { until }`
+//! has passed),
 //! (3) sleeps in the backend until a completion, the earliest timer (the scheduler's idle
 //! deadline or a job's think time) or a stop request, and (4) feeds completions back to the
 //! scheduler and the jobs with the time they were reaped. The loop holds no policy: the
@@ -35,7 +36,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
+use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
 use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, Scheduler, SECTOR_BYTES};
 use elevator_workload::metrics::JobMetrics;
 use elevator_workload::{Action, Job};
@@ -640,6 +641,10 @@ impl<'a, B: Backend> Executor<'a, B> {
                 if self.stopping {
                     return;
                 }
+                // As a process's submission runs the hardware queue in the kernel
+                // (blk_mq_submit_bio -> blk_mq_run_hw_queue), and as the simulator dispatches
+                // after each job's turn: the next job's I/O finds the device as this one left it.
+                self.dispatch(now);
             }
             // Advance to the next phase once every job of this one is done.
             let Some(&phase) = self.phases.get(self.phase_idx) else {
@@ -691,18 +696,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                         *next_ctx += 1;
                         (CtxId(*next_ctx - 1), false)
                     });
-                    let bio = Bio {
-                        ctx,
-                        group: slot.group,
-                        op: spec.op,
-                        sync: spec.sync,
-                        meta: spec.meta,
-                        idle_hint: spec.idle_hint,
-                        sector: spec.sector,
-                        sectors: spec.sectors,
-                        prio: spec.prio.unwrap_or(slot.prio),
-                        submitted: None,
-                    };
+                    let bio = spec.bio(ctx, slot.group, slot.prio);
                     self.blk.handle_submit(bio, (i, spec.tag), now);
                 }
                 Action::Exit { ctx } => {

@@ -29,6 +29,7 @@ pub mod backend;
 pub mod buf;
 pub mod exec;
 pub mod mem;
+pub mod queue_limits;
 pub mod report;
 pub mod safety;
 pub mod submit;

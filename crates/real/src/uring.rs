@@ -24,6 +24,7 @@ pub struct UringBackend {
     file: File,
     size: u64,
     owned: HashMap<u64, AlignedBuf>,
+    limits: crate::queue_limits::QueueLimits,
 }
 
 impl UringBackend {
@@ -41,11 +42,13 @@ impl UringBackend {
         // kernels without this registration keep their default.)
         let mut max = [entries, 0];
         let _ = ring.submitter().register_iowq_max_workers(&mut max);
+        let limits = crate::queue_limits::of(&file);
         Ok(UringBackend {
             ring,
             file,
             size,
             owned: HashMap::with_capacity(entries as usize),
+            limits,
         })
     }
 
@@ -83,8 +86,17 @@ impl Backend for UringBackend {
         self.size
     }
 
+    /// The ring's entries, or on a block device its hardware queue's tags if fewer: requests
+    /// beyond those would wait in the kernel's queue, where our scheduler no longer decides.
     fn capacity(&self) -> usize {
-        self.ring.params().sq_entries() as usize
+        let ring = self.ring.params().sq_entries() as usize;
+        self.limits
+            .depth
+            .map_or(ring, |d| ring.min(d.max(1) as usize))
+    }
+
+    fn max_sectors(&self) -> Option<u32> {
+        self.limits.max_sectors
     }
 
     fn in_flight(&self) -> usize {

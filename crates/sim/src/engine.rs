@@ -33,7 +33,7 @@ use std::num::NonZeroU32;
 
 use rustc_hash::FxHashMap;
 
-use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
+use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
 use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace_out::IoObserver;
@@ -625,18 +625,8 @@ impl Simulation {
     fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec, submitted: Nanos) {
         let ctx = self.ctx(job, spec.ctx);
         let slot = &self.jobs[job as usize].slot;
-        let bio = Bio {
-            ctx,
-            group: slot.group,
-            op: spec.op,
-            sync: spec.sync,
-            meta: spec.meta,
-            idle_hint: spec.idle_hint,
-            sector: spec.sector,
-            sectors: spec.sectors,
-            prio: spec.prio.unwrap_or(slot.prio),
-            submitted: Some(submitted),
-        };
+        let mut bio = spec.bio(ctx, slot.group, slot.prio);
+        bio.submitted = Some(submitted);
         self.blk.handle_submit(bio, (job, spec.tag), self.now);
     }
 

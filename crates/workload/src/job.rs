@@ -28,6 +28,30 @@ pub struct IoSpec {
     pub tag: u64,
 }
 
+impl IoSpec {
+    /// The bio this I/O is, issued by the run-wide context `ctx` of a job in `group` whose
+    /// I/O has priority `prio` unless it names its own.
+    pub fn bio(
+        &self,
+        ctx: elevator_core::CtxId,
+        group: elevator_core::GroupId,
+        prio: IoPrio,
+    ) -> elevator_core::block::Bio {
+        elevator_core::block::Bio {
+            ctx,
+            group,
+            op: self.op,
+            sync: self.sync,
+            meta: self.meta,
+            idle_hint: self.idle_hint,
+            sector: self.sector,
+            sectors: self.sectors,
+            prio: self.prio.unwrap_or(prio),
+            submitted: None,
+        }
+    }
+}
+
 /// What a job does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {

@@ -12,6 +12,9 @@ pub mod sim;
 pub mod sim_job;
 pub mod validate;
 
+#[cfg(test)]
+mod differential_tests;
+
 use anyhow::Context;
 use elevator_core::registry::{self, SchedulerInfo};
 use elevator_core::Settings;
