@@ -51,7 +51,6 @@ iodepth=16
 [rand-write-sync]
 rw=randwrite
 offset=24m
-sync=1
 iodepth=4
 
 [big-read]
@@ -238,14 +237,13 @@ impl Backend for Scripted {
         let now = self.clock.get();
         let deadline = timeout.map(|t| now + Nanos(t.as_nanos() as u64));
         let next = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].0, self.pending[i].1));
-        match (next, deadline) {
-            (Some(i), d) if d.is_none_or(|d| self.pending[i].0 <= d) => {
-                let (t, _, c) = self.pending.swap_remove(i);
-                self.clock.set(t.max(now));
-                out.push(c);
-            }
-            (_, Some(d)) => self.clock.set(d),
-            (None, None) => {}
+        let due = next.filter(|&i| deadline.is_none_or(|d| self.pending[i].0 <= d));
+        if let Some(i) = due {
+            let (t, _, c) = self.pending.swap_remove(i);
+            self.clock.set(t.max(now));
+            out.push(c);
+        } else if let Some(d) = deadline {
+            self.clock.set(d);
         }
         Ok(())
     }
