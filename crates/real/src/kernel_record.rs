@@ -160,7 +160,8 @@ pub struct RecordOptions {
     pub events: Vec<String>,
     /// The tracefs instance's ring buffer per CPU, KiB.
     pub buffer_size_kb: u64,
-    /// Compress the trace files (`trace.txt.gz`) once the run is over.
+    /// Compress the trace files and fio's output (`trace.txt.gz`, `fio.out.gz`) once the run
+    /// is over.
     pub gzip: bool,
     /// Keep a recording whose ring buffer lost events (it fails otherwise).
     pub allow_lost: bool,
@@ -885,6 +886,9 @@ fn record_inner(
         if let Some(b) = bfq_name.as_mut() {
             gzip_file(&bfq_file).map_err(|e| RecordError::new("gzip", e))?;
             b.push_str(".gz");
+        }
+        if out.join("fio.out").is_file() {
+            gzip_file(&out.join("fio.out")).map_err(|e| RecordError::new("gzip", e))?;
         }
     }
     let meta = RecordingMeta {

@@ -7,7 +7,7 @@
 //! DIR/job.fio          the fio job file as run
 //! DIR/trace.txt[.gz]   the block and kyber events (tracefs text)
 //! DIR/bfq-log.txt[.gz] the blk tracer's notes (bfq's log), when recorded
-//! DIR/fio.out          fio's output (normal, then JSON)
+//! DIR/fio.out[.gz]    fio's output (normal, then JSON)
 //! ```
 
 use std::collections::BTreeMap;
