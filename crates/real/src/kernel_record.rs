@@ -262,7 +262,10 @@ pub fn check_job(text: &str) -> Vec<String> {
             continue;
         }
         if l.starts_with("include ") || l == "include" {
-            refused.push(format!("line {}: `include` (the job must be one file)", n + 1));
+            refused.push(format!(
+                "line {}: `include` (the job must be one file)",
+                n + 1
+            ));
             continue;
         }
         let (key, value) = match l.split_once('=') {
@@ -300,7 +303,11 @@ struct Undo {
 }
 
 impl Undo {
-    fn push(&mut self, what: impl Into<String>, f: impl FnOnce() -> std::result::Result<(), String> + 'static) {
+    fn push(
+        &mut self,
+        what: impl Into<String>,
+        f: impl FnOnce() -> std::result::Result<(), String> + 'static,
+    ) {
         self.steps.push((what.into(), Box::new(f)));
     }
 
@@ -369,7 +376,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
             continue;
         }
         if let Ok(v) = fs::read_to_string(&p) {
-            out.insert(e.file_name().to_string_lossy().into_owned(), v.trim().to_string());
+            out.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                v.trim().to_string(),
+            );
         }
     }
     out
@@ -382,7 +392,11 @@ fn uname() -> KernelInfo {
         return KernelInfo::default();
     }
     let s = |f: &[libc::c_char]| {
-        let b: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&b).into_owned()
     };
     KernelInfo {
@@ -394,7 +408,11 @@ fn uname() -> KernelInfo {
 
 /// Copy `pipe` (a tracefs `trace_pipe`, opened non-blocking) to `out` until `stop` is set and
 /// the pipe is empty.
-fn stream(pipe: PathBuf, out: PathBuf, stop: Arc<AtomicBool>) -> JoinHandle<std::result::Result<u64, String>> {
+fn stream(
+    pipe: PathBuf,
+    out: PathBuf,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<std::result::Result<u64, String>> {
     std::thread::spawn(move || {
         let mut src = OpenOptions::new()
             .read(true)
@@ -427,7 +445,8 @@ fn stream(pipe: PathBuf, out: PathBuf, stop: Arc<AtomicBool>) -> JoinHandle<std:
                 Err(e) => return Err(format!("read {}: {e}", pipe.display())),
             }
         }
-        dst.flush().map_err(|e| format!("write {}: {e}", out.display()))?;
+        dst.flush()
+            .map_err(|e| format!("write {}: {e}", out.display()))?;
         Ok(total)
     })
 }
@@ -503,20 +522,35 @@ fn record_inner(
     }
     let sched = opts.scheduler.as_str();
     if sched.is_empty() || !sched.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(RecordError::new("check", format!("scheduler {sched:?}: not a scheduler name")));
+        return Err(RecordError::new(
+            "check",
+            format!("scheduler {sched:?}: not a scheduler name"),
+        ));
     }
     if opts.bfq_log && sched != "bfq" {
         return Err(RecordError::new("check", "the bfq log needs --sched bfq"));
     }
     if opts.bytes < 1 << 20 || opts.bytes % u64::from(opts.sector_size.max(512)) != 0 {
-        return Err(RecordError::new("check", format!("device size {} bytes: at least 1 MiB, in whole sectors", opts.bytes)));
+        return Err(RecordError::new(
+            "check",
+            format!(
+                "device size {} bytes: at least 1 MiB, in whole sectors",
+                opts.bytes
+            ),
+        ));
     }
     if ![512, 1024, 2048, 4096].contains(&opts.sector_size) {
-        return Err(RecordError::new("check", format!("sector size {}: 512, 1024, 2048 or 4096", opts.sector_size)));
+        return Err(RecordError::new(
+            "check",
+            format!("sector size {}: 512, 1024, 2048 or 4096", opts.sector_size),
+        ));
     }
     for (k, _) in &opts.set {
         if k.is_empty() || k.contains('/') || k.starts_with('.') || k == "scheduler" {
-            return Err(RecordError::new("check", format!("--set {k:?}: not a queue or scheduler attribute")));
+            return Err(RecordError::new(
+                "check",
+                format!("--set {k:?}: not a queue or scheduler attribute"),
+            ));
         }
     }
     for e in &opts.events {
@@ -524,11 +558,18 @@ fn record_inner(
             !s.is_empty() && !n.is_empty() && !e.contains("..") && !n.contains('/')
         });
         if !ok {
-            return Err(RecordError::new("check", format!("event {e:?}: not system/name")));
+            return Err(RecordError::new(
+                "check",
+                format!("event {e:?}: not system/name"),
+            ));
         }
     }
-    let job_text = fs::read_to_string(&opts.job)
-        .map_err(|e| RecordError::new("check", format!("read the job file {}: {e}", opts.job.display())))?;
+    let job_text = fs::read_to_string(&opts.job).map_err(|e| {
+        RecordError::new(
+            "check",
+            format!("read the job file {}: {e}", opts.job.display()),
+        )
+    })?;
     let refused = check_job(&job_text);
     if !refused.is_empty() {
         return Err(RecordError::new(
@@ -540,18 +581,32 @@ fn record_inner(
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
     if let Backing::File(p) = &opts.backing {
         if p.exists() {
-            return Err(RecordError::new("check", format!("{}: exists; the backing file must be new", p.display())));
+            return Err(RecordError::new(
+                "check",
+                format!("{}: exists; the backing file must be new", p.display()),
+            ));
         }
     }
     match fs::read_dir(&opts.out) {
         Ok(mut rd) => {
             if rd.next().is_some() {
-                return Err(RecordError::new("check", format!("{}: not empty", opts.out.display())));
+                return Err(RecordError::new(
+                    "check",
+                    format!("{}: not empty", opts.out.display()),
+                ));
             }
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => fs::create_dir_all(&opts.out)
-            .map_err(|e| RecordError::new("check", format!("create {}: {e}", opts.out.display())))?,
-        Err(e) => return Err(RecordError::new("check", format!("{}: {e}", opts.out.display()))),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            fs::create_dir_all(&opts.out).map_err(|e| {
+                RecordError::new("check", format!("create {}: {e}", opts.out.display()))
+            })?
+        }
+        Err(e) => {
+            return Err(RecordError::new(
+                "check",
+                format!("{}: {e}", opts.out.display()),
+            ))
+        }
     }
     let out = fs::canonicalize(&opts.out)
         .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.out.display())))?;
@@ -565,7 +620,9 @@ fn record_inner(
         progress(&format!("mounting tracefs on {TRACEFS}"));
         run_tool(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
             .map_err(|e| RecordError::new("tracefs", e))?;
-        undo.push("unmount tracefs", || run_tool(Command::new("umount").arg(TRACEFS)).map(drop));
+        undo.push("unmount tracefs", || {
+            run_tool(Command::new("umount").arg(TRACEFS)).map(drop)
+        });
     }
 
     // The backing file.
@@ -579,8 +636,9 @@ fn record_inner(
                     .map(|d| d.subsec_nanos())
                     .unwrap_or(0)
             ));
-            fs::create_dir(&dir)
-                .map_err(|e| RecordError::new("backing", format!("create {}: {e}", dir.display())))?;
+            fs::create_dir(&dir).map_err(|e| {
+                RecordError::new("backing", format!("create {}: {e}", dir.display()))
+            })?;
             let d = dir.clone();
             undo.push(format!("remove {}", dir.display()), move || {
                 fs::remove_dir(&d).map_err(|e| e.to_string())
@@ -588,7 +646,13 @@ fn record_inner(
             let size = opts.bytes + (4 << 20);
             run_tool(
                 Command::new("mount")
-                    .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "elevator-record"])
+                    .args([
+                        "-t",
+                        "tmpfs",
+                        "-o",
+                        &format!("size={size},mode=0700"),
+                        "elevator-record",
+                    ])
                     .arg(&dir),
             )
             .map_err(|e| RecordError::new("backing", e))?;
@@ -604,15 +668,18 @@ fn record_inner(
         .write(true)
         .create_new(true)
         .open(&backing_file)
-        .map_err(|e| RecordError::new("backing", format!("create {}: {e}", backing_file.display())))?;
+        .map_err(|e| {
+            RecordError::new("backing", format!("create {}: {e}", backing_file.display()))
+        })?;
     if let Backing::File(_) = opts.backing {
         let p = backing_file.clone();
         undo.push(format!("remove {}", p.display()), move || {
             fs::remove_file(&p).map_err(|e| e.to_string())
         });
     }
-    f.set_len(opts.bytes)
-        .map_err(|e| RecordError::new("backing", format!("size {}: {e}", backing_file.display())))?;
+    f.set_len(opts.bytes).map_err(|e| {
+        RecordError::new("backing", format!("size {}: {e}", backing_file.display()))
+    })?;
     drop(f);
 
     // The loop device.
@@ -647,10 +714,17 @@ fn record_inner(
     if opts.direct_io && !dio {
         return Err(RecordError::new(
             "losetup",
-            format!("{}: not doing direct I/O (the backing file system may not support O_DIRECT)", loop_dev.display()),
+            format!(
+                "{}: not doing direct I/O (the backing file system may not support O_DIRECT)",
+                loop_dev.display()
+            ),
         ));
     }
-    progress(&format!("{} ({major}:{minor}) over {}", loop_dev.display(), backing_file.display()));
+    progress(&format!(
+        "{} ({major}:{minor}) over {}",
+        loop_dev.display(),
+        backing_file.display()
+    ));
 
     // The scheduler and the queue's settings.
     let sched_file = queue.join("scheduler");
@@ -658,19 +732,33 @@ fn record_inner(
     let old_sched = current_scheduler(&before).unwrap_or_else(|| "none".into());
     let old_nr = read_attr(&queue.join("nr_requests")).ok();
     {
-        let (f, q, s, nr) = (sched_file.clone(), queue.clone(), old_sched.clone(), old_nr.clone());
-        undo.push(format!("put back {} and nr_requests", f.display()), move || {
-            write_attr(&f, &s)?;
-            match nr {
-                Some(nr) => write_attr(&q.join("nr_requests"), &nr),
-                None => Ok(()),
-            }
-        });
+        let (f, q, s, nr) = (
+            sched_file.clone(),
+            queue.clone(),
+            old_sched.clone(),
+            old_nr.clone(),
+        );
+        undo.push(
+            format!("put back {} and nr_requests", f.display()),
+            move || {
+                write_attr(&f, &s)?;
+                match nr {
+                    Some(nr) => write_attr(&q.join("nr_requests"), &nr),
+                    None => Ok(()),
+                }
+            },
+        );
     }
     write_attr(&sched_file, sched).map_err(|e| RecordError::new("scheduler", e))?;
     let now = current_scheduler(&read_attr(&sched_file).unwrap_or_default());
     if now.as_deref() != Some(sched) {
-        return Err(RecordError::new("scheduler", format!("asked for {sched}, {} shows {now:?} (offered: {before})", sched_file.display())));
+        return Err(RecordError::new(
+            "scheduler",
+            format!(
+                "asked for {sched}, {} shows {now:?} (offered: {before})",
+                sched_file.display()
+            ),
+        ));
     }
     let mut settings = BTreeMap::new();
     if let Some(nr) = opts.nr_requests {
@@ -678,7 +766,10 @@ fn record_inner(
             .map_err(|e| RecordError::new("nr_requests", e))?;
         let got = read_attr(&queue.join("nr_requests")).unwrap_or_default();
         if got != nr.to_string() {
-            return Err(RecordError::new("nr_requests", format!("asked for {nr}, the queue shows {got}")));
+            return Err(RecordError::new(
+                "nr_requests",
+                format!("asked for {nr}, the queue shows {got}"),
+            ));
         }
         settings.insert("nr_requests".to_string(), nr.to_string());
     }
@@ -688,19 +779,30 @@ fn record_inner(
         } else if queue.join(k).is_file() {
             queue.join(k)
         } else {
-            return Err(RecordError::new("--set", format!("{k}: neither {sched} nor the queue has it")));
+            return Err(RecordError::new(
+                "--set",
+                format!("{k}: neither {sched} nor the queue has it"),
+            ));
         };
         let old = read_attr(&p).map_err(|e| RecordError::new("--set", e))?;
         write_attr(&p, v).map_err(|e| RecordError::new("--set", e))?;
         let q = p.clone();
-        undo.push(format!("put back {}", p.display()), move || write_attr(&q, &old));
+        undo.push(format!("put back {}", p.display()), move || {
+            write_attr(&q, &old)
+        });
         settings.insert(k.clone(), v.clone());
     }
 
     // The tracefs instance.
-    let inst = tracefs.join("instances").join(format!("elevator-record-{}", std::process::id()));
-    fs::create_dir(&inst)
-        .map_err(|e| RecordError::new("tracefs", format!("create the instance {}: {e}", inst.display())))?;
+    let inst = tracefs
+        .join("instances")
+        .join(format!("elevator-record-{}", std::process::id()));
+    fs::create_dir(&inst).map_err(|e| {
+        RecordError::new(
+            "tracefs",
+            format!("create the instance {}: {e}", inst.display()),
+        )
+    })?;
     {
         let i = inst.clone();
         undo.push(format!("remove {}", inst.display()), move || {
@@ -711,7 +813,11 @@ fn record_inner(
     }
     let tr = |e: String| RecordError::new("tracefs", e);
     write_attr(&inst.join("tracing_on"), "0").map_err(tr)?;
-    write_attr(&inst.join("buffer_size_kb"), &opts.buffer_size_kb.to_string()).map_err(tr)?;
+    write_attr(
+        &inst.join("buffer_size_kb"),
+        &opts.buffer_size_kb.to_string(),
+    )
+    .map_err(tr)?;
     write_attr(&inst.join("trace_clock"), "mono").map_err(tr)?;
     let dev_t = (u64::from(major) << 20) | u64::from(minor);
     let mut enabled = Vec::new();
@@ -723,7 +829,8 @@ fn record_inner(
             }
             return Err(tr(format!("this kernel has no event {e}")));
         }
-        let has_dev = fs::read_to_string(dir.join("format")).is_ok_and(|f| f.contains("dev_t dev;"));
+        let has_dev =
+            fs::read_to_string(dir.join("format")).is_ok_and(|f| f.contains("dev_t dev;"));
         if has_dev {
             write_attr(&dir.join("filter"), &format!("dev == {dev_t}")).map_err(tr)?;
         }
@@ -737,9 +844,15 @@ fn record_inner(
     if opts.bfq_log {
         let cur = read_attr(&tracefs.join("current_tracer")).map_err(tr)?;
         if cur != "nop" {
-            return Err(tr(format!("the top-level tracer is {cur:?}, in use: the bfq log needs it free")));
+            return Err(tr(format!(
+                "the top-level tracer is {cur:?}, in use: the bfq log needs it free"
+            )));
         }
-        if !read_attr(&tracefs.join("available_tracers")).map_err(tr)?.split_whitespace().any(|t| t == "blk") {
+        if !read_attr(&tracefs.join("available_tracers"))
+            .map_err(tr)?
+            .split_whitespace()
+            .any(|t| t == "blk")
+        {
             return Err(tr("this kernel has no blk tracer for the bfq log".into()));
         }
         let clock = read_attr(&tracefs.join("trace_clock")).map_err(tr)?;
@@ -759,10 +872,16 @@ fn record_inner(
         let t = sys.join("trace");
         write_attr(&t.join("act_mask"), "notify").map_err(tr)?;
         write_attr(&t.join("enable"), "1").map_err(tr)?;
-        undo.push(format!("switch off {}", t.display()), move || write_attr(&t.join("enable"), "0"));
+        undo.push(format!("switch off {}", t.display()), move || {
+            write_attr(&t.join("enable"), "0")
+        });
         write_attr(&tracefs.join("tracing_on"), "0").map_err(tr)?;
         write_attr(&tracefs.join("trace_clock"), "mono").map_err(tr)?;
-        write_attr(&tracefs.join("buffer_size_kb"), &opts.buffer_size_kb.to_string()).map_err(tr)?;
+        write_attr(
+            &tracefs.join("buffer_size_kb"),
+            &opts.buffer_size_kb.to_string(),
+        )
+        .map_err(tr)?;
         write_attr(&tracefs.join("trace"), "").map_err(tr)?;
         write_attr(&tracefs.join("current_tracer"), "blk").map_err(tr)?;
         bfq_pipe = Some(tracefs.join("trace_pipe"));
@@ -778,14 +897,21 @@ fn record_inner(
     // Record.
     let stop_readers = Arc::new(AtomicBool::new(false));
     let trace_file = out.join("trace.txt");
-    let reader = stream(inst.join("trace_pipe"), trace_file.clone(), stop_readers.clone());
+    let reader = stream(
+        inst.join("trace_pipe"),
+        trace_file.clone(),
+        stop_readers.clone(),
+    );
     let bfq_file = out.join("bfq-log.txt");
     let bfq_reader = bfq_pipe.map(|p| stream(p, bfq_file.clone(), stop_readers.clone()));
     let tracing = [Some(inst.clone()), opts.bfq_log.then(|| tracefs.clone())];
     for t in tracing.iter().flatten() {
         write_attr(&t.join("tracing_on"), "1").map_err(tr)?;
     }
-    let _ = write_attr(&inst.join("trace_marker"), "elevator kernel-record: fio starts");
+    let _ = write_attr(
+        &inst.join("trace_marker"),
+        "elevator kernel-record: fio starts",
+    );
     let fio_args: Vec<String> = vec![
         "--output-format=normal,json".into(),
         "--output=fio.out".into(),
@@ -794,7 +920,11 @@ fn record_inner(
         "--verify_state_save=0".into(),
         "job.fio".into(),
     ];
-    progress(&format!("fio {} (in {})", fio_args.join(" "), out.display()));
+    progress(&format!(
+        "fio {} (in {})",
+        fio_args.join(" "),
+        out.display()
+    ));
     let started_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -843,7 +973,13 @@ fn record_inner(
             return Err(RecordError::new("fio", "interrupted"));
         }
         if signalled.is_some() {
-            return Err(RecordError::new("fio", format!("stopped after the timeout of {:?}", opts.timeout.unwrap_or_default())));
+            return Err(RecordError::new(
+                "fio",
+                format!(
+                    "stopped after the timeout of {:?}",
+                    opts.timeout.unwrap_or_default()
+                ),
+            ));
         }
         if !status.success() {
             return Err(RecordError::new(
@@ -854,7 +990,10 @@ fn record_inner(
         Ok(status.code())
     })();
     let seconds = t0.elapsed().as_secs_f64();
-    let _ = write_attr(&inst.join("trace_marker"), "elevator kernel-record: fio ended");
+    let _ = write_attr(
+        &inst.join("trace_marker"),
+        "elevator kernel-record: fio ended",
+    );
     for t in tracing.iter().flatten() {
         let _ = write_attr(&t.join("tracing_on"), "0");
     }
@@ -879,7 +1018,10 @@ fn record_inner(
     }
     let fio_out = fs::read_to_string(out.join("fio.out")).unwrap_or_default();
 
-    let (mut trace_name, mut bfq_name) = ("trace.txt".to_string(), opts.bfq_log.then(|| "bfq-log.txt".to_string()));
+    let (mut trace_name, mut bfq_name) = (
+        "trace.txt".to_string(),
+        opts.bfq_log.then(|| "bfq-log.txt".to_string()),
+    );
     if opts.gzip {
         gzip_file(&trace_file).map_err(|e| RecordError::new("gzip", e))?;
         trace_name.push_str(".gz");
@@ -948,7 +1090,11 @@ fn record_inner(
         dir: out,
         requests: trace.requests.len(),
         dispatches: trace.dispatches.len(),
-        completed: trace.requests.iter().filter(|r| r.completed.is_some()).count(),
+        completed: trace
+            .requests
+            .iter()
+            .filter(|r| r.completed.is_some())
+            .count(),
         events: trace.stats.events,
         meta,
         cleanup: Vec::new(),
@@ -973,8 +1119,14 @@ mod tests {
 
     #[test]
     fn the_current_scheduler_is_the_bracketed_one() {
-        assert_eq!(current_scheduler("none [mq-deadline] kyber bfq").as_deref(), Some("mq-deadline"));
-        assert_eq!(current_scheduler("[none] mq-deadline").as_deref(), Some("none"));
+        assert_eq!(
+            current_scheduler("none [mq-deadline] kyber bfq").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(
+            current_scheduler("[none] mq-deadline").as_deref(),
+            Some("none")
+        );
         assert_eq!(current_scheduler("none"), None);
     }
 
@@ -986,7 +1138,11 @@ mod tests {
             let l = log.clone();
             u.push(format!("step {i}"), move || {
                 l.borrow_mut().push(i);
-                if i == 1 { Err("no".into()) } else { Ok(()) }
+                if i == 1 {
+                    Err("no".into())
+                } else {
+                    Ok(())
+                }
             });
         }
         assert_eq!(u.run(), ["step 1: no"]);

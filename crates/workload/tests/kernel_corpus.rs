@@ -49,11 +49,19 @@ fn every_mix_is_recorded_under_every_scheduler_with_its_job_and_kernel() {
         );
         assert!(m.kernel.release.starts_with("6."), "{here}: {:?}", m.kernel);
         let job = std::fs::read_to_string(rec.job_path()).unwrap();
-        let source = std::fs::read_to_string(corpus().join("jobs").join(format!("{mix}.fio")))
-            .unwrap();
+        let source =
+            std::fs::read_to_string(corpus().join("jobs").join(format!("{mix}.fio"))).unwrap();
         assert_eq!(job, source, "{here}: job.fio is not jobs/{mix}.fio");
-        assert_eq!(m.settings.get("nr_requests").map(String::as_str), Some("8"), "{here}");
-        assert_eq!(m.queue.get("nr_requests").map(String::as_str), Some("8"), "{here}");
+        assert_eq!(
+            m.settings.get("nr_requests").map(String::as_str),
+            Some("8"),
+            "{here}"
+        );
+        assert_eq!(
+            m.queue.get("nr_requests").map(String::as_str),
+            Some("8"),
+            "{here}"
+        );
         assert!(m.device.direct_io && m.device.backing == "tmpfs", "{here}");
         assert_eq!(m.trace.lost, 0, "{here}");
         assert!(!m.fio.jobs.is_empty(), "{here}: no job pids");
@@ -76,7 +84,11 @@ fn every_request_is_whole_and_in_the_order_of_the_block_layer() {
         );
         assert_eq!(s.unmatched_merges, 0, "{here}: {s:?}");
         assert_eq!((s.never_issued, s.never_completed), (0, 0), "{here}: {s:?}");
-        assert!(t.requests.len() > 200, "{here}: {} requests", t.requests.len());
+        assert!(
+            t.requests.len() > 200,
+            "{here}: {} requests",
+            t.requests.len()
+        );
         let requeues: u32 = t.requests.iter().map(|r| r.requeues).sum();
         let issued = t.requests.iter().filter(|r| r.issued.is_some()).count();
         assert_eq!(t.dispatches.len(), issued + requeues as usize, "{here}");
@@ -153,7 +165,11 @@ fn mq_deadline_and_bfq_reorder_the_batches() {
             .windows(2)
             .filter(|w| rank[&w[1].request] < rank[&w[0].request])
             .count();
-        assert!(inversions > 0, "{}: dispatched in arrival order", rec.dir.display());
+        assert!(
+            inversions > 0,
+            "{}: dispatched in arrival order",
+            rec.dir.display()
+        );
     }
 }
 
@@ -166,7 +182,10 @@ fn requests_belong_to_their_jobs_with_the_jobs_priority() {
         let mut per_job: HashMap<&str, usize> = HashMap::new();
         for r in &t.requests {
             let Some(job) = rec.meta.job_of(r.pid) else {
-                panic!("{here}: request {} from pid {} ({}), no fio job", r.index, r.pid, r.comm);
+                panic!(
+                    "{here}: request {} from pid {} ({}), no fio job",
+                    r.index, r.pid, r.comm
+                );
             };
             *per_job.entry(job.name.as_str()).or_default() += 1;
             if mix == "prio-classes" {
@@ -191,7 +210,10 @@ fn requests_belong_to_their_jobs_with_the_jobs_priority() {
         }
         let jobs: Vec<&str> = rec.meta.fio.jobs.iter().map(|j| j.name.as_str()).collect();
         for j in &jobs {
-            assert!(per_job.get(j).copied().unwrap_or(0) > 0, "{here}: job {j} made no request");
+            assert!(
+                per_job.get(j).copied().unwrap_or(0) > 0,
+                "{here}: job {j} made no request"
+            );
         }
         if mix == "process-burst" {
             assert_eq!(jobs.iter().filter(|&&j| j == "burst").count(), 9, "{here}");
@@ -221,7 +243,10 @@ fn flags_follow_the_way_each_job_does_its_io() {
         assert_eq!(of("seq-reader", Op::Read).count(), 100, "{here}");
         assert!(of("seq-reader", Op::Read).all(|r| r.rwbs.sync), "{here}");
         assert_eq!(of("rand-reader", Op::Read).count(), 64, "{here}");
-        assert!(of("rand-reader", Op::Read).all(|r| !r.rwbs.sync && r.is_sync()), "{here}");
+        assert!(
+            of("rand-reader", Op::Read).all(|r| !r.rwbs.sync && r.is_sync()),
+            "{here}"
+        );
         // Its own 64, and the writeback the kernel may start from its context.
         assert!(of("sync-writer", Op::Write).count() >= 64, "{here}");
         assert!(of("sync-writer", Op::Write).all(|r| r.rwbs.sync), "{here}");
@@ -229,7 +254,11 @@ fn flags_follow_the_way_each_job_does_its_io() {
         assert!(writeback.iter().any(|r| !r.is_sync()), "{here}");
         // Its 4 KiB writes reach the device merged.
         assert!(writeback.iter().any(|r| r.sectors > 8), "{here}");
-        let reads = t.requests.iter().filter(|r| r.op() == Some(Op::Read)).count();
+        let reads = t
+            .requests
+            .iter()
+            .filter(|r| r.op() == Some(Op::Read))
+            .count();
         assert_eq!(reads, 164, "{here}");
     }
 }
@@ -250,13 +279,93 @@ fn kyber_reports_its_domains_and_bfq_its_log() {
             );
         }
         let log = rec.bfq_log().unwrap();
-        if mix == "interleaved-readers" && rec.meta.scheduler == "bfq" {
-            let log = log.expect("the interleaved readers' bfq log");
+        let logged = ["interleaved-readers", "process-burst"].contains(&mix.as_str());
+        if logged && rec.meta.scheduler == "bfq" {
+            let log = log.expect("a bfq log");
             assert!(log.messages.len() > 1000, "{here}");
-            assert!(log.messages.iter().any(|(_, m)| m.contains("add_request")), "{here}");
             assert!(log.requests.is_empty(), "{here}");
+            // One queue per process (`bfqPIDS`, S for sync); the burst's each weight-raised
+            // as new (the interleaved readers' are soon merged into one shared queue).
+            for j in &rec.meta.fio.jobs {
+                let q = format!("bfq{}S ", j.pid);
+                let raised = mix == "process-burst";
+                assert!(
+                    log.messages.iter().any(
+                        |(_, m)| m.starts_with(&q) && (!raised || m.contains("raising period"))
+                    ),
+                    "{here}: no queue {q}"
+                );
+            }
+            if mix == "interleaved-readers" {
+                // The interleaved readers' queues are merged (close cooperators).
+                assert!(
+                    log.messages.iter().any(|(_, m)| m.contains("merge_bfqqs")),
+                    "{here}"
+                );
+            }
         } else {
             assert!(log.is_none(), "{here}");
+        }
+    }
+}
+
+#[test]
+fn a_fifo_baseline_agrees_with_none_and_not_with_the_schedulers_that_choose() {
+    use elevator_workload::agreement::{compare, kendall_distance, Decision, QueueEvent};
+    for (mix, rec, t) in recordings() {
+        let here = rec.dir.display();
+        let kernel = t.decisions();
+        let dispatched = t
+            .requests
+            .iter()
+            .filter(|r| r.issued.is_some() && r.op() != Some(Op::Flush))
+            .count();
+        assert_eq!(kernel.len(), dispatched, "{here}");
+        assert!(
+            kernel.iter().all(|d| d.queued.contains(&d.chosen)),
+            "{here}"
+        );
+        // FIFO: from the same queued set, the request that arrived first.
+        let mut arrived = HashMap::new();
+        let mut fifo = Vec::new();
+        for (seq, e) in t.queue_log.iter().enumerate() {
+            match *e {
+                QueueEvent::Arrive(i) => {
+                    arrived.insert(i, seq);
+                }
+                QueueEvent::Dispatch(i) => {
+                    arrived.entry(i).or_insert(seq);
+                    let d = &kernel[fifo.len()];
+                    assert_eq!(d.chosen, i);
+                    let first = *d.queued.iter().min_by_key(|q| arrived[*q]).unwrap();
+                    fifo.push(Decision {
+                        queued: d.queued.clone(),
+                        chosen: first,
+                    });
+                }
+                QueueEvent::Leave(_) => {}
+            }
+        }
+        let a = compare(&kernel, &fifo);
+        assert_eq!(a.same_set, kernel.len(), "{here}");
+        let choices = kernel.iter().filter(|d| d.queued.len() > 1).count();
+        let order: Vec<usize> = t.dispatches.iter().map(|d| d.request).collect();
+        let arrival: Vec<usize> = t.arrivals().iter().map(|r| r.index).collect();
+        let tau = kendall_distance(&arrival, &order).unwrap();
+        eprintln!(
+            "{mix:>20} {:>12}: {:4} decisions, {:4} with a choice, FIFO agrees {:.3}, Kendall(arrival, dispatch) {:.4}",
+            rec.meta.scheduler,
+            kernel.len(),
+            choices,
+            a.share(),
+            tau
+        );
+        match rec.meta.scheduler.as_str() {
+            "none" => assert_eq!(a.share(), 1.0, "{here}: {a:?}"),
+            "mq-deadline" | "bfq" if mix == "batches" => {
+                assert!(a.share() < 0.95, "{here}: {a:?}")
+            }
+            _ => {}
         }
     }
 }

@@ -24,7 +24,11 @@ pub struct Args {
     /// log to files: fio runs it against the loop device only.
     pub job: PathBuf,
     /// The kernel schedulers, comma-separated: none, mq-deadline, kyber, bfq.
-    #[arg(long, value_delimiter = ',', default_value = "none,mq-deadline,kyber,bfq")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,mq-deadline,kyber,bfq"
+    )]
     pub sched: Vec<String>,
     /// The recordings go to OUT/SCHED (each new or empty).
     #[arg(long, short = 'o', value_name = "OUT")]
@@ -108,7 +112,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.file.is_some() && args.sched.len() > 1 {
         // One path, created and removed per scheduler: fine, but say so.
-        say!("# the backing file {} is made anew for each scheduler", args.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default());
+        say!(
+            "# the backing file {} is made anew for each scheduler",
+            args.file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
     }
     install_stop_handler();
     for sched in &args.sched {

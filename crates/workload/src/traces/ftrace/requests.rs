@@ -28,6 +28,7 @@ use super::{
     BioAction, BioEvent, Dev, Dir, EventBody, FtraceEvent, FtraceReader, KyberEvent, RqAction,
     RqEvent, Rwbs, TracedPrio,
 };
+use crate::agreement::{self, Decision, QueueEvent};
 use crate::traces::TraceError;
 
 /// One request as the kernel handled it.
@@ -171,6 +172,11 @@ pub struct KernelTrace {
     pub messages: Vec<(Nanos, String)>,
     /// `trace_marker` lines, with their times.
     pub markers: Vec<(Nanos, String)>,
+    /// The scheduler's queue as the events show it, in order: each insertion an arrival,
+    /// each request merged away in the scheduler a departure, each dispatch (flushes, which
+    /// bypass the scheduler, left out). [`agreement::decisions`] turns it into the decisions
+    /// the kernel made.
+    pub queue_log: Vec<QueueEvent>,
     /// What was counted on the way.
     pub stats: Assembly,
 }
@@ -376,6 +382,7 @@ impl Builder {
                     }
                 };
                 self.track[i].state = State::Queued;
+                self.out.queue_log.push(QueueEvent::Arrive(i));
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() {
                     r.inserted = Some(ev.time);
@@ -415,6 +422,9 @@ impl Builder {
                         self.new_request(ev, e.dev, e.rwbs, e.sector, e.sectors)
                     }
                 };
+                if !flush_only(e.rwbs, e.sectors) {
+                    self.out.queue_log.push(QueueEvent::Dispatch(i));
+                }
                 self.track[i].state = State::Issued;
                 self.inflight.push(i);
                 let d = self.out.dispatches.len();
@@ -457,6 +467,9 @@ impl Builder {
                     return;
                 };
                 Self::remove(&mut self.live, n);
+                if self.track[n].state == State::Queued {
+                    self.out.queue_log.push(QueueEvent::Leave(n));
+                }
                 self.track[n].state = State::Merged;
                 self.track[into].sectors = self.track[into].sectors.saturating_add(e.sectors);
                 self.out.requests[n].merged_into = Some(into);
@@ -564,6 +577,12 @@ impl KernelTrace {
         KernelTrace::assemble(FtraceReader::open(path)?, dev)
     }
 
+    /// The kernel's dispatch decisions: at each dispatch, the requests queued in the scheduler
+    /// and the one it chose ([`agreement::decisions`] of [`Self::queue_log`]).
+    pub fn decisions(&self) -> Vec<Decision> {
+        agreement::decisions(&self.queue_log)
+    }
+
     /// The requests that went through the scheduler or were dispatched, in order of arrival
     /// ([`TracedRequest::arrival`]; creation order among equal times): what a replay feeds a
     /// scheduler. Flushes, which the kernel's flush machinery sends around the scheduler, are
@@ -635,6 +654,19 @@ mod tests {
             t.arrivals().iter().map(|r| r.index).collect::<Vec<_>>(),
             [0, 1]
         );
+        assert_eq!(
+            t.decisions(),
+            [
+                Decision {
+                    queued: vec![0, 1],
+                    chosen: 1
+                },
+                Decision {
+                    queued: vec![0],
+                    chosen: 0
+                }
+            ]
+        );
     }
 
     #[test]
@@ -662,6 +694,11 @@ mod tests {
         assert_eq!((b.pid, b.issued), (11, None));
         assert_eq!(t.stats.unmatched_merges, 0);
         assert_eq!(t.stats.never_issued, 0);
+        // The insert-merged request never reached the queue: one arrival, one dispatch.
+        assert_eq!(
+            t.queue_log,
+            [QueueEvent::Arrive(0), QueueEvent::Dispatch(0)]
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Record the kernel corpus anew: every job under jobs/ under none, mq-deadline, kyber and bfq,
 # each into MIX/SCHED/ (trace.txt.gz, job.fio, fio.out.gz, meta.json), on a 128 MiB
-# tmpfs-backed direct-I/O loop device with nr_requests 8; bfq's log for the interleaved
-# readers (queue merging shows only there). Needs root, fio and tracefs:
+# tmpfs-backed direct-I/O loop device with nr_requests 8; bfq's log for the interleaved readers
+# (queue merging) and the burst of new processes (weight raising). Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -25,7 +25,7 @@ for mix in "${mixes[@]}"; do
 			rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr}
 		fi
 		extra=()
-		if [ "$mix" = interleaved-readers ] && [ "$sched" = bfq ]; then extra=(--bfq-log); fi
+		case "$mix:$sched" in interleaved-readers:bfq | process-burst:bfq) extra=(--bfq-log) ;; esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
 			--gzip --out "$here/$mix" "${extra[@]}"
 	done
