@@ -297,9 +297,12 @@ pub fn check_job(text: &str) -> Vec<String> {
     refused
 }
 
+/// One undo step: what it undoes, and how.
+type UndoStep = (String, Box<dyn FnOnce() -> std::result::Result<(), String>>);
+
 /// Undo steps, run in reverse.
 struct Undo {
-    steps: Vec<(String, Box<dyn FnOnce() -> std::result::Result<(), String>>)>,
+    steps: Vec<UndoStep>,
 }
 
 impl Undo {
@@ -530,7 +533,11 @@ fn record_inner(
     if opts.bfq_log && sched != "bfq" {
         return Err(RecordError::new("check", "the bfq log needs --sched bfq"));
     }
-    if opts.bytes < 1 << 20 || opts.bytes % u64::from(opts.sector_size.max(512)) != 0 {
+    if opts.bytes < 1 << 20
+        || !opts
+            .bytes
+            .is_multiple_of(u64::from(opts.sector_size.max(512)))
+    {
         return Err(RecordError::new(
             "check",
             format!(

@@ -95,7 +95,7 @@ fn every_request_is_whole_and_in_the_order_of_the_block_layer() {
         for r in &t.requests {
             let at = format!("{here}: request {} ({:?})", r.index, r);
             let created = r.created.expect(&at);
-            assert!(r.queued.map_or(true, |q| q <= created), "{at}");
+            assert!(r.queued.is_none_or(|q| q <= created), "{at}");
             if let Some(into) = r.merged_into {
                 assert!(r.issued.is_none() && into != r.index, "{at}");
                 continue;

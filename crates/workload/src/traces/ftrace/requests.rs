@@ -537,7 +537,7 @@ impl KernelTrace {
         }
         all.sort_by_key(|e| e.time);
         b.out.stats.events = all.len();
-        let wanted = |d: Dev| dev.map_or(true, |want| want == d);
+        let wanted = |d: Dev| dev.is_none_or(|want| want == d);
         for ev in &all {
             match &ev.body {
                 EventBody::Rq(e) if wanted(e.dev) => b.rq(ev, e),
