@@ -1093,6 +1093,16 @@ fn record_inner(
     }
     let trace = KernelTrace::read(&out.join(&meta.trace.file), Some(meta.dev()))
         .map_err(|e| RecordError::new("read the trace back", e))?;
+    if trace.requests.is_empty() {
+        return Err(RecordError::new(
+            "trace",
+            format!(
+                "the job made no request on {} (see {})",
+                loop_dev.display(),
+                out.join(if opts.gzip { "fio.out.gz" } else { "fio.out" }).display()
+            ),
+        ));
+    }
     Ok(RecordSummary {
         dir: out,
         requests: trace.requests.len(),
