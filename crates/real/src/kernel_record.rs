@@ -1099,7 +1099,8 @@ fn record_inner(
             format!(
                 "the job made no request on {} (see {})",
                 loop_dev.display(),
-                out.join(if opts.gzip { "fio.out.gz" } else { "fio.out" }).display()
+                out.join(if opts.gzip { "fio.out.gz" } else { "fio.out" })
+                    .display()
             ),
         ));
     }

@@ -113,6 +113,12 @@ fn every_request_is_whole_and_in_the_order_of_the_block_layer() {
                 let inserted = r.inserted.expect(&at);
                 assert!(created <= inserted && inserted <= issued, "{at}");
             }
+            let bio = r.bio().expect(&at);
+            assert_eq!(
+                (bio.sector, bio.sectors, bio.submitted),
+                (r.sector, r.sectors, r.arrival()),
+                "{at}"
+            );
             let d = r.dispatch_index.expect(&at);
             assert_eq!(t.dispatches[d].request, r.index, "{at}");
             assert!(r.issued_sectors >= r.sectors && r.sectors > 0, "{at}");

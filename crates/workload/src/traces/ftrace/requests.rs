@@ -22,7 +22,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use elevator_core::{Nanos, Op};
+use elevator_core::block::Bio;
+use elevator_core::{CtxId, Nanos, Op};
 
 use super::{
     BioAction, BioEvent, Dev, Dir, EventBody, FtraceEvent, FtraceReader, KyberEvent, RqAction,
@@ -111,6 +112,22 @@ impl TracedRequest {
     /// Time from dispatch to completion: the device's service time.
     pub fn service(&self) -> Option<Nanos> {
         Some(Nanos(self.completed?.0.checked_sub(self.issued?.0)?))
+    }
+
+    /// The request as a bio to submit to our block layer at its arrival: context = its pid,
+    /// its extents as it arrived, REQ_SYNC and REQ_META from rwbs, its priority (best effort
+    /// 4, the kernel's default for a task of nice 0, when the trace shows class `none`),
+    /// submitted at [`Self::arrival`]. `None` for what never reaches a scheduler: flushes
+    /// and rwbs `N`. rwbs does not show REQ_IDLE, so `idle_hint` is false (the kernel puts it
+    /// on O_DIRECT writes).
+    pub fn bio(&self) -> Option<Bio> {
+        let op = self.op().filter(|&op| op != Op::Flush)?;
+        let mut bio = Bio::new(CtxId(self.pid), op, self.sector, self.sectors)
+            .sync(self.rwbs.sync)
+            .prio(self.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
+        bio.meta = self.rwbs.meta;
+        bio.submitted = self.arrival();
+        Some(bio)
     }
 }
 
@@ -642,6 +659,16 @@ mod tests {
         assert_eq!(r.service(), Some(Nanos(11_000)));
         assert_eq!(r.dispatch_index, Some(1));
         assert_eq!(r.op(), Some(Op::Read));
+        let bio = r.bio().unwrap();
+        assert_eq!(
+            (bio.ctx, bio.op, bio.sector, bio.sectors),
+            (CtxId(10), Op::Read, 500, 8)
+        );
+        assert_eq!(
+            (bio.sync, bio.meta, bio.submitted),
+            (false, false, Some(Nanos(1_000_005_000)))
+        );
+        assert_eq!(bio.prio, elevator_core::IoPrio::default());
         assert_eq!(
             t.stats,
             Assembly {
@@ -722,6 +749,8 @@ mod tests {
         );
         assert_eq!(r.completed, Some(Nanos(1_000_006_000)));
         assert_eq!(f.op(), Some(Op::Flush));
+        assert_eq!(f.bio(), None);
+        assert!(r.bio().unwrap().sync);
         assert_eq!((f.pid, f.completed), (12, Some(Nanos(1_000_008_000))));
         assert_eq!(t.arrivals().len(), 1);
         assert_eq!(t.stats.orphan_completions + t.stats.orphan_issues, 0);
