@@ -83,6 +83,8 @@ fn every_request_is_whole_and_in_the_order_of_the_block_layer() {
             "{here}: {s:?}"
         );
         assert_eq!(s.unmatched_merges, 0, "{here}: {s:?}");
+        // No two requests in flight had the same extents: every match was certain.
+        assert_eq!(s.ambiguous, 0, "{here}: {s:?}");
         assert_eq!((s.never_issued, s.never_completed), (0, 0), "{here}: {s:?}");
         assert!(
             t.requests.len() > 200,
