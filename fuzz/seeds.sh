@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 c=corpus
-mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import
+mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import $c/ftrace
 printf 'fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb read 0 4096\n/dev/sdb wait 100\n/dev/sdb write 8192 512\n/dev/sdb close\n' > $c/traces/fio2
 printf 'fio version 3 iolog\n2 a add\n878 a write 0 16384\n900 a trim 4096 4096\n901 a sync 0 0\n' > $c/traces/fio3
 printf '128166372003061629,web,0,Read,3813654528,4096,1264\n128166372016382155,web,1,Write,1024,512,0\n' > $c/traces/msr
@@ -22,6 +22,12 @@ if [ -n "${ELEVATOR:-}" ]; then run=("$ELEVATOR"); else
 "${run[@]}" replay "$tmp/t.trace" --sched deadline --blktrace-out "$tmp/bt" >/dev/null
 cp "$tmp/bt/deadline.blktrace.0" $c/traces/blktrace-v7
 rm -rf "$tmp"
+# The kernel corpus's tracefs text: the first lines of each mix under each scheduler.
+for t in ../crates/workload/tests/data/kernel/*/*/trace.txt.gz; do
+  mix=$(basename "$(dirname "$(dirname "$t")")"); sched=$(basename "$(dirname "$t")")
+  gzip -dc "$t" | head -n 200 > "$c/ftrace/$mix-$sched" || true
+done
+gzip -dc ../crates/workload/tests/data/kernel/interleaved-readers/bfq/bfq-log.txt.gz | head -n 100 > $c/ftrace/bfq-log || true
 cp ../scenarios/*.toml $c/scenario_toml/
 cp ../crates/sim/drives/*.toml $c/drive_toml/
 printf '[global]\nioengine=io_uring\ndirect=1\nbs=4k\n\n[reader]\nrw=randread\nsize=16m\niodepth=8\n\n[writer]\nstonewall\nrw=write\nsize=8m\n' > $c/fio_job/two.fio

@@ -50,6 +50,9 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Show a drive spec, or import a DiskSim drive model.
     Drive(cmd::drive::Args),
+    /// Record the kernel's own schedulers deciding a fio job on a loop device (block and
+    /// kyber tracepoints through tracefs; needs root and fio).
+    KernelRecord(cmd::kernel_record::Args),
 }
 
 fn main() {
@@ -71,6 +74,7 @@ fn main() {
         Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Drive(a) => cmd::drive::run(a),
+        Command::KernelRecord(a) => cmd::kernel_record::run(a),
     };
     // Output that could not be written is an error too (`elevator list > /dev/full`).
     let result = result.and_then(|()| output::stdout_result());

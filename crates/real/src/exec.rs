@@ -769,7 +769,9 @@ impl<'a, B: Backend> Executor<'a, B> {
             let covered: u64 = segments.iter().map(|s| u64::from(s.2)).sum();
             let first = segments.iter().map(|s| s.1).min().unwrap_or(rq.sector);
             let outside = segments.iter().find(|&&(j, sector, sectors)| {
-                !self.slots[j].region.contains(sector * SECTOR_BYTES, u64::from(sectors) * SECTOR_BYTES)
+                !self.slots[j]
+                    .region
+                    .contains(sector * SECTOR_BYTES, u64::from(sectors) * SECTOR_BYTES)
             });
             if first != rq.sector || covered != u64::from(rq.sectors) || outside.is_some() {
                 let j = outside.map_or(job, |s| s.0);

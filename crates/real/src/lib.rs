@@ -21,6 +21,8 @@
 //!   executor from writing over data it was not given.
 //! - [`verify`]: checksummed sector stamps for `--verify`.
 //! - [`report`]: fio-like text and fio-compatible JSON.
+//! - [`kernel_record`]: the kernel's own scheduler recorded: a fio job on a loop device with
+//!   the block tracepoints on, for `elevator kernel-record`.
 //! - [`buf`]: aligned buffers.
 
 #![deny(missing_docs)]
@@ -28,6 +30,7 @@
 pub mod backend;
 pub mod buf;
 pub mod exec;
+pub mod kernel_record;
 pub mod mem;
 pub mod queue_limits;
 pub mod report;

@@ -38,9 +38,11 @@
 //! - [`traces`]: trace readers; [`fio_file`]: fio job files onto [`jobs::FioJobConfig`].
 //! - [`page_cache`]: the LRU page cache the compile job reads through.
 //! - [`metrics`]: per-job figures; [`testkit`]: a tiny driver for jobs' tests.
+//! - [`agreement`]: how closely two dispatch sequences agree (the kernel's and ours).
 
 #![deny(missing_docs)]
 
+pub mod agreement;
 pub mod fio_file;
 pub mod job;
 pub mod jobs;

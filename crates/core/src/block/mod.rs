@@ -568,7 +568,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 .requests
                 .get_mut(&into.0)
                 .expect("the scheduler merged into a request the block layer does not know");
-            debug_assert_eq!(host.state, State::Queued, "merged into a dispatched request");
+            debug_assert_eq!(
+                host.state,
+                State::Queued,
+                "merged into a dispatched request"
+            );
             if rq.end() == host.rq.sector {
                 host.rq.sector = rq.sector;
             }
@@ -684,10 +688,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.timer = None;
         }
         let in_flight = self.in_flight as u32;
-        let r = self
-            .requests
-            .get_mut(&rq.id.0)
-            .unwrap_or_else(|| panic!("{} dispatched request {} it was never given, or twice", self.sched.name(), rq.id.0));
+        let r = self.requests.get_mut(&rq.id.0).unwrap_or_else(|| {
+            panic!(
+                "{} dispatched request {} it was never given, or twice",
+                self.sched.name(),
+                rq.id.0
+            )
+        });
         assert_eq!(
             r.state,
             State::Queued,
@@ -725,7 +732,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         let Some(r) = self.requests.remove(&id.0) else {
             return;
         };
-        debug_assert_eq!(r.state, State::InFlight, "completion of a request never dispatched");
+        debug_assert_eq!(
+            r.state,
+            State::InFlight,
+            "completion of a request never dispatched"
+        );
         self.in_flight -= 1;
         self.sched.complete(&r.rq, now);
         self.qos.done(&r.rq, now);

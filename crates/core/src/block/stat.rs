@@ -88,9 +88,7 @@ impl DiskStat {
 
     /// `io_ticks` including the current busy period up to `now`.
     pub fn io_ticks_at(&self, now: Nanos) -> Nanos {
-        let open = self
-            .busy_since
-            .map_or(0, |t| now.saturating_sub(t).as_ns());
+        let open = self.busy_since.map_or(0, |t| now.saturating_sub(t).as_ns());
         Nanos(self.io_ticks_ns + open)
     }
 
@@ -171,7 +169,9 @@ impl DiskStat {
             flush: d(&self.flush, &earlier.flush),
             in_flight: self.in_flight,
             io_ticks_ns: self.io_ticks_ns.saturating_sub(earlier.io_ticks_ns),
-            time_in_queue_ns: self.time_in_queue_ns.saturating_sub(earlier.time_in_queue_ns),
+            time_in_queue_ns: self
+                .time_in_queue_ns
+                .saturating_sub(earlier.time_in_queue_ns),
             busy_since: None,
         }
     }

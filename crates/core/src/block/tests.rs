@@ -123,7 +123,11 @@ fn a_requeued_request_goes_before_the_schedulers_next_choice() {
     assert_eq!(blk.in_flight(), 0);
     let again = drain(&mut blk, ms(1));
     assert_eq!(again[0].id, a[0].id);
-    assert_eq!(blk.counters().dispatched, 1, "a requeue is not a new dispatch");
+    assert_eq!(
+        blk.counters().dispatched,
+        1,
+        "a requeue is not a new dispatch"
+    );
 }
 
 /// A scheduler that idles until 10 ms once, then dispatches.
@@ -199,7 +203,11 @@ fn a_bio_held_by_a_controller_reaches_the_scheduler_when_released() {
     blk.handle_timeout(ms(5));
     let rqs = drain(&mut blk, ms(5));
     assert_eq!(rqs.len(), 1);
-    assert_eq!(rqs[0].submitted, ms(0), "its latency counts from its submission");
+    assert_eq!(
+        rqs[0].submitted,
+        ms(0),
+        "its latency counts from its submission"
+    );
 }
 
 #[test]
@@ -237,7 +245,11 @@ fn stat_counts_time_from_allocation_and_busy_time_once() {
     blk.handle_complete(b[0].id, true, ms(10), &mut done);
     let f = blk.stat().fields(ms(10));
     assert_eq!(f[0], 2, "reads completed");
-    assert_eq!(f[3], 4 + 10, "read ticks count the second's wait in the scheduler");
+    assert_eq!(
+        f[3],
+        4 + 10,
+        "read ticks count the second's wait in the scheduler"
+    );
     assert_eq!(f[9], 10, "io_ticks: busy from 0 to 10 ms");
     assert_eq!(f[10], 14);
     let line = blk.stat().to_string();

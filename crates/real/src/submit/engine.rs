@@ -434,7 +434,10 @@ impl Engine {
         // Where each bio's bytes are: (pointer into its parent's buffer, length).
         let mut parts: Vec<(*mut u8, usize)> = Vec::with_capacity(segs.len());
         for &(parent, sector, sectors) in &segs {
-            let p = self.parents.get_mut(&parent).expect("a queued bio has its parent");
+            let p = self
+                .parents
+                .get_mut(&parent)
+                .expect("a queued bio has its parent");
             let buf_off = ((sector - p.sector) * SECTOR_BYTES) as usize;
             let len = sectors as usize * SECTOR_BYTES as usize;
             debug_assert!(buf_off + len <= p.buf.len());
@@ -452,11 +455,9 @@ impl Engine {
                 };
                 opcode::Fsync::new(fd).flags(flags).build()
             }
-            Kind::Read if parts.len() == 1 => {
-                opcode::Read::new(fd, parts[0].0, parts[0].1 as u32)
-                    .offset(offset)
-                    .build()
-            }
+            Kind::Read if parts.len() == 1 => opcode::Read::new(fd, parts[0].0, parts[0].1 as u32)
+                .offset(offset)
+                .build(),
             Kind::Write if parts.len() == 1 => {
                 opcode::Write::new(fd, parts[0].0, parts[0].1 as u32)
                     .offset(offset)

@@ -17,6 +17,7 @@ pub mod blktrace_out;
 pub mod csv;
 pub mod disksim_ascii;
 pub mod fio_iolog;
+pub mod ftrace;
 pub mod lines;
 pub mod msr;
 pub mod s_startup;

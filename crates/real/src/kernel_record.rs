@@ -1,0 +1,1182 @@
+//! Recording the kernel's own scheduler: a fio job run on a loop device under one of the
+//! kernel's I/O schedulers, with the block layer's tracepoints on, saved as a recording
+//! directory ([`elevator_workload::traces::ftrace::recording`]) whose requests the ftrace
+//! reader puts together. What `elevator kernel-record` runs; needs root, tracefs and fio.
+//!
+//! ## What it does, and undoes
+//! 1. Creates the backing file: on a private tmpfs mounted under the temporary directory (a
+//!    fast, steady device), or at a path given (which must not exist; on the disk with direct
+//!    I/O, a second kind of device).
+//! 2. Attaches a loop device to it (`losetup --find --show [--direct-io=on]`).
+//! 3. Sets the kernel's scheduler, then `nr_requests` and any other queue or scheduler
+//!    attribute asked for. The loop driver's hardware queue depth (its `hw_queue_depth`
+//!    module parameter, 128 here) is read-only once the driver is loaded, and the loop driver
+//!    never refuses a request, so the device itself never makes requests wait: the scheduler
+//!    chooses among what is inserted before the hardware queue is run (a plugged batch, an
+//!    asynchronous run of the queue), and bfq and kyber also hold requests back by their own
+//!    rules (bfq's idling and budgets, kyber's domain tokens). `nr_requests` bounds the
+//!    scheduler's tags (4 at the least), which also sets mq-deadline's and kyber's
+//!    `async_depth` and bfq's per-queue limits.
+//! 4. Makes its own tracefs instance (`instances/elevator-record-PID`: its own ring buffer,
+//!    so nobody else's tracing is touched), sets its clock to `mono`, and enables the block
+//!    and kyber events filtered to the device. With `bfq_log`, bfq's `bfq_log_bfqq` notes
+//!    come through the `blk` tracer, which only the top-level buffer has: the recorder takes
+//!    it only when nothing else is traced there (`current_tracer` is `nop`), limits the
+//!    device's blktrace to notes (`act_mask` `notify`), and restores it all after.
+//! 5. Streams the instance's `trace_pipe` (and the top level's, for the bfq log) to files
+//!    while fio runs the job file against the loop device, with `--filename` set to it.
+//! 6. Reads the ring buffers' overrun counts (a trace that lost events says so in its
+//!    metadata, and the recording fails unless told to keep it), snapshots the queue's and
+//!    the scheduler's sysfs attributes, writes `meta.json`.
+//!
+//! Every step that changed something pushes its undo; on success, error or interruption
+//! they run in reverse: tracing off and the instance removed, the top-level tracer, clock,
+//! buffer size and the device's blktrace restored, the scheduler and queue attributes put
+//! back, the loop device detached, the tmpfs unmounted and its directory removed (or the
+//! backing file removed), tracefs unmounted if the recorder mounted it.
+//!
+//! ## Where it writes
+//! Only in the output directory it is given (which must be new or empty), the backing file
+//! (its own tmpfs, or the path it is given, which it creates and removes), and the loop
+//! device it created. The job file is checked first: options that name other files or run
+//! programs (`filename`, `directory`, `opendir`, `include`, `exec_*`, `write_*_log`,
+//! `write_iolog`, `cgroup`, `ioengine`s other than the plain ones ...) are refused, fio runs in
+//! the output directory with `verify_state_save=0`, and fio's own output goes there.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use elevator_workload::traces::ftrace::recording::{
+    fio_job_pids, DeviceInfo, FioInfo, KernelInfo, RecordingMeta, TraceInfo, META_FORMAT,
+};
+use elevator_workload::traces::ftrace::KernelTrace;
+
+/// Where tracefs is (or is mounted).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The events recorded by default: every block event a request passes through, and kyber's.
+pub const DEFAULT_EVENTS: &[&str] = &[
+    "block/block_bio_queue",
+    "block/block_getrq",
+    "block/block_bio_backmerge",
+    "block/block_bio_frontmerge",
+    "block/block_rq_insert",
+    "block/block_rq_merge",
+    "block/block_rq_issue",
+    "block/block_rq_requeue",
+    "block/block_rq_complete",
+    "block/block_rq_error",
+    "block/block_split",
+    "kyber/kyber_latency",
+    "kyber/kyber_adjust",
+    "kyber/kyber_throttled",
+];
+
+/// The ioengines a recorded job may use: each does its I/O on the job's file and nothing else.
+const ENGINES: &[&str] = &[
+    "psync", "sync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio",
+];
+
+/// Job options that name files or directories, run programs or touch other parts of the
+/// system: a recorded job may not set them.
+const REFUSED_OPTIONS: &[&str] = &[
+    "filename",
+    "directory",
+    "filename_format",
+    "unique_filename",
+    "opendir",
+    "exec_prerun",
+    "exec_postrun",
+    "write_iolog",
+    "read_iolog",
+    "replay_redirect",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "per_job_logs",
+    "verify_state_save",
+    "verify_state_load",
+    "trigger",
+    "trigger_file",
+    "trigger_remote",
+    "cgroup",
+    "cgroup_weight",
+    "cgroup_nodelete",
+    "ioscheduler",
+    "pre_read",
+    "create_on_open",
+    "lockfile",
+    "exitall_on_error",
+    "mem",
+    "iomem",
+    "mmap",
+    "hugepage-size",
+];
+
+/// What backs the loop device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A file on a private tmpfs mounted for the recording under the temporary directory.
+    Tmpfs,
+    /// A new file at this path (refused if it exists), removed at the end.
+    File(PathBuf),
+}
+
+/// What to record, and how.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// The fio job file to run (checked by [`check_job`]).
+    pub job: PathBuf,
+    /// The kernel scheduler: `none`, `mq-deadline`, `kyber`, `bfq`.
+    pub scheduler: String,
+    /// The recording directory: created, or an existing empty one.
+    pub out: PathBuf,
+    /// What backs the loop device.
+    pub backing: Backing,
+    /// The device's size, bytes.
+    pub bytes: u64,
+    /// `losetup --direct-io=on`.
+    pub direct_io: bool,
+    /// The loop device's logical sector size, bytes (512 or 4096).
+    pub sector_size: u32,
+    /// `queue/nr_requests` to set after the scheduler.
+    pub nr_requests: Option<u32>,
+    /// Other attributes to set after the scheduler: `queue/iosched/NAME` if the scheduler
+    /// has it, else `queue/NAME`.
+    pub set: Vec<(String, String)>,
+    /// Record bfq's log through the blk tracer (only with bfq).
+    pub bfq_log: bool,
+    /// The events to enable (`system/name`); [`DEFAULT_EVENTS`] by default.
+    pub events: Vec<String>,
+    /// The tracefs instance's ring buffer per CPU, KiB.
+    pub buffer_size_kb: u64,
+    /// Compress the trace files and fio's output (`trace.txt.gz`, `fio.out.gz`) once the run
+    /// is over.
+    pub gzip: bool,
+    /// Keep a recording whose ring buffer lost events (it fails otherwise).
+    pub allow_lost: bool,
+    /// The fio program.
+    pub fio: PathBuf,
+    /// Stop fio (SIGINT, then SIGKILL 10 s later) after this long.
+    pub timeout: Option<Duration>,
+}
+
+impl RecordOptions {
+    /// Recording `job` under `scheduler` into `out` on a 256 MiB tmpfs-backed direct-I/O loop
+    /// device with 512-byte sectors, the default events, 32 MiB of buffer per CPU.
+    pub fn new(job: &Path, scheduler: &str, out: &Path) -> RecordOptions {
+        RecordOptions {
+            job: job.to_path_buf(),
+            scheduler: scheduler.to_string(),
+            out: out.to_path_buf(),
+            backing: Backing::Tmpfs,
+            bytes: 256 << 20,
+            direct_io: true,
+            sector_size: 512,
+            nr_requests: None,
+            set: Vec::new(),
+            bfq_log: false,
+            events: DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
+            buffer_size_kb: 32 << 10,
+            gzip: false,
+            allow_lost: false,
+            fio: PathBuf::from("fio"),
+            timeout: None,
+        }
+    }
+}
+
+/// A recording that could not be made (the undo steps have run; their own failures are in
+/// `cleanup`).
+#[derive(Debug)]
+pub struct RecordError {
+    /// The step that failed.
+    pub step: String,
+    /// What went wrong.
+    pub reason: String,
+    /// Undo steps that failed after it.
+    pub cleanup: Vec<String>,
+}
+
+impl RecordError {
+    fn new(step: impl Into<String>, reason: impl fmt::Display) -> RecordError {
+        RecordError {
+            step: step.into(),
+            reason: reason.to_string(),
+            cleanup: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.step, self.reason)?;
+        for c in &self.cleanup {
+            write!(f, "; then, undoing: {c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+type Result<T> = std::result::Result<T, RecordError>;
+
+/// What a finished recording holds.
+#[derive(Clone, Debug)]
+pub struct RecordSummary {
+    /// The recording directory.
+    pub dir: PathBuf,
+    /// Its metadata, as written.
+    pub meta: RecordingMeta,
+    /// Requests put together from the trace.
+    pub requests: usize,
+    /// Dispatches.
+    pub dispatches: usize,
+    /// Requests completed.
+    pub completed: usize,
+    /// Events in the trace.
+    pub events: usize,
+    /// Undo steps that failed (the recording itself is complete).
+    pub cleanup: Vec<String>,
+}
+
+/// Check that a job file only does I/O on the file it is given: no option of
+/// [`REFUSED_OPTIONS`], no `include`, ioengines among the plain ones. Returns the reasons it
+/// is refused, each with its line, or nothing.
+pub fn check_job(text: &str) -> Vec<String> {
+    let mut refused = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with(';') || l.starts_with('#') || l.starts_with('[') {
+            continue;
+        }
+        if l.starts_with("include ") || l == "include" {
+            refused.push(format!(
+                "line {}: `include` (the job must be one file)",
+                n + 1
+            ));
+            continue;
+        }
+        let (key, value) = match l.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (l, None),
+        };
+        let key = key.to_ascii_lowercase();
+        if REFUSED_OPTIONS.contains(&key.as_str()) {
+            refused.push(format!(
+                "line {}: `{key}` (a recorded job runs only on the recorder's loop device)",
+                n + 1
+            ));
+        } else if key == "ioengine" {
+            let engine = value.unwrap_or("");
+            if !ENGINES.contains(&engine) {
+                refused.push(format!(
+                    "line {}: ioengine={engine} (allowed: {})",
+                    n + 1,
+                    ENGINES.join(", ")
+                ));
+            }
+        } else if value.is_some_and(|v| v.contains("$")) {
+            refused.push(format!(
+                "line {}: `{key}` takes an environment variable; write the value",
+                n + 1
+            ));
+        }
+    }
+    refused
+}
+
+/// One undo step: what it undoes, and how.
+type UndoStep = (String, Box<dyn FnOnce() -> std::result::Result<(), String>>);
+
+/// Undo steps, run in reverse.
+struct Undo {
+    steps: Vec<UndoStep>,
+}
+
+impl Undo {
+    fn push(
+        &mut self,
+        what: impl Into<String>,
+        f: impl FnOnce() -> std::result::Result<(), String> + 'static,
+    ) {
+        self.steps.push((what.into(), Box::new(f)));
+    }
+
+    fn run(&mut self) -> Vec<String> {
+        let mut failed = Vec::new();
+        while let Some((what, f)) = self.steps.pop() {
+            if let Err(e) = f() {
+                failed.push(format!("{what}: {e}"));
+            }
+        }
+        failed
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        for f in self.run() {
+            eprintln!("elevator kernel-record: undoing: {f}");
+        }
+    }
+}
+
+fn write_attr(path: &Path, value: &str) -> std::result::Result<(), String> {
+    fs::write(path, value).map_err(|e| format!("write {value:?} to {}: {e}", path.display()))
+}
+
+fn read_attr(path: &Path) -> std::result::Result<String, String> {
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| format!("read {}: {e}", path.display()))
+}
+
+fn run_tool(cmd: &mut Command) -> std::result::Result<String, String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("run {:?}: {e}", cmd.get_program()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{:?} {:?} failed ({}): {}",
+            cmd.get_program(),
+            cmd.get_args().collect::<Vec<_>>(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The scheduler in brackets of a `queue/scheduler` file.
+fn current_scheduler(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string)
+}
+
+/// Every readable regular file of `dir`, by name.
+fn snapshot(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if !p.is_file() {
+            continue;
+        }
+        if let Ok(v) = fs::read_to_string(&p) {
+            out.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                v.trim().to_string(),
+            );
+        }
+    }
+    out
+}
+
+fn uname() -> KernelInfo {
+    // SAFETY: uname fills the zeroed struct it is given.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return KernelInfo::default();
+    }
+    let s = |f: &[libc::c_char]| {
+        let b: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    KernelInfo {
+        release: s(&u.release),
+        version: s(&u.version),
+        machine: s(&u.machine),
+    }
+}
+
+/// Copy `pipe` (a tracefs `trace_pipe`, opened non-blocking) to `out` until `stop` is set and
+/// the pipe is empty.
+fn stream(
+    pipe: PathBuf,
+    out: PathBuf,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<std::result::Result<u64, String>> {
+    std::thread::spawn(move || {
+        let mut src = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&pipe)
+            .map_err(|e| format!("open {}: {e}", pipe.display()))?;
+        let mut dst = File::create(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0u64;
+        loop {
+            match src.read(&mut buf) {
+                Ok(0) => {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(n) => {
+                    dst.write_all(&buf[..n])
+                        .map_err(|e| format!("write {}: {e}", out.display()))?;
+                    total += n as u64;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read {}: {e}", pipe.display())),
+            }
+        }
+        dst.flush()
+            .map_err(|e| format!("write {}: {e}", out.display()))?;
+        Ok(total)
+    })
+}
+
+fn gzip_file(path: &Path) -> std::result::Result<PathBuf, String> {
+    let gz = PathBuf::from(format!("{}.gz", path.display()));
+    let mut src = File::open(path).map_err(|e| format!("open {}: {e}", path.display()))?;
+    let dst = File::create(&gz).map_err(|e| format!("create {}: {e}", gz.display()))?;
+    let mut enc = flate2::write::GzEncoder::new(dst, flate2::Compression::best());
+    std::io::copy(&mut src, &mut enc).map_err(|e| format!("compress {}: {e}", path.display()))?;
+    enc.finish()
+        .map_err(|e| format!("compress {}: {e}", path.display()))?;
+    fs::remove_file(path).map_err(|e| format!("remove {}: {e}", path.display()))?;
+    Ok(gz)
+}
+
+/// Events the ring buffer of `instance` overwrote or dropped, summed over its CPUs.
+fn lost_events(instance: &Path) -> u64 {
+    let mut lost = 0;
+    let Ok(rd) = fs::read_dir(instance.join("per_cpu")) else {
+        return 0;
+    };
+    for cpu in rd.flatten() {
+        let Ok(text) = fs::read_to_string(cpu.path().join("stats")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let (k, v) = line.split_once(':').unwrap_or(("", ""));
+            if k.trim() == "overrun" || k.trim() == "dropped events" {
+                lost += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    lost
+}
+
+/// Record `opts.job` under the kernel's `opts.scheduler` into `opts.out`; see the module
+/// docs. `stop`, once set (by a signal handler), stops fio and ends the recording with an
+/// error after undoing everything. `progress` hears each step.
+pub fn record(
+    opts: &RecordOptions,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RecordSummary> {
+    let mut undo = Undo { steps: Vec::new() };
+    let result = record_inner(opts, stop, progress, &mut undo);
+    let cleanup = undo.run();
+    match result {
+        Ok(mut s) => {
+            s.cleanup = cleanup;
+            Ok(s)
+        }
+        Err(mut e) => {
+            e.cleanup = cleanup;
+            Err(e)
+        }
+    }
+}
+
+fn record_inner(
+    opts: &RecordOptions,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+    undo: &mut Undo,
+) -> Result<RecordSummary> {
+    // Checks first: nothing is changed until they pass.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(RecordError::new(
+            "check",
+            "recording the kernel needs root (tracefs, sysfs, losetup)",
+        ));
+    }
+    let sched = opts.scheduler.as_str();
+    if sched.is_empty() || !sched.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(RecordError::new(
+            "check",
+            format!("scheduler {sched:?}: not a scheduler name"),
+        ));
+    }
+    if opts.bfq_log && sched != "bfq" {
+        return Err(RecordError::new("check", "the bfq log needs --sched bfq"));
+    }
+    if opts.bytes < 1 << 20
+        || !opts
+            .bytes
+            .is_multiple_of(u64::from(opts.sector_size.max(512)))
+    {
+        return Err(RecordError::new(
+            "check",
+            format!(
+                "device size {} bytes: at least 1 MiB, in whole sectors",
+                opts.bytes
+            ),
+        ));
+    }
+    if ![512, 1024, 2048, 4096].contains(&opts.sector_size) {
+        return Err(RecordError::new(
+            "check",
+            format!("sector size {}: 512, 1024, 2048 or 4096", opts.sector_size),
+        ));
+    }
+    for (k, _) in &opts.set {
+        if k.is_empty() || k.contains('/') || k.starts_with('.') || k == "scheduler" {
+            return Err(RecordError::new(
+                "check",
+                format!("--set {k:?}: not a queue or scheduler attribute"),
+            ));
+        }
+    }
+    for e in &opts.events {
+        let ok = e.split_once('/').is_some_and(|(s, n)| {
+            !s.is_empty() && !n.is_empty() && !e.contains("..") && !n.contains('/')
+        });
+        if !ok {
+            return Err(RecordError::new(
+                "check",
+                format!("event {e:?}: not system/name"),
+            ));
+        }
+    }
+    let job_text = fs::read_to_string(&opts.job).map_err(|e| {
+        RecordError::new(
+            "check",
+            format!("read the job file {}: {e}", opts.job.display()),
+        )
+    })?;
+    let refused = check_job(&job_text);
+    if !refused.is_empty() {
+        return Err(RecordError::new(
+            "check",
+            format!("{}: {}", opts.job.display(), refused.join("; ")),
+        ));
+    }
+    let fio_version = run_tool(Command::new(&opts.fio).arg("--version"))
+        .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
+    if let Backing::File(p) = &opts.backing {
+        if p.exists() {
+            return Err(RecordError::new(
+                "check",
+                format!("{}: exists; the backing file must be new", p.display()),
+            ));
+        }
+    }
+    match fs::read_dir(&opts.out) {
+        Ok(mut rd) => {
+            if rd.next().is_some() {
+                return Err(RecordError::new(
+                    "check",
+                    format!("{}: not empty", opts.out.display()),
+                ));
+            }
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            fs::create_dir_all(&opts.out).map_err(|e| {
+                RecordError::new("check", format!("create {}: {e}", opts.out.display()))
+            })?
+        }
+        Err(e) => {
+            return Err(RecordError::new(
+                "check",
+                format!("{}: {e}", opts.out.display()),
+            ))
+        }
+    }
+    let out = fs::canonicalize(&opts.out)
+        .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.out.display())))?;
+    let job_copy = out.join("job.fio");
+    fs::write(&job_copy, &job_text)
+        .map_err(|e| RecordError::new("check", format!("write {}: {e}", job_copy.display())))?;
+
+    // tracefs.
+    let tracefs = PathBuf::from(TRACEFS);
+    if !tracefs.join("instances").is_dir() {
+        progress(&format!("mounting tracefs on {TRACEFS}"));
+        run_tool(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
+            .map_err(|e| RecordError::new("tracefs", e))?;
+        undo.push("unmount tracefs", || {
+            run_tool(Command::new("umount").arg(TRACEFS)).map(drop)
+        });
+    }
+
+    // The backing file.
+    let backing_file = match &opts.backing {
+        Backing::Tmpfs => {
+            let dir = std::env::temp_dir().join(format!(
+                "elevator-kernel-record.{}.{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.subsec_nanos())
+                    .unwrap_or(0)
+            ));
+            fs::create_dir(&dir).map_err(|e| {
+                RecordError::new("backing", format!("create {}: {e}", dir.display()))
+            })?;
+            let d = dir.clone();
+            undo.push(format!("remove {}", dir.display()), move || {
+                fs::remove_dir(&d).map_err(|e| e.to_string())
+            });
+            let size = opts.bytes + (4 << 20);
+            run_tool(
+                Command::new("mount")
+                    .args([
+                        "-t",
+                        "tmpfs",
+                        "-o",
+                        &format!("size={size},mode=0700"),
+                        "elevator-record",
+                    ])
+                    .arg(&dir),
+            )
+            .map_err(|e| RecordError::new("backing", e))?;
+            let d = dir.clone();
+            undo.push(format!("unmount {}", dir.display()), move || {
+                run_tool(Command::new("umount").arg(&d)).map(drop)
+            });
+            dir.join("device.img")
+        }
+        Backing::File(p) => p.clone(),
+    };
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&backing_file)
+        .map_err(|e| {
+            RecordError::new("backing", format!("create {}: {e}", backing_file.display()))
+        })?;
+    if let Backing::File(_) = opts.backing {
+        let p = backing_file.clone();
+        undo.push(format!("remove {}", p.display()), move || {
+            fs::remove_file(&p).map_err(|e| e.to_string())
+        });
+    }
+    f.set_len(opts.bytes).map_err(|e| {
+        RecordError::new("backing", format!("size {}: {e}", backing_file.display()))
+    })?;
+    drop(f);
+
+    // The loop device.
+    let mut args = vec!["--find".to_string(), "--show".to_string()];
+    if opts.direct_io {
+        args.push("--direct-io=on".into());
+    }
+    args.push("--sector-size".into());
+    args.push(opts.sector_size.to_string());
+    let loop_dev = PathBuf::from(
+        run_tool(Command::new("losetup").args(&args).arg(&backing_file))
+            .map_err(|e| RecordError::new("losetup", e))?,
+    );
+    {
+        let l = loop_dev.clone();
+        undo.push(format!("detach {}", l.display()), move || {
+            run_tool(Command::new("losetup").arg("-d").arg(&l)).map(drop)
+        });
+    }
+    let name = loop_dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let sys = Path::new("/sys/block").join(&name);
+    let queue = sys.join("queue");
+    let devno = read_attr(&sys.join("dev")).map_err(|e| RecordError::new("losetup", e))?;
+    let (major, minor) = devno
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+        .ok_or_else(|| RecordError::new("losetup", format!("{}/dev: {devno:?}", sys.display())))?;
+    let dio = read_attr(&sys.join("loop/dio")).unwrap_or_default() == "1";
+    if opts.direct_io && !dio {
+        return Err(RecordError::new(
+            "losetup",
+            format!(
+                "{}: not doing direct I/O (the backing file system may not support O_DIRECT)",
+                loop_dev.display()
+            ),
+        ));
+    }
+    progress(&format!(
+        "{} ({major}:{minor}) over {}",
+        loop_dev.display(),
+        backing_file.display()
+    ));
+
+    // The scheduler and the queue's settings.
+    let sched_file = queue.join("scheduler");
+    let before = read_attr(&sched_file).map_err(|e| RecordError::new("scheduler", e))?;
+    let old_sched = current_scheduler(&before).unwrap_or_else(|| "none".into());
+    let old_nr = read_attr(&queue.join("nr_requests")).ok();
+    {
+        let (f, q, s, nr) = (
+            sched_file.clone(),
+            queue.clone(),
+            old_sched.clone(),
+            old_nr.clone(),
+        );
+        undo.push(
+            format!("put back {} and nr_requests", f.display()),
+            move || {
+                write_attr(&f, &s)?;
+                match nr {
+                    Some(nr) => write_attr(&q.join("nr_requests"), &nr),
+                    None => Ok(()),
+                }
+            },
+        );
+    }
+    write_attr(&sched_file, sched).map_err(|e| RecordError::new("scheduler", e))?;
+    let now = current_scheduler(&read_attr(&sched_file).unwrap_or_default());
+    if now.as_deref() != Some(sched) {
+        return Err(RecordError::new(
+            "scheduler",
+            format!(
+                "asked for {sched}, {} shows {now:?} (offered: {before})",
+                sched_file.display()
+            ),
+        ));
+    }
+    let mut settings = BTreeMap::new();
+    if let Some(nr) = opts.nr_requests {
+        write_attr(&queue.join("nr_requests"), &nr.to_string())
+            .map_err(|e| RecordError::new("nr_requests", e))?;
+        let got = read_attr(&queue.join("nr_requests")).unwrap_or_default();
+        if got != nr.to_string() {
+            return Err(RecordError::new(
+                "nr_requests",
+                format!("asked for {nr}, the queue shows {got}"),
+            ));
+        }
+        settings.insert("nr_requests".to_string(), nr.to_string());
+    }
+    for (k, v) in &opts.set {
+        let p = if queue.join("iosched").join(k).is_file() {
+            queue.join("iosched").join(k)
+        } else if queue.join(k).is_file() {
+            queue.join(k)
+        } else {
+            return Err(RecordError::new(
+                "--set",
+                format!("{k}: neither {sched} nor the queue has it"),
+            ));
+        };
+        let old = read_attr(&p).map_err(|e| RecordError::new("--set", e))?;
+        write_attr(&p, v).map_err(|e| RecordError::new("--set", e))?;
+        let q = p.clone();
+        undo.push(format!("put back {}", p.display()), move || {
+            write_attr(&q, &old)
+        });
+        settings.insert(k.clone(), v.clone());
+    }
+
+    // The tracefs instance.
+    let inst = tracefs
+        .join("instances")
+        .join(format!("elevator-record-{}", std::process::id()));
+    fs::create_dir(&inst).map_err(|e| {
+        RecordError::new(
+            "tracefs",
+            format!("create the instance {}: {e}", inst.display()),
+        )
+    })?;
+    {
+        let i = inst.clone();
+        undo.push(format!("remove {}", inst.display()), move || {
+            let _ = write_attr(&i.join("tracing_on"), "0");
+            let _ = write_attr(&i.join("events/enable"), "0");
+            fs::remove_dir(&i).map_err(|e| e.to_string())
+        });
+    }
+    let tr = |e: String| RecordError::new("tracefs", e);
+    write_attr(&inst.join("tracing_on"), "0").map_err(tr)?;
+    write_attr(
+        &inst.join("buffer_size_kb"),
+        &opts.buffer_size_kb.to_string(),
+    )
+    .map_err(tr)?;
+    write_attr(&inst.join("trace_clock"), "mono").map_err(tr)?;
+    let dev_t = (u64::from(major) << 20) | u64::from(minor);
+    let mut enabled = Vec::new();
+    for e in &opts.events {
+        let dir = inst.join("events").join(e);
+        if !dir.is_dir() {
+            if e.starts_with("kyber/") {
+                continue;
+            }
+            return Err(tr(format!("this kernel has no event {e}")));
+        }
+        let has_dev =
+            fs::read_to_string(dir.join("format")).is_ok_and(|f| f.contains("dev_t dev;"));
+        if has_dev {
+            write_attr(&dir.join("filter"), &format!("dev == {dev_t}")).map_err(tr)?;
+        }
+        write_attr(&dir.join("enable"), "1").map_err(tr)?;
+        enabled.push(e.clone());
+    }
+    write_attr(&inst.join("trace"), "").map_err(tr)?;
+
+    // bfq's log through the top-level blk tracer.
+    let mut bfq_pipe = None;
+    if opts.bfq_log {
+        let cur = read_attr(&tracefs.join("current_tracer")).map_err(tr)?;
+        if cur != "nop" {
+            return Err(tr(format!(
+                "the top-level tracer is {cur:?}, in use: the bfq log needs it free"
+            )));
+        }
+        if !read_attr(&tracefs.join("available_tracers"))
+            .map_err(tr)?
+            .split_whitespace()
+            .any(|t| t == "blk")
+        {
+            return Err(tr("this kernel has no blk tracer for the bfq log".into()));
+        }
+        let clock = read_attr(&tracefs.join("trace_clock")).map_err(tr)?;
+        let clock = current_scheduler(&clock).unwrap_or_else(|| "local".into());
+        let size = read_attr(&tracefs.join("buffer_size_kb")).map_err(tr)?;
+        let size = size.split_whitespace().next().unwrap_or("1408").to_string();
+        let on = read_attr(&tracefs.join("tracing_on")).map_err(tr)?;
+        {
+            let t = tracefs.clone();
+            undo.push("put back the top-level tracer", move || {
+                write_attr(&t.join("current_tracer"), "nop")?;
+                write_attr(&t.join("trace_clock"), &clock)?;
+                write_attr(&t.join("buffer_size_kb"), &size)?;
+                write_attr(&t.join("tracing_on"), &on)
+            });
+        }
+        let t = sys.join("trace");
+        write_attr(&t.join("act_mask"), "notify").map_err(tr)?;
+        write_attr(&t.join("enable"), "1").map_err(tr)?;
+        undo.push(format!("switch off {}", t.display()), move || {
+            write_attr(&t.join("enable"), "0")
+        });
+        write_attr(&tracefs.join("tracing_on"), "0").map_err(tr)?;
+        write_attr(&tracefs.join("trace_clock"), "mono").map_err(tr)?;
+        write_attr(
+            &tracefs.join("buffer_size_kb"),
+            &opts.buffer_size_kb.to_string(),
+        )
+        .map_err(tr)?;
+        write_attr(&tracefs.join("trace"), "").map_err(tr)?;
+        write_attr(&tracefs.join("current_tracer"), "blk").map_err(tr)?;
+        bfq_pipe = Some(tracefs.join("trace_pipe"));
+    }
+
+    // Snapshots of what the run sees.
+    let queue_attrs = snapshot(&queue);
+    let iosched = snapshot(&queue.join("iosched"));
+    let hw_queue_depth = read_attr(Path::new("/sys/module/loop/parameters/hw_queue_depth"))
+        .ok()
+        .and_then(|v| v.parse().ok());
+
+    // Record.
+    let stop_readers = Arc::new(AtomicBool::new(false));
+    let trace_file = out.join("trace.txt");
+    let reader = stream(
+        inst.join("trace_pipe"),
+        trace_file.clone(),
+        stop_readers.clone(),
+    );
+    let bfq_file = out.join("bfq-log.txt");
+    let bfq_reader = bfq_pipe.map(|p| stream(p, bfq_file.clone(), stop_readers.clone()));
+    let tracing = [Some(inst.clone()), opts.bfq_log.then(|| tracefs.clone())];
+    for t in tracing.iter().flatten() {
+        write_attr(&t.join("tracing_on"), "1").map_err(tr)?;
+    }
+    let _ = write_attr(
+        &inst.join("trace_marker"),
+        "elevator kernel-record: fio starts",
+    );
+    let fio_args: Vec<String> = vec![
+        "--output-format=normal,json".into(),
+        "--output=fio.out".into(),
+        "--eta=never".into(),
+        format!("--filename={}", loop_dev.display()),
+        "--verify_state_save=0".into(),
+        "job.fio".into(),
+    ];
+    progress(&format!(
+        "fio {} (in {})",
+        fio_args.join(" "),
+        out.display()
+    ));
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let t0 = Instant::now();
+    let fio_result = (|| -> Result<Option<i32>> {
+        let mut child = Command::new(&opts.fio)
+            .args(&fio_args)
+            .current_dir(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| RecordError::new("fio", format!("run {}: {e}", opts.fio.display())))?;
+        let mut stderr = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(e) = stderr.as_mut() {
+                let _ = e.read_to_string(&mut s);
+            }
+            s
+        });
+        let mut signalled: Option<Instant> = None;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => return Err(RecordError::new("fio", format!("wait: {e}"))),
+            }
+            let late = opts.timeout.is_some_and(|t| t0.elapsed() > t);
+            if signalled.is_none() && (stop.load(Ordering::SeqCst) || late) {
+                // SAFETY: signalling our own child by its pid.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+                signalled = Some(Instant::now());
+            }
+            if signalled.is_some_and(|s| s.elapsed() > Duration::from_secs(10)) {
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let err_text = err_reader.join().unwrap_or_default();
+        if !err_text.trim().is_empty() {
+            let _ = fs::write(out.join("fio.stderr"), &err_text);
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Err(RecordError::new("fio", "interrupted"));
+        }
+        if signalled.is_some() {
+            return Err(RecordError::new(
+                "fio",
+                format!(
+                    "stopped after the timeout of {:?}",
+                    opts.timeout.unwrap_or_default()
+                ),
+            ));
+        }
+        if !status.success() {
+            return Err(RecordError::new(
+                "fio",
+                format!("{status}: {}", err_text.lines().last().unwrap_or("").trim()),
+            ));
+        }
+        Ok(status.code())
+    })();
+    let seconds = t0.elapsed().as_secs_f64();
+    let _ = write_attr(
+        &inst.join("trace_marker"),
+        "elevator kernel-record: fio ended",
+    );
+    for t in tracing.iter().flatten() {
+        let _ = write_attr(&t.join("tracing_on"), "0");
+    }
+    stop_readers.store(true, Ordering::SeqCst);
+    let read = reader
+        .join()
+        .map_err(|_| RecordError::new("trace", "the reader thread panicked"))
+        .and_then(|r| r.map_err(|e| RecordError::new("trace", e)));
+    let bfq_read = bfq_reader.map(|h| {
+        h.join()
+            .map_err(|_| RecordError::new("bfq log", "the reader thread panicked"))
+            .and_then(|r| r.map_err(|e| RecordError::new("bfq log", e)))
+    });
+    let exit_code = fio_result?;
+    read?;
+    if let Some(r) = bfq_read {
+        r?;
+    }
+    let mut lost = lost_events(&inst);
+    if opts.bfq_log {
+        lost += lost_events(&tracefs);
+    }
+    let fio_out = fs::read_to_string(out.join("fio.out")).unwrap_or_default();
+
+    let (mut trace_name, mut bfq_name) = (
+        "trace.txt".to_string(),
+        opts.bfq_log.then(|| "bfq-log.txt".to_string()),
+    );
+    if opts.gzip {
+        gzip_file(&trace_file).map_err(|e| RecordError::new("gzip", e))?;
+        trace_name.push_str(".gz");
+        if let Some(b) = bfq_name.as_mut() {
+            gzip_file(&bfq_file).map_err(|e| RecordError::new("gzip", e))?;
+            b.push_str(".gz");
+        }
+        if out.join("fio.out").is_file() {
+            gzip_file(&out.join("fio.out")).map_err(|e| RecordError::new("gzip", e))?;
+        }
+    }
+    let meta = RecordingMeta {
+        format: META_FORMAT,
+        recorder: format!("elevator {} kernel-record", env!("CARGO_PKG_VERSION")),
+        started_unix,
+        seconds,
+        kernel: uname(),
+        scheduler: sched.to_string(),
+        device: DeviceInfo {
+            name: name.clone(),
+            major,
+            minor,
+            backing: match &opts.backing {
+                Backing::Tmpfs => "tmpfs".into(),
+                Backing::File(p) => format!("file:{}", p.display()),
+            },
+            bytes: opts.bytes,
+            direct_io: dio,
+            hw_queue_depth,
+        },
+        settings,
+        queue: queue_attrs,
+        iosched,
+        trace: TraceInfo {
+            file: trace_name,
+            bfq_log: bfq_name,
+            instance: inst
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            clock: "mono".into(),
+            events: enabled,
+            buffer_size_kb: opts.buffer_size_kb,
+            lost,
+        },
+        fio: FioInfo {
+            version: fio_version,
+            args: fio_args,
+            job_file: "job.fio".into(),
+            jobs: fio_job_pids(&fio_out),
+            exit_code,
+        },
+    };
+    let json = serde_json::to_string_pretty(&meta).map_err(|e| RecordError::new("meta.json", e))?;
+    fs::write(out.join("meta.json"), json + "\n")
+        .map_err(|e| RecordError::new("meta.json", format!("write: {e}")))?;
+    if lost > 0 && !opts.allow_lost {
+        return Err(RecordError::new(
+            "trace",
+            format!("the ring buffer lost {lost} events (a larger --buffer-kb, fewer events or a shorter job); the recording in {} is incomplete", out.display()),
+        ));
+    }
+    let trace = KernelTrace::read(&out.join(&meta.trace.file), Some(meta.dev()))
+        .map_err(|e| RecordError::new("read the trace back", e))?;
+    if trace.requests.is_empty() {
+        return Err(RecordError::new(
+            "trace",
+            format!(
+                "the job made no request on {} (see {})",
+                loop_dev.display(),
+                out.join(if opts.gzip { "fio.out.gz" } else { "fio.out" })
+                    .display()
+            ),
+        ));
+    }
+    Ok(RecordSummary {
+        dir: out,
+        requests: trace.requests.len(),
+        dispatches: trace.dispatches.len(),
+        completed: trace
+            .requests
+            .iter()
+            .filter(|r| r.completed.is_some())
+            .count(),
+        events: trace.stats.events,
+        meta,
+        cleanup: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_may_only_do_io_on_its_device() {
+        let ok = "[global]\ndirect=1\nioengine=libaio\n; comment\n# comment\n[a]\nrw=randread\nprio=7\nprioclass=2\n";
+        assert!(check_job(ok).is_empty());
+        let bad = "[a]\nfilename=/etc/passwd\nDirectory = /tmp\nioengine=exec\ninclude other.fio\nwrite_lat_log=x\nexec_prerun=rm -rf /\nsize=${SIZE}\ncgroup=a\n";
+        let r = check_job(bad);
+        assert_eq!(r.len(), 8, "{r:?}");
+        assert!(r[0].starts_with("line 2: `filename`"), "{r:?}");
+        assert!(r[1].starts_with("line 3: `directory`"), "{r:?}");
+        assert!(r[2].starts_with("line 4: ioengine=exec"), "{r:?}");
+    }
+
+    #[test]
+    fn the_current_scheduler_is_the_bracketed_one() {
+        assert_eq!(
+            current_scheduler("none [mq-deadline] kyber bfq").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(
+            current_scheduler("[none] mq-deadline").as_deref(),
+            Some("none")
+        );
+        assert_eq!(current_scheduler("none"), None);
+    }
+
+    #[test]
+    fn undo_steps_run_in_reverse_and_report_failures() {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut u = Undo { steps: Vec::new() };
+        for i in 0..3 {
+            let l = log.clone();
+            u.push(format!("step {i}"), move || {
+                l.borrow_mut().push(i);
+                if i == 1 {
+                    Err("no".into())
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        assert_eq!(u.run(), ["step 1: no"]);
+        assert_eq!(*log.borrow(), [2, 1, 0]);
+    }
+
+    #[test]
+    fn recording_refuses_before_changing_anything() {
+        let d = tempfile::tempdir().unwrap();
+        let job = d.path().join("j.fio");
+        std::fs::write(&job, "[a]\nfilename=/dev/sda\n").unwrap();
+        let out = d.path().join("rec");
+        let stop = AtomicBool::new(false);
+        let e = record(&RecordOptions::new(&job, "none", &out), &stop, &mut |_| {}).unwrap_err();
+        assert_eq!(e.step, "check");
+        // Refused before the output directory was made, root or not.
+        assert!(!out.exists());
+    }
+}

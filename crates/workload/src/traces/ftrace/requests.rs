@@ -1,0 +1,843 @@
+//! The kernel's block events put together into requests: when each was created, entered the
+//! scheduler, was dispatched and completed, what it was and whose, and the order of dispatch.
+//!
+//! The tracepoints carry no request identity, so requests are followed by their extents, as
+//! blkparse does: `block_getrq` creates one from its first bio; `block_bio_backmerge` and
+//! `block_bio_frontmerge` grow the request not yet dispatched that ends (starts) where the bio
+//! starts (ends); `block_rq_insert` finds the created request of those extents, `block_rq_issue`
+//! the inserted one (or, under `none`, which issues most requests without inserting them, the
+//! created one); `block_rq_merge` removes the request merged away and grows the one ending
+//! where it starts (`attempt_merge` only merges `next` into the request just before it);
+//! `block_rq_requeue` puts an issued request back to be inserted or issued again;
+//! `block_rq_complete` ends the issued request of those extents. A cache flush is issued as
+//! the flush machinery's own request (`FF`, no sectors) for the empty preflush write that
+//! asked for it, and completes at sector `u64::MAX`; it never passes through the scheduler.
+//! When several requests have the same extents the oldest is taken and
+//! [`Assembly::ambiguous`] counts it.
+//!
+//! Events are taken in time order (a stable sort: `trace_pipe` can hand one CPU's event out
+//! a little before another CPU's earlier one); what cannot be matched (a trace started while
+//! I/O was in flight, lost events) is counted in [`Assembly`], never guessed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use elevator_core::block::Bio;
+use elevator_core::{CtxId, Nanos, Op};
+
+use super::{
+    BioAction, BioEvent, Dev, Dir, EventBody, FtraceEvent, FtraceReader, KyberEvent, RqAction,
+    RqEvent, Rwbs, TracedPrio,
+};
+use crate::agreement::{self, Decision, QueueEvent};
+use crate::traces::TraceError;
+
+/// One request as the kernel handled it.
+///
+/// Times are the trace clock's. Which of them a request has tells its path: `created`
+/// (`block_getrq`) always for one made while tracing; `inserted` when it went through the
+/// scheduler (`none` issues most requests directly, without it); `issued` when it was
+/// dispatched; `completed` when it finished; `merged_into` instead of `issued` when the
+/// scheduler merged it into another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TracedRequest {
+    /// Its index in [`KernelTrace::requests`] (creation order).
+    pub index: usize,
+    /// The device.
+    pub dev: Dev,
+    /// Its flags (from its first bio; the issue's when it was not seen created).
+    pub rwbs: Rwbs,
+    /// When its first bio was submitted (`block_bio_queue`), if seen.
+    pub queued: Option<Nanos>,
+    /// When the request was allocated for that bio (`block_getrq`).
+    pub created: Option<Nanos>,
+    /// When it entered the scheduler (`block_rq_insert`, the first one if it was requeued).
+    pub inserted: Option<Nanos>,
+    /// First sector as it arrived: at its insertion, or at its issue when it was never
+    /// inserted.
+    pub sector: u64,
+    /// Length in sectors as it arrived (bios merged while plugged included).
+    pub sectors: u32,
+    /// The process that created it (the submitter; a flusher thread for writeback).
+    pub pid: u32,
+    /// That process's command.
+    pub comm: String,
+    /// Its I/O priority, when the kernel prints it.
+    pub prio: Option<TracedPrio>,
+    /// When it was dispatched to the driver (`block_rq_issue`; the last one if requeued).
+    pub issued: Option<Nanos>,
+    /// First sector when dispatched (a front merge in the scheduler moves it).
+    pub issued_sector: u64,
+    /// Length when dispatched (merges in the scheduler grow it).
+    pub issued_sectors: u32,
+    /// Its position in [`KernelTrace::dispatches`] (its first dispatch).
+    pub dispatch_index: Option<usize>,
+    /// When it completed.
+    pub completed: Option<Nanos>,
+    /// The completion's error (0: success).
+    pub error: i32,
+    /// The request it was merged into (`block_rq_merge`), which then carried its sectors.
+    pub merged_into: Option<usize>,
+    /// Bios merged into it after its first (while plugged or in the scheduler).
+    pub bios_merged: u32,
+    /// Of those, the ones merged while it was in the scheduler (after its insertion).
+    pub sched_bio_merges: u32,
+    /// Requests merged into it in the scheduler (`block_rq_merge`).
+    pub rq_merges: u32,
+    /// Times the driver gave it back.
+    pub requeues: u32,
+}
+
+impl TracedRequest {
+    /// When it arrived at the scheduler: its insertion, or, for a request issued without one
+    /// (`none`'s direct issue), its creation.
+    pub fn arrival(&self) -> Option<Nanos> {
+        self.inserted.or(self.created)
+    }
+
+    /// The scheduler's operation (`None` for rwbs `N`). An empty preflush write is the flush
+    /// it asks for.
+    pub fn op(&self) -> Option<Op> {
+        if self.rwbs.preflush && self.sectors == 0 {
+            return Some(Op::Flush);
+        }
+        self.rwbs.dir.op()
+    }
+
+    /// Synchronous as the kernel counts it (`op_is_sync`).
+    pub fn is_sync(&self) -> bool {
+        self.rwbs.is_sync()
+    }
+
+    /// Time from dispatch to completion: the device's service time.
+    pub fn service(&self) -> Option<Nanos> {
+        Some(Nanos(self.completed?.0.checked_sub(self.issued?.0)?))
+    }
+
+    /// The request as a bio to submit to our block layer at its arrival: context = its pid,
+    /// its extents as it arrived, REQ_SYNC and REQ_META from rwbs, its priority (best effort
+    /// 4, the kernel's default for a task of nice 0, when the trace shows class `none`),
+    /// submitted at [`Self::arrival`]. `None` for what never reaches a scheduler: flushes
+    /// and rwbs `N`. rwbs does not show REQ_IDLE, so `idle_hint` is false (the kernel puts it
+    /// on O_DIRECT writes).
+    pub fn bio(&self) -> Option<Bio> {
+        let op = self.op().filter(|&op| op != Op::Flush)?;
+        let mut bio = Bio::new(CtxId(self.pid), op, self.sector, self.sectors)
+            .sync(self.rwbs.sync)
+            .prio(self.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
+        bio.meta = self.rwbs.meta;
+        bio.submitted = self.arrival();
+        Some(bio)
+    }
+}
+
+/// One dispatch: a request handed to the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The request's index.
+    pub request: usize,
+    /// When.
+    pub time: Nanos,
+    /// The trace line of its `block_rq_issue`.
+    pub line: usize,
+}
+
+/// What putting the requests together counted: what the trace held besides requests, and
+/// what could not be matched.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Assembly {
+    /// Event lines read.
+    pub events: usize,
+    /// Events the ring buffer lost (`[LOST N EVENTS]`). Anything may be unmatched after one.
+    pub lost_events: u64,
+    /// Events read but not used: other names, other devices, `blk` tracer actions.
+    pub other_events: usize,
+    /// Events that came out of time order and were sorted back.
+    pub out_of_order: usize,
+    /// `block_bio_queue` events.
+    pub bios_queued: usize,
+    /// `block_split` events.
+    pub splits: usize,
+    /// Inserts of no created request (a request created before the trace began).
+    pub orphan_inserts: usize,
+    /// Issues of no known request.
+    pub orphan_issues: usize,
+    /// Completions (and requeues) of no issued request.
+    pub orphan_completions: usize,
+    /// Bio or request merges into no known request.
+    pub unmatched_merges: usize,
+    /// Matches that had more than one candidate of the same extents (the oldest was taken).
+    pub ambiguous: usize,
+    /// Requeues.
+    pub requeues: usize,
+    /// Requests created or inserted but neither dispatched nor merged by the end.
+    pub never_issued: usize,
+    /// Requests dispatched but not completed by the end.
+    pub never_completed: usize,
+}
+
+/// A trace's requests, dispatches and scheduler events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelTrace {
+    /// Every request, in creation order.
+    pub requests: Vec<TracedRequest>,
+    /// Every dispatch in order (a requeued request appears again when dispatched again).
+    pub dispatches: Vec<Dispatch>,
+    /// kyber's tracepoints, with their times.
+    pub kyber: Vec<(Nanos, KyberEvent)>,
+    /// The `blk` tracer's notes (bfq's log), with their times.
+    pub messages: Vec<(Nanos, String)>,
+    /// `trace_marker` lines, with their times.
+    pub markers: Vec<(Nanos, String)>,
+    /// The scheduler's queue as the events show it, in order: each insertion an arrival,
+    /// each request merged away in the scheduler a departure, each dispatch (flushes, which
+    /// bypass the scheduler, left out). [`agreement::decisions`] turns it into the decisions
+    /// the kernel made.
+    pub queue_log: Vec<QueueEvent>,
+    /// What was counted on the way.
+    pub stats: Assembly,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Created (`block_getrq`), not yet inserted.
+    Created,
+    /// In the scheduler.
+    Queued,
+    /// Given back by the driver.
+    Requeued,
+    /// With the driver.
+    Issued,
+    /// Completed.
+    Done,
+    /// Merged into another.
+    Merged,
+}
+
+struct Track {
+    state: State,
+    sector: u64,
+    sectors: u32,
+    dir: Dir,
+}
+
+impl Track {
+    fn end(&self) -> u64 {
+        self.sector.saturating_add(u64::from(self.sectors))
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    out: KernelTrace,
+    track: Vec<Track>,
+    /// Requests not yet dispatched: created, queued or requeued.
+    live: Vec<usize>,
+    /// Requests with the driver.
+    inflight: Vec<usize>,
+    /// Each pid's last submitted bio: time, device, sector.
+    last_bio: HashMap<u32, (Nanos, Dev, u64)>,
+}
+
+/// Is this an empty preflush: the flush machinery's business, not the scheduler's?
+fn flush_only(rwbs: Rwbs, sectors: u32) -> bool {
+    sectors == 0 && (rwbs.dir == Dir::Flush || rwbs.preflush)
+}
+
+impl Builder {
+    fn new_request(
+        &mut self,
+        ev: &FtraceEvent,
+        dev: Dev,
+        rwbs: Rwbs,
+        sector: u64,
+        sectors: u32,
+    ) -> usize {
+        let index = self.out.requests.len();
+        self.out.requests.push(TracedRequest {
+            index,
+            dev,
+            rwbs,
+            queued: None,
+            created: None,
+            inserted: None,
+            sector,
+            sectors,
+            pid: ev.pid,
+            comm: ev.task.clone(),
+            prio: None,
+            issued: None,
+            issued_sector: sector,
+            issued_sectors: sectors,
+            dispatch_index: None,
+            completed: None,
+            error: 0,
+            merged_into: None,
+            bios_merged: 0,
+            sched_bio_merges: 0,
+            rq_merges: 0,
+            requeues: 0,
+        });
+        self.track.push(Track {
+            state: State::Created,
+            sector,
+            sectors,
+            dir: rwbs.dir,
+        });
+        index
+    }
+
+    /// The oldest of `set` that `pick` accepts, noting an ambiguity.
+    fn pick(&mut self, set: &[usize], pick: impl Fn(usize, &Track) -> bool) -> Option<usize> {
+        let mut found = set.iter().copied().filter(|&i| pick(i, &self.track[i]));
+        let first = found.clone().min();
+        if found.nth(1).is_some() {
+            self.out.stats.ambiguous += 1;
+        }
+        first
+    }
+
+    fn remove(list: &mut Vec<usize>, i: usize) {
+        if let Some(p) = list.iter().position(|&x| x == i) {
+            list.remove(p);
+        }
+    }
+
+    fn bio(&mut self, ev: &FtraceEvent, b: &BioEvent) {
+        match b.action {
+            BioAction::Queue => {
+                self.out.stats.bios_queued += 1;
+                self.last_bio.insert(ev.pid, (ev.time, b.dev, b.sector));
+            }
+            BioAction::GetRq => {
+                let i = self.new_request(ev, b.dev, b.rwbs, b.sector, b.sectors);
+                let r = &mut self.out.requests[i];
+                r.created = Some(ev.time);
+                if let Some(&(t, dev, sector)) = self.last_bio.get(&ev.pid) {
+                    if dev == b.dev && sector == b.sector {
+                        r.queued = Some(t);
+                    }
+                }
+                self.live.push(i);
+            }
+            BioAction::BackMerge | BioAction::FrontMerge => {
+                let back = b.action == BioAction::BackMerge;
+                let end = b.sector.saturating_add(u64::from(b.sectors));
+                let fits = |i: usize, t: &Track, reqs: &[TracedRequest]| {
+                    reqs[i].dev == b.dev
+                        && t.dir == b.rwbs.dir
+                        && matches!(t.state, State::Created | State::Queued)
+                        && if back {
+                            t.end() == b.sector
+                        } else {
+                            t.sector == end
+                        }
+                };
+                let reqs = &self.out.requests;
+                let track = &self.track;
+                let candidates: Vec<usize> = self
+                    .live
+                    .iter()
+                    .copied()
+                    .filter(|&i| fits(i, &track[i], reqs))
+                    .collect();
+                // A plugged request takes its own submitter's bios; the scheduler's take anyone's.
+                let own: Vec<usize> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&i| track[i].state == State::Created && reqs[i].pid == ev.pid)
+                    .collect();
+                let from = if own.is_empty() { &candidates } else { &own };
+                if from.len() > 1 {
+                    self.out.stats.ambiguous += 1;
+                }
+                let Some(&i) = from.iter().max() else {
+                    self.out.stats.unmatched_merges += 1;
+                    return;
+                };
+                let t = &mut self.track[i];
+                t.sectors = t.sectors.saturating_add(b.sectors);
+                if !back {
+                    t.sector = b.sector;
+                }
+                let queued = t.state == State::Queued;
+                let r = &mut self.out.requests[i];
+                r.bios_merged += 1;
+                if queued {
+                    r.sched_bio_merges += 1;
+                }
+            }
+        }
+    }
+
+    fn rq(&mut self, ev: &FtraceEvent, e: &RqEvent) {
+        let same = |t: &Track, reqs: &[TracedRequest], i: usize| {
+            reqs[i].dev == e.dev
+                && t.dir == e.rwbs.dir
+                && t.sector == e.sector
+                && t.sectors == e.sectors
+        };
+        match e.action {
+            RqAction::Insert => {
+                let live = self.live.clone();
+                let reqs = std::mem::take(&mut self.out.requests);
+                let found = self
+                    .pick(&live, |i, t| {
+                        t.state == State::Requeued && same(t, &reqs, i)
+                    })
+                    .or_else(|| {
+                        self.pick(&live, |i, t| t.state == State::Created && same(t, &reqs, i))
+                    });
+                self.out.requests = reqs;
+                let i = match found {
+                    Some(i) => i,
+                    None => {
+                        self.out.stats.orphan_inserts += 1;
+                        let i = self.new_request(ev, e.dev, e.rwbs, e.sector, e.sectors);
+                        self.live.push(i);
+                        i
+                    }
+                };
+                self.track[i].state = State::Queued;
+                self.out.queue_log.push(QueueEvent::Arrive(i));
+                let r = &mut self.out.requests[i];
+                if r.inserted.is_none() {
+                    r.inserted = Some(ev.time);
+                    r.sector = e.sector;
+                    r.sectors = e.sectors;
+                }
+                if r.prio.is_none() {
+                    r.prio = e.prio;
+                }
+            }
+            RqAction::Issue => {
+                let live = self.live.clone();
+                let reqs = std::mem::take(&mut self.out.requests);
+                let found = if flush_only(e.rwbs, e.sectors) {
+                    self.pick(&live, |i, t| {
+                        t.state == State::Created && flush_only(reqs[i].rwbs, t.sectors)
+                    })
+                } else {
+                    self.pick(&live, |i, t| t.state == State::Queued && same(t, &reqs, i))
+                        .or_else(|| {
+                            self.pick(&live, |i, t| {
+                                t.state == State::Requeued && same(t, &reqs, i)
+                            })
+                        })
+                        .or_else(|| {
+                            self.pick(&live, |i, t| t.state == State::Created && same(t, &reqs, i))
+                        })
+                };
+                self.out.requests = reqs;
+                let i = match found {
+                    Some(i) => {
+                        Self::remove(&mut self.live, i);
+                        i
+                    }
+                    None => {
+                        self.out.stats.orphan_issues += 1;
+                        self.new_request(ev, e.dev, e.rwbs, e.sector, e.sectors)
+                    }
+                };
+                if !flush_only(e.rwbs, e.sectors) {
+                    self.out.queue_log.push(QueueEvent::Dispatch(i));
+                }
+                self.track[i].state = State::Issued;
+                self.inflight.push(i);
+                let d = self.out.dispatches.len();
+                self.out.dispatches.push(Dispatch {
+                    request: i,
+                    time: ev.time,
+                    line: ev.line,
+                });
+                let r = &mut self.out.requests[i];
+                if r.inserted.is_none() && r.issued.is_none() {
+                    r.sector = e.sector;
+                    r.sectors = e.sectors;
+                }
+                r.issued = Some(ev.time);
+                r.issued_sector = e.sector;
+                r.issued_sectors = e.sectors;
+                r.dispatch_index.get_or_insert(d);
+                if r.prio.is_none() {
+                    r.prio = e.prio;
+                }
+            }
+            RqAction::Merge => {
+                let live = self.live.clone();
+                let reqs = std::mem::take(&mut self.out.requests);
+                let next = self.pick(&live, |i, t| {
+                    matches!(t.state, State::Created | State::Queued) && same(t, &reqs, i)
+                });
+                let into = next.and_then(|n| {
+                    let before = |i: usize, t: &Track| {
+                        i != n && reqs[i].dev == e.dev && t.dir == e.rwbs.dir && t.end() == e.sector
+                    };
+                    self.pick(&live, |i, t| t.state == State::Queued && before(i, t))
+                        .or_else(|| {
+                            self.pick(&live, |i, t| t.state == State::Created && before(i, t))
+                        })
+                });
+                self.out.requests = reqs;
+                let (Some(n), Some(into)) = (next, into) else {
+                    self.out.stats.unmatched_merges += 1;
+                    return;
+                };
+                Self::remove(&mut self.live, n);
+                if self.track[n].state == State::Queued {
+                    self.out.queue_log.push(QueueEvent::Leave(n));
+                }
+                self.track[n].state = State::Merged;
+                self.track[into].sectors = self.track[into].sectors.saturating_add(e.sectors);
+                self.out.requests[n].merged_into = Some(into);
+                self.out.requests[into].rq_merges += 1;
+            }
+            RqAction::Requeue | RqAction::Complete | RqAction::Error => {
+                let inflight = self.inflight.clone();
+                let reqs = std::mem::take(&mut self.out.requests);
+                let found = if flush_only(e.rwbs, e.sectors) {
+                    self.pick(&inflight, |i, t| flush_only(reqs[i].rwbs, t.sectors))
+                } else {
+                    self.pick(&inflight, |i, t| same(t, &reqs, i))
+                };
+                self.out.requests = reqs;
+                let Some(i) = found else {
+                    self.out.stats.orphan_completions += 1;
+                    return;
+                };
+                Self::remove(&mut self.inflight, i);
+                let r = &mut self.out.requests[i];
+                if e.action == RqAction::Requeue {
+                    r.requeues += 1;
+                    self.out.stats.requeues += 1;
+                    self.track[i].state = State::Requeued;
+                    self.live.push(i);
+                } else {
+                    r.completed = Some(ev.time);
+                    r.error = e.error.unwrap_or(0);
+                    self.track[i].state = State::Done;
+                }
+            }
+        }
+    }
+}
+
+impl KernelTrace {
+    /// Put together the requests of `events` (for device `dev` only, if given), taking the
+    /// events in time order. The first error among `events` is returned as it is.
+    pub fn assemble<I>(events: I, dev: Option<Dev>) -> Result<KernelTrace, TraceError>
+    where
+        I: IntoIterator<Item = Result<FtraceEvent, TraceError>>,
+    {
+        let mut all = Vec::new();
+        let mut latest = Nanos::ZERO;
+        let mut b = Builder::default();
+        for ev in events {
+            let ev = ev?;
+            if matches!(ev.body, EventBody::Lost { .. }) {
+                all.push(ev);
+                continue;
+            }
+            if ev.time < latest {
+                b.out.stats.out_of_order += 1;
+            }
+            latest = latest.max(ev.time);
+            all.push(ev);
+        }
+        // A lost-events mark has no time: it stays after the event before it.
+        let mut t = Nanos::ZERO;
+        for ev in &mut all {
+            if matches!(ev.body, EventBody::Lost { .. }) {
+                ev.time = t;
+            }
+            t = ev.time;
+        }
+        all.sort_by_key(|e| e.time);
+        b.out.stats.events = all.len();
+        let wanted = |d: Dev| dev.is_none_or(|want| want == d);
+        for ev in &all {
+            match &ev.body {
+                EventBody::Rq(e) if wanted(e.dev) => b.rq(ev, e),
+                EventBody::Bio(e) if wanted(e.dev) => b.bio(ev, e),
+                EventBody::Split { dev: d, .. } if wanted(*d) => b.out.stats.splits += 1,
+                EventBody::Kyber(k) => {
+                    let d = match k {
+                        KyberEvent::Latency { dev, .. }
+                        | KyberEvent::Adjust { dev, .. }
+                        | KyberEvent::Throttled { dev, .. } => *dev,
+                    };
+                    if wanted(d) {
+                        b.out.kyber.push((ev.time, k.clone()));
+                    } else {
+                        b.out.stats.other_events += 1;
+                    }
+                }
+                EventBody::Message { dev: d, text } if wanted(*d) => {
+                    b.out.messages.push((ev.time, text.clone()))
+                }
+                EventBody::Marker(m) => b.out.markers.push((ev.time, m.clone())),
+                EventBody::Lost { events, .. } => b.out.stats.lost_events += events,
+                _ => b.out.stats.other_events += 1,
+            }
+        }
+        b.out.stats.never_issued = b
+            .live
+            .iter()
+            .filter(|&&i| b.track[i].state != State::Merged)
+            .count();
+        b.out.stats.never_completed = b.inflight.len();
+        Ok(b.out)
+    }
+
+    /// Read and put together a trace file (`.gz` read through gzip); see [`Self::assemble`].
+    pub fn read(path: &Path, dev: Option<Dev>) -> Result<KernelTrace, TraceError> {
+        KernelTrace::assemble(FtraceReader::open(path)?, dev)
+    }
+
+    /// The kernel's dispatch decisions: at each dispatch, the requests queued in the scheduler
+    /// and the one it chose ([`agreement::decisions`] of [`Self::queue_log`]).
+    pub fn decisions(&self) -> Vec<Decision> {
+        agreement::decisions(&self.queue_log)
+    }
+
+    /// The requests that went through the scheduler or were dispatched, in order of arrival
+    /// ([`TracedRequest::arrival`]; creation order among equal times): what a replay feeds a
+    /// scheduler. Flushes, which the kernel's flush machinery sends around the scheduler, are
+    /// left out.
+    pub fn arrivals(&self) -> Vec<&TracedRequest> {
+        let mut v: Vec<&TracedRequest> = self
+            .requests
+            .iter()
+            .filter(|r| r.op() != Some(Op::Flush) && r.arrival().is_some())
+            .filter(|r| r.inserted.is_some() || r.issued.is_some())
+            .collect();
+        v.sort_by_key(|r| (r.arrival(), r.index));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::lines::Lines;
+
+    fn trace(text: &str) -> KernelTrace {
+        let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
+        KernelTrace::assemble(r, None).unwrap()
+    }
+
+    /// mq-deadline: a batch of two random reads inserted, dispatched in sector order.
+    const DEADLINE: &str = "\
+ fio-10 [000] ..... 1.000001: block_bio_queue: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_bio_queue: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ..... 1.000004: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+";
+
+    #[test]
+    fn a_batch_is_inserted_then_dispatched_in_the_schedulers_order() {
+        let t = trace(DEADLINE);
+        assert_eq!(t.requests.len(), 2);
+        let order: Vec<u64> = t
+            .dispatches
+            .iter()
+            .map(|d| t.requests[d.request].sector)
+            .collect();
+        assert_eq!(order, [100, 500]);
+        let r = &t.requests[0];
+        assert_eq!((r.pid, r.comm.as_str()), (10, "fio"));
+        assert_eq!(r.queued, Some(Nanos(1_000_001_000)));
+        assert_eq!(r.created, Some(Nanos(1_000_002_000)));
+        assert_eq!(r.arrival(), Some(Nanos(1_000_005_000)));
+        assert_eq!(r.issued, Some(Nanos(1_000_011_000)));
+        assert_eq!(r.service(), Some(Nanos(11_000)));
+        assert_eq!(r.dispatch_index, Some(1));
+        assert_eq!(r.op(), Some(Op::Read));
+        let bio = r.bio().unwrap();
+        assert_eq!(
+            (bio.ctx, bio.op, bio.sector, bio.sectors),
+            (CtxId(10), Op::Read, 500, 8)
+        );
+        assert_eq!(
+            (bio.sync, bio.meta, bio.submitted),
+            (false, false, Some(Nanos(1_000_005_000)))
+        );
+        assert_eq!(bio.prio, elevator_core::IoPrio::default());
+        assert_eq!(
+            t.stats,
+            Assembly {
+                events: 10,
+                bios_queued: 2,
+                ..Assembly::default()
+            }
+        );
+        assert_eq!(
+            t.arrivals().iter().map(|r| r.index).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(
+            t.decisions(),
+            [
+                Decision {
+                    queued: vec![0, 1],
+                    chosen: 1
+                },
+                Decision {
+                    queued: vec![0],
+                    chosen: 0
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn plug_merges_scheduler_merges_and_request_merges_follow_the_extents() {
+        let t = trace(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 WS 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_bio_backmerge: 7,0 WS 108 + 8 [fio]
+ fio-10 [000] ...1. 1.000003: block_rq_insert: 7,0 WS 8192 () 100 + 16 be,0,4 [fio]
+ fio-11 [001] ..... 1.000004: block_bio_frontmerge: 7,0 WS 92 + 8 [fio]
+ fio-11 [001] ..... 1.000005: block_getrq: 7,0 WS 124 + 8 [fio]
+ fio-11 [001] ..... 1.000006: block_bio_backmerge: 7,0 WS 116 + 8 [fio]
+ fio-11 [001] ..... 1.000007: block_rq_merge: 7,0 WS 4096 () 124 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 WS 20480 () 92 + 40 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 WS () 92 + 40 be,0,4 [0]
+",
+        );
+        assert_eq!(t.requests.len(), 2);
+        let (a, b) = (&t.requests[0], &t.requests[1]);
+        assert_eq!((a.sector, a.sectors), (100, 16));
+        assert_eq!((a.issued_sector, a.issued_sectors), (92, 40));
+        assert_eq!((a.bios_merged, a.sched_bio_merges, a.rq_merges), (3, 2, 1));
+        assert!(a.completed.is_some());
+        assert_eq!(b.merged_into, Some(0));
+        assert_eq!((b.pid, b.issued), (11, None));
+        assert_eq!(t.stats.unmatched_merges, 0);
+        assert_eq!(t.stats.never_issued, 0);
+        // The insert-merged request never reached the queue: one arrival, one dispatch.
+        assert_eq!(
+            t.queue_log,
+            [QueueEvent::Arrive(0), QueueEvent::Dispatch(0)]
+        );
+    }
+
+    #[test]
+    fn none_issues_directly_and_flushes_go_around_the_scheduler() {
+        let t = trace(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 RS 0 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_rq_issue: 7,0 RS 4096 () 0 + 8 be,0,4 [fio]
+ fio-12 [000] ..... 1.000003: block_bio_queue: 7,0 FWS 0 + 0 [fio]
+ fio-12 [000] ..... 1.000004: block_getrq: 7,0 FWS 0 + 0 [fio]
+ kworker/0:1H-58 [000] ..... 1.000005: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000006: block_rq_complete: 7,0 RS () 0 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000008: block_rq_complete: 7,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+",
+        );
+        assert_eq!(t.requests.len(), 2);
+        let (r, f) = (&t.requests[0], &t.requests[1]);
+        assert_eq!(
+            (r.inserted, r.arrival()),
+            (None, Some(Nanos(1_000_001_000)))
+        );
+        assert_eq!(r.completed, Some(Nanos(1_000_006_000)));
+        assert_eq!(f.op(), Some(Op::Flush));
+        assert_eq!(f.bio(), None);
+        assert!(r.bio().unwrap().sync);
+        assert_eq!((f.pid, f.completed), (12, Some(Nanos(1_000_008_000))));
+        assert_eq!(t.arrivals().len(), 1);
+        assert_eq!(t.stats.orphan_completions + t.stats.orphan_issues, 0);
+    }
+
+    #[test]
+    fn a_requeued_request_is_dispatched_again_and_unknowns_are_counted() {
+        let t = trace(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 0 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 0 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 0 + 8 be,0,4 [fio]
+ kworker-5 [000] ..... 1.000004: block_rq_requeue: 7,0 R () 0 + 8 be,0,4 [0]
+ kworker-5 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 0 + 8 be,0,4 [kworker]
+ kworker-5 [000] ..... 1.000006: block_rq_issue: 7,0 R 4096 () 0 + 8 be,0,4 [kworker]
+ ksoftirqd/0-14 [000] ..s.. 1.000007: block_rq_complete: 7,0 R () 0 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000008: block_rq_complete: 7,0 R () 64 + 8 be,0,4 [0]
+ fio-10 [000] ..... 1.000009: block_rq_issue: 7,0 W 4096 () 128 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000010: block_bio_backmerge: 7,0 W 512 + 8 [fio]
+CPU:1 [LOST 7 EVENTS]
+ fio-10 [000] ..... 1.000011: block_rq_insert: 7,1 W 4096 () 0 + 8 be,0,4 [fio]
+",
+        );
+        assert_eq!(
+            t.dispatches.iter().map(|d| d.request).collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
+        let r = &t.requests[0];
+        assert_eq!(
+            (r.requeues, r.inserted, r.dispatch_index),
+            (1, Some(Nanos(1_000_002_000)), Some(0))
+        );
+        assert_eq!(r.issued, Some(Nanos(1_000_006_000)));
+        let s = &t.stats;
+        assert_eq!(
+            (
+                s.requeues,
+                s.orphan_completions,
+                s.orphan_issues,
+                s.unmatched_merges
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (
+                s.lost_events,
+                s.orphan_inserts,
+                s.never_issued,
+                s.never_completed
+            ),
+            (7, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn events_out_of_time_order_are_sorted_and_other_devices_left_out() {
+        let t = KernelTrace::assemble(
+            FtraceReader::new(Lines::from_bytes(
+                "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 0 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 0 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000002: block_rq_issue: 7,1 R 4096 () 0 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000004: block_rq_complete: 7,0 R () 0 + 8 be,0,4 [0]
+"
+                .as_bytes()
+                .to_vec(),
+                "t",
+            )),
+            Some(Dev { major: 7, minor: 0 }),
+        )
+        .unwrap();
+        assert_eq!(t.stats.out_of_order, 1);
+        assert_eq!(t.stats.other_events, 1);
+        assert_eq!(t.requests.len(), 1);
+        assert!(t.requests[0].completed.is_some());
+    }
+
+    #[test]
+    fn a_bad_line_is_the_error() {
+        let r = FtraceReader::new(Lines::from_bytes(
+            b"fio-1 [000] ..... 1.0: block_getrq: 7,0 R 1 + [f]\n".to_vec(),
+            "x.trace",
+        ));
+        let e = KernelTrace::assemble(r, None).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.line, e.field),
+            ("x.trace", 1, "sectors")
+        );
+    }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Record the kernel corpus anew: every job under jobs/ under none, mq-deadline, kyber and bfq,
+# each into MIX/SCHED/ (trace.txt.gz, job.fio, fio.out.gz, meta.json), on a 128 MiB
+# tmpfs-backed direct-I/O loop device with nr_requests 8; bfq's log for the interleaved readers
+# (queue merging) and the burst of new processes (weight raising). Needs root, fio, tracefs:
+#
+#   cargo build --release && sudo ELEVATOR=target/release/elevator \
+#       crates/workload/tests/data/kernel/record.sh [MIX ...]
+#
+# The tests (crates/workload/tests/kernel_corpus.rs) read the corpus without root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+elevator=${ELEVATOR:-elevator}
+mixes=("$@")
+if [ ${#mixes[@]} -eq 0 ]; then
+	for job in "$here"/jobs/*.fio; do mixes+=("$(basename "$job" .fio)"); done
+fi
+for mix in "${mixes[@]}"; do
+	job=$here/jobs/$mix.fio
+	[ -r "$job" ] || { echo "$0: no job $job" >&2; exit 1; }
+	for sched in none mq-deadline kyber bfq; do
+		out=$here/$mix/$sched
+		# The recorder wants an empty directory: clear only a previous recording's files.
+		if [ -d "$out" ]; then
+			rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr}
+		fi
+		extra=()
+		case "$mix:$sched" in interleaved-readers:bfq | process-burst:bfq) extra=(--bfq-log) ;; esac
+		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
+			--gzip --out "$here/$mix" "${extra[@]}"
+	done
+done
