@@ -3,8 +3,9 @@
 //! Follows Linux's `noop-iosched.c` (2.6) and its blk-mq successor `none`: requests go to the
 //! device in arrival order. It has no tunables.
 //!
-//! Merging follows `none` (6.x): with no elevator, blk-mq merges a bio into a request still
-//! waiting in the software queue (`blk_bio_list_merge`): it looks at the last
+//! Merging follows `none` (6.x): with no elevator, blk-mq issues a request straight to the
+//! device while it has room ([`Scheduler::issues_directly`]), and merges a bio into a request
+//! still waiting in the software queue (`blk_bio_list_merge`): it looks at the last
 //! [`MERGE_LOOKBACK`] requests queued, newest first, for one the bio extends at its back or at
 //! its front, of the same operation, within [`MAX_MERGE_SECTORS`]. Deviation: the kernel's
 //! plug list (`blk_attempt_plug_merge`, bios a process submits in one batch) is not modelled
@@ -51,16 +52,11 @@ impl Scheduler for Noop {
         if !matches!(rq.op, Op::Read | Op::Write) {
             return None;
         }
-        let q = self
-            .fifo
-            .iter_mut()
-            .rev()
-            .take(MERGE_LOOKBACK)
-            .find(|q| {
-                q.op == rq.op
-                    && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
-                    && (q.end() == rq.sector || rq.end() == q.sector)
-            })?;
+        let q = self.fifo.iter_mut().rev().take(MERGE_LOOKBACK).find(|q| {
+            q.op == rq.op
+                && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
+                && (q.end() == rq.sector || rq.end() == q.sector)
+        })?;
         if rq.end() == q.sector {
             q.sector = rq.sector;
         }
@@ -69,6 +65,9 @@ impl Scheduler for Noop {
     }
     fn insert(&mut self, rq: Request, _now: Nanos) {
         self.fifo.push_back(rq);
+    }
+    fn issues_directly(&self) -> bool {
+        true
     }
     fn dispatch(&mut self, _now: Nanos) -> Dispatch {
         match self.fifo.pop_front() {
@@ -123,7 +122,10 @@ mod tests {
         };
         assert_eq!((first.sector, first.sectors), (0, 8));
         let grown: Vec<(u64, u32)> = s.fifo.iter().map(|r| (r.sector, r.sectors)).collect();
-        assert!(grown.contains(&(900, 16)) && grown.contains(&(292, 16)), "{grown:?}");
+        assert!(
+            grown.contains(&(900, 16)) && grown.contains(&(292, 16)),
+            "{grown:?}"
+        );
     }
 
     #[test]
@@ -132,9 +134,17 @@ mod tests {
         s.insert(queued(1, 0), Nanos::ZERO);
         let read = rq(2, 0).sector(8).sectors(8).read().build();
         assert_eq!(s.try_merge(&read, Nanos::ZERO), None);
-        let big = rq(3, 0).sector(8).sectors(MAX_MERGE_SECTORS - 7).write().build();
+        let big = rq(3, 0)
+            .sector(8)
+            .sectors(MAX_MERGE_SECTORS - 7)
+            .write()
+            .build();
         assert_eq!(s.try_merge(&big, Nanos::ZERO), None);
-        let fits = rq(4, 0).sector(8).sectors(MAX_MERGE_SECTORS - 8).write().build();
+        let fits = rq(4, 0)
+            .sector(8)
+            .sectors(MAX_MERGE_SECTORS - 8)
+            .write()
+            .build();
         assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
     }
 }
