@@ -188,7 +188,10 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     )
     .expect("write");
     let e = disksim::import(&p).unwrap_err();
-    assert_eq!((e.field.as_str(), e.line()), ("Sparing scheme used", Some(7)));
+    assert_eq!(
+        (e.field.as_str(), e.line()),
+        ("Sparing scheme used", Some(7))
+    );
 
     // A diskspecs value out of range.
     let p = write_drive(&dir, "", SEEK, "");

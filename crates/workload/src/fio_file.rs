@@ -38,6 +38,7 @@
 //! short excerpt of the input.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use elevator_core::{IoClass, IoPrio};
@@ -99,6 +100,25 @@ pub struct FioFile {
     pub path: PathBuf,
     /// Its jobs, in file order.
     pub jobs: Vec<FioJobDef>,
+}
+
+impl FioFile {
+    /// An error about job `def` of this file and its config field `field` (as
+    /// [`FioJobDef::lines`] names it; empty for the job as a whole), placed on the line that
+    /// set the field, else on the job's header.
+    pub fn job_error(
+        &self,
+        def: &FioJobDef,
+        field: &str,
+        message: impl fmt::Display,
+    ) -> InputError {
+        InputError::at_line(
+            &self.path,
+            def.line_of(field),
+            field,
+            format!("job {}: {message}", excerpt(&def.name)),
+        )
+    }
 }
 
 /// The largest job file read, bytes (fio's own job files are a few KiB; this refuses

@@ -343,7 +343,7 @@ fn parse_value(
             parse_top(&dir.join(&f), dir, &mut sub, depth + 1)?;
             match sub.blocks.into_iter().next() {
                 Some(b) => Ok(at(Value::Block(b))),
-                None => Err(InputError::new(&dir.join(&f), "holds no block").in_field(key)),
+                None => Err(InputError::new(dir.join(&f), "holds no block").in_field(key)),
             }
         }
         Some(Tok::Word(w)) => {

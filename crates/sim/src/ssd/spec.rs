@@ -279,6 +279,14 @@ pub struct Gc {
     pub schedule: GcSchedule,
 }
 
+impl Gc {
+    /// The free blocks per plane below which GC runs: `threshold` of the plane's
+    /// `blocks_per_plane`, at least 2.
+    pub fn reserve_blocks(&self, blocks_per_plane: u32) -> u32 {
+        ((f64::from(blocks_per_plane) * self.threshold).ceil() as u32).max(2)
+    }
+}
+
 impl Default for Gc {
     fn default() -> Self {
         Gc {
@@ -546,7 +554,7 @@ impl SsdSpec {
         let spare = self.physical_units() - self.logical_units();
         let block_units = u64::from(f.pages_per_block) * u64::from(self.units_per_page());
         let spare_blocks_per_plane = spare / block_units / self.planes();
-        let reserve = u64::from(crate::ssd::ftl::reserve_blocks(b, t));
+        let reserve = u64::from(self.gc.reserve_blocks(b));
         if spare_blocks_per_plane < reserve + 1 {
             return bad(
                 "ftl.over_provisioning",
