@@ -1,5 +1,6 @@
-//! Trace readers: block traces turned into records, with errors that name the file, the line
-//! (or, for binary traces, the byte offset) and the field at fault.
+//! Trace readers: block traces turned into records ([`record`]), with errors that name the
+//! file, the line (or, for binary traces, the byte offset) and the field at fault
+//! ([`InputError`](crate::InputError)).
 //!
 //! Two families live here:
 //! - whole-file readers for the small traces scenarios embed ([`disksim_ascii`] as a parsed
