@@ -30,9 +30,10 @@ use std::rc::Rc;
 
 use elevator_core::{Nanos, Op, SECTOR_BYTES};
 
+use crate::input::InputError;
 use crate::job::{Action, IoSpec, Job};
 use crate::metrics::JobMetrics;
-use crate::traces::{RecordSource, TraceError, TraceRecord};
+use crate::traces::{RecordSource, TraceRecord};
 
 /// Records read ahead of the replay at most.
 pub const WINDOW: usize = 1 << 18;
@@ -71,7 +72,7 @@ pub struct ReplayOutcome {
     /// Records skipped (flushes, discards, zero length).
     pub skipped: u64,
     /// The error that cut the trace short, if any.
-    pub error: Option<TraceError>,
+    pub error: Option<InputError>,
 }
 
 impl ReplayOutcome {
@@ -360,7 +361,7 @@ mod tests {
 
     struct Records(std::vec::IntoIter<TraceRecord>);
     impl Iterator for Records {
-        type Item = Result<TraceRecord, TraceError>;
+        type Item = Result<TraceRecord, InputError>;
         fn next(&mut self) -> Option<Self::Item> {
             self.0.next().map(Ok)
         }

@@ -233,12 +233,16 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
             });
         }
         let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
-            bail!(
-                "{}:{}: job {}: elevator compare makes its own target, so `size` (and `offset`) must be given in bytes",
+            return Err(elevator_workload::InputError::at_line(
                 spec,
                 def.line,
-                def.name
-            );
+                "",
+                format!(
+                    "job {}: elevator compare makes its own target, so `size` (and `offset`) must be given in bytes",
+                    fio_file::excerpt(&def.name)
+                ),
+            )
+            .into());
         };
         need_bytes = need_bytes.max(c.offset.unwrap_or(0) + size);
     }
