@@ -34,10 +34,8 @@
 //!   `worker_context = 0` keeps the process's context instead.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
 
 use crate::group::GroupTree;
-use crate::registry::{self, Build, SchedulerInfo};
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
@@ -226,6 +224,23 @@ impl IoBand {
             .collect();
         band.set_weights();
         band
+    }
+
+    /// dm-ioband over `inner` with its tunables from `settings` (every name must be one of
+    /// [`TUNABLES`] and in range), one ioband group per group of `groups`.
+    pub fn from_settings(
+        settings: &Settings,
+        groups: &GroupTree,
+        inner: Box<dyn Scheduler>,
+    ) -> Result<IoBand, TunableError> {
+        settings.validate("ioband", TUNABLES)?;
+        Ok(IoBand::new(Config::read(settings), groups, inner))
+    }
+
+    /// The same, reporting `name` as its name (the registry names a stack `ioband+<policy>`).
+    pub fn named(mut self, name: &'static str) -> IoBand {
+        self.name = name;
+        self
     }
 
     /// The inner scheduler.
@@ -556,119 +571,6 @@ impl Scheduler for IoBand {
     }
 }
 
-/// Split `settings` into ioband's own and the inner scheduler's.
-fn split(settings: &Settings) -> (Settings, Settings) {
-    let (mut own, mut inner) = (Settings::new(), Settings::new());
-    for name in settings.names() {
-        let v = settings.raw(name).expect("name listed");
-        if TUNABLES.iter().any(|t| t.name == name) {
-            own.set(name, v);
-        } else {
-            inner.set(name, v);
-        }
-    }
-    (own, inner)
-}
-
-/// Build ioband over the registered scheduler `inner`, its tunables and the inner's taken
-/// from `settings` by name. The result is named `name`.
-pub fn build_over(
-    name: &'static str,
-    inner: &SchedulerInfo,
-    settings: &Settings,
-    groups: &GroupTree,
-) -> Result<Box<dyn Scheduler>, TunableError> {
-    let (own, rest) = split(settings);
-    own.validate("ioband", TUNABLES)?;
-    let inner = (inner.build)(&rest, groups)?;
-    let mut band = IoBand::new(Config::read(&own), groups, inner);
-    band.name = name;
-    Ok(Box::new(band))
-}
-
-/// How many registered policies a composite name can wrap (one builder per registry slot).
-const MAX_INNER: usize = 24;
-
-fn build_slot<const I: usize>(
-    s: &Settings,
-    g: &GroupTree,
-) -> Result<Box<dyn Scheduler>, TunableError> {
-    let inner = &registry::all()[I];
-    let name = composite_name(inner.name);
-    build_over(name, inner, s, g)
-}
-
-const SLOTS: [Build; MAX_INNER] = [
-    build_slot::<0>,
-    build_slot::<1>,
-    build_slot::<2>,
-    build_slot::<3>,
-    build_slot::<4>,
-    build_slot::<5>,
-    build_slot::<6>,
-    build_slot::<7>,
-    build_slot::<8>,
-    build_slot::<9>,
-    build_slot::<10>,
-    build_slot::<11>,
-    build_slot::<12>,
-    build_slot::<13>,
-    build_slot::<14>,
-    build_slot::<15>,
-    build_slot::<16>,
-    build_slot::<17>,
-    build_slot::<18>,
-    build_slot::<19>,
-    build_slot::<20>,
-    build_slot::<21>,
-    build_slot::<22>,
-    build_slot::<23>,
-];
-
-fn interned() -> &'static Mutex<Vec<&'static SchedulerInfo>> {
-    static CELL: OnceLock<Mutex<Vec<&'static SchedulerInfo>>> = OnceLock::new();
-    CELL.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-fn composite_name(inner: &str) -> &'static str {
-    let full = format!("ioband+{inner}");
-    let list = interned().lock().expect("registry lock");
-    if let Some(i) = list.iter().find(|i| i.name == full) {
-        return i.name;
-    }
-    drop(list);
-    Box::leak(full.into_boxed_str())
-}
-
-/// The composite policy `ioband+<inner>` (e.g. `ioband+cfq`): ioband over any registered
-/// scheduler, with ioband's tunables followed by the inner's. Interned: each name is built
-/// once per process.
-pub fn composite(name: &str) -> Option<&'static SchedulerInfo> {
-    let inner_name = name.strip_prefix("ioband+")?;
-    let (idx, inner) = registry::all()
-        .iter()
-        .enumerate()
-        .find(|(_, i)| i.name == inner_name || i.aliases.contains(&inner_name))?;
-    if idx >= MAX_INNER || inner.name.starts_with("ioband") {
-        return None;
-    }
-    let full = format!("ioband+{}", inner.name);
-    let mut list = interned().lock().expect("registry lock");
-    if let Some(i) = list.iter().find(|i| i.name == full) {
-        return Some(i);
-    }
-    let tunables: Vec<Tunable> = TUNABLES.iter().chain(inner.tunables).copied().collect();
-    let info: &'static SchedulerInfo = Box::leak(Box::new(SchedulerInfo {
-        name: Box::leak(full.into_boxed_str()),
-        aliases: &[],
-        summary: "dm-ioband's weight policy over the named scheduler",
-        tunables: Box::leak(tunables.into_boxed_slice()),
-        build: SLOTS[idx],
-    }));
-    list.push(info);
-    Some(info)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -776,26 +678,6 @@ mod tests {
         assert_eq!(b.held(1), 0);
     }
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
-        #[test]
-        fn ioband_over_cfq_dispatches_every_request_exactly_once(
-            reqs in proptest::collection::vec((0u64..3_000, 1u32..8, 0u64..2_000_000, proptest::bool::ANY, 0u32..3), 1..150),
-            io_limit in 1i64..16,
-            depth in 1usize..4,
-        ) {
-            let mut s = Settings::new();
-            s.set("io_limit", io_limit).set("token", 8);
-            let sched = build_over("ioband+cfq", registry::find("cfq").unwrap(), &s, &groups_ab()).unwrap();
-            let mut h = Harness::new(sched, depth, |_| Nanos::from_us(700));
-            for (i, &(at, ctx, sector, write, g)) in reqs.iter().enumerate() {
-                let b = rq(i as u64, ctx).sector(sector).group(g).at(Nanos::from_us(at * 100));
-                h.submit(if write { b.write() } else { b.read() });
-            }
-            h.run();
-        }
-    }
-
     #[test]
     fn held_requests_are_dispatched_exactly_once() {
         let mut h = Harness::new(band(&[("io_limit", 4), ("token", 16)]), 2, |_| {
@@ -814,22 +696,13 @@ mod tests {
     }
 
     #[test]
-    fn composite_names_wrap_any_registered_scheduler() {
-        let info = composite("ioband+cfq").expect("ioband+cfq");
-        assert_eq!(info.name, "ioband+cfq");
-        assert!(
-            std::ptr::eq(info, composite("ioband+cfq").unwrap()),
-            "interned"
-        );
+    fn from_settings_takes_only_iobands_tunables_and_raises_io_limit_to_io_throttle() {
         let mut s = Settings::new();
-        s.set("io_limit", 64).set("slice_idle", 4);
-        let sched = (info.build)(&s, &groups_ab()).unwrap();
-        assert_eq!(sched.name(), "ioband+cfq");
-        let mut bad = Settings::new();
-        bad.set("no_such", 1);
-        assert!((info.build)(&bad, &groups_ab()).is_err());
-        assert!(composite("ioband+nosuch").is_none());
-        assert!(composite("ioband+ioband").is_none());
-        assert!(registry::all().len() <= MAX_INNER);
+        s.set("io_throttle", 200);
+        let b = IoBand::from_settings(&s, &groups_ab(), Box::new(Noop::new())).unwrap();
+        assert_eq!((b.cfg.io_throttle, b.cfg.io_limit), (200, 200));
+        assert_eq!(b.named("ioband+noop").name(), "ioband+noop");
+        s.set("slice_idle", 0);
+        assert!(IoBand::from_settings(&s, &groups_ab(), Box::new(Noop::new())).is_err());
     }
 }

@@ -705,8 +705,16 @@ fn b_share(policy: &str, n: u32) -> (f64, Nanos) {
     let mut t = GroupTree::new();
     t.add("/a", None).unwrap();
     t.add("/b", None).unwrap();
-    let info = crate::registry::find(policy).unwrap();
-    let mut s = (info.build)(&Settings::new(), &t).unwrap();
+    let none = Settings::new();
+    let mut s: Box<dyn Scheduler> = match policy {
+        "cfq" => Box::new(Cfq::from_settings(&none, &t).unwrap()),
+        "cfq-flat" => Box::new(Cfq::flat_from_settings(&none, &t).unwrap()),
+        "ioband+cfq-flat" => {
+            let inner = Box::new(Cfq::flat_from_settings(&none, &t).unwrap());
+            Box::new(crate::ioband::IoBand::from_settings(&none, &t, inner).unwrap())
+        }
+        other => panic!("no policy {other}"),
+    };
     let mut procs = Vec::new();
     let mut groups_of = Vec::new();
     for (g, count) in [(1u32, 16u32), (2, n)] {
