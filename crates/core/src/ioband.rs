@@ -39,7 +39,7 @@ use crate::group::GroupTree;
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{self, Settings, TunableError};
 
 /// `DEFAULT_BUCKET`: epochs' worth of io_limit in one bucket.
 const DEFAULT_BUCKET: i64 = 2;
@@ -54,83 +54,62 @@ const LOCAL_ACTIVE_RATIO: i64 = 8;
 /// `GLOBAL_ACTIVE_RATIO`.
 const GLOBAL_ACTIVE_RATIO: i64 = 16;
 
-/// ioband's own tunables.
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "io_throttle",
-        unit: Unit::Requests,
-        default: 4,
-        min: 1,
-        max: 1 << 15,
-        doc: "in-flight requests below which a new token epoch is never held back",
-    },
-    Tunable {
-        name: "io_limit",
-        unit: Unit::Requests,
-        default: 128,
-        min: 1,
-        max: 1 << 15,
-        doc: "requests passed down to the inner scheduler per direction at most",
-    },
-    Tunable {
-        name: "token",
-        unit: Unit::Count,
-        default: 2048,
-        min: 1,
-        max: 1 << 24,
-        doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
-    },
-    Tunable {
-        name: "worker_context",
-        unit: Unit::Bool,
-        default: 1,
-        min: 0,
-        max: 1,
-        doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
-    },
-    Tunable {
-        name: "weight",
-        unit: Unit::Count,
-        default: 100,
-        min: 1,
-        max: 1 << 15,
-        doc: "weight of a group the group tree gives no weight",
-    },
-];
-
-/// ioband's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// `io_throttle`.
-    pub io_throttle: u32,
-    /// `io_limit`, per direction.
-    pub io_limit: u32,
-    /// `token`: the token pool.
-    pub token: u32,
-    /// Default group weight.
-    pub weight: u32,
-    /// Released requests are issued by the worker thread's context.
-    pub worker_context: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config::read(&Settings::new())
+crate::tunable::tunables! {
+    policy: "ioband", finish: Config::raise_io_limit;
+    /// ioband's own tunables.
+    pub const TUNABLES;
+    /// ioband's configuration.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// `io_throttle`.
+        io_throttle: u32 = "io_throttle" {
+            unit: Requests,
+            default: 4,
+            min: 1,
+            max: 1 << 15,
+            doc: "in-flight requests below which a new token epoch is never held back",
+        },
+        /// `io_limit`, per direction (at least `io_throttle`).
+        io_limit: u32 = "io_limit" {
+            unit: Requests,
+            default: 128,
+            min: 1,
+            max: 1 << 15,
+            doc: "requests passed down to the inner scheduler per direction at most",
+        },
+        /// `token`: the token pool.
+        token: u32 = "token" {
+            unit: Count,
+            default: 2048,
+            min: 1,
+            max: 1 << 24,
+            doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
+        },
+        /// Released requests are issued by the worker thread's context.
+        worker_context: bool = "worker_context" {
+            unit: Bool,
+            default: 1,
+            min: 0,
+            max: 1,
+            doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
+        },
+        /// Default group weight.
+        weight: u32 = "weight" {
+            unit: Count,
+            default: 100,
+            min: 1,
+            max: 1 << 15,
+            set: build_only,
+            doc: "weight of a group the group tree gives no weight",
+        },
     }
 }
 
 impl Config {
-    fn read(s: &Settings) -> Config {
-        let g = |n| s.get(TUNABLES, n) as u32;
-        let io_throttle = g("io_throttle");
-        Config {
-            io_throttle,
-            // dm-ioband raises io_limit to io_throttle.
-            io_limit: g("io_limit").max(io_throttle),
-            token: g("token"),
-            weight: g("weight"),
-            worker_context: g("worker_context") != 0,
-        }
+    /// dm-ioband raises `io_limit` to `io_throttle`.
+    fn raise_io_limit(&mut self, _given: &Settings) -> Result<(), TunableError> {
+        self.io_limit = self.io_limit.max(self.io_throttle);
+        Ok(())
     }
 }
 
@@ -233,8 +212,7 @@ impl IoBand {
         groups: &GroupTree,
         inner: Box<dyn Scheduler>,
     ) -> Result<IoBand, TunableError> {
-        settings.validate("ioband", TUNABLES)?;
-        Ok(IoBand::new(Config::read(settings), groups, inner))
+        Ok(IoBand::new(Config::from_settings(settings)?, groups, inner))
     }
 
     /// The same, reporting `name` as its name (the registry names a stack `ioband+<policy>`).
@@ -542,30 +520,22 @@ impl Scheduler for IoBand {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let Ok(t) = tunable::lookup("ioband", TUNABLES, name) else {
+        if tunable::lookup("ioband", TUNABLES, name).is_err() {
             return self.inner.set_tunable(name, value);
-        };
-        tunable::check_range(t, value)?;
-        let v = value as u32;
+        }
+        self.cfg.set("ioband", name, value)?;
         match name {
-            "io_throttle" => self.cfg.io_throttle = v,
-            "worker_context" => self.cfg.worker_context = v != 0,
             "io_limit" => {
-                self.cfg.io_limit = v.max(self.cfg.io_throttle);
+                self.cfg.io_limit = self.cfg.io_limit.max(self.cfg.io_throttle);
                 self.init_token_bucket();
                 self.set_weights();
             }
             "token" => {
-                self.cfg.token = v;
                 self.init_token_bucket();
                 self.set_weights();
                 self.token_extra = 0;
             }
-            _ => {
-                return Err(TunableError::Invalid {
-                    reason: format!("{name} can only be set when ioband is built"),
-                })
-            }
+            _ => {}
         }
         Ok(())
     }
@@ -589,7 +559,11 @@ mod tests {
         for (k, v) in settings {
             s.set(*k, *v);
         }
-        IoBand::new(Config::read(&s), &groups_ab(), Box::new(Noop::new()))
+        IoBand::new(
+            Config::from_settings(&s).unwrap(),
+            &groups_ab(),
+            Box::new(Noop::new()),
+        )
     }
 
     #[test]
@@ -613,7 +587,11 @@ mod tests {
         t.add("/b", Some(300)).unwrap();
         let mut s = Settings::new();
         s.set("io_limit", 8).set("token", 32);
-        let mut b = IoBand::new(Config::read(&s), &t, Box::new(Noop::new()));
+        let mut b = IoBand::new(
+            Config::from_settings(&s).unwrap(),
+            &t,
+            Box::new(Noop::new()),
+        );
         let mut now = Nanos::ZERO;
         // /b passes 4 requests down and becomes the dominant group with 16 tokens left.
         for i in 0..4u64 {

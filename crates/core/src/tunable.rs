@@ -32,9 +32,10 @@
 //! others too, as mq-deadline's `nr_requests` sets `async_depth`), and `set: build_only,` (it
 //! can be given when the policy is built, not changed later). An entry without a field
 //! (`= "slice_idle" { ... }`) is a second name for a field another entry declares and is
-//! always custom. A `finish: path;` line names a `fn(&mut Config, &Settings) -> Result<(),
-//! TunableError>` that `from_settings` runs last (cross-field rules). Given settings are
-//! stored onto the defaults in table order, so an entry that sets others comes before them.
+//! always custom. A header `policy: "name", finish: path;` names a `fn(&mut Config,
+//! &Settings) -> Result<(), TunableError>` that `from_settings` runs last (the rules across
+//! tunables). Given settings are stored onto the defaults in table order, so an entry that
+//! sets others comes before them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -348,8 +349,7 @@ pub mod codec {
 /// module documentation).
 macro_rules! tunables {
     (
-        policy: $policy:literal;
-        $( finish: $finish:path; )?
+        policy: $policy:literal $(, finish: $finish:path)?;
         $(#[$tmeta:meta])*
         $tvis:vis const $table:ident;
         $(#[$cmeta:meta])*

@@ -1,8 +1,10 @@
 //! CFQ's decisions in hand-built situations, its invariants, and its weight shares.
 
+use super::group::{SERVICE_SHIFT, SLICE_MODE_GROUP_DELAY};
 use super::*;
 use crate::closed_loop::{self, Proc};
 use crate::harness::{rq, Harness, Outcome};
+use crate::request::{IoClass, Op};
 use proptest::prelude::*;
 
 fn ms(n: u64) -> Nanos {
