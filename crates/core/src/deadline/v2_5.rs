@@ -81,7 +81,7 @@ impl Deadline25 {
         }
     }
 
-    /// Build from user settings (see [`TUNABLES`]).
+    /// Build from user settings (see [`TUNABLES`](super::TUNABLES)).
     pub fn from_settings(settings: &Settings) -> Result<Deadline25, TunableError> {
         Ok(Deadline25::new(Config::from_settings(settings)?))
     }
