@@ -42,6 +42,8 @@ pub enum Kind {
 pub struct Layer {
     /// The policy it runs over when named alone (`ioband` is `ioband` over `cfq`).
     pub over: &'static str,
+    /// One line on `LAYER+POLICY`, for `elevator list`.
+    pub stacked_summary: &'static str,
     /// Its constructor, over an inner scheduler already built.
     pub build: BuildOver,
     /// `LAYER+POLICY` for every registered entry, in registry order: its name and its joined
@@ -230,16 +232,13 @@ pub fn find(name: &str) -> Option<SchedulerSpec> {
         let stacked = &l.stacks[at];
         Some(SchedulerSpec {
             name: stacked.name,
-            summary: STACKED_SUMMARY,
+            summary: l.stacked_summary,
             tunables: stacked.tunables,
             layer: Some(layer),
             policy,
         })
     })
 }
-
-/// What `elevator list` says of a `LAYER+POLICY` composition.
-const STACKED_SUMMARY: &str = "dm-ioband's weight policy over the named scheduler";
 
 /// What `join` fills its table with before copying.
 const FILLER: Tunable = Tunable {
@@ -274,11 +273,11 @@ macro_rules! registry {
         aliases: $aliases:expr,
         summary: $summary:expr,
         tunables: $tunables:expr,
-        $( over: $over:literal, )?
+        $( over: $over:literal, stacked: $stacked:literal, )?
         build: $build:expr $(,)?
     } ),* $(,)?) => {
         registry!(@rows [$( ($name, $tunables) ),*]
-            $( $name, $kind, $aliases, $summary, $tunables, [$($over)?], $build; )*);
+            $( $name, $kind, $aliases, $summary, $tunables, [$($over, $stacked)?], $build; )*);
     };
     (@rows $all:tt $( $name:literal, $kind:ident, $aliases:expr, $summary:expr, $tunables:expr,
         $over:tt, $build:expr; )*) => {
@@ -293,10 +292,11 @@ macro_rules! registry {
     (@kind policy, $name:literal, $tunables:expr, [], $build:expr, $all:tt) => {
         Kind::Policy($build)
     };
-    (@kind layer, $name:literal, $tunables:expr, [$over:literal], $build:expr,
+    (@kind layer, $name:literal, $tunables:expr, [$over:literal, $stacked:literal], $build:expr,
         [$( ($p:literal, $pt:expr) ),*]) => {
         Kind::Layer(Layer {
             over: $over,
+            stacked_summary: $stacked,
             build: $build,
             stacks: &[ $( Stacked {
                 name: concat!($name, "+", $p),
@@ -359,6 +359,7 @@ registry! {
             "dm-ioband's weight policy (token per request) over cfq; ioband+<policy> wraps any",
         tunables: ioband::TUNABLES,
         over: "cfq",
+        stacked: "dm-ioband's weight policy over the named scheduler",
         build: |s, g, inner, name| {
             Ok(Box::new(ioband::IoBand::from_settings(s, g, inner)?.named(name)))
         },
