@@ -17,13 +17,19 @@ use std::collections::VecDeque;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError};
+use crate::tunable::{Settings, TunableError};
 
 /// How many of the latest queued requests a bio may merge into (`blk_bio_list_merge`'s 8).
 pub const MERGE_LOOKBACK: usize = 8;
 
-/// noop has no tunables.
-pub const TUNABLES: &[Tunable] = &[];
+crate::tunable::tunables! {
+    policy: "noop";
+    /// noop has no tunables.
+    pub const TUNABLES;
+    /// noop's settings: none.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {}
+}
 
 /// The noop (FIFO) scheduler.
 #[derive(Debug, Default)]
@@ -39,8 +45,7 @@ impl Noop {
 
     /// Build from settings (there are none to accept).
     pub fn from_settings(settings: &Settings) -> Result<Noop, TunableError> {
-        settings.validate("noop", TUNABLES)?;
-        Ok(Noop::new())
+        Config::from_settings(settings).map(|_| Noop::new())
     }
 }
 
@@ -79,8 +84,8 @@ impl Scheduler for Noop {
     fn queued(&self) -> usize {
         self.fifo.len()
     }
-    fn set_tunable(&mut self, name: &str, _value: i64) -> Result<(), TunableError> {
-        tunable::lookup("noop", TUNABLES, name).map(|_| ())
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        Config::default().set("noop", name, value)
     }
 }
 

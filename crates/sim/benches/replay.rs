@@ -47,7 +47,10 @@ fn replay_once() -> u64 {
     let dev = Hdd::new(DriveSpec::builtin("cheetah9lp").expect("built-in drive"));
     let capacity = dev.capacity_sectors();
     let groups = GroupTree::new();
-    let sched = (registry::find("deadline").unwrap().build)(&Settings::new(), &groups).unwrap();
+    let sched = registry::find("deadline")
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, groups);
     let (job, out) = ReplayJob::new(
         "replay",

@@ -290,7 +290,7 @@ impl Scenario {
             for (k, v) in values {
                 s.set(k.clone(), *v);
             }
-            s.validate(info.name, info.tunables).map_err(|e| {
+            info.validate(&s).map_err(|e| {
                 let field = match &e {
                     TunableError::Unknown { name, .. } | TunableError::OutOfRange { name, .. } => {
                         Some(format!("tunables.{sched}.{name}"))
@@ -468,7 +468,8 @@ impl Scenario {
         for k in extra.names() {
             s.set(k, extra.raw(k).unwrap_or_default());
         }
-        (info.build)(&s, &self.groups).map_err(|e| err(format!("{}: {e}", info.name)))
+        info.build(&s, &self.groups)
+            .map_err(|e| err(format!("{}: {e}", info.name)))
     }
 
     /// A ready-to-run simulation of this scenario under `sched`, with `seed` (or the

@@ -353,7 +353,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Build every scheduler once too: an out-of-range --set fails before the target is
     // touched.
     for info in &infos {
-        (info.build)(&super::settings_for(info, &extra), &groups)
+        info.build(&super::settings_for(info, &extra), &groups)
             .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
@@ -391,7 +391,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let settings = super::settings_on_device(info, &extra, rotational);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
-        let mut sched = (info.build)(&settings, &groups)
+        let mut sched = info
+            .build(&settings, &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let file_handle = tgt
             .file

@@ -357,11 +357,12 @@ impl Ours<'_> {
         let mut groups = GroupTree::new();
         let seed = self.args.seed.wrapping_add(round as u64);
         let (jobs, groupids) = build_jobs(&wl.file, self.size, self.args.seed, &mut groups)?;
-        let mut s = (info.build)(
-            &super::settings_on_device(info, &self.extra, self.rotational),
-            &groups,
-        )
-        .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let mut s = info
+            .build(
+                &super::settings_on_device(&info, &self.extra, self.rotational),
+                &groups,
+            )
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let fd = self
             .file
             .try_clone()
