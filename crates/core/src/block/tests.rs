@@ -280,6 +280,10 @@ fn under_none_a_bio_merges_only_while_the_device_is_full() {
     assert_eq!(drain(&mut blk, ms(0)).len(), 2);
     blk.handle_submit(write(1, 16, 8), (), ms(0));
     blk.handle_submit(write(1, 24, 8), (), ms(0));
-    assert_eq!(blk.counters().merged, 1, "the device is full: the second rides on the first");
+    assert_eq!(
+        blk.counters().merged,
+        1,
+        "the device is full: the second rides on the first"
+    );
     assert_eq!(blk.stat().write.merges, 1);
 }
