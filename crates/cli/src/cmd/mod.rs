@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod calibrate;
+pub mod common;
 pub mod compare;
 pub mod drive;
 pub mod kernel_record;

@@ -122,6 +122,13 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, TraceError>> {
     fn process_name(&self, _pid: u32) -> Option<String> {
         None
     }
+
+    /// Records so far stamped earlier than the one before them (replayed at the earlier
+    /// record's time, not re-sorted): a count, so that a replay can say so instead of
+    /// re-timing them silently. 0 where the source does not count.
+    fn out_of_order(&self) -> u64 {
+        0
+    }
 }
 
 /// How to open traces.
@@ -308,6 +315,8 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
     Ok(Box::new(Rebase {
         inner: source,
         t0: None,
+        last: Nanos::ZERO,
+        out_of_order: 0,
     }))
 }
 
@@ -334,10 +343,13 @@ fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, T
 }
 
 /// Shift times so the first record is at 0 (a later record stamped before the first one is
-/// put at 0 too).
+/// put at 0 too), counting the records stamped before the one before them
+/// ([`RecordSource::out_of_order`]).
 struct Rebase {
     inner: Box<dyn RecordSource>,
     t0: Option<Nanos>,
+    last: Nanos,
+    out_of_order: u64,
 }
 
 impl Iterator for Rebase {
@@ -349,6 +361,10 @@ impl Iterator for Rebase {
         };
         let t0 = *self.t0.get_or_insert(r.time);
         r.time = r.time.saturating_sub(t0);
+        if r.time < self.last {
+            self.out_of_order += 1;
+        }
+        self.last = self.last.max(r.time);
         Some(Ok(r))
     }
 }
@@ -356,6 +372,10 @@ impl Iterator for Rebase {
 impl RecordSource for Rebase {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.inner.process_name(pid)
+    }
+
+    fn out_of_order(&self) -> u64 {
+        self.out_of_order
     }
 }
 

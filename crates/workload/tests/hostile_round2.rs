@@ -1,0 +1,67 @@
+//! Hostile cases of issue 32 (hardening, round 2) against the trace readers: one test per
+//! class, named after its example.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use elevator_workload::traces::blktrace::BlkView;
+use elevator_workload::traces::{open, OpenOptions, TraceFormat};
+
+/// blkparse text of `n` dispatches (D) and no completions, 1 us apart, of pid 100.
+fn dispatches_without_completions(path: &Path, n: usize) {
+    use std::fmt::Write;
+    let mut t = String::with_capacity(n * 64);
+    for i in 0..n {
+        let ns = i as u64 * 1_000;
+        writeln!(
+            t,
+            "  8,0    0 {:>8} {:>5}.{:09}   100  D   R {} + 8 [dd]",
+            i + 1,
+            ns / 1_000_000_000,
+            ns % 1_000_000_000,
+            i as u64 * 8
+        )
+        .unwrap();
+    }
+    std::fs::write(path, t).unwrap();
+}
+
+/// The shortest of three reads of the trace's dispatch view (all `n` records must come out).
+fn read_dispatch_view(path: &Path, n: usize) -> Duration {
+    (0..3)
+        .map(|_| {
+            let t0 = Instant::now();
+            let opts = OpenOptions {
+                format: Some(TraceFormat::Blkparse),
+                view: BlkView::Dispatch,
+            };
+            let count = open(&[path.to_path_buf()], opts)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .count();
+            assert_eq!(count, n);
+            t0.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+/// Dispatch-view blkparse without completions was quadratic in the requests (each one
+/// released scanned every request in flight). Ten times the requests must take well under
+/// the hundred times a quadratic reader takes: a generous bound of 40 (n log n gives about
+/// 12), on the best of three runs each, so a loaded machine does not fail it.
+#[test]
+fn dispatch_view_blkparse_without_completions_is_not_quadratic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (10_000, 100_000);
+    let (a, b) = (dir.path().join("small.txt"), dir.path().join("large.txt"));
+    dispatches_without_completions(&a, small);
+    dispatches_without_completions(&b, large);
+    let t_small = read_dispatch_view(&a, small);
+    let t_large = read_dispatch_view(&b, large);
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-4);
+    assert!(
+        ratio < 40.0,
+        "10x the requests took {ratio:.1}x the time ({t_small:?} -> {t_large:?})"
+    );
+}
