@@ -54,7 +54,11 @@ fn clean_error(out: &Out, needles: &[&str]) {
         "expected exit 1; stdout: {}\nstderr: {}",
         out.stdout, out.stderr
     );
-    assert!(out.stderr.len() < 1024, "message of {} bytes", out.stderr.len());
+    assert!(
+        out.stderr.len() < 1024,
+        "message of {} bytes",
+        out.stderr.len()
+    );
     for n in needles {
         assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
     }
@@ -100,12 +104,20 @@ fn blktrace_out_into_the_replayed_traces_directory_is_refused_before_truncating_
         dir.path().to_str().unwrap(),
     ]);
     clean_error(&out, &["--blktrace-out", "a trace", "deadline.blktrace.0"]);
-    assert_eq!(std::fs::read_to_string(&trace).unwrap(), text, "the trace changed");
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        text,
+        "the trace changed"
+    );
     // --json onto the trace itself, spelt another way, too.
     let other = format!("{}/./deadline.blktrace.0", dir.path().display());
     let out = elevator(&["replay", &trace, "--format", "msr", "--json", &other]);
     clean_error(&out, &["--json", "a trace"]);
-    assert_eq!(std::fs::read_to_string(&trace).unwrap(), text, "the trace changed");
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        text,
+        "the trace changed"
+    );
 }
 
 /// An output that cannot be written (`--report` on a file, `--request-log` in a directory
@@ -121,13 +133,29 @@ fn report_on_a_file_and_a_bad_request_log_are_refused_before_the_io_runs() {
     clean_error(&out, &["--report", "not a directory"]);
     assert!(!target.exists(), "the target was created before the check");
     let log = dir.path().join("no/such/dir/log");
-    let out = elevator(&["run", &job, "--target", t, "--request-log", log.to_str().unwrap()]);
+    let out = elevator(&[
+        "run",
+        &job,
+        "--target",
+        t,
+        "--request-log",
+        log.to_str().unwrap(),
+    ]);
     clean_error(&out, &["--request-log", "does not exist"]);
     assert!(!target.exists(), "the target was created before the check");
     let bt = dir.path().join("a-file");
-    let out = elevator(&["sim", "anticipatory", "--blktrace-out", bt.to_str().unwrap()]);
+    let out = elevator(&[
+        "sim",
+        "anticipatory",
+        "--blktrace-out",
+        bt.to_str().unwrap(),
+    ]);
     clean_error(&out, &["--blktrace-out", "not a directory"]);
-    assert!(out.stdout.is_empty(), "ran before the check: {}", out.stdout);
+    assert!(
+        out.stdout.is_empty(),
+        "ran before the check: {}",
+        out.stdout
+    );
 }
 
 /// An output that fails after the work (`--json /dev/full`) does not lose the results
@@ -148,8 +176,15 @@ fn a_failed_json_output_after_the_run_keeps_the_tables_and_the_report() {
         report.to_str().unwrap(),
     ]);
     clean_error(&out, &["/dev/full"]);
-    assert!(out.stdout.contains("== deadline"), "tables lost: {}", out.stdout);
-    assert!(report.join("index.html").exists(), "the report was not written");
+    assert!(
+        out.stdout.contains("== deadline"),
+        "tables lost: {}",
+        out.stdout
+    );
+    assert!(
+        report.join("index.html").exists(),
+        "the report was not written"
+    );
 }
 
 /// Written data is not zeroes (zero-detecting storage would skew every write figure): after
@@ -175,7 +210,10 @@ fn written_data_is_random_not_zeroes() {
     let mut seen = std::collections::HashSet::new();
     for (i, block) in data.chunks(512).enumerate() {
         assert!(block.iter().any(|&b| b != 0), "block {i} is all zeroes");
-        assert!(seen.insert(block.to_vec()), "block {i} repeats an earlier one");
+        assert!(
+            seen.insert(block.to_vec()),
+            "block {i} repeats an earlier one"
+        );
     }
 }
 
@@ -261,7 +299,10 @@ fn a_mountpoint_inside_its_backing_directory_is_refused() {
     let inner = dir.path().join("inner");
     std::fs::create_dir(&inner).unwrap();
     let b = dir.path().to_str().unwrap();
-    let out = elevator_within(&["mount", b, inner.to_str().unwrap()], Duration::from_secs(30));
+    let out = elevator_within(
+        &["mount", b, inner.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
     clean_error(&out, &["inside the backing directory"]);
     let out = elevator_within(&["mount", b, b], Duration::from_secs(30));
     clean_error(&out, &["inside the backing directory"]);
@@ -277,13 +318,15 @@ fn calibration_refuses_negative_denormal_and_absurd_inputs() {
     let t = dir.path().join("t.dat");
     let t = t.to_str().unwrap();
     for d in ["1e300", "1e-9", "-5", "nan"] {
-        let out = elevator(&["calibrate", "--target", t, "--duration", d]);
+        let out = elevator(&["calibrate", "--target", t, &format!("--duration={d}")]);
         clean_error(&out, &["--duration"]);
     }
     assert!(!Path::new(t).exists());
     let saved = |figure: &str| {
         let good = r#""ios": 1000, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0"#;
-        let bad = format!(r#""ios": 1000, "iops": 1000.0, "mb_s": 4.1, {figure}, "p50_us": 900.0, "p99_us": 3000.0"#);
+        let bad = format!(
+            r#""ios": 1000, "iops": 1000.0, "mb_s": 4.1, {figure}, "p50_us": 900.0, "p99_us": 3000.0"#
+        );
         format!(
             r#"{{"region_bytes": 1073741824, "duration_s": 120.0, "load_average": "1", "points": [{{"point": "randread 4k qd1", "measured": {{{bad}}}}}, {{"point": "randread 4k qd2", "measured": {{{good}}}}}]}}"#
         )
@@ -313,13 +356,29 @@ fn calibration_refuses_negative_denormal_and_absurd_inputs() {
 #[test]
 fn sim_of_a_fio_job_refuses_sweep_metric_plot_and_report() {
     let dir = tempfile::tempdir().unwrap();
-    let job = write(dir.path(), "r.fio", "[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=100\n");
+    let job = write(
+        dir.path(),
+        "r.fio",
+        "[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=100\n",
+    );
     let out = elevator(&["sim", &job, "--sweep", "seed=1..3", "--metric", "end_s"]);
     clean_error(&out, &["--sweep", "fio job file"]);
     let svg = dir.path().join("p.svg");
-    let out = elevator(&["sim", &job, "--sweep", "seed=1..3", "--plot", svg.to_str().unwrap()]);
+    let out = elevator(&[
+        "sim",
+        &job,
+        "--sweep",
+        "seed=1..3",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
     clean_error(&out, &["--sweep", "fio job file"]);
-    let out = elevator(&["sim", &job, "--report", dir.path().join("rep").to_str().unwrap()]);
+    let out = elevator(&[
+        "sim",
+        &job,
+        "--report",
+        dir.path().join("rep").to_str().unwrap(),
+    ]);
     clean_error(&out, &["--report", "does not write it"]);
 }
 
@@ -355,13 +414,129 @@ fn a_request_at_the_top_of_the_address_space_is_refused_on_a_real_target() {
         "fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x read 18446744073709547520 4096\n/dev/x close\n",
     );
     let target: PathBuf = dir.path().join("t.dat");
-    let out = elevator(&[
-        "replay",
-        &trace,
-        "--target",
-        target.to_str().unwrap(),
-    ]);
+    let out = elevator(&["replay", &trace, "--target", target.to_str().unwrap()]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"));
     assert!(!target.exists() || std::fs::metadata(&target).unwrap().len() == 0);
+}
+
+// ----- the mount's signals and stale mounts -----
+
+fn fuse_available() -> bool {
+    let ok = Path::new("/dev/fuse").exists()
+        && Command::new("sh")
+            .args(["-c", "command -v fusermount3"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipping: needs /dev/fuse and fusermount3");
+    }
+    ok
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let m = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let want = mnt.to_str().unwrap();
+    m.lines().any(|l| l.split(' ').nth(1) == Some(want))
+}
+
+/// `elevator mount back mnt` started as a child, once the mount shows.
+fn start_mount(back: &Path, mnt: &Path) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .arg("mount")
+        .arg(back)
+        .arg(mnt)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !mounted(mnt) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "mount did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Detaches a mount (lazily) on drop, whatever the test did.
+struct Detach(PathBuf);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3")
+            .arg("-uz")
+            .arg(&self.0)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// SIGTERM while a file under the mount is open: the unmount is refused (busy), and must be
+/// retried until it succeeds once the file closes; the daemon then exits by itself.
+#[test]
+fn sigterm_while_the_mount_is_busy_retries_until_it_unmounts() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
+    std::fs::create_dir(&back).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let _detach = Detach(mnt.clone());
+    let child = start_mount(&back, &mnt);
+    let held = mnt.join("held");
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 3>>{}; echo held >&3; sleep 2",
+            held.display()
+        ))
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::fs::read(&held).map_or(true, |d| d.is_empty()) {
+        assert!(t0.elapsed() < Duration::from_secs(20), "holder never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child by its id.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let done = wait_within(child, Duration::from_secs(30), |c| {
+        let _ = c.kill();
+    });
+    assert!(holder.wait().unwrap().success());
+    let status = done
+        .status
+        .expect("the daemon never unmounted after SIGTERM: the retry did not happen");
+    assert!(status.success(), "{status:?}");
+    assert!(!mounted(&mnt));
+    assert_eq!(
+        std::fs::read_to_string(back.join("held")).unwrap(),
+        "held\n"
+    );
+}
+
+/// After `kill -9` of the daemon the mountpoint is "Transport endpoint is not connected": a
+/// new mount says so and how to clear it, instead of only the errno.
+#[test]
+fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
+    if !fuse_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
+    std::fs::create_dir(&back).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let _detach = Detach(mnt.clone());
+    let mut child = start_mount(&back, &mnt);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = elevator_within(
+        &["mount", back.to_str().unwrap(), mnt.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    clean_error(&out, &["not connected", "fusermount3 -u"]);
 }

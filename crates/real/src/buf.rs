@@ -281,7 +281,10 @@ mod tests {
         refill.put(r);
         let r = refill.get(4096);
         let same = first.iter().zip(r.iter()).filter(|(a, b)| a == b).count();
-        assert!(same < 4096 / 16, "{same} of 4096 bytes unchanged by a refill");
+        assert!(
+            same < 4096 / 16,
+            "{same} of 4096 bytes unchanged by a refill"
+        );
     }
 
     /// A run of many sizes does not keep every freed buffer: the pool holds at most

@@ -65,3 +65,29 @@ fn dispatch_view_blkparse_without_completions_is_not_quadratic() {
         "10x the requests took {ratio:.1}x the time ({t_small:?} -> {t_large:?})"
     );
 }
+
+/// A record stamped near 2^64 ns after the first would saturate the replay's clock (1 ns
+/// latencies): refused naming the file, the record and the field.
+#[test]
+fn a_record_a_century_after_the_first_is_refused_not_saturated() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("far.csv");
+    // MSR: FILETIME ticks of 100 ns; the second record 2^60 ticks later.
+    std::fs::write(
+        &p,
+        "128166372003061629,web,0,Read,0,4096,10\n180000000000000000,web,0,Read,4096,4096,10\n",
+    )
+    .unwrap();
+    let opts = OpenOptions {
+        format: Some(TraceFormat::Msr),
+        view: BlkView::Queue,
+    };
+    let got: Vec<_> = open(&[p], opts).unwrap().collect();
+    assert!(got[0].is_ok());
+    let e = got[1].clone().unwrap_err();
+    assert_eq!(e.field, "time");
+    assert!(
+        e.to_string().contains("far.csv") && e.reason.contains("record 2"),
+        "{e}"
+    );
+}

@@ -166,8 +166,9 @@ pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
                 _ => Path::new("."),
             };
             match fs::metadata(dir) {
-                Ok(m) if m.is_dir() => probe_dir(flag, dir)
-                    .with_context(|| format!("{flag} {}", path.display())),
+                Ok(m) if m.is_dir() => {
+                    probe_dir(flag, dir).with_context(|| format!("{flag} {}", path.display()))
+                }
                 _ => bail!(
                     "{flag} {}: the directory {} does not exist",
                     path.display(),
@@ -274,7 +275,13 @@ impl OutputOpts {
                 let in_dir = i
                     .path
                     .parent()
-                    .map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d })
+                    .map(|d| {
+                        if d.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            d
+                        }
+                    })
                     .and_then(identity);
                 let name = i.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
                 if in_dir.is_some()
@@ -374,7 +381,10 @@ mod tests {
             )
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--blktrace-out") && e.contains("the trace"), "{e}");
+        assert!(
+            e.contains("--blktrace-out") && e.contains("the trace"),
+            "{e}"
+        );
         assert_eq!(fs::read(&trace).unwrap(), b"input bytes");
         // Another spelling of the same file is caught too.
         let o = OutputOpts {
@@ -382,7 +392,13 @@ mod tests {
             ..OutputOpts::default()
         };
         assert!(o
-            .check("replay", Supported::ALL, &[], &[Input::new("the trace", &trace)], &[])
+            .check(
+                "replay",
+                Supported::ALL,
+                &[],
+                &[Input::new("the trace", &trace)],
+                &[]
+            )
             .is_err());
     }
 
@@ -399,7 +415,10 @@ mod tests {
             .check("sim", Supported::ALL, &[], &[], &[])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--report") && e.contains("not a directory"), "{e}");
+        assert!(
+            e.contains("--report") && e.contains("not a directory"),
+            "{e}"
+        );
         let json_nowhere = OutputOpts {
             json: Some(dir.path().join("no/such/dir/out.json")),
             ..OutputOpts::default()
@@ -417,6 +436,9 @@ mod tests {
             .check("sim", Supported::default(), &[], &[], &[])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--request-log") && e.contains("sim does not write"), "{e}");
+        assert!(
+            e.contains("--request-log") && e.contains("sim does not write"),
+            "{e}"
+        );
     }
 }

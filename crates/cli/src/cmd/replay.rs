@@ -156,8 +156,7 @@ fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
         let sub = d.path().join(i.to_string());
         std::fs::create_dir(&sub)?;
         let copy = sub.join(name);
-        let mut input =
-            std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?;
+        let mut input = std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?;
         let mut out = std::fs::File::create(&copy)
             .with_context(|| format!("{}: spool to {}", p.display(), copy.display()))?;
         std::io::copy(&mut input, &mut out).with_context(|| {
@@ -198,6 +197,11 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         &inputs,
         &[],
     )?;
+    anyhow::ensure!(
+        (0.001..=1e6).contains(&args.speed),
+        "--speed {}: not a factor from 0.001 to 1000000 (recorded times are divided by it)",
+        args.speed
+    );
     output::json_to_stdout(args.out.json.as_deref());
     let extra = super::parse_sets(&args.scheds.set)?;
     let infos = super::find_schedulers(&sched)?;
@@ -448,7 +452,8 @@ fn open_target(
 ) -> anyhow::Result<(target::Target, String)> {
     let mut writes = false;
     let mut reach = 0u64;
-    let records = open(&args.traces, opts)?.take(args.max_requests.map_or(usize::MAX, |m| m as usize));
+    let records =
+        open(&args.traces, opts)?.take(args.max_requests.map_or(usize::MAX, |m| m as usize));
     for (n, r) in records.enumerate() {
         let r = r?;
         writes |= matches!(r.op, elevator_core::Op::Write);

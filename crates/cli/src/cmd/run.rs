@@ -370,8 +370,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     super::check_sets(&extra, &sched)?;
     // Every output is checked before the target is touched: writable, and none of them the
     // job file or the target.
-    let own: Vec<(&str, &std::path::Path)> =
-        args.output.as_deref().map(|p| ("--output", p)).into_iter().collect();
+    let own: Vec<(&str, &std::path::Path)> = args
+        .output
+        .as_deref()
+        .map(|p| ("--output", p))
+        .into_iter()
+        .collect();
     args.out.check(
         "run",
         Supported::ALL,
@@ -420,7 +424,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut failure = None;
     let mut outcomes = super::common::Outcomes::default();
     let json_stdout = (args.output_format == Format::Json && args.output.is_none())
-        || args.out.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+        || args
+            .out
+            .json
+            .as_deref()
+            .is_some_and(|p| p.as_os_str() == "-");
     if json_stdout {
         // JSON on stdout: notes (the report's path) go to stderr.
         crate::output::json_to_stdout(Some(std::path::Path::new("-")));
@@ -531,7 +539,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Format::Json => json_doc()?,
     };
     let printed = match &args.output {
-        Some(p) => std::fs::write(p, &out).with_context(|| format!("--output: write {}", p.display())),
+        Some(p) => {
+            std::fs::write(p, &out).with_context(|| format!("--output: write {}", p.display()))
+        }
         None => {
             if !(args.output_format == Format::Normal && json_stdout) {
                 crate::output::out_str(&out);
@@ -553,7 +563,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 crate::output::out_str(&doc);
             }
         } else {
-            outcomes.keep(std::fs::write(p, doc).with_context(|| format!("--json: write {}", p.display())));
+            outcomes.keep(
+                std::fs::write(p, doc).with_context(|| format!("--json: write {}", p.display())),
+            );
         }
     }
     outcomes.keep(page.write(args.out.report.as_deref()));

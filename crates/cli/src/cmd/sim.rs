@@ -92,7 +92,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let sched = args.scheds.names("deadline");
     let job_file = super::sim_job::is_job_file(&args.scenario);
     let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
-    for (what, p) in [("the drive spec", &args.drive), ("the host spec", &args.host)] {
+    for (what, p) in [
+        ("the drive spec", &args.drive),
+        ("the host spec", &args.host),
+    ] {
         if let Some(p) = p {
             inputs.push(Input::new(what, p));
         }
@@ -139,8 +142,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             && args.output_format == super::run::Format::Normal,
         "--drive, --host and --output-format apply to fio job files; a scenario names its drive"
     );
-    let plot: Vec<(&str, &std::path::Path)> =
-        args.plot.as_deref().map(|p| ("--plot", p)).into_iter().collect();
+    let plot: Vec<(&str, &std::path::Path)> = args
+        .plot
+        .as_deref()
+        .map(|p| ("--plot", p))
+        .into_iter()
+        .collect();
     args.out.check(
         "sim",
         Supported {

@@ -314,9 +314,11 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
     };
     Ok(Box::new(Rebase {
         inner: source,
+        file: first.display().to_string(),
         t0: None,
         last: Nanos::ZERO,
         out_of_order: 0,
+        read: 0,
     }))
 }
 
@@ -347,10 +349,18 @@ fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, T
 /// ([`RecordSource::out_of_order`]).
 struct Rebase {
     inner: Box<dyn RecordSource>,
+    /// The (first) file, for errors.
+    file: String,
     t0: Option<Nanos>,
     last: Nanos,
     out_of_order: u64,
+    /// Records read so far.
+    read: u64,
 }
+
+/// The longest a trace may span from its first record: a year. Times near 2^64 ns would
+/// saturate the replay's clock and give 1 ns latencies; no block trace spans this long.
+pub const MAX_SPAN: Nanos = Nanos::from_secs(366 * 86_400);
 
 impl Iterator for Rebase {
     type Item = Result<TraceRecord, TraceError>;
@@ -360,7 +370,21 @@ impl Iterator for Rebase {
             Err(e) => return Some(Err(e)),
         };
         let t0 = *self.t0.get_or_insert(r.time);
+        self.read += 1;
         r.time = r.time.saturating_sub(t0);
+        if r.time > MAX_SPAN {
+            return Some(Err(TraceError::new(
+                &self.file,
+                0,
+                "time",
+                format!(
+                    "record {} is stamped {} s after the first record, more than a year: not a \
+                     block trace's span (a time near 2^64 ns would saturate the replay's clock)",
+                    self.read,
+                    r.time.as_ns() / 1_000_000_000
+                ),
+            )));
+        }
         if r.time < self.last {
             self.out_of_order += 1;
         }

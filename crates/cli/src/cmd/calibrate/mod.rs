@@ -136,9 +136,11 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     // The budget was shared by the points of the plan that measured them, all of which the
     // file lists.
     let span = match saved.duration_s {
-        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) && !saved.points.is_empty() => Some(Span::of_slice(
-            Duration::from_secs_f64(d / saved.points.len() as f64),
-        )),
+        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) && !saved.points.is_empty() => {
+            Some(Span::of_slice(Duration::from_secs_f64(
+                d / saved.points.len() as f64,
+            )))
+        }
         Some(d) => anyhow::bail!(
             "{}: duration_s {d}: not a number of seconds from {MIN_DURATION_S} to {MAX_DURATION_S} \
              shared by the points",
@@ -213,7 +215,9 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
             return Err(format!("{name}: {v:e} is denormal (not a measurement)"));
         }
         if v > max {
-            return Err(format!("{name}: {v:e} is more than any device does ({max:e})"));
+            return Err(format!(
+                "{name}: {v:e} is more than any device does ({max:e})"
+            ));
         }
     }
     if f.ios < MIN_IOS {
@@ -223,13 +227,12 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
         ));
     }
     if f.iops == 0.0 || f.mean_us == 0.0 || f.p99_us == 0.0 {
-        return Err("iops, mean_us and p99_us: a point that completed I/Os has them above 0".into());
+        return Err(
+            "iops, mean_us and p99_us: a point that completed I/Os has them above 0".into(),
+        );
     }
     if f.p50_us > f.p99_us {
-        return Err(format!(
-            "p50_us: {} is above p99_us {}",
-            f.p50_us, f.p99_us
-        ));
+        return Err(format!("p50_us: {} is above p99_us {}", f.p50_us, f.p99_us));
     }
     if let Some(d) = duration_s {
         // At most every I/O counted within the whole budget, with a generous margin.
@@ -255,7 +258,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
         if let Some(p) = p {
             super::common::check_file(flag, p)?;
-            for (what, input) in [("the target", Some(&args.target)), ("--measured", args.measured.as_ref())] {
+            for (what, input) in [
+                ("the target", Some(&args.target)),
+                ("--measured", args.measured.as_ref()),
+            ] {
                 let same = |a: &Path, b: &Path| {
                     use std::os::unix::fs::MetadataExt;
                     match (std::fs::metadata(a), std::fs::metadata(b)) {
