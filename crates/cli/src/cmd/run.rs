@@ -169,7 +169,11 @@ fn check_buffer_memory(file: &FioFile) -> anyhow::Result<()> {
         let one = u128::from(def.config.iodepth) * u128::from(def.config.bs);
         let all = one * u128::from(def.numjobs);
         need += all;
-        if biggest.map_or(true, |(_, b)| all > b) {
+        let bigger = match biggest {
+            None => true,
+            Some((_, b)) => all > b,
+        };
+        if bigger {
             biggest = Some((def, all));
         }
     }
