@@ -540,3 +540,126 @@ fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
     );
     clean_error(&out, &["not connected", "fusermount3 -u"]);
 }
+
+// ----- the property: bounded memory, near-linear time, every reader -----
+
+/// Run elevator with `args` to completion; (success, wall time, peak resident bytes).
+fn measured(args: &[&str]) -> (bool, Duration, u64) {
+    let t0 = std::time::Instant::now();
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid buffer; waiting for our own child by its id.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Reaped by wait4 above: std's handle has nothing left to wait for.
+    drop(child);
+    (ok, t0.elapsed(), usage.ru_maxrss as u64 * 1024)
+}
+
+/// `n` records of `format`, one per line, 1 ms apart, 4 KiB reads walking the disk.
+fn trace_of(format: &str, n: usize) -> String {
+    let mut t = String::with_capacity(n * 48);
+    if format == "fio-iolog" {
+        t.push_str("fio version 2 iolog\n/dev/x add\n/dev/x open\n");
+    }
+    for i in 0..n as u64 {
+        let line = match format {
+            "msr" => format!(
+                "{},web,{},Read,{},4096,100\n",
+                128_166_372_000_000_000 + i * 10_000,
+                i % 7,
+                i * 8192
+            ),
+            "spc" => format!("{},{},4096,R,{}.{:03}\n", i % 3, i * 16, i / 1000, i % 1000),
+            "alibaba" => format!(
+                "{},R,{},4096,{}\n",
+                i % 5,
+                i * 8192,
+                1_577_808_000_000_000 + i * 1000
+            ),
+            "tencent" => format!("{},{},8,0,{}\n", 1_538_323_200 + i / 1000, i * 16, i % 9),
+            "disksim" => format!("{}.0 0 {} 8 1\n", i, i * 16),
+            "mqsim" => format!("{} 0 {} 8 1\n", 2_000_000 + i * 1_000_000, i * 16),
+            "fio-iolog" => format!("/dev/x read {} 4096\n", i * 8192),
+            "blkparse" => format!(
+                "  8,0    0 {:>8} {:>5}.{:09}  {:>4}  Q   R {} + 8 [p{}]\n",
+                i + 1,
+                i / 1000,
+                (i % 1000) * 1_000_000,
+                100 + i % 50,
+                i * 16,
+                i % 50
+            ),
+            "blkparse-dispatch" => format!(
+                "  8,0    0 {:>8} {:>5}.{:09}  {:>4}  D   R {} + 8 [p]\n",
+                i + 1,
+                i / 1000,
+                (i % 1000) * 1_000_000,
+                100,
+                i * 16
+            ),
+            other => panic!("{other}"),
+        };
+        t.push_str(&line);
+    }
+    t
+}
+
+/// For every trace reader: replaying 10^4 and 10^6 requests stays under 1 GiB resident, and
+/// 100 times the requests take at most 600 times as long (n log n gives about 150 with a
+/// fixed start-up cost on the small one; a quadratic reader gives 10^4). A generous bound
+/// on a ratio, not a timed assertion on a figure.
+#[test]
+fn every_trace_reader_replays_in_bounded_memory_and_near_linear_time() {
+    const GIB: u64 = 1 << 30;
+    let dir = tempfile::tempdir().unwrap();
+    for format in [
+        "msr",
+        "spc",
+        "alibaba",
+        "tencent",
+        "disksim",
+        "mqsim",
+        "fio-iolog",
+        "blkparse",
+        "blkparse-dispatch",
+    ] {
+        let mut times = Vec::new();
+        for n in [10_000usize, 1_000_000] {
+            let path = dir.path().join(format!("{format}-{n}.txt"));
+            std::fs::write(&path, trace_of(format, n)).unwrap();
+            let (fmt, view) = match format {
+                "blkparse-dispatch" => ("blkparse", "dispatch"),
+                f => (f, "queue"),
+            };
+            let (ok, t, rss) = measured(&[
+                "replay",
+                path.to_str().unwrap(),
+                "--format",
+                fmt,
+                "--view",
+                view,
+                "--sched",
+                "deadline",
+            ]);
+            assert!(ok, "{format}: {n} records failed");
+            assert!(rss < GIB, "{format}: {n} records held {} MiB", rss >> 20);
+            times.push(t.as_secs_f64().max(0.01));
+            std::fs::remove_file(&path).unwrap();
+        }
+        let ratio = times[1] / times[0];
+        assert!(
+            ratio < 600.0,
+            "{format}: 100x the records took {ratio:.0}x the time ({times:?} s)"
+        );
+    }
+}

@@ -90,6 +90,17 @@ pub fn settings_for(info: &SchedulerInfo, extra: &Settings) -> Settings {
     out
 }
 
+/// The error of building scheduler `name` with the `--set` values it took (`given`): blamed on
+/// `--set` only when some were given, else on the scheduler (or what the job file asks of it),
+/// so an error never names a flag the user did not give.
+pub fn blame_set(name: &str, given: &Settings, e: impl std::fmt::Display) -> anyhow::Error {
+    if given.names().next().is_some() {
+        anyhow::anyhow!("--set: scheduler {name}: {e}")
+    } else {
+        anyhow::anyhow!("scheduler {name}: {e}")
+    }
+}
+
 /// Every `--set` must apply to at least one of `scheds`: a plain name to one that has the
 /// tunable, a `SCHED.NAME` to a listed `SCHED` that has it.
 pub fn check_sets(extra: &Settings, scheds: &[String]) -> anyhow::Result<()> {

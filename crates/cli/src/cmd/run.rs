@@ -206,6 +206,16 @@ fn check_buffer_memory(file: &FioFile) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Re-marks a target elevator owns when dropped ([`target::Target::remember`]); errors are
+/// reported by the explicit call on the normal path.
+struct RememberOnDrop<'a>(&'a target::Target);
+
+impl Drop for RememberOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.remember();
+    }
+}
+
 /// How many bytes a new target must hold: every job must give its region in bytes.
 fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
     let mut need = 0;
@@ -402,7 +412,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // touched.
     for info in &infos {
         (info.build)(&super::settings_for(info, &extra), &groups)
-            .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
+            .map_err(|e| super::blame_set(info.name, &super::settings_for(info, &extra), e))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
     let write_regions = write_regions(&file, &probe);
@@ -419,6 +429,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
+    // Whatever way this function returns from here, the file is re-marked as elevator's (only
+    // our jobs wrote it), so an early error does not get the next run refused.
+    let _remember = RememberOnDrop(&tgt);
     let ramp = ramp_time(&file)?;
     let rotational = elevator_real::target::rotational(&target_path);
     let target_name = target_path.display().to_string();

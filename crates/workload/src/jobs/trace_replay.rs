@@ -178,6 +178,21 @@ impl TraceReplay {
                 "missing: give the trace file",
             ));
         }
+        // The file is streamed once to check it and again by each run: a pipe or FIFO would
+        // be consumed by the check and the second open would block for ever.
+        if let Ok(m) = std::fs::metadata(&cfg.trace) {
+            if !m.is_file() {
+                return Err(BuildError::new(
+                    env,
+                    "trace",
+                    format!(
+                        "{}: not a regular file (a pipe, FIFO or device is read once; a scenario \
+                         reads its trace more than once): copy it to a file",
+                        cfg.trace.display()
+                    ),
+                ));
+            }
+        }
         let source = Source::File {
             path: cfg.trace.clone(),
             format: cfg.format,
