@@ -663,3 +663,40 @@ fn every_trace_reader_replays_in_bounded_memory_and_near_linear_time() {
         );
     }
 }
+
+/// `cat trace | elevator replay - --sched deadline,noop`: standard input is read once and
+/// every scheduler replays all of it (it was consumed by the first, the others printed zeroes).
+#[test]
+fn a_trace_on_standard_input_replays_under_every_scheduler() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["replay", "-", "--sched", "deadline,noop", "--json"])
+        .arg(&json)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let text = msr_trace(300);
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let done = wait_within(child, Duration::from_secs(60), |c| {
+        let _ = c.kill();
+    });
+    feeder.join().unwrap();
+    let status = done.status.expect("replay of standard input hung");
+    assert!(
+        status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["issued"], 300, "{r}");
+    }
+}

@@ -42,7 +42,8 @@ pub enum View {
 #[derive(clap::Args)]
 pub struct Args {
     /// Trace files (one format; several are merged by time; a blktrace per-CPU file brings its
-    /// siblings `<dev>.blktrace.<n>`).
+    /// siblings `<dev>.blktrace.<n>`). `-`, a pipe or a FIFO is read once into a temporary
+    /// file, so every scheduler replays all of it.
     #[arg(required = true)]
     traces: Vec<PathBuf>,
     /// The trace format (default: detected): blktrace, blkparse, fio-iolog, msr, spc, alibaba,
@@ -129,17 +130,21 @@ fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
     let mut dir: Option<tempfile::TempDir> = None;
     let mut paths = Vec::new();
     for (i, p) in traces.iter().enumerate() {
-        let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
-        let ft = meta.file_type();
-        if ft.is_file() {
-            paths.push(p.clone());
-            continue;
+        // `-` is standard input, as for any Unix filter.
+        let stdin = p.as_os_str() == "-";
+        if !stdin {
+            let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
+            let ft = meta.file_type();
+            if ft.is_file() {
+                paths.push(p.clone());
+                continue;
+            }
+            anyhow::ensure!(
+                ft.is_fifo() || ft.is_char_device() || ft.is_socket(),
+                "{}: not a trace file (a directory or a block device)",
+                p.display()
+            );
         }
-        anyhow::ensure!(
-            ft.is_fifo() || ft.is_char_device() || ft.is_socket(),
-            "{}: not a trace file (a directory or a block device)",
-            p.display()
-        );
         if dir.is_none() {
             dir = Some(
                 tempfile::Builder::new()
@@ -149,14 +154,18 @@ fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
             );
         }
         let d = dir.as_ref().expect("made above");
-        let name = p
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_else(|| "stdin".into());
+        let name = match p.file_name() {
+            Some(n) if !stdin => n.to_os_string(),
+            _ => "stdin".into(),
+        };
         let sub = d.path().join(i.to_string());
         std::fs::create_dir(&sub)?;
         let copy = sub.join(name);
-        let mut input = std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?;
+        let mut input: Box<dyn std::io::Read> = if stdin {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?)
+        };
         let mut out = std::fs::File::create(&copy)
             .with_context(|| format!("{}: spool to {}", p.display(), copy.display()))?;
         std::io::copy(&mut input, &mut out).with_context(|| {
