@@ -92,3 +92,53 @@ fn a_record_a_century_after_the_first_is_refused_not_saturated() {
         "{e}"
     );
 }
+
+/// A scenario's trace on a FIFO: the job is built (and checked) once per scheduler, so its
+/// trace is opened more than once, and a FIFO's second open blocks for ever. Refused naming
+/// the field, for both kinds of trace job.
+#[test]
+fn a_scenario_trace_on_a_fifo_is_refused_not_opened_twice() {
+    use elevator_workload::jobs::{StartupConfig, StartupJob, TraceReplay, TraceReplayConfig};
+    use elevator_workload::BuildEnv;
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("t.trace");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipping: mkfifo failed");
+        return;
+    }
+    // A writer, so that a reader that opens the FIFO does not block (and the test cannot hang).
+    let w = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let _ = std::fs::write(&w, "0.0 0 100 8 1\n");
+    });
+    let env = BuildEnv::new(1 << 30, 1, "t");
+    let e = TraceReplay::new(
+        TraceReplayConfig {
+            trace: fifo.clone(),
+            ..Default::default()
+        },
+        &env,
+    )
+    .err()
+    .expect("a FIFO trace was accepted");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let e = StartupJob::new(
+        StartupConfig {
+            trace: fifo.clone(),
+            ..Default::default()
+        },
+        &env,
+    )
+    .err()
+    .expect("a FIFO start-up trace was accepted");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    // Release the writer.
+    let mut rest = String::new();
+    std::fs::File::open(&fifo)
+        .unwrap()
+        .read_to_string(&mut rest)
+        .unwrap();
+    writer.join().unwrap();
+}
