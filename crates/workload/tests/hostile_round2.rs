@@ -114,25 +114,25 @@ fn a_scenario_trace_on_a_fifo_is_refused_not_opened_twice() {
         let _ = std::fs::write(&w, "0.0 0 100 8 1\n");
     });
     let env = BuildEnv::new(1 << 30, 1, "t");
-    let e = TraceReplay::new(
+    let Err(e) = TraceReplay::new(
         TraceReplayConfig {
             trace: fifo.clone(),
             ..Default::default()
         },
         &env,
-    )
-    .err()
-    .expect("a FIFO trace was accepted");
+    ) else {
+        panic!("a FIFO trace was accepted");
+    };
     assert!(e.to_string().contains("not a regular file"), "{e}");
-    let e = StartupJob::new(
+    let Err(e) = StartupJob::new(
         StartupConfig {
             trace: fifo.clone(),
             ..Default::default()
         },
         &env,
-    )
-    .err()
-    .expect("a FIFO start-up trace was accepted");
+    ) else {
+        panic!("a FIFO start-up trace was accepted");
+    };
     assert!(e.to_string().contains("not a regular file"), "{e}");
     // Release the writer.
     let mut rest = String::new();
