@@ -155,7 +155,7 @@ pub fn parse_axis(arg: &str) -> anyhow::Result<Axis> {
             let info = elevator_core::registry::find(sched)
                 .with_context(|| format!("--sweep {key}: no scheduler named {sched:?}"))?;
             anyhow::ensure!(
-                info.tunables.iter().any(|t| t.name == *name),
+                info.has_tunable(name),
                 "--sweep {key}: {sched} has no tunable {name:?} (elevator list shows them)"
             );
             Ok(Axis::Tunable {
@@ -361,7 +361,7 @@ fn measure(
     };
     let name = &opts.sched[p.sched];
     let info = elevator_core::registry::find(name).context("a known scheduler")?;
-    let mut settings = crate::cmd::settings_for(info, opts.extra);
+    let mut settings = crate::cmd::settings_for(&info, opts.extra);
     for (k, v) in &p.settings {
         settings.set(k, *v);
     }

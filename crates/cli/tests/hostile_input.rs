@@ -232,7 +232,7 @@ fn run_job_file_of_1_gb_sparse_nuls_gives_a_short_message() {
         "--target",
         target.to_str().unwrap(),
     ]);
-    clean_error(&out, &["sparse.fio", "larger than 1024 KiB"]);
+    clean_error(&out, &["sparse.fio", "larger than 1 MiB"]);
 }
 
 #[test]

@@ -100,7 +100,7 @@ fn an_unsupported_option_is_refused_naming_file_line_and_option() {
     let job = write_job(dir.path(), "[j]\nrw=read\nsize=1m\nverify=crc32c\n");
     let (ok, _, err) = elevator(&["run", &job, "--target", "/nonexistent/x"]);
     assert!(!ok);
-    assert!(err.contains("job.fio:4: option `verify`"), "{err}");
+    assert!(err.contains("job.fio:4: field `verify`"), "{err}");
 }
 
 #[test]

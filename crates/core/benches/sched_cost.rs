@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_core::harness::rq;
-use elevator_core::registry::{self, SchedulerInfo};
+use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::{Dispatch, GroupTree, Nanos, Request, Scheduler, Settings};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -47,8 +47,9 @@ struct Steady {
 }
 
 impl Steady {
-    fn new(info: &SchedulerInfo) -> Steady {
-        let sched = (info.build)(&Settings::new(), &GroupTree::new())
+    fn new(info: SchedulerSpec) -> Steady {
+        let sched = info
+            .build(&Settings::new(), &GroupTree::new())
             .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name));
         let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
         let pool = (0..POOL)
@@ -162,7 +163,7 @@ fn sched_cost(c: &mut Criterion) {
     group.warm_up_time(Duration::from_secs(2));
     group.measurement_time(Duration::from_secs(4));
     for info in registry::all() {
-        let mut st = Steady::new(info);
+        let mut st = Steady::new(info.spec());
         group.bench_function(info.name, |b| {
             b.iter_custom(|iters| {
                 let start = Clock::now();

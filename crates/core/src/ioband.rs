@@ -34,14 +34,12 @@
 //!   `worker_context = 0` keeps the process's context instead.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
 
 use crate::group::GroupTree;
-use crate::registry::{self, Build, SchedulerInfo};
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{self, Settings, TunableError};
 
 /// `DEFAULT_BUCKET`: epochs' worth of io_limit in one bucket.
 const DEFAULT_BUCKET: i64 = 2;
@@ -56,83 +54,62 @@ const LOCAL_ACTIVE_RATIO: i64 = 8;
 /// `GLOBAL_ACTIVE_RATIO`.
 const GLOBAL_ACTIVE_RATIO: i64 = 16;
 
-/// ioband's own tunables.
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "io_throttle",
-        unit: Unit::Requests,
-        default: 4,
-        min: 1,
-        max: 1 << 15,
-        doc: "in-flight requests below which a new token epoch is never held back",
-    },
-    Tunable {
-        name: "io_limit",
-        unit: Unit::Requests,
-        default: 128,
-        min: 1,
-        max: 1 << 15,
-        doc: "requests passed down to the inner scheduler per direction at most",
-    },
-    Tunable {
-        name: "token",
-        unit: Unit::Count,
-        default: 2048,
-        min: 1,
-        max: 1 << 24,
-        doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
-    },
-    Tunable {
-        name: "worker_context",
-        unit: Unit::Bool,
-        default: 1,
-        min: 0,
-        max: 1,
-        doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
-    },
-    Tunable {
-        name: "weight",
-        unit: Unit::Count,
-        default: 100,
-        min: 1,
-        max: 1 << 15,
-        doc: "weight of a group the group tree gives no weight",
-    },
-];
-
-/// ioband's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// `io_throttle`.
-    pub io_throttle: u32,
-    /// `io_limit`, per direction.
-    pub io_limit: u32,
-    /// `token`: the token pool.
-    pub token: u32,
-    /// Default group weight.
-    pub weight: u32,
-    /// Released requests are issued by the worker thread's context.
-    pub worker_context: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config::read(&Settings::new())
+crate::tunable::tunables! {
+    policy: "ioband", finish: Config::raise_io_limit;
+    /// ioband's own tunables.
+    pub const TUNABLES;
+    /// ioband's configuration.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// `io_throttle`.
+        io_throttle: u32 = "io_throttle" {
+            unit: Requests,
+            default: 4,
+            min: 1,
+            max: 1 << 15,
+            doc: "in-flight requests below which a new token epoch is never held back",
+        },
+        /// `io_limit`, per direction (at least `io_throttle`).
+        io_limit: u32 = "io_limit" {
+            unit: Requests,
+            default: 128,
+            min: 1,
+            max: 1 << 15,
+            doc: "requests passed down to the inner scheduler per direction at most",
+        },
+        /// `token`: the token pool.
+        token: u32 = "token" {
+            unit: Count,
+            default: 2048,
+            min: 1,
+            max: 1 << 24,
+            doc: "token pool: unused tokens carry over for token / (4 * io_limit) epochs",
+        },
+        /// Released requests are issued by the worker thread's context.
+        worker_context: bool = "worker_context" {
+            unit: Bool,
+            default: 1,
+            min: 0,
+            max: 1,
+            doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
+        },
+        /// Default group weight.
+        weight: u32 = "weight" {
+            unit: Count,
+            default: 100,
+            min: 1,
+            max: 1 << 15,
+            set: build_only,
+            doc: "weight of a group the group tree gives no weight",
+        },
     }
 }
 
 impl Config {
-    fn read(s: &Settings) -> Config {
-        let g = |n| s.get(TUNABLES, n) as u32;
-        let io_throttle = g("io_throttle");
-        Config {
-            io_throttle,
-            // dm-ioband raises io_limit to io_throttle.
-            io_limit: g("io_limit").max(io_throttle),
-            token: g("token"),
-            weight: g("weight"),
-            worker_context: g("worker_context") != 0,
-        }
+    /// dm-ioband raises `io_limit` to `io_throttle`.
+    fn raise_io_limit(&mut self, _given: &Settings) -> Result<(), TunableError> {
+        self.io_limit = self.io_limit.max(self.io_throttle);
+        Ok(())
     }
 }
 
@@ -226,6 +203,22 @@ impl IoBand {
             .collect();
         band.set_weights();
         band
+    }
+
+    /// dm-ioband over `inner` with its tunables from `settings` (every name must be one of
+    /// [`TUNABLES`] and in range), one ioband group per group of `groups`.
+    pub fn from_settings(
+        settings: &Settings,
+        groups: &GroupTree,
+        inner: Box<dyn Scheduler>,
+    ) -> Result<IoBand, TunableError> {
+        Ok(IoBand::new(Config::from_settings(settings)?, groups, inner))
+    }
+
+    /// The same, reporting `name` as its name (the registry names a stack `ioband+<policy>`).
+    pub fn named(mut self, name: &'static str) -> IoBand {
+        self.name = name;
+        self
     }
 
     /// The inner scheduler.
@@ -527,146 +520,25 @@ impl Scheduler for IoBand {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let Ok(t) = tunable::lookup("ioband", TUNABLES, name) else {
+        if tunable::lookup("ioband", TUNABLES, name).is_err() {
             return self.inner.set_tunable(name, value);
-        };
-        tunable::check_range(t, value)?;
-        let v = value as u32;
+        }
+        self.cfg.set("ioband", name, value)?;
         match name {
-            "io_throttle" => self.cfg.io_throttle = v,
-            "worker_context" => self.cfg.worker_context = v != 0,
             "io_limit" => {
-                self.cfg.io_limit = v.max(self.cfg.io_throttle);
+                self.cfg.io_limit = self.cfg.io_limit.max(self.cfg.io_throttle);
                 self.init_token_bucket();
                 self.set_weights();
             }
             "token" => {
-                self.cfg.token = v;
                 self.init_token_bucket();
                 self.set_weights();
                 self.token_extra = 0;
             }
-            _ => {
-                return Err(TunableError::Invalid {
-                    reason: format!("{name} can only be set when ioband is built"),
-                })
-            }
+            _ => {}
         }
         Ok(())
     }
-}
-
-/// Split `settings` into ioband's own and the inner scheduler's.
-fn split(settings: &Settings) -> (Settings, Settings) {
-    let (mut own, mut inner) = (Settings::new(), Settings::new());
-    for name in settings.names() {
-        let v = settings.raw(name).expect("name listed");
-        if TUNABLES.iter().any(|t| t.name == name) {
-            own.set(name, v);
-        } else {
-            inner.set(name, v);
-        }
-    }
-    (own, inner)
-}
-
-/// Build ioband over the registered scheduler `inner`, its tunables and the inner's taken
-/// from `settings` by name. The result is named `name`.
-pub fn build_over(
-    name: &'static str,
-    inner: &SchedulerInfo,
-    settings: &Settings,
-    groups: &GroupTree,
-) -> Result<Box<dyn Scheduler>, TunableError> {
-    let (own, rest) = split(settings);
-    own.validate("ioband", TUNABLES)?;
-    let inner = (inner.build)(&rest, groups)?;
-    let mut band = IoBand::new(Config::read(&own), groups, inner);
-    band.name = name;
-    Ok(Box::new(band))
-}
-
-/// How many registered policies a composite name can wrap (one builder per registry slot).
-const MAX_INNER: usize = 24;
-
-fn build_slot<const I: usize>(
-    s: &Settings,
-    g: &GroupTree,
-) -> Result<Box<dyn Scheduler>, TunableError> {
-    let inner = &registry::all()[I];
-    let name = composite_name(inner.name);
-    build_over(name, inner, s, g)
-}
-
-const SLOTS: [Build; MAX_INNER] = [
-    build_slot::<0>,
-    build_slot::<1>,
-    build_slot::<2>,
-    build_slot::<3>,
-    build_slot::<4>,
-    build_slot::<5>,
-    build_slot::<6>,
-    build_slot::<7>,
-    build_slot::<8>,
-    build_slot::<9>,
-    build_slot::<10>,
-    build_slot::<11>,
-    build_slot::<12>,
-    build_slot::<13>,
-    build_slot::<14>,
-    build_slot::<15>,
-    build_slot::<16>,
-    build_slot::<17>,
-    build_slot::<18>,
-    build_slot::<19>,
-    build_slot::<20>,
-    build_slot::<21>,
-    build_slot::<22>,
-    build_slot::<23>,
-];
-
-fn interned() -> &'static Mutex<Vec<&'static SchedulerInfo>> {
-    static CELL: OnceLock<Mutex<Vec<&'static SchedulerInfo>>> = OnceLock::new();
-    CELL.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-fn composite_name(inner: &str) -> &'static str {
-    let full = format!("ioband+{inner}");
-    let list = interned().lock().expect("registry lock");
-    if let Some(i) = list.iter().find(|i| i.name == full) {
-        return i.name;
-    }
-    drop(list);
-    Box::leak(full.into_boxed_str())
-}
-
-/// The composite policy `ioband+<inner>` (e.g. `ioband+cfq`): ioband over any registered
-/// scheduler, with ioband's tunables followed by the inner's. Interned: each name is built
-/// once per process.
-pub fn composite(name: &str) -> Option<&'static SchedulerInfo> {
-    let inner_name = name.strip_prefix("ioband+")?;
-    let (idx, inner) = registry::all()
-        .iter()
-        .enumerate()
-        .find(|(_, i)| i.name == inner_name || i.aliases.contains(&inner_name))?;
-    if idx >= MAX_INNER || inner.name.starts_with("ioband") {
-        return None;
-    }
-    let full = format!("ioband+{}", inner.name);
-    let mut list = interned().lock().expect("registry lock");
-    if let Some(i) = list.iter().find(|i| i.name == full) {
-        return Some(i);
-    }
-    let tunables: Vec<Tunable> = TUNABLES.iter().chain(inner.tunables).copied().collect();
-    let info: &'static SchedulerInfo = Box::leak(Box::new(SchedulerInfo {
-        name: Box::leak(full.into_boxed_str()),
-        aliases: &[],
-        summary: "dm-ioband's weight policy over the named scheduler",
-        tunables: Box::leak(tunables.into_boxed_slice()),
-        build: SLOTS[idx],
-    }));
-    list.push(info);
-    Some(info)
 }
 
 #[cfg(test)]
@@ -687,7 +559,11 @@ mod tests {
         for (k, v) in settings {
             s.set(*k, *v);
         }
-        IoBand::new(Config::read(&s), &groups_ab(), Box::new(Noop::new()))
+        IoBand::new(
+            Config::from_settings(&s).unwrap(),
+            &groups_ab(),
+            Box::new(Noop::new()),
+        )
     }
 
     #[test]
@@ -711,7 +587,11 @@ mod tests {
         t.add("/b", Some(300)).unwrap();
         let mut s = Settings::new();
         s.set("io_limit", 8).set("token", 32);
-        let mut b = IoBand::new(Config::read(&s), &t, Box::new(Noop::new()));
+        let mut b = IoBand::new(
+            Config::from_settings(&s).unwrap(),
+            &t,
+            Box::new(Noop::new()),
+        );
         let mut now = Nanos::ZERO;
         // /b passes 4 requests down and becomes the dominant group with 16 tokens left.
         for i in 0..4u64 {
@@ -776,26 +656,6 @@ mod tests {
         assert_eq!(b.held(1), 0);
     }
 
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
-        #[test]
-        fn ioband_over_cfq_dispatches_every_request_exactly_once(
-            reqs in proptest::collection::vec((0u64..3_000, 1u32..8, 0u64..2_000_000, proptest::bool::ANY, 0u32..3), 1..150),
-            io_limit in 1i64..16,
-            depth in 1usize..4,
-        ) {
-            let mut s = Settings::new();
-            s.set("io_limit", io_limit).set("token", 8);
-            let sched = build_over("ioband+cfq", registry::find("cfq").unwrap(), &s, &groups_ab()).unwrap();
-            let mut h = Harness::new(sched, depth, |_| Nanos::from_us(700));
-            for (i, &(at, ctx, sector, write, g)) in reqs.iter().enumerate() {
-                let b = rq(i as u64, ctx).sector(sector).group(g).at(Nanos::from_us(at * 100));
-                h.submit(if write { b.write() } else { b.read() });
-            }
-            h.run();
-        }
-    }
-
     #[test]
     fn held_requests_are_dispatched_exactly_once() {
         let mut h = Harness::new(band(&[("io_limit", 4), ("token", 16)]), 2, |_| {
@@ -814,22 +674,13 @@ mod tests {
     }
 
     #[test]
-    fn composite_names_wrap_any_registered_scheduler() {
-        let info = composite("ioband+cfq").expect("ioband+cfq");
-        assert_eq!(info.name, "ioband+cfq");
-        assert!(
-            std::ptr::eq(info, composite("ioband+cfq").unwrap()),
-            "interned"
-        );
+    fn from_settings_takes_only_iobands_tunables_and_raises_io_limit_to_io_throttle() {
         let mut s = Settings::new();
-        s.set("io_limit", 64).set("slice_idle", 4);
-        let sched = (info.build)(&s, &groups_ab()).unwrap();
-        assert_eq!(sched.name(), "ioband+cfq");
-        let mut bad = Settings::new();
-        bad.set("no_such", 1);
-        assert!((info.build)(&bad, &groups_ab()).is_err());
-        assert!(composite("ioband+nosuch").is_none());
-        assert!(composite("ioband+ioband").is_none());
-        assert!(registry::all().len() <= MAX_INNER);
+        s.set("io_throttle", 200);
+        let b = IoBand::from_settings(&s, &groups_ab(), Box::new(Noop::new())).unwrap();
+        assert_eq!((b.cfg.io_throttle, b.cfg.io_limit), (200, 200));
+        assert_eq!(b.named("ioband+noop").name(), "ioband+noop");
+        s.set("slice_idle", 0);
+        assert!(IoBand::from_settings(&s, &groups_ab(), Box::new(Noop::new())).is_err());
     }
 }

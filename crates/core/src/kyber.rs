@@ -69,12 +69,8 @@ use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{Settings, TunableError};
 
-/// Default `read_lat_nsec`.
-pub const DEFAULT_READ_LAT_NSEC: i64 = 2_000_000;
-/// Default `write_lat_nsec`.
-pub const DEFAULT_WRITE_LAT_NSEC: i64 = 10_000_000;
 /// The discard domain's latency target (not tunable).
 pub const DISCARD_LAT: Nanos = Nanos::from_secs(5);
 /// Each domain's largest (and initial) depth, in [`Domain`] order.
@@ -104,61 +100,29 @@ const MEASURED: usize = 3;
 const TOTAL: usize = 0;
 const IO: usize = 1;
 
-/// kyber's tunables, as sysfs names them.
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_lat_nsec",
-        unit: Unit::Ns,
-        default: DEFAULT_READ_LAT_NSEC,
-        min: 0,
-        max: i64::MAX,
-        doc: "read latency target: reads' p90 device latency beyond it means congestion",
-    },
-    Tunable {
-        name: "write_lat_nsec",
-        unit: Unit::Ns,
-        default: DEFAULT_WRITE_LAT_NSEC,
-        min: 0,
-        max: i64::MAX,
-        doc: "write latency target: writes' p90 device latency beyond it means congestion",
-    },
-];
-
-/// kyber's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Read latency target (`read_lat_nsec`).
-    pub read_lat: Nanos,
-    /// Write latency target (`write_lat_nsec`).
-    pub write_lat: Nanos,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            read_lat: Nanos(DEFAULT_READ_LAT_NSEC as u64),
-            write_lat: Nanos(DEFAULT_WRITE_LAT_NSEC as u64),
-        }
-    }
-}
-
-impl Config {
-    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
-    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
-        settings.validate("kyber", TUNABLES)?;
-        let mut c = Config::default();
-        for name in settings.names() {
-            c.apply(name, settings.get(TUNABLES, name));
-        }
-        Ok(c)
-    }
-
-    fn apply(&mut self, name: &str, value: i64) {
-        match name {
-            "read_lat_nsec" => self.read_lat = Nanos(value as u64),
-            "write_lat_nsec" => self.write_lat = Nanos(value as u64),
-            _ => unreachable!("{name} is not in kyber's table"),
-        }
+crate::tunable::tunables! {
+    policy: "kyber";
+    /// kyber's tunables, as sysfs names them.
+    pub const TUNABLES;
+    /// kyber's settings.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// Read latency target (`read_lat_nsec`, 2 ms).
+        read_lat: Nanos = "read_lat_nsec" {
+            unit: Ns,
+            default: 2_000_000,
+            min: 0,
+            max: i64::MAX,
+            doc: "read latency target: reads' p90 device latency beyond it means congestion",
+        },
+        /// Write latency target (`write_lat_nsec`, 10 ms).
+        write_lat: Nanos = "write_lat_nsec" {
+            unit: Ns,
+            default: 10_000_000,
+            min: 0,
+            max: i64::MAX,
+            doc: "write latency target: writes' p90 device latency beyond it means congestion",
+        },
     }
 }
 
@@ -493,10 +457,7 @@ impl Scheduler for Kyber {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("kyber", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        self.config.apply(name, value);
-        Ok(())
+        self.config.set("kyber", name, value)
     }
 }
 

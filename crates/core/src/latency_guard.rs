@@ -72,109 +72,150 @@ use std::collections::{HashMap, VecDeque};
 use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{codec, Settings, TunableError};
 
-/// latency_guard's tunables.
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "target_read_lat",
-        unit: Unit::Us,
-        default: 250,
-        min: 1,
-        max: 10_000_000,
-        doc: "read latency (dispatch to completion) the write budget is steered to stay under",
-    },
-    Tunable {
-        name: "window",
-        unit: Unit::Ms,
-        default: 20,
-        min: 1,
-        max: 60_000,
-        doc: "how often the write budget is re-decided from the reads completed meanwhile",
-    },
-    Tunable {
-        name: "probe_interval",
-        unit: Unit::Ms,
-        default: 1000,
-        min: 0,
-        max: 3_600_000,
-        doc: "how long a write budget that overshot the target is not tried again",
-    },
-    Tunable {
-        name: "floor_interval",
-        unit: Unit::Ms,
-        default: 1000,
-        min: 0,
-        max: 3_600_000,
-        doc: "how often the budget drops to write_kb_min for one window to measure the reads' \
-              floor latency (0: only when the control takes it there)",
-    },
-    Tunable {
-        name: "write_kb_min",
-        unit: Unit::KiB,
-        default: 1024,
-        min: 4,
-        max: 4_194_304,
-        doc: "least write bytes in flight while readers are active (one write always may be)",
-    },
-    Tunable {
-        name: "write_kb_max",
-        unit: Unit::KiB,
-        default: 65_536,
-        min: 4,
-        max: 4_194_304,
-        doc: "ceiling of the write budget while readers are active",
-    },
-    Tunable {
-        name: "write_kb_step",
-        unit: Unit::KiB,
-        default: 128,
-        min: 4,
-        max: 4_194_304,
-        doc: "how much the write budget grows per window while reads meet the target",
-    },
-    Tunable {
-        name: "write_depth_max",
-        unit: Unit::Requests,
-        default: 64,
-        min: 1,
-        max: 4096,
-        doc: "most writes outstanding, readers or not (the only limit when no reader is active)",
-    },
-    Tunable {
-        name: "reader_idle",
-        unit: Unit::Ms,
-        default: 10,
-        min: 0,
-        max: 60_000,
-        doc: "readers count as active for this long after their last read",
-    },
-    Tunable {
-        name: "target_factor",
-        unit: Unit::Count,
-        default: 2,
-        min: 0,
-        max: 1000,
-        doc: "the target is at least this many times the reads' floor latency (0: off)",
-    },
-    Tunable {
-        name: "max_request_kb",
-        unit: Unit::KiB,
-        default: 1024,
-        min: 0,
-        max: 65_536,
-        doc: "largest piece larger I/O is split into (0: the budget alone decides the pieces)",
-    },
-    Tunable {
-        name: "stall_factor",
-        unit: Unit::Count,
-        default: 4,
-        min: 0,
-        max: 1000,
-        doc: "a write outstanding this many times the median recent write latency stops counting \
-              toward the budget (0: never)",
-    },
-];
+crate::tunable::tunables! {
+    policy: "latency-guard", finish: Config::check;
+    /// latency_guard's tunables.
+    pub const TUNABLES;
+    /// latency_guard's configuration.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// Read latency target.
+        target_read_lat: Nanos = "target_read_lat" {
+            unit: Us,
+            default: 250,
+            min: 1,
+            max: 10_000_000,
+            doc: "read latency (dispatch to completion) the write budget is steered to stay under",
+        },
+        /// Control window.
+        window: Nanos = "window" {
+            unit: Ms,
+            default: 20,
+            min: 1,
+            max: 60_000,
+            doc: "how often the write budget is re-decided from the reads completed meanwhile",
+        },
+        /// How long an overshooting budget is not retried.
+        probe_interval: Nanos = "probe_interval" {
+            unit: Ms,
+            default: 1000,
+            min: 0,
+            max: 3_600_000,
+            doc: "how long a write budget that overshot the target is not tried again",
+        },
+        /// How often the floor is measured (0: only when the budget is at the minimum anyway).
+        floor_interval: Nanos = "floor_interval" {
+            unit: Ms,
+            default: 1000,
+            min: 0,
+            max: 3_600_000,
+            doc: "how often the budget drops to write_kb_min for one window to measure the reads' \
+                  floor latency (0: only when the control takes it there)",
+        },
+        /// Least write budget while readers are active, in sectors.
+        write_min: u64 = "write_kb_min" {
+            unit: KiB,
+            default: 1024,
+            min: 4,
+            max: 4_194_304,
+            codec: codec::KiBSectors,
+            doc: "least write bytes in flight while readers are active (one write always may be)",
+        },
+        /// Ceiling of the write budget, in sectors.
+        write_max: u64 = "write_kb_max" {
+            unit: KiB,
+            default: 65_536,
+            min: 4,
+            max: 4_194_304,
+            codec: codec::KiBSectors,
+            doc: "ceiling of the write budget while readers are active",
+        },
+        /// Growth of the budget per window under the target, in sectors.
+        write_step: u64 = "write_kb_step" {
+            unit: KiB,
+            default: 128,
+            min: 4,
+            max: 4_194_304,
+            codec: codec::KiBSectors,
+            doc: "how much the write budget grows per window while reads meet the target",
+        },
+        /// Most writes outstanding; the only write limit with no reader active.
+        write_depth_max: u32 = "write_depth_max" {
+            unit: Requests,
+            default: 64,
+            min: 1,
+            max: 4096,
+            doc: "most writes outstanding, readers or not (the only limit when no reader is active)",
+        },
+        /// How long readers count as active after their last read.
+        reader_idle: Nanos = "reader_idle" {
+            unit: Ms,
+            default: 10,
+            min: 0,
+            max: 60_000,
+            doc: "readers count as active for this long after their last read",
+        },
+        /// The target is at least this many times the floor (0: off).
+        target_factor: u32 = "target_factor" {
+            unit: Count,
+            default: 2,
+            min: 0,
+            max: 1000,
+            doc: "the target is at least this many times the reads' floor latency (0: off)",
+        },
+        /// Largest piece, in sectors; 0: no limit of its own (the budget still sizes pieces).
+        max_request_sectors: u32 = "max_request_kb" {
+            unit: KiB,
+            default: 1024,
+            min: 0,
+            max: 65_536,
+            codec: codec::KiBSectors,
+            doc: "largest piece larger I/O is split into (0: the budget alone decides the pieces)",
+        },
+        /// A write outstanding this many times the median recent write latency is stalled and
+        /// no longer counts toward the budget (0: off).
+        stall_factor: u32 = "stall_factor" {
+            unit: Count,
+            default: 4,
+            min: 0,
+            max: 1000,
+            doc: "a write outstanding this many times the median recent write latency stops counting \
+                  toward the budget (0: never)",
+        },
+    }
+}
+
+impl Config {
+    /// The rules across tunables: sizes are multiples of 4 KiB, and `write_kb_min <=
+    /// write_kb_max`.
+    fn check(&mut self, _given: &Settings) -> Result<(), TunableError> {
+        for name in [
+            "write_kb_min",
+            "write_kb_max",
+            "write_kb_step",
+            "max_request_kb",
+        ] {
+            let kb = self.get(name).expect("a tunable of ours");
+            if kb % 4 != 0 {
+                return Err(TunableError::Invalid {
+                    reason: format!("{name} ({kb}) is not a multiple of 4 KiB"),
+                });
+            }
+        }
+        if self.write_min > self.write_max {
+            return Err(TunableError::Invalid {
+                reason: format!(
+                    "write_kb_min ({}) is larger than write_kb_max ({})",
+                    self.write_min / 2,
+                    self.write_max / 2
+                ),
+            });
+        }
+        Ok(())
+    }
+}
 
 /// How many recent write latencies the stall threshold's median is taken over.
 const WRITE_LAT_HISTORY: usize = 32;
@@ -185,87 +226,6 @@ const FLOOR_WINDOWS: u32 = 2;
 
 /// Pieces are multiples of this many sectors (4 KiB).
 const PIECE_ALIGN: u64 = 8;
-
-/// latency_guard's configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Read latency target.
-    pub target_read_lat: Nanos,
-    /// Control window.
-    pub window: Nanos,
-    /// How long an overshooting budget is not retried.
-    pub probe_interval: Nanos,
-    /// How often the floor is measured (0: only when the budget is at the minimum anyway).
-    pub floor_interval: Nanos,
-    /// Least write budget while readers are active, in sectors.
-    pub write_min: u64,
-    /// Ceiling of the write budget, in sectors.
-    pub write_max: u64,
-    /// Growth of the budget per window under the target, in sectors.
-    pub write_step: u64,
-    /// Most writes outstanding; the only write limit with no reader active.
-    pub write_depth_max: u32,
-    /// How long readers count as active after their last read.
-    pub reader_idle: Nanos,
-    /// The target is at least this many times the floor (0: off).
-    pub target_factor: u32,
-    /// Largest piece, in sectors; 0: no limit of its own (the budget still sizes pieces).
-    pub max_request_sectors: u32,
-    /// A write outstanding this many times the median recent write latency is stalled and no
-    /// longer counts toward the budget (0: off).
-    pub stall_factor: u32,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config::from_settings(&Settings::new()).expect("defaults are valid")
-    }
-}
-
-impl Config {
-    /// Build from settings, checking names, ranges, 4 KiB multiples and `write_kb_min <=
-    /// write_kb_max`.
-    pub fn from_settings(s: &Settings) -> Result<Config, TunableError> {
-        s.validate("latency-guard", TUNABLES)?;
-        let g = |n| s.get(TUNABLES, n);
-        for name in [
-            "write_kb_min",
-            "write_kb_max",
-            "write_kb_step",
-            "max_request_kb",
-        ] {
-            if g(name) % 4 != 0 {
-                return Err(TunableError::Invalid {
-                    reason: format!("{name} ({}) is not a multiple of 4 KiB", g(name)),
-                });
-            }
-        }
-        let cfg = Config {
-            target_read_lat: Nanos::from_us(g("target_read_lat") as u64),
-            window: Nanos::from_ms(g("window") as u64),
-            probe_interval: Nanos::from_ms(g("probe_interval") as u64),
-            floor_interval: Nanos::from_ms(g("floor_interval") as u64),
-            write_min: g("write_kb_min") as u64 * 2,
-            write_max: g("write_kb_max") as u64 * 2,
-            write_step: g("write_kb_step") as u64 * 2,
-            write_depth_max: g("write_depth_max") as u32,
-            reader_idle: Nanos::from_ms(g("reader_idle") as u64),
-            target_factor: g("target_factor") as u32,
-            max_request_sectors: (g("max_request_kb") * 2) as u32,
-            stall_factor: g("stall_factor") as u32,
-        };
-        if cfg.write_min > cfg.write_max {
-            return Err(TunableError::Invalid {
-                reason: format!(
-                    "write_kb_min ({}) is larger than write_kb_max ({})",
-                    cfg.write_min / 2,
-                    cfg.write_max / 2
-                ),
-            });
-        }
-        Ok(cfg)
-    }
-}
 
 /// The latency_guard scheduler. See the module documentation.
 #[derive(Debug)]
@@ -541,37 +501,12 @@ impl Scheduler for LatencyGuard {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("latency-guard", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        let mut s = Settings::new();
-        for t in TUNABLES {
-            s.set(t.name, self.get(t.name));
-        }
-        s.set(name, value);
-        self.cfg = Config::from_settings(&s)?;
+        let mut cfg = self.cfg.clone();
+        cfg.set("latency-guard", name, value)?;
+        cfg.check(&Settings::new())?;
+        self.cfg = cfg;
         self.budget = self.budget.clamp(self.cfg.write_min, self.cfg.write_max);
         Ok(())
-    }
-}
-
-impl LatencyGuard {
-    fn get(&self, name: &str) -> i64 {
-        let c = &self.cfg;
-        (match name {
-            "target_read_lat" => c.target_read_lat.as_us(),
-            "window" => c.window.as_ms(),
-            "probe_interval" => c.probe_interval.as_ms(),
-            "floor_interval" => c.floor_interval.as_ms(),
-            "write_kb_min" => c.write_min / 2,
-            "write_kb_max" => c.write_max / 2,
-            "write_kb_step" => c.write_step / 2,
-            "write_depth_max" => u64::from(c.write_depth_max),
-            "reader_idle" => c.reader_idle.as_ms(),
-            "target_factor" => u64::from(c.target_factor),
-            "max_request_kb" => u64::from(c.max_request_sectors / 2),
-            "stall_factor" => u64::from(c.stall_factor),
-            _ => 0,
-        }) as i64
     }
 }
 

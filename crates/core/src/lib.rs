@@ -36,7 +36,8 @@
 //!
 //! ## Layout
 //! - [`time`], [`request`], [`group`]: the vocabulary.
-//! - [`scheduler`]: the trait and [`Dispatch`].
+//! - [`scheduler`]: the trait and [`Dispatch`]; [`counted`]: the conservation counters kept
+//!   around any of them.
 //! - [`block`]: the block layer every driver runs a scheduler through: splitting, merging,
 //!   the device's queue depth, the stat counters, the request log, the rq_qos hook chain.
 //! - [`tunable`] and [`registry`]: each policy's sysfs-named tunables and the list of policies.
@@ -53,6 +54,7 @@ pub mod block;
 pub mod cfq;
 #[cfg(test)]
 mod closed_loop;
+pub mod counted;
 pub mod deadline;
 mod fifo;
 pub mod group;

@@ -61,77 +61,46 @@ use std::collections::VecDeque;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{Settings, TunableError};
 
-/// 2.4.20's default `read_latency` (pass-over units).
-pub const DEFAULT_READ_LATENCY: i64 = 2048;
-/// 2.4.20's default `write_latency` (pass-over units).
-pub const DEFAULT_WRITE_LATENCY: i64 = 8192;
 /// What a queued request pays when a new request is inserted in front of it
 /// (`ELV_LINUS_SEEK_COST`).
 pub const SEEK_COST: i64 = 16;
 /// What a queued request pays when a merge happens in front of it.
 pub const MERGE_COST: i64 = 1;
 
-/// linus's tunables, under the names elvtune gave them.
-pub const TUNABLES: &[Tunable] = &[
-    Tunable {
-        name: "read_latency",
-        unit: Unit::Count,
-        default: DEFAULT_READ_LATENCY,
-        min: 0,
-        max: i32::MAX as i64,
-        doc: "pass-over budget of a new read: an insertion in front of it costs 16, a merge 1",
-    },
-    Tunable {
-        name: "write_latency",
-        unit: Unit::Count,
-        default: DEFAULT_WRITE_LATENCY,
-        min: 0,
-        max: i32::MAX as i64,
-        doc: "pass-over budget of a new write: an insertion in front of it costs 16, a merge 1",
-    },
-    Tunable {
-        name: "max_sectors",
-        unit: Unit::Sectors,
-        default: MAX_MERGE_SECTORS as i64,
-        min: 8,
-        max: 65_535,
-        doc: "largest request (2.4's per-device max_sectors; IDE 128): merges stop there and \
-              larger I/O is split",
-    },
-];
-
-/// linus's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Budget given to a new read (`read_latency`).
-    pub read_latency: i64,
-    /// Budget given to a new write (`write_latency`).
-    pub write_latency: i64,
-    /// Largest request, sectors (`max_sectors`).
-    pub max_sectors: u32,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            read_latency: DEFAULT_READ_LATENCY,
-            write_latency: DEFAULT_WRITE_LATENCY,
-            max_sectors: MAX_MERGE_SECTORS,
-        }
-    }
-}
-
-impl Config {
-    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
-    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
-        settings.validate("linus", TUNABLES)?;
-        Ok(Config {
-            read_latency: settings.get(TUNABLES, "read_latency"),
-            write_latency: settings.get(TUNABLES, "write_latency"),
-            max_sectors: settings.get(TUNABLES, "max_sectors") as u32,
-        })
+crate::tunable::tunables! {
+    policy: "linus";
+    /// linus's tunables, under the names elvtune gave them.
+    pub const TUNABLES;
+    /// linus's settings.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// Budget given to a new read (`read_latency`, pass-over units; 2.4.20's 2048).
+        read_latency: i64 = "read_latency" {
+            unit: Count,
+            default: 2048,
+            min: 0,
+            max: i32::MAX as i64,
+            doc: "pass-over budget of a new read: an insertion in front of it costs 16, a merge 1",
+        },
+        /// Budget given to a new write (`write_latency`, pass-over units; 2.4.20's 8192).
+        write_latency: i64 = "write_latency" {
+            unit: Count,
+            default: 8192,
+            min: 0,
+            max: i32::MAX as i64,
+            doc: "pass-over budget of a new write: an insertion in front of it costs 16, a merge 1",
+        },
+        /// Largest request, sectors (`max_sectors`).
+        max_sectors: u32 = "max_sectors" {
+            unit: Sectors,
+            default: MAX_MERGE_SECTORS as i64,
+            min: 8,
+            max: 65_535,
+            doc: "largest request (2.4's per-device max_sectors; IDE 128): merges stop there and \
+                  larger I/O is split",
+        },
     }
 }
 
@@ -292,14 +261,7 @@ impl Scheduler for Linus {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("linus", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        match name {
-            "read_latency" => self.config.read_latency = value,
-            "max_sectors" => self.config.max_sectors = value as u32,
-            _ => self.config.write_latency = value,
-        }
-        Ok(())
+        self.config.set("linus", name, value)
     }
 }
 
@@ -613,6 +575,9 @@ mod tests {
             .iter()
             .position(|&id| id == 1_000)
             .unwrap();
-        assert_eq!(index, before + (DEFAULT_READ_LATENCY / SEEK_COST) as usize);
+        assert_eq!(
+            index,
+            before + (Config::default().read_latency / SEEK_COST) as usize
+        );
     }
 }

@@ -55,8 +55,8 @@
 //! | `fifo_batch` | requests | 16 | requests per batch |
 //! | `front_merges` | bool | 1 | try front merges |
 //! | `prio_aging_expire` | ms | 10000 | age after which a lower-priority request goes first |
-//! | `async_depth` | requests | 256 | writes holding tags at once |
 //! | `nr_requests` | requests | 256 | scheduler tags (queue attribute); setting it sets `async_depth` |
+//! | `async_depth` | requests | 256 | writes holding tags at once |
 //!
 //! ## Deviations from the kernel
 //! - **Tags are counted**: the kernel's `async_depth` is a shallow depth in each word of the
@@ -81,127 +81,104 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Included, Unbounded};
 
-use crate::deadline;
 use crate::fifo::Fifos;
 use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
-
-pub use crate::deadline::{
-    DEFAULT_FIFO_BATCH, DEFAULT_FRONT_MERGES, DEFAULT_READ_EXPIRE_MS, DEFAULT_WRITES_STARVED,
-    DEFAULT_WRITE_EXPIRE_MS,
-};
-/// Default `prio_aging_expire`, ms.
-pub const DEFAULT_PRIO_AGING_EXPIRE_MS: i64 = 10_000;
-/// Default `nr_requests`: twice the device queue depth capped at 128 (`blk_mq_init_sched`),
-/// so 256 for a deep device.
-pub const DEFAULT_NR_REQUESTS: i64 = 256;
-/// Default `async_depth`: `dd_depth_updated` sets it to `nr_requests`.
-pub const DEFAULT_ASYNC_DEPTH: i64 = DEFAULT_NR_REQUESTS;
+use crate::tunable::{Settings, TunableError};
 
 const INT_MAX: i64 = i32::MAX as i64;
 
-/// mq-deadline's tunables, as sysfs names them.
-pub const TUNABLES: &[Tunable] = &[
-    deadline::READ_EXPIRE,
-    deadline::WRITE_EXPIRE,
-    deadline::WRITES_STARVED,
-    deadline::FIFO_BATCH,
-    deadline::FRONT_MERGES,
-    Tunable {
-        name: "prio_aging_expire",
-        unit: Unit::Ms,
-        default: DEFAULT_PRIO_AGING_EXPIRE_MS,
-        min: 0,
-        max: INT_MAX,
-        doc: "a best-effort or idle request this old goes before higher-priority requests",
-    },
-    Tunable {
-        name: "async_depth",
-        unit: Unit::Requests,
-        default: DEFAULT_ASYNC_DEPTH,
-        min: 1,
-        max: INT_MAX,
-        doc: "writes (everything but reads) that may be admitted and not completed at once",
-    },
-    Tunable {
-        name: "nr_requests",
-        unit: Unit::Requests,
-        default: DEFAULT_NR_REQUESTS,
-        min: 4,
-        max: 2048,
-        doc: "scheduler tags, one per request from admission to completion; sets async_depth",
-    },
-];
-
-/// mq-deadline's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// How long after its arrival a read expires (`read_expire`).
-    pub read_expire: Nanos,
-    /// How long after its arrival a write expires (`write_expire`).
-    pub write_expire: Nanos,
-    /// Read batches that may pass queued writes before a write batch (`writes_starved`).
-    pub writes_starved: u32,
-    /// Requests per batch (`fifo_batch`); 0 behaves as 1.
-    pub fifo_batch: u32,
-    /// Whether to try front merges (`front_merges`).
-    pub front_merges: bool,
-    /// Age after which best-effort and idle requests go first (`prio_aging_expire`).
-    pub prio_aging_expire: Nanos,
-    /// Writes admitted and not completed at once (`async_depth`).
-    pub async_depth: u32,
-    /// Requests admitted and not completed at once: the scheduler tags (`nr_requests`).
-    pub nr_requests: u32,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            read_expire: Nanos::from_ms(DEFAULT_READ_EXPIRE_MS as u64),
-            write_expire: Nanos::from_ms(DEFAULT_WRITE_EXPIRE_MS as u64),
-            writes_starved: DEFAULT_WRITES_STARVED as u32,
-            fifo_batch: DEFAULT_FIFO_BATCH as u32,
-            front_merges: DEFAULT_FRONT_MERGES != 0,
-            prio_aging_expire: Nanos::from_ms(DEFAULT_PRIO_AGING_EXPIRE_MS as u64),
-            async_depth: DEFAULT_ASYNC_DEPTH as u32,
-            nr_requests: DEFAULT_NR_REQUESTS as u32,
-        }
+crate::tunable::tunables! {
+    policy: "mq-deadline";
+    /// mq-deadline's tunables, as sysfs names them (the first five are deadline's).
+    pub const TUNABLES;
+    /// mq-deadline's settings.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// How long after its arrival a read expires (`read_expire`).
+        read_expire: Nanos = "read_expire" {
+            unit: Ms,
+            default: 500,
+            min: 0,
+            max: INT_MAX,
+            doc: "deadline of a read, counted from its arrival",
+        },
+        /// How long after its arrival a write expires (`write_expire`).
+        write_expire: Nanos = "write_expire" {
+            unit: Ms,
+            default: 5_000,
+            min: 0,
+            max: INT_MAX,
+            doc: "deadline of a write, counted from its arrival",
+        },
+        /// Read batches that may pass queued writes before a write batch (`writes_starved`).
+        writes_starved: u32 = "writes_starved" {
+            unit: Count,
+            default: 2,
+            min: 0,
+            max: INT_MAX,
+            doc: "read batches that may be chosen over queued writes before a write batch",
+        },
+        /// Requests per batch (`fifo_batch`); 0 behaves as 1.
+        fifo_batch: u32 = "fifo_batch" {
+            unit: Requests,
+            default: 16,
+            min: 0,
+            max: INT_MAX,
+            doc: "requests dispatched in sector order before the direction and FIFO are checked again",
+        },
+        /// Whether to try front merges (`front_merges`).
+        front_merges: bool = "front_merges" {
+            unit: Bool,
+            default: 1,
+            min: 0,
+            max: 1,
+            doc: "1 to merge a new request in front of a queued one that starts where it ends",
+        },
+        /// Age after which best-effort and idle requests go first (`prio_aging_expire`).
+        prio_aging_expire: Nanos = "prio_aging_expire" {
+            unit: Ms,
+            default: 10_000,
+            min: 0,
+            max: INT_MAX,
+            doc: "a best-effort or idle request this old goes before higher-priority requests",
+        },
+        /// Requests admitted and not completed at once: the scheduler tags (`nr_requests`).
+        /// Twice the device queue depth capped at 128 (`blk_mq_init_sched`): 256 for a deep
+        /// device. Setting it sets `async_depth` too (`dd_depth_updated`), so it comes first.
+        nr_requests: u32 = "nr_requests" {
+            unit: Requests,
+            default: 256,
+            min: 4,
+            max: 2048,
+            store: custom,
+            doc: "scheduler tags, one per request from admission to completion; sets async_depth",
+        },
+        /// Writes admitted and not completed at once (`async_depth`); `nr_requests` unless
+        /// given.
+        async_depth: u32 = "async_depth" {
+            unit: Requests,
+            default: 256,
+            min: 1,
+            max: INT_MAX,
+            doc: "writes (everything but reads) that may be admitted and not completed at once",
+        },
     }
 }
 
 impl Config {
-    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
-    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
-        settings.validate("mq-deadline", TUNABLES)?;
-        let mut c = Config::default();
-        // nr_requests first: it resets async_depth, which may then be set below it.
-        let nr_first = settings.names().filter(|&n| n == "nr_requests");
-        for name in nr_first.chain(settings.names().filter(|&n| n != "nr_requests")) {
-            c.apply(name, settings.get(TUNABLES, name));
-        }
-        Ok(c)
+    /// `nr_requests`, whose store is `dd_depth_updated`'s: `async_depth` follows it.
+    fn store_custom(&mut self, name: &str, value: i64) {
+        debug_assert_eq!(name, "nr_requests");
+        self.nr_requests = value as u32;
+        self.async_depth = self.nr_requests;
     }
 
-    /// Set one tunable from its sysfs integer; the value has been range-checked.
-    fn apply(&mut self, name: &str, value: i64) {
-        match name {
-            "read_expire" => self.read_expire = Nanos::from_ms(value as u64),
-            "write_expire" => self.write_expire = Nanos::from_ms(value as u64),
-            "writes_starved" => self.writes_starved = value as u32,
-            "fifo_batch" => self.fifo_batch = value as u32,
-            "front_merges" => self.front_merges = value != 0,
-            "prio_aging_expire" => self.prio_aging_expire = Nanos::from_ms(value as u64),
-            "async_depth" => self.async_depth = value as u32,
-            "nr_requests" => {
-                // dd_depth_updated
-                self.nr_requests = value as u32;
-                self.async_depth = self.nr_requests;
-            }
-            _ => unreachable!("{name} is not in mq-deadline's table"),
-        }
+    fn show_custom(&self, name: &str) -> i64 {
+        debug_assert_eq!(name, "nr_requests");
+        i64::from(self.nr_requests)
     }
 }
 
@@ -268,20 +245,6 @@ struct Level {
     owned: u64,
 }
 
-/// Conservation counters: every request is inserted or merged once, dispatched once if
-/// inserted, and the policy holds `inserted - dispatched`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Requests inserted (including those that waited for a tag, and flushes).
-    pub inserted: u64,
-    /// Requests merged into a queued request instead of being inserted.
-    pub merged: u64,
-    /// Requests dispatched.
-    pub dispatched: u64,
-    /// Completions reported.
-    pub completed: u64,
-}
-
 /// The mq-deadline scheduler.
 #[derive(Debug)]
 pub struct MqDeadline {
@@ -300,7 +263,6 @@ pub struct MqDeadline {
     tags: SchedTags,
     /// Requests in the levels' lists.
     in_lists: usize,
-    counters: Counters,
 }
 
 impl Default for MqDeadline {
@@ -330,7 +292,6 @@ impl MqDeadline {
             starved: 0,
             bypass: VecDeque::new(),
             in_lists: 0,
-            counters: Counters::default(),
         }
     }
 
@@ -342,11 +303,6 @@ impl MqDeadline {
     /// The settings in force.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Conservation counters since creation.
-    pub fn counters(&self) -> Counters {
-        self.counters
     }
 
     /// Writes holding a tag (admitted and not completed), at most `async_depth`.
@@ -516,7 +472,6 @@ impl Scheduler for MqDeadline {
             if q.end() == rq.sector && fits(q) {
                 q.sectors += rq.sectors;
                 let id = q.id;
-                self.counters.merged += 1;
                 return Some(id);
             }
         }
@@ -538,7 +493,6 @@ impl Scheduler for MqDeadline {
                     let sorted = &mut self.levels[level].lists[dir].sorted;
                     sorted.remove(&key);
                     sorted.insert((rq.sector, id.0), slot);
-                    self.counters.merged += 1;
                     return Some(id);
                 }
             }
@@ -547,7 +501,6 @@ impl Scheduler for MqDeadline {
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        self.counters.inserted += 1;
         if rq.op == Op::Flush {
             self.bypass.push_back(rq);
             return;
@@ -571,16 +524,12 @@ impl Scheduler for MqDeadline {
             })
         });
         match rq {
-            Some(rq) => {
-                self.counters.dispatched += 1;
-                Dispatch::Request(rq)
-            }
+            Some(rq) => Dispatch::Request(rq),
             None => Dispatch::Empty,
         }
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
-        self.counters.completed += 1;
         if rq.op == Op::Flush {
             return;
         }
@@ -595,9 +544,7 @@ impl Scheduler for MqDeadline {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("mq-deadline", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        self.config.apply(name, value);
+        self.config.set("mq-deadline", name, value)?;
         self.tags.set_depth(self.config.nr_requests);
         self.tags.set_limit(self.config.async_depth);
         Ok(())
@@ -1109,7 +1056,6 @@ mod tests {
         assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(1)));
         let r = take(&mut s, Nanos::ZERO);
         assert_eq!((r.id.0, r.sector, r.sectors), (1, 92, 24));
-        assert_eq!(s.counters().merged, 2);
     }
 
     #[test]

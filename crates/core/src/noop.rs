@@ -3,8 +3,9 @@
 //! Follows Linux's `noop-iosched.c` (2.6) and its blk-mq successor `none`: requests go to the
 //! device in arrival order. It has no tunables.
 //!
-//! Merging follows `none` (6.x): with no elevator, blk-mq merges a bio into a request still
-//! waiting in the software queue (`blk_bio_list_merge`): it looks at the last
+//! Merging follows `none` (6.x): with no elevator, blk-mq issues a request straight to the
+//! device while it has room ([`Scheduler::issues_directly`]), and merges a bio into a request
+//! still waiting in the software queue (`blk_bio_list_merge`): it looks at the last
 //! [`MERGE_LOOKBACK`] requests queued, newest first, for one the bio extends at its back or at
 //! its front, of the same operation, within [`MAX_MERGE_SECTORS`]. Deviation: the kernel's
 //! plug list (`blk_attempt_plug_merge`, bios a process submits in one batch) is not modelled
@@ -16,13 +17,19 @@ use std::collections::VecDeque;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError};
+use crate::tunable::{Settings, TunableError};
 
 /// How many of the latest queued requests a bio may merge into (`blk_bio_list_merge`'s 8).
 pub const MERGE_LOOKBACK: usize = 8;
 
-/// noop has no tunables.
-pub const TUNABLES: &[Tunable] = &[];
+crate::tunable::tunables! {
+    policy: "noop";
+    /// noop has no tunables.
+    pub const TUNABLES;
+    /// noop's settings: none.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {}
+}
 
 /// The noop (FIFO) scheduler.
 #[derive(Debug, Default)]
@@ -38,8 +45,7 @@ impl Noop {
 
     /// Build from settings (there are none to accept).
     pub fn from_settings(settings: &Settings) -> Result<Noop, TunableError> {
-        settings.validate("noop", TUNABLES)?;
-        Ok(Noop::new())
+        Config::from_settings(settings).map(|_| Noop::new())
     }
 }
 
@@ -51,16 +57,11 @@ impl Scheduler for Noop {
         if !matches!(rq.op, Op::Read | Op::Write) {
             return None;
         }
-        let q = self
-            .fifo
-            .iter_mut()
-            .rev()
-            .take(MERGE_LOOKBACK)
-            .find(|q| {
-                q.op == rq.op
-                    && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
-                    && (q.end() == rq.sector || rq.end() == q.sector)
-            })?;
+        let q = self.fifo.iter_mut().rev().take(MERGE_LOOKBACK).find(|q| {
+            q.op == rq.op
+                && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
+                && (q.end() == rq.sector || rq.end() == q.sector)
+        })?;
         if rq.end() == q.sector {
             q.sector = rq.sector;
         }
@@ -69,6 +70,9 @@ impl Scheduler for Noop {
     }
     fn insert(&mut self, rq: Request, _now: Nanos) {
         self.fifo.push_back(rq);
+    }
+    fn issues_directly(&self) -> bool {
+        true
     }
     fn dispatch(&mut self, _now: Nanos) -> Dispatch {
         match self.fifo.pop_front() {
@@ -80,8 +84,8 @@ impl Scheduler for Noop {
     fn queued(&self) -> usize {
         self.fifo.len()
     }
-    fn set_tunable(&mut self, name: &str, _value: i64) -> Result<(), TunableError> {
-        tunable::lookup("noop", TUNABLES, name).map(|_| ())
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        Config::default().set("noop", name, value)
     }
 }
 
@@ -123,7 +127,10 @@ mod tests {
         };
         assert_eq!((first.sector, first.sectors), (0, 8));
         let grown: Vec<(u64, u32)> = s.fifo.iter().map(|r| (r.sector, r.sectors)).collect();
-        assert!(grown.contains(&(900, 16)) && grown.contains(&(292, 16)), "{grown:?}");
+        assert!(
+            grown.contains(&(900, 16)) && grown.contains(&(292, 16)),
+            "{grown:?}"
+        );
     }
 
     #[test]
@@ -132,9 +139,17 @@ mod tests {
         s.insert(queued(1, 0), Nanos::ZERO);
         let read = rq(2, 0).sector(8).sectors(8).read().build();
         assert_eq!(s.try_merge(&read, Nanos::ZERO), None);
-        let big = rq(3, 0).sector(8).sectors(MAX_MERGE_SECTORS - 7).write().build();
+        let big = rq(3, 0)
+            .sector(8)
+            .sectors(MAX_MERGE_SECTORS - 7)
+            .write()
+            .build();
         assert_eq!(s.try_merge(&big, Nanos::ZERO), None);
-        let fits = rq(4, 0).sector(8).sectors(MAX_MERGE_SECTORS - 8).write().build();
+        let fits = rq(4, 0)
+            .sector(8)
+            .sectors(MAX_MERGE_SECTORS - 8)
+            .write()
+            .build();
         assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
     }
 }

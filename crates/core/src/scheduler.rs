@@ -76,6 +76,15 @@ pub trait Scheduler {
         None
     }
 
+    /// Whether a request goes straight to the device while it has room, as blk-mq issues
+    /// without an elevator (`blk_mq_try_issue_directly` for `none`): then a request is queued
+    /// here, and can be merged into, only while the device is full. With an elevator the
+    /// kernel inserts every request and runs the queue asynchronously, so a burst of bios
+    /// waits in the scheduler and merges. Default `false`.
+    fn issues_directly(&self) -> bool {
+        false
+    }
+
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
@@ -106,6 +115,9 @@ impl<S: Scheduler + ?Sized> Scheduler for &mut S {
     fn max_request_sectors(&self) -> Option<u32> {
         (**self).max_request_sectors()
     }
+    fn issues_directly(&self) -> bool {
+        (**self).issues_directly()
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         (**self).set_tunable(name, value)
     }
@@ -135,6 +147,9 @@ impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
     }
     fn max_request_sectors(&self) -> Option<u32> {
         (**self).max_request_sectors()
+    }
+    fn issues_directly(&self) -> bool {
+        (**self).issues_directly()
     }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         (**self).set_tunable(name, value)

@@ -65,7 +65,8 @@ fn run<S: Scheduler>(sched: S, depth: usize, reqs: &[Request]) -> Outcome {
 
 fn build(name: &str) -> Box<dyn Scheduler> {
     let info = registry::find(name).expect("registered");
-    (info.build)(&Settings::new(), &GroupTree::new()).expect("defaults build")
+    info.build(&Settings::new(), &GroupTree::new())
+        .expect("defaults build")
 }
 
 fn assert_conserved(out: &Outcome, reqs: &[Request]) {

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use elevator_core::registry::{self, SchedulerInfo};
+use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::{GroupTree, Settings, Tunable, TunableError};
 use elevator_real::submit::{Handle, SchedFactory};
 
@@ -59,7 +59,7 @@ pub struct Control {
 }
 
 struct State {
-    info: &'static SchedulerInfo,
+    info: SchedulerSpec,
     settings: Settings,
 }
 
@@ -80,20 +80,20 @@ fn invalid(message: String) -> Refused {
 }
 
 /// A factory building `info` with `settings` over `tree`, for the engine thread.
-pub fn factory(info: &'static SchedulerInfo, settings: Settings, tree: GroupTree) -> SchedFactory {
+pub fn factory(info: SchedulerSpec, settings: Settings, tree: GroupTree) -> SchedFactory {
     Box::new(move || {
-        settings.validate(info.name, info.tunables)?;
-        (info.build)(&settings, &tree)
+        info.validate(&settings)?;
+        info.build(&settings, &tree)
     })
 }
 
 impl Control {
     /// Control over the engine behind `handle`, running `info` with `settings`, on a device
-    /// whose `queue/rotational` is `rotational` (see [`SchedulerInfo::on_device`]).
+    /// whose `queue/rotational` is `rotational` (see [`SchedulerSpec::on_device`]).
     pub fn new(
         handle: Handle,
         classifier: Arc<Classifier>,
-        info: &'static SchedulerInfo,
+        info: SchedulerSpec,
         settings: Settings,
         rotational: Option<bool>,
     ) -> Control {

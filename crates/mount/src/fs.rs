@@ -26,10 +26,8 @@
 //! Deviation: the writeback an fsync forces is sync in the kernel (WB_SYNC_ALL writes carry
 //! REQ_SYNC) and issued by the fsyncing process; FUSE sends it as FUSE_WRITE_CACHE writes with
 //! pid 0, like the flusher's, so here it is async from the flusher, and under an idling
-//! scheduler it waits out the fsyncing process's idle window first. Measured with cfq
-//! (slice_idle 8 ms) on tests/mount.rs's SQLite script, 4 processes x 150 delete-journal
-//! transactions: those writes waited a median 7.97 ms in the scheduler, and a run took 9.2-9.7
-//! s against 1.8-4.6 s with `--set slice_idle=0` (3 rounds each, load 5.5-6.6).
+//! scheduler it waits out the fsyncing process's idle window first (docs/mount.md,
+//! "Classification", has what that costs under cfq).
 //! `--no-writeback-cache` makes every write sync, from its process.
 
 use std::collections::HashMap;

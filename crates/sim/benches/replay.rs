@@ -10,7 +10,8 @@ use elevator_core::{registry, GroupTree, Nanos, Op, Settings};
 use elevator_sim::hdd::{DriveSpec, Hdd};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::replay::{ReplayJob, ReplayOptions};
-use elevator_workload::traces::{RecordSource, TraceError, TraceRecord};
+use elevator_workload::traces::{RecordSource, TraceRecord};
+use elevator_workload::InputError;
 
 const REQUESTS: u64 = 1_000_000;
 
@@ -18,7 +19,7 @@ const REQUESTS: u64 = 1_000_000;
 struct Generated(u64);
 
 impl Iterator for Generated {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         let i = self.0;
         if i == REQUESTS {
@@ -46,7 +47,10 @@ fn replay_once() -> u64 {
     let dev = Hdd::new(DriveSpec::builtin("cheetah9lp").expect("built-in drive"));
     let capacity = dev.capacity_sectors();
     let groups = GroupTree::new();
-    let sched = (registry::find("deadline").unwrap().build)(&Settings::new(), &groups).unwrap();
+    let sched = registry::find("deadline")
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, groups);
     let (job, out) = ReplayJob::new(
         "replay",

@@ -17,7 +17,10 @@ fn run_once(sched: &str, iodepth: u32) -> u64 {
     let dev = Hdd::new(spec);
     let capacity = dev.capacity_sectors();
     let groups = GroupTree::new();
-    let s = (registry::find(sched).unwrap().build)(&Settings::new(), &groups).unwrap();
+    let s = registry::find(sched)
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
     let mut sim = Simulation::new(Box::new(dev), s, groups);
     let cfg = FioJobConfig {
         rw: RwMode::RandRead,

@@ -67,7 +67,9 @@ fn through_engine(spec: &SsdSpec) -> u64 {
     let dev = Ssd::new(spec.clone()).expect("valid");
     let capacity = dev.capacity_sectors();
     let groups = GroupTree::new();
-    let noop = (registry::find("noop").expect("noop").build)(&Default::default(), &groups)
+    let noop = registry::find("noop")
+        .expect("noop")
+        .build(&Default::default(), &groups)
         .expect("noop builds");
     let mut sim = Simulation::new(Box::new(dev), noop, groups);
     let cfg = FioJobConfig {

@@ -53,8 +53,9 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::VecDeque;
 
-use crate::hdd::spec::BuiltinSpec;
-use crate::hdd::SpecError;
+use elevator_workload::InputError;
+
+use crate::spec_file::{fault, placed, toml_error, BuiltinSpec};
 
 /// A host's processors: how many, and what each scheduler costs them per I/O.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,7 +96,7 @@ const BUILTINS: &[(&str, &str)] = &[("icpe24-10core", include_str!("../hosts/icp
 impl BuiltinSpec for CpuSpec {
     const WHAT: &'static str = "host";
     const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
-    fn parse(text: &str, path: &Path) -> Result<CpuSpec, SpecError> {
+    fn parse(text: &str, path: &Path) -> Result<CpuSpec, InputError> {
         CpuSpec::parse(text, path)
     }
 }
@@ -112,49 +113,46 @@ impl CpuSpec {
     }
 
     /// A built-in name or, failing that, a TOML file path.
-    pub fn resolve(name_or_path: &str) -> Result<CpuSpec, SpecError> {
+    pub fn resolve(name_or_path: &str) -> Result<CpuSpec, InputError> {
         <CpuSpec as BuiltinSpec>::resolve(name_or_path)
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<CpuSpec, SpecError> {
-        let spec: CpuSpec =
-            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
-        spec.validate().map_err(|(field, message)| SpecError {
-            file: path.to_path_buf(),
-            line: crate::hdd::spec::locate(text, &field),
-            field,
-            message,
-        })?;
+    pub fn parse(text: &str, path: &Path) -> Result<CpuSpec, InputError> {
+        let spec: CpuSpec = toml::from_str(text).map_err(|e| toml_error(&e, text, path))?;
+        spec.validate().map_err(|e| placed(e, text, path))?;
         Ok(spec)
     }
 
-    /// Checks every field: `(field, message)` of the first wrong one.
-    fn validate(&self) -> Result<(), (String, String)> {
+    /// Checks every field; the error names the first wrong one and the host (`host NAME`),
+    /// not yet its file ([`CpuSpec::parse`] places it there).
+    fn validate(&self) -> Result<(), InputError> {
+        let bad =
+            |field: &str, message: &str| Err(fault("host", &self.name, field, message.into()));
         if self.kind != "host-cpu" {
-            return Err(("kind".into(), "must be \"host-cpu\"".into()));
+            return bad("kind", "must be \"host-cpu\"");
         }
         if !(1..=4096).contains(&self.cores) {
-            return Err(("cores".into(), "must be 1 to 4096".into()));
+            return bad("cores", "must be 1 to 4096");
         }
-        let time = |field: String, v: f64| {
+        let time = |field: &str, v: f64| {
             if v.is_finite() && (0.0..=1e6).contains(&v) {
                 Ok(())
             } else {
-                Err((field, format!("{v} is not a time of 0 to 1 s (us)")))
+                bad(field, &format!("{v} is not a time of 0 to 1 s (us)"))
             }
         };
-        time("io_us".into(), self.io_us)?;
+        time("io_us", self.io_us)?;
         for (name, c) in &self.scheduler {
             if registry::find(name).is_none() {
-                return Err((
-                    format!("scheduler.{name}"),
-                    "no such scheduler (elevator list schedulers)".into(),
-                ));
+                return bad(
+                    &format!("scheduler.{name}"),
+                    "no such scheduler (elevator list schedulers)",
+                );
             }
-            time(format!("scheduler.{name}.io_us"), c.io_us)?;
-            time(format!("scheduler.{name}.lock_us"), c.lock_us)?;
-            time(format!("scheduler.{name}.handoff_us"), c.handoff_us)?;
+            time(&format!("scheduler.{name}.io_us"), c.io_us)?;
+            time(&format!("scheduler.{name}.lock_us"), c.lock_us)?;
+            time(&format!("scheduler.{name}.handoff_us"), c.handoff_us)?;
         }
         Ok(())
     }
@@ -405,7 +403,7 @@ lock_us = 1.0
             Path::new("h.toml"),
         )
         .unwrap_err();
-        assert_eq!((e.field.as_str(), e.line), ("cores", Some(3)));
+        assert_eq!((e.field.as_str(), e.line()), ("cores", Some(3)));
     }
 
     #[test]
@@ -429,7 +427,7 @@ lock_us = 1.0
         assert_eq!(host("io_us = -1.0\n").unwrap_err().field, "io_us");
         let e = host("io_us = 1.0\n[scheduler.bfq]\nio_us = 1.0\nlock_us = 2e6\n").unwrap_err();
         assert_eq!(
-            (e.field.as_str(), e.line),
+            (e.field.as_str(), e.line()),
             ("scheduler.bfq.lock_us", Some(7))
         );
         for v in ["nan", "inf"] {

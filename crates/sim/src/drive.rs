@@ -2,10 +2,12 @@
 //! ([`SsdSpec`]), by built-in name or TOML file. An SSD spec says `kind = "ssd"`; every other
 //! file is read as a rotational drive.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use elevator_workload::InputError;
 
 use crate::device::Device;
-use crate::hdd::{DriveSpec, Hdd, SpecError};
+use crate::hdd::{DriveSpec, Hdd};
 use crate::ssd::{Ssd, SsdSpec};
 
 /// A drive spec of either kind.
@@ -33,13 +35,13 @@ impl DriveModel {
     }
 
     /// Reads and checks a drive TOML of either kind.
-    pub fn load(path: impl AsRef<Path>) -> Result<DriveModel, SpecError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<DriveModel, InputError> {
         let path = path.as_ref();
-        DriveModel::parse(&SpecError::read(path)?, path)
+        DriveModel::parse(&crate::spec_file::read(path)?, path)
     }
 
     /// Parses and checks drive TOML text of either kind; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<DriveModel, SpecError> {
+    pub fn parse(text: &str, path: &Path) -> Result<DriveModel, InputError> {
         if is_ssd(text) {
             SsdSpec::parse(text, path).map(|s| DriveModel::Ssd(Box::new(s)))
         } else {
@@ -48,18 +50,14 @@ impl DriveModel {
     }
 
     /// A built-in name or, failing that, a TOML file path.
-    pub fn resolve(name_or_path: &str) -> Result<DriveModel, SpecError> {
+    pub fn resolve(name_or_path: &str) -> Result<DriveModel, InputError> {
         match DriveModel::builtin(name_or_path) {
             Some(d) => Ok(d),
-            None if !Path::new(name_or_path).exists() => Err(SpecError {
-                file: PathBuf::from(name_or_path),
-                line: None,
-                field: String::new(),
-                message: format!(
-                    "neither a built-in drive ({}) nor a drive file",
-                    DriveModel::builtin_names().join(", ")
-                ),
-            }),
+            None if !Path::new(name_or_path).exists() => Err(crate::spec_file::not_found(
+                name_or_path,
+                "drive",
+                &DriveModel::builtin_names(),
+            )),
             None => DriveModel::load(name_or_path),
         }
     }

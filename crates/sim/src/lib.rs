@@ -12,6 +12,12 @@
 //! - [`scenario`]: scenario files (TOML): drive, groups, jobs.
 //! - [`hdd`]: the DiskSim-class rotational model; [`ssd`]: the MQSim-class SSD model;
 //!   [`drive`]: either, by built-in name or file.
+//! - [`disksim`]: DiskSim 4.0 drive import; [`validate`]: replaying DiskSim's validation
+//!   traces against a model.
+//!
+//! Every reader of an input file here (scenarios, drive, SSD and host specs, DiskSim parameter
+//! files and validation traces) reports bad input as one
+//! [`InputError`](elevator_workload::InputError): file, line, field and message.
 
 #![deny(missing_docs)]
 
@@ -22,12 +28,12 @@ pub mod drive;
 pub mod engine;
 pub mod fixed;
 pub mod hdd;
-mod located;
 pub mod scenario;
+mod spec_file;
 pub mod ssd;
 pub mod validate;
 
 pub use device::{Device, Service};
 pub use drive::DriveModel;
 pub use engine::{JobSlot, RunReport, Simulation};
-pub use located::MAX_SPEC_BYTES;
+pub use spec_file::MAX_SPEC_BYTES;

@@ -33,42 +33,20 @@
 //! jobs and [`MAX_GROUPS`] groups, and names no simulated time past [`MAX_SIMULATED_S`].
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use elevator_core::{
     registry, GroupId, GroupTree, IoClass, IoPrio, Nanos, Scheduler, Settings, TunableError,
 };
 use elevator_workload::spec::BuildEnv;
-use elevator_workload::JobSpec;
+use elevator_workload::{InputError, JobSpec};
 use serde::Deserialize;
 
 use crate::device::Device;
 use crate::drive::DriveModel;
 use crate::engine::{JobSlot, Simulation};
 use crate::hdd::spec::{Destage, WritePolicy};
-
-/// A scenario could not be loaded or instantiated.
-#[derive(Debug)]
-pub struct ScenarioError {
-    /// The file (or built-in scenario name).
-    pub file: String,
-    /// 1-based line, where known.
-    pub line: Option<usize>,
-    /// The field at fault, where known.
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let field = self.field.as_deref().unwrap_or("");
-        crate::located::write_located(f, &self.file, self.line, field, &self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
+use crate::spec_file::{self, find_line};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,28 +142,20 @@ pub struct Scenario {
 
 impl Scenario {
     /// Load a scenario file.
-    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = crate::located::read_spec(path).map_err(|message| ScenarioError {
-            file: path.display().to_string(),
-            line: None,
-            field: None,
-            message,
-        })?;
+    pub fn load(path: &Path) -> Result<Scenario, InputError> {
+        let text = crate::spec_file::read(path)?;
         Scenario::parse(&text, &path.display().to_string(), path.parent())
     }
 
     /// Parse scenario text; `origin` names it in errors; drive paths resolve against `dir`.
-    pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
-        let err = |line: Option<usize>, field: Option<String>, message: String| ScenarioError {
-            file: origin.to_string(),
-            line,
-            field,
-            message,
+    pub fn parse(text: &str, origin: &str, dir: Option<&Path>) -> Result<Scenario, InputError> {
+        let err = |line: Option<usize>, field: Option<String>, message: String| {
+            InputError::new(origin, message)
+                .on_line(line)
+                .in_field(field.as_deref().unwrap_or(""))
         };
-        let file: ScenarioFile = toml::from_str(text).map_err(|e| {
-            let (line, field) = locate(text, &e);
-            err(line, field, e.message().to_string())
-        })?;
+        let file: ScenarioFile =
+            toml::from_str(text).map_err(|e| spec_file::toml_error(&e, text, origin))?;
         let line_of = |key: &str, value: &str| find_line(text, key, value);
         if file.jobs.len() > MAX_JOBS {
             return Err(err(
@@ -268,11 +238,11 @@ impl Scenario {
                         }
                     };
                     drive.cache.write_policy = WritePolicy::WriteBack;
-                    drive.check().map_err(|(field, message)| {
+                    drive.check().map_err(|e| {
                         err(
                             line_of("write_cache", m),
                             Some("write_cache".into()),
-                            format!("drive {:?}: {field}: {message}", drive.name),
+                            e.to_string(),
                         )
                     })?;
                 }
@@ -320,7 +290,7 @@ impl Scenario {
             for (k, v) in values {
                 s.set(k.clone(), *v);
             }
-            s.validate(info.name, info.tunables).map_err(|e| {
+            info.validate(&s).map_err(|e| {
                 let field = match &e {
                     TunableError::Unknown { name, .. } | TunableError::OutOfRange { name, .. } => {
                         Some(format!("tunables.{sched}.{name}"))
@@ -490,20 +460,16 @@ impl Scenario {
         &self,
         name: &str,
         extra: &Settings,
-    ) -> Result<Box<dyn Scheduler>, ScenarioError> {
-        let err = |message: String| ScenarioError {
-            file: self.origin.clone(),
-            line: None,
-            field: Some("sched".into()),
-            message,
-        };
+    ) -> Result<Box<dyn Scheduler>, InputError> {
+        let err = |message: String| InputError::new(&self.origin, message).in_field("sched");
         let info = registry::find(name)
             .ok_or_else(|| err(format!("no scheduler named {name:?} (see `elevator list`)")))?;
         let mut s = self.settings_for(info.name);
         for k in extra.names() {
             s.set(k, extra.raw(k).unwrap_or_default());
         }
-        (info.build)(&s, &self.groups).map_err(|e| err(format!("{}: {e}", info.name)))
+        info.build(&s, &self.groups)
+            .map_err(|e| err(format!("{}: {e}", info.name)))
     }
 
     /// A ready-to-run simulation of this scenario under `sched`, with `seed` (or the
@@ -583,54 +549,6 @@ pub fn parse_prio(s: &str) -> Option<IoPrio> {
     (level <= 7).then_some(IoPrio { class, level })
 }
 
-/// The line and field of a TOML error: from its span when it has one, else by finding the
-/// field the message names ("unknown field `x`", "missing field `x`").
-fn locate(text: &str, e: &toml::de::Error) -> (Option<usize>, Option<String>) {
-    let msg = e.message();
-    let field = msg
-        .split('`')
-        .nth(1)
-        .filter(|_| msg.contains("field"))
-        .map(str::to_string);
-    if let Some(f) = &field {
-        if msg.contains("unknown field") {
-            if let Some(l) = find_line(text, f, "") {
-                return (Some(l), field);
-            }
-        }
-    }
-    let line = e
-        .span()
-        .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1);
-    // A value's error ("number too large to fit in target type") names no field: take the
-    // key assigned on the line it points at.
-    let field = field.or_else(|| {
-        let l = text.lines().nth(line? - 1)?;
-        let (key, _) = l.split_once('=')?;
-        let key = key.trim();
-        (!key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)))
-        .then(|| key.to_string())
-    });
-    (line, field)
-}
-
-/// The first line where `key` is assigned (and, if `value` is not empty, that line also
-/// contains `value`), or where the line is exactly `key` (a table header).
-fn find_line(text: &str, key: &str, value: &str) -> Option<usize> {
-    text.lines().enumerate().find_map(|(i, l)| {
-        let t = l.trim();
-        let assigns = t
-            .strip_prefix(key)
-            .map(|rest| rest.trim_start().starts_with('='))
-            .unwrap_or(false);
-        let header = t == key;
-        ((assigns && (value.is_empty() || t.contains(value))) || header).then_some(i + 1)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,14 +567,6 @@ mod tests {
         assert_eq!(parse_prio("be/8"), None);
         assert_eq!(parse_prio("fast"), None);
     }
-
-    #[test]
-    fn find_line_finds_assignments_and_headers() {
-        let t = "a = 1\n[tunables.deadline]\nread_expire = 5\n";
-        assert_eq!(find_line(t, "read_expire", ""), Some(3));
-        assert_eq!(find_line(t, "[tunables.deadline]", ""), Some(2));
-        assert_eq!(find_line(t, "b", ""), None);
-    }
 }
 
 #[cfg(test)]
@@ -664,7 +574,7 @@ mod setting_tests {
     use super::*;
 
     /// A one-job scenario with `line` (say `write_cache = true`) as its second line.
-    fn with(line: &str) -> Result<Scenario, ScenarioError> {
+    fn with(line: &str) -> Result<Scenario, InputError> {
         let text = format!(
             "drive = \"laptop-4200\"\n{line}\n\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\n"
         );
@@ -705,7 +615,7 @@ mod setting_tests {
     #[test]
     fn unknown_write_cache_mode_names_file_line_and_field() {
         let e = with("write_cache = \"lazy\"").unwrap_err();
-        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("write_cache")));
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "write_cache"));
         assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
     }
 
@@ -719,6 +629,6 @@ mod setting_tests {
     #[test]
     fn negative_wakeup_names_file_line_and_field() {
         let e = with("wakeup_us = -3").unwrap_err();
-        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("wakeup_us")));
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "wakeup_us"));
     }
 }

@@ -11,7 +11,7 @@
 //! two cumulative curves is taken at every 0.0001 of probability.
 
 use crate::hdd::Hdd;
-use std::fmt;
+use elevator_workload::input::{self, InputError};
 use std::path::{Path, PathBuf};
 
 /// One traced request.
@@ -31,34 +31,11 @@ pub struct TraceRecord {
     pub gap_ms: f64,
 }
 
-/// An error in a trace: file, line, field.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct TraceError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line (0 when the file could not be read).
-    pub line: usize,
-    /// The column's name.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let line = (self.line > 0).then_some(self.line);
-        crate::located::write_located(f, self.file.display(), line, &self.field, &self.message)
-    }
-}
-
-impl std::error::Error for TraceError {}
-
 /// The largest validation trace read, bytes (DiskSim's are under 1 MiB).
 pub const MAX_TRACE_BYTES: u64 = 64 << 20;
 
 /// Reads a DiskSim validation trace from a file (at most [`MAX_TRACE_BYTES`]).
-pub fn read_trace(path: impl AsRef<Path>) -> Result<Vec<TraceRecord>, TraceError> {
+pub fn read_trace(path: impl AsRef<Path>) -> Result<Vec<TraceRecord>, InputError> {
     read_trace_within(path, None)
 }
 
@@ -67,40 +44,15 @@ pub fn read_trace(path: impl AsRef<Path>) -> Result<Vec<TraceRecord>, TraceError
 pub fn read_trace_within(
     path: impl AsRef<Path>,
     capacity_sectors: Option<u64>,
-) -> Result<Vec<TraceRecord>, TraceError> {
-    use std::io::Read;
+) -> Result<Vec<TraceRecord>, InputError> {
     let path = path.as_ref();
-    let fail = |message: String| TraceError {
-        file: path.to_path_buf(),
-        line: 0,
-        field: String::new(),
-        message,
-    };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_TRACE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| fail(format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > MAX_TRACE_BYTES {
-        return Err(fail(format!(
-            "larger than {} MiB: not a validation trace",
-            MAX_TRACE_BYTES >> 20
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        TraceError {
-            line,
-            message: format!("not UTF-8 text (byte offset {at})"),
-            ..fail(String::new())
-        }
-    })?;
+    let text = input::read_text(path, MAX_TRACE_BYTES, "validation trace")?;
     parse_trace_within(&text, path, capacity_sectors)
 }
 
 /// Parses trace text; `path` names it in errors. Blank lines and `#` comment lines are
 /// skipped.
-pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, TraceError> {
+pub fn parse_trace(text: &str, path: &Path) -> Result<Vec<TraceRecord>, InputError> {
     parse_trace_within(text, path, None)
 }
 
@@ -109,19 +61,14 @@ pub fn parse_trace_within(
     text: &str,
     path: &Path,
     capacity_sectors: Option<u64>,
-) -> Result<Vec<TraceRecord>, TraceError> {
+) -> Result<Vec<TraceRecord>, InputError> {
     let mut out = Vec::with_capacity(text.len() / 40);
     for (n, line) in text.lines().enumerate() {
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
-        let err = |field: &str, message: String| TraceError {
-            file: path.to_path_buf(),
-            line: n + 1,
-            field: field.to_string(),
-            message,
-        };
+        let err = |field: &str, message: String| InputError::at_line(path, n + 1, field, message);
         let mut it = line.split_whitespace();
         let mut col = |name: &str| it.next().ok_or_else(|| err(name, "missing".into()));
         let rw = col("R|W")?;
@@ -154,7 +101,7 @@ pub fn parse_trace_within(
                 format!("not a positive count: `{}`", short(cnt)),
             )
         })?;
-        let num = |s: &str, f: &str| -> Result<f64, TraceError> {
+        let num = |s: &str, f: &str| -> Result<f64, InputError> {
             s.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
@@ -365,7 +312,7 @@ mod tests {
     fn trace_errors_name_line_and_field() {
         let text = "R Hit 10 4 1000.0 200.0\nR Hit 10 x 1000.0 200.0\n";
         let e = parse_trace(text, Path::new("t.trace")).unwrap_err();
-        assert_eq!((e.line, e.field.as_str()), (2, "nsectors"));
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "nsectors"));
         let e = parse_trace("Q Hit 1 1 1 1\n", Path::new("t")).unwrap_err();
         assert_eq!(e.field, "R|W");
         let e = parse_trace("R Hit 1 1 1\n", Path::new("t")).unwrap_err();

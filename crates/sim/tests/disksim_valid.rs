@@ -163,7 +163,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     ))
     .unwrap_err();
     assert!(e.file.ends_with("t.seek"), "{e}");
-    assert_eq!(e.line, Some(3));
+    assert_eq!(e.line(), Some(3));
     assert_eq!(e.field, "distance, time");
 
     // A model value that is not a number.
@@ -177,7 +177,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     let e = disksim::import(&bad_model).unwrap_err();
     assert!(e.file.ends_with("t.model"), "{e}");
     assert_eq!(e.field, "Blocks per track");
-    assert_eq!(e.line, Some(13));
+    assert_eq!(e.line(), Some(13));
 
     // An unknown sparing scheme.
     let p = write_drive(&dir, "", SEEK, "");
@@ -188,7 +188,10 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     )
     .expect("write");
     let e = disksim::import(&p).unwrap_err();
-    assert_eq!((e.field.as_str(), e.line), ("Sparing scheme used", Some(7)));
+    assert_eq!(
+        (e.field.as_str(), e.line()),
+        ("Sparing scheme used", Some(7))
+    );
 
     // A diskspecs value out of range.
     let p = write_drive(&dir, "", SEEK, "");
@@ -201,7 +204,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     let e = disksim::import(&p).unwrap_err();
     assert!(e.file.ends_with("t.diskspecs"), "{e}");
     assert_eq!(e.field, "Fast write level");
-    assert_eq!(e.line, Some(8));
+    assert_eq!(e.line(), Some(8));
 
     // A .parv syntax error: a parameter without `=`.
     std::fs::write(
@@ -211,7 +214,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     .expect("write");
     let e = disksim::import(dir.join("t.parv")).unwrap_err();
     assert!(e.file.ends_with("t.parv"), "{e}");
-    assert_eq!(e.line, Some(3));
+    assert_eq!(e.line(), Some(3));
     assert_eq!(e.field, "Init Seed 42");
 
     // A missing include.

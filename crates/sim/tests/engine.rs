@@ -114,7 +114,7 @@ fn run_with(sched: &str, settings: &Settings, seedless_reads: u64) -> elevator_s
 fn setup(sched: &str, settings: &Settings, seedless_reads: u64) -> Simulation {
     let groups = GroupTree::new();
     let info = registry::find(sched).unwrap();
-    let s = (info.build)(settings, &groups).unwrap();
+    let s = info.build(settings, &groups).unwrap();
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
     sim.add_job(JobSlot::new(
@@ -186,7 +186,10 @@ fn fifo_reader_waits_behind_the_whole_write_queue() {
 /// writes, when a completion reaches the reader `wakeup` after the device finishes it.
 fn dependent_reads_beside_writes(sched: &str, wakeup: Nanos) -> Nanos {
     let groups = GroupTree::new();
-    let s = (registry::find(sched).unwrap().build)(&Settings::new(), &groups).unwrap();
+    let s = registry::find(sched)
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, 1 << 30);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
     sim.set_wakeup_latency(wakeup);
@@ -238,7 +241,10 @@ fn o_direct_writers_reach_cfq_with_the_idle_hint_and_get_slices() {
     use elevator_workload::jobs::{FioJob, FioJobConfig, RwMode};
     use elevator_workload::BuildEnv;
     let groups = GroupTree::new();
-    let s = (registry::find("cfq").unwrap().build)(&Settings::new(), &groups).unwrap();
+    let s = registry::find("cfq")
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
     let capacity = 1u64 << 30;
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(2), 1, capacity);
     let mut sim = Simulation::new(Box::new(dev), s, groups);
@@ -290,8 +296,10 @@ fn a_later_phase_starts_when_every_job_of_the_earlier_one_is_done() {
     // 1 ms per read, one at a time: phase 0's jobs do 10 and 20 reads side by side (30 ms
     // on a depth-1 device); phase 1's job starts then, whatever its own `start` says.
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(1), 1, 1 << 30);
-    let sched =
-        (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
+    let sched = registry::find("noop")
+        .unwrap()
+        .build(&Settings::new(), &GroupTree::new())
+        .unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
     sim.add_job(JobSlot::new("a", dependent(10, 0)));
     sim.add_job(JobSlot::new("b", dependent(20, 1 << 20)));
@@ -310,8 +318,10 @@ fn a_later_phase_starts_when_every_job_of_the_earlier_one_is_done() {
 #[test]
 fn completions_within_the_ramp_are_left_out_of_the_figures() {
     let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(1), 1, 1 << 30);
-    let sched =
-        (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new()).unwrap();
+    let sched = registry::find("noop")
+        .unwrap()
+        .build(&Settings::new(), &GroupTree::new())
+        .unwrap();
     let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
     sim.set_ramp(Nanos::from_us(3_500));
     sim.add_job(JobSlot::new("a", dependent(10, 0)));

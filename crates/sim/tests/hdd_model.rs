@@ -341,7 +341,7 @@ fn spec_errors_name_file_line_and_field() {
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "rpm");
     assert_eq!(
-        e.line,
+        e.line(),
         Some(bad.lines().position(|l| l.starts_with("rpm")).unwrap() + 1)
     );
     assert!(e.to_string().starts_with("x.toml:"));
@@ -351,19 +351,19 @@ fn spec_errors_name_file_line_and_field() {
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "layout.zones[1].first_cyl");
     let line = bad.lines().position(|l| l == "first_cyl = 3000").unwrap() + 1;
-    assert_eq!(e.line, Some(line));
+    assert_eq!(e.line(), Some(line));
 
     // A misspelt key: toml's own error with the line.
     let bad = good.replace("head_switch_ms", "head_swich_ms");
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "head_swich_ms");
-    assert!(e.line.is_some());
+    assert!(e.line().is_some());
 
     // A wrong type.
     let bad = good.replace("surfaces = 4", "surfaces = \"four\"");
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(
-        e.line,
+        e.line(),
         Some(bad.lines().position(|l| l.starts_with("surfaces")).unwrap() + 1)
     );
 }
@@ -506,13 +506,13 @@ fn builtin_drives_keep_disksims_destage_and_read_priority_needs_two_segments() {
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "cache.destage");
     assert_eq!(
-        e.line,
+        e.line(),
         Some(bad.lines().position(|l| l.starts_with("destage")).unwrap() + 1)
     );
     let bad = ok.replace("destage = \"read-priority\"", "destage = \"lazy\"");
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert!(
-        e.line.is_some() && e.to_string().starts_with("x.toml:"),
+        e.line().is_some() && e.to_string().starts_with("x.toml:"),
         "{e}"
     );
 }

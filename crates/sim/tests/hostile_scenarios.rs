@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use elevator_sim::hdd::spec::DriveSpec;
-use elevator_sim::scenario::{Scenario, ScenarioError};
+use elevator_sim::scenario::Scenario;
 use elevator_sim::validate;
+use elevator_workload::InputError;
 
 /// `body` after a drive line, as a scenario's text.
 fn scenario(body: &str) -> String {
@@ -16,7 +17,7 @@ fn scenario(body: &str) -> String {
 
 const READER: &str = "[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\nfiles = 2\n";
 
-fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+fn parse(text: &str) -> Result<Scenario, InputError> {
     Scenario::parse(text, "s.toml", None)
 }
 
@@ -25,9 +26,9 @@ fn refused(text: &str, line: Option<usize>, field: &str) -> String {
     let e = parse(text).unwrap_err();
     let msg = e.to_string();
     assert!(msg.len() < 1024, "message of {} bytes", msg.len());
-    assert_eq!(e.field.as_deref(), Some(field), "{msg}");
+    assert_eq!(e.field, field, "{msg}");
     if line.is_some() {
-        assert_eq!(e.line, line, "{msg}");
+        assert_eq!(e.line(), line, "{msg}");
     }
     msg
 }
@@ -75,7 +76,7 @@ fn dev_zero_as_scenario_or_drive_spec_is_refused_after_4_mib() {
 fn drive_spec_path_of_dev_zero_in_a_scenario_is_refused() {
     let e = parse("drive = \"/dev/zero\"\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\n")
         .unwrap_err();
-    assert_eq!(e.field.as_deref(), Some("drive"));
+    assert_eq!(e.field, "drive");
     assert!(e.to_string().contains("larger than 4 MiB"), "{e}");
 }
 
@@ -161,12 +162,12 @@ fn toml_integer_overflow_names_the_line_and_field() {
         "[[group]]\npath = \"/a\"\nweight = 4294967296\n{READER}"
     )))
     .unwrap_err();
-    assert_eq!(e.line, Some(4), "{e}");
+    assert_eq!(e.line(), Some(4), "{e}");
     let e = parse(&scenario(&format!(
         "{READER}file_size = 99999999999999999999\n"
     )))
     .unwrap_err();
-    assert_eq!(e.line, Some(6), "{e}");
+    assert_eq!(e.line(), Some(6), "{e}");
     assert!(e.to_string().contains("file_size"), "{e}");
 }
 
@@ -190,7 +191,7 @@ fn max_requests_0_is_blamed_on_max_requests_not_devno() {
     )
     .unwrap();
     let e = Scenario::load(&p).unwrap_err();
-    assert_eq!(e.field.as_deref(), Some("job.max_requests"), "{e}");
+    assert_eq!(e.field, "job.max_requests", "{e}");
 }
 
 // ----- paths -----
@@ -237,7 +238,7 @@ fn validation_trace_block_past_the_drives_end_is_refused_naming_the_line() {
     let p = dir.path().join("v.trace");
     std::fs::write(&p, "R Miss 100 8 5000 100\nR Miss 99999999999 8 5000 100\n").unwrap();
     let e = validate::read_trace_within(&p, Some(1_000_000)).unwrap_err();
-    assert_eq!((e.line, e.field.as_str()), (2, "blkno"), "{e}");
+    assert_eq!((e.line(), e.field.as_str()), (Some(2), "blkno"), "{e}");
     assert!(e.to_string().contains("past the drive's end"), "{e}");
     assert_eq!(validate::read_trace(&p).unwrap().len(), 2);
 }

@@ -72,12 +72,12 @@ fn simulate(
     let info = registry::find(sched).expect("registered");
     let mut settings = Settings::new();
     // The kernel reads `rotational` from the device: 0 for an NVMe drive.
-    if info.tunables.iter().any(|t| t.name == "rotational") {
+    if info.has_tunable("rotational") {
         settings.set("rotational", 0);
     }
 
     let groups = GroupTree::new();
-    let scheduler = (info.build)(&settings, &groups).expect("default settings");
+    let scheduler = info.build(&settings, &groups).expect("default settings");
     let mut sim = Simulation::new(Box::new(device), scheduler, groups);
     sim.set_host_cpu(&host);
     sim.set_host_drives(NonZeroU32::new(drives).expect("drives"));

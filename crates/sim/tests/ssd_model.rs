@@ -73,7 +73,7 @@ fn bad_ssd_spec_names_file_line_and_field() {
     let e = DriveModel::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "flash.read_us");
     let line = bad.lines().position(|l| l.starts_with("read_us")).unwrap() + 1;
-    assert_eq!(e.line, Some(line));
+    assert_eq!(e.line(), Some(line));
     assert!(e
         .to_string()
         .starts_with(&format!("x.toml:{line}: field `flash.read_us`")));
@@ -89,7 +89,7 @@ fn bad_ssd_spec_names_file_line_and_field() {
     assert_ne!(schedule, text, "the spec has a gc.schedule line");
     let e = DriveModel::parse(&schedule, Path::new("z.toml")).unwrap_err();
     let line = schedule.lines().position(|l| l.contains("lazy")).unwrap() + 1;
-    assert_eq!(e.line, Some(line), "{e}");
+    assert_eq!(e.line(), Some(line), "{e}");
     assert!(e.to_string().contains("whole-victim"), "{e}");
 }
 

@@ -109,7 +109,9 @@ fn run(job: Box<dyn Job>) -> RunReport {
     let device = Ssd::new(spec()).expect("valid spec");
     let groups = GroupTree::new();
     let noop = registry::find("noop").expect("registered");
-    let sched = (noop.build)(&Settings::new(), &groups).expect("default settings");
+    let sched = noop
+        .build(&Settings::new(), &groups)
+        .expect("default settings");
     let mut sim = Simulation::new(Box::new(device), sched, groups);
     sim.add_job(JobSlot::new("w", job));
     sim.run(None)

@@ -39,11 +39,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use elevator_core::{IoClass, IoPrio};
 
+use crate::input::InputError;
 use crate::jobs::fio::{FioJobConfig, RwMode};
 
 /// How a job submits its I/O (fio's `ioengine`).
@@ -102,32 +102,24 @@ pub struct FioFile {
     pub jobs: Vec<FioJobDef>,
 }
 
-/// A job file could not be understood.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FioFileError {
-    /// The file.
-    pub path: PathBuf,
-    /// 1-based line.
-    pub line: usize,
-    /// The option (or section) at fault.
-    pub option: String,
-    /// What is wrong.
-    pub reason: String,
-}
-
-impl fmt::Display for FioFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // An error about the whole file (it cannot be read) has no line and no option.
-        let path = self.path.display();
-        match (self.line, self.option.as_str()) {
-            (0, "") => write!(f, "{path}: {}", self.reason),
-            (line, "") => write!(f, "{path}:{line}: {}", self.reason),
-            (line, option) => write!(f, "{path}:{line}: option `{option}`: {}", self.reason),
-        }
+impl FioFile {
+    /// An error about job `def` of this file and its config field `field` (as
+    /// [`FioJobDef::lines`] names it; empty for the job as a whole), placed on the line that
+    /// set the field, else on the job's header.
+    pub fn job_error(
+        &self,
+        def: &FioJobDef,
+        field: &str,
+        message: impl fmt::Display,
+    ) -> InputError {
+        InputError::at_line(
+            &self.path,
+            def.line_of(field),
+            field,
+            format!("job {}: {message}", excerpt(&def.name)),
+        )
     }
 }
-
-impl std::error::Error for FioFileError {}
 
 /// The largest job file read, bytes (fio's own job files are a few KiB; this refuses
 /// `/dev/zero` or a 1 GB sparse file after reading 1 MiB).
@@ -152,31 +144,14 @@ pub fn excerpt(s: &str) -> String {
 }
 
 /// Read and parse the job file at `path` (at most [`MAX_FILE_BYTES`]).
-pub fn read(path: &Path) -> Result<FioFile, FioFileError> {
+pub fn read(path: &Path) -> Result<FioFile, InputError> {
     parse_bytes(path, &read_bytes(path)?)
 }
 
 /// The bytes of the job file at `path`, refused past [`MAX_FILE_BYTES`] (after reading no
 /// more than that).
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, FioFileError> {
-    let fail = |reason: String| FioFileError {
-        path: path.to_path_buf(),
-        line: 0,
-        option: String::new(),
-        reason,
-    };
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(fail(format!(
-            "larger than {} KiB: not a job file",
-            MAX_FILE_BYTES >> 10
-        )));
-    }
-    Ok(bytes)
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, InputError> {
+    crate::input::read_bytes(path, MAX_FILE_BYTES, "job file")
 }
 
 struct Opt<'a> {
@@ -186,19 +161,16 @@ struct Opt<'a> {
 }
 
 /// Parse job-file `text`; `path` is only used in errors.
-pub fn parse(path: &Path, text: &str) -> Result<FioFile, FioFileError> {
+pub fn parse(path: &Path, text: &str) -> Result<FioFile, InputError> {
     parse_bytes(path, text.as_bytes())
 }
 
 /// Parse a job file's bytes; `path` is only used in errors. A UTF-8 byte-order mark is
 /// skipped; comment lines may hold any bytes (fio reads Latin-1 comments); every other line
 /// must be UTF-8 and at most [`MAX_LINE`] bytes.
-pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, FioFileError> {
-    let err = |line: usize, option: &str, reason: String| FioFileError {
-        path: path.to_path_buf(),
-        line,
-        option: excerpt(option),
-        reason: excerpt_reason(reason),
+pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
+    let err = |line: usize, option: &str, reason: String| {
+        InputError::at_line(path, line, &excerpt(option), excerpt_reason(reason))
     };
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let mut jobs: Vec<FioJobDef> = Vec::new();
@@ -638,7 +610,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn p(text: &str) -> Result<FioFile, FioFileError> {
+    fn p(text: &str) -> Result<FioFile, InputError> {
         parse(Path::new("t.fio"), text)
     }
 
@@ -731,9 +703,9 @@ mod tests {
     #[test]
     fn an_unsupported_option_names_file_line_and_option() {
         let e = p("[global]\nbs=4k\n\n[j]\nrw=read\nverify=md5\n").unwrap_err();
-        assert_eq!((e.line, e.option.as_str()), (6, "verify"));
+        assert_eq!((e.line(), e.field.as_str()), (Some(6), "verify"));
         let msg = e.to_string();
-        assert!(msg.starts_with("t.fio:6: option `verify`:"), "{msg}");
+        assert!(msg.starts_with("t.fio:6: field `verify`:"), "{msg}");
         assert!(msg.contains("not supported"), "{msg}");
     }
 
@@ -758,8 +730,12 @@ mod tests {
         ];
         for (text, line, option) in cases {
             let e = p(text).unwrap_err();
-            assert_eq!((e.line, e.option.as_str()), (line, option), "{text:?}: {e}");
+            assert_eq!(
+                (e.line(), e.field.as_str()),
+                (Some(line), option),
+                "{text:?}: {e}"
+            );
         }
-        assert!(p("; nothing\n").unwrap_err().reason.contains("no job"));
+        assert!(p("; nothing\n").unwrap_err().message.contains("no job"));
     }
 }

@@ -35,7 +35,9 @@
 //! ## Layout
 //! - [`job`]: the interface; [`spec`]: building jobs from scenario tables ([`JobSpec`]).
 //! - [`jobs`]: the process models and replayers, one file each.
-//! - [`traces`]: trace readers; [`fio_file`]: fio job files onto [`jobs::FioJobConfig`].
+//! - [`traces`]: trace readers; [`fio_file`]: fio job files onto [`jobs::FioJobConfig`];
+//!   [`input`]: the one error every reader of an input file returns ([`InputError`]: file,
+//!   line or byte, field, message), and bounded reads.
 //! - [`page_cache`]: the LRU page cache the compile job reads through.
 //! - [`metrics`]: per-job figures; [`testkit`]: a tiny driver for jobs' tests.
 //! - [`agreement`]: how closely two dispatch sequences agree (the kernel's and ours).
@@ -44,6 +46,7 @@
 
 pub mod agreement;
 pub mod fio_file;
+pub mod input;
 pub mod job;
 pub mod jobs;
 pub mod metrics;
@@ -52,5 +55,6 @@ pub mod spec;
 pub mod testkit;
 pub mod traces;
 
+pub use input::InputError;
 pub use job::{Action, IoSpec, Job};
 pub use spec::{BuildEnv, BuildError, JobSpec, Region};

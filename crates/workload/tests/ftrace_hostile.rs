@@ -8,7 +8,7 @@ use elevator_workload::traces::ftrace::{FtraceReader, KernelTrace};
 use elevator_workload::traces::lines::Lines;
 use proptest::prelude::*;
 
-fn read(bytes: Vec<u8>) -> Result<KernelTrace, elevator_workload::traces::TraceError> {
+fn read(bytes: Vec<u8>) -> Result<KernelTrace, elevator_workload::input::InputError> {
     KernelTrace::assemble(FtraceReader::new(Lines::from_bytes(bytes, "h.trace")), None)
 }
 

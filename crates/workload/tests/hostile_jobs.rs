@@ -10,22 +10,23 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use elevator_core::Nanos;
-use elevator_workload::fio_file::{self, FioFileError};
+use elevator_workload::fio_file;
 use elevator_workload::jobs::startup::StartupOrder;
 use elevator_workload::jobs::{StartupConfig, StartupJob, TraceReplay, TraceReplayConfig};
+use elevator_workload::InputError;
 use elevator_workload::{Action, BuildEnv, Job};
 
 const CAPACITY: u64 = 1 << 31; // 1 TiB in sectors
 
-fn parse(text: &str) -> Result<fio_file::FioFile, FioFileError> {
+fn parse(text: &str) -> Result<fio_file::FioFile, InputError> {
     fio_file::parse_bytes(Path::new("j.fio"), text.as_bytes())
 }
 
 /// A clean refusal: under 1 KB, naming the file, `line` and `option`.
-fn refused(e: &FioFileError, line: usize, option: &str) -> String {
+fn refused(e: &InputError, line: usize, option: &str) -> String {
     let msg = e.to_string();
     assert!(msg.len() < 1024, "message of {} bytes", msg.len());
-    assert_eq!((e.line, e.option.as_str()), (line, option), "{msg}");
+    assert_eq!((e.line(), e.field.as_str()), (Some(line), option), "{msg}");
     msg
 }
 
@@ -65,7 +66,7 @@ fn fio_job_file_dev_zero_is_refused_after_1_mib() {
     let e = fio_file::read(Path::new("/dev/zero")).unwrap_err();
     assert!(e.to_string().len() < 1024);
     assert!(e.to_string().starts_with("/dev/zero: "), "{e}");
-    assert!(e.reason.contains("larger than 1024 KiB"), "{e}");
+    assert!(e.message.contains("larger than 1 MiB"), "{e}");
 }
 
 #[test]
@@ -76,7 +77,7 @@ fn fio_job_file_1_gb_sparse_of_nuls_is_refused_with_a_short_message() {
     // Refused after reading MAX_FILE_BYTES: nothing sized by the file is allocated.
     let e = fio_file::read(&p).unwrap_err();
     assert!(e.to_string().len() < 1024, "{e}");
-    assert!(e.reason.contains("larger than"), "{e}");
+    assert!(e.message.contains("larger than"), "{e}");
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn fio_10_mb_line_is_refused_with_a_short_message() {
     let e = parse(&text).unwrap_err();
     let msg = e.to_string();
     assert!(msg.len() < 1024, "{}", msg.len());
-    assert_eq!(e.line, 2);
+    assert_eq!(e.line(), Some(2));
     assert!(msg.contains("longer than 8192 bytes"), "{msg}");
 }
 
@@ -117,8 +118,8 @@ fn fio_latin1_byte_in_a_comment_is_accepted_as_fio_does() {
     assert_eq!(f.jobs[0].name, "j");
     // Outside a comment it is an error naming the line.
     let e = fio_file::parse_bytes(Path::new("j.fio"), b"[j]\nrw=r\xe9ad\n").unwrap_err();
-    assert_eq!(e.line, 2);
-    assert!(e.reason.contains("not UTF-8"), "{e}");
+    assert_eq!(e.line(), Some(2));
+    assert!(e.message.contains("not UTF-8"), "{e}");
 }
 
 #[test]

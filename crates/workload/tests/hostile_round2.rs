@@ -88,7 +88,7 @@ fn a_record_a_century_after_the_first_is_refused_not_saturated() {
     let e = got[1].clone().unwrap_err();
     assert_eq!(e.field, "time");
     assert!(
-        e.to_string().contains("far.csv") && e.reason.contains("record 2"),
+        e.to_string().contains("far.csv") && e.message.contains("record 2"),
         "{e}"
     );
 }

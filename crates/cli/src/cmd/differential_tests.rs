@@ -156,6 +156,9 @@ impl Scheduler for Recording {
     fn max_request_sectors(&self) -> Option<u32> {
         self.inner.max_request_sectors()
     }
+    fn issues_directly(&self) -> bool {
+        self.inner.issues_directly()
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }
@@ -222,7 +225,11 @@ impl Backend for Scripted {
                 io.token
             ))
         })?;
-        let len = if io.kind == IoKind::Flush { 0 } else { io.buf.len() };
+        let len = if io.kind == IoKind::Flush {
+            0
+        } else {
+            io.buf.len()
+        };
         let done = self.clock.get() + service;
         self.seq += 1;
         let c = IoCompletion {
@@ -305,7 +312,10 @@ fn both(sched: &str, drive: &str) -> (Vec<Call>, Vec<Call>) {
     };
     let run = elevator_real::run_with_clock(&mut backend, &Virtual(clock), &mut sched, jobs, &opts);
     if let Err(e) = &run {
-        panic!("{sched}: the executor's run failed: {e}", sched = sched.name());
+        panic!(
+            "{sched}: the executor's run failed: {e}",
+            sched = sched.name()
+        );
     }
     let sim_calls = sim_calls.borrow().clone();
     let real_calls = real_calls.borrow().clone();
@@ -314,11 +324,16 @@ fn both(sched: &str, drive: &str) -> (Vec<Call>, Vec<Call>) {
 
 fn assert_identical(sched: &str, drive: &str) {
     let (sim, real) = both(sched, drive);
-    let merges = sim.iter().filter(|c| matches!(c, Call::Merge { into: Some(_), .. })).count();
+    let merges = sim
+        .iter()
+        .filter(|c| matches!(c, Call::Merge { into: Some(_), .. }))
+        .count();
     eprintln!(
         "{sched} on {drive}: {} calls, {merges} merges, {} dispatches",
         sim.len(),
-        sim.iter().filter(|c| matches!(c, Call::Dispatch { .. })).count()
+        sim.iter()
+            .filter(|c| matches!(c, Call::Dispatch { .. }))
+            .count()
     );
     if let Some(i) = (0..sim.len().min(real.len())).find(|&i| sim[i] != real[i]) {
         let from = i.saturating_sub(3);
@@ -353,12 +368,17 @@ fn every_scheduler_sees_the_same_calls_in_the_simulator_and_the_executor_on_an_s
 fn the_differential_job_merges_and_splits() {
     // The comparison means something only if the runs merge and split requests.
     let (sim, _) = both("mq-deadline", "laptop-4200");
-    assert!(sim.iter().any(|c| matches!(c, Call::Merge { into: Some(_), .. })));
+    assert!(sim
+        .iter()
+        .any(|c| matches!(c, Call::Merge { into: Some(_), .. })));
     assert!(sim.iter().any(|c| matches!(c, Call::Exit { .. })));
     // 2.4's elevator asks for requests of at most max_sectors (256): the 256 KiB reads split.
     let (sim, _) = both("linus", "laptop-4200");
     let split = sim
         .iter()
         .any(|c| matches!(c, Call::Insert { sectors: 256, .. }));
-    assert!(split, "the 256 KiB reads are split into requests of 256 sectors");
+    assert!(
+        split,
+        "the 256 KiB reads are split into requests of 256 sectors"
+    );
 }

@@ -18,17 +18,17 @@ pub mod validate;
 mod differential_tests;
 
 use anyhow::Context;
-use elevator_core::registry::{self, SchedulerInfo};
+use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::Settings;
 
 /// The schedulers `--sched` names, in order; an unknown name is an error naming it and the
 /// known ones.
-pub fn find_schedulers(names: &[String]) -> anyhow::Result<Vec<&'static SchedulerInfo>> {
+pub fn find_schedulers(names: &[String]) -> anyhow::Result<Vec<SchedulerSpec>> {
     names.iter().map(|name| find_scheduler(name)).collect()
 }
 
 /// The scheduler `--sched NAME` names (by name or alias); see [`find_schedulers`].
-pub fn find_scheduler(name: &str) -> anyhow::Result<&'static SchedulerInfo> {
+pub fn find_scheduler(name: &str) -> anyhow::Result<SchedulerSpec> {
     registry::find(name).with_context(|| {
         let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
         format!(
@@ -57,15 +57,15 @@ pub fn parse_sets(sets: &[String]) -> anyhow::Result<Settings> {
 }
 
 /// The scheduler a scoped `--set SCHED.NAME` names, and `NAME`; `None` for a plain name.
-fn scoped(key: &str) -> Option<(&'static SchedulerInfo, &str)> {
+fn scoped(key: &str) -> Option<(SchedulerSpec, &str)> {
     let (sched, name) = key.split_once('.')?;
     Some((registry::find(sched)?, name))
 }
 
 /// [`settings_for`], with `rotational` set from the device the run is on
-/// ([`SchedulerInfo::on_device`]).
+/// ([`SchedulerSpec::on_device`]).
 pub fn settings_on_device(
-    info: &SchedulerInfo,
+    info: &SchedulerSpec,
     extra: &Settings,
     rotational: Option<bool>,
 ) -> Settings {
@@ -74,8 +74,8 @@ pub fn settings_on_device(
 
 /// The `--set` values that scheduler `info` takes: each plain `NAME` it has a tunable of, and
 /// each `SCHED.NAME` whose `SCHED` is it (by name or alias; these win over plain ones).
-pub fn settings_for(info: &SchedulerInfo, extra: &Settings) -> Settings {
-    let has = |n: &str| info.tunables.iter().any(|t| t.name == n);
+pub fn settings_for(info: &SchedulerSpec, extra: &Settings) -> Settings {
+    let has = |n: &str| info.has_tunable(n);
     let mut out = Settings::new();
     for k in extra.names().filter(|k| scoped(k).is_none() && has(k)) {
         out.set(k, extra.raw(k).unwrap_or_default());
@@ -104,7 +104,7 @@ pub fn blame_set(name: &str, given: &Settings, e: impl std::fmt::Display) -> any
 /// Every `--set` must apply to at least one of `scheds`: a plain name to one that has the
 /// tunable, a `SCHED.NAME` to a listed `SCHED` that has it.
 pub fn check_sets(extra: &Settings, scheds: &[String]) -> anyhow::Result<()> {
-    let infos: Vec<&SchedulerInfo> = scheds.iter().filter_map(|n| registry::find(n)).collect();
+    let infos: Vec<SchedulerSpec> = scheds.iter().filter_map(|n| registry::find(n)).collect();
     for k in extra.names() {
         match scoped(k) {
             Some((info, name)) => {
@@ -114,13 +114,13 @@ pub fn check_sets(extra: &Settings, scheds: &[String]) -> anyhow::Result<()> {
                     info.name
                 );
                 anyhow::ensure!(
-                    info.tunables.iter().any(|t| t.name == name),
+                    info.has_tunable(name),
                     "--set {k}: {} has no tunable {name:?} (see `elevator list schedulers`)",
                     info.name
                 );
             }
             None => anyhow::ensure!(
-                infos.iter().any(|i| i.tunables.iter().any(|t| t.name == k)),
+                infos.iter().any(|i| i.has_tunable(k)),
                 "--set {k}: none of the schedulers {scheds:?} has a tunable of that name"
             ),
         }

@@ -256,7 +256,8 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     for info in &infos {
         let settings = super::settings_on_device(info, &extra, rotational);
         let groups = GroupTree::new();
-        let sched = (info.build)(&settings, &groups)
+        let sched = info
+            .build(&settings, &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         // On the simulator the trace is written as the requests go; on a real target, from the
         // executor's request log after the run.

@@ -96,7 +96,6 @@ pub(crate) fn build_jobs(
     seed: u64,
     groups: &mut GroupTree,
 ) -> anyhow::Result<(Vec<RealJob>, Vec<u32>)> {
-    let at = |line: usize| format!("{}:{line}", file.path.display());
     let mut jobs = Vec::new();
     let mut groupids = Vec::new();
     let (mut phase, mut groupid) = (0u32, 0u32);
@@ -108,21 +107,27 @@ pub(crate) fn build_jobs(
             groupid += 1;
         }
         if def.config.time_based && def.config.runtime_ms.is_none() {
-            bail!(
-                "{}: job {}: time_based needs a runtime above 0 (runtime=0, like none, sets no limit: it would never end)",
-                at(def.line_of("time_based")),
-                def.name
-            );
+            return Err(file
+                .job_error(
+                    def,
+                    "time_based",
+                    "time_based needs a runtime above 0 (runtime=0, like none, sets no limit: it would never end)",
+                )
+                .into());
         }
         let group = match &def.cgroup {
             Some(path) => groups
                 .add(path, def.weight)
-                .map_err(|e| anyhow::anyhow!("{}: job {}: {e}", at(def.line), def.name))?,
-            None if def.weight.is_some() => bail!(
-                "{}: job {}: elevator_weight needs elevator_cgroup (the root's weight is fixed)",
-                at(def.line),
-                def.name
-            ),
+                .map_err(|e| file.job_error(def, "", e))?,
+            None if def.weight.is_some() => {
+                return Err(file
+                    .job_error(
+                        def,
+                        "",
+                        "elevator_weight needs elevator_cgroup (the root's weight is fixed)",
+                    )
+                    .into())
+            }
             None => GroupId::ROOT,
         };
         for clone in 0..def.numjobs {
@@ -132,15 +137,8 @@ pub(crate) fn build_jobs(
                 format!("{}.{clone}", def.name)
             };
             let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
-            let job = FioJob::new(def.config.clone(), &env).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: job {}: {}: {}",
-                    at(def.line_of(e.field)),
-                    def.name,
-                    e.field,
-                    e.reason
-                )
-            })?;
+            let job = FioJob::new(def.config.clone(), &env)
+                .map_err(|e| file.job_error(def, e.field, &e.reason))?;
             let r = job.region();
             jobs.push(RealJob {
                 name,
@@ -222,12 +220,13 @@ fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
     for def in &file.jobs {
         let c = &def.config;
         let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
-            bail!(
-                "{}:{}: job {}: the target does not exist yet, so `size` (and `offset`) must be given in bytes",
-                file.path.display(),
-                def.line,
-                def.name
-            );
+            return Err(file
+                .job_error(
+                    def,
+                    "",
+                    "the target does not exist yet, so `size` (and `offset`) must be given in bytes",
+                )
+                .into());
         };
         need = need.max(c.offset.unwrap_or(0) + size);
     }
@@ -256,13 +255,15 @@ fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::tim
 pub(crate) fn ramp_time(file: &FioFile) -> anyhow::Result<std::time::Duration> {
     let first = file.jobs.first().map_or(0, |d| d.config.ramp_ms);
     if let Some(d) = file.jobs.iter().find(|d| d.config.ramp_ms != first) {
-        bail!(
-            "{}:{}: job {}: ramp_time differs from the first job's ({} ms); elevator run applies one ramp_time to every job",
-            file.path.display(),
-            d.line_of("ramp_ms"),
-            d.name,
-            first
-        );
+        return Err(file
+            .job_error(
+                d,
+                "ramp_ms",
+                format!(
+                    "ramp_time differs from the first job's ({first} ms); elevator run applies one ramp_time to every job"
+                ),
+            )
+            .into());
     }
     Ok(std::time::Duration::from_millis(first))
 }
@@ -361,13 +362,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(t) => t.clone(),
         None => {
             if let Some(d) = file.jobs.iter().find(|d| d.filenames.len() > 1) {
-                bail!(
-                    "{}:{}: job {}: filename names {} files, as fio reads `a:b`; elevator run drives one target (give --target)",
-                    file.path.display(),
-                    d.line_of("filename"),
-                    fio_file::excerpt(&d.name),
-                    d.filenames.len()
-                );
+                return Err(file
+                    .job_error(
+                        d,
+                        "filename",
+                        format!(
+                            "filename names {} files, as fio reads `a:b`; elevator run drives one target (give --target)",
+                            d.filenames.len()
+                        ),
+                    )
+                    .into());
             }
             let names: Vec<&String> = file.jobs.iter().flat_map(|d| &d.filenames).collect();
             match names.first() {
@@ -411,7 +415,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Build every scheduler once too: an out-of-range --set fails before the target is
     // touched.
     for info in &infos {
-        (info.build)(&super::settings_for(info, &extra), &groups)
+        info.build(&super::settings_for(info, &extra), &groups)
             .map_err(|e| super::blame_set(info.name, &super::settings_for(info, &extra), e))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
@@ -459,7 +463,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let settings = super::settings_on_device(info, &extra, rotational);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
-        let mut sched = (info.build)(&settings, &groups)
+        let mut sched = info
+            .build(&settings, &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let file_handle = tgt
             .file

@@ -173,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let info = super::find_scheduler(name)?;
         scenario.scheduler(name, &Settings::new())?;
         let sched = scenario
-            .scheduler(name, &super::settings_for(info, &extra))
+            .scheduler(name, &super::settings_for(&info, &extra))
             .map_err(|e| anyhow::anyhow!("--set: {}", e.message))?;
         scheds.push(sched);
     }

@@ -121,9 +121,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     // out-of-range --set fails at once.
     build_jobs(&file, capacity, o.seed, &mut GroupTree::new())?;
     let settings =
-        |info: &registry::SchedulerInfo| super::settings_on_device(info, o.extra, Some(rotational));
+        |info: &registry::SchedulerSpec| super::settings_on_device(info, o.extra, Some(rotational));
     for info in &infos {
-        (info.build)(&settings(info), &GroupTree::new())
+        info.build(&settings(info), &GroupTree::new())
             .map_err(|e| super::blame_set(info.name, &super::settings_for(info, o.extra), e))?;
     }
     output::json_to_stdout(o.json);
@@ -133,7 +133,8 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     for info in &infos {
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, o.seed, &mut groups)?;
-        let sched = (info.build)(&settings(info), &groups)
+        let sched = info
+            .build(&settings(info), &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let mut sim = Simulation::new(device(drive)?, sched, groups);
         sim.set_ramp(Nanos(ramp.as_nanos() as u64));

@@ -169,7 +169,7 @@ impl Policy {
         for (k, v) in &self.settings {
             s.set(*k, *v);
         }
-        Ok((info.build)(&s, &GroupTree::new())?)
+        Ok(info.build(&s, &GroupTree::new())?)
     }
     fn label(&self) -> String {
         if self.variant == "default" {

@@ -362,7 +362,8 @@ fn measure_one(
     for &(k, v) in c.tunables {
         settings.set(k, v);
     }
-    let sched = (info.build)(&settings, &GroupTree::new())
+    let sched = info
+        .build(&settings, &GroupTree::new())
         .map_err(|e| anyhow::anyhow!("flash: {}: {e}", c.label))?;
     let device = Box::new(
         Ssd::new(drive.clone()).map_err(|e| anyhow::anyhow!("flash: {}: {e}", drive.name))?,

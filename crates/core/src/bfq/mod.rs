@@ -96,7 +96,7 @@ use crate::request::{CtxId, GroupId, IoPrio, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::{Depth, SchedTags};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, TunableError};
+use crate::tunable::{Settings, TunableError};
 use budget::PeakRate;
 use depth::{TagWait, WordDepths};
 use group::GroupState;
@@ -1379,22 +1379,10 @@ impl Scheduler for Bfq {
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("bfq", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        let mut s = Settings::new();
-        for t in TUNABLES {
-            let v = match t.name {
-                "slice_idle" | "slice_idle_us" => continue,
-                n => current_value(&self.cfg, n),
-            };
-            s.set(t.name, v);
-        }
-        s.set("slice_idle_us", self.cfg.slice_idle.as_us() as i64);
-        match name {
-            "slice_idle" => s.set("slice_idle_us", value * 1000),
-            n => s.set(n, value),
-        };
-        let old = std::mem::replace(&mut self.cfg, Config::from_settings(&s)?);
+        let mut cfg = self.cfg.clone();
+        cfg.set("bfq", name, value)?;
+        cfg.apply_strict_guarantees();
+        let old = std::mem::replace(&mut self.cfg, cfg);
         // blk_mq_update_nr_requests, then bfq_depth_updated; waiting requests are admitted
         // at the next call.
         self.tags.set_depth(self.cfg.nr_requests);
@@ -1414,23 +1402,5 @@ impl Scheduler for Bfq {
             }
         }
         Ok(())
-    }
-}
-
-fn current_value(c: &Config, name: &str) -> i64 {
-    match name {
-        "fifo_expire_sync" => c.fifo_expire_sync.as_ms() as i64,
-        "fifo_expire_async" => c.fifo_expire_async.as_ms() as i64,
-        "back_seek_max" => c.back_seek_max_kib as i64,
-        "back_seek_penalty" => c.back_seek_penalty as i64,
-        "max_budget" => c.max_budget as i64,
-        "timeout_sync" => c.timeout.as_ms() as i64,
-        "strict_guarantees" => i64::from(c.strict_guarantees),
-        "low_latency" => i64::from(c.low_latency),
-        "merge_window_ms" => c.merge_window.as_ms() as i64,
-        "queue_merging" => i64::from(c.queue_merging),
-        "rotational" => i64::from(c.rotational),
-        "nr_requests" => i64::from(c.nr_requests),
-        _ => 0,
     }
 }

@@ -64,7 +64,9 @@
 //! - Merging (`blk_mq_sched_bio_merge` -> `elv_merge`): a bio is offered to the scheduler's
 //!   [`try_merge`](crate::Scheduler::try_merge), which finds a back or front merge candidate
 //!   among its queued requests and grows it; the layer then rides the bio on that request and
-//!   counts the merge. [`Limits::nomerges`] is sysfs `nomerges`. Each policy applies the merge
+//!   counts the merge. [`Limits::nomerges`] is sysfs `nomerges`. Under a policy that
+//!   [issues directly](crate::Scheduler::issues_directly) (none), a bio is offered only while
+//!   the device is full, since otherwise the request it would merge into is already there. Each policy applies the merge
 //!   size limit itself (the kernel's `ll_back_merge_fn` checks the queue's max_sectors);
 //!   the layer never hands the device more than [`Limits::max_sectors`] when it is set.
 //! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
@@ -559,7 +561,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
         self.observe(Event::Queue, &rq, now);
-        let merge = self.limits.nomerges != NoMerges::None && data;
+        // Under a policy that issues directly (none), a queued request would already be at
+        // the device unless the device is full: only then is there one to merge into.
+        let waiting = !self.sched.issues_directly()
+            || self.in_flight + self.sched.queued() >= self.limits.queue_depth;
+        let merge = self.limits.nomerges != NoMerges::None && data && waiting;
         if let Some(into) = merge.then(|| self.sched.try_merge(&rq, now)).flatten() {
             self.observe(Event::Merge, &rq, now);
             let queued = (self.counters.inserted - self.counters.dispatched) as u32;

@@ -6,8 +6,15 @@
 //! compounded from its weight against its active siblings up to the root
 //! (`cfq_group_service_tree_add`).
 
-use super::queue::{Class, QId, TTime};
-use super::service_tree::{GroupServiceTree, ServiceTree, Workload};
+use super::service_tree::{GroupServiceTree, ServiceTree};
+use super::stats::TTime;
+use super::types::{Class, QId, Workload};
+use super::{Cfq, JIFFY, MS};
+
+/// `CFQ_SLICE_MODE_GROUP_DELAY`: a group becoming busy goes this far behind the last group.
+pub(super) const SLICE_MODE_GROUP_DELAY: u64 = 200 * MS;
+/// `CFQ_IOPS_MODE_GROUP_DELAY` (HZ/5 at HZ=1000).
+const IOPS_MODE_GROUP_DELAY: u64 = 200;
 
 /// `CFQ_SERVICE_SHIFT`: vfraction and vdisktime fixed point.
 pub(super) const SERVICE_SHIFT: u32 = 12;
@@ -175,4 +182,71 @@ pub(super) fn deactivate(groups: &mut [CfqGroup], st: &mut GroupServiceTree, g: 
 pub(super) fn scale_charge(charge: u64, vfraction: u32) -> u64 {
     let c = u128::from(charge) << (2 * SERVICE_SHIFT);
     (c / u128::from(vfraction.max(1))) as u64
+}
+
+impl Cfq {
+    pub(super) fn group_notify_queue_add(&mut self, g: usize) {
+        self.groups[g].nr_cfqq += 1;
+        if self.groups[g].tree_seq.is_some() {
+            return;
+        }
+        self.groups[g].vdisktime = match self.grp_st.last_vdisktime() {
+            Some(v) => {
+                v + if self.iops_mode() {
+                    IOPS_MODE_GROUP_DELAY
+                } else {
+                    SLICE_MODE_GROUP_DELAY
+                }
+            }
+            None => self.grp_st.min_vdisktime,
+        };
+        let seq = self.next_seq();
+        activate(&mut self.groups, &mut self.grp_st, g, seq);
+    }
+
+    pub(super) fn group_notify_queue_del(&mut self, g: usize) {
+        self.groups[g].nr_cfqq -= 1;
+        if self.groups[g].nr_cfqq > 0 {
+            return;
+        }
+        deactivate(&mut self.groups, &mut self.grp_st, g);
+        self.groups[g].saved = None;
+    }
+
+    /// `cfq_cfqq_slice_usage`.
+    pub(super) fn slice_usage(&self, q: QId, now: u64) -> u64 {
+        let cq = &self.queues[q];
+        match cq.slice_start {
+            Some(start) if start != now => (now - start).min(cq.allocated_slice),
+            _ => now.saturating_sub(cq.dispatch_start).max(JIFFY),
+        }
+    }
+
+    /// `cfq_group_served`: charge the group for the slice its queue just used.
+    pub(super) fn group_served(&mut self, g: usize, q: QId, now: u64) {
+        let grp = &self.groups[g];
+        let nr_sync = grp.nr_cfqq - grp.busy_async() - grp.idle_tree.count() as u32;
+        let mut charge = self.slice_usage(q, now);
+        if self.iops_mode() {
+            charge = u64::from(self.queues[q].slice_dispatch);
+        } else if !self.queues[q].sync && nr_sync == 0 {
+            charge = self.queues[q].allocated_slice;
+        }
+        if self.groups[g].tree_seq.is_some() {
+            let vfr = self.groups[g].vfraction;
+            deactivate(&mut self.groups, &mut self.grp_st, g);
+            self.groups[g].vdisktime += scale_charge(charge, vfr);
+            let seq = self.next_seq();
+            activate(&mut self.groups, &mut self.grp_st, g, seq);
+        }
+        if self.workload_expires > now as i64 {
+            self.groups[g].saved = Some(SavedWorkload {
+                slice: (self.workload_expires - now as i64) as u64,
+                class: self.serving_class,
+                workload: self.serving_type,
+            });
+        } else {
+            self.groups[g].saved = None;
+        }
+    }
 }

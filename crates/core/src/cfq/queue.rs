@@ -6,60 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::request::Request;
 
-use super::service_tree::StKey;
-
-/// A queue's index in the scheduler's queue table.
-pub(super) type QId = usize;
-
-/// Where a request sits in a queue's sector-sorted list: (first sector, request id).
-pub(super) type SortKey = (u64, u64);
-
-/// Sectors of seek distance above which a request counts as a seek (`CFQQ_SEEK_THR`).
-pub(super) const SEEK_THR: u64 = 8 * 100;
-/// Below this request size (sectors) a request counts as seeky on a non-rotational device
-/// (`CFQQ_SECT_THR_NONROT`).
-pub(super) const SECT_THR_NONROT: u64 = 2 * 32;
-
-/// Think-time statistics (`cfq_ttime`), in nanoseconds with the kernel's 7/8 decay and
-/// 256-based fixed point for the sample count.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct TTime {
-    /// When the owner's last sync request completed.
-    pub last_end: u64,
-    total: u64,
-    samples: u64,
-    /// The decayed mean think time, ns.
-    pub mean: u64,
-}
-
-impl TTime {
-    /// Fresh statistics whose clock starts at `now`.
-    pub fn new(now: u64) -> TTime {
-        TTime {
-            last_end: now,
-            ..TTime::default()
-        }
-    }
-
-    /// Account one new request arriving at `now`; the gap since the last completion is
-    /// capped at `2 * slice`.
-    pub fn update(&mut self, now: u64, slice: u64) {
-        let elapsed = now.saturating_sub(self.last_end).min(2 * slice);
-        self.samples = (7 * self.samples + 256) / 8;
-        self.total = (7 * self.total + 256 * elapsed) / 8;
-        self.mean = (self.total + 128) / self.samples;
-    }
-
-    /// Enough samples to trust the mean (`sample_valid`: more than 80 in 256ths).
-    pub fn valid(&self) -> bool {
-        self.samples > 80
-    }
-
-    /// `cfq_io_thinktime_big`: a trusted mean above `slice`.
-    pub fn big(&self, slice: u64) -> bool {
-        self.valid() && self.mean > slice
-    }
-}
+use super::types::{Class, QId, SortKey, StKey};
 
 /// A queued request with its FIFO deadline.
 #[derive(Clone, Debug)]
@@ -153,17 +100,6 @@ pub(super) struct CfqQueue {
     pub deep: bool,
     /// Waiting for the group to get backlogged again before expiring.
     pub wait_busy: bool,
-}
-
-/// The priority class as CFQ indexes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) enum Class {
-    /// Real time.
-    Rt,
-    /// Best effort.
-    Be,
-    /// Idle.
-    Idle,
 }
 
 impl CfqQueue {

@@ -3,27 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use super::queue::{Class, QId, TTime};
+use super::stats::TTime;
+use super::types::{Class, QId};
+use super::{Cfq, MS};
 
-/// The workload type of a queue (`wl_type_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) enum Workload {
-    /// Async (writeback) queues.
-    Async = 0,
-    /// Sync queues that do not idle (seeky or thinking too long).
-    SyncNoidle = 1,
-    /// Sync queues that idle between requests.
-    Sync = 2,
-}
-
-impl Workload {
-    /// All three, in the kernel's index order.
-    pub const ALL: [Workload; 3] = [Workload::Async, Workload::SyncNoidle, Workload::Sync];
-}
-
-/// Which of a group's seven trees: (group, class, workload). The idle class has one tree,
-/// whose workload is always `Async` here.
-pub(super) type StKey = (usize, Class, Workload);
+/// `CFQ_IDLE_DELAY`: idle-class queues go this far behind the tree's last queue.
+const IDLE_DELAY: u64 = 200 * MS;
 
 /// One service tree of queues.
 #[derive(Clone, Debug, Default)]
@@ -87,6 +72,87 @@ impl GroupServiceTree {
     pub fn update_min_vdisktime(&mut self) {
         if let Some(&(v, _, _)) = self.tree.iter().next() {
             self.min_vdisktime = self.min_vdisktime.max(v);
+        }
+    }
+}
+
+impl Cfq {
+    pub(super) fn st_remove(&mut self, q: QId) {
+        if let Some(key) = self.queues[q].st.take() {
+            let (rb_key, seq) = (self.queues[q].rb_key, self.queues[q].tree_seq);
+            self.st_mut(key).remove(rb_key, seq, q);
+        }
+    }
+
+    /// `cfq_service_tree_add`.
+    pub(super) fn service_tree_add(&mut self, q: QId, add_front: bool, now: u64) {
+        let key = self.st_key(q);
+        let cq = &self.queues[q];
+        let rb_key: i64 = if cq.class == Class::Idle {
+            let base = match self.st(key).last() {
+                Some((k, last)) if last != q => k,
+                _ => now as i64,
+            };
+            base + IDLE_DELAY as i64
+        } else if !add_front {
+            let nr = i64::from(self.groups[cq.group].nr_cfqq);
+            let offset = (nr - 1)
+                * (self.prio_slice(true, 0) as i64 - self.prio_slice(cq.sync, cq.ioprio) as i64);
+            let k = offset + now as i64 - cq.slice_resid;
+            self.queues[q].slice_resid = 0;
+            k
+        } else {
+            let base = match self.st(key).first() {
+                Some((k, _)) => k,
+                None => now as i64,
+            };
+            base - 1_000_000_000
+        };
+        let mut new_cfqq = true;
+        if self.queues[q].st.is_some() {
+            new_cfqq = false;
+            if rb_key == self.queues[q].rb_key && self.queues[q].st == Some(key) {
+                return;
+            }
+            self.st_remove(q);
+        }
+        let seq = self.next_seq();
+        self.queues[q].st = Some(key);
+        self.queues[q].rb_key = rb_key;
+        self.queues[q].tree_seq = seq;
+        self.st_mut(key).insert(rb_key, seq, q);
+        if add_front || !new_cfqq {
+            return;
+        }
+        self.group_notify_queue_add(self.queues[q].group);
+    }
+
+    pub(super) fn resort_rr_list(&mut self, q: QId, now: u64) {
+        if self.queues[q].on_rr {
+            self.service_tree_add(q, false, now);
+            self.prio_tree_add(q);
+        }
+    }
+
+    pub(super) fn add_cfqq_rr(&mut self, q: QId, now: u64) {
+        debug_assert!(!self.queues[q].on_rr);
+        self.queues[q].on_rr = true;
+        self.busy_queues += 1;
+        if self.queues[q].sync {
+            self.busy_sync_queues += 1;
+        }
+        self.resort_rr_list(q, now);
+    }
+
+    pub(super) fn del_cfqq_rr(&mut self, q: QId) {
+        debug_assert!(self.queues[q].on_rr);
+        self.queues[q].on_rr = false;
+        self.st_remove(q);
+        self.prio_tree_del(q);
+        self.group_notify_queue_del(self.queues[q].group);
+        self.busy_queues -= 1;
+        if self.queues[q].sync {
+            self.busy_sync_queues -= 1;
         }
     }
 }

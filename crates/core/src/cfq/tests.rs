@@ -1,8 +1,10 @@
 //! CFQ's decisions in hand-built situations, its invariants, and its weight shares.
 
+use super::group::{SERVICE_SHIFT, SLICE_MODE_GROUP_DELAY};
 use super::*;
 use crate::closed_loop::{self, Proc};
 use crate::harness::{rq, Harness, Outcome};
+use crate::request::{IoClass, Op};
 use proptest::prelude::*;
 
 fn ms(n: u64) -> Nanos {
@@ -705,8 +707,16 @@ fn b_share(policy: &str, n: u32) -> (f64, Nanos) {
     let mut t = GroupTree::new();
     t.add("/a", None).unwrap();
     t.add("/b", None).unwrap();
-    let info = crate::registry::find(policy).unwrap();
-    let mut s = (info.build)(&Settings::new(), &t).unwrap();
+    let none = Settings::new();
+    let mut s: Box<dyn Scheduler> = match policy {
+        "cfq" => Box::new(Cfq::from_settings(&none, &t).unwrap()),
+        "cfq-flat" => Box::new(Cfq::flat_from_settings(&none, &t).unwrap()),
+        "ioband+cfq-flat" => {
+            let inner = Box::new(Cfq::flat_from_settings(&none, &t).unwrap());
+            Box::new(crate::ioband::IoBand::from_settings(&none, &t, inner).unwrap())
+        }
+        other => panic!("no policy {other}"),
+    };
     let mut procs = Vec::new();
     let mut groups_of = Vec::new();
     for (g, count) in [(1u32, 16u32), (2, n)] {

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
-use super::Counters;
 use crate::fifo::Fifos;
 use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
 use crate::time::Nanos;
@@ -45,7 +44,6 @@ pub(super) struct Lists {
     /// Per direction: (start sector, id) -> slot.
     sorted: [BTreeMap<(u64, u64), u32>; 2],
     queued: usize,
-    counters: Counters,
 }
 
 impl Lists {
@@ -54,20 +52,11 @@ impl Lists {
             fifos: Fifos::new(2),
             sorted: [BTreeMap::new(), BTreeMap::new()],
             queued: 0,
-            counters: Counters::default(),
         }
     }
 
     pub(super) fn queued(&self) -> usize {
         self.queued
-    }
-
-    pub(super) fn counters(&self) -> Counters {
-        self.counters
-    }
-
-    pub(super) fn count_completion(&mut self) {
-        self.counters.completed += 1;
     }
 
     fn entry(&self, slot: u32) -> &Entry {
@@ -126,7 +115,6 @@ impl Lists {
         let slot = self.fifos.push_back(dir, Entry { rq, deadline });
         self.sorted[dir].insert(key, slot);
         self.queued += 1;
-        self.counters.inserted += 1;
     }
 
     /// `deadline_move_to_dispatch`: take `slot` off its tree and FIFO and hand its request
@@ -137,7 +125,6 @@ impl Lists {
         self.sorted[dir].remove(&key);
         let entry = self.fifos.remove(dir, slot);
         self.queued -= 1;
-        self.counters.dispatched += 1;
         entry.rq
     }
 
@@ -162,7 +149,6 @@ impl Lists {
             if q.end() == rq.sector && fits(q) {
                 q.sectors += rq.sectors;
                 let id = q.id;
-                self.counters.merged += 1;
                 return Some(id);
             }
         }
@@ -182,7 +168,6 @@ impl Lists {
                     let sorted = &mut self.sorted[dir];
                     sorted.remove(&key);
                     sorted.insert((rq.sector, id.0), slot);
-                    self.counters.merged += 1;
                     return Some(id);
                 }
             }

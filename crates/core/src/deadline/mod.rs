@@ -64,147 +64,62 @@ pub mod v2_5;
 use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, Tunable, TunableError, Unit};
+use crate::tunable::{Settings, TunableError};
 use lists::{dir_of, Lists, READ, WRITE};
 
 #[cfg(doc)]
 use crate::request::MAX_MERGE_SECTORS;
 
-/// Default `read_expire`, ms.
-pub const DEFAULT_READ_EXPIRE_MS: i64 = 500;
-/// Default `write_expire`, ms.
-pub const DEFAULT_WRITE_EXPIRE_MS: i64 = 5_000;
-/// Default `fifo_batch`, requests.
-pub const DEFAULT_FIFO_BATCH: i64 = 16;
-/// Default `writes_starved`, read batches.
-pub const DEFAULT_WRITES_STARVED: i64 = 2;
-/// Default `front_merges` (on).
-pub const DEFAULT_FRONT_MERGES: i64 = 1;
-
 const INT_MAX: i64 = i32::MAX as i64;
 
-/// `read_expire`: a read's deadline after its arrival, ms.
-pub const READ_EXPIRE: Tunable = Tunable {
-    name: "read_expire",
-    unit: Unit::Ms,
-    default: DEFAULT_READ_EXPIRE_MS,
-    min: 0,
-    max: INT_MAX,
-    doc: "deadline of a read, counted from its arrival",
-};
-
-/// `write_expire`: a write's deadline after its arrival, ms.
-pub const WRITE_EXPIRE: Tunable = Tunable {
-    name: "write_expire",
-    unit: Unit::Ms,
-    default: DEFAULT_WRITE_EXPIRE_MS,
-    min: 0,
-    max: INT_MAX,
-    doc: "deadline of a write, counted from its arrival",
-};
-
-/// `fifo_batch`: requests per batch.
-pub const FIFO_BATCH: Tunable = Tunable {
-    name: "fifo_batch",
-    unit: Unit::Requests,
-    default: DEFAULT_FIFO_BATCH,
-    min: 0,
-    max: INT_MAX,
-    doc: "requests dispatched in sector order before the direction and FIFO are checked again",
-};
-
-/// `writes_starved`: read batches allowed to pass queued writes.
-pub const WRITES_STARVED: Tunable = Tunable {
-    name: "writes_starved",
-    unit: Unit::Count,
-    default: DEFAULT_WRITES_STARVED,
-    min: 0,
-    max: INT_MAX,
-    doc: "read batches that may be chosen over queued writes before a write batch",
-};
-
-/// `front_merges`: whether front merges are tried.
-pub const FRONT_MERGES: Tunable = Tunable {
-    name: "front_merges",
-    unit: Unit::Bool,
-    default: DEFAULT_FRONT_MERGES,
-    min: 0,
-    max: 1,
-    doc: "1 to merge a new request in front of a queued one that starts where it ends",
-};
-
-/// deadline's tunables, as sysfs names them (mq-deadline shares them).
-pub const TUNABLES: &[Tunable] = &[
-    READ_EXPIRE,
-    WRITE_EXPIRE,
-    FIFO_BATCH,
-    WRITES_STARVED,
-    FRONT_MERGES,
-];
-
-/// deadline's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// How long after its arrival a read expires (`read_expire`).
-    pub read_expire: Nanos,
-    /// How long after its arrival a write expires (`write_expire`).
-    pub write_expire: Nanos,
-    /// Requests per batch (`fifo_batch`); 0 behaves as 1.
-    pub fifo_batch: u32,
-    /// Read batches that may pass queued writes before a write batch (`writes_starved`).
-    pub writes_starved: u32,
-    /// Whether to try front merges (`front_merges`).
-    pub front_merges: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            read_expire: Nanos::from_ms(DEFAULT_READ_EXPIRE_MS as u64),
-            write_expire: Nanos::from_ms(DEFAULT_WRITE_EXPIRE_MS as u64),
-            fifo_batch: DEFAULT_FIFO_BATCH as u32,
-            writes_starved: DEFAULT_WRITES_STARVED as u32,
-            front_merges: DEFAULT_FRONT_MERGES != 0,
-        }
+crate::tunable::tunables! {
+    policy: "deadline";
+    /// deadline's tunables, as sysfs names them.
+    pub const TUNABLES;
+    /// deadline's settings.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Config {
+        /// How long after its arrival a read expires (`read_expire`).
+        read_expire: Nanos = "read_expire" {
+            unit: Ms,
+            default: 500,
+            min: 0,
+            max: INT_MAX,
+            doc: "deadline of a read, counted from its arrival",
+        },
+        /// How long after its arrival a write expires (`write_expire`).
+        write_expire: Nanos = "write_expire" {
+            unit: Ms,
+            default: 5_000,
+            min: 0,
+            max: INT_MAX,
+            doc: "deadline of a write, counted from its arrival",
+        },
+        /// Requests per batch (`fifo_batch`); 0 behaves as 1.
+        fifo_batch: u32 = "fifo_batch" {
+            unit: Requests,
+            default: 16,
+            min: 0,
+            max: INT_MAX,
+            doc: "requests dispatched in sector order before the direction and FIFO are checked again",
+        },
+        /// Read batches that may pass queued writes before a write batch (`writes_starved`).
+        writes_starved: u32 = "writes_starved" {
+            unit: Count,
+            default: 2,
+            min: 0,
+            max: INT_MAX,
+            doc: "read batches that may be chosen over queued writes before a write batch",
+        },
+        /// Whether to try front merges (`front_merges`).
+        front_merges: bool = "front_merges" {
+            unit: Bool,
+            default: 1,
+            min: 0,
+            max: 1,
+            doc: "1 to merge a new request in front of a queued one that starts where it ends",
+        },
     }
-}
-
-impl Config {
-    /// Build from user settings: every name must be one of [`TUNABLES`] and in range.
-    pub fn from_settings(settings: &Settings) -> Result<Config, TunableError> {
-        settings.validate("deadline", TUNABLES)?;
-        let mut c = Config::default();
-        for name in settings.names() {
-            c.apply(name, settings.get(TUNABLES, name));
-        }
-        Ok(c)
-    }
-
-    /// Set one tunable from its sysfs integer; the value has been range-checked.
-    fn apply(&mut self, name: &str, value: i64) {
-        match name {
-            "read_expire" => self.read_expire = Nanos::from_ms(value as u64),
-            "write_expire" => self.write_expire = Nanos::from_ms(value as u64),
-            "fifo_batch" => self.fifo_batch = value as u32,
-            "writes_starved" => self.writes_starved = value as u32,
-            "front_merges" => self.front_merges = value != 0,
-            _ => unreachable!("{name} is not in deadline's table"),
-        }
-    }
-}
-
-/// Conservation counters: every request is inserted or merged once, dispatched once if
-/// inserted, and the policy holds `inserted - dispatched`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Requests inserted.
-    pub inserted: u64,
-    /// Requests merged into a queued request instead of being inserted.
-    pub merged: u64,
-    /// Requests dispatched.
-    pub dispatched: u64,
-    /// Completions reported.
-    pub completed: u64,
 }
 
 /// The deadline scheduler of 2.6.32.
@@ -247,11 +162,6 @@ impl Deadline {
     /// The settings in force.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Conservation counters since creation.
-    pub fn counters(&self) -> Counters {
-        self.lists.counters()
     }
 
     /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
@@ -338,25 +248,21 @@ impl Scheduler for Deadline {
         Dispatch::Request(self.move_request(slot))
     }
 
-    fn complete(&mut self, _rq: &Request, _now: Nanos) {
-        self.lists.count_completion();
-    }
+    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
 
     fn queued(&self) -> usize {
         self.lists.queued()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("deadline", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        self.config.apply(name, value);
-        Ok(())
+        self.config.set("deadline", name, value)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counted::Counted;
     use crate::harness::{rq, Harness};
 
     /// Dispatch until the policy has nothing, completing each at once; the ids in order.
@@ -569,7 +475,7 @@ mod tests {
 
     #[test]
     fn back_merge_grows_a_queued_request_of_the_same_direction() {
-        let mut s = Deadline::default();
+        let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(108).sectors(8).write().build(), Nanos::ZERO);
         let into = s.try_merge(&rq(3, 2).sector(108).sectors(8).read().build(), Nanos::ZERO);
@@ -592,7 +498,7 @@ mod tests {
     /// and a request of another operation (a discard) takes none either.
     #[test]
     fn back_merge_needs_the_request_below_to_end_where_the_new_one_starts() {
-        let mut s = Deadline::default();
+        let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         let gap = rq(2, 1).sector(112).sectors(8).read().build();
         assert_eq!(s.try_merge(&gap, Nanos::ZERO), None);
@@ -635,7 +541,7 @@ mod tests {
 
     #[test]
     fn front_merge_moves_the_request_down_the_sort_order() {
-        let mut s = Deadline::default();
+        let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(96).sectors(2).read().build(), Nanos::ZERO);
         let into = s.try_merge(&rq(3, 2).sector(92).sectors(8).read().build(), Nanos::ZERO);
@@ -685,7 +591,7 @@ mod tests {
 
     #[test]
     fn harness_run_completes_everything_with_merges() {
-        let mut h = Harness::new(Deadline::default(), 1, |_| Nanos::from_ms(2));
+        let mut h = Harness::new(Counted::new(Deadline::default()), 1, |_| Nanos::from_ms(2));
         for i in 0..20u64 {
             // Sequential 4 KiB reads from one process, 1 ms apart: later ones merge while
             // earlier ones wait for the device.

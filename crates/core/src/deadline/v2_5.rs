@@ -40,11 +40,11 @@
 //!   never force a write batch).
 
 use super::lists::{dir_of, Lists, READ, WRITE};
-use super::{choose_direction, deadline_of, Config, Counters, TUNABLES};
+use super::{choose_direction, deadline_of, Config};
 use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
-use crate::tunable::{self, Settings, TunableError};
+use crate::tunable::{Settings, TunableError};
 
 /// The deadline scheduler of 2.5.59.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ impl Deadline25 {
         }
     }
 
-    /// Build from user settings (see [`TUNABLES`]).
+    /// Build from user settings (see [`TUNABLES`](super::TUNABLES)).
     pub fn from_settings(settings: &Settings) -> Result<Deadline25, TunableError> {
         Ok(Deadline25::new(Config::from_settings(settings)?))
     }
@@ -89,11 +89,6 @@ impl Deadline25 {
     /// The settings in force.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Conservation counters since creation.
-    pub fn counters(&self) -> Counters {
-        self.lists.counters()
     }
 
     /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
@@ -152,25 +147,21 @@ impl Scheduler for Deadline25 {
         Dispatch::Request(self.move_request(slot))
     }
 
-    fn complete(&mut self, _rq: &Request, _now: Nanos) {
-        self.lists.count_completion();
-    }
+    fn complete(&mut self, _rq: &Request, _now: Nanos) {}
 
     fn queued(&self) -> usize {
         self.lists.queued()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        let t = tunable::lookup("deadline-2.5", TUNABLES, name)?;
-        tunable::check_range(t, value)?;
-        self.config.apply(name, value);
-        Ok(())
+        self.config.set("deadline-2.5", name, value)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counted::Counted;
     use crate::harness::rq;
 
     fn with(f: impl FnOnce(&mut Config)) -> Deadline25 {
@@ -325,9 +316,9 @@ mod tests {
     }
 
     #[test]
-    fn merges_and_counters_are_shared_with_2_6_32() {
-        let mut s = Deadline25::default();
-        reads(&mut s, Nanos::ZERO, &[(1, 100)]);
+    fn merges_are_shared_with_2_6_32() {
+        let mut s = Counted::new(Deadline25::default());
+        s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         let back = rq(2, 1).sector(108).sectors(8).read().build();
         assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
         assert_eq!(s.queued(), 1);

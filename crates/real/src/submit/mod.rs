@@ -38,7 +38,7 @@
 //! use elevator_real::buf::AlignedBuf;
 //! use elevator_real::submit::{Engine, EngineOptions, Io};
 //!
-//! let sched = || (registry::find("deadline").unwrap().build)(&Settings::new(), &GroupTree::new());
+//! let sched = || registry::find("deadline").unwrap().build(&Settings::new(), &GroupTree::new());
 //! let engine = Engine::start(Box::new(sched), EngineOptions::default()).unwrap();
 //! let handle = engine.handle();
 //!

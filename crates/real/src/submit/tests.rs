@@ -44,14 +44,20 @@ impl Scheduler for Recorder {
 }
 
 fn build(name: &'static str) -> SchedFactory {
-    Box::new(move || (registry::find(name).unwrap().build)(&Settings::new(), &GroupTree::new()))
+    Box::new(move || {
+        registry::find(name)
+            .unwrap()
+            .build(&Settings::new(), &GroupTree::new())
+    })
 }
 
 fn recorder(max: Option<u32>) -> (SchedFactory, Arc<Mutex<Vec<Request>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let theirs = Arc::clone(&seen);
     let f: SchedFactory = Box::new(move || {
-        let inner = (registry::find("noop").unwrap().build)(&Settings::new(), &GroupTree::new())?;
+        let inner = registry::find("noop")
+            .unwrap()
+            .build(&Settings::new(), &GroupTree::new())?;
         Ok(Box::new(Recorder {
             inner,
             seen: theirs,

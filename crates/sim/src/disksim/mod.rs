@@ -13,52 +13,12 @@ use crate::hdd::spec::{
     Bus, Cache, Destage, DriveSpec, Layout, Mapping, Overheads, ReadAhead, Seek, SeekCurveSpec,
     Sparing, WritePolicy, Zone,
 };
+use elevator_workload::InputError;
 use parser::{Block, Value};
-use std::fmt;
-use std::path::{Path, PathBuf};
-
-/// An error in a DiskSim input: file, line, field and what is wrong.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct ImportError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The DiskSim parameter name.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl ImportError {
-    /// An error at `file:line` about `field`.
-    pub fn new(file: &Path, line: Option<usize>, field: &str, msg: impl Into<String>) -> Self {
-        ImportError {
-            file: file.to_path_buf(),
-            line,
-            field: field.to_string(),
-            message: msg.into(),
-        }
-    }
-}
-
-impl fmt::Display for ImportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::located::write_located(
-            f,
-            self.file.display(),
-            self.line,
-            &self.field,
-            &self.message,
-        )
-    }
-}
-
-impl std::error::Error for ImportError {}
+use std::path::Path;
 
 /// Imports the drive a DiskSim `.parv` file describes.
-pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
+pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, InputError> {
     let parv = parv.as_ref();
     let dir = parv.parent().unwrap_or(Path::new(".")).to_path_buf();
     let file = parser::parse_file(parv)?;
@@ -77,13 +37,13 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         .find(instantiated)
         .or(disks.first())
         .ok_or_else(|| {
-            ImportError::new(parv, None, "disksim_disk", "no disksim_disk block found")
+            InputError::new(parv, "no disksim_disk block found").in_field("disksim_disk")
         })?;
     let model = disk.block("Model")?;
     if model.kind != "dm_disk" {
-        return Err(ImportError::new(
+        return Err(InputError::at_line(
             &model.file,
-            Some(model.line),
+            model.line,
             "Model",
             format!("unsupported model type `{}` (only dm_disk)", model.kind),
         ));
@@ -93,9 +53,9 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
     let layout_b = model.block("Layout Model")?;
     let mech = model.block("Mechanical Model")?;
     if mech.kind != "dm_mech_g1" {
-        return Err(ImportError::new(
+        return Err(InputError::at_line(
             &mech.file,
-            Some(mech.line),
+            mech.line,
             "Mechanical Model",
             format!("unsupported mechanics `{}` (only dm_mech_g1)", mech.kind),
         ));
@@ -128,7 +88,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
             .max(b.num_or("Write block transfer time", 0.0)?);
     }
     let scale = disk.num_or("Time scale for overheads", 1.0)?;
-    let o = |k: &str| -> Result<f64, ImportError> { Ok(disk.num_or(k, 0.0)? * scale) };
+    let o = |k: &str| -> Result<f64, InputError> { Ok(disk.num_or(k, 0.0)? * scale) };
     let overheads = Overheads {
         read_hit_after_read: o("Read hit over. after read")?,
         read_hit_after_write: o("Read hit over. after write")?,
@@ -148,7 +108,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         write_disconnect: o("Write disconnect overhead")?,
         minimum_seek: o("Minimum seek delay")?,
     };
-    let flag = |k: &str| -> Result<bool, ImportError> { Ok(disk.uint_or(k, 0)? != 0) };
+    let flag = |k: &str| -> Result<bool, InputError> { Ok(disk.uint_or(k, 0)? != 0) };
     let ra_mode = disk.uint_or("Buffer continuous read", 0)?;
     let read_ahead = match ra_mode {
         0 => ReadAhead::None,
@@ -220,22 +180,22 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, ImportError> {
         bus,
         cache,
     };
-    spec.check().map_err(|(field, msg)| {
-        ImportError::new(
+    spec.check().map_err(|e| {
+        InputError::at_line(
             &model.file,
-            Some(model.line),
-            &field,
-            format!("imported model is inconsistent: {msg}"),
+            model.line,
+            &e.field,
+            format!("imported model is inconsistent: {}", e.message),
         )
     })?;
     Ok(spec)
 }
 
-fn import_layout(b: &Block) -> Result<Layout, ImportError> {
+fn import_layout(b: &Block) -> Result<Layout, InputError> {
     if b.kind != "dm_layout_g1" {
-        return Err(ImportError::new(
+        return Err(InputError::at_line(
             &b.file,
-            Some(b.line),
+            b.line,
             "Layout Model",
             format!("unsupported layout `{}` (only dm_layout_g1)", b.kind),
         ));
@@ -285,7 +245,7 @@ fn import_layout(b: &Block) -> Result<Layout, ImportError> {
     let range_size = b.u32_or("Rangesize for sparing", 1)?.max(1);
     let (zones_l, zv) = b
         .list("Zones")
-        .ok_or_else(|| ImportError::new(&b.file, Some(b.line), "Zones", "missing list of zones"))?;
+        .ok_or_else(|| InputError::at_line(&b.file, b.line, "Zones", "missing list of zones"))?;
     let mut zones = Vec::new();
     for z in zones_l {
         let Value::Block(zb) = &z.value else {
@@ -304,14 +264,14 @@ fn import_layout(b: &Block) -> Result<Layout, ImportError> {
     })
 }
 
-fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
+fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, InputError> {
     let spt = z.uint("Blocks per track")?;
     if spt == 0 || spt > 65535 {
         let v = z.get("Blocks per track").expect("present");
         return Err(v.err("Blocks per track", "must be 1..=65535"));
     }
     // DiskSim truncates skews given in sectors to whole sectors.
-    let skew = |k: &str| -> Result<u32, ImportError> {
+    let skew = |k: &str| -> Result<u32, InputError> {
         let x = z.num_or(k, 0.0)?;
         if x < 0.0 {
             let v = z.get(k).expect("present");
@@ -327,7 +287,7 @@ fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
             x as u32
         })
     };
-    let ints = |k: &str| -> Result<Vec<u64>, ImportError> {
+    let ints = |k: &str| -> Result<Vec<u64>, InputError> {
         let mut out = Vec::new();
         if let Some((l, _)) = z.list(k) {
             for v in l {
@@ -365,7 +325,7 @@ fn import_zone(z: &Block, revolutions: bool) -> Result<Zone, ImportError> {
     })
 }
 
-fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
+fn import_seek(m: &Block, dir: &Path) -> Result<Seek, InputError> {
     let (kind, kv) = m.word("Seek type")?;
     if let Some(v) = m.get("Access time type") {
         match &v.value {
@@ -377,11 +337,11 @@ fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
         }
     }
     let single = m.num_or("Single cylinder seek time", 0.0)?;
-    let hpl = |need_ten: bool| -> Result<SeekCurveSpec, ImportError> {
+    let hpl = |need_ten: bool| -> Result<SeekCurveSpec, InputError> {
         let (l, lv) = m.list("HPL seek equation values").ok_or_else(|| {
-            ImportError::new(
+            InputError::at_line(
                 &m.file,
-                Some(m.line),
+                m.line,
                 "HPL seek equation values",
                 "missing (six values)",
             )
@@ -398,9 +358,9 @@ fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
             .collect::<Result<_, _>>()?;
         if need_ten {
             let (t, tv) = m.list("First ten seek times").ok_or_else(|| {
-                ImportError::new(
+                InputError::at_line(
                     &m.file,
-                    Some(m.line),
+                    m.line,
                     "First ten seek times",
                     "missing (ten values)",
                 )
@@ -471,7 +431,7 @@ fn import_seek(m: &Block, dir: &Path) -> Result<Seek, ImportError> {
 
 /// Reads an extracted seek curve: an optional `Seek distances measured: N` line, then
 /// `distance, ms[, stddev]` lines.
-pub fn read_seek_file(path: &Path) -> Result<Vec<[f64; 2]>, ImportError> {
+pub fn read_seek_file(path: &Path) -> Result<Vec<[f64; 2]>, InputError> {
     let text = parser::read(path)?;
     let mut pts: Vec<[f64; 2]> = Vec::new();
     let mut declared = None;
@@ -482,72 +442,57 @@ pub fn read_seek_file(path: &Path) -> Result<Vec<[f64; 2]>, ImportError> {
         }
         if let Some(rest) = l.strip_prefix("Seek distances measured:") {
             declared = Some(rest.trim().parse::<usize>().map_err(|_| {
-                ImportError::new(
-                    path,
-                    Some(n + 1),
-                    "Seek distances measured",
-                    "expected a count",
-                )
+                InputError::at_line(path, n + 1, "Seek distances measured", "expected a count")
             })?);
             continue;
         }
         let mut it = l.split(',').map(str::trim);
         let d = it.next().unwrap_or("");
         let t = it.next().ok_or_else(|| {
-            ImportError::new(
+            InputError::at_line(
                 path,
-                Some(n + 1),
+                n + 1,
                 "distance, time",
                 format!("expected `distance, ms`, found `{l}`"),
             )
         })?;
         let d: f64 = d.parse().map_err(|_| {
-            ImportError::new(
-                path,
-                Some(n + 1),
-                "distance",
-                format!("not a number: `{d}`"),
-            )
+            InputError::at_line(path, n + 1, "distance", format!("not a number: `{d}`"))
         })?;
         let t: f64 = t.parse().map_err(|_| {
-            ImportError::new(path, Some(n + 1), "time", format!("not a number: `{t}`"))
+            InputError::at_line(path, n + 1, "time", format!("not a number: `{t}`"))
         })?;
         if d < 1.0 || d.fract() != 0.0 {
-            return Err(ImportError::new(
+            return Err(InputError::at_line(
                 path,
-                Some(n + 1),
+                n + 1,
                 "distance",
                 format!("must be a whole number >= 1, got {d}"),
             ));
         }
         if let Some(last) = pts.last() {
             if d <= last[0] {
-                return Err(ImportError::new(
+                return Err(InputError::at_line(
                     path,
-                    Some(n + 1),
+                    n + 1,
                     "distance",
                     "distances must increase",
                 ));
             }
         }
         if !(t.is_finite() && t >= 0.0) {
-            return Err(ImportError::new(path, Some(n + 1), "time", "must be >= 0"));
+            return Err(InputError::at_line(path, n + 1, "time", "must be >= 0"));
         }
         pts.push([d, t]);
     }
     if pts.is_empty() {
-        return Err(ImportError::new(
-            path,
-            None,
-            "Full seek curve",
-            "no `distance, ms` lines",
-        ));
+        return Err(InputError::new(path, "no `distance, ms` lines").in_field("Full seek curve"));
     }
     if let Some(c) = declared {
         if c != pts.len() {
-            return Err(ImportError::new(
+            return Err(InputError::at_line(
                 path,
-                Some(1),
+                1,
                 "Seek distances measured",
                 format!("declares {c} points but the file has {}", pts.len()),
             ));

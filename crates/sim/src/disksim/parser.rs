@@ -6,7 +6,7 @@
 //! `[ ... ]`, nested blocks `TYPE { ... }` or `source FILE`. `#` starts a comment. Every value
 //! remembers its file and line for error messages.
 
-use super::ImportError;
+use elevator_workload::InputError;
 use std::path::{Path, PathBuf};
 
 /// A parameter value.
@@ -107,15 +107,15 @@ impl Lexer {
             .map(|t| t.1)
             .unwrap_or(1)
     }
-    fn err(&self, field: &str, msg: impl Into<String>) -> ImportError {
-        ImportError::new(&self.file, Some(self.line()), field, msg)
+    fn err(&self, field: &str, msg: impl Into<String>) -> InputError {
+        InputError::at_line(&self.file, self.line(), field, msg)
     }
     fn next(&mut self) -> Option<Tok> {
         let t = self.toks.get(self.pos).map(|t| t.0.clone());
         self.pos += 1;
         t
     }
-    fn expect(&mut self, c: char, field: &str) -> Result<(), ImportError> {
+    fn expect(&mut self, c: char, field: &str) -> Result<(), InputError> {
         match self.next() {
             Some(Tok::Punct(p)) if p == c => Ok(()),
             other => {
@@ -136,7 +136,7 @@ fn show(t: &Option<Tok>) -> String {
 
 /// Reads a top-level parameter file, expanding `source` includes relative to `dir` (the
 /// directory of the top file, as DiskSim does).
-pub fn parse_file(path: &Path) -> Result<ParamFile, ImportError> {
+pub fn parse_file(path: &Path) -> Result<ParamFile, InputError> {
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut out = ParamFile::default();
     parse_top(path, &dir, &mut out, 0)?;
@@ -151,44 +151,13 @@ pub const MAX_FILE_BYTES: u64 = 8 << 20;
 /// files nest four levels. Deeper input is refused before the recursion can exhaust the stack.
 pub const MAX_NESTING: usize = 64;
 
-pub(crate) fn read(path: &Path) -> Result<String, ImportError> {
-    use std::io::Read;
-    let cannot = |e: std::io::Error| ImportError::new(path, None, "", format!("cannot read: {e}"));
-    let f = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ImportError::new(
-            path,
-            None,
-            "",
-            format!(
-                "larger than {} MiB: not a DiskSim parameter file",
-                MAX_FILE_BYTES >> 20
-            ),
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        ImportError::new(path, None, "", format!("not UTF-8 text (byte offset {at})"))
-    })
+pub(crate) fn read(path: &Path) -> Result<String, InputError> {
+    elevator_workload::input::read_text(path, MAX_FILE_BYTES, "DiskSim parameter file")
 }
 
-fn parse_top(
-    path: &Path,
-    dir: &Path,
-    out: &mut ParamFile,
-    depth: usize,
-) -> Result<(), ImportError> {
+fn parse_top(path: &Path, dir: &Path, out: &mut ParamFile, depth: usize) -> Result<(), InputError> {
     if depth > 16 {
-        return Err(ImportError::new(
-            path,
-            None,
-            "source",
-            "includes nest too deep",
-        ));
+        return Err(InputError::new(path, "includes nest too deep").in_field("source"));
     }
     let text = read(path)?;
     let mut lx = Lexer {
@@ -274,7 +243,7 @@ fn parse_block(
     kind: &str,
     depth: usize,
     nest: usize,
-) -> Result<Block, ImportError> {
+) -> Result<Block, InputError> {
     let line = lx.line();
     lx.expect('{', kind)?;
     let mut b = Block {
@@ -334,7 +303,7 @@ fn parse_value(
     key: &str,
     depth: usize,
     nest: usize,
-) -> Result<Located, ImportError> {
+) -> Result<Located, InputError> {
     let line = lx.line();
     if nest >= MAX_NESTING {
         return Err(lx.err(
@@ -374,7 +343,7 @@ fn parse_value(
             parse_top(&dir.join(&f), dir, &mut sub, depth + 1)?;
             match sub.blocks.into_iter().next() {
                 Some(b) => Ok(at(Value::Block(b))),
-                None => Err(ImportError::new(&dir.join(&f), None, key, "holds no block")),
+                None => Err(InputError::new(dir.join(&f), "holds no block").in_field(key)),
             }
         }
         Some(Tok::Word(w)) => {
@@ -404,23 +373,23 @@ impl Block {
             .map(|(_, v)| v)
     }
 
-    fn missing(&self, key: &str) -> ImportError {
-        ImportError::new(
+    fn missing(&self, key: &str) -> InputError {
+        InputError::at_line(
             &self.file,
-            Some(self.line),
+            self.line,
             key,
             format!("missing in `{}` block", self.kind),
         )
     }
 
     /// A required number.
-    pub fn num(&self, key: &str) -> Result<f64, ImportError> {
+    pub fn num(&self, key: &str) -> Result<f64, InputError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
         v.as_num(key)
     }
 
     /// An optional number with a default.
-    pub fn num_or(&self, key: &str, default: f64) -> Result<f64, ImportError> {
+    pub fn num_or(&self, key: &str, default: f64) -> Result<f64, InputError> {
         match self.get(key) {
             Some(v) => v.as_num(key),
             None => Ok(default),
@@ -428,13 +397,13 @@ impl Block {
     }
 
     /// A required non-negative integer.
-    pub fn uint(&self, key: &str) -> Result<u64, ImportError> {
+    pub fn uint(&self, key: &str) -> Result<u64, InputError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
         v.as_uint(key)
     }
 
     /// An optional non-negative integer with a default.
-    pub fn uint_or(&self, key: &str, default: u64) -> Result<u64, ImportError> {
+    pub fn uint_or(&self, key: &str, default: u64) -> Result<u64, InputError> {
         match self.get(key) {
             Some(v) => v.as_uint(key),
             None => Ok(default),
@@ -442,13 +411,13 @@ impl Block {
     }
 
     /// A required integer that fits in 32 bits (a count DiskSim keeps in an `int`).
-    pub fn u32(&self, key: &str) -> Result<u32, ImportError> {
+    pub fn u32(&self, key: &str) -> Result<u32, InputError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
         v.as_u32(key)
     }
 
     /// An optional 32-bit integer with a default.
-    pub fn u32_or(&self, key: &str, default: u32) -> Result<u32, ImportError> {
+    pub fn u32_or(&self, key: &str, default: u32) -> Result<u32, InputError> {
         match self.get(key) {
             Some(v) => v.as_u32(key),
             None => Ok(default),
@@ -456,7 +425,7 @@ impl Block {
     }
 
     /// A required word.
-    pub fn word(&self, key: &str) -> Result<(&str, &Located), ImportError> {
+    pub fn word(&self, key: &str) -> Result<(&str, &Located), InputError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
         match &v.value {
             Value::Word(w) => Ok((w, v)),
@@ -465,7 +434,7 @@ impl Block {
     }
 
     /// A required nested block.
-    pub fn block(&self, key: &str) -> Result<&Block, ImportError> {
+    pub fn block(&self, key: &str) -> Result<&Block, InputError> {
         let v = self.get(key).ok_or_else(|| self.missing(key))?;
         match &v.value {
             Value::Block(b) => Ok(b),
@@ -489,12 +458,12 @@ impl Block {
 
 impl Located {
     /// An error at this value.
-    pub fn err(&self, field: &str, msg: impl Into<String>) -> ImportError {
-        ImportError::new(&self.file, Some(self.line), field, msg)
+    pub fn err(&self, field: &str, msg: impl Into<String>) -> InputError {
+        InputError::at_line(&self.file, self.line, field, msg)
     }
 
     /// As a number.
-    pub fn as_num(&self, key: &str) -> Result<f64, ImportError> {
+    pub fn as_num(&self, key: &str) -> Result<f64, InputError> {
         match &self.value {
             Value::Num(x) if x.is_finite() => Ok(*x),
             Value::Word(w) => Err(self.err(key, format!("expected a number, found `{w}`"))),
@@ -503,7 +472,7 @@ impl Located {
     }
 
     /// As a non-negative integer.
-    pub fn as_uint(&self, key: &str) -> Result<u64, ImportError> {
+    pub fn as_uint(&self, key: &str) -> Result<u64, InputError> {
         let x = self.as_num(key)?;
         if x < 0.0 || x.fract() != 0.0 || x > 1e15 {
             return Err(self.err(key, format!("expected a non-negative integer, found {x}")));
@@ -512,7 +481,7 @@ impl Located {
     }
 
     /// As a non-negative integer of at most `u32::MAX` (never wrapped).
-    pub fn as_u32(&self, key: &str) -> Result<u32, ImportError> {
+    pub fn as_u32(&self, key: &str) -> Result<u32, InputError> {
         let x = self.as_uint(key)?;
         u32::try_from(x)
             .map_err(|_| self.err(key, format!("{x} is too large (at most {})", u32::MAX)))

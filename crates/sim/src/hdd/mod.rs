@@ -18,4 +18,4 @@ pub mod seek;
 pub mod spec;
 
 pub use mechanics::Hdd;
-pub use spec::{DriveSpec, SpecError};
+pub use spec::DriveSpec;

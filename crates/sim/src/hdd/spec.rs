@@ -6,8 +6,11 @@
 //! `dm_mech_g1`, `disksim_disk`) under plain names; docs/disk-model.md documents each field.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use elevator_workload::InputError;
+
+use crate::spec_file::{fault, placed, toml_error, BuiltinSpec};
 
 /// Slowest spindle accepted, rpm.
 pub const MIN_RPM: f64 = 60.0;
@@ -380,105 +383,6 @@ impl Default for Cache {
     }
 }
 
-/// A spec read from TOML that also comes built in, by name: the lookup by name or path the
-/// drive, SSD and host specs share.
-pub(crate) trait BuiltinSpec: Sized {
-    /// What a spec of this kind is called in errors ("drive", "host").
-    const WHAT: &'static str;
-    /// The built-in specs: name and TOML text.
-    const FILES: &'static [(&'static str, &'static str)];
-    /// Parses and checks TOML text; `path` names it in errors.
-    fn parse(text: &str, path: &Path) -> Result<Self, SpecError>;
-
-    /// Names of the built-in specs.
-    fn builtin_names() -> Vec<&'static str> {
-        Self::FILES.iter().map(|(n, _)| *n).collect()
-    }
-
-    /// A built-in spec by name (case-insensitive).
-    fn builtin(name: &str) -> Option<Self> {
-        let (n, text) = Self::FILES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        // The built-in files are checked by tests; a failure here is a build defect.
-        Self::parse(text, Path::new(&format!("builtin:{n}"))).ok()
-    }
-
-    /// Reads and checks a TOML spec file.
-    fn load(path: &Path) -> Result<Self, SpecError> {
-        Self::parse(&SpecError::read(path)?, path)
-    }
-
-    /// A built-in name or, failing that, a TOML file path.
-    fn resolve(name_or_path: &str) -> Result<Self, SpecError> {
-        match Self::builtin(name_or_path) {
-            Some(s) => Ok(s),
-            None if !Path::new(name_or_path).exists() => Err(SpecError {
-                file: PathBuf::from(name_or_path),
-                line: None,
-                field: String::new(),
-                message: format!(
-                    "neither a built-in {w} ({}) nor a {w} file",
-                    Self::builtin_names().join(", "),
-                    w = Self::WHAT
-                ),
-            }),
-            None => Self::load(Path::new(name_or_path)),
-        }
-    }
-}
-
-/// An error in a drive spec: where it is and what is wrong.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct SpecError {
-    /// The file (or `builtin:NAME`).
-    pub file: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The field path, e.g. `layout.zones[3].first_cyl`.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl SpecError {
-    /// Reads a spec file within the size limit, or the error naming it.
-    pub(crate) fn read(path: &Path) -> Result<String, SpecError> {
-        crate::located::read_spec(path).map_err(|message| SpecError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message,
-        })
-    }
-
-    /// A TOML syntax or type error in `text` (read from `path`), located by line and field.
-    pub(crate) fn from_toml(e: &toml::de::Error, text: &str, path: &Path) -> SpecError {
-        let (field, message) = split_toml_message(e.message());
-        SpecError {
-            file: path.to_path_buf(),
-            line: e.span().map(|s| line_of(text, s.start)),
-            field,
-            message,
-        }
-    }
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::located::write_located(
-            f,
-            self.file.display(),
-            self.line,
-            &self.field,
-            &self.message,
-        )
-    }
-}
-
-impl std::error::Error for SpecError {}
-
 const BUILTINS: &[(&str, &str)] = &[
     ("laptop-4200", include_str!("../../drives/laptop-4200.toml")),
     ("cheetah9lp", include_str!("../../drives/cheetah9lp.toml")),
@@ -491,7 +395,7 @@ const BUILTINS: &[(&str, &str)] = &[
 impl BuiltinSpec for DriveSpec {
     const WHAT: &'static str = "drive";
     const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
-    fn parse(text: &str, path: &Path) -> Result<DriveSpec, SpecError> {
+    fn parse(text: &str, path: &Path) -> Result<DriveSpec, InputError> {
         DriveSpec::parse(text, path)
     }
 }
@@ -508,25 +412,19 @@ impl DriveSpec {
     }
 
     /// A built-in name or, failing that, a TOML file path.
-    pub fn resolve(name_or_path: &str) -> Result<DriveSpec, SpecError> {
+    pub fn resolve(name_or_path: &str) -> Result<DriveSpec, InputError> {
         <DriveSpec as BuiltinSpec>::resolve(name_or_path)
     }
 
     /// Reads and checks a TOML drive spec.
-    pub fn load(path: impl AsRef<Path>) -> Result<DriveSpec, SpecError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<DriveSpec, InputError> {
         <DriveSpec as BuiltinSpec>::load(path.as_ref())
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<DriveSpec, SpecError> {
-        let spec: DriveSpec =
-            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
-        spec.check().map_err(|(field, message)| SpecError {
-            file: path.to_path_buf(),
-            line: locate(text, &field),
-            field,
-            message,
-        })?;
+    pub fn parse(text: &str, path: &Path) -> Result<DriveSpec, InputError> {
+        let spec: DriveSpec = toml::from_str(text).map_err(|e| toml_error(&e, text, path))?;
+        spec.check().map_err(|e| placed(e, text, path))?;
         Ok(spec)
     }
 
@@ -608,9 +506,10 @@ impl DriveSpec {
         v
     }
 
-    /// Semantic checks; the error is `(field path, message)`.
-    pub fn check(&self) -> Result<(), (String, String)> {
-        let bad = |f: &str, m: String| Err((f.to_string(), m));
+    /// Semantic checks; the error names the field path (`layout.zones[3].first_cyl`) and the
+    /// drive (`drive NAME`), not yet its file ([`DriveSpec::parse`] places it there).
+    pub fn check(&self) -> Result<(), InputError> {
+        let bad = |f: &str, m: String| Err(fault("drive", &self.name, f, m));
         if !(MIN_RPM..=MAX_RPM).contains(&self.rpm) {
             return bad(
                 "rpm",
@@ -813,70 +712,4 @@ impl DriveSpec {
         }
         Ok(())
     }
-}
-
-fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].matches('\n').count() + 1
-}
-
-/// toml's messages read like "unknown field `x`, expected ..." or "missing field `x`".
-fn split_toml_message(msg: &str) -> (String, String) {
-    let field = msg
-        .split('`')
-        .nth(1)
-        .filter(|_| msg.contains("field"))
-        .unwrap_or("")
-        .to_string();
-    (field, msg.trim().to_string())
-}
-
-/// Finds the line of a field path such as `layout.zones[3].first_cyl` in TOML text written in
-/// the usual style (`[[layout.zones]]` headers, `key = value` lines).
-pub(crate) fn locate(text: &str, field: &str) -> Option<usize> {
-    let mut table = String::new();
-    let mut key = field;
-    let mut index = 0usize;
-    if let Some(open) = field.rfind('[') {
-        if let Some(close) = field[open..].find(']') {
-            table = field[..open].to_string();
-            index = field[open + 1..open + close].parse().ok()?;
-            key = field[open + close + 1..].trim_start_matches('.');
-        }
-    } else if let Some(dot) = field.rfind('.') {
-        table = field[..dot].to_string();
-        key = &field[dot + 1..];
-    }
-    let key = key.split('.').next().unwrap_or(key);
-    let mut seen = 0usize;
-    let mut inside = table.is_empty();
-    let mut header_line = None;
-    for (n, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            let name = l.trim_matches(|c| c == '[' || c == ']').trim();
-            inside = false;
-            if name == table || name.starts_with(&format!("{table}.")) {
-                if l.starts_with("[[") {
-                    if name == table {
-                        inside = seen == index;
-                        seen += 1;
-                    }
-                } else {
-                    inside = true;
-                }
-                if inside {
-                    header_line = Some(n + 1);
-                }
-            }
-            continue;
-        }
-        if inside {
-            if let Some((k, _)) = l.split_once('=') {
-                if k.trim() == key {
-                    return Some(n + 1);
-                }
-            }
-        }
-    }
-    header_line
 }

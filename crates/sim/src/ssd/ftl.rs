@@ -34,12 +34,6 @@ pub type Ppa = u32;
 /// "No unit": an unwritten slot, an unmapped LPN.
 pub const NONE: u32 = u32::MAX;
 
-/// The free blocks per plane below which GC runs: `gc.threshold` of the plane's blocks, at
-/// least 2.
-pub fn reserve_blocks(blocks_per_plane: u32, threshold: f64) -> u32 {
-    ((f64::from(blocks_per_plane) * threshold).ceil() as u32).max(2)
-}
-
 /// The life of a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockState {
@@ -146,7 +140,7 @@ impl Ftl {
         let upp = spec.units_per_page();
         let slots = spec.flash.pages_per_block * upp;
         let logical = spec.logical_units();
-        let reserve = reserve_blocks(blocks, spec.gc.threshold);
+        let reserve = spec.gc.reserve_blocks(blocks);
         let groups = logical.div_ceil(u64::from(upp));
         let plane_units: Vec<u64> = (0..u64::from(planes))
             .map(|p| {

@@ -26,9 +26,10 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{FieldError, GcSchedule, Precondition, SsdSpec, Suspend};
+pub use spec::{GcSchedule, Precondition, SsdSpec, Suspend};
 
 use elevator_core::{Nanos, Op, Request};
+use elevator_workload::InputError;
 
 use crate::device::{Device, Service};
 use cmt::Cmt;
@@ -76,13 +77,13 @@ pub struct Ssd {
 
 impl Ssd {
     /// The drive `spec` describes, in the state its `precondition` gives.
-    pub fn new(spec: SsdSpec) -> Result<Ssd, FieldError> {
+    pub fn new(spec: SsdSpec) -> Result<Ssd, InputError> {
         let pre = spec.precondition;
         Ssd::with_precondition(spec, pre)
     }
 
     /// The drive `spec` describes, preconditioned as `pre` says (overriding the spec's).
-    pub fn with_precondition(spec: SsdSpec, pre: Precondition) -> Result<Ssd, FieldError> {
+    pub fn with_precondition(spec: SsdSpec, pre: Precondition) -> Result<Ssd, InputError> {
         spec.validate()?;
         let page_bytes = u64::from(spec.flash.page_bytes);
         let program_bytes = page_bytes * u64::from(spec.flash.program_pages);

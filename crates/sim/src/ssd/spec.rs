@@ -7,11 +7,11 @@
 //! docs/ssd-model.md documents each field and what is fitted.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::Path;
 
-use crate::hdd::spec::BuiltinSpec;
-use crate::hdd::SpecError;
+use elevator_workload::InputError;
+
+use crate::spec_file::{fault, placed, toml_error, BuiltinSpec};
 
 /// Longest time any one field may give, us (an hour).
 pub const MAX_TIME_US: f64 = 3_600_000_000.0;
@@ -279,6 +279,14 @@ pub struct Gc {
     pub schedule: GcSchedule,
 }
 
+impl Gc {
+    /// The free blocks per plane below which GC runs: `threshold` of the plane's
+    /// `blocks_per_plane`, at least 2.
+    pub fn reserve_blocks(&self, blocks_per_plane: u32) -> u32 {
+        ((f64::from(blocks_per_plane) * self.threshold).ceil() as u32).max(2)
+    }
+}
+
 impl Default for Gc {
     fn default() -> Self {
         Gc {
@@ -302,24 +310,6 @@ pub enum GcSchedule {
     WholeVictim,
 }
 
-/// A field that fails a check: its path and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FieldError {
-    /// The field path, e.g. `flash.read_us`.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "field `{}`: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for FieldError {}
-
 const BUILTINS: &[(&str, &str)] = &[
     (
         "samsung-980pro-1tb",
@@ -334,7 +324,7 @@ const BUILTINS: &[(&str, &str)] = &[
 impl BuiltinSpec for SsdSpec {
     const WHAT: &'static str = "SSD";
     const FILES: &'static [(&'static str, &'static str)] = BUILTINS;
-    fn parse(text: &str, path: &Path) -> Result<SsdSpec, SpecError> {
+    fn parse(text: &str, path: &Path) -> Result<SsdSpec, InputError> {
         SsdSpec::parse(text, path)
     }
 }
@@ -351,20 +341,14 @@ impl SsdSpec {
     }
 
     /// Reads and checks a TOML SSD spec.
-    pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, SpecError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<SsdSpec, InputError> {
         <SsdSpec as BuiltinSpec>::load(path.as_ref())
     }
 
     /// Parses and checks TOML text; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<SsdSpec, SpecError> {
-        let spec: SsdSpec =
-            toml::from_str(text).map_err(|e| SpecError::from_toml(&e, text, path))?;
-        spec.validate().map_err(|e| SpecError {
-            file: path.to_path_buf(),
-            line: crate::hdd::spec::locate(text, &e.field),
-            field: e.field,
-            message: e.message,
-        })?;
+    pub fn parse(text: &str, path: &Path) -> Result<SsdSpec, InputError> {
+        let spec: SsdSpec = toml::from_str(text).map_err(|e| toml_error(&e, text, path))?;
+        spec.validate().map_err(|e| placed(e, text, path))?;
         Ok(spec)
     }
 
@@ -405,14 +389,11 @@ impl SsdSpec {
         self.logical_units() * u64::from(self.ftl.unit_bytes / 512)
     }
 
-    /// Checks every field and the rules between them.
-    pub fn validate(&self) -> Result<(), FieldError> {
-        let bad = |field: &str, message: String| {
-            Err(FieldError {
-                field: field.to_string(),
-                message,
-            })
-        };
+    /// Checks every field and the rules between them; the error names the field path
+    /// (`flash.read_us`) and the SSD (`SSD NAME`), not yet its file ([`SsdSpec::parse`] places
+    /// it there).
+    pub fn validate(&self) -> Result<(), InputError> {
+        let bad = |field: &str, message: String| Err(fault("SSD", &self.name, field, message));
         let h = &self.host;
         let f = &self.flash;
         let times = [
@@ -573,7 +554,7 @@ impl SsdSpec {
         let spare = self.physical_units() - self.logical_units();
         let block_units = u64::from(f.pages_per_block) * u64::from(self.units_per_page());
         let spare_blocks_per_plane = spare / block_units / self.planes();
-        let reserve = u64::from(crate::ssd::ftl::reserve_blocks(b, t));
+        let reserve = u64::from(self.gc.reserve_blocks(b));
         if spare_blocks_per_plane < reserve + 1 {
             return bad(
                 "ftl.over_provisioning",

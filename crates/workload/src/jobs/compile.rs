@@ -44,12 +44,12 @@
 //! The defaults give 300 files, about 0.11 s of CPU per file (34.0 s in all) and about 1,500
 //! dependent reads (18.2 s at 12 ms a read on a fixed-cost disk), mostly the first reads of
 //! `/usr/include` headers (a file pulls in about 40 with nested includes; 900 distinct ones over
-//! the build); alone on the built-in `laptop-4200` drive they take 49.5 to 50.7 s. Morton's
-//! experiment (scenarios/anticipatory.toml) sizes the build after util-linux instead: 350
-//! files, 400 system headers with 16 included per file, and `cpu_us_per_source_kib = 5600`,
-//! the one knob fixed so that the build without a writer takes about 48 s with the drive's
-//! write cache off, under every scheduler (one request at a time leaves them little to
-//! reorder), Morton's 48 s. If the drive model changes, re-fix that knob (never per
+//! the build; docs/workloads.md gives what they take alone on the built-in `laptop-4200`
+//! drive). Morton's experiment (scenarios/anticipatory.toml) sizes the build after util-linux
+//! instead: 350 files, 400 system headers with 16 included per file, and
+//! `cpu_us_per_source_kib = 5600`, the one knob fixed so that the build without a writer takes
+//! about 48 s with the drive's write cache off, under every scheduler (one request at a time
+//! leaves them little to reorder), Morton's 48 s. If the drive model changes, re-fix that knob (never per
 //! scheduler); the others that move the total: `sys_headers`, `sys_includes` and
 //! `include_offset_frac` (I/O).
 //! [`CompileJob::cpu_time`] gives the CPU part.

@@ -30,9 +30,10 @@ use std::rc::Rc;
 
 use elevator_core::{Nanos, Op, SECTOR_BYTES};
 
+use crate::input::InputError;
 use crate::job::{Action, IoSpec, Job};
 use crate::metrics::JobMetrics;
-use crate::traces::{RecordSource, TraceError, TraceRecord};
+use crate::traces::{RecordSource, TraceRecord};
 
 /// Records read ahead of the replay at most.
 pub const WINDOW: usize = 1 << 18;
@@ -88,7 +89,7 @@ pub struct ReplayOutcome {
     /// Records skipped (flushes, discards, zero length).
     pub skipped: u64,
     /// The error that cut the trace short, if any.
-    pub error: Option<TraceError>,
+    pub error: Option<InputError>,
     /// Processes past [`MAX_PROCESSES`], replayed in one shared context.
     pub merged_processes: u64,
     /// Records stamped earlier than the record before them (the trace is not in time
@@ -254,19 +255,21 @@ impl ReplayJob {
                         continue;
                     }
                     if r.sectors > MAX_REQUEST_SECTORS {
-                        self.out.borrow_mut().error = Some(TraceError::new(
-                            "the trace",
-                            0,
-                            "sectors",
-                            format!(
-                                "request {} (at sector {}) is {} MiB; elevator replays requests \
-                                 of at most {} MiB (the block layer splits larger ones)",
-                                self.read + 1,
-                                r.sector,
-                                u64::from(r.sectors) >> 11,
-                                MAX_REQUEST_SECTORS >> 11
-                            ),
-                        ));
+                        self.out.borrow_mut().error = Some(
+                            InputError::new(
+                                "the trace",
+                                format!(
+                                    "request {} (at sector {}) is {} MiB; elevator replays \
+                                     requests of at most {} MiB (the block layer splits larger \
+                                     ones)",
+                                    self.read + 1,
+                                    r.sector,
+                                    u64::from(r.sectors) >> 11,
+                                    MAX_REQUEST_SECTORS >> 11
+                                ),
+                            )
+                            .in_field("sectors"),
+                        );
                         self.exhausted = true;
                         break;
                     }
@@ -435,7 +438,7 @@ mod tests {
 
     struct Records(std::vec::IntoIter<TraceRecord>);
     impl Iterator for Records {
-        type Item = Result<TraceRecord, TraceError>;
+        type Item = Result<TraceRecord, InputError>;
         fn next(&mut self) -> Option<Self::Item> {
             self.0.next().map(Ok)
         }
@@ -699,6 +702,6 @@ mod tests {
         assert!(matches!(job.poll(Nanos::ZERO), Action::Issue(_)));
         let e = out.borrow().error.clone().expect("an error");
         assert_eq!(e.field, "sectors");
-        assert!(e.reason.contains("request 2"), "{e}");
+        assert!(e.message.contains("request 2"), "{e}");
     }
 }

@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
+use crate::input::InputError;
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
 use crate::traces::disksim_ascii::{AsciiFormat, AsciiReader, AsciiRecord, AsciiTrace};
 use crate::traces::lines::Lines;
-use crate::traces::TraceError;
 
 /// The largest `time_scale` accepted.
 pub const MAX_TIME_SCALE: f64 = 1000.0;
@@ -96,12 +96,12 @@ enum Source {
 }
 
 impl Source {
-    fn open(path: &Path, format: AsciiFormat) -> Result<AsciiReader, TraceError> {
+    fn open(path: &Path, format: AsciiFormat) -> Result<AsciiReader, InputError> {
         Ok(AsciiReader::new(Lines::open(path)?, format))
     }
 
     /// The next record, kept or not.
-    fn next(&mut self) -> Result<Option<AsciiRecord>, TraceError> {
+    fn next(&mut self) -> Result<Option<AsciiRecord>, InputError> {
         match self {
             Source::Memory { records, pos } => {
                 let r = records.get(*pos).copied();
@@ -155,7 +155,7 @@ pub struct TraceReplay {
     depth: usize,
     outstanding: BTreeSet<u64>,
     start: Option<Nanos>,
-    error: Option<TraceError>,
+    error: Option<InputError>,
 }
 
 impl std::fmt::Debug for TraceReplay {
@@ -326,7 +326,7 @@ impl TraceReplay {
 
     /// Why the replay ended before its last request, if it did (the trace file changed
     /// between the checking pass and the replay).
-    pub fn error(&self) -> Option<&TraceError> {
+    pub fn error(&self) -> Option<&InputError> {
         self.error.as_ref()
     }
 
@@ -337,15 +337,10 @@ impl TraceReplay {
                 let r = match self.source.next() {
                     Ok(Some(r)) => r,
                     Ok(None) => {
-                        self.error = Some(TraceError::new(
-                            &self.name,
-                            0,
-                            "trace",
-                            format!(
+                        self.error = Some(InputError::new(&self.name, format!(
                                 "the trace ended after {} of its {} requests (changed since the job was built?)",
                                 self.issued, self.total
-                            ),
-                        ));
+                            )).in_field("trace"));
                         break;
                     }
                     Err(e) => {

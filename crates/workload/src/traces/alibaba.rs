@@ -10,8 +10,8 @@ use elevator_core::Op;
 
 use super::csv::{narrow, number, scaled, volume_request, CsvFormat, CsvReader};
 use super::lines::{show, Here};
-use super::stream::TraceRecord;
-use super::TraceError;
+use super::record::TraceRecord;
+use crate::input::InputError;
 
 /// The Alibaba block-trace CSV format.
 pub struct Alibaba;
@@ -22,7 +22,7 @@ pub type AlibabaReader = CsvReader<Alibaba>;
 impl CsvFormat for Alibaba {
     const FIELDS: usize = 5;
 
-    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let dev = number(f, 0, "device_id", at)?;
         let op = match f[1] {
             b"R" | b"r" => Op::Read,
@@ -47,7 +47,7 @@ mod tests {
     use super::*;
     use crate::traces::lines::Lines;
 
-    fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+    fn read(text: &str) -> Result<Vec<TraceRecord>, InputError> {
         AlibabaReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "io_traces.csv")).collect()
     }
 
@@ -68,6 +68,6 @@ mod tests {
         assert_eq!(e("1,W,0,512,1\n1,X,0,512,1\n").field, "opcode");
         assert_eq!(e("1,W,0,512,1\n1,W,0,5a,1\n").field, "length");
         assert_eq!(e("1,W,0,512,99999999999999999\n").field, "timestamp");
-        assert_eq!(e("1,W,0,512\n").line, 1);
+        assert_eq!(e("1,W,0,512\n").line(), Some(1));
     }
 }

@@ -19,7 +19,7 @@ use elevator_core::Nanos;
 use super::blktrace::{cat, BlkAction, BlkEvent, EventSource};
 use super::lines::{parse_fixed, parse_u64, show, Lines};
 use super::until_error::ReadUntilError;
-use super::TraceError;
+use crate::input::InputError;
 
 /// blkparse text, event by event.
 pub struct BlkparseReader {
@@ -30,7 +30,7 @@ pub struct BlkparseReader {
 
 impl BlkparseReader {
     /// Open a blkparse output file.
-    pub fn open(path: &Path) -> Result<BlkparseReader, TraceError> {
+    pub fn open(path: &Path) -> Result<BlkparseReader, InputError> {
         Ok(BlkparseReader::new(Lines::open(path)?))
     }
 
@@ -51,7 +51,7 @@ impl ReadUntilError for BlkparseReader {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<BlkEvent>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<BlkEvent>, InputError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -214,7 +214,7 @@ fn parse_line(text: &str) -> Result<(BlkEvent, Option<&str>), LineError> {
 }
 
 impl Iterator for BlkparseReader {
-    type Item = Result<BlkEvent, TraceError>;
+    type Item = Result<BlkEvent, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }
@@ -246,7 +246,7 @@ CPU0 (8,16):
  Reads Queued:           0,        0KiB\t Writes Queued:           0,        0KiB
 ";
 
-    fn events(text: &str) -> (Vec<Result<BlkEvent, TraceError>>, BlkparseReader) {
+    fn events(text: &str) -> (Vec<Result<BlkEvent, InputError>>, BlkparseReader) {
         let mut r = BlkparseReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t.txt"));
         let v = r.by_ref().collect();
         (v, r)
@@ -277,8 +277,8 @@ CPU0 (8,16):
     fn malformed_lines_name_line_and_field() {
         let e = |t: &str| events(t).0.pop().unwrap().unwrap_err();
         assert_eq!(
-            e("8,0 1 1 0.5 1 Q R 1 + 8 [a]\n8,0 1 2 x 1 Q R 1 + 8 [a]\n").line,
-            2
+            e("8,0 1 1 0.5 1 Q R 1 + 8 [a]\n8,0 1 2 x 1 Q R 1 + 8 [a]\n").line(),
+            Some(2)
         );
         assert_eq!(e("8,0 1 2 x 1 Q R 1 + 8 [a]\n").field, "time");
         assert_eq!(e("8;0 1 2 0.1 1 Q R 1 + 8 [a]\n").field, "device");

@@ -37,9 +37,9 @@ use std::path::{Path, PathBuf};
 
 use elevator_core::{Nanos, Op};
 
-use super::stream::{RecordSource, TraceRecord};
+use super::record::{RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use super::TraceError;
+use crate::input::InputError;
 
 /// `BLK_IO_TRACE_MAGIC`: the top 24 bits of every record's first word.
 pub const MAGIC: u32 = 0x6561_7400;
@@ -289,7 +289,7 @@ impl BlkEvent {
 }
 
 /// A stream of blktrace events (binary or blkparse text).
-pub trait EventSource: Iterator<Item = Result<BlkEvent, TraceError>> {
+pub trait EventSource: Iterator<Item = Result<BlkEvent, InputError>> {
     /// The command name the trace gave `pid`.
     fn process_name(&self, pid: u32) -> Option<String>;
 }
@@ -339,9 +339,9 @@ pub struct EventReader {
 
 impl EventReader {
     /// Open one per-CPU file.
-    pub fn open(path: &Path) -> Result<EventReader, TraceError> {
+    pub fn open(path: &Path) -> Result<EventReader, InputError> {
         let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
+        let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
         Ok(EventReader::new(
             Box::new(BufReader::with_capacity(1 << 18, f)),
             &name,
@@ -362,7 +362,7 @@ impl EventReader {
     }
 
     /// Open several per-CPU files as one stream merged by time.
-    pub fn open_merged(paths: &[PathBuf]) -> Result<MergedEvents<EventReader>, TraceError> {
+    pub fn open_merged(paths: &[PathBuf]) -> Result<MergedEvents<EventReader>, InputError> {
         let mut parts = Vec::new();
         for p in paths {
             parts.push(EventReader::open(p)?);
@@ -370,7 +370,7 @@ impl EventReader {
         MergedEvents::new(parts)
     }
 
-    fn fill(&mut self, buf: &mut [u8]) -> Result<usize, TraceError> {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<usize, InputError> {
         let mut n = 0;
         while n < buf.len() {
             match self.input.read(&mut buf[n..]) {
@@ -378,7 +378,7 @@ impl EventReader {
                 Ok(k) => n += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(TraceError::at_byte(
+                    return Err(InputError::at_byte(
                         &self.file,
                         self.offset,
                         "",
@@ -390,8 +390,8 @@ impl EventReader {
         Ok(n)
     }
 
-    fn truncated(&self, what: &str, got: usize, want: usize) -> TraceError {
-        TraceError::at_byte(
+    fn truncated(&self, what: &str, got: usize, want: usize) -> InputError {
+        InputError::at_byte(
             &self.file,
             self.offset,
             "",
@@ -407,7 +407,7 @@ impl ReadUntilError for EventReader {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<BlkEvent>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<BlkEvent>, InputError> {
         let mut h = [0u8; V8_LEN];
         let got = self.fill(&mut h[..V7_LEN])?;
         if got == 0 {
@@ -424,7 +424,7 @@ impl ReadUntilError for EventReader {
                 } else if u32::from_be_bytes([h[0], h[1], h[2], h[3]]) & 0xffff_ff00 == MAGIC {
                     Order::Big
                 } else {
-                    return Err(TraceError::at_byte(
+                    return Err(InputError::at_byte(
                         &self.file,
                         self.offset,
                         "magic",
@@ -440,7 +440,7 @@ impl ReadUntilError for EventReader {
         };
         let magic = order.u32(&h[0..4]);
         if magic & 0xffff_ff00 != MAGIC {
-            return Err(TraceError::at_byte(
+            return Err(InputError::at_byte(
                 &self.file,
                 self.offset,
                 "magic",
@@ -452,7 +452,7 @@ impl ReadUntilError for EventReader {
             7 => V7_LEN,
             8 => V8_LEN,
             v => {
-                return Err(TraceError::at_byte(
+                return Err(InputError::at_byte(
                     &self.file,
                     self.offset,
                     "version",
@@ -503,7 +503,7 @@ impl ReadUntilError for EventReader {
         let mut payload = &self.pdu[..];
         let cgroup = if code & CGROUP_FLAG != 0 {
             if payload.len() < 8 {
-                return Err(TraceError::at_byte(
+                return Err(InputError::at_byte(
                     &self.file,
                     self.offset,
                     "pdu_len",
@@ -554,7 +554,7 @@ impl ReadUntilError for EventReader {
 }
 
 impl Iterator for EventReader {
-    type Item = Result<BlkEvent, TraceError>;
+    type Item = Result<BlkEvent, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }
@@ -571,12 +571,12 @@ pub struct MergedEvents<S> {
     parts: Vec<S>,
     heads: BinaryHeap<Reverse<(Nanos, usize)>>,
     pending: Vec<Option<BlkEvent>>,
-    failed: Option<TraceError>,
+    failed: Option<InputError>,
 }
 
 impl<S: EventSource> MergedEvents<S> {
     /// Merge `parts`, reading one event of each.
-    pub fn new(mut parts: Vec<S>) -> Result<MergedEvents<S>, TraceError> {
+    pub fn new(mut parts: Vec<S>) -> Result<MergedEvents<S>, InputError> {
         let mut heads = BinaryHeap::new();
         let mut pending = Vec::new();
         for (i, p) in parts.iter_mut().enumerate() {
@@ -596,7 +596,7 @@ impl<S: EventSource> MergedEvents<S> {
 }
 
 impl<S: EventSource> Iterator for MergedEvents<S> {
-    type Item = Result<BlkEvent, TraceError>;
+    type Item = Result<BlkEvent, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             return Some(Err(e));
@@ -782,7 +782,7 @@ impl<S: EventSource> BlkRequests<S> {
 }
 
 impl<S: EventSource> Iterator for BlkRequests<S> {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(r) = self.pop_ready() {
@@ -896,7 +896,7 @@ mod tests {
         out
     }
 
-    fn read_all(bytes: Vec<u8>) -> (Vec<Result<BlkEvent, TraceError>>, EventReader) {
+    fn read_all(bytes: Vec<u8>) -> (Vec<Result<BlkEvent, InputError>>, EventReader) {
         let mut r = EventReader::new(Box::new(std::io::Cursor::new(bytes)), "t.blktrace.0");
         let v: Vec<_> = r.by_ref().collect();
         (v, r)
@@ -978,7 +978,7 @@ mod tests {
         b.extend_from_slice(&good[..30]);
         let (v, _) = read_all(b);
         let e = v[1].clone().unwrap_err();
-        assert_eq!(e.byte, Some(48));
+        assert_eq!(e.byte(), Some(48));
         assert!(
             e.to_string().contains("truncated record: 30 of the 48"),
             "{e}"
@@ -1015,7 +1015,7 @@ mod tests {
 
     struct Events(std::vec::IntoIter<BlkEvent>);
     impl Iterator for Events {
-        type Item = Result<BlkEvent, TraceError>;
+        type Item = Result<BlkEvent, InputError>;
         fn next(&mut self) -> Option<Self::Item> {
             self.0.next().map(Ok)
         }

@@ -9,9 +9,9 @@ use std::marker::PhantomData;
 use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, split_fields, trim, Here, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::record::{RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use super::TraceError;
+use crate::input::InputError;
 
 /// The most fields a line may have that a format reads; later ones are counted, not kept.
 const MAX_FIELDS: usize = 8;
@@ -24,7 +24,7 @@ pub trait CsvFormat {
     const EXTRA_FIELDS_OK: bool = false;
     /// The record one line's fields (spaces trimmed) describe, or `None` to skip the line
     /// (a request of size 0).
-    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError>;
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError>;
 }
 
 /// A comma-separated trace read request by request until its end or its first error. A first
@@ -53,7 +53,7 @@ impl<F: CsvFormat> ReadUntilError for CsvReader<F> {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, InputError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -82,7 +82,7 @@ impl<F: CsvFormat> ReadUntilError for CsvReader<F> {
 }
 
 impl<F: CsvFormat> Iterator for CsvReader<F> {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }
@@ -96,17 +96,17 @@ pub(crate) fn number(
     i: usize,
     name: &'static str,
     at: &Here,
-) -> Result<u64, TraceError> {
+) -> Result<u64, InputError> {
     parse_u64(f[i]).ok_or_else(|| at.error(name, format!("cannot parse {}", show(f[i]))))
 }
 
 /// `v` as a `u32`, or "too large" naming field `name`.
-pub(crate) fn narrow(v: u64, name: &'static str, at: &Here) -> Result<u32, TraceError> {
+pub(crate) fn narrow(v: u64, name: &'static str, at: &Here) -> Result<u32, InputError> {
     u32::try_from(v).map_err(|_| at.error(name, "too large"))
 }
 
 /// `v` times `scale`, or "too large" naming field `name` (time unit conversions).
-pub(crate) fn scaled(v: u64, scale: u64, name: &'static str, at: &Here) -> Result<u64, TraceError> {
+pub(crate) fn scaled(v: u64, scale: u64, name: &'static str, at: &Here) -> Result<u64, InputError> {
     v.checked_mul(scale)
         .ok_or_else(|| at.error(name, "too large"))
 }

@@ -12,10 +12,11 @@ use std::path::Path;
 use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
+use super::lines::field;
 use super::lines::Lines;
-use super::stream::{RecordSource, TraceRecord};
+use super::record::{RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use super::{field, TraceError};
+use crate::input::InputError;
 
 /// Which variant: the unit of the time column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +56,7 @@ pub struct AsciiTrace {
 impl AsciiTrace {
     /// Read and parse the trace at `path`, streaming it (lines of at most
     /// [`MAX_LINE`](super::lines::MAX_LINE) bytes); the records are kept.
-    pub fn read(path: &Path, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
+    pub fn read(path: &Path, format: AsciiFormat) -> Result<AsciiTrace, InputError> {
         let reader = AsciiReader::new(Lines::open(path)?, format);
         let mut records = Vec::new();
         for r in reader {
@@ -69,12 +70,7 @@ impl AsciiTrace {
             });
         }
         if records.is_empty() {
-            return Err(TraceError::new(
-                &path.display().to_string(),
-                0,
-                "",
-                "the trace holds no request",
-            ));
+            return Err(InputError::new(path, "the trace holds no request"));
         }
         Ok(AsciiTrace {
             file: path.display().to_string(),
@@ -83,7 +79,7 @@ impl AsciiTrace {
     }
 
     /// Parse trace text; `file` names it in errors.
-    pub fn parse(text: &str, file: &str, format: AsciiFormat) -> Result<AsciiTrace, TraceError> {
+    pub fn parse(text: &str, file: &str, format: AsciiFormat) -> Result<AsciiTrace, InputError> {
         let mut records: Vec<AsciiRecord> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let prev = records.last().map(|r| r.time);
@@ -92,7 +88,7 @@ impl AsciiTrace {
             }
         }
         if records.is_empty() {
-            return Err(TraceError::new(file, 0, "", "the trace holds no request"));
+            return Err(InputError::new(file, "the trace holds no request"));
         }
         Ok(AsciiTrace {
             file: file.to_string(),
@@ -109,7 +105,7 @@ fn parse_line(
     n: usize,
     format: AsciiFormat,
     prev: Option<Nanos>,
-) -> Result<Option<AsciiRecord>, TraceError> {
+) -> Result<Option<AsciiRecord>, InputError> {
     let mut it = line.split_whitespace();
     let Some(t) = it.next() else {
         return Ok(None);
@@ -121,14 +117,19 @@ fn parse_line(
         AsciiFormat::Disksim => {
             let ms: f64 = field(file, n, "time", Some(t))?;
             if !(ms.is_finite() && (0.0..1.8e13).contains(&ms)) {
-                return Err(TraceError::new(file, n, "time", "must be a time >= 0 (ms)"));
+                return Err(InputError::at_line(
+                    file,
+                    n,
+                    "time",
+                    "must be a time >= 0 (ms)",
+                ));
             }
             Nanos::from_ms_f64(ms)
         }
         AsciiFormat::Mqsim => Nanos(field(file, n, "time", Some(t))?),
     };
     if prev.is_some_and(|p| p > time) {
-        return Err(TraceError::new(
+        return Err(InputError::at_line(
             file,
             n,
             "time",
@@ -139,11 +140,11 @@ fn parse_line(
     let sector: u64 = field(file, n, "blkno", it.next())?;
     let sectors: u32 = field(file, n, "nsectors", it.next())?;
     if sectors == 0 {
-        return Err(TraceError::new(file, n, "nsectors", "must be positive"));
+        return Err(InputError::at_line(file, n, "nsectors", "must be positive"));
     }
     let flags: u32 = field(file, n, "flags", it.next())?;
     if let Some(extra) = it.next() {
-        return Err(TraceError::new(
+        return Err(InputError::at_line(
             file,
             n,
             "",
@@ -190,7 +191,7 @@ impl ReadUntilError for AsciiReader {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, InputError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -218,7 +219,7 @@ impl ReadUntilError for AsciiReader {
 }
 
 impl Iterator for AsciiReader {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }
@@ -250,7 +251,7 @@ mod tests {
     fn malformed_lines_name_line_and_field() {
         let e = |text: &str| AsciiTrace::parse(text, "t.trace", AsciiFormat::Disksim).unwrap_err();
         let err = e("1 0 100 8 1\n2 0 x 8 1\n");
-        assert_eq!((err.line, err.field), (2, "blkno"));
+        assert_eq!((err.line(), err.field.as_str()), (Some(2), "blkno"));
         assert_eq!(
             err.to_string(),
             "t.trace:2: field `blkno`: cannot parse \"x\""
@@ -258,7 +259,7 @@ mod tests {
         assert_eq!(e("1 0 100 8\n").field, "flags");
         assert_eq!(e("1 0 100 0 1\n").field, "nsectors");
         assert_eq!(e("2 0 100 8 1\n1 0 100 8 1\n").field, "time");
-        assert_eq!(e("1 0 100 8 1 9\n").line, 1);
+        assert_eq!(e("1 0 100 8 1 9\n").line(), Some(1));
         assert_eq!(e("-1 0 100 8 1\n").field, "time");
         let err = AsciiTrace::parse("1.5 0 1 1 1\n", "m", AsciiFormat::Mqsim).unwrap_err();
         assert_eq!(err.field, "time");

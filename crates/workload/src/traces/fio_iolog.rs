@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, Lines};
-use super::stream::{RecordSource, TraceRecord};
+use super::record::{RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use super::TraceError;
+use crate::input::InputError;
 
 /// An fio iolog, request by request.
 pub struct FioIologReader {
@@ -34,7 +34,7 @@ pub struct FioIologReader {
 
 impl FioIologReader {
     /// Read the header line of `lines`.
-    pub fn new(mut lines: Lines) -> Result<FioIologReader, TraceError> {
+    pub fn new(mut lines: Lines) -> Result<FioIologReader, InputError> {
         let version = match lines.next_line()? {
             Some((l, _)) if l.starts_with(b"fio version 2 iolog") => 2,
             Some((l, _)) if l.starts_with(b"fio version 3 iolog") => 3,
@@ -77,7 +77,7 @@ impl ReadUntilError for FioIologReader {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<TraceRecord>, InputError> {
         loop {
             let Some((line, _)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -106,7 +106,7 @@ impl ReadUntilError for FioIologReader {
             let action = w
                 .next()
                 .ok_or_else(|| self.lines.error("action", "missing"))?;
-            let mut number = |field: &'static str, lines: &Lines| -> Result<u64, TraceError> {
+            let mut number = |field: &'static str, lines: &Lines| -> Result<u64, InputError> {
                 let v = w.next().ok_or_else(|| lines.error(field, "missing"))?;
                 parse_u64(v.as_bytes()).ok_or_else(|| {
                     lines.error(field, format!("cannot parse {}", show(v.as_bytes())))
@@ -165,7 +165,7 @@ impl ReadUntilError for FioIologReader {
 }
 
 impl Iterator for FioIologReader {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }
@@ -181,7 +181,7 @@ impl RecordSource for FioIologReader {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+    fn read(text: &str) -> Result<Vec<TraceRecord>, InputError> {
         FioIologReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "log"))?.collect()
     }
 
@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(e("").field, "header");
         assert_eq!(e("fio version 1 iolog\n").field, "header");
         let x = e("fio version 2 iolog\na read x 4096\n");
-        assert_eq!((x.line, x.field), (2, "offset"));
+        assert_eq!((x.line(), x.field.as_str()), (Some(2), "offset"));
         assert_eq!(e("fio version 2 iolog\na read 0\n").field, "length");
         assert_eq!(e("fio version 2 iolog\na read 0 0\n").field, "length");
         assert_eq!(e("fio version 2 iolog\na jump 0 1\n").field, "action");

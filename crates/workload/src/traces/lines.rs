@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::TraceError;
+use crate::input::InputError;
 
 /// The longest line any text format may have, bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -23,9 +23,9 @@ pub struct Lines {
 
 impl Lines {
     /// Open `path` for reading.
-    pub fn open(path: &Path) -> Result<Lines, TraceError> {
+    pub fn open(path: &Path) -> Result<Lines, InputError> {
         let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
+        let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
         Ok(Lines::new(
             Box::new(BufReader::with_capacity(1 << 18, f)),
             &name,
@@ -49,7 +49,7 @@ impl Lines {
 
     /// The next line without its `\n` or `\r\n` and where it is, or `None` at the end of
     /// the file.
-    pub fn next_line(&mut self) -> Result<Option<(&[u8], Here<'_>)>, TraceError> {
+    pub fn next_line(&mut self) -> Result<Option<(&[u8], Here<'_>)>, InputError> {
         self.buf.clear();
         self.line += 1;
         loop {
@@ -99,8 +99,8 @@ impl Lines {
     }
 
     /// An error about the current line.
-    pub fn error(&self, field: &'static str, reason: impl Into<String>) -> TraceError {
-        TraceError::new(&self.file, self.line, field, reason)
+    pub fn error(&self, field: &'static str, reason: impl Into<String>) -> InputError {
+        InputError::at_line(&self.file, self.line, field, reason)
     }
 }
 
@@ -115,19 +115,37 @@ pub struct Here<'a> {
 
 impl Here<'_> {
     /// An error about this line.
-    pub fn error(&self, field: &'static str, reason: impl Into<String>) -> TraceError {
-        TraceError::new(self.file, self.line, field, reason)
+    pub fn error(&self, field: &'static str, reason: impl Into<String>) -> InputError {
+        InputError::at_line(self.file, self.line, field, reason)
     }
 }
 
+/// Parse one whitespace-separated field as `T`, or an error naming it.
+pub(crate) fn field<T: std::str::FromStr>(
+    file: &str,
+    line: usize,
+    name: &'static str,
+    value: Option<&str>,
+) -> Result<T, InputError> {
+    let v = value.ok_or_else(|| InputError::at_line(file, line, name, "missing"))?;
+    v.parse().map_err(|_| {
+        InputError::at_line(
+            file,
+            line,
+            name,
+            format!("cannot parse {}", show(v.as_bytes())),
+        )
+    })
+}
+
 /// Read the first `n` bytes of `path` (fewer if it is shorter), for format detection.
-pub fn head(path: &Path, n: usize) -> Result<Vec<u8>, TraceError> {
+pub fn head(path: &Path, n: usize) -> Result<Vec<u8>, InputError> {
     let name = path.display().to_string();
-    let f = File::open(path).map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
+    let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
     let mut out = Vec::with_capacity(n);
     f.take(n as u64)
         .read_to_end(&mut out)
-        .map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
+        .map_err(|e| InputError::new(&name, e.to_string()))?;
     Ok(out)
 }
 
@@ -241,7 +259,7 @@ mod tests {
         assert_eq!(next(), None);
         let mut long = Lines::from_bytes(vec![b'x'; MAX_LINE + 10], "big");
         let e = long.next_line().unwrap_err();
-        assert_eq!(e.line, 1);
+        assert_eq!(e.line(), Some(1));
         assert!(e.to_string().starts_with("big:1: line longer"), "{e}");
     }
 }

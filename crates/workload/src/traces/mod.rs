@@ -1,5 +1,6 @@
-//! Trace readers: block traces turned into records, with errors that name the file, the line
-//! (or, for binary traces, the byte offset) and the field at fault.
+//! Trace readers: block traces turned into records ([`record`]), with errors that name the
+//! file, the line (or, for binary traces, the byte offset) and the field at fault
+//! ([`InputError`](crate::InputError)).
 //!
 //! Two families live here:
 //! - whole-file readers for the small traces scenarios embed ([`disksim_ascii`] as a parsed
@@ -20,107 +21,17 @@ pub mod fio_iolog;
 pub mod ftrace;
 pub mod lines;
 pub mod msr;
+pub mod record;
 pub mod s_startup;
 pub mod spc;
 pub mod stream;
 pub mod tencent;
 mod until_error;
 
-pub use stream::{detect, open, OpenOptions, RecordSource, TraceFormat, TraceRecord};
+pub use record::{RecordSource, TraceRecord};
+pub use stream::{detect, open, OpenOptions, TraceFormat};
 
-use std::fmt;
 use std::path::Path;
-
-/// A trace could not be read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TraceError {
-    /// The file (as given), or `<input>` for text parsed from memory.
-    pub file: String,
-    /// 1-based line number; 0 when the error is about the whole file or a binary record.
-    pub line: usize,
-    /// For binary traces: the byte offset of the record at fault.
-    pub byte: Option<u64>,
-    /// The field at fault (`"sector"`, `"action"` ...), or `""` for the whole line or file.
-    pub field: &'static str,
-    /// What is wrong.
-    pub reason: String,
-}
-
-impl TraceError {
-    pub(crate) fn new(
-        file: &str,
-        line: usize,
-        field: &'static str,
-        reason: impl Into<String>,
-    ) -> TraceError {
-        TraceError {
-            file: file.to_string(),
-            line,
-            byte: None,
-            field,
-            reason: reason.into(),
-        }
-    }
-
-    /// An error about the binary record at byte offset `byte` of `file`.
-    pub(crate) fn at_byte(
-        file: &str,
-        byte: u64,
-        field: &'static str,
-        reason: impl Into<String>,
-    ) -> TraceError {
-        TraceError {
-            byte: Some(byte),
-            ..TraceError::new(file, 0, field, reason)
-        }
-    }
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // A reason quotes input at most in short excerpts; cap it anyway.
-        let reason = match self.reason.char_indices().nth(600) {
-            Some((i, _)) => format!("{}...", &self.reason[..i]),
-            None => self.reason.clone(),
-        };
-        if let Some(b) = self.byte {
-            return match self.field {
-                "" => write!(f, "{}: byte {}: {}", self.file, b, reason),
-                field => write!(
-                    f,
-                    "{}: byte {}: field `{}`: {}",
-                    self.file, b, field, reason
-                ),
-            };
-        }
-        match (self.line, self.field) {
-            (0, _) => write!(f, "{}: {}", self.file, reason),
-            (l, "") => write!(f, "{}:{}: {}", self.file, l, reason),
-            (l, field) => write!(f, "{}:{}: field `{}`: {}", self.file, l, field, reason),
-        }
-    }
-}
-
-impl std::error::Error for TraceError {}
-
-/// Parse one whitespace-separated field as `T`, or an error naming it.
-pub(crate) fn field<T: std::str::FromStr>(
-    file: &str,
-    line: usize,
-    name: &'static str,
-    value: Option<&str>,
-) -> Result<T, TraceError> {
-    let v = value.ok_or_else(|| TraceError::new(file, line, name, "missing"))?;
-    v.parse().map_err(|_| {
-        TraceError::new(
-            file,
-            line,
-            name,
-            format!("cannot parse {}", lines::show(v.as_bytes())),
-        )
-    })
-}
 
 /// The directory holding the project's shared data (`shared/data`), if present: the
 /// `ELEVATOR_DATA` environment variable, else `../shared/data` from the workspace root, else

@@ -11,8 +11,8 @@ use elevator_core::{Nanos, Op};
 
 use super::csv::{narrow, number, volume_request, CsvFormat, CsvReader};
 use super::lines::{show, Here};
-use super::stream::TraceRecord;
-use super::TraceError;
+use super::record::TraceRecord;
+use crate::input::InputError;
 
 /// The MSR Cambridge CSV format.
 pub struct Msr;
@@ -23,7 +23,7 @@ pub type MsrReader = CsvReader<Msr>;
 impl CsvFormat for Msr {
     const FIELDS: usize = 7;
 
-    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let ticks = number(f, 0, "Timestamp", at)?;
         let disk = number(f, 2, "DiskNumber", at)?;
         let op = match f[3] {
@@ -54,7 +54,7 @@ mod tests {
     use super::*;
     use crate::traces::lines::Lines;
 
-    fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+    fn read(text: &str) -> Result<Vec<TraceRecord>, InputError> {
         MsrReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "web_0.csv")).collect()
     }
 
@@ -75,12 +75,12 @@ mod tests {
     fn errors_name_line_and_field() {
         let e = |t: &str| read(t).unwrap_err();
         let x = e("1,web,0,Read,0,512,1\n2,web,0,Erase,0,512,1\n");
-        assert_eq!((x.line, x.field), (2, "Type"));
+        assert_eq!((x.line(), x.field.as_str()), (Some(2), "Type"));
         assert_eq!(
             x.to_string(),
             "web_0.csv:2: field `Type`: \"Erase\" is not Read or Write"
         );
-        assert_eq!(e("1,web,0,Read,0,512\n").reason, "6 fields, expected 7");
+        assert_eq!(e("1,web,0,Read,0,512\n").message, "6 fields, expected 7");
         assert_eq!(e("1,web,0,Read,-1,512,1\n").field, "Offset");
         assert_eq!(
             e("1,web,0,Read,0,512,1\nx,web,0,Read,0,512,1\n").field,

@@ -18,8 +18,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::lines::field;
 use super::lines::Lines;
-use super::{field, TraceError};
+use crate::input::InputError;
 
 /// The most requests a start-up trace may hold (the S suite's hold a few thousand): the
 /// replay keeps every request in memory.
@@ -62,16 +63,16 @@ pub struct StartupTrace {
 impl StartupTrace {
     /// Read and parse the trace at `path`, streaming it (lines of at most
     /// [`MAX_LINE`](super::lines::MAX_LINE) bytes, at most [`MAX_REQUESTS`] requests).
-    pub fn read(path: &Path) -> Result<StartupTrace, TraceError> {
+    pub fn read(path: &Path) -> Result<StartupTrace, InputError> {
         StartupTrace::from_lines(Lines::open(path)?)
     }
 
     /// Parse trace text; `file` names it in errors.
-    pub fn parse(text: &str, file: &str) -> Result<StartupTrace, TraceError> {
+    pub fn parse(text: &str, file: &str) -> Result<StartupTrace, InputError> {
         StartupTrace::from_lines(Lines::from_bytes(text.as_bytes().to_vec(), file))
     }
 
-    fn from_lines(mut lines: Lines) -> Result<StartupTrace, TraceError> {
+    fn from_lines(mut lines: Lines) -> Result<StartupTrace, InputError> {
         let name = lines.file.clone();
         let file = name.as_str();
         let mut processes: Vec<String> = Vec::new();
@@ -90,7 +91,7 @@ impl StartupTrace {
             if proc_name.rsplit_once('-').is_none_or(|(name, pid)| {
                 name.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit())
             }) {
-                return Err(TraceError::new(
+                return Err(InputError::at_line(
                     file,
                     n,
                     "process",
@@ -102,18 +103,18 @@ impl StartupTrace {
             }
             let delta_s: f64 = field(file, n, "delta", it.next())?;
             if !(delta_s.is_finite() && delta_s >= 0.0) {
-                return Err(TraceError::new(file, n, "delta", "must be a time >= 0"));
+                return Err(InputError::at_line(file, n, "delta", "must be a time >= 0"));
             }
             let sectors: u32 = field(file, n, "sectors", it.next())?;
             if sectors == 0 {
-                return Err(TraceError::new(file, n, "sectors", "must be positive"));
+                return Err(InputError::at_line(file, n, "sectors", "must be positive"));
             }
             let sector: u64 = field(file, n, "sector", it.next())?;
             let seq = match it.next() {
                 Some("Seq") => true,
                 Some("Rand") => false,
                 Some(v) => {
-                    return Err(TraceError::new(
+                    return Err(InputError::at_line(
                         file,
                         n,
                         "pattern",
@@ -123,7 +124,7 @@ impl StartupTrace {
                         ),
                     ))
                 }
-                None => return Err(TraceError::new(file, n, "pattern", "missing")),
+                None => return Err(InputError::at_line(file, n, "pattern", "missing")),
             };
             let _: i64 = field(file, n, "distance", it.next())?;
             let _: i64 = field(file, n, "run", it.next())?;
@@ -132,7 +133,7 @@ impl StartupTrace {
                 b'R' => false,
                 b'W' => true,
                 _ => {
-                    return Err(TraceError::new(
+                    return Err(InputError::at_line(
                         file,
                         n,
                         "action",
@@ -144,7 +145,7 @@ impl StartupTrace {
                 }
             };
             if !action[1..].bytes().all(|b| b"ASMFDN".contains(&b)) {
-                return Err(TraceError::new(
+                return Err(InputError::at_line(
                     file,
                     n,
                     "action",
@@ -156,12 +157,17 @@ impl StartupTrace {
             }
             let time_s: f64 = field(file, n, "time", it.next())?;
             if !time_s.is_finite() {
-                return Err(TraceError::new(file, n, "time", "must be a finite time"));
+                return Err(InputError::at_line(
+                    file,
+                    n,
+                    "time",
+                    "must be a finite time",
+                ));
             }
             match it.next() {
                 Some("START" | "C") => {}
                 Some(v) => {
-                    return Err(TraceError::new(
+                    return Err(InputError::at_line(
                         file,
                         n,
                         "mark",
@@ -171,10 +177,10 @@ impl StartupTrace {
                         ),
                     ))
                 }
-                None => return Err(TraceError::new(file, n, "mark", "missing")),
+                None => return Err(InputError::at_line(file, n, "mark", "missing")),
             }
             if let Some(extra) = it.next() {
-                return Err(TraceError::new(
+                return Err(InputError::at_line(
                     file,
                     n,
                     "",
@@ -185,7 +191,7 @@ impl StartupTrace {
                 ));
             }
             if records.len() == MAX_REQUESTS {
-                return Err(TraceError::new(
+                return Err(InputError::at_line(
                     file,
                     n,
                     "",
@@ -213,7 +219,7 @@ impl StartupTrace {
             });
         }
         if records.is_empty() {
-            return Err(TraceError::new(file, 0, "", "the trace holds no request"));
+            return Err(InputError::new(file, "the trace holds no request"));
         }
         Ok(StartupTrace {
             file: file.to_string(),
@@ -254,7 +260,7 @@ jbd2/sdb1-8-268  .008011    88   247752088  Rand      23880      0        WS    
             StartupTrace::parse(&text, "x.trace").unwrap_err()
         };
         let e = bad("xterm-1 .1 8 abc Rand 0 0 R 1.0 C");
-        assert_eq!((e.line, e.field), (4, "sector"));
+        assert_eq!((e.line(), e.field.as_str()), (Some(4), "sector"));
         assert_eq!(
             e.to_string(),
             "x.trace:4: field `sector`: cannot parse \"abc\""
@@ -266,7 +272,7 @@ jbd2/sdb1-8-268  .008011    88   247752088  Rand      23880      0        WS    
         assert_eq!(bad("xterm-1 -1 8 9 Seq 0 0 R 1.0 C").field, "delta");
         assert_eq!(bad("xterm-1 .1 0 9 Seq 0 0 R 1.0 C").field, "sectors");
         assert_eq!(bad("xterm-1 .1 8 9 Seq 0 0 R 1.0").field, "mark");
-        assert_eq!(bad("xterm-1 .1 8 9 Seq 0 0 R 1.0 C extra").line, 4);
+        assert_eq!(bad("xterm-1 .1 8 9 Seq 0 0 R 1.0 C extra").line(), Some(4));
         assert_eq!(
             StartupTrace::parse("", "e").unwrap_err().to_string(),
             "e: the trace holds no request"

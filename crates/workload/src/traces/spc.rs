@@ -10,8 +10,8 @@ use elevator_core::Op;
 
 use super::csv::{narrow, number, volume_request, CsvFormat, CsvReader};
 use super::lines::{parse_fixed, show, Here};
-use super::stream::TraceRecord;
-use super::TraceError;
+use super::record::TraceRecord;
+use crate::input::InputError;
 
 /// The SPC / UMass CSV format.
 pub struct Spc;
@@ -23,7 +23,7 @@ impl CsvFormat for Spc {
     const FIELDS: usize = 5;
     const EXTRA_FIELDS_OK: bool = true;
 
-    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let asu = number(f, 0, "ASU", at)?;
         let lba = number(f, 1, "LBA", at)?;
         let size = number(f, 2, "Size", at)?;
@@ -53,7 +53,7 @@ mod tests {
     use crate::traces::lines::Lines;
     use elevator_core::Nanos;
 
-    fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+    fn read(text: &str) -> Result<Vec<TraceRecord>, InputError> {
         SpcReader::new(Lines::from_bytes(
             text.as_bytes().to_vec(),
             "Financial1.spc",
@@ -77,6 +77,6 @@ mod tests {
         assert_eq!(e("0,1,512,w,0.1\n0,1,512,x,0.2\n").field, "Opcode");
         assert_eq!(e("0,1,512,w,0.1\n0,1,512,w,-2\n").field, "Timestamp");
         assert_eq!(e("0,1,512,w,0.1\n0,z,512,w,2\n").field, "LBA");
-        assert_eq!(e("0,1,512,w,0.1\n0,1,512\n").line, 2);
+        assert_eq!(e("0,1,512,w,0.1\n0,1,512\n").line(), Some(2));
     }
 }

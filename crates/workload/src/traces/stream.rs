@@ -1,9 +1,8 @@
-//! The streaming side of the trace readers: one record type for every format, format
-//! detection, and [`open`], which turns files into a time-ordered stream of requests.
+//! The streaming side of the trace readers: format detection, and [`open`], which turns files
+//! into a time-ordered stream of requests.
 //!
-//! Every reader yields [`TraceRecord`]s with times in nanoseconds from the format's own epoch
-//! (blktrace: trace start; MSR: 1601; Alibaba/Tencent: 1970; fio, SPC, DiskSim: trace start).
-//! [`open`] merges several files by time (a k-way merge holding one record per file) and
+//! Every reader yields [`TraceRecord`]s (module [`record`](super::record), which the readers
+//! share and this module alone dispatches to them). [`open`] merges several files by time (a k-way merge holding one record per file) and
 //! rebases the result so the first request is at 0. Memory is bounded by the number of files
 //! plus, for blktrace's device view, the requests in flight on the traced device.
 
@@ -13,36 +12,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use elevator_core::{Nanos, Op};
+use elevator_core::Nanos;
 
 use super::blktrace::{BlkRequests, BlkView, EventReader};
 use super::lines::head;
-use super::TraceError;
-
-/// One request of a trace, whatever the format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceRecord {
-    /// When it was issued (queued, or dispatched in blktrace's device view).
-    pub time: Nanos,
-    /// The issuer: a pid for blktrace, the file for fio, the volume / disk / ASU for the
-    /// block-level traces that have no processes.
-    pub process: u32,
-    /// The device (blktrace's `dev_t`, MSR's disk number, a volume id ...).
-    pub device: u32,
-    /// What it does.
-    pub op: Op,
-    /// The issuer waits for it (reads always; writes when the trace marks them sync).
-    pub sync: bool,
-    /// Filesystem metadata.
-    pub meta: bool,
-    /// First 512-byte sector.
-    pub sector: u64,
-    /// Length in sectors (0 for a flush).
-    pub sectors: u32,
-    /// Service (or response) time the trace measured: D->C for blktrace's device view, the
-    /// response time for MSR; `None` where the trace has none.
-    pub service: Option<Nanos>,
-}
+use super::record::{RecordSource, TraceRecord};
+use crate::input::InputError;
 
 /// The formats [`open`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,21 +88,6 @@ impl FromStr for TraceFormat {
                 let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
                 format!("unknown trace format {s:?} (one of {})", names.join(", "))
             })
-    }
-}
-
-/// A stream of requests in time order.
-pub trait RecordSource: Iterator<Item = Result<TraceRecord, TraceError>> {
-    /// The command name the trace gives process `pid`, if any.
-    fn process_name(&self, _pid: u32) -> Option<String> {
-        None
-    }
-
-    /// Records so far stamped earlier than the one before them (replayed at the earlier
-    /// record's time, not re-sorted): a count, so that a replay can say so instead of
-    /// re-timing them silently. 0 where the source does not count.
-    fn out_of_order(&self) -> u64 {
-        0
     }
 }
 
@@ -260,17 +220,15 @@ pub fn blktrace_siblings(path: &Path) -> Vec<PathBuf> {
 /// Open `paths` as one time-ordered stream of requests rebased to start at 0. blktrace files
 /// bring their per-CPU siblings along (events merged before requests are formed, so a
 /// dispatch and its completion on different CPUs still pair up).
-pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource>, TraceError> {
+pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource>, InputError> {
     let Some(first) = paths.first() else {
-        return Err(TraceError::new("<none>", 0, "", "no trace file given"));
+        return Err(InputError::new("<none>", "no trace file given"));
     };
     let format = match opts.format {
         Some(f) => f,
         None => detect(&head(first, 64 * 1024)?).ok_or_else(|| {
-            TraceError::new(
-                &first.display().to_string(),
-                0,
-                "",
+            InputError::new(
+                first,
                 "cannot tell the trace format from the first bytes; give --format",
             )
         })?,
@@ -323,7 +281,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
 }
 
 /// One file of a line-based format.
-fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, TraceError> {
+fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, InputError> {
     use super::lines::Lines;
     let lines = Lines::open(path)?;
     Ok(match format {
@@ -363,7 +321,7 @@ struct Rebase {
 pub const MAX_SPAN: Nanos = Nanos::from_secs(366 * 86_400);
 
 impl Iterator for Rebase {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         let mut r = match self.inner.next()? {
             Ok(r) => r,
@@ -373,17 +331,16 @@ impl Iterator for Rebase {
         self.read += 1;
         r.time = r.time.saturating_sub(t0);
         if r.time > MAX_SPAN {
-            return Some(Err(TraceError::new(
+            return Some(Err(InputError::new(
                 &self.file,
-                0,
-                "time",
                 format!(
                     "record {} is stamped {} s after the first record, more than a year: not a \
                      block trace's span (a time near 2^64 ns would saturate the replay's clock)",
                     self.read,
                     r.time.as_ns() / 1_000_000_000
                 ),
-            )));
+            )
+            .in_field("time")));
         }
         if r.time < self.last {
             self.out_of_order += 1;
@@ -408,12 +365,12 @@ pub struct Merge {
     parts: Vec<Box<dyn RecordSource>>,
     heads: BinaryHeap<Reverse<(Nanos, usize)>>,
     pending: Vec<Option<TraceRecord>>,
-    failed: Option<TraceError>,
+    failed: Option<InputError>,
 }
 
 impl Merge {
     /// Merge `parts`, reading one record of each.
-    pub fn new(mut parts: Vec<Box<dyn RecordSource>>) -> Result<Merge, TraceError> {
+    pub fn new(mut parts: Vec<Box<dyn RecordSource>>) -> Result<Merge, InputError> {
         let mut heads = BinaryHeap::new();
         let mut pending = Vec::new();
         for (i, p) in parts.iter_mut().enumerate() {
@@ -433,7 +390,7 @@ impl Merge {
 }
 
 impl Iterator for Merge {
-    type Item = Result<TraceRecord, TraceError>;
+    type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             return Some(Err(e));

@@ -10,8 +10,8 @@ use elevator_core::Op;
 
 use super::csv::{narrow, number, scaled, volume_request, CsvFormat, CsvReader};
 use super::lines::{show, Here};
-use super::stream::TraceRecord;
-use super::TraceError;
+use super::record::TraceRecord;
+use crate::input::InputError;
 
 /// The Tencent CBS CSV format.
 pub struct Tencent;
@@ -22,7 +22,7 @@ pub type TencentReader = CsvReader<Tencent>;
 impl CsvFormat for Tencent {
     const FIELDS: usize = 5;
 
-    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, TraceError> {
+    fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let secs = number(f, 0, "Timestamp", at)?;
         let offset = number(f, 1, "Offset", at)?;
         let size = number(f, 2, "Size", at)?;
@@ -47,7 +47,7 @@ mod tests {
     use super::*;
     use crate::traces::lines::Lines;
 
-    fn read(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+    fn read(text: &str) -> Result<Vec<TraceRecord>, InputError> {
         TencentReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "cbs.csv")).collect()
     }
 
@@ -70,6 +70,6 @@ mod tests {
         assert_eq!(e("1,0,8,1,1\n1,0,8,2,1\n").field, "IOType");
         assert_eq!(e("1,0,8,1,1\n1,0,8,1,99999999999\n").field, "VolumeID");
         assert_eq!(e("99999999999999,0,8,1,1\n").field, "Timestamp");
-        assert_eq!(e("1,0,8,1\n").reason, "4 fields, expected 5");
+        assert_eq!(e("1,0,8,1\n").message, "4 fields, expected 5");
     }
 }

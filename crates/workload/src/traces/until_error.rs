@@ -9,7 +9,7 @@
 //! A reader implements [`ReadUntilError`] (how to read one item, and where it keeps its flag),
 //! and its `Iterator::next` is [`ReadUntilError::next_until_error`].
 
-use super::TraceError;
+use crate::input::InputError;
 
 /// A trace read one item at a time, iterated until its end or its first error.
 pub(crate) trait ReadUntilError {
@@ -21,11 +21,11 @@ pub(crate) trait ReadUntilError {
     fn done(&mut self) -> &mut bool;
 
     /// Read the next item; `Ok(None)` at the end of the trace.
-    fn read_next(&mut self) -> Result<Option<Self::Item>, TraceError>;
+    fn read_next(&mut self) -> Result<Option<Self::Item>, InputError>;
 
     /// The next item as an iterator gives it: each item read, then the end or the first
     /// error, then `None` from then on without reading again.
-    fn next_until_error(&mut self) -> Option<Result<Self::Item, TraceError>> {
+    fn next_until_error(&mut self) -> Option<Result<Self::Item, InputError>> {
         if *self.done() {
             return None;
         }
@@ -43,13 +43,13 @@ mod tests {
 
     /// Gives `steps` in turn (then the end), counting how often it is read.
     struct Scripted {
-        steps: Vec<Result<Option<u32>, TraceError>>,
+        steps: Vec<Result<Option<u32>, InputError>>,
         reads: usize,
         done: bool,
     }
 
     impl Scripted {
-        fn new(steps: Vec<Result<Option<u32>, TraceError>>) -> Scripted {
+        fn new(steps: Vec<Result<Option<u32>, InputError>>) -> Scripted {
             Scripted {
                 steps,
                 reads: 0,
@@ -57,7 +57,7 @@ mod tests {
             }
         }
 
-        fn next(&mut self) -> Option<Result<u32, TraceError>> {
+        fn next(&mut self) -> Option<Result<u32, InputError>> {
             self.next_until_error()
         }
     }
@@ -69,14 +69,14 @@ mod tests {
             &mut self.done
         }
 
-        fn read_next(&mut self) -> Result<Option<u32>, TraceError> {
+        fn read_next(&mut self) -> Result<Option<u32>, InputError> {
             self.reads += 1;
             self.steps.get(self.reads - 1).cloned().unwrap_or(Ok(None))
         }
     }
 
-    fn bad(line: usize) -> TraceError {
-        TraceError::new("t", line, "sector", "cannot parse \"x\"")
+    fn bad(line: usize) -> InputError {
+        InputError::at_line("t", line, "sector", "cannot parse \"x\"")
     }
 
     #[test]

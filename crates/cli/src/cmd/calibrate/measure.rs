@@ -213,7 +213,8 @@ impl Figures {
 
 fn noop() -> Box<dyn elevator_core::Scheduler> {
     let info = registry::find("none").expect("none is registered");
-    (info.build)(&Default::default(), &GroupTree::new()).expect("none has no tunables")
+    info.build(&Default::default(), &GroupTree::new())
+        .expect("none has no tunables")
 }
 
 /// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`

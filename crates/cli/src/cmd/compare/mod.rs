@@ -233,12 +233,16 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
             });
         }
         let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
-            bail!(
-                "{}:{}: job {}: elevator compare makes its own target, so `size` (and `offset`) must be given in bytes",
+            return Err(elevator_workload::InputError::at_line(
                 spec,
                 def.line,
-                def.name
-            );
+                "",
+                format!(
+                    "job {}: elevator compare makes its own target, so `size` (and `offset`) must be given in bytes",
+                    fio_file::excerpt(&def.name)
+                ),
+            )
+            .into());
         };
         need_bytes = need_bytes.max(c.offset.unwrap_or(0) + size);
     }
@@ -353,11 +357,12 @@ impl Ours<'_> {
         let mut groups = GroupTree::new();
         let seed = self.args.seed.wrapping_add(round as u64);
         let (jobs, groupids) = build_jobs(&wl.file, self.size, self.args.seed, &mut groups)?;
-        let mut s = (info.build)(
-            &super::settings_on_device(info, &self.extra, self.rotational),
-            &groups,
-        )
-        .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+        let mut s = info
+            .build(
+                &super::settings_on_device(&info, &self.extra, self.rotational),
+                &groups,
+            )
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let fd = self
             .file
             .try_clone()

@@ -1,10 +1,10 @@
 //! From the runs of `elevator compare` to the table: ratios paired within a round, their
 //! median and range over the rounds, and which kernel schedulers dominate ours on medians.
 //!
-//! Pairing is the point. On a shared device the level moves between runs (the kernel's
-//! `none` gave the same writer 829 MB/s in one run and 2,692 MB/s fifteen minutes later), so a
-//! ratio of two medians taken over different moments says little; a ratio of two runs of the
-//! same round, minutes apart, says more, and its spread over the rounds says how much.
+//! Pairing is the point. On a shared device the level moves between runs (docs/real-io.md,
+//! "Measured on this machine", has examples), so a ratio of two medians taken over different
+//! moments says little; a ratio of two runs of the same round, minutes apart, says more, and
+//! its spread over the rounds says how much.
 
 use std::collections::BTreeMap;
 

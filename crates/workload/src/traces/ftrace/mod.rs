@@ -53,7 +53,21 @@ use elevator_core::{IoClass, IoPrio, Nanos, Op};
 
 use super::lines::{parse_fixed, parse_u64, show, Lines};
 use super::until_error::ReadUntilError;
-use super::TraceError;
+use crate::input::InputError;
+
+/// An error at 1-based `line` of `file` about `field` (line 0: the whole file).
+pub(crate) fn located(
+    file: &str,
+    line: usize,
+    field: &str,
+    reason: impl Into<String>,
+) -> InputError {
+    if line == 0 {
+        InputError::new(file, reason).in_field(field)
+    } else {
+        InputError::at_line(file, line, field, reason)
+    }
+}
 
 pub use recording::{FioJobPid, Recording, RecordingMeta};
 pub use requests::{Assembly, Dispatch, KernelTrace, TracedRequest};
@@ -808,7 +822,7 @@ pub struct FtraceReader {
 
 impl FtraceReader {
     /// Open a trace file; a name ending `.gz` is read through gzip.
-    pub fn open(path: &Path) -> Result<FtraceReader, TraceError> {
+    pub fn open(path: &Path) -> Result<FtraceReader, InputError> {
         Ok(FtraceReader::new(open_lines(path)?))
     }
 
@@ -819,11 +833,10 @@ impl FtraceReader {
 }
 
 /// `path` as lines, through gzip when its name ends `.gz`.
-pub fn open_lines(path: &Path) -> Result<Lines, TraceError> {
+pub fn open_lines(path: &Path) -> Result<Lines, InputError> {
     let name = path.display().to_string();
     if path.extension().is_some_and(|e| e == "gz") {
-        let f =
-            std::fs::File::open(path).map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
+        let f = std::fs::File::open(path).map_err(|e| located(&name, 0, "", e.to_string()))?;
         let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f));
         let r: Box<dyn BufRead> = Box::new(BufReader::with_capacity(1 << 18, gz));
         Ok(Lines::new(r, &name))
@@ -839,7 +852,7 @@ impl ReadUntilError for FtraceReader {
         &mut self.done
     }
 
-    fn read_next(&mut self) -> Result<Option<FtraceEvent>, TraceError> {
+    fn read_next(&mut self) -> Result<Option<FtraceEvent>, InputError> {
         loop {
             let Some((line, at)) = self.lines.next_line()? else {
                 return Ok(None);
@@ -852,13 +865,13 @@ impl ReadUntilError for FtraceReader {
             let n = at.line;
             return parse_line(text, n)
                 .map(Some)
-                .map_err(|(f, r)| TraceError::new(&self.lines.file, n, f, r));
+                .map_err(|(f, r)| located(&self.lines.file, n, f, r));
         }
     }
 }
 
 impl Iterator for FtraceReader {
-    type Item = Result<FtraceEvent, TraceError>;
+    type Item = Result<FtraceEvent, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_until_error()
     }

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Dev, KernelTrace};
-use crate::traces::TraceError;
+use crate::input::InputError;
+use crate::traces::ftrace::located;
 
 /// The version of [`RecordingMeta`]'s layout this code writes and reads.
 pub const META_FORMAT: u32 = 1;
@@ -184,16 +185,15 @@ pub struct Recording {
 
 impl Recording {
     /// Open the recording in `dir`: read and check its `meta.json`.
-    pub fn open(dir: &Path) -> Result<Recording, TraceError> {
+    pub fn open(dir: &Path) -> Result<Recording, InputError> {
         let path = dir.join("meta.json");
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| TraceError::new(&name, 0, "", e.to_string()))?;
-        let meta: RecordingMeta = serde_json::from_str(&text).map_err(|e| {
-            TraceError::new(&name, e.line(), "", format!("{e} (column {})", e.column()))
-        })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| located(&name, 0, "", e.to_string()))?;
+        let meta: RecordingMeta = serde_json::from_str(&text)
+            .map_err(|e| located(&name, e.line(), "", format!("{e} (column {})", e.column())))?;
         if meta.format != META_FORMAT {
-            return Err(TraceError::new(
+            return Err(located(
                 &name,
                 0,
                 "format",
@@ -206,7 +206,7 @@ impl Recording {
         ] {
             let p = Path::new(file);
             if file.is_empty() || p.is_absolute() || p.components().any(|c| c.as_os_str() == "..") {
-                return Err(TraceError::new(
+                return Err(located(
                     &name,
                     0,
                     field,
@@ -231,12 +231,12 @@ impl Recording {
     }
 
     /// The requests of the recorded device.
-    pub fn trace(&self) -> Result<KernelTrace, TraceError> {
+    pub fn trace(&self) -> Result<KernelTrace, InputError> {
         KernelTrace::read(&self.trace_path(), Some(self.meta.dev()))
     }
 
     /// The bfq log's notes with their times, when it was recorded.
-    pub fn bfq_log(&self) -> Result<Option<KernelTrace>, TraceError> {
+    pub fn bfq_log(&self) -> Result<Option<KernelTrace>, InputError> {
         match &self.meta.trace.bfq_log {
             Some(f) => KernelTrace::read(&self.dir.join(f), Some(self.meta.dev())).map(Some),
             None => Ok(None),

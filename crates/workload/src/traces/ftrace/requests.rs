@@ -30,7 +30,7 @@ use super::{
     RqEvent, Rwbs, TracedPrio,
 };
 use crate::agreement::{self, Decision, QueueEvent};
-use crate::traces::TraceError;
+use crate::input::InputError;
 
 /// One request as the kernel handled it.
 ///
@@ -525,9 +525,9 @@ impl Builder {
 impl KernelTrace {
     /// Put together the requests of `events` (for device `dev` only, if given), taking the
     /// events in time order. The first error among `events` is returned as it is.
-    pub fn assemble<I>(events: I, dev: Option<Dev>) -> Result<KernelTrace, TraceError>
+    pub fn assemble<I>(events: I, dev: Option<Dev>) -> Result<KernelTrace, InputError>
     where
-        I: IntoIterator<Item = Result<FtraceEvent, TraceError>>,
+        I: IntoIterator<Item = Result<FtraceEvent, InputError>>,
     {
         let mut all = Vec::new();
         let mut latest = Nanos::ZERO;
@@ -590,7 +590,7 @@ impl KernelTrace {
     }
 
     /// Read and put together a trace file (`.gz` read through gzip); see [`Self::assemble`].
-    pub fn read(path: &Path, dev: Option<Dev>) -> Result<KernelTrace, TraceError> {
+    pub fn read(path: &Path, dev: Option<Dev>) -> Result<KernelTrace, InputError> {
         KernelTrace::assemble(FtraceReader::open(path)?, dev)
     }
 

@@ -3,12 +3,11 @@
 //! antic_expire after the tick of the anticipated request's completion), under random open-loop arrivals
 //! on the shared harness and random closed-loop processes with think times.
 
-mod as_closed_loop;
-
-use as_closed_loop::{Job, Step};
-use elevator_core::anticipatory::{Anticipatory, Config};
-use elevator_core::harness::{rq, Harness};
-use elevator_core::{Nanos, Op, Request};
+use super::tests_closed_loop::{self as as_closed_loop, Job, Step};
+use super::{Anticipatory, Config};
+use crate::harness::{rq, Harness};
+use crate::request::{Op, Request};
+use crate::time::Nanos;
 use proptest::prelude::*;
 
 fn cfg(antic_ms: u64, read_expire_ms: u64, read_batch_ms: u64) -> Config {

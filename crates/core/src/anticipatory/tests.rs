@@ -2,12 +2,86 @@
 //! for, each built by hand: the seven rules that end anticipation, the timer, process exit,
 //! batches, the write-batch autotuning, FIFO expiry, merging.
 
-mod as_closed_loop;
+use super::tests_closed_loop::{self as as_closed_loop, Job, Step};
+use super::*;
+use crate::harness::{rq, Harness};
+use crate::request::CtxId;
+use crate::{Dispatch, Nanos, Request, Scheduler, Settings};
 
-use as_closed_loop::{Job, Step};
-use elevator_core::anticipatory::{AnticState, Anticipatory, BatchDir, Config, EstTime};
-use elevator_core::harness::{rq, Harness};
-use elevator_core::{CtxId, Dispatch, Nanos, Request, Scheduler, Settings};
+/// Which kind of batch is running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BatchDir {
+    /// Reads and sync writes.
+    Sync,
+    /// Async writes (writeback).
+    Async,
+}
+
+/// One process's statistics as AS keeps them (a read-only view of `as_io_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CtxStats {
+    /// Whether the process is still running (has not exited).
+    pub(super) running: bool,
+    /// Requests queued in AS (not yet dispatched).
+    pub(super) queued: u32,
+    /// Think-time sample weight, fixed point (256 = 1.0; it saturates at 249).
+    pub(super) ttime_samples: u64,
+    /// Mean think time.
+    pub(super) ttime_mean: Nanos,
+    /// Seek sample weight, fixed point.
+    pub(super) seek_samples: u64,
+    /// Mean seek distance, in sectors.
+    pub(super) seek_mean: u64,
+}
+
+/// Views of the state the tests below assert on: white-box, through the fields.
+impl Anticipatory {
+    /// The anticipation state.
+    pub(super) fn antic_state(&self) -> AnticState {
+        self.antic_status
+    }
+
+    /// The process being anticipated (issuer of the last sync dispatch), if any.
+    pub(super) fn anticipated(&self) -> Option<CtxId> {
+        self.io_context
+    }
+
+    /// When the anticipation timer fires, while it is armed.
+    pub(super) fn next_timer(&self) -> Option<Nanos> {
+        (self.antic_status == AnticState::WaitNext).then_some(self.antic_deadline)
+    }
+
+    /// The kind of batch running (or being switched to).
+    pub(super) fn batch(&self) -> BatchDir {
+        if self.batch_dir == SYNC {
+            BatchDir::Sync
+        } else {
+            BatchDir::Async
+        }
+    }
+
+    /// The autotuned number of writes per write batch.
+    pub(super) fn write_batch_count(&self) -> i64 {
+        self.write_batch_count
+    }
+
+    /// Requests dispatched and not yet completed, as AS counts them.
+    pub(super) fn in_flight(&self) -> usize {
+        self.nr_dispatched
+    }
+
+    /// Statistics kept for `ctx`, if AS knows it.
+    pub(super) fn ctx_stats(&self, ctx: CtxId) -> Option<CtxStats> {
+        self.aics.get(&ctx).map(|a| CtxStats {
+            running: a.running,
+            queued: a.nr_queued,
+            ttime_samples: a.ttime_samples,
+            ttime_mean: Nanos(a.ttime_mean * self.cfg.jiffy().as_ns()),
+            seek_samples: a.seek_samples,
+            seek_mean: a.seek_mean,
+        })
+    }
+}
 
 fn ms(n: u64) -> Nanos {
     Nanos::from_ms(n)
@@ -1117,7 +1191,7 @@ fn as_dispatches_an_alias_at_once() {
 
 #[test]
 fn as_drains_the_queue_before_a_flush() {
-    use elevator_core::Op;
+    use crate::request::Op;
     let mut s = Anticipatory::default();
     s.insert(rq(1, P).sector(900).build(), ms(0));
     s.insert(rq(2, P).sector(100).build(), ms(0));

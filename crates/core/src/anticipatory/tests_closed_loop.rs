@@ -4,13 +4,13 @@
 //! at fixed times), arrivals here depend on completions, which is what anticipation is about.
 //! It checks conservation as it goes and records every dispatch, completion and idle period.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use elevator_core::anticipatory::Anticipatory;
-use elevator_core::harness::rq;
-use elevator_core::{CtxId, Dispatch, Nanos, Op, Request, Scheduler};
+use super::Anticipatory;
+use crate::harness::rq;
+use crate::request::{CtxId, Op, Request};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::time::Nanos;
 
 /// One step of a process: think, then issue a request.
 #[derive(Clone, Debug)]
@@ -101,13 +101,6 @@ pub struct Run {
 }
 
 impl Run {
-    /// The record of request `id`.
-    pub fn of(&self, id: u64) -> &Record {
-        self.served
-            .iter()
-            .find(|r| r.rq.id.0 == id)
-            .expect("dispatched")
-    }
     /// Records of context `ctx`, in dispatch order.
     pub fn of_ctx(&self, ctx: u32) -> Vec<&Record> {
         self.served.iter().filter(|r| r.rq.ctx.0 == ctx).collect()

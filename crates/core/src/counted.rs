@@ -1,0 +1,158 @@
+//! Conservation counters kept once, around any scheduler: what Linux's block layer checks
+//! for every elevator (`inserted`, `merged`, `dispatched`, `completed`; queued = inserted -
+//! dispatched). Cheap to keep, and a request lost or served twice shows at once.
+//!
+//! [`Counted`] wraps a [`Scheduler`] and counts the calls that cross it: a
+//! [`try_merge`](Scheduler::try_merge) that merged, every [`insert`](Scheduler::insert), a
+//! [`dispatch`](Scheduler::dispatch) that handed out a request, every
+//! [`complete`](Scheduler::complete). The policies themselves keep no such counters.
+
+use crate::request::{CtxId, Request, RequestId};
+use crate::scheduler::{Dispatch, Scheduler};
+use crate::time::Nanos;
+use crate::tunable::TunableError;
+
+/// Conservation counters: every request is inserted or merged once, dispatched once if
+/// inserted, and completed once after its dispatch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests inserted.
+    pub inserted: u64,
+    /// Requests merged into a queued request instead of being inserted.
+    pub merged: u64,
+    /// Requests dispatched.
+    pub dispatched: u64,
+    /// Completions reported.
+    pub completed: u64,
+}
+
+impl Counters {
+    /// Requests inserted and not yet dispatched.
+    pub fn queued(&self) -> u64 {
+        self.inserted.saturating_sub(self.dispatched)
+    }
+
+    /// Requests dispatched and not yet completed.
+    pub fn in_flight(&self) -> u64 {
+        self.dispatched.saturating_sub(self.completed)
+    }
+}
+
+/// A scheduler with its conservation counters.
+#[derive(Debug)]
+pub struct Counted<S> {
+    inner: S,
+    counters: Counters,
+}
+
+impl<S: Scheduler> Counted<S> {
+    /// Count the calls made to `inner`.
+    pub fn new(inner: S) -> Counted<S> {
+        Counted {
+            inner,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The scheduler inside.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The scheduler inside, to change.
+    pub fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The scheduler inside, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: Scheduler> Scheduler for Counted<S> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+        let merged = self.inner.try_merge(rq, now);
+        if merged.is_some() {
+            self.counters.merged += 1;
+        }
+        merged
+    }
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.counters.inserted += 1;
+        self.inner.insert(rq, now)
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        let d = self.inner.dispatch(now);
+        if matches!(d, Dispatch::Request(_)) {
+            self.counters.dispatched += 1;
+        }
+        d
+    }
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.counters.completed += 1;
+        self.inner.complete(rq, now)
+    }
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        self.inner.exit(ctx, now)
+    }
+    fn queued(&self) -> usize {
+        self.inner.queued()
+    }
+    fn max_request_sectors(&self) -> Option<u32> {
+        self.inner.max_request_sectors()
+    }
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+        self.inner.set_tunable(name, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::rq;
+    use crate::noop::Noop;
+
+    #[test]
+    fn every_call_that_crosses_the_wrapper_is_counted_once() {
+        let mut s = Counted::new(Noop::new());
+        let t = Nanos::ZERO;
+        assert_eq!(
+            s.try_merge(&rq(9, 1).build(), t),
+            None,
+            "noop merges nothing"
+        );
+        s.insert(rq(1, 1).build(), t);
+        s.insert(rq(2, 1).sector(8).build(), t);
+        assert_eq!(s.counters().queued(), 2);
+        let Dispatch::Request(a) = s.dispatch(t) else {
+            panic!("a request is queued")
+        };
+        assert_eq!(s.counters().in_flight(), 1);
+        s.complete(&a, t);
+        let Dispatch::Request(b) = s.dispatch(t) else {
+            panic!("a request is queued")
+        };
+        assert_eq!(
+            s.dispatch(t),
+            Dispatch::Empty,
+            "an empty answer counts nothing"
+        );
+        s.complete(&b, t);
+        let c = s.counters();
+        assert_eq!(
+            (c.inserted, c.merged, c.dispatched, c.completed),
+            (2, 0, 2, 2)
+        );
+        assert_eq!((c.queued(), c.in_flight()), (0, 0));
+        assert_eq!(s.name(), "noop");
+    }
+}

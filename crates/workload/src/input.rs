@@ -1,0 +1,260 @@
+//! Input files: the one error every reader returns, and the one bounded way to read a file.
+//!
+//! Every reader of user input (scenario files and drive specs in elevator-sim, fio job files,
+//! traces, DiskSim parameter files and validation traces) reports a bad input as an
+//! [`InputError`]: the file, where in it ([`Position`]: a line, or for binary traces a byte
+//! offset), the field at fault and what is wrong, displayed one way:
+//!
+//! ```text
+//! FILE[:LINE | : byte OFFSET][: field `FIELD`]: MESSAGE
+//! ```
+//!
+//! ```
+//! use elevator_workload::input::InputError;
+//!
+//! let e = InputError::at_line("job.fio", 6, "verify", "not supported");
+//! assert_eq!(e.to_string(), "job.fio:6: field `verify`: not supported");
+//! let e = InputError::at_byte("sda.blktrace.0", 48, "magic", "not a blktrace record");
+//! assert_eq!(e.to_string(), "sda.blktrace.0: byte 48: field `magic`: not a blktrace record");
+//! assert_eq!(InputError::new("/dev/zero", "larger than 1 MiB").to_string(), "/dev/zero: larger than 1 MiB");
+//! ```
+//!
+//! Input can be hostile (docs/reliability.md): [`read_bytes`] and [`read_text`] read at most
+//! a given number of bytes, and the Display quotes at most 80 characters of a field and 600 of
+//! a message, so no error is sized by its input.
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+/// Where in its file an [`InputError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// A 1-based line of a text file.
+    Line(usize),
+    /// The byte offset of a binary record.
+    Byte(u64),
+}
+
+/// Bad input: the file, where in it, the field at fault and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InputError {
+    /// The file as given (or `builtin:NAME` for a built-in, `<input>` for text in memory).
+    pub file: String,
+    /// Where in the file; `None` when the error is about the whole file.
+    pub at: Option<Position>,
+    /// The field at fault (a TOML key path such as `layout.zones[3].first_cyl`, a fio option,
+    /// a trace column), or empty when the error is about a whole line or file.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl InputError {
+    /// An error about the whole of `file`.
+    pub fn new(file: impl AsRef<Path>, message: impl Into<String>) -> InputError {
+        InputError {
+            file: file.as_ref().display().to_string(),
+            at: None,
+            field: String::new(),
+            message: message.into(),
+        }
+    }
+
+    /// An error at 1-based `line` of `file` about `field` (empty: the whole line).
+    pub fn at_line(
+        file: impl AsRef<Path>,
+        line: usize,
+        field: &str,
+        message: impl Into<String>,
+    ) -> InputError {
+        InputError::new(file, message)
+            .on_line(Some(line))
+            .in_field(field)
+    }
+
+    /// An error about the binary record at byte offset `byte` of `file`, field `field`
+    /// (empty: the whole record).
+    pub fn at_byte(
+        file: impl AsRef<Path>,
+        byte: u64,
+        field: &str,
+        message: impl Into<String>,
+    ) -> InputError {
+        InputError {
+            at: Some(Position::Byte(byte)),
+            ..InputError::new(file, message).in_field(field)
+        }
+    }
+
+    /// The same error placed on `line` (`None`: no line known, the position is cleared).
+    pub fn on_line(self, line: Option<usize>) -> InputError {
+        InputError {
+            at: line.map(Position::Line),
+            ..self
+        }
+    }
+
+    /// The same error about `field`.
+    pub fn in_field(self, field: &str) -> InputError {
+        InputError {
+            field: field.to_string(),
+            ..self
+        }
+    }
+
+    /// The 1-based line, when the error has one.
+    pub fn line(&self) -> Option<usize> {
+        match self.at {
+            Some(Position::Line(l)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The byte offset, when the error is about a binary record.
+    pub fn byte(&self) -> Option<u64> {
+        match self.at {
+            Some(Position::Byte(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        match self.at {
+            Some(Position::Line(l)) => write!(f, ":{l}")?,
+            Some(Position::Byte(b)) => write!(f, ": byte {b}")?,
+            None => {}
+        }
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", capped(&self.field, 80))?;
+        }
+        write!(f, ": {}", capped(&self.message, 600))
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// At most `n` characters of `s` (then `...`): an error quotes input, and input can be huge.
+fn capped(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}...", &s[..i]).into(),
+        None => s.into(),
+    }
+}
+
+/// The bytes of the file at `path`, refused past `max` bytes after reading no more than
+/// `max + 1` of them (`/dev/zero` or a sparse 1 GB file is not read to its end). `what` names
+/// what the file should have been in that refusal: "larger than 4 MiB: not a `what`".
+pub fn read_bytes(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, InputError> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(InputError::new(
+            path,
+            format!("larger than {}: not a {what}", size(max)),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The text of the file at `path`, read as [`read_bytes`] does; a UTF-8 byte-order mark is
+/// skipped, and text that is not UTF-8 is refused naming the line and byte offset.
+pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String, InputError> {
+    let bytes = read_bytes(path, max, what)?;
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
+    match std::str::from_utf8(body) {
+        Ok(t) => Ok(t.to_string()),
+        Err(e) => {
+            let at = e.valid_up_to();
+            let line = body[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            Err(InputError::at_line(
+                path,
+                line,
+                "",
+                format!("not UTF-8 text (byte offset {at})"),
+            ))
+        }
+    }
+}
+
+/// `bytes` as a size limit reads: whole MiB, else whole KiB, else bytes.
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_file_position_field_and_message() {
+        let cases = [
+            (InputError::new("f", "m"), "f: m"),
+            (InputError::new("f", "m").in_field("x"), "f: field `x`: m"),
+            (InputError::at_line("f", 3, "", "m"), "f:3: m"),
+            (
+                InputError::at_line("f", 3, "a.b", "m"),
+                "f:3: field `a.b`: m",
+            ),
+            (InputError::at_byte("f", 0, "", "m"), "f: byte 0: m"),
+            (
+                InputError::at_byte("f", 9, "x", "m"),
+                "f: byte 9: field `x`: m",
+            ),
+        ];
+        for (e, shown) in cases {
+            assert_eq!(e.to_string(), shown);
+        }
+        let e = InputError::at_line("f", 3, "", "m");
+        assert_eq!((e.line(), e.byte()), (Some(3), None));
+        assert_eq!(e.on_line(None).at, None);
+    }
+
+    #[test]
+    fn display_caps_what_it_quotes() {
+        let e = InputError::at_line("f", 1, &"k".repeat(1000), "m".repeat(100_000));
+        let shown = e.to_string();
+        assert!(shown.len() < 1024, "{}", shown.len());
+        assert!(shown.contains("k..."), "{shown}");
+        assert!(shown.ends_with("m..."), "{shown}");
+    }
+
+    #[test]
+    fn sizes_read_in_their_largest_whole_unit() {
+        assert_eq!(size(4 << 20), "4 MiB");
+        assert_eq!(size(1 << 20), "1 MiB");
+        assert_eq!(size(1536), "1536 bytes");
+        assert_eq!(size(3 << 10), "3 KiB");
+        assert_eq!(size(100), "100 bytes");
+    }
+
+    #[test]
+    fn reads_are_bounded_and_text_must_be_utf8() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        std::fs::write(&p, b"\xef\xbb\xbfa\nb\n").unwrap();
+        assert_eq!(read_text(&p, 64, "t").unwrap(), "a\nb\n");
+        let e = read_bytes(&p, 4, "spec file").unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("larger than 4 bytes: not a spec file"),
+            "{e}"
+        );
+        std::fs::write(&p, b"a\n\xff").unwrap();
+        let e = read_text(&p, 64, "t").unwrap_err();
+        assert_eq!(e.line(), Some(2));
+        assert!(e.message.contains("byte offset 2"), "{e}");
+        let e = read_bytes(&dir.path().join("absent"), 4, "t").unwrap_err();
+        assert!(e.message.starts_with("cannot read:"), "{e}");
+    }
+}
