@@ -110,6 +110,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn max_request_sectors(&self) -> Option<u32> {
         self.inner.max_request_sectors()
     }
+    fn issues_directly(&self) -> bool {
+        self.inner.issues_directly()
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }

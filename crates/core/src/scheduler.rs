@@ -90,68 +90,43 @@ pub trait Scheduler {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
 }
 
-impl<S: Scheduler + ?Sized> Scheduler for &mut S {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-        (**self).try_merge(rq, now)
-    }
-    fn insert(&mut self, rq: Request, now: Nanos) {
-        (**self).insert(rq, now)
-    }
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
-        (**self).dispatch(now)
-    }
-    fn complete(&mut self, rq: &Request, now: Nanos) {
-        (**self).complete(rq, now)
-    }
-    fn exit(&mut self, ctx: CtxId, now: Nanos) {
-        (**self).exit(ctx, now)
-    }
-    fn queued(&self) -> usize {
-        (**self).queued()
-    }
-    fn max_request_sectors(&self) -> Option<u32> {
-        (**self).max_request_sectors()
-    }
-    fn issues_directly(&self) -> bool {
-        (**self).issues_directly()
-    }
-    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        (**self).set_tunable(name, value)
-    }
+/// A pointer to a scheduler is that scheduler: every call goes through.
+macro_rules! forward_scheduler {
+    ($($ptr:tt)*) => {
+        impl<S: Scheduler + ?Sized> Scheduler for $($ptr)* {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+                (**self).try_merge(rq, now)
+            }
+            fn insert(&mut self, rq: Request, now: Nanos) {
+                (**self).insert(rq, now)
+            }
+            fn dispatch(&mut self, now: Nanos) -> Dispatch {
+                (**self).dispatch(now)
+            }
+            fn complete(&mut self, rq: &Request, now: Nanos) {
+                (**self).complete(rq, now)
+            }
+            fn exit(&mut self, ctx: CtxId, now: Nanos) {
+                (**self).exit(ctx, now)
+            }
+            fn queued(&self) -> usize {
+                (**self).queued()
+            }
+            fn max_request_sectors(&self) -> Option<u32> {
+                (**self).max_request_sectors()
+            }
+            fn issues_directly(&self) -> bool {
+                (**self).issues_directly()
+            }
+            fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+                (**self).set_tunable(name, value)
+            }
+        }
+    };
 }
 
-impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-        (**self).try_merge(rq, now)
-    }
-    fn insert(&mut self, rq: Request, now: Nanos) {
-        (**self).insert(rq, now)
-    }
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
-        (**self).dispatch(now)
-    }
-    fn complete(&mut self, rq: &Request, now: Nanos) {
-        (**self).complete(rq, now)
-    }
-    fn exit(&mut self, ctx: CtxId, now: Nanos) {
-        (**self).exit(ctx, now)
-    }
-    fn queued(&self) -> usize {
-        (**self).queued()
-    }
-    fn max_request_sectors(&self) -> Option<u32> {
-        (**self).max_request_sectors()
-    }
-    fn issues_directly(&self) -> bool {
-        (**self).issues_directly()
-    }
-    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        (**self).set_tunable(name, value)
-    }
-}
+forward_scheduler!(&mut S);
+forward_scheduler!(Box<S>);

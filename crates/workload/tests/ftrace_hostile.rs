@@ -40,7 +40,7 @@ fn every_byte_of_real_lines_changed_gives_an_event_or_an_error_on_that_line() {
                 bytes[at] = b;
                 match read(bytes) {
                     Ok(_) => {}
-                    Err(e) => assert_eq!(e.line, 1, "line {n}, byte {at} = {b}: {e}"),
+                    Err(e) => assert_eq!(e.line(), Some(1), "line {n}, byte {at} = {b}: {e}"),
                 }
             }
             // Cut short there.

@@ -561,10 +561,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
         self.observe(Event::Queue, &rq, now);
-        // Under a policy that issues directly (none), a queued request would already be at
-        // the device unless the device is full: only then is there one to merge into.
+        // Under a policy that issues directly (none), the first queued requests that fit in
+        // the device's free room would already be there: only those beyond are waiting, and
+        // only then is there one to merge into.
         let waiting = !self.sched.issues_directly()
-            || self.in_flight + self.sched.queued() >= self.limits.queue_depth;
+            || self.in_flight + self.sched.queued() > self.limits.queue_depth;
         let merge = self.limits.nomerges != NoMerges::None && data && waiting;
         if let Some(into) = merge.then(|| self.sched.try_merge(&rq, now)).flatten() {
             self.observe(Event::Merge, &rq, now);

@@ -268,3 +268,18 @@ fn reads_are_sync_whatever_the_bio_says() {
     blk.handle_complete(a[0].id, true, ms(1), &mut done);
     assert!(!drain(&mut blk, ms(1))[0].sync);
 }
+
+#[test]
+fn under_none_a_bio_merges_only_while_the_device_is_full() {
+    // blk_mq_try_issue_directly: with room at the device the request it would merge into is
+    // already there; only a full device leaves requests waiting in the software queue.
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
+    blk.handle_submit(write(1, 0, 8), (), ms(0));
+    blk.handle_submit(write(1, 8, 8), (), ms(0));
+    assert_eq!(blk.counters().merged, 0, "the device had room for both");
+    assert_eq!(drain(&mut blk, ms(0)).len(), 2);
+    blk.handle_submit(write(1, 16, 8), (), ms(0));
+    blk.handle_submit(write(1, 24, 8), (), ms(0));
+    assert_eq!(blk.counters().merged, 1, "the device is full: the second rides on the first");
+    assert_eq!(blk.stat().write.merges, 1);
+}

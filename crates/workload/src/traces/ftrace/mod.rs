@@ -1097,7 +1097,7 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].as_ref().unwrap().line, 4);
         let e = all[1].as_ref().unwrap_err();
-        assert_eq!((e.line, e.field), (5, "sectors"));
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "sectors"));
         assert!(
             e.to_string().starts_with("t.trace:5: field `sectors`"),
             "{e}"

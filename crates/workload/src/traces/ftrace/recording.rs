@@ -283,7 +283,7 @@ broken: (groupid=x, jobs=1): err= 0: pid=5
         )
         .unwrap();
         let e = Recording::open(d.path()).unwrap_err();
-        assert_eq!(e.line, 3);
+        assert_eq!(e.line(), Some(3));
         assert!(e.file.ends_with("meta.json"));
         let mut meta = RecordingMeta {
             format: META_FORMAT,

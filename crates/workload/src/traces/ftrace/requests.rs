@@ -836,8 +836,8 @@ CPU:1 [LOST 7 EVENTS]
         ));
         let e = KernelTrace::assemble(r, None).unwrap_err();
         assert_eq!(
-            (e.file.as_str(), e.line, e.field),
-            ("x.trace", 1, "sectors")
+            (e.file.as_str(), e.line(), e.field.as_str()),
+            ("x.trace", Some(1), "sectors")
         );
     }
 }
