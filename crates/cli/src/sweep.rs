@@ -73,8 +73,14 @@ impl Axis {
         }
     }
 
+    /// How many values (counted, not rendered: the odometer asks at every cell).
     fn len(&self) -> usize {
-        self.labels().len()
+        match self {
+            Axis::Seed(v) => v.len(),
+            Axis::Drive(v) => v.len(),
+            Axis::Tunable { values, .. } => values.len(),
+            Axis::Job { values, .. } => values.len(),
+        }
     }
 }
 
@@ -380,6 +386,31 @@ fn measure(
     Ok(m)
 }
 
+/// Cells a sweep may have at most (schedulers times every axis's values).
+pub const MAX_CELLS: u64 = 100_000;
+
+/// Refuse a grid of more than [`MAX_CELLS`] cells, counted without building it (a product
+/// that overflows is refused too).
+pub fn check_grid(n_sched: usize, axes: &[Axis]) -> anyhow::Result<()> {
+    let mut cells = n_sched as u64;
+    let mut sizes = vec![format!("{n_sched} schedulers")];
+    for a in axes {
+        cells = cells.saturating_mul(a.len() as u64);
+        sizes.push(format!("{} values of {}", a.len(), a.key()));
+    }
+    anyhow::ensure!(
+        cells <= MAX_CELLS,
+        "--sweep: {} cells ({}) is more than the {MAX_CELLS} a sweep runs; sweep fewer values",
+        if cells == u64::MAX {
+            "more than 2^64".to_string()
+        } else {
+            cells.to_string()
+        },
+        sizes.join(" x ")
+    );
+    Ok(())
+}
+
 /// Run every cell (in parallel, each distinct simulation once); rows in cell order.
 pub fn rows(opts: &Opts) -> anyhow::Result<Vec<Row>> {
     let needs_source = opts
@@ -387,17 +418,19 @@ pub fn rows(opts: &Opts) -> anyhow::Result<Vec<Row>> {
         .iter()
         .any(|a| matches!(a, Axis::Job { .. } | Axis::Drive(_)));
     let source = needs_source.then(|| source(opts.scenario)).transpose()?;
+    check_grid(opts.sched.len(), &opts.axes)?;
     let cells = cells(opts.sched.len(), &opts.axes);
     let plans: Vec<Plan> = cells.iter().map(|c| plan(opts, c)).collect();
+    // Equal plans found through a hash of their text: linear in the cells, not quadratic.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut distinct: Vec<&Plan> = Vec::new();
     let index: Vec<usize> = plans
         .iter()
-        .map(|p| match distinct.iter().position(|d| *d == p) {
-            Some(i) => i,
-            None => {
+        .map(|p| {
+            *seen.entry(format!("{p:?}")).or_insert_with(|| {
                 distinct.push(p);
                 distinct.len() - 1
-            }
+            })
         })
         .collect();
     let bar = crate::progress::bar(distinct.len(), "sweep");

@@ -147,6 +147,7 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     for p in [&cfg.backing, &cfg.mountpoint] {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => return Err(stale(p)),
             Ok(_) => {
                 return Err(MountError::Path {
                     path: p.clone(),
@@ -161,6 +162,7 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
             }
         }
     }
+    check_not_nested(&cfg.backing, &cfg.mountpoint)?;
     let mut classifier =
         classify::Classifier::new(cfg.groups, cfg.rules.clone()).map_err(MountError::Config)?;
     if cfg.request_log > 0 {
@@ -220,6 +222,46 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         handle,
         classifier,
     })
+}
+
+/// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.
+fn stale(p: &std::path::Path) -> MountError {
+    MountError::Config(format!(
+        "{}: a FUSE mount whose daemon died (kill -9, a crash) is still there (\"Transport \
+         endpoint is not connected\"); unmount it first: fusermount3 -u {} (or, as root, \
+         umount -l {})",
+        p.display(),
+        p.display(),
+        p.display()
+    ))
+}
+
+/// Refuse a mountpoint inside the backing directory (or the backing directory itself): every
+/// lookup of the mountpoint through the backing directory would come back into the mount,
+/// and each FUSE thread would wait on itself (a deadlock of the whole mount).
+pub fn check_not_nested(
+    backing: &std::path::Path,
+    mountpoint: &std::path::Path,
+) -> Result<(), MountError> {
+    let canon = |p: &std::path::Path| {
+        std::fs::canonicalize(p).map_err(|error| match error.raw_os_error() {
+            Some(libc::ENOTCONN) => stale(p),
+            _ => MountError::Path {
+                path: p.to_path_buf(),
+                error,
+            },
+        })
+    };
+    let (b, m) = (canon(backing)?, canon(mountpoint)?);
+    if m.starts_with(&b) {
+        return Err(MountError::Config(format!(
+            "the mountpoint {} is inside the backing directory {} (it would serve itself: every \
+             FUSE thread would wait on the mount); choose a mountpoint outside it",
+            mountpoint.display(),
+            backing.display()
+        )));
+    }
+    Ok(())
 }
 
 impl Mounted {

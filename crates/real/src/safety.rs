@@ -2,7 +2,10 @@
 //! create, unless told so (`--allow-overwrite`).
 //!
 //! A block device is refused for writing, always (no flag lifts it), when it or one of its
-//! partitions is mounted, used as swap or held by another device (LVM, dm, md). Without
+//! partitions is mounted, used as swap or held by another device (LVM, dm, md), and when the
+//! kernel refuses to open it exclusively (O_EXCL, as mkfs opens: a mount in another mount
+//! namespace, which /proc/self/mounts does not show, holds it too); the exclusive open is
+//! kept while the target is open, so nothing claims the device during a run. Without
 //! `--allow-overwrite` it is also refused when anything recognises a signature on it (blkid's
 //! low-level probe, [`blkid_probe`], or where the `blkid` binary is absent our own shorter list,
 //! [`detect_signature`]), and when the byte ranges the jobs write do not read as all zeroes

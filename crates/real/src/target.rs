@@ -162,6 +162,31 @@ fn open_direct(path: &Path, write: bool, create: bool) -> Result<File, TargetErr
         })
 }
 
+/// Open the block device `path` for writing with O_EXCL, as mkfs does: the kernel then
+/// refuses (EBUSY) while anything holds the device, a filesystem mounted in any mount
+/// namespace (which /proc/self/mounts does not show), a device-mapper or md array, or
+/// another exclusive opener; and while this descriptor (or a duplicate) lives, nothing else
+/// can claim the device. Done before any write, whatever the flags.
+fn open_device_exclusive(path: &Path) -> Result<File, TargetError> {
+    match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT | libc::O_EXCL)
+        .open(path)
+    {
+        Ok(f) => Ok(f),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(refused(
+            path,
+            "the device is in use: the kernel refused to open it exclusively (EBUSY): a \
+             filesystem on it is mounted (perhaps in another mount namespace or container), or \
+             a device-mapper, md or other program holds it; elevator never writes to a device \
+             in use, whatever the flags"
+                .into(),
+        )),
+        Err(e) => Err(io_err(path, "open exclusively (O_EXCL) for writing")(e)),
+    }
+}
+
 /// Open `path` per `spec`, refusing what [`safety`] refuses.
 pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
     let meta = match fs::metadata(path) {
@@ -191,7 +216,11 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
             if spec.writes {
                 check_device_in_use(path, m.rdev())?;
             }
-            let file = open_direct(path, spec.writes, false)?;
+            let file = if spec.writes {
+                open_device_exclusive(path)?
+            } else {
+                open_direct(path, false, false)?
+            };
             let size = device_size(&file).map_err(io_err(path, "read the device size"))?;
             if size < spec.need_bytes {
                 return Err(TargetError::Unusable {

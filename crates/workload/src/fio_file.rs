@@ -532,8 +532,10 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "thinktime_blocks"
         }
         "runtime" | "timeout" => {
+            // fio: `runtime=0` sets no limit (and `time_based` then has none to run for,
+            // which is refused); any other runtime is at least 1 ms here.
             let ns = parse_time(need(o)?, 1_000_000_000)?;
-            c.runtime_ms = Some((ns / 1_000_000).max(1));
+            c.runtime_ms = (ns > 0).then(|| (ns / 1_000_000).max(1));
             "runtime_ms"
         }
         "ramp_time" => {

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod calibrate;
+pub mod common;
 pub mod compare;
 pub mod drive;
 pub mod kernel_record;
@@ -87,6 +88,17 @@ pub fn settings_for(info: &SchedulerSpec, extra: &Settings) -> Settings {
         }
     }
     out
+}
+
+/// The error of building scheduler `name` with the `--set` values it took (`given`): blamed on
+/// `--set` only when some were given, else on the scheduler (or what the job file asks of it),
+/// so an error never names a flag the user did not give.
+pub fn blame_set(name: &str, given: &Settings, e: impl std::fmt::Display) -> anyhow::Error {
+    if given.names().next().is_some() {
+        anyhow::anyhow!("--set: scheduler {name}: {e}")
+    } else {
+        anyhow::anyhow!("scheduler {name}: {e}")
+    }
 }
 
 /// Every `--set` must apply to at least one of `scheds`: a plain name to one that has the

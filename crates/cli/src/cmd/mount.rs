@@ -10,7 +10,7 @@
 //! ([`super::run_blktrace`]) and as an HTML page ([`crate::report::mount`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -23,13 +23,10 @@ pub struct Args {
     pub backing: PathBuf,
     /// Where to mount it.
     pub mountpoint: PathBuf,
-    /// The scheduler (see `elevator list`); change it later with
-    /// `echo NAME > MOUNTPOINT/.elevator/scheduler`.
-    #[arg(long, default_value = "none")]
-    pub sched: String,
-    /// Set a tunable (sysfs name and unit), e.g. `--set slice_idle=0`.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
+    /// The scheduler (one; see `elevator list`; default none); change it later with
+    /// `echo NAME > MOUNTPOINT/.elevator/scheduler`. `--set` sets its tunables.
+    #[command(flatten)]
+    pub scheds: super::common::SchedOpts,
     /// Put processes named NAME (as /proc/PID/comm) in group PATH with WEIGHT (the
     /// scheduler's scale), e.g. `--group dd=/writer:100`. Repeatable.
     #[arg(long = "group", value_name = "NAME=/PATH[:WEIGHT]")]
@@ -46,14 +43,10 @@ pub struct Args {
     /// Threads reading /dev/fuse.
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
-    /// At unmount, write the requests as a blktrace, `DIR/mount.blktrace.0` (Q, I, D, C,
-    /// each process under its pid and name), for blkparse, btt and iowatcher.
-    #[arg(long, value_name = "DIR")]
-    pub blktrace_out: Option<PathBuf>,
-    /// At unmount, write a self-contained HTML page, `DIR/index.html` (per-process table,
-    /// latency CDF, throughput and queue depth over time).
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
+    /// At unmount: `--blktrace-out DIR` writes the requests as `DIR/mount.blktrace.0` (each
+    /// process under its pid and name), `--report DIR` a self-contained HTML page.
+    #[command(flatten)]
+    pub out: super::common::OutputOpts,
     /// With --blktrace-out or --report: keep the latest N requests (56 bytes each).
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub log_limit: usize,
@@ -62,29 +55,166 @@ pub struct Args {
 /// The device name of the blktrace: `DIR/mount.blktrace.0`.
 pub const BLKTRACE_DEVICE: &str = "mount";
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// Signals (SIGINT, SIGTERM) received so far.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+/// Whether the mount is still being served (the unmount watcher stops when it is not).
+static SERVING: AtomicBool = AtomicBool::new(true);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Whether `path` is (still) a FUSE mount: its filesystem's magic is FUSE's.
+fn is_fuse_mount(path: &Path) -> bool {
+    const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid buffer; the path is NUL-terminated.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == FUSE_SUPER_MAGIC
+    }
+}
+
+/// Unmount `path` ourselves (fuser's unmounter tries once only): umount2 as root, else
+/// `fusermount3 -u`; `lazy` detaches it even while files are open (`umount -l`).
+fn unmount_path(path: &Path, lazy: bool) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(std::io::Error::other)?;
+    let flags = if lazy { libc::MNT_DETACH } else { 0 };
+    // SAFETY: the path is NUL-terminated.
+    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EPERM) {
+        return Err(e);
+    }
+    let mut cmd = std::process::Command::new("fusermount3");
+    cmd.arg("-u");
+    if lazy {
+        cmd.arg("-z");
+    }
+    let out = cmd.arg(path).output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
+    }
+}
+
+/// Watch for SIGINT / SIGTERM: the first unmounts; while the mount is busy the unmount is
+/// retried every second, and a second signal detaches it lazily (the mount then ends when the
+/// last file under it closes).
+fn watch_signals(
+    mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
+    mountpoint: PathBuf,
+) {
+    std::thread::spawn(move || {
+        let mut first_done = false;
+        let mut lazy_done = false;
+        let mut told = false;
+        while SERVING.load(Ordering::SeqCst) {
+            let n = SIGNALS.load(Ordering::SeqCst);
+            if n > 0 && !first_done {
+                first_done = true;
+                if let Err(e) = unmount() {
+                    eprintln!(
+                        "elevator mount: unmount failed: {e} (busy: files open under {}?); \
+                         retrying every second; signal again to detach it lazily",
+                        mountpoint.display()
+                    );
+                    told = true;
+                }
+            } else if n > 0 && is_fuse_mount(&mountpoint) {
+                let lazy = n >= 2;
+                if lazy && lazy_done {
+                    // Detached already: the mount ends when its last file closes.
+                } else {
+                    match unmount_path(&mountpoint, lazy) {
+                        Ok(()) if lazy => {
+                            lazy_done = true;
+                            eprintln!(
+                                "elevator mount: detached {} (lazy unmount); serving the files \
+                                 still open until they close",
+                                mountpoint.display()
+                            );
+                        }
+                        Ok(()) => {}
+                        Err(e) if !told => {
+                            eprintln!(
+                                "elevator mount: unmount failed: {e}; retrying every second; \
+                                 signal again to detach it lazily"
+                            );
+                            told = true;
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+            let pause = if n > 0 { 1000 } else { 100 };
+            std::thread::sleep(Duration::from_millis(pause));
+        }
+    });
 }
 
 /// Run `elevator mount`.
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let settings = super::parse_sets(&a.set)?;
-    let logging = a.blktrace_out.is_some() || a.report.is_some();
+    use super::common::Supported;
+    let sched = a.scheds.names("none");
+    anyhow::ensure!(
+        sched.len() == 1,
+        "--sched {}: a mount runs one scheduler at a time (switch it later through \
+         MOUNTPOINT/.elevator/scheduler)",
+        sched.join(",")
+    );
+    let sched = sched[0].clone();
+    let settings = super::parse_sets(&a.scheds.set)?;
+    let logging = a.out.blktrace_out.is_some() || a.out.report.is_some();
     if logging && a.log_limit == 0 {
         anyhow::bail!("--log-limit 0 keeps no request for --blktrace-out or --report");
     }
-    // Fail before serving, not at unmount, if an output directory cannot be made.
-    for (flag, dir) in [("--blktrace-out", &a.blktrace_out), ("--report", &a.report)] {
-        if let Some(dir) = dir {
-            std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+    // Fail before serving, not at unmount, if an output cannot be written; and never write
+    // an output inside what the mount serves.
+    a.out.check(
+        "mount",
+        Supported {
+            report: true,
+            blktrace_out: true,
+            ..Supported::default()
+        },
+        &[BLKTRACE_DEVICE.to_string()],
+        &[],
+        &[],
+    )?;
+    elevator_mount::check_not_nested(&a.backing, &a.mountpoint).map_err(|e| {
+        anyhow::anyhow!(
+            "elevator mount {} {}: {e}",
+            a.backing.display(),
+            a.mountpoint.display()
+        )
+    })?;
+    for dir in [&a.out.blktrace_out, &a.out.report].into_iter().flatten() {
+        if let (Ok(d), Ok(m)) = (
+            std::fs::canonicalize(dir),
+            std::fs::canonicalize(&a.mountpoint),
+        ) {
+            anyhow::ensure!(
+                !d.starts_with(&m),
+                "{}: an output inside the mountpoint would be written through the mount at \
+                 unmount, when it is gone; choose a directory outside {}",
+                dir.display(),
+                a.mountpoint.display()
+            );
         }
     }
     let cfg = MountConfig {
         backing: a.backing.clone(),
         mountpoint: a.mountpoint.clone(),
-        scheduler: a.sched.clone(),
+        scheduler: sched.clone(),
         settings,
         groups: if a.cgroups {
             GroupMode::Cgroup
@@ -107,7 +237,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             a.mountpoint.display()
         )
     })?;
-    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    // SAFETY: the handler only adds to an atomic (async-signal-safe).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as *const () as usize;
@@ -115,41 +245,36 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
     let mut unmounter = mounted.unmounter();
-    std::thread::spawn(move || loop {
-        if STOP.load(Ordering::SeqCst) {
-            if let Err(e) = unmounter.unmount() {
-                eprintln!("elevator mount: unmount failed: {e} (busy? retrying)");
-                STOP.store(false, Ordering::SeqCst);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    });
+    watch_signals(move || unmounter.unmount(), a.mountpoint.clone());
     eprintln!(
         "elevator mount: {} on {} under {} (unmount with fusermount3 -u {})",
         a.backing.display(),
         a.mountpoint.display(),
-        a.sched,
+        sched,
         a.mountpoint.display()
     );
-    let log = mounted.run().context("serving the mount")?;
+    let log = mounted.run();
+    SERVING.store(false, Ordering::SeqCst);
+    let log = log.context("serving the mount")?;
     eprintln!("elevator mount: unmounted; all I/O completed");
     // Our own files (trace, report) get the user's umask again.
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(umask) };
-    if let Some(dir) = &a.blktrace_out {
-        write_blktrace(dir, &log)?;
+    let mut outcomes = super::common::Outcomes::default();
+    if let Some(dir) = &a.out.blktrace_out {
+        outcomes.keep(write_blktrace(dir, &log));
     }
-    if a.report.is_some() {
+    if a.out.report.is_some() {
         let title = format!(
             "elevator mount {} on {}",
             a.backing.display(),
             a.mountpoint.display()
         );
         let page = crate::report::Sink::new(true, &title);
-        crate::report::mount::mount_page(&page, &title, &log)?;
-        page.write(a.report.as_deref())?;
+        outcomes.keep(crate::report::mount::mount_page(&page, &title, &log));
+        outcomes.keep(page.write(a.out.report.as_deref()));
     }
-    Ok(())
+    outcomes.finish()
 }
 
 /// Write `log` as `dir/mount.blktrace.0`, each context under its pid and name.

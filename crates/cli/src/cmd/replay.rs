@@ -42,7 +42,8 @@ pub enum View {
 #[derive(clap::Args)]
 pub struct Args {
     /// Trace files (one format; several are merged by time; a blktrace per-CPU file brings its
-    /// siblings `<dev>.blktrace.<n>`).
+    /// siblings `<dev>.blktrace.<n>`). `-`, a pipe or a FIFO is read once into a temporary
+    /// file, so every scheduler replays all of it.
     #[arg(required = true)]
     traces: Vec<PathBuf>,
     /// The trace format (default: detected): blktrace, blkparse, fio-iolog, msr, spc, alibaba,
@@ -52,12 +53,8 @@ pub struct Args {
     /// For blktrace and blkparse traces: replay the queue (Q) or the dispatch (D) view.
     #[arg(long, value_enum, default_value_t = View::Queue)]
     view: View,
-    /// Schedulers to compare, comma-separated (see `elevator list`).
-    #[arg(long, value_delimiter = ',', default_value = "deadline")]
-    sched: Vec<String>,
-    /// Set a tunable (sysfs name) for every listed scheduler that has it, repeatable.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
+    #[command(flatten)]
+    scheds: super::common::SchedOpts,
     /// Simulated drive: a built-in name or a drive TOML (default cheetah9lp).
     #[arg(long, conflicts_with = "target")]
     drive: Option<String>,
@@ -77,17 +74,8 @@ pub struct Args {
     /// Replay at most this many requests.
     #[arg(long)]
     max_requests: Option<u64>,
-    /// Write the results as JSON.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (read it with
-    /// `blkparse -i DIR/<scheduler>`).
-    #[arg(long, value_name = "DIR")]
-    blktrace_out: Option<PathBuf>,
-    /// Write an HTML page of the table and plots (seek map, queue depth, throughput, latency
-    /// CDFs) to DIR/index.html, the plots beside it as SVG.
-    #[arg(long, value_name = "DIR")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    out: super::common::OutputOpts,
 }
 
 #[derive(Serialize)]
@@ -97,6 +85,12 @@ struct RunJson {
     end_s: f64,
     issued: u64,
     skipped: u64,
+    /// Records stamped earlier than the one before them.
+    out_of_order: u64,
+    /// Times the replay waited at its bound of outstanding requests.
+    held_back: u64,
+    /// Processes past the bound, replayed as one.
+    merged_processes: u64,
     total: JobSummary,
     processes: Vec<JobSummary>,
 }
@@ -122,12 +116,105 @@ const COMPARE_HEADER: [&str; 9] = [
     "wr p99 ms",
 ];
 
+/// Traces that are not regular files (a pipe, a FIFO, standard input, a character device)
+/// can be read only once: format detection would consume their start and every scheduler
+/// after the first would replay nothing. Each is copied once, as it streams (bounded memory),
+/// into a private directory under the same file name, and the copies are replayed.
+struct Spooled {
+    paths: Vec<PathBuf>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut dir: Option<tempfile::TempDir> = None;
+    let mut paths = Vec::new();
+    for (i, p) in traces.iter().enumerate() {
+        // `-` is standard input, as for any Unix filter.
+        let stdin = p.as_os_str() == "-";
+        if !stdin {
+            let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
+            let ft = meta.file_type();
+            if ft.is_file() {
+                paths.push(p.clone());
+                continue;
+            }
+            anyhow::ensure!(
+                ft.is_fifo() || ft.is_char_device() || ft.is_socket(),
+                "{}: not a trace file (a directory or a block device)",
+                p.display()
+            );
+        }
+        if dir.is_none() {
+            dir = Some(
+                tempfile::Builder::new()
+                    .prefix("elevator-replay-")
+                    .tempdir()
+                    .context("a temporary directory for a trace read from a pipe")?,
+            );
+        }
+        let d = dir.as_ref().expect("made above");
+        let name = match p.file_name() {
+            Some(n) if !stdin => n.to_os_string(),
+            _ => "stdin".into(),
+        };
+        let sub = d.path().join(i.to_string());
+        std::fs::create_dir(&sub)?;
+        let copy = sub.join(name);
+        let mut input: Box<dyn std::io::Read> = if stdin {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?)
+        };
+        let mut out = std::fs::File::create(&copy)
+            .with_context(|| format!("{}: spool to {}", p.display(), copy.display()))?;
+        std::io::copy(&mut input, &mut out).with_context(|| {
+            format!(
+                "{}: read the stream into {} (a trace on a pipe is read once and kept there)",
+                p.display(),
+                copy.display()
+            )
+        })?;
+        paths.push(copy);
+    }
+    Ok(Spooled { paths, _dir: dir })
+}
+
 /// Replay under each scheduler.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    output::json_to_stdout(args.json.as_deref());
-    let extra = super::parse_sets(&args.set)?;
-    let infos = super::find_schedulers(&args.sched)?;
-    super::check_sets(&extra, &args.sched)?;
+pub fn run(mut args: Args) -> anyhow::Result<()> {
+    use super::common::{Input, Supported};
+    let sched = args.scheds.names("deadline");
+    let mut inputs: Vec<Input> = Vec::new();
+    for t in &args.traces {
+        for s in elevator_workload::traces::stream::blktrace_siblings(t) {
+            inputs.push(Input::new("a trace", s));
+        }
+    }
+    if let Some(t) = &args.target {
+        inputs.push(Input::new("the target", t));
+    }
+    if let Some(d) = &args.drive {
+        inputs.push(Input::new("the drive spec", d));
+    }
+    args.out.check(
+        "replay",
+        Supported {
+            request_log: args.target.is_some(),
+            ..Supported::ALL
+        },
+        &sched,
+        &inputs,
+        &[],
+    )?;
+    anyhow::ensure!(
+        (0.001..=1e6).contains(&args.speed),
+        "--speed {}: not a factor from 0.001 to 1000000 (recorded times are divided by it)",
+        args.speed
+    );
+    output::json_to_stdout(args.out.json.as_deref());
+    let extra = super::parse_sets(&args.scheds.set)?;
+    let infos = super::find_schedulers(&sched)?;
+    super::check_sets(&extra, &sched)?;
     let opts = OpenOptions {
         format: args.format,
         view: match args.view {
@@ -135,6 +222,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             View::Dispatch => BlkView::Dispatch,
         },
     };
+    // A pipe or FIFO is read once, into a file every scheduler then replays.
+    let spooled = spool_streams(&args.traces)?;
+    let shown = args.traces.clone();
+    args.traces = spooled.paths.clone();
     // Open once up front so a bad trace fails before anything runs.
     open(&args.traces, opts)?;
     let real = match &args.target {
@@ -156,9 +247,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut runs = Vec::new();
     let mut compare = Vec::new();
+    let mut outcomes = super::common::Outcomes::default();
     let page = crate::report::Sink::new(
-        args.report.is_some(),
-        &format!("elevator replay {}", args.traces[0].display()),
+        args.out.report.is_some(),
+        &format!("elevator replay {}", shown[0].display()),
     );
     let mut latencies = Vec::new();
     for info in &infos {
@@ -169,11 +261,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         // On the simulator the trace is written as the requests go; on a real target, from the
         // executor's request log after the run.
-        let writer = match (&args.blktrace_out, &spec) {
-            (Some(dir), Some(_)) => Some(Rc::new(RefCell::new(
-                BlktraceWriter::create(dir, info.name)
-                    .with_context(|| format!("--blktrace-out {}", dir.display()))?,
-            ))),
+        let writer = match (&args.out.blktrace_out, &spec) {
+            (Some(dir), Some(_)) => outcomes
+                .keep(
+                    BlktraceWriter::create(dir, info.name)
+                        .with_context(|| format!("--blktrace-out {}", dir.display())),
+                )
+                .map(|w| Rc::new(RefCell::new(w))),
             _ => None,
         };
         let source = open(&args.traces, opts)?;
@@ -197,7 +291,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let report = sim.run(None);
                 live.finish();
                 let title = format!("replay under {} on {}", info.name, report.device);
-                crate::report::sim::run_plots(&page, info.name, &title, &report)?;
+                outcomes.keep(crate::report::sim::run_plots(
+                    &page, info.name, &title, &report,
+                ));
                 latencies.push(crate::plot::latencies(
                     info.name,
                     &crate::plot::ios_from_sim(&report.requests),
@@ -233,7 +329,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let live = crate::progress::Live::start(info.name, None);
                 let run_opts = RunOptions {
                     progress: Some(live.counter()),
-                    request_log: page.is_on() || args.blktrace_out.is_some(),
+                    request_log: page.is_on()
+                        || args.out.blktrace_out.is_some()
+                        || args.out.request_log.is_some(),
                     ..RunOptions::default()
                 };
                 let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &run_opts);
@@ -242,10 +340,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Ok(r) => r,
                     Err(f) => bail!("scheduler {}: {}", info.name, f.error),
                 };
-                if let Some(dir) = &args.blktrace_out {
-                    super::run_blktrace::write(dir, info.name, &report)?;
+                if let Some(dir) = &args.out.blktrace_out {
+                    outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
                 }
-                crate::report::real::run_plots(&page, name, &report)?;
+                if let Some(prefix) = &args.out.request_log {
+                    let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
+                    outcomes.keep(
+                        std::fs::write(&p, elevator_real::report::request_log_csv(&report))
+                            .with_context(|| format!("--request-log: write {}", p.display())),
+                    );
+                }
+                outcomes.keep(crate::report::real::run_plots(&page, name, &report));
                 latencies.push(crate::plot::latencies(
                     info.name,
                     &crate::plot::ios_from_real(&report.requests),
@@ -256,9 +361,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             _ => unreachable!("either a drive or a target"),
         };
         if let Some(w) = &writer {
-            w.borrow_mut()
-                .finish()
-                .context("--blktrace-out: write the trace")?;
+            outcomes.keep(
+                w.borrow_mut()
+                    .finish()
+                    .context("--blktrace-out: write the trace"),
+            );
         }
         let outcome = outcome.borrow();
         if let Some(e) = &outcome.error {
@@ -283,6 +390,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             end_s: end.as_secs_f64(),
             issued: outcome.issued,
             skipped: outcome.skipped,
+            out_of_order: outcome.out_of_order,
+            held_back: outcome.held_back,
+            merged_processes: outcome.merged_processes,
             total: total_summary,
             processes: outcome
                 .processes
@@ -309,28 +419,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &COMPARE_HEADER,
         &compare,
     );
-    page.plot(
+    outcomes.keep(page.plot(
         "latency-cdf",
         "Latency CDF: every request under every scheduler",
         || crate::plot::cdf::latency_cdf(&what, &latencies),
-    )?;
-    page.write(args.report.as_deref())?;
-    if let Some(path) = &args.json {
-        output::write_json(
+    ));
+    if let Some(path) = &args.out.json {
+        outcomes.keep(output::write_json(
             path,
             &ReplayJson {
-                traces: args
-                    .traces
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect(),
+                traces: shown.iter().map(|p| p.display().to_string()).collect(),
                 closed_loop: args.closed_loop,
                 speed: args.speed,
                 runs,
             },
-        )?;
+        ));
     }
-    Ok(())
+    outcomes.keep(page.write(args.out.report.as_deref()));
+    drop(spooled);
+    outcomes.finish()
 }
 
 fn replay_options(args: &Args, capacity_sectors: u64) -> ReplayOptions {
@@ -355,10 +462,27 @@ fn open_target(
 ) -> anyhow::Result<(target::Target, String)> {
     let mut writes = false;
     let mut reach = 0u64;
-    for r in open(&args.traces, opts)?.take(args.max_requests.map_or(usize::MAX, |m| m as usize)) {
+    let records =
+        open(&args.traces, opts)?.take(args.max_requests.map_or(usize::MAX, |m| m as usize));
+    for (n, r) in records.enumerate() {
         let r = r?;
         writes |= matches!(r.op, elevator_core::Op::Write);
-        reach = reach.max((r.sector + u64::from(r.sectors)) * SECTOR_BYTES);
+        // Checked: a request at the top of the address space must not wrap to a small reach.
+        let end = r
+            .sector
+            .checked_add(u64::from(r.sectors))
+            .and_then(|e| e.checked_mul(SECTOR_BYTES));
+        let Some(end) = end else {
+            bail!(
+                "{}: request {} (sector {} + {} sectors) ends past the top of the 64-bit byte \
+                 address space",
+                args.traces[0].display(),
+                n + 1,
+                r.sector,
+                r.sectors
+            );
+        };
+        reach = reach.max(end);
     }
     let need = match target::existing_size(path)? {
         Some(size) if size > 0 => size.min(reach.max(SECTOR_BYTES)),
@@ -392,6 +516,30 @@ fn print_run(
         outcome.skipped,
         end.as_secs_f64()
     );
+    if outcome.merged_processes > 0 {
+        say!(
+            "note: the trace has more than {} processes; the {} past them were replayed as one \
+             (pid {})",
+            elevator_workload::jobs::replay::MAX_PROCESSES,
+            outcome.merged_processes,
+            elevator_workload::jobs::replay::OTHERS_PID
+        );
+    }
+    if outcome.out_of_order > 0 {
+        say!(
+            "note: {} records of the trace are stamped earlier than the record before them (not \
+             in time order); each went out at once, behind the later one",
+            outcome.out_of_order
+        );
+    }
+    if outcome.held_back > 0 {
+        say!(
+            "note: the device fell behind the trace: {} times the replay waited with {} \
+             requests outstanding, so later requests went out after their recorded times",
+            outcome.held_back,
+            elevator_workload::jobs::replay::MAX_OUTSTANDING
+        );
+    }
     let mut procs: Vec<_> = outcome.processes.iter().collect();
     procs.sort_by_key(|p| std::cmp::Reverse(p.metrics.read.ios + p.metrics.write.ios));
     let row = |name: String, s: &JobSummary| {

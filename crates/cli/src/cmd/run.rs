@@ -46,13 +46,8 @@ pub struct Args {
     /// The file or block device to run against (default: the job file's `filename`).
     #[arg(long)]
     pub target: Option<PathBuf>,
-    /// Schedulers to compare, comma-separated (see `elevator list`).
-    #[arg(long, value_delimiter = ',', default_value = "none")]
-    pub sched: Vec<String>,
-    /// Set a scheduler tunable (sysfs name and unit), e.g. `--set fifo_batch=8`, for every
-    /// listed scheduler that has it, or `--set kyber.read_lat_nsec=250000` for one.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub scheds: super::common::SchedOpts,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Normal)]
     pub output_format: Format,
@@ -69,18 +64,8 @@ pub struct Args {
     /// Seed for the jobs' random offsets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Write every request's way through the executor (inserted, dispatched, completed) as
-    /// CSV to `PREFIX.<scheduler>.csv`.
-    #[arg(long, value_name = "PREFIX")]
-    pub request_log: Option<PathBuf>,
-    /// Write what each scheduler did as a blktrace (`DIR/<scheduler>.blktrace.0`: Q, I, D and
-    /// C events with each job as a process), for blkparse, btt and iowatcher.
-    #[arg(long, value_name = "DIR")]
-    pub blktrace_out: Option<PathBuf>,
-    /// Write an HTML page of the comparison table and plots (latency CDFs, seek map, queue
-    /// depth, throughput per job) to DIR/index.html, the plots beside it as SVG.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: super::common::OutputOpts,
 }
 
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
@@ -126,7 +111,7 @@ pub(crate) fn build_jobs(
                 .job_error(
                     def,
                     "time_based",
-                    "time_based needs a runtime (it would never end)",
+                    "time_based needs a runtime above 0 (runtime=0, like none, sets no limit: it would never end)",
                 )
                 .into());
         }
@@ -171,6 +156,62 @@ pub(crate) fn build_jobs(
         }
     }
     Ok((jobs, groupids))
+}
+
+/// Refuse a job file whose buffers (iodepth x bs for every job) exceed the memory available,
+/// as fio fails to allocate them (ENOMEM), instead of aborting mid-run.
+fn check_buffer_memory(file: &FioFile) -> anyhow::Result<()> {
+    let mut need: u128 = 0;
+    let mut biggest: Option<(&FioJobDef, u128)> = None;
+    for def in &file.jobs {
+        let one = u128::from(def.config.iodepth) * u128::from(def.config.bs);
+        let all = one * u128::from(def.numjobs);
+        need += all;
+        let bigger = match biggest {
+            None => true,
+            Some((_, b)) => all > b,
+        };
+        if bigger {
+            biggest = Some((def, all));
+        }
+    }
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
+        })
+        .map(|kb| kb * 1024);
+    if let (Some(avail), Some((def, all))) = (available, biggest) {
+        if need > avail {
+            bail!(
+                "{}:{}: job {}: iodepth {} x bs {} x numjobs {} needs {} MiB of I/O buffers \
+                 ({} MiB for every job of the file) but {} MiB of memory is available (fio fails \
+                 the same way: ENOMEM); lower iodepth or bs",
+                file.path.display(),
+                def.line_of("iodepth"),
+                fio_file::excerpt(&def.name),
+                def.config.iodepth,
+                def.config.bs,
+                def.numjobs,
+                all >> 20,
+                need >> 20,
+                avail >> 20
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Re-marks a target elevator owns when dropped ([`target::Target::remember`]); errors are
+/// reported by the explicit call on the normal path.
+struct RememberOnDrop<'a>(&'a target::Target);
+
+impl Drop for RememberOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.remember();
+    }
 }
 
 /// How many bytes a new target must hold: every job must give its region in bytes.
@@ -314,6 +355,8 @@ pub(crate) fn table(rows: &[Vec<String>]) -> String {
 
 /// Run the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    use super::common::{Input, Supported};
+    let sched = args.scheds.names("none");
     let file = fio_file::read(&args.job_file)?;
     let target_path = match &args.target {
         Some(t) => t.clone(),
@@ -340,9 +383,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     };
-    let extra = super::parse_sets(&args.set)?;
-    let infos = super::find_schedulers(&args.sched)?;
-    super::check_sets(&extra, &args.sched)?;
+    let extra = super::parse_sets(&args.scheds.set)?;
+    let infos = super::find_schedulers(&sched)?;
+    super::check_sets(&extra, &sched)?;
+    // Every output is checked before the target is touched: writable, and none of them the
+    // job file or the target.
+    let own: Vec<(&str, &std::path::Path)> = args
+        .output
+        .as_deref()
+        .map(|p| ("--output", p))
+        .into_iter()
+        .collect();
+    args.out.check(
+        "run",
+        Supported::ALL,
+        &sched,
+        &[
+            Input::new("the job file", &args.job_file),
+            Input::new("the target", &target_path),
+        ],
+        &own,
+    )?;
+    check_buffer_memory(&file)?;
     let capacity = match target::existing_size(&target_path)? {
         Some(size) => size,
         None => bytes_for_new_target(&file)?,
@@ -354,7 +416,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // touched.
     for info in &infos {
         info.build(&super::settings_for(info, &extra), &groups)
-            .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
+            .map_err(|e| super::blame_set(info.name, &super::settings_for(info, &extra), e))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
     let write_regions = write_regions(&file, &probe);
@@ -371,6 +433,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
+    // Whatever way this function returns from here, the file is re-marked as elevator's (only
+    // our jobs wrote it), so an early error does not get the next run refused.
+    let _remember = RememberOnDrop(&tgt);
     let ramp = ramp_time(&file)?;
     let rotational = elevator_real::target::rotational(&target_path);
     let target_name = target_path.display().to_string();
@@ -378,12 +443,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut json_runs: Vec<Value> = Vec::new();
     let mut rows = Vec::new();
     let mut failure = None;
-    if args.output_format == Format::Json && args.output.is_none() {
+    let mut outcomes = super::common::Outcomes::default();
+    let json_stdout = (args.output_format == Format::Json && args.output.is_none())
+        || args
+            .out
+            .json
+            .as_deref()
+            .is_some_and(|p| p.as_os_str() == "-");
+    if json_stdout {
         // JSON on stdout: notes (the report's path) go to stderr.
         crate::output::json_to_stdout(Some(std::path::Path::new("-")));
     }
     let page = crate::report::Sink::new(
-        args.report.is_some(),
+        args.out.report.is_some(),
         &format!("elevator run {}", args.job_file.display()),
     );
     let mut recorded = Vec::new();
@@ -408,7 +480,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             run_id: args.seed ^ (n as u64) << 48 ^ 0x5eed,
             seed: args.seed,
             ramp,
-            request_log: args.request_log.is_some() || args.blktrace_out.is_some() || page.is_on(),
+            request_log: args.out.request_log.is_some()
+                || args.out.blktrace_out.is_some()
+                || page.is_on(),
             progress: None,
             ties_in_job_order: false,
         };
@@ -422,26 +496,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Err(f) => (*f.partial, Some(f.error)),
         };
         live.finish();
-        if let Some(prefix) = &args.request_log {
+        // A failed output is reported with the others at the end; the results are kept.
+        if let Some(prefix) = &args.out.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
-            std::fs::write(&p, elevator_real::report::request_log_csv(&report))
-                .with_context(|| format!("write {}", p.display()))?;
+            outcomes.keep(
+                std::fs::write(&p, elevator_real::report::request_log_csv(&report))
+                    .with_context(|| format!("--request-log: write {}", p.display())),
+            );
         }
-        if let Some(dir) = &args.blktrace_out {
-            super::run_blktrace::write(dir, info.name, &report)?;
+        if let Some(dir) = &args.out.blktrace_out {
+            outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
         }
-        if args.output_format == Format::Normal {
-            text.push_str(&fio_text(&report, &groupids));
-            text.push('\n');
-        } else {
-            let mut v = fio_json(&report, &groupids, &target_name);
-            if let Some(e) = &err {
-                fio_json_failed(&mut v, e);
-            }
-            json_runs.push(v);
+        text.push_str(&fio_text(&report, &groupids));
+        text.push('\n');
+        let mut v = fio_json(&report, &groupids, &target_name);
+        if let Some(e) = &err {
+            fio_json_failed(&mut v, e);
         }
+        json_runs.push(v);
         table_rows(&report, &mut rows);
-        crate::report::real::run_plots(&page, &target_name, &report)?;
+        outcomes.keep(crate::report::real::run_plots(&page, &target_name, &report));
         let interrupted = report.interrupted;
         if page.is_on() {
             recorded.push(report);
@@ -457,15 +531,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             break;
         }
     }
-    // The file is still ours (only our jobs wrote it): the next run reuses it.
-    tgt.remember()?;
+    // The file is still ours (only our jobs wrote it): the next run reuses it. Re-marked even
+    // when an output failed, so the next run is not refused for a file only we wrote.
+    outcomes.keep(tgt.remember().map_err(anyhow::Error::from));
     page.table(
         &format!("{} on {target_name}", args.job_file.display()),
         &TABLE_HEADER,
         &rows,
     );
-    crate::report::real::latency_cdf(&page, &recorded)?;
-    page.write(args.report.as_deref())?;
+    outcomes.keep(crate::report::real::latency_cdf(&page, &recorded));
+    let json_doc = || -> anyhow::Result<String> {
+        let v = if json_runs.len() == 1 {
+            json_runs[0].clone()
+        } else {
+            serde_json::json!({ "runs": json_runs })
+        };
+        Ok(serde_json::to_string_pretty(&v)? + "\n")
+    };
     let out = match args.output_format {
         Format::Normal => {
             if infos.len() > 1 {
@@ -476,21 +558,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             text
         }
-        Format::Json => {
-            let v = if json_runs.len() == 1 {
-                json_runs.pop().expect("one run")
+        Format::Json => json_doc()?,
+    };
+    let printed = match &args.output {
+        Some(p) => {
+            std::fs::write(p, &out).with_context(|| format!("--output: write {}", p.display()))
+        }
+        None => {
+            if !(args.output_format == Format::Normal && json_stdout) {
+                crate::output::out_str(&out);
             } else {
-                serde_json::json!({ "runs": json_runs })
-            };
-            serde_json::to_string_pretty(&v)? + "\n"
+                crate::output::say_str(&out);
+            }
+            Ok(())
         }
     };
-    match &args.output {
-        Some(p) => std::fs::write(p, out).with_context(|| format!("write {}", p.display()))?,
-        None => crate::output::out_str(&out),
+    if printed.is_err() && args.output.is_some() {
+        // The report could not be written where asked: print it rather than lose it.
+        crate::output::say_str(&out);
     }
+    outcomes.keep(printed);
+    if let Some(p) = &args.out.json {
+        let doc = json_doc()?;
+        if p.as_os_str() == "-" {
+            if !(args.output_format == Format::Json && args.output.is_none()) {
+                crate::output::out_str(&doc);
+            }
+        } else {
+            outcomes.keep(
+                std::fs::write(p, doc).with_context(|| format!("--json: write {}", p.display())),
+            );
+        }
+    }
+    outcomes.keep(page.write(args.out.report.as_deref()));
     match failure {
-        Some(e) => Err(e),
-        None => Ok(()),
+        Some(e) => {
+            outcomes.keep::<()>(Err(e));
+            outcomes.finish()
+        }
+        None => outcomes.finish(),
     }
 }

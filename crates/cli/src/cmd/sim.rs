@@ -43,13 +43,8 @@ pub struct Args {
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
     #[arg(long, value_enum, default_value_t = super::run::Format::Normal)]
     output_format: super::run::Format,
-    /// Schedulers to compare, comma-separated (e.g. `anticipatory,deadline,linus`).
-    #[arg(long, value_delimiter = ',', default_value = "deadline")]
-    sched: Vec<String>,
-    /// Set a tunable: `NAME=VALUE` (sysfs name) for every scheduler that has it, or
-    /// `SCHED.NAME=VALUE` (e.g. `kyber.read_lat_nsec=250000`) for one; repeatable.
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
+    #[command(flatten)]
+    scheds: super::common::SchedOpts,
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -57,17 +52,8 @@ pub struct Args {
     /// seeing it (the process wake-up latency; the scheduler dispatches first).
     #[arg(long, value_name = "US")]
     wakeup_us: Option<u32>,
-    /// Write the results as JSON (`-`: stdout, the tables go to stderr).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (Q, I, D, C
-    /// and merges, with process names; read it with `blkparse -i DIR/<scheduler>`).
-    #[arg(long, value_name = "DIR")]
-    blktrace_out: Option<PathBuf>,
-    /// Write an HTML page of the tables and plots (seek map, queue depth, throughput per job,
-    /// latency CDFs) to DIR/index.html, the plots beside it as SVG.
-    #[arg(long, value_name = "DIR")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    out: super::common::OutputOpts,
     /// Sweep a parameter: `seed=1..5`, `drive=A,B`, `SCHED.TUNABLE=V,V` or
     /// `job.NAME.FIELD=V,V`; repeatable (the cross product, with every --sched), run on every
     /// core.
@@ -102,7 +88,37 @@ struct SimJson {
 
 /// Run the scenario under each scheduler.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if super::sim_job::is_job_file(&args.scenario) {
+    use super::common::{Input, Supported};
+    let sched = args.scheds.names("deadline");
+    let job_file = super::sim_job::is_job_file(&args.scenario);
+    let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
+    for (what, p) in [
+        ("the drive spec", &args.drive),
+        ("the host spec", &args.host),
+    ] {
+        if let Some(p) = p {
+            inputs.push(Input::new(what, p));
+        }
+    }
+    if job_file {
+        // What a job file's run does not do is refused, not ignored.
+        anyhow::ensure!(
+            args.sweep.is_empty(),
+            "--sweep (and --metric, --plot) sweep a scenario; {} is a fio job file (run it once \
+             per value instead)",
+            args.scenario
+        );
+        args.out.check(
+            "sim of a fio job file",
+            Supported {
+                json: true,
+                blktrace_out: true,
+                ..Supported::default()
+            },
+            &sched,
+            &inputs,
+            &[],
+        )?;
         return super::sim_job::run(super::sim_job::Opts {
             job_file: std::path::Path::new(&args.scenario),
             drive: args.drive.as_deref(),
@@ -111,13 +127,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .host_drives
                 .and_then(std::num::NonZeroU32::new)
                 .unwrap_or(std::num::NonZeroU32::MIN),
-            sched: &args.sched,
-            extra: &super::parse_sets(&args.set)?,
+            sched: &sched,
+            extra: &super::parse_sets(&args.scheds.set)?,
             seed: args.seed.unwrap_or(1),
             wakeup: elevator_core::Nanos::from_us(u64::from(args.wakeup_us.unwrap_or(0))),
-            json: args.json.as_deref(),
+            json: args.out.json.as_deref(),
             format: args.output_format,
-            blktrace_out: args.blktrace_out.as_deref(),
+            blktrace_out: args.out.blktrace_out.as_deref(),
         });
     }
     anyhow::ensure!(
@@ -126,18 +142,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             && args.output_format == super::run::Format::Normal,
         "--drive, --host and --output-format apply to fio job files; a scenario names its drive"
     );
-    output::json_to_stdout(args.json.as_deref());
+    let plot: Vec<(&str, &std::path::Path)> = args
+        .plot
+        .as_deref()
+        .map(|p| ("--plot", p))
+        .into_iter()
+        .collect();
+    args.out.check(
+        "sim",
+        Supported {
+            request_log: false,
+            ..Supported::ALL
+        },
+        &sched,
+        &inputs,
+        &plot,
+    )?;
+    output::json_to_stdout(args.out.json.as_deref());
     let mut scenario = scenarios::load(&args.scenario)?;
     if let Some(us) = args.wakeup_us {
         scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
     }
-    let extra = super::parse_sets(&args.set)?;
+    let extra = super::parse_sets(&args.scheds.set)?;
     let seed = args.seed.unwrap_or(scenario.seed);
-    super::check_sets(&extra, &args.sched)?;
+    super::check_sets(&extra, &sched)?;
     // Every scheduler is built before any runs, so a misspelt name or an out-of-range --set
     // fails at once, and each error names whose fault it is.
     let mut scheds = Vec::new();
-    for name in &args.sched {
+    for name in &sched {
         let info = super::find_scheduler(name)?;
         scenario.scheduler(name, &Settings::new())?;
         let sched = scenario
@@ -149,7 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return crate::sweep::run(crate::sweep::Opts {
             scenario: &args.scenario,
             base: scenario,
-            sched: &args.sched,
+            sched: &sched,
             extra: &extra,
             seed,
             axes: args
@@ -158,37 +190,43 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map(|a| crate::sweep::parse_axis(a))
                 .collect::<anyhow::Result<_>>()?,
             metric: &args.metric,
-            json: args.json.as_deref(),
-            report: args.report.as_deref(),
+            json: args.out.json.as_deref(),
+            report: args.out.report.as_deref(),
             plot: args.plot.as_deref(),
         });
     }
     let mut runs = Vec::new();
+    let mut outcomes = super::common::Outcomes::default();
     let page = Sink::new(
-        args.report.is_some(),
+        args.out.report.is_some(),
         &format!("elevator sim {}", scenario.name),
     );
     let mut recorded = Vec::new();
-    for (name, sched) in args.sched.iter().zip(scheds) {
+    for (name, sched) in sched.iter().zip(scheds) {
         let mut sim = scenario.simulation(sched, Some(seed));
         if page.is_on() {
             sim.record_requests();
         }
-        let writer = match &args.blktrace_out {
-            Some(dir) => {
-                let w = BlktraceWriter::create(dir, name)
-                    .with_context(|| format!("--blktrace-out {}", dir.display()))?;
-                let w = Rc::new(RefCell::new(w));
-                sim.set_observer(Box::new(w.clone()));
-                Some(w)
-            }
+        let writer = match &args.out.blktrace_out {
+            Some(dir) => outcomes
+                .keep(
+                    BlktraceWriter::create(dir, name)
+                        .with_context(|| format!("--blktrace-out {}", dir.display())),
+                )
+                .map(|w| {
+                    let w = Rc::new(RefCell::new(w));
+                    sim.set_observer(Box::new(w.clone()));
+                    w
+                }),
             None => None,
         };
         let report = sim.run(scenario.limit);
         if let Some(w) = writer {
-            w.borrow_mut()
-                .finish()
-                .context("--blktrace-out: write the trace")?;
+            outcomes.keep(
+                w.borrow_mut()
+                    .finish()
+                    .context("--blktrace-out: write the trace"),
+            );
         }
         say!(
             "== {} on {} ({}): {:.3} s simulated",
@@ -229,7 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         say!();
         let title = format!("{} under {name} (seed {seed})", scenario.name);
         page.table(&title, &header, &rows);
-        crate::report::sim::run_plots(&page, name, &title, &report)?;
+        outcomes.keep(crate::report::sim::run_plots(&page, name, &title, &report));
         runs.push(RunJson {
             scheduler: report.scheduler.clone(),
             device: report.device.clone(),
@@ -245,16 +283,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let labelled: Vec<(&str, &elevator_sim::RunReport)> =
         recorded.iter().map(|(n, r)| (*n, r)).collect();
     let title = format!("{} (seed {seed}), every job", scenario.name);
-    crate::report::sim::latency_cdf(&page, "latency-cdf", &title, &labelled, &[], false)?;
-    if let Some(path) = &args.json {
-        output::write_json(
+    outcomes.keep(crate::report::sim::latency_cdf(
+        &page,
+        "latency-cdf",
+        &title,
+        &labelled,
+        &[],
+        false,
+    ));
+    if let Some(path) = &args.out.json {
+        outcomes.keep(output::write_json(
             path,
             &SimJson {
                 scenario: scenario.name.clone(),
                 seed,
                 runs,
             },
-        )?;
+        ));
     }
-    page.write(args.report.as_deref())
+    outcomes.keep(page.write(args.out.report.as_deref()));
+    outcomes.finish()
 }

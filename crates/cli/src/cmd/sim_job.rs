@@ -124,7 +124,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         |info: &registry::SchedulerSpec| super::settings_on_device(info, o.extra, Some(rotational));
     for info in &infos {
         info.build(&settings(info), &GroupTree::new())
-            .map_err(|e| anyhow::anyhow!("--set: scheduler {}: {e}", info.name))?;
+            .map_err(|e| super::blame_set(info.name, &super::settings_for(info, o.extra), e))?;
     }
     output::json_to_stdout(o.json);
     let mut text = String::new();

@@ -223,6 +223,17 @@ impl FioJobConfig {
         if self.runtime_ms == Some(0) {
             return err("runtime_ms", "must be positive".into());
         }
+        if let Some(o) = self.offset {
+            if o % SECTOR_BYTES != 0 {
+                return err(
+                    "offset",
+                    format!(
+                        "{o} bytes is not a multiple of 512 (a sector); it would be rounded \
+                         down and the region cut"
+                    ),
+                );
+            }
+        }
         let mut region = resolve_region(
             env,
             self.offset,

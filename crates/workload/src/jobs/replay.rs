@@ -38,6 +38,23 @@ use crate::traces::{RecordSource, TraceRecord};
 /// Records read ahead of the replay at most.
 pub const WINDOW: usize = 1 << 18;
 
+/// Processes given their own context and figures at most; the trace's later processes share
+/// one more ([`OTHERS_PID`]), so per-process state stays bounded whatever the trace holds.
+pub const MAX_PROCESSES: usize = 4096;
+
+/// The largest request replayed, in sectors (64 MiB): the block layer splits larger bios at
+/// the device's max_sectors, and a real target's buffer is allocated per request, so a trace
+/// of 2 TiB requests is refused (naming the request) instead of allocating 2 TiB.
+pub const MAX_REQUEST_SECTORS: u32 = 1 << 17;
+
+/// The pid reported for the processes past [`MAX_PROCESSES`], which share one context.
+pub const OTHERS_PID: u32 = u32::MAX;
+
+/// Requests outstanding at most in an open-loop replay: a trace that arrives faster than the
+/// device serves waits here (backpressure, counted in [`ReplayOutcome::held_back`]) instead of
+/// queueing without bound.
+pub const MAX_OUTSTANDING: usize = 1 << 16;
+
 /// How to replay.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReplayOptions {
@@ -73,13 +90,25 @@ pub struct ReplayOutcome {
     pub skipped: u64,
     /// The error that cut the trace short, if any.
     pub error: Option<InputError>,
+    /// Processes past [`MAX_PROCESSES`], replayed in one shared context.
+    pub merged_processes: u64,
+    /// Records stamped earlier than the record before them (the trace is not in time
+    /// order; they went out at once, behind the later one).
+    pub out_of_order: u64,
+    /// Times the replay waited because [`MAX_OUTSTANDING`] requests were outstanding (the
+    /// device fell behind the trace; those requests went out later than recorded).
+    pub held_back: u64,
 }
 
 impl ReplayOutcome {
-    /// A process's label for reports: `pid` or `pid (name)`.
+    /// A process's label for reports: `pid` or `pid (name)`, the name cut to 32 characters
+    /// (a trace's command name can be any length; a table row must not be).
     pub fn label(p: &ProcessOutcome) -> String {
         match &p.name {
-            Some(n) => format!("{} ({n})", p.pid),
+            Some(n) => match n.char_indices().nth(32) {
+                Some((i, _)) => format!("{} ({}...)", p.pid, &n[..i]),
+                None => format!("{} ({n})", p.pid),
+            },
             None => p.pid.to_string(),
         }
     }
@@ -175,13 +204,32 @@ impl ReplayJob {
         if let Some(&c) = self.ctx_of.get(&pid) {
             return c;
         }
+        if self.procs.len() > MAX_PROCESSES {
+            // The shared context of the processes past the limit (the last one made).
+            let c = MAX_PROCESSES as u32;
+            if self.ctx_of.len() < 2 * MAX_PROCESSES {
+                self.ctx_of.insert(pid, c);
+            }
+            self.out.borrow_mut().merged_processes += 1;
+            return c;
+        }
         let c = self.procs.len() as u32;
-        self.ctx_of.insert(pid, c);
         self.procs.push(Proc::default());
-        self.out.borrow_mut().processes.push(ProcessOutcome {
-            pid,
-            ..Default::default()
-        });
+        if self.procs.len() > MAX_PROCESSES {
+            self.out.borrow_mut().processes.push(ProcessOutcome {
+                pid: OTHERS_PID,
+                name: Some(format!("processes past the first {MAX_PROCESSES}")),
+                ..Default::default()
+            });
+            self.out.borrow_mut().merged_processes += 1;
+            self.ctx_of.insert(pid, c);
+        } else {
+            self.ctx_of.insert(pid, c);
+            self.out.borrow_mut().processes.push(ProcessOutcome {
+                pid,
+                ..Default::default()
+            });
+        }
         c
     }
 
@@ -193,7 +241,10 @@ impl ReplayJob {
                 break;
             }
             match self.source.next() {
-                None => self.exhausted = true,
+                None => {
+                    self.exhausted = true;
+                    self.out.borrow_mut().out_of_order = self.source.out_of_order();
+                }
                 Some(Err(e)) => {
                     self.out.borrow_mut().error = Some(e);
                     self.exhausted = true;
@@ -202,6 +253,25 @@ impl ReplayJob {
                     if !matches!(r.op, Op::Read | Op::Write) || r.sectors == 0 {
                         self.out.borrow_mut().skipped += 1;
                         continue;
+                    }
+                    if r.sectors > MAX_REQUEST_SECTORS {
+                        self.out.borrow_mut().error = Some(
+                            InputError::new(
+                                "the trace",
+                                format!(
+                                    "request {} (at sector {}) is {} MiB; elevator replays \
+                                     requests of at most {} MiB (the block layer splits larger \
+                                     ones)",
+                                    self.read + 1,
+                                    r.sector,
+                                    u64::from(r.sectors) >> 11,
+                                    MAX_REQUEST_SECTORS >> 11
+                                ),
+                            )
+                            .in_field("sectors"),
+                        );
+                        self.exhausted = true;
+                        break;
                     }
                     self.read += 1;
                     self.buffered += 1;
@@ -243,7 +313,9 @@ impl ReplayJob {
         self.buffered -= 1;
         let cap = self.opts.capacity_sectors;
         let len = u64::from(r.sectors).min(cap);
-        let sector = if r.sector + len <= cap {
+        // Checked: a sector at the top of the address space must wrap like any other past
+        // the device's end, not overflow into a small in-range sector.
+        let sector = if r.sector.checked_add(len).is_some_and(|end| end <= cap) {
             r.sector
         } else {
             r.sector % (cap - len + 1)
@@ -284,6 +356,11 @@ impl Job for ReplayJob {
     fn poll(&mut self, now: Nanos) -> Action {
         let start = *self.start.get_or_insert(now);
         self.refill(now);
+        if self.in_flight.len() >= MAX_OUTSTANDING {
+            // Backpressure: the device is this far behind the trace.
+            self.out.borrow_mut().held_back += 1;
+            return Action::Wait;
+        }
         if let Some(&(ctx, r)) = self.timed.front() {
             if start + self.scaled(r.time) <= now {
                 self.timed.pop_front();
@@ -493,5 +570,138 @@ mod tests {
             },
         );
         assert!(bad.is_err());
+    }
+
+    /// A request whose sector + length overflows 64 bits wraps onto the device like any other
+    /// request past its end: it never reaches the model outside the device.
+    #[test]
+    fn a_request_at_the_top_of_the_address_space_wraps_inside_the_device() {
+        let recs = vec![TraceRecord {
+            time: Nanos::ZERO,
+            process: 1,
+            device: 0,
+            op: Op::Read,
+            sync: true,
+            meta: false,
+            sector: u64::MAX - 3,
+            sectors: 8,
+            service: None,
+        }];
+        let source: Box<dyn RecordSource> = Box::new(Records(recs.into_iter()));
+        let (mut job, _) = ReplayJob::new(
+            "r",
+            source,
+            ReplayOptions {
+                closed_loop: false,
+                speed: 1.0,
+                capacity_sectors: 1000,
+                max_requests: None,
+            },
+        )
+        .unwrap();
+        match job.poll(Nanos::ZERO) {
+            Action::Issue(io) => assert!(io.sector + u64::from(io.sectors) <= 1000, "{io:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn open_loop(recs: Vec<TraceRecord>) -> (ReplayJob, Rc<RefCell<ReplayOutcome>>) {
+        let source: Box<dyn RecordSource> = Box::new(Records(recs.into_iter()));
+        ReplayJob::new(
+            "r",
+            source,
+            ReplayOptions {
+                closed_loop: false,
+                speed: 1.0,
+                capacity_sectors: 1 << 30,
+                max_requests: None,
+            },
+        )
+        .unwrap()
+    }
+
+    fn read_by(pid: u32, i: u64) -> TraceRecord {
+        TraceRecord {
+            time: Nanos::ZERO,
+            process: pid,
+            device: 0,
+            op: Op::Read,
+            sync: true,
+            meta: false,
+            sector: i * 8,
+            sectors: 8,
+            service: None,
+        }
+    }
+
+    /// Tens of thousands of processes in a trace do not each get a context and two
+    /// histograms: past MAX_PROCESSES they share one, and the outcome says how many.
+    #[test]
+    fn a_trace_of_20000_processes_keeps_bounded_per_process_state() {
+        let recs: Vec<TraceRecord> = (0..20_000u32).map(|p| read_by(p, u64::from(p))).collect();
+        let (mut job, out) = open_loop(recs);
+        let mut tags = Vec::new();
+        loop {
+            match job.poll(Nanos::ZERO) {
+                Action::Issue(io) => {
+                    assert!(io.ctx as usize <= MAX_PROCESSES, "{io:?}");
+                    tags.push(io.tag);
+                }
+                Action::Done => break,
+                _ => {
+                    for t in tags.drain(..) {
+                        job.complete(t, Nanos(1000));
+                    }
+                }
+            }
+        }
+        let out = out.borrow();
+        assert_eq!(out.processes.len(), MAX_PROCESSES + 1);
+        assert_eq!(out.processes[MAX_PROCESSES].pid, OTHERS_PID);
+        assert_eq!(out.merged_processes, 20_000 - MAX_PROCESSES as u64);
+        assert_eq!(out.issued, 20_000);
+    }
+
+    /// An open-loop replay that arrives faster than the device serves holds at most
+    /// MAX_OUTSTANDING requests, then waits (counted), instead of queueing without bound.
+    #[test]
+    fn an_open_loop_replay_faster_than_the_device_applies_backpressure() {
+        let n = MAX_OUTSTANDING as u64 + 100;
+        let recs: Vec<TraceRecord> = (0..n).map(|i| read_by(1, i)).collect();
+        let (mut job, out) = open_loop(recs);
+        let mut issued = Vec::new();
+        loop {
+            match job.poll(Nanos::ZERO) {
+                Action::Issue(io) => issued.push(io.tag),
+                Action::Wait => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(issued.len(), MAX_OUTSTANDING);
+        assert_eq!(out.borrow().held_back, 1);
+        job.complete(issued[0], Nanos(10));
+        assert!(matches!(job.poll(Nanos(10)), Action::Issue(_)));
+    }
+
+    #[test]
+    fn a_60_kb_command_name_is_cut_in_labels() {
+        let p = ProcessOutcome {
+            pid: 7,
+            name: Some("x".repeat(60_000)),
+            ..Default::default()
+        };
+        assert!(ReplayOutcome::label(&p).len() < 64);
+    }
+
+    /// A trace of 2 TiB reads is refused naming the request, not allocated per request.
+    #[test]
+    fn a_request_of_2_tib_is_refused_naming_it() {
+        let mut r = read_by(1, 0);
+        r.sectors = u32::MAX;
+        let (mut job, out) = open_loop(vec![read_by(1, 1), r]);
+        assert!(matches!(job.poll(Nanos::ZERO), Action::Issue(_)));
+        let e = out.borrow().error.clone().expect("an error");
+        assert_eq!(e.field, "sectors");
+        assert!(e.message.contains("request 2"), "{e}");
     }
 }

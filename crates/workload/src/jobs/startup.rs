@@ -171,6 +171,7 @@ impl StartupJob {
                 "missing: give the trace file",
             ));
         }
+        super::trace_replay::require_regular_file(&cfg.trace, env)?;
         let trace = StartupTrace::read(&cfg.trace)
             .map_err(|e| BuildError::new(env, "trace", e.to_string()))?;
         StartupJob::from_trace(&trace, &cfg, env)

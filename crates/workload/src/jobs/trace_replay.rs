@@ -168,6 +168,24 @@ impl std::fmt::Debug for TraceReplay {
     }
 }
 
+/// Refuse a scenario's trace that is not a regular file: a scenario's job is built once per
+/// scheduler (and checked before), so its trace is opened more than once, and a pipe, FIFO or
+/// device is consumed by the first open (a FIFO's next open blocks for ever).
+pub(crate) fn require_regular_file(path: &Path, env: &BuildEnv) -> Result<(), BuildError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(BuildError::new(
+            env,
+            "trace",
+            format!(
+                "{}: not a regular file (a pipe, FIFO or device can be read once; a scenario \
+                 reads its trace more than once): copy it to a file",
+                path.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl TraceReplay {
     /// Check the configured trace (streaming it once) and build the job.
     pub fn new(cfg: TraceReplayConfig, env: &BuildEnv) -> Result<TraceReplay, BuildError> {
@@ -178,6 +196,9 @@ impl TraceReplay {
                 "missing: give the trace file",
             ));
         }
+        // The file is streamed once to check it and again by each run: a pipe or FIFO would
+        // be consumed by the check and the second open would block for ever.
+        require_regular_file(&cfg.trace, env)?;
         let source = Source::File {
             path: cfg.trace.clone(),
             format: cfg.format,

@@ -765,7 +765,13 @@ impl<S: EventSource> BlkRequests<S> {
             self.pending.pop_front();
             self.base += 1;
             if s == Slot::Waiting {
-                self.in_flight.retain(|_, i| *i >= self.base);
+                // Forget its dispatch, unless a later one at the same place replaced it: one
+                // look-up (a scan of every request in flight here made a trace without
+                // completions quadratic).
+                let key = (r.device, r.sector);
+                if self.in_flight.get(&key) == Some(&(self.base - 1)) {
+                    self.in_flight.remove(&key);
+                }
             }
             if s != Slot::Cancelled {
                 return Some(r);

@@ -39,4 +39,11 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, InputError>> {
     fn process_name(&self, _pid: u32) -> Option<String> {
         None
     }
+
+    /// Records so far stamped earlier than the one before them (replayed at the earlier
+    /// record's time, not re-sorted): a count, so that a replay can say so instead of
+    /// re-timing them silently. 0 where the source does not count.
+    fn out_of_order(&self) -> u64 {
+        0
+    }
 }

@@ -272,7 +272,11 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
     };
     Ok(Box::new(Rebase {
         inner: source,
+        file: first.display().to_string(),
         t0: None,
+        last: Nanos::ZERO,
+        out_of_order: 0,
+        read: 0,
     }))
 }
 
@@ -299,11 +303,22 @@ fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, I
 }
 
 /// Shift times so the first record is at 0 (a later record stamped before the first one is
-/// put at 0 too).
+/// put at 0 too), counting the records stamped before the one before them
+/// ([`RecordSource::out_of_order`]).
 struct Rebase {
     inner: Box<dyn RecordSource>,
+    /// The (first) file, for errors.
+    file: String,
     t0: Option<Nanos>,
+    last: Nanos,
+    out_of_order: u64,
+    /// Records read so far.
+    read: u64,
 }
+
+/// The longest a trace may span from its first record: a year. Times near 2^64 ns would
+/// saturate the replay's clock and give 1 ns latencies; no block trace spans this long.
+pub const MAX_SPAN: Nanos = Nanos::from_secs(366 * 86_400);
 
 impl Iterator for Rebase {
     type Item = Result<TraceRecord, InputError>;
@@ -313,7 +328,24 @@ impl Iterator for Rebase {
             Err(e) => return Some(Err(e)),
         };
         let t0 = *self.t0.get_or_insert(r.time);
+        self.read += 1;
         r.time = r.time.saturating_sub(t0);
+        if r.time > MAX_SPAN {
+            return Some(Err(InputError::new(
+                &self.file,
+                format!(
+                    "record {} is stamped {} s after the first record, more than a year: not a \
+                     block trace's span (a time near 2^64 ns would saturate the replay's clock)",
+                    self.read,
+                    r.time.as_ns() / 1_000_000_000
+                ),
+            )
+            .in_field("time")));
+        }
+        if r.time < self.last {
+            self.out_of_order += 1;
+        }
+        self.last = self.last.max(r.time);
         Some(Ok(r))
     }
 }
@@ -321,6 +353,10 @@ impl Iterator for Rebase {
 impl RecordSource for Rebase {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.inner.process_name(pid)
+    }
+
+    fn out_of_order(&self) -> u64 {
+        self.out_of_order
     }
 }
 

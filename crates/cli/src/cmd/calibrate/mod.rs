@@ -109,6 +109,21 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
     let saved: Saved = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a `calibrate --json` file", path.display()))?;
+    anyhow::ensure!(
+        (MIN_REGION..=MAX_REGION).contains(&saved.region_bytes),
+        "{}: region_bytes {}: not between 16 MiB and 2^50 bytes",
+        path.display(),
+        saved.region_bytes
+    );
+    for (i, p) in saved.points.iter().enumerate() {
+        check_figures(&p.measured, saved.duration_s).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: points[{i}] ({}): measured.{e}",
+                path.display(),
+                show(&p.point)
+            )
+        })?;
+    }
     // A point of the plan an earlier version did not measure is left out: the fit says which
     // it needs, and does without the optional ones (the reader beside the shallow writers).
     let mut points = Vec::new();
@@ -121,11 +136,14 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     // The budget was shared by the points of the plan that measured them, all of which the
     // file lists.
     let span = match saved.duration_s {
-        Some(d) if d.is_finite() && d > 0.0 && !saved.points.is_empty() => Some(Span::of_slice(
-            Duration::from_secs_f64(d / saved.points.len() as f64),
-        )),
+        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) && !saved.points.is_empty() => {
+            Some(Span::of_slice(Duration::from_secs_f64(
+                d / saved.points.len() as f64,
+            )))
+        }
         Some(d) => anyhow::bail!(
-            "{}: duration_s {d}: not a positive number of seconds shared by the points",
+            "{}: duration_s {d}: not a number of seconds from {MIN_DURATION_S} to {MAX_DURATION_S} \
+             shared by the points",
             path.display()
         ),
         None => None,
@@ -156,13 +174,111 @@ fn pct(pred: f64, meas: f64) -> String {
     }
 }
 
+/// The shortest `--duration` (seconds in all): a twentieth of a second per point at least, so
+/// every point measures many I/Os, not one.
+const MIN_DURATION_S: f64 = 1.0;
+/// The longest `--duration`: a week.
+const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
+/// I/Os a point must complete for its figures to be fitted.
+const MIN_IOS: u64 = 16;
+/// The smallest and largest region a calibration measures over.
+const MIN_REGION: u64 = 16 << 20;
+const MAX_REGION: u64 = 1 << 50;
+
+/// At most 40 characters of a point's label from a file, for errors.
+fn show(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{:?}...", &s[..i]),
+        None => format!("{s:?}"),
+    }
+}
+
+/// Figures a fit can use: finite, not negative, not denormal and within what any storage
+/// device does (10^9 IOPS, 10^6 MB/s, latencies up to an hour), with at least [`MIN_IOS`]
+/// I/Os and latencies in order (p50 <= p99). The error names the field.
+fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
+    let fields = [
+        ("iops", f.iops, 1e9),
+        ("mb_s", f.mb_s, 1e6),
+        ("mean_us", f.mean_us, 3.6e9),
+        ("p50_us", f.p50_us, 3.6e9),
+        ("p99_us", f.p99_us, 3.6e9),
+    ];
+    for (name, v, max) in fields {
+        if !v.is_finite() {
+            return Err(format!("{name}: {v} is not a finite number"));
+        }
+        if v < 0.0 {
+            return Err(format!("{name}: {v} is negative"));
+        }
+        if v != 0.0 && !v.is_normal() {
+            return Err(format!("{name}: {v:e} is denormal (not a measurement)"));
+        }
+        if v > max {
+            return Err(format!(
+                "{name}: {v:e} is more than any device does ({max:e})"
+            ));
+        }
+    }
+    if f.ios < MIN_IOS {
+        return Err(format!(
+            "ios: {} I/Os are too few to fit (at least {MIN_IOS}; measure for longer)",
+            f.ios
+        ));
+    }
+    if f.iops == 0.0 || f.mean_us == 0.0 || f.p99_us == 0.0 {
+        return Err(
+            "iops, mean_us and p99_us: a point that completed I/Os has them above 0".into(),
+        );
+    }
+    if f.p50_us > f.p99_us {
+        return Err(format!("p50_us: {} is above p99_us {}", f.p50_us, f.p99_us));
+    }
+    if let Some(d) = duration_s {
+        // At most every I/O counted within the whole budget, with a generous margin.
+        if f.ios as f64 > f.iops * d * 1.5 + 1.0 && d.is_finite() && d > 0.0 {
+            return Err(format!(
+                "ios: {} I/Os at {} IOPS cannot fit in duration_s {d}",
+                f.ios, f.iops
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Run the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
-        args.duration.is_finite() && args.duration > 0.0,
-        "--duration {}: not a positive number of seconds",
-        args.duration
+        (MIN_DURATION_S..=MAX_DURATION_S).contains(&args.duration),
+        "--duration {}: not a number of seconds from {MIN_DURATION_S} (a twentieth of a second for \
+         each of the {} points) to {MAX_DURATION_S} (a week)",
+        args.duration,
+        PLAN.len()
     );
+    for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
+        if let Some(p) = p {
+            super::common::check_file(flag, p)?;
+            for (what, input) in [
+                ("the target", Some(&args.target)),
+                ("--measured", args.measured.as_ref()),
+            ] {
+                let same = |a: &Path, b: &Path| {
+                    use std::os::unix::fs::MetadataExt;
+                    match (std::fs::metadata(a), std::fs::metadata(b)) {
+                        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+                        _ => false,
+                    }
+                };
+                if let Some(input) = input {
+                    anyhow::ensure!(
+                        !same(p, input),
+                        "{flag} {}: is {what}, which calibrate reads; choose another output",
+                        p.display()
+                    );
+                }
+            }
+        }
+    }
     if args.output.is_none() {
         // The spec goes to standard output: the tables go to stderr.
         output::json_to_stdout(Some(Path::new("-")));
@@ -185,7 +301,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--size {s:?}: {e}"))?,
         None => existing.unwrap_or(DEFAULT_NEW_FILE),
     };
-    anyhow::ensure!(size >= 16 << 20, "--size: at least 16 MiB to measure over");
+    anyhow::ensure!(
+        (MIN_REGION..=MAX_REGION).contains(&size),
+        "--size {size}: at least 16 MiB and at most 2^50 bytes to measure over"
+    );
     if let Some(have) = existing {
         anyhow::ensure!(
             have >= size,
@@ -228,7 +347,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             tgt.remember()?;
             anyhow::bail!("interrupted: no spec written");
         }
-        measured.push((*p, f?));
+        let f = f?;
+        if let Err(e) = check_figures(&f, None) {
+            bar.finish_and_clear();
+            tgt.remember()?;
+            anyhow::bail!(
+                "{}: point {}: {e}; no spec written (the figures of one I/O are not a device's: \
+                 give a longer --duration)",
+                args.target.display(),
+                p.label()
+            );
+        }
+        measured.push((*p, f));
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -350,7 +480,7 @@ mod tests {
 
     /// A `--json` of `points` points, with `duration` as its `duration_s` line (or none).
     fn saved(dir: &Path, points: usize, duration: &str) -> PathBuf {
-        let figures = r#"{"ios": 10, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}"#;
+        let figures = r#"{"ios": 1000, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}"#;
         let points: Vec<String> = PLAN[..points]
             .iter()
             .map(|p| format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label()))

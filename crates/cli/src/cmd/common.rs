@@ -1,0 +1,444 @@
+//! The options every command that runs schedulers shares, declared once: the schedulers and
+//! their tunables ([`SchedOpts`]) and the outputs ([`OutputOpts`]: `--json`, `--report`,
+//! `--blktrace-out`, `--request-log`).
+//!
+//! Outputs are checked before any work runs ([`OutputOpts::check`]): each must be writable
+//! (a directory where a directory is written, a file's directory writable), none may be a
+//! file the command reads (a trace, a job file, the target: writing it would truncate the input
+//! before it is read), and an output a command does not write is refused by name instead of
+//! being ignored. After the work, a failed output does not lose the others: [`Outcomes`]
+//! collects the failures, every output is still attempted and the results are still printed,
+//! then the command fails naming each.
+
+use std::collections::HashSet;
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+/// The schedulers a command runs and their tunables.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SchedOpts {
+    /// Schedulers to compare, comma-separated (see `elevator list`; default: deadline for
+    /// `sim` and `replay`, none for `run`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME...]")]
+    pub sched: Vec<String>,
+    /// Set a tunable: `NAME=VALUE` (sysfs name and unit) for every listed scheduler that has
+    /// it, or `SCHED.NAME=VALUE` (e.g. `kyber.read_lat_nsec=250000`) for one; repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl SchedOpts {
+    /// The schedulers given, or `default` alone when none was.
+    pub fn names(&self, default: &str) -> Vec<String> {
+        if self.sched.is_empty() {
+            vec![default.to_string()]
+        } else {
+            self.sched.clone()
+        }
+    }
+}
+
+/// The outputs a command can write besides its tables.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OutputOpts {
+    /// Write the results as JSON to FILE (`-`: standard output, the tables go to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write an HTML page of the tables and plots (seek map, queue depth, throughput, latency
+    /// CDFs) to DIR/index.html, the plots beside it as SVG.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Write each scheduler's requests as a blktrace `DIR/<scheduler>.blktrace.0` (Q, I, D, C;
+    /// read it with `blkparse -i DIR/<scheduler>`, btt or iowatcher).
+    #[arg(long, value_name = "DIR")]
+    pub blktrace_out: Option<PathBuf>,
+    /// Real I/O only: write every request's way through the executor (inserted, dispatched,
+    /// completed) as CSV to `PREFIX.<scheduler>.csv`.
+    #[arg(long, value_name = "PREFIX")]
+    pub request_log: Option<PathBuf>,
+}
+
+/// Which of [`OutputOpts`] a command writes (the others are refused by name).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Supported {
+    /// `--json`.
+    pub json: bool,
+    /// `--report`.
+    pub report: bool,
+    /// `--blktrace-out`.
+    pub blktrace_out: bool,
+    /// `--request-log`.
+    pub request_log: bool,
+}
+
+impl Supported {
+    /// Every output.
+    pub const ALL: Supported = Supported {
+        json: true,
+        report: true,
+        blktrace_out: true,
+        request_log: true,
+    };
+}
+
+/// One file a command reads: what it is (for the message) and where.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// What it is: "the trace", "the job file", "the target" ...
+    pub what: &'static str,
+    /// Its path.
+    pub path: PathBuf,
+}
+
+impl Input {
+    /// `path`, read as `what`.
+    pub fn new(what: &'static str, path: impl Into<PathBuf>) -> Input {
+        Input {
+            what,
+            path: path.into(),
+        }
+    }
+}
+
+/// A file the command will write, and the flag that asks for it.
+struct Written {
+    flag: String,
+    path: PathBuf,
+}
+
+/// The identity of an existing file (device and inode), following symlinks.
+fn identity(p: &Path) -> Option<(u64, u64)> {
+    fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Check that a directory output can be written: it is (or becomes) a directory in which a
+/// file can be created.
+fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!(
+            "{flag} {}: not a directory (it names a directory to write into)",
+            dir.display()
+        ),
+        Err(_) => fs::create_dir_all(dir)
+            .with_context(|| format!("{flag} {}: cannot create the directory", dir.display()))?,
+    }
+    probe_dir(flag, dir)
+}
+
+/// Create and remove a file in `dir`: the only sure test that it can be written (root passes
+/// every permission check, a read-only filesystem does not).
+fn probe_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".elevator-probe-{}", std::process::id()));
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .with_context(|| format!("{flag} {}: cannot write there", dir.display()))?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Check that a file output can be written, without truncating it.
+pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{flag} {}: is a directory", path.display()),
+        Ok(m) if m.file_type().is_block_device() => bail!(
+            "{flag} {}: is a block device; elevator writes results only to files",
+            path.display()
+        ),
+        Ok(_) => {
+            fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("{flag} {}: cannot write it", path.display()))?;
+            Ok(())
+        }
+        Err(_) => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            match fs::metadata(dir) {
+                Ok(m) if m.is_dir() => {
+                    probe_dir(flag, dir).with_context(|| format!("{flag} {}", path.display()))
+                }
+                _ => bail!(
+                    "{flag} {}: the directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ),
+            }
+        }
+    }
+}
+
+impl OutputOpts {
+    /// Before any work: refuse the outputs the command does not write (`supported`, naming
+    /// `command`), check the others can be written, and refuse any output file that is one of
+    /// `inputs` (compared by device and inode, so another spelling of the path is caught).
+    /// `scheds` name the per-scheduler files; `extra` are the command's own file outputs
+    /// (flag, path), checked the same way.
+    pub fn check(
+        &self,
+        command: &str,
+        supported: Supported,
+        scheds: &[String],
+        inputs: &[Input],
+        extra: &[(&str, &Path)],
+    ) -> anyhow::Result<()> {
+        let refuse = |flag: &str, on: bool, why: &str| -> anyhow::Result<()> {
+            if on {
+                bail!("{flag}: {command} does not write it ({why})");
+            }
+            Ok(())
+        };
+        refuse(
+            "--json",
+            self.json.is_some() && !supported.json,
+            "it has no JSON results",
+        )?;
+        refuse(
+            "--report",
+            self.report.is_some() && !supported.report,
+            "the HTML report is written by scenario runs, `run` and `replay`",
+        )?;
+        refuse(
+            "--blktrace-out",
+            self.blktrace_out.is_some() && !supported.blktrace_out,
+            "no request trace is kept here",
+        )?;
+        refuse(
+            "--request-log",
+            self.request_log.is_some() && !supported.request_log,
+            "the request log is the real executor's: `run`, or `replay --target`",
+        )?;
+        let mut written: Vec<Written> = Vec::new();
+        if let Some(p) = &self.json {
+            check_file("--json", p)?;
+            if p.as_os_str() != "-" {
+                written.push(Written {
+                    flag: "--json".into(),
+                    path: p.clone(),
+                });
+            }
+        }
+        for &(flag, p) in extra {
+            check_file(flag, p)?;
+            if p.as_os_str() != "-" {
+                written.push(Written {
+                    flag: flag.into(),
+                    path: p.to_path_buf(),
+                });
+            }
+        }
+        if let Some(dir) = &self.blktrace_out {
+            check_dir("--blktrace-out", dir)?;
+            for s in scheds {
+                written.push(Written {
+                    flag: format!("--blktrace-out {}", dir.display()),
+                    path: dir.join(format!("{s}.blktrace.0")),
+                });
+            }
+        }
+        if let Some(prefix) = &self.request_log {
+            let dir = match prefix.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                bail!(
+                    "--request-log {}: the directory {} does not exist",
+                    prefix.display(),
+                    dir.display()
+                );
+            }
+            probe_dir("--request-log", dir)?;
+            for s in scheds {
+                written.push(Written {
+                    flag: format!("--request-log {}", prefix.display()),
+                    path: PathBuf::from(format!("{}.{s}.csv", prefix.display())),
+                });
+            }
+        }
+        if let Some(dir) = &self.report {
+            check_dir("--report", dir)?;
+            // The page and its plots: index.html and *.svg in the directory.
+            let dir_id = identity(dir);
+            for i in inputs {
+                let in_dir = i
+                    .path
+                    .parent()
+                    .map(|d| {
+                        if d.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            d
+                        }
+                    })
+                    .and_then(identity);
+                let name = i.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if in_dir.is_some()
+                    && in_dir == dir_id
+                    && (name == "index.html" || name.ends_with(".svg"))
+                {
+                    bail!(
+                        "--report {}: would write over {} ({}), which this command reads",
+                        dir.display(),
+                        i.path.display(),
+                        i.what
+                    );
+                }
+            }
+        }
+        let ids: Vec<(Option<(u64, u64)>, &Input)> =
+            inputs.iter().map(|i| (identity(&i.path), i)).collect();
+        let mut seen: HashSet<(u64, u64)> = HashSet::new();
+        for w in &written {
+            let Some(id) = identity(&w.path) else {
+                continue;
+            };
+            if let Some((_, i)) = ids.iter().find(|(d, _)| *d == Some(id)) {
+                bail!(
+                    "{}: would write {}, which is {} this command reads ({}); writing it would \
+                     destroy the input before it is read: choose another output",
+                    w.flag,
+                    w.path.display(),
+                    i.what,
+                    i.path.display()
+                );
+            }
+            if !seen.insert(id) {
+                bail!(
+                    "{}: {} is also another output of this command",
+                    w.flag,
+                    w.path.display()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The failures of outputs written after the work, collected so one failed output does not
+/// lose the others or the printed results.
+#[derive(Debug, Default)]
+pub struct Outcomes {
+    errors: Vec<anyhow::Error>,
+}
+
+impl Outcomes {
+    /// Keep `r`'s error, if any, and carry on.
+    pub fn keep<T>(&mut self, r: anyhow::Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
+    }
+
+    /// Ok if every output was written; else an error naming each failure.
+    pub fn finish(self) -> anyhow::Result<()> {
+        match self.errors.len() {
+            0 => Ok(()),
+            1 => Err(self.errors.into_iter().next().expect("one error")),
+            n => {
+                let all: Vec<String> = self.errors.iter().map(|e| format!("{e:#}")).collect();
+                bail!("{n} outputs failed: {}", all.join("; "))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("deadline.blktrace.0");
+        fs::write(&trace, b"input bytes").unwrap();
+        let o = OutputOpts {
+            blktrace_out: Some(dir.path().to_path_buf()),
+            ..OutputOpts::default()
+        };
+        let e = o
+            .check(
+                "replay",
+                Supported::ALL,
+                &["deadline".into()],
+                &[Input::new("the trace", &trace)],
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--blktrace-out") && e.contains("the trace"),
+            "{e}"
+        );
+        assert_eq!(fs::read(&trace).unwrap(), b"input bytes");
+        // Another spelling of the same file is caught too.
+        let o = OutputOpts {
+            json: Some(dir.path().join(".").join("deadline.blktrace.0")),
+            ..OutputOpts::default()
+        };
+        assert!(o
+            .check(
+                "replay",
+                Supported::ALL,
+                &[],
+                &[Input::new("the trace", &trace)],
+                &[]
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn unwritable_outputs_and_unsupported_ones_are_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, b"x").unwrap();
+        let report_on_file = OutputOpts {
+            report: Some(file.clone()),
+            ..OutputOpts::default()
+        };
+        let e = report_on_file
+            .check("sim", Supported::ALL, &[], &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--report") && e.contains("not a directory"),
+            "{e}"
+        );
+        let json_nowhere = OutputOpts {
+            json: Some(dir.path().join("no/such/dir/out.json")),
+            ..OutputOpts::default()
+        };
+        let e = json_nowhere
+            .check("sim", Supported::ALL, &[], &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--json") && e.contains("does not exist"), "{e}");
+        let log = OutputOpts {
+            request_log: Some(dir.path().join("log")),
+            ..OutputOpts::default()
+        };
+        let e = log
+            .check("sim", Supported::default(), &[], &[], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--request-log") && e.contains("sim does not write"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Hostile cases of issue 32 (hardening, round 2) against the executor's target: a block
+//! device in use where /proc/self/mounts cannot see it. Needs root, `losetup`, `mkfs.ext4`
+//! and `unshare`; prints a notice and skips otherwise.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use elevator_real::target::{self, OpenSpec, TargetError};
+
+fn tool(name: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipping: {name} is not installed");
+    }
+    found
+}
+
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let r = unsafe { libc::geteuid() } == 0;
+    if !r {
+        eprintln!("skipping: loop devices need root");
+    }
+    r
+}
+
+/// A loop device over an image file, detached on drop.
+struct Loop {
+    dev: PathBuf,
+}
+
+impl Loop {
+    fn over(img: &Path) -> Option<Loop> {
+        if !root() || !tool("losetup") {
+            return None;
+        }
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(img)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "skipping: losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(Loop {
+            dev: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+        })
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+/// A process holding a mount in its own mount namespace; killed (by its id) on drop, which
+/// takes the namespace and the mount with it.
+struct Elsewhere {
+    child: Child,
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Mount `dev` on `dir` in a new, private mount namespace: the mount is invisible in this
+/// process's /proc/self/mounts.
+fn mount_elsewhere(dev: &Path, dir: &Path) -> Option<Elsewhere> {
+    if !tool("unshare") {
+        return None;
+    }
+    let script = format!(
+        "mount {} {} && echo mounted && exec sleep 600",
+        dev.display(),
+        dir.display()
+    );
+    let mut child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take()?).read_line(&mut line);
+    let held = Elsewhere { child };
+    if line.trim() != "mounted" {
+        eprintln!("skipping: mounting in another namespace failed");
+        return None;
+    }
+    Some(held)
+}
+
+const EXT4_MAGIC_AT: u64 = 1080;
+
+/// The class: a device in use in another mount namespace, written with `--allow-overwrite`
+/// (an ext4 superblock was destroyed). The exclusive open refuses it whatever the flags, and
+/// the superblock is intact.
+#[test]
+fn a_device_mounted_in_another_namespace_is_refused_even_with_allow_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("ext4.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let Some(lo) = Loop::over(&img) else { return };
+    if !tool("mkfs.ext4") {
+        return;
+    }
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&lo.dev)
+        .status()
+        .unwrap();
+    assert!(mkfs.success());
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(_held) = mount_elsewhere(&lo.dev, &mnt) else {
+        return;
+    };
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(lo.dev.to_str().unwrap()),
+        "the mount is visible here; the case needs it hidden"
+    );
+    let err = target::open(
+        &lo.dev,
+        OpenSpec {
+            writes: true,
+            allow_overwrite: true,
+            need_bytes: 16 << 20,
+            ..OpenSpec::default()
+        },
+    )
+    .unwrap_err();
+    let msg = match err {
+        TargetError::Refused(r) => r.to_string(),
+        other => panic!("expected a refusal, got {other}"),
+    };
+    assert!(msg.contains("in use") && msg.contains("EBUSY"), "{msg}");
+    let f = std::fs::File::open(&lo.dev).unwrap();
+    let mut magic = [0u8; 2];
+    f.read_exact_at(&mut magic, EXT4_MAGIC_AT).unwrap();
+    assert_eq!(magic, [0x53, 0xef], "the ext4 superblock was overwritten");
+}
+
+/// While elevator holds a device for writing, nothing else can claim it exclusively (mkfs,
+/// mount): the exclusive open is held for the run.
+#[test]
+fn a_device_open_for_writing_is_held_exclusively() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("blank.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let Some(lo) = Loop::over(&img) else { return };
+    let t = target::open(
+        &lo.dev,
+        OpenSpec {
+            writes: true,
+            allow_overwrite: false,
+            need_bytes: 16 << 20,
+            ..OpenSpec::default()
+        },
+    )
+    .unwrap();
+    let other = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&lo.dev);
+    assert_eq!(
+        other.map(|_| ()).unwrap_err().raw_os_error(),
+        Some(libc::EBUSY),
+        "another exclusive opener got the device while elevator held it"
+    );
+    drop(t);
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&lo.dev)
+        .expect("released when the target is dropped");
+}
