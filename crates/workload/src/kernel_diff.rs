@@ -43,6 +43,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::path::{Path, PathBuf};
 
 use elevator_core::block::{BlockLayer, Done, Limits};
 use elevator_core::registry::{self, SchedulerInfo};
@@ -50,7 +51,7 @@ use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
-use crate::traces::ftrace::{KernelTrace, RecordingMeta, TracedRequest};
+use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, TracedRequest};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -254,6 +255,216 @@ pub fn diff(
         kernel,
         ours,
     })
+}
+
+/// One recording compared at both paces.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The job mix (the recording's parent directory name).
+    pub mix: String,
+    /// The kernel's scheduler.
+    pub scheduler: String,
+    /// At [`Pace::Kernel`]: the agreement figure.
+    pub kernel_pace: TraceDiff,
+    /// At [`Pace::Device`]: how much of the kernel's choice is its queue's timing.
+    pub device_pace: TraceDiff,
+    /// The kernel's requests, to describe a divergence.
+    pub requests: Vec<TracedRequest>,
+}
+
+/// The kernel's schedulers in the order the table gives them.
+pub const KERNEL_SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
+
+/// The recordings under `root`: `root` itself when it holds a `meta.json`, else every
+/// `MIX/SCHED` (or `SCHED`) directory below it that does, mixes by name, schedulers in
+/// [`KERNEL_SCHEDULERS`] order then by name.
+pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
+    if root.join("meta.json").is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let subdirs = |d: &Path| -> Result<Vec<PathBuf>, String> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .map_err(|e| format!("{}: {e}", d.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let rank = |p: &PathBuf| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let at = KERNEL_SCHEDULERS.iter().position(|&s| s == name);
+        (at.unwrap_or(KERNEL_SCHEDULERS.len()), name.to_string())
+    };
+    let mut out = Vec::new();
+    for d in subdirs(root)? {
+        if d.join("meta.json").is_file() {
+            out.push(d);
+            continue;
+        }
+        let mut scheds: Vec<PathBuf> = subdirs(&d)?
+            .into_iter()
+            .filter(|s| s.join("meta.json").is_file())
+            .collect();
+        scheds.sort_by_key(rank);
+        out.extend(scheds);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no recording (meta.json) in it or below",
+            root.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Open the recording in `dir` and compare it at both paces (`opts.pace` is ignored).
+pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
+    let rec = Recording::open(dir).map_err(|e| e.to_string())?;
+    let trace = rec.trace().map_err(|e| e.to_string())?;
+    let at = |pace| {
+        let o = DiffOptions {
+            pace,
+            ..opts.clone()
+        };
+        diff(&trace, &rec.meta, &o).map_err(|e| format!("{}: {e}", dir.display()))
+    };
+    let mix = dir
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    Ok(Row {
+        mix,
+        scheduler: rec.meta.scheduler.clone(),
+        kernel_pace: at(Pace::Kernel)?,
+        device_pace: at(Pace::Device)?,
+        requests: trace.requests,
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// The agreement table (Markdown): per recording, the kernel's decisions, the share ours
+/// agreed on at the kernel's pace, the real choices (more than one queued) agreed, the first
+/// divergence, the windowed Kendall distance (mean / max) and the share at the device's pace;
+/// then per scheduler the totals.
+pub fn markdown(rows: &[Row]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    s.push_str(
+        "| mix | scheduler | ours | decisions | agree | real choices agreed | first divergence \
+         | Kendall mean / max | agree at device pace |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let d = &r.kernel_pace;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} |",
+            r.mix,
+            r.scheduler,
+            d.policy,
+            d.agreement.decisions,
+            pct(d.agreement.share()),
+            d.choices_agreed,
+            d.choices,
+            d.agreement
+                .first_divergence
+                .map_or("-".to_string(), |k| k.to_string()),
+            d.kendall_mean(),
+            d.kendall_max(),
+            pct(r.device_pace.agreement.share()),
+        );
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.scheduler.as_str()) {
+            names.push(&r.scheduler);
+        }
+    }
+    s.push_str("\n| scheduler | decisions | agree | real choices agreed | agree at device pace |\n|---|---:|---:|---:|---:|\n");
+    for name in names {
+        let (mut n, mut a, mut c, mut ca, mut dv) = (0, 0, 0, 0, 0);
+        for r in rows.iter().filter(|r| r.scheduler == name) {
+            n += r.kernel_pace.agreement.decisions;
+            a += r.kernel_pace.agreement.same_choice;
+            c += r.kernel_pace.choices;
+            ca += r.kernel_pace.choices_agreed;
+            dv += r.device_pace.agreement.same_choice;
+        }
+        let share = |x: usize, of: usize| if of == 0 { 1.0 } else { x as f64 / of as f64 };
+        let _ = writeln!(
+            s,
+            "| {name} | {n} | {} | {ca}/{c} ({}) | {} |",
+            pct(share(a, n)),
+            pct(share(ca, c)),
+            pct(share(dv, n)),
+        );
+    }
+    s
+}
+
+/// Every decision (at the kernel's pace) where ours chose otherwise from the same set or
+/// the sets differed, each with both sides' queued requests (index, process, operation and
+/// flags, sector+size, arrival in ms since the first arrival); at most `limit`.
+pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
+    let d = &row.kernel_pace;
+    let t0 = row
+        .requests
+        .iter()
+        .filter_map(TracedRequest::arrival)
+        .min()
+        .unwrap_or(Nanos::ZERO);
+    let show = |i: usize| {
+        let r = &row.requests[i];
+        format!(
+            "#{i} {}:{} {} {}+{} @{:.3}",
+            r.comm,
+            r.pid,
+            r.rwbs,
+            r.sector,
+            r.sectors,
+            r.arrival().unwrap_or(t0).saturating_sub(t0).as_ms_f64()
+        )
+    };
+    let set = |q: &[usize], chosen: usize| {
+        q.iter()
+            .map(|&i| {
+                if i == chosen {
+                    format!("[{}]", show(i))
+                } else {
+                    show(i)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    for (k, kd) in d.kernel.iter().enumerate() {
+        if out.len() >= limit {
+            break;
+        }
+        match d.ours.get(k) {
+            Some(o) if o == kd => {}
+            Some(o) => out.push(format!(
+                "{}/{} decision {k}:\n  kernel: {}\n  ours:   {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen),
+                set(&o.queued, o.chosen)
+            )),
+            None => out.push(format!(
+                "{}/{} decision {k}: ours made no more decisions; kernel: {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen)
+            )),
+        }
+    }
+    out
 }
 
 /// A kernel event of the replay's timeline.

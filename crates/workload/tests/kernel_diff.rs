@@ -1,80 +1,95 @@
 //! The kernel corpus replayed into our schedulers (issue 27's `kernel-diff`): every recording
-//! of tests/data/kernel/MIX/SCHED through our policy of the same name, without root; prints
-//! the agreement table and fails when agreement drops below what was measured.
+//! of tests/data/kernel/MIX/SCHED through our policy of the same name, without root. Prints
+//! the agreement table (the one in docs/testing.md) and the divergences, and fails when
+//! agreement drops below what was measured.
 
 use std::path::{Path, PathBuf};
 
-use elevator_workload::kernel_diff::{diff, DiffOptions, Pace, TraceDiff};
-use elevator_workload::traces::ftrace::Recording;
-
-const SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
-const MIXES: [&str; 5] = [
-    "batches",
-    "interleaved-readers",
-    "prio-classes",
-    "process-burst",
-    "readers-writers",
-];
+use elevator_workload::kernel_diff::{diff_recording, divergences, find_recordings, markdown};
+use elevator_workload::kernel_diff::{DiffOptions, Row};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel")
 }
 
-fn run(pace: Pace) -> Vec<(String, String, TraceDiff)> {
-    let opts = DiffOptions {
-        pace,
-        ..DiffOptions::default()
-    };
-    let mut out = Vec::new();
-    for mix in MIXES {
-        for sched in SCHEDULERS {
-            let rec = Recording::open(&corpus().join(mix).join(sched)).unwrap();
-            let trace = rec.trace().unwrap();
-            let d = diff(&trace, &rec.meta, &opts).unwrap_or_else(|e| panic!("{mix}/{sched}: {e}"));
-            out.push((mix.to_string(), sched.to_string(), d));
-        }
-    }
-    out
+fn rows() -> Vec<Row> {
+    find_recordings(&corpus())
+        .unwrap()
+        .iter()
+        .map(|d| diff_recording(d, &DiffOptions::default()).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
 }
 
+/// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
+const FLOOR: [(&str, &str, f64); 20] = [
+    ("batches", "none", 100.0),
+    ("batches", "mq-deadline", 100.0),
+    ("batches", "kyber", 100.0),
+    ("batches", "bfq", 88.1),
+    ("interleaved-readers", "none", 100.0),
+    ("interleaved-readers", "mq-deadline", 98.3),
+    ("interleaved-readers", "kyber", 98.3),
+    ("interleaved-readers", "bfq", 98.9),
+    ("prio-classes", "none", 100.0),
+    ("prio-classes", "mq-deadline", 96.9),
+    ("prio-classes", "kyber", 100.0),
+    ("prio-classes", "bfq", 98.8),
+    ("process-burst", "none", 100.0),
+    ("process-burst", "mq-deadline", 100.0),
+    ("process-burst", "kyber", 100.0),
+    ("process-burst", "bfq", 97.9),
+    ("readers-writers", "none", 100.0),
+    ("readers-writers", "mq-deadline", 100.0),
+    ("readers-writers", "kyber", 100.0),
+    ("readers-writers", "bfq", 93.9),
+];
+
 #[test]
-fn the_corpus_replays_at_the_kernels_pace_with_the_measured_agreement() {
-    let rows = run(Pace::Kernel);
-    let device = run(Pace::Device);
-    println!("| mix | scheduler | decisions | agree | choices agreed | first divergence | Kendall mean / max | agree at device pace |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
-    for ((mix, sched, d), (_, _, dv)) in rows.iter().zip(&device) {
-        println!(
-            "| {mix} | {sched} | {} | {:.1}% | {}/{} | {} | {:.3} / {:.3} | {:.1}% |",
-            d.agreement.decisions,
-            100.0 * d.agreement.share(),
-            d.choices_agreed,
-            d.choices,
-            d.agreement
-                .first_divergence
-                .map_or("-".into(), |k| k.to_string()),
-            d.kendall_mean(),
-            d.kendall_max(),
-            100.0 * dv.agreement.share(),
+fn the_corpus_agrees_with_the_kernel_as_measured() {
+    let rows = rows();
+    println!("{}", markdown(&rows));
+    for r in &rows {
+        for d in divergences(r, 3) {
+            println!("{d}");
+        }
+    }
+    assert_eq!(rows.len(), FLOOR.len());
+    for (r, (mix, sched, floor)) in rows.iter().zip(FLOOR) {
+        assert_eq!((r.mix.as_str(), r.scheduler.as_str()), (mix, sched));
+        let share = 100.0 * r.kernel_pace.agreement.share();
+        assert!(
+            share >= floor - 1.0,
+            "{mix}/{sched}: {share:.1}% of the kernel's decisions, measured {floor}%"
         );
-    }
-    for sched in SCHEDULERS {
-        let (mut n, mut a) = (0, 0);
-        for (_, s, d) in &rows {
-            if s == sched {
-                n += d.agreement.decisions;
-                a += d.agreement.same_choice;
-            }
+        // The sets agree wherever the choices did: a divergence is a choice, never lost
+        // requests.
+        assert!(r.kernel_pace.agreement.same_set >= r.kernel_pace.agreement.same_choice);
+        if sched == "none" {
+            // blk-mq without an elevator dispatches in arrival order: exactly ours.
+            assert_eq!(r.kernel_pace.agreement.first_divergence, None, "{mix}");
         }
-        println!("{sched}: {a}/{n} = {:.1}%", 100.0 * a as f64 / n as f64);
     }
-    for (mix, sched, d) in &rows {
-        if let Some(k) = d.agreement.first_divergence {
-            println!(
-                "{mix}/{sched} first divergence at {k}: kernel {:?}, ours {:?}",
-                d.kernel.get(k),
-                d.ours.get(k)
-            );
-        }
+    // The issue's targets over the corpus, per scheduler, as reached (mq-deadline and bfq
+    // below theirs: see docs/testing.md).
+    for (sched, floor) in [
+        ("none", 100.0),
+        ("mq-deadline", 98.0),
+        ("kyber", 98.6),
+        ("bfq", 94.7),
+    ] {
+        let (n, a) = rows
+            .iter()
+            .filter(|r| r.scheduler == sched)
+            .fold((0, 0), |(n, a), r| {
+                (
+                    n + r.kernel_pace.agreement.decisions,
+                    a + r.kernel_pace.agreement.same_choice,
+                )
+            });
+        let share = 100.0 * a as f64 / n as f64;
+        assert!(
+            share >= floor,
+            "{sched}: {share:.1}% over the corpus, floor {floor}%"
+        );
     }
 }
