@@ -29,6 +29,8 @@
 //!   while ours idles, dropped if ours has nothing queued). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
 //!   of the kernel's choice comes from when its queue runs rather than from the policy.
+//!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
+//!   back to the earliest point the trace allows, on both sides ([`earliest`]).
 //!
 //! ## What is compared
 //!
@@ -61,6 +63,13 @@ pub enum Pace {
     Kernel,
     /// After every event, as deep as the device.
     Device,
+    /// A diagnostic: as [`Pace::Kernel`], with each of the kernel's dispatches moved back to
+    /// the earliest point the trace allows (just after its request's insertion, the previous
+    /// dispatch and any merge), on both sides. It tests whether the kernel chose before
+    /// requests its issue event follows were inserted: `block_rq_issue` fires when the driver
+    /// starts the request (`blk_mq_start_request` in `loop_queue_rq`), after the scheduler's
+    /// `dispatch_request` returned it, and an insertion on another CPU can come in between.
+    Early,
 }
 
 impl std::str::FromStr for Pace {
@@ -70,7 +79,8 @@ impl std::str::FromStr for Pace {
         match s {
             "kernel" => Ok(Pace::Kernel),
             "device" => Ok(Pace::Device),
-            _ => Err(format!("pace {s:?}: kernel or device")),
+            "early" => Ok(Pace::Early),
+            _ => Err(format!("pace {s:?}: kernel, device or early")),
         }
     }
 }
@@ -226,8 +236,12 @@ pub fn diff(
     {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    let ours = Replay::new(trace, sched, limits, opts.pace).run();
-    let kernel = trace.decisions();
+    let log = match opts.pace {
+        Pace::Early => earliest(&trace.queue_log),
+        Pace::Kernel | Pace::Device => trace.queue_log.clone(),
+    };
+    let ours = Replay::new(trace, sched, limits, opts.pace).run(&log);
+    let kernel = agreement::decisions(&log);
     let ours = agreement::decisions(&ours);
     let a = agreement::compare(&kernel, &ours);
     let choices: Vec<usize> = (0..kernel.len())
@@ -257,7 +271,7 @@ pub fn diff(
     })
 }
 
-/// One recording compared at both paces.
+/// One recording compared at each pace.
 #[derive(Clone, Debug)]
 pub struct Row {
     /// The job mix (the recording's parent directory name).
@@ -268,6 +282,8 @@ pub struct Row {
     pub kernel_pace: TraceDiff,
     /// At [`Pace::Device`]: how much of the kernel's choice is its queue's timing.
     pub device_pace: TraceDiff,
+    /// At [`Pace::Early`]: the diagnostic of choices made before the issue event.
+    pub early: TraceDiff,
     /// The kernel's requests, to describe a divergence.
     pub requests: Vec<TracedRequest>,
 }
@@ -318,7 +334,7 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Open the recording in `dir` and compare it at both paces (`opts.pace` is ignored).
+/// Open the recording in `dir` and compare it at each pace (`opts.pace` is ignored).
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
@@ -340,6 +356,7 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         scheduler: rec.meta.scheduler.clone(),
         kernel_pace: at(Pace::Kernel)?,
         device_pace: at(Pace::Device)?,
+        early: at(Pace::Early)?,
         requests: trace.requests,
     })
 }
@@ -357,13 +374,14 @@ pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::new();
     s.push_str(
         "| mix | scheduler | ours | decisions | agree | real choices agreed | first divergence \
-         | Kendall mean / max | agree at device pace |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+         | Kendall mean / max | agree at device pace | agree decided earliest |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let d = &r.kernel_pace;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} |",
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} | {} |",
             r.mix,
             r.scheduler,
             d.policy,
@@ -377,6 +395,7 @@ pub fn markdown(rows: &[Row]) -> String {
             d.kendall_mean(),
             d.kendall_max(),
             pct(r.device_pace.agreement.share()),
+            pct(r.early.agreement.share()),
         );
     }
     let mut names: Vec<&str> = Vec::new();
@@ -385,23 +404,29 @@ pub fn markdown(rows: &[Row]) -> String {
             names.push(&r.scheduler);
         }
     }
-    s.push_str("\n| scheduler | decisions | agree | real choices agreed | agree at device pace |\n|---|---:|---:|---:|---:|\n");
+    s.push_str(
+        "\n| scheduler | decisions | agree | real choices agreed | agree at device pace \
+         | agree decided earliest |\n|---|---:|---:|---:|---:|---:|\n",
+    );
     for name in names {
-        let (mut n, mut a, mut c, mut ca, mut dv) = (0, 0, 0, 0, 0);
+        let (mut n, mut a, mut c, mut ca, mut dv, mut ea, mut en) = (0, 0, 0, 0, 0, 0, 0);
         for r in rows.iter().filter(|r| r.scheduler == name) {
             n += r.kernel_pace.agreement.decisions;
             a += r.kernel_pace.agreement.same_choice;
             c += r.kernel_pace.choices;
             ca += r.kernel_pace.choices_agreed;
             dv += r.device_pace.agreement.same_choice;
+            ea += r.early.agreement.same_choice;
+            en += r.early.agreement.decisions;
         }
         let share = |x: usize, of: usize| if of == 0 { 1.0 } else { x as f64 / of as f64 };
         let _ = writeln!(
             s,
-            "| {name} | {n} | {} | {ca}/{c} ({}) | {} |",
+            "| {name} | {n} | {} | {ca}/{c} ({}) | {} | {} |",
             pct(share(a, n)),
             pct(share(ca, c)),
             pct(share(dv, n)),
+            pct(share(ea, en)),
         );
     }
     s
@@ -462,6 +487,34 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
                 row.scheduler,
                 set(&kd.queued, kd.chosen)
             )),
+        }
+    }
+    out
+}
+
+/// `log` with each dispatch moved back to just after the latest of its request's first
+/// arrival, the previous dispatch and the previous merge (`Leave`): the earliest point the
+/// kernel could have chosen it ([`Pace::Early`]).
+pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
+    let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
+    // Position in `out` after the last dispatch or merge.
+    let mut barrier = 0;
+    for &e in log {
+        match e {
+            QueueEvent::Arrive(_) => out.push(e),
+            QueueEvent::Leave(_) => {
+                out.push(e);
+                barrier = out.len();
+            }
+            QueueEvent::Dispatch(i) => {
+                let arrived = out
+                    .iter()
+                    .position(|&x| x == QueueEvent::Arrive(i))
+                    .map_or(0, |p| p + 1);
+                let at = arrived.max(barrier);
+                out.insert(at, e);
+                barrier = at + 1;
+            }
         }
     }
     out
@@ -534,13 +587,13 @@ impl<'a> Replay<'a> {
     }
 
     /// The kernel's timeline: arrivals and dispatches in trace order, with their times.
-    fn timeline(&self) -> Vec<(Nanos, KEvent)> {
+    fn timeline(&self, log: &[QueueEvent]) -> Vec<(Nanos, KEvent)> {
         let reqs = &self.trace.requests;
         let mut seen = vec![false; reqs.len()];
         let mut out = Vec::new();
         let mut nth_issue: HashMap<usize, usize> = HashMap::new();
         let mut last = Nanos::ZERO;
-        for e in &self.trace.queue_log {
+        for e in log {
             match *e {
                 QueueEvent::Arrive(i) => {
                     if seen[i] || reqs[i].bio().is_none() {
@@ -555,13 +608,17 @@ impl<'a> Replay<'a> {
                 QueueEvent::Dispatch(i) => {
                     let n = nth_issue.entry(i).or_insert(0);
                     *n += 1;
-                    let t = reqs[i]
+                    let issued = reqs[i]
                         .dispatch_index
                         .filter(|_| *n == 1)
                         .map(|d| self.trace.dispatches[d].time)
                         .or(reqs[i].issued)
                         .unwrap_or(last)
                         .max(last);
+                    let t = match self.pace {
+                        Pace::Early => reqs[i].arrival().unwrap_or(last).max(last),
+                        Pace::Kernel | Pace::Device => issued,
+                    };
                     if !seen[i] && reqs[i].bio().is_some() {
                         seen[i] = true;
                         out.push((t, KEvent::Arrive(i)));
@@ -574,14 +631,14 @@ impl<'a> Replay<'a> {
         out
     }
 
-    fn run(mut self) -> Vec<QueueEvent> {
-        for (t, e) in self.timeline() {
+    fn run(mut self, log: &[QueueEvent]) -> Vec<QueueEvent> {
+        for (t, e) in self.timeline(log) {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
                 KEvent::Arrive(i) => self.submit(i),
                 KEvent::Dispatch => {
-                    if self.pace == Pace::Kernel {
+                    if self.pace != Pace::Device {
                         self.credits += 1;
                         // The kernel ran its queue here: ask our scheduler again.
                         let _ = self.blk.scheduler_mut();
@@ -609,7 +666,7 @@ impl<'a> Replay<'a> {
     /// Dispatch what the pace allows now.
     fn pump(&mut self) {
         loop {
-            if self.pace == Pace::Kernel && self.credits == 0 {
+            if self.pace != Pace::Device && self.credits == 0 {
                 return;
             }
             match self.blk.poll_dispatch(self.now) {
@@ -651,7 +708,7 @@ impl<'a> Replay<'a> {
                 return;
             }
             // A timer that cannot lead anywhere (no credit left at the end) ends the replay.
-            if until.is_none() && c.is_none() && self.pace == Pace::Kernel && self.credits == 0 {
+            if until.is_none() && c.is_none() && self.pace != Pace::Device && self.credits == 0 {
                 return;
             }
             self.now = self.now.max(next);
@@ -751,6 +808,48 @@ mod tests {
     }
 
     #[test]
+    fn earliest_moves_each_dispatch_back_to_its_arrival_keeping_dispatch_and_merge_order() {
+        use QueueEvent::{Arrive, Dispatch, Leave};
+        let log = [
+            Arrive(0),
+            Arrive(1),
+            Arrive(2),
+            Dispatch(1),
+            Dispatch(0),
+            Arrive(3),
+            Leave(3),
+            Dispatch(2),
+            Dispatch(4),
+        ];
+        assert_eq!(
+            earliest(&log),
+            [
+                Arrive(0),
+                Arrive(1),
+                Dispatch(1),
+                Dispatch(0),
+                Arrive(2),
+                Arrive(3),
+                Leave(3),
+                Dispatch(2),
+                Dispatch(4),
+            ]
+        );
+        let d = diff(
+            &trace(),
+            &meta("mq-deadline"),
+            &DiffOptions {
+                pace: Pace::Early,
+                ..DiffOptions::default()
+            },
+        )
+        .unwrap();
+        // Decided at once, each from what had arrived: the first alone.
+        assert_eq!(d.kernel[0].queued, [0]);
+        assert_eq!(d.agreement.decisions, 3);
+    }
+
+    #[test]
     fn out_of_range_tunables_are_skipped_and_named() {
         let mut m = meta("mq-deadline");
         m.iosched.insert("fifo_batch".into(), "-3".into());
@@ -760,6 +859,8 @@ mod tests {
         assert_eq!(skipped[0].0, "fifo_batch");
         assert!(policy_for("cfq-like-nothing").is_none());
         assert!("kernel".parse::<Pace>() == Ok(Pace::Kernel));
+        assert!("early".parse::<Pace>() == Ok(Pace::Early));
+        assert!("device".parse::<Pace>() == Ok(Pace::Device));
         assert!("x".parse::<Pace>().is_err());
     }
 }
