@@ -69,8 +69,8 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             assert_eq!(r.kernel_pace.agreement.first_divergence, None, "{mix}");
         }
     }
-    // The issue's targets over the corpus, per scheduler, as reached (mq-deadline and bfq
-    // below theirs: see docs/testing.md).
+    // Over the corpus, per scheduler, as measured minus a point (measured: none 100%,
+    // mq-deadline 99.0%, kyber 99.6%, bfq 95.7%; issue 27's targets 100, 99, 97 and 90).
     for (sched, floor) in [
         ("none", 100.0),
         ("mq-deadline", 98.0),
