@@ -48,7 +48,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
 use elevator_core::block::{BlockLayer, Done, Limits};
-use elevator_core::registry::{self, SchedulerInfo};
+use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{Nanos, RequestId, Scheduler};
 
@@ -159,7 +159,7 @@ impl TraceDiff {
 }
 
 /// Our policy for the kernel scheduler `name` (`none` is `noop`).
-pub fn policy_for(name: &str) -> Option<&'static SchedulerInfo> {
+pub fn policy_for(name: &str) -> Option<SchedulerSpec> {
     registry::find(if name == "none" { "noop" } else { name })
 }
 
@@ -167,7 +167,7 @@ pub fn policy_for(name: &str) -> Option<&'static SchedulerInfo> {
 /// `iosched` (else `queue`), in range; the refused ones (name, value, why) beside.
 /// `slice_idle` is left out when `slice_idle_us` is recorded (the same knob, finer).
 pub fn policy_settings(
-    info: &SchedulerInfo,
+    info: &SchedulerSpec,
     meta: &RecordingMeta,
 ) -> (Settings, Vec<(String, String, String)>) {
     let mut s = Settings::new();
@@ -219,8 +219,9 @@ pub fn diff(
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
-    let (settings, skipped) = policy_settings(info, meta);
-    let sched = (info.build)(&settings, &elevator_core::GroupTree::new())
+    let (settings, skipped) = policy_settings(&info, meta);
+    let sched = info
+        .build(&settings, &elevator_core::GroupTree::new())
         .map_err(|e| format!("{}: {e}", info.name))?;
     let depth = opts.depth.unwrap_or_else(|| {
         meta.device
@@ -853,7 +854,7 @@ mod tests {
     fn out_of_range_tunables_are_skipped_and_named() {
         let mut m = meta("mq-deadline");
         m.iosched.insert("fifo_batch".into(), "-3".into());
-        let (s, skipped) = policy_settings(policy_for("mq-deadline").unwrap(), &m);
+        let (s, skipped) = policy_settings(&policy_for("mq-deadline").unwrap(), &m);
         assert_eq!(s.raw("fifo_batch"), None);
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].0, "fifo_batch");
