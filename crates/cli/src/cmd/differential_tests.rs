@@ -265,7 +265,7 @@ fn build(
     let info = registry::find(sched).unwrap();
     let settings = info.on_device(Settings::new(), Some(rotational));
     Recording {
-        inner: (info.build)(&settings, groups).unwrap(),
+        inner: info.build(&settings, groups).unwrap(),
         calls: Rc::clone(calls),
     }
 }
