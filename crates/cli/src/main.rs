@@ -53,6 +53,9 @@ enum Command {
     /// Record the kernel's own schedulers deciding a fio job on a loop device (block and
     /// kyber tracepoints through tracefs; needs root and fio).
     KernelRecord(cmd::kernel_record::Args),
+    /// Replay recorded kernel traces into our schedulers of the same names and report how
+    /// often ours made the kernel's dispatch decision (no root needed).
+    KernelDiff(cmd::kernel_diff::Args),
 }
 
 fn main() {
@@ -75,6 +78,7 @@ fn main() {
         Command::Validate(a) => cmd::validate::run(a),
         Command::Drive(a) => cmd::drive::run(a),
         Command::KernelRecord(a) => cmd::kernel_record::run(a),
+        Command::KernelDiff(a) => cmd::kernel_diff::run(a),
     };
     // Output that could not be written is an error too (`elevator list > /dev/full`).
     let result = result.and_then(|()| output::stdout_result());

@@ -49,6 +49,7 @@ pub mod fio_file;
 pub mod input;
 pub mod job;
 pub mod jobs;
+pub mod kernel_diff;
 pub mod metrics;
 pub mod page_cache;
 pub mod spec;

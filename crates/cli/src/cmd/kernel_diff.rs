@@ -1,0 +1,98 @@
+//! `elevator kernel-diff`: replay recorded kernel traces (from `elevator kernel-record`) into
+//! our scheduler of the same name and print how often ours made the kernel's decision (a thin
+//! shell over `elevator_workload::kernel_diff`).
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use elevator_workload::kernel_diff::{self, DiffOptions};
+
+use crate::output::out_str;
+
+/// Replay recorded kernel traces into our schedulers and compare the dispatch decisions.
+///
+/// Each recording (a directory with meta.json, or every MIX/SCHED below a directory) is
+/// replayed through the block layer into our policy of the kernel scheduler's name (none is
+/// noop), with the recorded sysfs tunables our policy has, each request arriving at its
+/// recorded time and completing after the kernel's service time. Prints, per recording, the
+/// share of the kernel's dispatches where ours chose the same request from the same queued
+/// set (our queue run where the kernel's ran), the real choices among them, the first
+/// divergence, the Kendall distance over windows and the share when our queue runs after
+/// every event instead; then totals per scheduler. No root needed.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Recordings, or directories holding MIX/SCHED recordings.
+    #[arg(default_value = "crates/workload/tests/data/kernel")]
+    pub dirs: Vec<PathBuf>,
+    /// The device's queue depth (default: the recording's hardware queue depth, else the
+    /// most the kernel had in flight).
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Requests per Kendall window.
+    #[arg(long, default_value_t = 32)]
+    pub window: usize,
+    /// Print up to N divergent decisions per recording, with both queued sets.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub divergences: usize,
+}
+
+/// Run `elevator kernel-diff`.
+pub fn run(args: Args) -> Result<()> {
+    let opts = DiffOptions {
+        depth: args.depth,
+        window: args.window,
+        ..DiffOptions::default()
+    };
+    let mut rows = Vec::new();
+    for dir in &args.dirs {
+        for rec in kernel_diff::find_recordings(dir).map_err(|e| anyhow!(e))? {
+            rows.push(kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?);
+        }
+    }
+    let mut text = kernel_diff::markdown(&rows);
+    if args.divergences > 0 {
+        for r in &rows {
+            for d in kernel_diff::divergences(r, args.divergences) {
+                text.push('\n');
+                text.push_str(&d);
+            }
+        }
+        text.push('\n');
+    }
+    out_str(&text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn corpus() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../workload/tests/data/kernel")
+    }
+
+    #[test]
+    fn kernel_diff_reads_one_recording_and_a_whole_corpus() {
+        let opts = DiffOptions::default();
+        let one = kernel_diff::find_recordings(&corpus().join("batches/none")).unwrap();
+        assert_eq!(one.len(), 1);
+        let row = kernel_diff::diff_recording(&one[0], &opts).unwrap();
+        assert_eq!(row.kernel_pace.agreement.share(), 1.0);
+        let all = kernel_diff::find_recordings(&corpus()).unwrap();
+        assert_eq!(all.len(), 20);
+        let names: Vec<_> = all[..4]
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["none", "mq-deadline", "kyber", "bfq"]);
+        assert!(kernel_diff::find_recordings(&corpus().join("jobs")).is_err());
+        run(Args {
+            dirs: vec![corpus().join("prio-classes")],
+            depth: Some(4),
+            window: 16,
+            divergences: 2,
+        })
+        .unwrap();
+    }
+}

@@ -1,0 +1,867 @@
+//! The kernel's dispatch decisions against ours: a recorded kernel trace
+//! ([`crate::traces::ftrace`]) replayed into our scheduler of the same name through the block
+//! layer ([`elevator_core::block::BlockLayer`]) on a virtual clock, and the two dispatch
+//! sequences compared with [`crate::agreement`] (issue 27's `kernel-diff`).
+//!
+//! ## The replay
+//!
+//! - The policy is the registry's of the recording's scheduler (`none` is our `noop`), with
+//!   every tunable it shares with the recording's sysfs (`queue/iosched/NAME`, else
+//!   `queue/NAME`: `nr_requests`, `rotational`), [`policy_settings`]. A value our policy
+//!   refuses (out of its range) is left at its default and listed in
+//!   [`TraceDiff::skipped`].
+//! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
+//!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
+//!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
+//!   recorded arrival. Bios the kernel merged into a request already in the scheduler are part
+//!   of that request's later size, not submitted on their own.
+//! - A request ours dispatches completes after the service time the kernel's device gave the
+//!   same request (issue to completion; a request the kernel merged away takes its host's; an
+//!   unknown one the median). Its identity is its first bio, so a request merged into another
+//!   leaves the queued set on both sides as it does in the kernel.
+//! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
+//!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
+//!   in flight.
+//! - When the queue runs ([`Pace`]): the loop device never refuses a request, so what a
+//!   scheduler chooses among is what was inserted before the hardware queue ran (a plugged
+//!   batch, kblockd's asynchronous run). [`Pace::Kernel`] (the default) runs our queue where
+//!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
+//!   while ours idles, dropped if ours has nothing queued). [`Pace::Device`] runs it after
+//!   every arrival, completion and timer, limited by the device depth only: it shows how much
+//!   of the kernel's choice comes from when its queue runs rather than from the policy.
+//!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
+//!   back to the earliest point the trace allows, on both sides ([`earliest`]).
+//!
+//! ## What is compared
+//!
+//! Both sides' queue logs (arrivals, merges away, dispatches by request index) give each side's
+//! [`Decision`]s, compared position by position ([`agreement::compare`]: the same request
+//! chosen from the same queued set), plus the Kendall distance between the two dispatch orders
+//! over consecutive windows ([`agreement::windowed_kendall`]).
+//!
+//! Deviations of the replay itself: process exits are not replayed (fio's jobs exit at the
+//! end); time is the trace's microseconds (ours decides on nanoseconds, the kernel's expiries on
+//! jiffies); REQ_IDLE is not in rwbs, so no bio carries it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::path::{Path, PathBuf};
+
+use elevator_core::block::{BlockLayer, Done, Limits};
+use elevator_core::registry::{self, SchedulerSpec};
+use elevator_core::tunable::{check_range, Settings};
+use elevator_core::{Nanos, RequestId, Scheduler};
+
+use crate::agreement::{self, Agreement, Decision, QueueEvent};
+use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, TracedRequest};
+
+/// When our queue runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pace {
+    /// Where the kernel's ran: one dispatch of ours per kernel dispatch.
+    #[default]
+    Kernel,
+    /// After every event, as deep as the device.
+    Device,
+    /// A diagnostic: as [`Pace::Kernel`], with each of the kernel's dispatches moved back to
+    /// the earliest point the trace allows (just after its request's insertion, the previous
+    /// dispatch and any merge), on both sides. It tests whether the kernel chose before
+    /// requests its issue event follows were inserted: `block_rq_issue` fires when the driver
+    /// starts the request (`blk_mq_start_request` in `loop_queue_rq`), after the scheduler's
+    /// `dispatch_request` returned it, and an insertion on another CPU can come in between.
+    Early,
+}
+
+impl std::str::FromStr for Pace {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Pace, String> {
+        match s {
+            "kernel" => Ok(Pace::Kernel),
+            "device" => Ok(Pace::Device),
+            "early" => Ok(Pace::Early),
+            _ => Err(format!("pace {s:?}: kernel, device or early")),
+        }
+    }
+}
+
+/// How to replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// When our queue runs.
+    pub pace: Pace,
+    /// The device's queue depth; `None`: the recording's (see the module docs).
+    pub depth: Option<usize>,
+    /// Requests per Kendall window.
+    pub window: usize,
+}
+
+impl Default for DiffOptions {
+    fn default() -> DiffOptions {
+        DiffOptions {
+            pace: Pace::Kernel,
+            depth: None,
+            window: 32,
+        }
+    }
+}
+
+/// One recording replayed and compared.
+#[derive(Clone, Debug)]
+pub struct TraceDiff {
+    /// The kernel's scheduler.
+    pub kernel_scheduler: String,
+    /// Our policy's registry name.
+    pub policy: &'static str,
+    /// The settings our policy ran with (name, value).
+    pub settings: Vec<(String, i64)>,
+    /// Recorded tunables our policy has but refused (name, value, why).
+    pub skipped: Vec<(String, String, String)>,
+    /// The device depth replayed.
+    pub depth: usize,
+    /// The kernel's decisions.
+    pub kernel: Vec<Decision>,
+    /// Ours.
+    pub ours: Vec<Decision>,
+    /// Their comparison.
+    pub agreement: Agreement,
+    /// Kernel decisions with more than one request queued (a real choice).
+    pub choices: usize,
+    /// Of those, where ours chose the same request from the same set.
+    pub choices_agreed: usize,
+    /// Kendall distance per window of the kernel's dispatch order against ours.
+    pub kendall: Vec<f64>,
+}
+
+impl TraceDiff {
+    /// The mean windowed Kendall distance (0 when there is no window).
+    pub fn kendall_mean(&self) -> f64 {
+        if self.kendall.is_empty() {
+            0.0
+        } else {
+            self.kendall.iter().sum::<f64>() / self.kendall.len() as f64
+        }
+    }
+
+    /// The largest windowed Kendall distance.
+    pub fn kendall_max(&self) -> f64 {
+        self.kendall.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The share of real choices (more than one queued) where ours agreed (1 with none).
+    pub fn choice_share(&self) -> f64 {
+        if self.choices == 0 {
+            1.0
+        } else {
+            self.choices_agreed as f64 / self.choices as f64
+        }
+    }
+}
+
+/// Our policy for the kernel scheduler `name` (`none` is `noop`).
+pub fn policy_for(name: &str) -> Option<SchedulerSpec> {
+    registry::find(if name == "none" { "noop" } else { name })
+}
+
+/// The settings for `info` from the recording's sysfs: each tunable of ours found in
+/// `iosched` (else `queue`), in range; the refused ones (name, value, why) beside.
+/// `slice_idle` is left out when `slice_idle_us` is recorded (the same knob, finer).
+pub fn policy_settings(
+    info: &SchedulerSpec,
+    meta: &RecordingMeta,
+) -> (Settings, Vec<(String, String, String)>) {
+    let mut s = Settings::new();
+    let mut skipped = Vec::new();
+    for t in info.tunables {
+        if t.name == "slice_idle" && meta.iosched.contains_key("slice_idle_us") {
+            continue;
+        }
+        let Some(raw) = meta.iosched.get(t.name).or_else(|| meta.queue.get(t.name)) else {
+            continue;
+        };
+        match raw.trim().parse::<i64>() {
+            Ok(v) => match check_range(t, v) {
+                Ok(()) => {
+                    s.set(t.name, v);
+                }
+                Err(e) => skipped.push((t.name.to_string(), raw.clone(), e.to_string())),
+            },
+            Err(_) => skipped.push((t.name.to_string(), raw.clone(), "not an integer".into())),
+        }
+    }
+    (s, skipped)
+}
+
+/// The most requests the kernel had at the device at once.
+pub fn max_in_flight(trace: &KernelTrace) -> usize {
+    let mut ev: Vec<(Nanos, i32)> = Vec::new();
+    for r in &trace.requests {
+        if let (Some(i), Some(c)) = (r.issued, r.completed) {
+            ev.push((i, 1));
+            ev.push((c, -1));
+        }
+    }
+    // Completions first at a tie: the slot is free before it is taken again.
+    ev.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, d) in ev {
+        now += d;
+        max = max.max(now);
+    }
+    max.max(1) as usize
+}
+
+/// Replay `trace` (recorded with `meta`) into our policy of the same name and compare.
+pub fn diff(
+    trace: &KernelTrace,
+    meta: &RecordingMeta,
+    opts: &DiffOptions,
+) -> Result<TraceDiff, String> {
+    let info = policy_for(&meta.scheduler)
+        .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
+    let (settings, skipped) = policy_settings(&info, meta);
+    let sched = info
+        .build(&settings, &elevator_core::GroupTree::new())
+        .map_err(|e| format!("{}: {e}", info.name))?;
+    let depth = opts.depth.unwrap_or_else(|| {
+        meta.device
+            .hw_queue_depth
+            .map(|d| d as usize)
+            .unwrap_or_else(|| max_in_flight(trace))
+    });
+    let mut limits = Limits::depth(depth);
+    if let Some(kb) = meta
+        .queue
+        .get("max_sectors_kb")
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        limits = limits.max_sectors(kb.saturating_mul(2));
+    }
+    let log = match opts.pace {
+        Pace::Early => earliest(&trace.queue_log),
+        Pace::Kernel | Pace::Device => trace.queue_log.clone(),
+    };
+    let ours = Replay::new(trace, sched, limits, opts.pace).run(&log);
+    let kernel = agreement::decisions(&log);
+    let ours = agreement::decisions(&ours);
+    let a = agreement::compare(&kernel, &ours);
+    let choices: Vec<usize> = (0..kernel.len())
+        .filter(|&k| kernel[k].queued.len() > 1)
+        .collect();
+    let choices_agreed = choices
+        .iter()
+        .filter(|&&k| ours.get(k) == Some(&kernel[k]))
+        .count();
+    let order = |d: &[Decision]| d.iter().map(|d| d.chosen).collect::<Vec<_>>();
+    let kendall = agreement::windowed_kendall(&order(&kernel), &order(&ours), opts.window);
+    Ok(TraceDiff {
+        kernel_scheduler: meta.scheduler.clone(),
+        policy: info.name,
+        settings: settings
+            .names()
+            .map(|n| (n.to_string(), settings.raw(n).unwrap_or(0)))
+            .collect(),
+        skipped,
+        depth,
+        agreement: a,
+        choices: choices.len(),
+        choices_agreed,
+        kendall,
+        kernel,
+        ours,
+    })
+}
+
+/// One recording compared at each pace.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The job mix (the recording's parent directory name).
+    pub mix: String,
+    /// The kernel's scheduler.
+    pub scheduler: String,
+    /// At [`Pace::Kernel`]: the agreement figure.
+    pub kernel_pace: TraceDiff,
+    /// At [`Pace::Device`]: how much of the kernel's choice is its queue's timing.
+    pub device_pace: TraceDiff,
+    /// At [`Pace::Early`]: the diagnostic of choices made before the issue event.
+    pub early: TraceDiff,
+    /// The kernel's requests, to describe a divergence.
+    pub requests: Vec<TracedRequest>,
+}
+
+/// The kernel's schedulers in the order the table gives them.
+pub const KERNEL_SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
+
+/// The recordings under `root`: `root` itself when it holds a `meta.json`, else every
+/// `MIX/SCHED` (or `SCHED`) directory below it that does, mixes by name, schedulers in
+/// [`KERNEL_SCHEDULERS`] order then by name.
+pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
+    if root.join("meta.json").is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let subdirs = |d: &Path| -> Result<Vec<PathBuf>, String> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .map_err(|e| format!("{}: {e}", d.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let rank = |p: &PathBuf| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let at = KERNEL_SCHEDULERS.iter().position(|&s| s == name);
+        (at.unwrap_or(KERNEL_SCHEDULERS.len()), name.to_string())
+    };
+    let mut out = Vec::new();
+    for d in subdirs(root)? {
+        if d.join("meta.json").is_file() {
+            out.push(d);
+            continue;
+        }
+        let mut scheds: Vec<PathBuf> = subdirs(&d)?
+            .into_iter()
+            .filter(|s| s.join("meta.json").is_file())
+            .collect();
+        scheds.sort_by_key(rank);
+        out.extend(scheds);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no recording (meta.json) in it or below",
+            root.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Open the recording in `dir` and compare it at each pace (`opts.pace` is ignored).
+pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
+    let rec = Recording::open(dir).map_err(|e| e.to_string())?;
+    let trace = rec.trace().map_err(|e| e.to_string())?;
+    let at = |pace| {
+        let o = DiffOptions {
+            pace,
+            ..opts.clone()
+        };
+        diff(&trace, &rec.meta, &o).map_err(|e| format!("{}: {e}", dir.display()))
+    };
+    let mix = dir
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    Ok(Row {
+        mix,
+        scheduler: rec.meta.scheduler.clone(),
+        kernel_pace: at(Pace::Kernel)?,
+        device_pace: at(Pace::Device)?,
+        early: at(Pace::Early)?,
+        requests: trace.requests,
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// The agreement table (Markdown): per recording, the kernel's decisions, the share ours
+/// agreed on at the kernel's pace, the real choices (more than one queued) agreed, the first
+/// divergence, the windowed Kendall distance (mean / max) and the share at the device's pace;
+/// then per scheduler the totals.
+pub fn markdown(rows: &[Row]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    s.push_str(
+        "| mix | scheduler | ours | decisions | agree | real choices agreed | first divergence \
+         | Kendall mean / max | agree at device pace | agree decided earliest |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let d = &r.kernel_pace;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} | {} |",
+            r.mix,
+            r.scheduler,
+            d.policy,
+            d.agreement.decisions,
+            pct(d.agreement.share()),
+            d.choices_agreed,
+            d.choices,
+            d.agreement
+                .first_divergence
+                .map_or("-".to_string(), |k| k.to_string()),
+            d.kendall_mean(),
+            d.kendall_max(),
+            pct(r.device_pace.agreement.share()),
+            pct(r.early.agreement.share()),
+        );
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.scheduler.as_str()) {
+            names.push(&r.scheduler);
+        }
+    }
+    s.push_str(
+        "\n| scheduler | decisions | agree | real choices agreed | agree at device pace \
+         | agree decided earliest |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for name in names {
+        let (mut n, mut a, mut c, mut ca, mut dv, mut ea, mut en) = (0, 0, 0, 0, 0, 0, 0);
+        for r in rows.iter().filter(|r| r.scheduler == name) {
+            n += r.kernel_pace.agreement.decisions;
+            a += r.kernel_pace.agreement.same_choice;
+            c += r.kernel_pace.choices;
+            ca += r.kernel_pace.choices_agreed;
+            dv += r.device_pace.agreement.same_choice;
+            ea += r.early.agreement.same_choice;
+            en += r.early.agreement.decisions;
+        }
+        let share = |x: usize, of: usize| if of == 0 { 1.0 } else { x as f64 / of as f64 };
+        let _ = writeln!(
+            s,
+            "| {name} | {n} | {} | {ca}/{c} ({}) | {} | {} |",
+            pct(share(a, n)),
+            pct(share(ca, c)),
+            pct(share(dv, n)),
+            pct(share(ea, en)),
+        );
+    }
+    s
+}
+
+/// Every decision (at the kernel's pace) where ours chose otherwise from the same set or
+/// the sets differed, each with both sides' queued requests (index, process, operation and
+/// flags, sector+size, arrival in ms since the first arrival); at most `limit`.
+pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
+    let d = &row.kernel_pace;
+    let t0 = row
+        .requests
+        .iter()
+        .filter_map(TracedRequest::arrival)
+        .min()
+        .unwrap_or(Nanos::ZERO);
+    let show = |i: usize| {
+        let r = &row.requests[i];
+        format!(
+            "#{i} {}:{} {} {}+{} @{:.3}",
+            r.comm,
+            r.pid,
+            r.rwbs,
+            r.sector,
+            r.sectors,
+            r.arrival().unwrap_or(t0).saturating_sub(t0).as_ms_f64()
+        )
+    };
+    let set = |q: &[usize], chosen: usize| {
+        q.iter()
+            .map(|&i| {
+                if i == chosen {
+                    format!("[{}]", show(i))
+                } else {
+                    show(i)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    for (k, kd) in d.kernel.iter().enumerate() {
+        if out.len() >= limit {
+            break;
+        }
+        match d.ours.get(k) {
+            Some(o) if o == kd => {}
+            Some(o) => out.push(format!(
+                "{}/{} decision {k}:\n  kernel: {}\n  ours:   {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen),
+                set(&o.queued, o.chosen)
+            )),
+            None => out.push(format!(
+                "{}/{} decision {k}: ours made no more decisions; kernel: {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen)
+            )),
+        }
+    }
+    out
+}
+
+/// `log` with each dispatch moved back to just after the latest of its request's first
+/// arrival, the previous dispatch and the previous merge (`Leave`): the earliest point the
+/// kernel could have chosen it ([`Pace::Early`]).
+pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
+    let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
+    // Position in `out` after the last dispatch or merge.
+    let mut barrier = 0;
+    for &e in log {
+        match e {
+            QueueEvent::Arrive(_) => out.push(e),
+            QueueEvent::Leave(_) => {
+                out.push(e);
+                barrier = out.len();
+            }
+            QueueEvent::Dispatch(i) => {
+                let arrived = out
+                    .iter()
+                    .position(|&x| x == QueueEvent::Arrive(i))
+                    .map_or(0, |p| p + 1);
+                let at = arrived.max(barrier);
+                out.insert(at, e);
+                barrier = at + 1;
+            }
+        }
+    }
+    out
+}
+
+/// A kernel event of the replay's timeline.
+#[derive(Clone, Copy, Debug)]
+enum KEvent {
+    Arrive(usize),
+    Dispatch,
+}
+
+/// The replay's state: our block layer on a virtual clock.
+struct Replay<'a> {
+    trace: &'a KernelTrace,
+    blk: BlockLayer<Box<dyn Scheduler>, usize>,
+    pace: Pace,
+    now: Nanos,
+    credits: usize,
+    submitted: Vec<bool>,
+    completions: BinaryHeap<Reverse<(Nanos, u64)>>,
+    log: Vec<QueueEvent>,
+    median: Nanos,
+    done: Vec<Done<usize>>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(
+        trace: &'a KernelTrace,
+        sched: Box<dyn Scheduler>,
+        limits: Limits,
+        pace: Pace,
+    ) -> Replay<'a> {
+        let mut services: Vec<Nanos> = trace
+            .requests
+            .iter()
+            .filter_map(TracedRequest::service)
+            .collect();
+        services.sort();
+        Replay {
+            trace,
+            blk: BlockLayer::new(sched, limits),
+            pace,
+            now: Nanos::ZERO,
+            credits: 0,
+            submitted: vec![false; trace.requests.len()],
+            completions: BinaryHeap::new(),
+            log: Vec::new(),
+            median: services
+                .get(services.len() / 2)
+                .copied()
+                .unwrap_or(Nanos::ZERO),
+            done: Vec::new(),
+        }
+    }
+
+    /// The kernel's service time for request `i` (its host's when merged away).
+    fn service(&self, mut i: usize) -> Nanos {
+        for _ in 0..self.trace.requests.len() {
+            let r = &self.trace.requests[i];
+            if let Some(s) = r.service() {
+                return s;
+            }
+            match r.merged_into {
+                Some(j) => i = j,
+                None => break,
+            }
+        }
+        self.median
+    }
+
+    /// The kernel's timeline: arrivals and dispatches in trace order, with their times.
+    fn timeline(&self, log: &[QueueEvent]) -> Vec<(Nanos, KEvent)> {
+        let reqs = &self.trace.requests;
+        let mut seen = vec![false; reqs.len()];
+        let mut out = Vec::new();
+        let mut nth_issue: HashMap<usize, usize> = HashMap::new();
+        let mut last = Nanos::ZERO;
+        for e in log {
+            match *e {
+                QueueEvent::Arrive(i) => {
+                    if seen[i] || reqs[i].bio().is_none() {
+                        continue;
+                    }
+                    seen[i] = true;
+                    let t = reqs[i].arrival().unwrap_or(last).max(last);
+                    last = t;
+                    out.push((t, KEvent::Arrive(i)));
+                }
+                QueueEvent::Leave(_) => {}
+                QueueEvent::Dispatch(i) => {
+                    let n = nth_issue.entry(i).or_insert(0);
+                    *n += 1;
+                    let issued = reqs[i]
+                        .dispatch_index
+                        .filter(|_| *n == 1)
+                        .map(|d| self.trace.dispatches[d].time)
+                        .or(reqs[i].issued)
+                        .unwrap_or(last)
+                        .max(last);
+                    let t = match self.pace {
+                        Pace::Early => reqs[i].arrival().unwrap_or(last).max(last),
+                        Pace::Kernel | Pace::Device => issued,
+                    };
+                    if !seen[i] && reqs[i].bio().is_some() {
+                        seen[i] = true;
+                        out.push((t, KEvent::Arrive(i)));
+                    }
+                    last = t;
+                    out.push((t, KEvent::Dispatch));
+                }
+            }
+        }
+        out
+    }
+
+    fn run(mut self, log: &[QueueEvent]) -> Vec<QueueEvent> {
+        for (t, e) in self.timeline(log) {
+            self.advance(Some(t));
+            self.now = self.now.max(t);
+            match e {
+                KEvent::Arrive(i) => self.submit(i),
+                KEvent::Dispatch => {
+                    if self.pace != Pace::Device {
+                        self.credits += 1;
+                        // The kernel ran its queue here: ask our scheduler again.
+                        let _ = self.blk.scheduler_mut();
+                    }
+                }
+            }
+            self.pump();
+        }
+        self.advance(None);
+        self.log
+    }
+
+    fn submit(&mut self, i: usize) {
+        let Some(bio) = self.trace.requests[i].bio() else {
+            return;
+        };
+        self.submitted[i] = true;
+        let before = self.blk.counters();
+        self.blk.handle_submit(bio, i, self.now);
+        if self.blk.counters().inserted > before.inserted {
+            self.log.push(QueueEvent::Arrive(i));
+        }
+    }
+
+    /// Dispatch what the pace allows now.
+    fn pump(&mut self) {
+        loop {
+            if self.pace != Pace::Device && self.credits == 0 {
+                return;
+            }
+            match self.blk.poll_dispatch(self.now) {
+                Some(rq) => {
+                    let first = self
+                        .blk
+                        .segments(rq.id)
+                        .and_then(|mut s| s.next().map(|s| s.token))
+                        .expect("a dispatched request carries its bios");
+                    self.log.push(QueueEvent::Dispatch(first));
+                    let at = self.now + self.service(first);
+                    self.completions.push(Reverse((at, rq.id.0)));
+                    self.credits = self.credits.saturating_sub(1);
+                }
+                None => {
+                    if self.blk.queued() == 0 {
+                        // Nothing of ours to give the kernel's dispatch: it is spent.
+                        self.credits = 0;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Complete and fire timers due before `until` (everything left with `None`).
+    fn advance(&mut self, until: Option<Nanos>) {
+        loop {
+            let c = self.completions.peek().map(|r| r.0 .0);
+            let timer = self.blk.poll_timeout();
+            let next = match (c, timer) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if until.is_some_and(|u| next > u) {
+                return;
+            }
+            // A timer that cannot lead anywhere (no credit left at the end) ends the replay.
+            if until.is_none() && c.is_none() && self.pace != Pace::Device && self.credits == 0 {
+                return;
+            }
+            self.now = self.now.max(next);
+            if c == Some(next) {
+                let Reverse((_, id)) = self.completions.pop().expect("peeked");
+                self.done.clear();
+                self.blk
+                    .handle_complete(RequestId(id), true, self.now, &mut self.done);
+            } else {
+                self.blk.handle_timeout(self.now);
+            }
+            self.pump();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::ftrace::FtraceReader;
+    use crate::traces::lines::Lines;
+
+    const BATCH: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 300 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 300 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 300 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+";
+
+    fn trace() -> KernelTrace {
+        let r = FtraceReader::new(Lines::from_bytes(BATCH.as_bytes().to_vec(), "t"));
+        KernelTrace::assemble(r, None).unwrap()
+    }
+
+    fn meta(sched: &str) -> RecordingMeta {
+        let mut m = RecordingMeta {
+            scheduler: sched.into(),
+            ..RecordingMeta::default()
+        };
+        m.device.hw_queue_depth = Some(128);
+        m.queue.insert("nr_requests".into(), "8".into());
+        m.iosched.insert("fifo_batch".into(), "16".into());
+        m.iosched.insert("read_expire".into(), "0".into());
+        m
+    }
+
+    #[test]
+    fn a_sorted_batch_agrees_with_mq_deadline_and_not_with_fifo_at_the_kernels_pace() {
+        let t = trace();
+        let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.policy, "mq-deadline");
+        assert!(d.settings.contains(&("fifo_batch".into(), 16)));
+        assert!(d.settings.contains(&("nr_requests".into(), 8)));
+        assert_eq!(d.depth, 128);
+        assert_eq!(d.agreement.decisions, 3);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!((d.choices, d.choices_agreed), (2, 2));
+        assert_eq!(d.kendall_max(), 0.0);
+        // none (our noop) keeps arrival order: 500 second, where mq-deadline (the FIFO head
+        // first, then the next in sector order) took 300.
+        let n = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+        assert_eq!(n.policy, "noop");
+        assert!(n.settings.is_empty());
+        assert_eq!(n.agreement.first_divergence, Some(1));
+        assert_eq!(n.ours[1].chosen, 1);
+        assert!(n.kendall_mean() > 0.0);
+    }
+
+    #[test]
+    fn at_the_devices_pace_each_arrival_goes_straight_to_the_device() {
+        let t = trace();
+        let opts = DiffOptions {
+            pace: Pace::Device,
+            ..DiffOptions::default()
+        };
+        let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
+        let order: Vec<usize> = d.ours.iter().map(|d| d.chosen).collect();
+        assert_eq!(order, [0, 1, 2]);
+        // Each alone in the queue when it went, where the kernel chose among three.
+        assert_eq!(d.ours[0].queued, [0]);
+        assert_eq!(d.agreement.first_divergence, Some(0));
+        assert_eq!(max_in_flight(&t), 3);
+        let shallow = DiffOptions {
+            depth: Some(1),
+            ..opts
+        };
+        let d = diff(&t, &meta("mq-deadline"), &shallow).unwrap();
+        assert_eq!(d.depth, 1);
+    }
+
+    #[test]
+    fn earliest_moves_each_dispatch_back_to_its_arrival_keeping_dispatch_and_merge_order() {
+        use QueueEvent::{Arrive, Dispatch, Leave};
+        let log = [
+            Arrive(0),
+            Arrive(1),
+            Arrive(2),
+            Dispatch(1),
+            Dispatch(0),
+            Arrive(3),
+            Leave(3),
+            Dispatch(2),
+            Dispatch(4),
+        ];
+        assert_eq!(
+            earliest(&log),
+            [
+                Arrive(0),
+                Arrive(1),
+                Dispatch(1),
+                Dispatch(0),
+                Arrive(2),
+                Arrive(3),
+                Leave(3),
+                Dispatch(2),
+                Dispatch(4),
+            ]
+        );
+        let d = diff(
+            &trace(),
+            &meta("mq-deadline"),
+            &DiffOptions {
+                pace: Pace::Early,
+                ..DiffOptions::default()
+            },
+        )
+        .unwrap();
+        // Decided at once, each from what had arrived: the first alone.
+        assert_eq!(d.kernel[0].queued, [0]);
+        assert_eq!(d.agreement.decisions, 3);
+    }
+
+    #[test]
+    fn out_of_range_tunables_are_skipped_and_named() {
+        let mut m = meta("mq-deadline");
+        m.iosched.insert("fifo_batch".into(), "-3".into());
+        let (s, skipped) = policy_settings(&policy_for("mq-deadline").unwrap(), &m);
+        assert_eq!(s.raw("fifo_batch"), None);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].0, "fifo_batch");
+        assert!(policy_for("cfq-like-nothing").is_none());
+        assert!("kernel".parse::<Pace>() == Ok(Pace::Kernel));
+        assert!("early".parse::<Pace>() == Ok(Pace::Early));
+        assert!("device".parse::<Pace>() == Ok(Pace::Device));
+        assert!("x".parse::<Pace>().is_err());
+    }
+}
