@@ -128,13 +128,13 @@ mod tests {
     fn every_call_that_crosses_the_wrapper_is_counted_once() {
         let mut s = Counted::new(Noop::new());
         let t = Nanos::ZERO;
-        assert_eq!(
-            s.try_merge(&rq(9, 1).build(), t),
-            None,
-            "noop merges nothing"
-        );
-        s.insert(rq(1, 1).build(), t);
-        s.insert(rq(2, 1).sector(8).build(), t);
+        let first = rq(1, 1).sector(0).sectors(8).write().build();
+        assert_eq!(s.try_merge(&first, t), None, "nothing queued to merge into");
+        s.insert(first, t);
+        s.insert(rq(2, 1).sector(800).sectors(8).write().build(), t);
+        // none back-merges a write that starts where a queued one ends.
+        let back = rq(3, 1).sector(8).sectors(8).write().build();
+        assert_eq!(s.try_merge(&back, t), Some(RequestId(1)));
         assert_eq!(s.counters().queued(), 2);
         let Dispatch::Request(a) = s.dispatch(t) else {
             panic!("a request is queued")
@@ -153,7 +153,7 @@ mod tests {
         let c = s.counters();
         assert_eq!(
             (c.inserted, c.merged, c.dispatched, c.completed),
-            (2, 0, 2, 2)
+            (2, 1, 2, 2)
         );
         assert_eq!((c.queued(), c.in_flight()), (0, 0));
         assert_eq!(s.name(), "noop");
