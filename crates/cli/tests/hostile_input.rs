@@ -3,48 +3,14 @@
 //! message under 1 KB) or the correct behaviour, within a bounded time.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 mod common {
+    pub mod bounded;
     pub mod child;
 }
-use common::child::wait_within;
-
-/// What a run of elevator gave.
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run elevator with `args`, killing it (and failing) if it runs longer than `limit`.
-fn elevator_within(args: &[&str], limit: Duration) -> Out {
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run elevator");
-    let done = wait_within(child, limit, |c| {
-        let _ = c.kill();
-    });
-    let Some(status) = done.status else {
-        panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
-    };
-    let out = Out {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-    };
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    out
-}
-
-fn elevator(args: &[&str]) -> Out {
-    elevator_within(args, Duration::from_secs(120))
-}
+use common::bounded::{elevator, elevator_within, Out};
 
 /// The run failed cleanly, and its message contains every one of `needles`.
 fn clean_error(out: &Out, needles: &[&str]) {

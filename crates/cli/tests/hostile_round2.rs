@@ -7,45 +7,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common {
+    pub mod bounded;
     pub mod child;
     pub mod direct_io;
 }
+use common::bounded::{elevator, elevator_within, Out};
 use common::child::wait_within;
-
-/// What a run of elevator gave.
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run elevator with `args`, failing if it runs longer than `limit` (a hang) or panics.
-fn elevator_within(args: &[&str], limit: Duration) -> Out {
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run elevator");
-    let done = wait_within(child, limit, |c| {
-        let _ = c.kill();
-    });
-    let Some(status) = done.status else {
-        panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
-    };
-    let out = Out {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-    };
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    out
-}
-
-fn elevator(args: &[&str]) -> Out {
-    elevator_within(args, Duration::from_secs(120))
-}
 
 /// The run failed cleanly (exit 1, a short message) and its message names every `needle`.
 fn clean_error(out: &Out, needles: &[&str]) {
