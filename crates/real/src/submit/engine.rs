@@ -385,15 +385,10 @@ impl Engine {
                 .scheduler
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = self.blk.scheduler().name();
+            // The layer swapped within the loop above and gave the new scheduler the held
+            // bios; what it dispatched is already in the ring.
             if let Some(reply) = self.switch_reply.take() {
                 let _ = reply.send(Ok(()));
-            }
-            // The held bios went to the new scheduler: start what it dispatches.
-            while self.in_ring < self.capacity {
-                let Some(rq) = self.blk.poll_dispatch(now) else {
-                    break;
-                };
-                self.submit(rq)?;
             }
         }
         Ok(())
