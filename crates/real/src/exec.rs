@@ -750,20 +750,13 @@ impl<'a, B: Backend> Executor<'a, B> {
         let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
         // Every bio it carries lies in its job's region, and together they are the request:
         // a scheduler that changed the request's range is refused before anything is touched.
-        let segments = self.blk.segments(rq.id).map(|segs| {
-            segs.map(|s| (s.token.0, s.sector, s.sectors))
-                .collect::<Vec<_>>()
-        });
-        let Some(segments) = segments else {
-            self.fail(RunError::Stalled {
-                detail: format!(
-                    "scheduler {} dispatched request {} that was never inserted",
-                    self.blk.scheduler().name(),
-                    rq.id.0
-                ),
-            });
-            return false;
-        };
+        // The layer refuses (panics on) a request the scheduler was never given.
+        let segments: Vec<(usize, u64, u32)> = self
+            .blk
+            .segments(rq.id)
+            .expect("the block layer dispatches only requests it holds")
+            .map(|s| (s.token.0, s.sector, s.sectors))
+            .collect();
         let job = segments[0].0;
         if kind != IoKind::Flush {
             let covered: u64 = segments.iter().map(|s| u64::from(s.2)).sum();

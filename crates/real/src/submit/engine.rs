@@ -398,17 +398,13 @@ impl Engine {
     /// readv or writev over the buffers of the bios merged into it, in sector order.
     fn submit(&mut self, rq: Request) -> io::Result<()> {
         let id = rq.id.0;
-        let mut segs: Vec<(u64, u64, u32)> = match self.blk.segments(rq.id) {
-            Some(s) => s.map(|s| (s.token, s.sector, s.sectors)).collect(),
-            None => {
-                // A scheduler handing out a request it was never given: a policy bug.
-                // Completing it is impossible; say so loudly rather than touch the disk.
-                return Err(io::Error::other(format!(
-                    "scheduler {} dispatched request {id} that was never inserted (or twice)",
-                    self.blk.scheduler().name()
-                )));
-            }
-        };
+        // The layer refuses (panics on) a request the scheduler was never given.
+        let mut segs: Vec<(u64, u64, u32)> = self
+            .blk
+            .segments(rq.id)
+            .expect("the block layer dispatches only requests it holds")
+            .map(|s| (s.token, s.sector, s.sectors))
+            .collect();
         segs.sort_unstable_by_key(|s| s.1);
         let first = &self.parents[&segs[0].0];
         let (kind, file) = (first.kind, first.file);
