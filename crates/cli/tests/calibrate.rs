@@ -53,7 +53,9 @@ fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
     }
     // The measurement lasts 160 ms per point on a shared machine: a stall elsewhere can make
     // one point disagree with the others so that no spec fits them all. Such a calibration is
-    // measured again once; a fit that is wrong fails both times.
+    // measured again once, for three times as long (a loaded machine can also leave a mixed
+    // point with too few reads to fit, which calibrate refuses); a fit that is wrong fails
+    // both times.
     let mut misses = Vec::new();
     for attempt in 0..2 {
         misses = calibrate_and_compare(dir.path(), attempt);
@@ -78,12 +80,15 @@ fn calibrate_and_compare(dir: &Path, attempt: u32) -> Vec<String> {
         "--size",
         "64m",
         "--duration",
-        "3",
+        if attempt == 0 { "3" } else { "9" },
         "-o",
         spec.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ]);
+    if !ok && attempt == 0 && err.contains("are too few to fit") {
+        return vec![format!("calibrate refused: {err}")];
+    }
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["points"].as_array().unwrap().len(), 20);
