@@ -889,7 +889,9 @@ mod tests {
         let mut next_id = 0u64;
         let mut fresh = |write: bool, now: Nanos| {
             next_id += 1;
-            let b = rq(next_id, if write { 2 } else { 1 }).sector(next_id * 8).at(now);
+            let b = rq(next_id, if write { 2 } else { 1 })
+                .sector(next_id * 8)
+                .at(now);
             if write {
                 b.sync_write().build()
             } else {

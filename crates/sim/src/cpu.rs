@@ -421,9 +421,15 @@ lock_us = 1.0
         // Core 0 stayed idle: an unpinned context 0 finds it free.
         assert_eq!(cpu.submit_on(CtxId(0), None, Nanos(0)), Nanos(1000));
         // A set of both cores: core 1 is busy until 2 us and core 0 until 1 us, so core 0.
-        assert_eq!(cpu.submit_on(CtxId(3), Some(&[0, 1]), Nanos(0)), Nanos(2000));
+        assert_eq!(
+            cpu.submit_on(CtxId(3), Some(&[0, 1]), Nanos(0)),
+            Nanos(2000)
+        );
         // Now both are free at 2 us: the lower-numbered one.
-        assert_eq!(cpu.submit_on(CtxId(3), Some(&[1, 0]), Nanos(0)), Nanos(3000));
+        assert_eq!(
+            cpu.submit_on(CtxId(3), Some(&[1, 0]), Nanos(0)),
+            Nanos(3000)
+        );
         assert_eq!(cpu.core_free, [Nanos(3000), Nanos(2000)]);
         // A pinned process at QD128 gets one core's rate however many cores are idle:
         // 128 I/Os issued together reach the scheduler 1 us apart.

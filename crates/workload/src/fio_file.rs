@@ -816,16 +816,24 @@ mod tests {
         let f = p("[a]\n[j]\nnumjobs=4\ncpus_allowed=4,6-7\ncpus_allowed_policy=split\n").unwrap();
         assert_eq!(
             f.clone_cpus(),
-            [None, Some(vec![6]), Some(vec![7]), Some(vec![4]), Some(vec![6])]
+            [
+                None,
+                Some(vec![6]),
+                Some(vec![7]),
+                Some(vec![4]),
+                Some(vec![6])
+            ]
         );
     }
 
     #[test]
     fn the_icpe24_studys_reporting_and_io_uring_options_are_accepted() {
         // The study's fio command lines carry these; none changes what a job issues.
-        let f = p("[global]\ngroup_reporting=1\nregisterfiles=1\nfixedbufs=1\n\
+        let f = p(
+            "[global]\ngroup_reporting=1\nregisterfiles=1\nfixedbufs=1\n\
                    allow_file_create=0\nwrite_iops_log=iops\nwrite_lat_log=lat\n\
-                   log_avg_msec=1000\n[j]\nrw=randread\n")
+                   log_avg_msec=1000\n[j]\nrw=randread\n",
+        )
         .unwrap();
         assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
         let e = p("[j]\nlog_avg_msec=often\n").unwrap_err();
