@@ -386,14 +386,7 @@ fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named()
 
     // The host has cores 0-9: CPU 12 is refused, naming the file, line and option.
     let job = write(dir.path(), "bad.fio", &format!("{tapp}cpus_allowed=2,12\n"));
-    let (ok, _, err) = elevator(&[
-        "sim",
-        &job,
-        "--host",
-        "icpe24-10core",
-        "--sched",
-        "none",
-    ]);
+    let (ok, _, err) = elevator(&["sim", &job, "--host", "icpe24-10core", "--sched", "none"]);
     assert!(!ok);
     assert!(
         err.contains("bad.fio:13") && err.contains("cpus_allowed") && err.contains("CPU 12"),
