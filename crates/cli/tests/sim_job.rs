@@ -352,3 +352,44 @@ fn host_drives_share_the_cores_with_the_other_drives_and_need_a_host() {
     assert!(!ok);
     assert!(err.contains("--host-drives"), "{err}");
 }
+
+#[test]
+fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named() {
+    // Four QD128 4 KiB random readers under none on the study's host: each on its own core
+    // they reach the drive's ceiling; pinned all to CPU 1 (fio `cpus_allowed=1`) they share
+    // that core's 1 / 2.62 us; `split` over 1-2 gives them two cores, twice that (as far as
+    // the drive's ceiling, about 740 K, lets them).
+    let tapp = "[global]\nrw=randread\nbs=4k\niodepth=128\ndirect=1\nioengine=io_uring\n\
+                time_based\nruntime=30ms\nramp_time=10ms\nnorandommap\n[t]\nnumjobs=4\n";
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &str| {
+        let job = write(dir.path(), "t.fio", &format!("{tapp}{extra}"));
+        total_read_iops(
+            &job,
+            &[
+                "--sched",
+                "none",
+                "--drive",
+                "samsung-980pro-1tb",
+                "--host",
+                "icpe24-10core",
+            ],
+        )
+    };
+    let core = 1.0 / 2.62e-6;
+    let free = run("");
+    let one = run("cpus_allowed=1\n");
+    let two = run("cpus_allowed=1-2\ncpus_allowed_policy=split\n");
+    assert!(free > 650_000.0, "{free}");
+    assert!((one / core - 1.0).abs() < 0.05, "{one}");
+    assert!((1.8..2.05).contains(&(two / one)), "{two} against {one}");
+
+    // The host has cores 0-9: CPU 12 is refused, naming the file, line and option.
+    let job = write(dir.path(), "bad.fio", &format!("{tapp}cpus_allowed=2,12\n"));
+    let (ok, _, err) = elevator(&["sim", &job, "--host", "icpe24-10core", "--sched", "none"]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.fio:13") && err.contains("cpus_allowed") && err.contains("CPU 12"),
+        "{err}"
+    );
+}

@@ -1,6 +1,9 @@
 //! kyber: per-domain dispatch tokens whose number follows measured latencies (Omar Sandoval).
 //!
-//! Follows `block/kyber-iosched.c` of mainline Linux 6.x; see `docs/kyber.md`.
+//! Follows `block/kyber-iosched.c` of Linux 6.3 (the kernel of the ICPE'24 study, 6.3.8; the
+//! functions modelled here, `kyber_timer_fn`, `calculate_percentile`, `add_latency_sample`,
+//! `kyber_resize_domain`, `kyber_dispatch_request` and `kyber_limit_depth`, have the same logic
+//! from 5.0 through 6.16, where only the timer accessor was renamed); see `docs/kyber.md`.
 //!
 //! Requests fall into four *domains* by operation: reads, writes, discards and other. A domain
 //! may have at most `depth` requests at the device: a dispatch takes one of its tokens and the
@@ -864,6 +867,148 @@ mod tests {
         // the next congestion quarters their depth.
         run_until(&mut s, Nanos::from_secs(8));
         assert_eq!(s.depth(Domain::Read), 64);
+    }
+
+    /// A QD1 reader beside a writer of `WRITER_QD` sync writes, both closed loops, on a device
+    /// that serves writes one at a time, `WRITE_US` each (a drive whose buffer admits writes at
+    /// one rate whatever the queue), and serves a read in `60 + 40 x (writes in the device)`
+    /// us (a read waiting behind the writes fetched before it). `read_lat` is kyber's read
+    /// target, the write target the default 10 ms. Runs `secs` simulated seconds; returns the
+    /// write domain's final depth, the reader's mean latency over the last 10 s (us) and the
+    /// writes completed in them.
+    fn reader_beside_writer(read_lat: Nanos, secs: u64) -> (u32, f64, u64) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        const WRITER_QD: u64 = 32;
+        const WRITE_US: u64 = 200;
+        let mut s = Kyber::new(Config {
+            read_lat,
+            ..Config::default()
+        });
+        let mut now = Nanos::ZERO;
+        let mut next_id = 0u64;
+        let mut fresh = |write: bool, now: Nanos| {
+            next_id += 1;
+            let b = rq(next_id, if write { 2 } else { 1 })
+                .sector(next_id * 8)
+                .at(now);
+            if write {
+                b.sync_write().build()
+            } else {
+                b.read().build()
+            }
+        };
+        s.insert(fresh(false, now), now);
+        for _ in 0..WRITER_QD {
+            s.insert(fresh(true, now), now);
+        }
+        let mut done: BinaryHeap<Reverse<(Nanos, u64)>> = BinaryHeap::new();
+        let mut at_device: HashMap<u64, Request> = HashMap::new();
+        let (mut writes_in, mut write_free) = (0u64, Nanos::ZERO);
+        let measure_from = Nanos::from_secs(secs - 10);
+        let (mut read_ns, mut reads, mut writes) = (0u64, 0u64, 0u64);
+        let end = Nanos::from_secs(secs);
+        while now < end {
+            while let Dispatch::Request(r) = s.dispatch(now) {
+                let at = if r.op == Op::Write {
+                    writes_in += 1;
+                    write_free = write_free.max(now) + Nanos::from_us(WRITE_US);
+                    write_free
+                } else {
+                    now + Nanos::from_us(60 + 40 * writes_in)
+                };
+                done.push(Reverse((at, r.id.0)));
+                at_device.insert(r.id.0, r);
+            }
+            let Reverse((at, id)) = done.pop().expect("the loops keep requests at the device");
+            now = at;
+            let r = at_device.remove(&id).expect("dispatched");
+            s.complete(&r, now);
+            let write = r.op == Op::Write;
+            if write {
+                writes_in -= 1;
+            }
+            if now >= measure_from {
+                if write {
+                    writes += 1;
+                } else {
+                    read_ns += (now - r.submitted).as_ns();
+                    reads += 1;
+                }
+            }
+            s.insert(fresh(write, now), now);
+        }
+        let mean_us = read_ns as f64 / reads as f64 / 1e3;
+        (s.depth(Domain::Write), mean_us, writes)
+    }
+
+    #[test]
+    fn kyber_timer_fn_grades_the_write_domain_by_the_read_target() {
+        // kyber_timer_fn: a read p90 (I/O latency) past the read target is congestion, and then
+        // kyber_resize_domain gives the write domain depth * (p99 bucket + 1) / 4. The writes'
+        // total-latency p99 here is 32 x 200 us = 6.4 ms whatever their depth (the device's
+        // rate sets it), bucket 2 of the 10 ms target (add_latency_sample: (6.4 ms - 1) / 2.5
+        // ms), so each congested decision gives 3/4: 128, 96, 72, 54, 40, 30, 22, 16, 12, 9, 6,
+        // 4, 3, 2, 1. Without congestion nothing changes (bucket 2 < KYBER_GOOD_BUCKETS). So the
+        // write depth settles at the first step whose reads (60 + 40 x min(depth, 32) us) are
+        // within the target, and a target between two others gives a depth and a read latency
+        // between theirs: no step.
+        let targets_us = [50, 250, 500, 1000, 2000];
+        let runs: Vec<(u32, f64, u64)> = targets_us
+            .iter()
+            .map(|&t| reader_beside_writer(Nanos::from_us(t), 30))
+            .collect();
+        let depths: Vec<u32> = runs.iter().map(|r| r.0).collect();
+        // 50 us: even one write makes a read 100 us, so kyber goes down to 1 and stays.
+        // 250 us: 4 writes (220 us) pass, 6 (300 us) do not. 500 us: 9 (420 us), not 12
+        // (540 us). 1 ms: 22 (940 us), not 30 (1,260 us). 2 ms: 32 writes in the device
+        // (1,340 us) are within it from the start: never congested, never resized.
+        assert_eq!(depths, [1, 4, 9, 22, 128]);
+        let means: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        for (m, want) in means.iter().zip([100.0, 220.0, 420.0, 940.0, 1340.0]) {
+            assert!((m - want).abs() < 1.0, "{means:?}");
+        }
+        // The write domain's depth never stops the writer here: the device's rate does
+        // (5,000 writes/s over the last 10 s at every target).
+        for r in &runs {
+            assert!((49_990..=50_010).contains(&r.2), "{runs:?}");
+        }
+    }
+
+    #[test]
+    fn the_write_target_bounds_how_far_a_read_target_cuts_the_writes() {
+        // The other half of kyber_timer_fn: under congestion every domain with a p99 gets
+        // depth * (p99 bucket + 1) / 4, which grows a domain past its own target
+        // (bucket >= KYBER_GOOD_BUCKETS). Reads take 300 us at the device against a 50 us
+        // target (bucket 7: congestion); writes take 6.4 ms. Against a 10 ms write target that
+        // is bucket 2 (2.5 ms wide) and the first decision gives the writes 3/4 of 128; against
+        // 5 ms it is bucket 5 (1.25 ms wide: (6.4 ms - 1) / 1.25 ms = 5.1), 6/4 of 128 clamped
+        // by kyber_resize_domain to 128: however tight the read target, kyber does not hold
+        // the writes where their own latency passes their target.
+        let first_decision = |write_lat: Nanos| {
+            let mut s = Kyber::new(Config {
+                read_lat: Nanos::from_us(50),
+                write_lat,
+            });
+            let mut t = Nanos::ZERO;
+            while s.depth(Domain::Write) == 128 && t < Nanos::from_secs(2) {
+                t = round(
+                    &mut s,
+                    t,
+                    (100, Nanos::from_us(300)),
+                    (100, Nanos::from_us(6400)),
+                    Nanos::ZERO,
+                );
+                if let Some(fire) = s.timer().filter(|&f| f <= t + Nanos::from_ms(7)) {
+                    t = t.max(fire);
+                    assert_eq!(s.dispatch(t), Dispatch::Empty);
+                }
+            }
+            (s.depth(Domain::Write), s.depth(Domain::Read))
+        };
+        // The reads' own p99 (bucket 7) doubles their depth, clamped at 256, either way.
+        assert_eq!(first_decision(Nanos::from_ms(10)), (96, 256));
+        assert_eq!(first_decision(Nanos::from_ms(5)), (128, 256));
     }
 
     #[test]

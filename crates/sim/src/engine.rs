@@ -58,6 +58,10 @@ pub struct JobSlot {
     /// Whether the run waits for it: a run ends when every foreground job is done (or at the
     /// time limit). Background jobs (a streaming writer) run until then.
     pub foreground: bool,
+    /// The host cores it may run on (fio's `cpus_allowed`, after `cpus_allowed_policy`);
+    /// `None`: the host CPU model's default placement. Used only with a host CPU model
+    /// ([`Simulation::set_host_cpu`]).
+    pub cpus: Option<Vec<u32>>,
 }
 
 impl JobSlot {
@@ -72,7 +76,16 @@ impl JobSlot {
             prio: IoPrio::default(),
             start: Nanos::ZERO,
             foreground: true,
+            cpus: None,
         }
+    }
+
+    /// Run it on the host cores `cpus` (fio's `cpus_allowed`; `None`: anywhere): with a host
+    /// CPU model its I/O is submitted, and its completions reaped, on whichever of them is
+    /// free first; a job pinned to one core uses that core alone.
+    pub fn cpus(mut self, cpus: Option<Vec<u32>>) -> JobSlot {
+        self.cpus = cpus;
+        self
     }
 
     /// Charge its I/O to `group`.
@@ -614,7 +627,8 @@ impl Simulation {
         }
         let ctx = self.ctx(job, spec.ctx);
         let cpu = self.cpu.as_mut().expect("checked above");
-        let at = cpu.submit(ctx, self.now);
+        let cpus = self.jobs[job as usize].slot.cpus.as_deref();
+        let at = cpu.submit_on(ctx, cpus, self.now);
         self.seq += 1;
         let key = self.seq;
         self.cpu_pending.insert(key, (job, spec, self.now));

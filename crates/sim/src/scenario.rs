@@ -492,6 +492,7 @@ impl Scenario {
                 prio: j.prio,
                 start: j.start,
                 foreground: j.foreground,
+                cpus: None,
             });
         }
         sim

@@ -27,9 +27,13 @@
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 2 (best effort), 3 (idle) |
 //! | `randseed`, `norandommap` | number; flag |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
+//! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
+//! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
+//! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself |
+//! | `write_iops_log`, `write_lat_log`, `write_bw_log`, `log_avg_msec` | accepted and ignored (no per-interval logs) |
 //!
-//! Anything else (`group_reporting`, `verify`, `bssplit` ...) is an error naming the file, the
-//! line and the option.
+//! Anything else (`verify`, `bssplit` ...) is an error naming the file, the line and the
+//! option.
 //!
 //! Hostile input (docs/reliability.md): a file is read up to [`MAX_FILE_BYTES`], a line up to
 //! [`MAX_LINE`] bytes, at most [`MAX_SECTIONS`] jobs of at most [`MAX_CLONES`] clones in all;
@@ -81,6 +85,11 @@ pub struct FioJobDef {
     pub cgroup: Option<String>,
     /// `elevator_weight`: the group's weight (default: the scheduler's default).
     pub weight: Option<u32>,
+    /// `cpus_allowed`: the CPUs the job may run on, ascending, without repeats (`None`: any).
+    pub cpus_allowed: Option<Vec<u32>>,
+    /// `cpus_allowed_policy=split`: each clone gets one CPU of `cpus_allowed` (see
+    /// [`FioFile::clone_cpus`]); `false` (fio's `shared`, the default): all of them.
+    pub cpus_split: bool,
     /// The line each option was last set on, by the name of the [`FioJobConfig`] field it
     /// set (e.g. `thinktime_us` for `thinktime`), so a later error on a field can name the line.
     pub lines: BTreeMap<&'static str, usize>,
@@ -103,6 +112,29 @@ pub struct FioFile {
 }
 
 impl FioFile {
+    /// The CPUs each job may run on, one entry per job in run order (every `numjobs` clone
+    /// of every section, as the jobs are built): `None` where the section sets no
+    /// `cpus_allowed`. With `cpus_allowed_policy=split` a job gets the one CPU fio's
+    /// `fio_cpus_split` leaves it: the `n`th (from 0) of the set in ascending order, `n` the
+    /// job's number in the file (fio's `thread_number - 1`, counting every clone of every
+    /// section before it) modulo the set's size.
+    pub fn clone_cpus(&self) -> Vec<Option<Vec<u32>>> {
+        let mut out = Vec::new();
+        for def in &self.jobs {
+            for _ in 0..def.numjobs {
+                let n = out.len();
+                out.push(def.cpus_allowed.as_ref().map(|set| {
+                    if def.cpus_split {
+                        vec![set[n % set.len()]]
+                    } else {
+                        set.clone()
+                    }
+                }));
+            }
+        }
+        out
+    }
+
     /// An error about job `def` of this file and its config field `field` (as
     /// [`FioJobDef::lines`] names it; empty for the job as a whole), placed on the line that
     /// set the field, else on the job's header.
@@ -188,6 +220,8 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         prio: IoPrio::default(),
         cgroup: None,
         weight: None,
+        cpus_allowed: None,
+        cpus_split: false,
         lines: BTreeMap::new(),
     };
     let mut in_global = false;
@@ -415,6 +449,42 @@ fn size_or_percent(v: &str) -> Result<Result<u64, f64>, String> {
     parse_size(v).map(Ok)
 }
 
+/// The most CPUs a `cpus_allowed` list may name (fio's own limit is the machine's CPU count,
+/// checked when the job starts; ours is checked against the host model's cores when a
+/// simulation runs).
+pub const MAX_CPU: u32 = 4096;
+
+/// fio's CPU list (`cpus_allowed`): CPU numbers and ranges `a-b` separated by commas, e.g.
+/// `0,5,8-15`; returned ascending without repeats.
+fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = std::collections::BTreeSet::new();
+    for part in v.split(',') {
+        let part = part.trim();
+        let num = |s: &str| -> Result<u32, String> {
+            let n: u32 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("{s:?} is not a CPU number (in {v:?})"))?;
+            if n >= MAX_CPU {
+                return Err(format!("CPU {n} is too large (at most {})", MAX_CPU - 1));
+            }
+            Ok(n)
+        };
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => {
+                let n = num(part)?;
+                (n, n)
+            }
+        };
+        if a > b {
+            return Err(format!("{part:?}: a range runs from low to high"));
+        }
+        cpus.extend(a..=b);
+    }
+    Ok(cpus.into_iter().collect())
+}
+
 fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
     let c = &mut def.config;
     let field: &'static str = match o.key {
@@ -596,6 +666,30 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             def.weight = Some(w);
             return Ok(());
         }
+        "cpus_allowed" => {
+            def.cpus_allowed = Some(cpu_list(need(o)?)?);
+            "cpus_allowed"
+        }
+        "cpus_allowed_policy" => {
+            def.cpus_split = match need(o)? {
+                "shared" => false,
+                "split" => true,
+                v => return Err(format!("{v:?} is not a policy: shared or split")),
+            };
+            return Ok(());
+        }
+        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" => {
+            flag(o)?;
+            return Ok(());
+        }
+        "write_iops_log" | "write_lat_log" | "write_bw_log" => {
+            need(o)?;
+            return Ok(());
+        }
+        "log_avg_msec" => {
+            int::<u64>(o)?;
+            return Ok(());
+        }
         other => {
             return Err(format!(
             "{other:?} is not supported by elevator run (see `elevator run --help` for the subset)"
@@ -698,6 +792,66 @@ mod tests {
             p("[j]\ncgroup=a\n").unwrap().jobs[0].cgroup.as_deref(),
             Some("/a")
         );
+    }
+
+    #[test]
+    fn cpus_allowed_takes_fios_lists_and_split_gives_each_job_one_cpu() {
+        // fio's HOWTO example: CPUs 0, 5 and 8 to 15.
+        let f = p("[j]\ncpus_allowed=0,5,8-15\n").unwrap();
+        let want: Vec<u32> = [0, 5].into_iter().chain(8..=15).collect();
+        assert_eq!(f.jobs[0].cpus_allowed.as_deref(), Some(&want[..]));
+        assert_eq!(f.jobs[0].line_of("cpus_allowed"), 2);
+        // The ICPE'24 study's kyber runs: the reader on CPU 1, the writer on CPU 2.
+        let f = p("[r]\ncpus_allowed=1\n[w]\ncpus_allowed=2\n[free]\n").unwrap();
+        assert_eq!(
+            f.clone_cpus(),
+            [Some(vec![1]), Some(vec![2]), None],
+            "one entry per job, None where not pinned"
+        );
+        // shared (default): every clone gets the whole set.
+        let f = p("[j]\nnumjobs=2\ncpus_allowed=2-3\n").unwrap();
+        assert_eq!(f.clone_cpus(), [Some(vec![2, 3]), Some(vec![2, 3])]);
+        // split: fio_cpus_split(mask, thread_number - 1) keeps the (n mod |set|)th CPU of the
+        // set, n counting every job of the file before it (here the unpinned one first).
+        let f = p("[a]\n[j]\nnumjobs=4\ncpus_allowed=4,6-7\ncpus_allowed_policy=split\n").unwrap();
+        assert_eq!(
+            f.clone_cpus(),
+            [
+                None,
+                Some(vec![6]),
+                Some(vec![7]),
+                Some(vec![4]),
+                Some(vec![6])
+            ]
+        );
+    }
+
+    #[test]
+    fn the_icpe24_studys_reporting_and_io_uring_options_are_accepted() {
+        // The study's fio command lines carry these; none changes what a job issues.
+        let f = p(
+            "[global]\ngroup_reporting=1\nregisterfiles=1\nfixedbufs=1\n\
+                   allow_file_create=0\nwrite_iops_log=iops\nwrite_lat_log=lat\n\
+                   log_avg_msec=1000\n[j]\nrw=randread\n",
+        )
+        .unwrap();
+        assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
+        let e = p("[j]\nlog_avg_msec=often\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "log_avg_msec"));
+    }
+
+    #[test]
+    fn bad_cpu_lists_name_their_line() {
+        for (text, field) in [
+            ("[j]\ncpus_allowed=a\n", "cpus_allowed"),
+            ("[j]\ncpus_allowed=3-1\n", "cpus_allowed"),
+            ("[j]\ncpus_allowed=0,\n", "cpus_allowed"),
+            ("[j]\ncpus_allowed=99999\n", "cpus_allowed"),
+            ("[j]\ncpus_allowed_policy=both\n", "cpus_allowed_policy"),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!((e.line(), e.field.as_str()), (Some(2), field), "{text}");
+        }
     }
 
     #[test]

@@ -56,6 +56,7 @@ impl DirMetrics {
             lat_p90_ms: ms(self.latency.value_at_quantile(0.90)),
             lat_p95_ms: ms(self.latency.value_at_quantile(0.95)),
             lat_p99_ms: ms(self.latency.value_at_quantile(0.99)),
+            lat_p999_ms: ms(self.latency.value_at_quantile(0.999)),
             lat_max_ms: ms(self.latency.max()),
         }
     }
@@ -118,6 +119,8 @@ pub struct DirSummary {
     pub lat_p95_ms: f64,
     /// 99th percentile latency, ms.
     pub lat_p99_ms: f64,
+    /// 99.9th percentile latency, ms.
+    pub lat_p999_ms: f64,
     /// Maximum latency, ms.
     pub lat_max_ms: f64,
 }

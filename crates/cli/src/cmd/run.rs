@@ -302,25 +302,41 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
             f(s.read.iops),
             f(s.read.mb_s),
             g(s.read.lat_mean_ms),
+            g(s.read.lat_p50_ms),
+            g(s.read.lat_p90_ms),
             g(s.read.lat_p99_ms),
+            g(s.read.lat_p999_ms),
             f(s.write.iops),
             f(s.write.mb_s),
             g(s.write.lat_mean_ms),
+            g(s.write.lat_p50_ms),
+            g(s.write.lat_p90_ms),
+            g(s.write.lat_p99_ms),
+            g(s.write.lat_p999_ms),
         ]);
     }
 }
 
-/// The comparison table's columns.
-const TABLE_HEADER: [&str; 9] = [
+/// The comparison table's columns: per direction the rate, then the mean latency beside
+/// fio's p50, p90, p99 and p99.9 (the completion latencies fio prints by default include
+/// these).
+const TABLE_HEADER: [&str; 16] = [
     "scheduler",
     "job",
     "read IOPS",
     "read MB/s",
     "read mean ms",
-    "read p99 ms",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
     "write IOPS",
     "write MB/s",
     "write mean ms",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
 ];
 
 /// The comparison table of [`table_rows`]' rows.

@@ -11,7 +11,11 @@
 //! bytes. `ramp_time` leaves the ramp's completions out of the figures as the executor does.
 //! `--host` charges every I/O the host CPU time a host spec gives its scheduler
 //! ([`elevator_sim::cpu`]); `--host-drives N` makes the simulated drive one of N identical
-//! drives every job spreads its I/O over, sharing the cores' time with the others.
+//! drives every job spreads its I/O over, sharing the cores' time with the others. With
+//! `--host`, a job's `cpus_allowed` (after `cpus_allowed_policy`) are the cores it runs on: a
+//! job pinned to one core submits and reaps all its I/O there ([`JobSlot::cpus`]); a core the
+//! host does not have is refused naming the line. Without `--host` there are no cores and
+//! `cpus_allowed` changes nothing.
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -101,6 +105,30 @@ pub fn device(name: &str) -> anyhow::Result<Box<dyn Device>> {
     Ok(drive.device())
 }
 
+/// Refuse a job whose `cpus_allowed` names a core the host model does not have, as fio
+/// refuses a CPU beyond the machine's ("CPU N too large").
+fn check_cpus(file: &fio_file::FioFile, host: &CpuSpec) -> anyhow::Result<()> {
+    for def in &file.jobs {
+        if let Some(&c) = def.cpus_allowed.as_ref().and_then(|s| s.last()) {
+            if c >= host.cores {
+                return Err(file
+                    .job_error(
+                        def,
+                        "cpus_allowed",
+                        format!(
+                            "CPU {c} is not one of host {}'s {} cores (0-{})",
+                            host.name,
+                            host.cores,
+                            host.cores - 1
+                        ),
+                    )
+                    .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Run the job file under each scheduler on the simulated drive.
 pub fn run(o: Opts) -> anyhow::Result<()> {
     let file = fio_file::read(o.job_file)?;
@@ -114,6 +142,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         .map(CpuSpec::resolve)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--host: {e}"))?;
+    if let Some(h) = &host {
+        check_cpus(&file, h)?;
+    }
     let infos = super::find_schedulers(o.sched)?;
     super::check_sets(o.extra, o.sched)?;
     let ramp = ramp_time(&file)?;
@@ -153,8 +184,11 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             }
             None => None,
         };
-        for j in jobs {
-            let slot = JobSlot::new(j.name, j.job).group(j.group).prio(j.prio);
+        for (j, cpus) in jobs.into_iter().zip(file.clone_cpus()) {
+            let slot = JobSlot::new(j.name, j.job)
+                .group(j.group)
+                .prio(j.prio)
+                .cpus(cpus);
             sim.add_job_in_phase(slot, j.phase);
         }
         let report = as_run_report(sim.run(None));
