@@ -21,11 +21,12 @@ fn rows() -> Vec<Row> {
 }
 
 /// The fresh recording (issue 27: a job mix not in the first corpus, recorded on the day the
-/// seed rows were worked, Linux 6.18.44): kept apart from the corpus-wide figures below.
+/// seed rows were worked, Linux 6.18.44), and bfq's second recording of the same job
+/// (`mixed-sizes-rerun`, with the bfq log): kept apart from the corpus-wide figures below.
 const FRESH: &str = "mixed-sizes";
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 24] = [
+const FLOOR: [(&str, &str, f64); 25] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -41,6 +42,9 @@ const FLOOR: [(&str, &str, f64); 24] = [
     ("mixed-sizes", "mq-deadline", 98.5),
     ("mixed-sizes", "kyber", 100.0),
     ("mixed-sizes", "bfq", 26.3),
+    // The same job under bfq again, minutes later: 96.4%. bfq's agreement on this mix depends
+    // on the run (docs/testing.md).
+    ("mixed-sizes-rerun", "bfq", 96.4),
     ("prio-classes", "none", 100.0),
     ("prio-classes", "mq-deadline", 96.9),
     ("prio-classes", "kyber", 100.0),
@@ -90,7 +94,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
     ] {
         let (n, a) = rows
             .iter()
-            .filter(|r| r.scheduler == sched && r.mix != FRESH)
+            .filter(|r| r.scheduler == sched && !r.mix.starts_with(FRESH))
             .fold((0, 0), |(n, a), r| {
                 (
                     n + r.kernel_pace.agreement.decisions,
