@@ -27,9 +27,13 @@
 //! default group), is one ioband group with its own weight.
 //!
 //! # Deviations
-//! - A process is never put to sleep: dm-ioband blocks a submitter whose group holds more
-//!   than its share of `io_limit` (`c_limit`) or the device more than `2 * io_limit`; here
-//!   the requests are simply held (the workloads issue a bounded number anyway).
+//! - A process is never put to sleep: 2009's dm-ioband blocks a submitter
+//!   (`prevent_burst_bios`) whose group holds its share of `io_limit` (`c_limit`) or whose
+//!   class the device holds `io_limit` of (`device_should_block`); here the requests are
+//!   simply held (the workloads issue a bounded number anyway).
+//! - The weight policy's token rules are v1.x's `dm-ioband-policy.c`; the 2009 policy file
+//!   was not available to read, so its bucket of `2 * 2 * io_limit` is taken from the 2009
+//!   range-bw policy's `init_range_bw_token_bucket`, which has the same form.
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
 //!   them over from a workqueue). Like dm-ioband's, they are issued by the worker thread: the
