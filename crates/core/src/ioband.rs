@@ -1,7 +1,11 @@
 //! ioband: dm-ioband's `weight` policy (Ryo Tsuruta and Hirokazu Takahashi, VA Linux Systems
 //! Japan, 2008-2009; `drivers/md/dm-ioband-ctl.c` and `dm-ioband-policy.c` of the v1.x
 //! patches, documented in `Documentation/device-mapper/ioband.txt`) as a controller above any
-//! scheduler. Documentation: docs/ioband.md.
+//! scheduler, with the 2009 patch set's device limits (the release Goyal compared in
+//! September 2009): one `io_limit` of `3 * nr_requests / 2` requests (192 for 128) per
+//! class, the classes being sync and async (`bio_is_sync`: reads and sync writes against
+//! asynchronous writes), where v1.x had `nr_requests` per direction. Documentation:
+//! docs/ioband.md.
 //!
 //! Every group gets tokens in proportion to its weight at each epoch; each request passed down
 //! to the inner scheduler costs one token. A group with no tokens left holds its requests
@@ -15,7 +19,7 @@
 //! | name | default | unit | meaning |
 //! |---|---|---|---|
 //! | `io_throttle` | 4 | requests | in-flight count below which a new epoch is never held back |
-//! | `io_limit` | 128 | requests | requests passed down per direction at most (nr_requests) |
+//! | `io_limit` | 192 | requests | requests passed down per class (sync, async) at most (2009: `3 * nr_requests / 2`) |
 //! | `token` | 2048 | tokens | token pool: `carryover = token / bucket`, bucket = `2 * (2 * io_limit)` |
 //! | `weight` | 100 | | weight of a group the group tree gives none |
 //!
@@ -23,9 +27,13 @@
 //! default group), is one ioband group with its own weight.
 //!
 //! # Deviations
-//! - A process is never put to sleep: dm-ioband blocks a submitter whose group holds more
-//!   than its share of `io_limit` (`c_limit`) or the device more than `2 * io_limit`; here
-//!   the requests are simply held (the workloads issue a bounded number anyway).
+//! - A process is never put to sleep: 2009's dm-ioband blocks a submitter
+//!   (`prevent_burst_bios`) whose group holds its share of `io_limit` (`c_limit`) or whose
+//!   class the device holds `io_limit` of (`device_should_block`); here the requests are
+//!   simply held (the workloads issue a bounded number anyway).
+//! - The weight policy's token rules are v1.x's `dm-ioband-policy.c`; the 2009 policy file
+//!   was not available to read, so its bucket of `2 * 2 * io_limit` is taken from the 2009
+//!   range-bw policy's `init_range_bw_token_bucket`, which has the same form.
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
 //!   them over from a workqueue). Like dm-ioband's, they are issued by the worker thread: the
@@ -36,7 +44,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::group::GroupTree;
-use crate::request::{CtxId, Op, Request, RequestId};
+use crate::request::{CtxId, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, TunableError};
@@ -69,13 +77,14 @@ crate::tunable::tunables! {
             max: 1 << 15,
             doc: "in-flight requests below which a new token epoch is never held back",
         },
-        /// `io_limit`, per direction (at least `io_throttle`).
+        /// `io_limit`, per class, sync and async (at least `io_throttle`); 2009's default
+        /// `3 * nr_requests / 2` for the usual `nr_requests` of 128 (`ioband_ctr`).
         io_limit: u32 = "io_limit" {
             unit: Requests,
-            default: 128,
+            default: 192,
             min: 1,
             max: 1 << 15,
-            doc: "requests passed down to the inner scheduler per direction at most",
+            doc: "requests passed down to the inner scheduler per class (sync, async) at most",
         },
         /// `token`: the token pool.
         token: u32 = "token" {
@@ -167,8 +176,10 @@ impl std::fmt::Debug for IoBand {
     }
 }
 
+/// The class a request is counted in (2009's `bio_is_sync`): 1 for reads and sync writes,
+/// 0 for asynchronous writes (`BLK_RW_SYNC` = 1, `BLK_RW_ASYNC` = 0).
 fn dir(rq: &Request) -> usize {
-    usize::from(rq.op != Op::Read)
+    usize::from(rq.is_sync())
 }
 
 impl IoBand {
@@ -572,10 +583,12 @@ mod tests {
         t.add("/a", Some(100)).unwrap();
         t.add("/b", Some(300)).unwrap();
         let b = IoBand::new(Config::default(), &t, Box::new(Noop::new()));
-        // bucket = 2 * (128 + 128) = 512 over weights 100 (root) + 100 + 300.
-        assert_eq!(b.tokens(1), 512 * 100 / 500 + 1);
-        assert_eq!(b.tokens(2), 512 * 300 / 500 + 1);
-        assert_eq!(b.carryover, 4);
+        // 2009: io_limit 3 * 128 / 2 = 192, bucket = 2 * (192 + 192) = 768 over weights 100
+        // (root) + 100 + 300; the pool of 2048 carries over 2048 / 768 = 2 epochs.
+        assert_eq!(b.cfg.io_limit, 192);
+        assert_eq!(b.tokens(1), 768 * 100 / 500 + 1);
+        assert_eq!(b.tokens(2), 768 * 300 / 500 + 1);
+        assert_eq!(b.carryover, 2);
     }
 
     #[test]

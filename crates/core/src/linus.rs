@@ -8,7 +8,9 @@
 //! A new request is placed by scanning the queue backwards from the tail:
 //!
 //! - the scan stops at the first request whose budget (`elevator_sequence`) is used up
-//!   (`<= 0`): nothing may be placed in front of it, nor merged into it or anything before it;
+//!   (`<= 0`): nothing may be placed in front of it, front-merged into it, or merged into
+//!   anything before it; a request of the same direction may still back-merge into it
+//!   (2.4.20's `backmerge_only`: appending does not move it, so it is not passed);
 //! - it may be placed right after a request `r` when it falls strictly between `r` and the
 //!   request after `r` in sector order, or, where the queue wraps round (the request after
 //!   `r` starts lower than `r`), when it lies above `r` or below that next request. The
@@ -178,21 +180,24 @@ impl Linus {
         let mut place = None;
         for i in (0..self.queue.len()).rev() {
             let q = &self.queue[i];
-            if q.budget <= 0 {
-                break;
-            }
-            if place.is_none() && self.in_between(rq.sector, i) {
+            // 2.4.20 `elevator_linus_merge`: a used-up request sets `backmerge_only`, which
+            // ends the scan after this request and, in this request, allows a back merge
+            // only (no insertion after it, no front merge into it).
+            let backmerge_only = q.budget <= 0;
+            if !backmerge_only && place.is_none() && self.in_between(rq.sector, i) {
                 place = Some(i);
             }
-            if !mergeable || q.rq.op != rq.op || q.rq.sectors + rq.sectors > self.config.max_sectors
-            {
-                continue;
-            }
-            if q.rq.end() == rq.sector {
+            let can_merge = mergeable
+                && q.rq.op == rq.op
+                && q.rq.sectors + rq.sectors <= self.config.max_sectors;
+            if can_merge && q.rq.end() == rq.sector {
                 return Found::Merge(i, true);
             }
-            if rq.end() == q.rq.sector {
+            if can_merge && !backmerge_only && rq.end() == q.rq.sector {
                 return Found::Merge(i, false);
+            }
+            if backmerge_only {
+                break;
             }
         }
         place.map_or(Found::Tail, Found::After)
@@ -489,10 +494,65 @@ mod tests {
         // ... so the next request that belongs in front of it goes behind it instead.
         submit(&mut s, rq(5, 1).sector(700).read().build());
         assert_eq!(order(&s), vec![1, 3, 4, 2, 5]);
-        // And nothing is merged into it or anything before it.
-        let back = rq(6, 1).sector(1008).read().build();
+        // And nothing is merged into anything before it.
+        let back = rq(6, 1).sector(108).read().build();
         assert_eq!(submit(&mut s, back), None);
         assert_eq!(order(&s), vec![1, 3, 4, 2, 5, 6]);
+    }
+
+    /// 2.4.20 `elevator_linus_merge`: a request whose `elevator_sequence` is used up sets
+    /// `backmerge_only`; the loop still tries it, and `__rq->sector + __rq->nr_sectors ==
+    /// bh->b_rsector` back-merges into it (charging those behind it 1 each), while the front
+    /// merge and the insertion after it carry `&& !backmerge_only`, and the scan goes no
+    /// further back.
+    #[test]
+    fn elevator_linus_merge_back_merges_into_a_used_up_request_but_nothing_else() {
+        let cfg = Config {
+            read_latency: SEEK_COST,
+            write_latency: SEEK_COST,
+            ..Config::default()
+        };
+        let setup = || {
+            let mut s = Linus::new(cfg.clone());
+            submit(&mut s, rq(1, 1).sector(100).sectors(8).write().build());
+            submit(&mut s, rq(2, 1).sector(1000).sectors(8).write().build());
+            // An insertion in front of request 2 uses up its budget of 16.
+            submit(&mut s, rq(3, 1).sector(500).sectors(8).write().build());
+            submit(&mut s, rq(4, 1).sector(5000).sectors(8).write().build());
+            assert_eq!(order(&s), vec![1, 3, 2, 4]);
+            assert_eq!(budget(&s, 2), 0);
+            s
+        };
+        // Back merge into the used-up request 2: it grows, request 4 behind it pays 1.
+        let mut s = setup();
+        let into = submit(&mut s, rq(5, 2).sector(1008).sectors(8).write().build());
+        assert_eq!(into, Some(RequestId(2)));
+        assert_eq!(s.queue[2].rq.sectors, 16);
+        assert_eq!(budget(&s, 4), SEEK_COST - MERGE_COST);
+        assert_eq!(budget(&s, 2), 0);
+        // A front merge into it is refused and the request goes to the tail.
+        let mut s = setup();
+        assert_eq!(
+            submit(&mut s, rq(6, 2).sector(992).sectors(8).write().build()),
+            None
+        );
+        assert_eq!(order(&s), vec![1, 3, 2, 4, 6]);
+        // A back merge into request 3, in front of the used-up one, is refused too.
+        let mut s = setup();
+        assert_eq!(
+            submit(&mut s, rq(7, 2).sector(508).sectors(8).write().build()),
+            None
+        );
+        assert_eq!(order(&s), vec![1, 3, 2, 4, 7]);
+        // And a request that belongs right after it (between 1000 and 5000) is not placed
+        // there: the insertion would pass nobody, but 2.4.20 keeps no place at a used-up
+        // request.
+        let mut s = setup();
+        assert_eq!(
+            submit(&mut s, rq(8, 2).sector(3000).sectors(8).write().build()),
+            None
+        );
+        assert_eq!(order(&s), vec![1, 3, 2, 4, 8]);
     }
 
     #[test]

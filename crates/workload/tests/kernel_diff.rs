@@ -20,8 +20,13 @@ fn rows() -> Vec<Row> {
         .collect()
 }
 
+/// The fresh recording (issue 27: a job mix not in the first corpus, recorded on the day the
+/// seed rows were worked, Linux 6.18.44), and bfq's second recording of the same job
+/// (`mixed-sizes-rerun`, with the bfq log): kept apart from the corpus-wide figures below.
+const FRESH: &str = "mixed-sizes";
+
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 20] = [
+const FLOOR: [(&str, &str, f64); 25] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -30,6 +35,16 @@ const FLOOR: [(&str, &str, f64); 20] = [
     ("interleaved-readers", "mq-deadline", 98.3),
     ("interleaved-readers", "kyber", 98.3),
     ("interleaved-readers", "bfq", 98.9),
+    // The fresh recording. bfq agrees on 26.3% only: from decision 4 on, ours serves another
+    // request of the same bfq_queue first (bfq_add_request's bfq_choose_req against
+    // bfqd->last_position; docs/bfq.md, "The fresh recording"). Open.
+    ("mixed-sizes", "none", 100.0),
+    ("mixed-sizes", "mq-deadline", 98.5),
+    ("mixed-sizes", "kyber", 100.0),
+    ("mixed-sizes", "bfq", 26.3),
+    // The same job under bfq again, minutes later: 96.4%. bfq's agreement on this mix depends
+    // on the run (docs/testing.md).
+    ("mixed-sizes-rerun", "bfq", 96.4),
     ("prio-classes", "none", 100.0),
     ("prio-classes", "mq-deadline", 96.9),
     ("prio-classes", "kyber", 100.0),
@@ -79,7 +94,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
     ] {
         let (n, a) = rows
             .iter()
-            .filter(|r| r.scheduler == sched)
+            .filter(|r| r.scheduler == sched && !r.mix.starts_with(FRESH))
             .fold((0, 0), |(n, a), r| {
                 (
                     n + r.kernel_pace.agreement.decisions,
@@ -90,6 +105,19 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         assert!(
             share >= floor,
             "{sched}: {share:.1}% over the corpus, floor {floor}%"
+        );
+    }
+    // Issue 27: on the fresh recording the corpus figures hold within 2 points for none,
+    // mq-deadline and kyber (measured 100%, 98.5%, 100%); bfq does not (26.3%, above).
+    for (sched, corpus) in [("none", 100.0), ("mq-deadline", 99.0), ("kyber", 99.6)] {
+        let r = rows
+            .iter()
+            .find(|r| r.mix == FRESH && r.scheduler == sched)
+            .expect("the fresh recording");
+        let share = 100.0 * r.kernel_pace.agreement.share();
+        assert!(
+            share >= corpus - 2.0,
+            "{FRESH}/{sched}: {share:.1}%, corpus {corpus}%"
         );
     }
 }

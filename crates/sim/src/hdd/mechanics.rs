@@ -13,7 +13,10 @@
 //! destages them in the background, oldest first, one whole segment per media access, once
 //! the read-ahead is over: a command arriving at `t` finds committed every destage that could
 //! start before `t`, so a read that misses waits for at most the one segment being written.
-//! Destages are worked out lazily, when the next command (or flush) arrives.
+//! Destages are worked out lazily, when the next command (or flush) arrives. A destage is one
+//! sequential media write the drive times itself from data already in its buffer: its track
+//! and cylinder switches pay no write settle (the skew covers the switch), so a streaming
+//! write drains at the media rate, as drives with write caching on stream one.
 
 use super::cache::Buffer;
 use super::geometry::Geometry;
@@ -64,6 +67,8 @@ pub struct Hdd {
     mark: u64,
     /// Write-back with read-priority destaging is in effect.
     read_priority: bool,
+    /// A destage is being written (its switches after the first sector pay no write settle).
+    destaging: bool,
     /// Counter giving dirty segments their destage order.
     dirty_seq: u64,
     /// Every destage as `(first LBN, end)`, in order.
@@ -106,6 +111,7 @@ impl Hdd {
             && spec.cache.destage == Destage::ReadPriority;
         Hdd {
             read_priority,
+            destaging: false,
             dirty_seq: 0,
             #[cfg(test)]
             destaged: Vec::new(),
@@ -187,7 +193,9 @@ impl Hdd {
         while l < last {
             let tr = self.geo.tracks[ti];
             let on_track = (tr.first_lbn + u64::from(tr.lbns)).min(last) - l;
-            let mut pos = self.position(tr.cyl, tr.head, write);
+            // Within a destage only the first positioning is a write settle's seek; the
+            // switches that follow are part of one streaming media write.
+            let mut pos = self.position(tr.cyl, tr.head, write && !(self.destaging && l > lbn));
             if write && l == lbn {
                 // DiskSim's "Minimum seek delay" bounds the positioning of a write.
                 pos = pos.max(self.spec.overheads.minimum_seek);
@@ -299,7 +307,9 @@ impl Hdd {
         };
         let s = self.buf.segs[i];
         let start = self.hda_free.max(s.ready);
+        self.destaging = true;
         let a = self.access(s.start, s.end - s.start, start, true, f64::INFINITY);
+        self.destaging = false;
         #[cfg(test)]
         self.destaged.push((s.start, s.end));
         self.hda_free = a.end;
@@ -861,6 +871,56 @@ write_policy = "write-back"
 destage = "read-priority"
 "#;
         Hdd::new(DriveSpec::parse(text, Path::new("tiny.toml")).expect("valid"))
+    }
+
+    /// A destage crossing track switches that the skew covers for a read but not with the
+    /// write settle added streams at the media rate: no revolution lost per switch. A
+    /// write-through write over the same sectors still pays the settle at each switch.
+    #[test]
+    fn a_destage_streams_across_track_switches_without_the_write_settle() {
+        let text = r#"
+name = "skewed"
+rpm = 6000.0
+surfaces = 2
+cylinders = 100
+[layout]
+[[layout.zones]]
+first_cyl = 0
+last_cyl = 99
+sectors_per_track = 100
+track_skew = 11
+cyl_skew = 11
+[seek]
+head_switch_ms = 1.0
+write_settle_ms = 0.5
+[seek.curve]
+kind = "constant"
+ms = 1.0
+[bus]
+read_sector_ms = 0.001
+write_sector_ms = 0.001
+[cache]
+segments = 4
+segment_sectors = 300
+max_read_ahead = 100
+write_policy = "write-back"
+destage = "read-priority"
+"#;
+        let spec = DriveSpec::parse(text, Path::new("skewed.toml")).expect("valid");
+        // 300 sectors from the start of a track: three tracks, two switches, 10 ms a turn.
+        let mut h = Hdd::new(spec.clone());
+        let t = h.serve(false, 1_000, 300, 0.0).0;
+        let start = h.hda_free.max(t);
+        h.destage_all(t);
+        let took = h.hda_free - start;
+        // Three turns of data plus the two skews (1.1 ms each) and the first positioning.
+        assert!(took < 30.0 + 2.2 + 10.0 + 1.5 + 1e-6, "{took}");
+        // Written through, each switch misses its first sector by the settle: a lost turn.
+        let mut wt = spec;
+        wt.cache.write_policy = WritePolicy::WriteThrough;
+        let mut h = Hdd::new(wt);
+        let done = h.serve(false, 1_000, 300, 0.0).0;
+        assert!(done > 30.0 + 2.0 * 10.0, "{done}");
     }
 
     #[test]
