@@ -65,7 +65,11 @@ impl IoMax {
                         m.wiops = n;
                     }
                 }
-                _ => return Err(format!("unknown io.max key {k:?} (rbps, wbps, riops, wiops)")),
+                _ => {
+                    return Err(format!(
+                        "unknown io.max key {k:?} (rbps, wbps, riops, wiops)"
+                    ))
+                }
             }
         }
         Ok(m)

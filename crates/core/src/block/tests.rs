@@ -319,7 +319,9 @@ impl QosHook for Ticker {
         self.next = (!self.queue.is_empty()).then_some(now + ms(10));
     }
     fn done_bio(&mut self, bio: &BioEnd, _now: Nanos) {
-        self.ended.borrow_mut().push((bio.key, bio.group, bio.bytes));
+        self.ended
+            .borrow_mut()
+            .push((bio.key, bio.group, bio.bytes));
     }
 }
 
@@ -340,11 +342,18 @@ fn a_hook_releases_a_held_bio_at_its_own_timer_and_sees_every_bio_end() {
     blk.handle_timeout(ms(10));
     let first = drain(&mut blk, ms(10));
     assert_eq!(first.len(), 1, "one bio per tick");
-    assert_eq!(first[0].submitted, ms(0), "its latency counts from submission");
+    assert_eq!(
+        first[0].submitted,
+        ms(0),
+        "its latency counts from submission"
+    );
     assert_eq!(blk.poll_timeout(), Some(ms(20)));
     let mut done = Vec::new();
     blk.handle_complete(first[0].id, true, ms(15), &mut done);
-    assert!(drain(&mut blk, ms(15)).is_empty(), "a completion does not release it");
+    assert!(
+        drain(&mut blk, ms(15)).is_empty(),
+        "a completion does not release it"
+    );
     blk.handle_qos_timeout(ms(20));
     let second = drain(&mut blk, ms(20));
     assert_eq!(second.len(), 1);

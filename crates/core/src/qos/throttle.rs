@@ -206,7 +206,12 @@ impl Throttle {
     pub fn queued(&self) -> usize {
         self.nodes
             .iter()
-            .map(|n| (n.nr_queued_bps[0] + n.nr_queued_bps[1] + n.nr_queued_iops[0] + n.nr_queued_iops[1]) as usize)
+            .map(|n| {
+                (n.nr_queued_bps[0]
+                    + n.nr_queued_bps[1]
+                    + n.nr_queued_iops[0]
+                    + n.nr_queued_iops[1]) as usize
+            })
             .sum::<usize>()
             + self.ready.len()
     }
@@ -268,7 +273,8 @@ impl Throttle {
 
     /// `calculate_io_allowed`, as the kernel's `int` holds it.
     fn io_allowed(&self, iops: u32, elapsed: u64) -> i64 {
-        let v = (u128::from(iops) * u128::from(elapsed) / u128::from(self.hz)).min(u128::from(u32::MAX));
+        let v = (u128::from(iops) * u128::from(elapsed) / u128::from(self.hz))
+            .min(u128::from(u32::MAX));
         i64::from(v as u32 as i32)
     }
 
@@ -457,7 +463,10 @@ impl Throttle {
         let q = &mut self.nodes[owner].qn[usize::from(on_parent)][rw];
         let (tb, from_iops) = match q.iops.pop_front() {
             Some(tb) => (tb, true),
-            None => (q.bps.pop_front().expect("an active qnode holds a bio"), false),
+            None => (
+                q.bps.pop_front().expect("an active qnode holds a bio"),
+                false,
+            ),
         };
         let empty = q.iops.is_empty() && q.bps.is_empty();
         if empty {
@@ -771,3 +780,5 @@ impl QosHook for Throttle {
     }
 }
 
+#[cfg(test)]
+mod tests;
