@@ -17,6 +17,7 @@ use crate::block::QosChain;
 use crate::group::GroupTree;
 use std::fmt;
 
+pub mod iolatency;
 pub mod throttle;
 
 /// What the controllers need to know about the device.
@@ -106,7 +107,15 @@ pub fn chain(tree: &GroupTree, dev: &QosDevice) -> QosChain {
     }
     // io.cost (blk-iocost): the io.cost controller is installed here when the device has
     // io.cost lines or a group sets io.weight.
-    // io.latency (blk-iolatency): installed here when a group sets a target.
-    let _ = dev;
+    if tree
+        .ids()
+        .any(|id| tree.get(id).io.latency_target.is_some())
+    {
+        c.push(Box::new(iolatency::IoLatency::new(
+            tree,
+            dev.non_rotational,
+            dev.queue_depth,
+        )));
+    }
     c
 }
