@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::request::Request;
 
 /// How deep in the tags a request may take one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Depth {
     /// Any free tag.
     Full,
@@ -59,10 +59,18 @@ pub struct SchedTags {
     limit: u32,
     held: u32,
     held_throttled: u32,
-    /// Requests holding a tag with a `Shallow` depth: depth -> count.
-    held_shallow: BTreeMap<u32, u32>,
-    /// Requests waiting for a tag, in arrival order, each with its depth.
-    waiting: VecDeque<(Request, Depth)>,
+    /// Requests holding a tag with a `Shallow` depth: (depth, count), sorted by depth, no
+    /// zero counts. A policy uses a handful of depths, so a scan beats a tree here.
+    held_shallow: Vec<(u32, u32)>,
+    /// Requests waiting for a tag: one line per depth, each in arrival order with its arrival
+    /// number. All requests of a line may take a tag exactly when its head may, so the oldest
+    /// that may take one is the oldest of the admissible heads: finding it costs the number of
+    /// distinct depths (a handful), not the number waiting.
+    waiting: BTreeMap<Depth, VecDeque<(u64, Request)>>,
+    /// Requests waiting, over all lines.
+    waiting_len: usize,
+    /// Arrivals so far, numbering the waiting requests.
+    arrivals: u64,
 }
 
 impl SchedTags {
@@ -74,8 +82,10 @@ impl SchedTags {
             limit: limit.max(1),
             held: 0,
             held_throttled: 0,
-            held_shallow: BTreeMap::new(),
-            waiting: VecDeque::new(),
+            held_shallow: Vec::new(),
+            waiting: BTreeMap::new(),
+            waiting_len: 0,
+            arrivals: 0,
         }
     }
 
@@ -113,12 +123,16 @@ impl SchedTags {
 
     /// Requests waiting for a tag.
     pub fn waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting_len
     }
 
     /// Requests holding a tag with a `Shallow` depth of at most `depth`.
     pub fn held_shallow(&self, depth: u32) -> u32 {
-        self.held_shallow.range(..=depth).map(|(_, &n)| n).sum()
+        self.held_shallow
+            .iter()
+            .take_while(|&&(d, _)| d <= depth)
+            .map(|&(_, n)| n)
+            .sum()
     }
 
     /// Whether a request of this depth may take a tag now.
@@ -138,7 +152,10 @@ impl SchedTags {
         match depth {
             Depth::Full => {}
             Depth::Throttled => self.held_throttled += 1,
-            Depth::Shallow(l) => *self.held_shallow.entry(l).or_default() += 1,
+            Depth::Shallow(l) => match self.held_shallow.binary_search_by_key(&l, |&(d, _)| d) {
+                Ok(i) => self.held_shallow[i].1 += 1,
+                Err(i) => self.held_shallow.insert(i, (l, 1)),
+            },
         }
     }
 
@@ -151,7 +168,12 @@ impl SchedTags {
     /// hands it out, at once if a tag it may take is free and no earlier request that may take
     /// one waits.
     pub fn arrive_at(&mut self, rq: Request, depth: Depth) {
-        self.waiting.push_back((rq, depth));
+        self.arrivals += 1;
+        self.waiting_len += 1;
+        self.waiting
+            .entry(depth)
+            .or_default()
+            .push_back((self.arrivals, rq));
     }
 
     /// A request holding a tag completed, throttled or not: its tag is free.
@@ -166,10 +188,10 @@ impl SchedTags {
             Depth::Full => {}
             Depth::Throttled => self.held_throttled = self.held_throttled.saturating_sub(1),
             Depth::Shallow(l) => {
-                if let Some(n) = self.held_shallow.get_mut(&l) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.held_shallow.remove(&l);
+                if let Ok(i) = self.held_shallow.binary_search_by_key(&l, |&(d, _)| d) {
+                    self.held_shallow[i].1 -= 1;
+                    if self.held_shallow[i].1 == 0 {
+                        self.held_shallow.remove(i);
                     }
                 }
             }
@@ -185,8 +207,22 @@ impl SchedTags {
     /// As [`SchedTags::next_admitted`], with the depth the request was admitted at (to give
     /// back to [`SchedTags::release_at`]).
     pub fn next_admitted_at(&mut self) -> Option<(Request, Depth)> {
-        let i = self.waiting.iter().position(|&(_, d)| self.may_take(d))?;
-        let (rq, depth) = self.waiting.remove(i).expect("position is in range");
+        if self.waiting_len == 0 || self.held >= self.depth {
+            return None;
+        }
+        let depth = self
+            .waiting
+            .iter()
+            .filter(|&(&d, _)| self.may_take(d))
+            .filter_map(|(&d, line)| line.front().map(|&(n, _)| (n, d)))
+            .min()
+            .map(|(_, d)| d)?;
+        let line = self.waiting.get_mut(&depth).expect("the depth has a line");
+        let (_, rq) = line.pop_front().expect("the line has a head");
+        if line.is_empty() {
+            self.waiting.remove(&depth);
+        }
+        self.waiting_len -= 1;
         self.take(depth);
         Some((rq, depth))
     }

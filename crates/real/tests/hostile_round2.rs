@@ -4,64 +4,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use elevator_real::target::{self, OpenSpec, TargetError};
 
-fn tool(name: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipping: {name} is not installed");
-    }
-    found
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("skipping: loop devices need root");
-    }
-    r
-}
-
-/// A loop device over an image file, detached on drop.
-struct Loop {
-    dev: PathBuf,
-}
-
-impl Loop {
-    fn over(img: &Path) -> Option<Loop> {
-        if !root() || !tool("losetup") {
-            return None;
-        }
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(img)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "skipping: losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        Some(Loop {
-            dev: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
-        })
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
+mod common;
+use common::loopdev::{tool, Loop};
 
 /// A process holding a mount in its own mount namespace; killed (by its id) on drop, which
 /// takes the namespace and the mount with it.

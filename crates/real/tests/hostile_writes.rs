@@ -10,6 +10,9 @@ use std::sync::atomic::AtomicBool;
 use elevator_real::target::{self, OpenSpec, TargetError};
 use elevator_real::ByteRange;
 
+mod common;
+use common::loopdev::{tool, Loop};
+
 fn spec(writes: bool, allow: bool, need: u64) -> OpenSpec {
     OpenSpec {
         writes,
@@ -27,59 +30,6 @@ fn direct_io_works(dir: &Path) -> bool {
         eprintln!("skipping: O_DIRECT is not supported in {}", dir.display());
     }
     ok
-}
-
-fn tool(name: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipping: {name} is not installed");
-    }
-    found
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let r = unsafe { libc::geteuid() } == 0;
-    if !r {
-        eprintln!("skipping: loop devices need root");
-    }
-    r
-}
-
-/// A loop device over an image file, detached on drop.
-struct Loop {
-    dev: PathBuf,
-}
-
-impl Loop {
-    fn over(img: &Path) -> Option<Loop> {
-        if !root() || !tool("losetup") {
-            return None;
-        }
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(img)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "skipping: losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        Some(Loop { dev })
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
 }
 
 /// A filesystem mounted on a directory, unmounted on drop.

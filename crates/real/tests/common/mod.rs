@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod loopdev;
+
 use elevator_core::{noop::Noop, GroupId, IoPrio, Nanos, Op};
 use elevator_real::{ByteRange, RealJob};
 use elevator_workload::{Action, IoSpec, Job};

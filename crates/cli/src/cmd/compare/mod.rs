@@ -560,7 +560,9 @@ fn spread_json(s: Option<Spread>) -> Value {
 }
 
 /// Run the subcommand.
-pub fn run(args: Args) -> anyhow::Result<()> {
+/// What `compare` checks before it touches anything: root, fio, the flags and our schedulers'
+/// names and settings. Returns the settings every one of ours gets.
+fn preflight(args: &Args) -> anyhow::Result<Settings> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!(
@@ -588,6 +590,200 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })?;
     }
     super::check_sets(&extra, &args.ours)?;
+    Ok(extra)
+}
+
+/// Fill the first `need` bytes of the device with fio, so reads find written blocks.
+fn lay_out(dev: &Device, need: u64) -> anyhow::Result<()> {
+    let layout = Command::new("fio")
+        .args(["--name=layout", "--rw=write", "--bs=1m", "--direct=1"])
+        .args(["--ioengine=io_uring", "--iodepth=16", "--output=/dev/null"])
+        .arg(format!("--filename={}", dev.target.display()))
+        .arg(format!("--size={need}"))
+        .status()
+        .context("run fio to lay out the target")?;
+    if !layout.success() {
+        bail!("fio could not lay out {}", dev.target.display());
+    }
+    Ok(())
+}
+
+/// A progress bar on a terminal, `None` elsewhere (each step is then a line).
+fn progress(steps: usize) -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(steps as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg:40} [{bar:30}] {pos}/{len} runs, {elapsed} (eta {eta})",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        b
+    })
+}
+
+/// Run every step, round by round, each configuration's fio JSON into `dir/runs`; the figures
+/// per workload and the index of runs for the summary.
+fn run_steps(
+    args: &Args,
+    dev: &Device,
+    ours: &Ours,
+    workloads: &[Workload],
+    steps: &[plan::Step],
+    dir: &Path,
+) -> anyhow::Result<(Vec<Runs>, Vec<Value>)> {
+    let bar = progress(steps.len());
+    let mut runs: Vec<Runs> = workloads.iter().map(|_| Runs::default()).collect();
+    let mut index = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let wl = &workloads[step.workload];
+        let what = format!(
+            "round {}/{} {} {}",
+            step.round + 1,
+            args.rounds,
+            wl.name,
+            step.config
+        );
+        match &bar {
+            Some(b) => b.set_message(what.clone()),
+            None => eprintln!("[{}/{}] {what}", i + 1, steps.len()),
+        }
+        let out = dir.join("runs").join(format!(
+            "r{}-{}-{}.json",
+            step.round + 1,
+            wl.name,
+            step.config.label()
+        ));
+        let v = match &step.config {
+            Config::Alone => {
+                dev.set_scheduler(&args.kernel[0])?;
+                run_fio(dev, &wl.path, &wl.readers, &out)?
+            }
+            Config::Kernel(k) => {
+                dev.set_scheduler(k)?;
+                run_fio(dev, &wl.path, &[], &out)?
+            }
+            Config::Frontier { sched, depth } => {
+                dev.set_scheduler(sched)?;
+                let (_, path) = wl
+                    .frontier
+                    .iter()
+                    .find(|(d, _)| d == depth)
+                    .with_context(|| format!("no job file for the writers at iodepth {depth}"))?;
+                run_fio(dev, path, &[], &out)?
+            }
+            Config::Ours(s) => {
+                dev.set_scheduler("none")?;
+                ours.run(wl, s, step.round, &out)?
+            }
+        };
+        let f = figures(&v, &wl.file);
+        index.push(json!({
+            "round": step.round + 1,
+            "workload": wl.name,
+            "config": step.config.label(),
+            "json": out.strip_prefix(dir).unwrap_or(&out).display().to_string(),
+            "figures": f.iter().map(|(k, f)| (k.clone(), json!({
+                "read_iops": f.read_iops, "read_lat_ms": f.read_lat_ms, "write_mb_s": f.write_mb_s
+            }))).collect::<serde_json::Map<_, _>>(),
+        }));
+        runs[step.workload].add(step.round, step.config.clone(), f);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok((runs, index))
+}
+
+/// Whether latency-guard's row meets the goal, and if not, why: the readers' ceiling alone
+/// and the device's frontier.
+fn goal_verdict(
+    goal: &Goal,
+    row: &Row,
+    wl: &Workload,
+    ceiling: Option<f64>,
+    beyond: Option<(u32, u32)>,
+    points: &[(u32, &Row)],
+    base: &str,
+) -> String {
+    let met = goal.met(row, &wl.metrics);
+    let mut verdict = match (met, ceiling) {
+        (true, _) => "met".to_string(),
+        (false, None) => "NOT met".to_string(),
+        (false, Some(x)) => format!(
+            "NOT met, and out of reach on this device: the readers alone do \
+             only {x:.1}x {} (median)",
+            base
+        ),
+    };
+    if let (false, Some((light, heavy))) = (met, beyond) {
+        let _ = write!(
+            verdict,
+            "; beyond this device's frontier: with the writers at iodepth \
+             {light} they keep under {:.0}% and the readers get under {}x, and \
+             at iodepth {heavy} the readers get less still",
+            goal.write_frac * 100.0,
+            goal.read_x
+        );
+    }
+    for (_, f) in points {
+        let _ = write!(
+            verdict,
+            "; {}: {} ({})",
+            f.config,
+            if goal.reached_by(f, &wl.metrics) {
+                "reaches it"
+            } else {
+                "does not reach it"
+            },
+            ratios_line(f, &wl.metrics)
+        );
+    }
+    verdict
+}
+
+/// One workload's rows, as summary.json carries them.
+fn workload_json(
+    wl: &Workload,
+    rows: &[Row],
+    goal: &Goal,
+    ceiling: Option<f64>,
+    beyond: Option<(u32, u32)>,
+    points: &[(u32, &Row)],
+) -> Value {
+    json!({
+        "workload": wl.name,
+        "about": wl.about,
+        // The readers alone's ratio to the baseline where it is under the goal's.
+        "goal_out_of_reach": ceiling,
+        // The frontier's two points that put the goal out of reach: writers' iodepths.
+        "goal_beyond_frontier": beyond.map(|(light, heavy)| json!({"light": light, "heavy": heavy})),
+        // Whether each frontier point reaches the goal's figures (domination aside).
+        "frontier_reaches_goal": points.iter().map(|(_, f)| json!({
+            "config": f.config.label(),
+            "reaches_goal": goal.reached_by(f, &wl.metrics),
+        })).collect::<Vec<_>>(),
+        "rows": rows.iter().map(|row| json!({
+            "config": row.config.label(),
+            "dominated_by": row.dominated_by,
+            "metrics": wl.metrics.iter().zip(&row.cells).map(|(m, c)| json!({
+                "metric": m.heading(),
+                "value": spread_json(c.value),
+                "vs_baseline": spread_json(c.vs_baseline),
+                "vs_alone": spread_json(c.vs_alone),
+                "vs_kernel_twin": spread_json(c.vs_kernel_twin),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `elevator compare`: our schedulers and the kernel's on one device, round by round.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let extra = preflight(&args)?;
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -635,16 +831,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "elevator compare: {}; kernel {kernel_release}; laying it out",
         dev.describe
     );
-    let layout = Command::new("fio")
-        .args(["--name=layout", "--rw=write", "--bs=1m", "--direct=1"])
-        .args(["--ioengine=io_uring", "--iodepth=16", "--output=/dev/null"])
-        .arg(format!("--filename={}", dev.target.display()))
-        .arg(format!("--size={need}"))
-        .status()
-        .context("run fio to lay out the target")?;
-    if !layout.success() {
-        bail!("fio could not lay out {}", dev.target.display());
-    }
+    lay_out(&dev, need)?;
     let tgt = target::open(
         &dev.target,
         OpenSpec {
@@ -672,79 +859,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .filter(|s| s.config != Config::Alone || !workloads[s.workload].readers.is_empty())
         .collect();
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(steps.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg:40} [{bar:30}] {pos}/{len} runs, {elapsed} (eta {eta})",
-            )
-            .expect("a valid template")
-            .progress_chars("=> "),
-        );
-        b
-    });
-    let mut runs: Vec<Runs> = workloads.iter().map(|_| Runs::default()).collect();
-    let mut index = Vec::new();
-    for (i, step) in steps.iter().enumerate() {
-        let wl = &workloads[step.workload];
-        let what = format!(
-            "round {}/{} {} {}",
-            step.round + 1,
-            args.rounds,
-            wl.name,
-            step.config
-        );
-        match &bar {
-            Some(b) => b.set_message(what.clone()),
-            None => eprintln!("[{}/{}] {what}", i + 1, steps.len()),
-        }
-        let out = dir.join("runs").join(format!(
-            "r{}-{}-{}.json",
-            step.round + 1,
-            wl.name,
-            step.config.label()
-        ));
-        let v = match &step.config {
-            Config::Alone => {
-                dev.set_scheduler(&args.kernel[0])?;
-                run_fio(&dev, &wl.path, &wl.readers, &out)?
-            }
-            Config::Kernel(k) => {
-                dev.set_scheduler(k)?;
-                run_fio(&dev, &wl.path, &[], &out)?
-            }
-            Config::Frontier { sched, depth } => {
-                dev.set_scheduler(sched)?;
-                let (_, path) = wl
-                    .frontier
-                    .iter()
-                    .find(|(d, _)| d == depth)
-                    .with_context(|| format!("no job file for the writers at iodepth {depth}"))?;
-                run_fio(&dev, path, &[], &out)?
-            }
-            Config::Ours(s) => {
-                dev.set_scheduler("none")?;
-                ours.run(wl, s, step.round, &out)?
-            }
-        };
-        let f = figures(&v, &wl.file);
-        index.push(json!({
-            "round": step.round + 1,
-            "workload": wl.name,
-            "config": step.config.label(),
-            "json": out.strip_prefix(&dir).unwrap_or(&out).display().to_string(),
-            "figures": f.iter().map(|(k, f)| (k.clone(), json!({
-                "read_iops": f.read_iops, "read_lat_ms": f.read_lat_ms, "write_mb_s": f.write_mb_s
-            }))).collect::<serde_json::Map<_, _>>(),
-        }));
-        runs[step.workload].add(step.round, step.config.clone(), f);
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let (runs, index) = run_steps(&args, &dev, &ours, &workloads, &steps, &dir)?;
     let load_end = load_average();
 
     let baseline = Config::Kernel(args.kernel[0].clone());
@@ -790,76 +905,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .collect();
         let beyond = goal.beyond_frontier(&points, &wl.metrics);
         for row in &rows {
-            if let Config::Ours(s) = &row.config {
-                if registry::find(s).is_some_and(|i| i.name == "latency-guard") {
-                    let met = goal.met(row, &wl.metrics);
-                    let mut verdict = match (met, ceiling) {
-                        (true, _) => "met".to_string(),
-                        (false, None) => "NOT met".to_string(),
-                        (false, Some(x)) => format!(
-                            "NOT met, and out of reach on this device: the readers alone do \
-                             only {x:.1}x {} (median)",
-                            args.kernel[0]
-                        ),
-                    };
-                    if let (false, Some((light, heavy))) = (met, beyond) {
-                        let _ = write!(
-                            verdict,
-                            "; beyond this device's frontier: with the writers at iodepth \
-                             {light} they keep under {:.0}% and the readers get under {}x, and \
-                             at iodepth {heavy} the readers get less still",
-                            goal.write_frac * 100.0,
-                            goal.read_x
-                        );
-                    }
-                    for (_, f) in &points {
-                        let _ = write!(
-                            verdict,
-                            "; {}: {} ({})",
-                            f.config,
-                            if goal.reached_by(f, &wl.metrics) {
-                                "reaches it"
-                            } else {
-                                "does not reach it"
-                            },
-                            ratios_line(f, &wl.metrics)
-                        );
-                    }
-                    let _ = writeln!(
-                        text,
-                        "\n{}: goal (readers >= {}x {base}, writers >= {:.0}% of it, undominated, on medians): {verdict}",
-                        row.config,
-                        goal.read_x,
-                        goal.write_frac * 100.0,
-                        base = args.kernel[0],
-                    );
-                }
+            let guard = matches!(&row.config, Config::Ours(s)
+                if registry::find(s).is_some_and(|i| i.name == "latency-guard"));
+            if guard {
+                let base = &args.kernel[0];
+                let verdict = goal_verdict(&goal, row, wl, ceiling, beyond, &points, base);
+                let _ = writeln!(
+                    text,
+                    "\n{}: goal (readers >= {}x {base}, writers >= {:.0}% of it, undominated, on medians): {verdict}",
+                    row.config,
+                    goal.read_x,
+                    goal.write_frac * 100.0,
+                );
             }
         }
-        summary.push(json!({
-            "workload": wl.name,
-            "about": wl.about,
-            // The readers alone's ratio to the baseline where it is under the goal's.
-            "goal_out_of_reach": ceiling,
-            // The frontier's two points that put the goal out of reach: writers' iodepths.
-            "goal_beyond_frontier": beyond.map(|(light, heavy)| json!({"light": light, "heavy": heavy})),
-            // Whether each frontier point reaches the goal's figures (domination aside).
-            "frontier_reaches_goal": points.iter().map(|(_, f)| json!({
-                "config": f.config.label(),
-                "reaches_goal": goal.reached_by(f, &wl.metrics),
-            })).collect::<Vec<_>>(),
-            "rows": rows.iter().map(|row| json!({
-                "config": row.config.label(),
-                "dominated_by": row.dominated_by,
-                "metrics": wl.metrics.iter().zip(&row.cells).map(|(m, c)| json!({
-                    "metric": m.heading(),
-                    "value": spread_json(c.value),
-                    "vs_baseline": spread_json(c.vs_baseline),
-                    "vs_alone": spread_json(c.vs_alone),
-                    "vs_kernel_twin": spread_json(c.vs_kernel_twin),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        }));
+        summary.push(workload_json(wl, &rows, &goal, ceiling, beyond, &points));
     }
     print!("{text}");
     let summary = json!({
