@@ -115,12 +115,7 @@ pub fn write_cap(drive: &str) -> u64 {
 pub fn protection_text(drive: &str, control: Control) -> String {
     let mut s = format!(
         "name = \"io-control-protection\"\ndrive = \"{drive}\"\nseed = 1\n\
-         duration_s = {RUNTIME_S}\n{cache}\n[[group]]\npath = \"/interactive\"\n",
-        cache = if drive == "ibm18es" {
-            "write_cache = false\n"
-        } else {
-            ""
-        }
+         duration_s = {RUNTIME_S}\n\n[[group]]\npath = \"/interactive\"\n"
     );
     if control == Control::Latency {
         s.push_str(&format!("io_latency_us = {}\n", latency_target_us(drive)));
