@@ -673,7 +673,7 @@ impl Simulation {
         }
         if let Some(t) = self.blk.qos_timeout() {
             let t = t.max(now);
-            if self.qos_seen.map_or(true, |seen| t < seen) {
+            if !matches!(self.qos_seen, Some(seen) if seen <= t) {
                 self.qos_seen = Some(t);
                 self.push(t, Event::QosTimer);
             }

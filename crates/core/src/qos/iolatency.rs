@@ -351,20 +351,18 @@ impl IoLatency {
                 self.scale_cookie_change(g, true);
                 continue;
             }
-            if c.last_scale_event.is_none_or_older(now) {
+            if none_or_5s_old(c.last_scale_event, now) {
                 self.grps[g].child.scale_grp = None;
             }
         }
     }
 }
 
-trait OlderThan5s {
-    fn is_none_or_older(&self, now: Nanos) -> bool;
-}
-
-impl OlderThan5s for Option<Nanos> {
-    fn is_none_or_older(&self, now: Nanos) -> bool {
-        self.map_or(true, |t| now - t >= Nanos::from_secs(5))
+/// No scale event, or the last one 5 s or more before `now`.
+fn none_or_5s_old(last: Option<Nanos>, now: Nanos) -> bool {
+    match last {
+        None => true,
+        Some(t) => now - t >= Nanos::from_secs(5),
     }
 }
 
