@@ -65,6 +65,7 @@ pub mod latency_guard;
 pub mod linus;
 pub mod mq_deadline;
 pub mod noop;
+pub mod qos;
 pub mod registry;
 pub mod request;
 pub mod scheduler;

@@ -26,11 +26,12 @@
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 2 (best effort), 3 (idle) |
 //! | `randseed`, `norandommap` | number; flag |
-//! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
+//! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
 //! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself |
 //! | `write_iops_log`, `write_lat_log`, `write_bw_log`, `log_avg_msec` | accepted and ignored (no per-interval logs) |
+//! | `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`, `elevator_io_bfq_weight` | the job's group's cgroup v2 io files: `io.max` as written after MAJ:MIN (`rbps=1048576 wiops=100`), io.latency's target in microseconds, `io.weight` (1..=10000), `io.bfq.weight` (1..=1000) |
 //!
 //! Anything else (`verify`, `bssplit` ...) is an error naming the file, the line and the
 //! option.
@@ -90,6 +91,9 @@ pub struct FioJobDef {
     /// `cpus_allowed_policy=split`: each clone gets one CPU of `cpus_allowed` (see
     /// [`FioFile::clone_cpus`]); `false` (fio's `shared`, the default): all of them.
     pub cpus_split: bool,
+    /// `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`,
+    /// `elevator_io_bfq_weight`: the group's cgroup v2 io files (only those given are set).
+    pub io: elevator_core::group::IoSettings,
     /// The line each option was last set on, by the name of the [`FioJobConfig`] field it
     /// set (e.g. `thinktime_us` for `thinktime`), so a later error on a field can name the line.
     pub lines: BTreeMap<&'static str, usize>,
@@ -222,6 +226,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         weight: None,
         cpus_allowed: None,
         cpus_split: false,
+        io: Default::default(),
         lines: BTreeMap::new(),
     };
     let mut in_global = false;
@@ -688,6 +693,36 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         }
         "log_avg_msec" => {
             int::<u64>(o)?;
+            return Ok(());
+        }
+        "elevator_io_max" => {
+            def.io.max = elevator_core::group::IoMax::parse(need(o)?)?;
+            return Ok(());
+        }
+        "elevator_io_latency_us" => {
+            let us: u64 = int(o)?;
+            if us == 0 || us > 86_400_000_000 {
+                return Err(format!(
+                    "{us} is not a target in 1..=86400000000 microseconds"
+                ));
+            }
+            def.io.latency_target = Some(elevator_core::Nanos::from_us(us));
+            return Ok(());
+        }
+        "elevator_io_weight" => {
+            let w: u32 = int(o)?;
+            if !(1..=10_000).contains(&w) {
+                return Err(format!("{w} is not an io.weight in 1..=10000"));
+            }
+            def.io.weight = Some(w);
+            return Ok(());
+        }
+        "elevator_io_bfq_weight" => {
+            let w: u32 = int(o)?;
+            if !(1..=1000).contains(&w) {
+                return Err(format!("{w} is not an io.bfq.weight in 1..=1000"));
+            }
+            def.io.bfq_weight = Some(w);
             return Ok(());
         }
         other => {
