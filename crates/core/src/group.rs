@@ -3,9 +3,119 @@
 //! Groups are named by path (`/`, `/a`, `/a/b`) as a cgroup mount would show them. A weight of
 //! `None` means "the policy's default" (500 for CFQ's blkio.weight, 100 for BFQ's io.weight),
 //! so one scenario can run under policies with different weight scales.
+//!
+//! Each group also carries the cgroup v2 io controller's files ([`IoSettings`]): `io.weight`
+//! (io.cost's weight), `io.bfq.weight`, `io.latency`'s target and `io.max`; and the tree
+//! carries the device-level `io.cost.model` and `io.cost.qos` lines ([`IoCostDevice`]). The
+//! controllers at the block layer's rq_qos position are built from them by
+//! [`crate::qos::chain`].
 
 use crate::request::GroupId;
+use crate::time::Nanos;
 use std::fmt;
+
+/// A group's `io.max` (blk-throttle): a limit per direction in bytes and in I/Os per second;
+/// `None` is `max` (no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoMax {
+    /// `rbps`: read bytes per second.
+    pub rbps: Option<u64>,
+    /// `wbps`: write bytes per second.
+    pub wbps: Option<u64>,
+    /// `riops`: read I/Os per second.
+    pub riops: Option<u32>,
+    /// `wiops`: write I/Os per second.
+    pub wiops: Option<u32>,
+}
+
+impl IoMax {
+    /// Whether every limit is `max`.
+    pub fn is_unlimited(&self) -> bool {
+        *self == IoMax::default()
+    }
+
+    /// Parse the keys of an `io.max` line as a user writes them after `MAJ:MIN`:
+    /// `rbps=2097152 wiops=120 wbps=max`. Keys not given stay `max`. The error names the key.
+    pub fn parse(line: &str) -> Result<IoMax, String> {
+        let mut m = IoMax::default();
+        for tok in line.split_whitespace() {
+            let (k, v) = tok
+                .split_once('=')
+                .ok_or_else(|| format!("{tok:?} is not KEY=VALUE (rbps, wbps, riops, wiops)"))?;
+            let num = |v: &str| -> Result<Option<u64>, String> {
+                if v == "max" {
+                    return Ok(None);
+                }
+                match v.parse::<u64>() {
+                    Ok(0) => Err(format!("{k}=0: a limit is at least 1 (or max)")),
+                    Ok(n) => Ok(Some(n)),
+                    Err(_) => Err(format!("{k}={v:?} is not a number or max")),
+                }
+            };
+            match k {
+                "rbps" => m.rbps = num(v)?,
+                "wbps" => m.wbps = num(v)?,
+                "riops" | "wiops" => {
+                    let n = num(v)?
+                        .map(|n| u32::try_from(n).map_err(|_| format!("{k}={n} is too large")))
+                        .transpose()?;
+                    if k == "riops" {
+                        m.riops = n;
+                    } else {
+                        m.wiops = n;
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown io.max key {k:?} (rbps, wbps, riops, wiops)"
+                    ))
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+impl fmt::Display for IoMax {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = |x: Option<u64>| x.map_or("max".to_string(), |n| n.to_string());
+        write!(
+            f,
+            "rbps={} wbps={} riops={} wiops={}",
+            v(self.rbps),
+            v(self.wbps),
+            v(self.riops.map(u64::from)),
+            v(self.wiops.map(u64::from))
+        )
+    }
+}
+
+/// A group's cgroup v2 io controller files. Every field `None` (or `max`) by default: no
+/// controller acts on the group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoSettings {
+    /// `io.weight` (1..=10000; the kernel's default 100): the group's weight under io.cost
+    /// (`io.cost.weight` in the kernel's documentation).
+    pub weight: Option<u32>,
+    /// `io.bfq.weight` (1..=1000): bfq's weight for the group; when set, bfq takes it over
+    /// [`Group::weight`].
+    pub bfq_weight: Option<u32>,
+    /// `io.latency`'s `target`: the completion latency the group is to be kept under.
+    pub latency_target: Option<Nanos>,
+    /// `io.max`.
+    pub max: IoMax,
+}
+
+/// The device-level io.cost lines (`/sys/fs/cgroup/io.cost.model` and `io.cost.qos`), as the
+/// user would write them after `MAJ:MIN`; `None`: the kernel's built-in model and QoS
+/// defaults. Kept as text here; io.cost parses them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoCostDevice {
+    /// `io.cost.model`, e.g. `ctrl=user model=linear rbps=... rseqiops=...`.
+    pub model: Option<String>,
+    /// `io.cost.qos`, e.g. `enable=1 ctrl=user rpct=95 rlat=5000 ... min=50 max=150`.
+    pub qos: Option<String>,
+}
 
 /// One group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,8 +124,12 @@ pub struct Group {
     pub path: String,
     /// The parent; `None` only for the root.
     pub parent: Option<GroupId>,
-    /// The weight asked for, or `None` for the policy's default.
+    /// The weight asked for, or `None` for the policy's default: the scheduler's weight
+    /// (CFQ's `blkio.weight`, bfq's `io.bfq.weight` unless [`IoSettings::bfq_weight`] is set,
+    /// ioband's share).
     pub weight: Option<u32>,
+    /// The cgroup v2 io controller's files for this group.
+    pub io: IoSettings,
 }
 
 /// A group path could not be added.
@@ -39,6 +153,7 @@ impl std::error::Error for GroupError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupTree {
     groups: Vec<Group>,
+    io_cost: IoCostDevice,
 }
 
 impl Default for GroupTree {
@@ -55,7 +170,9 @@ impl GroupTree {
                 path: "/".to_string(),
                 parent: None,
                 weight: None,
+                io: IoSettings::default(),
             }],
+            io_cost: IoCostDevice::default(),
         }
     }
 
@@ -84,6 +201,7 @@ impl GroupTree {
                         path: full.clone(),
                         parent: Some(id),
                         weight: None,
+                        io: IoSettings::default(),
                     });
                     GroupId(self.groups.len() as u32 - 1)
                 }
@@ -93,6 +211,44 @@ impl GroupTree {
             self.groups[id.0 as usize].weight = weight;
         }
         Ok(id)
+    }
+
+    /// Set the io controller files of group `id`. Panics on an id this tree did not hand out.
+    pub fn set_io(&mut self, id: GroupId, io: IoSettings) {
+        self.groups[id.0 as usize].io = io;
+    }
+
+    /// The io controller files of group `id`, to change some of them.
+    pub fn io_mut(&mut self, id: GroupId) -> &mut IoSettings {
+        &mut self.groups[id.0 as usize].io
+    }
+
+    /// The device-level io.cost lines.
+    pub fn io_cost(&self) -> &IoCostDevice {
+        &self.io_cost
+    }
+
+    /// Set the device-level io.cost lines.
+    pub fn set_io_cost(&mut self, io_cost: IoCostDevice) {
+        self.io_cost = io_cost;
+    }
+
+    /// Whether any group asks for a controller at the rq_qos position (io.max, io.latency,
+    /// io.weight) or the device has io.cost lines.
+    pub fn has_io_control(&self) -> bool {
+        self.io_cost != IoCostDevice::default()
+            || self.groups.iter().any(|g| {
+                !g.io.max.is_unlimited() || g.io.latency_target.is_some() || g.io.weight.is_some()
+            })
+    }
+
+    /// The children of `id`, in the order they were added.
+    pub fn children(&self, id: GroupId) -> impl Iterator<Item = GroupId> + '_ {
+        self.groups
+            .iter()
+            .enumerate()
+            .filter(move |(_, g)| g.parent == Some(id))
+            .map(|(i, _)| GroupId(i as u32))
     }
 
     /// The group at `path`, if present.
@@ -160,6 +316,37 @@ mod tests {
         assert_eq!(t.add("/a/b/", None).unwrap(), b);
         assert_eq!(t.weight_or(b, 500), 200);
         assert_eq!(t.weight_or(a, 500), 500);
+    }
+
+    #[test]
+    fn io_max_lines_parse_as_the_kernel_writes_them() {
+        let m = IoMax::parse("rbps=2097152 wiops=120 wbps=max").unwrap();
+        assert_eq!(
+            m,
+            IoMax {
+                rbps: Some(2_097_152),
+                wbps: None,
+                riops: None,
+                wiops: Some(120)
+            }
+        );
+        assert_eq!(m.to_string(), "rbps=2097152 wbps=max riops=max wiops=120");
+        assert_eq!(IoMax::parse(&m.to_string()).unwrap(), m);
+        assert!(IoMax::parse("rbps=0").unwrap_err().contains("rbps"));
+        assert!(IoMax::parse("xbps=1").unwrap_err().contains("xbps"));
+        assert!(IoMax::parse("riops=fast").unwrap_err().contains("riops"));
+        assert!(IoMax::parse("riops=99999999999").is_err());
+        assert!(IoMax::parse("").unwrap().is_unlimited());
+    }
+
+    #[test]
+    fn io_settings_mark_the_tree_as_controlled() {
+        let mut t = GroupTree::new();
+        let a = t.add("/a", Some(300)).unwrap();
+        assert!(!t.has_io_control());
+        t.io_mut(a).latency_target = Some(Nanos::from_ms(5));
+        assert!(t.has_io_control());
+        assert_eq!(t.children(GroupId::ROOT).collect::<Vec<_>>(), vec![a]);
     }
 
     #[test]

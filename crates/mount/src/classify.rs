@@ -56,6 +56,9 @@ pub struct GroupRule {
     pub path: String,
     /// The group's weight in the scheduler's scale, or its default.
     pub weight: Option<u32>,
+    /// The group's cgroup v2 io files (io.max, io.latency, io.weight, io.bfq.weight); the
+    /// `--group` syntax sets none of them yet.
+    pub io: elevator_core::group::IoSettings,
 }
 
 /// A `--group` argument could not be parsed.
@@ -103,6 +106,7 @@ impl std::str::FromStr for GroupRule {
             comm: comm.to_string(),
             path: path.to_string(),
             weight,
+            io: Default::default(),
         })
     }
 }
@@ -237,8 +241,12 @@ impl Classifier {
     pub fn new(mode: GroupMode, rules: Vec<GroupRule>) -> Result<Classifier, String> {
         let mut tree = GroupTree::new();
         for r in &rules {
-            tree.add(&r.path, r.weight).map_err(|e| e.to_string())?;
+            let id = tree.add(&r.path, r.weight).map_err(|e| e.to_string())?;
+            if r.io != Default::default() {
+                *tree.io_mut(id) = r.io.clone();
+            }
         }
+        elevator_core::qos::validate(&tree).map_err(|e| e.to_string())?;
         Ok(Classifier {
             mode,
             rules,
@@ -365,7 +373,8 @@ mod tests {
             GroupRule {
                 comm: "dd".into(),
                 path: "/writer".into(),
-                weight: Some(100)
+                weight: Some(100),
+                io: Default::default(),
             }
         );
         let r: GroupRule = "tar=/a/b".parse().unwrap();
@@ -417,6 +426,7 @@ mod tests {
             comm: comm.trim().to_string(),
             path: "/mine".into(),
             weight: Some(300),
+            io: Default::default(),
         };
         let c = Classifier::new(GroupMode::Root, vec![rule]).unwrap();
         let tid = unsafe { libc::gettid() } as u32;

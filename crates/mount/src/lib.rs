@@ -175,6 +175,8 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     let build = control::factory(info, settings.clone(), classifier.tree());
     let opts = EngineOptions {
         request_log: cfg.request_log,
+        groups: classifier.tree(),
+        non_rotational: rotational == Some(false),
         ..EngineOptions::default()
     };
     let engine = Engine::start(build, opts).map_err(MountError::Start)?;

@@ -112,6 +112,12 @@ pub struct RunOptions {
     /// Poll jobs woken at the same instant in the order they were given (as the simulator
     /// does) instead of by the seeded draw: for runs compared call by call with the simulator.
     pub ties_in_job_order: bool,
+    /// The group tree the jobs' groups come from: the io controllers its groups configure
+    /// (io.max, io.latency, io.cost) are installed at the block layer's rq_qos position
+    /// ([`elevator_core::qos::chain`]). The root alone (the default): none.
+    pub groups: elevator_core::GroupTree,
+    /// Whether the target is non-rotational (an SSD), for the io controllers.
+    pub non_rotational: bool,
 }
 
 /// Where the executor's time comes from: the monotonic clock ([`MonotonicClock`]) in a real
@@ -460,10 +466,18 @@ impl<'a, B: Backend> Executor<'a, B> {
             Some(m) => limits.max_sectors(m),
             None => limits,
         };
+        let mut blk = BlockLayer::new(sched, limits);
+        blk.set_qos(elevator_core::qos::chain(
+            &opts.groups,
+            &elevator_core::qos::QosDevice {
+                non_rotational: opts.non_rotational,
+                queue_depth: limits.queue_depth,
+            },
+        ));
         Executor {
             written: opts.verify.then(|| WrittenMap::new(size)),
             backend,
-            blk: BlockLayer::new(sched, limits),
+            blk,
             opts,
             clock,
             slots,

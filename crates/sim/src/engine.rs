@@ -34,6 +34,7 @@ use std::num::NonZeroU32;
 use rustc_hash::FxHashMap;
 
 use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
+use elevator_core::qos::QosDevice;
 use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace_out::IoObserver;
@@ -227,6 +228,8 @@ enum Event {
     Submit {
         key: u64,
     },
+    /// The rq_qos controllers' timer ([`BlockLayer::qos_timeout`]).
+    QosTimer,
 }
 
 struct JobState {
@@ -255,6 +258,8 @@ pub struct Simulation {
     ctx_ids: FxHashMap<(u32, u32), (CtxId, bool)>,
     /// The generation of the scheduler's idle timer last scheduled as an event.
     timer_seen: u64,
+    /// The rq_qos controllers' time last scheduled as an event.
+    qos_seen: Option<Nanos>,
     /// Bios the last completion finished (kept to reuse its allocation).
     done: Vec<Done<(u32, u64)>>,
     busy_since: Option<Nanos>,
@@ -280,19 +285,30 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// A simulation of `device` under `sched`. `groups` names the groups jobs belong to.
+    /// A simulation of `device` under `sched`. `groups` names the groups jobs belong to; the
+    /// io controllers its groups configure (io.max, io.latency, io.cost) are installed at the
+    /// block layer's rq_qos position ([`elevator_core::qos::chain`]).
     pub fn new(device: Box<dyn Device>, sched: Box<dyn Scheduler>, groups: GroupTree) -> Self {
         let limits = Limits::depth(device.depth());
+        let mut blk = BlockLayer::new(sched, limits);
+        blk.set_qos(elevator_core::qos::chain(
+            &groups,
+            &QosDevice {
+                non_rotational: device.non_rotational(),
+                queue_depth: device.depth(),
+            },
+        ));
         Simulation {
             now: Nanos::ZERO,
             device,
-            blk: BlockLayer::new(sched, limits),
+            blk,
             groups,
             jobs: Vec::new(),
             events: BinaryHeap::new(),
             seq: 0,
             ctx_ids: FxHashMap::default(),
             timer_seen: 0,
+            qos_seen: None,
             done: Vec::new(),
             busy_since: None,
             stats: DeviceStats::default(),
@@ -417,6 +433,12 @@ impl Simulation {
             match ev {
                 Event::Complete { id } => self.handle_completion(id),
                 Event::SchedTimer { gen } => self.blk.handle_timer(gen),
+                Event::QosTimer => {
+                    if self.qos_seen.is_some_and(|t| t <= self.now) {
+                        self.qos_seen = None;
+                    }
+                    self.blk.handle_qos_timeout(self.now);
+                }
                 Event::JobWake { job, gen } => {
                     let j = &mut self.jobs[job as usize];
                     if j.wake_gen == gen && !j.done && j.phase <= self.phase {
@@ -647,6 +669,13 @@ impl Simulation {
             if gen != self.timer_seen {
                 self.timer_seen = gen;
                 self.push(until.max(now), Event::SchedTimer { gen });
+            }
+        }
+        if let Some(t) = self.blk.qos_timeout() {
+            let t = t.max(now);
+            if self.qos_seen.map_or(true, |seen| t < seen) {
+                self.qos_seen = Some(t);
+                self.push(t, Event::QosTimer);
             }
         }
     }

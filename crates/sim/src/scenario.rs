@@ -12,8 +12,15 @@
 //!                              # after the drive finishes it (default 0)
 //!
 //! [[group]]
-//! path = "/a"
-//! weight = 500                 # omitted: the policy's default
+//! path = "/a"                  # nested groups: "/a/b" (missing parents are created)
+//! weight = 500                 # omitted: the policy's default (blkio.weight under cfq)
+//! io_weight = 100              # cgroup v2 io.weight (io.cost), 1..=10000
+//! io_bfq_weight = 100          # io.bfq.weight (bfq; over `weight`), 1..=1000
+//! io_latency_us = 5000         # io.latency target=, microseconds
+//! io_max = "rbps=2097152 wiops=120"  # io.max, as written after MAJ:MIN ("max" = no limit)
+//!
+//! io_cost_model = "ctrl=user model=linear rbps=..."  # optional, device-level io.cost.model
+//! io_cost_qos = "enable=1 ctrl=user rpct=95 ..."     # optional, device-level io.cost.qos
 //!
 //! [tunables.anticipatory]      # per-policy tunables, sysfs names
 //! antic_expire = 6
@@ -35,6 +42,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use elevator_core::group::{IoCostDevice, IoMax};
 use elevator_core::{
     registry, GroupId, GroupTree, IoClass, IoPrio, Nanos, Scheduler, Settings, TunableError,
 };
@@ -61,6 +69,8 @@ struct ScenarioFile {
     write_cache: Option<toml::Value>,
     #[serde(default, rename = "group")]
     groups: Vec<GroupEntry>,
+    io_cost_model: Option<String>,
+    io_cost_qos: Option<String>,
     #[serde(default)]
     tunables: BTreeMap<String, BTreeMap<String, i64>>,
     #[serde(rename = "job")]
@@ -84,6 +94,10 @@ fn default_seed() -> u64 {
 struct GroupEntry {
     path: String,
     weight: Option<u32>,
+    io_weight: Option<u32>,
+    io_bfq_weight: Option<u32>,
+    io_latency_us: Option<f64>,
+    io_max: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,12 +282,54 @@ impl Scenario {
                     format!("group {:?}: a weight is at least 1", short(&g.path)),
                 ));
             }
-            groups.add(&g.path, g.weight).map_err(|e| {
+            let id = groups.add(&g.path, g.weight).map_err(|e| {
                 err(
                     line_of("path", &g.path),
                     Some("group.path".into()),
                     e.to_string(),
                 )
+            })?;
+            let at = line_of("path", &g.path);
+            let field_err = |key: &str, message: String| {
+                err(
+                    at.and_then(|l| find_in_table(text, l, key)).or(at),
+                    Some(format!("group.{key}")),
+                    format!("group {:?}: {message}", short(&g.path)),
+                )
+            };
+            let io = groups.io_mut(id);
+            io.weight = g.io_weight;
+            io.bfq_weight = g.io_bfq_weight;
+            if let Some(us) = g.io_latency_us {
+                if !(us > 0.0 && us <= MAX_SIMULATED_S * 1e6) {
+                    return Err(field_err(
+                        "io_latency_us",
+                        format!("{us} is not a target in (0, {:e}] microseconds", MAX_SIMULATED_S * 1e6),
+                    ));
+                }
+                io.latency_target = Some(Nanos::from_secs_f64(us / 1e6));
+            }
+            if let Some(m) = &g.io_max {
+                io.max = IoMax::parse(m).map_err(|e| field_err("io_max", e))?;
+            }
+            if let Err(e) = elevator_core::qos::validate(&groups) {
+                let key = match e.field {
+                    "io.weight" => "io_weight",
+                    "io.bfq.weight" => "io_bfq_weight",
+                    "io.latency" => "io_latency_us",
+                    _ => "io_max",
+                };
+                return Err(field_err(key, format!("{}: {}", e.field, e.reason)));
+            }
+        }
+        if file.io_cost_model.is_some() || file.io_cost_qos.is_some() {
+            groups.set_io_cost(IoCostDevice {
+                model: file.io_cost_model.clone(),
+                qos: file.io_cost_qos.clone(),
+            });
+            elevator_core::qos::validate(&groups).map_err(|e| {
+                let key = if e.field == "io.cost.model" { "io_cost_model" } else { "io_cost_qos" };
+                err(find_line(text, key, ""), Some(key.into()), e.to_string())
             })?;
         }
 
@@ -624,6 +680,37 @@ mod setting_tests {
         assert_eq!(with("wakeup_us = 25").unwrap().wakeup, Nanos::from_us(25));
         assert_eq!(with("wakeup_us = 0.5").unwrap().wakeup, Nanos(500));
         assert_eq!(with("").unwrap().wakeup, Nanos::ZERO);
+    }
+
+    /// A scenario with one group table holding `line` (say `io_max = "rbps=1"`).
+    fn with_group(line: &str) -> Result<Scenario, InputError> {
+        let text = format!(
+            "drive = \"laptop-4200\"\n\n[[group]]\npath = \"/a/b\"\n{line}\n\n[[job]]\nname = \"r\"\nkind = \"dependent-reader\"\ngroup = \"/a/b\"\n"
+        );
+        Scenario::parse(&text, "s.toml", None)
+    }
+
+    #[test]
+    fn group_io_files_are_read_into_the_tree() {
+        let s = with_group("io_max = \"rbps=1048576 wiops=50\"\nio_latency_us = 2500\nio_weight = 300\nio_bfq_weight = 200").unwrap();
+        let b = s.groups.lookup("/a/b").unwrap();
+        let io = &s.groups.get(b).io;
+        assert_eq!(io.max.rbps, Some(1_048_576));
+        assert_eq!(io.max.wiops, Some(50));
+        assert_eq!(io.latency_target, Some(Nanos::from_us(2500)));
+        assert_eq!((io.weight, io.bfq_weight), (Some(300), Some(200)));
+        assert!(s.groups.has_io_control());
+    }
+
+    #[test]
+    fn a_bad_io_max_names_file_line_and_field() {
+        let e = with_group("io_max = \"rbps=fast\"").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "group.io_max"));
+        assert!(e.to_string().contains("rbps"), "{e}");
+        let e = with_group("io_weight = 0").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "group.io_weight"));
+        let e = with_group("io_latency_us = -1").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "group.io_latency_us"));
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 2 (best effort), 3 (idle) |
 //! | `randseed`, `norandommap` | number; flag |
-//! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
+//! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
+//! | `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`, `elevator_io_bfq_weight` | the job's group's cgroup v2 io files: `io.max` as written after MAJ:MIN (`rbps=1048576 wiops=100`), io.latency's target in microseconds, `io.weight` (1..=10000), `io.bfq.weight` (1..=1000) |
 //!
 //! Anything else (`group_reporting`, `verify`, `bssplit` ...) is an error naming the file, the
 //! line and the option.
@@ -81,6 +82,9 @@ pub struct FioJobDef {
     pub cgroup: Option<String>,
     /// `elevator_weight`: the group's weight (default: the scheduler's default).
     pub weight: Option<u32>,
+    /// `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`,
+    /// `elevator_io_bfq_weight`: the group's cgroup v2 io files (only those given are set).
+    pub io: elevator_core::group::IoSettings,
     /// The line each option was last set on, by the name of the [`FioJobConfig`] field it
     /// set (e.g. `thinktime_us` for `thinktime`), so a later error on a field can name the line.
     pub lines: BTreeMap<&'static str, usize>,
@@ -188,6 +192,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         prio: IoPrio::default(),
         cgroup: None,
         weight: None,
+        io: Default::default(),
         lines: BTreeMap::new(),
     };
     let mut in_global = false;
@@ -594,6 +599,34 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 return Err("a weight is at least 1".into());
             }
             def.weight = Some(w);
+            return Ok(());
+        }
+        "elevator_io_max" => {
+            def.io.max = elevator_core::group::IoMax::parse(need(o)?)?;
+            return Ok(());
+        }
+        "elevator_io_latency_us" => {
+            let us: u64 = int(o)?;
+            if us == 0 || us > 86_400_000_000 {
+                return Err(format!("{us} is not a target in 1..=86400000000 microseconds"));
+            }
+            def.io.latency_target = Some(elevator_core::Nanos::from_us(us));
+            return Ok(());
+        }
+        "elevator_io_weight" => {
+            let w: u32 = int(o)?;
+            if !(1..=10_000).contains(&w) {
+                return Err(format!("{w} is not an io.weight in 1..=10000"));
+            }
+            def.io.weight = Some(w);
+            return Ok(());
+        }
+        "elevator_io_bfq_weight" => {
+            let w: u32 = int(o)?;
+            if !(1..=1000).contains(&w) {
+                return Err(format!("{w} is not an io.bfq.weight in 1..=1000"));
+            }
+            def.io.bfq_weight = Some(w);
             return Ok(());
         }
         other => {

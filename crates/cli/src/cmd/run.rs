@@ -116,15 +116,27 @@ pub(crate) fn build_jobs(
                 .into());
         }
         let group = match &def.cgroup {
-            Some(path) => groups
-                .add(path, def.weight)
-                .map_err(|e| file.job_error(def, "", e))?,
-            None if def.weight.is_some() => {
+            Some(path) => {
+                let id = groups
+                    .add(path, def.weight)
+                    .map_err(|e| file.job_error(def, "", e))?;
+                // Only the files this job sets; another job of the group may set the others.
+                let io = groups.io_mut(id);
+                let given = &def.io;
+                if !given.max.is_unlimited() {
+                    io.max = given.max;
+                }
+                io.latency_target = given.latency_target.or(io.latency_target);
+                io.weight = given.weight.or(io.weight);
+                io.bfq_weight = given.bfq_weight.or(io.bfq_weight);
+                id
+            }
+            None if def.weight.is_some() || def.io != Default::default() => {
                 return Err(file
                     .job_error(
                         def,
                         "",
-                        "elevator_weight needs elevator_cgroup (the root's weight is fixed)",
+                        "elevator_weight and elevator_io_* need elevator_cgroup (the root's weight and io files are fixed)",
                     )
                     .into())
             }
@@ -485,6 +497,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 || page.is_on(),
             progress: None,
             ties_in_job_order: false,
+            groups: groups.clone(),
+            non_rotational: rotational == Some(false),
         };
         let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
         let opts = RunOptions {

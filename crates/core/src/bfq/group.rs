@@ -40,7 +40,7 @@ pub(super) fn build(wf: &mut Wf2q, tree: &GroupTree) -> Result<Vec<GroupState>, 
         let sd = match g.parent {
             None => 0,
             Some(p) => {
-                let w = g.weight.unwrap_or(DEFAULT_GROUP_WEIGHT);
+                let w = g.io.bfq_weight.or(g.weight).unwrap_or(DEFAULT_GROUP_WEIGHT);
                 if !(GROUP_WEIGHT_RANGE.0..=GROUP_WEIGHT_RANGE.1).contains(&w) {
                     return Err(TunableError::Invalid {
                         reason: format!(

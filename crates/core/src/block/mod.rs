@@ -27,8 +27,12 @@
 //! 3. [`handle_complete`](BlockLayer::handle_complete) when the device finishes a request; the
 //!    bios it completes are appended to the caller's vector as [`Done`]s.
 //! 4. [`poll_timeout`](BlockLayer::poll_timeout): when to come back if nothing else happens
-//!    (the scheduler's `Idle { until }`: anticipation, slice idling; or a throttled bio's
-//!    release); then [`handle_timeout`](BlockLayer::handle_timeout).
+//!    (the scheduler's `Idle { until }`: anticipation, slice idling; or a controller's timer:
+//!    a throttled bio's release, io.latency's window); then
+//!    [`handle_timeout`](BlockLayer::handle_timeout). A discrete-event driver may instead
+//!    follow the scheduler's timer by generation ([`timer`](BlockLayer::timer) /
+//!    [`handle_timer`](BlockLayer::handle_timer)) and the controllers' by
+//!    [`qos_timeout`](BlockLayer::qos_timeout) / [`handle_qos_timeout`](BlockLayer::handle_qos_timeout).
 //!
 //! After any `handle_*` the driver calls `poll_dispatch` again. [`handle_exit`](BlockLayer::handle_exit)
 //! tells the scheduler that a process exited; [`handle_requeue`](BlockLayer::handle_requeue)
@@ -90,7 +94,7 @@ use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 
 pub use observe::{Event, Observer};
-pub use qos::{Admit, QosChain, QosHook};
+pub use qos::{Admit, BioEnd, QosChain, QosHook};
 pub use stat::{DirStat, DiskStat};
 
 /// sysfs `nomerges`: which merges the layer attempts.
@@ -260,6 +264,9 @@ pub struct Segment<T> {
     pub sectors: u32,
     submitted: Nanos,
     ctx: CtxId,
+    group: GroupId,
+    /// The bio's key at the rq_qos hooks.
+    key: u64,
     queued: u32,
     merged: bool,
     /// For a piece of a split bio: the key of its bio in [`BlockLayer::splits`].
@@ -300,12 +307,20 @@ struct Split {
     failed: bool,
 }
 
-/// A bio held by a hook of the [`QosChain`].
+/// A bio a hook of the [`QosChain`] asked to be asked about again ([`Admit::Wait`]).
 struct Throttled<T> {
     bio: Bio,
     token: T,
+    key: u64,
     hook: usize,
     until: Nanos,
+}
+
+/// A bio a hook keeps in its own queue ([`Admit::Hold`]) until it releases its key.
+struct Held<T> {
+    bio: Bio,
+    token: T,
+    hook: usize,
 }
 
 /// A pending scheduler switch ([`BlockLayer::switch_scheduler`]).
@@ -343,6 +358,8 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     stat: DiskStat,
     qos: QosChain,
     throttled: Vec<Throttled<T>>,
+    held: FxHashMap<u64, Held<T>>,
+    next_key: u64,
     switch: Option<Switch<S, T>>,
     observer: Option<Box<dyn Observer>>,
 }
@@ -365,6 +382,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             stat: DiskStat::default(),
             qos: QosChain::default(),
             throttled: Vec::new(),
+            held: FxHashMap::default(),
+            next_key: 0,
             switch: None,
             observer: None,
         }
@@ -395,6 +414,16 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// Add a controller at the end of the rq_qos chain.
     pub fn add_qos(&mut self, hook: Box<dyn QosHook>) {
         self.qos.push(hook);
+    }
+
+    /// Append every controller of `chain` (e.g. [`crate::qos::chain`]'s) to the rq_qos chain.
+    pub fn set_qos(&mut self, chain: QosChain) {
+        self.qos.append(chain);
+    }
+
+    /// The rq_qos chain.
+    pub fn qos(&self) -> &QosChain {
+        &self.qos
     }
 
     /// Report every request's life to `observer`.
@@ -440,6 +469,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.sched.queued()
             + self.requeued.len()
             + self.throttled.len()
+            + self.held.len()
             + self.switch.as_ref().map_or(0, |s| s.held.len())
     }
 
@@ -457,11 +487,33 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// When to call [`handle_timeout`](Self::handle_timeout) if nothing else happens first.
     /// Changed by every `handle_*` and `poll_dispatch`.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        let throttled = self.throttled.iter().map(|t| t.until).min();
-        match (self.timer, throttled) {
+        match (self.timer, self.qos_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// When the rq_qos controllers next need [`handle_qos_timeout`](Self::handle_qos_timeout):
+    /// the earliest of a waiting bio's time and the hooks' timers.
+    pub fn qos_timeout(&self) -> Option<Nanos> {
+        let throttled = self.throttled.iter().map(|t| t.until).min();
+        match (throttled, self.qos.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time reached `now` for the rq_qos controllers: fire the hooks' due timers, ask again
+    /// about the bios whose wait is over, and take what the hooks release.
+    pub fn handle_qos_timeout(&mut self, now: Nanos) {
+        if self.qos.is_empty() {
+            return;
+        }
+        self.qos.handle_timeout(now);
+        if self.throttled.iter().any(|t| now >= t.until) {
+            self.release_throttled(now, false);
+        }
+        self.release_held(now);
     }
 
     /// The scheduler's armed idle timer and its generation: a new generation each time the
@@ -485,9 +537,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.timer = None;
             self.kick = true;
         }
-        if self.throttled.iter().any(|t| now >= t.until) {
-            self.release_throttled(now, false);
-        }
+        self.handle_qos_timeout(now);
     }
 
     /// Process `ctx` exited: it will issue nothing more.
@@ -506,19 +556,48 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             sw.held.push_back((bio, token));
             return;
         }
-        if !self.qos.is_empty() {
-            let rq = bio.request(now);
-            if let Err((hook, until)) = self.qos.throttle(0, &rq, now) {
-                self.throttled.push(Throttled {
-                    bio,
-                    token,
-                    hook,
-                    until,
-                });
-                return;
+        if self.qos.is_empty() {
+            self.queue(bio, token, 0, now);
+            return;
+        }
+        self.next_key += 1;
+        let key = self.next_key;
+        self.offer(bio, token, key, 0, now);
+        self.release_held(now);
+    }
+
+    /// Ask the hooks from `from` on about `bio`; queue it if they all let it through.
+    fn offer(&mut self, bio: Bio, token: T, key: u64, from: usize, now: Nanos) {
+        let mut rq = bio.request(now);
+        rq.id = RequestId(key);
+        match self.qos.throttle(from, &rq, now) {
+            qos::Verdict::Pass => self.queue(bio, token, key, now),
+            qos::Verdict::Wait(hook, until) => self.throttled.push(Throttled {
+                bio,
+                token,
+                key,
+                hook,
+                until,
+            }),
+            qos::Verdict::Hold(hook) => {
+                self.held.insert(key, Held { bio, token, hook });
             }
         }
-        self.queue(bio, token, now);
+    }
+
+    /// Take the keys each hook releases and offer those bios to the hooks after it.
+    fn release_held(&mut self, now: Nanos) {
+        if self.held.is_empty() {
+            return;
+        }
+        for i in 0..self.qos.len() {
+            while let Some(key) = self.qos.poll_release(i, now) {
+                if let Some(h) = self.held.remove(&key) {
+                    debug_assert_eq!(h.hook, i, "a hook released a bio it did not hold");
+                    self.offer(h.bio, h.token, key, i + 1, now);
+                }
+            }
+        }
     }
 
     /// Offer held bios to their hooks again (all after a completion, else those due).
@@ -530,24 +609,36 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 continue;
             }
             let t = &self.throttled[i];
-            let rq = t.bio.request(now);
+            let mut rq = t.bio.request(now);
+            rq.id = RequestId(t.key);
             match self.qos.throttle(t.hook, &rq, now) {
-                Ok(()) => {
+                qos::Verdict::Pass => {
                     let t = self.throttled.remove(i);
-                    self.queue(t.bio, t.token, now);
+                    self.queue(t.bio, t.token, t.key, now);
                 }
-                Err((hook, until)) => {
+                qos::Verdict::Wait(hook, until) => {
                     let t = &mut self.throttled[i];
                     t.hook = hook;
                     t.until = until;
                     i += 1;
+                }
+                qos::Verdict::Hold(hook) => {
+                    let t = self.throttled.remove(i);
+                    self.held.insert(
+                        t.key,
+                        Held {
+                            bio: t.bio,
+                            token: t.token,
+                            hook,
+                        },
+                    );
                 }
             }
         }
     }
 
     /// Past the controllers: split, merge or insert.
-    fn queue(&mut self, bio: Bio, token: T, now: Nanos) {
+    fn queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) {
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = match (self.sched.max_request_sectors(), self.limits.max_sectors) {
@@ -555,7 +646,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             (a, b) => a.or(b),
         };
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
-            self.queue_split(rq, token, max, now);
+            self.queue_split(rq, token, key, max, now);
             return;
         }
         self.next_id += 1;
@@ -590,20 +681,22 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 sectors: rq.sectors,
                 submitted: rq.submitted,
                 ctx: rq.ctx,
+                group: rq.group,
+                key,
                 queued,
                 merged: true,
                 split: None,
             });
             self.counters.merged += 1;
         } else {
-            self.insert(rq, token, None, now);
+            self.insert(rq, token, key, None, now);
         }
         self.kick = true;
     }
 
     /// Insert `whole` as consecutive pieces of at most `max` sectors, each a request of its
     /// own; the bio completes with the last piece.
-    fn queue_split(&mut self, whole: Request, token: T, max: u32, now: Nanos) {
+    fn queue_split(&mut self, whole: Request, token: T, key: u64, max: u32, now: Nanos) {
         let first = self.next_id + 1;
         self.splits.insert(
             first,
@@ -617,12 +710,12 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.next_id += 1;
             rq.id = RequestId(self.next_id);
             self.observe(Event::Queue, &rq, now);
-            self.insert(rq, token, Some(first), now);
+            self.insert(rq, token, key, Some(first), now);
         }
         self.kick = true;
     }
 
-    fn insert(&mut self, rq: Request, token: T, split: Option<u64>, now: Nanos) {
+    fn insert(&mut self, rq: Request, token: T, key: u64, split: Option<u64>, now: Nanos) {
         let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
         let seg = Segment {
             token,
@@ -630,6 +723,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             sectors: rq.sectors,
             submitted: rq.submitted,
             ctx: rq.ctx,
+            group: rq.group,
+            key,
             queued,
             merged: false,
             split,
@@ -746,7 +841,10 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         );
         self.in_flight -= 1;
         self.sched.complete(&r.rq, now);
-        self.qos.done(&r.rq, now);
+        let controlled = !self.qos.is_empty();
+        if controlled {
+            self.qos.done(&r.rq, r.dispatched, now);
+        }
         self.observe(Event::Complete, &r.rq, now);
         self.stat.done(r.rq.op, r.rq.sectors, r.started, now);
         self.counters.completed += 1 + r.segs.more.len() as u64;
@@ -765,6 +863,21 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                     }
                 }
             };
+            if controlled {
+                if let Some(bytes) = whole {
+                    self.qos.done_bio(
+                        &BioEnd {
+                            key: seg.key,
+                            group: seg.group,
+                            op: r.rq.op,
+                            bytes,
+                            submitted: seg.submitted,
+                            ok,
+                        },
+                        now,
+                    );
+                }
+            }
             out.push(Done {
                 token: seg.token,
                 op: r.rq.op,
@@ -782,6 +895,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         if !self.throttled.is_empty() {
             self.release_throttled(now, true);
+        }
+        if controlled {
+            self.release_held(now);
         }
         self.kick = true;
     }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::deadline::Deadline;
 use crate::noop::Noop;
+use std::collections::VecDeque;
 
 fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
@@ -286,4 +287,78 @@ fn under_none_a_bio_merges_only_while_the_device_is_full() {
         "the device is full: the second rides on the first"
     );
     assert_eq!(blk.stat().write.merges, 1);
+}
+
+/// Keeps every bio in its own queue and lets one go at each 10 ms tick; records each bio's
+/// end.
+#[derive(Default)]
+struct Ticker {
+    queue: VecDeque<u64>,
+    out: VecDeque<u64>,
+    next: Option<Nanos>,
+    ended: std::rc::Rc<std::cell::RefCell<Vec<(u64, GroupId, u64)>>>,
+}
+
+impl QosHook for Ticker {
+    fn name(&self) -> &'static str {
+        "ticker"
+    }
+    fn throttle(&mut self, bio: &Request, now: Nanos) -> Admit {
+        self.queue.push_back(bio.id.0);
+        self.next.get_or_insert(now + ms(10));
+        Admit::Hold
+    }
+    fn poll_release(&mut self, _now: Nanos) -> Option<u64> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.next
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.out.extend(self.queue.pop_front());
+        self.next = (!self.queue.is_empty()).then_some(now + ms(10));
+    }
+    fn done_bio(&mut self, bio: &BioEnd, _now: Nanos) {
+        self.ended
+            .borrow_mut()
+            .push((bio.key, bio.group, bio.bytes));
+    }
+}
+
+#[test]
+fn a_hook_releases_a_held_bio_at_its_own_timer_and_sees_every_bio_end() {
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+    let t = Ticker::default();
+    let ended = t.ended.clone();
+    blk.add_qos(Box::new(t));
+    let g = GroupId(3);
+    blk.handle_submit(write(1, 0, 8).group(g), 0u32, ms(0));
+    blk.handle_submit(write(1, 8, 8).group(g), 1, ms(0));
+    assert_eq!(blk.queued(), 2);
+    assert!(drain(&mut blk, ms(0)).is_empty());
+    // The layer's timeout is the hook's timer.
+    assert_eq!(blk.poll_timeout(), Some(ms(10)));
+    assert_eq!(blk.qos_timeout(), Some(ms(10)));
+    blk.handle_timeout(ms(10));
+    let first = drain(&mut blk, ms(10));
+    assert_eq!(first.len(), 1, "one bio per tick");
+    assert_eq!(
+        first[0].submitted,
+        ms(0),
+        "its latency counts from submission"
+    );
+    assert_eq!(blk.poll_timeout(), Some(ms(20)));
+    let mut done = Vec::new();
+    blk.handle_complete(first[0].id, true, ms(15), &mut done);
+    assert!(
+        drain(&mut blk, ms(15)).is_empty(),
+        "a completion does not release it"
+    );
+    blk.handle_qos_timeout(ms(20));
+    let second = drain(&mut blk, ms(20));
+    assert_eq!(second.len(), 1);
+    blk.handle_complete(second[0].id, true, ms(25), &mut done);
+    assert_eq!(blk.poll_timeout(), None);
+    assert!(blk.is_idle());
+    assert_eq!(*ended.borrow(), vec![(1, g, 4096), (2, g, 4096)]);
 }

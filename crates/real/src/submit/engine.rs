@@ -131,10 +131,18 @@ pub(super) fn run(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .publish(&Default::default(), t0);
+    let mut blk = BlockLayer::new(sched, Limits::depth(capacity));
+    blk.set_qos(elevator_core::qos::chain(
+        &opts.groups,
+        &elevator_core::qos::QosDevice {
+            non_rotational: opts.non_rotational,
+            queue_depth: capacity,
+        },
+    ));
     let mut e = Engine {
         ring,
         shared,
-        blk: BlockLayer::new(sched, Limits::depth(capacity)),
+        blk,
         t0,
         files: HashMap::new(),
         parents: HashMap::new(),

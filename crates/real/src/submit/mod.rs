@@ -232,6 +232,12 @@ pub struct EngineOptions {
     /// Keep a record of at most this many of the latest requests completed (0, the default:
     /// none); see [`Handle::take_request_log`].
     pub request_log: usize,
+    /// The group tree the submitters' groups come from: the io controllers its groups
+    /// configure are installed at the block layer's rq_qos position
+    /// ([`elevator_core::qos::chain`]). The root alone (the default): none.
+    pub groups: elevator_core::GroupTree,
+    /// Whether the device is non-rotational (an SSD), for the io controllers.
+    pub non_rotational: bool,
 }
 
 impl Default for EngineOptions {
@@ -239,6 +245,8 @@ impl Default for EngineOptions {
         EngineOptions {
             ring_entries: 256,
             request_log: 0,
+            groups: elevator_core::GroupTree::new(),
+            non_rotational: false,
         }
     }
 }

@@ -383,6 +383,8 @@ impl Ours<'_> {
             request_log: self.args.request_log,
             progress: None,
             ties_in_job_order: false,
+            groups: groups.clone(),
+            non_rotational: self.rotational == Some(false),
         };
         let target = self.dev.target.display().to_string();
         let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {

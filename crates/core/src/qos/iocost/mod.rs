@@ -44,22 +44,22 @@
 //!    own base cost, also one the scheduler then merges (the kernel charges a merged bio only
 //!    its pages through `ioc_rqos_merge`); and a bio later split is charged once, whole (the
 //!    kernel charges each piece, split before `rq_qos_throttle`).
-//! 2. A bio's cost returns to the group's `done_vtime` when the first request holding its
-//!    start sector completes (the kernel's `ioc_rqos_done_bio` runs per bio at its end).
-//! 3. "Allocation" is the moment the bio passes the controller; `rq_wait` is the time from
+//! 2. "Allocation" is the moment the bio passes the controller; `rq_wait` is the time from
 //!    there to issue, so it also counts time queued in an elevator (the kernel counts waiting
 //!    for a tag: the same under `none`, less under mq-deadline with spare scheduler tags).
-//! 4. A wait queue's bios are not woken by a timer of ours but re-offered by the block layer
-//!    at the time [`Admit::Wait`] names (its group's wake-up or the end of the period,
-//!    whichever is first) or at a completion; a bio the period timer wakes
-//!    (`ioc_check_iocgs`) goes when the block layer next offers it, at the latest then.
-//!    Timers (the period and each group's wake-up) run when due at the next call; the result
-//!    is the kernel's as long as the driver calls at [`IoCost::poll_timeout`].
-//! 5. The delay of a group in debt (`blkcg_set_delay`, which the kernel charges to the issuing
+//!    A request's latency counts from the earliest bio that passed at or within it.
+//! 3. Timers (the period and each group's wake-up) fire when the driver calls
+//!    [`IoCost::handle_timeout`] at [`IoCost::poll_timeout`] (the block layer folds them into
+//!    its own); anything due is also run, in time order, at the next call of any kind.
+//! 4. The delay of a group in debt (`blkcg_set_delay`, which the kernel charges to the issuing
 //!    task on its return to user space) holds each of the group's following non-meta bios for
-//!    the delay in force when it is submitted.
-//! 6. Time is in nanoseconds from the driver; the kernel's microsecond `now` is `now / 1000`
+//!    the delay in force when it is submitted ([`Admit::Wait`]).
+//! 5. Time is in nanoseconds from the driver; the kernel's microsecond `now` is `now / 1000`
 //!    and vtime is an `i64` (no wrap: about two years at a vrate of 100%).
+//! 6. The kernel's io.cost is off until `enable=1` is written to `io.cost.qos`; here the
+//!    configuration that installs it ([`from_tree`]: io.cost lines or an `io.weight`) enables
+//!    it unless it says `enable=0`. Per-device `io.weight` (`MAJ:MIN weight`) is not modelled:
+//!    a group has one weight.
 
 pub mod params;
 #[cfg(test)]
@@ -68,9 +68,12 @@ mod tests;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
-use crate::block::{Admit, QosHook};
+use rustc_hash::FxHashMap;
+
+use crate::block::{Admit, BioEnd, QosHook};
 use crate::group::GroupTree;
-use crate::request::{CtxId, GroupId, Op, Request};
+use crate::qos::QosDevice;
+use crate::request::{GroupId, Op, Request};
 use crate::time::Nanos;
 
 pub use params::{Autop, Lcoefs, Model, ParamError, Qos};
@@ -172,46 +175,22 @@ impl Stat {
     }
 }
 
-/// What identifies a bio the block layer offers again (its id is not assigned yet).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct BioKey {
-    ctx: CtxId,
-    op: Op,
-    sector: u64,
-    sectors: u32,
-    submitted: Nanos,
-}
-
-impl BioKey {
-    fn of(rq: &Request) -> BioKey {
-        BioKey {
-            ctx: rq.ctx,
-            op: rq.op,
-            sector: rq.sector,
-            sectors: rq.sectors,
-            submitted: rq.submitted,
-        }
-    }
-}
-
 /// A bio on a group's wait queue (`iocg_wait`).
 #[derive(Clone, Copy, Debug)]
 struct Waiter {
-    key: BioKey,
+    /// The key the block layer gave the bio.
+    key: u64,
     abs_cost: u64,
+    sector: u64,
+    op: Op,
 }
 
-/// A bio past the controller, until its request completes.
+/// A bio past the controller, until its request completes: when it passed (the kernel's
+/// `alloc_time_ns` of the request it starts).
 #[derive(Clone, Copy, Debug)]
 struct Passed {
-    node: usize,
     op: Op,
-    /// vtime charged (`bi_iocost_cost`), returned to `done_vtime` at completion.
-    cost: u64,
-    /// When it passed (the kernel's `alloc_time_ns`).
     admitted: u64,
-    /// When its request was issued.
-    issued: Option<u64>,
 }
 
 /// One group on the device (`ioc_gq`). Weights are in `WEIGHT_ONE` units of `io.weight`.
@@ -245,8 +224,6 @@ struct Node {
     hweight_donating: u64,
     hweight_after_donation: u64,
     waitq: VecDeque<Waiter>,
-    /// Woken bios not yet collected by the block layer, with the vtime they were charged.
-    woken: Vec<(BioKey, u64)>,
     /// The wait queue's wake-up (`waitq_timer`), nanoseconds.
     wake_at: Option<u64>,
     activated_at: u64,
@@ -317,8 +294,13 @@ pub struct IoCost {
     nodes: Vec<Node>,
     active: Vec<usize>,
     passed: BTreeMap<u64, Vec<Passed>>,
-    /// Bios held for their group's delay (deviation 5), and until when (ns).
-    delayed: Vec<(BioKey, u64)>,
+    /// vtime charged to each bio past the controller (`bi_iocost_cost`) and its group, by
+    /// key, returned to `done_vtime` at its end.
+    charged: FxHashMap<u64, (usize, u64)>,
+    /// Woken bios (by key) the block layer has not yet taken back ([`QosHook::poll_release`]).
+    released: VecDeque<u64>,
+    /// Bios asked to wait for their group's delay (deviation 5), and until when (ns).
+    delayed: Vec<(u64, u64)>,
     /// Periods run (for reports).
     periods: u64,
 }
@@ -352,13 +334,13 @@ fn rw(op: Op) -> Option<usize> {
 }
 
 impl IoCost {
-    /// io.cost on a device, with every group of `tree` (`io.weight` from the tree's weights,
-    /// default 100), started at `now`.
+    /// io.cost on a device, with every group of `tree` (its `io.weight`, default 100),
+    /// started at `now`.
     pub fn new(cfg: IoCostConfig, tree: &GroupTree, now: Nanos) -> Result<IoCost, WeightError> {
         let mut nodes = Vec::with_capacity(tree.len());
         for i in 0..tree.len() {
             let g = tree.get(GroupId(i as u32));
-            let w = g.weight.unwrap_or(WEIGHT_DEFAULT);
+            let w = g.io.weight.unwrap_or(WEIGHT_DEFAULT);
             if !(WEIGHT_MIN..=WEIGHT_MAX).contains(&w) {
                 return Err(WeightError {
                     group: g.path.clone(),
@@ -399,7 +381,6 @@ impl IoCost {
                 hweight_donating: 0,
                 hweight_after_donation: 0,
                 waitq: VecDeque::new(),
-                woken: Vec::new(),
                 wake_at: None,
                 activated_at: 0,
                 abs_vusage: 0,
@@ -450,6 +431,8 @@ impl IoCost {
             nodes,
             active: Vec::new(),
             passed: BTreeMap::new(),
+            charged: FxHashMap::default(),
+            released: VecDeque::new(),
             delayed: Vec::new(),
             periods: 0,
         };
@@ -924,7 +907,12 @@ impl IoCost {
             // iocg_commit_bio
             n.vtime += cost as i64;
             n.abs_vusage += w.abs_cost;
-            n.woken.push((w.key, cost));
+            self.charged.insert(w.key, (i, cost));
+            self.passed.entry(w.sector).or_default().push(Passed {
+                op: w.op,
+                admitted: now.ns,
+            });
+            self.released.push_back(w.key);
         }
         if n.waitq.is_empty() {
             if let Some(s) = n.wait_since.take() {
@@ -1495,16 +1483,17 @@ impl IoCost {
         cost
     }
 
+    /// `bio` passes at `now_ns`, charged `cost` (0: uncharged).
     fn record_passed(&mut self, i: usize, rq: &Request, cost: u64, now_ns: u64) {
+        if cost > 0 {
+            self.charged.insert(rq.id.0, (i, cost));
+        }
         if rw(rq.op).is_none() {
             return;
         }
         self.passed.entry(rq.sector).or_default().push(Passed {
-            node: i,
             op: rq.op,
-            cost,
             admitted: now_ns,
-            issued: None,
         });
     }
 
@@ -1517,16 +1506,8 @@ impl IoCost {
             self.record_passed(i.min(self.nodes.len() - 1), bio, 0, now_ns);
             return Admit::Now;
         }
-        let key = BioKey::of(bio);
-        // A bio offered again: woken, still waiting, or held for a delay.
-        if let Some(pos) = self.nodes[i].woken.iter().position(|w| w.0 == key) {
-            let (_, cost) = self.nodes[i].woken.remove(pos);
-            self.record_passed(i, bio, cost, now_ns);
-            return Admit::Now;
-        }
-        if self.nodes[i].waitq.iter().any(|w| w.key == key) {
-            return self.wait_until(i);
-        }
+        let key = bio.id.0;
+        // A bio offered again after waiting for its group's delay.
         let mut delayed_done = false;
         if let Some(pos) = self.delayed.iter().position(|d| d.0 == key) {
             if now_ns < self.delayed[pos].1 {
@@ -1582,27 +1563,26 @@ impl IoCost {
             let a = n.active;
             self.propagate_commit(i, a, a, true, &t);
         }
-        self.nodes[i].waitq.push_back(Waiter { key, abs_cost });
+        self.nodes[i].waitq.push_back(Waiter {
+            key,
+            abs_cost,
+            sector: bio.sector,
+            op: bio.op,
+        });
         self.kick_waitq(i, ioc_locked, &t);
-        if let Some(pos) = self.nodes[i].woken.iter().position(|w| w.0 == key) {
-            let (_, cost) = self.nodes[i].woken.remove(pos);
-            self.record_passed(i, bio, cost, now_ns);
+        if let Some(pos) = self.released.iter().position(|&k| k == key) {
+            // Woken at once (the budget covered it after all): it goes now.
+            self.released.remove(pos);
             return Admit::Now;
         }
-        self.wait_until(i)
+        Admit::Hold
     }
 
-    /// A waiting bio is offered again at its group's wake-up or at the end of the period,
-    /// whichever comes first: the period timer may wake it (`ioc_check_iocgs`).
-    fn wait_until(&self, i: usize) -> Admit {
-        let until = [self.nodes[i].wake_at, self.period_end_ns()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(u64::MAX);
-        Admit::Wait {
-            until: Nanos(until),
-        }
+    /// The key of a woken bio to let go (the kernel's waiter returning from
+    /// `ioc_rqos_throttle`).
+    pub fn poll_release(&mut self, now: Nanos) -> Option<u64> {
+        let _ = now;
+        self.released.pop_front()
     }
 
     /// `iocg_commit_bio`.
@@ -1612,50 +1592,43 @@ impl IoCost {
         n.abs_vusage += abs_cost;
     }
 
-    /// `rq` went to the device at `now`.
-    pub fn issue(&mut self, rq: &Request, now: Nanos) {
-        let end = rq.end().max(rq.sector + 1);
-        for (_, v) in self.passed.range_mut(rq.sector..end) {
-            for p in v.iter_mut().filter(|p| p.op == rq.op && p.issued.is_none()) {
-                p.issued = Some(now.as_ns());
-            }
+    /// `ioc_rqos_done_bio`: a bio ended; its charge returns to its group's `done_vtime`.
+    pub fn done_bio(&mut self, key: u64) {
+        if let Some((i, cost)) = self.charged.remove(&key) {
+            self.nodes[i].done_vtime += cost as i64;
         }
     }
 
-    /// `ioc_rqos_done_bio` and `ioc_rqos_done`: return the vtime of the bios `rq` carried,
-    /// and count whether it met its latency target and how long it waited to be issued.
-    pub fn done(&mut self, rq: &Request, now: Nanos) {
+    /// `ioc_rqos_done`: `rq`, issued at `dispatched`, completed at `now`: count whether it
+    /// met its latency target (time since it passed the controller less its size cost) and
+    /// how long it waited to be issued.
+    pub fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
         let now_ns = now.as_ns();
         self.advance(now_ns);
         let end = rq.end().max(rq.sector + 1);
         let keys: Vec<u64> = self.passed.range(rq.sector..end).map(|(k, _)| *k).collect();
-        let mut first: Option<Passed> = None;
+        let mut first: Option<u64> = None;
         for k in keys {
             let v = self.passed.get_mut(&k).expect("key listed");
-            let mut j = 0;
-            while j < v.len() {
-                if v[j].op != rq.op {
-                    j += 1;
-                    continue;
+            v.retain(|p| {
+                if p.op != rq.op {
+                    return true;
                 }
-                let p = v.remove(j);
-                self.nodes[p.node].done_vtime += p.cost as i64;
-                if first.is_none_or(|f| p.admitted < f.admitted) {
-                    first = Some(p);
-                }
-            }
+                first = Some(first.map_or(p.admitted, |f| f.min(p.admitted)));
+                false
+            });
             if v.is_empty() {
                 self.passed.remove(&k);
             }
         }
-        let (Some(p), Some(rw)) = (first, rw(rq.op)) else {
+        let (Some(admitted), Some(rw)) = (first, rw(rq.op)) else {
             return;
         };
         if !self.enabled {
             return;
         }
-        let on_q = now_ns.saturating_sub(p.admitted);
-        let rq_wait = p.issued.unwrap_or(now_ns).saturating_sub(p.admitted);
+        let on_q = now_ns.saturating_sub(admitted);
+        let rq_wait = dispatched.as_ns().max(admitted) - admitted;
         let page = if rw == 0 {
             self.lcoefs.rpage
         } else {
@@ -1744,10 +1717,81 @@ impl QosHook for IoCost {
     fn throttle(&mut self, bio: &Request, now: Nanos) -> Admit {
         IoCost::throttle(self, bio, now)
     }
-    fn issue(&mut self, rq: &Request, now: Nanos) {
-        IoCost::issue(self, rq, now)
+    fn poll_release(&mut self, now: Nanos) -> Option<u64> {
+        IoCost::poll_release(self, now)
     }
-    fn done(&mut self, rq: &Request, now: Nanos) {
-        IoCost::done(self, rq, now)
+    fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
+        IoCost::done(self, rq, dispatched, now)
     }
+    fn done_bio(&mut self, bio: &BioEnd, now: Nanos) {
+        let _ = now;
+        IoCost::done_bio(self, bio.key)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        IoCost::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        IoCost::handle_timeout(self, now)
+    }
+}
+
+/// The device's `io.cost.model` and `io.cost.qos` lines of `tree`, parsed over the built-in
+/// set of a device like `dev` (`None`: not given, or `ctrl=auto`). The error names the file.
+#[allow(clippy::type_complexity)]
+pub fn lines(
+    tree: &GroupTree,
+    dev: &QosDevice,
+) -> Result<(Option<Model>, Option<Qos>), (&'static str, ParamError)> {
+    let auto = Autop::for_device(!dev.non_rotational, dev.queue_depth);
+    let lines = tree.io_cost();
+    let model = match &lines.model {
+        Some(l) => auto
+            .model()
+            .parse_over(l)
+            .map_err(|e| ("io.cost.model", e))?,
+        None => None,
+    };
+    let qos = match &lines.qos {
+        Some(l) => {
+            let (q, user) = auto.qos().parse_over(l).map_err(|e| ("io.cost.qos", e))?;
+            // enable=0 alone keeps the built-in targets but turns the controller off.
+            if user {
+                Some(q)
+            } else {
+                (!q.enable).then_some(q)
+            }
+        }
+        None => None,
+    };
+    Ok((model, qos))
+}
+
+/// Check the tree's io.cost lines (any device class: the syntax does not depend on it).
+pub fn check_lines(tree: &GroupTree) -> Result<(), (&'static str, ParamError)> {
+    lines(tree, &QosDevice::default()).map(|_| ())
+}
+
+/// io.cost for `tree` on a device like `dev`, when the device has io.cost lines or a group
+/// sets `io.weight` and the lines do not say `enable=0`; `None` otherwise (or when the lines
+/// or weights do not pass [`check_lines`] and [`crate::qos::validate`], which callers run
+/// first). Deviation: the kernel's io.cost is off until `enable=1` is written to
+/// `io.cost.qos`; here the configuration that asks for it enables it.
+pub fn from_tree(tree: &GroupTree, dev: &QosDevice) -> Option<IoCost> {
+    let wanted = tree.io_cost().model.is_some()
+        || tree.io_cost().qos.is_some()
+        || tree.ids().any(|id| tree.get(id).io.weight.is_some());
+    if !wanted {
+        return None;
+    }
+    let (model, qos) = lines(tree, dev).ok()?;
+    if qos.is_some_and(|q| !q.enable) {
+        return None;
+    }
+    let cfg = IoCostConfig {
+        rotational: !dev.non_rotational,
+        queue_depth: dev.queue_depth,
+        model,
+        qos,
+    };
+    IoCost::new(cfg, tree, Nanos::ZERO).ok()
 }

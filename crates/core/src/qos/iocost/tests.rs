@@ -8,7 +8,7 @@ use std::rc::Rc;
 use super::*;
 use crate::block::{Bio, BlockLayer, Done, Limits};
 use crate::noop::Noop;
-use crate::request::RequestId;
+use crate::request::{CtxId, RequestId};
 use proptest::prelude::*;
 
 const A: GroupId = GroupId(1);
@@ -16,9 +16,18 @@ const B: GroupId = GroupId(2);
 
 fn tree(wa: u32, wb: u32) -> GroupTree {
     let mut t = GroupTree::new();
-    t.add("/a", Some(wa)).unwrap();
-    t.add("/b", Some(wb)).unwrap();
+    let a = t.add("/a", None).unwrap();
+    let b = t.add("/b", None).unwrap();
+    t.io_mut(a).weight = Some(wa);
+    t.io_mut(b).weight = Some(wb);
     t
+}
+
+/// `path` in `t` with `io.weight` `w` (or the default).
+fn add(t: &mut GroupTree, path: &str, w: Option<u32>) -> GroupId {
+    let g = t.add(path, None).unwrap();
+    t.io_mut(g).weight = w;
+    g
 }
 
 /// An SSD-like device (not rotational, depth 32) with the user's model and QoS.
@@ -114,8 +123,8 @@ fn a_bio_is_random_beyond_16_mib_from_the_groups_cursor() {
 #[test]
 fn the_root_and_an_inner_group_with_active_children_pass_uncharged() {
     let mut t = GroupTree::new();
-    let p = t.add("/p", None).unwrap();
-    let c = t.add("/p/c", None).unwrap();
+    let p = add(&mut t, "/p", None);
+    let c = add(&mut t, "/p/c", None);
     let mut ioc = ssd(ms_per_read(), loose_qos(), &t);
     for k in 0..100 {
         assert_eq!(
@@ -146,29 +155,29 @@ fn a_group_starts_with_half_a_period_of_budget_and_waits_beyond_it() {
     let mut ioc = ssd(ms_per_read(), loose_qos(), &tree(100, 100));
     assert_eq!(ioc.period_us(), 10_000);
     let mut admitted = 0;
-    let mut wait = None;
-    for k in 0..10 {
-        match ioc.throttle(&read(1, A, k * 8, us(0)), us(0)) {
-            Admit::Now => admitted += 1,
-            Admit::Wait { until } => {
-                wait = Some(until);
-                break;
-            }
+    for k in 0..4 {
+        if ioc.throttle(&read(1, A, k * 8, us(0)), us(0)) == Admit::Now {
+            admitted += 1;
         }
     }
     assert_eq!(admitted, 4);
-    let until = wait.expect("the fifth waits");
-    assert_eq!(until, us(101));
-    // Asked again before then it still waits; at its time it goes.
     let fifth = read(1, A, 4 * 8, us(0));
-    assert!(matches!(ioc.throttle(&fifth, us(50)), Admit::Wait { .. }));
-    assert_eq!(ioc.throttle(&fifth, until), Admit::Now);
+    assert_eq!(ioc.throttle(&fifth, us(0)), Admit::Hold);
+    let until = ioc.poll_timeout().unwrap();
+    assert_eq!(until, us(101));
+    // Not before then; at its time it is let go.
+    ioc.handle_timeout(us(50));
+    assert_eq!(ioc.poll_release(us(50)), None);
+    ioc.handle_timeout(until);
+    assert_eq!(ioc.poll_release(until), Some(fifth.id.0));
+    assert_eq!(ioc.poll_release(until), None);
     // The sixth waits for a read's vtime (1 ms) less what the device's vtime ran on while the
     // fifth waited (101 us, rounded), plus the slack.
-    match ioc.throttle(&read(1, A, 5 * 8, until), until) {
-        Admit::Wait { until: u } => assert_eq!(u, until + us(900) + us(100)),
-        Admit::Now => panic!("the sixth fits no budget"),
-    }
+    assert_eq!(ioc.throttle(&read(1, A, 5 * 8, until), until), Admit::Hold);
+    assert_eq!(
+        ioc.nodes[A.0 as usize].wake_at,
+        Some((until + us(1_000)).as_ns())
+    );
     assert_eq!(
         ioc.stat(A),
         Stat::default(),
@@ -182,10 +191,10 @@ fn a_group_starts_with_half_a_period_of_budget_and_waits_beyond_it() {
 #[test]
 fn hweights_follow_the_kernels_example() {
     let mut t = GroupTree::new();
-    t.add("/A", Some(100)).unwrap();
-    let a0 = t.add("/A/A0", Some(100)).unwrap();
-    let a1 = t.add("/A/A1", Some(100)).unwrap();
-    let b = t.add("/B", Some(300)).unwrap();
+    add(&mut t, "/A", Some(100));
+    let a0 = add(&mut t, "/A/A0", Some(100));
+    let a1 = add(&mut t, "/A/A1", Some(100));
+    let b = add(&mut t, "/B", Some(300));
     let mut ioc = ssd(ms_per_read(), loose_qos(), &t);
     ioc.throttle(&read(1, a0, 0, us(0)), us(0));
     ioc.throttle(&read(2, a1, 0, us(0)), us(0));
@@ -277,8 +286,8 @@ fn vrate_steps_down_while_reads_miss_their_latency_target_and_stops_at_min() {
         let r = read(1, A, k * 8, t);
         k += 1;
         assert_eq!(ioc.throttle(&r, t), Admit::Now);
-        ioc.issue(&r, t);
-        ioc.done(&r, t + us(1500));
+        ioc.done_bio(r.id.0);
+        ioc.done(&r, t, t + us(1500));
         t += Nanos::from_ms(2);
         let before = ioc.periods();
         ioc.handle_timeout(t);
@@ -302,8 +311,7 @@ fn waiting_for_the_device_is_saturation() {
     let r = read(1, A, 0, us(0));
     assert_eq!(ioc.throttle(&r, us(0)), Admit::Now);
     // Issued 1 ms after it passed (10% of the 10 ms period).
-    ioc.issue(&r, Nanos::from_ms(1));
-    ioc.done(&r, Nanos::from_ms(2));
+    ioc.done(&r, Nanos::from_ms(1), Nanos::from_ms(2));
     let s = periods(&mut ioc, 1);
     assert_eq!(s[0].0, 1);
 }
@@ -325,8 +333,8 @@ fn an_idle_groups_share_is_donated_and_taken_back_when_it_needs_it() {
     for k in 0..10 {
         let r = read(1, A, k * 8, t);
         assert_eq!(ioc.throttle(&r, t), Admit::Now);
-        ioc.issue(&r, t);
-        ioc.done(&r, t + us(100));
+        ioc.done(&r, t, t + us(100));
+        ioc.done_bio(r.id.0);
         t += Nanos::from_ms(10);
         ioc.handle_timeout(t);
     }
@@ -369,7 +377,7 @@ fn a_meta_bio_over_budget_goes_as_debt_that_later_budget_pays_off() {
     assert!(hwi < 0.001, "in debt /a donates all: {hwi}");
     // A plain bio now waits behind the debt.
     let plain = read(1, A, 1_000_000, us(0));
-    assert!(matches!(ioc.throttle(&plain, us(0)), Admit::Wait { .. }));
+    assert_eq!(ioc.throttle(&plain, us(0)), Admit::Hold);
     // The debt is paid at /a's hweight_active (half the device): 40 ms of vtime less the 1 ms
     // left. The budget /b does not use is thrown away each period (`hweight_after_donation`)
     // and vtime runs faster to make up for it (`ioc_refresh_vrate`, up to twice vrate), so it
@@ -387,9 +395,15 @@ fn a_meta_bio_over_budget_goes_as_debt_that_later_budget_pays_off() {
     assert!(t >= Nanos::from_ms(20), "{t:?}");
     let a = &ioc.nodes[A.0 as usize];
     assert_eq!(a.inuse, a.active, "inuse restored");
-    let t2 = ioc.poll_timeout().unwrap().max(t);
-    ioc.handle_timeout(t2);
-    assert_eq!(ioc.throttle(&plain, t2), Admit::Now);
+    let mut t2 = t;
+    while ioc.poll_release(t2).is_none() {
+        t2 = ioc.poll_timeout().unwrap().max(t2);
+        ioc.handle_timeout(t2);
+        assert!(
+            t2 < Nanos::from_ms(45),
+            "the plain bio still waits at {t2:?}"
+        );
+    }
     // The debt's time shows in io.stat once a period flushes it.
     let end = ioc.poll_timeout().unwrap();
     ioc.handle_timeout(end);
@@ -487,11 +501,20 @@ impl QosHook for Shared {
     fn throttle(&mut self, bio: &Request, now: Nanos) -> Admit {
         self.0.borrow_mut().throttle(bio, now)
     }
-    fn issue(&mut self, rq: &Request, now: Nanos) {
-        self.0.borrow_mut().issue(rq, now)
+    fn poll_release(&mut self, now: Nanos) -> Option<u64> {
+        self.0.borrow_mut().poll_release(now)
     }
-    fn done(&mut self, rq: &Request, now: Nanos) {
-        self.0.borrow_mut().done(rq, now)
+    fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
+        self.0.borrow_mut().done(rq, dispatched, now)
+    }
+    fn done_bio(&mut self, bio: &BioEnd, now: Nanos) {
+        QosHook::done_bio(&mut *self.0.borrow_mut(), bio, now)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.0.borrow().poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.0.borrow_mut().handle_timeout(now)
     }
 }
 
@@ -552,22 +575,12 @@ fn closed_loop(
                 }
             }
         }
-        if let Some(s) = &shared {
-            s.borrow_mut().handle_timeout(now);
-        }
         blk.handle_timeout(now);
         while let Some(rq) = blk.poll_dispatch(now) {
             flying.push((now + service, rq.id));
         }
         let next_done = flying.iter().map(|f| f.0).min();
-        let mut next = [
-            next_done,
-            blk.poll_timeout(),
-            shared.as_ref().and_then(|s| s.borrow().poll_timeout()),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let mut next = [next_done, blk.poll_timeout()].into_iter().flatten().min();
         for job in jobs {
             if job.start > now {
                 next = Some(next.map_or(job.start, |n| n.min(job.start)));
