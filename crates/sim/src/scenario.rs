@@ -304,7 +304,10 @@ impl Scenario {
                 if !(us > 0.0 && us <= MAX_SIMULATED_S * 1e6) {
                     return Err(field_err(
                         "io_latency_us",
-                        format!("{us} is not a target in (0, {:e}] microseconds", MAX_SIMULATED_S * 1e6),
+                        format!(
+                            "{us} is not a target in (0, {:e}] microseconds",
+                            MAX_SIMULATED_S * 1e6
+                        ),
                     ));
                 }
                 io.latency_target = Some(Nanos::from_secs_f64(us / 1e6));
@@ -328,7 +331,11 @@ impl Scenario {
                 qos: file.io_cost_qos.clone(),
             });
             elevator_core::qos::validate(&groups).map_err(|e| {
-                let key = if e.field == "io.cost.model" { "io_cost_model" } else { "io_cost_qos" };
+                let key = if e.field == "io.cost.model" {
+                    "io_cost_model"
+                } else {
+                    "io_cost_qos"
+                };
                 err(find_line(text, key, ""), Some(key.into()), e.to_string())
             })?;
         }
@@ -710,7 +717,10 @@ mod setting_tests {
         let e = with_group("io_weight = 0").unwrap_err();
         assert_eq!((e.line(), e.field.as_str()), (Some(5), "group.io_weight"));
         let e = with_group("io_latency_us = -1").unwrap_err();
-        assert_eq!((e.line(), e.field.as_str()), (Some(5), "group.io_latency_us"));
+        assert_eq!(
+            (e.line(), e.field.as_str()),
+            (Some(5), "group.io_latency_us")
+        );
     }
 
     #[test]

@@ -608,7 +608,9 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "elevator_io_latency_us" => {
             let us: u64 = int(o)?;
             if us == 0 || us > 86_400_000_000 {
-                return Err(format!("{us} is not a target in 1..=86400000000 microseconds"));
+                return Err(format!(
+                    "{us} is not a target in 1..=86400000000 microseconds"
+                ));
             }
             def.io.latency_target = Some(elevator_core::Nanos::from_us(us));
             return Ok(());

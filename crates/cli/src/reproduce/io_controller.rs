@@ -196,7 +196,7 @@ const SETUPS: [(&str, &str, &str); 3] = [
 ];
 
 const NS: [u32; 5] = [1, 2, 4, 8, 16];
-const RUNTIME_S: u64 = 30;
+pub(crate) const RUNTIME_S: u64 = 30;
 const DRIVE: &str = "ibm18es";
 
 /// One run (one setup, one n, one seed), with the CSV's column names.
@@ -273,6 +273,8 @@ struct Out {
     /// The seeds every measured figure ran with, in the order of its `per_seed` values.
     seeds: Vec<u64>,
     rows: Vec<Row>,
+    /// Today's controllers (io_control_today): protection and share tables.
+    today: super::io_control_today::Today,
 }
 
 /// The scenario for `n` readers in B, as scenario-file text.
@@ -484,10 +486,12 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         );
     }
     plots(report, opts.wakeup, opts.seeds[0])?;
+    let today = super::io_control_today::run(&opts.seeds)?;
     Ok(serde_json::to_value(Out {
         experiment: "io-controller",
         seeds: opts.seeds.clone(),
         rows: json_rows,
+        today,
     })?)
 }
 

@@ -8,6 +8,7 @@
 mod anticipatory;
 mod bfq_merge;
 mod flash;
+mod io_control_today;
 mod io_controller;
 
 use std::path::PathBuf;
@@ -23,9 +24,10 @@ pub const DEFAULT_SEEDS: usize = 5;
 #[derive(clap::Args)]
 pub struct Args {
     /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window),
-    /// io-controller (Goyal 2009), flash (a reader beside a random writer on a simulated
-    /// 980 PRO, ICPE'24), or all.
-    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "flash", "all"])]
+    /// io-controller (Goyal 2009, extended to today's io.latency / io.max / io.cost),
+    /// io-control-today (that extension alone; not part of all), flash (a reader beside a
+    /// random writer on a simulated 980 PRO, ICPE'24), or all.
+    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "io-control-today", "flash", "all"])]
     experiment: String,
     /// Write the rows as JSON; `-` prints only JSON on stdout (the tables go to stderr).
     /// With `all`, one file per experiment (FILE gets the name inserted before its
@@ -129,6 +131,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if all || args.experiment == "io-controller" {
         done("io-controller", io_controller::run(&opts)?)?;
+    }
+    if args.experiment == "io-control-today" {
+        // The today part of io-controller alone (it also runs within io-controller).
+        done(
+            "io-control-today",
+            serde_json::to_value(io_control_today::run(&opts.seeds)?)?,
+        )?;
     }
     if all || args.experiment == "flash" {
         done("flash", flash::run(&opts)?)?;

@@ -18,6 +18,7 @@ use crate::group::GroupTree;
 use std::fmt;
 
 pub mod iocost;
+pub mod iolatency;
 pub mod throttle;
 
 /// What the controllers need to know about the device.
@@ -113,6 +114,16 @@ pub fn chain(tree: &GroupTree, dev: &QosDevice) -> QosChain {
     if let Some(ioc) = iocost::from_tree(tree, dev) {
         c.push(Box::new(ioc));
     }
-    // io.latency (blk-iolatency): installed here when a group sets a target.
+    // io.latency (blk-iolatency): when a group sets a target.
+    if tree
+        .ids()
+        .any(|id| tree.get(id).io.latency_target.is_some())
+    {
+        c.push(Box::new(iolatency::IoLatency::new(
+            tree,
+            dev.non_rotational,
+            dev.queue_depth,
+        )));
+    }
     c
 }

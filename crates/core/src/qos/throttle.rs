@@ -779,3 +779,6 @@ impl QosHook for Throttle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,406 @@
+//! The io-controller comparison extended to today's cgroup v2 controllers (issue 29): the
+//! 2009 question (how do two groups share a disk?) asked of the controllers people configure
+//! now, on the 2009-class disk (the IBM Ultrastar 18ES) and on the Samsung 980 PRO model.
+//!
+//! Two experiments, every setup on both drives:
+//!
+//! - **share**: Goyal's 16 sequential 4 KiB readers in `/a` against n in `/b` (n = 1, 16),
+//!   equal weights: B's share of the bandwidth and the total, under cfq's and bfq's groups.
+//! - **protection**: a latency-sensitive reader (random 4 KiB reads, one at a time) in
+//!   `/interactive` beside a bulk writer (sequential 128 KiB O_DIRECT writes, 16 at a time) in
+//!   `/bulk`: the reader's p99 latency, the writer's throughput and the total, with no
+//!   control, under cfq's and bfq's groups (equal weights), io.latency (a target on
+//!   `/interactive`) over none and over mq-deadline, and io.max (a write cap on `/bulk`) over
+//!   none.
+//!
+//! io.cost's rows (io.cost over none and over mq-deadline) come from the io.cost controller
+//! (branch iocost): add them to [`SETUPS`] with the group settings they need.
+
+use anyhow::Context;
+use elevator_core::Settings;
+use elevator_sim::scenario::Scenario;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::output::{self, say};
+use crate::stats::Estimate;
+
+/// The two drives: (name in the table, built-in drive).
+pub const DRIVES: [(&str, &str); 2] = [
+    ("2009 disk (IBM 18ES)", "ibm18es"),
+    ("980 PRO model", "samsung-980pro-1tb"),
+];
+
+/// Simulated seconds per run.
+pub const RUNTIME_S: u64 = 20;
+/// The protection runs' figures leave out the first this many seconds (fio's `ramp_time`):
+/// io.latency takes a few 500 ms scale steps to find the depth that meets the target.
+pub const RAMP_S: u64 = 5;
+
+/// One protection setup: (label, scheduler, controller).
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    /// Shown in the table.
+    pub label: &'static str,
+    /// The scheduler below the controllers.
+    pub sched: &'static str,
+    /// The controller's group settings.
+    pub control: Control,
+}
+
+/// Which io controller a setup configures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// No io controller.
+    None,
+    /// io.latency: `/interactive`'s target.
+    Latency,
+    /// io.max: `/bulk`'s write cap.
+    Max,
+}
+
+/// The protection setups, in table order. io.cost's go here (branch iocost).
+pub const SETUPS: [Setup; 6] = [
+    Setup {
+        label: "none",
+        sched: "none",
+        control: Control::None,
+    },
+    Setup {
+        label: "cfq groups",
+        sched: "cfq",
+        control: Control::None,
+    },
+    Setup {
+        label: "bfq groups",
+        sched: "bfq",
+        control: Control::None,
+    },
+    Setup {
+        label: "io.latency / none",
+        sched: "none",
+        control: Control::Latency,
+    },
+    Setup {
+        label: "io.latency / mq-deadline",
+        sched: "mq-deadline",
+        control: Control::Latency,
+    },
+    Setup {
+        label: "io.max / none",
+        sched: "none",
+        control: Control::Max,
+    },
+];
+
+/// io.latency's target for `/interactive` on `drive`, microseconds.
+pub fn latency_target_us(drive: &str) -> u64 {
+    if drive == "ibm18es" {
+        50_000
+    } else {
+        2_000
+    }
+}
+
+/// io.max's write cap for `/bulk` on `drive`, bytes per second.
+pub fn write_cap(drive: &str) -> u64 {
+    if drive == "ibm18es" {
+        2 << 20
+    } else {
+        100 << 20
+    }
+}
+
+/// The protection scenario on `drive` under `control`, as scenario-file text.
+pub fn protection_text(drive: &str, control: Control) -> String {
+    let mut s = format!(
+        "name = \"io-control-protection\"\ndrive = \"{drive}\"\nseed = 1\n\
+         duration_s = {RUNTIME_S}\n\n[[group]]\npath = \"/interactive\"\n"
+    );
+    if control == Control::Latency {
+        s.push_str(&format!("io_latency_us = {}\n", latency_target_us(drive)));
+    }
+    s.push_str("\n[[group]]\npath = \"/bulk\"\n");
+    if control == Control::Max {
+        s.push_str(&format!("io_max = \"wbps={}\"\n", write_cap(drive)));
+    }
+    s.push_str(&format!(
+        "\n[[job]]\nname = \"interactive\"\ngroup = \"/interactive\"\nkind = \"fio\"\n\
+         rw = \"randread\"\nbs = 4096\ndirect = true\noffset_frac = 0.0\nsize_frac = 0.2\ntime_based = true\n\
+         runtime_ms = {ms}\n\n\
+         [[job]]\nname = \"bulk\"\ngroup = \"/bulk\"\nkind = \"fio\"\nrw = \"write\"\n\
+         bs = 131072\niodepth = 16\ndirect = true\noffset_frac = 0.5\nsize_frac = 0.4\ntime_based = true\n\
+         runtime_ms = {ms}\n",
+        ms = RUNTIME_S * 1000
+    ));
+    s
+}
+
+/// One protection run's figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Protection {
+    /// The interactive reader's 99th-percentile latency, ms.
+    pub p99_ms: f64,
+    /// Its 90th percentile, ms (io.latency's SSD mode keeps 90% of a window within target).
+    pub p90_ms: f64,
+    /// Its mean, ms (io.latency's HDD mode keeps a window's mean within target).
+    pub mean_ms: f64,
+    /// The interactive reader's throughput, MB/s.
+    pub interactive_mb_s: f64,
+    /// The bulk writer's throughput, MB/s.
+    pub bulk_mb_s: f64,
+}
+
+/// Run one protection setup on `drive` with `seed`.
+pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<Protection> {
+    let text = protection_text(drive, setup.control);
+    let scenario = Scenario::parse(&text, "builtin:io-control-protection", None)
+        .context("the io-control protection scenario")?;
+    let sched = scenario.scheduler(setup.sched, &Settings::new())?;
+    let mut sim = scenario.simulation(sched, Some(seed));
+    sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
+    let report = sim.run(scenario.limit);
+    let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
+    let job = |name: &str| {
+        report
+            .job(name)
+            .with_context(|| format!("job {name} missing from the report"))
+    };
+    let i = job("interactive")?;
+    let b = job("bulk")?;
+    Ok(Protection {
+        p99_ms: i.metrics.read.latency.value_at_quantile(0.99) as f64 / 1e6,
+        p90_ms: i.metrics.read.latency.value_at_quantile(0.90) as f64 / 1e6,
+        mean_ms: i.metrics.read.latency.mean() / 1e6,
+        interactive_mb_s: i.metrics.read.bytes as f64 / 1e6 / secs,
+        bulk_mb_s: b.metrics.write.bytes as f64 / 1e6 / secs,
+    })
+}
+
+/// One share run's figures: B's share and the total, MB/s.
+pub fn share_one(drive: &str, sched: &str, n: u32, seed: u64) -> anyhow::Result<(f64, f64)> {
+    let text = super::io_controller::scenario_text(n).replace(
+        "drive = \"ibm18es\"",
+        &format!("drive = \"{drive}\"\nduration_s = {RUNTIME_S}"),
+    );
+    let text = text.replace(
+        &format!("runtime_ms = {}", super::io_controller::RUNTIME_S * 1000),
+        &format!("runtime_ms = {}", RUNTIME_S * 1000),
+    );
+    let scenario = Scenario::parse(&text, "builtin:io-control-share", None)
+        .context("the io-control share scenario")?;
+    let s = scenario.scheduler(sched, &Settings::new())?;
+    let report = scenario.simulation(s, Some(seed)).run(scenario.limit);
+    let bytes = |g: &str| -> u64 {
+        report
+            .jobs
+            .iter()
+            .filter(|j| j.group_path == g)
+            .map(|j| j.metrics.read.bytes)
+            .sum()
+    };
+    let (a, b) = (bytes("/a") as f64, bytes("/b") as f64);
+    let secs = report.end.as_ns() as f64 / 1e9;
+    Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
+}
+
+/// One row of the protection table.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ProtectionRow {
+    /// The drive.
+    pub drive: String,
+    /// The setup.
+    pub setup: String,
+    /// io.latency's target, ms (io.latency rows).
+    pub target_ms: Option<f64>,
+    /// io.max's write cap, MB/s (io.max rows).
+    pub cap_mb_s: Option<f64>,
+    /// The interactive reader's p99, ms.
+    pub p99_ms: Estimate,
+    /// Its p90, ms.
+    pub p90_ms: Estimate,
+    /// Its mean, ms.
+    pub mean_ms: Estimate,
+    /// The bulk writer's MB/s over io.max's cap (io.max rows).
+    pub bulk_over_cap: Option<Estimate>,
+    /// The bulk writer's MB/s.
+    pub bulk_mb_s: Estimate,
+    /// Both groups' MB/s.
+    pub total_mb_s: Estimate,
+}
+
+/// One row of the share table.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ShareRow {
+    /// The drive.
+    pub drive: String,
+    /// The setup.
+    pub setup: String,
+    /// Readers in /b.
+    pub n: u32,
+    /// B's share of the bandwidth, %.
+    pub b_share_pct: Estimate,
+    /// Total MB/s.
+    pub total_mb_s: Estimate,
+}
+
+/// Both tables, for the JSON.
+#[derive(Serialize, Clone, Debug)]
+pub struct Today {
+    /// Simulated seconds per run.
+    pub runtime_s: u64,
+    /// The protection rows.
+    pub protection: Vec<ProtectionRow>,
+    /// The share rows.
+    pub share: Vec<ShareRow>,
+}
+
+/// Measure both tables over `seeds` (in parallel).
+pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
+    let cases: Vec<(usize, usize, u64)> = (0..DRIVES.len())
+        .flat_map(|d| (0..SETUPS.len()).flat_map(move |s| seeds.iter().map(move |&x| (d, s, x))))
+        .collect();
+    let prot: Vec<Protection> = cases
+        .par_iter()
+        .map(|&(d, s, seed)| protection_one(DRIVES[d].1, &SETUPS[s], seed))
+        .collect::<anyhow::Result<_>>()?;
+    let mut protection = Vec::new();
+    for (k, chunk) in prot.chunks(seeds.len()).enumerate() {
+        let (d, s, _) = cases[k * seeds.len()];
+        let drive = DRIVES[d].1;
+        let setup = &SETUPS[s];
+        let e = |f: fn(&Protection) -> f64| Estimate::of(chunk.iter().map(f).collect());
+        protection.push(ProtectionRow {
+            drive: DRIVES[d].0.to_string(),
+            setup: setup.label.to_string(),
+            target_ms: (setup.control == Control::Latency)
+                .then(|| latency_target_us(drive) as f64 / 1000.0),
+            cap_mb_s: (setup.control == Control::Max).then(|| write_cap(drive) as f64 / 1e6),
+            p99_ms: e(|p| p.p99_ms),
+            p90_ms: e(|p| p.p90_ms),
+            mean_ms: e(|p| p.mean_ms),
+            bulk_over_cap: (setup.control == Control::Max).then(|| {
+                let cap = write_cap(drive) as f64 / 1e6;
+                Estimate::of(chunk.iter().map(|p| p.bulk_mb_s / cap).collect())
+            }),
+            bulk_mb_s: e(|p| p.bulk_mb_s),
+            total_mb_s: e(|p| p.bulk_mb_s + p.interactive_mb_s),
+        });
+    }
+    const SHARE: [(&str, &str); 2] = [("cfq groups", "cfq"), ("bfq groups", "bfq")];
+    let scases: Vec<(usize, usize, u32, u64)> = (0..DRIVES.len())
+        .flat_map(|d| {
+            (0..SHARE.len()).flat_map(move |s| {
+                [1u32, 16]
+                    .into_iter()
+                    .flat_map(move |n| seeds.iter().map(move |&x| (d, s, n, x)))
+            })
+        })
+        .collect();
+    let shares: Vec<(f64, f64)> = scases
+        .par_iter()
+        .map(|&(d, s, n, seed)| share_one(DRIVES[d].1, SHARE[s].1, n, seed))
+        .collect::<anyhow::Result<_>>()?;
+    let mut share = Vec::new();
+    for (k, chunk) in shares.chunks(seeds.len()).enumerate() {
+        let (d, s, n, _) = scases[k * seeds.len()];
+        share.push(ShareRow {
+            drive: DRIVES[d].0.to_string(),
+            setup: SHARE[s].0.to_string(),
+            n,
+            b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
+            total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
+        });
+    }
+    Ok(Today {
+        runtime_s: RUNTIME_S,
+        protection,
+        share,
+    })
+}
+
+/// Print both tables; return them.
+pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
+    say!("Today's io controllers (issue 29): the 2009 question on the 2009 disk and on a");
+    say!(
+        "Samsung 980 PRO model, {RUNTIME_S} simulated s a run. {}",
+        super::seeds_note(seeds)
+    );
+    say!("io.cost's rows come from the io.cost controller (branch iocost).\n");
+    let t = measure(seeds)?;
+    say!("Protection: random 4 KiB reader (1 at a time) in /interactive beside a sequential");
+    say!("128 KiB O_DIRECT writer (16 at a time) in /bulk; figures after a {RAMP_S} s ramp.");
+    let rows: Vec<Vec<String>> = t
+        .protection
+        .iter()
+        .map(|r| {
+            let control = match (r.target_ms, r.cap_mb_s) {
+                (Some(ms), _) => format!("target {ms} ms"),
+                (_, Some(c)) => format!("wbps {c:.1} MB/s"),
+                _ => "-".to_string(),
+            };
+            vec![
+                r.drive.clone(),
+                r.setup.clone(),
+                control,
+                r.mean_ms.show(2),
+                r.p90_ms.show(2),
+                r.p99_ms.show(2),
+                r.bulk_mb_s.show(2),
+                r.bulk_over_cap.as_ref().map_or("-".into(), |e| e.show(3)),
+                r.total_mb_s.show(2),
+            ]
+        })
+        .collect();
+    output::say_str(&output::table(
+        &[
+            "drive",
+            "setup",
+            "control",
+            "interactive mean ms",
+            "p90 ms",
+            "p99 ms",
+            "bulk MB/s",
+            "bulk / cap",
+            "total MB/s",
+        ],
+        &rows,
+    ));
+    say!();
+    say!("Share: 16 sequential readers in /a, n in /b, equal weights.");
+    let rows: Vec<Vec<String>> = t
+        .share
+        .iter()
+        .map(|r| {
+            vec![
+                r.drive.clone(),
+                r.setup.clone(),
+                r.n.to_string(),
+                r.b_share_pct.show(1),
+                r.total_mb_s.show(2),
+            ]
+        })
+        .collect();
+    output::say_str(&output::table(
+        &["drive", "setup", "n", "B share %", "total MB/s"],
+        &rows,
+    ));
+    say!();
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[ignore = "prints the protection figures; run by hand"]
+    fn print_protection() {
+        for (_, drive) in DRIVES {
+            for s in &SETUPS {
+                let p = protection_one(drive, s, 1).unwrap();
+                eprintln!("{drive} {:28} {:?}", s.label, p);
+            }
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! blk-iolatency (`io.latency`): per-group completion-latency targets, kept by throttling the
+//! queue depth of sibling groups.
+//!
+//! Follows Linux block/blk-iolatency.c as of v6.1 (the policy's logic; later versions to
+//! v6.18 move fields, e.g. `rq_depth.max_depth` to `max_depth`, and take `nr_requests` from
+//! the gendisk's queue). This VM's kernel is built without it (`CONFIG_BLK_CGROUP_IOLATENCY`
+//! unset), so there is no kernel to compare with here. See docs/io-control.md.
+//!
+//! What it does, in the kernel's words:
+//!
+//! - Every non-root group counts the bios it has in flight; a bio may go when that count is
+//!   below the group's `max_depth` (no limit until a scale-down), at its own group and every
+//!   ancestor below the root (`blkcg_iolatency_throttle` -> `rq_qos_wait`, FIFO: a bio finding
+//!   others waiting waits behind them). A completion frees its slot at each level and wakes
+//!   the first waiter (`blkcg_iolatency_done_bio`).
+//! - A group with a target records each of its bios' latency from submission to completion
+//!   (`iolatency_record_time`). Its window is `cur_win_nsec` = target x 16, within
+//!   100 ms..=1 s; the first completion after a window ends checks it
+//!   (`iolatency_check_latencies`): on a rotational device (`ssd` false) the window's mean
+//!   latency against the target, on an SSD whether fewer than 10% of its bios missed it
+//!   (`latency_sum_ok`). A miss lowers the parent's `scale_cookie` (`scale_cookie_change`,
+//!   by nr_requests/4, then by 1 past nr_requests below the default, down to 2 x
+//!   nr_requests); good windows (at least 5 samples) of the group that caused the scale-down
+//!   raise it (by nr_requests/16). Scale events are at least 500 ms apart
+//!   (`BLKIOLATENCY_MIN_ADJUST_TIME`).
+//! - Each sibling notices the cookie moved when it next submits (`check_scale_change`) and
+//!   halves its `max_depth` per step down (`scale_change`), or adds nr_requests/16 per step
+//!   up; back at the default cookie it is unlimited again. A sibling with a target of its own
+//!   is spared when its target is at or below the one missed, or when it did 5% or less of
+//!   the siblings' I/O.
+//! - A one-second timer (`blkiolatency_timer_fn`, armed by submissions) raises a cookie left
+//!   without a group to blame, and forgets the blamed group after 5 s without scale events.
+//!
+//! Deviations, each named:
+//!
+//! - `nr_requests` (the step sizes) is the device's queue depth given to [`IoLatency::new`];
+//!   the kernel's is the queue's `nr_requests`, twice the tag depth (at most 256) under an
+//!   elevator.
+//! - No induced delay (`blkcg_use_delay` / `blkcg_add_delay`): a group at depth 1 asked to go
+//!   lower stays at 1; REQ_META bios take a slot without waiting (as the kernel's
+//!   `issue_as_root`) and their latency is recorded like any other's.
+//! - The running average `lat_avg` (only shown in io.stat) is not kept.
+
+use std::collections::VecDeque;
+
+use crate::block::{Admit, BioEnd, QosHook};
+use crate::group::GroupTree;
+use crate::request::Request;
+use crate::time::Nanos;
+
+/// The parent's scale cookie when nobody is throttled (`DEFAULT_SCALE_COOKIE`).
+pub const DEFAULT_SCALE_COOKIE: u64 = 1_000_000;
+/// Shortest window (`BLKIOLATENCY_MIN_WIN_SIZE`).
+pub const MIN_WIN: Nanos = Nanos(100_000_000);
+/// Longest window (`BLKIOLATENCY_MAX_WIN_SIZE`).
+pub const MAX_WIN: Nanos = Nanos(1_000_000_000);
+/// Shortest time between scale events (`BLKIOLATENCY_MIN_ADJUST_TIME`).
+pub const MIN_ADJUST_TIME: Nanos = Nanos(500_000_000);
+/// Good samples needed to scale back up (`BLKIOLATENCY_MIN_GOOD_SAMPLES`).
+pub const MIN_GOOD_SAMPLES: u64 = 5;
+
+/// One window's (or the accumulated) latency statistics: the count and the misses (SSD) or
+/// the sum (HDD, for the mean).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stat {
+    total: u64,
+    missed: u64,
+    sum_ns: u128,
+}
+
+impl Stat {
+    fn add(&mut self, o: &Stat) {
+        self.total += o.total;
+        self.missed += o.missed;
+        self.sum_ns += o.sum_ns;
+    }
+}
+
+/// `child_latency_info`: a parent's record of its children's scaling.
+#[derive(Clone, Debug)]
+struct ChildLat {
+    last_scale_event: Option<Nanos>,
+    scale_lat: u64,
+    nr_samples: u64,
+    scale_grp: Option<usize>,
+    scale_cookie: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Grp {
+    parent: Option<usize>,
+    min_lat_nsec: u64,
+    cur_win_nsec: u64,
+    window_start: Nanos,
+    stat: Stat,
+    cur_stat: Stat,
+    nr_samples: u64,
+    scale_cookie: u64,
+    max_depth: u64,
+    inflight: u64,
+    /// Bios waiting for a slot here, by key, FIFO.
+    waiters: VecDeque<u64>,
+    child: ChildLat,
+}
+
+/// blk-iolatency over a group tree. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct IoLatency {
+    ssd: bool,
+    nr_requests: u64,
+    grps: Vec<Grp>,
+    ready: VecDeque<u64>,
+    timer: Option<Nanos>,
+}
+
+impl IoLatency {
+    /// io.latency with `tree`'s targets, on a device with `nr_requests` requests (its queue
+    /// depth) that is an SSD when `ssd` (`blk_queue_nonrot`).
+    pub fn new(tree: &GroupTree, ssd: bool, nr_requests: usize) -> IoLatency {
+        let grps = tree
+            .ids()
+            .map(|id| {
+                let g = tree.get(id);
+                let min_lat = g.io.latency_target.map_or(0, |t| t.as_ns());
+                // iolatency_set_min_lat_nsec
+                let win = if min_lat == 0 {
+                    MIN_WIN.as_ns()
+                } else {
+                    (min_lat << 4).clamp(MIN_WIN.as_ns(), MAX_WIN.as_ns())
+                };
+                Grp {
+                    parent: g.parent.map(|p| p.0 as usize),
+                    min_lat_nsec: min_lat,
+                    cur_win_nsec: win,
+                    window_start: Nanos::ZERO,
+                    stat: Stat::default(),
+                    cur_stat: Stat::default(),
+                    nr_samples: 0,
+                    scale_cookie: DEFAULT_SCALE_COOKIE,
+                    max_depth: u64::MAX,
+                    inflight: 0,
+                    waiters: VecDeque::new(),
+                    child: ChildLat {
+                        last_scale_event: None,
+                        scale_lat: 0,
+                        nr_samples: 0,
+                        scale_grp: None,
+                        scale_cookie: DEFAULT_SCALE_COOKIE,
+                    },
+                }
+            })
+            .collect();
+        IoLatency {
+            ssd,
+            nr_requests: nr_requests.max(1) as u64,
+            grps,
+            ready: VecDeque::new(),
+            timer: None,
+        }
+    }
+
+    /// Group `g`'s current depth limit (`None`: unlimited).
+    pub fn max_depth(&self, g: usize) -> Option<u64> {
+        self.grps
+            .get(g)
+            .and_then(|x| (x.max_depth != u64::MAX).then_some(x.max_depth))
+    }
+
+    /// Group `g`'s scale cookie for its children.
+    pub fn child_cookie(&self, g: usize) -> u64 {
+        self.grps[g].child.scale_cookie
+    }
+
+    /// `latency_sum_ok`.
+    fn sum_ok(&self, g: usize, s: &Stat) -> bool {
+        if self.ssd {
+            let thresh = (s.total / 10).max(1);
+            return s.missed < thresh;
+        }
+        let mean = if s.total == 0 {
+            0
+        } else {
+            (s.sum_ns / u128::from(s.total)) as u64
+        };
+        mean <= self.grps[g].min_lat_nsec
+    }
+
+    /// `scale_amount`.
+    fn scale_amount(&self, up: bool) -> u64 {
+        let qd = self.nr_requests;
+        (if up { qd >> 4 } else { qd >> 2 }).max(1)
+    }
+
+    /// `scale_cookie_change` on the children of `p`.
+    fn scale_cookie_change(&mut self, p: usize, up: bool) {
+        let qd = self.nr_requests;
+        let scale = self.scale_amount(up);
+        let c = &mut self.grps[p].child;
+        let old = c.scale_cookie;
+        let max_scale = qd << 1;
+        let diff = DEFAULT_SCALE_COOKIE.saturating_sub(old);
+        if up {
+            if scale + old > DEFAULT_SCALE_COOKIE {
+                c.scale_cookie = DEFAULT_SCALE_COOKIE;
+            } else if diff > qd {
+                c.scale_cookie += 1;
+            } else {
+                c.scale_cookie += scale;
+            }
+        } else if diff > qd {
+            if diff < max_scale {
+                c.scale_cookie -= 1;
+            }
+        } else {
+            c.scale_cookie -= scale;
+        }
+    }
+
+    /// `scale_change`: group `g`'s depth, halved down or stepped up.
+    fn scale_change(&mut self, g: usize, up: bool) {
+        let qd = self.nr_requests;
+        let scale = self.scale_amount(up);
+        let old = self.grps[g].max_depth.min(qd);
+        if up {
+            if old < qd {
+                self.grps[g].max_depth = (old + scale).min(qd);
+                self.wake(g);
+            }
+        } else {
+            self.grps[g].max_depth = (old >> 1).max(1);
+        }
+    }
+
+    /// `check_scale_change`: follow the parent's cookie.
+    fn check_scale_change(&mut self, g: usize) {
+        let Some(p) = self.grps[g].parent else {
+            return;
+        };
+        let our = self.grps[g].scale_cookie;
+        let cur = self.grps[p].child.scale_cookie;
+        let scale_lat = self.grps[p].child.scale_lat;
+        let direction: i32 = match cur.cmp(&our) {
+            std::cmp::Ordering::Less => -1,
+            std::cmp::Ordering::Greater => 1,
+            std::cmp::Ordering::Equal => return,
+        };
+        self.grps[g].scale_cookie = cur;
+        if direction < 0 && self.grps[g].min_lat_nsec != 0 {
+            if scale_lat == 0 || self.grps[g].min_lat_nsec <= scale_lat {
+                return;
+            }
+            let thresh = (self.grps[p].child.nr_samples * 5 / 100).max(1);
+            if self.grps[g].nr_samples <= thresh {
+                return;
+            }
+        }
+        if self.grps[g].max_depth == 1 && direction < 0 {
+            // blkcg_use_delay: not modelled.
+            return;
+        }
+        if cur == DEFAULT_SCALE_COOKIE {
+            self.grps[g].max_depth = u64::MAX;
+            self.wake(g);
+            return;
+        }
+        self.scale_change(g, direction > 0);
+    }
+
+    /// Let waiters at `g` take the free slots, FIFO, and climb on.
+    fn wake(&mut self, g: usize) {
+        while self.grps[g].inflight < self.grps[g].max_depth {
+            let Some(key) = self.grps[g].waiters.pop_front() else {
+                return;
+            };
+            self.grps[g].inflight += 1;
+            let next = self.grps[g]
+                .parent
+                .filter(|&p| self.grps[p].parent.is_some());
+            self.climb(key, next);
+        }
+    }
+
+    /// Acquire a slot at `level` and each ancestor below the root; queue where full.
+    fn climb(&mut self, key: u64, mut level: Option<usize>) {
+        while let Some(g) = level {
+            let grp = &mut self.grps[g];
+            if !grp.waiters.is_empty() || grp.inflight >= grp.max_depth {
+                grp.waiters.push_back(key);
+                return;
+            }
+            grp.inflight += 1;
+            level = grp.parent.filter(|&p| self.grps[p].parent.is_some());
+        }
+        self.ready.push_back(key);
+    }
+
+    /// `iolatency_check_latencies` for group `g` at `now`.
+    fn check_latencies(&mut self, g: usize, now: Nanos) {
+        let stat = std::mem::take(&mut self.grps[g].stat);
+        let Some(p) = self.grps[g].parent else {
+            return;
+        };
+        if self.sum_ok(g, &stat) && self.grps[p].child.scale_cookie == DEFAULT_SCALE_COOKIE {
+            return;
+        }
+        self.grps[g].cur_stat.add(&stat);
+        let samples = self.grps[g].cur_stat.total;
+        let mine = self.grps[g].nr_samples;
+        let c = &mut self.grps[p].child;
+        c.nr_samples = c.nr_samples - mine.min(c.nr_samples) + samples;
+        self.grps[g].nr_samples = samples;
+        let c = &self.grps[p].child;
+        if c.last_scale_event
+            .is_some_and(|t| t >= now || now - t < MIN_ADJUST_TIME)
+        {
+            return;
+        }
+        let cur = self.grps[g].cur_stat;
+        let min_lat = self.grps[g].min_lat_nsec;
+        if self.sum_ok(g, &cur) && self.sum_ok(g, &stat) {
+            if cur.total < MIN_GOOD_SAMPLES {
+                return;
+            }
+            if self.grps[p].child.scale_grp == Some(g) {
+                self.grps[p].child.last_scale_event = Some(now);
+                self.scale_cookie_change(p, true);
+            }
+        } else if c.scale_lat == 0 || c.scale_lat >= min_lat {
+            let c = &mut self.grps[p].child;
+            c.last_scale_event = Some(now);
+            if c.scale_grp.is_none() || c.scale_lat > min_lat {
+                c.scale_lat = min_lat;
+                c.scale_grp = Some(g);
+            }
+            self.scale_cookie_change(p, false);
+        }
+        self.grps[g].cur_stat = Stat::default();
+    }
+
+    /// `blkiolatency_timer_fn`.
+    fn timer_fn(&mut self, now: Nanos) {
+        for g in 0..self.grps.len() {
+            let c = &self.grps[g].child;
+            if c.scale_cookie >= DEFAULT_SCALE_COOKIE {
+                continue;
+            }
+            if c.last_scale_event.is_some_and(|t| t >= now) {
+                continue;
+            }
+            if c.scale_grp.is_none() {
+                self.scale_cookie_change(g, true);
+                continue;
+            }
+            if c.last_scale_event.is_none_or_older(now) {
+                self.grps[g].child.scale_grp = None;
+            }
+        }
+    }
+}
+
+trait OlderThan5s {
+    fn is_none_or_older(&self, now: Nanos) -> bool;
+}
+
+impl OlderThan5s for Option<Nanos> {
+    fn is_none_or_older(&self, now: Nanos) -> bool {
+        self.map_or(true, |t| now - t >= Nanos::from_secs(5))
+    }
+}
+
+impl QosHook for IoLatency {
+    fn name(&self) -> &'static str {
+        "io.latency"
+    }
+
+    fn throttle(&mut self, bio: &Request, now: Nanos) -> Admit {
+        let g = bio.group.0 as usize;
+        if g >= self.grps.len() {
+            return Admit::Now;
+        }
+        if self.timer.is_none() {
+            self.timer = Some(now + Nanos::from_secs(1));
+        }
+        // Each level below the root follows its parent's cookie first.
+        let mut level = Some(g).filter(|&x| self.grps[x].parent.is_some());
+        while let Some(x) = level {
+            self.check_scale_change(x);
+            level = self.grps[x]
+                .parent
+                .filter(|&p| self.grps[p].parent.is_some());
+        }
+        let first = Some(g).filter(|&x| self.grps[x].parent.is_some());
+        if bio.meta {
+            // issue_as_root: take the slots without waiting.
+            let mut level = first;
+            while let Some(x) = level {
+                self.grps[x].inflight += 1;
+                level = self.grps[x]
+                    .parent
+                    .filter(|&p| self.grps[p].parent.is_some());
+            }
+            return Admit::Now;
+        }
+        let key = bio.id.0;
+        self.climb(key, first);
+        if self.ready.back() == Some(&key) {
+            self.ready.pop_back();
+            Admit::Now
+        } else {
+            Admit::Hold
+        }
+    }
+
+    fn poll_release(&mut self, _now: Nanos) -> Option<u64> {
+        self.ready.pop_front()
+    }
+
+    fn done_bio(&mut self, bio: &BioEnd, now: Nanos) {
+        let g = bio.group.0 as usize;
+        if g >= self.grps.len() {
+            return;
+        }
+        let lat = now.as_ns().saturating_sub(bio.submitted.as_ns());
+        let mut level = Some(g).filter(|&x| self.grps[x].parent.is_some());
+        while let Some(x) = level {
+            let grp = &mut self.grps[x];
+            grp.inflight = grp.inflight.saturating_sub(1);
+            if grp.min_lat_nsec != 0 && lat > 0 {
+                grp.stat.total += 1;
+                if self.ssd {
+                    if lat >= grp.min_lat_nsec {
+                        grp.stat.missed += 1;
+                    }
+                } else {
+                    grp.stat.sum_ns += u128::from(lat);
+                }
+                if now > grp.window_start && (now - grp.window_start).as_ns() >= grp.cur_win_nsec {
+                    grp.window_start = now;
+                    self.check_latencies(x, now);
+                }
+            }
+            self.wake(x);
+            level = self.grps[x]
+                .parent
+                .filter(|&p| self.grps[p].parent.is_some());
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.timer
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.timer = None;
+        self.timer_fn(now);
+    }
+}
+
+#[cfg(test)]
+mod tests;
