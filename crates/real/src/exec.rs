@@ -118,9 +118,6 @@ pub struct RunOptions {
     pub groups: elevator_core::GroupTree,
     /// Whether the target is non-rotational (an SSD), for the io controllers.
     pub non_rotational: bool,
-    /// No merging at all (sysfs `nomerges` 2), as a measurement of per-I/O cost wants
-    /// (`calibrate --iocost`, like the kernel's iocost_coef_gen.py).
-    pub nomerges: bool,
 }
 
 /// Where the executor's time comes from: the monotonic clock ([`MonotonicClock`]) in a real
@@ -468,11 +465,6 @@ impl<'a, B: Backend> Executor<'a, B> {
         let limits = match backend.max_sectors() {
             Some(m) => limits.max_sectors(m),
             None => limits,
-        };
-        let limits = if opts.nomerges {
-            limits.nomerges(elevator_core::block::NoMerges::None)
-        } else {
-            limits
         };
         let mut blk = BlockLayer::new(sched, limits);
         blk.set_qos(elevator_core::qos::chain(

@@ -673,7 +673,7 @@ impl Simulation {
         }
         if let Some(t) = self.blk.qos_timeout() {
             let t = t.max(now);
-            if self.qos_seen.map_or(true, |seen| t < seen) {
+            if self.qos_seen.is_none_or(|seen| t < seen) {
                 self.qos_seen = Some(t);
                 self.push(t, Event::QosTimer);
             }

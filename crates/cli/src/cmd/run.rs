@@ -499,7 +499,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ties_in_job_order: false,
             groups: groups.clone(),
             non_rotational: rotational == Some(false),
-            nomerges: false,
         };
         let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
         let opts = RunOptions {

@@ -107,15 +107,22 @@ pub const SETUPS: [Setup; 8] = [
     },
 ];
 
+/// io.cost's `io.weight`s of /a and /b in a share setup.
+pub type Weights = Option<(u32, u32)>;
+
 /// The share setups: (label, scheduler, io.weight of /a and /b for io.cost, or none).
-pub const SHARE: [(&str, &str, Option<(u32, u32)>); 7] = [
+pub const SHARE: [(&str, &str, Weights); 7] = [
     ("none", "none", None),
     ("cfq groups", "cfq", None),
     ("bfq groups", "bfq", None),
     ("io.cost / none", "none", Some((100, 100))),
     ("io.cost / mq-deadline", "mq-deadline", Some((100, 100))),
     ("io.cost / none, b 3:1", "none", Some((100, 300))),
-    ("io.cost / mq-deadline, b 3:1", "mq-deadline", Some((100, 300))),
+    (
+        "io.cost / mq-deadline, b 3:1",
+        "mq-deadline",
+        Some((100, 300)),
+    ),
 ];
 
 /// io.latency's target for `/interactive` on `drive`, microseconds.
@@ -223,8 +230,14 @@ pub fn share_one(
     );
     if let Some((wa, wb)) = weights {
         text = text
-            .replace("path = \"/a\"\n", &format!("path = \"/a\"\nio_weight = {wa}\n"))
-            .replace("path = \"/b\"\n", &format!("path = \"/b\"\nio_weight = {wb}\n"));
+            .replace(
+                "path = \"/a\"\n",
+                &format!("path = \"/a\"\nio_weight = {wa}\n"),
+            )
+            .replace(
+                "path = \"/b\"\n",
+                &format!("path = \"/b\"\nio_weight = {wb}\n"),
+            );
     }
     let text = text.replace(
         &format!("runtime_ms = {}", super::io_controller::RUNTIME_S * 1000),

@@ -364,7 +364,7 @@ trait OlderThan5s {
 
 impl OlderThan5s for Option<Nanos> {
     fn is_none_or_older(&self, now: Nanos) -> bool {
-        self.map_or(true, |t| now - t >= Nanos::from_secs(5))
+        self.is_none_or(|t| now - t >= Nanos::from_secs(5))
     }
 }
 

@@ -345,7 +345,7 @@ impl Throttle {
         let elapsed = j - n.slice_start[rw].min(j);
         let rnd = roundup(elapsed + 1, self.slice);
         let allowed = self.io_allowed(iops, rnd);
-        if allowed > 0 && n.io_disp[rw] + 1 <= allowed {
+        if allowed > 0 && n.io_disp[rw] < allowed {
             return 0;
         }
         (rnd - elapsed).max(self.hz / u64::from(iops) + 1)

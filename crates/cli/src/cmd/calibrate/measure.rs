@@ -158,18 +158,17 @@ pub const PLAN: [Point; 20] = [
     Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(4),
 ];
 
-/// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model` as
-/// tools/cgroup/iocost_coef_gen.py measures them: sequential bandwidth (128 MiB reads and
-/// writes one at a time, which the block layer splits at the device's `max_sectors_kb`),
-/// sequential and random 4 KiB IOPS at depth 64. Measured with merging off ([`measure`]'s
-/// `nomerges`), as the tool sets `nomerges`.
+/// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model`
+/// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
+/// and writes at depth 32, points of [`PLAN`]), sequential 4 KiB IOPS (depth 64) and random
+/// 4 KiB IOPS (reads at depth 64 and writes at depth 32, points of [`PLAN`]).
 pub const IOCOST_PLAN: [Point; 6] = [
-    Point::new(RwMode::Read, 128 * M, 1),
+    Point::new(RwMode::Read, M, 32),
     Point::new(RwMode::Read, 4 * K, 64),
     Point::new(RwMode::RandRead, 4 * K, 64),
-    Point::new(RwMode::Write, 128 * M, 1),
+    Point::new(RwMode::Write, M, 32),
     Point::new(RwMode::Write, 4 * K, 64),
-    Point::new(RwMode::RandWrite, 4 * K, 64),
+    Point::new(RwMode::RandWrite, 4 * K, 32),
 ];
 
 /// How long one point runs: a ramp, then the time it is measured over.
@@ -258,7 +257,6 @@ pub fn measure(
     let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
         .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
     let opts = RunOptions {
-        nomerges: IOCOST_PLAN.contains(p),
         stop: Some(stop),
         ramp: span.ramp,
         seed,

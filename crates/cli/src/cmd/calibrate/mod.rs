@@ -10,6 +10,11 @@
 //! ([`fit`]) then sets the model's rates from them and prints each point measured beside
 //! predicted. Progress goes to stderr, drawn only on a terminal.
 //!
+//! `--iocost` measures instead the six points of io.cost's model ([`measure::IOCOST_PLAN`],
+//! as the kernel's `tools/cgroup/iocost_coef_gen.py` measures them) and prints the
+//! `io.cost.model` line for the device and an `io.cost.qos` proposal searched by simulation
+//! ([`iocost`]).
+//!
 //! Safety is `elevator run`'s ([`elevator_real::target`]): the writes stay in the region
 //! measured (`--size`, default 1 GiB for a new file, else the whole target); a new file is
 //! created and laid out; an existing file elevator did not lay out, and a device carrying data,

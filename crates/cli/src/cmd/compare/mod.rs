@@ -385,7 +385,6 @@ impl Ours<'_> {
             ties_in_job_order: false,
             groups: groups.clone(),
             non_rotational: self.rotational == Some(false),
-            nomerges: false,
         };
         let target = self.dev.target.display().to_string();
         let (report, err) = match elevator_real::run(&mut backend, s.as_mut(), jobs, &opts) {
