@@ -40,6 +40,7 @@
 //!   around any of them.
 //! - [`block`]: the block layer every driver runs a scheduler through: splitting, merging,
 //!   the device's queue depth, the stat counters, the request log, the rq_qos hook chain.
+//! - [`qos`]: the cgroup v2 controllers at the rq_qos position (io.cost).
 //! - [`tunable`] and [`registry`]: each policy's sysfs-named tunables and the list of policies.
 //! - one module per policy, each opening with the kernel version it follows and its deviations.
 //! - [`harness`]: a tiny deterministic driver used by the policies' tests.

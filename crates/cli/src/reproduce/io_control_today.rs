@@ -10,11 +10,13 @@
 //!   `/interactive` beside a bulk writer (sequential 128 KiB O_DIRECT writes, 16 at a time) in
 //!   `/bulk`: the reader's p99 latency, the writer's throughput and the total, with no
 //!   control, under cfq's and bfq's groups (equal weights), io.latency (a target on
-//!   `/interactive`) over none and over mq-deadline, and io.max (a write cap on `/bulk`) over
-//!   none.
+//!   `/interactive`) over none and over mq-deadline, io.max (a write cap on `/bulk`) over
+//!   none, and io.cost (`io.weight` 500 on `/interactive`, 100 on `/bulk`, the kernel's
+//!   built-in model and QoS for the device class) over none and over mq-deadline.
 //!
-//! io.cost's rows (io.cost over none and over mq-deadline) come from the io.cost controller
-//! (branch iocost): add them to [`SETUPS`] with the group settings they need.
+//! The share experiment also runs io.cost over none and over mq-deadline, with equal
+//! `io.weight`s (Goyal's setting) and with `/b` weighted 3:1 ([`SHARE`]): "B share" against
+//! "weight %" (B's weight over both), and the total against none's.
 
 use anyhow::Context;
 use elevator_core::Settings;
@@ -57,10 +59,12 @@ pub enum Control {
     Latency,
     /// io.max: `/bulk`'s write cap.
     Max,
+    /// io.cost: `io.weight` 500 on `/interactive`, 100 on `/bulk`.
+    Cost,
 }
 
-/// The protection setups, in table order. io.cost's go here (branch iocost).
-pub const SETUPS: [Setup; 6] = [
+/// The protection setups, in table order.
+pub const SETUPS: [Setup; 8] = [
     Setup {
         label: "none",
         sched: "none",
@@ -91,6 +95,34 @@ pub const SETUPS: [Setup; 6] = [
         sched: "none",
         control: Control::Max,
     },
+    Setup {
+        label: "io.cost / none",
+        sched: "none",
+        control: Control::Cost,
+    },
+    Setup {
+        label: "io.cost / mq-deadline",
+        sched: "mq-deadline",
+        control: Control::Cost,
+    },
+];
+
+/// io.cost's `io.weight`s of /a and /b in a share setup.
+pub type Weights = Option<(u32, u32)>;
+
+/// The share setups: (label, scheduler, io.weight of /a and /b for io.cost, or none).
+pub const SHARE: [(&str, &str, Weights); 7] = [
+    ("none", "none", None),
+    ("cfq groups", "cfq", None),
+    ("bfq groups", "bfq", None),
+    ("io.cost / none", "none", Some((100, 100))),
+    ("io.cost / mq-deadline", "mq-deadline", Some((100, 100))),
+    ("io.cost / none, b 3:1", "none", Some((100, 300))),
+    (
+        "io.cost / mq-deadline, b 3:1",
+        "mq-deadline",
+        Some((100, 300)),
+    ),
 ];
 
 /// io.latency's target for `/interactive` on `drive`, microseconds.
@@ -120,9 +152,15 @@ pub fn protection_text(drive: &str, control: Control) -> String {
     if control == Control::Latency {
         s.push_str(&format!("io_latency_us = {}\n", latency_target_us(drive)));
     }
+    if control == Control::Cost {
+        s.push_str("io_weight = 500\n");
+    }
     s.push_str("\n[[group]]\npath = \"/bulk\"\n");
     if control == Control::Max {
         s.push_str(&format!("io_max = \"wbps={}\"\n", write_cap(drive)));
+    }
+    if control == Control::Cost {
+        s.push_str("io_weight = 100\n");
     }
     s.push_str(&format!(
         "\n[[job]]\nname = \"interactive\"\ngroup = \"/interactive\"\nkind = \"fio\"\n\
@@ -177,12 +215,30 @@ pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<P
     })
 }
 
-/// One share run's figures: B's share and the total, MB/s.
-pub fn share_one(drive: &str, sched: &str, n: u32, seed: u64) -> anyhow::Result<(f64, f64)> {
-    let text = super::io_controller::scenario_text(n).replace(
+/// One share run's figures: B's share and the total, MB/s; with `weights`, io.cost with
+/// those `io.weight`s on /a and /b.
+pub fn share_one(
+    drive: &str,
+    sched: &str,
+    weights: Option<(u32, u32)>,
+    n: u32,
+    seed: u64,
+) -> anyhow::Result<(f64, f64)> {
+    let mut text = super::io_controller::scenario_text(n).replace(
         "drive = \"ibm18es\"",
         &format!("drive = \"{drive}\"\nduration_s = {RUNTIME_S}"),
     );
+    if let Some((wa, wb)) = weights {
+        text = text
+            .replace(
+                "path = \"/a\"\n",
+                &format!("path = \"/a\"\nio_weight = {wa}\n"),
+            )
+            .replace(
+                "path = \"/b\"\n",
+                &format!("path = \"/b\"\nio_weight = {wb}\n"),
+            );
+    }
     let text = text.replace(
         &format!("runtime_ms = {}", super::io_controller::RUNTIME_S * 1000),
         &format!("runtime_ms = {}", RUNTIME_S * 1000),
@@ -238,6 +294,8 @@ pub struct ShareRow {
     pub setup: String,
     /// Readers in /b.
     pub n: u32,
+    /// B's io.weight over both groups', % (io.cost rows).
+    pub weight_pct: Option<f64>,
     /// B's share of the bandwidth, %.
     pub b_share_pct: Estimate,
     /// Total MB/s.
@@ -287,7 +345,6 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             total_mb_s: e(|p| p.bulk_mb_s + p.interactive_mb_s),
         });
     }
-    const SHARE: [(&str, &str); 2] = [("cfq groups", "cfq"), ("bfq groups", "bfq")];
     let scases: Vec<(usize, usize, u32, u64)> = (0..DRIVES.len())
         .flat_map(|d| {
             (0..SHARE.len()).flat_map(move |s| {
@@ -299,7 +356,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
         .collect();
     let shares: Vec<(f64, f64)> = scases
         .par_iter()
-        .map(|&(d, s, n, seed)| share_one(DRIVES[d].1, SHARE[s].1, n, seed))
+        .map(|&(d, s, n, seed)| share_one(DRIVES[d].1, SHARE[s].1, SHARE[s].2, n, seed))
         .collect::<anyhow::Result<_>>()?;
     let mut share = Vec::new();
     for (k, chunk) in shares.chunks(seeds.len()).enumerate() {
@@ -308,6 +365,9 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             drive: DRIVES[d].0.to_string(),
             setup: SHARE[s].0.to_string(),
             n,
+            weight_pct: SHARE[s]
+                .2
+                .map(|(a, b)| 100.0 * f64::from(b) / f64::from(a + b)),
             b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
         });
@@ -326,7 +386,7 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         "Samsung 980 PRO model, {RUNTIME_S} simulated s a run. {}",
         super::seeds_note(seeds)
     );
-    say!("io.cost's rows come from the io.cost controller (branch iocost).\n");
+    say!();
     let t = measure(seeds)?;
     say!("Protection: random 4 KiB reader (1 at a time) in /interactive beside a sequential");
     say!("128 KiB O_DIRECT writer (16 at a time) in /bulk; figures after a {RAMP_S} s ramp.");
@@ -367,7 +427,7 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    say!("Share: 16 sequential readers in /a, n in /b, equal weights.");
+    say!("Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 3:1.");
     let rows: Vec<Vec<String>> = t
         .share
         .iter()
@@ -376,13 +436,14 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
                 r.drive.clone(),
                 r.setup.clone(),
                 r.n.to_string(),
+                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
                 r.b_share_pct.show(1),
                 r.total_mb_s.show(2),
             ]
         })
         .collect();
     output::say_str(&output::table(
-        &["drive", "setup", "n", "B share %", "total MB/s"],
+        &["drive", "setup", "n", "weight %", "B share %", "total MB/s"],
         &rows,
     ));
     say!();

@@ -1,6 +1,6 @@
 //! The cgroup v2 io controllers that sit above the scheduler, at the block layer's rq_qos
 //! position ([`crate::block::qos`]): blk-throttle (`io.max`, [`throttle`]), blk-iolatency
-//! (`io.latency`) and blk-iocost (`io.cost`).
+//! (`io.latency`) and blk-iocost (`io.cost`, [`iocost`]).
 //!
 //! They are configured per group in the [`GroupTree`] ([`crate::group::IoSettings`]: `io.max`,
 //! `io.latency`'s target, `io.weight`; the device's `io.cost.model` / `io.cost.qos` lines in
@@ -17,6 +17,7 @@ use crate::block::QosChain;
 use crate::group::GroupTree;
 use std::fmt;
 
+pub mod iocost;
 pub mod iolatency;
 pub mod throttle;
 
@@ -91,7 +92,11 @@ pub fn validate(tree: &GroupTree) -> Result<(), QosError> {
             ));
         }
     }
-    // io.cost.model / io.cost.qos: checked by io.cost (branch iocost) here.
+    iocost::check_lines(tree).map_err(|(field, e)| QosError {
+        group: "/".into(),
+        field,
+        reason: e.to_string(),
+    })?;
     Ok(())
 }
 
@@ -105,8 +110,11 @@ pub fn chain(tree: &GroupTree, dev: &QosDevice) -> QosChain {
             throttle::Config::default(),
         )));
     }
-    // io.cost (blk-iocost): the io.cost controller is installed here when the device has
-    // io.cost lines or a group sets io.weight.
+    // io.cost (blk-iocost): when the device has io.cost lines or a group sets io.weight.
+    if let Some(ioc) = iocost::from_tree(tree, dev) {
+        c.push(Box::new(ioc));
+    }
+    // io.latency (blk-iolatency): when a group sets a target.
     if tree
         .ids()
         .any(|id| tree.get(id).io.latency_target.is_some())

@@ -158,6 +158,19 @@ pub const PLAN: [Point; 20] = [
     Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(4),
 ];
 
+/// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model`
+/// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
+/// and writes at depth 32, points of [`PLAN`]), sequential 4 KiB IOPS (depth 64) and random
+/// 4 KiB IOPS (reads at depth 64 and writes at depth 32, points of [`PLAN`]).
+pub const IOCOST_PLAN: [Point; 6] = [
+    Point::new(RwMode::Read, M, 32),
+    Point::new(RwMode::Read, 4 * K, 64),
+    Point::new(RwMode::RandRead, 4 * K, 64),
+    Point::new(RwMode::Write, M, 32),
+    Point::new(RwMode::Write, 4 * K, 64),
+    Point::new(RwMode::RandWrite, 4 * K, 32),
+];
+
 /// How long one point runs: a ramp, then the time it is measured over.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Span {

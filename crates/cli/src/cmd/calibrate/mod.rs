@@ -10,12 +10,18 @@
 //! ([`fit`]) then sets the model's rates from them and prints each point measured beside
 //! predicted. Progress goes to stderr, drawn only on a terminal.
 //!
+//! `--iocost` measures instead the six points of io.cost's model ([`measure::IOCOST_PLAN`],
+//! as the kernel's `tools/cgroup/iocost_coef_gen.py` measures them) and prints the
+//! `io.cost.model` line for the device and an `io.cost.qos` proposal searched by simulation
+//! ([`iocost`]).
+//!
 //! Safety is `elevator run`'s ([`elevator_real::target`]): the writes stay in the region
 //! measured (`--size`, default 1 GiB for a new file, else the whole target); a new file is
 //! created and laid out; an existing file elevator did not lay out, and a device carrying data,
 //! are refused unless `--allow-overwrite`; a mounted or swapped-on device always.
 
 mod fit;
+mod iocost;
 mod measure;
 
 use std::path::{Path, PathBuf};
@@ -31,7 +37,7 @@ use serde::Serialize;
 use super::run::{install_stop_handler, STOP};
 use crate::output::{self, say};
 
-use measure::{Figures, Span, PLAN};
+use measure::{Figures, Span, IOCOST_PLAN, PLAN};
 
 /// Default region of a new file.
 const DEFAULT_NEW_FILE: u64 = 1 << 30;
@@ -72,6 +78,16 @@ pub struct Args {
     /// more (docs/ssd-model.md, "Calibrating a real device").
     #[arg(long)]
     fit_first_second: bool,
+    /// Measure the six figures of io.cost's model instead of the SSD model's grid, and print
+    /// the `io.cost.model` line for the device and an `io.cost.qos` proposal (vrate bounds
+    /// searched by simulation on `--drive`), as the lines a user echoes into
+    /// /sys/fs/cgroup/io.cost.model and io.cost.qos (docs/iocost.md).
+    #[arg(long)]
+    iocost: bool,
+    /// With `--iocost`: the simulated drive the io.cost.qos sweep runs on (a built-in name, or
+    /// the spec `elevator calibrate -o` fitted for the device); `none` skips the sweep.
+    #[arg(long, value_name = "NAME|FILE", default_value = "samsung-980pro-1tb")]
+    drive: String,
 }
 
 /// Every point of the plan and what it measured.
@@ -126,9 +142,12 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     }
     // A point of the plan an earlier version did not measure is left out: the fit says which
     // it needs, and does without the optional ones (the reader beside the shallow writers).
-    let mut points = Vec::new();
-    for p in PLAN.iter() {
+    let mut points: Measured = Vec::new();
+    for p in PLAN.iter().chain(IOCOST_PLAN.iter()) {
         let label = p.label();
+        if points.iter().any(|(q, _)| q == p) {
+            continue;
+        }
         if let Some(m) = saved.points.iter().find(|s| s.point == label) {
             points.push((*p, m.measured));
         }
@@ -293,9 +312,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 fit::UNKNOWN_SPAN.runtime.as_secs_f64()
             );
         }
+        if args.iocost {
+            return report_iocost(&args, &saved);
+        }
         say!("fitting the SSD model to {} ...", path.display());
         return report(&args, &saved);
     }
+    let plan: &[measure::Point] = if args.iocost { &IOCOST_PLAN } else { &PLAN };
     let existing = target::existing_size(&args.target)?;
     let size = match &args.size {
         Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--size {s:?}: {e}"))?,
@@ -328,18 +351,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
-    let slice = Duration::from_secs_f64(args.duration / PLAN.len() as f64);
+    let slice = Duration::from_secs_f64(args.duration / plan.len() as f64);
     let span = Span::of_slice(slice);
     say!(
         "calibrating {} over {} MiB: {} points of {:.2} s each",
         args.target.display(),
         region >> 20,
-        PLAN.len(),
+        plan.len(),
         slice.as_secs_f64()
     );
-    let bar = crate::progress::bar(PLAN.len(), "calibrate");
+    let bar = crate::progress::bar(plan.len(), "calibrate");
     let mut measured = Vec::new();
-    for (i, p) in PLAN.iter().enumerate() {
+    for (i, p) in plan.iter().enumerate() {
         bar.set_message(p.label());
         let f = measure::measure(p, &tgt.file, tgt.size, region, span, &STOP, i as u64 + 1);
         if STOP.load(Ordering::SeqCst) {
@@ -366,7 +389,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let load = std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default();
-    say!("fitting the SSD model ...");
     let grid = Grid {
         size: tgt.size.max(region),
         region,
@@ -375,7 +397,92 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         span: Some(span),
         points: measured,
     };
+    if args.iocost {
+        return report_iocost(&args, &grid);
+    }
+    say!("fitting the SSD model ...");
     report(&args, &grid)
+}
+
+/// `--iocost`: the model line from the measured points, the QoS proposal, the JSON.
+fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
+    let model = iocost::model(&grid.points)?;
+    let dev = iocost::devno(&args.target);
+    let mut table = Vec::new();
+    for p in IOCOST_PLAN.iter() {
+        if let Some((_, m)) = grid.points.iter().find(|(q, _)| q == p) {
+            table.push(vec![
+                p.label(),
+                format!("{:.0}", m.iops),
+                format!("{:.1}", m.mb_s),
+                format!("{:.1}", m.mean_us),
+                format!("{:.1}", m.p99_us),
+            ]);
+        }
+    }
+    output::say_str(&output::table(
+        &["point", "IOPS", "MB/s", "mean us", "p99 us"],
+        &table,
+    ));
+    let model_line = model.line(&dev);
+    let mut json = serde_json::json!({
+        "target": args.target.display().to_string(),
+        "region_bytes": grid.region,
+        "duration_s": grid.duration_s,
+        "load_average": grid.load,
+        "points": grid.points.iter().map(|(p, f)| serde_json::json!({"point": p.label(), "measured": f})).collect::<Vec<_>>(),
+        "io_cost_model": model_line,
+    });
+    let mut lines = vec![format!(
+        "echo \"{model_line}\" > /sys/fs/cgroup/io.cost.model"
+    )];
+    if args.drive != "none" {
+        let drive = elevator_sim::DriveModel::resolve(&args.drive)
+            .map_err(|e| anyhow::anyhow!("--drive {}: {e}", args.drive))?;
+        let spin = crate::progress::spinner("sweeping io.cost.qos's vrate bounds");
+        let prop = iocost::propose(&model, &drive);
+        spin.finish_and_clear();
+        let prop = prop?;
+        let mut rows = vec![vec![
+            "none (no io.cost)".to_string(),
+            format!("{:.0}", prop.none.read_p95_us),
+            format!("{:.0}", prop.none.read_iops),
+            format!("{:.1}", prop.none.write_mb_s),
+        ]];
+        for t in &prop.trials {
+            rows.push(vec![
+                format!("min={} max={}", t.min, t.max),
+                format!("{:.0}", t.read_p95_us),
+                format!("{:.0}", t.read_iops),
+                format!("{:.1}", t.write_mb_s),
+            ]);
+        }
+        say!(
+            "io.cost.qos sweep on {} (simulated): a 4 KiB random reader at depth 4 (io.weight 500) beside a \
+             1 MiB writer at depth 32 (io.weight 100); alone, the reader's p95 is {:.0} us \
+             (rlat = 3 x that), the writer's {:.0} us at {:.1} MB/s:",
+            drive.name(),
+            prop.read_alone_p95_us,
+            prop.write_alone_p95_us,
+            prop.write_alone_mb_s
+        );
+        output::say_str(&output::table(
+            &["vrate bounds", "read p95 us", "read IOPS", "write MB/s"],
+            &rows,
+        ));
+        let qos_line = prop.qos.line(&dev);
+        lines.push(format!("echo \"{qos_line}\" > /sys/fs/cgroup/io.cost.qos"));
+        json["io_cost_qos"] = serde_json::json!(qos_line);
+        json["sweep_drive"] = serde_json::json!(drive.name());
+        json["sweep"] = serde_json::to_value(&prop)?;
+    }
+    for l in &lines {
+        output::out_str(&format!("{l}\n"));
+    }
+    if let Some(p) = &args.json {
+        output::write_json(p, &json)?;
+    }
+    Ok(())
 }
 
 /// How long the fit simulates the points that write: as long as they were `measured`, or with
