@@ -72,6 +72,9 @@ pub struct MountConfig {
     /// Keep a record of at most this many of the latest requests (0: none), returned by
     /// [`Mounted::run`].
     pub request_log: usize,
+    /// Serve the data as this emulated drive would ([`elevator_real::emulate`]): each request
+    /// completes at the model's time on the real clock. `None`: the backing device's own time.
+    pub emulate: Option<elevator_real::emulate::SharedModel>,
 }
 
 /// The requests a mount logged ([`MountConfig::request_log`]) and who issued them.
@@ -85,6 +88,8 @@ pub struct MountLog {
     pub names: Vec<String>,
     /// The scheduler at unmount (it may have been switched through `.elevator/scheduler`).
     pub scheduler: &'static str,
+    /// With an emulated drive: how late completions were against its model.
+    pub emulation: Option<elevator_real::emulate::Summary>,
 }
 
 /// Why the mount could not start.
@@ -170,11 +175,16 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     }
     let classifier = Arc::new(classifier);
     // As the kernel's schedulers read `blk_queue_nonrot`, ours get the backing device's flag.
-    let rotational = elevator_real::target::rotational(&cfg.backing);
+    // An emulated drive's flag is its model's.
+    let rotational = match &cfg.emulate {
+        Some(m) => m.rotational(),
+        None => elevator_real::target::rotational(&cfg.backing),
+    };
     let settings = info.on_device(cfg.settings.clone(), rotational);
     let build = control::factory(info, settings.clone(), classifier.tree());
     let opts = EngineOptions {
         request_log: cfg.request_log,
+        emulate: cfg.emulate.clone(),
         ..EngineOptions::default()
     };
     let engine = Engine::start(build, opts).map_err(MountError::Start)?;
@@ -287,6 +297,7 @@ impl Mounted {
             requests,
             names,
             scheduler: self.handle.scheduler(),
+            emulation: self.handle.emulation(),
         })
     }
 }

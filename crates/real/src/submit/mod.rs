@@ -232,6 +232,10 @@ pub struct EngineOptions {
     /// Keep a record of at most this many of the latest requests completed (0, the default:
     /// none); see [`Handle::take_request_log`].
     pub request_log: usize,
+    /// Emulate this drive: each request completes at the time the model says, on the real
+    /// clock, over the registered files (see [`crate::emulate`]); the block layer's queue
+    /// depth is the model's. `None` (the default): the files' own device.
+    pub emulate: Option<crate::emulate::SharedModel>,
 }
 
 impl Default for EngineOptions {
@@ -239,6 +243,7 @@ impl Default for EngineOptions {
         EngineOptions {
             ring_entries: 256,
             request_log: 0,
+            emulate: None,
         }
     }
 }
@@ -296,6 +301,8 @@ struct Shared {
     log: Mutex<log::LogKeeper>,
     scheduler: Mutex<&'static str>,
     next_file: AtomicU32,
+    /// With [`EngineOptions::emulate`]: how late completions were against the model.
+    lateness: Option<Mutex<crate::emulate::Lateness>>,
 }
 
 /// A cloneable, thread-safe way into the engine.
@@ -427,6 +434,15 @@ impl Handle {
             .take()
     }
 
+    /// With an emulated drive ([`EngineOptions::emulate`]): how late completions have been
+    /// against the model so far.
+    pub fn emulation(&self) -> Option<crate::emulate::Summary> {
+        self.shared
+            .lateness
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).summary())
+    }
+
     /// The `/sys/block/<dev>/stat` counters so far.
     pub fn stats(&self) -> DiskStats {
         let now = std::time::Instant::now();
@@ -468,6 +484,7 @@ impl Engine {
             log: Mutex::new(log::LogKeeper::new(opts.request_log)),
             scheduler: Mutex::new(""),
             next_file: AtomicU32::new(0),
+            lateness: opts.emulate.as_ref().map(|_| Mutex::default()),
         });
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
