@@ -343,7 +343,12 @@ impl Filesystem for Passthrough {
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_BIG_WRITES
             | InitFlags::FUSE_MAX_PAGES
-            | InitFlags::FUSE_ASYNC_DIO;
+            | InitFlags::FUSE_ASYNC_DIO
+            // With FOPEN_KEEP_CACHE at open: a file's cached pages survive its reopening (a
+            // header read by every compile is read from the device once, as on a local
+            // filesystem), and are dropped when its size or mtime changes in the backing
+            // directory behind our back.
+            | InitFlags::FUSE_AUTO_INVAL_DATA;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -647,7 +652,7 @@ impl Filesystem for Passthrough {
             .node(ino)
             .and_then(|n| self.do_open(&n, flags.0, req).map_err(errno))
         {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -688,7 +693,13 @@ impl Filesystem for Passthrough {
         })();
         match r {
             Ok((a, fh)) => {
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty())
+                reply.created(
+                    &TTL,
+                    &a,
+                    Generation(0),
+                    FileHandle(fh),
+                    FopenFlags::FOPEN_KEEP_CACHE,
+                )
             }
             Err(e) => reply.error(e),
         }

@@ -222,6 +222,11 @@ impl fmt::Display for Summary {
     }
 }
 
+/// How long before a completion's time the emulator stops sleeping and watches the clock
+/// instead: a timer's wake-up on a virtual machine is late by tens of microseconds, a spin of
+/// this long is not.
+pub const SPIN: Duration = Duration::from_micros(60);
+
 /// Ask the kernel to wake this thread's timers without slack (the default slack of 50 us
 /// would be the emulator's error). Best effort: a refusal leaves the default.
 pub fn precise_timers() {
@@ -283,6 +288,7 @@ pub struct Emulated<B: Backend, C: Clock> {
     lateness: Lateness,
     scratch: Vec<IoCompletion>,
     next_id: u64,
+    spin: Nanos,
 }
 
 impl<B: Backend, C: Clock> Emulated<B, C> {
@@ -299,7 +305,16 @@ impl<B: Backend, C: Clock> Emulated<B, C> {
             lateness: Lateness::default(),
             scratch: Vec::new(),
             next_id: 1,
+            spin: Nanos::ZERO,
         }
+    }
+
+    /// Sleep until `spin` before each completion's time and watch the clock for the rest
+    /// ([`SPIN`] suits the monotonic clock; 0, the default, always sleeps: a test's clock
+    /// that moves only when waited on must not be watched).
+    pub fn with_spin(mut self, spin: Duration) -> Self {
+        self.spin = Nanos(spin.as_nanos() as u64);
+        self
     }
 
     /// The model's name.
@@ -404,6 +419,22 @@ impl<B: Backend, C: Clock> Backend for Emulated<B, C> {
                 // Nothing in flight and no time asked for: nothing would ever wake us.
                 return Ok(());
             }
+            if let Some(due) = next {
+                if self.spin > Nanos::ZERO && due.saturating_sub(now) <= self.spin {
+                    while self.clock.now() < due {
+                        std::hint::spin_loop();
+                    }
+                    continue;
+                }
+            }
+            // Wake `spin` early for a completion's time, on time for the caller's deadline.
+            let wake = match (next, deadline) {
+                (Some(a), d) if self.spin > Nanos::ZERO => {
+                    let a = a.saturating_sub(self.spin);
+                    Some(d.map_or(a, |d| d.min(a)))
+                }
+                _ => wake,
+            };
             let t = wake.map(|w| Duration::from_nanos(w.saturating_sub(now).as_ns()));
             self.inner.wait(t, &mut self.scratch)?;
             let arrived = self.clock.now();
@@ -426,15 +457,25 @@ impl<B: Backend, C: Clock> Backend for Emulated<B, C> {
 /// written): as many sectors as it had then, rounded up to 64 KiB. A file that grows past its
 /// extents gets a new extent at the next free place, of at least what it already has (up to
 /// 64 MiB) and at least 1 MiB, so a streaming writer's file runs in long extents and a small
-/// file's growth stays small. Past the drive's end, placement wraps to its start. A request
-/// lying across two extents is given to the model at the first one's place (the model sees one
-/// request, as the scheduler did).
+/// file's growth stays small. Extents of [`FAR_BYTES`] or more are placed from
+/// [`FAR_FRACTION`] of the drive on, away from the small files, as ext2/3's allocator puts a
+/// large file in block groups of its own (and as the seeds' writer lay far from the source
+/// tree). Past the drive's end, placement wraps to the region's start. A request lying across
+/// two extents is given to the model at the first one's place (the model sees one request, as
+/// the scheduler did).
 #[derive(Debug, Default)]
 pub struct Layout {
     files: HashMap<(u64, u64), Vec<Extent>>,
+    /// Next free sector of the near region (from 0) and of the far one.
     next: u64,
+    next_far: u64,
     capacity: u64,
 }
+
+/// Extents at least this large go to the far region ([`Layout`]).
+pub const FAR_BYTES: u64 = 8 << 20;
+/// Where the far region starts, as a fraction of the drive.
+pub const FAR_FRACTION: f64 = 0.6;
 
 #[derive(Clone, Copy, Debug)]
 struct Extent {
@@ -452,20 +493,37 @@ const GROW_MAX: u64 = 131_072; // 64 MiB
 impl Layout {
     /// A layout on a drive of `capacity_sectors`.
     pub fn new(capacity_sectors: u64) -> Layout {
+        let capacity = capacity_sectors.max(ROUND);
         Layout {
             files: HashMap::new(),
             next: 0,
-            capacity: capacity_sectors.max(ROUND),
+            next_far: Self::far_start(capacity),
+            capacity,
         }
+    }
+
+    fn far_start(capacity: u64) -> u64 {
+        ((capacity as f64 * FAR_FRACTION) as u64 / ROUND) * ROUND
     }
 
     fn alloc(&mut self, sectors: u64) -> u64 {
         let sectors = sectors.div_ceil(ROUND) * ROUND;
-        if self.next + sectors > self.capacity {
-            self.next = 0;
+        let far = sectors * SECTOR_BYTES >= FAR_BYTES;
+        let (start, end) = if far {
+            (Self::far_start(self.capacity), self.capacity)
+        } else {
+            (0, Self::far_start(self.capacity).max(ROUND))
+        };
+        let next = if far {
+            &mut self.next_far
+        } else {
+            &mut self.next
+        };
+        if *next + sectors > end {
+            *next = start;
         }
-        let at = self.next;
-        self.next = (self.next + sectors).min(self.capacity);
+        let at = *next;
+        *next = (*next + sectors).min(end);
         at
     }
 
@@ -683,14 +741,21 @@ mod tests {
         assert_eq!(l.map((1, 11), 0, 129), 257);
         // A new file after that extent.
         assert_eq!(l.map((1, 12), 8, 0), 256 + 2048);
+        // A large file lies in the far region, and so do its large extents of growth.
+        let far = Layout::far_start(1 << 30);
+        assert_eq!(l.map((1, 13), 1 << 18, 0), far);
+        assert_eq!(l.map((1, 13), 1 << 18, 1 << 18), far + (1 << 18));
+        // The near region goes on where it was.
+        assert_eq!(l.map((1, 14), 8, 0), 256 + 2048 + 128);
     }
 
     #[test]
-    fn placement_wraps_at_the_end_of_the_drive() {
-        let mut l = Layout::new(1024);
-        assert_eq!(l.map((1, 1), 900, 0), 0);
-        // 896 + 128 would pass 1024... 900 rounds to 1024 sectors, the whole drive.
-        assert_eq!(l.map((1, 2), 10, 0), 0);
-        assert!(l.map((1, 1), 900, 1023) < 1024);
+    fn placement_wraps_at_the_end_of_its_region() {
+        let mut l = Layout::new(2048);
+        let far = Layout::far_start(2048);
+        assert_eq!(l.map((1, 1), far - 100, 0), 0);
+        // The rest of the near region is too small: back to its start.
+        assert_eq!(l.map((1, 2), 200, 0), 0);
+        assert!(l.map((1, 1), far - 100, far - 101) < far);
     }
 }

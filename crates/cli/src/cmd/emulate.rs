@@ -154,7 +154,8 @@ size=64m
                 return;
             }
         };
-        let mut backend = Emulated::new(ring, model("laptop-4200").unwrap(), clock);
+        let mut backend = Emulated::new(ring, model("laptop-4200").unwrap(), clock)
+            .with_spin(elevator_real::emulate::SPIN);
         let mut groups = GroupTree::new();
         let (jobs, _) = build_jobs(&file, capacity, 1, &mut groups).unwrap();
         let mut sched = info.build(&settings, &groups).unwrap();

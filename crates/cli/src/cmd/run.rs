@@ -515,7 +515,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 backend,
                 super::emulate::model(d)?,
                 clock,
-            )),
+            )
+            .with_spin(elevator_real::emulate::SPIN)),
             None => Device::Real(backend),
         };
         let opts = RunOptions {

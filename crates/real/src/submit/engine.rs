@@ -30,7 +30,7 @@ use io_uring::{opcode, types, IoUring};
 
 use super::{Callback, Cmd, Completion, EngineOptions, FileId, Io, IoOp, SchedFactory, Shared};
 use crate::buf::AlignedBuf;
-use crate::emulate::{ArrivalClock, Layout, ServiceModel};
+use crate::emulate::{ArrivalClock, Layout, ServiceModel, SPIN};
 use crate::RequestRecord;
 
 /// Where the outcome of a tunable change or a scheduler switch goes.
@@ -241,8 +241,20 @@ impl Engine {
             let mut wake = self.blk.poll_timeout();
             if let Some(emu) = &mut self.emu {
                 emu.arrivals.waiting();
-                if let Some(Reverse((due, _, _))) = emu.held.peek() {
-                    wake = Some(wake.map_or(*due, |w| w.min(*due)));
+                if let Some(&Reverse((due, _, _))) = emu.held.peek() {
+                    let now = Nanos(self.t0.elapsed().as_nanos() as u64);
+                    let spin = Nanos(SPIN.as_nanos() as u64);
+                    if due.saturating_sub(now) <= spin {
+                        // Close to a completion's time: watch the clock rather than trust a
+                        // timer's wake-up (see `emulate::SPIN`).
+                        self.shared.asleep.store(false, Ordering::SeqCst);
+                        while Nanos(self.t0.elapsed().as_nanos() as u64) < due {
+                            std::hint::spin_loop();
+                        }
+                        continue;
+                    }
+                    let early = due - spin;
+                    wake = Some(wake.map_or(early, |w| w.min(early)));
                 }
             }
             let timeout = wake.map(|u| {
