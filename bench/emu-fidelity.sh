@@ -30,7 +30,7 @@ echo "load before: $(uptime | sed 's/.*load average: //'); $(date -u '+%Y-%m-%d 
 for job in "${jobs[@]}"; do
     name=$(basename "$job" .fio)
     "$elevator" sim "$job" --drive "$drive" --sched "$scheds" --output-format json \
-        --output "$tmp/$name.sim.json"
+        >"$tmp/$name.sim.json"
     for r in $(seq 1 "$rounds"); do
         order=()
         for i in $(seq 0 $((n - 1))); do order+=("${list[$(((i + r - 1) % n))]}"); done

@@ -692,15 +692,13 @@ impl Filesystem for Passthrough {
             Ok((attr(ino, &st), fh))
         })();
         match r {
-            Ok((a, fh)) => {
-                reply.created(
-                    &TTL,
-                    &a,
-                    Generation(0),
-                    FileHandle(fh),
-                    FopenFlags::FOPEN_KEEP_CACHE,
-                )
-            }
+            Ok((a, fh)) => reply.created(
+                &TTL,
+                &a,
+                Generation(0),
+                FileHandle(fh),
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(e),
         }
     }

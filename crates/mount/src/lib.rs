@@ -218,6 +218,16 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root fuser mounts with mount(2) itself and gives the kernel no subtype (only
+        // fusermount3 reads `Subtype`): pass it as the kernel's own option, so /proc/mounts
+        // says `fuse.elevator` either way.
+        config
+            .mount_options
+            .push(MountOption::CUSTOM("subtype=elevator".into()));
+    }
+    raise_fd_limit();
     config.acl = if cfg.allow_other {
         SessionACL::All
     } else {
@@ -232,6 +242,24 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         handle,
         classifier,
     })
+}
+
+/// Raise the soft limit on open files to the hard limit: every open file through the mount
+/// holds two descriptors of its backing file, and every inode the kernel remembers one, so a
+/// tree of thousands of files (an untar, a `git clone`) would run out at the default 1,024.
+/// Best effort: a refusal keeps the limit there was.
+pub fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 /// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.

@@ -395,7 +395,10 @@ impl<B: Backend, C: Clock> Backend for Emulated<B, C> {
                     break;
                 }
                 self.ready.pop();
-                let p = self.pending.remove(&token).expect("a ready token is pending");
+                let p = self
+                    .pending
+                    .remove(&token)
+                    .expect("a ready token is pending");
                 let (c, arrived) = p.done.expect("a ready token has its completion");
                 self.lateness.record(now - due, arrived > due);
                 latest = Some(latest.map_or(due, |l: Nanos| l.max(due)));
@@ -558,14 +561,11 @@ impl Layout {
                 .div_ceil(ROUND)
                 * ROUND;
             let drive = self.alloc(want);
-            self.files
-                .get_mut(&key)
-                .expect("just seen")
-                .push(Extent {
-                    file: end,
-                    drive,
-                    sectors: want,
-                });
+            self.files.get_mut(&key).expect("just seen").push(Extent {
+                file: end,
+                drive,
+                sectors: want,
+            });
         }
     }
 }
@@ -654,7 +654,11 @@ mod tests {
         }
     }
 
-    fn setup() -> (Emulated<Sleepy, Hand>, Hand, Rc<std::cell::RefCell<Vec<Nanos>>>) {
+    fn setup() -> (
+        Emulated<Sleepy, Hand>,
+        Hand,
+        Rc<std::cell::RefCell<Vec<Nanos>>>,
+    ) {
         let clock = Hand(Rc::new(Cell::new(Nanos::ZERO)));
         let arrivals = Rc::new(std::cell::RefCell::new(Vec::new()));
         let model = OneMs {
@@ -665,7 +669,11 @@ mod tests {
             mem: MemBackend::new(1 << 20, 8),
             clock: clock.clone(),
         };
-        (Emulated::new(inner, Box::new(model), clock.clone()), clock, arrivals)
+        (
+            Emulated::new(inner, Box::new(model), clock.clone()),
+            clock,
+            arrivals,
+        )
     }
 
     #[test]

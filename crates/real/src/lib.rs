@@ -44,11 +44,11 @@ pub mod uring;
 pub mod verify;
 
 pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
+pub use emulate::{Emulated, ServiceModel};
 pub use exec::{
     run, run_with_clock, ByteRange, Clock, JobReport, MonotonicClock, RealJob, RequestRecord,
     RunError, RunFailure, RunOptions, RunReport,
 };
-pub use emulate::{Emulated, ServiceModel};
 pub use mem::{Fault, MemBackend};
 pub use target::{OpenSpec, Target, TargetError, TargetKind};
 pub use uring::UringBackend;

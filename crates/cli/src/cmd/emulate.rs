@@ -104,7 +104,9 @@ size=64m
 ";
 
     /// (job, mean latency in ms, bytes) of each job and direction that moved data.
-    fn figures(jobs: &[(String, elevator_workload::metrics::JobMetrics)]) -> Vec<(String, f64, u64)> {
+    fn figures(
+        jobs: &[(String, elevator_workload::metrics::JobMetrics)],
+    ) -> Vec<(String, f64, u64)> {
         let mut v = Vec::new();
         for (name, m) in jobs {
             for (d, x) in [("read", &m.read), ("write", &m.write)] {
@@ -129,9 +131,16 @@ size=64m
 
         let mut groups = GroupTree::new();
         let (jobs, _) = build_jobs(&file, capacity, 1, &mut groups).unwrap();
-        let mut sim = Simulation::new(drive.device(), info.build(&settings, &groups).unwrap(), groups);
+        let mut sim = Simulation::new(
+            drive.device(),
+            info.build(&settings, &groups).unwrap(),
+            groups,
+        );
         for j in jobs {
-            sim.add_job_in_phase(JobSlot::new(j.name, j.job).group(j.group).prio(j.prio), j.phase);
+            sim.add_job_in_phase(
+                JobSlot::new(j.name, j.job).group(j.group).prio(j.prio),
+                j.phase,
+            );
         }
         let simulated: Vec<_> = sim
             .run(None)
@@ -145,7 +154,11 @@ size=64m
         let f = std::fs::File::create(&path).unwrap();
         f.set_len(320 << 20).unwrap();
         drop(f);
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
         let clock = MonotonicClock::start();
         let ring = match UringBackend::new(f, 320 << 20, 64) {
             Ok(r) => r,
@@ -173,10 +186,7 @@ size=64m
             .map(|j| (j.name, j.metrics))
             .collect();
         let late = backend.lateness().summary();
-        let total: u64 = emulated
-            .iter()
-            .map(|(_, m)| m.read.ios + m.write.ios)
-            .sum();
+        let total: u64 = emulated.iter().map(|(_, m)| m.read.ios + m.write.ios).sum();
         // Every completion was delivered through the model, and counted.
         assert!(late.completions >= total, "{late:?} vs {total}");
         if let Verdict::Behind(w) = late.verdict() {

@@ -511,12 +511,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
         let clock = elevator_real::MonotonicClock::start();
         let mut backend = match &args.drive {
-            Some(d) => Device::Emulated(elevator_real::Emulated::new(
-                backend,
-                super::emulate::model(d)?,
-                clock,
-            )
-            .with_spin(elevator_real::emulate::SPIN)),
+            Some(d) => Device::Emulated(
+                elevator_real::Emulated::new(backend, super::emulate::model(d)?, clock)
+                    .with_spin(elevator_real::emulate::SPIN),
+            ),
             None => Device::Real(backend),
         };
         let opts = RunOptions {
@@ -538,7 +536,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ..opts
         };
         let result = match &mut backend {
-            Device::Real(b) => elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts),
+            Device::Real(b) => {
+                elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts)
+            }
             Device::Emulated(b) => {
                 elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts)
             }
