@@ -303,6 +303,15 @@ pub fn check_not_nested(
 }
 
 impl Mounted {
+    /// With an emulated drive: something another thread can call for how late completions
+    /// have been so far (see [`elevator_real::submit::Handle::emulation`]).
+    pub fn emulation_probe(
+        &self,
+    ) -> impl Fn() -> Option<elevator_real::emulate::Summary> + Send + 'static {
+        let h = self.handle.clone();
+        move || h.emulation()
+    }
+
     /// Something another thread (a signal watcher) can call to unmount.
     pub fn unmounter(&mut self) -> fuser::SessionUnmounter {
         self.session.unmount_callable()

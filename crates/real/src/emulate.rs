@@ -20,7 +20,10 @@
 //! would have happened at the completion's own time. So a request dispatched in the same turn
 //! as a delivery is given to the model as having arrived `L` earlier (never before the model's
 //! previous arrival, never before the delivered completion's time): the model's device runs on
-//! the model's time, and one late wake-up does not push every later request back.
+//! the model's time, and one late wake-up does not push every later request back. Only a
+//! wake-up's lateness is taken back: when the backing I/O itself came after the model's time,
+//! the host is slower than the drive, and the model is not held back for it (its time would
+//! fall further behind the real clock with every request).
 //!
 //! - [`Emulated`]: a [`Backend`] for the job executor ([`crate::run_with_clock`]).
 //! - [`Layout`]: where files behind the mount lie on the emulated drive (the submission
@@ -401,6 +404,9 @@ impl<B: Backend, C: Clock> Backend for Emulated<B, C> {
                     .expect("a ready token is pending");
                 let (c, arrived) = p.done.expect("a ready token has its completion");
                 self.lateness.record(now - due, arrived > due);
+                // Only the wake-up's lateness is taken back; backing I/O slower than the
+                // model is the host's, and the model's time must not fall behind for it.
+                let due = if arrived > due { now } else { due };
                 latest = Some(latest.map_or(due, |l: Nanos| l.max(due)));
                 out.push(c);
             }
@@ -717,6 +723,23 @@ mod tests {
         // 1 ms (the model's time) + 3 us of the loop's own, not + 7 us of oversleep.
         assert_eq!(a[1], Nanos(1_003_000));
         assert_eq!(a[2], t + Nanos(500_000));
+    }
+
+    #[test]
+    fn backing_io_slower_than_the_model_does_not_hold_the_models_time_back() {
+        let (mut e, clock, arrivals) = setup();
+        e.submit(io(1, IoKind::Read, 0, 4096)).unwrap();
+        // The backing read is seen only at 5 ms; the model said 1 ms.
+        clock.0.set(Nanos(5_000_000));
+        let mut out = Vec::new();
+        e.wait(None, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        let s = e.lateness().summary();
+        assert_eq!((s.host_slow, s.median), (1, Nanos(4_000_000)));
+        clock.0.set(Nanos(5_003_000));
+        e.submit(io(2, IoKind::Read, 4096, 4096)).unwrap();
+        // Not 1.003 ms: the 4 ms were the host's, not a late wake-up's.
+        assert_eq!(arrivals.borrow()[1], Nanos(5_003_000));
     }
 
     #[test]

@@ -116,6 +116,29 @@ fn unmount_path(path: &Path, lazy: bool) -> std::io::Result<()> {
 /// Watch for SIGINT / SIGTERM: the first unmounts; while the mount is busy the unmount is
 /// retried every second, and a second signal detaches it lazily (the mount then ends when the
 /// last file under it closes).
+/// While the mount serves an emulated drive: every 10 s, warn (at most once a minute) if the
+/// host has not kept up with the model so far.
+fn watch_emulation(
+    probe: impl Fn() -> Option<elevator_real::emulate::Summary> + Send + 'static,
+    drive: String,
+) {
+    std::thread::spawn(move || {
+        let mut last_warned: Option<std::time::Instant> = None;
+        while SERVING.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(10));
+            let Some(s) = probe() else {
+                return;
+            };
+            if let elevator_real::emulate::Verdict::Behind(w) = s.verdict() {
+                if last_warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    eprintln!("elevator mount: warning: emulated {drive}: {w}");
+                    last_warned = Some(std::time::Instant::now());
+                }
+            }
+        }
+    });
+}
+
 fn watch_signals(
     mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
     mountpoint: PathBuf,
@@ -253,6 +276,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         sa.sa_sigaction = on_signal as *const () as usize;
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+    if let Some(d) = &drive_name {
+        watch_emulation(mounted.emulation_probe(), d.clone());
     }
     let mut unmounter = mounted.unmounter();
     watch_signals(move || unmounter.unmount(), a.mountpoint.clone());

@@ -635,7 +635,9 @@ impl Engine {
     /// Record a completion of model time `due` delivered at `now`.
     fn late(&mut self, now: Nanos, due: Nanos, host_slow: bool) {
         if let Some(emu) = &mut self.emu {
-            emu.arrivals.delivered(now, due);
+            // Only a wake-up's lateness is taken back (see `emulate`'s module doc).
+            emu.arrivals
+                .delivered(now, if host_slow { now } else { due });
         }
         if let Some(l) = &self.shared.lateness {
             l.lock()
