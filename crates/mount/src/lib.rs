@@ -198,6 +198,11 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     ));
     let opts = FsOptions {
         writeback_cache: cfg.writeback_cache,
+        max_background: if cfg.emulate.is_some() {
+            fs::MAX_BACKGROUND_EMULATED
+        } else {
+            fs::MAX_BACKGROUND
+        },
     };
     let fs = fs::Passthrough::new(
         &cfg.backing,

@@ -511,10 +511,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
         let clock = elevator_real::MonotonicClock::start();
         let mut backend = match &args.drive {
-            Some(d) => Device::Emulated(
+            Some(d) => Device::Emulated(Box::new(
                 elevator_real::Emulated::new(backend, super::emulate::model(d)?, clock)
                     .with_spin(elevator_real::emulate::SPIN),
-            ),
+            )),
             None => Device::Real(backend),
         };
         let opts = RunOptions {
@@ -540,7 +540,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts)
             }
             Device::Emulated(b) => {
-                elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts)
+                elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
             }
         };
         let (report, err) = match result {
@@ -678,5 +678,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// The device a run drives: the target itself, or a drive emulated over it.
 enum Device {
     Real(UringBackend),
-    Emulated(elevator_real::Emulated<UringBackend, elevator_real::MonotonicClock>),
+    Emulated(Box<elevator_real::Emulated<UringBackend, elevator_real::MonotonicClock>>),
 }
