@@ -4,8 +4,13 @@
 # `elevator mount --drive laptop-4200` (the emulated 2003 4200 rpm laptop drive), under each
 # scheduler (docs/emulation.md).
 #
-#   bench/morton-emulated.sh     (root; ROUNDS=3 DRIVE=laptop-4200 MODULES=20 FILES=15 CAP=600
+#   bench/morton-emulated.sh     (root; ROUNDS=3 DRIVE=laptop-4200 WRITE_CACHE=off MODULES=20
+#                                 FILES=15 CAP=600
 #                                 SCHEDS="noop deadline anticipatory cfq bfq latency-guard")
+#
+# The drive's write cache is off by default, as in Morton's test and scenarios/anticipatory.toml
+# (hdparm -W0): the bench writes the built-in spec with `write_policy = "write-through"` to a
+# file and emulates that (WRITE_CACHE=on keeps the spec's write-back cache).
 #
 # The tree: bench/gen_ctree.py (MODULES x FILES .c files of 3-6 KiB, a header per module and
 # three project headers; system headers come from /usr/include, outside the mount), built
@@ -50,16 +55,22 @@ cleanup() {
     [ -n "$writer" ] && kill -- "-$writer" 2>/dev/null || true
     mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u "$mnt" 2>/dev/null || true
     [ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
-    rm -rf "$back" "$mnt"
+    rm -rf "$back" "$mnt" "$mnt.drive.toml"
 }
 trap cleanup EXIT
 
 python3 "$here/gen_ctree.py" "$back/tree" --modules "${MODULES:-20}" --files "${FILES:-15}"
 dd if=/dev/zero of="$back/big" bs=1M count=256 status=none
+if [ "${WRITE_CACHE:-off}" = off ]; then
+    "$elevator" drive show "$drive" |
+        sed 's/^write_policy = .*/write_policy = "write-through"/; s/^name = "\(.*\)"/name = "\1-wt"/' \
+            >"$mnt.drive.toml"
+    drive="$mnt.drive.toml"
+fi
 files=$(find "$back/tree" -type f | wc -l)
 cfiles=$(find "$back/tree" -name '*.c' | wc -l)
 bytes=$(du -sb "$back/tree" | cut -f1)
-echo "tree: $cfiles .c of $files files, $((bytes / 1024)) KiB (bench/gen_ctree.py); drive $drive; kernel $(uname -r); $(gcc --version | head -n1)"
+echo "tree: $cfiles .c of $files files, $((bytes / 1024)) KiB (bench/gen_ctree.py); drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r); $(gcc --version | head -n1)"
 
 mount_emulated() { # $1: scheduler; $2: the daemon's log
     chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &

@@ -515,7 +515,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 elevator_real::Emulated::new(backend, super::emulate::model(d)?, clock)
                     .with_spin(elevator_real::emulate::SPIN),
             )),
-            None => Device::Real(backend),
+            None => Device::Real(Box::new(backend)),
         };
         let opts = RunOptions {
             verify: args.verify,
@@ -537,7 +537,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         let result = match &mut backend {
             Device::Real(b) => {
-                elevator_real::run_with_clock(b, &clock, sched.as_mut(), jobs, &opts)
+                elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
             }
             Device::Emulated(b) => {
                 elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
@@ -677,6 +677,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// The device a run drives: the target itself, or a drive emulated over it.
 enum Device {
-    Real(UringBackend),
+    Real(Box<UringBackend>),
     Emulated(Box<elevator_real::Emulated<UringBackend, elevator_real::MonotonicClock>>),
 }
