@@ -72,11 +72,11 @@ pub const MAX_BACKGROUND: u16 = 64;
 
 /// [`MAX_BACKGROUND`] in front of an emulated drive. FUSE queues readahead (a program's
 /// reads) and writeback in one FIFO of background requests; in front of a drive as slow as
-/// the laptop-4200, 64 writebacks of up to 1 MiB hold that FIFO for seconds, and a compile's
-/// reads waited there, behind a streaming writer's writes, whatever our scheduler did
-/// (measured: the compile beside dd took over 240 s under every scheduler). The legacy block
-/// layer gave sync and async requests separate pools of `nr_requests`; here the writeback is
-/// bounded by FUSE's dirty-page limit instead, and everything reaches the scheduler.
+/// the laptop-4200, 64 writebacks of up to 1 MiB hold all its slots for seconds, and a read
+/// that finds them taken waits there, behind a streaming writer's writes, where no scheduler
+/// sees it. The legacy block layer gave sync and async requests separate pools of
+/// `nr_requests`; here the writeback is bounded by FUSE's dirty-page limit instead, and
+/// everything reaches the scheduler.
 pub const MAX_BACKGROUND_EMULATED: u16 = 4096;
 
 /// Options of the filesystem itself.
