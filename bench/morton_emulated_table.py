@@ -22,11 +22,11 @@ def num(s):
     return (float(s), False) if s else (float("nan"), False)
 
 
-def rng(v, capped=False):
+def rng(v, capped=False, d=1):
     if not v:
         return "-"
     m = statistics.median(v)
-    return f"{'>=' if capped else ''}{m:.1f} ({min(v):.1f}-{max(v):.1f})"
+    return f"{'>=' if capped else ''}{m:.{d}f} ({min(v):.{d}f}-{max(v):.{d}f})"
 
 
 def main():
@@ -55,7 +55,7 @@ def main():
         late = "-"
         if med:
             late = f"{statistics.median(med):.0f} / {statistics.median(p99):.0f} / {max(mx):.0f}"
-        print(f"| {s} | {rng(alone)} | {rng(beside, capped)} | {rng(ratio, capped)} | "
+        print(f"| {s} | {rng(alone)} | {rng(beside, capped)} | {rng(ratio, capped, 2)} | "
               f"{rng(mb)} | {late} | {MORTON.get(s, '')} |")
 
 
