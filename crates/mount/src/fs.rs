@@ -70,12 +70,23 @@ pub const MAX_IO: u32 = 1 << 20;
 /// (FUSE's `max_background`, 12 by default): 64, as a block queue's `nr_requests`.
 pub const MAX_BACKGROUND: u16 = 64;
 
+/// [`MAX_BACKGROUND`] in front of an emulated drive. FUSE queues readahead (a program's
+/// reads) and writeback in one FIFO of background requests; in front of a drive as slow as
+/// the laptop-4200, 64 writebacks of up to 1 MiB hold all its slots for seconds, and a read
+/// that finds them taken waits there, behind a streaming writer's writes, where no scheduler
+/// sees it. The legacy block layer gave sync and async requests separate pools of
+/// `nr_requests`; here the writeback is bounded by FUSE's dirty-page limit instead, and
+/// everything reaches the scheduler.
+pub const MAX_BACKGROUND_EMULATED: u16 = 4096;
+
 /// Options of the filesystem itself.
 #[derive(Clone, Copy, Debug)]
 pub struct FsOptions {
     /// Ask the kernel for the writeback cache (FUSE_WRITEBACK_CACHE): buffered writes return
     /// at once and reach us later as async writeback, as on a local filesystem.
     pub writeback_cache: bool,
+    /// FUSE's `max_background` ([`MAX_BACKGROUND`], or [`MAX_BACKGROUND_EMULATED`]).
+    pub max_background: u16,
 }
 
 /// One open file.
@@ -343,7 +354,12 @@ impl Filesystem for Passthrough {
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_BIG_WRITES
             | InitFlags::FUSE_MAX_PAGES
-            | InitFlags::FUSE_ASYNC_DIO;
+            | InitFlags::FUSE_ASYNC_DIO
+            // With FOPEN_KEEP_CACHE at open: a file's cached pages survive its reopening (a
+            // header read by every compile is read from the device once, as on a local
+            // filesystem), and are dropped when its size or mtime changes in the backing
+            // directory behind our back.
+            | InitFlags::FUSE_AUTO_INVAL_DATA;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -357,8 +373,9 @@ impl Filesystem for Passthrough {
         // FUSE keeps at most max_background async requests (readahead and writeback) in
         // flight to us and queues the rest itself, in FIFO order, where our scheduler cannot
         // see them. Let through as many as a block queue would hold; the scheduler decides.
-        let _ = config.set_max_background(MAX_BACKGROUND);
-        let _ = config.set_congestion_threshold(MAX_BACKGROUND * 3 / 4);
+        let bg = self.opts.max_background.max(1);
+        let _ = config.set_max_background(bg);
+        let _ = config.set_congestion_threshold(bg / 4 * 3);
         Ok(())
     }
 
@@ -647,7 +664,7 @@ impl Filesystem for Passthrough {
             .node(ino)
             .and_then(|n| self.do_open(&n, flags.0, req).map_err(errno))
         {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(e),
         }
     }
@@ -687,9 +704,13 @@ impl Filesystem for Passthrough {
             Ok((attr(ino, &st), fh))
         })();
         match r {
-            Ok((a, fh)) => {
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty())
-            }
+            Ok((a, fh)) => reply.created(
+                &TTL,
+                &a,
+                Generation(0),
+                FileHandle(fh),
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(e),
         }
     }

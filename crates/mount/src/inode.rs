@@ -1,6 +1,15 @@
 //! The inode table: each inode the kernel knows holds an O_PATH descriptor of its backing
 //! file, so renames and unlinks in the backing directory never leave a FUSE inode pointing at
 //! the wrong path (the approach of libfuse's passthrough_ll).
+//!
+//! **Inode numbers are the backing files' own** where they can be: a file on the backing
+//! directory's filesystem is given its `st_ino` as its FUSE node id (which fuser also reports
+//! as `st_ino`), so a file keeps its number across the kernel forgetting and looking it up
+//! again (a dropped cache, a remount), as `git status` and `find -newer` expect of a local
+//! filesystem. A file on another filesystem (a mount inside the backing directory), and one
+//! whose number falls among ours (the root's and the control files', below [`INO_END`]), gets
+//! a number counted from [`FOREIGN_BASE`]. Numbers cannot collide: while the kernel remembers
+//! a node we hold an O_PATH descriptor of its file, so its number is not reused.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
@@ -14,6 +23,9 @@ use crate::control::INO_END;
 
 /// The root's inode number (FUSE's).
 pub const ROOT: u64 = 1;
+
+/// Where the numbers of files that cannot keep their own start (see the module's doc).
+pub const FOREIGN_BASE: u64 = 1 << 62;
 
 /// A backing file or directory the kernel holds a reference to.
 #[derive(Debug)]
@@ -43,6 +55,24 @@ struct Table {
     by_ino: HashMap<u64, (Arc<Node>, u64)>,
     by_key: HashMap<(u64, u64), u64>,
     next: u64,
+    /// The backing directory's device: its files keep their own numbers.
+    dev: u64,
+}
+
+impl Table {
+    /// The number for a new node of `key`.
+    fn number(&mut self, key: (u64, u64)) -> u64 {
+        let (dev, ino) = key;
+        if dev == self.dev
+            && (INO_END..FOREIGN_BASE).contains(&ino)
+            && !self.by_ino.contains_key(&ino)
+        {
+            return ino;
+        }
+        let n = self.next;
+        self.next += 1;
+        n
+    }
 }
 
 /// `name` as a C string (a name with a NUL byte cannot exist).
@@ -108,7 +138,8 @@ impl Inodes {
             nodes: Mutex::new(Table {
                 by_ino: HashMap::from([(ROOT, (root, 1))]),
                 by_key: HashMap::from([(key, ROOT)]),
-                next: INO_END,
+                next: FOREIGN_BASE,
+                dev: st.st_dev,
             }),
         })
     }
@@ -140,8 +171,7 @@ impl Inodes {
                 return Ok((ino, st));
             }
         }
-        let ino = t.next;
-        t.next += 1;
+        let ino = t.number(key);
         t.by_key.insert(key, ino);
         t.by_ino.insert(ino, (Arc::new(Node { fd, key }), 1));
         Ok((ino, st))
@@ -172,5 +202,45 @@ impl Inodes {
         if t.by_key.get(&key) == Some(&ino) {
             t.by_key.remove(&key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_file_keeps_its_backing_inode_number_across_forget_and_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"x").unwrap();
+        let want = std::fs::metadata(dir.path().join("a")).unwrap().ino();
+        let t = Inodes::new(dir.path()).unwrap();
+        let root = t.get(ROOT).unwrap();
+        let (ino, st) = t.lookup(&root, c"a").unwrap();
+        assert_eq!(st.st_ino, want);
+        if want >= INO_END {
+            assert_eq!(ino, want);
+        } else {
+            assert!(ino >= FOREIGN_BASE);
+        }
+        // The kernel forgets it (a dropped cache) and looks it up again: the same number.
+        t.forget(ino, 1);
+        assert!(t.get(ino).is_none());
+        let (again, _) = t.lookup(&root, c"a").unwrap();
+        assert_eq!(again, ino);
+    }
+
+    #[test]
+    fn a_number_among_ours_is_given_one_of_the_foreign_range() {
+        let mut t = Table {
+            by_ino: HashMap::new(),
+            by_key: HashMap::new(),
+            next: FOREIGN_BASE,
+            dev: 7,
+        };
+        assert_eq!(t.number((7, 5)), FOREIGN_BASE);
+        assert_eq!(t.number((8, 5000)), FOREIGN_BASE + 1);
+        assert_eq!(t.number((7, 5000)), 5000);
     }
 }

@@ -72,6 +72,9 @@ pub struct MountConfig {
     /// Keep a record of at most this many of the latest requests (0: none), returned by
     /// [`Mounted::run`].
     pub request_log: usize,
+    /// Serve the data as this emulated drive would ([`elevator_real::emulate`]): each request
+    /// completes at the model's time on the real clock. `None`: the backing device's own time.
+    pub emulate: Option<elevator_real::emulate::SharedModel>,
 }
 
 /// The requests a mount logged ([`MountConfig::request_log`]) and who issued them.
@@ -85,6 +88,8 @@ pub struct MountLog {
     pub names: Vec<String>,
     /// The scheduler at unmount (it may have been switched through `.elevator/scheduler`).
     pub scheduler: &'static str,
+    /// With an emulated drive: how late completions were against its model.
+    pub emulation: Option<elevator_real::emulate::Summary>,
 }
 
 /// Why the mount could not start.
@@ -170,13 +175,18 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     }
     let classifier = Arc::new(classifier);
     // As the kernel's schedulers read `blk_queue_nonrot`, ours get the backing device's flag.
-    let rotational = elevator_real::target::rotational(&cfg.backing);
+    // An emulated drive's flag is its model's.
+    let rotational = match &cfg.emulate {
+        Some(m) => m.rotational(),
+        None => elevator_real::target::rotational(&cfg.backing),
+    };
     let settings = info.on_device(cfg.settings.clone(), rotational);
     let build = control::factory(info, settings.clone(), classifier.tree());
     let opts = EngineOptions {
         request_log: cfg.request_log,
         groups: classifier.tree(),
         non_rotational: rotational == Some(false),
+        emulate: cfg.emulate.clone(),
         ..EngineOptions::default()
     };
     let engine = Engine::start(build, opts).map_err(MountError::Start)?;
@@ -190,6 +200,11 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     ));
     let opts = FsOptions {
         writeback_cache: cfg.writeback_cache,
+        max_background: if cfg.emulate.is_some() {
+            fs::MAX_BACKGROUND_EMULATED
+        } else {
+            fs::MAX_BACKGROUND
+        },
     };
     let fs = fs::Passthrough::new(
         &cfg.backing,
@@ -210,6 +225,16 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root fuser mounts with mount(2) itself and gives the kernel no subtype (only
+        // fusermount3 reads `Subtype`): pass it as the kernel's own option, so /proc/mounts
+        // says `fuse.elevator` either way.
+        config
+            .mount_options
+            .push(MountOption::CUSTOM("subtype=elevator".into()));
+    }
+    raise_fd_limit();
     config.acl = if cfg.allow_other {
         SessionACL::All
     } else {
@@ -224,6 +249,24 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         handle,
         classifier,
     })
+}
+
+/// Raise the soft limit on open files to the hard limit: every open file through the mount
+/// holds two descriptors of its backing file, and every inode the kernel remembers one, so a
+/// tree of thousands of files (an untar, a `git clone`) would run out at the default 1,024.
+/// Best effort: a refusal keeps the limit there was.
+pub fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 /// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.
@@ -267,6 +310,15 @@ pub fn check_not_nested(
 }
 
 impl Mounted {
+    /// With an emulated drive: something another thread can call for how late completions
+    /// have been so far (see [`elevator_real::submit::Handle::emulation`]).
+    pub fn emulation_probe(
+        &self,
+    ) -> impl Fn() -> Option<elevator_real::emulate::Summary> + Send + 'static {
+        let h = self.handle.clone();
+        move || h.emulation()
+    }
+
     /// Something another thread (a signal watcher) can call to unmount.
     pub fn unmounter(&mut self) -> fuser::SessionUnmounter {
         self.session.unmount_callable()
@@ -289,6 +341,7 @@ impl Mounted {
             requests,
             names,
             scheduler: self.handle.scheduler(),
+            emulation: self.handle.emulation(),
         })
     }
 }

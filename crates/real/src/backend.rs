@@ -8,6 +8,8 @@
 use std::io;
 use std::time::Duration;
 
+use elevator_core::Request;
+
 use crate::buf::AlignedBuf;
 
 /// What an I/O does at the backend.
@@ -68,6 +70,12 @@ pub trait Backend {
     /// Queue one I/O. Fails only if the backend itself is broken (the ring is gone ...);
     /// a device error comes back in the completion.
     fn submit(&mut self, io: IoRequest) -> io::Result<()>;
+    /// Queue one I/O that carries the block layer's request `rq` (a device model needs its
+    /// sector, op and issuer). The default ignores `rq`.
+    fn submit_request(&mut self, io: IoRequest, rq: &Request) -> io::Result<()> {
+        let _ = rq;
+        self.submit(io)
+    }
     /// Send queued I/O and collect completions; see the trait's contract.
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()>;
 }

@@ -812,12 +812,13 @@ impl<'a, B: Backend> Executor<'a, B> {
             }
         }
         let token = rq.id.0;
-        if let Err(e) = self.backend.submit(IoRequest {
+        let io = IoRequest {
             token,
             kind,
             offset,
             buf,
-        }) {
+        };
+        if let Err(e) = self.backend.submit_request(io, &rq) {
             self.fail(RunError::Backend(e));
             return false;
         }

@@ -19,6 +19,8 @@
 //!   backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
 //!   executor from writing over data it was not given.
+//! - [`emulate`]: an emulated device: a device model's timing on the real clock over a
+//!   backing file ([`emulate::Emulated`]), and the lateness it reports.
 //! - [`verify`]: checksummed sector stamps for `--verify`.
 //! - [`report`]: fio-like text and fio-compatible JSON.
 //! - [`kernel_record`]: the kernel's own scheduler recorded: a fio job on a loop device with
@@ -29,6 +31,7 @@
 
 pub mod backend;
 pub mod buf;
+pub mod emulate;
 pub mod exec;
 pub mod kernel_record;
 pub mod mem;
@@ -41,6 +44,7 @@ pub mod uring;
 pub mod verify;
 
 pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
+pub use emulate::{Emulated, ServiceModel};
 pub use exec::{
     run, run_with_clock, ByteRange, Clock, JobReport, MonotonicClock, RealJob, RequestRecord,
     RunError, RunFailure, RunOptions, RunReport,

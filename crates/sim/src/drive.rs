@@ -80,6 +80,11 @@ impl DriveModel {
 
     /// A fresh device (in the state the spec gives) to simulate.
     pub fn device(&self) -> Box<dyn Device> {
+        self.device_send()
+    }
+
+    /// [`device`](Self::device), for a thread of its own (an emulated drive's engine).
+    pub fn device_send(&self) -> Box<dyn Device + Send> {
         match self {
             DriveModel::Hdd(s) => Box::new(Hdd::new((**s).clone())),
             // The spec was checked when it was loaded.

@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod common;
 pub mod compare;
 pub mod drive;
+pub mod emulate;
 pub mod kernel_diff;
 pub mod kernel_record;
 pub mod list;

@@ -50,6 +50,13 @@ pub struct Args {
     /// With --blktrace-out or --report: keep the latest N requests (56 bytes each).
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub log_limit: usize,
+    /// Emulate this drive (a built-in name, see `elevator list`, or a drive TOML): each data
+    /// request completes at the time the drive's model says, on the real clock; the backing
+    /// directory only holds the data (put it on a fast filesystem, e.g. tmpfs). Files lie on
+    /// the drive in the order their data is first touched. At unmount it says how late
+    /// completions were against the model.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub drive: Option<String>,
 }
 
 /// The device name of the blktrace: `DIR/mount.blktrace.0`.
@@ -109,6 +116,29 @@ fn unmount_path(path: &Path, lazy: bool) -> std::io::Result<()> {
 /// Watch for SIGINT / SIGTERM: the first unmounts; while the mount is busy the unmount is
 /// retried every second, and a second signal detaches it lazily (the mount then ends when the
 /// last file under it closes).
+/// While the mount serves an emulated drive: every 10 s, warn (at most once a minute) if the
+/// host has not kept up with the model so far.
+fn watch_emulation(
+    probe: impl Fn() -> Option<elevator_real::emulate::Summary> + Send + 'static,
+    drive: String,
+) {
+    std::thread::spawn(move || {
+        let mut last_warned: Option<std::time::Instant> = None;
+        while SERVING.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(10));
+            let Some(s) = probe() else {
+                return;
+            };
+            if let elevator_real::emulate::Verdict::Behind(w) = s.verdict() {
+                if last_warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    eprintln!("elevator mount: warning: emulated {drive}: {w}");
+                    last_warned = Some(std::time::Instant::now());
+                }
+            }
+        }
+    });
+}
+
 fn watch_signals(
     mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
     mountpoint: PathBuf,
@@ -211,6 +241,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             );
         }
     }
+    let model = a.drive.as_deref().map(super::emulate::model).transpose()?;
+    let drive_name = model.as_ref().map(|m| m.name().to_string());
     let cfg = MountConfig {
         backing: a.backing.clone(),
         mountpoint: a.mountpoint.clone(),
@@ -226,6 +258,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         writeback_cache: !a.no_writeback_cache,
         threads: a.threads,
         request_log: if logging { a.log_limit } else { 0 },
+        emulate: model.map(elevator_real::emulate::SharedModel::new),
     };
     // Modes arrive from the kernel with the caller's umask applied; ours must not apply again.
     // SAFETY: umask cannot fail.
@@ -244,19 +277,33 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
+    if let Some(d) = &drive_name {
+        watch_emulation(mounted.emulation_probe(), d.clone());
+    }
     let mut unmounter = mounted.unmounter();
     watch_signals(move || unmounter.unmount(), a.mountpoint.clone());
     eprintln!(
-        "elevator mount: {} on {} under {} (unmount with fusermount3 -u {})",
+        "elevator mount: {} on {} under {}{} (unmount with fusermount3 -u {})",
         a.backing.display(),
         a.mountpoint.display(),
         sched,
+        drive_name
+            .as_deref()
+            .map(|d| format!(", emulating {d}"))
+            .unwrap_or_default(),
         a.mountpoint.display()
     );
     let log = mounted.run();
     SERVING.store(false, Ordering::SeqCst);
     let log = log.context("serving the mount")?;
     eprintln!("elevator mount: unmounted; all I/O completed");
+    if let (Some(d), Some(s)) = (&drive_name, &log.emulation) {
+        let (line, warn) = super::emulate::describe(d, s);
+        eprintln!("elevator mount: {line}");
+        if let Some(w) = warn {
+            eprintln!("elevator mount: warning: {w}");
+        }
+    }
     // Our own files (trace, report) get the user's umask again.
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(umask) };

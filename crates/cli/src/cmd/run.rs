@@ -64,6 +64,12 @@ pub struct Args {
     /// Seed for the jobs' random offsets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Emulate this drive (a built-in name, see `elevator list`, or a drive TOML): the data
+    /// lives in the target (opened buffered), and each request completes at the time the
+    /// drive's model says, on the real clock. The report adds how late completions were
+    /// against the model; the run fails if the host could not keep up.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub drive: Option<String>,
     #[command(flatten)]
     pub out: super::common::OutputOpts,
 }
@@ -433,6 +439,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &own,
     )?;
     check_buffer_memory(&file)?;
+    // The drive to emulate, checked before the target is touched.
+    let drive_probe = args
+        .drive
+        .as_deref()
+        .map(super::emulate::model)
+        .transpose()?;
     let capacity = match target::existing_size(&target_path)? {
         Some(size) => size,
         None => bytes_for_new_target(&file)?,
@@ -447,14 +459,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e| super::blame_set(info.name, &super::settings_for(info, &extra), e))?;
     }
     let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
+    if let Some(m) = &drive_probe {
+        anyhow::ensure!(
+            need <= m.capacity_bytes(),
+            "--drive {}: the jobs need {need} bytes, the drive holds {}",
+            m.name(),
+            m.capacity_bytes()
+        );
+    }
     let write_regions = write_regions(&file, &probe);
     drop(probe);
     // Before the layout, so Ctrl-C during it removes the partial file instead of leaving it.
     install_stop_handler();
+    let writes = !write_regions.is_empty() || args.verify;
     let tgt = target::open(
         &target_path,
         OpenSpec {
-            writes: !write_regions.is_empty() || args.verify,
+            writes,
             allow_overwrite: args.allow_overwrite,
             need_bytes: need,
             write_regions: write_regions.clone(),
@@ -465,7 +486,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // our jobs wrote it), so an early error does not get the next run refused.
     let _remember = RememberOnDrop(&tgt);
     let ramp = ramp_time(&file)?;
-    let rotational = elevator_real::target::rotational(&target_path);
+    let rotational = match &drive_probe {
+        Some(m) => Some(!m.non_rotational()),
+        None => elevator_real::target::rotational(&target_path),
+    };
+    let drive_name = drive_probe.as_ref().map(|m| m.name().to_string());
+    drop(drive_probe);
     let target_name = target_path.display().to_string();
     let mut text = String::new();
     let mut json_runs: Vec<Value> = Vec::new();
@@ -498,9 +524,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .file
             .try_clone()
             .with_context(|| format!("{target_name}: duplicate the file handle"))?;
-        let mut backend =
+        let file_handle = match &args.drive {
+            // An emulated drive's data is served from the page cache: the model, not the
+            // host's disk, gives the time.
+            Some(_) => std::fs::OpenOptions::new()
+                .read(true)
+                .write(writes)
+                .open(&target_path)
+                .with_context(|| format!("{target_name}: open buffered for the emulated drive"))?,
+            None => file_handle,
+        };
+        let backend =
             UringBackend::new(file_handle, tgt.size, elevator_real::uring::DEFAULT_ENTRIES)
                 .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+        let clock = elevator_real::MonotonicClock::start();
+        let mut backend = match &args.drive {
+            Some(d) => Device::Emulated(Box::new(
+                elevator_real::Emulated::new(backend, super::emulate::model(d)?, clock)
+                    .with_spin(elevator_real::emulate::SPIN),
+            )),
+            None => Device::Real(Box::new(backend)),
+        };
         let opts = RunOptions {
             verify: args.verify,
             stop: Some(&STOP),
@@ -521,11 +565,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             progress: Some(live.counter()),
             ..opts
         };
-        let (report, err) = match elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts) {
+        let result = match &mut backend {
+            Device::Real(b) => {
+                elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
+            }
+            Device::Emulated(b) => {
+                elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
+            }
+        };
+        let (report, err) = match result {
             Ok(r) => (r, None),
             Err(f) => (*f.partial, Some(f.error)),
         };
         live.finish();
+        let emulation = match (&backend, &drive_name) {
+            (Device::Emulated(b), Some(d)) => Some((d.clone(), b.lateness().summary())),
+            _ => None,
+        };
+        drop(backend);
         // A failed output is reported with the others at the end; the results are kept.
         if let Some(prefix) = &args.out.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
@@ -538,10 +595,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
         }
         text.push_str(&fio_text(&report, &groupids));
+        let mut behind = None;
+        if let Some((d, s)) = &emulation {
+            let (line, warn) = super::emulate::describe(d, s);
+            text.push_str(&format!("  {line}\n"));
+            if let Some(w) = warn {
+                crate::output::say_str(&format!("warning: {}: {w}\n", info.name));
+                if matches!(s.verdict(), elevator_real::emulate::Verdict::Behind(_)) {
+                    behind = Some(w);
+                }
+            }
+        }
         text.push('\n');
         let mut v = fio_json(&report, &groupids, &target_name);
         if let Some(e) = &err {
             fio_json_failed(&mut v, e);
+        }
+        if let (Some((d, s)), Some(obj)) = (&emulation, v.get_mut("elevator")) {
+            obj["emulation"] = super::emulate::json(d, s);
         }
         json_runs.push(v);
         table_rows(&report, &mut rows);
@@ -558,6 +629,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             failure = Some(anyhow::anyhow!(
                 "interrupted: the report above is partial (no I/O was left in flight)"
             ));
+            break;
+        }
+        if let Some(w) = behind {
+            failure = Some(anyhow::anyhow!("scheduler {}: {w}", info.name));
             break;
         }
     }
@@ -628,4 +703,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => outcomes.finish(),
     }
+}
+
+/// The device a run drives: the target itself, or a drive emulated over it.
+enum Device {
+    Real(Box<UringBackend>),
+    Emulated(Box<elevator_real::Emulated<UringBackend, elevator_real::MonotonicClock>>),
 }

@@ -8,8 +8,14 @@
 //! layer's timeout, or a submitter's write to the eventfd whose read stays armed in the ring,
 //! and (4) hands completions to the layer, which says which bios they finish. Splitting,
 //! merging, the switch's freeze and drain, and the stat counters are the layer's.
+//!
+//! With an emulated drive ([`EngineOptions::emulate`]) each dispatched request is also given
+//! to the drive's model (at its place on the drive, [`Layout`]), and its completion is held
+//! until the model's time: the loop then also wakes at the earliest such time, and the
+//! device's depth is the model's.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -24,6 +30,7 @@ use io_uring::{opcode, types, IoUring};
 
 use super::{Callback, Cmd, Completion, EngineOptions, FileId, Io, IoOp, SchedFactory, Shared};
 use crate::buf::AlignedBuf;
+use crate::emulate::{ArrivalClock, Layout, ServiceModel, SPIN};
 use crate::RequestRecord;
 
 /// Where the outcome of a tunable change or a scheduler switch goes.
@@ -44,6 +51,9 @@ enum Kind {
 
 struct FileEntry {
     file: File,
+    /// With an emulated drive: the backing file's (device, inode) and its size in sectors
+    /// when registered, for its place on the drive.
+    place: ((u64, u64), u64),
     /// I/Os on this file queued or in flight.
     outstanding: usize,
     closing: bool,
@@ -94,6 +104,19 @@ struct Engine {
     logging: bool,
     /// Bios the last completion finished (kept to reuse its allocation).
     done: Vec<Done<u64>>,
+    /// The emulated drive, if any.
+    emu: Option<Emu>,
+}
+
+/// An emulated drive's state in the engine.
+struct Emu {
+    model: Box<dyn ServiceModel>,
+    layout: Layout,
+    arrivals: ArrivalClock,
+    /// Model completion time of each request in the ring or held.
+    due: HashMap<u64, Nanos>,
+    /// Requests whose I/O completed before the model's time: (time, id, result).
+    held: BinaryHeap<Reverse<(Nanos, u64, i32)>>,
 }
 
 pub(super) fn run(
@@ -103,6 +126,13 @@ pub(super) fn run(
     shared: Arc<Shared>,
     ready: Sender<io::Result<()>>,
 ) -> io::Result<()> {
+    let model = opts.emulate.as_ref().and_then(|m| m.take());
+    if opts.emulate.is_some() && model.is_none() {
+        let _ = ready.send(Err(io::Error::other(
+            "the emulated drive's model was already taken by another engine",
+        )));
+        return Ok(());
+    }
     let setup = || -> io::Result<(IoUring, Box<dyn Scheduler>)> {
         let sched = build().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let entries = opts.ring_entries.max(2);
@@ -123,7 +153,18 @@ pub(super) fn run(
         }
     };
     *shared.scheduler.lock().unwrap_or_else(|e| e.into_inner()) = sched.name();
-    let capacity = ring.params().sq_entries() as usize - 1;
+    let mut capacity = ring.params().sq_entries() as usize - 1;
+    let emu = model.map(|model| {
+        crate::emulate::precise_timers();
+        capacity = capacity.min(model.depth().max(1));
+        Emu {
+            layout: Layout::new(model.capacity_bytes() / SECTOR_BYTES),
+            model,
+            arrivals: ArrivalClock::default(),
+            due: HashMap::new(),
+            held: BinaryHeap::new(),
+        }
+    });
     let logging = opts.request_log > 0;
     let t0 = Instant::now();
     shared
@@ -156,6 +197,7 @@ pub(super) fn run(
         shutting: false,
         logging,
         done: Vec::new(),
+        emu,
     };
     let _ = ready.send(Ok(()));
     let r = e.main_loop(&rx);
@@ -181,6 +223,7 @@ impl Engine {
                     }
                 }
             }
+            self.release_due();
             self.dispatch()?;
             if self.shutting && self.blk.is_idle() && !self.blk.switching() {
                 return Ok(());
@@ -203,7 +246,26 @@ impl Engine {
                     }
                 }
             }
-            let timeout = self.blk.poll_timeout().map(|u| {
+            let mut wake = self.blk.poll_timeout();
+            if let Some(emu) = &mut self.emu {
+                emu.arrivals.waiting();
+                if let Some(&Reverse((due, _, _))) = emu.held.peek() {
+                    let now = Nanos(self.t0.elapsed().as_nanos() as u64);
+                    let spin = Nanos(SPIN.as_nanos() as u64);
+                    if due.saturating_sub(now) <= spin {
+                        // Close to a completion's time: watch the clock rather than trust a
+                        // timer's wake-up (see `emulate::SPIN`).
+                        self.shared.asleep.store(false, Ordering::SeqCst);
+                        while Nanos(self.t0.elapsed().as_nanos() as u64) < due {
+                            std::hint::spin_loop();
+                        }
+                        continue;
+                    }
+                    let early = due - spin;
+                    wake = Some(wake.map_or(early, |w| w.min(early)));
+                }
+            }
+            let timeout = wake.map(|u| {
                 let now = self.now();
                 Duration::from_nanos(u.as_ns().saturating_sub(now.as_ns()))
             });
@@ -234,10 +296,19 @@ impl Engine {
     fn command(&mut self, c: Cmd) {
         match c {
             Cmd::Register(id, file) => {
+                let place = match (&self.emu, file.metadata()) {
+                    (Some(_), Ok(m)) => {
+                        use std::os::unix::fs::MetadataExt;
+                        ((m.dev(), m.ino()), m.len().div_ceil(SECTOR_BYTES))
+                    }
+                    // Without its identity a file is placed on its own (by its id).
+                    _ => ((u64::MAX, u64::from(id.0)), 0),
+                };
                 self.files.insert(
                     id,
                     FileEntry {
                         file,
+                        place,
                         outstanding: 0,
                         closing: false,
                     },
@@ -480,6 +551,20 @@ impl Engine {
             }
         }
         .user_data(id);
+        if let Some(emu) = &mut self.emu {
+            let (key, size) = self.files[&file].place;
+            let mut on_drive = rq.clone();
+            on_drive.sector = emu.layout.map(key, size, rq.sector - base);
+            let now = Nanos(self.t0.elapsed().as_nanos() as u64);
+            let at = emu.arrivals.arrival(now);
+            let due = emu.model.service(&on_drive, at).max(at);
+            if let Some(l) = &self.shared.lateness {
+                l.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .record_service(due - at);
+            }
+            emu.due.insert(id, due);
+        }
         self.flights.insert(id, Flight { rq, _iov: iov });
         self.push(entry)?;
         self.in_ring += 1;
@@ -534,12 +619,58 @@ impl Engine {
             .map(|c| (c.user_data(), c.result()))
             .collect();
         let now = Instant::now();
+        let ns = self.now();
         for (token, res) in cqes {
             if token == WAKE_TOKEN {
                 self.wake_armed = false;
                 continue;
             }
+            if let Some(emu) = &mut self.emu {
+                if let Some(&due) = emu.due.get(&token) {
+                    if due > ns {
+                        emu.held.push(Reverse((due, token, res)));
+                        continue;
+                    }
+                    // The backing I/O came after the model's time: late by that much.
+                    emu.due.remove(&token);
+                    self.late(ns, due, true);
+                }
+            }
             self.complete(token, res, now);
+        }
+    }
+
+    /// Record a completion of model time `due` delivered at `now`.
+    fn late(&mut self, now: Nanos, due: Nanos, host_slow: bool) {
+        if let Some(emu) = &mut self.emu {
+            // Only a wake-up's lateness is taken back (see `emulate`'s module doc).
+            emu.arrivals
+                .delivered(now, if host_slow { now } else { due });
+        }
+        if let Some(l) = &self.shared.lateness {
+            l.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(now.saturating_sub(due), host_slow);
+        }
+    }
+
+    /// Complete the held requests whose model time has come.
+    fn release_due(&mut self) {
+        loop {
+            let ns = self.now();
+            let Some(emu) = &mut self.emu else {
+                return;
+            };
+            let Some(&Reverse((due, id, res))) = emu.held.peek() else {
+                return;
+            };
+            if due > ns {
+                return;
+            }
+            emu.held.pop();
+            emu.due.remove(&id);
+            self.late(ns, due, false);
+            self.complete(id, res, Instant::now());
         }
     }
 

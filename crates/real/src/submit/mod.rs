@@ -238,6 +238,10 @@ pub struct EngineOptions {
     pub groups: elevator_core::GroupTree,
     /// Whether the device is non-rotational (an SSD), for the io controllers.
     pub non_rotational: bool,
+    /// Emulate this drive: each request completes at the time the model says, on the real
+    /// clock, over the registered files (see [`crate::emulate`]); the block layer's queue
+    /// depth is the model's. `None` (the default): the files' own device.
+    pub emulate: Option<crate::emulate::SharedModel>,
 }
 
 impl Default for EngineOptions {
@@ -247,6 +251,7 @@ impl Default for EngineOptions {
             request_log: 0,
             groups: elevator_core::GroupTree::new(),
             non_rotational: false,
+            emulate: None,
         }
     }
 }
@@ -304,6 +309,8 @@ struct Shared {
     log: Mutex<log::LogKeeper>,
     scheduler: Mutex<&'static str>,
     next_file: AtomicU32,
+    /// With [`EngineOptions::emulate`]: how late completions were against the model.
+    lateness: Option<Mutex<crate::emulate::Lateness>>,
 }
 
 /// A cloneable, thread-safe way into the engine.
@@ -435,6 +442,15 @@ impl Handle {
             .take()
     }
 
+    /// With an emulated drive ([`EngineOptions::emulate`]): how late completions have been
+    /// against the model so far.
+    pub fn emulation(&self) -> Option<crate::emulate::Summary> {
+        self.shared
+            .lateness
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).summary())
+    }
+
     /// The `/sys/block/<dev>/stat` counters so far.
     pub fn stats(&self) -> DiskStats {
         let now = std::time::Instant::now();
@@ -476,6 +492,7 @@ impl Engine {
             log: Mutex::new(log::LogKeeper::new(opts.request_log)),
             scheduler: Mutex::new(""),
             next_file: AtomicU32::new(0),
+            lateness: opts.emulate.as_ref().map(|_| Mutex::default()),
         });
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();

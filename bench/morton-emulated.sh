@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Morton's experiment with real programs on his disk: a real compile (make + gcc over a
+# generated C tree) alone and beside a real streaming writer (dd), through
+# `elevator mount --drive laptop-4200` (the emulated 2003 4200 rpm laptop drive), under each
+# scheduler (docs/emulation.md).
+#
+#   bench/morton-emulated.sh     (root; ROUNDS=3 DRIVE=laptop-4200 WRITE_CACHE=off MODULES=20
+#                                 FILES=15 CAP=600
+#                                 SCHEDS="noop deadline anticipatory cfq bfq latency-guard")
+#
+# The drive's write cache is off by default, as in Morton's test and scenarios/anticipatory.toml
+# (hdparm -W0): the bench writes the built-in spec with `write_policy = "write-through"` to a
+# file and emulates that (WRITE_CACHE=on keeps the spec's write-back cache).
+#
+# The tree: bench/gen_ctree.py (MODULES x FILES .c files of 3-6 KiB, a header per module and
+# three project headers; system headers come from /usr/include, outside the mount), built
+# with `make -j1` (gcc -O0). The backing directory is on tmpfs (/dev/shm): the model, not the
+# host's disk, gives every data request's time. The writer is `dd if=/dev/zero bs=1M
+# conv=notrunc` rewriting a 256 MiB file over and over (buffered: the mount's writeback).
+# Every run mounts afresh (cold page cache of the mount, the drive model in its initial
+# state, files placed on the drive in the order they are first touched) and unmounts; the
+# daemon runs at SCHED_FIFO 50 (chrt), the compile and the writer at normal priority.
+#
+# Each round runs every scheduler, in an order rotated from round to round: compile alone,
+# then compile beside the writer (the writer started 3 s before). A compile still running
+# after CAP seconds is stopped and reported as ">CAP". Prints per scheduler the median and
+# range over rounds of: alone (s), beside (s), their ratio (within a round), the writer's
+# MB/s (sectors written in the mount's .elevator/stat during the compile), and the
+# emulator's lateness (median of the runs' medians and p99s, the largest max), then load and
+# date. Raw figures: $OUT (default bench/results/morton-emulated.csv).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+if [ "$(id -u)" != 0 ]; then
+    echo "morton-emulated: skipped: needs root (SCHED_FIFO for the emulator)"
+    exit 0
+fi
+if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+    echo "morton-emulated: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)"
+    exit 0
+fi
+rounds=${ROUNDS:-3}
+drive=${DRIVE:-laptop-4200}
+cap=${CAP:-600}
+read -r -a scheds <<<"${SCHEDS:-noop deadline anticipatory cfq bfq latency-guard}"
+out=${OUT:-$here/results/morton-emulated.csv}
+
+cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
+elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+back=$(mktemp -d /dev/shm/elevator-morton.XXXXXX)
+mnt=$(mktemp -d)
+writer=""
+daemon=""
+cleanup() {
+    [ -n "$writer" ] && kill -- "-$writer" 2>/dev/null || true
+    mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u "$mnt" 2>/dev/null || true
+    [ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
+    rm -rf "$back" "$mnt" "$mnt.drive.toml"
+}
+trap cleanup EXIT
+
+python3 "$here/gen_ctree.py" "$back/tree" --modules "${MODULES:-20}" --files "${FILES:-15}"
+dd if=/dev/zero of="$back/big" bs=1M count=256 status=none
+if [ "${WRITE_CACHE:-off}" = off ]; then
+    "$elevator" drive show "$drive" |
+        sed 's/^write_policy = .*/write_policy = "write-through"/; s/^name = "\(.*\)"/name = "\1-wt"/' \
+            >"$mnt.drive.toml"
+    drive="$mnt.drive.toml"
+fi
+files=$(find "$back/tree" -type f | wc -l)
+cfiles=$(find "$back/tree" -name '*.c' | wc -l)
+bytes=$(du -sb "$back/tree" | cut -f1)
+echo "tree: $cfiles .c of $files files, $((bytes / 1024)) KiB (bench/gen_ctree.py); drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r); $(gcc --version | head -n1)"
+
+mount_emulated() { # $1: scheduler; $2: the daemon's log
+    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &
+    daemon=$!
+    for _ in $(seq 100); do mountpoint -q "$mnt" && return; sleep 0.1; done
+    echo "morton-emulated: the mount did not appear" >&2
+    cat "$2" >&2
+    exit 1
+}
+
+umount_emulated() {
+    for _ in $(seq 300); do fusermount3 -u "$mnt" 2>/dev/null && break; sleep 0.2; done
+    wait "$daemon"
+    daemon=""
+}
+
+start_writer() {
+    setsid bash -c "while :; do dd if=/dev/zero of='$mnt/big' bs=1M count=256 conv=notrunc status=none; done" &
+    writer=$!
+    sleep 3
+}
+
+stop_writer() {
+    kill -- "-$writer" 2>/dev/null || true
+    wait "$writer" 2>/dev/null || true
+    while pgrep -g "$writer" >/dev/null; do sleep 0.2; done
+    writer=""
+}
+
+# Time `make` over the tree in the mount; prints seconds (or >CAP).
+compile() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    if ! timeout "$cap" make -s -j1 -C "$mnt/tree" >/dev/null 2>&1; then
+        echo ">$cap"
+        return
+    fi
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc -l
+}
+
+written_sectors() { awk '{print $7}' "$mnt/.elevator/stat"; }
+
+# The daemon's lateness line: "median p99 max" in us.
+lateness() {
+    sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
+}
+
+mkdir -p "$(dirname "$out")"
+echo "round,sched,alone_s,beside_s,writer_MBps,alone_late_med_us,alone_late_p99_us,alone_late_max_us,beside_late_med_us,beside_late_p99_us,beside_late_max_us" >"$out"
+n=${#scheds[@]}
+echo "load before: $(uptime | sed 's/.*load average: //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
+for r in $(seq 1 "$rounds"); do
+    for i in $(seq 0 $((n - 1))); do
+        s=${scheds[$(((i + r - 1) % n))]}
+        log1=$(mktemp); log2=$(mktemp)
+        make -s -C "$back/tree" clean >/dev/null
+        mount_emulated "$s" "$log1"
+        alone=$(compile)
+        umount_emulated
+        make -s -C "$back/tree" clean >/dev/null
+        mount_emulated "$s" "$log2"
+        start_writer
+        w0=$(written_sectors)
+        t0=$(date +%s.%N)
+        beside=$(compile)
+        t1=$(date +%s.%N)
+        w1=$(written_sectors)
+        stop_writer
+        umount_emulated
+        mbps=$(echo "($w1 - $w0) * 512 / 1000000 / ($t1 - $t0)" | bc -l)
+        read -r a1 a2 a3 <<<"$(lateness "$log1")"
+        read -r b1 b2 b3 <<<"$(lateness "$log2")"
+        grep -h "warning" "$log1" "$log2" >&2 || true
+        printf '%s,%s,%s,%s,%.2f,%s,%s,%s,%s,%s,%s\n' "$r" "$s" "$alone" "$beside" "$mbps" \
+            "$a1" "$a2" "$a3" "$b1" "$b2" "$b3" | tee -a "$out"
+        rm -f "$log1" "$log2"
+    done
+done
+python3 "$here/morton_emulated_table.py" "$out"
+echo "load after: $(uptime | sed 's/.*load average: //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
