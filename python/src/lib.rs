@@ -208,7 +208,10 @@ impl PyGrid {
         if cell >= self.grid.len() {
             return Err(py_err(
                 py,
-                Error::arg("cell", format!("{cell}: the grid has {} cells", self.grid.len())),
+                Error::arg(
+                    "cell",
+                    format!("{cell}: the grid has {} cells", self.grid.len()),
+                ),
             ));
         }
         let (sched, coords) = self.grid.coordinates(cell);
@@ -231,7 +234,12 @@ impl PyGrid {
     /// Run `cells` (every cell when `None`) on `threads` threads (all cores when `None`),
     /// each distinct simulation once, without the GIL.
     #[pyo3(signature = (cells=None, threads=None))]
-    fn run(&self, py: Python<'_>, cells: Option<Vec<u64>>, threads: Option<usize>) -> PyResult<Output> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        cells: Option<Vec<u64>>,
+        threads: Option<usize>,
+    ) -> PyResult<Output> {
         let cells = cells.unwrap_or_else(|| (0..self.grid.len()).collect());
         let pool = pool(threads)?;
         let results = py
@@ -335,7 +343,10 @@ fn scenario_info<'py>(
     d.set_item("description", &s.description)?;
     d.set_item("drive", s.drive.name())?;
     d.set_item("seed", s.seed)?;
-    d.set_item("jobs", s.jobs.iter().map(|j| j.name.clone()).collect::<Vec<_>>())?;
+    d.set_item(
+        "jobs",
+        s.jobs.iter().map(|j| j.name.clone()).collect::<Vec<_>>(),
+    )?;
     Ok(d)
 }
 

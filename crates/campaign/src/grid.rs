@@ -606,7 +606,11 @@ impl Grid {
         let (s, at) = self.at(cell);
         (
             self.sched[s].clone(),
-            self.axes.iter().zip(&at).map(|(a, &i)| a.coord(i)).collect(),
+            self.axes
+                .iter()
+                .zip(&at)
+                .map(|(a, &i)| a.coord(i))
+                .collect(),
         )
     }
 

@@ -31,7 +31,9 @@ pub fn builtin(name: &str) -> Option<Result<Scenario, InputError>> {
 
 /// The text of the built-in scenario `name` or of the scenario file at `name_or_path`, its
 /// origin (`builtin:NAME` or the path) and the directory its drive paths resolve against.
-pub fn source(name_or_path: &str) -> Result<(String, String, Option<std::path::PathBuf>), InputError> {
+pub fn source(
+    name_or_path: &str,
+) -> Result<(String, String, Option<std::path::PathBuf>), InputError> {
     if let Some((n, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
         return Ok((text.to_string(), format!("builtin:{n}"), None));
     }
@@ -41,10 +43,18 @@ pub fn source(name_or_path: &str) -> Result<(String, String, Option<std::path::P
             name_or_path,
             format!(
                 "neither a built-in scenario ({}) nor a file",
-                BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                BUILTIN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ));
     }
     let text = elevator_workload::input::read_text(p, elevator_sim::MAX_SPEC_BYTES, "spec file")?;
-    Ok((text, p.display().to_string(), p.parent().map(Path::to_path_buf)))
+    Ok((
+        text,
+        p.display().to_string(),
+        p.parent().map(Path::to_path_buf),
+    ))
 }

@@ -298,9 +298,7 @@ pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, Error> {
         .map_err(|e| io(&e))?
         .build()
         .map_err(|e| io(&e))?;
-    reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| io(&e))
+    reader.collect::<Result<Vec<_>, _>>().map_err(|e| io(&e))
 }
 
 /// Join Parquet files of one grid's tables (the shards of `--shard I/N`) into one batch
@@ -379,7 +377,10 @@ mod tests {
         Grid::new(&GridSpec {
             fio_text: Some("[r]\nrw=randread\nbs=4k\nsize=4m\nnumber_ios=50\n".into()),
             sched: vec!["none".into(), "kyber".into()],
-            sweep: vec!["seed=1..3".into(), "kyber.read_lat_nsec=1000000,2000000".into()],
+            sweep: vec![
+                "seed=1..3".into(),
+                "kyber.read_lat_nsec=1000000,2000000".into(),
+            ],
             requests,
             ..GridSpec::default()
         })
@@ -424,9 +425,11 @@ mod tests {
         let r = dir.path().join("r.parquet");
         write_parquet(&r, &reqs).unwrap();
         assert_eq!(read_parquet(&r).unwrap()[0], reqs);
-        assert!(!std::fs::read_dir(dir.path())
+        assert!(!std::fs::read_dir(dir.path()).unwrap().any(|e| e
             .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().contains(".tmp.")));
+            .file_name()
+            .to_string_lossy()
+            .contains(".tmp.")));
     }
 
     #[test]

@@ -222,9 +222,10 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
         "== sweep of {name} over {} cells ({}){}",
         rows.len(),
         keys.join(" x "),
-        shard
-            .as_ref()
-            .map_or(String::new(), |s| format!(", shard {s} of {} cells", grid.len()))
+        shard.as_ref().map_or(String::new(), |s| format!(
+            ", shard {s} of {} cells",
+            grid.len()
+        ))
     );
     output::say_str(&output::table(&header, &table));
     let (x_key, series) = series(grid.axes(), &rows, opts.metric);

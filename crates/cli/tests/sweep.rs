@@ -140,7 +140,11 @@ fn shards_merge_into_the_whole_sweeps_parquet_byte_for_byte() {
         .args([p("s2.parquet"), p("s0.parquet"), p("s1.parquet")])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let whole = std::fs::read(p("whole.parquet")).unwrap();
     assert_eq!(whole, std::fs::read(p("merged.parquet")).unwrap());
     assert_eq!(&whole[..4], b"PAR1");
@@ -157,13 +161,26 @@ fn shards_merge_into_the_whole_sweeps_parquet_byte_for_byte() {
 
     // Overlapping shards and a bad --shard are refused by name.
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["merge", "-o", &p("bad.parquet"), &p("s0.parquet"), &p("s0.parquet")])
+        .args([
+            "merge",
+            "-o",
+            &p("bad.parquet"),
+            &p("s0.parquet"),
+            &p("s0.parquet"),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("overlap"));
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["sim", "anticipatory-no-write", "--sweep", "seed=1..3", "--shard", "3/3"])
+        .args([
+            "sim",
+            "anticipatory-no-write",
+            "--sweep",
+            "seed=1..3",
+            "--shard",
+            "3/3",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -183,7 +183,6 @@ fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::tim
     Some(ramp + std::time::Duration::from_millis(total + phase))
 }
 
-
 fn def_writes(d: &FioJobDef) -> bool {
     match d.config.rw {
         RwMode::Read | RwMode::RandRead => false,
