@@ -18,13 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use elevator_core::{GroupId, GroupTree, SECTOR_BYTES};
+use elevator_core::GroupTree;
 use elevator_real::report::{fio_json, fio_json_failed, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
 use elevator_workload::fio_file::{self, FioFile, FioJobDef};
-use elevator_workload::jobs::fio::{FioJob, RwMode};
-use elevator_workload::BuildEnv;
+use elevator_workload::jobs::fio::RwMode;
 use serde_json::Value;
 
 /// Output formats.
