@@ -1095,7 +1095,10 @@ mod tests {
         };
         assert!(e(s).contains("scenarios only"));
         let s = GridSpec {
-            scenario_toml: Some("name = \"x\"\ndrive = \"nosuch\"\n".into()),
+            scenario_toml: Some(
+                "name = \"x\"\ndrive = \"nosuch\"\n\n[[job]]\nname = \"c\"\nkind = \"compile\"\n"
+                    .into(),
+            ),
             origin: Some("mine.toml".into()),
             ..GridSpec::default()
         };
