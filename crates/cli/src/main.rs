@@ -53,6 +53,9 @@ enum Command {
     /// Record the kernel's own schedulers deciding a fio job on a loop device (block and
     /// kyber tracepoints through tracefs; needs root and fio).
     KernelRecord(cmd::kernel_record::Args),
+    /// Join the Parquet files of a sweep's shards (`sim --sweep ... --shard I/N --parquet F`)
+    /// into one, sorted by cell.
+    Merge(cmd::merge::Args),
     /// Replay recorded kernel traces into our schedulers of the same names and report how
     /// often ours made the kernel's dispatch decision (no root needed).
     KernelDiff(cmd::kernel_diff::Args),
@@ -79,6 +82,7 @@ fn main() {
         Command::Drive(a) => cmd::drive::run(a),
         Command::KernelRecord(a) => cmd::kernel_record::run(a),
         Command::KernelDiff(a) => cmd::kernel_diff::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
     };
     // Output that could not be written is an error too (`elevator list > /dev/full`).
     let result = result.and_then(|()| output::stdout_result());

@@ -4,21 +4,8 @@ use std::path::Path;
 
 use elevator_sim::scenario::Scenario;
 
-/// (name, TOML text) of every built-in scenario.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "anticipatory",
-        include_str!("../../../scenarios/anticipatory.toml"),
-    ),
-    (
-        "anticipatory-no-write",
-        include_str!("../../../scenarios/anticipatory-no-write.toml"),
-    ),
-    (
-        "anticipatory-2.4",
-        include_str!("../../../scenarios/anticipatory-2.4.toml"),
-    ),
-];
+/// (name, TOML text) of every built-in scenario (embedded by the library).
+pub use elevator_campaign::scenarios::BUILTIN;
 
 /// The built-in scenario `name`, parsed.
 pub fn builtin(name: &str) -> Option<anyhow::Result<Scenario>> {

@@ -6,202 +6,49 @@
 //! run without it) or `job.NAME.FIELD=V,V` (a field of a scenario job, as its TOML would set
 //! it). Values are a comma-separated list or an inclusive integer range `LO..HI`.
 //!
-//! Cells are laid out in a fixed order (scheduler, then each axis in the order given, each
-//! value in the order given) and run with rayon; results are collected in that order, so the
-//! table, the JSON and the plot are the same bytes whatever the number of threads. Cells that
-//! would run the same simulation (a tunable axis under a scheduler without that tunable) run
-//! once.
+//! The grid, its cells and each cell's run are the library's (`elevator_campaign::Grid`, which
+//! the Python package runs too): cells are laid out in a fixed order (scheduler, then each axis
+//! in the order given, each value in the order given) and run with rayon; results are
+//! collected in that order, so the table, the JSON, the Parquet file and the plot are the same
+//! bytes whatever the number of threads. Cells that would run the same simulation (a tunable
+//! axis under a scheduler without that tunable) run once. `--shard I/N` runs every N-th cell
+//! from cell I (0-based) and writes only those; `elevator merge` joins the shards' Parquet
+//! files.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
-use elevator_core::Settings;
-use elevator_sim::scenario::Scenario;
-use rayon::prelude::*;
+use elevator_campaign::{Axis, CellResult, Grid};
 use serde::Serialize;
 
 use crate::output::{self, say};
 use crate::plot::{self, Series};
 use crate::report::Sink;
 
-/// One swept parameter.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Axis {
-    /// The scenario's seed.
-    Seed(Vec<u64>),
-    /// The drive.
-    Drive(Vec<String>),
-    /// A tunable of scheduler `sched`.
-    Tunable {
-        /// The scheduler that has it.
-        sched: String,
-        /// Its sysfs name.
-        name: String,
-        /// The values.
-        values: Vec<i64>,
-    },
-    /// A field of the scenario job named `job`.
-    Job {
-        /// The job's name.
-        job: String,
-        /// The field, as in the scenario file.
-        field: String,
-        /// The values, as TOML values.
-        values: Vec<toml::Value>,
-    },
-}
-
-impl Axis {
-    /// How the axis is written (`seed`, `drive`, `anticipatory.antic_expire`, `job.x.bs`).
-    pub fn key(&self) -> String {
-        match self {
-            Axis::Seed(_) => "seed".into(),
-            Axis::Drive(_) => "drive".into(),
-            Axis::Tunable { sched, name, .. } => format!("{sched}.{name}"),
-            Axis::Job { job, field, .. } => format!("job.{job}.{field}"),
-        }
-    }
-
-    /// The values, as text.
-    fn labels(&self) -> Vec<String> {
-        match self {
-            Axis::Seed(v) => v.iter().map(u64::to_string).collect(),
-            Axis::Drive(v) => v.clone(),
-            Axis::Tunable { values, .. } => values.iter().map(i64::to_string).collect(),
-            Axis::Job { values, .. } => values.iter().map(show).collect(),
-        }
-    }
-
-    /// How many values (counted, not rendered: the odometer asks at every cell).
-    fn len(&self) -> usize {
-        match self {
-            Axis::Seed(v) => v.len(),
-            Axis::Drive(v) => v.len(),
-            Axis::Tunable { values, .. } => values.len(),
-            Axis::Job { values, .. } => values.len(),
-        }
-    }
-}
-
-/// A TOML value as a user would type it.
-fn show(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// `LO..HI` (inclusive) or a comma-separated list, as integers.
-fn integers(key: &str, text: &str) -> anyhow::Result<Vec<i64>> {
-    let int = |s: &str| {
-        s.trim()
-            .parse::<i64>()
-            .with_context(|| format!("--sweep {key}: {s:?} is not an integer"))
-    };
-    if let Some((lo, hi)) = text.split_once("..") {
-        let (lo, hi) = (int(lo)?, int(hi)?);
-        anyhow::ensure!(lo <= hi, "--sweep {key}: empty range {lo}..{hi}");
-        anyhow::ensure!(
-            hi - lo < 100_000,
-            "--sweep {key}: {lo}..{hi} is too many values"
-        );
-        return Ok((lo..=hi).collect());
-    }
-    text.split(',').map(int).collect()
-}
-
-/// A value of a job field: an integer, a float, a boolean, or else a string.
-fn toml_value(s: &str) -> toml::Value {
-    let s = s.trim();
-    if let Ok(i) = s.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(f) = s.parse::<f64>() {
-        toml::Value::Float(f)
-    } else if let Ok(b) = s.parse::<bool>() {
-        toml::Value::Boolean(b)
-    } else {
-        toml::Value::String(s.to_string())
-    }
-}
-
-/// Parse one `--sweep KEY=VALUES`.
-pub fn parse_axis(arg: &str) -> anyhow::Result<Axis> {
-    let (key, values) = arg
-        .split_once('=')
-        .with_context(|| format!("--sweep {arg:?}: expected KEY=VALUES"))?;
-    let key = key.trim();
-    anyhow::ensure!(!values.trim().is_empty(), "--sweep {key}: no values");
-    if key == "seed" {
-        let v = integers(key, values)?;
-        if let Some(bad) = v.iter().find(|&&s| s < 0) {
-            bail!("--sweep seed: {bad} is negative");
-        }
-        return Ok(Axis::Seed(v.into_iter().map(|s| s as u64).collect()));
-    }
-    if key == "drive" {
-        return Ok(Axis::Drive(
-            values.split(',').map(|s| s.trim().to_string()).collect(),
-        ));
-    }
-    let parts: Vec<&str> = key.split('.').collect();
-    match parts.as_slice() {
-        ["job", job, field] => Ok(Axis::Job {
-            job: job.to_string(),
-            field: field.to_string(),
-            values: values.split(',').map(toml_value).collect(),
-        }),
-        [sched, name] => {
-            let info = elevator_core::registry::find(sched)
-                .with_context(|| format!("--sweep {key}: no scheduler named {sched:?}"))?;
-            anyhow::ensure!(
-                info.has_tunable(name),
-                "--sweep {key}: {sched} has no tunable {name:?} (elevator list shows them)"
-            );
-            Ok(Axis::Tunable {
-                sched: sched.to_string(),
-                name: name.to_string(),
-                values: integers(key, values)?,
-            })
-        }
-        _ => bail!("--sweep {key}: expected seed, drive, SCHED.TUNABLE or job.NAME.FIELD"),
-    }
-}
-
 /// What a sweep runs with (from `elevator sim`'s arguments).
 pub struct Opts<'a> {
-    /// The scenario's name or path, as given.
-    pub scenario: &'a str,
-    /// The scenario, loaded, with `--wakeup-us` applied.
-    pub base: Scenario,
-    /// Schedulers.
-    pub sched: &'a [String],
-    /// `--set` for every scheduler that has the tunable.
-    pub extra: &'a Settings,
-    /// The seed when no axis sweeps it.
-    pub seed: u64,
-    /// The axes, in the order given.
-    pub axes: Vec<Axis>,
+    /// The grid: the scenario, schedulers, `--set`, seed and axes.
+    pub grid: Grid,
+    /// `--shard I/N`: run only every N-th cell from I.
+    pub shard: Option<(u64, u64)>,
     /// The metric tabled and plotted.
     pub metric: &'a str,
     /// `--json`.
     pub json: Option<&'a Path>,
+    /// `--parquet`: the jobs table (one row per job per cell).
+    pub parquet: Option<&'a Path>,
     /// `--report`.
     pub report: Option<&'a Path>,
     /// `--plot`: the metric's SVG.
     pub plot: Option<&'a Path>,
 }
 
-/// One cell's coordinates: its scheduler and one value index per axis.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Cell {
-    sched: usize,
-    at: Vec<usize>,
-}
-
 /// One cell's result, as JSON.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The cell's index in the grid.
+    pub cell: u64,
     /// The scheduler.
     pub scheduler: String,
     /// Each axis's value, by axis key.
@@ -216,261 +63,69 @@ struct Out<'a> {
     scenario: &'a str,
     metric: &'a str,
     axes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
     rows: &'a [Row],
 }
 
-/// Every cell of the cross product, in order.
-fn cells(n_sched: usize, axes: &[Axis]) -> Vec<Cell> {
-    let mut out = Vec::new();
-    for sched in 0..n_sched {
-        let mut at = vec![0; axes.len()];
-        loop {
-            out.push(Cell {
-                sched,
-                at: at.clone(),
-            });
-            // Odometer: the last axis turns fastest.
-            let mut i = axes.len();
-            loop {
-                if i == 0 {
-                    break;
-                }
-                i -= 1;
-                at[i] += 1;
-                if at[i] < axes[i].len() {
-                    break;
-                }
-                at[i] = 0;
-            }
-            if at.iter().all(|&a| a == 0) {
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The scenario text of `name_or_path` (built in or a file) and the directory its drive
-/// paths resolve against.
-fn source(name_or_path: &str) -> anyhow::Result<(String, Option<PathBuf>)> {
-    if let Some((_, text)) = crate::scenarios::BUILTIN
-        .iter()
-        .find(|(n, _)| *n == name_or_path)
-    {
-        return Ok((text.to_string(), None));
-    }
-    let p = Path::new(name_or_path);
-    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-    Ok((text, p.parent().map(Path::to_path_buf)))
-}
-
-/// What one cell runs: the scenario (with its job fields and drive), the scheduler's
-/// settings and the seed. Two cells with equal `Plan`s give the same result.
-#[derive(Clone, Debug, PartialEq)]
-struct Plan {
-    sched: usize,
-    settings: Vec<(String, i64)>,
-    seed: u64,
-    drive: Option<String>,
-    job_fields: Vec<(String, String, toml::Value)>,
-}
-
-fn plan(opts: &Opts, cell: &Cell) -> Plan {
-    let sched = &opts.sched[cell.sched];
-    let mut p = Plan {
-        sched: cell.sched,
-        settings: Vec::new(),
-        seed: opts.seed,
-        drive: None,
-        job_fields: Vec::new(),
+/// Parse `--shard I/N` (0 <= I < N).
+pub fn parse_shard(text: &str) -> anyhow::Result<(u64, u64)> {
+    let (i, n) = text
+        .split_once('/')
+        .with_context(|| format!("--shard {text:?}: expected I/N, e.g. 0/4"))?;
+    let int = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .with_context(|| format!("--shard {text:?}: {s:?} is not a whole number"))
     };
-    for (axis, &i) in opts.axes.iter().zip(&cell.at) {
-        match axis {
-            Axis::Seed(v) => p.seed = v[i],
-            Axis::Drive(v) => p.drive = Some(v[i].clone()),
-            Axis::Tunable {
-                sched: s,
-                name,
-                values,
-            } => {
-                if s == sched {
-                    p.settings.push((name.clone(), values[i]));
-                }
-            }
-            Axis::Job { job, field, values } => {
-                p.job_fields
-                    .push((job.clone(), field.clone(), values[i].clone()))
-            }
-        }
-    }
-    p
-}
-
-/// The scenario with its `drive` replaced and `fields` set in its jobs, parsed again from
-/// its edited text (so the scenario's own drive settings, such as `write_cache`, still apply).
-fn edited(
-    text: &str,
-    dir: Option<&Path>,
-    origin: &str,
-    drive: Option<&str>,
-    fields: &[(String, String, toml::Value)],
-) -> anyhow::Result<Scenario> {
-    let mut doc: toml::Table = toml::from_str(text).with_context(|| origin.to_string())?;
-    let mut what: Vec<String> = Vec::new();
-    if let Some(d) = drive {
-        doc.insert("drive".into(), toml::Value::String(d.to_string()));
-        what.push(format!("drive={d}"));
-    }
-    for (job, field, value) in fields {
-        let jobs = doc
-            .get_mut("job")
-            .and_then(toml::Value::as_array_mut)
-            .with_context(|| format!("--sweep job.{job}.{field}: {origin} has no jobs"))?;
-        let t = jobs
-            .iter_mut()
-            .filter_map(toml::Value::as_table_mut)
-            .find(|t| t.get("name").and_then(toml::Value::as_str) == Some(job.as_str()))
-            .with_context(|| format!("--sweep job.{job}.{field}: {origin} has no job {job:?}"))?;
-        t.insert(field.clone(), value.clone());
-    }
-    what.extend(
-        fields
-            .iter()
-            .map(|(j, f, v)| format!("job.{j}.{f}={}", show(v))),
-    );
-    let text = toml::to_string(&doc).context("re-writing the scenario")?;
-    Scenario::parse(&text, &format!("{origin} with {}", what.join(", ")), dir)
-        .map_err(anyhow::Error::from)
-}
-
-/// Run one plan; its metrics.
-fn measure(
-    opts: &Opts,
-    source: &Option<(String, Option<PathBuf>)>,
-    p: &Plan,
-) -> anyhow::Result<BTreeMap<String, f64>> {
-    let scenario = match source {
-        Some((text, dir)) if !p.job_fields.is_empty() || p.drive.is_some() => {
-            let origin = &opts.base.origin;
-            let drive = p.drive.as_deref();
-            let mut s = edited(text, dir.as_deref(), origin, drive, &p.job_fields)?;
-            s.wakeup = opts.base.wakeup;
-            s
-        }
-        _ => opts.base.clone(),
-    };
-    let name = &opts.sched[p.sched];
-    let info = elevator_core::registry::find(name).context("a known scheduler")?;
-    let mut settings = crate::cmd::settings_for(&info, opts.extra);
-    for (k, v) in &p.settings {
-        settings.set(k, *v);
-    }
-    let policy = scenario
-        .scheduler(name, &settings)
-        .map_err(|e| anyhow::anyhow!("--sweep under {name}: {}", e.message))?;
-    let report = scenario
-        .simulation(policy, Some(p.seed))
-        .run(scenario.limit);
-    let mut m = BTreeMap::new();
-    m.insert("end_s".to_string(), report.end.as_secs_f64());
-    for j in report.summaries() {
-        let n = &j.name;
-        m.insert(format!("{n}.seconds"), j.seconds);
-        m.insert(format!("{n}.read_mb_s"), j.read.mb_s);
-        m.insert(format!("{n}.read_iops"), j.read.iops);
-        m.insert(format!("{n}.read_mean_ms"), j.read.lat_mean_ms);
-        m.insert(format!("{n}.read_p99_ms"), j.read.lat_p99_ms);
-        m.insert(format!("{n}.write_mb_s"), j.write.mb_s);
-        m.insert(format!("{n}.write_p99_ms"), j.write.lat_p99_ms);
-    }
-    Ok(m)
-}
-
-/// Cells a sweep may have at most (schedulers times every axis's values).
-pub const MAX_CELLS: u64 = 100_000;
-
-/// Refuse a grid of more than [`MAX_CELLS`] cells, counted without building it (a product
-/// that overflows is refused too).
-pub fn check_grid(n_sched: usize, axes: &[Axis]) -> anyhow::Result<()> {
-    let mut cells = n_sched as u64;
-    let mut sizes = vec![format!("{n_sched} schedulers")];
-    for a in axes {
-        cells = cells.saturating_mul(a.len() as u64);
-        sizes.push(format!("{} values of {}", a.len(), a.key()));
-    }
+    let (i, n) = (int(i)?, int(n)?);
     anyhow::ensure!(
-        cells <= MAX_CELLS,
-        "--sweep: {} cells ({}) is more than the {MAX_CELLS} a sweep runs; sweep fewer values",
-        if cells == u64::MAX {
-            "more than 2^64".to_string()
-        } else {
-            cells.to_string()
-        },
-        sizes.join(" x ")
+        n > 0 && i < n,
+        "--shard {text}: expected I/N with 0 <= I < N (shards are numbered from 0)"
     );
-    Ok(())
+    Ok((i, n))
 }
 
-/// Run every cell (in parallel, each distinct simulation once); rows in cell order.
-pub fn rows(opts: &Opts) -> anyhow::Result<Vec<Row>> {
-    let needs_source = opts
-        .axes
-        .iter()
-        .any(|a| matches!(a, Axis::Job { .. } | Axis::Drive(_)));
-    let source = needs_source.then(|| source(opts.scenario)).transpose()?;
-    check_grid(opts.sched.len(), &opts.axes)?;
-    let cells = cells(opts.sched.len(), &opts.axes);
-    let plans: Vec<Plan> = cells.iter().map(|c| plan(opts, c)).collect();
-    // Equal plans found through a hash of their text: linear in the cells, not quadratic.
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut distinct: Vec<&Plan> = Vec::new();
-    let index: Vec<usize> = plans
-        .iter()
-        .map(|p| {
-            *seen.entry(format!("{p:?}")).or_insert_with(|| {
-                distinct.push(p);
-                distinct.len() - 1
-            })
-        })
-        .collect();
-    let bar = crate::progress::bar(distinct.len(), "sweep");
-    let results: Vec<BTreeMap<String, f64>> = distinct
-        .par_iter()
-        .map(|p| {
-            let r = measure(opts, &source, p);
-            bar.inc(1);
-            r
-        })
-        .collect::<anyhow::Result<_>>()?;
+/// Run the cells (in parallel, each distinct simulation once); results in cell order.
+pub fn results(grid: &Grid, cells: &[u64]) -> anyhow::Result<Vec<CellResult>> {
+    let bar = crate::progress::bar(cells.len(), "sweep");
+    let r = grid.run_cells_with(cells, || bar.inc(1));
     bar.finish_and_clear();
-    Ok(cells
+    Ok(r?)
+}
+
+/// Each result as a JSON row.
+pub fn rows(grid: &Grid, results: &[CellResult]) -> Vec<Row> {
+    results
         .iter()
-        .zip(index)
-        .map(|(c, i)| Row {
-            scheduler: opts.sched[c.sched].clone(),
-            coordinates: opts
-                .axes
+        .map(|r| Row {
+            cell: r.cell,
+            scheduler: r.scheduler.clone(),
+            coordinates: grid
+                .axes()
                 .iter()
-                .zip(&c.at)
-                .map(|(a, &k)| (a.key(), a.labels()[k].clone()))
+                .zip(&r.coordinates)
+                .map(|(a, c)| (a.key(), c.to_string()))
                 .collect(),
-            metrics: results[i].clone(),
+            metrics: r.metrics(),
         })
-        .collect())
+        .collect()
 }
 
 /// A point of a line: x and the metric at every seed.
 type XYs = (f64, Vec<f64>);
+
+/// An axis's values, as text.
+fn labels(a: &Axis) -> Vec<String> {
+    (0..a.len()).map(|i| a.coord(i).to_string()).collect()
+}
 
 /// The plotted lines: the metric's mean over seeds against the first axis other than seed,
 /// one line per scheduler (and per value of any further axes).
 pub fn series(axes: &[Axis], rows: &[Row], metric: &str) -> (String, Vec<Series>) {
     let x_axis = axes.iter().find(|a| !matches!(a, Axis::Seed(_)));
     let x_key = x_axis.map_or("seed".to_string(), Axis::key);
-    let x_labels = x_axis.map_or_else(
-        || axes.first().map(Axis::labels).unwrap_or_default(),
-        Axis::labels,
-    );
+    let x_labels = x_axis.map_or_else(|| axes.first().map(labels).unwrap_or_default(), labels);
     let x_of = |row: &Row| -> f64 {
         let label = row.coordinates.get(&x_key).map_or("", String::as_str);
         label
@@ -521,9 +176,15 @@ pub fn series(axes: &[Axis], rows: &[Row], metric: &str) -> (String, Vec<Series>
 /// Run the sweep: table, JSON, plot.
 pub fn run(opts: Opts) -> anyhow::Result<()> {
     output::json_to_stdout(opts.json);
-    anyhow::ensure!(!opts.axes.is_empty(), "--sweep: no axis");
-    let rows = rows(&opts)?;
-    if !rows.iter().any(|r| r.metrics.contains_key(opts.metric)) {
+    let grid = &opts.grid;
+    anyhow::ensure!(!grid.axes().is_empty(), "--sweep: no axis");
+    let cells: Vec<u64> = match opts.shard {
+        Some((i, n)) => grid.shard(i, n)?,
+        None => (0..grid.len()).collect(),
+    };
+    let results = results(grid, &cells)?;
+    let rows = rows(grid, &results);
+    if !rows.is_empty() && !rows.iter().any(|r| r.metrics.contains_key(opts.metric)) {
         let known: Vec<&String> = rows
             .first()
             .map(|r| r.metrics.keys().collect())
@@ -538,7 +199,7 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
                 .join(", ")
         );
     }
-    let keys: Vec<String> = opts.axes.iter().map(Axis::key).collect();
+    let keys: Vec<String> = grid.axes().iter().map(Axis::key).collect();
     let mut header: Vec<&str> = vec!["scheduler"];
     header.extend(keys.iter().map(String::as_str));
     header.push(opts.metric);
@@ -555,15 +216,20 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
             line
         })
         .collect();
+    let name = grid.name();
+    let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));
     say!(
-        "== sweep of {} over {} cells ({})",
-        opts.base.name,
+        "== sweep of {name} over {} cells ({}){}",
         rows.len(),
-        keys.join(" x ")
+        keys.join(" x "),
+        shard.as_ref().map_or(String::new(), |s| format!(
+            ", shard {s} of {} cells",
+            grid.len()
+        ))
     );
     output::say_str(&output::table(&header, &table));
-    let (x_key, series) = series(&opts.axes, &rows, opts.metric);
-    let title = format!("{}: {} (mean over seeds)", opts.base.name, opts.metric);
+    let (x_key, series) = series(grid.axes(), &rows, opts.metric);
+    let title = format!("{name}: {} (mean over seeds)", opts.metric);
     let svg = || plot::lines::lines(&title, &x_key, opts.metric, &series);
     if let Some(p) = opts.plot {
         std::fs::write(p, svg()?).with_context(|| format!("writing {}", p.display()))?;
@@ -571,7 +237,7 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
     }
     let page = Sink::new(
         opts.report.is_some(),
-        &format!("elevator sim {} --sweep", opts.base.name),
+        &format!("elevator sim {name} --sweep"),
     );
     page.table(
         &format!("{} over {}", opts.metric, keys.join(" x ")),
@@ -584,12 +250,18 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
         output::write_json(
             path,
             &Out {
-                scenario: &opts.base.name,
+                scenario: &name,
                 metric: opts.metric,
                 axes: keys,
+                shard,
                 rows: &rows,
             },
         )?;
+    }
+    if let Some(path) = opts.parquet {
+        let batch = elevator_campaign::table::jobs_batch(grid, &results);
+        elevator_campaign::table::write_parquet(path, &batch)?;
+        say!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -599,82 +271,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axes_parse_ranges_lists_tunables_and_job_fields() {
-        assert_eq!(parse_axis("seed=1..3").unwrap(), Axis::Seed(vec![1, 2, 3]));
-        assert_eq!(
-            parse_axis("anticipatory.antic_expire=0,2,4,8").unwrap(),
-            Axis::Tunable {
-                sched: "anticipatory".into(),
-                name: "antic_expire".into(),
-                values: vec![0, 2, 4, 8]
-            }
-        );
-        let Axis::Job { job, field, values } = parse_axis("job.writer.nr_requests=64,128").unwrap()
-        else {
-            panic!("a job axis");
-        };
-        assert_eq!((job.as_str(), field.as_str()), ("writer", "nr_requests"));
-        assert_eq!(
-            values,
-            vec![toml::Value::Integer(64), toml::Value::Integer(128)]
-        );
-        for bad in [
-            "seed",
-            "seed=5..1",
-            "seed=a",
-            "anticipatory.no_such=1",
-            "nosuch.antic_expire=1",
-            "a.b.c.d=1",
-            "seed=",
-        ] {
-            assert!(parse_axis(bad).is_err(), "{bad}");
+    fn shards_parse_as_i_of_n_from_zero() {
+        assert_eq!(parse_shard("0/4").unwrap(), (0, 4));
+        assert_eq!(parse_shard(" 3 / 4 ").unwrap(), (3, 4));
+        for bad in ["4/4", "1/0", "a/2", "1", "-1/2"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn cells_cover_the_cross_product_in_order() {
-        let axes = vec![
-            Axis::Seed(vec![1, 2]),
-            Axis::Drive(vec!["a".into(), "b".into(), "c".into()]),
-        ];
-        let c = cells(2, &axes);
-        assert_eq!(c.len(), 12);
-        assert_eq!(
-            c[0],
-            Cell {
-                sched: 0,
-                at: vec![0, 0]
-            }
-        );
-        assert_eq!(
-            c[1],
-            Cell {
-                sched: 0,
-                at: vec![0, 1]
-            }
-        );
-        assert_eq!(
-            c[3],
-            Cell {
-                sched: 0,
-                at: vec![1, 0]
-            }
-        );
-        assert_eq!(
-            c[6],
-            Cell {
-                sched: 1,
-                at: vec![0, 0]
-            }
-        );
-        let mut sorted = c.clone();
-        sorted.sort();
-        assert_eq!(sorted, c, "cells come sorted by their coordinates");
     }
 
     #[test]
     fn series_average_over_seeds_one_line_per_scheduler() {
         let row = |s: &str, v: &str, seed: &str, y: f64| Row {
+            cell: 0,
             scheduler: s.into(),
             coordinates: [
                 ("as.x".to_string(), v.to_string()),

@@ -105,3 +105,84 @@ fn a_bad_axis_or_metric_is_named() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn shards_merge_into_the_whole_sweeps_parquet_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .args([
+                "sim",
+                "anticipatory-no-write",
+                "--sched",
+                "deadline,anticipatory",
+                "--sweep",
+                "seed=1..3",
+            ])
+            .args(extra)
+            .output()
+            .expect("run elevator");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    run(&["--parquet", &p("whole.parquet"), "--json", &p("whole.json")]);
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        run(&["--shard", &shard, "--parquet", &p(&format!("s{i}.parquet"))]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["merge", "-o", &p("merged.parquet")])
+        .args([p("s2.parquet"), p("s0.parquet"), p("s1.parquet")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole = std::fs::read(p("whole.parquet")).unwrap();
+    assert_eq!(whole, std::fs::read(p("merged.parquet")).unwrap());
+    assert_eq!(&whole[..4], b"PAR1");
+    // The JSON rows carry the cell index the Parquet rows are sorted by.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("whole.json")).unwrap()).unwrap();
+    let cells: Vec<u64> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cell"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cells, (0..6).collect::<Vec<_>>());
+
+    // Overlapping shards and a bad --shard are refused by name.
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "merge",
+            "-o",
+            &p("bad.parquet"),
+            &p("s0.parquet"),
+            &p("s0.parquet"),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("overlap"));
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "sim",
+            "anticipatory-no-write",
+            "--sweep",
+            "seed=1..3",
+            "--shard",
+            "3/3",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
+}

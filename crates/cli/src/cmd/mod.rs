@@ -8,6 +8,7 @@ pub mod emulate;
 pub mod kernel_diff;
 pub mod kernel_record;
 pub mod list;
+pub mod merge;
 pub mod mount;
 pub mod replay;
 pub mod run;
@@ -77,19 +78,7 @@ pub fn settings_on_device(
 /// The `--set` values that scheduler `info` takes: each plain `NAME` it has a tunable of, and
 /// each `SCHED.NAME` whose `SCHED` is it (by name or alias; these win over plain ones).
 pub fn settings_for(info: &SchedulerSpec, extra: &Settings) -> Settings {
-    let has = |n: &str| info.has_tunable(n);
-    let mut out = Settings::new();
-    for k in extra.names().filter(|k| scoped(k).is_none() && has(k)) {
-        out.set(k, extra.raw(k).unwrap_or_default());
-    }
-    for k in extra.names() {
-        if let Some((i, name)) = scoped(k) {
-            if i.name == info.name {
-                out.set(name, extra.raw(k).unwrap_or_default());
-            }
-        }
-    }
-    out
+    elevator_campaign::settings_for(info, extra)
 }
 
 /// The error of building scheduler `name` with the `--set` values it took (`given`): blamed on

@@ -18,13 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use elevator_core::{GroupId, GroupTree, SECTOR_BYTES};
+use elevator_core::GroupTree;
 use elevator_real::report::{fio_json, fio_json_failed, fio_text};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
 use elevator_workload::fio_file::{self, FioFile, FioJobDef};
-use elevator_workload::jobs::fio::{FioJob, RwMode};
-use elevator_workload::BuildEnv;
+use elevator_workload::jobs::fio::RwMode;
 use serde_json::Value;
 
 /// Output formats.
@@ -94,87 +93,7 @@ pub(crate) fn install_stop_handler() {
     }
 }
 
-/// The jobs of `file` built for a target of `capacity` bytes, plus each one's reporting
-/// group id.
-pub(crate) fn build_jobs(
-    file: &FioFile,
-    capacity: u64,
-    seed: u64,
-    groups: &mut GroupTree,
-) -> anyhow::Result<(Vec<RealJob>, Vec<u32>)> {
-    let mut jobs = Vec::new();
-    let mut groupids = Vec::new();
-    let (mut phase, mut groupid) = (0u32, 0u32);
-    for (i, def) in file.jobs.iter().enumerate() {
-        if i > 0 && def.stonewall {
-            phase += 1;
-        }
-        if i > 0 && (def.stonewall || def.new_group) {
-            groupid += 1;
-        }
-        if def.config.time_based && def.config.runtime_ms.is_none() {
-            return Err(file
-                .job_error(
-                    def,
-                    "time_based",
-                    "time_based needs a runtime above 0 (runtime=0, like none, sets no limit: it would never end)",
-                )
-                .into());
-        }
-        let group = match &def.cgroup {
-            Some(path) => {
-                let id = groups
-                    .add(path, def.weight)
-                    .map_err(|e| file.job_error(def, "", e))?;
-                // Only the files this job sets; another job of the group may set the others.
-                let io = groups.io_mut(id);
-                let given = &def.io;
-                if !given.max.is_unlimited() {
-                    io.max = given.max;
-                }
-                io.latency_target = given.latency_target.or(io.latency_target);
-                io.weight = given.weight.or(io.weight);
-                io.bfq_weight = given.bfq_weight.or(io.bfq_weight);
-                id
-            }
-            None if def.weight.is_some() || def.io != Default::default() => {
-                return Err(file
-                    .job_error(
-                        def,
-                        "",
-                        "elevator_weight and elevator_io_* need elevator_cgroup (the root's weight and io files are fixed)",
-                    )
-                    .into())
-            }
-            None => GroupId::ROOT,
-        };
-        for clone in 0..def.numjobs {
-            let name = if def.numjobs == 1 {
-                def.name.clone()
-            } else {
-                format!("{}.{clone}", def.name)
-            };
-            let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
-            let job = FioJob::new(def.config.clone(), &env)
-                .map_err(|e| file.job_error(def, e.field, &e.reason))?;
-            let r = job.region();
-            jobs.push(RealJob {
-                name,
-                job: Box::new(job),
-                group,
-                group_path: groups.get(group).path.clone(),
-                prio: def.prio,
-                region: ByteRange {
-                    start: r.start * SECTOR_BYTES,
-                    end: r.end() * SECTOR_BYTES,
-                },
-                phase,
-            });
-            groupids.push(groupid);
-        }
-    }
-    Ok((jobs, groupids))
-}
+pub(crate) use elevator_campaign::fio::{build_jobs, ramp_time};
 
 /// Refuse a job file whose buffers (iodepth x bs for every job) exceed the memory available,
 /// as fio fails to allocate them (ENOMEM), instead of aborting mid-run.
@@ -267,23 +186,6 @@ fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::tim
         phase = phase.max(d.config.runtime_ms?);
     }
     Some(ramp + std::time::Duration::from_millis(total + phase))
-}
-
-/// The job file's `ramp_time`: one value for every job (the executor applies one ramp).
-pub(crate) fn ramp_time(file: &FioFile) -> anyhow::Result<std::time::Duration> {
-    let first = file.jobs.first().map_or(0, |d| d.config.ramp_ms);
-    if let Some(d) = file.jobs.iter().find(|d| d.config.ramp_ms != first) {
-        return Err(file
-            .job_error(
-                d,
-                "ramp_ms",
-                format!(
-                    "ramp_time differs from the first job's ({first} ms); elevator run applies one ramp_time to every job"
-                ),
-            )
-            .into());
-    }
-    Ok(std::time::Duration::from_millis(first))
 }
 
 fn def_writes(d: &FioJobDef) -> bool {

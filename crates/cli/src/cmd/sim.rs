@@ -66,6 +66,16 @@ pub struct Args {
     /// Draw a sweep's metric against the swept value to this SVG file.
     #[arg(long, value_name = "FILE", requires = "sweep")]
     plot: Option<PathBuf>,
+    /// Write a sweep's results as Parquet: one row per job per cell, the cell's index, its
+    /// scheduler and its value on every axis as columns, then every figure of the job
+    /// (the table the Python package returns; docs/python.md).
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    parquet: Option<PathBuf>,
+    /// Run one shard of a sweep: every N-th cell from cell I (0 <= I < N), so a batch system
+    /// can spread a sweep (`--shard $SLURM_ARRAY_TASK_ID/N`); `elevator merge` joins the
+    /// shards' `--parquet` files.
+    #[arg(long, value_name = "I/N", requires = "sweep")]
+    shard: Option<String>,
 }
 
 /// One scheduler's run, as JSON.
@@ -178,19 +188,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheds.push(sched);
     }
     if !args.sweep.is_empty() {
+        let spec = elevator_campaign::GridSpec {
+            scenario: Some(args.scenario.clone()),
+            sched: sched.clone(),
+            set: extra
+                .names()
+                .map(|k| (k.to_string(), extra.raw(k).unwrap_or_default()))
+                .collect(),
+            seed: Some(seed),
+            wakeup_us: args.wakeup_us,
+            sweep: args.sweep.clone(),
+            ..Default::default()
+        };
         return crate::sweep::run(crate::sweep::Opts {
-            scenario: &args.scenario,
-            base: scenario,
-            sched: &sched,
-            extra: &extra,
-            seed,
-            axes: args
-                .sweep
-                .iter()
-                .map(|a| crate::sweep::parse_axis(a))
-                .collect::<anyhow::Result<_>>()?,
+            grid: elevator_campaign::Grid::new(&spec)?,
+            shard: args
+                .shard
+                .as_deref()
+                .map(crate::sweep::parse_shard)
+                .transpose()?,
             metric: &args.metric,
             json: args.out.json.as_deref(),
+            parquet: args.parquet.as_deref(),
             report: args.out.report.as_deref(),
             plot: args.plot.as_deref(),
         });

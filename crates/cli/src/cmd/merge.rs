@@ -1,0 +1,34 @@
+//! `elevator merge OUT.parquet SHARD.parquet...`: join the Parquet files of a sweep's shards
+//! (`elevator sim ... --sweep ... --shard I/N --parquet FILE`) into one, sorted by cell.
+//!
+//! The shards must come from the same sweep (the same columns) and must not overlap (no cell
+//! in two files); a missing shard is not an error (its cells are absent), so a partial merge
+//! can be looked at while the batch system still runs.
+
+use std::path::PathBuf;
+
+use crate::output::say;
+
+/// Arguments of `elevator merge`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The merged Parquet file to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// The shards' Parquet files.
+    #[arg(required = true, value_name = "SHARD")]
+    inputs: Vec<PathBuf>,
+}
+
+/// Merge the shards.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let batch = elevator_campaign::table::merge(&args.inputs)?;
+    elevator_campaign::table::write_parquet(&args.output, &batch)?;
+    say!(
+        "merged {} rows from {} files into {}",
+        batch.num_rows(),
+        args.inputs.len(),
+        args.output.display()
+    );
+    Ok(())
+}

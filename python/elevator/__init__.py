@@ -1,0 +1,310 @@
+"""elevator: Linux block I/O schedulers in a deterministic simulator, from Python.
+
+The package is a thin layer over the same Rust library as the ``elevator`` command line
+(``elevator sim --sweep``): a grid of cells (a scenario, a fio job file or a block trace, crossed
+with schedulers, tunables, drives and seeds) is run in Rust, without the GIL, on every core, and
+comes back as Arrow tables.
+
+- :func:`sim` runs a grid at once and returns :class:`Results` (``.table``: one row per job per
+  cell with the sweep's coordinates as columns; ``.requests``: one row per request when asked).
+- :class:`Campaign` keeps a grid's cells as Parquet files in a directory as they finish; a
+  rerun computes only the missing cells; ``engine="ray"`` runs them as Ray tasks.
+- :func:`run` runs a fio job file on a real file or device through the ``elevator`` binary's
+  io_uring executor.
+- Bad input raises :class:`InputError` (``file``, ``line``, ``field``, ``message``); other
+  failures :class:`ElevatorError`.
+
+Example::
+
+    import elevator
+    r = elevator.sim("anticipatory", sched=["deadline", "anticipatory"], sweep={"seed": [1, 2]})
+    r.to_polars().select("scheduler", "seed", "job", "seconds")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from . import _elevator
+from ._elevator import ElevatorError, InputError
+from .campaign import Campaign
+
+__all__ = [
+    "Campaign",
+    "ElevatorError",
+    "InputError",
+    "Results",
+    "Scenario",
+    "drives",
+    "grid_spec",
+    "merge",
+    "run",
+    "scenarios",
+    "schedulers",
+    "sim",
+]
+
+__version__ = _elevator.__version__
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def schedulers() -> list[dict]:
+    """Every scheduler: ``name``, ``aliases``, ``summary`` and ``tunables`` (each with ``name``
+    as in sysfs, ``unit``, ``default``, ``min``, ``max``, ``doc``)."""
+    return _elevator.schedulers()
+
+
+def drives() -> list[str]:
+    """The built-in drive models' names (rotational drives and SSDs)."""
+    return _elevator.drives()
+
+
+def scenarios() -> list[str]:
+    """The built-in scenarios' names."""
+    return [name for name, _ in _elevator.scenarios()]
+
+
+class Scenario:
+    """A scenario: a drive, groups, tunables and jobs (TOML, see scenarios/ in the repository).
+
+    Make one with :meth:`builtin`, :meth:`load` or :meth:`from_toml`; pass it to :func:`sim` or
+    :class:`Campaign`. ``name``, ``description``, ``drive``, ``seed`` and ``jobs`` describe it.
+    """
+
+    def __init__(self, text: str, origin: str = "<input>", directory: Optional[str] = None):
+        self.text = text
+        self.origin = origin
+        self.directory = directory
+        info = _elevator.scenario_info(text, origin, directory)
+        self.name: str = info["name"]
+        self.description: str = info["description"]
+        self.drive: str = info["drive"]
+        self.seed: int = info["seed"]
+        self.jobs: list[str] = info["jobs"]
+
+    @classmethod
+    def builtin(cls, name: str) -> "Scenario":
+        """The built-in scenario ``name`` (see :func:`scenarios`)."""
+        for n, text in _elevator.scenarios():
+            if n == name:
+                return cls(text, f"builtin:{n}")
+        raise ElevatorError(f"no built-in scenario {name!r} (known: {', '.join(scenarios())})")
+
+    @classmethod
+    def load(cls, path: PathLike) -> "Scenario":
+        """The scenario file at ``path`` (its drive paths resolve against its directory)."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ElevatorError(f"{p}: cannot read: {e}") from None
+        return cls(text, str(p), str(p.parent))
+
+    @classmethod
+    def from_toml(cls, text: str, origin: str = "<input>") -> "Scenario":
+        """A scenario from its TOML text; ``origin`` names it in errors."""
+        return cls(text, origin)
+
+    def __repr__(self) -> str:
+        return f"Scenario({self.name!r}, drive={self.drive!r}, jobs={self.jobs!r})"
+
+
+def _values(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, range) and v.step == 1 and len(v) > 0:
+        return f"{v.start}..{v.stop - 1}"
+    if isinstance(v, Iterable):
+        return ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in v)
+    return str(v)
+
+
+def grid_spec(
+    scenario: Union[None, str, Scenario, PathLike] = None,
+    *,
+    fio: Optional[PathLike] = None,
+    fio_text: Optional[str] = None,
+    trace: Union[None, PathLike, Sequence[PathLike]] = None,
+    trace_format: Optional[str] = None,
+    closed_loop: bool = False,
+    max_requests: Optional[int] = None,
+    speed: Optional[float] = None,
+    drive: Optional[str] = None,
+    sched: Union[str, Sequence[str]] = "deadline",
+    set: Optional[Mapping[str, int]] = None,
+    sweep: Union[None, Mapping[str, Any], Sequence[str]] = None,
+    seed: Optional[int] = None,
+    wakeup_us: Optional[int] = None,
+    requests: bool = False,
+) -> dict:
+    """The grid :func:`sim` and :class:`Campaign` run, as a plain dict (JSON-able).
+
+    Exactly one source: ``scenario`` (a :class:`Scenario`, a built-in name or a TOML path),
+    ``fio`` (a job file's path), ``fio_text`` (its text) or ``trace`` (one or more trace files;
+    ``trace_format`` when detection is not enough; ``closed_loop``; ``max_requests``; ``speed``
+    divides the recorded times).
+    ``drive``: the drive of a job file or trace (a built-in name or a drive TOML). ``sched``:
+    one or more schedulers (``"a,b"`` or a list). ``set``: tunables, ``{"NAME": v}`` for every
+    scheduler that has it or ``{"SCHED.NAME": v}``. ``sweep``: axes, ``{"seed": range(1, 6),
+    "kyber.read_lat_nsec": [...], "drive": [...], "job.NAME.FIELD": [...]}`` (or the CLI's
+    ``"KEY=VALUES"`` strings), crossed in the order given, the last turning fastest.
+    ``requests``: keep every request's record.
+    """
+    spec: dict[str, Any] = {}
+    sources = [scenario is not None, fio is not None, fio_text is not None, trace is not None]
+    if sum(sources) != 1:
+        raise ElevatorError("give exactly one of scenario, fio, fio_text or trace")
+    if isinstance(scenario, Scenario):
+        spec["scenario_toml"] = scenario.text
+        spec["origin"] = scenario.origin
+        if scenario.directory is not None:
+            spec["dir"] = scenario.directory
+    elif scenario is not None:
+        spec["scenario"] = os.fspath(scenario)
+    if fio is not None:
+        spec["fio"] = os.fspath(fio)
+    if fio_text is not None:
+        spec["fio_text"] = fio_text
+    if trace is not None:
+        traces = [trace] if isinstance(trace, (str, os.PathLike)) else list(trace)
+        spec["trace"] = [os.fspath(t) for t in traces]
+    if trace_format is not None:
+        spec["trace_format"] = trace_format
+    if closed_loop:
+        spec["closed_loop"] = True
+    if max_requests is not None:
+        spec["max_requests"] = int(max_requests)
+    if speed is not None:
+        spec["speed"] = float(speed)
+    if drive is not None:
+        spec["drive"] = os.fspath(drive)
+    spec["sched"] = sched.split(",") if isinstance(sched, str) else list(sched)
+    if set:
+        spec["set"] = {k: int(v) for k, v in set.items()}
+    if sweep:
+        if isinstance(sweep, Mapping):
+            spec["sweep"] = [f"{k}={_values(v)}" for k, v in sweep.items()]
+        else:
+            spec["sweep"] = list(sweep)
+    if seed is not None:
+        spec["seed"] = int(seed)
+    if wakeup_us is not None:
+        spec["wakeup_us"] = int(wakeup_us)
+    if requests:
+        spec["requests"] = True
+    return spec
+
+
+def _table(export: Any) -> pa.Table:
+    batch = pa.RecordBatch._import_from_c(export.array_addr, export.schema_addr)
+    return pa.Table.from_batches([batch])
+
+
+class Results:
+    """What :func:`sim` returns.
+
+    ``table``: a ``pyarrow.Table``, one row per job per cell, the sweep's coordinates as
+    columns (``cell``, ``scheduler``, each axis, ``seed``, ``device``, ``end_s``, ``job``,
+    ``group``, ``finished``, ``seconds``, ``read_*`` and ``write_*``: ``ios``, ``bytes``,
+    ``iops``, ``mb_s``, ``mean_ms``, ``p50_ms``, ``p90_ms``, ``p99_ms``, ``max_ms``).
+    ``requests``: with ``requests=True``, a ``pyarrow.Table`` with one row per request
+    (``cell``, ``job``, ``process``, ``op``, ``sector``, ``sectors``, ``q_ns``, ``i_ns``,
+    ``d_ns``, ``c_ns``, ``merged``, ``queued``, ``in_flight``), built on first use without
+    copying the records; else ``None``.
+    """
+
+    def __init__(self, output: Any, keeps_requests: bool):
+        self._output = output
+        self.table: pa.Table = _table(output.jobs())
+        self._keeps = keeps_requests
+        self._requests: Optional[pa.Table] = None
+
+    @property
+    def requests(self) -> Optional[pa.Table]:
+        if not self._keeps:
+            return None
+        if self._requests is None:
+            self._requests = _table(self._output.take_requests())
+        return self._requests
+
+    def to_arrow(self) -> pa.Table:
+        """The jobs table."""
+        return self.table
+
+    def to_polars(self):
+        """The jobs table as a polars DataFrame (no copy)."""
+        import polars as pl
+
+        return pl.from_arrow(self.table)
+
+    def to_pandas(self):
+        """The jobs table as a pandas DataFrame."""
+        return self.table.to_pandas()
+
+    def requests_to_polars(self):
+        """The requests table as a polars DataFrame (no copy of the numeric columns)."""
+        import polars as pl
+
+        if self.requests is None:
+            raise ElevatorError("the grid kept no requests: pass requests=True")
+        return pl.from_arrow(self.requests)
+
+    def __repr__(self) -> str:
+        return f"Results({self.table.num_rows} rows, columns={self.table.column_names})"
+
+
+def sim(
+    scenario: Union[None, str, Scenario, PathLike] = None,
+    *,
+    threads: Optional[int] = None,
+    **grid: Any,
+) -> Results:
+    """Run a grid in the simulator, every cell on ``threads`` threads (all cores by default),
+    each distinct simulation once; see :func:`grid_spec` for the arguments. The same grid gives
+    the same table on any machine, at any number of threads."""
+    spec = grid_spec(scenario, **grid)
+    g = _elevator.Grid(json.dumps(spec))
+    return Results(g.run(None, threads), bool(spec.get("requests")))
+
+
+def merge(inputs: Sequence[PathLike], out: PathLike) -> None:
+    """Join Parquet shards of one sweep (``elevator sim --sweep ... --shard I/N --parquet F``)
+    into ``out``, sorted by cell; overlapping shards or different columns raise."""
+    _elevator.merge([os.fspath(p) for p in inputs], os.fspath(out))
+
+
+def run(
+    job: PathLike,
+    *,
+    target: PathLike,
+    sched: Union[str, Sequence[str]] = "none",
+    set: Optional[Mapping[str, int]] = None,
+    seed: int = 1,
+    allow_overwrite: bool = False,
+    elevator_bin: Optional[str] = None,
+) -> pa.Table:
+    """Run fio job file ``job`` on the real file or block device ``target`` (io_uring) under
+    each scheduler, through the ``elevator run`` executor with its safety rules (no writes over
+    data unless ``allow_overwrite``). Returns one row per job per scheduler: ``scheduler``,
+    ``job``, ``read_iops``, ``read_mb_s``, ``read_mean_ms``, ``read_p99_ms`` and the same for
+    writes, from the executor's fio-compatible JSON.
+
+    ``elevator_bin``: the ``elevator`` binary (default: ``$ELEVATOR_BIN``, else ``elevator`` on
+    ``PATH``)."""
+    from ._real import run_real
+
+    return run_real(
+        job,
+        target=target,
+        sched=sched,
+        set=set,
+        seed=seed,
+        allow_overwrite=allow_overwrite,
+        elevator_bin=elevator_bin,
+    )

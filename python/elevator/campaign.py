@@ -1,0 +1,195 @@
+"""Campaigns: a grid's cells kept as Parquet files in a directory, computed only once.
+
+A store directory holds ``grid.json`` (the grid, with its scenario or job file text inlined,
+so it runs anywhere), ``cells/NNNNNNN.parquet`` (each cell's jobs table) and, when the grid
+keeps requests, ``requests/NNNNNNN.parquet``. A cell's file is written to a temporary name and
+renamed when whole, so a run killed at any moment leaves only whole cells; the next
+:meth:`Campaign.run` computes the missing ones. Each cell file is a function of the grid and
+the cell alone: the same bytes on any machine, under either engine, at any number of workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import _elevator
+from ._elevator import ElevatorError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _write_cells(spec_json: str, cells: list, store: str) -> list:
+    """One Ray task: build the grid and write ``cells`` into ``store`` on one thread."""
+    from elevator import _elevator as native
+
+    return native.Grid(spec_json).write_cells(cells, store, 1)
+
+
+class Campaign:
+    """A grid run into a store directory, cell by cell.
+
+    ``grid``: a dict from :func:`elevator.grid_spec` (or ``None`` to reopen the store's own
+    grid). ``store``: the directory. A store keeps one grid: opening it with another raises
+    :class:`ElevatorError`.
+
+    Example::
+
+        grid = elevator.grid_spec("anticipatory", sched=["deadline", "anticipatory"],
+                                  sweep={"seed": range(1, 6)})
+        c = elevator.Campaign(grid, store="runs/morton")
+        c.run()                  # or c.run(engine="ray")
+        df = c.to_polars()
+    """
+
+    def __init__(self, grid: Optional[Mapping[str, Any]] = None, *, store: PathLike):
+        self.store = Path(store)
+        saved = self.store / "grid.json"
+        if grid is None:
+            if not saved.exists():
+                raise ElevatorError(f"{saved}: no grid.json: not a campaign store (give a grid)")
+            spec_json = saved.read_text()
+            self._grid = _elevator.Grid(spec_json)
+        else:
+            self._grid = _elevator.Grid(json.dumps(dict(grid)))
+            spec_json = self._canonical(self._grid.portable_spec_json())
+            if saved.exists():
+                if self._canonical(saved.read_text()) != spec_json:
+                    raise ElevatorError(
+                        f"{saved}: the store holds another grid; use a new store directory"
+                    )
+            else:
+                self.store.mkdir(parents=True, exist_ok=True)
+                tmp = saved.with_suffix(f".json.tmp.{os.getpid()}")
+                tmp.write_text(spec_json)
+                os.replace(tmp, saved)
+        self._spec_json = self._canonical(spec_json)
+        self._keeps_requests = bool(json.loads(self._spec_json).get("requests"))
+
+    @staticmethod
+    def _canonical(spec_json: str) -> str:
+        return json.dumps(json.loads(spec_json), sort_keys=True, indent=1) + "\n"
+
+    def __len__(self) -> int:
+        return len(self._grid)
+
+    def cell_path(self, cell: int) -> Path:
+        """The Parquet file of cell ``cell``'s jobs table."""
+        return self.store / "cells" / f"{cell:07}.parquet"
+
+    def done(self) -> list[int]:
+        """The cells already in the store, in order."""
+        d = self.store / "cells"
+        if not d.is_dir():
+            return []
+        out = []
+        for name in os.listdir(d):
+            if name.endswith(".parquet") and name[:-8].isdigit():
+                c = int(name[:-8])
+                if c < len(self):
+                    out.append(c)
+        return sorted(out)
+
+    def missing(self) -> list[int]:
+        """The cells not yet in the store, in order."""
+        have = set(self.done())
+        return [c for c in range(len(self)) if c not in have]
+
+    def coordinates(self, cell: int) -> dict:
+        """Cell ``cell``'s scheduler and value on each axis."""
+        return self._grid.coordinates(cell)
+
+    def run(
+        self,
+        engine: str = "local",
+        *,
+        threads: Optional[int] = None,
+        address: Optional[str] = None,
+        workers: Optional[int] = None,
+        cells_per_task: int = 1,
+    ) -> int:
+        """Compute the missing cells and store each as it finishes; returns how many ran.
+
+        ``engine="local"``: on this machine, ``threads`` threads (all cores by default).
+        ``engine="ray"``: each task of ``cells_per_task`` cells is a Ray task of one CPU; on
+        the cluster Ray is already connected to, else ``ray.init(address=address)``, else a
+        local cluster of ``workers`` CPUs (all cores by default), shut down at the end. Every
+        node needs this package installed and the store directory reachable at the same path
+        (a shared filesystem).
+        """
+        todo = self.missing()
+        if not todo:
+            return 0
+        store = os.fspath(self.store)
+        if engine == "local":
+            return len(self._grid.write_cells(todo, store, threads))
+        if engine == "ray":
+            return self._run_ray(todo, store, address, workers, max(1, int(cells_per_task)))
+        raise ElevatorError(f"engine {engine!r}: expected 'local' or 'ray'")
+
+    def _run_ray(
+        self,
+        todo: list[int],
+        store: str,
+        address: Optional[str],
+        workers: Optional[int],
+        per_task: int,
+    ) -> int:
+        try:
+            import ray
+        except ImportError:
+            raise ElevatorError("engine='ray' needs ray: pip install 'ray>=2.9'") from None
+        started = False
+        if not ray.is_initialized():
+            if address is not None:
+                ray.init(address=address)
+            else:
+                ray.init(num_cpus=workers, include_dashboard=False)
+            started = True
+        try:
+            task = ray.remote(num_cpus=1)(_write_cells)
+            chunks = [todo[i : i + per_task] for i in range(0, len(todo), per_task)]
+            pending = [task.remote(self._spec_json, chunk, store) for chunk in chunks]
+            ran = 0
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for r in ray.get(ready):
+                    ran += len(r)
+            return ran
+        finally:
+            if started:
+                ray.shutdown()
+
+    def results(self) -> pa.Table:
+        """Every stored cell's jobs table, in cell order (missing cells are absent)."""
+        files = [os.fspath(self.cell_path(c)) for c in self.done()]
+        if not files:
+            raise ElevatorError(f"{self.store}: no cells stored yet: call run() first")
+        return pa.concat_tables([pq.read_table(f) for f in files])
+
+    def requests(self) -> pa.Table:
+        """Every stored cell's requests table, in cell order (the grid must keep requests)."""
+        if not self._keeps_requests:
+            raise ElevatorError("the grid keeps no requests: make it with requests=True")
+        files = [
+            os.fspath(self.store / "requests" / f"{c:07}.parquet") for c in self.done()
+        ]
+        return pa.concat_tables([pq.read_table(f) for f in files])
+
+    def to_polars(self):
+        """:meth:`results` as a polars DataFrame."""
+        import polars as pl
+
+        return pl.from_arrow(self.results())
+
+    def to_pandas(self):
+        """:meth:`results` as a pandas DataFrame."""
+        return self.results().to_pandas()
+
+    def __repr__(self) -> str:
+        return f"Campaign({os.fspath(self.store)!r}, {len(self.done())}/{len(self)} cells)"
