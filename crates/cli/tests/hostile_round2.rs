@@ -429,6 +429,18 @@ fn start_mount(back: &Path, mnt: &Path) -> std::process::Child {
     child
 }
 
+/// A backing directory and a mount point in a fresh temporary directory (kept while the
+/// first value lives), and the guard that detaches the mount point; bound in this order in
+/// one `let`, the guard drops before the directory.
+fn mount_dirs() -> (tempfile::TempDir, PathBuf, PathBuf, Detach) {
+    let dir = tempfile::tempdir().unwrap();
+    let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
+    std::fs::create_dir(&back).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let detach = Detach(mnt.clone());
+    (dir, back, mnt, detach)
+}
+
 /// Detaches a mount (lazily) on drop, whatever the test did.
 struct Detach(PathBuf);
 
@@ -449,11 +461,7 @@ fn sigterm_while_the_mount_is_busy_retries_until_it_unmounts() {
     if !fuse_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
-    std::fs::create_dir(&back).unwrap();
-    std::fs::create_dir(&mnt).unwrap();
-    let _detach = Detach(mnt.clone());
+    let (_dir, back, mnt, _detach) = mount_dirs();
     let child = start_mount(&back, &mnt);
     let held = mnt.join("held");
     let mut holder = Command::new("sh")
@@ -493,11 +501,7 @@ fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
     if !fuse_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (back, mnt) = (dir.path().join("back"), dir.path().join("mnt"));
-    std::fs::create_dir(&back).unwrap();
-    std::fs::create_dir(&mnt).unwrap();
-    let _detach = Detach(mnt.clone());
+    let (_dir, back, mnt, _detach) = mount_dirs();
     let mut child = start_mount(&back, &mnt);
     child.kill().unwrap();
     child.wait().unwrap();

@@ -62,6 +62,7 @@
 //!    a group has one weight.
 
 pub mod params;
+
 #[cfg(test)]
 mod tests;
 
@@ -479,25 +480,13 @@ impl IoCost {
             return idx;
         }
         let vrate_pct = self.vtime_base_rate * 100 / VTIME_PER_USEC;
-        if idx.too_fast_vrate_pct().is_some_and(|f| f <= vrate_pct) {
-            if self.autop_too_fast_at == 0 {
-                self.autop_too_fast_at = now_ns.max(1);
-            }
-            if now_ns - self.autop_too_fast_at.min(now_ns) >= AUTOP_CYCLE_NS {
-                return Autop::SsdFast;
-            }
-        } else {
-            self.autop_too_fast_at = 0;
+        let too_fast = idx.too_fast_vrate_pct().is_some_and(|f| f <= vrate_pct);
+        if held_for_a_cycle(&mut self.autop_too_fast_at, too_fast, now_ns) {
+            return Autop::SsdFast;
         }
-        if idx.too_slow_vrate_pct().is_some_and(|s| s >= vrate_pct) {
-            if self.autop_too_slow_at == 0 {
-                self.autop_too_slow_at = now_ns.max(1);
-            }
-            if now_ns - self.autop_too_slow_at.min(now_ns) >= AUTOP_CYCLE_NS {
-                return Autop::SsdDfl;
-            }
-        } else {
-            self.autop_too_slow_at = 0;
+        let too_slow = idx.too_slow_vrate_pct().is_some_and(|s| s >= vrate_pct);
+        if held_for_a_cycle(&mut self.autop_too_slow_at, too_slow, now_ns) {
+            return Autop::SsdDfl;
         }
         idx
     }
@@ -1794,4 +1783,17 @@ pub fn from_tree(tree: &GroupTree, dev: &QosDevice) -> Option<IoCost> {
         qos,
     };
     IoCost::new(cfg, tree, Nanos::ZERO).ok()
+}
+
+/// `ioc_autop_idx`'s clocks: whether `holds` has held for [`AUTOP_CYCLE_NS`] since `since`,
+/// the time it was first seen holding (0: not holding; cleared when it stops).
+fn held_for_a_cycle(since: &mut u64, holds: bool, now_ns: u64) -> bool {
+    if !holds {
+        *since = 0;
+        return false;
+    }
+    if *since == 0 {
+        *since = now_ns.max(1);
+    }
+    now_ns - (*since).min(now_ns) >= AUTOP_CYCLE_NS
 }
