@@ -27,7 +27,9 @@
 # range over rounds of: alone (s), beside (s), their ratio (within a round), the writer's
 # MB/s (sectors written in the mount's .elevator/stat during the compile), and the
 # emulator's lateness (median of the runs' medians and p99s, the largest max), then load and
-# date. Raw figures: $OUT (default bench/results/morton-emulated.csv).
+# date. A compile stopped at the cap is a lower bound; the table also gives the time it would
+# have taken at the rate it went (objects made by the cap), marked "~". Raw figures: $OUT
+# (default bench/results/morton-emulated.csv), the table's figures in the same name's .json.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -100,12 +102,14 @@ stop_writer() {
     writer=""
 }
 
-# Time `make` over the tree in the mount; prints seconds (or >CAP).
+# Time `make` over the tree in the mount; prints seconds, or ">CAP:DONE" (DONE of the
+# $cfiles objects made when the cap stopped it: the compile's progress, from which the table
+# estimates the time it would have taken at the rate it went).
 compile() {
     local t0 t1
     t0=$(date +%s.%N)
     if ! timeout "$cap" make -s -j1 -C "$mnt/tree" >/dev/null 2>&1; then
-        echo ">$cap"
+        echo ">$cap:$(find "$back/tree" -name '*.o' | wc -l)"
         return
     fi
     t1=$(date +%s.%N)
@@ -120,7 +124,7 @@ lateness() {
 }
 
 mkdir -p "$(dirname "$out")"
-echo "round,sched,alone_s,beside_s,writer_MBps,alone_late_med_us,alone_late_p99_us,alone_late_max_us,beside_late_med_us,beside_late_p99_us,beside_late_max_us" >"$out"
+echo "round,sched,alone_s,beside_s,writer_MBps,alone_late_med_us,alone_late_p99_us,alone_late_max_us,beside_late_med_us,beside_late_p99_us,beside_late_max_us,load1,utc" >"$out"
 n=${#scheds[@]}
 echo "load before: $(uptime | sed 's/.*load average: //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
 for r in $(seq 1 "$rounds"); do
@@ -145,10 +149,12 @@ for r in $(seq 1 "$rounds"); do
         read -r a1 a2 a3 <<<"$(lateness "$log1")"
         read -r b1 b2 b3 <<<"$(lateness "$log2")"
         grep -h "warning" "$log1" "$log2" >&2 || true
-        printf '%s,%s,%s,%s,%.2f,%s,%s,%s,%s,%s,%s\n' "$r" "$s" "$alone" "$beside" "$mbps" \
-            "$a1" "$a2" "$a3" "$b1" "$b2" "$b3" | tee -a "$out"
+        load1=$(cut -d' ' -f1 /proc/loadavg)
+        printf '%s,%s,%s,%s,%.2f,%s,%s,%s,%s,%s,%s,%s,%s\n' "$r" "$s" "$alone" "$beside" "$mbps" \
+            "$a1" "$a2" "$a3" "$b1" "$b2" "$b3" "$load1" "$(date -u +%H:%M:%S)" | tee -a "$out"
         rm -f "$log1" "$log2"
     done
 done
-python3 "$here/morton_emulated_table.py" "$out"
+python3 "$here/morton_emulated_table.py" "$out" --objects "$cfiles" --json "${out%.csv}.json" \
+    --meta "tree=$cfiles .c of $files files, $((bytes / 1024)) KiB; cap=${cap}s; rounds=$rounds; $(uname -r); $(gcc --version | head -n1)"
 echo "load after: $(uptime | sed 's/.*load average: //'); $(date -u '+%Y-%m-%d %H:%M UTC')"
