@@ -45,8 +45,13 @@ read -r -a ns <<<"${NS:-1 2 4 8 16}"
 read -r -a scheds <<<"${SCHEDS:-cfq-flat cfq bfq}"
 out=${OUT:-$here/results/goyal-emulated.csv}
 
-cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+# ELEVATOR=PATH runs that binary instead of building this tree's.
+if [ -n "${ELEVATOR:-}" ]; then
+    elevator=$ELEVATOR
+else
+    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
+    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+fi
 back=$(mktemp -d /dev/shm/elevator-goyal.XXXXXX)
 mnt=$(mktemp -d)
 bin=$(mktemp -d)
@@ -54,7 +59,11 @@ daemon=""
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    mountpoint -q "$mnt" 2>/dev/null && fusermount3 -u "$mnt" 2>/dev/null || true
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do
+        mountpoint -q "$mnt" 2>/dev/null || break
+        fusermount3 -u "$mnt" 2>/dev/null || sleep 0.2
+    done
     [ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
     rm -rf "$back" "$mnt" "$bin"
 }
@@ -89,8 +98,12 @@ lateness() {
     sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
 }
 
-# The bytes dd last reported in its stderr file $1.
-dd_bytes() { grep -o '^[0-9]* bytes' "$1" | tail -n1 | cut -d' ' -f1; }
+# The bytes dd last reported in its stderr file $1 (0 before its first report).
+dd_bytes() {
+    local b
+    b=$(grep -o '^[0-9]* bytes' "$1" | tail -n1 | cut -d' ' -f1 || true)
+    echo "${b:-0}"
+}
 
 # One run: scheduler $1, n = $2; appends a CSV line.
 run() {
@@ -111,12 +124,12 @@ run() {
     local t0 t1
     t0=$(date +%s.%N)
     for p in "${pids[@]}"; do kill -USR1 "$p"; done
-    sleep 0.5
+    sleep 1
     for f in "$errs"/*; do dd_bytes "$f" >"$f.0"; done
-    sleep "$(echo "$runtime - 0.5" | bc -l)"
+    sleep "$(echo "$runtime - 1" | bc -l)"
     t1=$(date +%s.%N)
     for p in "${pids[@]}"; do kill -USR1 "$p"; done
-    sleep 0.5
+    sleep 1
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     pids=()

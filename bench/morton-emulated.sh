@@ -6,7 +6,7 @@
 #
 #   bench/morton-emulated.sh     (root; ROUNDS=3 DRIVE=laptop-4200 WRITE_CACHE=off MODULES=20
 #                                 FILES=15 CAP=600
-#                                 SCHEDS="noop deadline anticipatory cfq bfq latency-guard")
+#                                 SCHEDS="noop deadline-2.5 anticipatory cfq bfq latency-guard")
 #
 # The drive's write cache is off by default, as in Morton's test and scenarios/anticipatory.toml
 # (hdparm -W0): the bench writes the built-in spec with `write_policy = "write-through"` to a
@@ -44,11 +44,16 @@ fi
 rounds=${ROUNDS:-3}
 drive=${DRIVE:-laptop-4200}
 cap=${CAP:-600}
-read -r -a scheds <<<"${SCHEDS:-noop deadline anticipatory cfq bfq latency-guard}"
+read -r -a scheds <<<"${SCHEDS:-noop deadline-2.5 anticipatory cfq bfq latency-guard}"
 out=${OUT:-$here/results/morton-emulated.csv}
 
-cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+# ELEVATOR=PATH runs that binary instead of building this tree's.
+if [ -n "${ELEVATOR:-}" ]; then
+    elevator=$ELEVATOR
+else
+    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
+    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+fi
 back=$(mktemp -d /dev/shm/elevator-morton.XXXXXX)
 mnt=$(mktemp -d)
 writer=""

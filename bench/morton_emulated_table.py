@@ -18,7 +18,7 @@ import json
 import statistics
 
 MORTON = {"noop": ("538 s (2.4 elevator), 11.2x", 538.0, 11.2),
-          "deadline": ("400 s, 8.3x", 400.0, 8.3),
+          "deadline": ("400 s, 8.3x", 400.0, 8.3), "deadline-2.5": ("400 s, 8.3x", 400.0, 8.3),
           "anticipatory": ("70 s, 1.46x", 70.0, 1.46)}
 
 

@@ -55,8 +55,13 @@ read -r -a bgs <<<"${BGS:-0r0w 5r0w 2r2w}"
 out=${OUT:-$here/results/startup-emulated.csv}
 imports="json, email.mime.multipart, http.client, xml.etree.ElementTree, sqlite3, decimal, asyncio, unittest, argparse, logging, csv, zipfile, tarfile, urllib.request, pydoc"
 
-cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+# ELEVATOR=PATH runs that binary instead of building this tree's.
+if [ -n "${ELEVATOR:-}" ]; then
+    elevator=$ELEVATOR
+else
+    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
+    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
+fi
 back=$(mktemp -d /dev/shm/elevator-startup.XXXXXX)
 mnt=$(mktemp -d)
 daemon=""
