@@ -6,7 +6,12 @@
 # scheduler; B's share of the bandwidth beside Goyal's and the simulator's (docs/emulation.md).
 #
 #   bench/goyal-emulated.sh      (root; ROUNDS=3 DRIVE=ibm18es RUNTIME=15 WARM=2
-#                                 NS="1 2 4 8 16" SCHEDS="cfq-flat cfq bfq" IO=direct)
+#                                 NS="1 2 4 8 16" SCHEDS="cfq-flat cfq bfq" IO=direct
+#                                 SET="")
+#
+# SET="low_latency=0" (space-separated TUNABLE=V) sets tunables of the schedulers, in the
+# mount and in the simulator alike (`--set`): BFQ's documentation asks for low_latency off
+# where group weights are to be controlled (its weight raising multiplies queues' weights).
 #
 # The readers: `dd bs=4k iflag=direct` (IO=direct, the default: one 4 KiB read at a time,
 # as the simulator's fio readers; IO=buffered drops iflag=direct: the kernel's readahead then
@@ -44,6 +49,8 @@ io=${IO:-direct}
 read -r -a ns <<<"${NS:-1 2 4 8 16}"
 read -r -a scheds <<<"${SCHEDS:-cfq-flat cfq bfq}"
 out=${OUT:-$here/results/goyal-emulated.csv}
+sets=()
+for kv in ${SET:-}; do sets+=(--set "$kv"); done
 
 # ELEVATOR=PATH runs that binary instead of building this tree's.
 if [ -n "${ELEVATOR:-}" ]; then
@@ -76,10 +83,10 @@ fsize=$((cap_bytes / 100 / 1048576 * 1048576))
 for i in $(seq 0 15); do truncate -s "$fsize" "$back/a$i" "$back/b$i"; done
 flag=""
 [ "$io" = direct ] && flag="iflag=direct"
-echo "drive $drive ($((cap_bytes / 1000000)) MB), files of $((fsize / 1048576)) MiB, dd bs=4k $flag; ${runtime} s measured after ${warm} s; kernel $(uname -r)"
+echo "settings: ${SET:-defaults}; drive $drive ($((cap_bytes / 1000000)) MB), files of $((fsize / 1048576)) MiB, dd bs=4k $flag; ${runtime} s measured after ${warm} s; kernel $(uname -r)"
 
 mount_emulated() { # $1: scheduler; $2: the daemon's log
-    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" \
+    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" "${sets[@]}" \
         --group readA=/a --group readB=/b 2>"$2" &
     daemon=$!
     for _ in $(seq 100); do mountpoint -q "$mnt" && return; sleep 0.1; done
@@ -175,7 +182,7 @@ for place in goyal emulated; do
         python3 "$here/goyal_emulated_table.py" --scenario "$place" "$n" "$drive" "$runtime" >"$f"
         for seed in 1 2 3; do
             for s in "${scheds[@]}"; do
-                "$elevator" sim "$f" --sched "$s" --seed "$seed" --json "$simdir/o.json" >/dev/null 2>&1
+                "$elevator" sim "$f" --sched "$s" "${sets[@]}" --seed "$seed" --json "$simdir/o.json" >/dev/null 2>&1
                 python3 "$here/goyal_emulated_table.py" --sim-json "$simdir/o.json" |
                     sed "s/^/$place,$s,$n,$seed,/" >>"$simcsv"
             done
