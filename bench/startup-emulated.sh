@@ -5,7 +5,13 @@
 #
 #   bench/startup-emulated.sh    (root; ROUNDS=3 DRIVE=laptop-4200 WRITE_CACHE=off CAP=60
 #                                 BGS="0r0w 5r0w 2r2w"
-#                                 SCHEDS="noop deadline cfq bfq anticipatory latency-guard")
+#                                 SCHEDS="noop deadline cfq bfq anticipatory latency-guard"
+#                                 RA_KB= BG_BS=1M)
+#
+# RA_KB=N sets the mount's readahead window (its bdi's read_ahead_kb, /sys/class/bdi/MAJ:MIN)
+# after each mount, and BG_BS the background dd's block size. (Measured at 11:10 UTC on
+# 6.18: the mount's bdi has read_ahead_kb 128, and a `dd bs=1M` reader's requests reach the
+# scheduler at 128-130 KiB on average, as with bs=128k.)
 #
 # The application: CPython 3.11 (Debian's /usr/bin/python3.11) starting and importing 15
 # modules of its standard library (json, email, http.client, xml.etree, sqlite3, decimal,
@@ -88,12 +94,18 @@ if [ "${WRITE_CACHE:-off}" = off ]; then
             >"$mnt.drive.toml"
     drive="$mnt.drive.toml"
 fi
-echo "application: $($py --version) importing $imports; $(find "$back/py" -type f | wc -l) files copied; drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r)"
+echo "readahead ${RA_KB:-as the mount sets it} KiB, background dd bs=${BG_BS:-1M}; application: $($py --version) importing $imports; $(find "$back/py" -type f | wc -l) files copied; drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r)"
 
 mount_emulated() { # $1: scheduler; $2: the daemon's log
     chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &
     daemon=$!
-    for _ in $(seq 100); do mountpoint -q "$mnt" && return; sleep 0.1; done
+    for _ in $(seq 100); do
+        if mountpoint -q "$mnt"; then
+            [ -n "${RA_KB:-}" ] && echo "$RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
+            return
+        fi
+        sleep 0.1
+    done
     echo "startup-emulated: the mount did not appear" >&2
     cat "$2" >&2
     exit 1
@@ -132,7 +144,7 @@ start_bg() { # $1: NrMw (N sequential readers, M sequential writers), 0r0w for n
     fi
     nr=${BASH_REMATCH[1]} nw=${BASH_REMATCH[2]}
     [ "$nr$nw" = 00 ] && return
-    for ((i = 0; i < nr; i++)); do cmd+="while :; do dd if='$mnt/r$i' of=/dev/null bs=1M status=none; done & "; done
+    for ((i = 0; i < nr; i++)); do cmd+="while :; do dd if='$mnt/r$i' of=/dev/null bs=${BG_BS:-1M} status=none; done & "; done
     for ((i = 0; i < nw; i++)); do cmd+="while :; do dd if=/dev/zero of='$mnt/w$i' bs=1M count=256 conv=notrunc status=none; done & "; done
     setsid bash -c "${cmd}wait" &
     bgpid=$!
