@@ -6,7 +6,12 @@
 #   bench/startup-emulated.sh    (root; ROUNDS=3 DRIVE=laptop-4200 WRITE_CACHE=off CAP=60
 #                                 BGS="0r0w 5r0w 2r2w"
 #                                 SCHEDS="noop deadline cfq bfq anticipatory latency-guard"
-#                                 RA_KB= BG_BS=1M)
+#                                 RA_KB= BG_BS=1M BG_WARM=3)
+#
+# BG_WARM: seconds the background runs before the application starts (the S suite's
+# comm_startup_lat and the simulator's bfq-merge start-up let it run 30 s or more: BFQ
+# weight-raises a new process's queue as interactive for some seconds, the background's
+# new dd processes too).
 #
 # RA_KB=N sets the mount's readahead window (its bdi's read_ahead_kb, /sys/class/bdi/MAJ:MIN)
 # after each mount, and BG_BS the background dd's block size. (Measured at 11:10 UTC on
@@ -94,15 +99,17 @@ if [ "${WRITE_CACHE:-off}" = off ]; then
             >"$mnt.drive.toml"
     drive="$mnt.drive.toml"
 fi
-echo "readahead ${RA_KB:-as the mount sets it} KiB, background dd bs=${BG_BS:-1M}; application: $($py --version) importing $imports; $(find "$back/py" -type f | wc -l) files copied; drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r)"
+echo "background started ${BG_WARM:-3} s before; readahead ${RA_KB:-as the mount sets it} KiB, background dd bs=${BG_BS:-1M}; application: $($py --version) importing $imports; $(find "$back/py" -type f | wc -l) files copied; drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r)"
 
 mount_emulated() { # $1: scheduler; $2: the daemon's log
     chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &
     daemon=$!
     for _ in $(seq 100); do
         if mountpoint -q "$mnt"; then
-            [ -n "${RA_KB:-}" ] && echo "$RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
-            return
+            if [ -n "${RA_KB:-}" ]; then
+                echo "$RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
+            fi
+            return 0
         fi
         sleep 0.1
     done
@@ -148,7 +155,7 @@ start_bg() { # $1: NrMw (N sequential readers, M sequential writers), 0r0w for n
     for ((i = 0; i < nw; i++)); do cmd+="while :; do dd if=/dev/zero of='$mnt/w$i' bs=1M count=256 conv=notrunc status=none; done & "; done
     setsid bash -c "${cmd}wait" &
     bgpid=$!
-    sleep 3
+    sleep "${BG_WARM:-3}"
 }
 
 stop_bg() {
