@@ -49,8 +49,7 @@ use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::classify::{Classifier, Tag};
@@ -1051,7 +1050,14 @@ impl Filesystem for Passthrough {
             if name == "." || name == ".." {
                 let mut a = ctl_attr(*e_ino, CtlNode::Dir);
                 a.kind = *kind;
-                if reply.add(INodeNo(*e_ino), next, name, &Duration::ZERO, &a, Generation(0)) {
+                if reply.add(
+                    INodeNo(*e_ino),
+                    next,
+                    name,
+                    &Duration::ZERO,
+                    &a,
+                    Generation(0),
+                ) {
                     break;
                 }
                 continue;
@@ -1061,7 +1067,14 @@ impl Filesystem for Passthrough {
                     continue;
                 };
                 let a = ctl_attr(*e_ino, n);
-                if reply.add(INodeNo(*e_ino), next, name, &Duration::ZERO, &a, Generation(0)) {
+                if reply.add(
+                    INodeNo(*e_ino),
+                    next,
+                    name,
+                    &Duration::ZERO,
+                    &a,
+                    Generation(0),
+                ) {
                     break;
                 }
                 continue;

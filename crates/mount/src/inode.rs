@@ -536,14 +536,13 @@ mod tests {
         // Replaced behind our back (no descriptor held yet): its name now holds another
         // file, which must not be taken for it.
         std::fs::rename(dir.path().join("b"), dir.path().join("a")).unwrap();
-        assert_eq!(
-            t.hold(a).unwrap_err().raw_os_error(),
-            Some(libc::ESTALE)
-        );
+        assert_eq!(t.hold(a).unwrap_err().raw_os_error(), Some(libc::ESTALE));
         // Renamed through the table: found under its new name.
         let d = dir.path();
-        t.rename(&root, c"a", &root, c"c", || std::fs::rename(d.join("a"), d.join("c")))
-            .unwrap();
+        t.rename(&root, c"a", &root, c"c", || {
+            std::fs::rename(d.join("a"), d.join("c"))
+        })
+        .unwrap();
         let held = t.hold(b).unwrap();
         let st = stat_at(held.fd.as_raw_fd(), c"").unwrap();
         assert_eq!(st.st_ino, std::fs::metadata(d.join("c")).unwrap().ino());
