@@ -321,12 +321,12 @@ pub fn mount_device(mountinfo: &str, mountpoint: &std::path::Path) -> Option<Str
     let want = mountpoint.as_os_str().as_bytes();
     mountinfo
         .lines()
-        .filter_map(|l| {
+        .rev()
+        .find_map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             let (dev, at) = (f.get(2)?, f.get(4)?);
             (unescape_octal(at) == want).then(|| dev.to_string())
         })
-        .last()
 }
 
 fn unescape_octal(s: &str) -> Vec<u8> {
@@ -349,28 +349,6 @@ fn unescape_octal(s: &str) -> Vec<u8> {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_device_of_the_last_mount_on_a_path_is_read_from_mountinfo() {
-        let info = "22 1 253:0 / / rw - ext4 /dev/vda rw\n\
-                    90 22 0:41 / /tmp/a\\040b rw - fuse.elevator x rw\n\
-                    91 22 0:52 / /tmp/c rw - fuse.elevator x rw\n\
-                    92 90 0:53 / /tmp/a\\040b rw - fuse.elevator y rw\n";
-        assert_eq!(
-            mount_device(info, std::path::Path::new("/tmp/a b")).as_deref(),
-            Some("0:53")
-        );
-        assert_eq!(
-            mount_device(info, std::path::Path::new("/tmp/c")).as_deref(),
-            Some("0:52")
-        );
-        assert_eq!(mount_device(info, std::path::Path::new("/tmp/d")), None);
-    }
 }
 
 /// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.
@@ -447,5 +425,27 @@ impl Mounted {
             scheduler: self.handle.scheduler(),
             emulation: self.handle.emulation(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_of_the_last_mount_on_a_path_is_read_from_mountinfo() {
+        let info = "22 1 253:0 / / rw - ext4 /dev/vda rw\n\
+                    90 22 0:41 / /tmp/a\\040b rw - fuse.elevator x rw\n\
+                    91 22 0:52 / /tmp/c rw - fuse.elevator x rw\n\
+                    92 90 0:53 / /tmp/a\\040b rw - fuse.elevator y rw\n";
+        assert_eq!(
+            mount_device(info, std::path::Path::new("/tmp/a b")).as_deref(),
+            Some("0:53")
+        );
+        assert_eq!(
+            mount_device(info, std::path::Path::new("/tmp/c")).as_deref(),
+            Some("0:52")
+        );
+        assert_eq!(mount_device(info, std::path::Path::new("/tmp/d")), None);
     }
 }
