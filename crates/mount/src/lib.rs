@@ -319,14 +319,11 @@ pub fn lift_fuse_dirty_limit(mountpoint: &std::path::Path) {
 pub fn mount_device(mountinfo: &str, mountpoint: &std::path::Path) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;
     let want = mountpoint.as_os_str().as_bytes();
-    mountinfo
-        .lines()
-        .rev()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let (dev, at) = (f.get(2)?, f.get(4)?);
-            (unescape_octal(at) == want).then(|| dev.to_string())
-        })
+    mountinfo.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let (dev, at) = (f.get(2)?, f.get(4)?);
+        (unescape_octal(at) == want).then(|| dev.to_string())
+    })
 }
 
 fn unescape_octal(s: &str) -> Vec<u8> {
