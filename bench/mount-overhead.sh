@@ -61,6 +61,8 @@ dd if=/dev/urandom of="$tmp/back/f" bs=1M count=1024 status=none
 
 # The tree to untar: ENTRIES entries, 100 per directory (files of 0-16 KiB, one symlink in
 # ten), made by tar from a generated directory; and the repository to clone.
+want_entries=0
+case " $only " in *" untar "*)
 python3 - "$tmp/src/tree" "$entries" <<'PY'
 import os, random, sys
 top, n = sys.argv[1], int(sys.argv[2])
@@ -85,6 +87,8 @@ PY
 tar -C "$tmp/src" -cf "$tmp/src/tree.tar" tree
 want_entries=$(tar -tf "$tmp/src/tree.tar" | wc -l)
 rm -rf "$tmp/src/tree"
+;;
+esac
 python3 - "$tmp/src/repo" "$gitfiles" <<'PY'
 import os, random, sys
 top, n = sys.argv[1], int(sys.argv[2])
