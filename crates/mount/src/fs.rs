@@ -48,13 +48,13 @@ use elevator_real::submit::{FileId, Handle, Io};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
-    WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use crate::classify::{Classifier, Tag};
 use crate::control::{self, Control, Node as CtlNode};
-use crate::inode::{check, cname, stat_at, Inodes, Node, ROOT};
+use crate::inode::{check, cname, out_of_fds, stat_at, Held, Inodes, ROOT};
 
 /// Alignment of scheduled I/O: a page, which satisfies O_DIRECT on any logical block size up
 /// to 4 KiB.
@@ -99,6 +99,8 @@ struct Open {
     group: GroupId,
     /// Open flags as the application gave them.
     flags: i32,
+    /// The backing file's (device, inode) while this handle may write (see `writers`).
+    writing: Option<(u64, u64)>,
 }
 
 /// One open directory: its entries, read once at opendir.
@@ -112,6 +114,9 @@ pub struct Passthrough {
     control: Arc<Control>,
     opts: FsOptions,
     files: Mutex<HashMap<u64, Arc<Open>>>,
+    /// Handles open for writing, per backing file: while there is one, the kernel may hold
+    /// dirty pages of the file that the backing file does not have yet (SEEK_DATA, SEEK_HOLE).
+    writers: Mutex<HashMap<(u64, u64), usize>>,
     dirs: Mutex<HashMap<u64, Arc<Listing>>>,
     next_fh: AtomicU64,
     /// Writes that went around the scheduler (unaligned), and their bytes.
@@ -192,7 +197,7 @@ fn ctl_attr(ino: u64, node: CtlNode) -> FileAttr {
 }
 
 /// Open `node` (reopening its O_PATH descriptor) with `flags`.
-fn reopen(node: &Node, flags: i32) -> io::Result<File> {
+fn reopen(node: &Held, flags: i32) -> io::Result<File> {
     let p = node.proc_path();
     // SAFETY: valid C string; checked; the descriptor is then owned by the File.
     let fd = check(unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC) })?;
@@ -215,6 +220,7 @@ impl Passthrough {
             control,
             opts,
             files: Mutex::new(HashMap::new()),
+            writers: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             unaligned: AtomicU64::new(0),
@@ -224,9 +230,21 @@ impl Passthrough {
         })
     }
 
-    /// The node `ino`, or ENOENT / ESTALE.
-    fn node(&self, ino: INodeNo) -> Result<Arc<Node>, Errno> {
-        self.inodes.get(ino.0).ok_or(Errno::ESTALE)
+    /// The node `ino` with its descriptor, or ESTALE (or why it could not be reopened).
+    fn node(&self, ino: INodeNo) -> Result<Held, Errno> {
+        self.inodes.hold(ino.0).map_err(errno)
+    }
+
+    /// Reopen `node` with `flags`; out of descriptors, close some of the inode table's and
+    /// try once more.
+    fn reopen(&self, node: &Held, flags: i32) -> io::Result<File> {
+        match reopen(node, flags) {
+            Err(e) if out_of_fds(&e) => {
+                self.inodes.relieve();
+                reopen(node, flags)
+            }
+            r => r,
+        }
     }
 
     fn open_file(&self, fh: FileHandle) -> Result<Arc<Open>, Errno> {
@@ -254,7 +272,7 @@ impl Passthrough {
 
     /// Give a new backing file to the caller when we run as root (the kernel checked the
     /// caller's right to create it; the file must be theirs, not ours).
-    fn chown_new(&self, parent: &Node, name: &CStr, req: &Request) {
+    fn chown_new(&self, parent: &Held, name: &CStr, req: &Request) {
         if self.running_as_root && (req.uid() != 0 || req.gid() != 0) {
             // SAFETY: valid descriptor and C string.
             unsafe {
@@ -269,7 +287,7 @@ impl Passthrough {
         }
     }
 
-    fn entry_of(&self, parent: &Node, name: &CStr) -> Result<FileAttr, Errno> {
+    fn entry_of(&self, parent: &Held, name: &CStr) -> Result<FileAttr, Errno> {
         let (ino, st) = self.inodes.lookup(parent, name).map_err(errno)?;
         Ok(attr(ino, &st))
     }
@@ -298,7 +316,7 @@ impl Passthrough {
     }
 
     /// Register an open of `node` with `flags`; returns the handle number.
-    fn do_open(&self, node: &Node, flags: i32, req: &Request) -> io::Result<u64> {
+    fn do_open(&self, node: &Held, flags: i32, req: &Request) -> io::Result<u64> {
         // O_NOFOLLOW would refuse the /proc/self/fd magic link we reopen through; the kernel
         // has already resolved the name.
         let mut flags = flags
@@ -312,11 +330,24 @@ impl Passthrough {
             flags &= !libc::O_APPEND;
         }
         let plain = flags & !libc::O_DIRECT;
-        let direct = match reopen(node, plain | libc::O_DIRECT) {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => reopen(node, plain)?,
+        let direct = match self.reopen(node, plain | libc::O_DIRECT) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.reopen(node, plain)?,
             r => r?,
         };
-        let buffered = reopen(node, plain & !(libc::O_SYNC | libc::O_DSYNC))?;
+        let buffered = self.reopen(node, plain & !(libc::O_SYNC | libc::O_DSYNC))?;
+        let writing = if flags & libc::O_ACCMODE != libc::O_RDONLY {
+            let st = stat_at(node.fd.as_raw_fd(), c"")?;
+            let key = (st.st_dev, st.st_ino);
+            *self
+                .writers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(key)
+                .or_default() += 1;
+            Some(key)
+        } else {
+            None
+        };
         let file = self.handle.register(direct);
         let group = self.tag(req).group;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -327,6 +358,7 @@ impl Passthrough {
                 buffered,
                 group,
                 flags,
+                writing,
             }),
         );
         Ok(fh)
@@ -359,7 +391,12 @@ impl Filesystem for Passthrough {
             // header read by every compile is read from the device once, as on a local
             // filesystem), and are dropped when its size or mtime changes in the backing
             // directory behind our back.
-            | InitFlags::FUSE_AUTO_INVAL_DATA;
+            | InitFlags::FUSE_AUTO_INVAL_DATA
+            // A directory listing carries each entry's attributes (readdirplus), so a walk
+            // (`git status`, `find`, `ls -l`) needs no lookup per name; the kernel chooses
+            // per listing whether to ask for them.
+            | InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -473,7 +510,7 @@ impl Filesystem for Passthrough {
                         .map_err(errno)?,
                 }
             }
-            if (atime.is_some() || mtime.is_some()) && !is_link {
+            if atime.is_some() || mtime.is_some() {
                 let ts = |t: Option<TimeOrNow>| match t {
                     None => libc::timespec {
                         tv_sec: 0,
@@ -492,9 +529,18 @@ impl Filesystem for Passthrough {
                     }
                 };
                 let times = [ts(atime), ts(mtime)];
-                // SAFETY: valid C string and two timespecs.
-                check(unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) })
-                    .map_err(errno)?;
+                // On the node's own descriptor (AT_EMPTY_PATH, Linux 5.8+), so that a
+                // symlink's times are its own, as `touch -h` and `tar` set them.
+                // SAFETY: valid descriptor, empty C string and two timespecs.
+                check(unsafe {
+                    libc::utimensat(
+                        node.fd.as_raw_fd(),
+                        c"".as_ptr(),
+                        times.as_ptr(),
+                        libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+                    )
+                })
+                .map_err(errno)?;
             }
             stat_at(node.fd.as_raw_fd(), c"").map_err(errno)
         })();
@@ -603,17 +649,20 @@ impl Filesystem for Passthrough {
             let np = self.node(newparent)?;
             let a = cname(name).map_err(errno)?;
             let b = cname(newname).map_err(errno)?;
-            // SAFETY: valid descriptors and C strings.
-            check(unsafe {
-                libc::renameat2(
-                    p.fd.as_raw_fd(),
-                    a.as_ptr(),
-                    np.fd.as_raw_fd(),
-                    b.as_ptr(),
-                    flags.bits(),
-                )
-            })
-            .map_err(errno)
+            self.inodes
+                .rename(&p, &a, &np, &b, || {
+                    // SAFETY: valid descriptors and C strings.
+                    check(unsafe {
+                        libc::renameat2(
+                            p.fd.as_raw_fd(),
+                            a.as_ptr(),
+                            np.fd.as_raw_fd(),
+                            b.as_ptr(),
+                            flags.bits(),
+                        )
+                    })
+                })
+                .map_err(errno)
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -699,7 +748,7 @@ impl Filesystem for Passthrough {
             drop(unsafe { File::from_raw_fd(fd) });
             self.chown_new(&p, &c, req);
             let (ino, st) = self.inodes.lookup(&p, &c).map_err(errno)?;
-            let node = self.inodes.get(ino).ok_or(Errno::ESTALE)?;
+            let node = self.inodes.hold(ino).map_err(errno)?;
             let fh = self.do_open(&node, flags, req).map_err(errno)?;
             Ok((attr(ino, &st), fh))
         })();
@@ -853,6 +902,15 @@ impl Filesystem for Passthrough {
             .remove(&fh.0);
         if let Some(o) = open {
             self.handle.unregister(o.file);
+            if let Some(key) = o.writing {
+                let mut w = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(n) = w.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        w.remove(&key);
+                    }
+                }
+            }
         }
         reply.ok();
     }
@@ -959,6 +1017,206 @@ impl Filesystem for Passthrough {
         reply.ok();
     }
 
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let listing = self
+            .dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fh.0)
+            .cloned();
+        let Some(listing) = listing else {
+            return reply.error(Errno::EBADF);
+        };
+        let dir = if control::is_control(ino.0) {
+            None
+        } else {
+            match self.node(ino) {
+                Ok(d) => Some(d),
+                Err(e) => return reply.error(e),
+            }
+        };
+        for (i, (e_ino, kind, name)) in listing.iter().enumerate().skip(offset as usize) {
+            let next = i as u64 + 1;
+            // "." and ".." come without a lookup (the kernel takes no reference to them from
+            // a listing: fuse_direntplus_link skips the dots), the control files with their
+            // own attributes and no lifetime, as their lookups give them.
+            if name == "." || name == ".." {
+                let mut a = ctl_attr(*e_ino, CtlNode::Dir);
+                a.kind = *kind;
+                if reply.add(
+                    INodeNo(*e_ino),
+                    next,
+                    name,
+                    &Duration::ZERO,
+                    &a,
+                    Generation(0),
+                ) {
+                    break;
+                }
+                continue;
+            }
+            if dir.is_none() || (ino.0 == ROOT && name == control::DIR_NAME) {
+                let Some(n) = self.control.node(*e_ino) else {
+                    continue;
+                };
+                let a = ctl_attr(*e_ino, n);
+                if reply.add(
+                    INodeNo(*e_ino),
+                    next,
+                    name,
+                    &Duration::ZERO,
+                    &a,
+                    Generation(0),
+                ) {
+                    break;
+                }
+                continue;
+            }
+            let Some(d) = dir.as_ref() else { break };
+            let Ok(c) = cname(name) else { continue };
+            // Each entry is a lookup: the kernel will forget it as it forgets a looked-up
+            // name. One gone since opendir is left out.
+            let Ok((n, st)) = self.inodes.lookup(d, &c) else {
+                continue;
+            };
+            if reply.add(INodeNo(n), next, name, &TTL, &attr(n, &st), Generation(0)) {
+                // Did not fit: the kernel never saw it, so it will not forget it either.
+                self.inodes.forget(n, 1);
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        if control::is_control(ino.0) {
+            return reply.error(Errno::ENOTSUP);
+        }
+        let r = self.node(ino).and_then(|n| {
+            let c = cname(name).map_err(errno)?;
+            let p = n.proc_path();
+            // SAFETY: valid C strings and a buffer of the length given. Through
+            // /proc/self/fd the call reaches the node itself, a symlink included.
+            check(unsafe {
+                libc::setxattr(
+                    p.as_ptr(),
+                    c.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    flags,
+                )
+            })
+            .map_err(errno)
+        });
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if control::is_control(ino.0) {
+            return reply.error(Errno::ENODATA);
+        }
+        let r = self.node(ino).and_then(|n| {
+            let c = cname(name).map_err(errno)?;
+            let p = n.proc_path();
+            xattr_call(size, |buf, len| {
+                // SAFETY: valid C strings and a buffer of the length given (or none).
+                unsafe { libc::getxattr(p.as_ptr(), c.as_ptr(), buf.cast(), len) }
+            })
+        });
+        reply_xattr(reply, size, r);
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if control::is_control(ino.0) {
+            return reply_xattr(reply, size, Ok(Vec::new()));
+        }
+        let r = self.node(ino).and_then(|n| {
+            let p = n.proc_path();
+            xattr_call(size, |buf, len| {
+                // SAFETY: valid C string and a buffer of the length given (or none).
+                unsafe { libc::listxattr(p.as_ptr(), buf.cast(), len) }
+            })
+        });
+        reply_xattr(reply, size, r);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if control::is_control(ino.0) {
+            return reply.error(Errno::ENOTSUP);
+        }
+        let r = self.node(ino).and_then(|n| {
+            let c = cname(name).map_err(errno)?;
+            let p = n.proc_path();
+            // SAFETY: valid C strings.
+            check(unsafe { libc::removexattr(p.as_ptr(), c.as_ptr()) }).map_err(errno)
+        });
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        // The kernel asks only for SEEK_DATA and SEEK_HOLE (fuse_file_llseek), and does not
+        // write back the file's dirty pages first (fuse_lseek): while a handle may write the
+        // file, the backing file can lack data the kernel holds, and a hole reported there
+        // would make `cp --sparse` drop it. Then we answer ENOSYS, on which the kernel
+        // answers this and every later SEEK_DATA / SEEK_HOLE of the mount itself (all data
+        // up to the end of the file): never wrong, only not sparse.
+        let open = match self.open_file(fh) {
+            Ok(o) => o,
+            Err(e) => return reply.error(e),
+        };
+        if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
+            return reply.error(Errno::EINVAL);
+        }
+        let dirty = match stat_at(open.buffered.as_raw_fd(), c"") {
+            Ok(st) => self
+                .writers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&(st.st_dev, st.st_ino)),
+            Err(e) => return reply.error(errno(e)),
+        };
+        if dirty && self.opts.writeback_cache {
+            return reply.error(Errno::ENOSYS);
+        }
+        // SAFETY: valid descriptor; lseek moves only this descriptor's own offset.
+        let r = unsafe { libc::lseek(open.buffered.as_raw_fd(), offset, whence) };
+        if r < 0 {
+            reply.error(errno(io::Error::last_os_error()))
+        } else {
+            reply.offset(r)
+        }
+    }
+
     fn releasedir(
         &self,
         _req: &Request,
@@ -1053,6 +1311,9 @@ impl Passthrough {
         let r = (|| {
             let p = self.node(parent)?;
             let c = cname(name).map_err(errno)?;
+            if flags == 0 {
+                self.inodes.before_unlink(&p, &c);
+            }
             // SAFETY: valid descriptor and C string.
             check(unsafe { libc::unlinkat(p.fd.as_raw_fd(), c.as_ptr(), flags) }).map_err(errno)
         })();
@@ -1060,5 +1321,34 @@ impl Passthrough {
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),
         }
+    }
+}
+
+/// Run an xattr call that fills `buf` of `len` bytes (or, with `size` 0, says how large the
+/// value is): the value, or its length as zeros when only the length was asked for.
+fn xattr_call(size: u32, call: impl Fn(*mut u8, usize) -> isize) -> Result<Vec<u8>, Errno> {
+    if size == 0 {
+        let n = call(std::ptr::null_mut(), 0);
+        if n < 0 {
+            return Err(errno(io::Error::last_os_error()));
+        }
+        return Ok(vec![0; n as usize]);
+    }
+    let mut buf = vec![0u8; size as usize];
+    let n = call(buf.as_mut_ptr(), buf.len());
+    if n < 0 {
+        return Err(errno(io::Error::last_os_error()));
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// Answer an xattr request of `size`: the length when 0 was asked, else the bytes.
+fn reply_xattr(reply: ReplyXattr, size: u32, r: Result<Vec<u8>, Errno>) {
+    match r {
+        Ok(v) if size == 0 => reply.size(v.len() as u32),
+        Ok(v) if v.len() > size as usize => reply.error(Errno::ERANGE),
+        Ok(v) => reply.data(&v),
+        Err(e) => reply.error(e),
     }
 }

@@ -242,7 +242,16 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     };
     config.n_threads = Some(cfg.threads.max(1));
     config.clone_fd = cfg.threads > 1;
+    // Resolved before mounting: afterwards the path leads into the mount, which does not
+    // answer until it serves.
+    let canonical = std::fs::canonicalize(&cfg.mountpoint).map_err(|error| MountError::Path {
+        path: cfg.mountpoint.clone(),
+        error,
+    })?;
     let session = fuser::Session::new(fs, &cfg.mountpoint, &config).map_err(MountError::Start)?;
+    if cfg.emulate.is_none() {
+        lift_fuse_dirty_limit(&canonical);
+    }
     Ok(Mounted {
         session,
         engine,
@@ -267,6 +276,76 @@ pub fn raise_fd_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
+}
+
+/// Let the mount's page cache hold dirty pages as a local filesystem's does. The kernel gives
+/// every FUSE mount's writeback device a strict limit of 1% of the dirty threshold
+/// (`fuse_bdi_init`: `BDI_CAP_STRICTLIMIT`, `bdi_set_max_ratio(.., 1)`), against an untrusted
+/// daemon pinning memory; a buffered writer through the mount is therefore throttled to the
+/// writeback's pace after a few MiB, where on the backing filesystem it fills the page cache
+/// first. Our daemon is trusted by whoever mounted it as root, so as root we clear the strict
+/// limit and the 1% cap through sysfs (`/sys/class/bdi/MAJ:MIN/`), as an administrator can;
+/// not in front of an emulated drive, whose experiments keep FUSE's limit (docs/emulation.md).
+/// Without root this is skipped, and said. `mountpoint` must be canonical (resolved before
+/// mounting).
+pub fn lift_fuse_dirty_limit(mountpoint: &std::path::Path) {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "elevator mount: not root: the kernel's dirty-page limit for FUSE (1% of the \
+             threshold, strict) stays; buffered writers are throttled to the writeback's pace"
+        );
+        return;
+    }
+    // Not stat(2) of the mountpoint: that would wait for this very daemon, not serving yet.
+    let Some(dev) = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|info| mount_device(&info, mountpoint))
+    else {
+        eprintln!("elevator mount: the mount is not in /proc/self/mountinfo; FUSE's limit stays");
+        return;
+    };
+    let bdi = format!("/sys/class/bdi/{dev}");
+    for (file, value) in [("strict_limit", "0"), ("max_ratio", "100")] {
+        if let Err(e) = std::fs::write(format!("{bdi}/{file}"), value) {
+            eprintln!("elevator mount: could not set {bdi}/{file} to {value}: {e}");
+        }
+    }
+}
+
+/// The `MAJ:MIN` of the filesystem mounted last on `mountpoint`, from /proc/self/mountinfo's
+/// text (proc(5): the third field, and the fifth the mount point with space, tab, newline and
+/// backslash written as octal escapes).
+pub fn mount_device(mountinfo: &str, mountpoint: &std::path::Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let want = mountpoint.as_os_str().as_bytes();
+    mountinfo.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let (dev, at) = (f.get(2)?, f.get(4)?);
+        (unescape_octal(at) == want).then(|| dev.to_string())
+    })
+}
+
+fn unescape_octal(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], oct) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.
@@ -343,5 +422,27 @@ impl Mounted {
             scheduler: self.handle.scheduler(),
             emulation: self.handle.emulation(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_of_the_last_mount_on_a_path_is_read_from_mountinfo() {
+        let info = "22 1 253:0 / / rw - ext4 /dev/vda rw\n\
+                    90 22 0:41 / /tmp/a\\040b rw - fuse.elevator x rw\n\
+                    91 22 0:52 / /tmp/c rw - fuse.elevator x rw\n\
+                    92 90 0:53 / /tmp/a\\040b rw - fuse.elevator y rw\n";
+        assert_eq!(
+            mount_device(info, std::path::Path::new("/tmp/a b")).as_deref(),
+            Some("0:53")
+        );
+        assert_eq!(
+            mount_device(info, std::path::Path::new("/tmp/c")).as_deref(),
+            Some("0:52")
+        );
+        assert_eq!(mount_device(info, std::path::Path::new("/tmp/d")), None);
     }
 }
