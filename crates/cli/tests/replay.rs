@@ -292,3 +292,36 @@ fn replay_on_a_real_target_writes_a_blktrace_of_every_request() {
     assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
     assert_eq!(r.process_name(1).as_deref(), Some("replay"));
 }
+
+#[test]
+fn replay_json_reports_merges_per_direction_as_fios_disk_util() {
+    // 64 contiguous 4 KiB reads of one process, all stamped at 0: the first goes to the
+    // disk, the rest wait in deadline's queue and back-merge (elv_merge), up to the 256
+    // sectors a device that states no limit takes. The JSON carries them as fio's disk_util.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..64u64 {
+        text.push_str(&format!("0.000 0 {} 8 1\n", 1000 + i * 8));
+    }
+    let trace = dir.path().join("burst.trace");
+    std::fs::write(&trace, text).unwrap();
+    let j = dir.path().join("out.json");
+    ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--sched",
+        "deadline",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    let d = &json(&j)["runs"][0]["disk_util"];
+    let (ios, merges) = (
+        d["read_ios"].as_u64().unwrap(),
+        d["read_merges"].as_u64().unwrap(),
+    );
+    assert_eq!(ios + merges, 64, "{d}");
+    assert!(merges >= 48, "most of the burst merges: {d}");
+    assert!(ios >= 64 * 8 / 256, "no request above 256 sectors: {d}");
+    assert_eq!(d["write_ios"], 0);
+    assert_eq!(d["read_sectors"], 512);
+}

@@ -31,6 +31,7 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_core::harness::rq;
 use elevator_core::registry::{self, SchedulerSpec};
+use elevator_core::request::DEFAULT_MERGE_SECTORS;
 use elevator_core::{Dispatch, GroupTree, Nanos, Request, Scheduler, Settings};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -93,7 +94,11 @@ impl Steady {
         r.id.0 = self.next;
         r.submitted = self.now;
         self.next += 1;
-        if self.sched.try_merge(&r, self.now).is_none() {
+        if self
+            .sched
+            .try_merge(&r, DEFAULT_MERGE_SECTORS, self.now)
+            .is_none()
+        {
             self.sched.insert(r, self.now);
         }
     }

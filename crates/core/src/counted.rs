@@ -13,8 +13,10 @@ use crate::time::Nanos;
 use crate::tunable::TunableError;
 
 /// Conservation counters: every request is inserted or merged once, dispatched once if
-/// inserted, and completed once after its dispatch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// inserted, and completed once after its dispatch. The one counter type: [`Counted`] keeps
+/// it around a bare scheduler, [`BlockLayer`](crate::block::BlockLayer) around the one it
+/// drives, and the simulator's report carries it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counters {
     /// Requests inserted.
     pub inserted: u64,
@@ -79,8 +81,8 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-        let merged = self.inner.try_merge(rq, now);
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        let merged = self.inner.try_merge(rq, max_sectors, now);
         if merged.is_some() {
             self.counters.merged += 1;
         }
@@ -123,18 +125,26 @@ mod tests {
     use super::*;
     use crate::harness::rq;
     use crate::noop::Noop;
+    use crate::request::DEFAULT_MERGE_SECTORS;
 
     #[test]
     fn every_call_that_crosses_the_wrapper_is_counted_once() {
         let mut s = Counted::new(Noop::new());
         let t = Nanos::ZERO;
         let first = rq(1, 1).sector(0).sectors(8).write().build();
-        assert_eq!(s.try_merge(&first, t), None, "nothing queued to merge into");
+        assert_eq!(
+            s.try_merge(&first, DEFAULT_MERGE_SECTORS, t),
+            None,
+            "nothing queued to merge into"
+        );
         s.insert(first, t);
         s.insert(rq(2, 1).sector(800).sectors(8).write().build(), t);
         // none back-merges a write that starts where a queued one ends.
         let back = rq(3, 1).sector(8).sectors(8).write().build();
-        assert_eq!(s.try_merge(&back, t), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, t),
+            Some(RequestId(1))
+        );
         assert_eq!(s.counters().queued(), 2);
         let Dispatch::Request(a) = s.dispatch(t) else {
             panic!("a request is queued")

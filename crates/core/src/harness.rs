@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::request::{CtxId, GroupId, IoClass, IoPrio, Op, Request, RequestId};
+use crate::request::{
+    CtxId, GroupId, IoClass, IoPrio, Op, Request, RequestId, DEFAULT_MERGE_SECTORS,
+};
 
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
@@ -271,7 +273,7 @@ impl<S: Scheduler> Harness<S> {
 
     fn arrive(&mut self, rq: Request) {
         assert!(self.inserted.insert(rq.id.0), "request id reused");
-        if let Some(into) = self.sched.try_merge(&rq, self.now) {
+        if let Some(into) = self.sched.try_merge(&rq, DEFAULT_MERGE_SECTORS, self.now) {
             assert!(
                 !self.dispatched.contains(&into.0),
                 "merged into a dispatched request"

@@ -57,7 +57,7 @@
 //!   list CPU by CPU; we stage them in arrival order, as if all came from one CPU.
 //! - **Merging**: a new read or write merges into one of the last 8 staged requests of its
 //!   domain (newest first) that ends where it starts or starts where it ends, with the same
-//!   operation and I/O priority, up to [`MAX_MERGE_SECTORS`]; a candidate it is adjacent to
+//!   operation and I/O priority, up to the device's limit (the `max_sectors` the block layer passes); a candidate it is adjacent to
 //!   but too large for stops the search, as in `blk_bio_list_merge`. Discards never merge.
 //! - **Tags are counted** ([`crate::tags`]): at most 192 async requests hold tags, where the
 //!   kernel's limit is a shallow depth in each word of the tag bitmap; `nr_requests` is fixed at
@@ -68,7 +68,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::fifo::Fifos;
-use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
 use crate::time::Nanos;
@@ -370,7 +370,7 @@ impl Scheduler for Kyber {
         "kyber"
     }
 
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
         self.run_timer(now);
         if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
             return None;
@@ -388,7 +388,7 @@ impl Scheduler for Kyber {
             if !back && !front {
                 continue;
             }
-            if q.sectors + rq.sectors > MAX_MERGE_SECTORS {
+            if q.sectors + rq.sectors > max_sectors {
                 return None;
             }
             if front {
@@ -468,6 +468,7 @@ impl Scheduler for Kyber {
 mod tests {
     use super::*;
     use crate::harness::{rq, Harness};
+    use crate::request::DEFAULT_MERGE_SECTORS;
     use proptest::prelude::*;
 
     fn take(s: &mut Kyber, now: Nanos) -> Option<Request> {
@@ -583,11 +584,14 @@ mod tests {
         assert_eq!(first.id, RequestId(1));
         // Request 2 was flushed with it and waits in the dispatch list.
         let next = rq(3, 1).sector(108).write().build();
-        assert_eq!(s.try_merge(&next, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&next, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         // A write contiguous with a request still staged is merged.
         s.insert(next, Nanos::ZERO);
         let after = rq(4, 1).sector(116).write().build();
-        assert_eq!(s.try_merge(&after, Nanos::ZERO), Some(RequestId(3)));
+        assert_eq!(
+            s.try_merge(&after, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(3))
+        );
     }
 
     /// `kyber_bio_merge` through `blk_bio_list_merge` (mainline): a merge is refused only when
@@ -596,16 +600,19 @@ mod tests {
     #[test]
     fn kyber_bio_merge_merges_up_to_exactly_the_size_limit() {
         let mut s = Kyber::default();
-        let big = MAX_MERGE_SECTORS - 8;
+        let big = DEFAULT_MERGE_SECTORS - 8;
         s.insert(rq(1, 1).sector(0).sectors(big).write().build(), Nanos::ZERO);
         let fits = rq(2, 1).sector(u64::from(big)).sectors(8).write().build();
-        assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&fits, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
         let over = rq(3, 1)
-            .sector(u64::from(MAX_MERGE_SECTORS))
+            .sector(u64::from(DEFAULT_MERGE_SECTORS))
             .sectors(8)
             .write()
             .build();
-        assert_eq!(s.try_merge(&over, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&over, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
     }
 
     /// `calculate_percentile` (mainline) computes once 500 samples are in or once the
@@ -1035,21 +1042,33 @@ mod tests {
         s.insert(rq(1, 1).sector(100).read().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(300).read().build(), Nanos::ZERO);
         let back = rq(3, 1).sector(108).read().build();
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
         let front = rq(4, 1).sector(292).read().build();
-        assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(2)));
+        assert_eq!(
+            s.try_merge(&front, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(2))
+        );
         // The first dispatch moves every staged read to the dispatch list.
         assert_eq!(
             take(&mut s, Nanos::ZERO).map(|r| (r.id.0, r.sectors)),
             Some((1, 16))
         );
         let late = rq(5, 1).sector(308).read().build();
-        assert_eq!(s.try_merge(&late, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&late, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         s.insert(late, Nanos::ZERO);
         let next = rq(6, 1).sector(316).read().build();
-        assert_eq!(s.try_merge(&next, Nanos::ZERO), Some(RequestId(5)));
+        assert_eq!(
+            s.try_merge(&next, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(5))
+        );
         let write = rq(7, 1).sector(324).write().build();
-        assert_eq!(s.try_merge(&write, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&write, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
     }
 
     #[test]

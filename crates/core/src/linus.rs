@@ -60,7 +60,7 @@
 
 use std::collections::VecDeque;
 
-use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Op, Request, RequestId, DEFAULT_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
@@ -97,7 +97,7 @@ crate::tunable::tunables! {
         /// Largest request, sectors (`max_sectors`).
         max_sectors: u32 = "max_sectors" {
             unit: Sectors,
-            default: MAX_MERGE_SECTORS as i64,
+            default: DEFAULT_MERGE_SECTORS as i64,
             min: 8,
             max: 65_535,
             doc: "largest request (2.4's per-device max_sectors; IDE 128): merges stop there and \
@@ -174,9 +174,11 @@ impl Linus {
         sector > here || sector < next
     }
 
-    /// Scan backwards from the tail as 2.4 does; merges are considered only if `merge`.
-    fn scan(&self, rq: &Request, merge: bool) -> Found {
-        let mergeable = merge && matches!(rq.op, Op::Read | Op::Write) && rq.sectors > 0;
+    /// Scan backwards from the tail as 2.4 does; merges are considered only when given the
+    /// largest request a merge may build (the device's limit; `max_sectors` bounds it too).
+    fn scan(&self, rq: &Request, merge: Option<u32>) -> Found {
+        let limit = merge.map_or(0, |m| m.min(self.config.max_sectors));
+        let mergeable = merge.is_some() && matches!(rq.op, Op::Read | Op::Write) && rq.sectors > 0;
         let mut place = None;
         for i in (0..self.queue.len()).rev() {
             let q = &self.queue[i];
@@ -187,9 +189,7 @@ impl Linus {
             if !backmerge_only && place.is_none() && self.in_between(rq.sector, i) {
                 place = Some(i);
             }
-            let can_merge = mergeable
-                && q.rq.op == rq.op
-                && q.rq.sectors + rq.sectors <= self.config.max_sectors;
+            let can_merge = mergeable && q.rq.op == rq.op && q.rq.sectors + rq.sectors <= limit;
             if can_merge && q.rq.end() == rq.sector {
                 return Found::Merge(i, true);
             }
@@ -216,8 +216,8 @@ impl Scheduler for Linus {
         "linus"
     }
 
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
-        let Found::Merge(i, back) = self.scan(rq, true) else {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
+        let Found::Merge(i, back) = self.scan(rq, Some(max_sectors)) else {
             return None;
         };
         let q = &mut self.queue[i];
@@ -239,7 +239,7 @@ impl Scheduler for Linus {
         } else {
             self.config.write_latency
         };
-        match self.scan(&rq, false) {
+        match self.scan(&rq, None) {
             Found::After(i) => {
                 self.charge_behind(i, SEEK_COST);
                 self.queue.insert(i + 1, Queued { budget, rq });
@@ -285,7 +285,7 @@ mod tests {
 
     /// Offer `r` for merging, insert it if refused (as a driver does).
     fn submit(s: &mut Linus, r: Request) -> Option<RequestId> {
-        let merged = s.try_merge(&r, Nanos::ZERO);
+        let merged = s.try_merge(&r, DEFAULT_MERGE_SECTORS, Nanos::ZERO);
         if merged.is_none() {
             s.insert(r, Nanos::ZERO);
         }

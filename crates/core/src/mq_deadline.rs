@@ -44,7 +44,7 @@
 //! in sector order that ends where the new one starts, else (if `front_merges`) a front merge
 //! into one that starts where it ends; same level, same direction, same operation and the same
 //! I/O priority (class and level, as `blk_rq_merge_ok` requires), never beyond
-//! [`MAX_MERGE_SECTORS`]. A merge changes neither FIFO position nor deadline.
+//! the device's limit (the `max_sectors` the block layer passes). A merge changes neither FIFO position nor deadline.
 //!
 //! ## Tunables (sysfs names, `/sys/block/<dev>/queue/iosched/`)
 //! | name | unit | default | meaning |
@@ -82,7 +82,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Included, Unbounded};
 
 use crate::fifo::Fifos;
-use crate::request::{IoClass, Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{IoClass, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
 use crate::time::Nanos;
@@ -452,13 +452,13 @@ impl Scheduler for MqDeadline {
         "mq-deadline"
     }
 
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
         if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
             return None;
         }
         let (level, dir) = (level_of(rq), dir_of(rq));
         let fits = |q: &Request| {
-            q.op == rq.op && q.prio == rq.prio && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
+            q.op == rq.op && q.prio == rq.prio && q.sectors + rq.sectors <= max_sectors
         };
 
         // Back merge: the queued request just below rq in sector order ends where rq starts.
@@ -555,6 +555,7 @@ impl Scheduler for MqDeadline {
 mod tests {
     use super::*;
     use crate::harness::{rq, Harness};
+    use crate::request::DEFAULT_MERGE_SECTORS;
     use proptest::prelude::*;
 
     /// Dispatch until the policy has nothing, completing each at once; the ids in order.
@@ -1027,7 +1028,10 @@ mod tests {
         s.insert(rq(1, 1).sector(10).read().build(), Nanos::ZERO);
         let mut flush = rq(2, 1).write().build();
         flush.op = Op::Flush;
-        assert_eq!(s.try_merge(&flush, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&flush, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         s.insert(flush, Nanos::ZERO);
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![2, 1]);
     }
@@ -1042,18 +1046,27 @@ mod tests {
             .read()
             .prio(IoClass::Idle, 7)
             .build();
-        assert_eq!(s.try_merge(&idle, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&idle, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let level0 = rq(3, 1)
             .sector(108)
             .sectors(8)
             .read()
             .prio(IoClass::BestEffort, 0)
             .build();
-        assert_eq!(s.try_merge(&level0, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&level0, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         let back = rq(4, 2).sector(108).sectors(8).read().build();
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
         let front = rq(5, 2).sector(92).sectors(8).read().build();
-        assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&front, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
         let r = take(&mut s, Nanos::ZERO);
         assert_eq!((r.id.0, r.sector, r.sectors), (1, 92, 24));
     }
@@ -1063,9 +1076,15 @@ mod tests {
         let mut s = with(|c| c.front_merges = false);
         s.insert(rq(1, 1).sector(100).sectors(8).write().build(), Nanos::ZERO);
         let front = rq(2, 1).sector(92).sectors(8).write().build();
-        assert_eq!(s.try_merge(&front, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&front, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         let back = rq(3, 1).sector(108).sectors(8).write().build();
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
     }
 
     fn class(k: u8) -> IoClass {

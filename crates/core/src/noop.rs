@@ -7,14 +7,15 @@
 //! device while it has room ([`Scheduler::issues_directly`]), and merges a bio into a request
 //! still waiting in the software queue (`blk_bio_list_merge`): it looks at the last
 //! [`MERGE_LOOKBACK`] requests queued, newest first, for one the bio extends at its back or at
-//! its front, of the same operation, within [`MAX_MERGE_SECTORS`]. Deviation: the kernel's
+//! its front, of the same operation, within the device's limit (the `max_sectors` the block layer
+//! passes). Deviation: the kernel's
 //! plug list (`blk_attempt_plug_merge`, bios a process submits in one batch) is not modelled
 //! separately; a batch's requests wait here when the device is full, where the same look-back
 //! finds them.
 
 use std::collections::VecDeque;
 
-use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
@@ -53,13 +54,13 @@ impl Scheduler for Noop {
     fn name(&self) -> &'static str {
         "noop"
     }
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
         if !matches!(rq.op, Op::Read | Op::Write) {
             return None;
         }
         let q = self.fifo.iter_mut().rev().take(MERGE_LOOKBACK).find(|q| {
             q.op == rq.op
-                && q.sectors + rq.sectors <= MAX_MERGE_SECTORS
+                && q.sectors + rq.sectors <= max_sectors
                 && (q.end() == rq.sector || rq.end() == q.sector)
         })?;
         if rq.end() == q.sector {
@@ -93,6 +94,7 @@ impl Scheduler for Noop {
 mod tests {
     use super::*;
     use crate::harness::{rq, Harness};
+    use crate::request::DEFAULT_MERGE_SECTORS;
 
     #[test]
     fn noop_dispatches_in_arrival_order() {
@@ -116,12 +118,18 @@ mod tests {
             s.insert(queued(i, i * 100), Nanos::ZERO);
         }
         let back = queued(20, 908);
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(9)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(9))
+        );
         let front = queued(21, 292);
-        assert_eq!(s.try_merge(&front, Nanos::ZERO), Some(RequestId(3)));
+        assert_eq!(
+            s.try_merge(&front, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(3))
+        );
         // Request 1 is ninth from the newest: out of reach.
         let old = queued(22, 108);
-        assert_eq!(s.try_merge(&old, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&old, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let Dispatch::Request(first) = s.dispatch(Nanos::ZERO) else {
             panic!()
         };
@@ -138,18 +146,21 @@ mod tests {
         let mut s = Noop::new();
         s.insert(queued(1, 0), Nanos::ZERO);
         let read = rq(2, 0).sector(8).sectors(8).read().build();
-        assert_eq!(s.try_merge(&read, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&read, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let big = rq(3, 0)
             .sector(8)
-            .sectors(MAX_MERGE_SECTORS - 7)
+            .sectors(DEFAULT_MERGE_SECTORS - 7)
             .write()
             .build();
-        assert_eq!(s.try_merge(&big, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&big, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let fits = rq(4, 0)
             .sector(8)
-            .sectors(MAX_MERGE_SECTORS - 8)
+            .sectors(DEFAULT_MERGE_SECTORS - 8)
             .write()
             .build();
-        assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&fits, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
     }
 }

@@ -136,7 +136,9 @@ impl Request {
     }
 }
 
-/// The largest request a merge may build, in sectors: 256 sectors = 128 KiB, standing for the
-/// request queue's `max_sectors` limit (the kernel refuses a merge that would exceed it).
-/// Policies that merge (deadline, linus) check it in [`Scheduler::try_merge`](crate::Scheduler::try_merge).
-pub const MAX_MERGE_SECTORS: u32 = 256;
+/// The largest request a merge may build on a device that states no limit of its own, in
+/// sectors: 256 sectors = 128 KiB, libata's `ATA_MAX_SECTORS` for the LBA28 disks of the
+/// seeds' years. A device that states `max_sectors` or `max_segments`
+/// ([`Limits`](crate::block::Limits)) merges up to those instead; the block layer passes the
+/// limit to [`Scheduler::try_merge`](crate::Scheduler::try_merge).
+pub const DEFAULT_MERGE_SECTORS: u32 = 256;

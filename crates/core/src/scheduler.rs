@@ -42,8 +42,14 @@ pub trait Scheduler {
     /// Offer `rq` for merging into a request still queued (not dispatched). On success the
     /// policy has grown that request to cover `rq` and returns its id: the driver completes
     /// `rq` when that request completes, and never inserts `rq`. The default merges nothing.
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-        let _ = (rq, now);
+    ///
+    /// `max_sectors` is the largest request the merge may build: the device's limit, which
+    /// the block layer derives from the queue's `max_sectors` and `max_segments` (the
+    /// kernel's `ll_back_merge_fn` / `ll_front_merge_fn` refuse a merge past
+    /// `blk_rq_get_max_sectors` or the segment limit). The policy picks the candidate, as the
+    /// elevator's `request_merge` does; the limit is the device's, not the policy's.
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        let _ = (rq, max_sectors, now);
         None
     }
 
@@ -97,8 +103,8 @@ macro_rules! forward_scheduler {
             fn name(&self) -> &'static str {
                 (**self).name()
             }
-            fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-                (**self).try_merge(rq, now)
+            fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+                (**self).try_merge(rq, max_sectors, now)
             }
             fn insert(&mut self, rq: Request, now: Nanos) {
                 (**self).insert(rq, now)

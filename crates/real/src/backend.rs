@@ -61,11 +61,11 @@ pub trait Backend {
     fn capacity(&self) -> usize;
     /// I/Os submitted and not yet returned by `wait`.
     fn in_flight(&self) -> usize;
-    /// The largest I/O the target takes in one request, sectors (a block device's
-    /// `max_sectors_kb` x 2): the block layer splits larger I/O and merges no further.
-    /// `None` (the default): no limit of the target's own.
-    fn max_sectors(&self) -> Option<u32> {
-        None
+    /// The largest I/O the target takes in one request (a block device's `max_sectors_kb`
+    /// and `max_segments`): the block layer splits larger I/O and merges no further. The
+    /// default: no limit of the target's own.
+    fn queue_limits(&self) -> crate::queue_limits::QueueLimits {
+        crate::queue_limits::QueueLimits::default()
     }
     /// Queue one I/O. Fails only if the backend itself is broken (the ring is gone ...);
     /// a device error comes back in the completion.

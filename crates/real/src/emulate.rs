@@ -374,8 +374,8 @@ impl<B: Backend, C: Clock> Backend for Emulated<B, C> {
     fn in_flight(&self) -> usize {
         self.pending.len()
     }
-    fn max_sectors(&self) -> Option<u32> {
-        self.inner.max_sectors()
+    fn queue_limits(&self) -> crate::queue_limits::QueueLimits {
+        self.inner.queue_limits()
     }
     fn submit(&mut self, io: IoRequest) -> io::Result<()> {
         self.next_id += 1;

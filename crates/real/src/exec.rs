@@ -461,11 +461,14 @@ impl<'a, B: Backend> Executor<'a, B> {
                 ctxs: BTreeMap::new(),
             })
             .collect();
-        let limits = Limits::depth(backend.capacity());
-        let limits = match backend.max_sectors() {
-            Some(m) => limits.max_sectors(m),
-            None => limits,
-        };
+        let queue = backend.queue_limits();
+        let mut limits = Limits::depth(backend.capacity());
+        if let Some(m) = queue.max_sectors {
+            limits = limits.max_sectors(m);
+        }
+        if let Some(n) = queue.max_segments {
+            limits = limits.max_segments(n);
+        }
         let mut blk = BlockLayer::new(sched, limits);
         blk.set_qos(elevator_core::qos::chain(
             &opts.groups,

@@ -1,7 +1,8 @@
 //! A block device's request-queue limits, as its sysfs directory gives them: the largest
-//! request (`queue/max_sectors_kb`) and the hardware queue's tags (`mq/0/nr_tags`). The
-//! executor's block layer splits and stops merging at the first and keeps at most the second
-//! at the device, as the kernel's block layer in front of that device does.
+//! request (`queue/max_sectors_kb`), the most segments in one (`queue/max_segments`) and the
+//! hardware queue's tags (`mq/0/nr_tags`). The executor's block layer splits and stops
+//! merging at the first two and keeps at most the third at the device, as the kernel's block
+//! layer in front of that device does.
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -12,6 +13,8 @@ use std::path::Path;
 pub struct QueueLimits {
     /// The largest request, sectors.
     pub max_sectors: Option<u32>,
+    /// Most segments in one request.
+    pub max_segments: Option<u32>,
     /// Requests the hardware queue holds at once.
     pub depth: Option<u32>,
 }
@@ -43,6 +46,7 @@ pub fn of(file: &fs::File) -> QueueLimits {
     };
     QueueLimits {
         max_sectors: read("queue/max_sectors_kb").map(|kb| kb.saturating_mul(2)),
+        max_segments: read("queue/max_segments"),
         depth: read("mq/0/nr_tags"),
     }
 }

@@ -95,8 +95,8 @@ impl Backend for UringBackend {
             .map_or(ring, |d| ring.min(d.max(1) as usize))
     }
 
-    fn max_sectors(&self) -> Option<u32> {
-        self.limits.max_sectors
+    fn queue_limits(&self) -> crate::queue_limits::QueueLimits {
+        self.limits
     }
 
     fn in_flight(&self) -> usize {

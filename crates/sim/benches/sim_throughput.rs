@@ -33,7 +33,7 @@ fn run_once(sched: &str, iodepth: u32) -> u64 {
     let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, "randread")).unwrap();
     sim.add_job(JobSlot::new("randread", Box::new(job)));
     let r = sim.run(None);
-    r.counters.completed
+    r.ios_completed
 }
 
 fn bench(c: &mut Criterion) {

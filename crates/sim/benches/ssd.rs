@@ -82,7 +82,7 @@ fn through_engine(spec: &SsdSpec) -> u64 {
     };
     let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, "randread")).expect("job");
     sim.add_job(JobSlot::new("randread", Box::new(job)));
-    sim.run(None).counters.completed
+    sim.run(None).ios_completed
 }
 
 fn bench(c: &mut Criterion) {

@@ -126,18 +126,7 @@ pub struct DeviceStats {
     pub busy_s: f64,
 }
 
-/// Conservation counters, as Linux's elevator keeps them.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct Counters {
-    /// Requests handed to the scheduler's insert.
-    pub inserted: u64,
-    /// Requests merged into a queued request instead.
-    pub merged: u64,
-    /// Requests dispatched to the device.
-    pub dispatched: u64,
-    /// Requests completed (merged ones included).
-    pub completed: u64,
-}
+pub use elevator_core::counted::Counters;
 
 /// One request's life ([`Simulation::record_requests`]): one record per request the job
 /// issued, including those merged into another (which share its dispatch and completion) and
@@ -197,8 +186,11 @@ pub struct RunReport {
     pub jobs: Vec<JobReport>,
     /// Device figures.
     pub device_stats: DeviceStats,
-    /// Conservation counters.
+    /// Conservation counters (requests, as the scheduler saw them).
     pub counters: Counters,
+    /// I/Os completed as the jobs saw them: each request, each bio merged into one, each
+    /// piece of a split one.
+    pub ios_completed: u64,
     /// The `/sys/block/<dev>/stat` counters of the run (merges included).
     pub disk: DiskStat,
     /// Every request, in completion order ([`Simulation::record_requests`] only; empty
@@ -718,12 +710,8 @@ impl Simulation {
                 })
                 .collect(),
             device_stats: self.stats,
-            counters: Counters {
-                inserted: c.inserted,
-                merged: c.merged,
-                dispatched: c.dispatched,
-                completed: c.completed,
-            },
+            counters: c,
+            ios_completed: self.blk.bios_completed(),
             disk: *self.blk.stat(),
             requests: self.records.unwrap_or_default(),
         }

@@ -237,6 +237,13 @@ pub fn diff(
     {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
+    if let Some(n) = meta
+        .queue
+        .get("max_segments")
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        limits = limits.max_segments(n);
+    }
     let log = match opts.pace {
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),

@@ -105,8 +105,8 @@ impl Scheduler for Recording {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
-        let into = self.inner.try_merge(rq, now);
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        let into = self.inner.try_merge(rq, max_sectors, now);
         self.calls.borrow_mut().push(Call::Merge {
             id: rq.id.0,
             sector: rq.sector,

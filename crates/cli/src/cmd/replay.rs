@@ -91,6 +91,9 @@ struct RunJson {
     held_back: u64,
     /// Processes past the bound, replayed as one.
     merged_processes: u64,
+    /// fio's `disk_util` entry from the block layer's `/sys/block/DEV/stat` counters
+    /// (requests and merges per direction, ticks, utilisation).
+    disk_util: serde_json::Value,
     total: JobSummary,
     processes: Vec<JobSummary>,
 }
@@ -271,7 +274,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             _ => None,
         };
         let source = open(&args.traces, opts)?;
-        let (total, end, device, outcome) = match (&spec, &real) {
+        let (total, end, device, outcome, disk) = match (&spec, &real) {
             (Some(spec), _) => {
                 let device: Box<dyn Device> = spec.device();
                 let capacity = device.capacity_sectors();
@@ -299,7 +302,13 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                     &crate::plot::ios_from_sim(&report.requests),
                 ));
                 let total = report.jobs[0].metrics.clone();
-                (total, report.end, report.device.clone(), outcome)
+                (
+                    total,
+                    report.end,
+                    report.device.clone(),
+                    outcome,
+                    report.disk,
+                )
             }
             (None, Some((tgt, name))) => {
                 let capacity = tgt.size / SECTOR_BYTES;
@@ -356,7 +365,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                     &crate::plot::ios_from_real(&report.requests),
                 ));
                 let total = report.jobs[0].metrics.clone();
-                (total, report.elapsed, name.clone(), outcome)
+                (total, report.elapsed, name.clone(), outcome, report.disk)
             }
             _ => unreachable!("either a drive or a target"),
         };
@@ -393,6 +402,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             out_of_order: outcome.out_of_order,
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
+            disk_util: elevator_real::report::disk_util_json(&disk, "elevator", end),
             total: total_summary,
             processes: outcome
                 .processes

@@ -87,6 +87,10 @@ struct RunJson {
     jobs: Vec<elevator_workload::metrics::JobSummary>,
     device_stats: elevator_sim::engine::DeviceStats,
     counters: elevator_sim::engine::Counters,
+    ios_completed: u64,
+    /// fio's `disk_util` entry from the block layer's `/sys/block/DEV/stat` counters
+    /// (requests and merges per direction, ticks, utilisation).
+    disk_util: serde_json::Value,
 }
 
 #[derive(Serialize)]
@@ -293,7 +297,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             end_s: report.end.as_secs_f64(),
             jobs: report.summaries(),
             device_stats: report.device_stats.clone(),
-            counters: report.counters.clone(),
+            counters: report.counters,
+            ios_completed: report.ios_completed,
+            disk_util: elevator_real::report::disk_util_json(&report.disk, "elevator", report.end),
         });
         if page.is_on() {
             recorded.push((name.as_str(), report));

@@ -2,7 +2,7 @@
 //! (`as_add_request`), may end the anticipation (`as_update_rq`), or merges into a queued
 //! request.
 
-use crate::request::{Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Request, RequestId};
 use crate::time::Nanos;
 
 use super::types::{dir_of, AnticState, Candidate};
@@ -36,8 +36,8 @@ impl Anticipatory {
 
     /// Try to grow a queued request of list `dir` by `rq` (back merge at its end, or front
     /// merge at its start). Returns the grown request's id.
-    pub(super) fn merge_into(&mut self, rq: &Request) -> Option<RequestId> {
-        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
+    pub(super) fn merge_into(&mut self, rq: &Request, max_sectors: u32) -> Option<RequestId> {
+        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= max_sectors;
         // Back merge: a queued request (of either sync class) ending where `rq` starts.
         if let Some(&slot) = self.by_end.get(&rq.sector) {
             if fits(self.request_in(slot)) {

@@ -38,8 +38,7 @@
 //!
 //! ## Fixed constants
 //! `MAX_THINKTIME` `HZ/50` jiffies (20 ms), [`MAXBACK`] 1024*1024 sectors, [`BACK_PENALTY`] 2,
-//! the close window base 8192 sectors widening for at most `20 * HZ / 1000` jiffies, and
-//! [`MAX_MERGE_SECTORS`] = 256 (128 KiB) for merges.
+//! the close window base 8192 sectors widening for at most `20 * HZ / 1000` jiffies.
 //!
 //! ## Jiffies
 //! The driver's `now` is in ns; AS reads it as the kernel reads `jiffies`, the number of whole
@@ -81,7 +80,7 @@
 //!   front merges look in the new request's own sort list. 2.6.32's `as_merge` indexes its
 //!   sort lists with `bio_data_dir` (READ = 0 is the *async* list), so its front merges only
 //!   ever found sync writes; we do not copy that slip. Merged size is capped at
-//!   [`MAX_MERGE_SECTORS`] (the kernel: the queue's max_sectors). The generic `last_merge`
+//!   the device's limit, which the block layer passes (the queue's max_sectors). The generic `last_merge`
 //!   one-hit cache and request-to-request merging after a merge (`attempt_back_merge`) are
 //!   not modelled: the trait can only absorb the arriving request, never make a queued one
 //!   disappear.
@@ -125,7 +124,6 @@ mod types;
 use std::collections::VecDeque;
 
 use crate::fifo::Fifos;
-pub use crate::request::MAX_MERGE_SECTORS;
 use crate::request::{CtxId, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::sort_list::SortList;
@@ -284,12 +282,12 @@ impl Scheduler for Anticipatory {
         "anticipatory"
     }
 
-    fn try_merge(&mut self, rq: &Request, now: Nanos) -> Option<RequestId> {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
         self.run_timer(now);
         if !matches!(rq.op, Op::Read | Op::Write | Op::Discard) || rq.sectors == 0 {
             return None;
         }
-        self.merge_into(rq)
+        self.merge_into(rq, max_sectors)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {

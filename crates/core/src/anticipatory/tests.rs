@@ -5,7 +5,7 @@
 use super::tests_closed_loop::{self as as_closed_loop, Job, Step};
 use super::*;
 use crate::harness::{rq, Harness};
-use crate::request::CtxId;
+use crate::request::{CtxId, DEFAULT_MERGE_SECTORS};
 use crate::{Dispatch, Nanos, Request, Scheduler, Settings};
 
 /// Which kind of batch is running.
@@ -1146,22 +1146,45 @@ fn as_merges_adjacent_requests_up_to_128_kib() {
     s.insert(rq(1, P).sector(1000).sectors(8).build(), ms(0));
     s.insert(rq(2, Q).sector(5000).sectors(8).write().build(), ms(0));
     // Back merge.
-    let id = s.try_merge(&rq(3, P).sector(1008).sectors(8).build(), ms(0));
+    let id = s.try_merge(
+        &rq(3, P).sector(1008).sectors(8).build(),
+        DEFAULT_MERGE_SECTORS,
+        ms(0),
+    );
     assert_eq!(id.map(|i| i.0), Some(1));
     // Front merge.
-    let id = s.try_merge(&rq(4, P).sector(992).sectors(8).build(), ms(0));
+    let id = s.try_merge(
+        &rq(4, P).sector(992).sectors(8).build(),
+        DEFAULT_MERGE_SECTORS,
+        ms(0),
+    );
     assert_eq!(id.map(|i| i.0), Some(1));
     // Reads do not merge with writes.
-    assert_eq!(s.try_merge(&rq(5, P).sector(5008).build(), ms(0)), None);
+    assert_eq!(
+        s.try_merge(&rq(5, P).sector(5008).build(), DEFAULT_MERGE_SECTORS, ms(0)),
+        None
+    );
     // A sync write may grow an async write (the merge hash is keyed by position only).
-    let id = s.try_merge(&rq(8, P).sector(5008).sync_write().build(), ms(0));
+    let id = s.try_merge(
+        &rq(8, P).sector(5008).sync_write().build(),
+        DEFAULT_MERGE_SECTORS,
+        ms(0),
+    );
     assert_eq!(id.map(|i| i.0), Some(2));
     // Not beyond 256 sectors.
     assert_eq!(
-        s.try_merge(&rq(6, P).sector(1016).sectors(240).build(), ms(0)),
+        s.try_merge(
+            &rq(6, P).sector(1016).sectors(240).build(),
+            DEFAULT_MERGE_SECTORS,
+            ms(0)
+        ),
         None
     );
-    let big = s.try_merge(&rq(7, P).sector(1016).sectors(232).build(), ms(0));
+    let big = s.try_merge(
+        &rq(7, P).sector(1016).sectors(232).build(),
+        DEFAULT_MERGE_SECTORS,
+        ms(0),
+    );
     assert_eq!(big.map(|i| i.0), Some(1));
     let r = take(&mut s, ms(0));
     assert_eq!((r.id.0, r.sector, r.sectors), (1, 992, 256));
@@ -1286,7 +1309,11 @@ fn as_does_not_merge_an_empty_request() {
     let mut s = Anticipatory::default();
     s.insert(rq(1, P).sector(1000).sectors(8).build(), ms(0));
     assert_eq!(
-        s.try_merge(&rq(2, P).sector(1008).sectors(0).build(), ms(0)),
+        s.try_merge(
+            &rq(2, P).sector(1008).sectors(0).build(),
+            DEFAULT_MERGE_SECTORS,
+            ms(0)
+        ),
         None
     );
 }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::Anticipatory;
 use crate::harness::rq;
-use crate::request::{CtxId, Op, Request};
+use crate::request::{CtxId, Op, Request, DEFAULT_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 
@@ -226,7 +226,7 @@ pub fn run(
             let id = issued.id.0;
             let sync = issued.is_sync();
             inserted.insert(id);
-            if let Some(into) = sched.try_merge(&issued, now) {
+            if let Some(into) = sched.try_merge(&issued, DEFAULT_MERGE_SECTORS, now) {
                 assert!(
                     !dispatched.contains(&into.0),
                     "merged into dispatched {}",

@@ -63,7 +63,7 @@
 //!   tags shrink).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
-//! - `try_merge` back-merges a request into a queued one of the same queue (up to 512 KiB);
+//! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
 //! - At expiry `soft_rt_next_start` is computed only for a queue not in interactive raising
 //!   (3c337690d2eb); 6.9's `bfq_bfqq_expire` computes it for any empty, idle queue.
@@ -111,8 +111,6 @@ pub(crate) const PAST: Tick = i64::MIN / 4;
 const MS: Tick = 1_000_000;
 /// Below this think time (and this idling), requests are deemed back to back.
 const MIN_TT: Tick = 2 * MS;
-/// Largest request a back merge may build, sectors.
-const MAX_MERGE_SECTORS: u32 = 1024;
 
 /// Why the in-service queue stops being served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1320,7 +1318,7 @@ impl Scheduler for Bfq {
         "bfq"
     }
 
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
         let bic = self.bics.get(&rq.ctx)?;
         let q = if rq.is_sync() {
             bic.sync_q?
@@ -1333,7 +1331,7 @@ impl Scheduler for Bfq {
         if target.end() != rq.sector
             || target.op != rq.op
             || (rq.is_sync() && !target.is_sync())
-            || target.sectors + rq.sectors > MAX_MERGE_SECTORS
+            || target.sectors + rq.sectors > max_sectors
         {
             return None;
         }

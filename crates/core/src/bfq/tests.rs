@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::harness::{rq, Harness};
-use crate::request::IoClass;
+use crate::request::{IoClass, DEFAULT_MERGE_SECTORS};
 
 fn at(ms: u64) -> Nanos {
     Nanos::from_ms(ms)
@@ -1091,18 +1091,27 @@ fn bfq_update_budg_for_activation_lets_a_queue_back_within_3_slice_idle_preempt(
 }
 
 #[test]
-fn bfq_back_merges_a_request_up_to_512_kib() {
-    // Back merge of a bio into a queued request of the same queue, up to 1024 sectors.
+fn bfq_back_merges_a_request_up_to_the_device_limit() {
+    // Back merge of a bio into a queued request of the same queue, up to the limit the block
+    // layer passes: 1024 sectors on a loop device (128 segments of a page).
     let mut s = Bfq::new(Config::default());
     s.insert(rq(1, 1).sector(0).sectors(1016).build(), Nanos::ZERO);
     let fits = rq(2, 1).sector(1016).sectors(8).build();
-    assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+    assert_eq!(s.try_merge(&fits, 1024, Nanos::ZERO), Some(RequestId(1)));
     let over = rq(3, 1).sector(1024).sectors(8).build();
     assert_eq!(
-        s.try_merge(&over, Nanos::ZERO),
+        s.try_merge(&over, 1024, Nanos::ZERO),
         None,
         "1032 sectors is too large"
     );
+    s.insert(rq(4, 1).sector(4096).sectors(8).build(), Nanos::ZERO);
+    let next = rq(5, 1).sector(4104).sectors(8).build();
+    assert_eq!(
+        s.try_merge(&next, 8, Nanos::ZERO),
+        None,
+        "a limit of 8 sectors"
+    );
+    assert_eq!(s.try_merge(&next, 16, Nanos::ZERO), Some(RequestId(4)));
 }
 
 #[test]
@@ -2175,7 +2184,9 @@ fn bfq_back_merges_only_a_contiguous_request_of_the_same_kind() {
         rq(2, 1).sector(5000).sectors(8).write().build(),
         Nanos::ZERO,
     );
-    let m = |s: &mut Bfq, b: crate::harness::RequestBuilder| s.try_merge(&b.build(), Nanos::ZERO);
+    let m = |s: &mut Bfq, b: crate::harness::RequestBuilder| {
+        s.try_merge(&b.build(), DEFAULT_MERGE_SECTORS, Nanos::ZERO)
+    };
     assert_eq!(m(&mut s, rq(3, 1).sector(9)), None, "a gap");
     assert_eq!(
         m(&mut s, rq(3, 1).sector(8).sync_write()),

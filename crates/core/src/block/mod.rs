@@ -70,9 +70,12 @@
 //!   among its queued requests and grows it; the layer then rides the bio on that request and
 //!   counts the merge. [`Limits::nomerges`] is sysfs `nomerges`. Under a policy that
 //!   [issues directly](crate::Scheduler::issues_directly) (none), a bio is offered only while
-//!   the device is full, since otherwise the request it would merge into is already there. Each policy applies the merge
-//!   size limit itself (the kernel's `ll_back_merge_fn` checks the queue's max_sectors);
-//!   the layer never hands the device more than [`Limits::max_sectors`] when it is set.
+//!   the device is full, since otherwise the request it would merge into is already there.
+//!   The size limit is the device's ([`Limits::request_sectors`]: `max_sectors` and
+//!   `max_segments`, as `ll_back_merge_fn` checks them), passed to the policy with the bio;
+//!   the policy only picks the candidate. A device that states no limit merges up to
+//!   [`DEFAULT_MERGE_SECTORS`]. Deviation: a segment is one 4 KiB page (the kernel counts
+//!   physically contiguous pages up to `max_segment_size` as one).
 //! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
 //!   the scheduler tags (`nr_requests`) are kept by the policies that limit depth with them
 //!   (mq-deadline, kyber, bfq: [`crate::tags`]).
@@ -89,7 +92,8 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId};
+pub use crate::counted::Counters;
+use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId, DEFAULT_MERGE_SECTORS};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 
@@ -110,9 +114,15 @@ pub enum NoMerges {
 /// The device's limits, as the request queue's `queue_limits` and its tag set give them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest request, sectors (`max_sectors_kb` x 2): larger reads and writes are split.
-    /// `None`: no device limit (the scheduler's own, if any).
+    /// Largest request, sectors (`max_sectors_kb` x 2): larger reads and writes are split,
+    /// and no merge builds a larger one. `None`: the device states no limit (the
+    /// scheduler's own, if any; merges stop at [`DEFAULT_MERGE_SECTORS`]).
     pub max_sectors: Option<u32>,
+    /// Most segments in one request (`max_segments`), a segment being one 4 KiB page
+    /// ([`PAGE_SECTORS`]): with 4 KiB bios from the page cache or O_DIRECT buffers whose
+    /// pages are not physically contiguous, a request of `n` pages holds `n` segments, so the
+    /// limit bounds a request at `max_segments` pages. `None`: no segment limit.
+    pub max_segments: Option<u32>,
     /// Requests the device holds at once (the hardware queue depth).
     pub queue_depth: usize,
     /// Which merges are attempted.
@@ -124,6 +134,7 @@ impl Limits {
     pub fn depth(queue_depth: usize) -> Limits {
         Limits {
             max_sectors: None,
+            max_segments: None,
             queue_depth: queue_depth.max(1),
             nomerges: NoMerges::All,
         }
@@ -137,11 +148,34 @@ impl Limits {
         }
     }
 
+    /// These limits with `max_segments`.
+    pub fn max_segments(self, max_segments: u32) -> Limits {
+        Limits {
+            max_segments: Some(max_segments.max(1)),
+            ..self
+        }
+    }
+
     /// These limits with `nomerges`.
     pub fn nomerges(self, nomerges: NoMerges) -> Limits {
         Limits { nomerges, ..self }
     }
+
+    /// The largest request the device takes, sectors: the smaller of `max_sectors`, the
+    /// segment limit in pages and the scheduler's own `sched` limit (the kernel's
+    /// `blk_rq_get_max_sectors` with `bio_split_rw`'s segment count). `None` when no one
+    /// states a limit.
+    pub fn request_sectors(&self, sched: Option<u32>) -> Option<u32> {
+        let segments = self.max_segments.map(|n| n.saturating_mul(PAGE_SECTORS));
+        [self.max_sectors, segments, sched]
+            .into_iter()
+            .flatten()
+            .min()
+    }
 }
+
+/// Sectors in one segment (a 4 KiB page).
+pub const PAGE_SECTORS: u32 = 8;
 
 /// One I/O as an issuer submits it: a `struct bio`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -329,19 +363,6 @@ struct Switch<S, T> {
     held: VecDeque<(Bio, T)>,
 }
 
-/// Conservation counters, as Linux's elevator keeps them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Requests handed to the scheduler's insert.
-    pub inserted: u64,
-    /// Bios merged into a queued request instead.
-    pub merged: u64,
-    /// Requests dispatched to the device.
-    pub dispatched: u64,
-    /// Bios (and pieces) completed, merged ones included.
-    pub completed: u64,
-}
-
 /// The block layer. See the module documentation.
 pub struct BlockLayer<S: Scheduler, T: Copy> {
     sched: S,
@@ -355,6 +376,7 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     timer_gen: u64,
     requeued: VecDeque<u64>,
     counters: Counters,
+    bios_completed: u64,
     stat: DiskStat,
     qos: QosChain,
     throttled: Vec<Throttled<T>>,
@@ -379,6 +401,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             timer_gen: 0,
             requeued: VecDeque::new(),
             counters: Counters::default(),
+            bios_completed: 0,
             stat: DiskStat::default(),
             qos: QosChain::default(),
             throttled: Vec::new(),
@@ -454,9 +477,15 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         &self.stat
     }
 
-    /// The conservation counters.
+    /// The conservation counters (requests, as the scheduler sees them).
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Bios (and pieces of split ones) completed, merged ones included: what the issuers
+    /// saw complete.
+    pub fn bios_completed(&self) -> u64 {
+        self.bios_completed
     }
 
     /// Requests at the device.
@@ -641,10 +670,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     fn queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) {
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
-        let limit = match (self.sched.max_request_sectors(), self.limits.max_sectors) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let limit = self
+            .limits
+            .request_sectors(self.sched.max_request_sectors());
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
             self.queue_split(rq, token, key, max, now);
             return;
@@ -658,7 +686,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         let waiting = !self.sched.issues_directly()
             || self.in_flight + self.sched.queued() > self.limits.queue_depth;
         let merge = self.limits.nomerges != NoMerges::None && data && waiting;
-        if let Some(into) = merge.then(|| self.sched.try_merge(&rq, now)).flatten() {
+        let room = limit.unwrap_or(DEFAULT_MERGE_SECTORS);
+        if let Some(into) = merge
+            .then(|| self.sched.try_merge(&rq, room, now))
+            .flatten()
+        {
             self.observe(Event::Merge, &rq, now);
             let queued = (self.counters.inserted - self.counters.dispatched) as u32;
             self.stat.merged(rq.op);
@@ -847,7 +879,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         self.observe(Event::Complete, &r.rq, now);
         self.stat.done(r.rq.op, r.rq.sectors, r.started, now);
-        self.counters.completed += 1 + r.segs.more.len() as u64;
+        self.counters.completed += 1;
+        self.bios_completed += 1 + r.segs.more.len() as u64;
         for seg in r.segs.iter() {
             let (whole, ok) = match seg.split {
                 None => (Some(u64::from(seg.sectors) * crate::SECTOR_BYTES), ok),

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use crate::fifo::Fifos;
-use crate::request::{Op, Request, RequestId, MAX_MERGE_SECTORS};
+use crate::request::{Op, Request, RequestId};
 use crate::time::Nanos;
 
 /// Index of the read direction in the per-direction arrays.
@@ -131,14 +131,19 @@ impl Lists {
     /// Merge `rq` into a queued request: a back merge into the request just below it in
     /// sector order that ends where it starts, else (if `front_merges`) a front merge into
     /// one that starts where it ends, which moves down in the tree. Same direction and
-    /// operation, at most [`MAX_MERGE_SECTORS`] in all; neither FIFO position nor deadline
+    /// operation, at most `max_sectors` (the device's limit) in all; neither FIFO position nor deadline
     /// changes.
-    pub(super) fn try_merge(&mut self, rq: &Request, front_merges: bool) -> Option<RequestId> {
+    pub(super) fn try_merge(
+        &mut self,
+        rq: &Request,
+        front_merges: bool,
+        max_sectors: u32,
+    ) -> Option<RequestId> {
         if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
             return None;
         }
         let dir = dir_of(rq);
-        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= MAX_MERGE_SECTORS;
+        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= max_sectors;
 
         let below = self.sorted[dir]
             .range(..(rq.sector, 0))

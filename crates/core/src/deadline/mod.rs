@@ -24,7 +24,8 @@
 //!
 //! Merging ([`Scheduler::try_merge`]): a back merge into a queued request of the same direction
 //! that ends where the new one starts, then (if `front_merges`) a front merge into one that
-//! starts where the new one ends; never beyond [`MAX_MERGE_SECTORS`] in total. A front merge
+//! starts where the new one ends; never beyond the device's
+//! limit (the `max_sectors` the block layer passes) in total. A front merge
 //! moves the request in the sector tree; neither changes its FIFO position or deadline.
 //!
 //! ## Tunables (sysfs names, `/sys/block/<dev>/queue/iosched/`)
@@ -66,9 +67,6 @@ use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
 use lists::{dir_of, Lists, READ, WRITE};
-
-#[cfg(doc)]
-use crate::request::MAX_MERGE_SECTORS;
 
 const INT_MAX: i64 = i32::MAX as i64;
 
@@ -213,8 +211,9 @@ impl Scheduler for Deadline {
         "deadline"
     }
 
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
-        self.lists.try_merge(rq, self.config.front_merges)
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
+        self.lists
+            .try_merge(rq, self.config.front_merges, max_sectors)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
@@ -264,6 +263,7 @@ mod tests {
     use super::*;
     use crate::counted::Counted;
     use crate::harness::{rq, Harness};
+    use crate::request::DEFAULT_MERGE_SECTORS;
 
     /// Dispatch until the policy has nothing, completing each at once; the ids in order.
     fn drain(s: &mut Deadline, now: Nanos) -> Vec<u64> {
@@ -478,11 +478,16 @@ mod tests {
         let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(108).sectors(8).write().build(), Nanos::ZERO);
-        let into = s.try_merge(&rq(3, 2).sector(108).sectors(8).read().build(), Nanos::ZERO);
+        let into = s.try_merge(
+            &rq(3, 2).sector(108).sectors(8).read().build(),
+            DEFAULT_MERGE_SECTORS,
+            Nanos::ZERO,
+        );
         assert_eq!(into, Some(RequestId(1)));
         // A write starting at 116 back-merges into the queued write, never into a read.
         let into = s.try_merge(
             &rq(4, 2).sector(116).sectors(8).write().build(),
+            DEFAULT_MERGE_SECTORS,
             Nanos::ZERO,
         );
         assert_eq!(into, Some(RequestId(2)));
@@ -501,12 +506,15 @@ mod tests {
         let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         let gap = rq(2, 1).sector(112).sectors(8).read().build();
-        assert_eq!(s.try_merge(&gap, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&gap, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let mut discard = rq(3, 1).sector(200).sectors(8).write().build();
         discard.op = crate::request::Op::Discard;
         s.insert(discard, Nanos::ZERO);
         let after = rq(4, 1).sector(208).sectors(8).write().build();
-        assert_eq!(s.try_merge(&after, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&after, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         assert_eq!(s.counters().merged, 0);
         assert_eq!(s.queued(), 2);
     }
@@ -534,9 +542,12 @@ mod tests {
         let mut s = Deadline::default();
         s.insert(rq(1, 1).sector(0).sectors(200).read().build(), Nanos::ZERO);
         let big = rq(2, 1).sector(200).sectors(57).read().build();
-        assert_eq!(s.try_merge(&big, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&big, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
         let fits = rq(3, 1).sector(200).sectors(56).read().build();
-        assert_eq!(s.try_merge(&fits, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&fits, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
     }
 
     #[test]
@@ -544,7 +555,11 @@ mod tests {
         let mut s = Counted::new(Deadline::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         s.insert(rq(2, 1).sector(96).sectors(2).read().build(), Nanos::ZERO);
-        let into = s.try_merge(&rq(3, 2).sector(92).sectors(8).read().build(), Nanos::ZERO);
+        let into = s.try_merge(
+            &rq(3, 2).sector(92).sectors(8).read().build(),
+            DEFAULT_MERGE_SECTORS,
+            Nanos::ZERO,
+        );
         assert_eq!(into, Some(RequestId(1)));
         assert_eq!(s.counters().merged, 1);
         // Request 1 now covers 92..108 and is the lowest sector.
@@ -559,9 +574,15 @@ mod tests {
         let mut s = with(|c| c.front_merges = false);
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         let front = rq(2, 1).sector(92).sectors(8).read().build();
-        assert_eq!(s.try_merge(&front, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&front, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         let back = rq(3, 1).sector(108).sectors(8).read().build();
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
     }
 
     #[test]
@@ -574,17 +595,39 @@ mod tests {
             r.op = op;
             r
         };
-        assert_eq!(s.try_merge(&with_op(2, 108, Op::Flush), Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(
+                &with_op(2, 108, Op::Flush),
+                DEFAULT_MERGE_SECTORS,
+                Nanos::ZERO
+            ),
+            None
+        );
         // Not even into a queued request of the same operation.
         s.insert(with_op(3, 200, Op::Flush), Nanos::ZERO);
         s.insert(with_op(4, 300, Op::Discard), Nanos::ZERO);
-        assert_eq!(s.try_merge(&with_op(5, 208, Op::Flush), Nanos::ZERO), None);
         assert_eq!(
-            s.try_merge(&with_op(6, 308, Op::Discard), Nanos::ZERO),
+            s.try_merge(
+                &with_op(5, 208, Op::Flush),
+                DEFAULT_MERGE_SECTORS,
+                Nanos::ZERO
+            ),
             None
         );
         assert_eq!(
-            s.try_merge(&with_op(7, 292, Op::Discard), Nanos::ZERO),
+            s.try_merge(
+                &with_op(6, 308, Op::Discard),
+                DEFAULT_MERGE_SECTORS,
+                Nanos::ZERO
+            ),
+            None
+        );
+        assert_eq!(
+            s.try_merge(
+                &with_op(7, 292, Op::Discard),
+                DEFAULT_MERGE_SECTORS,
+                Nanos::ZERO
+            ),
             None
         );
     }

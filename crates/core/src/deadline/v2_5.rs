@@ -109,8 +109,9 @@ impl Scheduler for Deadline25 {
         "deadline-2.5"
     }
 
-    fn try_merge(&mut self, rq: &Request, _now: Nanos) -> Option<RequestId> {
-        self.lists.try_merge(rq, self.config.front_merges)
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
+        self.lists
+            .try_merge(rq, self.config.front_merges, max_sectors)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
@@ -163,6 +164,7 @@ mod tests {
     use super::*;
     use crate::counted::Counted;
     use crate::harness::rq;
+    use crate::request::DEFAULT_MERGE_SECTORS;
 
     fn with(f: impl FnOnce(&mut Config)) -> Deadline25 {
         let mut c = Config::default();
@@ -320,7 +322,10 @@ mod tests {
         let mut s = Counted::new(Deadline25::default());
         s.insert(rq(1, 1).sector(100).sectors(8).read().build(), Nanos::ZERO);
         let back = rq(2, 1).sector(108).sectors(8).read().build();
-        assert_eq!(s.try_merge(&back, Nanos::ZERO), Some(RequestId(1)));
+        assert_eq!(
+            s.try_merge(&back, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
         assert_eq!(s.queued(), 1);
         let Dispatch::Request(r) = s.dispatch(Nanos::ZERO) else {
             panic!()
