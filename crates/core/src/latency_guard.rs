@@ -588,6 +588,11 @@ mod tests {
         assert_eq!(piece_kb(256, 1024), Some(256), "four quarters");
         assert_eq!(piece_kb(4, 1024), Some(4), "never below 4 KiB");
         assert_eq!(
+            piece_kb(4, 12),
+            Some(6),
+            "12 KiB halves once: 3 KiB is below 4"
+        );
+        assert_eq!(
             piece_kb(1500, 0),
             Some(1500),
             "no limit of its own: one piece of the whole budget"
@@ -866,6 +871,206 @@ mod tests {
         assert_eq!(s.write_budget_kb(), 768);
         assert!(s.set_tunable("write_kb_max", 512).is_err());
         assert!(s.set_tunable("no_such", 1).is_err());
+    }
+
+    #[test]
+    fn readers_stop_counting_as_active_exactly_reader_idle_after_the_last_read() {
+        let mut s = lg();
+        let t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        for i in 0..6 {
+            s.insert(write_kb(i, 64), t);
+        }
+        let just_before = t + Nanos::from_ms(10) - Nanos(1);
+        assert_eq!(std::iter::from_fn(|| take(&mut s, just_before)).count(), 4);
+        let idle = t + Nanos::from_ms(10);
+        assert_eq!(
+            std::iter::from_fn(|| take(&mut s, idle)).count(),
+            2,
+            "`reader_idle` after the last read the writes are no longer held"
+        );
+    }
+
+    #[test]
+    fn a_read_still_in_flight_keeps_the_reader_active() {
+        let mut s = lg();
+        s.insert(rq(1000, 9).sector(1 << 30).read().build(), Nanos::ZERO);
+        let r = take(&mut s, Nanos::ZERO).expect("the read goes first");
+        for i in 0..6 {
+            s.insert(write_kb(i, 64), Nanos::ZERO);
+        }
+        let late = Nanos::from_ms(50);
+        assert_eq!(
+            std::iter::from_fn(|| take(&mut s, late)).count(),
+            4,
+            "50 ms after its insertion, the read at the device still holds the writes"
+        );
+        assert_eq!(s.queued(), 2);
+        s.complete(&r, late);
+        let later = late + Nanos::from_ms(10);
+        assert_eq!(std::iter::from_fn(|| take(&mut s, later)).count(), 2);
+        assert_eq!(s.queued(), 0);
+        assert_eq!(s.name(), "latency-guard");
+    }
+
+    #[test]
+    fn the_stall_threshold_is_the_median_of_the_last_32_write_latencies() {
+        let mut s = lg();
+        let mut t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        let mut id = 0;
+        let mut write_taking = |s: &mut LatencyGuard, t: &mut Nanos, us: u64| {
+            id += 1;
+            s.insert(write_kb(id, 4), *t);
+            let w = take(s, *t).expect("nothing else in flight");
+            *t += Nanos::from_us(us);
+            s.complete(&w, *t);
+        };
+        for _ in 0..10 {
+            write_taking(&mut s, &mut t, 100);
+        }
+        write_taking(&mut s, &mut t, 1000);
+        assert_eq!(s.stall_after(), Some(Nanos::from_us(400)), "one slow write");
+        write_taking(&mut s, &mut t, 1000);
+        assert_eq!(
+            s.stall_after(),
+            Some(Nanos::from_us(400)),
+            "the upper median of 12: still 100 us"
+        );
+        // 40 fast writes, then 20 slow: of the last 32, 20 are slow.
+        let mut s = lg();
+        let mut t = read_with_latency(&mut s, 1000, Nanos::ZERO, Nanos::from_us(50));
+        for _ in 0..40 {
+            write_taking(&mut s, &mut t, 100);
+        }
+        for _ in 0..20 {
+            write_taking(&mut s, &mut t, 1000);
+        }
+        assert_eq!(s.stall_after(), Some(Nanos::from_us(4000)));
+    }
+
+    #[test]
+    fn a_window_ends_when_a_read_completes_window_ms_after_it_began() {
+        let mut s = lg();
+        // The first read opens the window at its dispatch and closes it 20 ms later; the second
+        // window begins there and also lasts exactly 20 ms: two windows at the minimum, so the
+        // floor is measured.
+        let t = read_with_latency(&mut s, 1, Nanos::ZERO, Nanos::from_ms(20));
+        assert_eq!(s.floor(), None);
+        read_with_latency(&mut s, 2, t, Nanos::from_ms(20));
+        assert_eq!(s.floor(), Some(Nanos::from_ms(20)));
+        // The floor is a moving average: 3/4 of the old and 1/4 of each new window.
+        let mut s = lg();
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 2, 400);
+        assert_eq!(s.floor(), Some(Nanos::from_us(400)));
+        // Hold the budget at the minimum (absolute target, slow reads) to measure again.
+        let mut s = with(&[("target_factor", 0)]);
+        windows(&mut s, &mut t, &mut id, 2, 400);
+        windows(&mut s, &mut t, &mut id, 1, 800);
+        assert_eq!(s.floor(), Some(Nanos::from_us(500)));
+        assert_eq!(s.write_budget_kb(), 256);
+    }
+
+    #[test]
+    fn reads_exactly_at_the_target_let_the_budget_grow() {
+        let mut s = with(&[("target_factor", 0)]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        // The second window measures the floor and then steers.
+        windows(&mut s, &mut t, &mut id, 2, 250);
+        assert_eq!(
+            s.write_budget_kb(),
+            256 + 128,
+            "250 us is not above the target"
+        );
+        windows(&mut s, &mut t, &mut id, 1, 251);
+        assert_eq!(
+            s.write_budget_kb(),
+            256,
+            "above it: halved, not below the minimum"
+        );
+    }
+
+    #[test]
+    fn slow_reads_at_the_minimum_leave_no_overshoot_to_avoid() {
+        // An overshoot is remembered only when the budget could be halved: slow reads at
+        // write_kb_min bar no budget, so the next fast window grows it at once.
+        let mut s = with(&[("target_factor", 0)]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 4, 5000);
+        assert_eq!(s.write_budget_kb(), 256);
+        windows(&mut s, &mut t, &mut id, 1, 100);
+        assert_eq!(s.write_budget_kb(), 256 + 128);
+    }
+
+    #[test]
+    fn an_overshot_budget_is_tried_again_exactly_probe_interval_after_the_overshoot() {
+        let mut s = with(&[("target_factor", 0), ("floor_interval", 0)]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 3, 100);
+        assert_eq!(s.write_budget_kb(), 512);
+        windows(&mut s, &mut t, &mut id, 1, 5000);
+        let overshoot = t;
+        assert_eq!(s.write_budget_kb(), 256);
+        windows(&mut s, &mut t, &mut id, 2, 100);
+        assert_eq!(
+            s.write_budget_kb(),
+            384,
+            "512 overshot: not tried again yet"
+        );
+        // A window ending exactly probe_interval after the overshoot may grow back to it.
+        let at = overshoot + Nanos::from_ms(1000) - Nanos::from_us(100);
+        assert!(at > t + Nanos::from_ms(20));
+        read_with_latency(&mut s, 100, at, Nanos::from_us(100));
+        assert_eq!(s.write_budget_kb(), 512);
+    }
+
+    #[test]
+    fn a_floor_due_while_the_budget_is_at_the_minimum_is_measured_without_a_probe() {
+        let mut s = with(&[("target_factor", 0)]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 3, 100);
+        assert_eq!(s.write_budget_kb(), 512);
+        // More than floor_interval later, slow reads halve the budget to the minimum: the
+        // floor is due, but the budget is already where it would be measured.
+        t = read_with_latency(&mut s, 100, t + Nanos::from_ms(1000), Nanos::from_ms(5));
+        assert_eq!(s.write_budget_kb(), 256);
+        // Fast again: the control grows the budget, then (the floor still due) drops it to the
+        // minimum for two windows and goes back to where it had taken it.
+        t = read_with_latency(&mut s, 101, t + Nanos::from_ms(20), Nanos::from_us(100));
+        assert_eq!(s.write_budget_kb(), 256);
+        read_with_latency(&mut s, 102, t + Nanos::from_ms(20), Nanos::from_us(100));
+        assert_eq!(s.write_budget_kb(), 384);
+    }
+
+    #[test]
+    fn floor_interval_zero_never_drops_a_grown_budget_to_measure() {
+        let mut s = with(&[("floor_interval", 0)]);
+        let (mut t, mut id) = (Nanos::ZERO, 0);
+        windows(&mut s, &mut t, &mut id, 2, 100);
+        let mut last = s.write_budget_kb();
+        for _ in 0..70 {
+            windows(&mut s, &mut t, &mut id, 1, 100);
+            let now = s.write_budget_kb();
+            assert!(now > last || now == 65_536, "{last} -> {now}");
+            last = now;
+        }
+        assert!(
+            t > Nanos::from_ms(1400),
+            "{t}: past a floor_interval's default"
+        );
+    }
+
+    #[test]
+    fn write_kb_min_may_equal_write_kb_max_and_a_larger_one_is_named() {
+        let mut set = Settings::new();
+        set.set("write_kb_min", 4096).set("write_kb_max", 4096);
+        let s = LatencyGuard::from_settings(&set).unwrap();
+        assert_eq!(s.write_budget_kb(), 4096);
+        set.set("write_kb_min", 8192);
+        let err = LatencyGuard::from_settings(&set).unwrap_err().to_string();
+        assert!(
+            err.contains("write_kb_min (8192) is larger than write_kb_max (4096)"),
+            "{err}"
+        );
     }
 
     proptest! {

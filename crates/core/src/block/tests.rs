@@ -1,5 +1,8 @@
 //! The block layer's decisions in hand-built situations.
 
+mod accounting;
+mod decisions;
+
 use super::*;
 use crate::deadline::Deadline;
 use crate::noop::Noop;
