@@ -97,15 +97,16 @@ def sim(
 def merge(inputs: Sequence[PathLike], out: PathLike) -> None: ...
 
 def run(
-    job: PathLike,
+    job: Optional[PathLike] = ...,
     *,
-    target: PathLike,
+    fio_text: Optional[str] = ...,
+    target: Optional[PathLike] = ...,
     sched: Union[str, Sequence[str]] = ...,
     set: Optional[Mapping[str, int]] = ...,
     seed: int = ...,
     allow_overwrite: bool = ...,
-    elevator_bin: Optional[str] = ...,
-) -> pa.Table: ...
+    verify: bool = ...,
+) -> Results: ...
 
 class Campaign:
     store: Path
