@@ -56,16 +56,19 @@ def sweep(rounds):
 def requests(n, runs):
     """`runs` runs, each in a process of its own (the records of 10 M requests take about
     1 GB), printing each run's times and the medians."""
-    t_sim, t_df = [], []
+    t_sim, t_df, cpu_df = [], [], []
     for i in range(runs):
         p = subprocess.run([sys.executable, __file__, "requests-once", str(n)], check=True,
                            capture_output=True, text=True)
         line = p.stdout.strip().splitlines()[-1]
-        a, b = (float(x) for x in line.split())
+        a, b, c = (float(x) for x in line.split())
         t_sim.append(a)
         t_df.append(b)
-        print(f"run {i}: simulation {a:.2f} s, records -> polars {b:.3f} s (load {os.getloadavg()[0]:.1f})", flush=True)
-    summary(f"{n} requests' records -> Arrow -> polars DataFrame", t_df)
+        cpu_df.append(c)
+        print(f"run {i}: simulation {a:.2f} s, records -> polars {b:.3f} s wall, {c:.3f} s of CPU "
+              f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    summary(f"{n} requests' records -> Arrow -> polars DataFrame, wall", t_df)
+    summary("the same, CPU time of the process (every thread)", cpu_df)
     summary("the simulation before it", t_sim)
     print(f"load average: {os.getloadavg()}")
 
@@ -79,11 +82,11 @@ def requests_once(n):
     t0 = time.perf_counter()
     r = elevator.sim(fio_text=job, sched="none", requests=True)
     t_sim = time.perf_counter() - t0
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     df = r.requests_to_polars()
-    t_df = time.perf_counter() - t1
+    t_df, c_df = time.perf_counter() - t1, time.process_time() - c1
     assert isinstance(df, pl.DataFrame) and len(df) == n, len(df)
-    print(f"{t_sim} {t_df}")
+    print(f"{t_sim} {t_df} {c_df}")
 
 
 def ray_speedup(cells, rounds):
