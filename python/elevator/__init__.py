@@ -9,8 +9,8 @@ comes back as Arrow tables.
   cell with the sweep's coordinates as columns; ``.requests``: one row per request when asked).
 - :class:`Campaign` keeps a grid's cells as Parquet files in a directory as they finish; a
   rerun computes only the missing cells; ``engine="ray"`` runs them as Ray tasks.
-- :func:`run` runs a fio job file on a real file or device through the ``elevator`` binary's
-  io_uring executor.
+- :func:`run` runs a fio job file on a real file or device through the same io_uring executor
+  as ``elevator run`` (the library, not the binary), returning the same table shape.
 - Bad input raises :class:`InputError` (``file``, ``line``, ``field``, ``message``); other
   failures :class:`ElevatorError`.
 
@@ -219,9 +219,9 @@ class Results:
     copying the records; else ``None``.
     """
 
-    def __init__(self, output: Any, keeps_requests: bool):
+    def __init__(self, output: Any, keeps_requests: bool, table: Optional[pa.Table] = None):
         self._output = output
-        self.table: pa.Table = _table(output.jobs())
+        self.table: pa.Table = table if table is not None else _table(output.jobs())
         self._keeps = keeps_requests
         self._requests: Optional[pa.Table] = None
 
@@ -280,31 +280,44 @@ def merge(inputs: Sequence[PathLike], out: PathLike) -> None:
 
 
 def run(
-    job: PathLike,
+    job: Optional[PathLike] = None,
     *,
-    target: PathLike,
+    fio_text: Optional[str] = None,
+    target: Optional[PathLike] = None,
     sched: Union[str, Sequence[str]] = "none",
     set: Optional[Mapping[str, int]] = None,
     seed: int = 1,
     allow_overwrite: bool = False,
-    elevator_bin: Optional[str] = None,
-) -> pa.Table:
-    """Run fio job file ``job`` on the real file or block device ``target`` (io_uring) under
-    each scheduler, through the ``elevator run`` executor with its safety rules (no writes over
-    data unless ``allow_overwrite``). Returns one row per job per scheduler: ``scheduler``,
-    ``job``, ``read_iops``, ``read_mb_s``, ``read_mean_ms``, ``read_p99_ms`` and the same for
-    writes, from the executor's fio-compatible JSON.
+    verify: bool = False,
+) -> Results:
+    """Run a fio job file (``job``, a path, or ``fio_text``) on the real file or block device
+    ``target`` (default: the job file's ``filename``) under each scheduler in turn, through the
+    io_uring executor ``elevator run`` uses (the same library, called in this process), with its
+    safety rules: a new file is laid out; an existing file elevator did not lay out, or a device
+    carrying data, is refused for writing unless ``allow_overwrite``; a mounted device never.
+    ``verify`` stamps and checks every written sector.
 
-    ``elevator_bin``: the ``elevator`` binary (default: ``$ELEVATOR_BIN``, else ``elevator`` on
-    ``PATH``)."""
-    from ._real import run_real
-
-    return run_real(
-        job,
-        target=target,
-        sched=sched,
-        set=set,
-        seed=seed,
-        allow_overwrite=allow_overwrite,
-        elevator_bin=elevator_bin,
-    )
+    Returns :class:`Results` whose ``table`` has the columns of :func:`sim`'s (no axes): one row
+    per job per scheduler, ``cell`` the scheduler's index, ``device`` the target, ``end_s`` the
+    run's wall time. Everything is checked before the first I/O; bad input raises
+    :class:`InputError` (file, line, field), a refused target :class:`ElevatorError` with
+    ``field`` ``"target"``. Ctrl-C stops the run (what is in flight completes) and raises
+    ``KeyboardInterrupt``."""
+    if (job is None) == (fio_text is None):
+        raise ElevatorError("give exactly one of job (a job file's path) or fio_text")
+    spec: dict[str, Any] = {
+        "sched": sched.split(",") if isinstance(sched, str) else list(sched),
+        "seed": int(seed),
+        "allow_overwrite": bool(allow_overwrite),
+        "verify": bool(verify),
+    }
+    if job is not None:
+        spec["fio"] = os.fspath(job)
+    else:
+        spec["fio_text"] = fio_text
+    if target is not None:
+        spec["target"] = os.fspath(target)
+    if set:
+        spec["set"] = {k: int(v) for k, v in set.items()}
+    table = _table(_elevator.run_real(json.dumps(spec)))
+    return Results(None, False, table)

@@ -67,6 +67,7 @@ def grid_spec(
 
 class Results:
     table: pa.Table
+    def __init__(self, output: Any, keeps_requests: bool, table: Optional[pa.Table] = ...) -> None: ...
     @property
     def requests(self) -> Optional[pa.Table]: ...
     def to_arrow(self) -> pa.Table: ...
@@ -97,15 +98,16 @@ def sim(
 def merge(inputs: Sequence[PathLike], out: PathLike) -> None: ...
 
 def run(
-    job: PathLike,
+    job: Optional[PathLike] = ...,
     *,
-    target: PathLike,
+    fio_text: Optional[str] = ...,
+    target: Optional[PathLike] = ...,
     sched: Union[str, Sequence[str]] = ...,
     set: Optional[Mapping[str, int]] = ...,
     seed: int = ...,
     allow_overwrite: bool = ...,
-    elevator_bin: Optional[str] = ...,
-) -> pa.Table: ...
+    verify: bool = ...,
+) -> Results: ...
 
 class Campaign:
     store: Path

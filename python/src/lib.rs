@@ -350,6 +350,42 @@ fn scenario_info<'py>(
     Ok(d)
 }
 
+/// Set to stop a real run early (Ctrl-C while `run_real` waits); cleared when a run starts.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Run a fio job file on a real file or device (`spec_json`: a JSON
+/// `elevator_campaign::real::RealSpec`) through `elevator-real`'s io_uring executor, as
+/// `elevator run` does, and return its jobs table (the simulator's columns, one "cell" per
+/// scheduler). The run goes on a thread of its own while this one waits without the GIL,
+/// looking for signals every 50 ms: Ctrl-C stops the run (no new I/O, what is in flight
+/// completes) and raises `KeyboardInterrupt`.
+#[pyfunction]
+fn run_real(py: Python<'_>, spec_json: &str) -> PyResult<ArrowExport> {
+    use std::sync::atomic::Ordering;
+    let spec: elevator_campaign::real::RealSpec = serde_json::from_str(spec_json)
+        .map_err(|e| PyValueError::new_err(format!("run spec: {e}")))?;
+    STOP.store(false, Ordering::SeqCst);
+    let worker = std::thread::spawn(move || elevator_campaign::real::run(&spec, Some(&STOP)));
+    let mut interrupted = None;
+    while !worker.is_finished() {
+        py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+        if interrupted.is_none() {
+            if let Err(e) = py.check_signals() {
+                STOP.store(true, Ordering::SeqCst);
+                interrupted = Some(e);
+            }
+        }
+    }
+    let result = worker
+        .join()
+        .map_err(|_| ElevatorError::new_err("the real run panicked"))?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let results = result.map_err(|e| py_err(py, e))?;
+    export(elevator_campaign::table::real_jobs_batch(&results))
+}
+
 /// Join the Parquet shards `inputs` of one sweep into `out`, sorted by cell.
 #[pyfunction]
 fn merge(py: Python<'_>, inputs: Vec<PathBuf>, out: PathBuf) -> PyResult<()> {
@@ -374,6 +410,7 @@ fn _elevator(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scenarios, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_info, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(run_real, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

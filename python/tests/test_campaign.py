@@ -95,3 +95,42 @@ def test_a_killed_run_resumes_computing_only_the_missing_cells(tmp_path):
     fresh.run()
     for i in range(len(c)):
         assert c.cell_path(i).read_bytes() == fresh.cell_path(i).read_bytes(), i
+
+
+TWO_GROUPS = """[a]
+rw=read
+bs=64k
+size=4m
+elevator_cgroup=/a
+
+[b]
+rw=read
+bs=64k
+size=4m
+offset=1g
+elevator_cgroup=/b
+"""
+
+
+def test_a_campaign_sweeps_the_io_controllers_settings(tmp_path):
+    grid = elevator.grid_spec(
+        fio_text=TWO_GROUPS, sched=["none", "bfq"],
+        sweep={"/a/io.max": ["rbps=1048576", "rbps=max"], "/b/io.weight": [100, 1000]},
+    )
+    c = elevator.Campaign(grid, store=tmp_path / "io")
+    assert len(c) == 8 and c.run() == 8
+    t = c.results()
+    assert t.column_names[:4] == ["cell", "scheduler", "/a/io.max", "/b/io.weight"]
+    assert str(t.schema.field("/b/io.weight").type) == "int64"
+    assert c.coordinates(5) == {"scheduler": "bfq", "/a/io.max": "rbps=1048576", "/b/io.weight": 1000}
+    df = c.to_polars()
+    a = df.filter(df["job"] == "a")
+    limited = a.filter(a["/a/io.max"] == "rbps=1048576")["read_mb_s"]
+    free = a.filter(a["/a/io.max"] == "rbps=max")["read_mb_s"]
+    # blk-throttle (tg_may_dispatch) holds /a to about 1 MiB/s under every scheduler.
+    assert limited.max() < 1.2 * 1.048576 and free.min() > 20 * limited.max()
+    # A group the job file does not name is refused before anything runs.
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.Campaign(elevator.grid_spec(fio_text=TWO_GROUPS, sweep={"/c/io.weight": [1]}),
+                          store=tmp_path / "bad")
+    assert e.value.field == "--sweep /c/io.weight"

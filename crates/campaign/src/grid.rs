@@ -89,6 +89,20 @@ pub enum Axis {
         /// The values.
         values: Vec<i64>,
     },
+    /// A cgroup v2 io file of the group at `path` (`io.weight`, `io.bfq.weight`, `io.latency`
+    /// as its target in microseconds, `io.max` as written after `MAJ:MIN`), or the device's
+    /// `io.cost.qos` / `io.cost.model` (which live on the root, `path` `/`). Every scheduler's
+    /// cells take it: the controllers sit at the block layer's rq_qos position, under any
+    /// scheduler.
+    Control {
+        /// The group's path (`/` for io.cost's files).
+        path: String,
+        /// The file: one of [`CONTROL_FILES`].
+        file: String,
+        /// The values: integers for `io.weight`, `io.bfq.weight` and `io.latency`, text for
+        /// `io.max` and `io.cost.*`.
+        values: Vec<toml::Value>,
+    },
     /// A field of the scenario job named `job`.
     Job {
         /// The job's name.
@@ -127,12 +141,17 @@ impl Axis {
             Axis::Drive(_) => "drive".into(),
             Axis::Tunable { sched, name, .. } => format!("{sched}.{name}"),
             Axis::Job { job, field, .. } => format!("job.{job}.{field}"),
+            Axis::Control { path, file, .. } => control_key(path, file),
         }
     }
 
     /// Whether its values are integers (seed, tunables) rather than text.
     pub fn is_int(&self) -> bool {
-        matches!(self, Axis::Seed(_) | Axis::Tunable { .. })
+        match self {
+            Axis::Seed(_) | Axis::Tunable { .. } => true,
+            Axis::Control { file, .. } => control_is_int(file),
+            Axis::Drive(_) | Axis::Job { .. } => false,
+        }
     }
 
     /// The value at index `i`.
@@ -142,6 +161,10 @@ impl Axis {
             Axis::Drive(v) => Coord::Text(v[i].clone()),
             Axis::Tunable { values, .. } => Coord::Int(values[i]),
             Axis::Job { values, .. } => Coord::Text(show(&values[i])),
+            Axis::Control { values, .. } => match &values[i] {
+                toml::Value::Integer(v) => Coord::Int(*v),
+                other => Coord::Text(show(other)),
+            },
         }
     }
 
@@ -152,6 +175,7 @@ impl Axis {
             Axis::Drive(v) => v.len(),
             Axis::Tunable { values, .. } => values.len(),
             Axis::Job { values, .. } => values.len(),
+            Axis::Control { values, .. } => values.len(),
         }
     }
 
@@ -159,6 +183,33 @@ impl Axis {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The cgroup v2 io files a sweep takes: per group `io.weight` (io.cost's weight, 1..=10000),
+/// `io.bfq.weight` (1..=1000), `io.latency` (the target, microseconds), `io.max` (as written
+/// after `MAJ:MIN`: `rbps=2097152 wiops=120`, `max`); on the root `io.cost.qos` and
+/// `io.cost.model` (as written after `MAJ:MIN`).
+pub const CONTROL_FILES: [&str; 6] = [
+    "io.weight",
+    "io.bfq.weight",
+    "io.latency",
+    "io.max",
+    "io.cost.qos",
+    "io.cost.model",
+];
+
+/// An io controller axis's key: `PATH/FILE` as under /sys/fs/cgroup (`/a/io.weight`), and
+/// the root's `io.cost.*` files by their name alone.
+fn control_key(path: &str, file: &str) -> String {
+    if file.starts_with("io.cost.") {
+        file.to_string()
+    } else {
+        format!("{}/{file}", path.trim_end_matches('/'))
+    }
+}
+
+fn control_is_int(file: &str) -> bool {
+    matches!(file, "io.weight" | "io.bfq.weight" | "io.latency")
 }
 
 /// A TOML value as a user would type it.
@@ -227,6 +278,52 @@ pub fn parse_axis(text: &str) -> Result<Axis, Error> {
             values.split(',').map(|s| s.trim().to_string()).collect(),
         ));
     }
+    if key.starts_with('/') || key.starts_with("io.") {
+        let (path, file) = match key.rsplit_once('/') {
+            Some(("", file)) => ("/", file),
+            Some((path, file)) => (path, file),
+            None => ("/", key),
+        };
+        if !CONTROL_FILES.contains(&file) {
+            return Err(Error::arg(
+                arg,
+                format!(
+                    "{file:?} is not a swept io file (expected GROUP/FILE with FILE one of {})",
+                    CONTROL_FILES.join(", ")
+                ),
+            ));
+        }
+        let cost = file.starts_with("io.cost.");
+        if cost && path != "/" {
+            return Err(Error::arg(
+                arg,
+                format!("{file} is the device's, on the root: sweep `{file}=...`"),
+            ));
+        }
+        if !cost && path == "/" {
+            return Err(Error::arg(
+                arg,
+                format!("the root's {file} is fixed (as in the kernel): name a group, `/a/{file}`"),
+            ));
+        }
+        let values = if control_is_int(file) {
+            let v = integers(key, values)?;
+            if let Some(bad) = v.iter().find(|&&x| x < 1) {
+                return Err(Error::arg(arg, format!("{bad} is below 1")));
+            }
+            v.into_iter().map(toml::Value::Integer).collect()
+        } else {
+            values
+                .split(',')
+                .map(|s| toml::Value::String(s.trim().to_string()))
+                .collect()
+        };
+        return Ok(Axis::Control {
+            path: path.to_string(),
+            file: file.to_string(),
+            values,
+        });
+    }
     let parts: Vec<&str> = key.split('.').collect();
     match parts.as_slice() {
         ["job", job, field] => Ok(Axis::Job {
@@ -251,7 +348,7 @@ pub fn parse_axis(text: &str) -> Result<Axis, Error> {
         }
         _ => Err(Error::arg(
             arg,
-            "expected seed, drive, SCHED.TUNABLE or job.NAME.FIELD",
+            "expected seed, drive, SCHED.TUNABLE, job.NAME.FIELD, GROUP/io.FILE or io.cost.FILE",
         )),
     }
 }
@@ -399,6 +496,8 @@ struct Plan {
     seed: u64,
     drive: Option<String>,
     job_fields: Vec<(String, String, toml::Value)>,
+    /// Io controller settings: group path, file, value.
+    controls: Vec<(String, String, toml::Value)>,
 }
 
 impl Grid {
@@ -497,6 +596,13 @@ impl Grid {
                         format!("--sweep {}", a.key()),
                         "job fields are swept in scenarios only",
                     ));
+                }
+            }
+        }
+        for a in &axes {
+            if let Axis::Control { path, file, values } = a {
+                for v in values {
+                    check_control(&source, spec, path, file, v)?;
                 }
             }
         }
@@ -635,6 +741,7 @@ impl Grid {
             seed: self.seed,
             drive: None,
             job_fields: Vec::new(),
+            controls: Vec::new(),
         };
         for (axis, &i) in self.axes.iter().zip(&at) {
             match axis {
@@ -652,6 +759,10 @@ impl Grid {
                 Axis::Job { job, field, values } => {
                     p.job_fields
                         .push((job.clone(), field.clone(), values[i].clone()))
+                }
+                Axis::Control { path, file, values } => {
+                    p.controls
+                        .push((path.clone(), file.clone(), values[i].clone()))
                 }
             }
         }
@@ -773,19 +884,21 @@ impl Grid {
                 dir,
                 base,
             } => {
-                let mut scenario = if p.job_fields.is_empty() && p.drive.is_none() {
-                    (**base).clone()
-                } else {
-                    let mut s = edited(
-                        text,
-                        dir.as_deref(),
-                        origin,
-                        p.drive.as_deref(),
-                        &p.job_fields,
-                    )?;
-                    s.wakeup = base.wakeup;
-                    s
-                };
+                let mut scenario =
+                    if p.job_fields.is_empty() && p.drive.is_none() && p.controls.is_empty() {
+                        (**base).clone()
+                    } else {
+                        let mut s = edited(
+                            text,
+                            dir.as_deref(),
+                            origin,
+                            p.drive.as_deref(),
+                            &p.job_fields,
+                            &p.controls,
+                        )?;
+                        s.wakeup = base.wakeup;
+                        s
+                    };
                 if let Some(w) = self.wakeup {
                     scenario.wakeup = w;
                 }
@@ -811,6 +924,7 @@ impl Grid {
                 let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
                 let mut groups = GroupTree::new();
                 let (jobs, _) = crate::fio::build_jobs(file, capacity, p.seed, &mut groups)?;
+                apply_controls(&mut groups, &p.controls, "the job file")?;
                 let sched = self.build_scheduler_on(name, &more, &groups, &model)?;
                 let mut sim = Simulation::new(model.device(), sched, groups);
                 let ramp = crate::fio::ramp_time(file)?;
@@ -830,7 +944,8 @@ impl Grid {
                 let model = DriveModel::resolve(drive)?;
                 let device = model.device();
                 let capacity = device.capacity_sectors();
-                let groups = GroupTree::new();
+                let mut groups = GroupTree::new();
+                apply_controls(&mut groups, &p.controls, "a trace (replayed in the root)")?;
                 let sched = self.build_scheduler_on(name, &more, &groups, &model)?;
                 let source = open(paths, *opts)?;
                 let (job, _) = ReplayJob::new(
@@ -895,7 +1010,7 @@ fn result(report: RunReport, seed: u64, requests: bool) -> CellResult {
 }
 
 /// Every `set` must apply to at least one of `scheds`.
-fn check_sets(extra: &Settings, scheds: &[String]) -> Result<(), Error> {
+pub(crate) fn check_sets(extra: &Settings, scheds: &[String]) -> Result<(), Error> {
     let infos: Vec<SchedulerSpec> = scheds.iter().filter_map(|n| registry::find(n)).collect();
     for k in extra.names() {
         let arg = format!("--set {k}");
@@ -949,14 +1064,103 @@ fn scenario_source(
     })
 }
 
-/// The scenario with its `drive` replaced and `fields` set in its jobs, parsed again from
-/// its edited text (so the scenario's own drive settings, such as `write_cache`, still apply).
+/// Set the io controller files `controls` (group path, file, value) in `groups`, whose
+/// groups came from `what` (named in errors), and check the tree as a scenario's is checked
+/// ([`elevator_core::qos::validate`]).
+fn apply_controls(
+    groups: &mut GroupTree,
+    controls: &[(String, String, toml::Value)],
+    what: &str,
+) -> Result<(), Error> {
+    for (path, file, value) in controls {
+        let arg = || format!("--sweep {}", control_key(path, file));
+        let text = show(value);
+        let int = || -> Result<u32, Error> {
+            value
+                .as_integer()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| Error::arg(arg(), format!("{text}: not a count")))
+        };
+        if file.starts_with("io.cost.") {
+            let mut cost = groups.io_cost().clone();
+            if file == "io.cost.qos" {
+                cost.qos = Some(text.clone());
+            } else {
+                cost.model = Some(text.clone());
+            }
+            groups.set_io_cost(cost);
+            continue;
+        }
+        let id = groups
+            .lookup(path)
+            .ok_or_else(|| Error::arg(arg(), format!("{what} has no group {path:?}")))?;
+        let io = groups.io_mut(id);
+        match file.as_str() {
+            "io.weight" => io.weight = Some(int()?),
+            "io.bfq.weight" => io.bfq_weight = Some(int()?),
+            "io.latency" => io.latency_target = Some(Nanos::from_us(u64::from(int()?))),
+            "io.max" => {
+                io.max = elevator_core::group::IoMax::parse(&text)
+                    .map_err(|e| Error::arg(arg(), format!("{text:?}: {e}")))?
+            }
+            other => unreachable!("parse_axis takes no {other}"),
+        }
+    }
+    elevator_core::qos::validate(groups).map_err(|e| Error::arg("--sweep", e.to_string()))
+}
+
+/// Check one value of an io controller axis before any cell runs: the group exists in the
+/// source, and the value is one its controller takes.
+fn check_control(
+    source: &Source,
+    spec: &GridSpec,
+    path: &str,
+    file: &str,
+    value: &toml::Value,
+) -> Result<(), Error> {
+    let one = [(path.to_string(), file.to_string(), value.clone())];
+    match source {
+        Source::Scenario {
+            text,
+            origin,
+            dir,
+            base,
+        } => {
+            if !file.starts_with("io.cost.") && base.groups.lookup(path).is_none() {
+                return Err(Error::arg(
+                    format!("--sweep {}", control_key(path, file)),
+                    format!("{origin} has no group {path:?}"),
+                ));
+            }
+            edited(text, dir.as_deref(), origin, None, &[], &one).map(|_| ())
+        }
+        Source::Fio { file: f, drive } => {
+            let model = DriveModel::resolve(drive)?;
+            let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
+            let mut groups = GroupTree::new();
+            crate::fio::build_jobs(f, capacity, spec.seed.unwrap_or(1), &mut groups)?;
+            apply_controls(&mut groups, &one, "the job file")
+        }
+        Source::Trace { .. } => apply_controls(
+            &mut GroupTree::new(),
+            &one,
+            "a trace (replayed in the root)",
+        ),
+    }
+}
+
+/// The scenario with its `drive` replaced, `fields` set in its jobs and `controls` (group
+/// path, io file, value) set in its groups (a `[[group]]` table added for a group only its
+/// jobs name) or on the root (`io.cost.*`), parsed again from its edited text (so the
+/// scenario's own drive settings, such as `write_cache`, still apply, and a bad value is
+/// reported as the scenario's own would be).
 fn edited(
     text: &str,
     dir: Option<&Path>,
     origin: &str,
     drive: Option<&str>,
     fields: &[(String, String, toml::Value)],
+    controls: &[(String, String, toml::Value)],
 ) -> Result<Scenario, Error> {
     let mut doc: toml::Table =
         toml::from_str(text).map_err(|e| Error::arg(origin, e.to_string()))?;
@@ -983,6 +1187,44 @@ fn edited(
             .iter()
             .map(|(j, f, v)| format!("job.{j}.{f}={}", show(v))),
     );
+    for (path, file, value) in controls {
+        what.push(format!("{}={}", control_key(path, file), show(value)));
+        let (key, v) = match file.as_str() {
+            "io.cost.qos" => ("io_cost_qos", value.clone()),
+            "io.cost.model" => ("io_cost_model", value.clone()),
+            "io.weight" => ("io_weight", value.clone()),
+            "io.bfq.weight" => ("io_bfq_weight", value.clone()),
+            "io.latency" => (
+                "io_latency_us",
+                toml::Value::Float(value.as_integer().unwrap_or(0) as f64),
+            ),
+            _ => ("io_max", value.clone()),
+        };
+        if file.starts_with("io.cost.") {
+            doc.insert(key.into(), v);
+            continue;
+        }
+        let groups = doc
+            .entry("group")
+            .or_insert_with(|| toml::Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| Error::arg(origin, "`group` is not an array of tables"))?;
+        let at = groups
+            .iter()
+            .position(|g| g.get("path").and_then(toml::Value::as_str) == Some(path.as_str()));
+        let at = match at {
+            Some(i) => i,
+            None => {
+                let mut t = toml::Table::new();
+                t.insert("path".into(), toml::Value::String(path.clone()));
+                groups.push(toml::Value::Table(t));
+                groups.len() - 1
+            }
+        };
+        if let Some(t) = groups[at].as_table_mut() {
+            t.insert(key.into(), v);
+        }
+    }
     let text = toml::to_string(&doc).map_err(|e| Error::arg(origin, e.to_string()))?;
     Ok(Scenario::parse(
         &text,
@@ -1108,6 +1350,132 @@ mod tests {
         assert_eq!(ie.file, "mine.toml");
         assert_eq!(ie.field, "drive");
         assert_eq!(ie.line(), Some(2));
+    }
+
+    #[test]
+    fn io_controller_axes_parse_as_cgroup_files() {
+        let a = parse_axis("/a/b/io.weight=100,500").unwrap();
+        assert_eq!(a.key(), "/a/b/io.weight");
+        assert!(a.is_int());
+        assert_eq!(a.coord(1), Coord::Int(500));
+        let a = parse_axis("/a/io.max=rbps=1048576 wiops=50,rbps=max").unwrap();
+        assert_eq!(a.key(), "/a/io.max");
+        assert!(!a.is_int());
+        assert_eq!(a.coord(0), Coord::Text("rbps=1048576 wiops=50".into()));
+        assert_eq!(a.coord(1), Coord::Text("rbps=max".into()));
+        let a = parse_axis("io.cost.qos=enable=1 ctrl=user min=50.00 max=100.00").unwrap();
+        assert_eq!(a.key(), "io.cost.qos");
+        assert_eq!(
+            a,
+            parse_axis("/io.cost.qos=enable=1 ctrl=user min=50.00 max=100.00").unwrap()
+        );
+        assert_eq!(parse_axis("/a/io.latency=2000..2001").unwrap().len(), 2);
+        for (bad, says) in [
+            ("/io.weight=100", "root"),
+            ("/a/io.cost.qos=enable=1", "root"),
+            ("/a/io.prio=1", "not a swept io file"),
+            ("/a/io.weight=0", "below 1"),
+            ("/a/io.latency=soon", "not an integer"),
+        ] {
+            let e = parse_axis(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    /// Two sequential readers in groups /a and /b of a fio job file on the SSD.
+    fn two_groups(sweep: &[&str]) -> GridSpec {
+        GridSpec {
+            fio_text: Some(
+                "[a]\nrw=read\nbs=64k\nsize=4m\nelevator_cgroup=/a\n\
+                 [b]\nrw=read\nbs=64k\nsize=4m\noffset=1g\nelevator_cgroup=/b\n"
+                    .into(),
+            ),
+            sched: vec!["none".into(), "mq-deadline".into()],
+            sweep: sweep.iter().map(|s| s.to_string()).collect(),
+            ..GridSpec::default()
+        }
+    }
+
+    #[test]
+    fn an_io_max_axis_throttles_its_group_under_every_scheduler() {
+        let g = Grid::new(&two_groups(&["/a/io.max=rbps=1048576,rbps=max"])).unwrap();
+        assert_eq!(g.len(), 4);
+        let all = g.run_cells(&[0, 1, 2, 3]).unwrap();
+        let mb_s =
+            |r: &CellResult, job: &str| r.jobs.iter().find(|j| j.name == job).unwrap().read.mb_s;
+        for (limited, free) in [(&all[0], &all[1]), (&all[2], &all[3])] {
+            // blk-throttle (tg_may_dispatch): /a's reads wait for their bytes-per-second budget;
+            // 4 MiB at 1 MiB/s take about 4 s (the first slice's budget is spent at once).
+            let a = mb_s(limited, "a");
+            assert!(a < 1.2 * 1.048_576, "{} /a at {a} MB/s", limited.scheduler);
+            assert!(
+                mb_s(free, "a") > 20.0 * a,
+                "unlimited /a: {}",
+                mb_s(free, "a")
+            );
+            // /b has no limit in either cell.
+            assert!(mb_s(limited, "b") > 20.0 * a);
+        }
+    }
+
+    #[test]
+    fn io_controller_axes_are_checked_before_any_cell_runs() {
+        let e = |sweep: &[&str]| Grid::new(&two_groups(sweep)).unwrap_err().to_string();
+        assert!(e(&["/c/io.weight=100"]).contains("no group \"/c\""));
+        assert!(e(&["/a/io.max=rbps=fast"]).contains("rbps=fast"));
+        assert!(e(&["/a/io.weight=20000"]).contains("io.weight"));
+        // A scenario: its own parser checks the value, naming the scenario and the axis.
+        let s = GridSpec {
+            scenario_toml: Some(
+                "name = \"x\"\ndrive = \"laptop-4200\"\nduration_s = 2\n\n[[group]]\npath = \"/a\"\n\n\
+                 [[job]]\nname = \"r\"\nkind = \"dependent-reader\"\ngroup = \"/a\"\n"
+                    .into(),
+            ),
+            origin: Some("mine.toml".into()),
+            sched: vec!["deadline".into()],
+            sweep: vec!["/a/io.bfq.weight=5000".into()],
+            ..GridSpec::default()
+        };
+        let Err(Error::Input(ie)) = Grid::new(&s) else {
+            panic!("an input error")
+        };
+        assert!(
+            ie.file.starts_with("mine.toml with /a/io.bfq.weight=5000"),
+            "{}",
+            ie.file
+        );
+        assert_eq!(ie.field, "group.io_bfq_weight");
+        let mut s2 = s.clone();
+        s2.sweep = vec!["/b/io.weight=100".into()];
+        assert!(Grid::new(&s2)
+            .unwrap_err()
+            .to_string()
+            .contains("no group \"/b\""));
+    }
+
+    #[test]
+    fn a_scenario_io_max_axis_limits_its_group() {
+        let s = GridSpec {
+            scenario_toml: Some(
+                "name = \"x\"\ndrive = \"laptop-4200\"\nduration_s = 4\n\n\
+                 [[job]]\nname = \"r\"\nkind = \"dependent-reader\"\ngroup = \"/a\"\n"
+                    .into(),
+            ),
+            sched: vec!["deadline".into()],
+            sweep: vec!["/a/io.max=riops=10,riops=max".into()],
+            ..GridSpec::default()
+        };
+        // /a has no [[group]] table: the axis adds one.
+        let g = Grid::new(&s).unwrap();
+        let r = g.run_cells(&[0, 1]).unwrap();
+        let ios = |c: &CellResult| c.jobs[0].read.ios;
+        // blk-throttle's IOPS budget (tg_within_iops_limit): 10 per second over a 4 s run.
+        assert!(ios(&r[0]) <= 60, "{} reads at riops=10", ios(&r[0]));
+        assert!(
+            ios(&r[1]) > 2 * ios(&r[0]),
+            "{} reads unlimited",
+            ios(&r[1])
+        );
     }
 
     #[test]

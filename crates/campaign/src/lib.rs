@@ -13,8 +13,10 @@
 //! ran. A shard ([`Grid::shard`]) is every N-th cell, for batch systems; [`table::merge`]
 //! joins the shards' Parquet files back into cell order.
 //!
-//! The crate runs simulations only: no real I/O, no clock, nothing random beyond the seeds
-//! the grid gives each cell.
+//! A grid runs simulations only: no real I/O, no clock, nothing random beyond the seeds the
+//! grid gives each cell. [`real`] runs a fio job file on a real file or device through
+//! `elevator-real`'s executor (what `elevator run` and the Python package's `elevator.run`
+//! call), its results in the same table shape ([`table::real_jobs_batch`]).
 //!
 //! ```
 //! use elevator_campaign::{Grid, GridSpec};
@@ -37,6 +39,7 @@
 mod error;
 pub mod fio;
 mod grid;
+pub mod real;
 pub mod scenarios;
 pub mod table;
 

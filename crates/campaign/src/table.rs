@@ -45,11 +45,16 @@ const DIR_COLUMNS: [&str; 9] = [
 
 /// The schema of `grid`'s jobs table.
 pub fn jobs_schema(grid: &Grid) -> SchemaRef {
+    schema_for(grid.axes())
+}
+
+/// The jobs table's schema for a grid of `axes`.
+fn schema_for(axes: &[Axis]) -> SchemaRef {
     let mut fields = vec![
         Field::new("cell", DataType::UInt64, false),
         Field::new("scheduler", DataType::Utf8, false),
     ];
-    for a in grid.axes() {
+    for a in axes {
         let t = if a.is_int() {
             DataType::Int64
         } else {
@@ -57,7 +62,7 @@ pub fn jobs_schema(grid: &Grid) -> SchemaRef {
         };
         fields.push(Field::new(a.key(), t, false));
     }
-    if !seed_swept(grid) {
+    if !seed_swept(axes) {
         fields.push(Field::new("seed", DataType::Int64, false));
     }
     fields.push(Field::new("device", DataType::Utf8, false));
@@ -79,13 +84,24 @@ pub fn jobs_schema(grid: &Grid) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn seed_swept(grid: &Grid) -> bool {
-    grid.axes().iter().any(|a| matches!(a, Axis::Seed(_)))
+fn seed_swept(axes: &[Axis]) -> bool {
+    axes.iter().any(|a| matches!(a, Axis::Seed(_)))
 }
 
 /// The jobs table of `results` (cells of `grid`): one row per job per cell, in the order
 /// given.
 pub fn jobs_batch(grid: &Grid, results: &[CellResult]) -> RecordBatch {
+    batch_for(grid.axes(), results)
+}
+
+/// The jobs table of a real run's results ([`crate::real::run`]: one "cell" per scheduler,
+/// no axes): the same columns as a simulated grid's without axes, `device` the target's path
+/// and `end_s` the run's wall time in seconds.
+pub fn real_jobs_batch(results: &[CellResult]) -> RecordBatch {
+    batch_for(&[], results)
+}
+
+fn batch_for(axes: &[Axis], results: &[CellResult]) -> RecordBatch {
     let rows: Vec<(&CellResult, &elevator_workload::metrics::JobSummary)> = results
         .iter()
         .flat_map(|r| r.jobs.iter().map(move |j| (r, j)))
@@ -100,7 +116,7 @@ pub fn jobs_batch(grid: &Grid, results: &[CellResult]) -> RecordBatch {
                 .collect::<Vec<_>>(),
         )),
     ];
-    for (i, a) in grid.axes().iter().enumerate() {
+    for (i, a) in axes.iter().enumerate() {
         if a.is_int() {
             cols.push(Arc::new(Int64Array::from(
                 rows.iter()
@@ -118,7 +134,7 @@ pub fn jobs_batch(grid: &Grid, results: &[CellResult]) -> RecordBatch {
             )));
         }
     }
-    if !seed_swept(grid) {
+    if !seed_swept(axes) {
         cols.push(Arc::new(Int64Array::from(
             rows.iter().map(|(r, _)| r.seed as i64).collect::<Vec<_>>(),
         )));
@@ -162,7 +178,7 @@ pub fn jobs_batch(grid: &Grid, results: &[CellResult]) -> RecordBatch {
             )));
         }
     }
-    RecordBatch::try_new(jobs_schema(grid), cols).expect("columns match the schema")
+    RecordBatch::try_new(schema_for(axes), cols).expect("columns match the schema")
 }
 
 /// The schema of the requests table.

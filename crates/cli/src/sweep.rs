@@ -3,8 +3,11 @@
 //!
 //! An axis is `seed=1..5` (integers, inclusive), `drive=NAME,NAME` (built-in drives or drive
 //! files), `SCHED.TUNABLE=V,V` (a tunable of one scheduler, sysfs name; the other schedulers
-//! run without it) or `job.NAME.FIELD=V,V` (a field of a scenario job, as its TOML would set
-//! it). Values are a comma-separated list or an inclusive integer range `LO..HI`.
+//! run without it), `job.NAME.FIELD=V,V` (a field of a scenario job, as its TOML would set
+//! it), `GROUP/FILE=V,V` (a cgroup v2 io file of a group, as under /sys/fs/cgroup:
+//! `/a/io.weight`, `/a/io.bfq.weight`, `/a/io.latency` in microseconds, `/a/io.max` as written
+//! after `MAJ:MIN`) or `io.cost.qos=...` / `io.cost.model=...` (the device's, on the root). Values
+//! are a comma-separated list or an inclusive integer range `LO..HI`.
 //!
 //! The grid, its cells and each cell's run are the library's (`elevator_campaign::Grid`, which
 //! the Python package runs too): cells are laid out in a fixed order (scheduler, then each axis

@@ -16,14 +16,13 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::ValueEnum;
 use elevator_core::GroupTree;
 use elevator_real::report::{fio_json, fio_json_failed, fio_text};
 use elevator_real::target::{self, OpenSpec};
-use elevator_real::{ByteRange, RealJob, RunOptions, RunReport, UringBackend};
-use elevator_workload::fio_file::{self, FioFile, FioJobDef};
-use elevator_workload::jobs::fio::RwMode;
+use elevator_real::{RunOptions, RunReport, UringBackend};
+use elevator_workload::fio_file::{self, FioFile};
 use serde_json::Value;
 
 /// Output formats.
@@ -95,51 +94,9 @@ pub(crate) fn install_stop_handler() {
 
 pub(crate) use elevator_campaign::fio::{build_jobs, ramp_time};
 
-/// Refuse a job file whose buffers (iodepth x bs for every job) exceed the memory available,
-/// as fio fails to allocate them (ENOMEM), instead of aborting mid-run.
-fn check_buffer_memory(file: &FioFile) -> anyhow::Result<()> {
-    let mut need: u128 = 0;
-    let mut biggest: Option<(&FioJobDef, u128)> = None;
-    for def in &file.jobs {
-        let one = u128::from(def.config.iodepth) * u128::from(def.config.bs);
-        let all = one * u128::from(def.numjobs);
-        need += all;
-        let bigger = match biggest {
-            None => true,
-            Some((_, b)) => all > b,
-        };
-        if bigger {
-            biggest = Some((def, all));
-        }
-    }
-    let available = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
-        })
-        .map(|kb| kb * 1024);
-    if let (Some(avail), Some((def, all))) = (available, biggest) {
-        if need > avail {
-            bail!(
-                "{}:{}: job {}: iodepth {} x bs {} x numjobs {} needs {} MiB of I/O buffers \
-                 ({} MiB for every job of the file) but {} MiB of memory is available (fio fails \
-                 the same way: ENOMEM); lower iodepth or bs",
-                file.path.display(),
-                def.line_of("iodepth"),
-                fio_file::excerpt(&def.name),
-                def.config.iodepth,
-                def.config.bs,
-                def.numjobs,
-                all >> 20,
-                need >> 20,
-                avail >> 20
-            );
-        }
-    }
-    Ok(())
-}
+// The checks before the target is touched are the library's, shared with the Python
+// package's `elevator.run` (elevator_campaign::real).
+use elevator_campaign::real::{bytes_for_new_target, check_buffer_memory, write_regions};
 
 /// Re-marks a target elevator owns when dropped ([`target::Target::remember`]); errors are
 /// reported by the explicit call on the normal path.
@@ -149,25 +106,6 @@ impl Drop for RememberOnDrop<'_> {
     fn drop(&mut self) {
         let _ = self.0.remember();
     }
-}
-
-/// How many bytes a new target must hold: every job must give its region in bytes.
-fn bytes_for_new_target(file: &FioFile) -> anyhow::Result<u64> {
-    let mut need = 0;
-    for def in &file.jobs {
-        let c = &def.config;
-        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
-            return Err(file
-                .job_error(
-                    def,
-                    "",
-                    "the target does not exist yet, so `size` (and `offset`) must be given in bytes",
-                )
-                .into());
-        };
-        need = need.max(c.offset.unwrap_or(0) + size);
-    }
-    Ok(need)
 }
 
 /// How long a run of `file` lasts if every job is time-based: the ramp plus the longest
@@ -186,28 +124,6 @@ fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::tim
         phase = phase.max(d.config.runtime_ms?);
     }
     Some(ramp + std::time::Duration::from_millis(total + phase))
-}
-
-fn def_writes(d: &FioJobDef) -> bool {
-    match d.config.rw {
-        RwMode::Read | RwMode::RandRead => false,
-        RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
-        RwMode::Write | RwMode::RandWrite => true,
-    }
-}
-
-/// The regions of the jobs that write (`jobs` as `build_jobs` returns them: each definition's
-/// `numjobs` clones in order).
-fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
-    let writes = file
-        .jobs
-        .iter()
-        .flat_map(|d| (0..d.numjobs).map(move |_| def_writes(d)));
-    jobs.iter()
-        .zip(writes)
-        .filter(|(_, w)| *w)
-        .map(|(j, _)| j.region)
-        .collect()
 }
 
 /// One row per job of one run for the comparison table.
@@ -294,31 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     use super::common::{Input, Supported};
     let sched = args.scheds.names("none");
     let file = fio_file::read(&args.job_file)?;
-    let target_path = match &args.target {
-        Some(t) => t.clone(),
-        None => {
-            if let Some(d) = file.jobs.iter().find(|d| d.filenames.len() > 1) {
-                return Err(file
-                    .job_error(
-                        d,
-                        "filename",
-                        format!(
-                            "filename names {} files, as fio reads `a:b`; elevator run drives one target (give --target)",
-                            d.filenames.len()
-                        ),
-                    )
-                    .into());
-            }
-            let names: Vec<&String> = file.jobs.iter().flat_map(|d| &d.filenames).collect();
-            match names.first() {
-                None => bail!("no --target given and the job file names no filename"),
-                Some(first) if names.iter().any(|n| n != first) => bail!(
-                    "the job file names several filenames; elevator run drives one target (give --target)"
-                ),
-                Some(first) => PathBuf::from(first.as_str()),
-            }
-        }
-    };
+    let target_path = elevator_campaign::real::target_of(&file, args.target.as_deref())?;
     let extra = super::parse_sets(&args.scheds.set)?;
     let infos = super::find_schedulers(&sched)?;
     super::check_sets(&extra, &sched)?;

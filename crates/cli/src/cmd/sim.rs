@@ -54,9 +54,10 @@ pub struct Args {
     wakeup_us: Option<u32>,
     #[command(flatten)]
     out: super::common::OutputOpts,
-    /// Sweep a parameter: `seed=1..5`, `drive=A,B`, `SCHED.TUNABLE=V,V` or
-    /// `job.NAME.FIELD=V,V`; repeatable (the cross product, with every --sched), run on every
-    /// core.
+    /// Sweep a parameter: `seed=1..5`, `drive=A,B`, `SCHED.TUNABLE=V,V`,
+    /// `job.NAME.FIELD=V,V`, a group's cgroup v2 io file `/GROUP/io.weight=V,V` (also
+    /// `io.bfq.weight`, `io.latency` in us, `io.max`), or `io.cost.qos=...` / `io.cost.model=...`;
+    /// repeatable (the cross product, with every --sched), run on every core.
     #[arg(long, value_name = "AXIS=VALUES")]
     sweep: Vec<String>,
     /// The metric a sweep tables and plots: `end_s`, or `JOB.seconds`, `JOB.read_mb_s`,

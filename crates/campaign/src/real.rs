@@ -1,0 +1,371 @@
+//! Real I/O as data: a fio job file run on a file or block device by `elevator-real`'s
+//! io_uring executor, under each scheduler in turn, with the results as [`CellResult`]s (one
+//! "cell" per scheduler), so [`crate::table::real_jobs_batch`] gives the same table shape as a
+//! simulated sweep.
+//!
+//! The checks made before the target is touched are the ones `elevator run` makes, and the
+//! CLI calls the same functions: [`target_of`] (which file or device), [`check_buffer_memory`]
+//! (the buffers fit in memory), [`bytes_for_new_target`] (a new file's size), [`write_regions`]
+//! (what the jobs may write, for the safety checks of [`elevator_real::target::open`]).
+//! [`run`] is the whole run for the Python package's `elevator.run`; the CLI keeps its own loop
+//! over the same executor calls because it adds an emulated drive, a live progress line,
+//! Ctrl-C handling, request logs and an HTML report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use elevator_core::registry::{self, SchedulerSpec};
+use elevator_core::{GroupTree, Settings};
+use elevator_real::target::{self, OpenSpec};
+use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
+use elevator_workload::fio_file::{self, FioFile, FioJobDef};
+use elevator_workload::jobs::fio::RwMode;
+use serde::{Deserialize, Serialize};
+
+use crate::fio::{build_jobs, ramp_time};
+use crate::{settings_for, CellResult, Error};
+
+/// A real run as data (what `elevator.run(...)` passes, as JSON). Exactly one of `fio` and
+/// `fio_text` is given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RealSpec {
+    /// A fio job file's path.
+    pub fio: Option<String>,
+    /// A fio job file's text.
+    pub fio_text: Option<String>,
+    /// Where `fio_text` came from, for errors (default `<input>`).
+    pub origin: Option<String>,
+    /// The file or block device (default: the job file's `filename`).
+    pub target: Option<String>,
+    /// Schedulers, run one after another on the same target (default `none`).
+    pub sched: Vec<String>,
+    /// Tunables for every scheduler that has them (`NAME`), or one (`SCHED.NAME`).
+    pub set: BTreeMap<String, i64>,
+    /// Seed of the jobs' random offsets (default 1, as `elevator run --seed`).
+    pub seed: Option<u64>,
+    /// Write over an existing file or a device carrying data (`--allow-overwrite`).
+    pub allow_overwrite: bool,
+    /// Stamp written sectors, check reads, read everything back at the end (`--verify`).
+    pub verify: bool,
+}
+
+/// Which file or device a run drives: `given` (`--target`), else the job file's one
+/// `filename` (several distinct ones, or `a:b`, are refused: one run drives one target).
+pub fn target_of(file: &FioFile, given: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(t) = given {
+        return Ok(t.to_path_buf());
+    }
+    if let Some(d) = file.jobs.iter().find(|d| d.filenames.len() > 1) {
+        return Err(file
+            .job_error(
+                d,
+                "filename",
+                format!(
+                    "filename names {} files, as fio reads `a:b`; elevator run drives one target (give --target)",
+                    d.filenames.len()
+                ),
+            )
+            .into());
+    }
+    let names: Vec<&String> = file.jobs.iter().flat_map(|d| &d.filenames).collect();
+    match names.first() {
+        None => Err(Error::arg(
+            "--target",
+            "no target given and the job file names no filename",
+        )),
+        Some(first) if names.iter().any(|n| n != first) => Err(Error::arg(
+            "--target",
+            "the job file names several filenames; elevator run drives one target (give --target)",
+        )),
+        Some(first) => Ok(PathBuf::from(first.as_str())),
+    }
+}
+
+/// Refuse a job file whose buffers (iodepth x bs for every job) exceed the memory available,
+/// as fio fails to allocate them (ENOMEM), instead of aborting mid-run. The error names the
+/// job with the largest share and its `iodepth` line.
+pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
+    let mut need: u128 = 0;
+    let mut biggest: Option<(&FioJobDef, u128)> = None;
+    for def in &file.jobs {
+        let all =
+            u128::from(def.config.iodepth) * u128::from(def.config.bs) * u128::from(def.numjobs);
+        need += all;
+        if biggest.is_none_or(|(_, b)| all > b) {
+            biggest = Some((def, all));
+        }
+    }
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
+        })
+        .map(|kb| kb * 1024);
+    if let (Some(avail), Some((def, all))) = (available, biggest) {
+        if need > avail {
+            return Err(file
+                .job_error(
+                    def,
+                    "iodepth",
+                    format!(
+                        "iodepth {} x bs {} x numjobs {} needs {} MiB of I/O buffers ({} MiB for \
+                         every job of the file) but {} MiB of memory is available (fio fails the \
+                         same way: ENOMEM); lower iodepth or bs",
+                        def.config.iodepth,
+                        def.config.bs,
+                        def.numjobs,
+                        all >> 20,
+                        need >> 20,
+                        avail >> 20
+                    ),
+                )
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// How many bytes a new target must hold: every job must give its region in bytes.
+pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
+    let mut need = 0;
+    for def in &file.jobs {
+        let c = &def.config;
+        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
+            return Err(file
+                .job_error(
+                    def,
+                    "",
+                    "the target does not exist yet, so `size` (and `offset`) must be given in bytes",
+                )
+                .into());
+        };
+        need = need.max(c.offset.unwrap_or(0) + size);
+    }
+    Ok(need)
+}
+
+fn def_writes(d: &FioJobDef) -> bool {
+    match d.config.rw {
+        RwMode::Read | RwMode::RandRead => false,
+        RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
+        RwMode::Write | RwMode::RandWrite => true,
+    }
+}
+
+/// The regions of the jobs that write (`jobs` as [`build_jobs`] returns them: each
+/// definition's `numjobs` clones in order).
+pub fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
+    let writes = file
+        .jobs
+        .iter()
+        .flat_map(|d| (0..d.numjobs).map(move |_| def_writes(d)));
+    jobs.iter()
+        .zip(writes)
+        .filter(|(_, w)| *w)
+        .map(|(j, _)| j.region)
+        .collect()
+}
+
+/// The scheduler `name` names, or an error naming `--sched`.
+fn find(name: &str) -> Result<SchedulerSpec, Error> {
+    registry::find(name).ok_or_else(|| {
+        let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+        Error::arg(
+            "--sched",
+            format!("{name:?}: no such scheduler (known: {})", known.join(", ")),
+        )
+    })
+}
+
+/// Run `spec`: its job file on its target under each scheduler in turn (as `elevator run`
+/// does), one [`CellResult`] per scheduler (`cell` its index, `device` the target's path,
+/// `end_s` the run's wall time). Everything that can be checked (the job file, the
+/// schedulers and their tunables, the buffers' memory, the target's safety) is checked before
+/// the first I/O; a run that fails part way returns the error naming its scheduler. `stop`,
+/// once set, ends the layout or the run early (the run's figures are then partial).
+pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<CellResult>, Error> {
+    let file = match (&spec.fio, &spec.fio_text) {
+        (Some(p), None) => fio_file::read(Path::new(p))?,
+        (None, Some(t)) => {
+            fio_file::parse(Path::new(spec.origin.as_deref().unwrap_or("<input>")), t)?
+        }
+        _ => {
+            return Err(Error::arg(
+                "job",
+                "give exactly one of a job file's path or its text",
+            ))
+        }
+    };
+    let target_path = target_of(&file, spec.target.as_deref().map(Path::new))?;
+    let names = if spec.sched.is_empty() {
+        vec!["none".to_string()]
+    } else {
+        spec.sched.clone()
+    };
+    let infos: Vec<SchedulerSpec> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
+    let mut extra = Settings::new();
+    for (k, v) in &spec.set {
+        extra.set(k, *v);
+    }
+    crate::grid::check_sets(&extra, &names)?;
+    check_buffer_memory(&file)?;
+    let ramp = ramp_time(&file)?;
+    let seed = spec.seed.unwrap_or(1);
+    let tgt_err = |e: target::TargetError| Error::arg("target", e.to_string());
+    let capacity = match target::existing_size(&target_path).map_err(tgt_err)? {
+        Some(size) => size,
+        None => bytes_for_new_target(&file)?,
+    };
+    let mut groups = GroupTree::new();
+    let (probe, _) = build_jobs(&file, capacity, seed, &mut groups)?;
+    let rotational = target::rotational(&target_path);
+    for info in &infos {
+        let settings = info.on_device(settings_for(info, &extra), rotational);
+        info.build(&settings, &groups)
+            .map_err(|e| Error::arg(format!("scheduler {}", info.name), e.to_string()))?;
+    }
+    let need = probe.iter().map(|j| j.region.end).max().unwrap_or(0);
+    let regions = write_regions(&file, &probe);
+    drop(probe);
+    let writes = !regions.is_empty() || spec.verify;
+    let tgt = target::open(
+        &target_path,
+        OpenSpec {
+            writes,
+            allow_overwrite: spec.allow_overwrite,
+            need_bytes: need,
+            write_regions: regions,
+            stop,
+        },
+    )
+    .map_err(tgt_err)?;
+    let name = target_path.display().to_string();
+    let mut out = Vec::new();
+    let result: Result<(), Error> = (|| {
+        for (n, info) in infos.iter().enumerate() {
+            let settings = info.on_device(settings_for(info, &extra), rotational);
+            let mut groups = GroupTree::new();
+            let (jobs, _) = build_jobs(&file, capacity, seed, &mut groups)?;
+            let mut sched = info
+                .build(&settings, &groups)
+                .map_err(|e| Error::arg(format!("scheduler {}", info.name), e.to_string()))?;
+            let handle = tgt
+                .file
+                .try_clone()
+                .map_err(|e| Error::io(&target_path, format!("duplicate the handle: {e}")))?;
+            let mut backend =
+                UringBackend::new(handle, tgt.size, elevator_real::uring::DEFAULT_ENTRIES)
+                    .map_err(|e| {
+                        Error::io(
+                            &target_path,
+                            format!(
+                                "set up io_uring (is it disabled by kernel.io_uring_disabled?): {e}"
+                            ),
+                        )
+                    })?;
+            let clock = elevator_real::MonotonicClock::start();
+            let opts = RunOptions {
+                verify: spec.verify,
+                stop,
+                time_limit: None,
+                // As `elevator run`: the verify stamps differ from run to run.
+                run_id: seed ^ (n as u64) << 48 ^ 0x5eed,
+                seed,
+                ramp,
+                request_log: false,
+                progress: None,
+                ties_in_job_order: false,
+                groups: groups.clone(),
+                non_rotational: rotational == Some(false),
+            };
+            let report =
+                elevator_real::run_with_clock(&mut backend, &clock, sched.as_mut(), jobs, &opts)
+                    .map_err(|f| {
+                        Error::arg(format!("scheduler {}", info.name), f.error.to_string())
+                    })?;
+            out.push(CellResult {
+                cell: n as u64,
+                // As the grid's cells: the name as given (`none`, not its canonical `noop`).
+                scheduler: names[n].clone(),
+                coordinates: Vec::new(),
+                seed,
+                device: name.clone(),
+                end_s: report.elapsed.as_secs_f64(),
+                jobs: report
+                    .jobs
+                    .iter()
+                    .map(|j| j.metrics.summary(&j.name, &j.group, report.elapsed))
+                    .collect(),
+                requests: None,
+            });
+        }
+        Ok(())
+    })();
+    // The file is still ours (only our jobs wrote it): the next run reuses it.
+    let remembered = tgt.remember();
+    result?;
+    remembered.map_err(tgt_err)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> FioFile {
+        fio_file::parse(Path::new("t.fio"), text).unwrap()
+    }
+
+    #[test]
+    fn the_target_is_the_given_one_else_the_one_filename() {
+        let f = parse("[a]\nrw=read\nbs=4k\nsize=1m\nfilename=/tmp/x\n");
+        assert_eq!(target_of(&f, None).unwrap(), PathBuf::from("/tmp/x"));
+        assert_eq!(
+            target_of(&f, Some(Path::new("/tmp/y"))).unwrap(),
+            PathBuf::from("/tmp/y")
+        );
+        let f = parse("[a]\nrw=read\nbs=4k\nsize=1m\nfilename=/tmp/x:/tmp/y\n");
+        let Err(Error::Input(e)) = target_of(&f, None) else {
+            panic!("a located error")
+        };
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "filename"));
+        let f = parse("[a]\nrw=read\nbs=4k\nsize=1m\n");
+        assert!(target_of(&f, None)
+            .unwrap_err()
+            .to_string()
+            .contains("no filename"));
+    }
+
+    #[test]
+    fn a_new_target_needs_sizes_in_bytes_and_only_writers_have_write_regions() {
+        let f = parse("[r]\nrw=read\nbs=4k\nsize=1m\n[w]\nrw=write\nbs=4k\nsize=1m\noffset=1m\n");
+        assert_eq!(bytes_for_new_target(&f).unwrap(), 2 << 20);
+        let mut groups = GroupTree::new();
+        let (jobs, _) = build_jobs(&f, 2 << 20, 1, &mut groups).unwrap();
+        assert_eq!(
+            write_regions(&f, &jobs),
+            vec![ByteRange {
+                start: 1 << 20,
+                end: 2 << 20
+            }]
+        );
+        let f = parse("[r]\nrw=read\nbs=4k\nsize=50%\n");
+        let Err(Error::Input(e)) = bytes_for_new_target(&f) else {
+            panic!("a located error")
+        };
+        assert_eq!(e.line(), Some(1));
+    }
+
+    #[test]
+    fn buffers_larger_than_memory_are_refused_at_the_iodepth_line() {
+        let f = parse("[big]\nrw=randread\nbs=1g\niodepth=4096\nsize=1m\n");
+        let Err(Error::Input(e)) = check_buffer_memory(&f) else {
+            panic!("4 TiB of buffers refused")
+        };
+        assert_eq!((e.line(), e.field.as_str()), (Some(4), "iodepth"));
+    }
+}
