@@ -1,5 +1,5 @@
 //! ioband: dm-ioband's `weight` policy (Ryo Tsuruta and Hirokazu Takahashi, VA Linux Systems
-//! Japan, 2008-2009; `drivers/md/dm-ioband-ctl.c` and `dm-ioband-policy.c` of the v1.x
+//! Japan, 2008-2009; `drivers/md/dm-ioband-ctl.c` and `dm-ioband-policy.c` of the 2009
 //! patches, documented in `Documentation/device-mapper/ioband.txt`) as a controller above any
 //! scheduler, with the 2009 patch set's device limits (the release Goyal compared in
 //! September 2009): one `io_limit` of `3 * nr_requests / 2` requests (192 for 128) per
@@ -8,7 +8,8 @@
 //! docs/ioband.md.
 //!
 //! Every group gets tokens in proportion to its weight at each epoch; each request passed down
-//! to the inner scheduler costs one token. A group with no tokens left holds its requests
+//! to the inner scheduler costs one token (dm-ioband charges a bio, whatever its size:
+//! `prepare_token`; a request here is one bio). A group with no tokens left holds its requests
 //! above the inner scheduler. When no held request can go, a new epoch refills everyone,
 //! unless the "dominant" group (the busiest group that still has most of its tokens) has more
 //! than 1/8 of them left while `io_throttle` or more requests are in flight: then the others
@@ -31,9 +32,15 @@
 //!   (`prevent_burst_bios`) whose group holds its share of `io_limit` (`c_limit`) or whose
 //!   class the device holds `io_limit` of (`device_should_block`); here the requests are
 //!   simply held (the workloads issue a bounded number anyway).
-//! - The weight policy's token rules are v1.x's `dm-ioband-policy.c`; the 2009 policy file
-//!   was not available to read, so its bucket of `2 * 2 * io_limit` is taken from the 2009
-//!   range-bw policy's `init_range_bw_token_bucket`, which has the same form.
+//! - The weight policy's token rules (`get_token`, `iopriority`, `make_global_epoch`,
+//!   `make_epoch`, `is_token_left`, `consume_token`) are the same in v1.x and in the late-2009
+//!   `dm-ioband-policy.c` (the release with hierarchical groups and range-bw, read in a
+//!   2.6.3x tree that carries it); we follow the 2009 file: bucket `io_limit * 2 *
+//!   DEFAULT_BUCKET` (`init_token_bucket`) and a share of `bucket * weight / total`, at least
+//!   one (`__set_weight`; v1.x added one). Not modelled from it: hierarchical groups, the
+//!   per-group `c_limit` of `io_limit * weight / total / OVERCOMMIT_RATE` that puts
+//!   submitters to sleep (see the first point), and `is_group_down`'s bonus tokens during
+//!   suspend.
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
 //!   them over from a workqueue). Like dm-ioband's, they are issued by the worker thread: the
@@ -257,11 +264,12 @@ impl IoBand {
         self.carryover = (pool / self.token_bucket) as u64;
     }
 
-    /// `set_weight` for every group: tokens in proportion to weight.
+    /// `set_weight` / `__set_weight` (2009, flat) for every group: tokens in proportion to
+    /// weight, at least one (v1.x added one to every share instead).
     fn set_weights(&mut self) {
         let total: i64 = self.groups.iter().map(|g| g.weight).sum();
         for g in &mut self.groups {
-            g.token_initial = self.token_bucket * g.weight / total.max(1) + 1;
+            g.token_initial = (self.token_bucket * g.weight / total.max(1)).max(1);
             g.token = g.token_initial;
         }
     }
@@ -586,15 +594,15 @@ mod tests {
         // 2009: io_limit 3 * 128 / 2 = 192, bucket = 2 * (192 + 192) = 768 over weights 100
         // (root) + 100 + 300; the pool of 2048 carries over 2048 / 768 = 2 epochs.
         assert_eq!(b.cfg.io_limit, 192);
-        assert_eq!(b.tokens(1), 768 * 100 / 500 + 1);
-        assert_eq!(b.tokens(2), 768 * 300 / 500 + 1);
+        assert_eq!(b.tokens(1), 768 * 100 / 500);
+        assert_eq!(b.tokens(2), 768 * 300 / 500);
         assert_eq!(b.carryover, 2);
     }
 
     #[test]
     fn group_out_of_tokens_waits_while_the_dominant_group_keeps_its_tokens() {
         // io_limit 8, token 32: a bucket of 32 tokens over weights 100 (/), 100 (/a) and
-        // 300 (/b): 7 for /a, 20 for /b.
+        // 300 (/b): 6 for /a, 19 for /b.
         let mut t = GroupTree::new();
         t.add("/a", Some(100)).unwrap();
         t.add("/b", Some(300)).unwrap();
@@ -606,7 +614,7 @@ mod tests {
             Box::new(Noop::new()),
         );
         let mut now = Nanos::ZERO;
-        // /b passes 4 requests down and becomes the dominant group with 16 tokens left.
+        // /b passes 4 requests down and becomes the dominant group with 15 tokens left.
         for i in 0..4u64 {
             b.insert(
                 rq(1000 + i, 2).sector(900_000 + i * 8).group(2).build(),
@@ -627,10 +635,10 @@ mod tests {
             };
             let passed_now = 20 - b.held(1);
             assert!(
-                passed_now <= 7 || b.epoch >= 1,
-                "/a spent more than its 7 tokens"
+                passed_now <= 6 || b.epoch >= 1,
+                "/a spent more than its 6 tokens"
             );
-            if passed_a <= 7 && passed_now > 7 {
+            if passed_a <= 6 && passed_now > 6 {
                 // Out of tokens, /a waited for a new epoch, which /b (dominant, most of its
                 // tokens left) allowed only once fewer than io_throttle were in flight.
                 assert!(in_flight < 4, "refilled with {in_flight} in flight");
@@ -647,7 +655,7 @@ mod tests {
     fn new_epoch_waits_for_a_dominant_group_with_tokens_and_enough_in_flight() {
         let mut b = band(&[("io_limit", 16), ("token", 64)]);
         let now = Nanos::ZERO;
-        // /b becomes dominant: it spends 4 of its 22 tokens, 4 requests in flight.
+        // /b becomes dominant: it spends 4 of its 21 tokens, 4 requests in flight.
         for i in 0..4u64 {
             b.insert(
                 rq(1000 + i, 2).sector(900_000 + i * 8).group(2).build(),
@@ -655,7 +663,7 @@ mod tests {
             );
         }
         assert_eq!(b.dominant, Some(2));
-        // /a spends all of its 22 tokens (its 23rd request is held).
+        // /a spends all of its 21 tokens (its 22nd request is held).
         b.groups[1].token = 1;
         b.insert(rq(1, 1).group(1).build(), now);
         b.insert(rq(2, 1).sector(8).group(1).build(), now);
@@ -667,6 +675,38 @@ mod tests {
         assert!(b.make_global_epoch());
         b.conduct(now);
         assert_eq!(b.held(1), 0);
+    }
+
+    #[test]
+    fn a_group_that_has_spent_under_an_eighth_of_its_tokens_never_holds_the_epoch_back() {
+        // consume_token (2009 and v1.x): a group becomes the dominant group only once it is
+        // "really active", having spent at least token_initial / LOCAL_ACTIVE_RATIO or
+        // bucket / GLOBAL_ACTIVE_RATIO tokens since its last refill; make_global_epoch's veto
+        // reads only the dominant group. Bucket 64 over three groups of weight 100: 21 tokens
+        // each, so a group is really active from its 4th request (3 * 8 >= 21).
+        for (b_requests, vetoed) in [(3u64, false), (4, true)] {
+            let mut b = band(&[("io_limit", 16), ("token", 64)]);
+            let now = Nanos::ZERO;
+            for i in 0..b_requests {
+                b.insert(
+                    rq(1000 + i, 2).sector(900_000 + i * 8).group(2).build(),
+                    now,
+                );
+            }
+            assert_eq!(b.dominant.is_some(), vetoed, "{b_requests} requests of /b");
+            // /a spends its last token; its next request is held, with io_throttle (4) or
+            // more requests in flight.
+            b.groups[1].token = 1;
+            b.insert(rq(1, 1).group(1).build(), now);
+            b.insert(rq(2, 1).sector(8).group(1).build(), now);
+            assert_eq!(b.held(1), 1);
+            assert!(b.issued_total() >= 4);
+            assert_eq!(
+                b.make_global_epoch(),
+                !vetoed,
+                "{b_requests} requests of /b"
+            );
+        }
     }
 
     #[test]

@@ -180,20 +180,40 @@ const PUBLISHED: [Published; 15] = [
     ),
 ];
 
-/// The three setups and the policy each runs under here.
-const SETUPS: [(&str, &str, &str); 3] = [
-    ("vanilla-cfq", "cfq-flat", "vanilla CFQ (groups ignored)"),
+/// The three setups, the policy each runs under here and the size of its readers' I/Os.
+const SETUPS: [(&str, &str, &str, u64); 3] = [
+    (
+        "vanilla-cfq",
+        "cfq-flat",
+        "vanilla CFQ (groups ignored)",
+        FIO_BS,
+    ),
     (
         "io-controller+cfq",
         "cfq",
         "IO scheduler controller + CFQ (CFQ group scheduling)",
+        FIO_BS,
     ),
     (
         "dm-ioband+cfq",
         "ioband+cfq-flat",
         "dm-ioband + vanilla CFQ",
+        READAHEAD_BS,
     ),
 ];
+
+/// fio's default block size: the size of the readers' reads (and of their requests here, one
+/// at a time, for vanilla CFQ and the group scheduler; docs/cfq.md says why).
+const FIO_BS: u64 = 4096;
+
+/// What reaches dm-ioband from a buffered sequential reader (fio's default, `direct=0`) on
+/// 2.6.31: one bio per readahead window, and the window of `ondemand_readahead` settles at
+/// the default maximum `VM_MAX_READAHEAD` of 128 KiB, with `async_size` equal to its size,
+/// so the next window is submitted as the reader touches the first page of the current one
+/// (one window in flight while the disk is the bottleneck). dm-ioband charges one token per
+/// bio whatever its size (`prepare_token`), so the bio size sets its token clock.
+/// docs/ioband.md ("Goyal's table").
+const READAHEAD_BS: u64 = 128 * 1024;
 
 const NS: [u32; 5] = [1, 2, 4, 8, 16];
 pub(crate) const RUNTIME_S: u64 = 30;
@@ -279,6 +299,11 @@ struct Out {
 
 /// The scenario for `n` readers in B, as scenario-file text.
 pub fn scenario_text(n: u32) -> String {
+    scenario_text_bs(n, FIO_BS)
+}
+
+/// The same with every reader reading `bs` bytes at a time.
+fn scenario_text_bs(n: u32, bs: u64) -> String {
     let mut s = format!(
         "name = \"io-controller-n{n}\"\n\
          description = \"16 sequential readers in /a against {n} in /b, equal weights\"\n\
@@ -289,7 +314,7 @@ pub fn scenario_text(n: u32) -> String {
     for (slot, (g, i)) in jobs.enumerate() {
         s.push_str(&format!(
             "\n[[job]]\nname = \"{g}{i}\"\ngroup = \"/{g}\"\nkind = \"fio\"\nrw = \"read\"\n\
-             bs = 4096\noffset_frac = {:.6}\nsize_frac = 0.025\ntime_based = true\n\
+             bs = {bs}\noffset_frac = {:.6}\nsize_frac = 0.025\ntime_based = true\n\
              runtime_ms = {}\n",
             slot as f64 / 40.0,
             RUNTIME_S * 1000
@@ -302,11 +327,12 @@ pub fn scenario_text(n: u32) -> String {
 fn simulate(
     policy: &str,
     n: u32,
+    bs: u64,
     wakeup: Nanos,
     seed: u64,
     record: bool,
 ) -> anyhow::Result<RunReport> {
-    let mut scenario = Scenario::parse(&scenario_text(n), "builtin:io-controller", None)
+    let mut scenario = Scenario::parse(&scenario_text_bs(n, bs), "builtin:io-controller", None)
         .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
@@ -317,9 +343,15 @@ fn simulate(
     Ok(sim.run(scenario.limit))
 }
 
-/// Run one setup at one `n` and one seed.
-pub fn measure_one(policy: &str, n: u32, wakeup: Nanos, seed: u64) -> anyhow::Result<Sample> {
-    let report = simulate(policy, n, wakeup, seed, false)?;
+/// Run one policy at one `n` and one seed, its readers reading `bs` bytes at a time.
+pub fn measure_one(
+    policy: &str,
+    n: u32,
+    bs: u64,
+    wakeup: Nanos,
+    seed: u64,
+) -> anyhow::Result<Sample> {
+    let report = simulate(policy, n, bs, wakeup, seed, false)?;
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
     let group = |path: &str| {
         report
@@ -352,9 +384,9 @@ pub fn measure_one(policy: &str, n: u32, wakeup: Nanos, seed: u64) -> anyhow::Re
 
 /// Every setup at every n over `seeds` (in parallel), in the published order.
 pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
-    let cases: Vec<(&str, &str, u32)> = SETUPS
+    let cases: Vec<(&str, &str, u64, u32)> = SETUPS
         .iter()
-        .flat_map(|&(setup, policy, _)| NS.iter().map(move |&n| (setup, policy, n)))
+        .flat_map(|&(setup, policy, _, bs)| NS.iter().map(move |&n| (setup, policy, bs, n)))
         .collect();
     let runs: Vec<(usize, u64)> = (0..cases.len())
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
@@ -363,8 +395,8 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     let samples: Vec<Sample> = runs
         .par_iter()
         .map(|&(c, seed)| {
-            let (_, policy, n) = cases[c];
-            let r = measure_one(policy, n, wakeup, seed);
+            let (_, policy, bs, n) = cases[c];
+            let r = measure_one(policy, n, bs, wakeup, seed);
             bar.inc(1);
             r
         })
@@ -373,7 +405,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     Ok(cases
         .iter()
         .zip(samples.chunks(seeds.len()))
-        .map(|(&(setup, _, n), s)| Row::of(setup, n, s))
+        .map(|(&(setup, _, _, n), s)| Row::of(setup, n, s))
         .collect())
 }
 
@@ -401,9 +433,9 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
     }
     let runs: Vec<RunReport> = SETUPS
         .par_iter()
-        .map(|&(_, policy, _)| simulate(policy, 1, wakeup, seed, true))
+        .map(|&(_, policy, _, bs)| simulate(policy, 1, bs, wakeup, seed, true))
         .collect::<anyhow::Result<_>>()?;
-    for ((_, policy, title), run) in SETUPS.iter().zip(&runs) {
+    for ((_, policy, title, _), run) in SETUPS.iter().zip(&runs) {
         report::sim::group_share(
             report,
             &format!("io-controller-share-{policy}"),
@@ -418,8 +450,9 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     let report = &opts.report;
     say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
-    say!("readers, group B = n sequential readers, equal weights; 4 KiB reads for");
-    say!("{RUNTIME_S} s on a simulated 7200 rpm IBM Ultrastar 18ES. Each cell: published / ours.");
+    say!("readers, group B = n sequential readers, equal weights; 4 KiB reads (128 KiB");
+    say!("readahead bios under dm-ioband) for {RUNTIME_S} s on a simulated 7200 rpm IBM");
+    say!("Ultrastar 18ES. Each cell: published / ours.");
     say!(
         "Bandwidth KB/s, latency ms. {}\n",
         super::seeds_note(&opts.seeds)
@@ -427,7 +460,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     super::note_wakeup(opts.wakeup);
     let ours = measure(opts.wakeup, &opts.seeds)?;
     let mut json_rows = Vec::new();
-    for (setup, policy, title) in SETUPS {
+    for (setup, policy, title, _) in SETUPS {
         say!("{title} [{policy}]");
         let mut rows = Vec::new();
         for p in PUBLISHED.iter().filter(|p| p.0 == setup) {
@@ -500,7 +533,11 @@ mod tests {
     use super::*;
 
     fn share(policy: &str, n: u32) -> Sample {
-        measure_one(policy, n, Nanos::ZERO, 1).unwrap()
+        measure_one(policy, n, FIO_BS, Nanos::ZERO, 1).unwrap()
+    }
+
+    fn share_bs(policy: &str, n: u32, bs: u64) -> Sample {
+        measure_one(policy, n, bs, Nanos::ZERO, 1).unwrap()
     }
 
     #[test]
@@ -525,14 +562,35 @@ mod tests {
     }
 
     #[test]
-    fn ioband_lifts_the_lone_reader_above_vanilla_but_not_above_groups() {
-        // Published: 5 % < 14 % < 45 %. Ours lands next to the group scheduler (see
-        // docs/cfq.md), so the upper bound allows a point or two of noise.
-        let vanilla = share("cfq-flat", 1).b_share();
-        let groups = share("cfq", 1).b_share();
-        let band = share("ioband+cfq-flat", 1).b_share();
-        assert!(band > vanilla + 0.15, "{vanilla:.3} {band:.3}");
-        assert!(band <= groups + 0.03, "{band:.3} {groups:.3}");
+    fn ioband_with_readahead_bios_is_within_ten_points_from_four_readers_in_b() {
+        // Published (dm-ioband + CFQ): B's share 38, 40 and 47 % at n = 4, 8, 16.
+        for (n, published) in [(4, 0.38), (8, 0.40), (16, 0.47)] {
+            let band = share_bs("ioband+cfq-flat", n, READAHEAD_BS).b_share();
+            assert!(
+                (band - published).abs() <= 0.10,
+                "n={n}: {band:.3} against {published}"
+            );
+        }
+    }
+
+    #[test]
+    fn with_readahead_bios_an_epoch_outlasts_most_of_the_run_so_one_reader_gets_vanillas_share() {
+        // Why 14 % at n = 1 is not reached (docs/ioband.md, "Goyal's table"). dm-ioband
+        // charges a token per bio (prepare_token). Each epoch group A gets its 256 tokens (the
+        // bucket of 768 over the default group, /a and /b: __set_weight) plus about as many
+        // again of the tokens the default group and B left unclaimed (is_token_left's extra).
+        // With 128 KiB readahead bios this disk passes about 32 of A's bios a second, so A
+        // runs dry about every 16 s: in 30 s dm-ioband holds A about once, and the lone reader
+        // of B gets vanilla CFQ's share. With 4 KiB requests A runs dry every second or so and
+        // each time make_global_epoch's veto (B dominant, really active after 256 / 8 = 32
+        // tokens: consume_token) holds A until fewer than io_throttle requests are in flight,
+        // and B gets about half. The published 14 % lies between the two.
+        let vanilla = share_bs("cfq-flat", 1, READAHEAD_BS).b_share();
+        let band = share_bs("ioband+cfq-flat", 1, READAHEAD_BS).b_share();
+        assert!((band - vanilla).abs() <= 0.01, "{vanilla:.3} {band:.3}");
+        assert!(band < 0.14, "{band:.3}");
+        let band_4k = share("ioband+cfq-flat", 1).b_share();
+        assert!(band_4k > 0.14 + 0.20, "{band_4k:.3}");
     }
 
     #[test]

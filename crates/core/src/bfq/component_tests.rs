@@ -864,6 +864,26 @@ fn stable_scene() -> (Bfq, usize, usize) {
 }
 
 #[test]
+fn bfq_do_early_stable_merge_marks_both_processes_stably_merged_so_the_queue_is_never_split() {
+    // bfq_do_or_sched_stable_merge on a non-rotational device with queueing
+    // (nonrot_with_queueing, which bfq_init_queue starts true on a non-rotational queue):
+    // the new queue is merged into the one created up to bfq_burst_interval before, at once,
+    // by bfq_do_early_stable_merge, which sets stably_merged in both processes' bfq_io_cq;
+    // bfq_get_bfqq_handle_split then never splits the shared queue, even when it is marked
+    // split_coop (seeky). Seen in the kernel's bfq log of reader-beside-direct-writers
+    // ("bfq4098S scheduling merge with queue 4109", then "merging with queue 4109").
+    let mut s = Bfq::new(Config::default());
+    s.nonrot_with_queueing = true;
+    let a = read_at(&mut s, 1, 0, 4);
+    let shared = read_at(&mut s, 2, 100, 4);
+    assert_eq!(shared, a, "merged at creation");
+    assert!(s.bics[&CtxId(1)].stably_merged && s.bics[&CtxId(2)].stably_merged);
+    s.queues[a].coop = true;
+    s.queues[a].split_coop = true;
+    assert_eq!(read_at(&mut s, 2, 200, 4), a, "not split");
+}
+
+#[test]
 fn bfq_setup_cooperator_performs_a_stable_merge_600_ms_after_creation_and_split() {
     // bfq_setup_cooperator: a scheduled stable merge is performed for a sync queue, not
     // just created, once more than bfq_late_stable_merging (600 ms) passed since its

@@ -413,7 +413,15 @@ impl Bfq {
         let l = last.expect("a candidate");
         if self.queues[l].creation_time + STABLE_CREATION_WINDOW >= t {
             if self.nonrot_with_queueing {
+                // bfq_do_early_stable_merge: merged at once, and both processes are marked
+                // stably merged, so bfq_get_bfqq_handle_split never splits the shared queue.
                 if let Some(n) = self.setup_merge(q, l) {
+                    if let Some(other) = self.queues[n].bic {
+                        if let Some(b) = self.bics.get_mut(&other) {
+                            b.stably_merged = true;
+                        }
+                    }
+                    self.bics.get_mut(&ctx).expect("bic").stably_merged = true;
                     self.merge_bfqqs(ctx, q, n, t);
                     return n;
                 }
