@@ -366,3 +366,50 @@ fn a_hook_releases_a_held_bio_at_its_own_timer_and_sees_every_bio_end() {
     assert!(blk.is_idle());
     assert_eq!(*ended.borrow(), vec![(1, g, 4096), (2, g, 4096)]);
 }
+
+#[test]
+fn the_device_bounds_merges_and_splits_with_its_segment_limit() {
+    // ll_back_merge_fn: a merge may not take the request past the queue's segment limit;
+    // bio_split_rw cuts a bio at it. Two segments of a page here: 16 sectors.
+    let limits = Limits::depth(1).max_segments(2);
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), limits);
+    blk.handle_submit(write(1, 0, 8), 0u32, ms(0));
+    let busy = drain(&mut blk, ms(0));
+    blk.handle_submit(write(1, 100, 8), 1, ms(1));
+    blk.handle_submit(write(1, 108, 8), 2, ms(1));
+    blk.handle_submit(write(1, 116, 8), 3, ms(1));
+    assert_eq!(
+        blk.counters().merged,
+        1,
+        "the third page would be a third segment"
+    );
+    assert_eq!(blk.counters().inserted, 3);
+    blk.handle_submit(write(1, 1000, 24), 4, ms(1));
+    assert_eq!(blk.counters().inserted, 5, "24 sectors split at 16");
+    let mut done = Vec::new();
+    blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+    let next = drain(&mut blk, ms(2));
+    assert_eq!((next[0].sector, next[0].sectors), (100, 16));
+}
+
+#[test]
+fn a_device_that_states_no_limit_merges_up_to_256_sectors() {
+    // With no max_sectors or max_segments, merges stop at DEFAULT_MERGE_SECTORS (ATA's
+    // 128 KiB), whatever the policy; a device stating more lets them grow further.
+    for (limits, largest) in [
+        (Limits::depth(1), DEFAULT_MERGE_SECTORS),
+        (Limits::depth(1).max_segments(128), 1024),
+        (Limits::depth(1).max_sectors(2560).max_segments(64), 512),
+    ] {
+        let mut blk = BlockLayer::new(Deadline::new(Default::default()), limits);
+        blk.handle_submit(write(1, 0, 8), 0u32, ms(0));
+        let busy = drain(&mut blk, ms(0));
+        for i in 0..200u32 {
+            blk.handle_submit(write(1, 10_000 + u64::from(i) * 8, 8), i + 1, ms(1));
+        }
+        let mut done = Vec::new();
+        blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+        let next = drain(&mut blk, ms(2));
+        assert_eq!(next[0].sectors, largest.min(1600), "{limits:?}");
+    }
+}
