@@ -219,13 +219,24 @@ fn at_depth_one_a_data_only_offender_is_not_delayed_and_two_good_windows_free_it
     run_bios(&mut l, fast, 1, 1, ms(0), ms(101));
     assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 1);
     assert_eq!(l.throttle(&bio(100, slow), ms(102)), Admit::Now);
-    assert_eq!(l.max_depth(s), Some(1), "min(unlimited, 1) >> 1, at least 1");
+    assert_eq!(
+        l.max_depth(s),
+        Some(1),
+        "min(unlimited, 1) >> 1, at least 1"
+    );
     l.done_bio(&end(100, slow, ms(102)), ms(103));
     // A second miss 500 ms on: cookie - 2; at depth 1 the offender counts a use_delay.
     run_bios(&mut l, fast, 2, 1, ms(600), ms(102));
     assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 2);
-    assert_eq!(l.throttle(&bio(101, slow), ms(703)), Admit::Now, "no delay to serve");
-    assert_eq!((l.max_depth(s), l.use_delay(s), l.delay_nsec(s)), (Some(1), 1, 0));
+    assert_eq!(
+        l.throttle(&bio(101, slow), ms(703)),
+        Admit::Now,
+        "no delay to serve"
+    );
+    assert_eq!(
+        (l.max_depth(s), l.use_delay(s), l.delay_nsec(s)),
+        (Some(1), 1, 0)
+    );
     l.done_bio(&end(101, slow, ms(703)), ms(704));
     // A third miss: the cookie stays 2 below the default (2 x nr_requests).
     run_bios(&mut l, fast, 3, 1, ms(1300), ms(102));
@@ -237,7 +248,11 @@ fn at_depth_one_a_data_only_offender_is_not_delayed_and_two_good_windows_free_it
     run_bios(&mut l, fast, 15, 1, ms(2110), ms(1));
     assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 1);
     assert_eq!(l.throttle(&bio(102, slow), ms(2120)), Admit::Now);
-    assert_eq!((l.max_depth(s), l.use_delay(s)), (Some(1), 0), "unuse_delay first");
+    assert_eq!(
+        (l.max_depth(s), l.use_delay(s)),
+        (Some(1), 0),
+        "unuse_delay first"
+    );
     l.done_bio(&end(102, slow, ms(2120)), ms(2121));
     run_bios(&mut l, fast, 20, 5, ms(2700), ms(1));
     run_bios(&mut l, fast, 25, 1, ms(2810), ms(1));
@@ -324,9 +339,8 @@ enum Step {
 fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     use proptest::prelude::*;
     prop_oneof![
-        (any::<bool>(), proptest::bool::weighted(0.1), 0u64..50_000).prop_map(
-            |(slow, meta, gap_us)| Step::Submit { slow, meta, gap_us }
-        ),
+        (any::<bool>(), proptest::bool::weighted(0.1), 0u64..50_000)
+            .prop_map(|(slow, meta, gap_us)| Step::Submit { slow, meta, gap_us }),
         (100u64..300_000).prop_map(|lat_us| Step::Complete { lat_us }),
     ]
 }
