@@ -68,14 +68,15 @@ pub fn model(points: &[(Point, Figures)]) -> anyhow::Result<Model> {
 
 /// The `io.cost.model` that `calibrate --iocost` measures, measured on a simulated `drive`
 /// instead of a real device: the six points of [`IOCOST_PLAN`], each run on the simulator over
-/// the drive's first 2 GiB for `span` ([`super::measure::simulate`], the same jobs and
-/// figures), then [`model`]. What a user of the drive would write into io.cost.model after
-/// running the kernel's iocost_coef_gen.py on it.
+/// the whole drive (as iocost_coef_gen.py `--testdev` runs fio over the whole device) for
+/// `span` ([`super::measure::simulate`], the same jobs and figures), then [`model`]. What a
+/// user of the drive would write into io.cost.model after running the kernel's tool on it.
 pub fn simulated_model(drive: &DriveModel, span: super::measure::Span) -> anyhow::Result<Model> {
     let points = IOCOST_PLAN
         .par_iter()
         .map(|p| {
-            let f = super::measure::simulate(p, drive.device(), 2 * GIB, span)?;
+            let whole = drive.capacity_sectors() * SECTOR_BYTES;
+            let f = super::measure::simulate(p, drive.device(), whole, span)?;
             anyhow::ensure!(
                 f.ios > 0,
                 "{}: no I/O completed in {:?} simulated on {}",
