@@ -408,7 +408,7 @@ proptest::proptest! {
         for s in steps {
             match s {
                 Step::Submit { slow: is_slow, meta, gap_us } => {
-                    now = now + Nanos(gap_us * 1000);
+                    now += Nanos(gap_us * 1000);
                     let g = if is_slow { slow } else { fast };
                     key += 1;
                     offer(&mut l, &mut flight, &mut waits, &mut held, key, g, meta, now, now)
