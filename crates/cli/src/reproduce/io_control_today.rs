@@ -11,12 +11,20 @@
 //!   `/bulk`: the reader's p99 latency, the writer's throughput and the total, with no
 //!   control, under cfq's and bfq's groups (equal weights), io.latency (a target on
 //!   `/interactive`) over none and over mq-deadline, io.max (a write cap on `/bulk`) over
-//!   none, and io.cost (`io.weight` 500 on `/interactive`, 100 on `/bulk`, the kernel's
-//!   built-in model and QoS for the device class) over none and over mq-deadline.
+//!   none, and io.cost (`io.weight` 500 on `/interactive`, 100 on `/bulk`) over none and over
+//!   mq-deadline.
 //!
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
-//! `io.weight`s (Goyal's setting) and with `/b` weighted 3:1 ([`SHARE`]): "B share" against
-//! "weight %" (B's weight over both), and the total against none's.
+//! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]): "B share"
+//! against "weight %" (B's weight over both), and the total against none's.
+//!
+//! io.cost's model ([`CostModel`]): the kernel's documentation tells users to measure their
+//! device's `io.cost.model` (tools/cgroup/iocost_coef_gen.py); its rows run with the model
+//! `elevator calibrate --iocost` measures, taken on the simulated drive itself
+//! ([`calibrate::iocost::simulated_model`]), and the kernel's QoS defaults for the device
+//! class (no latency targets: the busy signal is requests waiting to be issued, `rq_wait`).
+//! The rows marked "built-in model" run with the kernel's built-in coefficients for the class
+//! instead, to show what they do on these drives (docs/iocost.md).
 
 use anyhow::Context;
 use elevator_core::Settings;
@@ -24,6 +32,7 @@ use elevator_sim::scenario::Scenario;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::cmd::calibrate;
 use crate::output::{self, say};
 use crate::stats::Estimate;
 
@@ -59,12 +68,21 @@ pub enum Control {
     Latency,
     /// io.max: `/bulk`'s write cap.
     Max,
-    /// io.cost: `io.weight` 500 on `/interactive`, 100 on `/bulk`.
-    Cost,
+    /// io.cost: `io.weight` 500 on `/interactive`, 100 on `/bulk`, with this model.
+    Cost(CostModel),
+}
+
+/// The `io.cost.model` an io.cost setup runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostModel {
+    /// The kernel's built-in coefficients for the device class (`autop[]`).
+    Builtin,
+    /// The model `calibrate --iocost` measures on the simulated drive ([`drive_model`]).
+    Calibrated,
 }
 
 /// The protection setups, in table order.
-pub const SETUPS: [Setup; 8] = [
+pub const SETUPS: [Setup; 9] = [
     Setup {
         label: "none",
         sched: "none",
@@ -96,34 +114,104 @@ pub const SETUPS: [Setup; 8] = [
         control: Control::Max,
     },
     Setup {
+        label: "io.cost / none, built-in model",
+        sched: "none",
+        control: Control::Cost(CostModel::Builtin),
+    },
+    Setup {
         label: "io.cost / none",
         sched: "none",
-        control: Control::Cost,
+        control: Control::Cost(CostModel::Calibrated),
     },
     Setup {
         label: "io.cost / mq-deadline",
         sched: "mq-deadline",
-        control: Control::Cost,
+        control: Control::Cost(CostModel::Calibrated),
     },
 ];
 
-/// io.cost's `io.weight`s of /a and /b in a share setup.
-pub type Weights = Option<(u32, u32)>;
+/// io.cost's `io.weight`s of /a and /b in a share setup, and its model.
+pub type Weights = Option<(u32, u32, CostModel)>;
 
-/// The share setups: (label, scheduler, io.weight of /a and /b for io.cost, or none).
-pub const SHARE: [(&str, &str, Weights); 7] = [
+/// The share setups: (label, scheduler, io.weight of /a and /b and the model for io.cost, or
+/// none).
+pub const SHARE: [(&str, &str, Weights); 8] = [
     ("none", "none", None),
     ("cfq groups", "cfq", None),
     ("bfq groups", "bfq", None),
-    ("io.cost / none", "none", Some((100, 100))),
-    ("io.cost / mq-deadline", "mq-deadline", Some((100, 100))),
-    ("io.cost / none, b 3:1", "none", Some((100, 300))),
+    (
+        "io.cost / none, built-in model, b 3:1",
+        "none",
+        Some((100, 300, CostModel::Builtin)),
+    ),
+    (
+        "io.cost / none",
+        "none",
+        Some((100, 100, CostModel::Calibrated)),
+    ),
+    (
+        "io.cost / none, b 2:1",
+        "none",
+        Some((100, 200, CostModel::Calibrated)),
+    ),
+    (
+        "io.cost / none, b 3:1",
+        "none",
+        Some((100, 300, CostModel::Calibrated)),
+    ),
     (
         "io.cost / mq-deadline, b 3:1",
         "mq-deadline",
-        Some((100, 300)),
+        Some((100, 300, CostModel::Calibrated)),
     ),
 ];
+
+/// How long each point of the simulated `calibrate --iocost` runs on `drive`: 20 simulated
+/// seconds on a disk (a 128 MiB transfer takes seconds there), 2 on an SSD; a tenth more as
+/// ramp.
+fn model_span(drive: &elevator_sim::DriveModel) -> calibrate::measure::Span {
+    let secs = if matches!(drive, elevator_sim::DriveModel::Hdd(_)) {
+        20
+    } else {
+        2
+    };
+    calibrate::measure::Span::of_slice(std::time::Duration::from_millis(secs * 1100))
+}
+
+/// The `io.cost.model` line (without the device number) that `calibrate --iocost` measures on
+/// the simulated `drive` (a built-in name), computed once a drive per process.
+pub fn drive_model(drive: &str) -> anyhow::Result<String> {
+    static CACHE: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    if let Some((_, l)) = CACHE
+        .lock()
+        .expect("the cache lock")
+        .iter()
+        .find(|(d, _)| d == drive)
+    {
+        return Ok(l.clone());
+    }
+    let d =
+        elevator_sim::DriveModel::resolve(drive).map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
+    let m = calibrate::iocost::simulated_model(&d, model_span(&d))
+        .with_context(|| format!("io.cost.model of {drive}"))?;
+    let line = m.line("0:0");
+    let line = line
+        .split_once(' ')
+        .map_or(line.clone(), |x| x.1.to_string());
+    CACHE
+        .lock()
+        .expect("the cache lock")
+        .push((drive.to_string(), line.clone()));
+    Ok(line)
+}
+
+/// The top-level scenario line that gives io.cost `model` on `drive` (none for the built-in).
+fn model_line(drive: &str, model: CostModel) -> anyhow::Result<String> {
+    Ok(match model {
+        CostModel::Builtin => String::new(),
+        CostModel::Calibrated => format!("io_cost_model = \"{}\"\n", drive_model(drive)?),
+    })
+}
 
 /// io.latency's target for `/interactive` on `drive`, microseconds.
 pub fn latency_target_us(drive: &str) -> u64 {
@@ -144,22 +232,26 @@ pub fn write_cap(drive: &str) -> u64 {
 }
 
 /// The protection scenario on `drive` under `control`, as scenario-file text.
-pub fn protection_text(drive: &str, control: Control) -> String {
+pub fn protection_text(drive: &str, control: Control) -> anyhow::Result<String> {
+    let model = match control {
+        Control::Cost(m) => model_line(drive, m)?,
+        _ => String::new(),
+    };
     let mut s = format!(
         "name = \"io-control-protection\"\ndrive = \"{drive}\"\nseed = 1\n\
-         duration_s = {RUNTIME_S}\n\n[[group]]\npath = \"/interactive\"\n"
+         duration_s = {RUNTIME_S}\n{model}\n[[group]]\npath = \"/interactive\"\n"
     );
     if control == Control::Latency {
         s.push_str(&format!("io_latency_us = {}\n", latency_target_us(drive)));
     }
-    if control == Control::Cost {
+    if matches!(control, Control::Cost(_)) {
         s.push_str("io_weight = 500\n");
     }
     s.push_str("\n[[group]]\npath = \"/bulk\"\n");
     if control == Control::Max {
         s.push_str(&format!("io_max = \"wbps={}\"\n", write_cap(drive)));
     }
-    if control == Control::Cost {
+    if matches!(control, Control::Cost(_)) {
         s.push_str("io_weight = 100\n");
     }
     s.push_str(&format!(
@@ -171,7 +263,7 @@ pub fn protection_text(drive: &str, control: Control) -> String {
          runtime_ms = {ms}\n",
         ms = RUNTIME_S * 1000
     ));
-    s
+    Ok(s)
 }
 
 /// One protection run's figures.
@@ -191,7 +283,7 @@ pub struct Protection {
 
 /// Run one protection setup on `drive` with `seed`.
 pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<Protection> {
-    let text = protection_text(drive, setup.control);
+    let text = protection_text(drive, setup.control)?;
     let scenario = Scenario::parse(&text, "builtin:io-control-protection", None)
         .context("the io-control protection scenario")?;
     let sched = scenario.scheduler(setup.sched, &Settings::new())?;
@@ -215,20 +307,25 @@ pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<P
     })
 }
 
-/// One share run's figures: B's share and the total, MB/s; with `weights`, io.cost with
-/// those `io.weight`s on /a and /b.
+/// One share run's figures after the [`RAMP_S`] ramp (both groups busy throughout): B's
+/// share and the total, MB/s; with `weights`, io.cost with those `io.weight`s on /a and /b
+/// and that model.
 pub fn share_one(
     drive: &str,
     sched: &str,
-    weights: Option<(u32, u32)>,
+    weights: Weights,
     n: u32,
     seed: u64,
 ) -> anyhow::Result<(f64, f64)> {
+    let model = match weights {
+        Some((_, _, m)) => model_line(drive, m)?,
+        None => String::new(),
+    };
     let mut text = super::io_controller::scenario_text(n).replace(
         "drive = \"ibm18es\"",
-        &format!("drive = \"{drive}\"\nduration_s = {RUNTIME_S}"),
+        &format!("drive = \"{drive}\"\nduration_s = {RUNTIME_S}\n{model}"),
     );
-    if let Some((wa, wb)) = weights {
+    if let Some((wa, wb, _)) = weights {
         text = text
             .replace(
                 "path = \"/a\"\n",
@@ -246,7 +343,9 @@ pub fn share_one(
     let scenario = Scenario::parse(&text, "builtin:io-control-share", None)
         .context("the io-control share scenario")?;
     let s = scenario.scheduler(sched, &Settings::new())?;
-    let report = scenario.simulation(s, Some(seed)).run(scenario.limit);
+    let mut sim = scenario.simulation(s, Some(seed));
+    sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
+    let report = sim.run(scenario.limit);
     let bytes = |g: &str| -> u64 {
         report
             .jobs
@@ -256,7 +355,7 @@ pub fn share_one(
             .sum()
     };
     let (a, b) = (bytes("/a") as f64, bytes("/b") as f64);
-    let secs = report.end.as_ns() as f64 / 1e9;
+    let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
     Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
 }
 
@@ -311,10 +410,17 @@ pub struct Today {
     pub protection: Vec<ProtectionRow>,
     /// The share rows.
     pub share: Vec<ShareRow>,
+    /// The io.cost.model lines the io.cost rows ran with, by drive (the built-in drive's
+    /// name), as `calibrate --iocost` measured them on the simulated drive.
+    pub io_cost_models: Vec<(String, String)>,
 }
 
 /// Measure both tables over `seeds` (in parallel).
 pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
+    let io_cost_models = DRIVES
+        .par_iter()
+        .map(|(_, d)| Ok((d.to_string(), drive_model(d)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let cases: Vec<(usize, usize, u64)> = (0..DRIVES.len())
         .flat_map(|d| (0..SETUPS.len()).flat_map(move |s| seeds.iter().map(move |&x| (d, s, x))))
         .collect();
@@ -367,7 +473,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             n,
             weight_pct: SHARE[s]
                 .2
-                .map(|(a, b)| 100.0 * f64::from(b) / f64::from(a + b)),
+                .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
             b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
         });
@@ -376,6 +482,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
         runtime_s: RUNTIME_S,
         protection,
         share,
+        io_cost_models,
     })
 }
 
@@ -386,6 +493,11 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         "Samsung 980 PRO model, {RUNTIME_S} simulated s a run. {}",
         super::seeds_note(seeds)
     );
+    say!();
+    say!("io.cost's model on each drive (`calibrate --iocost`'s six points, simulated):");
+    for (_, d) in DRIVES {
+        say!("  {d}: {}", drive_model(d)?);
+    }
     say!();
     let t = measure(seeds)?;
     say!("Protection: random 4 KiB reader (1 at a time) in /interactive beside a sequential");
@@ -427,7 +539,10 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    say!("Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 3:1.");
+    say!(
+        "Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 2:1 or 3:1;"
+    );
+    say!("figures after a {RAMP_S} s ramp.");
     let rows: Vec<Vec<String>> = t
         .share
         .iter()

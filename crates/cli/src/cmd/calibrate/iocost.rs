@@ -3,13 +3,15 @@
 //! scenario.
 //!
 //! **The model** comes from [`IOCOST_PLAN`]: the six figures `io.cost.model` takes, measured
-//! as the kernel tree's `tools/cgroup/iocost_coef_gen.py` measures them, with two differences
-//! it is compared against (bench/iocost-coef.sh, docs/iocost.md): the sequential bandwidth is
-//! that of 1 MiB I/Os at depth 32 (the script: 128 MiB I/Os at depth 1, which the block layer
-//! splits at `max_sectors_kb` anyway), and the random writes run at depth 32 (the script:
-//! 64), both points calibrate's own grid already measures; our `none` merges the sequential
-//! 4 KiB I/Os as the kernel's plug does (the script sets `nomerges=1`, which leaves the plug's
-//! merging on).
+//! as the kernel tree's `tools/cgroup/iocost_coef_gen.py` measures them with its defaults
+//! (128 MiB sequential reads and writes at depth 1 for the bandwidths, 4 KiB sequential and
+//! random reads and writes at depth 64 for the IOPS), each I/O handed to the kernel in its own
+//! system call as the script's fio (libaio, `iodepth_batch` 1) does, so the kernel's plug
+//! merges none of the sequential 4 KiB I/Os. Differences that remain: our io_uring executor
+//! under our `none` (the script: fio's libaio under the kernel's `none`, `nomerges=1`, which
+//! our block layer does not need: at depth 64 our `none` never holds a bio back to merge), and
+//! a tenth of each point's time as ramp (the script has none). bench/iocost-coef.sh compares
+//! the two on one loop device (docs/iocost.md).
 //!
 //! **The QoS proposal** is searched on a simulated device (`--drive`: a built-in drive or the
 //! spec `elevator calibrate -o` fitted for the device; io.cost's model is the one measured):
@@ -62,6 +64,30 @@ pub fn model(points: &[(Point, Figures)]) -> anyhow::Result<Model> {
         wseqiops: iops(get(4)?),
         wrandiops: iops(get(5)?),
     })
+}
+
+/// The `io.cost.model` that `calibrate --iocost` measures, measured on a simulated `drive`
+/// instead of a real device: the six points of [`IOCOST_PLAN`], each run on the simulator over
+/// the whole drive (as iocost_coef_gen.py `--testdev` runs fio over the whole device) for
+/// `span` ([`super::measure::simulate`], the same jobs and figures), then [`model`]. What a
+/// user of the drive would write into io.cost.model after running the kernel's tool on it.
+pub fn simulated_model(drive: &DriveModel, span: super::measure::Span) -> anyhow::Result<Model> {
+    let points = IOCOST_PLAN
+        .par_iter()
+        .map(|p| {
+            let whole = drive.capacity_sectors() * SECTOR_BYTES;
+            let f = super::measure::simulate(p, drive.device(), whole, span)?;
+            anyhow::ensure!(
+                f.ios > 0,
+                "{}: no I/O completed in {:?} simulated on {}",
+                p.label(),
+                span.runtime,
+                drive.name()
+            );
+            Ok((*p, f))
+        })
+        .collect::<anyhow::Result<Vec<(Point, Figures)>>>()?;
+    model(&points)
 }
 
 /// One simulated run of the protection scenario.

@@ -175,3 +175,297 @@ fn the_timer_raises_a_cookie_nobody_is_blamed_for() {
         "forgotten, then raised by 2"
     );
 }
+
+/// `/fast` (5 ms) beside `/slow` with its own, looser target (`slow_target`, or none).
+fn fast_and(slow_target: Option<Nanos>) -> (GroupTree, GroupId, GroupId) {
+    let mut t = GroupTree::new();
+    let fast = t.add("/fast", None).unwrap();
+    let slow = t.add("/slow", None).unwrap();
+    t.io_mut(fast).latency_target = Some(ms(5));
+    t.io_mut(slow).latency_target = slow_target;
+    (t, fast, slow)
+}
+
+fn meta_bio(key: u64, g: GroupId) -> Request {
+    Request {
+        meta: true,
+        ..bio(key, g)
+    }
+}
+
+/// `n` bios of `g` from `key` on, submitted at `at` and completed `lat` later, one by one.
+fn run_bios(l: &mut IoLatency, g: GroupId, key: u64, n: u64, at: Nanos, lat: Nanos) {
+    for k in key..key + n {
+        let t = at + Nanos((k - key) * 1_000_000);
+        assert_eq!(l.throttle(&bio(k, g), t), Admit::Now);
+        l.done_bio(&end(k, g, t), t + lat);
+    }
+}
+
+#[test]
+fn at_depth_one_a_data_only_offender_is_not_delayed_and_two_good_windows_free_it() {
+    // On a device whose nr_requests is 1 (the simulated 2009 disk holds one request), the
+    // parent's cookie can fall only 2 below the default (scale_cookie_change: 1 while within
+    // nr_requests, then not past 2 x nr_requests), and the offender's depth only to 1
+    // (scale_change). A further miss makes check_scale_change count blkcg_use_delay instead,
+    // but blkcg_maybe_throttle_blkg sleeps for the accumulated delay_nsec, which only
+    // blkcg_add_delay raises, and only for bios issued as root: a data writer is not delayed.
+    // Two good windows later the cookie is back at the default and the offender unlimited
+    // (the first step up takes back the use_delay, scale_change's blkcg_unuse_delay).
+    let (t, fast, slow) = fast_slow();
+    let (f, s) = (fast.0 as usize, slow.0 as usize);
+    let mut l = IoLatency::new(&t, false, 1);
+    // A missed window (HDD: its mean, 101 ms, over the 5 ms target): cookie - 1.
+    run_bios(&mut l, fast, 1, 1, ms(0), ms(101));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 1);
+    assert_eq!(l.throttle(&bio(100, slow), ms(102)), Admit::Now);
+    assert_eq!(
+        l.max_depth(s),
+        Some(1),
+        "min(unlimited, 1) >> 1, at least 1"
+    );
+    l.done_bio(&end(100, slow, ms(102)), ms(103));
+    // A second miss 500 ms on: cookie - 2; at depth 1 the offender counts a use_delay.
+    run_bios(&mut l, fast, 2, 1, ms(600), ms(102));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 2);
+    assert_eq!(
+        l.throttle(&bio(101, slow), ms(703)),
+        Admit::Now,
+        "no delay to serve"
+    );
+    assert_eq!(
+        (l.max_depth(s), l.use_delay(s), l.delay_nsec(s)),
+        (Some(1), 1, 0)
+    );
+    l.done_bio(&end(101, slow, ms(703)), ms(704));
+    // A third miss: the cookie stays 2 below the default (2 x nr_requests).
+    run_bios(&mut l, fast, 3, 1, ms(1300), ms(102));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 2);
+    // Good windows (mean 1 ms, at least 5 samples since the last scale event), 500 ms apart,
+    // from the group that scaled: the first completion after a long gap checks a window of
+    // one sample (too few: kept), the next window's five make it.
+    run_bios(&mut l, fast, 10, 5, ms(2000), ms(1));
+    run_bios(&mut l, fast, 15, 1, ms(2110), ms(1));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 1);
+    assert_eq!(l.throttle(&bio(102, slow), ms(2120)), Admit::Now);
+    assert_eq!(
+        (l.max_depth(s), l.use_delay(s)),
+        (Some(1), 0),
+        "unuse_delay first"
+    );
+    l.done_bio(&end(102, slow, ms(2120)), ms(2121));
+    run_bios(&mut l, fast, 20, 5, ms(2700), ms(1));
+    run_bios(&mut l, fast, 25, 1, ms(2810), ms(1));
+    assert_eq!(l.child_cookie(0), DEFAULT_SCALE_COOKIE);
+    assert_eq!(l.throttle(&bio(103, slow), ms(2820)), Admit::Now);
+    assert_eq!(l.max_depth(s), None, "back at the default: unthrottled");
+    assert_eq!(l.max_depth(f), None);
+}
+
+#[test]
+fn a_throttled_groups_meta_bio_within_its_target_delays_its_later_data_bios() {
+    // iolatency_record_time: a bio issued as root (REQ_META) of a group that is throttled and
+    // has a target is not counted; the time it had left of its group's target is added to the
+    // group's delay (blkcg_add_delay). Once the group counts a use_delay, each submission
+    // sleeps for the delay in force (blkcg_maybe_throttle_blkg), which blkcg_scale_delay
+    // takes off again one second's charge at a time.
+    let (t, fast, slow) = fast_and(Some(ms(10)));
+    let s = slow.0 as usize;
+    let mut l = IoLatency::new(&t, false, 1);
+    // /slow's three bios (its window: 10 ms x 16 = 160 ms) and /fast's miss.
+    for k in 100..103 {
+        assert_eq!(l.throttle(&bio(k, slow), ms(0)), Admit::Now);
+    }
+    run_bios(&mut l, fast, 1, 1, ms(0), ms(101));
+    l.done_bio(&end(100, slow, ms(0)), ms(150));
+    l.done_bio(&end(101, slow, ms(0)), ms(155));
+    l.done_bio(&end(102, slow, ms(0)), ms(1001));
+    // /slow's target (10 ms) is looser than the one missed (5 ms) and it did more than 5% of
+    // the I/O: it is throttled, to depth 1.
+    assert_eq!(l.throttle(&meta_bio(103, slow), ms(1002)), Admit::Now);
+    assert_eq!(l.max_depth(s), Some(1));
+    // The meta bio completes in 2 ms: 8 ms of its target left become delay.
+    l.done_bio(&end(103, slow, ms(1002)), ms(1004));
+    assert_eq!(l.delay_nsec(s), ms(8).as_ns());
+    // A second miss: /slow, at depth 1, counts a use_delay; its data bio sleeps 8 ms first.
+    run_bios(&mut l, fast, 2, 1, ms(1100), ms(600));
+    assert_eq!(
+        l.throttle(&bio(104, slow), ms(1701)),
+        Admit::Wait { until: ms(1709) }
+    );
+    assert_eq!(l.use_delay(s), 1);
+    assert_eq!(
+        l.throttle(&bio(104, slow), ms(1705)),
+        Admit::Wait { until: ms(1709) },
+        "asked early, it still waits"
+    );
+    assert_eq!(l.throttle(&bio(104, slow), ms(1709)), Admit::Now);
+    l.done_bio(&end(104, slow, ms(1701)), ms(1712));
+    // A second on, the delay charged meanwhile is taken off: the next scaling (more than a
+    // second after the last, 1004 ms) keeps it, the one after removes what it charged.
+    assert_eq!(
+        l.throttle(&bio(105, slow), ms(2100)),
+        Admit::Wait { until: ms(2108) }
+    );
+    assert_eq!(l.throttle(&bio(105, slow), ms(2108)), Admit::Now);
+    l.done_bio(&end(105, slow, ms(2100)), ms(2110));
+    assert_eq!(l.throttle(&bio(106, slow), ms(3200)), Admit::Now, "decayed");
+    assert_eq!(l.delay_nsec(s), 0);
+}
+
+#[test]
+fn the_delay_a_submitter_serves_is_at_most_a_quarter_second() {
+    // blkcg_maybe_throttle_blkg clamps the sleep at 250 ms while use_delay is positive.
+    let (t, _, slow) = fast_slow();
+    let s = slow.0 as usize;
+    let mut l = IoLatency::new(&t, false, 1);
+    l.grps[s].delay.use_delay = 1;
+    l.add_delay(s, ms(10), ms(900).as_ns());
+    assert_eq!(
+        l.throttle(&bio(1, slow), ms(20)),
+        Admit::Wait { until: ms(270) }
+    );
+}
+
+/// One step of the property test's random history.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A bio of group 1 (`/fast`) or 2 (`/slow`), meta or not, after `gap_us`.
+    Submit { slow: bool, meta: bool, gap_us: u64 },
+    /// The oldest bio in flight completes, `lat_us` after its submission at the earliest.
+    Complete { lat_us: u64 },
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (any::<bool>(), proptest::bool::weighted(0.1), 0u64..50_000)
+            .prop_map(|(slow, meta, gap_us)| Step::Submit { slow, meta, gap_us }),
+        (100u64..300_000).prop_map(|lat_us| Step::Complete { lat_us }),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// Over any history of submissions and completions, on a disk or an SSD of any depth:
+    /// a group's data bio is let go only while fewer of the group's bios than its
+    /// `max_depth` are in flight (`iolat_acquire_inflight`), and no bio starves: once the
+    /// device drains, every bio held for a slot or a delay is let go and completes.
+    #[test]
+    fn depth_limits_hold_and_no_bio_starves(
+        steps in proptest::collection::vec(step(), 1..400),
+        ssd in proptest::prelude::any::<bool>(),
+        nr_requests in 1usize..64,
+    ) {
+        let (t, fast, slow) = fast_and(Some(ms(20)));
+        let mut l = IoLatency::new(&t, ssd, nr_requests);
+        let mut now = Nanos::ZERO;
+        let mut key = 0u64;
+        // In flight: (key, group, submitted); waiting for a time: (key, group, meta, submitted).
+        let mut flight: VecDeque<(u64, GroupId, Nanos)> = VecDeque::new();
+        let mut waits: Vec<(u64, GroupId, bool, Nanos, Nanos)> = Vec::new();
+        let mut held: rustc_hash::FxHashMap<u64, (GroupId, Nanos)> = Default::default();
+        let mut completed = 0u64;
+        let inflight = |f: &VecDeque<(u64, GroupId, Nanos)>, g: GroupId| {
+            f.iter().filter(|x| x.1 == g).count() as u64
+        };
+        let admit = |l: &IoLatency, f: &VecDeque<(u64, GroupId, Nanos)>, g: GroupId, meta: bool| {
+            let limit = l.max_depth(g.0 as usize).unwrap_or(u64::MAX);
+            meta || inflight(f, g) < limit
+        };
+        // Offer bio `k` of `g`; returns an error when a depth limit is broken.
+        let offer = |l: &mut IoLatency, f: &mut VecDeque<(u64, GroupId, Nanos)>,
+                     w: &mut Vec<(u64, GroupId, bool, Nanos, Nanos)>,
+                     h: &mut rustc_hash::FxHashMap<u64, (GroupId, Nanos)>,
+                     k: u64, g: GroupId, meta: bool, sub: Nanos, now: Nanos| -> Result<(), String> {
+            let rq = Request { meta, submitted: sub, ..bio(k, g) };
+            match l.throttle(&rq, now) {
+                Admit::Now => {
+                    if !admit(l, f, g, meta) {
+                        return Err(format!("bio {k} of {g:?} let go over its depth"));
+                    }
+                    f.push_back((k, g, sub));
+                }
+                Admit::Wait { until } => w.push((k, g, meta, sub, until.max(now))),
+                Admit::Hold => {
+                    h.insert(k, (g, sub));
+                }
+            }
+            Ok(())
+        };
+        let release = |l: &mut IoLatency, f: &mut VecDeque<(u64, GroupId, Nanos)>,
+                       h: &mut rustc_hash::FxHashMap<u64, (GroupId, Nanos)>, now: Nanos| -> Result<(), String> {
+            while let Some(k) = l.poll_release(now) {
+                let (g, sub) = h.remove(&k).ok_or(format!("released {k}, not held"))?;
+                if !admit(l, f, g, false) {
+                    return Err(format!("held bio {k} of {g:?} released over its depth"));
+                }
+                f.push_back((k, g, sub));
+            }
+            Ok(())
+        };
+        for s in steps {
+            match s {
+                Step::Submit { slow: is_slow, meta, gap_us } => {
+                    now += Nanos(gap_us * 1000);
+                    let g = if is_slow { slow } else { fast };
+                    key += 1;
+                    offer(&mut l, &mut flight, &mut waits, &mut held, key, g, meta, now, now)
+                        .map_err(proptest::test_runner::TestCaseError::fail)?;
+                    release(&mut l, &mut flight, &mut held, now)
+                        .map_err(proptest::test_runner::TestCaseError::fail)?;
+                }
+                Step::Complete { lat_us } => {
+                    if let Some((k, g, sub)) = flight.pop_front() {
+                        now = now.max(sub + Nanos(lat_us * 1000));
+                        l.done_bio(&end(k, g, sub), now);
+                        completed += 1;
+                        release(&mut l, &mut flight, &mut held, now)
+                            .map_err(proptest::test_runner::TestCaseError::fail)?;
+                    }
+                }
+            }
+            // Bios whose wait is over are offered again; timers that are due run.
+            let due: Vec<_> = waits.iter().copied().filter(|w| w.4 <= now).collect();
+            waits.retain(|w| w.4 > now);
+            for (k, g, meta, sub, _) in due {
+                offer(&mut l, &mut flight, &mut waits, &mut held, k, g, meta, sub, now)
+                    .map_err(proptest::test_runner::TestCaseError::fail)?;
+                release(&mut l, &mut flight, &mut held, now)
+                    .map_err(proptest::test_runner::TestCaseError::fail)?;
+            }
+            if l.poll_timeout().is_some_and(|t| t <= now) {
+                l.handle_timeout(now);
+            }
+        }
+        // Drain: complete everything, offer the waiting again at their time, until empty.
+        let mut rounds = 0;
+        while !(flight.is_empty() && waits.is_empty() && held.is_empty()) {
+            rounds += 1;
+            proptest::prop_assert!(rounds < 100_000, "no progress: {} held, {} waiting", held.len(), waits.len());
+            if let Some((k, g, sub)) = flight.pop_front() {
+                now = now.max(sub) + Nanos::from_ms(1);
+                l.done_bio(&end(k, g, sub), now);
+                completed += 1;
+                release(&mut l, &mut flight, &mut held, now)
+                    .map_err(proptest::test_runner::TestCaseError::fail)?;
+                continue;
+            }
+            if let Some(at) = waits.iter().map(|w| w.4).min() {
+                now = now.max(at);
+                let due: Vec<_> = waits.iter().copied().filter(|w| w.4 <= now).collect();
+                waits.retain(|w| w.4 > now);
+                for (k, g, meta, sub, _) in due {
+                    offer(&mut l, &mut flight, &mut waits, &mut held, k, g, meta, sub, now)
+                        .map_err(proptest::test_runner::TestCaseError::fail)?;
+                    release(&mut l, &mut flight, &mut held, now)
+                        .map_err(proptest::test_runner::TestCaseError::fail)?;
+                }
+                continue;
+            }
+            proptest::prop_assert!(false, "{} bios held with nothing in flight: starved", held.len());
+        }
+        proptest::prop_assert_eq!(completed, key);
+    }
+}
