@@ -3,15 +3,13 @@
 //! scenario.
 //!
 //! **The model** comes from [`IOCOST_PLAN`]: the six figures `io.cost.model` takes, measured
-//! as the kernel tree's `tools/cgroup/iocost_coef_gen.py` measures them with its defaults
-//! (128 MiB sequential reads and writes at depth 1 for the bandwidths, 4 KiB sequential and
-//! random reads and writes at depth 64 for the IOPS), each I/O handed to the kernel in its own
-//! system call as the script's fio (libaio, `iodepth_batch` 1) does, so the kernel's plug
-//! merges none of the sequential 4 KiB I/Os. Differences that remain: our io_uring executor
-//! under our `none` (the script: fio's libaio under the kernel's `none`, `nomerges=1`, which
-//! our block layer does not need: at depth 64 our `none` never holds a bio back to merge), and
-//! a tenth of each point's time as ramp (the script has none). bench/iocost-coef.sh compares
-//! the two on one loop device (docs/iocost.md).
+//! as the kernel tree's `tools/cgroup/iocost_coef_gen.py` measures them, with two differences
+//! it is compared against (bench/iocost-coef.sh, docs/iocost.md): the sequential bandwidth is
+//! that of 1 MiB I/Os at depth 32 (the script: 128 MiB I/Os at depth 1, which the block layer
+//! splits at `max_sectors_kb` anyway), and the random writes run at depth 32 (the script:
+//! 64), both points calibrate's own grid already measures; our `none` merges the sequential
+//! 4 KiB I/Os as the kernel's plug does (the script sets `nomerges=1`, which leaves the plug's
+//! merging on).
 //!
 //! **The QoS proposal** is searched on a simulated device (`--drive`: a built-in drive or the
 //! spec `elevator calibrate -o` fitted for the device; io.cost's model is the one measured):

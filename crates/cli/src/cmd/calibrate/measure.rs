@@ -158,20 +158,17 @@ pub const PLAN: [Point; 20] = [
     Point::new(RwMode::RandRead, 4 * K, 1).beside_writer(4),
 ];
 
-/// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model`, the
-/// six fio jobs of tools/cgroup/iocost_coef_gen.py with its defaults: sequential bandwidth from
-/// 128 MiB reads and writes at depth 1 (`--seqio-block-mb 128`; the kernel splits each at
-/// `max_sectors_kb` and has every piece in flight at once, as our block layer does), sequential
-/// 4 KiB IOPS at depth 64 (`--seq-depth`) and random 4 KiB IOPS at depth 64 (`--rand-depth`,
-/// reads and writes). The script's "seqiops" is the 4 KiB sequential job's bandwidth over
-/// 4096; ours is its IOPS, the same number when every I/O is 4 KiB.
+/// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model`
+/// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
+/// and writes at depth 32, points of [`PLAN`]), sequential 4 KiB IOPS (depth 64) and random
+/// 4 KiB IOPS (reads at depth 64 and writes at depth 32, points of [`PLAN`]).
 pub const IOCOST_PLAN: [Point; 6] = [
-    Point::new(RwMode::Read, 128 * M, 1),
+    Point::new(RwMode::Read, M, 32),
     Point::new(RwMode::Read, 4 * K, 64),
     Point::new(RwMode::RandRead, 4 * K, 64),
-    Point::new(RwMode::Write, 128 * M, 1),
+    Point::new(RwMode::Write, M, 32),
     Point::new(RwMode::Write, 4 * K, 64),
-    Point::new(RwMode::RandWrite, 4 * K, 64),
+    Point::new(RwMode::RandWrite, 4 * K, 32),
 ];
 
 /// How long one point runs: a ramp, then the time it is measured over.
@@ -234,10 +231,7 @@ fn noop() -> Box<dyn elevator_core::Scheduler> {
 }
 
 /// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`
-/// bytes; the figures are the point's own job's. With `submit_each`, every I/O reaches the
-/// kernel in its own system call (as fio's libaio engine submits at `iodepth_batch=1`:
-/// [`UringBackend::set_submit_each`]), so the kernel's plug merges none of them.
-#[allow(clippy::too_many_arguments)]
+/// bytes; the figures are the point's own job's.
 pub fn measure(
     p: &Point,
     file: &std::fs::File,
@@ -246,7 +240,6 @@ pub fn measure(
     span: Span,
     stop: &'static AtomicBool,
     seed: u64,
-    submit_each: bool,
 ) -> anyhow::Result<Figures> {
     let jobs = jobs(p, region, size, span, seed)?
         .into_iter()
@@ -263,7 +256,6 @@ pub fn measure(
     let handle = file.try_clone().context("duplicate the target's handle")?;
     let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
         .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
-    backend.set_submit_each(submit_each);
     let opts = RunOptions {
         stop: Some(stop),
         ramp: span.ramp,

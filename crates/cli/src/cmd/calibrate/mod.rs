@@ -21,8 +21,8 @@
 //! are refused unless `--allow-overwrite`; a mounted or swapped-on device always.
 
 mod fit;
-pub mod iocost;
-pub mod measure;
+mod iocost;
+mod measure;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -364,16 +364,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut measured = Vec::new();
     for (i, p) in plan.iter().enumerate() {
         bar.set_message(p.label());
-        let f = measure::measure(
-            p,
-            &tgt.file,
-            tgt.size,
-            region,
-            span,
-            &STOP,
-            i as u64 + 1,
-            args.iocost,
-        );
+        let f = measure::measure(p, &tgt.file, tgt.size, region, span, &STOP, i as u64 + 1);
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
             tgt.remember()?;
