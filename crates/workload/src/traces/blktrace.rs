@@ -715,6 +715,8 @@ pub struct BlkRequests<S> {
     in_flight: HashMap<(u32, u64), u64>,
     owners: HashMap<(u32, u64), u32>,
     last_time: Nanos,
+    /// The latest stamp of an event that is not a note, for the order check.
+    latest: Nanos,
     ended: bool,
     counts: BlkCounts,
     /// Events stamped earlier than the one before them are passed on (the records they make
@@ -737,6 +739,7 @@ impl<S: EventSource> BlkRequests<S> {
             in_flight: HashMap::new(),
             owners: HashMap::new(),
             last_time: Nanos::ZERO,
+            latest: Nanos::ZERO,
             ended: false,
             counts: BlkCounts::default(),
             accept_unsorted: false,
@@ -859,14 +862,17 @@ impl<S: EventSource> Iterator for BlkRequests<S> {
                     // blkparse sorts its output: an event earlier than the one before it is a
                     // damaged or hand-edited trace. Notes (process names) are not checked.
                     let note = matches!(e.action, BlkAction::Notify(_));
-                    if !note && !self.accept_unsorted && e.time < self.last_time {
+                    if !note && !self.accept_unsorted && e.time < self.latest {
                         self.ended = true;
                         self.pending.clear();
-                        let msg = unsorted_message(e.time, self.last_time);
+                        let msg = unsorted_message(e.time, self.latest);
                         return Some(Err(match self.events.last_at() {
                             Some(at) => at.error(msg),
                             None => InputError::new("<trace>", msg).in_field("time"),
                         }));
+                    }
+                    if !note {
+                        self.latest = self.latest.max(e.time);
                     }
                     if let Some(r) = self.take(e) {
                         return Some(Ok(r));

@@ -265,7 +265,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
         _ => {
             let mut parts: Vec<Box<dyn RecordSource>> = Vec::new();
             for p in paths {
-                parts.push(open_one(p, format, opts.accept_unsorted)?);
+                parts.push(open_one(p, format)?);
             }
             if parts.len() == 1 {
                 parts.pop().expect("one part")
@@ -300,22 +300,13 @@ fn blk_requests<S: super::blktrace::EventSource + 'static>(
 }
 
 /// One file of a line-based format.
-fn open_one(
-    path: &Path,
-    format: TraceFormat,
-    accept_unsorted: bool,
-) -> Result<Box<dyn RecordSource>, InputError> {
+fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, InputError> {
     use super::disksim_ascii::{AsciiFormat, AsciiReader};
     use super::lines::Lines;
     let lines = Lines::open(path)?;
-    let ascii = |lines, format| {
-        let r = AsciiReader::new(lines, format);
-        if accept_unsorted {
-            r.accepting_unsorted()
-        } else {
-            r
-        }
-    };
+    // The reader's own order check (a scenario's trace job relies on it) is left to
+    // [`Rebase`] here, whose refusal says how to replay the trace anyway.
+    let ascii = |lines, format| AsciiReader::new(lines, format).accepting_unsorted();
     Ok(match format {
         TraceFormat::FioIolog => Box::new(super::fio_iolog::FioIologReader::new(lines)?),
         TraceFormat::Msr => Box::new(super::msr::MsrReader::new(lines)),
