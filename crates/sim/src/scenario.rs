@@ -303,7 +303,7 @@ impl Scenario {
             if let Some(us) = g.io_latency_us {
                 // io.latency's target is written in whole microseconds (1e-300 became a
                 // 0 ns target, refused as "not above 0" although it was given above 0).
-                if !(us >= 1.0 && us <= MAX_SIMULATED_S * 1e6) {
+                if !(1.0..=MAX_SIMULATED_S * 1e6).contains(&us) {
                     return Err(field_err(
                         "io_latency_us",
                         format!(
