@@ -283,6 +283,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
         first_out_of_order: None,
         accept_unsorted: opts.accept_unsorted,
         read: 0,
+        failed: false,
     }))
 }
 
@@ -335,6 +336,9 @@ struct Rebase {
     accept_unsorted: bool,
     /// Records read so far.
     read: u64,
+    /// A record was refused: the stream has ended (as every reader's does at its first
+    /// error).
+    failed: bool,
 }
 
 /// The longest a trace may span from its first record: a year. Times near 2^64 ns would
@@ -344,20 +348,30 @@ pub const MAX_SPAN: Nanos = Nanos::from_secs(366 * 86_400);
 impl Iterator for Rebase {
     type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
-        let mut r = match self.inner.next()? {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
+        if self.failed {
+            return None;
+        }
+        let r = self.inner.next()?;
+        let r = self.check(r);
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+impl Rebase {
+    /// Rebase `r`, or refuse it.
+    fn check(&mut self, r: Result<TraceRecord, InputError>) -> Result<TraceRecord, InputError> {
+        let mut r = r?;
         let t0 = *self.t0.get_or_insert(r.time);
         self.read += 1;
         if r.time < self.latest {
             if !self.accept_unsorted {
                 let msg = super::blktrace::unsorted_message(r.time, self.latest);
                 let msg = format!("record {}: {msg}", self.read);
-                return Some(Err(match self.inner.last_at() {
+                return Err(match self.inner.last_at() {
                     Some(at) => at.error(msg),
                     None => InputError::new(&self.file, msg).in_field("time"),
-                }));
+                });
             }
             self.out_of_order += 1;
             if self.first_out_of_order.is_none() {
@@ -371,7 +385,7 @@ impl Iterator for Rebase {
         self.latest = self.latest.max(r.time);
         r.time = r.time.saturating_sub(t0);
         if r.time > MAX_SPAN {
-            return Some(Err(InputError::new(
+            return Err(InputError::new(
                 &self.file,
                 format!(
                     "record {} is stamped {} s after the first record, more than a year: not a \
@@ -380,9 +394,9 @@ impl Iterator for Rebase {
                     r.time.as_ns() / 1_000_000_000
                 ),
             )
-            .in_field("time")));
+            .in_field("time"));
         }
-        Some(Ok(r))
+        Ok(r)
     }
 }
 
