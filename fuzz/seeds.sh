@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 c=corpus
-mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import $c/ftrace
+mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import $c/ftrace \
+  $c/io_settings $c/campaign_grid
 printf 'fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb read 0 4096\n/dev/sdb wait 100\n/dev/sdb write 8192 512\n/dev/sdb close\n' > $c/traces/fio2
 printf 'fio version 3 iolog\n2 a add\n878 a write 0 16384\n900 a trim 4096 4096\n901 a sync 0 0\n' > $c/traces/fio3
 printf '128166372003061629,web,0,Read,3813654528,4096,1264\n128166372016382155,web,1,Write,1024,512,0\n' > $c/traces/msr
@@ -37,3 +38,11 @@ if [ -d "$data" ]; then
 else
   echo "shared/data absent: the disksim_import corpus starts empty" >&2
 fi
+# io settings: an io.max line, then io.cost.qos (first and second lines), then numbers.
+printf 'rbps=2097152 wiops=120 wbps=max\nenable=1 ctrl=user rpct=95 rlat=5000 wpct=95 wlat=5000 min=50 max=150\n' > $c/io_settings/max-qos
+printf 'ctrl=user model=linear rbps=2706339840 rseqiops=89698 rrandiops=110036 wbps=1063126016 wseqiops=135560 wrandiops=130734\n\n100 200 5000\n' > $c/io_settings/model
+printf 'riops=1 wiops=1\nenable=1\n1 1 1\n' > $c/io_settings/tight
+# campaign grids: axes, one a line.
+printf 'seed=1..5\ndeadline.fifo_batch=1,4,16\n' > $c/campaign_grid/seed-tunable
+printf 'job.r.number_ios=1..8\ndrive=laptop-4200,cheetah9lp\n' > $c/campaign_grid/job-drive
+printf 'seed=-9223372036854775808..9223372036854775807\n' > $c/campaign_grid/wide-range

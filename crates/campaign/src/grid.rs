@@ -233,7 +233,9 @@ fn integers(key: &str, text: &str) -> Result<Vec<i64>, Error> {
         if lo > hi {
             return Err(Error::arg(arg(), format!("empty range {lo}..{hi}")));
         }
-        if hi - lo >= 100_000 {
+        // Counted without overflow (i64::MIN..i64::MAX once wrapped to a short range and
+        // was then collected: 2^64 values).
+        if hi.abs_diff(lo) >= 100_000 {
             return Err(Error::arg(arg(), format!("{lo}..{hi} is too many values")));
         }
         return Ok((lo..=hi).collect());
@@ -548,6 +550,7 @@ impl Grid {
             let opts = OpenOptions {
                 format,
                 view: BlkView::Queue,
+                accept_unsorted: false,
             };
             if let Some(x) = spec.speed {
                 if !(0.001..=1e6).contains(&x) {

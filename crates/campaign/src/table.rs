@@ -286,8 +286,22 @@ pub fn requests_batch(results: &[CellResult]) -> RecordBatch {
 /// place (a file that exists is whole). Fixed writer settings: the same batch gives the same
 /// bytes.
 pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<(), Error> {
-    let tmp = tmp_path(path);
     let io = |e: &dyn std::fmt::Display| Error::io(path, e);
+    // The file is written beside and renamed over the path: over a device node, a FIFO or a
+    // directory that would replace it (as root, `/dev/null` itself). Refused; a symlink is
+    // followed, so the file it points to is replaced, not the link.
+    let path = &match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| io(&e))?,
+        _ => path.to_path_buf(),
+    };
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() {
+            return Err(io(
+                &"not a regular file: a Parquet table is written only to a file",
+            ));
+        }
+    }
+    let tmp = tmp_path(path);
     let file = std::fs::File::create(&tmp).map_err(|e| io(&e))?;
     let props = WriterProperties::builder()
         .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))

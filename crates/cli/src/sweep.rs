@@ -234,9 +234,16 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
     let (x_key, series) = series(grid.axes(), &rows, opts.metric);
     let title = format!("{name}: {} (mean over seeds)", opts.metric);
     let svg = || plot::lines::lines(&title, &x_key, opts.metric, &series);
+    // Every output is attempted whatever the others do: a failed one does not lose the
+    // results the others hold (they were all checked before the cells ran).
+    let mut outcomes = crate::cmd::common::Outcomes::default();
     if let Some(p) = opts.plot {
-        std::fs::write(p, svg()?).with_context(|| format!("writing {}", p.display()))?;
-        say!("wrote {}", p.display());
+        let r = svg().and_then(|s| {
+            std::fs::write(p, s).with_context(|| format!("--plot: writing {}", p.display()))
+        });
+        if outcomes.keep(r).is_some() {
+            say!("wrote {}", p.display());
+        }
     }
     let page = Sink::new(
         opts.report.is_some(),
@@ -247,10 +254,12 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
         &header,
         &table,
     );
-    page.plot(&format!("sweep-{}", opts.metric), &title, svg)?;
-    page.write(opts.report)?;
+    outcomes.keep(
+        page.plot(&format!("sweep-{}", opts.metric), &title, svg)
+            .and_then(|()| page.write(opts.report)),
+    );
     if let Some(path) = opts.json {
-        output::write_json(
+        outcomes.keep(output::write_json(
             path,
             &Out {
                 scenario: &name,
@@ -259,14 +268,17 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
                 shard,
                 rows: &rows,
             },
-        )?;
+        ));
     }
     if let Some(path) = opts.parquet {
         let batch = elevator_campaign::table::jobs_batch(grid, &results);
-        elevator_campaign::table::write_parquet(path, &batch)?;
-        say!("wrote {}", path.display());
+        let r = elevator_campaign::table::write_parquet(path, &batch)
+            .with_context(|| format!("--parquet {}", path.display()));
+        if outcomes.keep(r).is_some() {
+            say!("wrote {}", path.display());
+        }
     }
-    Ok(())
+    outcomes.finish()
 }
 
 #[cfg(test)]

@@ -671,3 +671,212 @@ fn a_trace_on_standard_input_replays_under_every_scheduler() {
         assert_eq!(r["issued"], 300, "{r}");
     }
 }
+
+// ----- round 2, second pass: the newer surfaces (sweeps, Parquet, merge, io settings) -----
+
+/// A scenario of one short fio job, for sweeps.
+fn small_scenario(dir: &Path) -> String {
+    write(
+        dir,
+        "small.toml",
+        "name = \"small\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"fio\"\nname = \"r\"\n\
+         rw = \"randread\"\nbs = 4096\nnumber_ios = 8\n",
+    )
+}
+
+/// A sweep range from i64::MIN to i64::MAX: its length overflowed to a short one and the
+/// range was then collected (2^64 values: an abort). Refused naming the axis.
+#[test]
+fn a_sweep_range_from_i64_min_to_max_is_refused_not_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small_scenario(dir.path());
+    for axis in [
+        "seed=-9223372036854775808..9223372036854775807",
+        "deadline.fifo_batch=-9223372036854775808..9223372036854775807",
+    ] {
+        let out = elevator(&["sim", &sc, "--sweep", axis]);
+        clean_error(&out, &["--sweep", "too many values"]);
+    }
+}
+
+/// Outputs of a sweep are checked before any cell runs: a `--parquet` in a directory that
+/// does not exist, over a FIFO (the table is renamed over its path: as root that replaces
+/// even a device node), or the same new file as `--json`; and `--blktrace-out`, which a
+/// sweep does not write, is refused rather than ignored.
+#[test]
+fn sweep_outputs_are_checked_before_the_cells_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small_scenario(dir.path());
+    let missing = dir.path().join("no/such/dir/t.parquet");
+    let out = elevator(&[
+        "sim",
+        &sc,
+        "--sweep",
+        "seed=1..2",
+        "--parquet",
+        missing.to_str().unwrap(),
+    ]);
+    clean_error(&out, &["--parquet", "does not exist"]);
+    assert!(out.stdout.is_empty(), "cells ran: {}", out.stdout);
+
+    let fifo = dir.path().join("fifo");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let out = elevator(&[
+            "sim",
+            &sc,
+            "--sweep",
+            "seed=1..2",
+            "--parquet",
+            fifo.to_str().unwrap(),
+        ]);
+        clean_error(&out, &["--parquet", "not a regular file"]);
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    let same = dir.path().join("out");
+    let same = same.to_str().unwrap();
+    let out = elevator(&[
+        "sim",
+        &sc,
+        "--sweep",
+        "seed=1..2",
+        "--json",
+        same,
+        "--parquet",
+        same,
+    ]);
+    clean_error(&out, &["also another output"]);
+
+    let bt = dir.path().join("bt");
+    let out = elevator(&[
+        "sim",
+        &sc,
+        "--sweep",
+        "seed=1..2",
+        "--blktrace-out",
+        bt.to_str().unwrap(),
+    ]);
+    clean_error(&out, &["--blktrace-out", "does not write it"]);
+}
+
+/// `elevator merge` checks its output before reading the shards, and never renames a table
+/// over something that is not a regular file.
+#[test]
+fn merge_refuses_an_output_it_cannot_or_must_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small_scenario(dir.path());
+    let shard = dir.path().join("s0.parquet");
+    let out = elevator(&[
+        "sim",
+        &sc,
+        "--sweep",
+        "seed=1..2",
+        "--shard",
+        "0/2",
+        "--parquet",
+        shard.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shard = shard.to_str().unwrap();
+    let missing = dir.path().join("no/such/m.parquet");
+    let out = elevator(&["merge", "-o", missing.to_str().unwrap(), shard]);
+    clean_error(&out, &["--output", "does not exist"]);
+    let fifo = dir.path().join("fifo");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let out = elevator(&["merge", "-o", fifo.to_str().unwrap(), shard]);
+        clean_error(&out, &["not a regular file"]);
+    }
+    // The output may be an input: written beside it, renamed over it once complete.
+    let out = elevator(&["merge", "-o", shard, shard]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A shard that is not Parquet (or never ends) is an error naming it, not a hang.
+    let out = elevator(&[
+        "merge",
+        "-o",
+        dir.path().join("m").to_str().unwrap(),
+        "/dev/zero",
+    ]);
+    clean_error(&out, &["/dev/zero"]);
+}
+
+/// An input read whole without a cap given /dev/zero (`calibrate --measured`) or a sparse
+/// file of 4 GiB (a recording's meta.json, which must be a regular file): refused once past
+/// its cap, not read until memory runs out.
+#[test]
+fn inputs_read_whole_are_capped_not_read_without_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.dat");
+    let out = elevator_within(
+        &[
+            "calibrate",
+            "--target",
+            t.to_str().unwrap(),
+            "--measured",
+            "/dev/zero",
+        ],
+        Duration::from_secs(60),
+    );
+    clean_error(&out, &["/dev/zero", "larger than"]);
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    std::fs::File::create(rec.join("meta.json"))
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
+    std::fs::write(rec.join("trace.txt"), "").unwrap();
+    let out = elevator_within(
+        &["kernel-diff", rec.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    clean_error(&out, &["meta.json", "larger than"]);
+}
+
+/// An unsorted trace: refused naming the file, the line and the time field; with
+/// `--accept-unsorted` replayed in file order, the run naming how many records and where the
+/// first is (per format: the workload crate's
+/// `unsorted_records_are_refused_naming_line_and_field_in_every_format`).
+#[test]
+fn an_unsorted_trace_is_refused_naming_the_line_unless_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "u.csv",
+        "128166372003061629,web,0,Read,0,4096,10\n128166372013061629,web,0,Read,4096,4096,10\n\
+         128166372008061629,web,0,Read,8192,4096,10\n",
+    );
+    let out = elevator(&["replay", &p, "--sched", "deadline"]);
+    clean_error(&out, &["u.csv:3", "Timestamp", "--accept-unsorted"]);
+    let json = dir.path().join("o.json");
+    let out = elevator(&[
+        "replay",
+        &p,
+        "--sched",
+        "deadline",
+        "--accept-unsorted",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        text.contains("1 records") && text.contains("u.csv:3"),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["issued"], 3);
+    assert_eq!(v["runs"][0]["out_of_order"], 1);
+    assert!(v["runs"][0]["first_out_of_order"]
+        .as_str()
+        .unwrap()
+        .ends_with("u.csv:3"));
+}

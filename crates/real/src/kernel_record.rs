@@ -571,12 +571,14 @@ fn record_inner(
             ));
         }
     }
-    let job_text = fs::read_to_string(&opts.job).map_err(|e| {
-        RecordError::new(
-            "check",
-            format!("read the job file {}: {e}", opts.job.display()),
-        )
-    })?;
+    // Through the job-file reader's cap (1 MiB): /dev/zero or a FIFO is refused, not read
+    // without bound.
+    let job_text = elevator_workload::input::read_text(
+        &opts.job,
+        elevator_workload::fio_file::MAX_FILE_BYTES,
+        "fio job file",
+    )
+    .map_err(|e| RecordError::new("check", format!("read the job file: {e}")))?;
     let refused = check_job(&job_text);
     if !refused.is_empty() {
         return Err(RecordError::new(

@@ -301,11 +301,13 @@ impl Scenario {
             io.weight = g.io_weight;
             io.bfq_weight = g.io_bfq_weight;
             if let Some(us) = g.io_latency_us {
-                if !(us > 0.0 && us <= MAX_SIMULATED_S * 1e6) {
+                // io.latency's target is written in whole microseconds (1e-300 became a
+                // 0 ns target, refused as "not above 0" although it was given above 0).
+                if !(1.0..=MAX_SIMULATED_S * 1e6).contains(&us) {
                     return Err(field_err(
                         "io_latency_us",
                         format!(
-                            "{us} is not a target in (0, {:e}] microseconds",
+                            "{us:?} is not a target in [1, {:e}] microseconds",
                             MAX_SIMULATED_S * 1e6
                         ),
                     ));
@@ -708,6 +710,19 @@ mod setting_tests {
         assert_eq!(io.latency_target, Some(Nanos::from_us(2500)));
         assert_eq!((io.weight, io.bfq_weight), (Some(300), Some(200)));
         assert!(s.groups.has_io_control());
+    }
+
+    /// Hostile io.latency targets (issue 32): below a microsecond (1e-300 once became a 0 ns
+    /// target refused as "not above 0"), absurd (1e300 was printed as 301 digits), NaN.
+    #[test]
+    fn hostile_io_latency_targets_are_refused_naming_the_field_briefly() {
+        for v in ["1e-300", "0.5", "1e300", "nan", "-1.0", "inf"] {
+            let e = with_group(&format!("io_latency_us = {v}")).unwrap_err();
+            assert_eq!(e.field, "group.io_latency_us", "{v}: {e}");
+            assert!(e.message.contains("[1, "), "{v}: {e}");
+            assert!(e.to_string().len() < 200, "{v}: {e}");
+        }
+        assert!(with_group("io_latency_us = 1.0").is_ok());
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn read_dispatch_view(path: &Path, n: usize) -> Duration {
             let opts = OpenOptions {
                 format: Some(TraceFormat::Blkparse),
                 view: BlkView::Dispatch,
+                accept_unsorted: false,
             };
             let mut count = 0;
             for r in open(&[path.to_path_buf()], opts).unwrap() {
@@ -82,6 +83,7 @@ fn a_record_a_century_after_the_first_is_refused_not_saturated() {
     let opts = OpenOptions {
         format: Some(TraceFormat::Msr),
         view: BlkView::Queue,
+        accept_unsorted: false,
     };
     let got: Vec<_> = open(&[p], opts).unwrap().collect();
     assert!(got[0].is_ok());
@@ -141,4 +143,146 @@ fn a_scenario_trace_on_a_fifo_is_refused_not_opened_twice() {
         .read_to_string(&mut rest)
         .unwrap();
     writer.join().unwrap();
+}
+
+/// A trace of `format` whose records are stamped at `times` (seconds from the trace's
+/// epoch, one 4 KiB read each), and the 1-based line (or byte offset) of each record.
+fn trace_at(dir: &Path, format: TraceFormat, times: &[u64]) -> (std::path::PathBuf, Vec<u64>) {
+    use elevator_workload::traces::blktrace::{cat, encode_v7, BlkAction, BlkEvent};
+    let path = dir.join(format!("t.{format}"));
+    let mut at = Vec::new();
+    if format == TraceFormat::Blktrace {
+        let mut out = Vec::new();
+        for (i, &t) in times.iter().enumerate() {
+            at.push(out.len() as u64);
+            let e = BlkEvent {
+                time: elevator_core::Nanos::from_secs(t),
+                sequence: i as u32,
+                cpu: 0,
+                device: 8 << 20,
+                pid: 100,
+                action: BlkAction::Queue,
+                category: cat::READ,
+                sector: i as u64 * 8,
+                bytes: 4096,
+                error: 0,
+                cgroup: None,
+                remap: None,
+            };
+            encode_v7(&e, &[], &mut out);
+        }
+        std::fs::write(&path, out).unwrap();
+        return (path, at);
+    }
+    let mut text = String::new();
+    let mut line = 0u64;
+    let mut push = |text: &mut String, l: String, record: bool| {
+        line += 1;
+        text.push_str(&l);
+        text.push('\n');
+        if record {
+            at.push(line);
+        }
+    };
+    match format {
+        TraceFormat::FioIolog => {
+            push(&mut text, "fio version 3 iolog".into(), false);
+            push(&mut text, "0 /dev/x add".into(), false);
+        }
+        TraceFormat::Msr => push(
+            &mut text,
+            "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime".into(),
+            false,
+        ),
+        _ => {}
+    }
+    for (i, &t) in times.iter().enumerate() {
+        let i = i as u64;
+        let l = match format {
+            TraceFormat::Blkparse => format!(
+                "  8,0    0 {:>8} {:>5}.000000000   100  Q   R {} + 8 [dd]",
+                i + 1,
+                t,
+                i * 8
+            ),
+            TraceFormat::FioIolog => format!("{} /dev/x read {} 4096", t * 1_000_000, i * 4096),
+            TraceFormat::Msr => format!(
+                "{},web,0,Read,{},4096,10",
+                128_166_372_000_000_000 + t * 10_000_000,
+                i * 4096
+            ),
+            TraceFormat::Spc => format!("0,{},4096,R,{t}.0", i * 8),
+            TraceFormat::Alibaba => format!("0,R,{},4096,{}", i * 4096, t * 1_000_000),
+            TraceFormat::Tencent => format!("{},{},8,0,1", 1_538_323_200 + t, i * 8),
+            TraceFormat::Disksim => format!("{}.0 0 {} 8 1", t * 1000, i * 8),
+            TraceFormat::Mqsim => format!("{} 0 {} 8 1", 2_000_000 + t * 1_000_000_000, i * 8),
+            TraceFormat::Blktrace => unreachable!(),
+        };
+        push(&mut text, l, true);
+    }
+    std::fs::write(&path, text).unwrap();
+    (path, at)
+}
+
+/// Records stamped earlier than one before them (later than the first, or before the first,
+/// which was moved to 0): in every format, refused naming the file, the line (the byte for
+/// binary blktrace) and the format's time field; `accept_unsorted` replays every record in
+/// file order, counts them (records before the first included) and names the first.
+#[test]
+fn unsorted_records_are_refused_naming_line_and_field_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in TraceFormat::ALL {
+        let time_field = match format {
+            TraceFormat::Msr | TraceFormat::Spc | TraceFormat::Tencent => "Timestamp",
+            TraceFormat::Alibaba | TraceFormat::FioIolog => "timestamp",
+            _ => "time",
+        };
+        // Third record before the second; second record before the first.
+        for (times, bad) in [(&[10u64, 30, 20, 40][..], 2usize), (&[10, 5, 20][..], 1)] {
+            let (path, at) = trace_at(dir.path(), format, times);
+            let opts = OpenOptions {
+                format: Some(format),
+                view: BlkView::Queue,
+                accept_unsorted: false,
+            };
+            let got: Vec<_> = open(std::slice::from_ref(&path), opts).unwrap().collect();
+            let e = got
+                .iter()
+                .find_map(|r| r.as_ref().err())
+                .unwrap_or_else(|| panic!("{format} {times:?}: accepted {got:?}"));
+            assert_eq!(e.field, time_field, "{format}: {e}");
+            let here = if format == TraceFormat::Blktrace {
+                e.byte()
+            } else {
+                e.line().map(|l| l as u64)
+            };
+            assert_eq!(here, Some(at[bad]), "{format} {times:?}: {e}");
+            assert!(e.to_string().contains("t."), "{e}");
+            assert!(e.message.contains("--accept-unsorted"), "{e}");
+            assert_eq!(got.iter().filter(|r| r.is_ok()).count(), bad, "{format}");
+
+            let opts = OpenOptions {
+                accept_unsorted: true,
+                ..opts
+            };
+            let mut s = open(std::slice::from_ref(&path), opts).unwrap();
+            let mut n = 0;
+            for r in s.by_ref() {
+                r.unwrap();
+                n += 1;
+            }
+            assert_eq!(n, times.len(), "{format}: every record replayed");
+            assert_eq!(s.out_of_order(), 1, "{format} {times:?}");
+            let first = s.first_out_of_order().expect("the first is named");
+            assert_eq!(first.time_field, time_field);
+            if format == TraceFormat::Blktrace {
+                assert_eq!(first.at, elevator_workload::input::Position::Byte(at[bad]));
+            } else {
+                assert_eq!(
+                    first.at,
+                    elevator_workload::input::Position::Line(at[bad] as usize)
+                );
+            }
+        }
+    }
 }

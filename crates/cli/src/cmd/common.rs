@@ -114,6 +114,28 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
     fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// What names one output: an existing file by its identity, a file still to be created by
+/// its directory's canonical path and its name (so `out.json` and `./out.json`, both new,
+/// are the same output).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum OutputKey {
+    Existing(u64, u64),
+    New(PathBuf),
+}
+
+fn output_key(p: &Path) -> Option<OutputKey> {
+    if let Some((dev, ino)) = identity(p) {
+        return Some(OutputKey::Existing(dev, ino));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(OutputKey::New(
+        fs::canonicalize(dir).ok()?.join(p.file_name()?),
+    ))
+}
+
 /// Check that a directory output can be written: it is (or becomes) a directory in which a
 /// file can be created.
 fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
@@ -140,6 +162,21 @@ fn probe_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("{flag} {}: cannot write there", dir.display()))?;
     let _ = fs::remove_file(&probe);
     Ok(())
+}
+
+/// Check that a Parquet table can be written to `path`: [`check_file`], and, since the table
+/// is written beside the path and renamed over it, an existing path must be a regular file
+/// (a rename over a device node, a FIFO or a socket would replace it).
+pub fn check_table_file(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if let Ok(m) = fs::metadata(path) {
+        if !m.is_file() {
+            bail!(
+                "{flag} {}: not a regular file (a Parquet table is written only to a file)",
+                path.display()
+            );
+        }
+    }
+    check_file(flag, path)
 }
 
 /// Check that a file output can be written, without truncating it.
@@ -299,8 +336,17 @@ impl OutputOpts {
         }
         let ids: Vec<(Option<(u64, u64)>, &Input)> =
             inputs.iter().map(|i| (identity(&i.path), i)).collect();
-        let mut seen: HashSet<(u64, u64)> = HashSet::new();
+        let mut seen: HashSet<OutputKey> = HashSet::new();
         for w in &written {
+            if let Some(key) = output_key(&w.path) {
+                if !seen.insert(key) {
+                    bail!(
+                        "{}: {} is also another output of this command",
+                        w.flag,
+                        w.path.display()
+                    );
+                }
+            }
             let Some(id) = identity(&w.path) else {
                 continue;
             };
@@ -312,13 +358,6 @@ impl OutputOpts {
                     w.path.display(),
                     i.what,
                     i.path.display()
-                );
-            }
-            if !seen.insert(id) {
-                bail!(
-                    "{}: {} is also another output of this command",
-                    w.flag,
-                    w.path.display()
                 );
             }
         }

@@ -22,6 +22,9 @@ pub struct Args {
 
 /// Merge the shards.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before reading every shard: the output can be written (it may be one of the inputs:
+    // the table is written beside it and renamed over it once complete).
+    super::common::check_table_file("--output", &args.output)?;
     let batch = elevator_campaign::table::merge(&args.inputs)?;
     elevator_campaign::table::write_parquet(&args.output, &batch)?;
     say!(

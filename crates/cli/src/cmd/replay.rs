@@ -74,6 +74,12 @@ pub struct Args {
     /// Replay at most this many requests.
     #[arg(long)]
     max_requests: Option<u64>,
+    /// Replay a trace that is not in time order, in file order: a record stamped earlier
+    /// than one before it is issued at once (at 0 if before the first record), and the run
+    /// says how many there were and where the first is. Without it such a record is refused,
+    /// naming its file, line and time field.
+    #[arg(long)]
+    accept_unsorted: bool,
     #[command(flatten)]
     out: super::common::OutputOpts,
 }
@@ -85,8 +91,11 @@ struct RunJson {
     end_s: f64,
     issued: u64,
     skipped: u64,
-    /// Records stamped earlier than the one before them.
+    /// Records stamped earlier than one before them (accepted with --accept-unsorted).
     out_of_order: u64,
+    /// Where the first of them is (`FILE:LINE` or `FILE: byte N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_out_of_order: Option<String>,
     /// Times the replay waited at its bound of outstanding requests.
     held_back: u64,
     /// Processes past the bound, replayed as one.
@@ -224,6 +233,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             View::Queue => BlkView::Queue,
             View::Dispatch => BlkView::Dispatch,
         },
+        accept_unsorted: args.accept_unsorted,
     };
     // A pipe or FIFO is read once, into a file every scheduler then replays.
     let spooled = spool_streams(&args.traces)?;
@@ -400,6 +410,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             issued: outcome.issued,
             skipped: outcome.skipped,
             out_of_order: outcome.out_of_order,
+            first_out_of_order: outcome.first_out_of_order.as_ref().map(|a| a.to_string()),
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
             disk_util: elevator_real::report::disk_util_json(&disk, "elevator", end),
@@ -536,9 +547,14 @@ fn print_run(
         );
     }
     if outcome.out_of_order > 0 {
+        let first = match &outcome.first_out_of_order {
+            Some(at) => format!(", the first at {at} (field `{}`)", at.time_field),
+            None => String::new(),
+        };
         say!(
-            "note: {} records of the trace are stamped earlier than the record before them (not \
-             in time order); each went out at once, behind the later one",
+            "note (--accept-unsorted): {} records of the trace are stamped earlier than a record \
+             before them{first}; each went out at once, behind the later one (at 0 if before \
+             the first record)",
             outcome.out_of_order
         );
     }

@@ -157,16 +157,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             && args.output_format == super::run::Format::Normal,
         "--drive, --host and --output-format apply to fio job files; a scenario names its drive"
     );
-    let plot: Vec<(&str, &std::path::Path)> = args
-        .plot
-        .as_deref()
-        .map(|p| ("--plot", p))
-        .into_iter()
-        .collect();
+    let plot: Vec<(&str, &std::path::Path)> =
+        [("--plot", &args.plot), ("--parquet", &args.parquet)]
+            .into_iter()
+            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+            .collect();
+    let sweep = !args.sweep.is_empty();
+    if let Some(p) = &args.parquet {
+        super::common::check_table_file("--parquet", p)?;
+    }
     args.out.check(
-        "sim",
+        if sweep { "sim --sweep" } else { "sim" },
         Supported {
             request_log: false,
+            // A sweep keeps no request trace (a cell's requests: the Python API's
+            // `requests=True`).
+            blktrace_out: !sweep,
             ..Supported::ALL
         },
         &sched,

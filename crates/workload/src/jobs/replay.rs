@@ -95,6 +95,8 @@ pub struct ReplayOutcome {
     /// Records stamped earlier than the record before them (the trace is not in time
     /// order; they went out at once, behind the later one).
     pub out_of_order: u64,
+    /// Where the first of them is in the trace.
+    pub first_out_of_order: Option<crate::traces::RecordAt>,
     /// Times the replay waited because [`MAX_OUTSTANDING`] requests were outstanding (the
     /// device fell behind the trace; those requests went out later than recorded).
     pub held_back: u64,
@@ -243,7 +245,9 @@ impl ReplayJob {
             match self.source.next() {
                 None => {
                     self.exhausted = true;
-                    self.out.borrow_mut().out_of_order = self.source.out_of_order();
+                    let mut out = self.out.borrow_mut();
+                    out.out_of_order = self.source.out_of_order();
+                    out.first_out_of_order = self.source.first_out_of_order();
                 }
                 Some(Err(e)) => {
                     self.out.borrow_mut().error = Some(e);

@@ -21,6 +21,7 @@ pub type AlibabaReader = CsvReader<Alibaba>;
 
 impl CsvFormat for Alibaba {
     const FIELDS: usize = 5;
+    const TIME_FIELD: &'static str = "timestamp";
 
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let dev = number(f, 0, "device_id", at)?;

@@ -18,8 +18,9 @@ use elevator_core::Nanos;
 
 use super::blktrace::{cat, BlkAction, BlkEvent, EventSource};
 use super::lines::{parse_fixed, parse_u64, show, Lines};
+use super::record::RecordAt;
 use super::until_error::ReadUntilError;
-use crate::input::InputError;
+use crate::input::{InputError, Position};
 
 /// blkparse text, event by event.
 pub struct BlkparseReader {
@@ -68,8 +69,11 @@ impl ReadUntilError for BlkparseReader {
             let text = text.to_string();
             let (ev, comm) = parse_line(&text).map_err(|(f, r)| at.error(f, r))?;
             if let Some(c) = comm {
-                if !matches!(ev.action, BlkAction::Complete) {
-                    self.names.entry(ev.pid).or_insert_with(|| c.to_string());
+                let room = self.names.len() < super::blktrace::MAX_NAMES;
+                if room && !matches!(ev.action, BlkAction::Complete) {
+                    self.names
+                        .entry(ev.pid)
+                        .or_insert_with(|| super::blktrace::short_name(c.as_bytes()));
                 }
             }
             return Ok(Some(ev));
@@ -223,6 +227,18 @@ impl Iterator for BlkparseReader {
 impl EventSource for BlkparseReader {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.names.get(&pid).cloned()
+    }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        Some(RecordAt {
+            file: self.lines.file.clone(),
+            at: Position::Line(self.lines.line),
+            time_field: "time",
+        })
+    }
+
+    fn last_position(&self) -> Option<Position> {
+        Some(Position::Line(self.lines.line))
     }
 }
 

@@ -37,9 +37,9 @@ use std::path::{Path, PathBuf};
 
 use elevator_core::{Nanos, Op};
 
-use super::record::{RecordSource, TraceRecord};
+use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use crate::input::InputError;
+use crate::input::{InputError, Position};
 
 /// `BLK_IO_TRACE_MAGIC`: the top 24 bits of every record's first word.
 pub const MAGIC: u32 = 0x6561_7400;
@@ -292,6 +292,16 @@ impl BlkEvent {
 pub trait EventSource: Iterator<Item = Result<BlkEvent, InputError>> {
     /// The command name the trace gave `pid`.
     fn process_name(&self, pid: u32) -> Option<String>;
+
+    /// Where the event returned last was read, when the source knows.
+    fn last_at(&self) -> Option<RecordAt> {
+        None
+    }
+
+    /// [`last_at`](Self::last_at)'s position alone (no file name to copy).
+    fn last_position(&self) -> Option<Position> {
+        self.last_at().map(|a| a.at)
+    }
 }
 
 /// Byte order of a binary trace.
@@ -331,6 +341,8 @@ pub struct EventReader {
     file: String,
     input: Box<dyn Read>,
     offset: u64,
+    /// Where the record returned last starts.
+    record_start: u64,
     order: Option<Order>,
     pdu: Vec<u8>,
     names: HashMap<u32, String>,
@@ -354,6 +366,7 @@ impl EventReader {
             file: file.to_string(),
             input,
             offset: 0,
+            record_start: 0,
             order: None,
             pdu: Vec::new(),
             names: HashMap::new(),
@@ -409,6 +422,7 @@ impl ReadUntilError for EventReader {
 
     fn read_next(&mut self) -> Result<Option<BlkEvent>, InputError> {
         let mut h = [0u8; V8_LEN];
+        self.record_start = self.offset;
         let got = self.fill(&mut h[..V7_LEN])?;
         if got == 0 {
             return Ok(None);
@@ -531,8 +545,9 @@ impl ReadUntilError for EventReader {
                 .iter()
                 .position(|&b| b == 0)
                 .unwrap_or(payload.len());
-            let name = String::from_utf8_lossy(&payload[..end]).into_owned();
-            self.names.insert(pid_, name);
+            if self.names.len() < MAX_NAMES || self.names.contains_key(&pid_) {
+                self.names.insert(pid_, short_name(&payload[..end]));
+            }
         }
         let ev = BlkEvent {
             time: Nanos(o.u64(&h[8..])),
@@ -564,14 +579,28 @@ impl EventSource for EventReader {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.names.get(&pid).cloned()
     }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        Some(RecordAt {
+            file: self.file.clone(),
+            at: Position::Byte(self.record_start),
+            time_field: "time",
+        })
+    }
+
+    fn last_position(&self) -> Option<Position> {
+        Some(Position::Byte(self.record_start))
+    }
 }
 
 /// Event streams (one per CPU) merged by time; ties go to the earlier stream.
 pub struct MergedEvents<S> {
     parts: Vec<S>,
     heads: BinaryHeap<Reverse<(Nanos, usize)>>,
-    pending: Vec<Option<BlkEvent>>,
+    pending: Vec<Option<(BlkEvent, Option<Position>)>>,
     failed: Option<InputError>,
+    /// The part and position of the event returned last.
+    last: Option<(usize, Option<Position>)>,
 }
 
 impl<S: EventSource> MergedEvents<S> {
@@ -581,16 +610,17 @@ impl<S: EventSource> MergedEvents<S> {
         let mut pending = Vec::new();
         for (i, p) in parts.iter_mut().enumerate() {
             let e = p.next().transpose()?;
-            if let Some(e) = e {
+            if let Some(e) = &e {
                 heads.push(Reverse((e.time, i)));
             }
-            pending.push(e);
+            pending.push(e.map(|e| (e, p.last_position())));
         }
         Ok(MergedEvents {
             parts,
             heads,
             pending,
             failed: None,
+            last: None,
         })
     }
 }
@@ -602,11 +632,12 @@ impl<S: EventSource> Iterator for MergedEvents<S> {
             return Some(Err(e));
         }
         let Reverse((_, i)) = self.heads.pop()?;
-        let out = self.pending[i].take().expect("a head has its event");
+        let (out, at) = self.pending[i].take().expect("a head has its event");
+        self.last = Some((i, at));
         match self.parts[i].next() {
             Some(Ok(e)) => {
                 self.heads.push(Reverse((e.time, i)));
-                self.pending[i] = Some(e);
+                self.pending[i] = Some((e, self.parts[i].last_position()));
             }
             Some(Err(e)) => self.failed = Some(e),
             None => {}
@@ -618,6 +649,18 @@ impl<S: EventSource> Iterator for MergedEvents<S> {
 impl<S: EventSource> EventSource for MergedEvents<S> {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.parts.iter().find_map(|p| p.process_name(pid))
+    }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        let (i, at) = self.last?;
+        Some(RecordAt {
+            at: at?,
+            ..self.parts[i].last_at()?
+        })
+    }
+
+    fn last_position(&self) -> Option<Position> {
+        self.last?.1
     }
 }
 
@@ -672,8 +715,13 @@ pub struct BlkRequests<S> {
     in_flight: HashMap<(u32, u64), u64>,
     owners: HashMap<(u32, u64), u32>,
     last_time: Nanos,
+    /// The latest stamp of an event that is not a note, for the order check.
+    latest: Nanos,
     ended: bool,
     counts: BlkCounts,
+    /// Events stamped earlier than the one before them are passed on (the records they make
+    /// are then out of order, counted by [`open`](super::open)) instead of refused.
+    accept_unsorted: bool,
 }
 
 /// How long a dispatched request waits for its completion before it is replayed without a
@@ -691,8 +739,18 @@ impl<S: EventSource> BlkRequests<S> {
             in_flight: HashMap::new(),
             owners: HashMap::new(),
             last_time: Nanos::ZERO,
+            latest: Nanos::ZERO,
             ended: false,
             counts: BlkCounts::default(),
+            accept_unsorted: false,
+        }
+    }
+
+    /// Pass on events stamped earlier than the one before them instead of refusing them.
+    pub fn accepting_unsorted(self) -> BlkRequests<S> {
+        BlkRequests {
+            accept_unsorted: true,
+            ..self
         }
     }
 
@@ -799,6 +857,23 @@ impl<S: EventSource> Iterator for BlkRequests<S> {
                     return Some(Err(e));
                 }
                 Some(Ok(e)) => {
+                    // blktrace stamps each CPU's events in the order it writes them
+                    // (__blk_add_trace, interrupts off), and the CPUs are merged by time, as
+                    // blkparse sorts its output: an event earlier than the one before it is a
+                    // damaged or hand-edited trace. Notes (process names) are not checked.
+                    let note = matches!(e.action, BlkAction::Notify(_));
+                    if !note && !self.accept_unsorted && e.time < self.latest {
+                        self.ended = true;
+                        self.pending.clear();
+                        let msg = unsorted_message(e.time, self.latest);
+                        return Some(Err(match self.events.last_at() {
+                            Some(at) => at.error(msg),
+                            None => InputError::new("<trace>", msg).in_field("time"),
+                        }));
+                    }
+                    if !note {
+                        self.latest = self.latest.max(e.time);
+                    }
                     if let Some(r) = self.take(e) {
                         return Some(Ok(r));
                     }
@@ -812,6 +887,44 @@ impl<S: EventSource> RecordSource for BlkRequests<S> {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.events.process_name(pid)
     }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        // The queue view returns a record as its Q event is read; the dispatch view returns
+        // records later, when their completions have been read.
+        match self.view {
+            BlkView::Queue => self.events.last_at(),
+            BlkView::Dispatch => None,
+        }
+    }
+}
+
+/// The longest process name kept, bytes: the kernel's are 16 (TASK_COMM_LEN, with its NUL);
+/// a trace's longer names (up to a 64 KiB payload or line) are cut, so that the names a trace
+/// holds take memory by the process, not by the byte.
+pub const MAX_NAME: usize = 64;
+
+/// The most process names kept from one trace (the replay gives at most
+/// `jobs::replay::MAX_PROCESSES` processes their own figures; the rest go unnamed).
+pub const MAX_NAMES: usize = 65_536;
+
+/// `name` (bytes of a trace) as text, cut to [`MAX_NAME`] bytes.
+pub fn short_name(name: &[u8]) -> String {
+    let mut s = String::from_utf8_lossy(&name[..name.len().min(MAX_NAME)]).into_owned();
+    while s.len() > MAX_NAME {
+        s.pop();
+    }
+    s
+}
+
+/// The message refusing a record or event stamped `time`, earlier than `before`, the latest
+/// stamp before it (times as the trace gives them).
+pub fn unsorted_message(time: Nanos, before: Nanos) -> String {
+    format!(
+        "stamped {:.9} s earlier than a record before it: the trace is not in time order (sort \
+         it by time, or give --accept-unsorted to replay it in file order, each such record \
+         issued at once)",
+        before.saturating_sub(time).as_secs_f64(),
+    )
 }
 
 /// Encode `e` as a version-7 record in little-endian order (what x86 and arm64 record), with

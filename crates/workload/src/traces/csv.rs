@@ -9,9 +9,9 @@ use std::marker::PhantomData;
 use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, split_fields, trim, Here, Lines};
-use super::record::{RecordSource, TraceRecord};
+use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use crate::input::InputError;
+use crate::input::{InputError, Position};
 
 /// The most fields a line may have that a format reads; later ones are counted, not kept.
 const MAX_FIELDS: usize = 8;
@@ -22,6 +22,8 @@ pub trait CsvFormat {
     const FIELDS: usize;
     /// Whether more than [`Self::FIELDS`] fields are allowed (and ignored).
     const EXTRA_FIELDS_OK: bool = false;
+    /// The name of the time column, as errors name it.
+    const TIME_FIELD: &'static str;
     /// The record one line's fields (spaces trimmed) describe, or `None` to skip the line
     /// (a request of size 0).
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError>;
@@ -88,7 +90,15 @@ impl<F: CsvFormat> Iterator for CsvReader<F> {
     }
 }
 
-impl<F: CsvFormat> RecordSource for CsvReader<F> {}
+impl<F: CsvFormat> RecordSource for CsvReader<F> {
+    fn last_at(&self) -> Option<RecordAt> {
+        Some(RecordAt {
+            file: self.lines.file.clone(),
+            at: Position::Line(self.lines.line),
+            time_field: F::TIME_FIELD,
+        })
+    }
+}
 
 /// Field `i` as an unsigned integer, or an error naming it.
 pub(crate) fn number(

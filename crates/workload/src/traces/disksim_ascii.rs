@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::lines::field;
 use super::lines::Lines;
-use super::record::{RecordSource, TraceRecord};
+use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use crate::input::InputError;
+use crate::input::{InputError, Position};
 
 /// Which variant: the unit of the time column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,6 +170,9 @@ pub struct AsciiReader {
     format: AsciiFormat,
     prev: Option<Nanos>,
     done: bool,
+    /// Records earlier than the one before them are returned (not refused); the stream's
+    /// [`open`](super::open) counts them and names the first.
+    accept_unsorted: bool,
 }
 
 impl AsciiReader {
@@ -180,6 +183,15 @@ impl AsciiReader {
             format,
             prev: None,
             done: false,
+            accept_unsorted: false,
+        }
+    }
+
+    /// Return records stamped earlier than the one before them instead of refusing them.
+    pub fn accepting_unsorted(self) -> AsciiReader {
+        AsciiReader {
+            accept_unsorted: true,
+            ..self
         }
     }
 }
@@ -198,7 +210,12 @@ impl ReadUntilError for AsciiReader {
             };
             let text = std::str::from_utf8(line).map_err(|_| at.error("", "not UTF-8 text"))?;
             let file = at.file;
-            let Some(r) = parse_line(text, file, at.line, self.format, self.prev)? else {
+            let prev = if self.accept_unsorted {
+                None
+            } else {
+                self.prev
+            };
+            let Some(r) = parse_line(text, file, at.line, self.format, prev)? else {
                 continue;
             };
             self.prev = Some(r.time);
@@ -225,7 +242,15 @@ impl Iterator for AsciiReader {
     }
 }
 
-impl RecordSource for AsciiReader {}
+impl RecordSource for AsciiReader {
+    fn last_at(&self) -> Option<RecordAt> {
+        Some(RecordAt {
+            file: self.lines.file.clone(),
+            at: Position::Line(self.lines.line),
+            time_field: "time",
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

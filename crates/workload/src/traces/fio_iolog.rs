@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use elevator_core::{Nanos, Op};
 
 use super::lines::{parse_u64, show, Lines};
-use super::record::{RecordSource, TraceRecord};
+use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
-use crate::input::InputError;
+use crate::input::{InputError, Position};
 
 /// An fio iolog, request by request.
 pub struct FioIologReader {
@@ -172,6 +172,14 @@ impl Iterator for FioIologReader {
 }
 
 impl RecordSource for FioIologReader {
+    fn last_at(&self) -> Option<RecordAt> {
+        Some(RecordAt {
+            file: self.lines.file.clone(),
+            at: Position::Line(self.lines.line),
+            time_field: "timestamp",
+        })
+    }
+
     fn process_name(&self, pid: u32) -> Option<String> {
         self.names.get(pid as usize).cloned()
     }

@@ -28,7 +28,7 @@ pub mod stream;
 pub mod tencent;
 mod until_error;
 
-pub use record::{RecordSource, TraceRecord};
+pub use record::{RecordAt, RecordSource, TraceRecord};
 pub use stream::{detect, open, OpenOptions, TraceFormat};
 
 use std::path::Path;

@@ -22,6 +22,7 @@ pub type MsrReader = CsvReader<Msr>;
 
 impl CsvFormat for Msr {
     const FIELDS: usize = 7;
+    const TIME_FIELD: &'static str = "Timestamp";
 
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let ticks = number(f, 0, "Timestamp", at)?;

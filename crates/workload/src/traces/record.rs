@@ -6,7 +6,38 @@
 
 use elevator_core::{Nanos, Op};
 
-use crate::input::InputError;
+use crate::input::{InputError, Position};
+
+/// Where a reader found the record it returned last: for an error about that record once the
+/// reader has moved on (a record out of time order is found only against the one before it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordAt {
+    /// The file, as errors name it.
+    pub file: String,
+    /// Its line (text formats) or byte offset (binary blktrace).
+    pub at: Position,
+    /// The name of the format's time column (`Timestamp` for MSR, `time` for DiskSim ...).
+    pub time_field: &'static str,
+}
+
+impl RecordAt {
+    /// An error about this record's time.
+    pub fn error(&self, message: impl Into<String>) -> InputError {
+        match self.at {
+            Position::Line(l) => InputError::at_line(&self.file, l, self.time_field, message),
+            Position::Byte(b) => InputError::at_byte(&self.file, b, self.time_field, message),
+        }
+    }
+}
+
+impl std::fmt::Display for RecordAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at {
+            Position::Line(l) => write!(f, "{}:{l}", self.file),
+            Position::Byte(b) => write!(f, "{}: byte {b}", self.file),
+        }
+    }
+}
 
 /// One request of a trace, whatever the format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,5 +76,21 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, InputError>> {
     /// re-timing them silently. 0 where the source does not count.
     fn out_of_order(&self) -> u64 {
         0
+    }
+
+    /// Where the record returned last was read, when the source knows.
+    fn last_at(&self) -> Option<RecordAt> {
+        None
+    }
+
+    /// [`last_at`](Self::last_at)'s position alone (no file name to copy).
+    fn last_position(&self) -> Option<Position> {
+        self.last_at().map(|a| a.at)
+    }
+
+    /// The first record stamped earlier than the one before it, when the source counts them
+    /// ([`out_of_order`](Self::out_of_order)).
+    fn first_out_of_order(&self) -> Option<RecordAt> {
+        None
     }
 }

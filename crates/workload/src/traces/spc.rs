@@ -21,6 +21,7 @@ pub type SpcReader = CsvReader<Spc>;
 
 impl CsvFormat for Spc {
     const FIELDS: usize = 5;
+    const TIME_FIELD: &'static str = "Timestamp";
     const EXTRA_FIELDS_OK: bool = true;
 
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {

@@ -16,8 +16,8 @@ use elevator_core::Nanos;
 
 use super::blktrace::{BlkRequests, BlkView, EventReader};
 use super::lines::head;
-use super::record::{RecordSource, TraceRecord};
-use crate::input::InputError;
+use super::record::{RecordAt, RecordSource, TraceRecord};
+use crate::input::{InputError, Position};
 
 /// The formats [`open`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,6 +98,11 @@ pub struct OpenOptions {
     pub format: Option<TraceFormat>,
     /// For blktrace and blkparse: replay the application's view (Q) or the device's (D).
     pub view: BlkView,
+    /// Records stamped earlier than one before them are passed on (counted, the first named:
+    /// [`RecordSource::out_of_order`], [`RecordSource::first_out_of_order`]) instead of
+    /// refused. Default false: such a record is refused naming its file, line (or byte) and
+    /// time field, since replaying it means changing its time.
+    pub accept_unsorted: bool,
 }
 
 /// Tell the format of a trace from its first bytes (up to 64 KiB): blktrace's magic, fio's
@@ -244,19 +249,18 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
                 }
             }
             let events = EventReader::open_merged(&files)?;
-            Box::new(BlkRequests::new(events, opts.view))
+            blk_requests(events, opts)
         }
-        TraceFormat::Blkparse if paths.len() == 1 => Box::new(BlkRequests::new(
-            super::blkparse::BlkparseReader::open(first)?,
-            opts.view,
-        )),
+        TraceFormat::Blkparse if paths.len() == 1 => {
+            blk_requests(super::blkparse::BlkparseReader::open(first)?, opts)
+        }
         TraceFormat::Blkparse => {
             let mut parts = Vec::new();
             for p in paths {
                 parts.push(super::blkparse::BlkparseReader::open(p)?);
             }
             let merged = super::blktrace::MergedEvents::new(parts)?;
-            Box::new(BlkRequests::new(merged, opts.view))
+            blk_requests(merged, opts)
         }
         _ => {
             let mut parts: Vec<Box<dyn RecordSource>> = Vec::new();
@@ -274,46 +278,67 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
         inner: source,
         file: first.display().to_string(),
         t0: None,
-        last: Nanos::ZERO,
+        latest: Nanos::ZERO,
         out_of_order: 0,
+        first_out_of_order: None,
+        accept_unsorted: opts.accept_unsorted,
         read: 0,
+        failed: false,
     }))
+}
+
+/// The requests of blktrace events, as `opts` asks.
+fn blk_requests<S: super::blktrace::EventSource + 'static>(
+    events: S,
+    opts: OpenOptions,
+) -> Box<dyn RecordSource> {
+    let r = BlkRequests::new(events, opts.view);
+    Box::new(if opts.accept_unsorted {
+        r.accepting_unsorted()
+    } else {
+        r
+    })
 }
 
 /// One file of a line-based format.
 fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, InputError> {
+    use super::disksim_ascii::{AsciiFormat, AsciiReader};
     use super::lines::Lines;
     let lines = Lines::open(path)?;
+    // The reader's own order check (a scenario's trace job relies on it) is left to
+    // [`Rebase`] here, whose refusal says how to replay the trace anyway.
+    let ascii = |lines, format| AsciiReader::new(lines, format).accepting_unsorted();
     Ok(match format {
         TraceFormat::FioIolog => Box::new(super::fio_iolog::FioIologReader::new(lines)?),
         TraceFormat::Msr => Box::new(super::msr::MsrReader::new(lines)),
         TraceFormat::Spc => Box::new(super::spc::SpcReader::new(lines)),
         TraceFormat::Alibaba => Box::new(super::alibaba::AlibabaReader::new(lines)),
         TraceFormat::Tencent => Box::new(super::tencent::TencentReader::new(lines)),
-        TraceFormat::Disksim => Box::new(super::disksim_ascii::AsciiReader::new(
-            lines,
-            super::disksim_ascii::AsciiFormat::Disksim,
-        )),
-        TraceFormat::Mqsim => Box::new(super::disksim_ascii::AsciiReader::new(
-            lines,
-            super::disksim_ascii::AsciiFormat::Mqsim,
-        )),
+        TraceFormat::Disksim => Box::new(ascii(lines, AsciiFormat::Disksim)),
+        TraceFormat::Mqsim => Box::new(ascii(lines, AsciiFormat::Mqsim)),
         TraceFormat::Blktrace | TraceFormat::Blkparse => unreachable!("handled by open"),
     })
 }
 
-/// Shift times so the first record is at 0 (a later record stamped before the first one is
-/// put at 0 too), counting the records stamped before the one before them
-/// ([`RecordSource::out_of_order`]).
+/// Shift times so the first record is at 0, and refuse a record stamped earlier than one
+/// before it (naming its file, line and time field), or, when unsorted traces are accepted,
+/// count such records ([`RecordSource::out_of_order`]) and name the first: one stamped
+/// before the first record is put at 0, any other is issued at once, behind the later ones.
 struct Rebase {
     inner: Box<dyn RecordSource>,
     /// The (first) file, for errors.
     file: String,
     t0: Option<Nanos>,
-    last: Nanos,
+    /// The latest stamp so far, as the trace gives it.
+    latest: Nanos,
     out_of_order: u64,
+    first_out_of_order: Option<RecordAt>,
+    accept_unsorted: bool,
     /// Records read so far.
     read: u64,
+    /// A record was refused: the stream has ended (as every reader's does at its first
+    /// error).
+    failed: bool,
 }
 
 /// The longest a trace may span from its first record: a year. Times near 2^64 ns would
@@ -323,15 +348,44 @@ pub const MAX_SPAN: Nanos = Nanos::from_secs(366 * 86_400);
 impl Iterator for Rebase {
     type Item = Result<TraceRecord, InputError>;
     fn next(&mut self) -> Option<Self::Item> {
-        let mut r = match self.inner.next()? {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
+        if self.failed {
+            return None;
+        }
+        let r = self.inner.next()?;
+        let r = self.check(r);
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+impl Rebase {
+    /// Rebase `r`, or refuse it.
+    fn check(&mut self, r: Result<TraceRecord, InputError>) -> Result<TraceRecord, InputError> {
+        let mut r = r?;
         let t0 = *self.t0.get_or_insert(r.time);
         self.read += 1;
+        if r.time < self.latest {
+            if !self.accept_unsorted {
+                let msg = super::blktrace::unsorted_message(r.time, self.latest);
+                let msg = format!("record {}: {msg}", self.read);
+                return Err(match self.inner.last_at() {
+                    Some(at) => at.error(msg),
+                    None => InputError::new(&self.file, msg).in_field("time"),
+                });
+            }
+            self.out_of_order += 1;
+            if self.first_out_of_order.is_none() {
+                self.first_out_of_order = Some(self.inner.last_at().unwrap_or(RecordAt {
+                    file: self.file.clone(),
+                    at: Position::Line(0),
+                    time_field: "time",
+                }));
+            }
+        }
+        self.latest = self.latest.max(r.time);
         r.time = r.time.saturating_sub(t0);
         if r.time > MAX_SPAN {
-            return Some(Err(InputError::new(
+            return Err(InputError::new(
                 &self.file,
                 format!(
                     "record {} is stamped {} s after the first record, more than a year: not a \
@@ -340,13 +394,9 @@ impl Iterator for Rebase {
                     r.time.as_ns() / 1_000_000_000
                 ),
             )
-            .in_field("time")));
+            .in_field("time"));
         }
-        if r.time < self.last {
-            self.out_of_order += 1;
-        }
-        self.last = self.last.max(r.time);
-        Some(Ok(r))
+        Ok(r)
     }
 }
 
@@ -358,14 +408,24 @@ impl RecordSource for Rebase {
     fn out_of_order(&self) -> u64 {
         self.out_of_order
     }
+
+    fn first_out_of_order(&self) -> Option<RecordAt> {
+        self.first_out_of_order.clone()
+    }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        self.inner.last_at()
+    }
 }
 
 /// A k-way merge of record streams by time (ties: the earlier file first).
 pub struct Merge {
     parts: Vec<Box<dyn RecordSource>>,
     heads: BinaryHeap<Reverse<(Nanos, usize)>>,
-    pending: Vec<Option<TraceRecord>>,
+    pending: Vec<Option<(TraceRecord, Option<Position>)>>,
     failed: Option<InputError>,
+    /// The part and position of the record returned last.
+    last: Option<(usize, Option<Position>)>,
 }
 
 impl Merge {
@@ -375,16 +435,17 @@ impl Merge {
         let mut pending = Vec::new();
         for (i, p) in parts.iter_mut().enumerate() {
             let r = p.next().transpose()?;
-            if let Some(r) = r {
+            if let Some(r) = &r {
                 heads.push(Reverse((r.time, i)));
             }
-            pending.push(r);
+            pending.push(r.map(|r| (r, p.last_at().map(|a| a.at))));
         }
         Ok(Merge {
             parts,
             heads,
             pending,
             failed: None,
+            last: None,
         })
     }
 }
@@ -396,11 +457,12 @@ impl Iterator for Merge {
             return Some(Err(e));
         }
         let Reverse((_, i)) = self.heads.pop()?;
-        let out = self.pending[i].take().expect("a head has its record");
+        let (out, at) = self.pending[i].take().expect("a head has its record");
+        self.last = Some((i, at));
         match self.parts[i].next() {
             Some(Ok(r)) => {
                 self.heads.push(Reverse((r.time, i)));
-                self.pending[i] = Some(r);
+                self.pending[i] = Some((r, self.parts[i].last_position()));
             }
             Some(Err(e)) => self.failed = Some(e),
             None => {}
@@ -412,6 +474,18 @@ impl Iterator for Merge {
 impl RecordSource for Merge {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.parts.iter().find_map(|p| p.process_name(pid))
+    }
+
+    fn last_at(&self) -> Option<RecordAt> {
+        let (i, at) = self.last?;
+        Some(RecordAt {
+            at: at?,
+            ..self.parts[i].last_at()?
+        })
+    }
+
+    fn last_position(&self) -> Option<Position> {
+        self.last?.1
     }
 }
 

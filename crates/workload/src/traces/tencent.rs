@@ -21,6 +21,7 @@ pub type TencentReader = CsvReader<Tencent>;
 
 impl CsvFormat for Tencent {
     const FIELDS: usize = 5;
+    const TIME_FIELD: &'static str = "Timestamp";
 
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError> {
         let secs = number(f, 0, "Timestamp", at)?;

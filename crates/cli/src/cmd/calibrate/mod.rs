@@ -122,7 +122,9 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
         point: String,
         measured: Figures,
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    // A `--json` of calibrate holds a few dozen points: 16 MiB is far more (and /dev/zero
+    // or a FIFO that never ends is refused, not read without bound).
+    let text = elevator_workload::input::read_text(path, 16 << 20, "`calibrate --json` file")?;
     let saved: Saved = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a `calibrate --json` file", path.display()))?;
     anyhow::ensure!(

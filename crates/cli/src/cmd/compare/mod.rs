@@ -306,7 +306,7 @@ fn figures(v: &Value, defs: &FioFile) -> RunFigures {
 
 /// fio's JSON from a file fio wrote (skipping anything fio printed before the JSON).
 fn read_fio_json(path: &Path) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let text = elevator_workload::input::read_text(path, 256 << 20, "fio JSON output")?;
     let start = text
         .find('{')
         .with_context(|| format!("{}: no JSON in fio's output", path.display()))?;

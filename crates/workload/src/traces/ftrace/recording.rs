@@ -188,8 +188,8 @@ impl Recording {
     pub fn open(dir: &Path) -> Result<Recording, InputError> {
         let path = dir.join("meta.json");
         let name = path.display().to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| located(&name, 0, "", e.to_string()))?;
+        // A recording's meta.json is a few KB: 4 MiB is far more.
+        let text = crate::input::read_text(&path, 4 << 20, "recording's meta.json")?;
         let meta: RecordingMeta = serde_json::from_str(&text)
             .map_err(|e| located(&name, e.line(), "", format!("{e} (column {})", e.column())))?;
         if meta.format != META_FORMAT {

@@ -1,0 +1,380 @@
+//! The property of issue 32 for every command that reads input, beyond `replay`'s text
+//! readers (those are in `hostile_round2.rs`): for each input reader and command, an input of
+//! the smallest and of the largest size is processed with a peak resident set (the child's,
+//! from `wait4`) under 1 GiB, and the time grows at most n log n between them, checked as a
+//! ratio with a generous margin (a quadratic reader exceeds it by a hundred times or more),
+//! never as a timed assertion on a figure. Each size is run twice, the two sizes interleaved
+//! round by round, and the shorter time of each is kept (the machine is shared).
+//!
+//! Sizes: 10^3 to 10^6 records where the input has no smaller cap; where a reader caps its
+//! input (10,000 jobs in a scenario, 4096 sections in a fio job file), up to the cap.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const GIB: u64 = 1 << 30;
+
+/// Run elevator with `args` to completion; (exit status 0, wall time, peak resident bytes).
+fn measured(args: &[String]) -> (bool, Duration, u64) {
+    let t0 = Instant::now();
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid buffer; waiting for our own child by its id.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Reaped by wait4 above: std's handle has nothing left to wait for.
+    drop(child);
+    (ok, t0.elapsed(), usage.ru_maxrss as u64 * 1024)
+}
+
+/// One command over inputs of two sizes: `make(dir, n)` writes an input of size `n` and
+/// returns the command's arguments.
+struct Case {
+    name: &'static str,
+    small: usize,
+    large: usize,
+    make: fn(&Path, usize) -> Vec<String>,
+}
+
+fn s(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+/// Binary blktrace (version 7, little-endian) of `n` queue events (Q, 4 KiB reads), 1 ms
+/// apart.
+fn blktrace_binary(dir: &Path, n: usize) -> Vec<String> {
+    let p = dir.join(format!("sda.blktrace.{n}"));
+    let mut out = Vec::with_capacity(n * 48);
+    for i in 0..n as u64 {
+        out.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic | version 7
+        out.extend_from_slice(&(i as u32).to_le_bytes()); // sequence
+        out.extend_from_slice(&(i * 1_000_000).to_le_bytes()); // time, ns
+        out.extend_from_slice(&(i * 8 % 10_000_000).to_le_bytes()); // sector
+        out.extend_from_slice(&4096u32.to_le_bytes()); // bytes
+        out.extend_from_slice(&((1u32 << 16) | 1).to_le_bytes()); // READ, Q
+        out.extend_from_slice(&(100 + (i % 8) as u32).to_le_bytes()); // pid
+        out.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8,0
+        out.extend_from_slice(&0u32.to_le_bytes()); // cpu
+        out.extend_from_slice(&0u16.to_le_bytes()); // error
+        out.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
+    }
+    std::fs::write(&p, out).unwrap();
+    [
+        "replay",
+        &s(&p),
+        "--format",
+        "blktrace",
+        "--sched",
+        "deadline",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// blkparse text with completions, in the dispatch view (D and C of each request).
+fn blkparse_with_completions(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let p = dir.join(format!("dc-{n}.txt"));
+    let mut t = String::with_capacity(n * 130);
+    for i in 0..n as u64 {
+        // A completion's bracket holds its error, a dispatch's the command.
+        for (k, (action, dt, tail)) in [("D", 0u64, "dd"), ("C", 400_000, "0")]
+            .into_iter()
+            .enumerate()
+        {
+            let ns = i * 1_000_000 + dt;
+            writeln!(
+                t,
+                "  8,0    0 {:>8} {:>5}.{:09}   100  {action}   R {} + 8 [{tail}]",
+                2 * i + k as u64 + 1,
+                ns / 1_000_000_000,
+                ns % 1_000_000_000,
+                i * 16
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(&p, t).unwrap();
+    let a = [
+        "replay",
+        &s(&p),
+        "--format",
+        "blkparse",
+        "--view",
+        "dispatch",
+    ];
+    a.map(String::from).to_vec()
+}
+
+/// A scenario whose one job replays a DiskSim ASCII trace of `n` requests (the scenario
+/// reader, then the trace job's checking pass and its replay) under `sim`.
+fn scenario_trace_job(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let trace = dir.join(format!("t-{n}.trace"));
+    let mut t = String::with_capacity(n * 24);
+    for i in 0..n as u64 {
+        writeln!(t, "{}.0 0 {} 8 1", i, (i * 7919 % 1_000_000) * 8).unwrap();
+    }
+    std::fs::write(&trace, t).unwrap();
+    let sc = dir.join(format!("trace-{n}.toml"));
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"t\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"trace\"\nname = \"r\"\n\
+             trace = \"{}\"\n",
+            s(&trace)
+        ),
+    )
+    .unwrap();
+    ["sim", &s(&sc), "--sched", "deadline"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// A scenario of `n` fio jobs of one 4 KiB random read each (the scenario reader and the
+/// simulator with `n` processes).
+fn scenario_of_jobs(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let sc = dir.join(format!("jobs-{n}.toml"));
+    let mut t = String::from("name = \"many\"\ndrive = \"cheetah9lp\"\n");
+    for i in 0..n {
+        write!(
+            t,
+            "\n[[job]]\nkind = \"fio\"\nname = \"r{i}\"\nrw = \"randread\"\nbs = 4096\n\
+             number_ios = 1\n"
+        )
+        .unwrap();
+    }
+    std::fs::write(&sc, t).unwrap();
+    ["sim", &s(&sc), "--sched", "deadline"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// A fio job file of `n` sections of one 4 KiB read each, under `sim`.
+fn fio_job_of_sections(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let p = dir.join(format!("jobs-{n}.fio"));
+    let mut t = String::from("[global]\nrw=read\nbs=4k\nsize=4k\n");
+    for i in 0..n {
+        writeln!(t, "[j{i}]\noffset={}", i as u64 * 1_048_576).unwrap();
+    }
+    std::fs::write(&p, t).unwrap();
+    ["sim", &s(&p), "--sched", "deadline"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// A DiskSim validation trace of `n` requests on the cheetah9lp model (`validate`).
+fn validation_trace(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let p = dir.join(format!("v-{n}.trace"));
+    let mut t = String::with_capacity(n * 32);
+    for i in 0..n as u64 {
+        let op = if i % 3 == 0 { "W" } else { "R" };
+        writeln!(t, "{op} Miss {} 8 5000.0 100.0", i * 7919 % 8_000_000).unwrap();
+    }
+    std::fs::write(&p, t).unwrap();
+    ["validate", "--drive", "cheetah9lp", "--trace", &s(&p)]
+        .map(String::from)
+        .to_vec()
+}
+
+/// A kernel recording (`kernel-diff`): the meta.json of a recorded mq-deadline run, with a
+/// trace of `n` events (a fifth of them requests: queue, getrq, insert, issue, complete).
+fn kernel_recording(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/interleaved-readers/mq-deadline");
+    let rec = dir.join(format!("rec-{n}"));
+    std::fs::create_dir_all(&rec).unwrap();
+    for f in ["meta.json", "job.fio"] {
+        std::fs::copy(src.join(f), rec.join(f)).unwrap();
+    }
+    let mut t = String::with_capacity(n * 110);
+    t.push_str(
+        "        elevator-1     [000] ...1.   100.000000: tracing_mark_write: elevator \
+         kernel-record: fio starts\n",
+    );
+    for i in 0..(n / 5) as u64 {
+        let us = 100_000_000 + i * 100;
+        let at = |d: u64| format!("{}.{:06}", (us + d) / 1_000_000, (us + d) % 1_000_000);
+        let sector = i * 8 % 200_000;
+        let pid = 200 + i % 4;
+        writeln!(
+            t,
+            "             fio-{pid}   [000] .....  {}: block_bio_queue: 7,0 RS {sector} + 8 [fio]\n\
+             \x20            fio-{pid}   [000] .....  {}: block_getrq: 7,0 RS {sector} + 8 [fio]\n\
+             \x20            fio-{pid}   [000] d..1.  {}: block_rq_insert: 7,0 RS 4096 () {sector} + 8 be,0,4 [fio]\n\
+             \x20            fio-{pid}   [000] .....  {}: block_rq_issue: 7,0 RS 4096 () {sector} + 8 be,0,4 [fio]\n\
+             \x20    ksoftirqd/0-14      [000] ..s..  {}: block_rq_complete: 7,0 RS () {sector} + 8 be,0,4 [0]",
+            at(0),
+            at(1),
+            at(2),
+            at(3),
+            at(50)
+        )
+        .unwrap();
+    }
+    // The recording's meta.json names trace.txt.gz.
+    std::fs::write(rec.join("trace.txt"), t).unwrap();
+    let gz = Command::new("gzip")
+        .arg("-f")
+        .arg(rec.join("trace.txt"))
+        .status()
+        .unwrap();
+    assert!(gz.success());
+    ["kernel-diff", &s(&rec)].map(String::from).to_vec()
+}
+
+/// A sweep of `n` cells over a small scenario (`sim --sweep`): the grid's expansion and a
+/// run per cell.
+fn sweep_cells(dir: &Path, n: usize) -> Vec<String> {
+    let sc = dir.join("small.toml");
+    std::fs::write(
+        &sc,
+        "name = \"small\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"fio\"\nname = \"r\"\n\
+         rw = \"randread\"\nbs = 4096\nnumber_ios = 16\n",
+    )
+    .unwrap();
+    [
+        "sim".to_string(),
+        s(&sc),
+        "--sched".into(),
+        "deadline".into(),
+        "--sweep".into(),
+        format!("seed=1..{n}"),
+    ]
+    .to_vec()
+}
+
+/// Run every case whose name contains `$PROPERTY_CASE` (all when unset) and check it.
+fn check(cases: &[Case]) {
+    let filter = std::env::var("PROPERTY_CASE").unwrap_or_default();
+    let mut report = Vec::new();
+    for c in cases.iter().filter(|c| c.name.contains(&filter)) {
+        let dir = tempfile::tempdir().unwrap();
+        let small = (c.make)(dir.path(), c.small);
+        let large = (c.make)(dir.path(), c.large);
+        let (mut t_small, mut t_large) = (Duration::MAX, Duration::MAX);
+        let mut peak = 0u64;
+        for _round in 0..2 {
+            for (args, n, best) in [
+                (&small, c.small, &mut t_small),
+                (&large, c.large, &mut t_large),
+            ] {
+                let (ok, t, rss) = measured(args);
+                assert!(
+                    ok,
+                    "{}: size {n} failed: elevator {}",
+                    c.name,
+                    args.join(" ")
+                );
+                assert!(rss < GIB, "{}: size {n} held {} MiB", c.name, rss >> 20);
+                *best = (*best).min(t);
+                peak = peak.max(rss);
+            }
+        }
+        let r = c.large as f64 / c.small as f64;
+        let bound = 6.0 * r * (c.large as f64).ln() / (c.small as f64).ln();
+        let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(0.005);
+        report.push(format!(
+            "{}: {} -> {}: {:?} -> {:?}, ratio {ratio:.1} (bound {bound:.0}), peak RSS {} MiB",
+            c.name,
+            c.small,
+            c.large,
+            t_small,
+            t_large,
+            peak >> 20
+        ));
+        assert!(
+            ratio < bound,
+            "{}: {r}x the input took {ratio:.0}x the time ({t_small:?} -> {t_large:?}); n log n \
+             with a margin of 6 allows {bound:.0}",
+            c.name
+        );
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// Known open (docs/reliability.md): a scenario of 10,000 jobs (the cap) holds 2.3 GiB,
+/// two latency histograms per job (hdrhistogram, 3 significant figures, about 200 KB each
+/// once latencies reach seconds). Run with `--ignored`.
+#[test]
+#[ignore = "open: per-job latency histograms take 2.3 GiB at the 10,000-job cap"]
+fn a_scenario_of_10000_jobs_runs_in_bounded_memory() {
+    check(&[Case {
+        name: "sim: scenario of n jobs (cap 10,000)",
+        small: 100,
+        large: 10_000,
+        make: scenario_of_jobs,
+    }]);
+}
+
+/// Known open (docs/reliability.md): `kernel-diff` of a 10^6-event recording failed the
+/// n log n bound in the run of 2026-11-29 (the whole recording is held and sorted; where the
+/// time goes is not yet measured). Run with `--ignored`.
+#[test]
+#[ignore = "open: kernel-diff of 10^6 events exceeded the n log n bound once"]
+fn kernel_diff_reads_a_recording_in_bounded_memory_and_near_linear_time() {
+    check(&[Case {
+        name: "kernel-diff: ftrace recording",
+        small: 1_000,
+        large: 1_000_000,
+        make: kernel_recording,
+    }]);
+}
+
+/// Every case holds the property.
+#[test]
+fn every_command_reads_its_input_in_bounded_memory_and_near_linear_time() {
+    let cases = [
+        Case {
+            name: "replay: binary blktrace",
+            small: 1_000,
+            large: 1_000_000,
+            make: blktrace_binary,
+        },
+        Case {
+            name: "replay: blkparse dispatch view with completions",
+            small: 1_000,
+            large: 500_000,
+            make: blkparse_with_completions,
+        },
+        Case {
+            name: "sim: scenario trace job (DiskSim ASCII)",
+            small: 1_000,
+            large: 1_000_000,
+            make: scenario_trace_job,
+        },
+        Case {
+            name: "sim: fio job file of n sections (cap 4096)",
+            small: 40,
+            large: 4_000,
+            make: fio_job_of_sections,
+        },
+        Case {
+            name: "validate: DiskSim validation trace",
+            small: 1_000,
+            large: 1_000_000,
+            make: validation_trace,
+        },
+        Case {
+            name: "sim --sweep: n cells",
+            small: 10,
+            large: 1_000,
+            make: sweep_cells,
+        },
+    ];
+    check(&cases);
+}
