@@ -697,7 +697,7 @@ fn a_fresh_drives_first_units_program_once_their_program_unit_is_full() {
     spec.flash.program_pages = 4;
     spec.validate().expect("valid");
     let mut ftl = Ftl::with_precondition(&spec, Precondition::None);
-    let per = u64::from(ftl.units_per_program());
+    let per = ftl.units_per_program();
     let mut first = None;
     for lpn in 0..per {
         let placed = ftl.write_host(lpn);
