@@ -7,14 +7,9 @@
 //! next to the repository); without it the tests print a notice and pass. Run with `--nocapture` to
 //! see the tables (docs/ssd-model.md has them).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
-use elevator_core::harness::rq;
-use elevator_core::Nanos;
-use elevator_sim::ssd::{Ssd, SsdSpec};
-use elevator_sim::Device;
+use elevator_sim::ssd::SsdSpec;
 use elevator_workload::traces::shared_data_dir;
 
 const QDS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
@@ -49,58 +44,17 @@ fn fio(path: &Path) -> (f64, f64, f64) {
 /// What the model gives for `procs` processes each keeping `qd` random reads of `bs` bytes
 /// outstanding: (IOPS, mean latency us, p99 us) over `n` completions after a fifth as warm-up.
 fn closed_loop(spec: &SsdSpec, procs: u32, qd: u32, bs: u64, n: u64) -> (f64, f64, f64) {
-    let mut dev = Ssd::new(spec.clone()).expect("valid spec");
-    let blocks = dev.capacity_sectors() * 512 / bs;
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next_block = move || {
-        // xorshift64: a fixed, seedless stream, so the test is deterministic.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % blocks
-    };
-    let mut pending = BinaryHeap::new();
-    let mut id = 0u64;
-    let mut issue = |dev: &mut Ssd, ctx: u32, now: Nanos, block: u64| {
-        id += 1;
-        let read = rq(id, ctx)
-            .sector(block * bs / 512)
-            .sectors((bs / 512) as u32)
-            .at(now)
-            .build();
-        let done = dev.submit(&read, now).done;
-        assert!(done > now, "a read completes after it is submitted");
-        Reverse((done, ctx, now))
-    };
-    for p in 0..procs {
-        for _ in 0..qd {
-            let b = next_block();
-            pending.push(issue(&mut dev, p, Nanos::ZERO, b));
-        }
-    }
-    let warm = n / 5;
-    let mut lat = Vec::with_capacity(n as usize);
-    let mut from = Nanos::ZERO;
-    let mut end = Nanos::ZERO;
-    for i in 0..n {
-        let Reverse((t, ctx, submitted)) = pending.pop().expect("reads outstanding");
-        if i == warm {
-            from = t;
-        } else if i > warm {
-            lat.push((t - submitted).as_ns());
-            end = t;
-        }
-        let b = next_block();
-        pending.push(issue(&mut dev, ctx, t, b));
-    }
-    lat.sort_unstable();
-    let mean = lat.iter().sum::<u64>() as f64 / lat.len() as f64 / 1000.0;
-    let p99 = lat[lat.len() * 99 / 100] as f64 / 1000.0;
-    (lat.len() as f64 / (end - from).as_secs_f64(), mean, p99)
+    let r =
+        elevator_sim::ssd::closed_loop::closed_loop(spec, procs, qd, bs, n).expect("valid spec");
+    assert!(
+        r.iops > 0.0 && r.mean_us > 0.0,
+        "reads complete after they are submitted"
+    );
+    (r.iops, r.mean_us, r.p99_us)
 }
 
 fn requests(procs: u32, qd: u32) -> u64 {
-    (u64::from(procs * qd) * 60).max(20_000)
+    elevator_sim::ssd::closed_loop::requests(procs, qd)
 }
 
 fn spec() -> SsdSpec {

@@ -686,3 +686,29 @@ fn in_step_gc_moves_a_share_of_its_victim_per_host_page_and_frees_it_in_time() {
         );
     }
 }
+
+/// A fresh drive's first host units (plane 0, block 0, slot 0 on): a unit asks for its
+/// program only once it fills its program unit, and the program starts at the unit's first
+/// slot (`Ftl::write_host`). Before the fix the start was computed for every unit, and for
+/// the first slots of the drive it underflowed (a debug build panicked here).
+#[test]
+fn a_fresh_drives_first_units_program_once_their_program_unit_is_full() {
+    let mut spec = small(Precondition::None, true);
+    spec.flash.program_pages = 4;
+    spec.validate().expect("valid");
+    let mut ftl = Ftl::with_precondition(&spec, Precondition::None);
+    let per = ftl.units_per_program();
+    let mut first = None;
+    for lpn in 0..per {
+        let placed = ftl.write_host(lpn);
+        first.get_or_insert(placed.ppa);
+        if lpn + 1 < per {
+            assert_eq!(placed.program, None, "unit {lpn} of {per}");
+        } else {
+            assert_eq!(
+                placed.program, first,
+                "the program starts at the first slot"
+            );
+        }
+    }
+}

@@ -10,6 +10,7 @@ mod bfq_merge;
 mod flash;
 mod io_control_today;
 mod io_controller;
+pub mod ssd_loo;
 
 use std::path::PathBuf;
 
@@ -26,8 +27,10 @@ pub struct Args {
     /// Which experiment: anticipatory (Morton 2003), bfq-merge (BFQ's 100 ms merge window),
     /// io-controller (Goyal 2009, extended to today's io.latency / io.max / io.cost),
     /// io-control-today (that extension alone; not part of all), flash (a reader beside a
-    /// random writer on a simulated 980 PRO, ICPE'24), or all.
-    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "io-control-today", "flash", "all"])]
+    /// random writer on a simulated 980 PRO, ICPE'24), ssd-loo (the 980 PRO model fitted
+    /// without each of the ICPE'24 configurations in shared/data and predicting it; not part
+    /// of all), or all.
+    #[arg(value_parser = ["anticipatory", "bfq-merge", "io-controller", "io-control-today", "flash", "ssd-loo", "all"])]
     experiment: String,
     /// Write the rows as JSON; `-` prints only JSON on stdout (the tables go to stderr).
     /// With `all`, one file per experiment (FILE gets the name inserted before its
@@ -40,9 +43,10 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SEEDS as u32,
           value_parser = clap::value_parser!(u32).range(2..))]
     seeds: u32,
-    /// bfq-merge only: run one part, `startup` (parts 1 and 2, which share their runs) or
-    /// `cooperating` (part 3, a few seconds).
-    #[arg(long, value_parser = ["startup", "cooperating"])]
+    /// Run one part: bfq-merge's `startup` (parts 1 and 2, which share their runs) or
+    /// `cooperating` (part 3, a few seconds); ssd-loo's `read` (the drive's read side) or
+    /// `tapp` (the host's costs, fig-7).
+    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp"])]
     part: Option<String>,
     /// Microseconds between a completion and its process seeing it (the process wake-up
     /// latency; the scheduler dispatches first, as in the kernel). Default 0: a process's
@@ -90,8 +94,11 @@ fn seeds_note(seeds: &[u64]) -> String {
 /// Run the experiment(s).
 pub fn run(args: Args) -> anyhow::Result<()> {
     let all = args.experiment == "all";
-    if args.part.is_some() && args.experiment != "bfq-merge" {
-        anyhow::bail!("--part applies to bfq-merge only");
+    match (args.experiment.as_str(), args.part.as_deref()) {
+        (_, None)
+        | ("bfq-merge", Some("startup" | "cooperating"))
+        | ("ssd-loo", Some("read" | "tapp")) => {}
+        (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
     }
     let stdout_json = output::json_to_stdout(args.json.as_deref());
     let opts = Opts {
@@ -138,6 +145,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "io-control-today",
             serde_json::to_value(io_control_today::run(&opts.seeds)?)?,
         )?;
+    }
+    if args.experiment == "ssd-loo" {
+        // Deterministic: no seeds; its own data (shared/data/nvme-980pro).
+        done("ssd-loo", ssd_loo::run(args.part.as_deref())?)?;
     }
     if all || args.experiment == "flash" {
         done("flash", flash::run(&opts)?)?;

@@ -436,7 +436,9 @@ impl Ftl {
         self.valid[gid as usize] += 1;
         self.overrides.insert(lpn, ppa);
         f.next += 1;
-        let program = (f.next % self.program_units == 0).then_some(ppa + 1 - self.program_units);
+        // `then`, not `then_some`: the start is only a slot when the operation's last unit is
+        // this one (eagerly, the first slot of a block's first plane underflows).
+        let program = (f.next % self.program_units == 0).then(|| ppa + 1 - self.program_units);
         let next = if f.next == self.slots {
             self.state[gid as usize] = BlockState::Full;
             None

@@ -8,6 +8,7 @@
 //! - [`ftl`]: the page-level mapping, block state, write frontiers and preconditioning.
 //! - [`cmt`]: the cached mapping table.
 //! - [`gc`]: greedy garbage collection, in step with host writes or a whole victim at once.
+//! - [`closed_loop`]: fio's closed loop of random reads on the drive alone (the 980 PRO fit).
 //! - [`Ssd`]: the [`Device`] that puts them together.
 //!
 //! The model follows MQSim (Tavakkol et al., "MQSim: A Framework for Enabling Realistic
@@ -18,6 +19,7 @@
 //! request's units and the work already queued on its resources, and a run is deterministic with no event queue of its own. What that changes, and every
 //! other deviation, is listed in docs/ssd-model.md.
 
+pub mod closed_loop;
 pub mod cmt;
 pub mod flash;
 pub mod ftl;
