@@ -21,8 +21,8 @@
 //! are refused unless `--allow-overwrite`; a mounted or swapped-on device always.
 
 mod fit;
-mod iocost;
-mod measure;
+pub(crate) mod iocost;
+pub(crate) mod measure;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
