@@ -52,13 +52,10 @@ out=${OUT:-$here/results/goyal-emulated.csv}
 sets=()
 for kv in ${SET:-}; do sets+=(--set "$kv"); done
 
-# ELEVATOR=PATH runs that binary instead of building this tree's.
-if [ -n "${ELEVATOR:-}" ]; then
-    elevator=$ELEVATOR
-else
-    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
-fi
+bench=goyal-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_binary
 back=$(mktemp -d /dev/shm/elevator-goyal.XXXXXX)
 mnt=$(mktemp -d)
 bin=$(mktemp -d)
@@ -85,22 +82,6 @@ flag=""
 [ "$io" = direct ] && flag="iflag=direct"
 echo "settings: ${SET:-defaults}; drive $drive ($((cap_bytes / 1000000)) MB), files of $((fsize / 1048576)) MiB, dd bs=4k $flag; ${runtime} s measured after ${warm} s; kernel $(uname -r)"
 
-mount_emulated() { # $1: scheduler; $2: the daemon's log
-    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" "${sets[@]}" \
-        --group readA=/a --group readB=/b 2>"$2" &
-    daemon=$!
-    for _ in $(seq 100); do mountpoint -q "$mnt" && return; sleep 0.1; done
-    echo "goyal-emulated: the mount did not appear" >&2
-    cat "$2" >&2
-    exit 1
-}
-
-umount_emulated() {
-    for _ in $(seq 300); do fusermount3 -u "$mnt" 2>/dev/null && break; sleep 0.2; done
-    wait "$daemon"
-    daemon=""
-}
-
 lateness() {
     sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
 }
@@ -117,7 +98,7 @@ run() {
     local s=$1 n=$2 log errs i k f
     log=$(mktemp)
     errs=$(mktemp -d)
-    mount_emulated "$s" "$log"
+    mount_emulated "$s" "$log" "${sets[@]}" --group readA=/a --group readB=/b
     pids=()
     for i in $(seq 0 15); do
         "$bin/readA" if="$mnt/a$i" of=/dev/null bs=4k $flag 2>"$errs/a$i" &

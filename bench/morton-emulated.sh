@@ -47,13 +47,10 @@ cap=${CAP:-600}
 read -r -a scheds <<<"${SCHEDS:-noop deadline-2.5 anticipatory cfq bfq latency-guard}"
 out=${OUT:-$here/results/morton-emulated.csv}
 
-# ELEVATOR=PATH runs that binary instead of building this tree's.
-if [ -n "${ELEVATOR:-}" ]; then
-    elevator=$ELEVATOR
-else
-    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
-fi
+bench=morton-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_binary
 back=$(mktemp -d /dev/shm/elevator-morton.XXXXXX)
 mnt=$(mktemp -d)
 writer=""
@@ -68,31 +65,11 @@ trap cleanup EXIT
 
 python3 "$here/gen_ctree.py" "$back/tree" --modules "${MODULES:-20}" --files "${FILES:-15}"
 dd if=/dev/zero of="$back/big" bs=1M count=256 status=none
-if [ "${WRITE_CACHE:-off}" = off ]; then
-    "$elevator" drive show "$drive" |
-        sed 's/^write_policy = .*/write_policy = "write-through"/; s/^name = "\(.*\)"/name = "\1-wt"/' \
-            >"$mnt.drive.toml"
-    drive="$mnt.drive.toml"
-fi
+emu_write_through
 files=$(find "$back/tree" -type f | wc -l)
 cfiles=$(find "$back/tree" -name '*.c' | wc -l)
 bytes=$(du -sb "$back/tree" | cut -f1)
 echo "tree: $cfiles .c of $files files, $((bytes / 1024)) KiB (bench/gen_ctree.py); drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r); $(gcc --version | head -n1)"
-
-mount_emulated() { # $1: scheduler; $2: the daemon's log
-    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &
-    daemon=$!
-    for _ in $(seq 100); do mountpoint -q "$mnt" && return; sleep 0.1; done
-    echo "morton-emulated: the mount did not appear" >&2
-    cat "$2" >&2
-    exit 1
-}
-
-umount_emulated() {
-    for _ in $(seq 300); do fusermount3 -u "$mnt" 2>/dev/null && break; sleep 0.2; done
-    wait "$daemon"
-    daemon=""
-}
 
 start_writer() {
     setsid bash -c "while :; do dd if=/dev/zero of='$mnt/big' bs=1M count=256 conv=notrunc status=none; done" &

@@ -66,13 +66,10 @@ read -r -a bgs <<<"${BGS:-0r0w 5r0w 2r2w}"
 out=${OUT:-$here/results/startup-emulated.csv}
 imports="json, email.mime.multipart, http.client, xml.etree.ElementTree, sqlite3, decimal, asyncio, unittest, argparse, logging, csv, zipfile, tarfile, urllib.request, pydoc"
 
-# ELEVATOR=PATH runs that binary instead of building this tree's.
-if [ -n "${ELEVATOR:-}" ]; then
-    elevator=$ELEVATOR
-else
-    cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
-    elevator="${CARGO_TARGET_DIR:-$root/target}/release/elevator"
-fi
+bench=startup-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_binary
 back=$(mktemp -d /dev/shm/elevator-startup.XXXXXX)
 mnt=$(mktemp -d)
 daemon=""
@@ -93,35 +90,13 @@ cp -a "$pylib" "$back/py/lib/"
 "$back/py/bin/python3.11" -I -S -c "import $imports" >/dev/null
 for i in $(seq 0 9); do truncate -s 1G "$back/r$i"; done
 for i in $(seq 0 4); do dd if=/dev/zero of="$back/w$i" bs=1M count=256 status=none; done
-if [ "${WRITE_CACHE:-off}" = off ]; then
-    "$elevator" drive show "$drive" |
-        sed 's/^write_policy = .*/write_policy = "write-through"/; s/^name = "\(.*\)"/name = "\1-wt"/' \
-            >"$mnt.drive.toml"
-    drive="$mnt.drive.toml"
-fi
+emu_write_through
 echo "background started ${BG_WARM:-3} s before; readahead ${RA_KB:-as the mount sets it} KiB, background dd bs=${BG_BS:-1M}; application: $($py --version) importing $imports; $(find "$back/py" -type f | wc -l) files copied; drive ${DRIVE:-laptop-4200}, write cache ${WRITE_CACHE:-off}; kernel $(uname -r)"
 
-mount_emulated() { # $1: scheduler; $2: the daemon's log
-    chrt -f 50 "$elevator" mount "$back" "$mnt" --drive "$drive" --sched "$1" 2>"$2" &
-    daemon=$!
-    for _ in $(seq 100); do
-        if mountpoint -q "$mnt"; then
-            if [ -n "${RA_KB:-}" ]; then
-                echo "$RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
-            fi
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "startup-emulated: the mount did not appear" >&2
-    cat "$2" >&2
-    exit 1
-}
-
-umount_emulated() {
-    for _ in $(seq 300); do fusermount3 -u "$mnt" 2>/dev/null && break; sleep 0.2; done
-    wait "$daemon"
-    daemon=""
+emu_mounted() { # RA_KB: the mount's readahead
+    if [ -n "${RA_KB:-}" ]; then
+        echo "$RA_KB" >"/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"
+    fi
 }
 
 # Place the application's files on the drive in sorted path order, without caching them.
