@@ -101,13 +101,16 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
     }
     assert!(mean(published(&v, "none"), "in_block_layer") > 100.0);
     assert!(mean(published(&v, "bfq"), "in_block_layer") < 10.0);
-    // In the drive: all of them under none, a few under kyber (its write domain), most under
-    // bfq (bfq_limit_depth's depth 1 for the writer over its share delays some refills).
+    // In the drive: all of them under none, a few under kyber (its write domain), and all of
+    // them under bfq too: on a non-rotational drive with queueing the writer's queue, created
+    // just after the reader's, is merged into it at once and for good
+    // (bfq_do_early_stable_merge), so bfq_limit_depth sees one sync queue and no other to
+    // leave tags for.
     let in_drive = |config: &str| mean(ours(&v, config, "steady"), "in_drive");
     assert!(in_drive("none") > 127.0, "{}", in_drive("none"));
     assert!(in_drive("kyber") < 10.0, "{}", in_drive("kyber"));
     let b = in_drive("bfq");
-    assert!((64.0..128.0).contains(&b), "{b}");
+    assert!(b > 127.0, "{b}");
     // So bfq does not cut here: reported against the published pattern.
     assert_eq!(published(&v, "bfq")["cuts_p99"], true);
     assert!(ours(&v, "bfq", "steady")["cuts_p99"].is_boolean());
