@@ -398,13 +398,18 @@ pub fn minimise(
     (x.iter().map(|v| v.exp()).collect(), fx)
 }
 
+/// A read figure's run: processes, queue depth, block size, I/Os, and the parameters' bits.
+type ReadKey = (u32, u32, u64, u64, Vec<u64>);
+/// A throughput-app figure's run: scheduler, processes, and the bits of its host costs and run times.
+type TappKey = (usize, u32, Vec<u64>);
+
 /// The model's runs, memoised by figure and parameters (folds start from the same point, so
 /// their first steps are the same runs).
 struct Model {
     drive: SsdSpec,
     host: CpuSpec,
-    reads: Mutex<HashMap<(u32, u32, u64, u64, Vec<u64>), ClosedLoop>>,
-    tapp: Mutex<HashMap<(usize, u32, Vec<u64>), f64>>,
+    reads: Mutex<HashMap<ReadKey, ClosedLoop>>,
+    tapp: Mutex<HashMap<TappKey, f64>>,
 }
 
 fn bits(p: &[f64]) -> Vec<u64> {
