@@ -289,13 +289,16 @@ def run(
     seed: int = 1,
     allow_overwrite: bool = False,
     verify: bool = False,
+    requests: bool = False,
 ) -> Results:
     """Run a fio job file (``job``, a path, or ``fio_text``) on the real file or block device
     ``target`` (default: the job file's ``filename``) under each scheduler in turn, through the
     io_uring executor ``elevator run`` uses (the same library, called in this process), with its
     safety rules: a new file is laid out; an existing file elevator did not lay out, or a device
     carrying data, is refused for writing unless ``allow_overwrite``; a mounted device never.
-    ``verify`` stamps and checks every written sector.
+    ``verify`` stamps and checks every written sector. ``requests``: keep every request's
+    record, as :func:`sim` does (``Results.requests``; times from the run's start on the
+    executor's clock).
 
     Returns :class:`Results` whose ``table`` has the columns of :func:`sim`'s (no axes): one row
     per job per scheduler, ``cell`` the scheduler's index, ``device`` the target, ``end_s`` the
@@ -319,5 +322,10 @@ def run(
         spec["target"] = os.fspath(target)
     if set:
         spec["set"] = {k: int(v) for k, v in set.items()}
-    table = _table(_elevator.run_real(json.dumps(spec)))
-    return Results(None, False, table)
+    if requests:
+        spec["requests"] = True
+    jobs, reqs = _elevator.run_real(json.dumps(spec))
+    results = Results(None, reqs is not None, _table(jobs))
+    if reqs is not None:
+        results._requests = _table(reqs)
+    return results

@@ -107,6 +107,7 @@ def run(
     seed: int = ...,
     allow_overwrite: bool = ...,
     verify: bool = ...,
+    requests: bool = ...,
 ) -> Results: ...
 
 class Campaign:

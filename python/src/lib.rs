@@ -360,7 +360,7 @@ static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(
 /// looking for signals every 50 ms: Ctrl-C stops the run (no new I/O, what is in flight
 /// completes) and raises `KeyboardInterrupt`.
 #[pyfunction]
-fn run_real(py: Python<'_>, spec_json: &str) -> PyResult<ArrowExport> {
+fn run_real(py: Python<'_>, spec_json: &str) -> PyResult<(ArrowExport, Option<ArrowExport>)> {
     use std::sync::atomic::Ordering;
     let spec: elevator_campaign::real::RealSpec = serde_json::from_str(spec_json)
         .map_err(|e| PyValueError::new_err(format!("run spec: {e}")))?;
@@ -383,7 +383,14 @@ fn run_real(py: Python<'_>, spec_json: &str) -> PyResult<ArrowExport> {
         return Err(e);
     }
     let results = result.map_err(|e| py_err(py, e))?;
-    export(elevator_campaign::table::real_jobs_batch(&results))
+    let jobs = export(elevator_campaign::table::real_jobs_batch(&results))?;
+    let kept = results.iter().any(|r| r.requests.is_some());
+    let requests = if kept {
+        Some(export(elevator_campaign::table::requests_batch(&results))?)
+    } else {
+        None
+    };
+    Ok((jobs, requests))
 }
 
 /// Join the Parquet shards `inputs` of one sweep into `out`, sorted by cell.

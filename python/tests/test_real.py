@@ -83,6 +83,24 @@ def test_run_on_a_new_file_gives_the_simulators_table_shape(target_dir):
     assert again.table.num_rows == 2
 
 
+def test_run_keeps_every_requests_record_in_the_simulators_shape(target_dir):
+    target = target_dir / f"elevator-run-req-{os.getpid()}"
+    r = elevator.run(fio_text=JOB, target=target, sched="mq-deadline", requests=True)
+    q = r.requests
+    sim = elevator.sim(fio_text=JOB, sched="none", requests=True).requests
+    assert q.schema == sim.schema
+    rows = q.to_pylist()
+    # Every bio completes once: the writer's 32 of 64 KiB and the reader's 200 of 4 KiB.
+    writes = [x for x in rows if x["op"] == "write"]
+    reads = [x for x in rows if x["op"] == "read"]
+    assert sum(x["sectors"] for x in writes) == (2 << 20) // 512
+    assert len(reads) == 200 and all(x["sectors"] == 8 for x in reads)
+    for x in rows:
+        assert x["q_ns"] <= x["i_ns"] <= x["d_ns"] <= x["c_ns"]
+        assert x["in_flight"] >= 1
+    assert elevator.run(fio_text=JOB, target=target, sched="none").requests is None
+
+
 def test_run_refuses_a_file_it_did_not_lay_out(target_dir):
     target = target_dir / f"elevator-run-{os.getpid()}-theirs"
     target.write_bytes(b"someone's data" * 400_000)

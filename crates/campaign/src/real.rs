@@ -24,7 +24,7 @@ use elevator_workload::jobs::fio::RwMode;
 use serde::{Deserialize, Serialize};
 
 use crate::fio::{build_jobs, ramp_time};
-use crate::{settings_for, CellResult, Error};
+use crate::{settings_for, CellResult, Error, Requests};
 
 /// A real run as data (what `elevator.run(...)` passes, as JSON). Exactly one of `fio` and
 /// `fio_text` is given.
@@ -49,6 +49,8 @@ pub struct RealSpec {
     pub allow_overwrite: bool,
     /// Stamp written sectors, check reads, read everything back at the end (`--verify`).
     pub verify: bool,
+    /// Keep every request's record (Q, I, D, C, sector, size, process), as `sim` does.
+    pub requests: bool,
 }
 
 /// Which file or device a run drives: `given` (`--target`), else the job file's one
@@ -276,7 +278,7 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
                 run_id: seed ^ (n as u64) << 48 ^ 0x5eed,
                 seed,
                 ramp,
-                request_log: false,
+                request_log: spec.requests,
                 progress: None,
                 ties_in_job_order: false,
                 groups: groups.clone(),
@@ -300,7 +302,10 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
                     .iter()
                     .map(|j| j.metrics.summary(&j.name, &j.group, report.elapsed))
                     .collect(),
-                requests: None,
+                requests: spec.requests.then(|| Requests {
+                    jobs: report.jobs.iter().map(|j| j.name.clone()).collect(),
+                    records: report.requests.iter().map(sim_record).collect(),
+                }),
             });
         }
         Ok(())
@@ -310,6 +315,24 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
     result?;
     remembered.map_err(tgt_err)?;
     Ok(out)
+}
+
+/// A real request's record in the simulator's shape, so that `run` and `sim` give one
+/// requests table: the times are the executor's clock from the run's start.
+fn sim_record(r: &elevator_real::exec::RequestRecord) -> elevator_sim::engine::RequestRecord {
+    elevator_sim::engine::RequestRecord {
+        job: u32::try_from(r.job).unwrap_or(u32::MAX),
+        ctx: r.ctx,
+        op: r.op,
+        sector: r.sector,
+        sectors: r.sectors,
+        inserted: r.inserted,
+        dispatched: r.dispatched,
+        completed: r.completed,
+        queued: r.waiting,
+        in_flight: r.in_flight,
+        merged: r.merged,
+    }
 }
 
 #[cfg(test)]

@@ -167,6 +167,15 @@ pub struct RequestRecord {
     pub dispatched: Nanos,
     /// Completed (reaped).
     pub completed: Nanos,
+    /// The issuing process (context) as the block layer saw it.
+    pub ctx: u32,
+    /// Requests in the scheduler just after it was inserted, itself included; for a merged
+    /// bio, those when it merged.
+    pub waiting: u32,
+    /// Requests at the device just after it (or the request it rode on) was dispatched.
+    pub in_flight: u32,
+    /// Whether it merged into a queued request instead of being inserted.
+    pub merged: bool,
 }
 
 /// One job's outcome.
@@ -897,6 +906,10 @@ impl<'a, B: Backend> Executor<'a, B> {
                     inserted: d.submitted,
                     dispatched: d.dispatched,
                     completed: now,
+                    ctx: d.ctx.0,
+                    waiting: d.queued,
+                    in_flight: d.in_flight,
+                    merged: d.merged,
                 });
             }
             // A piece of a split I/O: the job's I/O completes with its last piece.

@@ -699,6 +699,10 @@ impl Engine {
                     inserted: d.submitted,
                     dispatched: d.dispatched,
                     completed: ns,
+                    ctx: d.ctx.0,
+                    waiting: d.queued,
+                    in_flight: d.in_flight,
+                    merged: d.merged,
                 };
                 self.shared
                     .log

@@ -93,6 +93,10 @@ mod tests {
             inserted: Nanos(sector),
             dispatched: Nanos(sector + 1),
             completed: Nanos(sector + 2),
+            ctx: 1,
+            waiting: 1,
+            in_flight: 1,
+            merged: false,
         }
     }
 
