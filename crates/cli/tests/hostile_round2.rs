@@ -10,9 +10,11 @@ mod common {
     pub mod bounded;
     pub mod child;
     pub mod direct_io;
+    pub mod measured;
 }
 use common::bounded::{elevator, elevator_within, Out};
 use common::child::wait_within;
+use common::measured::measured;
 
 /// The run failed cleanly (exit 1, a short message) and its message names every `needle`.
 fn clean_error(out: &Out, needles: &[&str]) {
@@ -513,28 +515,6 @@ fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
 }
 
 // ----- the property: bounded memory, near-linear time, every reader -----
-
-/// Run elevator with `args` to completion; (success, wall time, peak resident bytes).
-fn measured(args: &[&str]) -> (bool, Duration, u64) {
-    let t0 = std::time::Instant::now();
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid buffer; waiting for our own child by its id.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    // Reaped by wait4 above: std's handle has nothing left to wait for.
-    drop(child);
-    (ok, t0.elapsed(), usage.ru_maxrss as u64 * 1024)
-}
 
 /// `n` records of `format`, one per line, 1 ms apart, 4 KiB reads walking the disk.
 fn trace_of(format: &str, n: usize) -> String {

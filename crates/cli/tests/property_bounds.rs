@@ -10,32 +10,15 @@
 //! input (10,000 jobs in a scenario, 4096 sections in a fio job file), up to the cap.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+mod common {
+    pub mod measured;
+}
+use common::measured::measured;
 
 const GIB: u64 = 1 << 30;
-
-/// Run elevator with `args` to completion; (exit status 0, wall time, peak resident bytes).
-fn measured(args: &[String]) -> (bool, Duration, u64) {
-    let t0 = Instant::now();
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid buffer; waiting for our own child by its id.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    // Reaped by wait4 above: std's handle has nothing left to wait for.
-    drop(child);
-    (ok, t0.elapsed(), usage.ru_maxrss as u64 * 1024)
-}
 
 /// One command over inputs of two sizes: `make(dir, n)` writes an input of size `n` and
 /// returns the command's arguments.
