@@ -15,6 +15,8 @@ import json
 import os
 import statistics
 
+from lib.stats import est, fmt
+
 # Goyal's setups and the scheduler that stands for each here.
 SETUP = {"cfq-flat": "vanilla-cfq", "cfq": "io-controller+cfq"}
 TARGETS = os.path.join(os.environ.get("ELEVATOR_SHARED", "/work/shared"), "targets",
@@ -44,18 +46,6 @@ def sim_bytes(path):
     a = sum(j["read"]["bytes"] for j in jobs if j["group"] == "/a")
     b = sum(j["read"]["bytes"] for j in jobs if j["group"] == "/b")
     return a, b
-
-
-def est(v):
-    if not v:
-        return None
-    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
-
-
-def fmt(e, d=2):
-    if e is None:
-        return "-"
-    return f"{e['median']:.{d}f} ({e['min']:.{d}f}-{e['max']:.{d}f})"
 
 
 def published():
@@ -109,11 +99,11 @@ def table(results, simcsv, json_out):
         if e["late"]:
             late = (f"{statistics.median(e['late']):.0f} / {statistics.median(e['p99']):.0f} / "
                     f"{max(e['max']):.0f}")
-        print(f"| {s} | {n} | **{fmt(est(e['share']))}** | {fmt(est(e['total']), 0)} | "
+        print(f"| {s} | {n} | **{fmt(est(e['share']))}** | {fmt(est(e['total']), d=0)} | "
               f"{statistics.median(e['a_min']):.0f}-{statistics.median(e['a_max']):.0f} | "
               f"{fmt(sg)} | {fmt(se)} | "
               f"{'-' if p is None else format(p['b_share'], '.2f') + ' (' + SETUP[s] + ')'} | "
-              f"{late} | {fmt(est(e['load']), 1)} |")
+              f"{late} | {fmt(est(e['load']), d=1)} |")
         rows.append({"sched": s, "n": n, "b_share": est(e["share"]),
                      "total_KBps": est(e["total"]), "a_reader_min_KBps": est(e["a_min"]),
                      "a_reader_max_KBps": est(e["a_max"]),

@@ -17,6 +17,8 @@ import csv
 import json
 import statistics
 
+from lib.stats import est, fmt
+
 MORTON = {"noop": ("538 s (2.4 elevator), 11.2x", 538.0, 11.2),
           "deadline": ("400 s, 8.3x", 400.0, 8.3), "deadline-2.5": ("400 s, 8.3x", 400.0, 8.3),
           "anticipatory": ("70 s, 1.46x", 70.0, 1.46)}
@@ -35,19 +37,6 @@ def parse(s, objects):
             est = cap * objects / int(done)
         return cap, True, est
     return float(s), False, float(s)
-
-
-def est(v):
-    v = [x for x in v if x == x]
-    if not v:
-        return None
-    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
-
-
-def fmt(e, prefix="", d=1):
-    if e is None:
-        return "-"
-    return f"{prefix}{e['median']:.{d}f} ({e['min']:.{d}f}-{e['max']:.{d}f})"
 
 
 def main():
@@ -90,11 +79,11 @@ def main():
         ge = ">=" if capped else ""
         rate = "-"
         if capped:
-            rate = f"~{fmt(est(best))}, ~{fmt(est(bratio), d=2)}"
+            rate = f"~{fmt(est(best), d=1)}, ~{fmt(est(bratio), d=2)}"
         m = MORTON.get(s)
-        print(f"| {s} | {fmt(est(alone))} | {fmt(est(beside), ge)} | "
-              f"**{fmt(est(ratio), ge, 2)}** | {rate} | {fmt(est(mb))} | {late} | "
-              f"{fmt(est(load))} | {m[0] if m else ''} |")
+        print(f"| {s} | {fmt(est(alone), d=1)} | {fmt(est(beside), ge, 1)} | "
+              f"**{fmt(est(ratio), ge, 2)}** | {rate} | {fmt(est(mb), d=1)} | {late} | "
+              f"{fmt(est(load), d=1)} | {m[0] if m else ''} |")
         out.append({
             "sched": s, "rounds": len(rs), "capped_runs": capped,
             "alone_s": est(alone), "beside_s": est(beside), "ratio": est(ratio),

@@ -11,17 +11,7 @@ import csv
 import json
 import statistics
 
-
-def est(v):
-    if not v:
-        return None
-    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
-
-
-def fmt(e, prefix="", d=2):
-    if e is None:
-        return "-"
-    return f"{prefix}{e['median']:.{d}f} ({e['min']:.{d}f}-{e['max']:.{d}f})"
+from lib.stats import est, fmt
 
 
 def main():
