@@ -230,6 +230,15 @@ impl Passthrough {
         })
     }
 
+    /// The listing `opendir` took for handle `fh`, if it is still open.
+    fn listing(&self, fh: FileHandle) -> Option<Arc<Listing>> {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fh.0)
+            .cloned()
+    }
+
     /// The node `ino` with its descriptor, or ESTALE (or why it could not be reopened).
     fn node(&self, ino: INodeNo) -> Result<Held, Errno> {
         self.inodes.hold(ino.0).map_err(errno)
@@ -1000,13 +1009,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let listing = self
-            .dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&fh.0)
-            .cloned();
-        let Some(listing) = listing else {
+        let Some(listing) = self.listing(fh) else {
             return reply.error(Errno::EBADF);
         };
         for (i, (ino, kind, name)) in listing.iter().enumerate().skip(offset as usize) {
@@ -1025,13 +1028,7 @@ impl Filesystem for Passthrough {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let listing = self
-            .dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&fh.0)
-            .cloned();
-        let Some(listing) = listing else {
+        let Some(listing) = self.listing(fh) else {
             return reply.error(Errno::EBADF);
         };
         let dir = if control::is_control(ino.0) {

@@ -229,19 +229,12 @@ pub fn diff(
             .map(|d| d as usize)
             .unwrap_or_else(|| max_in_flight(trace))
     });
+    let queue = |name: &str| meta.queue.get(name).and_then(|v| v.parse::<u32>().ok());
     let mut limits = Limits::depth(depth);
-    if let Some(kb) = meta
-        .queue
-        .get("max_sectors_kb")
-        .and_then(|v| v.parse::<u32>().ok())
-    {
+    if let Some(kb) = queue("max_sectors_kb") {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    if let Some(n) = meta
-        .queue
-        .get("max_segments")
-        .and_then(|v| v.parse::<u32>().ok())
-    {
+    if let Some(n) = queue("max_segments") {
         limits = limits.max_segments(n);
     }
     let log = match opts.pace {
