@@ -21,6 +21,13 @@
 //! queued shows what that waiting costs: a policy whose cost grows faster than the logarithm of
 //! the number queued shows it here.
 //!
+//! Beside the policies, `memory-floor/QUEUED` measures what no policy can avoid: three
+//! dependent reads of queued requests at random places in a slab of QUEUED requests (a step
+//! touches at least the request it dispatches and that request's FIFO neighbours, as the
+//! kernel's `list_del` does). Its growth from 1,000 to 100,000 is the memory hierarchy's, not
+//! an algorithm's: a policy whose growth stays near the floor's grows logarithmically in its
+//! own work.
+//!
 //! Run: `cargo bench -p elevator-core --bench sched_cost [-- NAME]` (ids are `NAME/QUEUED`).
 
 use std::hint::black_box;
@@ -196,7 +203,52 @@ fn sched_cost(c: &mut Criterion) {
             });
         }
     }
+    for queued in QUEUED {
+        group.bench_function(format!("memory-floor/{queued}"), |b| {
+            let mut floor = Floor::new(queued);
+            b.iter_custom(|iters| {
+                let start = Clock::now();
+                for _ in 0..iters {
+                    floor.step();
+                }
+                start.elapsed()
+            });
+        });
+    }
     group.finish();
+}
+
+/// `queued` requests in a slab, each naming the next of one random cycle through all of them
+/// (Sattolo's shuffle) in its id, so every read depends on the one before and none can be
+/// prefetched.
+struct Floor {
+    slab: Vec<Request>,
+    at: usize,
+}
+
+impl Floor {
+    fn new(queued: usize) -> Floor {
+        let mut rng = ChaCha8Rng::seed_from_u64(0xf100);
+        let mut order: Vec<usize> = (0..queued).collect();
+        for i in (1..queued).rev() {
+            order.swap(i, rng.gen_range(0..i));
+        }
+        let mut slab: Vec<Request> = (0..queued)
+            .map(|_| rq(0, 0).sector(rng.gen_range(0..1u64 << 28)).build())
+            .collect();
+        for i in 0..queued {
+            slab[order[i]].id.0 = order[(i + 1) % queued] as u64;
+        }
+        Floor { slab, at: 0 }
+    }
+
+    /// Three dependent reads and a write to the last request read.
+    fn step(&mut self) {
+        for _ in 0..3 {
+            self.at = black_box(self.slab[self.at].id.0) as usize;
+        }
+        self.slab[self.at].sectors ^= 1;
+    }
 }
 
 criterion_group!(benches, sched_cost);

@@ -16,7 +16,7 @@
 const NIL: u32 = u32::MAX;
 
 /// A queued item and its links.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Node<T> {
     item: T,
     prev: u32,
@@ -38,7 +38,7 @@ impl Ends {
 }
 
 /// A fixed number of FIFOs of `T` over one slab. See the module documentation.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Fifos<T> {
     slots: Vec<Option<Node<T>>>,
     free: Vec<u32>,

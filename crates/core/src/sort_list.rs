@@ -1,6 +1,7 @@
 //! A sector-sorted list of queued requests, the elevators' `sort_list` (the kernel's rbtree).
 //!
-//! Entries are `(key, slot)` pairs with distinct keys (a start sector and a slab slot). They sit
+//! Entries are `(key, slot)` pairs with distinct keys (a start sector, or a start sector and
+//! a request id where several requests may start at one sector) and a slab slot. They sit
 //! in sorted blocks of at most [`CAP`] entries, with the first key of every block in a separate
 //! array: a lookup is a binary search over those first keys then one within a block, both in
 //! contiguous memory, and a found entry's neighbours in sort order are one index away (what
@@ -15,26 +16,37 @@
 /// Entries per block (a power of two).
 const CAP: usize = 64;
 
-/// What fills the keys past a block's `len`: no key is greater, so a search over the whole
-/// array finds what a search over the entries would.
-const PAD: u64 = u64::MAX;
+/// A key of a [`SortList`].
+pub(crate) trait Key: Copy + Ord + std::fmt::Debug {
+    /// What fills the keys past a block's `len`: no key is greater, so a search over the
+    /// whole array finds what a search over the entries would.
+    const PAD: Self;
+}
+
+impl Key for u64 {
+    const PAD: u64 = u64::MAX;
+}
+
+impl Key for (u64, u64) {
+    const PAD: (u64, u64) = (u64::MAX, u64::MAX);
+}
 
 /// One sorted run of entries.
-#[derive(Debug)]
-struct Block {
+#[derive(Clone, Debug)]
+struct Block<K> {
     len: usize,
-    /// `keys[len..]` are all [`PAD`].
-    keys: [u64; CAP],
+    /// `keys[len..]` are all [`Key::PAD`].
+    keys: [K; CAP],
     slots: [u32; CAP],
 }
 
-impl Block {
-    fn keys(&self) -> &[u64] {
+impl<K: Key> Block<K> {
+    fn keys(&self) -> &[K] {
         &self.keys[..self.len]
     }
 
     /// Index of the first key not below `key` (at most `len`).
-    fn lower_bound(&self, key: u64) -> usize {
+    fn lower_bound(&self, key: K) -> usize {
         // Halving steps over all CAP keys, without branches.
         let mut i = 0;
         let mut step = CAP / 2;
@@ -45,7 +57,7 @@ impl Block {
         i + usize::from(self.keys[i] < key)
     }
 
-    fn insert_at(&mut self, i: usize, key: u64, slot: u32) {
+    fn insert_at(&mut self, i: usize, key: K, slot: u32) {
         debug_assert!(self.len < CAP && i <= self.len);
         self.keys.copy_within(i..self.len, i + 1);
         self.slots.copy_within(i..self.len, i + 1);
@@ -59,11 +71,11 @@ impl Block {
         self.keys.copy_within(i + 1..self.len, i);
         self.slots.copy_within(i + 1..self.len, i);
         self.len -= 1;
-        self.keys[self.len] = PAD;
+        self.keys[self.len] = K::PAD;
     }
 
     /// Append `other`'s entries (all above this block's).
-    fn append(&mut self, other: &Block) {
+    fn append(&mut self, other: &Block<K>) {
         let (n, m) = (self.len, other.len);
         debug_assert!(n + m <= CAP);
         self.keys[n..n + m].copy_from_slice(other.keys());
@@ -84,24 +96,39 @@ pub(crate) struct Pos {
 /// Blocks are boxed on purpose: a split or a drop shifts the blocks after it, which moves
 /// pointers rather than whole blocks.
 #[allow(clippy::vec_box)]
-#[derive(Debug, Default)]
-pub(crate) struct SortList {
+#[derive(Clone, Debug)]
+pub(crate) struct SortList<K = u64> {
     /// First key of each block, in key order.
-    firsts: Vec<u64>,
+    firsts: Vec<K>,
     /// The blocks, in key order; none is empty.
-    blocks: Vec<Box<Block>>,
+    blocks: Vec<Box<Block<K>>>,
     /// Emptied blocks kept for reuse.
-    spare: Vec<Box<Block>>,
+    spare: Vec<Box<Block<K>>>,
 }
 
-impl SortList {
+impl<K> Default for SortList<K> {
+    fn default() -> SortList<K> {
+        SortList {
+            firsts: Vec::new(),
+            blocks: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl<K: Key> SortList<K> {
+    /// Whether the list holds no entry.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
     /// The block that would hold `key`: the last one starting at or below it, else the first.
-    fn block_for(&self, key: u64) -> usize {
+    fn block_for(&self, key: K) -> usize {
         self.firsts.partition_point(|&f| f <= key).saturating_sub(1)
     }
 
     /// Where the entry with `key` is, if there is one.
-    pub(crate) fn find(&self, key: u64) -> Option<Pos> {
+    pub(crate) fn find(&self, key: K) -> Option<Pos> {
         if self.blocks.is_empty() {
             return None;
         }
@@ -112,18 +139,18 @@ impl SortList {
     }
 
     /// The slot stored with `key`.
-    pub(crate) fn get(&self, key: u64) -> Option<u32> {
+    pub(crate) fn get(&self, key: K) -> Option<u32> {
         self.find(key).map(|p| self.at(p).1)
     }
 
     /// The entry at `p` (which must be current: no insert or remove since it was found).
-    pub(crate) fn at(&self, p: Pos) -> (u64, u32) {
+    pub(crate) fn at(&self, p: Pos) -> (K, u32) {
         let blk = &self.blocks[p.b];
         (blk.keys[p.i], blk.slots[p.i])
     }
 
     /// The entry just above the one at `p`.
-    pub(crate) fn after(&self, p: Pos) -> Option<(u64, u32)> {
+    pub(crate) fn after(&self, p: Pos) -> Option<(K, u32)> {
         if p.i + 1 < self.blocks[p.b].len {
             Some(self.at(Pos { b: p.b, i: p.i + 1 }))
         } else if p.b + 1 < self.blocks.len() {
@@ -134,7 +161,7 @@ impl SortList {
     }
 
     /// The entry just below the one at `p`.
-    pub(crate) fn before(&self, p: Pos) -> Option<(u64, u32)> {
+    pub(crate) fn before(&self, p: Pos) -> Option<(K, u32)> {
         if p.i > 0 {
             Some(self.at(Pos { b: p.b, i: p.i - 1 }))
         } else if p.b > 0 {
@@ -148,21 +175,51 @@ impl SortList {
         }
     }
 
+    /// The entry with the lowest key at or above `key`.
+    pub(crate) fn ceil(&self, key: K) -> Option<(K, u32)> {
+        if self.blocks.is_empty() {
+            return None;
+        }
+        let b = self.block_for(key);
+        let i = self.blocks[b].lower_bound(key);
+        if i < self.blocks[b].len {
+            Some(self.at(Pos { b, i }))
+        } else if b + 1 < self.blocks.len() {
+            Some(self.at(Pos { b: b + 1, i: 0 }))
+        } else {
+            None
+        }
+    }
+
+    /// The entry with the highest key below `key`.
+    pub(crate) fn below(&self, key: K) -> Option<(K, u32)> {
+        if self.blocks.is_empty() {
+            return None;
+        }
+        let b = self.block_for(key);
+        let i = self.blocks[b].lower_bound(key);
+        if i > 0 {
+            Some(self.at(Pos { b, i: i - 1 }))
+        } else {
+            self.before(Pos { b, i })
+        }
+    }
+
     /// The entry with the lowest key.
-    pub(crate) fn first(&self) -> Option<(u64, u32)> {
+    pub(crate) fn first(&self) -> Option<(K, u32)> {
         (!self.blocks.is_empty()).then(|| self.at(Pos { b: 0, i: 0 }))
     }
 
-    fn new_block(&mut self) -> Box<Block> {
+    fn new_block(&mut self) -> Box<Block<K>> {
         match self.spare.pop() {
             Some(mut blk) => {
                 blk.len = 0;
-                blk.keys = [PAD; CAP];
+                blk.keys = [K::PAD; CAP];
                 blk
             }
             None => Box::new(Block {
                 len: 0,
-                keys: [PAD; CAP],
+                keys: [K::PAD; CAP],
                 slots: [0; CAP],
             }),
         }
@@ -179,7 +236,7 @@ impl SortList {
 
     /// File `key` with `slot`. If `key` is present already, nothing changes and its slot is
     /// returned as the error.
-    pub(crate) fn insert(&mut self, key: u64, slot: u32) -> Result<(), u32> {
+    pub(crate) fn insert(&mut self, key: K, slot: u32) -> Result<(), u32> {
         if self.blocks.is_empty() {
             let mut blk = self.new_block();
             blk.insert_at(0, key, slot);
@@ -202,7 +259,7 @@ impl SortList {
                 upper.slots[..CAP - half].copy_from_slice(&lower.slots[half..]);
                 upper.len = CAP - half;
                 lower.len = half;
-                lower.keys[half..].fill(PAD);
+                lower.keys[half..].fill(K::PAD);
             }
             self.firsts.insert(b + 1, upper.keys[0]);
             self.blocks.insert(b + 1, upper);
@@ -242,7 +299,7 @@ impl SortList {
     }
 
     /// Remove the entry with `key`, returning its slot.
-    pub(crate) fn remove(&mut self, key: u64) -> Option<u32> {
+    pub(crate) fn remove(&mut self, key: K) -> Option<u32> {
         let p = self.find(key)?;
         let slot = self.at(p).1;
         self.remove_at(p);
@@ -257,15 +314,22 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// Checks every query against a `BTreeMap` holding the same entries.
-    fn check(list: &SortList, model: &BTreeMap<u64, u32>) {
+    fn check(list: &SortList<u64>, model: &BTreeMap<u64, u32>) {
         assert_eq!(list.first(), model.iter().next().map(|(&k, &v)| (k, v)));
         assert_eq!(list.firsts.len(), list.blocks.len());
         for (b, blk) in list.blocks.iter().enumerate() {
             assert!(blk.len > 0, "no empty block is kept");
             assert_eq!(list.firsts[b], blk.keys[0]);
-            assert!(blk.keys[blk.len..].iter().all(|&k| k == PAD));
+            assert!(blk.keys[blk.len..].iter().all(|&k| k == u64::PAD));
             let mid = blk.keys[blk.len / 2];
-            for probe in [0, blk.keys[0], mid, mid + 1, blk.keys[blk.len - 1] + 1, PAD] {
+            for probe in [
+                0,
+                blk.keys[0],
+                mid,
+                mid + 1,
+                blk.keys[blk.len - 1] + 1,
+                u64::PAD,
+            ] {
                 let want = blk.keys().partition_point(|&k| k < probe);
                 assert_eq!(blk.lower_bound(probe), want, "lower bound of {probe}");
             }
@@ -277,6 +341,22 @@ mod tests {
             .collect();
         let want: Vec<(u64, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
         assert_eq!(flat, want);
+        for probe in model
+            .keys()
+            .flat_map(|&k| [k.saturating_sub(1), k, k + 1])
+            .chain([0])
+        {
+            assert_eq!(
+                list.ceil(probe),
+                model.range(probe..).next().map(|(&k, &v)| (k, v)),
+                "ceil of {probe}"
+            );
+            assert_eq!(
+                list.below(probe),
+                model.range(..probe).next_back().map(|(&k, &v)| (k, v)),
+                "below {probe}"
+            );
+        }
         for (&k, &v) in model {
             if !model.contains_key(&(k + 1)) {
                 assert_eq!(list.find(k + 1), None);

@@ -1,10 +1,14 @@
 //! One CFQ queue (`cfq_queue`): the requests of one process (sync) or of one priority level of
 //! a group's writeback (async), sorted by sector and in arrival order, with the per-queue
 //! state the policy keys its decisions on.
+//!
+//! The requests live in a slab threaded by their FIFO (`cfqq->fifo`, appended at the tail as
+//! `cfq_insert_request` does) and are indexed by `(sector, id)` in sorted blocks of keys
+//! (`sort_list.rs`, the kernel's `cfqq->sort_list` rbtree): a sector walk touches only keys.
 
-use std::collections::BTreeMap;
-
+use crate::fifo::Fifos;
 use crate::request::Request;
+use crate::sort_list::SortList;
 
 use super::types::{Class, QId, SortKey, StKey};
 
@@ -13,7 +17,6 @@ use super::types::{Class, QId, SortKey, StKey};
 pub(super) struct Queued {
     pub rq: Request,
     pub fifo_time: u64,
-    fifo_seq: u64,
 }
 
 /// One CFQ queue.
@@ -34,9 +37,10 @@ pub(super) struct CfqQueue {
     /// Set when the process's priority changed; applied at its next request.
     pub prio_changed: bool,
 
-    sorted: BTreeMap<SortKey, Queued>,
-    fifo: BTreeMap<(u64, u64), SortKey>,
-    fifo_seq: u64,
+    /// The queued requests, in one FIFO (list 0) in arrival order.
+    fifo: Fifos<Queued>,
+    /// `(sector, id)` -> slot in `fifo`.
+    sorted: SortList<SortKey>,
     /// The request to serve next if the FIFO has not expired.
     pub next_rq: Option<SortKey>,
     /// Queued requests by direction: [async, sync].
@@ -113,9 +117,8 @@ impl CfqQueue {
             org_ioprio: 4,
             org_class: Class::Be,
             prio_changed: true,
-            sorted: BTreeMap::new(),
-            fifo: BTreeMap::new(),
-            fifo_seq: 0,
+            fifo: Fifos::new(1),
+            sorted: SortList::default(),
             next_rq: None,
             queued: [0, 0],
             prio_pending: 0,
@@ -159,48 +162,45 @@ impl CfqQueue {
 
     /// The queued request at `key`.
     pub fn get(&self, key: SortKey) -> &Request {
-        &self.sorted[&key].rq
+        let slot = self.sorted.get(key).expect("request is queued");
+        &self.fifo.get(slot).rq
     }
 
-    /// Queue `rq` with FIFO deadline `fifo_time`.
+    /// Queue `rq` with FIFO deadline `fifo_time`, at the FIFO's tail.
     pub fn add(&mut self, rq: Request, fifo_time: u64) -> SortKey {
         let key = (rq.sector, rq.id.0);
-        self.fifo_seq += 1;
-        self.fifo.insert((fifo_time, self.fifo_seq), key);
-        self.sorted.insert(
-            key,
-            Queued {
-                rq,
-                fifo_time,
-                fifo_seq: self.fifo_seq,
-            },
-        );
+        let slot = self.fifo.push_back(0, Queued { rq, fifo_time });
+        self.sorted
+            .insert(key, slot)
+            .expect("request ids are distinct");
         key
     }
 
     /// Take the request at `key` out of both lists.
     pub fn remove(&mut self, key: SortKey) -> Request {
-        let q = self.sorted.remove(&key).expect("request is queued");
-        self.fifo.remove(&(q.fifo_time, q.fifo_seq));
-        q.rq
+        let slot = self.sorted.remove(key).expect("request is queued");
+        self.fifo.remove(0, slot).rq
     }
 
     /// The oldest queued request and its FIFO deadline.
     pub fn fifo_head(&self) -> Option<(SortKey, u64)> {
-        self.fifo.iter().next().map(|(&(t, _), &k)| (k, t))
+        let q = self.fifo.get(self.fifo.front(0)?);
+        Some(((q.rq.sector, q.rq.id.0), q.fifo_time))
     }
 
     /// The queued requests just after and just before `key` in sector order, the "after" one
     /// wrapping to the lowest (`cfq_find_next_rq`'s candidates).
     pub fn neighbours(&self, key: SortKey) -> (Option<SortKey>, Option<SortKey>) {
-        use std::ops::Bound::{Excluded, Unbounded};
-        let next = self
-            .sorted
-            .range((Excluded(key), Unbounded))
-            .next()
-            .map(|(k, _)| *k)
-            .or_else(|| self.sorted.keys().next().copied().filter(|k| *k != key));
-        let prev = self.sorted.range(..key).next_back().map(|(k, _)| *k);
+        let above = key
+            .1
+            .checked_add(1)
+            .map(|id| (key.0, id))
+            .or_else(|| key.0.checked_add(1).map(|s| (s, 0)));
+        let next = above
+            .and_then(|k| self.sorted.ceil(k))
+            .map(|(k, _)| k)
+            .or_else(|| self.sorted.first().map(|(k, _)| k).filter(|k| *k != key));
+        let prev = self.sorted.below(key).map(|(k, _)| k);
         (next, prev)
     }
 }

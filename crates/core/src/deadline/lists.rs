@@ -4,14 +4,12 @@
 //! counts as a write, as `rq_data_dir` does): a tree sorted by start sector (the kernel's
 //! `sort_list` rbtree) and a FIFO in arrival order (`fifo_list`), each request stamped with
 //! its deadline. Requests live in the slab of the core's [`Fifos`] (one FIFO per direction);
-//! the trees are `BTreeMap`s keyed by `(sector, id)` onto its slots, so every operation is
-//! `O(log n)`.
-
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Included, Unbounded};
+//! the trees are [`SortList`]s keyed by `(sector, id)` onto its slots (several requests may
+//! start at one sector), so every operation is `O(log n)` over contiguous keys.
 
 use crate::fifo::Fifos;
 use crate::request::{Op, Request, RequestId};
+use crate::sort_list::SortList;
 use crate::time::Nanos;
 
 /// Index of the read direction in the per-direction arrays.
@@ -42,7 +40,7 @@ pub(super) struct Lists {
     /// The FIFOs, one per direction (READ, WRITE).
     fifos: Fifos<Entry>,
     /// Per direction: (start sector, id) -> slot.
-    sorted: [BTreeMap<(u64, u64), u32>; 2],
+    sorted: [SortList<(u64, u64)>; 2],
     queued: usize,
 }
 
@@ -50,7 +48,7 @@ impl Lists {
     pub(super) fn new() -> Lists {
         Lists {
             fifos: Fifos::new(2),
-            sorted: [BTreeMap::new(), BTreeMap::new()],
+            sorted: [SortList::default(), SortList::default()],
             queued: 0,
         }
     }
@@ -89,16 +87,18 @@ impl Lists {
 
     /// The lowest-sector request of `dir`, if any.
     pub(super) fn first(&self, dir: usize) -> Option<u32> {
-        self.sorted[dir].values().next().copied()
+        self.sorted[dir].first().map(|(_, s)| s)
     }
 
     /// `deadline_latter_request`: the request after `slot` in its direction's sector order.
     pub(super) fn latter(&self, slot: u32) -> Option<u32> {
         let dir = dir_of(&self.entry(slot).rq);
-        self.sorted[dir]
-            .range((Excluded(self.key(slot)), Unbounded))
-            .next()
-            .map(|(_, &s)| s)
+        let (sector, id) = self.key(slot);
+        let next = match id.checked_add(1) {
+            Some(id) => (sector, id),
+            None => (sector.checked_add(1)?, 0),
+        };
+        self.sorted[dir].ceil(next).map(|(_, s)| s)
     }
 
     /// `deadline_check_fifo`: whether the FIFO head of `dir` has expired, `time_after(now,
@@ -113,7 +113,9 @@ impl Lists {
         let dir = dir_of(&rq);
         let key = (rq.sector, rq.id.0);
         let slot = self.fifos.push_back(dir, Entry { rq, deadline });
-        self.sorted[dir].insert(key, slot);
+        self.sorted[dir]
+            .insert(key, slot)
+            .expect("request ids are distinct");
         self.queued += 1;
     }
 
@@ -122,7 +124,7 @@ impl Lists {
     pub(super) fn remove(&mut self, slot: u32) -> Request {
         let key = self.key(slot);
         let dir = dir_of(&self.entry(slot).rq);
-        self.sorted[dir].remove(&key);
+        self.sorted[dir].remove(key);
         let entry = self.fifos.remove(dir, slot);
         self.queued -= 1;
         entry.rq
@@ -145,10 +147,7 @@ impl Lists {
         let dir = dir_of(rq);
         let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= max_sectors;
 
-        let below = self.sorted[dir]
-            .range(..(rq.sector, 0))
-            .next_back()
-            .map(|(_, &s)| s);
+        let below = self.sorted[dir].below((rq.sector, 0)).map(|(_, s)| s);
         if let Some(slot) = below {
             let q = &mut self.entry_mut(slot).rq;
             if q.end() == rq.sector && fits(q) {
@@ -161,9 +160,8 @@ impl Lists {
         if front_merges {
             let end = rq.end();
             let above = self.sorted[dir]
-                .range((Included((end, 0)), Included((end, u64::MAX))))
-                .next()
-                .map(|(&k, &s)| (k, s));
+                .ceil((end, 0))
+                .filter(|&((sector, _), _)| sector == end);
             if let Some((key, slot)) = above {
                 let q = &mut self.entry_mut(slot).rq;
                 if fits(q) {
@@ -171,8 +169,10 @@ impl Lists {
                     q.sectors += rq.sectors;
                     let id = q.id;
                     let sorted = &mut self.sorted[dir];
-                    sorted.remove(&key);
-                    sorted.insert((rq.sector, id.0), slot);
+                    sorted.remove(key);
+                    sorted
+                        .insert((rq.sector, id.0), slot)
+                        .expect("request ids are distinct");
                     return Some(id);
                 }
             }

@@ -54,10 +54,11 @@
 //!   they never force a write batch).
 //!
 //! ## Cost
-//! Requests live in a slab; the sector trees are `BTreeMap`s keyed by `(sector, id)` and the
-//! FIFOs are intrusive doubly linked lists through the slab, so insert, dispatch and merge are
-//! `O(log n)`. Once the slab has grown to the queue's peak depth, the only allocations are the
-//! B-trees' own, when a node splits (and a free when nodes merge): amortised, not per call.
+//! Requests live in a slab; the sector trees are sorted blocks of keys and slots
+//! (`sort_list.rs`) keyed by `(sector, id)`, and the FIFOs are intrusive doubly linked lists
+//! through the slab, so insert, dispatch and merge are `O(log n)` and a tree walk touches only
+//! keys in contiguous memory, not the requests. Once the slab and the blocks have grown to the
+//! queue's peak depth, nothing is allocated.
 
 mod lists;
 pub mod v2_5;
