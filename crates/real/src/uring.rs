@@ -8,8 +8,8 @@
 //! `fio_ioring_queue_init`): cooperative task running, one issuer and deferred task work, each
 //! dropped in turn where the kernel refuses it. A completion then costs no inter-processor
 //! interrupt of the submitting thread: its task work runs when that thread next enters the
-//! kernel to wait, which the executor's loop does anyway. With these flags our 4 KiB random
-//! reads at iodepth 32 reach fio's IOPS on the same file (docs/real-io.md, "fio parity").
+//! kernel to wait, which the executor's loop does anyway. docs/real-io.md ("fio parity")
+//! compares the two on the same file.
 //!
 //! With one issuer, the thread that first submits owns the ring. The ring is created disabled
 //! and enabled on its first use, so a backend built on one thread and driven on another works.
