@@ -60,6 +60,7 @@ pub mod deadline;
 mod fifo;
 pub mod group;
 pub mod harness;
+mod id_map;
 pub mod ioband;
 pub mod kyber;
 pub mod latency_guard;

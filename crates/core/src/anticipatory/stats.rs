@@ -2,9 +2,7 @@
 //! think time and seek distance (`as_io_context`), the means of new processes and the exit
 //! probabilities (`as_data`), and the table that keeps each process's state while it matters.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
+use crate::id_map::IdMap;
 use crate::request::CtxId;
 
 use super::Anticipatory;
@@ -127,27 +125,6 @@ pub(super) fn update_iohist(
     aic.io_started = true;
 }
 
-/// A cheap hasher for context ids and sectors (multiplicative; keys are plain integers).
-#[derive(Default)]
-pub(super) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
 /// Contexts below this id are kept in a plain vector (the common case: drivers number their
 /// processes from zero); others in a hash map.
 const DENSE_CTX: u32 = 4096;
@@ -156,7 +133,7 @@ const DENSE_CTX: u32 = 4096;
 #[derive(Debug, Default)]
 pub(super) struct AicTable {
     pub(super) dense: Vec<Option<Aic>>,
-    pub(super) sparse: HashMap<CtxId, Aic, BuildHasherDefault<IdHasher>>,
+    pub(super) sparse: IdMap<CtxId, Aic>,
 }
 
 impl AicTable {
@@ -196,7 +173,7 @@ impl AicTable {
     }
 }
 
-pub(super) type EndMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
+pub(super) type EndMap = IdMap<u64, u32>;
 
 impl Anticipatory {
     /// Drop an exited process's state once nothing refers to it.

@@ -86,12 +86,12 @@ mod depth_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeMap;
 
 pub use config::{Config, TUNABLES};
 
 use crate::group::GroupTree;
+pub(crate) use crate::id_map::IdMap;
 use crate::request::{CtxId, GroupId, IoPrio, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::{Depth, SchedTags};
@@ -126,29 +126,6 @@ pub(crate) enum Expire {
     /// Another queue preempted it.
     Preempted,
 }
-
-/// A tiny multiplicative hasher for integer keys (ids), to keep the per-request cost low.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// What BFQ keeps per process (the kernel's `bfq_io_cq`).
 #[derive(Clone, Debug, Default)]

@@ -3015,16 +3015,6 @@ fn bfq_async_queue_references_count_its_processes() {
 
 /// The id hasher spreads its keys: distinct request ids and process ids hash differently
 /// (a constant hash would turn every map lookup into a scan of the map).
-#[test]
-fn bfq_id_hasher_gives_distinct_ids_distinct_hashes() {
-    use std::hash::BuildHasher;
-    let b = std::hash::BuildHasherDefault::<IdHasher>::default();
-    let ids: std::collections::HashSet<u64> = (0..1000u64).map(|i| b.hash_one(i)).collect();
-    assert_eq!(ids.len(), 1000);
-    let ctxs: std::collections::HashSet<u64> = (0..1000).map(|c| b.hash_one(CtxId(c))).collect();
-    assert_eq!(ctxs.len(), 1000);
-}
-
 /// `bfq_find_next_rq` (mainline): after a dispatch the queue's next request is chosen by
 /// `bfq_choose_req`, from the dispatched request's start sector, between its neighbours in
 /// sector order, the queue's first request standing in for the one after at the end.

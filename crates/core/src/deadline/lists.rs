@@ -8,6 +8,7 @@
 //! start at one sector), so every operation is `O(log n)` over contiguous keys.
 
 use crate::fifo::Fifos;
+use crate::id_map::IdMap;
 use crate::request::{Op, Request, RequestId};
 use crate::sort_list::SortList;
 use crate::time::Nanos;
@@ -41,7 +42,15 @@ pub(super) struct Lists {
     fifos: Fifos<Entry>,
     /// Per direction: (start sector, id) -> slot.
     sorted: [SortList<(u64, u64)>; 2],
+    /// Mergeable requests by end sector, either direction (the elevator's merge hash,
+    /// `elv_rqhash_add`); where two end at one sector, the newer.
+    by_end: IdMap<u64, u32>,
     queued: usize,
+}
+
+/// `rq_mergeable`: only reads and writes with data go into the merge hash.
+fn mergeable(rq: &Request) -> bool {
+    matches!(rq.op, Op::Read | Op::Write) && rq.sectors > 0
 }
 
 impl Lists {
@@ -49,6 +58,7 @@ impl Lists {
         Lists {
             fifos: Fifos::new(2),
             sorted: [SortList::default(), SortList::default()],
+            by_end: IdMap::default(),
             queued: 0,
         }
     }
@@ -112,7 +122,11 @@ impl Lists {
     pub(super) fn insert(&mut self, rq: Request, deadline: Nanos) {
         let dir = dir_of(&rq);
         let key = (rq.sector, rq.id.0);
+        let end = mergeable(&rq).then(|| rq.end());
         let slot = self.fifos.push_back(dir, Entry { rq, deadline });
+        if let Some(end) = end {
+            self.by_end.insert(end, slot);
+        }
         self.sorted[dir]
             .insert(key, slot)
             .expect("request ids are distinct");
@@ -124,14 +138,18 @@ impl Lists {
     pub(super) fn remove(&mut self, slot: u32) -> Request {
         let key = self.key(slot);
         let dir = dir_of(&self.entry(slot).rq);
+        let end = self.entry(slot).rq.end();
+        if self.by_end.get(&end) == Some(&slot) {
+            self.by_end.remove(&end);
+        }
         self.sorted[dir].remove(key);
         let entry = self.fifos.remove(dir, slot);
         self.queued -= 1;
         entry.rq
     }
 
-    /// Merge `rq` into a queued request: a back merge into the request just below it in
-    /// sector order that ends where it starts, else (if `front_merges`) a front merge into
+    /// Merge `rq` into a queued request: a back merge into the request the merge hash finds
+    /// ending where it starts, else (if `front_merges`) a front merge into
     /// one that starts where it ends, which moves down in the tree. Same direction and
     /// operation, at most `max_sectors` (the device's limit) in all; neither FIFO position nor deadline
     /// changes.
@@ -147,12 +165,16 @@ impl Lists {
         let dir = dir_of(rq);
         let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= max_sectors;
 
-        let below = self.sorted[dir].below((rq.sector, 0)).map(|(_, s)| s);
-        if let Some(slot) = below {
+        // `elv_rqhash_find`: a request ending where `rq` starts; `elv_rq_merge_ok` refuses
+        // one of the other direction or operation.
+        if let Some(&slot) = self.by_end.get(&rq.sector) {
             let q = &mut self.entry_mut(slot).rq;
-            if q.end() == rq.sector && fits(q) {
+            if dir_of(q) == dir && fits(q) {
                 q.sectors += rq.sectors;
-                let id = q.id;
+                let (id, end) = (q.id, q.end());
+                // `elv_rqhash_reposition`.
+                self.by_end.remove(&rq.sector);
+                self.by_end.insert(end, slot);
                 return Some(id);
             }
         }

@@ -41,9 +41,9 @@
 //! - **Requests at the same sector** coexist in the tree (ordered by id). The kernel's rbtree
 //!   refuses such an alias and sends the older request straight to the dispatch queue.
 //! - **Merging**: the kernel merges bios into requests; we merge whole requests, as the
-//!   driver offers them. The back-merge candidate is the request that starts just below the new
-//!   one in sector order (the kernel's hash finds any request ending there, which differs only
-//!   for overlapping queued requests). There is no one-hit `last_merge` cache (through which the
+//!   driver offers them. The back-merge candidate comes from a hash of end sectors, as the kernel's
+//!   merge hash (`elv_rqhash_find`); where two queued requests end at one sector only the newer
+//!   is found (the kernel's hash chain keeps both, and finds the older once the newer goes). There is no one-hit `last_merge` cache (through which the
 //!   kernel front-merges even with `front_merges` = 0), and no request-to-request merge after a
 //!   bio merge closes a gap (the trait cannot retire a request already inserted). Only reads
 //!   and writes merge; flushes and discards are queued as writes and never merged.
@@ -485,13 +485,23 @@ mod tests {
             Nanos::ZERO,
         );
         assert_eq!(into, Some(RequestId(1)));
-        // A write starting at 116 back-merges into the queued write, never into a read.
+        // Both now end at 116, and the merge hash (`elv_rqhash_find`) offers the one it filed
+        // last, the grown read (`elv_rqhash_reposition` re-adds at the chain's head):
+        // `elv_rq_merge_ok` refuses a write into it, and 2.6.32's `elv_merge` looks no further.
         let into = s.try_merge(
             &rq(4, 2).sector(116).sectors(8).write().build(),
             DEFAULT_MERGE_SECTORS,
             Nanos::ZERO,
         );
-        assert_eq!(into, Some(RequestId(2)));
+        assert_eq!(into, None);
+        // A write where only the write ends back-merges into it, never into a read.
+        s.insert(rq(5, 1).sector(300).sectors(8).write().build(), Nanos::ZERO);
+        let into = s.try_merge(
+            &rq(6, 2).sector(308).sectors(8).write().build(),
+            DEFAULT_MERGE_SECTORS,
+            Nanos::ZERO,
+        );
+        assert_eq!(into, Some(RequestId(5)));
         let Dispatch::Request(r) = s.dispatch(Nanos::ZERO) else {
             panic!()
         };
