@@ -9,6 +9,8 @@
 # Per round, each workload on the backing directory and through the mount, the order of the
 # two alternating from round to round:
 #   randread-qd1  fio 4 KiB random reads, psync, iodepth 1, O_DIRECT (IOPS)
+#   randread-qd32 fio 4 KiB random reads, libaio, iodepth 32, O_DIRECT (IOPS; not in the
+#                 default set, ask with ONLY=)
 #   write-1m      fio 1 MiB sequential writes, libaio, iodepth 8, O_DIRECT (MB/s)
 #   buffered-fsync fio 1 GiB of 1 MiB buffered writes then one fsync (end_fsync), MB/s over
 #                 the whole run, fsync included
@@ -20,7 +22,8 @@
 #                 (echo 3 > /proc/sys/vm/drop_caches) (seconds)
 # The table gives medians and ranges of each side and of the ratio taken within each round
 # (mount / backing for throughputs, backing / mount for times: >= 1 means the mount is as
-# fast). Needs root (drop_caches), fio, git, /dev/fuse and fusermount3.
+# fast). This is also what FUSE itself costs (the former bench/fuse-cost.sh measured the
+# same fio runs, randread-qd32 included, against the same backing file). Needs root (drop_caches), fio, git, /dev/fuse and fusermount3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -118,6 +121,8 @@ fio_run() { # $1 dir, $2 workload -> IOPS (reads) or MB/s (writes)
     case "$2" in
     randread-qd1) args="--rw=randread --bs=4k --ioengine=psync --iodepth=1 --direct=1 \
         --size=1g --time_based --runtime=$runtime" ;;
+    randread-qd32) args="--rw=randread --bs=4k --ioengine=libaio --iodepth=32 --direct=1 \
+        --size=1g --time_based --runtime=$runtime" ;;
     write-1m) args="--rw=write --bs=1m --ioengine=libaio --iodepth=8 --direct=1 \
         --size=1g --time_based --runtime=$runtime" ;;
     buffered-fsync)
@@ -209,7 +214,7 @@ def cell(v, f):
     v = sorted(v)
     if any(math.isnan(x) for x in v): return "failed in " + str(sum(map(math.isnan, v))) + " round(s)"
     return f"{f.format(statistics.median(v))} ({f.format(v[0])}-{f.format(v[-1])})"
-units = {"randread-qd1": "IOPS", "write-1m": "MB/s", "buffered-fsync": "MB/s"}
+units = {"randread-qd1": "IOPS", "randread-qd32": "IOPS", "write-1m": "MB/s", "buffered-fsync": "MB/s"}
 print("| workload | backing | through the mount | ratio (>= 1: mount as fast) |")
 print("|---|---:|---:|---:|")
 for w in dict.fromkeys(r["workload"] for r in rows):

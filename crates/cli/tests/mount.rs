@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use elevator_core::Op;
@@ -18,200 +18,12 @@ use elevator_workload::traces::lines::Lines;
 mod common {
     pub mod blkparse;
     pub mod child;
+    pub mod mount;
     pub mod page;
 }
 use common::blkparse::blkparse;
-use common::child::wait_within;
+use common::mount::{fuse_available, have, is_root, mounted, Mount};
 use common::page::check_page;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn fuse_available(test: &str) -> bool {
-    if !Path::new("/dev/fuse").exists() || !have("fusermount3") {
-        eprintln!("{test}: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)");
-        return false;
-    }
-    true
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn mounted(mnt: &Path) -> bool {
-    let m = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let want = mnt.to_str().unwrap();
-    m.lines().any(|l| l.split(' ').nth(1) == Some(want))
-}
-
-/// A running `elevator mount`, unmounted and reaped on drop.
-struct Mount {
-    child: Option<Child>,
-    mnt: PathBuf,
-    back: PathBuf,
-    _dirs: tempfile::TempDir,
-}
-
-impl Mount {
-    fn start(sched: &str, extra: &[&str]) -> Mount {
-        let dirs = tempfile::tempdir().unwrap();
-        let back = dirs.path().join("back");
-        std::fs::create_dir(&back).unwrap();
-        Mount::start_over(back, dirs, sched, extra)
-    }
-
-    /// A mount of `back`, its mount point made in `dirs`.
-    fn start_over(back: PathBuf, dirs: tempfile::TempDir, sched: &str, extra: &[&str]) -> Mount {
-        let mnt = dirs.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-            .arg("mount")
-            .arg(&back)
-            .arg(&mnt)
-            .args(["--sched", sched])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let m = Mount {
-            child: Some(child),
-            mnt,
-            back,
-            _dirs: dirs,
-        };
-        let t0 = Instant::now();
-        while !mounted(&m.mnt) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "mount did not appear"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        m
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.mnt.join(rel)
-    }
-
-    /// Unmount cleanly and wait for the daemon; returns its success.
-    ///
-    /// The kernel refuses the unmount (EBUSY) while any process holds a file of the mount: a
-    /// child that another test's thread forks while this one has a file open keeps its copy
-    /// of the descriptor until it execs. So a refusal is retried for 30 s (naming who holds
-    /// the mount), then the mount is detached lazily and the unmount counted a failure; the
-    /// daemon is waited for at most 60 s, then killed. Nothing here waits without end.
-    fn unmount(&mut self) -> bool {
-        let t0 = Instant::now();
-        let mut refused = false;
-        let ok = loop {
-            let out = Command::new("fusermount3")
-                .arg("-u")
-                .arg(&self.mnt)
-                .stderr(Stdio::piped())
-                .output();
-            match out {
-                Ok(o) if o.status.success() => break true,
-                Ok(o) if t0.elapsed() < Duration::from_secs(30) => {
-                    if !refused {
-                        eprintln!(
-                            "unmount {}: {} held by {}; retrying",
-                            self.mnt.display(),
-                            String::from_utf8_lossy(&o.stderr).trim(),
-                            holders(&self.mnt)
-                        );
-                        refused = true;
-                    }
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                _ => {
-                    lazy_unmount(&self.mnt);
-                    break false;
-                }
-            }
-        };
-        let status = self
-            .child
-            .take()
-            .and_then(|c| reap(c, Duration::from_secs(60)));
-        ok && status.is_some_and(|s| s.success())
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-        lazy_unmount(&self.mnt);
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            lazy_unmount(&self.mnt);
-            if let Some(mut c) = self.child.take() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-    }
-}
-
-/// Detach the mount now; the kernel drops it when its last user lets go.
-fn lazy_unmount(mnt: &Path) {
-    let _ = Command::new("fusermount3").arg("-uz").arg(mnt).status();
-}
-
-/// The daemon's exit status, or `None` (it is killed) when it has not exited within `limit`.
-fn reap(child: Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let status = wait_within(child, limit, |c| {
-        let _ = c.kill();
-    })
-    .status;
-    if status.is_none() {
-        eprintln!("elevator mount did not exit within {limit:?}; killed");
-    }
-    status
-}
-
-/// The processes with a descriptor or working directory under `mnt`, as "pid (comm)".
-fn holders(mnt: &Path) -> String {
-    let mut found = Vec::new();
-    for proc in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let pid = proc.file_name();
-        let Some(pid) = pid
-            .to_str()
-            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let cwd = std::fs::read_link(proc.path().join("cwd")).ok();
-        let fds = std::fs::read_dir(proc.path().join("fd"))
-            .into_iter()
-            .flatten()
-            .flatten();
-        let mut links = fds.filter_map(|fd| std::fs::read_link(fd.path()).ok());
-        if cwd.is_some_and(|c| c.starts_with(mnt)) || links.any(|l| l.starts_with(mnt)) {
-            let comm = std::fs::read_to_string(proc.path().join("comm")).unwrap_or_default();
-            found.push(format!("{pid} ({})", comm.trim()));
-        }
-    }
-    if found.is_empty() {
-        "no process found".to_string()
-    } else {
-        found.join(", ")
-    }
-}
 
 fn sh(cmd: &str) -> std::process::Output {
     Command::new("sh").arg("-c").arg(cmd).output().unwrap()
@@ -333,12 +145,16 @@ fn stat_fields(m: &Mount) -> Vec<u64> {
 }
 
 /// The block layer merges under the mount as it does in the simulator: 4 KiB sequential
-/// direct writes kept 32 deep (`fio --ioengine=libaio --iodepth=32`) reach the scheduler
-/// while earlier ones wait, and mq-deadline merges them (`dd_bio_merge` through
+/// direct writes kept 32 deep (`fio --ioengine=libaio --iodepth=32`) in front of a busy
+/// device (the emulated laptop-4200, whose queue is its model's few slots) reach the
+/// scheduler while earlier ones wait, and mq-deadline merges them (`dd_bio_merge` through
 /// `blk_mq_sched_try_merge`): the stat file counts write merges, and far fewer requests than
 /// writes. A `dd` of 4 KiB writes does not show it: buffered, the page cache hands FUSE
 /// 1 MiB writes before we see them; with `oflag=direct`, dd waits for each write, so nothing
-/// is queued to merge with (docs/mount.md, "Merging").
+/// is queued to merge with. Nor does the VM's own disk: there the device queue is the
+/// ring's 255 entries and each FUSE thread dispatches its request as it arrives (inline
+/// submission), as blk-mq dispatches while a tag is free, so nothing waits to be merged
+/// (docs/mount.md, "Merging").
 #[test]
 fn four_kib_writes_kept_deep_become_merged_requests() {
     if !fuse_available("mount_merges") {
@@ -348,7 +164,7 @@ fn four_kib_writes_kept_deep_become_merged_requests() {
         eprintln!("mount_merges: skipped: fio not installed");
         return;
     }
-    let mut m = Mount::start("mq-deadline", &[]);
+    let mut m = Mount::start("mq-deadline", &["--drive", "laptop-4200"]);
     let out = Command::new("fio")
         .args([
             "--name=merge",

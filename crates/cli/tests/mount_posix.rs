@@ -8,151 +8,21 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirEntryExt, MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
-fn fuse_available(test: &str) -> bool {
-    let ok = Path::new("/dev/fuse").exists()
-        && Command::new("sh")
-            .args(["-c", "command -v fusermount3"])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("{test}: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)");
-    }
-    ok
+mod common {
+    pub mod child;
+    pub mod mount;
 }
+use common::mount::{fuse_available, have, is_root, mount_line, Mount};
 
-fn mount_line(mnt: &Path) -> Option<String> {
-    let m = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let want = mnt.to_str().unwrap();
-    m.lines()
-        .find(|l| l.split(' ').nth(1) == Some(want))
-        .map(str::to_owned)
-}
-
-/// A running `elevator mount --sched none`, its open-file limit `nofile` (soft and hard);
-/// unmounted and reaped on drop.
-struct Mount {
-    child: Option<Child>,
-    mnt: PathBuf,
-    back: PathBuf,
-    _dirs: tempfile::TempDir,
-}
-
-impl Mount {
-    fn start(nofile: u64) -> Mount {
-        let dirs = tempfile::tempdir().unwrap();
-        let back = dirs.path().join("back");
-        let mnt = dirs.path().join("mnt");
-        std::fs::create_dir(&back).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_elevator"));
-        cmd.arg("mount")
-            .arg(&back)
-            .arg(&mnt)
-            .args(["--sched", "none"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                let lim = libc::rlimit {
-                    rlim_cur: nofile,
-                    rlim_max: nofile,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().unwrap();
-        let m = Mount {
-            child: Some(child),
-            mnt,
-            back,
-            _dirs: dirs,
-        };
-        let t0 = Instant::now();
-        while mount_line(&m.mnt).is_none() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "mount did not appear"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        m
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.mnt.join(rel)
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
-
-    /// Descriptors the daemon holds now.
-    fn fds(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
-            .unwrap()
-            .count()
-    }
-
-    /// Unmount and wait for the daemon; whether both went well.
-    fn unmount(&mut self) -> bool {
-        let t0 = Instant::now();
-        let ok = loop {
-            let s = Command::new("fusermount3")
-                .arg("-u")
-                .arg(&self.mnt)
-                .stderr(Stdio::null())
-                .status();
-            if s.is_ok_and(|s| s.success()) {
-                break true;
-            }
-            if t0.elapsed() > Duration::from_secs(30) {
-                let _ = Command::new("fusermount3")
-                    .arg("-uz")
-                    .arg(&self.mnt)
-                    .status();
-                break false;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        };
-        let mut c = self.child.take().unwrap();
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = c.try_wait().unwrap() {
-                break Some(s);
-            }
-            if t0.elapsed() > Duration::from_secs(60) {
-                let _ = c.kill();
-                let _ = c.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        ok && status.is_some_and(|s| s.success())
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = Command::new("fusermount3")
-                .arg("-uz")
-                .arg(&self.mnt)
-                .stderr(Stdio::null())
-                .status();
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// A mount of a fresh backing directory with `--sched none`, the daemon's open-file limit
+/// `nofile` (soft and hard).
+fn start(nofile: u64) -> Mount {
+    let dirs = tempfile::tempdir().unwrap();
+    let back = dirs.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    Mount::start_limited(back, dirs, "none", &[], Some(nofile))
 }
 
 fn c(p: &Path) -> CString {
@@ -177,7 +47,7 @@ fn extended_attributes_pass_through_to_the_backing_file() {
     if !fuse_available("mount_xattr") {
         return;
     }
-    let mut m = Mount::start(1024);
+    let mut m = start(1024);
     let f = m.path("f");
     std::fs::write(&f, b"x").unwrap();
     let (fc, name) = (c(&f), c"user.elevator.test");
@@ -238,7 +108,7 @@ fn a_symlinks_times_are_its_own() {
     if !fuse_available("mount_symlink_times") {
         return;
     }
-    let mut m = Mount::start(1024);
+    let mut m = start(1024);
     std::fs::write(m.path("target"), b"t").unwrap();
     std::os::unix::fs::symlink("target", m.path("link")).unwrap();
     let before = std::fs::metadata(m.back.join("target")).unwrap().mtime();
@@ -284,7 +154,7 @@ fn seek_data_and_seek_hole_find_a_sparse_files_extents() {
     if !fuse_available("mount_seek_hole") {
         return;
     }
-    let mut m = Mount::start(1024);
+    let mut m = start(1024);
     // 8 MiB with data only at 4 MiB..4 MiB + 64 KiB, made in the backing directory.
     {
         use std::os::unix::fs::FileExt;
@@ -349,7 +219,7 @@ fn thousands_of_files_need_no_more_descriptors_than_the_default_limit() {
     }
     // The daemon's limit is 1,024, soft and hard (it cannot raise it); 3,000 files are made,
     // read back and renamed through it, and the kernel keeps every one of them looked up.
-    let mut m = Mount::start(1024);
+    let mut m = start(1024);
     const N: usize = 3000;
     for d in 0..30 {
         std::fs::create_dir(m.path(&format!("d{d}"))).unwrap();
@@ -410,7 +280,7 @@ fn listings_give_the_numbers_stat_gives_and_proc_mounts_the_type_fuse_elevator()
     if !fuse_available("mount_readdirplus") {
         return;
     }
-    let mut m = Mount::start(1024);
+    let mut m = start(1024);
     for i in 0..50 {
         std::fs::write(m.back.join(format!("f{i}")), b"x").unwrap();
     }
@@ -449,5 +319,75 @@ fn listings_give_the_numbers_stat_gives_and_proc_mounts_the_type_fuse_elevator()
         sched.contains("[noop]") && sched.ends_with('\n'),
         "{sched:?}"
     );
+    assert!(m.unmount());
+}
+
+#[test]
+fn a_write_or_truncate_by_another_user_drops_setuid_and_setgid_as_the_backing_fs_does() {
+    // The mount asks for FUSE_HANDLE_KILLPRIV_V2 (no GETXATTR before every write), so the
+    // kernel leaves dropping the bits to us; the daemon writes as root, whom the backing
+    // filesystem lets keep them. Each case runs on the backing directory too, as the
+    // reference: after a write by uid 65534 (not in the file's group), and after a truncate.
+    if !fuse_available("mount_killpriv") {
+        return;
+    }
+    if !is_root() || !have("setpriv") {
+        eprintln!("mount_killpriv: skipped: needs root and setpriv to act as another user");
+        return;
+    }
+    let mut m = Mount::start("none", &["--allow-other"]);
+    let top = m.mnt.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&top, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&m.back, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let as_nobody = |cmd: String| {
+        let out = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+            ])
+            .arg(&cmd)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}: {out:?}");
+    };
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    for (i, start) in [0o4777, 0o2777, 0o2767, 0o6777, 0o0777]
+        .into_iter()
+        .enumerate()
+    {
+        let mut after = Vec::new();
+        for dir in [m.back.clone(), m.mnt.clone()] {
+            for (j, op) in [
+                "dd if=/dev/zero of={} bs=4096 count=1 conv=notrunc status=none",
+                "truncate -s 100 {}",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let f = dir.join(format!("f{i}{j}"));
+                std::fs::write(&f, vec![1u8; 8192]).unwrap();
+                std::fs::set_permissions(&f, std::fs::Permissions::from_mode(start)).unwrap();
+                as_nobody(op.replace("{}", f.to_str().unwrap()));
+                // Through the mount, as the backing file has it (no attribute cache).
+                after.push(mode(&m.back.join(f.file_name().unwrap())));
+                std::fs::remove_file(&f).unwrap();
+            }
+        }
+        assert_eq!(
+            after[..2],
+            after[2..],
+            "mode {start:o}: backing, then mount"
+        );
+        if start & 0o4000 != 0 {
+            assert_eq!(
+                after[2] & 0o4000,
+                0,
+                "mode {start:o}: setuid kept by the mount"
+            );
+        }
+    }
     assert!(m.unmount());
 }

@@ -31,7 +31,7 @@
 //! `--no-writeback-cache` makes every write sync, from its process.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -123,6 +123,34 @@ pub struct Passthrough {
     unaligned: AtomicU64,
     unaligned_bytes: AtomicU64,
     running_as_root: bool,
+}
+
+/// The mode a write or truncate by a process without CAP_FSETID leaves on a file of mode
+/// `mode` owned by group `file_gid`, the caller's group being `caller_gid`: setuid cleared,
+/// and setgid where the group may execute or the caller is not in the file's group
+/// (`setattr_should_drop_suidgid`, Linux 6.x). `None` when nothing is to be dropped.
+/// Deviation: the kernel's `in_group_p` also counts the caller's supplementary groups and
+/// CAP_FSETID in the file's namespace; FUSE gives us only the caller's primary group.
+pub fn killed_mode(mode: u32, file_gid: u32, caller_gid: u32) -> Option<u32> {
+    let mut kill = mode & libc::S_ISUID;
+    if mode & libc::S_ISGID != 0 && (mode & libc::S_IXGRP != 0 || file_gid != caller_gid) {
+        kill |= libc::S_ISGID;
+    }
+    (kill != 0).then_some(mode & 0o7777 & !kill)
+}
+
+/// Drop the setuid and setgid bits of the file of descriptor `fd` (any kind, O_PATH too)
+/// as [`killed_mode`] says for a caller of group `caller_gid`. Under FUSE_HANDLE_KILLPRIV_V2 this is ours
+/// to do: the daemon writes as root, with CAP_FSETID, so the backing filesystem would keep
+/// them (it does drop security.capability itself).
+fn kill_suidgid(fd: RawFd, caller_gid: u32) -> io::Result<()> {
+    let st = stat_at(fd, c"")?;
+    if let Some(mode) = killed_mode(st.st_mode, st.st_gid, caller_gid) {
+        let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
+        // SAFETY: valid C string.
+        check(unsafe { libc::chmod(path.as_ptr(), mode) })?;
+    }
+    Ok(())
 }
 
 fn errno(e: io::Error) -> Errno {
@@ -405,7 +433,14 @@ impl Filesystem for Passthrough {
             // (`git status`, `find`, `ls -l`) needs no lookup per name; the kernel chooses
             // per listing whether to ask for them.
             | InitFlags::FUSE_DO_READDIRPLUS
-            | InitFlags::FUSE_READDIRPLUS_AUTO;
+            | InitFlags::FUSE_READDIRPLUS_AUTO
+            // The setuid, setgid and security.capability bits a write, truncate or chown must
+            // drop are dropped by the backing filesystem itself, since every one of those
+            // reaches it as the same system call from us. Saying so lets the kernel mark the
+            // superblock SB_NOSEC (`process_init_reply`), so `file_remove_privs` stops asking
+            // us for security.capability (one GETXATTR round trip before every write) once an
+            // inode is known to have none.
+            | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
         if self.opts.writeback_cache {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -464,7 +499,7 @@ impl Filesystem for Passthrough {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -511,6 +546,12 @@ impl Filesystem for Passthrough {
                 .map_err(errno)?;
             }
             if let Some(len) = size {
+                // Deviation: the kernel asks us to drop setuid/setgid on a truncate by a
+                // process without CAP_FSETID (FATTR_KILL_SUIDGID), but fuser does not pass
+                // that flag on; a caller other than root stands for it here.
+                if req.uid() != 0 && !is_link {
+                    kill_suidgid(node.fd.as_raw_fd(), req.gid()).map_err(errno)?;
+                }
                 match fh.and_then(|h| self.open_file(h).ok()) {
                     Some(open) => open.buffered.set_len(len).map_err(errno)?,
                     // SAFETY: valid C string.
@@ -842,6 +883,14 @@ impl Filesystem for Passthrough {
             Ok(o) => o,
             Err(e) => return reply.error(e),
         };
+        if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+            // The kernel asks for it (FUSE_HANDLE_KILLPRIV_V2) when the writer lacks
+            // CAP_FSETID and the file has the bits; the kernel drops them before the data.
+            let fd = open.buffered.as_raw_fd();
+            if let Err(e) = kill_suidgid(fd, req.gid()) {
+                return reply.error(errno(e));
+            }
+        }
         let o_sync = (flags.0 | open.flags) & (libc::O_SYNC | libc::O_DSYNC) != 0;
         let writeback = write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let len = data.len() as u64;

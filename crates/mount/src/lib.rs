@@ -187,6 +187,10 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         groups: classifier.tree(),
         non_rotational: rotational == Some(false),
         emulate: cfg.emulate.clone(),
+        // The FUSE thread that reads a request puts it through the scheduler into the ring
+        // itself: no hand-off to the engine thread on the way in (the reply is sent from the
+        // completion, on the engine thread).
+        inline_submit: true,
         ..EngineOptions::default()
     };
     let engine = Engine::start(build, opts).map_err(MountError::Start)?;

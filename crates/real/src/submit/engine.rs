@@ -9,6 +9,11 @@
 //! and (4) hands completions to the layer, which says which bios they finish. Splitting,
 //! merging, the switch's freeze and drain, and the stat counters are the layer's.
 //!
+//! With [`EngineOptions::inline_submit`](super::EngineOptions::inline_submit) a submitter
+//! runs step (1) and (2) for its own I/O on its own thread, under the engine's lock, and the
+//! engine thread sleeps in `io_uring_enter` without the lock; whoever holds the lock touches
+//! the ring's queues, and completions' callbacks run after the lock is let go.
+//!
 //! With an emulated drive ([`EngineOptions::emulate`]) each dispatched request is also given
 //! to the drive's model (at its place on the drive, [`Layout`]), and its completion is held
 //! until the model's time: the loop then also wakes at the earliest such time, and the
@@ -21,7 +26,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use elevator_core::block::{Bio, BlockLayer, Done, Limits};
@@ -83,8 +88,67 @@ struct Flight {
     _iov: Option<Box<[libc::iovec]>>,
 }
 
+/// The engine's state behind its lock, for the engine thread and (with inline submission)
+/// the submitters.
+pub(super) struct Core(Mutex<Locked>);
+
+/// The engine, `Send` so that it can sit in a lock shared between threads.
+struct Locked(Engine);
+
+// SAFETY: the engine holds a scheduler, which need not be `Send` (`SchedFactory`). It is
+// reached only through `Core`'s mutex, so one thread at a time touches it; nothing in it is
+// tied to a thread (no scheduler keeps thread-local state, and any `Rc` a scheduler holds
+// has all its clones inside it, behind the same lock).
+unsafe impl Send for Locked {}
+
+impl Core {
+    fn lock(&self) -> MutexGuard<'_, Locked> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Inline submission: insert `io` and dispatch what the scheduler gives, on the caller's
+    /// thread; wake the engine thread if the scheduler now wants a timer earlier than the
+    /// one it sleeps with.
+    pub(super) fn submit(&self, io: Io, done: Callback, queued: Instant) {
+        let ready = {
+            let mut g = self.lock();
+            let e = &mut g.0;
+            e.drain();
+            e.command(Cmd::Submit(io, done, queued));
+            let r = e.dispatch().and_then(|()| e.ring.submit().map(|_| ()));
+            match r {
+                Ok(()) => e.nudge(),
+                Err(err) => {
+                    // The engine thread returns it at its next turn.
+                    e.fatal.get_or_insert(err);
+                    e.wake();
+                }
+            }
+            std::mem::take(&mut e.ready)
+        };
+        run_ready(ready);
+    }
+}
+
+/// Run completions' callbacks (outside the engine's lock).
+fn run_ready(ready: Vec<(Callback, Completion)>) {
+    for (done, c) in ready {
+        done(c);
+    }
+}
+
 struct Engine {
-    ring: IoUring,
+    ring: Arc<IoUring>,
+    rx: Receiver<Cmd>,
+    /// Whether the command channel still has senders.
+    connected: bool,
+    /// Completions whose callbacks are to run once the lock is let go.
+    ready: Vec<(Callback, Completion)>,
+    /// While the engine thread sleeps without the lock: the scheduler's timer it sleeps
+    /// until (`Some(None)`: none).
+    sleeping: Option<Option<Nanos>>,
+    /// A ring failure met by an inline submitter, for the engine thread to return.
+    fatal: Option<io::Error>,
     shared: Arc<Shared>,
     /// The block layer and the scheduler in it; a bio's token is its parent's id.
     blk: BlockLayer<Box<dyn Scheduler>, u64>,
@@ -180,9 +244,16 @@ pub(super) fn run(
             queue_depth: capacity,
         },
     ));
-    let mut e = Engine {
-        ring,
-        shared,
+    let inline = opts.inline_submit && emu.is_none();
+    let ring = Arc::new(ring);
+    let e = Engine {
+        ring: Arc::clone(&ring),
+        rx,
+        connected: true,
+        ready: Vec::new(),
+        sleeping: None,
+        fatal: None,
+        shared: Arc::clone(&shared),
         blk,
         t0,
         files: HashMap::new(),
@@ -199,10 +270,113 @@ pub(super) fn run(
         done: Vec::new(),
         emu,
     };
+    let core = Arc::new(Core(Mutex::new(Locked(e))));
+    if inline {
+        let _ = shared.inline.set(Arc::clone(&core));
+    }
     let _ = ready.send(Ok(()));
-    let r = e.main_loop(&rx);
-    e.disarm_wake();
+    let r = main_loop(&core, &ring);
+    let leftover = {
+        let mut g = core.lock();
+        g.0.disarm_wake();
+        std::mem::take(&mut g.0.ready)
+    };
+    run_ready(leftover);
     r
+}
+
+/// The engine thread: each turn, under the lock, take commands, dispatch and put the ring's
+/// new entries to the kernel; then, without it, run the finished callbacks and sleep until a
+/// completion, a timer or a wake-up.
+fn main_loop(core: &Core, ring: &IoUring) -> io::Result<()> {
+    loop {
+        let mut g = core.lock();
+        let e = &mut g.0;
+        if let Some(err) = e.fatal.take() {
+            return Err(err);
+        }
+        e.drain();
+        e.release_due();
+        e.dispatch()?;
+        if e.shutting && e.blk.is_idle() && !e.blk.switching() {
+            let ready = std::mem::take(&mut e.ready);
+            drop(g);
+            run_ready(ready);
+            return Ok(());
+        }
+        e.arm_wake()?;
+        if e.connected {
+            e.shared.asleep.store(true, Ordering::SeqCst);
+            match e.rx.try_recv() {
+                Ok(c) => {
+                    e.shared.asleep.store(false, Ordering::SeqCst);
+                    e.command(c);
+                    continue;
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => {
+                    e.shared.asleep.store(false, Ordering::SeqCst);
+                    e.connected = false;
+                    e.shutting = true;
+                    continue;
+                }
+            }
+        }
+        let mut wake = e.blk.poll_timeout();
+        if let Some(emu) = &mut e.emu {
+            emu.arrivals.waiting();
+            if let Some(&Reverse((due, _, _))) = emu.held.peek() {
+                let now = Nanos(e.t0.elapsed().as_nanos() as u64);
+                let spin = Nanos(SPIN.as_nanos() as u64);
+                if due.saturating_sub(now) <= spin {
+                    // Close to a completion's time: watch the clock rather than trust a
+                    // timer's wake-up (see `emulate::SPIN`).
+                    e.shared.asleep.store(false, Ordering::SeqCst);
+                    while Nanos(e.t0.elapsed().as_nanos() as u64) < due {
+                        std::hint::spin_loop();
+                    }
+                    continue;
+                }
+                let early = due - spin;
+                wake = Some(wake.map_or(early, |w| w.min(early)));
+            }
+        }
+        let timeout = wake.map(|u| {
+            let now = e.now();
+            Duration::from_nanos(u.as_ns().saturating_sub(now.as_ns()))
+        });
+        // What this turn queued goes to the kernel now: the wait below runs without the
+        // lock, and another thread may touch the queues meanwhile.
+        e.ring.submit()?;
+        e.sleeping = Some(wake);
+        let ready = std::mem::take(&mut e.ready);
+        drop(g);
+        run_ready(ready);
+        let r = match timeout {
+            Some(t) => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                ring.submitter().submit_with_args(1, &args)
+            }
+            None => ring.submitter().submit_and_wait(1),
+        };
+        let mut g = core.lock();
+        let e = &mut g.0;
+        e.sleeping = None;
+        e.shared.asleep.store(false, Ordering::SeqCst);
+        match r {
+            Ok(_) => {}
+            Err(err)
+                if matches!(
+                    err.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(err) => return Err(err),
+        }
+        e.reap();
+    }
 }
 
 impl Engine {
@@ -210,86 +384,40 @@ impl Engine {
         Nanos(self.t0.elapsed().as_nanos() as u64)
     }
 
-    fn main_loop(&mut self, rx: &Receiver<Cmd>) -> io::Result<()> {
-        let mut connected = true;
-        loop {
-            while connected {
-                match rx.try_recv() {
-                    Ok(c) => self.command(c),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        connected = false;
-                        self.shutting = true;
-                    }
+    /// Take every command waiting in the channel.
+    fn drain(&mut self) {
+        while self.connected {
+            match self.rx.try_recv() {
+                Ok(c) => self.command(c),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.connected = false;
+                    self.shutting = true;
                 }
             }
-            self.release_due();
-            self.dispatch()?;
-            if self.shutting && self.blk.is_idle() && !self.blk.switching() {
-                return Ok(());
-            }
-            self.arm_wake()?;
-            if connected {
-                self.shared.asleep.store(true, Ordering::SeqCst);
-                match rx.try_recv() {
-                    Ok(c) => {
-                        self.shared.asleep.store(false, Ordering::SeqCst);
-                        self.command(c);
-                        continue;
-                    }
-                    Err(TryRecvError::Empty) => {}
-                    Err(TryRecvError::Disconnected) => {
-                        self.shared.asleep.store(false, Ordering::SeqCst);
-                        connected = false;
-                        self.shutting = true;
-                        continue;
-                    }
-                }
-            }
-            let mut wake = self.blk.poll_timeout();
-            if let Some(emu) = &mut self.emu {
-                emu.arrivals.waiting();
-                if let Some(&Reverse((due, _, _))) = emu.held.peek() {
-                    let now = Nanos(self.t0.elapsed().as_nanos() as u64);
-                    let spin = Nanos(SPIN.as_nanos() as u64);
-                    if due.saturating_sub(now) <= spin {
-                        // Close to a completion's time: watch the clock rather than trust a
-                        // timer's wake-up (see `emulate::SPIN`).
-                        self.shared.asleep.store(false, Ordering::SeqCst);
-                        while Nanos(self.t0.elapsed().as_nanos() as u64) < due {
-                            std::hint::spin_loop();
-                        }
-                        continue;
-                    }
-                    let early = due - spin;
-                    wake = Some(wake.map_or(early, |w| w.min(early)));
-                }
-            }
-            let timeout = wake.map(|u| {
-                let now = self.now();
-                Duration::from_nanos(u.as_ns().saturating_sub(now.as_ns()))
-            });
-            let r = match timeout {
-                Some(t) => {
-                    let ts = types::Timespec::new()
-                        .sec(t.as_secs())
-                        .nsec(t.subsec_nanos());
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(1, &args)
-                }
-                None => self.ring.submit_and_wait(1),
+        }
+    }
+
+    /// Wake the engine thread (through the eventfd read armed in the ring).
+    fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes from a live u64 to our eventfd.
+        unsafe { libc::write(self.shared.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// After an inline submission: wake the sleeping engine thread if the scheduler's timer
+    /// is now earlier than the one it sleeps until.
+    fn nudge(&self) {
+        if let Some(until) = self.sleeping {
+            let want = self.blk.poll_timeout();
+            let earlier = match (want, until) {
+                (Some(w), Some(u)) => w < u,
+                (Some(_), None) => true,
+                (None, _) => false,
             };
-            self.shared.asleep.store(false, Ordering::SeqCst);
-            match r {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                    ) => {}
-                Err(e) => return Err(e),
+            if earlier {
+                self.wake();
             }
-            self.reap();
         }
     }
 
@@ -328,7 +456,8 @@ impl Engine {
                         IoOp::Write { data } => data,
                         _ => AlignedBuf::new(0),
                     };
-                    done(Completion::refused(super::shut_down(), buf));
+                    self.ready
+                        .push((done, Completion::refused(super::shut_down(), buf)));
                 } else {
                     self.insert(io, done, queued);
                 }
@@ -383,17 +512,16 @@ impl Engine {
             _ => Some(libc::EBADF),
         };
         if let Some(errno) = errno {
-            return done(Completion::refused(
-                io::Error::from_raw_os_error(errno),
-                buf,
-            ));
+            let c = Completion::refused(io::Error::from_raw_os_error(errno), buf);
+            return self.ready.push((done, c));
         }
         if data && len == 0 {
-            return done(Completion {
+            let c = Completion {
                 result: Ok(0),
                 buf,
                 latency: Duration::ZERO,
-            });
+            };
+            return self.ready.push((done, c));
         }
         let sectors = (len as u64 / SECTOR_BYTES) as u32;
         let (op, sync) = match kind {
@@ -575,7 +703,9 @@ impl Engine {
         loop {
             // SAFETY: every buffer an entry points to outlives its completion (see `submit`
             // and `arm_wake`), and the loop never returns with an entry outstanding.
-            if unsafe { self.ring.submission().push(&entry).is_ok() } {
+            // The queues are touched only under the engine's lock (`Core`), so one thread at
+            // a time.
+            if unsafe { self.ring.submission_shared().push(&entry).is_ok() } {
                 return Ok(());
             }
             self.ring.submit()?;
@@ -603,7 +733,10 @@ impl Engine {
             let one: u64 = 1;
             // SAFETY: writing 8 bytes from a live u64 to our eventfd.
             unsafe { libc::write(self.shared.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
-            if self.ring.submit_and_wait(1).is_err() && self.ring.completion().is_empty() {
+            // SAFETY: under the engine's lock (see `reap`).
+            if self.ring.submit_and_wait(1).is_err()
+                && unsafe { self.ring.completion_shared() }.is_empty()
+            {
                 // The ring is unusable: leak the buffer rather than free it under the kernel.
                 std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
                 return;
@@ -613,9 +746,8 @@ impl Engine {
     }
 
     fn reap(&mut self) {
-        let cqes: Vec<(u64, i32)> = self
-            .ring
-            .completion()
+        // SAFETY: under the engine's lock, the one place that reads the completion queue.
+        let cqes: Vec<(u64, i32)> = unsafe { self.ring.completion_shared() }
             .map(|c| (c.user_data(), c.result()))
             .collect();
         let now = Instant::now();
@@ -742,11 +874,12 @@ impl Engine {
             };
             let latency = now.saturating_duration_since(p.started);
             if let Some(done) = p.done.take() {
-                done(Completion {
+                let c = Completion {
                     result,
                     buf: p.buf,
                     latency,
-                });
+                };
+                self.ready.push((done, c));
             }
         }
         self.done = done;

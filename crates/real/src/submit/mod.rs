@@ -242,6 +242,15 @@ pub struct EngineOptions {
     /// clock, over the registered files (see [`crate::emulate`]); the block layer's queue
     /// depth is the model's. `None` (the default): the files' own device.
     pub emulate: Option<crate::emulate::SharedModel>,
+    /// Let each submitter drive the engine itself (false, the default: every submission is
+    /// handed to the engine thread). With it, [`Handle::submit_with`] takes the engine's lock
+    /// on the caller's thread, inserts the I/O into the block layer, lets the scheduler
+    /// dispatch and puts what it dispatches in the ring, then returns; the engine thread only
+    /// waits for completions and the scheduler's timers. One thread hand-off (a channel
+    /// message and an eventfd wake-up) less per I/O. The scheduler then runs on several
+    /// threads, one at a time under that lock, so it must keep no thread-local state (none of
+    /// ours does). Ignored with [`emulate`](Self::emulate), whose clock lives in the loop.
+    pub inline_submit: bool,
 }
 
 impl Default for EngineOptions {
@@ -252,6 +261,7 @@ impl Default for EngineOptions {
             groups: elevator_core::GroupTree::new(),
             non_rotational: false,
             emulate: None,
+            inline_submit: false,
         }
     }
 }
@@ -311,6 +321,8 @@ struct Shared {
     next_file: AtomicU32,
     /// With [`EngineOptions::emulate`]: how late completions were against the model.
     lateness: Option<Mutex<crate::emulate::Lateness>>,
+    /// With [`EngineOptions::inline_submit`]: the engine, for submitters to drive.
+    inline: std::sync::OnceLock<Arc<engine::Core>>,
 }
 
 /// A cloneable, thread-safe way into the engine.
@@ -369,9 +381,14 @@ impl Handle {
         Ticket { slot }
     }
 
-    /// Submit `io`; `done` runs on the engine thread with its completion (at once, on the
+    /// Submit `io`; `done` runs with its completion on the thread that reaps it (the engine
+    /// thread; or, with [`EngineOptions::inline_submit`], the caller's when the I/O is
+    /// refused or completes at once), never under the engine's lock (at once, on the
     /// caller's thread, if the engine has shut down). `done` must not block.
     pub fn submit_with(&self, io: Io, done: impl FnOnce(Completion) + Send + 'static) {
+        if let Some(core) = self.shared.inline.get() {
+            return core.submit(io, Box::new(done), Instant::now());
+        }
         let cmd = Cmd::Submit(io, Box::new(done), Instant::now());
         if let Err(Cmd::Submit(io, done, _)) = self.send(cmd) {
             let buf = match io.op {
@@ -493,6 +510,7 @@ impl Engine {
             scheduler: Mutex::new(""),
             next_file: AtomicU32::new(0),
             lateness: opts.emulate.as_ref().map(|_| Mutex::default()),
+            inline: std::sync::OnceLock::new(),
         });
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();

@@ -79,10 +79,9 @@ fn filled(len: usize, byte: u8) -> AlignedBuf {
     b
 }
 
-#[test]
-fn requests_carry_the_submitters_context_group_priority_and_sync_flag() {
+fn requests_carry_the_submitters_context_group_priority_and_sync_flag_with(inline: bool) {
     let (f, seen) = recorder(None);
-    let engine = Engine::start(f, EngineOptions::default()).unwrap();
+    let engine = Engine::start(f, opts(inline)).unwrap();
     let h = engine.handle();
     let a = h.register(file_of(1 << 16));
     let b = h.register(file_of(1 << 16));
@@ -184,10 +183,11 @@ fn without_request_log_the_engine_keeps_no_records() {
     assert_eq!(h.take_request_log(), RequestLog::default());
 }
 
-#[test]
-fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length() {
+fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(
+    inline: bool,
+) {
     let (f, seen) = recorder(Some(16));
-    let engine = Engine::start(f, EngineOptions::default()).unwrap();
+    let engine = Engine::start(f, opts(inline)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(1 << 16));
     let mut data = AlignedBuf::new(40 * 512);
@@ -221,9 +221,8 @@ fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_l
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn many_threads_write_and_read_back_their_own_blocks() {
-    let engine = Engine::start(build("cfq"), EngineOptions::default()).unwrap();
+fn many_threads_write_and_read_back_their_own_blocks_with(inline: bool) {
+    let engine = Engine::start(build("cfq"), opts(inline)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(8 * 64 * 4096));
     let threads: Vec<_> = (0..8u32)
@@ -257,9 +256,8 @@ fn many_threads_write_and_read_back_their_own_blocks() {
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn bad_submissions_fail_with_errno_and_touch_nothing() {
-    let engine = Engine::start(build("noop"), EngineOptions::default()).unwrap();
+fn bad_submissions_fail_with_errno_and_touch_nothing_with(inline: bool) {
+    let engine = Engine::start(build("noop"), opts(inline)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(8192));
     let errno = |io| h.submit(io).wait().result.unwrap_err().raw_os_error();
@@ -272,9 +270,8 @@ fn bad_submissions_fail_with_errno_and_touch_nothing() {
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn a_read_across_end_of_file_returns_the_bytes_that_exist() {
-    let engine = Engine::start(build("deadline"), EngineOptions::default()).unwrap();
+fn a_read_across_end_of_file_returns_the_bytes_that_exist_with(inline: bool) {
+    let engine = Engine::start(build("deadline"), opts(inline)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(4096 + 512));
     let c = h.submit(Io::read(file, 4096, 4096)).wait();
@@ -282,9 +279,8 @@ fn a_read_across_end_of_file_returns_the_bytes_that_exist() {
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn shutdown_completes_everything_submitted_before_it() {
-    let engine = Engine::start(build("anticipatory"), EngineOptions::default()).unwrap();
+fn shutdown_completes_everything_submitted_before_it_with(inline: bool) {
+    let engine = Engine::start(build("anticipatory"), opts(inline)).unwrap();
     let h = engine.handle();
     let mut f = file_of(256 * 4096);
     let file = h.register(f.try_clone().unwrap());
@@ -309,9 +305,10 @@ fn shutdown_completes_everything_submitted_before_it() {
     }
 }
 
-#[test]
-fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one() {
-    let engine = Engine::start(build("noop"), EngineOptions::default()).unwrap();
+fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(
+    inline: bool,
+) {
+    let engine = Engine::start(build("noop"), opts(inline)).unwrap();
     let h = engine.handle();
     assert_eq!(h.scheduler(), "noop");
     let file = h.register(file_of(64 * 4096));
@@ -350,9 +347,8 @@ fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_o
     engine.shutdown().unwrap();
 }
 
-#[test]
-fn a_ticket_can_be_polled_until_its_io_completes() {
-    let engine = Engine::start(build("bfq"), EngineOptions::default()).unwrap();
+fn a_ticket_can_be_polled_until_its_io_completes_with(inline: bool) {
+    let engine = Engine::start(build("bfq"), opts(inline)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(4096));
     let t = h.submit(Io::read(file, 0, 4096));
@@ -365,4 +361,111 @@ fn a_ticket_can_be_polled_until_its_io_completes() {
     assert_eq!(c.result.unwrap(), 4096);
     assert!(t.poll().is_none(), "a completion is delivered once");
     engine.shutdown().unwrap();
+}
+
+/// The engine's options, with or without inline submission (each test runs both ways).
+fn opts(inline: bool) -> EngineOptions {
+    EngineOptions {
+        inline_submit: inline,
+        ..EngineOptions::default()
+    }
+}
+
+#[test]
+fn requests_carry_the_submitters_context_group_priority_and_sync_flag() {
+    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(false);
+}
+
+#[test]
+fn requests_carry_the_submitters_context_group_priority_and_sync_flag_inline() {
+    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(true);
+}
+
+#[test]
+fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length() {
+    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(false);
+}
+
+#[test]
+fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_inline() {
+    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(true);
+}
+
+#[test]
+fn many_threads_write_and_read_back_their_own_blocks() {
+    many_threads_write_and_read_back_their_own_blocks_with(false);
+}
+
+#[test]
+fn many_threads_write_and_read_back_their_own_blocks_inline() {
+    many_threads_write_and_read_back_their_own_blocks_with(true);
+}
+
+#[test]
+fn bad_submissions_fail_with_errno_and_touch_nothing() {
+    bad_submissions_fail_with_errno_and_touch_nothing_with(false);
+}
+
+#[test]
+fn bad_submissions_fail_with_errno_and_touch_nothing_inline() {
+    bad_submissions_fail_with_errno_and_touch_nothing_with(true);
+}
+
+#[test]
+fn a_read_across_end_of_file_returns_the_bytes_that_exist() {
+    a_read_across_end_of_file_returns_the_bytes_that_exist_with(false);
+}
+
+#[test]
+fn a_read_across_end_of_file_returns_the_bytes_that_exist_inline() {
+    a_read_across_end_of_file_returns_the_bytes_that_exist_with(true);
+}
+
+#[test]
+fn shutdown_completes_everything_submitted_before_it() {
+    shutdown_completes_everything_submitted_before_it_with(false);
+}
+
+#[test]
+fn shutdown_completes_everything_submitted_before_it_inline() {
+    shutdown_completes_everything_submitted_before_it_with(true);
+}
+
+#[test]
+fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one() {
+    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(false);
+}
+
+#[test]
+fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_inline() {
+    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(true);
+}
+
+#[test]
+fn a_ticket_can_be_polled_until_its_io_completes() {
+    a_ticket_can_be_polled_until_its_io_completes_with(false);
+}
+
+#[test]
+fn a_ticket_can_be_polled_until_its_io_completes_inline() {
+    a_ticket_can_be_polled_until_its_io_completes_with(true);
+}
+
+#[test]
+fn with_inline_submission_the_submitter_drives_the_engine_without_a_hand_off() {
+    // A submission the engine refuses (an unknown file) is answered by whichever thread ran
+    // the engine's step for it: with inline submission the caller's, before submit_with
+    // returns; without, the engine thread's.
+    for inline in [false, true] {
+        let engine = Engine::start(build("noop"), opts(inline)).unwrap();
+        let h = engine.handle();
+        let (tx, rx) = std::sync::mpsc::channel();
+        h.submit_with(Io::read(FileId(9_999), 0, 4096), move |c| {
+            let _ = tx.send((std::thread::current().id(), c.result.is_err()));
+        });
+        let (answered_on, refused) = rx.recv().unwrap();
+        assert!(refused);
+        assert_eq!(answered_on == std::thread::current().id(), inline);
+        engine.shutdown().unwrap();
+    }
 }
