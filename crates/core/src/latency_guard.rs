@@ -814,9 +814,18 @@ mod tests {
         windows(&mut s, &mut t, &mut id, 2, 100);
         let first = t;
         let mut before = s.write_budget_kb();
+        // Bounded, so that a control that never grows (or never drops back) fails here
+        // instead of looping: the floor is due after about 50 windows.
+        let mut grown = 0;
         while s.write_budget_kb() > 256 || before == 256 {
             before = s.write_budget_kb();
             windows(&mut s, &mut t, &mut id, 1, 100);
+            grown += 1;
+            assert!(
+                grown <= 100,
+                "no floor measurement in {grown} windows (budget {} KiB)",
+                s.write_budget_kb()
+            );
         }
         assert!(
             t >= first + Nanos::from_ms(1000) && t < first + Nanos::from_ms(1030),
