@@ -178,11 +178,7 @@ impl DirMetrics {
             bytes: self.bytes,
             iops: self.ios as f64 / secs,
             mb_s: self.bytes as f64 / 1e6 / secs,
-            lat_mean_ms: if empty {
-                0.0
-            } else {
-                h.mean() / 1e6
-            },
+            lat_mean_ms: if empty { 0.0 } else { h.mean() / 1e6 },
             lat_p50_ms: ms(h.value_at_quantile(0.50)),
             lat_p90_ms: ms(h.value_at_quantile(0.90)),
             lat_p95_ms: ms(h.value_at_quantile(0.95)),
@@ -349,7 +345,10 @@ mod tests {
         record_dense(&mut reference, 1_500_000_000, 1);
         assert!(reference.distinct_values() * 8 > 100_000);
         let s = d.summary("j", "/", Nanos::from_ms(2000));
-        assert_eq!(s.read.lat_p50_ms, reference.value_at_quantile(0.5) as f64 / 1e6);
+        assert_eq!(
+            s.read.lat_p50_ms,
+            reference.value_at_quantile(0.5) as f64 / 1e6
+        );
         assert_eq!(s.read.lat_max_ms, reference.max() as f64 / 1e6);
     }
 }
