@@ -496,28 +496,43 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
 /// `log` with each dispatch moved back to just after the latest of its request's first
 /// arrival, the previous dispatch and the previous merge (`Leave`): the earliest point the
 /// kernel could have chosen it ([`Pace::Early`]).
+///
+/// Linear in the log (issue 32: a scan for the arrival and an insertion into the middle made
+/// it quadratic). Only arrivals follow the last dispatch or merge, so they are held apart
+/// (`pending`) with the absolute position of each request's first arrival; a dispatch whose
+/// first arrival is pending takes the pending arrivals up to it, one placed before any of them.
 pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
     let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
-    // Position in `out` after the last dispatch or merge.
-    let mut barrier = 0;
+    // The arrivals after the last dispatch or merge; `pending_start` numbers the first of
+    // them among every arrival seen.
+    let mut pending: std::collections::VecDeque<QueueEvent> = Default::default();
+    let mut pending_start = 0u64;
+    let mut arrivals = 0u64;
+    // Each request's first arrival, numbered as above.
+    let mut first: HashMap<usize, u64> = HashMap::new();
     for &e in log {
         match e {
-            QueueEvent::Arrive(_) => out.push(e),
+            QueueEvent::Arrive(i) => {
+                first.entry(i).or_insert(arrivals);
+                arrivals += 1;
+                pending.push_back(e);
+            }
             QueueEvent::Leave(_) => {
+                out.extend(pending.drain(..));
+                pending_start = arrivals;
                 out.push(e);
-                barrier = out.len();
             }
             QueueEvent::Dispatch(i) => {
-                let arrived = out
-                    .iter()
-                    .position(|&x| x == QueueEvent::Arrive(i))
-                    .map_or(0, |p| p + 1);
-                let at = arrived.max(barrier);
-                out.insert(at, e);
-                barrier = at + 1;
+                if let Some(&at) = first.get(&i).filter(|&&at| at >= pending_start) {
+                    let upto = (at - pending_start + 1) as usize;
+                    out.extend(pending.drain(..upto));
+                    pending_start = at + 1;
+                }
+                out.push(e);
             }
         }
     }
+    out.extend(pending);
     out
 }
 
@@ -848,6 +863,53 @@ mod tests {
         // Decided at once, each from what had arrived: the first alone.
         assert_eq!(d.kernel[0].queued, [0]);
         assert_eq!(d.agreement.decisions, 3);
+    }
+
+    /// The quadratic `earliest` this crate had before issue 32 (a scan for the arrival, an
+    /// insertion into the middle), kept as the reference.
+    fn earliest_by_scan(log: &[QueueEvent]) -> Vec<QueueEvent> {
+        let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
+        let mut barrier = 0;
+        for &e in log {
+            match e {
+                QueueEvent::Arrive(_) => out.push(e),
+                QueueEvent::Leave(_) => {
+                    out.push(e);
+                    barrier = out.len();
+                }
+                QueueEvent::Dispatch(i) => {
+                    let arrived = out
+                        .iter()
+                        .position(|&x| x == QueueEvent::Arrive(i))
+                        .map_or(0, |p| p + 1);
+                    let at = arrived.max(barrier);
+                    out.insert(at, e);
+                    barrier = at + 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn earliest_in_linear_time_places_every_event_as_the_scan_did() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(32);
+        for n in [0, 1, 5, 30, 200, 2000] {
+            // Requests arrive (some again, as after a requeue), leave or are dispatched, in
+            // any order, some dispatched without an arrival.
+            let log: Vec<QueueEvent> = (0..n)
+                .map(|_| {
+                    let i = rng.gen_range(0..(n / 3).max(1) + 2);
+                    match rng.gen_range(0..10) {
+                        0..=4 => QueueEvent::Arrive(i),
+                        5 => QueueEvent::Leave(i),
+                        _ => QueueEvent::Dispatch(i),
+                    }
+                })
+                .collect();
+            assert_eq!(earliest(&log), earliest_by_scan(&log), "{log:?}");
+        }
     }
 
     #[test]
