@@ -825,3 +825,31 @@ fn an_unsorted_trace_is_refused_naming_the_line_unless_accepted() {
         .unwrap()
         .ends_with("u.csv:3"));
 }
+
+/// `kernel-diff --depth 0` ran at depth 1 and `--window 0` or `1` with windows of 2, without a
+/// word (issue 32, round 3): refused naming the flag.
+#[test]
+fn kernel_diff_refuses_a_depth_of_0_and_a_window_below_2() {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/interleaved-readers/mq-deadline");
+    let rec = rec.to_str().unwrap();
+    let out = elevator(&["kernel-diff", rec, "--depth", "0"]);
+    clean_error(&out, &["--depth", "at least 1"]);
+    for w in ["0", "1"] {
+        let out = elevator(&["kernel-diff", rec, "--window", w]);
+        clean_error(&out, &["--window", "at least 2"]);
+    }
+    let out = elevator(&["kernel-diff", rec, "--depth", "1", "--window", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// `replay --speed 1e-300` quoted the factor in 300 digits (issue 32, round 3): the message
+/// shows it as given and stays short.
+#[test]
+fn a_tiny_replay_speed_is_refused_in_a_short_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "t.trace", "0.5 0 100 8 1\n1.0 1 5000 8 0\n");
+    let out = elevator(&["replay", &t, "--speed", "1e-300"]);
+    clean_error(&out, &["--speed 1e-300", "not a factor"]);
+    assert!(out.stderr.len() < 200, "{}", out.stderr);
+}

@@ -223,18 +223,28 @@ pub fn diff(
     let sched = info
         .build(&settings, &elevator_core::GroupTree::new())
         .map_err(|e| format!("{}: {e}", info.name))?;
+    if meta.device.hw_queue_depth == Some(0) {
+        // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
+        return Err(
+            "meta.json: field `device.hw_queue_depth`: 0 is not a queue depth the \
+                    kernel accepts (at least 1)"
+                .into(),
+        );
+    }
     let depth = opts.depth.unwrap_or_else(|| {
         meta.device
             .hw_queue_depth
             .map(|d| d as usize)
             .unwrap_or_else(|| max_in_flight(trace))
     });
-    let queue = |name: &str| meta.queue.get(name).and_then(|v| v.parse::<u32>().ok());
     let mut limits = Limits::depth(depth);
-    if let Some(kb) = queue("max_sectors_kb") {
+    // The kernel accepts `max_sectors_kb` from a page (4 KiB) up (`queue_max_sectors_store`)
+    // and at least one segment (`blk_validate_limits`); a value outside, or one that is not a
+    // number, would silently become another limit (0 KiB replayed as one sector a request).
+    if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    if let Some(n) = queue("max_segments") {
+    if let Some(n) = queue_limit(meta, "max_segments", 1)? {
         limits = limits.max_segments(n);
     }
     let log = match opts.pace {
@@ -270,6 +280,25 @@ pub fn diff(
         kernel,
         ours,
     })
+}
+
+/// The recording's queue limit `name` (sysfs `queue/NAME`), if recorded, refused unless a
+/// whole number of at least `min`, naming meta.json and the field.
+fn queue_limit(meta: &RecordingMeta, name: &str, min: u32) -> Result<Option<u32>, String> {
+    let Some(v) = meta.queue.get(name) else {
+        return Ok(None);
+    };
+    let short: String = v.chars().take(40).collect();
+    match v.trim().parse::<u32>() {
+        Ok(n) if n >= min => Ok(Some(n)),
+        Ok(n) => Err(format!(
+            "meta.json: field `queue.{name}`: {n} is below what the kernel accepts ({min})"
+        )),
+        Err(_) => Err(format!(
+            "meta.json: field `queue.{name}`: {short:?} is not a whole number of at most {}",
+            u32::MAX
+        )),
+    }
 }
 
 /// One recording compared at each pace.
@@ -910,6 +939,37 @@ mod tests {
                 .collect();
             assert_eq!(earliest(&log), earliest_by_scan(&log), "{log:?}");
         }
+    }
+
+    /// Queue limits the kernel never reports (issue 32, round 3): `max_sectors_kb = 0` was
+    /// replayed as one sector a request (0.5% agreement, exit 0), a hardware queue depth of 0
+    /// as 1 and a limit that is not a number was dropped. Each is refused naming the field.
+    #[test]
+    fn impossible_queue_limits_are_refused_naming_the_field() {
+        let t = trace();
+        let opts = DiffOptions::default();
+        for (field, value, needle) in [
+            ("max_sectors_kb", "0", "below what the kernel accepts (4)"),
+            ("max_sectors_kb", "3", "below"),
+            ("max_sectors_kb", "lots", "not a whole number"),
+            ("max_segments", "0", "below what the kernel accepts (1)"),
+            ("max_segments", "-1", "not a whole number"),
+        ] {
+            let mut m = meta("mq-deadline");
+            m.queue.insert(field.into(), value.into());
+            let e = diff(&t, &m, &opts).unwrap_err();
+            assert!(
+                e.contains(&format!("field `queue.{field}`")) && e.contains(needle),
+                "{field}={value}: {e}"
+            );
+        }
+        let mut m = meta("mq-deadline");
+        m.queue.insert("max_sectors_kb".into(), "4".into());
+        m.queue.insert("max_segments".into(), "1".into());
+        assert!(diff(&t, &m, &opts).is_ok());
+        m.device.hw_queue_depth = Some(0);
+        let e = diff(&t, &m, &opts).unwrap_err();
+        assert!(e.contains("field `device.hw_queue_depth`"), "{e}");
     }
 
     #[test]
