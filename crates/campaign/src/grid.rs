@@ -556,7 +556,7 @@ impl Grid {
                 if !(0.001..=1e6).contains(&x) {
                     return Err(Error::arg(
                         "speed",
-                        format!("{x}: not a factor from 0.001 to 1000000"),
+                        format!("{x:?}: not a factor from 0.001 to 1000000"),
                     ));
                 }
             }

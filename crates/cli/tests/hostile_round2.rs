@@ -330,17 +330,10 @@ fn sim_of_a_fio_job_refuses_sweep_metric_plot_and_report() {
         "r.fio",
         "[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=100\n",
     );
-    let out = elevator(&["sim", &job, "--sweep", "seed=1..3", "--metric", "end_s"]);
+    let out = sweep(&job, &["--metric", "end_s"]);
     clean_error(&out, &["--sweep", "fio job file"]);
     let svg = dir.path().join("p.svg");
-    let out = elevator(&[
-        "sim",
-        &job,
-        "--sweep",
-        "seed=1..3",
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
+    let out = sweep(&job, &["--plot", svg.to_str().unwrap()]);
     clean_error(&out, &["--sweep", "fio job file"]);
     let out = elevator(&[
         "sim",
@@ -664,6 +657,14 @@ fn small_scenario(dir: &Path) -> String {
     )
 }
 
+/// `elevator sim INPUT --sweep seed=1..2 EXTRA...`: the sweep every case below runs, with
+/// the flags under test.
+fn sweep(input: &str, extra: &[&str]) -> Out {
+    let mut args = vec!["sim", input, "--sweep", "seed=1..2"];
+    args.extend_from_slice(extra);
+    elevator(&args)
+}
+
 /// A sweep range from i64::MIN to i64::MAX: its length overflowed to a short one and the
 /// range was then collected (2^64 values: an abort). Refused naming the axis.
 #[test]
@@ -688,14 +689,7 @@ fn sweep_outputs_are_checked_before_the_cells_run() {
     let dir = tempfile::tempdir().unwrap();
     let sc = small_scenario(dir.path());
     let missing = dir.path().join("no/such/dir/t.parquet");
-    let out = elevator(&[
-        "sim",
-        &sc,
-        "--sweep",
-        "seed=1..2",
-        "--parquet",
-        missing.to_str().unwrap(),
-    ]);
+    let out = sweep(&sc, &["--parquet", missing.to_str().unwrap()]);
     clean_error(&out, &["--parquet", "does not exist"]);
     assert!(out.stdout.is_empty(), "cells ran: {}", out.stdout);
 
@@ -705,14 +699,7 @@ fn sweep_outputs_are_checked_before_the_cells_run() {
         .status()
         .is_ok_and(|s| s.success())
     {
-        let out = elevator(&[
-            "sim",
-            &sc,
-            "--sweep",
-            "seed=1..2",
-            "--parquet",
-            fifo.to_str().unwrap(),
-        ]);
+        let out = sweep(&sc, &["--parquet", fifo.to_str().unwrap()]);
         clean_error(&out, &["--parquet", "not a regular file"]);
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
@@ -720,27 +707,11 @@ fn sweep_outputs_are_checked_before_the_cells_run() {
 
     let same = dir.path().join("out");
     let same = same.to_str().unwrap();
-    let out = elevator(&[
-        "sim",
-        &sc,
-        "--sweep",
-        "seed=1..2",
-        "--json",
-        same,
-        "--parquet",
-        same,
-    ]);
+    let out = sweep(&sc, &["--json", same, "--parquet", same]);
     clean_error(&out, &["also another output"]);
 
     let bt = dir.path().join("bt");
-    let out = elevator(&[
-        "sim",
-        &sc,
-        "--sweep",
-        "seed=1..2",
-        "--blktrace-out",
-        bt.to_str().unwrap(),
-    ]);
+    let out = sweep(&sc, &["--blktrace-out", bt.to_str().unwrap()]);
     clean_error(&out, &["--blktrace-out", "does not write it"]);
 }
 
@@ -751,16 +722,10 @@ fn merge_refuses_an_output_it_cannot_or_must_not_write() {
     let dir = tempfile::tempdir().unwrap();
     let sc = small_scenario(dir.path());
     let shard = dir.path().join("s0.parquet");
-    let out = elevator(&[
-        "sim",
+    let out = sweep(
         &sc,
-        "--sweep",
-        "seed=1..2",
-        "--shard",
-        "0/2",
-        "--parquet",
-        shard.to_str().unwrap(),
-    ]);
+        &["--shard", "0/2", "--parquet", shard.to_str().unwrap()],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let shard = shard.to_str().unwrap();
     let missing = dir.path().join("no/such/m.parquet");
@@ -859,4 +824,32 @@ fn an_unsorted_trace_is_refused_naming_the_line_unless_accepted() {
         .as_str()
         .unwrap()
         .ends_with("u.csv:3"));
+}
+
+/// `kernel-diff --depth 0` ran at depth 1 and `--window 0` or `1` with windows of 2, without a
+/// word (issue 32, round 3): refused naming the flag.
+#[test]
+fn kernel_diff_refuses_a_depth_of_0_and_a_window_below_2() {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/interleaved-readers/mq-deadline");
+    let rec = rec.to_str().unwrap();
+    let out = elevator(&["kernel-diff", rec, "--depth", "0"]);
+    clean_error(&out, &["--depth", "at least 1"]);
+    for w in ["0", "1"] {
+        let out = elevator(&["kernel-diff", rec, "--window", w]);
+        clean_error(&out, &["--window", "at least 2"]);
+    }
+    let out = elevator(&["kernel-diff", rec, "--depth", "1", "--window", "2"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// `replay --speed 1e-300` quoted the factor in 300 digits (issue 32, round 3): the message
+/// shows it as given and stays short.
+#[test]
+fn a_tiny_replay_speed_is_refused_in_a_short_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "t.trace", "0.5 0 100 8 1\n1.0 1 5000 8 0\n");
+    let out = elevator(&["replay", &t, "--speed", "1e-300"]);
+    clean_error(&out, &["--speed 1e-300", "not a factor"]);
+    assert!(out.stderr.len() < 200, "{}", out.stderr);
 }

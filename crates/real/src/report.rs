@@ -26,7 +26,7 @@ fn runtime_ms(job: &JobReport, end: elevator_core::Nanos) -> u64 {
 }
 
 fn lat_stats(d: &DirMetrics, with_percentiles: bool) -> Value {
-    let h = &d.latency;
+    let h = d.latency.histogram();
     let n = d.ios;
     let mut v = json!({
         "min": if n == 0 { 0 } else { h.min() },
@@ -195,7 +195,7 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
         return;
     }
     let secs = rt as f64 / 1000.0;
-    let h = &d.latency;
+    let h = d.latency.histogram();
     out.push_str(&format!(
         "  {name}: IOPS={:.0}, BW={}/s ({:.1}MB/s)({}/{}msec)\n",
         d.ios as f64 / secs,

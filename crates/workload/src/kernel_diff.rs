@@ -223,18 +223,28 @@ pub fn diff(
     let sched = info
         .build(&settings, &elevator_core::GroupTree::new())
         .map_err(|e| format!("{}: {e}", info.name))?;
+    if meta.device.hw_queue_depth == Some(0) {
+        // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
+        return Err(
+            "meta.json: field `device.hw_queue_depth`: 0 is not a queue depth the \
+                    kernel accepts (at least 1)"
+                .into(),
+        );
+    }
     let depth = opts.depth.unwrap_or_else(|| {
         meta.device
             .hw_queue_depth
             .map(|d| d as usize)
             .unwrap_or_else(|| max_in_flight(trace))
     });
-    let queue = |name: &str| meta.queue.get(name).and_then(|v| v.parse::<u32>().ok());
     let mut limits = Limits::depth(depth);
-    if let Some(kb) = queue("max_sectors_kb") {
+    // The kernel accepts `max_sectors_kb` from a page (4 KiB) up (`queue_max_sectors_store`)
+    // and at least one segment (`blk_validate_limits`); a value outside, or one that is not a
+    // number, would silently become another limit (0 KiB replayed as one sector a request).
+    if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    if let Some(n) = queue("max_segments") {
+    if let Some(n) = queue_limit(meta, "max_segments", 1)? {
         limits = limits.max_segments(n);
     }
     let log = match opts.pace {
@@ -270,6 +280,25 @@ pub fn diff(
         kernel,
         ours,
     })
+}
+
+/// The recording's queue limit `name` (sysfs `queue/NAME`), if recorded, refused unless a
+/// whole number of at least `min`, naming meta.json and the field.
+fn queue_limit(meta: &RecordingMeta, name: &str, min: u32) -> Result<Option<u32>, String> {
+    let Some(v) = meta.queue.get(name) else {
+        return Ok(None);
+    };
+    let short: String = v.chars().take(40).collect();
+    match v.trim().parse::<u32>() {
+        Ok(n) if n >= min => Ok(Some(n)),
+        Ok(n) => Err(format!(
+            "meta.json: field `queue.{name}`: {n} is below what the kernel accepts ({min})"
+        )),
+        Err(_) => Err(format!(
+            "meta.json: field `queue.{name}`: {short:?} is not a whole number of at most {}",
+            u32::MAX
+        )),
+    }
 }
 
 /// One recording compared at each pace.
@@ -496,28 +525,43 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
 /// `log` with each dispatch moved back to just after the latest of its request's first
 /// arrival, the previous dispatch and the previous merge (`Leave`): the earliest point the
 /// kernel could have chosen it ([`Pace::Early`]).
+///
+/// Linear in the log (issue 32: a scan for the arrival and an insertion into the middle made
+/// it quadratic). Only arrivals follow the last dispatch or merge, so they are held apart
+/// (`pending`) with the absolute position of each request's first arrival; a dispatch whose
+/// first arrival is pending takes the pending arrivals up to it, one placed before any of them.
 pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
     let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
-    // Position in `out` after the last dispatch or merge.
-    let mut barrier = 0;
+    // The arrivals after the last dispatch or merge; `pending_start` numbers the first of
+    // them among every arrival seen.
+    let mut pending: std::collections::VecDeque<QueueEvent> = Default::default();
+    let mut pending_start = 0u64;
+    let mut arrivals = 0u64;
+    // Each request's first arrival, numbered as above.
+    let mut first: HashMap<usize, u64> = HashMap::new();
     for &e in log {
         match e {
-            QueueEvent::Arrive(_) => out.push(e),
+            QueueEvent::Arrive(i) => {
+                first.entry(i).or_insert(arrivals);
+                arrivals += 1;
+                pending.push_back(e);
+            }
             QueueEvent::Leave(_) => {
+                out.extend(pending.drain(..));
+                pending_start = arrivals;
                 out.push(e);
-                barrier = out.len();
             }
             QueueEvent::Dispatch(i) => {
-                let arrived = out
-                    .iter()
-                    .position(|&x| x == QueueEvent::Arrive(i))
-                    .map_or(0, |p| p + 1);
-                let at = arrived.max(barrier);
-                out.insert(at, e);
-                barrier = at + 1;
+                if let Some(&at) = first.get(&i).filter(|&&at| at >= pending_start) {
+                    let upto = (at - pending_start + 1) as usize;
+                    out.extend(pending.drain(..upto));
+                    pending_start = at + 1;
+                }
+                out.push(e);
             }
         }
     }
+    out.extend(pending);
     out
 }
 
@@ -848,6 +892,84 @@ mod tests {
         // Decided at once, each from what had arrived: the first alone.
         assert_eq!(d.kernel[0].queued, [0]);
         assert_eq!(d.agreement.decisions, 3);
+    }
+
+    /// The quadratic `earliest` this crate had before issue 32 (a scan for the arrival, an
+    /// insertion into the middle), kept as the reference.
+    fn earliest_by_scan(log: &[QueueEvent]) -> Vec<QueueEvent> {
+        let mut out: Vec<QueueEvent> = Vec::with_capacity(log.len());
+        let mut barrier = 0;
+        for &e in log {
+            match e {
+                QueueEvent::Arrive(_) => out.push(e),
+                QueueEvent::Leave(_) => {
+                    out.push(e);
+                    barrier = out.len();
+                }
+                QueueEvent::Dispatch(i) => {
+                    let arrived = out
+                        .iter()
+                        .position(|&x| x == QueueEvent::Arrive(i))
+                        .map_or(0, |p| p + 1);
+                    let at = arrived.max(barrier);
+                    out.insert(at, e);
+                    barrier = at + 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn earliest_in_linear_time_places_every_event_as_the_scan_did() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(32);
+        for n in [0, 1, 5, 30, 200, 2000] {
+            // Requests arrive (some again, as after a requeue), leave or are dispatched, in
+            // any order, some dispatched without an arrival.
+            let log: Vec<QueueEvent> = (0..n)
+                .map(|_| {
+                    let i = rng.gen_range(0..(n / 3).max(1) + 2);
+                    match rng.gen_range(0..10) {
+                        0..=4 => QueueEvent::Arrive(i),
+                        5 => QueueEvent::Leave(i),
+                        _ => QueueEvent::Dispatch(i),
+                    }
+                })
+                .collect();
+            assert_eq!(earliest(&log), earliest_by_scan(&log), "{log:?}");
+        }
+    }
+
+    /// Queue limits the kernel never reports (issue 32, round 3): `max_sectors_kb = 0` was
+    /// replayed as one sector a request (0.5% agreement, exit 0), a hardware queue depth of 0
+    /// as 1 and a limit that is not a number was dropped. Each is refused naming the field.
+    #[test]
+    fn impossible_queue_limits_are_refused_naming_the_field() {
+        let t = trace();
+        let opts = DiffOptions::default();
+        for (field, value, needle) in [
+            ("max_sectors_kb", "0", "below what the kernel accepts (4)"),
+            ("max_sectors_kb", "3", "below"),
+            ("max_sectors_kb", "lots", "not a whole number"),
+            ("max_segments", "0", "below what the kernel accepts (1)"),
+            ("max_segments", "-1", "not a whole number"),
+        ] {
+            let mut m = meta("mq-deadline");
+            m.queue.insert(field.into(), value.into());
+            let e = diff(&t, &m, &opts).unwrap_err();
+            assert!(
+                e.contains(&format!("field `queue.{field}`")) && e.contains(needle),
+                "{field}={value}: {e}"
+            );
+        }
+        let mut m = meta("mq-deadline");
+        m.queue.insert("max_sectors_kb".into(), "4".into());
+        m.queue.insert("max_segments".into(), "1".into());
+        assert!(diff(&t, &m, &opts).is_ok());
+        m.device.hw_queue_depth = Some(0);
+        let e = diff(&t, &m, &opts).unwrap_err();
+        assert!(e.contains("field `device.hw_queue_depth`"), "{e}");
     }
 
     #[test]

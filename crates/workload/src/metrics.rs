@@ -1,28 +1,163 @@
 //! Per-job figures: bytes, IOPS, latency histograms (hdrhistogram), wall time to finish.
+//!
+//! A job's latencies are kept at hdrhistogram's resolution (3 significant figures), first as a
+//! sparse list of (bucket, count) pairs and, once a job has [`DENSE_AFTER`] distinct buckets, as
+//! a dense hdrhistogram. A dense histogram costs about 8 KiB per power of two up to the largest
+//! latency (about 170 KiB once latencies reach a second), which a scenario of 10,000 jobs of one
+//! I/O each paid twice per job (2.3 GiB, issue 32); the sparse list costs 16 bytes a bucket.
+//! Every figure is computed from a dense hdrhistogram built from the same bucket counts
+//! ([`Latencies::histogram`]), so percentiles, mean, deviation, minimum and maximum are the
+//! ones a dense histogram of the same latencies reports (`hdrhistogram` derives all of them
+//! from bucket counts alone).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use elevator_core::{Nanos, Op};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// Figures for one direction (reads or writes) of one job.
+/// Significant figures of every latency histogram.
+const SIGFIG: u8 = 3;
+
+/// Distinct buckets a job's latencies keep sparsely before they move to a dense histogram
+/// (16 KiB of pairs: the size of the smallest dense histogram at 3 significant figures).
+pub const DENSE_AFTER: usize = 1024;
+
+/// A histogram only used for its bucket arithmetic (`lowest_equivalent` depends on the
+/// precision alone, not on the histogram's range or counts).
+fn buckets() -> &'static Histogram<u64> {
+    static H: OnceLock<Histogram<u64>> = OnceLock::new();
+    H.get_or_init(|| Histogram::new(SIGFIG).expect("3 significant figures is valid"))
+}
+
+/// A fresh auto-resizing dense histogram.
+fn dense() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("3 significant figures is valid")
+}
+
+/// Record `count` samples of `v` into a dense histogram. `record` grows the auto-resizing
+/// histogram; `saturating_record` would clamp every value to the initial highest trackable
+/// value (2 ns) instead, so it is only the fallback past what a histogram can grow to.
+fn record_dense(h: &mut Histogram<u64>, v: u64, count: u64) {
+    if h.record_n(v, count).is_err() {
+        h.saturating_record_n(v, count);
+    }
+}
+
+/// Completion latencies (ns) at hdrhistogram's resolution, stored sparsely while few.
 #[derive(Clone, Debug)]
+pub struct Latencies(Store);
+
+#[derive(Clone, Debug)]
+enum Store {
+    /// (lowest value of the bucket, samples), sorted by bucket; at most [`DENSE_AFTER`].
+    Sparse(Vec<(u64, u64)>),
+    /// The dense histogram, once a job has more distinct buckets.
+    Dense(Box<Histogram<u64>>),
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies(Store::Sparse(Vec::new()))
+    }
+}
+
+impl Latencies {
+    /// Record one latency of `ns` nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        match &mut self.0 {
+            Store::Dense(h) => record_dense(h, ns, 1),
+            Store::Sparse(v) => {
+                let key = buckets().lowest_equivalent(ns);
+                match v.binary_search_by_key(&key, |&(k, _)| k) {
+                    Ok(i) => v[i].1 += 1,
+                    Err(i) if v.len() < DENSE_AFTER => v.insert(i, (key, 1)),
+                    Err(_) => {
+                        let mut h = dense();
+                        for &(k, c) in v.iter() {
+                            record_dense(&mut h, k, c);
+                        }
+                        record_dense(&mut h, ns, 1);
+                        self.0 = Store::Dense(Box::new(h));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Samples recorded.
+    pub fn len(&self) -> u64 {
+        match &self.0 {
+            Store::Dense(h) => h.len(),
+            Store::Sparse(v) => v.iter().map(|&(_, c)| c).sum(),
+        }
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the latencies are still kept sparsely (fewer than [`DENSE_AFTER`] buckets).
+    pub fn is_sparse(&self) -> bool {
+        matches!(self.0, Store::Sparse(_))
+    }
+
+    /// The latencies as a dense hdrhistogram: borrowed once dense, built from the sparse
+    /// buckets otherwise (its figures are those of a histogram that recorded every latency).
+    /// Ask for it once per report, not once per figure.
+    pub fn histogram(&self) -> Cow<'_, Histogram<u64>> {
+        match &self.0 {
+            Store::Dense(h) => Cow::Borrowed(h),
+            Store::Sparse(v) => {
+                let mut h = dense();
+                for &(k, c) in v {
+                    record_dense(&mut h, k, c);
+                }
+                Cow::Owned(h)
+            }
+        }
+    }
+
+    /// The largest latency at the histogram's resolution (its bucket's highest value).
+    pub fn max(&self) -> u64 {
+        match &self.0 {
+            Store::Dense(h) => h.max(),
+            Store::Sparse(v) => v
+                .last()
+                .map_or(0, |&(k, _)| buckets().highest_equivalent(k)),
+        }
+    }
+
+    /// The smallest latency at the histogram's resolution (its bucket's lowest value).
+    pub fn min(&self) -> u64 {
+        match &self.0 {
+            Store::Dense(h) => h.min(),
+            Store::Sparse(v) => v.first().map_or(0, |&(k, _)| k),
+        }
+    }
+
+    /// The mean latency, ns (as hdrhistogram computes it: each bucket at its median).
+    pub fn mean(&self) -> f64 {
+        self.histogram().mean()
+    }
+
+    /// The latency at `quantile` (0..=1), ns.
+    pub fn value_at_quantile(&self, quantile: f64) -> u64 {
+        self.histogram().value_at_quantile(quantile)
+    }
+}
+
+/// Figures for one direction (reads or writes) of one job.
+#[derive(Clone, Debug, Default)]
 pub struct DirMetrics {
     /// Completed I/Os.
     pub ios: u64,
     /// Completed bytes.
     pub bytes: u64,
     /// Completion latency (submit to complete), ns.
-    pub latency: Histogram<u64>,
-}
-
-impl Default for DirMetrics {
-    fn default() -> Self {
-        DirMetrics {
-            ios: 0,
-            bytes: 0,
-            latency: Histogram::new(3).expect("3 significant figures is valid"),
-        }
-    }
+    pub latency: Latencies,
 }
 
 impl DirMetrics {
@@ -30,34 +165,26 @@ impl DirMetrics {
     pub fn record(&mut self, bytes: u64, latency: Nanos) {
         self.ios += 1;
         self.bytes += bytes;
-        // `record` grows the auto-resizing histogram; `saturating_record` would clamp every
-        // value to the initial highest trackable value (2 ns) instead.
-        let v = latency.as_ns().max(1);
-        if self.latency.record(v).is_err() {
-            self.latency.saturating_record(v);
-        }
+        self.latency.record(latency.as_ns().max(1));
     }
     /// A summary for reports, over `elapsed`.
     pub fn summary(&self, elapsed: Nanos) -> DirSummary {
         let secs = elapsed.as_secs_f64().max(1e-12);
         let ms = |ns: u64| ns as f64 / 1e6;
         let empty = self.ios == 0;
+        let h = self.latency.histogram();
         DirSummary {
             ios: self.ios,
             bytes: self.bytes,
             iops: self.ios as f64 / secs,
             mb_s: self.bytes as f64 / 1e6 / secs,
-            lat_mean_ms: if empty {
-                0.0
-            } else {
-                self.latency.mean() / 1e6
-            },
-            lat_p50_ms: ms(self.latency.value_at_quantile(0.50)),
-            lat_p90_ms: ms(self.latency.value_at_quantile(0.90)),
-            lat_p95_ms: ms(self.latency.value_at_quantile(0.95)),
-            lat_p99_ms: ms(self.latency.value_at_quantile(0.99)),
-            lat_p999_ms: ms(self.latency.value_at_quantile(0.999)),
-            lat_max_ms: ms(self.latency.max()),
+            lat_mean_ms: if empty { 0.0 } else { h.mean() / 1e6 },
+            lat_p50_ms: ms(h.value_at_quantile(0.50)),
+            lat_p90_ms: ms(h.value_at_quantile(0.90)),
+            lat_p95_ms: ms(h.value_at_quantile(0.95)),
+            lat_p99_ms: ms(h.value_at_quantile(0.99)),
+            lat_p999_ms: ms(h.value_at_quantile(0.999)),
+            lat_max_ms: ms(h.max()),
         }
     }
 }
@@ -154,5 +281,74 @@ mod tests {
         let max = d.latency.max();
         assert!((19_990_000..=20_020_000).contains(&max), "{max}");
         assert!((39_000..=40_100).contains(&d.latency.min()));
+    }
+
+    /// Every figure of the sparse store, before and after it turns dense, is the figure a dense
+    /// hdrhistogram (what every job kept before issue 32) reports for the same latencies.
+    #[test]
+    fn sparse_latencies_report_what_a_dense_histogram_reports() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(32);
+        let qs = [
+            0.0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0,
+        ];
+        for n in [0usize, 1, 2, 17, 1000, 1023, 1024, 1025, 5000, 50_000] {
+            let mut ours = Latencies::default();
+            let mut theirs = dense();
+            for _ in 0..n {
+                // Log-uniform from 1 ns to 100 s, with repeats of a few hot values.
+                let v = if rng.gen_bool(0.2) {
+                    [4_000_000u64, 8_100_000, 120][rng.gen_range(0..3)]
+                } else {
+                    (10f64.powf(rng.gen_range(0.0..11.0)) as u64).max(1)
+                };
+                ours.record(v);
+                record_dense(&mut theirs, v, 1);
+            }
+            let h = ours.histogram();
+            assert_eq!(ours.len(), theirs.len(), "n {n}");
+            assert_eq!(ours.min(), theirs.min(), "n {n}");
+            assert_eq!(ours.max(), theirs.max(), "n {n}");
+            assert_eq!(h.min(), theirs.min(), "n {n}");
+            assert_eq!(h.max(), theirs.max(), "n {n}");
+            assert_eq!(ours.mean().to_bits(), theirs.mean().to_bits(), "n {n}");
+            assert_eq!(h.stdev().to_bits(), theirs.stdev().to_bits(), "n {n}");
+            for q in qs {
+                assert_eq!(
+                    ours.value_at_quantile(q),
+                    theirs.value_at_quantile(q),
+                    "n {n} q {q}"
+                );
+            }
+            // Few latencies stay sparse: 16 bytes a bucket, not a dense histogram.
+            if n < DENSE_AFTER {
+                assert!(ours.is_sparse(), "n {n}");
+            }
+            if n >= 5000 {
+                assert!(!ours.is_sparse(), "n {n}");
+            }
+        }
+    }
+
+    /// One I/O of a second costs a job one pair, where the dense histogram held about 170 KiB
+    /// (10,000 such jobs took 2.3 GiB with two histograms each).
+    #[test]
+    fn one_latency_of_a_second_is_kept_in_one_pair() {
+        let mut d = JobMetrics::default();
+        d.record(Op::Read, 4096, Nanos::from_ms(1500));
+        assert!(d.read.latency.is_sparse() && d.write.latency.is_sparse());
+        match &d.read.latency.0 {
+            Store::Sparse(v) => assert_eq!(v.len(), 1),
+            Store::Dense(_) => unreachable!(),
+        }
+        let mut reference = dense();
+        record_dense(&mut reference, 1_500_000_000, 1);
+        assert!(reference.distinct_values() * 8 > 100_000);
+        let s = d.summary("j", "/", Nanos::from_ms(2000));
+        assert_eq!(
+            s.read.lat_p50_ms,
+            reference.value_at_quantile(0.5) as f64 / 1e6
+        );
+        assert_eq!(s.read.lat_max_ms, reference.max() as f64 / 1e6);
     }
 }

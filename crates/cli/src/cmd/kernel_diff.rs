@@ -38,6 +38,16 @@ pub struct Args {
 
 /// Run `elevator kernel-diff`.
 pub fn run(args: Args) -> Result<()> {
+    // Both were raised silently (a depth of 0 to 1, a window below 2 to 2).
+    if args.depth == Some(0) {
+        anyhow::bail!("--depth: a queue depth is at least 1");
+    }
+    if args.window < 2 {
+        anyhow::bail!(
+            "--window: a Kendall window orders pairs, so it holds at least 2 decisions (got {})",
+            args.window
+        );
+    }
     let opts = DiffOptions {
         depth: args.depth,
         window: args.window,

@@ -220,7 +220,8 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     )?;
     anyhow::ensure!(
         (0.001..=1e6).contains(&args.speed),
-        "--speed {}: not a factor from 0.001 to 1000000 (recorded times are divided by it)",
+        // `{:?}` prints 1e-300 as written, where `{}` printed 300 digits.
+        "--speed {:?}: not a factor from 0.001 to 1000000 (recorded times are divided by it)",
         args.speed
     );
     output::json_to_stdout(args.out.json.as_deref());

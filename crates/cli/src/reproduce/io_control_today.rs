@@ -298,10 +298,11 @@ pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<P
     };
     let i = job("interactive")?;
     let b = job("bulk")?;
+    let lat = i.metrics.read.latency.histogram();
     Ok(Protection {
-        p99_ms: i.metrics.read.latency.value_at_quantile(0.99) as f64 / 1e6,
-        p90_ms: i.metrics.read.latency.value_at_quantile(0.90) as f64 / 1e6,
-        mean_ms: i.metrics.read.latency.mean() / 1e6,
+        p99_ms: lat.value_at_quantile(0.99) as f64 / 1e6,
+        p90_ms: lat.value_at_quantile(0.90) as f64 / 1e6,
+        mean_ms: lat.mean() / 1e6,
         interactive_mb_s: i.metrics.read.bytes as f64 / 1e6 / secs,
         bulk_mb_s: b.metrics.write.bytes as f64 / 1e6 / secs,
     })
