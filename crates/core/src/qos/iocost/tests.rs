@@ -883,5 +883,8 @@ fn on_a_one_request_device_rq_wait_holds_vrate_below_a_correct_models_full_rate(
     // The weights still hold where the budgets bind.
     let w = one_slot_pair(100, 300, Some(loose_qos()));
     let share_b = w.ios[1] as f64 / w.ios.iter().sum::<u64>() as f64;
-    assert!((share_b - 0.75).abs() < 0.05, "share of /b {share_b:.3}: {w:?}");
+    assert!(
+        (share_b - 0.75).abs() < 0.05,
+        "share of /b {share_b:.3}: {w:?}"
+    );
 }
