@@ -35,6 +35,8 @@ pub struct UringBackend {
     size: u64,
     owned: HashMap<u64, AlignedBuf>,
     limits: crate::queue_limits::QueueLimits,
+    /// Hand each I/O to the kernel as it is submitted ([`UringBackend::set_submit_each`]).
+    submit_each: bool,
     /// Whether the ring still waits for `IORING_REGISTER_ENABLE_RINGS` from its issuer.
     disabled: bool,
 }
@@ -98,6 +100,7 @@ impl UringBackend {
             size,
             owned: HashMap::with_capacity(entries as usize),
             limits,
+            submit_each: false,
             disabled: setup == Setup::DeferTaskrun,
         })
     }
@@ -109,6 +112,16 @@ impl UringBackend {
             self.disabled = false;
         }
         Ok(())
+    }
+
+    /// Hand each I/O to the kernel in its own `io_uring_enter` as it is submitted, as fio's
+    /// libaio engine does with its default `iodepth_batch` of 1 (one `io_submit` an I/O).
+    /// By default the backend submits what has queued up when it next waits, in one call: the
+    /// kernel then plugs the batch (`blk_start_plug` in io_uring's submission of more than two
+    /// entries), and contiguous small I/Os of one batch merge in the plug
+    /// (`blk_attempt_plug_merge`) before the device sees them.
+    pub fn set_submit_each(&mut self, yes: bool) {
+        self.submit_each = yes;
     }
 
     fn push(&mut self, entry: io_uring::squeue::Entry) -> io::Result<()> {
@@ -185,7 +198,11 @@ impl Backend for UringBackend {
                 format!("token {} is already in flight", io.token),
             ));
         }
-        self.push(entry)
+        self.push(entry)?;
+        if self.submit_each {
+            self.ring.submit()?;
+        }
+        Ok(())
     }
 
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()> {

@@ -160,15 +160,17 @@ pub const PLAN: [Point; 20] = [
 
 /// What `calibrate --iocost` measures: the six figures of the kernel's `io.cost.model`
 /// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
-/// and writes at depth 32, points of [`PLAN`]), sequential 4 KiB IOPS (depth 64) and random
-/// 4 KiB IOPS (reads at depth 64 and writes at depth 32, points of [`PLAN`]).
+/// and writes at depth 32, points of [`PLAN`]; the script: 128 MiB at depth 1, which needs
+/// minutes a point on a slow device), sequential 4 KiB IOPS (depth 64) and random 4 KiB IOPS
+/// (reads and writes at depth 64, the script's `--rand-depth`). `calibrate --iocost` submits
+/// each I/O in its own system call, as the script's fio does.
 pub const IOCOST_PLAN: [Point; 6] = [
     Point::new(RwMode::Read, M, 32),
     Point::new(RwMode::Read, 4 * K, 64),
     Point::new(RwMode::RandRead, 4 * K, 64),
     Point::new(RwMode::Write, M, 32),
     Point::new(RwMode::Write, 4 * K, 64),
-    Point::new(RwMode::RandWrite, 4 * K, 32),
+    Point::new(RwMode::RandWrite, 4 * K, 64),
 ];
 
 /// How long one point runs: a ramp, then the time it is measured over.
@@ -231,7 +233,11 @@ fn noop() -> Box<dyn elevator_core::Scheduler> {
 }
 
 /// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`
-/// bytes; the figures are the point's own job's.
+/// bytes; the figures are the point's own job's. With `submit_each`, every I/O reaches the
+/// kernel in its own system call, as fio's libaio engine submits at its default
+/// `iodepth_batch` of 1 ([`UringBackend::set_submit_each`]): no batch for the kernel's plug
+/// to merge contiguous small I/Os in.
+#[allow(clippy::too_many_arguments)]
 pub fn measure(
     p: &Point,
     file: &std::fs::File,
@@ -240,6 +246,7 @@ pub fn measure(
     span: Span,
     stop: &'static AtomicBool,
     seed: u64,
+    submit_each: bool,
 ) -> anyhow::Result<Figures> {
     let jobs = jobs(p, region, size, span, seed)?
         .into_iter()
@@ -256,6 +263,7 @@ pub fn measure(
     let handle = file.try_clone().context("duplicate the target's handle")?;
     let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
         .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+    backend.set_submit_each(submit_each);
     let opts = RunOptions {
         stop: Some(stop),
         ramp: span.ramp,

@@ -366,7 +366,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut measured = Vec::new();
     for (i, p) in plan.iter().enumerate() {
         bar.set_message(p.label());
-        let f = measure::measure(p, &tgt.file, tgt.size, region, span, &STOP, i as u64 + 1);
+        let f = measure::measure(
+            p,
+            &tgt.file,
+            tgt.size,
+            region,
+            span,
+            &STOP,
+            i as u64 + 1,
+            args.iocost,
+        );
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
             tgt.remember()?;
