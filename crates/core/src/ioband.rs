@@ -297,7 +297,11 @@ impl IoBand {
     /// `c_blocked[d]`: requests of class `d` group `g` holds.
     fn c_blocked(&self, g: usize, d: usize) -> usize {
         let gr = &self.groups[g];
-        gr.held.iter().chain(&gr.prio).filter(|r| dir(r) == d).count()
+        gr.held
+            .iter()
+            .chain(&gr.prio)
+            .filter(|r| dir(r) == d)
+            .count()
     }
 
     /// `group_should_block` with the weight policy's `is_queue_full`: whether a submitter of
@@ -819,7 +823,11 @@ mod tests {
             }
             assert_eq!(b.held(1), 1);
             assert_eq!(b.issued_total() as u64, 2 + a_in_flight);
-            assert_eq!(b.make_global_epoch(), !vetoed, "{a_in_flight} of /a in flight");
+            assert_eq!(
+                b.make_global_epoch(),
+                !vetoed,
+                "{a_in_flight} of /a in flight"
+            );
         }
     }
 
@@ -845,7 +853,11 @@ mod tests {
         b.epoch += 1;
         b.conduct(now);
         assert_eq!((b.held(1), b.sleeping(1)), (0, 0));
-        assert_eq!(b.orig_ctx.len(), 16, "the 16 held went down from the worker");
+        assert_eq!(
+            b.orig_ctx.len(),
+            16,
+            "the 16 held went down from the worker"
+        );
         assert_eq!(b.inner.queued(), 20);
     }
 

@@ -350,8 +350,12 @@ fn simulate(
     seed: u64,
     record: bool,
 ) -> anyhow::Result<RunReport> {
-    let mut scenario = Scenario::parse(&scenario_text_reader(n, reader), "builtin:io-controller", None)
-        .context("the io-controller scenario")?;
+    let mut scenario = Scenario::parse(
+        &scenario_text_reader(n, reader),
+        "builtin:io-controller",
+        None,
+    )
+    .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
     let mut sim = scenario.simulation(sched, Some(seed));

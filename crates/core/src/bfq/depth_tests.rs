@@ -139,7 +139,11 @@ fn from_linux_6_17_a_sync_write_may_hold_six_of_eight_tags_and_an_over_limit_que
     ]));
     for i in 0..8u64 {
         s.insert(
-            rq(10 + i, 1).sector(i * 16).sectors(16).sync_write().build(),
+            rq(10 + i, 1)
+                .sector(i * 16)
+                .sectors(16)
+                .sync_write()
+                .build(),
             Nanos::ZERO,
         );
     }
