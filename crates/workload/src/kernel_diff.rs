@@ -189,29 +189,7 @@ pub fn policy_settings(
             Err(_) => skipped.push((t.name.to_string(), raw.clone(), "not an integer".into())),
         }
     }
-    // Not in sysfs: the kernel's version decides. From Linux 6.17 the schedulers' shallow
-    // depths count tags of the whole bitmap (lib/sbitmap, `__map_depth_with_shallow`).
-    if info.tunables.iter().any(|t| t.name == WHOLE_MAP_DEPTHS)
-        && release_at_least(&meta.kernel.release, (6, 17))
-    {
-        s.set(WHOLE_MAP_DEPTHS, 1);
-    }
     (s, skipped)
-}
-
-/// The tunable of ours that follows the kernel's version rather than a sysfs file.
-const WHOLE_MAP_DEPTHS: &str = "whole_map_depths";
-
-/// Whether `uname -r`'s `release` (`6.18.44-fc-v657`) is at least `major.minor`; an
-/// unreadable release is not.
-fn release_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(a), Some(b)) => (a, b) >= (major, minor),
-        _ => false,
-    }
 }
 
 /// The most requests the kernel had at the device at once.
@@ -784,28 +762,6 @@ mod tests {
         m.iosched.insert("fifo_batch".into(), "16".into());
         m.iosched.insert("read_expire".into(), "0".into());
         m
-    }
-
-    #[test]
-    fn bfq_counts_its_depths_over_the_whole_bitmap_from_linux_6_17() {
-        assert!(release_at_least("6.18.44-fc-v657", (6, 17)));
-        assert!(release_at_least("6.17", (6, 17)));
-        assert!(!release_at_least("6.9.0-rc1", (6, 17)));
-        assert!(!release_at_least("5.19.1", (6, 17)));
-        assert!(!release_at_least("", (6, 17)));
-        assert!(!release_at_least("six", (6, 17)));
-        let bfq = policy_for("bfq").unwrap();
-        let mut m = meta("bfq");
-        m.kernel.release = "6.18.44-fc-v657".into();
-        let (s, skipped) = policy_settings(&bfq, &m);
-        assert!(skipped.is_empty());
-        assert_eq!(s.raw(WHOLE_MAP_DEPTHS), Some(1));
-        m.kernel.release = "6.9.0".into();
-        assert_eq!(policy_settings(&bfq, &m).0.raw(WHOLE_MAP_DEPTHS), None);
-        // A policy without the tunable is never given it.
-        m.kernel.release = "6.18.44".into();
-        let dd = policy_for("mq-deadline").unwrap();
-        assert_eq!(policy_settings(&dd, &m).0.raw(WHOLE_MAP_DEPTHS), None);
     }
 
     #[test]
