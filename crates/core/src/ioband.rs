@@ -27,20 +27,21 @@
 //! Groups are the run's group tree, flattened: each group, the root included (dm-ioband's
 //! default group), is one ioband group with its own weight.
 //!
+//! A submitter whose group holds its `c_limit` (`io_limit * weight / total /
+//! OVERCOMMIT_RATE`) requests of its class sleeps (`prevent_burst_bios`, `is_queue_full`)
+//! until the group holds none of them; then its request goes through `ioband_map` again and,
+//! if it passes, reaches the inner scheduler in its own process's context.
+//!
 //! # Deviations
-//! - A process is never put to sleep: 2009's dm-ioband blocks a submitter
-//!   (`prevent_burst_bios`) whose group holds its share of `io_limit` (`c_limit`) or whose
-//!   class the device holds `io_limit` of (`device_should_block`); here the requests are
-//!   simply held (the workloads issue a bounded number anyway).
+//! - The device-wide block (`device_should_block`: a class of which the device holds
+//!   `io_limit` requests) is not modelled; it is what kernel threads and urgent bios wait on.
 //! - The weight policy's token rules (`get_token`, `iopriority`, `make_global_epoch`,
 //!   `make_epoch`, `is_token_left`, `consume_token`) are the same in v1.x and in the late-2009
 //!   `dm-ioband-policy.c` (the release with hierarchical groups and range-bw, read in a
 //!   2.6.3x tree that carries it); we follow the 2009 file: bucket `io_limit * 2 *
 //!   DEFAULT_BUCKET` (`init_token_bucket`) and a share of `bucket * weight / total`, at least
-//!   one (`__set_weight`; v1.x added one). Not modelled from it: hierarchical groups, the
-//!   per-group `c_limit` of `io_limit * weight / total / OVERCOMMIT_RATE` that puts
-//!   submitters to sleep (see the first point), and `is_group_down`'s bonus tokens during
-//!   suspend.
+//!   one (`__set_weight`; v1.x added one). Not modelled from it: hierarchical groups and
+//!   `is_group_down`'s bonus tokens during suspend.
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - Released requests reach the inner scheduler at the next `dispatch` call (dm-ioband hands
 //!   them over from a workqueue). Like dm-ioband's, they are issued by the worker thread: the
@@ -64,6 +65,8 @@ const IOPRIO_BASE: i64 = 100;
 const TOKEN_BATCH_UNIT: i64 = 20;
 /// `PROCEED_THRESHOLD`.
 const PROCEED_THRESHOLD: i64 = 8;
+/// `OVERCOMMIT_RATE`: a group's `c_limit` is its share of `io_limit` over this.
+const OVERCOMMIT_RATE: i64 = 4;
 /// `LOCAL_ACTIVE_RATIO`.
 const LOCAL_ACTIVE_RATIO: i64 = 8;
 /// `GLOBAL_ACTIVE_RATIO`.
@@ -139,6 +142,12 @@ struct Group {
     held: VecDeque<Request>,
     /// Requests popped for a direction with no room, released first (`c_prio_bios`).
     prio: VecDeque<Request>,
+    /// `c_limit`: held requests of one class at which the group's submitters sleep.
+    limit: usize,
+    /// `is_group_blocked`, per class (async, sync).
+    blocked_flag: [bool; 2],
+    /// Requests of submitters asleep in `prevent_burst_bios`, per class, in arrival order.
+    sleeping: [VecDeque<Request>; 2],
 }
 
 /// What releasing a group's requests ended with.
@@ -251,6 +260,13 @@ impl IoBand {
             .map_or(0, |gr| gr.held.len() + gr.prio.len())
     }
 
+    /// Requests of group `g` whose submitters sleep in `prevent_burst_bios` (not yet held).
+    pub fn sleeping(&self, g: usize) -> usize {
+        self.groups
+            .get(g)
+            .map_or(0, |gr| gr.sleeping[0].len() + gr.sleeping[1].len())
+    }
+
     /// Tokens group `g` has in the current epoch (negative: debt).
     pub fn tokens(&self, g: usize) -> i64 {
         self.groups[g].token
@@ -265,12 +281,57 @@ impl IoBand {
     }
 
     /// `set_weight` / `__set_weight` (2009, flat) for every group: tokens in proportion to
-    /// weight, at least one (v1.x added one to every share instead).
+    /// weight, at least one (v1.x added one to every share instead), and the group's share of
+    /// `io_limit` over `OVERCOMMIT_RATE`, at least one, as `c_limit`.
     fn set_weights(&mut self) {
         let total: i64 = self.groups.iter().map(|g| g.weight).sum();
+        let io_limit = i64::from(self.cfg.io_limit);
         for g in &mut self.groups {
             g.token_initial = (self.token_bucket * g.weight / total.max(1)).max(1);
             g.token = g.token_initial;
+            let limit = (io_limit * g.weight / total.max(1)).max(1);
+            g.limit = (limit / OVERCOMMIT_RATE).max(1) as usize;
+        }
+    }
+
+    /// `c_blocked[d]`: requests of class `d` group `g` holds.
+    fn c_blocked(&self, g: usize, d: usize) -> usize {
+        let gr = &self.groups[g];
+        gr.held
+            .iter()
+            .chain(&gr.prio)
+            .filter(|r| dir(r) == d)
+            .count()
+    }
+
+    /// `group_should_block` with the weight policy's `is_queue_full`: whether a submitter of
+    /// class `d` in group `g` sleeps now; the group stays blocked until it holds none.
+    fn group_should_block(&mut self, g: usize, d: usize) -> bool {
+        if self.groups[g].blocked_flag[d] {
+            return true;
+        }
+        if self.c_blocked(g, d) >= self.groups[g].limit {
+            self.groups[g].blocked_flag[d] = true;
+            return true;
+        }
+        false
+    }
+
+    /// `make_issue_list`'s wake-up: a blocked group that holds no request of a class any
+    /// more is unblocked, and its sleeping submitters of that class go through `ioband_map`
+    /// again, in their order (each may pass, be held, or sleep again).
+    fn wake_sleepers(&mut self, now: Nanos) {
+        for g in 0..self.groups.len() {
+            for d in 0..2 {
+                if !self.groups[g].blocked_flag[d] || self.c_blocked(g, d) > 0 {
+                    continue;
+                }
+                self.groups[g].blocked_flag[d] = false;
+                let woken = std::mem::take(&mut self.groups[g].sleeping[d]);
+                for rq in woken {
+                    self.map(rq, now);
+                }
+            }
         }
     }
 
@@ -458,6 +519,24 @@ impl IoBand {
         (Release::Ok, issued_any)
     }
 
+    /// `ioband_map`: a request arrives from its process. Its submitter sleeps if its group is
+    /// blocked (`prevent_burst_bios`); else the request passes down if the group holds none of
+    /// its class, there is room and the group has tokens; else it is held.
+    fn map(&mut self, rq: Request, now: Nanos) {
+        let g = self.group_of(&rq);
+        let d = dir(&rq);
+        if self.group_should_block(g, d) {
+            self.groups[g].sleeping[d].push_back(rq);
+            return;
+        }
+        if self.c_blocked(g, d) == 0 && self.room(d) && self.can_submit(g) > 0 {
+            self.issue(g, rq, now, false);
+            return;
+        }
+        self.blocked += 1;
+        self.groups[g].held.push_back(rq);
+    }
+
     /// `ioband_conduct`, repeated while it makes progress.
     fn conduct(&mut self, now: Nanos) {
         for _ in 0..100_000 {
@@ -470,6 +549,7 @@ impl IoBand {
                     again = r == Release::Yield;
                 }
             }
+            self.wake_sleepers(now);
             if self.blocked > 0
                 && self.room(0)
                 && self.room(1)
@@ -492,15 +572,7 @@ impl Scheduler for IoBand {
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        let g = self.group_of(&rq);
-        let gr = &self.groups[g];
-        if gr.held.is_empty() && gr.prio.is_empty() && self.room(dir(&rq)) && self.can_submit(g) > 0
-        {
-            self.issue(g, rq, now, false);
-            return;
-        }
-        self.blocked += 1;
-        self.groups[g].held.push_back(rq);
+        self.map(rq, now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
@@ -535,7 +607,12 @@ impl Scheduler for IoBand {
     }
 
     fn queued(&self) -> usize {
-        self.inner.queued() + self.blocked
+        let sleeping: usize = self
+            .groups
+            .iter()
+            .map(|g| g.sleeping[0].len() + g.sleeping[1].len())
+            .sum();
+        self.inner.queued() + self.blocked + sleeping
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
@@ -626,14 +703,16 @@ mod tests {
         for i in 0..20u64 {
             b.insert(rq(i, 1).sector(i * 8).group(1).build(), now);
         }
-        assert_eq!(b.held(1), 16);
+        // /a's c_limit is 8 * 100 / 500 / OVERCOMMIT_RATE, at least 1: one held request, the
+        // other submitters asleep (prevent_burst_bios).
+        assert_eq!((b.held(1), b.sleeping(1)), (1, 15));
         let mut refill_seen = false;
         loop {
-            let (in_flight, passed_a) = (b.issued_total(), 20 - b.held(1));
+            let (in_flight, passed_a) = (b.issued_total(), 20 - b.held(1) - b.sleeping(1));
             let Dispatch::Request(r) = b.dispatch(now) else {
                 break;
             };
-            let passed_now = 20 - b.held(1);
+            let passed_now = 20 - b.held(1) - b.sleeping(1);
             assert!(
                 passed_now <= 6 || b.epoch >= 1,
                 "/a spent more than its 6 tokens"
@@ -707,6 +786,79 @@ mod tests {
                 "{b_requests} requests of /b"
             );
         }
+    }
+
+    #[test]
+    fn a_lone_readers_two_readahead_windows_hold_the_epoch_only_while_the_drained_groups_own_bios_drain(
+    ) {
+        // Goyal's n = 1 (docs/ioband.md): B's one buffered reader has two 128 KiB readahead
+        // windows in flight (ondemand_readahead, do_generic_file_read). make_global_epoch
+        // holds the drained group /a back only while the dominant group has over 1/8 of its
+        // tokens AND nr_issued >= io_throttle (4): B's two bios alone never reach it, so /a
+        // waits only until its own bios in flight fall under 4 - 2.
+        for (a_in_flight, vetoed) in [(3u64, true), (2, true), (1, false), (0, false)] {
+            let mut b = band(&[("io_limit", 16), ("token", 64)]);
+            let mut now = Nanos::ZERO;
+            // /b becomes the dominant group (really active from its 4th bio: consume_token),
+            // then two of its four complete: the reader's two windows stay in flight.
+            let bs: Vec<Request> = (0..4u64)
+                .map(|i| rq(1000 + i, 2).sector(900_000 + i * 256).group(2).build())
+                .collect();
+            for r in &bs {
+                b.insert(r.clone(), now);
+            }
+            assert_eq!(b.dominant, Some(2));
+            for r in &bs[..2] {
+                let Dispatch::Request(d) = b.dispatch(now) else {
+                    panic!("nothing to dispatch")
+                };
+                assert_eq!(d.id, r.id);
+                now += Nanos::from_ms(1);
+                b.complete(&d, now);
+            }
+            // /a passes `a_in_flight` bios down with its last tokens; its next is held.
+            b.groups[1].token = a_in_flight as i64;
+            for i in 0..=a_in_flight {
+                b.insert(rq(i, 1).sector(i * 256).group(1).build(), now);
+            }
+            assert_eq!(b.held(1), 1);
+            assert_eq!(b.issued_total() as u64, 2 + a_in_flight);
+            assert_eq!(
+                b.make_global_epoch(),
+                !vetoed,
+                "{a_in_flight} of /a in flight"
+            );
+        }
+    }
+
+    #[test]
+    fn a_group_holding_its_c_limit_puts_its_submitters_to_sleep_until_it_holds_none() {
+        // 2009 dm-ioband: __set_weight gives each group c_limit = io_limit * weight / total
+        // / OVERCOMMIT_RATE (192 * 100 / 300 / 4 = 16 here); prevent_burst_bios puts a
+        // submitter to sleep once its group holds c_limit requests of its class
+        // (is_queue_full, group_should_block), and the group stays blocked until
+        // make_issue_list has released every one of them. The woken submitters then go
+        // through ioband_map again and pass down in their own context.
+        let mut b = band(&[]);
+        assert_eq!(b.groups[1].limit, 16);
+        let now = Nanos::ZERO;
+        b.groups[1].token = 0; // /a is out of tokens: everything it sends is held.
+        b.groups[1].my_epoch = b.epoch;
+        for i in 0..20u64 {
+            b.insert(rq(i, 100 + i as u32).sector(i * 256).group(1).build(), now);
+        }
+        assert_eq!((b.held(1), b.sleeping(1)), (16, 4));
+        // A new epoch: the conductor releases the 16 through the worker; the group holds
+        // none, wakes its 4 sleepers, and they pass down as their own processes'.
+        b.epoch += 1;
+        b.conduct(now);
+        assert_eq!((b.held(1), b.sleeping(1)), (0, 0));
+        assert_eq!(
+            b.orig_ctx.len(),
+            16,
+            "the 16 held went down from the worker"
+        );
+        assert_eq!(b.inner.queued(), 20);
     }
 
     #[test]

@@ -31,12 +31,21 @@ const FRESH: &str = "mixed-sizes";
 /// time), bfq with its log. Also kept apart from the corpus-wide figures.
 const FRESH_TODAY: &str = "reader-beside-";
 
+/// The fresh recording of branch seeds3 (29 November 2026, Linux 6.18.44): writers of the
+/// idle class and of best effort 7 beside a sequential reader and a real-time reader, bfq
+/// with its log. Kept apart from the corpus-wide figures; bfq misses issue 27's target on it
+/// (docs/testing.md, docs/bfq.md).
+const FRESH_SEEDS3: &str = "prio-writers-beside-reader";
+
 fn fresh(mix: &str) -> bool {
-    mix.starts_with(FRESH) || mix.starts_with(FRESH_TODAY)
+    mix.starts_with(FRESH) || mix.starts_with(FRESH_TODAY) || mix == FRESH_SEEDS3
 }
 
+/// bfq's agreement on the seeds3 recording, as measured.
+const BFQ_SEEDS3: f64 = 2.4;
+
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 33] = [
+const FLOOR: [(&str, &str, f64); 37] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -59,6 +68,13 @@ const FLOOR: [(&str, &str, f64); 33] = [
     ("prio-classes", "mq-deadline", 96.9),
     ("prio-classes", "kyber", 100.0),
     ("prio-classes", "bfq", 98.8),
+    // The fresh recording of branch seeds3: bfq diverges from decision 4 (ours serves the
+    // best-effort-7 writer where the kernel, idling for the raised real-time reader, injects
+    // only the raised sequential reader's requests); not yet traced to our code.
+    ("prio-writers-beside-reader", "none", 100.0),
+    ("prio-writers-beside-reader", "mq-deadline", 100.0),
+    ("prio-writers-beside-reader", "kyber", 100.0),
+    ("prio-writers-beside-reader", "bfq", BFQ_SEEDS3),
     ("process-burst", "none", 100.0),
     ("process-burst", "mq-deadline", 100.0),
     ("process-burst", "kyber", 100.0),
@@ -163,5 +179,18 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
                 r.mix
             );
         }
+    }
+    // The seeds3 recording: none, mq-deadline and kyber within 2 points of the corpus; bfq
+    // is not (issue 27's 90%; measured BFQ_SEEDS3), held at its measured figure above.
+    for (sched, corpus) in [("none", 100.0), ("mq-deadline", 99.0), ("kyber", 99.6)] {
+        let r = rows
+            .iter()
+            .find(|r| r.mix == FRESH_SEEDS3 && r.scheduler == sched)
+            .expect("the seeds3 recording");
+        let share = 100.0 * r.kernel_pace.agreement.share();
+        assert!(
+            share >= corpus - 2.0,
+            "{FRESH_SEEDS3}/{sched}: {share:.1}%, corpus {corpus}%"
+        );
     }
 }

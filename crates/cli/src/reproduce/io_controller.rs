@@ -4,8 +4,9 @@
 //! controller (CFQ group scheduling) and dm-ioband over vanilla CFQ.
 //!
 //! Ours: the built-in 7200 rpm IBM Ultrastar 18ES (DiskSim-validated), every reader an fio
-//! sequential reader with fio's default 4 KiB blocks, one at a time, over its own file (1/40
-//! of the disk, files side by side), for 30 simulated seconds; the policies are `cfq-flat`,
+//! sequential reader with fio's default 4 KiB blocks, one at a time (under dm-ioband: the
+//! 128 KiB readahead bios 2.6.31 sends for such a reader, two in flight, [`Reader`]), over its
+//! own file (1/40 of the disk, files side by side), for 30 simulated seconds; the policies are `cfq-flat`,
 //! `cfq` and `ioband+cfq-flat`, all at their defaults. Bandwidths are KB/s
 //! (1024 bytes, as fio printed them) over the run, latencies the largest completion latency
 //! of any request of the group.
@@ -180,40 +181,56 @@ const PUBLISHED: [Published; 15] = [
     ),
 ];
 
-/// The three setups, the policy each runs under here and the size of its readers' I/Os.
-const SETUPS: [(&str, &str, &str, u64); 3] = [
+/// The three setups, the policy each runs under here and how its readers issue.
+const SETUPS: [(&str, &str, &str, Reader); 3] = [
     (
         "vanilla-cfq",
         "cfq-flat",
         "vanilla CFQ (groups ignored)",
-        FIO_BS,
+        FIO_READER,
     ),
     (
         "io-controller+cfq",
         "cfq",
         "IO scheduler controller + CFQ (CFQ group scheduling)",
-        FIO_BS,
+        FIO_READER,
     ),
     (
         "dm-ioband+cfq",
         "ioband+cfq-flat",
         "dm-ioband + vanilla CFQ",
-        READAHEAD_BS,
+        READAHEAD_READER,
     ),
 ];
 
-/// fio's default block size: the size of the readers' reads (and of their requests here, one
-/// at a time, for vanilla CFQ and the group scheduler; docs/cfq.md says why).
-const FIO_BS: u64 = 4096;
+/// How every reader of a setup issues: the size of its requests and how many it keeps in
+/// flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reader {
+    /// Bytes per request.
+    pub bs: u64,
+    /// Requests in flight per reader.
+    pub depth: u32,
+}
+
+/// fio's default block size, one read at a time: the readers' requests for vanilla CFQ and
+/// the group scheduler (docs/cfq.md says why they keep 4 KiB).
+const FIO_READER: Reader = Reader { bs: 4096, depth: 1 };
 
 /// What reaches dm-ioband from a buffered sequential reader (fio's default, `direct=0`) on
 /// 2.6.31: one bio per readahead window, and the window of `ondemand_readahead` settles at
-/// the default maximum `VM_MAX_READAHEAD` of 128 KiB, with `async_size` equal to its size,
-/// so the next window is submitted as the reader touches the first page of the current one
-/// (one window in flight while the disk is the bottleneck). dm-ioband charges one token per
-/// bio whatever its size (`prepare_token`), so the bio size sets its token clock.
+/// the default maximum `VM_MAX_READAHEAD` of 128 KiB with `async_size` equal to its size, so
+/// `PG_readahead` marks the first page of each window. `do_generic_file_read` starts the
+/// next window (`page_cache_async_readahead`) when the reader reaches that page, before it
+/// waits for the page to come uptodate: reaching window k starts window k + 1 while k may
+/// still be in flight, so while the disk is the bottleneck every reader has two windows in
+/// flight, and the next starts as soon as the older completes. dm-ioband charges one token
+/// per bio whatever its size (`prepare_token`), so the bio size sets its token clock.
 /// docs/ioband.md ("Goyal's table").
-const READAHEAD_BS: u64 = 128 * 1024;
+const READAHEAD_READER: Reader = Reader {
+    bs: 128 * 1024,
+    depth: 2,
+};
 
 const NS: [u32; 5] = [1, 2, 4, 8, 16];
 pub(crate) const RUNTIME_S: u64 = 30;
@@ -299,11 +316,12 @@ struct Out {
 
 /// The scenario for `n` readers in B, as scenario-file text.
 pub fn scenario_text(n: u32) -> String {
-    scenario_text_bs(n, FIO_BS)
+    scenario_text_reader(n, FIO_READER)
 }
 
-/// The same with every reader reading `bs` bytes at a time.
-fn scenario_text_bs(n: u32, bs: u64) -> String {
+/// The same with every reader issuing as `reader` says.
+fn scenario_text_reader(n: u32, reader: Reader) -> String {
+    let Reader { bs, depth } = reader;
     let mut s = format!(
         "name = \"io-controller-n{n}\"\n\
          description = \"16 sequential readers in /a against {n} in /b, equal weights\"\n\
@@ -314,7 +332,7 @@ fn scenario_text_bs(n: u32, bs: u64) -> String {
     for (slot, (g, i)) in jobs.enumerate() {
         s.push_str(&format!(
             "\n[[job]]\nname = \"{g}{i}\"\ngroup = \"/{g}\"\nkind = \"fio\"\nrw = \"read\"\n\
-             bs = {bs}\noffset_frac = {:.6}\nsize_frac = 0.025\ntime_based = true\n\
+             bs = {bs}\niodepth = {depth}\noffset_frac = {:.6}\nsize_frac = 0.025\ntime_based = true\n\
              runtime_ms = {}\n",
             slot as f64 / 40.0,
             RUNTIME_S * 1000
@@ -327,13 +345,17 @@ fn scenario_text_bs(n: u32, bs: u64) -> String {
 fn simulate(
     policy: &str,
     n: u32,
-    bs: u64,
+    reader: Reader,
     wakeup: Nanos,
     seed: u64,
     record: bool,
 ) -> anyhow::Result<RunReport> {
-    let mut scenario = Scenario::parse(&scenario_text_bs(n, bs), "builtin:io-controller", None)
-        .context("the io-controller scenario")?;
+    let mut scenario = Scenario::parse(
+        &scenario_text_reader(n, reader),
+        "builtin:io-controller",
+        None,
+    )
+    .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
     let mut sim = scenario.simulation(sched, Some(seed));
@@ -343,15 +365,15 @@ fn simulate(
     Ok(sim.run(scenario.limit))
 }
 
-/// Run one policy at one `n` and one seed, its readers reading `bs` bytes at a time.
+/// Run one policy at one `n` and one seed, its readers issuing as `reader` says.
 pub fn measure_one(
     policy: &str,
     n: u32,
-    bs: u64,
+    reader: Reader,
     wakeup: Nanos,
     seed: u64,
 ) -> anyhow::Result<Sample> {
-    let report = simulate(policy, n, bs, wakeup, seed, false)?;
+    let report = simulate(policy, n, reader, wakeup, seed, false)?;
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
     let group = |path: &str| {
         report
@@ -384,9 +406,9 @@ pub fn measure_one(
 
 /// Every setup at every n over `seeds` (in parallel), in the published order.
 pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
-    let cases: Vec<(&str, &str, u64, u32)> = SETUPS
+    let cases: Vec<(&str, &str, Reader, u32)> = SETUPS
         .iter()
-        .flat_map(|&(setup, policy, _, bs)| NS.iter().map(move |&n| (setup, policy, bs, n)))
+        .flat_map(|&(setup, policy, _, reader)| NS.iter().map(move |&n| (setup, policy, reader, n)))
         .collect();
     let runs: Vec<(usize, u64)> = (0..cases.len())
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
@@ -395,8 +417,8 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
     let samples: Vec<Sample> = runs
         .par_iter()
         .map(|&(c, seed)| {
-            let (_, policy, bs, n) = cases[c];
-            let r = measure_one(policy, n, bs, wakeup, seed);
+            let (_, policy, reader, n) = cases[c];
+            let r = measure_one(policy, n, reader, wakeup, seed);
             bar.inc(1);
             r
         })
@@ -433,7 +455,7 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
     }
     let runs: Vec<RunReport> = SETUPS
         .par_iter()
-        .map(|&(_, policy, _, bs)| simulate(policy, 1, bs, wakeup, seed, true))
+        .map(|&(_, policy, _, reader)| simulate(policy, 1, reader, wakeup, seed, true))
         .collect::<anyhow::Result<_>>()?;
     for ((_, policy, title, _), run) in SETUPS.iter().zip(&runs) {
         report::sim::group_share(
@@ -450,8 +472,9 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     let report = &opts.report;
     say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
-    say!("readers, group B = n sequential readers, equal weights; 4 KiB reads (128 KiB");
-    say!("readahead bios under dm-ioband) for {RUNTIME_S} s on a simulated 7200 rpm IBM");
+    say!("readers, group B = n sequential readers, equal weights; 4 KiB reads (under");
+    say!("dm-ioband 128 KiB readahead bios, two in flight per reader) for {RUNTIME_S} s on a");
+    say!("simulated 7200 rpm IBM");
     say!("Ultrastar 18ES. Each cell: published / ours.");
     say!(
         "Bandwidth KB/s, latency ms. {}\n",
@@ -533,11 +556,11 @@ mod tests {
     use super::*;
 
     fn share(policy: &str, n: u32) -> Sample {
-        measure_one(policy, n, FIO_BS, Nanos::ZERO, 1).unwrap()
+        measure_one(policy, n, FIO_READER, Nanos::ZERO, 1).unwrap()
     }
 
-    fn share_bs(policy: &str, n: u32, bs: u64) -> Sample {
-        measure_one(policy, n, bs, Nanos::ZERO, 1).unwrap()
+    fn share_reader(policy: &str, n: u32, reader: Reader) -> Sample {
+        measure_one(policy, n, reader, Nanos::ZERO, 1).unwrap()
     }
 
     #[test]
@@ -565,7 +588,7 @@ mod tests {
     fn ioband_with_readahead_bios_is_within_ten_points_from_four_readers_in_b() {
         // Published (dm-ioband + CFQ): B's share 38, 40 and 47 % at n = 4, 8, 16.
         for (n, published) in [(4, 0.38), (8, 0.40), (16, 0.47)] {
-            let band = share_bs("ioband+cfq-flat", n, READAHEAD_BS).b_share();
+            let band = share_reader("ioband+cfq-flat", n, READAHEAD_READER).b_share();
             assert!(
                 (band - published).abs() <= 0.10,
                 "n={n}: {band:.3} against {published}"
@@ -579,14 +602,17 @@ mod tests {
         // charges a token per bio (prepare_token). Each epoch group A gets its 256 tokens (the
         // bucket of 768 over the default group, /a and /b: __set_weight) plus about as many
         // again of the tokens the default group and B left unclaimed (is_token_left's extra).
-        // With 128 KiB readahead bios this disk passes about 32 of A's bios a second, so A
-        // runs dry about every 16 s: in 30 s dm-ioband holds A about once, and the lone reader
-        // of B gets vanilla CFQ's share. With 4 KiB requests A runs dry every second or so and
+        // With 128 KiB readahead bios (two in flight per reader) this disk passes about 32
+        // of A's bios a second, so A runs dry about every 16 s: in 30 s dm-ioband holds A
+        // about once, and the lone reader of B gets vanilla CFQ's share. Its two windows
+        // never make io_throttle (4) bios in flight on their own, so even then the veto
+        // holds only while A's own bios drain (core's
+        // `a_lone_readers_two_readahead_windows_hold_the_epoch_only_while_the_drained_groups_own_bios_drain`). With 4 KiB requests A runs dry every second or so and
         // each time make_global_epoch's veto (B dominant, really active after 256 / 8 = 32
         // tokens: consume_token) holds A until fewer than io_throttle requests are in flight,
         // and B gets about half. The published 14 % lies between the two.
-        let vanilla = share_bs("cfq-flat", 1, READAHEAD_BS).b_share();
-        let band = share_bs("ioband+cfq-flat", 1, READAHEAD_BS).b_share();
+        let vanilla = share_reader("cfq-flat", 1, READAHEAD_READER).b_share();
+        let band = share_reader("ioband+cfq-flat", 1, READAHEAD_READER).b_share();
         assert!((band - vanilla).abs() <= 0.01, "{vanilla:.3} {band:.3}");
         assert!(band < 0.14, "{band:.3}");
         let band_4k = share("ioband+cfq-flat", 1).b_share();

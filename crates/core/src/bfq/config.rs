@@ -120,6 +120,15 @@ crate::tunable::tunables! {
             max: 1,
             doc: "elevator: merge the queues of cooperating processes (early and stable merge); 0 = never",
         },
+        /// Depth limits over the whole tag bitmap (Linux 6.17 and later).
+        whole_map_depths: bool = "whole_map_depths" {
+            unit: Bool,
+            default: 0,
+            min: 0,
+            max: 1,
+            doc: "elevator: bfq_limit_depth's depths count tags of the whole bitmap (async_depths, \
+                  Linux 6.17 on) instead of bits of each word (word_depths, 6.9); 0 = per word",
+        },
         /// Rotational device.
         rotational: bool = "rotational" {
             unit: Bool,

@@ -111,6 +111,49 @@ fn bfqq_request_over_limit_cuts_a_writer_beside_a_raised_reader_to_depth_1() {
     assert_eq!((allocated(&s, w), s.tag_wait.len()), (6, 0));
 }
 
+/// `bfq_limit_depth` and `bfq_update_depths` from Linux 6.17 on (`whole_map_depths`, the
+/// kernel of the kernel-diff recordings): with 8 tags a sync write may hold 6 of them
+/// (`async_depths[0][1]` = 8 * 3 / 4; the 6.18 bfq log of `reader-beside-direct-writers`
+/// prints `wr_busy 0 sync 1 depth 6`), where by word it held one bit of each 2-bit word, 4;
+/// a queue over its share of that limit gets one tag in all, not one bit of each word.
+#[test]
+fn from_linux_6_17_a_sync_write_may_hold_six_of_eight_tags_and_an_over_limit_queue_one() {
+    let by_word = Bfq::new(cfg_with(&[("nr_requests", 8)]));
+    let whole = Bfq::new(cfg_with(&[("nr_requests", 8), ("whole_map_depths", 1)]));
+    let sync_write = rq(1, 1).sync_write().build();
+    assert_eq!(by_word.limit_depth(&sync_write), Depth::Shallow(4));
+    assert_eq!(whole.limit_depth(&sync_write), Depth::Shallow(6));
+    let async_write = rq(2, 1).write().build();
+    assert_eq!(by_word.limit_depth(&async_write), Depth::Shallow(4));
+    assert_eq!(whole.limit_depth(&async_write), Depth::Shallow(4));
+    assert_eq!(whole.limit_depth(&rq(3, 1).build()), Depth::Full);
+    // One process's sync writes (not weight-raised: raising would give async_depths[1][1],
+    // 8 * 6 / 16 = 3): the fifth and sixth take tags only by count; the seventh
+    // is over its queue's share (6 of 6 allocated) and gets depth 1, so the eighth, also at
+    // depth 1, waits for a tag with 7 held (ours counts a shallow depth: the deviation in
+    // crate::tags).
+    let mut s = Bfq::new(cfg_with(&[
+        ("nr_requests", 8),
+        ("whole_map_depths", 1),
+        ("low_latency", 0),
+    ]));
+    for i in 0..8u64 {
+        s.insert(
+            rq(10 + i, 1)
+                .sector(i * 16)
+                .sectors(16)
+                .sync_write()
+                .build(),
+            Nanos::ZERO,
+        );
+    }
+    assert_eq!((s.tags.held(), s.tag_wait.len()), (7, 1));
+    assert_eq!(
+        s.limit_depth(&rq(20, 1).sync_write().build()),
+        Depth::Shallow(1)
+    );
+}
+
 /// `bfq_limit_depth`: sync reads have the full depth, raised queues busy or not (no word
 /// depth); only `bfqq_request_over_limit` on all `nr_requests` applies to them, which a
 /// queue alone reaches only with every one of the 256 tags.
