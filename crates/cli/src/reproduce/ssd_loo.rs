@@ -23,7 +23,8 @@
 //!
 //! Every fit starts from the same point ([`READ_START`], [`COST_START`]: round values, not
 //! the spec's, which were set with every figure in view), so a held-out figure reaches its
-//! prediction only through the others. The objective is the sum of squared log errors
+//! prediction only through the others; and every fit also scans a fixed grid over the bounds
+//! and searches from its best point, keeping the better end ([`scan_then_minimise`]). The objective is the sum of squared log errors
 //! (`ln(model / measured)`) over the training figures. Targets (issue 28): every read figure
 //! within +-15%, every fig-7 figure within +-25%.
 //!
