@@ -140,3 +140,34 @@ fn a_read_goes_before_queued_programs_and_suspends_one_only_when_the_spec_lets_i
     let (_, read, _) = run(Suspend::Program);
     assert!(read.as_ns() > 200_000 && read.as_ns() < 260_000, "{read:?}");
 }
+
+/// A write covering parts of two mapping units holds its data's bytes of write-buffer room,
+/// not two whole units (MQSim's `Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer`
+/// counts the sectors written against its back-pressure depth). The 980 PRO with a buffer of
+/// two pages (32 KiB): eight 4 KiB writes, each starting 2 KiB into a unit (so over two
+/// units, as most of MQSim's tpcc trace's 8 KiB writes lie over two of its 8 KiB pages), are
+/// 32 KiB of data and all fit; the ninth waits for a program (600 us). Charged two whole
+/// units each (before 2026-11-29), the fifth already waited.
+#[test]
+fn a_write_over_parts_of_two_units_takes_its_bytes_of_buffer_room() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.write_buffer.bytes = 2 * u64::from(spec.flash.page_bytes);
+    spec.host.front_end_slots = 0;
+    let mut ssd = Ssd::with_precondition(spec, Precondition::Steady).unwrap();
+    let t = Nanos::ZERO;
+    let done: Vec<Nanos> = (0..9u64)
+        .map(|i| {
+            let r = rq(i, 2)
+                .sync_write()
+                .sector(8 * (1000 + 2 * i) + 4)
+                .sectors(8)
+                .at(t)
+                .build();
+            ssd.submit(&r, t).done
+        })
+        .collect();
+    for (i, d) in done[..8].iter().enumerate() {
+        assert!(*d < Nanos::from_us(100), "write {i}: {d:?} ({done:?})");
+    }
+    assert!(done[8] > Nanos::from_us(600), "{done:?}");
+}

@@ -105,7 +105,7 @@ impl WriteBuffer {
         }
     }
 
-    /// Admit a write of `data` bytes taking `bytes` of room (whole mapping units) that
+    /// Admit a write of `data` bytes taking `bytes` of room (the data it brings) that
     /// arrived at `at`: returns when it is in the buffer (once there is room, earlier data
     /// having been programmed, and the DRAM has taken its data). Writes are admitted in the
     /// order they come, each no earlier than the one before it (MQSim's writes waiting for

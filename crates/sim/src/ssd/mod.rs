@@ -224,8 +224,12 @@ impl Ssd {
         // Its data comes over the link once the front end has a slot for it.
         let fetched = self.front.fetch_write(accepted, now);
         let arrived = self.host.transfer(rq.bytes(), fetched, now);
-        let bytes = u64::from(units.end - units.start) * self.unit_bytes;
-        let admitted = self.buffer.admit(bytes, rq.bytes(), arrived);
+        // Its room in the buffer is the data it brings, not the whole units it touches: a
+        // write covering part of a unit holds only its sectors (MQSim's advanced cache counts
+        // its back-pressure depth in the sectors written, `write_to_destage_buffer`, and frees
+        // a write-back's own sectors). The room comes back as pages are programmed, at most
+        // what was admitted ([`WriteBuffer::scheduled`]).
+        let admitted = self.buffer.admit(rq.bytes(), rq.bytes(), arrived);
         self.front.admitted(admitted);
         // The mapping update needs the entries: their reads do not delay the completion, but
         // the data's program waits for them (it needs the entry to update).
