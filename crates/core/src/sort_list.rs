@@ -175,19 +175,35 @@ impl<K: Key> SortList<K> {
         }
     }
 
-    /// The entry with the lowest key at or above `key`.
-    pub(crate) fn ceil(&self, key: K) -> Option<(K, u32)> {
+    /// Where the entry with the lowest key at or above `key` is.
+    fn ceil_pos(&self, key: K) -> Option<Pos> {
         if self.blocks.is_empty() {
             return None;
         }
         let b = self.block_for(key);
         let i = self.blocks[b].lower_bound(key);
         if i < self.blocks[b].len {
-            Some(self.at(Pos { b, i }))
+            Some(Pos { b, i })
         } else if b + 1 < self.blocks.len() {
-            Some(self.at(Pos { b: b + 1, i: 0 }))
+            Some(Pos { b: b + 1, i: 0 })
         } else {
             None
+        }
+    }
+
+    /// The entry with the lowest key at or above `key`.
+    pub(crate) fn ceil(&self, key: K) -> Option<(K, u32)> {
+        self.ceil_pos(key).map(|p| self.at(p))
+    }
+
+    /// The entry with the lowest key above `key`.
+    pub(crate) fn above(&self, key: K) -> Option<(K, u32)> {
+        let p = self.ceil_pos(key)?;
+        let entry = self.at(p);
+        if entry.0 == key {
+            self.after(p)
+        } else {
+            Some(entry)
         }
     }
 
@@ -350,6 +366,11 @@ mod tests {
                 list.ceil(probe),
                 model.range(probe..).next().map(|(&k, &v)| (k, v)),
                 "ceil of {probe}"
+            );
+            assert_eq!(
+                list.above(probe),
+                model.range(probe + 1..).next().map(|(&k, &v)| (k, v)),
+                "above {probe}"
             );
             assert_eq!(
                 list.below(probe),

@@ -212,27 +212,36 @@ impl Backend for UringBackend {
         let before = out.len();
         self.reap(out);
         let want = usize::from(out.len() == before);
-        let r = match timeout {
-            Some(t) => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(want, &args)
-            }
-            None => self.ring.submit_and_wait(want),
-        };
-        match r {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        enter(&self.ring, want, timeout)?;
         self.reap(out);
         Ok(())
+    }
+}
+
+/// One `io_uring_enter`: submit what is queued and wait for `want` completions, or until
+/// `timeout`. An expired timeout, a signal and a full completion queue (ETIME, EINTR, EBUSY)
+/// are not errors: the caller reaps what there is and decides again.
+pub(crate) fn enter(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+    let r = match timeout {
+        Some(t) => {
+            let ts = types::Timespec::new()
+                .sec(t.as_secs())
+                .nsec(t.subsec_nanos());
+            let args = types::SubmitArgs::new().timespec(&ts);
+            ring.submitter().submit_with_args(want, &args)
+        }
+        None => ring.submitter().submit_and_wait(want),
+    };
+    match r {
+        Err(e)
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+            ) =>
+        {
+            Err(e)
+        }
+        _ => Ok(()),
     }
 }
 

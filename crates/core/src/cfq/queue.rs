@@ -191,13 +191,9 @@ impl CfqQueue {
     /// The queued requests just after and just before `key` in sector order, the "after" one
     /// wrapping to the lowest (`cfq_find_next_rq`'s candidates).
     pub fn neighbours(&self, key: SortKey) -> (Option<SortKey>, Option<SortKey>) {
-        let above = key
-            .1
-            .checked_add(1)
-            .map(|id| (key.0, id))
-            .or_else(|| key.0.checked_add(1).map(|s| (s, 0)));
-        let next = above
-            .and_then(|k| self.sorted.ceil(k))
+        let next = self
+            .sorted
+            .above(key)
             .map(|(k, _)| k)
             .or_else(|| self.sorted.first().map(|(k, _)| k).filter(|k| *k != key));
         let prev = self.sorted.below(key).map(|(k, _)| k);

@@ -103,12 +103,7 @@ impl Lists {
     /// `deadline_latter_request`: the request after `slot` in its direction's sector order.
     pub(super) fn latter(&self, slot: u32) -> Option<u32> {
         let dir = dir_of(&self.entry(slot).rq);
-        let (sector, id) = self.key(slot);
-        let next = match id.checked_add(1) {
-            Some(id) => (sector, id),
-            None => (sector.checked_add(1)?, 0),
-        };
-        self.sorted[dir].ceil(next).map(|(_, s)| s)
+        self.sorted[dir].above(self.key(slot)).map(|(_, s)| s)
     }
 
     /// `deadline_check_fifo`: whether the FIFO head of `dir` has expired, `time_after(now,
@@ -159,7 +154,7 @@ impl Lists {
         front_merges: bool,
         max_sectors: u32,
     ) -> Option<RequestId> {
-        if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
+        if !mergeable(rq) {
             return None;
         }
         let dir = dir_of(rq);

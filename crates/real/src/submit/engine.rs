@@ -352,29 +352,12 @@ fn main_loop(core: &Core, ring: &IoUring) -> io::Result<()> {
         let ready = std::mem::take(&mut e.ready);
         drop(g);
         run_ready(ready);
-        let r = match timeout {
-            Some(t) => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                ring.submitter().submit_with_args(1, &args)
-            }
-            None => ring.submitter().submit_and_wait(1),
-        };
+        let r = crate::uring::enter(ring, 1, timeout);
         let mut g = core.lock();
         let e = &mut g.0;
         e.sleeping = None;
         e.shared.asleep.store(false, Ordering::SeqCst);
-        match r {
-            Ok(_) => {}
-            Err(err)
-                if matches!(
-                    err.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(err) => return Err(err),
-        }
+        r?;
         e.reap();
     }
 }
