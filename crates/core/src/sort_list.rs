@@ -328,6 +328,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+    use std::hint::black_box;
 
     /// Checks every query against a `BTreeMap` holding the same entries.
     fn check(list: &SortList<u64>, model: &BTreeMap<u64, u32>) {
@@ -427,6 +428,77 @@ mod tests {
         assert!(list.blocks.is_empty());
         assert_eq!(list.first(), None);
         assert_eq!(list.remove(0), None);
+    }
+
+    thread_local! {
+        static COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A key that counts every comparison made on it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Counted(u64);
+
+    impl PartialOrd for Counted {
+        fn partial_cmp(&self, other: &Counted) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+
+    impl Ord for Counted {
+        fn cmp(&self, other: &Counted) -> std::cmp::Ordering {
+            COMPARISONS.with(|c| c.set(c.get() + 1));
+            self.0.cmp(&other.0)
+        }
+    }
+
+    impl Key for Counted {
+        const PAD: Counted = Counted(u64::MAX);
+    }
+
+    /// Comparisons per step (an insert, a `ceil` and a `remove`, as deadline's arrival,
+    /// front-merge lookup and dispatch make) with `n` random keys held, over 20,000 steps.
+    fn comparisons_per_step(n: usize) -> f64 {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut list = SortList::default();
+        let mut held = Vec::with_capacity(n);
+        while held.len() < n {
+            let k = Counted(rng.gen_range(0..1u64 << 40));
+            if list.insert(k, 0).is_ok() {
+                held.push(k);
+            }
+        }
+        COMPARISONS.with(|c| c.set(0));
+        let steps = 20_000;
+        for _ in 0..steps {
+            let k = Counted(rng.gen_range(0..1u64 << 40));
+            if list.insert(k, 0).is_ok() {
+                held.push(k);
+            }
+            black_box(list.ceil(Counted(rng.gen_range(0..1u64 << 40))));
+            let gone = held.swap_remove(rng.gen_range(0..held.len()));
+            assert!(list.remove(gone).is_some());
+        }
+        COMPARISONS.with(|c| c.get()) as f64 / f64::from(steps)
+    }
+
+    /// The work a lookup, insert or remove does grows with the logarithm of the entries held:
+    /// from 1,000 to 100,000 keys the comparisons per step grow by at most ln(100,000) /
+    /// ln(1,000) = 1.67 (a binary search over the blocks' first keys, one over a block's
+    /// `CAP`). What the scheduler-cost bench shows beyond that at 100,000 is the memory
+    /// hierarchy's (its `memory-floor` bench), not more work.
+    #[test]
+    fn comparisons_grow_with_the_logarithm_of_the_keys_held() {
+        let small = comparisons_per_step(1_000);
+        let large = comparisons_per_step(100_000);
+        let bound = (100_000f64).ln() / (1_000f64).ln();
+        assert!(
+            large / small <= bound,
+            "{small:.1} comparisons a step at 1,000 keys, {large:.1} at 100,000: {:.2}x > {bound:.2}x",
+            large / small
+        );
+        // And not a constant a broken search could give: the outer search deepens.
+        assert!(large > small, "{small:.1} at 1,000 vs {large:.1} at 100,000");
     }
 
     proptest! {
