@@ -29,14 +29,14 @@
 //! dispatched request is held until its completion (or for at most 10 s of trace time), so
 //! memory is bounded by the device's queue.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use elevator_core::{Nanos, Op};
 
+use super::by_time::ByTime;
 use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
 use crate::input::{InputError, Position};
@@ -380,7 +380,7 @@ impl EventReader {
         for p in paths {
             parts.push(EventReader::open(p)?);
         }
-        MergedEvents::new(parts)
+        merge_events(parts)
     }
 
     fn fill(&mut self, buf: &mut [u8]) -> Result<usize, InputError> {
@@ -594,73 +594,24 @@ impl EventSource for EventReader {
 }
 
 /// Event streams (one per CPU) merged by time; ties go to the earlier stream.
-pub struct MergedEvents<S> {
-    parts: Vec<S>,
-    heads: BinaryHeap<Reverse<(Nanos, usize)>>,
-    pending: Vec<Option<(BlkEvent, Option<Position>)>>,
-    failed: Option<InputError>,
-    /// The part and position of the event returned last.
-    last: Option<(usize, Option<Position>)>,
-}
+pub type MergedEvents<S> = ByTime<S, BlkEvent>;
 
-impl<S: EventSource> MergedEvents<S> {
-    /// Merge `parts`, reading one event of each.
-    pub fn new(mut parts: Vec<S>) -> Result<MergedEvents<S>, InputError> {
-        let mut heads = BinaryHeap::new();
-        let mut pending = Vec::new();
-        for (i, p) in parts.iter_mut().enumerate() {
-            let e = p.next().transpose()?;
-            if let Some(e) = &e {
-                heads.push(Reverse((e.time, i)));
-            }
-            pending.push(e.map(|e| (e, p.last_position())));
-        }
-        Ok(MergedEvents {
-            parts,
-            heads,
-            pending,
-            failed: None,
-            last: None,
-        })
-    }
-}
-
-impl<S: EventSource> Iterator for MergedEvents<S> {
-    type Item = Result<BlkEvent, InputError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.failed.take() {
-            return Some(Err(e));
-        }
-        let Reverse((_, i)) = self.heads.pop()?;
-        let (out, at) = self.pending[i].take().expect("a head has its event");
-        self.last = Some((i, at));
-        match self.parts[i].next() {
-            Some(Ok(e)) => {
-                self.heads.push(Reverse((e.time, i)));
-                self.pending[i] = Some((e, self.parts[i].last_position()));
-            }
-            Some(Err(e)) => self.failed = Some(e),
-            None => {}
-        }
-        Some(Ok(out))
-    }
+/// Merge per-CPU event streams by time.
+pub fn merge_events<S: EventSource>(parts: Vec<S>) -> Result<MergedEvents<S>, InputError> {
+    ByTime::new(parts, |e| e.time, |p| p.last_position())
 }
 
 impl<S: EventSource> EventSource for MergedEvents<S> {
     fn process_name(&self, pid: u32) -> Option<String> {
-        self.parts.iter().find_map(|p| p.process_name(pid))
+        ByTime::process_name(self, pid, |p, pid| p.process_name(pid))
     }
 
     fn last_at(&self) -> Option<RecordAt> {
-        let (i, at) = self.last?;
-        Some(RecordAt {
-            at: at?,
-            ..self.parts[i].last_at()?
-        })
+        ByTime::last_at(self, |p| p.last_at())
     }
 
     fn last_position(&self) -> Option<Position> {
-        self.last?.1
+        ByTime::last_position(self)
     }
 }
 
@@ -1204,7 +1155,7 @@ mod tests {
             .into_iter(),
         );
         let b = Events(vec![ev(BlkAction::Queue, cat::READ, 10, 2, 512, 1)].into_iter());
-        let m = MergedEvents::new(vec![a, b]).unwrap();
+        let m = merge_events(vec![a, b]).unwrap();
         let t: Vec<u64> = m.map(|e| e.unwrap().time.as_ns()).collect();
         assert_eq!(t, vec![5, 10, 30]);
     }

@@ -15,6 +15,7 @@ pub mod alibaba;
 pub mod blkparse;
 pub mod blktrace;
 pub mod blktrace_out;
+pub mod by_time;
 pub mod csv;
 pub mod disksim_ascii;
 pub mod fio_iolog;

@@ -6,8 +6,6 @@
 //! rebases the result so the first request is at 0. Memory is bounded by the number of files
 //! plus, for blktrace's device view, the requests in flight on the traced device.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -15,6 +13,7 @@ use std::str::FromStr;
 use elevator_core::Nanos;
 
 use super::blktrace::{BlkRequests, BlkView, EventReader};
+use super::by_time::ByTime;
 use super::lines::head;
 use super::record::{RecordAt, RecordSource, TraceRecord};
 use crate::input::{InputError, Position};
@@ -259,7 +258,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
             for p in paths {
                 parts.push(super::blkparse::BlkparseReader::open(p)?);
             }
-            let merged = super::blktrace::MergedEvents::new(parts)?;
+            let merged = super::blktrace::merge_events(parts)?;
             blk_requests(merged, opts)
         }
         _ => {
@@ -270,7 +269,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
             if parts.len() == 1 {
                 parts.pop().expect("one part")
             } else {
-                Box::new(Merge::new(parts)?)
+                Box::new(Merge::new(parts, |r| r.time, |p| p.last_position())?)
             }
         }
     };
@@ -419,73 +418,19 @@ impl RecordSource for Rebase {
 }
 
 /// A k-way merge of record streams by time (ties: the earlier file first).
-pub struct Merge {
-    parts: Vec<Box<dyn RecordSource>>,
-    heads: BinaryHeap<Reverse<(Nanos, usize)>>,
-    pending: Vec<Option<(TraceRecord, Option<Position>)>>,
-    failed: Option<InputError>,
-    /// The part and position of the record returned last.
-    last: Option<(usize, Option<Position>)>,
-}
-
-impl Merge {
-    /// Merge `parts`, reading one record of each.
-    pub fn new(mut parts: Vec<Box<dyn RecordSource>>) -> Result<Merge, InputError> {
-        let mut heads = BinaryHeap::new();
-        let mut pending = Vec::new();
-        for (i, p) in parts.iter_mut().enumerate() {
-            let r = p.next().transpose()?;
-            if let Some(r) = &r {
-                heads.push(Reverse((r.time, i)));
-            }
-            pending.push(r.map(|r| (r, p.last_at().map(|a| a.at))));
-        }
-        Ok(Merge {
-            parts,
-            heads,
-            pending,
-            failed: None,
-            last: None,
-        })
-    }
-}
-
-impl Iterator for Merge {
-    type Item = Result<TraceRecord, InputError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.failed.take() {
-            return Some(Err(e));
-        }
-        let Reverse((_, i)) = self.heads.pop()?;
-        let (out, at) = self.pending[i].take().expect("a head has its record");
-        self.last = Some((i, at));
-        match self.parts[i].next() {
-            Some(Ok(r)) => {
-                self.heads.push(Reverse((r.time, i)));
-                self.pending[i] = Some((r, self.parts[i].last_position()));
-            }
-            Some(Err(e)) => self.failed = Some(e),
-            None => {}
-        }
-        Some(Ok(out))
-    }
-}
+pub type Merge = ByTime<Box<dyn RecordSource>, TraceRecord>;
 
 impl RecordSource for Merge {
     fn process_name(&self, pid: u32) -> Option<String> {
-        self.parts.iter().find_map(|p| p.process_name(pid))
+        ByTime::process_name(self, pid, |p, pid| p.process_name(pid))
     }
 
     fn last_at(&self) -> Option<RecordAt> {
-        let (i, at) = self.last?;
-        Some(RecordAt {
-            at: at?,
-            ..self.parts[i].last_at()?
-        })
+        ByTime::last_at(self, |p| p.last_at())
     }
 
     fn last_position(&self) -> Option<Position> {
-        self.last?.1
+        ByTime::last_position(self)
     }
 }
 
