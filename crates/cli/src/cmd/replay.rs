@@ -132,15 +132,113 @@ const COMPARE_HEADER: [&str; 9] = [
 /// can be read only once: format detection would consume their start and every scheduler
 /// after the first would replay nothing. Each is copied once, as it streams (bounded memory),
 /// into a private directory under the same file name, and the copies are replayed.
+///
+/// A stream is not a trace of unbounded length: its first 64 KiB must show a trace format
+/// (unless `--format` names one), and the copy stops with an error before it takes more than
+/// half of the space the temporary directory's file system has free (less 256 MiB), so
+/// `replay /dev/zero` is refused at once and an endless stream of trace lines fills no disk.
 struct Spooled {
     paths: Vec<PathBuf>,
+    /// `(copy, original)` of each spooled stream, to name the original in errors.
+    copies: Vec<(String, String)>,
     _dir: Option<tempfile::TempDir>,
 }
 
-fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
+/// What a spooled stream leaves free on the temporary file system at least, beside half of
+/// what was free.
+const SPOOL_RESERVE: u64 = 256 << 20;
+/// What format detection reads of a trace (as `traces::open` does).
+const DETECT_BYTES: usize = 64 * 1024;
+
+impl Spooled {
+    /// `e` with each spooled copy's path replaced by the stream it was read from.
+    fn unmask(&self, e: anyhow::Error) -> anyhow::Error {
+        if self.copies.is_empty() {
+            return e;
+        }
+        let mut text = format!("{e:#}");
+        for (copy, original) in &self.copies {
+            text = text.replace(copy.as_str(), original);
+        }
+        anyhow::anyhow!(text)
+    }
+}
+
+/// Bytes the spool may write on the file system of `dir`.
+fn spool_allowance(dir: &std::path::Path) -> anyhow::Result<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
+    // SAFETY: a NUL-terminated path and a zeroed statvfs for the call to fill.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `st` outlives the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("{}: free space", dir.display()));
+    }
+    let avail = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    Ok(avail.saturating_sub(SPOOL_RESERVE) / 2)
+}
+
+/// Copy `input` to `out`, refusing a start that shows no trace format (without `format`) and
+/// a stream longer than `allowance`. `shown` names the stream in errors.
+fn spool_one(
+    mut input: impl std::io::Read,
+    out: &mut std::fs::File,
+    shown: &str,
+    format: Option<TraceFormat>,
+    allowance: u64,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use std::io::{ErrorKind, Write};
+    let mut buf = vec![0u8; DETECT_BYTES];
+    let mut copied: u64 = 0;
+    let mut first = true;
+    loop {
+        // The first chunk is filled whole (or to the end) so detection sees what a file's
+        // first 64 KiB would show.
+        let mut n = 0;
+        while n < buf.len() {
+            match input.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    n += k;
+                    if !first {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("{shown}: read the stream"));
+                }
+            }
+        }
+        if first {
+            first = false;
+            anyhow::ensure!(
+                format.is_some() || elevator_workload::traces::detect(&buf[..n]).is_some(),
+                "{shown}: cannot tell the trace format from the first bytes; give --format"
+            );
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        copied += n as u64;
+        anyhow::ensure!(
+            copied <= allowance,
+            "{shown}: the stream passed {copied} bytes, half of what {dir} had free (less 256 \
+             MiB): a trace read from a pipe is kept in a temporary file for every scheduler to \
+             replay; replay a file instead (or set TMPDIR to a larger file system)",
+            dir = dir.display(),
+        );
+        out.write_all(&buf[..n])
+            .with_context(|| format!("{shown}: keep the stream in {}", dir.display()))?;
+    }
+}
+
+fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Result<Spooled> {
     use std::os::unix::fs::FileTypeExt;
     let mut dir: Option<tempfile::TempDir> = None;
     let mut paths = Vec::new();
+    let mut copies = Vec::new();
     for (i, p) in traces.iter().enumerate() {
         // `-` is standard input, as for any Unix filter.
         let stdin = p.as_os_str() == "-";
@@ -173,23 +271,28 @@ fn spool_streams(traces: &[PathBuf]) -> anyhow::Result<Spooled> {
         let sub = d.path().join(i.to_string());
         std::fs::create_dir(&sub)?;
         let copy = sub.join(name);
-        let mut input: Box<dyn std::io::Read> = if stdin {
+        let shown = if stdin {
+            "standard input".to_string()
+        } else {
+            p.display().to_string()
+        };
+        let input: Box<dyn std::io::Read> = if stdin {
             Box::new(std::io::stdin().lock())
         } else {
-            Box::new(std::fs::File::open(p).with_context(|| format!("{}: open", p.display()))?)
+            Box::new(std::fs::File::open(p).with_context(|| format!("{shown}: open"))?)
         };
         let mut out = std::fs::File::create(&copy)
-            .with_context(|| format!("{}: spool to {}", p.display(), copy.display()))?;
-        std::io::copy(&mut input, &mut out).with_context(|| {
-            format!(
-                "{}: read the stream into {} (a trace on a pipe is read once and kept there)",
-                p.display(),
-                copy.display()
-            )
-        })?;
+            .with_context(|| format!("{shown}: spool to {}", copy.display()))?;
+        let allowance = spool_allowance(d.path())?;
+        spool_one(input, &mut out, &shown, format, allowance, d.path())?;
+        copies.push((copy.display().to_string(), shown));
         paths.push(copy);
     }
-    Ok(Spooled { paths, _dir: dir })
+    Ok(Spooled {
+        paths,
+        copies,
+        _dir: dir,
+    })
 }
 
 /// Replay under each scheduler.
@@ -237,9 +340,20 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         accept_unsorted: args.accept_unsorted,
     };
     // A pipe or FIFO is read once, into a file every scheduler then replays.
-    let spooled = spool_streams(&args.traces)?;
+    let spooled = spool_streams(&args.traces, args.format)?;
     let shown = args.traces.clone();
     args.traces = spooled.paths.clone();
+    replay_spooled(args, opts, shown, infos, extra).map_err(|e| spooled.unmask(e))
+}
+
+/// Replay the traces (regular files, or the spooled copies of streams) under each scheduler.
+fn replay_spooled(
+    args: Args,
+    opts: OpenOptions,
+    shown: Vec<PathBuf>,
+    infos: Vec<elevator_core::registry::SchedulerSpec>,
+    extra: elevator_core::Settings,
+) -> anyhow::Result<()> {
     // Open once up front so a bad trace fails before anything runs.
     open(&args.traces, opts)?;
     let real = match &args.target {
@@ -458,7 +572,6 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         ));
     }
     outcomes.keep(page.write(args.out.report.as_deref()));
-    drop(spooled);
     outcomes.finish()
 }
 
@@ -612,4 +725,64 @@ fn print_run(
         &rows,
     ));
     say!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// An endless stream of valid trace lines stops at the allowance with an error naming
+    /// the stream, having written no more than the allowance.
+    #[test]
+    fn an_endless_stream_of_trace_lines_stops_at_the_spool_allowance() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        let mut out = std::fs::File::create(&path).unwrap();
+        let reader = Bytes(Box::new(b"0.5 0 100 8 1\n".iter().copied().cycle()));
+        let allowance = 1 << 20;
+        let e = spool_one(reader, &mut out, "the pipe", None, allowance, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("the pipe: the stream passed"), "{e}");
+        let written = std::fs::metadata(&path).unwrap().len();
+        assert!(written <= allowance, "{written} bytes written");
+        assert!(written > allowance / 2, "{written} bytes written");
+    }
+
+    /// A stream that shows no trace format is refused before anything is written; with
+    /// `--format` it is copied whole.
+    #[test]
+    fn a_stream_without_a_trace_format_is_refused_before_it_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        let mut out = std::fs::File::create(&path).unwrap();
+        let zeros = std::io::repeat(0).take(1 << 20);
+        let e = spool_one(zeros, &mut out, "/dev/zero", None, u64::MAX, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot tell the trace format"), "{e}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        let zeros = std::io::repeat(0).take(100_000);
+        let format = Some(TraceFormat::Msr);
+        spool_one(zeros, &mut out, "/dev/zero", format, u64::MAX, dir.path()).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 100_000);
+    }
+
+    /// A reader over an iterator of bytes.
+    struct Bytes(Box<dyn Iterator<Item = u8>>);
+
+    impl Read for Bytes {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let mut n = 0;
+            for slot in buf.iter_mut() {
+                match self.0.next() {
+                    Some(b) => *slot = b,
+                    None => break,
+                }
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
 }
