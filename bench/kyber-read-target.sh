@@ -3,10 +3,13 @@
 # 4 KiB random reader on CPU 1 beside a QD128 4 KiB random writer on CPU 2, the study's host
 # model), write_lat_nsec 10 ms, seeds 1-5. Prints one line per target: the reader's mean
 # latency and the writer's IOPS, mean and range over the seeds, and the write domain's final
-# state is left to --blktrace-out if wanted.
+# state is left to --blktrace-out if wanted. The default drive is the 980 PRO with its write
+# side stated for the study's sustained random writes (samsung-980pro-1tb-fig11c: 186 K
+# writes/s, as the study's drives took them); the built-in samsung-980pro-1tb's write side is
+# not fitted and takes 21 K/s (docs/ssd-model.md, "kyber's read target").
 #   bench/kyber-read-target.sh [DRIVE] [SEEDS] [TARGETS_NS...]
 set -eu
-drive=${1:-samsung-980pro-1tb}
+drive=${1:-samsung-980pro-1tb-fig11c}
 seeds=${2:-5}
 shift 2 2>/dev/null || shift $#
 targets=${*:-"50000 100000 250000 500000 1000000 2000000 10000000"}

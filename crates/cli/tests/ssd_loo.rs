@@ -5,9 +5,10 @@
 //! configuration is a fit of its own), so ignored by default: `cargo test --release -p
 //! elevator --test ssd_loo -- --ignored`. Before the coarse scan (2026-11-29) it failed on one
 //! figure, kyber at one process (+26.4%): the cost search stopped below the drive's
-//! `command_us` plateau; with it the read part gives 58 of 58 and kyber's cost over every
-//! figure is the hand fit's; the whole test has not been run since (docs/ssd-model.md,
-//! "Leave-one-configuration-out").
+//! `command_us` plateau; with it the read part gives 58 of 58 and the fig-7 part 60 of 60
+//! (kyber x1 +2.9%, the largest mq-deadline x1 +24.0%), each run alone with `elevator
+//! reproduce ssd-loo --part`; the whole test has not been run end to end since
+//! (docs/ssd-model.md, "Leave-one-configuration-out").
 
 use serde_json::Value;
 

@@ -5,7 +5,7 @@
 use elevator_core::harness::rq;
 use elevator_core::{Nanos, Op};
 use elevator_sim::ssd::ftl::{BlockState, Ftl};
-use elevator_sim::ssd::{GcSchedule, Precondition, Ssd, SsdSpec};
+use elevator_sim::ssd::{GcSchedule, GcUrgency, Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
 use proptest::prelude::*;
 
@@ -531,6 +531,74 @@ fn reads_preempt_gc_only_when_the_spec_says_so() {
     // Preempted: about one read (tens of us); held: behind GC's reads, programs and erase.
     assert!(preempted < 200_000, "preemptible: {preempted} ns");
     assert!(held > 1_000_000, "not preemptible: {held} ns");
+}
+
+/// How long a read of another unit on the plane of the last of `burst` writes submitted
+/// together at 10 us takes when issued as that write completes, on `small(Steady, ..)` with
+/// GC as given; and whether any of the writes waited for buffer room.
+fn read_after_burst(preemptible: bool, urgent: GcUrgency, burst: u64) -> (u64, bool) {
+    let mut spec = small(Precondition::Steady, preemptible);
+    spec.gc.urgent = urgent;
+    // No in-order front end: the read waits for flash work only, not for the writes ahead.
+    spec.host.front_end_slots = 0;
+    let mut ssd = Ssd::new(spec).unwrap();
+    let now = Nanos::from_us(10);
+    let mut waited = false;
+    let (mut last, mut at) = (0, now);
+    for i in 0..burst {
+        let lpn = (i * 7) % ssd.ftl().logical_units();
+        let w = rq(i + 1, ctx(i + 1)).sync_write().sector(lpn * 8).at(now);
+        // A write in the buffer within 200 us found room; later, it waited for programs.
+        at = ssd.submit(&w.build(), now).done;
+        waited |= at > Nanos::from_us(200);
+        last = lpn;
+    }
+    assert!(ssd.stats().gc.triggers > 0);
+    let plane = ssd
+        .ftl()
+        .plane_of(ssd.ftl().lookup(last as u32).expect("written"));
+    let units = ssd.ftl().logical_units() as u32;
+    // Not one of the units just written (multiples of 7), which the buffer may still hold.
+    let other = (1..units)
+        .filter(|l| l % 7 != 0)
+        .find(|&l| ssd.ftl().plane_of(ssd.ftl().lookup(l).expect("mapped")) == plane)
+        .expect("another unit on the plane");
+    let read = rq(10_000, ctx(2)).sector(u64::from(other) * 8).at(at);
+    ((ssd.submit(&read.build(), at).done - at).as_ns(), waited)
+}
+
+/// `gc.urgent = "behind"`: GC work is urgent (host reads wait for all of it, MQSim's
+/// `GC_is_in_urgent_mode`) only when it is placed for a host write that waited for buffer
+/// room, i.e. while the flash is behind the host; GC placed while writes find room yields to
+/// reads as preemptible GC does.
+#[test]
+fn gc_urgent_behind_holds_reads_only_for_gc_placed_while_writes_wait_for_room() {
+    use GcUrgency::{Always, Behind};
+    // One write: it finds room, so its GC is not urgent under "behind".
+    let (always, w1) = read_after_burst(false, Always, 1);
+    let (behind, w2) = read_after_burst(false, Behind, 1);
+    let (pre, _) = read_after_burst(true, Behind, 1);
+    assert!(!w1 && !w2);
+    assert!(always > 1_000_000, "urgent: {always} ns");
+    assert_eq!(behind, pre, "behind, room: as preemptible");
+    // A write that waits for room brings urgent GC: `flash::tests::
+    // urgent_gc_holds_a_read_for_all_of_it_preemptible_gc_only_for_what_is_under_way`.
+    let (_, waited) = read_after_burst(false, Behind, 64);
+    assert!(
+        waited,
+        "64 writes into a 64 KiB buffer: the later ones wait for room"
+    );
+    // The spec names the field; a bad value is refused with it.
+    let mut spec = small(Precondition::Steady, false);
+    spec.gc.urgent = Behind;
+    assert!(spec.to_toml().contains("urgent = \"behind\""));
+    let bad = spec
+        .to_toml()
+        .replace("urgent = \"behind\"", "urgent = \"sometimes\"");
+    let err = SsdSpec::parse(&bad, std::path::Path::new("x.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x.toml") && err.contains("urgent"), "{err}");
 }
 
 #[test]

@@ -33,6 +33,8 @@ fn the_fig11c_980pro_differs_from_the_980pro_in_its_write_side_only() {
     assert_eq!(fitted.flash.program_pages, base.flash.page_types);
     assert_eq!(fitted.flash.program_us, base.flash.program_us);
     assert!(!fitted.gc.preemptible && base.gc.preemptible);
+    // ... while the flash is behind the host (writes waiting for buffer room).
+    assert_eq!(fitted.gc.urgent, elevator_sim::ssd::GcUrgency::Behind);
     assert!(fitted.ftl.over_provisioning > base.ftl.over_provisioning);
     // Everything else is the 980 PRO's: its read fits hold on this drive too.
     let same = SsdSpec {
@@ -48,6 +50,7 @@ fn the_fig11c_980pro_differs_from_the_980pro_in_its_write_side_only() {
         },
         gc: elevator_sim::ssd::spec::Gc {
             preemptible: base.gc.preemptible,
+            urgent: base.gc.urgent,
             ..fitted.gc
         },
         ..fitted

@@ -14,9 +14,11 @@
 //! long left. The plane time a read takes from programs or GC placed over it is not lost: it is
 //! reserved on their timeline at its first free gap, so the next work placed there starts that
 //! much later (the work already placed keeps its times; docs/ssd-model.md, "Deviations").
-//! Non-preemptible GC is urgent, as MQSim's is: host reads wait for all of it. With
-//! preemptible GC ([`Gc::preemptible`](super::spec::Gc)) host reads treat GC work as they treat
-//! programs. Programs, erases and GC keep clear of everything placed: they take the first gap
+//! Urgent GC is MQSim's non-preemptible GC: host reads wait for all of it. Preemptible GC
+//! ([`Gc::preemptible`](super::spec::Gc)) host reads treat as they treat programs. Which GC
+//! work is urgent is the caller's to say ([`Flash::set_gc_urgent`]): all of it when GC is not
+//! preemptible, or (`gc.urgent = "behind"`) only the work placed while the flash is behind the
+//! host; each kind keeps its own timeline. Programs, erases and GC keep clear of everything placed: they take the first gap
 //! of the union of their plane's timelines, the start that trying each timeline in turn until
 //! none moves it would find, in one search instead of one turn per interval in the way.
 //!
@@ -54,15 +56,17 @@ enum Kind {
     GcRead,
 }
 
-/// A plane's timelines.
+/// A plane's timelines (urgent GC has its own, which host reads wait for in full).
 #[derive(Clone, Debug, Default)]
 struct Plane {
     /// Host reads (data and mapping pages).
     reads: GapTimeline,
     /// Host programs, and the plane time reads took from them.
     programs: GapTimeline,
-    /// GC reads, programs and erases, and the plane time reads took from them.
+    /// Preemptible GC reads, programs and erases, and the plane time reads took from them.
     gc: GapTimeline,
+    /// Urgent GC work: host reads wait for all of it.
+    urgent: GapTimeline,
     /// Programs, erases and GC reads not yet ended, in start order: (start, end, kind).
     ops: VecDeque<(Nanos, Nanos, Kind)>,
     /// The union of the three timelines, where program, erase and GC work looks for a gap at
@@ -79,6 +83,7 @@ impl Plane {
         self.reads.forget(now);
         self.programs.forget(now);
         self.gc.forget(now);
+        self.urgent.forget(now);
         self.all.forget(now);
         self.horizon = self.horizon.max(now);
         while self.ops.front().is_some_and(|&(_, e, _)| e <= now) {
@@ -111,6 +116,7 @@ impl Plane {
             .fit(t, len)
             .max(self.programs.fit(t, len))
             .max(self.gc.fit(t, len))
+            .max(self.urgent.fit(t, len))
     }
 
     fn lane(&mut self, lane: Lane) -> &mut GapTimeline {
@@ -118,6 +124,7 @@ impl Plane {
             Lane::Reads => &mut self.reads,
             Lane::Programs => &mut self.programs,
             Lane::Gc => &mut self.gc,
+            Lane::Urgent => &mut self.urgent,
         }
     }
 
@@ -149,6 +156,7 @@ enum Lane {
     Reads,
     Programs,
     Gc,
+    Urgent,
 }
 
 /// Channels and planes as timelines.
@@ -164,7 +172,10 @@ pub struct Flash {
     /// The current time: no work is placed before it.
     now: Nanos,
     planes: Vec<Plane>,
-    preemptible: bool,
+    /// Whether GC work placed now is urgent ([`Flash::set_gc_urgent`]).
+    gc_urgent: bool,
+    /// Whether any GC work can be urgent (reads then look at the urgent timelines).
+    urgent_possible: bool,
     read_ns: u64,
     small_read_ns: u64,
     small_read_bytes: u32,
@@ -205,7 +216,8 @@ impl Flash {
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
             planes: vec![Plane::default(); planes],
-            preemptible: spec.gc.preemptible,
+            gc_urgent: !spec.gc.preemptible,
+            urgent_possible: !spec.gc.preemptible,
             read_ns: us_to_ns(f.read_us),
             small_read_ns: us_to_ns(f.small_read_us),
             small_read_bytes: f.small_read_bytes,
@@ -217,6 +229,21 @@ impl Flash {
             suspend_program_ns: f.suspend.programs().then(|| us_to_ns(f.suspend_program_us)),
             suspend_erase_ns: f.suspend.erases().then(|| us_to_ns(f.suspend_erase_us)),
             channel_ps_per_byte: ps_per_byte(f.channel_mb_s),
+        }
+    }
+
+    /// Whether the GC work placed from now on is urgent (host reads wait for all of it) or
+    /// preemptible. Starts as the spec's `!gc.preemptible`; with a preemptible spec it stays
+    /// preemptible.
+    pub fn set_gc_urgent(&mut self, urgent: bool) {
+        self.gc_urgent = urgent && self.urgent_possible;
+    }
+
+    fn gc_lane(&self) -> Lane {
+        if self.gc_urgent {
+            Lane::Urgent
+        } else {
+            Lane::Gc
         }
     }
 
@@ -285,7 +312,7 @@ impl Flash {
         for p in (first..).step_by(stride).take(n) {
             let pl = &mut self.planes[p];
             pl.insert(lane, t, len);
-            if lane == Lane::Programs || self.preemptible {
+            if lane != Lane::Urgent {
                 pl.record(t, len, kind);
             }
         }
@@ -307,8 +334,8 @@ impl Flash {
                 let pl = &mut self.planes[p];
                 pl.forget(now);
                 next = next.max(pl.reads.fit(t, total));
-                if !self.preemptible {
-                    next = next.max(pl.gc.fit(t, total));
+                if self.urgent_possible {
+                    next = next.max(pl.urgent.fit(t, total));
                 }
             }
             if next != t {
@@ -349,7 +376,7 @@ impl Flash {
             // their timeline.
             if pl.programs.fit(t, total) != t {
                 pl.reserve(Lane::Programs, t, total);
-            } else if self.preemptible && pl.gc.fit(t, total) != t {
+            } else if pl.gc.fit(t, total) != t {
                 pl.reserve(Lane::Gc, t, total);
             }
         }
@@ -384,7 +411,10 @@ impl Flash {
         let start = match origin {
             Origin::Host => self.place_read(plane, own_only, ready, sense + xfer),
             // A GC read holds its own plane only: a copy within the plane, as multi-plane work.
-            Origin::Gc => self.place_work(plane, true, Lane::Gc, Kind::GcRead, ready, sense + xfer),
+            Origin::Gc => {
+                let lane = self.gc_lane();
+                self.place_work(plane, true, lane, Kind::GcRead, ready, sense + xfer)
+            }
         };
         let (c, now) = (self.channel_of(plane) as usize, self.now);
         self.channels_busy[c].reserve(start + Nanos(sense), xfer, now)
@@ -402,7 +432,7 @@ impl Flash {
         let moved = self.channels_busy[c].reserve(ready, len, now);
         let lane = match origin {
             Origin::Host => Lane::Programs,
-            Origin::Gc => Lane::Gc,
+            Origin::Gc => self.gc_lane(),
         };
         let hold = len + self.program_ns;
         let start = self.place_work(plane, true, lane, Kind::Program, moved - Nanos(len), hold);
@@ -413,7 +443,7 @@ impl Flash {
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
         let lane = match origin {
             Origin::Host => Lane::Programs,
-            Origin::Gc => Lane::Gc,
+            Origin::Gc => self.gc_lane(),
         };
         let start = self.place_work(plane, true, lane, Kind::Erase, ready, self.erase_ns);
         start + Nanos(self.erase_ns)
@@ -424,6 +454,42 @@ impl Flash {
 mod tests {
     use super::*;
     use crate::ssd::Suspend;
+
+    /// Urgent GC (MQSim's `GC_is_in_urgent_mode`: its TSU serves a chip's GC before host
+    /// reads) holds a host read for all of it; preemptible GC only for the operation under way
+    /// when the read comes (no suspension here). With a spec whose GC is preemptible, asking
+    /// for urgency changes nothing.
+    #[test]
+    fn urgent_gc_holds_a_read_for_all_of_it_preemptible_gc_only_for_what_is_under_way() {
+        let read_after_gc = |preemptible: bool, urgent: bool| {
+            let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+            spec.flash.suspend = Suspend::None;
+            spec.gc.preemptible = preemptible;
+            let mut f = Flash::new(&spec);
+            f.set_gc_urgent(urgent);
+            let page = u64::from(spec.flash.page_bytes);
+            // Five GC programs back to back on plane 0 from 0; a 4 KiB read comes during the
+            // first.
+            let mut end = Nanos::ZERO;
+            for _ in 0..5 {
+                end = f.program(0, page, Nanos::ZERO, Origin::Gc);
+            }
+            let first = Nanos(f.xfer_ns(page) + f.program_ns);
+            (
+                f.read(0, 0, 4096, Nanos(first.0 / 2), Origin::Host),
+                first,
+                end,
+            )
+        };
+        let (held, _, end) = read_after_gc(false, true);
+        assert!(held > end, "urgent: {held:?}, GC ends {end:?}");
+        let (yielded, first, _) = read_after_gc(false, false);
+        assert!(
+            yielded > first && yielded < first + Nanos::from_us(100),
+            "{yielded:?}"
+        );
+        assert_eq!(read_after_gc(true, true).0, yielded);
+    }
 
     #[test]
     fn a_read_holding_a_die_waits_for_what_was_under_way_not_for_programs_started_in_turn() {

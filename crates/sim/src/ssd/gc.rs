@@ -26,11 +26,14 @@
 //! Under either, a plane down to the two blocks its frontiers need collects at once until it
 //! is not. No wear levelling.
 //!
-//! Urgency is the spec's (`gc.preemptible`), not a level (a deviation): MQSim's GC yields to
-//! host reads while every plane of the chip is above `GC_Hard_Threshold` and goes first below
-//! it (`GC_is_in_urgent_mode`). In-step GC keeps a plane's free blocks at the threshold, so a
-//! spec states which of the two its workload finds: `samsung-980pro-1tb-fig11c`, for sustained
-//! random writes at the drive's rate, urgent (docs/ssd-model.md, "A reader beside a random
+//! Urgency is not a free-block level (a deviation): MQSim's GC yields to host reads while every
+//! plane of the chip is above `GC_Hard_Threshold` and goes first below it
+//! (`GC_is_in_urgent_mode`), a level a plane reaches when GC cannot keep up with the host.
+//! In-step GC keeps a plane's free blocks at the threshold whatever the host's rate, so the
+//! spec says: `gc.preemptible` (never urgent), or not, with `gc.urgent = "always"` or
+//! `"behind"`: urgent only the work placed for a host write that waited for buffer room, i.e.
+//! while the flash is behind the host (the caller sets it, [`Flash::set_gc_urgent`]).
+//! `samsung-980pro-1tb-fig11c` is `"behind"` (docs/ssd-model.md, "A reader beside a random
 //! writer").
 
 use elevator_core::Nanos;

@@ -28,7 +28,7 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{GcSchedule, Precondition, SsdSpec, Suspend};
+pub use spec::{GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend};
 
 use elevator_core::{Nanos, Op, Request};
 use elevator_workload::InputError;
@@ -231,6 +231,12 @@ impl Ssd {
         // what was admitted ([`WriteBuffer::scheduled`]).
         let admitted = self.buffer.admit(rq.bytes(), rq.bytes(), arrived);
         self.front.admitted(admitted);
+        // With `gc.urgent = "behind"` the GC work this write brings is urgent only if the write
+        // waited for room: the flash is then behind the host, as MQSim's GC is urgent only
+        // once a plane's free blocks fall below its hard threshold.
+        if self.spec.gc.urgent == GcUrgency::Behind {
+            self.flash.set_gc_urgent(admitted > arrived);
+        }
         // The mapping update needs the entries: their reads do not delay the completion, but
         // the data's program waits for them (it needs the entry to update).
         let known = self.translate(units.clone(), accepted, true);

@@ -275,8 +275,27 @@ pub struct Gc {
     pub threshold: f64,
     /// Whether host reads preempt GC (suspend its reads, programs and erases) on a plane.
     pub preemptible: bool,
+    /// When GC that is not preemptible is urgent (host reads wait for all of it): `always`
+    /// (default), or `behind`: only the work placed for a host write that waited for buffer
+    /// room, i.e. while the flash is behind the host (MQSim's `GC_is_in_urgent_mode`: urgent
+    /// only below the hard threshold, which a plane reaches when GC cannot keep up). Ignored
+    /// with `preemptible`.
+    pub urgent: GcUrgency,
     /// When a plane does the work of its victim.
     pub schedule: GcSchedule,
+}
+
+/// When GC that is not preemptible is urgent (`gc.urgent`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcUrgency {
+    /// All of it, whatever the host does.
+    #[default]
+    Always,
+    /// Only the work placed for a host write that waited for room in the write buffer (the
+    /// programs and GC behind the host's writes); the rest yields to host reads as
+    /// preemptible GC does.
+    Behind,
 }
 
 impl Gc {
@@ -292,6 +311,7 @@ impl Default for Gc {
         Gc {
             threshold: 0.05,
             preemptible: false,
+            urgent: GcUrgency::Always,
             schedule: GcSchedule::InStep,
         }
     }
