@@ -6,10 +6,14 @@
 #             FUSE's round trip alone
 #   pread     fuse_floor with one O_DIRECT pread of the backing file per read, on the FUSE
 #             thread: the least a fuser daemon can do for the read
+#   pread-async  fuse_floor --mode pread with FUSE_ASYNC_DIO, as the mount has it (only when
+#             ONLY names it)
 #   mount     `elevator mount --sched SCHED` over the backing file's directory
+#   before    the same with the binary ELEVATOR_BEFORE (another build, to compare two
+#             versions round by round; only when ONLY names it)
 # The order of the configurations rotates from round to round. Prints, per configuration,
-# the median and range of the IOPS and of fio's mean completion latency (us), and the
-# ratio to the backing file's IOPS taken within each round.
+# the median and range of the IOPS, of fio's mean completion latency and of its median
+# completion latency (us), and the ratio to the backing file's IOPS taken within each round.
 #
 #   sudo bench/mount-floor.sh   (ROUNDS=5 RUNTIME=8 WORKDIR=/var/tmp SCHED=none THREADS=4
 #                                ONLY="backing memory pread mount" EXTRA_MOUNT_ARGS=
@@ -48,7 +52,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir -p "$tmp/back" "$tmp/mnt-memory" "$tmp/mnt-pread" "$tmp/mnt-mount"
+mkdir -p "$tmp/back" "$tmp/mnt-memory" "$tmp/mnt-pread" "$tmp/mnt-pread-async" "$tmp/mnt-mount" \
+    "$tmp/mnt-before"
 dd if=/dev/urandom of="$tmp/back/f" bs=1M count=1024 status=none
 sync
 
@@ -68,11 +73,22 @@ case " $only " in *" pread "*)
         2>>"$tmp/pread.log" &
     pids+=($!); wait_mount "$tmp/mnt-pread" ;;
 esac
+case " $only " in *" pread-async "*)
+    "$floor" "$tmp/back/f" "$tmp/mnt-pread-async" --mode pread --threads "$threads" \
+        --async-dio 2>>"$tmp/pread-async.log" &
+    pids+=($!); wait_mount "$tmp/mnt-pread-async" ;;
+esac
 case " $only " in *" mount "*)
     # shellcheck disable=SC2086
     "$elevator" mount "$tmp/back" "$tmp/mnt-mount" --sched "$sched" --threads "$threads" \
         ${EXTRA_MOUNT_ARGS:-} 2>>"$tmp/mount.log" &
     pids+=($!); wait_mount "$tmp/mnt-mount" ;;
+esac
+case " $only " in *" before "*)
+    # shellcheck disable=SC2086
+    "${ELEVATOR_BEFORE:?before needs ELEVATOR_BEFORE}" mount "$tmp/back" "$tmp/mnt-before" \
+        --sched "$sched" --threads "$threads" ${EXTRA_MOUNT_ARGS:-} 2>>"$tmp/before.log" &
+    pids+=($!); wait_mount "$tmp/mnt-before" ;;
 esac
 
 path_of() {
@@ -94,7 +110,8 @@ for r in $(seq "$rounds"); do
             --iodepth=1 --direct=1 --size=1g --time_based --runtime="$runtime" \
             --output-format=json |
             python3 -c 'import json,sys; r=json.load(sys.stdin)["jobs"][0]["read"]
-print(sys.argv[1], sys.argv[2], r["iops"], r["clat_ns"]["mean"] / 1e3)' "$r" "$c" >>"$results"
+print(sys.argv[1], sys.argv[2], r["iops"], r["clat_ns"]["mean"] / 1e3,
+      r["clat_ns"]["percentile"]["50.000000"] / 1e3)' "$r" "$c" >>"$results"
     done
     echo "mount-floor: round $r done, $(date -u +%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
@@ -103,19 +120,23 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 configs = sys.argv[2].split()
 by = {}
-for r, c, iops, lat in rows:
-    by.setdefault(c, {})[int(r)] = (float(iops), float(lat))
+for r, c, iops, lat, p50 in rows:
+    by.setdefault(c, {})[int(r)] = (float(iops), float(lat), float(p50))
 def fmt(xs, f):
     return f"{f(statistics.median(xs))} ({f(min(xs))}-{f(max(xs))})"
-print(f"{'config':8} {'IOPS':>26} {'mean latency us':>26} {'/ backing IOPS':>22}")
+print(f"{'config':8} {'IOPS':>24} {'mean latency us':>22} {'median latency us':>22} "
+      f"{'/ backing IOPS':>18}")
 for c in configs:
     d = by.get(c, {})
     iops = [v[0] for v in d.values()]
     lat = [v[1] for v in d.values()]
-    line = f"{c:8} {fmt(iops, lambda x: f'{x:,.0f}'):>26} {fmt(lat, lambda x: f'{x:.1f}'):>26}"
+    p50 = [v[2] for v in d.values()]
+    us = lambda x: f"{x:.0f}"
+    line = (f"{c:8} {fmt(iops, lambda x: f'{x:,.0f}'):>24} {fmt(lat, us):>22} "
+            f"{fmt(p50, us):>22}")
     if "backing" in by and c != "backing":
         ratio = [d[r][0] / by["backing"][r][0] for r in d if r in by["backing"]]
-        line += f" {fmt(ratio, lambda x: f'{x:.2f}'):>22}"
+        line += f" {fmt(ratio, lambda x: f'{x:.2f}'):>18}"
     print(line)
 PY
 echo "mount-floor: end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2

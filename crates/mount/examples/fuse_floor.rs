@@ -1,7 +1,7 @@
 //! The floor under `elevator mount`'s small reads: the least a FUSE daemon built on the same
 //! crate (fuser 0.18) can do for a read, with no scheduler, no engine and no io_uring.
 //!
-//!     fuse_floor BACKING_FILE MOUNTPOINT [--mode pread|memory] [--threads N]
+//!     fuse_floor BACKING_FILE MOUNTPOINT [--mode pread|memory] [--threads N] [--async-dio]
 //!
 //! The mount holds one file, `f`, the size of BACKING_FILE. Its reads are answered on the
 //! FUSE thread that read the request:
@@ -13,7 +13,9 @@
 //!
 //! The init flags and open flags are the mount's (crates/mount/src/fs.rs) where they touch a
 //! read: FUSE_ASYNC_READ, FUSE_MAX_PAGES, max_readahead 1 MiB, FOPEN_KEEP_CACHE (an O_DIRECT
-//! read bypasses the page cache either way). bench/mount-floor.sh runs fio against the
+//! read bypasses the page cache either way), and with `--async-dio` FUSE_ASYNC_DIO (the
+//! mount's: the kernel then sends even a synchronous O_DIRECT read as a background request
+//! and waits for it, `fuse_direct_IO`). bench/mount-floor.sh runs fio against the
 //! backing file, this daemon in both modes and `elevator mount`, round by round.
 //!
 //! Serves in the foreground until unmounted (`fusermount3 -u MOUNTPOINT`).
@@ -52,6 +54,7 @@ struct Floor {
     uid: u32,
     gid: u32,
     mode: Mode,
+    async_dio: bool,
 }
 
 impl Floor {
@@ -83,7 +86,10 @@ impl Floor {
 
 impl Filesystem for Floor {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        let want = InitFlags::FUSE_ASYNC_READ | InitFlags::FUSE_MAX_PAGES;
+        let mut want = InitFlags::FUSE_ASYNC_READ | InitFlags::FUSE_MAX_PAGES;
+        if self.async_dio {
+            want |= InitFlags::FUSE_ASYNC_DIO;
+        }
         let _ = config.add_capabilities(want & config.capabilities());
         let _ = config.set_max_readahead(1 << 20);
         Ok(())
@@ -165,7 +171,10 @@ impl Filesystem for Floor {
 
 fn usage(msg: &str) -> ! {
     eprintln!("fuse_floor: {msg}");
-    eprintln!("usage: fuse_floor BACKING_FILE MOUNTPOINT [--mode pread|memory] [--threads N]");
+    eprintln!(
+        "usage: fuse_floor BACKING_FILE MOUNTPOINT [--mode pread|memory] [--threads N] \
+         [--async-dio]"
+    );
     std::process::exit(2);
 }
 
@@ -174,6 +183,7 @@ fn main() {
     let mut pos: Vec<PathBuf> = Vec::new();
     let mut mode = Mode::Pread;
     let mut threads = 4usize;
+    let mut async_dio = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--mode" => {
@@ -183,6 +193,7 @@ fn main() {
                     other => usage(&format!("--mode: expected pread or memory, got {other:?}")),
                 }
             }
+            "--async-dio" => async_dio = true,
             "--threads" => {
                 threads = match args.next().and_then(|n| n.parse().ok()) {
                     Some(n) if n >= 1 => n,
@@ -210,6 +221,7 @@ fn main() {
         uid: meta.uid(),
         gid: meta.gid(),
         mode,
+        async_dio,
     };
     let mut config = Config::default();
     config.mount_options = vec![
