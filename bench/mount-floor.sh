@@ -15,10 +15,18 @@
 # the median and range of the IOPS, of fio's mean completion latency and of its median
 # completion latency (us), and the ratio to the backing file's IOPS taken within each round.
 #
-#   sudo bench/mount-floor.sh   (ROUNDS=5 RUNTIME=8 WORKDIR=/var/tmp SCHED=none THREADS=4
-#                                ONLY="backing memory pread mount" EXTRA_MOUNT_ARGS=
-#                                ELEVATOR=binary FLOOR=binary, else built here)
-# Needs fio, /dev/fuse and fusermount3.
+# WORKLOAD=write-1m runs mount-overhead.sh's 1 MiB O_DIRECT writes at iodepth 8 instead
+# (IOPS are then 1 MiB writes per second; the fuse_floor daemons do not write: use it with
+# ONLY="backing mount before").
+#
+#   sudo bench/mount-floor.sh   (ROUNDS=5 RUNTIME=8 WORKLOAD=randread-qd1 WORKDIR=/var/tmp
+#                                SCHED=none THREADS=4 ONLY="backing memory pread mount"
+#                                EXTRA_MOUNT_ARGS= ELEVATOR_BEFORE= ELEVATOR=binary
+#                                FLOOR=binary, else built here)
+#
+# On a machine others load, run it as `sudo chrt -f 10 bench/mount-floor.sh`: fio and the
+# daemons (which inherit the policy) then run before the others' compilers, and the rounds
+# agree (docs/mount.md gives both ways). Needs fio, /dev/fuse and fusermount3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -32,6 +40,7 @@ workdir=${WORKDIR:-/var/tmp}
 sched=${SCHED:-none}
 threads=${THREADS:-4}
 only=${ONLY:-backing memory pread mount}
+workload=${WORKLOAD:-randread-qd1}
 target=${CARGO_TARGET_DIR:-$root/target}
 if [ -z "${ELEVATOR:-}" ]; then
     nice cargo build --release -q -p elevator --manifest-path "$root/Cargo.toml"
@@ -101,15 +110,22 @@ path_of() {
 echo "mount-floor: $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 results="$tmp/results"
 : >"$results"
+case "$workload" in
+randread-qd1) job="--rw=randread --bs=4k --ioengine=psync --iodepth=1" ;;
+write-1m) job="--rw=write --bs=1m --ioengine=libaio --iodepth=8" ;;
+*) echo "mount-floor: WORKLOAD must be randread-qd1 or write-1m" >&2; exit 1 ;;
+esac
+echo "mount-floor: $workload" >&2
 read -r -a configs <<<"$only"
 n=${#configs[@]}
 for r in $(seq "$rounds"); do
     for i in $(seq 0 $((n - 1))); do
         c=${configs[$(((i + r - 1) % n))]}
-        fio --name=floor --filename="$(path_of "$c")" --rw=randread --bs=4k --ioengine=psync \
-            --iodepth=1 --direct=1 --size=1g --time_based --runtime="$runtime" \
-            --output-format=json |
-            python3 -c 'import json,sys; r=json.load(sys.stdin)["jobs"][0]["read"]
+        # shellcheck disable=SC2086
+        fio --name=floor --filename="$(path_of "$c")" $job --direct=1 --size=1g --time_based \
+            --runtime="$runtime" --output-format=json |
+            python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]
+r=j["read"] if j["read"]["io_bytes"] else j["write"]
 print(sys.argv[1], sys.argv[2], r["iops"], r["clat_ns"]["mean"] / 1e3,
       r["clat_ns"]["percentile"]["50.000000"] / 1e3)' "$r" "$c" >>"$results"
     done

@@ -110,10 +110,9 @@ impl Core {
     /// thread; wake the engine thread if the scheduler now wants a timer earlier than the
     /// one it sleeps with.
     ///
-    /// With [`EngineOptions::sync_when_idle`](super::EngineOptions::sync_when_idle), a
-    /// request the scheduler dispatches while nothing is in flight is done here, with one
-    /// `pread` or `pwrite` outside the lock (see [`SyncIo`]), and completed to the block
-    /// layer on this thread.
+    /// With [`EngineOptions::sync_when_idle`](super::EngineOptions::sync_when_idle), a read
+    /// the scheduler dispatches while nothing is in flight is done here, with one `pread`
+    /// outside the lock (see [`SyncIo`]), and completed to the block layer on this thread.
     pub(super) fn submit(&self, io: Io, done: Callback, queued: Instant) {
         let (mut ready, sync) = {
             let mut g = self.lock();
@@ -163,8 +162,8 @@ impl Core {
     }
 }
 
-/// A dispatched request done on the submitter's thread with one `pread` or `pwrite` of the
-/// registered descriptor (`EngineOptions::sync_when_idle`), not through the ring. It counts
+/// A dispatched read done on the submitter's thread with one `pread` of the registered
+/// descriptor (`EngineOptions::sync_when_idle`), not through the ring. It counts
 /// as in flight (the block layer's depth) from its dispatch to its completion, like a ring
 /// entry; its buffer is its parent's, which stays in the engine until the request completes,
 /// and its file stays registered while the parent is outstanding.
@@ -174,7 +173,6 @@ pub(super) struct SyncIo {
     ptr: *mut u8,
     len: usize,
     offset: u64,
-    write: bool,
 }
 
 impl SyncIo {
@@ -185,21 +183,12 @@ impl SyncIo {
             // request completes (which only the caller of `run` does, afterwards), and `fd`
             // stays open while the parent is outstanding.
             let n = unsafe {
-                if self.write {
-                    libc::pwrite(
-                        self.fd,
-                        self.ptr.cast(),
-                        self.len,
-                        self.offset as libc::off_t,
-                    )
-                } else {
-                    libc::pread(
-                        self.fd,
-                        self.ptr.cast(),
-                        self.len,
-                        self.offset as libc::off_t,
-                    )
-                }
+                libc::pread(
+                    self.fd,
+                    self.ptr.cast(),
+                    self.len,
+                    self.offset as libc::off_t,
+                )
             };
             if n >= 0 {
                 return n as i32;
@@ -667,8 +656,8 @@ impl Engine {
     }
 
     /// Dispatch what the scheduler gives while the device has room. With `sync_first`, the
-    /// first request, if nothing else is in flight and it is one read or write over one bio,
-    /// is not put in the ring but returned, for the caller to do itself ([`SyncIo`]).
+    /// first request, if nothing else is in flight and it is a read of one bio, is not put
+    /// in the ring but returned, for the caller to do itself ([`SyncIo`]).
     fn dispatch_first(&mut self, sync_first: bool) -> io::Result<Option<SyncIo>> {
         let now = self.now();
         self.blk.handle_timeout(now);
@@ -701,7 +690,7 @@ impl Engine {
 
     /// Put a dispatched request in the ring: one read or write over its bio's buffer, or one
     /// readv or writev over the buffers of the bios merged into it, in sector order. With
-    /// `sync_ok`, a read or write of one bio is returned instead, to be done by the caller.
+    /// `sync_ok`, a read of one bio is returned instead, to be done by the caller.
     fn submit(&mut self, rq: Request, sync_ok: bool) -> io::Result<Option<SyncIo>> {
         let id = rq.id.0;
         // The layer refuses (panics on) a request the scheduler was never given.
@@ -742,7 +731,7 @@ impl Engine {
             // bio has completed, and its heap address never changes.
             parts.push((unsafe { p.buf.as_mut_ptr().add(buf_off) }, len));
         }
-        if sync_ok && parts.len() == 1 && matches!(kind, Kind::Read | Kind::Write) {
+        if sync_ok && parts.len() == 1 && kind == Kind::Read {
             self.flights.insert(id, Flight { rq, _iov: None });
             self.in_ring += 1;
             return Ok(Some(SyncIo {
@@ -751,7 +740,6 @@ impl Engine {
                 ptr: parts[0].0,
                 len: parts[0].1,
                 offset,
-                write: kind == Kind::Write,
             }));
         }
         let mut iov = None;

@@ -251,15 +251,17 @@ pub struct EngineOptions {
     /// threads, one at a time under that lock, so it must keep no thread-local state (none of
     /// ours does). Ignored with [`emulate`](Self::emulate), whose clock lives in the loop.
     pub inline_submit: bool,
-    /// With [`inline_submit`](Self::inline_submit): a request the scheduler dispatches while
-    /// nothing else is in flight, one read or write over one submitted I/O, is done by the
-    /// submitter itself with one `pread` or `pwrite` on its own thread (outside the engine's
-    /// lock), not through the ring, and completed to the block layer there; its callback then
-    /// runs on the submitter's thread. It is in flight for the block layer as a ring entry
-    /// is, and the scheduler still decided it: it is what `poll_dispatch` gave. Saves the
-    /// engine thread's wake-up on the completion and the ring's system calls for an I/O
-    /// that would wait for nothing else (a reader at queue depth 1). The submitter blocks
-    /// until it completes. False by default.
+    /// With [`inline_submit`](Self::inline_submit): a read the scheduler dispatches while
+    /// nothing else is in flight, over one submitted I/O, is done by the submitter itself
+    /// with one `pread` on its own thread (outside the engine's lock), not through the ring,
+    /// and completed to the block layer there; its callback then runs on the submitter's
+    /// thread. It is in flight for the block layer as a ring entry is, and the scheduler
+    /// still decided it: it is what `poll_dispatch` gave. Saves the engine thread's wake-up
+    /// on the completion and the ring's system calls for a read that would wait for nothing
+    /// else (a reader at queue depth 1). The submitter blocks until it completes. Writes
+    /// always go through the ring: they come in batches (writeback, asynchronous direct
+    /// I/O at depth), where a submitter held for a whole large write is a FUSE thread
+    /// fewer (docs/mount.md). False by default.
     pub sync_when_idle: bool,
 }
 

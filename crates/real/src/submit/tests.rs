@@ -371,7 +371,7 @@ enum Path {
     /// Inline submission: the submitter drives the engine.
     Inline,
     /// Inline, and a request dispatched while nothing is in flight done by the submitter
-    /// with pread/pwrite (`sync_when_idle`).
+    /// with pread (`sync_when_idle`).
     Sync,
 }
 
