@@ -12,7 +12,9 @@
 //! With [`EngineOptions::inline_submit`](super::EngineOptions::inline_submit) a submitter
 //! runs step (1) and (2) for its own I/O on its own thread, under the engine's lock, and the
 //! engine thread sleeps in `io_uring_enter` without the lock; whoever holds the lock touches
-//! the ring's queues, and completions' callbacks run after the lock is let go.
+//! the ring's queues, and completions' callbacks run after the lock is let go. With
+//! [`EngineOptions::sync_when_idle`](super::EngineOptions::sync_when_idle) as well, a read
+//! dispatched to an idle device is done by its submitter with `pread` ([`SyncIo`]).
 //!
 //! With an emulated drive ([`EngineOptions::emulate`]) each dispatched request is also given
 //! to the drive's model (at its place on the drive, [`Layout`]), and its completion is held

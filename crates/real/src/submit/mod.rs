@@ -396,8 +396,9 @@ impl Handle {
 
     /// Submit `io`; `done` runs with its completion on the thread that reaps it (the engine
     /// thread; or, with [`EngineOptions::inline_submit`], the caller's when the I/O is
-    /// refused or completes at once), never under the engine's lock (at once, on the
-    /// caller's thread, if the engine has shut down). `done` must not block.
+    /// refused or completes at once, and with [`EngineOptions::sync_when_idle`] when the
+    /// caller did the read itself, before this returns), never under the engine's lock (at
+    /// once, on the caller's thread, if the engine has shut down). `done` must not block.
     pub fn submit_with(&self, io: Io, done: impl FnOnce(Completion) + Send + 'static) {
         if let Some(core) = self.shared.inline.get() {
             return core.submit(io, Box::new(done), Instant::now());
