@@ -191,6 +191,11 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
         // itself: no hand-off to the engine thread on the way in (the reply is sent from the
         // completion, on the engine thread).
         inline_submit: true,
+        // A read the scheduler dispatches while nothing else is in flight is done by that
+        // FUSE thread with one pread, and replied to from there: no wake-up of the engine
+        // thread and no ring system calls for a reader at queue depth 1 (docs/mount.md,
+        // "The floor under a small read").
+        sync_when_idle: true,
         ..EngineOptions::default()
     };
     let engine = Engine::start(build, opts).map_err(MountError::Start)?;

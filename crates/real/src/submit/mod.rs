@@ -251,6 +251,18 @@ pub struct EngineOptions {
     /// threads, one at a time under that lock, so it must keep no thread-local state (none of
     /// ours does). Ignored with [`emulate`](Self::emulate), whose clock lives in the loop.
     pub inline_submit: bool,
+    /// With [`inline_submit`](Self::inline_submit): a read the scheduler dispatches while
+    /// nothing else is in flight, over one submitted I/O, is done by the submitter itself
+    /// with one `pread` on its own thread (outside the engine's lock), not through the ring,
+    /// and completed to the block layer there; its callback then runs on the submitter's
+    /// thread. It is in flight for the block layer as a ring entry is, and the scheduler
+    /// still decided it: it is what `poll_dispatch` gave. Saves the engine thread's wake-up
+    /// on the completion and the ring's system calls for a read that would wait for nothing
+    /// else (a reader at queue depth 1). The submitter blocks until it completes. Writes
+    /// always go through the ring: they come in batches (writeback, asynchronous direct
+    /// I/O at depth), where a submitter held for a whole large write is a FUSE thread
+    /// fewer (docs/mount.md). False by default.
+    pub sync_when_idle: bool,
 }
 
 impl Default for EngineOptions {
@@ -262,6 +274,7 @@ impl Default for EngineOptions {
             non_rotational: false,
             emulate: None,
             inline_submit: false,
+            sync_when_idle: false,
         }
     }
 }
@@ -383,8 +396,9 @@ impl Handle {
 
     /// Submit `io`; `done` runs with its completion on the thread that reaps it (the engine
     /// thread; or, with [`EngineOptions::inline_submit`], the caller's when the I/O is
-    /// refused or completes at once), never under the engine's lock (at once, on the
-    /// caller's thread, if the engine has shut down). `done` must not block.
+    /// refused or completes at once, and with [`EngineOptions::sync_when_idle`] when the
+    /// caller did the read itself, before this returns), never under the engine's lock (at
+    /// once, on the caller's thread, if the engine has shut down). `done` must not block.
     pub fn submit_with(&self, io: Io, done: impl FnOnce(Completion) + Send + 'static) {
         if let Some(core) = self.shared.inline.get() {
             return core.submit(io, Box::new(done), Instant::now());

@@ -79,9 +79,9 @@ fn filled(len: usize, byte: u8) -> AlignedBuf {
     b
 }
 
-fn requests_carry_the_submitters_context_group_priority_and_sync_flag_with(inline: bool) {
+fn requests_carry_the_submitters_context_group_priority_and_sync_flag_with(path: Path) {
     let (f, seen) = recorder(None);
-    let engine = Engine::start(f, opts(inline)).unwrap();
+    let engine = Engine::start(f, opts(path)).unwrap();
     let h = engine.handle();
     let a = h.register(file_of(1 << 16));
     let b = h.register(file_of(1 << 16));
@@ -184,10 +184,10 @@ fn without_request_log_the_engine_keeps_no_records() {
 }
 
 fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(
-    inline: bool,
+    path: Path,
 ) {
     let (f, seen) = recorder(Some(16));
-    let engine = Engine::start(f, opts(inline)).unwrap();
+    let engine = Engine::start(f, opts(path)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(1 << 16));
     let mut data = AlignedBuf::new(40 * 512);
@@ -221,8 +221,8 @@ fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_l
     engine.shutdown().unwrap();
 }
 
-fn many_threads_write_and_read_back_their_own_blocks_with(inline: bool) {
-    let engine = Engine::start(build("cfq"), opts(inline)).unwrap();
+fn many_threads_write_and_read_back_their_own_blocks_with(path: Path) {
+    let engine = Engine::start(build("cfq"), opts(path)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(8 * 64 * 4096));
     let threads: Vec<_> = (0..8u32)
@@ -256,8 +256,8 @@ fn many_threads_write_and_read_back_their_own_blocks_with(inline: bool) {
     engine.shutdown().unwrap();
 }
 
-fn bad_submissions_fail_with_errno_and_touch_nothing_with(inline: bool) {
-    let engine = Engine::start(build("noop"), opts(inline)).unwrap();
+fn bad_submissions_fail_with_errno_and_touch_nothing_with(path: Path) {
+    let engine = Engine::start(build("noop"), opts(path)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(8192));
     let errno = |io| h.submit(io).wait().result.unwrap_err().raw_os_error();
@@ -270,8 +270,8 @@ fn bad_submissions_fail_with_errno_and_touch_nothing_with(inline: bool) {
     engine.shutdown().unwrap();
 }
 
-fn a_read_across_end_of_file_returns_the_bytes_that_exist_with(inline: bool) {
-    let engine = Engine::start(build("deadline"), opts(inline)).unwrap();
+fn a_read_across_end_of_file_returns_the_bytes_that_exist_with(path: Path) {
+    let engine = Engine::start(build("deadline"), opts(path)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(4096 + 512));
     let c = h.submit(Io::read(file, 4096, 4096)).wait();
@@ -279,8 +279,8 @@ fn a_read_across_end_of_file_returns_the_bytes_that_exist_with(inline: bool) {
     engine.shutdown().unwrap();
 }
 
-fn shutdown_completes_everything_submitted_before_it_with(inline: bool) {
-    let engine = Engine::start(build("anticipatory"), opts(inline)).unwrap();
+fn shutdown_completes_everything_submitted_before_it_with(path: Path) {
+    let engine = Engine::start(build("anticipatory"), opts(path)).unwrap();
     let h = engine.handle();
     let mut f = file_of(256 * 4096);
     let file = h.register(f.try_clone().unwrap());
@@ -306,9 +306,9 @@ fn shutdown_completes_everything_submitted_before_it_with(inline: bool) {
 }
 
 fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(
-    inline: bool,
+    path: Path,
 ) {
-    let engine = Engine::start(build("noop"), opts(inline)).unwrap();
+    let engine = Engine::start(build("noop"), opts(path)).unwrap();
     let h = engine.handle();
     assert_eq!(h.scheduler(), "noop");
     let file = h.register(file_of(64 * 4096));
@@ -347,8 +347,8 @@ fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_o
     engine.shutdown().unwrap();
 }
 
-fn a_ticket_can_be_polled_until_its_io_completes_with(inline: bool) {
-    let engine = Engine::start(build("bfq"), opts(inline)).unwrap();
+fn a_ticket_can_be_polled_until_its_io_completes_with(path: Path) {
+    let engine = Engine::start(build("bfq"), opts(path)).unwrap();
     let h = engine.handle();
     let file = h.register(file_of(4096));
     let t = h.submit(Io::read(file, 0, 4096));
@@ -363,92 +363,157 @@ fn a_ticket_can_be_polled_until_its_io_completes_with(inline: bool) {
     engine.shutdown().unwrap();
 }
 
-/// The engine's options, with or without inline submission (each test runs both ways).
-fn opts(inline: bool) -> EngineOptions {
+/// How a submission reaches the engine (each test runs every way).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Path {
+    /// Handed to the engine thread.
+    Thread,
+    /// Inline submission: the submitter drives the engine.
+    Inline,
+    /// Inline, and a request dispatched while nothing is in flight done by the submitter
+    /// with pread (`sync_when_idle`).
+    Sync,
+}
+
+/// The engine's options for a path.
+fn opts(path: Path) -> EngineOptions {
     EngineOptions {
-        inline_submit: inline,
+        inline_submit: path != Path::Thread,
+        sync_when_idle: path == Path::Sync,
         ..EngineOptions::default()
     }
 }
 
 #[test]
 fn requests_carry_the_submitters_context_group_priority_and_sync_flag() {
-    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(false);
+    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(Path::Thread);
 }
 
 #[test]
 fn requests_carry_the_submitters_context_group_priority_and_sync_flag_inline() {
-    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(true);
+    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(Path::Inline);
+}
+
+#[test]
+fn requests_carry_the_submitters_context_group_priority_and_sync_flag_sync() {
+    requests_carry_the_submitters_context_group_priority_and_sync_flag_with(Path::Sync);
 }
 
 #[test]
 fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length() {
-    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(false);
+    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(
+        Path::Thread,
+    );
 }
 
 #[test]
 fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_inline() {
-    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(true);
+    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(
+        Path::Inline,
+    );
+}
+
+#[test]
+fn io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_sync() {
+    io_larger_than_the_policys_limit_is_split_and_completes_once_with_its_whole_length_with(
+        Path::Sync,
+    );
 }
 
 #[test]
 fn many_threads_write_and_read_back_their_own_blocks() {
-    many_threads_write_and_read_back_their_own_blocks_with(false);
+    many_threads_write_and_read_back_their_own_blocks_with(Path::Thread);
 }
 
 #[test]
 fn many_threads_write_and_read_back_their_own_blocks_inline() {
-    many_threads_write_and_read_back_their_own_blocks_with(true);
+    many_threads_write_and_read_back_their_own_blocks_with(Path::Inline);
+}
+
+#[test]
+fn many_threads_write_and_read_back_their_own_blocks_sync() {
+    many_threads_write_and_read_back_their_own_blocks_with(Path::Sync);
 }
 
 #[test]
 fn bad_submissions_fail_with_errno_and_touch_nothing() {
-    bad_submissions_fail_with_errno_and_touch_nothing_with(false);
+    bad_submissions_fail_with_errno_and_touch_nothing_with(Path::Thread);
 }
 
 #[test]
 fn bad_submissions_fail_with_errno_and_touch_nothing_inline() {
-    bad_submissions_fail_with_errno_and_touch_nothing_with(true);
+    bad_submissions_fail_with_errno_and_touch_nothing_with(Path::Inline);
+}
+
+#[test]
+fn bad_submissions_fail_with_errno_and_touch_nothing_sync() {
+    bad_submissions_fail_with_errno_and_touch_nothing_with(Path::Sync);
 }
 
 #[test]
 fn a_read_across_end_of_file_returns_the_bytes_that_exist() {
-    a_read_across_end_of_file_returns_the_bytes_that_exist_with(false);
+    a_read_across_end_of_file_returns_the_bytes_that_exist_with(Path::Thread);
 }
 
 #[test]
 fn a_read_across_end_of_file_returns_the_bytes_that_exist_inline() {
-    a_read_across_end_of_file_returns_the_bytes_that_exist_with(true);
+    a_read_across_end_of_file_returns_the_bytes_that_exist_with(Path::Inline);
+}
+
+#[test]
+fn a_read_across_end_of_file_returns_the_bytes_that_exist_sync() {
+    a_read_across_end_of_file_returns_the_bytes_that_exist_with(Path::Sync);
 }
 
 #[test]
 fn shutdown_completes_everything_submitted_before_it() {
-    shutdown_completes_everything_submitted_before_it_with(false);
+    shutdown_completes_everything_submitted_before_it_with(Path::Thread);
 }
 
 #[test]
 fn shutdown_completes_everything_submitted_before_it_inline() {
-    shutdown_completes_everything_submitted_before_it_with(true);
+    shutdown_completes_everything_submitted_before_it_with(Path::Inline);
+}
+
+#[test]
+fn shutdown_completes_everything_submitted_before_it_sync() {
+    shutdown_completes_everything_submitted_before_it_with(Path::Sync);
 }
 
 #[test]
 fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one() {
-    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(false);
+    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(
+        Path::Thread,
+    );
 }
 
 #[test]
 fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_inline() {
-    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(true);
+    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(
+        Path::Inline,
+    );
+}
+
+#[test]
+fn switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_sync() {
+    switching_the_scheduler_under_load_loses_nothing_and_tunables_reach_the_new_one_with(
+        Path::Sync,
+    );
 }
 
 #[test]
 fn a_ticket_can_be_polled_until_its_io_completes() {
-    a_ticket_can_be_polled_until_its_io_completes_with(false);
+    a_ticket_can_be_polled_until_its_io_completes_with(Path::Thread);
 }
 
 #[test]
 fn a_ticket_can_be_polled_until_its_io_completes_inline() {
-    a_ticket_can_be_polled_until_its_io_completes_with(true);
+    a_ticket_can_be_polled_until_its_io_completes_with(Path::Inline);
+}
+
+#[test]
+fn a_ticket_can_be_polled_until_its_io_completes_sync() {
+    a_ticket_can_be_polled_until_its_io_completes_with(Path::Sync);
 }
 
 #[test]
@@ -456,8 +521,8 @@ fn with_inline_submission_the_submitter_drives_the_engine_without_a_hand_off() {
     // A submission the engine refuses (an unknown file) is answered by whichever thread ran
     // the engine's step for it: with inline submission the caller's, before submit_with
     // returns; without, the engine thread's.
-    for inline in [false, true] {
-        let engine = Engine::start(build("noop"), opts(inline)).unwrap();
+    for (inline, path) in [(false, Path::Thread), (true, Path::Inline)] {
+        let engine = Engine::start(build("noop"), opts(path)).unwrap();
         let h = engine.handle();
         let (tx, rx) = std::sync::mpsc::channel();
         h.submit_with(Io::read(FileId(9_999), 0, 4096), move |c| {
@@ -468,4 +533,75 @@ fn with_inline_submission_the_submitter_drives_the_engine_without_a_hand_off() {
         assert_eq!(answered_on == std::thread::current().id(), inline);
         engine.shutdown().unwrap();
     }
+}
+
+#[test]
+fn with_sync_when_idle_a_request_dispatched_to_an_idle_device_is_done_by_its_submitter() {
+    // Core::submit: the request noop's poll_dispatch gives while nothing is in flight is read
+    // with pread on the submitter's thread and completed there, so its callback runs before
+    // submit_with returns, on the caller's thread; the block layer still counts it. Without
+    // sync_when_idle the completion is reaped by the engine thread.
+    for (path, on_caller) in [(Path::Inline, false), (Path::Sync, true)] {
+        let engine = Engine::start(build("noop"), opts(path)).unwrap();
+        let h = engine.handle();
+        let mut f = file_of(4 * 4096);
+        f.seek(SeekFrom::Start(4096)).unwrap();
+        f.write_all(&[7u8; 4096]).unwrap();
+        let file = h.register(f);
+        for _ in 0..3 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            h.submit_with(Io::read(file, 4096, 4096), move |c| {
+                let ok = c.result.as_ref().ok() == Some(&4096) && c.buf.iter().all(|&b| b == 7);
+                let _ = tx.send((std::thread::current().id(), ok));
+            });
+            let (answered_on, ok) = rx.recv().unwrap();
+            assert!(ok, "{path:?}: the read returns the file's bytes");
+            assert_eq!(
+                answered_on == std::thread::current().id(),
+                on_caller,
+                "{path:?}"
+            );
+        }
+        let s = h.stats();
+        assert_eq!(
+            (s.read_ios, s.read_sectors, s.in_flight),
+            (3, 24, 0),
+            "{path:?}"
+        );
+        engine.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn with_sync_when_idle_concurrent_readers_get_their_own_blocks_and_are_all_counted() {
+    // Eight threads read at once: one finds the device idle and reads on its own thread, the
+    // others find it busy (in_ring > 0) and go through the ring, or find it idle in turn;
+    // whichever path each took, every read returns its block and the layer counts all 64.
+    let engine = Engine::start(build("deadline"), opts(Path::Sync)).unwrap();
+    let h = engine.handle();
+    let mut f = file_of(64 * 4096);
+    for i in 0..64u64 {
+        f.seek(SeekFrom::Start(i * 4096)).unwrap();
+        f.write_all(&[i as u8 + 1; 4096]).unwrap();
+    }
+    let file = h.register(f);
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                for i in (t..64).step_by(8) {
+                    let io = Io::read(file, i * 4096, 4096).ctx(CtxId(t as u32));
+                    let c = h.submit(io).wait();
+                    assert_eq!(c.result.unwrap(), 4096);
+                    assert!(c.buf.iter().all(|&b| b == i as u8 + 1), "block {i}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = h.stats();
+    assert_eq!((s.read_ios, s.in_flight), (64, 0));
+    engine.shutdown().unwrap();
 }
