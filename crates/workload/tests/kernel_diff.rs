@@ -33,8 +33,10 @@ const FRESH_TODAY: &str = "reader-beside-";
 
 /// The fresh recording of branch seeds3 (29 November 2026, Linux 6.18.44): writers of the
 /// idle class and of best effort 7 beside a sequential reader and a real-time reader, bfq
-/// with its log. Kept apart from the corpus-wide figures; bfq misses issue 27's target on it
-/// (docs/testing.md, docs/bfq.md).
+/// with its log. Kept apart from the corpus-wide figures. bfq agreed on 2.4% of it until ours
+/// counted the soft real-time bound in the kernel's jiffies (HZ = 250) and computed it at the
+/// expiry of an interactive queue too (`bfq_bfqq_softrt_next_start`, `bfq_bfqq_expire`;
+/// docs/testing.md, docs/bfq.md).
 const FRESH_SEEDS3: &str = "prio-writers-beside-reader";
 
 fn fresh(mix: &str) -> bool {
@@ -42,7 +44,7 @@ fn fresh(mix: &str) -> bool {
 }
 
 /// bfq's agreement on the seeds3 recording, as measured.
-const BFQ_SEEDS3: f64 = 2.4;
+const BFQ_SEEDS3: f64 = 98.8;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
 const FLOOR: [(&str, &str, f64); 37] = [
@@ -68,9 +70,9 @@ const FLOOR: [(&str, &str, f64); 37] = [
     ("prio-classes", "mq-deadline", 96.9),
     ("prio-classes", "kyber", 100.0),
     ("prio-classes", "bfq", 98.8),
-    // The fresh recording of branch seeds3: bfq diverges from decision 4 (ours serves the
-    // best-effort-7 writer where the kernel, idling for the raised real-time reader, injects
-    // only the raised sequential reader's requests); not yet traced to our code.
+    // The fresh recording of branch seeds3: bfq diverged from decision 4 (ours found the
+    // returning sequential reader soft real-time 20 ms after its expiry and let it preempt
+    // the real-time reader; the kernel, at HZ = 250, bounds it 6 jiffies = 24 ms ahead).
     ("prio-writers-beside-reader", "none", 100.0),
     ("prio-writers-beside-reader", "mq-deadline", 100.0),
     ("prio-writers-beside-reader", "kyber", 100.0),
@@ -180,9 +182,14 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             );
         }
     }
-    // The seeds3 recording: none, mq-deadline and kyber within 2 points of the corpus; bfq
-    // is not (issue 27's 90%; measured BFQ_SEEDS3), held at its measured figure above.
-    for (sched, corpus) in [("none", 100.0), ("mq-deadline", 99.0), ("kyber", 99.6)] {
+    // The seeds3 recording: every scheduler within 2 points of the corpus (bfq since it
+    // counts jiffies at the kernel's HZ: 98.8%, held at that figure above too).
+    for (sched, corpus) in [
+        ("none", 100.0),
+        ("mq-deadline", 99.0),
+        ("kyber", 99.6),
+        ("bfq", 97.8),
+    ] {
         let r = rows
             .iter()
             .find(|r| r.mix == FRESH_SEEDS3 && r.scheduler == sched)
