@@ -39,15 +39,24 @@ const FRESH_TODAY: &str = "reader-beside-";
 /// docs/testing.md, docs/bfq.md).
 const FRESH_SEEDS3: &str = "prio-writers-beside-reader";
 
+/// The fresh recording of branch kdiff4 (29 November 2026, 16:53 UTC, Linux 6.18.44, HZ =
+/// 250): three sequential readers at best effort 0, 4 and 7 and a late random reader. Kept
+/// apart from the corpus-wide figures; bfq misses issue 27's target on it (the kernel's
+/// waker-queue injection, `bfq_check_waker`, not modelled; docs/testing.md).
+const FRESH_KDIFF4: &str = "weighted-seq-readers";
+
 fn fresh(mix: &str) -> bool {
-    mix.starts_with(FRESH) || mix.starts_with(FRESH_TODAY) || mix == FRESH_SEEDS3
+    mix.starts_with(FRESH)
+        || mix.starts_with(FRESH_TODAY)
+        || mix == FRESH_SEEDS3
+        || mix == FRESH_KDIFF4
 }
 
 /// bfq's agreement on the seeds3 recording, as measured.
-const BFQ_SEEDS3: f64 = 98.8;
+const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 37] = [
+const FLOOR: [(&str, &str, f64); 41] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -93,6 +102,14 @@ const FLOOR: [(&str, &str, f64); 37] = [
     ("readers-writers", "mq-deadline", 100.0),
     ("readers-writers", "kyber", 100.0),
     ("readers-writers", "bfq", 94.8),
+    // The fresh recording of branch kdiff4. bfq: every real choice agrees (21 of 21), but
+    // from decision 42 the kernel injects the best-effort-7 reader's requests at once as the
+    // in-service best-effort-0 reader's waker queue (its bfq log: `set waker`), which ours
+    // does not detect, and the queued sets part.
+    ("weighted-seq-readers", "none", 100.0),
+    ("weighted-seq-readers", "mq-deadline", 100.0),
+    ("weighted-seq-readers", "kyber", 100.0),
+    ("weighted-seq-readers", "bfq", 42.0),
 ];
 
 #[test]

@@ -569,6 +569,33 @@ fn bfq_choose_bfqq_for_injection_injects_while_the_drive_holds_fewer_than_the_li
 }
 
 #[test]
+fn bfq_choose_bfqq_for_injection_walks_the_active_list_most_recent_insertion_first() {
+    // bfq_choose_bfqq_for_injection walks bfqd->active_list, where bfq_active_insert puts a
+    // queue at the head each time its entity goes on an active tree (activation or requeue)
+    // and bfq_active_extract takes it off: the queue put there last is tried first, not the
+    // oldest (the kernel's order in the recording weighted-seq-readers, decision 12: the
+    // queue requeued after a budget exhaustion before the one activated earlier).
+    let (mut s, q, r) = injection_scene();
+    s.queues[q].inject_limit = 2;
+    s.insert(
+        rq(3, 3)
+            .sector(9_000_000)
+            .prio(IoClass::BestEffort, 6)
+            .build(),
+        Nanos::ZERO,
+    );
+    let n = s.bics[&CtxId(3)].sync_q.unwrap();
+    assert!(s.queues[n].busy);
+    assert_eq!(s.choose_for_injection(0), Some(n), "activated last, first");
+    s.requeue_queue(r, false);
+    assert_eq!(
+        s.choose_for_injection(0),
+        Some(r),
+        "requeued since: first now"
+    );
+}
+
+#[test]
 fn bfq_choose_bfqq_for_injection_limits_a_raised_short_thinking_queue_to_raised_sources() {
     // bfq_choose_bfqq_for_injection: a raised in-service queue with short think time takes
     // injection only from raised queues (in_serv_always_inject false); with a long think

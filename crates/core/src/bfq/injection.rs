@@ -110,7 +110,9 @@ impl Bfq {
 
     /// `bfq_choose_bfqq_for_injection`: the limit on requests in the driver is checked once;
     /// then the first busy queue with enough budget for its next request gives it, except
-    /// that on a non-rotational device a large request goes only into an empty driver.
+    /// that on a non-rotational device a large request goes only into an empty driver. The
+    /// queues are walked as the kernel walks `active_list`: the one most recently put on an
+    /// active tree (activated or requeued, `bfq_active_insert`) first.
     pub(super) fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
         let is = self.in_service?;
         let isq = &self.queues[is];
@@ -129,11 +131,18 @@ impl Bfq {
         if self.rq_in_driver >= limit {
             return None;
         }
-        for q in 0..self.queues.len() {
+        let mut order: Vec<usize> = (0..self.queues.len())
+            .filter(|&q| {
+                let qq = &self.queues[q];
+                q != is
+                    && qq.busy
+                    && !qq.is_empty()
+                    && self.wf.entities[qq.eid].tree == super::wf2q::Tree::Active
+            })
+            .collect();
+        order.sort_by_key(|&q| std::cmp::Reverse(self.wf.entities[self.queues[q].eid].active_seq));
+        for q in order {
             let qq = &self.queues[q];
-            if q == is || !qq.busy || qq.is_empty() {
-                continue;
-            }
             if (always || qq.wr_coeff > 1) && self.next_charge(q) as i64 <= self.budget_left(q) {
                 let large = qq
                     .next()

@@ -51,8 +51,7 @@
 //!   kernel's answer is the same).
 //! - A group's timestamps are recomputed when it is activated, expired or requeued, not each
 //!   time its next child changes.
-//! - Injection looks for a source queue in queue-creation order; the kernel walks its active
-//!   list, the queue most recently put on a service tree first. Waker-queue detection (`bfq_check_waker`) is not
+//! - Waker-queue detection (`bfq_check_waker`) is not
 //!   modelled (injection covers the same ground more slowly); the `oom_bfqq` and ioprio or
 //!   cgroup changes of a running process are not modelled (a queue keeps the class and group
 //!   of its first request).
