@@ -51,10 +51,10 @@
 //!   kernel's answer is the same).
 //! - A group's timestamps are recomputed when it is activated, expired or requeued, not each
 //!   time its next child changes.
-//! - Waker-queue detection (`bfq_check_waker`) is not
-//!   modelled (injection covers the same ground more slowly); the `oom_bfqq` and ioprio or
-//!   cgroup changes of a running process are not modelled (a queue keeps the class and group
-//!   of its first request).
+//! - Waker-queue detection (`bfq_check_waker`) is modelled, but a waker link is not undone
+//!   when a queue is merged or freed (the kernel resets its woken queues' `waker_bfqq`); the
+//!   `oom_bfqq` and ioprio or cgroup changes of a running process are not modelled (a queue
+//!   keeps the class and group of its first request).
 //! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
 //!   each tag-bitmap word is admitted while fewer than d * words held requests have a shallow
 //!   depth of at most that (with 256 tags, 64-bit words: depth 1 admits at most 4); in the
@@ -441,6 +441,7 @@ impl Bfq {
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
         if self.queues[q].sync && self.bics[&ctx].requests <= 1 {
+            self.check_waker(q, t);
             self.inject_on_first_request(q, t);
         }
         if self.queues[q].sync {
