@@ -406,7 +406,22 @@ fn uname() -> KernelInfo {
         release: s(&u.release),
         version: s(&u.version),
         machine: s(&u.machine),
+        hz: config_hz(),
     }
+}
+
+/// `CONFIG_HZ` from the running kernel's `/proc/config.gz`, when it has one: bfq keeps
+/// several of its times in jiffies, so the replay needs the jiffy's length.
+fn config_hz() -> Option<u32> {
+    use std::io::Read;
+    let f = std::fs::File::open("/proc/config.gz").ok()?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut text)
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Copy `pipe` (a tracefs `trace_pipe`, opened non-blocking) to `out` until `stop` is set and

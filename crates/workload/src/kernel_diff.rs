@@ -39,9 +39,13 @@
 //! chosen from the same queued set), plus the Kendall distance between the two dispatch orders
 //! over consecutive windows ([`agreement::windowed_kendall`]).
 //!
+//! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
+//!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
+//!
 //! Deviations of the replay itself: process exits are not replayed (fio's jobs exit at the
 //! end); time is the trace's microseconds (ours decides on nanoseconds, the kernel's expiries on
-//! jiffies); REQ_IDLE is not in rwbs, so no bio carries it.
+//! jiffies, of which ours models only bfq's soft real-time test); REQ_IDLE is not in rwbs, so
+//! no bio carries it.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -189,7 +193,28 @@ pub fn policy_settings(
             Err(_) => skipped.push((t.name.to_string(), raw.clone(), "not an integer".into())),
         }
     }
+    if info.tunables.iter().any(|t| t.name == "hz") {
+        if let Some(hz) = kernel_hz(meta) {
+            s.set("hz", i64::from(hz));
+        }
+    }
     (s, skipped)
+}
+
+/// The recording kernel's `CONFIG_HZ`: the recorder's reading of `/proc/config.gz`, else
+/// the one HZ whose `HZ / 8` jiffies `bfq`'s `timeout_sync` shows in ms (`bfq_timeout` is
+/// `HZ / 8` jiffies and sysfs prints `jiffies_to_msecs` of it: 125 at HZ = 1000, 124 at
+/// 250, 123 at 300, 120 at 100), else unknown. The second only holds while `timeout_sync`
+/// is at its default; a recording with another value and no HZ keeps our default.
+pub fn kernel_hz(meta: &RecordingMeta) -> Option<u32> {
+    if let Some(hz) = meta.kernel.hz {
+        return Some(hz);
+    }
+    let ms: u32 = meta.iosched.get("timeout_sync")?.trim().parse().ok()?;
+    [(1000, 125), (300, 123), (250, 124), (100, 120)]
+        .into_iter()
+        .find(|&(_, shown)| shown == ms)
+        .map(|(hz, _)| hz)
 }
 
 /// The most requests the kernel had at the device at once.

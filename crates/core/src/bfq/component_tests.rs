@@ -569,6 +569,81 @@ fn bfq_choose_bfqq_for_injection_injects_while_the_drive_holds_fewer_than_the_li
 }
 
 #[test]
+fn bfq_choose_bfqq_for_injection_walks_the_active_list_most_recent_insertion_first() {
+    // bfq_choose_bfqq_for_injection walks bfqd->active_list, where bfq_active_insert puts a
+    // queue at the head each time its entity goes on an active tree (activation or requeue)
+    // and bfq_active_extract takes it off: the queue put there last is tried first, not the
+    // oldest (the kernel's order in the recording weighted-seq-readers, decision 12: the
+    // queue requeued after a budget exhaustion before the one activated earlier).
+    let (mut s, q, r) = injection_scene();
+    s.queues[q].inject_limit = 2;
+    s.insert(
+        rq(3, 3)
+            .sector(9_000_000)
+            .prio(IoClass::BestEffort, 6)
+            .build(),
+        Nanos::ZERO,
+    );
+    let n = s.bics[&CtxId(3)].sync_q.unwrap();
+    assert!(s.queues[n].busy);
+    assert_eq!(s.choose_for_injection(0), Some(n), "activated last, first");
+    s.requeue_queue(r, false);
+    assert_eq!(
+        s.choose_for_injection(0),
+        Some(r),
+        "requeued since: first now"
+    );
+}
+
+#[test]
+fn bfq_check_waker_confirms_a_waker_on_the_third_first_request_within_4_ms() {
+    // bfq_check_waker: a first request of a long-thinking sync queue arriving under 4 ms
+    // after another queue's completion names that queue its tentative waker; the third time
+    // in a row it is its waker (and the queue heads the waker's woken list). Then
+    // bfq_select_queue, the queue in service empty and idling, injects from its waker first,
+    // whatever the inject limit (the kernel's decisions in the recording weighted-seq-readers:
+    // `bfq5315S set waker bfq5317S`).
+    let (mut s, q, r) = injection_scene();
+    s.queues[r].has_short_ttime = false;
+    let complete_then_arrive = |s: &mut Bfq, gap: Tick| {
+        s.last_completed_q = Some(q);
+        s.last_completion = 100 * MS;
+        s.check_waker(r, 100 * MS + gap);
+    };
+    complete_then_arrive(&mut s, 4 * MS);
+    assert_eq!(s.queues[r].tentative_waker, None, "4 ms is too late");
+    complete_then_arrive(&mut s, 4 * MS - 1);
+    complete_then_arrive(&mut s, MS);
+    assert_eq!(
+        (s.queues[r].tentative_waker, s.queues[r].waker),
+        (Some(q), None)
+    );
+    assert_eq!(s.queues[r].waker_detections, 2);
+    complete_then_arrive(&mut s, MS);
+    assert_eq!(
+        (s.queues[r].tentative_waker, s.queues[r].waker),
+        (None, Some(q))
+    );
+    assert_eq!(s.queues[q].woken, vec![r]);
+    // A short-thinking queue is never checked.
+    let (mut s2, q2, r2) = injection_scene();
+    s2.last_completed_q = Some(q2);
+    s2.last_completion = 0;
+    s2.check_waker(r2, 1);
+    assert_eq!(s2.queues[r2].tentative_waker, None);
+    // q in service and idling, limit 0: its woken queue r is injected all the same, and a
+    // waker of q would be preferred to it.
+    s.queues[q].inject_limit = 0;
+    s.rq_in_driver = 0;
+    assert_eq!(s.choose_for_injection(0), None, "limit 0");
+    assert_eq!(s.injection_candidate(q, 0), Some(r), "the queue q wakes");
+    s.queues[r].waker = None;
+    s.queues[q].waker = Some(r);
+    s.queues[q].woken.clear();
+    assert_eq!(s.injection_candidate(q, 0), Some(r), "q's waker");
+}
+
+#[test]
 fn bfq_choose_bfqq_for_injection_limits_a_raised_short_thinking_queue_to_raised_sources() {
     // bfq_choose_bfqq_for_injection: a raised in-service queue with short think time takes
     // injection only from raised queues (in_serv_always_inject false); with a long think

@@ -129,6 +129,16 @@ crate::tunable::tunables! {
             doc: "elevator: bfq_limit_depth's depths count tags of the whole bitmap (async_depths, \
                   Linux 6.17 on) instead of bits of each word (word_depths, 6.9); 0 = per word",
         },
+        /// The kernel's timer frequency (`CONFIG_HZ`): the length of a jiffy, in which bfq
+        /// keeps the times its soft real-time test compares.
+        hz: u64 = "hz" {
+            unit: Count,
+            default: 1000,
+            min: 100,
+            max: 1000,
+            doc: "elevator: the kernel's CONFIG_HZ (100, 250, 300 or 1000); bfq's soft real-time \
+                  test counts in jiffies of 1/hz s (the kernel's build option, not a sysfs file)",
+        },
         /// Rotational device.
         rotational: bool = "rotational" {
             unit: Bool,

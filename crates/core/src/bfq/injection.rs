@@ -81,8 +81,46 @@ impl Bfq {
         self.inj.rqs_injected = false;
     }
 
+    /// `bfq_check_waker`: a first request of sync queue `q` (long think time) arriving less
+    /// than 4 ms after a completion of another queue makes that queue its tentative waker;
+    /// seen three times in a row (within 128 * `slice_idle` of the first), it becomes `q`'s
+    /// waker, and `q` goes to the head of the waker's woken list.
+    pub(super) fn check_waker(&mut self, q: usize, t: Tick) {
+        let Some(last) = self.last_completed_q else {
+            return;
+        };
+        if last == q || self.queues[q].has_short_ttime || t - self.last_completion >= 4 * MS {
+            return;
+        }
+        let slice = self.slice_idle();
+        let qq = &mut self.queues[q];
+        if qq.tentative_waker != Some(last) || t > qq.waker_detection_started + 128 * slice {
+            qq.tentative_waker = Some(last);
+            qq.waker_detections = 1;
+            qq.waker_detection_started = t;
+        } else {
+            qq.waker_detections += 1;
+        }
+        if qq.waker_detections == 3 {
+            qq.waker = Some(last);
+            qq.tentative_waker = None;
+            for w in &mut self.queues {
+                w.woken.retain(|&x| x != q);
+            }
+            self.queues[last].woken.insert(0, q);
+        }
+    }
+
+    /// Whether queue `w` can give a request to inject now: busy, with a next request its
+    /// budget covers.
+    fn can_inject_from(&self, w: usize) -> bool {
+        let wq = &self.queues[w];
+        wq.busy && wq.next().is_some() && self.next_charge(w) as i64 <= self.budget_left(w)
+    }
+
     /// The in-service queue `is` is empty but keeps the device: pick a queue to inject from,
-    /// if any (its own process's async I/O first).
+    /// if any (its own process's async I/O first, then its waker queue, then the first queue
+    /// it wakes, whatever the inject limit; else `bfq_choose_bfqq_for_injection`).
     pub(super) fn injection_candidate(&mut self, is: usize, t: Tick) -> Option<usize> {
         let own_async = self.queues[is]
             .bic
@@ -99,6 +137,13 @@ impl Bfq {
         if own_async.is_some() {
             return own_async;
         }
+        if let Some(w) = self.queues[is].waker.filter(|&w| self.can_inject_from(w)) {
+            return Some(w);
+        }
+        let blocked = self.queues[is].woken.first().copied();
+        if let Some(b) = blocked.filter(|&b| self.can_inject_from(b)) {
+            return Some(b);
+        }
         let qq = &self.queues[is];
         if !self.idling_boosts_thr_without_issues(is)
             && (qq.wr_coeff == 1 || self.wr_busy_queues > 1 || !qq.has_short_ttime)
@@ -110,7 +155,9 @@ impl Bfq {
 
     /// `bfq_choose_bfqq_for_injection`: the limit on requests in the driver is checked once;
     /// then the first busy queue with enough budget for its next request gives it, except
-    /// that on a non-rotational device a large request goes only into an empty driver.
+    /// that on a non-rotational device a large request goes only into an empty driver. The
+    /// queues are walked as the kernel walks `active_list`: the one most recently put on an
+    /// active tree (activated or requeued, `bfq_active_insert`) first.
     pub(super) fn choose_for_injection(&mut self, t: Tick) -> Option<usize> {
         let is = self.in_service?;
         let isq = &self.queues[is];
@@ -129,11 +176,18 @@ impl Bfq {
         if self.rq_in_driver >= limit {
             return None;
         }
-        for q in 0..self.queues.len() {
+        let mut order: Vec<usize> = (0..self.queues.len())
+            .filter(|&q| {
+                let qq = &self.queues[q];
+                q != is
+                    && qq.busy
+                    && !qq.is_empty()
+                    && self.wf.entities[qq.eid].tree == super::wf2q::Tree::Active
+            })
+            .collect();
+        order.sort_by_key(|&q| std::cmp::Reverse(self.wf.entities[self.queues[q].eid].active_seq));
+        for q in order {
             let qq = &self.queues[q];
-            if q == is || !qq.busy || qq.is_empty() {
-                continue;
-            }
             if (always || qq.wr_coeff > 1) && self.next_charge(q) as i64 <= self.budget_left(q) {
                 let large = qq
                     .next()

@@ -26,7 +26,9 @@
 //! - `timeout_sync` (ms) 125: the budget timeout.
 //! - `strict_guarantees` 0, `low_latency` 1.
 //! - elevator's own: `merge_window_ms` 100 (0 turns the 100 ms rule off), `queue_merging` 1
-//!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device).
+//!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device), `hz`
+//!   1000 (the kernel's `CONFIG_HZ`: the length of the jiffies the soft real-time test
+//!   counts).
 //! - `nr_requests` 256: scheduler tags (a queue attribute; the kernel's 2 * min(queue
 //!   depth, 128), 256 for a loop device or a deep one).
 //!
@@ -41,19 +43,18 @@
 //! # Deviations from the kernel
 //! - No clock, no timers: the idle timer is [`Dispatch::Idle`]; budget timeouts, the end of
 //!   weight raising and inject-limit resets are evaluated lazily from `now` at the next call,
-//!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies (where
-//!   the kernel mixes the two, as in the injection limit's temporary raise, its arithmetic is
-//!   kept with HZ = 1000).
+//!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies, except
+//!   for the soft real-time bound (below; where the kernel mixes the two, as in the
+//!   injection limit's temporary raise, its arithmetic is kept with HZ = 1000).
 //! - Preemption of the in-service queue by a newly busy one is allowed whenever the kernel's
 //!   other conditions hold (`next_queue_may_preempt` is taken as true; in the flat case the
 //!   kernel's answer is the same).
 //! - A group's timestamps are recomputed when it is activated, expired or requeued, not each
 //!   time its next child changes.
-//! - Injection looks for a source queue in queue-creation order; the kernel walks its active
-//!   list, the queue most recently put on a service tree first. Waker-queue detection (`bfq_check_waker`) is not
-//!   modelled (injection covers the same ground more slowly); the `oom_bfqq` and ioprio or
-//!   cgroup changes of a running process are not modelled (a queue keeps the class and group
-//!   of its first request).
+//! - Waker-queue detection (`bfq_check_waker`) is modelled, but a waker link is not undone
+//!   when a queue is merged or freed (the kernel resets its woken queues' `waker_bfqq`); the
+//!   `oom_bfqq` and ioprio or cgroup changes of a running process are not modelled (a queue
+//!   keeps the class and group of its first request).
 //! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
 //!   each tag-bitmap word is admitted while fewer than d * words held requests have a shallow
 //!   depth of at most that (with 256 tags, 64-bit words: depth 1 admits at most 4); in the
@@ -65,8 +66,11 @@
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
-//! - At expiry `soft_rt_next_start` is computed only for a queue not in interactive raising
-//!   (3c337690d2eb); 6.9's `bfq_bfqq_expire` computes it for any empty, idle queue.
+//! - Jiffies are modelled only where a recorded decision showed they matter: the soft
+//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test count jiffies of the
+//!   configured `hz` (the kernel's `CONFIG_HZ`, 1000 by default, 250 on the kernel the
+//!   corpus was recorded on); budget timeouts, raising periods, burst and merge windows are
+//!   kept in nanoseconds.
 
 mod budget;
 mod config;
@@ -437,6 +441,7 @@ impl Bfq {
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
         if self.queues[q].sync && self.bics[&ctx].requests <= 1 {
+            self.check_waker(q, t);
             self.inject_on_first_request(q, t);
         }
         if self.queues[q].sync {
@@ -498,7 +503,7 @@ impl Bfq {
         let soft_rt = self.cfg.low_latency
             && !qq.totally_seeky()
             && !in_burst
-            && t > qq.soft_rt_next_start
+            && self.jiffy_passed(qq.soft_rt_next_start, t)
             && qq.dispatched == 0
             && default_weight;
         let interactive = !in_burst && idle_for_long && default_weight;
@@ -1018,7 +1023,10 @@ impl Bfq {
         }
         if self.cfg.low_latency && self.queues[q].is_empty() {
             let qq = &self.queues[q];
-            if qq.dispatched == 0 && qq.wr_coeff != weight_raising::WR_COEFF {
+            // As in 6.9 and 6.18: any queue left empty with nothing in flight, interactive
+            // raising or not (3c337690d2eb's exception for interactive queues is kept only
+            // by `bfq_completed_request`'s delayed update).
+            if qq.dispatched == 0 {
                 self.queues[q].soft_rt_next_start = self.softrt_next_start(q, t);
             } else if qq.dispatched > 0 {
                 self.queues[q].softrt_update = true;

@@ -128,6 +128,18 @@ pub(super) struct Queue {
     pub weight_counter: Option<u64>,
     /// Counted in its group's queues with pending requests.
     pub in_groups_pending: bool,
+
+    /// The queue whose completions this one's first requests followed lately, not yet
+    /// confirmed (`tentative_waker_bfqq`).
+    pub tentative_waker: Option<usize>,
+    /// How many times in a row the tentative waker was seen (`num_waker_detections`).
+    pub waker_detections: u32,
+    /// When the current detection began (`waker_detection_started`).
+    pub waker_detection_started: Tick,
+    /// Its waker queue (`waker_bfqq`), once seen three times.
+    pub waker: Option<usize>,
+    /// The queues this one wakes, the latest first (`woken_list`).
+    pub woken: Vec<usize>,
 }
 
 impl Queue {
@@ -195,6 +207,11 @@ impl Queue {
             pos_key: None,
             weight_counter: None,
             in_groups_pending: false,
+            tentative_waker: None,
+            waker_detections: 0,
+            waker_detection_started: PAST,
+            waker: None,
+            woken: Vec::new(),
         }
     }
 

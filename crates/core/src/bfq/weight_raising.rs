@@ -154,14 +154,39 @@ impl Bfq {
         self.apply_weight(q);
     }
 
-    /// The earliest arrival at which `q` could still be soft real-time.
+    /// The earliest arrival at which `q` could still be soft real-time
+    /// (`bfq_bfqq_softrt_next_start`), in jiffies as the kernel counts it: the latest of the
+    /// previous value, the jiffy the queue last became busy plus `HZ * service / 7000`
+    /// jiffies (integer division), and now plus `nsecs_to_jiffies(slice_idle)` plus 4
+    /// jiffies. Returned as the start of that jiffy; at HZ = 250 the last term is 24 ms
+    /// ahead where HZ = 1000 gives 12.
     pub(super) fn softrt_next_start(&self, q: usize, t: Tick) -> Tick {
         let qq = &self.queues[q];
-        let by_rate = qq.last_idle_bklogged
-            + (qq.service_from_backlogged * 1_000_000_000 / MAX_SOFTRT_RATE) as Tick;
-        qq.soft_rt_next_start
+        let hz = self.cfg.hz as i64;
+        let by_rate = self.jiffies(qq.last_idle_bklogged)
+            + (hz as u64 * qq.service_from_backlogged / MAX_SOFTRT_RATE) as i64;
+        let by_idle = self.jiffies(t) + self.slice_idle() / self.jiffy() + 4;
+        let j = self
+            .jiffies(qq.soft_rt_next_start)
             .max(by_rate)
-            .max(t + self.slice_idle() + 4 * MS)
+            .max(by_idle);
+        j * self.jiffy()
+    }
+
+    /// The length of a jiffy at the configured `hz`, ns.
+    pub(super) fn jiffy(&self) -> Tick {
+        1_000_000_000 / self.cfg.hz as Tick
+    }
+
+    /// The kernel's `jiffies` at `t`: its tick is aligned to multiples of the jiffy on the
+    /// monotonic clock (`tick_init_jiffy_update`), the clock the recordings use.
+    pub(super) fn jiffies(&self, t: Tick) -> i64 {
+        t.div_euclid(self.jiffy())
+    }
+
+    /// `time_is_before_jiffies(at)`: the jiffy of `at` is over at `t`.
+    pub(super) fn jiffy_passed(&self, at: Tick, t: Tick) -> bool {
+        self.jiffies(t) > self.jiffies(at)
     }
 
     /// A soft real-time queue set in service after waiting: move its raising start forward by

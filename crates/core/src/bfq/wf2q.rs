@@ -63,6 +63,10 @@ pub(super) struct Entity {
     /// Requests allocated to it or, for a group, to the queues below it, from admission to
     /// completion (`entity->allocated`).
     pub allocated: u32,
+    /// When it was last put on an active tree, as a count of such insertions: the kernel's
+    /// `bfq_active_insert` puts a queue at the head of `bfqd->active_list` (and
+    /// `bfq_active_extract` takes it off), so the list runs from the highest count down.
+    pub active_seq: u64,
 }
 
 /// One service tree: the active and idle entities of one class under one parent.
@@ -126,6 +130,8 @@ pub(super) struct Wf2q {
     pub entities: Vec<Entity>,
     /// All scheduling data; 0 is the root.
     pub sds: Vec<SchedData>,
+    /// Insertions into active trees so far (stamps [`Entity::active_seq`]).
+    pub active_inserts: u64,
 }
 
 impl Wf2q {
@@ -134,6 +140,7 @@ impl Wf2q {
         Wf2q {
             entities: Vec::new(),
             sds: vec![SchedData::new(None)],
+            active_inserts: 0,
         }
     }
 
@@ -158,6 +165,7 @@ impl Wf2q {
             tree: Tree::None,
             on_st: false,
             allocated: 0,
+            active_seq: 0,
         });
         self.entities.len() - 1
     }
@@ -191,6 +199,8 @@ impl Wf2q {
     fn active_insert(&mut self, e: Eid) {
         let (s, f) = (self.entities[e].start, self.entities[e].finish);
         self.entities[e].tree = Tree::Active;
+        self.active_inserts += 1;
+        self.entities[e].active_seq = self.active_inserts;
         let st = self.st(e);
         st.active.insert((f, e));
         st.starts.insert((s, e));

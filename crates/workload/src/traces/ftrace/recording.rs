@@ -43,6 +43,10 @@ pub struct KernelInfo {
     pub version: String,
     /// `uname -m`.
     pub machine: String,
+    /// The timer frequency it was built with (`CONFIG_HZ` in `/proc/config.gz`), when the
+    /// recorder could read it; the recordings made before 29 November 2026 17:00 UTC lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hz: Option<u32>,
 }
 
 /// The device the job ran on.
