@@ -153,18 +153,27 @@ fn throtl_trim_slice_forgets_the_bio_it_trims_after_and_three_slices_can_go_at_o
     // less than two slices, nothing trimmed; the slice now ends at roundup(51, 25) = 75.
     assert_eq!(submit(&mut t, 104, 1), 1);
     let n = &t.nodes[i];
-    assert_eq!((n.slice_start[READ], n.io_disp[READ], n.slice_end[READ]), (1, 4, 75));
+    assert_eq!(
+        (n.slice_start[READ], n.io_disp[READ], n.slice_end[READ]),
+        (1, 4, 75)
+    );
     // Jiffy 75, still in the slice: roundup(75, 25) = 75 jiffies allow 9, a 5th I/O goes;
     // throtl_trim_slice: 74 jiffies round down to 50, one slice kept, 25 jiffies (3 I/Os)
     // trimmed, slice_start 26; then roundup(50, 25) = 50 jiffies allow 6 over a count of
     // 2: four more at once.
     assert_eq!(submit(&mut t, 300, 5), 5);
-    assert_eq!((t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]), (26, 6));
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (26, 6)
+    );
     // Jiffy 76: roundup(51, 25) = 75 allow 9 over 6, one goes; the trim takes 25 more
     // jiffies (count 7 -> 4, slice_start 51) and roundup(26, 25) = 50 allow 6: two more.
     assert_eq!(submit(&mut t, 304, 3), 3);
     assert_eq!(submit(&mut t, 304, 1), 0);
-    assert_eq!((t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]), (51, 6));
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (51, 6)
+    );
     // Forgetting (throtl_trim_iops: `io_disp < io_trim` clears the count): a count of 1 at
     // jiffy 100 with slice_start 26 trims 25 jiffies (3 I/Os), so the count goes to 0, the
     // I/O just charged included, and slice_start to 51; 49 jiffies since then round up to
@@ -184,7 +193,10 @@ fn throtl_trim_slice_forgets_the_bio_it_trims_after_and_three_slices_can_go_at_o
     };
     t.charge_iops(i, &mut tb, READ);
     t.trim_slice(i, READ, 100);
-    assert_eq!((t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]), (51, 0));
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (51, 0)
+    );
     assert_eq!(t.io_allowed(30, roundup(100 - 51 + 1, 25)), 6);
 }
 
@@ -356,4 +368,3 @@ fn an_iops_limit_under_ten_per_second_is_exceeded_as_in_the_kernel() {
         ]
     );
 }
-
