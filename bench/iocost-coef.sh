@@ -37,10 +37,11 @@ echo "# $(date -u +%FT%TZ) device $LOOP ($(cat /sys/block/$(basename "$LOOP")/lo
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 MATCH_QUEUE=${MATCH_QUEUE:-1}
-# Seconds to rest before each tool: the loop device's writes land on a file of the VM's own
-# disk, whose write speed falls after a minute of writing and recovers at rest, so the tool
-# that runs second in a round otherwise measures a slower device (2026-11-29: random writes
-# 10,023/s first, 1,638/s second). COOL=0 for none.
+# Seconds to rest (after a sync) before each tool: the loop device's writes land on a file of
+# the VM's own disk, whose write speed swings after a minute of writing. Without the rest
+# (2026-11-29 17:06 UTC) the tool that ran second measured random writes at a sixth and a
+# quarter of the first's in two rounds of three; with 30 s (17:13 UTC) the script's own
+# random-write figures spread over 9,338-11,233 instead of 2,758-10,023. COOL=0 for none.
 COOL=${COOL:-30}
 QDIR=/sys/block/$(basename "$LOOP")/queue
 queue_as_script() {
