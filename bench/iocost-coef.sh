@@ -12,7 +12,9 @@
 # ($IOCOST_IMG, default /var/tmp/iocost-loop.img) unless LOOP=/dev/loopN names one that may
 # be overwritten. Each tool measures six points of SECONDS_PER_POINT (default 10) each; ours
 # runs the io.cost.qos sweep too unless SWEEP=none (the sweep's drive: SWEEP, default
-# samsung-980pro-1tb).
+# samsung-980pro-1tb). The script runs fio with the device's scheduler at `none` and
+# `nomerges` at 1 and restores them after; ours runs under the same two settings unless
+# MATCH_QUEUE=0 (the kernel still queues and may merge what we submit below our block layer).
 set -euo pipefail
 
 COEF_GEN=${1:?usage: bench/iocost-coef.sh COEF_GEN.py [ROUNDS] [SECONDS_PER_POINT]}
@@ -34,18 +36,42 @@ fi
 echo "# $(date -u +%FT%TZ) device $LOOP ($(cat /sys/block/$(basename "$LOOP")/loop/backing_file)), dio=$(cat /sys/block/$(basename "$LOOP")/loop/dio), $ROUNDS rounds, $SECS s a point"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+MATCH_QUEUE=${MATCH_QUEUE:-1}
+# Seconds to rest (after a sync) before each tool: the loop device's writes land on a file of
+# the VM's own disk, whose write speed swings after a minute of writing. Without the rest
+# (2026-11-29 17:06 UTC) the tool that ran second measured random writes at a sixth and a
+# quarter of the first's in two rounds of three; with 30 s (17:13 UTC) the script's own
+# random-write figures spread over 9,338-11,233 instead of 2,758-10,023. COOL=0 for none.
+COOL=${COOL:-30}
+QDIR=/sys/block/$(basename "$LOOP")/queue
+queue_as_script() {
+    SAVED_SCHED=$(sed 's/.*\[\(.*\)\].*/\1/' "$QDIR/scheduler")
+    SAVED_NOMERGES=$(cat "$QDIR/nomerges")
+    echo none > "$QDIR/scheduler"
+    echo 1 > "$QDIR/nomerges"
+}
+queue_restore() {
+    echo "$SAVED_SCHED" > "$QDIR/scheduler"
+    echo "$SAVED_NOMERGES" > "$QDIR/nomerges"
+}
+echo "# queue: scheduler $(cat "$QDIR/scheduler"), nomerges $(cat "$QDIR/nomerges"); ours under none/nomerges=1: $MATCH_QUEUE"
+
 for r in $(seq 1 "$ROUNDS"); do
     # Alternate which tool goes first.
     if [ $((r % 2)) -eq 1 ]; then order="kernel ours"; else order="ours kernel"; fi
     for who in $order; do
+        sync
+        sleep "$COOL"
         start=$(date +%s.%N)
         if [ "$who" = kernel ]; then
             python3 "$COEF_GEN" --testdev "$LOOP" --duration "$SECS" --quiet \
                 | tail -1 > "$OUT/kernel-$r.txt"
         else
+            [ "$MATCH_QUEUE" = 1 ] && queue_as_script
             "$BIN" calibrate --target "$LOOP" --iocost --allow-overwrite \
                 --duration $((SECS * 6)) --drive "$SWEEP" --json "$OUT/ours-$r.json" \
                 > "$OUT/ours-$r.txt" 2> "$OUT/ours-$r.log"
+            [ "$MATCH_QUEUE" = 1 ] && queue_restore
         fi
         end=$(date +%s.%N)
         echo "$who $r $(echo "$end - $start" | bc) s load $(cut -d' ' -f1 /proc/loadavg): $(grep -o 'rbps=.*wrandiops=[0-9]*' "$OUT/$who-$r.txt" | head -1)"
@@ -56,12 +82,15 @@ python3 - "$OUT/rounds.txt" <<'EOF'
 import re, statistics, sys
 rows = {"kernel": [], "ours": []}
 wall = {"kernel": [], "ours": []}
+rounds = {}
 for line in open(sys.argv[1]):
     m = re.match(r"(\w+) (\d+) ([\d.]+) s load [\d.]+: (.*)", line)
     if not m:
         continue
-    who, _, secs, fields = m.groups()
-    rows[who].append({k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)})
+    who, rnd, secs, fields = m.groups()
+    vals = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
+    rows[who].append(vals)
+    rounds.setdefault(rnd, {})[who] = vals
     wall[who].append(float(secs))
 keys = ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"]
 print(f"| coefficient | iocost_coef_gen.py (median, range) | calibrate --iocost (median, range) | ours / kernel |")
@@ -73,6 +102,12 @@ for k in keys:
         continue
     km, om = statistics.median(kv), statistics.median(ov)
     print(f"| {k} | {km:.0f} ({min(kv)}-{max(kv)}) | {om:.0f} ({min(ov)}-{max(ov)}) | {om / km:.2f} |")
+print()
+print("ours / kernel within each round:")
+for rnd in sorted(rounds, key=int):
+    both = rounds[rnd]
+    if "kernel" in both and "ours" in both:
+        print(f"round {rnd}: " + " ".join(f"{k} {both['ours'][k] / both['kernel'][k]:.2f}" for k in keys if k in both["ours"] and both["kernel"].get(k)))
 for who in ("kernel", "ours"):
     if wall[who]:
         print(f"wall {who}: median {statistics.median(wall[who]):.0f} s ({min(wall[who]):.0f}-{max(wall[who]):.0f})")

@@ -6,10 +6,12 @@
 //! as the kernel tree's `tools/cgroup/iocost_coef_gen.py` measures them, with two differences
 //! it is compared against (bench/iocost-coef.sh, docs/iocost.md): the sequential bandwidth is
 //! that of 1 MiB I/Os at depth 32 (the script: 128 MiB I/Os at depth 1, which the block layer
-//! splits at `max_sectors_kb` anyway), and the random writes run at depth 32 (the script:
-//! 64), both points calibrate's own grid already measures; our `none` merges the sequential
-//! 4 KiB I/Os as the kernel's plug does (the script sets `nomerges=1`, which leaves the plug's
-//! merging on).
+//! splits at `max_sectors_kb` anyway), and a tenth of each point is ramp (the script has
+//! none). The four 4 KiB points run at the script's depth 64, each I/O handed to the kernel
+//! in its own system call as the script's fio submits them (no batch for the kernel's plug to
+//! merge). The script also sets the device's scheduler to `none` and `nomerges` to 1 while it
+//! runs; calibrate leaves the device's queue settings alone (bench/iocost-coef.sh sets the
+//! script's for both).
 //!
 //! **The QoS proposal** is searched on a simulated device (`--drive`: a built-in drive or the
 //! spec `elevator calibrate -o` fitted for the device; io.cost's model is the one measured):

@@ -127,6 +127,80 @@ fn throtl_trim_slice_drops_whole_slices_but_keeps_the_last() {
 }
 
 #[test]
+fn throtl_trim_slice_forgets_the_bio_it_trims_after_and_three_slices_can_go_at_once() {
+    // riops = 30 at HZ 250: a slice is 25 jiffies (100 ms) and allows 3 I/Os. Eight I/Os
+    // pass in jiffies 75 and 76 (300-304 ms): more than two slices' budget (6) plus one.
+    let (tree, a) = tree_a(IoMax {
+        riops: Some(30),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    let i = a.0 as usize + 1;
+    let mut key = 0;
+    let mut submit = |t: &mut Throttle, at: u64, n: u32| -> u32 {
+        (0..n)
+            .filter(|_| {
+                key += 1;
+                t.throttle(&bio(key, a, Op::Read, 4096), ms(at)) == Admit::Now
+            })
+            .count() as u32
+    };
+    // Jiffy 1: a new slice (tg_update_slice), roundup(0 + 1, 25) = 25 jiffies allow 3;
+    // throtl_trim_slice moves the slice end to roundup(1 + 25, 25) = 50.
+    assert_eq!(submit(&mut t, 4, 3), 3);
+    assert_eq!(t.nodes[i].slice_end[READ], 50);
+    // Jiffy 26: roundup(26, 25) = 50 jiffies allow 6, one goes; 25 jiffies round down to
+    // less than two slices, nothing trimmed; the slice now ends at roundup(51, 25) = 75.
+    assert_eq!(submit(&mut t, 104, 1), 1);
+    let n = &t.nodes[i];
+    assert_eq!(
+        (n.slice_start[READ], n.io_disp[READ], n.slice_end[READ]),
+        (1, 4, 75)
+    );
+    // Jiffy 75, still in the slice: roundup(75, 25) = 75 jiffies allow 9, a 5th I/O goes;
+    // throtl_trim_slice: 74 jiffies round down to 50, one slice kept, 25 jiffies (3 I/Os)
+    // trimmed, slice_start 26; then roundup(50, 25) = 50 jiffies allow 6 over a count of
+    // 2: four more at once.
+    assert_eq!(submit(&mut t, 300, 5), 5);
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (26, 6)
+    );
+    // Jiffy 76: roundup(51, 25) = 75 allow 9 over 6, one goes; the trim takes 25 more
+    // jiffies (count 7 -> 4, slice_start 51) and roundup(26, 25) = 50 allow 6: two more.
+    assert_eq!(submit(&mut t, 304, 3), 3);
+    assert_eq!(submit(&mut t, 304, 1), 0);
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (51, 6)
+    );
+    // Forgetting (throtl_trim_iops: `io_disp < io_trim` clears the count): a count of 1 at
+    // jiffy 100 with slice_start 26 trims 25 jiffies (3 I/Os), so the count goes to 0, the
+    // I/O just charged included, and slice_start to 51; 49 jiffies since then round up to
+    // 50: six more may go at once.
+    let mut t = Throttle::new(&tree, Config::default());
+    let n = &mut t.nodes[i];
+    n.slice_start[READ] = 26;
+    n.slice_end[READ] = 125;
+    n.io_disp[READ] = 0;
+    assert_eq!(t.within_iops_limit(i, READ, 30, 100), 0);
+    let mut tb = Tb {
+        key: 1,
+        size: 4096,
+        bps_throttled: false,
+        tg_bps: false,
+        meta: false,
+    };
+    t.charge_iops(i, &mut tb, READ);
+    t.trim_slice(i, READ, 100);
+    assert_eq!(
+        (t.nodes[i].slice_start[READ], t.nodes[i].io_disp[READ]),
+        (51, 0)
+    );
+    assert_eq!(t.io_allowed(30, roundup(100 - 51 + 1, 25)), 6);
+}
+
+#[test]
 fn a_child_is_limited_by_its_parent() {
     // On cgroup v2 a bio climbs (__blk_throtl_bio) and is charged at every level: /p's
     // limit holds for /p/c, which has none of its own (tg_update_has_rules inherits it).
@@ -224,15 +298,24 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// io.max is never exceeded by more than the kernel's slack: over any window, the bytes
-    /// (I/Os) let through are at most the limit times (the window + two slices), rounded up,
-    /// plus one bio. One slice is the quantum tg_within_bps_limit / tg_within_iops_limit
-    /// hand out at once (the elapsed time rounded up to a whole slice); the other is the
-    /// slice throtl_trim_slice keeps untrimmed "for deviation", whose unused budget a group
-    /// may still spend. One slice alone is not enough: proptest finds 1.5% over it. IOPS
-    /// limits under 10 are left out: the kernel exceeds them (see
+    /// (I/Os) let through are at most the limit times (the window + three slices) plus one
+    /// bio. The bound follows from v6.18's rules (see
+    /// throtl_trim_slice_forgets_the_bio_it_trims_after_and_three_slices_can_go_at_once):
+    /// a bio passes when the count since `slice_start` plus itself fits the elapsed time
+    /// rounded up to a whole slice (tg_within_iops_limit rounds `elapsed + 1`,
+    /// tg_within_bps_limit `elapsed`: up to one slice ahead); throtl_trim_slice, run after
+    /// each bio, leaves `slice_start` less than two slices behind (it trims only when two
+    /// whole slices have passed and keeps one "for deviation"), and when the count is
+    /// smaller than what it trims it clears the count, the bio just charged included. So
+    /// from the first bio of a window on, the group may spend one slice ahead plus up to
+    /// two slices minus a jiffy behind: three slices less a jiffy, and that first bio. A
+    /// window measured in nanoseconds between passes can be up to a jiffy shorter than the
+    /// jiffies between them, which the missing jiffy covers. Two slices are not enough:
+    /// proptest found 124 I/Os in 3.864 s at riops=30 against 123. IOPS limits under 10
+    /// are left out: the kernel exceeds them (see
     /// an_iops_limit_under_ten_per_second_is_exceeded_as_in_the_kernel).
     #[test]
-    fn limits_are_never_exceeded_by_more_than_two_slices_and_one_bio(
+    fn limits_are_never_exceeded_by_more_than_three_slices_and_one_bio(
         rbps_kib in 64u64..4096,
         riops in 10u32..400,
         gaps in prop::collection::vec((0u64..20_000, 1u64..64), 20..300),
@@ -244,7 +327,7 @@ proptest! {
         let arrivals: Vec<(u64, u64)> = gaps.iter().map(|&(gap, kib)| { at += gap; (at, kib * 4096) }).collect();
         let out = passes(&mut t, a, &arrivals);
         prop_assert_eq!(out.len(), arrivals.len(), "every bio passes in the end");
-        let slice_ns = 2 * 100_000_000u128;
+        let slices_ns = 3 * 100_000_000u128;
         let max_bio = 64 * 4096u128;
         for i in 0..out.len() {
             let mut bytes = 0u128;
@@ -252,8 +335,8 @@ proptest! {
                 bytes += u128::from(bj);
                 let ios = (j - i + 1) as u128;
                 let window = u128::from((tj - out[i].0).as_ns());
-                let byte_cap = u128::from(rbps) * (window + slice_ns) / 1_000_000_000 + max_bio;
-                let io_cap = (u128::from(riops) * (window + slice_ns)).div_ceil(1_000_000_000) + 1;
+                let byte_cap = u128::from(rbps) * (window + slices_ns) / 1_000_000_000 + max_bio;
+                let io_cap = u128::from(riops) * (window + slices_ns) / 1_000_000_000 + 1;
                 prop_assert!(bytes <= byte_cap, "{} bytes in {} ns, cap {}", bytes, window, byte_cap);
                 prop_assert!(ios <= io_cap, "{} I/Os in {} ns, cap {}", ios, window, io_cap);
             }
