@@ -498,7 +498,10 @@ mod tests {
             large / small
         );
         // And not a constant a broken search could give: the outer search deepens.
-        assert!(large > small, "{small:.1} at 1,000 vs {large:.1} at 100,000");
+        assert!(
+            large > small,
+            "{small:.1} at 1,000 vs {large:.1} at 100,000"
+        );
     }
 
     proptest! {
