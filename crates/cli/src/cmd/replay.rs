@@ -152,15 +152,24 @@ const DETECT_BYTES: usize = 64 * 1024;
 
 impl Spooled {
     /// `e` with each spooled copy's path replaced by the stream it was read from.
+    /// The chain of causes is kept, so the error prints as any other (`caused by:` lines).
     fn unmask(&self, e: anyhow::Error) -> anyhow::Error {
         if self.copies.is_empty() {
             return e;
         }
-        let mut text = format!("{e:#}");
-        for (copy, original) in &self.copies {
-            text = text.replace(copy.as_str(), original);
+        let unmasked = |cause: &dyn std::fmt::Display| {
+            let mut text = cause.to_string();
+            for (copy, original) in &self.copies {
+                text = text.replace(copy.as_str(), original);
+            }
+            text
+        };
+        let mut causes: Vec<String> = e.chain().map(|c| unmasked(c)).collect();
+        let mut out = anyhow::anyhow!(causes.pop().expect("an error has a message"));
+        while let Some(outer) = causes.pop() {
+            out = out.context(outer);
         }
-        anyhow::anyhow!(text)
+        out
     }
 }
 
@@ -188,50 +197,42 @@ fn spool_one(
     allowance: u64,
     dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    use std::io::{ErrorKind, Write};
-    let mut buf = vec![0u8; DETECT_BYTES];
-    let mut copied: u64 = 0;
-    let mut first = true;
-    loop {
-        // The first chunk is filled whole (or to the end) so detection sees what a file's
-        // first 64 KiB would show.
-        let mut n = 0;
-        while n < buf.len() {
-            match input.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => {
-                    n += k;
-                    if !first {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(e).with_context(|| format!("{shown}: read the stream"));
-                }
-            }
-        }
-        if first {
-            first = false;
-            anyhow::ensure!(
-                format.is_some() || elevator_workload::traces::detect(&buf[..n]).is_some(),
-                "{shown}: cannot tell the trace format from the first bytes; give --format"
-            );
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        copied += n as u64;
-        anyhow::ensure!(
-            copied <= allowance,
-            "{shown}: the stream passed {copied} bytes, half of what {dir} had free (less 256 \
+    use std::io::{Read, Write};
+    let read = || format!("{shown}: read the stream");
+    let keep = || format!("{shown}: keep the stream in {}", dir.display());
+    // The start, as detection would read it from a file.
+    let mut head = Vec::with_capacity(DETECT_BYTES);
+    (&mut input)
+        .take(DETECT_BYTES as u64)
+        .read_to_end(&mut head)
+        .with_context(read)?;
+    anyhow::ensure!(
+        format.is_some() || elevator_workload::traces::detect(&head).is_some(),
+        "{shown}: cannot tell the trace format from the first bytes; give --format"
+    );
+    let too_long = |passed: u64| {
+        anyhow::anyhow!(
+            "{shown}: the stream passed {passed} bytes, half of what {dir} had free (less 256 \
              MiB): a trace read from a pipe is kept in a temporary file for every scheduler to \
              replay; replay a file instead (or set TMPDIR to a larger file system)",
             dir = dir.display(),
-        );
-        out.write_all(&buf[..n])
-            .with_context(|| format!("{shown}: keep the stream in {}", dir.display()))?;
+        )
+    };
+    let head_len = head.len() as u64;
+    if head_len > allowance {
+        return Err(too_long(head_len));
     }
+    out.write_all(&head).with_context(keep)?;
+    // The rest up to the allowance, then one byte more tells whether the stream goes on.
+    let mut rest = (&mut input).take(allowance - head_len);
+    let copied = std::io::copy(&mut rest, out)
+        .with_context(|| format!("{shown}: copy the stream into {}", dir.display()))?;
+    let mut more = Vec::new();
+    input.take(1).read_to_end(&mut more).with_context(read)?;
+    if !more.is_empty() {
+        return Err(too_long(head_len + copied + 1));
+    }
+    Ok(())
 }
 
 fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Result<Spooled> {
