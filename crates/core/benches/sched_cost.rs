@@ -1,25 +1,30 @@
-//! Scheduler cost: insert + dispatch + complete per request, 1,000, 10,000 and 100,000 queued.
+//! Scheduler cost through the block layer: submit + dispatch + complete per request, with
+//! 1,000, 10,000 and 100,000 requests queued.
 //!
 //! For every policy in the registry (so a policy that lands later is measured without a change
-//! here): build it with default tunables, queue 1,000 (10,000, 100,000) requests, then repeat one step in steady
-//! state: a request arrives (offered to `try_merge`, inserted if not merged), the device asks
-//! for one request, and that request completes. Sectors are random over a 128 GiB disk, half
-//! reads and half async writes, from 8 contexts; requests are 4 to 64 KiB. The shapes are drawn
-//! once, before timing (16,384 of them, cycled), so the timed loop draws no random numbers:
-//! besides the policy's own calls it copies one request per step. Time advances 1 us
-//! before each of the three calls, so a request waits about 3 ms in the queue: no deadline
-//! expires, and timers and anticipation run as they would. A policy that answers `Idle` has
-//! time advanced to its `until` and is asked again. The figure is the time of one step, that
-//! is ns per request.
+//! here): build it with default tunables behind a [`BlockLayer`] for a device that holds one
+//! request (the layer's defaults otherwise: `nr_requests` 128, merges up to 256 sectors),
+//! queue 1,000 (10,000, 100,000) bios, then repeat one step in steady state: a bio is
+//! submitted (merged, inserted, or kept while its process sleeps for a request), the device
+//! takes one request, and that request completes. Sectors are random over a 128 GiB disk,
+//! half reads and half async writes, from 8 processes; bios are 4 to 64 KiB. The shapes are
+//! drawn once, before timing (16,384 of them, cycled), so the timed loop draws no random
+//! numbers: besides the layer's and the policy's own work it copies one bio per step. Time
+//! advances 1 us before each of the three calls; a layer whose policy idles has time
+//! advanced to its `poll_timeout` and is asked again. The figure is the time of one step,
+//! that is ns per request.
 //!
 //! Time is the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID` on Linux), so that other
 //! processes on a shared machine do not inflate the figure by preempting it; on an idle machine
 //! it equals wall time. Elsewhere it is wall time.
 //!
-//! Requests beyond a policy's scheduler tags (`nr_requests`: mq-deadline, kyber, bfq) wait for
-//! a tag outside its queues, as blk-mq's allocating processes sleep; the figure at 100,000
-//! queued shows what that waiting costs: a policy whose cost grows faster than the logarithm of
-//! the number queued shows it here.
+//! As in the kernel, requests beyond what a queue may hold wait outside the policy's queues:
+//! beyond a policy's scheduler tags (`nr_requests`: mq-deadline, kyber, bfq) a request waits
+//! for a tag, as blk-mq's allocating processes sleep; under the elevators before blk-mq a
+//! process sleeps for one of the request list's `nr_requests` requests per class
+//! (`elevator_core::block::request_list`). The figure at 100,000 queued shows what that
+//! waiting costs: a policy or layer whose cost grows faster than the logarithm of the number
+//! queued shows it here.
 //!
 //! Beside the policies, `memory-floor/QUEUED` measures what no policy can avoid: three
 //! dependent reads of queued requests at random places in a slab of QUEUED requests (a step
@@ -36,10 +41,10 @@ use std::time::Duration;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use elevator_core::block::{Bio, BlockLayer, Done, Limits};
 use elevator_core::harness::rq;
 use elevator_core::registry::{self, SchedulerSpec};
-use elevator_core::request::DEFAULT_MERGE_SECTORS;
-use elevator_core::{Dispatch, GroupTree, Nanos, Request, Scheduler, Settings};
+use elevator_core::{CtxId, GroupTree, Nanos, Op, Request, Scheduler, Settings};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -53,10 +58,11 @@ const POOL: usize = 1 << 14;
 const MAX_IDLE_ASKS: usize = 1_000;
 
 struct Steady {
-    sched: Box<dyn Scheduler>,
-    pool: Vec<Request>,
-    next: u64,
+    blk: BlockLayer<Box<dyn Scheduler>, ()>,
+    pool: Vec<Bio>,
+    next: usize,
     now: Nanos,
+    done: Vec<Done<()>>,
 }
 
 impl Steady {
@@ -69,25 +75,25 @@ impl Steady {
             .map(|_| {
                 let sector = rng.gen_range(0..(1u64 << 28)) & !7;
                 let sectors = 8 << rng.gen_range(0..4u32);
-                let b = rq(0, rng.gen_range(0..8u32))
-                    .sector(sector)
-                    .sectors(sectors);
-                if rng.gen_bool(0.5) {
-                    b.read().build()
+                let ctx = CtxId(rng.gen_range(0..8u32));
+                let op = if rng.gen_bool(0.5) {
+                    Op::Read
                 } else {
-                    b.write().build()
-                }
+                    Op::Write
+                };
+                Bio::new(ctx, op, sector, sectors)
             })
             .collect();
         let mut st = Steady {
-            sched,
+            blk: BlockLayer::new(sched, Limits::depth(1)),
             pool,
             next: 0,
             now: Nanos::ZERO,
+            done: Vec::new(),
         };
         // Bounded, in case a policy holds requests it does not count as queued.
         for _ in 0..4 * queued {
-            if st.sched.queued() >= queued {
+            if st.blk.queued() >= queued {
                 break;
             }
             st.arrive();
@@ -97,36 +103,33 @@ impl Steady {
 
     fn arrive(&mut self) {
         self.now += STEP;
-        let mut r = self.pool[self.next as usize & (POOL - 1)].clone();
-        r.id.0 = self.next;
-        r.submitted = self.now;
+        let bio = self.pool[self.next & (POOL - 1)].clone();
         self.next += 1;
-        if self
-            .sched
-            .try_merge(&r, DEFAULT_MERGE_SECTORS, self.now)
-            .is_none()
-        {
-            self.sched.insert(r, self.now);
-        }
+        self.blk.handle_submit(bio, (), self.now);
     }
 
     fn step(&mut self) {
         self.arrive();
         self.now += STEP;
-        let mut done = None;
+        let mut started = None;
         for _ in 0..MAX_IDLE_ASKS {
-            match self.sched.dispatch(self.now) {
-                Dispatch::Request(r) => {
-                    done = Some(r);
-                    break;
+            if let Some(rq) = self.blk.poll_dispatch(self.now) {
+                started = Some(rq);
+                break;
+            }
+            match self.blk.poll_timeout() {
+                Some(until) => {
+                    self.now = until.max(self.now + STEP);
+                    self.blk.handle_timeout(self.now);
                 }
-                Dispatch::Idle { until } => self.now = until.max(self.now + STEP),
-                Dispatch::Empty => break,
+                None => break,
             }
         }
         self.now += STEP;
-        if let Some(r) = done {
-            self.sched.complete(black_box(&r), self.now);
+        if let Some(rq) = started {
+            self.done.clear();
+            self.blk
+                .handle_complete(black_box(rq.id), true, self.now, &mut self.done);
         }
     }
 }
@@ -192,12 +195,12 @@ fn sched_cost(c: &mut Criterion) {
                     }
                     start.elapsed()
                 });
-                if st.sched.queued() > 2 * queued {
+                if st.blk.queued() > 2 * queued {
                     eprintln!(
                         "note: {} held {} requests after the run (it dispatches less than one \
                          per step), so its figure is not at {queued} queued",
                         info.name,
-                        st.sched.queued()
+                        st.blk.queued()
                     );
                 }
             });

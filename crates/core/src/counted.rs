@@ -115,6 +115,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn issues_directly(&self) -> bool {
         self.inner.issues_directly()
     }
+    fn bounds_own_requests(&self) -> bool {
+        self.inner.bounds_own_requests()
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }

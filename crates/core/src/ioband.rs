@@ -319,7 +319,9 @@ impl IoBand {
 
     /// `make_issue_list`'s wake-up: a blocked group that holds no request of a class any
     /// more is unblocked, and its sleeping submitters of that class go through `ioband_map`
-    /// again, in their order (each may pass, be held, or sleep again).
+    /// again, in their order (each may pass, be held, or sleep again). Once one sleeps
+    /// again the group is blocked, so every one after it would too: they stay asleep
+    /// without being touched, and a wake-up costs what it lets through, not what sleeps.
     fn wake_sleepers(&mut self, now: Nanos) {
         for g in 0..self.groups.len() {
             for d in 0..2 {
@@ -327,8 +329,10 @@ impl IoBand {
                     continue;
                 }
                 self.groups[g].blocked_flag[d] = false;
-                let woken = std::mem::take(&mut self.groups[g].sleeping[d]);
-                for rq in woken {
+                while !self.group_should_block(g, d) {
+                    let Some(rq) = self.groups[g].sleeping[d].pop_front() else {
+                        break;
+                    };
                     self.map(rq, now);
                 }
             }
@@ -606,6 +610,10 @@ impl Scheduler for IoBand {
         self.inner.exit(ctx, now);
     }
 
+    /// dm-ioband holds bios above the queue and passes at most `io_limit` a class down.
+    fn bounds_own_requests(&self) -> bool {
+        true
+    }
     fn queued(&self) -> usize {
         let sleeping: usize = self
             .groups

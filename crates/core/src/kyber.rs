@@ -455,6 +455,9 @@ impl Scheduler for Kyber {
         self.admit_waiting(now);
     }
 
+    fn bounds_own_requests(&self) -> bool {
+        true
+    }
     fn queued(&self) -> usize {
         self.queued + self.tags.waiting()
     }

@@ -539,6 +539,9 @@ impl Scheduler for MqDeadline {
         self.admit_waiting(now);
     }
 
+    fn bounds_own_requests(&self) -> bool {
+        true
+    }
     fn queued(&self) -> usize {
         self.in_lists + self.tags.waiting() + self.bypass.len()
     }

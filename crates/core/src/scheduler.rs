@@ -91,6 +91,15 @@ pub trait Scheduler {
         false
     }
 
+    /// Whether the policy bounds the requests it holds itself: with blk-mq scheduler tags
+    /// (`nr_requests`), as mq-deadline, kyber and bfq do ([`crate::tags`]), or above the
+    /// queue, as dm-ioband's `io_limit` does. A policy that does not (the elevators before
+    /// blk-mq) is bounded by the block layer's request list instead
+    /// ([`crate::block::request_list`]). Default `false`.
+    fn bounds_own_requests(&self) -> bool {
+        false
+    }
+
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
@@ -126,6 +135,9 @@ macro_rules! forward_scheduler {
             }
             fn issues_directly(&self) -> bool {
                 (**self).issues_directly()
+            }
+            fn bounds_own_requests(&self) -> bool {
+                (**self).bounds_own_requests()
             }
             fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
                 (**self).set_tunable(name, value)

@@ -150,6 +150,9 @@ impl Scheduler for Recording {
         self.calls.borrow_mut().push(Call::Exit { ctx, now });
         self.inner.exit(ctx, now);
     }
+    fn bounds_own_requests(&self) -> bool {
+        self.inner.bounds_own_requests()
+    }
     fn queued(&self) -> usize {
         self.inner.queued()
     }

@@ -1357,6 +1357,9 @@ impl Scheduler for Bfq {
         self.exit_ctx(ctx, now.0 as Tick);
     }
 
+    fn bounds_own_requests(&self) -> bool {
+        true
+    }
     fn queued(&self) -> usize {
         self.queued + self.tag_wait.len()
     }

@@ -86,6 +86,7 @@
 
 pub mod observe;
 pub mod qos;
+pub mod request_list;
 pub mod stat;
 
 use std::collections::VecDeque;
@@ -99,6 +100,8 @@ use crate::time::Nanos;
 
 pub use observe::{Event, Observer};
 pub use qos::{Admit, BioEnd, QosChain, QosHook};
+pub use request_list::BLKDEV_MAX_RQ;
+use request_list::{Asleep, Class, RequestList};
 pub use stat::{DirStat, DiskStat};
 
 /// sysfs `nomerges`: which merges the layer attempts.
@@ -127,6 +130,10 @@ pub struct Limits {
     pub queue_depth: usize,
     /// Which merges are attempted.
     pub nomerges: NoMerges,
+    /// sysfs `nr_requests` of a queue before blk-mq: requests allocated at most per class
+    /// (sync, async) under a policy that keeps no scheduler tags of its own
+    /// ([`Scheduler::bounds_own_requests`]); see [`request_list`]. `None`: unbounded.
+    pub nr_requests: Option<u32>,
 }
 
 impl Limits {
@@ -137,6 +144,15 @@ impl Limits {
             max_segments: None,
             queue_depth: queue_depth.max(1),
             nomerges: NoMerges::All,
+            nr_requests: Some(BLKDEV_MAX_RQ),
+        }
+    }
+
+    /// These limits with `nr_requests` (at least 1; `None`: unbounded).
+    pub fn nr_requests(self, nr_requests: Option<u32>) -> Limits {
+        Limits {
+            nr_requests: nr_requests.map(|n| n.max(1)),
+            ..self
         }
     }
 
@@ -316,6 +332,8 @@ enum State {
 struct Rq<T> {
     rq: Request,
     segs: SegList<T>,
+    /// The request list's class it was allocated from, if the list bounds this policy.
+    class: Option<Class>,
     started: Nanos,
     dispatched: Nanos,
     in_flight: u32,
@@ -357,6 +375,21 @@ struct Held<T> {
     hook: usize,
 }
 
+/// A bio of a process asleep for a request ([`request_list`]).
+enum Waiting<T> {
+    /// The bio that found no request: its request (or its pieces, at most `split` sectors
+    /// each) is built and gets one when the process wakes, without a second merge attempt
+    /// (`get_request_wait` returns a request to `__make_request`).
+    Refused {
+        rq: Request,
+        token: T,
+        key: u64,
+        split: Option<u32>,
+    },
+    /// A bio the process would submit after it wakes: it takes the whole way then.
+    Later { bio: Bio, token: T, key: u64 },
+}
+
 /// A pending scheduler switch ([`BlockLayer::switch_scheduler`]).
 struct Switch<S, T> {
     next: S,
@@ -384,6 +417,7 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     next_key: u64,
     switch: Option<Switch<S, T>>,
     observer: Option<Box<dyn Observer>>,
+    list: Option<RequestList<Waiting<T>>>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -409,6 +443,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             next_key: 0,
             switch: None,
             observer: None,
+            list: limits.nr_requests.map(RequestList::new),
         }
     }
 
@@ -500,6 +535,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             + self.throttled.len()
             + self.held.len()
             + self.switch.as_ref().map_or(0, |s| s.held.len())
+            + self.list.as_ref().map_or(0, |l| l.pending())
     }
 
     /// Whether nothing is queued or at the device.
@@ -571,6 +607,10 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
 
     /// Process `ctx` exited: it will issue nothing more.
     pub fn handle_exit(&mut self, ctx: CtxId, now: Nanos) {
+        // A process asleep for a request exits once its bios are in.
+        if self.list.as_mut().is_some_and(|l| l.defer_exit(ctx)) {
+            return;
+        }
         self.sched.exit(ctx, now);
         // An exit may end the scheduler's idling for that context.
         self.kick = true;
@@ -666,16 +706,58 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// Past the controllers: split, merge or insert.
+    /// Past the controllers: split, merge or insert; or keep it while its process sleeps
+    /// for a request.
     fn queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) {
+        if let Some(l) = self.list.as_mut().filter(|l| l.is_asleep(bio.ctx)) {
+            let class = Class::of(bio.sync || bio.op.is_read());
+            l.sleep(bio.ctx, class, Waiting::Later { bio, token, key });
+            return;
+        }
+        let ctx = bio.ctx;
+        if let Err(w) = self.try_queue(bio, token, key, now) {
+            let class = match &w {
+                Waiting::Refused { rq, .. } => Class::of(rq.sync),
+                Waiting::Later { .. } => unreachable!("try_queue refuses with a built request"),
+            };
+            self.list
+                .as_mut()
+                .expect("only the request list refuses")
+                .sleep(ctx, class, w);
+        }
+    }
+
+    /// Whether the request list bounds the current policy (one that keeps no scheduler
+    /// tags and does not issue directly).
+    fn listed(&self) -> bool {
+        self.list.is_some() && !self.sched.bounds_own_requests() && !self.sched.issues_directly()
+    }
+
+    /// `get_request` for `n` requests of `rq`'s class: the class, or `Err` if the process
+    /// must sleep; `Ok(None)` when the list does not bound this policy.
+    fn allocate(&mut self, rq: &Request, n: u32, now: Nanos) -> Result<Option<Class>, ()> {
+        if !self.listed() {
+            return Ok(None);
+        }
+        let class = Class::of(rq.sync);
+        let l = self.list.as_mut().expect("listed");
+        if l.allocate(rq.ctx, class, n, now) {
+            Ok(Some(class))
+        } else {
+            Err(())
+        }
+    }
+
+    /// Split, merge or insert `bio`; `Err` with its built request when its process must
+    /// sleep for one.
+    fn try_queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Result<(), Waiting<T>> {
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = self
             .limits
             .request_sectors(self.sched.max_request_sectors());
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
-            self.queue_split(rq, token, key, max, now);
-            return;
+            return self.allocate_and_insert(rq, token, key, Some(max), now);
         }
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
@@ -703,10 +785,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 State::Queued,
                 "merged into a dispatched request"
             );
-            if rq.end() == host.rq.sector {
-                host.rq.sector = rq.sector;
-            }
-            host.rq.sectors += rq.sectors;
+            // The layer's copy of the request is the scheduler's from its dispatch on
+            // (`start`); until then only its segments matter.
             host.segs.more.push(Segment {
                 token,
                 sector: rq.sector,
@@ -720,15 +800,85 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 split: None,
             });
             self.counters.merged += 1;
+            self.kick = true;
+            Ok(())
         } else {
-            self.insert(rq, token, key, None, now);
+            self.allocate_and_insert(rq, token, key, None, now)
+        }
+    }
+
+    /// Take a request from the list for `rq` (or for each of its pieces of at most `split`
+    /// sectors) and insert it; `Err` when the process must sleep.
+    fn allocate_and_insert(
+        &mut self,
+        rq: Request,
+        token: T,
+        key: u64,
+        split: Option<u32>,
+        now: Nanos,
+    ) -> Result<(), Waiting<T>> {
+        let n = split.map_or(1, |max| rq.sectors.div_ceil(max));
+        let Ok(class) = self.allocate(&rq, n, now) else {
+            return Err(Waiting::Refused {
+                rq,
+                token,
+                key,
+                split,
+            });
+        };
+        match split {
+            Some(max) => self.queue_split(rq, token, key, max, class, now),
+            None => {
+                self.insert(rq, token, key, None, class, now);
+                self.kick = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// `ctx` woke with `asleep`: its first bio takes the request the wake-up freed, the rest
+    /// go the whole way, until one finds no request again and it sleeps again.
+    fn wake(&mut self, ctx: CtxId, mut asleep: Asleep<Waiting<T>>, now: Nanos) {
+        while let Some(w) = asleep.bios.pop_front() {
+            let refused = match w {
+                Waiting::Refused {
+                    rq,
+                    token,
+                    key,
+                    split,
+                } => self.allocate_and_insert(rq, token, key, split, now),
+                Waiting::Later { bio, token, key } => self.try_queue(bio, token, key, now),
+            };
+            if let Err(w) = refused {
+                let class = match &w {
+                    Waiting::Refused { rq, .. } => Class::of(rq.sync),
+                    Waiting::Later { .. } => unreachable!("a refusal carries its request"),
+                };
+                asleep.bios.push_front(w);
+                self.list
+                    .as_mut()
+                    .expect("only the request list refuses")
+                    .sleep_again(ctx, class, asleep);
+                return;
+            }
+        }
+        if asleep.exited {
+            self.sched.exit(ctx, now);
         }
         self.kick = true;
     }
 
     /// Insert `whole` as consecutive pieces of at most `max` sectors, each a request of its
     /// own; the bio completes with the last piece.
-    fn queue_split(&mut self, whole: Request, token: T, key: u64, max: u32, now: Nanos) {
+    fn queue_split(
+        &mut self,
+        whole: Request,
+        token: T,
+        key: u64,
+        max: u32,
+        class: Option<Class>,
+        now: Nanos,
+    ) {
         let first = self.next_id + 1;
         self.splits.insert(
             first,
@@ -742,12 +892,20 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.next_id += 1;
             rq.id = RequestId(self.next_id);
             self.observe(Event::Queue, &rq, now);
-            self.insert(rq, token, key, Some(first), now);
+            self.insert(rq, token, key, Some(first), class, now);
         }
         self.kick = true;
     }
 
-    fn insert(&mut self, rq: Request, token: T, key: u64, split: Option<u64>, now: Nanos) {
+    fn insert(
+        &mut self,
+        rq: Request,
+        token: T,
+        key: u64,
+        split: Option<u64>,
+        class: Option<Class>,
+        now: Nanos,
+    ) {
         let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
         let seg = Segment {
             token,
@@ -769,6 +927,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                     first: seg,
                     more: Vec::new(),
                 },
+                class,
                 started: now,
                 dispatched: Nanos::ZERO,
                 in_flight: 0,
@@ -925,6 +1084,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 whole,
                 ok,
             });
+        }
+        // freed_request: the request goes back to the list, and may wake a sleeper.
+        if let Some(class) = r.class {
+            let woken = self.list.as_mut().and_then(|l| l.free(class, now));
+            if let Some((ctx, asleep)) = woken {
+                self.wake(ctx, asleep, now);
+            }
         }
         if !self.throttled.is_empty() {
             self.release_throttled(now, true);

@@ -2,6 +2,7 @@
 
 mod accounting;
 mod decisions;
+mod request_list;
 
 use super::*;
 use crate::deadline::Deadline;
