@@ -1,7 +1,7 @@
 //! The SSD model: specs, drive resolution, and the device's basic promises.
 
 use elevator_core::harness::rq;
-use elevator_core::Nanos;
+use elevator_core::{Nanos, Op};
 use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
 use elevator_sim::{Device, DriveModel};
 use std::path::Path;
@@ -173,4 +173,115 @@ fn a_write_over_parts_of_two_units_takes_its_bytes_of_buffer_room() {
         assert!(*d < Nanos::from_us(100), "write {i}: {d:?} ({done:?})");
     }
     assert!(done[8] > Nanos::from_us(600), "{done:?}");
+}
+
+/// MQSim's default drive as docs/ssd-xcheck/mqsim-default.toml gives it.
+fn mqsim_default() -> SsdSpec {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/ssd-xcheck/mqsim-default.toml");
+    SsdSpec::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// An 8 KiB write of mapping unit `lpn` (MQSim's page) at `t`; its completion.
+fn write_unit(ssd: &mut Ssd, id: u64, lpn: u64, t: Nanos) -> Nanos {
+    let r = rq(id, 0)
+        .sync_write()
+        .sector(16 * lpn)
+        .sectors(16)
+        .at(t)
+        .build();
+    ssd.submit(&r, t).done
+}
+
+#[test]
+fn a_unit_written_again_while_the_hot_filter_holds_it_stays_in_dram() {
+    // MQSim's write_to_destage_buffer: a unit already in its bloom filter is hot and is not
+    // written back; the filter is emptied by the first write past its milestone (0 at the
+    // start, then a bloom_filter_reset_step of 1 s after the write that emptied it).
+    let spec = mqsim_default();
+    assert_eq!(spec.write_buffer.hot_filter_us, 1e6);
+    let mut ssd = Ssd::new(spec.clone()).unwrap();
+    let us = Nanos::from_us;
+    let programs = |ssd: &Ssd| ssd.stats().host_programs;
+    write_unit(&mut ssd, 0, 7, us(1)); // cold; then past milestone 0: the filter is emptied
+    assert_eq!(programs(&ssd), 1);
+    write_unit(&mut ssd, 1, 7, us(2)); // cold again (the filter was emptied after the first)
+    assert_eq!(programs(&ssd), 2);
+    write_unit(&mut ssd, 2, 7, us(3)); // hot: stays in DRAM
+    assert_eq!(programs(&ssd), 2);
+    // A read of it long after its last program is served from DRAM, not flash.
+    let flash_reads = ssd.stats().flash_reads;
+    let r = rq(3, 0)
+        .read()
+        .sector(16 * 7)
+        .sectors(16)
+        .at(us(50_000))
+        .build();
+    ssd.submit(&r, us(50_000));
+    assert_eq!(ssd.stats().flash_reads, flash_reads);
+    write_unit(&mut ssd, 4, 7, us(1_500_000)); // hot still; past the milestone: emptied
+    assert_eq!(programs(&ssd), 2);
+    write_unit(&mut ssd, 5, 7, us(1_600_000)); // cold: written back
+    assert_eq!(programs(&ssd), 3);
+    let r = rq(6, 0)
+        .read()
+        .sector(16 * 7)
+        .sectors(16)
+        .at(us(2_000_000))
+        .build();
+    ssd.submit(&r, us(2_000_000));
+    assert_eq!(ssd.stats().flash_reads, flash_reads + 1);
+
+    // Off (the default), every write is programmed.
+    let mut off = spec;
+    off.write_buffer.hot_filter_us = 0.0;
+    let mut ssd = Ssd::new(off).unwrap();
+    for i in 0..3 {
+        write_unit(&mut ssd, i, 7, us(1 + i));
+    }
+    assert_eq!(programs(&ssd), 3);
+}
+
+#[test]
+fn programs_of_two_planes_of_a_die_at_the_same_page_go_as_one_when_the_second_is_queued() {
+    // MQSim's TSU_Base::issue_command_to_chip: for the die of the command it issues, one
+    // ready transaction per plane at the same page, as one multi-plane command. One chip of
+    // 2 dies x 2 planes; CWDP puts LPN n on die n % 2, plane (n / 2) % 2.
+    let mut spec = mqsim_default();
+    spec.flash.channels = 1;
+    spec.flash.chips_per_channel = 1;
+    spec.write_buffer.hot_filter_us = 0.0;
+    spec.ftl.cmt_entries = 0; // every mapping entry cached: no translation reads
+    let us = Nanos::from_us;
+    let drained = |spec: &SsdSpec, lpns: &[u64]| {
+        let mut ssd = Ssd::new(spec.clone()).unwrap();
+        for (i, &lpn) in lpns.iter().enumerate() {
+            write_unit(&mut ssd, i as u64, lpn, Nanos::ZERO);
+        }
+        let mut flush = rq(99, 0).at(us(1)).build();
+        flush.op = Op::Flush;
+        (
+            ssd.submit(&flush, us(1)).done,
+            ssd.stats().multi_plane_joins,
+        )
+    };
+    // LPN 1 (die 1) holds the chip; LPN 0 (die 0, plane 0, page 0) queues behind it and
+    // LPN 2 (die 0, plane 1, page 0) joins it: two programs' time.
+    let (joined, joins) = drained(&spec, &[1, 0, 2]);
+    assert_eq!(joins, 1);
+    // LPN 4 is die 0's plane 0 again (page 1): three programs' time.
+    let (same_plane, none) = drained(&spec, &[1, 0, 4]);
+    assert_eq!(none, 0);
+    // LPN 3 is die 1, plane 1, page 0: its partner (LPN 1) is under way, so it waits.
+    let (started, none_either) = drained(&spec, &[1, 0, 3]);
+    assert_eq!(none_either, 0);
+    // A program holds the chip for its transfer (25 us) and tPROG (750 us).
+    let programs = |n: u64| Nanos::from_us(775 * n);
+    assert!(joined < programs(2) + us(100), "{joined:?}");
+    assert!(same_plane > programs(3), "{same_plane:?}");
+    assert!(started > programs(3), "{started:?}");
+    // Without the chip's planes (`serial_planes = 1`, `serial_dies = 1`) there is no joining.
+    spec.flash.serial_dies = 1;
+    spec.flash.serial_planes = 1;
+    assert_eq!(drained(&spec, &[1, 0, 2]).1, 0);
 }

@@ -34,7 +34,7 @@ enum Workload {
 /// ssdconfig.xml; docs/ssd-model.md gives the workload files), and whether it is asserted.
 const WORKLOADS: [(&str, Workload, f64, bool); 8] = [
     ("wsrch-small", Workload::Trace("wsrch-small"), 181.0, true),
-    ("tpcc-small", Workload::Trace("tpcc-small"), 3458.0, false),
+    ("tpcc-small", Workload::Trace("tpcc-small"), 3458.0, true),
     (
         "8 KiB random reads, QD1",
         Workload::Synthetic {

@@ -439,6 +439,12 @@ impl Flash {
         start + Nanos(hold)
     }
 
+    /// How long a program of `bytes` holds its plane: its channel transfer and tPROG (a
+    /// program placed to end at `done` started at `done` less this).
+    pub fn program_hold(&self, bytes: u64) -> Nanos {
+        Nanos(self.xfer_ns(bytes) + self.program_ns)
+    }
+
     /// Erase a block on `plane` once `ready`; returns when it is done.
     pub fn erase(&mut self, plane: u32, ready: Nanos, origin: Origin) -> Nanos {
         let lane = match origin {

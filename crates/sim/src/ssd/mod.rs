@@ -30,6 +30,8 @@ pub mod timeline;
 
 pub use spec::{GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend};
 
+use std::collections::{HashMap, HashSet};
+
 use elevator_core::{Nanos, Op, Request};
 use elevator_workload::InputError;
 
@@ -53,8 +55,10 @@ pub struct SsdStats {
     pub buffer_hits: u64,
     /// Mapping-cache misses (each a translation-page read).
     pub cmt_misses: u64,
-    /// Host program operations (each of `flash.program_pages` pages).
+    /// Host program operations (each of `flash.program_pages` pages), joined ones included.
     pub host_programs: u64,
+    /// Host programs that joined another as one multi-plane program (`flash.serial_planes`).
+    pub multi_plane_joins: u64,
     /// Garbage collection.
     pub gc: GcStats,
 }
@@ -75,6 +79,169 @@ pub struct Ssd {
     /// Bytes one program operation writes (`flash.program_pages` pages).
     program_bytes: u64,
     stats: SsdStats,
+    hot: HotFilter,
+    multi: MultiPlane,
+}
+
+/// MQSim's hot/cold filter (`write_buffer.hot_filter_us`): which units a host write sends
+/// to flash.
+#[derive(Clone, Debug, Default)]
+struct HotFilter {
+    /// The filter's period; zero: off (every write goes to flash).
+    period: Nanos,
+    /// Units written since the filter was last emptied.
+    seen: HashSet<u32>,
+    /// The first write after this empties the filter (MQSim's
+    /// `next_bloom_filter_reset_milestone`, 0 at the start).
+    reset_after: Nanos,
+    /// Units whose latest data is only in DRAM (written while hot).
+    held: HashSet<u32>,
+}
+
+impl HotFilter {
+    fn new(period_us: f64) -> HotFilter {
+        HotFilter {
+            period: Nanos((period_us * 1000.0).round() as u64),
+            ..HotFilter::default()
+        }
+    }
+
+    /// Whether a host write of `lpn` goes to flash (it is cold: not in the filter, which then
+    /// holds it); a hot one stays in DRAM.
+    fn cold(&mut self, lpn: u32) -> bool {
+        if !self.on() {
+            return true;
+        }
+        let cold = self.seen.insert(lpn);
+        if cold {
+            self.held.remove(&lpn);
+        } else {
+            self.held.insert(lpn);
+        }
+        cold
+    }
+
+    /// After a host write at `now`: the filter is emptied by the first write past its
+    /// milestone, and the next milestone is a period from then (MQSim checks after the
+    /// write's transactions, so the write that empties it is not remembered).
+    fn after_write(&mut self, now: Nanos) {
+        if self.on() && now > self.reset_after {
+            self.seen.clear();
+            self.reset_after = now + self.period;
+        }
+    }
+
+    fn on(&self) -> bool {
+        self.period > Nanos::ZERO
+    }
+
+    /// Whether `lpn`'s data is in DRAM only (a read of it is served there).
+    fn holds(&self, lpn: u32) -> bool {
+        !self.held.is_empty() && self.held.contains(&lpn)
+    }
+}
+
+/// Multi-plane host programs on chips of several planes executing one command at a time
+/// (`flash.serial_dies`, `flash.serial_planes`).
+#[derive(Clone, Debug, Default)]
+struct MultiPlane {
+    /// The spec's planes (MQSim's chips); 0: off.
+    chips: u32,
+    dies: u32,
+    planes: u32,
+    /// Units per flash page (the LPN's page-level address is `lpn / upp`).
+    upp: u32,
+    /// Programs per block on each of a chip's planes.
+    programs_per_block: u32,
+    /// The next program's page on each plane of each chip, `chip * dies * planes + sub`.
+    next: Vec<u32>,
+    /// Programs placed and not joined, by (chip, die, page): (plane, start, done).
+    open: HashMap<(u32, u32, u32), (u32, Nanos, Nanos)>,
+    /// Units given a page in this run (written, or read first while unwritten).
+    mapped: HashSet<u32>,
+}
+
+impl MultiPlane {
+    fn new(spec: &SsdSpec) -> MultiPlane {
+        let f = &spec.flash;
+        let (dies, planes) = (f.serial_dies, f.serial_planes);
+        if dies * planes <= 1 {
+            return MultiPlane::default();
+        }
+        let chips = spec.planes() as u32;
+        MultiPlane {
+            chips,
+            dies,
+            planes,
+            upp: (f.page_bytes / spec.ftl.unit_bytes).max(1),
+            programs_per_block: (f.pages_per_block / f.program_pages).max(1),
+            next: vec![0; (chips * dies * planes) as usize],
+            open: HashMap::new(),
+            mapped: HashSet::new(),
+        }
+    }
+
+    /// The chip of `lpn`, and its plane's index among the chip's (CWDP: die, then plane).
+    fn place_of(&self, lpn: u32) -> (u32, u32) {
+        let page = lpn / self.upp;
+        (
+            page % self.chips,
+            (page / self.chips) % (self.dies * self.planes),
+        )
+    }
+
+    /// Takes the next page of `lpn`'s plane; returns it.
+    fn take_page(&mut self, chip: u32, sub: u32) -> u32 {
+        let slot = &mut self.next[(chip * self.dies * self.planes + sub) as usize];
+        let page = *slot;
+        *slot = (*slot + 1) % self.programs_per_block;
+        page
+    }
+
+    /// A host read of `lpn`: the first read of a unit never written takes a page of its
+    /// plane (MQSim's `online_create_entry_for_reads` gives an unwritten LPA a physical page
+    /// from the plane's write frontier), as MQSim does on a drive without preconditioning.
+    fn read(&mut self, lpn: u32) {
+        if self.chips > 0 && self.mapped.insert(lpn) {
+            let (chip, sub) = self.place_of(lpn);
+            self.take_page(chip, sub);
+        }
+    }
+
+    /// A host program of `lpn`'s page on `chip`, ready at `ready`: its (chip, die, page) and
+    /// plane, and the completion of the program it joins, if one of another plane of that
+    /// die at that page is placed and not yet started (MQSim's CWDP: die, then plane, from
+    /// the LPN after channel and chip).
+    fn join(&mut self, lpn: u32, chip: u32, ready: Nanos) -> Option<Result<Nanos, Key>> {
+        if self.chips == 0 {
+            return None;
+        }
+        self.mapped.insert(lpn);
+        let (of, sub) = self.place_of(lpn);
+        debug_assert_eq!(of, chip);
+        let (die, plane) = (sub % self.dies, sub / self.dies);
+        let page = self.take_page(chip, sub);
+        let key = (chip, die, page);
+        match self.open.get(&key) {
+            Some(&(other, start, done)) if other != plane && start >= ready => {
+                self.open.remove(&key);
+                Some(Ok(done))
+            }
+            _ => Some(Err(Key { key, plane })),
+        }
+    }
+
+    /// The program of `key` was placed from `start` to `done`: later ones may join it.
+    fn placed(&mut self, key: Key, start: Nanos, done: Nanos) {
+        self.open.insert(key.key, (key.plane, start, done));
+    }
+}
+
+/// A program not joined to another: where later ones would look for it.
+#[derive(Clone, Copy, Debug)]
+struct Key {
+    key: (u32, u32, u32),
+    plane: u32,
 }
 
 impl Ssd {
@@ -106,6 +273,8 @@ impl Ssd {
             page_bytes,
             program_bytes,
             stats: SsdStats::default(),
+            hot: HotFilter::new(spec.write_buffer.hot_filter_us),
+            multi: MultiPlane::new(&spec),
             spec,
         })
     }
@@ -179,6 +348,11 @@ impl Ssd {
         let mut run: Option<(u32, u64)> = None; // (page, units)
         let mut run_ppa = 0;
         for lpn in units {
+            if self.hot.holds(lpn) {
+                self.stats.buffer_hits += 1;
+                continue;
+            }
+            self.multi.read(lpn);
             let Some(ppa) = self.ftl.lookup(lpn) else {
                 continue;
             };
@@ -229,7 +403,24 @@ impl Ssd {
         // its back-pressure depth in the sectors written, `write_to_destage_buffer`, and frees
         // a write-back's own sectors). The room comes back as pages are programmed, at most
         // what was admitted ([`WriteBuffer::scheduled`]).
-        let admitted = self.buffer.admit(rq.bytes(), rq.bytes(), arrived);
+        // A unit written again while the hot/cold filter holds it stays in DRAM: no room, no
+        // program (MQSim counts back-pressure room only for the data it writes back).
+        let (first, end) = (rq.sector * 512, (rq.sector + u64::from(rq.sectors)) * 512);
+        let mut room = 0;
+        let mut cold = Vec::with_capacity(units.len());
+        for lpn in units.clone() {
+            if self.hot.cold(lpn) {
+                let lo = (u64::from(lpn) * self.unit_bytes).max(first);
+                let hi = (u64::from(lpn + 1) * self.unit_bytes).min(end);
+                room += hi.saturating_sub(lo);
+                cold.push(lpn);
+            }
+        }
+        self.hot.after_write(now);
+        if !self.hot.on() {
+            room = rq.bytes();
+        }
+        let admitted = self.buffer.admit(room, rq.bytes(), arrived);
         self.front.admitted(admitted);
         // With `gc.urgent = "behind"` the GC work this write brings is urgent only if the write
         // waited for room: the flash is then behind the host, as MQSim's GC is urgent only
@@ -241,13 +432,26 @@ impl Ssd {
         // the data's program waits for them (it needs the entry to update).
         let known = self.translate(units.clone(), accepted, true);
         let ready = admitted.max(known);
-        for lpn in units {
+        for lpn in cold {
             let placed = self.ftl.write_host(lpn);
             let plane = self.ftl.plane_of(placed.ppa);
             if let Some(first) = placed.program {
-                let done = self
-                    .flash
-                    .program(plane, self.program_bytes, ready, Origin::Host);
+                let done = match self.multi.join(lpn, plane, ready) {
+                    Some(Ok(done)) => {
+                        self.stats.multi_plane_joins += 1;
+                        done
+                    }
+                    joined => {
+                        let done =
+                            self.flash
+                                .program(plane, self.program_bytes, ready, Origin::Host);
+                        if let Some(Err(key)) = joined {
+                            let start = done - self.flash.program_hold(self.program_bytes);
+                            self.multi.placed(key, start, done);
+                        }
+                        done
+                    }
+                };
                 self.ftl.set_programmed(first, done);
                 self.buffer.scheduled(self.program_bytes, done);
                 self.stats.host_programs += 1;

@@ -183,6 +183,27 @@ pub struct Flash {
     /// 700). An erase with less than this left is waited for instead.
     #[serde(default = "suspend_erase_us")]
     pub suspend_erase_us: f64,
+    /// Dies each plane of this spec stands for (default 1). With `serial_dies` or
+    /// `serial_planes` above 1 each plane is a chip whose `serial_dies x serial_planes`
+    /// planes execute one command at a time (MQSim's TSU issues a command only to an idle
+    /// chip, `TSU_Base::issue_command_to_chip`), and host programs of two of its planes of the
+    /// same die at the same page of their blocks may go as one multi-plane program: see
+    /// `serial_planes`. Needs `ftl.static_allocation`.
+    #[serde(default = "one")]
+    pub serial_dies: u32,
+    /// Planes per die each plane of this spec stands for (default 1). A unit's die and plane
+    /// within its chip follow MQSim's CWDP allocation (channel, chip, die, then plane from the
+    /// LPN), and each of those planes fills its blocks page by page from page 0 (a fresh
+    /// drive, as MQSim's without preconditioning): a page is taken by each host program and
+    /// by the first read of a unit not yet written (MQSim's `online_create_entry_for_reads`
+    /// gives an unwritten LPA a page of its plane). A host program that is ready while a host
+    /// program of another plane of the same die, at the same page, is placed on the chip and
+    /// not yet started joins it as one multi-plane program (MQSim's TSU takes, for the die of
+    /// the command it issues, one ready transaction per plane at the same page): it completes
+    /// with it and takes no chip time of its own (its channel transfer is not charged: 25 us
+    /// of 775 on MQSim's default drive).
+    #[serde(default = "one")]
+    pub serial_planes: u32,
 }
 
 /// The flash operations a host read may suspend to reach its plane (MQSim's
@@ -265,6 +286,16 @@ pub struct WriteBuffer {
     /// single DRAM channel); 0: instant.
     #[serde(default)]
     pub mb_s: f64,
+    /// MQSim's hot/cold filter (`Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer`,
+    /// its `bloom_filter`), us; 0 (default): off. A mapping unit written again while the
+    /// filter holds it is hot: its data stays in DRAM and is not written back (it takes no
+    /// room in the buffer and programs nothing; reads of it are served from DRAM until a cold
+    /// write sends it to flash). The filter starts empty and is emptied by the first write
+    /// after each period of this length (MQSim's `bloom_filter_reset_step`, 1 s), counted
+    /// from the write that last emptied it. MQSim's DRAM cache never fills in our use, so the
+    /// hot data is never evicted here (a deviation for runs that rewrite more than the cache).
+    #[serde(default)]
+    pub hot_filter_us: f64,
 }
 
 /// Garbage collection (MQSim's `GC_Exec_Threshold`, `Preemptible_GC_Enabled`).
@@ -427,6 +458,10 @@ impl SsdSpec {
             ("flash.erase_us", f.erase_us),
             ("flash.suspend_program_us", f.suspend_program_us),
             ("flash.suspend_erase_us", f.suspend_erase_us),
+            (
+                "write_buffer.hot_filter_us",
+                self.write_buffer.hot_filter_us,
+            ),
         ];
         for (field, us) in times {
             if !(us.is_finite() && (0.0..=MAX_TIME_US).contains(&us)) {
@@ -435,6 +470,22 @@ impl SsdSpec {
                     format!("must be a time of 0..={MAX_TIME_US} us, got {us}"),
                 );
             }
+        }
+        for (field, n) in [
+            ("flash.serial_dies", f.serial_dies),
+            ("flash.serial_planes", f.serial_planes),
+        ] {
+            if !(1..=64).contains(&n) {
+                return bad(field, format!("must be 1..=64, got {n}"));
+            }
+        }
+        if f.serial_dies * f.serial_planes > 1 && !self.ftl.static_allocation {
+            return bad(
+                "flash.serial_planes",
+                "planes within a chip (serial_dies or serial_planes above 1) need \
+                 ftl.static_allocation = true: a unit's plane comes from its LPN"
+                    .into(),
+            );
         }
         let wb = self.write_buffer.mb_s;
         if !(wb.is_finite() && (wb == 0.0 || (0.001..=1e9).contains(&wb))) {
