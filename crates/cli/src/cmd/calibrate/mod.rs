@@ -374,7 +374,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             span,
             &STOP,
             i as u64 + 1,
-            args.iocost,
+            if args.iocost {
+                measure::Engine::Aio
+            } else {
+                measure::Engine::Uring
+            },
         );
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
