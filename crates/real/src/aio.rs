@@ -248,10 +248,18 @@ impl Backend for AioBackend {
         Ok(())
     }
 
+    /// One: `io_submit` may block (docs of [`Backend::submit_burst`]).
+    fn submit_burst(&self) -> Option<usize> {
+        Some(1)
+    }
+
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()> {
         let before = out.len();
         // What has already completed, without blocking.
         self.reap(0, Some(Duration::ZERO), out)?;
+        if timeout == Some(Duration::ZERO) {
+            return Ok(());
+        }
         if out.len() == before && !self.owned.is_empty() {
             self.reap(1, timeout, out)?;
         } else if out.len() == before {

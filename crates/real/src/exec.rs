@@ -564,9 +564,10 @@ impl<'a, B: Backend> Executor<'a, B> {
                     self.stopping = true;
                 }
             }
+            let mut more = false;
             if !self.stopping {
                 self.poll_jobs(now);
-                self.dispatch(now);
+                more = self.dispatch(now);
             }
             let in_flight = self.backend.in_flight();
             if in_flight == 0 {
@@ -578,7 +579,11 @@ impl<'a, B: Backend> Executor<'a, B> {
                     break;
                 }
             }
-            let timeout = self.timeout(now);
+            let timeout = if more {
+                Some(Duration::ZERO)
+            } else {
+                self.timeout(now)
+            };
             if let Err(e) = self.backend.wait(timeout, &mut done) {
                 self.fail(RunError::Backend(e));
                 // Whatever the backend still holds is released by its Drop, which waits.
@@ -757,16 +762,26 @@ impl<'a, B: Backend> Executor<'a, B> {
         }
     }
 
-    fn dispatch(&mut self, now: Nanos) {
+    /// Hand the backend what the block layer dispatches, up to its capacity and at most
+    /// [`Backend::submit_burst`] requests; true if it stopped at that limit with room left
+    /// (the caller then collects completions without waiting and comes back).
+    fn dispatch(&mut self, now: Nanos) -> bool {
         self.blk.handle_timeout(now);
+        let burst = self.backend.submit_burst().unwrap_or(usize::MAX).max(1);
+        let mut sent = 0;
         while self.backend.in_flight() < self.backend.capacity() {
+            if sent == burst {
+                return self.blk.queued() > 0;
+            }
             let Some(rq) = self.blk.poll_dispatch(now) else {
-                return;
+                return false;
             };
             if !self.submit(rq) {
-                return;
+                return false;
             }
+            sent += 1;
         }
+        false
     }
 
     /// Send a dispatched request to the backend; false if the run must stop.
