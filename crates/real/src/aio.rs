@@ -229,7 +229,14 @@ impl Backend for AioBackend {
         let mut list = [&mut *iocb as *mut Iocb];
         // SAFETY: the control block and the buffer it points at are kept in `owned` until
         // their completion is reaped, and Drop waits for every outstanding completion.
-        let r = unsafe { libc::syscall(libc::SYS_io_submit, self.ctx, 1 as libc::c_long, list.as_mut_ptr()) };
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_submit,
+                self.ctx,
+                1 as libc::c_long,
+                list.as_mut_ptr(),
+            )
+        };
         match check(r)? {
             1 => {}
             n => {
@@ -349,10 +356,11 @@ mod tests {
         assert_eq!(b.in_flight(), 0);
     }
 
-    /// A device error comes back in the completion (a read past the end of the file reads
-    /// nothing; a write to a file opened read-only fails with EBADF), not from `submit`.
+    /// What the kernel refuses in `io_submit` itself (a write on a descriptor opened
+    /// read-only: EBADF) fails `submit` and leaves nothing in flight; what it completes comes
+    /// back through `wait` with the kernel's result (a read past the end of the file: 0 bytes).
     #[test]
-    fn a_failed_io_comes_back_in_its_completion() {
+    fn refusals_fail_submit_and_results_come_back_in_completions() {
         let path = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(path.path(), vec![0u8; 8192]).unwrap();
         let ro = File::open(path.path()).unwrap();
@@ -388,8 +396,7 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         f.set_len(1 << 20).unwrap();
         let mut b = AioBackend::new(f, 1 << 20, 4).unwrap();
-        // A fifo would block; a read of a regular file completes at once, so submit two
-        // with the same token before reaping.
+        // The first is not reaped before the second comes with the same token.
         b.submit(IoRequest {
             token: 1,
             kind: IoKind::Read,

@@ -162,8 +162,8 @@ pub const PLAN: [Point; 20] = [
 /// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
 /// and writes at depth 32, points of [`PLAN`]; the script: 128 MiB at depth 1, which needs
 /// minutes a point on a slow device), sequential 4 KiB IOPS (depth 64) and random 4 KiB IOPS
-/// (reads and writes at depth 64, the script's `--rand-depth`). `calibrate --iocost` submits
-/// each I/O in its own system call, as the script's fio does.
+/// (reads and writes at depth 64, the script's `--rand-depth`). `calibrate --iocost` measures
+/// them through [`Engine::Aio`], as the script's fio does.
 pub const IOCOST_PLAN: [Point; 6] = [
     Point::new(RwMode::Read, M, 32),
     Point::new(RwMode::Read, 4 * K, 64),
