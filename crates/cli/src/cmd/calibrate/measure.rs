@@ -248,6 +248,7 @@ pub enum Engine {
 
 /// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`
 /// bytes, through `engine`; the figures are the point's own job's.
+#[allow(clippy::too_many_arguments)]
 pub fn measure(
     p: &Point,
     file: &std::fs::File,
