@@ -15,6 +15,9 @@
 # samsung-980pro-1tb). The script runs fio with the device's scheduler at `none` and
 # `nomerges` at 1 and restores them after; ours runs under the same two settings unless
 # MATCH_QUEUE=0 (the kernel still queues and may merge what we submit below our block layer).
+# Both submit through Linux native AIO, one io_submit per I/O (the script's fio: libaio;
+# calibrate --iocost: elevator_real::AioBackend); docs/iocost.md ("The engine") shows why
+# io_uring measures a loop device faster.
 set -euo pipefail
 
 COEF_GEN=${1:?usage: bench/iocost-coef.sh COEF_GEN.py [ROUNDS] [SECONDS_PER_POINT]}

@@ -76,6 +76,17 @@ pub trait Backend {
         let _ = rq;
         self.submit(io)
     }
+    /// The most I/Os the executor hands over before it collects completions again (`None`:
+    /// no limit, the default). A backend whose `submit` may block the calling thread says
+    /// `Some(1)`: the executor then submits one request, collects what completed without
+    /// waiting, lets the jobs issue again and submits the next, as fio's loop alternates
+    /// `io_submit` and `io_getevents`; otherwise a burst of blocking submissions would hold
+    /// every completion back until its end, and the device would see the queue drain and
+    /// refill in waves.
+    fn submit_burst(&self) -> Option<usize> {
+        None
+    }
+
     /// Send queued I/O and collect completions; see the trait's contract.
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()>;
 }

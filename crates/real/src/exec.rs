@@ -440,6 +440,9 @@ struct Executor<'a, B: Backend> {
     /// Completions reaped so far: their order among those reaped together.
     reaped: u64,
     requests: Vec<RequestRecord>,
+    /// Requests handed to the backend in this turn of the main loop
+    /// ([`Backend::submit_burst`]).
+    sent_this_turn: usize,
 }
 
 impl<'a, B: Backend> Executor<'a, B> {
@@ -512,6 +515,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             order_rng: ChaCha8Rng::seed_from_u64(opts.seed),
             reaped: 0,
             requests: Vec::new(),
+            sent_this_turn: 0,
         }
     }
 
@@ -546,6 +550,7 @@ impl<'a, B: Backend> Executor<'a, B> {
         let mut done = Vec::new();
         loop {
             let now = self.now();
+            self.sent_this_turn = 0;
             if !self.stopping {
                 if self
                     .opts
@@ -564,9 +569,10 @@ impl<'a, B: Backend> Executor<'a, B> {
                     self.stopping = true;
                 }
             }
+            let mut more = false;
             if !self.stopping {
                 self.poll_jobs(now);
-                self.dispatch(now);
+                more = self.dispatch(now);
             }
             let in_flight = self.backend.in_flight();
             if in_flight == 0 {
@@ -578,7 +584,11 @@ impl<'a, B: Backend> Executor<'a, B> {
                     break;
                 }
             }
-            let timeout = self.timeout(now);
+            let timeout = if more {
+                Some(Duration::ZERO)
+            } else {
+                self.timeout(now)
+            };
             if let Err(e) = self.backend.wait(timeout, &mut done) {
                 self.fail(RunError::Backend(e));
                 // Whatever the backend still holds is released by its Drop, which waits.
@@ -757,16 +767,26 @@ impl<'a, B: Backend> Executor<'a, B> {
         }
     }
 
-    fn dispatch(&mut self, now: Nanos) {
+    /// Hand the backend what the block layer dispatches, up to its capacity and at most
+    /// [`Backend::submit_burst`] requests in one turn of the main loop (this call and the ones
+    /// before it in the turn); true if it stopped at that limit with room left
+    /// (the caller then collects completions without waiting and comes back).
+    fn dispatch(&mut self, now: Nanos) -> bool {
         self.blk.handle_timeout(now);
+        let burst = self.backend.submit_burst().unwrap_or(usize::MAX).max(1);
         while self.backend.in_flight() < self.backend.capacity() {
+            if self.sent_this_turn >= burst {
+                return self.blk.queued() > 0;
+            }
             let Some(rq) = self.blk.poll_dispatch(now) else {
-                return;
+                return false;
             };
             if !self.submit(rq) {
-                return;
+                return false;
             }
+            self.sent_this_turn += 1;
         }
+        false
     }
 
     /// Send a dispatched request to the backend; false if the run must stop.

@@ -15,8 +15,9 @@
 //! - [`submit`]: the submission API: a cloneable [`Handle`](submit::Handle) through which any
 //!   thread submits reads, writes and fsyncs tagged with process, group and priority, served by
 //!   one engine thread that owns the io_uring and the scheduler (what `elevator mount` uses).
-//! - [`backend`]: the device interface; [`uring`] the io_uring backend; [`mem`] an in-memory
-//!   backend with fault injection for tests.
+//! - [`backend`]: the device interface; [`uring`] the io_uring backend; [`aio`] the Linux
+//!   native AIO backend (fio's libaio engine's system calls, for `calibrate --iocost`); [`mem`]
+//!   an in-memory backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
 //!   executor from writing over data it was not given.
 //! - [`emulate`]: an emulated device: a device model's timing on the real clock over a
@@ -29,6 +30,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aio;
 pub mod backend;
 pub mod buf;
 pub mod emulate;
@@ -43,6 +45,7 @@ pub mod target;
 pub mod uring;
 pub mod verify;
 
+pub use aio::AioBackend;
 pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
 pub use emulate::{Emulated, ServiceModel};
 pub use exec::{

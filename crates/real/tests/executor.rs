@@ -447,3 +447,99 @@ fn a_failed_piece_fails_the_run_and_leaves_nothing_in_flight() {
     // The I/O whose piece failed is not counted; the one before it is.
     assert_eq!(err.partial.jobs[0].metrics.read.ios, 1);
 }
+
+/// Records the order of `submit` and `wait` calls, and asks for bursts of one
+/// (`Backend::submit_burst`), as the AIO backend does.
+struct OneAtATime {
+    inner: MemBackend,
+    calls: Vec<(char, Option<Duration>)>,
+}
+
+impl Backend for OneAtATime {
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+    fn capacity(&self) -> usize {
+        self.inner.capacity()
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
+    fn submit_burst(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn submit(&mut self, io: elevator_real::IoRequest) -> std::io::Result<()> {
+        self.calls.push(('s', None));
+        self.inner.submit(io)
+    }
+    fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+        out: &mut Vec<elevator_real::IoCompletion>,
+    ) -> std::io::Result<()> {
+        self.calls.push(('w', timeout));
+        self.inner.wait(timeout, out)
+    }
+}
+
+/// A backend whose submission blocks is handed one request at a time, with completions
+/// collected (without waiting) in between, as fio alternates `io_submit` and
+/// `io_getevents`: every job's I/O still completes, no two submissions come without a
+/// collection between them, and the collections made while more was ready to go did not wait.
+#[test]
+fn a_backend_that_asks_for_bursts_of_one_gets_a_collection_between_submissions() {
+    let mut backend = OneAtATime {
+        inner: MemBackend::new(MIB as usize, 32),
+        calls: Vec::new(),
+    };
+    let jobs = vec![real("r", Walk::new(Op::Read, 0, 64, 16), 0)];
+    let report = run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap();
+    assert_eq!(report.jobs[0].metrics.read.ios, 64);
+    let c = &backend.calls;
+    assert_eq!(c.iter().filter(|x| x.0 == 's').count(), 64);
+    assert!(
+        c.windows(2).all(|w| !(w[0].0 == 's' && w[1].0 == 's')),
+        "two submissions in a row: {c:?}"
+    );
+    // The first 16 go out one by one, each followed by a collection that does not wait.
+    for i in 0..15 {
+        assert_eq!(c[2 * i], ('s', None), "{c:?}");
+        assert_eq!(c[2 * i + 1], ('w', Some(Duration::ZERO)), "{c:?}");
+    }
+}
+
+/// The same executor through Linux native AIO on a temporary file (what `calibrate --iocost`
+/// measures with): writes, then a dependent reader that verifies them.
+#[test]
+fn executor_writes_then_reads_a_temporary_file_through_linux_aio() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("target");
+    let spec = OpenSpec {
+        writes: true,
+        allow_overwrite: false,
+        need_bytes: MIB,
+        ..OpenSpec::default()
+    };
+    let t = match target::open(&path, spec) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let mut backend = elevator_real::AioBackend::new(t.file, t.size, 64).unwrap();
+    let jobs = vec![
+        real("writer", Walk::new(Op::Write, 0, 128, 8), 0),
+        real("reader", Walk::new(Op::Read, 0, 128, 4), 1),
+    ];
+    let opts = RunOptions {
+        verify: true,
+        run_id: 9,
+        ..Default::default()
+    };
+    let report = run(&mut backend, &mut noop(), jobs, &opts).unwrap();
+    assert_eq!(report.jobs[0].metrics.write.ios, 128);
+    assert_eq!(report.jobs[1].metrics.read.ios, 128);
+    assert_eq!(report.verified_bytes, 128 * 4096);
+    assert_eq!(backend.in_flight(), 0);
+}

@@ -7,9 +7,12 @@
 //! it is compared against (bench/iocost-coef.sh, docs/iocost.md): the sequential bandwidth is
 //! that of 1 MiB I/Os at depth 32 (the script: 128 MiB I/Os at depth 1, which the block layer
 //! splits at `max_sectors_kb` anyway), and a tenth of each point is ramp (the script has
-//! none). The four 4 KiB points run at the script's depth 64, each I/O handed to the kernel
-//! in its own system call as the script's fio submits them (no batch for the kernel's plug to
-//! merge). The script also sets the device's scheduler to `none` and `nomerges` to 1 while it
+//! none). The four 4 KiB points run at the script's depth 64. Every point goes through Linux
+//! native AIO ([`elevator_real::AioBackend`]), each I/O in its own `io_submit` with completions
+//! collected between submissions, as the script's fio (`run_fio`: `--ioengine=libaio`, default
+//! `iodepth_batch` 1) submits them: no batch for the kernel's plug to merge, and no io_uring
+//! worker threads (on a loop device io_uring hands most I/O to io-wq workers, and fio's own
+//! io_uring engine measured it 1.3-2.0x faster than its libaio engine). The script also sets the device's scheduler to `none` and `nomerges` to 1 while it
 //! runs; calibrate leaves the device's queue settings alone (bench/iocost-coef.sh sets the
 //! script's for both).
 //!

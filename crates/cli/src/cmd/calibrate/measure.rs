@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use elevator_core::{registry, GroupId, GroupTree, IoPrio, Nanos, SECTOR_BYTES};
-use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
+use elevator_real::{AioBackend, ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_sim::{Device, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::metrics::JobMetrics;
@@ -162,8 +162,8 @@ pub const PLAN: [Point; 20] = [
 /// (tools/cgroup/iocost_coef_gen.py measures the same six): sequential bandwidth (1 MiB reads
 /// and writes at depth 32, points of [`PLAN`]; the script: 128 MiB at depth 1, which needs
 /// minutes a point on a slow device), sequential 4 KiB IOPS (depth 64) and random 4 KiB IOPS
-/// (reads and writes at depth 64, the script's `--rand-depth`). `calibrate --iocost` submits
-/// each I/O in its own system call, as the script's fio does.
+/// (reads and writes at depth 64, the script's `--rand-depth`). `calibrate --iocost` measures
+/// them through [`Engine::Aio`], as the script's fio does.
 pub const IOCOST_PLAN: [Point; 6] = [
     Point::new(RwMode::Read, M, 32),
     Point::new(RwMode::Read, 4 * K, 64),
@@ -232,11 +232,22 @@ fn noop() -> Box<dyn elevator_core::Scheduler> {
         .expect("none has no tunables")
 }
 
+/// How a point's I/O reaches the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// io_uring, what has queued up going to the kernel in one `io_uring_enter` (the
+    /// executor's default elsewhere; [`UringBackend::set_submit_each`] off).
+    Uring,
+    /// Linux native AIO, each I/O in its own `io_submit` from the executor's thread
+    /// ([`AioBackend`]): fio's `libaio` engine at its default `iodepth_batch` of 1, which is
+    /// what the kernel tree's `tools/cgroup/iocost_coef_gen.py` runs (`run_fio`). On a device
+    /// whose submission blocks (a loop device) io_uring hands the I/O to worker threads that
+    /// submit several at once, and measures it faster than libaio does (docs/iocost.md).
+    Aio,
+}
+
 /// Run point `p` on the open target `file` (`size` bytes) for `span`, over its first `region`
-/// bytes; the figures are the point's own job's. With `submit_each`, every I/O reaches the
-/// kernel in its own system call, as fio's libaio engine submits at its default
-/// `iodepth_batch` of 1 ([`UringBackend::set_submit_each`]): no batch for the kernel's plug
-/// to merge contiguous small I/Os in.
+/// bytes, through `engine`; the figures are the point's own job's.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     p: &Point,
@@ -246,7 +257,7 @@ pub fn measure(
     span: Span,
     stop: &'static AtomicBool,
     seed: u64,
-    submit_each: bool,
+    engine: Engine,
 ) -> anyhow::Result<Figures> {
     let jobs = jobs(p, region, size, span, seed)?
         .into_iter()
@@ -261,9 +272,6 @@ pub fn measure(
         })
         .collect();
     let handle = file.try_clone().context("duplicate the target's handle")?;
-    let mut backend = UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
-        .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
-    backend.set_submit_each(submit_each);
     let opts = RunOptions {
         stop: Some(stop),
         ramp: span.ramp,
@@ -272,8 +280,21 @@ pub fn measure(
         ..RunOptions::default()
     };
     let mut sched = noop();
-    let report = elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts)
-        .map_err(|f| anyhow::anyhow!("{}: {}", p.label(), f.error))?;
+    let report = match engine {
+        Engine::Uring => {
+            let mut backend =
+                UringBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
+                    .context("set up io_uring (is it disabled by kernel.io_uring_disabled?)")?;
+            backend.set_submit_each(false);
+            elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts)
+        }
+        Engine::Aio => {
+            let mut backend = AioBackend::new(handle, size, elevator_real::uring::DEFAULT_ENTRIES)
+                .context("set up a Linux AIO context (io_setup; see fs.aio-max-nr)")?;
+            elevator_real::run(&mut backend, sched.as_mut(), jobs, &opts)
+        }
+    }
+    .map_err(|f| anyhow::anyhow!("{}: {}", p.label(), f.error))?;
     anyhow::ensure!(!report.interrupted, "interrupted");
     Ok(Figures::of(
         &report.jobs[0].metrics,

@@ -11,7 +11,8 @@
 //! predicted. Progress goes to stderr, drawn only on a terminal.
 //!
 //! `--iocost` measures instead the six points of io.cost's model ([`measure::IOCOST_PLAN`],
-//! as the kernel's `tools/cgroup/iocost_coef_gen.py` measures them) and prints the
+//! as the kernel's `tools/cgroup/iocost_coef_gen.py` measures them, through Linux native AIO
+//! as its fio does: [`measure::Engine::Aio`]) and prints the
 //! `io.cost.model` line for the device and an `io.cost.qos` proposal searched by simulation
 //! ([`iocost`]).
 //!
@@ -374,7 +375,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             span,
             &STOP,
             i as u64 + 1,
-            args.iocost,
+            if args.iocost {
+                measure::Engine::Aio
+            } else {
+                measure::Engine::Uring
+            },
         );
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
