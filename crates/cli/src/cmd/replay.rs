@@ -306,11 +306,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             inputs.push(Input::new("a trace", s));
         }
     }
-    if let Some(t) = &args.target {
-        inputs.push(Input::new("the target", t));
-    }
     if let Some(d) = &args.drive {
         inputs.push(Input::new("the drive spec", d));
+    }
+    if let Some(t) = &args.target {
+        super::common::check_target(t, &inputs)?;
+        inputs.push(Input::new("the target", t));
     }
     args.out.check(
         "replay",

@@ -222,16 +222,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| ("--output", p))
         .into_iter()
         .collect();
-    args.out.check(
-        "run",
-        Supported::ALL,
-        &sched,
-        &[
-            Input::new("the job file", &args.job_file),
-            Input::new("the target", &target_path),
-        ],
-        &own,
-    )?;
+    let mut read = vec![Input::new("the job file", &args.job_file)];
+    if let Some(d) = &args.drive {
+        read.push(Input::new("the drive spec", d));
+    }
+    super::common::check_target(&target_path, &read)?;
+    read.push(Input::new("the target", &target_path));
+    args.out.check("run", Supported::ALL, &sched, &read, &own)?;
     check_buffer_memory(&file)?;
     // The drive to emulate, checked before the target is touched.
     let drive_probe = args
