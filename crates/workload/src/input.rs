@@ -146,6 +146,52 @@ fn capped(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Create (or truncate) the output file `path` for writing, as `File::create` does, except
+/// that a FIFO is opened without waiting for a reader: `File::create` on a FIFO nothing reads
+/// waits for ever (`--json FIFO` hung), so a FIFO without a reader is an error at once
+/// (ENXIO, with a message saying so) and one with a reader (`--json >(jq .)`) is written,
+/// each write waiting for the reader as a pipe's does.
+pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    if !std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+        return std::fs::File::create(path);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                std::io::Error::new(
+                    e.kind(),
+                    "a FIFO that nothing reads (writing it would wait for ever): start its \
+                     reader first, or give a file",
+                )
+            } else {
+                e
+            }
+        })?;
+    let fd = f.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `f` owns; F_GETFL and F_SETFL read and set its
+    // status flags and touch no memory.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
+/// Write `bytes` to the output file `path` through [`create_output`] (so a FIFO nothing
+/// reads is an error, not a hang).
+pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    create_output(path)?.write_all(bytes.as_ref())
+}
+
 /// The bytes of the file at `path`, refused past `max` bytes after reading no more than
 /// `max + 1` of them (`/dev/zero` or a sparse 1 GB file is not read to its end). `what` names
 /// what the file should have been in that refusal: "larger than 4 MiB: not a `what`".

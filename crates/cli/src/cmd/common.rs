@@ -259,6 +259,11 @@ pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
             "{flag} {}: is a block device; elevator writes results only to files",
             path.display()
         ),
+        // A FIFO is not opened here: opening and closing it would end its reader's input
+        // (the reader sees end of file) before the results are written. It is opened without
+        // waiting where it is written (`elevator_workload::input::create_output`), so a FIFO
+        // nothing reads is an error then, not a hang.
+        Ok(m) if m.file_type().is_fifo() => Ok(()),
         Ok(_) => {
             fs::OpenOptions::new()
                 .write(true)

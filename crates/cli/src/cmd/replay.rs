@@ -482,7 +482,7 @@ fn replay_spooled(
                 if let Some(prefix) = &args.out.request_log {
                     let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
                     outcomes.keep(
-                        std::fs::write(&p, elevator_real::report::request_log_csv(&report))
+                        elevator_workload::input::write_output(&p, elevator_real::report::request_log_csv(&report))
                             .with_context(|| format!("--request-log: write {}", p.display())),
                     );
                 }

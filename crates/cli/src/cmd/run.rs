@@ -378,7 +378,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(prefix) = &args.out.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
             outcomes.keep(
-                std::fs::write(&p, elevator_real::report::request_log_csv(&report))
+                elevator_workload::input::write_output(&p, elevator_real::report::request_log_csv(&report))
                     .with_context(|| format!("--request-log: write {}", p.display())),
             );
         }
@@ -458,7 +458,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let printed = match &args.output {
         Some(p) => {
-            std::fs::write(p, &out).with_context(|| format!("--output: write {}", p.display()))
+            elevator_workload::input::write_output(p, &out).with_context(|| format!("--output: write {}", p.display()))
         }
         None => {
             if !(args.output_format == Format::Normal && json_stdout) {
@@ -482,7 +482,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         } else {
             outcomes.keep(
-                std::fs::write(p, doc).with_context(|| format!("--json: write {}", p.display())),
+                elevator_workload::input::write_output(p, doc).with_context(|| format!("--json: write {}", p.display())),
             );
         }
     }

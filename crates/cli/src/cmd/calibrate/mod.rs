@@ -602,7 +602,7 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     );
     match &args.output {
         Some(p) => {
-            std::fs::write(p, &toml).with_context(|| format!("write {}", p.display()))?;
+            elevator_workload::input::write_output(p, &toml).with_context(|| format!("write {}", p.display()))?;
             say!(
                 "wrote {} (use it with --drive {})",
                 p.display(),
