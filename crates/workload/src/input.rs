@@ -185,11 +185,39 @@ pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Write `bytes` to the output file `path` through [`create_output`] (so a FIFO nothing
-/// reads is an error, not a hang).
+/// Write `bytes` to the output file `path`. A regular file (or a new one) is written whole
+/// or not at all: to a temporary file beside it, synced, then renamed over it (a symlink is
+/// followed, so the file it points to is replaced), and the temporary file is removed if
+/// anything fails: a full disk no longer leaves an empty or cut output, nor destroys an
+/// older one. Anything else (a FIFO, through [`create_output`], so one nothing reads is an
+/// error and not a hang; `/dev/null`; a terminal) is written in place.
 pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
     use std::io::Write;
-    create_output(path)?.write_all(bytes.as_ref())
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_file() => return create_output(path)?.write_all(bytes.as_ref()),
+        _ => {}
+    }
+    let Some(name) = target.file_name() else {
+        return create_output(path)?.write_all(bytes.as_ref());
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".elevator-tmp-{}", std::process::id()));
+    let tmp = target.with_file_name(tmp_name);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes.as_ref())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The bytes of the file at `path`, refused past `max` bytes after reading no more than
