@@ -226,7 +226,10 @@ fn integers(key: &str, text: &str) -> Result<Vec<i64>, Error> {
     let int = |s: &str| {
         let s = s.trim();
         s.parse::<i64>().map_err(|_| {
-            let why = if !s.is_empty() && s.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit())
+            let why = if !s.is_empty()
+                && s.trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
             {
                 "is past the integers an axis takes (-2^63 to 2^63 - 1)"
             } else {

@@ -307,8 +307,7 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<(), Error> {
         let props = WriterProperties::builder()
             .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))
             .build();
-        let mut w =
-            ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
         w.write(batch).map_err(|e| io(&e))?;
         let file = w.into_inner().map_err(|e| io(&e))?;
         file.sync_all().map_err(|e| io(&e))?;

@@ -123,7 +123,11 @@ fn an_output_onto_a_file_the_scenario_names_is_refused() {
     );
     let out = elevator(&["sim", &scenario, "--json", &trace]);
     clean_error(&out, &["--json", "the scenario names"]);
-    assert_eq!(std::fs::read(&trace).unwrap(), trace_text, "the trace changed");
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        trace_text,
+        "the trace changed"
+    );
     // Spelt another way, and through a drive sweep's spec.
     let other = format!("{}/./t.trace", dir.path().display());
     let out = elevator(&["sim", &scenario, "--json", &other]);
@@ -159,7 +163,11 @@ fn a_target_that_is_an_input_is_refused_even_with_allow_overwrite() {
     let same = format!("{}/./j.fio", dir.path().display());
     let out = elevator(&["run", &j, "--target", &same, "--allow-overwrite"]);
     clean_error(&out, &["target", "the job file"]);
-    assert_eq!(std::fs::read_to_string(&j).unwrap(), job, "the job file changed");
+    assert_eq!(
+        std::fs::read_to_string(&j).unwrap(),
+        job,
+        "the job file changed"
+    );
 
     let mut trace = String::new();
     for i in 0..200u64 {
@@ -180,7 +188,11 @@ fn a_target_that_is_an_input_is_refused_even_with_allow_overwrite() {
         "--allow-overwrite",
     ]);
     clean_error(&out, &["target", "a trace"]);
-    assert_eq!(std::fs::read_to_string(&t).unwrap(), trace, "the trace changed");
+    assert_eq!(
+        std::fs::read_to_string(&t).unwrap(),
+        trace,
+        "the trace changed"
+    );
 }
 
 /// `calibrate -o F --json ./F` wrote the spec and the JSON to one file, each over the other.
@@ -221,7 +233,12 @@ fn a_sweep_axis_given_twice_is_refused() {
     ]);
     clean_error(&out, &["--sweep seed", "twice"]);
     // A seed past i64 is named as out of range, not as "not an integer".
-    let out = elevator(&["sim", "anticipatory", "--sweep", "seed=18446744073709551615"]);
+    let out = elevator(&[
+        "sim",
+        "anticipatory",
+        "--sweep",
+        "seed=18446744073709551615",
+    ]);
     clean_error(&out, &["--sweep seed", "past the integers"]);
 }
 
@@ -296,4 +313,60 @@ fn an_output_fifo_without_a_reader_fails_at_once_and_one_with_a_reader_is_writte
     reader.read_to_string(&mut got).unwrap();
     let v: serde_json::Value = serde_json::from_str(&got).expect("whole JSON");
     assert!(v.is_object());
+}
+
+// ----- lost data: a full disk -----
+
+/// `--json F` on a full filesystem truncated F (an older result destroyed) and left it empty;
+/// a `--parquet` that failed left `F.tmp.PID` behind. Outputs are now written whole or not
+/// at all: the older file is intact and nothing else is left. A 64 KiB tmpfs filled up
+/// (root needed to mount it; skipped with a notice otherwise).
+#[test]
+fn a_json_output_on_a_full_disk_keeps_the_older_file_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = dir.path().join("fs");
+    std::fs::create_dir(&fs).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&fs)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&fs);
+    let old = fs.join("out.json");
+    std::fs::write(&old, "{\"old\": 1}\n").unwrap();
+    // Fill it: writes stop at ENOSPC.
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(fs.join("fill")).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let t = write(dir.path(), "t.csv", MSR_READ.as_bytes());
+    let out = elevator(&["replay", &t, "--json", old.to_str().unwrap()]);
+    clean_error(&out, &["out.json", "No space left"]);
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "{\"old\": 1}\n");
+    let out = elevator(&[
+        "sim",
+        "anticipatory",
+        "--sweep",
+        "seed=1",
+        "--parquet",
+        fs.join("x.parquet").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let mut left: Vec<String> = std::fs::read_dir(&fs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["fill", "out.json"], "files left behind");
 }

@@ -482,8 +482,11 @@ fn replay_spooled(
                 if let Some(prefix) = &args.out.request_log {
                     let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
                     outcomes.keep(
-                        elevator_workload::input::write_output(&p, elevator_real::report::request_log_csv(&report))
-                            .with_context(|| format!("--request-log: write {}", p.display())),
+                        elevator_workload::input::write_output(
+                            &p,
+                            elevator_real::report::request_log_csv(&report),
+                        )
+                        .with_context(|| format!("--request-log: write {}", p.display())),
                     );
                 }
                 outcomes.keep(crate::report::real::run_plots(&page, name, &report));

@@ -378,8 +378,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(prefix) = &args.out.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
             outcomes.keep(
-                elevator_workload::input::write_output(&p, elevator_real::report::request_log_csv(&report))
-                    .with_context(|| format!("--request-log: write {}", p.display())),
+                elevator_workload::input::write_output(
+                    &p,
+                    elevator_real::report::request_log_csv(&report),
+                )
+                .with_context(|| format!("--request-log: write {}", p.display())),
             );
         }
         if let Some(dir) = &args.out.blktrace_out {
@@ -457,9 +460,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Format::Json => json_doc()?,
     };
     let printed = match &args.output {
-        Some(p) => {
-            elevator_workload::input::write_output(p, &out).with_context(|| format!("--output: write {}", p.display()))
-        }
+        Some(p) => elevator_workload::input::write_output(p, &out)
+            .with_context(|| format!("--output: write {}", p.display())),
         None => {
             if !(args.output_format == Format::Normal && json_stdout) {
                 crate::output::out_str(&out);
@@ -482,7 +484,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         } else {
             outcomes.keep(
-                elevator_workload::input::write_output(p, doc).with_context(|| format!("--json: write {}", p.display())),
+                elevator_workload::input::write_output(p, doc)
+                    .with_context(|| format!("--json: write {}", p.display())),
             );
         }
     }

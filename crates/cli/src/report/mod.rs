@@ -114,7 +114,8 @@ impl Report {
         for b in &self.blocks {
             if let Block::Plot { file, svg, .. } = b {
                 let p = dir.join(file);
-                elevator_workload::input::write_output(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+                elevator_workload::input::write_output(&p, svg)
+                    .with_context(|| format!("writing {}", p.display()))?;
             }
         }
         let page = dir.join("index.html");

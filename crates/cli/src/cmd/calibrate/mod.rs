@@ -280,7 +280,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // The target is written (with --allow-overwrite, or laid out): never an input.
         let mut read = Vec::new();
         if args.iocost && args.drive != "none" {
-            read.push(super::common::Input::new("the drive spec (--drive)", &args.drive));
+            read.push(super::common::Input::new(
+                "the drive spec (--drive)",
+                &args.drive,
+            ));
         }
         for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
             if let Some(p) = p {
@@ -602,7 +605,8 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     );
     match &args.output {
         Some(p) => {
-            elevator_workload::input::write_output(p, &toml).with_context(|| format!("write {}", p.display()))?;
+            elevator_workload::input::write_output(p, &toml)
+                .with_context(|| format!("write {}", p.display()))?;
             say!(
                 "wrote {} (use it with --drive {})",
                 p.display(),

@@ -396,8 +396,11 @@ impl Ours<'_> {
             .with_context(|| format!("write {}", out.display()))?;
         if self.args.request_log {
             let csv = out.with_extension("csv");
-            elevator_workload::input::write_output(&csv, elevator_real::report::request_log_csv(&report))
-                .with_context(|| format!("write {}", csv.display()))?;
+            elevator_workload::input::write_output(
+                &csv,
+                elevator_real::report::request_log_csv(&report),
+            )
+            .with_context(|| format!("write {}", csv.display()))?;
         }
         if let Some(e) = err {
             bail!("{}: scheduler {sched}: {e}", wl.name);
