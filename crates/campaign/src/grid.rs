@@ -224,9 +224,20 @@ fn show(v: &toml::Value) -> String {
 fn integers(key: &str, text: &str) -> Result<Vec<i64>, Error> {
     let arg = || format!("--sweep {key}");
     let int = |s: &str| {
-        s.trim()
-            .parse::<i64>()
-            .map_err(|_| Error::arg(arg(), format!("{s:?} is not an integer")))
+        let s = s.trim();
+        s.parse::<i64>().map_err(|_| {
+            let why = if !s.is_empty()
+                && s.trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+            {
+                "is past the integers an axis takes (-2^63 to 2^63 - 1)"
+            } else {
+                "is not an integer (values: LO..HI, or V,V,...)"
+            };
+            let shown: String = s.chars().take(40).collect();
+            Error::arg(arg(), format!("{shown:?} {why}"))
+        })
     };
     if let Some((lo, hi)) = text.split_once("..") {
         let (lo, hi) = (int(lo)?, int(hi)?);
@@ -592,6 +603,18 @@ impl Grid {
             .iter()
             .map(|a| parse_axis(a))
             .collect::<Result<_, _>>()?;
+        // An axis given twice: the later one's values replaced the earlier one's in every
+        // cell, while the table showed both columns (`--sweep seed=1,2 --sweep seed=3,4` ran
+        // seeds 3 and 4 twice each, labelled as four cells).
+        let mut keys = std::collections::HashSet::new();
+        for a in &axes {
+            if !keys.insert(a.key()) {
+                return Err(Error::arg(
+                    format!("--sweep {}", a.key()),
+                    "this axis is given twice: give all its values in one --sweep",
+                ));
+            }
+        }
         for a in &axes {
             if let Axis::Job { .. } = a {
                 if !matches!(source, Source::Scenario { .. }) {

@@ -302,15 +302,22 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<(), Error> {
         }
     }
     let tmp = tmp_path(path);
-    let file = std::fs::File::create(&tmp).map_err(|e| io(&e))?;
-    let props = WriterProperties::builder()
-        .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
-    w.write(batch).map_err(|e| io(&e))?;
-    let file = w.into_inner().map_err(|e| io(&e))?;
-    file.sync_all().map_err(|e| io(&e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io(&e))
+    let written = (|| {
+        let file = std::fs::File::create(&tmp).map_err(|e| io(&e))?;
+        let props = WriterProperties::builder()
+            .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
+        w.write(batch).map_err(|e| io(&e))?;
+        let file = w.into_inner().map_err(|e| io(&e))?;
+        file.sync_all().map_err(|e| io(&e))?;
+        std::fs::rename(&tmp, path).map_err(|e| io(&e))
+    })();
+    if written.is_err() {
+        // A failed write (ENOSPC) leaves no `PATH.tmp.PID` behind: nothing was asked there.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// `PATH` -> `PATH.tmp.PID`: unique per process, ignored by readers of a store.

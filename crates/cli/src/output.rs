@@ -79,7 +79,8 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
         out_str(&(text + "\n"));
         return Ok(());
     }
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    elevator_workload::input::write_output(path, text + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
     say!("wrote {}", path.display());
     Ok(())
 }

@@ -239,7 +239,8 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
     let mut outcomes = crate::cmd::common::Outcomes::default();
     if let Some(p) = opts.plot {
         let r = svg().and_then(|s| {
-            std::fs::write(p, s).with_context(|| format!("--plot: writing {}", p.display()))
+            elevator_workload::input::write_output(p, s)
+                .with_context(|| format!("--plot: writing {}", p.display()))
         });
         if outcomes.keep(r).is_some() {
             say!("wrote {}", p.display());

@@ -369,9 +369,10 @@ fn stale(p: &std::path::Path) -> MountError {
     ))
 }
 
-/// Refuse a mountpoint inside the backing directory (or the backing directory itself): every
-/// lookup of the mountpoint through the backing directory would come back into the mount,
-/// and each FUSE thread would wait on itself (a deadlock of the whole mount).
+/// Refuse a mountpoint inside the backing directory (or the backing directory itself), or a
+/// backing directory inside the mountpoint: every lookup of the mountpoint through the
+/// backing directory (or of the backing directory under the mount) would come back into the
+/// mount, and each FUSE thread would wait on itself (a deadlock of the whole mount).
 pub fn check_not_nested(
     backing: &std::path::Path,
     mountpoint: &std::path::Path,
@@ -392,6 +393,18 @@ pub fn check_not_nested(
              FUSE thread would wait on the mount); choose a mountpoint outside it",
             mountpoint.display(),
             backing.display()
+        )));
+    }
+    if b.starts_with(&m) {
+        // The mirror case: mounted over its own backing directory's parent, the mount hides
+        // the directory it serves; every path under it then resolves into the mount itself
+        // (`elevator mount m/x m` hung every FUSE thread, leaving a dead mount).
+        return Err(MountError::Config(format!(
+            "the backing directory {} is inside the mountpoint {} (the mount would hide it and \
+             serve itself: every FUSE thread would wait on the mount); choose a mountpoint \
+             outside it",
+            backing.display(),
+            mountpoint.display()
         )));
     }
     Ok(())

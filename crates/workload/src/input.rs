@@ -146,6 +146,80 @@ fn capped(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Create (or truncate) the output file `path` for writing, as `File::create` does, except
+/// that a FIFO is opened without waiting for a reader: `File::create` on a FIFO nothing reads
+/// waits for ever (`--json FIFO` hung), so a FIFO without a reader is an error at once
+/// (ENXIO, with a message saying so) and one with a reader (`--json >(jq .)`) is written,
+/// each write waiting for the reader as a pipe's does.
+pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    if !std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+        return std::fs::File::create(path);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                std::io::Error::new(
+                    e.kind(),
+                    "a FIFO that nothing reads (writing it would wait for ever): start its \
+                     reader first, or give a file",
+                )
+            } else {
+                e
+            }
+        })?;
+    let fd = f.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `f` owns; F_GETFL and F_SETFL read and set its
+    // status flags and touch no memory.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
+/// Write `bytes` to the output file `path`. A regular file (or a new one) is written whole
+/// or not at all: to a temporary file beside it, synced, then renamed over it (a symlink is
+/// followed, so the file it points to is replaced), and the temporary file is removed if
+/// anything fails: a full disk no longer leaves an empty or cut output, nor destroys an
+/// older one. Anything else (a FIFO, through [`create_output`], so one nothing reads is an
+/// error and not a hang; `/dev/null`; a terminal) is written in place.
+pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_file() => return create_output(path)?.write_all(bytes.as_ref()),
+        _ => {}
+    }
+    let Some(name) = target.file_name() else {
+        return create_output(path)?.write_all(bytes.as_ref());
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".elevator-tmp-{}", std::process::id()));
+    let tmp = target.with_file_name(tmp_name);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes.as_ref())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// The bytes of the file at `path`, refused past `max` bytes after reading no more than
 /// `max + 1` of them (`/dev/zero` or a sparse 1 GB file is not read to its end). `what` names
 /// what the file should have been in that refusal: "larger than 4 MiB: not a `what`".

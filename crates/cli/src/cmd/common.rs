@@ -103,6 +103,75 @@ impl Input {
     }
 }
 
+/// The files a TOML input (a scenario) names: every string value, anywhere in it, that is the
+/// path of an existing file or device, resolved as the scenario's loader resolves it (against
+/// the TOML file's directory, then as given). A scenario's drive spec, host spec, `trace` and
+/// `startup` traces are read by the run, so no output may be one of them; a string that is not
+/// a path (a job's name) names no file and is skipped. An input that cannot be read or parsed
+/// names nothing here: its loader reports the error.
+pub fn files_named_in_toml(what: &'static str, path: &Path) -> Vec<Input> {
+    fn walk(v: &toml::Value, out: &mut Vec<String>) {
+        match v {
+            toml::Value::String(s) if !s.is_empty() && s.len() <= 4096 => out.push(s.clone()),
+            toml::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            toml::Value::Table(t) => t.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let Ok(m) = fs::metadata(path) else {
+        return Vec::new();
+    };
+    if !m.is_file() {
+        return Vec::new();
+    }
+    let Ok(text) = elevator_workload::input::read_text(path, elevator_sim::MAX_SPEC_BYTES, what)
+    else {
+        return Vec::new();
+    };
+    let Ok(value) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut strings = Vec::new();
+    walk(&toml::Value::Table(value), &mut strings);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut found = Vec::new();
+    for s in strings {
+        for p in [dir.join(&s), PathBuf::from(&s)] {
+            if fs::metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                found.push(Input::new(what, p));
+            }
+        }
+    }
+    found
+}
+
+/// Refuse a target (the file or device a command writes) that is also one of `inputs` (the
+/// job file, a trace, a drive spec ...), compared by device and inode, whatever the flags:
+/// `--allow-overwrite` allows writing over data on the target, not over the command's own
+/// input (a job file given as its own target was overwritten by its first write; a trace
+/// replayed onto itself read back what the replay had written).
+pub fn check_target(target: &Path, inputs: &[Input]) -> anyhow::Result<()> {
+    let Some(id) = identity(target) else {
+        return Ok(());
+    };
+    for i in inputs {
+        if identity(&i.path) == Some(id) {
+            bail!(
+                "the target {} is {} this command reads ({}): the target is written, which \
+                 would destroy it (--allow-overwrite does not cover an input); choose another \
+                 target",
+                target.display(),
+                i.what,
+                i.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A file the command will write, and the flag that asks for it.
 struct Written {
     flag: String,
@@ -190,6 +259,11 @@ pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
             "{flag} {}: is a block device; elevator writes results only to files",
             path.display()
         ),
+        // A FIFO is not opened here: opening and closing it would end its reader's input
+        // (the reader sees end of file) before the results are written. It is opened without
+        // waiting where it is written (`elevator_workload::input::create_output`), so a FIFO
+        // nothing reads is an error then, not a hang.
+        Ok(m) if m.file_type().is_fifo() => Ok(()),
         Ok(_) => {
             fs::OpenOptions::new()
                 .write(true)

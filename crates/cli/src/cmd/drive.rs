@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
                 spec.to_toml()
             );
             match output {
-                Some(path) => std::fs::write(&path, text)
+                Some(path) => elevator_workload::input::write_output(&path, text)
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => crate::output::say_str(&text),
             }

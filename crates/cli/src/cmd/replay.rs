@@ -306,11 +306,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             inputs.push(Input::new("a trace", s));
         }
     }
-    if let Some(t) = &args.target {
-        inputs.push(Input::new("the target", t));
-    }
     if let Some(d) = &args.drive {
         inputs.push(Input::new("the drive spec", d));
+    }
+    if let Some(t) = &args.target {
+        super::common::check_target(t, &inputs)?;
+        inputs.push(Input::new("the target", t));
     }
     args.out.check(
         "replay",
@@ -481,8 +482,11 @@ fn replay_spooled(
                 if let Some(prefix) = &args.out.request_log {
                     let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
                     outcomes.keep(
-                        std::fs::write(&p, elevator_real::report::request_log_csv(&report))
-                            .with_context(|| format!("--request-log: write {}", p.display())),
+                        elevator_workload::input::write_output(
+                            &p,
+                            elevator_real::report::request_log_csv(&report),
+                        )
+                        .with_context(|| format!("--request-log: write {}", p.display())),
                     );
                 }
                 outcomes.keep(crate::report::real::run_plots(&page, name, &report));

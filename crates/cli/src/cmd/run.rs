@@ -222,16 +222,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|p| ("--output", p))
         .into_iter()
         .collect();
-    args.out.check(
-        "run",
-        Supported::ALL,
-        &sched,
-        &[
-            Input::new("the job file", &args.job_file),
-            Input::new("the target", &target_path),
-        ],
-        &own,
-    )?;
+    let mut read = vec![Input::new("the job file", &args.job_file)];
+    if let Some(d) = &args.drive {
+        read.push(Input::new("the drive spec", d));
+    }
+    super::common::check_target(&target_path, &read)?;
+    read.push(Input::new("the target", &target_path));
+    args.out.check("run", Supported::ALL, &sched, &read, &own)?;
     check_buffer_memory(&file)?;
     // The drive to emulate, checked before the target is touched.
     let drive_probe = args
@@ -381,8 +378,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(prefix) = &args.out.request_log {
             let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
             outcomes.keep(
-                std::fs::write(&p, elevator_real::report::request_log_csv(&report))
-                    .with_context(|| format!("--request-log: write {}", p.display())),
+                elevator_workload::input::write_output(
+                    &p,
+                    elevator_real::report::request_log_csv(&report),
+                )
+                .with_context(|| format!("--request-log: write {}", p.display())),
             );
         }
         if let Some(dir) = &args.out.blktrace_out {
@@ -460,9 +460,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Format::Json => json_doc()?,
     };
     let printed = match &args.output {
-        Some(p) => {
-            std::fs::write(p, &out).with_context(|| format!("--output: write {}", p.display()))
-        }
+        Some(p) => elevator_workload::input::write_output(p, &out)
+            .with_context(|| format!("--output: write {}", p.display())),
         None => {
             if !(args.output_format == Format::Normal && json_stdout) {
                 crate::output::out_str(&out);
@@ -485,7 +484,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         } else {
             outcomes.keep(
-                std::fs::write(p, doc).with_context(|| format!("--json: write {}", p.display())),
+                elevator_workload::input::write_output(p, doc)
+                    .with_context(|| format!("--json: write {}", p.display())),
             );
         }
     }

@@ -107,6 +107,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let sched = args.scheds.names("deadline");
     let job_file = super::sim_job::is_job_file(&args.scenario);
     let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
+    if !job_file {
+        // The drive spec, host spec and traces the scenario names are inputs too, and so
+        // are the drive specs a `--sweep drive=...` axis names.
+        inputs.extend(super::common::files_named_in_toml(
+            "a file the scenario names",
+            std::path::Path::new(&args.scenario),
+        ));
+        for a in &args.sweep {
+            if let Some(drives) = a.trim_start().strip_prefix("drive=") {
+                for d in drives.split(',').map(str::trim) {
+                    if std::fs::metadata(d).is_ok_and(|m| m.is_file()) {
+                        inputs.push(Input::new("a drive spec the sweep names", d));
+                    }
+                }
+            }
+        }
+    }
     for (what, p) in [
         ("the drive spec", &args.drive),
         ("the host spec", &args.host),

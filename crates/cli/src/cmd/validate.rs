@@ -102,7 +102,7 @@ pub fn run(args: Args) -> Result<()> {
                 "measured_mean_ms": r.v.measured_mean_ms,
             })).collect::<Vec<_>>()
         });
-        std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+        elevator_workload::input::write_output(path, serde_json::to_string_pretty(&json)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -159,6 +159,6 @@ fn plot(rows: &[Row], path: &Path) -> Result<()> {
             measured_ms: &r.v.measured_ms,
         })
         .collect();
-    std::fs::write(path, validation_cdfs(&drives)?)
+    elevator_workload::input::write_output(path, validation_cdfs(&drives)?)
         .with_context(|| format!("writing {}", path.display()))
 }

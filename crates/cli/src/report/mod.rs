@@ -114,11 +114,12 @@ impl Report {
         for b in &self.blocks {
             if let Block::Plot { file, svg, .. } = b {
                 let p = dir.join(file);
-                std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
+                elevator_workload::input::write_output(&p, svg)
+                    .with_context(|| format!("writing {}", p.display()))?;
             }
         }
         let page = dir.join("index.html");
-        std::fs::write(&page, html::page(&self.title, &self.blocks))
+        elevator_workload::input::write_output(&page, html::page(&self.title, &self.blocks))
             .with_context(|| format!("writing {}", page.display()))?;
         Ok(page)
     }

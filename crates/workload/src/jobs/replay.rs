@@ -259,21 +259,20 @@ impl ReplayJob {
                         continue;
                     }
                     if r.sectors > MAX_REQUEST_SECTORS {
-                        self.out.borrow_mut().error = Some(
-                            InputError::new(
-                                "the trace",
-                                format!(
-                                    "request {} (at sector {}) is {} MiB; elevator replays \
-                                     requests of at most {} MiB (the block layer splits larger \
-                                     ones)",
-                                    self.read + 1,
-                                    r.sector,
-                                    u64::from(r.sectors) >> 11,
-                                    MAX_REQUEST_SECTORS >> 11
-                                ),
-                            )
-                            .in_field("sectors"),
+                        let message = format!(
+                            "request {} (at sector {}) is {} MiB; elevator replays requests of \
+                             at most {} MiB (the block layer splits larger ones)",
+                            self.read + 1,
+                            r.sector,
+                            u64::from(r.sectors) >> 11,
+                            MAX_REQUEST_SECTORS >> 11
                         );
+                        // Named by its file and line (or byte), as every other bad record is.
+                        let e = match self.source.last_at() {
+                            Some(at) => at.error_in("size", message),
+                            None => InputError::new("the trace", message).in_field("size"),
+                        };
+                        self.out.borrow_mut().error = Some(e);
                         self.exhausted = true;
                         break;
                     }
@@ -705,7 +704,7 @@ mod tests {
         let (mut job, out) = open_loop(vec![read_by(1, 1), r]);
         assert!(matches!(job.poll(Nanos::ZERO), Action::Issue(_)));
         let e = out.borrow().error.clone().expect("an error");
-        assert_eq!(e.field, "sectors");
+        assert_eq!(e.field, "size");
         assert!(e.message.contains("request 2"), "{e}");
     }
 }

@@ -49,7 +49,7 @@ impl BlktraceWriter {
     pub fn create(dir: &Path, device: &str) -> std::io::Result<BlktraceWriter> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{device}.blktrace.0"));
-        let f = File::create(&path)?;
+        let f = crate::input::create_output(&path)?;
         Ok(BlktraceWriter {
             path,
             out: Some(BufWriter::with_capacity(1 << 16, f)),

@@ -29,8 +29,19 @@ pub trait CsvFormat {
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError>;
 }
 
+/// Whether a first line is a header: no field of it starts with a digit (`Timestamp,Hostname,
+/// DiskNumber,...`). A first line of data with one bad field (`NaN,web,0,Read,...`, or a first
+/// field that is not a number) is a record, refused naming the field; skipping it as a header
+/// dropped a request without a word.
+fn is_header(fields: &[&[u8]]) -> bool {
+    !fields
+        .iter()
+        .any(|f| f.first().is_some_and(|b| b.is_ascii_digit()))
+}
+
 /// A comma-separated trace read request by request until its end or its first error. A first
-/// line whose first field is not a number is a header and skipped; blank lines are skipped.
+/// line none of whose fields starts with a digit is a header and skipped; blank lines are
+/// skipped.
 pub struct CsvReader<F> {
     lines: Lines,
     done: bool,
@@ -69,8 +80,8 @@ impl<F: CsvFormat> ReadUntilError for CsvReader<F> {
             for x in f.iter_mut().take(n) {
                 *x = trim(x);
             }
-            if at.line == 1 && parse_u64(f[0]).is_none() {
-                continue; // a header
+            if at.line == 1 && is_header(&f[..n.min(MAX_FIELDS)]) {
+                continue;
             }
             let count_ok = n == F::FIELDS || (F::EXTRA_FIELDS_OK && n > F::FIELDS);
             if !count_ok {

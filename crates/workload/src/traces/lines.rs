@@ -11,6 +11,9 @@ use crate::input::InputError;
 /// The longest line any text format may have, bytes.
 pub const MAX_LINE: usize = 64 * 1024;
 
+/// The UTF-8 byte-order mark, dropped from the start of a file's first line.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// A text trace read line by line.
 pub struct Lines {
     reader: Box<dyn BufRead>,
@@ -47,8 +50,8 @@ impl Lines {
         Lines::new(Box::new(std::io::Cursor::new(bytes)), file)
     }
 
-    /// The next line without its `\n` or `\r\n` and where it is, or `None` at the end of
-    /// the file.
+    /// The next line without its `\n` or `\r\n` (nor, on the first line, a UTF-8 byte-order
+    /// mark) and where it is, or `None` at the end of the file.
     pub fn next_line(&mut self) -> Result<Option<(&[u8], Here<'_>)>, InputError> {
         self.buf.clear();
         self.line += 1;
@@ -87,6 +90,11 @@ impl Lines {
         }
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
+        }
+        if self.line == 1 && self.buf.starts_with(BOM) {
+            // A UTF-8 byte-order mark (editors on Windows write one) is not part of the
+            // first field: left there, it made a record unreadable or a header of it.
+            self.buf.drain(..BOM.len());
         }
         let this = &*self;
         Ok(Some((

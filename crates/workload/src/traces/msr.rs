@@ -3,8 +3,8 @@
 //!
 //! Timestamp is a Windows FILETIME (100 ns ticks since 1601-01-01), Type `Read` or `Write`,
 //! Offset and Size bytes, ResponseTime in 100 ns ticks (kept as the record's measured service
-//! time). The disk number is the record's process and device. A header line (first field not a
-//! number) is skipped; lines of size 0 are skipped. Names in errors: `Timestamp`, `DiskNumber`,
+//! time). The disk number is the record's process and device. A first line none of whose fields
+//! starts with a digit is a header and skipped; lines of size 0 are skipped. Names in errors: `Timestamp`, `DiskNumber`,
 //! `Type`, `Offset`, `Size`, `ResponseTime`.
 
 use elevator_core::{Nanos, Op};

@@ -23,9 +23,14 @@ pub struct RecordAt {
 impl RecordAt {
     /// An error about this record's time.
     pub fn error(&self, message: impl Into<String>) -> InputError {
+        self.error_in(self.time_field, message)
+    }
+
+    /// An error about this record's field `field`.
+    pub fn error_in(&self, field: &'static str, message: impl Into<String>) -> InputError {
         match self.at {
-            Position::Line(l) => InputError::at_line(&self.file, l, self.time_field, message),
-            Position::Byte(b) => InputError::at_byte(&self.file, b, self.time_field, message),
+            Position::Line(l) => InputError::at_line(&self.file, l, field, message),
+            Position::Byte(b) => InputError::at_byte(&self.file, b, field, message),
         }
     }
 }

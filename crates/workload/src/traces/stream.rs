@@ -109,6 +109,7 @@ pub struct OpenOptions {
 /// data line (comma-separated fields and their types; DiskSim's five numbers, MQSim's when the
 /// time column is a whole number above 10^6, i.e. nanoseconds).
 pub fn detect(head: &[u8]) -> Option<TraceFormat> {
+    let head = head.strip_prefix(super::lines::BOM).unwrap_or(head);
     if head.len() >= 4 {
         let m = [head[0], head[1], head[2], head[3]];
         if u32::from_le_bytes(m) >> 8 == 0x65_6174 || u32::from_be_bytes(m) >> 8 == 0x65_6174 {

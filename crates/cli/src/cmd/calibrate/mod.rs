@@ -277,6 +277,45 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.duration,
         PLAN.len()
     );
+    if args.measured.is_none() {
+        // The target is written (with --allow-overwrite, or laid out): never an input.
+        let mut read = Vec::new();
+        if args.iocost && args.drive != "none" {
+            read.push(super::common::Input::new(
+                "the drive spec (--drive)",
+                &args.drive,
+            ));
+        }
+        for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
+            if let Some(p) = p {
+                read.push(super::common::Input::new(
+                    if flag == "--output" {
+                        "the --output file"
+                    } else {
+                        "the --json file"
+                    },
+                    p,
+                ));
+            }
+        }
+        super::common::check_target(&args.target, &read)?;
+    }
+    if let (Some(o), Some(j)) = (&args.output, &args.json) {
+        let key = |p: &Path| {
+            std::fs::canonicalize(p).ok().or_else(|| {
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+                std::fs::canonicalize(dir.unwrap_or(Path::new(".")))
+                    .ok()
+                    .map(|d| d.join(p.file_name().unwrap_or_default()))
+            })
+        };
+        anyhow::ensure!(
+            o.as_os_str() == "-" || key(o).is_none() || key(o) != key(j),
+            "--output {} and --json {} name one file: each would overwrite the other",
+            o.display(),
+            j.display()
+        );
+    }
     for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
         if let Some(p) = p {
             super::common::check_file(flag, p)?;
@@ -571,7 +610,8 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     );
     match &args.output {
         Some(p) => {
-            std::fs::write(p, &toml).with_context(|| format!("write {}", p.display()))?;
+            elevator_workload::input::write_output(p, &toml)
+                .with_context(|| format!("write {}", p.display()))?;
             say!(
                 "wrote {} (use it with --drive {})",
                 p.display(),

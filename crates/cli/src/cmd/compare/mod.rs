@@ -392,12 +392,15 @@ impl Ours<'_> {
             Err(f) => (*f.partial, Some(f.error)),
         };
         let v = fio_json(&report, &groupids, &target);
-        std::fs::write(out, serde_json::to_string_pretty(&v)? + "\n")
+        elevator_workload::input::write_output(out, serde_json::to_string_pretty(&v)? + "\n")
             .with_context(|| format!("write {}", out.display()))?;
         if self.args.request_log {
             let csv = out.with_extension("csv");
-            std::fs::write(&csv, elevator_real::report::request_log_csv(&report))
-                .with_context(|| format!("write {}", csv.display()))?;
+            elevator_workload::input::write_output(
+                &csv,
+                elevator_real::report::request_log_csv(&report),
+            )
+            .with_context(|| format!("write {}", csv.display()))?;
         }
         if let Some(e) = err {
             bail!("{}: scheduler {sched}: {e}", wl.name);
