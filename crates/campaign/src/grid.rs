@@ -1349,7 +1349,9 @@ mod tests {
     #[test]
     fn bad_grids_are_refused_naming_the_argument() {
         let e = |s: GridSpec| Grid::new(&s).unwrap_err().to_string();
-        assert!(e(spec(&["seed=1..99999", "seed=1..99999"])).contains("cells"));
+        // 99,999 seeds on each of three drives: past MAX_CELLS, refused before any is built.
+        let big = spec(&["seed=1..99999", "drive=cheetah9lp,ibm18es,atlas10k"]);
+        assert!(e(big).contains("cells"));
         let mut s = spec(&[]);
         s.sched = vec!["nosuch".into()];
         assert!(e(s).contains("nosuch"));

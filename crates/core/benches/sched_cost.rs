@@ -1,30 +1,35 @@
-//! Scheduler cost through the block layer: submit + dispatch + complete per request, with
-//! 1,000, 10,000 and 100,000 requests queued.
+//! Scheduler cost: one request's insert + dispatch + complete, with 1,000, 10,000 and 100,000
+//! requests queued; for the policy alone and through the block layer.
 //!
 //! For every policy in the registry (so a policy that lands later is measured without a change
-//! here): build it with default tunables behind a [`BlockLayer`] for a device that holds one
-//! request (the layer's defaults otherwise: `nr_requests` 128, merges up to 256 sectors),
-//! queue 1,000 (10,000, 100,000) bios, then repeat one step in steady state: a bio is
-//! submitted (merged, inserted, or kept while its process sleeps for a request), the device
-//! takes one request, and that request completes. Sectors are random over a 128 GiB disk,
-//! half reads and half async writes, from 8 processes; bios are 4 to 64 KiB. The shapes are
-//! drawn once, before timing (16,384 of them, cycled), so the timed loop draws no random
-//! numbers: besides the layer's and the policy's own work it copies one bio per step. Time
-//! advances 1 us before each of the three calls; a layer whose policy idles has time
-//! advanced to its `poll_timeout` and is asked again. The figure is the time of one step,
-//! that is ns per request.
+//! here), built with default tunables, two benchmarks:
+//!
+//! - `NAME/QUEUED`, the policy alone: queue QUEUED requests, then repeat one step in steady
+//!   state: a request arrives (offered to `try_merge`, inserted if not merged), the device asks
+//!   for one request, and that request completes. A policy that answers `Idle` has time
+//!   advanced to its `until` and is asked again. Requests beyond a policy's scheduler tags
+//!   (`nr_requests`: mq-deadline, kyber, bfq) wait for a tag outside its queues, as blk-mq's
+//!   allocating processes sleep; the other policies hold all QUEUED.
+//! - `layer/NAME/QUEUED`, the same behind a [`BlockLayer`] for a device that holds one
+//!   request (the layer's defaults otherwise: `nr_requests` 128, merges up to 256 sectors):
+//!   QUEUED bios submitted, then one step is a bio submitted (merged, inserted, or kept while
+//!   its process sleeps for a request), one request dispatched (time advanced to the layer's
+//!   `poll_timeout` while the policy idles), and its completion. Under the elevators before
+//!   blk-mq the layer's request list lets the policy hold at most `nr_requests` requests a
+//!   class, as a 2.6 queue did, and the rest wait as sleeping processes' bios
+//!   (`elevator_core::block::request_list`).
+//!
+//! Sectors are random over a 128 GiB disk, half reads and half async writes, from 8 processes;
+//! requests are 4 to 64 KiB. The shapes are drawn once, before timing (16,384 of them,
+//! cycled), so the timed loop draws no random numbers: besides the policy's (and the layer's)
+//! own work it copies one request per step. Time advances 1 us before each of the three
+//! calls, so no deadline expires, and timers and anticipation run as they would. The figure is
+//! the time of one step, that is ns per request. A policy or layer whose cost grows faster
+//! than the logarithm of the number queued shows it at 100,000.
 //!
 //! Time is the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID` on Linux), so that other
 //! processes on a shared machine do not inflate the figure by preempting it; on an idle machine
 //! it equals wall time. Elsewhere it is wall time.
-//!
-//! As in the kernel, requests beyond what a queue may hold wait outside the policy's queues:
-//! beyond a policy's scheduler tags (`nr_requests`: mq-deadline, kyber, bfq) a request waits
-//! for a tag, as blk-mq's allocating processes sleep; under the elevators before blk-mq a
-//! process sleeps for one of the request list's `nr_requests` requests per class
-//! (`elevator_core::block::request_list`). The figure at 100,000 queued shows what that
-//! waiting costs: a policy or layer whose cost grows faster than the logarithm of the number
-//! queued shows it here.
 //!
 //! Beside the policies, `memory-floor/QUEUED` measures what no policy can avoid: three
 //! dependent reads of queued requests at random places in a slab of QUEUED requests (a step
@@ -33,7 +38,8 @@
 //! an algorithm's: a policy whose growth stays near the floor's grows logarithmically in its
 //! own work.
 //!
-//! Run: `cargo bench -p elevator-core --bench sched_cost [-- NAME]` (ids are `NAME/QUEUED`).
+//! Run: `cargo bench -p elevator-core --bench sched_cost [-- NAME]` (ids are `NAME/QUEUED` and
+//! `layer/NAME/QUEUED`).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -44,7 +50,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_core::block::{Bio, BlockLayer, Done, Limits};
 use elevator_core::harness::rq;
 use elevator_core::registry::{self, SchedulerSpec};
-use elevator_core::{CtxId, GroupTree, Nanos, Op, Request, Scheduler, Settings};
+use elevator_core::request::DEFAULT_MERGE_SECTORS;
+use elevator_core::{CtxId, Dispatch, GroupTree, Nanos, Op, Request, Scheduler, Settings};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -57,7 +64,88 @@ const POOL: usize = 1 << 14;
 /// Give up on a policy that keeps answering `Idle` for this many asks in one step.
 const MAX_IDLE_ASKS: usize = 1_000;
 
-struct Steady {
+/// The policy alone: requests handed to it directly, as a driver without a block layer would.
+struct Bare {
+    sched: Box<dyn Scheduler>,
+    pool: Vec<Request>,
+    next: u64,
+    now: Nanos,
+}
+
+impl Bare {
+    fn new(info: SchedulerSpec, queued: usize) -> Bare {
+        let sched = info
+            .build(&Settings::new(), &GroupTree::new())
+            .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name));
+        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
+        let pool = (0..POOL)
+            .map(|_| {
+                let sector = rng.gen_range(0..(1u64 << 28)) & !7;
+                let sectors = 8 << rng.gen_range(0..4u32);
+                let b = rq(0, rng.gen_range(0..8u32))
+                    .sector(sector)
+                    .sectors(sectors);
+                if rng.gen_bool(0.5) {
+                    b.read().build()
+                } else {
+                    b.write().build()
+                }
+            })
+            .collect();
+        let mut st = Bare {
+            sched,
+            pool,
+            next: 0,
+            now: Nanos::ZERO,
+        };
+        // Bounded, in case a policy holds requests it does not count as queued.
+        for _ in 0..4 * queued {
+            if st.sched.queued() >= queued {
+                break;
+            }
+            st.arrive();
+        }
+        st
+    }
+
+    fn arrive(&mut self) {
+        self.now += STEP;
+        let mut r = self.pool[self.next as usize & (POOL - 1)].clone();
+        r.id.0 = self.next;
+        r.submitted = self.now;
+        self.next += 1;
+        if self
+            .sched
+            .try_merge(&r, DEFAULT_MERGE_SECTORS, self.now)
+            .is_none()
+        {
+            self.sched.insert(r, self.now);
+        }
+    }
+
+    fn step(&mut self) {
+        self.arrive();
+        self.now += STEP;
+        let mut done = None;
+        for _ in 0..MAX_IDLE_ASKS {
+            match self.sched.dispatch(self.now) {
+                Dispatch::Request(r) => {
+                    done = Some(r);
+                    break;
+                }
+                Dispatch::Idle { until } => self.now = until.max(self.now + STEP),
+                Dispatch::Empty => break,
+            }
+        }
+        self.now += STEP;
+        if let Some(r) = done {
+            self.sched.complete(black_box(&r), self.now);
+        }
+    }
+}
+
+/// The policy behind the block layer, whose request list or tags keep what waits outside it.
+struct Layered {
     blk: BlockLayer<Box<dyn Scheduler>, ()>,
     pool: Vec<Bio>,
     next: usize,
@@ -65,8 +153,8 @@ struct Steady {
     done: Vec<Done<()>>,
 }
 
-impl Steady {
-    fn new(info: SchedulerSpec, queued: usize) -> Steady {
+impl Layered {
+    fn new(info: SchedulerSpec, queued: usize) -> Layered {
         let sched = info
             .build(&Settings::new(), &GroupTree::new())
             .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name));
@@ -84,7 +172,7 @@ impl Steady {
                 Bio::new(ctx, op, sector, sectors)
             })
             .collect();
-        let mut st = Steady {
+        let mut st = Layered {
             blk: BlockLayer::new(sched, Limits::depth(1)),
             pool,
             next: 0,
@@ -187,7 +275,25 @@ fn sched_cost(c: &mut Criterion) {
             // Built inside the closure, which criterion calls only for a benchmark its filter
             // selects: queueing 100,000 requests for every policy is not free.
             group.bench_function(format!("{}/{queued}", info.name), |b| {
-                let mut st = Steady::new(info.spec(), queued);
+                let mut st = Bare::new(info.spec(), queued);
+                b.iter_custom(|iters| {
+                    let start = Clock::now();
+                    for _ in 0..iters {
+                        st.step();
+                    }
+                    start.elapsed()
+                });
+                if st.sched.queued() > 2 * queued {
+                    eprintln!(
+                        "note: {} held {} requests after the run (it dispatches less than one \
+                         per step), so its figure is not at {queued} queued",
+                        info.name,
+                        st.sched.queued()
+                    );
+                }
+            });
+            group.bench_function(format!("layer/{}/{queued}", info.name), |b| {
+                let mut st = Layered::new(info.spec(), queued);
                 b.iter_custom(|iters| {
                     let start = Clock::now();
                     for _ in 0..iters {
@@ -197,8 +303,8 @@ fn sched_cost(c: &mut Criterion) {
                 });
                 if st.blk.queued() > 2 * queued {
                     eprintln!(
-                        "note: {} held {} requests after the run (it dispatches less than one \
-                         per step), so its figure is not at {queued} queued",
+                        "note: the layer over {} held {} requests after the run, so its \
+                         figure is not at {queued} queued",
                         info.name,
                         st.blk.queued()
                     );
