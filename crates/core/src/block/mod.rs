@@ -88,6 +88,7 @@ pub mod observe;
 pub mod qos;
 pub mod request_list;
 pub mod stat;
+mod table;
 
 use std::collections::VecDeque;
 
@@ -103,6 +104,7 @@ pub use qos::{Admit, BioEnd, QosChain, QosHook};
 pub use request_list::BLKDEV_MAX_RQ;
 use request_list::{Asleep, Class, RequestList};
 pub use stat::{DirStat, DiskStat};
+use table::Table;
 
 /// sysfs `nomerges`: which merges the layer attempts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -401,7 +403,7 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     sched: S,
     limits: Limits,
     next_id: u64,
-    requests: FxHashMap<u64, Rq<T>>,
+    requests: Table<Rq<T>>,
     splits: FxHashMap<u64, Split>,
     in_flight: usize,
     kick: bool,
@@ -427,7 +429,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             sched,
             limits,
             next_id: 0,
-            requests: FxHashMap::default(),
+            requests: Table::default(),
             splits: FxHashMap::default(),
             in_flight: 0,
             kick: false,
@@ -954,7 +956,12 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             return None;
         }
         if let Some(id) = self.requeued.pop_front() {
-            let rq = self.requests[&id].rq.clone();
+            let rq = self
+                .requests
+                .get(&id)
+                .expect("a requeued request is held")
+                .rq
+                .clone();
             return Some(self.start(rq, now, false));
         }
         match self.sched.dispatch(now) {
