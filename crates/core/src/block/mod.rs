@@ -392,6 +392,24 @@ enum Waiting<T> {
     Later { bio: Bio, token: T, key: u64 },
 }
 
+impl<T> Waiting<T> {
+    fn ctx(&self) -> CtxId {
+        match self {
+            Waiting::Refused { rq, .. } => rq.ctx,
+            Waiting::Later { bio, .. } => bio.ctx,
+        }
+    }
+
+    /// The request list's class it needs a request of (`rw_is_sync`, as `Bio::request` sets
+    /// `sync`).
+    fn class(&self) -> Class {
+        match self {
+            Waiting::Refused { rq, .. } => Class::of(rq.sync),
+            Waiting::Later { bio, .. } => Class::of(bio.sync || bio.op.is_read()),
+        }
+    }
+}
+
 /// A pending scheduler switch ([`BlockLayer::switch_scheduler`]).
 struct Switch<S, T> {
     next: S,
@@ -712,20 +730,15 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// for a request.
     fn queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) {
         if let Some(l) = self.list.as_mut().filter(|l| l.is_asleep(bio.ctx)) {
-            let class = Class::of(bio.sync || bio.op.is_read());
-            l.sleep(bio.ctx, class, Waiting::Later { bio, token, key });
+            let w = Waiting::Later { bio, token, key };
+            l.sleep(w.ctx(), w.class(), w);
             return;
         }
-        let ctx = bio.ctx;
         if let Err(w) = self.try_queue(bio, token, key, now) {
-            let class = match &w {
-                Waiting::Refused { rq, .. } => Class::of(rq.sync),
-                Waiting::Later { .. } => unreachable!("try_queue refuses with a built request"),
-            };
             self.list
                 .as_mut()
                 .expect("only the request list refuses")
-                .sleep(ctx, class, w);
+                .sleep(w.ctx(), w.class(), w);
         }
     }
 
@@ -852,10 +865,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 Waiting::Later { bio, token, key } => self.try_queue(bio, token, key, now),
             };
             if let Err(w) = refused {
-                let class = match &w {
-                    Waiting::Refused { rq, .. } => Class::of(rq.sync),
-                    Waiting::Later { .. } => unreachable!("a refusal carries its request"),
-                };
+                let class = w.class();
                 asleep.bios.push_front(w);
                 self.list
                     .as_mut()
