@@ -46,7 +46,7 @@ use std::time::Duration;
 #[cfg(not(target_os = "linux"))]
 use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Bencher, Criterion, Throughput};
 use elevator_core::block::{Bio, BlockLayer, Done, Limits};
 use elevator_core::harness::rq;
 use elevator_core::registry::{self, SchedulerSpec};
@@ -72,6 +72,29 @@ struct Bare {
     now: Nanos,
 }
 
+/// A policy (alone or behind the layer) in steady state: one request arrives, one is
+/// dispatched and completes, per step.
+trait Steady {
+    /// Requests waiting (in the policy, or in the layer).
+    fn queued(&self) -> usize;
+    /// One request arrives.
+    fn arrive(&mut self);
+    /// One step: an arrival, a dispatch and its completion.
+    fn step(&mut self);
+}
+
+/// `st` with `queued` requests waiting; bounded, in case a policy holds requests it does not
+/// count as queued.
+fn fill<S: Steady>(mut st: S, queued: usize) -> S {
+    for _ in 0..4 * queued {
+        if st.queued() >= queued {
+            break;
+        }
+        st.arrive();
+    }
+    st
+}
+
 impl Bare {
     fn new(info: SchedulerSpec, queued: usize) -> Bare {
         let sched = info
@@ -92,20 +115,21 @@ impl Bare {
                 }
             })
             .collect();
-        let mut st = Bare {
-            sched,
-            pool,
-            next: 0,
-            now: Nanos::ZERO,
-        };
-        // Bounded, in case a policy holds requests it does not count as queued.
-        for _ in 0..4 * queued {
-            if st.sched.queued() >= queued {
-                break;
-            }
-            st.arrive();
-        }
-        st
+        fill(
+            Bare {
+                sched,
+                pool,
+                next: 0,
+                now: Nanos::ZERO,
+            },
+            queued,
+        )
+    }
+}
+
+impl Steady for Bare {
+    fn queued(&self) -> usize {
+        self.sched.queued()
     }
 
     fn arrive(&mut self) {
@@ -172,21 +196,22 @@ impl Layered {
                 Bio::new(ctx, op, sector, sectors)
             })
             .collect();
-        let mut st = Layered {
-            blk: BlockLayer::new(sched, Limits::depth(1)),
-            pool,
-            next: 0,
-            now: Nanos::ZERO,
-            done: Vec::new(),
-        };
-        // Bounded, in case a policy holds requests it does not count as queued.
-        for _ in 0..4 * queued {
-            if st.blk.queued() >= queued {
-                break;
-            }
-            st.arrive();
-        }
-        st
+        fill(
+            Layered {
+                blk: BlockLayer::new(sched, Limits::depth(1)),
+                pool,
+                next: 0,
+                now: Nanos::ZERO,
+                done: Vec::new(),
+            },
+            queued,
+        )
+    }
+}
+
+impl Steady for Layered {
+    fn queued(&self) -> usize {
+        self.blk.queued()
     }
 
     fn arrive(&mut self) {
@@ -274,41 +299,13 @@ fn sched_cost(c: &mut Criterion) {
         for info in registry::all() {
             // Built inside the closure, which criterion calls only for a benchmark its filter
             // selects: queueing 100,000 requests for every policy is not free.
-            group.bench_function(format!("{}/{queued}", info.name), |b| {
-                let mut st = Bare::new(info.spec(), queued);
-                b.iter_custom(|iters| {
-                    let start = Clock::now();
-                    for _ in 0..iters {
-                        st.step();
-                    }
-                    start.elapsed()
-                });
-                if st.sched.queued() > 2 * queued {
-                    eprintln!(
-                        "note: {} held {} requests after the run (it dispatches less than one \
-                         per step), so its figure is not at {queued} queued",
-                        info.name,
-                        st.sched.queued()
-                    );
-                }
+            let name = info.name;
+            group.bench_function(format!("{name}/{queued}"), |b| {
+                measure(b, Bare::new(info.spec(), queued), queued, name)
             });
-            group.bench_function(format!("layer/{}/{queued}", info.name), |b| {
-                let mut st = Layered::new(info.spec(), queued);
-                b.iter_custom(|iters| {
-                    let start = Clock::now();
-                    for _ in 0..iters {
-                        st.step();
-                    }
-                    start.elapsed()
-                });
-                if st.blk.queued() > 2 * queued {
-                    eprintln!(
-                        "note: the layer over {} held {} requests after the run, so its \
-                         figure is not at {queued} queued",
-                        info.name,
-                        st.blk.queued()
-                    );
-                }
+            group.bench_function(format!("layer/{name}/{queued}"), |b| {
+                let what = format!("the layer over {name}");
+                measure(b, Layered::new(info.spec(), queued), queued, &what)
             });
         }
     }
@@ -325,6 +322,25 @@ fn sched_cost(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Time `st`'s steps in thread CPU time; say so if `what` ends the run holding far more than
+/// `queued` (it dispatched less than one request a step).
+fn measure<S: Steady>(b: &mut Bencher, mut st: S, queued: usize, what: &str) {
+    b.iter_custom(|iters| {
+        let start = Clock::now();
+        for _ in 0..iters {
+            st.step();
+        }
+        start.elapsed()
+    });
+    if st.queued() > 2 * queued {
+        eprintln!(
+            "note: {what} held {} requests after the run (it dispatches less than one per \
+             step), so its figure is not at {queued} queued",
+            st.queued()
+        );
+    }
 }
 
 /// `queued` requests in a slab, each naming the next of one random cycle through all of them
