@@ -14,22 +14,30 @@ use elevator_real::{
 
 const MIB: u64 = 1 << 20;
 
-#[test]
-fn executor_writes_then_reads_a_temporary_file_through_io_uring() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("target");
+/// A new 1 MiB target file at `path`, opened for writing; `None` (with a notice) where this
+/// file system cannot give one (e.g. no O_DIRECT).
+fn fresh_target(path: &std::path::Path) -> Option<target::Target> {
     let spec = OpenSpec {
         writes: true,
         allow_overwrite: false,
         need_bytes: MIB,
         ..OpenSpec::default()
     };
-    let t = match target::open(&path, spec) {
-        Ok(t) => t,
+    match target::open(path, spec) {
+        Ok(t) => Some(t),
         Err(e) => {
             eprintln!("skipping: {e}");
-            return;
+            None
         }
+    }
+}
+
+#[test]
+fn executor_writes_then_reads_a_temporary_file_through_io_uring() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("target");
+    let Some(t) = fresh_target(&path) else {
+        return;
     };
     assert!(t.laid_out);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), MIB);
@@ -514,18 +522,8 @@ fn a_backend_that_asks_for_bursts_of_one_gets_a_collection_between_submissions()
 fn executor_writes_then_reads_a_temporary_file_through_linux_aio() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("target");
-    let spec = OpenSpec {
-        writes: true,
-        allow_overwrite: false,
-        need_bytes: MIB,
-        ..OpenSpec::default()
-    };
-    let t = match target::open(&path, spec) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return;
-        }
+    let Some(t) = fresh_target(&path) else {
+        return;
     };
     let mut backend = elevator_real::AioBackend::new(t.file, t.size, 64).unwrap();
     let jobs = vec![
