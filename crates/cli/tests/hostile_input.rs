@@ -10,26 +10,7 @@ mod common {
     pub mod bounded;
     pub mod child;
 }
-use common::bounded::{elevator, elevator_within, Out};
-
-/// The run failed cleanly, and its message contains every one of `needles`.
-fn clean_error(out: &Out, needles: &[&str]) {
-    assert_ne!(out.code, 0, "expected a failure; stdout: {}", out.stdout);
-    assert!(
-        out.code == 1,
-        "exit {} (a signal or abort?): {}",
-        out.code,
-        out.stderr
-    );
-    assert!(
-        out.stderr.len() < 1024,
-        "message of {} bytes",
-        out.stderr.len()
-    );
-    for n in needles {
-        assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
-    }
-}
+use common::bounded::{clean_error, elevator, elevator_within, Out};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

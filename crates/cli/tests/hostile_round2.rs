@@ -12,26 +12,9 @@ mod common {
     pub mod direct_io;
     pub mod measured;
 }
-use common::bounded::{elevator, elevator_within, Out};
+use common::bounded::{clean_error, elevator, elevator_within, Out};
 use common::child::wait_within;
 use common::measured::measured;
-
-/// The run failed cleanly (exit 1, a short message) and its message names every `needle`.
-fn clean_error(out: &Out, needles: &[&str]) {
-    assert_eq!(
-        out.code, 1,
-        "expected exit 1; stdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
-    assert!(
-        out.stderr.len() < 1024,
-        "message of {} bytes",
-        out.stderr.len()
-    );
-    for n in needles {
-        assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
-    }
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);

@@ -11,24 +11,7 @@ mod common {
     pub mod bounded;
     pub mod child;
 }
-use common::bounded::{elevator, elevator_within, Out};
-
-/// The run failed cleanly (exit 1, a short message) and its message names every `needle`.
-fn clean_error(out: &Out, needles: &[&str]) {
-    assert_eq!(
-        out.code, 1,
-        "expected exit 1; stdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
-    assert!(
-        out.stderr.len() < 1024,
-        "message of {} bytes",
-        out.stderr.len()
-    );
-    for n in needles {
-        assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
-    }
-}
+use common::bounded::{clean_error, elevator, elevator_within, Out};
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     let p = dir.join(name);

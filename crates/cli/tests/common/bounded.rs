@@ -44,3 +44,20 @@ pub fn elevator_within(args: &[&str], limit: Duration) -> Out {
 pub fn elevator(args: &[&str]) -> Out {
     elevator_within(args, Duration::from_secs(120))
 }
+
+/// The run failed cleanly (exit 1, a short message) and its message names every `needle`.
+pub fn clean_error(out: &Out, needles: &[&str]) {
+    assert_eq!(
+        out.code, 1,
+        "expected exit 1; stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stderr.len() < 1024,
+        "message of {} bytes",
+        out.stderr.len()
+    );
+    for n in needles {
+        assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
+    }
+}
