@@ -154,5 +154,19 @@ for c in configs:
         ratio = [d[r][0] / by["backing"][r][0] for r in d if r in by["backing"]]
         line += f" {fmt(ratio, lambda x: f'{x:.2f}'):>18}"
     print(line)
+# The bound at QD1 (issue 31), estimated: a daemon that adds nothing to FUSE's round trip
+# (`memory`) but one read of the backing file completes a read in about the two latencies'
+# sum, so its IOPS over the backing file's are about backing / (backing + round trip), per
+# round. The `pread` row measures that daemon directly (some of the two costs overlap, so it
+# can come out a few points above the estimate).
+if "backing" in by and "memory" in by:
+    b, m = by["backing"], by["memory"]
+    rounds = [r for r in b if r in m]
+    bound = [b[r][1] / (b[r][1] + m[r][1]) for r in rounds]
+    allowed = [b[r][1] * 0.15 / 0.85 for r in rounds]
+    print(f"estimated bound at QD1: backing / (backing + memory round trip), mean latencies: "
+          f"{fmt(bound, lambda x: f'{x:.2f}')}; a 0.85x mount needs a round trip under "
+          f"{fmt(allowed, lambda x: f'{x:.0f}')} us, FUSE's alone is "
+          f"{fmt([m[r][1] for r in rounds], lambda x: f'{x:.0f}')} us")
 PY
 echo "mount-floor: end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
