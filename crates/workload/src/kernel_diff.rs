@@ -19,6 +19,10 @@
 //!   same request (issue to completion; a request the kernel merged away takes its host's; an
 //!   unknown one the median). Its identity is its first bio, so a request merged into another
 //!   leaves the queued set on both sides as it does in the kernel.
+//! - The queue's `max_sectors_kb` bounds ours as it bounded the kernel's; its `max_segments`
+//!   does not: the trace does not say how many segments a request held (the kernel counts
+//!   physically contiguous runs, ours a page each), and a request the kernel formed is
+//!   replayed whole, as it formed it (its `block_split` pieces are requests of their own).
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
@@ -269,9 +273,14 @@ pub fn diff(
     if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    if let Some(n) = queue_limit(meta, "max_segments", 1)? {
-        limits = limits.max_segments(n);
-    }
+    // `max_segments` is checked but not applied: a recorded request already satisfied it, and
+    // its segment count is not in the trace. Ours counts a segment a page (`PAGE_SECTORS`);
+    // the kernel counts physically contiguous runs of up to `max_segment_size`, so one 1 MiB
+    // O_DIRECT read went to the loop device as one request of 2048 sectors in one recording
+    // (a buffer in large folios) and was split at 1208 or 1024 sectors (`block_split`) in
+    // another of the same job. Applied, ours split the unsplit one again, and every later
+    // decision compared one position off.
+    queue_limit(meta, "max_segments", 1)?;
     let log = match opts.pace {
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
@@ -853,6 +862,38 @@ mod tests {
         assert_eq!(n.agreement.first_divergence, Some(1));
         assert_eq!(n.ours[1].chosen, 1);
         assert!(n.kendall_mean() > 0.0);
+    }
+
+    /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no
+    /// `block_split`) beside a 16 KiB one, under none, on a queue of 128 segments: 128
+    /// segments of a page each would bound a request at 512 KiB, but the replay takes the
+    /// kernel's request as it formed it, so the two sides see the same two dispatches.
+    #[test]
+    fn a_request_the_kernel_did_not_split_is_not_split_by_our_segment_count() {
+        const WHOLE: &str = "\
+ fio-10 [001] ..... 1.000001: block_bio_queue: 7,0 R 0 + 2048 [fio]
+ fio-10 [001] ..... 1.000002: block_getrq: 7,0 R 0 + 2048 [fio]
+ fio-10 [001] ..... 1.000003: block_rq_issue: 7,0 R 1048576 () 0 + 2048 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 0 + 2048 be,0,4 [0]
+ fio-11 [000] ..... 1.000200: block_bio_queue: 7,0 RS 9000 + 32 [fio]
+ fio-11 [000] ..... 1.000201: block_getrq: 7,0 RS 9000 + 32 [fio]
+ fio-11 [000] ..... 1.000202: block_rq_issue: 7,0 RS 16384 () 9000 + 32 be,0,2 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000250: block_rq_complete: 7,0 RS () 9000 + 32 be,0,2 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(WHOLE.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let mut m = meta("none");
+        m.queue.insert("max_sectors_kb".into(), "1280".into());
+        m.queue.insert("max_segments".into(), "128".into());
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        assert_eq!(d.ours.len(), 2, "{:?}", d.ours);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // max_sectors_kb still bounds ours: at 512 KiB the 1 MiB request goes as two pieces,
+        // and the second kernel dispatch finds ours sending the second piece.
+        m.queue.insert("max_sectors_kb".into(), "512".into());
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        assert_eq!(d.ours[1].chosen, 0, "{:?}", d.ours);
+        assert_eq!(d.agreement.first_divergence, Some(1));
     }
 
     #[test]

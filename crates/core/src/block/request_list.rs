@@ -268,9 +268,27 @@ mod tests {
         );
         assert!(l.free(Class::Async, t).is_none());
         assert!(
+            !l.allocate(A, Class::Async, 1, Nanos::from_ms(20)),
+            "time_before(jiffies, last_waited + BLK_BATCH_TIME) is strict: at 20 ms it is over"
+        );
+        assert!(
             !l.allocate(A, Class::Async, 1, Nanos::from_ms(21)),
             "20 ms after the batch began A is an ordinary process again"
         );
+
+        // Within the 20 ms, BLK_BATCH_REQ (32) requests past the full mark and no more: the
+        // one that set the queue full is the first of them (get_request decrements
+        // nr_batch_requests for it too).
+        let mut l: RequestList<u32> = RequestList::new(100);
+        for _ in 0..99 {
+            assert!(l.allocate(B, Class::Async, 1, t));
+        }
+        let mut granted = 0;
+        while l.allocate(A, Class::Async, 1, Nanos::from_ms(1)) {
+            granted += 1;
+        }
+        assert_eq!(granted, BLK_BATCH_REQ, "32, with room up to 150 left");
+        assert_eq!(l.allocated(Class::Async), 99 + BLK_BATCH_REQ);
     }
 
     #[test]
