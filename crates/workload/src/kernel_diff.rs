@@ -19,10 +19,11 @@
 //!   same request (issue to completion; a request the kernel merged away takes its host's; an
 //!   unknown one the median). Its identity is its first bio, so a request merged into another
 //!   leaves the queued set on both sides as it does in the kernel.
-//! - The queue's `max_sectors_kb` bounds ours as it bounded the kernel's; its `max_segments`
-//!   does not: the trace does not say how many segments a request held (the kernel counts
-//!   physically contiguous runs, ours a page each), and a request the kernel formed is
-//!   replayed whole, as it formed it (its `block_split` pieces are requests of their own).
+//! - The queue's `max_sectors_kb` bounds ours as it bounded the kernel's. Its `max_segments`
+//!   does too, raised to the largest recorded request in pages: the trace does not say how
+//!   many segments a request held (the kernel counts physically contiguous runs, ours a page
+//!   each), so a request the kernel formed is replayed whole, and a merge past what the
+//!   kernel's requests were seen to hold is refused (the two pieces of a `block_split`).
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
@@ -55,7 +56,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
-use elevator_core::block::{BlockLayer, Done, Limits};
+use elevator_core::block::{BlockLayer, Done, Limits, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{Nanos, RequestId, Scheduler};
@@ -273,14 +274,24 @@ pub fn diff(
     if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
-    // `max_segments` is checked but not applied: a recorded request already satisfied it, and
-    // its segment count is not in the trace. Ours counts a segment a page (`PAGE_SECTORS`);
-    // the kernel counts physically contiguous runs of up to `max_segment_size`, so one 1 MiB
-    // O_DIRECT read went to the loop device as one request of 2048 sectors in one recording
-    // (a buffer in large folios) and was split at 1208 or 1024 sectors (`block_split`) in
-    // another of the same job. Applied, ours split the unsplit one again, and every later
-    // decision compared one position off.
-    queue_limit(meta, "max_segments", 1)?;
+    // `max_segments`, in pages, is raised to the largest request the kernel formed. Ours
+    // counts a segment a page (`PAGE_SECTORS`); the kernel counts physically contiguous runs
+    // of up to `max_segment_size`, which the trace does not give: one 1 MiB O_DIRECT read
+    // went to the loop device as one request of 2048 sectors in one recording (a buffer in
+    // large folios) and was split at 1208 or 1024 sectors (`block_split`) in another of the
+    // same job. At 128 pages ours split the unsplit one again (every later decision then
+    // compared one position off); with no segment limit it merged a split's two pieces back
+    // (1032 + 1016 sectors), which the kernel had split because they did not fit together.
+    // The largest recorded request is what the kernel's segments were seen to hold.
+    if let Some(n) = queue_limit(meta, "max_segments", 1)? {
+        let largest = trace
+            .requests
+            .iter()
+            .map(|r| r.sectors.max(r.issued_sectors))
+            .max()
+            .unwrap_or(0);
+        limits = limits.max_segments(n.max(largest.div_ceil(PAGE_SECTORS)));
+    }
     let log = match opts.pace {
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
@@ -894,6 +905,34 @@ mod tests {
         let d = diff(&t, &m, &DiffOptions::default()).unwrap();
         assert_eq!(d.ours[1].chosen, 0, "{:?}", d.ours);
         assert_eq!(d.agreement.first_divergence, Some(1));
+    }
+
+    /// The two pieces of a 1 MiB read the kernel split for its segments (`block_split` at
+    /// 1032 sectors), both queued under mq-deadline before its queue ran: the kernel sent
+    /// them as two requests, because together they do not fit its segment limit, so ours
+    /// must not merge the second into the first either.
+    #[test]
+    fn the_pieces_of_a_kernel_split_are_not_merged_back() {
+        const SPLIT: &str = "\
+ fio-10 [000] ..... 1.000001: block_bio_queue: 7,0 R 4096 + 2048 [fio]
+ fio-10 [000] ..... 1.000002: block_split: 7,0 R 4096 / 5128 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 4096 + 1032 [fio]
+ fio-10 [000] ...1. 1.000004: block_rq_insert: 7,0 R 528384 () 4096 + 1032 be,0,4 [fio]
+ fio-10 [000] ..... 1.000005: block_getrq: 7,0 R 5128 + 1016 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 520192 () 5128 + 1016 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 R 528384 () 4096 + 1032 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 520192 () 5128 + 1016 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000100: block_rq_complete: 7,0 R () 4096 + 1032 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000200: block_rq_complete: 7,0 R () 5128 + 1016 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(SPLIT.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let mut m = meta("mq-deadline");
+        m.queue.insert("max_sectors_kb".into(), "1280".into());
+        m.queue.insert("max_segments".into(), "128".into());
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        assert_eq!(d.kernel.len(), 2);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 
     #[test]
