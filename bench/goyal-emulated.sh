@@ -2,8 +2,9 @@
 # Goyal's IO-controller comparison (Sept 2009) with real processes in groups on his disk:
 # group /a = 16 sequential readers, group /b = n (n = 1, 2, 4, 8, 16), equal weights, each
 # reader a real `dd` reading its own file through `elevator mount --drive ibm18es` (the
-# emulated 2009-class 7200 rpm disk `elevator reproduce io-controller` simulates), under each
-# scheduler; B's share of the bandwidth beside Goyal's and the simulator's (docs/emulation.md).
+# emulated 7200 rpm disk `elevator reproduce io-controller` simulated until branch seeds6;
+# the reproduce now runs on laptop-4200: DRIVE=laptop-4200), under each scheduler; B's
+# share of the bandwidth beside Goyal's and the simulator's (docs/emulation.md).
 #
 #   bench/goyal-emulated.sh      (root; ROUNDS=3 DRIVE=ibm18es RUNTIME=15 WARM=2
 #                                 NS="1 2 4 8 16" SCHEDS="cfq-flat cfq bfq" IO=direct
