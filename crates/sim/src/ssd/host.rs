@@ -14,7 +14,8 @@
 //! data is admitted to the write buffer. NVMe's default arbitration is round robin over the
 //! submission queues, so a queue with a command waiting gets the next slot freed; once
 //! fetched, the command waits until all but `servers - 1` of the writes fetched before it are
-//! admitted. docs/ssd-model.md says what it models and what is assumed.
+//! admitted (with `front_end_scope = "queue"`, only those of its own submission queue: NVMe
+//! orders no queue behind another). docs/ssd-model.md says what it models and what is assumed.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
