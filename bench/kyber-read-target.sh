@@ -1,12 +1,12 @@
 #!/bin/sh
 # kyber's read target swept on the simulated 980 PRO: bench/jobs/kyber-read-target.fio (a QD1
 # 4 KiB random reader on CPU 1 beside a QD128 4 KiB random writer on CPU 2, the study's host
-# model), write_lat_nsec 10 ms, seeds 1-5. Prints one line per target: the reader's mean
-# latency and the writer's IOPS, mean and range over the seeds, and the write domain's final
-# state is left to --blktrace-out if wanted. The default drive is the 980 PRO with its write
-# side stated for the study's sustained random writes (samsung-980pro-1tb-fig11c: 186 K
-# writes/s, as the study's drives took them); the built-in samsung-980pro-1tb's write side is
-# not fitted and takes 21 K/s (docs/ssd-model.md, "kyber's read target").
+# model), write_lat_nsec 10 ms, seeds 1-5. Prints one row per target: the reader's mean, p90
+# and p99 latency and the writer's IOPS, median and range over the seeds (a spec file works
+# as DRIVE). The default drive is the 980 PRO with its write side stated for the study's
+# sustained random writes (samsung-980pro-1tb-fig11c: 186 K writes/s, as the study's drives
+# took them); the built-in samsung-980pro-1tb's write side is not fitted and takes 21 K/s
+# (docs/ssd-model.md, "kyber's read target").
 #   bench/kyber-read-target.sh [DRIVE] [SEEDS] [TARGETS_NS...]
 set -eu
 drive=${1:-samsung-980pro-1tb-fig11c}
@@ -25,18 +25,39 @@ done
 python3 - "$out" "$drive" $targets <<'PY'
 import json, sys, glob, statistics as st
 out, drive, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
-print(f"drive {drive}: read_lat_nsec | reader mean us (range) | writer IOPS (range)")
+
+def cell(xs, fmt):
+    m = st.median(xs)
+    if min(xs) == max(xs):
+        return fmt.format(m)
+    return (fmt + " (" + fmt + "-" + fmt + ")").format(m, min(xs), max(xs))
+
+def pct(d, q):
+    for k in ("clat_ns", "lat_ns"):
+        p = d.get(k, {}).get("percentile")
+        if p:
+            return p[f"{q:.6f}"] / 1e3
+    return float("nan")
+
+print(f"drive {drive}, median (range) over the seeds:")
+print("| read_lat_nsec | seeds | reader mean us | reader p90 us | reader p99 us | writer IOPS |")
+print("|---:|---:|---:|---:|---:|---:|")
 for t in targets:
-    rl, wi = [], []
-    for f in sorted(glob.glob(f"{out}/{t}-*.json")):
+    rl, r90, r99, wi = [], [], [], []
+    files = sorted(glob.glob(f"{out}/{t}-*.json"))
+    for f in files:
         d = json.load(open(f))
         d = d[0] if isinstance(d, list) else d
         for j in d["jobs"]:
             if j["jobname"] == "reader":
                 rl.append(j["read"]["lat_ns"]["mean"] / 1e3)
+                r90.append(pct(j["read"], 90))
+                r99.append(pct(j["read"], 99))
             if j["jobname"] == "writer":
                 wi.append(j["write"]["iops"])
-    print(f"{int(t)//1000:>6} us | {st.mean(rl):8.1f} ({min(rl):.1f}-{max(rl):.1f}) | "
-          f"{st.mean(wi):9.0f} ({min(wi):.0f}-{max(wi):.0f})")
+    t = int(t)
+    name = f"{t // 1000000} ms" if t >= 1000000 else f"{t // 1000} us"
+    print(f"| {name} | {len(files)} | {cell(rl, '{:,.1f}')} | {cell(r90, '{:,.0f}')} | "
+          f"{cell(r99, '{:,.0f}')} | {cell(wi, '{:,.0f}')} |")
 PY
 rm -r "$out"

@@ -781,6 +781,36 @@ mod tests {
         assert_eq!(s.depth(Domain::Discard), 64, "no samples, no change");
     }
 
+    /// `kyber_timer_fn`'s `domain_p99`: a domain's p99 computed in a window without congestion
+    /// is kept; the next congested window with no p99 of its own uses it once and forgets it
+    /// (reset to -1), so a later congested window without new samples leaves the depth alone.
+    #[test]
+    fn kyber_timer_fn_uses_a_remembered_p99_once_under_congestion() {
+        let (r, w) = (Domain::Read as usize, Domain::Write as usize);
+        let mut s = Kyber::default();
+        // Window 1: 500 writes, total latency in bucket 1, device latency in bucket 0; no
+        // congestion, and bucket 1 < KYBER_GOOD_BUCKETS: kept, nothing resized.
+        s.histograms[w][TOTAL][1] = 500;
+        s.histograms[w][IO][0] = 500;
+        s.adjust_depths(Nanos::from_ms(100));
+        assert_eq!(s.depth(Domain::Write), 128);
+        assert_eq!(s.remembered_p99[w], Some(1));
+        // Window 2: 500 reads whose device-latency p90 is past the read target (bucket 5:
+        // congestion), no writes: the writes' remembered bucket 1 gives 128 * 2 / 4.
+        s.histograms[r][IO][5] = 500;
+        s.histograms[r][TOTAL][5] = 500;
+        s.adjust_depths(Nanos::from_ms(200));
+        assert_eq!(s.depth(Domain::Write), 64);
+        assert_eq!(s.remembered_p99[w], None);
+        // The reads' own p99 (bucket 5) grew them, clamped at their maximum.
+        assert_eq!(s.depth(Domain::Read), 256);
+        // Window 3: congested again, still no writes: nothing to scale the writes by.
+        s.histograms[r][IO][5] = 500;
+        s.histograms[r][TOTAL][5] = 500;
+        s.adjust_depths(Nanos::from_ms(300));
+        assert_eq!(s.depth(Domain::Write), 64);
+    }
+
     #[test]
     fn without_congestion_a_domain_beyond_its_target_grows_back() {
         let mut s = Kyber::default();

@@ -5,7 +5,7 @@
 
 use elevator_core::harness::rq;
 use elevator_core::Nanos;
-use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::ssd::{FrontEndScope, Precondition, Ssd, SsdSpec};
 use elevator_sim::{Device, DriveModel};
 use std::path::Path;
 
@@ -195,4 +195,67 @@ fn servers_shorten_the_reads_beside_a_writer_and_leave_reads_alone_as_they_were(
     let mixed: Vec<u64> = [1, 4].map(|s| read_time(s, true)).to_vec();
     assert!(mixed[1] < mixed[0], "{mixed:?}");
     assert_eq!(read_time(1, false), read_time(4, false));
+}
+
+/// The same drive with the front end's `queue` scope.
+fn drive_queue_scope(slots: u32) -> Ssd {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.write_buffer.bytes = 2 * u64::from(spec.flash.page_bytes);
+    spec.host.front_end_slots = slots;
+    spec.host.front_end_scope = FrontEndScope::Queue;
+    Ssd::with_precondition(spec, Precondition::Steady).unwrap()
+}
+
+#[test]
+fn with_the_queue_scope_a_read_of_another_queue_waits_for_a_slot_not_for_the_writes() {
+    // The drive scope is the default (the built-in's), spelled `drive`; `queue` parses.
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    assert_eq!(spec.host.front_end_scope, FrontEndScope::Drive);
+    let text = spec.to_toml();
+    assert!(text.contains("front_end_scope = \"drive\"\n"), "{text}");
+    let parsed = DriveModel::parse(
+        &text.replace("front_end_scope = \"drive\"", "front_end_scope = \"queue\""),
+        Path::new("q.toml"),
+    )
+    .unwrap();
+    assert_eq!(
+        parsed.ssd().unwrap().host.front_end_scope,
+        FrontEndScope::Queue
+    );
+    let e = DriveModel::parse(
+        &text.replace("front_end_scope = \"drive\"", "front_end_scope = \"sq\""),
+        Path::new("q.toml"),
+    )
+    .unwrap_err();
+    assert!(e.field.ends_with("front_end_scope"), "{e:?}");
+    assert!(e.at.is_some(), "{e:?}");
+
+    // Process 2's 40 writes into a two-page buffer, then process 1's read (another NVMe
+    // queue): with slots to spare it goes as if there were no stage, where the drive scope
+    // holds it behind all 40; with 4 slots, all held, it is fetched when the first write
+    // leaves (a slot) and is then served, no later than behind the three still there.
+    let (_, alone) = writes_then_read(&mut drive(0), 40);
+    let (writes, read) = writes_then_read(&mut drive_queue_scope(64), 40);
+    assert_eq!(read, alone);
+    let (_, behind_all) = writes_then_read(&mut drive(64), 40);
+    assert!(
+        behind_all > writes[39],
+        "{behind_all:?} vs {:?}",
+        writes[39]
+    );
+    let (writes, read) = writes_then_read(&mut drive_queue_scope(4), 40);
+    let (_, behind_three) = writes_then_read(&mut drive(4), 40);
+    assert!(read > writes[0], "{read:?} vs {:?}", writes[0]);
+    assert!(read <= behind_three, "{read:?} vs {behind_three:?}");
+    assert!(read < writes[39], "{read:?} vs {:?}", writes[39]);
+
+    // A read of the writes' own queue (process 66: queue 66 mod 64 = 2) waits for all of
+    // them, as with the drive scope.
+    let mut ssd = drive_queue_scope(64);
+    let (writes, _) = writes_then_read(&mut ssd, 40);
+    let t = Nanos::ZERO;
+    let own = ssd
+        .submit(&rq(99, 66).sector(8 * 6_000_000).at(t).build(), t)
+        .done;
+    assert!(own > writes[39], "{own:?} vs {:?}", writes[39]);
 }

@@ -14,7 +14,8 @@
 //! data is admitted to the write buffer. NVMe's default arbitration is round robin over the
 //! submission queues, so a queue with a command waiting gets the next slot freed; once
 //! fetched, the command waits until all but `servers - 1` of the writes fetched before it are
-//! admitted. docs/ssd-model.md says what it models and what is assumed.
+//! admitted (with `front_end_scope = "queue"`, only those of its own submission queue: NVMe
+//! orders no queue behind another). docs/ssd-model.md says what it models and what is assumed.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -22,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use elevator_core::Nanos;
 
 use super::flash::{ps_per_byte, us_to_ns};
-use super::spec::Host as HostSpec;
+use super::spec::{FrontEndScope, Host as HostSpec};
 use super::timeline::GapTimeline;
 
 /// Submission queues, front end and link.
@@ -145,15 +146,17 @@ impl WriteBuffer {
     }
 }
 
-/// The controller's in-order front end (`host.front_end_slots`, `host.front_end_servers`):
-/// commands are served in fetch order, `servers` at a time, and a write is served until its
-/// data is in the write buffer.
+/// The controller's in-order front end (`host.front_end_slots`, `host.front_end_servers`,
+/// `host.front_end_scope`): commands are served in fetch order, `servers` at a time, and a
+/// write is served until its data is in the write buffer.
 ///
 /// Kept as the admission times of the writes fetched and not yet admitted, in fetch order
-/// (admission is in order too, so they never decrease). A command other than a write is
-/// fetched when it is submitted if a slot is free, else at the next admission (round robin
-/// gives its queue the next slot); it is then served once fewer than `servers` of the writes
-/// ahead of it in the slots are not yet admitted.
+/// (admission is in order too, so they never decrease), for the whole drive and, with the
+/// `queue` scope, for each submission queue. A command other than a write is fetched when it
+/// is submitted if a slot is free, else at the next admission (round robin gives its queue the
+/// next slot); it is then served once fewer than `servers` of the writes ahead of it are not
+/// yet admitted: those in the slots (`drive` scope), or those of its own submission queue
+/// (`queue` scope: NVMe fetches a queue in order, and orders no queue behind another).
 #[derive(Clone, Debug, Default)]
 pub struct FrontEnd {
     /// Command slots; 0: no in-order stage.
@@ -162,21 +165,36 @@ pub struct FrontEnd {
     servers: usize,
     /// Admission times of the writes in the front end, in fetch order.
     pending: VecDeque<Nanos>,
+    /// With the `queue` scope, the same per submission queue (`context id mod queues`);
+    /// empty with the `drive` scope.
+    per_queue: Vec<VecDeque<Nanos>>,
 }
 
 impl FrontEnd {
-    /// A front end of `slots` command slots (0: none) serving `servers` commands at once.
-    pub fn new(slots: u32, servers: u32) -> FrontEnd {
+    /// A front end of `slots` command slots (0: none) serving `servers` commands at once, its
+    /// commands waiting for the writes of the whole drive or of their own queue (`scope`), of
+    /// `queues` submission queues.
+    pub fn new(slots: u32, servers: u32, scope: FrontEndScope, queues: u32) -> FrontEnd {
+        let per_queue = match scope {
+            FrontEndScope::Drive => Vec::new(),
+            FrontEndScope::Queue => vec![VecDeque::new(); queues.max(1) as usize],
+        };
         FrontEnd {
             slots: slots as usize,
             servers: servers.max(1) as usize,
             pending: VecDeque::new(),
+            per_queue,
         }
     }
 
     fn forget(&mut self, now: Nanos) {
         while self.pending.front().is_some_and(|&a| a <= now) {
             self.pending.pop_front();
+        }
+        for q in &mut self.per_queue {
+            while q.front().is_some_and(|&a| a <= now) {
+                q.pop_front();
+            }
         }
     }
 
@@ -195,18 +213,22 @@ impl FrontEnd {
         }
     }
 
-    /// The write placed by the last [`FrontEnd::fetch_write`] is admitted at `at` (no earlier
-    /// than the writes before it: the buffer admits in order).
-    pub fn admitted(&mut self, at: Nanos) {
+    /// The write of context `ctx` placed by the last [`FrontEnd::fetch_write`] is admitted at
+    /// `at` (no earlier than the writes before it: the buffer admits in order).
+    pub fn admitted(&mut self, ctx: u32, at: Nanos) {
         if self.slots > 0 {
             debug_assert!(self.pending.back().is_none_or(|&a| a <= at));
             self.pending.push_back(at);
+            let n = self.per_queue.len();
+            if n > 0 {
+                self.per_queue[ctx as usize % n].push_back(at);
+            }
         }
     }
 
-    /// A command other than a write, decoded at `accepted` (submitted at `now`): when the
-    /// front end hands it to the back end.
-    pub fn handoff(&mut self, accepted: Nanos, now: Nanos) -> Nanos {
+    /// A command of context `ctx` other than a write, decoded at `accepted` (submitted at
+    /// `now`): when the front end hands it to the back end.
+    pub fn handoff(&mut self, ctx: u32, accepted: Nanos, now: Nanos) -> Nanos {
         if self.slots == 0 || self.pending.is_empty() {
             return accepted;
         }
@@ -216,6 +238,24 @@ impl FrontEnd {
         let ahead = self.pending.len() - first;
         if ahead == 0 {
             return accepted;
+        }
+        let n = self.per_queue.len();
+        if n > 0 {
+            // `queue` scope: fetched at once if a slot is free, else at the first admission;
+            // then served once all but `servers - 1` of its own queue's writes submitted
+            // before it are admitted (fetched before it, in order).
+            let fetched = if ahead >= self.slots {
+                self.pending[first]
+            } else {
+                accepted
+            };
+            let own = &self.per_queue[ctx as usize % n];
+            let own_first = own.partition_point(|&a| a <= accepted);
+            let served = match (own.len() - own_first).checked_sub(self.servers) {
+                Some(i) => own[own_first + i],
+                None => accepted,
+            };
+            return fetched.max(served);
         }
         // With every slot held it is fetched at the first admission and then has the
         // `slots - 1` writes after it ahead of it; else all of them. It is served when all but
@@ -238,12 +278,12 @@ mod tests {
     /// A front end of `slots` slots and `servers` servers holding five writes fetched at 0,
     /// admitted at 10, 20, 30, 40 and 50 ns: when a read decoded at 1 ns is handed over.
     fn handoff(slots: u32, servers: u32) -> u64 {
-        let mut f = FrontEnd::new(slots, servers);
+        let mut f = FrontEnd::new(slots, servers, FrontEndScope::Drive, 64);
         for a in [10, 20, 30, 40, 50] {
             f.fetch_write(Nanos(0), Nanos(0));
-            f.admitted(Nanos(a));
+            f.admitted(2, Nanos(a));
         }
-        f.handoff(Nanos(1), Nanos(0)).0
+        f.handoff(1, Nanos(1), Nanos(0)).0
     }
 
     #[test]
@@ -258,5 +298,32 @@ mod tests {
         assert_eq!([1, 2, 3, 4].map(|s| handoff(3, s)), [30, 20, 10, 10]);
         // No stage: no wait.
         assert_eq!(handoff(0, 1), 1);
+    }
+
+    /// The `queue` scope: writes of contexts `queues[i]` fetched at 0 and admitted at 10, 20,
+    /// 30, 40, 50 ns; when a read of context `ctx` decoded at 1 ns is handed over.
+    fn handoff_queue(slots: u32, servers: u32, queues: [u32; 5], ctx: u32) -> u64 {
+        let mut f = FrontEnd::new(slots, servers, FrontEndScope::Queue, 64);
+        for (a, q) in [10, 20, 30, 40, 50].into_iter().zip(queues) {
+            f.fetch_write(Nanos(0), Nanos(0));
+            f.admitted(q, Nanos(a));
+        }
+        f.handoff(ctx, Nanos(1), Nanos(0)).0
+    }
+
+    #[test]
+    fn with_the_queue_scope_a_read_waits_only_for_its_own_queues_writes_and_a_slot() {
+        // Another queue's five writes: with a free slot no wait, with all three held the first
+        // admission (10), never the writes after it.
+        assert_eq!(handoff_queue(8, 1, [2; 5], 1), 1);
+        assert_eq!(handoff_queue(3, 1, [2; 5], 1), 10);
+        // Its own queue's: all of them, as the drive scope (in order within a queue).
+        assert_eq!(handoff_queue(8, 1, [2; 5], 2), 50);
+        assert_eq!(handoff_queue(8, 2, [2; 5], 2), 40);
+        // Mixed: only its own queue's (20 and 40), whatever the other's.
+        assert_eq!(handoff_queue(8, 1, [2, 1, 2, 1, 2], 1), 40);
+        assert_eq!(handoff_queue(8, 1, [2, 1, 2, 1, 2], 2), 50);
+        // Queues are context ids modulo the drive's 64: context 65 is queue 1.
+        assert_eq!(handoff_queue(8, 1, [2, 1, 2, 1, 2], 65), 40);
     }
 }

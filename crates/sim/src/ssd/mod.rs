@@ -28,7 +28,7 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend};
+pub use spec::{FrontEndScope, GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend};
 
 use std::collections::{HashMap, HashSet};
 
@@ -258,7 +258,12 @@ impl Ssd {
         let program_bytes = page_bytes * u64::from(spec.flash.program_pages);
         Ok(Ssd {
             host: HostInterface::new(&spec.host),
-            front: FrontEnd::new(spec.host.front_end_slots, spec.host.front_end_servers),
+            front: FrontEnd::new(
+                spec.host.front_end_slots,
+                spec.host.front_end_servers,
+                spec.host.front_end_scope,
+                spec.host.queues,
+            ),
             buffer: WriteBuffer::new(spec.write_buffer.bytes, spec.write_buffer.mb_s),
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),
@@ -340,7 +345,7 @@ impl Ssd {
     fn read(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {
         self.stats.reads += 1;
         let units = self.units(rq);
-        let accepted = self.front.handoff(accepted, now);
+        let accepted = self.front.handoff(rq.ctx.0, accepted, now);
         let ready = self.translate(units.clone(), accepted, false);
         let mut data = ready;
         let mut flash_reads = 0u64;
@@ -421,7 +426,7 @@ impl Ssd {
             room = rq.bytes();
         }
         let admitted = self.buffer.admit(room, rq.bytes(), arrived);
-        self.front.admitted(admitted);
+        self.front.admitted(rq.ctx.0, admitted);
         // With `gc.urgent = "behind"` the GC work this write brings is urgent only if the write
         // waited for room: the flash is then behind the host, as MQSim's GC is urgent only
         // once a plane's free blocks fall below its hard threshold.
@@ -485,11 +490,14 @@ impl Device for Ssd {
             Op::Read => self.read(rq, now, accepted),
             Op::Write => self.write(rq, now, accepted),
             Op::Flush => Service {
-                done: self.front.handoff(accepted, now).max(self.buffer.drained()),
+                done: self
+                    .front
+                    .handoff(rq.ctx.0, accepted, now)
+                    .max(self.buffer.drained()),
                 cache_hit: false,
             },
             Op::Discard => {
-                let accepted = self.front.handoff(accepted, now);
+                let accepted = self.front.handoff(rq.ctx.0, accepted, now);
                 // Only whole units are unmapped.
                 let first = (rq.sector * 512).div_ceil(self.unit_bytes);
                 let end = (rq.sector + u64::from(rq.sectors)) * 512 / self.unit_bytes;

@@ -110,6 +110,25 @@ pub struct Host {
     /// docs/ssd-model.md.
     #[serde(default = "one")]
     pub front_end_servers: u32,
+    /// Which writes a command in the in-order front end waits for: `drive` (default) those
+    /// fetched before it from every submission queue (one in-order stage for the whole
+    /// controller), or `queue` only those of its own submission queue (NVMe fetches each queue
+    /// in order and arbitrates between queues round robin, and nothing in NVMe orders one
+    /// queue's commands behind another's); across queues it then waits only for a free slot.
+    /// See docs/ssd-model.md.
+    #[serde(default)]
+    pub front_end_scope: FrontEndScope,
+}
+
+/// Which writes a command in the in-order front end waits for (`host.front_end_scope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FrontEndScope {
+    /// Those fetched before it from any submission queue.
+    #[default]
+    Drive,
+    /// Those of its own submission queue only (and a free slot).
+    Queue,
 }
 
 /// The flash back end (MQSim's `Flash_Channel_Count` ... `Flash_Parameter_Set`).
