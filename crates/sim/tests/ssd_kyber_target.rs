@@ -102,6 +102,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
+    #[ignore = "16 simulations of 15 s each, 2-6 min: cargo test --release -p elevator-sim --test ssd_kyber_target -- --ignored"]
     fn a_read_target_between_two_others_gives_a_reader_and_a_writer_between_theirs(
         picks in proptest::sample::subsequence(TARGETS.to_vec(), 3),
         seed in proptest::sample::select(SEEDS.to_vec()),
