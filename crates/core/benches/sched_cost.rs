@@ -331,14 +331,21 @@ fn sched_cost(c: &mut Criterion) {
 
 /// Time `st`'s steps in thread CPU time; say so if `what` ends the run holding far more than
 /// `queued` (it dispatched less than one request a step).
+/// With `SCHED_COST_STEPS` set in the environment, also say how many steps ran (what an
+/// instruction count over the whole run divides by).
 fn measure<S: Steady>(b: &mut Bencher, mut st: S, queued: usize, what: &str) {
+    let mut steps = 0u64;
     b.iter_custom(|iters| {
+        steps += iters;
         let start = Clock::now();
         for _ in 0..iters {
             st.step();
         }
         start.elapsed()
     });
+    if std::env::var_os("SCHED_COST_STEPS").is_some() {
+        eprintln!("steps: {what} at {queued} queued: {steps}");
+    }
     if st.queued() > 2 * queued {
         eprintln!(
             "note: {what} held {} requests after the run (it dispatches less than one per \
