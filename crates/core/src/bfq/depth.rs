@@ -75,6 +75,10 @@ pub(super) struct TagWait {
     heads: BTreeMap<u64, (CtxId, Depth)>,
     seq: u64,
     len: usize,
+    /// The tags' generation and `seq` when no head could take a tag: until either changes
+    /// (a tag taken or freed, a depth set, a new head) none can, and the heads are not
+    /// looked at again.
+    refused: Option<(u64, u64)>,
 }
 
 impl TagWait {
@@ -112,6 +116,10 @@ impl Bfq {
     pub(super) fn admit_waiting(&mut self, t: Tick) {
         loop {
             let tags = &self.tags;
+            let now = (tags.generation(), self.tag_wait.seq);
+            if self.tag_wait.refused == Some(now) {
+                return;
+            }
             let Some((seq, ctx, depth)) = self
                 .tag_wait
                 .heads
@@ -119,6 +127,7 @@ impl Bfq {
                 .find(|(_, &(_, d))| tags.may_take(d))
                 .map(|(&seq, &(ctx, d))| (seq, ctx, d))
             else {
+                self.tag_wait.refused = Some(now);
                 return;
             };
             self.tag_wait.heads.remove(&seq);
@@ -202,19 +211,43 @@ impl Bfq {
     /// least its weight's share of `limit` allocated requests.
     pub(super) fn request_over_limit(&self, q: usize, limit: u32) -> bool {
         let ents = &self.wf.entities;
-        let mut chain = vec![self.queues[q].eid];
+        // The queue and its parents up to the root: on the stack for a hierarchy of up to
+        // `SHALLOW` levels (every one the group trees build in practice), else on the heap.
+        const SHALLOW: usize = 8;
+        let mut near = [0usize; SHALLOW];
+        let mut deep = Vec::new();
+        let mut levels = 0;
+        let mut e = self.queues[q].eid;
         loop {
-            let e = *chain.last().expect("starts with the queue");
             if !ents[e].on_st {
                 return false;
             }
+            if levels < SHALLOW {
+                near[levels] = e;
+            } else {
+                deep.push(e);
+            }
+            levels += 1;
             match self.wf.sds[ents[e].sd].owner {
-                Some(parent) => chain.push(parent),
+                Some(parent) => e = parent,
                 None => break,
             }
         }
+        // From the top group down, each with its level (0: the queue).
+        let top_down = deep
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(j, &e)| (SHALLOW + j, e))
+            .chain(
+                near[..levels.min(SHALLOW)]
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, &e)| (i, e)),
+            );
         let mut limit = u64::from(limit);
-        for (level, &e) in chain.iter().enumerate().rev() {
+        for (level, e) in top_down {
             let en = &ents[e];
             let trees = &self.wf.sds[en.sd].trees;
             let wsum = if level > 0 {
