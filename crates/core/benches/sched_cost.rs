@@ -40,6 +40,12 @@
 //!
 //! Run: `cargo bench -p elevator-core --bench sched_cost [-- NAME]` (ids are `NAME/QUEUED` and
 //! `layer/NAME/QUEUED`).
+//!
+//! Instructions a request, which no other load on the machine changes: run the bench binary
+//! under `valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*Steady*step*'`
+//! with `--bench ID --profile-time 1`; the instructions counted over the calls to `step` it
+//! reports (or over the steps `SCHED_COST_STEPS=1` prints) are instructions a request, and
+//! `--cache-sim=yes` adds the simulated cache misses (docs/speed.md).
 
 use std::hint::black_box;
 use std::time::Duration;
