@@ -40,6 +40,12 @@
 //!
 //! Run: `cargo bench -p elevator-core --bench sched_cost [-- NAME]` (ids are `NAME/QUEUED` and
 //! `layer/NAME/QUEUED`).
+//!
+//! Instructions a request, which no other load on the machine changes: run the bench binary
+//! under `valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*Steady*step*'`
+//! with `--bench ID --profile-time 1`; the instructions counted over the calls to `step` it
+//! reports (or over the steps `SCHED_COST_STEPS=1` prints) are instructions a request, and
+//! `--cache-sim=yes` adds the simulated cache misses (docs/speed.md).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -79,7 +85,10 @@ trait Steady {
     fn queued(&self) -> usize;
     /// One request arrives.
     fn arrive(&mut self);
-    /// One step: an arrival, a dispatch and its completion.
+    /// One step: an arrival, a dispatch and its completion. Each implementation is kept out
+    /// of line (`#[inline(never)]`), so that an instruction count (`valgrind --tool=callgrind
+    /// --toggle-collect='*Steady>::step'`) divides by the calls it reports into instructions a
+    /// request.
     fn step(&mut self);
 }
 
@@ -147,6 +156,7 @@ impl Steady for Bare {
         }
     }
 
+    #[inline(never)]
     fn step(&mut self) {
         self.arrive();
         self.now += STEP;
@@ -221,6 +231,7 @@ impl Steady for Layered {
         self.blk.handle_submit(bio, (), self.now);
     }
 
+    #[inline(never)]
     fn step(&mut self) {
         self.arrive();
         self.now += STEP;
@@ -326,14 +337,21 @@ fn sched_cost(c: &mut Criterion) {
 
 /// Time `st`'s steps in thread CPU time; say so if `what` ends the run holding far more than
 /// `queued` (it dispatched less than one request a step).
+/// With `SCHED_COST_STEPS` set in the environment, also say how many steps ran (what an
+/// instruction count over the whole run divides by).
 fn measure<S: Steady>(b: &mut Bencher, mut st: S, queued: usize, what: &str) {
+    let mut steps = 0u64;
     b.iter_custom(|iters| {
+        steps += iters;
         let start = Clock::now();
         for _ in 0..iters {
             st.step();
         }
         start.elapsed()
     });
+    if std::env::var_os("SCHED_COST_STEPS").is_some() {
+        eprintln!("steps: {what} at {queued} queued: {steps}");
+    }
     if st.queued() > 2 * queued {
         eprintln!(
             "note: {what} held {} requests after the run (it dispatches less than one per \

@@ -53,7 +53,9 @@
 //!   not their process's); the driver sees each request with its own context again.
 //!   `worker_context = 0` keeps the process's context instead.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::group::GroupTree;
 use crate::request::{CtxId, Request, RequestId};
@@ -146,6 +148,8 @@ struct Group {
     held: VecDeque<Request>,
     /// Requests popped for a direction with no room, released first (`c_prio_bios`).
     prio: VecDeque<Request>,
+    /// `c_blocked` per class (async, sync): requests of that class in `held` and `prio`.
+    held_of: [usize; 2],
     /// `c_limit`: held requests of one class at which the group's submitters sleep.
     limit: usize,
     /// `is_group_blocked`, per class (async, sync).
@@ -178,9 +182,9 @@ pub struct IoBand {
     current: Option<usize>,
     yield_mark: i64,
     dominant: Option<usize>,
-    passed: std::collections::HashSet<RequestId>,
+    passed: FxHashSet<RequestId>,
     /// Processes of requests re-issued by the worker, by request.
-    orig_ctx: HashMap<RequestId, CtxId>,
+    orig_ctx: FxHashMap<RequestId, CtxId>,
 }
 
 /// The context of dm-ioband's worker thread (`kioband`), which re-issues held requests.
@@ -221,7 +225,7 @@ impl IoBand {
             yield_mark: 0,
             dominant: None,
             passed: Default::default(),
-            orig_ctx: HashMap::new(),
+            orig_ctx: FxHashMap::default(),
         };
         band.init_token_bucket();
         band.token_left = band.token_bucket;
@@ -298,14 +302,19 @@ impl IoBand {
         }
     }
 
-    /// `c_blocked[d]`: requests of class `d` group `g` holds.
+    /// `c_blocked[d]`: requests of class `d` group `g` holds (counted as they are held and
+    /// released, as dm-ioband's `c_blocked` is).
     fn c_blocked(&self, g: usize, d: usize) -> usize {
         let gr = &self.groups[g];
-        gr.held
-            .iter()
-            .chain(&gr.prio)
-            .filter(|r| dir(r) == d)
-            .count()
+        debug_assert_eq!(
+            gr.held_of[d],
+            gr.held
+                .iter()
+                .chain(&gr.prio)
+                .filter(|r| dir(r) == d)
+                .count()
+        );
+        gr.held_of[d]
     }
 
     /// `group_should_block` with the weight policy's `is_queue_full`: whether a submitter of
@@ -498,6 +507,7 @@ impl IoBand {
                 break;
             }
             let rq = self.groups[g].prio.pop_front().expect("front exists");
+            self.groups[g].held_of[d] -= 1;
             self.blocked -= 1;
             issued_any = true;
             let r = self.issue(g, rq, now, true);
@@ -517,6 +527,7 @@ impl IoBand {
                 self.groups[g].prio.push_back(rq);
                 continue;
             }
+            self.groups[g].held_of[dir(&rq)] -= 1;
             self.blocked -= 1;
             issued_any = true;
             let r = self.issue(g, rq, now, true);
@@ -542,6 +553,7 @@ impl IoBand {
             return;
         }
         self.blocked += 1;
+        self.groups[g].held_of[d] += 1;
         self.groups[g].held.push_back(rq);
     }
 

@@ -65,9 +65,10 @@
 //! - The `OTHER` domain exists (depth 16, batch 1) but no request of ours falls in it: flushes
 //!   bypass, and we have no zone or write-zeroes operations.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::fifo::Fifos;
+use crate::id_map::IdMap;
 use crate::request::{Op, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::tags::SchedTags;
@@ -200,7 +201,7 @@ pub struct Kyber {
     remembered_p99: [Option<usize>; MEASURED],
     timer: Option<Nanos>,
     /// Admission and dispatch times of the requests at the device.
-    started: HashMap<RequestId, (Nanos, Nanos)>,
+    started: IdMap<RequestId, (Nanos, Nanos)>,
     bypass: VecDeque<Request>,
     tags: SchedTags,
     /// Requests staged, in dispatch lists or bypassing (not those waiting for a tag).
@@ -227,7 +228,7 @@ impl Kyber {
             sample_deadline: [None; MEASURED],
             remembered_p99: [None; MEASURED],
             timer: None,
-            started: HashMap::new(),
+            started: IdMap::default(),
             bypass: VecDeque::new(),
             tags: SchedTags::new(NR_REQUESTS, ASYNC_DEPTH),
             queued: 0,
@@ -473,6 +474,7 @@ mod tests {
     use crate::harness::{rq, Harness};
     use crate::request::DEFAULT_MERGE_SECTORS;
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     fn take(s: &mut Kyber, now: Nanos) -> Option<Request> {
         match s.dispatch(now) {

@@ -67,8 +67,9 @@
 //! (idling for a dependent reader's next read did not improve reads here, because the writes
 //! already inside the device are what a read waits for, and the budget bounds those).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use crate::id_map::IdMap;
 use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
@@ -240,7 +241,7 @@ pub struct LatencyGuard {
     write_lats: VecDeque<u64>,
     /// The median of `write_lats`, kept as they change (dispatch reads it on every call).
     write_lat_median: Option<u64>,
-    read_dispatched: HashMap<RequestId, Nanos>,
+    read_dispatched: IdMap<RequestId, Nanos>,
     /// Write sectors allowed in flight (not stalled) while readers are active.
     budget: u64,
     overshoot: Option<(u64, Nanos)>,
@@ -269,7 +270,7 @@ impl LatencyGuard {
             writes_in_flight: VecDeque::new(),
             write_lats: VecDeque::with_capacity(WRITE_LAT_HISTORY),
             write_lat_median: None,
-            read_dispatched: HashMap::new(),
+            read_dispatched: IdMap::default(),
             overshoot: None,
             window_start: None,
             window_sum: 0,

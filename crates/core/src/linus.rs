@@ -120,6 +120,11 @@ pub struct Linus {
     config: Config,
     /// Front = next to dispatch.
     queue: VecDeque<Queued>,
+    /// The place a request at this sector found in the last [`Scheduler::try_merge`] that
+    /// did not merge (`None`: the tail), kept until the queue changes: the insertion of that
+    /// request (`__make_request` after `elevator_linus_merge` refused a merge) takes it
+    /// without scanning again, since the place depends only on the sector and the queue.
+    scanned: Option<(u64, Option<usize>)>,
 }
 
 /// What the backward scan found.
@@ -138,6 +143,7 @@ impl Linus {
         Linus {
             config,
             queue: VecDeque::new(),
+            scanned: None,
         }
     }
 
@@ -157,13 +163,12 @@ impl Linus {
         self.queue.iter().map(|q| (q.rq.id, q.budget)).collect()
     }
 
-    /// Whether `sector` belongs right after the request at `i` (2.4's `bh_rq_in_between`).
-    fn in_between(&self, sector: u64, i: usize) -> bool {
-        let Some(next) = self.queue.get(i + 1) else {
+    /// Whether `sector` belongs right after a request at `here` whose successor in the
+    /// queue is at `next` (2.4's `bh_rq_in_between`; no successor: no).
+    fn in_between(sector: u64, here: u64, next: Option<u64>) -> bool {
+        let Some(next) = next else {
             return false;
         };
-        let here = self.queue[i].rq.sector;
-        let next = next.rq.sector;
         if sector > here && sector < next {
             return true;
         }
@@ -179,28 +184,52 @@ impl Linus {
     fn scan(&self, rq: &Request, merge: Option<u32>) -> Found {
         let limit = merge.map_or(0, |m| m.min(self.config.max_sectors));
         let mergeable = merge.is_some() && matches!(rq.op, Op::Read | Op::Write) && rq.sectors > 0;
-        let mut place = None;
-        for i in (0..self.queue.len()).rev() {
-            let q = &self.queue[i];
+        // A merge candidate: same direction, room under the limit.
+        let fits = |q: &Request| q.op == rq.op && q.sectors + rq.sectors <= limit;
+        let end = rq.end();
+        let mut it = self.queue.iter().enumerate().rev();
+        // Until a place is found: places and merges. The sector of the request after the one
+        // looked at (none after the tail).
+        let mut next = None;
+        let place = loop {
+            let Some((i, q)) = it.next() else {
+                return Found::Tail;
+            };
             // 2.4.20 `elevator_linus_merge`: a used-up request sets `backmerge_only`, which
             // ends the scan after this request and, in this request, allows a back merge
             // only (no insertion after it, no front merge into it).
             let backmerge_only = q.budget <= 0;
-            if !backmerge_only && place.is_none() && self.in_between(rq.sector, i) {
-                place = Some(i);
-            }
-            let can_merge = mergeable && q.rq.op == rq.op && q.rq.sectors + rq.sectors <= limit;
-            if can_merge && q.rq.end() == rq.sector {
-                return Found::Merge(i, true);
-            }
-            if can_merge && !backmerge_only && rq.end() == q.rq.sector {
-                return Found::Merge(i, false);
+            let placed = !backmerge_only && Self::in_between(rq.sector, q.rq.sector, next);
+            if mergeable && fits(&q.rq) {
+                if q.rq.end() == rq.sector {
+                    return Found::Merge(i, true);
+                }
+                if !backmerge_only && end == q.rq.sector {
+                    return Found::Merge(i, false);
+                }
             }
             if backmerge_only {
-                break;
+                return Found::Tail;
+            }
+            if placed {
+                break i;
+            }
+            next = Some(q.rq.sector);
+        };
+        // The place is kept; only a merge further on can change the outcome.
+        if mergeable {
+            for (i, q) in it {
+                let backmerge_only = q.budget <= 0;
+                let back = q.rq.end() == rq.sector;
+                if (back || (!backmerge_only && end == q.rq.sector)) && fits(&q.rq) {
+                    return Found::Merge(i, back);
+                }
+                if backmerge_only {
+                    break;
+                }
             }
         }
-        place.map_or(Found::Tail, Found::After)
+        Found::After(place)
     }
 
     /// Charge every request behind index `i` for being passed over.
@@ -217,9 +246,18 @@ impl Scheduler for Linus {
     }
 
     fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
-        let Found::Merge(i, back) = self.scan(rq, Some(max_sectors)) else {
-            return None;
+        let (i, back) = match self.scan(rq, Some(max_sectors)) {
+            Found::Merge(i, back) => (i, back),
+            Found::After(i) => {
+                self.scanned = Some((rq.sector, Some(i)));
+                return None;
+            }
+            Found::Tail => {
+                self.scanned = Some((rq.sector, None));
+                return None;
+            }
         };
+        self.scanned = None;
         let q = &mut self.queue[i];
         if back {
             q.rq.sectors += rq.sectors;
@@ -239,7 +277,11 @@ impl Scheduler for Linus {
         } else {
             self.config.write_latency
         };
-        match self.scan(&rq, None) {
+        let found = match self.scanned.take() {
+            Some((sector, place)) if sector == rq.sector => place.map_or(Found::Tail, Found::After),
+            _ => self.scan(&rq, None),
+        };
+        match found {
             Found::After(i) => {
                 self.charge_behind(i, SEEK_COST);
                 self.queue.insert(i + 1, Queued { budget, rq });
@@ -249,6 +291,7 @@ impl Scheduler for Linus {
     }
 
     fn dispatch(&mut self, _now: Nanos) -> Dispatch {
+        self.scanned = None;
         match self.queue.pop_front() {
             Some(q) => Dispatch::Request(q.rq),
             None => Dispatch::Empty,
@@ -443,6 +486,44 @@ mod tests {
         s.insert(rq(3, 2).sector(108).sectors(8).read().build(), Nanos::ZERO);
         assert_eq!(order(&s), vec![1, 3, 2]);
         assert_eq!(s.queue[0].rq.sectors, 8);
+    }
+
+    /// The place a refused merge's scan found is the insertion's only while the queue is as
+    /// that scan saw it: `__make_request` inserts right after `elevator_linus_merge`, but a
+    /// dispatch (or another request's insertion) in between moves every index.
+    #[test]
+    fn an_insertion_after_a_refused_merge_scans_again_if_the_queue_changed() {
+        let fresh = |dispatch_first: bool| {
+            let mut s = Linus::default();
+            for (id, sector) in [(1, 100), (2, 300), (3, 500)] {
+                submit(&mut s, rq(id, 1).sector(sector).read().build());
+            }
+            let r = rq(4, 1).sector(400).read().build();
+            assert_eq!(s.try_merge(&r, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+            if dispatch_first {
+                assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(_)));
+            }
+            s.insert(r, Nanos::ZERO);
+            order(&s)
+        };
+        assert_eq!(fresh(false), vec![1, 2, 4, 3]);
+        assert_eq!(
+            fresh(true),
+            vec![2, 4, 3],
+            "400 still goes between 300 and 500, one index nearer the front"
+        );
+        // A request at another sector than the one the refused merge scanned for: its own.
+        let mut s = Linus::default();
+        for (id, sector) in [(1, 100), (2, 300), (3, 500)] {
+            submit(&mut s, rq(id, 1).sector(sector).read().build());
+        }
+        let probe = rq(4, 1).sector(400).read().build();
+        assert_eq!(
+            s.try_merge(&probe, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
+        s.insert(rq(5, 1).sector(200).read().build(), Nanos::ZERO);
+        assert_eq!(order(&s), vec![1, 5, 2, 3]);
     }
 
     /// Only reads and writes with data merge (2.4's `rq_mergeable` buffer heads): two

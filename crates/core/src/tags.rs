@@ -71,6 +71,8 @@ pub struct SchedTags {
     waiting_len: usize,
     /// Arrivals so far, numbering the waiting requests.
     arrivals: u64,
+    /// Changes of what [`SchedTags::may_take`] answers from (see [`SchedTags::generation`]).
+    generation: u64,
 }
 
 impl SchedTags {
@@ -86,6 +88,7 @@ impl SchedTags {
             waiting: BTreeMap::new(),
             waiting_len: 0,
             arrivals: 0,
+            generation: 0,
         }
     }
 
@@ -103,12 +106,21 @@ impl SchedTags {
     /// [`SchedTags::next_admitted`].
     pub fn set_depth(&mut self, depth: u32) {
         self.depth = depth.max(1);
+        self.generation += 1;
     }
 
     /// Change the shallow depth; waiting requests are admitted by the next
     /// [`SchedTags::next_admitted`].
     pub fn set_limit(&mut self, limit: u32) {
         self.limit = limit.max(1);
+        self.generation += 1;
+    }
+
+    /// A number that changes whenever a tag is taken or freed or a depth or limit is set: while
+    /// it stays the same, [`SchedTags::may_take`] answers the same for every depth, so a
+    /// caller keeping its own waiting lines need not ask again for the same heads.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Requests holding a tag (admitted and not completed).
@@ -148,6 +160,7 @@ impl SchedTags {
     /// A request of this depth takes a tag (for a caller keeping its own waiting lines; check
     /// [`SchedTags::may_take`] first).
     pub fn take(&mut self, depth: Depth) {
+        self.generation += 1;
         self.held += 1;
         match depth {
             Depth::Full => {}
@@ -183,6 +196,7 @@ impl SchedTags {
 
     /// A request holding a tag, admitted with `depth`, completed: its tag is free.
     pub fn release_at(&mut self, depth: Depth) {
+        self.generation += 1;
         self.held = self.held.saturating_sub(1);
         match depth {
             Depth::Full => {}

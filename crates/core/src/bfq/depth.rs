@@ -28,7 +28,7 @@
 //! multiplied by 8 (`IOPRIO_BE_NR`) over the next lower one's. A level whose sum is 0 is
 //! skipped; an entity not on a tree (not active) stops the test (no limit), as in the kernel.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::request::{CtxId, Op, Request};
 use crate::tags::{self, Depth};
@@ -71,11 +71,24 @@ impl WordDepths {
 #[derive(Clone, Debug, Default)]
 pub(super) struct TagWait {
     lines: IdMap<CtxId, VecDeque<Request>>,
-    /// The heads, in the order they started allocating: sequence -> (process, depth).
-    heads: BTreeMap<u64, (CtxId, Depth)>,
+    /// Emptied lines kept for the next process that waits (at most [`SPARE_LINES`]), so that
+    /// a line is not grown again from nothing each time a process waits anew.
+    spare: Vec<VecDeque<Request>>,
+    /// The heads, in the order they started allocating: (process, depth). One a waiting
+    /// process: a scan and a removal cost the number of processes waiting, as the scan for
+    /// the oldest admissible head did in a map sorted by start.
+    heads: VecDeque<(CtxId, Depth)>,
+    /// Heads started so far.
     seq: u64,
     len: usize,
+    /// The tags' generation and `seq` when no head could take a tag: until either changes
+    /// (a tag taken or freed, a depth set, a new head) none can, and the heads are not
+    /// looked at again.
+    refused: Option<(u64, u64)>,
 }
+
+/// Emptied lines [`TagWait`] keeps for reuse.
+const SPARE_LINES: usize = 16;
 
 impl TagWait {
     /// Requests waiting.
@@ -90,7 +103,11 @@ impl Bfq {
     pub(super) fn arrive(&mut self, rq: Request, t: Tick) {
         let ctx = rq.ctx;
         self.tag_wait.len += 1;
-        let line = self.tag_wait.lines.entry(ctx).or_default();
+        let w = &mut self.tag_wait;
+        let line = w
+            .lines
+            .entry(ctx)
+            .or_insert_with(|| w.spare.pop().unwrap_or_default());
         line.push_back(rq);
         if line.len() == 1 {
             self.start_allocating(ctx);
@@ -103,7 +120,7 @@ impl Bfq {
         let depth = self.limit_depth(&self.tag_wait.lines[&ctx][0]);
         let w = &mut self.tag_wait;
         w.seq += 1;
-        w.heads.insert(w.seq, (ctx, depth));
+        w.heads.push_back((ctx, depth));
     }
 
     /// Give tags to the waiting heads that may take one, oldest first; each request is
@@ -112,16 +129,20 @@ impl Bfq {
     pub(super) fn admit_waiting(&mut self, t: Tick) {
         loop {
             let tags = &self.tags;
-            let Some((seq, ctx, depth)) = self
+            let now = (tags.generation(), self.tag_wait.seq);
+            if self.tag_wait.refused == Some(now) {
+                return;
+            }
+            let Some(at) = self
                 .tag_wait
                 .heads
                 .iter()
-                .find(|(_, &(_, d))| tags.may_take(d))
-                .map(|(&seq, &(ctx, d))| (seq, ctx, d))
+                .position(|&(_, d)| tags.may_take(d))
             else {
+                self.tag_wait.refused = Some(now);
                 return;
             };
-            self.tag_wait.heads.remove(&seq);
+            let (ctx, depth) = self.tag_wait.heads.remove(at).expect("found");
             let line = self
                 .tag_wait
                 .lines
@@ -130,7 +151,12 @@ impl Bfq {
             let rq = line.pop_front().expect("a line has a head");
             let more = !line.is_empty();
             if !more {
-                self.tag_wait.lines.remove(&ctx);
+                let w = &mut self.tag_wait;
+                if let Some(empty) = w.lines.remove(&ctx) {
+                    if w.spare.len() < SPARE_LINES {
+                        w.spare.push(empty);
+                    }
+                }
             }
             self.tag_wait.len -= 1;
             self.tags.take(depth);
@@ -202,19 +228,43 @@ impl Bfq {
     /// least its weight's share of `limit` allocated requests.
     pub(super) fn request_over_limit(&self, q: usize, limit: u32) -> bool {
         let ents = &self.wf.entities;
-        let mut chain = vec![self.queues[q].eid];
+        // The queue and its parents up to the root: on the stack for a hierarchy of up to
+        // `SHALLOW` levels (every one the group trees build in practice), else on the heap.
+        const SHALLOW: usize = 8;
+        let mut near = [0usize; SHALLOW];
+        let mut deep = Vec::new();
+        let mut levels = 0;
+        let mut e = self.queues[q].eid;
         loop {
-            let e = *chain.last().expect("starts with the queue");
             if !ents[e].on_st {
                 return false;
             }
+            if levels < SHALLOW {
+                near[levels] = e;
+            } else {
+                deep.push(e);
+            }
+            levels += 1;
             match self.wf.sds[ents[e].sd].owner {
-                Some(parent) => chain.push(parent),
+                Some(parent) => e = parent,
                 None => break,
             }
         }
+        // From the top group down, each with its level (0: the queue).
+        let top_down = deep
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(j, &e)| (SHALLOW + j, e))
+            .chain(
+                near[..levels.min(SHALLOW)]
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, &e)| (i, e)),
+            );
         let mut limit = u64::from(limit);
-        for (level, &e) in chain.iter().enumerate().rev() {
+        for (level, e) in top_down {
             let en = &ents[e];
             let trees = &self.wf.sds[en.sd].trees;
             let wsum = if level > 0 {

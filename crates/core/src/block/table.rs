@@ -1,59 +1,145 @@
-//! The layer's requests by id: a slab whose freed slots are taken again first, so a new
-//! request lands where the last completed one was (warm in the cache), with a small index
-//! from id to slot. A map of whole requests by id touched a cold bucket of a table of every
-//! request at each insertion, dispatch and completion.
+//! The layer's requests by id: a window of slots indexed by `id - base`, as blk-mq finds a
+//! request from its tag in an array (`blk_mq_tag_to_rq`).
+//!
+//! The layer numbers its requests in arrival order, so a new request goes at the back of the
+//! window, next to the last one inserted (warm in the cache), and the requests a FIFO-like
+//! policy dispatches and completes are near its front: both ends are walked in order, which
+//! the hardware prefetches, where a hash of ids touched a cold bucket at every insertion,
+//! dispatch and completion, and a slab whose freed slots were taken again scattered requests
+//! inserted one after another over the whole slab.
+//!
+//! Completed requests leave holes (`None`); the front's holes are dropped as they appear.
+//! So that one request held for ever (a policy that starves it, a device that never answers)
+//! cannot stretch the window over every id since, the window holds at most twice its live
+//! requests plus [`SLACK`]: past that its oldest requests move to a map on the side, as do
+//! ids that arrive out of order (a request built before its process slept for a request,
+//! inserted after it woke) below the window's base or far beyond its end.
+
+use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-/// Values by `u64` id, stored in reused slots.
+/// Holes the window may hold beyond as many as its live requests.
+const SLACK: usize = 64;
+
+/// Values by `u64` id, stored in a window of slots by id, or on the side.
 pub(super) struct Table<V> {
-    slots: Vec<Option<V>>,
-    free: Vec<u32>,
-    index: FxHashMap<u64, u32>,
+    /// The value of id `base + i` at `i`, if held here.
+    window: VecDeque<Option<V>>,
+    /// The id of `window[0]`.
+    base: u64,
+    /// Values held in the window.
+    live: usize,
+    /// Values whose id is not in the window's range, or was moved out of it.
+    side: FxHashMap<u64, V>,
 }
 
 impl<V> Default for Table<V> {
     fn default() -> Self {
         Table {
-            slots: Vec::new(),
-            free: Vec::new(),
-            index: FxHashMap::default(),
+            window: VecDeque::new(),
+            base: 0,
+            live: 0,
+            side: FxHashMap::default(),
         }
     }
 }
 
 impl<V> Table<V> {
+    /// The window's index of `id`, if within its range.
+    fn at(&self, id: u64) -> Option<usize> {
+        let i = id.checked_sub(self.base)?;
+        (i < self.window.len() as u64).then_some(i as usize)
+    }
+
+    /// Hold `value` under `id`, replacing any value it had.
     pub(super) fn insert(&mut self, id: u64, value: V) {
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(value);
-                s
+        if !self.side.is_empty() {
+            self.side.remove(&id);
+        }
+        if self.window.is_empty() {
+            self.base = id;
+        }
+        match self.at(id) {
+            Some(i) => {
+                if self.window[i].is_none() {
+                    self.live += 1;
+                }
+                self.window[i] = Some(value);
+            }
+            None if id >= self.base => {
+                let gap = (id - self.base) as usize - self.window.len();
+                if gap > self.window.len() + SLACK {
+                    self.side.insert(id, value);
+                    return;
+                }
+                self.window
+                    .extend(std::iter::repeat_with(|| None).take(gap));
+                self.window.push_back(Some(value));
+                self.live += 1;
+                self.bound();
             }
             None => {
-                self.slots.push(Some(value));
-                (self.slots.len() - 1) as u32
+                self.side.insert(id, value);
             }
-        };
-        if let Some(old) = self.index.insert(id, slot) {
-            self.slots[old as usize] = None;
-            self.free.push(old);
+        }
+    }
+
+    /// Keep the window within twice its live values and [`SLACK`] (checked as it grows, so
+    /// removals may leave it longer until the next insertion): move its oldest to the side.
+    fn bound(&mut self) {
+        while self.window.len() > 2 * self.live + SLACK {
+            if let Some(v) = self.window.pop_front().flatten() {
+                self.side.insert(self.base, v);
+                self.live -= 1;
+            }
+            self.base += 1;
+        }
+        self.trim();
+    }
+
+    /// Drop the holes at the window's front.
+    fn trim(&mut self) {
+        while let Some(None) = self.window.front() {
+            self.window.pop_front();
+            self.base += 1;
         }
     }
 
     pub(super) fn get(&self, id: &u64) -> Option<&V> {
-        let s = *self.index.get(id)?;
-        self.slots[s as usize].as_ref()
+        if let Some(v) = self.at(*id).and_then(|i| self.window[i].as_ref()) {
+            return Some(v);
+        }
+        self.side.get(id)
     }
 
     pub(super) fn get_mut(&mut self, id: &u64) -> Option<&mut V> {
-        let s = *self.index.get(id)?;
-        self.slots[s as usize].as_mut()
+        match self.at(*id) {
+            Some(i) if self.window[i].is_some() => self.window[i].as_mut(),
+            _ => self.side.get_mut(id),
+        }
     }
 
     pub(super) fn remove(&mut self, id: &u64) -> Option<V> {
-        let s = self.index.remove(id)?;
-        self.free.push(s);
-        self.slots[s as usize].take()
+        if let Some(i) = self.at(*id) {
+            if let Some(v) = self.window[i].take() {
+                self.live -= 1;
+                if i == 0 {
+                    self.trim();
+                }
+                return Some(v);
+            }
+        }
+        if self.side.is_empty() {
+            return None;
+        }
+        self.side.remove(id)
+    }
+
+    /// Values held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.live + self.side.len()
     }
 }
 
@@ -62,25 +148,75 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_are_found_by_id_and_a_freed_slot_is_taken_again_first() {
+    fn values_are_found_by_id_in_and_out_of_order() {
         let mut t: Table<&str> = Table::default();
         t.insert(10, "a");
         t.insert(11, "b");
         assert_eq!(t.remove(&10), Some("a"));
         assert_eq!(t.get(&10), None);
-        t.insert(12, "c");
-        assert_eq!(t.slots.len(), 2, "12 took 10's slot");
-        assert_eq!((t.get(&11), t.get(&12)), (Some(&"b"), Some(&"c")));
-        *t.get_mut(&12).expect("held") = "d";
-        assert_eq!(t.remove(&12), Some("d"));
-        assert_eq!(t.remove(&12), None);
+        t.insert(13, "c");
+        assert_eq!(
+            (t.get(&11), t.get(&12), t.get(&13)),
+            (Some(&"b"), None, Some(&"c"))
+        );
+        *t.get_mut(&13).expect("held") = "d";
+        assert_eq!(t.remove(&13), Some("d"));
+        assert_eq!(t.remove(&13), None);
         t.insert(11, "e");
         assert_eq!(
             t.get(&11),
             Some(&"e"),
             "an id inserted again replaces its value"
         );
+        // Below the window's base and far beyond its end: on the side, found all the same.
+        t.insert(3, "low");
+        t.insert(1_000_000, "far");
+        t.insert(12, "f");
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.get(&3), Some(&"low"));
+        assert_eq!(t.get_mut(&1_000_000).map(|v| *v), Some("far"));
+        assert_eq!(t.remove(&3), Some("low"));
+        assert_eq!(t.remove(&1_000_000), Some("far"));
         assert_eq!(t.remove(&11), Some("e"));
-        assert_eq!(t.get(&11), None);
+        assert_eq!(t.remove(&12), Some("f"));
+        assert_eq!(t.len(), 0);
+        assert!(
+            t.window.is_empty(),
+            "the holes left went with the last value"
+        );
+    }
+
+    #[test]
+    fn one_value_held_for_ever_does_not_stretch_the_window() {
+        // Request 0 never completes while a million pass one at a time behind it: the window
+        // stays within twice its live values and the slack, and 0 is still found.
+        let mut t: Table<u64> = Table::default();
+        t.insert(0, 0);
+        for id in 1..1_000_000u64 {
+            t.insert(id, id);
+            assert!(
+                t.window.len() <= 2 * t.live + SLACK,
+                "window {}",
+                t.window.len()
+            );
+            assert_eq!(t.remove(&id), Some(id));
+        }
+        assert_eq!(t.get(&0), Some(&0));
+        assert_eq!(t.remove(&0), Some(0));
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_request_refused_then_inserted_late_lands_in_the_window_it_falls_in() {
+        // Ids 1..=4 given, 2 kept back (its process slept) and inserted after 4.
+        let mut t: Table<u64> = Table::default();
+        for id in [1, 3, 4, 2] {
+            t.insert(id, id * 10);
+        }
+        assert!(t.side.is_empty(), "2 fell in the window's range");
+        for id in 1..=4 {
+            assert_eq!(t.remove(&id), Some(id * 10));
+        }
+        assert_eq!(t.len(), 0);
     }
 }

@@ -70,9 +70,10 @@ mod stats;
 mod tests;
 mod types;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::group::GroupTree;
+use crate::id_map::IdMap;
 use crate::request::{CtxId, IoPrio, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
@@ -111,8 +112,8 @@ pub struct Cfq {
     groups: Vec<CfqGroup>,
     grp_st: GroupServiceTree,
     queues: Vec<CfqQueue>,
-    cics: HashMap<CtxId, Cic>,
-    rq_queue: HashMap<RequestId, QId>,
+    cics: IdMap<CtxId, Cic>,
+    rq_queue: IdMap<RequestId, QId>,
     prio_trees: [BTreeMap<u64, QId>; 8],
 
     serving_class: Class,
@@ -164,8 +165,8 @@ impl Cfq {
             groups: gs,
             grp_st: GroupServiceTree::default(),
             queues: Vec::new(),
-            cics: HashMap::new(),
-            rq_queue: HashMap::new(),
+            cics: IdMap::default(),
+            rq_queue: IdMap::default(),
             prio_trees: Default::default(),
             serving_class: Class::Be,
             serving_type: Workload::Async,
