@@ -85,14 +85,13 @@ pub fn install_ending() {
             }
             let sig = SIGNAL.load(Ordering::SeqCst);
             let removed = elevator_workload::input::abandon_temporaries();
-            let note = if removed > 0 {
-                format!("; {removed} unfinished output file(s) removed")
-            } else {
-                String::new()
+            let note = match removed {
+                0 => String::new(),
+                1 => "; removed 1 unfinished temporary file".to_string(),
+                n => format!("; removed {n} unfinished temporary files"),
             };
             eprintln!(
-                "elevator: interrupted by {}: stopped{note}; outputs not written whole were not \
-                 written",
+                "elevator: interrupted by {}: stopped{note}; every output written is whole",
                 name(sig)
             );
             // SAFETY: _exit ends the process without running destructors or flushing
