@@ -389,8 +389,14 @@ fn interruptible<T: Send + 'static>(
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&flag)));
         let _ = tx.send(r);
     });
+    // In a mutex: a receiver is not Sync, and the wait below runs without the GIL.
+    let rx = std::sync::Mutex::new(rx);
     loop {
-        let got = py.detach(|| rx.recv_timeout(std::time::Duration::from_millis(50)));
+        let got = py.detach(|| {
+            rx.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .recv_timeout(std::time::Duration::from_millis(50))
+        });
         match got {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

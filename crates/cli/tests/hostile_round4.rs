@@ -13,7 +13,7 @@ mod common {
     pub mod child;
     pub mod direct_io;
 }
-use common::bounded::{elevator, Out};
+use common::bounded::{clean_error, elevator, Out};
 use common::child::wait_within;
 use common::direct_io::direct_io_works;
 
@@ -403,4 +403,88 @@ fn a_drive_spec_symlink_swapped_mid_run_is_an_error() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("drive.toml"), "{stderr}");
     assert!(stderr.contains("replaced"), "{stderr}");
+}
+
+/// Run elevator with `stdin` written to its standard input (a pipe), bounded in time.
+fn with_stdin(args: &[&str], stdin: Vec<u8>) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    // Elevator may stop reading early (a refusal): the writer then just fails.
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&stdin);
+    });
+    let done = wait_within(child, Duration::from_secs(120), |c| {
+        let _ = c.kill();
+    });
+    let _ = writer.join();
+    let status = done.status.expect("elevator hung reading a pipe");
+    let out = Out {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+    };
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    out
+}
+
+/// A job file (or scenario, or drive spec) given as a pipe (`sim <(cat job.fio)`,
+/// `/dev/stdin`): `sim` read it once to learn whether it is a job file or a scenario, and the
+/// second read found the pipe empty: "the file defines no job" or "missing field `drive`"
+/// for a valid input. Now an input on a FIFO or pipe is copied once (`common::read_once`,
+/// errors naming it as given) and read from the copy; one past 4 MiB is refused.
+#[test]
+fn a_job_file_on_a_pipe_is_read_once_not_found_empty() {
+    let job = b"[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=100\n".to_vec();
+    let out = with_stdin(&["sim", "/dev/stdin", "--sched", "deadline,noop"], job);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("noop"), "{}", out.stdout);
+    let mut huge = b"[r]\nrw=randread\n".to_vec();
+    huge.extend(std::iter::repeat_n(b'#', 5 << 20));
+    let out = with_stdin(&["sim", "/dev/stdin"], huge);
+    clean_error(&out, &["/dev/stdin", "larger than"]);
+}
+
+// ----- unsafe writes on commands not tried before -----
+
+/// `validate --json` onto the validation trace it reads overwrote the trace with the results
+/// (exit 0), `--plot` onto the drive spec alike, and `drive import-disksim -o` onto the
+/// `.parv` (or the `.diskspecs`, `.model`, `.seek` beside it) overwrote the model it
+/// imports. Each is refused before anything is read or written, compared by device and inode
+/// (`OutputOpts::check`), and the input is intact.
+#[test]
+fn validate_and_import_disksim_refuse_an_output_that_is_their_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("v.trace");
+    std::fs::write(&trace, "R Miss 0 8 5000 0\nR Miss 800 8 5000 0\n").unwrap();
+    let drive = dir.path().join("d.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/drives/cheetah9lp.toml"),
+        &drive,
+    )
+    .unwrap();
+    let before = (std::fs::read(&trace).unwrap(), std::fs::read(&drive).unwrap());
+    for (flag, out) in [("--json", &trace), ("--plot", &drive), ("--json", &drive)] {
+        let r = elevator(&["validate", "--drive", s(&drive), "--trace", s(&trace), flag, s(out)]);
+        clean_error(&r, &[flag]);
+    }
+    assert_eq!(
+        (std::fs::read(&trace).unwrap(), std::fs::read(&drive).unwrap()),
+        before
+    );
+    let parv = dir.path().join("m.parv");
+    let seek = dir.path().join("m.seek");
+    std::fs::write(&parv, "disksim parameters\n").unwrap();
+    std::fs::write(&seek, "seek curve\n").unwrap();
+    for out in [&parv, &seek] {
+        let r = elevator(&["drive", "import-disksim", s(&parv), "-o", s(out)]);
+        clean_error(&r, &["--output"]);
+    }
+    assert_eq!(std::fs::read(&parv).unwrap(), b"disksim parameters\n");
+    assert_eq!(std::fs::read(&seek).unwrap(), b"seek curve\n");
 }
