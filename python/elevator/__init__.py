@@ -180,6 +180,17 @@ def grid_spec(
         spec["fio_text"] = fio_text
     if trace is not None:
         spec["trace"] = _check.paths("trace", trace)
+    else:
+        # What only a trace replay reads is refused, not ignored (`speed=2.0` on a job file
+        # ran at the job's own pace without a word).
+        for name, v in [
+            ("trace_format", trace_format),
+            ("closed_loop", closed_loop or None),
+            ("max_requests", max_requests),
+            ("speed", speed),
+        ]:
+            if v is not None:
+                raise _check.error(name, "applies to a trace replay (trace=...) only")
     if trace_format is not None:
         spec["trace_format"] = _check.text("trace_format", trace_format)
     if _check.flag("closed_loop", closed_loop):

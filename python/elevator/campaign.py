@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _check, _elevator
-from ._elevator import ElevatorError
+from ._elevator import ElevatorError, InputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -211,6 +211,15 @@ class Campaign:
                     cause = getattr(e, "cause", None)
                     if isinstance(cause, ElevatorError):
                         raise cause from None
+                    # Unpickled in this process, the worker's exception may be of another
+                    # class object of the same name: rebuilt as ours, attributes and all.
+                    kind = type(cause).__name__ if cause is not None else ""
+                    if kind in ("ElevatorError", "InputError"):
+                        err = (InputError if kind == "InputError" else ElevatorError)(str(cause))
+                        for k in ("file", "line", "field", "message"):
+                            if hasattr(cause, k):
+                                setattr(err, k, getattr(cause, k))
+                        raise err from None
                     raise
                 for r in done:
                     ran += len(r)

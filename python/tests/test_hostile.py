@@ -75,6 +75,9 @@ BAD_SOURCES = [
     (dict(fio_text=FIO, drive="no-such-drive"), "no-such-drive"),
     (dict(fio_text=FIO, drive=3), "drive"),
     (dict(fio_text=FIO, speed=2.0), "speed"),
+    (dict(fio_text=FIO, closed_loop=True), "closed_loop"),
+    (dict(fio_text=FIO, max_requests=5), "max_requests"),
+    (dict(fio_text=FIO, trace_format="msr"), "trace_format"),
     (dict(trace="t", speed=float("nan")), "speed"),
     (dict(trace="t", speed=float("inf")), "speed"),
     (dict(trace="t", speed=0), "speed"),
@@ -106,7 +109,7 @@ def test_bad_scenarios_raise_naming_the_argument(tmp_path):
         (lambda: elevator.Scenario.load(tmp_path / "absent.toml"), "absent.toml"),
         (lambda: elevator.Scenario.load(tmp_path), "cannot read"),
         (lambda: elevator.Scenario.load("/dev/zero"), "4 MiB"),
-        (lambda: elevator.sim(elevator.Scenario.from_toml("")), "name"),
+        (lambda: elevator.sim(elevator.Scenario.from_toml("")), "missing field"),
         (lambda: elevator.sim(5), "scenario"),
         (lambda: elevator.sim("no-such-scenario-or-file"), "no-such-scenario-or-file"),
     ]:
@@ -184,7 +187,7 @@ def test_campaign_refuses_bad_stores_grids_and_run_arguments(tmp_path):
     os.symlink("/dev/zero", d / "grid.json")
     with pytest.raises(elevator.ElevatorError) as e:
         elevator.Campaign(store=d)
-    assert "64 MiB" in str(e.value)
+    assert "grid.json" in str(e.value)
     c = elevator.Campaign(grid, store=tmp_path / "good")
     for kw, name in [
         (dict(engine="nosuch"), "engine"),
@@ -228,3 +231,15 @@ def test_ctrl_c_during_a_long_grid_raises_keyboard_interrupt_promptly(tmp_path):
         timer.cancel()
     # A bound that only a hang exceeds (the grid takes many minutes).
     assert time.monotonic() - t0 < 120
+
+
+def test_a_ray_campaign_with_a_bad_cell_raises_its_error_not_rays(tmp_path):
+    pytest.importorskip("ray")
+    p = tmp_path / "t.trace"
+    p.write_text("0.0 0 0 8 1\n1.0 0 8 8 1\n2.0 0 zz 8 1\n")
+    grid = elevator.grid_spec(trace=p, trace_format="disksim", sweep={"seed": [1, 2]})
+    c = elevator.Campaign(grid, store=tmp_path / "store")
+    with pytest.raises(elevator.ElevatorError) as e:
+        c.run(engine="ray", workers=2)
+    assert "t.trace" in str(e.value) and ":3" in str(e.value), str(e.value)
+    assert c.done() == [], "a failed cell was stored"

@@ -468,13 +468,27 @@ fn validate_and_import_disksim_refuse_an_output_that_is_their_input() {
         &drive,
     )
     .unwrap();
-    let before = (std::fs::read(&trace).unwrap(), std::fs::read(&drive).unwrap());
+    let before = (
+        std::fs::read(&trace).unwrap(),
+        std::fs::read(&drive).unwrap(),
+    );
     for (flag, out) in [("--json", &trace), ("--plot", &drive), ("--json", &drive)] {
-        let r = elevator(&["validate", "--drive", s(&drive), "--trace", s(&trace), flag, s(out)]);
+        let r = elevator(&[
+            "validate",
+            "--drive",
+            s(&drive),
+            "--trace",
+            s(&trace),
+            flag,
+            s(out),
+        ]);
         clean_error(&r, &[flag]);
     }
     assert_eq!(
-        (std::fs::read(&trace).unwrap(), std::fs::read(&drive).unwrap()),
+        (
+            std::fs::read(&trace).unwrap(),
+            std::fs::read(&drive).unwrap()
+        ),
         before
     );
     let parv = dir.path().join("m.parv");

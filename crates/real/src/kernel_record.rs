@@ -534,7 +534,10 @@ pub fn record(
             })
         };
         if let Err(e) = emptied {
-            cleanup.push(format!("remove the unfinished recording in {}: {e}", dir.display()));
+            cleanup.push(format!(
+                "remove the unfinished recording in {}: {e}",
+                dir.display()
+            ));
         }
     }
     match result {

@@ -54,10 +54,11 @@ pub fn run(args: Args) -> Result<()> {
         if let Some(d) = &args.drive {
             inputs.push(Input::new("the drive spec", d));
         }
-        let outputs: Vec<(&str, &std::path::Path)> = [("--json", &args.json), ("--plot", &args.plot)]
-            .into_iter()
-            .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-            .collect();
+        let outputs: Vec<(&str, &std::path::Path)> =
+            [("--json", &args.json), ("--plot", &args.plot)]
+                .into_iter()
+                .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+                .collect();
         OutputOpts::default().check("validate", Supported::default(), &[], &inputs, &outputs)?;
     }
     if let Some(p) = &args.plot {
