@@ -1198,7 +1198,10 @@ mod tests {
     #[test]
     fn undo_steps_run_in_reverse_and_report_failures() {
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let mut u = Undo { steps: Vec::new() };
+        let mut u = Undo {
+            steps: Vec::new(),
+            out: None,
+        };
         for i in 0..3 {
             let l = log.clone();
             u.push(format!("step {i}"), move || {
