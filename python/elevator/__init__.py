@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
-from . import _elevator
+from . import _check, _elevator
 from ._elevator import ElevatorError, InputError
 from .campaign import Campaign
 
@@ -78,6 +78,11 @@ class Scenario:
     """
 
     def __init__(self, text: str, origin: str = "<input>", directory: Optional[str] = None):
+        if not isinstance(text, str):
+            raise _check.error("text", f"expected the scenario's TOML text, got {_check.shown(text)}")
+        origin = _check.text("origin", origin)
+        if directory is not None:
+            directory = _check.path("directory", directory)
         self.text = text
         self.origin = origin
         self.directory = directory
@@ -91,6 +96,8 @@ class Scenario:
     @classmethod
     def builtin(cls, name: str) -> "Scenario":
         """The built-in scenario ``name`` (see :func:`scenarios`)."""
+        if not isinstance(name, str):
+            raise _check.error("name", f"expected a built-in scenario's name, got {_check.shown(name)}")
         for n, text in _elevator.scenarios():
             if n == name:
                 return cls(text, f"builtin:{n}")
@@ -99,11 +106,19 @@ class Scenario:
     @classmethod
     def load(cls, path: PathLike) -> "Scenario":
         """The scenario file at ``path`` (its drive paths resolve against its directory)."""
-        p = Path(path)
+        p = Path(_check.path("path", path))
         try:
-            text = p.read_text()
+            # Read through the native bounded reader's cap (4 MiB): /dev/zero is refused, not
+            # read until memory runs out.
+            with open(p, "rb") as f:
+                data = f.read(4 * 1024 * 1024 + 1)
+            if len(data) > 4 * 1024 * 1024:
+                raise ElevatorError(f"{p}: larger than 4 MiB: not a scenario")
+            text = data.decode("utf-8")
         except OSError as e:
             raise ElevatorError(f"{p}: cannot read: {e}") from None
+        except UnicodeDecodeError as e:
+            raise ElevatorError(f"{p}: not UTF-8 text (byte {e.start}): not a scenario") from None
         return cls(text, str(p), str(p.parent))
 
     @classmethod
@@ -113,16 +128,6 @@ class Scenario:
 
     def __repr__(self) -> str:
         return f"Scenario({self.name!r}, drive={self.drive!r}, jobs={self.jobs!r})"
-
-
-def _values(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, range) and v.step == 1 and len(v) > 0:
-        return f"{v.start}..{v.stop - 1}"
-    if isinstance(v, Iterable):
-        return ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in v)
-    return str(v)
 
 
 def grid_spec(
@@ -166,37 +171,62 @@ def grid_spec(
         if scenario.directory is not None:
             spec["dir"] = scenario.directory
     elif scenario is not None:
-        spec["scenario"] = os.fspath(scenario)
+        spec["scenario"] = _check.path("scenario", scenario)
     if fio is not None:
-        spec["fio"] = os.fspath(fio)
+        spec["fio"] = _check.path("fio", fio)
     if fio_text is not None:
+        if not isinstance(fio_text, str):
+            raise _check.error("fio_text", f"expected a job file's text, got {_check.shown(fio_text)}")
         spec["fio_text"] = fio_text
     if trace is not None:
-        traces = [trace] if isinstance(trace, (str, os.PathLike)) else list(trace)
-        spec["trace"] = [os.fspath(t) for t in traces]
+        spec["trace"] = _check.paths("trace", trace)
+    else:
+        # What only a trace replay reads is refused, not ignored (`speed=2.0` on a job file
+        # ran at the job's own pace without a word).
+        for name, v in [
+            ("trace_format", trace_format),
+            ("closed_loop", closed_loop or None),
+            ("max_requests", max_requests),
+            ("speed", speed),
+        ]:
+            if v is not None:
+                raise _check.error(name, "applies to a trace replay (trace=...) only")
     if trace_format is not None:
-        spec["trace_format"] = trace_format
-    if closed_loop:
+        spec["trace_format"] = _check.text("trace_format", trace_format)
+    if _check.flag("closed_loop", closed_loop):
         spec["closed_loop"] = True
     if max_requests is not None:
-        spec["max_requests"] = int(max_requests)
+        spec["max_requests"] = _check.integer("max_requests", max_requests, 1, _check.U64[1])
     if speed is not None:
-        spec["speed"] = float(speed)
+        spec["speed"] = _check.real("speed", speed, 0.001, 1e6)
     if drive is not None:
-        spec["drive"] = os.fspath(drive)
-    spec["sched"] = sched.split(",") if isinstance(sched, str) else list(sched)
-    if set:
-        spec["set"] = {k: int(v) for k, v in set.items()}
-    if sweep:
+        spec["drive"] = _check.path("drive", drive)
+    spec["sched"] = _check.names("sched", sched)
+    if set is not None:
+        checked = _check.settings("set", set)
+        if checked:
+            spec["set"] = checked
+    if sweep is not None:
         if isinstance(sweep, Mapping):
-            spec["sweep"] = [f"{k}={_values(v)}" for k, v in sweep.items()]
+            axes = []
+            for k, v in sweep.items():
+                if not isinstance(k, str) or not k.strip():
+                    raise _check.error("sweep", f"expected axis names (strings), got the key {_check.shown(k)}")
+                axes.append(f"{k}={_check.axis_values(k, v)}")
+            spec["sweep"] = axes
+        elif isinstance(sweep, str):
+            spec["sweep"] = [_check.text("sweep", sweep)]
+        elif isinstance(sweep, Iterable):
+            spec["sweep"] = [_check.text(f"sweep[{i}]", a) for i, a in enumerate(sweep)]
         else:
-            spec["sweep"] = list(sweep)
+            raise _check.error("sweep", f"expected a mapping of axes to values, got {_check.shown(sweep)}")
+        if not spec["sweep"]:
+            del spec["sweep"]
     if seed is not None:
-        spec["seed"] = int(seed)
+        spec["seed"] = _check.integer("seed", seed, *_check.U64)
     if wakeup_us is not None:
-        spec["wakeup_us"] = int(wakeup_us)
-    if requests:
+        spec["wakeup_us"] = _check.integer("wakeup_us", wakeup_us, 0, 2**32 - 1)
+    if _check.flag("requests", requests):
         spec["requests"] = True
     return spec
 
@@ -269,14 +299,15 @@ def sim(
     each distinct simulation once; see :func:`grid_spec` for the arguments. The same grid gives
     the same table on any machine, at any number of threads."""
     spec = grid_spec(scenario, **grid)
-    g = _elevator.Grid(json.dumps(spec))
+    threads = _check.threads("threads", threads)
+    g = _elevator.Grid(json.dumps(spec, allow_nan=False))
     return Results(g.run(None, threads), bool(spec.get("requests")))
 
 
 def merge(inputs: Sequence[PathLike], out: PathLike) -> None:
     """Join Parquet shards of one sweep (``elevator sim --sweep ... --shard I/N --parquet F``)
     into ``out``, sorted by cell; overlapping shards or different columns raise."""
-    _elevator.merge([os.fspath(p) for p in inputs], os.fspath(out))
+    _elevator.merge(_check.paths("inputs", inputs), _check.path("out", out))
 
 
 def run(
@@ -309,22 +340,26 @@ def run(
     if (job is None) == (fio_text is None):
         raise ElevatorError("give exactly one of job (a job file's path) or fio_text")
     spec: dict[str, Any] = {
-        "sched": sched.split(",") if isinstance(sched, str) else list(sched),
-        "seed": int(seed),
-        "allow_overwrite": bool(allow_overwrite),
-        "verify": bool(verify),
+        "sched": _check.names("sched", sched),
+        "seed": _check.integer("seed", seed, *_check.U64),
+        "allow_overwrite": _check.flag("allow_overwrite", allow_overwrite),
+        "verify": _check.flag("verify", verify),
     }
     if job is not None:
-        spec["fio"] = os.fspath(job)
+        spec["fio"] = _check.path("job", job)
     else:
+        if not isinstance(fio_text, str):
+            raise _check.error("fio_text", f"expected a job file's text, got {_check.shown(fio_text)}")
         spec["fio_text"] = fio_text
     if target is not None:
-        spec["target"] = os.fspath(target)
-    if set:
-        spec["set"] = {k: int(v) for k, v in set.items()}
-    if requests:
+        spec["target"] = _check.path("target", target)
+    if set is not None:
+        checked = _check.settings("set", set)
+        if checked:
+            spec["set"] = checked
+    if _check.flag("requests", requests):
         spec["requests"] = True
-    jobs, reqs = _elevator.run_real(json.dumps(spec))
+    jobs, reqs = _elevator.run_real(json.dumps(spec, allow_nan=False))
     results = Results(None, reqs is not None, _table(jobs))
     if reqs is not None:
         results._requests = _table(reqs)

@@ -18,8 +18,8 @@ from typing import Any, Mapping, Optional, Union
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _elevator
-from ._elevator import ElevatorError
+from . import _check, _elevator
+from ._elevator import ElevatorError, InputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -48,28 +48,66 @@ class Campaign:
     """
 
     def __init__(self, grid: Optional[Mapping[str, Any]] = None, *, store: PathLike):
-        self.store = Path(store)
+        self.store = Path(_check.path("store", store))
+        if self.store.exists() and not self.store.is_dir():
+            raise _check.error("store", f"{self.store} is not a directory")
         saved = self.store / "grid.json"
         if grid is None:
-            if not saved.exists():
+            if not saved.is_file():
                 raise ElevatorError(f"{saved}: no grid.json: not a campaign store (give a grid)")
-            spec_json = saved.read_text()
-            self._grid = _elevator.Grid(spec_json)
+            spec_json = self._read_saved(saved)
+            try:
+                self._grid = _elevator.Grid(spec_json)
+            except ValueError as e:
+                raise ElevatorError(f"{saved}: not a campaign's grid.json: {e}") from None
         else:
-            self._grid = _elevator.Grid(json.dumps(dict(grid)))
+            if not isinstance(grid, Mapping):
+                raise _check.error(
+                    "grid", f"expected a dict from elevator.grid_spec(), got {_check.shown(grid)}"
+                )
+            try:
+                given = json.dumps(dict(grid), allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise _check.error("grid", f"not a grid from elevator.grid_spec(): {e}") from None
+            try:
+                self._grid = _elevator.Grid(given)
+            except ValueError as e:
+                raise _check.error("grid", f"not a grid from elevator.grid_spec(): {e}") from None
             spec_json = self._canonical(self._grid.portable_spec_json())
             if saved.exists():
-                if self._canonical(saved.read_text()) != spec_json:
+                if self._canonical(self._read_saved(saved)) != spec_json:
                     raise ElevatorError(
                         f"{saved}: the store holds another grid; use a new store directory"
                     )
             else:
                 self.store.mkdir(parents=True, exist_ok=True)
                 tmp = saved.with_suffix(f".json.tmp.{os.getpid()}")
-                tmp.write_text(spec_json)
-                os.replace(tmp, saved)
+                try:
+                    tmp.write_text(spec_json)
+                    os.replace(tmp, saved)
+                finally:
+                    tmp.unlink(missing_ok=True)
         self._spec_json = self._canonical(spec_json)
         self._keeps_requests = bool(json.loads(self._spec_json).get("requests"))
+
+    @staticmethod
+    def _read_saved(saved: Path) -> str:
+        """The text of a store's grid.json, read up to 64 MiB (a grid inlines its scenario or
+        job file; /dev/zero linked there is refused, not read until memory runs out)."""
+        cap = 64 * 1024 * 1024
+        try:
+            with open(saved, "rb") as f:
+                data = f.read(cap + 1)
+        except OSError as e:
+            raise ElevatorError(f"{saved}: cannot read: {e}") from None
+        if len(data) > cap:
+            raise ElevatorError(f"{saved}: larger than 64 MiB: not a campaign's grid.json")
+        try:
+            text = data.decode("utf-8")
+            json.loads(text)
+        except ValueError as e:
+            raise ElevatorError(f"{saved}: not a campaign's grid.json: {e}") from None
+        return text
 
     @staticmethod
     def _canonical(spec_json: str) -> str:
@@ -102,7 +140,7 @@ class Campaign:
 
     def coordinates(self, cell: int) -> dict:
         """Cell ``cell``'s scheduler and value on each axis."""
-        return self._grid.coordinates(cell)
+        return self._grid.coordinates(_check.integer("cell", cell, 0, max(0, len(self) - 1)))
 
     def run(
         self,
@@ -122,15 +160,20 @@ class Campaign:
         node needs this package installed and the store directory reachable at the same path
         (a shared filesystem).
         """
+        if engine not in ("local", "ray"):
+            raise _check.error("engine", f"{_check.shown(engine)}: expected 'local' or 'ray'")
+        threads = _check.threads("threads", threads)
+        workers = _check.threads("workers", workers)
+        per_task = _check.integer("cells_per_task", cells_per_task, 1, 1_000_000)
+        if address is not None:
+            address = _check.text("address", address)
         todo = self.missing()
         if not todo:
             return 0
         store = os.fspath(self.store)
         if engine == "local":
             return len(self._grid.write_cells(todo, store, threads))
-        if engine == "ray":
-            return self._run_ray(todo, store, address, workers, max(1, int(cells_per_task)))
-        raise ElevatorError(f"engine {engine!r}: expected 'local' or 'ray'")
+        return self._run_ray(todo, store, address, workers, per_task)
 
     def _run_ray(
         self,
@@ -158,7 +201,27 @@ class Campaign:
             ran = 0
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                for r in ray.get(ready):
+                try:
+                    done = ray.get(ready)
+                except Exception as e:
+                    # A bad cell: stop the others and raise the cell's own error (an
+                    # ElevatorError naming the input), not Ray's wrapper of it.
+                    for p in pending:
+                        ray.cancel(p, force=True)
+                    cause = getattr(e, "cause", None)
+                    if isinstance(cause, ElevatorError):
+                        raise cause from None
+                    # Unpickled in this process, the worker's exception may be of another
+                    # class object of the same name: rebuilt as ours, attributes and all.
+                    kind = type(cause).__name__ if cause is not None else ""
+                    if kind in ("ElevatorError", "InputError"):
+                        err = (InputError if kind == "InputError" else ElevatorError)(str(cause))
+                        for k in ("file", "line", "field", "message"):
+                            if hasattr(cause, k):
+                                setattr(err, k, getattr(cause, k))
+                        raise err from None
+                    raise
+                for r in done:
                     ran += len(r)
             return ran
         finally:

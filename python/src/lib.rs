@@ -155,8 +155,20 @@ impl Output {
     }
 }
 
-/// A rayon pool of `threads` threads (all cores when `None`).
+/// The most threads a pool may have: more is a mistake (`threads=10**6` asked the system for
+/// a million threads), refused naming the argument.
+const MAX_THREADS: usize = 1024;
+
+/// A rayon pool of `threads` threads (all cores when `None`); 0 or more than [`MAX_THREADS`]
+/// is refused naming `threads`.
 fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
+    if let Some(n) = threads {
+        if !(1..=MAX_THREADS).contains(&n) {
+            return Err(ElevatorError::new_err(format!(
+                "threads: {n} is out of range: expected 1 to {MAX_THREADS} (or None: every core)"
+            )));
+        }
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build()
@@ -242,9 +254,11 @@ impl PyGrid {
     ) -> PyResult<Output> {
         let cells = cells.unwrap_or_else(|| (0..self.grid.len()).collect());
         let pool = pool(threads)?;
-        let results = py
-            .detach(|| pool.install(|| self.grid.run_cells(&cells)))
-            .map_err(|e| py_err(py, e))?;
+        let grid = self.grid.clone();
+        let results = interruptible(py, move |stop| {
+            pool.install(|| grid.run_cells_until(&cells, || {}, stop))
+        })?
+        .map_err(|e| py_err(py, e))?;
         Ok(Output {
             grid: self.grid.clone(),
             results,
@@ -267,23 +281,27 @@ impl PyGrid {
                 .map_err(|e| py_err(py, Error::io(store.join(sub), e)))?;
         }
         let pool = pool(threads)?;
-        let grid = &self.grid;
-        py.detach(|| {
+        let grid = self.grid.clone();
+        interruptible(py, move |stop| {
             pool.install(|| {
                 cells
                     .par_iter()
                     .map(|&c| {
+                        // Ctrl-C: no new cell starts; the cells written stay (whole).
+                        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                            return Err(Error::arg("cells", "interrupted"));
+                        }
                         let r = grid.run_cell(c)?;
                         let (jobs, reqs) = cell_paths(&store, c);
                         if grid.keeps_requests() {
                             write_parquet(&reqs, &requests_batch(std::slice::from_ref(&r)))?;
                         }
-                        write_parquet(&jobs, &jobs_batch(grid, std::slice::from_ref(&r)))?;
+                        write_parquet(&jobs, &jobs_batch(&grid, std::slice::from_ref(&r)))?;
                         Ok(c)
                     })
                     .collect::<Result<Vec<u64>, Error>>()
             })
-        })
+        })?
         .map_err(|e| py_err(py, e))
     }
 }
@@ -352,6 +370,49 @@ fn scenario_info<'py>(
 
 /// Set to stop a real run early (Ctrl-C while `run_real` waits); cleared when a run starts.
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Run `work` on a thread of its own while this one waits without the GIL, looking for
+/// signals every 50 ms, so Ctrl-C (KeyboardInterrupt) is raised within 50 ms of the signal
+/// instead of after the whole grid: `work` is told through the flag it gets (it starts no
+/// new cell), and what it still computes is dropped. A panic in `work` is an
+/// `ElevatorError`, never an abort.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce(&std::sync::atomic::AtomicBool) -> T + Send + 'static,
+) -> PyResult<T> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&flag)));
+        let _ = tx.send(r);
+    });
+    // In a mutex: a receiver is not Sync, and the wait below runs without the GIL.
+    let rx = std::sync::Mutex::new(rx);
+    loop {
+        let got = py.detach(|| {
+            rx.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .recv_timeout(std::time::Duration::from_millis(50))
+        });
+        match got {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ElevatorError::new_err(
+                    "a cell panicked (a bug: please report it)",
+                ))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::SeqCst);
+            // The worker finishes the cells it has started on its own; nothing waits for it.
+            return Err(e);
+        }
+    }
+}
 
 /// Run a fio job file on a real file or device (`spec_json`: a JSON
 /// `elevator_campaign::real::RealSpec`) through `elevator-real`'s io_uring executor, as

@@ -854,6 +854,17 @@ impl Grid {
         cells: &[u64],
         done: impl Fn() + Sync,
     ) -> Result<Vec<CellResult>, Error> {
+        self.run_cells_until(cells, done, &std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// [`Grid::run_cells_with`], starting no new simulation once `stop` is set (Ctrl-C in the
+    /// Python package): then the error is `Error::Arg` for `cells`, "interrupted".
+    pub fn run_cells_until(
+        &self,
+        cells: &[u64],
+        done: impl Fn() + Sync,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<Vec<CellResult>, Error> {
         if let Some(&bad) = cells.iter().find(|&&c| c >= self.len) {
             return Err(Error::arg(
                 "cell",
@@ -876,6 +887,9 @@ impl Grid {
         let results: Vec<CellResult> = distinct
             .par_iter()
             .map(|p| {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(Error::arg("cells", "interrupted"));
+                }
                 let r = self.run_plan(p);
                 done();
                 r
@@ -994,6 +1008,9 @@ impl Grid {
                 sim.run(None)
             }
         };
+        // A job that ended before its input (a trace that failed part-way, or changed since
+        // it was checked) did not run the cell's input: an error, not a row of partial figures.
+        report.job_error().map_err(|e| Error::arg("trace", e))?;
         Ok(result(report, p.seed, self.spec.requests))
     }
 

@@ -20,6 +20,7 @@
 //! temporary name and renamed into place, so a file that exists is whole and the same cell
 //! gives the same bytes wherever it ran.
 
+use elevator_workload::input::Temporary;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -301,23 +302,19 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<(), Error> {
             ));
         }
     }
-    let tmp = tmp_path(path);
-    let written = (|| {
-        let file = std::fs::File::create(&tmp).map_err(|e| io(&e))?;
-        let props = WriterProperties::builder()
-            .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))
-            .build();
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
-        w.write(batch).map_err(|e| io(&e))?;
-        let file = w.into_inner().map_err(|e| io(&e))?;
-        file.sync_all().map_err(|e| io(&e))?;
-        std::fs::rename(&tmp, path).map_err(|e| io(&e))
-    })();
-    if written.is_err() {
-        // A failed write (ENOSPC) leaves no `PATH.tmp.PID` behind: nothing was asked there.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    // Listed as a temporary (`elevator_workload::input::Temporary`): removed on failure
+    // (ENOSPC leaves no `PATH.tmp.PID` behind) and when a signal ends the process.
+    let (tmp, file) =
+        Temporary::create(tmp_path(path), |p| std::fs::File::create(p)).map_err(|e| io(&e))?;
+    let props = WriterProperties::builder()
+        .set_created_by(format!("elevator-campaign {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| io(&e))?;
+    w.write(batch).map_err(|e| io(&e))?;
+    let file = w.into_inner().map_err(|e| io(&e))?;
+    file.sync_all().map_err(|e| io(&e))?;
+    drop(file);
+    tmp.commit(path).map_err(|e| io(&e))
 }
 
 /// `PATH` -> `PATH.tmp.PID`: unique per process, ignored by readers of a store.

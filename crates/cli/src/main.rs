@@ -11,6 +11,7 @@ mod progress;
 mod report;
 mod reproduce;
 mod scenarios;
+mod signals;
 mod stats;
 mod sweep;
 
@@ -68,6 +69,9 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Ctrl-C and SIGTERM end any command promptly, leaving no half-written output (commands
+    // that drive a device stop cooperatively instead; see signals.rs).
+    signals::install_ending();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Reproduce(a) => reproduce::run(a),
@@ -86,11 +90,18 @@ fn main() {
     };
     // Output that could not be written is an error too (`elevator list > /dev/full`).
     let result = result.and_then(|()| output::stdout_result());
+    if let (Ok(()), Some(s)) = (&result, signals::received()) {
+        // Stopped by a signal, the command still wrote what it had: say so in the status.
+        eprintln!("elevator: stopped by {}", signals::name(s));
+        std::process::exit(128 + s);
+    }
     if let Err(e) = result {
-        eprintln!("elevator: error: {e}");
+        // An input read from a FIFO is named as given, not by its private copy.
+        eprintln!("elevator: error: {}", cmd::common::unmask(&e.to_string()));
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+            eprintln!("  caused by: {}", cmd::common::unmask(&cause.to_string()));
         }
-        std::process::exit(1);
+        // A command stopped by Ctrl-C or SIGTERM exits as a shell reports a signal's end.
+        std::process::exit(signals::received().map_or(1, |s| 128 + s));
     }
 }

@@ -303,6 +303,11 @@ type UndoStep = (String, Box<dyn FnOnce() -> std::result::Result<(), String>>);
 /// Undo steps, run in reverse.
 struct Undo {
     steps: Vec<UndoStep>,
+    /// The output directory once the checks found it new or empty (and whether the recorder
+    /// created it): a recording that fails or is interrupted leaves it as it found it, so no
+    /// cut recording (a trace.txt without meta.json) stays behind and the same `-o` works
+    /// again.
+    out: Option<(PathBuf, bool)>,
 }
 
 impl Undo {
@@ -509,9 +514,32 @@ pub fn record(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<RecordSummary> {
-    let mut undo = Undo { steps: Vec::new() };
+    let mut undo = Undo {
+        steps: Vec::new(),
+        out: None,
+    };
     let result = record_inner(opts, stop, progress, &mut undo);
-    let cleanup = undo.run();
+    let out = undo.out.take();
+    let mut cleanup = undo.run();
+    if let (Err(_), Some((dir, created))) = (&result, out) {
+        // Everything in it is the recorder's (it was new or empty).
+        let emptied = if created {
+            fs::remove_dir_all(&dir)
+        } else {
+            fs::read_dir(&dir).and_then(|rd| {
+                rd.flatten().try_for_each(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => fs::remove_dir_all(e.path()),
+                    _ => fs::remove_file(e.path()),
+                })
+            })
+        };
+        if let Err(e) = emptied {
+            cleanup.push(format!(
+                "remove the unfinished recording in {}: {e}",
+                dir.display()
+            ));
+        }
+    }
     match result {
         Ok(mut s) => {
             s.cleanup = cleanup;
@@ -619,11 +647,13 @@ fn record_inner(
                     format!("{}: not empty", opts.out.display()),
                 ));
             }
+            undo.out = Some((opts.out.clone(), false));
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
             fs::create_dir_all(&opts.out).map_err(|e| {
                 RecordError::new("check", format!("create {}: {e}", opts.out.display()))
-            })?
+            })?;
+            undo.out = Some((opts.out.clone(), true));
         }
         Err(e) => {
             return Err(RecordError::new(
@@ -1168,7 +1198,10 @@ mod tests {
     #[test]
     fn undo_steps_run_in_reverse_and_report_failures() {
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let mut u = Undo { steps: Vec::new() };
+        let mut u = Undo {
+            steps: Vec::new(),
+            out: None,
+        };
         for i in 0..3 {
             let l = log.clone();
             u.push(format!("step {i}"), move || {

@@ -172,6 +172,9 @@ pub struct JobReport {
     pub phase: u32,
     /// Its figures.
     pub metrics: JobMetrics,
+    /// Why it ended before its input did ([`Job::error`]): then its figures are not its
+    /// input's, and [`RunReport::job_error`] refuses the run.
+    pub error: Option<String>,
 }
 
 /// The result of [`Simulation::run`].
@@ -205,6 +208,14 @@ impl RunReport {
             .iter()
             .map(|j| j.metrics.summary(&j.name, &j.group_path, self.end))
             .collect()
+    }
+    /// The first job that ended before its input did ([`JobReport::error`]), named, as an
+    /// error: a run whose trace changed under it must fail, not print figures of part of it.
+    pub fn job_error(&self) -> Result<(), String> {
+        match self.jobs.iter().find_map(|j| Some((j, j.error.as_ref()?))) {
+            Some((j, e)) => Err(format!("job {}: {e}", j.name)),
+            None => Ok(()),
+        }
     }
     /// The job named `name`.
     pub fn job(&self, name: &str) -> Option<&JobReport> {
@@ -701,6 +712,7 @@ impl Simulation {
                 .jobs
                 .into_iter()
                 .map(|j| JobReport {
+                    error: j.slot.job.error(),
                     group_path: groups.get(j.slot.group).path.clone(),
                     name: j.slot.name,
                     group: j.slot.group,

@@ -185,11 +185,107 @@ pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// The temporary files and directories elevator is writing right now (an output written
+/// beside its path before the rename, a spooled trace): the process's signal handling
+/// ([`abandon_temporaries`]) removes them when a signal ends the process, so Ctrl-C or
+/// SIGTERM never leaves a `.NAME.elevator-tmp-PID` behind. Kept in a set under a lock that
+/// also covers the creation of each file and its rename, so a signal can never see a file
+/// created and not yet listed, nor remove an output already renamed into place.
+static TEMPORARIES: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn temporaries() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
+    // A panic while holding the lock cannot leave the list inconsistent (a push or a remove).
+    TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A temporary file or directory, listed for removal if a signal ends the process (see
+/// [`abandon_temporaries`]), and removed when dropped unless [`commit`](Temporary::commit)
+/// renamed it into place.
+#[derive(Debug)]
+pub struct Temporary {
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl Temporary {
+    /// List `path` and run `create` on it, both under the lock (a signal removes what
+    /// `create` made, or sees nothing listed and nothing made).
+    pub fn create<T>(
+        path: std::path::PathBuf,
+        create: impl FnOnce(&Path) -> std::io::Result<T>,
+    ) -> std::io::Result<(Temporary, T)> {
+        let mut list = temporaries();
+        let made = create(&path)?;
+        list.push(path.clone());
+        Ok((Temporary { path, done: false }, made))
+    }
+
+    /// The temporary path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rename the temporary file over `to` and unlist it, under the lock: once renamed, a
+    /// signal cannot remove the complete output.
+    pub fn commit(mut self, to: &Path) -> std::io::Result<()> {
+        let mut list = temporaries();
+        std::fs::rename(&self.path, to)?;
+        list.retain(|p| p != &self.path);
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut list = temporaries();
+        list.retain(|p| p != &self.path);
+        remove_any(&self.path);
+    }
+}
+
+fn remove_any(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
+}
+
+/// Remove every listed temporary file and directory and keep the lock for ever, so no other
+/// thread creates or renames one after: for the signal watcher just before the process
+/// exits. Returns how many were removed.
+pub fn abandon_temporaries() -> usize {
+    let list = temporaries();
+    for p in list.iter() {
+        remove_any(p);
+    }
+    let n = list.len();
+    std::mem::forget(list);
+    n
+}
+
+/// The path of the temporary file an output `target` is written to before its rename:
+/// `.NAME.elevator-tmp-PID` beside it.
+pub fn temporary_beside(target: &Path) -> std::path::PathBuf {
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(target.file_name().unwrap_or_default());
+    tmp_name.push(format!(".elevator-tmp-{}", std::process::id()));
+    target.with_file_name(tmp_name)
+}
+
 /// Write `bytes` to the output file `path`. A regular file (or a new one) is written whole
 /// or not at all: to a temporary file beside it, synced, then renamed over it (a symlink is
 /// followed, so the file it points to is replaced), and the temporary file is removed if
-/// anything fails: a full disk no longer leaves an empty or cut output, nor destroys an
-/// older one. Anything else (a FIFO, through [`create_output`], so one nothing reads is an
+/// anything fails or a signal ends the process ([`Temporary`]): a full disk or Ctrl-C no
+/// longer leaves an empty or cut output, nor destroys an older one. Anything else (a FIFO, through [`create_output`], so one nothing reads is an
 /// error and not a hang; `/dev/null`; a terminal) is written in place.
 pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
     use std::io::Write;
@@ -201,23 +297,15 @@ pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()>
         Ok(m) if !m.is_file() => return create_output(path)?.write_all(bytes.as_ref()),
         _ => {}
     }
-    let Some(name) = target.file_name() else {
+    if target.file_name().is_none() {
         return create_output(path)?.write_all(bytes.as_ref());
-    };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".elevator-tmp-{}", std::process::id()));
-    let tmp = target.with_file_name(tmp_name);
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes.as_ref())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &target)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    written
+    let (tmp, mut f) = Temporary::create(temporary_beside(&target), |p| std::fs::File::create(p))?;
+    // On any failure `tmp` is dropped, which removes the temporary file.
+    f.write_all(bytes.as_ref())?;
+    f.sync_all()?;
+    drop(f);
+    tmp.commit(&target)
 }
 
 /// The bytes of the file at `path`, refused past `max` bytes after reading no more than
@@ -269,6 +357,30 @@ fn size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A temporary is listed while it exists (so a signal's watcher would remove it), removed
+    /// and unlisted when dropped, and unlisted, not removed, once committed into place.
+    #[test]
+    fn a_temporary_is_listed_until_dropped_or_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let listed = |p: &Path| temporaries().iter().any(|q| q == p);
+        let tmp = temporary_beside(&dir.path().join("out.json"));
+        let (t, f) = Temporary::create(tmp.clone(), |p| std::fs::File::create(p)).unwrap();
+        drop(f);
+        assert!(listed(&tmp) && tmp.exists());
+        drop(t);
+        assert!(!listed(&tmp) && !tmp.exists());
+        let (t, _) = Temporary::create(tmp.clone(), |p| std::fs::File::create(p)).unwrap();
+        let out = dir.path().join("out.json");
+        t.commit(&out).unwrap();
+        assert!(!listed(&tmp) && !tmp.exists() && out.exists());
+        // A directory too (a spooled trace's).
+        let d = dir.path().join("spool");
+        let (t, ()) = Temporary::create(d.clone(), |p| std::fs::create_dir(p)).unwrap();
+        std::fs::write(d.join("copy"), b"x").unwrap();
+        drop(t);
+        assert!(!d.exists());
+    }
 
     #[test]
     fn display_names_file_position_field_and_message() {

@@ -91,4 +91,10 @@ pub trait Job {
     fn ctx_label(&self, _ctx: u32) -> Option<(u32, String)> {
         None
     }
+    /// Why the job ended before its input did, if it did: a trace replay whose file changed
+    /// between its check and its run. A run with such a job did not run its input, so its
+    /// figures must not be reported as the input's. `None` by default.
+    fn error(&self) -> Option<String> {
+        None
+    }
 }

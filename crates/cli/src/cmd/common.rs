@@ -103,6 +103,165 @@ impl Input {
     }
 }
 
+/// A new directory of our own under the temporary directory ($TMPDIR), named
+/// `PREFIX-PID-NONCE`, mode 0700, listed as a temporary (`elevator_workload::input::Temporary`:
+/// removed when dropped, and by the signal watcher if a signal ends the process).
+pub fn private_dir(prefix: &str) -> std::io::Result<elevator_workload::input::Temporary> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    let mut last = None;
+    for n in 0..64u32 {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            ^ n.wrapping_mul(0x9e37_79b9);
+        let path = base.join(format!("{prefix}-{}-{nonce:08x}", std::process::id()));
+        match elevator_workload::input::Temporary::create(path, |p| {
+            fs::DirBuilder::new().mode(0o700).create(p)
+        }) {
+            Ok((t, ())) => return Ok(t),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+}
+
+/// The copies of inputs read from a FIFO or pipe, and the names the user gave them: errors
+/// name what the user gave (`main` calls [`unmask`]).
+static MASKS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// `text` with the path of every input copy ([`read_once`]) replaced by the name given.
+pub fn unmask(text: &str) -> String {
+    let masks = MASKS.lock().unwrap_or_else(|e| e.into_inner());
+    masks
+        .iter()
+        .fold(text.to_string(), |t, (copy, given)| t.replace(copy, given))
+}
+
+/// An input file, readable as often as the command needs: the path itself, or for a FIFO,
+/// pipe or socket (`sim <(cat s.toml)`, `/dev/stdin`) a private copy of it (removed when
+/// this is dropped, or when a signal ends the process).
+#[derive(Debug)]
+pub struct ReadOnce {
+    /// Where to read it.
+    pub path: PathBuf,
+    _dir: Option<elevator_workload::input::Temporary>,
+}
+
+/// `path` as an input that may be read more than once. A scenario, job file or drive spec
+/// was read once to learn what it is and again to load it (and a drive spec again per
+/// scheduler): from a FIFO the second open waited for a writer for ever. Such an input is
+/// copied once, up to `cap` bytes (refused beyond, naming it as `what`), into a private
+/// directory under the name given; a regular file, a device or anything missing is left as
+/// it is (its reader reports it).
+pub fn read_once(what: &str, path: &Path, cap: u64) -> anyhow::Result<ReadOnce> {
+    use std::io::Read;
+    let stream = fs::metadata(path)
+        .map(|m| m.file_type().is_fifo() || m.file_type().is_socket())
+        .unwrap_or(false);
+    if !stream {
+        return Ok(ReadOnce {
+            path: path.to_path_buf(),
+            _dir: None,
+        });
+    }
+    let dir = private_dir("elevator-input")
+        .with_context(|| format!("{}: a temporary directory to copy it", path.display()))?;
+    let name = path.file_name().unwrap_or(std::ffi::OsStr::new("input"));
+    let copy = dir.path().join(name);
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= cap,
+        "{}: larger than {} bytes: not a {what}",
+        path.display(),
+        cap
+    );
+    fs::write(&copy, &bytes).with_context(|| format!("{}: copy it", path.display()))?;
+    MASKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((copy.display().to_string(), path.display().to_string()));
+    Ok(ReadOnce {
+        path: copy,
+        _dir: Some(dir),
+    })
+}
+
+/// What a regular file's metadata says of its contents: changed in place, grown, cut or
+/// replaced (a symlink pointed elsewhere, a file renamed over it), one of these differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = fs::metadata(path).ok()?;
+        m.is_file().then(|| Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// The regular files a command reads, stamped before it reads them: a command that reads an
+/// input more than once (a trace or scenario once per scheduler, a drive spec per run) checks
+/// after each pass that none changed, so schedulers compared side by side all ran the same
+/// input, and a trace grown, cut or replaced mid-run is an error naming it, never figures of
+/// two different inputs. Devices, FIFOs and the target (which the run writes) are not
+/// stamped.
+#[derive(Debug)]
+pub struct Unchanged(Vec<(Input, Stamp)>);
+
+impl Unchanged {
+    /// Stamp every regular file among `inputs` except the target.
+    pub fn take(inputs: &[Input]) -> Unchanged {
+        Unchanged(
+            inputs
+                .iter()
+                .filter(|i| i.what != "the target")
+                .filter_map(|i| Some((i.clone(), Stamp::of(&i.path)?)))
+                .collect(),
+        )
+    }
+
+    /// An error naming the first input that changed since [`take`](Unchanged::take).
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (input, was) in &self.0 {
+            let now = Stamp::of(&input.path);
+            if now == Some(*was) {
+                continue;
+            }
+            let how = match now {
+                None => "removed or no longer a regular file".to_string(),
+                Some(n) if (n.dev, n.ino) != (was.dev, was.ino) => {
+                    "replaced by another file".to_string()
+                }
+                Some(n) if n.len != was.len => format!("{} -> {} bytes", was.len, n.len),
+                Some(_) => "modified".to_string(),
+            };
+            bail!(
+                "{} ({}) changed while elevator read it ({how}): the results would not be of \
+                 one input, so none are written (run on a copy that does not change)",
+                input.path.display(),
+                input.what
+            );
+        }
+        Ok(())
+    }
+}
+
 /// The files a TOML input (a scenario) names: every string value, anywhere in it, that is the
 /// path of an existing file or device, resolved as the scenario's loader resolves it (against
 /// the TOML file's directory, then as given). A scenario's drive spec, host spec, `trace` and
@@ -474,6 +633,84 @@ impl Outcomes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way an input can change under a run (grown, cut, rewritten in place at the same
+    /// size, replaced by a rename, a symlink pointed elsewhere, removed) is found, naming the
+    /// file and what it is; an untouched input passes, and the target is never stamped.
+    #[test]
+    fn unchanged_finds_an_input_grown_cut_rewritten_replaced_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.trace");
+        let other = dir.path().join("other");
+        let link = dir.path().join("link.toml");
+        let reset = || {
+            fs::write(&p, b"0.0 0 0 8 1\n").unwrap();
+            fs::write(&other, b"1.0 0 0 8 1\n").unwrap();
+            let _ = fs::remove_file(&link);
+            std::os::unix::fs::symlink(&p, &link).unwrap();
+        };
+        type Change = fn(&Path, &Path, &Path);
+        let changes: [(&str, Change, &str); 5] = [
+            (
+                "grown",
+                |p, _, _| {
+                    let mut f = fs::OpenOptions::new().append(true).open(p).unwrap();
+                    std::io::Write::write_all(&mut f, b"1.0 0 8 8 1\n").unwrap();
+                },
+                "bytes",
+            ),
+            (
+                "cut",
+                |p, _, _| {
+                    fs::OpenOptions::new()
+                        .write(true)
+                        .open(p)
+                        .unwrap()
+                        .set_len(3)
+                        .unwrap()
+                },
+                "bytes",
+            ),
+            (
+                "rewritten",
+                |p, _, _| {
+                    // The same size, later: the modification time differs.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    fs::write(p, b"9.9 0 0 8 1\n").unwrap();
+                },
+                "modified",
+            ),
+            ("replaced", |p, o, _| fs::rename(o, p).unwrap(), "replaced"),
+            ("removed", |p, _, _| fs::remove_file(p).unwrap(), "removed"),
+        ];
+        for (what, change, says) in changes {
+            reset();
+            let inputs = [
+                Input::new("a trace", &p),
+                Input::new("the drive spec", &link),
+                Input::new("the target", &other),
+            ];
+            let u = Unchanged::take(&inputs);
+            assert_eq!(u.0.len(), 2, "the target is not stamped");
+            u.check().unwrap();
+            change(&p, &other, &link);
+            let e = u.check().unwrap_err().to_string();
+            assert!(
+                e.contains("t.trace") || e.contains("link.toml"),
+                "{what}: {e}"
+            );
+            assert!(e.contains("changed while elevator read it"), "{what}: {e}");
+            assert!(e.contains(says), "{what}: {e}");
+        }
+        // A symlink swapped to another file: its target is stamped, so the swap is found.
+        reset();
+        let u = Unchanged::take(&[Input::new("the drive spec", &link)]);
+        let swap = dir.path().join("link.new");
+        std::os::unix::fs::symlink(&other, &swap).unwrap();
+        fs::rename(&swap, &link).unwrap();
+        let e = u.check().unwrap_err().to_string();
+        assert!(e.contains("link.toml") && e.contains("replaced"), "{e}");
+    }
 
     #[test]
     fn an_output_that_is_an_input_is_refused_before_anything_is_written() {

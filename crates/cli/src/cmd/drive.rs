@@ -73,6 +73,31 @@ pub fn run(args: Args) -> Result<()> {
             crate::output::say_str(&spec.to_toml());
         }
         Command::ImportDisksim { parv, output } => {
+            if let Some(out) = &output {
+                // `-o` onto the `.parv` (or a `.diskspecs`, `.model` or `.seek` beside it,
+                // which it names) overwrote the model being imported.
+                use super::common::{Input, OutputOpts, Supported};
+                let mut inputs = vec![Input::new("the .parv file", &parv)];
+                let stem = parv.file_stem().map(|s| s.to_string_lossy().into_owned());
+                let dir = parv
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(std::path::Path::new("."));
+                if let (Some(stem), Ok(rd)) = (stem, std::fs::read_dir(dir)) {
+                    for e in rd.flatten().take(10_000) {
+                        if e.file_name().to_string_lossy().starts_with(&stem) {
+                            inputs.push(Input::new("a DiskSim file beside the .parv", e.path()));
+                        }
+                    }
+                }
+                OutputOpts::default().check(
+                    "drive import-disksim",
+                    Supported::default(),
+                    &[],
+                    &inputs,
+                    &[("--output", out.as_path())],
+                )?;
+            }
             let spec = elevator_sim::disksim::import(&parv).map_err(|e| anyhow::anyhow!("{e}"))?;
             let text = format!(
                 "# Imported by `elevator drive import-disksim {}`.\n# Derived from DiskSim 4.0 data: keep DiskSim's copyright notice with this file.\n{}",

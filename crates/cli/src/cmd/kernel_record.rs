@@ -2,7 +2,6 @@
 //! and record every block event (a thin shell over `elevator_real::kernel_record`).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -78,22 +77,12 @@ pub struct Args {
     pub timeout: Option<u64>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+use crate::signals::STOP;
 
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Ctrl-C and SIGTERM set [`STOP`]: fio is stopped and everything undone before exiting.
+/// Ctrl-C and SIGTERM set [`STOP`]: fio is stopped and everything undone before exiting
+/// (every later signal is absorbed too, so the undoing finishes).
 fn install_stop_handler() {
-    // SAFETY: a handler that only stores to an atomic is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
+    crate::signals::cooperate(false);
 }
 
 /// Runs the command.

@@ -263,13 +263,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // Modes arrive from the kernel with the caller's umask applied; ours must not apply again.
     // SAFETY: umask cannot fail.
     let umask = unsafe { libc::umask(0) };
-    let mut mounted = elevator_mount::mount(&cfg).with_context(|| {
-        format!(
-            "elevator mount {} {}",
-            a.backing.display(),
-            a.mountpoint.display()
-        )
-    })?;
+    // The mount's own handler, before mounting: a signal while the mount is set up is seen
+    // by the watcher, which unmounts at once (the process-wide handler would end the process
+    // with the mount left behind).
     // SAFETY: the handler only adds to an atomic (async-signal-safe).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -277,6 +273,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }
+    let mut mounted = elevator_mount::mount(&cfg).with_context(|| {
+        format!(
+            "elevator mount {} {}",
+            a.backing.display(),
+            a.mountpoint.display()
+        )
+    })?;
     if let Some(d) = &drive_name {
         watch_emulation(mounted.emulation_probe(), d.clone());
     }

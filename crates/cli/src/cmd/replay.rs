@@ -141,7 +141,9 @@ struct Spooled {
     paths: Vec<PathBuf>,
     /// `(copy, original)` of each spooled stream, to name the original in errors.
     copies: Vec<(String, String)>,
-    _dir: Option<tempfile::TempDir>,
+    /// The private directory of the copies: removed when dropped, and by the signal watcher
+    /// if Ctrl-C or SIGTERM ends the process mid-replay.
+    _dir: Option<elevator_workload::input::Temporary>,
 }
 
 /// What a spooled stream leaves free on the temporary file system at least, beside half of
@@ -237,7 +239,7 @@ fn spool_one(
 
 fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Result<Spooled> {
     use std::os::unix::fs::FileTypeExt;
-    let mut dir: Option<tempfile::TempDir> = None;
+    let mut dir: Option<elevator_workload::input::Temporary> = None;
     let mut paths = Vec::new();
     let mut copies = Vec::new();
     for (i, p) in traces.iter().enumerate() {
@@ -258,9 +260,7 @@ fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Res
         }
         if dir.is_none() {
             dir = Some(
-                tempfile::Builder::new()
-                    .prefix("elevator-replay-")
-                    .tempdir()
+                super::common::private_dir("elevator-replay")
                     .context("a temporary directory for a trace read from a pipe")?,
             );
         }
@@ -342,10 +342,11 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         accept_unsorted: args.accept_unsorted,
     };
     // A pipe or FIFO is read once, into a file every scheduler then replays.
+    let unchanged = super::common::Unchanged::take(&inputs);
     let spooled = spool_streams(&args.traces, args.format)?;
     let shown = args.traces.clone();
     args.traces = spooled.paths.clone();
-    replay_spooled(args, opts, shown, infos, extra).map_err(|e| spooled.unmask(e))
+    replay_spooled(args, opts, shown, infos, extra, &unchanged).map_err(|e| spooled.unmask(e))
 }
 
 /// Replay the traces (regular files, or the spooled copies of streams) under each scheduler.
@@ -355,13 +356,25 @@ fn replay_spooled(
     shown: Vec<PathBuf>,
     infos: Vec<elevator_core::registry::SchedulerSpec>,
     extra: elevator_core::Settings,
+    unchanged: &super::common::Unchanged,
 ) -> anyhow::Result<()> {
     // Open once up front so a bad trace fails before anything runs.
     open(&args.traces, opts)?;
     let real = match &args.target {
-        Some(path) => Some(open_target(path, &args, opts)?),
+        Some(path) => {
+            // On a real target Ctrl-C stops the replay: what is in flight completes and the
+            // target is re-marked as elevator's (a kill mid-write would get the next replay
+            // refused for a file only elevator wrote).
+            crate::signals::cooperate(true);
+            Some(open_target(path, &args, opts)?)
+        }
         None => None,
     };
+    // Whatever way this returns, a file elevator laid out and then wrote is re-marked as its
+    // own (as `run` does), so the next replay on it is not refused.
+    let _remember = real
+        .as_ref()
+        .map(|(tgt, _)| super::run::RememberOnDrop(tgt));
     let spec = match (&args.target, &args.drive) {
         (Some(_), _) => None,
         (None, d) => Some(
@@ -465,6 +478,7 @@ fn replay_spooled(
                 let live = crate::progress::Live::start(info.name, None);
                 let run_opts = RunOptions {
                     progress: Some(live.counter()),
+                    stop: Some(&crate::signals::STOP),
                     request_log: page.is_on()
                         || args.out.blktrace_out.is_some()
                         || args.out.request_log.is_some(),
@@ -476,6 +490,13 @@ fn replay_spooled(
                     Ok(r) => r,
                     Err(f) => bail!("scheduler {}: {}", info.name, f.error),
                 };
+                if report.interrupted {
+                    bail!(
+                        "scheduler {}: interrupted (what was in flight completed; the target \
+                         is re-marked; no output written)",
+                        info.name
+                    );
+                }
                 if let Some(dir) = &args.out.blktrace_out {
                     outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
                 }
@@ -499,16 +520,19 @@ fn replay_spooled(
             }
             _ => unreachable!("either a drive or a target"),
         };
+        let outcome = outcome.borrow();
+        if let Some(e) = &outcome.error {
+            bail!("{e}");
+        }
+        // Each scheduler reads the traces again: all must have replayed the same ones. Before
+        // the blktrace is renamed into place: a failed run leaves none (the writer is dropped).
+        unchanged.check()?;
         if let Some(w) = &writer {
             outcomes.keep(
                 w.borrow_mut()
                     .finish()
                     .context("--blktrace-out: write the trace"),
             );
-        }
-        let outcome = outcome.borrow();
-        if let Some(e) = &outcome.error {
-            bail!("{e}");
         }
         let total_summary = total.summary("total", "/", end);
         print_run(info.name, &device, end, &outcome, &total_summary);
@@ -636,7 +660,7 @@ fn open_target(
             need_bytes: need,
             // Empty: the whole of [0, need) counts as written (a trace may write anywhere).
             write_regions: Vec::new(),
-            stop: None,
+            stop: Some(&crate::signals::STOP),
         },
     )?;
     Ok((tgt, path.display().to_string()))

@@ -14,7 +14,6 @@
 //! completes, the partial report prints, the exit code is non-zero.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::ValueEnum;
@@ -72,24 +71,12 @@ pub struct Args {
     pub out: super::common::OutputOpts,
 }
 
-pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) use crate::signals::STOP;
 
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Ctrl-C (and SIGTERM) set [`STOP`] once; a second one kills as usual.
+/// Ctrl-C (and SIGTERM) set [`STOP`] once (what is in flight completes, the report of what
+/// ran is written, and the exit status is 128 + the signal); a second one ends the process.
 pub(crate) fn install_stop_handler() {
-    // SAFETY: a handler that only stores to an atomic is async-signal-safe; SA_RESETHAND
-    // restores the default action after the first signal.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
+    crate::signals::cooperate(true);
 }
 
 pub(crate) use elevator_campaign::fio::{build_jobs, ramp_time};
@@ -100,7 +87,7 @@ use elevator_campaign::real::{bytes_for_new_target, check_buffer_memory, write_r
 
 /// Re-marks a target elevator owns when dropped ([`target::Target::remember`]); errors are
 /// reported by the explicit call on the normal path.
-struct RememberOnDrop<'a>(&'a target::Target);
+pub(crate) struct RememberOnDrop<'a>(pub(crate) &'a target::Target);
 
 impl Drop for RememberOnDrop<'_> {
     fn drop(&mut self) {
@@ -206,8 +193,18 @@ pub(crate) fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// Run the subcommand.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    use super::common::{Input, Supported};
+pub fn run(mut args: Args) -> anyhow::Result<()> {
+    use super::common::{read_once, Input, Supported};
+    // A job file or drive spec from a FIFO is copied once: the drive is read per scheduler.
+    let given = read_once("job file", &args.job_file, 4 << 20)?;
+    args.job_file = given.path.clone();
+    let drive = match &args.drive {
+        Some(d) => Some(read_once("drive spec", std::path::Path::new(d), 4 << 20)?),
+        None => None,
+    };
+    if let Some(d) = &drive {
+        args.drive = Some(d.path.display().to_string());
+    }
     let sched = args.scheds.names("none");
     let file = fio_file::read(&args.job_file)?;
     let target_path = elevator_campaign::real::target_of(&file, args.target.as_deref())?;
@@ -229,6 +226,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     super::common::check_target(&target_path, &read)?;
     read.push(Input::new("the target", &target_path));
     args.out.check("run", Supported::ALL, &sched, &read, &own)?;
+    // The drive spec is read again for each scheduler's run: all must run on one drive.
+    let unchanged = super::common::Unchanged::take(&read);
     check_buffer_memory(&file)?;
     // The drive to emulate, checked before the target is touched.
     let drive_probe = args
@@ -369,6 +368,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Err(f) => (*f.partial, Some(f.error)),
         };
         live.finish();
+        // A job file or drive spec changed mid-run: the runs are not of one input.
+        unchanged.check()?;
         let emulation = match (&backend, &drive_name) {
             (Device::Emulated(b), Some(d)) => Some((d.clone(), b.lateness().summary())),
             _ => None,

@@ -101,9 +101,34 @@ struct SimJson {
     runs: Vec<RunJson>,
 }
 
+/// The most bytes of a scenario, job file, drive or host spec read from a FIFO (each reader
+/// then applies its own, smaller, cap).
+const SPEC_CAP: u64 = 4 << 20;
+
 /// Run the scenario under each scheduler.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    use super::common::{Input, Supported};
+pub fn run(mut args: Args) -> anyhow::Result<()> {
+    use super::common::{read_once, Input, Supported};
+    // Read more than once (what it is, then loaded; a drive spec per run): a FIFO is copied.
+    let given = read_once(
+        "scenario or job file",
+        std::path::Path::new(&args.scenario),
+        SPEC_CAP,
+    )?;
+    args.scenario = given.path.display().to_string();
+    let drive = match &args.drive {
+        Some(d) => Some(read_once("drive spec", std::path::Path::new(d), SPEC_CAP)?),
+        None => None,
+    };
+    if let Some(d) = &drive {
+        args.drive = Some(d.path.display().to_string());
+    }
+    let host = match &args.host {
+        Some(h) => Some(read_once("host spec", std::path::Path::new(h), SPEC_CAP)?),
+        None => None,
+    };
+    if let Some(h) = &host {
+        args.host = Some(h.path.display().to_string());
+    }
     let sched = args.scheds.names("deadline");
     let job_file = super::sim_job::is_job_file(&args.scenario);
     let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
@@ -197,6 +222,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &plot,
     )?;
     output::json_to_stdout(args.out.json.as_deref());
+    // Stamped before the first read: each scheduler's run reads the scenario's traces again.
+    let unchanged = super::common::Unchanged::take(&inputs);
     let mut scenario = scenarios::load(&args.scenario)?;
     if let Some(us) = args.wakeup_us {
         scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
@@ -268,6 +295,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             None => None,
         };
         let report = sim.run(scenario.limit);
+        // A trace that changed or failed part-way: the figures are not the scenario's.
+        unchanged.check()?;
+        report
+            .job_error()
+            .map_err(|e| anyhow::anyhow!("under {name}: {e}"))?;
         if let Some(w) = writer {
             outcomes.keep(
                 w.borrow_mut()

@@ -43,6 +43,24 @@ struct Row {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    // No output may be an input: `--json` onto the validation trace overwrote it with the
+    // results, as `--plot` onto the drive spec did.
+    {
+        use super::common::{Input, OutputOpts, Supported};
+        let mut inputs: Vec<Input> = Vec::new();
+        if let Some(t) = &args.trace {
+            inputs.push(Input::new("the validation trace", t));
+        }
+        if let Some(d) = &args.drive {
+            inputs.push(Input::new("the drive spec", d));
+        }
+        let outputs: Vec<(&str, &std::path::Path)> =
+            [("--json", &args.json), ("--plot", &args.plot)]
+                .into_iter()
+                .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+                .collect();
+        OutputOpts::default().check("validate", Supported::default(), &[], &inputs, &outputs)?;
+    }
     if let Some(p) = &args.plot {
         if p.is_dir() {
             bail!(

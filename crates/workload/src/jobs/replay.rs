@@ -356,6 +356,10 @@ impl Job for ReplayJob {
         &self.name
     }
 
+    fn error(&self) -> Option<String> {
+        self.out.borrow().error.as_ref().map(|e| e.to_string())
+    }
+
     fn poll(&mut self, now: Nanos) -> Action {
         let start = *self.start.get_or_insert(now);
         self.refill(now);

@@ -411,6 +411,10 @@ impl Job for TraceReplay {
     fn complete(&mut self, tag: u64, _now: Nanos) {
         self.outstanding.remove(&tag);
     }
+
+    fn error(&self) -> Option<String> {
+        self.error.as_ref().map(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,9 @@ fn action(event: IoEvent) -> BlkAction {
 pub struct BlktraceWriter {
     path: PathBuf,
     out: Option<BufWriter<File>>,
+    /// The temporary file beside `path` the trace is written to, renamed over it by
+    /// [`finish`](BlktraceWriter::finish) (`None` for a FIFO or device, written in place).
+    tmp: Option<crate::input::Temporary>,
     device: u32,
     sequence: u32,
     pids: HashMap<CtxId, u32>,
@@ -45,14 +48,32 @@ pub struct BlktraceWriter {
 }
 
 impl BlktraceWriter {
-    /// Create `<dir>/<device>.blktrace.0` (the directory too), replacing an older one.
+    /// Create `<dir>/<device>.blktrace.0` (the directory too), replacing an older one when
+    /// [`finish`](BlktraceWriter::finish) succeeds: the trace is written to a temporary file
+    /// beside it (removed if the writer is dropped unfinished or a signal ends the process),
+    /// so an interrupted run never leaves a cut trace under the promised name. A FIFO or a
+    /// device there is written in place.
     pub fn create(dir: &Path, device: &str) -> std::io::Result<BlktraceWriter> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{device}.blktrace.0"));
-        let f = crate::input::create_output(&path)?;
+        let target = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&path)?,
+            _ => path.clone(),
+        };
+        let (f, tmp) = match std::fs::metadata(&target) {
+            Ok(m) if !m.is_file() => (crate::input::create_output(&path)?, None),
+            _ => {
+                let (tmp, f) = crate::input::Temporary::create(
+                    crate::input::temporary_beside(&target),
+                    |p| File::create(p),
+                )?;
+                (f, Some(tmp))
+            }
+        };
         Ok(BlktraceWriter {
-            path,
+            path: target,
             out: Some(BufWriter::with_capacity(1 << 16, f)),
+            tmp,
             device: 8 << 20,
             sequence: 0,
             pids: HashMap::new(),
@@ -80,14 +101,28 @@ impl BlktraceWriter {
         self.events += 1;
     }
 
-    /// Flush and close; the first write error, if any.
+    /// Flush and close, then rename the trace into place; the first write error, if any
+    /// (then the temporary file is removed and an older trace is left as it was).
     pub fn finish(&mut self) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
+            self.out = None;
+            self.tmp = None;
             return Err(e);
         }
-        match self.out.take() {
-            Some(mut out) => out.flush(),
+        let done = match self.out.take() {
+            Some(out) => {
+                out.into_inner()
+                    .map_err(|e| e.into_error())
+                    .and_then(|f| match &self.tmp {
+                        Some(_) => f.sync_all(),
+                        None => Ok(()),
+                    })
+            }
             None => Ok(()),
+        };
+        match (done, self.tmp.take()) {
+            (Ok(()), Some(tmp)) => tmp.commit(&self.path),
+            (r, _) => r,
         }
     }
 }
@@ -155,6 +190,28 @@ mod tests {
     use super::*;
     use crate::traces::blktrace::{BlkRequests, BlkView, EventReader, EventSource};
     use elevator_core::harness::rq;
+
+    /// A writer dropped before `finish` (the run failed, or a signal's watcher removed its
+    /// temporary) leaves no cut trace under the name and the older trace intact; `finish`
+    /// renames the whole trace into place and leaves no temporary file.
+    #[test]
+    fn an_unfinished_trace_never_replaces_the_older_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sim.blktrace.0");
+        std::fs::write(&path, b"older").unwrap();
+        let mut w = BlktraceWriter::create(dir.path(), "sim").unwrap();
+        w.process(CtxId(1), 1, "p", Nanos(0));
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), b"older");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "a temporary file was left");
+        let mut w = BlktraceWriter::create(dir.path(), "sim").unwrap();
+        w.process(CtxId(1), 1, "p", Nanos(0));
+        w.finish().unwrap();
+        assert_ne!(std::fs::read(&path).unwrap(), b"older");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "a temporary file was left");
+    }
 
     #[test]
     fn what_we_write_our_reader_reads_back() {

@@ -939,13 +939,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "workloads": summary,
         "runs": index,
     });
-    std::fs::write(dir.join("table.md"), &text)?;
+    // Whole or not at all (a temporary file renamed into place): Ctrl-C never leaves a cut
+    // table or summary.
+    elevator_workload::input::write_output(&dir.join("table.md"), &text)?;
     if let Some(report) = &args.report {
         let index = page.write(report)?;
         eprintln!("elevator compare: report in {}", index.display());
     }
-    std::fs::write(
-        dir.join("summary.json"),
+    elevator_workload::input::write_output(
+        &dir.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
     )?;
     eprintln!(

@@ -1,0 +1,131 @@
+//! Ctrl-C (SIGINT) and SIGTERM, one way for every command.
+//!
+//! Two modes:
+//!
+//! - **Ending** (every command, from the start of `main`): the first signal ends the process
+//!   within milliseconds. A watcher thread, woken through a pipe the handler writes (`write` is
+//!   async-signal-safe; nothing else happens in the handler), removes every temporary file
+//!   and directory elevator is writing (`elevator_workload::input::Temporary`: outputs written
+//!   beside their path before the rename, a blktrace being written, a spooled trace, a Parquet
+//!   table), says so on stderr, and exits with 128 + the signal's number (130 for SIGINT, 143
+//!   for SIGTERM), as a shell reports a process a signal ended. An output renamed into place
+//!   is whole; one not yet renamed is gone; an older file under its name is intact.
+//! - **Stopping** ([`cooperate`]: `run`, `calibrate`, `compare`, `kernel-record` and `replay`
+//!   on a real target): the signal only sets [`STOP`]; the command lets what is in flight
+//!   complete, undoes or re-marks what it touched, writes what it measured and returns; `main`
+//!   then exits with 128 + the signal's number ([`received`]). `mount` installs its own
+//!   handler (its unmount watcher).
+//!
+//! SIGKILL cannot be caught: outputs are renamed into place whole, so an older output
+//! survives, and what is left is at most a `.NAME.elevator-tmp-PID` beside it.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// Set by the first SIGINT or SIGTERM in the stopping mode (and in the ending one).
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The number of the first signal received, 0 before.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// The pipe the ending handler writes to wake the watcher; -1 in the stopping mode.
+static WAKE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let b = [sig as u8];
+        // SAFETY: write(2) is async-signal-safe; `b` outlives the call. A failed write (the
+        // pipe full after many signals) leaves the watcher already woken.
+        unsafe {
+            libc::write(fd, b.as_ptr().cast(), 1);
+        }
+    }
+}
+
+/// Install `on_signal` for SIGINT and SIGTERM; `once`: the default action comes back after
+/// the first (a second Ctrl-C ends the process at once).
+fn install(once: bool) {
+    // SAFETY: the handler stores to atomics and calls write(2), all async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = if once { libc::SA_RESETHAND } else { 0 };
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The ending mode (see the module documentation); called first thing in `main`.
+pub fn install_ending() {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // No pipe: the default actions stay (the process ends; temporary files may remain).
+        return;
+    }
+    let (read, write) = (fds[0], fds[1]);
+    let spawned = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut b = [0u8; 1];
+            loop {
+                // SAFETY: reads one byte into `b` from the pipe this thread owns.
+                let n = unsafe { libc::read(read, b.as_mut_ptr().cast(), 1) };
+                match n {
+                    1 => break,
+                    n if n < 0
+                        && std::io::Error::last_os_error().kind()
+                            == std::io::ErrorKind::Interrupted => {}
+                    // The pipe failed or closed: no watcher (the handler's write is harmless).
+                    _ => return,
+                }
+            }
+            let sig = SIGNAL.load(Ordering::SeqCst);
+            let removed = elevator_workload::input::abandon_temporaries();
+            let note = match removed {
+                0 => String::new(),
+                1 => "; removed 1 unfinished temporary file".to_string(),
+                n => format!("; removed {n} unfinished temporary files"),
+            };
+            eprintln!(
+                "elevator: interrupted by {}: stopped{note}; every output written is whole",
+                name(sig)
+            );
+            // SAFETY: _exit ends the process without running destructors or flushing
+            // buffers another thread may be filling.
+            unsafe { libc::_exit(128 + sig) }
+        });
+    if spawned.is_err() {
+        return;
+    }
+    WAKE.store(write, Ordering::SeqCst);
+    install(true);
+}
+
+/// The stopping mode: from now on a SIGINT or SIGTERM only sets [`STOP`], which the command
+/// polls. `once`: a second signal ends the process at once (as a second Ctrl-C usually does);
+/// otherwise further signals are absorbed too (`kernel-record` must undo what it set up).
+pub fn cooperate(once: bool) {
+    WAKE.store(-1, Ordering::SeqCst);
+    install(once);
+}
+
+/// The first SIGINT or SIGTERM received, if any.
+pub fn received() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The name of a signal, for messages.
+pub fn name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT (Ctrl-C)",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}

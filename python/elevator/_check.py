@@ -1,0 +1,180 @@
+"""Argument checks for the public API: every bad argument raises :class:`ElevatorError`
+naming the argument, before anything reaches the native module.
+
+Without them, a float was cut to an integer (``seed=1.5`` ran seed 1), NaN or infinity became
+JSON the native side could not parse (a ``ValueError`` about a column of the grid's JSON, not
+the argument), a string of paths was split into characters, and ``threads=10**6`` asked for a
+million threads.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import os
+from typing import Any, Iterable, Optional
+
+from ._elevator import ElevatorError
+
+#: The largest thread or worker count accepted (a pool of more is a mistake, not a plan).
+MAX_THREADS = 1024
+I64 = (-(2**63), 2**63 - 1)
+U64 = (0, 2**64 - 1)
+
+
+def error(name: str, message: str) -> ElevatorError:
+    e = ElevatorError(f"{name}: {message}")
+    e.field = name
+    e.message = message
+    return e
+
+
+def shown(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def integer(name: str, v: Any, lo: int, hi: int) -> int:
+    """``v`` as an int in ``lo..=hi``; a bool, a float (even 2.0), NaN, a string or None is
+    refused, so nothing is cut or guessed (numpy integers are integers)."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        i = operator.index(v)
+    except TypeError:
+        raise error(name, f"expected an integer from {lo} to {hi}, got {shown(v)}") from None
+    if not lo <= i <= hi:
+        raise error(name, f"{i} is out of range: expected {lo} to {hi}")
+    return i
+
+
+def optional_integer(name: str, v: Any, lo: int, hi: int) -> Optional[int]:
+    return None if v is None else integer(name, v, lo, hi)
+
+
+def real(name: str, v: Any, lo: float, hi: float) -> float:
+    """``v`` as a finite float in ``lo..=hi`` (NaN and infinities refused)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise error(name, f"expected a number from {lo:g} to {hi:g}, got {shown(v)}")
+    f = float(v)
+    if not math.isfinite(f) or not lo <= f <= hi:
+        raise error(name, f"{f!r} is out of range: expected a finite number from {lo:g} to {hi:g}")
+    return f
+
+
+def flag(name: str, v: Any) -> bool:
+    """``v`` as a bool: True, False (or 0 and 1); anything else is refused, where ``bool("no")``
+    would have been True."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, numbers.Integral) and int(v) in (0, 1):
+        return bool(v)
+    raise error(name, f"expected True or False, got {shown(v)}")
+
+
+def text(name: str, v: Any) -> str:
+    """``v`` as a string (not empty, no NUL byte)."""
+    if not isinstance(v, str):
+        raise error(name, f"expected a string, got {shown(v)}")
+    if not v:
+        raise error(name, "empty")
+    if "\0" in v:
+        raise error(name, "contains a NUL character")
+    return v
+
+
+def path(name: str, v: Any) -> str:
+    """``v`` as a path string (``str`` or ``os.PathLike``; not empty, no NUL byte)."""
+    if isinstance(v, (bytes, bytearray)):
+        raise error(name, f"expected a path (str or pathlib.Path), got bytes {shown(v)}")
+    try:
+        p = os.fspath(v)
+    except TypeError:
+        raise error(name, f"expected a path (str or pathlib.Path), got {shown(v)}") from None
+    if isinstance(p, bytes):
+        raise error(name, f"expected a path (str or pathlib.Path), got bytes {shown(v)}")
+    return text(name, p)
+
+
+def paths(name: str, v: Any) -> list[str]:
+    """One path, or a non-empty sequence of paths (a single string is one path, never split
+    into characters)."""
+    if isinstance(v, (str, os.PathLike)):
+        return [path(name, v)]
+    if isinstance(v, (bytes, bytearray)) or not isinstance(v, Iterable):
+        raise error(name, f"expected a path or a list of paths, got {shown(v)}")
+    out = [path(f"{name}[{i}]", p) for i, p in enumerate(v)]
+    if not out:
+        raise error(name, "an empty list: give at least one path")
+    return out
+
+
+def names(name: str, v: Any) -> list[str]:
+    """Scheduler names: ``"a,b"`` or a non-empty sequence of non-empty strings."""
+    if isinstance(v, str):
+        out = [s.strip() for s in v.split(",")]
+    elif isinstance(v, Iterable) and not isinstance(v, (bytes, bytearray)):
+        out = list(v)
+    else:
+        raise error(name, f"expected a name or a list of names, got {shown(v)}")
+    if not out:
+        raise error(name, "an empty list: give at least one scheduler")
+    for i, s in enumerate(out):
+        if not isinstance(s, str) or not s.strip():
+            raise error(name, f"item {i}: expected a scheduler's name, got {shown(s)}")
+    return out
+
+
+def settings(name: str, v: Any) -> dict[str, int]:
+    """Tunables: a mapping of names to integers."""
+    if not hasattr(v, "items"):
+        raise error(name, f"expected a mapping of tunable names to integers, got {shown(v)}")
+    out = {}
+    for k, x in v.items():
+        if not isinstance(k, str) or not k:
+            raise error(name, f"expected tunable names (strings), got the key {shown(k)}")
+        out[k] = integer(f"{name}[{k!r}]", x, *I64)
+    return out
+
+
+def threads(name: str, v: Any) -> Optional[int]:
+    """A thread or worker count: None (all cores) or 1 to :data:`MAX_THREADS`."""
+    return optional_integer(name, v, 1, MAX_THREADS)
+
+
+def axis_values(key: str, v: Any) -> str:
+    """The values of sweep axis ``key`` as the CLI's text: a string as given, a range as
+    ``lo..hi``, a non-empty iterable of integers, strings or bools; a float must be finite."""
+    where = f"sweep[{key!r}]"
+    if isinstance(v, str):
+        if not v.strip():
+            raise error(where, "empty: give at least one value")
+        return v
+    if isinstance(v, range):
+        if len(v) == 0:
+            raise error(where, f"{v!r} is empty: give at least one value")
+        if v.step == 1:
+            return f"{v.start}..{v.stop - 1}"
+    if isinstance(v, (bytes, bytearray)) or not isinstance(v, Iterable):
+        raise error(where, f"expected a list of values, got {shown(v)}")
+    out = []
+    for x in v:
+        if isinstance(x, bool):
+            out.append(str(x).lower())
+        elif isinstance(x, numbers.Integral):
+            out.append(str(int(x)))
+        elif isinstance(x, numbers.Real):
+            if not math.isfinite(float(x)):
+                raise error(where, f"{x!r} is not a finite number")
+            out.append(str(x))
+        elif isinstance(x, (str, os.PathLike)):
+            s = os.fspath(x)
+            if not isinstance(s, str) or not s.strip() or "," in s:
+                raise error(where, f"{shown(x)}: expected a value without commas")
+            out.append(s)
+        else:
+            raise error(where, f"{shown(x)}: expected an integer, a string or a bool")
+    if not out:
+        raise error(where, "an empty list: give at least one value")
+    return ",".join(out)

@@ -1,0 +1,245 @@
+"""Hostile arguments (issue 32, fourth round): every bad argument raises an ElevatorError
+naming the argument, before anything runs; nothing aborts the interpreter (a Rust panic is a
+pyo3 PanicException, a BaseException: it would fail these tests, not pass them), nothing
+hangs, and no value is silently cut or guessed."""
+
+import math
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import elevator
+
+FIO = "[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=50\n"
+
+BAD_SIM = [
+    # (keyword arguments, the argument the message must name)
+    (dict(seed=1.5), "seed"),
+    (dict(seed=float("nan")), "seed"),
+    (dict(seed=-1), "seed"),
+    (dict(seed=2**64), "seed"),
+    (dict(seed="7"), "seed"),
+    (dict(seed=True), "seed"),
+    (dict(wakeup_us=-5), "wakeup_us"),
+    (dict(wakeup_us=2**40), "wakeup_us"),
+    (dict(wakeup_us=0.5), "wakeup_us"),
+    (dict(sched=None), "sched"),
+    (dict(sched=[]), "sched"),
+    (dict(sched=""), "sched"),
+    (dict(sched=5), "sched"),
+    (dict(sched=["deadline", None]), "sched"),
+    (dict(sched="nosuch"), "nosuch"),
+    (dict(set={"fifo_batch": 1.9}), "fifo_batch"),
+    (dict(set={"fifo_batch": None}), "fifo_batch"),
+    (dict(set={"fifo_batch": 2**63}), "fifo_batch"),
+    (dict(set=[("fifo_batch", 1)]), "set"),
+    (dict(set={5: 1}), "set"),
+    (dict(sweep={"seed": []}), "seed"),
+    (dict(sweep={"seed": range(0)}), "seed"),
+    (dict(sweep={"seed": None}), "seed"),
+    (dict(sweep={"seed": [float("nan")]}), "seed"),
+    (dict(sweep={"seed": [1, None]}), "seed"),
+    (dict(sweep={"": [1]}), "sweep"),
+    (dict(sweep=5), "sweep"),
+    (dict(sweep={"seed": "9223372036854775807..9223372036854775808"}), "seed"),
+    (dict(requests="yes"), "requests"),
+    (dict(threads=0), "threads"),
+    (dict(threads=-1), "threads"),
+    (dict(threads=10**6), "threads"),
+    (dict(threads=2.0), "threads"),
+]
+
+
+@pytest.mark.parametrize("kw,name", BAD_SIM, ids=[repr(k) for k, _ in BAD_SIM])
+def test_a_bad_argument_to_sim_raises_naming_it(kw, name):
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.sim("anticipatory-no-write", **kw)
+    assert name in str(e.value), str(e.value)
+    assert len(str(e.value)) < 1024
+
+
+BAD_SOURCES = [
+    (dict(trace=[]), "trace"),
+    (dict(trace=5), "trace"),
+    (dict(trace=b"/tmp/x"), "trace"),
+    (dict(trace=["ok.trace", None]), "trace[1]"),
+    (dict(trace="/nonexistent/t.trace"), "t.trace"),
+    (dict(trace="x\0y"), "trace"),
+    (dict(fio="/nonexistent/j.fio"), "j.fio"),
+    (dict(fio=7), "fio"),
+    (dict(fio_text=None, fio=None), "exactly one"),
+    (dict(fio_text=b"[a]"), "fio_text"),
+    (dict(fio_text=FIO, drive="no-such-drive"), "no-such-drive"),
+    (dict(fio_text=FIO, drive=3), "drive"),
+    (dict(fio_text=FIO, speed=2.0), "speed"),
+    (dict(fio_text=FIO, closed_loop=True), "closed_loop"),
+    (dict(fio_text=FIO, max_requests=5), "max_requests"),
+    (dict(fio_text=FIO, trace_format="msr"), "trace_format"),
+    (dict(trace="t", speed=float("nan")), "speed"),
+    (dict(trace="t", speed=float("inf")), "speed"),
+    (dict(trace="t", speed=0), "speed"),
+    (dict(trace="t", speed=-1.0), "speed"),
+    (dict(trace="t", speed="fast"), "speed"),
+    (dict(trace="t", max_requests=0), "max_requests"),
+    (dict(trace="t", max_requests=-3), "max_requests"),
+    (dict(trace="t", max_requests=2.5), "max_requests"),
+    (dict(trace="t", trace_format="nosuch"), "nosuch"),
+    (dict(trace="t", trace_format=4), "trace_format"),
+    (dict(trace="t", closed_loop="no"), "closed_loop"),
+]
+
+
+@pytest.mark.parametrize("kw,name", BAD_SOURCES, ids=[repr(k) for k, _ in BAD_SOURCES])
+def test_a_bad_source_or_option_raises_naming_it(kw, name):
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.sim(**kw)
+    assert name in str(e.value), str(e.value)
+
+
+def test_bad_scenarios_raise_naming_the_argument(tmp_path):
+    for make, name in [
+        (lambda: elevator.Scenario.from_toml(None), "text"),
+        (lambda: elevator.Scenario.from_toml(b"name = 'x'"), "text"),
+        (lambda: elevator.Scenario.builtin(None), "name"),
+        (lambda: elevator.Scenario.builtin("no-such-scenario"), "no-such-scenario"),
+        (lambda: elevator.Scenario.load(None), "path"),
+        (lambda: elevator.Scenario.load(tmp_path / "absent.toml"), "absent.toml"),
+        (lambda: elevator.Scenario.load(tmp_path), "cannot read"),
+        (lambda: elevator.Scenario.load("/dev/zero"), "4 MiB"),
+        (lambda: elevator.sim(elevator.Scenario.from_toml("")), "missing field"),
+        (lambda: elevator.sim(5), "scenario"),
+        (lambda: elevator.sim("no-such-scenario-or-file"), "no-such-scenario-or-file"),
+    ]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            make()
+        assert name in str(e.value), (name, str(e.value))
+    p = tmp_path / "latin1.toml"
+    p.write_bytes(b"name = '\xe9'\n")
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.Scenario.load(p)
+    assert "UTF-8" in str(e.value)
+
+
+def test_merge_refuses_a_string_of_paths_and_bad_paths(tmp_path):
+    # One path given as a string was split into characters ("a", ".", "p", ...).
+    for inputs, out, name in [
+        (str(tmp_path / "a.parquet"), tmp_path / "o.parquet", "a.parquet"),
+        ([], tmp_path / "o.parquet", "inputs"),
+        ([None], tmp_path / "o.parquet", "inputs[0]"),
+        ([tmp_path / "a.parquet"], None, "out"),
+        (5, tmp_path / "o.parquet", "inputs"),
+    ]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            elevator.merge(inputs, out)
+        assert name in str(e.value), str(e.value)
+
+
+def test_run_refuses_bad_arguments_before_touching_anything(tmp_path):
+    target = tmp_path / "t.img"
+    for kw, name in [
+        (dict(fio_text=FIO, target=target, seed=-1), "seed"),
+        (dict(fio_text=FIO, target=target, seed=0.5), "seed"),
+        (dict(fio_text=FIO, target=target, sched=[]), "sched"),
+        (dict(fio_text=FIO, target=target, sched="nosuch"), "nosuch"),
+        (dict(fio_text=FIO, target=5), "target"),
+        (dict(fio_text=FIO, target=target, allow_overwrite="yes"), "allow_overwrite"),
+        (dict(fio_text=FIO, target=target, set={"x": float("inf")}), "x"),
+        (dict(fio_text=None), "exactly one"),
+        (dict(job=3), "job"),
+        (dict(fio_text=7), "fio_text"),
+    ]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            elevator.run(**kw)
+        assert name in str(e.value), (kw, str(e.value))
+    assert not target.exists(), "the target was touched"
+
+
+def test_campaign_refuses_bad_stores_grids_and_run_arguments(tmp_path):
+    grid = elevator.grid_spec("anticipatory-no-write", sweep={"seed": [1, 2]})
+    for make, name in [
+        (lambda: elevator.Campaign(grid, store=None), "store"),
+        (lambda: elevator.Campaign("not a grid", store=tmp_path / "a"), "grid"),
+        (lambda: elevator.Campaign({"speed": float("nan")}, store=tmp_path / "b"), "grid"),
+        (lambda: elevator.Campaign({"sched": 5}, store=tmp_path / "c"), "grid"),
+        (lambda: elevator.Campaign(store=tmp_path / "empty"), "grid.json"),
+    ]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            make()
+        assert name in str(e.value), (name, str(e.value))
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.Campaign(grid, store=f)
+    assert "store" in str(e.value)
+    # A store whose grid.json is garbage, or /dev/zero.
+    for content in [b"{not json", b"\xff\xfe", b'{"sched": "deadline"}']:
+        d = tmp_path / f"bad{len(content)}"
+        d.mkdir()
+        (d / "grid.json").write_bytes(content)
+        with pytest.raises(elevator.ElevatorError) as e:
+            elevator.Campaign(store=d)
+        assert "grid.json" in str(e.value), str(e.value)
+    d = tmp_path / "zero"
+    d.mkdir()
+    os.symlink("/dev/zero", d / "grid.json")
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.Campaign(store=d)
+    assert "grid.json" in str(e.value)
+    c = elevator.Campaign(grid, store=tmp_path / "good")
+    for kw, name in [
+        (dict(engine="nosuch"), "engine"),
+        (dict(threads=0), "threads"),
+        (dict(threads=10**9), "threads"),
+        (dict(workers=-2), "workers"),
+        (dict(cells_per_task=0), "cells_per_task"),
+        (dict(cells_per_task=1.5), "cells_per_task"),
+        (dict(engine="ray", address=5), "address"),
+    ]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            c.run(**kw)
+        assert name in str(e.value), (kw, str(e.value))
+    for cell in [-1, len(c), 2**64, 1.0, None]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            c.coordinates(cell)
+        assert "cell" in str(e.value)
+    assert c.missing() == [0, 1], "nothing ran"
+
+
+def test_a_trace_bad_part_way_raises_naming_its_line_not_partial_figures(tmp_path):
+    # Line 3 is bad: the replay stopped there and the grid returned the figures of two
+    # requests as the trace's (the campaign dropped the replay's error).
+    p = tmp_path / "t.trace"
+    p.write_text("0.0 0 0 8 1\n1.0 0 8 8 1\n2.0 0 zz 8 1\n3.0 0 24 8 1\n")
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.sim(trace=p, trace_format="disksim")
+    assert "t.trace" in str(e.value) and ":3" in str(e.value), str(e.value)
+
+
+def test_ctrl_c_during_a_long_grid_raises_keyboard_interrupt_promptly(tmp_path):
+    # The grid ran without the GIL and looked for no signal: Ctrl-C waited for every cell.
+    grid = dict(sweep={"seed": range(1, 2001)}, sched=["bfq", "cfq", "deadline"])
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            elevator.sim("anticipatory", threads=1, **grid)
+    finally:
+        timer.cancel()
+    # A bound that only a hang exceeds (the grid takes many minutes).
+    assert time.monotonic() - t0 < 120
+
+
+def test_a_ray_campaign_with_a_bad_cell_raises_its_error_not_rays(tmp_path):
+    pytest.importorskip("ray")
+    p = tmp_path / "t.trace"
+    p.write_text("0.0 0 0 8 1\n1.0 0 8 8 1\n2.0 0 zz 8 1\n")
+    grid = elevator.grid_spec(trace=p, trace_format="disksim", sweep={"seed": [1, 2]})
+    c = elevator.Campaign(grid, store=tmp_path / "store")
+    with pytest.raises(elevator.ElevatorError) as e:
+        c.run(engine="ray", workers=2)
+    assert "t.trace" in str(e.value) and ":3" in str(e.value), str(e.value)
+    assert c.done() == [], "a failed cell was stored"
