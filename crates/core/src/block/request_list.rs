@@ -292,6 +292,36 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_is_spent_only_by_allocations_past_the_full_mark() {
+        // get_request takes the io_context (and decrements nr_batch_requests) only when the
+        // class is at nr_requests; ioc_set_batching leaves a batching process's batch as it is.
+        let mut l: RequestList<u32> = RequestList::new(100);
+        let t = Nanos::from_ms(1);
+        for _ in 0..99 {
+            assert!(l.allocate(B, Class::Async, 1, t));
+        }
+        assert!(l.allocate(A, Class::Async, 1, t), "A sets it full: 31 left");
+        for _ in 0..50 {
+            assert!(l.free(Class::Async, t).is_none());
+        }
+        for _ in 0..49 {
+            assert!(
+                l.allocate(A, Class::Async, 1, t),
+                "below the mark: the batch untouched"
+            );
+        }
+        let mut granted = 0;
+        while l.allocate(A, Class::Async, 1, t) {
+            granted += 1;
+        }
+        assert_eq!(
+            granted,
+            BLK_BATCH_REQ - 1,
+            "the 31 left of A's batch, not a new one of 32"
+        );
+    }
+
+    #[test]
     fn a_free_below_nr_requests_wakes_one_sleeper_in_the_order_they_slept() {
         // __freed_request: count + 1 <= nr_requests wakes the wait queue (exclusive: one).
         let mut l: RequestList<u32> = RequestList::new(2);

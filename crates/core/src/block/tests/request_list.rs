@@ -87,6 +87,38 @@ fn a_sleeping_process_submits_nothing_so_its_later_bios_neither_merge_nor_pass_i
 }
 
 #[test]
+fn a_woken_process_whose_next_bio_finds_no_request_sleeps_again_and_is_woken_again() {
+    // get_request_wait: the woken process allocates as a batching one, up to 3/2
+    // nr_requests; its next bio past that sleeps again (its later ones behind it).
+    let mut blk = layer(2);
+    for i in 0..3 {
+        blk.handle_submit(read(1, i * 1000), i as u32, ms(0));
+    }
+    for i in 0..3 {
+        blk.handle_submit(read(2, 50_000 + i * 1000), 10 + i as u32, ms(0));
+    }
+    assert_eq!((blk.scheduler().queued(), blk.queued()), (3, 6));
+    let mut done = Vec::new();
+    for t in 1..=2 {
+        let rq = blk.poll_dispatch(ms(t)).expect("a request");
+        blk.handle_complete(rq.id, true, ms(t), &mut done);
+    }
+    // 3 -> 1 allocated woke context 2: two of its bios got requests (2 and 3 allocated),
+    // the third found 3 * 2 / 2 = 3 and sleeps again.
+    assert_eq!(blk.scheduler().queued(), 3);
+    assert_eq!(blk.queued(), 4, "the bio asleep again is still counted");
+    let mut t = 3;
+    while let Some(rq) = blk.poll_dispatch(ms(t)) {
+        blk.handle_complete(rq.id, true, ms(t), &mut done);
+        t += 1;
+    }
+    let mut tokens: Vec<u32> = done.iter().map(|d| d.token).collect();
+    tokens.sort_unstable();
+    assert_eq!(tokens, [0, 1, 2, 10, 11, 12], "every bio completes once");
+    assert!(blk.is_idle());
+}
+
+#[test]
 fn sync_and_async_requests_are_counted_apart() {
     // rw_is_sync: a full async class does not make a read sleep.
     let mut blk = layer(1);
