@@ -144,6 +144,53 @@ fn an_exit_while_asleep_reaches_the_scheduler_after_the_bios() {
     blk.handle_complete(rq.id, true, ms(2), &mut done);
     assert_eq!(done.len(), 2);
     assert!(blk.is_idle());
+
+    // What the scheduler is told, in order: context 2's insert, then its exit.
+    let mut blk = BlockLayer::new(Told::default(), Limits::depth(1).nr_requests(Some(1)));
+    blk.handle_submit(read(1, 0), 0u32, ms(0));
+    blk.handle_submit(read(2, 1000), 1, ms(0));
+    blk.handle_exit(CtxId(2), ms(0));
+    assert_eq!(
+        blk.scheduler().log,
+        ["insert 1"],
+        "no exit while its bio sleeps"
+    );
+    let rq = blk.poll_dispatch(ms(0)).expect("a request");
+    blk.handle_complete(rq.id, true, ms(1), &mut Vec::new());
+    assert_eq!(blk.scheduler().log, ["insert 1", "insert 2", "exit 2"]);
+}
+
+/// Deadline, with a log of the inserts and exits it is told of (by context).
+#[derive(Default)]
+struct Told {
+    inner: Deadline,
+    log: Vec<String>,
+}
+
+impl Scheduler for Told {
+    fn name(&self) -> &'static str {
+        "told"
+    }
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.log.push(format!("insert {}", rq.ctx.0));
+        self.inner.insert(rq, now);
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.inner.dispatch(now)
+    }
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.inner.complete(rq, now);
+    }
+    fn exit(&mut self, ctx: CtxId, now: Nanos) {
+        self.log.push(format!("exit {}", ctx.0));
+        self.inner.exit(ctx, now);
+    }
+    fn queued(&self) -> usize {
+        self.inner.queued()
+    }
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), crate::TunableError> {
+        self.inner.set_tunable(name, value)
+    }
 }
 
 #[test]
