@@ -226,9 +226,12 @@ impl fmt::Display for Summary {
 }
 
 /// How long before a completion's time the emulator stops sleeping and watches the clock
-/// instead: a timer's wake-up on a virtual machine is late by tens of microseconds, a spin of
-/// this long is not.
-pub const SPIN: Duration = Duration::from_micros(60);
+/// instead: a timer's wake-up on a virtual machine is late, a spin of this long is not. On
+/// this project's 2-vCPU VM, busy, wake-ups were late by tens of microseconds; idle (a halted
+/// vCPU), `nanosleep` of 0.2-5 ms overshot by a median of 56-117 us and a p90 of 78-189 us
+/// under SCHED_FIFO (2026-11-30 00:21 UTC, load 0.2), and a 60 us spin left completions late
+/// by a median of 22-55 us (docs/emulation.md). 250 us covers the idle p90 for a short sleep.
+pub const SPIN: Duration = Duration::from_micros(250);
 
 /// Ask the kernel to wake this thread's timers without slack (the default slack of 50 us
 /// would be the emulator's error). Best effort: a refusal leaves the default.
