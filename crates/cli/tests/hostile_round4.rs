@@ -82,13 +82,7 @@ fn signal_and_wait(mut child: Child, sig: i32) -> Out {
     let status = done
         .status
         .expect("elevator did not end within 30 s of the signal");
-    let out = Out {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-    };
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    out
+    Out::of(status, &done)
 }
 
 fn s(p: &Path) -> &str {
@@ -424,13 +418,7 @@ fn with_stdin(args: &[&str], stdin: Vec<u8>) -> Out {
     });
     let _ = writer.join();
     let status = done.status.expect("elevator hung reading a pipe");
-    let out = Out {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-    };
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    out
+    Out::of(status, &done)
 }
 
 /// A job file (or scenario, or drive spec) given as a pipe (`sim <(cat job.fio)`,

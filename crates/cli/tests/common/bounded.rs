@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::child::wait_within;
+use super::child::{wait_within, Finished};
 
 /// What a run of elevator gave.
 pub struct Out {
@@ -31,13 +31,20 @@ pub fn elevator_within(args: &[&str], limit: Duration) -> Out {
     let Some(status) = done.status else {
         panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
     };
-    let out = Out {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-    };
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
-    out
+    Out::of(status, &done)
+}
+
+impl Out {
+    /// What a finished run gave (its `status` and captured output), failing if it panicked.
+    pub fn of(status: std::process::ExitStatus, done: &Finished) -> Out {
+        let out = Out {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+        };
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        out
+    }
 }
 
 /// [`elevator_within`] two minutes.
