@@ -8,7 +8,7 @@
 use std::io;
 use std::time::Duration;
 
-use elevator_core::Request;
+use elevator_core::{Nanos, Request};
 
 use crate::buf::AlignedBuf;
 
@@ -85,6 +85,14 @@ pub trait Backend {
     /// refill in waves.
     fn submit_burst(&self) -> Option<usize> {
         None
+    }
+
+    /// The executor's time zero, the instant its jobs start (`now` on the executor's clock).
+    /// A backend whose behaviour depends on time (an emulated drive's rotation, cache and
+    /// queue) counts from here, as the simulator counts from its run's start. The default
+    /// ignores it.
+    fn begin(&mut self, now: Nanos) {
+        let _ = now;
     }
 
     /// Send queued I/O and collect completions; see the trait's contract.

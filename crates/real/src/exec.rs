@@ -546,6 +546,7 @@ impl<'a, B: Backend> Executor<'a, B> {
 
     fn main_loop(&mut self) {
         let now = self.now();
+        self.backend.begin(now);
         self.start_phase(now);
         let mut done = Vec::new();
         loop {

@@ -177,7 +177,11 @@ size=64m
             &clock,
             sched.as_mut(),
             jobs,
-            &RunOptions::default(),
+            // As `elevator run --drive` runs it: ties in job order, as the simulator's.
+            &RunOptions {
+                ties_in_job_order: true,
+                ..RunOptions::default()
+            },
         )
         .unwrap_or_else(|f| panic!("{}", f.error));
         let emulated: Vec<_> = report

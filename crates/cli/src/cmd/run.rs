@@ -346,7 +346,11 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 || args.out.blktrace_out.is_some()
                 || page.is_on(),
             progress: None,
-            ties_in_job_order: false,
+            // An emulated drive is the simulator's device on the real clock: jobs woken at the
+            // same instant (every job at the start) go in job order, as `sim` polls them, so
+            // the two runs differ only by the clock. On a real device the seeded draw stands
+            // for independent threads racing.
+            ties_in_job_order: args.drive.is_some(),
             groups: groups.clone(),
             non_rotational: rotational == Some(false),
         };
