@@ -13,10 +13,14 @@
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
-//!   recorded arrival. A bio the kernel merged into a request already in the scheduler
-//!   ([`SchedBio`]) is submitted on its own where it came in the kernel's event order, for
-//!   our scheduler to merge as the kernel's did: what a request costs bfq's budget is its
-//!   size at dispatch (`bfq_serv_to_charge`). One whose request ours has dispatched already
+//!   recorded arrival. A bio the kernel merged into a request already in the scheduler, or a
+//!   request it merged into one at its insertion ([`SchedBio`]), is submitted on its own
+//!   where it came in the kernel's event order, for our scheduler to merge as the kernel's
+//!   did: what a request costs bfq's budget is its size at dispatch (`bfq_serv_to_charge`).
+//!   The insertion merge (`blk_mq_sched_try_insert_merge`, into whichever queue's request
+//!   ends where it starts) is submitted as a bio of its host's process, since our block layer
+//!   merges bios only (through the policy's `try_merge`); its own process's request setup
+//!   (`bfq_init_rq`) is not replayed. One whose request ours has dispatched already
 //!   is not submitted (counted in [`TraceDiff::merges_missed`]); one ours does not merge
 //!   becomes a request of its own, which the kernel never had (a divergence).
 //! - A request ours dispatches completes after the service time the kernel's device gave the

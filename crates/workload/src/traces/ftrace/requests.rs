@@ -150,14 +150,27 @@ pub struct SchedBio {
     pub host: usize,
     /// How many [`KernelTrace::queue_log`] events came before it.
     pub after: usize,
+    /// A request merged at its insertion (`block_rq_merge` of a request never inserted:
+    /// `blk_mq_sched_try_insert_merge`, which takes the request ending where it starts
+    /// whichever queue and process it belongs to), not a bio.
+    pub insert_merge: bool,
 }
 
 impl SchedBio {
     /// The bio to submit to our block layer: as [`TracedRequest::bio`], with `host`'s
-    /// priority (a bio event does not print one). `None` for rwbs `N`.
+    /// priority (a bio event does not print one). An insertion merge is submitted as a bio of
+    /// `host`'s process: our block layer merges bios only, through the policy's `try_merge`
+    /// (`bfq_bio_merge` merges only into the submitter's own queue), and has no insertion
+    /// merge; so its own process's request setup (`bfq_init_rq`) is not replayed. `None` for
+    /// rwbs `N`.
     pub fn bio(&self, host: &TracedRequest) -> Option<Bio> {
         let op = self.rwbs.dir.op().filter(|&op| op != Op::Flush)?;
-        let mut bio = Bio::new(CtxId(self.pid), op, self.sector, self.sectors)
+        let pid = if self.insert_merge {
+            host.pid
+        } else {
+            self.pid
+        };
+        let mut bio = Bio::new(CtxId(pid), op, self.sector, self.sectors)
             .sync(self.rwbs.sync)
             .prio(host.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
@@ -410,6 +423,7 @@ impl Builder {
                         sectors: b.sectors,
                         host: i,
                         after: self.out.queue_log.len(),
+                        insert_merge: false,
                     });
                 }
             }
@@ -530,6 +544,21 @@ impl Builder {
                     return;
                 };
                 Self::remove(&mut self.live, n);
+                if self.track[n].state == State::Created && self.track[into].state == State::Queued
+                {
+                    // Merged at its insertion (`blk_mq_sched_try_insert_merge`) into a request
+                    // already in the scheduler: for a replay, a bio of that request.
+                    self.out.sched_bios.push(SchedBio {
+                        time: ev.time,
+                        pid: self.out.requests[n].pid,
+                        rwbs: self.out.requests[n].rwbs,
+                        sector: e.sector,
+                        sectors: e.sectors,
+                        host: into,
+                        after: self.out.queue_log.len(),
+                        insert_merge: true,
+                    });
+                }
                 if self.track[n].state == State::Queued {
                     self.out.queue_log.push(QueueEvent::Leave(n));
                 }
