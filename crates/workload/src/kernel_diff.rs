@@ -942,6 +942,46 @@ mod tests {
         assert!(n.kendall_mean() > 0.0);
     }
 
+    /// A write request in mq-deadline grows after its insertion by a bio of its own process
+    /// (`block_bio_backmerge` into a queued request) and by another process's request merged
+    /// at its insertion (`block_rq_merge` of a request never inserted): the replay submits
+    /// both where they came, ours merges both into the queued request, and the one dispatch
+    /// finds the same single request on both sides. At the device's pace ours has dispatched
+    /// the request before either arrives: both are counted missed, not made requests.
+    #[test]
+    fn merges_into_a_queued_request_are_replayed_where_the_kernel_made_them() {
+        const GROWN: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 W 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_bio_queue: 7,0 W 108 + 8 [fio]
+ fio-10 [000] d..1. 1.000004: block_bio_backmerge: 7,0 W 108 + 8 [fio]
+ fio-11 [001] ..... 1.000005: block_getrq: 7,0 W 116 + 8 [fio]
+ fio-11 [001] d..1. 1.000006: block_rq_merge: 7,0 W 4096 () 116 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 W 12288 () 100 + 24 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 W () 100 + 24 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        assert_eq!(t.sched_bios.len(), 2);
+        let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.merges_missed, 0);
+        assert_eq!(
+            d.ours,
+            [Decision {
+                queued: vec![0],
+                chosen: 0
+            }]
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        let opts = DiffOptions {
+            pace: Pace::Device,
+            ..DiffOptions::default()
+        };
+        let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
+        assert_eq!(d.merges_missed, 2);
+        assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
+    }
+
     /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no
     /// `block_split`) beside a 16 KiB one, under none, on a queue of 128 segments: 128
     /// segments of a page each would bound a request at 512 KiB, but the replay takes the

@@ -796,18 +796,30 @@ mod tests {
         assert_eq!((b.pid, b.issued), (11, None));
         assert_eq!(t.stats.unmatched_merges, 0);
         assert_eq!(t.stats.never_issued, 0);
-        // The two bios merged after the insertion are kept, for a replay to submit; the one
-        // merged while plugged (108) is part of the inserted size.
+        // The two bios merged after the insertion are kept, for a replay to submit, and so is
+        // the request merged at its insertion (124, never inserted); the bio merged while
+        // plugged (108) is part of the inserted size.
         let sched: Vec<_> = t
             .sched_bios
             .iter()
-            .map(|s| (s.time.0, s.pid, s.sector, s.sectors, s.host, s.after))
+            .map(|s| {
+                (
+                    s.time.0,
+                    s.pid,
+                    s.sector,
+                    s.sectors,
+                    s.host,
+                    s.after,
+                    s.insert_merge,
+                )
+            })
             .collect();
         assert_eq!(
             sched,
             [
-                (1_000_004_000, 11, 92, 8, 0, 1),
-                (1_000_006_000, 11, 116, 8, 0, 1)
+                (1_000_004_000, 11, 92, 8, 0, 1, false),
+                (1_000_006_000, 11, 116, 8, 0, 1, false),
+                (1_000_007_000, 11, 124, 8, 0, 1, true)
             ]
         );
         // The insert-merged request never reached the queue: one arrival, one dispatch.
