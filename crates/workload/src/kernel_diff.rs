@@ -723,7 +723,7 @@ impl<'a> Replay<'a> {
                 }
             } else if let QueueEvent::Dispatch(i) = *e {
                 for (k, _) in merges.iter().enumerate().filter(|(_, m)| m.host == i) {
-                    if nth_issue.get(&i).is_none() {
+                    if !nth_issue.contains_key(&i) {
                         out.push((last, KEvent::Merge(k)));
                     }
                 }
