@@ -714,6 +714,12 @@ impl<'a> Replay<'a> {
         // pace, whose log is reordered, just before their request's dispatch.
         let merges: &[SchedBio] = &self.trace.sched_bios;
         let mut next_merge = 0;
+        let mut by_host: HashMap<usize, Vec<usize>> = HashMap::new();
+        if self.pace == Pace::Early {
+            for (k, m) in merges.iter().enumerate() {
+                by_host.entry(m.host).or_default().push(k);
+            }
+        }
         for (pos, e) in log.iter().enumerate() {
             if self.pace != Pace::Early {
                 while let Some(m) = merges.get(next_merge).filter(|m| m.after <= pos) {
@@ -722,8 +728,8 @@ impl<'a> Replay<'a> {
                     next_merge += 1;
                 }
             } else if let QueueEvent::Dispatch(i) = *e {
-                for (k, _) in merges.iter().enumerate().filter(|(_, m)| m.host == i) {
-                    if !nth_issue.contains_key(&i) {
+                if !nth_issue.contains_key(&i) {
+                    for &k in by_host.get(&i).into_iter().flatten() {
                         out.push((last, KEvent::Merge(k)));
                     }
                 }
