@@ -13,8 +13,16 @@
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
-//!   recorded arrival. Bios the kernel merged into a request already in the scheduler are part
-//!   of that request's later size, not submitted on their own.
+//!   recorded arrival. A bio the kernel merged into a request already in the scheduler, or a
+//!   request it merged into one at its insertion ([`SchedBio`]), is submitted on its own
+//!   where it came in the kernel's event order, for our scheduler to merge as the kernel's
+//!   did: what a request costs bfq's budget is its size at dispatch (`bfq_serv_to_charge`).
+//!   The insertion merge (`blk_mq_sched_try_insert_merge`, into whichever queue's request
+//!   ends where it starts) is submitted as a bio of its host's process, since our block layer
+//!   merges bios only (through the policy's `try_merge`); its own process's request setup
+//!   (`bfq_init_rq`) is not replayed. One whose request ours has dispatched already
+//!   is not submitted (counted in [`TraceDiff::merges_missed`]); one ours does not merge
+//!   becomes a request of its own, which the kernel never had (a divergence).
 //! - A request ours dispatches completes after the service time the kernel's device gave the
 //!   same request (issue to completion; a request the kernel merged away takes its host's; an
 //!   unknown one the median). Its identity is its first bio, so a request merged into another
@@ -62,7 +70,7 @@ use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
-use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, TracedRequest};
+use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -140,6 +148,9 @@ pub struct TraceDiff {
     pub choices_agreed: usize,
     /// Kendall distance per window of the kernel's dispatch order against ours.
     pub kendall: Vec<f64>,
+    /// Bios the kernel merged into a queued request that the replay did not submit, because
+    /// ours had dispatched that request already.
+    pub merges_missed: usize,
 }
 
 impl TraceDiff {
@@ -296,7 +307,7 @@ pub fn diff(
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
     };
-    let ours = Replay::new(trace, sched, limits, opts.pace).run(&log);
+    let (ours, merges_missed) = Replay::new(trace, sched, limits, opts.pace).run(&log);
     let kernel = agreement::decisions(&log);
     let ours = agreement::decisions(&ours);
     let a = agreement::compare(&kernel, &ours);
@@ -324,6 +335,7 @@ pub fn diff(
         kendall,
         kernel,
         ours,
+        merges_missed,
     })
 }
 
@@ -614,6 +626,8 @@ pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
 #[derive(Clone, Copy, Debug)]
 enum KEvent {
     Arrive(usize),
+    /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
+    Merge(usize),
     Dispatch,
 }
 
@@ -625,6 +639,10 @@ struct Replay<'a> {
     now: Nanos,
     credits: usize,
     submitted: Vec<bool>,
+    /// Requests (by kernel index) ours has dispatched.
+    dispatched: Vec<bool>,
+    /// Scheduler merges the replay did not submit: ours had dispatched the request already.
+    merges_missed: usize,
     completions: BinaryHeap<Reverse<(Nanos, u64)>>,
     log: Vec<QueueEvent>,
     median: Nanos,
@@ -651,6 +669,8 @@ impl<'a> Replay<'a> {
             now: Nanos::ZERO,
             credits: 0,
             submitted: vec![false; trace.requests.len()],
+            dispatched: vec![false; trace.requests.len()],
+            merges_missed: 0,
             completions: BinaryHeap::new(),
             log: Vec::new(),
             median: services
@@ -661,8 +681,15 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// The kernel's service time for request `i` (its host's when merged away).
+    /// The kernel's service time for request `i` (its host's when merged away; a scheduler
+    /// merge's bio ours made a request of its own, token `requests.len() + k`, its host's).
     fn service(&self, mut i: usize) -> Nanos {
+        if let Some(m) = i
+            .checked_sub(self.trace.requests.len())
+            .and_then(|k| self.trace.sched_bios.get(k))
+        {
+            i = m.host;
+        }
         for _ in 0..self.trace.requests.len() {
             let r = &self.trace.requests[i];
             if let Some(s) = r.service() {
@@ -683,7 +710,30 @@ impl<'a> Replay<'a> {
         let mut out = Vec::new();
         let mut nth_issue: HashMap<usize, usize> = HashMap::new();
         let mut last = Nanos::ZERO;
-        for e in log {
+        // Scheduler merges: at their place in the kernel's event order; in the diagnostic
+        // pace, whose log is reordered, just before their request's dispatch.
+        let merges: &[SchedBio] = &self.trace.sched_bios;
+        let mut next_merge = 0;
+        let mut by_host: HashMap<usize, Vec<usize>> = HashMap::new();
+        if self.pace == Pace::Early {
+            for (k, m) in merges.iter().enumerate() {
+                by_host.entry(m.host).or_default().push(k);
+            }
+        }
+        for (pos, e) in log.iter().enumerate() {
+            if self.pace != Pace::Early {
+                while let Some(m) = merges.get(next_merge).filter(|m| m.after <= pos) {
+                    last = m.time.max(last);
+                    out.push((last, KEvent::Merge(next_merge)));
+                    next_merge += 1;
+                }
+            } else if let QueueEvent::Dispatch(i) = *e {
+                if !nth_issue.contains_key(&i) {
+                    for &k in by_host.get(&i).into_iter().flatten() {
+                        out.push((last, KEvent::Merge(k)));
+                    }
+                }
+            }
             match *e {
                 QueueEvent::Arrive(i) => {
                     if seen[i] || reqs[i].bio().is_none() {
@@ -721,12 +771,14 @@ impl<'a> Replay<'a> {
         out
     }
 
-    fn run(mut self, log: &[QueueEvent]) -> Vec<QueueEvent> {
+    /// Replay `log`: our queue log, and the scheduler merges not submitted.
+    fn run(mut self, log: &[QueueEvent]) -> (Vec<QueueEvent>, usize) {
         for (t, e) in self.timeline(log) {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
                 KEvent::Arrive(i) => self.submit(i),
+                KEvent::Merge(k) => self.submit_merge(k),
                 KEvent::Dispatch => {
                     if self.pace != Pace::Device {
                         self.credits += 1;
@@ -738,7 +790,7 @@ impl<'a> Replay<'a> {
             self.pump();
         }
         self.advance(None);
-        self.log
+        (self.log, self.merges_missed)
     }
 
     fn submit(&mut self, i: usize) {
@@ -750,6 +802,24 @@ impl<'a> Replay<'a> {
         self.blk.handle_submit(bio, i, self.now);
         if self.blk.counters().inserted > before.inserted {
             self.log.push(QueueEvent::Arrive(i));
+        }
+    }
+
+    /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
+    fn submit_merge(&mut self, k: usize) {
+        let m = &self.trace.sched_bios[k];
+        let Some(bio) = m.bio(&self.trace.requests[m.host]) else {
+            return;
+        };
+        if !self.submitted[m.host] || self.dispatched[m.host] {
+            self.merges_missed += 1;
+            return;
+        }
+        let token = self.trace.requests.len() + k;
+        let before = self.blk.counters();
+        self.blk.handle_submit(bio, token, self.now);
+        if self.blk.counters().inserted > before.inserted {
+            self.log.push(QueueEvent::Arrive(token));
         }
     }
 
@@ -767,6 +837,9 @@ impl<'a> Replay<'a> {
                         .and_then(|mut s| s.next().map(|s| s.token))
                         .expect("a dispatched request carries its bios");
                     self.log.push(QueueEvent::Dispatch(first));
+                    if let Some(d) = self.dispatched.get_mut(first) {
+                        *d = true;
+                    }
                     let at = self.now + self.service(first);
                     self.completions.push(Reverse((at, rq.id.0)));
                     self.credits = self.credits.saturating_sub(1);
@@ -873,6 +946,46 @@ mod tests {
         assert_eq!(n.agreement.first_divergence, Some(1));
         assert_eq!(n.ours[1].chosen, 1);
         assert!(n.kendall_mean() > 0.0);
+    }
+
+    /// A write request in mq-deadline grows after its insertion by a bio of its own process
+    /// (`block_bio_backmerge` into a queued request) and by another process's request merged
+    /// at its insertion (`block_rq_merge` of a request never inserted): the replay submits
+    /// both where they came, ours merges both into the queued request, and the one dispatch
+    /// finds the same single request on both sides. At the device's pace ours has dispatched
+    /// the request before either arrives: both are counted missed, not made requests.
+    #[test]
+    fn merges_into_a_queued_request_are_replayed_where_the_kernel_made_them() {
+        const GROWN: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 W 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_bio_queue: 7,0 W 108 + 8 [fio]
+ fio-10 [000] d..1. 1.000004: block_bio_backmerge: 7,0 W 108 + 8 [fio]
+ fio-11 [001] ..... 1.000005: block_getrq: 7,0 W 116 + 8 [fio]
+ fio-11 [001] d..1. 1.000006: block_rq_merge: 7,0 W 4096 () 116 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 W 12288 () 100 + 24 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 W () 100 + 24 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        assert_eq!(t.sched_bios.len(), 2);
+        let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.merges_missed, 0);
+        assert_eq!(
+            d.ours,
+            [Decision {
+                queued: vec![0],
+                chosen: 0
+            }]
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        let opts = DiffOptions {
+            pace: Pace::Device,
+            ..DiffOptions::default()
+        };
+        let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
+        assert_eq!(d.merges_missed, 2);
+        assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
     }
 
     /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no

@@ -55,16 +55,35 @@ const FRESH_STOP40: [&str; 2] = [
 ];
 
 /// bfq's agreement on `split-reads-beside-small-writes`, as measured: **not** within 2 points
-/// of the corpus. From decision 21 ours goes on idling for the writer in service where the
-/// kernel, when the second writer's request arrives, serves the random reader that has waited
-/// 6 ms (docs/testing.md); not yet explained.
-const BFQ_SPLIT_READS: f64 = 10.2;
+/// of the corpus (10.2% until the replay submitted the bios and requests the kernel merged
+/// into a request already in the scheduler). Ours now preempts the writer in service when the
+/// stably merged queue of the reader and the second writer gets a request with budget left
+/// (`bfq_bfqq_update_budg_for_activation`, `bfq_bfqq_handle_idle_busy_switch`), as the
+/// kernel's log shows, but then serves that queue where the kernel serves the random reader:
+/// ours' B-WF2Q+ virtual time is ahead of the kernel's there (docs/testing.md); not yet
+/// explained.
+const BFQ_SPLIT_READS: f64 = 15.0;
+
+/// The fresh recording of branch kfid7 (30 November 2026, 01:53 UTC, Linux 6.18.44, HZ =
+/// 250): an 8 KiB sequential reader that skips 8 KiB after every read, beside a 4 KiB random
+/// read/write psync job at best effort 6 and a 32 KiB sequential writer. Kept apart from the
+/// corpus-wide figures.
+const FRESH_KFID7: &str = "holey-reader-beside-randrw";
+
+/// bfq's agreement on the kfid7 recording, as measured: within 2 points of issue 27's 90%
+/// target but **not** of the corpus (97.8%). Its first divergence (decision 22) is of class 1
+/// (docs/testing.md): the kernel's log shows bfq serving the reader's 672+16 at 80939.446641 s
+/// (trace clock), before the writer's 196736+64 was inserted on the other CPU (.446648); both
+/// issue events come after (.446682, .446683), and ours, replaying from them, chooses between
+/// both. 97.5% decided earliest.
+const BFQ_HOLEY: f64 = 93.9;
 
 fn fresh(mix: &str) -> bool {
     mix.starts_with(FRESH)
         || mix.starts_with(FRESH_TODAY)
         || mix == FRESH_SEEDS3
         || mix == FRESH_KDIFF4
+        || mix == FRESH_KFID7
         || FRESH_STOP40.contains(&mix)
 }
 
@@ -72,11 +91,16 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 49] = [
+const FLOOR: [(&str, &str, f64); 53] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
     ("batches", "bfq", 98.0),
+    // The fresh recording of branch kfid7 (FRESH_KFID7).
+    ("holey-reader-beside-randrw", "none", 100.0),
+    ("holey-reader-beside-randrw", "mq-deadline", 100.0),
+    ("holey-reader-beside-randrw", "kyber", 100.0),
+    ("holey-reader-beside-randrw", "bfq", BFQ_HOLEY),
     ("interleaved-readers", "none", 100.0),
     ("interleaved-readers", "mq-deadline", 98.3),
     ("interleaved-readers", "kyber", 98.3),
@@ -127,7 +151,8 @@ const FLOOR: [(&str, &str, f64); 49] = [
     // the kernel's active_list order (42.0%) and injected the in-service queue's waker queue
     // (bfq_check_waker; its bfq log: `set waker`): 100%.
     // none and kyber agreed on 10.3% and 76.8% until the replay stopped splitting at 128
-    // pages the 1 MiB reads the kernel issued whole; bfq does not agree (BFQ_SPLIT_READS).
+    // pages the 1 MiB reads the kernel issued whole; bfq does not agree (BFQ_SPLIT_READS:
+    // 10.2% until the replay submitted the kernel's merges into queued requests).
     ("split-reads-beside-small-writes", "none", 100.0),
     ("split-reads-beside-small-writes", "mq-deadline", 100.0),
     ("split-reads-beside-small-writes", "kyber", 100.0),
@@ -204,6 +229,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         FRESH_KDIFF4,
         FRESH_STOP40[0],
         FRESH_STOP40[1],
+        FRESH_KFID7,
     ] {
         for (sched, _) in corpus {
             assert!(
@@ -213,8 +239,17 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         }
     }
     for r in rows.iter().filter(|r| fresh(&r.mix)) {
-        if (r.mix.as_str(), r.scheduler.as_str()) == ("split-reads-beside-small-writes", "bfq") {
-            // The known miss (BFQ_SPLIT_READS), held at its measured figure above.
+        if [
+            ("split-reads-beside-small-writes", "bfq"),
+            (FRESH_KFID7, "bfq"),
+        ]
+        .contains(&(r.mix.as_str(), r.scheduler.as_str()))
+        {
+            // The known misses (BFQ_SPLIT_READS, BFQ_HOLEY), held at their measured figures
+            // above; the second within 2 points of issue 27's target (90%).
+            if r.mix == FRESH_KFID7 {
+                assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
+            }
             continue;
         }
         let Some(&(_, floor)) = corpus.iter().find(|(s, _)| *s == r.scheduler) else {

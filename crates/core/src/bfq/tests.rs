@@ -3391,3 +3391,19 @@ fn bfq_a_returning_raised_reader_is_injected_not_preempting_at_hz_250() {
     let (kept, wr, _) = scene(1000);
     assert_eq!((kept, wr), (false, 3000), "soft real-time preempts");
 }
+
+/// `bfq_serv_to_charge` (mainline, 6.18) charges a request its size at dispatch
+/// (`blk_rq_sectors`), the bios merged into it while it was queued included, not its size at
+/// insertion. What the queue has left of its budget then decides whether, back in time, it
+/// preempts the queue in service (`bfq_bfqq_update_budg_for_activation`): the kernel-diff
+/// recording split-reads-beside-small-writes turned on it (docs/testing.md).
+#[test]
+fn bfq_charges_a_request_its_size_at_dispatch_merged_bios_included() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(1, 1).sector(1000).sectors(8).build(), Nanos::ZERO);
+    let bio = rq(2, 1).sector(1008).sectors(56).build();
+    assert_eq!(s.try_merge(&bio, 1024, Nanos::ZERO), Some(RequestId(1)));
+    assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(r) if r.sectors == 64));
+    let q = s.in_service.expect("the reader's queue is in service");
+    assert_eq!(s.wf.entities[s.queues[q].eid].service, 64);
+}

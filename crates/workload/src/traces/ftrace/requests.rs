@@ -131,6 +131,54 @@ impl TracedRequest {
     }
 }
 
+/// A bio the kernel merged into a request already in the scheduler (`block_bio_backmerge` or
+/// `block_bio_frontmerge` into a queued request: `blk_mq_sched_try_merge` from the scheduler's
+/// `bio_merge`), which a replay submits on its own at its time for the scheduler to merge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedBio {
+    /// When it was submitted (the merge event's time).
+    pub time: Nanos,
+    /// The submitting process.
+    pub pid: u32,
+    /// Its flags.
+    pub rwbs: Rwbs,
+    /// First sector.
+    pub sector: u64,
+    /// Length in sectors.
+    pub sectors: u32,
+    /// The request it was merged into (its index).
+    pub host: usize,
+    /// How many [`KernelTrace::queue_log`] events came before it.
+    pub after: usize,
+    /// A request merged at its insertion (`block_rq_merge` of a request never inserted:
+    /// `blk_mq_sched_try_insert_merge`, which takes the request ending where it starts
+    /// whichever queue and process it belongs to), not a bio.
+    pub insert_merge: bool,
+}
+
+impl SchedBio {
+    /// The bio to submit to our block layer: as [`TracedRequest::bio`], with `host`'s
+    /// priority (a bio event does not print one). An insertion merge is submitted as a bio of
+    /// `host`'s process: our block layer merges bios only, through the policy's `try_merge`
+    /// (`bfq_bio_merge` merges only into the submitter's own queue), and has no insertion
+    /// merge; so its own process's request setup (`bfq_init_rq`) is not replayed. `None` for
+    /// rwbs `N`.
+    pub fn bio(&self, host: &TracedRequest) -> Option<Bio> {
+        let op = self.rwbs.dir.op().filter(|&op| op != Op::Flush)?;
+        let pid = if self.insert_merge {
+            host.pid
+        } else {
+            self.pid
+        };
+        let mut bio = Bio::new(CtxId(pid), op, self.sector, self.sectors)
+            .sync(self.rwbs.sync)
+            .prio(host.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
+        bio.meta = self.rwbs.meta;
+        bio.submitted = Some(self.time);
+        Some(bio)
+    }
+}
+
 /// One dispatch: a request handed to the driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dispatch {
@@ -194,6 +242,8 @@ pub struct KernelTrace {
     /// bypass the scheduler, left out). [`agreement::decisions`] turns it into the decisions
     /// the kernel made.
     pub queue_log: Vec<QueueEvent>,
+    /// The bios merged into requests already in the scheduler, in order.
+    pub sched_bios: Vec<SchedBio>,
     /// What was counted on the way.
     pub stats: Assembly,
 }
@@ -365,6 +415,16 @@ impl Builder {
                 r.bios_merged += 1;
                 if queued {
                     r.sched_bio_merges += 1;
+                    self.out.sched_bios.push(SchedBio {
+                        time: ev.time,
+                        pid: ev.pid,
+                        rwbs: b.rwbs,
+                        sector: b.sector,
+                        sectors: b.sectors,
+                        host: i,
+                        after: self.out.queue_log.len(),
+                        insert_merge: false,
+                    });
                 }
             }
         }
@@ -484,6 +544,21 @@ impl Builder {
                     return;
                 };
                 Self::remove(&mut self.live, n);
+                if self.track[n].state == State::Created && self.track[into].state == State::Queued
+                {
+                    // Merged at its insertion (`blk_mq_sched_try_insert_merge`) into a request
+                    // already in the scheduler: for a replay, a bio of that request.
+                    self.out.sched_bios.push(SchedBio {
+                        time: ev.time,
+                        pid: self.out.requests[n].pid,
+                        rwbs: self.out.requests[n].rwbs,
+                        sector: e.sector,
+                        sectors: e.sectors,
+                        host: into,
+                        after: self.out.queue_log.len(),
+                        insert_merge: true,
+                    });
+                }
                 if self.track[n].state == State::Queued {
                     self.out.queue_log.push(QueueEvent::Leave(n));
                 }
@@ -721,6 +796,32 @@ mod tests {
         assert_eq!((b.pid, b.issued), (11, None));
         assert_eq!(t.stats.unmatched_merges, 0);
         assert_eq!(t.stats.never_issued, 0);
+        // The two bios merged after the insertion are kept, for a replay to submit, and so is
+        // the request merged at its insertion (124, never inserted); the bio merged while
+        // plugged (108) is part of the inserted size.
+        let sched: Vec<_> = t
+            .sched_bios
+            .iter()
+            .map(|s| {
+                (
+                    s.time.0,
+                    s.pid,
+                    s.sector,
+                    s.sectors,
+                    s.host,
+                    s.after,
+                    s.insert_merge,
+                )
+            })
+            .collect();
+        assert_eq!(
+            sched,
+            [
+                (1_000_004_000, 11, 92, 8, 0, 1, false),
+                (1_000_006_000, 11, 116, 8, 0, 1, false),
+                (1_000_007_000, 11, 124, 8, 0, 1, true)
+            ]
+        );
         // The insert-merged request never reached the queue: one arrival, one dispatch.
         assert_eq!(
             t.queue_log,
