@@ -327,6 +327,17 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// The record batches of the Parquet file at `path`.
 pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, Error> {
     let io = |e: &dyn std::fmt::Display| Error::io(path, e);
+    // Parquet is read from its end (the footer): only a regular file can be. Checked before
+    // the open, which on a FIFO nothing writes would wait for ever, and on `/dev/zero` read
+    // without end.
+    let meta = std::fs::metadata(path).map_err(|e| io(&e))?;
+    if !meta.is_file() {
+        return Err(io(&if meta.is_dir() {
+            "a directory, not a Parquet file"
+        } else {
+            "not a regular file: a Parquet table is read from a file (its footer is at the end)"
+        }));
+    }
     let file = std::fs::File::open(path).map_err(|e| io(&e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| io(&e))?

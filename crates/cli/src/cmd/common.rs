@@ -171,7 +171,7 @@ pub fn read_once(what: &str, path: &Path, cap: u64) -> anyhow::Result<ReadOnce> 
     let name = path.file_name().unwrap_or(std::ffi::OsStr::new("input"));
     let copy = dir.path().join(name);
     let mut bytes = Vec::new();
-    fs::File::open(path)
+    elevator_workload::input::open(path)
         .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
         .with_context(|| format!("{}: cannot read", path.display()))?;
     anyhow::ensure!(

@@ -327,7 +327,24 @@ fn run_fio(
         cmd.arg(format!("--section={s}"));
     }
     cmd.arg(job_file);
-    let st = cmd.status().context("run fio")?;
+    let mut child = cmd.spawn().context("run fio")?;
+    // SIGTERM reaches elevator alone (Ctrl-C reaches the whole process group, fio too): on
+    // either, fio is told to stop (SIGTERM: it ends its jobs and writes its output), instead
+    // of the command waiting out fio's ramp and runtime before it stops.
+    let mut told = false;
+    let st = loop {
+        if let Some(st) = child.try_wait().context("wait for fio")? {
+            break st;
+        }
+        if STOP.load(Ordering::SeqCst) && !told {
+            // SAFETY: kill(2) on the pid of a child not yet reaped (try_wait saw it running).
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     if STOP.load(Ordering::SeqCst) {
         bail!("interrupted");
     }
