@@ -407,6 +407,31 @@ pub fn merge(inputs: &[PathBuf]) -> Result<RecordBatch, Error> {
         .map_err(|e| Error::io(first, e))
 }
 
+/// The cells missing below the highest in a table of a grid (a shard not merged): how many,
+/// and the first. Cells above the highest cannot be told from the table (a last shard absent).
+pub fn missing_cells(batch: &RecordBatch) -> (u64, Option<u64>) {
+    let Some(cells) = batch
+        .column_by_name("cell")
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+    else {
+        return (0, None);
+    };
+    let mut seen: Vec<u64> = cells.values().to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    let mut missing = 0u64;
+    let mut first = None;
+    let mut expect = 0u64;
+    for &c in &seen {
+        if c > expect {
+            missing += c - expect;
+            first.get_or_insert(expect);
+        }
+        expect = c.saturating_add(1);
+    }
+    (missing, first)
+}
+
 fn cell_column<'a>(b: &'a RecordBatch, path: &Path) -> Result<&'a UInt64Array, Error> {
     b.column_by_name("cell")
         .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())

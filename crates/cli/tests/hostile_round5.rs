@@ -242,18 +242,17 @@ fn fio_kib_is_1000_bytes_as_fio_reads_it() {
     std::fs::write(&job, "[global]\nrw=randread\nsize=16m\n[j]\nbs=4KiB\n").unwrap();
     let o = elevator(&["sim", s(&job)]);
     clean_error(&o, &["kib.fio:5", "4000 bytes", "kb_base"]);
-    // size=1MiB is 1,000,000 bytes as fio reads it: the job reads that many.
-    std::fs::write(
-        &job,
-        "[global]\nrw=read\nsize=1000KiB\n[j]\nbs=4k\n".replace("1000KiB", "1024000KiB"),
-    )
-    .unwrap();
+    // size=1024000KiB is 1,024,000,000 bytes as fio reads it (`fio --debug=parse`: out=
+    // 1024000000), 250,000 reads of 4 KiB; 1024000 x 1024 bytes would be 256,000.
+    std::fs::write(&job, "[global]\nrw=read\nsize=1024000KiB\n[j]\nbs=4k\n").unwrap();
     let o = elevator(&["sim", s(&job), "--output-format", "json"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-    // 1,024,000,000 bytes in 4 KiB reads (the last one cut at the region's end).
-    let bytes = v["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
-    assert_eq!(bytes, 1_024_000_000 / 4096 * 4096, "{bytes}");
+    assert_eq!(
+        v["jobs"][0]["read"]["io_bytes"].as_u64(),
+        Some(1_024_000_000)
+    );
+    assert_eq!(v["jobs"][0]["read"]["total_ios"].as_u64(), Some(250_000));
 }
 
 /// fio expands `${VAR}` from the environment and its keywords `$ncpus`, `$mb_memory`,
@@ -273,12 +272,9 @@ fn fio_environment_variables_are_expanded_as_fio_does() {
     let run = |envs: &[(&str, &str)]| {
         let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
             .args(["sim", s(&job), "--output-format", "json"])
+            .env_remove("ELEVATOR_TEST_SIZE")
+            .env_remove("ELEVATOR_TEST_BS")
             .envs(envs.iter().copied())
-            .env_remove(if envs.is_empty() {
-                "ELEVATOR_TEST_BS"
-            } else {
-                "ELEVATOR_TEST_UNUSED"
-            })
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -407,11 +403,11 @@ fn sigint_during_calibrates_fit_writes_no_spec_and_no_json() {
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The fit runs once it says so on stderr; read that line, then signal.
-    let mut err = child.stderr.take().unwrap();
+    // The fit runs once it says so (on stdout: the spec goes to -o); read that, then signal.
+    let mut err = child.stdout.take().unwrap();
     let mut seen = Vec::new();
     let t0 = Instant::now();
     while !String::from_utf8_lossy(&seen).contains("fitting the SSD model") {
@@ -483,14 +479,16 @@ fn sigterm_during_compare_stops_fio_and_cleans_up() {
         .unwrap();
     // Wait for fio to be running under elevator (a child process named fio).
     let t0 = Instant::now();
+    let pid = child.id();
+    // A process named fio whose parent is elevator (whatever thread spawned it).
     let fio_running = || {
-        std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
-            .unwrap_or_default()
-            .split_whitespace()
-            .any(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .is_ok_and(|c| c.trim() == "fio")
-            })
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+            status.lines().any(|l| l == "Name:\tfio")
+                && status.lines().any(|l| {
+                    l.split_whitespace().collect::<Vec<_>>() == ["PPid:", &pid.to_string()]
+                })
+        })
     };
     while !fio_running() {
         if let Ok(Some(st)) = child.try_wait() {
@@ -521,5 +519,41 @@ fn sigterm_during_compare_stops_fio_and_cleans_up() {
     assert!(
         !String::from_utf8_lossy(&loops.stdout).contains(s(dir.path())),
         "a loop device over the scratch file is still attached"
+    );
+}
+
+// ----- a partial merge -----
+
+/// `merge` of shards 0/3 and 2/3 of a sweep (1/3 not given): a table missing cell 1, with
+/// "merged 4 rows from 2 files" and nothing more. A partial merge stays allowed (to look at
+/// while the batch runs), but now says which cells below the highest are absent.
+#[test]
+fn a_merge_missing_a_shard_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/anticipatory.toml");
+    let mut shards = Vec::new();
+    for i in [0, 2] {
+        let p = dir.path().join(format!("s{i}.parquet"));
+        let o = elevator(&[
+            "sim",
+            s(&scenario),
+            "--sweep",
+            "seed=1,2,3",
+            "--shard",
+            &format!("{i}/3"),
+            "--parquet",
+            s(&p),
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        shards.push(p);
+    }
+    let out = dir.path().join("m.parquet");
+    let o = elevator(&["merge", "-o", s(&out), s(&shards[0]), s(&shards[1])]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("1 cells below the highest merged are absent (the first is cell 1)"),
+        "{}",
+        o.stdout
     );
 }

@@ -3,7 +3,11 @@
 //! The format is fio's INI: `[name]` starts a job, `[global]` sets defaults for the jobs that
 //! follow it (a later `[global]` adds to them), `key=value` or a bare `key` sets an option,
 //! and lines starting with `;` or `#` are comments. Sizes take fio's suffixes `k`, `m`, `g`,
-//! `t` (also `KiB`, `KB` ...), base 1024; times take `us`, `ms`, `s`, `m` (minutes), `h`.
+//! `t` (also `KB`, `MB` ...), base 1024, and as in fio under its default `kb_base=1024` the
+//! IEC spellings `KiB`, `MiB` ... base 1000 (`4KiB` is 4000 bytes); times take `us`, `ms`,
+//! `s`, `m` (minutes), `h`. Values expand `${VAR}` from the environment and fio's keywords
+//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic is not supported, nor
+//! is `include`.
 //!
 //! Options understood (fio's meaning unless said otherwise):
 //!

@@ -121,7 +121,13 @@ pub fn private_dir(prefix: &str) -> std::io::Result<elevator_workload::input::Te
         }) {
             Ok((t, ())) => return Ok(t),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+            // Named: the directory is the environment's ($TMPDIR), not a path the user gave.
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("in {} ($TMPDIR, else /tmp): {e}", base.display()),
+                ))
+            }
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
@@ -366,7 +372,7 @@ fn output_key(p: &Path) -> Option<OutputKey> {
 
 /// Check that a directory output can be written: it is (or becomes) a directory in which a
 /// file can be created.
-fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
     match fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!(
