@@ -601,7 +601,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 return Err("one block size for both directions only".into());
             }
             c.bs = parse_size(v)?;
-            if c.bs % 512 != 0 && v.to_ascii_lowercase().ends_with("ib") {
+            if !c.bs.is_multiple_of(512) && v.to_ascii_lowercase().ends_with("ib") {
                 // fio would run this size; say why it is not the power of two meant.
                 return Err(format!(
                     "{v:?} is {} bytes as fio reads it (its default kb_base=1024 reads KiB, \
