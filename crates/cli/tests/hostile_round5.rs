@@ -557,3 +557,41 @@ fn a_merge_missing_a_shard_says_so() {
         o.stdout
     );
 }
+
+// ----- outputs checked before the work -----
+
+/// `reproduce all --json /missing/x.json` (or `--json DIR`, `--report FILE`): every
+/// experiment ran (minutes) before the output was found unwritable, and the results were
+/// lost. Now both are checked before the first experiment: the refusal comes at once (the
+/// 60 s bound is far below what `all` takes), naming the flag.
+#[test]
+fn reproduce_checks_its_outputs_before_the_experiments_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let missing = dir.path().join("missing/x.json");
+    for args in [
+        vec!["reproduce", "all", "--json", s(&missing)],
+        vec!["reproduce", "all", "--json", s(dir.path())],
+        vec!["reproduce", "all", "--report", s(&file)],
+    ] {
+        let o = elevator_within(&args, Duration::from_secs(60));
+        clean_error(&o, &[args[2]]);
+    }
+}
+
+/// `sim` of a job with `runtime=1000h` and `time_based`: the simulator computed hours of
+/// real time for 1000 simulated hours, without a word (killed at 20 s when tried). Now
+/// refused naming the line, as a scenario's simulated times are bounded (a day).
+#[test]
+fn sim_of_a_job_running_1000_hours_is_refused_not_computed_for_hours() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("long.fio");
+    std::fs::write(
+        &job,
+        "[j]\nrw=randread\nbs=4k\nsize=16m\nruntime=1000h\ntime_based\n",
+    )
+    .unwrap();
+    let o = elevator_within(&["sim", s(&job)], Duration::from_secs(60));
+    clean_error(&o, &["long.fio:5", "runtime", "a day"]);
+}

@@ -120,6 +120,35 @@ pub struct FioFile {
 }
 
 impl FioFile {
+    /// Refuse a job whose `runtime` or `ramp_time` is more than `max_s` seconds, naming its
+    /// line: for the simulator, which computes every I/O of the simulated time (`sim` of a
+    /// `runtime=1000h` job ran for hours of real time without a word). fio on a real device
+    /// runs it as given, so `elevator run` does not call this.
+    pub fn check_simulated_time(&self, max_s: f64) -> Result<(), InputError> {
+        let max_ms = (max_s * 1000.0) as u64;
+        for def in &self.jobs {
+            for (field, key, ms) in [
+                ("runtime", "runtime_ms", def.config.runtime_ms),
+                ("ramp_time", "ramp_ms", Some(def.config.ramp_ms)),
+            ] {
+                if ms.is_some_and(|ms| ms > max_ms) {
+                    return Err(InputError::at_line(
+                        &self.path,
+                        def.line_of(key),
+                        field,
+                        format!(
+                            "job {}: more than a day of simulated time: the simulator runs at \
+                             most {max_s} s (a scenario's bound); `elevator run` runs it on a \
+                             device",
+                            excerpt(&def.name)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The CPUs each job may run on, one entry per job in run order (every `numjobs` clone
     /// of every section, as the jobs are built): `None` where the section sets no
     /// `cpus_allowed`. With `cpus_allowed_policy=split` a job gets the one CPU fio's
