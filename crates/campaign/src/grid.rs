@@ -545,6 +545,7 @@ impl Grid {
                 _ => unreachable!("one source"),
             };
             crate::fio::ramp_time(&file)?;
+            file.check_simulated_time(elevator_sim::scenario::MAX_SIMULATED_S)?;
             Source::Fio {
                 file: Box::new(file),
                 drive: spec.drive.clone().unwrap_or(DEFAULT_FIO_DRIVE.into()),

@@ -327,6 +327,17 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// The record batches of the Parquet file at `path`.
 pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, Error> {
     let io = |e: &dyn std::fmt::Display| Error::io(path, e);
+    // Parquet is read from its end (the footer): only a regular file can be. Checked before
+    // the open, which on a FIFO nothing writes would wait for ever, and on `/dev/zero` read
+    // without end.
+    let meta = std::fs::metadata(path).map_err(|e| io(&e))?;
+    if !meta.is_file() {
+        return Err(io(&if meta.is_dir() {
+            "a directory, not a Parquet file"
+        } else {
+            "not a regular file: a Parquet table is read from a file (its footer is at the end)"
+        }));
+    }
     let file = std::fs::File::open(path).map_err(|e| io(&e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| io(&e))?
@@ -394,6 +405,31 @@ pub fn merge(inputs: &[PathBuf]) -> Result<RecordBatch, Error> {
     }
     arrow_select::interleave::interleave_record_batch(&refs, &indices)
         .map_err(|e| Error::io(first, e))
+}
+
+/// The cells missing below the highest in a table of a grid (a shard not merged): how many,
+/// and the first. Cells above the highest cannot be told from the table (a last shard absent).
+pub fn missing_cells(batch: &RecordBatch) -> (u64, Option<u64>) {
+    let Some(cells) = batch
+        .column_by_name("cell")
+        .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+    else {
+        return (0, None);
+    };
+    let mut seen: Vec<u64> = cells.values().to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    let mut missing = 0u64;
+    let mut first = None;
+    let mut expect = 0u64;
+    for &c in &seen {
+        if c > expect {
+            missing += c - expect;
+            first.get_or_insert(expect);
+        }
+        expect = c.saturating_add(1);
+    }
+    (missing, first)
 }
 
 fn cell_column<'a>(b: &'a RecordBatch, path: &Path) -> Result<&'a UInt64Array, Error> {

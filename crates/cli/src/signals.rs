@@ -27,14 +27,31 @@ pub static STOP: AtomicBool = AtomicBool::new(false);
 /// The number of the first signal received, 0 before.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// The pipe the ending handler writes to wake the watcher; -1 in the stopping mode.
+/// The pipe the handler writes to wake the watcher (-1 before it exists).
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 
+/// The mode: [`ENDING`], [`STOPPING_ONCE`] or [`STOPPING_ABSORB`].
+static MODE: AtomicI32 = AtomicI32::new(ENDING);
+/// Every signal wakes the watcher, which ends the process.
+const ENDING: i32 = 0;
+/// The first signal sets [`STOP`]; a second wakes the watcher (ends the process, removing
+/// temporary files as the ending mode does).
+const STOPPING_ONCE: i32 = 1;
+/// Every signal sets [`STOP`] and nothing more.
+const STOPPING_ABSORB: i32 = 2;
+
 extern "C" fn on_signal(sig: libc::c_int) {
-    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    let first = SIGNAL
+        .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
     STOP.store(true, Ordering::SeqCst);
+    let wake = match MODE.load(Ordering::SeqCst) {
+        ENDING => true,
+        STOPPING_ONCE => !first,
+        _ => false,
+    };
     let fd = WAKE.load(Ordering::SeqCst);
-    if fd >= 0 {
+    if wake && fd >= 0 {
         let b = [sig as u8];
         // SAFETY: write(2) is async-signal-safe; `b` outlives the call. A failed write (the
         // pipe full after many signals) leaves the watcher already woken.
@@ -45,7 +62,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Install `on_signal` for SIGINT and SIGTERM; `once`: the default action comes back after
-/// the first (a second Ctrl-C ends the process at once).
+/// the first (used only when there is no watcher to wake).
 fn install(once: bool) {
     // SAFETY: the handler stores to atomics and calls write(2), all async-signal-safe.
     unsafe {
@@ -67,6 +84,14 @@ pub fn install_ending() {
         return;
     }
     let (read, write) = (fds[0], fds[1]);
+    // The handler's write must never wait (a pipe filled by many signals): non-blocking.
+    // SAFETY: F_GETFL/F_SETFL on the descriptor pipe2 just made; no memory is touched.
+    unsafe {
+        let flags = libc::fcntl(write, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(write, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
     let spawned = std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -102,15 +127,23 @@ pub fn install_ending() {
         return;
     }
     WAKE.store(write, Ordering::SeqCst);
-    install(true);
+    install(false);
 }
 
 /// The stopping mode: from now on a SIGINT or SIGTERM only sets [`STOP`], which the command
-/// polls. `once`: a second signal ends the process at once (as a second Ctrl-C usually does);
-/// otherwise further signals are absorbed too (`kernel-record` must undo what it set up).
+/// polls. `once`: a second signal ends the process at once (as a second Ctrl-C usually does),
+/// through the watcher, so the temporary files of an output being written are removed (the
+/// default action used before left `.NAME.elevator-tmp-PID` behind); otherwise further
+/// signals are absorbed too (`kernel-record` must undo what it set up).
 pub fn cooperate(once: bool) {
-    WAKE.store(-1, Ordering::SeqCst);
-    install(once);
+    MODE.store(
+        if once { STOPPING_ONCE } else { STOPPING_ABSORB },
+        Ordering::SeqCst,
+    );
+    if WAKE.load(Ordering::SeqCst) < 0 && once {
+        // No watcher: the default action comes back after the first signal.
+        install(true);
+    }
 }
 
 /// The first SIGINT or SIGTERM received, if any.

@@ -3,7 +3,11 @@
 //! The format is fio's INI: `[name]` starts a job, `[global]` sets defaults for the jobs that
 //! follow it (a later `[global]` adds to them), `key=value` or a bare `key` sets an option,
 //! and lines starting with `;` or `#` are comments. Sizes take fio's suffixes `k`, `m`, `g`,
-//! `t` (also `KiB`, `KB` ...), base 1024; times take `us`, `ms`, `s`, `m` (minutes), `h`.
+//! `t` (also `KB`, `MB` ...), base 1024, and as in fio under its default `kb_base=1024` the
+//! IEC spellings `KiB`, `MiB` ... base 1000 (`4KiB` is 4000 bytes); times take `us`, `ms`,
+//! `s`, `m` (minutes), `h`. Values expand `${VAR}` from the environment and fio's keywords
+//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic is not supported, nor
+//! is `include`.
 //!
 //! Options understood (fio's meaning unless said otherwise):
 //!
@@ -116,6 +120,35 @@ pub struct FioFile {
 }
 
 impl FioFile {
+    /// Refuse a job whose `runtime` or `ramp_time` is more than `max_s` seconds, naming its
+    /// line: for the simulator, which computes every I/O of the simulated time (`sim` of a
+    /// `runtime=1000h` job ran for hours of real time without a word). fio on a real device
+    /// runs it as given, so `elevator run` does not call this.
+    pub fn check_simulated_time(&self, max_s: f64) -> Result<(), InputError> {
+        let max_ms = (max_s * 1000.0) as u64;
+        for def in &self.jobs {
+            for (field, key, ms) in [
+                ("runtime", "runtime_ms", def.config.runtime_ms),
+                ("ramp_time", "ramp_ms", Some(def.config.ramp_ms)),
+            ] {
+                if ms.is_some_and(|ms| ms > max_ms) {
+                    return Err(InputError::at_line(
+                        &self.path,
+                        def.line_of(key),
+                        field,
+                        format!(
+                            "job {}: more than a day of simulated time: the simulator runs at \
+                             most {max_s} s (a scenario's bound); `elevator run` runs it on a \
+                             device",
+                            excerpt(&def.name)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The CPUs each job may run on, one entry per job in run order (every `numjobs` clone
     /// of every section, as the jobs are built): `None` where the section sets no
     /// `cpus_allowed`. With `cpus_allowed_policy=split` a job gets the one CPU fio's
@@ -278,7 +311,13 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
             in_global = name == "global";
             if !in_global {
                 if !names.insert(name.to_string()) {
-                    return Err(err(line, name, "a job of this name already exists".into()));
+                    return Err(err(
+                        line,
+                        name,
+                        "a job of this name already exists (fio runs both; elevator names \
+                         each job's figures by its section: rename one)"
+                            .into(),
+                    ));
                 }
                 if jobs.len() == MAX_SECTIONS {
                     return Err(err(
@@ -297,6 +336,11 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (l, None),
         };
+        let expanded = match value {
+            Some(v) if v.contains('$') => Some(expand(v).map_err(|reason| err(line, key, reason))?),
+            _ => None,
+        };
+        let value = expanded.as_deref().or(value);
         let opt = Opt { key, value, line };
         let def = if in_global {
             &mut global
@@ -392,7 +436,74 @@ fn int<T: std::str::FromStr>(o: &Opt) -> Result<T, String> {
         .map_err(|_| format!("{v:?} is not a valid number here"))
 }
 
-/// A size with fio's suffixes, base 1024.
+/// `v` with what fio expands in a job file's values replaced: `${VAR}` by the environment
+/// variable VAR (an unset one is an error naming it; fio fails to parse the option then), and
+/// fio's reserved keywords `$pagesize`, `$mb_memory` and `$ncpus` by this host's page size,
+/// memory in MiB and online CPUs (fio's `os_phys_mem() / (1024 * 1024)`, `cpus_online()`).
+/// Any other `$` is refused: fio's arithmetic on them (`size=8*$mb_memory`) is not supported.
+fn expand(v: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(body) = rest.strip_prefix("${") {
+            let Some(end) = body.find('}') else {
+                return Err(format!("{v:?}: `${{` without its `}}`"));
+            };
+            let name = &body[..end];
+            match std::env::var(name) {
+                Ok(val) => out.push_str(&val),
+                Err(_) => {
+                    return Err(format!(
+                        "{v:?}: the environment variable {:?} is not set (fio expands ${{VAR}} \
+                         from the environment, and fails to parse the option without it)",
+                        excerpt(name)
+                    ))
+                }
+            }
+            rest = &body[end + 1..];
+            continue;
+        }
+        // SAFETY: sysconf reads a system constant.
+        let sysconf = |n| unsafe { libc::sysconf(n) }.max(0) as u64;
+        let keyword = [
+            ("$pagesize", sysconf(libc::_SC_PAGESIZE)),
+            (
+                "$mb_memory",
+                sysconf(libc::_SC_PHYS_PAGES).saturating_mul(sysconf(libc::_SC_PAGESIZE)) >> 20,
+            ),
+            ("$ncpus", sysconf(libc::_SC_NPROCESSORS_ONLN)),
+        ]
+        .into_iter()
+        .find(|(k, _)| rest.starts_with(k));
+        match keyword {
+            Some((k, n)) => {
+                out.push_str(&n.to_string());
+                rest = &rest[k.len()..];
+            }
+            None => {
+                return Err(format!(
+                    "{v:?}: `$` expands only ${{VAR}} (the environment) and fio's $pagesize, \
+                     $mb_memory and $ncpus"
+                ))
+            }
+        }
+    }
+    out.push_str(rest);
+    if out.contains(['*', '/', '(', ')']) {
+        return Err(format!(
+            "{v:?} (expanded {:?}): arithmetic in a value is not supported",
+            excerpt(&out)
+        ));
+    }
+    Ok(out)
+}
+
+/// A size with fio's suffixes, as fio reads them under its default `kb_base=1024`
+/// (`get_mult_bytes` in fio's parse.c): `k`, `kb`, `m`, `mb` ... are powers of 1024, and the
+/// IEC spellings `kib`, `mib` ... powers of 1000 ("compatibility mode": fio's HOWTO, `kb_base`).
+/// So `4KiB` is 4000 bytes, as fio runs it, not 4096.
 pub fn parse_size(v: &str) -> Result<u64, String> {
     let s = v.trim();
     let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -404,11 +515,16 @@ pub fn parse_size(v: &str) -> Result<u64, String> {
         .map_err(|_| format!("{v:?} is too large"))?;
     let mult: u64 = match s[digits..].to_ascii_lowercase().as_str() {
         "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        "p" | "pb" | "pib" => 1 << 50,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        "t" | "tb" => 1 << 40,
+        "p" | "pb" => 1 << 50,
+        "kib" => 1_000,
+        "mib" => 1_000_000,
+        "gib" => 1_000_000_000,
+        "tib" => 1_000_000_000_000,
+        "pib" => 1_000_000_000_000_000,
         other => return Err(format!("unknown size suffix {other:?} in {v:?}")),
     };
     n.checked_mul(mult)
@@ -514,6 +630,16 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 return Err("one block size for both directions only".into());
             }
             c.bs = parse_size(v)?;
+            if !c.bs.is_multiple_of(512) && v.to_ascii_lowercase().ends_with("ib") {
+                // fio would run this size; say why it is not the power of two meant.
+                return Err(format!(
+                    "{v:?} is {} bytes as fio reads it (its default kb_base=1024 reads KiB, \
+                     MiB ... as powers of 1000), not a multiple of 512: write {}k for {} bytes",
+                    c.bs,
+                    c.bs / 1000,
+                    c.bs / 1000 * 1024
+                ));
+            }
             "bs"
         }
         "size" => match size_or_percent(need(o)?)? {
@@ -778,7 +904,10 @@ mod tests {
     fn sizes_use_base_1024_and_percentages_become_fractions() {
         assert_eq!(parse_size("4k"), Ok(4096));
         assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        // fio's default kb_base=1024 reads the IEC spellings as powers of 1000.
+        assert_eq!(parse_size("2GiB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("4KiB"), Ok(4000));
+        assert_eq!(parse_size("4KB"), Ok(4096));
         assert!(parse_size("4q").is_err());
         let f = p("[j]\nsize=50%\noffset=25%\n").unwrap();
         assert_eq!(f.jobs[0].config.size_frac, Some(0.5));

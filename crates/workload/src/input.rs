@@ -308,12 +308,139 @@ pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()>
     tmp.commit(&target)
 }
 
+/// How long [`open`] waits for a writer to open an input FIFO that has none when it is
+/// opened (a writer started just after elevator, `elevator sim f & cat job.fio > f`).
+pub const FIFO_WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An input opened by [`open`]: the file, and for a FIFO the bytes read while finding
+/// whether it has a writer (read back first).
+#[derive(Debug)]
+pub struct Input {
+    head: Vec<u8>,
+    pos: usize,
+    file: std::fs::File,
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        self.file.read(buf)
+    }
+}
+
+/// Open the input file `path` for reading, as `File::open` does, except that it never waits
+/// for ever and says what is wrong with a path that is no file to read:
+///
+/// - a directory is refused ("a directory, not a file": `File::open` opens one, and the
+///   first read failed with EISDIR, or a reader that only looks at metadata saw an empty file);
+/// - a FIFO is opened without waiting for a writer (`File::open` on a FIFO nothing writes
+///   waits for ever, as `cat` does). If it has a writer, or one opens it within
+///   [`FIFO_WRITER_WAIT`], it is read as a pipe is; if none does, the open is refused at once
+///   ("a FIFO that nothing writes"). A writer that opens it and closes it without writing
+///   gives an empty input, as a pipe does.
+///
+/// Linux semantics relied on (fs/pipe.c, `fifo_open` and `pipe_read`): a FIFO opened for
+/// reading with `O_NONBLOCK` returns at once; a writer already blocked in its own open is
+/// counted as a writer then; and a non-blocking read of an empty FIFO gives EAGAIN while a
+/// writer has it open and 0 (end of file) while none has.
+pub fn open(path: &Path) -> std::io::Result<Input> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "a directory, not a file",
+        ));
+    }
+    if !meta.file_type().is_fifo() {
+        return Ok(Input {
+            head: Vec::new(),
+            pos: 0,
+            file: std::fs::File::open(path)?,
+        });
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let head = fifo_head(&file)?;
+    set_blocking(&file)?;
+    Ok(Input { head, pos: 0, file })
+}
+
+/// The first bytes of the FIFO `file` (opened non-blocking), empty if it has a writer that
+/// has written nothing yet or had one that wrote nothing; an error if no writer opens it
+/// within [`FIFO_WRITER_WAIT`].
+fn fifo_head(file: &std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + FIFO_WRITER_WAIT;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        // Non-blocking (see [`open`]): data, EAGAIN (a writer, nothing written yet) or 0
+        // (no writer now).
+        match (&*file).read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                format!(
+                    "a FIFO that nothing writes (waited {} s for a writer; reading it would \
+                     wait for ever): start its writer first, or give a file",
+                    FIFO_WRITER_WAIT.as_secs()
+                ),
+            ));
+        }
+        let mut pfd = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().clamp(1, 1000) as i32) };
+        if r > 0 && pfd.revents & libc::POLLHUP != 0 && pfd.revents & libc::POLLIN == 0 {
+            // A writer opened it and closed it without writing: an empty input.
+            return Ok(Vec::new());
+        }
+    }
+}
+
+/// Clear `O_NONBLOCK` on `file`, so reads wait for a writer's data as a pipe's do.
+fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `file` owns; F_GETFL and F_SETFL read and set its
+    // status flags and touch no memory.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if cleared {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// The bytes of the file at `path`, refused past `max` bytes after reading no more than
 /// `max + 1` of them (`/dev/zero` or a sparse 1 GB file is not read to its end). `what` names
 /// what the file should have been in that refusal: "larger than 4 MiB: not a `what`".
 pub fn read_bytes(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, InputError> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    open(path)
         .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     if bytes.len() as u64 > max {

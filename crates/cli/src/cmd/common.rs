@@ -121,7 +121,13 @@ pub fn private_dir(prefix: &str) -> std::io::Result<elevator_workload::input::Te
         }) {
             Ok((t, ())) => return Ok(t),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
+            // Named: the directory is the environment's ($TMPDIR), not a path the user gave.
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("in {} ($TMPDIR, else /tmp): {e}", base.display()),
+                ))
+            }
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
@@ -171,7 +177,7 @@ pub fn read_once(what: &str, path: &Path, cap: u64) -> anyhow::Result<ReadOnce> 
     let name = path.file_name().unwrap_or(std::ffi::OsStr::new("input"));
     let copy = dir.path().join(name);
     let mut bytes = Vec::new();
-    fs::File::open(path)
+    elevator_workload::input::open(path)
         .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
         .with_context(|| format!("{}: cannot read", path.display()))?;
     anyhow::ensure!(
@@ -366,7 +372,7 @@ fn output_key(p: &Path) -> Option<OutputKey> {
 
 /// Check that a directory output can be written: it is (or becomes) a directory in which a
 /// file can be created.
-fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
     match fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!(

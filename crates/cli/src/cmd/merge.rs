@@ -33,5 +33,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.inputs.len(),
         args.output.display()
     );
+    // A missing shard is not an error (a partial merge can be looked at while the others
+    // run), but it is said: the table does not hold the whole sweep.
+    if let (n @ 1.., Some(first)) = elevator_campaign::table::missing_cells(&batch) {
+        say!(
+            "note: {n} cells below the highest merged are absent (the first is cell {first}): \
+             a shard was not given, so this table is not the whole sweep"
+        );
+    }
     Ok(())
 }

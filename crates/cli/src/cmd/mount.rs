@@ -40,16 +40,18 @@ pub struct Args {
     /// Turn off the kernel's writeback cache: every write then reaches us at once, sync.
     #[arg(long)]
     pub no_writeback_cache: bool,
-    /// Threads reading /dev/fuse.
-    #[arg(long, default_value_t = 4)]
-    pub threads: usize,
+    /// Threads reading /dev/fuse (1 to 1024).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: u16,
     /// At unmount: `--blktrace-out DIR` writes the requests as `DIR/mount.blktrace.0` (each
     /// process under its pid and name), `--report DIR` a self-contained HTML page.
     #[command(flatten)]
     pub out: super::common::OutputOpts,
-    /// With --blktrace-out or --report: keep the latest N requests (56 bytes each).
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
-    pub log_limit: usize,
+    /// With --blktrace-out or --report: keep the latest N requests (56 bytes each; at most
+    /// 100,000,000, 5.6 GB).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000,
+          value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub log_limit: u64,
     /// Emulate this drive (a built-in name, see `elevator list`, or a drive TOML): each data
     /// request completes at the time the drive's model says, on the real clock; the backing
     /// directory only holds the data (put it on a fast filesystem, e.g. tmpfs). Files lie on
@@ -256,8 +258,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         rules: a.group.clone(),
         allow_other: a.allow_other,
         writeback_cache: !a.no_writeback_cache,
-        threads: a.threads,
-        request_log: if logging { a.log_limit } else { 0 },
+        threads: usize::from(a.threads),
+        request_log: if logging { a.log_limit as usize } else { 0 },
         emulate: model.map(elevator_real::emulate::SharedModel::new),
     };
     // Modes arrive from the kernel with the caller's umask applied; ours must not apply again.

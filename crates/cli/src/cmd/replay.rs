@@ -100,6 +100,8 @@ struct RunJson {
     held_back: u64,
     /// Processes past the bound, replayed as one.
     merged_processes: u64,
+    /// Requests beyond the device's end, wrapped into it (a trace of a larger device).
+    wrapped: u64,
     /// fio's `disk_util` entry from the block layer's `/sys/block/DEV/stat` counters
     /// (requests and merges per direction, ticks, utilisation).
     disk_util: serde_json::Value,
@@ -224,17 +226,80 @@ fn spool_one(
     if head_len > allowance {
         return Err(too_long(head_len));
     }
+    let blktrace = match format {
+        Some(f) => f == TraceFormat::Blktrace,
+        None => elevator_workload::traces::detect(&head) == Some(TraceFormat::Blktrace),
+    };
+    // A blktrace stream must start with blktrace's magic: anything else (`/dev/zero` piped
+    // in) is refused at once, not after copying it to the allowance.
+    anyhow::ensure!(
+        !blktrace
+            || head.is_empty()
+            || elevator_workload::traces::detect(&head) == Some(TraceFormat::Blktrace),
+        "{shown}: byte 0: field `magic`: not a blktrace record (no blktrace magic at its start)"
+    );
+    // Text traces: a line past the readers' bound ends the copy at once (`cat /dev/zero |
+    // elevator replay --format msr -` was copied until half the disk was full).
+    let mut lines = LineBound::default();
+    if !blktrace {
+        lines.check(&head, shown)?;
+    }
     out.write_all(&head).with_context(keep)?;
     // The rest up to the allowance, then one byte more tells whether the stream goes on.
     let mut rest = (&mut input).take(allowance - head_len);
-    let copied = std::io::copy(&mut rest, out)
-        .with_context(|| format!("{shown}: copy the stream into {}", dir.display()))?;
+    let mut copied = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match rest.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(read),
+        };
+        if !blktrace {
+            lines.check(&buf[..n], shown)?;
+        }
+        out.write_all(&buf[..n])
+            .with_context(|| format!("{shown}: copy the stream into {}", dir.display()))?;
+        copied += n as u64;
+    }
     let mut more = Vec::new();
     input.take(1).read_to_end(&mut more).with_context(read)?;
     if !more.is_empty() {
         return Err(too_long(head_len + copied + 1));
     }
     Ok(())
+}
+
+/// The length of the line a text stream is in, checked against the trace readers' bound
+/// ([`elevator_workload::traces::lines::MAX_LINE`]) as the stream is copied.
+#[derive(Default)]
+struct LineBound {
+    /// Bytes since the last newline.
+    open: usize,
+    /// Newlines seen.
+    lines: usize,
+}
+
+impl LineBound {
+    fn check(&mut self, bytes: &[u8], shown: &str) -> anyhow::Result<()> {
+        let max = elevator_workload::traces::lines::MAX_LINE;
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            let ended = chunk.last() == Some(&b'\n');
+            self.open += chunk.len() - usize::from(ended);
+            anyhow::ensure!(
+                self.open <= max,
+                "{shown}:{}: a line longer than {} KiB: not a text trace (the readers' bound)",
+                self.lines + 1,
+                max >> 10
+            );
+            if ended {
+                self.lines += 1;
+                self.open = 0;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Result<Spooled> {
@@ -253,9 +318,28 @@ fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Res
                 continue;
             }
             anyhow::ensure!(
-                ft.is_fifo() || ft.is_char_device() || ft.is_socket(),
-                "{}: not a trace file (a directory or a block device)",
-                p.display()
+                ft.is_fifo() || ft.is_socket(),
+                "{}: not a trace file ({}): give a file, a pipe or `-`",
+                p.display(),
+                if ft.is_dir() {
+                    "a directory"
+                } else if ft.is_char_device() {
+                    "a character device, such as /dev/zero or a terminal"
+                } else {
+                    "a block device"
+                }
+            );
+        } else {
+            // Standard input that is a terminal or /dev/null holds no trace (nor does a
+            // character device such as /dev/zero, which never ends).
+            // SAFETY: fstat fills the zeroed stat it is given.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above; descriptor 0 may be closed, which fstat reports.
+            let r = unsafe { libc::fstat(0, &mut st) };
+            anyhow::ensure!(
+                r != 0 || st.st_mode & libc::S_IFMT != libc::S_IFCHR,
+                "standard input is a character device (a terminal, /dev/null or /dev/zero), \
+                 not a trace: pipe the trace in or give its file"
             );
         }
         if dir.is_none() {
@@ -280,7 +364,7 @@ fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Res
         let input: Box<dyn std::io::Read> = if stdin {
             Box::new(std::io::stdin().lock())
         } else {
-            Box::new(std::fs::File::open(p).with_context(|| format!("{shown}: open"))?)
+            Box::new(elevator_workload::input::open(p).with_context(|| format!("{shown}: open"))?)
         };
         let mut out = std::fs::File::create(&copy)
             .with_context(|| format!("{shown}: spool to {}", copy.display()))?;
@@ -358,8 +442,26 @@ fn replay_spooled(
     extra: elevator_core::Settings,
     unchanged: &super::common::Unchanged,
 ) -> anyhow::Result<()> {
-    // Open once up front so a bad trace fails before anything runs.
-    open(&args.traces, opts)?;
+    // Open once up front so a bad trace fails before anything runs, and an empty one (no
+    // request: only a header, only zero-length records, /dev/null) is refused rather than
+    // reported as a replay of nothing, figures of zeroes beside an exit status of 0.
+    anyhow::ensure!(
+        args.max_requests != Some(0),
+        "--max-requests 0: would replay nothing (give at least 1, or leave it out for the \
+         whole trace)"
+    );
+    if let Some(first) = open(&args.traces, opts)?.next() {
+        first?;
+    } else {
+        bail!(
+            "{}: the trace holds no request: nothing to replay",
+            args.traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let real = match &args.target {
         Some(path) => {
             // On a real target Ctrl-C stops the replay: what is in flight completes and the
@@ -557,6 +659,7 @@ fn replay_spooled(
             first_out_of_order: outcome.first_out_of_order.as_ref().map(|a| a.to_string()),
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
+            wrapped: outcome.wrapped,
             disk_util: elevator_real::report::disk_util_json(&disk, "elevator", end),
             total: total_summary,
             processes: outcome
@@ -699,6 +802,14 @@ fn print_run(
              before them{first}; each went out at once, behind the later one (at 0 if before \
              the first record)",
             outcome.out_of_order
+        );
+    }
+    if outcome.wrapped > 0 {
+        say!(
+            "note: {} requests of the trace lie beyond the end of the device ({device}): each \
+             was wrapped into it (sector modulo the device's size), so their positions are not \
+             the recorded ones; replay on a drive as large as the recorded one to keep them",
+            outcome.wrapped
         );
     }
     if outcome.held_back > 0 {

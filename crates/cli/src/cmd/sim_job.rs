@@ -132,6 +132,8 @@ fn check_cpus(file: &fio_file::FioFile, host: &CpuSpec) -> anyhow::Result<()> {
 /// Run the job file under each scheduler on the simulated drive.
 pub fn run(o: Opts) -> anyhow::Result<()> {
     let file = fio_file::read(o.job_file)?;
+    // Bounded as a scenario's simulated times are (a day): `runtime=1000h` ran for hours.
+    file.check_simulated_time(elevator_sim::scenario::MAX_SIMULATED_S)?;
     let drive = o.drive.unwrap_or(DEFAULT_DRIVE);
     let probe = device(drive)?;
     let capacity = probe.capacity_sectors() * SECTOR_BYTES;

@@ -100,6 +100,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         | ("ssd-loo", Some("read" | "tapp")) => {}
         (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
     }
+    // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
+    // missing directory or on a directory, a `--report` on a file, were found only after.
+    if let Some(p) = &args.json {
+        crate::cmd::common::check_file("--json", p)?;
+    }
+    if let Some(r) = &args.report {
+        crate::cmd::common::check_dir("--report", r)?;
+    }
     let stdout_json = output::json_to_stdout(args.json.as_deref());
     let opts = Opts {
         wakeup: Nanos::from_us(u64::from(args.wakeup_us)),

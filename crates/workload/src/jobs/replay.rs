@@ -100,6 +100,10 @@ pub struct ReplayOutcome {
     /// Times the replay waited because [`MAX_OUTSTANDING`] requests were outstanding (the
     /// device fell behind the trace; those requests went out later than recorded).
     pub held_back: u64,
+    /// Requests that lay (wholly or partly) beyond the device's end and were wrapped into it
+    /// (`sector mod (capacity - length + 1)`), or cut to the device's size: the trace was
+    /// recorded on a larger device. Counted so a replay can say so.
+    pub wrapped: u64,
 }
 
 impl ReplayOutcome {
@@ -323,6 +327,9 @@ impl ReplayJob {
         } else {
             r.sector % (cap - len + 1)
         };
+        if sector != r.sector || len != u64::from(r.sectors) {
+            self.out.borrow_mut().wrapped += 1;
+        }
         let tag = self.next_tag;
         self.next_tag += 1;
         self.in_flight.insert(
@@ -562,6 +569,20 @@ mod tests {
         let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(1)).run(&mut j);
         let s = &rec.issued[0].spec;
         assert!(s.sector + u64::from(s.sectors) <= 1 << 30);
+    }
+
+    /// Sectors beyond the device's end (a trace of a larger device) are wrapped, and counted
+    /// so the replay says so instead of replaying other positions without a word; a request
+    /// inside the device is not counted.
+    #[test]
+    fn sectors_beyond_the_device_are_counted_as_wrapped_not_silent() {
+        let mut beyond = rec(0, 1, Op::Read, true, None);
+        beyond.sector = 99_999_999_999;
+        let inside = rec(1, 1, Op::Read, true, None);
+        let (mut j, out) = job(vec![beyond, inside], false, 1.0);
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(1)).run(&mut j);
+        assert_eq!(rec.issued.len(), 2);
+        assert_eq!(out.borrow().wrapped, 1);
     }
 
     #[test]

@@ -30,7 +30,6 @@
 //! memory is bounded by the device's queue.
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -353,7 +352,7 @@ impl EventReader {
     /// Open one per-CPU file.
     pub fn open(path: &Path) -> Result<EventReader, InputError> {
         let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+        let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
         Ok(EventReader::new(
             Box::new(BufReader::with_capacity(1 << 18, f)),
             &name,

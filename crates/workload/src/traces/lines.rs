@@ -2,7 +2,6 @@
 //! line length (a 4 GB file without a newline is an error, not 4 GB of memory), and byte-level
 //! number parsing that reports the field at fault.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -28,7 +27,7 @@ impl Lines {
     /// Open `path` for reading.
     pub fn open(path: &Path) -> Result<Lines, InputError> {
         let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+        let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
         Ok(Lines::new(
             Box::new(BufReader::with_capacity(1 << 18, f)),
             &name,
@@ -149,7 +148,7 @@ pub(crate) fn field<T: std::str::FromStr>(
 /// Read the first `n` bytes of `path` (fewer if it is shorter), for format detection.
 pub fn head(path: &Path, n: usize) -> Result<Vec<u8>, InputError> {
     let name = path.display().to_string();
-    let f = File::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+    let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
     let mut out = Vec::with_capacity(n);
     f.take(n as u64)
         .read_to_end(&mut out)

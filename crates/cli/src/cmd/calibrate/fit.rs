@@ -102,6 +102,12 @@ fn device(spec: &SsdSpec) -> anyhow::Result<Box<dyn Device>> {
 
 /// The simulated figures of `p` on `spec`.
 pub fn predict(spec: &SsdSpec, p: &Point, sim: &Sim) -> anyhow::Result<Figures> {
+    // The fit simulates hundreds of points (about a minute at the measured spans): Ctrl-C or
+    // SIGTERM stops it at the next one, and nothing is written.
+    anyhow::ensure!(
+        !crate::signals::STOP.load(std::sync::atomic::Ordering::SeqCst),
+        "interrupted while fitting"
+    );
     simulate(p, device(spec)?, sim.region, sim.span(p))
 }
 

@@ -272,7 +272,8 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         (MIN_DURATION_S..=MAX_DURATION_S).contains(&args.duration),
-        "--duration {}: not a number of seconds from {MIN_DURATION_S} (a twentieth of a second for \
+        // `{:?}` prints 1e308 as written, where `{}` printed 309 digits.
+        "--duration {:?}: not a number of seconds from {MIN_DURATION_S} (a twentieth of a second for \
          each of the {} points) to {MAX_DURATION_S} (a week)",
         args.duration,
         PLAN.len()
@@ -459,6 +460,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     report(&args, &grid)
 }
 
+/// An error if Ctrl-C or SIGTERM came while fitting: an interrupted calibration writes no
+/// spec and no `--json` (none of them partial, and none fitted after the user asked to stop).
+fn interrupted() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !STOP.load(Ordering::SeqCst),
+        "interrupted: no spec or --json written"
+    );
+    Ok(())
+}
+
 /// `--iocost`: the model line from the measured points, the QoS proposal, the JSON.
 fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     let model = iocost::model(&grid.points)?;
@@ -531,6 +542,7 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         json["sweep_drive"] = serde_json::json!(drive.name());
         json["sweep"] = serde_json::to_value(&prop)?;
     }
+    interrupted()?;
     for l in &lines {
         output::out_str(&format!("{l}\n"));
     }
@@ -608,6 +620,7 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         spec.description,
         spec.to_toml()
     );
+    interrupted()?;
     match &args.output {
         Some(p) => {
             elevator_workload::input::write_output(p, &toml)

@@ -202,6 +202,22 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
     };
     let derived = derive(&text, args.ramp, args.runtime, &|_| String::new());
     let path = dir.join(format!("{name}.fio"));
+    // `compare ./w.fio --json-dir .`: the derived job (its runtime and ramp replaced) was
+    // written over the user's own job file. Refused, compared by device and inode.
+    if !BUILTIN.iter().any(|(n, _, _)| *n == spec) {
+        use std::os::unix::fs::MetadataExt;
+        let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        };
+        anyhow::ensure!(
+            !same(Path::new(spec), &path),
+            "{spec}: --json-dir {} would hold the derived job file {} in its place, \
+             overwriting the workload's own file: choose another --json-dir",
+            dir.display(),
+            path.display()
+        );
+    }
     std::fs::write(&path, &derived).with_context(|| format!("write {}", path.display()))?;
     let file = fio_file::parse(&path, &derived)?;
     let mut readers = Vec::new();
@@ -327,7 +343,24 @@ fn run_fio(
         cmd.arg(format!("--section={s}"));
     }
     cmd.arg(job_file);
-    let st = cmd.status().context("run fio")?;
+    let mut child = cmd.spawn().context("run fio")?;
+    // SIGTERM reaches elevator alone (Ctrl-C reaches the whole process group, fio too): on
+    // either, fio is told to stop (SIGTERM: it ends its jobs and writes its output), instead
+    // of the command waiting out fio's ramp and runtime before it stops.
+    let mut told = false;
+    let st = loop {
+        if let Some(st) = child.try_wait().context("wait for fio")? {
+            break st;
+        }
+        if STOP.load(Ordering::SeqCst) && !told {
+            // SAFETY: kill(2) on the pid of a child not yet reaped (try_wait saw it running).
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     if STOP.load(Ordering::SeqCst) {
         bail!("interrupted");
     }
@@ -802,6 +835,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         args.workloads.clone()
     };
+    // Two workloads of one name (a/w.fio and b/w.fio) would share a derived job file and
+    // every table row: refused before anything is written.
+    let mut stems = std::collections::HashSet::new();
+    for s in &specs {
+        let stem = Path::new(s)
+            .file_stem()
+            .map_or_else(|| s.clone(), |x| x.to_string_lossy().into_owned());
+        anyhow::ensure!(
+            stems.insert(stem.clone()),
+            "{s}: a second workload named {stem:?}: each workload's runs and rows are named \
+             by its file name (rename one)"
+        );
+    }
+    if let Some(r) = &args.report {
+        super::common::check_dir("--report", r)?;
+    }
     let workloads = specs
         .iter()
         .map(|s| load_workload(s, &dir, &args))

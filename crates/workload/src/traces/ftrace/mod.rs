@@ -836,7 +836,7 @@ impl FtraceReader {
 pub fn open_lines(path: &Path) -> Result<Lines, InputError> {
     let name = path.display().to_string();
     if path.extension().is_some_and(|e| e == "gz") {
-        let f = std::fs::File::open(path).map_err(|e| located(&name, 0, "", e.to_string()))?;
+        let f = crate::input::open(path).map_err(|e| located(&name, 0, "", e.to_string()))?;
         let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f));
         let r: Box<dyn BufRead> = Box::new(BufReader::with_capacity(1 << 18, gz));
         Ok(Lines::new(r, &name))
