@@ -207,6 +207,23 @@ mod tests {
     }
 
     #[test]
+    fn an_id_held_on_the_side_and_inserted_again_in_the_window_leaves_no_stale_copy() {
+        // 5 arrives below the window's base (on the side); the window empties; 5 comes again
+        // and starts the new window: its side copy must go, or removing it would leave the
+        // old value to be found.
+        let mut t: Table<&str> = Table::default();
+        t.insert(10, "a");
+        t.insert(5, "old");
+        assert_eq!(t.remove(&10), Some("a"));
+        assert!(t.window.is_empty());
+        t.insert(5, "new");
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.remove(&5), Some("new"));
+        assert_eq!(t.get(&5), None, "no stale copy on the side");
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
     fn a_request_refused_then_inserted_late_lands_in_the_window_it_falls_in() {
         // Ids 1..=4 given, 2 kept back (its process slept) and inserted after 4.
         let mut t: Table<u64> = Table::default();
