@@ -23,6 +23,8 @@
 //! | `io_limit` | 192 | requests | requests passed down per class (sync, async) at most (2009: `3 * nr_requests / 2`) |
 //! | `token` | 2048 | tokens | token pool: `carryover = token / bucket`, bucket = `2 * (2 * io_limit)` |
 //! | `weight` | 100 | | weight of a group the group tree gives none |
+//! | `worker_context` | 1 | | held requests reach the inner scheduler as the worker thread's |
+//! | `worker_ioprio` | 3 | level | best-effort level of the worker thread's requests (2.6.31: kthreads at nice -5) |
 //!
 //! Groups are the run's group tree, flattened: each group, the root included (dm-ioband's
 //! default group), is one ioband group with its own weight.
@@ -50,15 +52,18 @@
 //!   nothing is in flight, the next `dispatch` (`ioband_map` queues it one jiffy later; the
 //!   jiffy is not modelled). Released requests are issued by the worker thread: the
 //!   inner scheduler sees them under [`WORKER_CTX`] (so CFQ queues them in the worker's queue,
-//!   not their process's); the driver sees each request with its own context again.
-//!   `worker_context = 0` keeps the process's context instead.
+//!   not their process's) at the worker's priority, best effort level 3: the kioband
+//!   thread sets no ioprio, CFQ derives one from its nice level (`task_nice_ioprio`), and
+//!   2.6.31's `kthread_create` runs every kernel thread at `KTHREAD_NICE_LEVEL`, -5 (later
+//!   kernels run them at nice 0: `worker_ioprio = 4`). The driver sees each request with
+//!   its own context and priority again. `worker_context = 0` keeps the process's context.
 
 use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::group::GroupTree;
-use crate::request::{CtxId, Request, RequestId};
+use crate::request::{CtxId, IoClass, IoPrio, Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{self, Settings, TunableError};
@@ -117,6 +122,14 @@ crate::tunable::tunables! {
             min: 0,
             max: 1,
             doc: "held requests reach the inner scheduler as the kioband worker thread's, not their process's",
+        },
+        /// The best-effort level of the requests the worker thread re-issues.
+        worker_ioprio: u32 = "worker_ioprio" {
+            unit: Count,
+            default: 3,
+            min: 0,
+            max: 7,
+            doc: "best-effort level of the held requests the worker thread re-issues (2.6.31: nice -5 gives level 3)",
         },
         /// Default group weight.
         weight: u32 = "weight" {
@@ -184,7 +197,7 @@ pub struct IoBand {
     dominant: Option<usize>,
     passed: FxHashSet<RequestId>,
     /// Processes of requests re-issued by the worker, by request.
-    orig_ctx: FxHashMap<RequestId, CtxId>,
+    orig_ctx: FxHashMap<RequestId, (CtxId, IoPrio)>,
 }
 
 /// The context of dm-ioband's worker thread (`kioband`), which re-issues held requests.
@@ -443,6 +456,18 @@ impl IoBand {
         Release::Ok
     }
 
+    /// The priority the worker thread's requests carry: best effort at `worker_ioprio`. The
+    /// kioband thread has no ioprio of its own, so CFQ takes one from its nice level
+    /// (`cfq_init_prio_data` for `IOPRIO_CLASS_NONE`: `task_nice_ioprio`, `(nice + 20) / 5`),
+    /// and 2.6.31's `kthread_create` sets every kernel thread to `KTHREAD_NICE_LEVEL` (-5):
+    /// level 3, where a reader at nice 0 has level 4.
+    fn worker_prio(&self) -> IoPrio {
+        IoPrio {
+            class: IoClass::BestEffort,
+            level: self.cfg.worker_ioprio as u8,
+        }
+    }
+
     fn room(&self, d: usize) -> bool {
         self.issued[d] < self.cfg.io_limit
     }
@@ -464,8 +489,9 @@ impl IoBand {
     /// from the worker thread.
     fn issue(&mut self, g: usize, mut rq: Request, now: Nanos, released: bool) -> Release {
         if released && self.cfg.worker_context {
-            self.orig_ctx.insert(rq.id, rq.ctx);
+            self.orig_ctx.insert(rq.id, (rq.ctx, rq.prio));
             rq.ctx = WORKER_CTX;
+            rq.prio = self.worker_prio();
         }
         self.issued[dir(&rq)] += 1;
         self.passed.insert(rq.id);
@@ -604,8 +630,9 @@ impl Scheduler for IoBand {
         }
         match self.inner.dispatch(now) {
             Dispatch::Request(mut rq) => {
-                if let Some(&ctx) = self.orig_ctx.get(&rq.id) {
+                if let Some(&(ctx, prio)) = self.orig_ctx.get(&rq.id) {
                     rq.ctx = ctx;
+                    rq.prio = prio;
                 }
                 Dispatch::Request(rq)
             }
@@ -618,6 +645,7 @@ impl Scheduler for IoBand {
             Some(_) => {
                 let mut down = rq.clone();
                 down.ctx = WORKER_CTX;
+                down.prio = self.worker_prio();
                 self.inner.complete(&down, now);
             }
             None => self.inner.complete(rq, now),
@@ -961,6 +989,80 @@ mod tests {
             "the 16 held went down from the worker"
         );
         assert_eq!(b.inner.queued(), 20);
+    }
+
+    /// An inner scheduler that records the context and priority of what it is given.
+    #[derive(Default)]
+    struct Seen {
+        queue: VecDeque<Request>,
+        inserted: std::sync::Arc<std::sync::Mutex<Vec<(CtxId, IoPrio)>>>,
+    }
+
+    impl Scheduler for Seen {
+        fn name(&self) -> &'static str {
+            "seen"
+        }
+        fn insert(&mut self, rq: Request, _now: Nanos) {
+            self.inserted.lock().unwrap().push((rq.ctx, rq.prio));
+            self.queue.push_back(rq);
+        }
+        fn dispatch(&mut self, _now: Nanos) -> Dispatch {
+            self.queue
+                .pop_front()
+                .map_or(Dispatch::Empty, Dispatch::Request)
+        }
+        fn complete(&mut self, _rq: &Request, _now: Nanos) {}
+        fn queued(&self) -> usize {
+            self.queue.len()
+        }
+        fn set_tunable(&mut self, name: &str, _value: i64) -> Result<(), TunableError> {
+            Err(TunableError::Unknown {
+                scheduler: "seen".to_string(),
+                name: name.to_string(),
+            })
+        }
+    }
+
+    #[test]
+    fn held_requests_reach_the_inner_scheduler_at_the_kernel_threads_priority() {
+        // ioband_conduct re-issues held bios from the kioband workqueue thread
+        // (generic_make_request in the worker), so CFQ files them under the worker's io
+        // context. The worker sets no ioprio, and CFQ's cfq_init_prio_data takes an unset
+        // one from the nice level (task_nice_ioprio: (nice + 20) / 5); 2.6.31's
+        // kthread_create gives every kernel thread KTHREAD_NICE_LEVEL, -5: best effort 3,
+        // one level above a reader at nice 0 (a 120 ms sync slice instead of 100 ms).
+        let mut s = Settings::new();
+        s.set("worker_ioprio", 3);
+        let seen = Seen::default();
+        let inserted = seen.inserted.clone();
+        let mut b = IoBand::new(
+            Config::from_settings(&s).unwrap(),
+            &groups_ab(),
+            Box::new(seen),
+        );
+        let now = Nanos::ZERO;
+        b.insert(rq(1, 7).group(1).build(), now); // passes down at once, as process 7's
+        b.groups[1].token = 0;
+        b.groups[1].my_epoch = b.epoch;
+        b.insert(rq(2, 8).sector(256).group(1).build(), now); // held: /a has no tokens
+        assert_eq!(b.held(1), 1);
+        b.epoch += 1;
+        b.conduct(now);
+        assert_eq!(b.held(1), 0);
+        let best_effort = |level| IoPrio {
+            class: IoClass::BestEffort,
+            level,
+        };
+        assert_eq!(
+            *inserted.lock().unwrap(),
+            vec![(CtxId(7), best_effort(4)), (WORKER_CTX, best_effort(3))]
+        );
+        // The driver sees the released request as its process's again.
+        let _ = b.dispatch(now);
+        match b.dispatch(now) {
+            Dispatch::Request(r) => assert_eq!((r.ctx, r.prio), (CtxId(8), best_effort(4))),
+            other => panic!("expected the released request, got {other:?}"),
+        }
     }
 
     #[test]
