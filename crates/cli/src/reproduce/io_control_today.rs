@@ -400,9 +400,12 @@ pub enum QosSet {
     Resctl,
 }
 
-/// The saturation setups: (label, `io.weight` of /a and /b and the QoS, or none for no
-/// controller). All run over `none` with the calibrated model.
-pub const SATURATION: [(&str, Option<(u32, u32, QosSet)>); 7] = [
+/// io.cost's `io.weight`s of /a and /b in a saturation setup, and its QoS; none: no controller.
+pub type CostSet = Option<(u32, u32, QosSet)>;
+
+/// The saturation setups: (label, weights and QoS). All run over `none` with the calibrated
+/// model.
+pub const SATURATION: [(&str, CostSet); 7] = [
     ("none", None),
     ("io.cost, QoS defaults", Some((100, 100, QosSet::Defaults))),
     (
@@ -487,7 +490,7 @@ pub fn resctl_qos(drive: &str) -> anyhow::Result<String> {
 
 /// The saturation scenario on `drive` (see [`saturation_workload`]), with io.cost's weights
 /// and QoS if `cost`, as scenario-file text.
-pub fn saturation_text(drive: &str, cost: Option<(u32, u32, QosSet)>) -> anyhow::Result<String> {
+pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
     let (jobs, depth) = saturation_workload(drive);
     let mut s = format!(
         "name = \"io-control-saturation\"\ndrive = \"{drive}\"\nseed = 1\n\
@@ -524,11 +527,7 @@ pub fn saturation_text(drive: &str, cost: Option<(u32, u32, QosSet)>) -> anyhow:
 }
 
 /// One saturation run's figures after the [`RAMP_S`] ramp: B's share and the total, MB/s.
-pub fn saturation_one(
-    drive: &str,
-    cost: Option<(u32, u32, QosSet)>,
-    seed: u64,
-) -> anyhow::Result<(f64, f64)> {
+pub fn saturation_one(drive: &str, cost: CostSet, seed: u64) -> anyhow::Result<(f64, f64)> {
     let text = saturation_text(drive, cost)?;
     let scenario = Scenario::parse(&text, "builtin:io-control-saturation", None)
         .context("the io-control saturation scenario")?;
@@ -916,6 +915,28 @@ mod tests {
         );
         // The depth does shorten the reader's wait: the host queue is not all of it.
         assert!(floor.p99_ms < none.p99_ms, "{floor:?} vs {none:?}");
+    }
+
+    /// resctl-demo's recipe on the disk (rotational): the 50th percentile, `rlat` twice it,
+    /// `wlat` four times `rlat`, vrate 50%..150%; and the saturation scenario it goes into
+    /// parses, with both groups weighted and four readers each.
+    #[test]
+    fn resctl_qos_on_the_disk_follows_iocost_coef_gen_and_the_scenario_parses() {
+        let line = resctl_qos("ibm18es").unwrap();
+        let field = |k: &str| model_field(&line, k).unwrap();
+        assert_eq!(field("rpct"), 50.0, "{line}");
+        assert_eq!(field("wpct"), 50.0, "{line}");
+        assert_eq!(field("wlat"), 4.0 * field("rlat"), "{line}");
+        assert_eq!((field("min"), field("max")), (50.0, 150.0), "{line}");
+        // Twice the median of a read served at 80% of the model's rate: at least two
+        // service times of a random read on this disk (several ms), far under a second.
+        assert!(field("rlat") > 5_000.0 && field("rlat") < 1e6, "{line}");
+        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Resctl))).unwrap();
+        let sc = Scenario::parse(&text, "test", None).unwrap();
+        assert_eq!(sc.jobs.len(), 8);
+        assert!(text.contains(&line), "{text}");
+        assert!(model_field("rbps=1", "rrandiops").is_err());
+        assert!(model_field("rrandiops=x", "rrandiops").is_err());
     }
 
     #[test]
