@@ -15,6 +15,12 @@
 //!   mq-deadline; and with no control but the writer one at a time, the lowest depth
 //!   io.latency can hold it to ([`Control::Floor`]).
 //!
+//! - **saturation** (io.cost's own case): in each group a workload that alone saturates the
+//!   drive ([`saturation_workload`]: several random 4 KiB readers with a queue of their own),
+//!   with no controller and under io.cost over none at 1:1, 2:1 and 3:1, with the kernel's
+//!   QoS defaults for the device class and with the QoS resctl-demo would write
+//!   ([`resctl_qos`]): B's share and the total against none's.
+//!
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
 //! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]): "B share"
 //! against "weight %" (B's weight over both), and the total against none's.
@@ -372,6 +378,193 @@ pub fn share_one(
     Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
 }
 
+/// The saturation experiment's workload on `drive`: (random 4 KiB readers per group, each
+/// one's iodepth). On the 980 PRO model 4 x 32 per group (256 in flight, near the drive's
+/// random-read peak: each group alone saturates it); on the 2009 disk, which serves one
+/// request at a time, 4 x 4 per group (32 waiting: the disk is never idle).
+pub fn saturation_workload(drive: &str) -> (u32, u32) {
+    if drive == "ibm18es" {
+        (4, 4)
+    } else {
+        (4, 32)
+    }
+}
+
+/// Which `io.cost.qos` a saturation setup runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QosSet {
+    /// The kernel's defaults for the device class (`autop[]`: no latency target, vrate
+    /// 1%..10000%).
+    Defaults,
+    /// The line resctl-demo writes ([`resctl_qos`]).
+    Resctl,
+}
+
+/// io.cost's `io.weight`s of /a and /b in a saturation setup, and its QoS; none: no controller.
+pub type CostSet = Option<(u32, u32, QosSet)>;
+
+/// The saturation setups: (label, weights and QoS). All run over `none` with the calibrated
+/// model.
+pub const SATURATION: [(&str, CostSet); 7] = [
+    ("none", None),
+    ("io.cost, QoS defaults", Some((100, 100, QosSet::Defaults))),
+    (
+        "io.cost, QoS defaults, b 2:1",
+        Some((100, 200, QosSet::Defaults)),
+    ),
+    (
+        "io.cost, QoS defaults, b 3:1",
+        Some((100, 300, QosSet::Defaults)),
+    ),
+    ("io.cost, resctl-demo QoS", Some((100, 100, QosSet::Resctl))),
+    (
+        "io.cost, resctl-demo QoS, b 2:1",
+        Some((100, 200, QosSet::Resctl)),
+    ),
+    (
+        "io.cost, resctl-demo QoS, b 3:1",
+        Some((100, 300, QosSet::Resctl)),
+    ),
+];
+
+/// A figure of the `io.cost.model` `line` (`key=value`).
+fn model_field(line: &str, key: &str) -> anyhow::Result<f64> {
+    line.split_whitespace()
+        .find_map(|t| t.strip_prefix(key)?.strip_prefix('='))
+        .with_context(|| format!("no {key} in {line:?}"))?
+        .parse()
+        .with_context(|| format!("{key} in {line:?}"))
+}
+
+/// The `io.cost.qos` line resctl-demo writes for `drive` (without the device number), from
+/// its copy of `iocost_coef_gen.py` (rd-agent/src/misc, `--json`): `rpct` 95 on an SSD, 50 on
+/// a rotational disk; `rlat` twice that percentile of the completion latency of 4 KiB random
+/// reads at depth 64 held to 80% of the model's `rrandiops`; `wpct` 50 and `wlat` four times
+/// `rlat` (the script takes the larger of `rlat` x 4 and a percentile it reads from the
+/// write run's read side, which has no reads); `min=50 max=150`. Measured here on the
+/// simulated drive with the calibrated model ([`drive_model`]), 10 simulated seconds.
+pub fn resctl_qos(drive: &str) -> anyhow::Result<String> {
+    static CACHE: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    if let Some((_, l)) = CACHE
+        .lock()
+        .expect("the cache lock")
+        .iter()
+        .find(|(d, _)| d == drive)
+    {
+        return Ok(l.clone());
+    }
+    let rrandiops = model_field(&drive_model(drive)?, "rrandiops")?;
+    let rate = ((rrandiops * 0.8) as u64).max(1);
+    let secs = 10;
+    let text = format!(
+        "name = \"resctl-rlat\"\ndrive = \"{drive}\"\nseed = 1\nduration_s = {secs}\n\n\
+         [[job]]\nname = \"rlat\"\nkind = \"fio\"\nrw = \"randread\"\nbs = 4096\n\
+         iodepth = 64\nrate_iops = {rate}\ndirect = true\ntime_based = true\n\
+         runtime_ms = {ms}\n",
+        ms = secs * 1000
+    );
+    let scenario = Scenario::parse(&text, "builtin:io-control-resctl-rlat", None)
+        .context("the rlat scenario")?;
+    let ssd = scenario.drive.ssd().is_some();
+    let sched = scenario.scheduler("none", &Settings::new())?;
+    let report = scenario.simulation(sched, Some(1)).run(scenario.limit);
+    let job = report.job("rlat").context("job rlat missing")?;
+    let pct = if ssd { 95 } else { 50 };
+    let lat_us = job
+        .metrics
+        .read
+        .latency
+        .value_at_quantile(f64::from(pct) / 100.0) as f64
+        / 1000.0;
+    let rlat = (lat_us * 2.0).round() as u64;
+    let line = format!(
+        "enable=1 ctrl=user rpct={pct} rlat={rlat} wpct=50 wlat={} min=50 max=150",
+        rlat * 4
+    );
+    CACHE
+        .lock()
+        .expect("the cache lock")
+        .push((drive.to_string(), line.clone()));
+    Ok(line)
+}
+
+/// The saturation scenario on `drive` (see [`saturation_workload`]), with io.cost's weights
+/// and QoS if `cost`, as scenario-file text.
+pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
+    let (jobs, depth) = saturation_workload(drive);
+    let mut s = format!(
+        "name = \"io-control-saturation\"\ndrive = \"{drive}\"\nseed = 1\n\
+         duration_s = {RUNTIME_S}\n"
+    );
+    if let Some((_, _, q)) = cost {
+        s.push_str(&model_line(drive, CostModel::Calibrated)?);
+        if q == QosSet::Resctl {
+            s.push_str(&format!("io_cost_qos = \"{}\"\n", resctl_qos(drive)?));
+        }
+    }
+    for (g, w) in [("a", cost.map(|c| c.0)), ("b", cost.map(|c| c.1))] {
+        s.push_str(&format!("\n[[group]]\npath = \"/{g}\"\n"));
+        if let Some(w) = w {
+            s.push_str(&format!("io_weight = {w}\n"));
+        }
+    }
+    let n = 2 * jobs;
+    for (k, (g, i)) in ["a", "b"]
+        .into_iter()
+        .flat_map(|g| (0..jobs).map(move |i| (g, i)))
+        .enumerate()
+    {
+        s.push_str(&format!(
+            "\n[[job]]\nname = \"{g}{i}\"\ngroup = \"/{g}\"\nkind = \"fio\"\nrw = \"randread\"\n\
+             bs = 4096\niodepth = {depth}\ndirect = true\noffset_frac = {:.6}\nsize_frac = {:.6}\n\
+             time_based = true\nruntime_ms = {}\n",
+            k as f64 / f64::from(n),
+            1.0 / f64::from(n),
+            RUNTIME_S * 1000
+        ));
+    }
+    Ok(s)
+}
+
+/// One saturation run's figures after the [`RAMP_S`] ramp: B's share and the total, MB/s.
+pub fn saturation_one(drive: &str, cost: CostSet, seed: u64) -> anyhow::Result<(f64, f64)> {
+    let text = saturation_text(drive, cost)?;
+    let scenario = Scenario::parse(&text, "builtin:io-control-saturation", None)
+        .context("the io-control saturation scenario")?;
+    let s = scenario.scheduler("none", &Settings::new())?;
+    let mut sim = scenario.simulation(s, Some(seed));
+    sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
+    let report = sim.run(scenario.limit);
+    let bytes = |g: &str| -> u64 {
+        report
+            .jobs
+            .iter()
+            .filter(|j| j.group_path == g)
+            .map(|j| j.metrics.read.bytes)
+            .sum()
+    };
+    let (a, b) = (bytes("/a") as f64, bytes("/b") as f64);
+    let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
+    Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
+}
+
+/// One row of the saturation table.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct SaturationRow {
+    /// The drive.
+    pub drive: String,
+    /// The setup.
+    pub setup: String,
+    /// B's io.weight over both groups', % (io.cost rows).
+    pub weight_pct: Option<f64>,
+    /// B's share of the bandwidth, %.
+    pub b_share_pct: Estimate,
+    /// Total MB/s.
+    pub total_mb_s: Estimate,
+    /// The total over none's on the same drive and seed.
+    pub total_over_none: Estimate,
+}
+
 /// One row of the protection table.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ProtectionRow {
@@ -423,9 +616,13 @@ pub struct Today {
     pub protection: Vec<ProtectionRow>,
     /// The share rows.
     pub share: Vec<ShareRow>,
+    /// The saturation rows.
+    pub saturation: Vec<SaturationRow>,
     /// The io.cost.model lines the io.cost rows ran with, by drive (the built-in drive's
     /// name), as `calibrate --iocost` measured them on the simulated drive.
     pub io_cost_models: Vec<(String, String)>,
+    /// The io.cost.qos lines of the "resctl-demo QoS" rows, by drive ([`resctl_qos`]).
+    pub resctl_qos: Vec<(String, String)>,
 }
 
 /// Measure both tables over `seeds` (in parallel).
@@ -491,12 +688,49 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
         });
     }
+    let resctl = DRIVES
+        .par_iter()
+        .map(|(_, d)| Ok((d.to_string(), resctl_qos(d)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let saturation = saturation_rows(seeds)?;
     Ok(Today {
         runtime_s: RUNTIME_S,
         protection,
         share,
+        saturation,
         io_cost_models,
+        resctl_qos: resctl,
     })
+}
+
+/// The saturation table over `seeds` (in parallel).
+pub fn saturation_rows(seeds: &[u64]) -> anyhow::Result<Vec<SaturationRow>> {
+    let cases: Vec<(usize, usize, u64)> = (0..DRIVES.len())
+        .flat_map(|d| {
+            (0..SATURATION.len()).flat_map(move |s| seeds.iter().map(move |&x| (d, s, x)))
+        })
+        .collect();
+    let runs: Vec<(f64, f64)> = cases
+        .par_iter()
+        .map(|&(d, s, seed)| saturation_one(DRIVES[d].1, SATURATION[s].1, seed))
+        .collect::<anyhow::Result<_>>()?;
+    let mut rows = Vec::new();
+    for (k, chunk) in runs.chunks(seeds.len()).enumerate() {
+        let (d, s, _) = cases[k * seeds.len()];
+        // SATURATION[0] is none: its runs on this drive are the chunk of setup 0.
+        let none = &runs[(d * SATURATION.len()) * seeds.len()..][..seeds.len()];
+        rows.push(SaturationRow {
+            drive: DRIVES[d].0.to_string(),
+            setup: SATURATION[s].0.to_string(),
+            weight_pct: SATURATION[s]
+                .1
+                .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
+            b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
+            total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
+            total_over_none: Estimate::of(chunk.iter().zip(none).map(|(x, n)| x.1 / n.1).collect()),
+        });
+    }
+    Ok(rows)
 }
 
 /// Print both tables; return them.
@@ -576,7 +810,82 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
+    print_saturation(&t.saturation, &t.resctl_qos);
     Ok(t)
+}
+
+/// The saturation table and the QoS lines it ran with.
+#[derive(Serialize, Clone, Debug)]
+pub struct Saturation {
+    /// Simulated seconds per run.
+    pub runtime_s: u64,
+    /// The rows.
+    pub saturation: Vec<SaturationRow>,
+    /// The io.cost.model lines, by drive.
+    pub io_cost_models: Vec<(String, String)>,
+    /// The io.cost.qos lines of the "resctl-demo QoS" rows, by drive.
+    pub resctl_qos: Vec<(String, String)>,
+}
+
+/// The saturation table alone (`reproduce io-control-today --part saturation`): print it and
+/// return it.
+pub fn run_saturation(seeds: &[u64]) -> anyhow::Result<Saturation> {
+    say!(
+        "io.cost with both groups saturating the drive (issue 29), {RUNTIME_S} simulated s a run."
+    );
+    say!("{}", super::seeds_note(seeds));
+    say!();
+    let mut io_cost_models = Vec::new();
+    let mut resctl = Vec::new();
+    for (_, d) in DRIVES {
+        io_cost_models.push((d.to_string(), drive_model(d)?));
+        resctl.push((d.to_string(), resctl_qos(d)?));
+        say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
+    }
+    let saturation = saturation_rows(seeds)?;
+    print_saturation(&saturation, &resctl);
+    Ok(Saturation {
+        runtime_s: RUNTIME_S,
+        saturation,
+        io_cost_models,
+        resctl_qos: resctl,
+    })
+}
+
+/// Print the saturation table.
+fn print_saturation(rows: &[SaturationRow], resctl: &[(String, String)]) {
+    say!("Saturation: in each group random 4 KiB readers that alone saturate the drive (980 PRO");
+    say!("model: 4 a group at iodepth 32; 2009 disk: 4 a group at iodepth 4), under none; io.cost");
+    say!("with the calibrated model and the QoS defaults or resctl-demo's QoS; figures after a");
+    say!("{RAMP_S} s ramp. resctl-demo's io.cost.qos:");
+    for (d, l) in resctl {
+        say!("  {d}: {l}");
+    }
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.drive.clone(),
+                r.setup.clone(),
+                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
+                r.b_share_pct.show(1),
+                r.total_mb_s.show(2),
+                r.total_over_none.show(3),
+            ]
+        })
+        .collect();
+    output::say_str(&output::table(
+        &[
+            "drive",
+            "setup",
+            "weight %",
+            "B share %",
+            "total MB/s",
+            "total / none",
+        ],
+        &rows,
+    ));
+    say!();
 }
 
 #[cfg(test)]
@@ -606,6 +915,28 @@ mod tests {
         );
         // The depth does shorten the reader's wait: the host queue is not all of it.
         assert!(floor.p99_ms < none.p99_ms, "{floor:?} vs {none:?}");
+    }
+
+    /// resctl-demo's recipe on the disk (rotational): the 50th percentile, `rlat` twice it,
+    /// `wlat` four times `rlat`, vrate 50%..150%; and the saturation scenario it goes into
+    /// parses, with both groups weighted and four readers each.
+    #[test]
+    fn resctl_qos_on_the_disk_follows_iocost_coef_gen_and_the_scenario_parses() {
+        let line = resctl_qos("ibm18es").unwrap();
+        let field = |k: &str| model_field(&line, k).unwrap();
+        assert_eq!(field("rpct"), 50.0, "{line}");
+        assert_eq!(field("wpct"), 50.0, "{line}");
+        assert_eq!(field("wlat"), 4.0 * field("rlat"), "{line}");
+        assert_eq!((field("min"), field("max")), (50.0, 150.0), "{line}");
+        // Twice the median of a read served at 80% of the model's rate: at least two
+        // service times of a random read on this disk (several ms), far under a second.
+        assert!(field("rlat") > 5_000.0 && field("rlat") < 1e6, "{line}");
+        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Resctl))).unwrap();
+        let sc = Scenario::parse(&text, "test", None).unwrap();
+        assert_eq!(sc.jobs.len(), 8);
+        assert!(text.contains(&line), "{text}");
+        assert!(model_field("rbps=1", "rrandiops").is_err());
+        assert!(model_field("rrandiops=x", "rrandiops").is_err());
     }
 
     #[test]

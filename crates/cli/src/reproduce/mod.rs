@@ -45,8 +45,9 @@ pub struct Args {
     seeds: u32,
     /// Run one part: bfq-merge's `startup` (parts 1 and 2, which share their runs) or
     /// `cooperating` (part 3, a few seconds); ssd-loo's `read` (the drive's read side) or
-    /// `tapp` (the host's costs, fig-7).
-    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp"])]
+    /// `tapp` (the host's costs, fig-7); io-control-today's `saturation` (io.cost with both
+    /// groups saturating the drive).
+    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation"])]
     part: Option<String>,
     /// Microseconds between a completion and its process seeing it (the process wake-up
     /// latency; the scheduler dispatches first, as in the kernel). Default 0: a process's
@@ -97,7 +98,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match (args.experiment.as_str(), args.part.as_deref()) {
         (_, None)
         | ("bfq-merge", Some("startup" | "cooperating"))
-        | ("ssd-loo", Some("read" | "tapp")) => {}
+        | ("ssd-loo", Some("read" | "tapp"))
+        | ("io-control-today", Some("saturation")) => {}
         (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
     }
     // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
@@ -149,10 +151,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.experiment == "io-control-today" {
         // The today part of io-controller alone (it also runs within io-controller).
-        done(
-            "io-control-today",
-            serde_json::to_value(io_control_today::run(&opts.seeds)?)?,
-        )?;
+        let today = if args.part.as_deref() == Some("saturation") {
+            serde_json::to_value(io_control_today::run_saturation(&opts.seeds)?)?
+        } else {
+            serde_json::to_value(io_control_today::run(&opts.seeds)?)?
+        };
+        done("io-control-today", today)?;
     }
     if args.experiment == "ssd-loo" {
         // Deterministic: no seeds; its own data (shared/data/nvme-980pro).
