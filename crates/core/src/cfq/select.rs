@@ -9,21 +9,22 @@ use super::{Cfq, JIFFY, MIN_TT};
 
 impl Cfq {
     /// `cfq_choose_req`: of two requests, the better one to serve with the head at `last`.
+    /// Each comes as its key and slot in queue `q` (read without a search of the sort list).
     pub(super) fn choose_req(
         &self,
         q: QId,
-        a: Option<SortKey>,
-        b: Option<SortKey>,
+        a: Option<(SortKey, u32)>,
+        b: Option<(SortKey, u32)>,
         last: u64,
     ) -> Option<SortKey> {
-        let (k1, k2) = match (a, b) {
-            (None, b) => return b,
-            (a, None) => return a,
-            (Some(x), Some(y)) if x == y => return Some(y),
+        let ((k1, a1), (k2, a2)) = match (a, b) {
+            (None, b) => return b.map(|(k, _)| k),
+            (a, None) => return a.map(|(k, _)| k),
+            (Some(x), Some(y)) if x.0 == y.0 => return Some(y.0),
             (Some(x), Some(y)) => (x, y),
         };
         let cq = &self.queues[q];
-        let (r1, r2) = (cq.get(k1), cq.get(k2));
+        let (r1, r2) = (cq.at(a1), cq.at(a2));
         if r1.is_sync() != r2.is_sync() {
             return Some(if r1.is_sync() { k1 } else { k2 });
         }
