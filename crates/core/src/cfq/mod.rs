@@ -298,8 +298,7 @@ impl Scheduler for Cfq {
             self.add_cfqq_rr(q, now);
         }
         let prev = self.queues[q].next_rq;
-        let prev_at = prev.map(|k| (k, self.queues[q].slot(k)));
-        let next = self.choose_req(q, prev_at, Some(added), self.last_position);
+        let next = self.choose_req(q, prev, Some(added), self.last_position);
         self.queues[q].next_rq = next;
         if prev != next && self.queues[q].on_rr {
             self.prio_tree_add(q);

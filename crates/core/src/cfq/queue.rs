@@ -41,8 +41,9 @@ pub(super) struct CfqQueue {
     fifo: Fifos<Queued>,
     /// `(sector, id)` -> slot in `fifo`.
     sorted: SortList<SortKey>,
-    /// The request to serve next if the FIFO has not expired.
-    pub next_rq: Option<SortKey>,
+    /// The request to serve next if the FIFO has not expired: its key and its slot (which
+    /// stays its own while it is queued).
+    pub next_rq: Option<(SortKey, u32)>,
     /// Queued requests by direction: [async, sync].
     pub queued: [u32; 2],
     /// Queued metadata (REQ_PRIO) requests.
@@ -160,17 +161,8 @@ impl CfqQueue {
         self.seek_history.count_ones() > 32 / 8
     }
 
-    /// The queued request at `key`.
-    pub fn get(&self, key: SortKey) -> &Request {
-        self.at(self.slot(key))
-    }
-
-    /// The slot of the queued request at `key` (what [`CfqQueue::at`] reads).
-    pub fn slot(&self, key: SortKey) -> u32 {
-        self.sorted.get(key).expect("request is queued")
-    }
-
-    /// The queued request in `slot`, without a search of the sort list.
+    /// The queued request in `slot` (its key's, from [`CfqQueue::add`] or the sort list), read
+    /// without a search of the sort list.
     pub fn at(&self, slot: u32) -> &Request {
         &self.fifo.get(slot).rq
     }
