@@ -133,12 +133,17 @@ impl Bfq {
             if self.tag_wait.refused == Some(now) {
                 return;
             }
-            let Some(at) = self
-                .tag_wait
-                .heads
-                .iter()
-                .position(|&(_, d)| tags.may_take(d))
-            else {
+            // With every tag held no depth may take one (`may_take` asks that first): the
+            // heads are not walked.
+            let at = if tags.may_take(Depth::Full) {
+                self.tag_wait
+                    .heads
+                    .iter()
+                    .position(|&(_, d)| tags.may_take(d))
+            } else {
+                None
+            };
+            let Some(at) = at else {
                 self.tag_wait.refused = Some(now);
                 return;
             };
@@ -160,8 +165,7 @@ impl Bfq {
             }
             self.tag_wait.len -= 1;
             self.tags.take(depth);
-            self.tag_depth.insert(rq.id.0, depth);
-            self.insert_at(rq, t);
+            self.insert_at(rq, depth, t);
             if more {
                 self.start_allocating(ctx);
             }

@@ -162,14 +162,13 @@ pub struct Bfq {
     queues: Vec<Queue>,
     groups: Vec<GroupState>,
     bics: IdMap<CtxId, Bic>,
-    /// Request id -> queue, for queued and in-flight requests.
-    rq_queue: IdMap<u64, usize>,
+    /// Request id -> its queue and the depth it took its tag at, for queued and in-flight
+    /// requests (every one holds a tag: bfq sees a request only once it has one).
+    rq_queue: IdMap<u64, (usize, Depth)>,
     /// The scheduler tags.
     tags: SchedTags,
     /// The requests waiting for a tag, outside bfq.
     tag_wait: TagWait,
-    /// Request id -> the depth it took its tag at, for requests holding one.
-    tag_depth: IdMap<u64, Depth>,
     /// Shallow depths per tag-bitmap word (`bfq_update_depths`).
     word_depths: WordDepths,
     in_service: Option<usize>,
@@ -221,7 +220,6 @@ impl Bfq {
             bics: IdMap::default(),
             rq_queue: IdMap::default(),
             tags: SchedTags::new(cfg.nr_requests, cfg.nr_requests),
-            tag_depth: IdMap::default(),
             tag_wait: TagWait::default(),
             word_depths: WordDepths::new(cfg.nr_requests),
             in_service: None,
@@ -405,7 +403,7 @@ impl Bfq {
 
     // ----- insertion -----
 
-    fn insert_at(&mut self, rq: Request, t: Tick) {
+    fn insert_at(&mut self, rq: Request, depth: Depth, t: Tick) {
         let mut q = self.queue_for(&rq, t);
         self.bics.get_mut(&rq.ctx).expect("bic").requests += 1;
         if let Some(n) = self.setup_cooperator(q, Some(&rq), t) {
@@ -428,7 +426,7 @@ impl Bfq {
         } else {
             self.cfg.fifo_expire_async.0 as Tick
         };
-        self.rq_queue.insert(rq.id.0, q);
+        self.rq_queue.insert(rq.id.0, (q, depth));
         self.add_request(q, rq, t);
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
@@ -1209,12 +1207,10 @@ impl Bfq {
     /// `bfq_finish_requeue_request`: the inject limit is updated before
     /// `bfq_completed_request` samples the hardware queue depth.
     fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
-        if let Some(depth) = self.tag_depth.remove(&id.0) {
-            self.tags.release_at(depth);
-        }
-        let Some(q) = self.rq_queue.remove(&id.0) else {
+        let Some((q, depth)) = self.rq_queue.remove(&id.0) else {
             return;
         };
+        self.tags.release_at(depth);
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);

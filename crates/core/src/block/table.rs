@@ -58,7 +58,12 @@ impl<V> Table<V> {
             self.side.remove(&id);
         }
         if self.window.is_empty() {
+            // The short window's fast path (a device of depth 1 holds one request at a time):
+            // what the general path below does for an empty window, without its walks.
             self.base = id;
+            self.window.push_back(Some(value));
+            self.live = 1;
+            return;
         }
         match self.at(id) {
             Some(i) => {
@@ -73,8 +78,10 @@ impl<V> Table<V> {
                     self.side.insert(id, value);
                     return;
                 }
-                self.window
-                    .extend(std::iter::repeat_with(|| None).take(gap));
+                if gap > 0 {
+                    self.window
+                        .extend(std::iter::repeat_with(|| None).take(gap));
+                }
                 self.window.push_back(Some(value));
                 self.live += 1;
                 self.bound();
@@ -121,10 +128,20 @@ impl<V> Table<V> {
     }
 
     pub(super) fn remove(&mut self, id: &u64) -> Option<V> {
+        // The short window's fast path: its one value goes, and the window is empty.
+        if self.window.len() == 1 && *id == self.base {
+            if let Some(v) = self.window.pop_front().flatten() {
+                self.live -= 1;
+                return Some(v);
+            }
+        }
         if let Some(i) = self.at(*id) {
             if let Some(v) = self.window[i].take() {
                 self.live -= 1;
-                if i == 0 {
+                if self.live == 0 {
+                    // Only holes left: drop them in place (the next insertion sets the base).
+                    self.window.clear();
+                } else if i == 0 {
                     self.trim();
                 }
                 return Some(v);

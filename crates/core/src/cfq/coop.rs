@@ -23,7 +23,7 @@ impl Cfq {
         if cq.class == Class::Idle {
             return;
         }
-        let Some(next) = cq.next_rq else { return };
+        let Some((next, _)) = cq.next_rq else { return };
         let prio = cq.org_ioprio as usize;
         if let std::collections::btree_map::Entry::Vacant(e) = self.prio_trees[prio].entry(next.0) {
             e.insert(q);

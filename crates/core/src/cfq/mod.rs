@@ -290,7 +290,7 @@ impl Scheduler for Cfq {
         self.init_prio_data(q, prio);
         let fifo_time = now + self.cfg.fifo_expire(rq.is_sync());
         self.rq_queue.insert(rq.id, q);
-        let key = self.queues[q].add(rq.clone(), fifo_time);
+        let added = self.queues[q].add(rq.clone(), fifo_time);
         // cfq_add_rq_rb
         let sync = usize::from(rq.is_sync());
         self.queues[q].queued[sync] += 1;
@@ -298,7 +298,7 @@ impl Scheduler for Cfq {
             self.add_cfqq_rr(q, now);
         }
         let prev = self.queues[q].next_rq;
-        let next = self.choose_req(q, prev, Some(key), self.last_position);
+        let next = self.choose_req(q, prev, Some(added), self.last_position);
         self.queues[q].next_rq = next;
         if prev != next && self.queues[q].on_rr {
             self.prio_tree_add(q);

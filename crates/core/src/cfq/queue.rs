@@ -41,8 +41,9 @@ pub(super) struct CfqQueue {
     fifo: Fifos<Queued>,
     /// `(sector, id)` -> slot in `fifo`.
     sorted: SortList<SortKey>,
-    /// The request to serve next if the FIFO has not expired.
-    pub next_rq: Option<SortKey>,
+    /// The request to serve next if the FIFO has not expired: its key and its slot (which
+    /// stays its own while it is queued).
+    pub next_rq: Option<(SortKey, u32)>,
     /// Queued requests by direction: [async, sync].
     pub queued: [u32; 2],
     /// Queued metadata (REQ_PRIO) requests.
@@ -160,20 +161,20 @@ impl CfqQueue {
         self.seek_history.count_ones() > 32 / 8
     }
 
-    /// The queued request at `key`.
-    pub fn get(&self, key: SortKey) -> &Request {
-        let slot = self.sorted.get(key).expect("request is queued");
+    /// The queued request in `slot` (its key's, from [`CfqQueue::add`] or the sort list), read
+    /// without a search of the sort list.
+    pub fn at(&self, slot: u32) -> &Request {
         &self.fifo.get(slot).rq
     }
 
-    /// Queue `rq` with FIFO deadline `fifo_time`, at the FIFO's tail.
-    pub fn add(&mut self, rq: Request, fifo_time: u64) -> SortKey {
+    /// Queue `rq` with FIFO deadline `fifo_time`, at the FIFO's tail: its key and slot.
+    pub fn add(&mut self, rq: Request, fifo_time: u64) -> (SortKey, u32) {
         let key = (rq.sector, rq.id.0);
         let slot = self.fifo.push_back(0, Queued { rq, fifo_time });
         self.sorted
             .insert(key, slot)
             .expect("request ids are distinct");
-        key
+        (key, slot)
     }
 
     /// Take the request at `key` out of both lists.
@@ -189,14 +190,14 @@ impl CfqQueue {
     }
 
     /// The queued requests just after and just before `key` in sector order, the "after" one
-    /// wrapping to the lowest (`cfq_find_next_rq`'s candidates).
-    pub fn neighbours(&self, key: SortKey) -> (Option<SortKey>, Option<SortKey>) {
+    /// wrapping to the lowest (`cfq_find_next_rq`'s candidates), each with its slot.
+    #[allow(clippy::type_complexity)]
+    pub fn neighbours(&self, key: SortKey) -> (Option<(SortKey, u32)>, Option<(SortKey, u32)>) {
         let next = self
             .sorted
             .above(key)
-            .map(|(k, _)| k)
-            .or_else(|| self.sorted.first().map(|(k, _)| k).filter(|k| *k != key));
-        let prev = self.sorted.below(key).map(|(k, _)| k);
+            .or_else(|| self.sorted.first().filter(|(k, _)| *k != key));
+        let prev = self.sorted.below(key);
         (next, prev)
     }
 }

@@ -9,26 +9,28 @@ use super::{Cfq, JIFFY, MIN_TT};
 
 impl Cfq {
     /// `cfq_choose_req`: of two requests, the better one to serve with the head at `last`.
+    /// Each comes (and the choice goes) as its key and slot in queue `q`, read without a
+    /// search of the sort list.
     pub(super) fn choose_req(
         &self,
         q: QId,
-        a: Option<SortKey>,
-        b: Option<SortKey>,
+        a: Option<(SortKey, u32)>,
+        b: Option<(SortKey, u32)>,
         last: u64,
-    ) -> Option<SortKey> {
-        let (k1, k2) = match (a, b) {
+    ) -> Option<(SortKey, u32)> {
+        let ((k1, a1), (k2, a2)) = match (a, b) {
             (None, b) => return b,
             (a, None) => return a,
-            (Some(x), Some(y)) if x == y => return Some(y),
+            (Some(x), Some(y)) if x.0 == y.0 => return Some(y),
             (Some(x), Some(y)) => (x, y),
         };
         let cq = &self.queues[q];
-        let (r1, r2) = (cq.get(k1), cq.get(k2));
+        let (r1, r2) = (cq.at(a1), cq.at(a2));
         if r1.is_sync() != r2.is_sync() {
-            return Some(if r1.is_sync() { k1 } else { k2 });
+            return Some(if r1.is_sync() { (k1, a1) } else { (k2, a2) });
         }
         if r1.meta != r2.meta {
-            return Some(if r1.meta { k1 } else { k2 });
+            return Some(if r1.meta { (k1, a1) } else { (k2, a2) });
         }
         let (s1, s2) = (r1.sector, r2.sector);
         let back_max = self.cfg.back_seek_max * 2;
@@ -44,25 +46,25 @@ impl Cfq {
         Some(match (dist(s1), dist(s2)) {
             (Some(d1), Some(d2)) => {
                 if d1 < d2 || (d1 == d2 && s1 >= s2) {
-                    k1
+                    (k1, a1)
                 } else {
-                    k2
+                    (k2, a2)
                 }
             }
-            (Some(_), None) => k1,
-            (None, Some(_)) => k2,
+            (Some(_), None) => (k1, a1),
+            (None, Some(_)) => (k2, a2),
             (None, None) => {
                 if s1 <= s2 {
-                    k1
+                    (k1, a1)
                 } else {
-                    k2
+                    (k2, a2)
                 }
             }
         })
     }
 
     /// `cfq_find_next_rq`: what to serve after `last` leaves the queue.
-    pub(super) fn find_next_rq(&self, q: QId, last: SortKey) -> Option<SortKey> {
+    pub(super) fn find_next_rq(&self, q: QId, last: SortKey) -> Option<(SortKey, u32)> {
         let (next, prev) = self.queues[q].neighbours(last);
         self.choose_req(q, next, prev, last.0)
     }
@@ -303,7 +305,7 @@ impl Cfq {
             cq.prio_pending -= 1;
         }
         self.rq_queued -= 1;
-        if cq.next_rq == Some(key) {
+        if cq.next_rq.is_some_and(|(k, _)| k == key) {
             cq.next_rq = None;
         }
         if self.queues[q].on_rr {
@@ -335,7 +337,7 @@ impl Cfq {
         if !self.may_dispatch(q, now) {
             return None;
         }
-        let key = fifo.or(self.queues[q].next_rq)?;
+        let key = fifo.or(self.queues[q].next_rq.map(|(k, _)| k))?;
         let rq = self.dispatch_insert(q, key);
         if self.active_cic.is_none() {
             self.active_cic = Some(rq.ctx);

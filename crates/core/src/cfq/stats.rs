@@ -98,8 +98,8 @@ impl Cfq {
         let deep = cq.deep || cq.queued[0] + cq.queued[1] >= 4;
         // `req_noidle`: a sync write without REQ_IDLE (fsync, O_SYNC writeback). O_DIRECT
         // writes carry REQ_IDLE and keep their idle window.
-        let noidle = cq.next_rq.is_some_and(|k| {
-            let r = cq.get(k);
+        let noidle = cq.next_rq.is_some_and(|(_, slot)| {
+            let r = cq.at(slot);
             r.op == Op::Write && r.sync && !r.idle_hint
         });
         let cic = &self.cics[&ctx];
