@@ -241,6 +241,30 @@ mod tests {
     }
 
     #[test]
+    fn an_id_past_the_windows_end_joins_it_up_to_the_slack_and_goes_aside_beyond() {
+        // Window [0]: an id SLACK + 1 past its end (a gap of exactly len + SLACK) still
+        // joins the window; one further away goes on the side and leaves the window as it
+        // was, rather than stretching it (and pushing 0 out) for one far request.
+        let mut t: Table<u64> = Table::default();
+        t.insert(0, 0);
+        let edge = 1 + SLACK as u64 + 1;
+        t.insert(edge, edge);
+        assert!(
+            t.at(edge).is_some(),
+            "a gap of len + SLACK joins the window"
+        );
+        assert!(t.side.is_empty());
+        let far = edge + 1 + t.window.len() as u64 + SLACK as u64 + 1;
+        t.insert(far, far);
+        assert!(t.side.contains_key(&far), "beyond the slack: aside");
+        assert_eq!(t.window.len() as u64, edge + 1, "the window untouched");
+        assert!(t.at(0).is_some(), "0 still in the window");
+        for id in [0, edge, far] {
+            assert_eq!(t.remove(&id), Some(id));
+        }
+    }
+
+    #[test]
     fn a_request_refused_then_inserted_late_lands_in_the_window_it_falls_in() {
         // Ids 1..=4 given, 2 kept back (its process slept) and inserted after 4.
         let mut t: Table<u64> = Table::default();
