@@ -903,10 +903,17 @@ mod tests {
             .to_string();
         assert!(e.contains("cannot tell the trace format"), "{e}");
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
-        let zeros = std::io::repeat(0).take(100_000);
+        // With `--format`, lines are copied whole; one line longer than a trace's lines
+        // (zeros without a newline, as /dev/zero gives) is refused (round 5).
+        let lines = std::io::repeat(b'\n').take(100_000);
         let format = Some(TraceFormat::Msr);
-        spool_one(zeros, &mut out, "/dev/zero", format, u64::MAX, dir.path()).unwrap();
+        spool_one(lines, &mut out, "-", format, u64::MAX, dir.path()).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 100_000);
+        let zeros = std::io::repeat(0).take(100_000);
+        let e = spool_one(zeros, &mut out, "/dev/zero", format, u64::MAX, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/dev/zero"), "{e}");
     }
 
     /// A reader over an iterator of bytes.
