@@ -359,8 +359,14 @@ pub fn share_one(
         &format!("runtime_ms = {}", super::io_controller::RUNTIME_S * 1000),
         &format!("runtime_ms = {}", RUNTIME_S * 1000),
     );
-    let scenario = Scenario::parse(&text, "builtin:io-control-share", None)
-        .context("the io-control share scenario")?;
+    b_share_and_total(&text, "share", sched, seed)
+}
+
+/// Run the two-group scenario `text` (/a and /b reading) under `sched` and give, after the
+/// [`RAMP_S`] ramp, B's share of the bytes read and the total, MB/s.
+fn b_share_and_total(text: &str, name: &str, sched: &str, seed: u64) -> anyhow::Result<(f64, f64)> {
+    let scenario = Scenario::parse(text, &format!("builtin:io-control-{name}"), None)
+        .with_context(|| format!("the io-control {name} scenario"))?;
     let s = scenario.scheduler(sched, &Settings::new())?;
     let mut sim = scenario.simulation(s, Some(seed));
     sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
@@ -529,23 +535,7 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
 /// One saturation run's figures after the [`RAMP_S`] ramp: B's share and the total, MB/s.
 pub fn saturation_one(drive: &str, cost: CostSet, seed: u64) -> anyhow::Result<(f64, f64)> {
     let text = saturation_text(drive, cost)?;
-    let scenario = Scenario::parse(&text, "builtin:io-control-saturation", None)
-        .context("the io-control saturation scenario")?;
-    let s = scenario.scheduler("none", &Settings::new())?;
-    let mut sim = scenario.simulation(s, Some(seed));
-    sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
-    let report = sim.run(scenario.limit);
-    let bytes = |g: &str| -> u64 {
-        report
-            .jobs
-            .iter()
-            .filter(|j| j.group_path == g)
-            .map(|j| j.metrics.read.bytes)
-            .sum()
-    };
-    let (a, b) = (bytes("/a") as f64, bytes("/b") as f64);
-    let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
-    Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
+    b_share_and_total(&text, "saturation", "none", seed)
 }
 
 /// One row of the saturation table.
