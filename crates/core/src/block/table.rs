@@ -223,6 +223,120 @@ mod tests {
         assert_eq!(t.len(), 0);
     }
 
+    /// The window's own count of values and its front, against what it holds.
+    fn check_window<V>(t: &Table<V>) {
+        let held = t.window.iter().filter(|v| v.is_some()).count();
+        assert_eq!(t.live, held, "live counts the window's values");
+        assert!(
+            t.window.front().is_none_or(|v| v.is_some()),
+            "the window's front is never a hole"
+        );
+    }
+
+    #[test]
+    fn the_window_holds_twice_its_live_values_and_the_slack_then_moves_the_oldest_aside() {
+        // `held` values never complete while others pass one at a time behind them: the
+        // window reaches exactly 2 * live + SLACK slots (live: the held ones and the one
+        // passing) with every held value still in it; the next insertion moves them aside
+        // and drops the holes behind them.
+        for held in [1u64, 10] {
+            let mut t: Table<u64> = Table::default();
+            for id in 0..held {
+                t.insert(id, id);
+            }
+            let live = held as usize + 1;
+            let last_in = (2 * live + SLACK) as u64 - 1;
+            for id in held..=last_in {
+                t.insert(id, id);
+                check_window(&t);
+                if id < last_in {
+                    assert_eq!(t.remove(&id), Some(id));
+                    check_window(&t);
+                }
+            }
+            assert_eq!(
+                t.window.len(),
+                2 * live + SLACK,
+                "held {held}: full, not cut"
+            );
+            assert!(t.side.is_empty(), "held {held}: nothing aside yet");
+            assert_eq!(t.remove(&last_in), Some(last_in));
+            t.insert(last_in + 1, last_in + 1);
+            check_window(&t);
+            // Each value moved aside tightens the bound by two slots and frees one: the
+            // held values all go, and the holes behind them.
+            assert!(
+                (0..held).all(|id| t.side.contains_key(&id)),
+                "held {held}: aside"
+            );
+            assert_eq!(
+                t.side.len(),
+                held as usize,
+                "held {held}: only the held values"
+            );
+            assert_eq!(
+                t.base,
+                last_in + 1,
+                "held {held}: the window starts at the newest"
+            );
+            assert_eq!(t.window.len(), 1);
+            for id in (0..held).chain([last_in + 1]) {
+                assert_eq!(t.remove(&id), Some(id));
+                check_window(&t);
+            }
+            assert_eq!(t.len(), 0);
+        }
+    }
+
+    #[test]
+    fn live_counts_the_windows_values_and_its_front_is_never_a_hole() {
+        // Requests in id order, most completing soon and out of order, one in 50 held for
+        // long, a few built early and inserted late (below the base): after every step the
+        // count and the front hold, and every value is found until it is removed.
+        let mut t: Table<u64> = Table::default();
+        let mut held: Vec<u64> = Vec::new();
+        let mut late: Vec<u64> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for id in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 97 == 0 {
+                late.push(id);
+                continue;
+            }
+            t.insert(id, id);
+            held.push(id);
+            check_window(&t);
+            // Bounded as it grows (removals may leave it longer until the next insertion).
+            assert!(t.window.len() <= 2 * t.live + SLACK);
+            if x % 13 == 0 {
+                if let Some(l) = late.pop() {
+                    t.insert(l, l);
+                    held.push(l);
+                    check_window(&t);
+                }
+            }
+            while held.len() > 8 {
+                let keep_long = held[0] % 50 == 0 && id < held[0] + 500;
+                let at = if keep_long {
+                    1 + (x as usize % (held.len() - 1))
+                } else {
+                    0
+                };
+                let done = held.remove(at);
+                assert_eq!(t.remove(&done), Some(done));
+                check_window(&t);
+            }
+        }
+        for id in held {
+            assert_eq!(t.get(&id), Some(&id));
+            assert_eq!(t.remove(&id), Some(id));
+            check_window(&t);
+        }
+        assert_eq!(t.len(), 0);
+    }
+
     #[test]
     fn an_id_held_on_the_side_and_inserted_again_in_the_window_leaves_no_stale_copy() {
         // 5 arrives below the window's base (on the side); the window empties; 5 comes again
