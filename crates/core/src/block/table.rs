@@ -379,6 +379,25 @@ mod tests {
     }
 
     #[test]
+    fn a_far_id_held_aside_is_found_by_get_mut_once_the_window_grows_over_it() {
+        // far goes aside (beyond the slack); the window then grows id by id past it, so far's
+        // slot in the window is a hole while its value is on the side: get_mut must look
+        // there, as get does.
+        let mut t: Table<u64> = Table::default();
+        t.insert(0, 0);
+        let far = 2 + SLACK as u64 + 1;
+        t.insert(far, far);
+        assert!(t.side.contains_key(&far));
+        for id in (1..far).chain([far + 1]) {
+            t.insert(id, id);
+        }
+        assert!(t.at(far).is_some(), "the window covers far's id");
+        *t.get_mut(&far).expect("far is held") += 1;
+        assert_eq!(t.get(&far), Some(&(far + 1)));
+        assert_eq!(t.remove(&far), Some(far + 1));
+    }
+
+    #[test]
     fn a_request_refused_then_inserted_late_lands_in_the_window_it_falls_in() {
         // Ids 1..=4 given, 2 kept back (its process slept) and inserted after 4.
         let mut t: Table<u64> = Table::default();
