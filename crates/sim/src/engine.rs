@@ -307,6 +307,11 @@ impl Simulation {
     pub fn new(device: Box<dyn Device>, sched: Box<dyn Scheduler>, groups: GroupTree) -> Self {
         let limits = Limits::depth(device.depth());
         let mut blk = BlockLayer::new(sched, limits);
+        // A disk sits behind a SCSI or SATA host that tags more requests than the disk holds;
+        // an SSD model stands for an NVMe drive, whose tag set is its queue.
+        if !device.non_rotational() {
+            blk.set_host_tags(elevator_core::block::DISK_HOST_TAGS);
+        }
         blk.set_qos(elevator_core::qos::chain(
             &groups,
             &QosDevice {

@@ -18,8 +18,9 @@
 //! - **saturation** (io.cost's own case): in each group a workload that alone saturates the
 //!   drive ([`saturation_workload`]: several random 4 KiB readers with a queue of their own),
 //!   with no controller and under io.cost over none at 1:1, 2:1 and 3:1, with the kernel's
-//!   QoS defaults for the device class and with the QoS resctl-demo would write
-//!   ([`resctl_qos`]): B's share and the total against none's.
+//!   QoS defaults for the device class, and with the model and QoS resctl-demo applies
+//!   ([`resctl_lines`]: resctl-bench's `iocost-params`): B's share and the total against
+//!   none's.
 //!
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
 //! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]): "B share"
@@ -402,15 +403,16 @@ pub enum QosSet {
     /// The kernel's defaults for the device class (`autop[]`: no latency target, vrate
     /// 1%..10000%).
     Defaults,
-    /// The line resctl-demo writes ([`resctl_qos`]).
+    /// The `io.cost.model` and `io.cost.qos` resctl-demo applies ([`resctl_lines`]) instead
+    /// of the calibrated model.
     Resctl,
 }
 
 /// io.cost's `io.weight`s of /a and /b in a saturation setup, and its QoS; none: no controller.
 pub type CostSet = Option<(u32, u32, QosSet)>;
 
-/// The saturation setups: (label, weights and QoS). All run over `none` with the calibrated
-/// model.
+/// The saturation setups: (label, weights and QoS). All run over `none`; the QoS defaults
+/// with the calibrated model, resctl-demo's QoS with its own model.
 pub const SATURATION: [(&str, CostSet); 7] = [
     ("none", None),
     ("io.cost, QoS defaults", Some((100, 100, QosSet::Defaults))),
@@ -422,35 +424,26 @@ pub const SATURATION: [(&str, CostSet); 7] = [
         "io.cost, QoS defaults, b 3:1",
         Some((100, 300, QosSet::Defaults)),
     ),
-    ("io.cost, resctl-demo QoS", Some((100, 100, QosSet::Resctl))),
     (
-        "io.cost, resctl-demo QoS, b 2:1",
+        "io.cost, resctl-demo recipe",
+        Some((100, 100, QosSet::Resctl)),
+    ),
+    (
+        "io.cost, resctl-demo recipe, b 2:1",
         Some((100, 200, QosSet::Resctl)),
     ),
     (
-        "io.cost, resctl-demo QoS, b 3:1",
+        "io.cost, resctl-demo recipe, b 3:1",
         Some((100, 300, QosSet::Resctl)),
     ),
 ];
 
-/// A figure of the `io.cost.model` `line` (`key=value`).
-fn model_field(line: &str, key: &str) -> anyhow::Result<f64> {
-    line.split_whitespace()
-        .find_map(|t| t.strip_prefix(key)?.strip_prefix('='))
-        .with_context(|| format!("no {key} in {line:?}"))?
-        .parse()
-        .with_context(|| format!("{key} in {line:?}"))
-}
-
-/// The `io.cost.qos` line resctl-demo writes for `drive` (without the device number), from
-/// its copy of `iocost_coef_gen.py` (rd-agent/src/misc, `--json`): `rpct` 95 on an SSD, 50 on
-/// a rotational disk; `rlat` twice that percentile of the completion latency of 4 KiB random
-/// reads at depth 64 held to 80% of the model's `rrandiops`; `wpct` 50 and `wlat` four times
-/// `rlat` (the script takes the larger of `rlat` x 4 and a percentile it reads from the
-/// write run's read side, which has no reads); `min=50 max=150`. Measured here on the
-/// simulated drive with the calibrated model ([`drive_model`]), 10 simulated seconds.
-pub fn resctl_qos(drive: &str) -> anyhow::Result<String> {
-    static CACHE: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+/// The `io.cost.model` and `io.cost.qos` lines (without the device number) resctl-demo
+/// applies on `drive` (a built-in name): [`calibrate::resctl::derive`], computed once a drive
+/// per process.
+pub fn resctl_lines(drive: &str) -> anyhow::Result<(String, String)> {
+    static CACHE: std::sync::Mutex<Vec<(String, (String, String))>> =
+        std::sync::Mutex::new(Vec::new());
     if let Some((_, l)) = CACHE
         .lock()
         .expect("the cache lock")
@@ -459,39 +452,12 @@ pub fn resctl_qos(drive: &str) -> anyhow::Result<String> {
     {
         return Ok(l.clone());
     }
-    let rrandiops = model_field(&drive_model(drive)?, "rrandiops")?;
-    let rate = ((rrandiops * 0.8) as u64).max(1);
-    let secs = 10;
-    let text = format!(
-        "name = \"resctl-rlat\"\ndrive = \"{drive}\"\nseed = 1\nduration_s = {secs}\n\n\
-         [[job]]\nname = \"rlat\"\nkind = \"fio\"\nrw = \"randread\"\nbs = 4096\n\
-         iodepth = 64\nrate_iops = {rate}\ndirect = true\ntime_based = true\n\
-         runtime_ms = {ms}\n",
-        ms = secs * 1000
-    );
-    let scenario = Scenario::parse(&text, "builtin:io-control-resctl-rlat", None)
-        .context("the rlat scenario")?;
-    let ssd = scenario.drive.ssd().is_some();
-    let sched = scenario.scheduler("none", &Settings::new())?;
-    let report = scenario.simulation(sched, Some(1)).run(scenario.limit);
-    let job = report.job("rlat").context("job rlat missing")?;
-    let pct = if ssd { 95 } else { 50 };
-    let lat_us = job
-        .metrics
-        .read
-        .latency
-        .value_at_quantile(f64::from(pct) / 100.0) as f64
-        / 1000.0;
-    let rlat = (lat_us * 2.0).round() as u64;
-    let line = format!(
-        "enable=1 ctrl=user rpct={pct} rlat={rlat} wpct=50 wlat={} min=50 max=150",
-        rlat * 4
-    );
+    let lines = calibrate::resctl::derive(drive)?.lines();
     CACHE
         .lock()
         .expect("the cache lock")
-        .push((drive.to_string(), line.clone()));
-    Ok(line)
+        .push((drive.to_string(), lines.clone()));
+    Ok(lines)
 }
 
 /// The saturation scenario on `drive` (see [`saturation_workload`]), with io.cost's weights
@@ -502,11 +468,17 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
         "name = \"io-control-saturation\"\ndrive = \"{drive}\"\nseed = 1\n\
          duration_s = {RUNTIME_S}\n"
     );
-    if let Some((_, _, q)) = cost {
-        s.push_str(&model_line(drive, CostModel::Calibrated)?);
-        if q == QosSet::Resctl {
-            s.push_str(&format!("io_cost_qos = \"{}\"\n", resctl_qos(drive)?));
+    match cost {
+        Some((_, _, QosSet::Defaults)) => {
+            s.push_str(&model_line(drive, CostModel::Calibrated)?);
         }
+        Some((_, _, QosSet::Resctl)) => {
+            let (model, qos) = resctl_lines(drive)?;
+            s.push_str(&format!(
+                "io_cost_model = \"{model}\"\nio_cost_qos = \"{qos}\"\n"
+            ));
+        }
+        None => {}
     }
     for (g, w) in [("a", cost.map(|c| c.0)), ("b", cost.map(|c| c.1))] {
         s.push_str(&format!("\n[[group]]\npath = \"/{g}\"\n"));
@@ -611,8 +583,9 @@ pub struct Today {
     /// The io.cost.model lines the io.cost rows ran with, by drive (the built-in drive's
     /// name), as `calibrate --iocost` measured them on the simulated drive.
     pub io_cost_models: Vec<(String, String)>,
-    /// The io.cost.qos lines of the "resctl-demo QoS" rows, by drive ([`resctl_qos`]).
-    pub resctl_qos: Vec<(String, String)>,
+    /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive
+    /// ([`resctl_lines`]).
+    pub resctl: Vec<(String, (String, String))>,
 }
 
 /// Measure both tables over `seeds` (in parallel).
@@ -680,7 +653,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
     }
     let resctl = DRIVES
         .par_iter()
-        .map(|(_, d)| Ok((d.to_string(), resctl_qos(d)?)))
+        .map(|(_, d)| Ok((d.to_string(), resctl_lines(d)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let saturation = saturation_rows(seeds)?;
     Ok(Today {
@@ -689,7 +662,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
         share,
         saturation,
         io_cost_models,
-        resctl_qos: resctl,
+        resctl,
     })
 }
 
@@ -800,7 +773,7 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    print_saturation(&t.saturation, &t.resctl_qos);
+    print_saturation(&t.saturation, &t.resctl);
     Ok(t)
 }
 
@@ -813,8 +786,8 @@ pub struct Saturation {
     pub saturation: Vec<SaturationRow>,
     /// The io.cost.model lines, by drive.
     pub io_cost_models: Vec<(String, String)>,
-    /// The io.cost.qos lines of the "resctl-demo QoS" rows, by drive.
-    pub resctl_qos: Vec<(String, String)>,
+    /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
+    pub resctl: Vec<(String, (String, String))>,
 }
 
 /// The saturation table alone (`reproduce io-control-today --part saturation`): print it and
@@ -829,7 +802,7 @@ pub fn run_saturation(seeds: &[u64]) -> anyhow::Result<Saturation> {
     let mut resctl = Vec::new();
     for (_, d) in DRIVES {
         io_cost_models.push((d.to_string(), drive_model(d)?));
-        resctl.push((d.to_string(), resctl_qos(d)?));
+        resctl.push((d.to_string(), resctl_lines(d)?));
         say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
     }
     let saturation = saturation_rows(seeds)?;
@@ -838,18 +811,19 @@ pub fn run_saturation(seeds: &[u64]) -> anyhow::Result<Saturation> {
         runtime_s: RUNTIME_S,
         saturation,
         io_cost_models,
-        resctl_qos: resctl,
+        resctl,
     })
 }
 
 /// Print the saturation table.
-fn print_saturation(rows: &[SaturationRow], resctl: &[(String, String)]) {
+fn print_saturation(rows: &[SaturationRow], resctl: &[(String, (String, String))]) {
     say!("Saturation: in each group random 4 KiB readers that alone saturate the drive (980 PRO");
     say!("model: 4 a group at iodepth 32; 2009 disk: 4 a group at iodepth 4), under none; io.cost");
-    say!("with the calibrated model and the QoS defaults or resctl-demo's QoS; figures after a");
-    say!("{RAMP_S} s ramp. resctl-demo's io.cost.qos:");
-    for (d, l) in resctl {
-        say!("  {d}: {l}");
+    say!("with the calibrated model and the QoS defaults, or with resctl-demo's model and QoS");
+    say!("(resctl-bench iocost-params); figures after a {RAMP_S} s ramp. resctl-demo's lines:");
+    for (d, (m, q)) in resctl {
+        say!("  {d}: io.cost.model {m}");
+        say!("  {d}: io.cost.qos   {q}");
     }
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -907,26 +881,20 @@ mod tests {
         assert!(floor.p99_ms < none.p99_ms, "{floor:?} vs {none:?}");
     }
 
-    /// resctl-demo's recipe on the disk (rotational): the 50th percentile, `rlat` twice it,
-    /// `wlat` four times `rlat`, vrate 50%..150%; and the saturation scenario it goes into
-    /// parses, with both groups weighted and four readers each.
+    /// The saturation scenario's resctl-demo rows carry both of resctl-demo's lines (its
+    /// model replaces the calibrated one) and parse, both groups weighted, four readers each.
     #[test]
-    fn resctl_qos_on_the_disk_follows_iocost_coef_gen_and_the_scenario_parses() {
-        let line = resctl_qos("ibm18es").unwrap();
-        let field = |k: &str| model_field(&line, k).unwrap();
-        assert_eq!(field("rpct"), 50.0, "{line}");
-        assert_eq!(field("wpct"), 50.0, "{line}");
-        assert_eq!(field("wlat"), 4.0 * field("rlat"), "{line}");
-        assert_eq!((field("min"), field("max")), (50.0, 150.0), "{line}");
-        // Twice the median of a read served at 80% of the model's rate: at least two
-        // service times of a random read on this disk (several ms), far under a second.
-        assert!(field("rlat") > 5_000.0 && field("rlat") < 1e6, "{line}");
+    fn the_resctl_rows_run_resctl_demos_model_and_qos() {
+        let (model, qos) = resctl_lines("ibm18es").unwrap();
         let text = saturation_text("ibm18es", Some((100, 300, QosSet::Resctl))).unwrap();
         let sc = Scenario::parse(&text, "test", None).unwrap();
         assert_eq!(sc.jobs.len(), 8);
-        assert!(text.contains(&line), "{text}");
-        assert!(model_field("rbps=1", "rrandiops").is_err());
-        assert!(model_field("rrandiops=x", "rrandiops").is_err());
+        assert!(
+            text.contains(&format!("io_cost_model = \"{model}\"")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("io_cost_qos = \"{qos}\"")), "{text}");
+        assert!(!text.contains(&drive_model("ibm18es").unwrap()), "{text}");
     }
 
     #[test]

@@ -84,6 +84,7 @@
 //!   mq-deadline use it to undo accounting; ours do not need it).
 //! - `sync`: reads are always sync (`op_is_sync`), whatever the bio says.
 
+mod host_tags;
 pub mod observe;
 pub mod qos;
 pub mod request_list;
@@ -99,6 +100,7 @@ use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId, DEFAULT_MER
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 
+pub use host_tags::DISK_HOST_TAGS;
 pub use observe::{Event, Observer};
 pub use qos::{Admit, BioEnd, QosChain, QosHook};
 pub use request_list::BLKDEV_MAX_RQ;
@@ -338,6 +340,11 @@ struct Rq<T> {
     class: Option<Class>,
     started: Nanos,
     dispatched: Nanos,
+    /// When it got a host tag ([`BlockLayer::set_host_tags`]; otherwise `None`, and the tag
+    /// is the device's slot it is dispatched to).
+    tagged: Option<Nanos>,
+    /// Whether it holds one of the host tags.
+    holds_tag: bool,
     in_flight: u32,
     state: State,
 }
@@ -438,6 +445,7 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     switch: Option<Switch<S, T>>,
     observer: Option<Box<dyn Observer>>,
     list: Option<RequestList<Waiting<T>>>,
+    tags: Option<host_tags::HostTags>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -464,7 +472,18 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             switch: None,
             observer: None,
             list: limits.nr_requests.map(RequestList::new),
+            tags: None,
         }
+    }
+
+    /// The host tags `depth` requests (at least the device's queue depth) under a policy that
+    /// [issues directly](crate::Scheduler::issues_directly) (`none`): a request gets a tag
+    /// when it is inserted, or when a holder completes, in the order they asked, and waits
+    /// for the device holding it. The rq_qos hooks see a request start when it got its tag
+    /// (`start_time_ns`; io.cost's `rq_wait`). By default the tags are the device's queue:
+    /// a request starts when it is dispatched. See `host_tags.rs`; set before any request.
+    pub fn set_host_tags(&mut self, depth: usize) {
+        self.tags = Some(host_tags::HostTags::new(depth, self.limits.queue_depth));
     }
 
     /// The scheduler.
@@ -942,10 +961,21 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 class,
                 started: now,
                 dispatched: Nanos::ZERO,
+                tagged: None,
+                holds_tag: false,
                 in_flight: 0,
                 state: State::Queued,
             },
         );
+        if self.sched.issues_directly() {
+            if let Some(tags) = self.tags.as_mut() {
+                if tags.get(rq.id.0) {
+                    let r = self.requests.get_mut(&rq.id.0).expect("just inserted");
+                    r.tagged = Some(now);
+                    r.holds_tag = true;
+                }
+            }
+        }
         self.stat.started(now);
         self.observe(Event::Insert, &rq, now);
         self.sched.insert(rq, now);
@@ -1016,6 +1046,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         r.rq = rq.clone();
         r.dispatched = now;
         r.in_flight = in_flight;
+        if r.tagged.is_none() {
+            if let Some(tags) = self.tags.as_mut() {
+                tags.take();
+                r.tagged = Some(now);
+                r.holds_tag = true;
+            }
+        }
         self.observe(Event::Issue, &rq, now);
         self.qos.issue(&rq, now);
         rq
@@ -1049,9 +1086,22 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         );
         self.in_flight -= 1;
         self.sched.complete(&r.rq, now);
+        if r.holds_tag {
+            let requests = &mut self.requests;
+            if let Some(tags) = self.tags.as_mut() {
+                tags.put(|id| match requests.get_mut(&id) {
+                    Some(w) if w.tagged.is_none() => {
+                        w.tagged = Some(now);
+                        w.holds_tag = true;
+                        true
+                    }
+                    _ => false,
+                });
+            }
+        }
         let controlled = !self.qos.is_empty();
         if controlled {
-            self.qos.done(&r.rq, r.dispatched, now);
+            self.qos.done(&r.rq, r.tagged.unwrap_or(r.dispatched), now);
         }
         self.observe(Event::Complete, &r.rq, now);
         self.stat.done(r.rq.op, r.rq.sectors, r.started, now);

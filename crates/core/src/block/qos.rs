@@ -85,9 +85,11 @@ pub trait QosHook {
     fn issue(&mut self, rq: &Request, now: Nanos) {
         let _ = (rq, now);
     }
-    /// `rq` (dispatched at `dispatched`) completed at `now`.
-    fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
-        let _ = (rq, dispatched, now);
+    /// `rq` completed at `now`; it started (got its tag: `start_time_ns`) at `started`, its
+    /// dispatch unless the host tags more requests than the device holds
+    /// ([`BlockLayer::set_host_tags`](super::BlockLayer::set_host_tags)).
+    fn done(&mut self, rq: &Request, started: Nanos, now: Nanos) {
+        let _ = (rq, started, now);
     }
     /// A bio ended at `now` (after [`done`](Self::done) of the request carrying it).
     fn done_bio(&mut self, bio: &BioEnd, now: Nanos) {
@@ -176,9 +178,9 @@ impl QosChain {
         }
     }
 
-    pub(crate) fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
+    pub(crate) fn done(&mut self, rq: &Request, started: Nanos, now: Nanos) {
         for h in &mut self.hooks {
-            h.done(rq, dispatched, now);
+            h.done(rq, started, now);
         }
     }
 

@@ -24,6 +24,7 @@
 mod fit;
 pub(crate) mod iocost;
 pub(crate) mod measure;
+pub(crate) mod resctl;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -45,8 +45,10 @@
 //!    its pages through `ioc_rqos_merge`); and a bio later split is charged once, whole (the
 //!    kernel charges each piece, split before `rq_qos_throttle`).
 //! 2. "Allocation" is the moment the bio passes the controller; `rq_wait` is the time from
-//!    there to issue, so it also counts time queued in an elevator (the kernel counts waiting
-//!    for a tag: the same under `none`, less under mq-deadline with spare scheduler tags).
+//!    there to the request's start, when it got its tag: under `none` the host's tag
+//!    (`BlockLayer::set_host_tags`; by default the device's slot, as on NVMe), under an
+//!    elevator its dispatch, so it also counts time queued there (the kernel counts waiting
+//!    for a scheduler tag: less under mq-deadline with spare scheduler tags).
 //!    A request's latency counts from the earliest bio that passed at or within it.
 //! 3. Timers (the period and each group's wake-up) fire when the driver calls
 //!    [`IoCost::handle_timeout`] at [`IoCost::poll_timeout`] (the block layer folds them into
@@ -1588,10 +1590,10 @@ impl IoCost {
         }
     }
 
-    /// `ioc_rqos_done`: `rq`, issued at `dispatched`, completed at `now`: count whether it
-    /// met its latency target (time since it passed the controller less its size cost) and
-    /// how long it waited to be issued.
-    pub fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
+    /// `ioc_rqos_done`: `rq`, started (given its tag: `start_time_ns`) at `started`,
+    /// completed at `now`: count whether it met its latency target (time since it passed the
+    /// controller less its size cost) and how long it waited to start (`rq_wait_ns`).
+    pub fn done(&mut self, rq: &Request, started: Nanos, now: Nanos) {
         let now_ns = now.as_ns();
         self.advance(now_ns);
         let end = rq.end().max(rq.sector + 1);
@@ -1617,7 +1619,7 @@ impl IoCost {
             return;
         }
         let on_q = now_ns.saturating_sub(admitted);
-        let rq_wait = dispatched.as_ns().max(admitted) - admitted;
+        let rq_wait = started.as_ns().max(admitted) - admitted;
         let page = if rw == 0 {
             self.lcoefs.rpage
         } else {
@@ -1709,8 +1711,8 @@ impl QosHook for IoCost {
     fn poll_release(&mut self, now: Nanos) -> Option<u64> {
         IoCost::poll_release(self, now)
     }
-    fn done(&mut self, rq: &Request, dispatched: Nanos, now: Nanos) {
-        IoCost::done(self, rq, dispatched, now)
+    fn done(&mut self, rq: &Request, started: Nanos, now: Nanos) {
+        IoCost::done(self, rq, started, now)
     }
     fn done_bio(&mut self, bio: &BioEnd, now: Nanos) {
         let _ = now;

@@ -539,19 +539,40 @@ struct Outcome {
     peak_hwi: [f64; 2],
 }
 
+/// The device of [`closed_loop`]: its slots, and the host's tags if it tags more
+/// ([`BlockLayer::set_host_tags`]).
+#[derive(Clone, Copy)]
+struct Dev {
+    depth: usize,
+    host_tags: Option<usize>,
+}
+
+impl From<usize> for Dev {
+    fn from(depth: usize) -> Dev {
+        Dev {
+            depth,
+            host_tags: None,
+        }
+    }
+}
+
 /// Run `jobs` through the block layer (`none`) with io.cost (or without) on a device of
-/// `depth` slots serving each request in `service`, until `end`; counting from `from`.
+/// `dev` slots serving each request in `service`, until `end`; counting from `from`.
 fn closed_loop(
     ioc: Option<IoCost>,
     jobs: &[Job],
-    depth: usize,
+    dev: impl Into<Dev>,
     service: Nanos,
     from: Nanos,
     end: Nanos,
     seed: u64,
 ) -> Outcome {
     let shared = ioc.map(|i| Rc::new(RefCell::new(i)));
-    let mut blk: BlockLayer<Noop, usize> = BlockLayer::new(Noop::new(), Limits::depth(depth));
+    let dev = dev.into();
+    let mut blk: BlockLayer<Noop, usize> = BlockLayer::new(Noop::new(), Limits::depth(dev.depth));
+    if let Some(n) = dev.host_tags {
+        blk.set_host_tags(n);
+    }
     if let Some(s) = &shared {
         blk.add_qos(Box::new(Shared(s.clone())));
     }
@@ -894,6 +915,11 @@ fn one_slot(qos: Qos, t: &GroupTree) -> IoCost {
 /// Two groups of 8 readers each on [`one_slot`]'s device, from 1 s to 4 s; with `qos`, under
 /// io.cost with those weights.
 fn one_slot_pair(wa: u32, wb: u32, qos: Option<Qos>) -> Outcome {
+    one_slot_pair_behind(wa, wb, qos, None)
+}
+
+/// [`one_slot_pair`] behind a host with `host_tags` tags (`None`: the device's one slot).
+fn one_slot_pair_behind(wa: u32, wb: u32, qos: Option<Qos>, host_tags: Option<usize>) -> Outcome {
     let t = tree(wa, wb);
     let job = |group| Job {
         group,
@@ -905,7 +931,10 @@ fn one_slot_pair(wa: u32, wb: u32, qos: Option<Qos>) -> Outcome {
     closed_loop(
         qos.map(|q| one_slot(q, &t)),
         &[job(A), job(B)],
-        1,
+        Dev {
+            depth: 1,
+            host_tags,
+        },
         us(1000),
         Nanos::from_secs(1),
         Nanos::from_secs(4),
@@ -953,6 +982,28 @@ fn on_a_one_request_device_rq_wait_holds_vrate_below_a_correct_models_full_rate(
     assert!(
         (share_b - 0.75).abs() < 0.05,
         "share of /b {share_b:.3}: {w:?}"
+    );
+}
+
+/// The same device behind a host that tags more requests than it holds: a SCSI or SATA disk
+/// under `none` (the simulator's `DISK_HOST_TAGS`, 32). Every one of the 16 readers' requests
+/// holds a tag while it waits for the disk, so none waits *for a tag*, and the kernel counts
+/// only that as waiting to be issued (`ioc_rqos_done`: `rq_wait_ns = start_time_ns -
+/// alloc_time_ns`, `start_time_ns` set once `blk_mq_get_tag` gave the tag). With no latency
+/// target `ioc_timer_fn` then never sees the device busy: vrate does not fall, and the device
+/// runs as under none, where behind its own single slot (above) it lost more than 10%.
+#[test]
+fn behind_a_host_that_tags_more_than_the_disk_holds_rq_wait_is_zero_and_vrate_does_not_fall() {
+    let none: u64 = one_slot_pair_behind(100, 100, None, Some(32))
+        .ios
+        .iter()
+        .sum();
+    let free = one_slot_pair_behind(100, 100, Some(loose_qos()), Some(32));
+    let total: u64 = free.ios.iter().sum();
+    assert!(free.vrate >= 100.0, "vrate {}%: {free:?}", free.vrate);
+    assert!(
+        total as f64 > 0.9 * none as f64,
+        "{total} vs none {none}: {free:?}"
     );
 }
 

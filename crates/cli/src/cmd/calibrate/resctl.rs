@@ -1,0 +1,309 @@
+//! resctl-demo's io.cost recipe on a simulated drive: the `io.cost.model` and `io.cost.qos`
+//! lines resctl-bench's `iocost-params` bench applies, as a user following resctl-demo gets
+//! them. Documentation: docs/iocost.md ("resctl-demo's recipe").
+//!
+//! **Follows** facebookexperimental/resctl-demo at `a0b906e`: rd-agent's
+//! `start_iocost_bench` runs its own copy of `iocost_coef_gen.py` (rd-agent/src/misc, last
+//! changed in 5148a24) with `--json` and `--duration 60`, and `iocost-params` commits the
+//! JSON's `model` and `qos` (after `IoCostQoSParams::sanitize`, which rounds the percentages to
+//! two decimals). That copy is not the kernel tree's tools/cgroup/iocost_coef_gen.py:
+//!
+//! - the device class comes from `queue/rotational` (`is_ssd`): on an SSD every fio run has
+//!   `--numjobs` 8 jobs, on a disk 1; each run's figure is the sum of every job's
+//!   `bw_bytes` (`run_fio`);
+//! - the model (`determine_model`): 128 MiB sequential reads and writes at depth 1 (the
+//!   bandwidths), 4 KiB sequential reads and writes at `--seq-depth` 256 and random ones at
+//!   `--rand-depth` 256 (the IOPS: bytes/s over 4096, rounded). The kernel's script: one job,
+//!   depth 64;
+//! - the QoS (`determine_qos`): `rpct` = `wpct` = 95 on an SSD, 50 on a disk; `rlat` (`wlat`)
+//!   is 1.5 times that percentile of the first job's completion latency (`determine_lat`:
+//!   fio's `clat_ns` of `jobs[0]`, the percentile nearest `pct`, in us, rounded) in a 4 KiB
+//!   random read (write) run at depth 256 with every job's `--rate_iops` at 90% of the model's
+//!   `rrandiops` (`wrandiops`); `min=60 max=100`. fio's `rate_iops` caps each job, so with 8
+//!   jobs the caps add to 7.2 times the device's rate: on an SSD that run saturates the
+//!   device.
+//!
+//! fio's `clat` runs from the moment `io_submit` returned, that is from when the request got
+//! its tag (a submitter finding every tag taken waits inside `io_submit`, in `slat`:
+//! `blk_mq_get_tag`), to the completion. Here a request gets its tag, in submission order,
+//! once fewer than the host's tags are held ([`tagged_at`]); the tag set is an NVMe drive's
+//! queue (the device's depth) on an SSD and `DISK_HOST_TAGS` (32) on a disk, as the simulator's
+//! block layer tags them, whose host queues
+//! more than the disk holds (docs/iocost.md, "The tags").
+//!
+//! The runs go to rd-agent's 16 GiB test file (`--testfile-dev`: not the whole device), here
+//! the drive's first 16 GiB.
+//!
+//! Deviations: each run on an SSD lasts [`RUN_SSD_S`] simulated seconds (the bench: 60, as
+//! here on a disk); the script sets `nomerges=1`, and our `none` offers a bio for merging
+//! once more requests wait than the device holds (only the sequential 4 KiB points can merge,
+//! and they set only `rseqiops`/`wseqiops`); `--iodepth_batch_submit` (16 at depth 256) has no
+//! counterpart: each simulated I/O is submitted when its job issues it.
+
+use anyhow::Context;
+use elevator_core::qos::iocost::{Model, Qos};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use elevator_core::{Nanos, Settings};
+use elevator_sim::scenario::Scenario;
+
+/// fio jobs a run on an SSD (`--numjobs`); a disk gets 1.
+pub const SSD_NUMJOBS: u32 = 8;
+/// `--seq-depth` and `--rand-depth`.
+pub const DEPTH: u32 = 256;
+/// The sequential bandwidth runs' block, bytes (`--seqio-block-mb` 128), at depth 1.
+pub const SEQ_BLOCK: u64 = 128 << 20;
+/// The latency runs cap each job at this fraction of the model's random IOPS.
+pub const LAT_RATE: f64 = 0.9;
+/// `rlat` / `wlat` are this many times the measured percentile.
+pub const LAT_MULT: f64 = 1.5;
+/// `min` and `max`, percent.
+pub const VRATE: (u32, u32) = (60, 100);
+/// Simulated seconds a run on an SSD.
+pub const RUN_SSD_S: u64 = 2;
+/// Simulated seconds a run on a disk: the bench's `--duration` (a 128 MiB transfer takes
+/// seconds there).
+pub const RUN_HDD_S: u64 = 60;
+
+/// When each request got one of `tags` host tags, given when it was submitted and when it
+/// completed, in submission order: at once while fewer than `tags` are held, else when the
+/// earliest holder completes (the tags go in the order they were asked for, as `none`
+/// dispatches).
+pub fn tagged_at(requests: &[(Nanos, Nanos)], tags: usize) -> Vec<Nanos> {
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_by_key(|&i| requests[i].0);
+    let mut held: BinaryHeap<Reverse<Nanos>> = BinaryHeap::new();
+    let mut out = vec![Nanos::ZERO; requests.len()];
+    for i in order {
+        let (submitted, completed) = requests[i];
+        while held.peek().is_some_and(|Reverse(c)| *c <= submitted) {
+            held.pop();
+        }
+        let mut at = submitted;
+        if held.len() >= tags.max(1) {
+            let Reverse(c) = held.pop().expect("tags are held");
+            at = c;
+        }
+        out[i] = at;
+        held.push(Reverse(completed));
+    }
+    out
+}
+
+/// The test file rd-agent's runs go to (`--testfile-size-gb` 16; `--testfile-dev` names the
+/// device), bytes.
+pub const TESTFILE_BYTES: u64 = 16 << 30;
+
+/// One fio run of the recipe: `numjobs` identical jobs over the test file (the drive's first
+/// [`TESTFILE_BYTES`], or all of a smaller one).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    rw: &'static str,
+    bs: u64,
+    depth: u32,
+    rate_iops: Option<u64>,
+}
+
+/// What one run gives: the sum of every job's bytes a second, and the first job's
+/// completion latency at percentile `pct`, microseconds.
+struct Measured {
+    bytes_s: f64,
+    job0_clat_us: f64,
+}
+
+/// The two lines and what they came from.
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    /// `io.cost.model`.
+    pub model: Model,
+    /// `io.cost.qos`.
+    pub qos: Qos,
+}
+
+impl Recipe {
+    /// The two lines without the device number.
+    pub fn lines(&self) -> (String, String) {
+        let strip = |l: String| l.split_once(' ').map_or(l.clone(), |x| x.1.to_string());
+        (strip(self.model.line("0:0")), strip(self.qos.line("0:0")))
+    }
+}
+
+/// Simulate `run` with `numjobs` jobs on `drive` for `secs`, under `none`.
+fn simulate(
+    drive: &str,
+    run: Run,
+    numjobs: u32,
+    secs: u64,
+    pct: u32,
+    tags: usize,
+    size: u64,
+) -> anyhow::Result<Measured> {
+    let ms = secs * 1000;
+    let mut text =
+        format!("name = \"resctl-coef\"\ndrive = \"{drive}\"\nseed = 1\nduration_s = {secs}\n");
+    for j in 0..numjobs {
+        text.push_str(&format!(
+            "\n[[job]]\nname = \"coef.{j}\"\nkind = \"fio\"\nrw = \"{}\"\nbs = {}\n\
+             iodepth = {}\ndirect = true\nsize = {size}\ntime_based = true\nruntime_ms = {ms}\n",
+            run.rw, run.bs, run.depth
+        ));
+        if let Some(r) = run.rate_iops {
+            text.push_str(&format!("rate_iops = {r}\n"));
+        }
+    }
+    let scenario = Scenario::parse(&text, "builtin:resctl-coef", None)
+        .context("the resctl-demo recipe's run")?;
+    let sched = scenario.scheduler("none", &Settings::new())?;
+    let mut sim = scenario.simulation(sched, Some(1));
+    if run.rate_iops.is_some() {
+        sim.record_requests();
+    }
+    let report = sim.run(scenario.limit);
+    let secs_run = (report.end.as_ns() as f64 / 1e9).max(1e-9);
+    let writes = run.rw.contains("write");
+    let bytes: u64 = report
+        .jobs
+        .iter()
+        .map(|j| {
+            if writes {
+                j.metrics.write.bytes
+            } else {
+                j.metrics.read.bytes
+            }
+        })
+        .sum();
+    let lives: Vec<(Nanos, Nanos)> = report
+        .requests
+        .iter()
+        .map(|r| (r.inserted, r.completed))
+        .collect();
+    let tagged = tagged_at(&lives, tags);
+    let mut clat: Vec<u64> = report
+        .requests
+        .iter()
+        .zip(tagged)
+        .filter(|(r, _)| r.job == 0)
+        .map(|(r, t)| (r.completed - t).as_ns())
+        .collect();
+    clat.sort_unstable();
+    let job0_clat_us = if clat.is_empty() {
+        0.0
+    } else {
+        let i = ((clat.len() as f64 * f64::from(pct) / 100.0).ceil() as usize).clamp(1, clat.len());
+        clat[i - 1] as f64 / 1000.0
+    };
+    Ok(Measured {
+        bytes_s: bytes as f64 / secs_run,
+        job0_clat_us,
+    })
+}
+
+/// The recipe on the built-in or spec-file `drive`.
+pub fn derive(drive: &str) -> anyhow::Result<Recipe> {
+    let d =
+        elevator_sim::DriveModel::resolve(drive).map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
+    let ssd = d.ssd().is_some();
+    let numjobs = if ssd { SSD_NUMJOBS } else { 1 };
+    let secs = if ssd { RUN_SSD_S } else { RUN_HDD_S };
+    let pct = if ssd { 95 } else { 50 };
+    let tags = if ssd {
+        d.device().depth()
+    } else {
+        elevator_core::block::DISK_HOST_TAGS
+    };
+    let size = TESTFILE_BYTES.min(d.capacity_sectors() * elevator_core::SECTOR_BYTES);
+    let go = |rw, bs, depth, rate_iops| {
+        simulate(
+            drive,
+            Run {
+                rw,
+                bs,
+                depth,
+                rate_iops,
+            },
+            numjobs,
+            secs,
+            pct,
+            tags,
+            size,
+        )
+        .with_context(|| format!("{drive}: {rw} {bs} qd{depth}"))
+    };
+    let iops = |m: Measured| (m.bytes_s / 4096.0).round() as u64;
+    // determine_model's order: writes first.
+    let wbps = go("write", SEQ_BLOCK, 1, None)?.bytes_s.round() as u64;
+    let rbps = go("read", SEQ_BLOCK, 1, None)?.bytes_s.round() as u64;
+    let wseqiops = iops(go("write", 4096, DEPTH, None)?);
+    let rseqiops = iops(go("read", 4096, DEPTH, None)?);
+    let wrandiops = iops(go("randwrite", 4096, DEPTH, None)?);
+    let rrandiops = iops(go("randread", 4096, DEPTH, None)?);
+    let model = Model {
+        rbps,
+        rseqiops,
+        rrandiops,
+        wbps,
+        wseqiops,
+        wrandiops,
+    };
+    let cap = |randiops: u64| Some(((randiops as f64 * LAT_RATE) as u64).max(1));
+    let lat = |m: Measured| (m.job0_clat_us * LAT_MULT).round() as u32;
+    let rlat = lat(go("randread", 4096, DEPTH, cap(rrandiops))?);
+    let wlat = lat(go("randwrite", 4096, DEPTH, cap(wrandiops))?);
+    let qos = Qos {
+        enable: true,
+        rppm: pct * 10_000,
+        rlat,
+        wppm: pct * 10_000,
+        wlat,
+        min_ppm: VRATE.0 * 10_000,
+        max_ppm: VRATE.1 * 10_000,
+    };
+    Ok(Recipe { model, qos })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `blk_mq_get_tag`: with two tags, the third request waits for the first to complete,
+    /// the fourth for the second; a request submitted after a holder completed takes its tag
+    /// at once.
+    #[test]
+    fn a_request_gets_a_tag_when_the_earliest_holder_completes() {
+        let us = Nanos::from_us;
+        let lives = [
+            (us(0), us(100)),
+            (us(1), us(50)),
+            (us(2), us(300)),
+            (us(3), us(400)),
+            (us(500), us(600)),
+        ];
+        let at = tagged_at(&lives, 2);
+        assert_eq!(at, vec![us(0), us(1), us(50), us(100), us(500)]);
+        assert_eq!(
+            tagged_at(&lives, 8),
+            vec![us(0), us(1), us(2), us(3), us(500)]
+        );
+    }
+
+    /// rd-agent's `iocost_coef_gen.py` on a rotational device (`is_ssd` false): the 50th
+    /// percentile for both directions, `min=60 max=100`, and `rlat` 1.5 times the median
+    /// completion latency of random reads capped at 90% of `rrandiops`, counted from the
+    /// tag: more than one service time (`1 / rrandiops`) and far under a second.
+    #[test]
+    fn on_a_disk_determine_qos_takes_the_median_of_one_job() {
+        let r = derive("ibm18es").unwrap();
+        assert_eq!((r.qos.rppm, r.qos.wppm), (500_000, 500_000), "{r:?}");
+        assert_eq!(
+            (r.qos.min_ppm, r.qos.max_ppm),
+            (600_000, 1_000_000),
+            "{r:?}"
+        );
+        let service_us = 1e6 / r.model.rrandiops as f64;
+        assert!(
+            f64::from(r.qos.rlat) > service_us && r.qos.rlat < 1_000_000,
+            "{r:?}"
+        );
+    }
+}
