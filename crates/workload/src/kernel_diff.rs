@@ -35,6 +35,9 @@
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
+//! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
+//!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
+//!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
 //! - When the queue runs ([`Pace`]): the loop device never refuses a request, so what a
 //!   scheduler chooses among is what was inserted before the hardware queue ran (a plugged
 //!   batch, kblockd's asynchronous run). [`Pace::Kernel`] (the default) runs our queue where
@@ -57,10 +60,10 @@
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
 //!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
 //!
-//! Deviations of the replay itself: process exits are not replayed (fio's jobs exit at the
-//! end); time is the trace's microseconds (ours decides on nanoseconds, the kernel's expiries on
-//! jiffies, of which ours models only bfq's soft real-time test); REQ_IDLE is not in rwbs, so
-//! no bio carries it.
+//! Deviations of the replay itself: process exits are replayed only where bfq's log shows
+//! them ([`exits_in_bfq_log`]); time is the trace's microseconds (ours decides on
+//! nanoseconds, the kernel's expiries on jiffies, of which ours models only bfq's soft
+//! real-time test); REQ_IDLE is not in rwbs, so no bio carries it.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -69,7 +72,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::block::{BlockLayer, Done, Limits, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
-use elevator_core::{Nanos, RequestId, Scheduler};
+use elevator_core::{CtxId, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
@@ -260,6 +263,40 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
+    diff_with_exits(trace, meta, opts, &[])
+}
+
+/// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
+/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid).
+pub fn exits_in_bfq_log(messages: &[(Nanos, String)]) -> Vec<(Nanos, u32)> {
+    let mut out: Vec<(Nanos, u32)> = Vec::new();
+    for (t, m) in messages {
+        let Some(rest) = m.strip_prefix("bfq") else {
+            continue;
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = &rest[digits..];
+        if digits == 0 || !(after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq")) {
+            continue;
+        }
+        if let Ok(pid) = rest[..digits].parse::<u32>() {
+            if !out.iter().any(|&(_, p)| p == pid) {
+                out.push((*t, pid));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// [`diff`], with the processes' exits (time, pid: [`exits_in_bfq_log`]) replayed into our
+/// block layer where the kernel saw them (`handle_exit`).
+pub fn diff_with_exits(
+    trace: &KernelTrace,
+    meta: &RecordingMeta,
+    opts: &DiffOptions,
+    exits: &[(Nanos, u32)],
+) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
@@ -316,7 +353,7 @@ pub fn diff(
         opts.pace,
         asked_at_empty_runs(info.name),
     )
-    .run(&log);
+    .run(&log, exits);
     let kernel = agreement::decisions(&log);
     let ours = agreement::decisions(&ours);
     let a = agreement::compare(&kernel, &ours);
@@ -446,12 +483,18 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
+    let exits = rec
+        .bfq_log()
+        .map_err(|e| e.to_string())?
+        .map(|l| exits_in_bfq_log(&l.messages))
+        .unwrap_or_default();
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff(&trace, &rec.meta, &o).map_err(|e| format!("{}: {e}", dir.display()))
+        diff_with_exits(&trace, &rec.meta, &o, &exits)
+            .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
         .parent()
@@ -650,6 +693,8 @@ enum KEvent {
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
     Dispatch,
+    /// A process exited.
+    Exit(u32),
     /// The kernel's queue run ended: its scheduler returned nothing (no tracepoint shows
     /// it: [`Replay::with_empty_runs`]).
     EmptyRun,
@@ -824,8 +869,23 @@ impl<'a> Replay<'a> {
     }
 
     /// Replay `log`: our queue log, and the scheduler merges not submitted.
-    fn run(mut self, log: &[QueueEvent]) -> (Vec<QueueEvent>, usize) {
-        for (t, e) in self.timeline(log) {
+    fn run(mut self, log: &[QueueEvent], exits: &[(Nanos, u32)]) -> (Vec<QueueEvent>, usize) {
+        let mut timeline = self.timeline(log);
+        if !exits.is_empty() {
+            // Each exit after the events of its time or before.
+            let mut merged = Vec::with_capacity(timeline.len() + exits.len());
+            let mut x = exits.iter().peekable();
+            for e in timeline {
+                while let Some(&&(t, pid)) = x.peek().filter(|&&&(t, _)| t < e.0) {
+                    merged.push((t, KEvent::Exit(pid)));
+                    x.next();
+                }
+                merged.push(e);
+            }
+            merged.extend(x.map(|&(t, pid)| (t, KEvent::Exit(pid))));
+            timeline = merged;
+        }
+        for (t, e) in timeline {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
@@ -838,6 +898,7 @@ impl<'a> Replay<'a> {
                         let _ = self.blk.scheduler_mut();
                     }
                 }
+                KEvent::Exit(pid) => self.blk.handle_exit(CtxId(pid), self.now),
                 KEvent::EmptyRun => {
                     self.pump();
                     self.empty_run();
@@ -1115,6 +1176,26 @@ mod tests {
         assert_eq!(order, [1000, 5000, 6000, 200, 300, 1100]);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
         assert!(asked_at_empty_runs("mq-deadline"));
+    }
+
+    /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
+    /// process's first, of a sync or an async queue, sorted by time; a shared queue's note
+    /// names no process and other notes are not exits.
+    #[test]
+    fn the_exits_are_the_first_exit_bfqq_note_of_each_process() {
+        let ms = |t: u64| Nanos::from_ms(t);
+        let log = [
+            (ms(1), "bfq5750S add_request 1".to_string()),
+            (ms(2), "bfq5751A exit_bfqq: 00000000deadbeef, 1".to_string()),
+            (ms(3), "bfq5750S exit_bfqq: 0000000036c9f691, 1".to_string()),
+            (ms(4), "bfq5750A exit_bfqq: 0000000036c9f692, 1".to_string()),
+            (
+                ms(5),
+                "bfqSHARED-S exit_bfqq: 0000000036c9f693, 1".to_string(),
+            ),
+            (ms(6), "bfq5752S put_queue: 0000000036c9f694 1".to_string()),
+        ];
+        assert_eq!(exits_in_bfq_log(&log), [(ms(2), 5751), (ms(3), 5750)]);
     }
 
     /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no

@@ -62,7 +62,8 @@ const FRESH_STOP40: [&str; 2] = [
 /// kernel's log shows, but then serves that queue where the kernel serves the random reader:
 /// ours' B-WF2Q+ virtual time is ahead of the kernel's there (docs/testing.md); not yet
 /// explained.
-const BFQ_SPLIT_READS: f64 = 15.0;
+/// 15.0% until the replay made processes exit where bfq's log shows.
+const BFQ_SPLIT_READS: f64 = 18.4;
 
 /// The fresh recording of branch kfid7 (30 November 2026, 01:53 UTC, Linux 6.18.44, HZ =
 /// 250): an 8 KiB sequential reader that skips 8 KiB after every read, beside a 4 KiB random
@@ -88,9 +89,11 @@ const FRESH_KFID10: [&str; 2] = [
     "idle-reader-beside-buffered-writer-and-six-readers",
 ];
 
-/// bfq's agreement on the kfid10 recordings, as measured: far below issue 27's 90% (32.8%
-/// and 23.7%); not yet explained (docs/testing.md).
-const BFQ_KFID10: [f64; 2] = [32.8, 23.7];
+/// bfq's agreement on the kfid10 recordings, as measured. The first agreed on 32.8% until the
+/// replay made processes exit where bfq's log shows (`bfq_exit_bfqq` ends the idling for the
+/// real-time reader's queue when its job exits); the second is far below issue 27's 90%,
+/// not yet explained (docs/testing.md).
+const BFQ_KFID10: [f64; 2] = [100.0, 23.7];
 
 /// mq-deadline's agreement on the first kfid10 recording, as measured: 96.9% until the
 /// replay asked ours where the kernel's queue ran and returned nothing (its refused aged
@@ -295,7 +298,6 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         if [
             ("split-reads-beside-small-writes", "bfq"),
             (FRESH_KFID7, "bfq"),
-            (FRESH_KFID10[0], "bfq"),
             (FRESH_KFID10[1], "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
