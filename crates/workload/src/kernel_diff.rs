@@ -267,19 +267,27 @@ pub fn diff(
 }
 
 /// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
-/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid).
-pub fn exits_in_bfq_log(messages: &[(Nanos, String)]) -> Vec<(Nanos, u32)> {
+/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid). A shared
+/// queue's note (`bfqSHARED-S exit_bfqq`) names no process: the exiting one is the task that
+/// logged it (`pids`, one per message: [`KernelTrace::message_pids`]).
+pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nanos, u32)> {
     let mut out: Vec<(Nanos, u32)> = Vec::new();
-    for (t, m) in messages {
+    for (k, (t, m)) in messages.iter().enumerate() {
         let Some(rest) = m.strip_prefix("bfq") else {
             continue;
         };
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let after = &rest[digits..];
-        if digits == 0 || !(after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq")) {
-            continue;
-        }
-        if let Ok(pid) = rest[..digits].parse::<u32>() {
+        let pid = if after.starts_with("SHARED-S exit_bfqq") {
+            pids.get(k).map(u32::to_string)
+        } else if digits > 0
+            && (after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq"))
+        {
+            Some(rest[..digits].to_string())
+        } else {
+            None
+        };
+        if let Some(Ok(pid)) = pid.map(|p| p.parse::<u32>()) {
             if !out.iter().any(|&(_, p)| p == pid) {
                 out.push((*t, pid));
             }
@@ -486,7 +494,7 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let exits = rec
         .bfq_log()
         .map_err(|e| e.to_string())?
-        .map(|l| exits_in_bfq_log(&l.messages))
+        .map(|l| exits_in_bfq_log(&l.messages, &l.message_pids))
         .unwrap_or_default();
     let at = |pace| {
         let o = DiffOptions {
@@ -1180,7 +1188,7 @@ mod tests {
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
     /// process's first, of a sync or an async queue, sorted by time; a shared queue's note
-    /// names no process and other notes are not exits.
+    /// is the exit of the task that logged it; other notes are not exits.
     #[test]
     fn the_exits_are_the_first_exit_bfqq_note_of_each_process() {
         let ms = |t: u64| Nanos::from_ms(t);
@@ -1195,7 +1203,11 @@ mod tests {
             ),
             (ms(6), "bfq5752S put_queue: 0000000036c9f694 1".to_string()),
         ];
-        assert_eq!(exits_in_bfq_log(&log), [(ms(2), 5751), (ms(3), 5750)]);
+        let pids = [5750, 5751, 5750, 5750, 424, 5752];
+        assert_eq!(
+            exits_in_bfq_log(&log, &pids),
+            [(ms(2), 5751), (ms(3), 5750), (ms(5), 424)]
+        );
     }
 
     /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no
