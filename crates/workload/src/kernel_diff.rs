@@ -35,11 +35,16 @@
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
+//! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
+//!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
+//!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
 //! - When the queue runs ([`Pace`]): the loop device never refuses a request, so what a
 //!   scheduler chooses among is what was inserted before the hardware queue ran (a plugged
 //!   batch, kblockd's asynchronous run). [`Pace::Kernel`] (the default) runs our queue where
 //!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
-//!   while ours idles, dropped if ours has nothing queued). [`Pace::Device`] runs it after
+//!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked once more
+//!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
+//!   a call that returns nothing ([`asked_at_empty_runs`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
 //!   of the kernel's choice comes from when its queue runs rather than from the policy.
 //!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
@@ -55,10 +60,10 @@
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
 //!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
 //!
-//! Deviations of the replay itself: process exits are not replayed (fio's jobs exit at the
-//! end); time is the trace's microseconds (ours decides on nanoseconds, the kernel's expiries on
-//! jiffies, of which ours models only bfq's soft real-time test); REQ_IDLE is not in rwbs, so
-//! no bio carries it.
+//! Deviations of the replay itself: process exits are replayed only where bfq's log shows
+//! them ([`exits_in_bfq_log`]); time is the trace's microseconds (ours decides on
+//! nanoseconds, the kernel's expiries on jiffies, of which ours models only bfq's soft
+//! real-time test); REQ_IDLE is not in rwbs, so no bio carries it.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -67,7 +72,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::block::{BlockLayer, Done, Limits, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
-use elevator_core::{Nanos, RequestId, Scheduler};
+use elevator_core::{CtxId, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
@@ -258,6 +263,48 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
+    diff_with_exits(trace, meta, opts, &[])
+}
+
+/// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
+/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid). A shared
+/// queue's note (`bfqSHARED-S exit_bfqq`) names no process: the exiting one is the task that
+/// logged it (`pids`, one per message: [`KernelTrace::message_pids`]).
+pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nanos, u32)> {
+    let mut out: Vec<(Nanos, u32)> = Vec::new();
+    for (k, (t, m)) in messages.iter().enumerate() {
+        let Some(rest) = m.strip_prefix("bfq") else {
+            continue;
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = &rest[digits..];
+        let pid = if after.starts_with("SHARED-S exit_bfqq") {
+            pids.get(k).map(u32::to_string)
+        } else if digits > 0
+            && (after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq"))
+        {
+            Some(rest[..digits].to_string())
+        } else {
+            None
+        };
+        if let Some(Ok(pid)) = pid.map(|p| p.parse::<u32>()) {
+            if !out.iter().any(|&(_, p)| p == pid) {
+                out.push((*t, pid));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// [`diff`], with the processes' exits (time, pid: [`exits_in_bfq_log`]) replayed into our
+/// block layer where the kernel saw them (`handle_exit`).
+pub fn diff_with_exits(
+    trace: &KernelTrace,
+    meta: &RecordingMeta,
+    opts: &DiffOptions,
+    exits: &[(Nanos, u32)],
+) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
@@ -307,7 +354,14 @@ pub fn diff(
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
     };
-    let (ours, merges_missed) = Replay::new(trace, sched, limits, opts.pace).run(&log);
+    let (ours, merges_missed) = Replay::new(
+        trace,
+        sched,
+        limits,
+        opts.pace,
+        asked_at_empty_runs(info.name),
+    )
+    .run(&log, exits);
     let kernel = agreement::decisions(&log);
     let ours = agreement::decisions(&ours);
     let a = agreement::compare(&kernel, &ours);
@@ -337,6 +391,18 @@ pub fn diff(
         ours,
         merges_missed,
     })
+}
+
+/// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
+/// (at its pace: the call that returned nothing, which no tracepoint shows,
+/// [`Replay::with_empty_runs`]). mq-deadline only: a refused dispatch of its changes what
+/// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
+/// latest start, and a refusal keeps the batch it started), and asking it there is what the
+/// kernel did. Not yet bfq and kyber: their refusals are idling and token waits, which ours
+/// answers with a timer the replay already follows; asking bfq at more runs lowered its
+/// agreement on a recording where it had diverged already (docs/testing.md).
+pub fn asked_at_empty_runs(policy: &str) -> bool {
+    policy == "mq-deadline"
 }
 
 /// The recording's queue limit `name` (sysfs `queue/NAME`), if recorded, refused unless a
@@ -425,12 +491,18 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
+    let exits = rec
+        .bfq_log()
+        .map_err(|e| e.to_string())?
+        .map(|l| exits_in_bfq_log(&l.messages, &l.message_pids))
+        .unwrap_or_default();
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff(&trace, &rec.meta, &o).map_err(|e| format!("{}: {e}", dir.display()))
+        diff_with_exits(&trace, &rec.meta, &o, &exits)
+            .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
         .parent()
@@ -629,6 +701,11 @@ enum KEvent {
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
     Dispatch,
+    /// A process exited.
+    Exit(u32),
+    /// The kernel's queue run ended: its scheduler returned nothing (no tracepoint shows
+    /// it: [`Replay::with_empty_runs`]).
+    EmptyRun,
 }
 
 /// The replay's state: our block layer on a virtual clock.
@@ -636,8 +713,12 @@ struct Replay<'a> {
     trace: &'a KernelTrace,
     blk: BlockLayer<Box<dyn Scheduler>, usize>,
     pace: Pace,
+    /// Whether ours is asked at the kernel's empty runs ([`asked_at_empty_runs`]).
+    empty_runs: bool,
     now: Nanos,
-    credits: usize,
+    /// Kernel dispatches ours may still make; below zero, what ours dispatched at the
+    /// kernel's empty runs ahead of the kernel.
+    credits: i64,
     submitted: Vec<bool>,
     /// Requests (by kernel index) ours has dispatched.
     dispatched: Vec<bool>,
@@ -655,6 +736,7 @@ impl<'a> Replay<'a> {
         sched: Box<dyn Scheduler>,
         limits: Limits,
         pace: Pace,
+        empty_runs: bool,
     ) -> Replay<'a> {
         let mut services: Vec<Nanos> = trace
             .requests
@@ -666,6 +748,7 @@ impl<'a> Replay<'a> {
             trace,
             blk: BlockLayer::new(sched, limits),
             pace,
+            empty_runs,
             now: Nanos::ZERO,
             credits: 0,
             submitted: vec![false; trace.requests.len()],
@@ -768,12 +851,49 @@ impl<'a> Replay<'a> {
                 }
             }
         }
+        if self.pace == Pace::Kernel && self.empty_runs {
+            out = Self::with_empty_runs(out);
+        }
+        out
+    }
+
+    /// `timeline` with a [`KEvent::EmptyRun`] after the last dispatch of each of the kernel's
+    /// queue runs: `__blk_mq_do_dispatch_sched` asks the scheduler until it returns nothing
+    /// or has no work (the loop device never refuses a request), and that last call, which
+    /// no tracepoint shows, has side effects in mq-deadline. Not modelled: the runs that
+    /// dispatched nothing at all (after an insertion the scheduler held back, and the
+    /// re-run `blk_mq_delay_run_hw_queues` arms `BLK_MQ_BUDGET_DELAY` after a refusal),
+    /// which the trace cannot tell from an insertion whose run kblockd made later.
+    fn with_empty_runs(timeline: Vec<(Nanos, KEvent)>) -> Vec<(Nanos, KEvent)> {
+        let mut out = Vec::with_capacity(timeline.len() * 2);
+        for (p, &e) in timeline.iter().enumerate() {
+            out.push(e);
+            let next_dispatch = matches!(timeline.get(p + 1), Some((_, KEvent::Dispatch)));
+            if matches!(e.1, KEvent::Dispatch) && !next_dispatch {
+                out.push((e.0, KEvent::EmptyRun));
+            }
+        }
         out
     }
 
     /// Replay `log`: our queue log, and the scheduler merges not submitted.
-    fn run(mut self, log: &[QueueEvent]) -> (Vec<QueueEvent>, usize) {
-        for (t, e) in self.timeline(log) {
+    fn run(mut self, log: &[QueueEvent], exits: &[(Nanos, u32)]) -> (Vec<QueueEvent>, usize) {
+        let mut timeline = self.timeline(log);
+        if !exits.is_empty() {
+            // Each exit after the events of its time or before.
+            let mut merged = Vec::with_capacity(timeline.len() + exits.len());
+            let mut x = exits.iter().peekable();
+            for e in timeline {
+                while let Some(&&(t, pid)) = x.peek().filter(|&&&(t, _)| t < e.0) {
+                    merged.push((t, KEvent::Exit(pid)));
+                    x.next();
+                }
+                merged.push(e);
+            }
+            merged.extend(x.map(|&(t, pid)| (t, KEvent::Exit(pid))));
+            timeline = merged;
+        }
+        for (t, e) in timeline {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
@@ -785,6 +905,12 @@ impl<'a> Replay<'a> {
                         // The kernel ran its queue here: ask our scheduler again.
                         let _ = self.blk.scheduler_mut();
                     }
+                }
+                KEvent::Exit(pid) => self.blk.handle_exit(CtxId(pid), self.now),
+                KEvent::EmptyRun => {
+                    self.pump();
+                    self.empty_run();
+                    continue;
                 }
             }
             self.pump();
@@ -823,10 +949,30 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// The kernel's queue run ended here with its scheduler returning nothing: ask ours
+    /// once, as the kernel asked its own, for the side effects of asking (mq-deadline's
+    /// refused aged dispatch starts a batch: `dd_dispatch_prio_aged_requests`). Only when
+    /// ours owes the kernel no dispatch and has requests queued (`has_work`). A request ours
+    /// returns is dispatched (a divergence: the kernel's returned none) and counted against
+    /// the kernel's next dispatch.
+    fn empty_run(&mut self) {
+        if self.credits != 0 || self.blk.queued() == 0 {
+            return;
+        }
+        let _ = self.blk.scheduler_mut();
+        self.credits = 1;
+        self.pump();
+        if self.credits == 0 {
+            self.credits = -1;
+        } else {
+            self.credits = 0;
+        }
+    }
+
     /// Dispatch what the pace allows now.
     fn pump(&mut self) {
         loop {
-            if self.pace != Pace::Device && self.credits == 0 {
+            if self.pace != Pace::Device && self.credits <= 0 {
                 return;
             }
             match self.blk.poll_dispatch(self.now) {
@@ -842,7 +988,9 @@ impl<'a> Replay<'a> {
                     }
                     let at = self.now + self.service(first);
                     self.completions.push(Reverse((at, rq.id.0)));
-                    self.credits = self.credits.saturating_sub(1);
+                    if self.pace != Pace::Device {
+                        self.credits -= 1;
+                    }
                 }
                 None => {
                     if self.blk.queued() == 0 {
@@ -871,7 +1019,7 @@ impl<'a> Replay<'a> {
                 return;
             }
             // A timer that cannot lead anywhere (no credit left at the end) ends the replay.
-            if until.is_none() && c.is_none() && self.pace != Pace::Device && self.credits == 0 {
+            if until.is_none() && c.is_none() && self.pace != Pace::Device && self.credits <= 0 {
                 return;
             }
             self.now = self.now.max(next);
@@ -986,6 +1134,80 @@ mod tests {
         let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
         assert_eq!(d.merges_missed, 2);
         assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
+    }
+
+    /// mq-deadline's refused aged dispatch starts a write batch where no tracepoint shows
+    /// it (Linux 6.18, `dd_dispatch_request`): while a real-time read is in flight, every
+    /// run of the queue first asks the best-effort level with an aged latest start
+    /// (`dd_dispatch_prio_aged_requests`), which starts a write batch (`last_dir` WRITE,
+    /// `batching` 0) and then refuses the young write; the priority loop then stops at the
+    /// real-time level (`dd_queued`). Such a call ends the run that dispatched the second
+    /// real-time read (`__blk_mq_do_dispatch_sched` asks until nothing comes). So when the
+    /// last write's insertion runs the queue after the reads completed, the kernel continues
+    /// the write batch (200, 300) before the best-effort read (1100), though the real-time
+    /// read had made the last direction a read. Asked only where the kernel dispatched,
+    /// ours took the read first (decision 3).
+    #[test]
+    fn mq_deadline_is_asked_once_more_at_the_end_of_each_kernel_queue_run() {
+        const AGED: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ fio-20 [001] ..... 1.000100: block_getrq: 7,0 RS 5000 + 8 [fio]
+ fio-20 [001] d..1. 1.000101: block_rq_insert: 7,0 RS 4096 () 5000 + 8 rt,0,4 [fio]
+ fio-20 [001] ..... 1.000102: block_rq_issue: 7,0 RS 4096 () 5000 + 8 rt,0,4 [fio]
+ fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
+ fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000300: block_rq_complete: 7,0 RS () 5000 + 8 rt,0,4 [0]
+ fio-20 [001] ..... 1.000400: block_getrq: 7,0 RS 6000 + 8 [fio]
+ fio-20 [001] d..1. 1.000401: block_rq_insert: 7,0 RS 4096 () 6000 + 8 rt,0,4 [fio]
+ fio-20 [001] ..... 1.000402: block_rq_issue: 7,0 RS 4096 () 6000 + 8 rt,0,4 [fio]
+ fio-21 [000] ..... 1.000500: block_getrq: 7,0 R 1100 + 8 [fio]
+ fio-21 [000] d..1. 1.000501: block_rq_insert: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000600: block_rq_complete: 7,0 RS () 6000 + 8 rt,0,4 [0]
+ fio-22 [000] ..... 1.000700: block_getrq: 7,0 WS 300 + 8 [fio]
+ fio-22 [000] d..1. 1.000701: block_rq_insert: 7,0 WS 4096 () 300 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000702: block_rq_issue: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000703: block_rq_issue: 7,0 WS 4096 () 300 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000704: block_rq_issue: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000800: block_rq_complete: 7,0 WS () 200 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000801: block_rq_complete: 7,0 WS () 300 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000802: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(AGED.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let mut m = meta("mq-deadline");
+        m.iosched.insert("read_expire".into(), "500".into());
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+        assert_eq!(order, [1000, 5000, 6000, 200, 300, 1100]);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        assert!(asked_at_empty_runs("mq-deadline"));
+    }
+
+    /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
+    /// process's first, of a sync or an async queue, sorted by time; a shared queue's note
+    /// is the exit of the task that logged it; other notes are not exits.
+    #[test]
+    fn the_exits_are_the_first_exit_bfqq_note_of_each_process() {
+        let ms = |t: u64| Nanos::from_ms(t);
+        let log = [
+            (ms(1), "bfq5750S add_request 1".to_string()),
+            (ms(2), "bfq5751A exit_bfqq: 00000000deadbeef, 1".to_string()),
+            (ms(3), "bfq5750S exit_bfqq: 0000000036c9f691, 1".to_string()),
+            (ms(4), "bfq5750A exit_bfqq: 0000000036c9f692, 1".to_string()),
+            (
+                ms(5),
+                "bfqSHARED-S exit_bfqq: 0000000036c9f693, 1".to_string(),
+            ),
+            (ms(6), "bfq5752S put_queue: 0000000036c9f694 1".to_string()),
+        ];
+        let pids = [5750, 5751, 5750, 5750, 424, 5752];
+        assert_eq!(
+            exits_in_bfq_log(&log, &pids),
+            [(ms(2), 5751), (ms(3), 5750), (ms(5), 424)]
+        );
     }
 
     /// A 1 MiB read the kernel issued whole (its buffer's pages physically contiguous: no

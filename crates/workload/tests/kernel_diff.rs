@@ -62,7 +62,8 @@ const FRESH_STOP40: [&str; 2] = [
 /// kernel's log shows, but then serves that queue where the kernel serves the random reader:
 /// ours' B-WF2Q+ virtual time is ahead of the kernel's there (docs/testing.md); not yet
 /// explained.
-const BFQ_SPLIT_READS: f64 = 15.0;
+/// 15.0% until the replay made processes exit where bfq's log shows.
+const BFQ_SPLIT_READS: f64 = 18.4;
 
 /// The fresh recording of branch kfid7 (30 November 2026, 01:53 UTC, Linux 6.18.44, HZ =
 /// 250): an 8 KiB sequential reader that skips 8 KiB after every read, beside a 4 KiB random
@@ -78,8 +79,32 @@ const FRESH_KFID7: &str = "holey-reader-beside-randrw";
 /// both. 97.5% decided earliest.
 const BFQ_HOLEY: f64 = 93.9;
 
+/// The fresh recordings of branch kfid10 (30 November 2026, Linux 6.18.44, HZ = 250): a
+/// real-time random psync reader beside a 64 KiB sequential reader, a deep 8 KiB random
+/// writer and a 16 KiB psync writer at three best-effort levels (recorded at 04:37 UTC by the
+/// coordinator); an idle-class sequential reader beside a buffered writer's writeback and six
+/// random psync readers (04:55 UTC). Kept apart from the corpus-wide figures.
+const FRESH_KFID10: [&str; 2] = [
+    "rt-reader-beside-deep-randwrite",
+    "idle-reader-beside-buffered-writer-and-six-readers",
+];
+
+/// bfq's agreement on the kfid10 recordings, as measured. The first agreed on 32.8% until the
+/// replay made processes exit where bfq's log shows (`bfq_exit_bfqq` ends the idling for the
+/// real-time reader's queue when its job exits); the second, 23.7% until the exit of a
+/// process sharing the queue in service was replayed too (the bfq log's `bfqSHARED-S
+/// exit_bfqq`), is far below issue 27's 90%, not yet explained (docs/testing.md).
+const BFQ_KFID10: [f64; 2] = [100.0, 41.9];
+
+/// mq-deadline's agreement on the first kfid10 recording, as measured: 96.9% until the
+/// replay asked ours where the kernel's queue ran and returned nothing (its refused aged
+/// dispatches start write batches); what is left are swaps of two processes' requests
+/// inserted 1 µs apart (class 1 in docs/testing.md).
+const MQ_DEADLINE_RT: f64 = 98.0;
+
 fn fresh(mix: &str) -> bool {
-    mix.starts_with(FRESH)
+    FRESH_KFID10.contains(&mix)
+        || mix.starts_with(FRESH)
         || mix.starts_with(FRESH_TODAY)
         || mix == FRESH_SEEDS3
         || mix == FRESH_KDIFF4
@@ -91,7 +116,7 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 53] = [
+const FLOOR: [(&str, &str, f64); 61] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -101,6 +126,27 @@ const FLOOR: [(&str, &str, f64); 53] = [
     ("holey-reader-beside-randrw", "mq-deadline", 100.0),
     ("holey-reader-beside-randrw", "kyber", 100.0),
     ("holey-reader-beside-randrw", "bfq", BFQ_HOLEY),
+    // The second fresh recording of branch kfid10 (FRESH_KFID10).
+    (
+        "idle-reader-beside-buffered-writer-and-six-readers",
+        "none",
+        100.0,
+    ),
+    (
+        "idle-reader-beside-buffered-writer-and-six-readers",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "idle-reader-beside-buffered-writer-and-six-readers",
+        "kyber",
+        99.3,
+    ),
+    (
+        "idle-reader-beside-buffered-writer-and-six-readers",
+        "bfq",
+        BFQ_KFID10[1],
+    ),
     ("interleaved-readers", "none", 100.0),
     ("interleaved-readers", "mq-deadline", 98.3),
     ("interleaved-readers", "kyber", 98.3),
@@ -147,6 +193,15 @@ const FLOOR: [(&str, &str, f64); 53] = [
     ("readers-writers", "mq-deadline", 100.0),
     ("readers-writers", "kyber", 100.0),
     ("readers-writers", "bfq", 94.8),
+    // The first fresh recording of branch kfid10 (FRESH_KFID10).
+    ("rt-reader-beside-deep-randwrite", "none", 100.0),
+    (
+        "rt-reader-beside-deep-randwrite",
+        "mq-deadline",
+        MQ_DEADLINE_RT,
+    ),
+    ("rt-reader-beside-deep-randwrite", "kyber", 99.6),
+    ("rt-reader-beside-deep-randwrite", "bfq", BFQ_KFID10[0]),
     // The fresh recording of branch kdiff4. bfq agreed on 40.0% until its injection walked
     // the kernel's active_list order (42.0%) and injected the in-service queue's waker queue
     // (bfq_check_waker; its bfq log: `set waker`): 100%.
@@ -230,6 +285,8 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         FRESH_STOP40[0],
         FRESH_STOP40[1],
         FRESH_KFID7,
+        FRESH_KFID10[0],
+        FRESH_KFID10[1],
     ] {
         for (sched, _) in corpus {
             assert!(
@@ -242,11 +299,12 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         if [
             ("split-reads-beside-small-writes", "bfq"),
             (FRESH_KFID7, "bfq"),
+            (FRESH_KFID10[1], "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
-            // The known misses (BFQ_SPLIT_READS, BFQ_HOLEY), held at their measured figures
-            // above; the second within 2 points of issue 27's target (90%).
+            // The known misses (BFQ_SPLIT_READS, BFQ_HOLEY, BFQ_KFID10), held at their
+            // measured figures above; BFQ_HOLEY within 2 points of issue 27's target (90%).
             if r.mix == FRESH_KFID7 {
                 assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
             }

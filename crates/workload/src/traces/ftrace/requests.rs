@@ -235,6 +235,9 @@ pub struct KernelTrace {
     pub kyber: Vec<(Nanos, KyberEvent)>,
     /// The `blk` tracer's notes (bfq's log), with their times.
     pub messages: Vec<(Nanos, String)>,
+    /// The process in whose context each of [`messages`](Self::messages) was logged (its
+    /// line's task pid), in the same order.
+    pub message_pids: Vec<u32>,
     /// `trace_marker` lines, with their times.
     pub markers: Vec<(Nanos, String)>,
     /// The scheduler's queue as the events show it, in order: each insertion an arrival,
@@ -648,7 +651,8 @@ impl KernelTrace {
                     }
                 }
                 EventBody::Message { dev: d, text } if wanted(*d) => {
-                    b.out.messages.push((ev.time, text.clone()))
+                    b.out.messages.push((ev.time, text.clone()));
+                    b.out.message_pids.push(ev.pid);
                 }
                 EventBody::Marker(m) => b.out.markers.push((ev.time, m.clone())),
                 EventBody::Lost { events, .. } => b.out.stats.lost_events += events,

@@ -25,7 +25,7 @@ for mix in "${mixes[@]}"; do
 			rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr}
 		fi
 		extra=()
-		case "$mix:$sched" in interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | weighted-*:bfq | holey-*:bfq) extra=(--bfq-log) ;; esac
+		case "$mix:$sched" in interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq) extra=(--bfq-log) ;; esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
 			--gzip --out "$here/$mix" "${extra[@]}"
 	done
