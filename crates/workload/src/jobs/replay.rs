@@ -86,8 +86,12 @@ pub struct ReplayOutcome {
     pub processes: Vec<ProcessOutcome>,
     /// Requests issued.
     pub issued: u64,
-    /// Records skipped (flushes, discards, zero length).
+    /// Records the replay skipped: flushes, discards and requests of no sectors that the
+    /// reader passed on (blktrace's).
     pub skipped: u64,
+    /// Records of length 0 the reader skipped below the replay (MSR, SPC, Alibaba, Tencent
+    /// lines of size 0: [`RecordSource::zero_length`]), counted so that a replay can say so.
+    pub zero_length: u64,
     /// The error that cut the trace short, if any.
     pub error: Option<InputError>,
     /// Processes past [`MAX_PROCESSES`], replayed in one shared context.
@@ -292,6 +296,8 @@ impl ReplayJob {
                 }
             }
         }
+        // Counted however the reading ended (the trace's end, an error, --max-requests).
+        self.out.borrow_mut().zero_length = self.source.zero_length();
     }
 
     /// Put process `ctx` in the ready heap if its head request may be scheduled.
