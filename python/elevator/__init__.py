@@ -219,7 +219,8 @@ def grid_spec(
         elif isinstance(sweep, str):
             spec["sweep"] = [_check.text("sweep", sweep)]
         elif isinstance(sweep, Iterable):
-            spec["sweep"] = [_check.text(f"sweep[{i}]", a) for i, a in enumerate(sweep)]
+            axes = _check.bounded("sweep", sweep, "axes")
+            spec["sweep"] = [_check.text(f"sweep[{i}]", a) for i, a in enumerate(axes)]
         else:
             raise _check.error("sweep", f"expected a mapping of axes to values, got {_check.shown(sweep)}")
         if not spec["sweep"]:

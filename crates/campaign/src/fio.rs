@@ -101,11 +101,7 @@ pub const MAX_SIMULATED_IOS: u64 = 100_000_000;
 /// `numjobs` clone counted) on a target of `capacity` bytes, naming the line of the job that
 /// passes the bound and the field that sets its count. A job that does not build is left to
 /// [`build_jobs`], which names its error.
-pub fn check_simulated_work(
-    file: &FioFile,
-    capacity: u64,
-    max_ios: u64,
-) -> Result<(), InputError> {
+pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Result<(), InputError> {
     let mut total = 0u64;
     for def in &file.jobs {
         if def.config.runtime_ms.is_some() {
@@ -132,7 +128,8 @@ pub fn check_simulated_work(
                     "{ios} I/Os of {} bytes{}: the job file's jobs imply more than {max_ios} \
                      I/Os in all (the simulator computes a few hundred thousand a second); \
                      bound it (runtime=, number_ios=, a smaller size=) or run it as asked \
-                     with `elevator sim --max-ios N` (`elevator run` runs it on a device)",
+                     with `elevator sim --max-ios N` (Python: `max_ios=N`; `elevator run` runs \
+                     it on a device)",
                     def.config.bs,
                     if def.numjobs > 1 {
                         format!(" in each of {} clones", def.numjobs)

@@ -615,7 +615,14 @@ fn a_trace_on_standard_input_replays_under_every_scheduler() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let text = msr_trace(300);
-    let args = ["replay", "-", "--sched", "deadline,noop", "--json", json.to_str().unwrap()];
+    let args = [
+        "replay",
+        "-",
+        "--sched",
+        "deadline,noop",
+        "--json",
+        json.to_str().unwrap(),
+    ];
     let out = with_stdin(&args, &[], Duration::from_secs(60), move |mut pipe| {
         let _ = pipe.write_all(text.as_bytes());
     });

@@ -100,6 +100,8 @@ struct RunJson {
     held_back: u64,
     /// Processes past the bound, replayed as one.
     merged_processes: u64,
+    /// Requests of that shared context from pids past the ones the replay remembers.
+    merged_untracked: u64,
     /// Requests beyond the device's end, wrapped into it (a trace of a larger device).
     wrapped: u64,
     /// Records of length 0 the trace's reader skipped (MSR, SPC, Alibaba, Tencent).
@@ -667,6 +669,7 @@ fn replay_spooled(
             first_out_of_order: outcome.first_out_of_order.as_ref().map(|a| a.to_string()),
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
+            merged_untracked: outcome.merged_untracked,
             wrapped: outcome.wrapped,
             zero_length: outcome.zero_length,
             disk_util: elevator_real::report::disk_util_json(&disk, "elevator", end),
@@ -793,12 +796,18 @@ fn print_run(
         end.as_secs_f64()
     );
     if outcome.merged_processes > 0 {
+        use elevator_workload::jobs::replay::{MAX_PROCESSES, MAX_TRACKED_PIDS, OTHERS_PID};
+        let untracked = match outcome.merged_untracked {
+            0 => String::new(),
+            n => format!(
+                "; past {MAX_TRACKED_PIDS} pids they are not told apart: {n} more requests came \
+                 from pids not counted"
+            ),
+        };
         say!(
-            "note: the trace has more than {} processes; the {} past them were replayed as one \
-             (pid {})",
-            elevator_workload::jobs::replay::MAX_PROCESSES,
+            "note: the trace has more than {MAX_PROCESSES} processes; the {} past them were \
+             replayed as one (pid {OTHERS_PID}){untracked}",
             outcome.merged_processes,
-            elevator_workload::jobs::replay::OTHERS_PID
         );
     }
     if outcome.out_of_order > 0 {
