@@ -63,10 +63,18 @@ def integer(name: str, v: Any, lo: int, hi: int) -> int:
     return i
 
 
+def _range_len(v: range) -> int:
+    """``len(v)``, which raises OverflowError past ``sys.maxsize`` (``range(10**20)``)."""
+    try:
+        return len(v)
+    except OverflowError:
+        return MAX_ITEMS + 1
+
+
 def bounded(name: str, v: Iterable, what: str) -> list:
     """The items of ``v``, at most :data:`MAX_ITEMS` of them (refused past it, without
     reading further)."""
-    if isinstance(v, range) and len(v) > MAX_ITEMS:
+    if isinstance(v, range) and _range_len(v) > MAX_ITEMS:
         raise error(name, f"{shown(v)} holds more than {MAX_ITEMS} {what}: at most {MAX_ITEMS} are taken")
     out = list(itertools.islice(iter(v), MAX_ITEMS + 1))
     if len(out) > MAX_ITEMS:
@@ -180,8 +188,10 @@ def axis_values(key: str, v: Any) -> str:
             raise error(where, "empty: give at least one value")
         return v
     if isinstance(v, range):
-        if len(v) == 0:
-            raise error(where, f"{v!r} is empty: give at least one value")
+        if not v:
+            raise error(where, f"{shown(v)} is empty: give at least one value")
+        if not (I64[0] <= v.start and v.stop - 1 <= U64[1]):
+            raise error(where, f"{shown(v)} is out of range: expected {I64[0]} to {U64[1]}")
         if v.step == 1:
             return f"{v.start}..{v.stop - 1}"
     if isinstance(v, (bytes, bytearray)) or not isinstance(v, Iterable):

@@ -56,6 +56,7 @@ BAD_SIM = [
     # print it), 10**400 an OverflowError from float().
     (dict(sweep={"seed": itertools.count()}), "seed"),
     (dict(sweep={"seed": range(0, 10**12, 2)}), "seed"),
+    (dict(sweep={"seed": range(10**5000)}), "seed"),
     (dict(sweep=itertools.repeat("seed=1")), "sweep"),
     (dict(sched=itertools.repeat("deadline")), "sched"),
     (dict(seed=10**5000), "seed"),
