@@ -147,6 +147,7 @@ def grid_spec(
     seed: Optional[int] = None,
     wakeup_us: Optional[int] = None,
     requests: bool = False,
+    max_ios: Optional[int] = None,
 ) -> dict:
     """The grid :func:`sim` and :class:`Campaign` run, as a plain dict (JSON-able).
 
@@ -159,7 +160,8 @@ def grid_spec(
     scheduler that has it or ``{"SCHED.NAME": v}``. ``sweep``: axes, ``{"seed": range(1, 6),
     "kyber.read_lat_nsec": [...], "drive": [...], "job.NAME.FIELD": [...]}`` (or the CLI's
     ``"KEY=VALUES"`` strings), crossed in the order given, the last turning fastest.
-    ``requests``: keep every request's record.
+    ``requests``: keep every request's record. ``max_ios``: a job file's bound on the I/Os its
+    jobs imply by their sizes (default 10**8; a job with a ``runtime`` is bounded by it).
     """
     spec: dict[str, Any] = {}
     sources = [scenario is not None, fio is not None, fio_text is not None, trace is not None]
@@ -217,7 +219,8 @@ def grid_spec(
         elif isinstance(sweep, str):
             spec["sweep"] = [_check.text("sweep", sweep)]
         elif isinstance(sweep, Iterable):
-            spec["sweep"] = [_check.text(f"sweep[{i}]", a) for i, a in enumerate(sweep)]
+            axes = _check.bounded("sweep", sweep, "axes")
+            spec["sweep"] = [_check.text(f"sweep[{i}]", a) for i, a in enumerate(axes)]
         else:
             raise _check.error("sweep", f"expected a mapping of axes to values, got {_check.shown(sweep)}")
         if not spec["sweep"]:
@@ -228,6 +231,10 @@ def grid_spec(
         spec["wakeup_us"] = _check.integer("wakeup_us", wakeup_us, 0, 2**32 - 1)
     if _check.flag("requests", requests):
         spec["requests"] = True
+    if max_ios is not None:
+        if fio is None and fio_text is None:
+            raise _check.error("max_ios", "applies to a fio job file (fio=... or fio_text=...) only")
+        spec["max_ios"] = _check.integer("max_ios", max_ios, 1, _check.U64[1])
     return spec
 
 

@@ -63,6 +63,7 @@ def grid_spec(
     seed: Optional[int] = ...,
     wakeup_us: Optional[int] = ...,
     requests: bool = ...,
+    max_ios: Optional[int] = ...,
 ) -> dict[str, Any]: ...
 
 class Results:
@@ -93,6 +94,7 @@ def sim(
     seed: Optional[int] = ...,
     wakeup_us: Optional[int] = ...,
     requests: bool = ...,
+    max_ios: Optional[int] = ...,
 ) -> Results: ...
 
 def merge(inputs: Sequence[PathLike], out: PathLike) -> None: ...

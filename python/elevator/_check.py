@@ -9,6 +9,7 @@ million threads.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import operator
@@ -21,6 +22,11 @@ from ._elevator import ElevatorError
 MAX_THREADS = 1024
 I64 = (-(2**63), 2**63 - 1)
 U64 = (0, 2**64 - 1)
+#: The most items a list argument (schedulers, trace files, sweep axes, an axis's values) may
+#: hold: the grid's bound on its cells (``MAX_CELLS`` in the native grid). An endless
+#: iterator (``itertools.count()``) or a range of 10**12 values is refused after this many,
+#: not expanded until memory runs out.
+MAX_ITEMS = 100_000
 
 
 def error(name: str, message: str) -> ElevatorError:
@@ -31,7 +37,15 @@ def error(name: str, message: str) -> ElevatorError:
 
 
 def shown(v: Any) -> str:
-    s = repr(v)
+    """``v`` for a message, at most 60 characters. An integer too long for ``repr``
+    (Python refuses to print one of more than 4300 digits: ``seed=10**5000`` raised a
+    ``ValueError`` from the message, not the argument's error) is described by its size."""
+    try:
+        s = repr(v)
+    except ValueError:
+        if isinstance(v, numbers.Integral):
+            return f"an integer of {int(v).bit_length()} bits"
+        return f"a {type(v).__name__}"
     return s if len(s) <= 60 else s[:57] + "..."
 
 
@@ -45,8 +59,27 @@ def integer(name: str, v: Any, lo: int, hi: int) -> int:
     except TypeError:
         raise error(name, f"expected an integer from {lo} to {hi}, got {shown(v)}") from None
     if not lo <= i <= hi:
-        raise error(name, f"{i} is out of range: expected {lo} to {hi}")
+        raise error(name, f"{shown(i)} is out of range: expected {lo} to {hi}")
     return i
+
+
+def _range_len(v: range) -> int:
+    """``len(v)``, which raises OverflowError past ``sys.maxsize`` (``range(10**20)``)."""
+    try:
+        return len(v)
+    except OverflowError:
+        return MAX_ITEMS + 1
+
+
+def bounded(name: str, v: Iterable, what: str) -> list:
+    """The items of ``v``, at most :data:`MAX_ITEMS` of them (refused past it, without
+    reading further)."""
+    if isinstance(v, range) and _range_len(v) > MAX_ITEMS:
+        raise error(name, f"{shown(v)} holds more than {MAX_ITEMS} {what}: at most {MAX_ITEMS} are taken")
+    out = list(itertools.islice(iter(v), MAX_ITEMS + 1))
+    if len(out) > MAX_ITEMS:
+        raise error(name, f"more than {MAX_ITEMS} {what} (an endless iterator?): at most {MAX_ITEMS} are taken")
+    return out
 
 
 def optional_integer(name: str, v: Any, lo: int, hi: int) -> Optional[int]:
@@ -57,9 +90,12 @@ def real(name: str, v: Any, lo: float, hi: float) -> float:
     """``v`` as a finite float in ``lo..=hi`` (NaN and infinities refused)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise error(name, f"expected a number from {lo:g} to {hi:g}, got {shown(v)}")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        f = math.inf
     if not math.isfinite(f) or not lo <= f <= hi:
-        raise error(name, f"{f!r} is out of range: expected a finite number from {lo:g} to {hi:g}")
+        raise error(name, f"{shown(v)} is out of range: expected a finite number from {lo:g} to {hi:g}")
     return f
 
 
@@ -104,7 +140,7 @@ def paths(name: str, v: Any) -> list[str]:
         return [path(name, v)]
     if isinstance(v, (bytes, bytearray)) or not isinstance(v, Iterable):
         raise error(name, f"expected a path or a list of paths, got {shown(v)}")
-    out = [path(f"{name}[{i}]", p) for i, p in enumerate(v)]
+    out = [path(f"{name}[{i}]", p) for i, p in enumerate(bounded(name, v, "paths"))]
     if not out:
         raise error(name, "an empty list: give at least one path")
     return out
@@ -115,7 +151,7 @@ def names(name: str, v: Any) -> list[str]:
     if isinstance(v, str):
         out = [s.strip() for s in v.split(",")]
     elif isinstance(v, Iterable) and not isinstance(v, (bytes, bytearray)):
-        out = list(v)
+        out = bounded(name, v, "names")
     else:
         raise error(name, f"expected a name or a list of names, got {shown(v)}")
     if not out:
@@ -152,20 +188,28 @@ def axis_values(key: str, v: Any) -> str:
             raise error(where, "empty: give at least one value")
         return v
     if isinstance(v, range):
-        if len(v) == 0:
-            raise error(where, f"{v!r} is empty: give at least one value")
+        if not v:
+            raise error(where, f"{shown(v)} is empty: give at least one value")
+        if not (I64[0] <= v.start and v.stop - 1 <= U64[1]):
+            raise error(where, f"{shown(v)} is out of range: expected {I64[0]} to {U64[1]}")
         if v.step == 1:
             return f"{v.start}..{v.stop - 1}"
     if isinstance(v, (bytes, bytearray)) or not isinstance(v, Iterable):
         raise error(where, f"expected a list of values, got {shown(v)}")
     out = []
-    for x in v:
+    for x in bounded(where, v, "values"):
         if isinstance(x, bool):
             out.append(str(x).lower())
         elif isinstance(x, numbers.Integral):
+            if not I64[0] <= int(x) <= U64[1]:
+                raise error(where, f"{shown(x)} is out of range: expected {I64[0]} to {U64[1]}")
             out.append(str(int(x)))
         elif isinstance(x, numbers.Real):
-            if not math.isfinite(float(x)):
+            try:
+                finite = math.isfinite(float(x))
+            except OverflowError:
+                finite = False
+            if not finite:
                 raise error(where, f"{x!r} is not a finite number")
             out.append(str(x))
         elif isinstance(x, (str, os.PathLike)):

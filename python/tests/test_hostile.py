@@ -3,6 +3,7 @@ naming the argument, before anything runs; nothing aborts the interpreter (a Rus
 pyo3 PanicException, a BaseException: it would fail these tests, not pass them), nothing
 hangs, and no value is silently cut or guessed."""
 
+import itertools
 import math
 import os
 import signal
@@ -50,6 +51,18 @@ BAD_SIM = [
     (dict(threads=-1), "threads"),
     (dict(threads=10**6), "threads"),
     (dict(threads=2.0), "threads"),
+    # Round 6: an endless iterator or a huge range was expanded until memory ran out (a
+    # hang); an integer of 5000 digits raised ValueError from the message (Python will not
+    # print it), 10**400 an OverflowError from float().
+    (dict(sweep={"seed": itertools.count()}), "seed"),
+    (dict(sweep={"seed": range(0, 10**12, 2)}), "seed"),
+    (dict(sweep={"seed": range(10**5000)}), "seed"),
+    (dict(sweep=itertools.repeat("seed=1")), "sweep"),
+    (dict(sched=itertools.repeat("deadline")), "sched"),
+    (dict(seed=10**5000), "seed"),
+    (dict(sweep={"seed": [10**5000]}), "seed"),
+    (dict(sweep={"seed": [2**64]}), "seed"),
+    (dict(max_ios=10), "max_ios"),
 ]
 
 
@@ -89,6 +102,13 @@ BAD_SOURCES = [
     (dict(trace="t", trace_format="nosuch"), "nosuch"),
     (dict(trace="t", trace_format=4), "trace_format"),
     (dict(trace="t", closed_loop="no"), "closed_loop"),
+    (dict(trace=itertools.repeat("t")), "trace"),
+    (dict(trace="t", speed=10**400), "speed"),
+    (dict(fio_text=FIO, max_ios=0), "max_ios"),
+    (dict(fio_text=FIO, max_ios=1.5), "max_ios"),
+    # Long by its size: 1.9e9 I/Os would compute for hours; refused naming the job's line
+    # and the bound's override.
+    (dict(fio_text="[j]\nrw=read\nbs=512\nsize=900g\n"), "max_ios"),
 ]
 
 

@@ -87,6 +87,62 @@ pub fn build_jobs(
     Ok((jobs, groupids))
 }
 
+/// The most I/Os a simulated run of a job file may imply by its jobs' sizes (`size`,
+/// `io_size`, `number_ios`) unless the user raises the bound (`elevator sim --max-ios`, the
+/// grid's `max_ios`): 10^8, minutes of real time per scheduler at the simulator's few
+/// hundred thousand requests a second. `size=900g bs=512` (1.9e9 I/Os) would compute for
+/// hours without a word, as a day of simulated time would (refused by
+/// [`FioFile::check_simulated_time`]). fio runs such a job on a device, and so does
+/// `elevator run`, which does not call this.
+pub const MAX_SIMULATED_IOS: u64 = 100_000_000;
+
+/// Refuse a job file whose jobs ended by their size alone (no `runtime`, which
+/// [`FioFile::check_simulated_time`] bounds) imply more than `max_ios` I/Os in all (every
+/// `numjobs` clone counted) on a target of `capacity` bytes, naming the line of the job that
+/// passes the bound and the field that sets its count. A job that does not build is left to
+/// [`build_jobs`], which names its error.
+pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Result<(), InputError> {
+    let mut total = 0u64;
+    for def in &file.jobs {
+        if def.config.runtime_ms.is_some() {
+            continue;
+        }
+        let env = BuildEnv::new(capacity / SECTOR_BYTES, 1, def.name.clone());
+        let Some(ios) = FioJob::new(def.config.clone(), &env)
+            .ok()
+            .and_then(|j| j.io_limit())
+        else {
+            continue;
+        };
+        total = total.saturating_add(ios.saturating_mul(u64::from(def.numjobs)));
+        if total > max_ios {
+            let field = match (def.config.number_ios, def.config.io_size) {
+                (Some(n), _) if n == ios => "number_ios",
+                (_, Some(_)) => "io_size",
+                _ => "size",
+            };
+            return Err(file.job_error(
+                def,
+                field,
+                format!(
+                    "{ios} I/Os of {} bytes{}: the job file's jobs imply more than {max_ios} \
+                     I/Os in all (the simulator computes a few hundred thousand a second); \
+                     bound it (runtime=, number_ios=, a smaller size=) or run it as asked \
+                     with `elevator sim --max-ios N` (Python: `max_ios=N`; `elevator run` runs \
+                     it on a device)",
+                    def.config.bs,
+                    if def.numjobs > 1 {
+                        format!(" in each of {} clones", def.numjobs)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The job file's `ramp_time`: one value for every job (the executor applies one ramp).
 pub fn ramp_time(file: &FioFile) -> Result<std::time::Duration, InputError> {
     let first = file.jobs.first().map_or(0, |d| d.config.ramp_ms);

@@ -71,6 +71,9 @@ pub struct GridSpec {
     pub sweep: Vec<String>,
     /// Keep every request's record (Q, I, D, C times, sector, size, process).
     pub requests: bool,
+    /// A fio job file's bound on the I/Os its jobs imply by their sizes (default
+    /// [`crate::fio::MAX_SIMULATED_IOS`]).
+    pub max_ios: Option<u64>,
 }
 
 /// One swept parameter.
@@ -546,6 +549,14 @@ impl Grid {
             };
             crate::fio::ramp_time(&file)?;
             file.check_simulated_time(elevator_sim::scenario::MAX_SIMULATED_S)?;
+            // On the grid's drive now (a `drive=` axis's drives when their cells run).
+            let drive = spec.drive.as_deref().unwrap_or(DEFAULT_FIO_DRIVE);
+            let capacity = DriveModel::resolve(drive)?.device().capacity_sectors() * SECTOR_BYTES;
+            crate::fio::check_simulated_work(
+                &file,
+                capacity,
+                spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS),
+            )?;
             Source::Fio {
                 file: Box::new(file),
                 drive: spec.drive.clone().unwrap_or(DEFAULT_FIO_DRIVE.into()),
@@ -706,6 +717,11 @@ impl Grid {
     /// Whether each cell keeps its per-request records.
     pub fn keeps_requests(&self) -> bool {
         self.spec.requests
+    }
+
+    /// The bound on the I/Os a fio job file's jobs imply by their sizes.
+    fn max_ios(&self) -> u64 {
+        self.spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS)
     }
 
     /// The name of what the grid runs (the scenario's name, or the job file or trace).
@@ -964,6 +980,7 @@ impl Grid {
                 let model = DriveModel::resolve(drive)?;
                 let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
                 let mut groups = GroupTree::new();
+                crate::fio::check_simulated_work(file, capacity, self.max_ios())?;
                 let (jobs, _) = crate::fio::build_jobs(file, capacity, p.seed, &mut groups)?;
                 apply_controls(&mut groups, &p.controls, "the job file")?;
                 let sched = self.build_scheduler_on(name, &more, &groups, &model)?;

@@ -69,8 +69,8 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    // Ctrl-C and SIGTERM end any command promptly, leaving no half-written output (commands
-    // that drive a device stop cooperatively instead; see signals.rs).
+    // Ctrl-C, SIGTERM and SIGHUP end any command promptly, leaving no half-written output
+    // (commands that drive a device stop cooperatively instead; see signals.rs).
     signals::install_ending();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -101,7 +101,7 @@ fn main() {
         for cause in e.chain().skip(1) {
             eprintln!("  caused by: {}", cmd::common::unmask(&cause.to_string()));
         }
-        // A command stopped by Ctrl-C or SIGTERM exits as a shell reports a signal's end.
+        // A command stopped by Ctrl-C, SIGTERM or SIGHUP exits as a shell reports a signal's end.
         std::process::exit(signals::received().map_or(1, |s| 128 + s));
     }
 }

@@ -1,4 +1,9 @@
-//! Ctrl-C (SIGINT) and SIGTERM, one way for every command.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP, one way for every command.
+//!
+//! SIGHUP (the terminal the command runs in closed, or `kill -HUP`) is caught as SIGTERM is:
+//! its default action ended the process where it stood, leaving `.NAME.elevator-tmp-PID`
+//! files, a `run` target whose marker was not refreshed (the next run refused it), and a dead
+//! FUSE mount. Under `nohup` (SIGHUP ignored when elevator starts) it stays ignored.
 //!
 //! Two modes:
 //!
@@ -8,7 +13,7 @@
 //!   and directory elevator is writing (`elevator_workload::input::Temporary`: outputs written
 //!   beside their path before the rename, a blktrace being written, a spooled trace, a Parquet
 //!   table), says so on stderr, and exits with 128 + the signal's number (130 for SIGINT, 143
-//!   for SIGTERM), as a shell reports a process a signal ended. An output renamed into place
+//!   for SIGTERM, 129 for SIGHUP), as a shell reports a process a signal ended. An output renamed into place
 //!   is whole; one not yet renamed is gone; an older file under its name is intact.
 //! - **Stopping** ([`cooperate`]: `run`, `calibrate`, `compare`, `kernel-record` and `replay`
 //!   on a real target): the signal only sets [`STOP`]; the command lets what is in flight
@@ -61,18 +66,35 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Install `on_signal` for SIGINT and SIGTERM; `once`: the default action comes back after
-/// the first (used only when there is no watcher to wake).
-fn install(once: bool) {
-    // SAFETY: the handler stores to atomics and calls write(2), all async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = if once { libc::SA_RESETHAND } else { 0 };
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+/// The signals a command ends or stops on: Ctrl-C, `kill`'s default, and the hang-up of its
+/// terminal.
+const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Install `handler` for [`CAUGHT`] (`flags` as sigaction takes them), leaving SIGHUP ignored
+/// where it is (`nohup`). The handler must be async-signal-safe.
+pub fn catch(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
+    for sig in CAUGHT {
+        // SAFETY: sigaction with a zeroed struct and an empty mask; the old action is read
+        // into `old` first (a null new action changes nothing).
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old);
+            if sig == libc::SIGHUP && old.sa_sigaction == libc::SIG_IGN {
+                continue;
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = flags;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
+}
+
+/// Install `on_signal` for [`CAUGHT`]; `once`: the default action comes back after the first
+/// (used only when there is no watcher to wake).
+fn install(once: bool) {
+    catch(on_signal, if once { libc::SA_RESETHAND } else { 0 });
 }
 
 /// The ending mode (see the module documentation); called first thing in `main`.
@@ -159,6 +181,7 @@ pub fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGINT => "SIGINT (Ctrl-C)",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP (hang-up)",
         _ => "a signal",
     }
 }

@@ -11,10 +11,12 @@ mod common {
     pub mod child;
     pub mod direct_io;
     pub mod measured;
+    pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
 use common::child::wait_within;
 use common::measured::measured;
+use common::stdin::with_stdin;
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
@@ -612,29 +614,19 @@ fn a_trace_on_standard_input_replays_under_every_scheduler() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(["replay", "-", "--sched", "deadline,noop", "--json"])
-        .arg(&json)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     let text = msr_trace(300);
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes());
+    let args = [
+        "replay",
+        "-",
+        "--sched",
+        "deadline,noop",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = with_stdin(&args, &[], Duration::from_secs(60), move |mut pipe| {
+        let _ = pipe.write_all(text.as_bytes());
     });
-    let done = wait_within(child, Duration::from_secs(60), |c| {
-        let _ = c.kill();
-    });
-    feeder.join().unwrap();
-    let status = done.status.expect("replay of standard input hung");
-    assert!(
-        status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for r in v["runs"].as_array().unwrap() {

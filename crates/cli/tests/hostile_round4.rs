@@ -12,10 +12,12 @@ mod common {
     pub mod bounded;
     pub mod child;
     pub mod direct_io;
+    pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, Out};
 use common::child::wait_within;
 use common::direct_io::direct_io_works;
+use common::stdin::with_stdin;
 
 /// A DiskSim ASCII trace of `n` 4 KiB requests, 1 ms apart (writes when `write`).
 fn disksim_trace(path: &Path, n: u64, write: bool) {
@@ -399,26 +401,12 @@ fn a_drive_spec_symlink_swapped_mid_run_is_an_error() {
     assert!(stderr.contains("replaced"), "{stderr}");
 }
 
-/// Run elevator with `stdin` written to its standard input (a pipe), bounded in time.
-fn with_stdin(args: &[&str], stdin: Vec<u8>) -> Out {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    // Elevator may stop reading early (a refusal): the writer then just fails.
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&stdin);
-    });
-    let done = wait_within(child, Duration::from_secs(120), |c| {
-        let _ = c.kill();
-    });
-    let _ = writer.join();
-    let status = done.status.expect("elevator hung reading a pipe");
-    Out::of(status, &done)
+/// Run elevator with `bytes` on its standard input (a pipe), bounded in time.
+fn with_bytes(args: &[&str], bytes: Vec<u8>) -> Out {
+    with_stdin(args, &[], Duration::from_secs(120), move |mut pipe| {
+        // Elevator may stop reading early (a refusal): the write then just fails.
+        let _ = pipe.write_all(&bytes);
+    })
 }
 
 /// A job file (or scenario, or drive spec) given as a pipe (`sim <(cat job.fio)`,
@@ -429,12 +417,12 @@ fn with_stdin(args: &[&str], stdin: Vec<u8>) -> Out {
 #[test]
 fn a_job_file_on_a_pipe_is_read_once_not_found_empty() {
     let job = b"[r]\nrw=randread\nbs=4k\nsize=16m\nnumber_ios=100\n".to_vec();
-    let out = with_stdin(&["sim", "/dev/stdin", "--sched", "deadline,noop"], job);
+    let out = with_bytes(&["sim", "/dev/stdin", "--sched", "deadline,noop"], job);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("noop"), "{}", out.stdout);
     let mut huge = b"[r]\nrw=randread\n".to_vec();
     huge.extend(std::iter::repeat_n(b'#', 5 << 20));
-    let out = with_stdin(&["sim", "/dev/stdin"], huge);
+    let out = with_bytes(&["sim", "/dev/stdin"], huge);
     clean_error(&out, &["/dev/stdin", "larger than"]);
 }
 

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
 use common::child::wait_within;
+use common::stdin::with_stdin;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -140,17 +142,10 @@ fn character_devices_are_refused_as_traces_at_once() {
 fn an_endless_stream_of_zeroes_on_a_pipe_is_refused_at_once() {
     for fmt in ["msr", "blktrace", "disksim"] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-            .args(["replay", "--format", fmt, "-"])
-            .env("TMPDIR", dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
+        let tmp = [("TMPDIR", dir.path().as_os_str())];
+        let args = ["replay", "--format", fmt, "-"];
         // Writes zeroes until elevator closes the pipe (or 4 GiB, far past any bound here).
-        let writer = std::thread::spawn(move || {
+        let o = with_stdin(&args, &tmp, Duration::from_secs(60), |mut pipe| {
             let zeroes = vec![0u8; 1 << 20];
             for _ in 0..4096 {
                 if pipe.write_all(&zeroes).is_err() {
@@ -158,11 +153,6 @@ fn an_endless_stream_of_zeroes_on_a_pipe_is_refused_at_once() {
                 }
             }
         });
-        let done = wait_within(child, Duration::from_secs(60), |c| {
-            let _ = c.kill();
-        });
-        let o = Out::of(done.status.expect("an endless pipe hung the replay"), &done);
-        writer.join().unwrap();
         clean_error(&o, &["standard input"]);
         let left: u64 = walk_bytes(dir.path());
         assert!(left == 0, "{left} bytes left in TMPDIR");

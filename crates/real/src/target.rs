@@ -453,6 +453,7 @@ fn lay_out(
 ) -> Result<(), TargetError> {
     const CHUNK: u64 = 1 << 20;
     let align = crate::buf::ALIGN as u64;
+    reserve(file, path, from, to)?;
     let mut buf = AlignedBuf::new(CHUNK as usize);
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8 ^ 0x5a;
@@ -474,6 +475,49 @@ fn lay_out(
         .map_err(io_err(path, "set the file's length"))?;
     file.sync_all()
         .map_err(io_err(path, "sync the laid-out file"))
+}
+
+/// Reserve bytes `from..to` of `file` before writing them, as fio does (`fallocate`): a
+/// layout larger than the free space failed only after filling the filesystem (`size=100t`
+/// wrote until ENOSPC, every other writer of that filesystem failing meanwhile); now it fails
+/// at once and nothing is written. Where the filesystem cannot reserve (EOPNOTSUPP), its free
+/// space is compared instead.
+fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetError> {
+    use std::os::fd::AsRawFd;
+    if to <= from {
+        return Ok(());
+    }
+    let no_room = |free: Option<u64>| TargetError::Unusable {
+        path: path.to_path_buf(),
+        reason: format!(
+            "the jobs need {to} bytes, {} more than the file holds, and the filesystem has {} \
+             free: nothing was written",
+            to - from,
+            free.map_or("less room".to_string(), |f| format!("{f} bytes"))
+        ),
+    };
+    let free = || {
+        // SAFETY: a zeroed statvfs is a valid buffer for fstatvfs to fill.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } == 0)
+            .then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    };
+    let (Ok(off), Ok(len)) = (i64::try_from(from), i64::try_from(to - from)) else {
+        return Err(no_room(free()));
+    };
+    // SAFETY: fallocate on a descriptor `file` owns; mode 0 allocates and may extend it.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EFBIG) => Err(no_room(free())),
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => match free() {
+            Some(f) if f < to - from => Err(no_room(Some(f))),
+            _ => Ok(()),
+        },
+        _ => Err(io_err(path, "reserve space for the file (fallocate)")(e)),
+    }
 }
 
 fn device_size(file: &File) -> io::Result<u64> {

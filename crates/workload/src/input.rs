@@ -154,6 +154,7 @@ fn capped(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
 pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    check_output_node(path)?;
     if !std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
         return std::fs::File::create(path);
     }
@@ -183,6 +184,44 @@ pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(f)
+}
+
+/// Refuse an output path (symlinks followed) that is a device node elevator must neither
+/// write nor open: a block device (a disk: `--json /dev/sdb` wrote over its first sectors),
+/// or a character device other than `/dev/null`, `/dev/zero`, `/dev/full` (memory devices
+/// 1:3, 1:5 and 1:7) or a terminal (majors 4, 5 and 136 to 143): `--json /dev/port` wrote
+/// the results into I/O ports, `/dev/mem` into memory, and opening `/dev/watchdog` arms it.
+/// Judged by the device's numbers, without opening it. Files, FIFOs, sockets and paths that
+/// do not exist pass.
+pub fn check_output_node(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(m) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let t = m.file_type();
+    let refused = |what: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}: elevator writes results only to files, pipes and terminals"),
+        ))
+    };
+    if t.is_block_device() {
+        return refused("a block device".into());
+    }
+    if t.is_char_device() {
+        let dev = m.rdev();
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        let discarding = major == 1 && matches!(minor, 3 | 5 | 7);
+        let terminal = matches!(major, 4 | 5 | 136..=143);
+        if !discarding && !terminal {
+            return refused(format!(
+                "a character device ({major}:{minor}) that is not /dev/null, /dev/zero, \
+                 /dev/full or a terminal"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The temporary files and directories elevator is writing right now (an output written
@@ -281,20 +320,68 @@ pub fn temporary_beside(target: &Path) -> std::path::PathBuf {
     target.with_file_name(tmp_name)
 }
 
+/// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, `/proc/PID/fd/N`): such an output is a stream, written in place and
+/// appended to (the results follow what the command printed there), never replaced. Its
+/// link leads to `pipe:[N]` when the stream is a pipe, which no path resolution finds
+/// (`--json /dev/stdout` failed "No such file or directory" after the work).
+pub fn is_descriptor_path(path: &Path) -> bool {
+    let Some(s) = path.to_str() else {
+        return false;
+    };
+    if matches!(s, "/dev/stdout" | "/dev/stderr" | "/dev/stdin") || s.starts_with("/dev/fd/") {
+        return true;
+    }
+    s.strip_prefix("/proc/")
+        .and_then(|r| r.split_once("/fd/"))
+        .is_some_and(|(pid, _)| pid == "self" || pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The file an output written to `path` replaces: `path`, or for a symlink (a chain of them)
+/// the path it leads to, resolved by the links' text so a link to a file not yet made is
+/// followed too (`canonicalize` refused it: "No such file or directory" after the work). A
+/// loop of links is an error (ELOOP); a descriptor path ([`is_descriptor_path`]) is `None`.
+pub fn output_target(path: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
+    if is_descriptor_path(path) {
+        return Ok(None);
+    }
+    let mut p = path.to_path_buf();
+    // As the kernel's limit on links followed in one lookup (MAXSYMLINKS).
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(Some(p)),
+        }
+    }
+    Err(std::io::Error::from_raw_os_error(libc::ELOOP))
+}
+
 /// Write `bytes` to the output file `path`. A regular file (or a new one) is written whole
 /// or not at all: to a temporary file beside it, synced, then renamed over it (a symlink is
-/// followed, so the file it points to is replaced), and the temporary file is removed if
-/// anything fails or a signal ends the process ([`Temporary`]): a full disk or Ctrl-C no
-/// longer leaves an empty or cut output, nor destroys an older one. Anything else (a FIFO, through [`create_output`], so one nothing reads is an
-/// error and not a hang; `/dev/null`; a terminal) is written in place.
+/// followed, so the file it points to is replaced, made if it does not exist), and the
+/// temporary file is removed if anything fails or a signal ends the process
+/// ([`Temporary`]): a full disk or Ctrl-C no longer leaves an empty or cut output, nor
+/// destroys an older one. A descriptor path (`/dev/stdout`) is appended to in place; anything
+/// else (a FIFO, through [`create_output`], so one nothing reads is an error and not a hang;
+/// `/dev/null`; a terminal) is written in place. A device node other than those is refused
+/// ([`check_output_node`]).
 pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
     use std::io::Write;
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
-        _ => path.to_path_buf(),
+    let Some(target) = output_target(path)? else {
+        check_output_node(path)?;
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)?
+            .write_all(bytes.as_ref());
     };
     match std::fs::metadata(&target) {
-        Ok(m) if !m.is_file() => return create_output(path)?.write_all(bytes.as_ref()),
+        Ok(m) if !m.is_file() => return create_output(&target)?.write_all(bytes.as_ref()),
         _ => {}
     }
     if target.file_name().is_none() {

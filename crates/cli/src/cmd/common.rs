@@ -345,6 +345,13 @@ struct Written {
 
 /// The identity of an existing file (device and inode), following symlinks.
 fn identity(p: &Path) -> Option<(u64, u64)> {
+    // `-` is standard input: the file (or pipe) the shell gave it, so `--json /dev/stdin`
+    // with `< trace` is the trace (the JSON was renamed over the user's trace).
+    let p = if p.as_os_str() == "-" {
+        Path::new("/dev/stdin")
+    } else {
+        p
+    };
     fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
@@ -413,46 +420,87 @@ pub fn check_table_file(flag: &str, path: &Path) -> anyhow::Result<()> {
     check_file(flag, path)
 }
 
-/// Check that a file output can be written, without truncating it.
+/// Check that a file output can be written, without truncating it: what writing it will do
+/// (`elevator_workload::input::write_output`: a temporary file beside the file the path
+/// leads to, renamed over it) is tried now, so an output that cannot be written fails before
+/// the work, not after it: a dangling symlink, a loop of links, a path ending in `/`, a name
+/// too long for its temporary file, a directory that cannot take a new file, a file under
+/// /proc or /sys.
 pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
+    use elevator_workload::input::{output_target, temporary_beside};
     if path.as_os_str() == "-" {
         return Ok(());
     }
     match fs::metadata(path) {
         Ok(m) if m.is_dir() => bail!("{flag} {}: is a directory", path.display()),
-        Ok(m) if m.file_type().is_block_device() => bail!(
-            "{flag} {}: is a block device; elevator writes results only to files",
-            path.display()
-        ),
-        // A FIFO is not opened here: opening and closing it would end its reader's input
-        // (the reader sees end of file) before the results are written. It is opened without
-        // waiting where it is written (`elevator_workload::input::create_output`), so a FIFO
-        // nothing reads is an error then, not a hang.
-        Ok(m) if m.file_type().is_fifo() => Ok(()),
-        Ok(_) => {
-            fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .with_context(|| format!("{flag} {}: cannot write it", path.display()))?;
-            Ok(())
-        }
-        Err(_) => {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            match fs::metadata(dir) {
-                Ok(m) if m.is_dir() => {
-                    probe_dir(flag, dir).with_context(|| format!("{flag} {}", path.display()))
-                }
-                _ => bail!(
-                    "{flag} {}: the directory {} does not exist",
-                    path.display(),
-                    dir.display()
-                ),
+        // A device is judged by its numbers and never opened here (opening a watchdog arms
+        // it): a disk or a device other than /dev/null, /dev/zero, /dev/full or a terminal is
+        // refused. A FIFO is not opened either: opening and closing it would end its reader's
+        // input (the reader sees end of file) before the results are written. Each is opened
+        // where it is written (`elevator_workload::input::create_output`: a FIFO without
+        // waiting, so one nothing reads is an error then, not a hang).
+        Ok(m) if !m.is_file() => {
+            elevator_workload::input::check_output_node(path)
+                .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+            // What passes and is not a FIFO (a terminal, /dev/null) is opened as it will be
+            // written, without becoming the controlling terminal or waiting: `/dev/tty`
+            // without one fails now, not after the work.
+            if !m.file_type().is_fifo() {
+                use std::os::unix::fs::OpenOptionsExt;
+                fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+                    .open(path)
+                    .with_context(|| format!("{flag} {}: cannot write it", path.display()))?;
             }
+            return Ok(());
+        }
+        _ => {}
+    }
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        bail!(
+            "{flag} {}: ends in `/`, which names a directory; give a file's name",
+            path.display()
+        );
+    }
+    let target = match output_target(path) {
+        // A descriptor (`/dev/stdout`): written in place, appended to.
+        Ok(None) => return Ok(()),
+        Ok(Some(t)) => t,
+        Err(e) => bail!("{flag} {}: {e}", path.display()),
+    };
+    if fs::metadata(&target).is_ok_and(|m| m.is_file()) {
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .with_context(|| format!("{flag} {}: cannot write it", path.display()))?;
+    } else {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            bail!(
+                "{flag} {}: the directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
         }
     }
+    let probe = temporary_beside(&target);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .with_context(|| {
+            format!(
+                "{flag} {}: cannot write there (tried {})",
+                path.display(),
+                probe.display()
+            )
+        })?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
 }
 
 impl OutputOpts {
@@ -514,7 +562,28 @@ impl OutputOpts {
                 });
             }
         }
+        // A directory output named like a file output (`--json X --blktrace-out X`): the
+        // directory was made, then the JSON failed ("Is a directory") after the work. Compared
+        // before the directory is made.
+        let file_named = |flag: &str, dir: &Path, written: &[Written]| -> anyhow::Result<()> {
+            let key = output_key(dir);
+            if let Some(w) = written
+                .iter()
+                .find(|w| key.is_some() && output_key(&w.path) == key)
+            {
+                bail!(
+                    "{flag} {}: is also the file {} writes: choose another directory",
+                    dir.display(),
+                    w.flag
+                );
+            }
+            Ok(())
+        };
+        if let Some(dir) = &self.report {
+            file_named("--report", dir, &written)?;
+        }
         if let Some(dir) = &self.blktrace_out {
+            file_named("--blktrace-out", dir, &written)?;
             check_dir("--blktrace-out", dir)?;
             for s in scheds {
                 written.push(Written {

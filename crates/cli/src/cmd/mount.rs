@@ -64,7 +64,7 @@ pub struct Args {
 /// The device name of the blktrace: `DIR/mount.blktrace.0`.
 pub const BLKTRACE_DEVICE: &str = "mount";
 
-/// Signals (SIGINT, SIGTERM) received so far.
+/// Signals (SIGINT, SIGTERM, SIGHUP) received so far.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 /// Whether the mount is still being served (the unmount watcher stops when it is not).
 static SERVING: AtomicBool = AtomicBool::new(true);
@@ -115,7 +115,7 @@ fn unmount_path(path: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
-/// Watch for SIGINT / SIGTERM: the first unmounts; while the mount is busy the unmount is
+/// Watch for SIGINT / SIGTERM / SIGHUP: the first unmounts; while the mount is busy the unmount is
 /// retried every second, and a second signal detaches it lazily (the mount then ends when the
 /// last file under it closes).
 /// While the mount serves an emulated drive: every 10 s, warn (at most once a minute) if the
@@ -268,13 +268,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // The mount's own handler, before mounting: a signal while the mount is set up is seen
     // by the watcher, which unmounts at once (the process-wide handler would end the process
     // with the mount left behind).
-    // SAFETY: the handler only adds to an atomic (async-signal-safe).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
+    // The handler only adds to an atomic (async-signal-safe). SIGHUP too: the terminal
+    // closing left a dead mount ("Transport endpoint is not connected").
+    crate::signals::catch(on_signal, 0);
     let mut mounted = elevator_mount::mount(&cfg).with_context(|| {
         format!(
             "elevator mount {} {}",

@@ -100,8 +100,12 @@ struct RunJson {
     held_back: u64,
     /// Processes past the bound, replayed as one.
     merged_processes: u64,
+    /// Requests of that shared context from pids past the ones the replay remembers.
+    merged_untracked: u64,
     /// Requests beyond the device's end, wrapped into it (a trace of a larger device).
     wrapped: u64,
+    /// Records of length 0 the trace's reader skipped (MSR, SPC, Alibaba, Tencent).
+    zero_length: u64,
     /// fio's `disk_util` entry from the block layer's `/sys/block/DEV/stat` counters
     /// (requests and merges per direction, ticks, utilisation).
     disk_util: serde_json::Value,
@@ -450,11 +454,16 @@ fn replay_spooled(
         "--max-requests 0: would replay nothing (give at least 1, or leave it out for the \
          whole trace)"
     );
-    if let Some(first) = open(&args.traces, opts)?.next() {
+    let mut probe = open(&args.traces, opts)?;
+    if let Some(first) = probe.next() {
         first?;
     } else {
+        let zero = match probe.zero_length() {
+            0 => String::new(),
+            n => format!(" (its {n} records all have length 0)"),
+        };
         bail!(
-            "{}: the trace holds no request: nothing to replay",
+            "{}: the trace holds no request{zero}: nothing to replay",
             args.traces
                 .iter()
                 .map(|p| p.display().to_string())
@@ -462,6 +471,7 @@ fn replay_spooled(
                 .join(", ")
         );
     }
+    drop(probe);
     let real = match &args.target {
         Some(path) => {
             // On a real target Ctrl-C stops the replay: what is in flight completes and the
@@ -659,7 +669,9 @@ fn replay_spooled(
             first_out_of_order: outcome.first_out_of_order.as_ref().map(|a| a.to_string()),
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
+            merged_untracked: outcome.merged_untracked,
             wrapped: outcome.wrapped,
+            zero_length: outcome.zero_length,
             disk_util: elevator_real::report::disk_util_json(&disk, "elevator", end),
             total: total_summary,
             processes: outcome
@@ -784,12 +796,18 @@ fn print_run(
         end.as_secs_f64()
     );
     if outcome.merged_processes > 0 {
+        use elevator_workload::jobs::replay::{MAX_PROCESSES, MAX_TRACKED_PIDS, OTHERS_PID};
+        let untracked = match outcome.merged_untracked {
+            0 => String::new(),
+            n => format!(
+                "; past {MAX_TRACKED_PIDS} pids they are not told apart: {n} more requests came \
+                 from pids not counted"
+            ),
+        };
         say!(
-            "note: the trace has more than {} processes; the {} past them were replayed as one \
-             (pid {})",
-            elevator_workload::jobs::replay::MAX_PROCESSES,
+            "note: the trace has more than {MAX_PROCESSES} processes; the {} past them were \
+             replayed as one (pid {OTHERS_PID}){untracked}",
             outcome.merged_processes,
-            elevator_workload::jobs::replay::OTHERS_PID
         );
     }
     if outcome.out_of_order > 0 {
@@ -810,6 +828,13 @@ fn print_run(
              was wrapped into it (sector modulo the device's size), so their positions are not \
              the recorded ones; replay on a drive as large as the recorded one to keep them",
             outcome.wrapped
+        );
+    }
+    if outcome.zero_length > 0 {
+        say!(
+            "note: {} records of the trace have length 0 (a request of no bytes): the reader \
+             skipped them, so they are not among the requests replayed",
+            outcome.zero_length
         );
     }
     if outcome.held_back > 0 {

@@ -40,6 +40,11 @@ pub struct Args {
     #[arg(long, value_name = "N", requires = "host",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     host_drives: Option<u32>,
+    /// fio job files only: the most I/Os the jobs may imply by their sizes (`size`,
+    /// `io_size`, `number_ios`; jobs with a `runtime` are bounded by it instead). Default
+    /// 100000000 (minutes of simulation); raise it to run a longer job as asked.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_ios: Option<u64>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
     #[arg(long, value_enum, default_value_t = super::run::Format::Normal)]
     output_format: super::run::Format,
@@ -191,13 +196,18 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             json: args.out.json.as_deref(),
             format: args.output_format,
             blktrace_out: args.out.blktrace_out.as_deref(),
+            max_ios: args
+                .max_ios
+                .unwrap_or(elevator_campaign::fio::MAX_SIMULATED_IOS),
         });
     }
     anyhow::ensure!(
         args.drive.is_none()
             && args.host.is_none()
+            && args.max_ios.is_none()
             && args.output_format == super::run::Format::Normal,
-        "--drive, --host and --output-format apply to fio job files; a scenario names its drive"
+        "--drive, --host, --max-ios and --output-format apply to fio job files; a scenario \
+         names its drive"
     );
     let plot: Vec<(&str, &std::path::Path)> =
         [("--plot", &args.plot), ("--parquet", &args.parquet)]

@@ -60,6 +60,8 @@ pub struct Opts<'a> {
     pub format: Format,
     /// `--blktrace-out`.
     pub blktrace_out: Option<&'a Path>,
+    /// `--max-ios` (default [`elevator_campaign::fio::MAX_SIMULATED_IOS`]).
+    pub max_ios: u64,
 }
 
 /// Whether `arg` names a fio job file rather than a scenario: a `.fio`, `.job` or `.ini` file,
@@ -137,6 +139,8 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     let drive = o.drive.unwrap_or(DEFAULT_DRIVE);
     let probe = device(drive)?;
     let capacity = probe.capacity_sectors() * SECTOR_BYTES;
+    // Bounded by the work it implies too: `size=900g bs=512` (1.9e9 I/Os) ran for hours.
+    elevator_campaign::fio::check_simulated_work(&file, capacity, o.max_ios)?;
     let target = format!("sim:{}", probe.name());
     let rotational = !probe.non_rotational();
     let host = o

@@ -361,6 +361,13 @@ impl FioJob {
         self.region
     }
 
+    /// The most I/Os the job issues: `number_ios`, or its bytes (`io_size`, else a pass over
+    /// its region) over `bs`, whichever is fewer; `None` when only time ends it
+    /// (`time_based`). `runtime_ms` may end it sooner.
+    pub fn io_limit(&self) -> Option<u64> {
+        self.limit
+    }
+
     fn stopped_issuing(&self, now: Nanos) -> bool {
         self.limit.is_some_and(|l| self.issued >= l) || self.deadline.is_some_and(|d| now >= d)
     }

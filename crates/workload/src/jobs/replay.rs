@@ -47,6 +47,12 @@ pub const MAX_PROCESSES: usize = 4096;
 /// of 2 TiB requests is refused (naming the request) instead of allocating 2 TiB.
 pub const MAX_REQUEST_SECTORS: u32 = 1 << 17;
 
+/// The most pids the replay remembers (about 20 MB): the processes past [`MAX_PROCESSES`] are
+/// counted one by one ([`ReplayOutcome::merged_processes`]) while there is room; a pid past
+/// this many cannot be told from one seen before, so its requests are counted instead
+/// ([`ReplayOutcome::merged_untracked`]).
+pub const MAX_TRACKED_PIDS: usize = 1 << 20;
+
 /// The pid reported for the processes past [`MAX_PROCESSES`], which share one context.
 pub const OTHERS_PID: u32 = u32::MAX;
 
@@ -86,12 +92,20 @@ pub struct ReplayOutcome {
     pub processes: Vec<ProcessOutcome>,
     /// Requests issued.
     pub issued: u64,
-    /// Records skipped (flushes, discards, zero length).
+    /// Records the replay skipped: flushes, discards and requests of no sectors that the
+    /// reader passed on (blktrace's).
     pub skipped: u64,
+    /// Records of length 0 the reader skipped below the replay (MSR, SPC, Alibaba, Tencent
+    /// lines of size 0: [`RecordSource::zero_length`]), counted so that a replay can say so.
+    pub zero_length: u64,
     /// The error that cut the trace short, if any.
     pub error: Option<InputError>,
-    /// Processes past [`MAX_PROCESSES`], replayed in one shared context.
+    /// Processes past [`MAX_PROCESSES`], replayed in one shared context, each counted once
+    /// (a lower bound when [`merged_untracked`](Self::merged_untracked) is not 0).
     pub merged_processes: u64,
+    /// Requests of the shared context from pids past [`MAX_TRACKED_PIDS`], which cannot be
+    /// told from pids seen before (the processes they came from are not counted).
+    pub merged_untracked: u64,
     /// Records stamped earlier than the record before them (the trace is not in time
     /// order; they went out at once, behind the later one).
     pub out_of_order: u64,
@@ -109,14 +123,27 @@ pub struct ReplayOutcome {
 impl ReplayOutcome {
     /// A process's label for reports: `pid` or `pid (name)`, the name cut to 32 characters
     /// (a trace's command name can be any length; a table row must not be).
+    /// Control characters in the name (a NUL, an escape sequence a trace's `[comm]` carries)
+    /// are shown escaped (`\u{1b}`), never sent raw to the terminal the table is printed on.
     pub fn label(p: &ProcessOutcome) -> String {
-        match &p.name {
-            Some(n) => match n.char_indices().nth(32) {
-                Some((i, _)) => format!("{} ({}...)", p.pid, &n[..i]),
-                None => format!("{} ({n})", p.pid),
-            },
-            None => p.pid.to_string(),
+        let Some(n) = &p.name else {
+            return p.pid.to_string();
+        };
+        let mut shown: String = n
+            .chars()
+            .take(32)
+            .flat_map(|c| {
+                let escaped = c.is_control().then(|| c.escape_debug().to_string());
+                escaped
+                    .unwrap_or_else(|| c.to_string())
+                    .chars()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if n.chars().nth(32).is_some() {
+            shown.push_str("...");
         }
+        format!("{} ({shown})", p.pid)
     }
 }
 
@@ -211,12 +238,17 @@ impl ReplayJob {
             return c;
         }
         if self.procs.len() > MAX_PROCESSES {
-            // The shared context of the processes past the limit (the last one made).
+            // The shared context of the processes past the limit (the last one made). A pid
+            // is counted once: remembered while there is room (each request of a pid not
+            // remembered was counted as one more process: 27,713 for 15,904).
             let c = MAX_PROCESSES as u32;
-            if self.ctx_of.len() < 2 * MAX_PROCESSES {
+            let mut out = self.out.borrow_mut();
+            if self.ctx_of.len() < MAX_TRACKED_PIDS {
                 self.ctx_of.insert(pid, c);
+                out.merged_processes += 1;
+            } else {
+                out.merged_untracked += 1;
             }
-            self.out.borrow_mut().merged_processes += 1;
             return c;
         }
         let c = self.procs.len() as u32;
@@ -263,12 +295,18 @@ impl ReplayJob {
                         continue;
                     }
                     if r.sectors > MAX_REQUEST_SECTORS {
+                        // Not in whole MiB alone: 131,073 sectors read "64 MiB; at most 64".
+                        let mib = match r.sectors % 2048 {
+                            0 => format!("{}", r.sectors / 2048),
+                            _ => format!("{:.4}", f64::from(r.sectors) / 2048.0),
+                        };
                         let message = format!(
-                            "request {} (at sector {}) is {} MiB; elevator replays requests of \
-                             at most {} MiB (the block layer splits larger ones)",
+                            "request {} (at sector {}) is {} sectors ({mib} MiB); elevator \
+                             replays requests of at most {MAX_REQUEST_SECTORS} sectors, {} MiB \
+                             (the block layer splits larger ones)",
                             self.read + 1,
                             r.sector,
-                            u64::from(r.sectors) >> 11,
+                            r.sectors,
                             MAX_REQUEST_SECTORS >> 11
                         );
                         // Named by its file and line (or byte), as every other bad record is.
@@ -292,6 +330,8 @@ impl ReplayJob {
                 }
             }
         }
+        // Counted however the reading ended (the trace's end, an error, --max-requests).
+        self.out.borrow_mut().zero_length = self.source.zero_length();
     }
 
     /// Put process `ctx` in the ready heap if its head request may be scheduled.
@@ -690,6 +730,31 @@ mod tests {
         assert_eq!(out.issued, 20_000);
     }
 
+    /// Processes past the bound that issue more than one request were counted once per
+    /// request past the 8192nd pid (20,000 processes of two requests each: 27,713 "processes
+    /// replayed as one" for 15,904): now each pid is counted once.
+    #[test]
+    fn processes_past_the_bound_are_counted_once_each_not_per_request() {
+        let recs: Vec<TraceRecord> = (0..40_000u64).map(|i| read_by((i / 2) as u32, i)).collect();
+        let (mut job, out) = open_loop(recs);
+        let mut tags = Vec::new();
+        loop {
+            match job.poll(Nanos::ZERO) {
+                Action::Issue(io) => tags.push(io.tag),
+                Action::Done => break,
+                _ => {
+                    for t in tags.drain(..) {
+                        job.complete(t, Nanos(1000));
+                    }
+                }
+            }
+        }
+        let out = out.borrow();
+        assert_eq!(out.merged_processes, 20_000 - MAX_PROCESSES as u64);
+        assert_eq!(out.merged_untracked, 0);
+        assert_eq!(out.issued, 40_000);
+    }
+
     /// An open-loop replay that arrives faster than the device serves holds at most
     /// MAX_OUTSTANDING requests, then waits (counted), instead of queueing without bound.
     #[test]
@@ -719,6 +784,20 @@ mod tests {
             ..Default::default()
         };
         assert!(ReplayOutcome::label(&p).len() < 64);
+    }
+
+    /// A name with an escape sequence (`[\x1b]2;title\x07]` in a blkparse `[comm]`) or a NUL
+    /// was printed raw into the table: the terminal ran the sequence. Now shown escaped.
+    #[test]
+    fn control_characters_in_a_name_are_escaped_in_labels() {
+        let p = ProcessOutcome {
+            pid: 7,
+            name: Some("a\u{1b}]2;x\u{7}\0b".into()),
+            ..Default::default()
+        };
+        let l = ReplayOutcome::label(&p);
+        assert!(!l.chars().any(char::is_control), "{l:?}");
+        assert_eq!(l, "7 (a\\u{1b}]2;x\\u{7}\\0b)");
     }
 
     /// A trace of 2 TiB reads is refused naming the request, not allocated per request.

@@ -3,7 +3,8 @@
 //!
 //! opcode `R` or `W`, offset and length bytes, timestamp microseconds since the Unix epoch. The
 //! volume (`device_id`) is the record's process and device; the volume sizes, published in a
-//! separate file, are not needed. Lines of length 0 are skipped. Names in errors:
+//! separate file, are not needed. Lines of length 0 are skipped and counted
+//! (`RecordSource::zero_length`). Names in errors:
 //! `device_id`, `opcode`, `offset`, `length`, `timestamp`.
 
 use elevator_core::Op;

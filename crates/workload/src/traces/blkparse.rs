@@ -186,16 +186,32 @@ fn parse_line(text: &str) -> Result<(BlkEvent, Option<&str>), LineError> {
     if rest.len() >= 3 && rest[1] == "+" {
         ev.sector = num("sector", Some(rest[0]))?;
         let n: u64 = num("sectors", Some(rest[2]))?;
-        ev.bytes = u32::try_from(n * 512).map_err(|_| {
-            (
-                "sectors",
-                format!("{n} sectors do not fit a 32-bit byte count"),
-            )
-        })?;
+        // Checked: `n * 512` wrapped for n >= 2^55 (2^55 + 8 sectors read as 4 KiB).
+        ev.bytes = n
+            .checked_mul(512)
+            .and_then(|b| u32::try_from(b).ok())
+            .ok_or_else(|| {
+                (
+                    "sectors",
+                    format!("{n} sectors do not fit a 32-bit byte count"),
+                )
+            })?;
         k = 3;
     } else if rest.len() >= 3 && rest[1] == "/" && action == BlkAction::Split {
         ev.sector = num("sector", Some(rest[0]))?;
         k = 3;
+    } else if matches!(rest[..], [w] | [w, "+"] if w.bytes().all(|b| b.is_ascii_digit())) {
+        // A line cut after its sector (`Q R 16 +`, `Q R 16`: the last line of a trace
+        // written when blkparse was killed) was read as a request of no sectors. blkparse
+        // prints a bare number only before `[...]` or `(...)` (`C N 0 [0]`, a SCSI command's
+        // bytes), which this leaves alone.
+        return Err((
+            "sectors",
+            format!(
+                "missing after sector {}: expected `sector + sectors` (is the line cut short?)",
+                show(rest[0].as_bytes())
+            ),
+        ));
     }
     let has_tail = rest.len() > k;
     let bracket = text
@@ -307,6 +323,15 @@ CPU0 (8,16):
         );
         assert_eq!(e("8,0 1 2 0.1 -1 Q R 1 + 8 [a]\n").field, "pid");
         assert_eq!(e("8,0 1 2 0.1 1 C R 1 + 8 [x]\n").field, "error");
+        // Cut short (the last line of a killed blkparse), or a count that wrapped `* 512`:
+        // each was read as a request of no sectors, or of 4 KiB.
+        assert_eq!(e("8,0 1 2 0.1 1 Q R 16 +").field, "sectors");
+        assert_eq!(e("8,0 1 2 0.1 1 Q R 16\n").field, "sectors");
+        assert!(events("8,0 1 2 0.1 1 C N 0 [0]\n").0[0].is_ok());
+        assert_eq!(
+            e("8,0 1 2 0.1 1 Q R 1 + 36028797018963976 [a]\n").field,
+            "sectors"
+        );
         let err = e("8,0 1 2 0.1 1 Q R x + 8 [a]\n");
         assert_eq!(
             err.to_string(),

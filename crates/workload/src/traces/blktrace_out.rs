@@ -56,10 +56,7 @@ impl BlktraceWriter {
     pub fn create(dir: &Path, device: &str) -> std::io::Result<BlktraceWriter> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{device}.blktrace.0"));
-        let target = match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&path)?,
-            _ => path.clone(),
-        };
+        let target = crate::input::output_target(&path)?.unwrap_or_else(|| path.clone());
         let (f, tmp) = match std::fs::metadata(&target) {
             Ok(m) if !m.is_file() => (crate::input::create_output(&path)?, None),
             _ => {

@@ -53,6 +53,11 @@ where
         })
     }
 
+    /// The merged streams, in the order given.
+    pub fn parts(&self) -> &[S] {
+        &self.parts
+    }
+
     /// The first name any part gives `pid`.
     pub fn process_name(
         &self,

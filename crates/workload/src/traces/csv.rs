@@ -24,8 +24,8 @@ pub trait CsvFormat {
     const EXTRA_FIELDS_OK: bool = false;
     /// The name of the time column, as errors name it.
     const TIME_FIELD: &'static str;
-    /// The record one line's fields (spaces trimmed) describe, or `None` to skip the line
-    /// (a request of size 0).
+    /// The record one line's fields (spaces trimmed) describe, or `None` for a request of
+    /// size 0, which the reader skips and counts ([`RecordSource::zero_length`]).
     fn record(f: &[&[u8]], at: &Here) -> Result<Option<TraceRecord>, InputError>;
 }
 
@@ -41,10 +41,12 @@ fn is_header(fields: &[&[u8]]) -> bool {
 
 /// A comma-separated trace read request by request until its end or its first error. A first
 /// line none of whose fields starts with a digit is a header and skipped; blank lines are
-/// skipped.
+/// skipped; records of size 0 are skipped and counted.
 pub struct CsvReader<F> {
     lines: Lines,
     done: bool,
+    /// Records of size 0 read so far (skipped: a request of no bytes).
+    zero_length: u64,
     format: PhantomData<F>,
 }
 
@@ -54,6 +56,7 @@ impl<F: CsvFormat> CsvReader<F> {
         CsvReader {
             lines,
             done: false,
+            zero_length: 0,
             format: PhantomData,
         }
     }
@@ -87,8 +90,9 @@ impl<F: CsvFormat> ReadUntilError for CsvReader<F> {
             if !count_ok {
                 return Err(at.error("", format!("{n} fields, expected {}", F::FIELDS)));
             }
-            if let Some(r) = F::record(&f[..F::FIELDS], &at)? {
-                return Ok(Some(r));
+            match F::record(&f[..F::FIELDS], &at)? {
+                Some(r) => return Ok(Some(r)),
+                None => self.zero_length += 1,
             }
         }
     }
@@ -102,6 +106,10 @@ impl<F: CsvFormat> Iterator for CsvReader<F> {
 }
 
 impl<F: CsvFormat> RecordSource for CsvReader<F> {
+    fn zero_length(&self) -> u64 {
+        self.zero_length
+    }
+
     fn last_at(&self) -> Option<RecordAt> {
         Some(RecordAt {
             file: self.lines.file.clone(),

@@ -117,11 +117,15 @@ fn parse_line(
         AsciiFormat::Disksim => {
             let ms: f64 = field(file, n, "time", Some(t))?;
             if !(ms.is_finite() && (0.0..1.8e13).contains(&ms)) {
+                // Said of 1e300 and inf too ("must be >= 0"): the bound is named.
                 return Err(InputError::at_line(
                     file,
                     n,
                     "time",
-                    "must be a time >= 0 (ms)",
+                    format!(
+                        "{} is not a time from 0 to 1.8e13 ms (2^64 ns)",
+                        super::lines::show(t.as_bytes())
+                    ),
                 ));
             }
             Nanos::from_ms_f64(ms)

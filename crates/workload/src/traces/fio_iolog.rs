@@ -12,11 +12,17 @@
 //! order of first appearance), `read`, `write`, `trim`, `sync`, `datasync` (both a flush).
 //! Offsets and lengths are bytes. Names in errors: `header`, `timestamp`, `file`, `action`,
 //! `offset`, `length`.
+//!
+//! Memory is bounded per distinct file, whatever its name's length: a file is known by a
+//! 64-bit hash of its whole name, and only the first [`MAX_NAMES`] names are kept, cut to
+//! `blktrace::MAX_NAME` bytes, for reports (15,000 files of 64 KiB names held 2 GB before).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 
 use elevator_core::{Nanos, Op};
 
+use super::blktrace::{short_name, MAX_NAMES};
 use super::lines::{parse_u64, show, Lines};
 use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
@@ -27,7 +33,11 @@ pub struct FioIologReader {
     lines: Lines,
     version: u8,
     clock: Nanos,
-    files: HashMap<String, u32>,
+    /// Each file's process number, by a hash of its name.
+    files: HashMap<u64, u32>,
+    hasher: RandomState,
+    /// The first [`MAX_NAMES`] files' names, cut to `blktrace::MAX_NAME` bytes, by process
+    /// number.
     names: Vec<String>,
     done: bool,
 }
@@ -54,18 +64,19 @@ impl FioIologReader {
             version,
             clock: Nanos::ZERO,
             files: HashMap::new(),
+            hasher: RandomState::new(),
             names: Vec::new(),
             done: false,
         })
     }
 
     fn file_index(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.files.get(name) {
-            return i;
+        let key = self.hasher.hash_one(name);
+        let next = self.files.len() as u32;
+        let i = *self.files.entry(key).or_insert(next);
+        if i == next && self.names.len() < MAX_NAMES {
+            self.names.push(short_name(name.as_bytes()));
         }
-        let i = self.names.len() as u32;
-        self.files.insert(name.to_string(), i);
-        self.names.push(name.to_string());
         i
     }
 }
@@ -221,6 +232,21 @@ mod tests {
         );
         assert_eq!((r[1].op, r[1].process), (Op::Discard, 1));
         assert_eq!(rd.process_name(1).as_deref(), Some("b"));
+    }
+
+    /// 15,000 files of 64 KiB names held two copies of every name (2 GB); now a file costs
+    /// its hash and number, and a name at most `MAX_NAME` bytes.
+    #[test]
+    fn long_file_names_are_kept_cut_and_files_told_apart_by_their_whole_name() {
+        let a = "a".repeat(60_000);
+        let text =
+            format!("fio version 2 iolog\n{a}x add\n{a}y add\n{a}y read 0 512\n{a}x read 0 512\n");
+        let mut rd = FioIologReader::new(Lines::from_bytes(text.into_bytes(), "log")).unwrap();
+        let r: Vec<TraceRecord> = rd.by_ref().map(Result::unwrap).collect();
+        assert_eq!((r[0].process, r[1].process), (1, 0));
+        use crate::traces::blktrace::MAX_NAME;
+        assert_eq!(rd.process_name(0).unwrap().len(), MAX_NAME);
+        assert!(rd.names.iter().all(|n| n.len() <= MAX_NAME));
     }
 
     #[test]

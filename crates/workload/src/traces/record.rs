@@ -83,6 +83,13 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, InputError>> {
         0
     }
 
+    /// Records of length 0 read so far, which the reader skips (MSR, SPC, Alibaba and
+    /// Tencent lines of size 0: a request of no bytes): a count, so that a replay can say
+    /// how many records it did not replay. 0 where the source does not skip any.
+    fn zero_length(&self) -> u64 {
+        0
+    }
+
     /// Where the record returned last was read, when the source knows.
     fn last_at(&self) -> Option<RecordAt> {
         None

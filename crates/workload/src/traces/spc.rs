@@ -3,8 +3,8 @@
 //!
 //! ASU is the application storage unit (the record's process and device), LBA a 512-byte block
 //! number, Size bytes, Opcode `r`/`R` or `w`/`W`, Timestamp seconds (with decimals) since the
-//! trace began; fields after the fifth are ignored. Lines of size 0 are skipped. Names in
-//! errors: `ASU`, `LBA`, `Size`, `Opcode`, `Timestamp`.
+//! trace began; fields after the fifth are ignored. Lines of size 0 are skipped and counted
+//! (`RecordSource::zero_length`). Names in errors: `ASU`, `LBA`, `Size`, `Opcode`, `Timestamp`.
 
 use elevator_core::Op;
 

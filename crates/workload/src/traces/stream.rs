@@ -409,6 +409,10 @@ impl RecordSource for Rebase {
         self.out_of_order
     }
 
+    fn zero_length(&self) -> u64 {
+        self.inner.zero_length()
+    }
+
     fn first_out_of_order(&self) -> Option<RecordAt> {
         self.first_out_of_order.clone()
     }
@@ -428,6 +432,10 @@ impl RecordSource for Merge {
 
     fn last_at(&self) -> Option<RecordAt> {
         ByTime::last_at(self, |p| p.last_at())
+    }
+
+    fn zero_length(&self) -> u64 {
+        self.parts().iter().map(|p| p.zero_length()).sum()
     }
 
     fn last_position(&self) -> Option<Position> {

@@ -4,7 +4,7 @@
 //!
 //! Timestamp whole seconds since the Unix epoch, Offset and Size 512-byte sectors, IOType 0
 //! (read) or 1 (write). The volume is the record's process and device. Lines of size 0 are
-//! skipped. Names in errors: `Timestamp`, `Offset`, `Size`, `IOType`, `VolumeID`.
+//! skipped and counted (`RecordSource::zero_length`). Names in errors: `Timestamp`, `Offset`, `Size`, `IOType`, `VolumeID`.
 
 use elevator_core::Op;
 
