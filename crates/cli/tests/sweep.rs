@@ -214,7 +214,11 @@ fn a_run_reports_fios_percentiles_beside_the_mean() {
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let read = &v["runs"][0]["jobs"][0]["read"];
-    let ms = |k: &str| read[k].as_f64().unwrap_or_else(|| panic!("no {k} in {read}"));
+    let ms = |k: &str| {
+        read[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {k} in {read}"))
+    };
     assert!(ms("lat_p50_ms") <= ms("lat_p90_ms"));
     assert!(ms("lat_p90_ms") <= ms("lat_p99_ms"));
     assert!(ms("lat_p99_ms") <= ms("lat_p999_ms"));
