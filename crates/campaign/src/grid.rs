@@ -484,21 +484,28 @@ pub struct CellResult {
 }
 
 impl CellResult {
-    /// The metrics the CLI's sweep tables: `end_s`, and per job `JOB.seconds`,
-    /// `JOB.read_mb_s`, `JOB.read_iops`, `JOB.read_mean_ms`, `JOB.read_p99_ms`,
-    /// `JOB.write_mb_s`, `JOB.write_p99_ms`.
+    /// The metrics the CLI's sweep tables: `end_s`, and per job `JOB.seconds` and, for
+    /// `read` and `write` each, `JOB.read_mb_s`, `JOB.read_iops`, `JOB.read_mean_ms` and fio's
+    /// default percentiles `JOB.read_p50_ms`, `_p90_ms`, `_p99_ms`, `_p999_ms` (p99.9).
     pub fn metrics(&self) -> BTreeMap<String, f64> {
         let mut m = BTreeMap::new();
         m.insert("end_s".to_string(), self.end_s);
         for j in &self.jobs {
             let n = &j.name;
             m.insert(format!("{n}.seconds"), j.seconds);
-            m.insert(format!("{n}.read_mb_s"), j.read.mb_s);
-            m.insert(format!("{n}.read_iops"), j.read.iops);
-            m.insert(format!("{n}.read_mean_ms"), j.read.lat_mean_ms);
-            m.insert(format!("{n}.read_p99_ms"), j.read.lat_p99_ms);
-            m.insert(format!("{n}.write_mb_s"), j.write.mb_s);
-            m.insert(format!("{n}.write_p99_ms"), j.write.lat_p99_ms);
+            for (dir, d) in [("read", &j.read), ("write", &j.write)] {
+                for (what, v) in [
+                    ("mb_s", d.mb_s),
+                    ("iops", d.iops),
+                    ("mean_ms", d.lat_mean_ms),
+                    ("p50_ms", d.lat_p50_ms),
+                    ("p90_ms", d.lat_p90_ms),
+                    ("p99_ms", d.lat_p99_ms),
+                    ("p999_ms", d.lat_p999_ms),
+                ] {
+                    m.insert(format!("{n}.{dir}_{what}"), v);
+                }
+            }
         }
         m
     }

@@ -56,8 +56,9 @@ pub struct Row {
     pub scheduler: String,
     /// Each axis's value, by axis key.
     pub coordinates: BTreeMap<String, String>,
-    /// Every metric: `end_s`, and per job `JOB.seconds`, `JOB.read_mb_s`, `JOB.read_iops`,
-    /// `JOB.read_mean_ms`, `JOB.read_p99_ms`, `JOB.write_mb_s`, `JOB.write_p99_ms`.
+    /// Every metric: `end_s`, and per job `JOB.seconds` and, of `read` and `write`,
+    /// `JOB.read_mb_s`, `JOB.read_iops`, `JOB.read_mean_ms`, `JOB.read_p50_ms`, `_p90_ms`,
+    /// `_p99_ms`, `_p999_ms` (campaign's `CellResult::metrics`).
     pub metrics: BTreeMap<String, f64>,
 }
 

@@ -186,3 +186,50 @@ fn shards_merge_into_the_whole_sweeps_parquet_byte_for_byte() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
 }
+
+/// `elevator sim` reports each job's latency as fio does: the mean beside fio's default
+/// percentiles (p50, p90, p99, p99.9), in the table, in the JSON and among a sweep's metrics
+/// (before, the table had the read mean and p99 and the write p99 only, a sweep p99 only).
+#[test]
+fn a_run_reports_fios_percentiles_beside_the_mean() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["sim", "anticipatory", "--sched", "deadline", "--json", "-"])
+        .output()
+        .expect("run elevator");
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stderr).unwrap();
+    for column in [
+        "rd mean ms",
+        "rd p50 ms",
+        "rd p90 ms",
+        "rd p99 ms",
+        "rd p99.9 ms",
+        "wr mean ms",
+        "wr p50 ms",
+        "wr p90 ms",
+        "wr p99 ms",
+        "wr p99.9 ms",
+    ] {
+        assert!(table.contains(column), "no `{column}` in {table}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let read = &v["runs"][0]["jobs"][0]["read"];
+    let ms = |k: &str| {
+        read[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {k} in {read}"))
+    };
+    assert!(ms("lat_p50_ms") <= ms("lat_p90_ms"));
+    assert!(ms("lat_p90_ms") <= ms("lat_p99_ms"));
+    assert!(ms("lat_p99_ms") <= ms("lat_p999_ms"));
+
+    let (swept, _) = sweep("1", &[]);
+    let v: serde_json::Value = serde_json::from_str(&swept).unwrap();
+    let metrics = &v["rows"][0]["metrics"];
+    for dir in ["read", "write"] {
+        for m in ["iops", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms"] {
+            let key = format!("compile.{dir}_{m}");
+            assert!(metrics[&key].is_number(), "no {key} in {metrics}");
+        }
+    }
+}

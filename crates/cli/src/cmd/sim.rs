@@ -66,7 +66,8 @@ pub struct Args {
     #[arg(long, value_name = "AXIS=VALUES")]
     sweep: Vec<String>,
     /// The metric a sweep tables and plots: `end_s`, or `JOB.seconds`, `JOB.read_mb_s`,
-    /// `JOB.read_mean_ms`, `JOB.read_p99_ms`, `JOB.write_mb_s` ...
+    /// `JOB.read_mean_ms`, `JOB.read_p50_ms`, `_p90_ms`, `_p99_ms`, `_p999_ms` (p99.9), and
+    /// the same of `write`.
     #[arg(long, default_value = "end_s", requires = "sweep")]
     metric: String,
     /// Draw a sweep's metric against the swept value to this SVG file.
@@ -104,6 +105,48 @@ struct SimJson {
     scenario: String,
     seed: u64,
     runs: Vec<RunJson>,
+}
+
+/// The columns of a scenario run's table: per job, each direction's rate and its latency as
+/// fio reports it, the mean beside the percentiles fio prints by default (p50, p90, p99,
+/// p99.9; `--json` has the same figures, `lat_*_ms`).
+const JOB_HEADER: [&str; 17] = [
+    "job",
+    "group",
+    "seconds",
+    "read MB/s",
+    "read IOPS",
+    "rd mean ms",
+    "rd p50 ms",
+    "rd p90 ms",
+    "rd p99 ms",
+    "rd p99.9 ms",
+    "write MB/s",
+    "write IOPS",
+    "wr mean ms",
+    "wr p50 ms",
+    "wr p90 ms",
+    "wr p99 ms",
+    "wr p99.9 ms",
+];
+
+/// One job's row under [`JOB_HEADER`].
+fn job_row(j: &elevator_workload::metrics::JobSummary) -> Vec<String> {
+    let mut row = vec![j.name.clone(), j.group.clone(), format!("{:.3}", j.seconds)];
+    for d in [&j.read, &j.write] {
+        row.push(format!("{:.2}", d.mb_s));
+        row.push(format!("{:.1}", d.iops));
+        for ms in [
+            d.lat_mean_ms,
+            d.lat_p50_ms,
+            d.lat_p90_ms,
+            d.lat_p99_ms,
+            d.lat_p999_ms,
+        ] {
+            row.push(format!("{ms:.2}"));
+        }
+    }
+    row
 }
 
 /// The most bytes of a scenario, job file, drive or host spec read from a FIFO (each reader
@@ -324,34 +367,8 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             scenario.name,
             report.end.as_secs_f64()
         );
-        let rows: Vec<Vec<String>> = report
-            .summaries()
-            .iter()
-            .map(|j| {
-                vec![
-                    j.name.clone(),
-                    j.group.clone(),
-                    format!("{:.3}", j.seconds),
-                    format!("{:.2}", j.read.mb_s),
-                    format!("{:.1}", j.read.iops),
-                    format!("{:.2}", j.read.lat_mean_ms),
-                    format!("{:.2}", j.read.lat_p99_ms),
-                    format!("{:.2}", j.write.mb_s),
-                    format!("{:.2}", j.write.lat_p99_ms),
-                ]
-            })
-            .collect();
-        let header = [
-            "job",
-            "group",
-            "seconds",
-            "read MB/s",
-            "read IOPS",
-            "rd mean ms",
-            "rd p99 ms",
-            "write MB/s",
-            "wr p99 ms",
-        ];
+        let rows: Vec<Vec<String>> = report.summaries().iter().map(job_row).collect();
+        let header = JOB_HEADER;
         output::say_str(&output::table(&header, &rows));
         say!();
         let title = format!("{} under {name} (seed {seed})", scenario.name);
