@@ -301,7 +301,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 97 == 0 {
+            if x.is_multiple_of(97) {
                 late.push(id);
                 continue;
             }
@@ -310,7 +310,7 @@ mod tests {
             check_window(&t);
             // Bounded as it grows (removals may leave it longer until the next insertion).
             assert!(t.window.len() <= 2 * t.live + SLACK);
-            if x % 13 == 0 {
+            if x.is_multiple_of(13) {
                 if let Some(l) = late.pop() {
                     t.insert(l, l);
                     held.push(l);
@@ -318,7 +318,7 @@ mod tests {
                 }
             }
             while held.len() > 8 {
-                let keep_long = held[0] % 50 == 0 && id < held[0] + 500;
+                let keep_long = held[0].is_multiple_of(50) && id < held[0] + 500;
                 let at = if keep_long {
                     1 + (x as usize % (held.len() - 1))
                 } else {
