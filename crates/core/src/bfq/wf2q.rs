@@ -545,12 +545,15 @@ impl Wf2q {
         }
     }
 
-    /// Put `e`, the next entity of `sd`, in service there with its service counter reset. A
-    /// queue leaves the active tree; a group does only if it has a single active child
-    /// (`bfq_no_longer_next_in_service`): with more, it may still be the next for its parent.
+    /// Put `e`, the next entity of `sd`, in service there. A queue leaves the active tree; a
+    /// group does only if it has a single active child (`bfq_no_longer_next_in_service`): with
+    /// more, it may still be the next for its parent. Its service counter is left as it is
+    /// (mainline no longer resets it here: a queue expired empty keeps the service of its
+    /// slot, `bfq_bfqq_expire`, until `bfq_bfqq_update_budg_for_activation`; the recorded bfq
+    /// log shows a queue set in service with its whole budget used, then expired as
+    /// exhausted).
     pub fn set_in_service(&mut self, sd: usize, e: Eid) {
         self.sds[sd].in_service = Some(e);
-        self.entities[e].service = 0;
         let leaves = match self.entities[e].own_sd {
             None => true,
             Some(own) => self.sds[own].trees.iter().map(|t| t.active.len()).sum::<usize>() == 1,
