@@ -556,7 +556,14 @@ impl Wf2q {
         self.sds[sd].in_service = Some(e);
         let leaves = match self.entities[e].own_sd {
             None => true,
-            Some(own) => self.sds[own].trees.iter().map(|t| t.active.len()).sum::<usize>() == 1,
+            Some(own) => {
+                self.sds[own]
+                    .trees
+                    .iter()
+                    .map(|t| t.active.len())
+                    .sum::<usize>()
+                    == 1
+            }
         };
         if leaves && self.entities[e].tree == Tree::Active {
             self.active_extract(e);
@@ -1113,7 +1120,11 @@ mod tests {
         let b = entity(&mut w, 100, 4000);
         w.activate_requeue(a, false, 1, false, false, now);
         w.activate_requeue(b, false, 1, false, false, now);
-        assert_eq!(w.sds[0].next_in_service, Some(a), "F 41943040 before 167772160");
+        assert_eq!(
+            w.sds[0].next_in_service,
+            Some(a),
+            "F 41943040 before 167772160"
+        );
         // a uses up its budget and is requeued on expiration; b is next.
         assert_eq!(w.get_next(now), Some(a));
         w.served(a, 1000);
@@ -1122,7 +1133,11 @@ mod tests {
         assert_eq!(w.sds[0].next_in_service, Some(b));
         // b is served 3000 sectors and goes idle with F ahead of V.
         assert_eq!(w.get_next(now), Some(b));
-        assert_eq!(w.sds[0].next_in_service, Some(a), "looked up after b was set");
+        assert_eq!(
+            w.sds[0].next_in_service,
+            Some(a),
+            "looked up after b was set"
+        );
         w.served(b, 3000);
         w.deactivate_entity(b, true, true, now);
         w.reset_in_service(b);
