@@ -90,6 +90,7 @@ pub(super) struct ServiceTree {
 
 impl ServiceTree {
     /// Whether no entity is backlogged here.
+    #[cfg(test)]
     pub fn active_is_empty(&self) -> bool {
         self.active.is_empty()
     }
