@@ -587,7 +587,7 @@ fn bfq_choose_bfqq_for_injection_walks_the_active_list_most_recent_insertion_fir
     let n = s.bics[&CtxId(3)].sync_q.unwrap();
     assert!(s.queues[n].busy);
     assert_eq!(s.choose_for_injection(0), Some(n), "activated last, first");
-    s.requeue_queue(r, false);
+    s.requeue_queue(r, false, 0);
     assert_eq!(
         s.choose_for_injection(0),
         Some(r),
@@ -1214,12 +1214,12 @@ fn bfq_split_bfqq_detaches_a_process_and_drops_its_scheduled_merge_references() 
     }
     (s.queues[q].coop, s.queues[q].split_coop) = (true, true);
     (s.queues[q].new_queue, s.queues[n].new_queue) = (Some(n), Some(m));
-    assert_eq!(s.split_bfqq(ctx, q), None);
+    assert_eq!(s.split_bfqq(ctx, q, 0), None);
     assert_eq!(s.bics[&ctx].sync_q, None);
     let refs: Vec<u32> = [q, n, m].iter().map(|&x| s.queues[x].proc_refs).collect();
     assert_eq!(refs, vec![1, 2, 1]);
     assert!(s.queues[q].coop, "still shared by the other process");
-    assert_eq!(s.split_bfqq(CtxId(2), q), Some(q));
+    assert_eq!(s.split_bfqq(CtxId(2), q, 0), Some(q));
     assert!(!s.queues[q].coop && !s.queues[q].split_coop);
     assert_eq!(s.queues[q].proc_refs, 1);
     // A chain that comes back to q stops there.

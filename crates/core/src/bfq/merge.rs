@@ -291,11 +291,11 @@ impl Bfq {
         self.queues[n].coop = true;
         self.queues[n].bic = None;
         self.queues[q].bic = None;
-        self.release_process_ref(q);
+        self.release_process_ref(q, t);
     }
 
     /// Detach process `ctx` from the shared queue `q`. Returns `q` if it was the last user.
-    pub(super) fn split_bfqq(&mut self, ctx: CtxId, q: usize) -> Option<usize> {
+    pub(super) fn split_bfqq(&mut self, ctx: CtxId, q: usize, t: Tick) -> Option<usize> {
         if self.queues[q].proc_refs == 1 {
             self.queues[q].coop = false;
             self.queues[q].split_coop = false;
@@ -303,7 +303,7 @@ impl Bfq {
         }
         self.bics.get_mut(&ctx).expect("bic").sync_q = None;
         self.put_cooperator(q);
-        self.release_process_ref(q);
+        self.release_process_ref(q, t);
         None
     }
 

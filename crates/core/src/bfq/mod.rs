@@ -46,11 +46,6 @@
 //!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies, except
 //!   for the soft real-time bound (below; where the kernel mixes the two, as in the
 //!   injection limit's temporary raise, its arithmetic is kept with HZ = 1000).
-//! - Preemption of the in-service queue by a newly busy one is allowed whenever the kernel's
-//!   other conditions hold (`next_queue_may_preempt` is taken as true; in the flat case the
-//!   kernel's answer is the same).
-//! - A group's timestamps are recomputed when it is activated, expired or requeued, not each
-//!   time its next child changes.
 //! - Waker-queue detection (`bfq_check_waker`) is modelled, but a waker link is not undone
 //!   when a queue is merged or freed (the kernel resets its woken queues' `waker_bfqq`); the
 //!   `oom_bfqq` and ioprio or cgroup changes of a running process are not modelled (a queue
@@ -113,6 +108,11 @@ pub(crate) type Tick = i64;
 pub(crate) const PAST: Tick = i64::MIN / 4;
 
 const MS: Tick = 1_000_000;
+
+/// `t` as the non-negative time the WF2Q+ lookups take.
+fn nanos(t: Tick) -> Nanos {
+    Nanos(t.max(0) as u64)
+}
 /// Below this think time (and this idling), requests are deemed back to back.
 const MIN_TT: Tick = 2 * MS;
 
@@ -358,7 +358,7 @@ impl Bfq {
                         self.bics.get_mut(&ctx).expect("bic").saved_in_large_burst = true;
                     }
                     split = true;
-                    match self.split_bfqq(ctx, q) {
+                    match self.split_bfqq(ctx, q, t) {
                         Some(q) => {
                             already_existing = true;
                             q
@@ -480,7 +480,7 @@ impl Bfq {
                 self.wr_busy_queues += 1;
             }
             if prev != next {
-                self.updated_next_req(q);
+                self.updated_next_req(q, t);
             }
         }
         let qq = &mut self.queues[q];
@@ -530,16 +530,18 @@ impl Bfq {
         qq.last_idle_bklogged = t;
         qq.service_from_backlogged = 0;
         qq.softrt_update = false;
-        self.add_busy(q);
+        self.add_busy(q, t);
         // Preempt if `q` must recover a service hole and is at least as raised, is of a
         // higher class or weight, or if idling for the in-service queue is no longer worth it
         // now that `q` is busy (the last since 5.12: "re-evaluate convenience of I/O plugging
-        // on rq arrivals").
+        // on rq arrivals"), and the root would serve something else next
+        // (`next_queue_may_preempt`).
         if let Some(is) = self.in_service {
             if is != q
                 && ((wants_preempt && self.queues[q].wr_coeff >= self.queues[is].wr_coeff)
                     || self.higher_class_or_weight(q, is)
                     || !self.better_to_idle(is))
+                && self.wf.next_may_preempt()
             {
                 self.expire(is, false, Expire::Preempted, t);
             }
@@ -699,10 +701,10 @@ impl Bfq {
         }
     }
 
-    fn add_busy(&mut self, q: usize) {
+    fn add_busy(&mut self, q: usize, t: Tick) {
         let weight_changed = self.apply_weight(q);
         let nb = self.queues[q].non_blocking_wait_rq;
-        self.activate_queue_entity(q, nb);
+        self.activate_queue_entity(q, nb, t);
         let qq = &mut self.queues[q];
         qq.non_blocking_wait_rq = false;
         qq.busy = true;
@@ -720,94 +722,41 @@ impl Bfq {
         }
     }
 
-    fn del_busy(&mut self, q: usize, expiration: bool) {
+    fn del_busy(&mut self, q: usize, expiration: bool, t: Tick) {
         let qq = &mut self.queues[q];
         qq.busy = false;
         self.busy_queues[class_index(qq.class)] -= 1;
         if qq.wr_coeff > 1 {
             self.wr_busy_queues -= 1;
         }
-        self.deactivate_queue_entity(q, expiration);
+        let e = self.queues[q].eid;
+        self.wf.deactivate_entity(e, true, expiration, nanos(t));
         if self.queues[q].dispatched == 0 {
             self.del_in_groups_pending(q);
             self.weights_remove(q);
         }
     }
 
-    /// Activate a queue's entity and every inactive group above it.
-    fn activate_queue_entity(&mut self, q: usize, non_blocking: bool) {
-        let e = self.queues[q].eid;
-        let push = self.queues[q].wr_coeff;
-        self.wf.activate(e, non_blocking, push);
-        let mut child = e;
-        while let Some(g) = self.wf.sds[self.wf.entities[child].sd].owner {
-            let parent_sd = self.wf.entities[g].sd;
-            if self.wf.entities[g].tree == Tree::Active
-                || self.wf.sds[parent_sd].in_service == Some(g)
-            {
-                break;
-            }
-            self.wf.entities[g].budget = self.wf.entities[child].budget;
-            self.wf.activate(g, false, 1);
-            child = g;
-        }
+    /// `bfq_activate_bfqq`: activate a queue's entity and, as far as their schedule changes,
+    /// the groups above it.
+    fn activate_queue_entity(&mut self, q: usize, non_blocking: bool, t: Tick) {
+        let (e, push) = (self.queues[q].eid, self.queues[q].wr_coeff);
+        self.wf
+            .activate_requeue(e, non_blocking, push, false, false, nanos(t));
     }
 
-    /// Deactivate a queue's entity; groups left with nothing to serve are deactivated too,
-    /// the remaining ancestors requeued.
-    fn deactivate_queue_entity(&mut self, q: usize, expiration: bool) {
-        let mut e = self.queues[q].eid;
-        loop {
-            if !self.wf.deactivate(e, true) {
-                return;
-            }
-            let sd = self.wf.entities[e].sd;
-            let Some(g) = self.wf.sds[sd].owner else {
-                return;
-            };
-            if self.wf.sds[sd].has_active() || self.wf.sds[sd].in_service.is_some() {
-                self.requeue_groups_from(g, expiration);
-                return;
-            }
-            e = g;
-        }
-    }
-
-    /// Requeue group entity `g` (and, on expiration, its ancestors) with the budget of the
-    /// child it would serve next.
-    fn requeue_groups_from(&mut self, g: usize, expiration: bool) {
-        let mut cur = Some(g);
-        while let Some(x) = cur {
-            let sd = self.wf.entities[x].sd;
-            let in_service = self.wf.sds[sd].in_service == Some(x);
-            let repositionable = self.wf.entities[x].tree == Tree::Active && !in_service;
-            if !(repositionable || (in_service && expiration)) {
-                return;
-            }
-            let own = self.wf.entities[x].own_sd.expect("a group");
-            if let Some(c) = self.wf.lookup_next(own, Nanos::ZERO, false) {
-                self.wf.entities[x].budget = self.wf.entities[c].budget;
-            }
-            self.wf.requeue(x);
-            if !expiration {
-                return;
-            }
-            cur = self.wf.sds[sd].owner;
-        }
-    }
-
-    /// Requeue queue `q` with its (new) budget; on expiration its ancestors too.
-    fn requeue_queue(&mut self, q: usize, expiration: bool) {
+    /// `bfq_requeue_bfqq`: requeue queue `q` with its (new) budget; if it is the in-service
+    /// queue (being expired), every ancestor too.
+    fn requeue_queue(&mut self, q: usize, expiration: bool, t: Tick) {
         self.apply_weight(q);
-        let e = self.queues[q].eid;
-        self.wf.requeue(e);
-        if let Some(g) = self.wf.sds[self.wf.entities[e].sd].owner {
-            self.requeue_groups_from(g, expiration);
-        }
+        let (e, push) = (self.queues[q].eid, self.queues[q].wr_coeff);
+        let requeue = self.in_service == Some(q);
+        self.wf
+            .activate_requeue(e, false, push, requeue, expiration, nanos(t));
     }
 
     /// The next request of `q` changed: give it enough budget for it.
-    fn updated_next_req(&mut self, q: usize) {
+    fn updated_next_req(&mut self, q: usize, t: Tick) {
         if self.queues[q].next_rq.is_none() || self.in_service == Some(q) {
             return;
         }
@@ -819,7 +768,7 @@ impl Bfq {
         if self.wf.entities[e].budget != new {
             self.wf.entities[e].budget = new;
             if self.wf.entities[e].tree == Tree::Active {
-                self.requeue_queue(q, false);
+                self.requeue_queue(q, false, t);
             }
         }
     }
@@ -853,16 +802,8 @@ impl Bfq {
         if self.tot_busy() == 0 {
             return None;
         }
-        let now = Nanos(t.max(0) as u64);
-        let mut sd = 0;
-        loop {
-            let e = self.wf.lookup_next(sd, now, true)?;
-            self.wf.set_in_service(sd, e);
-            match self.wf.entities[e].own_sd {
-                Some(child) => sd = child,
-                None => return self.wf.entities[e].queue,
-            }
-        }
+        let leaf = self.wf.get_next(nanos(t))?;
+        self.wf.entities[leaf].queue
     }
 
     fn set_in_service_queue(&mut self, t: Tick) -> Option<usize> {
@@ -1058,23 +999,16 @@ impl Bfq {
             if self.queues[q].dispatched == 0 {
                 self.queues[q].budget_timeout = t;
             }
-            self.del_busy(q, true);
+            self.del_busy(q, true, t);
         } else {
-            self.requeue_queue(q, true);
+            self.requeue_queue(q, true, t);
             if !self.nonrot_with_queueing && !self.queues[q].is_empty() {
                 self.pos_tree_add_move(q, t);
             }
         }
         self.wait_request = false;
         self.in_service = None;
-        let mut sd = self.wf.entities[self.queues[q].eid].sd;
-        loop {
-            self.wf.sds[sd].in_service = None;
-            match self.wf.sds[sd].owner {
-                Some(g) => sd = self.wf.entities[g].sd,
-                None => break,
-            }
-        }
+        self.wf.reset_in_service(self.queues[q].eid);
     }
 
     // ----- dispatch -----
@@ -1130,7 +1064,7 @@ impl Bfq {
         if self.queues[q].next_rq == Some(key) {
             let n = self.find_next_rq(q, key, t);
             self.queues[q].next_rq = n;
-            self.updated_next_req(q);
+            self.updated_next_req(q, t);
         }
         let rq = self.queues[q].sort.remove(&key).expect("queued request");
         self.queues[q].queued[usize::from(rq.is_sync())] -= 1;
@@ -1138,7 +1072,7 @@ impl Bfq {
         if self.queues[q].is_empty() {
             self.queues[q].next_rq = None;
             if self.queues[q].busy && self.in_service != Some(q) {
-                self.del_busy(q, false);
+                self.del_busy(q, false, t);
                 let e = self.queues[q].eid;
                 self.wf.entities[e].budget = 0;
                 self.wf.entities[e].service = 0;
@@ -1269,7 +1203,7 @@ impl Bfq {
                 self.expire_inner(q, Expire::BudgetTimeout, t);
             }
             self.put_cooperator(q);
-            self.release_process_ref(q);
+            self.release_process_ref(q, t);
             if self.queues[q].proc_refs == 0 && self.queues[q].in_burst_list {
                 self.burst_list_remove(q);
                 self.burst.size = self.burst.size.saturating_sub(1);
@@ -1281,9 +1215,9 @@ impl Bfq {
     }
 
     /// Drop one process reference; an empty busy queue nobody will feed leaves the trees.
-    fn release_process_ref(&mut self, q: usize) {
+    fn release_process_ref(&mut self, q: usize, t: Tick) {
         if self.queues[q].busy && self.queues[q].is_empty() && self.in_service != Some(q) {
-            self.del_busy(q, false);
+            self.del_busy(q, false, t);
         }
         self.queues[q].proc_refs = self.queues[q].proc_refs.saturating_sub(1);
     }

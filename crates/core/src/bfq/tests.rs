@@ -867,7 +867,7 @@ fn bfq_choose_bfqq_for_injection_lets_one_large_request_into_a_non_rotational_dr
     // The large request's queue at the head of the active list (put back on its tree last,
     // `bfq_active_insert`), so that the walk meets it first.
     let big = s.bics[&CtxId(2)].sync_q.unwrap();
-    s.requeue_queue(big, false);
+    s.requeue_queue(big, false, 0);
     s.wait_request = true;
     s.idle_until = 8 * MS;
     s.last_idling_start = 0;

@@ -9,6 +9,13 @@
 //! entity coming back soon resumes from its old F instead of the (lower) current V; idle
 //! entities are forgotten once V passes their F. Service is counted in sectors and the time
 //! scale is shifted by [`SERVICE_SHIFT`] bits, as in `bfq-wf2q.c`.
+//!
+//! As in the kernel, each scheduling data caches the entity it will serve next
+//! (`sd->next_in_service`): the cache is refreshed where `bfq_update_next_in_service` runs
+//! (after an activation, a requeue, the deactivation of the cached entity, and the setting in
+//! service of a new entity), and [`Wf2q::get_next`] (`bfq_get_next_queue`) sets in service the
+//! cached entity without a fresh lookup. So V jumps to the first start time
+//! (`bfq_update_vtime`) only in the lookups that the kernel makes, not at every selection.
 
 use std::collections::BTreeSet;
 
@@ -83,6 +90,7 @@ pub(super) struct ServiceTree {
 
 impl ServiceTree {
     /// Whether no entity is backlogged here.
+    #[cfg(test)]
     pub fn active_is_empty(&self) -> bool {
         self.active.is_empty()
     }
@@ -96,6 +104,9 @@ pub(super) struct SchedData {
     pub trees: [ServiceTree; CLASSES],
     /// The entity in service from these trees, if any.
     pub in_service: Option<Eid>,
+    /// The entity to set in service next (`sd->next_in_service`), kept by
+    /// [`Wf2q::update_next_in_service`].
+    pub next_in_service: Option<Eid>,
     /// Last time the idle class was served from here.
     pub idle_class_last_service: Nanos,
     /// The group entity that owns this data; `None` for the root.
@@ -107,12 +118,14 @@ impl SchedData {
         SchedData {
             trees: Default::default(),
             in_service: None,
+            next_in_service: None,
             idle_class_last_service: Nanos::ZERO,
             owner,
         }
     }
 
     /// Whether any entity is backlogged here.
+    #[cfg(test)]
     pub fn has_active(&self) -> bool {
         self.trees.iter().any(|t| !t.active_is_empty())
     }
@@ -370,17 +383,21 @@ impl Wf2q {
         }
     }
 
-    /// The eligible entity with the smallest finish in `sd`'s highest backlogged class (the
-    /// idle class first if it has waited [`CLASS_IDLE_TIMEOUT`]). With `update`, the trees'
-    /// virtual time jumps forward to make an entity eligible, as when a new entity is chosen.
-    pub fn lookup_next(&mut self, sd: usize, now: Nanos, update: bool) -> Option<Eid> {
+    /// `bfq_lookup_next_entity`: the eligible entity with the smallest finish in `sd`'s
+    /// highest backlogged class, the idle class first once it has waited
+    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks, and moves, that timestamp). Eligibility is
+    /// judged against the virtual time jumped forward to the smallest start
+    /// (`bfq_calc_vtime_jump`); the tree's V takes that value (`bfq_update_vtime`) only when
+    /// `sd` has no entity in service or the in-service one is being expired (`expiration`).
+    pub fn lookup_next(&mut self, sd: usize, now: Nanos, expiration: bool) -> Option<Eid> {
         let mut from = 0;
-        if update && now > self.sds[sd].idle_class_last_service + CLASS_IDLE_TIMEOUT {
+        if now > self.sds[sd].idle_class_last_service + CLASS_IDLE_TIMEOUT {
             if !self.sds[sd].trees[CLASSES - 1].active.is_empty() {
                 from = CLASSES - 1;
             }
             self.sds[sd].idle_class_last_service = now;
         }
+        let update = self.sds[sd].in_service.is_none() || expiration;
         for class in from..CLASSES {
             let st = &self.sds[sd].trees[class];
             let Some(&(min_start, _)) = st.starts.first() else {
@@ -404,12 +421,197 @@ impl Wf2q {
         None
     }
 
-    /// Put `e`, chosen from `sd`, in service there: it leaves the active tree.
+    /// `bfq_update_next_in_service`: refresh `sd`'s cached next entity after `new` (if any)
+    /// was activated, requeued or repositioned. A `new` other than the cached entity replaces
+    /// it without a lookup if there is none, or if `new` is of the same class, eligible and
+    /// finishes first; otherwise [`Wf2q::lookup_next`] decides. Returns whether the parent's
+    /// schedule may change: the cache was empty, or the owning group's budget (set to that of
+    /// its next child, `bfq_update_parent_budget`) shrank.
+    pub fn update_next_in_service(
+        &mut self,
+        sd: usize,
+        new: Option<Eid>,
+        expiration: bool,
+        now: Nanos,
+    ) -> bool {
+        let cached = self.sds[sd].next_in_service;
+        let mut next = cached;
+        let mut without_lookup = false;
+        if let Some(n) = new.filter(|&n| Some(n) != cached) {
+            without_lookup = match cached {
+                None => true,
+                Some(c) => {
+                    let (en, ec) = (&self.entities[n], &self.entities[c]);
+                    en.class == ec.class
+                        && en.start <= self.sds[sd].trees[en.class].vtime
+                        && ec.finish > en.finish
+                }
+            };
+            if without_lookup {
+                next = Some(n);
+            }
+        }
+        if !without_lookup {
+            next = self.lookup_next(sd, now, expiration);
+        }
+        let mut parent_may_change = false;
+        if let Some(n) = next {
+            let budget_shrank = self.update_parent_budget(n);
+            parent_may_change = cached.is_none() || budget_shrank;
+        }
+        self.sds[sd].next_in_service = next;
+        parent_may_change
+    }
+
+    /// `bfq_update_parent_budget`: the group owning `next`'s scheduling data takes `next`'s
+    /// budget. Returns whether that budget shrank.
+    fn update_parent_budget(&mut self, next: Eid) -> bool {
+        let Some(g) = self.sds[self.entities[next].sd].owner else {
+            return false;
+        };
+        let b = self.entities[next].budget;
+        let shrank = self.entities[g].budget > b;
+        self.entities[g].budget = b;
+        shrank
+    }
+
+    /// `bfq_activate_requeue_entity`: activate `e` (requeue it if it is in service or active),
+    /// then its ancestors, refreshing each level's next entity; the walk stops at the first
+    /// level whose parent's schedule cannot change, unless `requeue` (the in-service queue is
+    /// being expired, so every ancestor leaves service). `push_divisor` applies to `e` only
+    /// (a queue's raising coefficient); groups are pushed by the whole gap.
+    pub fn activate_requeue(
+        &mut self,
+        e: Eid,
+        non_blocking: bool,
+        push_divisor: u64,
+        requeue: bool,
+        expiration: bool,
+        now: Nanos,
+    ) {
+        let mut cur = Some(e);
+        while let Some(x) = cur {
+            let sd = self.entities[x].sd;
+            if self.sds[sd].in_service == Some(x) || self.entities[x].tree == Tree::Active {
+                self.requeue(x);
+            } else {
+                let push = if x == e { push_divisor } else { 1 };
+                self.activate(x, non_blocking, push);
+            }
+            if !self.update_next_in_service(sd, Some(x), expiration, now) && !requeue {
+                break;
+            }
+            cur = self.sds[sd].owner;
+        }
+    }
+
+    /// `bfq_deactivate_entity`: deactivate `e` and every ancestor left with nothing to serve
+    /// (these go to the idle tree); the remaining ancestors are requeued, or repositioned, up
+    /// to the first level whose next entity does not change the level above, unless
+    /// `expiration`.
+    pub fn deactivate_entity(
+        &mut self,
+        e: Eid,
+        ins_into_idle_tree: bool,
+        expiration: bool,
+        now: Nanos,
+    ) {
+        let mut cur = e;
+        let mut ins = ins_into_idle_tree;
+        let parent = loop {
+            let sd = self.entities[cur].sd;
+            if !self.deactivate(cur, ins) {
+                return;
+            }
+            if self.sds[sd].next_in_service == Some(cur) {
+                self.update_next_in_service(sd, None, expiration, now);
+            }
+            if self.sds[sd].next_in_service.is_some() || self.sds[sd].in_service.is_some() {
+                break self.sds[sd].owner;
+            }
+            match self.sds[sd].owner {
+                Some(g) => cur = g,
+                None => return,
+            }
+            ins = true;
+        };
+        let mut cur = parent;
+        while let Some(x) = cur {
+            self.requeue(x);
+            let sd = self.entities[x].sd;
+            if !self.update_next_in_service(sd, Some(x), expiration, now) && !expiration {
+                break;
+            }
+            cur = self.sds[sd].owner;
+        }
+    }
+
+    /// Put `e`, the next entity of `sd`, in service there. A queue leaves the active tree; a
+    /// group does only if it has a single active child (`bfq_no_longer_next_in_service`): with
+    /// more, it may still be the next for its parent. Its service counter is left as it is
+    /// (mainline no longer resets it here: a queue expired empty keeps the service of its
+    /// slot, `bfq_bfqq_expire`, until `bfq_bfqq_update_budg_for_activation`; the recorded bfq
+    /// log shows a queue set in service with its whole budget used, then expired as
+    /// exhausted).
     pub fn set_in_service(&mut self, sd: usize, e: Eid) {
         self.sds[sd].in_service = Some(e);
-        if self.entities[e].tree == Tree::Active {
+        let leaves = match self.entities[e].own_sd {
+            None => true,
+            Some(own) => {
+                self.sds[own]
+                    .trees
+                    .iter()
+                    .map(|t| t.active.len())
+                    .sum::<usize>()
+                    == 1
+            }
+        };
+        if leaves && self.entities[e].tree == Tree::Active {
             self.active_extract(e);
         }
+    }
+
+    /// `bfq_get_next_queue`: from the root down, set in service each level's cached next
+    /// entity (no lookup), then refresh the next entity of each level from the leaf up while
+    /// the level above may change. Returns the leaf, or `None` if the root has nothing cached.
+    pub fn get_next(&mut self, now: Nanos) -> Option<Eid> {
+        let mut sd = 0;
+        let leaf = loop {
+            let e = self.sds[sd].next_in_service?;
+            self.set_in_service(sd, e);
+            match self.entities[e].own_sd {
+                Some(child) => sd = child,
+                None => break e,
+            }
+        };
+        let mut cur = Some(leaf);
+        while let Some(x) = cur {
+            let sd = self.entities[x].sd;
+            if !self.update_next_in_service(sd, None, false, now) {
+                break;
+            }
+            cur = self.sds[sd].owner;
+        }
+        Some(leaf)
+    }
+
+    /// `__bfq_bfqd_reset_in_service`: nothing is in service any more on the path from `e` to
+    /// the root.
+    pub fn reset_in_service(&mut self, e: Eid) {
+        let mut sd = self.entities[e].sd;
+        loop {
+            self.sds[sd].in_service = None;
+            match self.sds[sd].owner {
+                Some(g) => sd = self.entities[g].sd,
+                None => return,
+            }
+        }
+    }
+
+    /// `next_queue_may_preempt`: whether the root would serve another entity than the one in
+    /// service there.
+    pub fn next_may_preempt(&self) -> bool {
+        self.sds[0].next_in_service != self.sds[0].in_service
     }
 }
 
@@ -882,7 +1084,8 @@ mod tests {
     fn bfq_lookup_next_entity_serves_higher_classes_first_and_the_idle_class_every_200_ms() {
         // bfq_lookup_next_entity: classes in order RT, BE, IDLE, except that once
         // BFQ_CL_IDLE_TIMEOUT (HZ / 5) has passed since the idle class was last considered,
-        // the idle class goes first if backlogged; the timestamp moves either way.
+        // the idle class goes first if backlogged; the timestamp moves either way, in every
+        // lookup.
         let mut w = Wf2q::new();
         let idle = w.add_entity(0, 2, 10, None);
         let be_e = w.add_entity(0, 1, 40, None);
@@ -891,15 +1094,10 @@ mod tests {
             w.entities[e].budget = 100;
             w.activate(e, false, 1);
         }
-        assert_eq!(w.lookup_next(0, Nanos::from_ms(200), true), Some(rt));
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(200), false), Some(rt));
         assert_eq!(w.sds[0].idle_class_last_service, Nanos::ZERO);
-        assert_eq!(w.lookup_next(0, Nanos::from_ms(201), false), Some(rt));
-        assert_eq!(
-            w.sds[0].idle_class_last_service,
-            Nanos::ZERO,
-            "not without update"
-        );
-        assert_eq!(w.lookup_next(0, Nanos(200_000_001), true), Some(idle));
+        // Every lookup checks the stamp, whatever triggered it.
+        assert_eq!(w.lookup_next(0, Nanos(200_000_001), false), Some(idle));
         assert_eq!(w.sds[0].idle_class_last_service, Nanos(200_000_001));
         assert_eq!(w.lookup_next(0, Nanos::from_ms(300), true), Some(rt));
         w.set_in_service(0, rt);
@@ -908,5 +1106,66 @@ mod tests {
         w.set_in_service(0, idle);
         assert_eq!(w.lookup_next(0, Nanos::from_ms(500), true), Some(be_e));
         assert_eq!(w.sds[0].idle_class_last_service, Nanos::from_ms(500));
+    }
+
+    #[test]
+    fn bfq_update_next_in_service_caches_without_a_lookup_so_v_does_not_jump() {
+        // bfq_get_next_queue sets in service sd->next_in_service as cached, without calling
+        // bfq_lookup_next_entity; bfq_update_next_in_service fills an empty cache with the
+        // newly activated entity without a lookup. So an entity activated while another is in
+        // service, with its start beyond V, is served without bfq_update_vtime jumping V to
+        // its start (a lookup at the selection would).
+        let now = Nanos::ZERO;
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 4000);
+        w.activate_requeue(a, false, 1, false, false, now);
+        w.activate_requeue(b, false, 1, false, false, now);
+        assert_eq!(
+            w.sds[0].next_in_service,
+            Some(a),
+            "F 41943040 before 167772160"
+        );
+        // a uses up its budget and is requeued on expiration; b is next.
+        assert_eq!(w.get_next(now), Some(a));
+        w.served(a, 1000);
+        w.activate_requeue(a, false, 1, true, true, now);
+        w.reset_in_service(a);
+        assert_eq!(w.sds[0].next_in_service, Some(b));
+        // b is served 3000 sectors and goes idle with F ahead of V.
+        assert_eq!(w.get_next(now), Some(b));
+        assert_eq!(
+            w.sds[0].next_in_service,
+            Some(a),
+            "looked up after b was set"
+        );
+        w.served(b, 3000);
+        w.deactivate_entity(b, true, true, now);
+        w.reset_in_service(b);
+        assert_eq!(w.entities[b].tree, Tree::Idle);
+        assert_eq!(w.entities[b].finish, 125_829_120);
+        assert_eq!(be(&mut w).vtime, 20_971_520 + 62_914_560);
+        // a in service (nothing else active: nothing cached), served a little.
+        assert_eq!(w.get_next(now), Some(a));
+        assert_eq!(w.sds[0].next_in_service, None);
+        w.served(a, 100);
+        let v = be(&mut w).vtime;
+        assert_eq!(v, 83_886_080 + 2_097_152);
+        // b comes back from the idle tree at S = its old F > V: cached without a lookup.
+        w.activate_requeue(b, false, 1, false, false, now);
+        assert_eq!(w.entities[b].start, 125_829_120);
+        assert_eq!(w.sds[0].next_in_service, Some(b));
+        assert_eq!(be(&mut w).vtime, v);
+        // a empties and leaves; b was not a, so no lookup on the deactivation either.
+        w.deactivate_entity(a, true, true, now);
+        w.reset_in_service(a);
+        assert_eq!(w.get_next(now), Some(b));
+        assert_eq!(be(&mut w).vtime, v, "V does not jump to b's start");
+        assert!(w.entities[b].start > be(&mut w).vtime);
+        // A lookup, as the selection used to make, would have jumped it.
+        w.sds[0].in_service = None;
+        w.active_insert(b);
+        assert_eq!(w.lookup_next(0, now, false), Some(b));
+        assert_eq!(be(&mut w).vtime, 125_829_120);
     }
 }
