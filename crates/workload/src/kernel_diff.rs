@@ -279,15 +279,15 @@ pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nano
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         let after = &rest[digits..];
         let pid = if after.starts_with("SHARED-S exit_bfqq") {
-            pids.get(k).map(u32::to_string)
+            pids.get(k).copied()
         } else if digits > 0
             && (after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq"))
         {
-            Some(rest[..digits].to_string())
+            rest[..digits].parse::<u32>().ok()
         } else {
             None
         };
-        if let Some(Ok(pid)) = pid.map(|p| p.parse::<u32>()) {
+        if let Some(pid) = pid {
             if !out.iter().any(|&(_, p)| p == pid) {
                 out.push((*t, pid));
             }
