@@ -644,6 +644,41 @@ fn bfq_check_waker_confirms_a_waker_on_the_third_first_request_within_4_ms() {
 }
 
 #[test]
+fn bfq_completed_request_leaves_no_candidate_waker_after_a_shared_queue_completes() {
+    // bfq_completed_request (5.14 on, "reset waker pointer with shared queues"): a completion
+    // of a shared (coop) queue sets last_completed_rq_bfqq to NULL, so bfq_check_waker finds
+    // no candidate until a queue of one process completes. The recording
+    // idle-reader-beside-buffered-writer-and-six-readers: a random reader's queue took the
+    // shared queue of the other five for its tentative waker after each of the shared
+    // queue's completions, so it never confirmed the idle-class reader as its waker
+    // (`bfq425S set waker bfq423S`) and ours injected other requests than the kernel.
+    let complete_one = |coop: bool| {
+        let (mut s, q) = in_service(Config::default());
+        s.queues[q].coop = coop;
+        s.complete_at(RequestId(1), CtxId(1), MS);
+        (s.last_completed_q, q)
+    };
+    let (last, q) = complete_one(false);
+    assert_eq!(last, Some(q));
+    let (last, _) = complete_one(true);
+    assert_eq!(last, None, "a shared queue is no waker");
+    // So a long-thinking queue arriving right after the shared queue's completion keeps the
+    // tentative waker it had.
+    let (mut s, q, r) = injection_scene();
+    s.queues[r].has_short_ttime = false;
+    let other = queue(&mut s, 0);
+    (s.queues[r].tentative_waker, s.queues[r].waker_detections) = (Some(other), 2);
+    s.queues[r].waker_detection_started = 0;
+    s.queues[q].coop = true;
+    s.complete_at(RequestId(1), CtxId(1), MS);
+    s.check_waker(r, 2 * MS);
+    assert_eq!(
+        (s.queues[r].tentative_waker, s.queues[r].waker_detections),
+        (Some(other), 2)
+    );
+}
+
+#[test]
 fn bfq_choose_bfqq_for_injection_limits_a_raised_short_thinking_queue_to_raised_sources() {
     // bfq_choose_bfqq_for_injection: a raised in-service queue with short think time takes
     // injection only from raised queues (in_serv_always_inject false); with a long think

@@ -1165,7 +1165,10 @@ impl Bfq {
             self.update_rate_reset(None, t);
         }
         self.last_completion = t;
-        self.last_completed_q = Some(q);
+        // A shared queue is kept out of waker detection: its completion leaves no candidate
+        // waker at all (`bfq_completed_request`, 5.14 on: "reset waker pointer with shared
+        // queues"), so the queue completed before it is not taken for the waker either.
+        self.last_completed_q = (!self.queues[q].coop).then_some(q);
         let qq = &self.queues[q];
         if qq.softrt_update
             && qq.dispatched == 0
