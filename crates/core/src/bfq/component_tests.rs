@@ -87,7 +87,45 @@ fn bfq_update_wr_data_ends_interactive_raising_after_max_service_from_wr() {
     let qq = &mut s.queues[q];
     (qq.wr_coeff, qq.wr_cur_max_time, qq.service_from_wr) = (3000, RT_MAX_TIME, 1_000_000);
     s.update_wr_data(q, MS);
-    assert_eq!((s.queues[q].wr_coeff, weight(&s, q)), (3000, 120_000));
+    // Still raised, so the new coefficient's weight waits for the next activation or
+    // requeue (the kernel's pending `prio_changed`).
+    assert_eq!((s.queues[q].wr_coeff, weight(&s, q)), (3000, 1200));
+}
+
+#[test]
+fn bfq_update_io_seektime_leaves_the_weight_of_a_switch_back_to_interactive_pending() {
+    // bfq_update_io_seektime -> switch_back_to_interactive_wr sets entity.prio_changed: the
+    // weight changes (120000 -> 1200) only when __bfq_entity_update_weight_prio next runs, at
+    // the entity's activation or requeue; bfq_update_wr_data applies it at once only when
+    // the queue starts or stops being raised. The recording
+    // idle-reader-beside-buffered-writer-and-six-readers logs "WARN: pending prio change"
+    // for the shared queue, whose 120000 kept a newly busy soft real-time queue (also
+    // 120000) from preempting it (bfq_bfqq_higher_class_or_weight).
+    let (mut s, q) = raised();
+    let qq = &mut s.queues[q];
+    (
+        qq.wr_coeff,
+        qq.wr_cur_max_time,
+        qq.wr_start_at_switch_to_srt,
+    ) = (3000, RT_MAX_TIME, 0);
+    s.requeue_queue(q, false, 0);
+    assert_eq!(weight(&s, q), 120_000);
+    s.queues[q].seek_history = u32::MAX;
+    s.update_io_seektime(q, &rq(9, 1).sector(1 << 30).build(), MS);
+    assert_eq!((s.queues[q].wr_coeff, weight(&s, q)), (30, 120_000));
+    s.update_wr_data(q, 2 * MS);
+    assert_eq!(
+        weight(&s, q),
+        120_000,
+        "still raised: no change at dispatch"
+    );
+    s.requeue_queue(q, false, 2 * MS);
+    assert_eq!(weight(&s, q), 1200);
+    // Raising that ends is applied at the in-service queue's next dispatch.
+    s.end_wr(q, 3 * MS);
+    assert_eq!(weight(&s, q), 1200);
+    s.update_wr_data(q, 3 * MS);
+    assert_eq!(weight(&s, q), 40);
 }
 
 #[test]
@@ -1400,6 +1438,7 @@ fn bfq_merge_bfqqs_gives_the_raising_to_an_unraised_shared_queue_with_its_weight
         let n = read_at(&mut s, 1, 0, 4);
         let q = read_at(&mut s, 2, 200, 4);
         s.end_wr(n, 100 * MS);
+        s.apply_weight(n);
         let qq = &mut s.queues[q];
         (qq.last_wr_start_finish, qq.wr_start_at_switch_to_srt) = (150 * MS, 120 * MS);
         assert_eq!(s.wr_busy_queues, 1);

@@ -34,6 +34,7 @@ fn writer_beside_raised_reader() -> Bfq {
     s.insert(write(0), Nanos::ZERO);
     let w = sync_q(&s, 2);
     s.end_wr(w, 0);
+    s.apply_weight(w);
     s.insert(rq(1, 1).sector(1 << 30).build(), Nanos::from_ms(1000));
     let r = sync_q(&s, 1);
     assert_eq!(s.wr_busy_queues, 1);
@@ -194,6 +195,8 @@ fn bfq_limit_depth_widens_the_writer_share_when_raising_ends() {
     let (r, w) = (sync_q(&s, 1), sync_q(&s, 2));
     assert_eq!(s.limit_depth(&write(8)), Depth::Shallow(4));
     s.end_wr(r, 1003 * MS);
+    // As bfq_update_wr_data does for the in-service queue whose raising ends.
+    s.apply_weight(r);
     assert_eq!(s.wr_busy_queues, 0);
     assert_eq!(s.limit_depth(&write(8)), Depth::Shallow(192));
     assert!(!s.request_over_limit(w, 192));
@@ -429,6 +432,7 @@ fn bfqq_request_over_limit_weighs_higher_classes_at_the_queue_level() {
     s.insert(write(0), Nanos::ZERO);
     let w = sync_q(&s, 2);
     s.end_wr(w, 0);
+    s.apply_weight(w);
     s.insert(
         rq(1, 1).sector(1 << 30).prio(IoClass::RealTime, 0).build(),
         Nanos::from_ms(1000),

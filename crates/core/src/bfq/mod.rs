@@ -665,7 +665,9 @@ impl Bfq {
     /// the weights multiset in step (`__bfq_entity_update_weight_prio`): a queue whose weight
     /// changes leaves its weight counter and, unless raised, joins that of its new weight (a
     /// busy queue at once, an idle one when it next becomes busy). Returns whether the
-    /// weight changed.
+    /// weight changed. As in the kernel, a change of the raising coefficient is pending
+    /// (`entity.prio_changed`) until the entity is activated or requeued, or the in-service
+    /// queue starts or stops being raised (`bfq_update_wr_data`).
     fn apply_weight(&mut self, q: usize) -> bool {
         let qq = &self.queues[q];
         let new = qq.orig_weight * qq.wr_coeff;

@@ -1774,6 +1774,7 @@ fn bfq_set_budget_timeout_scales_with_the_raising_coefficient() {
     s.set_in_service_queue(12 * MS).unwrap();
     assert_eq!(s.budgets_assigned, 84);
     s.end_wr(q, 20 * MS);
+    s.apply_weight(q);
     s.set_budget_timeout(q, 20 * MS);
     assert_eq!(s.queues[q].budget_timeout, 145 * MS, "not raised");
     let qq = &mut s.queues[q];
@@ -2481,6 +2482,9 @@ fn bfq_sysfs_stores_update_the_max_budget_and_end_raising() {
     assert_eq!(s.wr_busy_queues, 1);
     s.set_tunable("low_latency", 0).unwrap();
     assert_eq!((s.queues[q].wr_coeff, s.wr_busy_queues), (1, 0));
+    // The weight follows at the queue's next activation or requeue (`prio_changed`).
+    assert_eq!(s.wf.entities[s.queues[q].eid].weight, 1200);
+    s.requeue_queue(q, false, 0);
     assert_eq!(s.wf.entities[s.queues[q].eid].weight, 40);
 }
 

@@ -51,7 +51,8 @@ impl Bfq {
 
     /// End raising for `q` (`bfq_bfqq_end_wr`). Interactive raising also forgets
     /// `soft_rt_next_start`: the bandwidth a starting application took says nothing about the
-    /// soft real-time pattern it may show once started.
+    /// soft real-time pattern it may show once started. The entity keeps its raised weight
+    /// until the change is applied (`entity.prio_changed`, see [`Bfq::apply_weight`]).
     pub(super) fn end_wr(&mut self, q: usize, t: Tick) {
         if self.queues[q].busy && self.queues[q].wr_coeff > 1 {
             self.wr_busy_queues -= 1;
@@ -63,17 +64,16 @@ impl Bfq {
         qq.wr_coeff = 1;
         qq.wr_cur_max_time = 0;
         qq.last_wr_start_finish = t;
-        self.apply_weight(q);
     }
 
     /// Soft real-time raising of `q` ends: back to interactive raising if the interactive
     /// period it interrupted still runs (`switch_back_to_interactive_wr`), else no raising.
+    /// The weight changes when the entity is next activated or requeued.
     pub(super) fn end_softrt_wr(&mut self, q: usize, t: Tick) {
         if t > self.queues[q].wr_start_at_switch_to_srt + self.wr_duration() {
             self.end_wr(q, t);
         } else {
             self.switch_back_to_interactive(q);
-            self.apply_weight(q);
         }
     }
 
@@ -130,7 +130,11 @@ impl Bfq {
         }
     }
 
-    /// On each dispatch from the in-service queue: end raising that has run its course.
+    /// On each dispatch from the in-service queue: end raising that has run its course
+    /// (`bfq_update_wr_data`). The weight changes at once only when the queue starts or stops
+    /// being raised; a change of coefficient while raised (soft real-time back to
+    /// interactive) waits for the next activation or requeue, as the kernel's pending
+    /// `prio_changed` does ("WARN: pending prio change" in its log).
     pub(super) fn update_wr_data(&mut self, q: usize, t: Tick) {
         if self.queues[q].wr_coeff > 1 {
             let qq = &self.queues[q];
@@ -151,7 +155,10 @@ impl Bfq {
                 self.end_wr(q, t);
             }
         }
-        self.apply_weight(q);
+        let qq = &self.queues[q];
+        if (self.wf.entities[qq.eid].weight > qq.orig_weight) != (qq.wr_coeff > 1) {
+            self.apply_weight(q);
+        }
     }
 
     /// The earliest arrival at which `q` could still be soft real-time
