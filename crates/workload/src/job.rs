@@ -48,6 +48,7 @@ impl IoSpec {
             sectors: self.sectors,
             prio: self.prio.unwrap_or(prio),
             submitted: None,
+            own_request: false,
         }
     }
 }

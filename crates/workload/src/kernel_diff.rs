@@ -920,9 +920,15 @@ impl<'a> Replay<'a> {
     }
 
     fn submit(&mut self, i: usize) {
-        let Some(bio) = self.trace.requests[i].bio() else {
+        let r = &self.trace.requests[i];
+        let Some(mut bio) = r.bio() else {
             return;
         };
+        // A request the kernel kept to the end was not merged at its submission (neither
+        // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
+        // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
+        // finds nothing still plugged): ours may not merge it either.
+        bio.own_request = r.merged_into.is_none();
         self.submitted[i] = true;
         let before = self.blk.counters();
         self.blk.handle_submit(bio, i, self.now);
@@ -1134,6 +1140,44 @@ mod tests {
         let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
         assert_eq!(d.merges_missed, 2);
         assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
+    }
+
+    /// Two contiguous writes of one process became two requests in the kernel under kyber:
+    /// the second bio was submitted while the first was still in the plug, not its last
+    /// request (`blk_attempt_plug_merge` looks at the last only) and not yet in a software
+    /// queue (`kyber_bio_merge` looks in the submitting CPU's `kcq` only), and kyber merges
+    /// no requests at insertion (`kyber_insert_requests`). The replay keeps them apart:
+    /// ours merging the second into the first would leave one request where the kernel
+    /// chose among three.
+    #[test]
+    fn a_request_the_kernel_kept_apart_is_not_merged_by_ours() {
+        const APART: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 WS 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 WS 900 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 WS 108 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 WS 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 WS 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 WS 4096 () 108 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 WS 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 WS 4096 () 900 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 WS 4096 () 108 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 WS () 100 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 WS () 900 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 WS () 108 + 8 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(APART.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        assert!(t.sched_bios.is_empty());
+        let d = diff(&t, &meta("kyber"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.ours.len(), 3, "{:?}", d.ours);
+        assert_eq!(
+            d.ours[0],
+            Decision {
+                queued: vec![0, 1, 2],
+                chosen: 0
+            }
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 
     /// mq-deadline's refused aged dispatch starts a write batch where no tracepoint shows

@@ -221,6 +221,12 @@ pub struct Bio {
     /// When the issuer submitted it (earlier than the `now` of
     /// [`BlockLayer::handle_submit`] when it spent time on the host CPU first).
     pub submitted: Option<Nanos>,
+    /// It starts a request of its own: the layer does not offer it to the scheduler's
+    /// [`try_merge`](crate::Scheduler::try_merge). A replay sets it on a recorded kernel
+    /// request that the kernel's merge attempts (`blk_attempt_plug_merge`, the scheduler's
+    /// `bio_merge`) did not merge; later bios may still merge into its request (unlike
+    /// REQ_NOMERGE, which the request inherits).
+    pub own_request: bool,
 }
 
 impl Bio {
@@ -237,6 +243,7 @@ impl Bio {
             sectors,
             prio: IoPrio::default(),
             submitted: None,
+            own_request: false,
         }
     }
 
@@ -785,6 +792,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// Split, merge or insert `bio`; `Err` with its built request when its process must
     /// sleep for one.
     fn try_queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Result<(), Waiting<T>> {
+        let own_request = bio.own_request;
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = self
@@ -801,7 +809,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         // only then is there one to merge into.
         let waiting = !self.sched.issues_directly()
             || self.in_flight + self.sched.queued() > self.limits.queue_depth;
-        let merge = self.limits.nomerges != NoMerges::None && data && waiting;
+        let merge = self.limits.nomerges != NoMerges::None && data && waiting && !own_request;
         let room = limit.unwrap_or(DEFAULT_MERGE_SECTORS);
         if let Some(into) = merge
             .then(|| self.sched.try_merge(&rq, room, now))

@@ -103,6 +103,24 @@ fn nomerges_none_inserts_every_bio() {
     assert_eq!(blk.counters().inserted, 3);
 }
 
+/// A bio marked `own_request` (a replayed kernel request that `blk_attempt_plug_merge` and
+/// the scheduler's `bio_merge` did not merge) is not offered for merging, while a later bio
+/// still merges into its request.
+#[test]
+fn an_own_request_bio_is_inserted_and_later_bios_still_merge_into_it() {
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+    blk.handle_submit(write(1, 0, 8), (), ms(0));
+    drain(&mut blk, ms(0));
+    blk.handle_submit(write(1, 100, 8), (), ms(0));
+    let mut own = write(1, 108, 8);
+    own.own_request = true;
+    blk.handle_submit(own, (), ms(0));
+    assert_eq!(blk.counters().merged, 0, "the own request merged");
+    assert_eq!(blk.counters().inserted, 3);
+    blk.handle_submit(write(1, 116, 8), (), ms(0));
+    assert_eq!(blk.counters().merged, 1, "a later bio merges into it");
+}
+
 #[test]
 fn the_device_never_holds_more_than_its_queue_depth() {
     let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));

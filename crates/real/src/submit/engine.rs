@@ -609,6 +609,7 @@ impl Engine {
             sectors,
             prio: io.prio,
             submitted: None,
+            own_request: false,
         };
         let id = self.next_parent;
         self.next_parent += 1;
