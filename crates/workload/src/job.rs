@@ -49,6 +49,7 @@ impl IoSpec {
             prio: self.prio.unwrap_or(prio),
             submitted: None,
             own_request: false,
+            issue_directly: false,
         }
     }
 }

@@ -1024,6 +1024,10 @@ impl<'a> Replay<'a> {
         // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
         // finds nothing still plugged): ours may not merge it either.
         bio.own_request = r.merged_into.is_none();
+        // Under none, a request the kernel issued without inserting it went to the device
+        // from its submitter (`blk_mq_try_issue_directly`), past any inserted request still
+        // waiting for kblockd's run of the queue.
+        bio.issue_directly = r.inserted.is_none();
         self.submitted[i] = true;
         let before = self.blk.counters();
         self.blk.handle_submit(bio, i, self.now);
@@ -1315,6 +1319,31 @@ mod tests {
         let one_cpu = run(1);
         assert_eq!(one_cpu.unordered_pairs, 0);
         assert_eq!(one_cpu.agreement.first_divergence, Some(0));
+    }
+
+    /// Under none, a discard inserted from a plug flushed in `schedule()` waits for kblockd's
+    /// run of the queue, while a reader's requests go to the device from its own context
+    /// (`blk_mq_try_issue_directly`, no `block_rq_insert`): the reads pass the discard. Ours
+    /// issues the replayed direct issues ahead of the queued discard, as the kernel did.
+    #[test]
+    fn under_none_direct_issues_pass_a_request_waiting_for_kblockd() {
+        const PASSED: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 DS 3840 + 128 [fio]
+ fio-10 [000] ..... 1.000002: block_rq_insert: 7,0 DS 65536 () 3840 + 128 be,0,4 [fio]
+ fio-11 [001] ..... 1.000010: block_getrq: 7,0 R 68112 + 8 [fio]
+ fio-11 [001] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 68112 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000020: block_getrq: 7,0 R 95216 + 8 [fio]
+ fio-11 [001] ..... 1.000021: block_rq_issue: 7,0 R 4096 () 95216 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.002000: block_rq_issue: 7,0 DS 65536 () 3840 + 128 be,0,4 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.002010: block_rq_complete: 7,0 R () 68112 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.002020: block_rq_complete: 7,0 R () 95216 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.002030: block_rq_complete: 7,0 DS () 3840 + 128 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(PASSED.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let d = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.kernel[0].chosen, 1, "{:?}", d.kernel);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 
     /// mq-deadline's refused aged dispatch starts a write batch where no tracepoint shows

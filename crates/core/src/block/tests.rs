@@ -121,6 +121,24 @@ fn an_own_request_bio_is_inserted_and_later_bios_still_merge_into_it() {
     assert_eq!(blk.counters().merged, 1, "a later bio merges into it");
 }
 
+/// Under none, a bio marked `issue_directly` (its submitter's `blk_mq_try_issue_directly`)
+/// goes to the device at the next dispatch ahead of a request already queued; under a policy
+/// that does not issue directly the mark is ignored.
+#[test]
+fn a_direct_issue_passes_the_queued_requests_under_none_only() {
+    fn order<S: Scheduler>(sched: S) -> Vec<u64> {
+        let mut blk = BlockLayer::new(sched, Limits::depth(4));
+        blk.handle_submit(write(1, 100, 8), (), ms(0));
+        let mut direct = write(2, 900, 8);
+        direct.issue_directly = true;
+        blk.handle_submit(direct, (), ms(0));
+        assert_eq!(blk.queued(), 2);
+        drain(&mut blk, ms(0)).iter().map(|r| r.sector).collect()
+    }
+    assert_eq!(order(Noop::new()), [900, 100]);
+    assert_eq!(order(Deadline::new(Default::default())), [100, 900]);
+}
+
 #[test]
 fn the_device_never_holds_more_than_its_queue_depth() {
     let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));

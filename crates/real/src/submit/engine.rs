@@ -610,6 +610,7 @@ impl Engine {
             prio: io.prio,
             submitted: None,
             own_request: false,
+            issue_directly: false,
         };
         let id = self.next_parent;
         self.next_parent += 1;
