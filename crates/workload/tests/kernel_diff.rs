@@ -109,11 +109,13 @@ const MQ_DEADLINE_RT: f64 = 99.3;
 /// and sixteen deep; discards beside readers and a writer; twelve processes of three classes
 /// and seven levels; readers that think beside fsync-heavy writers; deep writers of three
 /// classes beside a real-time reader; an SQPOLL io_uring job beside pvsync2 and fdatasync
-/// writers. Kept apart from the corpus-wide figures. They led to three fixes of the replay
+/// writers; 128 KiB buffered writers' writeback beside sync readers; buffered readers through
+/// readahead beside an O_DIRECT writer; eight readers of adjacent regions beside 512-byte and
+/// 2 KiB writers. Kept apart from the corpus-wide figures. They led to three fixes of the replay
 /// (docs/testing.md): a request the kernel kept apart is not merged by ours (kyber on the
 /// first 56.3 -> 98.5%), a pair of dispatches two CPUs issued within 10 us is unordered, and
 /// none's direct issues pass a request waiting for kblockd.
-const FRESH_KFID13: [&str; 7] = [
+const FRESH_KFID13: [&str; 10] = [
     "deep-randrw-two-engines",
     "direct-256k-reads-beside-deep-4k-readers",
     "trim-beside-readers-and-writer",
@@ -121,6 +123,9 @@ const FRESH_KFID13: [&str; 7] = [
     "thinking-readers-fsync-writers",
     "prio-writers-deep-beside-rt-reader",
     "sqpoll-and-pvsync2-mixed-rw",
+    "buffered-128k-writers-beside-sync-readers",
+    "buffered-readahead-readers-beside-direct-writer",
+    "eight-adjacent-seq-readers-and-sub-page-writer",
 ];
 
 /// bfq's agreement on three kfid13 recordings, as measured (30 November 2026, 08:05 UTC):
@@ -144,13 +149,42 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 89] = [
+const FLOOR: [(&str, &str, f64); 101] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
     ("batches", "bfq", 98.0),
-    // The fresh recordings of branch kfid13 (FRESH_KFID13). kyber agreed on 56.3% of the
-    // first until a request the kernel kept apart was no longer merged by ours.
+    // The fresh recordings of branch kfid13 (FRESH_KFID13).
+    ("buffered-128k-writers-beside-sync-readers", "none", 100.0),
+    (
+        "buffered-128k-writers-beside-sync-readers",
+        "mq-deadline",
+        100.0,
+    ),
+    ("buffered-128k-writers-beside-sync-readers", "kyber", 100.0),
+    ("buffered-128k-writers-beside-sync-readers", "bfq", 100.0),
+    (
+        "buffered-readahead-readers-beside-direct-writer",
+        "none",
+        100.0,
+    ),
+    (
+        "buffered-readahead-readers-beside-direct-writer",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "buffered-readahead-readers-beside-direct-writer",
+        "kyber",
+        100.0,
+    ),
+    (
+        "buffered-readahead-readers-beside-direct-writer",
+        "bfq",
+        100.0,
+    ),
+    // kyber agreed on 56.3% until a request the kernel kept apart was no longer merged by
+    // ours.
     ("deep-randrw-two-engines", "none", 100.0),
     ("deep-randrw-two-engines", "mq-deadline", 100.0),
     ("deep-randrw-two-engines", "kyber", 98.5),
@@ -163,6 +197,26 @@ const FLOOR: [(&str, &str, f64); 89] = [
     ),
     ("direct-256k-reads-beside-deep-4k-readers", "kyber", 100.0),
     ("direct-256k-reads-beside-deep-4k-readers", "bfq", 100.0),
+    (
+        "eight-adjacent-seq-readers-and-sub-page-writer",
+        "none",
+        100.0,
+    ),
+    (
+        "eight-adjacent-seq-readers-and-sub-page-writer",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "eight-adjacent-seq-readers-and-sub-page-writer",
+        "kyber",
+        100.0,
+    ),
+    (
+        "eight-adjacent-seq-readers-and-sub-page-writer",
+        "bfq",
+        100.0,
+    ),
     // The fresh recording of branch kfid7 (FRESH_KFID7).
     ("holey-reader-beside-randrw", "none", 100.0),
     ("holey-reader-beside-randrw", "mq-deadline", 100.0),

@@ -29,7 +29,8 @@ for mix in "${mixes[@]}"; do
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
 			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
-			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq) extra=(--bfq-log) ;;
+			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
+			eight-*:bfq) extra=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
 			--gzip --out "$here/$mix" "${extra[@]}"
