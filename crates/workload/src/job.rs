@@ -48,6 +48,8 @@ impl IoSpec {
             sectors: self.sectors,
             prio: self.prio.unwrap_or(prio),
             submitted: None,
+            own_request: false,
+            issue_directly: false,
         }
     }
 }

@@ -13,7 +13,9 @@
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
-//!   recorded arrival. A bio the kernel merged into a request already in the scheduler, or a
+//!   recorded arrival, and not offered for merging unless the kernel merged it away later
+//!   (`Bio::own_request`: the kernel did not merge it at its submission, e.g. a bio whose
+//!   neighbour was still plugged or in another CPU's kyber software queue). A bio the kernel merged into a request already in the scheduler, or a
 //!   request it merged into one at its insertion ([`SchedBio`]), is submitted on its own
 //!   where it came in the kernel's event order, for our scheduler to merge as the kernel's
 //!   did: what a request costs bfq's budget is its size at dispatch (`bfq_serv_to_charge`).
@@ -55,7 +57,11 @@
 //! Both sides' queue logs (arrivals, merges away, dispatches by request index) give each side's
 //! [`Decision`]s, compared position by position ([`agreement::compare`]: the same request
 //! chosen from the same queued set), plus the Kendall distance between the two dispatch orders
-//! over consecutive windows ([`agreement::windowed_kendall`]).
+//! over consecutive windows ([`agreement::windowed_kendall`]). Two adjacent kernel dispatches
+//! issued by two CPUs within [`UNORDERED_ISSUE_GAP`], the second request queued at the first
+//! decision, are not ordered by the trace (`block_rq_issue` fires after the scheduler's lock
+//! is released): where ours made exactly the other order, it is taken as the kernel's
+//! ([`settle_unordered_pairs`], counted in [`TraceDiff::unordered_pairs`]).
 //!
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
 //!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
@@ -156,6 +162,9 @@ pub struct TraceDiff {
     /// Bios the kernel merged into a queued request that the replay did not submit, because
     /// ours had dispatched that request already.
     pub merges_missed: usize,
+    /// Pairs of the kernel's decisions the trace cannot order that ours made in the other
+    /// order, taken as ours made them ([`settle_unordered_pairs`]).
+    pub unordered_pairs: usize,
 }
 
 impl TraceDiff {
@@ -362,8 +371,9 @@ pub fn diff_with_exits(
         asked_at_empty_runs(info.name),
     )
     .run(&log, exits);
-    let kernel = agreement::decisions(&log);
     let ours = agreement::decisions(&ours);
+    let (kernel, unordered_pairs) =
+        settle_unordered_pairs(trace, agreement::decisions(&log), &ours);
     let a = agreement::compare(&kernel, &ours);
     let choices: Vec<usize> = (0..kernel.len())
         .filter(|&k| kernel[k].queued.len() > 1)
@@ -390,7 +400,80 @@ pub fn diff_with_exits(
         kernel,
         ours,
         merges_missed,
+        unordered_pairs,
     })
+}
+
+/// The longest time between the issue events of two dispatches from two CPUs that the
+/// trace leaves unordered ([`settle_unordered_pairs`]): a queue run takes up to
+/// `nr_requests` requests from the scheduler before it issues the first
+/// (`__blk_mq_do_dispatch_sched`, then `blk_mq_dispatch_rq_list`), about a microsecond
+/// each on the loop device.
+pub const UNORDERED_ISSUE_GAP: Nanos = Nanos::from_us(10);
+
+/// Whether the kernel's dispatches of requests `a` then `b` (issued in that order) may have
+/// been decided in the other order: two CPUs issued them, within [`UNORDERED_ISSUE_GAP`].
+/// `block_rq_issue` fires in `blk_mq_start_request`, after the scheduler returned the
+/// request and released its lock; each CPU's queue run asks the scheduler under that lock,
+/// so which of two runs on two CPUs asked first is not in the trace.
+fn unordered(trace: &KernelTrace, a: usize, b: usize) -> bool {
+    let issue = |i: usize| {
+        trace
+            .requests
+            .get(i)
+            .and_then(|r| r.dispatch_index)
+            .and_then(|d| trace.dispatches.get(d))
+    };
+    match (issue(a), issue(b)) {
+        (Some(x), Some(y)) => {
+            x.cpu != y.cpu
+                && y.time >= x.time
+                && y.time.saturating_sub(x.time) <= UNORDERED_ISSUE_GAP
+        }
+        _ => false,
+    }
+}
+
+/// The kernel's decisions with every pair the trace cannot order ([`unordered`]: adjacent,
+/// issued by two CPUs close together, the second request queued already at the first
+/// decision) that ours made in the other order taken as ours made them, and how many such
+/// pairs there were. Only an exact swap counts: ours chose the kernel's second request from
+/// the kernel's first set, then the kernel's first request from the set the kernel's second
+/// decision would have had in that order.
+pub fn settle_unordered_pairs(
+    trace: &KernelTrace,
+    mut kernel: Vec<Decision>,
+    ours: &[Decision],
+) -> (Vec<Decision>, usize) {
+    let mut settled = 0;
+    let mut k = 0;
+    while k + 1 < kernel.len().min(ours.len()) {
+        let (x, y) = (&kernel[k], &kernel[k + 1]);
+        let (a, b) = (x.chosen, y.chosen);
+        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, a, b) {
+            let first = Decision {
+                queued: x.queued.clone(),
+                chosen: b,
+            };
+            let mut then: Vec<usize> = y.queued.iter().copied().filter(|&i| i != b).collect();
+            if let Err(at) = then.binary_search(&a) {
+                then.insert(at, a);
+            }
+            let second = Decision {
+                queued: then,
+                chosen: a,
+            };
+            if ours[k] == first && ours[k + 1] == second {
+                kernel[k] = first;
+                kernel[k + 1] = second;
+                settled += 1;
+                k += 2;
+                continue;
+            }
+        }
+        k += 1;
+    }
+    (kernel, settled)
 }
 
 /// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
@@ -593,7 +676,8 @@ pub fn markdown(rows: &[Row]) -> String {
 
 /// Every decision (at the kernel's pace) where ours chose otherwise from the same set or
 /// the sets differed, each with both sides' queued requests (index, process, operation and
-/// flags, sector+size, arrival in ms since the first arrival); at most `limit`.
+/// flags, sector+size, arrival in ms since the first arrival); at most `limit`, after a line
+/// counting the pairs settled in our order ([`settle_unordered_pairs`]), if any.
 pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
     let d = &row.kernel_pace;
     let t0 = row
@@ -627,8 +711,19 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
             .join(", ")
     };
     let mut out = Vec::new();
+    if d.unordered_pairs > 0 {
+        out.push(format!(
+            "{}/{}: {} pair(s) of decisions issued by two CPUs within {} us taken in our order \
+             (the trace cannot order them)",
+            row.mix,
+            row.scheduler,
+            d.unordered_pairs,
+            UNORDERED_ISSUE_GAP.as_ns() / 1000
+        ));
+    }
+    let shown = out.len();
     for (k, kd) in d.kernel.iter().enumerate() {
-        if out.len() >= limit {
+        if out.len() - shown >= limit {
             break;
         }
         match d.ours.get(k) {
@@ -920,9 +1015,19 @@ impl<'a> Replay<'a> {
     }
 
     fn submit(&mut self, i: usize) {
-        let Some(bio) = self.trace.requests[i].bio() else {
+        let r = &self.trace.requests[i];
+        let Some(mut bio) = r.bio() else {
             return;
         };
+        // A request the kernel kept to the end was not merged at its submission (neither
+        // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
+        // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
+        // finds nothing still plugged): ours may not merge it either.
+        bio.own_request = r.merged_into.is_none();
+        // Under none, a request the kernel issued without inserting it went to the device
+        // from its submitter (`blk_mq_try_issue_directly`), past any inserted request still
+        // waiting for kblockd's run of the queue.
+        bio.issue_directly = r.inserted.is_none();
         self.submitted[i] = true;
         let before = self.blk.counters();
         self.blk.handle_submit(bio, i, self.now);
@@ -1134,6 +1239,111 @@ mod tests {
         let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
         assert_eq!(d.merges_missed, 2);
         assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
+    }
+
+    /// Two contiguous writes of one process became two requests in the kernel under kyber:
+    /// the second bio was submitted while the first was still in the plug, not its last
+    /// request (`blk_attempt_plug_merge` looks at the last only) and not yet in a software
+    /// queue (`kyber_bio_merge` looks in the submitting CPU's `kcq` only), and kyber merges
+    /// no requests at insertion (`kyber_insert_requests`). The replay keeps them apart:
+    /// ours merging the second into the first would leave one request where the kernel
+    /// chose among three.
+    #[test]
+    fn a_request_the_kernel_kept_apart_is_not_merged_by_ours() {
+        const APART: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 WS 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 WS 900 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 WS 108 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 WS 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 WS 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 WS 4096 () 108 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 WS 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 WS 4096 () 900 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 WS 4096 () 108 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 WS () 100 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 WS () 900 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 WS () 108 + 8 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(APART.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        assert!(t.sched_bios.is_empty());
+        let d = diff(&t, &meta("kyber"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.ours.len(), 3, "{:?}", d.ours);
+        assert_eq!(
+            d.ours[0],
+            Decision {
+                queued: vec![0, 1, 2],
+                chosen: 0
+            }
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+    }
+
+    /// Two reads inserted 1 us apart by processes on two CPUs, issued 1 us apart in the
+    /// other order: each CPU ran the queue (`blk_mq_run_hw_queue`), and which run asked
+    /// mq-deadline first (`dd_dispatch_request`, under `dd->lock`) is not in the trace,
+    /// since `block_rq_issue` fires after the lock is released. Ours takes the lower sector
+    /// first (`deadline_from_pos`): the pair is settled as ours made it. Issued by one CPU,
+    /// the same pair is ordered, and ours diverges.
+    #[test]
+    fn two_cpus_issuing_close_together_leave_their_order_open() {
+        let lines = |cpu_b: u32| {
+            format!(
+                "\
+ fio-10 [001] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [001] ...1. 1.000001: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-11 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-11 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-11 [00{cpu_b}] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [001] ..... 1.000004: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+"
+            )
+        };
+        let run = |cpu_b: u32| {
+            let r = FtraceReader::new(Lines::from_bytes(lines(cpu_b).into_bytes(), "t"));
+            let t = KernelTrace::assemble(r, None).unwrap();
+            diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap()
+        };
+        let two_cpus = run(0);
+        assert_eq!(two_cpus.unordered_pairs, 1);
+        assert_eq!(two_cpus.agreement.share(), 1.0, "{:?}", two_cpus.ours);
+        assert_eq!(
+            two_cpus.kernel[0],
+            Decision {
+                queued: vec![0, 1],
+                chosen: 0
+            }
+        );
+        let one_cpu = run(1);
+        assert_eq!(one_cpu.unordered_pairs, 0);
+        assert_eq!(one_cpu.agreement.first_divergence, Some(0));
+    }
+
+    /// Under none, a discard inserted from a plug flushed in `schedule()` waits for kblockd's
+    /// run of the queue, while a reader's requests go to the device from its own context
+    /// (`blk_mq_try_issue_directly`, no `block_rq_insert`): the reads pass the discard. Ours
+    /// issues the replayed direct issues ahead of the queued discard, as the kernel did.
+    #[test]
+    fn under_none_direct_issues_pass_a_request_waiting_for_kblockd() {
+        const PASSED: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 DS 3840 + 128 [fio]
+ fio-10 [000] ..... 1.000002: block_rq_insert: 7,0 DS 65536 () 3840 + 128 be,0,4 [fio]
+ fio-11 [001] ..... 1.000010: block_getrq: 7,0 R 68112 + 8 [fio]
+ fio-11 [001] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 68112 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000020: block_getrq: 7,0 R 95216 + 8 [fio]
+ fio-11 [001] ..... 1.000021: block_rq_issue: 7,0 R 4096 () 95216 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.002000: block_rq_issue: 7,0 DS 65536 () 3840 + 128 be,0,4 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.002010: block_rq_complete: 7,0 R () 68112 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.002020: block_rq_complete: 7,0 R () 95216 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.002030: block_rq_complete: 7,0 DS () 3840 + 128 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(PASSED.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let d = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+        assert_eq!(d.kernel[0].chosen, 1, "{:?}", d.kernel);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 
     /// mq-deadline's refused aged dispatch starts a write batch where no tracepoint shows

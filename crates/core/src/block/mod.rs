@@ -221,6 +221,19 @@ pub struct Bio {
     /// When the issuer submitted it (earlier than the `now` of
     /// [`BlockLayer::handle_submit`] when it spent time on the host CPU first).
     pub submitted: Option<Nanos>,
+    /// It starts a request of its own: the layer does not offer it to the scheduler's
+    /// [`try_merge`](crate::Scheduler::try_merge). A replay sets it on a recorded kernel
+    /// request that the kernel's merge attempts (`blk_attempt_plug_merge`, the scheduler's
+    /// `bio_merge`) did not merge; later bios may still merge into its request (unlike
+    /// REQ_NOMERGE, which the request inherits).
+    pub own_request: bool,
+    /// Under a policy that [issues directly](crate::Scheduler::issues_directly) (`none`): its
+    /// request goes to the device at the next dispatch ahead of the policy's queued ones, as
+    /// the submitter's `blk_mq_try_issue_directly` passes requests waiting in the software
+    /// queue for a queue run (a plug flushed from `schedule()` inserts its requests and
+    /// leaves the run to kblockd). A replay sets it on a request the kernel issued without
+    /// inserting it. Ignored under other policies.
+    pub issue_directly: bool,
 }
 
 impl Bio {
@@ -237,6 +250,8 @@ impl Bio {
             sectors,
             prio: IoPrio::default(),
             submitted: None,
+            own_request: false,
+            issue_directly: false,
         }
     }
 
@@ -435,6 +450,10 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     timer: Option<Nanos>,
     timer_gen: u64,
     requeued: VecDeque<u64>,
+    /// Requests issued directly ([`Bio::issue_directly`]), never given to the policy.
+    direct: VecDeque<u64>,
+    /// The request being inserted goes to [`BlockLayer::direct`] (set around one insertion).
+    inserting_directly: bool,
     counters: Counters,
     bios_completed: u64,
     stat: DiskStat,
@@ -462,6 +481,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             timer: None,
             timer_gen: 0,
             requeued: VecDeque::new(),
+            direct: VecDeque::new(),
+            inserting_directly: false,
             counters: Counters::default(),
             bios_completed: 0,
             stat: DiskStat::default(),
@@ -571,6 +592,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     pub fn queued(&self) -> usize {
         self.sched.queued()
             + self.requeued.len()
+            + self.direct.len()
             + self.throttled.len()
             + self.held.len()
             + self.switch.as_ref().map_or(0, |s| s.held.len())
@@ -785,13 +807,15 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// Split, merge or insert `bio`; `Err` with its built request when its process must
     /// sleep for one.
     fn try_queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Result<(), Waiting<T>> {
+        let own_request = bio.own_request;
+        let direct = bio.issue_directly && self.sched.issues_directly();
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = self
             .limits
             .request_sectors(self.sched.max_request_sectors());
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
-            return self.allocate_and_insert(rq, token, key, Some(max), now);
+            return self.insert_directly_if(direct, rq, token, key, Some(max), now);
         }
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
@@ -801,7 +825,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         // only then is there one to merge into.
         let waiting = !self.sched.issues_directly()
             || self.in_flight + self.sched.queued() > self.limits.queue_depth;
-        let merge = self.limits.nomerges != NoMerges::None && data && waiting;
+        let merge = self.limits.nomerges != NoMerges::None && data && waiting && !own_request;
         let room = limit.unwrap_or(DEFAULT_MERGE_SECTORS);
         if let Some(into) = merge
             .then(|| self.sched.try_merge(&rq, room, now))
@@ -837,8 +861,25 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.kick = true;
             Ok(())
         } else {
-            self.allocate_and_insert(rq, token, key, None, now)
+            self.insert_directly_if(direct, rq, token, key, None, now)
         }
+    }
+
+    /// [`BlockLayer::allocate_and_insert`], into [`BlockLayer::direct`] when `direct`
+    /// ([`Bio::issue_directly`]: the list never bounds a policy that issues directly).
+    fn insert_directly_if(
+        &mut self,
+        direct: bool,
+        rq: Request,
+        token: T,
+        key: u64,
+        split: Option<u32>,
+        now: Nanos,
+    ) -> Result<(), Waiting<T>> {
+        self.inserting_directly = direct;
+        let inserted = self.allocate_and_insert(rq, token, key, split, now);
+        self.inserting_directly = false;
+        inserted
     }
 
     /// Take a request from the list for `rq` (or for each of its pieces of at most `split`
@@ -978,7 +1019,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         self.stat.started(now);
         self.observe(Event::Insert, &rq, now);
-        self.sched.insert(rq, now);
+        if self.inserting_directly {
+            self.direct.push_back(rq.id.0);
+        } else {
+            self.sched.insert(rq, now);
+        }
         self.counters.inserted += 1;
     }
 
@@ -1003,6 +1048,15 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 .rq
                 .clone();
             return Some(self.start(rq, now, false));
+        }
+        if let Some(id) = self.direct.pop_front() {
+            let rq = self
+                .requests
+                .get(&id)
+                .expect("a request issued directly is held")
+                .rq
+                .clone();
+            return Some(self.start(rq, now, true));
         }
         match self.sched.dispatch(now) {
             Dispatch::Request(rq) => Some(self.start(rq, now, true)),

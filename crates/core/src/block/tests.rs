@@ -103,6 +103,42 @@ fn nomerges_none_inserts_every_bio() {
     assert_eq!(blk.counters().inserted, 3);
 }
 
+/// A bio marked `own_request` (a replayed kernel request that `blk_attempt_plug_merge` and
+/// the scheduler's `bio_merge` did not merge) is not offered for merging, while a later bio
+/// still merges into its request.
+#[test]
+fn an_own_request_bio_is_inserted_and_later_bios_still_merge_into_it() {
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+    blk.handle_submit(write(1, 0, 8), (), ms(0));
+    drain(&mut blk, ms(0));
+    blk.handle_submit(write(1, 100, 8), (), ms(0));
+    let mut own = write(1, 108, 8);
+    own.own_request = true;
+    blk.handle_submit(own, (), ms(0));
+    assert_eq!(blk.counters().merged, 0, "the own request merged");
+    assert_eq!(blk.counters().inserted, 3);
+    blk.handle_submit(write(1, 116, 8), (), ms(0));
+    assert_eq!(blk.counters().merged, 1, "a later bio merges into it");
+}
+
+/// Under none, a bio marked `issue_directly` (its submitter's `blk_mq_try_issue_directly`)
+/// goes to the device at the next dispatch ahead of a request already queued; under a policy
+/// that does not issue directly the mark is ignored.
+#[test]
+fn a_direct_issue_passes_the_queued_requests_under_none_only() {
+    fn order<S: Scheduler>(sched: S) -> Vec<u64> {
+        let mut blk = BlockLayer::new(sched, Limits::depth(4));
+        blk.handle_submit(write(1, 100, 8), (), ms(0));
+        let mut direct = write(2, 900, 8);
+        direct.issue_directly = true;
+        blk.handle_submit(direct, (), ms(0));
+        assert_eq!(blk.queued(), 2);
+        drain(&mut blk, ms(0)).iter().map(|r| r.sector).collect()
+    }
+    assert_eq!(order(Noop::new()), [900, 100]);
+    assert_eq!(order(Deadline::new(Default::default())), [100, 900]);
+}
+
 #[test]
 fn the_device_never_holds_more_than_its_queue_depth() {
     let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));

@@ -609,6 +609,8 @@ impl Engine {
             sectors,
             prio: io.prio,
             submitted: None,
+            own_request: false,
+            issue_directly: false,
         };
         let id = self.next_parent;
         self.next_parent += 1;

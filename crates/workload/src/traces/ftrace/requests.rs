@@ -188,6 +188,8 @@ pub struct Dispatch {
     pub time: Nanos,
     /// The trace line of its `block_rq_issue`.
     pub line: usize,
+    /// The CPU that issued it (the tracefs `[CPU]` column).
+    pub cpu: u32,
 }
 
 /// What putting the requests together counted: what the trace held besides requests, and
@@ -512,6 +514,7 @@ impl Builder {
                     request: i,
                     time: ev.time,
                     line: ev.line,
+                    cpu: ev.cpu,
                 });
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() && r.issued.is_none() {

@@ -2,7 +2,8 @@
 # Record the kernel corpus anew: every job under jobs/ under none, mq-deadline, kyber and bfq,
 # each into MIX/SCHED/ (trace.txt.gz, job.fio, fio.out.gz, meta.json), on a 128 MiB
 # tmpfs-backed direct-I/O loop device with nr_requests 8; bfq's log for the interleaved readers
-# (queue merging) and the burst of new processes (weight raising). Needs root, fio, tracefs:
+# (queue merging), the burst of new processes (weight raising) and the later mixes. Needs root,
+# fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -25,7 +26,12 @@ for mix in "${mixes[@]}"; do
 			rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr}
 		fi
 		extra=()
-		case "$mix:$sched" in interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq) extra=(--bfq-log) ;; esac
+		case "$mix:$sched" in
+		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
+			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
+			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
+			eight-*:bfq) extra=(--bfq-log) ;;
+		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
 			--gzip --out "$here/$mix" "${extra[@]}"
 	done
