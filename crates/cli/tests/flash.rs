@@ -113,7 +113,11 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
     // so bfq_limit_depth sees one sync queue and no other to leave tags for.
     let in_drive = |config: &str| mean(ours(&v, config, "steady"), "in_drive");
     assert!(in_drive("none") > 127.0, "{}", in_drive("none"));
-    assert!(in_drive("kyber") < 0.8 * in_drive("none"), "{}", in_drive("kyber"));
+    assert!(
+        in_drive("kyber") < 0.8 * in_drive("none"),
+        "{}",
+        in_drive("kyber")
+    );
     let k = in_drive("kyber read_lat_nsec=250000");
     assert!(k < 10.0, "{k}");
     let b = in_drive("bfq");
