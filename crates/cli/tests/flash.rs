@@ -48,7 +48,7 @@ fn mean(r: &Value, field: &str) -> f64 {
 }
 
 #[test]
-fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_the_host_does() {
+fn a_reader_beside_writers_kyber_cuts_by_holding_writes_back_bfq_where_the_host_does() {
     // Two seeds (a run simulates 30 s of a 21 K IOPS writer, or 15 s of 130-180 K: one
     // invocation, no rerun).
     let v = reproduce("2");
