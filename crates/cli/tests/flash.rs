@@ -48,7 +48,7 @@ fn mean(r: &Value, field: &str) -> f64 {
 }
 
 #[test]
-fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_the_host_does() {
+fn a_reader_beside_writers_kyber_cuts_by_holding_writes_back_bfq_where_the_host_does() {
     // Two seeds (a run simulates 30 s of a 21 K IOPS writer, or 15 s of 130-180 K: one
     // invocation, no rerun).
     let v = reproduce("2");
@@ -65,16 +65,20 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
     let m = mean(alone, "reader_mean_us");
     assert!((m / 66.0 - 1.0).abs() < 0.15, "{m} us");
 
-    // Interference: each read waits for the writes ahead of it in the drive's front end, which
-    // wait for room in the write buffer as GC frees it.
+    // Interference: a read waits for the program under way on its plane and, with the writer's
+    // 128 holding every front-end slot, for the next slot freed (a write admitted as GC frees
+    // room); not for the writer's 128 themselves: they are another NVMe submission queue's
+    // (the front end's queue scope; with the drive scope it waited for them all, 6.3 ms, more
+    // than a write's 6.0).
     assert!(mean(none, "reader_p99_us") > 5.0 * mean(alone, "reader_p99_us"));
-    assert!(mean(none, "reader_mean_us") > 0.8 * mean(none, "writer_mean_us"));
+    assert!(mean(none, "reader_mean_us") < 0.2 * mean(none, "writer_mean_us"));
     // The writes stay within kyber's 10 ms write target, so kyber may hold them back.
     assert!(mean(none, "writer_mean_us") < 10_000.0);
 
     // The published pattern: none and mq-deadline do not cut the reader's p99; kyber does, at
-    // its default target and at 250 us, by cutting the writes it lets into the drive, and the
-    // writer keeps its rate (GC, not the depth, sets it).
+    // its default target and at 250 us, by cutting the writes it lets into the drive below the
+    // front end's 128 slots (a read then finds a slot free), and the writer keeps its rate (GC,
+    // not the depth, sets it).
     for config in ["none", "mq-deadline"] {
         assert_eq!(published(&v, config)["cuts_p99"], false);
         assert_eq!(ours(&v, config, "steady")["cuts_p99"], false, "{config}");
@@ -101,14 +105,21 @@ fn the_reader_waits_behind_the_writes_kyber_cuts_by_holding_them_back_bfq_where_
     }
     assert!(mean(published(&v, "none"), "in_block_layer") > 100.0);
     assert!(mean(published(&v, "bfq"), "in_block_layer") < 10.0);
-    // In the drive: all of them under none, a few under kyber (its write domain), and all of
-    // them under bfq too: on a non-rotational drive with queueing the writer's queue, created
-    // just after the reader's, is merged into it at once and for good
-    // (bfq_do_early_stable_merge), so bfq_limit_depth sees one sync queue and no other to
-    // leave tags for.
+    // In the drive: all of them under none; under kyber its write domain's depth: at 250 us a
+    // few, at the default 2 ms three quarters (one cut of kyber_timer_fn's ratchet: the reads'
+    // p90 is within 2 ms once the slots are free, so no window cuts again); and all of them
+    // under bfq too: on a non-rotational drive with queueing the writer's queue, created just
+    // after the reader's, is merged into it at once and for good (bfq_do_early_stable_merge),
+    // so bfq_limit_depth sees one sync queue and no other to leave tags for.
     let in_drive = |config: &str| mean(ours(&v, config, "steady"), "in_drive");
     assert!(in_drive("none") > 127.0, "{}", in_drive("none"));
-    assert!(in_drive("kyber") < 10.0, "{}", in_drive("kyber"));
+    assert!(
+        in_drive("kyber") < 0.8 * in_drive("none"),
+        "{}",
+        in_drive("kyber")
+    );
+    let k = in_drive("kyber read_lat_nsec=250000");
+    assert!(k < 10.0, "{k}");
     let b = in_drive("bfq");
     assert!(b > 127.0, "{b}");
     // So bfq does not cut here: reported against the published pattern.

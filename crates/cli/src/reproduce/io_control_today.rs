@@ -856,29 +856,35 @@ fn print_saturation(rows: &[SaturationRow], resctl: &[(String, (String, String))
 mod tests {
     use super::*;
 
-    /// What io.latency could at best do on the 980 PRO model: hold /bulk at depth 1
-    /// (`scale_change` halves `max_depth` down to 1; v6.1's induced delay never grows for a
-    /// data-only writer). At depth 1 the writer still writes as fast as at 16 (the drive's
-    /// write buffer takes each write at once, and its programs run at the NAND's rate
-    /// whatever the host's queue depth), and the reader's p99 stays above the 2 ms target: its
-    /// reads wait inside the drive for the programs and GC under way on their planes, which no
-    /// host-side depth limit removes (docs/io-control.md).
+    /// What /bulk's depth does to the reader on the 980 PRO model: nothing. The reader and the
+    /// writer are different processes, so different NVMe submission queues (Linux's
+    /// `nvme_pci_map_queues`: a queue pair per CPU), and the model's front end orders commands
+    /// per queue (`front_end_scope = "queue"`): 16 writes of 128 KiB hold 16 of its 128 slots,
+    /// and a read waits for none of them, only for the program under way on its plane
+    /// (tPROG 600 us, not suspended: `flash.suspend` is `erase`). So with /bulk at depth 1 or
+    /// at 16 the writer writes at the same rate and the reader's p99 is the same, within the
+    /// 2 ms target and above half a program's time (docs/io-control.md). With the drive-wide
+    /// order (before 2026-11-30) reads waited behind /bulk's writes and missed 2 ms even at
+    /// depth 1 (3.06 ms).
     #[test]
-    fn on_the_980pro_model_even_a_writer_at_depth_one_misses_a_2_ms_p99() {
+    fn on_the_980pro_model_the_reader_waits_for_its_planes_program_not_for_bulks_depth() {
         let drive = "samsung-980pro-1tb";
         let setup = |c| SETUPS.iter().find(|s| s.control == c).unwrap();
         let none = protection_one(drive, setup(Control::None), 1).unwrap();
         let floor = protection_one(drive, setup(Control::Floor), 1).unwrap();
         assert!(
-            floor.bulk_mb_s > 0.95 * none.bulk_mb_s,
+            (floor.bulk_mb_s / none.bulk_mb_s - 1.0).abs() < 0.05,
             "depth 1 {floor:?} vs 16 {none:?}"
         );
         assert!(
-            floor.p99_ms > latency_target_us(drive) as f64 / 1000.0,
-            "{floor:?}"
+            (floor.p99_ms / none.p99_ms - 1.0).abs() < 0.05,
+            "depth 1 {floor:?} vs 16 {none:?}"
         );
-        // The depth does shorten the reader's wait: the host queue is not all of it.
-        assert!(floor.p99_ms < none.p99_ms, "{floor:?} vs {none:?}");
+        let target_ms = latency_target_us(drive) as f64 / 1000.0;
+        for p in [&none, &floor] {
+            assert!(p.p99_ms < target_ms, "{p:?}");
+            assert!(p.p99_ms > 0.3, "{p:?}");
+        }
     }
 
     /// The saturation scenario's resctl-demo rows carry both of resctl-demo's lines (its

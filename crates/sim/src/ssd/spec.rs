@@ -112,10 +112,10 @@ pub struct Host {
     pub front_end_servers: u32,
     /// Which writes a command in the in-order front end waits for: `drive` (default) those
     /// fetched before it from every submission queue (one in-order stage for the whole
-    /// controller), or `queue` only those of its own submission queue (NVMe fetches each queue
-    /// in order and arbitrates between queues round robin, and nothing in NVMe orders one
-    /// queue's commands behind another's); across queues it then waits only for a free slot.
-    /// See docs/ssd-model.md.
+    /// controller), or `queue` (the built-in 980 PRO specs) only those of its own submission
+    /// queue (NVMe fetches each queue in order and arbitrates between queues round robin, and
+    /// nothing in NVMe orders one queue's commands behind another's); across queues it then
+    /// waits only for a free slot. See docs/ssd-model.md.
     #[serde(default)]
     pub front_end_scope: FrontEndScope,
 }

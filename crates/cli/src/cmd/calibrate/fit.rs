@@ -30,7 +30,7 @@
 
 use std::time::Duration;
 
-use elevator_sim::ssd::{Precondition, Ssd, SsdSpec};
+use elevator_sim::ssd::{FrontEndScope, Precondition, Ssd, SsdSpec};
 use elevator_sim::Device;
 use elevator_workload::jobs::fio::RwMode;
 use rayon::prelude::*;
@@ -132,6 +132,9 @@ fn template(name: &str, capacity: u64, units: u32) -> SsdSpec {
     // The in-order front end is fitted last, to the mixed points (`fit`).
     s.host.front_end_slots = 0;
     s.host.front_end_servers = 1;
+    // Its targets (a virtual disk, a loop device) serve a read behind every write queued
+    // before it, whichever process queued it: the front end's drive scope.
+    s.host.front_end_scope = FrontEndScope::Drive;
     s.write_buffer.bytes = 32 << 20;
     let planes = u64::from(units * 2);
     let block = u64::from(s.flash.pages_per_block) * u64::from(s.flash.page_bytes);
