@@ -252,29 +252,3 @@ mod tests {
         );
     }
 }
-#[cfg(test)]
-mod tmp_rbps {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn tmp_rbps() {
-        for secs in [2u64, 10, 30] {
-            let run = Run {
-                rw: "read",
-                bs: SEQ_BLOCK,
-                depth: 1,
-                rate_iops: None,
-            };
-            let m = simulate(
-                "samsung-980pro-1tb",
-                run,
-                SSD_NUMJOBS,
-                secs,
-                95,
-                TESTFILE_BYTES,
-            )
-            .unwrap();
-            eprintln!("TMP rbps {secs} s: {:.0}", m.bytes_s);
-        }
-    }
-}
