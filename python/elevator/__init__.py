@@ -252,7 +252,8 @@ class Results:
     ``iops``, ``mb_s``, ``mean_ms``, ``p50_ms``, ``p90_ms``, ``p99_ms``, ``max_ms``).
     ``requests``: with ``requests=True``, a ``pyarrow.Table`` with one row per request
     (``cell``, ``job``, ``process``, ``op``, ``sector``, ``sectors``, ``q_ns``, ``i_ns``,
-    ``d_ns``, ``c_ns``, ``merged``, ``queued``, ``in_flight``), built on first use without
+    ``d_ns``, ``c_ns``, ``merged``, ``queued``, ``in_flight``, ``t_ns``: when it got its
+    tag, ``d_ns`` unless a disk's host tags it earlier), built on first use without
     copying the records; else ``None``.
     """
 

@@ -81,9 +81,12 @@ def test_fio_text_keeps_every_request_with_its_times(small_fio):
     q = r.requests
     assert q.num_rows == 2 * 300
     assert q.column_names == ["cell", "job", "process", "op", "sector", "sectors",
-                              "q_ns", "i_ns", "d_ns", "c_ns", "merged", "queued", "in_flight"]
+                              "q_ns", "i_ns", "d_ns", "c_ns", "merged", "queued", "in_flight",
+                              "t_ns"]
     df = r.requests_to_polars()
     assert (df["q_ns"] <= df["d_ns"]).all() and (df["d_ns"] < df["c_ns"]).all()
+    # An NVMe drive's tags are its queue: a request gets its tag when it is dispatched.
+    assert (df["t_ns"] == df["d_ns"]).all()
     assert set(df["op"].cast(str).to_list()) == {"read"}
     assert set(df["sectors"].to_list()) == {8}
     assert r.table.column("read_ios").to_pylist() == [300, 300]

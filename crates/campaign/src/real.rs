@@ -328,6 +328,7 @@ fn sim_record(r: &elevator_real::exec::RequestRecord) -> elevator_sim::engine::R
         sectors: r.sectors,
         inserted: r.inserted,
         dispatched: r.dispatched,
+        tagged: r.tagged,
         completed: r.completed,
         queued: r.waiting,
         in_flight: r.in_flight,

@@ -13,7 +13,9 @@
 //!   `q_ns`, `i_ns`, `d_ns`, `c_ns` (blktrace's queue, insert, dispatch and completion times,
 //!   ns of simulated time; the simulator queues and inserts at once, so `q_ns == i_ns`),
 //!   `merged`, `queued` (requests in the scheduler after its insert), `in_flight` (at the
-//!   device after its dispatch).
+//!   device after its dispatch), `t_ns` (when it got its tag, blk-mq's `start_time_ns`: on a
+//!   disk under `none` its host tag, at or after `i_ns`; otherwise `d_ns`; last, so the
+//!   columns before it keep their places).
 //!
 //! Every column is built from a `Vec` moved into its Arrow buffer, without a copy. Parquet
 //! files are written with fixed settings (no compression, a fixed `created_by`) to a
@@ -199,6 +201,7 @@ pub fn requests_schema() -> SchemaRef {
     fields.push(Field::new("merged", DataType::Boolean, false));
     fields.push(Field::new("queued", DataType::UInt32, false));
     fields.push(Field::new("in_flight", DataType::UInt32, false));
+    fields.push(Field::new("t_ns", DataType::Int64, false));
     Arc::new(Schema::new(fields))
 }
 
@@ -221,6 +224,7 @@ pub fn requests_batch(results: &[CellResult]) -> RecordBatch {
     let mut merged = Vec::with_capacity(n);
     let mut queued = Vec::with_capacity(n);
     let mut in_flight = Vec::with_capacity(n);
+    let mut t = Vec::with_capacity(n);
     let mut names: Vec<&str> = Vec::new();
     let mut key_of: HashMap<&str, u32> = HashMap::new();
     for r in results {
@@ -253,6 +257,7 @@ pub fn requests_batch(results: &[CellResult]) -> RecordBatch {
             merged.push(rec.merged);
             queued.push(rec.queued);
             in_flight.push(rec.in_flight);
+            t.push(rec.tagged.0 as i64);
         }
     }
     let dict = |keys: Vec<u32>, values: Vec<&str>| -> ArrayRef {
@@ -279,6 +284,7 @@ pub fn requests_batch(results: &[CellResult]) -> RecordBatch {
         Arc::new(BooleanArray::from(merged)),
         Arc::new(UInt32Array::from(queued)),
         Arc::new(UInt32Array::from(in_flight)),
+        Arc::new(Int64Array::from(t)),
     ];
     RecordBatch::try_new(requests_schema(), cols).expect("columns match the schema")
 }

@@ -165,6 +165,9 @@ pub struct RequestRecord {
     pub inserted: Nanos,
     /// Dispatched by the scheduler, submitted to the backend.
     pub dispatched: Nanos,
+    /// Got its tag ([`elevator_core::block::Done::tagged`]): its dispatch, unless the block
+    /// layer keeps host tags.
+    pub tagged: Nanos,
     /// Completed (reaped).
     pub completed: Nanos,
     /// The issuing process (context) as the block layer saw it.
@@ -926,6 +929,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                     queued: d.submitted,
                     inserted: d.submitted,
                     dispatched: d.dispatched,
+                    tagged: d.tagged,
                     completed: now,
                     ctx: d.ctx.0,
                     waiting: d.queued,

@@ -147,6 +147,11 @@ pub struct RequestRecord {
     pub inserted: Nanos,
     /// Handed to the device (for a merged request: the request it was merged into).
     pub dispatched: Nanos,
+    /// Got its tag (blk-mq's `start_time_ns`; [`elevator_core::block::Done::tagged`]): on a
+    /// disk, its host tag ([`elevator_core::block::DISK_HOST_TAGS`] under `none`), at insertion
+    /// while one is free, else when a holder completed; on an SSD, and under an elevator, its
+    /// dispatch. For a merged request, that of the request it was merged into.
+    pub tagged: Nanos,
     /// Completed by the device.
     pub completed: Nanos,
     /// Requests in the scheduler (inserted, not yet dispatched) just after it was inserted,
@@ -540,6 +545,7 @@ impl Simulation {
                     sectors: d.sectors,
                     inserted: d.submitted,
                     dispatched: d.dispatched,
+                    tagged: d.tagged,
                     completed: now,
                     queued: d.queued,
                     in_flight: d.in_flight,

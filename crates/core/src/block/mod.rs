@@ -308,6 +308,12 @@ pub struct Done<T> {
     pub submitted: Nanos,
     /// When the request carrying it was dispatched.
     pub dispatched: Nanos,
+    /// When the request carrying it got its tag (blk-mq's `start_time_ns`, the start io.cost's
+    /// `ioc_rqos_done` counts `rq_wait` to): under [`BlockLayer::set_host_tags`] its host tag,
+    /// at insertion when one was free, else when a holder completed and freed one; otherwise
+    /// its dispatch (the tag is the device's slot). For a merged bio, the tag of the request
+    /// it rode on, which may be earlier than its own submission.
+    pub tagged: Nanos,
     /// Requests in the scheduler just after this piece was inserted (itself included) or
     /// merged.
     pub queued: u32,
@@ -1153,9 +1159,10 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 });
             }
         }
+        let tagged = r.tagged.unwrap_or(r.dispatched);
         let controlled = !self.qos.is_empty();
         if controlled {
-            self.qos.done(&r.rq, r.tagged.unwrap_or(r.dispatched), now);
+            self.qos.done(&r.rq, tagged, now);
         }
         self.observe(Event::Complete, &r.rq, now);
         self.stat.done(r.rq.op, r.rq.sectors, r.started, now);
@@ -1199,6 +1206,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 sectors: seg.sectors,
                 submitted: seg.submitted,
                 dispatched: r.dispatched,
+                tagged,
                 queued: seg.queued,
                 in_flight: r.in_flight,
                 merged: seg.merged,

@@ -931,6 +931,7 @@ impl Engine {
                     queued: parent.queued_at,
                     inserted: d.submitted,
                     dispatched: d.dispatched,
+                    tagged: d.tagged,
                     completed: ns,
                     ctx: d.ctx.0,
                     waiting: d.queued,

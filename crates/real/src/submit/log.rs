@@ -92,6 +92,7 @@ mod tests {
             queued: Nanos(sector),
             inserted: Nanos(sector),
             dispatched: Nanos(sector + 1),
+            tagged: Nanos(sector + 1),
             completed: Nanos(sector + 2),
             ctx: 1,
             waiting: 1,

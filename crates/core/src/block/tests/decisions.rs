@@ -132,6 +132,7 @@ fn each_done_reports_its_bio_the_queue_and_the_device_as_they_were() {
         sectors: 8,
         submitted: at(i),
         dispatched: at(dispatched),
+        tagged: at(dispatched),
         queued,
         in_flight,
         merged: false,

@@ -1147,3 +1147,73 @@ fn a_latency_target_is_what_makes_weights_act_on_a_deep_device_and_it_sets_the_t
         tight.vrate
     );
 }
+
+/// The bound of the saturation table's "resctl-demo recipe" rows on the 980 PRO model
+/// (docs/iocost.md): a model whose `rbps` is below 4 KiB times its `rrandiops` prices a 4 KiB
+/// random read at one page of `rbps` (`calc_lcoefs` leaves the random base at 0 when the IOPS
+/// figure is cheaper than a page), so at vrate `max` the budgets add up to `max` x `rbps`
+/// whatever the device does (`ioc_adjust_base_vrate` clamps vrate to `vrate_max` while the
+/// groups are short and nothing misses its target).
+///
+/// The device of [`banked_loop`] (16 units of 100 us, 64 readers a group, weights 1:3); a model
+/// of `rbps` 80,000 pages a second and `rrandiops` 200,000, about half what the device serves
+/// full; a read target it never misses (95% within 10 ms). With resctl-demo's `max=100`:
+/// vrate sits at 100%, the shares follow the weights and the total is `rbps`, far below
+/// none's. With `max` raised to 95% of none's rate over `rbps` (the one field that lifts the
+/// bound), the budgets still bind below the device's peak: shares within 5 points and the
+/// total within 10% of none's.
+#[test]
+fn a_model_whose_rbps_is_below_its_random_reads_holds_io_cost_at_max_times_rbps() {
+    let pages_s = 80_000u64;
+    let model = Model {
+        rbps: pages_s * 4096,
+        rseqiops: 200_000,
+        rrandiops: 200_000,
+        ..ms_per_read()
+    };
+    let c = model.lcoefs();
+    assert_eq!((c.rrandio, c.rseqio), (0, 0), "{c:?}");
+    assert_eq!(c.rpage, params::VTIME_PER_SEC.div_ceil(pages_s));
+    let qos = |max_pct: u64| Qos {
+        rppm: 950_000,
+        rlat: 10_000,
+        wppm: 950_000,
+        wlat: 10_000,
+        min_ppm: 600_000,
+        max_ppm: (max_pct * 10_000) as u32,
+        ..loose_qos()
+    };
+    let end = Nanos::from_secs(2);
+    let secs = end.as_ns() as f64 / 2e9;
+    let none = banked_loop(None, 64, 16, us(100), end);
+    let rate_none = none.ios.iter().sum::<u64>() as f64 / secs;
+    let share_b = |o: &Outcome| o.ios[1] as f64 / o.ios.iter().sum::<u64>() as f64;
+    let t = tree(100, 300);
+
+    let capped = banked_loop(Some(ssd(model, qos(100), &t)), 64, 16, us(100), end);
+    let rate = capped.ios.iter().sum::<u64>() as f64 / secs;
+    assert_eq!(capped.vrate, 100.0, "{capped:?}");
+    assert!(
+        (rate / pages_s as f64 - 1.0).abs() < 0.02,
+        "{rate:.0} reads/s against rbps's {pages_s}: {capped:?}"
+    );
+    assert!(rate < 0.6 * rate_none, "{rate:.0} vs none {rate_none:.0}");
+    assert!(
+        (share_b(&capped) - 0.75).abs() < 0.05,
+        "share of /b {:.3}: {capped:?}",
+        share_b(&capped)
+    );
+
+    let max_pct = (95.0 * rate_none / pages_s as f64).round() as u64;
+    let lifted = banked_loop(Some(ssd(model, qos(max_pct), &t)), 64, 16, us(100), end);
+    let rate = lifted.ios.iter().sum::<u64>() as f64 / secs;
+    assert!(
+        rate > 0.9 * rate_none,
+        "max={max_pct}%: {rate:.0} vs none {rate_none:.0}: {lifted:?}"
+    );
+    assert!(
+        (share_b(&lifted) - 0.75).abs() < 0.05,
+        "max={max_pct}%: share of /b {:.3}: {lifted:?}",
+        share_b(&lifted)
+    );
+}
