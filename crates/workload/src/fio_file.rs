@@ -308,7 +308,9 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                     format!("a job name is at most {MAX_NAME} bytes"),
                 ));
             }
-            in_global = name == "global";
+            // fio's parse_jobs_ini: a section whose name starts with "global" (`strncmp(name,
+            // "global", 6)`) is a global one: `[globals]` sets defaults, it runs no job.
+            in_global = name.starts_with("global");
             if !in_global {
                 if !names.insert(name.to_string()) {
                     return Err(err(
@@ -347,7 +349,15 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         } else if let Some(def) = jobs.last_mut() {
             def
         } else {
-            return Err(err(line, key, "an option before any [section]".into()));
+            return Err(err(
+                line,
+                key,
+                if key.starts_with("include") {
+                    "`include` is not supported: put the included file's options here".into()
+                } else {
+                    "an option before any [section]".into()
+                },
+            ));
         };
         apply(def, &opt).map_err(|reason| err(line, key, reason))?;
     }
@@ -491,7 +501,9 @@ fn expand(v: &str) -> Result<String, String> {
         }
     }
     out.push_str(rest);
-    if out.contains(['*', '/', '(', ')']) {
+    // fio evaluates arithmetic only in parentheses (`size=(2*$mb_memory)m`); a `/` is a
+    // path's (`filename=${DIR}/f`).
+    if out.trim_start().starts_with('(') {
         return Err(format!(
             "{v:?} (expanded {:?}): arithmetic in a value is not supported",
             excerpt(&out)
