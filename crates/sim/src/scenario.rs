@@ -529,7 +529,15 @@ impl Scenario {
     pub fn check_work(&self, max_ios: u64) -> Result<(), InputError> {
         let text = &*self.text;
         let err = |job: Option<&ScenarioJob>, key: &str, message: String| {
-            let at = job.and_then(|j| find_line(text, "name", &j.name));
+            // The job's own `[[job]]` table: jobs are kept in file order.
+            let at = job.and_then(|j| {
+                let n = self.jobs.iter().position(|o| std::ptr::eq(o, j))?;
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, l)| l.trim() == "[[job]]")
+                    .nth(n)
+                    .map(|(i, _)| i + 1)
+            });
             let line = match at {
                 Some(l) => find_in_table(text, l, key).or(at),
                 None => find_line(text, key, ""),
