@@ -233,8 +233,9 @@ impl RunReport {
     pub fn job_error(&self) -> Result<(), String> {
         if self.clock_overflow {
             return Err(format!(
-                "the simulated clock passed {:.0} years (a think time, rate or start that far \
-                 off, or a time that overflowed): the run's figures would be wrong",
+                "the simulated clock passed {:.0} years (a rate, think time or start that far \
+                 off): times saturate at 584 years (2^64 ns), where the figures would be those \
+                 of a stopped clock; bound the job (a higher rate, fewer I/Os)",
                 CLOCK_LIMIT.as_secs_f64() / (365.25 * 86_400.0)
             ));
         }
