@@ -1,13 +1,14 @@
 //! fio job files: the subset `elevator run` understands, parsed into [`FioJobConfig`]s.
 //!
-//! The format is fio's INI: `[name]` starts a job, `[global]` sets defaults for the jobs that
-//! follow it (a later `[global]` adds to them), `key=value` or a bare `key` sets an option,
+//! The format is fio's INI: `[name]` starts a job, `[global]` (as in fio, any section whose
+//! name starts with `global`) sets defaults for the jobs that follow it (a later `[global]`
+//! adds to them), `key=value` or a bare `key` sets an option,
 //! and lines starting with `;` or `#` are comments. Sizes take fio's suffixes `k`, `m`, `g`,
 //! `t` (also `KB`, `MB` ...), base 1024, and as in fio under its default `kb_base=1024` the
 //! IEC spellings `KiB`, `MiB` ... base 1000 (`4KiB` is 4000 bytes); times take `us`, `ms`,
 //! `s`, `m` (minutes), `h`. Values expand `${VAR}` from the environment and fio's keywords
-//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic is not supported, nor
-//! is `include`.
+//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic (a value in
+//! parentheses) is not supported, nor is `include`.
 //!
 //! Options understood (fio's meaning unless said otherwise):
 //!
