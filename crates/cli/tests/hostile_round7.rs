@@ -149,7 +149,7 @@ fn fio_values_expanding_to_paths_are_taken_and_include_is_named() {
     .unwrap();
     let o = elevator_within(&["sim", s(&job)], MINUTE);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    std::fs::write(&job, "[j]\nrw=read\nsize=(1+1)m\n").unwrap();
+    std::fs::write(&job, "[j]\nrw=read\nsize=(2*$ncpus)m\n").unwrap();
     let o = elevator_within(&["sim", s(&job)], MINUTE);
     clean_error(&o, &["e.fio:3", "size", "arithmetic"]);
     std::fs::write(&job, "include other.fio\n[j]\nrw=read\nsize=1m\n").unwrap();
