@@ -160,8 +160,9 @@ def grid_spec(
     scheduler that has it or ``{"SCHED.NAME": v}``. ``sweep``: axes, ``{"seed": range(1, 6),
     "kyber.read_lat_nsec": [...], "drive": [...], "job.NAME.FIELD": [...]}`` (or the CLI's
     ``"KEY=VALUES"`` strings), crossed in the order given, the last turning fastest.
-    ``requests``: keep every request's record. ``max_ios``: a job file's bound on the I/Os its
-    jobs imply by their sizes (default 10**8; a job with a ``runtime`` is bounded by it).
+    ``requests``: keep every request's record. ``max_ios``: a job file's or a scenario's bound on
+    the I/Os its jobs imply by their sizes, and by a ``runtime`` (a scenario's ``duration_s``)
+    at the rate the run starts at (default 10**8).
     """
     spec: dict[str, Any] = {}
     sources = [scenario is not None, fio is not None, fio_text is not None, trace is not None]
@@ -232,8 +233,8 @@ def grid_spec(
     if _check.flag("requests", requests):
         spec["requests"] = True
     if max_ios is not None:
-        if fio is None and fio_text is None:
-            raise _check.error("max_ios", "applies to a fio job file (fio=... or fio_text=...) only")
+        if trace is not None:
+            raise _check.error("max_ios", "applies to a fio job file or a scenario, not a trace")
         spec["max_ios"] = _check.integer("max_ios", max_ios, 1, _check.U64[1])
     return spec
 

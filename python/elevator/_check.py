@@ -104,6 +104,9 @@ def flag(name: str, v: Any) -> bool:
     would have been True."""
     if isinstance(v, bool):
         return v
+    # numpy's bool_ is neither a bool nor an Integral (``requests=np.True_`` was refused).
+    if getattr(getattr(v, "dtype", None), "kind", None) == "b" and getattr(v, "ndim", 1) == 0:
+        return bool(v)
     if isinstance(v, numbers.Integral) and int(v) in (0, 1):
         return bool(v)
     raise error(name, f"expected True or False, got {shown(v)}")

@@ -1,9 +1,11 @@
 //! A fio job file built into jobs: what `elevator run` runs on a device and `elevator sim`
 //! and the Python package run on a simulated drive.
 
-use elevator_core::{GroupId, GroupTree, SECTOR_BYTES};
+use elevator_core::{GroupId, GroupTree, Nanos, SECTOR_BYTES};
 use elevator_real::{ByteRange, RealJob};
-use elevator_workload::fio_file::FioFile;
+use elevator_sim::work::{implied_ios, probe_scheduler, PROBE_IOS};
+use elevator_sim::{DriveModel, JobSlot, Simulation};
+use elevator_workload::fio_file::{self, FioFile};
 use elevator_workload::input::InputError;
 use elevator_workload::jobs::fio::FioJob;
 use elevator_workload::BuildEnv;
@@ -87,14 +89,13 @@ pub fn build_jobs(
     Ok((jobs, groupids))
 }
 
-/// The most I/Os a simulated run of a job file may imply by its jobs' sizes (`size`,
-/// `io_size`, `number_ios`) unless the user raises the bound (`elevator sim --max-ios`, the
-/// grid's `max_ios`): 10^8, minutes of real time per scheduler at the simulator's few
-/// hundred thousand requests a second. `size=900g bs=512` (1.9e9 I/Os) would compute for
-/// hours without a word, as a day of simulated time would (refused by
-/// [`FioFile::check_simulated_time`]). fio runs such a job on a device, and so does
-/// `elevator run`, which does not call this.
-pub const MAX_SIMULATED_IOS: u64 = 100_000_000;
+/// The most I/Os a simulated run of a job file may imply, by its jobs' sizes (`size`,
+/// `io_size`, `number_ios`: [`check_simulated_work`]) or by their `runtime` at the rate the
+/// run starts at ([`check_simulated_time_work`]), unless the user raises the bound
+/// (`elevator sim --max-ios`, the grid's `max_ios`). `size=900g bs=512` (1.9e9 I/Os) and a
+/// day of `time_based` 512-byte reads (10^9) would compute for hours without a word. fio
+/// runs such a job on a device, and so does `elevator run`, which does not call these.
+pub use elevator_sim::work::MAX_SIMULATED_IOS;
 
 /// Refuse a job file whose jobs ended by their size alone (no `runtime`, which
 /// [`FioFile::check_simulated_time`] bounds) imply more than `max_ios` I/Os in all (every
@@ -142,6 +143,94 @@ pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Resu
     }
     Ok(())
 }
+
+/// Refuse a job file whose jobs with a `runtime` imply more than `max_ios` I/Os in all on
+/// `drive`: each `stonewall` phase holding such a job is run alone (under none, seed 1) for
+/// its first I/Os ([`elevator_sim::work::implied_ios`], at most
+/// [`elevator_sim::work::PROBE_IOS`] shared among the phases) and their rate extrapolated to
+/// the phase's longest `ramp_time` + `runtime`. Names the line of the phase's longest-running
+/// job and `runtime`. A day of `time_based` 512-byte reads (`runtime=86400`, which
+/// [`FioFile::check_simulated_time`] lets pass) implies 10^9 I/Os on a disk's cache.
+pub fn check_simulated_time_work(
+    file: &FioFile,
+    drive: &DriveModel,
+    max_ios: u64,
+) -> Result<(), InputError> {
+    // Each job's phase, as build_jobs numbers them; the longest-running timed job of each.
+    let mut phase = 0u32;
+    let mut longest: Vec<(u32, usize, u64)> = Vec::new();
+    for (i, def) in file.jobs.iter().enumerate() {
+        if i > 0 && def.stonewall {
+            phase += 1;
+        }
+        let Some(runtime) = def.config.runtime_ms else {
+            continue;
+        };
+        let span = runtime.saturating_add(def.config.ramp_ms);
+        match longest.last_mut() {
+            Some(l) if l.0 == phase => {
+                if span > l.2 {
+                    *l = (phase, i, span);
+                }
+            }
+            _ => longest.push((phase, i, span)),
+        }
+    }
+    if longest.is_empty() {
+        return Ok(());
+    }
+    let capacity = drive.device().capacity_sectors() * SECTOR_BYTES;
+    let mut groups = GroupTree::new();
+    let Ok((jobs, _)) = build_jobs(file, capacity, 1, &mut groups) else {
+        return Ok(()); // build_jobs names the error where the run builds its jobs
+    };
+    let mut by_phase: Vec<Vec<RealJob>> = Vec::new();
+    for j in jobs {
+        let p = j.phase as usize;
+        if by_phase.len() <= p {
+            by_phase.resize_with(p + 1, Vec::new);
+        }
+        by_phase[p].push(j);
+    }
+    let probe = (PROBE_IOS / longest.len() as u64).max(MIN_PROBE_IOS);
+    let mut total = 0u64;
+    for (phase, i, span_ms) in longest {
+        let jobs = std::mem::take(&mut by_phase[phase as usize]);
+        let mut sim = Simulation::new(drive.device(), probe_scheduler(&groups), groups.clone());
+        for j in jobs {
+            sim.add_job(JobSlot::new(j.name, j.job).group(j.group).prio(j.prio));
+        }
+        let span = Nanos::from_ms_f64(span_ms as f64);
+        let ios = implied_ios(sim, span, probe);
+        total = total.saturating_add(ios);
+        if total > max_ios {
+            let def = &file.jobs[i];
+            return Err(InputError::at_line(
+                &file.path,
+                def.line_of("runtime_ms"),
+                "runtime",
+                format!(
+                    "job {}: {:.0} s of {} I/Os of {} bytes on {} imply about {ios} I/Os at the rate \
+                     the run starts at; the job file's jobs imply more than {max_ios} I/Os in \
+                     all (the simulator computes a few hundred thousand a second); bound it \
+                     (a shorter runtime=, rate_iops=, number_ios=) or run it as asked with \
+                     `elevator sim --max-ios N` (Python: `max_ios=N`; `elevator run` runs it \
+                     on a device)",
+                    fio_file::excerpt(&def.name),
+                    span.as_secs_f64(),
+                    format!("{:?}", def.config.rw).to_lowercase(),
+                    def.config.bs,
+                    drive.name(),
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The fewest I/Os each phase's probe runs, however many phases share
+/// [`elevator_sim::work::PROBE_IOS`].
+const MIN_PROBE_IOS: u64 = 256;
 
 /// The job file's `ramp_time`: one value for every job (the executor applies one ramp).
 pub fn ramp_time(file: &FioFile) -> Result<std::time::Duration, InputError> {

@@ -71,7 +71,7 @@ pub struct GridSpec {
     pub sweep: Vec<String>,
     /// Keep every request's record (Q, I, D, C times, sector, size, process).
     pub requests: bool,
-    /// A fio job file's bound on the I/Os its jobs imply by their sizes (default
+    /// The bound on the I/Os a run may imply, a job file's or a scenario's (default
     /// [`crate::fio::MAX_SIMULATED_IOS`]).
     pub max_ios: Option<u64>,
 }
@@ -558,12 +558,11 @@ impl Grid {
             file.check_simulated_time(elevator_sim::scenario::MAX_SIMULATED_S)?;
             // On the grid's drive now (a `drive=` axis's drives when their cells run).
             let drive = spec.drive.as_deref().unwrap_or(DEFAULT_FIO_DRIVE);
-            let capacity = DriveModel::resolve(drive)?.device().capacity_sectors() * SECTOR_BYTES;
-            crate::fio::check_simulated_work(
-                &file,
-                capacity,
-                spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS),
-            )?;
+            let model = DriveModel::resolve(drive)?;
+            let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
+            let max_ios = spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS);
+            crate::fio::check_simulated_work(&file, capacity, max_ios)?;
+            crate::fio::check_simulated_time_work(&file, &model, max_ios)?;
             Source::Fio {
                 file: Box::new(file),
                 drive: spec.drive.clone().unwrap_or(DEFAULT_FIO_DRIVE.into()),
@@ -726,7 +725,7 @@ impl Grid {
         self.spec.requests
     }
 
-    /// The bound on the I/Os a fio job file's jobs imply by their sizes.
+    /// The bound on the I/Os a cell's run may imply (a job file's or a scenario's).
     fn max_ios(&self) -> u64 {
         self.spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS)
     }
@@ -961,6 +960,9 @@ impl Grid {
                             &p.controls,
                         )?;
                         s.wakeup = base.wakeup;
+                        // A `job.NAME.size=` axis can make a cell's work what the base's
+                        // was not.
+                        s.check_work(self.max_ios())?;
                         s
                     };
                 if let Some(w) = self.wakeup {
@@ -988,6 +990,10 @@ impl Grid {
                 let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
                 let mut groups = GroupTree::new();
                 crate::fio::check_simulated_work(file, capacity, self.max_ios())?;
+                if p.drive.is_some() {
+                    // The base was probed on its own drive only.
+                    crate::fio::check_simulated_time_work(file, &model, self.max_ios())?;
+                }
                 let (jobs, _) = crate::fio::build_jobs(file, capacity, p.seed, &mut groups)?;
                 apply_controls(&mut groups, &p.controls, "the job file")?;
                 let sched = self.build_scheduler_on(name, &more, &groups, &model)?;
@@ -1035,7 +1041,10 @@ impl Grid {
         };
         // A job that ended before its input (a trace that failed part-way, or changed since
         // it was checked) did not run the cell's input: an error, not a row of partial figures.
-        report.job_error().map_err(|e| Error::arg("trace", e))?;
+        report.job_error().map_err(|e| match &self.source {
+            Source::Trace { .. } => Error::arg("trace", e),
+            _ => Error::arg(self.name(), e),
+        })?;
         Ok(result(report, p.seed, self.spec.requests))
     }
 
@@ -1121,6 +1130,7 @@ fn scenario_source(
     spec: &GridSpec,
 ) -> Result<Source, Error> {
     let mut base = Scenario::parse(&text, &origin, dir.as_deref())?;
+    base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
     if let Some(us) = spec.wakeup_us {
         base.wakeup = Nanos::from_us(u64::from(us));
     }

@@ -182,6 +182,23 @@ pub struct JobReport {
     pub error: Option<String>,
 }
 
+/// The latest simulated time a run reaches: 2^62 ns, about 146 years. An event later than
+/// this ends the run with [`RunReport::clock_overflow`] set (then [`RunReport::job_error`]
+/// refuses it): such a time was saturated or wrapped on its way to the clock.
+pub const CLOCK_LIMIT: Nanos = Nanos(1 << 62);
+
+/// How far [`Simulation::probe`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// I/Os completed.
+    pub ios: u64,
+    /// The simulated time it stopped at.
+    pub end: Nanos,
+    /// Whether the run ended by itself (its jobs done, its limit reached, nothing left to
+    /// happen) before the probe's count of I/Os.
+    pub ended: bool,
+}
+
 /// The result of [`Simulation::run`].
 pub struct RunReport {
     /// The scheduler's name.
@@ -204,6 +221,8 @@ pub struct RunReport {
     /// Every request, in completion order ([`Simulation::record_requests`] only; empty
     /// otherwise).
     pub requests: Vec<RequestRecord>,
+    /// Whether the run stopped at an event past [`CLOCK_LIMIT`].
+    pub clock_overflow: bool,
 }
 
 impl RunReport {
@@ -217,6 +236,14 @@ impl RunReport {
     /// The first job that ended before its input did ([`JobReport::error`]), named, as an
     /// error: a run whose trace changed under it must fail, not print figures of part of it.
     pub fn job_error(&self) -> Result<(), String> {
+        if self.clock_overflow {
+            return Err(format!(
+                "the simulated clock passed {:.0} years (a rate, think time or start that far \
+                 off): times saturate at 584 years (2^64 ns), where the figures would be those \
+                 of a stopped clock; bound the job (a higher rate, fewer I/Os)",
+                CLOCK_LIMIT.as_secs_f64() / (365.25 * 86_400.0)
+            ));
+        }
         match self.jobs.iter().find_map(|j| Some((j, j.error.as_ref()?))) {
             Some((j, e)) => Err(format!("job {}: {e}", j.name)),
             None => Ok(()),
@@ -303,6 +330,12 @@ pub struct Simulation {
     host_drives: NonZeroU32,
     /// I/O issued and still on the host CPU, by key: (job, what, when issued).
     cpu_pending: FxHashMap<u64, (u32, elevator_workload::IoSpec, Nanos)>,
+    /// Set when an event past [`CLOCK_LIMIT`] ended the run.
+    clock_overflow: bool,
+    /// Jobs marked runnable since the last [`Simulation::poll_jobs`], least index first.
+    ready: BinaryHeap<Reverse<u32>>,
+    /// Foreground jobs not yet done.
+    foreground_left: usize,
 }
 
 impl Simulation {
@@ -348,6 +381,9 @@ impl Simulation {
             cpu: None,
             host_drives: NonZeroU32::MIN,
             cpu_pending: FxHashMap::default(),
+            clock_overflow: false,
+            ready: BinaryHeap::new(),
+            foreground_left: 0,
         }
     }
 
@@ -443,7 +479,29 @@ impl Simulation {
     /// Run until every foreground job is done, or until `limit` (simulated time), or until
     /// nothing is left to happen.
     pub fn run(mut self, limit: Option<Nanos>) -> RunReport {
-        let limit = limit.unwrap_or(Nanos::MAX);
+        self.drive(limit.unwrap_or(Nanos::MAX), u64::MAX);
+        self.finish()
+    }
+
+    /// Run as [`Simulation::run`] would, but stop once `ios` I/Os have completed: how far the
+    /// run got, to tell the work a whole run implies before doing it ([`crate::work`]).
+    pub fn probe(mut self, limit: Option<Nanos>, ios: u64) -> Probe {
+        let stopped = self.drive(limit.unwrap_or(Nanos::MAX), ios);
+        Probe {
+            ios: self.blk.bios_completed(),
+            end: self.now,
+            ended: !stopped,
+        }
+    }
+
+    /// The event loop of [`Simulation::run`] up to `limit`, stopping early (and returning
+    /// true) once `max_ios` I/Os have completed.
+    fn drive(&mut self, limit: Nanos, max_ios: u64) -> bool {
+        self.foreground_left = self
+            .jobs
+            .iter()
+            .filter(|j| j.slot.foreground && !j.done)
+            .count();
         let any_foreground = self.jobs.iter().any(|j| j.slot.foreground);
         self.phase = self.jobs.iter().map(|j| j.phase).min().unwrap_or(0);
         for j in &mut self.jobs {
@@ -452,6 +510,17 @@ impl Simulation {
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             if t > limit {
                 self.now = limit;
+                break;
+            }
+            if self.blk.bios_completed() >= max_ios {
+                return true;
+            }
+            // A time this far off was saturated or wrapped on its way (a think time, a rate
+            // or a start of centuries): what follows would be figures of a clock stuck at
+            // its end. Timers of the scheduler and the io controllers may say "never".
+            if t >= CLOCK_LIMIT && !matches!(ev, Event::SchedTimer { .. } | Event::QosTimer) {
+                self.clock_overflow = true;
+                self.now = t.min(limit);
                 break;
             }
             debug_assert!(t >= self.now);
@@ -466,9 +535,9 @@ impl Simulation {
                     self.blk.handle_qos_timeout(self.now);
                 }
                 Event::JobWake { job, gen } => {
-                    let j = &mut self.jobs[job as usize];
+                    let j = &self.jobs[job as usize];
                     if j.wake_gen == gen && !j.done && j.phase <= self.phase {
-                        j.runnable = true;
+                        self.make_runnable(job);
                     }
                 }
                 Event::Notify { job, tag } => self.notify(job, tag),
@@ -485,11 +554,11 @@ impl Simulation {
                 self.next_phase();
             }
             self.pump();
-            if any_foreground && self.jobs.iter().all(|j| !j.slot.foreground || j.done) {
+            if any_foreground && self.foreground_left == 0 {
                 break;
             }
         }
-        self.finish()
+        false
     }
 
     /// Once every job of the current phase is done, start the next phase's jobs now.
@@ -576,12 +645,32 @@ impl Simulation {
         let j = &mut self.jobs[job as usize];
         j.slot.job.complete(tag, self.now);
         if !j.done {
-            j.runnable = true;
+            self.make_runnable(job);
         }
     }
 
+    /// Mark job `i` runnable: [`Simulation::poll_jobs`] polls it.
+    fn make_runnable(&mut self, i: u32) {
+        let j = &mut self.jobs[i as usize];
+        if !std::mem::replace(&mut j.runnable, true) {
+            self.ready.push(Reverse(i));
+        }
+    }
+
+    /// Poll every runnable job, in the order of their indices; a job made runnable meanwhile
+    /// at or below the index being polled waits for the next call. Only the runnable jobs
+    /// are visited (a scan of every job at every event made a job file of 4096 `stonewall`
+    /// sections quadratic).
     fn poll_jobs(&mut self) {
-        for i in 0..self.jobs.len() {
+        let mut next = 0u32;
+        let mut deferred = Vec::new();
+        while let Some(Reverse(idx)) = self.ready.pop() {
+            if idx < next {
+                deferred.push(Reverse(idx));
+                continue;
+            }
+            next = idx + 1;
+            let i = idx as usize;
             if !self.jobs[i].runnable {
                 continue;
             }
@@ -612,6 +701,9 @@ impl Simulation {
                     Action::Done => {
                         let j = &mut self.jobs[i];
                         j.done = true;
+                        if j.slot.foreground {
+                            self.foreground_left -= 1;
+                        }
                         j.wake_gen += 1;
                         j.metrics.finished = Some(self.now);
                         self.phase_check = true;
@@ -628,6 +720,7 @@ impl Simulation {
                 }
             }
         }
+        self.ready.extend(deferred);
     }
 
     fn ctx(&mut self, job: u32, local: u32) -> CtxId {
@@ -737,6 +830,7 @@ impl Simulation {
             ios_completed: self.blk.bios_completed(),
             disk: *self.blk.stat(),
             requests: self.records.unwrap_or_default(),
+            clock_overflow: self.clock_overflow,
         }
     }
 }

@@ -32,8 +32,9 @@ pub mod scenario;
 mod spec_file;
 pub mod ssd;
 pub mod validate;
+pub mod work;
 
 pub use device::{Device, Service};
 pub use drive::DriveModel;
-pub use engine::{JobSlot, RunReport, Simulation};
+pub use engine::{JobSlot, Probe, RunReport, Simulation, CLOCK_LIMIT};
 pub use spec_file::MAX_SPEC_BYTES;

@@ -46,6 +46,7 @@ use elevator_core::group::{IoCostDevice, IoMax};
 use elevator_core::{
     registry, GroupId, GroupTree, IoClass, IoPrio, Nanos, Scheduler, Settings, TunableError,
 };
+use elevator_workload::jobs::fio::FioJob;
 use elevator_workload::spec::BuildEnv;
 use elevator_workload::{InputError, JobSpec};
 use serde::Deserialize;
@@ -152,6 +153,8 @@ pub struct Scenario {
     pub tunables: BTreeMap<String, Settings>,
     /// The jobs.
     pub jobs: Vec<ScenarioJob>,
+    /// The text it was parsed from, to name lines in [`Scenario::check_work`]'s errors.
+    text: std::sync::Arc<str>,
 }
 
 impl Scenario {
@@ -512,7 +515,110 @@ impl Scenario {
             groups,
             tunables,
             jobs,
+            text: text.into(),
         })
+    }
+
+    /// Refuse a scenario whose run implies more than `max_ios` I/Os ([`crate::work`]), naming
+    /// the line and field that set the work: the sizes of its `kind = "fio"` jobs without a
+    /// `runtime_ms` (`number_ios`, `io_size`, else a pass over `size`, as a job file's are
+    /// counted), then its simulated span (`duration_s`, else the latest end a fio job's
+    /// `start_s` + `ramp_ms` + `runtime_ms` sets) at the rate a probe of its start runs
+    /// under none. A day of 512-byte reads at a drive's cache rate implies 10^9 I/Os, hours
+    /// of real time; other kinds of job are bounded by their own counts (files, requests).
+    pub fn check_work(&self, max_ios: u64) -> Result<(), InputError> {
+        let text = &*self.text;
+        let err = |job: Option<&ScenarioJob>, key: &str, message: String| {
+            // The job's own `[[job]]` table: jobs are kept in file order.
+            let at = job.and_then(|j| {
+                let n = self.jobs.iter().position(|o| std::ptr::eq(o, j))?;
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, l)| l.trim() == "[[job]]")
+                    .nth(n)
+                    .map(|(i, _)| i + 1)
+            });
+            let line = match at {
+                Some(l) => find_in_table(text, l, key).or(at),
+                None => find_line(text, key, ""),
+            };
+            let field = match job {
+                Some(_) => format!("job.{key}"),
+                None => key.to_string(),
+            };
+            InputError::new(&self.origin, message)
+                .on_line(line)
+                .in_field(&field)
+        };
+        let how = |max_ios: u64| {
+            format!(
+                "the scenario implies more than {max_ios} I/Os (the simulator computes a few \
+                 hundred thousand a second); bound it, or run it as asked with `elevator sim \
+                 --max-ios N` (Python: `max_ios=N`)"
+            )
+        };
+        let capacity = self.drive.capacity_sectors();
+        let mut total = 0u64;
+        let mut span: Option<(Nanos, Option<&ScenarioJob>)> = self.limit.map(|l| (l, None));
+        for j in &self.jobs {
+            let JobSpec::Fio(cfg) = &j.spec else { continue };
+            if let Some(runtime) = cfg.runtime_ms {
+                let end = j.start + Nanos::from_ms_f64(runtime.saturating_add(cfg.ramp_ms) as f64);
+                if self.limit.is_none() && span.is_none_or(|(s, _)| end > s) {
+                    span = Some((end, Some(j)));
+                }
+                continue;
+            }
+            let env = BuildEnv::new(capacity, self.seed, j.name.clone());
+            let Some(ios) = FioJob::new(cfg.clone(), &env)
+                .ok()
+                .and_then(|f| f.io_limit())
+            else {
+                continue;
+            };
+            total = total.saturating_add(ios);
+            if total > max_ios {
+                let key = match (cfg.number_ios, cfg.io_size) {
+                    (Some(n), _) if n == ios => "number_ios",
+                    (_, Some(_)) => "io_size",
+                    _ => "size",
+                };
+                return Err(err(
+                    Some(j),
+                    key,
+                    format!(
+                        "job {:?}: {ios} I/Os of {} bytes: {}",
+                        j.name,
+                        cfg.bs,
+                        how(max_ios)
+                    ),
+                ));
+            }
+        }
+        let Some((span, job)) = span else {
+            return Ok(());
+        };
+        let sim = self.simulation(crate::work::probe_scheduler(&self.groups), None);
+        let ios = crate::work::implied_ios(sim, span, crate::work::PROBE_IOS);
+        if total.saturating_add(ios) > max_ios {
+            let key = if job.is_some() {
+                "runtime_ms"
+            } else {
+                "duration_s"
+            };
+            return Err(err(
+                job,
+                key,
+                format!(
+                    "{:.0} s of simulated time on {} imply about {ios} I/Os at the rate the run \
+                     starts at: {}",
+                    span.as_secs_f64(),
+                    self.drive.name(),
+                    how(max_ios)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The settings this scenario gives policy `name` (empty if none).

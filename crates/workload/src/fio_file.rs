@@ -1,13 +1,14 @@
 //! fio job files: the subset `elevator run` understands, parsed into [`FioJobConfig`]s.
 //!
-//! The format is fio's INI: `[name]` starts a job, `[global]` sets defaults for the jobs that
-//! follow it (a later `[global]` adds to them), `key=value` or a bare `key` sets an option,
+//! The format is fio's INI: `[name]` starts a job, `[global]` (as in fio, any section whose
+//! name starts with `global`) sets defaults for the jobs that follow it (a later `[global]`
+//! adds to them), `key=value` or a bare `key` sets an option,
 //! and lines starting with `;` or `#` are comments. Sizes take fio's suffixes `k`, `m`, `g`,
 //! `t` (also `KB`, `MB` ...), base 1024, and as in fio under its default `kb_base=1024` the
 //! IEC spellings `KiB`, `MiB` ... base 1000 (`4KiB` is 4000 bytes); times take `us`, `ms`,
 //! `s`, `m` (minutes), `h`. Values expand `${VAR}` from the environment and fio's keywords
-//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic is not supported, nor
-//! is `include`.
+//! `$pagesize`, `$mb_memory` and `$ncpus`, as fio does; fio's arithmetic (a value in
+//! parentheses) is not supported, nor is `include`.
 //!
 //! Options understood (fio's meaning unless said otherwise):
 //!
@@ -308,7 +309,9 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                     format!("a job name is at most {MAX_NAME} bytes"),
                 ));
             }
-            in_global = name == "global";
+            // fio's parse_jobs_ini: a section whose name starts with "global" (`strncmp(name,
+            // "global", 6)`) is a global one: `[globals]` sets defaults, it runs no job.
+            in_global = name.starts_with("global");
             if !in_global {
                 if !names.insert(name.to_string()) {
                     return Err(err(
@@ -347,7 +350,15 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         } else if let Some(def) = jobs.last_mut() {
             def
         } else {
-            return Err(err(line, key, "an option before any [section]".into()));
+            return Err(err(
+                line,
+                key,
+                if key.starts_with("include") {
+                    "`include` is not supported: put the included file's options here".into()
+                } else {
+                    "an option before any [section]".into()
+                },
+            ));
         };
         apply(def, &opt).map_err(|reason| err(line, key, reason))?;
     }
@@ -491,7 +502,9 @@ fn expand(v: &str) -> Result<String, String> {
         }
     }
     out.push_str(rest);
-    if out.contains(['*', '/', '(', ')']) {
+    // fio evaluates arithmetic only in parentheses (`size=(2*$mb_memory)m`); a `/` is a
+    // path's (`filename=${DIR}/f`).
+    if out.trim_start().starts_with('(') {
         return Err(format!(
             "{v:?} (expanded {:?}): arithmetic in a value is not supported",
             excerpt(&out)

@@ -40,9 +40,10 @@ pub struct Args {
     #[arg(long, value_name = "N", requires = "host",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     host_drives: Option<u32>,
-    /// fio job files only: the most I/Os the jobs may imply by their sizes (`size`,
-    /// `io_size`, `number_ios`; jobs with a `runtime` are bounded by it instead). Default
-    /// 100000000 (minutes of simulation); raise it to run a longer job as asked.
+    /// The most I/Os the run may imply: by the jobs' sizes (`size`, `io_size`,
+    /// `number_ios`), and by a `runtime` (a scenario's `duration_s`) at the rate the run
+    /// starts at. Default 100000000 (minutes of simulation); raise it to run a longer job as
+    /// asked.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_ios: Option<u64>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
@@ -247,10 +248,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.drive.is_none()
             && args.host.is_none()
-            && args.max_ios.is_none()
             && args.output_format == super::run::Format::Normal,
-        "--drive, --host, --max-ios and --output-format apply to fio job files; a scenario \
-         names its drive"
+        "--drive, --host and --output-format apply to fio job files; a scenario names its \
+         drive"
     );
     let plot: Vec<(&str, &std::path::Path)> =
         [("--plot", &args.plot), ("--parquet", &args.parquet)]
@@ -278,6 +278,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     // Stamped before the first read: each scheduler's run reads the scenario's traces again.
     let unchanged = super::common::Unchanged::take(&inputs);
     let mut scenario = scenarios::load(&args.scenario)?;
+    // Bounded by the work it implies, as a job file is: a day of `duration_s` at a drive's
+    // cache rate, or a fio job's `size=900g bs=512`, computed for hours.
+    let max_ios = args
+        .max_ios
+        .unwrap_or(elevator_campaign::fio::MAX_SIMULATED_IOS);
+    scenario.check_work(max_ios)?;
     if let Some(us) = args.wakeup_us {
         scenario.wakeup = elevator_core::Nanos::from_us(u64::from(us));
     }
@@ -306,6 +312,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             seed: Some(seed),
             wakeup_us: args.wakeup_us,
             sweep: args.sweep.clone(),
+            max_ios: args.max_ios,
             ..Default::default()
         };
         return crate::sweep::run(crate::sweep::Opts {

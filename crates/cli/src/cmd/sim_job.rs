@@ -141,6 +141,11 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     let capacity = probe.capacity_sectors() * SECTOR_BYTES;
     // Bounded by the work it implies too: `size=900g bs=512` (1.9e9 I/Os) ran for hours.
     elevator_campaign::fio::check_simulated_work(&file, capacity, o.max_ios)?;
+    // And by its simulated time at the rate it starts at: a day of `time_based` 512-byte
+    // reads (10^9 I/Os) ran for hours.
+    let model =
+        elevator_sim::DriveModel::resolve(drive).map_err(|e| anyhow::anyhow!("--drive: {e}"))?;
+    elevator_campaign::fio::check_simulated_time_work(&file, &model, o.max_ios)?;
     let target = format!("sim:{}", probe.name());
     let rotational = !probe.non_rotational();
     let host = o
@@ -197,7 +202,11 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
                 .cpus(cpus);
             sim.add_job_in_phase(slot, j.phase);
         }
-        let report = as_run_report(sim.run(None));
+        let report = sim.run(None);
+        report
+            .job_error()
+            .map_err(|e| anyhow::anyhow!("{} under {}: {e}", o.job_file.display(), info.name))?;
+        let report = as_run_report(report);
         if let Some(w) = writer {
             w.borrow_mut()
                 .finish()

@@ -20,6 +20,8 @@ use crate::output::{self, say};
 
 /// Seeds per figure unless `--seeds` says otherwise.
 pub const DEFAULT_SEEDS: usize = 5;
+/// The most seeds per figure `--seeds` takes.
+pub const MAX_SEEDS: u32 = 100;
 
 /// Arguments of `elevator reproduce`.
 #[derive(clap::Args)]
@@ -40,8 +42,10 @@ pub struct Args {
     /// Seeds per figure (seeds 1..=N): each figure is the mean over them with its 95%
     /// confidence interval (Student t). The bfq-merge start-up times use their own 20
     /// repetitions.
+    /// At most 100: each seed is a whole set of runs (4294967295 seeds aborted on a 32 GiB
+    /// allocation; 10^5 would run for days).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SEEDS as u32,
-          value_parser = clap::value_parser!(u32).range(2..))]
+          value_parser = clap::value_parser!(u32).range(2..=MAX_SEEDS as i64))]
     seeds: u32,
     /// Run one part: bfq-merge's `startup` (parts 1 and 2, which share their runs) or
     /// `cooperating` (part 3, a few seconds); ssd-loo's `read` (the drive's read side) or

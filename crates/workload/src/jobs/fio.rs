@@ -146,6 +146,11 @@ pub struct FioJobConfig {
     pub randseed: Option<u64>,
 }
 
+/// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
+/// (`thread_options.thinktime`). A longer one wrapped on its way to the clock here (18 x 10^15
+/// us thought for a few microseconds and reported 3000 IOPS).
+pub const MAX_THINKTIME_US: u64 = u32::MAX as u64;
+
 impl Default for FioJobConfig {
     fn default() -> Self {
         FioJobConfig {
@@ -207,6 +212,16 @@ impl FioJobConfig {
         }
         if self.iodepth == 0 {
             return err("iodepth", "must be at least 1".into());
+        }
+        if self.thinktime_us > MAX_THINKTIME_US {
+            return err(
+                "thinktime_us",
+                format!(
+                    "{} us is more than fio's thinktime holds (32 bits of microseconds: at most \
+                     {MAX_THINKTIME_US} us, about 71 minutes)",
+                    self.thinktime_us
+                ),
+            );
         }
         if self.thinktime_blocks == 0 {
             return err("thinktime_blocks", "must be at least 1".into());
