@@ -96,8 +96,9 @@ const FRESH_KFID10: [&str; 2] = [
 /// since a shared queue's completion leaves no candidate waker (`bfq_completed_request`:
 /// the idle-class reader became a random reader's waker as in the kernel) and 89.7% since a
 /// change of raising coefficient waits for the next requeue (`prio_changed`), within 2
-/// points of issue 27's 90% but not of the corpus (kfid11, docs/testing.md).
-const BFQ_KFID10: [f64; 2] = [100.0, 89.7];
+/// points of issue 27's 90% but not of the corpus (kfid11, docs/testing.md); 90.9% since the
+/// replay keeps apart the requests the kernel kept apart (kfid13).
+const BFQ_KFID10: [f64; 2] = [100.0, 90.9];
 
 /// mq-deadline's agreement on the first kfid10 recording, as measured: 96.9% until the
 /// replay asked ours where the kernel's queue ran and returned nothing (its refused aged
@@ -131,11 +132,13 @@ const FRESH_KFID13: [&str; 10] = [
     "eight-adjacent-seq-readers-and-sub-page-writer",
 ];
 
-/// bfq's agreement on three kfid13 recordings, as measured (30 November 2026, 08:05 UTC):
-/// **not** within 2 points of issue 27's target; not traced (left to the bfq work:
-/// twelve-procs-mixed-prio diverges first at decision 172, prio-writers-deep-beside-rt-reader
-/// at 4, sqpoll-and-pvsync2-mixed-rw at 347).
-const BFQ_KFID13: [f64; 3] = [26.4, 22.3, 89.1];
+/// bfq's agreement on three kfid13 recordings, as measured (30 November 2026, 08:45 UTC, with
+/// the shared-queue waker rule of `bfq_completed_request`): twelve-procs-mixed-prio 78.5%
+/// (26.4% before it; first divergence at decision 178) and prio-writers-deep-beside-rt-reader
+/// 22.3% (decision 4: 6.18's tag allocation at shallow depths, docs/bfq.md) are **not** within
+/// 2 points of issue 27's target; sqpoll-and-pvsync2-mixed-rw is (90.9%, 89.1% before), but not
+/// within 2 points of the corpus.
+const BFQ_KFID13: [f64; 3] = [78.5, 22.3, 90.9];
 
 fn fresh(mix: &str) -> bool {
     FRESH_KFID10.contains(&mix)
@@ -430,8 +433,9 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
             // The known misses (BFQ_HOLEY, BFQ_KFID10, BFQ_KFID13), held at their measured
-            // figures above; BFQ_HOLEY and BFQ_KFID10 within 2 points of issue 27's target (90%).
-            if r.mix == FRESH_KFID7 || r.mix == FRESH_KFID10[1] {
+            // figures above; BFQ_HOLEY, BFQ_KFID10 and sqpoll-and-pvsync2-mixed-rw within 2
+            // points of issue 27's target (90%), not of the corpus.
+            if [FRESH_KFID7, FRESH_KFID10[1], FRESH_KFID13[6]].contains(&r.mix.as_str()) {
                 assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
             }
             continue;
