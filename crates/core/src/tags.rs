@@ -36,8 +36,17 @@
 //! tags, a per-word depth of 1 lets at most 4 such requests hold tags), deeper-limited or
 //! unlimited requests that happen to sit in the first bits block it in the kernel but not
 //! here, and throttled requests may briefly hold more after a change of limit.
+//!
+//! Optionally ([`SchedTags::set_bit_positions`]) the tags are also kept by bit position
+//! ([`TagBits`], Linux 6.17's sbitmap, depths over the whole map): then whether a `Full` or
+//! `Shallow(L)` request may take a tag is whether a bit it may take is free, and
+//! [`SchedTags::take_bit`] / [`SchedTags::release_bit`] place and free the bits.
+
+mod bits;
 
 use std::collections::{BTreeMap, VecDeque};
+
+pub use bits::TagBits;
 
 use crate::request::Request;
 
@@ -73,6 +82,8 @@ pub struct SchedTags {
     arrivals: u64,
     /// Changes of what [`SchedTags::may_take`] answers from (see [`SchedTags::generation`]).
     generation: u64,
+    /// The tags by bit position, when kept ([`SchedTags::set_bit_positions`]).
+    bits: Option<TagBits>,
 }
 
 impl SchedTags {
@@ -89,7 +100,22 @@ impl SchedTags {
             waiting_len: 0,
             arrivals: 0,
             generation: 0,
+            bits: None,
         }
+    }
+
+    /// Keep the tags by bit position ([`TagBits`], Linux 6.17 on) or only count them. A map
+    /// kept anew starts empty: requests holding tags then are not in it.
+    pub fn set_bit_positions(&mut self, on: bool) {
+        if on != self.bits.is_some() {
+            self.bits = on.then(|| TagBits::new(self.depth));
+            self.generation += 1;
+        }
+    }
+
+    /// Whether the tags are kept by bit position.
+    pub fn bit_positions(&self) -> bool {
+        self.bits.is_some()
     }
 
     /// The number of tags (`nr_requests`).
@@ -107,6 +133,9 @@ impl SchedTags {
     pub fn set_depth(&mut self, depth: u32) {
         self.depth = depth.max(1);
         self.generation += 1;
+        if self.bits.is_some() {
+            self.bits = Some(TagBits::new(self.depth));
+        }
     }
 
     /// Change the shallow depth; waiting requests are admitted by the next
@@ -150,11 +179,33 @@ impl SchedTags {
     /// Whether a request of this depth may take a tag now.
     pub fn may_take(&self, depth: Depth) -> bool {
         self.held < self.depth
-            && match depth {
-                Depth::Full => true,
-                Depth::Throttled => self.held_throttled < self.limit,
-                Depth::Shallow(l) => self.held_shallow(l) < l.max(1),
+            && match (depth, &self.bits) {
+                (Depth::Throttled, _) => self.held_throttled < self.limit,
+                (Depth::Full, None) => true,
+                (Depth::Shallow(l), None) => self.held_shallow(l) < l.max(1),
+                (Depth::Full, Some(b)) => b.may_take(None),
+                (Depth::Shallow(l), Some(b)) => b.may_take(Some(l.max(1))),
             }
+    }
+
+    /// As [`SchedTags::take`], for a request allocated by context `key`: the bit it takes
+    /// when the tags are kept by bit position.
+    pub fn take_bit(&mut self, depth: Depth, key: u32) -> Option<u32> {
+        self.take(depth);
+        let shallow = match depth {
+            Depth::Full | Depth::Throttled => None,
+            Depth::Shallow(l) => Some(l.max(1)),
+        };
+        self.bits.as_mut().and_then(|b| b.take(shallow, key))
+    }
+
+    /// As [`SchedTags::release_at`], for a request allocated by context `key` that took
+    /// `bit` ([`SchedTags::take_bit`]).
+    pub fn release_bit(&mut self, depth: Depth, bit: Option<u32>, key: u32) {
+        self.release_at(depth);
+        if let (Some(b), Some(bit)) = (self.bits.as_mut(), bit) {
+            b.release(bit, key);
+        }
     }
 
     /// A request of this depth takes a tag (for a caller keeping its own waiting lines; check

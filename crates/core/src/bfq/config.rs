@@ -129,6 +129,16 @@ crate::tunable::tunables! {
             doc: "elevator: bfq_limit_depth's depths count tags of the whole bitmap (async_depths, \
                   Linux 6.17 on) instead of bits of each word (word_depths, 6.9); 0 = per word",
         },
+        /// Tags by bit position, with whole-map depths (Linux 6.17's sbitmap).
+        tag_bits: bool = "tag_bits" {
+            unit: Bool,
+            default: 0,
+            min: 0,
+            max: 1,
+            doc: "elevator: keep the scheduler tags by bit position as Linux 6.17's sbitmap \
+                  places them (per-process hints, a shallow depth split over the words by \
+                  __map_depth_with_shallow), with whole_map_depths' depths; 0 = counted",
+        },
         /// The kernel's timer frequency (`CONFIG_HZ`): the length of a jiffy, in which bfq
         /// keeps the times its soft real-time test compares.
         hz: u64 = "hz" {

@@ -164,8 +164,8 @@ impl Bfq {
                 }
             }
             self.tag_wait.len -= 1;
-            self.tags.take(depth);
-            self.insert_at(rq, depth, t);
+            let bit = self.tags.take_bit(depth, ctx.0);
+            self.insert_at(rq, depth, bit, t);
             if more {
                 self.start_allocating(ctx);
             }
@@ -178,7 +178,7 @@ impl Bfq {
         let nr = self.cfg.nr_requests;
         let shift = self.word_depths.shift;
         let sync = rq.is_sync();
-        if self.cfg.whole_map_depths {
+        if self.cfg.whole_map_depths || self.cfg.tag_bits {
             return self.limit_depth_whole_map(rq, nr, sync);
         }
         let (mut bits, limit) = match rq.op {

@@ -164,7 +164,7 @@ pub struct Bfq {
     bics: IdMap<CtxId, Bic>,
     /// Request id -> its queue and the depth it took its tag at, for queued and in-flight
     /// requests (every one holds a tag: bfq sees a request only once it has one).
-    rq_queue: IdMap<u64, (usize, Depth)>,
+    rq_queue: IdMap<u64, (usize, Depth, Option<u32>)>,
     /// The scheduler tags.
     tags: SchedTags,
     /// The requests waiting for a tag, outside bfq.
@@ -219,7 +219,11 @@ impl Bfq {
             groups,
             bics: IdMap::default(),
             rq_queue: IdMap::default(),
-            tags: SchedTags::new(cfg.nr_requests, cfg.nr_requests),
+            tags: {
+                let mut tags = SchedTags::new(cfg.nr_requests, cfg.nr_requests);
+                tags.set_bit_positions(cfg.tag_bits);
+                tags
+            },
             tag_wait: TagWait::default(),
             word_depths: WordDepths::new(cfg.nr_requests),
             in_service: None,
@@ -403,7 +407,7 @@ impl Bfq {
 
     // ----- insertion -----
 
-    fn insert_at(&mut self, rq: Request, depth: Depth, t: Tick) {
+    fn insert_at(&mut self, rq: Request, depth: Depth, bit: Option<u32>, t: Tick) {
         let mut q = self.queue_for(&rq, t);
         self.bics.get_mut(&rq.ctx).expect("bic").requests += 1;
         if let Some(n) = self.setup_cooperator(q, Some(&rq), t) {
@@ -426,7 +430,7 @@ impl Bfq {
         } else {
             self.cfg.fifo_expire_async.0 as Tick
         };
-        self.rq_queue.insert(rq.id.0, (q, depth));
+        self.rq_queue.insert(rq.id.0, (q, depth, bit));
         self.add_request(q, rq, t);
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
@@ -1143,10 +1147,10 @@ impl Bfq {
     /// `bfq_finish_requeue_request`: the inject limit is updated before
     /// `bfq_completed_request` samples the hardware queue depth.
     fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
-        let Some((q, depth)) = self.rq_queue.remove(&id.0) else {
+        let Some((q, depth, bit)) = self.rq_queue.remove(&id.0) else {
             return;
         };
-        self.tags.release_at(depth);
+        self.tags.release_bit(depth, bit, ctx.0);
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
@@ -1307,6 +1311,7 @@ impl Scheduler for Bfq {
         // blk_mq_update_nr_requests, then bfq_depth_updated; waiting requests are admitted
         // at the next call.
         self.tags.set_depth(self.cfg.nr_requests);
+        self.tags.set_bit_positions(self.cfg.tag_bits);
         self.word_depths = WordDepths::new(self.cfg.nr_requests);
         // bfq_max_budget_store and bfq_timeout_sync_store: a user max budget is taken as
         // is; an autotuned one is recomputed when it is asked for or the timeout changes.

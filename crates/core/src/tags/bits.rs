@@ -1,0 +1,184 @@
+//! The scheduler tags by bit position, as Linux 6.17 and later allocate them (lib/sbitmap.c
+//! after "convert shallow_depth from one word to the whole sbitmap", patch v4, the version
+//! merged for 6.17 and run by 6.18).
+//!
+//! The tags are a bitmap of `nr_requests` bits in words of `1 << shift` bits
+//! ([`super::word_shift`]; the last word may be partial, `__map_depth`). A request of shallow
+//! depth `d` (a count over the whole map) may take, in word `i`, only the first
+//! `word_bits(i) * d / nr_requests` bits, one more where the remainder of that division is at
+//! least `(i + 1) * word_bits(i)` (`__map_depth_with_shallow`): with 8 tags in 2-bit words a
+//! depth of 1 allows bit 0 of word 0 only, a depth of 6 the first bit of every word and the
+//! second of words 0 and 1. Whether such a bit is free depends on where the other requests
+//! sit, so positions are kept:
+//!
+//! - Each allocating context has an allocation hint (`alloc_hint`, per CPU in the kernel).
+//!   `update_alloc_hint_before_get` resets a hint beyond the map; the search starts in the
+//!   hint's word (`SB_NR_TO_INDEX`) and goes on through the next words with wrap
+//!   (`sbitmap_find_bit`). A full-depth request (`__sbitmap_get`, blk-mq tags not being
+//!   round-robin) searches each word from bit 0; a shallow one (`__sbitmap_get_shallow`)
+//!   searches the hint's word from the hint's bit, wrapping to 0 (`__sbitmap_get_word`).
+//!   `update_alloc_hint_after_get` moves the hint one past the bit taken only when that bit is
+//!   the hint itself (to 0 at the map's last two bits), and to 0 when nothing was found.
+//! - A freed tag is not cleared at once: its bit goes to the word's `cleared` mask
+//!   (`sbitmap_deferred_clear_bit`) and is folded back only when a search of that word finds
+//!   nothing (`sbitmap_deferred_clear`), so a freed bit is reused after the word's other free
+//!   bits. Freeing sets the freeing context's hint to the freed bit (`sbitmap_update_cpu_hint`,
+//!   from `sbitmap_queue_clear`).
+//!
+//! Deviations: hints are keyed by the allocating context (process), not its CPU (the replays
+//! do not say on which CPU a request was allocated, and a process mostly stays on one); a
+//! hint starts at 0, where the kernel draws each CPU's at random (`sbitmap_init_node`); a
+//! change of `nr_requests` starts an empty map (tags held then are freed without effect).
+
+use std::collections::BTreeMap;
+
+/// One word of the map: the bits taken, and those freed but not yet folded back.
+#[derive(Clone, Copy, Debug, Default)]
+struct Word {
+    taken: u64,
+    cleared: u64,
+}
+
+/// A tag bitmap with sbitmap's word layout, search order and allocation hints.
+#[derive(Clone, Debug)]
+pub struct TagBits {
+    depth: u32,
+    shift: u32,
+    words: Vec<Word>,
+    hints: BTreeMap<u32, u32>,
+}
+
+/// The mask of the first `bits` bits of a word.
+fn first_bits(bits: u32) -> u64 {
+    if bits >= u64::BITS {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+impl TagBits {
+    /// An empty map of `depth` tags (at least 1).
+    pub fn new(depth: u32) -> TagBits {
+        let depth = depth.max(1);
+        let shift = super::word_shift(depth);
+        let words = depth.div_ceil(1 << shift) as usize;
+        TagBits {
+            depth,
+            shift,
+            words: vec![Word::default(); words],
+            hints: BTreeMap::new(),
+        }
+    }
+
+    /// `__map_depth`: the bits of word `index` (the last may be partial).
+    fn map_depth(&self, index: usize) -> u32 {
+        let bits = 1u32 << self.shift;
+        if index + 1 == self.words.len() {
+            self.depth - ((index as u32) << self.shift)
+        } else {
+            bits
+        }
+    }
+
+    /// `__map_depth_with_shallow`: the first bits of word `index` a request of shallow depth
+    /// `shallow` (over the whole map) may take.
+    pub fn shallow_word_depth(&self, index: usize, shallow: u32) -> u32 {
+        let word = self.map_depth(index);
+        if shallow >= self.depth {
+            return word;
+        }
+        let share = u64::from(word) * u64::from(shallow);
+        let (bits, rest) = (share / u64::from(self.depth), share % u64::from(self.depth));
+        let extra = rest >= (index as u64 + 1) * u64::from(word);
+        bits as u32 + u32::from(extra)
+    }
+
+    /// Whether a request of this shallow depth (`None`: any tag) finds a free bit, freed
+    /// ones waiting to be folded back included.
+    pub fn may_take(&self, shallow: Option<u32>) -> bool {
+        let shallow = shallow.unwrap_or(u32::MAX);
+        self.words.iter().enumerate().any(|(i, w)| {
+            let allowed = first_bits(self.shallow_word_depth(i, shallow));
+            allowed & !(w.taken & !w.cleared) != 0
+        })
+    }
+
+    /// `__sbitmap_get_word`: the first clear bit of `taken` below `depth` from `hint`, then
+    /// from 0 if `wrap` and the hint was not 0.
+    fn find_in_word(taken: u64, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+        let free = !taken & first_bits(depth);
+        let from = |h: u32| {
+            let above = if h >= u64::BITS { 0 } else { free & !first_bits(h) };
+            (above != 0).then(|| above.trailing_zeros())
+        };
+        from(hint).or_else(|| if wrap && hint != 0 { from(0) } else { None })
+    }
+
+    /// `sbitmap_find_bit_in_word` with `sbitmap_deferred_clear`: search, and when nothing is
+    /// found fold the freed bits back and search again.
+    fn take_in_word(&mut self, index: usize, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+        loop {
+            let w = &mut self.words[index];
+            if let Some(nr) = Self::find_in_word(w.taken, depth, hint, wrap) {
+                w.taken |= 1 << nr;
+                return Some(nr);
+            }
+            if w.cleared == 0 {
+                return None;
+            }
+            w.taken &= !w.cleared;
+            w.cleared = 0;
+        }
+    }
+
+    /// A context takes a tag at this shallow depth (`None`: any tag): the bit taken, if any
+    /// (`sbitmap_get` / `sbitmap_get_shallow`).
+    pub fn take(&mut self, shallow: Option<u32>, key: u32) -> Option<u32> {
+        let mut hint = self.hints.get(&key).copied().unwrap_or(0);
+        if hint >= self.depth {
+            hint = 0;
+        }
+        let mut index = (hint >> self.shift) as usize;
+        let (limit, mut bit) = match shallow {
+            None => (u32::MAX, 0),
+            Some(d) => (d, hint & ((1 << self.shift) - 1)),
+        };
+        let mut nr = None;
+        for _ in 0..self.words.len() {
+            let depth = self.shallow_word_depth(index, limit);
+            if depth > 0 {
+                if let Some(b) = self.take_in_word(index, depth, bit, true) {
+                    nr = Some(((index as u32) << self.shift) + b);
+                    break;
+                }
+            }
+            bit = 0;
+            index = (index + 1) % self.words.len();
+        }
+        let next = match nr {
+            None => 0,
+            Some(n) if n == hint => {
+                if n + 1 >= self.depth.saturating_sub(1) {
+                    0
+                } else {
+                    n + 1
+                }
+            }
+            Some(_) => hint,
+        };
+        self.hints.insert(key, next);
+        nr
+    }
+
+    /// A context frees the tag at `bit` (`sbitmap_queue_clear`): the bit waits in its word's
+    /// cleared mask, and the context's hint becomes the bit.
+    pub fn release(&mut self, bit: u32, key: u32) {
+        if bit >= self.depth {
+            return;
+        }
+        let w = &mut self.words[(bit >> self.shift) as usize];
+        w.cleared |= 1 << (bit & ((1 << self.shift) - 1));
+        self.hints.insert(key, bit);
+    }
+}
