@@ -109,7 +109,11 @@ impl TagBits {
     fn find_in_word(taken: u64, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
         let free = !taken & first_bits(depth);
         let from = |h: u32| {
-            let above = if h >= u64::BITS { 0 } else { free & !first_bits(h) };
+            let above = if h >= u64::BITS {
+                0
+            } else {
+                free & !first_bits(h)
+            };
             (above != 0).then(|| above.trailing_zeros())
         };
         from(hint).or_else(|| if wrap && hint != 0 { from(0) } else { None })
@@ -180,5 +184,78 @@ impl TagBits {
         let w = &mut self.words[(bit >> self.shift) as usize];
         w.cleared |= 1 << (bit & ((1 << self.shift) - 1));
         self.hints.insert(key, bit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Depth, SchedTags};
+    use super::*;
+
+    /// `__map_depth_with_shallow` (6.17): 8 tags are four 2-bit words; a shallow depth over
+    /// the whole map is split into the first bits of each word, the remainder to the first
+    /// words (`rem >= (index + 1) * word bits`).
+    #[test]
+    fn map_depth_with_shallow_splits_a_whole_map_depth_over_the_words() {
+        let b = TagBits::new(8);
+        let split = |d: u32| -> Vec<u32> { (0..4).map(|i| b.shallow_word_depth(i, d)).collect() };
+        assert_eq!(split(1), vec![1, 0, 0, 0]);
+        assert_eq!(split(3), vec![1, 1, 1, 0]);
+        assert_eq!(split(4), vec![1, 1, 1, 1]);
+        assert_eq!(split(6), vec![2, 2, 1, 1]);
+        assert_eq!(split(8), vec![2, 2, 2, 2]);
+    }
+
+    /// `__sbitmap_get` / `sbitmap_find_bit`: a full-depth request with hint 0 takes bit 0,
+    /// the only bit depth 1 may take, so a depth-1 request (an over-limit queue's,
+    /// `bfq_limit_depth`) finds no tag though no shallow request holds one (the counted model
+    /// admits it), and a depth-6 one does. `sbitmap_queue_clear` defers the freed bit
+    /// (`sbitmap_deferred_clear_bit`): the next full-depth search takes bit 1 of word 0, and
+    /// only once that word is full are the freed bits folded back (`sbitmap_deferred_clear`).
+    #[test]
+    fn sbitmap_places_tags_and_a_shallow_depth_takes_only_its_bits() {
+        let mut t = SchedTags::new(8, 8);
+        t.set_bit_positions(true);
+        assert_eq!(t.take_bit(Depth::Full, 1), Some(0));
+        assert!(!t.may_take(Depth::Shallow(1)), "bit 0 is held");
+        assert!(t.may_take(Depth::Shallow(6)));
+        t.release_bit(Depth::Full, Some(0), 1);
+        assert!(
+            t.may_take(Depth::Shallow(1)),
+            "a freed bit may be taken again"
+        );
+        assert_eq!(
+            t.take_bit(Depth::Full, 1),
+            Some(1),
+            "bit 0 waits in cleared"
+        );
+        assert_eq!(
+            t.take_bit(Depth::Full, 1),
+            Some(0),
+            "word 0 full: cleared folded back"
+        );
+        assert_eq!(t.take_bit(Depth::Full, 1), Some(2));
+        assert!(!t.may_take(Depth::Shallow(1)));
+        assert_eq!(
+            t.take_bit(Depth::Shallow(6), 2),
+            Some(3),
+            "word 1's two bits"
+        );
+        assert_eq!(
+            t.take_bit(Depth::Shallow(6), 2),
+            Some(4),
+            "then word 2's first"
+        );
+        assert_eq!(
+            t.take_bit(Depth::Shallow(6), 2),
+            Some(6),
+            "and word 3's first"
+        );
+        assert!(
+            !t.may_take(Depth::Shallow(6)),
+            "bits 5 and 7 are beyond depth 6"
+        );
+        assert!(t.may_take(Depth::Full));
+        assert_eq!(t.held(), 6);
     }
 }
