@@ -21,6 +21,9 @@
 //! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%), and the
 //! 6.18 bfq log of `prio-writers-beside-reader` shows a queue over its limit (depth 1) holding
 //! 3 tags, which one tag in all forbids: 6.18's allocation at depth 1 is not understood yet.
+//! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
+//! 6.17's lib/sbitmap places them ([`crate::tags::TagBits`]); it lowers kernel-diff's bfq
+//! agreement (92.8 -> 87.6%, docs/bfq.md), so it is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);
