@@ -458,8 +458,6 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     requeued: VecDeque<u64>,
     /// Requests issued directly ([`Bio::issue_directly`]), never given to the policy.
     direct: VecDeque<u64>,
-    /// The request being inserted goes to [`BlockLayer::direct`] (set around one insertion).
-    inserting_directly: bool,
     counters: Counters,
     bios_completed: u64,
     stat: DiskStat,
@@ -488,7 +486,6 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             timer_gen: 0,
             requeued: VecDeque::new(),
             direct: VecDeque::new(),
-            inserting_directly: false,
             counters: Counters::default(),
             bios_completed: 0,
             stat: DiskStat::default(),
@@ -821,7 +818,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             .limits
             .request_sectors(self.sched.max_request_sectors());
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
-            return self.insert_directly_if(direct, rq, token, key, Some(max), now);
+            return self.allocate_and_insert(rq, token, key, Some(max), direct, now);
         }
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
@@ -867,35 +864,20 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.kick = true;
             Ok(())
         } else {
-            self.insert_directly_if(direct, rq, token, key, None, now)
+            self.allocate_and_insert(rq, token, key, None, direct, now)
         }
     }
 
-    /// [`BlockLayer::allocate_and_insert`], into [`BlockLayer::direct`] when `direct`
-    /// ([`Bio::issue_directly`]: the list never bounds a policy that issues directly).
-    fn insert_directly_if(
-        &mut self,
-        direct: bool,
-        rq: Request,
-        token: T,
-        key: u64,
-        split: Option<u32>,
-        now: Nanos,
-    ) -> Result<(), Waiting<T>> {
-        self.inserting_directly = direct;
-        let inserted = self.allocate_and_insert(rq, token, key, split, now);
-        self.inserting_directly = false;
-        inserted
-    }
-
     /// Take a request from the list for `rq` (or for each of its pieces of at most `split`
-    /// sectors) and insert it; `Err` when the process must sleep.
+    /// sectors) and insert it, into [`BlockLayer::direct`] when `direct`
+    /// ([`Bio::issue_directly`]); `Err` when the process must sleep.
     fn allocate_and_insert(
         &mut self,
         rq: Request,
         token: T,
         key: u64,
         split: Option<u32>,
+        direct: bool,
         now: Nanos,
     ) -> Result<(), Waiting<T>> {
         let n = split.map_or(1, |max| rq.sectors.div_ceil(max));
@@ -908,9 +890,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             });
         };
         match split {
-            Some(max) => self.queue_split(rq, token, key, max, class, now),
+            Some(max) => self.queue_split(rq, token, key, max, class, direct, now),
             None => {
-                self.insert(rq, token, key, None, class, now);
+                self.insert(rq, token, key, None, class, direct, now);
                 self.kick = true;
             }
         }
@@ -922,12 +904,14 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     fn wake(&mut self, ctx: CtxId, mut asleep: Asleep<Waiting<T>>, now: Nanos) {
         while let Some(w) = asleep.bios.pop_front() {
             let refused = match w {
+                // Never one issued directly: the list does not bound a policy that issues
+                // directly.
                 Waiting::Refused {
                     rq,
                     token,
                     key,
                     split,
-                } => self.allocate_and_insert(rq, token, key, split, now),
+                } => self.allocate_and_insert(rq, token, key, split, false, now),
                 Waiting::Later { bio, token, key } => self.try_queue(bio, token, key, now),
             };
             if let Err(w) = refused {
@@ -948,6 +932,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
 
     /// Insert `whole` as consecutive pieces of at most `max` sectors, each a request of its
     /// own; the bio completes with the last piece.
+    #[allow(clippy::too_many_arguments)]
     fn queue_split(
         &mut self,
         whole: Request,
@@ -955,6 +940,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         key: u64,
         max: u32,
         class: Option<Class>,
+        direct: bool,
         now: Nanos,
     ) {
         let first = self.next_id + 1;
@@ -970,11 +956,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.next_id += 1;
             rq.id = RequestId(self.next_id);
             self.observe(Event::Queue, &rq, now);
-            self.insert(rq, token, key, Some(first), class, now);
+            self.insert(rq, token, key, Some(first), class, direct, now);
         }
         self.kick = true;
     }
 
+    /// Insert `rq` into the policy, or into [`BlockLayer::direct`] when `direct`.
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &mut self,
         rq: Request,
@@ -982,6 +970,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         key: u64,
         split: Option<u64>,
         class: Option<Class>,
+        direct: bool,
         now: Nanos,
     ) {
         let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
@@ -1025,7 +1014,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         self.stat.started(now);
         self.observe(Event::Insert, &rq, now);
-        if self.inserting_directly {
+        if direct {
             self.direct.push_back(rq.id.0);
         } else {
             self.sched.insert(rq, now);
