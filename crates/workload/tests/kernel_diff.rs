@@ -140,9 +140,34 @@ const FRESH_KFID13: [&str; 10] = [
 /// within 2 points of the corpus.
 const BFQ_KFID13: [f64; 3] = [78.5, 22.3, 90.9];
 
+/// The held-out recordings of branch kfresh15 (30 November 2026, 10:36-10:37 UTC, Linux
+/// 6.18.44, HZ = 250; load average 9.6), each forcing what the corpus did not: posixaio's
+/// helper threads and the sync and pvsync engines with 16 scheduler tags; three waves of
+/// short-lived processes (the third a large burst); readers thinking 10-40 ms, longer than
+/// bfq's slice_idle; a zero-think depth-1 reader beside depth-32 readers with 32 tags; four
+/// processes reading and writing the same 4 MiB with 4 tags; 2 MiB reads split at
+/// `max_sectors_kb` 256; fsync-every-N writers beside sequential discards. Recorded and
+/// replayed without any change to the schedulers or the replay: every row met issue 27's
+/// targets less 2 points (none 98, mq-deadline 97, kyber 95, bfq 88) and its corpus figure
+/// less 2. An eighth mix, per-I/O priorities (`cmdprio_percentage`), is held out of the
+/// corpus (tests/data/kernel-pending, docs/testing.md): the replay gives bfq each request's
+/// own priority and each io_uring worker thread a context of its own, where 6.18's bfq takes
+/// the task's io_context priority (`bfq_check_ioprio_change`) and the workers share their
+/// ring owner's io_context (`create_io_thread`, CLONE_IO).
+const FRESH_KFRESH15: [&str; 7] = [
+    "posixaio-and-sync-engines-nr16",
+    "three-waves-of-short-processes",
+    "readers-thinking-past-slice-idle",
+    "qd1-zero-think-beside-qd32-readers-nr32",
+    "same-blocks-readers-and-writers-nr4",
+    "two-mib-reads-split-at-256k-max-sectors",
+    "fsync-every-n-writers-and-seq-trims",
+];
+
 fn fresh(mix: &str) -> bool {
     FRESH_KFID10.contains(&mix)
         || FRESH_KFID13.contains(&mix)
+        || FRESH_KFRESH15.contains(&mix)
         || mix.starts_with(FRESH)
         || mix.starts_with(FRESH_TODAY)
         || mix == FRESH_SEEDS3
@@ -155,7 +180,7 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 101] = [
+const FLOOR: [(&str, &str, f64); 129] = [
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -223,6 +248,11 @@ const FLOOR: [(&str, &str, f64); 101] = [
         "bfq",
         100.0,
     ),
+    // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
+    ("fsync-every-n-writers-and-seq-trims", "none", 100.0),
+    ("fsync-every-n-writers-and-seq-trims", "mq-deadline", 100.0),
+    ("fsync-every-n-writers-and-seq-trims", "kyber", 100.0),
+    ("fsync-every-n-writers-and-seq-trims", "bfq", 99.5),
     // The fresh recording of branch kfid7 (FRESH_KFID7).
     ("holey-reader-beside-randrw", "none", 100.0),
     ("holey-reader-beside-randrw", "mq-deadline", 100.0),
@@ -268,6 +298,10 @@ const FLOOR: [(&str, &str, f64); 101] = [
     // The same job under bfq again, minutes later: 96.4%. bfq's agreement on this mix depends
     // on the run (docs/testing.md).
     ("mixed-sizes-rerun", "bfq", 96.4),
+    ("posixaio-and-sync-engines-nr16", "none", 100.0),
+    ("posixaio-and-sync-engines-nr16", "mq-deadline", 100.0),
+    ("posixaio-and-sync-engines-nr16", "kyber", 100.0),
+    ("posixaio-and-sync-engines-nr16", "bfq", 100.0),
     ("prio-classes", "none", 100.0),
     ("prio-classes", "mq-deadline", 100.0),
     ("prio-classes", "kyber", 100.0),
@@ -287,6 +321,14 @@ const FLOOR: [(&str, &str, f64); 101] = [
     ("process-burst", "mq-deadline", 100.0),
     ("process-burst", "kyber", 100.0),
     ("process-burst", "bfq", 97.9),
+    ("qd1-zero-think-beside-qd32-readers-nr32", "none", 100.0),
+    (
+        "qd1-zero-think-beside-qd32-readers-nr32",
+        "mq-deadline",
+        99.4,
+    ),
+    ("qd1-zero-think-beside-qd32-readers-nr32", "kyber", 99.9),
+    ("qd1-zero-think-beside-qd32-readers-nr32", "bfq", 98.4),
     ("reader-beside-batched-writers", "none", 100.0),
     ("reader-beside-batched-writers", "mq-deadline", 100.0),
     ("reader-beside-batched-writers", "kyber", 100.0),
@@ -295,6 +337,10 @@ const FLOOR: [(&str, &str, f64); 101] = [
     ("reader-beside-direct-writers", "mq-deadline", 100.0),
     ("reader-beside-direct-writers", "kyber", 99.3),
     ("reader-beside-direct-writers", "bfq", 98.6),
+    ("readers-thinking-past-slice-idle", "none", 100.0),
+    ("readers-thinking-past-slice-idle", "mq-deadline", 100.0),
+    ("readers-thinking-past-slice-idle", "kyber", 100.0),
+    ("readers-thinking-past-slice-idle", "bfq", 100.0),
     ("readers-writers", "none", 100.0),
     ("readers-writers", "mq-deadline", 100.0),
     ("readers-writers", "kyber", 100.0),
@@ -308,6 +354,10 @@ const FLOOR: [(&str, &str, f64); 101] = [
     ),
     ("rt-reader-beside-deep-randwrite", "kyber", 100.0),
     ("rt-reader-beside-deep-randwrite", "bfq", BFQ_KFID10[0]),
+    ("same-blocks-readers-and-writers-nr4", "none", 100.0),
+    ("same-blocks-readers-and-writers-nr4", "mq-deadline", 100.0),
+    ("same-blocks-readers-and-writers-nr4", "kyber", 100.0),
+    ("same-blocks-readers-and-writers-nr4", "bfq", 100.0),
     // The fresh recording of branch kdiff4. bfq agreed on 40.0% until its injection walked
     // the kernel's active_list order (42.0%) and injected the in-service queue's waker queue
     // (bfq_check_waker; its bfq log: `set waker`): 100%.
@@ -327,6 +377,10 @@ const FLOOR: [(&str, &str, f64); 101] = [
     ("thinking-readers-fsync-writers", "mq-deadline", 100.0),
     ("thinking-readers-fsync-writers", "kyber", 100.0),
     ("thinking-readers-fsync-writers", "bfq", 99.3),
+    ("three-waves-of-short-processes", "none", 100.0),
+    ("three-waves-of-short-processes", "mq-deadline", 100.0),
+    ("three-waves-of-short-processes", "kyber", 100.0),
+    ("three-waves-of-short-processes", "bfq", 100.0),
     ("trim-beside-readers-and-writer", "none", 100.0),
     ("trim-beside-readers-and-writer", "mq-deadline", 100.0),
     ("trim-beside-readers-and-writer", "kyber", 100.0),
@@ -335,6 +389,14 @@ const FLOOR: [(&str, &str, f64); 101] = [
     ("twelve-procs-mixed-prio", "mq-deadline", 100.0),
     ("twelve-procs-mixed-prio", "kyber", 100.0),
     ("twelve-procs-mixed-prio", "bfq", BFQ_KFID13[0]),
+    ("two-mib-reads-split-at-256k-max-sectors", "none", 100.0),
+    (
+        "two-mib-reads-split-at-256k-max-sectors",
+        "mq-deadline",
+        100.0,
+    ),
+    ("two-mib-reads-split-at-256k-max-sectors", "kyber", 100.0),
+    ("two-mib-reads-split-at-256k-max-sectors", "bfq", 100.0),
     ("weighted-seq-readers", "none", 100.0),
     ("weighted-seq-readers", "mq-deadline", 100.0),
     ("weighted-seq-readers", "kyber", 100.0),
@@ -414,6 +476,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
     ]
     .into_iter()
     .chain(FRESH_KFID13)
+    .chain(FRESH_KFRESH15)
     {
         for (sched, _) in corpus {
             assert!(

@@ -38,7 +38,7 @@ for mix in "${mixes[@]}"; do
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
 			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
 			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
-			eight-*:bfq | posixaio-*:bfq | per-io-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
+			eight-*:bfq | posixaio-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
 			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq) extra+=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
