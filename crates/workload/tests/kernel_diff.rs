@@ -153,8 +153,11 @@ const BFQ_KFID13: [f64; 3] = [78.5, 22.3, 90.9];
 /// corpus (tests/data/kernel-pending, docs/testing.md): the replay gives bfq each request's
 /// own priority and each io_uring worker thread a context of its own, where 6.18's bfq takes
 /// the task's io_context priority (`bfq_check_ioprio_change`) and the workers share their
-/// ring owner's io_context (`create_io_thread`, CLONE_IO).
-const FRESH_KFRESH15: [&str; 7] = [
+/// ring owner's io_context (`create_io_thread`, CLONE_IO). Three more (10:44-10:45 UTC, load
+/// average 9.4) make the kernel choose among batches: four priorities' batches of 16 on one
+/// region with 16 tags; readers thinking around slice_idle beside batched sync writers;
+/// real-time and idle batches beside psync readers with 4 tags.
+const FRESH_KFRESH15: [&str; 10] = [
     "posixaio-and-sync-engines-nr16",
     "three-waves-of-short-processes",
     "readers-thinking-past-slice-idle",
@@ -162,6 +165,28 @@ const FRESH_KFRESH15: [&str; 7] = [
     "same-blocks-readers-and-writers-nr4",
     "two-mib-reads-split-at-256k-max-sectors",
     "fsync-every-n-writers-and-seq-trims",
+    "batched-readers-writers-one-region-nr16",
+    "thinking-readers-beside-batched-sync-writers",
+    "rt-and-idle-batches-beside-be-readers-nr4",
+];
+
+/// bfq's agreement on `batched-readers-writers-one-region-nr16`, as measured: **not** within 2
+/// points of issue 27's target. Its bfq log shows why: one process's queue run
+/// (`__blk_mq_do_dispatch_sched`, on CPU 1) took each of another process's 16 reads from bfq
+/// within 3 us of its insertion on CPU 0 (`dispatch requests: 1 busy queues`, `bfqq_served 8
+/// secs` after each `add_request`), choosing by `bfq_choose_req` among the one or two then
+/// queued, and issued them 100 us later, after all 16 were in: the replay, deciding at the
+/// issue events, has all 16 queued at every decision (docs/testing.md, class 1).
+const BFQ_BATCHED: f64 = 4.0;
+
+/// The recordings where `none` does not dispatch in the replay's arrival order, each as
+/// measured: two plugs flushed in the same microsecond on two CPUs, which the trace prints in
+/// the other CPU's order; the kernel's run took CPU 0's software queue first
+/// (`blk_mq_flush_busy_ctxs` walks the software queues by CPU). Within 2 points of issue
+/// 27's target (100%).
+const NONE_SAME_MICROSECOND: [(&str, f64); 2] = [
+    ("batched-readers-writers-one-region-nr16", 98.2),
+    ("rt-and-idle-batches-beside-be-readers-nr4", 99.7),
 ];
 
 fn fresh(mix: &str) -> bool {
@@ -180,7 +205,24 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 129] = [
+const FLOOR: [(&str, &str, f64); 141] = [
+    // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
+    (
+        "batched-readers-writers-one-region-nr16",
+        "none",
+        NONE_SAME_MICROSECOND[0].1,
+    ),
+    (
+        "batched-readers-writers-one-region-nr16",
+        "mq-deadline",
+        98.9,
+    ),
+    ("batched-readers-writers-one-region-nr16", "kyber", 99.3),
+    (
+        "batched-readers-writers-one-region-nr16",
+        "bfq",
+        BFQ_BATCHED,
+    ),
     ("batches", "none", 100.0),
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
@@ -345,6 +387,18 @@ const FLOOR: [(&str, &str, f64); 129] = [
     ("readers-writers", "mq-deadline", 100.0),
     ("readers-writers", "kyber", 100.0),
     ("readers-writers", "bfq", 94.8),
+    (
+        "rt-and-idle-batches-beside-be-readers-nr4",
+        "none",
+        NONE_SAME_MICROSECOND[1].1,
+    ),
+    (
+        "rt-and-idle-batches-beside-be-readers-nr4",
+        "mq-deadline",
+        99.7,
+    ),
+    ("rt-and-idle-batches-beside-be-readers-nr4", "kyber", 99.3),
+    ("rt-and-idle-batches-beside-be-readers-nr4", "bfq", 99.3),
     // The first fresh recording of branch kfid10 (FRESH_KFID10).
     ("rt-reader-beside-deep-randwrite", "none", 100.0),
     (
@@ -373,6 +427,22 @@ const FLOOR: [(&str, &str, f64); 129] = [
     ("sqpoll-and-pvsync2-mixed-rw", "mq-deadline", 100.0),
     ("sqpoll-and-pvsync2-mixed-rw", "kyber", 100.0),
     ("sqpoll-and-pvsync2-mixed-rw", "bfq", BFQ_KFID13[2]),
+    (
+        "thinking-readers-beside-batched-sync-writers",
+        "none",
+        100.0,
+    ),
+    (
+        "thinking-readers-beside-batched-sync-writers",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "thinking-readers-beside-batched-sync-writers",
+        "kyber",
+        99.6,
+    ),
+    ("thinking-readers-beside-batched-sync-writers", "bfq", 99.5),
     ("thinking-readers-fsync-writers", "none", 100.0),
     ("thinking-readers-fsync-writers", "mq-deadline", 100.0),
     ("thinking-readers-fsync-writers", "kyber", 100.0),
@@ -423,7 +493,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         // The sets agree wherever the choices did: a divergence is a choice, never lost
         // requests.
         assert!(r.kernel_pace.agreement.same_set >= r.kernel_pace.agreement.same_choice);
-        if sched == "none" {
+        if sched == "none" && !NONE_SAME_MICROSECOND.iter().any(|(m, _)| *m == mix) {
             // blk-mq without an elevator dispatches in arrival order: exactly ours.
             assert_eq!(r.kernel_pace.agreement.first_divergence, None, "{mix}");
         }
@@ -492,10 +562,11 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             (FRESH_KFID13[3], "bfq"),
             (FRESH_KFID13[5], "bfq"),
             (FRESH_KFID13[6], "bfq"),
+            (FRESH_KFRESH15[7], "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
-            // The known misses (BFQ_HOLEY, BFQ_KFID10, BFQ_KFID13), held at their measured
+            // The known misses (BFQ_HOLEY, BFQ_KFID10, BFQ_KFID13, BFQ_BATCHED), held at their measured
             // figures above; BFQ_HOLEY, BFQ_KFID10 and sqpoll-and-pvsync2-mixed-rw within 2
             // points of issue 27's target (90%), not of the corpus.
             if [FRESH_KFID7, FRESH_KFID10[1], FRESH_KFID13[6]].contains(&r.mix.as_str()) {
