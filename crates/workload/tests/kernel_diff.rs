@@ -172,11 +172,12 @@ const FRESH_KFRESH15: [&str; 10] = [
 
 /// bfq's agreement on `batched-readers-writers-one-region-nr16`, as measured: **not** within 2
 /// points of issue 27's target. Its bfq log shows why: one process's queue run
-/// (`__blk_mq_do_dispatch_sched`, on CPU 1) took each of another process's 16 reads from bfq
-/// within 3 us of its insertion on CPU 0 (`dispatch requests: 1 busy queues`, `bfqq_served 8
-/// secs` after each `add_request`), choosing by `bfq_choose_req` among the one or two then
-/// queued, and issued them 100 us later, after all 16 were in: the replay, deciding at the
-/// issue events, has all 16 queued at every decision (docs/testing.md, class 1).
+/// (`__blk_mq_do_dispatch_sched`, on CPU 1) took 14 of another process's 16 reads from bfq a
+/// few us after each was inserted on CPU 0 (`dispatch requests: 1 busy queues`,
+/// `bfqq_served 8 secs` after each `add_request`), choosing by `bfq_choose_req` among the one
+/// to four then queued, and issued them some 100 us later, after all 16 were in (and after
+/// CPU 0 had issued the other two): the replay, deciding at the issue events, has up to 16
+/// queued at each decision, in another order (docs/testing.md, class 1).
 const BFQ_BATCHED: f64 = 4.0;
 
 /// The recordings where `none` does not dispatch in the replay's arrival order, each as
