@@ -687,7 +687,11 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
         .min()
         .unwrap_or(Nanos::ZERO);
     let show = |i: usize| {
-        let r = &row.requests[i];
+        // A request of ours the kernel never had (an insertion merge ours did not make
+        // becomes a request of its own) has an index past the kernel's.
+        let Some(r) = row.requests.get(i) else {
+            return format!("#{i} (ours only: not a kernel request)");
+        };
         format!(
             "#{i} {}:{} {} {}+{} @{:.3}",
             r.comm,
