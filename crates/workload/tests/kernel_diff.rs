@@ -147,16 +147,17 @@ const BFQ_KFID13: [f64; 3] = [78.5, 22.3, 90.9];
 /// bfq's slice_idle; a zero-think depth-1 reader beside depth-32 readers with 32 tags; four
 /// processes reading and writing the same 4 MiB with 4 tags; 2 MiB reads split at
 /// `max_sectors_kb` 256; fsync-every-N writers beside sequential discards. Recorded and
-/// replayed without any change to the schedulers or the replay: every row met issue 27's
-/// targets less 2 points (none 98, mq-deadline 97, kyber 95, bfq 88) and its corpus figure
-/// less 2. An eighth mix, per-I/O priorities (`cmdprio_percentage`), is held out of the
+/// replayed without any change to the schedulers or the replay: every row of these seven met
+/// issue 27's targets less 2 points (none 98, mq-deadline 97, kyber 95, bfq 88) and its
+/// corpus figure less 2. An eighth mix, per-I/O priorities (`cmdprio_percentage`), is held out of the
 /// corpus (tests/data/kernel-pending, docs/testing.md): the replay gives bfq each request's
 /// own priority and each io_uring worker thread a context of its own, where 6.18's bfq takes
 /// the task's io_context priority (`bfq_check_ioprio_change`) and the workers share their
 /// ring owner's io_context (`create_io_thread`, CLONE_IO). Three more (10:44-10:45 UTC, load
 /// average 9.4) make the kernel choose among batches: four priorities' batches of 16 on one
 /// region with 16 tags; readers thinking around slice_idle beside batched sync writers;
-/// real-time and idle batches beside psync readers with 4 tags.
+/// real-time and idle batches beside psync readers with 4 tags. Of these, bfq and none on the
+/// first miss (BFQ_BATCHED, NONE_CPU_ORDER); the rest meet both marks.
 const FRESH_KFRESH15: [&str; 10] = [
     "posixaio-and-sync-engines-nr16",
     "three-waves-of-short-processes",
