@@ -368,7 +368,15 @@ impl Bfq {
                             already_existing = true;
                             q
                         }
-                        None => self.create_sync_queue(ctx, group, prio, t, true),
+                        None => {
+                            // A queue created for the split-off process inherits the shared
+                            // queue's waker (`bfq_init_rq`, Linux 6.3 on).
+                            let n = self.create_sync_queue(ctx, group, prio, t, true);
+                            if let Some(w) = self.queues[q].waker {
+                                self.inherit_waker(n, w);
+                            }
+                            n
+                        }
                     }
                 } else {
                     q
