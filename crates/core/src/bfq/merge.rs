@@ -260,7 +260,7 @@ impl Bfq {
         }
         self.queues[q].io_bound = false;
         // The merged processes are happy to let `q`'s waker inject while they have no I/O:
-        // `n` inherits it unless it has one (Linux 6.3 on, "make shared queues inherit
+        // `n` inherits it unless it has one (6.18; "make shared queues inherit
         // wakers").
         if let Some(w) = self.queues[q].waker.filter(|&w| w != n) {
             if self.queues[n].waker.is_none() {
