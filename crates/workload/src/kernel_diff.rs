@@ -34,6 +34,10 @@
 //!   many segments a request held (the kernel counts physically contiguous runs, ours a page
 //!   each), so a request the kernel formed is replayed whole, and a merge past what the
 //!   kernel's requests were seen to hold is refused (the two pieces of a `block_split`).
+//!   For a bfq recording with its log, the completion is taken where bfq learned of it
+//!   ([`completions_seen_by_bfq`]): `block_rq_complete` fires before the request is freed,
+//!   and bfq hears of it in `bfq_finish_requeue_request` under `bfqd->lock`, which another
+//!   CPU may hold, 2 to 131 us later in the corpus, after insertions the trace shows later.
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
@@ -46,7 +50,9 @@
 //!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
 //!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked once more
 //!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
-//!   a call that returns nothing ([`asked_at_empty_runs`]). [`Pace::Device`] runs it after
+//!   a call that returns nothing ([`asked_at_empty_runs`]); bfq is asked once more at each of
+//!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
+//!   expiring one ([`refused_dispatch_calls`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
 //!   of the kernel's choice comes from when its queue runs rather than from the policy.
 //!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
@@ -511,9 +517,10 @@ pub fn settle_unordered_pairs(
 /// [`Replay::with_empty_runs`]). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
 /// latest start, and a refusal keeps the batch it started), and asking it there is what the
-/// kernel did. Not yet bfq and kyber: their refusals are idling and token waits, which ours
-/// answers with a timer the replay already follows; asking bfq at more runs lowered its
-/// agreement on a recording where it had diverged already (docs/testing.md).
+/// kernel did. Not kyber, whose refusals are token waits ours answers with a timer the
+/// replay already follows, nor bfq at every run end: bfq's log tells which of its refused
+/// calls changed its state, and only those are replayed ([`refused_dispatch_calls`]; asking
+/// it at every refused call the log shows lowered its agreement, docs/testing.md).
 pub fn asked_at_empty_runs(policy: &str) -> bool {
     policy == "mq-deadline"
 }

@@ -194,4 +194,33 @@ mod tests {
         assert!(is_put_queue("bfqSHARED-S put_queue: 0000000036c9f694 1"));
         assert!(!is_put_queue("bfq put_async_bfqq: 0000000036c9f694"));
     }
+
+    /// Of bfq's dispatch calls (`bfq_dispatch_request`) only those that returned nothing and
+    /// changed its state are kept: the writer's insertion preempts the reader in service and
+    /// the queue run puts the reader back in service to idle for it (the recording
+    /// twelve-procs-mixed-prio at 10596.640078 s); a call that returned nothing and changed
+    /// nothing, one that served a request, and another context's notes in between are not.
+    #[test]
+    fn a_refused_dispatch_call_is_kept_when_it_changed_bfqs_state() {
+        let log = read(
+            "\
+ fio-22 [000] d..1. 1.000071: 7,0 1,0 m N bfq21S expire (4, slow 0, num_disp 1, short_ttime 0)
+ fio-22 [000] d..1. 1.000078: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-23 [001] d..1. 1.000079: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-22 [000] d..1. 1.000079: 7,0 1,0 m N bfq21S set_in_service_queue, cur-budget = 512
+ fio-23 [001] d..1. 1.000079: 7,0 1,0 m N bfq21S select_queue: already in-service queue
+ fio-23 [001] d..1. 1.000080: 7,0 1,0 m N bfq select_queue: no queue returned
+ fio-22 [000] d..1. 1.000080: 7,0 1,0 m N bfq select_queue: no queue returned
+ fio-29 [000] d..1. 1.000149: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-29 [000] d..1. 1.000150: 7,0 1,0 m N bfq21S select_queue: already in-service queue
+ fio-29 [000] d..1. 1.000151: 7,0 1,0 m N bfq22S select_queue: returned this queue
+ fio-29 [000] d..1. 1.000152: 7,0 1,0 m N bfq22S bfqq_served 8 secs
+ fio-29 [000] d..1. 1.000153: 7,0 1,0 m N bfq21S expire (3, slow 0, num_disp 1, short_ttime 0)
+",
+        );
+        assert_eq!(
+            refused_dispatch_calls(&log),
+            [Nanos(1_000_000_000 + 78_000)]
+        );
+    }
 }
