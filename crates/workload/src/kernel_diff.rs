@@ -34,6 +34,10 @@
 //!   many segments a request held (the kernel counts physically contiguous runs, ours a page
 //!   each), so a request the kernel formed is replayed whole, and a merge past what the
 //!   kernel's requests were seen to hold is refused (the two pieces of a `block_split`).
+//!   For a bfq recording with its log, the completion is taken where bfq learned of it
+//!   ([`completions_seen_by_bfq`]): `block_rq_complete` fires before the request is freed,
+//!   and bfq hears of it in `bfq_finish_requeue_request` under `bfqd->lock`, which another
+//!   CPU may hold, 2 to 131 us later in the corpus, after insertions the trace shows later.
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
@@ -46,7 +50,9 @@
 //!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
 //!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked once more
 //!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
-//!   a call that returns nothing ([`asked_at_empty_runs`]). [`Pace::Device`] runs it after
+//!   a call that returns nothing ([`asked_at_empty_runs`]); bfq is asked once more at each of
+//!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
+//!   expiring one ([`refused_dispatch_calls`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
 //!   of the kernel's choice comes from when its queue runs rather than from the policy.
 //!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
@@ -82,6 +88,9 @@ use elevator_core::{CtxId, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
+
+mod bfq_log;
+pub use bfq_log::{completions_seen_by_bfq, refused_dispatch_calls};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -272,7 +281,7 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
-    diff_with_exits(trace, meta, opts, &[])
+    diff_with_log(trace, meta, opts, &BfqLogTimes::default())
 }
 
 /// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
@@ -306,13 +315,39 @@ pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nano
     out
 }
 
-/// [`diff`], with the processes' exits (time, pid: [`exits_in_bfq_log`]) replayed into our
-/// block layer where the kernel saw them (`handle_exit`).
-pub fn diff_with_exits(
+/// What the replay takes from a recording's bfq log; empty without one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BfqLogTimes {
+    /// The processes' exits (time, pid: [`exits_in_bfq_log`]), replayed into our block layer
+    /// where the kernel saw them (`handle_exit`).
+    pub exits: Vec<(Nanos, u32)>,
+    /// When bfq learned of each request's completion, by request index
+    /// ([`completions_seen_by_bfq`]): ours completes the request then, instead of at its
+    /// completion event. Empty, or `None` for a request: at its completion event.
+    pub completions: Vec<Option<Nanos>>,
+    /// bfq's dispatch calls that returned nothing but changed its state
+    /// ([`refused_dispatch_calls`]): ours is asked there too, as at the end of a kernel queue
+    /// run ([`asked_at_empty_runs`]).
+    pub refused_calls: Vec<Nanos>,
+}
+
+impl BfqLogTimes {
+    /// The times `log` (a recording's bfq log) gives for `trace`'s requests.
+    pub fn read(trace: &KernelTrace, log: &KernelTrace) -> BfqLogTimes {
+        BfqLogTimes {
+            exits: exits_in_bfq_log(&log.messages, &log.message_pids),
+            completions: completions_seen_by_bfq(trace, log),
+            refused_calls: refused_dispatch_calls(log),
+        }
+    }
+}
+
+/// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]).
+pub fn diff_with_log(
     trace: &KernelTrace,
     meta: &RecordingMeta,
     opts: &DiffOptions,
-    exits: &[(Nanos, u32)],
+    bfq_log: &BfqLogTimes,
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
@@ -369,8 +404,9 @@ pub fn diff_with_exits(
         limits,
         opts.pace,
         asked_at_empty_runs(info.name),
+        &bfq_log.completions,
     )
-    .run(&log, exits);
+    .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
     let (kernel, unordered_pairs) =
         settle_unordered_pairs(trace, agreement::decisions(&log), &ours);
@@ -481,9 +517,10 @@ pub fn settle_unordered_pairs(
 /// [`Replay::with_empty_runs`]). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
 /// latest start, and a refusal keeps the batch it started), and asking it there is what the
-/// kernel did. Not yet bfq and kyber: their refusals are idling and token waits, which ours
-/// answers with a timer the replay already follows; asking bfq at more runs lowered its
-/// agreement on a recording where it had diverged already (docs/testing.md).
+/// kernel did. Not kyber, whose refusals are token waits ours answers with a timer the
+/// replay already follows, nor bfq at every run end: bfq's log tells which of its refused
+/// calls changed its state, and only those are replayed ([`refused_dispatch_calls`]; asking
+/// it at every refused call the log shows lowered its agreement, docs/testing.md).
 pub fn asked_at_empty_runs(policy: &str) -> bool {
     policy == "mq-deadline"
 }
@@ -574,17 +611,17 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
-    let exits = rec
+    let bfq_log = rec
         .bfq_log()
         .map_err(|e| e.to_string())?
-        .map(|l| exits_in_bfq_log(&l.messages, &l.message_pids))
+        .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff_with_exits(&trace, &rec.meta, &o, &exits)
+        diff_with_log(&trace, &rec.meta, &o, &bfq_log)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
@@ -826,6 +863,8 @@ struct Replay<'a> {
     completions: BinaryHeap<Reverse<(Nanos, u64)>>,
     log: Vec<QueueEvent>,
     median: Nanos,
+    /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
+    completion_seen: &'a [Option<Nanos>],
     done: Vec<Done<usize>>,
 }
 
@@ -836,12 +875,13 @@ impl<'a> Replay<'a> {
         limits: Limits,
         pace: Pace,
         empty_runs: bool,
+        completion_seen: &'a [Option<Nanos>],
     ) -> Replay<'a> {
-        let mut services: Vec<Nanos> = trace
-            .requests
-            .iter()
-            .filter_map(TracedRequest::service)
-            .collect();
+        let service = |r: &TracedRequest| {
+            let end = completion_seen.get(r.index).copied().flatten();
+            Self::kernel_service(r, end)
+        };
+        let mut services: Vec<Nanos> = trace.requests.iter().filter_map(service).collect();
         services.sort();
         Replay {
             trace,
@@ -859,6 +899,7 @@ impl<'a> Replay<'a> {
                 .get(services.len() / 2)
                 .copied()
                 .unwrap_or(Nanos::ZERO),
+            completion_seen,
             done: Vec::new(),
         }
     }
@@ -874,7 +915,8 @@ impl<'a> Replay<'a> {
         }
         for _ in 0..self.trace.requests.len() {
             let r = &self.trace.requests[i];
-            if let Some(s) = r.service() {
+            let end = self.completion_seen.get(i).copied().flatten();
+            if let Some(s) = Self::kernel_service(r, end) {
                 return s;
             }
             match r.merged_into {
@@ -883,6 +925,15 @@ impl<'a> Replay<'a> {
             }
         }
         self.median
+    }
+
+    /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
+    /// its completion event ([`TracedRequest::service`]).
+    fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
+        match end {
+            Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
+            None => r.service(),
+        }
     }
 
     /// The kernel's timeline: arrivals and dispatches in trace order, with their times.
@@ -975,23 +1026,37 @@ impl<'a> Replay<'a> {
         out
     }
 
-    /// Replay `log`: our queue log, and the scheduler merges not submitted.
-    fn run(mut self, log: &[QueueEvent], exits: &[(Nanos, u32)]) -> (Vec<QueueEvent>, usize) {
-        let mut timeline = self.timeline(log);
-        if !exits.is_empty() {
-            // Each exit after the events of its time or before.
-            let mut merged = Vec::with_capacity(timeline.len() + exits.len());
-            let mut x = exits.iter().peekable();
-            for e in timeline {
-                while let Some(&&(t, pid)) = x.peek().filter(|&&&(t, _)| t < e.0) {
-                    merged.push((t, KEvent::Exit(pid)));
-                    x.next();
-                }
-                merged.push(e);
-            }
-            merged.extend(x.map(|&(t, pid)| (t, KEvent::Exit(pid))));
-            timeline = merged;
+    /// `timeline` with the events of `extra` (in time order) each placed after the events of
+    /// its time or before.
+    fn interleave(
+        timeline: Vec<(Nanos, KEvent)>,
+        extra: impl Iterator<Item = (Nanos, KEvent)>,
+    ) -> Vec<(Nanos, KEvent)> {
+        let mut extra = extra.peekable();
+        if extra.peek().is_none() {
+            return timeline;
         }
+        let mut merged = Vec::with_capacity(timeline.len());
+        for e in timeline {
+            while let Some(x) = extra.next_if(|x| x.0 < e.0) {
+                merged.push(x);
+            }
+            merged.push(e);
+        }
+        merged.extend(extra);
+        merged
+    }
+
+    /// Replay `log`: our queue log, and the scheduler merges not submitted.
+    fn run(mut self, log: &[QueueEvent], bfq_log: &BfqLogTimes) -> (Vec<QueueEvent>, usize) {
+        let mut timeline = self.timeline(log);
+        if self.pace == Pace::Kernel {
+            // bfq's calls that returned nothing: where ours is asked as at an empty run.
+            let calls = bfq_log.refused_calls.iter().map(|&t| (t, KEvent::EmptyRun));
+            timeline = Self::interleave(timeline, calls);
+        }
+        let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
+        timeline = Self::interleave(timeline, exits);
         for (t, e) in timeline {
             self.advance(Some(t));
             self.now = self.now.max(t);

@@ -717,6 +717,73 @@ fn bfq_completed_request_leaves_no_candidate_waker_after_a_shared_queue_complete
 }
 
 #[test]
+fn bfq_merge_bfqqs_makes_the_shared_queue_inherit_the_merged_queues_waker() {
+    // bfq_merge_bfqqs (6.18): when bfqq is merged into new_bfqq, new_bfqq takes bfqq's waker
+    // unless it has one (or it is that waker), and goes to the head of the waker's woken
+    // list, so the waker, idling in service, injects the shared queue's requests whatever its
+    // inject limit (bfq_select_queue's blocked_bfqq). The recording twelve-procs-mixed-prio:
+    // a real-time reader woken by another (`bfq26721S set waker bfq26720S`) merged with a
+    // writer at 10596.648084 s, and the waker in service injected the shared queue twice.
+    let (mut s, q, r) = injection_scene();
+    // ctx 3's queue x is woken by q; it is merged into ctx 2's busy queue r.
+    let x = queue(&mut s, 0);
+    s.queues[x].bic = Some(CtxId(3));
+    s.queues[x].proc_refs = 1;
+    s.bics.entry(CtxId(3)).or_default().sync_q = Some(x);
+    s.inherit_waker(x, q);
+    assert_eq!(s.queues[q].woken, vec![x]);
+    s.merge_bfqqs(CtxId(3), x, r, MS);
+    assert_eq!(s.queues[r].waker, Some(q));
+    assert_eq!(s.queues[q].woken.first(), Some(&r), "at the head");
+    s.queues[q].inject_limit = 0;
+    assert_eq!(
+        s.injection_candidate(q, MS),
+        Some(r),
+        "limit 0, injected all the same"
+    );
+    // A shared queue that has a waker keeps it.
+    let (mut s, q, r) = injection_scene();
+    let (x, w) = (queue(&mut s, 0), queue(&mut s, 0));
+    s.queues[x].bic = Some(CtxId(3));
+    s.bics.entry(CtxId(3)).or_default().sync_q = Some(x);
+    s.inherit_waker(x, q);
+    s.inherit_waker(r, w);
+    s.merge_bfqqs(CtxId(3), x, r, MS);
+    assert_eq!(s.queues[r].waker, Some(w));
+    assert_eq!(s.queues[q].woken, vec![x]);
+}
+
+#[test]
+fn bfq_init_rq_gives_a_queue_split_off_a_shared_one_its_waker_and_injection_state() {
+    // A process split off a shared queue (bfq_init_rq) gets a new queue that takes the shared
+    // queue's waker (heading the waker's woken list), and bfq_bfqq_resume_state gives it back
+    // the injection state bfq_bfqq_save_state kept at the merge: last_serv_time_ns,
+    // inject_limit and decrease_time_jif. The recording twelve-procs-mixed-prio: a reader
+    // split off kept the limit of 1 its long think time gave it and was injected into; a new
+    // limit of 0 kept ours idling.
+    let (mut s, q, r) = injection_scene();
+    let qq = &mut s.queues[r];
+    (qq.inject_limit, qq.last_serv_time, qq.decrease_time) = (1, 5_000_000, 7 * MS);
+    s.merge_bfqqs(CtxId(2), r, q, 8 * MS);
+    assert_eq!(s.bics[&CtxId(2)].sync_q, Some(q));
+    let w = queue(&mut s, 0);
+    s.inherit_waker(q, w);
+    let shared = &mut s.queues[q];
+    (shared.proc_refs, shared.split_coop) = (2, true);
+    assert!(shared.coop);
+    s.insert(rq(3, 2).sector(9_000_000).build(), Nanos::from_ms(10));
+    let n = s.bics[&CtxId(2)].sync_q.unwrap();
+    assert!(n != q && n != r, "a new queue");
+    let nq = &s.queues[n];
+    assert_eq!(
+        (nq.inject_limit, nq.last_serv_time, nq.decrease_time),
+        (1, 5_000_000, 7 * MS)
+    );
+    assert_eq!(nq.waker, Some(w));
+    assert_eq!(s.queues[w].woken.first(), Some(&n));
+}
+
+#[test]
 fn bfq_choose_bfqq_for_injection_limits_a_raised_short_thinking_queue_to_raised_sources() {
     // bfq_choose_bfqq_for_injection: a raised in-service queue with short think time takes
     // injection only from raised queues (in_serv_always_inject false); with a long think

@@ -111,6 +111,18 @@ impl Bfq {
         }
     }
 
+    /// Queue `q` takes `w` as its waker without detecting it (`bfq_merge_bfqqs`, and a queue
+    /// split off a shared one in `bfq_init_rq`): no tentative waker, and `q` goes to the head
+    /// of `w`'s woken list.
+    pub(super) fn inherit_waker(&mut self, q: usize, w: usize) {
+        self.queues[q].waker = Some(w);
+        self.queues[q].tentative_waker = None;
+        for x in &mut self.queues {
+            x.woken.retain(|&y| y != q);
+        }
+        self.queues[w].woken.insert(0, q);
+    }
+
     /// Whether queue `w` can give a request to inject now: busy, with a next request its
     /// budget covers.
     fn can_inject_from(&self, w: usize) -> bool {

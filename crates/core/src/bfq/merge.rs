@@ -35,6 +35,8 @@ pub(crate) struct Saved {
     wr_start_at_switch_to_srt: Tick,
     last_wr_start_finish: Tick,
     wr_cur_max_time: Tick,
+    /// The injection state (`last_serv_time_ns`, `inject_limit`, `decrease_time_jif`).
+    inject: (u64, u32, Tick),
 }
 
 impl Bfq {
@@ -240,6 +242,7 @@ impl Bfq {
             },
             last_wr_start_finish: if fresh { t } else { qq.last_wr_start_finish },
             wr_cur_max_time: if fresh { d } else { qq.wr_cur_max_time },
+            inject: (qq.last_serv_time, qq.inject_limit, qq.decrease_time),
         };
         let (in_large, in_list) = (qq.in_large_burst, qq.in_burst_list);
         let bic = self.bics.get_mut(&ctx).expect("bic");
@@ -256,6 +259,14 @@ impl Bfq {
             self.queues[n].io_bound = true;
         }
         self.queues[q].io_bound = false;
+        // The merged processes are happy to let `q`'s waker inject while they have no I/O:
+        // `n` inherits it unless it has one (6.18; "make shared queues inherit
+        // wakers").
+        if let Some(w) = self.queues[q].waker.filter(|&w| w != n) {
+            if self.queues[n].waker.is_none() {
+                self.inherit_waker(n, w);
+            }
+        }
         if self.queues[n].wr_coeff == 1 && self.queues[q].wr_coeff > 1 {
             let (c, m, s, a) = {
                 let qq = &self.queues[q];
@@ -357,6 +368,7 @@ impl Bfq {
         qq.wr_start_at_switch_to_srt = s.wr_start_at_switch_to_srt;
         qq.last_wr_start_finish = s.last_wr_start_finish;
         qq.wr_cur_max_time = s.wr_cur_max_time;
+        (qq.last_serv_time, qq.inject_limit, qq.decrease_time) = s.inject;
         if qq.wr_coeff > 1
             && (qq.in_large_burst || t > qq.last_wr_start_finish + qq.wr_cur_max_time)
         {

@@ -46,8 +46,10 @@
 //!   as the kernel itself does for most of them. Times are nanoseconds, not jiffies, except
 //!   for the soft real-time bound (below; where the kernel mixes the two, as in the
 //!   injection limit's temporary raise, its arithmetic is kept with HZ = 1000).
-//! - Waker-queue detection (`bfq_check_waker`) is modelled, but a waker link is not undone
-//!   when a queue is merged or freed (the kernel resets its woken queues' `waker_bfqq`); the
+//! - Waker-queue detection (`bfq_check_waker`) is modelled, and a shared queue inherits the
+//!   waker of a queue merged into it, a queue split off it the shared queue's (6.18's
+//!   `bfq_merge_bfqqs`, `bfq_init_rq`), but a waker link is not undone when a queue is freed
+//!   (the kernel resets its woken queues' `waker_bfqq`); the
 //!   `oom_bfqq` and ioprio or cgroup changes of a running process are not modelled (a queue
 //!   keeps the class and group of its first request).
 //! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
@@ -368,7 +370,15 @@ impl Bfq {
                             already_existing = true;
                             q
                         }
-                        None => self.create_sync_queue(ctx, group, prio, t, true),
+                        None => {
+                            // A queue created for the split-off process inherits the shared
+                            // queue's waker (`bfq_init_rq`, 6.18).
+                            let n = self.create_sync_queue(ctx, group, prio, t, true);
+                            if let Some(w) = self.queues[q].waker {
+                                self.inherit_waker(n, w);
+                            }
+                            n
+                        }
                     }
                 } else {
                     q

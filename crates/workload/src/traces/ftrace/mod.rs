@@ -70,7 +70,7 @@ pub(crate) fn located(
 }
 
 pub use recording::{FioJobPid, Recording, RecordingMeta};
-pub use requests::{Assembly, Dispatch, KernelTrace, SchedBio, TracedRequest};
+pub use requests::{Assembly, Dispatch, KernelTrace, SchedBio, TaskOnCpu, TracedRequest};
 
 /// A block device as the kernel prints it: `major,minor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -74,6 +74,9 @@ pub struct TracedRequest {
     pub dispatch_index: Option<usize>,
     /// When it completed.
     pub completed: Option<Nanos>,
+    /// Where its completion event fired: the CPU and the task in whose context it ran
+    /// (`ksoftirqd`, or whichever task the softirq interrupted).
+    pub completed_on: Option<TaskOnCpu>,
     /// The completion's error (0: success).
     pub error: i32,
     /// The request it was merged into (`block_rq_merge`), which then carried its sectors.
@@ -86,6 +89,17 @@ pub struct TracedRequest {
     pub rq_merges: u32,
     /// Times the driver gave it back.
     pub requeues: u32,
+}
+
+/// The context an event fired in: its CPU and the task running there. Two events of one
+/// context are ordered as they ran; a softirq that interrupted a task runs to its end before
+/// the task goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaskOnCpu {
+    /// The CPU (the tracefs `[CPU]` column).
+    pub cpu: u32,
+    /// The task's pid.
+    pub pid: u32,
 }
 
 impl TracedRequest {
@@ -240,6 +254,8 @@ pub struct KernelTrace {
     /// The process in whose context each of [`messages`](Self::messages) was logged (its
     /// line's task pid), in the same order.
     pub message_pids: Vec<u32>,
+    /// The CPU each of [`messages`](Self::messages) was logged on, in the same order.
+    pub message_cpus: Vec<u32>,
     /// `trace_marker` lines, with their times.
     pub markers: Vec<(Nanos, String)>,
     /// The scheduler's queue as the events show it, in order: each insertion an arrival,
@@ -326,6 +342,7 @@ impl Builder {
             issued_sectors: sectors,
             dispatch_index: None,
             completed: None,
+            completed_on: None,
             error: 0,
             merged_into: None,
             bios_merged: 0,
@@ -595,6 +612,10 @@ impl Builder {
                     self.live.push(i);
                 } else {
                     r.completed = Some(ev.time);
+                    r.completed_on = Some(TaskOnCpu {
+                        cpu: ev.cpu,
+                        pid: ev.pid,
+                    });
                     r.error = e.error.unwrap_or(0);
                     self.track[i].state = State::Done;
                 }
@@ -656,6 +677,7 @@ impl KernelTrace {
                 EventBody::Message { dev: d, text } if wanted(*d) => {
                     b.out.messages.push((ev.time, text.clone()));
                     b.out.message_pids.push(ev.pid);
+                    b.out.message_cpus.push(ev.cpu);
                 }
                 EventBody::Marker(m) => b.out.markers.push((ev.time, m.clone())),
                 EventBody::Lost { events, .. } => b.out.stats.lost_events += events,

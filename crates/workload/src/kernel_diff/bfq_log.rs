@@ -1,0 +1,226 @@
+//! What the replay takes from a recording's bfq log (`--bfq-log`, the `blk` tracer's notes of
+//! `bfq_log_bfqq`): when bfq itself learned of each completion.
+//!
+//! The trace's `block_rq_complete` fires in `blk_update_request`, before the request is
+//! freed. bfq hears of the completion afterwards, in the same context: `blk_mq_free_request`
+//! calls the scheduler's `finish_request`, `bfq_finish_requeue_request`, which takes
+//! `bfqd->lock` (held meanwhile by another CPU inserting or dispatching), runs
+//! `bfq_completed_request` (in-flight counts, think time, waker candidate, the idle timer or
+//! an expiry) and then `bfq_finish_requeue_request_body`, whose `bfq_put_queue` logs
+//! `put_queue`. In 6.18 an insertion is traced under that lock (`bfq_insert_request` fires
+//! `block_rq_insert` after `bfq_init_rq`), so an insertion on another CPU between the two
+//! comes before the completion as bfq sees it. Over the 22 bfq recordings with a log, every
+//! completion of a request bfq handled is followed in its context by a `put_queue` line, a
+//! median 2 to 16 us and at most 131 us later; on `twelve-procs-mixed-prio` a real-time
+//! read completed at 10596.615298 s reached bfq at .615328, after a writer's insertion on the
+//! other CPU at .615302 (its `expire ... num_disp 1` at .615322 still counts the read in
+//! flight).
+
+use std::collections::HashMap;
+
+use elevator_core::Nanos;
+
+use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
+
+/// Whether a bfq log note is `bfq_put_queue`'s (`bfqPIDS put_queue: ...`, `bfqSHARED-S
+/// put_queue: ...`).
+fn is_put_queue(note: &str) -> bool {
+    note.strip_prefix("bfq")
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(_, what)| what.starts_with("put_queue:"))
+}
+
+/// When bfq learned of each of `trace`'s completions, by request index, from `log`'s notes:
+/// the first note its completion's context (CPU and task, [`TaskOnCpu`]) logged at or after
+/// the completion, when that context logged a `put_queue` (`bfq_finish_requeue_request`)
+/// before its next completion; `None` where it did not (a flush, which bfq never holds, or a
+/// request completed before the log began) and for requests that did not complete.
+///
+/// The first note rather than the `put_queue` itself: every note between them was logged under
+/// `bfqd->lock` by `bfq_completed_request` (`schedule dispatch` when nothing is left in flight,
+/// an expiry, a rate reset), so the lock was held by then. A softirq runs to its end on its CPU
+/// before the task it interrupted goes on, and no task holds `bfqd->lock` with interrupts on,
+/// so no other note of the context comes between.
+pub fn completions_seen_by_bfq(trace: &KernelTrace, log: &KernelTrace) -> Vec<Option<Nanos>> {
+    let mut notes: HashMap<TaskOnCpu, Vec<usize>> = HashMap::new();
+    for (k, (&pid, &cpu)) in log.message_pids.iter().zip(&log.message_cpus).enumerate() {
+        notes.entry(TaskOnCpu { cpu, pid }).or_default().push(k);
+    }
+    let mut completions: HashMap<TaskOnCpu, Vec<(Nanos, usize)>> = HashMap::new();
+    for r in &trace.requests {
+        if let (Some(t), Some(on)) = (r.completed, r.completed_on) {
+            completions.entry(on).or_default().push((t, r.index));
+        }
+    }
+    let mut seen = vec![None; trace.requests.len()];
+    for (on, mut done) in completions {
+        done.sort();
+        let Some(notes) = notes.get(&on) else {
+            continue;
+        };
+        let time = |n: usize| log.messages[notes[n]].0;
+        let mut next = 0;
+        for (c, &(t, i)) in done.iter().enumerate() {
+            let until = done.get(c + 1).map_or(Nanos(u64::MAX), |d| d.0);
+            while next < notes.len() && time(next) < t {
+                next += 1;
+            }
+            let put = (next..notes.len())
+                .take_while(|&n| time(n) <= until)
+                .find(|&n| is_put_queue(&log.messages[notes[n]].1));
+            if let Some(put) = put {
+                seen[i] = Some(time(next));
+                next = put + 1;
+            }
+        }
+    }
+    seen
+}
+
+/// Whether a bfq log note starts one of bfq's dispatch calls (`bfq_dispatch_request`'s
+/// `dispatch requests: N busy queues`), ends one that returned nothing (`bfq_select_queue`'s
+/// `select_queue: no queue returned`), shows one that returned a request (`bfqq_served`,
+/// from `bfq_dispatch_rq_from_bfqq`), or shows a side effect of one (`set_in_service_queue`,
+/// `expire (`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallNote {
+    Start,
+    Nothing,
+    Served,
+    SideEffect,
+}
+
+fn call_note(note: &str) -> Option<CallNote> {
+    let what = note.strip_prefix("bfq")?.split_once(' ')?.1;
+    if what.starts_with("dispatch requests:") {
+        Some(CallNote::Start)
+    } else if what.starts_with("select_queue: no queue returned") {
+        Some(CallNote::Nothing)
+    } else if what.starts_with("bfqq_served") {
+        Some(CallNote::Served)
+    } else if what.starts_with("set_in_service_queue") || what.starts_with("expire (") {
+        Some(CallNote::SideEffect)
+    } else {
+        None
+    }
+}
+
+/// The times of bfq's dispatch calls that returned nothing but changed its state: in `log`,
+/// each `dispatch requests` note of a context followed, in that context and before it logged
+/// a dispatch (`bfqq_served`), by `set_in_service_queue` or an expiry and then by
+/// `select_queue: no queue returned`. Such a call (a queue run after an insertion or a
+/// completion, `blk_mq_run_hw_queue`) has no tracepoint: on `twelve-procs-mixed-prio` a
+/// writer's insertion at 10596.640064 s preempted the real-time reader in service
+/// (`expire (4, ...)`), and the same queue run put the reader back in service and idled for
+/// it (`set_in_service_queue` at .640079, then `no queue returned`), before the reader's
+/// request in flight completed. Calls that returned nothing and changed nothing logged need
+/// no replay.
+pub fn refused_dispatch_calls(log: &KernelTrace) -> Vec<Nanos> {
+    // Per context: the open call's start and whether it changed bfq's state.
+    let mut open: HashMap<TaskOnCpu, (Nanos, bool)> = HashMap::new();
+    let mut out = Vec::new();
+    for (k, (t, m)) in log.messages.iter().enumerate() {
+        let (Some(&cpu), Some(&pid)) = (log.message_cpus.get(k), log.message_pids.get(k)) else {
+            break;
+        };
+        let on = TaskOnCpu { cpu, pid };
+        match call_note(m) {
+            Some(CallNote::Start) => {
+                open.insert(on, (*t, false));
+            }
+            Some(CallNote::SideEffect) => {
+                if let Some(call) = open.get_mut(&on) {
+                    call.1 = true;
+                }
+            }
+            Some(CallNote::Nothing) => {
+                if let Some((at, true)) = open.remove(&on) {
+                    out.push(at);
+                }
+            }
+            Some(CallNote::Served) => {
+                open.remove(&on);
+            }
+            None => {}
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::ftrace::FtraceReader;
+    use crate::traces::lines::Lines;
+
+    fn read(text: &str) -> KernelTrace {
+        let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
+        KernelTrace::assemble(r, None).unwrap()
+    }
+
+    /// Each completion is paired with the first note of its own context from the
+    /// completion on, when that context's `put_queue` follows before its next completion: the
+    /// other CPU's notes, the flush (no `put_queue`: bfq never held it) and the task's notes
+    /// before the completion are not bfq's view of it.
+    #[test]
+    fn bfq_sees_a_completion_at_its_contexts_next_note_before_put_queue() {
+        let trace = read(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000004: block_getrq: 7,0 R 900 + 8 [fio]
+ fio-11 [001] d..1. 1.000005: block_rq_insert: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000006: block_rq_issue: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-12 [001] ..... 1.000007: block_rq_issue: 7,0 FWS 0 () 0 + 0 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000010: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000040: block_rq_complete: 7,0 FWS () 0 + 0 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000050: block_rq_complete: 7,0 R () 900 + 8 be,0,4 [0]
+",
+        );
+        let log = read(
+            "\
+ ksoftirqd/1-22 [001] d.s1. 1.000009: 7,0 1,0 m N bfq10S add_request 1
+ fio-11 [000] d..1. 1.000012: 7,0 1,0 m N bfq11S put_queue: 00000000a 3
+ ksoftirqd/1-22 [001] d.s1. 1.000030: 7,0 1,0 m N bfq schedule dispatch
+ ksoftirqd/1-22 [001] d.s1. 1.000031: 7,0 1,0 m N bfq10S put_queue: 00000000b 2
+ ksoftirqd/1-22 [001] d.s1. 1.000060: 7,0 1,0 m N bfq11S put_queue: 00000000a 2
+",
+        );
+        let seen = completions_seen_by_bfq(&trace, &log);
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!(seen, [us(30), us(60), None]);
+        assert!(is_put_queue("bfqSHARED-S put_queue: 0000000036c9f694 1"));
+        assert!(!is_put_queue("bfq put_async_bfqq: 0000000036c9f694"));
+    }
+
+    /// Of bfq's dispatch calls (`bfq_dispatch_request`) only those that returned nothing and
+    /// changed its state are kept: the writer's insertion preempts the reader in service and
+    /// the queue run puts the reader back in service to idle for it (the recording
+    /// twelve-procs-mixed-prio at 10596.640078 s); a call that returned nothing and changed
+    /// nothing, one that served a request, and another context's notes in between are not.
+    #[test]
+    fn a_refused_dispatch_call_is_kept_when_it_changed_bfqs_state() {
+        let log = read(
+            "\
+ fio-22 [000] d..1. 1.000071: 7,0 1,0 m N bfq21S expire (4, slow 0, num_disp 1, short_ttime 0)
+ fio-22 [000] d..1. 1.000078: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-23 [001] d..1. 1.000079: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-22 [000] d..1. 1.000079: 7,0 1,0 m N bfq21S set_in_service_queue, cur-budget = 512
+ fio-23 [001] d..1. 1.000079: 7,0 1,0 m N bfq21S select_queue: already in-service queue
+ fio-23 [001] d..1. 1.000080: 7,0 1,0 m N bfq select_queue: no queue returned
+ fio-22 [000] d..1. 1.000080: 7,0 1,0 m N bfq select_queue: no queue returned
+ fio-29 [000] d..1. 1.000149: 7,0 1,0 m N bfq dispatch requests: 6 busy queues
+ fio-29 [000] d..1. 1.000150: 7,0 1,0 m N bfq21S select_queue: already in-service queue
+ fio-29 [000] d..1. 1.000151: 7,0 1,0 m N bfq22S select_queue: returned this queue
+ fio-29 [000] d..1. 1.000152: 7,0 1,0 m N bfq22S bfqq_served 8 secs
+ fio-29 [000] d..1. 1.000153: 7,0 1,0 m N bfq21S expire (3, slow 0, num_disp 1, short_ttime 0)
+",
+        );
+        assert_eq!(
+            refused_dispatch_calls(&log),
+            [Nanos(1_000_000_000 + 78_000)]
+        );
+    }
+}
