@@ -515,7 +515,10 @@ fn bfqq_request_over_limit_cuts_an_idle_queue_with_nothing_allocated_beside_real
     let e = &s.wf.entities[s.queues[b].eid];
     assert_eq!((e.tree, e.on_st, e.allocated), (wf2q::Tree::Idle, true, 0));
     // Alone with its best-effort sibling its share is round(8 * 10 / 90) = 1: full depth.
-    assert_eq!(s.limit_depth(&read(3, 2, 7, IoClass::BestEffort)), Depth::Full);
+    assert_eq!(
+        s.limit_depth(&read(3, 2, 7, IoClass::BestEffort)),
+        Depth::Full
+    );
     s.insert(read(4, 3, 0, IoClass::RealTime), Nanos::from_ms(3));
     assert!(s.request_over_limit(b, 8), "0 allocated, limit 0");
     assert_eq!(
