@@ -18,9 +18,14 @@
 //! depths). The two differ only where words are small: with 8 tags (2-bit words) a sync write
 //! may hold 4 tags by word (one bit of each of 4 words) and 6 by count. Not yet the default
 //! for the 6.18 recordings of kernel-diff (docs/bfq.md): it makes `reader-beside-direct-writers`
-//! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%), and the
-//! 6.18 bfq log of `prio-writers-beside-reader` shows a queue over its limit (depth 1) holding
-//! 3 tags, which one tag in all forbids: 6.18's allocation at depth 1 is not understood yet.
+//! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%). Both
+//! functions are 6.18's line by line; what kernel-diff's replay cannot follow is when the
+//! kernel runs them (at the allocation, before a sleep for a tag or a plug's flush, while
+//! `allocated` counts from the insertion, at which the replay submits) and for whom (io_uring
+//! workers share their submitter's io context), docs/bfq.md ("Tags at shallow depths on
+//! 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
+//! 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8 tags are
+//! neither kernel's (a deviation kept because kernel-diff agrees more with it).
 //! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
 //! 6.17's lib/sbitmap places them ([`crate::tags::TagBits`]); it lowers kernel-diff's bfq
 //! agreement (92.8 -> 87.6%, docs/bfq.md), so it is an option.

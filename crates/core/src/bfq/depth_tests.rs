@@ -478,3 +478,51 @@ fn bfqq_request_over_limit_weighs_only_the_own_class_above_the_queue() {
     assert_eq!(allocated(&s, w), 50);
     assert!(!s.request_over_limit(w, 192));
 }
+
+/// `bfqq_request_over_limit` as the 6.18 bfq log of `twelve-procs-mixed-prio` shows it
+/// (`bfq26730S too many requests: allocated 0 limit 0 level 0`, then `depth 1`): a
+/// best-effort-7 reader's queue (weight 10) left on its idle tree (`on_st_or_in_serv`: its
+/// finish is still ahead of the tree's virtual time) with nothing allocated is over a limit
+/// of round(8 * 10 / (80 * 8 + 90)) = 0 once a real-time reader (weight 80) is busy: the
+/// real-time tree weighs `IOPRIO_BE_NR` times over the best-effort one at the queue's level.
+/// Its next read gets one tag (`async_depths` over the whole map, 6.17 on); the test walks
+/// no further once the queue is off the trees (forgotten: no limit).
+#[test]
+fn bfqq_request_over_limit_cuts_an_idle_queue_with_nothing_allocated_beside_real_time() {
+    let mut s = Bfq::new(cfg_with(&[
+        ("nr_requests", 8),
+        ("whole_map_depths", 1),
+        ("low_latency", 0),
+        ("slice_idle", 0),
+    ]));
+    let read = |id: u64, ctx: u32, level: u8, class: IoClass| {
+        rq(id, ctx)
+            .sector((u64::from(ctx) << 24) | (id * 8))
+            .prio(class, level)
+            .build()
+    };
+    // Best effort 0 (weight 80) and 7 (weight 10), one read each, served in turn.
+    s.insert(read(1, 1, 0, IoClass::BestEffort), Nanos::ZERO);
+    s.insert(read(2, 2, 7, IoClass::BestEffort), Nanos::ZERO);
+    for ms in 1..=2 {
+        let r = match s.dispatch(Nanos::from_ms(ms)) {
+            Dispatch::Request(r) => r,
+            d => panic!("{d:?}"),
+        };
+        s.complete(&r, Nanos::from_ms(ms));
+    }
+    let b = sync_q(&s, 2);
+    let e = &s.wf.entities[s.queues[b].eid];
+    assert_eq!((e.tree, e.on_st, e.allocated), (wf2q::Tree::Idle, true, 0));
+    // Alone with its best-effort sibling its share is round(8 * 10 / 90) = 1: full depth.
+    assert_eq!(
+        s.limit_depth(&read(3, 2, 7, IoClass::BestEffort)),
+        Depth::Full
+    );
+    s.insert(read(4, 3, 0, IoClass::RealTime), Nanos::from_ms(3));
+    assert!(s.request_over_limit(b, 8), "0 allocated, limit 0");
+    assert_eq!(
+        s.limit_depth(&read(5, 2, 7, IoClass::BestEffort)),
+        Depth::Shallow(1)
+    );
+}
