@@ -1024,6 +1024,25 @@ mod tests {
         assert!(label.contains(&format!("max={LIFTED_MAX}")), "{label}");
     }
 
+    /// The proposal rows carry the calibrated model and the QoS `calibrate --iocost`'s sweep
+    /// proposes on the same drive (a held vrate there), not resctl-demo's lines.
+    #[test]
+    fn the_proposal_rows_run_the_calibrated_model_and_calibrates_proposed_qos() {
+        let (model, qos) = proposal_lines("ibm18es").unwrap();
+        assert_eq!(model, drive_model("ibm18es").unwrap());
+        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Proposed))).unwrap();
+        assert!(
+            text.contains(&format!("io_cost_model = \"{model}\"")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("io_cost_qos = \"{qos}\"")), "{text}");
+        assert!(
+            !text.contains(&resctl_lines("ibm18es").unwrap().1),
+            "{text}"
+        );
+        assert!(qos.starts_with("enable=1 ctrl=user rpct=95.00"), "{qos}");
+    }
+
     #[test]
     #[ignore = "prints the protection figures; run by hand"]
     fn print_protection() {
