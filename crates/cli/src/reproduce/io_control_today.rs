@@ -18,9 +18,11 @@
 //! - **saturation** (io.cost's own case): in each group a workload that alone saturates the
 //!   drive ([`saturation_workload`]: several random 4 KiB readers with a queue of their own),
 //!   with no controller and under io.cost over none at 1:1, 2:1 and 3:1, with the kernel's
-//!   QoS defaults for the device class, and with the model and QoS resctl-demo applies
+//!   QoS defaults for the device class, with the model and QoS resctl-demo applies
 //!   ([`resctl_lines`]: resctl-bench's `iocost-params`), as it writes them and with the QoS's
-//!   `max` raised to [`LIFTED_MAX`]: B's share and the total against none's.
+//!   `max` raised to [`LIFTED_MAX`], and with the calibrated model and the QoS `calibrate
+//!   --iocost` proposes for the drive ([`proposal_lines`]: its own sweep, whose scenarios are
+//!   not this one): B's share and the total against none's.
 //!
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
 //! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]): "B share"
@@ -35,6 +37,7 @@
 //! instead, to show what they do on these drives (docs/iocost.md).
 
 use anyhow::Context;
+use elevator_core::qos::iocost::Model;
 use elevator_core::Settings;
 use elevator_sim::scenario::Scenario;
 use rayon::prelude::*;
@@ -196,31 +199,70 @@ fn model_span(drive: &elevator_sim::DriveModel) -> calibrate::measure::Span {
     calibrate::measure::Span::of_slice(std::time::Duration::from_millis(secs * 1100))
 }
 
-/// The `io.cost.model` line (without the device number) that `calibrate --iocost` measures on
-/// the simulated `drive` (a built-in name), computed once a drive per process.
-pub fn drive_model(drive: &str) -> anyhow::Result<String> {
-    static CACHE: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
-    if let Some((_, l)) = CACHE
+/// `value(drive)`, computed once a drive per process (`cache` holds what was).
+fn cached<T: Clone>(
+    cache: &std::sync::Mutex<Vec<(String, T)>>,
+    drive: &str,
+    value: impl FnOnce(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    if let Some((_, v)) = cache
         .lock()
         .expect("the cache lock")
         .iter()
         .find(|(d, _)| d == drive)
     {
-        return Ok(l.clone());
+        return Ok(v.clone());
     }
-    let d =
-        elevator_sim::DriveModel::resolve(drive).map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
-    let m = calibrate::iocost::simulated_model(&d, model_span(&d))
-        .with_context(|| format!("io.cost.model of {drive}"))?;
-    let line = m.line("0:0");
-    let line = line
-        .split_once(' ')
-        .map_or(line.clone(), |x| x.1.to_string());
-    CACHE
+    let v = value(drive)?;
+    cache
         .lock()
         .expect("the cache lock")
-        .push((drive.to_string(), line.clone()));
-    Ok(line)
+        .push((drive.to_string(), v.clone()));
+    Ok(v)
+}
+
+/// A line without its leading device number.
+fn without_devno(line: String) -> String {
+    line.split_once(' ')
+        .map_or(line.clone(), |x| x.1.to_string())
+}
+
+/// The `io.cost.model` that `calibrate --iocost` measures on the simulated `drive` (a
+/// built-in name), computed once a drive per process.
+fn measured_model(drive: &str) -> anyhow::Result<Model> {
+    static CACHE: std::sync::Mutex<Vec<(String, Model)>> = std::sync::Mutex::new(Vec::new());
+    cached(&CACHE, drive, |drive| {
+        let d = elevator_sim::DriveModel::resolve(drive)
+            .map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
+        calibrate::iocost::simulated_model(&d, model_span(&d))
+            .with_context(|| format!("io.cost.model of {drive}"))
+    })
+}
+
+/// The `io.cost.model` line (without the device number) that `calibrate --iocost` measures on
+/// the simulated `drive` (a built-in name).
+pub fn drive_model(drive: &str) -> anyhow::Result<String> {
+    Ok(without_devno(measured_model(drive)?.line("0:0")))
+}
+
+/// The `io.cost.model` and `io.cost.qos` lines (without the device number) `calibrate
+/// --iocost` gives for the simulated `drive`: the measured model ([`drive_model`]) and the
+/// QoS its sweep proposes on the same drive ([`calibrate::iocost_qos::propose`]), computed
+/// once a drive per process.
+pub fn proposal_lines(drive: &str) -> anyhow::Result<(String, String)> {
+    static CACHE: std::sync::Mutex<Vec<(String, (String, String))>> =
+        std::sync::Mutex::new(Vec::new());
+    cached(&CACHE, drive, |drive| {
+        let model = measured_model(drive)?;
+        let d = elevator_sim::DriveModel::resolve(drive)
+            .map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
+        let p = calibrate::iocost_qos::propose(&model, &d)
+            .with_context(|| format!("io.cost.qos proposal for {drive}"))?;
+        Ok((
+            without_devno(model.line("0:0")),
+            without_devno(p.qos.line("0:0")),
+        ))
+    })
 }
 
 /// The top-level scenario line that gives io.cost `model` on `drive` (none for the built-in).
@@ -410,6 +452,9 @@ pub enum QosSet {
     /// model its `max=100` holds io.cost at the model's `rbps` of 4 KiB reads, below the
     /// drive's random-read rate (docs/iocost.md, "The pair of targets"); [`LIFTED_MAX`].
     ResctlMax(u32),
+    /// The calibrated model and the `io.cost.qos` `calibrate --iocost` proposes for the
+    /// drive ([`proposal_lines`]).
+    Proposed,
 }
 
 /// The `max` of the "max raised" rows, percent: on the 980 PRO model the budgets at vrate
@@ -424,7 +469,7 @@ pub type CostSet = Option<(u32, u32, QosSet)>;
 
 /// The saturation setups: (label, weights and QoS). All run over `none`; the QoS defaults
 /// with the calibrated model, resctl-demo's QoS with its own model.
-pub const SATURATION: [(&str, CostSet); 10] = [
+pub const SATURATION: [(&str, CostSet); 13] = [
     ("none", None),
     ("io.cost, QoS defaults", Some((100, 100, QosSet::Defaults))),
     (
@@ -459,6 +504,18 @@ pub const SATURATION: [(&str, CostSet); 10] = [
         "io.cost, resctl-demo recipe, max=120, b 3:1",
         Some((100, 300, QosSet::ResctlMax(LIFTED_MAX))),
     ),
+    (
+        "io.cost, calibrate --iocost's proposal",
+        Some((100, 100, QosSet::Proposed)),
+    ),
+    (
+        "io.cost, calibrate --iocost's proposal, b 2:1",
+        Some((100, 200, QosSet::Proposed)),
+    ),
+    (
+        "io.cost, calibrate --iocost's proposal, b 3:1",
+        Some((100, 300, QosSet::Proposed)),
+    ),
 ];
 
 /// The `io.cost.model` and `io.cost.qos` lines (without the device number) resctl-demo
@@ -467,20 +524,9 @@ pub const SATURATION: [(&str, CostSet); 10] = [
 pub fn resctl_lines(drive: &str) -> anyhow::Result<(String, String)> {
     static CACHE: std::sync::Mutex<Vec<(String, (String, String))>> =
         std::sync::Mutex::new(Vec::new());
-    if let Some((_, l)) = CACHE
-        .lock()
-        .expect("the cache lock")
-        .iter()
-        .find(|(d, _)| d == drive)
-    {
-        return Ok(l.clone());
-    }
-    let lines = calibrate::resctl::derive(drive)?.lines();
-    CACHE
-        .lock()
-        .expect("the cache lock")
-        .push((drive.to_string(), lines.clone()));
-    Ok(lines)
+    cached(&CACHE, drive, |drive| {
+        Ok(calibrate::resctl::derive(drive)?.lines())
+    })
 }
 
 /// The saturation scenario on `drive` (see [`saturation_workload`]), with io.cost's weights
@@ -491,9 +537,10 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
         "name = \"io-control-saturation\"\ndrive = \"{drive}\"\nseed = 1\n\
          duration_s = {RUNTIME_S}\n"
     );
-    match cost {
+    let lines = match cost {
         Some((_, _, QosSet::Defaults)) => {
             s.push_str(&model_line(drive, CostModel::Calibrated)?);
+            None
         }
         Some((_, _, set @ (QosSet::Resctl | QosSet::ResctlMax(_)))) => {
             let (model, mut qos) = resctl_lines(drive)?;
@@ -502,11 +549,15 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
                 anyhow::ensure!(qos.contains(&was), "{drive}: no {was} in {qos}");
                 qos = qos.replace(&was, &format!("max={max}.00"));
             }
-            s.push_str(&format!(
-                "io_cost_model = \"{model}\"\nio_cost_qos = \"{qos}\"\n"
-            ));
+            Some((model, qos))
         }
-        None => {}
+        Some((_, _, QosSet::Proposed)) => Some(proposal_lines(drive)?),
+        None => None,
+    };
+    if let Some((model, qos)) = lines {
+        s.push_str(&format!(
+            "io_cost_model = \"{model}\"\nio_cost_qos = \"{qos}\"\n"
+        ));
     }
     for (g, w) in [("a", cost.map(|c| c.0)), ("b", cost.map(|c| c.1))] {
         s.push_str(&format!("\n[[group]]\npath = \"/{g}\"\n"));
@@ -614,6 +665,9 @@ pub struct Today {
     /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive
     /// ([`resctl_lines`]).
     pub resctl: Vec<(String, (String, String))>,
+    /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
+    /// by drive ([`proposal_lines`]).
+    pub proposals: Vec<(String, (String, String))>,
 }
 
 /// Measure both tables over `seeds` (in parallel).
@@ -679,10 +733,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
         });
     }
-    let resctl = DRIVES
-        .par_iter()
-        .map(|(_, d)| Ok((d.to_string(), resctl_lines(d)?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (resctl, proposals) = lines_by_drive()?;
     let saturation = saturation_rows(seeds)?;
     Ok(Today {
         runtime_s: RUNTIME_S,
@@ -691,7 +742,22 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
         saturation,
         io_cost_models,
         resctl,
+        proposals,
     })
+}
+
+/// Two lines (`io.cost.model`, `io.cost.qos`) by drive.
+type LinesByDrive = Vec<(String, (String, String))>;
+
+/// The lines of the saturation table's resctl-demo and proposal rows, by drive (in parallel).
+fn lines_by_drive() -> anyhow::Result<(LinesByDrive, LinesByDrive)> {
+    let of = |f: fn(&str) -> anyhow::Result<(String, String)>| {
+        DRIVES
+            .par_iter()
+            .map(|(_, d)| Ok((d.to_string(), f(d)?)))
+            .collect::<anyhow::Result<LinesByDrive>>()
+    };
+    Ok((of(resctl_lines)?, of(proposal_lines)?))
 }
 
 /// The saturation table over `seeds` (in parallel).
@@ -801,7 +867,7 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    print_saturation(&t.saturation, &t.resctl);
+    print_saturation(&t.saturation, &t.resctl, &t.proposals);
     Ok(t)
 }
 
@@ -815,7 +881,10 @@ pub struct Saturation {
     /// The io.cost.model lines, by drive.
     pub io_cost_models: Vec<(String, String)>,
     /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
-    pub resctl: Vec<(String, (String, String))>,
+    pub resctl: LinesByDrive,
+    /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
+    /// by drive.
+    pub proposals: LinesByDrive,
 }
 
 /// The saturation table alone (`reproduce io-control-today --part saturation`): print it and
@@ -827,34 +896,43 @@ pub fn run_saturation(seeds: &[u64]) -> anyhow::Result<Saturation> {
     say!("{}", super::seeds_note(seeds));
     say!();
     let mut io_cost_models = Vec::new();
-    let mut resctl = Vec::new();
     for (_, d) in DRIVES {
         io_cost_models.push((d.to_string(), drive_model(d)?));
-        resctl.push((d.to_string(), resctl_lines(d)?));
         say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
     }
+    let (resctl, proposals) = lines_by_drive()?;
     let saturation = saturation_rows(seeds)?;
-    print_saturation(&saturation, &resctl);
+    print_saturation(&saturation, &resctl, &proposals);
     Ok(Saturation {
         runtime_s: RUNTIME_S,
         saturation,
         io_cost_models,
         resctl,
+        proposals,
     })
 }
 
 /// Print the saturation table.
-fn print_saturation(rows: &[SaturationRow], resctl: &[(String, (String, String))]) {
+fn print_saturation(
+    rows: &[SaturationRow],
+    resctl: &[(String, (String, String))],
+    proposals: &[(String, (String, String))],
+) {
     say!("Saturation: in each group random 4 KiB readers that alone saturate the drive (980 PRO");
     say!("model: 4 a group at iodepth 32; 2009 disk: 4 a group at iodepth 4), under none; io.cost");
     say!("with the calibrated model and the QoS defaults, or with resctl-demo's model and QoS");
-    say!(
-        "(resctl-bench iocost-params), as it writes them and with max={LIFTED_MAX}; figures after"
-    );
-    say!("a {RAMP_S} s ramp. resctl-demo's lines:");
-    for (d, (m, q)) in resctl {
-        say!("  {d}: io.cost.model {m}");
-        say!("  {d}: io.cost.qos   {q}");
+    say!("(resctl-bench iocost-params), as it writes them and with max={LIFTED_MAX},");
+    say!("and with the calibrated model and calibrate --iocost's proposed QoS; figures after a");
+    say!("{RAMP_S} s ramp.");
+    for (what, lines) in [
+        ("resctl-demo's", resctl),
+        ("calibrate --iocost's", proposals),
+    ] {
+        say!("{what} lines:");
+        for (d, (m, q)) in lines {
+            say!("  {d}: io.cost.model {m}");
+            say!("  {d}: io.cost.qos   {q}");
+        }
     }
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -944,6 +1022,25 @@ mod tests {
         assert!(lifted.contains(&format!("io_cost_model = \"{model}\"")));
         let label = SATURATION.iter().find(|s| s.1 == set).unwrap().0;
         assert!(label.contains(&format!("max={LIFTED_MAX}")), "{label}");
+    }
+
+    /// The proposal rows carry the calibrated model and the QoS `calibrate --iocost`'s sweep
+    /// proposes on the same drive (a held vrate there), not resctl-demo's lines.
+    #[test]
+    fn the_proposal_rows_run_the_calibrated_model_and_calibrates_proposed_qos() {
+        let (model, qos) = proposal_lines("ibm18es").unwrap();
+        assert_eq!(model, drive_model("ibm18es").unwrap());
+        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Proposed))).unwrap();
+        assert!(
+            text.contains(&format!("io_cost_model = \"{model}\"")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("io_cost_qos = \"{qos}\"")), "{text}");
+        assert!(
+            !text.contains(&resctl_lines("ibm18es").unwrap().1),
+            "{text}"
+        );
+        assert!(qos.starts_with("enable=1 ctrl=user rpct=95.00"), "{qos}");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 
 mod fit;
 pub(crate) mod iocost;
+pub(crate) mod iocost_qos;
 pub(crate) mod measure;
 pub(crate) mod resctl;
 
@@ -507,36 +508,67 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         let drive = elevator_sim::DriveModel::resolve(&args.drive)
             .map_err(|e| anyhow::anyhow!("--drive {}: {e}", args.drive))?;
         let spin = crate::progress::spinner("sweeping io.cost.qos's vrate bounds");
-        let prop = iocost::propose(&model, &drive);
+        let prop = iocost_qos::propose(&model, &drive);
         spin.finish_and_clear();
         let prop = prop?;
-        let mut rows = vec![vec![
-            "none (no io.cost)".to_string(),
-            format!("{:.0}", prop.none.read_p95_us),
-            format!("{:.0}", prop.none.read_iops),
-            format!("{:.1}", prop.none.write_mb_s),
-        ]];
-        for t in &prop.trials {
-            rows.push(vec![
-                format!("min={} max={}", t.min, t.max),
+        let row = |label: String, t: &iocost_qos::Trial| {
+            vec![
+                label,
                 format!("{:.0}", t.read_p95_us),
                 format!("{:.0}", t.read_iops),
                 format!("{:.1}", t.write_mb_s),
-            ]);
+                format!("{:.1}", t.sat_b_share_pct),
+                format!("{:.1}", t.sat_mb_s),
+            ]
+        };
+        let mut rows = vec![row("none (no io.cost)".to_string(), &prop.none)];
+        let mut sorted = prop.trials.clone();
+        sorted.sort_by_key(|t| (t.max, t.min));
+        for t in &sorted {
+            rows.push(row(format!("min={} max={}", t.min, t.max), t));
         }
         say!(
-            "io.cost.qos sweep on {} (simulated): a 4 KiB random reader at depth 4 (io.weight 500) beside a \
-             1 MiB writer at depth 32 (io.weight 100); alone, the reader's p95 is {:.0} us \
-             (rlat = 3 x that), the writer's {:.0} us at {:.1} MB/s:",
+            "io.cost.qos sweep on {} (simulated). Protection: a 4 KiB random reader at depth 4 \
+             (io.weight 500) beside a 1 MiB writer at depth 32 (io.weight 100); alone, the reader's \
+             p95 is {:.0} us (rlat = {} x that), the writer's {:.0} us at {:.1} MB/s. Saturation: \
+             /a and /b (io.weight {} and {}: /b {:.1}%) each {} 4 KiB random reader(s) at depth {}:",
             drive.name(),
             prop.read_alone_p95_us,
+            iocost_qos::RLAT_MULT,
             prop.write_alone_p95_us,
-            prop.write_alone_mb_s
+            prop.write_alone_mb_s,
+            iocost_qos::SATURATION_WEIGHTS.0,
+            iocost_qos::SATURATION_WEIGHTS.1,
+            prop.weight_pct,
+            prop.saturation_jobs,
+            IOCOST_PLAN[2].qd,
         );
         output::say_str(&output::table(
-            &["vrate bounds", "read p95 us", "read IOPS", "write MB/s"],
+            &[
+                "vrate bounds",
+                "read p95 us",
+                "read IOPS",
+                "write MB/s",
+                "sat. /b %",
+                "sat. MB/s",
+            ],
             &rows,
         ));
+        say!(
+            "proposed: min={} max={} ({})",
+            prop.chosen.min,
+            prop.chosen.max,
+            match prop.rule {
+                iocost_qos::Rule::Both =>
+                    "the reader within rlat and the weights kept, the most saturation throughput",
+                iocost_qos::Rule::Protection =>
+                    "no pair kept both; the reader within rlat, the most write bandwidth",
+                iocost_qos::Rule::Weights =>
+                    "no pair kept the reader within rlat; the weights kept, the most saturation throughput",
+                iocost_qos::Rule::LowestP95 =>
+                    "no pair kept the reader within rlat or the weights; the reader's lowest p95",
+            }
+        );
         let qos_line = prop.qos.line(&dev);
         lines.push(format!("echo \"{qos_line}\" > /sys/fs/cgroup/io.cost.qos"));
         json["io_cost_qos"] = serde_json::json!(qos_line);
