@@ -23,6 +23,13 @@
 //! ([`Simulation::set_host_drives`]) the simulated drive is one of them, the cores' time
 //! shared with the others.
 //!
+//! A device reports a request's completion when it is dispatched, or later
+//! ([`crate::device::Service::deferred`]: an SSD acknowledging a write once a program unit
+//! that later writes fill is programmed); the engine takes such completions after each
+//! instant's dispatches and keeps the device's own timer as an event
+//! ([`Device::poll_timeout`]). A device without them schedules exactly the events it did
+//! before they existed.
+//!
 //! On request ([`Simulation::record_requests`], off by default) the engine keeps a
 //! [`RequestRecord`] of every request: who issued it, where, and when it was inserted,
 //! dispatched and completed, for plots (seek maps, latency CDFs, queue depth over time).
@@ -278,6 +285,8 @@ enum Event {
     },
     /// The rq_qos controllers' timer ([`BlockLayer::qos_timeout`]).
     QosTimer,
+    /// The device's own timer ([`Device::poll_timeout`]).
+    DeviceTimer,
 }
 
 struct JobState {
@@ -308,6 +317,8 @@ pub struct Simulation {
     timer_seen: u64,
     /// The rq_qos controllers' time last scheduled as an event.
     qos_seen: Option<Nanos>,
+    /// The device's timer last scheduled as an event.
+    device_seen: Option<Nanos>,
     /// Bios the last completion finished (kept to reuse its allocation).
     done: Vec<Done<(u32, u64)>>,
     busy_since: Option<Nanos>,
@@ -368,6 +379,7 @@ impl Simulation {
             ctx_ids: FxHashMap::default(),
             timer_seen: 0,
             qos_seen: None,
+            device_seen: None,
             done: Vec::new(),
             busy_since: None,
             stats: DeviceStats::default(),
@@ -533,6 +545,12 @@ impl Simulation {
                         self.qos_seen = None;
                     }
                     self.blk.handle_qos_timeout(self.now);
+                }
+                Event::DeviceTimer => {
+                    if self.device_seen.is_some_and(|t| t <= self.now) {
+                        self.device_seen = None;
+                    }
+                    self.device.handle_timeout(self.now);
                 }
                 Event::JobWake { job, gen } => {
                     let j = &self.jobs[job as usize];
@@ -784,7 +802,20 @@ impl Simulation {
             if self.blk.in_flight() == 1 {
                 self.busy_since = Some(now);
             }
-            self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
+            if !svc.deferred {
+                self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
+            }
+        }
+        // Completions the device came to know after their dispatch, and its own timer.
+        while let Some((id, t)) = self.device.poll_completion() {
+            self.push(t.max(now), Event::Complete { id: id.0 });
+        }
+        if let Some(t) = self.device.poll_timeout() {
+            let t = t.max(now);
+            if !matches!(self.device_seen, Some(seen) if seen <= t) {
+                self.device_seen = Some(t);
+                self.push(t, Event::DeviceTimer);
+            }
         }
         if let Some((until, gen)) = self.blk.timer() {
             if gen != self.timer_seen {
