@@ -24,7 +24,8 @@ pub struct Service {
 /// instant, take every [`Device::poll_completion`] and ask [`Device::poll_timeout`]; call
 /// [`Device::handle_timeout`] once the time it gave is reached, then poll again. A device that
 /// always knows a completion at submission (every device but an SSD acknowledging writes when
-/// programmed) keeps the defaults: no deferred completions, no timeout.
+/// programmed) keeps the defaults: no deferred completions, no timeout, and
+/// [`Device::defers`] false, so the driver never asks.
 pub trait Device {
     /// A short name for reports, e.g. the drive model.
     fn name(&self) -> &str;
@@ -37,6 +38,11 @@ pub trait Device {
     /// Whether the device needs no mechanical positioning (SSD): policies such as AS and CFQ
     /// behave differently on such devices (Linux's `blk_queue_nonrot`).
     fn non_rotational(&self) -> bool {
+        false
+    }
+    /// Whether it may answer [`Service::deferred`] or keep a timer: asked once, when the
+    /// engine is built; a device that says no is never polled for either (default: no).
+    fn defers(&self) -> bool {
         false
     }
     /// A completion the device has come to know since the last call, of a request it

@@ -319,6 +319,8 @@ pub struct Simulation {
     qos_seen: Option<Nanos>,
     /// The device's timer last scheduled as an event.
     device_seen: Option<Nanos>,
+    /// Whether the device may defer completions or keep a timer ([`Device::defers`]).
+    device_defers: bool,
     /// Bios the last completion finished (kept to reuse its allocation).
     done: Vec<Done<(u32, u64)>>,
     busy_since: Option<Nanos>,
@@ -368,6 +370,7 @@ impl Simulation {
                 queue_depth: device.depth(),
             },
         ));
+        let device_defers = device.defers();
         Simulation {
             now: Nanos::ZERO,
             device,
@@ -380,6 +383,7 @@ impl Simulation {
             timer_seen: 0,
             qos_seen: None,
             device_seen: None,
+            device_defers,
             done: Vec::new(),
             busy_since: None,
             stats: DeviceStats::default(),
@@ -806,16 +810,8 @@ impl Simulation {
                 self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
             }
         }
-        // Completions the device came to know after their dispatch, and its own timer.
-        while let Some((id, t)) = self.device.poll_completion() {
-            self.push(t.max(now), Event::Complete { id: id.0 });
-        }
-        if let Some(t) = self.device.poll_timeout() {
-            let t = t.max(now);
-            if !matches!(self.device_seen, Some(seen) if seen <= t) {
-                self.device_seen = Some(t);
-                self.push(t, Event::DeviceTimer);
-            }
+        if self.device_defers {
+            self.poll_device(now);
         }
         if let Some((until, gen)) = self.blk.timer() {
             if gen != self.timer_seen {
@@ -828,6 +824,21 @@ impl Simulation {
             if !matches!(self.qos_seen, Some(seen) if seen <= t) {
                 self.qos_seen = Some(t);
                 self.push(t, Event::QosTimer);
+            }
+        }
+    }
+
+    /// Schedule the completions the device came to know after their dispatch, and its own
+    /// timer when it asks for a new one.
+    fn poll_device(&mut self, now: Nanos) {
+        while let Some((id, t)) = self.device.poll_completion() {
+            self.push(t.max(now), Event::Complete { id: id.0 });
+        }
+        if let Some(t) = self.device.poll_timeout() {
+            let t = t.max(now);
+            if !matches!(self.device_seen, Some(seen) if seen <= t) {
+                self.device_seen = Some(t);
+                self.push(t, Event::DeviceTimer);
             }
         }
     }

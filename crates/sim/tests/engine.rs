@@ -507,6 +507,9 @@ impl elevator_sim::Device for Pairs {
     fn non_rotational(&self) -> bool {
         true
     }
+    fn defers(&self) -> bool {
+        true
+    }
     fn poll_completion(&mut self) -> Option<(elevator_core::RequestId, Nanos)> {
         self.settled.pop()
     }
@@ -555,7 +558,10 @@ fn a_completion_the_device_learns_after_the_dispatch_reaches_its_job() {
         assert_eq!(waited, expected, "{q:?}");
     }
     assert_eq!(
-        r.requests.iter().filter(|q| q.completed <= Nanos(500_000)).count(),
+        r.requests
+            .iter()
+            .filter(|q| q.completed <= Nanos(500_000))
+            .count(),
         10
     );
 }

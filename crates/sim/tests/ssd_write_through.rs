@@ -45,7 +45,10 @@ fn a_write_acknowledged_when_programmed_completes_with_its_program_unit() {
     let mut through =
         Ssd::with_precondition(spec(WriteAck::Programmed), Precondition::None).unwrap();
     for i in 0..11 {
-        assert!(write(&mut through, i, 1000 + 97 * i, t).deferred, "write {i}");
+        assert!(
+            write(&mut through, i, 1000 + 97 * i, t).deferred,
+            "write {i}"
+        );
         assert_eq!(through.poll_completion(), None);
     }
     let last = write(&mut through, 11, 1000 + 97 * 11, t);

@@ -28,15 +28,13 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{
-    FrontEndScope, GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend, WriteAck,
-};
+pub use spec::{FrontEndScope, GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend, WriteAck};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use elevator_core::{Nanos, Op, Request, RequestId};
-use rustc_hash::FxHashMap;
 use elevator_workload::InputError;
+use rustc_hash::FxHashMap;
 
 use crate::device::{Device, Service};
 use cmt::Cmt;
@@ -653,6 +651,9 @@ impl Device for Ssd {
     }
     fn non_rotational(&self) -> bool {
         true
+    }
+    fn defers(&self) -> bool {
+        self.through.on
     }
     fn poll_completion(&mut self) -> Option<(RequestId, Nanos)> {
         self.through.settled.pop_front()
