@@ -17,7 +17,11 @@
 //! GC with over-provisioning), but every request is placed on resource timelines when it is
 //! submitted, so [`Device::submit`] returns its completion at once, in time proportional to the
 //! request's units and the work already queued on its resources, and a run is deterministic with no event queue of its own. What that changes, and every
-//! other deviation, is listed in docs/ssd-model.md.
+//! other deviation, is listed in docs/ssd-model.md. The one exception: with
+//! `write_buffer.acknowledge = "programmed"` (write-through) a write completes with the program
+//! of its program unit, placed when later writes fill it (or when `write_buffer.gather_us`
+//! closes it padded), so its completion is reported then ([`Service::deferred`],
+//! [`Device::poll_completion`], the drive's timer [`Device::poll_timeout`]).
 
 pub mod closed_loop;
 pub mod cmt;
