@@ -23,6 +23,13 @@
 //! ([`Simulation::set_host_drives`]) the simulated drive is one of them, the cores' time
 //! shared with the others.
 //!
+//! A device reports a request's completion when it is dispatched, or later
+//! ([`crate::device::Service::deferred`]: an SSD acknowledging a write once a program unit
+//! that later writes fill is programmed); the engine takes such completions after each
+//! instant's dispatches and keeps the device's own timer as an event
+//! ([`Device::poll_timeout`]). A device without them schedules exactly the events it did
+//! before they existed.
+//!
 //! On request ([`Simulation::record_requests`], off by default) the engine keeps a
 //! [`RequestRecord`] of every request: who issued it, where, and when it was inserted,
 //! dispatched and completed, for plots (seek maps, latency CDFs, queue depth over time).
@@ -278,6 +285,8 @@ enum Event {
     },
     /// The rq_qos controllers' timer ([`BlockLayer::qos_timeout`]).
     QosTimer,
+    /// The device's own timer ([`Device::poll_timeout`]).
+    DeviceTimer,
 }
 
 struct JobState {
@@ -308,6 +317,10 @@ pub struct Simulation {
     timer_seen: u64,
     /// The rq_qos controllers' time last scheduled as an event.
     qos_seen: Option<Nanos>,
+    /// The device's timer last scheduled as an event.
+    device_seen: Option<Nanos>,
+    /// Whether the device may defer completions or keep a timer ([`Device::defers`]).
+    device_defers: bool,
     /// Bios the last completion finished (kept to reuse its allocation).
     done: Vec<Done<(u32, u64)>>,
     busy_since: Option<Nanos>,
@@ -357,6 +370,7 @@ impl Simulation {
                 queue_depth: device.depth(),
             },
         ));
+        let device_defers = device.defers();
         Simulation {
             now: Nanos::ZERO,
             device,
@@ -368,6 +382,8 @@ impl Simulation {
             ctx_ids: FxHashMap::default(),
             timer_seen: 0,
             qos_seen: None,
+            device_seen: None,
+            device_defers,
             done: Vec::new(),
             busy_since: None,
             stats: DeviceStats::default(),
@@ -533,6 +549,12 @@ impl Simulation {
                         self.qos_seen = None;
                     }
                     self.blk.handle_qos_timeout(self.now);
+                }
+                Event::DeviceTimer => {
+                    if self.device_seen.is_some_and(|t| t <= self.now) {
+                        self.device_seen = None;
+                    }
+                    self.device.handle_timeout(self.now);
                 }
                 Event::JobWake { job, gen } => {
                     let j = &self.jobs[job as usize];
@@ -784,7 +806,12 @@ impl Simulation {
             if self.blk.in_flight() == 1 {
                 self.busy_since = Some(now);
             }
-            self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
+            if !svc.deferred {
+                self.push(svc.done.max(now), Event::Complete { id: rq.id.0 });
+            }
+        }
+        if self.device_defers {
+            self.poll_device(now);
         }
         if let Some((until, gen)) = self.blk.timer() {
             if gen != self.timer_seen {
@@ -797,6 +824,21 @@ impl Simulation {
             if !matches!(self.qos_seen, Some(seen) if seen <= t) {
                 self.qos_seen = Some(t);
                 self.push(t, Event::QosTimer);
+            }
+        }
+    }
+
+    /// Schedule the completions the device came to know after their dispatch, and its own
+    /// timer when it asks for a new one.
+    fn poll_device(&mut self, now: Nanos) {
+        while let Some((id, t)) = self.device.poll_completion() {
+            self.push(t.max(now), Event::Complete { id: id.0 });
+        }
+        if let Some(t) = self.device.poll_timeout() {
+            let t = t.max(now);
+            if !matches!(self.device_seen, Some(seen) if seen <= t) {
+                self.device_seen = Some(t);
+                self.push(t, Event::DeviceTimer);
             }
         }
     }

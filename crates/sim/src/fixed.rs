@@ -56,6 +56,7 @@ impl Device for FixedLatency {
         Service {
             done,
             cache_hit: false,
+            deferred: false,
         }
     }
     fn non_rotational(&self) -> bool {

@@ -461,3 +461,107 @@ fn a_record_is_tagged_at_insertion_while_a_host_tag_is_free_else_when_a_holder_c
         }
     }
 }
+
+/// A device that learns a request's completion only from what comes after it: requests are
+/// served in pairs, the first of a pair completing with the second, 100 us after the second
+/// arrives; one left alone for 1 ms completes then (its own timer). The shape of an SSD that
+/// acknowledges a write when the program unit later writes fill is programmed.
+struct Pairs {
+    /// The first of a pair, waiting: its id and when its timer runs out.
+    alone: Option<(elevator_core::RequestId, Nanos)>,
+    settled: Vec<(elevator_core::RequestId, Nanos)>,
+}
+
+impl Pairs {
+    const PAIR: Nanos = Nanos(100_000);
+    const ALONE: Nanos = Nanos(1_000_000);
+}
+
+impl elevator_sim::Device for Pairs {
+    fn name(&self) -> &str {
+        "pairs"
+    }
+    fn depth(&self) -> usize {
+        8
+    }
+    fn capacity_sectors(&self) -> u64 {
+        1 << 30
+    }
+    fn submit(&mut self, rq: &elevator_core::Request, now: Nanos) -> elevator_sim::Service {
+        let (done, deferred) = match self.alone.take() {
+            Some((first, _)) => {
+                self.settled.push((first, now + Self::PAIR));
+                (now + Self::PAIR, false)
+            }
+            None => {
+                self.alone = Some((rq.id, now + Self::ALONE));
+                (now, true)
+            }
+        };
+        elevator_sim::Service {
+            done,
+            cache_hit: false,
+            deferred,
+        }
+    }
+    fn non_rotational(&self) -> bool {
+        true
+    }
+    fn defers(&self) -> bool {
+        true
+    }
+    fn poll_completion(&mut self) -> Option<(elevator_core::RequestId, Nanos)> {
+        self.settled.pop()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.alone.map(|(_, at)| at)
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        if let Some((id, at)) = self.alone {
+            if at <= now {
+                self.alone = None;
+                self.settled.push((id, at));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_completion_the_device_learns_after_the_dispatch_reaches_its_job() {
+    // Two readers, one read at a time each (blk_mq_end_request reaches the job whenever the
+    // device reports it): while both read, each read pairs with the other's and both complete
+    // 100 us later (the first of each pair deferred, reported at the second's dispatch); once
+    // the 5-read job is done the other's reads are alone and complete by the device's timer,
+    // 1 ms after their dispatch.
+    let sched = registry::find("noop")
+        .unwrap()
+        .build(&Settings::new(), &GroupTree::new())
+        .unwrap();
+    let dev = Pairs {
+        alone: None,
+        settled: Vec::new(),
+    };
+    let mut sim = Simulation::new(Box::new(dev), sched, GroupTree::new());
+    sim.record_requests();
+    sim.add_job(JobSlot::new("five", dependent(5, 0)));
+    sim.add_job(JobSlot::new("ten", dependent(10, 1 << 20)));
+    let r = sim.run(None);
+    assert_eq!(r.ios_completed, 15);
+    assert_eq!(r.end, Nanos(5 * 100_000 + 5 * 1_000_000));
+    for q in &r.requests {
+        let waited = q.completed - q.dispatched;
+        let expected = if q.completed <= Nanos(500_000) {
+            Pairs::PAIR
+        } else {
+            Pairs::ALONE
+        };
+        assert_eq!(waited, expected, "{q:?}");
+    }
+    assert_eq!(
+        r.requests
+            .iter()
+            .filter(|q| q.completed <= Nanos(500_000))
+            .count(),
+        10
+    );
+}

@@ -836,6 +836,7 @@ impl Device for Hdd {
         Service {
             done: Nanos(done_ns.max(now.as_ns())),
             cache_hit: hit,
+            deferred: false,
         }
     }
 }

@@ -91,6 +91,8 @@ pub struct FtlStats {
     pub gc_units: u64,
     /// Blocks erased.
     pub erases: u64,
+    /// Slots left empty by program units closed before they were full ([`Ftl::pad_host`]).
+    pub padded_units: u64,
 }
 
 /// The mapping and block state of a drive.
@@ -404,6 +406,32 @@ impl Ftl {
         }
         self.stats.host_units += 1;
         placed
+    }
+
+    /// Close the host program unit open on `plane` with the units it holds, the rest of its
+    /// slots left empty (padding, never valid): returns its first slot, to be programmed, or
+    /// `None` if no unit of it is written. The next host write goes to the next plane, as
+    /// after a full program unit.
+    pub fn pad_host(&mut self, plane: u32) -> Option<Ppa> {
+        let mut f = self.host_frontier[plane as usize]?;
+        let held = f.next % self.program_units;
+        if held == 0 {
+            return None;
+        }
+        let gid = plane * self.blocks + f.block;
+        f.next += self.program_units - held;
+        let first = gid * self.slots + f.next - self.program_units;
+        self.host_frontier[plane as usize] = if f.next == self.slots {
+            self.state[gid as usize] = BlockState::Full;
+            None
+        } else {
+            Some(f)
+        };
+        if !self.static_allocation {
+            self.host_plane = (self.host_plane + 1) % self.planes;
+        }
+        self.stats.padded_units += u64::from(self.program_units - held);
+        Some(first)
     }
 
     /// Move the valid unit `lpn` from `from` to the GC frontier of the same plane.

@@ -17,7 +17,11 @@
 //! GC with over-provisioning), but every request is placed on resource timelines when it is
 //! submitted, so [`Device::submit`] returns its completion at once, in time proportional to the
 //! request's units and the work already queued on its resources, and a run is deterministic with no event queue of its own. What that changes, and every
-//! other deviation, is listed in docs/ssd-model.md.
+//! other deviation, is listed in docs/ssd-model.md. The one exception: with
+//! `write_buffer.acknowledge = "programmed"` (write-through) a write completes with the program
+//! of its program unit, placed when later writes fill it (or when `write_buffer.gather_us`
+//! closes it padded), so its completion is reported then ([`Service::deferred`],
+//! [`Device::poll_completion`], the drive's timer [`Device::poll_timeout`]).
 
 pub mod closed_loop;
 pub mod cmt;
@@ -28,12 +32,13 @@ pub mod host;
 pub mod spec;
 pub mod timeline;
 
-pub use spec::{FrontEndScope, GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend};
+pub use spec::{FrontEndScope, GcSchedule, GcUrgency, Precondition, SsdSpec, Suspend, WriteAck};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use elevator_core::{Nanos, Op, Request};
+use elevator_core::{Nanos, Op, Request, RequestId};
 use elevator_workload::InputError;
+use rustc_hash::FxHashMap;
 
 use crate::device::{Device, Service};
 use cmt::Cmt;
@@ -59,6 +64,9 @@ pub struct SsdStats {
     pub host_programs: u64,
     /// Host programs that joined another as one multi-plane program (`flash.serial_planes`).
     pub multi_plane_joins: u64,
+    /// Host programs of a unit closed before it was full (`write_buffer.gather_us` passed
+    /// with writes waiting for it; `acknowledge = "programmed"` only).
+    pub padded_programs: u64,
     /// Garbage collection.
     pub gc: GcStats,
 }
@@ -81,6 +89,76 @@ pub struct Ssd {
     stats: SsdStats,
     hot: HotFilter,
     multi: MultiPlane,
+    through: WriteThrough,
+}
+
+/// Writes acknowledged when their data is programmed (`write_buffer.acknowledge =
+/// "programmed"`): which wait for which plane's open program unit, and the completions
+/// known since the engine last asked.
+#[derive(Clone, Debug, Default)]
+struct WriteThrough {
+    on: bool,
+    /// How long a program unit with writes waiting stays open.
+    gather: Nanos,
+    /// Per request waiting: its units not yet in a program placed, and the latest end of
+    /// those placed.
+    writes: FxHashMap<u64, (u32, Nanos)>,
+    /// Per plane: the requests with a unit in its open host program unit (one entry a unit),
+    /// and when the first of them was admitted.
+    waiting: Vec<(Vec<u64>, Nanos)>,
+    /// Completions known and not yet taken ([`Device::poll_completion`]).
+    settled: VecDeque<(RequestId, Nanos)>,
+}
+
+impl WriteThrough {
+    fn new(spec: &SsdSpec) -> WriteThrough {
+        if spec.write_buffer.acknowledge != WriteAck::Programmed {
+            return WriteThrough::default();
+        }
+        WriteThrough {
+            on: true,
+            gather: Nanos((spec.write_buffer.gather_us * 1000.0).round() as u64),
+            waiting: vec![(Vec::new(), Nanos::ZERO); spec.planes() as usize],
+            ..WriteThrough::default()
+        }
+    }
+
+    /// A unit of request `id`, admitted at `at`, waits for `plane`'s open program unit.
+    fn wait(&mut self, id: u64, plane: u32, at: Nanos) {
+        self.writes.entry(id).or_insert((0, Nanos::ZERO)).0 += 1;
+        let (ids, since) = &mut self.waiting[plane as usize];
+        if ids.is_empty() {
+            *since = at;
+        }
+        ids.push(id);
+    }
+
+    /// `plane`'s open program unit was placed, ending at `done`: its units are programmed
+    /// then; a request with none left waiting completes at its latest (`current`, the request
+    /// being submitted, is settled by its submission instead).
+    fn programmed(&mut self, plane: u32, done: Nanos, current: u64) {
+        for id in self.waiting[plane as usize].0.drain(..) {
+            let e = self.writes.get_mut(&id).expect("a waiting unit's request");
+            e.0 -= 1;
+            e.1 = e.1.max(done);
+            if e.0 == 0 && id != current {
+                let (_, at) = self.writes.remove(&id).expect("just seen");
+                self.settled.push_back((RequestId(id), at));
+            }
+        }
+    }
+
+    /// When the first program unit with writes waiting is to be closed.
+    fn deadline(&self) -> Option<Nanos> {
+        if !self.on || self.writes.is_empty() {
+            return None;
+        }
+        self.waiting
+            .iter()
+            .filter(|(ids, _)| !ids.is_empty())
+            .map(|&(_, since)| since + self.gather)
+            .min()
+    }
 }
 
 /// MQSim's hot/cold filter (`write_buffer.hot_filter_us`): which units a host write sends
@@ -280,6 +358,7 @@ impl Ssd {
             stats: SsdStats::default(),
             hot: HotFilter::new(spec.write_buffer.hot_filter_us),
             multi: MultiPlane::new(&spec),
+            through: WriteThrough::new(&spec),
             spec,
         })
     }
@@ -387,6 +466,7 @@ impl Ssd {
         Service {
             done,
             cache_hit: flash_reads == 0,
+            deferred: false,
         }
     }
 
@@ -437,6 +517,11 @@ impl Ssd {
         // the data's program waits for them (it needs the entry to update).
         let known = self.translate(units.clone(), accepted, true);
         let ready = admitted.max(known);
+        let id = rq.id.0;
+        let through = self.through.on;
+        if through {
+            self.through.writes.insert(id, (0, admitted));
+        }
         for lpn in cold {
             let placed = self.ftl.write_host(lpn);
             let plane = self.ftl.plane_of(placed.ppa);
@@ -460,15 +545,69 @@ impl Ssd {
                 self.ftl.set_programmed(first, done);
                 self.buffer.scheduled(self.program_bytes, done);
                 self.stats.host_programs += 1;
+                if through {
+                    self.through.wait(id, plane, admitted);
+                    self.through.programmed(plane, done, id);
+                }
+            } else if through {
+                self.through.wait(id, plane, admitted);
             }
             if placed.program.is_some() || placed.gc_needed {
                 self.gc
                     .after_host_page(&mut self.ftl, &mut self.flash, plane, admitted);
             }
         }
+        if through {
+            match self.through.writes.remove(&id) {
+                Some((0, done)) => {
+                    return Service {
+                        done,
+                        cache_hit: false,
+                        deferred: false,
+                    }
+                }
+                Some(e) => {
+                    self.through.writes.insert(id, e);
+                    return Service {
+                        done: admitted,
+                        cache_hit: false,
+                        deferred: true,
+                    };
+                }
+                None => unreachable!("inserted above"),
+            }
+        }
         Service {
             done: admitted,
             cache_hit: true,
+            deferred: false,
+        }
+    }
+
+    /// Close every program unit whose writes have waited `write_buffer.gather_us`, padded
+    /// ([`Ftl::pad_host`]), and program it at `now`.
+    fn close_gathered(&mut self, now: Nanos) {
+        for plane in 0..self.through.waiting.len() as u32 {
+            let (ids, since) = &self.through.waiting[plane as usize];
+            if ids.is_empty() || *since + self.through.gather > now {
+                continue;
+            }
+            let held = ids.len() as u64;
+            let first = self
+                .ftl
+                .pad_host(plane)
+                .expect("a unit with writes waiting is open");
+            self.flash.set_now(now);
+            let done = self
+                .flash
+                .program(plane, self.program_bytes, now, Origin::Host);
+            self.ftl.set_programmed(first, done);
+            self.buffer.scheduled(held * self.unit_bytes, done);
+            self.stats.host_programs += 1;
+            self.stats.padded_programs += 1;
+            self.through.programmed(plane, done, u64::MAX);
+            self.gc
+                .after_host_page(&mut self.ftl, &mut self.flash, plane, now);
         }
     }
 }
@@ -495,6 +634,7 @@ impl Device for Ssd {
                     .handoff(rq.ctx.0, accepted, now)
                     .max(self.buffer.drained()),
                 cache_hit: false,
+                deferred: false,
             },
             Op::Discard => {
                 let accepted = self.front.handoff(rq.ctx.0, accepted, now);
@@ -508,11 +648,26 @@ impl Device for Ssd {
                 Service {
                     done: accepted,
                     cache_hit: false,
+                    deferred: false,
                 }
             }
         }
     }
     fn non_rotational(&self) -> bool {
         true
+    }
+    fn defers(&self) -> bool {
+        self.through.on
+    }
+    fn poll_completion(&mut self) -> Option<(RequestId, Nanos)> {
+        self.through.settled.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.through.deadline()
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        if self.through.on {
+            self.close_gathered(now);
+        }
     }
 }

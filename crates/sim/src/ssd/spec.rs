@@ -299,7 +299,8 @@ impl Default for Ftl {
 #[serde(deny_unknown_fields)]
 pub struct WriteBuffer {
     /// Capacity, bytes (at least two flash pages). A write completes once its data is in the
-    /// buffer; it waits for room when the buffer is full of data not yet programmed.
+    /// buffer (unless `acknowledge` says otherwise); it waits for room when the buffer is full
+    /// of data not yet programmed.
     pub bytes: u64,
     /// DRAM bandwidth for data going into the buffer, MB/s, one transfer at a time (MQSim's
     /// single DRAM channel); 0: instant.
@@ -315,6 +316,36 @@ pub struct WriteBuffer {
     /// hot data is never evicted here (a deviation for runs that rewrite more than the cache).
     #[serde(default)]
     pub hot_filter_us: f64,
+    /// When a host write completes: `admitted` (default), once its data is in the buffer
+    /// (MQSim's write cache), or `programmed`, once the program holding its data ends
+    /// (write-through, MQSim's `Caching_Mode::TURNED_OFF` path, where a write finishes with
+    /// its flash transactions). With `programmed` the writes in flight are the host's, so the
+    /// drive's write rate grows with the writes outstanding up to what the planes and GC
+    /// allow.
+    #[serde(default)]
+    pub acknowledge: WriteAck,
+    /// With `acknowledge = "programmed"`: the longest a program unit holding writes that wait
+    /// for it stays open, us (default 1000); then it is programmed with what it holds, the
+    /// rest of its slots left empty (padding). Not a measured figure: it only bounds the wait
+    /// of a writer too shallow to fill a program unit, and is counted
+    /// ([`crate::ssd::SsdStats::padded_programs`]).
+    #[serde(default = "default_gather_us")]
+    pub gather_us: f64,
+}
+
+fn default_gather_us() -> f64 {
+    1000.0
+}
+
+/// When a host write completes (`write_buffer.acknowledge`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteAck {
+    /// Once its data is admitted to the write buffer (write-back).
+    #[default]
+    Admitted,
+    /// Once the program holding its data ends (write-through).
+    Programmed,
 }
 
 /// Garbage collection (MQSim's `GC_Exec_Threshold`, `Preemptible_GC_Enabled`).
@@ -481,6 +512,7 @@ impl SsdSpec {
                 "write_buffer.hot_filter_us",
                 self.write_buffer.hot_filter_us,
             ),
+            ("write_buffer.gather_us", self.write_buffer.gather_us),
         ];
         for (field, us) in times {
             if !(us.is_finite() && (0.0..=MAX_TIME_US).contains(&us)) {
