@@ -37,6 +37,17 @@
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
+//! - A request's context is its process's io_context ([`TracedRequest::ctx`]): io_uring's
+//!   workers (`iou-wrk-CREATOR`) and SQPOLL thread (`iou-sqp-CREATOR`) share their creator's
+//!   (`CLONE_IO`), an SQPOLL thread's workers the ring owner's, so bfq gives them the owner's
+//!   queue. Under bfq a request carries its io_context's
+//!   priority, the job's `prioclass`/`prio` that fio set on the process
+//!   ([`Recording::context_priorities`]), in place of its own: bfq's queue takes the
+//!   context's (`bfq_check_ioprio_change`, `bic->ioprio`), not the request's (fio's
+//!   `cmdprio_*`), which mq-deadline alone reads. A process whose job sets neither keeps its
+//!   requests' priorities, which the kernel derived from its context (`get_current_ioprio`).
+//!   The context's priority is fixed for a recording (fio sets it before the job's first
+//!   I/O), so bfq's handling of a change is never replayed.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
@@ -75,10 +86,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
-use elevator_core::block::{BlockLayer, Done, Limits, PAGE_SECTORS};
+use elevator_core::block::{Bio, BlockLayer, Done, Limits, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
-use elevator_core::{CtxId, Nanos, RequestId, Scheduler};
+use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
@@ -272,7 +283,7 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
-    diff_with_exits(trace, meta, opts, &[])
+    diff_with_exits(trace, meta, opts, &[], &HashMap::new())
 }
 
 /// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
@@ -307,12 +318,15 @@ pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nano
 }
 
 /// [`diff`], with the processes' exits (time, pid: [`exits_in_bfq_log`]) replayed into our
-/// block layer where the kernel saw them (`handle_exit`).
+/// block layer where the kernel saw them (`handle_exit`), and under bfq each io_context's
+/// priority (`prios`, by context pid: [`Recording::context_priorities`]) given to its
+/// requests in place of their own (see the module docs).
 pub fn diff_with_exits(
     trace: &KernelTrace,
     meta: &RecordingMeta,
     opts: &DiffOptions,
     exits: &[(Nanos, u32)],
+    prios: &HashMap<u32, IoPrio>,
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
@@ -363,12 +377,17 @@ pub fn diff_with_exits(
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
     };
+    // Only bfq reads the io_context's priority (`bfq_check_ioprio_change`); mq-deadline reads
+    // the request's (`dd_insert_request`), kyber and none neither.
+    let no_prios = HashMap::new();
+    let prios = if info.name == "bfq" { prios } else { &no_prios };
     let (ours, merges_missed) = Replay::new(
         trace,
         sched,
         limits,
         opts.pace,
         asked_at_empty_runs(info.name),
+        prios,
     )
     .run(&log, exits);
     let ours = agreement::decisions(&ours);
@@ -574,17 +593,24 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
-    let exits = rec
+    // A queue's exit note names the task that created the queue: an io_uring thread's is its
+    // owner's io_context's (`TracedRequest::ctx`).
+    let ctxs: HashMap<u32, u32> = trace.requests.iter().map(|r| (r.pid, r.ctx)).collect();
+    let exits: Vec<(Nanos, u32)> = rec
         .bfq_log()
         .map_err(|e| e.to_string())?
         .map(|l| exits_in_bfq_log(&l.messages, &l.message_pids))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(t, pid)| (t, ctxs.get(&pid).copied().unwrap_or(pid)))
+        .collect();
+    let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff_with_exits(&trace, &rec.meta, &o, &exits)
+        diff_with_exits(&trace, &rec.meta, &o, &exits, &prios)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
@@ -827,6 +853,8 @@ struct Replay<'a> {
     log: Vec<QueueEvent>,
     median: Nanos,
     done: Vec<Done<usize>>,
+    /// Each io_context's priority, by context pid, given to its bios in place of their own.
+    prios: &'a HashMap<u32, IoPrio>,
 }
 
 impl<'a> Replay<'a> {
@@ -836,6 +864,7 @@ impl<'a> Replay<'a> {
         limits: Limits,
         pace: Pace,
         empty_runs: bool,
+        prios: &'a HashMap<u32, IoPrio>,
     ) -> Replay<'a> {
         let mut services: Vec<Nanos> = trace
             .requests
@@ -860,6 +889,7 @@ impl<'a> Replay<'a> {
                 .copied()
                 .unwrap_or(Nanos::ZERO),
             done: Vec::new(),
+            prios,
         }
     }
 
@@ -1023,6 +1053,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = r.bio() else {
             return;
         };
+        self.context_prio(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
         // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
         // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
@@ -1040,12 +1071,20 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// Give `bio` its io_context's priority, when the replay has one for it.
+    fn context_prio(&self, bio: &mut Bio) {
+        if let Some(&p) = self.prios.get(&bio.ctx.0) {
+            bio.prio = p;
+        }
+    }
+
     /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
     fn submit_merge(&mut self, k: usize) {
         let m = &self.trace.sched_bios[k];
-        let Some(bio) = m.bio(&self.trace.requests[m.host]) else {
+        let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
             return;
         };
+        self.context_prio(&mut bio);
         if !self.submitted[m.host] || self.dispatched[m.host] {
             self.merges_missed += 1;
             return;
@@ -1398,6 +1437,48 @@ mod tests {
         assert_eq!(order, [1000, 5000, 6000, 200, 300, 1100]);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
         assert!(asked_at_empty_runs("mq-deadline"));
+    }
+
+    /// bfq: an idle-class process (its io_context's priority, `ioprio_set` by fio's
+    /// `prioclass=3`) whose first read carries real time 7 (fio's `cmdprio`, the request's
+    /// own priority), beside a best-effort reader.
+    const CMDPRIO: &str = "\
+ fio-50 [000] ..... 1.000001: block_getrq: 7,0 RS 1000 + 8 [fio]
+ fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 rt,0,7 [fio]
+ fio-60 [001] ..... 1.000003: block_getrq: 7,0 RS 900000 + 8 [fio]
+ fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 rt,0,7 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 rt,0,7 [0]
+";
+
+    /// 6.18's bfq gives a queue its io_context's priority (`bfq_check_ioprio_change` copies
+    /// `ioc->ioprio` into `bic->ioprio`; `bfq_init_bfqq` -> `bfq_set_next_ioprio_data` reads
+    /// it), not the request's: the idle-class process's queue waits for the best-effort one
+    /// (`bfq_lookup_next_entity` serves the idle class last). Given each request's own
+    /// priority, ours made the idle process's queue real time and served it first.
+    #[test]
+    fn bfq_queues_take_their_io_contexts_priority_not_the_requests() {
+        let r = FtraceReader::new(Lines::from_bytes(CMDPRIO.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let idle = IoPrio {
+            class: elevator_core::IoClass::Idle,
+            level: 7,
+        };
+        let prios = HashMap::from([(50, idle)]);
+        let opts = DiffOptions::default();
+        let d = diff_with_exits(&t, &meta("bfq"), &opts, &[], &prios).unwrap();
+        let first = t.requests[d.ours[0].chosen].sector;
+        assert_eq!(first, 900000, "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // Each request's own priority: the real-time tag wins.
+        let own = diff(&t, &meta("bfq"), &opts).unwrap();
+        assert_eq!(t.requests[own.ours[0].chosen].sector, 1000);
+        // mq-deadline reads the request's priority (`dd_insert_request`): the context's is
+        // not given to it.
+        let dd = diff_with_exits(&t, &meta("mq-deadline"), &opts, &[], &prios).unwrap();
+        assert_eq!(t.requests[dd.ours[0].chosen].sector, 1000);
     }
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
