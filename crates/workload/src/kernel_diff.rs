@@ -1439,46 +1439,47 @@ mod tests {
         assert!(asked_at_empty_runs("mq-deadline"));
     }
 
-    /// bfq: an idle-class process (its io_context's priority, `ioprio_set` by fio's
-    /// `prioclass=3`) whose first read carries real time 7 (fio's `cmdprio`, the request's
-    /// own priority), beside a best-effort reader.
+    /// bfq: a best-effort 7 process (its io_context's priority, `ioprio_set` by fio's
+    /// `prioclass=2`, `prio=7`) whose read carries real time 0 (fio's `cmdprio`, the request's
+    /// own priority), beside a best-effort 0 reader.
     const CMDPRIO: &str = "\
  fio-50 [000] ..... 1.000001: block_getrq: 7,0 RS 1000 + 8 [fio]
- fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 rt,0,7 [fio]
+ fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 rt,0,0 [fio]
  fio-60 [001] ..... 1.000003: block_getrq: 7,0 RS 900000 + 8 [fio]
- fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,4 [fio]
- kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,4 [kworker/0:1H]
- ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,4 [0]
- kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 rt,0,7 [kworker/0:1H]
- ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 rt,0,7 [0]
+ fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,0 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 rt,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 rt,0,0 [0]
 ";
 
     /// 6.18's bfq gives a queue its io_context's priority (`bfq_check_ioprio_change` copies
     /// `ioc->ioprio` into `bic->ioprio`; `bfq_init_bfqq` -> `bfq_set_next_ioprio_data` reads
-    /// it), not the request's: the idle-class process's queue waits for the best-effort one
-    /// (`bfq_lookup_next_entity` serves the idle class last). Given each request's own
-    /// priority, ours made the idle process's queue real time and served it first.
+    /// it), not the request's: the best-effort 7 queue (weight 10) waits for the best-effort 0 one
+    /// (weight 80: its virtual finish time comes first, `bfq_calc_finish`). Given each
+    /// request's own priority, ours made the first queue real time 0 and served it first
+    /// (`bfq_lookup_next_entity` serves the classes in order).
     #[test]
     fn bfq_queues_take_their_io_contexts_priority_not_the_requests() {
         let r = FtraceReader::new(Lines::from_bytes(CMDPRIO.as_bytes().to_vec(), "t"));
         let t = KernelTrace::assemble(r, None).unwrap();
-        let idle = IoPrio {
-            class: elevator_core::IoClass::Idle,
-            level: 7,
-        };
-        let prios = HashMap::from([(50, idle)]);
+        let prio = |class, level| IoPrio { class, level };
+        let prios = HashMap::from([
+            (50, prio(elevator_core::IoClass::BestEffort, 7)),
+            (60, prio(elevator_core::IoClass::BestEffort, 0)),
+        ]);
         let opts = DiffOptions::default();
         let d = diff_with_exits(&t, &meta("bfq"), &opts, &[], &prios).unwrap();
-        let first = t.requests[d.ours[0].chosen].sector;
-        assert_eq!(first, 900000, "{:?} vs {:?}", d.kernel, d.ours);
+        let first = |d: &TraceDiff| t.requests[d.ours[0].chosen].sector;
+        assert_eq!(first(&d), 900000, "{:?} vs {:?}", d.kernel, d.ours);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
-        // Each request's own priority: the real-time tag wins.
+        // Each request's own priority: real time 0 wins.
         let own = diff(&t, &meta("bfq"), &opts).unwrap();
-        assert_eq!(t.requests[own.ours[0].chosen].sector, 1000);
-        // mq-deadline reads the request's priority (`dd_insert_request`): the context's is
-        // not given to it.
+        assert_eq!(first(&own), 1000);
+        // mq-deadline reads the request's priority (`dd_insert_request`): the real-time read
+        // first; the context's priority is not given to it.
         let dd = diff_with_exits(&t, &meta("mq-deadline"), &opts, &[], &prios).unwrap();
-        assert_eq!(t.requests[dd.ours[0].chosen].sector, 1000);
+        assert_eq!(first(&dd), 1000);
     }
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
