@@ -23,6 +23,9 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::input::InputError;
 
+/// A section's `prioclass` and `prio`, when it sets them.
+type ClassLevel = (Option<u8>, Option<u8>);
+
 /// Each job's process priority by job name: from its `prioclass` and `prio` (its own or a
 /// `[global]` section's above it, as in fio). A job that sets neither is left out: its
 /// requests carry what the kernel derived from the process (`bio_set_ioprio` ->
@@ -32,9 +35,9 @@ use crate::input::InputError;
 pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>, InputError> {
     let mut out = HashMap::new();
     // (prioclass, prio) of [global] sections so far, and of the current job.
-    let mut global: (Option<u8>, Option<u8>) = (None, None);
-    let mut job: Option<(String, (Option<u8>, Option<u8>))> = None;
-    let mut finish = |job: Option<(String, (Option<u8>, Option<u8>))>| {
+    let mut global: ClassLevel = (None, None);
+    let mut job: Option<(String, ClassLevel)> = None;
+    let mut finish = |job: Option<(String, ClassLevel)>| {
         if let Some((name, (class, level))) = job {
             if class.is_some() || level.is_some() {
                 out.insert(name, prio_of(class.unwrap_or(2), level.unwrap_or(0)));
