@@ -23,24 +23,31 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::input::InputError;
 
-/// A section's `prioclass` and `prio`, when it sets them.
-type ClassLevel = (Option<u8>, Option<u8>);
+/// A section's `prioclass`, `prio` and `nice` when it sets them, and whether it sets a
+/// per-I/O priority (`cmdprio*`).
+type ClassLevel = (Option<u8>, Option<u8>, Option<i8>, bool);
 
 /// Each job's process priority by job name: from its `prioclass` and `prio` (its own or a
-/// `[global]` section's above it, as in fio). A job that sets neither is left out: its
-/// requests carry what the kernel derived from the process (`bio_set_ioprio` ->
-/// `get_current_ioprio`), which the replay keeps. `prio` without `prioclass` is best effort
+/// `[global]` section's above it, as in fio). `prio` without `prioclass` is best effort
 /// (ionice's default class), `prioclass` without `prio` level 0, the idle class level 7
-/// (`bfq_set_next_ioprio_data`). `path` names the file in errors.
+/// (`bfq_set_next_ioprio_data`). A job that sets neither but gives its I/Os priorities of their
+/// own (`cmdprio*`) has the default context priority, best effort at its `nice` level
+/// (`task_nice_ioprio`: (nice + 20) / 5, 4 at nice 0). A job that sets none of these is left
+/// out: its requests carry what the kernel derived from the process (`bio_set_ioprio` ->
+/// `get_current_ioprio`), which the replay keeps. `path` names the file in errors.
 pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>, InputError> {
     let mut out = HashMap::new();
-    // (prioclass, prio) of [global] sections so far, and of the current job.
-    let mut global: ClassLevel = (None, None);
+    // What [global] sections set so far, and the current job.
+    let mut global: ClassLevel = (None, None, None, false);
     let mut job: Option<(String, ClassLevel)> = None;
     let mut finish = |job: Option<(String, ClassLevel)>| {
-        if let Some((name, (class, level))) = job {
+        if let Some((name, (class, level, nice, cmdprio))) = job {
             if class.is_some() || level.is_some() {
                 out.insert(name, prio_of(class.unwrap_or(2), level.unwrap_or(0)));
+            } else if cmdprio {
+                // nice is -20..=19: the level is 0..=7.
+                let level = (i16::from(nice.unwrap_or(0)) + 20) / 5;
+                out.insert(name, prio_of(2, level as u8));
             }
         }
     };
@@ -64,23 +71,25 @@ pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>
             Some((_, p)) => p,
             None => &mut global,
         };
-        let number = |max: u8| {
+        let number = |min: i8, max: i8| {
             value
-                .parse::<u8>()
+                .parse::<i8>()
                 .ok()
-                .filter(|&v| v <= max)
+                .filter(|v| (min..=max).contains(v))
                 .ok_or_else(|| {
                     InputError::at_line(
                         path,
                         i + 1,
                         key,
-                        format!("{value:?} is not a number from 0 to {max}"),
+                        format!("{value:?} is not a number from {min} to {max}"),
                     )
                 })
         };
         match key {
-            "prioclass" => slot.0 = Some(number(3)?),
-            "prio" => slot.1 = Some(number(7)?),
+            "prioclass" => slot.0 = Some(number(0, 3)? as u8),
+            "prio" => slot.1 = Some(number(0, 7)? as u8),
+            "nice" => slot.2 = Some(number(-20, 19)?),
+            k if k.starts_with("cmdprio") => slot.3 = true,
             _ => {}
         }
     }
@@ -134,6 +143,17 @@ mod tests {
         assert_eq!(p["d"].class, IoClass::BestEffort);
         let none = job_priorities(Path::new("j.fio"), "[a]\nrw=read\n").unwrap();
         assert!(none.is_empty());
+        // Per-I/O priorities alone: the context has the nice-derived default.
+        let cmd = "[a]\ncmdprio_percentage=30\n[b]\nnice=-20\ncmdprio_class=1\n";
+        let cmd = job_priorities(Path::new("j.fio"), cmd).unwrap();
+        assert_eq!(cmd["a"], IoPrio::default());
+        assert_eq!(
+            cmd["b"],
+            IoPrio {
+                class: IoClass::BestEffort,
+                level: 0
+            }
+        );
     }
 
     #[test]
