@@ -41,6 +41,17 @@
 //! - The device holds [`DiffOptions::depth`] requests, by default what the recording says the
 //!   loop device's hardware queue holds (`hw_queue_depth`, 128), else the most the kernel had
 //!   in flight.
+//! - A request's context is its process's io_context ([`TracedRequest::ctx`]): io_uring's
+//!   workers (`iou-wrk-CREATOR`) and SQPOLL thread (`iou-sqp-CREATOR`) share their creator's
+//!   (`CLONE_IO`), an SQPOLL thread's workers the ring owner's, so bfq gives them the owner's
+//!   queue. Under bfq a request carries its io_context's
+//!   priority, the job's `prioclass`/`prio` that fio set on the process
+//!   ([`Recording::context_priorities`]), in place of its own: bfq's queue takes the
+//!   context's (`bfq_check_ioprio_change`, `bic->ioprio`), not the request's (fio's
+//!   `cmdprio_*`), which mq-deadline alone reads. A process whose job sets neither keeps its
+//!   requests' priorities, which the kernel derived from its context (`get_current_ioprio`).
+//!   The context's priority is fixed for a recording (fio sets it before the job's first
+//!   I/O), so bfq's handling of a change is never replayed.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
@@ -81,10 +92,10 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
-use elevator_core::block::{BlockLayer, Done, Limits, PAGE_SECTORS};
+use elevator_core::block::{Bio, BlockLayer, Done, Limits, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
-use elevator_core::{CtxId, Nanos, RequestId, Scheduler};
+use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
@@ -281,7 +292,7 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
-    diff_with_log(trace, meta, opts, &BfqLogTimes::default())
+    diff_with_log(trace, meta, opts, &BfqLogTimes::default(), &HashMap::new())
 }
 
 /// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
@@ -342,12 +353,15 @@ impl BfqLogTimes {
     }
 }
 
-/// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]).
+/// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]) and, under bfq, each
+/// io_context's priority (`prios`, by context pid: [`Recording::context_priorities`]) given to
+/// its requests in place of their own (see the module docs).
 pub fn diff_with_log(
     trace: &KernelTrace,
     meta: &RecordingMeta,
     opts: &DiffOptions,
     bfq_log: &BfqLogTimes,
+    prios: &HashMap<u32, IoPrio>,
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
@@ -398,6 +412,10 @@ pub fn diff_with_log(
         Pace::Early => earliest(&trace.queue_log),
         Pace::Kernel | Pace::Device => trace.queue_log.clone(),
     };
+    // Only bfq reads the io_context's priority (`bfq_check_ioprio_change`); mq-deadline reads
+    // the request's (`dd_insert_request`), kyber and none neither.
+    let no_prios = HashMap::new();
+    let prios = if info.name == "bfq" { prios } else { &no_prios };
     let (ours, merges_missed) = Replay::new(
         trace,
         sched,
@@ -405,6 +423,7 @@ pub fn diff_with_log(
         opts.pace,
         asked_at_empty_runs(info.name),
         &bfq_log.completions,
+        prios,
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
@@ -611,17 +630,24 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
-    let bfq_log = rec
+    // A queue's exit note names the task that created the queue: an io_uring thread's is its
+    // owner's io_context's (`TracedRequest::ctx`).
+    let ctxs: HashMap<u32, u32> = trace.requests.iter().map(|r| (r.pid, r.ctx)).collect();
+    let mut bfq_log = rec
         .bfq_log()
         .map_err(|e| e.to_string())?
         .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
+    for (_, pid) in &mut bfq_log.exits {
+        *pid = ctxs.get(pid).copied().unwrap_or(*pid);
+    }
+    let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff_with_log(&trace, &rec.meta, &o, &bfq_log)
+        diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
@@ -866,6 +892,8 @@ struct Replay<'a> {
     /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
     completion_seen: &'a [Option<Nanos>],
     done: Vec<Done<usize>>,
+    /// Each io_context's priority, by context pid, given to its bios in place of their own.
+    prios: &'a HashMap<u32, IoPrio>,
 }
 
 impl<'a> Replay<'a> {
@@ -876,6 +904,7 @@ impl<'a> Replay<'a> {
         pace: Pace,
         empty_runs: bool,
         completion_seen: &'a [Option<Nanos>],
+        prios: &'a HashMap<u32, IoPrio>,
     ) -> Replay<'a> {
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
@@ -901,6 +930,7 @@ impl<'a> Replay<'a> {
                 .unwrap_or(Nanos::ZERO),
             completion_seen,
             done: Vec::new(),
+            prios,
         }
     }
 
@@ -1088,6 +1118,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = r.bio() else {
             return;
         };
+        self.context_prio(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
         // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
         // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
@@ -1105,12 +1136,20 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// Give `bio` its io_context's priority, when the replay has one for it.
+    fn context_prio(&self, bio: &mut Bio) {
+        if let Some(&p) = self.prios.get(&bio.ctx.0) {
+            bio.prio = p;
+        }
+    }
+
     /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
     fn submit_merge(&mut self, k: usize) {
         let m = &self.trace.sched_bios[k];
-        let Some(bio) = m.bio(&self.trace.requests[m.host]) else {
+        let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
             return;
         };
+        self.context_prio(&mut bio);
         if !self.submitted[m.host] || self.dispatched[m.host] {
             self.merges_missed += 1;
             return;
@@ -1463,6 +1502,49 @@ mod tests {
         assert_eq!(order, [1000, 5000, 6000, 200, 300, 1100]);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
         assert!(asked_at_empty_runs("mq-deadline"));
+    }
+
+    /// bfq: a best-effort 7 process (its io_context's priority, `ioprio_set` by fio's
+    /// `prioclass=2`, `prio=7`) whose read carries real time 0 (fio's `cmdprio`, the request's
+    /// own priority), beside a best-effort 0 reader.
+    const CMDPRIO: &str = "\
+ fio-50 [000] ..... 1.000001: block_getrq: 7,0 RS 1000 + 8 [fio]
+ fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 rt,0,0 [fio]
+ fio-60 [001] ..... 1.000003: block_getrq: 7,0 RS 900000 + 8 [fio]
+ fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,0 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 rt,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 rt,0,0 [0]
+";
+
+    /// 6.18's bfq gives a queue its io_context's priority (`bfq_check_ioprio_change` copies
+    /// `ioc->ioprio` into `bic->ioprio`; `bfq_init_bfqq` -> `bfq_set_next_ioprio_data` reads
+    /// it), not the request's: the best-effort 7 queue (weight 10) waits for the best-effort 0 one
+    /// (weight 80: its virtual finish time comes first, `bfq_calc_finish`). Given each
+    /// request's own priority, ours made the first queue real time 0 and served it first
+    /// (`bfq_lookup_next_entity` serves the classes in order).
+    #[test]
+    fn bfq_queues_take_their_io_contexts_priority_not_the_requests() {
+        let r = FtraceReader::new(Lines::from_bytes(CMDPRIO.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let prio = |class, level| IoPrio { class, level };
+        let prios = HashMap::from([
+            (50, prio(elevator_core::IoClass::BestEffort, 7)),
+            (60, prio(elevator_core::IoClass::BestEffort, 0)),
+        ]);
+        let opts = DiffOptions::default();
+        let d = diff_with_exits(&t, &meta("bfq"), &opts, &[], &prios).unwrap();
+        let first = |d: &TraceDiff| t.requests[d.ours[0].chosen].sector;
+        assert_eq!(first(&d), 900000, "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // Each request's own priority: real time 0 wins.
+        let own = diff(&t, &meta("bfq"), &opts).unwrap();
+        assert_eq!(first(&own), 1000);
+        // mq-deadline reads the request's priority (`dd_insert_request`): the real-time read
+        // first; the context's priority is not given to it.
+        let dd = diff_with_exits(&t, &meta("mq-deadline"), &opts, &[], &prios).unwrap();
+        assert_eq!(first(&dd), 1000);
     }
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each

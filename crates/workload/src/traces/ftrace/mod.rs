@@ -42,6 +42,7 @@
 //! `device`, `rwbs`, `bytes`, `cmd`, `sector`, `sectors`, `prio`, `comm`, `error`, `domain`,
 //! `depth`, `percentile`, `latency`, `samples`); the reader stops at the first.
 
+pub mod ioprio;
 pub mod recording;
 pub mod requests;
 
@@ -70,7 +71,9 @@ pub(crate) fn located(
 }
 
 pub use recording::{FioJobPid, Recording, RecordingMeta};
-pub use requests::{Assembly, Dispatch, KernelTrace, SchedBio, TaskOnCpu, TracedRequest};
+pub use requests::{
+    io_uring_owner, Assembly, Dispatch, KernelTrace, SchedBio, TaskOnCpu, TracedRequest,
+};
 
 /// A block device as the kernel prints it: `major,minor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,8 +10,10 @@
 //! DIR/fio.out[.gz]    fio's output (normal, then JSON)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+
+use elevator_core::IoPrio;
 
 use serde::{Deserialize, Serialize};
 
@@ -237,6 +239,23 @@ impl Recording {
     /// The requests of the recorded device.
     pub fn trace(&self) -> Result<KernelTrace, InputError> {
         KernelTrace::read(&self.trace_path(), Some(self.meta.dev()))
+    }
+
+    /// The I/O priority of each fio job process's io_context, by pid: its job's `prioclass`
+    /// and `prio` ([`super::ioprio::job_priorities`]); a process whose job sets neither is
+    /// left out.
+    pub fn context_priorities(&self) -> Result<HashMap<u32, IoPrio>, InputError> {
+        let path = self.job_path();
+        // A job file is a few KB: 1 MiB is far more.
+        let text = crate::input::read_text(&path, 1 << 20, "recording's job file")?;
+        let by_job = super::ioprio::job_priorities(&path, &text)?;
+        Ok(self
+            .meta
+            .fio
+            .jobs
+            .iter()
+            .filter_map(|j| Some((j.pid, *by_job.get(&j.name)?)))
+            .collect())
     }
 
     /// The bfq log's notes with their times, when it was recorded.

@@ -62,6 +62,9 @@ pub struct TracedRequest {
     pub pid: u32,
     /// That process's command.
     pub comm: String,
+    /// The io_context it submitted in, named by its owner's pid ([`KernelTrace::requests`]'
+    /// processes resolved through [`io_uring_owner`]): its own pid unless an io_uring thread.
+    pub ctx: u32,
     /// Its I/O priority, when the kernel prints it.
     pub prio: Option<TracedPrio>,
     /// When it was dispatched to the driver (`block_rq_issue`; the last one if requeued).
@@ -128,20 +131,67 @@ impl TracedRequest {
         Some(Nanos(self.completed?.0.checked_sub(self.issued?.0)?))
     }
 
-    /// The request as a bio to submit to our block layer at its arrival: context = its pid,
-    /// its extents as it arrived, REQ_SYNC and REQ_META from rwbs, its priority (best effort
+    /// The request as a bio to submit to our block layer at its arrival: context = its
+    /// process's io_context ([`Self::ctx`]: an io_uring thread's is its owner's), its extents as it arrived, REQ_SYNC and REQ_META from rwbs, its priority (best effort
     /// 4, the kernel's default for a task of nice 0, when the trace shows class `none`),
     /// submitted at [`Self::arrival`]. `None` for what never reaches a scheduler: flushes
     /// and rwbs `N`. rwbs does not show REQ_IDLE, so `idle_hint` is false (the kernel puts it
     /// on O_DIRECT writes).
     pub fn bio(&self) -> Option<Bio> {
         let op = self.op().filter(|&op| op != Op::Flush)?;
-        let mut bio = Bio::new(CtxId(self.pid), op, self.sector, self.sectors)
+        let mut bio = Bio::new(CtxId(self.ctx), op, self.sector, self.sectors)
             .sync(self.rwbs.sync)
             .prio(self.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
         bio.submitted = self.arrival();
         Some(bio)
+    }
+}
+
+/// The task whose io_context an io_uring thread of command `comm` shares: io_uring's workers
+/// (`create_io_worker`) and its SQPOLL thread are made by `create_io_thread`, which clones
+/// with `CLONE_IO`, so `copy_io` shares the creator's io_context, and with it bfq's
+/// `bfq_io_cq` (one per io_context and queue) and the bfq queues it holds. tracefs names such
+/// a task by its command, `iou-wrk-CREATOR` or `iou-sqp-CREATOR` (`io_wq_worker` and
+/// `io_sq_thread` name the creator's pid; an SQPOLL thread's workers are its own, so their
+/// creator is the SQPOLL thread, whose creator is the ring's owner). `None` for any other
+/// command, or one whose creator is not a number.
+pub fn io_uring_owner(comm: &str) -> Option<u32> {
+    comm.strip_prefix("iou-wrk-")
+        .or_else(|| comm.strip_prefix("iou-sqp-"))
+        .and_then(|owner| owner.parse().ok())
+}
+
+/// Each request's and scheduler merge's io_context: its process's, followed through
+/// [`io_uring_owner`] as far as the trace names the creators (a worker of an SQPOLL thread
+/// to the ring's owner); a creator the trace never shows is the context itself.
+fn resolve_io_contexts(out: &mut KernelTrace) {
+    let mut comms: HashMap<u32, String> = HashMap::new();
+    for r in &out.requests {
+        comms.entry(r.pid).or_insert_with(|| r.comm.clone());
+    }
+    for m in &out.sched_bios {
+        comms.entry(m.pid).or_insert_with(|| m.comm.clone());
+    }
+    let resolve = |pid: u32, comm: &str| {
+        let mut ctx = match io_uring_owner(comm) {
+            Some(o) => o,
+            None => return pid,
+        };
+        // A chain is two long (worker, SQPOLL thread, owner); the bound stops a cycle.
+        for _ in 0..4 {
+            match comms.get(&ctx).and_then(|c| io_uring_owner(c)) {
+                Some(o) if o != ctx => ctx = o,
+                _ => break,
+            }
+        }
+        ctx
+    };
+    for r in &mut out.requests {
+        r.ctx = resolve(r.pid, &r.comm);
+    }
+    for m in &mut out.sched_bios {
+        m.ctx = resolve(m.pid, &m.comm);
     }
 }
 
@@ -154,6 +204,10 @@ pub struct SchedBio {
     pub time: Nanos,
     /// The submitting process.
     pub pid: u32,
+    /// That process's command.
+    pub comm: String,
+    /// The io_context it submitted in (as [`TracedRequest::ctx`]).
+    pub ctx: u32,
     /// Its flags.
     pub rwbs: Rwbs,
     /// First sector.
@@ -179,12 +233,12 @@ impl SchedBio {
     /// rwbs `N`.
     pub fn bio(&self, host: &TracedRequest) -> Option<Bio> {
         let op = self.rwbs.dir.op().filter(|&op| op != Op::Flush)?;
-        let pid = if self.insert_merge {
-            host.pid
+        let ctx = if self.insert_merge {
+            host.ctx
         } else {
-            self.pid
+            self.ctx
         };
-        let mut bio = Bio::new(CtxId(pid), op, self.sector, self.sectors)
+        let mut bio = Bio::new(CtxId(ctx), op, self.sector, self.sectors)
             .sync(self.rwbs.sync)
             .prio(host.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
@@ -336,6 +390,7 @@ impl Builder {
             sectors,
             pid: ev.pid,
             comm: ev.task.clone(),
+            ctx: ev.pid,
             prio: None,
             issued: None,
             issued_sector: sector,
@@ -440,6 +495,8 @@ impl Builder {
                     self.out.sched_bios.push(SchedBio {
                         time: ev.time,
                         pid: ev.pid,
+                        comm: ev.task.clone(),
+                        ctx: ev.pid,
                         rwbs: b.rwbs,
                         sector: b.sector,
                         sectors: b.sectors,
@@ -574,6 +631,8 @@ impl Builder {
                     self.out.sched_bios.push(SchedBio {
                         time: ev.time,
                         pid: self.out.requests[n].pid,
+                        comm: self.out.requests[n].comm.clone(),
+                        ctx: self.out.requests[n].pid,
                         rwbs: self.out.requests[n].rwbs,
                         sector: e.sector,
                         sectors: e.sectors,
@@ -690,6 +749,7 @@ impl KernelTrace {
             .filter(|&&i| b.track[i].state != State::Merged)
             .count();
         b.out.stats.never_completed = b.inflight.len();
+        resolve_io_contexts(&mut b.out);
         Ok(b.out)
     }
 
@@ -969,5 +1029,39 @@ CPU:1 [LOST 7 EVENTS]
             (e.file.as_str(), e.line(), e.field.as_str()),
             ("x.trace", Some(1), "sectors")
         );
+    }
+
+    /// io_uring's workers (`iou-wrk-CREATOR`) and SQPOLL thread (`iou-sqp-CREATOR`) are made by
+    /// `create_io_thread` with `CLONE_IO`: they submit in their owner's io_context, so bfq puts
+    /// their requests in the owner's queue (the recordings' bfq log: one `bfqNS` queue for
+    /// `fio-N` and all its `iou-wrk-N` workers).
+    #[test]
+    fn io_uring_workers_submit_in_their_owners_io_context() {
+        let t = trace(
+            "\
+ iou-wrk-30-31 [000] ..... 1.000001: block_getrq: 7,0 RS 100 + 8 [iou-wrk-30]
+ iou-wrk-30-31 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 100 + 8 be,0,2 [iou-wrk-30]
+ iou-wrk-30-32 [000] ..... 1.000003: block_bio_backmerge: 7,0 RS 108 + 8 [iou-wrk-30]
+ iou-sqp-30-33 [000] ..... 1.000004: block_getrq: 7,0 RS 900 + 8 [iou-sqp-30]
+ iou-sqp-30-33 [000] d..1. 1.000005: block_rq_insert: 7,0 RS 4096 () 900 + 8 be,0,2 [iou-sqp-30]
+ fio-40 [000] ..... 1.000006: block_getrq: 7,0 RS 500 + 8 [fio]
+ fio-40 [000] d..1. 1.000007: block_rq_insert: 7,0 RS 4096 () 500 + 8 be,0,2 [fio]
+ iou-wrk-33-34 [000] ..... 1.000008: block_getrq: 7,0 RS 2000 + 8 [iou-wrk-33]
+ iou-wrk-33-34 [000] d..1. 1.000009: block_rq_insert: 7,0 RS 4096 () 2000 + 8 be,0,2 [iou-wrk-33]
+",
+        );
+        let ctx = |r: &TracedRequest| r.bio().unwrap().ctx;
+        assert_eq!(t.requests[0].pid, 31);
+        assert_eq!(ctx(&t.requests[0]), CtxId(30));
+        assert_eq!(ctx(&t.requests[1]), CtxId(30));
+        assert_eq!(ctx(&t.requests[2]), CtxId(40));
+        let m = &t.sched_bios[0];
+        assert_eq!(m.pid, 32);
+        assert_eq!(m.bio(&t.requests[0]).unwrap().ctx, CtxId(30));
+        // A worker of the SQPOLL thread 33 (`iou-wrk-33`) shares the ring owner's context.
+        assert_eq!(ctx(&t.requests[3]), CtxId(30));
+        // A command that only looks like one names no creator.
+        assert_eq!(io_uring_owner("iou-wrk-x"), None);
+        assert_eq!(io_uring_owner("kworker/0:1H"), None);
     }
 }

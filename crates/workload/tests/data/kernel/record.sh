@@ -39,7 +39,8 @@ for mix in "${mixes[@]}"; do
 			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
 			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
 			eight-*:bfq | posixaio-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
-			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq) extra+=(--bfq-log) ;;
+			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq | per-io-*:bfq) \
+			extra+=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
 			--gzip --out "$here/$mix" "${extra[@]}"
