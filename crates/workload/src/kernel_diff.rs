@@ -1534,7 +1534,7 @@ mod tests {
             (60, prio(elevator_core::IoClass::BestEffort, 0)),
         ]);
         let opts = DiffOptions::default();
-        let d = diff_with_exits(&t, &meta("bfq"), &opts, &[], &prios).unwrap();
+        let d = diff_with_log(&t, &meta("bfq"), &opts, &BfqLogTimes::default(), &prios).unwrap();
         let first = |d: &TraceDiff| t.requests[d.ours[0].chosen].sector;
         assert_eq!(first(&d), 900000, "{:?} vs {:?}", d.kernel, d.ours);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
@@ -1543,7 +1543,14 @@ mod tests {
         assert_eq!(first(&own), 1000);
         // mq-deadline reads the request's priority (`dd_insert_request`): the real-time read
         // first; the context's priority is not given to it.
-        let dd = diff_with_exits(&t, &meta("mq-deadline"), &opts, &[], &prios).unwrap();
+        let dd = diff_with_log(
+            &t,
+            &meta("mq-deadline"),
+            &opts,
+            &BfqLogTimes::default(),
+            &prios,
+        )
+        .unwrap();
         assert_eq!(first(&dd), 1000);
     }
 
