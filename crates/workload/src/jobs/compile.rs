@@ -657,6 +657,8 @@ pub struct CompileJob {
     writes: VecDeque<IoSpec>,
     ra_initial: u64,
     ra_max: u64,
+    /// Steps of the `gcc`s taken so far, for [`Job::progress`].
+    steps_taken: u64,
 }
 
 impl CompileJob {
@@ -680,6 +682,7 @@ impl CompileJob {
             writes: VecDeque::new(),
             ra_initial: cfg.readahead_initial_bytes / PAGE,
             ra_max: cfg.readahead_max_bytes / PAGE,
+            steps_taken: 0,
             tree,
             cfg,
         })
@@ -817,6 +820,7 @@ impl CompileJob {
                 p.waiting = Some(io.tag);
                 return ProcStep::Issue(io);
             }
+            self.steps_taken += 1;
             match p.steps.pop_front().expect("a process ends with Exit") {
                 Step::Think(d) => {
                     if d > Nanos::ZERO {
@@ -966,6 +970,18 @@ impl Job for CompileJob {
             Some(until) => Action::Think { until },
             None => Action::Wait,
         }
+    }
+
+    /// Steps of every `gcc` taken (a read of a file, a think, the object written), of all
+    /// the build's ([`CompileJob::spawn`]'s list: six and two per included header).
+    fn progress(&self) -> Option<(u64, u64)> {
+        let total = self
+            .tree
+            .sources
+            .iter()
+            .map(|s| 6 + 2 * s.includes.len() as u64)
+            .sum();
+        Some((self.steps_taken, total))
     }
 
     fn complete(&mut self, tag: u64, _now: Nanos) {
