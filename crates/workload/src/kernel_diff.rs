@@ -601,7 +601,9 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
                 return Err(format!(
                     "{}: its notes ({:.6} to {:.6} s) lie outside the trace's dispatches \
                      ({:.6} to {:.6} s): a log of another run",
-                    rec.dir.join(rec.meta.trace.bfq_log.as_deref().unwrap_or("")).display(),
+                    rec.dir
+                        .join(rec.meta.trace.bfq_log.as_deref().unwrap_or(""))
+                        .display(),
                     c.as_secs_f64(),
                     d.as_secs_f64(),
                     a.as_secs_f64(),
