@@ -161,8 +161,11 @@ def grid_spec(
     "kyber.read_lat_nsec": [...], "drive": [...], "job.NAME.FIELD": [...]}`` (or the CLI's
     ``"KEY=VALUES"`` strings), crossed in the order given, the last turning fastest.
     ``requests``: keep every request's record. ``max_ios``: a job file's or a scenario's bound on
-    the I/Os its jobs imply by their sizes, and by a ``runtime`` (a scenario's ``duration_s``)
-    at the rate the run starts at (default 10**8).
+    the I/Os its jobs imply by their sizes, by a ``runtime`` (a scenario's ``duration_s``)
+    at the rate the run starts at, and by the share of their work compile, dependent-reader
+    and stream-writer jobs do first; and the bound on what all the cells of a sweep imply
+    together (each cell's I/Os, a trace's requests, and 1000 for each cell's set-up; default
+    10**8).
     """
     spec: dict[str, Any] = {}
     sources = [scenario is not None, fio is not None, fio_text is not None, trace is not None]
@@ -233,8 +236,6 @@ def grid_spec(
     if _check.flag("requests", requests):
         spec["requests"] = True
     if max_ios is not None:
-        if trace is not None:
-            raise _check.error("max_ios", "applies to a fio job file or a scenario, not a trace")
         spec["max_ios"] = _check.integer("max_ios", max_ios, 1, _check.U64[1])
     return spec
 

@@ -109,13 +109,15 @@ BAD_SOURCES = [
     (dict(trace=itertools.repeat("t")), "trace"),
     (dict(trace="t", speed=10**400), "speed"),
     (dict(fio_text=FIO, max_ios=0), "max_ios"),
-    (dict(trace="t", max_ios=10), "max_ios"),
     (dict(fio_text=FIO, max_ios=1.5), "max_ios"),
     # Long by its size: 1.9e9 I/Os would compute for hours; refused naming the job's line
     # and the bound's override.
     (dict(fio_text="[j]\nrw=read\nbs=512\nsize=900g\n"), "max_ios"),
     # Round 7: long by its runtime, a day of 512-byte reads (10^9 I/Os at the drive's rate).
     (dict(fio_text="[j]\nrw=read\nbs=512\ntime_based\nruntime=86400\n"), "max_ios"),
+    # Round 8: each cell bounded, and their count, but not the product: 10^5 cells of 10^3
+    # I/Os (2 x 10^8 with each cell's set-up) is refused naming the sweep and the override.
+    (dict(fio_text="[j]\nrw=randread\nbs=4k\nnumber_ios=1000\n", sweep={"seed": range(1, 100001)}), "max_ios"),
 ]
 
 

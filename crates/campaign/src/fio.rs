@@ -3,7 +3,7 @@
 
 use elevator_core::{GroupId, GroupTree, Nanos, SECTOR_BYTES};
 use elevator_real::{ByteRange, RealJob};
-use elevator_sim::work::{implied_ios, probe_scheduler, PROBE_IOS};
+use elevator_sim::work::{implied_ios, probe_scheduler, Span, PROBE_IOS};
 use elevator_sim::{DriveModel, JobSlot, Simulation};
 use elevator_workload::fio_file::{self, FioFile};
 use elevator_workload::input::InputError;
@@ -101,8 +101,12 @@ pub use elevator_sim::work::MAX_SIMULATED_IOS;
 /// [`FioFile::check_simulated_time`] bounds) imply more than `max_ios` I/Os in all (every
 /// `numjobs` clone counted) on a target of `capacity` bytes, naming the line of the job that
 /// passes the bound and the field that sets its count. A job that does not build is left to
-/// [`build_jobs`], which names its error.
-pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Result<(), InputError> {
+/// [`build_jobs`], which names its error. Returns the I/Os the sizes imply.
+pub fn check_simulated_work(
+    file: &FioFile,
+    capacity: u64,
+    max_ios: u64,
+) -> Result<u64, InputError> {
     let mut total = 0u64;
     for def in &file.jobs {
         if def.config.runtime_ms.is_some() {
@@ -141,7 +145,7 @@ pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Resu
             ));
         }
     }
-    Ok(())
+    Ok(total)
 }
 
 /// Refuse a job file whose jobs with a `runtime` imply more than `max_ios` I/Os in all on
@@ -151,11 +155,12 @@ pub fn check_simulated_work(file: &FioFile, capacity: u64, max_ios: u64) -> Resu
 /// the phase's longest `ramp_time` + `runtime`. Names the line of the phase's longest-running
 /// job and `runtime`. A day of `time_based` 512-byte reads (`runtime=86400`, which
 /// [`FioFile::check_simulated_time`] lets pass) implies 10^9 I/Os on a disk's cache.
+/// Returns the I/Os the timed phases imply.
 pub fn check_simulated_time_work(
     file: &FioFile,
     drive: &DriveModel,
     max_ios: u64,
-) -> Result<(), InputError> {
+) -> Result<u64, InputError> {
     // Each job's phase, as build_jobs numbers them; the longest-running timed job of each.
     let mut phase = 0u32;
     let mut longest: Vec<(u32, usize, u64)> = Vec::new();
@@ -177,12 +182,12 @@ pub fn check_simulated_time_work(
         }
     }
     if longest.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let capacity = drive.device().capacity_sectors() * SECTOR_BYTES;
     let mut groups = GroupTree::new();
     let Ok((jobs, _)) = build_jobs(file, capacity, 1, &mut groups) else {
-        return Ok(()); // build_jobs names the error where the run builds its jobs
+        return Ok(0); // build_jobs names the error where the run builds its jobs
     };
     let mut by_phase: Vec<Vec<RealJob>> = Vec::new();
     for j in jobs {
@@ -201,7 +206,7 @@ pub fn check_simulated_time_work(
             sim.add_job(JobSlot::new(j.name, j.job).group(j.group).prio(j.prio));
         }
         let span = Nanos::from_ms_f64(span_ms as f64);
-        let ios = implied_ios(sim, span, probe);
+        let ios = implied_ios(sim, Span::Until(span), probe).ios;
         total = total.saturating_add(ios);
         if total > max_ios {
             let def = &file.jobs[i];
@@ -225,7 +230,7 @@ pub fn check_simulated_time_work(
             ));
         }
     }
-    Ok(())
+    Ok(total)
 }
 
 /// The fewest I/Os each phase's probe runs, however many phases share

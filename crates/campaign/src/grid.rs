@@ -71,7 +71,8 @@ pub struct GridSpec {
     pub sweep: Vec<String>,
     /// Keep every request's record (Q, I, D, C times, sector, size, process).
     pub requests: bool,
-    /// The bound on the I/Os a run may imply, a job file's or a scenario's (default
+    /// The bound on the I/Os a run may imply, a job file's or a scenario's, and on those all
+    /// the grid's cells imply together ([`check_sweep_work`]; default
     /// [`crate::fio::MAX_SIMULATED_IOS`]).
     pub max_ios: Option<u64>,
 }
@@ -395,6 +396,37 @@ pub fn check_grid(n_sched: usize, axes: &[Axis]) -> Result<u64, Error> {
     Ok(cells)
 }
 
+/// The I/Os a cell costs at least beside those its run implies (its scheduler and jobs
+/// built, its figures gathered and tabled), so a sweep of many small cells is bounded too.
+pub const CELL_OVERHEAD_IOS: u64 = 1000;
+
+/// Refuse a grid whose cells imply more than `max_ios` I/Os in all: `cells` times the I/Os
+/// one cell implies (`cell_ios`, its source's: a job file's or a scenario's sizes and
+/// simulated time, a trace's requests; other cells may differ by their axes) plus
+/// [`CELL_OVERHEAD_IOS`] each. Each cell is bounded by its own run's bound; this bounds
+/// their product, which neither [`MAX_CELLS`] nor a cell's bound does.
+pub fn check_sweep_work(cells: u64, cell_ios: u64, max_ios: u64) -> Result<(), Error> {
+    let total = cells.saturating_mul(cell_ios.saturating_add(CELL_OVERHEAD_IOS));
+    if cells > 1 && total > max_ios {
+        return Err(Error::arg(
+            "--sweep",
+            format!(
+                "{cells} cells of about {cell_ios} I/Os each (and {CELL_OVERHEAD_IOS} for each \
+                 cell's set-up) imply {} I/Os in all, more than {max_ios} (the simulator \
+                 computes a few hundred thousand a second); sweep fewer values, or run it as \
+                 asked with `elevator sim --max-ios N` (Python: `max_ios=N`), the bound of \
+                 the whole grid and of each cell, shards too",
+                if total == u64::MAX {
+                    "more than 2^64".to_string()
+                } else {
+                    total.to_string()
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The tunables of `extra` that scheduler `info` takes: each plain `NAME` it has a tunable
 /// of, and each `SCHED.NAME` whose `SCHED` is it (by name or alias; these win).
 pub fn settings_for(info: &SchedulerSpec, extra: &Settings) -> Settings {
@@ -543,11 +575,13 @@ impl Grid {
         }
         let origin = spec.origin.clone().unwrap_or_else(|| "<input>".into());
         let dir = spec.dir.as_ref().map(PathBuf::from);
+        // The I/Os one cell implies (its source's; a trace's counted below).
+        let mut cell_ios = 0;
         let source = if let Some(name) = &spec.scenario {
             let (text, origin, dir) = crate::scenarios::source(name)?;
-            scenario_source(text, origin, dir, spec)?
+            scenario_source(text, origin, dir, spec, &mut cell_ios)?
         } else if let Some(text) = &spec.scenario_toml {
-            scenario_source(text.clone(), origin, dir, spec)?
+            scenario_source(text.clone(), origin, dir, spec, &mut cell_ios)?
         } else if spec.fio.is_some() || spec.fio_text.is_some() {
             let file = match (&spec.fio, &spec.fio_text) {
                 (Some(p), _) => fio_file::read(Path::new(p))?,
@@ -561,8 +595,9 @@ impl Grid {
             let model = DriveModel::resolve(drive)?;
             let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
             let max_ios = spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS);
-            crate::fio::check_simulated_work(&file, capacity, max_ios)?;
-            crate::fio::check_simulated_time_work(&file, &model, max_ios)?;
+            let by_size = crate::fio::check_simulated_work(&file, capacity, max_ios)?;
+            let by_time = crate::fio::check_simulated_time_work(&file, &model, max_ios)?;
+            cell_ios = by_size.saturating_add(by_time);
             Source::Fio {
                 file: Box::new(file),
                 drive: spec.drive.clone().unwrap_or(DEFAULT_FIO_DRIVE.into()),
@@ -651,6 +686,14 @@ impl Grid {
             }
         }
         let len = check_grid(sched.len(), &axes)?;
+        let max_ios = spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS);
+        if let Source::Trace { paths, opts, .. } = &source {
+            // Counted only as far as the bound needs: a cell replays the whole trace.
+            let enough = (max_ios / len.max(1)).saturating_add(1);
+            let counted = open(paths, *opts)?.take(enough as usize).count() as u64;
+            cell_ios = spec.max_requests.map_or(counted, |m| counted.min(m));
+        }
+        check_sweep_work(len, cell_ios, max_ios)?;
         let seed = spec.seed.unwrap_or(match &source {
             Source::Scenario { base, .. } => base.seed,
             _ => 1,
@@ -1128,9 +1171,10 @@ fn scenario_source(
     origin: String,
     dir: Option<PathBuf>,
     spec: &GridSpec,
+    ios: &mut u64,
 ) -> Result<Source, Error> {
     let mut base = Scenario::parse(&text, &origin, dir.as_deref())?;
-    base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
+    *ios = base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
     if let Some(us) = spec.wakeup_us {
         base.wakeup = Nanos::from_us(u64::from(us));
     }

@@ -45,6 +45,6 @@ pub mod table;
 
 pub use error::Error;
 pub use grid::{
-    check_grid, parse_axis, settings_for, Axis, CellResult, Coord, Grid, GridSpec, Requests,
-    MAX_CELLS,
+    check_grid, check_sweep_work, parse_axis, settings_for, Axis, CellResult, Coord, Grid,
+    GridSpec, Requests, MAX_CELLS,
 };

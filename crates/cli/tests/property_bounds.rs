@@ -241,6 +241,180 @@ fn sweep_cells(dir: &Path, n: usize) -> Vec<String> {
     .to_vec()
 }
 
+/// A scenario whose one job replays an S-suite start-up trace of `n` requests from 64
+/// processes (the start-up reader, placement and replay).
+fn startup_trace_job(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let trace = dir.join(format!("s-{n}.trace"));
+    let mut t = String::with_capacity(n * 48);
+    for i in 0..n as u64 {
+        let mark = if i % 100 == 0 { "START" } else { "C" };
+        writeln!(
+            t,
+            "app-{} 0.0001 8 {} Rand 0 0 R {:.4} {mark}",
+            i % 64,
+            i * 7919 % 1_000_000 * 8,
+            i as f64 * 1e-4
+        )
+        .unwrap();
+    }
+    std::fs::write(&trace, t).unwrap();
+    let sc = dir.join(format!("startup-{n}.toml"));
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"s\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"startup\"\nname = \"s\"\n\
+             trace = \"{}\"\n",
+            s(&trace)
+        ),
+    )
+    .unwrap();
+    ["sim", &s(&sc), "--sched", "deadline"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// The laptop drive's spec with its surface cut into `n` zones (`sim` of a small job file
+/// on it: the drive reader, the layout and the model).
+fn drive_of_zones(dir: &Path, n: usize) -> Vec<String> {
+    drive_spec(dir, n, |n| {
+        let per = 24_750 / n;
+        (0..n)
+            .map(|i| {
+                let last = if i == n - 1 {
+                    24_749
+                } else {
+                    (i + 1) * per - 1
+                };
+                zone(i * per, last, "")
+            })
+            .collect()
+    })
+}
+
+/// The laptop drive's spec with one zone slipping `n` sectors (a list read into the layout).
+fn drive_of_slips(dir: &Path, n: usize) -> Vec<String> {
+    drive_spec(dir, n, |n| {
+        let slips: Vec<String> = (0..n as u64).map(|i| (i * 37).to_string()).collect();
+        zone(0, 24_749, &slips.join(","))
+    })
+}
+
+fn zone(first: usize, last: usize, slips: &str) -> String {
+    format!(
+        "[[layout.zones]]\nfirst_cyl = {first}\nlast_cyl = {last}\nsectors_per_track = 700\n\
+         first_block_offset = 0\nfront_gap = 0\ntrack_skew = 50\ncyl_skew = 70\nspares = 0\n\
+         slips = [{slips}]\ndefects = []\n\n"
+    )
+}
+
+/// `elevator drive show laptop-4200` with its zones replaced by `zones(n)`, and a `sim` of
+/// 2000 random reads on it.
+fn drive_spec(dir: &Path, n: usize, zones: fn(usize) -> String) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["drive", "show", "laptop-4200"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let spec = String::from_utf8(out.stdout).unwrap();
+    let first = spec.find("[[layout.zones]]").unwrap();
+    let rest = &spec[first..];
+    // The first table after the zones (the next `[` that opens no zone).
+    let after = rest
+        .match_indices("\n[")
+        .map(|(i, _)| i + 1)
+        .find(|&i| !rest[i..].starts_with("[[layout.zones]]"))
+        .map_or("", |i| &rest[i..]);
+    let p = dir.join(format!("drive-{n}.toml"));
+    std::fs::write(&p, format!("{}{}{after}", &spec[..first], zones(n))).unwrap();
+    let job = dir.join("r.fio");
+    std::fs::write(&job, "[r]\nrw=randread\nbs=4k\nnumber_ios=2000\n").unwrap();
+    ["sim", &s(&job), "--drive", &s(&p), "--sched", "noop"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// A `calibrate --json` file of the six io.cost points and `n` points of an older plan
+/// (noted, not fitted), fitted again (`calibrate --measured --iocost --drive none`).
+fn calibration_points(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let figures = r#"{"ios": 100000, "iops": 50000.0, "mb_s": 200.0, "mean_us": 100.0, "p50_us": 90.0, "p99_us": 300.0}"#;
+    let mut points: Vec<String> = [
+        "read 1m qd32",
+        "read 4k qd64",
+        "randread 4k qd64",
+        "write 1m qd32",
+        "write 4k qd64",
+        "randwrite 4k qd64",
+    ]
+    .iter()
+    .map(|l| format!(r#"{{"point": "{l}", "measured": {figures}}}"#))
+    .collect();
+    for i in 0..n {
+        let mut p = String::new();
+        write!(p, r#"{{"point": "old {i}", "measured": {figures}}}"#).unwrap();
+        points.push(p);
+    }
+    let p = dir.join(format!("calibrate-{n}.json"));
+    std::fs::write(
+        &p,
+        format!(
+            r#"{{"region_bytes": 1073741824, "duration_s": 120.0, "load_average": "1", "points": [{}]}}"#,
+            points.join(",")
+        ),
+    )
+    .unwrap();
+    let target = dir.join("never-opened.dat");
+    [
+        "calibrate",
+        "--target",
+        &s(&target),
+        "--measured",
+        &s(&p),
+        "--iocost",
+        "--drive",
+        "none",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Two shards of a sweep of `n` cells written as Parquet (by `sim --sweep`, outside the
+/// measure), joined by `merge`.
+fn merge_shards(dir: &Path, n: usize) -> Vec<String> {
+    let sc = dir.join("one.toml");
+    std::fs::write(
+        &sc,
+        "name = \"one\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"fio\"\nname = \"r\"\n\
+         rw = \"randread\"\nbs = 4096\nnumber_ios = 1\n",
+    )
+    .unwrap();
+    let shards: Vec<String> = (0..2)
+        .map(|i| {
+            let p = dir.join(format!("shard-{n}-{i}.parquet"));
+            let ok = Command::new(env!("CARGO_BIN_EXE_elevator"))
+                .args(["sim", &s(&sc), "--sched", "noop", "--sweep"])
+                .arg(format!("seed=1..{n}"))
+                .arg("--shard")
+                .arg(format!("{i}/2"))
+                .arg("--parquet")
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                ok.status.success(),
+                "{}",
+                String::from_utf8_lossy(&ok.stderr)
+            );
+            s(&p)
+        })
+        .collect();
+    let out = dir.join(format!("merged-{n}.parquet"));
+    let mut args = vec!["merge".to_string(), "-o".into(), s(&out)];
+    args.extend(shards);
+    args
+}
+
 /// Run every case whose name contains `$PROPERTY_CASE` (all when unset) and check it.
 fn check(cases: &[Case]) {
     let filter = std::env::var("PROPERTY_CASE").unwrap_or_default();
@@ -355,6 +529,36 @@ fn every_command_reads_its_input_in_bounded_memory_and_near_linear_time() {
             small: 10,
             large: 1_000,
             make: sweep_cells,
+        },
+        Case {
+            name: "sim: scenario startup job (S-suite start-up trace)",
+            small: 1_000,
+            large: 1_000_000,
+            make: startup_trace_job,
+        },
+        Case {
+            name: "sim --drive: drive TOML of n zones",
+            small: 100,
+            large: 10_000,
+            make: drive_of_zones,
+        },
+        Case {
+            name: "sim --drive: drive TOML of n slipped sectors (4 MiB cap)",
+            small: 1_000,
+            large: 400_000,
+            make: drive_of_slips,
+        },
+        Case {
+            name: "calibrate --measured: n points",
+            small: 1_000,
+            large: 100_000,
+            make: calibration_points,
+        },
+        Case {
+            name: "merge: Parquet shards of n cells",
+            small: 10,
+            large: 2_000,
+            make: merge_shards,
         },
     ];
     check(&cases);

@@ -195,7 +195,7 @@ pub struct JobReport {
 pub const CLOCK_LIMIT: Nanos = Nanos(1 << 62);
 
 /// How far [`Simulation::probe`] got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Probe {
     /// I/Os completed.
     pub ios: u64,
@@ -204,6 +204,9 @@ pub struct Probe {
     /// Whether the run ended by itself (its jobs done, its limit reached, nothing left to
     /// happen) before the probe's count of I/Os.
     pub ended: bool,
+    /// The foreground job least far through the work it counts, and the fraction it did
+    /// ([`Simulation::progress`]).
+    pub progress: Option<(usize, f64)>,
 }
 
 /// The result of [`Simulation::run`].
@@ -507,7 +510,24 @@ impl Simulation {
             ios: self.blk.bios_completed(),
             end: self.now,
             ended: !stopped,
+            progress: self.progress(),
         }
+    }
+
+    /// The foreground job not done that is least far through the work it counts
+    /// ([`Job::progress`]), by its index among the jobs added, with the fraction (0 to 1) it
+    /// did; `None` when no such job counts its work.
+    pub fn progress(&self) -> Option<(usize, f64)> {
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.slot.foreground && !j.done)
+            .filter_map(|(i, j)| Some((i, j.slot.job.progress()?)))
+            .map(|(i, (done, total))| match total {
+                0 => (i, 1.0),
+                t => (i, (done as f64 / t as f64).min(1.0)),
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
     }
 
     /// The event loop of [`Simulation::run`] up to `limit`, stopping early (and returning

@@ -56,6 +56,7 @@ use crate::drive::DriveModel;
 use crate::engine::{JobSlot, Simulation};
 use crate::hdd::spec::{Destage, WritePolicy};
 use crate::spec_file::{self, find_line};
+use crate::work::Span;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -524,9 +525,13 @@ impl Scenario {
     /// `runtime_ms` (`number_ios`, `io_size`, else a pass over `size`, as a job file's are
     /// counted), then its simulated span (`duration_s`, else the latest end a fio job's
     /// `start_s` + `ramp_ms` + `runtime_ms` sets) at the rate a probe of its start runs
-    /// under none. A day of 512-byte reads at a drive's cache rate implies 10^9 I/Os, hours
-    /// of real time; other kinds of job are bounded by their own counts (files, requests).
-    pub fn check_work(&self, max_ios: u64) -> Result<(), InputError> {
+    /// under none, and the work of its compile, dependent-reader and stream-writer jobs at the
+    /// share of it their first I/Os did ([`crate::work::implied_ios`]). A day of 512-byte
+    /// reads at a drive's cache rate implies 10^9 I/Os, hours of real time; so do a million
+    /// compiled files through a small page cache, or a stream writer's `total_bytes` of
+    /// petabytes. Trace and start-up jobs are bounded by their inputs. Returns the I/Os
+    /// implied (0 when neither sizes, a span nor a counting job implies any).
+    pub fn check_work(&self, max_ios: u64) -> Result<u64, InputError> {
         let text = &*self.text;
         let err = |job: Option<&ScenarioJob>, key: &str, message: String| {
             // The job's own `[[job]]` table: jobs are kept in file order.
@@ -595,30 +600,59 @@ impl Scenario {
                 ));
             }
         }
-        let Some((span, job)) = span else {
-            return Ok(());
+        let work = match span {
+            Some((t, None)) => Span::Until(t),
+            Some((t, Some(_))) => Span::AtLeast(t),
+            None => Span::Done,
         };
         let sim = self.simulation(crate::work::probe_scheduler(&self.groups), None);
-        let ios = crate::work::implied_ios(sim, span, crate::work::PROBE_IOS);
-        if total.saturating_add(ios) > max_ios {
-            let key = if job.is_some() {
-                "runtime_ms"
-            } else {
-                "duration_s"
+        let implied = crate::work::implied_ios(sim, work, crate::work::PROBE_IOS);
+        let ios = implied.ios;
+        if total.saturating_add(ios) <= max_ios {
+            return Ok(total.saturating_add(ios));
+        }
+        if let Some(j) = implied.job.and_then(|i| self.jobs.get(i)) {
+            // The job whose share of its own work in the probe set the count: the field
+            // that sets that work.
+            let key = match &j.spec {
+                JobSpec::StreamWriter(_) => "total_bytes",
+                JobSpec::DependentReader(c) if c.loops > 1 => "loops",
+                JobSpec::DependentReader(c) if c.extents.is_some() => "extents",
+                _ => "files",
             };
             return Err(err(
-                job,
+                Some(j),
                 key,
                 format!(
-                    "{:.0} s of simulated time on {} imply about {ios} I/Os at the rate the run \
-                     starts at: {}",
-                    span.as_secs_f64(),
+                    "job {:?} ({}) implies about {ios} I/Os on {}: the share of its work its \
+                     first I/Os did, extrapolated to the whole: {}",
+                    j.name,
+                    j.spec.kind(),
                     self.drive.name(),
                     how(max_ios)
                 ),
             ));
         }
-        Ok(())
+        let (span, job) = match span {
+            Some(s) => s,
+            None => (Nanos::ZERO, None),
+        };
+        let key = if job.is_some() {
+            "runtime_ms"
+        } else {
+            "duration_s"
+        };
+        Err(err(
+            job,
+            key,
+            format!(
+                "{:.0} s of simulated time on {} imply about {ios} I/Os at the rate the run \
+                 starts at: {}",
+                span.as_secs_f64(),
+                self.drive.name(),
+                how(max_ios)
+            ),
+        ))
     }
 
     /// The settings this scenario gives policy `name` (empty if none).

@@ -22,20 +22,74 @@ pub const MAX_SIMULATED_IOS: u64 = 100_000_000;
 /// I/Os a probe completes before its rate is extrapolated: a few milliseconds of real time.
 pub const PROBE_IOS: u64 = 20_000;
 
-/// The I/Os `sim` implies when it lasts `span` of simulated time: exact when it completes
-/// fewer than `probe` I/Os by then (the probe ran it whole), else the rate of its first
-/// `probe` I/Os times `span`.
-pub fn implied_ios(sim: Simulation, span: Nanos, probe: u64) -> u64 {
-    let p = sim.probe(Some(span), probe.max(1));
-    if p.ended || p.end >= span {
-        return p.ios;
+/// What ends a run whose work [`implied_ios`] tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    /// It stops at this simulated time (a scenario's `duration_s`, a job file's `runtime`),
+    /// or sooner when its jobs are done.
+    Until(Nanos),
+    /// It lasts at least this long (the latest end a timed job sets) and until its other
+    /// foreground jobs are done.
+    AtLeast(Nanos),
+    /// It ends when its foreground jobs are done, by their own counts.
+    Done,
+}
+
+/// The work a run implies ([`implied_ios`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Implied {
+    /// I/Os.
+    pub ios: u64,
+    /// The job (by its index among those added) whose share of its own work done set the
+    /// count, when that did rather than the span's time.
+    pub job: Option<usize>,
+}
+
+/// The I/Os `sim` implies when it runs for `span`: exact when it completes fewer than `probe`
+/// I/Os (the probe ran it whole), else the count of its first `probe` I/Os extrapolated by
+/// their simulated time to the span's, and by the least share of their own work the
+/// foreground jobs did ([`elevator_workload::Job::progress`]: a compile job's steps, a
+/// dependent reader's sectors, a stream writer's writes) to the whole of it. A run ended
+/// by its jobs ([`Span::Done`]) none of which counts its work implies nothing here (its
+/// work is counted by its sizes, or is its input's) and is not probed.
+pub fn implied_ios(sim: Simulation, span: Span, probe: u64) -> Implied {
+    let limit = match span {
+        Span::Until(t) => Some(t),
+        Span::AtLeast(_) | Span::Done => None,
+    };
+    if span == Span::Done && sim.progress().is_none() {
+        return Implied { ios: 0, job: None };
     }
-    let per_ns = p.ios as f64 / p.end.as_ns().max(1) as f64;
-    let ios = per_ns * span.as_ns() as f64;
-    if ios >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        (ios as u64).max(p.ios)
+    let p = sim.probe(limit, probe.max(1));
+    let exact = Implied {
+        ios: p.ios,
+        job: None,
+    };
+    if p.ended || limit.is_some_and(|l| p.end >= l) {
+        return exact;
+    }
+    let scaled = |by: f64| {
+        let ios = p.ios as f64 * by;
+        if ios.is_nan() || ios >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            (ios as u64).max(p.ios)
+        }
+    };
+    let by_time = |t: Nanos| Implied {
+        ios: scaled(t.as_ns() as f64 / p.end.as_ns().max(1) as f64),
+        job: None,
+    };
+    let by_progress = p.progress.map(|(job, f)| Implied {
+        ios: scaled(1.0 / f),
+        job: Some(job),
+    });
+    match (span, by_progress) {
+        (Span::Until(t), Some(w)) => std::cmp::min_by_key(by_time(t), w, |i| i.ios),
+        (Span::Until(t), None) => by_time(t),
+        (Span::AtLeast(t), Some(w)) => std::cmp::max_by_key(by_time(t), w, |i| i.ios),
+        (Span::AtLeast(t), None) => by_time(t),
+        (Span::Done, w) => w.unwrap_or(exact),
     }
 }
 
@@ -77,7 +131,7 @@ mod tests {
     #[test]
     fn a_day_of_512_byte_reads_implies_more_than_the_bound() {
         let day = Nanos::from_secs_f64(86_400.0);
-        let ios = implied_ios(day_of_reads(512, None), day, PROBE_IOS);
+        let ios = implied_ios(day_of_reads(512, None), Span::Until(day), PROBE_IOS).ios;
         assert!(ios > MAX_SIMULATED_IOS, "{ios} I/Os implied");
     }
 
@@ -85,7 +139,7 @@ mod tests {
     fn a_run_shorter_than_the_probe_is_counted_exactly() {
         let day = Nanos::from_secs_f64(86_400.0);
         assert_eq!(
-            implied_ios(day_of_reads(4096, Some(500)), day, PROBE_IOS),
+            implied_ios(day_of_reads(4096, Some(500)), Span::Until(day), PROBE_IOS).ios,
             500
         );
     }

@@ -99,4 +99,11 @@ pub trait Job {
     fn error(&self) -> Option<String> {
         None
     }
+    /// How far the job is through the work that ends it by itself, as (done, total) in units
+    /// of its own (bytes, files, steps), so a caller can tell the work a whole run implies
+    /// from its start (`elevator_sim::work`). `None` (the default) when its end is not a
+    /// count it knows: its run's time, its input, a size counted elsewhere.
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
 }

@@ -630,12 +630,48 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
+    // Nothing the kernel decided: "0 decisions, 100.0% agree" was printed for an empty
+    // trace, one of another device, or one whose issue events were renamed.
+    if trace.dispatches.is_empty() {
+        return Err(format!(
+            "{}: no `block_rq_issue` of device {} among its {} events: nothing the kernel \
+             decided to compare (a trace of another device, cut short, or edited)",
+            rec.trace_path().display(),
+            rec.meta.dev(),
+            trace.stats.events
+        ));
+    }
+    let log = rec.bfq_log().map_err(|e| e.to_string())?;
+    if let Some(l) = &log {
+        // A log of another run (copied beside this trace) matched no process and was used
+        // silently: its notes must fall within the trace's dispatches.
+        let span = |t: &mut dyn Iterator<Item = Nanos>| {
+            t.fold(None, |m: Option<(Nanos, Nanos)>, x| {
+                Some(m.map_or((x, x), |(a, b)| (a.min(x), b.max(x))))
+            })
+        };
+        let run = span(&mut trace.dispatches.iter().map(|d| d.time));
+        let notes = span(&mut l.messages.iter().map(|m| m.0));
+        if let (Some((a, b)), Some((c, d))) = (run, notes) {
+            if d < a || c > b {
+                return Err(format!(
+                    "{}: its notes ({:.6} to {:.6} s) lie outside the trace's dispatches \
+                     ({:.6} to {:.6} s): a log of another run",
+                    rec.dir
+                        .join(rec.meta.trace.bfq_log.as_deref().unwrap_or(""))
+                        .display(),
+                    c.as_secs_f64(),
+                    d.as_secs_f64(),
+                    a.as_secs_f64(),
+                    b.as_secs_f64()
+                ));
+            }
+        }
+    }
     // A queue's exit note names the task that created the queue: an io_uring thread's is its
     // owner's io_context's (`TracedRequest::ctx`).
     let ctxs: HashMap<u32, u32> = trace.requests.iter().map(|r| (r.pid, r.ctx)).collect();
-    let mut bfq_log = rec
-        .bfq_log()
-        .map_err(|e| e.to_string())?
+    let mut bfq_log = log
         .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
     for (_, pid) in &mut bfq_log.exits {

@@ -41,9 +41,11 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     host_drives: Option<u32>,
     /// The most I/Os the run may imply: by the jobs' sizes (`size`, `io_size`,
-    /// `number_ios`), and by a `runtime` (a scenario's `duration_s`) at the rate the run
-    /// starts at. Default 100000000 (minutes of simulation); raise it to run a longer job as
-    /// asked.
+    /// `number_ios`), by a `runtime` (a scenario's `duration_s`) at the rate the run starts
+    /// at, and by the share of their work a scenario's compile, dependent-reader and
+    /// stream-writer jobs do in their first I/Os. With --sweep, also the most all the cells
+    /// may imply together (each cell's I/Os and 1000 for its set-up). Default 100000000
+    /// (minutes of simulation); raise it to run a longer job or sweep as asked.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_ios: Option<u64>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.

@@ -657,6 +657,8 @@ pub struct CompileJob {
     writes: VecDeque<IoSpec>,
     ra_initial: u64,
     ra_max: u64,
+    /// Sources and headers the `gcc`s began to read so far, for [`Job::progress`].
+    files_read: u64,
 }
 
 impl CompileJob {
@@ -680,6 +682,7 @@ impl CompileJob {
             writes: VecDeque::new(),
             ra_initial: cfg.readahead_initial_bytes / PAGE,
             ra_max: cfg.readahead_max_bytes / PAGE,
+            files_read: 0,
             tree,
             cfg,
         })
@@ -824,6 +827,9 @@ impl CompileJob {
                     }
                 }
                 Step::Read(f) => {
+                    if f != self.tree.toolchain {
+                        self.files_read += 1;
+                    }
                     p.reading = Some(Reading {
                         meta: VecDeque::from([f.dir_page, f.inode_page]),
                         first_page: f.first_page,
@@ -966,6 +972,19 @@ impl Job for CompileJob {
             Some(until) => Action::Think { until },
             None => Action::Wait,
         }
+    }
+
+    /// Sources and headers the `gcc`s began to read, of all the build's (each source and
+    /// each header it includes; the toolchain, read once then cached, not counted): each
+    /// read costs about the same I/Os (its directory and inode, then its few pages).
+    fn progress(&self) -> Option<(u64, u64)> {
+        let total = self
+            .tree
+            .sources
+            .iter()
+            .map(|s| 1 + s.includes.len() as u64)
+            .sum();
+        Some((self.files_read, total))
     }
 
     fn complete(&mut self, tag: u64, _now: Nanos) {

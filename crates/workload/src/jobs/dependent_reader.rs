@@ -214,6 +214,8 @@ pub struct DependentReader {
     in_flight: Option<u64>,
     next_tag: u64,
     think_until: Option<Nanos>,
+    /// Sectors issued over every pass, for [`Job::progress`].
+    read: u64,
 }
 
 impl DependentReader {
@@ -235,6 +237,7 @@ impl DependentReader {
             in_flight: None,
             next_tag: 0,
             think_until: None,
+            read: 0,
         })
     }
 
@@ -279,8 +282,18 @@ impl Job for DependentReader {
             tag,
         };
         self.pos += sectors;
+        self.read += sectors;
         self.window = (self.window * 2).min(self.max_sectors);
         Action::Issue(io)
+    }
+
+    /// Sectors read of every pass's: none when it loops until the run ends (`loops = 0`).
+    fn progress(&self) -> Option<(u64, u64)> {
+        if self.loops == 0 {
+            return None;
+        }
+        let pass: u64 = self.files.iter().map(|f| f.len).sum();
+        Some((self.read, pass.saturating_mul(u64::from(self.loops))))
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {

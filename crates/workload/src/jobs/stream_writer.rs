@@ -207,6 +207,10 @@ impl Job for StreamWriter {
         })
     }
 
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.limit.map(|l| (self.issued, l))
+    }
+
     fn complete(&mut self, tag: u64, _now: Nanos) {
         self.outstanding.remove(&tag);
         if self.outstanding.len() + self.cfg.batch as usize <= self.cfg.nr_requests as usize {

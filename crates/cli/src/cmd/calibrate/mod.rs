@@ -145,6 +145,41 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
             )
         })?;
     }
+    // A point measured twice (a hand-edited file; no version writes one) would be fitted to
+    // whichever came first, and would shorten every point's share of duration_s.
+    let mut seen = std::collections::HashMap::new();
+    for (i, p) in saved.points.iter().enumerate() {
+        if let Some(first) = seen.insert(p.point.as_str(), i) {
+            anyhow::bail!(
+                "{}: points[{i}] ({}): the point of points[{first}] again: give each point once",
+                path.display(),
+                show(&p.point)
+            );
+        }
+    }
+    let known: std::collections::HashSet<String> = PLAN
+        .iter()
+        .chain(IOCOST_PLAN.iter())
+        .map(|p| p.label())
+        .collect();
+    if let Some((i, p)) = saved
+        .points
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !known.contains(&p.point))
+    {
+        say!(
+            "note: {}: points[{i}] ({}) is not a point this version measures, and {} in all: \
+             they are not fitted",
+            path.display(),
+            show(&p.point),
+            saved
+                .points
+                .iter()
+                .filter(|p| !known.contains(&p.point))
+                .count()
+        );
+    }
     // A point of the plan an earlier version did not measure is left out: the fit says which
     // it needs, and does without the optional ones (the reader beside the shallow writers).
     let mut points: Measured = Vec::new();
@@ -745,6 +780,24 @@ mod tests {
         let e = load_measured(&bad).err().unwrap().to_string();
         assert!(
             e.contains("duration_s") && e.contains("calibrate-20.json"),
+            "{e}"
+        );
+    }
+
+    /// Round 8 (issue 32): a hand-edited file listing `randread 4k qd1` twice, with other
+    /// figures the second time, was fitted to the first silently, and each point's share of
+    /// `duration_s` shortened by the extra entry. Now refused naming both entries.
+    #[test]
+    fn a_point_measured_twice_is_refused_naming_both_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = saved(dir.path(), 20, r#""duration_s": 120.0,"#);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let first = format!(r#"{{"point": "{}""#, PLAN[0].label());
+        let twice = text.replacen(&format!(r#"{{"point": "{}""#, PLAN[1].label()), &first, 1);
+        std::fs::write(&path, twice).unwrap();
+        let e = load_measured(&path).err().unwrap().to_string();
+        assert!(
+            e.contains("points[1]") && e.contains("points[0]") && e.contains("calibrate-20.json"),
             "{e}"
         );
     }

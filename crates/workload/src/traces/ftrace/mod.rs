@@ -817,10 +817,15 @@ pub fn parse_line(text: &str, line: usize) -> Result<FtraceEvent, LineError> {
 }
 
 /// tracefs text, event by event: each [`FtraceEvent`] until the end of the file or the first
-/// error.
+/// error. An event earlier than the one before it on the same CPU is an error: each CPU's
+/// ring buffer records its events in time order (`ring_buffer_lock_reserve` stamps them as
+/// written), so such a file was reordered or edited. CPUs interleave: events of different
+/// CPUs may come out of time order and are sorted back by the reader of the whole trace.
 pub struct FtraceReader {
     lines: Lines,
     done: bool,
+    /// Each CPU's latest event: its time and line.
+    latest: std::collections::HashMap<u32, (Nanos, usize)>,
 }
 
 impl FtraceReader {
@@ -831,7 +836,11 @@ impl FtraceReader {
 
     /// Read events from `lines`.
     pub fn new(lines: Lines) -> FtraceReader {
-        FtraceReader { lines, done: false }
+        FtraceReader {
+            lines,
+            done: false,
+            latest: std::collections::HashMap::new(),
+        }
     }
 }
 
@@ -866,9 +875,25 @@ impl ReadUntilError for FtraceReader {
                 continue;
             }
             let n = at.line;
-            return parse_line(text, n)
-                .map(Some)
-                .map_err(|(f, r)| located(&self.lines.file, n, f, r));
+            let ev = parse_line(text, n).map_err(|(f, r)| located(&self.lines.file, n, f, r))?;
+            if !matches!(ev.body, EventBody::Lost { .. }) {
+                if let Some((t, line)) = self.latest.insert(ev.cpu, (ev.time, n)) {
+                    if ev.time < t {
+                        return Err(located(
+                            &self.lines.file,
+                            n,
+                            "time",
+                            format!(
+                                "earlier than line {line}, the event before it on CPU {}: a \
+                                 CPU's events are recorded in time order, so the file was \
+                                 reordered or edited",
+                                ev.cpu
+                            ),
+                        ));
+                    }
+                }
+            }
+            return Ok(Some(ev));
         }
     }
 }
