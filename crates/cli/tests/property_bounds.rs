@@ -109,17 +109,22 @@ fn scenario_trace_job(dir: &Path, n: usize) -> Vec<String> {
         writeln!(t, "{}.0 0 {} 8 1", i, (i * 7919 % 1_000_000) * 8).unwrap();
     }
     std::fs::write(&trace, t).unwrap();
-    let sc = dir.join(format!("trace-{n}.toml"));
+    sim_of_one_trace_job(&dir.join(format!("trace-{n}.toml")), "trace", &trace)
+}
+
+/// `sim` (deadline, cheetah9lp) of a scenario written to `sc` whose one job of `kind` replays
+/// `trace`.
+fn sim_of_one_trace_job(sc: &Path, kind: &str, trace: &Path) -> Vec<String> {
     std::fs::write(
-        &sc,
+        sc,
         format!(
-            "name = \"t\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"trace\"\nname = \"r\"\n\
+            "name = \"t\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"{kind}\"\nname = \"r\"\n\
              trace = \"{}\"\n",
-            s(&trace)
+            s(trace)
         ),
     )
     .unwrap();
-    ["sim", &s(&sc), "--sched", "deadline"]
+    ["sim", &s(sc), "--sched", "deadline"]
         .map(String::from)
         .to_vec()
 }
@@ -259,19 +264,7 @@ fn startup_trace_job(dir: &Path, n: usize) -> Vec<String> {
         .unwrap();
     }
     std::fs::write(&trace, t).unwrap();
-    let sc = dir.join(format!("startup-{n}.toml"));
-    std::fs::write(
-        &sc,
-        format!(
-            "name = \"s\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"startup\"\nname = \"s\"\n\
-             trace = \"{}\"\n",
-            s(&trace)
-        ),
-    )
-    .unwrap();
-    ["sim", &s(&sc), "--sched", "deadline"]
-        .map(String::from)
-        .to_vec()
+    sim_of_one_trace_job(&dir.join(format!("startup-{n}.toml")), "startup", &trace)
 }
 
 /// The laptop drive's spec with its surface cut into `n` zones (`sim` of a small job file
