@@ -101,7 +101,7 @@ use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
 
 mod bfq_log;
-pub use bfq_log::{completions_seen_by_bfq, refused_dispatch_calls};
+pub use bfq_log::{completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -293,64 +293,6 @@ pub fn diff(
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
     diff_with_log(trace, meta, opts, &BfqLogTimes::default(), &HashMap::new())
-}
-
-/// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
-/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid). A shared
-/// queue's note (`bfqSHARED-S exit_bfqq`) names no process: the exiting one is the task that
-/// logged it (`pids`, one per message: [`KernelTrace::message_pids`]).
-pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nanos, u32)> {
-    let mut out: Vec<(Nanos, u32)> = Vec::new();
-    for (k, (t, m)) in messages.iter().enumerate() {
-        let Some(rest) = m.strip_prefix("bfq") else {
-            continue;
-        };
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let after = &rest[digits..];
-        let pid = if after.starts_with("SHARED-S exit_bfqq") {
-            pids.get(k).copied()
-        } else if digits > 0
-            && (after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq"))
-        {
-            rest[..digits].parse::<u32>().ok()
-        } else {
-            None
-        };
-        if let Some(pid) = pid {
-            if !out.iter().any(|&(_, p)| p == pid) {
-                out.push((*t, pid));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// What the replay takes from a recording's bfq log; empty without one.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BfqLogTimes {
-    /// The processes' exits (time, pid: [`exits_in_bfq_log`]), replayed into our block layer
-    /// where the kernel saw them (`handle_exit`).
-    pub exits: Vec<(Nanos, u32)>,
-    /// When bfq learned of each request's completion, by request index
-    /// ([`completions_seen_by_bfq`]): ours completes the request then, instead of at its
-    /// completion event. Empty, or `None` for a request: at its completion event.
-    pub completions: Vec<Option<Nanos>>,
-    /// bfq's dispatch calls that returned nothing but changed its state
-    /// ([`refused_dispatch_calls`]): ours is asked there too, as at the end of a kernel queue
-    /// run ([`asked_at_empty_runs`]).
-    pub refused_calls: Vec<Nanos>,
-}
-
-impl BfqLogTimes {
-    /// The times `log` (a recording's bfq log) gives for `trace`'s requests.
-    pub fn read(trace: &KernelTrace, log: &KernelTrace) -> BfqLogTimes {
-        BfqLogTimes {
-            exits: exits_in_bfq_log(&log.messages, &log.message_pids),
-            completions: completions_seen_by_bfq(trace, log),
-            refused_calls: refused_dispatch_calls(log),
-        }
-    }
 }
 
 /// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]) and, under bfq, each
@@ -668,15 +610,9 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
             }
         }
     }
-    // A queue's exit note names the task that created the queue: an io_uring thread's is its
-    // owner's io_context's (`TracedRequest::ctx`).
-    let ctxs: HashMap<u32, u32> = trace.requests.iter().map(|r| (r.pid, r.ctx)).collect();
-    let mut bfq_log = log
+    let bfq_log = log
         .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
-    for (_, pid) in &mut bfq_log.exits {
-        *pid = ctxs.get(pid).copied().unwrap_or(*pid);
-    }
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let at = |pace| {
         let o = DiffOptions {

@@ -1,5 +1,6 @@
 //! What the replay takes from a recording's bfq log (`--bfq-log`, the `blk` tracer's notes of
-//! `bfq_log_bfqq`): when bfq itself learned of each completion.
+//! `bfq_log_bfqq`): where processes exited, when bfq itself learned of each completion, and
+//! which of its dispatch calls that returned nothing changed its state ([`BfqLogTimes`]).
 //!
 //! The trace's `block_rq_complete` fires in `blk_update_request`, before the request is
 //! freed. bfq hears of the completion afterwards, in the same context: `blk_mq_free_request`
@@ -22,12 +23,81 @@ use elevator_core::Nanos;
 
 use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
 
+/// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
+/// `bfq_exit_icq` -> `bfq_exit_bfqq`), each at its first such note: (time, pid). A shared
+/// queue's note (`bfqSHARED-S exit_bfqq`) names no process: the exiting one is the task that
+/// logged it (`pids`, one per message: [`KernelTrace::message_pids`]).
+pub fn exits_in_bfq_log(messages: &[(Nanos, String)], pids: &[u32]) -> Vec<(Nanos, u32)> {
+    let mut out: Vec<(Nanos, u32)> = Vec::new();
+    for (k, (t, m)) in messages.iter().enumerate() {
+        let Some(rest) = m.strip_prefix("bfq") else {
+            continue;
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = &rest[digits..];
+        let pid = if after.starts_with("SHARED-S exit_bfqq") {
+            pids.get(k).copied()
+        } else if digits > 0
+            && (after.starts_with("S exit_bfqq") || after.starts_with("A exit_bfqq"))
+        {
+            rest[..digits].parse::<u32>().ok()
+        } else {
+            None
+        };
+        if let Some(pid) = pid {
+            if !out.iter().any(|&(_, p)| p == pid) {
+                out.push((*t, pid));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What the replay takes from a recording's bfq log; empty without one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BfqLogTimes {
+    /// The processes' exits (time, pid: [`exits_in_bfq_log`]), replayed into our block layer
+    /// where the kernel saw them (`handle_exit`).
+    pub exits: Vec<(Nanos, u32)>,
+    /// When bfq learned of each request's completion, by request index
+    /// ([`completions_seen_by_bfq`]): ours completes the request then, instead of at its
+    /// completion event. Empty, or `None` for a request: at its completion event.
+    pub completions: Vec<Option<Nanos>>,
+    /// bfq's dispatch calls that returned nothing but changed its state
+    /// ([`refused_dispatch_calls`]): ours is asked there too, as at the end of a kernel queue
+    /// run ([`asked_at_empty_runs`](super::asked_at_empty_runs)).
+    pub refused_calls: Vec<Nanos>,
+}
+
+impl BfqLogTimes {
+    /// The times `log` (a recording's bfq log) gives for `trace`'s requests. A queue's exit
+    /// note names the task that created the queue: an io_uring thread's exit is its owner's
+    /// io_context's ([`TracedRequest::ctx`](crate::traces::ftrace::TracedRequest::ctx)).
+    pub fn read(trace: &KernelTrace, log: &KernelTrace) -> BfqLogTimes {
+        let ctxs: HashMap<u32, u32> = trace.requests.iter().map(|r| (r.pid, r.ctx)).collect();
+        let mut exits = exits_in_bfq_log(&log.messages, &log.message_pids);
+        for (_, pid) in &mut exits {
+            *pid = ctxs.get(pid).copied().unwrap_or(*pid);
+        }
+        BfqLogTimes {
+            exits,
+            completions: completions_seen_by_bfq(trace, log),
+            refused_calls: refused_dispatch_calls(log),
+        }
+    }
+}
+
+/// What a bfq log note says after the queue it names (`bfqPIDS `, `bfqSHARED-S `, or `bfq `
+/// for none): `bfq_log_bfqq`'s and `bfq_log`'s message.
+fn note_what(note: &str) -> Option<&str> {
+    Some(note.strip_prefix("bfq")?.split_once(' ')?.1)
+}
+
 /// Whether a bfq log note is `bfq_put_queue`'s (`bfqPIDS put_queue: ...`, `bfqSHARED-S
 /// put_queue: ...`).
 fn is_put_queue(note: &str) -> bool {
-    note.strip_prefix("bfq")
-        .and_then(|rest| rest.split_once(' '))
-        .is_some_and(|(_, what)| what.starts_with("put_queue:"))
+    note_what(note).is_some_and(|what| what.starts_with("put_queue:"))
 }
 
 /// When bfq learned of each of `trace`'s completions, by request index, from `log`'s notes:
@@ -91,7 +161,7 @@ enum CallNote {
 }
 
 fn call_note(note: &str) -> Option<CallNote> {
-    let what = note.strip_prefix("bfq")?.split_once(' ')?.1;
+    let what = note_what(note)?;
     if what.starts_with("dispatch requests:") {
         Some(CallNote::Start)
     } else if what.starts_with("select_queue: no queue returned") {
