@@ -101,7 +101,9 @@ use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
 
 mod bfq_log;
-pub use bfq_log::{completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes};
+pub use bfq_log::{
+    completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes, LogOrder,
+};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -350,9 +352,12 @@ pub fn diff_with_log(
             .unwrap_or(0);
         limits = limits.max_segments(n.max(largest.div_ceil(PAGE_SECTORS)));
     }
+    // bfq's choices in its log's order where it has a log, else the issue events'.
+    let order = bfq_log.order.as_ref();
+    let kernel_log = order.map_or(&trace.queue_log, |o| &o.queue_log);
     let log = match opts.pace {
-        Pace::Early => earliest(&trace.queue_log),
-        Pace::Kernel | Pace::Device => trace.queue_log.clone(),
+        Pace::Early => earliest(kernel_log),
+        Pace::Kernel | Pace::Device => kernel_log.clone(),
     };
     // Only bfq reads the io_context's priority (`bfq_check_ioprio_change`); mq-deadline reads
     // the request's (`dd_insert_request`), kyber and none neither.
@@ -366,11 +371,13 @@ pub fn diff_with_log(
         asked_at_empty_runs(info.name),
         &bfq_log.completions,
         prios,
+        order,
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
+    let decided = order.map_or(&[][..], |o| &o.decided);
     let (kernel, unordered_pairs) =
-        settle_unordered_pairs(trace, agreement::decisions(&log), &ours);
+        settle_unordered_pairs(trace, decided, agreement::decisions(&log), &ours);
     let a = agreement::compare(&kernel, &ours);
     let choices: Vec<usize> = (0..kernel.len())
         .filter(|&k| kernel[k].queued.len() > 1)
@@ -412,8 +419,13 @@ pub const UNORDERED_ISSUE_GAP: Nanos = Nanos::from_us(10);
 /// been decided in the other order: two CPUs issued them, within [`UNORDERED_ISSUE_GAP`].
 /// `block_rq_issue` fires in `blk_mq_start_request`, after the scheduler returned the
 /// request and released its lock; each CPU's queue run asks the scheduler under that lock,
-/// so which of two runs on two CPUs asked first is not in the trace.
-fn unordered(trace: &KernelTrace, a: usize, b: usize) -> bool {
+/// so which of two runs on two CPUs asked first is not in the trace. Two dispatches placed
+/// by bfq's log (`decided`, [`LogOrder::decided`]) are ordered.
+fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize) -> bool {
+    let placed = |i: usize| decided.get(i).copied().flatten().is_some();
+    if placed(a) && placed(b) {
+        return false;
+    }
     let issue = |i: usize| {
         trace
             .requests
@@ -434,11 +446,13 @@ fn unordered(trace: &KernelTrace, a: usize, b: usize) -> bool {
 /// The kernel's decisions with every pair the trace cannot order ([`unordered`]: adjacent,
 /// issued by two CPUs close together, the second request queued already at the first
 /// decision) that ours made in the other order taken as ours made them, and how many such
-/// pairs there were. Only an exact swap counts: ours chose the kernel's second request from
+/// pairs there were. `decided`: when bfq's log places each request's dispatch (empty
+/// without a log). Only an exact swap counts: ours chose the kernel's second request from
 /// the kernel's first set, then the kernel's first request from the set the kernel's second
 /// decision would have had in that order.
 pub fn settle_unordered_pairs(
     trace: &KernelTrace,
+    decided: &[Option<Nanos>],
     mut kernel: Vec<Decision>,
     ours: &[Decision],
 ) -> (Vec<Decision>, usize) {
@@ -447,7 +461,7 @@ pub fn settle_unordered_pairs(
     while k + 1 < kernel.len().min(ours.len()) {
         let (x, y) = (&kernel[k], &kernel[k + 1]);
         let (a, b) = (x.chosen, y.chosen);
-        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, a, b) {
+        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, decided, a, b) {
             let first = Decision {
                 queued: x.queued.clone(),
                 chosen: b,
@@ -866,6 +880,12 @@ struct Replay<'a> {
     done: Vec<Done<usize>>,
     /// Each io_context's priority, by context pid, given to its bios in place of their own.
     prios: &'a HashMap<u32, IoPrio>,
+    /// Where each scheduler merge comes in the log replayed (events before it): the
+    /// trace's, or bfq's log order's ([`LogOrder::merge_after`]).
+    merge_after: Vec<usize>,
+    /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
+    /// the kernel's dispatch there, and its service time from there.
+    decided: &'a [Option<Nanos>],
 }
 
 impl<'a> Replay<'a> {
@@ -877,10 +897,12 @@ impl<'a> Replay<'a> {
         empty_runs: bool,
         completion_seen: &'a [Option<Nanos>],
         prios: &'a HashMap<u32, IoPrio>,
+        order: Option<&'a LogOrder>,
     ) -> Replay<'a> {
+        let decided = order.map_or(&[][..], |o| &o.decided);
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
-            Self::kernel_service(r, end)
+            Self::kernel_service(r, decided.get(r.index).copied().flatten(), end)
         };
         let mut services: Vec<Nanos> = trace.requests.iter().filter_map(service).collect();
         services.sort();
@@ -903,6 +925,11 @@ impl<'a> Replay<'a> {
             completion_seen,
             done: Vec::new(),
             prios,
+            merge_after: order.map_or_else(
+                || trace.sched_bios.iter().map(|m| m.after).collect(),
+                |o| o.merge_after.clone(),
+            ),
+            decided,
         }
     }
 
@@ -918,7 +945,8 @@ impl<'a> Replay<'a> {
         for _ in 0..self.trace.requests.len() {
             let r = &self.trace.requests[i];
             let end = self.completion_seen.get(i).copied().flatten();
-            if let Some(s) = Self::kernel_service(r, end) {
+            let start = self.decided.get(i).copied().flatten();
+            if let Some(s) = Self::kernel_service(r, start, end) {
                 return s;
             }
             match r.merged_into {
@@ -929,12 +957,16 @@ impl<'a> Replay<'a> {
         self.median
     }
 
-    /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
-    /// its completion event ([`TracedRequest::service`]).
-    fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
-        match end {
-            Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
-            None => r.service(),
+    /// From `r`'s dispatch (`start`, when bfq chose it, else its issue) to `end`, when the
+    /// scheduler learned of its completion, else to its completion event
+    /// ([`TracedRequest::service`]).
+    fn kernel_service(r: &TracedRequest, start: Option<Nanos>, end: Option<Nanos>) -> Option<Nanos> {
+        match (start, end) {
+            (None, None) => r.service(),
+            (start, end) => {
+                let end = end.or(r.completed)?;
+                Some(Nanos(end.0.checked_sub(start.or(r.issued)?.0)?))
+            }
         }
     }
 
@@ -957,7 +989,10 @@ impl<'a> Replay<'a> {
         }
         for (pos, e) in log.iter().enumerate() {
             if self.pace != Pace::Early {
-                while let Some(m) = merges.get(next_merge).filter(|m| m.after <= pos) {
+                while let Some(m) = merges
+                    .get(next_merge)
+                    .filter(|_| self.merge_after[next_merge] <= pos)
+                {
                     last = m.time.max(last);
                     out.push((last, KEvent::Merge(next_merge)));
                     next_merge += 1;
@@ -983,10 +1018,20 @@ impl<'a> Replay<'a> {
                 QueueEvent::Dispatch(i) => {
                     let n = nth_issue.entry(i).or_insert(0);
                     *n += 1;
-                    let issued = reqs[i]
-                        .dispatch_index
-                        .filter(|_| *n == 1)
-                        .map(|d| self.trace.dispatches[d].time)
+                    // bfq's log's time of its choice, else the issue event's.
+                    let first = *n == 1;
+                    let issued = self
+                        .decided
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .filter(|_| first)
+                        .or_else(|| {
+                            reqs[i]
+                                .dispatch_index
+                                .filter(|_| first)
+                                .map(|d| self.trace.dispatches[d].time)
+                        })
                         .or(reqs[i].issued)
                         .unwrap_or(last)
                         .max(last);
