@@ -884,7 +884,7 @@ struct Replay<'a> {
     /// trace's, or bfq's log order's ([`LogOrder::merge_after`]).
     merge_after: Vec<usize>,
     /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
-    /// the kernel's dispatch there, and its service time from there.
+    /// the kernel's dispatch, where ours is asked, there.
     decided: &'a [Option<Nanos>],
 }
 
@@ -899,10 +899,9 @@ impl<'a> Replay<'a> {
         prios: &'a HashMap<u32, IoPrio>,
         order: Option<&'a LogOrder>,
     ) -> Replay<'a> {
-        let decided = order.map_or(&[][..], |o| &o.decided);
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
-            Self::kernel_service(r, decided.get(r.index).copied().flatten(), end)
+            Self::kernel_service(r, end)
         };
         let mut services: Vec<Nanos> = trace.requests.iter().filter_map(service).collect();
         services.sort();
@@ -929,7 +928,7 @@ impl<'a> Replay<'a> {
                 || trace.sched_bios.iter().map(|m| m.after).collect(),
                 |o| o.merge_after.clone(),
             ),
-            decided,
+            decided: order.map_or(&[][..], |o| &o.decided),
         }
     }
 
@@ -945,8 +944,7 @@ impl<'a> Replay<'a> {
         for _ in 0..self.trace.requests.len() {
             let r = &self.trace.requests[i];
             let end = self.completion_seen.get(i).copied().flatten();
-            let start = self.decided.get(i).copied().flatten();
-            if let Some(s) = Self::kernel_service(r, start, end) {
+            if let Some(s) = Self::kernel_service(r, end) {
                 return s;
             }
             match r.merged_into {
@@ -957,16 +955,14 @@ impl<'a> Replay<'a> {
         self.median
     }
 
-    /// From `r`'s dispatch (`start`, when bfq chose it, else its issue) to `end`, when the
-    /// scheduler learned of its completion, else to its completion event
-    /// ([`TracedRequest::service`]).
-    fn kernel_service(r: &TracedRequest, start: Option<Nanos>, end: Option<Nanos>) -> Option<Nanos> {
-        match (start, end) {
-            (None, None) => r.service(),
-            (start, end) => {
-                let end = end.or(r.completed)?;
-                Some(Nanos(end.0.checked_sub(start.or(r.issued)?.0)?))
-            }
+    /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
+    /// its completion event ([`TracedRequest::service`]). From its issue event even where
+    /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
+    /// time, which counting from the choice lowered the agreement (docs/testing.md).
+    fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
+        match end {
+            Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
+            None => r.service(),
         }
     }
 
@@ -1810,5 +1806,72 @@ mod tests {
         assert!("early".parse::<Pace>() == Ok(Pace::Early));
         assert!("device".parse::<Pace>() == Ok(Pace::Device));
         assert!("x".parse::<Pace>().is_err());
+    }
+
+    /// bfq's choices in its log's order, not the issue events' (issue 27): a run on CPU 1
+    /// takes the read at 1000 when it is alone in the queue (`bfqq_served` at 1.000011),
+    /// the read at 200 comes in, a run on CPU 0 takes it (.000013); CPU 1 issues its read
+    /// 20 us after its choice and CPU 0 later still. From the issue events the kernel chose
+    /// 1000 with both queued, which bfq (`bfq_choose_req`, the nearer to the head at 0) does
+    /// not. From the log each choice is made with one request queued, as ours makes it at
+    /// the log's times. The `bfqq_served` of an expiry's charge (`bfq_bfqq_charge_time`,
+    /// not after `select_queue: returned this queue`) is no choice.
+    #[test]
+    fn bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times() {
+        const ISSUED_LATE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+ fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+        const LOG: &str = "\
+ fio-10 [000] d..1. 1.000010: 7,0 1,0 m N bfq10S add_request 1
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+ fio-10 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S add_request 1
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+        let read = |text: &str| {
+            let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
+            KernelTrace::assemble(r, None).unwrap()
+        };
+        let (t, log) = (read(ISSUED_LATE), read(LOG));
+        let times = BfqLogTimes::read(&t, &log);
+        let order = times.order.clone().expect("the log shows bfq's choices");
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!((order.notes, order.matched), (2, 2));
+        assert_eq!(order.decided, [us(11), us(13)]);
+        let opts = DiffOptions::default();
+        let d = diff_with_log(&t, &meta("bfq"), &opts, &times, &HashMap::new()).unwrap();
+        assert_eq!(
+            d.kernel,
+            [
+                Decision {
+                    queued: vec![0],
+                    chosen: 0
+                },
+                Decision {
+                    queued: vec![1],
+                    chosen: 1
+                }
+            ]
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // From the issue events, as without a log: the first choice is 1000 of both.
+        let issued = BfqLogTimes {
+            order: None,
+            ..times
+        };
+        let d = diff_with_log(&t, &meta("bfq"), &opts, &issued, &HashMap::new()).unwrap();
+        assert_eq!(d.kernel[0].queued, [0, 1]);
+        assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
     }
 }
