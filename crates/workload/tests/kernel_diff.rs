@@ -102,8 +102,10 @@ const FRESH_KFID10: [&str; 2] = [
 /// replay takes bfq's choices in its log's order (kfid20, `LogOrder`): the divergences of
 /// decisions 171-200 went, and from decision 322 on ours does not inject the idle-class
 /// reader's read where the kernel did (its log: `bfq423S select_queue: returned this queue`
-/// with the shared queue in service; ours idles for the shared queue), an injection state
-/// (`bfq_update_inject_limit`'s timing of the shared queue's service) not yet traced.
+/// with the shared queue in service, no waker yet on either side): ours' inject limit for
+/// the shared queue is 0 there (`bfq_update_inject_limit`), the kernel's at least 1
+/// (`bfq_choose_bfqq_for_injection`); by the issue events ours had made the reader the
+/// shared queue's waker too early and injected through that. Not traced further.
 const BFQ_KFID10: [f64; 2] = [100.0, 69.2];
 
 /// mq-deadline's agreement on the first kfid10 recording, as measured: 96.9% until the
