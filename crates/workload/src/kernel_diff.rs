@@ -369,9 +369,8 @@ pub fn diff_with_log(
         limits,
         opts.pace,
         asked_at_empty_runs(info.name),
-        &bfq_log.completions,
+        bfq_log,
         prios,
-        order,
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
@@ -895,10 +894,11 @@ impl<'a> Replay<'a> {
         limits: Limits,
         pace: Pace,
         empty_runs: bool,
-        completion_seen: &'a [Option<Nanos>],
+        bfq_log: &'a BfqLogTimes,
         prios: &'a HashMap<u32, IoPrio>,
-        order: Option<&'a LogOrder>,
     ) -> Replay<'a> {
+        let completion_seen = &bfq_log.completions[..];
+        let order = bfq_log.order.as_ref();
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
             Self::kernel_service(r, end)
