@@ -52,6 +52,11 @@
 //!   requests' priorities, which the kernel derived from its context (`get_current_ioprio`).
 //!   The context's priority is fixed for a recording (fio sets it before the job's first
 //!   I/O), so bfq's handling of a change is never replayed.
+//! - Where a bfq recording has its log, the kernel's decisions are bfq's in the order and at
+//!   the times its log shows them ([`LogOrder`]: each `bfqq_served` note of a dispatch matched
+//!   to the request it returned), not the issue events', and ours is asked at those times:
+//!   `block_rq_issue` fires after a queue run took up to `nr_requests` requests from bfq and
+//!   released its lock, so the issue order need not be the order of bfq's choices.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
