@@ -303,7 +303,7 @@ const MATCH_SCAN: usize = 256;
 /// `block_rq_issue` fires in `blk_mq_start_request`, after a queue run took up to
 /// `nr_requests` requests from bfq (`__blk_mq_do_dispatch_sched`) and released `bfqd->lock`,
 /// and another CPU's run, or its insertions, may come in between: the issue order is not the
-/// order of bfq's choices. Its log is: each choice is a `bfqq_served` note ([`Served`])
+/// order of bfq's choices. Its log is: each choice is a `bfqq_served` note
 /// logged under the lock, naming the queue and what it charged, not the request. Each note
 /// is matched to the request it returned by [`LogOrder::read`]'s rule.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
