@@ -52,6 +52,11 @@
 //!   requests' priorities, which the kernel derived from its context (`get_current_ioprio`).
 //!   The context's priority is fixed for a recording (fio sets it before the job's first
 //!   I/O), so bfq's handling of a change is never replayed.
+//! - Where a bfq recording has its log, the kernel's decisions are bfq's in the order and at
+//!   the times its log shows them ([`LogOrder`]: each `bfqq_served` note of a dispatch matched
+//!   to the request it returned), not the issue events', and ours is asked at those times:
+//!   `block_rq_issue` fires after a queue run took up to `nr_requests` requests from bfq and
+//!   released its lock, so the issue order need not be the order of bfq's choices.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
@@ -101,7 +106,9 @@ use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
 
 mod bfq_log;
-pub use bfq_log::{completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes};
+pub use bfq_log::{
+    completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes, LogOrder,
+};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -350,9 +357,12 @@ pub fn diff_with_log(
             .unwrap_or(0);
         limits = limits.max_segments(n.max(largest.div_ceil(PAGE_SECTORS)));
     }
+    // bfq's choices in its log's order where it has a log, else the issue events'.
+    let order = bfq_log.order.as_ref();
+    let kernel_log = order.map_or(&trace.queue_log, |o| &o.queue_log);
     let log = match opts.pace {
-        Pace::Early => earliest(&trace.queue_log),
-        Pace::Kernel | Pace::Device => trace.queue_log.clone(),
+        Pace::Early => earliest(kernel_log),
+        Pace::Kernel | Pace::Device => kernel_log.clone(),
     };
     // Only bfq reads the io_context's priority (`bfq_check_ioprio_change`); mq-deadline reads
     // the request's (`dd_insert_request`), kyber and none neither.
@@ -364,13 +374,14 @@ pub fn diff_with_log(
         limits,
         opts.pace,
         asked_at_empty_runs(info.name),
-        &bfq_log.completions,
+        bfq_log,
         prios,
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
+    let decided = order.map_or(&[][..], |o| &o.decided);
     let (kernel, unordered_pairs) =
-        settle_unordered_pairs(trace, agreement::decisions(&log), &ours);
+        settle_unordered_pairs(trace, decided, agreement::decisions(&log), &ours);
     let a = agreement::compare(&kernel, &ours);
     let choices: Vec<usize> = (0..kernel.len())
         .filter(|&k| kernel[k].queued.len() > 1)
@@ -412,8 +423,13 @@ pub const UNORDERED_ISSUE_GAP: Nanos = Nanos::from_us(10);
 /// been decided in the other order: two CPUs issued them, within [`UNORDERED_ISSUE_GAP`].
 /// `block_rq_issue` fires in `blk_mq_start_request`, after the scheduler returned the
 /// request and released its lock; each CPU's queue run asks the scheduler under that lock,
-/// so which of two runs on two CPUs asked first is not in the trace.
-fn unordered(trace: &KernelTrace, a: usize, b: usize) -> bool {
+/// so which of two runs on two CPUs asked first is not in the trace. Two dispatches placed
+/// by bfq's log (`decided`, [`LogOrder::decided`]) are ordered.
+fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize) -> bool {
+    let placed = |i: usize| decided.get(i).copied().flatten().is_some();
+    if placed(a) && placed(b) {
+        return false;
+    }
     let issue = |i: usize| {
         trace
             .requests
@@ -434,11 +450,13 @@ fn unordered(trace: &KernelTrace, a: usize, b: usize) -> bool {
 /// The kernel's decisions with every pair the trace cannot order ([`unordered`]: adjacent,
 /// issued by two CPUs close together, the second request queued already at the first
 /// decision) that ours made in the other order taken as ours made them, and how many such
-/// pairs there were. Only an exact swap counts: ours chose the kernel's second request from
+/// pairs there were. `decided`: when bfq's log places each request's dispatch (empty
+/// without a log). Only an exact swap counts: ours chose the kernel's second request from
 /// the kernel's first set, then the kernel's first request from the set the kernel's second
 /// decision would have had in that order.
 pub fn settle_unordered_pairs(
     trace: &KernelTrace,
+    decided: &[Option<Nanos>],
     mut kernel: Vec<Decision>,
     ours: &[Decision],
 ) -> (Vec<Decision>, usize) {
@@ -447,7 +465,7 @@ pub fn settle_unordered_pairs(
     while k + 1 < kernel.len().min(ours.len()) {
         let (x, y) = (&kernel[k], &kernel[k + 1]);
         let (a, b) = (x.chosen, y.chosen);
-        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, a, b) {
+        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, decided, a, b) {
             let first = Decision {
                 queued: x.queued.clone(),
                 chosen: b,
@@ -866,6 +884,12 @@ struct Replay<'a> {
     done: Vec<Done<usize>>,
     /// Each io_context's priority, by context pid, given to its bios in place of their own.
     prios: &'a HashMap<u32, IoPrio>,
+    /// Where each scheduler merge comes in the log replayed (events before it): the
+    /// trace's, or bfq's log order's ([`LogOrder::merge_after`]).
+    merge_after: Vec<usize>,
+    /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
+    /// the kernel's dispatch, where ours is asked, there.
+    decided: &'a [Option<Nanos>],
 }
 
 impl<'a> Replay<'a> {
@@ -875,9 +899,11 @@ impl<'a> Replay<'a> {
         limits: Limits,
         pace: Pace,
         empty_runs: bool,
-        completion_seen: &'a [Option<Nanos>],
+        bfq_log: &'a BfqLogTimes,
         prios: &'a HashMap<u32, IoPrio>,
     ) -> Replay<'a> {
+        let completion_seen = &bfq_log.completions[..];
+        let order = bfq_log.order.as_ref();
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
             Self::kernel_service(r, end)
@@ -903,6 +929,11 @@ impl<'a> Replay<'a> {
             completion_seen,
             done: Vec::new(),
             prios,
+            merge_after: order.map_or_else(
+                || trace.sched_bios.iter().map(|m| m.after).collect(),
+                |o| o.merge_after.clone(),
+            ),
+            decided: order.map_or(&[][..], |o| &o.decided),
         }
     }
 
@@ -930,7 +961,9 @@ impl<'a> Replay<'a> {
     }
 
     /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
-    /// its completion event ([`TracedRequest::service`]).
+    /// its completion event ([`TracedRequest::service`]). From its issue event even where
+    /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
+    /// time, which counting from the choice lowered the agreement (docs/testing.md).
     fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
         match end {
             Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
@@ -957,7 +990,10 @@ impl<'a> Replay<'a> {
         }
         for (pos, e) in log.iter().enumerate() {
             if self.pace != Pace::Early {
-                while let Some(m) = merges.get(next_merge).filter(|m| m.after <= pos) {
+                while let Some(m) = merges
+                    .get(next_merge)
+                    .filter(|_| self.merge_after[next_merge] <= pos)
+                {
                     last = m.time.max(last);
                     out.push((last, KEvent::Merge(next_merge)));
                     next_merge += 1;
@@ -983,10 +1019,20 @@ impl<'a> Replay<'a> {
                 QueueEvent::Dispatch(i) => {
                     let n = nth_issue.entry(i).or_insert(0);
                     *n += 1;
-                    let issued = reqs[i]
-                        .dispatch_index
-                        .filter(|_| *n == 1)
-                        .map(|d| self.trace.dispatches[d].time)
+                    // bfq's log's time of its choice, else the issue event's.
+                    let first = *n == 1;
+                    let issued = self
+                        .decided
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .filter(|_| first)
+                        .or_else(|| {
+                            reqs[i]
+                                .dispatch_index
+                                .filter(|_| first)
+                                .map(|d| self.trace.dispatches[d].time)
+                        })
                         .or(reqs[i].issued)
                         .unwrap_or(last)
                         .max(last);
@@ -1765,5 +1811,72 @@ mod tests {
         assert!("early".parse::<Pace>() == Ok(Pace::Early));
         assert!("device".parse::<Pace>() == Ok(Pace::Device));
         assert!("x".parse::<Pace>().is_err());
+    }
+
+    /// bfq's choices in its log's order, not the issue events' (issue 27): a run on CPU 1
+    /// takes the read at 1000 when it is alone in the queue (`bfqq_served` at 1.000011),
+    /// the read at 200 comes in, a run on CPU 0 takes it (.000013); CPU 1 issues its read
+    /// 20 us after its choice and CPU 0 later still. From the issue events the kernel chose
+    /// 1000 with both queued, which bfq (`bfq_choose_req`, the nearer to the head at 0) does
+    /// not. From the log each choice is made with one request queued, as ours makes it at
+    /// the log's times. The `bfqq_served` of an expiry's charge (`bfq_bfqq_charge_time`,
+    /// not after `select_queue: returned this queue`) is no choice.
+    #[test]
+    fn bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times() {
+        const ISSUED_LATE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+ fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+        const LOG: &str = "\
+ fio-10 [000] d..1. 1.000010: 7,0 1,0 m N bfq10S add_request 1
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+ fio-10 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S add_request 1
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+        let read = |text: &str| {
+            let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
+            KernelTrace::assemble(r, None).unwrap()
+        };
+        let (t, log) = (read(ISSUED_LATE), read(LOG));
+        let times = BfqLogTimes::read(&t, &log);
+        let order = times.order.clone().expect("the log shows bfq's choices");
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!((order.notes, order.matched), (2, 2));
+        assert_eq!(order.decided, [us(11), us(13)]);
+        let opts = DiffOptions::default();
+        let d = diff_with_log(&t, &meta("bfq"), &opts, &times, &HashMap::new()).unwrap();
+        assert_eq!(
+            d.kernel,
+            [
+                Decision {
+                    queued: vec![0],
+                    chosen: 0
+                },
+                Decision {
+                    queued: vec![1],
+                    chosen: 1
+                }
+            ]
+        );
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // From the issue events, as without a log: the first choice is 1000 of both.
+        let issued = BfqLogTimes {
+            order: None,
+            ..times
+        };
+        let d = diff_with_log(&t, &meta("bfq"), &opts, &issued, &HashMap::new()).unwrap();
+        assert_eq!(d.kernel[0].queued, [0, 1]);
+        assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
     }
 }

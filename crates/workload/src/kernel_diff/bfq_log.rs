@@ -1,6 +1,7 @@
 //! What the replay takes from a recording's bfq log (`--bfq-log`, the `blk` tracer's notes of
-//! `bfq_log_bfqq`): where processes exited, when bfq itself learned of each completion, and
-//! which of its dispatch calls that returned nothing changed its state ([`BfqLogTimes`]).
+//! `bfq_log_bfqq`): where processes exited, when bfq itself learned of each completion,
+//! which of its dispatch calls that returned nothing changed its state, and the order and
+//! times in which it chose the requests it dispatched ([`BfqLogTimes`], [`LogOrder`]).
 //!
 //! The trace's `block_rq_complete` fires in `blk_update_request`, before the request is
 //! freed. bfq hears of the completion afterwards, in the same context: `blk_mq_free_request`
@@ -21,6 +22,7 @@ use std::collections::HashMap;
 
 use elevator_core::Nanos;
 
+use crate::agreement::QueueEvent;
 use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
 
 /// The processes whose exit bfq's log shows (`bfqPIDS exit_bfqq` or `bfqPIDA exit_bfqq`:
@@ -68,6 +70,9 @@ pub struct BfqLogTimes {
     /// ([`refused_dispatch_calls`]): ours is asked there too, as at the end of a kernel queue
     /// run ([`asked_at_empty_runs`](super::asked_at_empty_runs)).
     pub refused_calls: Vec<Nanos>,
+    /// bfq's dispatches in the order and at the times its log shows them ([`LogOrder`]):
+    /// `None` when the log shows none.
+    pub order: Option<LogOrder>,
 }
 
 impl BfqLogTimes {
@@ -84,6 +89,7 @@ impl BfqLogTimes {
             exits,
             completions: completions_seen_by_bfq(trace, log),
             refused_calls: refused_dispatch_calls(log),
+            order: LogOrder::read(trace, log, &ctxs),
         }
     }
 }
@@ -216,6 +222,264 @@ pub fn refused_dispatch_calls(log: &KernelTrace) -> Vec<Nanos> {
     }
     out.sort();
     out
+}
+
+/// The queue a bfq log note names (`bfq_bfqq_name`): the pid of the process that made it,
+/// `None` once bfq merged it with another (`bfqSHARED-`, `bfq_merge_bfqqs` sets its pid to
+/// -1), and whether it is a sync (`S`) or async (`A`) queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct QueueName {
+    pid: Option<u32>,
+    sync: bool,
+}
+
+fn queue_name(note: &str) -> Option<QueueName> {
+    let rest = note.strip_prefix("bfq")?;
+    let (rest, pid) = match rest.strip_prefix("SHARED-") {
+        Some(r) => (r, None),
+        None => {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            (&rest[digits..], Some(rest.get(..digits)?.parse().ok()?))
+        }
+    };
+    let sync = match rest.as_bytes() {
+        [b'S', b' ', ..] => true,
+        [b'A', b' ', ..] => false,
+        _ => return None,
+    };
+    Some(QueueName { pid, sync })
+}
+
+/// One request bfq chose, as its log shows it: `bfq_dispatch_rq_from_bfqq`'s
+/// `bfq_bfqq_served` note (`bfqq_served N secs`: what it charged the queue,
+/// `bfq_serv_to_charge`), logged under `bfqd->lock` by the context running the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Served {
+    time: Nanos,
+    on: TaskOnCpu,
+    queue: QueueName,
+    charged: u64,
+}
+
+/// bfq's choices in `log`, in its order: each `bfqq_served` note that follows, in its
+/// context, that context's `select_queue: returned this queue` of the same queue (the end of
+/// `bfq_select_queue`, then `bfq_dispatch_rq_from_bfqq`). The other `bfqq_served` notes are
+/// charges at an expiry (`bfq_bfqq_charge_time`), not dispatches.
+fn served_notes(log: &KernelTrace) -> Vec<Served> {
+    let mut chosen: HashMap<TaskOnCpu, QueueName> = HashMap::new();
+    let mut out = Vec::new();
+    for (k, (t, m)) in log.messages.iter().enumerate() {
+        let (Some(&cpu), Some(&pid)) = (log.message_cpus.get(k), log.message_pids.get(k)) else {
+            break;
+        };
+        let on = TaskOnCpu { cpu, pid };
+        let (Some(what), Some(queue)) = (note_what(m), queue_name(m)) else {
+            continue;
+        };
+        if what.starts_with("select_queue: returned this queue") {
+            chosen.insert(on, queue);
+        } else if let Some(n) = what.strip_prefix("bfqq_served ") {
+            let charged = n.strip_suffix(" secs").and_then(|n| n.parse::<u64>().ok());
+            if let (Some(charged), true) = (charged, chosen.get(&on) == Some(&queue)) {
+                chosen.remove(&on);
+                out.push(Served {
+                    time: *t,
+                    on,
+                    queue,
+                    charged,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How many of a CPU's next issues a choice of bfq's is matched among ([`LogOrder::read`]):
+/// a queue run takes at most `nr_requests` requests before issuing them.
+const MATCH_SCAN: usize = 256;
+
+/// bfq's dispatches in the order and at the times bfq made them, from its log.
+///
+/// `block_rq_issue` fires in `blk_mq_start_request`, after a queue run took up to
+/// `nr_requests` requests from bfq (`__blk_mq_do_dispatch_sched`) and released `bfqd->lock`,
+/// and another CPU's run, or its insertions, may come in between: the issue order is not the
+/// order of bfq's choices. Its log is: each choice is a `bfqq_served` note
+/// logged under the lock, naming the queue and what it charged, not the request. Each note
+/// is matched to the request it returned by [`LogOrder::read`]'s rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogOrder {
+    /// The kernel's queue log ([`KernelTrace::queue_log`]) with each matched request's first
+    /// dispatch moved to its note's place among the trace's events (by time; at the same
+    /// microsecond after the trace's events).
+    pub queue_log: Vec<QueueEvent>,
+    /// For each scheduler merge ([`KernelTrace::sched_bios`]), how many events of
+    /// `queue_log` come before it (its `after` in the reordered log).
+    pub merge_after: Vec<usize>,
+    /// When bfq chose each request, by request index (its note's time); `None`: not matched,
+    /// at its issue event.
+    pub decided: Vec<Option<Nanos>>,
+    /// The log's choices (`bfqq_served` notes of dispatches).
+    pub notes: usize,
+    /// Of those, the ones matched to a request.
+    pub matched: usize,
+}
+
+impl LogOrder {
+    /// bfq's choices in `log` matched to `trace`'s requests (`ctxs`: each process's
+    /// io_context, by pid), or `None` when the log shows no choice.
+    ///
+    /// The rule: each note, in the log's order, takes the request that the same CPU issued
+    /// first at or after the note's time among those that the note's queue can have
+    /// returned: not yet matched, inserted by then, as sync as the queue, of the queue's
+    /// io_context when the note names a sync queue's process (a shared queue, `bfqSHARED-S`,
+    /// and an async queue, which serves every process of its priority, do not narrow), and
+    /// of the size charged (`bfq_serv_to_charge`: the request's sectors, three times that for
+    /// an async queue out of weight raising, `bfq_async_charge_factor`). A queue run issues
+    /// the requests it took in the order it took them, on its CPU, so a CPU's issues follow
+    /// its notes. A note with no such request on its CPU (its task moved between choosing
+    /// and issuing) takes the first such issue of any CPU; one with none at all is left
+    /// unmatched. Ambiguous where two runs on one CPU interleave, or where a shared queue's
+    /// note fits two processes' requests issued in the other order.
+    pub fn read(
+        trace: &KernelTrace,
+        log: &KernelTrace,
+        ctxs: &HashMap<u32, u32>,
+    ) -> Option<LogOrder> {
+        let notes = served_notes(log);
+        if notes.is_empty() {
+            return None;
+        }
+        let reqs = &trace.requests;
+        let timed = timed_queue_log(trace);
+        let mut arrived: Vec<Option<Nanos>> = vec![None; reqs.len()];
+        for &(t, item) in &timed {
+            if let Timed::Event(QueueEvent::Arrive(i)) = item {
+                arrived[i].get_or_insert(t);
+            }
+        }
+        // Each request's first issue, by CPU and over all, in issue order.
+        let mut by_cpu: HashMap<u32, Vec<(Nanos, usize)>> = HashMap::new();
+        let mut all: Vec<(Nanos, usize)> = Vec::new();
+        for (d, x) in trace.dispatches.iter().enumerate() {
+            if reqs[x.request].dispatch_index == Some(d) {
+                by_cpu.entry(x.cpu).or_default().push((x.time, x.request));
+                all.push((x.time, x.request));
+            }
+        }
+        let mut decided: Vec<Option<Nanos>> = vec![None; reqs.len()];
+        let mut order: Vec<(Nanos, usize)> = Vec::new();
+        for n in &notes {
+            let fits = |i: usize, decided: &[Option<Nanos>]| {
+                let r = &reqs[i];
+                let of_ctx = match (n.queue.sync, n.queue.pid) {
+                    (true, Some(pid)) => ctxs.get(&pid).copied().unwrap_or(pid) == r.ctx,
+                    _ => true,
+                };
+                let size = u64::from(r.issued_sectors);
+                decided[i].is_none()
+                    && arrived[i].is_some_and(|a| a <= n.time)
+                    && r.is_sync() == n.queue.sync
+                    && of_ctx
+                    && (n.charged == size || (!n.queue.sync && n.charged == 3 * size))
+            };
+            let first_fit = |issues: &[(Nanos, usize)], decided: &[Option<Nanos>]| {
+                let from = issues.partition_point(|&(t, _)| t < n.time);
+                issues[from..]
+                    .iter()
+                    .take(MATCH_SCAN)
+                    .map(|&(_, i)| i)
+                    .find(|&i| fits(i, decided))
+            };
+            let on_cpu = by_cpu.get(&n.on.cpu).map(Vec::as_slice).unwrap_or(&[]);
+            let pick = first_fit(on_cpu, &decided).or_else(|| first_fit(&all, &decided));
+            if let Some(i) = pick {
+                decided[i] = Some(n.time);
+                order.push((n.time, i));
+            }
+        }
+        let (queue_log, merge_after) = reorder(trace, &timed, &decided, &order);
+        Some(LogOrder {
+            queue_log,
+            merge_after,
+            decided,
+            notes: notes.len(),
+            matched: order.len(),
+        })
+    }
+}
+
+/// An item of [`timed_queue_log`].
+#[derive(Clone, Copy, Debug)]
+enum Timed {
+    Event(QueueEvent),
+    /// The `k`th scheduler merge.
+    Merge(usize),
+}
+
+/// The trace's queue log with the scheduler merges in their places, each with its time: an
+/// arrival its insertion's, a dispatch its issue's, a departure the time before it, never
+/// earlier than the item before.
+fn timed_queue_log(trace: &KernelTrace) -> Vec<(Nanos, Timed)> {
+    let reqs = &trace.requests;
+    let merges = &trace.sched_bios;
+    let mut out = Vec::with_capacity(trace.queue_log.len() + merges.len());
+    let mut issued = vec![false; reqs.len()];
+    let mut last = Nanos::ZERO;
+    let mut next_merge = 0;
+    for (pos, &e) in trace.queue_log.iter().enumerate() {
+        while let Some(m) = merges.get(next_merge).filter(|m| m.after <= pos) {
+            last = m.time.max(last);
+            out.push((last, Timed::Merge(next_merge)));
+            next_merge += 1;
+        }
+        let t = match e {
+            QueueEvent::Arrive(i) => reqs[i].arrival(),
+            QueueEvent::Leave(_) => None,
+            QueueEvent::Dispatch(i) => {
+                let first = !std::mem::replace(&mut issued[i], true);
+                reqs[i]
+                    .dispatch_index
+                    .filter(|_| first)
+                    .map(|d| trace.dispatches[d].time)
+                    .or(reqs[i].issued)
+            }
+        };
+        last = t.unwrap_or(last).max(last);
+        out.push((last, Timed::Event(e)));
+    }
+    for (k, m) in merges.iter().enumerate().skip(next_merge) {
+        last = m.time.max(last);
+        out.push((last, Timed::Merge(k)));
+    }
+    out
+}
+
+/// `timed` as a queue log with the first dispatch of each request in `decided` taken out
+/// and the dispatches of `order` (time, request; in time order) put in by time, each before
+/// the trace's items of a later time; and each merge's place in it.
+fn reorder(
+    trace: &KernelTrace,
+    timed: &[(Nanos, Timed)],
+    decided: &[Option<Nanos>],
+    order: &[(Nanos, usize)],
+) -> (Vec<QueueEvent>, Vec<usize>) {
+    let mut log = Vec::with_capacity(trace.queue_log.len());
+    let mut merge_after = vec![0; trace.sched_bios.len()];
+    let mut issued = vec![false; trace.requests.len()];
+    let mut moved = order.iter().peekable();
+    for &(t, item) in timed {
+        while let Some(&(_, i)) = moved.next_if(|&&(d, _)| d < t) {
+            log.push(QueueEvent::Dispatch(i));
+        }
+        match item {
+            Timed::Merge(k) => merge_after[k] = log.len(),
+            Timed::Event(QueueEvent::Dispatch(i))
+                if !std::mem::replace(&mut issued[i], true) && decided[i].is_some() => {}
+            Timed::Event(e) => log.push(e),
+        }
+    }
+    log.extend(moved.map(|&(_, i)| QueueEvent::Dispatch(i)));
+    (log, merge_after)
 }
 
 #[cfg(test)]
