@@ -1120,9 +1120,18 @@ mod tests {
         let target_ms = alone_target_us(drive).unwrap() as f64 / 1000.0;
         assert!((10.0..13.0).contains(&target_ms), "{target_ms}");
         let p = protection_one(drive, setup(lat), 1).unwrap();
-        assert!((p.mean_ms / floor.mean_ms - 1.0).abs() < 0.03, "{p:?} vs {floor:?}");
-        assert!((p.p99_ms / floor.p99_ms - 1.0).abs() < 0.1, "{p:?} vs {floor:?}");
-        assert!((p.bulk_mb_s / floor.bulk_mb_s - 1.0).abs() < 0.02, "{p:?} vs {floor:?}");
+        assert!(
+            (p.mean_ms / floor.mean_ms - 1.0).abs() < 0.03,
+            "{p:?} vs {floor:?}"
+        );
+        assert!(
+            (p.p99_ms / floor.p99_ms - 1.0).abs() < 0.1,
+            "{p:?} vs {floor:?}"
+        );
+        assert!(
+            (p.bulk_mb_s / floor.bulk_mb_s - 1.0).abs() < 0.02,
+            "{p:?} vs {floor:?}"
+        );
         assert!(p.p99_ms > 4.0 * target_ms, "{p:?}");
     }
 

@@ -158,7 +158,11 @@ fn nr_requests_is_the_tag_sets_depth_under_none_and_twice_it_at_most_256_under_a
     assert_eq!(of(mq(), 1, Some(DISK_HOST_TAGS)), 64);
     assert_eq!(of(Noop::new(), 1024, None), 1024);
     assert_eq!(of(mq(), 1024, None), 256);
-    assert_eq!(of(Noop::new(), 1, None), 1, "a device's own queue as the tag set");
+    assert_eq!(
+        of(Noop::new(), 1, None),
+        1,
+        "a device's own queue as the tag set"
+    );
     let legacy = Deadline::new(Default::default());
     assert_eq!(of(legacy, 1, Some(DISK_HOST_TAGS)), BLKDEV_MAX_RQ as usize);
 }
