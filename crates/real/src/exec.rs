@@ -485,13 +485,12 @@ impl<'a, B: Backend> Executor<'a, B> {
             limits = limits.max_segments(n);
         }
         let mut blk = BlockLayer::new(sched, limits);
-        blk.set_qos(elevator_core::qos::chain(
-            &opts.groups,
-            &elevator_core::qos::QosDevice {
-                non_rotational: opts.non_rotational,
-                queue_depth: limits.queue_depth,
-            },
-        ));
+        let dev = elevator_core::qos::QosDevice {
+            non_rotational: opts.non_rotational,
+            queue_depth: limits.queue_depth,
+            nr_requests: blk.nr_requests(),
+        };
+        blk.set_qos(elevator_core::qos::chain(&opts.groups, &dev));
         Executor {
             written: opts.verify.then(|| WrittenMap::new(size)),
             backend,

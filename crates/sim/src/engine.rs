@@ -366,13 +366,12 @@ impl Simulation {
         if !device.non_rotational() {
             blk.set_host_tags(elevator_core::block::DISK_HOST_TAGS);
         }
-        blk.set_qos(elevator_core::qos::chain(
-            &groups,
-            &QosDevice {
-                non_rotational: device.non_rotational(),
-                queue_depth: device.depth(),
-            },
-        ));
+        let dev = QosDevice {
+            non_rotational: device.non_rotational(),
+            queue_depth: device.depth(),
+            nr_requests: blk.nr_requests(),
+        };
+        blk.set_qos(elevator_core::qos::chain(&groups, &dev));
         let device_defers = device.defers();
         Simulation {
             now: Nanos::ZERO,

@@ -10,8 +10,9 @@
 //!   `/interactive` beside a bulk writer (sequential 128 KiB O_DIRECT writes, 16 at a time) in
 //!   `/bulk`: the reader's p99 latency, the writer's throughput and the total, with no
 //!   control, under cfq's and bfq's groups (equal weights), io.latency (a target on
-//!   `/interactive`) over none and over mq-deadline, io.max (a write cap on `/bulk`) over
-//!   none, and io.cost (`io.weight` 500 on `/interactive`, 100 on `/bulk`) over none and over
+//!   `/interactive`: the scenario's, and one set as the kernel's documentation advises,
+//!   [`LatencyTarget::FromAlone`]) over none and over mq-deadline, io.max (a write cap on
+//!   `/bulk`) over none, and io.cost (`io.weight` 500 on `/interactive`, 100 on `/bulk`) over none and over
 //!   mq-deadline; and with no control but the writer one at a time, the lowest depth
 //!   io.latency can hold it to ([`Control::Floor`]).
 //!
@@ -76,7 +77,7 @@ pub enum Control {
     /// No io controller.
     None,
     /// io.latency: `/interactive`'s target.
-    Latency,
+    Latency(LatencyTarget),
     /// io.max: `/bulk`'s write cap.
     Max,
     /// No io controller, `/bulk`'s writer one at a time instead of 16: the lowest depth
@@ -86,6 +87,17 @@ pub enum Control {
     Floor,
     /// io.cost: `io.weight` 500 on `/interactive`, 100 on `/bulk`, with this model.
     Cost(CostModel),
+}
+
+/// Which io.latency target `/interactive` gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyTarget {
+    /// The scenario's own: 50 ms on the disk, 2 ms on the SSD ([`latency_target_us`]).
+    Scenario,
+    /// As Documentation/admin-guide/cgroup-v2.rst ("IO Latency") advises: the `avg_lat` the
+    /// workload sees in normal operation, here the reader's mean latency alone on the drive,
+    /// plus 15% ([`alone_target_us`]).
+    FromAlone,
 }
 
 /// The `io.cost.model` an io.cost setup runs with.
@@ -98,7 +110,7 @@ pub enum CostModel {
 }
 
 /// The protection setups, in table order.
-pub const SETUPS: [Setup; 10] = [
+pub const SETUPS: [Setup; 11] = [
     Setup {
         label: "none",
         sched: "none",
@@ -117,12 +129,17 @@ pub const SETUPS: [Setup; 10] = [
     Setup {
         label: "io.latency / none",
         sched: "none",
-        control: Control::Latency,
+        control: Control::Latency(LatencyTarget::Scenario),
+    },
+    Setup {
+        label: "io.latency / none, target from the reader alone",
+        sched: "none",
+        control: Control::Latency(LatencyTarget::FromAlone),
     },
     Setup {
         label: "io.latency / mq-deadline",
         sched: "mq-deadline",
-        control: Control::Latency,
+        control: Control::Latency(LatencyTarget::Scenario),
     },
     Setup {
         label: "none, /bulk at depth 1",
@@ -273,13 +290,42 @@ fn model_line(drive: &str, model: CostModel) -> anyhow::Result<String> {
     })
 }
 
-/// io.latency's target for `/interactive` on `drive`, microseconds.
+/// io.latency's target for `/interactive` on `drive` in the scenario, microseconds.
 pub fn latency_target_us(drive: &str) -> u64 {
     if drive == "ibm18es" {
         50_000
     } else {
         2_000
     }
+}
+
+/// io.latency's target for `/interactive` on `drive` as the kernel's documentation advises
+/// (cgroup-v2.rst, "IO Latency": watch the group's `avg_lat` in normal operation and set the
+/// target 10-15% above it): the reader's mean latency alone on the drive (seed 1, the whole
+/// run) plus 15%, rounded up to 100 us; computed once a drive per process.
+pub fn alone_target_us(drive: &str) -> anyhow::Result<u64> {
+    static CACHE: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+    cached(&CACHE, drive, |drive| {
+        let text = scenario_text(drive, Control::None, false)?;
+        let scenario = Scenario::parse(&text, "builtin:io-control-reader-alone", None)
+            .context("the io-control reader-alone scenario")?;
+        let sched = scenario.scheduler("none", &Settings::new())?;
+        let report = scenario.simulation(sched, Some(1)).run(scenario.limit);
+        let i = report
+            .job("interactive")
+            .context("job interactive missing from the report")?;
+        let mean_us = i.metrics.read.latency.histogram().mean() / 1e3;
+        Ok(((mean_us * 1.15 / 100.0).ceil() as u64) * 100)
+    })
+}
+
+/// io.latency's target of `control` on `drive`, microseconds (none without io.latency).
+pub fn target_us(drive: &str, control: Control) -> anyhow::Result<Option<u64>> {
+    Ok(match control {
+        Control::Latency(LatencyTarget::Scenario) => Some(latency_target_us(drive)),
+        Control::Latency(LatencyTarget::FromAlone) => Some(alone_target_us(drive)?),
+        _ => None,
+    })
 }
 
 /// io.max's write cap for `/bulk` on `drive`, bytes per second.
@@ -293,6 +339,11 @@ pub fn write_cap(drive: &str) -> u64 {
 
 /// The protection scenario on `drive` under `control`, as scenario-file text.
 pub fn protection_text(drive: &str, control: Control) -> anyhow::Result<String> {
+    scenario_text(drive, control, true)
+}
+
+/// The protection scenario on `drive` under `control`, with /bulk's writer when `bulk`.
+fn scenario_text(drive: &str, control: Control, bulk: bool) -> anyhow::Result<String> {
     let model = match control {
         Control::Cost(m) => model_line(drive, m)?,
         _ => String::new(),
@@ -301,8 +352,8 @@ pub fn protection_text(drive: &str, control: Control) -> anyhow::Result<String> 
         "name = \"io-control-protection\"\ndrive = \"{drive}\"\nseed = 1\n\
          duration_s = {RUNTIME_S}\n{model}\n[[group]]\npath = \"/interactive\"\n"
     );
-    if control == Control::Latency {
-        s.push_str(&format!("io_latency_us = {}\n", latency_target_us(drive)));
+    if let Some(us) = target_us(drive, control)? {
+        s.push_str(&format!("io_latency_us = {us}\n"));
     }
     if matches!(control, Control::Cost(_)) {
         s.push_str("io_weight = 500\n");
@@ -317,8 +368,14 @@ pub fn protection_text(drive: &str, control: Control) -> anyhow::Result<String> 
     s.push_str(&format!(
         "\n[[job]]\nname = \"interactive\"\ngroup = \"/interactive\"\nkind = \"fio\"\n\
          rw = \"randread\"\nbs = 4096\ndirect = true\noffset_frac = 0.0\nsize_frac = 0.2\ntime_based = true\n\
-         runtime_ms = {ms}\n\n\
-         [[job]]\nname = \"bulk\"\ngroup = \"/bulk\"\nkind = \"fio\"\nrw = \"write\"\n\
+         runtime_ms = {}\n",
+        RUNTIME_S * 1000
+    ));
+    if !bulk {
+        return Ok(s);
+    }
+    s.push_str(&format!(
+        "\n[[job]]\nname = \"bulk\"\ngroup = \"/bulk\"\nkind = \"fio\"\nrw = \"write\"\n\
          bs = 131072\niodepth = {qd}\ndirect = true\noffset_frac = 0.5\nsize_frac = 0.4\ntime_based = true\n\
          runtime_ms = {ms}\n",
         ms = RUNTIME_S * 1000,
@@ -670,12 +727,29 @@ pub struct Today {
     pub proposals: Vec<(String, (String, String))>,
 }
 
-/// Measure both tables over `seeds` (in parallel).
+/// Measure the tables over `seeds` (in parallel).
 pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
     let io_cost_models = DRIVES
         .par_iter()
         .map(|(_, d)| Ok((d.to_string(), drive_model(d)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let protection = protection_rows(seeds)?;
+    let share = share_rows(seeds)?;
+    let (resctl, proposals) = lines_by_drive()?;
+    let saturation = saturation_rows(seeds)?;
+    Ok(Today {
+        runtime_s: RUNTIME_S,
+        protection,
+        share,
+        saturation,
+        io_cost_models,
+        resctl,
+        proposals,
+    })
+}
+
+/// The protection table over `seeds` (in parallel).
+pub fn protection_rows(seeds: &[u64]) -> anyhow::Result<Vec<ProtectionRow>> {
     let cases: Vec<(usize, usize, u64)> = (0..DRIVES.len())
         .flat_map(|d| (0..SETUPS.len()).flat_map(move |s| seeds.iter().map(move |&x| (d, s, x))))
         .collect();
@@ -692,8 +766,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
         protection.push(ProtectionRow {
             drive: DRIVES[d].0.to_string(),
             setup: setup.label.to_string(),
-            target_ms: (setup.control == Control::Latency)
-                .then(|| latency_target_us(drive) as f64 / 1000.0),
+            target_ms: target_us(drive, setup.control)?.map(|us| us as f64 / 1000.0),
             cap_mb_s: (setup.control == Control::Max).then(|| write_cap(drive) as f64 / 1e6),
             p99_ms: e(|p| p.p99_ms),
             p90_ms: e(|p| p.p90_ms),
@@ -706,6 +779,11 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             total_mb_s: e(|p| p.bulk_mb_s + p.interactive_mb_s),
         });
     }
+    Ok(protection)
+}
+
+/// The share table over `seeds` (in parallel).
+pub fn share_rows(seeds: &[u64]) -> anyhow::Result<Vec<ShareRow>> {
     let scases: Vec<(usize, usize, u32, u64)> = (0..DRIVES.len())
         .flat_map(|d| {
             (0..SHARE.len()).flat_map(move |s| {
@@ -733,17 +811,7 @@ pub fn measure(seeds: &[u64]) -> anyhow::Result<Today> {
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
         });
     }
-    let (resctl, proposals) = lines_by_drive()?;
-    let saturation = saturation_rows(seeds)?;
-    Ok(Today {
-        runtime_s: RUNTIME_S,
-        protection,
-        share,
-        saturation,
-        io_cost_models,
-        resctl,
-        proposals,
-    })
+    Ok(share)
 }
 
 /// Two lines (`io.cost.model`, `io.cost.qos`) by drive.
@@ -804,10 +872,39 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
     }
     say!();
     let t = measure(seeds)?;
+    print_protection(&t.protection);
+    say!(
+        "Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 2:1 or 3:1;"
+    );
+    say!("figures after a {RAMP_S} s ramp.");
+    let rows: Vec<Vec<String>> = t
+        .share
+        .iter()
+        .map(|r| {
+            vec![
+                r.drive.clone(),
+                r.setup.clone(),
+                r.n.to_string(),
+                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
+                r.b_share_pct.show(1),
+                r.total_mb_s.show(2),
+            ]
+        })
+        .collect();
+    output::say_str(&output::table(
+        &["drive", "setup", "n", "weight %", "B share %", "total MB/s"],
+        &rows,
+    ));
+    say!();
+    print_saturation(&t.saturation, &t.resctl, &t.proposals);
+    Ok(t)
+}
+
+/// Print the protection table.
+fn print_protection(rows: &[ProtectionRow]) {
     say!("Protection: random 4 KiB reader (1 at a time) in /interactive beside a sequential");
     say!("128 KiB O_DIRECT writer (16 at a time) in /bulk; figures after a {RAMP_S} s ramp.");
-    let rows: Vec<Vec<String>> = t
-        .protection
+    let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let control = match (r.target_ms, r.cap_mb_s) {
@@ -844,31 +941,17 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    say!(
-        "Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 2:1 or 3:1;"
-    );
-    say!("figures after a {RAMP_S} s ramp.");
-    let rows: Vec<Vec<String>> = t
-        .share
-        .iter()
-        .map(|r| {
-            vec![
-                r.drive.clone(),
-                r.setup.clone(),
-                r.n.to_string(),
-                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
-                r.b_share_pct.show(1),
-                r.total_mb_s.show(2),
-            ]
-        })
-        .collect();
-    output::say_str(&output::table(
-        &["drive", "setup", "n", "weight %", "B share %", "total MB/s"],
-        &rows,
-    ));
+}
+
+/// The protection table alone (`reproduce io-control-today --part protection`): print it and
+/// return it.
+pub fn run_protection(seeds: &[u64]) -> anyhow::Result<Vec<ProtectionRow>> {
+    say!("Today's io controllers protecting a reader (issue 29), {RUNTIME_S} simulated s a run.");
+    say!("{}", super::seeds_note(seeds));
     say!();
-    print_saturation(&t.saturation, &t.resctl, &t.proposals);
-    Ok(t)
+    let rows = protection_rows(seeds)?;
+    print_protection(&rows);
+    Ok(rows)
 }
 
 /// The saturation table and the QoS lines it ran with.
@@ -994,6 +1077,62 @@ mod tests {
             assert!(p.p99_ms < target_ms, "{p:?}");
             assert!(p.p99_ms > 0.3, "{p:?}");
         }
+    }
+
+    /// io.latency on the 2009 disk, with its steps from the queue's `nr_requests` as v6.1
+    /// reads it (`scale_cookie_change`, `scale_change`): under none the host's 32 tags, not
+    /// the disk's one slot. Missed windows halve the writer from 32 to 1; a good window
+    /// (HDD: the window's mean within 50 ms) lifts it by 32/16 = 2, to 3, and the cookie,
+    /// more than 32 below the default, comes back one step a window, so the writer is never
+    /// unlimited again after the ramp: the reader's p99 is a wait behind at most three
+    /// 128 KiB writes, under a quarter of the unprotected one's (with one slot as
+    /// `nr_requests` two good windows freed the writer, and the p99 stayed at the
+    /// unprotected 438 ms). But not within the target: the mean, which the HDD mode
+    /// judges, sits above it (at depth 3 a window misses, at 1 it is good), and the p99 is
+    /// twice the depth-1 floor's.
+    #[test]
+    fn on_the_2009_disk_io_latency_holds_the_writer_at_one_to_three_writes_not_within_50_ms() {
+        let drive = "ibm18es";
+        let setup = |c| SETUPS.iter().find(|s| s.control == c).unwrap();
+        let none = protection_one(drive, setup(Control::None), 1).unwrap();
+        let floor = protection_one(drive, setup(Control::Floor), 1).unwrap();
+        let lat = Control::Latency(LatencyTarget::Scenario);
+        let p = protection_one(drive, setup(lat), 1).unwrap();
+        assert!(p.p99_ms < none.p99_ms / 4.0, "{p:?} vs none {none:?}");
+        assert!(p.bulk_mb_s < 0.8 * none.bulk_mb_s, "{p:?} vs none {none:?}");
+        let target_ms = latency_target_us(drive) as f64 / 1000.0;
+        assert!(p.mean_ms > target_ms, "{p:?}");
+        assert!(p.p99_ms > 1.5 * floor.p99_ms, "{p:?} vs floor {floor:?}");
+    }
+
+    /// With the target the kernel's documentation advises (the reader's mean alone, 9.6 ms,
+    /// plus 15%: 11 ms), below the mean the reader gets even with the writer at depth 1
+    /// (42.5 ms), every window misses: `scale_change` takes the writer to depth 1 and
+    /// `check_scale_change` then only counts `use_delay`s (no delay grows for data bios), so
+    /// after the ramp the reader sees the depth-1 floor, the best io.latency can give it on
+    /// this disk, and its p99 is four times the target.
+    #[test]
+    fn on_the_2009_disk_the_documented_target_pins_the_writer_at_depth_one() {
+        let drive = "ibm18es";
+        let setup = |c| SETUPS.iter().find(|s| s.control == c).unwrap();
+        let floor = protection_one(drive, setup(Control::Floor), 1).unwrap();
+        let lat = Control::Latency(LatencyTarget::FromAlone);
+        let target_ms = alone_target_us(drive).unwrap() as f64 / 1000.0;
+        assert!((10.0..13.0).contains(&target_ms), "{target_ms}");
+        let p = protection_one(drive, setup(lat), 1).unwrap();
+        assert!(
+            (p.mean_ms / floor.mean_ms - 1.0).abs() < 0.03,
+            "{p:?} vs {floor:?}"
+        );
+        assert!(
+            (p.p99_ms / floor.p99_ms - 1.0).abs() < 0.1,
+            "{p:?} vs {floor:?}"
+        );
+        assert!(
+            (p.bulk_mb_s / floor.bulk_mb_s - 1.0).abs() < 0.02,
+            "{p:?} vs {floor:?}"
+        );
+        assert!(p.p99_ms > 4.0 * target_ms, "{p:?}");
     }
 
     /// The saturation scenario's resctl-demo rows carry both of resctl-demo's lines (its

@@ -50,8 +50,8 @@ pub struct Args {
     /// Run one part: bfq-merge's `startup` (parts 1 and 2, which share their runs) or
     /// `cooperating` (part 3, a few seconds); ssd-loo's `read` (the drive's read side) or
     /// `tapp` (the host's costs, fig-7); io-control-today's `saturation` (io.cost with both
-    /// groups saturating the drive).
-    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation"])]
+    /// groups saturating the drive) or `protection` (a reader beside a bulk writer).
+    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation", "protection"])]
     part: Option<String>,
     /// Microseconds between a completion and its process seeing it (the process wake-up
     /// latency; the scheduler dispatches first, as in the kernel). Default 0: a process's
@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (_, None)
         | ("bfq-merge", Some("startup" | "cooperating"))
         | ("ssd-loo", Some("read" | "tapp"))
-        | ("io-control-today", Some("saturation")) => {}
+        | ("io-control-today", Some("saturation" | "protection")) => {}
         (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
     }
     // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
@@ -157,6 +157,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // The today part of io-controller alone (it also runs within io-controller).
         let today = if args.part.as_deref() == Some("saturation") {
             serde_json::to_value(io_control_today::run_saturation(&opts.seeds)?)?
+        } else if args.part.as_deref() == Some("protection") {
+            serde_json::to_value(io_control_today::run_protection(&opts.seeds)?)?
         } else {
             serde_json::to_value(io_control_today::run(&opts.seeds)?)?
         };

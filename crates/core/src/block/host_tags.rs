@@ -42,6 +42,11 @@ impl HostTags {
         }
     }
 
+    /// The tags (the tag set's `queue_depth`).
+    pub(super) fn depth(&self) -> usize {
+        self.depth
+    }
+
     /// Request `id` asks for a tag: whether it got one at once (else it waits its turn).
     pub(super) fn get(&mut self, id: u64) -> bool {
         if self.held < self.depth && self.waiting.is_empty() {

@@ -290,6 +290,10 @@ impl Bio {
     }
 }
 
+/// `BLKDEV_DEFAULT_RQ`: under a blk-mq elevator a queue gets twice its tag set's depth as
+/// `nr_requests`, at most twice this ([`BlockLayer::nr_requests`]).
+pub const BLKDEV_DEFAULT_RQ: usize = 128;
+
 /// A bio (or a piece of a split bio) the device finished, as
 /// [`BlockLayer::handle_complete`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -508,6 +512,28 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// a request starts when it is dispatched. See `host_tags.rs`; set before any request.
     pub fn set_host_tags(&mut self, depth: usize) {
         self.tags = Some(host_tags::HostTags::new(depth, self.limits.queue_depth));
+    }
+
+    /// The queue's `nr_requests` as Linux v6.1 sets it, which blk-iolatency steps its depths
+    /// by: without an elevator (a policy that [issues
+    /// directly](crate::Scheduler::issues_directly), `none`) the tag set's depth
+    /// (`blk_mq_init_allocated_queue`; `elevator_disable` restores it): the host's tags
+    /// ([`BlockLayer::set_host_tags`]) or else the device's queue depth; under a blk-mq
+    /// elevator twice that, at most twice [`BLKDEV_DEFAULT_RQ`] (`blk_mq_init_sched`); under
+    /// a policy from before blk-mq, the request list's [`Limits::nr_requests`] (`BLKDEV_MAX_RQ`
+    /// by default), or the blk-mq rule when there is no list.
+    pub fn nr_requests(&self) -> usize {
+        let tags = self
+            .tags
+            .as_ref()
+            .map_or(self.limits.queue_depth, |t| t.depth());
+        if self.sched.issues_directly() {
+            tags
+        } else if self.listed() {
+            self.limits.nr_requests.map_or(tags, |n| n as usize)
+        } else {
+            2 * tags.min(BLKDEV_DEFAULT_RQ)
+        }
     }
 
     /// The scheduler.

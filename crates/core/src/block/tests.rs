@@ -139,6 +139,34 @@ fn a_direct_issue_passes_the_queued_requests_under_none_only() {
     assert_eq!(order(Deadline::new(Default::default())), [100, 900]);
 }
 
+/// The queue's `nr_requests`, whose fractions are blk-iolatency's scale steps
+/// (`scale_cookie_change`, `scale_change` read `q->nr_requests` in v6.1): without an elevator
+/// the tag set's depth (`blk_mq_init_allocated_queue`), with one twice that, at most 256
+/// (`blk_mq_init_sched`), and the request list's 128 (`BLKDEV_MAX_RQ`) under a policy from
+/// before blk-mq. A disk holding one request behind a host's 32 tags has 32 and 64, not 1.
+#[test]
+fn nr_requests_is_the_tag_sets_depth_under_none_and_twice_it_at_most_256_under_an_elevator() {
+    fn of<S: Scheduler>(sched: S, depth: usize, host_tags: Option<usize>) -> usize {
+        let mut blk: BlockLayer<S, ()> = BlockLayer::new(sched, Limits::depth(depth));
+        if let Some(t) = host_tags {
+            blk.set_host_tags(t);
+        }
+        blk.nr_requests()
+    }
+    let mq = || crate::mq_deadline::MqDeadline::new(Default::default());
+    assert_eq!(of(Noop::new(), 1, Some(DISK_HOST_TAGS)), 32);
+    assert_eq!(of(mq(), 1, Some(DISK_HOST_TAGS)), 64);
+    assert_eq!(of(Noop::new(), 1024, None), 1024);
+    assert_eq!(of(mq(), 1024, None), 256);
+    assert_eq!(
+        of(Noop::new(), 1, None),
+        1,
+        "a device's own queue as the tag set"
+    );
+    let legacy = Deadline::new(Default::default());
+    assert_eq!(of(legacy, 1, Some(DISK_HOST_TAGS)), BLKDEV_MAX_RQ as usize);
+}
+
 #[test]
 fn the_device_never_holds_more_than_its_queue_depth() {
     let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));

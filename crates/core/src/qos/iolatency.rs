@@ -46,9 +46,14 @@
 //!
 //! Deviations, each named:
 //!
-//! - `nr_requests` (the step sizes) is the device's queue depth given to [`IoLatency::new`];
-//!   the kernel's is the queue's `nr_requests`, twice the tag depth (at most 256) under an
-//!   elevator.
+//! - `nr_requests` (the step sizes) is given to [`IoLatency::new`] once; the kernel reads the
+//!   queue's `nr_requests` at each step, so a later change (an elevator switch, a write to
+//!   sysfs `nr_requests`) would change the steps there and not here. The simulator, the
+//!   executor and the mount give the block layer's
+//!   ([`crate::block::BlockLayer::nr_requests`]: the tag set's depth under `none`, twice it,
+//!   at most 256, under an elevator, as v6.1 sets it), not the device's queue depth:
+//!   v4.19's first version stepped by `blk_queue_depth`, which is 1 on a disk that queues
+//!   one command, and later versions use `nr_requests` instead.
 //! - The kernel delays the *task* on its return to user space after a submission made while
 //!   `use_delay` was set (`blkcg_schedule_throttle` then `blkcg_maybe_throttle_current`);
 //!   here each of the group's later non-meta bios submitted while a delay is in force is
@@ -148,8 +153,8 @@ pub struct IoLatency {
 }
 
 impl IoLatency {
-    /// io.latency with `tree`'s targets, on a device with `nr_requests` requests (its queue
-    /// depth) that is an SSD when `ssd` (`blk_queue_nonrot`).
+    /// io.latency with `tree`'s targets, on a queue with `nr_requests` requests (the steps'
+    /// unit) on a device that is an SSD when `ssd` (`blk_queue_nonrot`).
     pub fn new(tree: &GroupTree, ssd: bool, nr_requests: usize) -> IoLatency {
         let grps = tree
             .ids()

@@ -26,8 +26,13 @@ pub mod throttle;
 pub struct QosDevice {
     /// `blk_queue_nonrot`: an SSD (io.latency's percentile mode; io.cost's default model).
     pub non_rotational: bool,
-    /// The device's queue depth (the hardware queue's tags).
+    /// The device's queue depth (`blk_queue_depth`: requests the device holds at once; io.cost's
+    /// device class).
     pub queue_depth: usize,
+    /// The queue's `nr_requests`, which io.latency's scale steps are fractions of
+    /// ([`crate::block::BlockLayer::nr_requests`]: the tag set's depth under `none`, twice it,
+    /// at most 256, under a blk-mq elevator).
+    pub nr_requests: usize,
 }
 
 impl Default for QosDevice {
@@ -35,6 +40,7 @@ impl Default for QosDevice {
         QosDevice {
             non_rotational: false,
             queue_depth: 32,
+            nr_requests: 32,
         }
     }
 }
@@ -122,7 +128,7 @@ pub fn chain(tree: &GroupTree, dev: &QosDevice) -> QosChain {
         c.push(Box::new(iolatency::IoLatency::new(
             tree,
             dev.non_rotational,
-            dev.queue_depth,
+            dev.nr_requests,
         )));
     }
     c

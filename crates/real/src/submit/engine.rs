@@ -315,13 +315,12 @@ pub(super) fn run(
         .unwrap_or_else(|e| e.into_inner())
         .publish(&Default::default(), t0);
     let mut blk = BlockLayer::new(sched, Limits::depth(capacity));
-    blk.set_qos(elevator_core::qos::chain(
-        &opts.groups,
-        &elevator_core::qos::QosDevice {
-            non_rotational: opts.non_rotational,
-            queue_depth: capacity,
-        },
-    ));
+    let dev = elevator_core::qos::QosDevice {
+        non_rotational: opts.non_rotational,
+        queue_depth: capacity,
+        nr_requests: blk.nr_requests(),
+    };
+    blk.set_qos(elevator_core::qos::chain(&opts.groups, &dev));
     let inline = opts.inline_submit && emu.is_none();
     let ring = Arc::new(ring);
     let e = Engine {

@@ -203,8 +203,41 @@ fn run_bios(l: &mut IoLatency, g: GroupId, key: u64, n: u64, at: Nanos, lat: Nan
 }
 
 #[test]
+fn at_a_disks_32_host_tags_five_misses_take_the_offender_to_one_and_a_good_window_to_three() {
+    // The simulated 2009 disk behind its host's 32 tags under none: q->nr_requests is 32.
+    // scale_cookie_change lowers the cookie by 32/4 = 8 per missed window until it is 32
+    // below the default, then by 1; scale_change halves the offender's depth from
+    // min(unlimited, 32) each time: 16, 8, 4, 2, 1. A good window (HDD: mean within the
+    // target, 5 samples) raises the cookie by 1 while it is more than 32 below the default
+    // and the offender's depth by 32/16 = 2, to 3: not back to unlimited, which now takes
+    // 7 + 16 more good windows.
+    let (t, fast, slow) = fast_slow();
+    let s = slow.0 as usize;
+    let mut l = IoLatency::new(&t, false, 32);
+    let mut depths = Vec::new();
+    for miss in 0..5u64 {
+        let at = ms(600 * miss);
+        run_bios(&mut l, fast, 1 + miss, 1, at, ms(101));
+        assert_eq!(
+            l.throttle(&bio(1000 + miss, slow), at + ms(102)),
+            Admit::Now
+        );
+        l.done_bio(&end(1000 + miss, slow, at + ms(102)), at + ms(103));
+        depths.push(l.max_depth(s).unwrap());
+    }
+    assert_eq!(depths, [16, 8, 4, 2, 1]);
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 40);
+    // Good windows from the group that scaled: one sample after the gap (kept), then five.
+    run_bios(&mut l, fast, 100, 5, ms(3500), ms(1));
+    run_bios(&mut l, fast, 105, 1, ms(3610), ms(1));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 39);
+    assert_eq!(l.throttle(&bio(2000, slow), ms(3620)), Admit::Now);
+    assert_eq!(l.max_depth(s), Some(3), "1 + nr_requests / 16");
+}
+
+#[test]
 fn at_depth_one_a_data_only_offender_is_not_delayed_and_two_good_windows_free_it() {
-    // On a device whose nr_requests is 1 (the simulated 2009 disk holds one request), the
+    // On a queue whose nr_requests is 1 (a disk with no host tags: its one slot), the
     // parent's cookie can fall only 2 below the default (scale_cookie_change: 1 while within
     // nr_requests, then not past 2 x nr_requests), and the offender's depth only to 1
     // (scale_change). A further miss makes check_scale_change count blkcg_use_delay instead,
