@@ -98,7 +98,9 @@ use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
-use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
+use crate::traces::ftrace::{
+    ContextGroups, KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest,
+};
 
 mod bfq_log;
 pub use bfq_log::{completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes};
@@ -292,24 +294,33 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
-    diff_with_log(trace, meta, opts, &BfqLogTimes::default(), &HashMap::new())
+    diff_with_log(
+        trace,
+        meta,
+        opts,
+        &BfqLogTimes::default(),
+        &HashMap::new(),
+        &ContextGroups::default(),
+    )
 }
 
 /// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]) and, under bfq, each
 /// io_context's priority (`prios`, by context pid: [`Recording::context_priorities`]) given to
-/// its requests in place of their own (see the module docs).
+/// its requests in place of their own (see the module docs), and each process's cgroup
+/// (`groups`: [`Recording::context_groups`]), our policy built over those groups.
 pub fn diff_with_log(
     trace: &KernelTrace,
     meta: &RecordingMeta,
     opts: &DiffOptions,
     bfq_log: &BfqLogTimes,
     prios: &HashMap<u32, IoPrio>,
+    groups: &ContextGroups,
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
     let sched = info
-        .build(&settings, &elevator_core::GroupTree::new())
+        .build(&settings, &groups.tree)
         .map_err(|e| format!("{}: {e}", info.name))?;
     if meta.device.hw_queue_depth == Some(0) {
         // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
@@ -366,6 +377,7 @@ pub fn diff_with_log(
         asked_at_empty_runs(info.name),
         &bfq_log.completions,
         prios,
+        groups,
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
@@ -614,12 +626,13 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
+    let groups = rec.context_groups().map_err(|e| e.to_string())?;
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios)
+        diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios, &groups)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
@@ -866,6 +879,8 @@ struct Replay<'a> {
     done: Vec<Done<usize>>,
     /// Each io_context's priority, by context pid, given to its bios in place of their own.
     prios: &'a HashMap<u32, IoPrio>,
+    /// Each process's group, by context pid, given to its bios.
+    groups: &'a ContextGroups,
 }
 
 impl<'a> Replay<'a> {
@@ -877,6 +892,7 @@ impl<'a> Replay<'a> {
         empty_runs: bool,
         completion_seen: &'a [Option<Nanos>],
         prios: &'a HashMap<u32, IoPrio>,
+        groups: &'a ContextGroups,
     ) -> Replay<'a> {
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
@@ -903,6 +919,7 @@ impl<'a> Replay<'a> {
             completion_seen,
             done: Vec::new(),
             prios,
+            groups,
         }
     }
 
@@ -1090,7 +1107,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = r.bio() else {
             return;
         };
-        self.context_prio(&mut bio);
+        self.context_of(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
         // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
         // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
@@ -1108,11 +1125,14 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Give `bio` its io_context's priority, when the replay has one for it.
-    fn context_prio(&self, bio: &mut Bio) {
+    /// Give `bio` its io_context's priority, when the replay has one for it, and its
+    /// process's group (`bio_associate_blkg`: the submitter's blkcg; an io_uring worker's is
+    /// its owner's, whose cgroup the worker was created in).
+    fn context_of(&self, bio: &mut Bio) {
         if let Some(&p) = self.prios.get(&bio.ctx.0) {
             bio.prio = p;
         }
+        bio.group = self.groups.of(bio.ctx.0);
     }
 
     /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
@@ -1121,7 +1141,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
             return;
         };
-        self.context_prio(&mut bio);
+        self.context_of(&mut bio);
         if !self.submitted[m.host] || self.dispatched[m.host] {
             self.merges_missed += 1;
             return;
@@ -1506,7 +1526,16 @@ mod tests {
             (60, prio(elevator_core::IoClass::BestEffort, 0)),
         ]);
         let opts = DiffOptions::default();
-        let d = diff_with_log(&t, &meta("bfq"), &opts, &BfqLogTimes::default(), &prios).unwrap();
+        let none = ContextGroups::default();
+        let d = diff_with_log(
+            &t,
+            &meta("bfq"),
+            &opts,
+            &BfqLogTimes::default(),
+            &prios,
+            &none,
+        )
+        .unwrap();
         let first = |d: &TraceDiff| t.requests[d.ours[0].chosen].sector;
         assert_eq!(first(&d), 900000, "{:?} vs {:?}", d.kernel, d.ours);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
@@ -1521,9 +1550,67 @@ mod tests {
             &opts,
             &BfqLogTimes::default(),
             &prios,
+            &none,
         )
         .unwrap();
         assert_eq!(first(&dd), 1000);
+    }
+
+    /// Two best-effort 4 readers, each the only process of a cgroup: 50's of bfq weight 10,
+    /// 60's of weight 1000. 50's read comes first, yet the kernel serves 60's.
+    const TWO_GROUPS: &str = "\
+ fio-50 [000] ..... 1.000001: block_getrq: 7,0 RS 1000 + 8 [fio]
+ fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 be,0,4 [fio]
+ fio-60 [001] ..... 1.000003: block_getrq: 7,0 RS 900000 + 8 [fio]
+ fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 be,0,4 [0]
+";
+
+    /// The groups of [`TWO_GROUPS`], as a recording's groups file gives them.
+    const TWO_GROUPS_FILE: &str = "group /g10 10\ngroup /g1000 1000\npid 50 /g10\npid 60 /g1000\n";
+
+    /// In 6.18's bfq each cgroup is an entity of the root group's service tree with its
+    /// `blkio.bfq.weight` (`bfq_io_set_weight_legacy` -> `bfq_group_set_weight`), its queues
+    /// below it (`bfq_group_set_parent`). Both groups start at the root's virtual time; the
+    /// weight-1000 group's finish (`bfq_calc_finish`: start + budget / weight) comes first,
+    /// so `bfq_lookup_next_entity` -> `__bfq_lookup_next_entity` picks it at the root and
+    /// 60's read goes first. In the root group both queues have weight 40 and the first
+    /// activated, 50's, is served first.
+    #[test]
+    fn bfq_serves_the_heavier_cgroup_first_as_the_groups_file_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = meta("bfq");
+        m.format = crate::traces::ftrace::recording::META_FORMAT;
+        m.device.major = 7;
+        m.trace.file = "trace.txt".into();
+        m.fio.job_file = "job.fio".into();
+        let write = |f: &str, text: &str| std::fs::write(dir.path().join(f), text).unwrap();
+        write("meta.json", &serde_json::to_string(&m).unwrap());
+        write("trace.txt", TWO_GROUPS);
+        write("job.fio", "[a]\nrw=read\n");
+        let first = |row: &Row| row.requests[row.kernel_pace.ours[0].chosen].sector;
+        // Without the groups file: both queues in the root group.
+        let flat = diff_recording(dir.path(), &DiffOptions::default()).unwrap();
+        assert_eq!(first(&flat), 1000);
+        assert_eq!(flat.kernel_pace.agreement.first_divergence, Some(0));
+        write(crate::traces::ftrace::GROUPS_FILE, TWO_GROUPS_FILE);
+        let grouped = diff_recording(dir.path(), &DiffOptions::default()).unwrap();
+        let d = &grouped.kernel_pace;
+        assert_eq!(first(&grouped), 900000, "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // A bad line is refused, naming the file, its line and the field.
+        write(
+            crate::traces::ftrace::GROUPS_FILE,
+            "group /g10 10\npid 50 /g11\n",
+        );
+        let e = diff_recording(dir.path(), &DiffOptions::default()).unwrap_err();
+        assert!(
+            e.contains("groups.txt") && e.contains(":2") && e.contains("group"),
+            "{e}"
+        );
     }
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
