@@ -10,8 +10,8 @@
 //! child groups as entities of one service tree.
 //!
 //! The block tracepoints do not carry the cgroup, so a recording whose processes ran in
-//! groups says so in a file of its own, [`GROUPS_FILE`] (written by the recording script
-//! that made the groups and moved the processes), one declaration a line:
+//! groups says so in a file of its own, [`GROUPS_FILE`] (written by `kernel-record` for jobs
+//! that set fio's `cgroup`, or by hand), one declaration a line:
 //!
 //! ```text
 //! # comment
@@ -20,8 +20,9 @@
 //! ```
 //!
 //! A group's ancestors not declared take the default weight; a process not named is in the
-//! root group. The groups are fixed for the recording (its processes were moved before their
-//! first I/O), so bfq's handling of a process moved between groups is never replayed.
+//! root group. The groups are fixed for the recording (fio moves a job's process into its
+//! group before its first I/O), so bfq's handling of a process moved between groups
+//! (`bfq_bic_update_cgroup` moving or splitting its queue) is never replayed.
 
 use std::collections::HashMap;
 use std::path::Path;
