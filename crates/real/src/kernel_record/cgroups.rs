@@ -89,7 +89,12 @@ pub fn job_groups(text: &str) -> BTreeMap<String, (String, bool)> {
 /// A group's bfq weight from its weight file's text: `N` (v1) or `default N` (v2).
 fn parse_weight(text: &str) -> Option<u32> {
     let first = text.lines().next()?.trim();
-    first.strip_prefix("default ").unwrap_or(first).trim().parse().ok()
+    first
+        .strip_prefix("default ")
+        .unwrap_or(first)
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The groups of `text`'s jobs with their bfq weights, by the path fio gives them (`/NAME`
@@ -218,7 +223,11 @@ mod tests {
         assert!(e.contains("cgroup_nodelete=1"), "{e}");
         let e = check("[a]\ncgroup=../x\ncgroup_nodelete=1\n", MOUNTS).unwrap_err();
         assert!(e.contains("not a path below"), "{e}");
-        let e = check("[a]\ncgroup=g\ncgroup_nodelete=1\n", "tmpfs /t tmpfs rw 0 0\n").unwrap_err();
+        let e = check(
+            "[a]\ncgroup=g\ncgroup_nodelete=1\n",
+            "tmpfs /t tmpfs rw 0 0\n",
+        )
+        .unwrap_err();
         assert!(e.contains("no cgroup hierarchy"), "{e}");
         let e = check(
             "[a]\ncgroup=elevator-no-such-group\ncgroup_nodelete=1\n",
