@@ -376,8 +376,7 @@ pub fn diff_with_log(
         opts.pace,
         asked_at_empty_runs(info.name),
         &bfq_log.completions,
-        prios,
-        groups,
+        Contexts { prios, groups },
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
@@ -877,9 +876,15 @@ struct Replay<'a> {
     /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
     completion_seen: &'a [Option<Nanos>],
     done: Vec<Done<usize>>,
-    /// Each io_context's priority, by context pid, given to its bios in place of their own.
+    /// What each context's bios carry in place of their own.
+    contexts: Contexts<'a>,
+}
+
+/// What the replay gives each context's bios: its priority and its group, by context pid.
+struct Contexts<'a> {
+    /// Each io_context's priority, given to its bios in place of their own.
     prios: &'a HashMap<u32, IoPrio>,
-    /// Each process's group, by context pid, given to its bios.
+    /// Each process's group.
     groups: &'a ContextGroups,
 }
 
@@ -891,8 +896,7 @@ impl<'a> Replay<'a> {
         pace: Pace,
         empty_runs: bool,
         completion_seen: &'a [Option<Nanos>],
-        prios: &'a HashMap<u32, IoPrio>,
-        groups: &'a ContextGroups,
+        contexts: Contexts<'a>,
     ) -> Replay<'a> {
         let service = |r: &TracedRequest| {
             let end = completion_seen.get(r.index).copied().flatten();
@@ -918,8 +922,7 @@ impl<'a> Replay<'a> {
                 .unwrap_or(Nanos::ZERO),
             completion_seen,
             done: Vec::new(),
-            prios,
-            groups,
+            contexts,
         }
     }
 
@@ -1129,10 +1132,10 @@ impl<'a> Replay<'a> {
     /// process's group (`bio_associate_blkg`: the submitter's blkcg; an io_uring worker's is
     /// its owner's, whose cgroup the worker was created in).
     fn context_of(&self, bio: &mut Bio) {
-        if let Some(&p) = self.prios.get(&bio.ctx.0) {
+        if let Some(&p) = self.contexts.prios.get(&bio.ctx.0) {
             bio.prio = p;
         }
-        bio.group = self.groups.of(bio.ctx.0);
+        bio.group = self.contexts.groups.of(bio.ctx.0);
     }
 
     /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
