@@ -52,6 +52,13 @@
 //!   requests' priorities, which the kernel derived from its context (`get_current_ioprio`).
 //!   The context's priority is fixed for a recording (fio sets it before the job's first
 //!   I/O), so bfq's handling of a change is never replayed.
+//! - A request's group is its process's cgroup, from the recording's `groups.txt`
+//!   ([`Recording::context_groups`]: `kernel-record` writes it for jobs with fio's `cgroup`), and
+//!   our policy is built over those groups with their bfq weights: 6.18's bfq serves a queue
+//!   inside its bios' blkcg's group (`bfq_bic_update_cgroup`), each group an entity of its
+//!   parent's service tree with its `blkio.bfq.weight` (`bfq_group_set_parent`,
+//!   `bfq_io_set_weight_legacy`). A process the file does not name is in the root group; a
+//!   process moved between groups while doing I/O is not replayed.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
