@@ -40,8 +40,15 @@
 //! (its own tmpfs, or the path it is given, which it creates and removes), and the loop
 //! device it created. The job file is checked first: options that name other files or run
 //! programs (`filename`, `directory`, `opendir`, `include`, `exec_*`, `write_*_log`,
-//! `write_iolog`, `cgroup`, `ioengine`s other than the plain ones ...) are refused, fio runs in
-//! the output directory with `verify_state_save=0`, and fio's own output goes there.
+//! `write_iolog`, `cgroup_weight`, `ioengine`s other than the plain ones ...) are refused, fio
+//! runs in the output directory with `verify_state_save=0`, and fio's own output goes there.
+//!
+//! ## Jobs in cgroups
+//! A job may run in a cgroup that exists already, with the bfq weight its maker gave it
+//! (fio's `cgroup`, with `cgroup_nodelete=1`: fio moves the job's process there before its
+//! first I/O and leaves the group): the recording's `groups.txt` then gives each job process
+//! its group and each group its weight, which the block tracepoints do not carry
+//! ([`cgroups`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -59,6 +66,8 @@ use elevator_workload::traces::ftrace::recording::{
     fio_job_pids, DeviceInfo, FioInfo, KernelInfo, RecordingMeta, TraceInfo, META_FORMAT,
 };
 use elevator_workload::traces::ftrace::KernelTrace;
+
+pub mod cgroups;
 
 /// Where tracefs is (or is mounted).
 pub const TRACEFS: &str = "/sys/kernel/tracing";
@@ -109,9 +118,7 @@ const REFUSED_OPTIONS: &[&str] = &[
     "trigger",
     "trigger_file",
     "trigger_remote",
-    "cgroup",
     "cgroup_weight",
-    "cgroup_nodelete",
     "ioscheduler",
     "pre_read",
     "create_on_open",
@@ -629,6 +636,9 @@ fn record_inner(
             format!("{}: {}", opts.job.display(), refused.join("; ")),
         ));
     }
+    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let group_weights = cgroups::check(&job_text, &mounts)
+        .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.job.display())))?;
     let fio_version = run_tool(Command::new(&opts.fio).arg("--version"))
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
     if let Backing::File(p) = &opts.backing {
@@ -1132,6 +1142,8 @@ fn record_inner(
     let json = serde_json::to_string_pretty(&meta).map_err(|e| RecordError::new("meta.json", e))?;
     fs::write(out.join("meta.json"), json + "\n")
         .map_err(|e| RecordError::new("meta.json", format!("write: {e}")))?;
+    cgroups::write(&out, &job_text, &group_weights, &meta.fio.jobs)
+        .map_err(|e| RecordError::new("groups.txt", format!("write: {e}")))?;
     if lost > 0 && !opts.allow_lost {
         return Err(RecordError::new(
             "trace",
@@ -1174,7 +1186,7 @@ mod tests {
     fn a_job_may_only_do_io_on_its_device() {
         let ok = "[global]\ndirect=1\nioengine=libaio\n; comment\n# comment\n[a]\nrw=randread\nprio=7\nprioclass=2\n";
         assert!(check_job(ok).is_empty());
-        let bad = "[a]\nfilename=/etc/passwd\nDirectory = /tmp\nioengine=exec\ninclude other.fio\nwrite_lat_log=x\nexec_prerun=rm -rf /\nsize=${SIZE}\ncgroup=a\n";
+        let bad = "[a]\nfilename=/etc/passwd\nDirectory = /tmp\nioengine=exec\ninclude other.fio\nwrite_lat_log=x\nexec_prerun=rm -rf /\nsize=${SIZE}\ncgroup_weight=100\n";
         let r = check_job(bad);
         assert_eq!(r.len(), 8, "{r:?}");
         assert!(r[0].starts_with("line 2: `filename`"), "{r:?}");

@@ -57,6 +57,13 @@
 //!   to the request it returned), not the issue events', and ours is asked at those times:
 //!   `block_rq_issue` fires after a queue run took up to `nr_requests` requests from bfq and
 //!   released its lock, so the issue order need not be the order of bfq's choices.
+//! - A request's group is its process's cgroup, from the recording's `groups.txt`
+//!   ([`Recording::context_groups`]: `kernel-record` writes it for jobs with fio's `cgroup`), and
+//!   our policy is built over those groups with their bfq weights: 6.18's bfq serves a queue
+//!   inside its bios' blkcg's group (`bfq_bic_update_cgroup`), each group an entity of its
+//!   parent's service tree with its `blkio.bfq.weight` (`bfq_group_set_parent`,
+//!   `bfq_io_set_weight_legacy`). A process the file does not name is in the root group; a
+//!   process moved between groups while doing I/O is not replayed.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
@@ -103,7 +110,9 @@ use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
-use crate::traces::ftrace::{KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest};
+use crate::traces::ftrace::{
+    ContextGroups, KernelTrace, Recording, RecordingMeta, SchedBio, TracedRequest,
+};
 
 mod bfq_log;
 pub use bfq_log::{
@@ -299,24 +308,33 @@ pub fn diff(
     meta: &RecordingMeta,
     opts: &DiffOptions,
 ) -> Result<TraceDiff, String> {
-    diff_with_log(trace, meta, opts, &BfqLogTimes::default(), &HashMap::new())
+    diff_with_log(
+        trace,
+        meta,
+        opts,
+        &BfqLogTimes::default(),
+        &HashMap::new(),
+        &ContextGroups::default(),
+    )
 }
 
 /// [`diff`], with what a recording's bfq log shows ([`BfqLogTimes`]) and, under bfq, each
 /// io_context's priority (`prios`, by context pid: [`Recording::context_priorities`]) given to
-/// its requests in place of their own (see the module docs).
+/// its requests in place of their own (see the module docs), and each process's cgroup
+/// (`groups`: [`Recording::context_groups`]), our policy built over those groups.
 pub fn diff_with_log(
     trace: &KernelTrace,
     meta: &RecordingMeta,
     opts: &DiffOptions,
     bfq_log: &BfqLogTimes,
     prios: &HashMap<u32, IoPrio>,
+    groups: &ContextGroups,
 ) -> Result<TraceDiff, String> {
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
     let sched = info
-        .build(&settings, &elevator_core::GroupTree::new())
+        .build(&settings, &groups.tree)
         .map_err(|e| format!("{}: {e}", info.name))?;
     if meta.device.hw_queue_depth == Some(0) {
         // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
@@ -375,7 +393,7 @@ pub fn diff_with_log(
         opts.pace,
         asked_at_empty_runs(info.name),
         bfq_log,
-        prios,
+        Contexts { prios, groups },
     )
     .run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
@@ -632,12 +650,13 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         .map(|l| BfqLogTimes::read(&trace, &l))
         .unwrap_or_default();
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
+    let groups = rec.context_groups().map_err(|e| e.to_string())?;
     let at = |pace| {
         let o = DiffOptions {
             pace,
             ..opts.clone()
         };
-        diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios)
+        diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios, &groups)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
     let mix = dir
@@ -882,14 +901,22 @@ struct Replay<'a> {
     /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
     completion_seen: &'a [Option<Nanos>],
     done: Vec<Done<usize>>,
-    /// Each io_context's priority, by context pid, given to its bios in place of their own.
-    prios: &'a HashMap<u32, IoPrio>,
+    /// What each context's bios carry in place of their own.
+    contexts: Contexts<'a>,
     /// Where each scheduler merge comes in the log replayed (events before it): the
     /// trace's, or bfq's log order's ([`LogOrder::merge_after`]).
     merge_after: Vec<usize>,
     /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
     /// the kernel's dispatch, where ours is asked, there.
     decided: &'a [Option<Nanos>],
+}
+
+/// What the replay gives each context's bios: its priority and its group, by context pid.
+struct Contexts<'a> {
+    /// Each io_context's priority, given to its bios in place of their own.
+    prios: &'a HashMap<u32, IoPrio>,
+    /// Each process's group.
+    groups: &'a ContextGroups,
 }
 
 impl<'a> Replay<'a> {
@@ -900,7 +927,7 @@ impl<'a> Replay<'a> {
         pace: Pace,
         empty_runs: bool,
         bfq_log: &'a BfqLogTimes,
-        prios: &'a HashMap<u32, IoPrio>,
+        contexts: Contexts<'a>,
     ) -> Replay<'a> {
         let completion_seen = &bfq_log.completions[..];
         let order = bfq_log.order.as_ref();
@@ -928,7 +955,7 @@ impl<'a> Replay<'a> {
                 .unwrap_or(Nanos::ZERO),
             completion_seen,
             done: Vec::new(),
-            prios,
+            contexts,
             merge_after: order.map_or_else(
                 || trace.sched_bios.iter().map(|m| m.after).collect(),
                 |o| o.merge_after.clone(),
@@ -1136,7 +1163,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = r.bio() else {
             return;
         };
-        self.context_prio(&mut bio);
+        self.context_of(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
         // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
         // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
@@ -1154,11 +1181,14 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Give `bio` its io_context's priority, when the replay has one for it.
-    fn context_prio(&self, bio: &mut Bio) {
-        if let Some(&p) = self.prios.get(&bio.ctx.0) {
+    /// Give `bio` its io_context's priority, when the replay has one for it, and its
+    /// process's group (`bio_associate_blkg`: the submitter's blkcg; an io_uring worker's is
+    /// its owner's, whose cgroup the worker was created in).
+    fn context_of(&self, bio: &mut Bio) {
+        if let Some(&p) = self.contexts.prios.get(&bio.ctx.0) {
             bio.prio = p;
         }
+        bio.group = self.contexts.groups.of(bio.ctx.0);
     }
 
     /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
@@ -1167,7 +1197,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
             return;
         };
-        self.context_prio(&mut bio);
+        self.context_of(&mut bio);
         if !self.submitted[m.host] || self.dispatched[m.host] {
             self.merges_missed += 1;
             return;
@@ -1552,7 +1582,16 @@ mod tests {
             (60, prio(elevator_core::IoClass::BestEffort, 0)),
         ]);
         let opts = DiffOptions::default();
-        let d = diff_with_log(&t, &meta("bfq"), &opts, &BfqLogTimes::default(), &prios).unwrap();
+        let none = ContextGroups::default();
+        let d = diff_with_log(
+            &t,
+            &meta("bfq"),
+            &opts,
+            &BfqLogTimes::default(),
+            &prios,
+            &none,
+        )
+        .unwrap();
         let first = |d: &TraceDiff| t.requests[d.ours[0].chosen].sector;
         assert_eq!(first(&d), 900000, "{:?} vs {:?}", d.kernel, d.ours);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
@@ -1567,9 +1606,67 @@ mod tests {
             &opts,
             &BfqLogTimes::default(),
             &prios,
+            &none,
         )
         .unwrap();
         assert_eq!(first(&dd), 1000);
+    }
+
+    /// Two best-effort 4 readers, each the only process of a cgroup: 50's of bfq weight 10,
+    /// 60's of weight 1000. 50's read comes first, yet the kernel serves 60's.
+    const TWO_GROUPS: &str = "\
+ fio-50 [000] ..... 1.000001: block_getrq: 7,0 RS 1000 + 8 [fio]
+ fio-50 [000] d..1. 1.000002: block_rq_insert: 7,0 RS 4096 () 1000 + 8 be,0,4 [fio]
+ fio-60 [001] ..... 1.000003: block_getrq: 7,0 RS 900000 + 8 [fio]
+ fio-60 [001] d..1. 1.000004: block_rq_insert: 7,0 RS 4096 () 900000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 RS 4096 () 900000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 RS () 900000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 RS 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 RS () 1000 + 8 be,0,4 [0]
+";
+
+    /// The groups of [`TWO_GROUPS`], as a recording's groups file gives them.
+    const TWO_GROUPS_FILE: &str = "group /g10 10\ngroup /g1000 1000\npid 50 /g10\npid 60 /g1000\n";
+
+    /// In 6.18's bfq each cgroup is an entity of the root group's service tree with its
+    /// `blkio.bfq.weight` (`bfq_io_set_weight_legacy` -> `bfq_group_set_weight`), its queues
+    /// below it (`bfq_group_set_parent`). Both groups start at the root's virtual time; the
+    /// weight-1000 group's finish (`bfq_calc_finish`: start + budget / weight) comes first,
+    /// so `bfq_lookup_next_entity` -> `__bfq_lookup_next_entity` picks it at the root and
+    /// 60's read goes first. In the root group both queues have weight 40 and the first
+    /// activated, 50's, is served first.
+    #[test]
+    fn bfq_serves_the_heavier_cgroup_first_as_the_groups_file_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = meta("bfq");
+        m.format = crate::traces::ftrace::recording::META_FORMAT;
+        m.device.major = 7;
+        m.trace.file = "trace.txt".into();
+        m.fio.job_file = "job.fio".into();
+        let write = |f: &str, text: &str| std::fs::write(dir.path().join(f), text).unwrap();
+        write("meta.json", &serde_json::to_string(&m).unwrap());
+        write("trace.txt", TWO_GROUPS);
+        write("job.fio", "[a]\nrw=read\n");
+        let first = |row: &Row| row.requests[row.kernel_pace.ours[0].chosen].sector;
+        // Without the groups file: both queues in the root group.
+        let flat = diff_recording(dir.path(), &DiffOptions::default()).unwrap();
+        assert_eq!(first(&flat), 1000);
+        assert_eq!(flat.kernel_pace.agreement.first_divergence, Some(0));
+        write(crate::traces::ftrace::GROUPS_FILE, TWO_GROUPS_FILE);
+        let grouped = diff_recording(dir.path(), &DiffOptions::default()).unwrap();
+        let d = &grouped.kernel_pace;
+        assert_eq!(first(&grouped), 900000, "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+        // A bad line is refused, naming the file, its line and the field.
+        write(
+            crate::traces::ftrace::GROUPS_FILE,
+            "group /g10 10\npid 50 /g11\n",
+        );
+        let e = diff_recording(dir.path(), &DiffOptions::default()).unwrap_err();
+        assert!(
+            e.contains("groups.txt") && e.contains(":2") && e.contains("group"),
+            "{e}"
+        );
     }
 
     /// The exits bfq's log names (`bfq_exit_bfqq`'s note, from `bfq_exit_icq`) are each
@@ -1855,7 +1952,15 @@ mod tests {
         assert_eq!((order.notes, order.matched), (2, 2));
         assert_eq!(order.decided, [us(11), us(13)]);
         let opts = DiffOptions::default();
-        let d = diff_with_log(&t, &meta("bfq"), &opts, &times, &HashMap::new()).unwrap();
+        let d = diff_with_log(
+            &t,
+            &meta("bfq"),
+            &opts,
+            &times,
+            &HashMap::new(),
+            &ContextGroups::default(),
+        )
+        .unwrap();
         assert_eq!(
             d.kernel,
             [
@@ -1875,7 +1980,15 @@ mod tests {
             order: None,
             ..times
         };
-        let d = diff_with_log(&t, &meta("bfq"), &opts, &issued, &HashMap::new()).unwrap();
+        let d = diff_with_log(
+            &t,
+            &meta("bfq"),
+            &opts,
+            &issued,
+            &HashMap::new(),
+            &ContextGroups::default(),
+        )
+        .unwrap();
         assert_eq!(d.kernel[0].queued, [0, 1]);
         assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
     }

@@ -216,9 +216,30 @@ const NONE_CPU_ORDER: [(&str, f64); 2] = [
 /// figures; every row meets issue 27's targets and its corpus figure less 2.
 const FRESH_KFID17: &str = "per-io-priorities-cmdprio";
 
+/// The recording kfresh15 held out for bfq's groups (30 November 2026), re-recorded by branch
+/// kfid21 (13:35 UTC, load average 12.3-12.9, Linux 6.18.44, HZ = 250) with fio's `cgroup`
+/// options and moved into the corpus: four jobs each in a cgroup v1 blkio group of its own,
+/// `blkio.bfq.weight` 100, 300, 900 and 50. bfq agreed on 46.1% with every request in the root
+/// group; the replay now gives each process its group from the recording's groups.txt and our
+/// bfq a group entity of that weight per group. Kept apart from the corpus-wide figures.
+const FRESH_KFID21: &str = "cgroup-weights-three-groups";
+
+/// bfq's agreement on `cgroup-weights-three-groups`, as measured: issue 27's target (90%) met,
+/// not its corpus figure less 2 (95.8%). At its first divergence, decision 520, two CPUs
+/// issued 3 us apart in the other order than bfq decided (its log: CPU 0's run served the
+/// in-service queue's 137440 at .643572, CPU 1's injected the 50-weight group's 256728 at
+/// .643577 while that queue waited, `bfq_choose_bfqq_for_injection`); ours took 137440 first,
+/// as bfq did, then served the in-service queue's next read instead of injecting. The two
+/// other recordings made in the same round agree on 100% (docs/testing.md).
+///
+/// With bfq's log order (branch kfid20) merged beside the groups: 37.2% (diverging at 518,
+/// where ours is asked after two more of the group's reads arrived); under investigation.
+const BFQ_KFID21: f64 = 37.2;
+
 fn fresh(mix: &str) -> bool {
     FRESH_KFID10.contains(&mix)
         || mix == FRESH_KFID17
+        || mix == FRESH_KFID21
         || FRESH_KFID13.contains(&mix)
         || FRESH_KFRESH15.contains(&mix)
         || mix.starts_with(FRESH)
@@ -233,7 +254,7 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 145] = [
+const FLOOR: [(&str, &str, f64); 149] = [
     // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
     (
         "batched-readers-writers-one-region-nr16",
@@ -284,6 +305,12 @@ const FLOOR: [(&str, &str, f64); 145] = [
         "bfq",
         100.0,
     ),
+    // Held out by kfresh15 until the replay gave each process its cgroup (FRESH_KFID21): bfq
+    // 46.1% with every request in the root group.
+    ("cgroup-weights-three-groups", "none", 100.0),
+    ("cgroup-weights-three-groups", "mq-deadline", 100.0),
+    ("cgroup-weights-three-groups", "kyber", 100.0),
+    ("cgroup-weights-three-groups", "bfq", BFQ_KFID21),
     // kyber agreed on 56.3% until a request the kernel kept apart was no longer merged by
     // ours.
     ("deep-randrw-two-engines", "none", 100.0),
@@ -579,6 +606,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
         FRESH_KFID10[0],
         FRESH_KFID10[1],
         FRESH_KFID17,
+        FRESH_KFID21,
     ]
     .into_iter()
     .chain(FRESH_KFID13)
@@ -598,12 +626,14 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             (FRESH_KFID13[3], "bfq"),
             (FRESH_KFID13[5], "bfq"),
             (FRESH_KFRESH15[7], "bfq"),
+            (FRESH_KFID21, "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
-            // The known misses (BFQ_HOLEY, BFQ_KFID10, BFQ_KFID13, BFQ_BATCHED), held at their
-            // measured figures above; BFQ_HOLEY and twelve-procs-mixed-prio within 2 points of
-            // issue 27's target (90%), not of the corpus; BFQ_KFID10's second not since kfid20.
+            // The known misses (BFQ_HOLEY, BFQ_KFID10, BFQ_KFID13, BFQ_BATCHED, BFQ_KFID21),
+            // held at their measured figures above; BFQ_HOLEY, twelve-procs-mixed-prio and
+            // BFQ_KFID21 (before bfq's log order) within 2 points of issue 27's target
+            // (90%), not of the corpus; BFQ_KFID10's second and BFQ_KFID21 not since kfid20.
             if [FRESH_KFID7, FRESH_KFID13[3]].contains(&r.mix.as_str()) {
                 assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
             }

@@ -42,6 +42,7 @@
 //! `device`, `rwbs`, `bytes`, `cmd`, `sector`, `sectors`, `prio`, `comm`, `error`, `domain`,
 //! `depth`, `percentile`, `latency`, `samples`); the reader stops at the first.
 
+pub mod groups;
 pub mod ioprio;
 pub mod recording;
 pub mod requests;
@@ -70,6 +71,7 @@ pub(crate) fn located(
     }
 }
 
+pub use groups::{ContextGroups, GROUPS_FILE};
 pub use recording::{FioJobPid, Recording, RecordingMeta};
 pub use requests::{
     io_uring_owner, Assembly, Dispatch, KernelTrace, SchedBio, TaskOnCpu, TracedRequest,

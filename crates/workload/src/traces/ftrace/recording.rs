@@ -8,6 +8,8 @@
 //! DIR/trace.txt[.gz]   the block and kyber events (tracefs text)
 //! DIR/bfq-log.txt[.gz] the blk tracer's notes (bfq's log), when recorded
 //! DIR/fio.out[.gz]    fio's output (normal, then JSON)
+//! DIR/groups.txt       each process's cgroup and each group's bfq weight, when the
+//!                      recording ran its processes in groups (super::groups)
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +19,7 @@ use elevator_core::IoPrio;
 
 use serde::{Deserialize, Serialize};
 
+use super::groups::{ContextGroups, GROUPS_FILE};
 use super::{Dev, KernelTrace};
 use crate::input::InputError;
 use crate::traces::ftrace::located;
@@ -256,6 +259,18 @@ impl Recording {
             .iter()
             .filter_map(|j| Some((j.pid, *by_job.get(&j.name)?)))
             .collect())
+    }
+
+    /// The recording's groups ([`super::groups::GROUPS_FILE`]): each process's cgroup and each
+    /// group's bfq weight; every process in the root group when the file is absent.
+    pub fn context_groups(&self) -> Result<ContextGroups, InputError> {
+        let path = self.dir.join(GROUPS_FILE);
+        if !path.exists() {
+            return Ok(ContextGroups::default());
+        }
+        // A groups file is a line a process: 1 MiB is far more.
+        let text = crate::input::read_text(&path, 1 << 20, "recording's groups file")?;
+        ContextGroups::parse(&path, &text)
     }
 
     /// The bfq log's notes with their times, when it was recorded.

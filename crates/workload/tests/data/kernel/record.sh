@@ -20,6 +20,11 @@ fi
 for mix in "${mixes[@]}"; do
 	job=$here/jobs/$mix.fio
 	[ -r "$job" ] || { echo "$0: no job $job" >&2; exit 1; }
+	if grep -q '^cgroup=' "$job"; then
+		# Its groups must exist first: record-cgroup.sh makes them (weights in the job's header).
+		echo "$0: $mix runs in cgroups: record it with record-cgroup.sh" >&2
+		continue
+	fi
 	for sched in none mq-deadline kyber bfq; do
 		out=$here/$mix/$sched
 		# The recorder wants an empty directory: clear only a previous recording's files.

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Record a job mix whose fio jobs run in cgroup v1 blkio groups under each scheduler into
+# MIX/SCHED beside its job (jobs/MIX.fio: the corpus here; ../kernel-pending/MIX.fio: a
+# recording held out there) as record.sh records the corpus (--nr-requests 8 --size 128M --gzip, bfq with
+# --bfq-log). The job file puts each job in its group with fio's own options
+# (`cgroup=elevator-record-NAME`, `cgroup_nodelete=1`: fio moves the job's process there
+# before its first I/O); this script makes the groups given as NAME=WEIGHT under
+# /sys/fs/cgroup/blkio with that blkio.bfq.weight, and removes them at the end.
+# kernel-record writes MIX/SCHED/groups.txt (each job process's group, each group's weight),
+# which kernel-diff reads. Needs root, fio, tracefs and the v1 blkio hierarchy:
+#
+#   cargo build --release && sudo ELEVATOR=target/release/elevator \
+#       crates/workload/tests/data/kernel/record-cgroup.sh \
+#       cgroup-weights-three-groups g0=100 g1=300 g2=900 g3=50
+#   ... record-cgroup.sh cgroup-pairs-beside-writer-and-root-reader \
+#       pair100=100 pair400=400 writer=200
+#
+# (Moving the jobs by pid from here raced fio: it forks a job's process when the job's start
+# delay has passed, and the process does its first I/O at once; under load most moves came
+# after it, and bfq had made the queue in the root group.)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+elevator=${ELEVATOR:-elevator}
+[ $# -ge 2 ] || { echo "usage: $0 MIX NAME=WEIGHT ..." >&2; exit 1; }
+mix=$1
+shift
+cg=/sys/fs/cgroup/blkio
+[ -d "$cg" ] || { echo "$0: no cgroup v1 blkio hierarchy at $cg" >&2; exit 1; }
+if [ -r "$here/jobs/$mix.fio" ]; then
+	job=$here/jobs/$mix.fio dir=$here
+elif [ -r "$here/../kernel-pending/$mix.fio" ]; then
+	job=$here/../kernel-pending/$mix.fio dir=$(cd "$here/../kernel-pending" && pwd)
+else
+	echo "$0: no job $mix (jobs/$mix.fio, ../kernel-pending/$mix.fio)" >&2
+	exit 1
+fi
+groups=()
+cleanup() { for g in "${groups[@]}"; do rmdir "$cg/elevator-record-$g" 2>/dev/null || true; done; }
+trap cleanup EXIT
+for s in "$@"; do
+	g=${s%%=*} w=${s#*=}
+	[[ "$g" =~ ^[A-Za-z0-9_-]+$ && "$w" =~ ^[0-9]+$ ]] || { echo "$0: $s: NAME=WEIGHT" >&2; exit 1; }
+	mkdir -p "$cg/elevator-record-$g"
+	groups+=("$g")
+	echo "$w" > "$cg/elevator-record-$g/blkio.bfq.weight"
+done
+for sched in none mq-deadline kyber bfq; do
+	out=$dir/$mix/$sched
+	if [ -d "$out" ]; then
+		rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr,groups.txt}
+	fi
+	extra=()
+	[ "$sched" = bfq ] && extra=(--bfq-log)
+	"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
+		--gzip --out "$dir/$mix" "${extra[@]}"
+done
