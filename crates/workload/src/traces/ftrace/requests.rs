@@ -62,6 +62,11 @@ pub struct TracedRequest {
     pub pid: u32,
     /// That process's command.
     pub comm: String,
+    /// The CPU whose software queue it was staged in (blk-mq's `rq->mq_ctx`, the CPU it was
+    /// allocated on): the `[CPU]` column of its `block_getrq`, which fires in the submitter's
+    /// context just after the allocation; of its insertion or issue when it was not seen
+    /// created.
+    pub cpu: u32,
     /// The io_context it submitted in, named by its owner's pid ([`KernelTrace::requests`]'
     /// processes resolved through [`io_uring_owner`]): its own pid unless an io_uring thread.
     pub ctx: u32,
@@ -144,6 +149,7 @@ impl TracedRequest {
             .prio(self.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
         bio.submitted = self.arrival();
+        bio.cpu = self.cpu;
         Some(bio)
     }
 }
@@ -206,6 +212,9 @@ pub struct SchedBio {
     pub pid: u32,
     /// That process's command.
     pub comm: String,
+    /// The CPU it was submitted on (the merge event's `[CPU]`): the software queue the
+    /// merge looked in (`blk_mq_sched_bio_merge`, `kyber_bio_merge`).
+    pub cpu: u32,
     /// The io_context it submitted in (as [`TracedRequest::ctx`]).
     pub ctx: u32,
     /// Its flags.
@@ -243,6 +252,7 @@ impl SchedBio {
             .prio(host.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
         bio.submitted = Some(self.time);
+        bio.cpu = self.cpu;
         Some(bio)
     }
 }
@@ -390,6 +400,7 @@ impl Builder {
             sectors,
             pid: ev.pid,
             comm: ev.task.clone(),
+            cpu: ev.cpu,
             ctx: ev.pid,
             prio: None,
             issued: None,
@@ -496,6 +507,7 @@ impl Builder {
                         time: ev.time,
                         pid: ev.pid,
                         comm: ev.task.clone(),
+                        cpu: ev.cpu,
                         ctx: ev.pid,
                         rwbs: b.rwbs,
                         sector: b.sector,
@@ -632,6 +644,7 @@ impl Builder {
                         time: ev.time,
                         pid: self.out.requests[n].pid,
                         comm: self.out.requests[n].comm.clone(),
+                        cpu: ev.cpu,
                         ctx: self.out.requests[n].pid,
                         rwbs: self.out.requests[n].rwbs,
                         sector: e.sector,
