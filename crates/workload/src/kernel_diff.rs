@@ -358,7 +358,7 @@ pub fn diff_with_log(
     // the request's (`dd_insert_request`), kyber and none neither.
     let no_prios = HashMap::new();
     let prios = if info.name == "bfq" { prios } else { &no_prios };
-    let (ours, merges_missed) = Replay::new(
+    let mut replay = Replay::new(
         trace,
         sched,
         limits,
@@ -366,8 +366,9 @@ pub fn diff_with_log(
         asked_at_empty_runs(info.name),
         &bfq_log.completions,
         prios,
-    )
-    .run(&log, bfq_log);
+    );
+    replay.own_runs = decided_at_own_run_start(info.name);
+    let (ours, merges_missed) = replay.run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
     let (kernel, unordered_pairs) =
         settle_unordered_pairs(trace, agreement::decisions(&log), &ours);
@@ -828,13 +829,61 @@ pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
     out
 }
 
+/// Whether the replay moves `policy`'s decision in a submitter's own queue run back to the
+/// run's start ([`own_runs`]): the policies whose queue run splices per-CPU software queues
+/// (`none`, our `noop`: `blk_mq_flush_busy_ctxs`; kyber: `kyber_flush_busy_kcqs`), where
+/// which CPUs' requests a run takes depends on when it started. Not yet measured for the
+/// others (mq-deadline and bfq keep one queue; their decisions stay at the issue events).
+pub fn decided_at_own_run_start(policy: &str) -> bool {
+    matches!(policy, "noop" | "kyber")
+}
+
+/// The requests (by index) whose first dispatch the kernel decided in their submitter's own
+/// queue run, started just after their insertion: inserted and issued by the same task on
+/// the same CPU, with no dispatch in between in `log`. After an insertion the submitter runs
+/// the hardware queue itself (`blk_mq_run_hw_queue` after `blk_mq_insert_request`, or after
+/// `blk_mq_insert_requests` for a flushed plug), and that run's first flush
+/// (`blk_mq_flush_busy_ctxs`, `kyber_flush_busy_kcqs`) takes what the software queues held
+/// then; its `block_rq_issue` comes a few µs later, when other CPUs may have inserted more
+/// (which that flush did not see). Inferred from the trace: the run's start is not traced, so
+/// it is taken as the insertion itself.
+pub fn own_runs(trace: &KernelTrace, log: &[QueueEvent]) -> Vec<bool> {
+    let mut own = vec![false; trace.requests.len()];
+    let mut since_dispatch: Vec<usize> = Vec::new();
+    let mut issued = vec![false; trace.requests.len()];
+    for e in log {
+        match *e {
+            QueueEvent::Arrive(i) => since_dispatch.push(i),
+            QueueEvent::Leave(_) => {}
+            QueueEvent::Dispatch(i) => {
+                let first = !std::mem::replace(&mut issued[i], true);
+                let r = &trace.requests[i];
+                let by = r
+                    .dispatch_index
+                    .and_then(|d| trace.dispatches.get(d))
+                    .map(|d| (d.cpu, d.pid));
+                let inserted = r.inserted_on.map(|t| (t.cpu, t.pid));
+                own[i] = first && since_dispatch.contains(&i) && by.is_some() && by == inserted;
+                since_dispatch.clear();
+            }
+        }
+    }
+    own
+}
+
 /// A kernel event of the replay's timeline.
 #[derive(Clone, Copy, Debug)]
 enum KEvent {
     Arrive(usize),
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
-    Dispatch,
+    /// The kernel's queue run started by the submitter just after this insertion
+    /// ([`own_runs`]): ours decides here what the kernel issues at the next dispatch.
+    OwnRun,
+    /// A kernel dispatch; `early`: ours decided it at the [`KEvent::OwnRun`] before.
+    Dispatch {
+        early: bool,
+    },
     /// A process exited.
     Exit(u32),
     /// The kernel's queue run ended: its scheduler returned nothing (no tracepoint shows
@@ -849,6 +898,15 @@ struct Replay<'a> {
     pace: Pace,
     /// Whether ours is asked at the kernel's empty runs ([`asked_at_empty_runs`]).
     empty_runs: bool,
+    /// Whether ours decides at the start of the submitter's own runs
+    /// ([`decided_at_own_run_start`]).
+    own_runs: bool,
+    /// Ours decided at a [`KEvent::OwnRun`] and has not logged it: the next dispatch of
+    /// ours goes to [`Replay::deferred`].
+    defer: bool,
+    /// A dispatch ours decided early, logged at the kernel's dispatch it stands for (after
+    /// the insertions between, as the kernel's log has them).
+    deferred: Vec<QueueEvent>,
     now: Nanos,
     /// Kernel dispatches ours may still make; below zero, what ours dispatched at the
     /// kernel's empty runs ahead of the kernel.
@@ -889,6 +947,9 @@ impl<'a> Replay<'a> {
             blk: BlockLayer::new(sched, limits),
             pace,
             empty_runs,
+            own_runs: false,
+            defer: false,
+            deferred: Vec::new(),
             now: Nanos::ZERO,
             credits: 0,
             submitted: vec![false; trace.requests.len()],
@@ -949,6 +1010,11 @@ impl<'a> Replay<'a> {
         // pace, whose log is reordered, just before their request's dispatch.
         let merges: &[SchedBio] = &self.trace.sched_bios;
         let mut next_merge = 0;
+        let own = if self.own_runs && self.pace == Pace::Kernel {
+            own_runs(self.trace, log)
+        } else {
+            vec![false; reqs.len()]
+        };
         let mut by_host: HashMap<usize, Vec<usize>> = HashMap::new();
         if self.pace == Pace::Early {
             for (k, m) in merges.iter().enumerate() {
@@ -978,6 +1044,9 @@ impl<'a> Replay<'a> {
                     let t = reqs[i].arrival().unwrap_or(last).max(last);
                     last = t;
                     out.push((t, KEvent::Arrive(i)));
+                    if own[i] {
+                        out.push((t, KEvent::OwnRun));
+                    }
                 }
                 QueueEvent::Leave(_) => {}
                 QueueEvent::Dispatch(i) => {
@@ -999,7 +1068,8 @@ impl<'a> Replay<'a> {
                         out.push((t, KEvent::Arrive(i)));
                     }
                     last = t;
-                    out.push((t, KEvent::Dispatch));
+                    let early = own[i] && *n == 1;
+                    out.push((t, KEvent::Dispatch { early }));
                 }
             }
         }
@@ -1020,8 +1090,8 @@ impl<'a> Replay<'a> {
         let mut out = Vec::with_capacity(timeline.len() * 2);
         for (p, &e) in timeline.iter().enumerate() {
             out.push(e);
-            let next_dispatch = matches!(timeline.get(p + 1), Some((_, KEvent::Dispatch)));
-            if matches!(e.1, KEvent::Dispatch) && !next_dispatch {
+            let next_dispatch = matches!(timeline.get(p + 1), Some((_, KEvent::Dispatch { .. })));
+            if matches!(e.1, KEvent::Dispatch { .. }) && !next_dispatch {
                 out.push((e.0, KEvent::EmptyRun));
             }
         }
@@ -1065,7 +1135,18 @@ impl<'a> Replay<'a> {
             match e {
                 KEvent::Arrive(i) => self.submit(i),
                 KEvent::Merge(k) => self.submit_merge(k),
-                KEvent::Dispatch => {
+                KEvent::OwnRun => {
+                    self.credits += 1;
+                    self.defer = true;
+                    let _ = self.blk.scheduler_mut();
+                }
+                KEvent::Dispatch { early: true } => {
+                    // Decided at the run's start (if ours could then): logged here. If ours
+                    // could not, its credit stands and it decides now.
+                    self.defer = false;
+                    self.log.append(&mut self.deferred);
+                }
+                KEvent::Dispatch { early: false } => {
                     if self.pace != Pace::Device {
                         self.credits += 1;
                         // The kernel ran its queue here: ask our scheduler again.
@@ -1167,7 +1248,11 @@ impl<'a> Replay<'a> {
                         .segments(rq.id)
                         .and_then(|mut s| s.next().map(|s| s.token))
                         .expect("a dispatched request carries its bios");
-                    self.log.push(QueueEvent::Dispatch(first));
+                    if std::mem::take(&mut self.defer) {
+                        self.deferred.push(QueueEvent::Dispatch(first));
+                    } else {
+                        self.log.push(QueueEvent::Dispatch(first));
+                    }
                     if let Some(d) = self.dispatched.get_mut(first) {
                         *d = true;
                     }

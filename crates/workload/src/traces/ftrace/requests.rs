@@ -53,6 +53,10 @@ pub struct TracedRequest {
     pub created: Option<Nanos>,
     /// When it entered the scheduler (`block_rq_insert`, the first one if it was requeued).
     pub inserted: Option<Nanos>,
+    /// Where that insertion fired: the CPU and the task (the submitter, whose own queue run
+    /// follows: `blk_mq_run_hw_queue` after `blk_mq_insert_request` or
+    /// `blk_mq_insert_requests`).
+    pub inserted_on: Option<TaskOnCpu>,
     /// First sector as it arrived: at its insertion, or at its issue when it was never
     /// inserted.
     pub sector: u64,
@@ -268,6 +272,8 @@ pub struct Dispatch {
     pub line: usize,
     /// The CPU that issued it (the tracefs `[CPU]` column).
     pub cpu: u32,
+    /// The task that issued it (the queue run's: the submitter's own, or kblockd's).
+    pub pid: u32,
 }
 
 /// What putting the requests together counted: what the trace held besides requests, and
@@ -396,6 +402,7 @@ impl Builder {
             queued: None,
             created: None,
             inserted: None,
+            inserted_on: None,
             sector,
             sectors,
             pid: ev.pid,
@@ -554,6 +561,10 @@ impl Builder {
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() {
                     r.inserted = Some(ev.time);
+                    r.inserted_on = Some(TaskOnCpu {
+                        cpu: ev.cpu,
+                        pid: ev.pid,
+                    });
                     r.sector = e.sector;
                     r.sectors = e.sectors;
                 }
@@ -601,6 +612,7 @@ impl Builder {
                     time: ev.time,
                     line: ev.line,
                     cpu: ev.cpu,
+                    pid: ev.pid,
                 });
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() && r.issued.is_none() {
