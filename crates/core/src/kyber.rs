@@ -648,6 +648,34 @@ mod tests {
     /// timeout set at the first call has come: it waits only while
     /// `time_is_after_jiffies(latency_timeout)`, i.e. strictly before it.
     #[test]
+    fn kyber_flush_busy_kcqs_splices_a_domains_kcqs_cpu_by_cpu() {
+        // Reads staged on CPU 1, then CPU 0: the flush takes CPU 0's kcq first (its
+        // kcq_map walked from bit 0), each kcq in arrival order; a read staged after the
+        // flush waits until the flushed ones are dispatched.
+        let mut s = Kyber::default();
+        for (id, cpu) in [(1, 1), (2, 0), (3, 1), (4, 0)] {
+            s.insert(
+                rq(id, id as u32).sector(id * 100).cpu(cpu).build(),
+                Nanos::ZERO,
+            );
+        }
+        let first = take(&mut s, Nanos::ZERO).expect("a read");
+        assert_eq!(first.id.0, 2);
+        s.insert(rq(5, 5).sector(500).cpu(0).build(), Nanos::ZERO);
+        let rest: Vec<u64> = take_all(&mut s, Nanos::ZERO).iter().map(|r| r.id.0).collect();
+        assert_eq!(rest, vec![4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn kyber_bio_merge_looks_in_the_submitting_cpus_kcq_only() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(0).sectors(8).cpu(1).build(), Nanos::ZERO);
+        let bio = |cpu| rq(2, 1).sector(8).sectors(8).cpu(cpu).build();
+        assert_eq!(s.try_merge(&bio(0), 256, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&bio(1), 256, Nanos::ZERO), Some(RequestId(1)));
+    }
+
+    #[test]
     fn calculate_percentile_computes_at_the_timeout_itself() {
         let mut s = Kyber::default();
         s.histograms[0][TOTAL][3] = 10;

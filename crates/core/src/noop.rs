@@ -183,6 +183,51 @@ mod tests {
         );
     }
 
+    fn on(id: u64, cpu: u32) -> Request {
+        rq(id, id as u32).sector(id * 100).cpu(cpu).build()
+    }
+
+    fn order(s: &mut Noop) -> Vec<u64> {
+        std::iter::from_fn(|| match s.dispatch(Nanos::ZERO) {
+            Dispatch::Request(r) => Some(r.id.0),
+            _ => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn blk_mq_flush_busy_ctxs_takes_the_software_queues_cpu_by_cpu() {
+        // CPU 1's request was inserted first; the run splices CPU 0's queue first
+        // (sbitmap_for_each_set from bit 0), each CPU's in arrival order.
+        let mut s = Noop::new();
+        for (id, cpu) in [(1, 1), (2, 0), (3, 0), (4, 1)] {
+            s.insert(on(id, cpu), Nanos::ZERO);
+        }
+        let Dispatch::Request(first) = s.dispatch(Nanos::ZERO) else {
+            panic!()
+        };
+        assert_eq!(first.id.0, 2);
+        // Queued after the splice: the next run's, after the rest of this one even on CPU 0.
+        s.insert(on(5, 0), Nanos::ZERO);
+        assert_eq!(order(&mut s), vec![3, 1, 4, 5]);
+        assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn a_bio_merges_only_into_its_own_cpus_software_queue() {
+        // blk_mq_sched_bio_merge looks in the submitting CPU's ctx list only.
+        let mut s = Noop::new();
+        s.insert(queued(1, 0), Nanos::ZERO);
+        let mut other = queued(2, 8);
+        other.cpu = 1;
+        assert_eq!(s.try_merge(&other, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+        other.cpu = 0;
+        assert_eq!(
+            s.try_merge(&other, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
+    }
+
     #[test]
     fn none_never_merges_across_operations_or_past_the_size_limit() {
         let mut s = Noop::new();

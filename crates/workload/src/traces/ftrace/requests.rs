@@ -274,6 +274,10 @@ pub struct Dispatch {
     pub cpu: u32,
     /// The task that issued it (the queue run's: the submitter's own, or kblockd's).
     pub pid: u32,
+    /// That task is a kblockd worker (`kworker/CPU:NH`, the high-priority workqueue's, where
+    /// `blk_mq_run_hw_queue(hctx, true)` queues a run: on the CPU that asked, the loop
+    /// device having one hardware queue, `WORK_CPU_UNBOUND`).
+    pub kblockd: bool,
 }
 
 /// What putting the requests together counted: what the trace held besides requests, and
@@ -613,6 +617,7 @@ impl Builder {
                     line: ev.line,
                     cpu: ev.cpu,
                     pid: ev.pid,
+                    kblockd: ev.task.starts_with("kworker/") && ev.task.ends_with('H'),
                 });
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() && r.issued.is_none() {
