@@ -662,7 +662,10 @@ mod tests {
         let first = take(&mut s, Nanos::ZERO).expect("a read");
         assert_eq!(first.id.0, 2);
         s.insert(rq(5, 5).sector(500).cpu(0).build(), Nanos::ZERO);
-        let rest: Vec<u64> = take_all(&mut s, Nanos::ZERO).iter().map(|r| r.id.0).collect();
+        let rest: Vec<u64> = take_all(&mut s, Nanos::ZERO)
+            .iter()
+            .map(|r| r.id.0)
+            .collect();
         assert_eq!(rest, vec![4, 1, 3, 5]);
     }
 

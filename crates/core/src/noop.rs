@@ -220,7 +220,10 @@ mod tests {
         s.insert(queued(1, 0), Nanos::ZERO);
         let mut other = queued(2, 8);
         other.cpu = 1;
-        assert_eq!(s.try_merge(&other, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+        assert_eq!(
+            s.try_merge(&other, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            None
+        );
         other.cpu = 0;
         assert_eq!(
             s.try_merge(&other, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
