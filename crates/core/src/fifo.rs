@@ -55,6 +55,12 @@ impl<T> Fifos<T> {
         }
     }
 
+    /// One more empty FIFO; its number.
+    pub(crate) fn add_list(&mut self) -> usize {
+        self.lists.push(Ends::EMPTY);
+        self.lists.len() - 1
+    }
+
     fn node(&self, slot: u32) -> &Node<T> {
         self.slots[slot as usize]
             .as_ref()
@@ -219,6 +225,17 @@ mod tests {
         assert_eq!(f.len(), 0);
         assert_eq!(f.push_back(0, 2), a);
         assert_eq!(f.slots.len(), 1);
+    }
+
+    #[test]
+    fn an_added_list_starts_empty_and_holds_its_own_items() {
+        let mut f = Fifos::new(1);
+        f.push_back(0, 1);
+        let l = f.add_list();
+        assert_eq!(l, 1);
+        assert!(f.is_empty(l));
+        f.push_back(l, 2);
+        assert_eq!((items(&f, 0), items(&f, l)), (vec![1], vec![2]));
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub fn rq(id: u64, ctx: u32) -> RequestBuilder {
         sectors: 8,
         prio: IoPrio::default(),
         submitted: Nanos::ZERO,
+        cpu: 0,
     })
 }
 
@@ -92,6 +93,11 @@ impl RequestBuilder {
     /// Mark as metadata.
     pub fn meta(mut self) -> Self {
         self.0.meta = true;
+        self
+    }
+    /// Staged in CPU `cpu`'s software queue ([`Request::cpu`]).
+    pub fn cpu(mut self, cpu: u32) -> Self {
+        self.0.cpu = cpu;
         self
     }
     /// Submission time.

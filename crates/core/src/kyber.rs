@@ -9,10 +9,14 @@
 //! may have at most `depth` requests at the device: a dispatch takes one of its tokens and the
 //! completion gives it back. Depths start at 256, 128, 64 and 16 and never exceed those.
 //! Dispatch serves the domains round robin, up to a batch of 16 reads, 8 writes, 1 discard, 1
-//! other in a row; a domain out of requests or tokens ends its batch early. Each domain's
-//! requests go in arrival order: new requests wait in a staging list where they may be merged,
-//! and the whole staging list moves to the domain's dispatch list the first time a token is
-//! taken while the dispatch list is empty.
+//! other in a row; a domain out of requests or tokens ends its batch early. New requests wait
+//! in the staging list of their CPU's software queue (`kcq`, by [`Request::cpu`]: the CPU the
+//! request was allocated on, `rq->mq_ctx`), where they may be merged; the first time a token
+//! is taken while the domain's dispatch list is empty, every staging list of the domain moves
+//! to it, CPU by CPU from CPU 0 (`kyber_flush_busy_kcqs`: `sbitmap_for_each_set` over the
+//! domain's `kcq_map`). So a domain's requests go in CPU order within one such flush, each
+//! CPU's in arrival order; with every request on CPU 0 (the simulator, the executors), in
+//! arrival order.
 //!
 //! **Depth control.** Each completion of a read, write or discard adds two samples to its
 //! domain's histograms: *total* latency (admission to completion) and *I/O* latency (dispatch
@@ -53,10 +57,9 @@
 //! - **Tokens are counted**: a domain never has more than `depth` requests at the device.
 //!   The kernel's tokens are bit numbers; after a shrink, a request may take a freed bit below
 //!   the new depth while bits above it are still held, so a domain briefly exceeds its depth.
-//! - **One software queue**: the kernel stages requests per CPU and moves them to the dispatch
-//!   list CPU by CPU; we stage them in arrival order, as if all came from one CPU.
-//! - **Merging**: a new read or write merges into one of the last 8 staged requests of its
-//!   domain (newest first) that ends where it starts or starts where it ends, with the same
+//! - **Merging**: a new read or write merges into one of the last 8 requests staged in its
+//!   domain by the CPU it is submitted on (newest first; `kyber_bio_merge` looks in the
+//!   submitting CPU's `kcq` only) that ends where it starts or starts where it ends, with the same
 //!   operation and I/O priority, up to the device's limit (the `max_sectors` the block layer passes); a candidate it is adjacent to
 //!   but too large for stops the search, as in `blk_bio_list_merge`. Discards never merge.
 //! - **Tags are counted** ([`crate::tags`]): at most 192 async requests hold tags, where the
@@ -65,7 +68,7 @@
 //! - The `OTHER` domain exists (depth 16, batch 1) but no request of ours falls in it: flushes
 //!   bypass, and we have no zone or write-zeroes operations.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::fifo::Fifos;
 use crate::id_map::IdMap;
@@ -173,22 +176,21 @@ struct Waiting {
     admitted: Nanos,
 }
 
-/// Domain `d`'s FIFO of requests moved to dispatch (no longer mergeable), in order.
+/// Domain `d`'s FIFO of requests moved to dispatch (`khd->rqs`, no longer mergeable), in
+/// order.
 fn dispatch_of(d: usize) -> usize {
-    2 * d
-}
-
-/// Domain `d`'s FIFO of requests staged since, mergeable, in arrival order.
-fn staged_of(d: usize) -> usize {
-    2 * d + 1
+    d
 }
 
 /// The kyber scheduler.
 #[derive(Debug)]
 pub struct Kyber {
     config: Config,
-    /// Every domain's dispatch and staging FIFOs ([`dispatch_of`], [`staged_of`]).
+    /// Every domain's dispatch FIFO ([`dispatch_of`]) and staging FIFOs ([`Kyber::staged`]).
     queues: Fifos<Waiting>,
+    /// Per domain, each CPU's staging FIFO in [`Kyber::queues`] (its `kcq`'s list for the
+    /// domain), by CPU; made at the CPU's first request.
+    staged: [BTreeMap<u32, usize>; DOMAINS],
     depth: [u32; DOMAINS],
     in_flight: [u32; DOMAINS],
     cur_domain: usize,
@@ -219,7 +221,8 @@ impl Kyber {
     pub fn new(config: Config) -> Kyber {
         Kyber {
             config,
-            queues: Fifos::new(2 * DOMAINS),
+            queues: Fifos::new(DOMAINS),
+            staged: Default::default(),
             depth: MAX_DEPTH,
             in_flight: [0; DOMAINS],
             cur_domain: 0,
@@ -340,22 +343,41 @@ impl Kyber {
         }
     }
 
+    /// CPU `cpu`'s staging FIFO of domain `d`, if it has had one.
+    fn staged(&self, d: usize, cpu: u32) -> Option<usize> {
+        self.staged[d].get(&cpu).copied()
+    }
+
     fn stage(&mut self, rq: Request, now: Nanos) {
         self.queued += 1;
-        self.queues
-            .push_back(staged_of(domain_of(&rq)), Waiting { rq, admitted: now });
+        let d = domain_of(&rq);
+        let list = match self.staged(d, rq.cpu) {
+            Some(list) => list,
+            None => {
+                let list = self.queues.add_list();
+                self.staged[d].insert(rq.cpu, list);
+                list
+            }
+        };
+        self.queues.push_back(list, Waiting { rq, admitted: now });
     }
 
     /// The next request of the current domain, if it has one and a token for it.
     fn dispatch_current(&mut self, now: Nanos) -> Option<Request> {
         let d = self.cur_domain;
-        let (dispatch, staged) = (dispatch_of(d), staged_of(d));
+        let dispatch = dispatch_of(d);
         let q = &mut self.queues;
-        if q.is_empty(dispatch) && q.is_empty(staged) || self.in_flight[d] >= self.depth[d] {
+        let staged = || self.staged[d].values().copied();
+        if q.is_empty(dispatch) && staged().all(|l| q.is_empty(l))
+            || self.in_flight[d] >= self.depth[d]
+        {
             return None;
         }
         if q.is_empty(dispatch) {
-            q.append(staged, dispatch);
+            // kyber_flush_busy_kcqs: the busy kcqs' lists of the domain, from CPU 0 up.
+            for list in staged() {
+                q.append(list, dispatch);
+            }
         }
         let w = q.pop_front(dispatch).expect("a domain with requests");
         self.in_flight[d] += 1;
@@ -376,7 +398,9 @@ impl Scheduler for Kyber {
         if !matches!(rq.op, Op::Read | Op::Write) || rq.sectors == 0 {
             return None;
         }
-        let mut candidate = self.queues.back(staged_of(domain_of(rq)));
+        let mut candidate = self
+            .staged(domain_of(rq), rq.cpu)
+            .and_then(|list| self.queues.back(list));
         for _ in 0..8 {
             let Some(slot) = candidate else { break };
             candidate = self.queues.prev(slot);
@@ -623,6 +647,37 @@ mod tests {
     /// `calculate_percentile` (mainline) computes once 500 samples are in or once the
     /// timeout set at the first call has come: it waits only while
     /// `time_is_after_jiffies(latency_timeout)`, i.e. strictly before it.
+    #[test]
+    fn kyber_flush_busy_kcqs_splices_a_domains_kcqs_cpu_by_cpu() {
+        // Reads staged on CPU 1, then CPU 0: the flush takes CPU 0's kcq first (its
+        // kcq_map walked from bit 0), each kcq in arrival order; a read staged after the
+        // flush waits until the flushed ones are dispatched.
+        let mut s = Kyber::default();
+        for (id, cpu) in [(1, 1), (2, 0), (3, 1), (4, 0)] {
+            s.insert(
+                rq(id, id as u32).sector(id * 100).cpu(cpu).build(),
+                Nanos::ZERO,
+            );
+        }
+        let first = take(&mut s, Nanos::ZERO).expect("a read");
+        assert_eq!(first.id.0, 2);
+        s.insert(rq(5, 5).sector(500).cpu(0).build(), Nanos::ZERO);
+        let rest: Vec<u64> = take_all(&mut s, Nanos::ZERO)
+            .iter()
+            .map(|r| r.id.0)
+            .collect();
+        assert_eq!(rest, vec![4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn kyber_bio_merge_looks_in_the_submitting_cpus_kcq_only() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(0).sectors(8).cpu(1).build(), Nanos::ZERO);
+        let bio = |cpu| rq(2, 1).sector(8).sectors(8).cpu(cpu).build();
+        assert_eq!(s.try_merge(&bio(0), 256, Nanos::ZERO), None);
+        assert_eq!(s.try_merge(&bio(1), 256, Nanos::ZERO), Some(RequestId(1)));
+    }
+
     #[test]
     fn calculate_percentile_computes_at_the_timeout_itself() {
         let mut s = Kyber::default();

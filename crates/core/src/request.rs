@@ -105,6 +105,12 @@ pub struct Request {
     pub prio: IoPrio,
     /// When the request entered the scheduler.
     pub submitted: Nanos,
+    /// The CPU whose software queue it is staged in: blk-mq's `rq->mq_ctx`, the CPU its
+    /// submitter ran on when the request was allocated (`blk_mq_get_new_requests`). Under
+    /// `none` and kyber a queue run takes the staged requests CPU by CPU
+    /// (`blk_mq_flush_busy_ctxs`, `kyber_flush_busy_kcqs`). 0 for every request of the
+    /// simulator and the executors; a kernel trace's replay gives each its recorded CPU.
+    pub cpu: u32,
 }
 
 impl Request {

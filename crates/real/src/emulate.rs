@@ -370,6 +370,7 @@ fn request_of(io: &IoRequest, id: u64) -> Request {
         sectors: (io.buf.len() as u64 / SECTOR_BYTES) as u32,
         prio: IoPrio::default(),
         submitted: Nanos::ZERO,
+        cpu: 0,
     }
 }
 

@@ -63,6 +63,7 @@ pub fn write_log(
             sectors: r.sectors,
             prio: IoPrio::default(),
             submitted: r.queued,
+            cpu: 0,
         };
         w.event(ev, &rq, t);
     }

@@ -234,6 +234,9 @@ pub struct Bio {
     /// leaves the run to kblockd). A replay sets it on a request the kernel issued without
     /// inserting it. Ignored under other policies.
     pub issue_directly: bool,
+    /// The CPU it was submitted on: its request's [`Request::cpu`] (the software queue it is
+    /// staged in), and the software queue a merge looks in. 0 unless a replay says otherwise.
+    pub cpu: u32,
 }
 
 impl Bio {
@@ -252,6 +255,7 @@ impl Bio {
             submitted: None,
             own_request: false,
             issue_directly: false,
+            cpu: 0,
         }
     }
 
@@ -286,6 +290,7 @@ impl Bio {
             sectors: self.sectors,
             prio: self.prio,
             submitted: self.submitted.unwrap_or(now),
+            cpu: self.cpu,
         }
     }
 }

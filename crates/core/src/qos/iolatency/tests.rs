@@ -30,6 +30,7 @@ fn bio(key: u64, g: GroupId) -> Request {
         sectors: 8,
         prio: IoPrio::default(),
         submitted: Nanos::ZERO,
+        cpu: 0,
     }
 }
 

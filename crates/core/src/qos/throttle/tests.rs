@@ -37,6 +37,7 @@ fn bio(key: u64, group: GroupId, op: Op, bytes: u64) -> Request {
         sectors: (bytes / 512) as u32,
         prio: IoPrio::default(),
         submitted: Nanos::ZERO,
+        cpu: 0,
     }
 }
 

@@ -53,6 +53,10 @@ pub struct TracedRequest {
     pub created: Option<Nanos>,
     /// When it entered the scheduler (`block_rq_insert`, the first one if it was requeued).
     pub inserted: Option<Nanos>,
+    /// Where that insertion fired: the CPU and the task (the submitter, whose own queue run
+    /// follows: `blk_mq_run_hw_queue` after `blk_mq_insert_request` or
+    /// `blk_mq_insert_requests`).
+    pub inserted_on: Option<TaskOnCpu>,
     /// First sector as it arrived: at its insertion, or at its issue when it was never
     /// inserted.
     pub sector: u64,
@@ -62,6 +66,11 @@ pub struct TracedRequest {
     pub pid: u32,
     /// That process's command.
     pub comm: String,
+    /// The CPU whose software queue it was staged in (blk-mq's `rq->mq_ctx`, the CPU it was
+    /// allocated on): the `[CPU]` column of its `block_getrq`, which fires in the submitter's
+    /// context just after the allocation; of its insertion or issue when it was not seen
+    /// created.
+    pub cpu: u32,
     /// The io_context it submitted in, named by its owner's pid ([`KernelTrace::requests`]'
     /// processes resolved through [`io_uring_owner`]): its own pid unless an io_uring thread.
     pub ctx: u32,
@@ -144,6 +153,7 @@ impl TracedRequest {
             .prio(self.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
         bio.submitted = self.arrival();
+        bio.cpu = self.cpu;
         Some(bio)
     }
 }
@@ -206,6 +216,9 @@ pub struct SchedBio {
     pub pid: u32,
     /// That process's command.
     pub comm: String,
+    /// The CPU it was submitted on (the merge event's `[CPU]`): the software queue the
+    /// merge looked in (`blk_mq_sched_bio_merge`, `kyber_bio_merge`).
+    pub cpu: u32,
     /// The io_context it submitted in (as [`TracedRequest::ctx`]).
     pub ctx: u32,
     /// Its flags.
@@ -243,6 +256,7 @@ impl SchedBio {
             .prio(host.prio.and_then(TracedPrio::io_prio).unwrap_or_default());
         bio.meta = self.rwbs.meta;
         bio.submitted = Some(self.time);
+        bio.cpu = self.cpu;
         Some(bio)
     }
 }
@@ -258,6 +272,12 @@ pub struct Dispatch {
     pub line: usize,
     /// The CPU that issued it (the tracefs `[CPU]` column).
     pub cpu: u32,
+    /// The task that issued it (the queue run's: the submitter's own, or kblockd's).
+    pub pid: u32,
+    /// That task is a kblockd worker (`kworker/CPU:NH`, the high-priority workqueue's, where
+    /// `blk_mq_run_hw_queue(hctx, true)` queues a run: on the CPU that asked, the loop
+    /// device having one hardware queue, `WORK_CPU_UNBOUND`).
+    pub kblockd: bool,
 }
 
 /// What putting the requests together counted: what the trace held besides requests, and
@@ -386,10 +406,12 @@ impl Builder {
             queued: None,
             created: None,
             inserted: None,
+            inserted_on: None,
             sector,
             sectors,
             pid: ev.pid,
             comm: ev.task.clone(),
+            cpu: ev.cpu,
             ctx: ev.pid,
             prio: None,
             issued: None,
@@ -496,6 +518,7 @@ impl Builder {
                         time: ev.time,
                         pid: ev.pid,
                         comm: ev.task.clone(),
+                        cpu: ev.cpu,
                         ctx: ev.pid,
                         rwbs: b.rwbs,
                         sector: b.sector,
@@ -542,6 +565,10 @@ impl Builder {
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() {
                     r.inserted = Some(ev.time);
+                    r.inserted_on = Some(TaskOnCpu {
+                        cpu: ev.cpu,
+                        pid: ev.pid,
+                    });
                     r.sector = e.sector;
                     r.sectors = e.sectors;
                 }
@@ -589,6 +616,8 @@ impl Builder {
                     time: ev.time,
                     line: ev.line,
                     cpu: ev.cpu,
+                    pid: ev.pid,
+                    kblockd: ev.task.starts_with("kworker/") && ev.task.ends_with('H'),
                 });
                 let r = &mut self.out.requests[i];
                 if r.inserted.is_none() && r.issued.is_none() {
@@ -632,6 +661,7 @@ impl Builder {
                         time: ev.time,
                         pid: self.out.requests[n].pid,
                         comm: self.out.requests[n].comm.clone(),
+                        cpu: ev.cpu,
                         ctx: self.out.requests[n].pid,
                         rwbs: self.out.requests[n].rwbs,
                         sector: e.sector,
