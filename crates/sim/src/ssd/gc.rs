@@ -213,12 +213,13 @@ impl Collector {
             return;
         }
         flash.set_gc_urgent(urgent);
-        let after_reads = lazy.read_done[plane as usize].max(now);
-        let mut read_done = after_reads;
+        // Programs and erases wait for every read placed before them (a program unit holds
+        // units of several victim pages).
+        let mut read_done = lazy.read_done[plane as usize].max(now);
         for op in backlog.drain(..n) {
             match op {
                 Op::Read { page, bytes } => {
-                    read_done = flash.read(plane, page, bytes, now, Origin::Gc);
+                    read_done = read_done.max(flash.read(plane, page, bytes, now, Origin::Gc));
                 }
                 Op::Program { first } => {
                     let done = flash.program(plane, self.program_bytes, read_done, Origin::Gc);
