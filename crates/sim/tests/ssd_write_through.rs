@@ -7,7 +7,7 @@
 
 use elevator_core::harness::rq;
 use elevator_core::{registry, GroupTree, Nanos, RequestId, Settings};
-use elevator_sim::ssd::{Precondition, Ssd, SsdSpec, WriteAck};
+use elevator_sim::ssd::{GcUrgency, Precondition, Ssd, SsdSpec, Suspend, WriteAck};
 use elevator_sim::{Device, DriveModel, JobSlot, Simulation};
 use elevator_workload::jobs::fio::{FioJob, FioJobConfig, RwMode};
 use elevator_workload::BuildEnv;
@@ -152,4 +152,152 @@ fn written_through_the_drives_write_rate_grows_with_the_writes_outstanding() {
     assert!(through[0] < 30_000.0, "{through:?}");
     assert!(through[1] > 4.0 * through[0], "{through:?}");
     assert!(through[1] <= 1.02 * back[1], "{through:?} {back:?}");
+}
+
+/// A one-plane drive of 64 blocks of two program units (24 units) each, written through, GC
+/// not preemptible with urgency `urgent`, reads suspending programs and erases (not urgent
+/// GC, which they wait for in full): steady-state preconditioning leaves
+/// `gc.threshold` (4 blocks) free, the hard threshold is 2 erased free blocks.
+fn one_plane(urgent: GcUrgency) -> SsdSpec {
+    one_plane_hard(urgent, 1.0 / 32.0)
+}
+
+/// [`one_plane`] with GC urgent below `hard` of the plane's blocks erased and free.
+fn one_plane_hard(urgent: GcUrgency, hard: f64) -> SsdSpec {
+    let mut s = spec(WriteAck::Programmed);
+    let f = &mut s.flash;
+    (
+        f.channels,
+        f.chips_per_channel,
+        f.dies_per_chip,
+        f.planes_per_die,
+    ) = (1, 1, 1, 1);
+    (f.blocks_per_plane, f.pages_per_block) = (64, 6);
+    f.suspend = Suspend::ProgramErase;
+    s.ftl.over_provisioning = 0.25;
+    s.gc.threshold = 1.0 / 16.0;
+    s.gc.hard_threshold = hard;
+    s.gc.preemptible = false;
+    s.gc.urgent = urgent;
+    s
+}
+
+/// MQSim's GC urgency from the free block pool (`GC_and_WL_Unit_Page_Level::
+/// GC_is_in_urgent_mode`, `Stop_servicing_writes`) under write-through, where the write
+/// buffer never fills: a burst of host writes keeps the plane busy, so GC's work (which yields
+/// to queued host programs) waits and the erased free blocks run down; below the hard
+/// threshold the plane's GC is placed as urgent work, no host program starts on a block before
+/// that block's erase ends, and reads on the plane wait for the urgent GC in full. With
+/// urgency from the buffer's fill (`behind`) the same burst never makes GC urgent, and the
+/// read suspends what is under way.
+#[test]
+fn written_through_gc_is_urgent_when_the_planes_free_blocks_run_low_and_host_programs_wait_for_its_erases(
+) {
+    let burst = |urgent: GcUrgency| {
+        let mut ssd = Ssd::with_precondition(one_plane(urgent), Precondition::Steady).unwrap();
+        let units = ssd.ftl().logical_units();
+        // 240 distinct units (10 blocks' worth of host programs), one a microsecond: far
+        // faster than the plane programs them.
+        let lpns: Vec<u64> = (0..240).map(|i| (i * 37) % units).collect();
+        let mut done = std::collections::HashMap::new();
+        for (i, &lpn) in lpns.iter().enumerate() {
+            let t = Nanos::from_us(1 + i as u64);
+            let s = write(&mut ssd, i as u64, lpn, t);
+            if !s.deferred {
+                done.insert(RequestId(i as u64), s.done);
+            }
+            done.extend(settled(&mut ssd));
+        }
+        assert_eq!(done.len(), lpns.len(), "every program unit filled");
+        // Reads of a unit not written, one every 200 us from just after the burst to past
+        // its programs: the longest wait.
+        let mut longest = Nanos::ZERO;
+        for k in 0..100 {
+            let at = Nanos::from_us(250 + 200 * k);
+            let read = ssd.submit(&rq(1000 + k, 2).read().sector(8 * 5).at(at).build(), at);
+            longest = longest.max(read.done - at);
+        }
+        (ssd, lpns, done, longest)
+    };
+    let (ssd, lpns, done, read_wait) = burst(GcUrgency::FreeBlocks);
+    let gc = ssd.stats().gc;
+    eprintln!(
+        "free-blocks: {:?}, block waits {}, read {read_wait:?}",
+        gc,
+        ssd.stats().block_waits
+    );
+    assert!(gc.victims > 0 && gc.urgent_ops > 0, "{gc:?}");
+    assert!(ssd.stats().block_waits > 0, "{:?}", ssd.stats());
+    // No unit's program ends before its block's erase plus a program.
+    let program = Nanos::from_us(600);
+    let mut reused = 0;
+    for (i, &lpn) in lpns.iter().enumerate() {
+        let ppa = ssd.ftl().lookup(lpn as u32).expect("written");
+        let erased = ssd.ftl().erased_at(ppa);
+        if erased > Nanos::ZERO {
+            reused += 1;
+            assert!(
+                done[&RequestId(i as u64)] >= erased + program,
+                "write {i} done {:?}, its block erased at {erased:?}",
+                done[&RequestId(i as u64)]
+            );
+        }
+    }
+    assert!(
+        reused > 0,
+        "some writes went to blocks GC erased in the run"
+    );
+    ssd.ftl().check().expect("consistent");
+    // Some read waits for urgent GC in full: more than two erases (3.5 ms each).
+    assert!(read_wait > Nanos::from_ms(10), "{read_wait:?}");
+    let (behind, _, _, behind_wait) = burst(GcUrgency::Behind);
+    eprintln!("behind: {:?}, read {behind_wait:?}", behind.stats().gc);
+    assert_eq!(behind.stats().gc.urgent_ops, 0);
+    // There reads suspend what is under way (their suspensions queue, up to 2.8 ms), and
+    // never wait out an erase.
+    assert!(behind_wait < Nanos::from_us(3500), "{behind_wait:?}");
+}
+
+/// `GC_is_in_urgent_mode`'s rule alone: one block's worth of host writes, fewer than the four
+/// erased free blocks, so no host program needs a block GC has not erased yet. With the hard
+/// threshold at the GC threshold (4 blocks) the erased free blocks fall below it as soon as the
+/// host and GC frontiers take blocks and GC's erases wait behind the host's programs: GC turns
+/// urgent, and a read and the host's next program on the plane wait for it in full (its reads,
+/// programs and a 3.5 ms erase). With the hard threshold at one block the same burst leaves GC
+/// to the plane's idle time: nothing urgent, the read suspends what is under way and the host's
+/// programs go first.
+#[test]
+fn written_through_gc_turns_urgent_when_the_erased_free_blocks_fall_below_the_hard_threshold() {
+    let run = |hard: f64| {
+        let spec = one_plane_hard(GcUrgency::FreeBlocks, hard);
+        let mut ssd = Ssd::with_precondition(spec, Precondition::Steady).unwrap();
+        let units = ssd.ftl().logical_units();
+        let mut last = Nanos::ZERO;
+        for i in 0..24u64 {
+            let s = write(&mut ssd, i, (i * 37) % units, Nanos::from_us(1 + i));
+            if !s.deferred {
+                last = last.max(s.done);
+            }
+        }
+        last = settled(&mut ssd).iter().fold(last, |l, &(_, t)| l.max(t));
+        let at = Nanos::from_us(100);
+        let read = ssd.submit(&rq(999, 2).read().sector(8 * 5).at(at).build(), at);
+        (ssd.stats(), read.done - at, last)
+    };
+    let (urgent, urgent_wait, urgent_last) = run(1.0 / 16.0);
+    let (idle, idle_wait, idle_last) = run(1.0 / 64.0);
+    eprintln!(
+        "hard 4: {urgent:?} read {urgent_wait:?} writes done {urgent_last:?}; \
+         hard 1: {idle:?} read {idle_wait:?} writes done {idle_last:?}"
+    );
+    // The host's second program waits for the urgent GC on its plane (at least its erase).
+    assert!(
+        urgent_last > idle_last + Nanos::from_us(3500),
+        "{urgent_last:?} {idle_last:?}"
+    );
+    assert!(urgent.gc.urgent_ops > 0, "{urgent:?}");
+    assert_eq!(urgent.block_waits, 0, "{urgent:?}");
+    assert!(urgent_wait > Nanos::from_us(3500), "{urgent_wait:?}");
+    assert_eq!(idle.gc.urgent_ops, 0, "{idle:?}");
+    assert!(idle_wait < Nanos::from_us(1000), "{idle_wait:?}");
 }

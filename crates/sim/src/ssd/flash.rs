@@ -383,6 +383,21 @@ impl Flash {
         t + Nanos(suspend)
     }
 
+    /// The planes of `plane`'s die (MQSim's chip, for GC's urgency).
+    pub fn die_planes(&self, plane: u32) -> impl Iterator<Item = u32> {
+        let (first, n, stride) = self.held(plane, false);
+        (first as u32..).step_by(stride).take(n)
+    }
+
+    /// Whether `plane` has no host work under way or queued at `now`, nor anything else under
+    /// way: lazy GC's next operation may go (MQSim's TSU serves a chip's GC transactions
+    /// after its user ones when GC is not urgent).
+    pub fn host_idle(&mut self, plane: u32, now: Nanos) -> bool {
+        let pl = &mut self.planes[plane as usize];
+        pl.forget(now);
+        pl.reads.is_empty() && pl.programs.is_empty() && pl.all.fit(now, 1) == now
+    }
+
     /// Read `bytes` of page `page` (its index within its block) on `plane`, inputs ready at
     /// `ready`; returns when the data is in the controller.
     pub fn read(

@@ -122,6 +122,9 @@ pub struct Ftl {
     /// Whether any block has been opened for writing in the run (else `written` is empty).
     any_written: bool,
     free: Vec<VecDeque<u32>>,
+    /// Per block (global id): when its last erase ends ([`Nanos::ZERO`] for blocks free from
+    /// the start; [`Nanos::MAX`] while its erase is not placed yet, with lazy GC).
+    erased_at: Vec<Nanos>,
     host_frontier: Vec<Option<Frontier>>,
     gc_frontier: Vec<Option<Frontier>>,
     host_plane: u32,
@@ -187,6 +190,7 @@ impl Ftl {
             written: vec![None; total],
             any_written: false,
             free: vec![VecDeque::new(); planes as usize],
+            erased_at: vec![Nanos::ZERO; total],
             host_frontier: vec![None; planes as usize],
             gc_frontier: vec![None; planes as usize],
             host_plane: 0,
@@ -242,6 +246,25 @@ impl Ftl {
     /// Free blocks of `plane`.
     pub fn free_blocks(&self, plane: u32) -> u32 {
         self.free[plane as usize].len() as u32
+    }
+    /// Free blocks of `plane` whose erase has ended by `t` (MQSim's free block pool: a block
+    /// joins it when its erase transaction is serviced).
+    pub fn free_erased_by(&self, plane: u32, t: Nanos) -> u32 {
+        let first = plane * self.blocks;
+        self.free[plane as usize]
+            .iter()
+            .filter(|&&b| self.erased_at[(first + b) as usize] <= t)
+            .count() as u32
+    }
+    /// When the erase of the block holding `ppa` ends (before it, nothing can be programmed
+    /// there); [`Nanos::MAX`] while that erase is not placed.
+    pub fn erased_at(&self, ppa: Ppa) -> Nanos {
+        self.erased_at[(ppa / self.slots) as usize]
+    }
+    /// Record when the erase of block `block` of `plane` ends (placed after the block was
+    /// returned to the pool by [`Ftl::erase`] with [`Nanos::MAX`]).
+    pub fn set_erased_at(&mut self, plane: u32, block: u32, at: Nanos) {
+        self.erased_at[(plane * self.blocks + block) as usize] = at;
     }
     /// Counters.
     pub fn stats(&self) -> FtlStats {
@@ -533,9 +556,11 @@ impl Ftl {
             .collect()
     }
 
-    /// Return an emptied block to its plane's free pool.
-    pub fn erase(&mut self, plane: u32, block: u32) {
+    /// Return an emptied block to its plane's free pool, its erase ending at `at`
+    /// ([`Nanos::MAX`]: not placed yet; [`Ftl::set_erased_at`] when it is).
+    pub fn erase(&mut self, plane: u32, block: u32, at: Nanos) {
         let gid = (plane * self.blocks + block) as usize;
+        self.erased_at[gid] = at;
         debug_assert_eq!(self.valid[gid], 0, "erasing a block with valid data");
         self.state[gid] = BlockState::Free;
         self.base[gid] = false;

@@ -26,21 +26,35 @@
 //! Under either, a plane down to the two blocks its frontiers need collects at once until it
 //! is not. No wear levelling.
 //!
-//! Urgency is not a free-block level (a deviation): MQSim's GC yields to host reads while every
-//! plane of the chip is above `GC_Hard_Threshold` and goes first below it
-//! (`GC_is_in_urgent_mode`), a level a plane reaches when GC cannot keep up with the host.
-//! In-step GC keeps a plane's free blocks at the threshold whatever the host's rate, so the
-//! spec says: `gc.preemptible` (never urgent), or not, with `gc.urgent = "always"` or
-//! `"behind"`: urgent only the work placed for a host write that waited for buffer room, i.e.
-//! while the flash is behind the host (the caller sets it, [`Flash::set_gc_urgent`]).
-//! `samsung-980pro-1tb-fig11c` is `"behind"` (docs/ssd-model.md, "A reader beside a random
-//! writer").
+//! Urgency: MQSim's GC yields to host reads while every plane of the chip is above
+//! `GC_Hard_Threshold` and goes first below it (`GC_is_in_urgent_mode`), a level a plane
+//! reaches when GC cannot keep up with the host. The spec says which rule: `gc.preemptible`
+//! (never urgent), or not, with
+//!
+//! - `gc.urgent = "always"`, or `"behind"`: urgent only the work placed for a host write that
+//!   waited for buffer room, i.e. while the flash is behind the host (the caller sets it,
+//!   [`Flash::set_gc_urgent`]). Both place the work at once (in step, or the whole victim), so
+//!   the free blocks the FTL counts stay level whatever the host's rate: not MQSim's rule.
+//! - `gc.urgent = "free-blocks"` (MQSim's rule; lazy GC): the FTL's moves are still decided
+//!   in step (or a whole victim at once), but their flash work (reads, programs, the erase)
+//!   waits in the plane's backlog and is placed one operation at a time when the plane has no
+//!   host work under way or queued (MQSim's TSU serves user transactions before GC's when GC
+//!   is not urgent). A block GC freed joins the free pool when its erase ends
+//!   ([`Ftl::free_erased_by`]), so a busy host runs the pool down; while a plane of the die
+//!   has fewer erased free blocks than `gc.hard_threshold` of its blocks, the plane's whole
+//!   backlog is placed at once as urgent work, which host reads wait for in full; and a host
+//!   program whose block's erase is still in the backlog waits for it (MQSim's
+//!   `Stop_servicing_writes`), urgent too. Deviations: the backlog is looked at when the drive
+//!   receives a command or its timer fires (an idle drive does not collect until then); the
+//!   die stands for MQSim's chip (the 980 PRO specs have one die a chip).
+
+use std::collections::VecDeque;
 
 use elevator_core::Nanos;
 
 use super::flash::{Flash, Origin};
 use super::ftl::{Ftl, Lpn, Ppa};
-use super::spec::GcSchedule;
+use super::spec::{GcSchedule, GcUrgency, SsdSpec};
 
 /// What GC did, over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +63,36 @@ pub struct GcStats {
     pub triggers: u64,
     /// Blocks collected (erased).
     pub victims: u64,
+    /// Lazy GC (`gc.urgent = "free-blocks"`): operations placed as urgent work (a plane of the
+    /// die short of erased free blocks, or a host program waiting for its block's erase).
+    pub urgent_ops: u64,
+    /// Lazy GC: operations placed in the plane's idle time, preemptible.
+    pub idle_ops: u64,
+}
+
+/// A GC flash operation decided and not yet placed (lazy GC).
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// Read `bytes` of page `page` (its index in its block) of the victim.
+    Read { page: u32, bytes: u64 },
+    /// Program the GC program unit starting at `first`, once the reads before it are done.
+    Program { first: Ppa },
+    /// Erase block `block`, once the reads before it are done.
+    Erase { block: u32 },
+}
+
+/// Lazy GC's state (`gc.urgent = "free-blocks"`).
+#[derive(Clone, Debug, Default)]
+struct Lazy {
+    on: bool,
+    /// Erased free blocks per plane below which the die's GC is urgent.
+    hard: u32,
+    /// Per plane: the operations decided and not placed, in order.
+    backlog: Vec<VecDeque<Op>>,
+    /// Per plane: when the data of the latest GC read placed is in the controller.
+    read_done: Vec<Nanos>,
+    /// Operations in all backlogs.
+    queued: usize,
 }
 
 /// The block a plane is collecting.
@@ -72,6 +116,7 @@ pub struct Collector {
     schedule: GcSchedule,
     /// Whether the current call chose a victim.
     chosen: bool,
+    lazy: Lazy,
     stats: GcStats,
 }
 
@@ -79,21 +124,29 @@ pub struct Collector {
 const FLOOR: u32 = 2;
 
 impl Collector {
-    /// No GC under way on any of `planes`; `unit_bytes` sizes a read's transfer and
-    /// `program_bytes` a program's (`flash.program_pages` pages); `schedule` says when a
-    /// victim's work is done.
-    pub fn new(
-        planes: u32,
-        unit_bytes: u64,
-        program_bytes: u64,
-        schedule: GcSchedule,
-    ) -> Collector {
+    /// No GC under way on any of `spec`'s planes: its units size a read's transfer and its
+    /// program unit (`flash.program_pages` pages) a program's; `gc.schedule` says when a
+    /// victim's work is decided and `gc.urgent` whether it is placed at once or lazily.
+    pub fn new(spec: &SsdSpec) -> Collector {
+        let planes = spec.planes() as usize;
+        let program_bytes = u64::from(spec.flash.page_bytes) * u64::from(spec.flash.program_pages);
+        let lazy = match (spec.gc.preemptible, spec.gc.urgent) {
+            (false, GcUrgency::FreeBlocks) => Lazy {
+                on: true,
+                hard: spec.gc.hard_reserve_blocks(spec.flash.blocks_per_plane),
+                backlog: vec![VecDeque::new(); planes],
+                read_done: vec![Nanos::ZERO; planes],
+                queued: 0,
+            },
+            _ => Lazy::default(),
+        };
         Collector {
-            victims: vec![None; planes as usize],
-            unit_bytes,
+            victims: vec![None; planes],
+            unit_bytes: u64::from(spec.ftl.unit_bytes),
             program_bytes,
-            schedule,
+            schedule: spec.gc.schedule,
             chosen: false,
+            lazy,
             stats: GcStats::default(),
         }
     }
@@ -101,6 +154,90 @@ impl Collector {
     /// Counters.
     pub fn stats(&self) -> GcStats {
         self.stats
+    }
+
+    /// Lazy GC: place what is due at `now` on every plane with a backlog: all of it, urgent,
+    /// where a plane of the die is short of erased free blocks; else its next operation, if
+    /// the plane has no host work under way or queued.
+    pub fn run(&mut self, ftl: &mut Ftl, flash: &mut Flash, now: Nanos) {
+        if self.lazy.queued == 0 {
+            return;
+        }
+        for plane in 0..self.lazy.backlog.len() as u32 {
+            if self.lazy.backlog[plane as usize].is_empty() {
+                continue;
+            }
+            if self.urgent(ftl, flash, plane, now) {
+                self.place(ftl, flash, plane, true, usize::MAX, now);
+            } else if flash.host_idle(plane, now) {
+                self.place(ftl, flash, plane, false, 1, now);
+            }
+        }
+    }
+
+    /// Lazy GC: a host program on `plane` needs the block whose erase is still in the
+    /// backlog: place the backlog through it, urgent (MQSim stops servicing the plane's writes
+    /// until GC frees a block).
+    pub fn free_block_for_host(
+        &mut self,
+        ftl: &mut Ftl,
+        flash: &mut Flash,
+        plane: u32,
+        now: Nanos,
+    ) {
+        self.place(ftl, flash, plane, true, usize::MAX, now);
+    }
+
+    /// Whether `plane`'s GC is urgent at `now`: a plane of its die has fewer free blocks
+    /// erased by then than the hard threshold (MQSim's `GC_is_in_urgent_mode`).
+    fn urgent(&self, ftl: &Ftl, flash: &Flash, plane: u32, now: Nanos) -> bool {
+        flash
+            .die_planes(plane)
+            .any(|p| ftl.free_erased_by(p, now) < self.lazy.hard)
+    }
+
+    /// Place up to `n` operations of `plane`'s backlog from `now`, urgent or preemptible.
+    fn place(
+        &mut self,
+        ftl: &mut Ftl,
+        flash: &mut Flash,
+        plane: u32,
+        urgent: bool,
+        n: usize,
+        now: Nanos,
+    ) {
+        let lazy = &mut self.lazy;
+        let backlog = &mut lazy.backlog[plane as usize];
+        let n = n.min(backlog.len());
+        if n == 0 {
+            return;
+        }
+        flash.set_gc_urgent(urgent);
+        // Programs and erases wait for every read placed before them (a program unit holds
+        // units of several victim pages).
+        let mut read_done = lazy.read_done[plane as usize].max(now);
+        for op in backlog.drain(..n) {
+            match op {
+                Op::Read { page, bytes } => {
+                    read_done = read_done.max(flash.read(plane, page, bytes, now, Origin::Gc));
+                }
+                Op::Program { first } => {
+                    let done = flash.program(plane, self.program_bytes, read_done, Origin::Gc);
+                    ftl.set_programmed(first, done);
+                }
+                Op::Erase { block } => {
+                    let done = flash.erase(plane, read_done, Origin::Gc);
+                    ftl.set_erased_at(plane, block, done);
+                }
+            }
+        }
+        lazy.read_done[plane as usize] = read_done;
+        lazy.queued -= n;
+        if urgent {
+            self.stats.urgent_ops += n as u64;
+        } else {
+            self.stats.idle_ops += n as u64;
+        }
     }
 
     /// A host program was placed on `plane` (or the plane took a block) at `now`: do the GC
@@ -124,6 +261,12 @@ impl Collector {
             self.stats.triggers += 1;
         }
         self.chosen = false;
+        if self.lazy.on
+            && !self.lazy.backlog[plane as usize].is_empty()
+            && self.urgent(ftl, flash, plane, now)
+        {
+            self.place(ftl, flash, plane, true, usize::MAX, now);
+        }
     }
 
     /// Choose the greedy victim of `plane`; returns whether there was one.
@@ -177,13 +320,28 @@ impl Collector {
             }
             let in_block = ftl.page_in_block(live[0].0);
             let bytes = live.len() as u64 * self.unit_bytes;
-            let read = flash.read(plane, in_block, bytes, now, Origin::Gc);
+            let lazy = &mut self.lazy;
+            let read = if lazy.on {
+                lazy.backlog[plane as usize].push_back(Op::Read {
+                    page: in_block,
+                    bytes,
+                });
+                lazy.queued += 1;
+                now
+            } else {
+                flash.read(plane, in_block, bytes, now, Origin::Gc)
+            };
             copied = copied.max(read);
             for &(from, lpn) in &live {
                 let placed = ftl.relocate(lpn, from);
                 if let Some(first) = placed.program {
-                    let done = flash.program(plane, self.program_bytes, read, Origin::Gc);
-                    ftl.set_programmed(first, done);
+                    if lazy.on {
+                        lazy.backlog[plane as usize].push_back(Op::Program { first });
+                        lazy.queued += 1;
+                    } else {
+                        let done = flash.program(plane, self.program_bytes, read, Origin::Gc);
+                        ftl.set_programmed(first, done);
+                    }
                 }
             }
             moved += live.len();
@@ -191,8 +349,14 @@ impl Collector {
         if v.next >= v.units.len() {
             let block = v.block;
             self.victims[plane as usize] = None;
-            flash.erase(plane, copied, Origin::Gc);
-            ftl.erase(plane, block);
+            let erased = if self.lazy.on {
+                self.lazy.backlog[plane as usize].push_back(Op::Erase { block });
+                self.lazy.queued += 1;
+                Nanos::MAX
+            } else {
+                flash.erase(plane, copied, Origin::Gc)
+            };
+            ftl.erase(plane, block, erased);
             self.stats.victims += 1;
         }
     }

@@ -67,6 +67,8 @@ pub struct SsdStats {
     /// Host programs of a unit closed before it was full (`write_buffer.gather_us` passed
     /// with writes waiting for it; `acknowledge = "programmed"` only).
     pub padded_programs: u64,
+    /// Host programs that waited for the erase of the block they write (GC behind the host).
+    pub block_waits: u64,
     /// Garbage collection.
     pub gc: GcStats,
 }
@@ -346,12 +348,7 @@ impl Ssd {
             flash: Flash::new(&spec),
             ftl: Ftl::with_precondition(&spec, pre),
             cmt: Cmt::new(spec.ftl.cmt_entries, spec.flash.page_bytes / 4),
-            gc: Collector::new(
-                spec.planes() as u32,
-                u64::from(spec.ftl.unit_bytes),
-                program_bytes,
-                spec.gc.schedule,
-            ),
+            gc: Collector::new(&spec),
             unit_bytes: u64::from(spec.ftl.unit_bytes),
             page_bytes,
             program_bytes,
@@ -526,6 +523,7 @@ impl Ssd {
             let placed = self.ftl.write_host(lpn);
             let plane = self.ftl.plane_of(placed.ppa);
             if let Some(first) = placed.program {
+                let ready = self.block_erased(first, plane, ready, now);
                 let done = match self.multi.join(lpn, plane, ready) {
                     Some(Ok(done)) => {
                         self.stats.multi_plane_joins += 1;
@@ -584,6 +582,21 @@ impl Ssd {
         }
     }
 
+    /// When a host program of the unit at `first` on `plane`, its data ready at `ready`, may
+    /// start: not before its block's erase ends. With lazy GC an erase still in the plane's
+    /// backlog is placed first, urgent (the host's writes to the plane wait for GC).
+    fn block_erased(&mut self, first: u32, plane: u32, ready: Nanos, now: Nanos) -> Nanos {
+        if self.ftl.erased_at(first) == Nanos::MAX {
+            self.gc
+                .free_block_for_host(&mut self.ftl, &mut self.flash, plane, now);
+        }
+        let erased = self.ftl.erased_at(first);
+        if erased > ready {
+            self.stats.block_waits += 1;
+        }
+        ready.max(erased)
+    }
+
     /// Close every program unit whose writes have waited `write_buffer.gather_us`, padded
     /// ([`Ftl::pad_host`]), and program it at `now`.
     fn close_gathered(&mut self, now: Nanos) {
@@ -598,9 +611,10 @@ impl Ssd {
                 .pad_host(plane)
                 .expect("a unit with writes waiting is open");
             self.flash.set_now(now);
+            let ready = self.block_erased(first, plane, now, now);
             let done = self
                 .flash
-                .program(plane, self.program_bytes, now, Origin::Host);
+                .program(plane, self.program_bytes, ready, Origin::Host);
             self.ftl.set_programmed(first, done);
             self.buffer.scheduled(held * self.unit_bytes, done);
             self.stats.host_programs += 1;
@@ -624,6 +638,7 @@ impl Device for Ssd {
     }
     fn submit(&mut self, rq: &Request, now: Nanos) -> Service {
         self.flash.set_now(now);
+        self.gc.run(&mut self.ftl, &mut self.flash, now);
         let accepted = self.host.accept(rq.ctx.0, now);
         match rq.op {
             Op::Read => self.read(rq, now, accepted),
@@ -667,6 +682,8 @@ impl Device for Ssd {
     }
     fn handle_timeout(&mut self, now: Nanos) {
         if self.through.on {
+            self.flash.set_now(now);
+            self.gc.run(&mut self.ftl, &mut self.flash, now);
             self.close_gathered(now);
         }
     }

@@ -359,9 +359,14 @@ pub struct Gc {
     /// When GC that is not preemptible is urgent (host reads wait for all of it): `always`
     /// (default), or `behind`: only the work placed for a host write that waited for buffer
     /// room, i.e. while the flash is behind the host (MQSim's `GC_is_in_urgent_mode`: urgent
-    /// only below the hard threshold, which a plane reaches when GC cannot keep up). Ignored
-    /// with `preemptible`.
+    /// only below the hard threshold, which a plane reaches when GC cannot keep up), or
+    /// `free-blocks`: MQSim's own rule, from the free blocks of the plane's die
+    /// ([`Gc::hard_threshold`]). Ignored with `preemptible`.
     pub urgent: GcUrgency,
+    /// With `urgent = "free-blocks"`: GC is urgent while a plane of the die has fewer erased
+    /// free blocks than this fraction of its blocks (MQSim's `GC_Hard_Threshold`, default
+    /// 0.005; at least 1 block).
+    pub hard_threshold: f64,
     /// When a plane does the work of its victim.
     pub schedule: GcSchedule,
 }
@@ -377,6 +382,13 @@ pub enum GcUrgency {
     /// programs and GC behind the host's writes); the rest yields to host reads as
     /// preemptible GC does.
     Behind,
+    /// MQSim's `GC_is_in_urgent_mode`: urgent while a plane of the die has fewer free blocks
+    /// erased by now than `gc.hard_threshold` of its blocks. Below that level GC yields to the
+    /// host: its reads, programs and erases wait until the plane has no host work queued (MQSim's
+    /// TSU serves user transactions first), so under a busy host the free pool runs down, and a
+    /// host program whose block's erase has not run waits for the plane's GC
+    /// (`Stop_servicing_writes`).
+    FreeBlocks,
 }
 
 impl Gc {
@@ -384,6 +396,13 @@ impl Gc {
     /// `blocks_per_plane`, at least 2.
     pub fn reserve_blocks(&self, blocks_per_plane: u32) -> u32 {
         ((f64::from(blocks_per_plane) * self.threshold).ceil() as u32).max(2)
+    }
+
+    /// The erased free blocks per plane below which GC is urgent with `urgent =
+    /// "free-blocks"`: `hard_threshold` of the plane's `blocks_per_plane`, rounded down, at
+    /// least 1 (MQSim's `block_pool_gc_hard_threshold`).
+    pub fn hard_reserve_blocks(&self, blocks_per_plane: u32) -> u32 {
+        ((f64::from(blocks_per_plane) * self.hard_threshold).floor() as u32).max(1)
     }
 }
 
@@ -393,6 +412,7 @@ impl Default for Gc {
             threshold: 0.05,
             preemptible: false,
             urgent: GcUrgency::Always,
+            hard_threshold: 0.005,
             schedule: GcSchedule::InStep,
         }
     }
@@ -669,6 +689,13 @@ impl SsdSpec {
             return bad(
                 "gc.threshold",
                 format!("must be a fraction in 0..0.5, got {t}"),
+            );
+        }
+        let h = self.gc.hard_threshold;
+        if !(h.is_finite() && (0.0..=t).contains(&h)) {
+            return bad(
+                "gc.hard_threshold",
+                format!("must be a fraction in 0..=gc.threshold ({t}), got {h}"),
             );
         }
         // GC needs its own open block and at least one to refill from on every plane.

@@ -31,6 +31,11 @@ impl GapTimeline {
         }
     }
 
+    /// Whether nothing is reserved (after [`GapTimeline::forget`]: nothing after the horizon).
+    pub fn is_empty(&self) -> bool {
+        self.busy.is_empty()
+    }
+
     /// The earliest start at or after `ready` of a free interval of `len` ns.
     pub fn fit(&self, ready: Nanos, len: u64) -> Nanos {
         let mut t = ready;
