@@ -111,3 +111,51 @@ fn a_sweep_axis_enlarging_its_cells_is_bounded_by_every_cell_before_any_runs() {
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+// ----- a fresh sweep -----
+
+/// Every error was printed with `eprintln!`, which panics when stderr cannot be written:
+/// `elevator sim nosuch 2>/dev/full` exited 101 (a panic, its message lost too) instead of
+/// 1. Now every line to stderr goes through `output::tell!`, which drops a failed write; the
+/// exit status still tells.
+#[test]
+fn an_error_with_stderr_on_dev_full_exits_1_not_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        println!("skipped: no /dev/full here");
+        return;
+    };
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["sim", "no-such-scenario"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?}");
+}
+
+/// `kernel-diff` of a recording whose `job.fio` was emptied or cut diffed without a word,
+/// its jobs' priorities (bfq's queues take the context's) lost. Now every job fio ran
+/// (meta.json's `fio.jobs`) must have its section in the job file, or the recording is
+/// refused naming the job file and the job (`Recording::context_priorities`).
+#[test]
+fn a_recording_whose_job_file_lost_its_jobs_is_refused_naming_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/interleaved-readers/bfq");
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), rec.join(f.file_name())).unwrap();
+    }
+    let job = std::fs::read_to_string(rec.join("job.fio")).unwrap();
+    for cut in [String::new(), job.lines().take(3).collect::<Vec<_>>().join("\n")] {
+        std::fs::write(rec.join("job.fio"), &cut).unwrap();
+        let o = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
+        clean_error(&o, &["job.fio", "no section", "meta.json"]);
+    }
+    std::fs::write(rec.join("job.fio"), &job).unwrap();
+    let o = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}

@@ -289,7 +289,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
             Item::Unclosed(l) => {
                 return Err(err(line, l, "a section header ends with ']'".into()));
             }
-            Item::Section { name, global } => {
+            Item::Section {
+                name,
+                global: is_global,
+            } => {
                 if name.is_empty() {
                     let l = String::from_utf8_lossy(raw);
                     return Err(err(line, l.trim(), "a section needs a name".into()));
@@ -303,7 +306,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                 }
                 // fio's parse_jobs_ini: a section whose name starts with "global" is a global
                 // one: `[globals]` sets defaults, it runs no job.
-                in_global = global;
+                in_global = is_global;
                 if !in_global {
                     if !names.insert(name.to_string()) {
                         return Err(err(

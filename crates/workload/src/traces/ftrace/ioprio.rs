@@ -95,6 +95,20 @@ pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>
     Ok(out)
 }
 
+/// The names of the job file's job sections (its global sections left out), as fio names
+/// its jobs.
+pub fn job_sections(text: &str) -> std::collections::HashSet<String> {
+    crate::fio_ini::entries(text.as_bytes())
+        .filter_map(|e| match e.item {
+            Ok(Item::Section {
+                name,
+                global: false,
+            }) => Some(name.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The priority bfq gives a context of ioprio class `class` (1 real time, 2 best effort, 3
 /// idle; 0, none, is the nice-0 default, best effort 4) and level `level`.
 fn prio_of(class: u8, level: u8) -> IoPrio {
