@@ -646,6 +646,21 @@ impl Grid {
         } else {
             spec.sched.clone()
         };
+        // Each scheduler once (by name or alias): twice ran and tabled it twice.
+        let mut seen = HashMap::new();
+        for name in &sched {
+            let canonical = registry::find(name).map_or(name.as_str(), |i| i.name);
+            if let Some(first) = seen.insert(canonical, name) {
+                return Err(Error::arg(
+                    "sched",
+                    format!(
+                        "{:?} and {:?} name one scheduler ({canonical}): give each once",
+                        fio_file::excerpt(first),
+                        fio_file::excerpt(name)
+                    ),
+                ));
+            }
+        }
         let mut extra = Settings::new();
         for (k, v) in &spec.set {
             extra.set(k, *v);

@@ -159,3 +159,28 @@ fn a_recording_whose_job_file_lost_its_jobs_is_refused_naming_it() {
     let o = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// `--sched` took any list: `deadline,deadline` (or `noop,none`, one scheduler by its alias)
+/// ran and tabled it twice under one name, and 10,000 names ran the scenario 10,000 times
+/// (past `timeout 30`). Now a scheduler named twice is refused naming both spellings
+/// (`SchedOpts::names`; the grid alike), which bounds the list by the registry.
+#[test]
+fn a_scheduler_named_twice_in_sched_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("small.toml");
+    std::fs::write(
+        &sc,
+        "name = \"small\"\ndrive = \"cheetah9lp\"\n[[job]]\nname = \"r\"\nkind = \"fio\"\n\
+         rw = \"randread\"\nbs = 4096\nnumber_ios = 200\n",
+    )
+    .unwrap();
+    let o = elevator_within(&["sim", s(&sc), "--sched", "deadline,deadline"], MINUTE);
+    clean_error(&o, &["--sched", "\"deadline\" and \"deadline\""]);
+    let o = elevator_within(&["sim", s(&sc), "--sched", "noop,none"], MINUTE);
+    clean_error(&o, &["--sched", "\"noop\" and \"none\""]);
+    let many = vec!["noop"; 10_000].join(",");
+    let o = elevator_within(&["sim", s(&sc), "--sched", &many], MINUTE);
+    clean_error(&o, &["--sched", "give each once"]);
+    let o = elevator_within(&["sim", s(&sc), "--sched", "noop,deadline"], MINUTE);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}

@@ -196,7 +196,7 @@ fn watch_signals(
 /// Run `elevator mount`.
 pub fn run(a: Args) -> anyhow::Result<()> {
     use super::common::Supported;
-    let sched = a.scheds.names("none");
+    let sched = a.scheds.names("none")?;
     anyhow::ensure!(
         sched.len() == 1,
         "--sched {}: a mount runs one scheduler at a time (switch it later through \
