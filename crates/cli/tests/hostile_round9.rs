@@ -64,8 +64,10 @@ fn a_compile_doing_more_than_its_told_work_stops_at_the_io_bound() {
 }
 
 /// A sweep's total work was the base cell's times the cells: an axis that enlarges a cell
-/// (`job.r.number_ios=1000,90000000`) passed as four cells of 1000 I/Os, and each cell of
-/// 9 x 10^7 I/Os was under the per-cell bound, so the sweep computed for hours. Now every
+/// (`job.r.number_ios=1000,900000` under `--max-ios 1000000`) passed as four cells of 1000
+/// I/Os, and each cell of 900,000 I/Os was under the per-cell bound, so the sweep ran 1.8 x
+/// 10^6 I/Os, past its bound (at the default bound, 10^8 times what a cell may imply: hours
+/// of computing). Now every
 /// cell's work is told before any runs (`Grid::check_cells_work`: cells alike in their drive,
 /// job and control axes told once) and the sweep is refused naming the cells that pass it.
 #[test]
@@ -87,13 +89,15 @@ fn a_sweep_axis_enlarging_its_cells_is_bounded_by_every_cell_before_any_runs() {
             "--sweep",
             "seed=1,2",
             "--sweep",
-            "job.r.number_ios=1000,90000000",
+            "job.r.number_ios=1000,900000",
+            "--max-ios",
+            "1000000",
         ],
         MINUTE,
     );
     clean_error(
         &o,
-        &["--sweep", "job.r.number_ios=90000000", "--max-ios", "before any runs"],
+        &["--sweep", "job.r.number_ios=900000", "--max-ios", "before any runs"],
     );
     // Smaller values run.
     let o = elevator_within(
