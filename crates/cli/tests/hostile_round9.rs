@@ -63,6 +63,37 @@ fn a_compile_doing_more_than_its_told_work_stops_at_the_io_bound() {
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
 
+/// A scenario's `trace` job was left out of the work told before a run ("bounded by its
+/// input"), so a trace of more requests than `--max-ios` ran whole (and, now that a run stops
+/// at its bound, would run up to the bound and then fail). Now the job counts its work
+/// (`TraceReplay::progress`: requests issued of those its checking pass counted) and the
+/// scenario is refused before it runs, naming `job.trace`.
+#[test]
+fn a_scenario_trace_longer_than_the_io_bound_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace: String = (0..30_000u64)
+        .map(|i| format!("{}.5 0 {} 8 1\n", i, (i * 7919) % 10_000_000))
+        .collect();
+    std::fs::write(dir.path().join("ds.trace"), trace).unwrap();
+    let sc = dir.path().join("t.toml");
+    std::fs::write(
+        &sc,
+        "name = \"t\"\ndrive = \"cheetah9lp\"\n[[job]]\nname = \"rep\"\nkind = \"trace\"\n\
+         trace = \"ds.trace\"\nclosed_loop = true\n",
+    )
+    .unwrap();
+    let o = elevator_within(
+        &["sim", s(&sc), "--sched", "noop", "--max-ios", "10000"],
+        MINUTE,
+    );
+    clean_error(&o, &["t.toml:6", "job.trace", "--max-ios"]);
+    let o = elevator_within(
+        &["sim", s(&sc), "--sched", "noop", "--max-ios", "40000"],
+        MINUTE,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
 /// A sweep's total work was the base cell's times the cells: an axis that enlarges a cell
 /// (`job.r.number_ios=1000,900000` under `--max-ios 1000000`) passed as four cells of 1000
 /// I/Os, and each cell of 900,000 I/Os was under the per-cell bound, so the sweep ran 1.8 x
@@ -97,7 +128,12 @@ fn a_sweep_axis_enlarging_its_cells_is_bounded_by_every_cell_before_any_runs() {
     );
     clean_error(
         &o,
-        &["--sweep", "job.r.number_ios=900000", "--max-ios", "before any runs"],
+        &[
+            "--sweep",
+            "job.r.number_ios=900000",
+            "--max-ios",
+            "before any runs",
+        ],
     );
     // Smaller values run.
     let o = elevator_within(
@@ -154,7 +190,10 @@ fn a_recording_whose_job_file_lost_its_jobs_is_refused_naming_it() {
         std::fs::copy(f.path(), rec.join(f.file_name())).unwrap();
     }
     let job = std::fs::read_to_string(rec.join("job.fio")).unwrap();
-    for cut in [String::new(), job.lines().take(3).collect::<Vec<_>>().join("\n")] {
+    for cut in [
+        String::new(),
+        job.lines().take(3).collect::<Vec<_>>().join("\n"),
+    ] {
         std::fs::write(rec.join("job.fio"), &cut).unwrap();
         let o = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
         clean_error(&o, &["job.fio", "no section", "meta.json"]);

@@ -426,11 +426,15 @@ mod tests {
     /// `--group a=/g:100 --group b=/g:200` gave /g the weight 200.
     #[test]
     fn a_name_given_two_rules_or_a_group_two_weights_is_refused() {
-        let rules = |r: &[&str]| -> Vec<GroupRule> { r.iter().map(|s| s.parse().unwrap()).collect() };
+        let rules =
+            |r: &[&str]| -> Vec<GroupRule> { r.iter().map(|s| s.parse().unwrap()).collect() };
         let e = Classifier::new(GroupMode::Root, rules(&["dd=/a", "dd=/b:10"]))
             .err()
             .unwrap();
-        assert!(e.contains("dd=/a") && e.contains("dd=/b:10") && e.contains("two rules"), "{e}");
+        assert!(
+            e.contains("dd=/a") && e.contains("dd=/b:10") && e.contains("two rules"),
+            "{e}"
+        );
         let e = Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g:200"]))
             .err()
             .unwrap();

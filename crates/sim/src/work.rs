@@ -145,7 +145,10 @@ mod tests {
         assert_eq!(report.io_bound_passed, Some(1000));
         assert!(report.ios_completed > 1000 && report.ios_completed < 1100);
         let e = report.job_error().unwrap_err();
-        assert!(e.contains("passed 1000 I/Os") && e.contains("--max-ios"), "{e}");
+        assert!(
+            e.contains("passed 1000 I/Os") && e.contains("--max-ios"),
+            "{e}"
+        );
         // Within its bound it runs whole.
         let mut sim = day_of_reads(4096, Some(5000));
         sim.bound_ios(5000);

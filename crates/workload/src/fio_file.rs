@@ -267,7 +267,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
     let lines = bytes.split(|&b| b == b'\n').count();
     for Entry { line, raw, item } in fio_ini::entries(bytes) {
         if raw.len() > MAX_LINE {
-            let first = raw.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+            let first = raw
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(0);
             return Err(err(
                 line,
                 &String::from_utf8_lossy(&raw[first..first + EXCERPT.min(raw.len() - first)]),

@@ -251,7 +251,13 @@ impl Recording {
         // A job file cut, emptied or copied from another recording would lose its jobs'
         // priorities without a word: every job fio ran has its section.
         let sections = super::ioprio::job_sections(&text);
-        if let Some(j) = self.meta.fio.jobs.iter().find(|j| !sections.contains(&j.name)) {
+        if let Some(j) = self
+            .meta
+            .fio
+            .jobs
+            .iter()
+            .find(|j| !sections.contains(&j.name))
+        {
             return Err(InputError::new(
                 &path,
                 format!(
