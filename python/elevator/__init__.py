@@ -83,7 +83,7 @@ class Scenario:
         origin = _check.text("origin", origin)
         if directory is not None:
             directory = _check.path("directory", directory)
-        self.text = text
+        self.text = _check.unicode("text", text)
         self.origin = origin
         self.directory = directory
         info = _elevator.scenario_info(text, origin, directory)
@@ -183,7 +183,7 @@ def grid_spec(
     if fio_text is not None:
         if not isinstance(fio_text, str):
             raise _check.error("fio_text", f"expected a job file's text, got {_check.shown(fio_text)}")
-        spec["fio_text"] = fio_text
+        spec["fio_text"] = _check.unicode("fio_text", fio_text)
     if trace is not None:
         spec["trace"] = _check.paths("trace", trace)
     else:
@@ -218,6 +218,7 @@ def grid_spec(
             for k, v in sweep.items():
                 if not isinstance(k, str) or not k.strip():
                     raise _check.error("sweep", f"expected axis names (strings), got the key {_check.shown(k)}")
+                _check.unicode("sweep", k)
                 axes.append(f"{k}={_check.axis_values(k, v)}")
             spec["sweep"] = axes
         elif isinstance(sweep, str):
@@ -360,7 +361,7 @@ def run(
     else:
         if not isinstance(fio_text, str):
             raise _check.error("fio_text", f"expected a job file's text, got {_check.shown(fio_text)}")
-        spec["fio_text"] = fio_text
+        spec["fio_text"] = _check.unicode("fio_text", fio_text)
     if target is not None:
         spec["target"] = _check.path("target", target)
     if set is not None:

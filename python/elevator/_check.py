@@ -112,15 +112,30 @@ def flag(name: str, v: Any) -> bool:
     raise error(name, f"expected True or False, got {shown(v)}")
 
 
+def unicode(name: str, v: str) -> str:
+    """``v`` if it is text UTF-8 can carry. A lone surrogate (``"\\udcff"``, or a path
+    whose bytes are not UTF-8 as ``os.fsdecode`` gives it) reached the native module as a
+    JSON escape it could not read, and the error named the grid's JSON, not the argument."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise error(
+            name,
+            f"not UTF-8 text: a lone surrogate {v[e.start]!r} at character {e.start} (paths, "
+            "names and texts are passed as UTF-8)",
+        ) from None
+    return v
+
+
 def text(name: str, v: Any) -> str:
-    """``v`` as a string (not empty, no NUL byte)."""
+    """``v`` as a string (not empty, no NUL byte, UTF-8)."""
     if not isinstance(v, str):
         raise error(name, f"expected a string, got {shown(v)}")
     if not v:
         raise error(name, "empty")
     if "\0" in v:
         raise error(name, "contains a NUL character")
-    return v
+    return unicode(name, v)
 
 
 def path(name: str, v: Any) -> str:
@@ -162,6 +177,7 @@ def names(name: str, v: Any) -> list[str]:
     for i, s in enumerate(out):
         if not isinstance(s, str) or not s.strip():
             raise error(name, f"item {i}: expected a scheduler's name, got {shown(s)}")
+        unicode(name, s)
     return out
 
 
@@ -173,6 +189,7 @@ def settings(name: str, v: Any) -> dict[str, int]:
     for k, x in v.items():
         if not isinstance(k, str) or not k:
             raise error(name, f"expected tunable names (strings), got the key {shown(k)}")
+        unicode(name, k)
         out[k] = integer(f"{name}[{k!r}]", x, *I64)
     return out
 
@@ -189,7 +206,7 @@ def axis_values(key: str, v: Any) -> str:
     if isinstance(v, str):
         if not v.strip():
             raise error(where, "empty: give at least one value")
-        return v
+        return unicode(where, v)
     if isinstance(v, range):
         if not v:
             raise error(where, f"{shown(v)} is empty: give at least one value")
@@ -219,7 +236,7 @@ def axis_values(key: str, v: Any) -> str:
             s = os.fspath(x)
             if not isinstance(s, str) or not s.strip() or "," in s:
                 raise error(where, f"{shown(x)}: expected a value without commas")
-            out.append(s)
+            out.append(unicode(where, s))
         else:
             raise error(where, f"{shown(x)}: expected an integer, a string or a bool")
     if not out:

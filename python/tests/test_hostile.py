@@ -63,6 +63,13 @@ BAD_SIM = [
     (dict(sweep={"seed": [10**5000]}), "seed"),
     (dict(sweep={"seed": [2**64]}), "seed"),
     (dict(max_ios=0), "max_ios"),
+    # Round 9: a lone surrogate (a path of bytes that are not UTF-8, as os.fsdecode gives
+    # it) reached the native module as a JSON escape it could not read, named as the
+    # grid's JSON.
+    (dict(sched="dead\udcffline"), "sched"),
+    (dict(set={"fifo\udcff": 1}), "set"),
+    (dict(sweep={"seed": "1\udcff"}), "seed"),
+    (dict(sweep={"job.\udcff.bs": [1]}), "sweep"),
 ]
 
 
@@ -85,6 +92,8 @@ BAD_SOURCES = [
     (dict(trace=["ok.trace", None]), "trace[1]"),
     (dict(trace="/nonexistent/t.trace"), "t.trace"),
     (dict(trace="x\0y"), "trace"),
+    (dict(trace="t\udcff.csv"), "trace"),
+    (dict(fio_text="[j\udcff]\nrw=read\n"), "fio_text"),
     (dict(fio="/nonexistent/j.fio"), "j.fio"),
     (dict(fio=7), "fio"),
     (dict(fio_text=None, fio=None), "exactly one"),

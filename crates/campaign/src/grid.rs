@@ -646,6 +646,21 @@ impl Grid {
         } else {
             spec.sched.clone()
         };
+        // Each scheduler once (by name or alias): twice ran and tabled it twice.
+        let mut seen = HashMap::new();
+        for name in &sched {
+            let canonical = registry::find(name).map_or(name.as_str(), |i| i.name);
+            if let Some(first) = seen.insert(canonical, name) {
+                return Err(Error::arg(
+                    "sched",
+                    format!(
+                        "{:?} and {:?} name one scheduler ({canonical}): give each once",
+                        fio_file::excerpt(first),
+                        fio_file::excerpt(name)
+                    ),
+                ));
+            }
+        }
         let mut extra = Settings::new();
         for (k, v) in &spec.set {
             extra.set(k, *v);
@@ -711,7 +726,119 @@ impl Grid {
         for name in &grid.sched {
             grid.build_scheduler(name, &Settings::new(), None)?;
         }
+        grid.check_cells_work(cell_ios)?;
         Ok(grid)
+    }
+
+    /// The part of cell `p`'s plan that changes the work its run implies: its drive, its job
+    /// fields and its io controls in a scenario, its drive for a job file; `None` when it
+    /// changes nothing of the base's (a trace's requests are the trace's on any drive).
+    fn work_key(&self, p: &Plan) -> Option<String> {
+        match &self.source {
+            Source::Scenario { .. }
+                if p.drive.is_some() || !p.job_fields.is_empty() || !p.controls.is_empty() =>
+            {
+                Some(format!("{:?} {:?} {:?}", p.drive, p.job_fields, p.controls))
+            }
+            Source::Fio { .. } => p.drive.clone(),
+            _ => None,
+        }
+    }
+
+    /// The I/Os a cell of plan `p` implies, its drive, job and control axes applied
+    /// (`Scenario::check_work`, or a job file's sizes and simulated time on the cell's drive),
+    /// refused past the bound as the base is.
+    fn plan_work(&self, p: &Plan) -> Result<u64, Error> {
+        let max_ios = self.max_ios();
+        match &self.source {
+            Source::Scenario {
+                text,
+                origin,
+                dir,
+                base,
+            } => {
+                let mut s = edited(
+                    text,
+                    dir.as_deref(),
+                    origin,
+                    p.drive.as_deref(),
+                    &p.job_fields,
+                    &p.controls,
+                )?;
+                s.wakeup = base.wakeup;
+                Ok(s.check_work(max_ios)?)
+            }
+            Source::Fio { file, drive } => {
+                let model = DriveModel::resolve(p.drive.as_deref().unwrap_or(drive))?;
+                let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
+                let by_size = crate::fio::check_simulated_work(file, capacity, max_ios)?;
+                let by_time = crate::fio::check_simulated_time_work(file, &model, max_ios)?;
+                Ok(by_size.saturating_add(by_time))
+            }
+            Source::Trace { .. } => Ok(0),
+        }
+    }
+
+    /// Refuse a grid whose cells imply more than its bound on I/Os together, every cell's
+    /// work told before any runs: a drive, job-field or io-control axis changes what a cell
+    /// implies (`job.r.size=` from 1 MiB to 1 TiB), so the cells alike in those axes are
+    /// counted together and each kind is told once ([`Grid::plan_work`]), the first kind to
+    /// pass the bound named. The telling costs at most what it bounds (each kind's probe runs
+    /// at most its own cells' work, and the count stops at the bound). `base_ios` is a cell
+    /// of the source as given.
+    fn check_cells_work(&self, base_ios: u64) -> Result<(), Error> {
+        let max_ios = self.max_ios();
+        let cost = |ios: u64| ios.saturating_add(CELL_OVERHEAD_IOS);
+        // Cells counted by kind of work, each kind by its first cell.
+        let mut kinds: Vec<(u64, u64)> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut base_cells = 0u64;
+        for cell in 0..self.len {
+            match self.work_key(&self.plan(cell)) {
+                None => base_cells += 1,
+                Some(k) => {
+                    let i = *index.entry(k).or_insert_with(|| {
+                        kinds.push((cell, 0));
+                        kinds.len() - 1
+                    });
+                    kinds[i].1 += 1;
+                }
+            }
+        }
+        if kinds.is_empty() {
+            return Ok(()); // every cell is the base's, counted by check_sweep_work
+        }
+        let mut total = base_cells.saturating_mul(cost(base_ios));
+        for &(first, cells) in &kinds {
+            let plan = self.plan(first);
+            let ios = self.plan_work(&plan)?;
+            total = total.saturating_add(cells.saturating_mul(cost(ios)));
+            if self.len > 1 && total > max_ios {
+                let (_, coords) = self.coordinates(first);
+                let at: Vec<String> = self
+                    .axes
+                    .iter()
+                    .zip(&coords)
+                    .filter(|(a, _)| {
+                        matches!(a, Axis::Drive(_) | Axis::Job { .. } | Axis::Control { .. })
+                    })
+                    .map(|(a, c)| format!("{}={c}", a.key()))
+                    .collect();
+                return Err(Error::arg(
+                    "--sweep",
+                    format!(
+                        "{} cells imply more than {max_ios} I/Os in all, counted cell by cell \
+                         before any runs: the {cells} with {} imply about {ios} I/Os each (and \
+                         {CELL_OVERHEAD_IOS} for each cell's set-up); sweep fewer or smaller \
+                         values, or run it as asked with `elevator sim --max-ios N` (Python: \
+                         `max_ios=N`), the bound of the whole grid and of each cell, shards too",
+                        self.len,
+                        at.join(" ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The spec the grid was made from, with a scenario file's or job file's text inlined
@@ -1002,10 +1129,8 @@ impl Grid {
                             &p.job_fields,
                             &p.controls,
                         )?;
+                        // Its work was told with every other cell's (`check_cells_work`).
                         s.wakeup = base.wakeup;
-                        // A `job.NAME.size=` axis can make a cell's work what the base's
-                        // was not.
-                        s.check_work(self.max_ios())?;
                         s
                     };
                 if let Some(w) = self.wakeup {
@@ -1022,6 +1147,7 @@ impl Grid {
                     .scheduler(name, &settings)
                     .map_err(|e| Error::arg(format!("--sweep under {name}"), e.message))?;
                 let mut sim = scenario.simulation(policy, Some(p.seed));
+                sim.bound_ios(self.max_ios());
                 if self.spec.requests {
                     sim.record_requests();
                 }
@@ -1032,15 +1158,11 @@ impl Grid {
                 let model = DriveModel::resolve(drive)?;
                 let capacity = model.device().capacity_sectors() * SECTOR_BYTES;
                 let mut groups = GroupTree::new();
-                crate::fio::check_simulated_work(file, capacity, self.max_ios())?;
-                if p.drive.is_some() {
-                    // The base was probed on its own drive only.
-                    crate::fio::check_simulated_time_work(file, &model, self.max_ios())?;
-                }
                 let (jobs, _) = crate::fio::build_jobs(file, capacity, p.seed, &mut groups)?;
                 apply_controls(&mut groups, &p.controls, "the job file")?;
                 let sched = self.build_scheduler_on(name, &more, &groups, &model)?;
                 let mut sim = Simulation::new(model.device(), sched, groups);
+                sim.bound_ios(self.max_ios());
                 let ramp = crate::fio::ramp_time(file)?;
                 sim.set_ramp(Nanos(ramp.as_nanos() as u64));
                 sim.set_wakeup_latency(self.wakeup.unwrap_or(Nanos(0)));
@@ -1417,6 +1539,27 @@ mod tests {
         assert_eq!(c(3).1[0], Coord::Int(2));
         assert_eq!(c(6).0, "deadline");
         assert_eq!(c(11).1, vec![Coord::Int(2), Coord::Text("atlas10k".into())]);
+    }
+
+    /// A job file's work depends on its drive: 4 KiB reads of the whole device are 2.2 x 10^6
+    /// I/Os on the Cheetah 9LP and 2.4 x 10^8 on the 980 PRO. A `drive=` axis was bounded by
+    /// the base drive's cell only; now every cell's drive is told before any runs.
+    #[test]
+    fn a_drive_axis_is_bounded_by_every_cell_not_the_first() {
+        let whole = GridSpec {
+            fio_text: Some("[whole]\nrw=read\nbs=4k\n".into()),
+            drive: Some("cheetah9lp".into()),
+            sched: vec!["noop".into()],
+            ..GridSpec::default()
+        };
+        let one = Grid::new(&whole).expect("2.2 x 10^6 I/Os on the Cheetah: under the bound");
+        assert_eq!(one.len(), 1);
+        let swept = GridSpec {
+            sweep: vec!["drive=cheetah9lp,samsung-980pro-1tb".into()],
+            ..whole
+        };
+        let e = Grid::new(&swept).unwrap_err().to_string();
+        assert!(e.contains("size") && e.contains("--max-ios"), "{e}");
     }
 
     #[test]

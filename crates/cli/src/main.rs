@@ -92,14 +92,14 @@ fn main() {
     let result = result.and_then(|()| output::stdout_result());
     if let (Ok(()), Some(s)) = (&result, signals::received()) {
         // Stopped by a signal, the command still wrote what it had: say so in the status.
-        eprintln!("elevator: stopped by {}", signals::name(s));
+        crate::output::tell!("elevator: stopped by {}", signals::name(s));
         std::process::exit(128 + s);
     }
     if let Err(e) = result {
         // An input read from a FIFO is named as given, not by its private copy.
-        eprintln!("elevator: error: {}", cmd::common::unmask(&e.to_string()));
+        crate::output::tell!("elevator: error: {}", cmd::common::unmask(&e.to_string()));
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {}", cmd::common::unmask(&cause.to_string()));
+            crate::output::tell!("  caused by: {}", cmd::common::unmask(&cause.to_string()));
         }
         // A command stopped by Ctrl-C, SIGTERM or SIGHUP exits as a shell reports a signal's end.
         std::process::exit(signals::received().map_or(1, |s| 128 + s));

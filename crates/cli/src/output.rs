@@ -63,6 +63,18 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// `eprintln!` that never panics: a line to stderr, lost when stderr cannot be written
+/// (`2>/dev/full`: `eprintln!` panicked, exit 101, where the exit status must tell).
+macro_rules! tell {
+    ($($arg:tt)*) => { $crate::output::tell_str(&(format!($($arg)*) + "\n")) };
+}
+pub(crate) use tell;
+
+/// Write `s` to stderr as [`tell!`] does, ignoring a failed write.
+pub fn tell_str(s: &str) {
+    let _ = std::io::stderr().lock().write_all(s.as_bytes());
+}
+
 /// Print `s` as [`say!`] does, without adding a newline.
 pub fn say_str(s: &str) {
     if text_to_stderr() {

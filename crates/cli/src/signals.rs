@@ -137,7 +137,7 @@ pub fn install_ending() {
                 1 => "; removed 1 unfinished temporary file".to_string(),
                 n => format!("; removed {n} unfinished temporary files"),
             };
-            eprintln!(
+            crate::output::tell!(
                 "elevator: interrupted by {}: stopped{note}; every output written is whole",
                 name(sig)
             );

@@ -238,8 +238,38 @@ struct State {
 
 impl Classifier {
     /// A classifier with these rules; the tree starts with the rules' groups.
+    /// A process name given two rules, or a group two weights, is refused: the first rule
+    /// (or the last weight) won without a word.
     pub fn new(mode: GroupMode, rules: Vec<GroupRule>) -> Result<Classifier, String> {
         let mut tree = GroupTree::new();
+        let mut names: HashMap<&str, &GroupRule> = HashMap::new();
+        let mut weights: HashMap<&str, (u32, &GroupRule)> = HashMap::new();
+        let shown = |r: &GroupRule| match r.weight {
+            Some(w) => format!("--group {}={}:{w}", r.comm, r.path),
+            None => format!("--group {}={}", r.comm, r.path),
+        };
+        for r in &rules {
+            if let Some(first) = names.insert(&r.comm, r) {
+                return Err(format!(
+                    "{} and {}: processes named {:?} are given two rules; give each name once",
+                    shown(first),
+                    shown(r),
+                    r.comm
+                ));
+            }
+            if let Some(w) = r.weight {
+                if let Some((v, first)) = weights.insert(&r.path, (w, r)) {
+                    if v != w {
+                        return Err(format!(
+                            "{} and {}: group {} is given two weights; give one",
+                            shown(first),
+                            shown(r),
+                            r.path
+                        ));
+                    }
+                }
+            }
+        }
         for r in &rules {
             let id = tree.add(&r.path, r.weight).map_err(|e| e.to_string())?;
             if r.io != Default::default() {
@@ -390,6 +420,27 @@ mod tests {
             let e = bad.parse::<GroupRule>().unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    /// `--group dd=/a --group dd=/b` put dd in /a (the first rule found) without a word;
+    /// `--group a=/g:100 --group b=/g:200` gave /g the weight 200.
+    #[test]
+    fn a_name_given_two_rules_or_a_group_two_weights_is_refused() {
+        let rules =
+            |r: &[&str]| -> Vec<GroupRule> { r.iter().map(|s| s.parse().unwrap()).collect() };
+        let e = Classifier::new(GroupMode::Root, rules(&["dd=/a", "dd=/b:10"]))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("dd=/a") && e.contains("dd=/b:10") && e.contains("two rules"),
+            "{e}"
+        );
+        let e = Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g:200"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("/g") && e.contains("two weights"), "{e}");
+        // One group for two names, its weight given once or the same twice, is fine.
+        assert!(Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g", "c=/g:100"])).is_ok());
     }
 
     #[test]

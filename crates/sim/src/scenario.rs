@@ -529,8 +529,11 @@ impl Scenario {
     /// share of it their first I/Os did ([`crate::work::implied_ios`]). A day of 512-byte
     /// reads at a drive's cache rate implies 10^9 I/Os, hours of real time; so do a million
     /// compiled files through a small page cache, or a stream writer's `total_bytes` of
-    /// petabytes. Trace and start-up jobs are bounded by their inputs. Returns the I/Os
-    /// implied (0 when neither sizes, a span nor a counting job implies any).
+    /// petabytes; so does a `trace` job of 10^9 requests (counted when it was built).
+    /// Start-up jobs are bounded by their inputs (2^20 requests). Returns the I/Os implied (0
+    /// when neither sizes, a span nor a counting job implies any). The estimate is the pace of
+    /// the run's start: a run that does more is stopped at `max_ios` by
+    /// [`Simulation::bound_ios`], which every caller of this sets.
     pub fn check_work(&self, max_ios: u64) -> Result<u64, InputError> {
         let text = &*self.text;
         let err = |job: Option<&ScenarioJob>, key: &str, message: String| {
@@ -618,6 +621,8 @@ impl Scenario {
                 JobSpec::StreamWriter(_) => "total_bytes",
                 JobSpec::DependentReader(c) if c.loops > 1 => "loops",
                 JobSpec::DependentReader(c) if c.extents.is_some() => "extents",
+                JobSpec::Trace(c) if c.max_requests.is_some() => "max_requests",
+                JobSpec::Trace(_) => "trace",
                 _ => "files",
             };
             return Err(err(

@@ -135,6 +135,29 @@ mod tests {
         assert!(ios > MAX_SIMULATED_IOS, "{ios} I/Os implied");
     }
 
+    /// A run's work is told from its start (`implied_ios`); one that does more stops at its
+    /// bound (`Simulation::bound_ios`) and its report refuses it, rather than computing on.
+    #[test]
+    fn a_run_past_its_io_bound_stops_there_and_its_report_says_so() {
+        let mut sim = day_of_reads(4096, Some(5000));
+        sim.bound_ios(1000);
+        let report = sim.run(None);
+        assert_eq!(report.io_bound_passed, Some(1000));
+        assert!(report.ios_completed > 1000 && report.ios_completed < 1100);
+        let e = report.job_error().unwrap_err();
+        assert!(
+            e.contains("passed 1000 I/Os") && e.contains("--max-ios"),
+            "{e}"
+        );
+        // Within its bound it runs whole.
+        let mut sim = day_of_reads(4096, Some(5000));
+        sim.bound_ios(5000);
+        let report = sim.run(None);
+        assert_eq!(report.io_bound_passed, None);
+        assert_eq!(report.ios_completed, 5000);
+        assert!(report.job_error().is_ok());
+    }
+
     #[test]
     fn a_run_shorter_than_the_probe_is_counted_exactly() {
         let day = Nanos::from_secs_f64(86_400.0);

@@ -53,6 +53,7 @@ use std::path::{Path, PathBuf};
 
 use elevator_core::{IoClass, IoPrio};
 
+use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
 use crate::jobs::fio::{FioJobConfig, RwMode};
 
@@ -242,7 +243,6 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
     let err = |line: usize, option: &str, reason: String| {
         InputError::at_line(path, line, &excerpt(option), excerpt_reason(reason))
     };
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let mut jobs: Vec<FioJobDef> = Vec::new();
     let mut names = std::collections::HashSet::new();
     // Every option of every [global] above the current line, applied in order.
@@ -264,80 +264,76 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         lines: BTreeMap::new(),
     };
     let mut in_global = false;
-    let mut lines = 0;
-    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = i + 1;
-        lines = line;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let first = raw.iter().position(|b| !b.is_ascii_whitespace());
-        let Some(first) = first else { continue };
-        if raw[first] == b';' || raw[first] == b'#' {
-            continue;
-        }
+    let lines = bytes.split(|&b| b == b'\n').count();
+    for Entry { line, raw, item } in fio_ini::entries(bytes) {
         if raw.len() > MAX_LINE {
+            let first = raw
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(0);
             return Err(err(
                 line,
                 &String::from_utf8_lossy(&raw[first..first + EXCERPT.min(raw.len() - first)]),
                 format!("the line is longer than {MAX_LINE} bytes"),
             ));
         }
-        let l = std::str::from_utf8(raw)
-            .map_err(|e| {
-                err(
-                    line,
-                    "",
-                    format!(
-                        "not UTF-8 text (byte {:#04x} at column {})",
-                        raw[e.valid_up_to()],
-                        e.valid_up_to() + 1
-                    ),
-                )
-            })?
-            .trim();
-        if let Some(rest) = l.strip_prefix('[') {
-            let Some(name) = rest.strip_suffix(']') else {
+        let item = item.map_err(|e| {
+            err(
+                line,
+                "",
+                format!(
+                    "not UTF-8 text (byte {:#04x} at column {})",
+                    raw[e.valid_up_to()],
+                    e.valid_up_to() + 1
+                ),
+            )
+        })?;
+        let (key, value) = match item {
+            Item::Unclosed(l) => {
                 return Err(err(line, l, "a section header ends with ']'".into()));
-            };
-            let name = name.trim();
-            if name.is_empty() {
-                return Err(err(line, l, "a section needs a name".into()));
             }
-            if name.len() > MAX_NAME {
-                return Err(err(
-                    line,
-                    name,
-                    format!("a job name is at most {MAX_NAME} bytes"),
-                ));
-            }
-            // fio's parse_jobs_ini: a section whose name starts with "global" (`strncmp(name,
-            // "global", 6)`) is a global one: `[globals]` sets defaults, it runs no job.
-            in_global = name.starts_with("global");
-            if !in_global {
-                if !names.insert(name.to_string()) {
+            Item::Section {
+                name,
+                global: is_global,
+            } => {
+                if name.is_empty() {
+                    let l = String::from_utf8_lossy(raw);
+                    return Err(err(line, l.trim(), "a section needs a name".into()));
+                }
+                if name.len() > MAX_NAME {
                     return Err(err(
                         line,
                         name,
-                        "a job of this name already exists (fio runs both; elevator names \
-                         each job's figures by its section: rename one)"
-                            .into(),
+                        format!("a job name is at most {MAX_NAME} bytes"),
                     ));
                 }
-                if jobs.len() == MAX_SECTIONS {
-                    return Err(err(
-                        line,
-                        name,
-                        format!("more than {MAX_SECTIONS} jobs in one file"),
-                    ));
+                // fio's parse_jobs_ini: a section whose name starts with "global" is a global
+                // one: `[globals]` sets defaults, it runs no job.
+                in_global = is_global;
+                if !in_global {
+                    if !names.insert(name.to_string()) {
+                        return Err(err(
+                            line,
+                            name,
+                            "a job of this name already exists (fio runs both; elevator names \
+                             each job's figures by its section: rename one)"
+                                .into(),
+                        ));
+                    }
+                    if jobs.len() == MAX_SECTIONS {
+                        return Err(err(
+                            line,
+                            name,
+                            format!("more than {MAX_SECTIONS} jobs in one file"),
+                        ));
+                    }
+                    let mut def = global.clone();
+                    (def.name, def.line) = (name.to_string(), line);
+                    jobs.push(def);
                 }
-                let mut def = global.clone();
-                (def.name, def.line) = (name.to_string(), line);
-                jobs.push(def);
+                continue;
             }
-            continue;
-        }
-        let (key, value) = match l.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(v.trim())),
-            None => (l, None),
+            Item::Option { key, value } => (key, value),
         };
         let expanded = match value {
             Some(v) if v.contains('$') => Some(expand(v).map_err(|reason| err(line, key, reason))?),

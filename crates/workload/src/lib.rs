@@ -46,6 +46,7 @@
 
 pub mod agreement;
 pub mod fio_file;
+pub mod fio_ini;
 pub mod input;
 pub mod job;
 pub mod jobs;

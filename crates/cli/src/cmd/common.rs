@@ -31,13 +31,26 @@ pub struct SchedOpts {
 }
 
 impl SchedOpts {
-    /// The schedulers given, or `default` alone when none was.
-    pub fn names(&self, default: &str) -> Vec<String> {
+    /// The schedulers given, or `default` alone when none was. A scheduler named twice (by
+    /// its name or an alias: `noop,none`) is refused: it ran twice, tabled twice under one
+    /// name, and `--sched` of 10,000 names ran for minutes; each scheduler once bounds the
+    /// list by the registry's.
+    pub fn names(&self, default: &str) -> anyhow::Result<Vec<String>> {
         if self.sched.is_empty() {
-            vec![default.to_string()]
-        } else {
-            self.sched.clone()
+            return Ok(vec![default.to_string()]);
         }
+        let mut seen = std::collections::HashMap::new();
+        for name in &self.sched {
+            let canonical = elevator_core::registry::find(name).map_or(name.as_str(), |i| i.name);
+            if let Some(first) = seen.insert(canonical, name) {
+                bail!(
+                    "--sched: {:?} and {:?} name one scheduler ({canonical}): give each once",
+                    elevator_workload::fio_file::excerpt(first),
+                    elevator_workload::fio_file::excerpt(name)
+                );
+            }
+        }
+        Ok(self.sched.clone())
     }
 }
 

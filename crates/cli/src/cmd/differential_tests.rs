@@ -331,7 +331,7 @@ fn assert_identical(sched: &str, drive: &str) {
         .iter()
         .filter(|c| matches!(c, Call::Merge { into: Some(_), .. }))
         .count();
-    eprintln!(
+    crate::output::tell!(
         "{sched} on {drive}: {} calls, {merges} merges, {} dispatches",
         sim.len(),
         sim.iter()

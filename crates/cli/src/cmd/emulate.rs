@@ -163,7 +163,7 @@ size=64m
         let ring = match UringBackend::new(f, 320 << 20, 64) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("skipped: no io_uring here ({e})");
+                crate::output::tell!("skipped: no io_uring here ({e})");
                 return;
             }
         };
@@ -194,7 +194,7 @@ size=64m
         // Every completion was delivered through the model, and counted.
         assert!(late.completions >= total, "{late:?} vs {total}");
         if let Verdict::Behind(w) = late.verdict() {
-            eprintln!("the host did not keep up, figures not compared: {w}");
+            crate::output::tell!("the host did not keep up, figures not compared: {w}");
             return;
         }
         let (s, e) = (figures(&simulated), figures(&emulated));

@@ -131,8 +131,10 @@ pub fn run(args: Args) -> Result<()> {
         opts.allow_lost = args.allow_lost;
         opts.fio = args.fio.clone();
         opts.timeout = args.timeout.map(Duration::from_secs);
-        let s = kernel_record::record(&opts, &STOP, &mut |m| eprintln!("# {sched}: {m}"))
-            .with_context(|| format!("recording {} under {sched}", args.job.display()))?;
+        let s = kernel_record::record(&opts, &STOP, &mut |m| {
+            crate::output::tell!("# {sched}: {m}")
+        })
+        .with_context(|| format!("recording {} under {sched}", args.job.display()))?;
         say!(
             "{sched}: {} requests, {} dispatches, {} completed, {} events in {:.1} s; kernel {}; {} lost; {}",
             s.requests,
@@ -145,7 +147,7 @@ pub fn run(args: Args) -> Result<()> {
             s.dir.display()
         );
         for c in &s.cleanup {
-            eprintln!("elevator kernel-record: warning: undoing: {c}");
+            crate::output::tell!("elevator kernel-record: warning: undoing: {c}");
         }
     }
     Ok(())

@@ -133,7 +133,7 @@ fn watch_emulation(
             };
             if let elevator_real::emulate::Verdict::Behind(w) = s.verdict() {
                 if last_warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-                    eprintln!("elevator mount: warning: emulated {drive}: {w}");
+                    crate::output::tell!("elevator mount: warning: emulated {drive}: {w}");
                     last_warned = Some(std::time::Instant::now());
                 }
             }
@@ -154,7 +154,7 @@ fn watch_signals(
             if n > 0 && !first_done {
                 first_done = true;
                 if let Err(e) = unmount() {
-                    eprintln!(
+                    crate::output::tell!(
                         "elevator mount: unmount failed: {e} (busy: files open under {}?); \
                          retrying every second; signal again to detach it lazily",
                         mountpoint.display()
@@ -169,7 +169,7 @@ fn watch_signals(
                     match unmount_path(&mountpoint, lazy) {
                         Ok(()) if lazy => {
                             lazy_done = true;
-                            eprintln!(
+                            crate::output::tell!(
                                 "elevator mount: detached {} (lazy unmount); serving the files \
                                  still open until they close",
                                 mountpoint.display()
@@ -177,7 +177,7 @@ fn watch_signals(
                         }
                         Ok(()) => {}
                         Err(e) if !told => {
-                            eprintln!(
+                            crate::output::tell!(
                                 "elevator mount: unmount failed: {e}; retrying every second; \
                                  signal again to detach it lazily"
                             );
@@ -196,7 +196,7 @@ fn watch_signals(
 /// Run `elevator mount`.
 pub fn run(a: Args) -> anyhow::Result<()> {
     use super::common::Supported;
-    let sched = a.scheds.names("none");
+    let sched = a.scheds.names("none")?;
     anyhow::ensure!(
         sched.len() == 1,
         "--sched {}: a mount runs one scheduler at a time (switch it later through \
@@ -283,7 +283,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let mut unmounter = mounted.unmounter();
     watch_signals(move || unmounter.unmount(), a.mountpoint.clone());
-    eprintln!(
+    crate::output::tell!(
         "elevator mount: {} on {} under {}{} (unmount with fusermount3 -u {})",
         a.backing.display(),
         a.mountpoint.display(),
@@ -297,12 +297,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let log = mounted.run();
     SERVING.store(false, Ordering::SeqCst);
     let log = log.context("serving the mount")?;
-    eprintln!("elevator mount: unmounted; all I/O completed");
+    crate::output::tell!("elevator mount: unmounted; all I/O completed");
     if let (Some(d), Some(s)) = (&drive_name, &log.emulation) {
         let (line, warn) = super::emulate::describe(d, s);
-        eprintln!("elevator mount: {line}");
+        crate::output::tell!("elevator mount: {line}");
         if let Some(w) = warn {
-            eprintln!("elevator mount: warning: {w}");
+            crate::output::tell!("elevator mount: warning: {w}");
         }
     }
     // Our own files (trace, report) get the user's umask again.
@@ -347,6 +347,6 @@ fn write_blktrace(dir: &Path, log: &MountLog) -> anyhow::Result<()> {
             log.requests.dropped
         ));
     }
-    eprintln!("{note}");
+    crate::output::tell!("{note}");
     Ok(())
 }

@@ -387,7 +387,7 @@ fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Res
 /// Replay under each scheduler.
 pub fn run(mut args: Args) -> anyhow::Result<()> {
     use super::common::{Input, Supported};
-    let sched = args.scheds.names("deadline");
+    let sched = args.scheds.names("deadline")?;
     let mut inputs: Vec<Input> = Vec::new();
     for t in &args.traces {
         for s in elevator_workload::traces::stream::blktrace_siblings(t) {

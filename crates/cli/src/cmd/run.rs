@@ -205,7 +205,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(d) = &drive {
         args.drive = Some(d.path.display().to_string());
     }
-    let sched = args.scheds.names("none");
+    let sched = args.scheds.names("none")?;
     let file = fio_file::read(&args.job_file)?;
     let target_path = elevator_campaign::real::target_of(&file, args.target.as_deref())?;
     let extra = super::parse_sets(&args.scheds.set)?;

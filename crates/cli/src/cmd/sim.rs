@@ -43,9 +43,11 @@ pub struct Args {
     /// The most I/Os the run may imply: by the jobs' sizes (`size`, `io_size`,
     /// `number_ios`), by a `runtime` (a scenario's `duration_s`) at the rate the run starts
     /// at, and by the share of their work a scenario's compile, dependent-reader and
-    /// stream-writer jobs do in their first I/Os. With --sweep, also the most all the cells
-    /// may imply together (each cell's I/Os and 1000 for its set-up). Default 100000000
-    /// (minutes of simulation); raise it to run a longer job or sweep as asked.
+    /// stream-writer jobs (and a trace job's requests) do in their first I/Os; a run that
+    /// does more than that told is stopped at the bound with an error. With --sweep, also
+    /// the most all the cells may imply together (each cell's I/Os, told cell by cell before
+    /// any runs, and 1000 for its set-up). Default 100000000 (minutes of simulation); raise
+    /// it to run a longer job or sweep as asked.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_ios: Option<u64>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.
@@ -180,7 +182,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(h) = &host {
         args.host = Some(h.path.display().to_string());
     }
-    let sched = args.scheds.names("deadline");
+    let sched = args.scheds.names("deadline")?;
     let job_file = super::sim_job::is_job_file(&args.scenario);
     let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
     if !job_file {
@@ -340,6 +342,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     let mut recorded = Vec::new();
     for (name, sched) in sched.iter().zip(scheds) {
         let mut sim = scenario.simulation(sched, Some(seed));
+        // The work told above is an estimate from the run's start: a run doing more stops
+        // at the bound (`RunReport::job_error`) instead of computing on.
+        sim.bound_ios(max_ios);
         if page.is_on() {
             sim.record_requests();
         }

@@ -179,6 +179,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             .build(&settings(info), &groups)
             .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
         let mut sim = Simulation::new(device(drive)?, sched, groups);
+        // The time-implied work above is the pace of the run's start: a run doing more
+        // stops at the bound.
+        sim.bound_ios(o.max_ios);
         sim.set_ramp(Nanos(ramp.as_nanos() as u64));
         sim.set_wakeup_latency(o.wakeup);
         if let Some(h) = &host {

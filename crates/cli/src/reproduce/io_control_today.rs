@@ -1188,7 +1188,7 @@ mod tests {
         for (_, drive) in DRIVES {
             for s in &SETUPS {
                 let p = protection_one(drive, s, 1).unwrap();
-                eprintln!("{drive} {:28} {:?}", s.label, p);
+                crate::output::tell!("{drive} {:28} {:?}", s.label, p);
             }
         }
     }

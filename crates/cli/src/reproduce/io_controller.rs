@@ -813,7 +813,7 @@ mod tests {
         let total = (bytes("/x") + bytes("/y") + bytes("/z")) as f64;
         for (g, want) in [("/x", 1.0 / 7.0), ("/y", 2.0 / 7.0), ("/z", 4.0 / 7.0)] {
             let share = bytes(g) as f64 / total;
-            eprintln!("{g}: share {share:.3} (want {want:.3})");
+            crate::output::tell!("{g}: share {share:.3} (want {want:.3})");
             assert!(
                 (share - want).abs() <= 0.05,
                 "{g}: {share:.3} want {want:.3}"
@@ -830,7 +830,7 @@ mod tests {
             .map(|d| d.join(rel))
             .find(|p| p.exists());
         let Some(text) = found.and_then(|p| std::fs::read_to_string(p).ok()) else {
-            eprintln!(
+            crate::output::tell!(
                 "skipping: {rel} not found above {}",
                 env!("CARGO_MANIFEST_DIR")
             );

@@ -381,6 +381,12 @@ impl Job for TraceReplay {
         &self.name
     }
 
+    /// Requests issued of those the checking pass counted: a scenario's trace of 10^9
+    /// requests is its work, told before it runs as a compile's is.
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.issued, self.total))
+    }
+
     fn poll(&mut self, now: Nanos) -> Action {
         let start = *self.start.get_or_insert(now);
         let closed_loop = self.closed_loop;

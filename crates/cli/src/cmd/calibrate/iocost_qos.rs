@@ -619,14 +619,14 @@ mod tests {
             let d = DriveModel::resolve(name).unwrap();
             let m = measured(&d);
             let p = propose(&m, &d).unwrap();
-            eprintln!("{name}: {}", m.line("0:0"));
-            eprintln!("  rlat {} none {:?}", p.qos.rlat, p.none);
+            crate::output::tell!("{name}: {}", m.line("0:0"));
+            crate::output::tell!("  rlat {} none {:?}", p.qos.rlat, p.none);
             let mut ts = p.trials.clone();
             ts.sort_by_key(|t| (t.max, t.min));
             for t in ts {
-                eprintln!("  {t:?}");
+                crate::output::tell!("  {t:?}");
             }
-            eprintln!(
+            crate::output::tell!(
                 "  chosen {:?} {:?}: {}",
                 p.rule,
                 p.chosen,

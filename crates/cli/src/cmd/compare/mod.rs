@@ -683,7 +683,7 @@ fn run_steps(
         );
         match &bar {
             Some(b) => b.set_message(what.clone()),
-            None => eprintln!("[{}/{}] {what}", i + 1, steps.len()),
+            None => crate::output::tell!("[{}/{}] {what}", i + 1, steps.len()),
         }
         let out = dir.join("runs").join(format!(
             "r{}-{}-{}.json",
@@ -879,7 +879,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .unwrap_or_default()
         .trim()
         .to_string();
-    eprintln!(
+    crate::output::tell!(
         "elevator compare: {}; kernel {kernel_release}; laying it out",
         dev.describe
     );
@@ -993,13 +993,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     elevator_workload::input::write_output(&dir.join("table.md"), &text)?;
     if let Some(report) = &args.report {
         let index = page.write(report)?;
-        eprintln!("elevator compare: report in {}", index.display());
+        crate::output::tell!("elevator compare: report in {}", index.display());
     }
     elevator_workload::input::write_output(
         &dir.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
     )?;
-    eprintln!(
+    crate::output::tell!(
         "elevator compare: every run's JSON and the summary are in {}",
         dir.display()
     );
@@ -1147,7 +1147,7 @@ mod tests {
     fn without_root_it_refuses_clearly() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
-            eprintln!("skipping: running as root");
+            crate::output::tell!("skipping: running as root");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

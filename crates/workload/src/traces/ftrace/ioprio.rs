@@ -21,6 +21,7 @@ use std::path::Path;
 
 use elevator_core::{IoClass, IoPrio};
 
+use crate::fio_ini::Item;
 use crate::input::InputError;
 
 /// A section's `prioclass`, `prio` and `nice` when it sets them, and whether it sets a
@@ -38,7 +39,7 @@ type ClassLevel = (Option<u8>, Option<u8>, Option<i8>, bool);
 pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>, InputError> {
     let mut out = HashMap::new();
     // What [global] sections set so far, and the current job.
-    let mut global: ClassLevel = (None, None, None, false);
+    let mut global_set: ClassLevel = (None, None, None, false);
     let mut job: Option<(String, ClassLevel)> = None;
     let mut finish = |job: Option<(String, ClassLevel)>| {
         if let Some((name, (class, level, nice, cmdprio))) = job {
@@ -51,25 +52,22 @@ pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>
             }
         }
     };
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with(';') || l.starts_with('#') {
-            continue;
-        }
-        if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            finish(job.take());
-            let name = name.trim();
-            // fio's parse_jobs_ini: a section whose name starts with "global" is global.
-            if !name.starts_with("global") {
-                job = Some((name.to_string(), global));
+    for e in crate::fio_ini::entries(text.as_bytes()) {
+        let (key, value) = match e.item {
+            Ok(Item::Section { name, global }) => {
+                finish(job.take());
+                if !global {
+                    job = Some((name.to_string(), global_set));
+                }
+                continue;
             }
-            continue;
-        }
-        let (key, value) = l.split_once('=').unwrap_or((l, ""));
-        let (key, value) = (key.trim(), value.trim());
+            Ok(Item::Option { key, value }) => (key, value.unwrap_or("")),
+            // Not a section and no option this reader takes.
+            Ok(Item::Unclosed(_)) | Err(_) => continue,
+        };
         let slot = match &mut job {
             Some((_, p)) => p,
-            None => &mut global,
+            None => &mut global_set,
         };
         let number = |min: i8, max: i8| {
             value
@@ -79,7 +77,7 @@ pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>
                 .ok_or_else(|| {
                     InputError::at_line(
                         path,
-                        i + 1,
+                        e.line,
                         key,
                         format!("{value:?} is not a number from {min} to {max}"),
                     )
@@ -95,6 +93,20 @@ pub fn job_priorities(path: &Path, text: &str) -> Result<HashMap<String, IoPrio>
     }
     finish(job.take());
     Ok(out)
+}
+
+/// The names of the job file's job sections (its global sections left out), as fio names
+/// its jobs.
+pub fn job_sections(text: &str) -> std::collections::HashSet<String> {
+    crate::fio_ini::entries(text.as_bytes())
+        .filter_map(|e| match e.item {
+            Ok(Item::Section {
+                name,
+                global: false,
+            }) => Some(name.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The priority bfq gives a context of ioprio class `class` (1 real time, 2 best effort, 3

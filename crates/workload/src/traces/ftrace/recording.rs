@@ -251,6 +251,27 @@ impl Recording {
         let path = self.job_path();
         // A job file is a few KB: 1 MiB is far more.
         let text = crate::input::read_text(&path, 1 << 20, "recording's job file")?;
+        // A job file cut, emptied or copied from another recording would lose its jobs'
+        // priorities without a word: every job fio ran has its section.
+        let sections = super::ioprio::job_sections(&text);
+        if let Some(j) = self
+            .meta
+            .fio
+            .jobs
+            .iter()
+            .find(|j| !sections.contains(&j.name))
+        {
+            return Err(InputError::new(
+                &path,
+                format!(
+                    "no section [{}] for the job of that name fio ran (pid {}, in meta.json): \
+                     not this recording's job file (cut, emptied or another's), whose \
+                     priorities the replay would lose",
+                    crate::fio_file::excerpt(&j.name),
+                    j.pid
+                ),
+            ));
+        }
         let by_job = super::ioprio::job_priorities(&path, &text)?;
         Ok(self
             .meta
