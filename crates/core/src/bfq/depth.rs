@@ -19,11 +19,13 @@
 //! may hold 4 tags by word (one bit of each of 4 words) and 6 by count. Not yet the default
 //! for the 6.18 recordings of kernel-diff (docs/bfq.md): it makes `reader-beside-direct-writers`
 //! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%). Both
-//! functions are 6.18's line by line; what kernel-diff's replay cannot follow is when the
-//! kernel runs them (at the allocation, before a sleep for a tag or a plug's flush, while
-//! `allocated` counts from the insertion, at which the replay submits) and for whom (io_uring
-//! workers share their submitter's io context), docs/bfq.md ("Tags at shallow depths on
-//! 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
+//! functions are 6.18's line by line. A driver that knows the allocation apart from the
+//! insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) has the depth decided and
+//! the tag taken at the allocation, the request held from bfq until its insertion (where
+//! `allocated` starts counting): kernel-diff's replay allocates at `block_getrq`. What it
+//! cannot follow is the depth of a task that slept for its tag, decided before the sleep
+//! (our counted depths are not the kernel's bit placement), docs/bfq.md ("Tags at shallow
+//! depths on 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
 //! 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8 tags are
 //! neither kernel's (a deviation kept because kernel-diff agrees more with it).
 //! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
