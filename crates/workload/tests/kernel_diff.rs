@@ -617,13 +617,15 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
 /// request the kernel never had (an insertion merge ours did not make becomes a request of
 /// its own, numbered past the kernel's) by indexing the kernel's requests with it, and
 /// panicked: `batched-readers-writers-one-region-nr16`/bfq at N = 5000 (index 1280 of 1279).
+/// Since the replay allocates at `block_getrq` (kfid19) ours makes every insertion merge
+/// there, and `prio-writers-deep-beside-rt-reader`/bfq is the recording with such a request.
 #[test]
 fn a_divergence_naming_a_request_only_ours_had_prints_without_panicking() {
-    let dir = corpus().join("batched-readers-writers-one-region-nr16/bfq");
+    let dir = corpus().join("prio-writers-deep-beside-rt-reader/bfq");
     let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
     let kernel_requests = row.requests.len();
     let all = divergences(&row, usize::MAX);
-    assert!(all.len() > 1000, "{} divergences", all.len());
+    assert!(all.len() > 100, "{} divergences", all.len());
     assert!(
         all.iter()
             .any(|d| d.contains("(ours only: not a kernel request)")),

@@ -535,7 +535,7 @@ fn bfqq_request_over_limit_cuts_an_idle_queue_with_nothing_allocated_beside_real
 /// reads would have left the other read a tag.
 #[test]
 fn a_tag_is_held_from_the_allocation_until_the_insertion() {
-    use crate::block::{BlockLayer, Bio, Limits};
+    use crate::block::{Bio, BlockLayer, Limits};
     let s = Bfq::new(cfg_with(&[("rotational", 0), ("nr_requests", 4)]));
     let mut blk: BlockLayer<Bfq, u32> = BlockLayer::new(s, Limits::depth(8));
     let t = Nanos::from_us;
@@ -550,7 +550,11 @@ fn a_tag_is_held_from_the_allocation_until_the_insertion() {
         .collect();
     assert_eq!(blk.scheduler().tags.held(), 4);
     blk.handle_submit(read(2, 1 << 30), 9, t(5));
-    assert_eq!(blk.poll_dispatch(t(5)), None, "nothing inserted holds a tag");
+    assert_eq!(
+        blk.poll_dispatch(t(5)),
+        None,
+        "nothing inserted holds a tag"
+    );
     assert_eq!(blk.scheduler().tag_wait.len(), 5);
     for &id in &plugged {
         blk.handle_insert(id, t(10));
@@ -571,7 +575,13 @@ fn a_tag_is_held_from_the_allocation_until_the_insertion() {
 /// 8 (`async_depths[1][1]`), and one sleeps.
 #[test]
 fn bfq_limit_depth_decides_at_the_allocation_not_at_the_insertion() {
-    let cfg = || cfg_with(&[("rotational", 0), ("nr_requests", 8), ("whole_map_depths", 1)]);
+    let cfg = || {
+        cfg_with(&[
+            ("rotational", 0),
+            ("nr_requests", 8),
+            ("whole_map_depths", 1),
+        ])
+    };
     let reader = || rq(1, 1).sector(1 << 30).build();
     let mut s = Bfq::new(cfg());
     for i in 0..4 {
