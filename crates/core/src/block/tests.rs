@@ -497,13 +497,14 @@ fn a_request_is_tagged_at_insertion_while_a_host_tag_is_free_else_when_one_is_fr
     assert_eq!(done[1].tagged, ms(5));
 }
 
-/// blk-mq's two steps under a policy that takes requests at their insertion only (deadline):
+/// blk-mq's two steps under a policy that takes requests at their insertion only
+/// (mq-deadline):
 /// a request allocated (`__blk_mq_alloc_requests`, `block_getrq`) waits in the layer, counted
 /// as queued, and reaches the policy, dispatchable, only at its insertion (`block_rq_insert`,
 /// after the submitter's plug is flushed); a request submitted meanwhile goes first.
 #[test]
 fn an_allocated_request_reaches_the_policy_at_its_insertion() {
-    let mut blk = BlockLayer::new(Deadline::default(), Limits::depth(8));
+    let mut blk = BlockLayer::new(crate::mq_deadline::MqDeadline::default(), Limits::depth(8));
     let mut plugged = write(1, 0, 8);
     plugged.own_request = true;
     let id = blk
@@ -520,5 +521,5 @@ fn an_allocated_request_reaches_the_policy_at_its_insertion() {
     let mut done = Vec::new();
     blk.handle_complete(id, true, ms(3), &mut done);
     assert_eq!(done[0].token, 1);
-    assert!(blk.is_idle());
+    assert_eq!(blk.queued(), 0);
 }
