@@ -92,6 +92,13 @@ impl<S: Scheduler> Scheduler for Counted<S> {
         self.counters.inserted += 1;
         self.inner.insert(rq, now)
     }
+    fn allocate(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        self.inner.allocate(rq, now)
+    }
+    fn insert_allocated(&mut self, id: RequestId, now: Nanos) {
+        self.counters.inserted += 1;
+        self.inner.insert_allocated(id, now)
+    }
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let d = self.inner.dispatch(now);
         if matches!(d, Dispatch::Request(_)) {

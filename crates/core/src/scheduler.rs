@@ -26,7 +26,8 @@ pub enum Dispatch {
 /// request, in this order:
 ///
 /// 1. [`try_merge`](Scheduler::try_merge) (optional) then [`insert`](Scheduler::insert) when the
-///    request arrives;
+///    request arrives (or [`allocate`](Scheduler::allocate) when it is allocated and
+///    [`insert_allocated`](Scheduler::insert_allocated) when it is inserted, later);
 /// 2. [`dispatch`](Scheduler::dispatch) whenever the device has room, repeatedly until it answers
 ///    [`Dispatch::Idle`] or [`Dispatch::Empty`], and again at an `Idle` deadline;
 /// 3. [`complete`](Scheduler::complete) when the device finishes the request.
@@ -53,8 +54,29 @@ pub trait Scheduler {
         None
     }
 
-    /// A new request arrives.
+    /// A new request arrives: allocated and inserted at once.
     fn insert(&mut self, rq: Request, now: Nanos);
+
+    /// `rq` is allocated now and will be inserted later, by
+    /// [`insert_allocated`](Scheduler::insert_allocated): blk-mq's two steps, the allocation
+    /// (`__blk_mq_alloc_requests`: the policy's `limit_depth`, then a scheduler tag, or a
+    /// sleep for one) and, after the submitter's plug is flushed, the insertion
+    /// (`insert_requests`). A policy that keeps scheduler tags takes `rq` and returns `None`:
+    /// it decides the depth now, gives it a tag now or when one it may take is freed, and
+    /// keeps it out of its queues until its insertion. The default gives `rq` back: the
+    /// policy sees a request at its insertion only, and the driver passes it to
+    /// [`insert`](Scheduler::insert) then.
+    fn allocate(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        let _ = now;
+        Some(rq)
+    }
+
+    /// Request `id`, which [`allocate`](Scheduler::allocate) took, is inserted now: it enters
+    /// the policy's queues now if it holds its tag, else when it gets one. The default does
+    /// nothing (its `allocate` takes no request).
+    fn insert_allocated(&mut self, id: RequestId, now: Nanos) {
+        let _ = (id, now);
+    }
 
     /// The device has room for one more request: what should it get?
     fn dispatch(&mut self, now: Nanos) -> Dispatch;
@@ -68,7 +90,8 @@ pub trait Scheduler {
         let _ = (ctx, now);
     }
 
-    /// Requests inserted and not yet dispatched.
+    /// Requests inserted (or taken by [`allocate`](Scheduler::allocate)) and not yet
+    /// dispatched.
     fn queued(&self) -> usize;
 
     /// The largest request, in sectors, this policy wants to be given. A driver splits a
@@ -117,6 +140,12 @@ macro_rules! forward_scheduler {
             }
             fn insert(&mut self, rq: Request, now: Nanos) {
                 (**self).insert(rq, now)
+            }
+            fn allocate(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+                (**self).allocate(rq, now)
+            }
+            fn insert_allocated(&mut self, id: RequestId, now: Nanos) {
+                (**self).insert_allocated(id, now)
             }
             fn dispatch(&mut self, now: Nanos) -> Dispatch {
                 (**self).dispatch(now)

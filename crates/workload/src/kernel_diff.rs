@@ -929,6 +929,8 @@ pub fn own_runs(trace: &KernelTrace, log: &[QueueEvent]) -> (Vec<bool>, Vec<bool
 /// A kernel event of the replay's timeline.
 #[derive(Clone, Copy, Debug)]
 enum KEvent {
+    /// A request is allocated ahead of its insertion ([`Replay::allocations`]).
+    Allocate(usize),
     Arrive(usize),
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
@@ -967,6 +969,8 @@ struct Replay<'a> {
     /// kernel's empty runs ahead of the kernel.
     credits: i64,
     submitted: Vec<bool>,
+    /// Our request allocated for each kernel request ahead of its insertion, until then.
+    allocated: Vec<Option<RequestId>>,
     /// Requests (by kernel index) ours has dispatched.
     dispatched: Vec<bool>,
     /// Scheduler merges the replay did not submit: ours had dispatched the request already.
@@ -1024,6 +1028,7 @@ impl<'a> Replay<'a> {
             now: Nanos::ZERO,
             credits: 0,
             submitted: vec![false; trace.requests.len()],
+            allocated: vec![None; trace.requests.len()],
             dispatched: vec![false; trace.requests.len()],
             merges_missed: 0,
             completions: BinaryHeap::new(),
@@ -1218,10 +1223,12 @@ impl<'a> Replay<'a> {
         }
         let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
         timeline = Self::interleave(timeline, exits);
+        timeline = Self::interleave(timeline, self.allocations().into_iter());
         for (t, e) in timeline {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
+                KEvent::Allocate(i) => self.allocate(i),
                 KEvent::Arrive(i) => self.submit(i),
                 KEvent::Merge(k) => self.submit_merge(k),
                 KEvent::OwnRun => {
@@ -1255,11 +1262,39 @@ impl<'a> Replay<'a> {
         (self.log, self.merges_missed)
     }
 
-    fn submit(&mut self, i: usize) {
+    /// When the kernel allocated each request it inserted later, in time order: its
+    /// `block_getrq`, which fires when `__blk_mq_alloc_requests` has its scheduler tag, before
+    /// the submitter's plug is flushed (`blk_add_rq_to_plug`; `block_rq_insert` at the flush).
+    /// The tag is held from there. Where the task slept for the tag (between its
+    /// `block_bio_queue` and its `block_getrq`), `limit_depth` ran before the sleep; allocating
+    /// there instead gave ours tags the kernel's task did not have (our depth model is not
+    /// the kernel's bit placement) and lowered bfq (docs/bfq.md). Only the requests the
+    /// kernel kept to the end and inserted ([`Self::bio`]'s `own_request`, not
+    /// `issue_directly`): a bio ours may merge or issue directly is submitted whole at its
+    /// arrival.
+    fn allocations(&self) -> Vec<(Nanos, KEvent)> {
+        let mut out: Vec<(Nanos, usize)> = self
+            .trace
+            .requests
+            .iter()
+            .filter(|r| r.merged_into.is_none() && r.bio().is_some())
+            .filter_map(|r| {
+                let at = r.created?;
+                (at < r.inserted?).then_some((at, r.index))
+            })
+            .collect();
+        out.sort_unstable();
+        out.into_iter()
+            .map(|(t, i)| (t, KEvent::Allocate(i)))
+            .collect()
+    }
+
+    /// Request `i`'s bio as the replay gives it to ours: its io_context's priority; not
+    /// offered for merging if the kernel kept it to the end; issued directly if the kernel
+    /// never inserted it.
+    fn bio(&self, i: usize) -> Option<Bio> {
         let r = &self.trace.requests[i];
-        let Some(mut bio) = r.bio() else {
-            return;
-        };
+        let mut bio = r.bio()?;
         self.context_of(&mut bio);
         self.software_queue(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
@@ -1271,6 +1306,41 @@ impl<'a> Replay<'a> {
         // from its submitter (`blk_mq_try_issue_directly`), past any inserted request still
         // waiting for kblockd's run of the queue.
         bio.issue_directly = r.inserted.is_none();
+        Some(bio)
+    }
+
+    /// The kernel allocated request `i`: ours allocates it, to insert it at its arrival.
+    fn allocate(&mut self, i: usize) {
+        if self.submitted[i] {
+            return;
+        }
+        let Some(bio) = self.bio(i) else {
+            return;
+        };
+        self.submitted[i] = true;
+        let before = self.blk.counters();
+        self.allocated[i] = self.blk.handle_allocate(bio, i, self.now);
+        // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
+        if self.blk.counters().inserted > before.inserted {
+            self.log.push(QueueEvent::Arrive(i));
+        }
+    }
+
+    fn submit(&mut self, i: usize) {
+        if let Some(id) = self.allocated[i].take() {
+            let before = self.blk.counters();
+            self.blk.handle_insert(id, self.now);
+            if self.blk.counters().inserted > before.inserted {
+                self.log.push(QueueEvent::Arrive(i));
+            }
+            return;
+        }
+        if self.submitted[i] {
+            return;
+        }
+        let Some(bio) = self.bio(i) else {
+            return;
+        };
         self.submitted[i] = true;
         let before = self.blk.counters();
         self.blk.handle_submit(bio, i, self.now);

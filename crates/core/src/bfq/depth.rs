@@ -19,11 +19,13 @@
 //! may hold 4 tags by word (one bit of each of 4 words) and 6 by count. Not yet the default
 //! for the 6.18 recordings of kernel-diff (docs/bfq.md): it makes `reader-beside-direct-writers`
 //! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%). Both
-//! functions are 6.18's line by line; what kernel-diff's replay cannot follow is when the
-//! kernel runs them (at the allocation, before a sleep for a tag or a plug's flush, while
-//! `allocated` counts from the insertion, at which the replay submits) and for whom (io_uring
-//! workers share their submitter's io context), docs/bfq.md ("Tags at shallow depths on
-//! 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
+//! functions are 6.18's line by line. A driver that knows the allocation apart from the
+//! insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) has the depth decided and
+//! the tag taken at the allocation, the request held from bfq until its insertion (where
+//! `allocated` starts counting): kernel-diff's replay allocates at `block_getrq`. What it
+//! cannot follow is the depth of a task that slept for its tag, decided before the sleep
+//! (our counted depths are not the kernel's bit placement), docs/bfq.md ("Tags at shallow
+//! depths on 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
 //! 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8 tags are
 //! neither kernel's (a deviation kept because kernel-diff agrees more with it).
 //! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
@@ -75,17 +77,26 @@ impl WordDepths {
 /// Requests waiting for a scheduler tag outside bfq, one line per process: a process
 /// sleeping in tag allocation issues nothing else, so only the head of its line is
 /// allocating, at the depth `bfq_limit_depth` gave it when it started (kept while it sleeps,
-/// as `blk_mq_get_tag` keeps `data->shallow_depth`).
+/// as `blk_mq_get_tag` keeps `data->shallow_depth`). A request allocated ahead of its
+/// insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) allocates on its own
+/// (the driver allocates it when its task does), and once it has its tag is held here
+/// until its insertion.
 #[derive(Clone, Debug, Default)]
 pub(super) struct TagWait {
     lines: IdMap<CtxId, VecDeque<Request>>,
     /// Emptied lines kept for the next process that waits (at most [`SPARE_LINES`]), so that
     /// a line is not grown again from nothing each time a process waits anew.
     spare: Vec<VecDeque<Request>>,
-    /// The heads, in the order they started allocating: (process, depth). One a waiting
-    /// process: a scan and a removal cost the number of processes waiting, as the scan for
-    /// the oldest admissible head did in a map sorted by start.
-    heads: VecDeque<(CtxId, Depth)>,
+    /// The heads, in the order they started allocating: (line or request, depth). One a
+    /// waiting process or request allocated ahead: a scan and a removal cost the number
+    /// waiting, as the scan for the oldest admissible head did in a map sorted by start.
+    heads: VecDeque<(Head, Depth)>,
+    /// Requests allocated ahead of their insertion that hold their tag: the request, its
+    /// depth and its bit, by id.
+    held: IdMap<u64, (Request, Depth, Option<u32>)>,
+    /// Requests allocated ahead and inserted while still waiting for their tag: they enter
+    /// bfq when they get it.
+    inserted_waiting: Vec<u64>,
     /// Heads started so far.
     seq: u64,
     len: usize,
@@ -95,13 +106,22 @@ pub(super) struct TagWait {
     refused: Option<(u64, u64)>,
 }
 
+/// A head of [`TagWait`]: what is allocating a tag.
+#[derive(Clone, Debug)]
+enum Head {
+    /// The first request of a process's line.
+    Line(CtxId),
+    /// A request allocated ahead of its insertion.
+    Alone(Request),
+}
+
 /// Emptied lines [`TagWait`] keeps for reuse.
 const SPARE_LINES: usize = 16;
 
 impl TagWait {
-    /// Requests waiting.
+    /// Requests waiting for a tag, or holding one ahead of their insertion.
     pub fn len(&self) -> usize {
-        self.len
+        self.len + self.held.len()
     }
 }
 
@@ -128,7 +148,30 @@ impl Bfq {
         let depth = self.limit_depth(&self.tag_wait.lines[&ctx][0]);
         let w = &mut self.tag_wait;
         w.seq += 1;
-        w.heads.push_back((ctx, depth));
+        w.heads.push_back((Head::Line(ctx), depth));
+    }
+
+    /// `rq` is allocated now, ahead of its insertion (`__blk_mq_alloc_requests`): its depth
+    /// is decided now (`bfq_limit_depth`, from the state of now: before any sleep for a tag
+    /// and before the submitter's plug is flushed), and it takes a tag now or waits for
+    /// one; bfq sees it only at its insertion ([`Bfq::insert_allocated`]).
+    pub(super) fn allocate(&mut self, rq: Request, t: Tick) {
+        let depth = self.limit_depth(&rq);
+        let w = &mut self.tag_wait;
+        w.seq += 1;
+        w.len += 1;
+        w.heads.push_back((Head::Alone(rq), depth));
+        self.admit_waiting(t);
+    }
+
+    /// Request `id`, allocated ahead, is inserted now (`bfq_insert_requests`): it enters
+    /// bfq now (`bfq_init_rq` counts it allocated to its queue from here) if it holds its
+    /// tag, else as soon as it gets one.
+    pub(super) fn insert_allocated(&mut self, id: u64, t: Tick) {
+        match self.tag_wait.held.remove(&id) {
+            Some((rq, depth, bit)) => self.insert_at(rq, depth, bit, t),
+            None => self.tag_wait.inserted_waiting.push(id),
+        }
     }
 
     /// Give tags to the waiting heads that may take one, oldest first; each request is
@@ -147,7 +190,7 @@ impl Bfq {
                 self.tag_wait
                     .heads
                     .iter()
-                    .position(|&(_, d)| tags.may_take(d))
+                    .position(|(_, d)| tags.may_take(*d))
             } else {
                 None
             };
@@ -155,7 +198,14 @@ impl Bfq {
                 self.tag_wait.refused = Some(now);
                 return;
             };
-            let (ctx, depth) = self.tag_wait.heads.remove(at).expect("found");
+            let (head, depth) = self.tag_wait.heads.remove(at).expect("found");
+            let ctx = match head {
+                Head::Line(ctx) => ctx,
+                Head::Alone(rq) => {
+                    self.admit_alone(rq, depth, t);
+                    continue;
+                }
+            };
             let line = self
                 .tag_wait
                 .lines
@@ -176,6 +226,24 @@ impl Bfq {
             self.insert_at(rq, depth, bit, t);
             if more {
                 self.start_allocating(ctx);
+            }
+        }
+    }
+
+    /// A request allocated ahead takes its tag: it enters bfq now if it was inserted while
+    /// waiting, else it is held until its insertion.
+    fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
+        let w = &mut self.tag_wait;
+        w.len -= 1;
+        let bit = self.tags.take_bit(depth, rq.ctx.0);
+        let w = &mut self.tag_wait;
+        match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
+            Some(i) => {
+                w.inserted_waiting.swap_remove(i);
+                self.insert_at(rq, depth, bit, t);
+            }
+            None => {
+                w.held.insert(rq.id.0, (rq, depth, bit));
             }
         }
     }

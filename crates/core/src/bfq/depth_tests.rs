@@ -526,3 +526,79 @@ fn bfqq_request_over_limit_cuts_an_idle_queue_with_nothing_allocated_beside_real
         Depth::Shallow(1)
     );
 }
+
+/// blk-mq's two steps (`__blk_mq_alloc_requests`, then `bfq_insert_requests` after the
+/// submitter's plug is flushed): four reads allocated into a plug hold all of the 4 tags
+/// before bfq sees them, so another process's read, allocated and inserted at once, sleeps
+/// for a tag; bfq has nothing to dispatch until the plug's reads are inserted, and the other
+/// read gets the tag the first completion frees. Allocated at their insertion, the plug's
+/// reads would have left the other read a tag.
+#[test]
+fn a_tag_is_held_from_the_allocation_until_the_insertion() {
+    use crate::block::{Bio, BlockLayer, Limits};
+    let s = Bfq::new(cfg_with(&[("rotational", 0), ("nr_requests", 4)]));
+    let mut blk: BlockLayer<Bfq, u32> = BlockLayer::new(s, Limits::depth(8));
+    let t = Nanos::from_us;
+    let read = |ctx: u32, sector: u64| {
+        let mut b = Bio::new(CtxId(ctx), Op::Read, sector, 8);
+        b.own_request = true;
+        b
+    };
+    let plugged: Vec<RequestId> = (0..4)
+        .map(|i| blk.handle_allocate(read(1, i * 1000), i as u32, t(i)))
+        .map(|id| id.expect("allocated ahead"))
+        .collect();
+    assert_eq!(blk.scheduler().tags.held(), 4);
+    blk.handle_submit(read(2, 1 << 30), 9, t(5));
+    assert_eq!(
+        blk.poll_dispatch(t(5)),
+        None,
+        "nothing inserted holds a tag"
+    );
+    assert_eq!(blk.scheduler().tag_wait.len(), 5);
+    for &id in &plugged {
+        blk.handle_insert(id, t(10));
+    }
+    let first = blk.poll_dispatch(t(10)).expect("a plugged read");
+    assert_eq!(first.ctx, CtxId(1));
+    let mut done = Vec::new();
+    blk.handle_complete(first.id, true, t(50), &mut done);
+    // The freed tag goes to the sleeping read: bfq now holds it with the other plugged ones.
+    assert_eq!(blk.scheduler().tag_wait.len(), 0);
+    assert_eq!(blk.scheduler().queued, 4);
+}
+
+/// `bfq_limit_depth` runs at the allocation (`__blk_mq_alloc_requests`), from the state of
+/// then: four sync writes allocated while no raised queue is busy get Linux 6.17's
+/// whole-map depth of 6 of 8 tags each, and all hold tags when a reader's raised queue turns
+/// busy before their insertion. Allocated at the insertion, after the reader, they get 3 of
+/// 8 (`async_depths[1][1]`), and one sleeps.
+#[test]
+fn bfq_limit_depth_decides_at_the_allocation_not_at_the_insertion() {
+    let cfg = || {
+        cfg_with(&[
+            ("rotational", 0),
+            ("nr_requests", 8),
+            ("whole_map_depths", 1),
+        ])
+    };
+    let reader = || rq(1, 1).sector(1 << 30).build();
+    let mut s = Bfq::new(cfg());
+    for i in 0..4 {
+        assert!(Scheduler::allocate(&mut s, write(i), Nanos::ZERO).is_none());
+    }
+    assert_eq!((s.tags.held(), s.tags.held_shallow(6)), (4, 4));
+    s.insert(reader(), Nanos::from_ms(1000));
+    assert!(s.wr_busy_queues > 0);
+    for i in 0..4 {
+        Scheduler::insert_allocated(&mut s, RequestId(1000 + i), Nanos::from_ms(1001));
+    }
+    assert_eq!((s.queued, s.tag_wait.len()), (5, 0));
+
+    let mut late = Bfq::new(cfg());
+    late.insert(reader(), Nanos::from_ms(1000));
+    for i in 0..4 {
+        late.insert(write(i), Nanos::from_ms(1001));
+    }
+    assert!(late.tag_wait.len() > 0, "a write sleeps at depth 3");
+}

@@ -1278,6 +1278,15 @@ impl Scheduler for Bfq {
         self.arrive(rq, now.0 as Tick);
     }
 
+    fn allocate(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        Bfq::allocate(self, rq, now.0 as Tick);
+        None
+    }
+
+    fn insert_allocated(&mut self, id: RequestId, now: Nanos) {
+        Bfq::insert_allocated(self, id.0, now.0 as Tick);
+    }
+
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let t = now.0 as Tick;
         self.admit_waiting(t);

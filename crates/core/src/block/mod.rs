@@ -34,6 +34,13 @@
 //!    [`handle_timer`](BlockLayer::handle_timer)) and the controllers' by
 //!    [`qos_timeout`](BlockLayer::qos_timeout) / [`handle_qos_timeout`](BlockLayer::handle_qos_timeout).
 //!
+//! A driver that knows when each request was allocated and when it was inserted (a replay
+//! of the kernel's trace: `block_getrq`, later `block_rq_insert` after a plug's flush) calls
+//! [`handle_allocate`](BlockLayer::handle_allocate) at the first and
+//! [`handle_insert`](BlockLayer::handle_insert) at the second, in place of `handle_submit`: a
+//! policy with scheduler tags decides the depth and takes the tag at the allocation, and
+//! holds the request from its queues until the insertion ([`Scheduler::allocate`]).
+//!
 //! After any `handle_*` the driver calls `poll_dispatch` again. [`handle_exit`](BlockLayer::handle_exit)
 //! tells the scheduler that a process exited; [`handle_requeue`](BlockLayer::handle_requeue)
 //! gives back a request the device refused.
@@ -78,7 +85,8 @@
 //!   physically contiguous pages up to `max_segment_size` as one).
 //! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
 //!   the scheduler tags (`nr_requests`) are kept by the policies that limit depth with them
-//!   (mq-deadline, kyber, bfq: [`crate::tags`]).
+//!   (mq-deadline, kyber, bfq: [`crate::tags`]). `handle_submit` allocates and inserts at
+//!   once; `handle_allocate` and `handle_insert` take the kernel's two steps apart.
 //! - Requeue: a request the device gave back goes ahead of the scheduler, as on the hardware
 //!   queue's dispatch list; the scheduler is not told (Linux's `requeue_request` hook: bfq and
 //!   mq-deadline use it to undo accounting; ours do not need it).
@@ -447,6 +455,24 @@ impl<T> Waiting<T> {
     }
 }
 
+/// What [`BlockLayer::build`] made of a bio.
+enum Built {
+    /// It rode on a queued request.
+    Merged,
+    /// It must be split into pieces of at most this many sectors.
+    Split(Request, u32),
+    /// One request of its own, with its id.
+    One(Request),
+}
+
+/// A request entering the scheduler ([`BlockLayer::enter`]).
+enum Entry {
+    /// Given whole (into [`BlockLayer::direct`] when `true`).
+    New(Request, bool),
+    /// Taken at its allocation by the policy ([`Scheduler::allocate`]).
+    Allocated(RequestId),
+}
+
 /// A pending scheduler switch ([`BlockLayer::switch_scheduler`]).
 struct Switch<S, T> {
     next: S,
@@ -478,6 +504,9 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     observer: Option<Box<dyn Observer>>,
     list: Option<RequestList<Waiting<T>>>,
     tags: Option<host_tags::HostTags>,
+    /// Requests allocated and not yet inserted ([`BlockLayer::handle_allocate`]): whether
+    /// the policy gave each back (it takes it at its insertion) rather than holding it.
+    allocated: FxHashMap<u64, bool>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -506,6 +535,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             observer: None,
             list: limits.nr_requests.map(RequestList::new),
             tags: None,
+            allocated: FxHashMap::default(),
         }
     }
 
@@ -622,9 +652,15 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.in_flight
     }
 
-    /// Requests waiting in the scheduler, requeued, held by a controller or by a switch.
+    /// Requests waiting in the scheduler, requeued, held by a controller or by a switch, or
+    /// allocated and not yet inserted.
     pub fn queued(&self) -> usize {
         self.sched.queued()
+            + self
+                .allocated
+                .values()
+                .filter(|&&given_back| given_back)
+                .count()
             + self.requeued.len()
             + self.direct.len()
             + self.throttled.len()
@@ -841,15 +877,27 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// Split, merge or insert `bio`; `Err` with its built request when its process must
     /// sleep for one.
     fn try_queue(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Result<(), Waiting<T>> {
-        let own_request = bio.own_request;
         let direct = bio.issue_directly && self.sched.issues_directly();
+        match self.build(bio, token, key, now) {
+            Built::Merged => Ok(()),
+            Built::Split(rq, max) => {
+                self.allocate_and_insert(rq, token, key, Some(max), direct, now)
+            }
+            Built::One(rq) => self.allocate_and_insert(rq, token, key, None, direct, now),
+        }
+    }
+
+    /// `bio`'s request: to split at the device's limit, merged into a queued one, or one
+    /// request of its own (with its id).
+    fn build(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Built {
+        let own_request = bio.own_request;
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = self
             .limits
             .request_sectors(self.sched.max_request_sectors());
         if let Some(max) = limit.filter(|&m| data && m > 0 && rq.sectors > m) {
-            return self.allocate_and_insert(rq, token, key, Some(max), direct, now);
+            return Built::Split(rq, max);
         }
         self.next_id += 1;
         rq.id = RequestId(self.next_id);
@@ -893,9 +941,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             });
             self.counters.merged += 1;
             self.kick = true;
-            Ok(())
+            Built::Merged
         } else {
-            self.allocate_and_insert(rq, token, key, None, direct, now)
+            Built::One(rq)
         }
     }
 
@@ -1004,6 +1052,20 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         direct: bool,
         now: Nanos,
     ) {
+        self.record(&rq, token, key, split, class, now);
+        self.enter(Entry::New(rq, direct), now);
+    }
+
+    /// Keep `rq` (its first segment the bio `token`) among the requests the layer knows.
+    fn record(
+        &mut self,
+        rq: &Request,
+        token: T,
+        key: u64,
+        split: Option<u64>,
+        class: Option<Class>,
+        now: Nanos,
+    ) {
         let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
         let seg = Segment {
             token,
@@ -1043,14 +1105,82 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 }
             }
         }
+    }
+
+    /// The recorded request enters the scheduler (or [`BlockLayer::direct`]) now.
+    fn enter(&mut self, entry: Entry, now: Nanos) {
         self.stat.started(now);
-        self.observe(Event::Insert, &rq, now);
-        if direct {
-            self.direct.push_back(rq.id.0);
-        } else {
-            self.sched.insert(rq, now);
+        match entry {
+            Entry::New(rq, direct) => {
+                self.observe(Event::Insert, &rq, now);
+                if direct {
+                    self.direct.push_back(rq.id.0);
+                } else {
+                    self.sched.insert(rq, now);
+                }
+            }
+            Entry::Allocated(id) => {
+                if self.observer.is_some() {
+                    let rq = self.requests.get(&id.0).expect("recorded").rq.clone();
+                    self.observe(Event::Insert, &rq, now);
+                }
+                self.sched.insert_allocated(id, now);
+            }
         }
         self.counters.inserted += 1;
+    }
+
+    /// Allocate a request for `bio` now and insert it later, at
+    /// [`handle_insert`](Self::handle_insert) with the id returned: blk-mq's two steps, the
+    /// allocation (`__blk_mq_alloc_requests`: the policy's `limit_depth` and a scheduler
+    /// tag, or a sleep for one; [`Scheduler::allocate`]) and, once the submitter's plug is
+    /// flushed, the insertion (`block_rq_insert`). The request holds its tag in between and
+    /// cannot be merged into. A bio merged into a queued request is not allocated (`None`);
+    /// one split at the device's limits, or passing rq_qos controllers, a pending switch,
+    /// the request list or a direct issue, takes the whole way now, as
+    /// [`handle_submit`](Self::handle_submit) (`None`).
+    pub fn handle_allocate(&mut self, mut bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
+        let direct = bio.issue_directly && self.sched.issues_directly();
+        if self.switch.is_some() || !self.qos.is_empty() || self.listed() || direct {
+            self.handle_submit(bio, token, now);
+            return None;
+        }
+        bio.submitted.get_or_insert(now);
+        let rq = match self.build(bio, token, 0, now) {
+            Built::Merged => return None,
+            Built::Split(rq, max) => {
+                self.queue_split(rq, token, 0, max, None, false, now);
+                return None;
+            }
+            Built::One(rq) => rq,
+        };
+        let id = rq.id;
+        self.record(&rq, token, 0, None, None, now);
+        let back = self.sched.allocate(rq, now);
+        self.allocated.insert(id.0, back.is_some());
+        Some(id)
+    }
+
+    /// Request `id`, allocated by [`handle_allocate`](Self::handle_allocate), is inserted
+    /// now. An unknown id (never allocated, or inserted already) is ignored.
+    pub fn handle_insert(&mut self, id: RequestId, now: Nanos) {
+        let Some(given_back) = self.allocated.remove(&id.0) else {
+            return;
+        };
+        let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
+        let r = self
+            .requests
+            .get_mut(&id.0)
+            .expect("an allocated request is held");
+        r.started = now;
+        r.segs.first.queued = queued;
+        if given_back {
+            let rq = r.rq.clone();
+            self.enter(Entry::New(rq, false), now);
+        } else {
+            self.enter(Entry::Allocated(id), now);
+        }
+        self.kick = true;
     }
 
     /// The next request to start on the device now, if the device has room and the
@@ -1274,7 +1404,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     }
 
     fn finish_switch(&mut self, now: Nanos) {
-        if self.sched.queued() > 0 || self.in_flight > 0 || !self.requeued.is_empty() {
+        if self.sched.queued() > 0
+            || self.in_flight > 0
+            || !self.requeued.is_empty()
+            || !self.allocated.is_empty()
+        {
             return;
         }
         let sw = self.switch.take().expect("checked by the caller");

@@ -524,3 +524,30 @@ fn a_request_is_tagged_at_insertion_while_a_host_tag_is_free_else_when_one_is_fr
     blk.handle_complete(second[0].id, true, ms(8), &mut done);
     assert_eq!(done[1].tagged, ms(5));
 }
+
+/// blk-mq's two steps under a policy that takes requests at their insertion only
+/// (mq-deadline):
+/// a request allocated (`__blk_mq_alloc_requests`, `block_getrq`) waits in the layer, counted
+/// as queued, and reaches the policy, dispatchable, only at its insertion (`block_rq_insert`,
+/// after the submitter's plug is flushed); a request submitted meanwhile goes first.
+#[test]
+fn an_allocated_request_reaches_the_policy_at_its_insertion() {
+    let mut blk = BlockLayer::new(crate::mq_deadline::MqDeadline::default(), Limits::depth(8));
+    let mut plugged = write(1, 0, 8);
+    plugged.own_request = true;
+    let id = blk
+        .handle_allocate(plugged, 1u32, ms(0))
+        .expect("allocated ahead");
+    assert_eq!((blk.queued(), blk.counters().inserted), (1, 0));
+    assert!(drain(&mut blk, ms(0)).is_empty());
+    blk.handle_submit(write(2, 5000, 8), 2, ms(1));
+    assert_eq!(drain(&mut blk, ms(1)).len(), 1);
+    blk.handle_insert(id, ms(2));
+    let rqs = drain(&mut blk, ms(2));
+    assert_eq!(rqs.len(), 1);
+    assert_eq!(rqs[0].id, id);
+    let mut done = Vec::new();
+    blk.handle_complete(id, true, ms(3), &mut done);
+    assert_eq!(done[0].token, 1);
+    assert_eq!(blk.queued(), 0);
+}
