@@ -405,21 +405,13 @@ impl<'a> Replay<'a> {
             return;
         };
         self.submitted[i] = true;
-        let before = self.blk.counters();
-        self.allocated[i] = self.blk.handle_allocate(bio, i, self.now);
         // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
-        if self.blk.counters().inserted > before.inserted {
-            self.log.push(QueueEvent::Arrive(i));
-        }
+        self.allocated[i] = self.arriving(i, |blk, now| blk.handle_allocate(bio, i, now));
     }
 
     fn submit(&mut self, i: usize) {
         if let Some(id) = self.allocated[i].take() {
-            let before = self.blk.counters();
-            self.blk.handle_insert(id, self.now);
-            if self.blk.counters().inserted > before.inserted {
-                self.log.push(QueueEvent::Arrive(i));
-            }
+            self.arriving(i, |blk, now| blk.handle_insert(id, now));
             return;
         }
         if self.submitted[i] {
@@ -429,11 +421,7 @@ impl<'a> Replay<'a> {
             return;
         };
         self.submitted[i] = true;
-        let before = self.blk.counters();
-        self.blk.handle_submit(bio, i, self.now);
-        if self.blk.counters().inserted > before.inserted {
-            self.log.push(QueueEvent::Arrive(i));
-        }
+        self.arriving(i, |blk, now| blk.handle_submit(bio, i, now));
     }
 
     /// Give `bio` its io_context's priority, when the replay has one for it, and its
@@ -467,11 +455,22 @@ impl<'a> Replay<'a> {
             return;
         }
         let token = self.trace.requests.len() + k;
-        let before = self.blk.counters();
-        self.blk.handle_submit(bio, token, self.now);
-        if self.blk.counters().inserted > before.inserted {
+        self.arriving(token, |blk, now| blk.handle_submit(bio, token, now));
+    }
+
+    /// Run `step` on our block layer now, and log request `token`'s arrival if the step
+    /// inserted a request into the scheduler.
+    fn arriving<R>(
+        &mut self,
+        token: usize,
+        step: impl FnOnce(&mut BlockLayer<Box<dyn Scheduler>, usize>, Nanos) -> R,
+    ) -> R {
+        let before = self.blk.counters().inserted;
+        let out = step(&mut self.blk, self.now);
+        if self.blk.counters().inserted > before {
             self.log.push(QueueEvent::Arrive(token));
         }
+        out
     }
 
     /// The kernel's queue run ended here with its scheduler returning nothing: ask ours
