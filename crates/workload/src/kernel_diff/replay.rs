@@ -1,0 +1,565 @@
+//! The replay: our block layer fed the kernel's request stream on a virtual clock, asked at
+//! the kernel's decisions ([`super::diff_with_log`] builds it and compares the two logs).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use elevator_core::block::{Bio, BlockLayer, Done, Limits};
+use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
+
+use super::*;
+
+/// A kernel event of the replay's timeline.
+#[derive(Clone, Copy, Debug)]
+enum KEvent {
+    /// A request is allocated ahead of its insertion ([`Replay::allocations`]).
+    Allocate(usize),
+    Arrive(usize),
+    /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
+    Merge(usize),
+    /// A queue run of the kernel started just after this insertion ([`own_runs`]): ours
+    /// decides here what the kernel issues at the next dispatch.
+    OwnRun,
+    /// A kernel dispatch; `early`: ours decided it at the [`KEvent::OwnRun`] before.
+    Dispatch {
+        early: bool,
+    },
+    /// A process exited.
+    Exit(u32),
+    /// The kernel's queue run ended: its scheduler returned nothing (no tracepoint shows
+    /// it: [`Replay::with_empty_runs`]).
+    EmptyRun,
+}
+
+/// The replay's state: our block layer on a virtual clock.
+pub(super) struct Replay<'a> {
+    trace: &'a KernelTrace,
+    blk: BlockLayer<Box<dyn Scheduler>, usize>,
+    pace: Pace,
+    /// Whether ours is asked at the kernel's empty runs ([`asked_at_empty_runs`]).
+    empty_runs: bool,
+    /// Whether ours gets the kernel's software queues: requests on their CPUs, decisions at
+    /// their runs' starts ([`software_queues_replayed`]).
+    pub(super) own_runs: bool,
+    /// Ours decided at a [`KEvent::OwnRun`] and has not logged it: the next dispatch of
+    /// ours goes to [`Replay::deferred`].
+    defer: bool,
+    /// A dispatch ours decided early, logged at the kernel's dispatch it stands for (after
+    /// the insertions between, as the kernel's log has them).
+    deferred: Vec<QueueEvent>,
+    now: Nanos,
+    /// Kernel dispatches ours may still make; below zero, what ours dispatched at the
+    /// kernel's empty runs ahead of the kernel.
+    credits: i64,
+    submitted: Vec<bool>,
+    /// Our request allocated for each kernel request ahead of its insertion, until then.
+    allocated: Vec<Option<RequestId>>,
+    /// Requests (by kernel index) ours has dispatched.
+    dispatched: Vec<bool>,
+    /// Scheduler merges the replay did not submit: ours had dispatched the request already.
+    merges_missed: usize,
+    completions: BinaryHeap<Reverse<(Nanos, u64)>>,
+    log: Vec<QueueEvent>,
+    median: Nanos,
+    /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
+    completion_seen: &'a [Option<Nanos>],
+    done: Vec<Done<usize>>,
+    /// What each context's bios carry in place of their own.
+    contexts: Contexts<'a>,
+    /// Where each scheduler merge comes in the log replayed (events before it): the
+    /// trace's, or bfq's log order's ([`LogOrder::merge_after`]).
+    merge_after: Vec<usize>,
+    /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
+    /// the kernel's dispatch, where ours is asked, there.
+    decided: &'a [Option<Nanos>],
+}
+
+/// What the replay gives each context's bios: its priority and its group, by context pid.
+pub(super) struct Contexts<'a> {
+    /// Each io_context's priority, given to its bios in place of their own.
+    pub(super) prios: &'a HashMap<u32, IoPrio>,
+    /// Each process's group.
+    pub(super) groups: &'a ContextGroups,
+}
+
+impl<'a> Replay<'a> {
+    pub(super) fn new(
+        trace: &'a KernelTrace,
+        sched: Box<dyn Scheduler>,
+        limits: Limits,
+        pace: Pace,
+        empty_runs: bool,
+        bfq_log: &'a BfqLogTimes,
+        contexts: Contexts<'a>,
+    ) -> Replay<'a> {
+        let completion_seen = &bfq_log.completions[..];
+        let order = bfq_log.order.as_ref();
+        let service = |r: &TracedRequest| {
+            let end = completion_seen.get(r.index).copied().flatten();
+            Self::kernel_service(r, end)
+        };
+        let mut services: Vec<Nanos> = trace.requests.iter().filter_map(service).collect();
+        services.sort();
+        Replay {
+            trace,
+            blk: BlockLayer::new(sched, limits),
+            pace,
+            empty_runs,
+            own_runs: false,
+            defer: false,
+            deferred: Vec::new(),
+            now: Nanos::ZERO,
+            credits: 0,
+            submitted: vec![false; trace.requests.len()],
+            allocated: vec![None; trace.requests.len()],
+            dispatched: vec![false; trace.requests.len()],
+            merges_missed: 0,
+            completions: BinaryHeap::new(),
+            log: Vec::new(),
+            median: services
+                .get(services.len() / 2)
+                .copied()
+                .unwrap_or(Nanos::ZERO),
+            completion_seen,
+            done: Vec::new(),
+            contexts,
+            merge_after: order.map_or_else(
+                || trace.sched_bios.iter().map(|m| m.after).collect(),
+                |o| o.merge_after.clone(),
+            ),
+            decided: order.map_or(&[][..], |o| &o.decided),
+        }
+    }
+
+    /// The kernel's service time for request `i` (its host's when merged away; a scheduler
+    /// merge's bio ours made a request of its own, token `requests.len() + k`, its host's).
+    fn service(&self, mut i: usize) -> Nanos {
+        if let Some(m) = i
+            .checked_sub(self.trace.requests.len())
+            .and_then(|k| self.trace.sched_bios.get(k))
+        {
+            i = m.host;
+        }
+        for _ in 0..self.trace.requests.len() {
+            let r = &self.trace.requests[i];
+            let end = self.completion_seen.get(i).copied().flatten();
+            if let Some(s) = Self::kernel_service(r, end) {
+                return s;
+            }
+            match r.merged_into {
+                Some(j) => i = j,
+                None => break,
+            }
+        }
+        self.median
+    }
+
+    /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
+    /// its completion event ([`TracedRequest::service`]). From its issue event even where
+    /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
+    /// time, which counting from the choice lowered the agreement (docs/testing.md).
+    fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
+        match end {
+            Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
+            None => r.service(),
+        }
+    }
+
+    /// The kernel's timeline: arrivals and dispatches in trace order, with their times.
+    fn timeline(&self, log: &[QueueEvent]) -> Vec<(Nanos, KEvent)> {
+        let reqs = &self.trace.requests;
+        let mut seen = vec![false; reqs.len()];
+        let mut out = Vec::new();
+        let mut nth_issue: HashMap<usize, usize> = HashMap::new();
+        let mut last = Nanos::ZERO;
+        // Scheduler merges: at their place in the kernel's event order; in the diagnostic
+        // pace, whose log is reordered, just before their request's dispatch.
+        let merges: &[SchedBio] = &self.trace.sched_bios;
+        let mut next_merge = 0;
+        let (starts, early) = if self.own_runs && self.pace == Pace::Kernel {
+            own_runs(self.trace, log)
+        } else {
+            (vec![false; log.len()], vec![false; log.len()])
+        };
+        let mut by_host: HashMap<usize, Vec<usize>> = HashMap::new();
+        if self.pace == Pace::Early {
+            for (k, m) in merges.iter().enumerate() {
+                by_host.entry(m.host).or_default().push(k);
+            }
+        }
+        for (pos, e) in log.iter().enumerate() {
+            if self.pace != Pace::Early {
+                while let Some(m) = merges
+                    .get(next_merge)
+                    .filter(|_| self.merge_after[next_merge] <= pos)
+                {
+                    last = m.time.max(last);
+                    out.push((last, KEvent::Merge(next_merge)));
+                    next_merge += 1;
+                }
+            } else if let QueueEvent::Dispatch(i) = *e {
+                if !nth_issue.contains_key(&i) {
+                    for &k in by_host.get(&i).into_iter().flatten() {
+                        out.push((last, KEvent::Merge(k)));
+                    }
+                }
+            }
+            match *e {
+                QueueEvent::Arrive(i) => {
+                    if !seen[i] && reqs[i].bio().is_some() {
+                        seen[i] = true;
+                        let t = reqs[i].arrival().unwrap_or(last).max(last);
+                        last = t;
+                        out.push((t, KEvent::Arrive(i)));
+                    }
+                    if starts[pos] {
+                        out.push((last, KEvent::OwnRun));
+                    }
+                }
+                QueueEvent::Leave(_) => {}
+                QueueEvent::Dispatch(i) => {
+                    let n = nth_issue.entry(i).or_insert(0);
+                    *n += 1;
+                    // bfq's log's time of its choice, else the issue event's.
+                    let first = *n == 1;
+                    let issued = self
+                        .decided
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .filter(|_| first)
+                        .or_else(|| {
+                            reqs[i]
+                                .dispatch_index
+                                .filter(|_| first)
+                                .map(|d| self.trace.dispatches[d].time)
+                        })
+                        .or(reqs[i].issued)
+                        .unwrap_or(last)
+                        .max(last);
+                    let t = match self.pace {
+                        Pace::Early => reqs[i].arrival().unwrap_or(last).max(last),
+                        Pace::Kernel | Pace::Device => issued,
+                    };
+                    if !seen[i] && reqs[i].bio().is_some() {
+                        seen[i] = true;
+                        out.push((t, KEvent::Arrive(i)));
+                    }
+                    last = t;
+                    out.push((t, KEvent::Dispatch { early: early[pos] }));
+                }
+            }
+        }
+        if self.pace == Pace::Kernel && self.empty_runs {
+            out = Self::with_empty_runs(out);
+        }
+        out
+    }
+
+    /// `timeline` with a [`KEvent::EmptyRun`] after the last dispatch of each of the kernel's
+    /// queue runs: `__blk_mq_do_dispatch_sched` asks the scheduler until it returns nothing
+    /// or has no work (the loop device never refuses a request), and that last call, which
+    /// no tracepoint shows, has side effects in mq-deadline. Not modelled: the runs that
+    /// dispatched nothing at all (after an insertion the scheduler held back, and the
+    /// re-run `blk_mq_delay_run_hw_queues` arms `BLK_MQ_BUDGET_DELAY` after a refusal),
+    /// which the trace cannot tell from an insertion whose run kblockd made later.
+    fn with_empty_runs(timeline: Vec<(Nanos, KEvent)>) -> Vec<(Nanos, KEvent)> {
+        let mut out = Vec::with_capacity(timeline.len() * 2);
+        for (p, &e) in timeline.iter().enumerate() {
+            out.push(e);
+            let next_dispatch = matches!(timeline.get(p + 1), Some((_, KEvent::Dispatch { .. })));
+            if matches!(e.1, KEvent::Dispatch { .. }) && !next_dispatch {
+                out.push((e.0, KEvent::EmptyRun));
+            }
+        }
+        out
+    }
+
+    /// `timeline` with the events of `extra` (in time order) each placed after the events of
+    /// its time or before.
+    fn interleave(
+        timeline: Vec<(Nanos, KEvent)>,
+        extra: impl Iterator<Item = (Nanos, KEvent)>,
+    ) -> Vec<(Nanos, KEvent)> {
+        let mut extra = extra.peekable();
+        if extra.peek().is_none() {
+            return timeline;
+        }
+        let mut merged = Vec::with_capacity(timeline.len());
+        for e in timeline {
+            while let Some(x) = extra.next_if(|x| x.0 < e.0) {
+                merged.push(x);
+            }
+            merged.push(e);
+        }
+        merged.extend(extra);
+        merged
+    }
+
+    /// Replay `log`: our queue log, and the scheduler merges not submitted.
+    pub(super) fn run(
+        mut self,
+        log: &[QueueEvent],
+        bfq_log: &BfqLogTimes,
+    ) -> (Vec<QueueEvent>, usize) {
+        let mut timeline = self.timeline(log);
+        if self.pace == Pace::Kernel {
+            // bfq's calls that returned nothing: where ours is asked as at an empty run.
+            let calls = bfq_log.refused_calls.iter().map(|&t| (t, KEvent::EmptyRun));
+            timeline = Self::interleave(timeline, calls);
+        }
+        let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
+        timeline = Self::interleave(timeline, exits);
+        timeline = Self::interleave(timeline, self.allocations().into_iter());
+        for (t, e) in timeline {
+            self.advance(Some(t));
+            self.now = self.now.max(t);
+            match e {
+                KEvent::Allocate(i) => self.allocate(i),
+                KEvent::Arrive(i) => self.submit(i),
+                KEvent::Merge(k) => self.submit_merge(k),
+                KEvent::OwnRun => {
+                    self.credits += 1;
+                    self.defer = true;
+                    let _ = self.blk.scheduler_mut();
+                }
+                KEvent::Dispatch { early: true } => {
+                    // Decided at the run's start (if ours could then): logged here. If ours
+                    // could not, its credit stands and it decides now.
+                    self.defer = false;
+                    self.log.append(&mut self.deferred);
+                }
+                KEvent::Dispatch { early: false } => {
+                    if self.pace != Pace::Device {
+                        self.credits += 1;
+                        // The kernel ran its queue here: ask our scheduler again.
+                        let _ = self.blk.scheduler_mut();
+                    }
+                }
+                KEvent::Exit(pid) => self.blk.handle_exit(CtxId(pid), self.now),
+                KEvent::EmptyRun => {
+                    self.pump();
+                    self.empty_run();
+                    continue;
+                }
+            }
+            self.pump();
+        }
+        self.advance(None);
+        (self.log, self.merges_missed)
+    }
+
+    /// When the kernel allocated each request it inserted later, in time order: its
+    /// `block_getrq`, which fires when `__blk_mq_alloc_requests` has its scheduler tag, before
+    /// the submitter's plug is flushed (`blk_add_rq_to_plug`; `block_rq_insert` at the flush).
+    /// The tag is held from there. Where the task slept for the tag (between its
+    /// `block_bio_queue` and its `block_getrq`), `limit_depth` ran before the sleep; allocating
+    /// there instead gave ours tags the kernel's task did not have (our depth model is not
+    /// the kernel's bit placement) and lowered bfq (docs/bfq.md). Only the requests the
+    /// kernel kept to the end and inserted ([`Self::bio`]'s `own_request`, not
+    /// `issue_directly`): a bio ours may merge or issue directly is submitted whole at its
+    /// arrival.
+    fn allocations(&self) -> Vec<(Nanos, KEvent)> {
+        let mut out: Vec<(Nanos, usize)> = self
+            .trace
+            .requests
+            .iter()
+            .filter(|r| r.merged_into.is_none() && r.bio().is_some())
+            .filter_map(|r| {
+                let at = r.created?;
+                (at < r.inserted?).then_some((at, r.index))
+            })
+            .collect();
+        out.sort_unstable();
+        out.into_iter()
+            .map(|(t, i)| (t, KEvent::Allocate(i)))
+            .collect()
+    }
+
+    /// Request `i`'s bio as the replay gives it to ours: its io_context's priority; not
+    /// offered for merging if the kernel kept it to the end; issued directly if the kernel
+    /// never inserted it.
+    fn bio(&self, i: usize) -> Option<Bio> {
+        let r = &self.trace.requests[i];
+        let mut bio = r.bio()?;
+        self.context_of(&mut bio);
+        self.software_queue(&mut bio);
+        // A request the kernel kept to the end was not merged at its submission (neither
+        // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
+        // `bio_merge`, which kyber limits to the submitting CPU's software queue and which
+        // finds nothing still plugged): ours may not merge it either.
+        bio.own_request = r.merged_into.is_none();
+        // Under none, a request the kernel issued without inserting it went to the device
+        // from its submitter (`blk_mq_try_issue_directly`), past any inserted request still
+        // waiting for kblockd's run of the queue.
+        bio.issue_directly = r.inserted.is_none();
+        Some(bio)
+    }
+
+    /// The kernel allocated request `i`: ours allocates it, to insert it at its arrival.
+    fn allocate(&mut self, i: usize) {
+        if self.submitted[i] {
+            return;
+        }
+        let Some(bio) = self.bio(i) else {
+            return;
+        };
+        self.submitted[i] = true;
+        // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
+        self.allocated[i] = self.arriving(i, |blk, now| blk.handle_allocate(bio, i, now));
+    }
+
+    fn submit(&mut self, i: usize) {
+        if let Some(id) = self.allocated[i].take() {
+            self.arriving(i, |blk, now| blk.handle_insert(id, now));
+            return;
+        }
+        if self.submitted[i] {
+            return;
+        }
+        let Some(bio) = self.bio(i) else {
+            return;
+        };
+        self.submitted[i] = true;
+        self.arriving(i, |blk, now| blk.handle_submit(bio, i, now));
+    }
+
+    /// Give `bio` its io_context's priority, when the replay has one for it, and its
+    /// process's group (`bio_associate_blkg`: the submitter's blkcg; an io_uring worker's is
+    /// its owner's, whose cgroup the worker was created in).
+    fn context_of(&self, bio: &mut Bio) {
+        if let Some(&p) = self.contexts.prios.get(&bio.ctx.0) {
+            bio.prio = p;
+        }
+        bio.group = self.contexts.groups.of(bio.ctx.0);
+    }
+
+    /// Stage `bio` in its recorded CPU's software queue, or in CPU 0's when ours does not
+    /// replay the software queues ([`software_queues_replayed`]).
+    fn software_queue(&self, bio: &mut Bio) {
+        if !self.own_runs {
+            bio.cpu = 0;
+        }
+    }
+
+    /// Submit the `k`th scheduler merge's bio, if ours still holds its request.
+    fn submit_merge(&mut self, k: usize) {
+        let m = &self.trace.sched_bios[k];
+        let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
+            return;
+        };
+        self.context_of(&mut bio);
+        self.software_queue(&mut bio);
+        if !self.submitted[m.host] || self.dispatched[m.host] {
+            self.merges_missed += 1;
+            return;
+        }
+        let token = self.trace.requests.len() + k;
+        self.arriving(token, |blk, now| blk.handle_submit(bio, token, now));
+    }
+
+    /// Run `step` on our block layer now, and log request `token`'s arrival if the step
+    /// inserted a request into the scheduler.
+    fn arriving<R>(
+        &mut self,
+        token: usize,
+        step: impl FnOnce(&mut BlockLayer<Box<dyn Scheduler>, usize>, Nanos) -> R,
+    ) -> R {
+        let before = self.blk.counters().inserted;
+        let out = step(&mut self.blk, self.now);
+        if self.blk.counters().inserted > before {
+            self.log.push(QueueEvent::Arrive(token));
+        }
+        out
+    }
+
+    /// The kernel's queue run ended here with its scheduler returning nothing: ask ours
+    /// once, as the kernel asked its own, for the side effects of asking (mq-deadline's
+    /// refused aged dispatch starts a batch: `dd_dispatch_prio_aged_requests`). Only when
+    /// ours owes the kernel no dispatch and has requests queued (`has_work`). A request ours
+    /// returns is dispatched (a divergence: the kernel's returned none) and counted against
+    /// the kernel's next dispatch.
+    fn empty_run(&mut self) {
+        if self.credits != 0 || self.blk.queued() == 0 {
+            return;
+        }
+        let _ = self.blk.scheduler_mut();
+        self.credits = 1;
+        self.pump();
+        if self.credits == 0 {
+            self.credits = -1;
+        } else {
+            self.credits = 0;
+        }
+    }
+
+    /// Dispatch what the pace allows now.
+    fn pump(&mut self) {
+        loop {
+            if self.pace != Pace::Device && self.credits <= 0 {
+                return;
+            }
+            match self.blk.poll_dispatch(self.now) {
+                Some(rq) => {
+                    let first = self
+                        .blk
+                        .segments(rq.id)
+                        .and_then(|mut s| s.next().map(|s| s.token))
+                        .expect("a dispatched request carries its bios");
+                    if std::mem::take(&mut self.defer) {
+                        self.deferred.push(QueueEvent::Dispatch(first));
+                    } else {
+                        self.log.push(QueueEvent::Dispatch(first));
+                    }
+                    if let Some(d) = self.dispatched.get_mut(first) {
+                        *d = true;
+                    }
+                    let at = self.now + self.service(first);
+                    self.completions.push(Reverse((at, rq.id.0)));
+                    if self.pace != Pace::Device {
+                        self.credits -= 1;
+                    }
+                }
+                None => {
+                    if self.blk.queued() == 0 {
+                        // Nothing of ours to give the kernel's dispatch: it is spent.
+                        self.credits = 0;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Complete and fire timers due before `until` (everything left with `None`).
+    fn advance(&mut self, until: Option<Nanos>) {
+        loop {
+            let c = self.completions.peek().map(|r| r.0 .0);
+            let timer = self.blk.poll_timeout();
+            let next = match (c, timer) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if until.is_some_and(|u| next > u) {
+                return;
+            }
+            // A timer that cannot lead anywhere (no credit left at the end) ends the replay.
+            if until.is_none() && c.is_none() && self.pace != Pace::Device && self.credits <= 0 {
+                return;
+            }
+            self.now = self.now.max(next);
+            if c == Some(next) {
+                let Reverse((_, id)) = self.completions.pop().expect("peeked");
+                self.done.clear();
+                self.blk
+                    .handle_complete(RequestId(id), true, self.now, &mut self.done);
+            } else {
+                self.blk.handle_timeout(self.now);
+            }
+            self.pump();
+        }
+    }
+}
