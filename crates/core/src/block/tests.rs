@@ -551,3 +551,24 @@ fn an_allocated_request_reaches_the_policy_at_its_insertion() {
     assert_eq!(done[0].token, 1);
     assert_eq!(blk.queued(), 0);
 }
+
+/// `blk_mq_try_issue_directly`: under none a bio the kernel issued without inserting it goes
+/// the whole way at its allocation (`handle_allocate` holds no request for a later insertion),
+/// while one the kernel inserted later is held, tag and all, until `handle_insert`.
+#[test]
+fn under_none_a_directly_issued_bio_is_not_held_for_a_later_insertion() {
+    let mut blk = BlockLayer::new(Noop::default(), Limits::depth(8));
+    let mut direct = write(1, 0, 8);
+    direct.own_request = true;
+    direct.issue_directly = true;
+    assert_eq!(blk.handle_allocate(direct, 1u32, ms(0)), None);
+    assert_eq!(drain(&mut blk, ms(0)).len(), 1);
+    let mut plugged = write(2, 5000, 8);
+    plugged.own_request = true;
+    let id = blk
+        .handle_allocate(plugged, 2u32, ms(1))
+        .expect("held until its insertion");
+    assert!(drain(&mut blk, ms(1)).is_empty());
+    blk.handle_insert(id, ms(2));
+    assert_eq!(drain(&mut blk, ms(2)).len(), 1);
+}
