@@ -572,3 +572,18 @@ fn under_none_a_directly_issued_bio_is_not_held_for_a_later_insertion() {
     blk.handle_insert(id, ms(2));
     assert_eq!(drain(&mut blk, ms(2)).len(), 1);
 }
+
+/// A bio passing an rq_qos controller (`rq_qos_throttle` in `blk_mq_submit_bio`, before the
+/// allocation) is not held for a later insertion: `handle_allocate` takes it the whole way, as
+/// `handle_submit`, and the controller releases it to the scheduler.
+#[test]
+fn a_bio_behind_a_controller_is_not_held_for_a_later_insertion() {
+    let mut blk = BlockLayer::new(crate::mq_deadline::MqDeadline::default(), Limits::depth(8));
+    blk.add_qos(Box::new(HoldUntil5));
+    let mut plugged = write(1, 0, 8);
+    plugged.own_request = true;
+    assert_eq!(blk.handle_allocate(plugged, 1u32, ms(0)), None);
+    assert!(drain(&mut blk, ms(0)).is_empty());
+    blk.handle_timeout(ms(5));
+    assert_eq!(drain(&mut blk, ms(5)).len(), 1);
+}
