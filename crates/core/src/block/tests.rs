@@ -549,6 +549,8 @@ fn an_allocated_request_reaches_the_policy_at_its_insertion() {
     let mut done = Vec::new();
     blk.handle_complete(id, true, ms(3), &mut done);
     assert_eq!(done[0].token, 1);
+    // Inserted with the other write gone: itself alone in the scheduler.
+    assert_eq!(done[0].queued, 1);
     assert_eq!(blk.queued(), 0);
 }
 
