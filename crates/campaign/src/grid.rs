@@ -757,15 +757,7 @@ impl Grid {
                 dir,
                 base,
             } => {
-                let mut s = edited(
-                    text,
-                    dir.as_deref(),
-                    origin,
-                    p.drive.as_deref(),
-                    &p.job_fields,
-                    &p.controls,
-                )?;
-                s.wakeup = base.wakeup;
+                let s = cell_scenario(text, dir.as_deref(), origin, base, p)?;
                 Ok(s.check_work(max_ios)?)
             }
             Source::Fio { file, drive } => {
@@ -1117,22 +1109,8 @@ impl Grid {
                 dir,
                 base,
             } => {
-                let mut scenario =
-                    if p.job_fields.is_empty() && p.drive.is_none() && p.controls.is_empty() {
-                        (**base).clone()
-                    } else {
-                        let mut s = edited(
-                            text,
-                            dir.as_deref(),
-                            origin,
-                            p.drive.as_deref(),
-                            &p.job_fields,
-                            &p.controls,
-                        )?;
-                        // Its work was told with every other cell's (`check_cells_work`).
-                        s.wakeup = base.wakeup;
-                        s
-                    };
+                // Its work was told with every other cell's (`check_cells_work`).
+                let mut scenario = cell_scenario(text, dir.as_deref(), origin, base, p)?;
                 if let Some(w) = self.wakeup {
                     scenario.wakeup = w;
                 }
@@ -1391,6 +1369,30 @@ fn check_control(
             "a trace (replayed in the root)",
         ),
     }
+}
+
+/// Cell `p`'s scenario: the base's when `p` changes none of its drive, job fields and
+/// controls, else its text parsed again with them ([`edited`]), keeping the base's wake-up.
+fn cell_scenario(
+    text: &str,
+    dir: Option<&Path>,
+    origin: &str,
+    base: &Scenario,
+    p: &Plan,
+) -> Result<Scenario, Error> {
+    if p.job_fields.is_empty() && p.drive.is_none() && p.controls.is_empty() {
+        return Ok(base.clone());
+    }
+    let mut s = edited(
+        text,
+        dir,
+        origin,
+        p.drive.as_deref(),
+        &p.job_fields,
+        &p.controls,
+    )?;
+    s.wakeup = base.wakeup;
+    Ok(s)
 }
 
 /// The scenario with its `drive` replaced, `fields` set in its jobs and `controls` (group
