@@ -4,7 +4,11 @@
 # tmpfs-backed direct-I/O loop device with nr_requests 8 (4, 16 or 32 for a mix whose name
 # ends in -nr4, -nr16 or -nr32; max_sectors_kb 256 for the 2 MiB reads); bfq's log for the
 # interleaved readers (queue merging), the burst of new processes (weight raising) and the
-# later mixes. Needs root, fio, tracefs:
+# later mixes. The mixes of branch kfresh16 change scheduler tunables and queue attributes
+# from their defaults (the table of --set flags below: the queue's for every scheduler, then
+# each scheduler's own), 64 tags for a name ending in -nr64, a loop device over a file on the
+# disk for a name ending in -file (in $TMPDIR, else /var/tmp; rotational there) and 4096-byte
+# sectors for the four-k-sectors mix. Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -39,12 +43,59 @@ for mix in "${mixes[@]}"; do
 		*-nr32) nr=32 ;;
 		two-mib-reads-split-at-256k-max-sectors) extra=(--set max_sectors_kb=256) ;;
 		esac
+		# Tunables and queue attributes a user changes (kfresh16): the queue's for every
+		# scheduler, then the scheduler's own; a disk file or 4 KiB sectors for some.
+		case "$mix" in
+		*-nr64) nr=64 ;;
+		esac
+		case "$mix" in
+		*-file) extra+=(--file "${TMPDIR:-/var/tmp}/elevator-record-$mix.img") ;;
+		four-k-sectors-*) extra+=(--sector-size 4096) ;;
+		esac
+		case "$mix" in
+		writes-starved-1-*) extra+=(--set nomerges=2) ;;
+		short-budgets-*) extra+=(--set rotational=1) ;;
+		large-writes-split-at-64k-*) extra+=(--set max_sectors_kb=64) ;;
+		buffered-writeback-*) extra+=(--set wbt_lat_usec=500) ;;
+		seq-readers-rotational-nomerges1-*) extra+=(--set rotational=1 --set nomerges=1) ;;
+		esac
+		case "$mix:$sched" in
+		short-read-expire-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
+		short-read-expire-*:kyber) extra+=(--set read_lat_nsec=100000) ;;
+		short-read-expire-*:bfq) extra+=(--set slice_idle=0) ;;
+		writes-starved-1-*:mq-deadline) extra+=(--set writes_starved=1) ;;
+		writes-starved-1-*:kyber) extra+=(--set write_lat_nsec=200000) ;;
+		writes-starved-1-*:bfq) extra+=(--set low_latency=0) ;;
+		front-merges-off-*:mq-deadline) extra+=(--set front_merges=0) ;;
+		front-merges-off-*:kyber) extra+=(--set read_lat_nsec=50000000 --set write_lat_nsec=500000000) ;;
+		front-merges-off-*:bfq) extra+=(--set back_seek_max=0) ;;
+		prio-aging-*:mq-deadline) extra+=(--set prio_aging_expire=40) ;;
+		prio-aging-*:kyber) extra+=(--set write_lat_nsec=1000000000) ;;
+		prio-aging-*:bfq) extra+=(--set strict_guarantees=1) ;;
+		short-budgets-*:mq-deadline) extra+=(--set read_expire=5 --set write_expire=50) ;;
+		short-budgets-*:kyber) extra+=(--set read_lat_nsec=1000000) ;;
+		short-budgets-*:bfq) extra+=(--set timeout_sync=20 --set max_budget=512) ;;
+		four-k-sectors-*:mq-deadline) extra+=(--set fifo_batch=4 --set writes_starved=4) ;;
+		four-k-sectors-*:kyber) extra+=(--set read_lat_nsec=150000 --set write_lat_nsec=300000) ;;
+		four-k-sectors-*:bfq) extra+=(--set back_seek_penalty=1 --set fifo_expire_sync=20) ;;
+		large-writes-split-at-64k-*:mq-deadline) extra+=(--set fifo_batch=8 --set write_expire=50) ;;
+		large-writes-split-at-64k-*:kyber) extra+=(--set read_lat_nsec=500000) ;;
+		large-writes-split-at-64k-*:bfq) extra+=(--set slice_idle_us=2000) ;;
+		buffered-writeback-*:mq-deadline) extra+=(--set read_expire=50 --set writes_starved=3) ;;
+		buffered-writeback-*:kyber) extra+=(--set read_lat_nsec=20000000 --set write_lat_nsec=200000000) ;;
+		buffered-writeback-*:bfq) extra+=(--set timeout_sync=250 --set fifo_expire_sync=50) ;;
+		seq-readers-rotational-nomerges1-*:mq-deadline) extra+=(--set front_merges=0 --set fifo_batch=2) ;;
+		seq-readers-rotational-nomerges1-*:kyber) extra+=(--set read_lat_nsec=200000) ;;
+		seq-readers-rotational-nomerges1-*:bfq) extra+=(--set strict_guarantees=1 --set low_latency=0) ;;
+		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
 			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
 			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
 			eight-*:bfq | posixaio-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
-			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq | per-io-*:bfq) \
+			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq | per-io-*:bfq | \
+			short-*:bfq | writes-*:bfq | front-*:bfq | prio-aging-*:bfq | four-*:bfq | \
+			large-*:bfq | seq-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
