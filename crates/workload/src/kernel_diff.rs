@@ -34,6 +34,12 @@
 //!   many segments a request held (the kernel counts physically contiguous runs, ours a page
 //!   each), so a request the kernel formed is replayed whole, and a merge past what the
 //!   kernel's requests were seen to hold is refused (the two pieces of a `block_split`).
+//! - The queue's `nomerges` too: 2 (`QUEUE_FLAG_NOMERGES`: `blk_mq_attempt_bio_merge` and
+//!   `elv_attempt_insert_merge` try no merge) refuses every merge of ours; 1
+//!   (`QUEUE_FLAG_NOXMERGES`: `elv_merge` tries only the one-hit `q->last_merge`, no
+//!   hash or sorted lookup) is replayed as 0, since ours is offered only the bios the kernel
+//!   merged, which are the one-hit merges it made. sysfs shows 0, 1 or 2
+//!   (`queue_nomerges_show`); another value is refused naming the field.
 //!   For a bfq recording with its log, the completion is taken where bfq learned of it
 //!   ([`completions_seen_by_bfq`]): `block_rq_complete` fires before the request is freed,
 //!   and bfq hears of it in `bfq_finish_requeue_request` under `bfqd->lock`, which another
@@ -103,7 +109,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use elevator_core::block::{Limits, PAGE_SECTORS};
+use elevator_core::block::{Limits, NoMerges, PAGE_SECTORS};
 use elevator_core::registry::{self, SchedulerSpec};
 use elevator_core::tunable::{check_range, Settings};
 use elevator_core::{IoPrio, Nanos};
@@ -358,6 +364,9 @@ pub fn diff_with_log(
     if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
+    if let Some(n) = queue_limit(meta, "nomerges", 0)? {
+        limits = limits.nomerges(nomerges(n)?);
+    }
     // `max_segments`, in pages, is raised to the largest request the kernel formed. Ours
     // counts a segment a page (`PAGE_SECTORS`); the kernel counts physically contiguous runs
     // of up to `max_segment_size`, which the trace does not give: one 1 MiB O_DIRECT read
@@ -539,6 +548,18 @@ fn queue_limit(meta: &RecordingMeta, name: &str, min: u32) -> Result<Option<u32>
         Err(_) => Err(format!(
             "meta.json: field `queue.{name}`: {short:?} is not a whole number of at most {}",
             u32::MAX
+        )),
+    }
+}
+
+/// The block layer's merging for the queue's `nomerges` as sysfs shows it
+/// (`queue_nomerges_show`: 0, 1 or 2; the module docs say why 1 is replayed as 0).
+fn nomerges(n: u32) -> Result<NoMerges, String> {
+    match n {
+        0 | 1 => Ok(NoMerges::All),
+        2 => Ok(NoMerges::None),
+        _ => Err(format!(
+            "meta.json: field `queue.nomerges`: {n} is not a value sysfs shows (0, 1 or 2)"
         )),
     }
 }
@@ -1036,15 +1057,9 @@ mod tests {
         assert_eq!(d.kernel[0].queued.len(), 2);
     }
 
-    /// A write request in mq-deadline grows after its insertion by a bio of its own process
-    /// (`block_bio_backmerge` into a queued request) and by another process's request merged
-    /// at its insertion (`block_rq_merge` of a request never inserted): the replay submits
-    /// both where they came, ours merges both into the queued request, and the one dispatch
-    /// finds the same single request on both sides. At the device's pace ours has dispatched
-    /// the request before either arrives: both are counted missed, not made requests.
-    #[test]
-    fn merges_into_a_queued_request_are_replayed_where_the_kernel_made_them() {
-        const GROWN: &str = "\
+    /// A write request grown after its insertion by a bio of its own process and by another
+    /// process's request merged at its insertion.
+    const GROWN: &str = "\
  fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 100 + 8 [fio]
  fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 W 4096 () 100 + 8 be,0,4 [fio]
  fio-10 [000] ..... 1.000003: block_bio_queue: 7,0 W 108 + 8 [fio]
@@ -1054,6 +1069,15 @@ mod tests {
  kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 W 12288 () 100 + 24 be,0,4 [kworker/0:1H]
  ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 W () 100 + 24 be,0,4 [0]
 ";
+
+    /// A write request in mq-deadline grows after its insertion by a bio of its own process
+    /// (`block_bio_backmerge` into a queued request) and by another process's request merged
+    /// at its insertion (`block_rq_merge` of a request never inserted): the replay submits
+    /// both where they came, ours merges both into the queued request, and the one dispatch
+    /// finds the same single request on both sides. At the device's pace ours has dispatched
+    /// the request before either arrives: both are counted missed, not made requests.
+    #[test]
+    fn merges_into_a_queued_request_are_replayed_where_the_kernel_made_them() {
         let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
         let t = KernelTrace::assemble(r, None).unwrap();
         assert_eq!(t.sched_bios.len(), 2);
@@ -1074,6 +1098,30 @@ mod tests {
         let d = diff(&t, &meta("mq-deadline"), &opts).unwrap();
         assert_eq!(d.merges_missed, 2);
         assert_eq!(d.ours.len(), 1, "{:?}", d.ours);
+    }
+
+    /// The queue's `nomerges` reaches the block layer: at 2 (`blk_mq_attempt_bio_merge` and
+    /// `elv_attempt_insert_merge` give up on `blk_queue_nomerges`) ours merges neither bio
+    /// of [`GROWN`], which are dispatched apart; at 1 and 0 it merges both
+    /// (what the kernel merged at 1 were its one-hit merges, `elv_merge`). A value sysfs never
+    /// shows is refused naming the field.
+    #[test]
+    fn the_queues_nomerges_reaches_the_block_layer() {
+        let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let dispatched = |nomerges: &str| {
+            let mut m = meta("mq-deadline");
+            m.queue.insert("nomerges".into(), nomerges.into());
+            diff(&t, &m, &DiffOptions::default()).map(|d| d.ours.len())
+        };
+        assert_eq!(dispatched("0"), Ok(1));
+        assert_eq!(dispatched("1"), Ok(1));
+        let apart = dispatched("2").unwrap();
+        assert!(apart > 1, "{apart} dispatches: merged at nomerges 2");
+        for bad in ["3", "-1", "no"] {
+            let e = dispatched(bad).unwrap_err();
+            assert!(e.contains("field `queue.nomerges`"), "{bad}: {e}");
+        }
     }
 
     /// Two contiguous writes of one process became two requests in the kernel under kyber:

@@ -242,8 +242,57 @@ const FRESH_KFID21: &str = "cgroup-weights-three-groups";
 /// where ours is asked after two more of the group's reads arrived); under investigation.
 const BFQ_KFID21: f64 = 37.2;
 
+/// The recordings branch kfresh16 held out (30 November 2026, 16:11-16:13 UTC, load average
+/// 2.2-9.4, Linux 6.18.44, HZ = 250): the first with scheduler tunables and queue attributes
+/// changed from their defaults (each job's header gives its `--set` flags): mq-deadline's
+/// fifo_batch 1, 2, 4 and 8, writes_starved 1, 3 and 4, read_expire 5, 20 and 50 ms,
+/// write_expire 50 ms, front_merges 0, prio_aging_expire 40 ms; kyber's read and write
+/// targets from 100 us to 1 s; bfq's slice_idle 0 and 2 ms, low_latency 0, strict_guarantees
+/// 1, back_seek_max 0, back_seek_penalty 1, timeout_sync 20 and 250 ms, max_budget 512,
+/// fifo_expire_sync 20 and 50 ms; 4, 8, 16, 32 and 64 tags, max_sectors_kb 64, rotational 1,
+/// nomerges 1 and 2, wbt_lat_usec 500; three on a loop device over a file on the disk
+/// (rotational, as the disk is) and one of 4096-byte sectors. Recorded and replayed without
+/// any change to the schedulers or the replay: none, mq-deadline and kyber meet issue 27's
+/// targets less 2 points on every one (none 100% on all nine), kyber on one not its corpus
+/// figure less 2 (KYBER_SPLIT_64K); bfq misses on four (BFQ_KFRESH16).
+const FRESH_KFRESH16: [&str; 9] = [
+    "short-read-expire-batch1-randrw-nr16",
+    "writes-starved-1-seq-reads-vs-writes-nomerges2",
+    "front-merges-off-descending-readers-nr32",
+    "prio-aging-rt-beside-idle-writers-file",
+    "short-budgets-seq-readers-rotational-nr16",
+    "four-k-sectors-mixed-sizes-nr4",
+    "large-writes-split-at-64k-nr64",
+    "buffered-writeback-beside-readers-wbt-file",
+    "seq-readers-rotational-nomerges1-file",
+];
+
+/// kyber's agreement on `large-writes-split-at-64k-nr64`, as measured: issue 27's target less 2
+/// (95%) met, not the corpus figure less 2 (97.6%). From its first divergence, decision 284,
+/// two queue runs took requests from kyber's one read list at once (CPU 0 in one process's
+/// context, CPU 1 in the submitter's: `kyber_dispatch_cur_domain` under `khd->lock`, each run
+/// issuing its own list in `blk_mq_dispatch_rq_list`), and their issue events interleave
+/// within 5 us: the trace does not say which run took which request first.
+const KYBER_SPLIT_64K: f64 = 96.7;
+
+/// bfq's agreement on four of FRESH_KFRESH16, as measured (docs/testing.md names each first
+/// divergence and the kernel function deciding it): `writes-starved-1-...-nomerges2` 95.7%
+/// (issue 27's target less 2 met, the corpus figure less 2, 95.8, not: at decision 15 the
+/// kernel's early stable merge put the new O_DIRECT writer's queue into a reader's
+/// (`bfq_do_or_sched_stable_merge`; its log: `scheduling merge`, `merging with queue`) and
+/// one queue run took all six writes; ours dispatched four and held the last two until a
+/// third process's read arrived, which it served first); `prio-aging-...-file` 16.1%, `buffered-writeback-...-file` 81.7% and
+/// `seq-readers-rotational-...-file` 30.5%, all three on the rotational file-backed device:
+/// in the first and third the kernel expires the in-service queue for its budget timeout
+/// at a request's arrival 121-124 ms after it was set in service (`bfq_rq_enqueued` with
+/// `bfq_bfqq_budget_timeout`, which counts 31 whole jiffies, so the first tick's phase makes
+/// it up to a jiffy early), ours at 124 ms; in the second the kernel injects the async writer's
+/// queue that became busy first (`bfq_choose_bfqq_for_injection`), ours the sync reader's.
+const BFQ_KFRESH16: [f64; 4] = [95.7, 16.1, 81.7, 30.5];
+
 fn fresh(mix: &str) -> bool {
-    FRESH_KFID10.contains(&mix)
+    FRESH_KFRESH16.contains(&mix)
+        || FRESH_KFID10.contains(&mix)
         || mix == FRESH_KFID17
         || mix == FRESH_KFID21
         || FRESH_KFID13.contains(&mix)
@@ -260,7 +309,7 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 149] = [
+const FLOOR: [(&str, &str, f64); 185] = [
     // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
     (NONE_CPU_ORDER[0], "none", 100.0),
     (
@@ -307,6 +356,19 @@ const FLOOR: [(&str, &str, f64); 149] = [
         "bfq",
         100.0,
     ),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    ("buffered-writeback-beside-readers-wbt-file", "none", 100.0),
+    (
+        "buffered-writeback-beside-readers-wbt-file",
+        "mq-deadline",
+        100.0,
+    ),
+    ("buffered-writeback-beside-readers-wbt-file", "kyber", 100.0),
+    (
+        "buffered-writeback-beside-readers-wbt-file",
+        "bfq",
+        BFQ_KFRESH16[2],
+    ),
     // Held out by kfresh15 until the replay gave each process its cgroup (FRESH_KFID21): bfq
     // 46.1% with every request in the root group.
     ("cgroup-weights-three-groups", "none", 100.0),
@@ -347,6 +409,19 @@ const FLOOR: [(&str, &str, f64); 149] = [
         "bfq",
         100.0,
     ),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    ("four-k-sectors-mixed-sizes-nr4", "none", 100.0),
+    ("four-k-sectors-mixed-sizes-nr4", "mq-deadline", 100.0),
+    ("four-k-sectors-mixed-sizes-nr4", "kyber", 100.0),
+    ("four-k-sectors-mixed-sizes-nr4", "bfq", 100.0),
+    ("front-merges-off-descending-readers-nr32", "none", 100.0),
+    (
+        "front-merges-off-descending-readers-nr32",
+        "mq-deadline",
+        100.0,
+    ),
+    ("front-merges-off-descending-readers-nr32", "kyber", 100.0),
+    ("front-merges-off-descending-readers-nr32", "bfq", 100.0),
     // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
     ("fsync-every-n-writers-and-seq-trims", "none", 100.0),
     ("fsync-every-n-writers-and-seq-trims", "mq-deadline", 100.0),
@@ -382,6 +457,11 @@ const FLOOR: [(&str, &str, f64); 149] = [
     ("interleaved-readers", "mq-deadline", 100.0),
     ("interleaved-readers", "kyber", 100.0),
     ("interleaved-readers", "bfq", 98.9),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    ("large-writes-split-at-64k-nr64", "none", 100.0),
+    ("large-writes-split-at-64k-nr64", "mq-deadline", 98.0),
+    ("large-writes-split-at-64k-nr64", "kyber", KYBER_SPLIT_64K),
+    ("large-writes-split-at-64k-nr64", "bfq", 100.0),
     // The fresh recordings of stop 40 (FRESH_STOP40).
     ("many-random-readers-fsync-writer", "none", 100.0),
     ("many-random-readers-fsync-writer", "mq-deadline", 100.0),
@@ -408,6 +488,19 @@ const FLOOR: [(&str, &str, f64); 149] = [
     ("posixaio-and-sync-engines-nr16", "mq-deadline", 100.0),
     ("posixaio-and-sync-engines-nr16", "kyber", 100.0),
     ("posixaio-and-sync-engines-nr16", "bfq", 100.0),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    ("prio-aging-rt-beside-idle-writers-file", "none", 100.0),
+    (
+        "prio-aging-rt-beside-idle-writers-file",
+        "mq-deadline",
+        100.0,
+    ),
+    ("prio-aging-rt-beside-idle-writers-file", "kyber", 100.0),
+    (
+        "prio-aging-rt-beside-idle-writers-file",
+        "bfq",
+        BFQ_KFRESH16[1],
+    ),
     ("prio-classes", "none", 100.0),
     ("prio-classes", "mq-deadline", 100.0),
     ("prio-classes", "kyber", 100.0),
@@ -472,6 +565,31 @@ const FLOOR: [(&str, &str, f64); 149] = [
     ("same-blocks-readers-and-writers-nr4", "mq-deadline", 100.0),
     ("same-blocks-readers-and-writers-nr4", "kyber", 100.0),
     ("same-blocks-readers-and-writers-nr4", "bfq", 100.0),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    ("seq-readers-rotational-nomerges1-file", "none", 100.0),
+    (
+        "seq-readers-rotational-nomerges1-file",
+        "mq-deadline",
+        100.0,
+    ),
+    ("seq-readers-rotational-nomerges1-file", "kyber", 100.0),
+    (
+        "seq-readers-rotational-nomerges1-file",
+        "bfq",
+        BFQ_KFRESH16[3],
+    ),
+    ("short-budgets-seq-readers-rotational-nr16", "none", 100.0),
+    (
+        "short-budgets-seq-readers-rotational-nr16",
+        "mq-deadline",
+        100.0,
+    ),
+    ("short-budgets-seq-readers-rotational-nr16", "kyber", 100.0),
+    ("short-budgets-seq-readers-rotational-nr16", "bfq", 99.8),
+    ("short-read-expire-batch1-randrw-nr16", "none", 100.0),
+    ("short-read-expire-batch1-randrw-nr16", "mq-deadline", 100.0),
+    ("short-read-expire-batch1-randrw-nr16", "kyber", 99.8),
+    ("short-read-expire-batch1-randrw-nr16", "bfq", 100.0),
     // The fresh recording of branch kdiff4. bfq agreed on 40.0% until its injection walked
     // the kernel's active_list order (42.0%) and injected the in-service queue's waker queue
     // (bfq_check_waker; its bfq log: `set waker`): 100%.
@@ -531,6 +649,27 @@ const FLOOR: [(&str, &str, f64); 149] = [
     ("weighted-seq-readers", "mq-deadline", 100.0),
     ("weighted-seq-readers", "kyber", 100.0),
     ("weighted-seq-readers", "bfq", 100.0),
+    // The held-out recordings of branch kfresh16 (FRESH_KFRESH16).
+    (
+        "writes-starved-1-seq-reads-vs-writes-nomerges2",
+        "none",
+        100.0,
+    ),
+    (
+        "writes-starved-1-seq-reads-vs-writes-nomerges2",
+        "mq-deadline",
+        99.3,
+    ),
+    (
+        "writes-starved-1-seq-reads-vs-writes-nomerges2",
+        "kyber",
+        99.0,
+    ),
+    (
+        "writes-starved-1-seq-reads-vs-writes-nomerges2",
+        "bfq",
+        BFQ_KFRESH16[0],
+    ),
 ];
 
 #[test]
@@ -610,6 +749,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
     .into_iter()
     .chain(FRESH_KFID13)
     .chain(FRESH_KFRESH15)
+    .chain(FRESH_KFRESH16)
     {
         for (sched, _) in corpus {
             assert!(
@@ -626,6 +766,11 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             (FRESH_KFID13[5], "bfq"),
             (FRESH_KFRESH15[7], "bfq"),
             (FRESH_KFID21, "bfq"),
+            (FRESH_KFRESH16[1], "bfq"),
+            (FRESH_KFRESH16[3], "bfq"),
+            (FRESH_KFRESH16[6], "kyber"),
+            (FRESH_KFRESH16[7], "bfq"),
+            (FRESH_KFRESH16[8], "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
@@ -634,6 +779,14 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             // BFQ_BATCHED (since kfid19 and kfid20) within 2 points of issue 27's target
             // (90%), not of the corpus; BFQ_KFID10's second and BFQ_KFID21 not since kfid20.
             if [FRESH_KFID7, FRESH_KFID13[3], FRESH_KFRESH15[7]].contains(&r.mix.as_str()) {
+                assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
+            }
+            // KYBER_SPLIT_64K and BFQ_KFRESH16's first within 2 points of issue 27's targets
+            // (97 and 90%).
+            if (r.mix.as_str(), r.scheduler.as_str()) == (FRESH_KFRESH16[6], "kyber") {
+                assert!(100.0 * r.kernel_pace.agreement.share() >= 97.0 - 2.0);
+            }
+            if (r.mix.as_str(), r.scheduler.as_str()) == (FRESH_KFRESH16[1], "bfq") {
                 assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
             }
             continue;
