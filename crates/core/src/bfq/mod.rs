@@ -836,6 +836,10 @@ impl Bfq {
         Some(q)
     }
 
+    /// `bfq_set_budget_timeout`: `jiffies + bfq_timeout * timeout_coeff`, in whole jiffies
+    /// (`timeout_sync` is kept in jiffies, `msecs_to_jiffies` rounding up), so the queue times
+    /// out at the start of that jiffy ([`Self::budget_timed_out`], `bfq_bfqq_budget_timeout`:
+    /// `time_is_before_eq_jiffies`), up to a jiffy before `timeout_sync` has passed.
     fn set_budget_timeout(&mut self, q: usize, t: Tick) {
         let qq = &self.queues[q];
         let coeff = if qq.wr_cur_max_time == weight_raising::RT_MAX_TIME {
@@ -844,7 +848,9 @@ impl Bfq {
             self.wf.entities[qq.eid].weight / qq.orig_weight.max(1)
         };
         self.last_budget_start = t;
-        self.queues[q].budget_timeout = t + self.cfg.timeout.0 as Tick * coeff as Tick;
+        let timeout = self.cfg.timeout.0.div_ceil(self.jiffy() as u64) as Tick;
+        let at = self.jiffies(t) + timeout * coeff as Tick;
+        self.queues[q].budget_timeout = at * self.jiffy();
     }
 
     fn budget_timed_out(&self, q: usize, t: Tick) -> bool {

@@ -1785,6 +1785,43 @@ fn bfq_set_budget_timeout_scales_with_the_raising_coefficient() {
     assert_eq!(s.queues[q].budget_timeout, 145 * MS, "soft real-time");
 }
 
+/// `bfq_set_budget_timeout` sets `jiffies + bfq_timeout` and `bfq_bfqq_budget_timeout` tests
+/// it with `time_is_before_eq_jiffies`: whole jiffies. At HZ = 250 (`timeout_sync` 124 ms, 31
+/// jiffies) a queue set in service 2.5 ms into a jiffy times out at the start of the 31st
+/// jiffy after, 121.5 ms later, so a request arriving 123 ms after finds it timed out (as
+/// the kernel's log shows in kfresh16's rotational recordings, where `bfq_rq_enqueued`
+/// expired the waiting queue at such an arrival). `timeout_sync` 125 ms at HZ = 250 is 32
+/// jiffies (`msecs_to_jiffies` rounds up).
+#[test]
+fn bfq_set_budget_timeout_counts_whole_jiffies() {
+    let jiffy = 4 * MS;
+    for (timeout_sync, jiffies) in [(124, 31), (125, 32)] {
+        let cfg = cfg_with(&[
+            ("hz", 250),
+            ("timeout_sync", timeout_sync),
+            ("low_latency", 0),
+        ]);
+        let mut s = Bfq::new(cfg);
+        s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
+        let q = dispatched(s.dispatch(Nanos::ZERO)).ctx;
+        let q = s.bics[&q].sync_q.unwrap();
+        let start = 1000 * jiffy + 2 * MS + MS / 2;
+        s.set_budget_timeout(q, start);
+        let end = (1000 + jiffies) * jiffy;
+        assert_eq!(
+            s.queues[q].budget_timeout, end,
+            "timeout_sync {timeout_sync}"
+        );
+        assert!(!s.budget_timed_out(q, end - 1));
+        assert!(s.budget_timed_out(q, end));
+        assert_eq!(
+            s.budget_timed_out(q, start + 123 * MS),
+            timeout_sync == 124,
+            "timeout_sync {timeout_sync}"
+        );
+    }
+}
+
 /// `idling_boosts_thr_without_issues` (mainline): idling boosts throughput on a rotational
 /// drive without internal queueing (hw_tag 0), or, on a rotational drive or any drive
 /// without queueing, for a sequential, I/O-bound queue with a short think time; the answer
