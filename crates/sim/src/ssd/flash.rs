@@ -29,7 +29,10 @@
 //! for tBERS. Programs and erases hold their plane only (the planes of a die program and erase
 //! together, as multi-plane commands do); a read holds its whole die unless the spec lets it
 //! overlap (`independent_plane_reads` for small reads, `multi_plane_reads` for full-page
-//! reads).
+//! reads). A read that holds its plane only waits for the program or erase under way on that
+//! plane, or with `die_busy_programs` on any plane of its die (a die is busy for the whole of
+//! a multi-plane program); the planes' programs are still placed independently, and a program
+//! placed later on a plane the read waits on but does not hold may overlap the read.
 
 use std::collections::VecDeque;
 
