@@ -29,7 +29,10 @@
 //! for tBERS. Programs and erases hold their plane only (the planes of a die program and erase
 //! together, as multi-plane commands do); a read holds its whole die unless the spec lets it
 //! overlap (`independent_plane_reads` for small reads, `multi_plane_reads` for full-page
-//! reads).
+//! reads). A read that holds its plane only waits for the program or erase under way on that
+//! plane, or with `die_busy_programs` on any plane of its die (a die is busy for the whole of
+//! a multi-plane program); the planes' programs are still placed independently, and a program
+//! placed later on a plane the read waits on but does not hold may overlap the read.
 
 use std::collections::VecDeque;
 
@@ -168,6 +171,9 @@ pub struct Flash {
     planes_per_die: u32,
     independent_plane_reads: bool,
     multi_plane_reads: bool,
+    /// Whether a host read waits for the programs and erases under way on every plane of its
+    /// die, not only on the planes it holds (`flash.die_busy_programs`).
+    die_busy_programs: bool,
     channels_busy: Vec<GapTimeline>,
     /// The current time: no work is placed before it.
     now: Nanos,
@@ -213,6 +219,7 @@ impl Flash {
             planes_per_die: f.planes_per_die,
             independent_plane_reads: f.independent_plane_reads,
             multi_plane_reads: f.multi_plane_reads,
+            die_busy_programs: f.die_busy_programs,
             channels_busy: vec![GapTimeline::new(); f.channels as usize],
             now: Nanos::ZERO,
             planes: vec![Plane::default(); planes],
@@ -320,10 +327,16 @@ impl Flash {
     }
 
     /// Place a host read of `len` ns on the planes `own_only` selects, ready at `ready`
-    /// (module doc: reads first, suspension); returns when it starts sensing.
+    /// (module doc: reads first, suspension); returns when it starts sensing. The program,
+    /// erase and urgent GC work it waits for (or suspends) is that of the planes it holds, or
+    /// with `die_busy_programs` of every plane of its die.
     fn place_read(&mut self, plane: u32, own_only: bool, ready: Nanos, len: u64) -> Nanos {
         let (first, n, stride) = self.held(plane, own_only);
+        let (wfirst, wn, wstride) = self.held(plane, own_only && !self.die_busy_programs);
         let now = self.now;
+        for p in (wfirst..).step_by(wstride).take(wn) {
+            self.planes[p].forget(now);
+        }
         let mut t = ready;
         // Suspend time paid before the read, when it suspends what is under way.
         let mut suspend = 0;
@@ -331,11 +344,11 @@ impl Flash {
             let total = suspend + len;
             let mut next = t;
             for p in (first..).step_by(stride).take(n) {
-                let pl = &mut self.planes[p];
-                pl.forget(now);
-                next = next.max(pl.reads.fit(t, total));
-                if self.urgent_possible {
-                    next = next.max(pl.urgent.fit(t, total));
+                next = next.max(self.planes[p].reads.fit(t, total));
+            }
+            if self.urgent_possible {
+                for p in (wfirst..).step_by(wstride).take(wn) {
+                    next = next.max(self.planes[p].urgent.fit(t, total));
                 }
             }
             if next != t {
@@ -345,7 +358,7 @@ impl Flash {
             // [t, t + total) is free of reads: what is under way at t?
             let mut wait = t;
             let mut want = 0;
-            for p in (first..).step_by(stride).take(n) {
+            for p in (wfirst..).step_by(wstride).take(wn) {
                 let Some((end, kind)) = self.planes[p].under_way(t, ready) else {
                     continue;
                 };
@@ -370,10 +383,12 @@ impl Flash {
         }
         let total = suspend + len;
         for p in (first..).step_by(stride).take(n) {
+            self.planes[p].insert(Lane::Reads, t, total);
+        }
+        // The time taken from programs or GC placed over the read (on the planes it holds,
+        // or with `die_busy_programs` on its die's) goes to the next gap on their timeline.
+        for p in (wfirst..).step_by(wstride).take(wn) {
             let pl = &mut self.planes[p];
-            pl.insert(Lane::Reads, t, total);
-            // The time taken from programs or GC placed over the read goes to the next gap on
-            // their timeline.
             if pl.programs.fit(t, total) != t {
                 pl.reserve(Lane::Programs, t, total);
             } else if pl.gc.fit(t, total) != t {
@@ -510,6 +525,41 @@ mod tests {
             "{yielded:?}"
         );
         assert_eq!(read_after_gc(true, true).0, yielded);
+    }
+
+    /// A die is busy for the whole of a program on any of its planes (ONFI's LUN busy; MQSim
+    /// starts a read only on an idle chip): with `die_busy_programs` a 4 KiB read of the
+    /// die's other plane waits for the program, or with `suspend` only for its suspension;
+    /// without it the read's own idle plane serves it at once. A read of another die is not
+    /// held either way.
+    #[test]
+    fn with_die_busy_programs_a_read_waits_for_a_program_on_its_dies_other_plane() {
+        let read_beside = |die_busy: bool, suspend: Suspend, other_die: bool| {
+            let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+            assert!(spec.flash.independent_plane_reads);
+            spec.flash.suspend = suspend;
+            spec.flash.die_busy_programs = die_busy;
+            let mut f = Flash::new(&spec);
+            let page = u64::from(spec.flash.page_bytes);
+            let end = f.program(0, page, Nanos::ZERO, Origin::Host);
+            // Plane `dies` is plane 0's die's second plane; plane 1 is on another die.
+            let plane = if other_die { 1 } else { f.dies };
+            let ready = Nanos(end.0 / 2);
+            (f.read(plane, 0, 4096, ready, Origin::Host), ready, end)
+        };
+        let quick = Nanos::from_us(100);
+        let (free, ready, end) = read_beside(false, Suspend::None, false);
+        assert!(free < ready + quick, "{free:?} from {ready:?}");
+        let (held, _, end_held) = read_beside(true, Suspend::None, false);
+        assert_eq!(end_held, end);
+        assert!(held > end && held < end + quick, "{held:?} vs {end:?}");
+        let (suspended, ..) = read_beside(true, Suspend::ProgramErase, false);
+        let suspend = Nanos::from_us(100);
+        assert!(
+            suspended > ready + suspend && suspended < ready + suspend + quick,
+            "{suspended:?} from {ready:?}"
+        );
+        assert_eq!(read_beside(true, Suspend::None, true).0, free);
     }
 
     #[test]

@@ -158,6 +158,15 @@ pub struct Flash {
     /// always hold only their plane (multi-plane program and erase).
     #[serde(default)]
     pub multi_plane_reads: bool,
+    /// Whether a program or erase under way on any plane of a die holds back a host read of
+    /// the die's other planes (default false: only the work of the planes the read holds).
+    /// Programs and erases here stand for multi-plane commands (the die's planes program and
+    /// erase together), and a NAND die is busy for the whole of one: ONFI's LUN reports busy
+    /// until the array operation ends, independent plane reads overlap reads only, and MQSim
+    /// starts a read only on an idle chip (`TSU_OutOfOrder`, `ChipStatus::IDLE`). With
+    /// `suspend`, the read suspends each such operation as it would its own plane's.
+    #[serde(default)]
+    pub die_busy_programs: bool,
     /// Page types by read time (bits per cell: 1 SLC, 2 MLC, 3 TLC, 4 QLC): page `n` of a
     /// block is of type `n mod page_types` (MQSim's LSB/CSB/MSB pages).
     #[serde(default = "one")]
