@@ -93,10 +93,13 @@ pub(super) struct TagWait {
     heads: VecDeque<(Head, Depth)>,
     /// Requests allocated ahead of their insertion that hold their tag: the request, its
     /// depth and its bit, by id.
-    held: IdMap<u64, (Request, Depth, Option<u32>)>,
+    pub(super) held: IdMap<u64, (Request, Depth, Option<u32>)>,
     /// Requests allocated ahead and inserted while still waiting for their tag: they enter
     /// bfq when they get it.
     inserted_waiting: Vec<u64>,
+    /// Requests allocated ahead whose task the driver says still sleeps for its tag
+    /// ([`Bfq::allocate_sleeping`]): they take none until [`Bfq::tag_got`].
+    sleeping: Vec<u64>,
     /// Heads started so far.
     seq: u64,
     len: usize,
@@ -164,6 +167,26 @@ impl Bfq {
         self.admit_waiting(t);
     }
 
+    /// As [`Bfq::allocate`], for a request whose task sleeps for its tag until
+    /// [`Bfq::tag_got`]: its depth is decided now, by `bfq_limit_depth` before
+    /// `blk_mq_get_tag` sleeps, and kept (`data->shallow_depth`); its tag is taken then.
+    pub(super) fn allocate_sleeping(&mut self, rq: Request, t: Tick) {
+        self.tag_wait.sleeping.push(rq.id.0);
+        self.allocate(rq, t);
+    }
+
+    /// The task allocating request `id` ([`Bfq::allocate_sleeping`]) got its tag in the
+    /// driver's kernel now: the request takes one now if one its depth may take is free,
+    /// else it waits for one as any other.
+    pub(super) fn tag_got(&mut self, id: u64, t: Tick) {
+        let w = &mut self.tag_wait;
+        if let Some(i) = w.sleeping.iter().position(|&s| s == id) {
+            w.sleeping.swap_remove(i);
+            w.seq += 1;
+            self.admit_waiting(t);
+        }
+    }
+
     /// Request `id`, allocated ahead, is inserted now (`bfq_insert_requests`): it enters
     /// bfq now (`bfq_init_rq` counts it allocated to its queue from here) if it holds its
     /// tag, else as soon as it gets one.
@@ -186,11 +209,15 @@ impl Bfq {
             }
             // With every tag held no depth may take one (`may_take` asks that first): the
             // heads are not walked.
+            let w = &self.tag_wait;
+            let awake = |h: &Head| match h {
+                Head::Alone(rq) => !w.sleeping.contains(&rq.id.0),
+                Head::Line(_) => true,
+            };
             let at = if tags.may_take(Depth::Full) {
-                self.tag_wait
-                    .heads
+                w.heads
                     .iter()
-                    .position(|(_, d)| tags.may_take(*d))
+                    .position(|(h, d)| awake(h) && tags.may_take(*d))
             } else {
                 None
             };
@@ -222,7 +249,7 @@ impl Bfq {
                 }
             }
             self.tag_wait.len -= 1;
-            let bit = self.tags.take_bit(depth, ctx.0);
+            let bit = self.tags.take_bit(depth, rq.cpu);
             self.insert_at(rq, depth, bit, t);
             if more {
                 self.start_allocating(ctx);
@@ -235,7 +262,7 @@ impl Bfq {
     fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
         let w = &mut self.tag_wait;
         w.len -= 1;
-        let bit = self.tags.take_bit(depth, rq.ctx.0);
+        let bit = self.tags.take_bit(depth, rq.cpu);
         let w = &mut self.tag_wait;
         match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
             Some(i) => {
