@@ -677,7 +677,11 @@ fn sbitmap_queue_resize_keeps_the_words_of_the_depth_the_map_was_allocated_with(
         b
     };
     assert_eq!(bits(256), (0..6).map(Some).collect::<Vec<_>>(), "one word");
-    assert_eq!(bits(0), [0, 1, 2, 3, 4, 6].map(Some).to_vec(), "2-bit words");
+    assert_eq!(
+        bits(0),
+        [0, 1, 2, 3, 4, 6].map(Some).to_vec(),
+        "2-bit words"
+    );
 }
 
 /// `__blk_mq_alloc_requests` runs `bfq_limit_depth` before `blk_mq_get_tag` sleeps and keeps
@@ -697,7 +701,11 @@ fn bfq_limit_depth_runs_before_the_task_sleeps_for_its_tag() {
     s.insert(rq(1, 1).sector(1 << 30).build(), Nanos::from_ms(1000));
     assert!(s.wr_busy_queues > 0);
     Scheduler::tag_got(&mut s, RequestId(1000), Nanos::from_ms(1001));
-    assert_eq!(s.tags.held_shallow(6), 1, "the depth of the allocation's start");
+    assert_eq!(
+        s.tags.held_shallow(6),
+        1,
+        "the depth of the allocation's start"
+    );
     Scheduler::insert_allocated(&mut s, RequestId(1000), Nanos::from_ms(1002));
     assert_eq!((s.queued, s.tag_wait.len()), (2, 0));
 }

@@ -80,6 +80,8 @@ pub(super) struct Replay<'a> {
     /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
     /// the kernel's dispatch, where ours is asked, there.
     decided: &'a [Option<Nanos>],
+    /// When bfq decided each request's depth, by index ([`BfqLogTimes::depths`]).
+    depths: &'a [Option<Nanos>],
 }
 
 /// What the replay gives each context's bios: its priority and its group, by context pid.
@@ -137,6 +139,7 @@ impl<'a> Replay<'a> {
                 |o| o.merge_after.clone(),
             ),
             decided: order.map_or(&[][..], |o| &o.decided),
+            depths: &bfq_log.depths,
         }
     }
 
@@ -369,11 +372,12 @@ impl<'a> Replay<'a> {
     /// scheduler tag (`blk_mq_get_tag`), sleeping for one if none its depth may take is free;
     /// `block_getrq` fires when it has the tag, before the submitter's plug is flushed
     /// (`blk_add_rq_to_plug`; `block_rq_insert` at the flush), and the tag is held from
-    /// there. A request whose task slept for its tag ([`slept`]) starts allocating at its
-    /// bio's `block_bio_queue`, where `limit_depth` ran, and takes its tag at its
-    /// `block_getrq` ([`KEvent::TagGot`]), not before even where ours has one free (taking
-    /// it earlier gave ours tags the kernel's task did not have, docs/bfq.md); any other at
-    /// its `block_getrq`. Only the requests the kernel kept to the end and inserted
+    /// there. A request starts allocating where bfq's log shows `bfq_limit_depth` decide its
+    /// depth ([`BfqLogTimes::depths`]), else, if its task slept for its tag ([`slept`]), at
+    /// its bio's `block_bio_queue`; it takes its tag at its `block_getrq`
+    /// ([`KEvent::TagGot`]), not before even where ours has one free (taking it earlier gave
+    /// ours tags the kernel's task did not have, docs/bfq.md). Any other is allocated at its
+    /// `block_getrq`. Only the requests the kernel kept to the end and inserted
     /// ([`Self::bio`]'s `own_request`, not `issue_directly`): a bio ours may merge or issue
     /// directly is submitted whole at its arrival.
     fn allocations(&self) -> Vec<(Nanos, KEvent)> {
@@ -388,7 +392,9 @@ impl<'a> Replay<'a> {
             if at >= inserted {
                 continue;
             }
-            match r.queued.filter(|&q| slept(q, at)) {
+            let decided = self.depths.get(r.index).copied().flatten();
+            let start = decided.or(r.queued.filter(|&q| slept(q, at)));
+            match start.filter(|&d| d < at) {
                 Some(q) => {
                     out.push((q, KEvent::AllocateSleeping(r.index)));
                     out.push((at, KEvent::TagGot(r.index)));
