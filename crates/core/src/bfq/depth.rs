@@ -22,15 +22,20 @@
 //! functions are 6.18's line by line. A driver that knows the allocation apart from the
 //! insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) has the depth decided and
 //! the tag taken at the allocation, the request held from bfq until its insertion (where
-//! `allocated` starts counting): kernel-diff's replay allocates at `block_getrq`. What it
-//! cannot follow is the depth of a task that slept for its tag, decided before the sleep
-//! (our counted depths are not the kernel's bit placement), docs/bfq.md ("Tags at shallow
-//! depths on 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
-//! 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8 tags are
-//! neither kernel's (a deviation kept because kernel-diff agrees more with it).
+//! `allocated` starts counting); one whose task sleeps for its tag
+//! ([`Scheduler::allocate_sleeping`](crate::Scheduler::allocate_sleeping)) has its depth
+//! decided at the allocation's start and takes its tag only when the driver says its task
+//! has it ([`Scheduler::tag_got`](crate::Scheduler::tag_got)): kernel-diff's replay starts
+//! each allocation where bfq's log shows `bfq_limit_depth` and takes the tag at
+//! `block_getrq`. With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words,
+//! where 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8
+//! tags are neither kernel's (a deviation kept because kernel-diff agrees more with it; in
+//! them every shallow depth of 8 tags is one bit a word, 4 tags, whether a raised queue is
+//! busy or not, so the moment a depth is decided changes nothing there).
 //! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
-//! 6.17's lib/sbitmap places them ([`crate::tags::TagBits`]); it lowers kernel-diff's bfq
-//! agreement (92.8 -> 87.6%, docs/bfq.md), so it is an option.
+//! 6.18's lib/sbitmap places them ([`crate::tags::TagBits`]: per-CPU hints, the words of the
+//! depth the map was allocated with, `tag_map_depth`); it lowers kernel-diff's bfq agreement
+//! (92.9 -> 90.0%, docs/bfq.md), so it is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);

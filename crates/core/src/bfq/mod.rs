@@ -58,7 +58,7 @@
 //!   kernel, deeper or full-depth requests sitting in a word's first bits block it too. A
 //!   process's waiting requests allocate one at a time, each at the depth decided when it
 //!   starts; a change of `nr_requests` recomputes the word size (the kernel keeps it when the
-//!   tags shrink). With `tag_bits` the tags are kept by bit position instead (6.17's sbitmap,
+//!   tags shrink). With `tag_bits` the tags are kept by bit position instead (6.18's sbitmap,
 //!   [`crate::tags::TagBits`], with its own deviations).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
