@@ -592,4 +592,35 @@ mod tests {
             [Nanos(1_000_000_000 + 78_000)]
         );
     }
+
+    /// `__blk_mq_alloc_requests` runs `bfq_limit_depth` before `blk_mq_get_tag` (which may
+    /// sleep) and `block_getrq` fires after it: each request's depth was decided at its
+    /// submitter's last `[bfq_limit_depth]` note up to its `block_getrq`, not another task's,
+    /// not one after, and not one before its bio's `block_bio_queue` (an earlier request's).
+    #[test]
+    fn bfq_limit_depth_ran_at_the_submitters_last_note_before_its_getrq() {
+        let trace = read(
+            "\
+ fio-10 [001] ..... 1.000010: block_bio_queue: 7,0 WS 100 + 8 [fio]
+ fio-10 [001] ..... 1.000045: block_getrq: 7,0 WS 100 + 8 [fio]
+ fio-10 [001] ..... 1.000050: block_bio_queue: 7,0 WS 900 + 8 [fio]
+ fio-10 [001] ..... 1.031000: block_getrq: 7,0 WS 900 + 8 [fio]
+ fio-11 [000] ..... 1.000060: block_bio_queue: 7,0 WS 500 + 8 [fio]
+ fio-11 [000] ..... 1.000070: block_getrq: 7,0 WS 500 + 8 [fio]
+",
+        );
+        let log = read(
+            "\
+ fio-10 [001] d.... 1.000044: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-10 [001] d.... 1.000055: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-12 [000] d.... 1.000065: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-10 [001] d.... 1.031500: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 0 sync 1 depth 6
+",
+        );
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!(
+            depths_decided(&trace, &log.messages, &log.message_pids),
+            [us(44), None, us(55)]
+        );
+    }
 }
