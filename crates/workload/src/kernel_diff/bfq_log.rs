@@ -602,11 +602,11 @@ mod tests {
         let trace = read(
             "\
  fio-10 [001] ..... 1.000010: block_bio_queue: 7,0 WS 100 + 8 [fio]
+ fio-11 [000] ..... 1.000020: block_bio_queue: 7,0 WS 500 + 8 [fio]
  fio-10 [001] ..... 1.000045: block_getrq: 7,0 WS 100 + 8 [fio]
  fio-10 [001] ..... 1.000050: block_bio_queue: 7,0 WS 900 + 8 [fio]
- fio-10 [001] ..... 1.031000: block_getrq: 7,0 WS 900 + 8 [fio]
- fio-11 [000] ..... 1.000060: block_bio_queue: 7,0 WS 500 + 8 [fio]
  fio-11 [000] ..... 1.000070: block_getrq: 7,0 WS 500 + 8 [fio]
+ fio-10 [001] ..... 1.031000: block_getrq: 7,0 WS 900 + 8 [fio]
 ",
         );
         let log = read(
