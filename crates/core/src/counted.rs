@@ -99,6 +99,12 @@ impl<S: Scheduler> Scheduler for Counted<S> {
         self.counters.inserted += 1;
         self.inner.insert_allocated(id, now)
     }
+    fn allocate_sleeping(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        self.inner.allocate_sleeping(rq, now)
+    }
+    fn tag_got(&mut self, id: RequestId, now: Nanos) {
+        self.inner.tag_got(id, now)
+    }
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let d = self.inner.dispatch(now);
         if matches!(d, Dispatch::Request(_)) {

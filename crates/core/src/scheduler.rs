@@ -71,6 +71,22 @@ pub trait Scheduler {
         Some(rq)
     }
 
+    /// As [`allocate`](Scheduler::allocate), for a request whose allocating task sleeps for
+    /// its tag until the driver calls [`tag_got`](Scheduler::tag_got): the kernel's
+    /// `__blk_mq_alloc_requests` runs the policy's `limit_depth` before `blk_mq_get_tag`
+    /// sleeps, so the depth is decided now, and the tag is taken no earlier than that call.
+    /// The default allocates at once.
+    fn allocate_sleeping(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        self.allocate(rq, now)
+    }
+
+    /// The task allocating request `id` ([`allocate_sleeping`](Scheduler::allocate_sleeping))
+    /// got its tag now in the driver's kernel: the request takes one now if one it may take
+    /// is free, else when one is. The default does nothing.
+    fn tag_got(&mut self, id: RequestId, now: Nanos) {
+        let _ = (id, now);
+    }
+
     /// Request `id`, which [`allocate`](Scheduler::allocate) took, is inserted now: it enters
     /// the policy's queues now if it holds its tag, else when it gets one. The default does
     /// nothing (its `allocate` takes no request).
@@ -146,6 +162,12 @@ macro_rules! forward_scheduler {
             }
             fn insert_allocated(&mut self, id: RequestId, now: Nanos) {
                 (**self).insert_allocated(id, now)
+            }
+            fn allocate_sleeping(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+                (**self).allocate_sleeping(rq, now)
+            }
+            fn tag_got(&mut self, id: RequestId, now: Nanos) {
+                (**self).tag_got(id, now)
             }
             fn dispatch(&mut self, now: Nanos) -> Dispatch {
                 (**self).dispatch(now)

@@ -38,7 +38,8 @@
 //! here, and throttled requests may briefly hold more after a change of limit.
 //!
 //! Optionally ([`SchedTags::set_bit_positions`]) the tags are also kept by bit position
-//! ([`TagBits`], Linux 6.17's sbitmap, depths over the whole map): then whether a `Full` or
+//! ([`TagBits`], Linux 6.18's sbitmap, depths over the whole map, in the words of the depth
+//! the map was allocated with: [`SchedTags::set_map_depth`]): then whether a `Full` or
 //! `Shallow(L)` request may take a tag is whether a bit it may take is free, and
 //! [`SchedTags::take_bit`] / [`SchedTags::release_bit`] place and free the bits.
 
@@ -84,6 +85,9 @@ pub struct SchedTags {
     generation: u64,
     /// The tags by bit position, when kept ([`SchedTags::set_bit_positions`]).
     bits: Option<TagBits>,
+    /// The depth the bitmap was allocated with, whose word size it keeps
+    /// ([`SchedTags::set_map_depth`]); at most `depth` means `depth`.
+    map_depth: u32,
 }
 
 impl SchedTags {
@@ -101,6 +105,27 @@ impl SchedTags {
             arrivals: 0,
             generation: 0,
             bits: None,
+            map_depth: 0,
+        }
+    }
+
+    /// The bit map for the current depth, in the words of the depth it was allocated with.
+    fn new_bits(&self) -> TagBits {
+        TagBits::with_shift(self.depth, word_shift(self.map_depth.max(self.depth)))
+    }
+
+    /// The bitmap was allocated for `map_depth` tags and resized to the current depth since:
+    /// it keeps the word size `sbitmap_calculate_shift` chose for `map_depth`
+    /// (`sbitmap_queue_resize`, which 6.18's `blk_mq_update_nr_requests` calls when
+    /// `nr_requests` is lowered; raised past the allocation it allocates new tags for the new
+    /// depth). Below the current depth, or 0, the words are the current depth's. A map kept
+    /// by bit position starts anew when its words change.
+    pub fn set_map_depth(&mut self, map_depth: u32) {
+        let before = word_shift(self.map_depth.max(self.depth));
+        self.map_depth = map_depth;
+        if self.bits.is_some() && word_shift(map_depth.max(self.depth)) != before {
+            self.bits = Some(self.new_bits());
+            self.generation += 1;
         }
     }
 
@@ -108,7 +133,7 @@ impl SchedTags {
     /// kept anew starts empty: requests holding tags then are not in it.
     pub fn set_bit_positions(&mut self, on: bool) {
         if on != self.bits.is_some() {
-            self.bits = on.then(|| TagBits::new(self.depth));
+            self.bits = on.then(|| self.new_bits());
             self.generation += 1;
         }
     }
@@ -134,7 +159,7 @@ impl SchedTags {
         self.depth = depth.max(1);
         self.generation += 1;
         if self.bits.is_some() {
-            self.bits = Some(TagBits::new(self.depth));
+            self.bits = Some(self.new_bits());
         }
     }
 
@@ -188,23 +213,24 @@ impl SchedTags {
             }
     }
 
-    /// As [`SchedTags::take`], for a request allocated by context `key`: the bit it takes
-    /// when the tags are kept by bit position.
-    pub fn take_bit(&mut self, depth: Depth, key: u32) -> Option<u32> {
+    /// As [`SchedTags::take`], for a request allocated on CPU `cpu` (its software queue's,
+    /// whose allocation hint the search starts from): the bit it takes when the tags are kept
+    /// by bit position.
+    pub fn take_bit(&mut self, depth: Depth, cpu: u32) -> Option<u32> {
         self.take(depth);
         let shallow = match depth {
             Depth::Full | Depth::Throttled => None,
             Depth::Shallow(l) => Some(l.max(1)),
         };
-        self.bits.as_mut().and_then(|b| b.take(shallow, key))
+        self.bits.as_mut().and_then(|b| b.take(shallow, cpu))
     }
 
-    /// As [`SchedTags::release_at`], for a request allocated by context `key` that took
-    /// `bit` ([`SchedTags::take_bit`]).
-    pub fn release_bit(&mut self, depth: Depth, bit: Option<u32>, key: u32) {
+    /// As [`SchedTags::release_at`], for a request allocated on CPU `cpu` that took `bit`
+    /// ([`SchedTags::take_bit`]): `cpu`'s hint becomes the bit.
+    pub fn release_bit(&mut self, depth: Depth, bit: Option<u32>, cpu: u32) {
         self.release_at(depth);
         if let (Some(b), Some(bit)) = (self.bits.as_mut(), bit) {
-            b.release(bit, key);
+            b.release(bit, cpu);
         }
     }
 

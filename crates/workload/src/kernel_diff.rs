@@ -266,12 +266,28 @@ pub fn policy_settings(
             Err(_) => skipped.push((t.name.to_string(), raw.clone(), "not an integer".into())),
         }
     }
+    if let Some(depth) = allocated_tags(info, meta) {
+        s.set("tag_map_depth", i64::from(depth));
+    }
     if info.tunables.iter().any(|t| t.name == "hz") {
         if let Some(hz) = kernel_hz(meta) {
             s.set("hz", i64::from(hz));
         }
     }
     (s, skipped)
+}
+
+/// The scheduler tags the kernel allocated when the recording's scheduler started, for a
+/// policy with the tunable `tag_map_depth`: `2 x min(queue depth, 128)`
+/// (`blk_mq_default_nr_requests`, a device of one hardware queue), whose bitmap words a
+/// lower `nr_requests` written after keeps (`sbitmap_queue_resize`; the recorder sets the
+/// scheduler, then `nr_requests`). Inferred from the recorded queue depth, not read.
+fn allocated_tags(info: &SchedulerSpec, meta: &RecordingMeta) -> Option<u32> {
+    if !info.tunables.iter().any(|t| t.name == "tag_map_depth") {
+        return None;
+    }
+    let depth = meta.device.hw_queue_depth?;
+    Some(2 * depth.clamp(1, 128))
 }
 
 /// The recording kernel's `CONFIG_HZ`: the recorder's reading of `/proc/config.gz`, else
@@ -406,6 +422,7 @@ pub fn diff_with_log(
         Contexts { prios, groups },
     );
     replay.own_runs = software_queues_replayed(info.name);
+    replay.allocating_cpus = allocating_cpus_replayed(info.name);
     let (ours, merges_missed) = replay.run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
     let decided = order.map_or(&[][..], |o| &o.decided);
@@ -900,6 +917,15 @@ pub fn earliest(log: &[QueueEvent]) -> Vec<QueueEvent> {
 /// keep one queue of their own.
 pub fn software_queues_replayed(policy: &str) -> bool {
     policy == "noop"
+}
+
+/// Whether the replay gives each request of `policy` the CPU it was allocated on (its
+/// `block_getrq`'s, blk-mq's `rq->mq_ctx`) without replaying the software queues: bfq's tags
+/// kept by bit position start each search from that CPU's allocation hint and set it when
+/// the request frees its tag (lib/sbitmap's per-CPU `alloc_hint`, `crate::tags`' `TagBits`
+/// in the core crate); bfq has one queue of its own, so nothing else of it reads the CPU.
+pub fn allocating_cpus_replayed(policy: &str) -> bool {
+    policy == "bfq"
 }
 
 /// Where the replay moves a dispatch of the kernel back to the start of the queue run that

@@ -129,15 +129,25 @@ crate::tunable::tunables! {
             doc: "elevator: bfq_limit_depth's depths count tags of the whole bitmap (async_depths, \
                   Linux 6.17 on) instead of bits of each word (word_depths, 6.9); 0 = per word",
         },
-        /// Tags by bit position, with whole-map depths (Linux 6.17's sbitmap).
+        /// Tags by bit position, with whole-map depths (Linux 6.18's sbitmap).
         tag_bits: bool = "tag_bits" {
             unit: Bool,
             default: 0,
             min: 0,
             max: 1,
-            doc: "elevator: keep the scheduler tags by bit position as Linux 6.17's sbitmap \
-                  places them (per-process hints, a shallow depth split over the words by \
+            doc: "elevator: keep the scheduler tags by bit position as Linux 6.18's sbitmap \
+                  places them (per-CPU hints, a shallow depth split over the words by \
                   __map_depth_with_shallow), with whole_map_depths' depths; 0 = counted",
+        },
+        /// The scheduler tags the tag bitmap was allocated with (0: `nr_requests`).
+        tag_map_depth: u32 = "tag_map_depth" {
+            unit: Requests,
+            default: 0,
+            min: 0,
+            max: 2048,
+            doc: "elevator: with tag_bits, the scheduler tags the bitmap was allocated with (2 x \
+                  min(queue depth, 128) when the scheduler started); lowering nr_requests below \
+                  it keeps its word size (sbitmap_queue_resize); 0 = nr_requests",
         },
         /// The kernel's timer frequency (`CONFIG_HZ`): the length of a jiffy, in which bfq
         /// keeps the times its soft real-time test compares.

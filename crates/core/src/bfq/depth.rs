@@ -22,15 +22,20 @@
 //! functions are 6.18's line by line. A driver that knows the allocation apart from the
 //! insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) has the depth decided and
 //! the tag taken at the allocation, the request held from bfq until its insertion (where
-//! `allocated` starts counting): kernel-diff's replay allocates at `block_getrq`. What it
-//! cannot follow is the depth of a task that slept for its tag, decided before the sleep
-//! (our counted depths are not the kernel's bit placement), docs/bfq.md ("Tags at shallow
-//! depths on 6.18"). With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words, where
-//! 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8 tags are
-//! neither kernel's (a deviation kept because kernel-diff agrees more with it).
+//! `allocated` starts counting); one whose task sleeps for its tag
+//! ([`Scheduler::allocate_sleeping`](crate::Scheduler::allocate_sleeping)) has its depth
+//! decided at the allocation's start and takes its tag only when the driver says its task
+//! has it ([`Scheduler::tag_got`](crate::Scheduler::tag_got)): kernel-diff's replay starts
+//! each allocation where bfq's log shows `bfq_limit_depth` and takes the tag at
+//! `block_getrq`. With `nr_requests` lowered from 256 the kernel's map keeps 64-bit words,
+//! where 6.9's per-word depths equal the whole-map counts: the default's 2-bit words for 8
+//! tags are neither kernel's (a deviation kept because kernel-diff agrees more with it; in
+//! them every shallow depth of 8 tags is one bit a word, 4 tags, whether a raised queue is
+//! busy or not, so the moment a depth is decided changes nothing there).
 //! `tag_bits` (default off) takes the same depths and keeps the tags by bit position as
-//! 6.17's lib/sbitmap places them ([`crate::tags::TagBits`]); it lowers kernel-diff's bfq
-//! agreement (92.8 -> 87.6%, docs/bfq.md), so it is an option.
+//! 6.18's lib/sbitmap places them ([`crate::tags::TagBits`]: per-CPU hints, the words of the
+//! depth the map was allocated with, `tag_map_depth`); it lowers kernel-diff's bfq agreement
+//! (92.9 -> 90.0%, docs/bfq.md), so it is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);
@@ -93,10 +98,13 @@ pub(super) struct TagWait {
     heads: VecDeque<(Head, Depth)>,
     /// Requests allocated ahead of their insertion that hold their tag: the request, its
     /// depth and its bit, by id.
-    held: IdMap<u64, (Request, Depth, Option<u32>)>,
+    pub(super) held: IdMap<u64, (Request, Depth, Option<u32>)>,
     /// Requests allocated ahead and inserted while still waiting for their tag: they enter
     /// bfq when they get it.
     inserted_waiting: Vec<u64>,
+    /// Requests allocated ahead whose task the driver says still sleeps for its tag
+    /// ([`Bfq::allocate_sleeping`]): they take none until [`Bfq::tag_got`].
+    sleeping: Vec<u64>,
     /// Heads started so far.
     seq: u64,
     len: usize,
@@ -164,6 +172,26 @@ impl Bfq {
         self.admit_waiting(t);
     }
 
+    /// As [`Bfq::allocate`], for a request whose task sleeps for its tag until
+    /// [`Bfq::tag_got`]: its depth is decided now, by `bfq_limit_depth` before
+    /// `blk_mq_get_tag` sleeps, and kept (`data->shallow_depth`); its tag is taken then.
+    pub(super) fn allocate_sleeping(&mut self, rq: Request, t: Tick) {
+        self.tag_wait.sleeping.push(rq.id.0);
+        self.allocate(rq, t);
+    }
+
+    /// The task allocating request `id` ([`Bfq::allocate_sleeping`]) got its tag in the
+    /// driver's kernel now: the request takes one now if one its depth may take is free,
+    /// else it waits for one as any other.
+    pub(super) fn tag_got(&mut self, id: u64, t: Tick) {
+        let w = &mut self.tag_wait;
+        if let Some(i) = w.sleeping.iter().position(|&s| s == id) {
+            w.sleeping.swap_remove(i);
+            w.seq += 1;
+            self.admit_waiting(t);
+        }
+    }
+
     /// Request `id`, allocated ahead, is inserted now (`bfq_insert_requests`): it enters
     /// bfq now (`bfq_init_rq` counts it allocated to its queue from here) if it holds its
     /// tag, else as soon as it gets one.
@@ -186,11 +214,15 @@ impl Bfq {
             }
             // With every tag held no depth may take one (`may_take` asks that first): the
             // heads are not walked.
+            let w = &self.tag_wait;
+            let awake = |h: &Head| match h {
+                Head::Alone(rq) => !w.sleeping.contains(&rq.id.0),
+                Head::Line(_) => true,
+            };
             let at = if tags.may_take(Depth::Full) {
-                self.tag_wait
-                    .heads
+                w.heads
                     .iter()
-                    .position(|(_, d)| tags.may_take(*d))
+                    .position(|(h, d)| awake(h) && tags.may_take(*d))
             } else {
                 None
             };
@@ -222,7 +254,7 @@ impl Bfq {
                 }
             }
             self.tag_wait.len -= 1;
-            let bit = self.tags.take_bit(depth, ctx.0);
+            let bit = self.tags.take_bit(depth, rq.cpu);
             self.insert_at(rq, depth, bit, t);
             if more {
                 self.start_allocating(ctx);
@@ -235,7 +267,7 @@ impl Bfq {
     fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
         let w = &mut self.tag_wait;
         w.len -= 1;
-        let bit = self.tags.take_bit(depth, rq.ctx.0);
+        let bit = self.tags.take_bit(depth, rq.cpu);
         let w = &mut self.tag_wait;
         match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
             Some(i) => {

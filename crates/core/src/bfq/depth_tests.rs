@@ -602,3 +602,110 @@ fn bfq_limit_depth_decides_at_the_allocation_not_at_the_insertion() {
     }
     assert!(late.tag_wait.len() > 0, "a write sleeps at depth 3");
 }
+
+/// The bit each held request of `s` took, by request id.
+fn bits_held(s: &Bfq) -> Vec<(u64, Option<u32>)> {
+    let mut held: Vec<_> = s.rq_queue.iter().map(|(&id, e)| (id, e.2)).collect();
+    held.sort_unstable();
+    held
+}
+
+/// lib/sbitmap's allocation hints are per CPU (`sb->alloc_hint`), and a freed tag becomes
+/// the hint of the CPU its request was allocated on (`blk_mq_put_tag` passes
+/// `rq->mq_ctx->cpu` to `sbitmap_queue_clear`, `sbitmap_update_cpu_hint`): one process's
+/// four async writes on CPU 0 take bits 0-3 (their depth, 4 of 8 tags, is bits 0-3 of the
+/// one word the 256 tags the map was allocated with keep), free them in bit order, and
+/// another process's async write on CPU 0 then folds the freed bits back
+/// (`sbitmap_deferred_clear`) and takes bit 3, CPU 0's hint, where a process on CPU 1 takes
+/// bit 0. Hints kept per process, the second process would start from its own hint, 0.
+#[test]
+fn sbitmap_hints_are_the_allocating_cpus_and_a_freed_tag_sets_its_cpus_hint() {
+    let mut s = Bfq::new(cfg_with(&[
+        ("rotational", 0),
+        ("nr_requests", 8),
+        ("tag_map_depth", 256),
+        ("tag_bits", 1),
+    ]));
+    let write = |id: u64, ctx: u32, cpu: u32| {
+        rq(id, ctx)
+            .write()
+            .sector(id * 2048)
+            .sectors(8)
+            .cpu(cpu)
+            .build()
+    };
+    for id in 1..=4 {
+        s.insert(write(id, 2, 0), Nanos::ZERO);
+    }
+    let bits: Vec<_> = (1..=4).map(|id| (id, Some(id as u32 - 1))).collect();
+    assert_eq!(bits_held(&s), bits);
+    let mut out = Vec::new();
+    while let Dispatch::Request(r) = s.dispatch(Nanos::from_us(1)) {
+        out.push(r);
+    }
+    out.sort_by_key(|r| r.id.0);
+    assert_eq!(out.len(), 4);
+    for r in &out {
+        s.complete(r, Nanos::from_us(10));
+    }
+    s.insert(write(5, 3, 0), Nanos::from_us(20));
+    assert_eq!(bits_held(&s), vec![(5, Some(3))], "CPU 0's hint: bit 3");
+    s.insert(write(6, 4, 1), Nanos::from_us(20));
+    assert_eq!(bits_held(&s), vec![(5, Some(3)), (6, Some(0))]);
+}
+
+/// `sbitmap_queue_resize` (what lowering `nr_requests` calls) keeps the word size the map was
+/// allocated with: 256 tags lowered to 8 are one word of 8 bits, where a sync write's depth
+/// of 6 (`bfq_update_depths`' three quarters) is bits 0-5. A map allocated for the 8 tags
+/// would have four 2-bit words, where depth 6 is bits 0-4 and 6 (`__map_depth_with_shallow`).
+#[test]
+fn sbitmap_queue_resize_keeps_the_words_of_the_depth_the_map_was_allocated_with() {
+    let bits = |map_depth: i64| -> Vec<Option<u32>> {
+        let mut s = Bfq::new(cfg_with(&[
+            ("rotational", 0),
+            ("nr_requests", 8),
+            ("tag_map_depth", map_depth),
+            ("tag_bits", 1),
+        ]));
+        for id in 1..=6 {
+            let w = rq(id, 2).sync_write().sector(id * 2048).sectors(8).build();
+            Scheduler::allocate(&mut s, w, Nanos::ZERO);
+        }
+        assert!(!s.tags.may_take(Depth::Shallow(6)));
+        let mut b: Vec<_> = s.tag_wait.held.values().map(|e| e.2).collect();
+        b.sort_unstable();
+        b
+    };
+    assert_eq!(bits(256), (0..6).map(Some).collect::<Vec<_>>(), "one word");
+    assert_eq!(
+        bits(0),
+        [0, 1, 2, 3, 4, 6].map(Some).to_vec(),
+        "2-bit words"
+    );
+}
+
+/// `__blk_mq_alloc_requests` runs `bfq_limit_depth` before `blk_mq_get_tag` sleeps and keeps
+/// that depth for every retry (`data->shallow_depth`): a sync write whose task starts
+/// allocating while no raised queue is busy keeps Linux 6.17's whole-map depth of 6 of 8
+/// tags after a reader's raised queue turns busy (3 of 8 then), and takes no tag until its
+/// task has one (`block_getrq` in the kernel's trace), though tags are free.
+#[test]
+fn bfq_limit_depth_runs_before_the_task_sleeps_for_its_tag() {
+    let mut s = Bfq::new(cfg_with(&[
+        ("rotational", 0),
+        ("nr_requests", 8),
+        ("whole_map_depths", 1),
+    ]));
+    assert!(Scheduler::allocate_sleeping(&mut s, write(0), Nanos::ZERO).is_none());
+    assert_eq!((s.tags.held(), s.tag_wait.len()), (0, 1), "asleep: no tag");
+    s.insert(rq(1, 1).sector(1 << 30).build(), Nanos::from_ms(1000));
+    assert!(s.wr_busy_queues > 0);
+    Scheduler::tag_got(&mut s, RequestId(1000), Nanos::from_ms(1001));
+    assert_eq!(
+        s.tags.held_shallow(6),
+        1,
+        "the depth of the allocation's start"
+    );
+    Scheduler::insert_allocated(&mut s, RequestId(1000), Nanos::from_ms(1002));
+    assert_eq!((s.queued, s.tag_wait.len()), (2, 0));
+}

@@ -58,7 +58,7 @@
 //!   kernel, deeper or full-depth requests sitting in a word's first bits block it too. A
 //!   process's waiting requests allocate one at a time, each at the depth decided when it
 //!   starts; a change of `nr_requests` recomputes the word size (the kernel keeps it when the
-//!   tags shrink). With `tag_bits` the tags are kept by bit position instead (6.17's sbitmap,
+//!   tags shrink). With `tag_bits` the tags are kept by bit position instead (6.18's sbitmap,
 //!   [`crate::tags::TagBits`], with its own deviations).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
@@ -165,9 +165,10 @@ pub struct Bfq {
     queues: Vec<Queue>,
     groups: Vec<GroupState>,
     bics: IdMap<CtxId, Bic>,
-    /// Request id -> its queue and the depth it took its tag at, for queued and in-flight
-    /// requests (every one holds a tag: bfq sees a request only once it has one).
-    rq_queue: IdMap<u64, (usize, Depth, Option<u32>)>,
+    /// Request id -> its queue, the depth it took its tag at, its bit (tags kept by bit) and
+    /// the CPU it was allocated on (whose hint its freed bit becomes), for queued and
+    /// in-flight requests (every one holds a tag: bfq sees a request only once it has one).
+    rq_queue: IdMap<u64, (usize, Depth, Option<u32>, u32)>,
     /// The scheduler tags.
     tags: SchedTags,
     /// The requests waiting for a tag, outside bfq.
@@ -224,6 +225,7 @@ impl Bfq {
             rq_queue: IdMap::default(),
             tags: {
                 let mut tags = SchedTags::new(cfg.nr_requests, cfg.nr_requests);
+                tags.set_map_depth(cfg.tag_map_depth);
                 tags.set_bit_positions(cfg.tag_bits);
                 tags
             },
@@ -441,7 +443,7 @@ impl Bfq {
         } else {
             self.cfg.fifo_expire_async.0 as Tick
         };
-        self.rq_queue.insert(rq.id.0, (q, depth, bit));
+        self.rq_queue.insert(rq.id.0, (q, depth, bit, rq.cpu));
         self.add_request(q, rq, t);
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
@@ -1164,10 +1166,10 @@ impl Bfq {
     /// `bfq_finish_requeue_request`: the inject limit is updated before
     /// `bfq_completed_request` samples the hardware queue depth.
     fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
-        let Some((q, depth, bit)) = self.rq_queue.remove(&id.0) else {
+        let Some((q, depth, bit, cpu)) = self.rq_queue.remove(&id.0) else {
             return;
         };
-        self.tags.release_bit(depth, bit, ctx.0);
+        self.tags.release_bit(depth, bit, cpu);
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
@@ -1293,6 +1295,15 @@ impl Scheduler for Bfq {
         Bfq::insert_allocated(self, id.0, now.0 as Tick);
     }
 
+    fn allocate_sleeping(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        Bfq::allocate_sleeping(self, rq, now.0 as Tick);
+        None
+    }
+
+    fn tag_got(&mut self, id: RequestId, now: Nanos) {
+        Bfq::tag_got(self, id.0, now.0 as Tick);
+    }
+
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let t = now.0 as Tick;
         self.admit_waiting(t);
@@ -1337,6 +1348,7 @@ impl Scheduler for Bfq {
         // blk_mq_update_nr_requests, then bfq_depth_updated; waiting requests are admitted
         // at the next call.
         self.tags.set_depth(self.cfg.nr_requests);
+        self.tags.set_map_depth(self.cfg.tag_map_depth);
         self.tags.set_bit_positions(self.cfg.tag_bits);
         self.word_depths = WordDepths::new(self.cfg.nr_requests);
         // bfq_max_budget_store and bfq_timeout_sync_store: a user max budget is taken as

@@ -1139,7 +1139,40 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// one split at the device's limits, or passing rq_qos controllers, a pending switch,
     /// the request list or a direct issue, takes the whole way now, as
     /// [`handle_submit`](Self::handle_submit) (`None`).
-    pub fn handle_allocate(&mut self, mut bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
+    pub fn handle_allocate(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
+        self.allocate_request(bio, token, now, false)
+    }
+
+    /// As [`handle_allocate`](Self::handle_allocate), for a bio whose task sleeps in tag
+    /// allocation until [`handle_tag_got`](Self::handle_tag_got): the policy decides the
+    /// request's depth now (`limit_depth` runs before `blk_mq_get_tag` sleeps) and gives it
+    /// a tag no earlier than then ([`Scheduler::allocate_sleeping`]).
+    pub fn handle_allocate_sleeping(
+        &mut self,
+        bio: Bio,
+        token: T,
+        now: Nanos,
+    ) -> Option<RequestId> {
+        self.allocate_request(bio, token, now, true)
+    }
+
+    /// The task allocating request `id` ([`handle_allocate_sleeping`](Self::handle_allocate_sleeping))
+    /// got its tag now ([`Scheduler::tag_got`]). An unknown id, or one the policy gave back,
+    /// is ignored.
+    pub fn handle_tag_got(&mut self, id: RequestId, now: Nanos) {
+        if self.allocated.get(&id.0) == Some(&false) {
+            self.sched.tag_got(id, now);
+        }
+    }
+
+    /// [`handle_allocate`](Self::handle_allocate), its task `sleeping` for the tag or not.
+    fn allocate_request(
+        &mut self,
+        mut bio: Bio,
+        token: T,
+        now: Nanos,
+        sleeping: bool,
+    ) -> Option<RequestId> {
         let direct = bio.issue_directly && self.sched.issues_directly();
         if self.switch.is_some() || !self.qos.is_empty() || self.listed() || direct {
             self.handle_submit(bio, token, now);
@@ -1156,7 +1189,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         };
         let id = rq.id;
         self.record(&rq, token, 0, None, None, now);
-        let back = self.sched.allocate(rq, now);
+        let back = if sleeping {
+            self.sched.allocate_sleeping(rq, now)
+        } else {
+            self.sched.allocate(rq, now)
+        };
         self.allocated.insert(id.0, back.is_some());
         Some(id)
     }

@@ -1,17 +1,22 @@
-//! The scheduler tags by bit position, as Linux 6.17 and later allocate them (lib/sbitmap.c
-//! after "convert shallow_depth from one word to the whole sbitmap", patch v4, the version
-//! merged for 6.17 and run by 6.18).
+//! The scheduler tags by bit position, as Linux 6.18 allocates them (lib/sbitmap.c after
+//! "convert shallow_depth from one word to the whole sbitmap", patch v4, merged for 6.17 and
+//! run unchanged by 6.18 but for `sbitmap_deferred_clear`'s retry, which only matters under
+//! concurrency).
 //!
-//! The tags are a bitmap of `nr_requests` bits in words of `1 << shift` bits
-//! ([`super::word_shift`]; the last word may be partial, `__map_depth`). A request of shallow
-//! depth `d` (a count over the whole map) may take, in word `i`, only the first
+//! The tags are a bitmap of `nr_requests` bits in words of `1 << shift` bits, the shift being
+//! the one `sbitmap_calculate_shift` chose for the depth the map was *allocated* with
+//! ([`TagBits::with_shift`]): `sbitmap_queue_resize`, which lowering `nr_requests` calls,
+//! keeps it, so a loop device's 256 scheduler tags lowered to 8 are one word of 8 bits, not
+//! four of 2 (the last word may be partial, `__map_depth`). A request of shallow depth `d` (a
+//! count over the whole map) may take, in word `i`, only the first
 //! `word_bits(i) * d / nr_requests` bits, one more where the remainder of that division is at
 //! least `(i + 1) * word_bits(i)` (`__map_depth_with_shallow`): with 8 tags in 2-bit words a
 //! depth of 1 allows bit 0 of word 0 only, a depth of 6 the first bit of every word and the
-//! second of words 0 and 1. Whether such a bit is free depends on where the other requests
-//! sit, so positions are kept:
+//! second of words 0 and 1; in one 8-bit word a depth of `d` allows bits 0 to `d - 1`.
+//! Whether such a bit is free depends on where the other requests sit, so positions are kept:
 //!
-//! - Each allocating context has an allocation hint (`alloc_hint`, per CPU in the kernel).
+//! - Each CPU has an allocation hint (`sb->alloc_hint`, per CPU), keyed here by the CPU a
+//!   request is allocated on (its software queue, `rq->mq_ctx`: [`Request::cpu`](crate::Request::cpu)).
 //!   `update_alloc_hint_before_get` resets a hint beyond the map; the search starts in the
 //!   hint's word (`SB_NR_TO_INDEX`) and goes on through the next words with wrap
 //!   (`sbitmap_find_bit`). A full-depth request (`__sbitmap_get`, blk-mq tags not being
@@ -22,13 +27,15 @@
 //! - A freed tag is not cleared at once: its bit goes to the word's `cleared` mask
 //!   (`sbitmap_deferred_clear_bit`) and is folded back only when a search of that word finds
 //!   nothing (`sbitmap_deferred_clear`), so a freed bit is reused after the word's other free
-//!   bits. Freeing sets the freeing context's hint to the freed bit (`sbitmap_update_cpu_hint`,
-//!   from `sbitmap_queue_clear`).
+//!   bits. Freeing sets the hint of the CPU the request was allocated on to the freed bit
+//!   (`blk_mq_put_tag` passes `rq->mq_ctx->cpu` to `sbitmap_queue_clear`, which calls
+//!   `sbitmap_update_cpu_hint`): the allocating CPU's, not the completing one's.
 //!
-//! Deviations: hints are keyed by the allocating context (process), not its CPU (the replays
-//! do not say on which CPU a request was allocated, and a process mostly stays on one); a
-//! hint starts at 0, where the kernel draws each CPU's at random (`sbitmap_init_node`); a
-//! change of `nr_requests` starts an empty map (tags held then are freed without effect).
+//! Deviations: a hint starts at 0, where the kernel draws each CPU's at random
+//! (`init_alloc_hint`, and again in `update_alloc_hint_before_get` when the map has shrunk
+//! below it); no tracepoint shows it, and 0 is what the kernel itself writes after a failed
+//! search. A change of `nr_requests` starts an empty map (tags held then are freed without
+//! effect).
 
 use std::collections::BTreeMap;
 
@@ -58,10 +65,18 @@ fn first_bits(bits: u32) -> u64 {
 }
 
 impl TagBits {
-    /// An empty map of `depth` tags (at least 1).
+    /// An empty map of `depth` tags (at least 1), in the words `sbitmap_calculate_shift`
+    /// picks for that depth.
     pub fn new(depth: u32) -> TagBits {
+        TagBits::with_shift(depth, super::word_shift(depth.max(1)))
+    }
+
+    /// An empty map of `depth` tags (at least 1) in words of `1 << shift` bits (at most 64):
+    /// a map allocated for more tags and resized to `depth` keeps its words
+    /// (`sbitmap_queue_resize`).
+    pub fn with_shift(depth: u32, shift: u32) -> TagBits {
         let depth = depth.max(1);
-        let shift = super::word_shift(depth);
+        let shift = shift.min(u64::BITS.ilog2());
         let words = depth.div_ceil(1 << shift) as usize;
         TagBits {
             depth,
@@ -136,10 +151,10 @@ impl TagBits {
         }
     }
 
-    /// A context takes a tag at this shallow depth (`None`: any tag): the bit taken, if any
-    /// (`sbitmap_get` / `sbitmap_get_shallow`).
-    pub fn take(&mut self, shallow: Option<u32>, key: u32) -> Option<u32> {
-        let mut hint = self.hints.get(&key).copied().unwrap_or(0);
+    /// A request allocated on CPU `cpu` takes a tag at this shallow depth (`None`: any tag):
+    /// the bit taken, if any (`sbitmap_get` / `sbitmap_get_shallow`, with `cpu`'s hint).
+    pub fn take(&mut self, shallow: Option<u32>, cpu: u32) -> Option<u32> {
+        let mut hint = self.hints.get(&cpu).copied().unwrap_or(0);
         if hint >= self.depth {
             hint = 0;
         }
@@ -171,19 +186,19 @@ impl TagBits {
             }
             Some(_) => hint,
         };
-        self.hints.insert(key, next);
+        self.hints.insert(cpu, next);
         nr
     }
 
-    /// A context frees the tag at `bit` (`sbitmap_queue_clear`): the bit waits in its word's
-    /// cleared mask, and the context's hint becomes the bit.
-    pub fn release(&mut self, bit: u32, key: u32) {
+    /// A request allocated on CPU `cpu` frees the tag at `bit` (`sbitmap_queue_clear`): the
+    /// bit waits in its word's cleared mask, and `cpu`'s hint becomes the bit.
+    pub fn release(&mut self, bit: u32, cpu: u32) {
         if bit >= self.depth {
             return;
         }
         let w = &mut self.words[(bit >> self.shift) as usize];
         w.cleared |= 1 << (bit & ((1 << self.shift) - 1));
-        self.hints.insert(key, bit);
+        self.hints.insert(cpu, bit);
     }
 }
 

@@ -73,6 +73,9 @@ pub struct BfqLogTimes {
     /// bfq's dispatches in the order and at the times its log shows them ([`LogOrder`]):
     /// `None` when the log shows none.
     pub order: Option<LogOrder>,
+    /// When `bfq_limit_depth` decided each request's depth, by request index
+    /// ([`depths_decided`]). Empty, or `None` for a request: not shown.
+    pub depths: Vec<Option<Nanos>>,
 }
 
 impl BfqLogTimes {
@@ -90,8 +93,40 @@ impl BfqLogTimes {
             completions: completions_seen_by_bfq(trace, log),
             refused_calls: refused_dispatch_calls(log),
             order: LogOrder::read(trace, log, &ctxs),
+            depths: depths_decided(trace, &log.messages, &log.message_pids),
         }
     }
+}
+
+/// When `bfq_limit_depth` ran for each of `trace`'s requests, by index: its submitter's last
+/// `[bfq_limit_depth]` note (`pids`: the task that logged each message) at or before its
+/// `block_getrq`, and not before its bio's `block_bio_queue`. `__blk_mq_alloc_requests`
+/// decides the depth there, then takes a tag (`blk_mq_get_tag`), sleeping for one if none
+/// its depth may take is free; `block_getrq` fires once it has the tag.
+pub fn depths_decided(
+    trace: &KernelTrace,
+    messages: &[(Nanos, String)],
+    pids: &[u32],
+) -> Vec<Option<Nanos>> {
+    let mut notes: HashMap<u32, Vec<Nanos>> = HashMap::new();
+    for (k, (t, m)) in messages.iter().enumerate() {
+        if let (true, Some(&pid)) = (m.contains("[bfq_limit_depth]"), pids.get(k)) {
+            notes.entry(pid).or_default().push(*t);
+        }
+    }
+    for times in notes.values_mut() {
+        times.sort_unstable();
+    }
+    trace
+        .requests
+        .iter()
+        .map(|r| {
+            let created = r.created?;
+            let times = notes.get(&r.pid)?;
+            let at = *times[..times.partition_point(|&t| t <= created)].last()?;
+            r.queued.is_none_or(|q| at >= q).then_some(at)
+        })
+        .collect()
 }
 
 /// What a bfq log note says after the queue it names (`bfqPIDS `, `bfqSHARED-S `, or `bfq `
@@ -555,6 +590,37 @@ mod tests {
         assert_eq!(
             refused_dispatch_calls(&log),
             [Nanos(1_000_000_000 + 78_000)]
+        );
+    }
+
+    /// `__blk_mq_alloc_requests` runs `bfq_limit_depth` before `blk_mq_get_tag` (which may
+    /// sleep) and `block_getrq` fires after it: each request's depth was decided at its
+    /// submitter's last `[bfq_limit_depth]` note up to its `block_getrq`, not another task's,
+    /// not one after, and not one before its bio's `block_bio_queue` (an earlier request's).
+    #[test]
+    fn bfq_limit_depth_ran_at_the_submitters_last_note_before_its_getrq() {
+        let trace = read(
+            "\
+ fio-10 [001] ..... 1.000010: block_bio_queue: 7,0 WS 100 + 8 [fio]
+ fio-11 [000] ..... 1.000020: block_bio_queue: 7,0 WS 500 + 8 [fio]
+ fio-10 [001] ..... 1.000045: block_getrq: 7,0 WS 100 + 8 [fio]
+ fio-10 [001] ..... 1.000050: block_bio_queue: 7,0 WS 900 + 8 [fio]
+ fio-11 [000] ..... 1.000070: block_getrq: 7,0 WS 500 + 8 [fio]
+ fio-10 [001] ..... 1.031000: block_getrq: 7,0 WS 900 + 8 [fio]
+",
+        );
+        let log = read(
+            "\
+ fio-10 [001] d.... 1.000044: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-10 [001] d.... 1.000055: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-12 [000] d.... 1.000065: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 3
+ fio-10 [001] d.... 1.031500: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 0 sync 1 depth 6
+",
+        );
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!(
+            depths_decided(&trace, &log.messages, &log.message_pids),
+            [us(44), None, us(55)]
         );
     }
 }

@@ -14,6 +14,11 @@ use super::*;
 enum KEvent {
     /// A request is allocated ahead of its insertion ([`Replay::allocations`]).
     Allocate(usize),
+    /// A request whose task slept for its tag starts its allocation: its depth is decided
+    /// here, its tag taken at its [`KEvent::TagGot`] ([`Replay::allocations`]).
+    AllocateSleeping(usize),
+    /// The kernel's task got request `i`'s tag (its `block_getrq`).
+    TagGot(usize),
     Arrive(usize),
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
@@ -41,6 +46,9 @@ pub(super) struct Replay<'a> {
     /// Whether ours gets the kernel's software queues: requests on their CPUs, decisions at
     /// their runs' starts ([`software_queues_replayed`]).
     pub(super) own_runs: bool,
+    /// Whether ours gets each request's allocating CPU without the software queues
+    /// ([`allocating_cpus_replayed`]).
+    pub(super) allocating_cpus: bool,
     /// Ours decided at a [`KEvent::OwnRun`] and has not logged it: the next dispatch of
     /// ours goes to [`Replay::deferred`].
     defer: bool,
@@ -72,6 +80,8 @@ pub(super) struct Replay<'a> {
     /// When bfq chose each request, by index ([`LogOrder::decided`]; empty without a log):
     /// the kernel's dispatch, where ours is asked, there.
     decided: &'a [Option<Nanos>],
+    /// When bfq decided each request's depth, by index ([`BfqLogTimes::depths`]).
+    depths: &'a [Option<Nanos>],
 }
 
 /// What the replay gives each context's bios: its priority and its group, by context pid.
@@ -106,6 +116,7 @@ impl<'a> Replay<'a> {
             pace,
             empty_runs,
             own_runs: false,
+            allocating_cpus: false,
             defer: false,
             deferred: Vec::new(),
             now: Nanos::ZERO,
@@ -128,6 +139,7 @@ impl<'a> Replay<'a> {
                 |o| o.merge_after.clone(),
             ),
             decided: order.map_or(&[][..], |o| &o.decided),
+            depths: &bfq_log.depths,
         }
     }
 
@@ -315,7 +327,13 @@ impl<'a> Replay<'a> {
             self.advance(Some(t));
             self.now = self.now.max(t);
             match e {
-                KEvent::Allocate(i) => self.allocate(i),
+                KEvent::Allocate(i) => self.allocate(i, false),
+                KEvent::AllocateSleeping(i) => self.allocate(i, true),
+                KEvent::TagGot(i) => {
+                    if let Some(id) = self.allocated[i] {
+                        self.blk.handle_tag_got(id, self.now);
+                    }
+                }
                 KEvent::Arrive(i) => self.submit(i),
                 KEvent::Merge(k) => self.submit_merge(k),
                 KEvent::OwnRun => {
@@ -349,31 +367,49 @@ impl<'a> Replay<'a> {
         (self.log, self.merges_missed)
     }
 
-    /// When the kernel allocated each request it inserted later, in time order: its
-    /// `block_getrq`, which fires when `__blk_mq_alloc_requests` has its scheduler tag, before
-    /// the submitter's plug is flushed (`blk_add_rq_to_plug`; `block_rq_insert` at the flush).
-    /// The tag is held from there. Where the task slept for the tag (between its
-    /// `block_bio_queue` and its `block_getrq`), `limit_depth` ran before the sleep; allocating
-    /// there instead gave ours tags the kernel's task did not have (our depth model is not
-    /// the kernel's bit placement) and lowered bfq (docs/bfq.md). Only the requests the
-    /// kernel kept to the end and inserted ([`Self::bio`]'s `own_request`, not
-    /// `issue_directly`): a bio ours may merge or issue directly is submitted whole at its
-    /// arrival.
+    /// When the kernel allocated each request it inserted later, in time order. The
+    /// allocation (`__blk_mq_alloc_requests`) decides the depth (`limit_depth`) and takes a
+    /// scheduler tag (`blk_mq_get_tag`), sleeping for one if none its depth may take is free;
+    /// `block_getrq` fires when it has the tag, before the submitter's plug is flushed
+    /// (`blk_add_rq_to_plug`; `block_rq_insert` at the flush), and the tag is held from
+    /// there. A request starts allocating where bfq's log shows `bfq_limit_depth` decide its
+    /// depth ([`BfqLogTimes::depths`]), else, if its task slept for its tag ([`slept`]), at
+    /// its bio's `block_bio_queue`; it takes its tag at its `block_getrq`
+    /// ([`KEvent::TagGot`]), not before even where ours has one free (taking it earlier gave
+    /// ours tags the kernel's task did not have, docs/bfq.md). Any other is allocated at its
+    /// `block_getrq`. Only the requests the kernel kept to the end and inserted
+    /// ([`Self::bio`]'s `own_request`, not `issue_directly`): a bio ours may merge or issue
+    /// directly is submitted whole at its arrival.
     fn allocations(&self) -> Vec<(Nanos, KEvent)> {
-        let mut out: Vec<(Nanos, usize)> = self
-            .trace
-            .requests
-            .iter()
-            .filter(|r| r.merged_into.is_none() && r.bio().is_some())
-            .filter_map(|r| {
-                let at = r.created?;
-                (at < r.inserted?).then_some((at, r.index))
-            })
-            .collect();
-        out.sort_unstable();
-        out.into_iter()
-            .map(|(t, i)| (t, KEvent::Allocate(i)))
-            .collect()
+        let mut out: Vec<(Nanos, KEvent)> = Vec::new();
+        for r in &self.trace.requests {
+            if r.merged_into.is_some() || r.bio().is_none() {
+                continue;
+            }
+            let (Some(at), Some(inserted)) = (r.created, r.inserted) else {
+                continue;
+            };
+            if at >= inserted {
+                continue;
+            }
+            let decided = self.depths.get(r.index).copied().flatten();
+            let start = decided.or(r.queued.filter(|&q| slept(q, at)));
+            match start.filter(|&d| d < at) {
+                Some(q) => {
+                    out.push((q, KEvent::AllocateSleeping(r.index)));
+                    out.push((at, KEvent::TagGot(r.index)));
+                }
+                None => out.push((at, KEvent::Allocate(r.index))),
+            }
+        }
+        out.sort_by_key(|&(t, e)| {
+            let i = match e {
+                KEvent::Allocate(i) | KEvent::AllocateSleeping(i) | KEvent::TagGot(i) => i,
+                _ => usize::MAX,
+            };
+            (t, i)
+        });
+        out
     }
 
     /// Request `i`'s bio as the replay gives it to ours: its io_context's priority; not
@@ -396,8 +432,9 @@ impl<'a> Replay<'a> {
         Some(bio)
     }
 
-    /// The kernel allocated request `i`: ours allocates it, to insert it at its arrival.
-    fn allocate(&mut self, i: usize) {
+    /// The kernel allocated request `i` (its task `sleeping` for the tag until its
+    /// [`KEvent::TagGot`]): ours allocates it, to insert it at its arrival.
+    fn allocate(&mut self, i: usize, sleeping: bool) {
         if self.submitted[i] {
             return;
         }
@@ -406,7 +443,13 @@ impl<'a> Replay<'a> {
         };
         self.submitted[i] = true;
         // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
-        self.allocated[i] = self.arriving(i, |blk, now| blk.handle_allocate(bio, i, now));
+        self.allocated[i] = self.arriving(i, |blk, now| {
+            if sleeping {
+                blk.handle_allocate_sleeping(bio, i, now)
+            } else {
+                blk.handle_allocate(bio, i, now)
+            }
+        });
     }
 
     fn submit(&mut self, i: usize) {
@@ -434,10 +477,11 @@ impl<'a> Replay<'a> {
         bio.group = self.contexts.groups.of(bio.ctx.0);
     }
 
-    /// Stage `bio` in its recorded CPU's software queue, or in CPU 0's when ours does not
-    /// replay the software queues ([`software_queues_replayed`]).
+    /// Stage `bio` in its recorded CPU's software queue, or in CPU 0's when ours replays
+    /// neither the software queues ([`software_queues_replayed`]) nor the allocating CPUs
+    /// ([`allocating_cpus_replayed`]).
     fn software_queue(&self, bio: &mut Bio) {
-        if !self.own_runs {
+        if !self.own_runs && !self.allocating_cpus {
             bio.cpu = 0;
         }
     }
@@ -563,3 +607,13 @@ impl<'a> Replay<'a> {
         }
     }
 }
+
+/// Whether a task slept in tag allocation between its bio's `block_bio_queue` (`queued`) and
+/// its request's `block_getrq` (`created`): more than [`TAG_SLEEP`] apart.
+fn slept(queued: Nanos, created: Nanos) -> bool {
+    created.0.saturating_sub(queued.0) > TAG_SLEEP.0
+}
+
+/// The gap between a bio's `block_bio_queue` and its request's `block_getrq` past which the
+/// replay takes its task to have slept for a tag (the two are a few µs apart otherwise).
+const TAG_SLEEP: Nanos = Nanos(30_000);
