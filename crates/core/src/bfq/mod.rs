@@ -508,8 +508,8 @@ impl Bfq {
     /// activation and possibly preemption of the in-service queue. Returns `interactive`.
     fn handle_idle_busy_switch(&mut self, q: usize, old_wr: u64, ctx: CtxId, t: Tick) -> bool {
         let qq = &self.queues[q];
-        let idle_for_long =
-            qq.dispatched == 0 && t > qq.budget_timeout + weight_raising::MIN_IDLE_TIME;
+        let idle_for_long = qq.dispatched == 0
+            && self.jiffy_passed(qq.budget_timeout + weight_raising::MIN_IDLE_TIME, t);
         let arrived_in_time = t <= qq.last_end_request + 3 * self.slice_idle();
         let in_burst = qq.in_large_burst;
         let default_weight = qq.orig_weight == weight_raising::DEFAULT_WEIGHT;
@@ -525,7 +525,10 @@ impl Bfq {
             && (qq.wr_coeff > 1 || (qq.sync && owned && (interactive || soft_rt)));
         let wants_preempt = self.update_budg_for_activation(q, arrived_in_time);
         let qq = &self.queues[q];
-        if !qq.just_created && idle_for_long && t > qq.budget_timeout + 10_000 * MS {
+        if !qq.just_created
+            && idle_for_long
+            && self.jiffy_passed(qq.budget_timeout + 10_000 * MS, t)
+        {
             self.burst_list_remove(q);
             self.queues[q].in_large_burst = false;
         }
@@ -588,7 +591,7 @@ impl Bfq {
         self.queues[q].last_request_pos = end;
         if self.in_service == Some(q) && self.wait_request {
             let small = self.queues[q].queued[usize::from(sync)] == 1 && sectors < 32;
-            let timed_out = t >= self.queues[q].budget_timeout;
+            let timed_out = self.budget_timed_out(q, t);
             if small && self.idling_boosts_thr_without_issues(q) && !timed_out {
                 return;
             }
@@ -844,9 +847,18 @@ impl Bfq {
             self.wf.entities[qq.eid].weight / qq.orig_weight.max(1)
         };
         self.last_budget_start = t;
-        self.queues[q].budget_timeout = t + self.cfg.timeout.0 as Tick * coeff as Tick;
+        let jiffies = self.jiffies(t) + self.timeout_jiffies() * coeff as i64;
+        self.queues[q].budget_timeout = jiffies * self.jiffy();
     }
 
+    /// `bfqd->bfq_timeout`: `timeout_sync` in jiffies, as `bfq_timeout_sync_store` keeps it
+    /// (`msecs_to_jiffies`, rounding up).
+    fn timeout_jiffies(&self) -> i64 {
+        (self.cfg.timeout.0 as i64 + self.jiffy() - 1) / self.jiffy()
+    }
+
+    /// `bfq_bfqq_budget_timeout`: the jiffy the timeout names has begun
+    /// (`time_is_before_eq_jiffies`); `budget_timeout` is the start of that jiffy.
     fn budget_timed_out(&self, q: usize, t: Tick) -> bool {
         t >= self.queues[q].budget_timeout
     }
@@ -1014,7 +1026,7 @@ impl Bfq {
             && !(reason == Expire::Preempted && self.idling_needed_for_service_guarantees(q))
         {
             if self.queues[q].dispatched == 0 {
-                self.queues[q].budget_timeout = t;
+                self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
             }
             self.del_busy(q, true, t);
         } else {
@@ -1173,7 +1185,7 @@ impl Bfq {
         self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
         self.queues[q].dispatched = self.queues[q].dispatched.saturating_sub(1);
         if self.queues[q].dispatched == 0 && !self.queues[q].busy {
-            self.queues[q].budget_timeout = t;
+            self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
             self.del_in_groups_pending(q);
             self.weights_remove(q);
         }
