@@ -508,8 +508,8 @@ impl Bfq {
     /// activation and possibly preemption of the in-service queue. Returns `interactive`.
     fn handle_idle_busy_switch(&mut self, q: usize, old_wr: u64, ctx: CtxId, t: Tick) -> bool {
         let qq = &self.queues[q];
-        let idle_for_long = qq.dispatched == 0
-            && self.jiffy_passed(qq.budget_timeout + weight_raising::MIN_IDLE_TIME, t);
+        let idle_for_long =
+            qq.dispatched == 0 && t > qq.budget_timeout + weight_raising::MIN_IDLE_TIME;
         let arrived_in_time = t <= qq.last_end_request + 3 * self.slice_idle();
         let in_burst = qq.in_large_burst;
         let default_weight = qq.orig_weight == weight_raising::DEFAULT_WEIGHT;
@@ -525,10 +525,7 @@ impl Bfq {
             && (qq.wr_coeff > 1 || (qq.sync && owned && (interactive || soft_rt)));
         let wants_preempt = self.update_budg_for_activation(q, arrived_in_time);
         let qq = &self.queues[q];
-        if !qq.just_created
-            && idle_for_long
-            && self.jiffy_passed(qq.budget_timeout + 10_000 * MS, t)
-        {
+        if !qq.just_created && idle_for_long && t > qq.budget_timeout + 10_000 * MS {
             self.burst_list_remove(q);
             self.queues[q].in_large_burst = false;
         }

@@ -1798,17 +1798,25 @@ fn bfq_budget_timeout_passes_at_the_start_of_its_jiffy() {
     let t0 = Nanos::from_us(2_900);
     s.insert(rq(1, 1).sector(1000).build(), t0);
     s.insert(rq(2, 2).sector(1 << 30).build(), t0);
-    let first = dispatched(s.dispatch(t0)).ctx;
-    let q = s.bics[&first].sync_q.unwrap();
+    let r = dispatched(s.dispatch(t0));
+    let q = s.bics[&r.ctx].sync_q.unwrap();
     assert_eq!(s.queues[q].budget_timeout, 124 * MS, "jiffy 0 + 31 jiffies");
     assert!(!s.budget_timed_out(q, 124 * MS - 1));
-    // 121.5 ms after it was set in service, its request still at the device.
-    let next = dispatched(s.dispatch(Nanos::from_us(124_400)));
+    s.complete(&r, Nanos::from_ms(4));
+    assert!(matches!(
+        s.dispatch(Nanos::from_ms(4)),
+        Dispatch::Idle { .. }
+    ));
+    // Its next request comes 121.5 ms after it was set in service: bfq_rq_enqueued finds
+    // the budget timed out and expires it (BFQQE_BUDGET_TIMEOUT).
+    let t = Nanos::from_us(124_400);
+    s.insert(rq(3, r.ctx.0).sector(1008).build(), t);
     assert_ne!(
-        next.ctx, first,
-        "the timed-out queue is expired, the other served"
+        dispatched(s.dispatch(t)).ctx,
+        r.ctx,
+        "the other queue is served"
     );
-    // At HZ = 1000 the same queue would have had until 127 ms (jiffy 2 + 125).
+    // At HZ = 1000 the same queue has until 127 ms (jiffy 2 + 125).
     let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
     s.insert(rq(1, 1).sector(1000).build(), t0);
     let q = s.bics[&CtxId(1)].sync_q.unwrap();
