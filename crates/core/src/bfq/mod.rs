@@ -65,10 +65,12 @@
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
-//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test count jiffies of the
-//!   configured `hz` (the kernel's `CONFIG_HZ`, 1000 by default, 250 on the kernel the
-//!   corpus was recorded on); budget timeouts, raising periods, burst and merge windows are
-//!   kept in nanoseconds.
+//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, and the budget timeout
+//!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
+//!   jiffy begins) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
+//!   default, 250 on the kernel the corpus was recorded on); the idle time since a budget
+//!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
+//!   merge windows are kept in nanoseconds.
 
 mod budget;
 mod config;
