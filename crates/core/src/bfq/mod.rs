@@ -65,10 +65,12 @@
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
-//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test count jiffies of the
-//!   configured `hz` (the kernel's `CONFIG_HZ`, 1000 by default, 250 on the kernel the
-//!   corpus was recorded on); budget timeouts, raising periods, burst and merge windows are
-//!   kept in nanoseconds.
+//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, and the budget timeout
+//!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
+//!   jiffy begins) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
+//!   default, 250 on the kernel the corpus was recorded on); the idle time since a budget
+//!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
+//!   merge windows are kept in nanoseconds.
 
 mod budget;
 mod config;
@@ -590,7 +592,7 @@ impl Bfq {
         self.queues[q].last_request_pos = end;
         if self.in_service == Some(q) && self.wait_request {
             let small = self.queues[q].queued[usize::from(sync)] == 1 && sectors < 32;
-            let timed_out = t >= self.queues[q].budget_timeout;
+            let timed_out = self.budget_timed_out(q, t);
             if small && self.idling_boosts_thr_without_issues(q) && !timed_out {
                 return;
             }
@@ -850,11 +852,18 @@ impl Bfq {
             self.wf.entities[qq.eid].weight / qq.orig_weight.max(1)
         };
         self.last_budget_start = t;
-        let timeout = self.cfg.timeout.0.div_ceil(self.jiffy() as u64) as Tick;
-        let at = self.jiffies(t) + timeout * coeff as Tick;
-        self.queues[q].budget_timeout = at * self.jiffy();
+        let jiffies = self.jiffies(t) + self.timeout_jiffies() * coeff as i64;
+        self.queues[q].budget_timeout = jiffies * self.jiffy();
     }
 
+    /// `bfqd->bfq_timeout`: `timeout_sync` in jiffies, as `bfq_timeout_sync_store` keeps it
+    /// (`msecs_to_jiffies`, rounding up).
+    fn timeout_jiffies(&self) -> i64 {
+        (self.cfg.timeout.0 as i64 + self.jiffy() - 1) / self.jiffy()
+    }
+
+    /// `bfq_bfqq_budget_timeout`: the jiffy the timeout names has begun
+    /// (`time_is_before_eq_jiffies`); `budget_timeout` is the start of that jiffy.
     fn budget_timed_out(&self, q: usize, t: Tick) -> bool {
         t >= self.queues[q].budget_timeout
     }
@@ -1022,7 +1031,7 @@ impl Bfq {
             && !(reason == Expire::Preempted && self.idling_needed_for_service_guarantees(q))
         {
             if self.queues[q].dispatched == 0 {
-                self.queues[q].budget_timeout = t;
+                self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
             }
             self.del_busy(q, true, t);
         } else {
@@ -1181,7 +1190,7 @@ impl Bfq {
         self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
         self.queues[q].dispatched = self.queues[q].dispatched.saturating_sub(1);
         if self.queues[q].dispatched == 0 && !self.queues[q].busy {
-            self.queues[q].budget_timeout = t;
+            self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
             self.del_in_groups_pending(q);
             self.weights_remove(q);
         }

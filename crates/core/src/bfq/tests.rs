@@ -1820,6 +1820,43 @@ fn bfq_set_budget_timeout_counts_whole_jiffies() {
             "timeout_sync {timeout_sync}"
         );
     }
+/// `bfq_set_budget_timeout` and `bfq_bfqq_budget_timeout` (6.18) count jiffies: the timeout
+/// is `jiffies + bfq_timeout` (`timeout_sync` through `msecs_to_jiffies`: 31 jiffies for
+/// 124 ms at HZ = 250) and has passed once that jiffy begins (`time_is_before_eq_jiffies`),
+/// so a queue set in service 2.9 ms into a 4 ms jiffy times out 121.1 ms later, not 124.
+/// `bfq_select_queue` then expires it (BFQQE_BUDGET_TIMEOUT) and serves the other queue,
+/// as the kernel did in the recording `seq-readers-rotational-nomerges1-file`.
+#[test]
+fn bfq_budget_timeout_passes_at_the_start_of_its_jiffy() {
+    let cfg = cfg_with(&[("hz", 250), ("timeout_sync", 124), ("low_latency", 0)]);
+    let mut s = Bfq::new(cfg);
+    let t0 = Nanos::from_us(2_900);
+    s.insert(rq(1, 1).sector(1000).build(), t0);
+    s.insert(rq(2, 2).sector(1 << 30).build(), t0);
+    let r = dispatched(s.dispatch(t0));
+    let q = s.bics[&r.ctx].sync_q.unwrap();
+    assert_eq!(s.queues[q].budget_timeout, 124 * MS, "jiffy 0 + 31 jiffies");
+    assert!(!s.budget_timed_out(q, 124 * MS - 1));
+    s.complete(&r, Nanos::from_ms(4));
+    assert!(matches!(
+        s.dispatch(Nanos::from_ms(4)),
+        Dispatch::Idle { .. }
+    ));
+    // Its next request comes 121.5 ms after it was set in service: bfq_rq_enqueued finds
+    // the budget timed out and expires it (BFQQE_BUDGET_TIMEOUT).
+    let t = Nanos::from_us(124_400);
+    s.insert(rq(3, r.ctx.0).sector(1008).build(), t);
+    assert_ne!(
+        dispatched(s.dispatch(t)).ctx,
+        r.ctx,
+        "the other queue is served"
+    );
+    // At HZ = 1000 the same queue has until 127 ms (jiffy 2 + 125).
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(1, 1).sector(1000).build(), t0);
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    dispatched(s.dispatch(t0));
+    assert_eq!(s.queues[q].budget_timeout, 127 * MS);
 }
 
 /// `idling_boosts_thr_without_issues` (mainline): idling boosts throughput on a rotational

@@ -199,11 +199,12 @@ impl Bfq {
     /// A soft real-time queue set in service after waiting: move its raising start forward by
     /// the time it was not served.
     pub(super) fn softrt_shift_on_service(&mut self, q: usize, t: Tick) {
+        let timeout_passed = self.jiffy_passed(self.queues[q].budget_timeout, t);
         let qq = &mut self.queues[q];
         if t > qq.last_wr_start_finish
             && qq.wr_coeff > 1
             && qq.wr_cur_max_time == RT_MAX_TIME
-            && t > qq.budget_timeout
+            && timeout_passed
         {
             if qq.budget_timeout > qq.last_wr_start_finish {
                 qq.last_wr_start_finish += t - qq.budget_timeout;
