@@ -1820,6 +1820,8 @@ fn bfq_set_budget_timeout_counts_whole_jiffies() {
             "timeout_sync {timeout_sync}"
         );
     }
+}
+
 /// `bfq_set_budget_timeout` and `bfq_bfqq_budget_timeout` (6.18) count jiffies: the timeout
 /// is `jiffies + bfq_timeout` (`timeout_sync` through `msecs_to_jiffies`: 31 jiffies for
 /// 124 ms at HZ = 250) and has passed once that jiffy begins (`time_is_before_eq_jiffies`),
