@@ -64,6 +64,11 @@
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
+//! - bfq's stamps at an insertion read the submitter's plug clock (`blk_time_get_ns`, 6.9+):
+//!   the time its process allocated the first request still waiting for insertion (or got a
+//!   tag after sleeping), else the insertion's time; `bfq_check_waker`'s difference wraps as
+//!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps),
+//!   and a dispatch reads the real time (the kernel's, run from a plug flush, the plug clock).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
 //!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test count jiffies of the
 //!   configured `hz` (the kernel's `CONFIG_HZ`, 1000 by default, 250 on the kernel the
