@@ -240,8 +240,12 @@ const FRESH_KFID21: &str = "cgroup-weights-three-groups";
 /// other recordings made in the same round agree on 100% (docs/testing.md).
 ///
 /// With bfq's log order (branch kfid20) merged beside the groups: 37.2% (diverging at 518,
-/// where ours is asked after two more of the group's reads arrived); under investigation.
-const BFQ_KFID21: f64 = 37.2;
+/// where ours is asked after two more of the group's reads arrived). Branch kfid26: 37.3%
+/// with bfq's insertion stamps on the plug's cached clock (`blk_time_get_ns`); the kernel
+/// injected there through `bfq_select_queue`'s waker branch (fio 21819, fio 21818's waker
+/// since 34121.619834), ours through the inject limit, having confirmed fio 21816 as the
+/// waker after a detection the kernel did not make (docs/testing.md).
+const BFQ_KFID21: f64 = 37.3;
 
 /// The recordings branch kfresh16 held out (30 November 2026, 16:11-16:13 UTC, load average
 /// 2.2-9.4, Linux 6.18.44, HZ = 250): the first with scheduler tunables and queue attributes
@@ -488,7 +492,7 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("per-io-priorities-cmdprio", "none", 100.0),
     ("per-io-priorities-cmdprio", "mq-deadline", 98.8),
     ("per-io-priorities-cmdprio", "kyber", 100.0),
-    ("per-io-priorities-cmdprio", "bfq", 98.7),
+    ("per-io-priorities-cmdprio", "bfq", 99.7),
     ("posixaio-and-sync-engines-nr16", "none", 100.0),
     ("posixaio-and-sync-engines-nr16", "mq-deadline", 100.0),
     ("posixaio-and-sync-engines-nr16", "kyber", 100.0),

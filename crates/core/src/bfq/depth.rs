@@ -112,6 +112,13 @@ pub(super) struct TagWait {
     /// (a tag taken or freed, a depth set, a new head) none can, and the heads are not
     /// looked at again.
     refused: Option<(u64, u64)>,
+    /// Each process's plug clock (`blk_time_get_ns`, block/blk.h since 6.9): the time its
+    /// plug cached at its first allocation since it last had nothing allocated ahead, or
+    /// when it got a tag after sleeping for one (the sleep drops the cached time). bfq's
+    /// stamps at an insertion read it.
+    plug_clock: IdMap<CtxId, Tick>,
+    /// The request [`Bfq::allocate`] is admitting now (its tag taken without a sleep).
+    allocating: Option<u64>,
 }
 
 /// A head of [`TagWait`]: what is allocating a tag.
@@ -168,8 +175,28 @@ impl Bfq {
         let w = &mut self.tag_wait;
         w.seq += 1;
         w.len += 1;
+        w.allocating = Some(rq.id.0);
         w.heads.push_back((Head::Alone(rq), depth));
         self.admit_waiting(t);
+        self.tag_wait.allocating = None;
+    }
+
+    /// The plug clock of `ctx` at time `t` (`blk_time_get_ns` in the submitter's context):
+    /// its cached time if it allocated ahead, else `t` (no plug modelled).
+    pub(super) fn plug_clock(&self, ctx: CtxId, t: Tick) -> Tick {
+        self.tag_wait.plug_clock.get(&ctx).map_or(t, |&c| c.min(t))
+    }
+
+    /// `ctx` was inserted: its plug is flushed once it has nothing allocated ahead left.
+    pub(super) fn drop_plug_clock(&mut self, ctx: CtxId) {
+        let w = &mut self.tag_wait;
+        let ahead = w.held.values().any(|(r, _, _)| r.ctx == ctx)
+            || w.heads
+                .iter()
+                .any(|(h, _)| matches!(h, Head::Alone(r) if r.ctx == ctx));
+        if !ahead {
+            w.plug_clock.remove(&ctx);
+        }
     }
 
     /// As [`Bfq::allocate`], for a request whose task sleeps for its tag until
@@ -267,7 +294,16 @@ impl Bfq {
     fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
         let w = &mut self.tag_wait;
         w.len -= 1;
+<<<<<<< HEAD
         let bit = self.tags.take_bit(depth, rq.cpu);
+=======
+        if w.allocating == Some(rq.id.0) {
+            w.plug_clock.entry(rq.ctx).or_insert(t);
+        } else {
+            w.plug_clock.insert(rq.ctx, t);
+        }
+        let bit = self.tags.take_bit(depth, rq.ctx.0);
+>>>>>>> kfid26
         let w = &mut self.tag_wait;
         match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
             Some(i) => {

@@ -36,7 +36,8 @@ impl Bfq {
     /// A "first request" of sync queue `q` arrives: its process has no other request queued
     /// or in flight (`RQ_BIC(rq)->requests <= 1`). Periodic reset, and maybe start measuring
     /// its total service time.
-    pub(super) fn inject_on_first_request(&mut self, q: usize, t: Tick) {
+    /// `now_ns` is the plug clock (`blk_time_get_ns`), which stamps the measurement's start.
+    pub(super) fn inject_on_first_request(&mut self, q: usize, t: Tick, now_ns: Tick) {
         if t >= self.queues[q].decrease_time + 1000 * MS {
             self.reset_inject_limit(q, t);
         }
@@ -46,7 +47,7 @@ impl Bfq {
                 || (qq.last_serv_time > 0 && self.inj.rqs_injected && self.rq_in_driver > 0))
             && t >= qq.decrease_time + 10 * MS
         {
-            self.inj.last_empty_occupied = t;
+            self.inj.last_empty_occupied = now_ns;
             self.inj.wait_dispatch = true;
             if self.rq_in_driver == 0 {
                 self.inj.rqs_injected = false;
@@ -89,7 +90,10 @@ impl Bfq {
         let Some(last) = self.last_completed_q else {
             return;
         };
-        if last == q || self.queues[q].has_short_ttime || t - self.last_completion >= 4 * MS {
+        // `t` is the plug clock: a completion bfq saw after the submitter's plug cached its
+        // time makes the kernel's `u64` difference wrap, far above 4 ms.
+        let since = t - self.last_completion;
+        if last == q || self.queues[q].has_short_ttime || !(0..4 * MS).contains(&since) {
             return;
         }
         let slice = self.slice_idle();

@@ -64,6 +64,11 @@
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
 //!   queue merging is decided on insert only (the kernel also tries on bio merges).
+//! - bfq's stamps at an insertion read the submitter's plug clock (`blk_time_get_ns`, 6.9+):
+//!   the time its process allocated the first request still waiting for insertion (or got a
+//!   tag after sleeping), else the insertion's time; `bfq_check_waker`'s difference wraps as
+//!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps),
+//!   and a dispatch reads the real time (the kernel's, run from a plug flush, the plug clock).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
 //!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, and the budget timeout
 //!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
@@ -423,6 +428,22 @@ impl Bfq {
     // ----- insertion -----
 
     fn insert_at(&mut self, rq: Request, depth: Depth, bit: Option<u32>, t: Tick) {
+        let ctx = rq.ctx;
+        let now_ns = self.plug_clock(ctx, t);
+        self.insert_with_clock(rq, depth, bit, t, now_ns);
+        self.drop_plug_clock(ctx);
+    }
+
+    /// `bfq_insert_request` at time `t` (jiffies-counted state), its process's plug clock
+    /// reading `now_ns` (`blk_time_get_ns`: think time, arrival stamps, FIFO expiry).
+    fn insert_with_clock(
+        &mut self,
+        rq: Request,
+        depth: Depth,
+        bit: Option<u32>,
+        t: Tick,
+        now_ns: Tick,
+    ) {
         let mut q = self.queue_for(&rq, t);
         self.bics.get_mut(&rq.ctx).expect("bic").requests += 1;
         if let Some(n) = self.setup_cooperator(q, Some(&rq), t) {
@@ -433,13 +454,14 @@ impl Bfq {
             q = n;
         }
         self.count_allocated(q, true);
-        self.update_io_thinktime(q, t);
+        self.update_io_thinktime(q, now_ns);
         self.update_has_short_ttime(q, rq.ctx, t);
         self.update_io_seektime(q, &rq, t);
         let sync = rq.is_sync();
         let sectors = rq.sectors;
         let end = rq.end();
         let key: Key = (rq.sector, rq.id.0);
+<<<<<<< HEAD
         let expire = t + if sync {
             self.cfg.fifo_expire_sync.0 as Tick
         } else {
@@ -447,22 +469,33 @@ impl Bfq {
         };
         self.rq_queue.insert(rq.id.0, (q, depth, bit, rq.cpu));
         self.add_request(q, rq, t);
+=======
+        let expire = now_ns
+            + if sync {
+                self.cfg.fifo_expire_sync.0 as Tick
+            } else {
+                self.cfg.fifo_expire_async.0 as Tick
+            };
+        self.rq_queue.insert(rq.id.0, (q, depth, bit));
+        self.add_request(q, rq, t, now_ns);
+>>>>>>> kfid26
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
     }
 
-    fn add_request(&mut self, q: usize, rq: Request, t: Tick) {
+    /// `bfq_add_request` at `t`; `now_ns` is its `blk_time_get_ns` (the plug clock).
+    fn add_request(&mut self, q: usize, rq: Request, t: Tick, now_ns: Tick) {
         let old_wr = self.queues[q].wr_coeff;
         let sync = rq.is_sync();
         let ctx = rq.ctx;
         self.queues[q].queued[usize::from(sync)] += 1;
         self.queued += 1;
         if self.queues[q].sync && self.bics[&ctx].requests <= 1 {
-            self.check_waker(q, t);
-            self.inject_on_first_request(q, t);
+            self.check_waker(q, now_ns);
+            self.inject_on_first_request(q, t, now_ns);
         }
         if self.queues[q].sync {
-            self.update_io_intensity(q, t);
+            self.update_io_intensity(q, now_ns);
         }
         let key: Key = (rq.sector, rq.id.0);
         self.queues[q].sort.insert(key, rq);
@@ -484,7 +517,7 @@ impl Bfq {
         }
         let mut interactive = false;
         if !self.queues[q].busy {
-            interactive = self.handle_idle_busy_switch(q, old_wr, ctx, t);
+            interactive = self.handle_idle_busy_switch(q, old_wr, ctx, t, now_ns);
         } else {
             let qq = &self.queues[q];
             if self.cfg.low_latency
@@ -510,11 +543,19 @@ impl Bfq {
 
     /// A queue goes from idle to busy: budget, raising, burst and I/O-bound bookkeeping, then
     /// activation and possibly preemption of the in-service queue. Returns `interactive`.
-    fn handle_idle_busy_switch(&mut self, q: usize, old_wr: u64, ctx: CtxId, t: Tick) -> bool {
+    /// `now_ns` is the plug clock (`arrived_in_time`).
+    fn handle_idle_busy_switch(
+        &mut self,
+        q: usize,
+        old_wr: u64,
+        ctx: CtxId,
+        t: Tick,
+        now_ns: Tick,
+    ) -> bool {
         let qq = &self.queues[q];
         let idle_for_long =
             qq.dispatched == 0 && t > qq.budget_timeout + weight_raising::MIN_IDLE_TIME;
-        let arrived_in_time = t <= qq.last_end_request + 3 * self.slice_idle();
+        let arrived_in_time = now_ns <= qq.last_end_request + 3 * self.slice_idle();
         let in_burst = qq.in_large_burst;
         let default_weight = qq.orig_weight == weight_raising::DEFAULT_WEIGHT;
         let soft_rt = self.cfg.low_latency

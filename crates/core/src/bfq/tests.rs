@@ -508,7 +508,7 @@ fn bfq_inject_limit_resets_after_one_second() {
     s.queues[q].last_serv_time = 7;
     s.queues[q].sort.clear();
     s.queues[q].has_short_ttime = true;
-    s.inject_on_first_request(q, 1001 * MS);
+    s.inject_on_first_request(q, 1001 * MS, 1001 * MS);
     assert_eq!(
         s.queues[q].inject_limit, 0,
         "short think time restarts at 0"
@@ -3486,4 +3486,25 @@ fn bfq_charges_a_request_its_size_at_dispatch_merged_bios_included() {
     assert!(matches!(s.dispatch(Nanos::ZERO), Dispatch::Request(r) if r.sectors == 64));
     let q = s.in_service.expect("the reader's queue is in service");
     assert_eq!(s.wf.entities[s.queues[q].eid].service, 64);
+}
+
+/// Since 6.9 bfq's stamps at an insertion (`rq->fifo_time` in `__bfq_insert_request`, the
+/// think time, `bfq_add_request`'s `now_ns`) read `blk_time_get_ns` (block/blk.h): in the
+/// submitter's context, the time its plug cached at its first allocation, not the time of
+/// the insertion at the plug's flush.
+#[test]
+fn bfq_stamps_an_insertion_with_the_time_its_plug_cached_at_the_allocation() {
+    let mut s = Bfq::new(cfg_with(&[]));
+    let r = rq(1, 1).sector(1000).build();
+    assert!(Scheduler::allocate(&mut s, r.clone(), at(10)).is_none());
+    Scheduler::insert_allocated(&mut s, r.id, Nanos(at(10).0 + 50_000));
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    let expire = s.queues[q].fifo[0].0;
+    assert_eq!(expire, 10 * MS + s.cfg.fifo_expire_sync.0 as Tick);
+    // The flush drops the cached time: the next allocation caches its own.
+    let r2 = rq(2, 1).sector(2000).build();
+    assert!(Scheduler::allocate(&mut s, r2.clone(), at(20)).is_none());
+    Scheduler::insert_allocated(&mut s, r2.id, at(21));
+    let expire = s.queues[q].fifo.back().unwrap().0;
+    assert_eq!(expire, 20 * MS + s.cfg.fifo_expire_sync.0 as Tick);
 }
