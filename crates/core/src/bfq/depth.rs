@@ -294,16 +294,12 @@ impl Bfq {
     fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
         let w = &mut self.tag_wait;
         w.len -= 1;
-<<<<<<< HEAD
-        let bit = self.tags.take_bit(depth, rq.cpu);
-=======
         if w.allocating == Some(rq.id.0) {
             w.plug_clock.entry(rq.ctx).or_insert(t);
         } else {
             w.plug_clock.insert(rq.ctx, t);
         }
-        let bit = self.tags.take_bit(depth, rq.ctx.0);
->>>>>>> kfid26
+        let bit = self.tags.take_bit(depth, rq.cpu);
         let w = &mut self.tag_wait;
         match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
             Some(i) => {

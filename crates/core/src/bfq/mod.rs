@@ -461,24 +461,14 @@ impl Bfq {
         let sectors = rq.sectors;
         let end = rq.end();
         let key: Key = (rq.sector, rq.id.0);
-<<<<<<< HEAD
-        let expire = t + if sync {
-            self.cfg.fifo_expire_sync.0 as Tick
-        } else {
-            self.cfg.fifo_expire_async.0 as Tick
-        };
-        self.rq_queue.insert(rq.id.0, (q, depth, bit, rq.cpu));
-        self.add_request(q, rq, t);
-=======
         let expire = now_ns
             + if sync {
                 self.cfg.fifo_expire_sync.0 as Tick
             } else {
                 self.cfg.fifo_expire_async.0 as Tick
             };
-        self.rq_queue.insert(rq.id.0, (q, depth, bit));
+        self.rq_queue.insert(rq.id.0, (q, depth, bit, rq.cpu));
         self.add_request(q, rq, t, now_ns);
->>>>>>> kfid26
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
     }

@@ -166,6 +166,36 @@ impl<'a> Replay<'a> {
         self.median
     }
 
+    /// When ours completes request `i`, dispatched now: after the kernel's service time for
+    /// it ([`Self::service`]), and at the kernel's pace no earlier than bfq's log shows the
+    /// kernel learned of the completion. Ours dispatches at the time the log shows the
+    /// choice, a few microseconds before the issue event the service counts from, so a
+    /// completion would otherwise reach ours before insertions it followed in the kernel
+    /// (bfq's stamps at an insertion, `bfq_check_waker`'s among them, compare with it).
+    fn completion_at(&self, i: usize) -> Nanos {
+        let at = self.now + self.service(i);
+        if self.pace != Pace::Kernel {
+            return at;
+        }
+        let mut k = match i
+            .checked_sub(self.trace.requests.len())
+            .and_then(|m| self.trace.sched_bios.get(m))
+        {
+            Some(m) => m.host,
+            None => i,
+        };
+        for _ in 0..self.trace.requests.len() {
+            if let Some(seen) = self.completion_seen.get(k).copied().flatten() {
+                return at.max(seen);
+            }
+            match self.trace.requests[k].merged_into {
+                Some(j) => k = j,
+                None => break,
+            }
+        }
+        at
+    }
+
     /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
     /// its completion event ([`TracedRequest::service`]). From its issue event even where
     /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
@@ -558,7 +588,7 @@ impl<'a> Replay<'a> {
                     if let Some(d) = self.dispatched.get_mut(first) {
                         *d = true;
                     }
-                    let at = self.now + self.service(first);
+                    let at = self.completion_at(first);
                     self.completions.push(Reverse((at, rq.id.0)));
                     if self.pace != Pace::Device {
                         self.credits -= 1;
