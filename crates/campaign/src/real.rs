@@ -131,12 +131,30 @@ pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
     Ok(())
 }
 
+/// The bytes the jobs' regions are resolved against on `path`: a block device's size; a new
+/// file's [`bytes_for_new_target`]; an existing file's length, or more when every job gives
+/// its region in bytes and one reaches past the end (fio extends such a file; the target's
+/// open then lays out the rest, and asks for `--allow-overwrite` on a file elevator did not
+/// lay out). A file of 6 bytes under a job of `size=1m` was refused as "past the device's
+/// end (0 bytes)", `--allow-overwrite` or not.
+pub fn target_capacity(path: &Path, file: &FioFile) -> Result<u64, Error> {
+    let tgt_err = |e: target::TargetError| Error::arg("target", e.to_string());
+    let existing = target::existing_size(path).map_err(tgt_err)?;
+    let is_file = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    match existing {
+        None => bytes_for_new_target(file),
+        Some(size) if is_file => Ok(bytes_for_new_target(file).map_or(size, |n| n.max(size))),
+        Some(size) => Ok(size),
+    }
+}
+
 /// How many bytes a new target must hold: every job must give its region in bytes.
 pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
-    let mut need = 0;
+    let mut need = 0u64;
     for def in &file.jobs {
         let c = &def.config;
-        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
+        // fio reads `size=0` as no size given.
+        let (Some(size @ 1..), None, None) = (c.size, c.size_frac, c.offset_frac) else {
             return Err(file
                 .job_error(
                     def,
@@ -145,7 +163,7 @@ pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
                 )
                 .into());
         };
-        need = need.max(c.offset.unwrap_or(0) + size);
+        need = need.max(c.offset.unwrap_or(0).saturating_add(size));
     }
     Ok(need)
 }
@@ -218,10 +236,7 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
     let ramp = ramp_time(&file)?;
     let seed = spec.seed.unwrap_or(1);
     let tgt_err = |e: target::TargetError| Error::arg("target", e.to_string());
-    let capacity = match target::existing_size(&target_path).map_err(tgt_err)? {
-        Some(size) => size,
-        None => bytes_for_new_target(&file)?,
-    };
+    let capacity = target_capacity(&target_path, &file)?;
     let mut groups = GroupTree::new();
     let (probe, _) = build_jobs(&file, capacity, seed, &mut groups)?;
     let rotational = target::rotational(&target_path);

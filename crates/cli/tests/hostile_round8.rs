@@ -9,14 +9,7 @@ mod common {
     pub mod bounded;
     pub mod child;
 }
-use common::bounded::{clean_error, elevator, elevator_within};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// A minute: every case here is refused or run in well under a second.
-const MINUTE: Duration = Duration::from_secs(60);
+use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
 
 // ----- round 7's leftovers -----
 
