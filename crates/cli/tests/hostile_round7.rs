@@ -5,7 +5,6 @@
 //! run is bounded in time, so a hang fails instead of waiting.
 
 use std::path::Path;
-use std::time::Duration;
 
 mod common {
     pub mod bounded;

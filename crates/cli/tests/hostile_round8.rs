@@ -3,7 +3,6 @@
 //! time, so a hang fails instead of waiting.
 
 use std::path::Path;
-use std::time::Duration;
 
 mod common {
     pub mod bounded;
