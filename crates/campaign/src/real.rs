@@ -221,12 +221,44 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
         }
     };
     let target_path = target_of(&file, spec.target.as_deref().map(Path::new))?;
+    // The job file as its own target was refused by `elevator run` only: here, with the
+    // target's capacity now its jobs' sizes, `allow_overwrite=True` would have extended the
+    // job file and written over it.
+    if let Some(job) = &spec.fio {
+        use std::os::unix::fs::MetadataExt;
+        let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        if id(&target_path).is_some() && id(&target_path) == id(Path::new(job)) {
+            return Err(Error::arg(
+                "target",
+                format!(
+                    "{} is the job file this run reads: the target is written, which would \
+                     destroy it (allow_overwrite does not cover an input); choose another target",
+                    target_path.display()
+                ),
+            ));
+        }
+    }
     let names = if spec.sched.is_empty() {
         vec!["none".to_string()]
     } else {
         spec.sched.clone()
     };
     let infos: Vec<SchedulerSpec> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
+    // Each scheduler once, by name or alias (`["none", "noop"]` ran one twice), as
+    // `elevator run --sched` since round 9.
+    for (i, a) in infos.iter().enumerate() {
+        if let Some(j) = infos[..i].iter().position(|b| b.name == a.name) {
+            return Err(Error::arg(
+                "sched",
+                format!(
+                    "{:?} and {:?} name one scheduler ({}): give each once",
+                    elevator_workload::fio_file::excerpt(&names[j]),
+                    elevator_workload::fio_file::excerpt(&names[i]),
+                    a.name
+                ),
+            ));
+        }
+    }
     let mut extra = Settings::new();
     for (k, v) in &spec.set {
         extra.set(k, *v);
