@@ -674,22 +674,7 @@ impl OutputOpts {
                 );
             }
             for i in inputs {
-                let in_dir = i
-                    .path
-                    .parent()
-                    .map(|d| {
-                        if d.as_os_str().is_empty() {
-                            Path::new(".")
-                        } else {
-                            d
-                        }
-                    })
-                    .and_then(identity);
-                let name = i.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if in_dir.is_some()
-                    && in_dir == dir_id
-                    && (name == "index.html" || name.ends_with(".svg"))
-                {
+                if page_file(&i.path) {
                     bail!(
                         "--report {}: would write over {} ({}), which this command reads",
                         dir.display(),
