@@ -431,6 +431,52 @@ mod tests {
         assert_eq!(e.line(), Some(1));
     }
 
+    /// Round 10 (issue 32): a file smaller than its jobs is sized by them (it was "past the
+    /// device's end (0 bytes)"), and `size=0` is no size, as fio reads it.
+    #[test]
+    fn an_existing_file_is_sized_by_its_jobs_when_they_reach_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::write(&t, "hello\n").unwrap();
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=1m\n");
+        assert_eq!(target_capacity(&t, &f).unwrap(), 1 << 20);
+        std::fs::write(&t, vec![1u8; 4 << 20]).unwrap();
+        assert_eq!(target_capacity(&t, &f).unwrap(), 4 << 20);
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=50%\n");
+        assert_eq!(target_capacity(&t, &f).unwrap(), 4 << 20);
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=0\n");
+        assert!(bytes_for_new_target(&f).is_err(), "size=0 is no size");
+    }
+
+    /// Round 10: `elevator.run` of a job file onto itself, or of one scheduler twice (by
+    /// its alias), is refused before the target is touched.
+    #[test]
+    fn run_refuses_its_job_file_as_target_and_a_scheduler_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("w.fio");
+        std::fs::write(&job, "[w]\nrw=write\nbs=4k\nsize=1m\n").unwrap();
+        let p = |p: &Path| p.to_str().unwrap().to_string();
+        let spec = RealSpec {
+            fio: Some(p(&job)),
+            target: Some(p(&job)),
+            allow_overwrite: true,
+            ..RealSpec::default()
+        };
+        let e = run(&spec, None).unwrap_err().to_string();
+        assert!(e.contains("job file"), "{e}");
+        assert!(std::fs::read_to_string(&job).unwrap().starts_with("[w]"));
+        let t = dir.path().join("t");
+        let spec = RealSpec {
+            fio: Some(p(&job)),
+            target: Some(p(&t)),
+            sched: vec!["none".into(), "noop".into()],
+            ..RealSpec::default()
+        };
+        let e = run(&spec, None).unwrap_err().to_string();
+        assert!(e.contains("name one scheduler"), "{e}");
+        assert!(!t.exists(), "refused before the target was made");
+    }
+
     #[test]
     fn buffers_larger_than_memory_are_refused_at_the_iodepth_line() {
         let f = parse("[big]\nrw=randread\nbs=1g\niodepth=4096\nsize=1m\n");
