@@ -4,7 +4,6 @@
 //! `include`, a clock driven past its range by a rate, `reproduce --seeds` at its limit. Every
 //! run is bounded in time, so a hang fails instead of waiting.
 
-
 mod common {
     pub mod bounded;
     pub mod child;
