@@ -349,8 +349,8 @@ pub fn mount_fs_type(mountinfo: &str, mountpoint: &std::path::Path) -> Option<St
 
 /// Refuse a mountpoint where a FUSE filesystem is already mounted (another `elevator mount`
 /// on the same point): the second mount hid the first, whose daemon went on serving nobody,
-/// and its figures then counted nothing. A stale one (its daemon killed) is named by
-/// [`check_not_nested`]'s `stat`.
+/// and its figures then counted nothing. A stale one (its daemon killed) is named as such,
+/// with how to unmount it.
 pub fn check_not_mounted(mountpoint: &std::path::Path) -> Result<(), MountError> {
     let Ok(canon) = std::fs::canonicalize(mountpoint) else {
         return Ok(());
@@ -359,6 +359,14 @@ pub fn check_not_mounted(mountpoint: &std::path::Path) -> Result<(), MountError>
         return Ok(());
     };
     match mount_fs_type(&info, &canon) {
+        // A dead one (its daemon killed): its own message and hint.
+        Some(t)
+            if (t == "fuse" || t.starts_with("fuse."))
+                && std::fs::metadata(mountpoint)
+                    .is_err_and(|e| e.raw_os_error() == Some(libc::ENOTCONN)) =>
+        {
+            Err(stale(mountpoint))
+        }
         Some(t) if t == "fuse" || t.starts_with("fuse.") => Err(MountError::Config(format!(
             "{} is already the mountpoint of a FUSE filesystem ({t}): a second mount would \
              hide it; unmount it first (fusermount3 -u {})",
