@@ -118,6 +118,9 @@ class Campaign:
 
     def cell_path(self, cell: int) -> Path:
         """The Parquet file of cell ``cell``'s jobs table."""
+        # Checked as ``coordinates`` checks it: -1 gave ``-000001.parquet``, nan
+        # ``0000nan.parquet``, 2**70 a cell the grid does not have.
+        cell = _check.integer("cell", cell, 0, max(0, len(self) - 1))
         return self.store / "cells" / f"{cell:07}.parquet"
 
     def done(self) -> list[int]:

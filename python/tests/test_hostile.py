@@ -188,11 +188,21 @@ def test_run_refuses_bad_arguments_before_touching_anything(tmp_path):
         (dict(fio_text=None), "exactly one"),
         (dict(job=3), "job"),
         (dict(fio_text=7), "fio_text"),
+        # Round 10: one scheduler by its alias ran twice.
+        (dict(fio_text=FIO, target=target, sched=["none", "noop"]), "sched"),
     ]:
         with pytest.raises(elevator.ElevatorError) as e:
             elevator.run(**kw)
         assert name in str(e.value), (kw, str(e.value))
     assert not target.exists(), "the target was touched"
+    # Round 10: the job file as its own target, with allow_overwrite (now that a small file
+    # is extended to its jobs' size, it would have been overwritten).
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.run(job, target=job, allow_overwrite=True)
+    assert "job file" in str(e.value), str(e.value)
+    assert job.read_text().startswith("[w]"), "the job file was written"
 
 
 def test_campaign_refuses_bad_stores_grids_and_run_arguments(tmp_path):
@@ -242,6 +252,10 @@ def test_campaign_refuses_bad_stores_grids_and_run_arguments(tmp_path):
     for cell in [-1, len(c), 2**64, 1.0, None]:
         with pytest.raises(elevator.ElevatorError) as e:
             c.coordinates(cell)
+        assert "cell" in str(e.value)
+        # Round 10: cell_path(-1) gave cells/-000001.parquet, nan cells/0000nan.parquet.
+        with pytest.raises(elevator.ElevatorError) as e:
+            c.cell_path(cell)
         assert "cell" in str(e.value)
     assert c.missing() == [0, 1], "nothing ran"
 

@@ -119,7 +119,17 @@ pub fn check_simulated_work(
         else {
             continue;
         };
-        total = total.saturating_add(ios.saturating_mul(u64::from(def.numjobs)));
+        // As the run counts its work (`Simulation::work_done`): an I/O once per started
+        // 64 KiB (`size=100g bs=1m`, 10^5 I/Os, computes as long as 1.6 x 10^6 of 4 KiB).
+        let per_io = def
+            .config
+            .bs
+            .div_ceil(elevator_sim::WORK_UNIT_SECTORS * SECTOR_BYTES)
+            .max(1);
+        total = total.saturating_add(
+            ios.saturating_mul(per_io)
+                .saturating_mul(u64::from(def.numjobs)),
+        );
         if total > max_ios {
             let field = match (def.config.number_ios, def.config.io_size) {
                 (Some(n), _) if n == ios => "number_ios",
@@ -131,7 +141,8 @@ pub fn check_simulated_work(
                 field,
                 format!(
                     "{ios} I/Os of {} bytes{}: the job file's jobs imply more than {max_ios} \
-                     I/Os in all (the simulator computes a few hundred thousand a second); \
+                     I/Os in all (an I/O counted once per started 64 KiB; the simulator \
+                     computes a few hundred thousand a second); \
                      bound it (runtime=, number_ios=, a smaller size=) or run it as asked \
                      with `elevator sim --max-ios N` (Python: `max_ios=N`; `elevator run` runs \
                      it on a device)",

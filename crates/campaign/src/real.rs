@@ -131,12 +131,30 @@ pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
     Ok(())
 }
 
+/// The bytes the jobs' regions are resolved against on `path`: a block device's size; a new
+/// file's [`bytes_for_new_target`]; an existing file's length, or more when every job gives
+/// its region in bytes and one reaches past the end (fio extends such a file; the target's
+/// open then lays out the rest, and asks for `--allow-overwrite` on a file elevator did not
+/// lay out). A file of 6 bytes under a job of `size=1m` was refused as "past the device's
+/// end (0 bytes)", `--allow-overwrite` or not.
+pub fn target_capacity(path: &Path, file: &FioFile) -> Result<u64, Error> {
+    let tgt_err = |e: target::TargetError| Error::arg("target", e.to_string());
+    let existing = target::existing_size(path).map_err(tgt_err)?;
+    let is_file = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    match existing {
+        None => bytes_for_new_target(file),
+        Some(size) if is_file => Ok(bytes_for_new_target(file).map_or(size, |n| n.max(size))),
+        Some(size) => Ok(size),
+    }
+}
+
 /// How many bytes a new target must hold: every job must give its region in bytes.
 pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
-    let mut need = 0;
+    let mut need = 0u64;
     for def in &file.jobs {
         let c = &def.config;
-        let (Some(size), None, None) = (c.size, c.size_frac, c.offset_frac) else {
+        // fio reads `size=0` as no size given.
+        let (Some(size @ 1..), None, None) = (c.size, c.size_frac, c.offset_frac) else {
             return Err(file
                 .job_error(
                     def,
@@ -145,7 +163,7 @@ pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
                 )
                 .into());
         };
-        need = need.max(c.offset.unwrap_or(0) + size);
+        need = need.max(c.offset.unwrap_or(0).saturating_add(size));
     }
     Ok(need)
 }
@@ -203,12 +221,44 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
         }
     };
     let target_path = target_of(&file, spec.target.as_deref().map(Path::new))?;
+    // The job file as its own target was refused by `elevator run` only: here, with the
+    // target's capacity now its jobs' sizes, `allow_overwrite=True` would have extended the
+    // job file and written over it.
+    if let Some(job) = &spec.fio {
+        use std::os::unix::fs::MetadataExt;
+        let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        if id(&target_path).is_some() && id(&target_path) == id(Path::new(job)) {
+            return Err(Error::arg(
+                "target",
+                format!(
+                    "{} is the job file this run reads: the target is written, which would \
+                     destroy it (allow_overwrite does not cover an input); choose another target",
+                    target_path.display()
+                ),
+            ));
+        }
+    }
     let names = if spec.sched.is_empty() {
         vec!["none".to_string()]
     } else {
         spec.sched.clone()
     };
     let infos: Vec<SchedulerSpec> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
+    // Each scheduler once, by name or alias (`["none", "noop"]` ran one twice), as
+    // `elevator run --sched` since round 9.
+    for (i, a) in infos.iter().enumerate() {
+        if let Some(j) = infos[..i].iter().position(|b| b.name == a.name) {
+            return Err(Error::arg(
+                "sched",
+                format!(
+                    "{:?} and {:?} name one scheduler ({}): give each once",
+                    elevator_workload::fio_file::excerpt(&names[j]),
+                    elevator_workload::fio_file::excerpt(&names[i]),
+                    a.name
+                ),
+            ));
+        }
+    }
     let mut extra = Settings::new();
     for (k, v) in &spec.set {
         extra.set(k, *v);
@@ -218,10 +268,7 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
     let ramp = ramp_time(&file)?;
     let seed = spec.seed.unwrap_or(1);
     let tgt_err = |e: target::TargetError| Error::arg("target", e.to_string());
-    let capacity = match target::existing_size(&target_path).map_err(tgt_err)? {
-        Some(size) => size,
-        None => bytes_for_new_target(&file)?,
-    };
+    let capacity = target_capacity(&target_path, &file)?;
     let mut groups = GroupTree::new();
     let (probe, _) = build_jobs(&file, capacity, seed, &mut groups)?;
     let rotational = target::rotational(&target_path);
@@ -382,6 +429,52 @@ mod tests {
             panic!("a located error")
         };
         assert_eq!(e.line(), Some(1));
+    }
+
+    /// Round 10 (issue 32): a file smaller than its jobs is sized by them (it was "past the
+    /// device's end (0 bytes)"), and `size=0` is no size, as fio reads it.
+    #[test]
+    fn an_existing_file_is_sized_by_its_jobs_when_they_reach_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::write(&t, "hello\n").unwrap();
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=1m\n");
+        assert_eq!(target_capacity(&t, &f).unwrap(), 1 << 20);
+        std::fs::write(&t, vec![1u8; 4 << 20]).unwrap();
+        assert_eq!(target_capacity(&t, &f).unwrap(), 4 << 20);
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=50%\n");
+        assert_eq!(target_capacity(&t, &f).unwrap(), 4 << 20);
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=0\n");
+        assert!(bytes_for_new_target(&f).is_err(), "size=0 is no size");
+    }
+
+    /// Round 10: `elevator.run` of a job file onto itself, or of one scheduler twice (by
+    /// its alias), is refused before the target is touched.
+    #[test]
+    fn run_refuses_its_job_file_as_target_and_a_scheduler_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("w.fio");
+        std::fs::write(&job, "[w]\nrw=write\nbs=4k\nsize=1m\n").unwrap();
+        let p = |p: &Path| p.to_str().unwrap().to_string();
+        let spec = RealSpec {
+            fio: Some(p(&job)),
+            target: Some(p(&job)),
+            allow_overwrite: true,
+            ..RealSpec::default()
+        };
+        let e = run(&spec, None).unwrap_err().to_string();
+        assert!(e.contains("job file"), "{e}");
+        assert!(std::fs::read_to_string(&job).unwrap().starts_with("[w]"));
+        let t = dir.path().join("t");
+        let spec = RealSpec {
+            fio: Some(p(&job)),
+            target: Some(p(&t)),
+            sched: vec!["none".into(), "noop".into()],
+            ..RealSpec::default()
+        };
+        let e = run(&spec, None).unwrap_err().to_string();
+        assert!(e.contains("name one scheduler"), "{e}");
+        assert!(!t.exists(), "refused before the target was made");
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod common {
     pub mod direct_io;
     pub mod stdin;
 }
-use common::bounded::{clean_error, elevator, Out};
+use common::bounded::{clean_error, elevator, s, Out};
 use common::child::wait_within;
 use common::direct_io::direct_io_works;
 use common::stdin::with_stdin;
@@ -85,10 +85,6 @@ fn signal_and_wait(mut child: Child, sig: i32) -> Out {
         .status
         .expect("elevator did not end within 30 s of the signal");
     Out::of(status, &done)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 // ----- signals mid-run -----

@@ -14,13 +14,9 @@ mod common {
     pub mod child;
     pub mod stdin;
 }
-use common::bounded::{clean_error, elevator, elevator_within, Out};
+use common::bounded::{clean_error, elevator, elevator_within, s, Out};
 use common::child::wait_within;
 use common::stdin::with_stdin;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(s(p)).unwrap();

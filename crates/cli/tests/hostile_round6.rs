@@ -15,14 +15,10 @@ mod common {
     pub mod direct_io;
     pub mod mount;
 }
-use common::bounded::{clean_error, elevator, elevator_within, Out};
+use common::bounded::{clean_error, elevator, elevator_within, s, Out};
 use common::child::wait_within;
 use common::direct_io::direct_io_works;
 use common::mount::{fuse_available, mounted};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// Whether the tests run as root.
 fn is_root() -> bool {

@@ -3,20 +3,12 @@
 //! time, so a hang fails instead of waiting.
 
 use std::path::Path;
-use std::time::Duration;
 
 mod common {
     pub mod bounded;
     pub mod child;
 }
-use common::bounded::{clean_error, elevator, elevator_within};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// A minute: every case here is refused or run in well under a second.
-const MINUTE: Duration = Duration::from_secs(60);
+use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
 
 // ----- round 7's leftovers -----
 

@@ -335,6 +335,48 @@ pub fn mount_device(mountinfo: &str, mountpoint: &std::path::Path) -> Option<Str
     })
 }
 
+/// The filesystem type (`fuse.elevator`, `ext4` ...) mounted last on `mountpoint`, from
+/// /proc/self/mountinfo's text (proc(5): after the ` - ` separator).
+pub fn mount_fs_type(mountinfo: &str, mountpoint: &std::path::Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let want = mountpoint.as_os_str().as_bytes();
+    mountinfo.lines().rev().find_map(|l| {
+        let at = l.split(' ').nth(4)?;
+        let (_, tail) = l.split_once(" - ")?;
+        (unescape_octal(at) == want).then(|| tail.split(' ').next().unwrap_or("").to_string())
+    })
+}
+
+/// Refuse a mountpoint where a FUSE filesystem is already mounted (another `elevator mount`
+/// on the same point): the second mount hid the first, whose daemon went on serving nobody,
+/// and its figures then counted nothing. A stale one (its daemon killed) is named as such,
+/// with how to unmount it.
+pub fn check_not_mounted(mountpoint: &std::path::Path) -> Result<(), MountError> {
+    let Ok(canon) = std::fs::canonicalize(mountpoint) else {
+        return Ok(());
+    };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Ok(());
+    };
+    match mount_fs_type(&info, &canon) {
+        // A dead one (its daemon killed): its own message and hint.
+        Some(t)
+            if (t == "fuse" || t.starts_with("fuse."))
+                && std::fs::metadata(mountpoint)
+                    .is_err_and(|e| e.raw_os_error() == Some(libc::ENOTCONN)) =>
+        {
+            Err(stale(mountpoint))
+        }
+        Some(t) if t == "fuse" || t.starts_with("fuse.") => Err(MountError::Config(format!(
+            "{} is already the mountpoint of a FUSE filesystem ({t}): a second mount would \
+             hide it; unmount it first (fusermount3 -u {})",
+            mountpoint.display(),
+            mountpoint.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn unescape_octal(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -466,5 +508,19 @@ mod tests {
             Some("0:52")
         );
         assert_eq!(mount_device(info, std::path::Path::new("/tmp/d")), None);
+    }
+
+    /// A second `elevator mount` on one point is told by the type of what is mounted there
+    /// last (`check_not_mounted`); a path where nothing is mounted has none.
+    #[test]
+    fn the_type_of_the_last_mount_on_a_path_is_read_from_mountinfo() {
+        let info = "22 1 253:0 / / rw - ext4 /dev/vda rw\n\
+                    90 22 0:41 / /tmp/a\\040b rw shared:1 - fuse.elevator x rw\n\
+                    91 22 0:52 / /tmp/c rw - tmpfs tmpfs rw\n";
+        let t = |p: &str| mount_fs_type(info, std::path::Path::new(p));
+        assert_eq!(t("/tmp/a b").as_deref(), Some("fuse.elevator"));
+        assert_eq!(t("/tmp/c").as_deref(), Some("tmpfs"));
+        assert_eq!(t("/"), Some("ext4".into()));
+        assert_eq!(t("/tmp/d"), None);
     }
 }

@@ -50,6 +50,9 @@ pub struct Target {
     /// Whether the file's contents are elevator's (laid out now, or marked by an earlier run):
     /// [`Target::remember`] re-marks only such files.
     pub ours: bool,
+    /// Whether it was opened for writing (jobs that write, `--verify`, or a layout): a run
+    /// that only read changed nothing, so [`Target::remember`] leaves it alone.
+    pub writable: bool,
 }
 
 impl Target {
@@ -57,7 +60,9 @@ impl Target {
     /// time in the marker so the next run reuses it. Does nothing for devices and files that
     /// are not ours; a filesystem without user extended attributes is not an error.
     pub fn remember(&self) -> Result<(), TargetError> {
-        if self.kind != TargetKind::File || !self.ours {
+        // A read-only run on a read-only filesystem failed here ("record elevator's layout
+        // marker: Read-only file system"): reading is always allowed, and it changed nothing.
+        if self.kind != TargetKind::File || !self.ours || !self.writable {
             return Ok(());
         }
         marker::write(&self.file).map_err(io_err(&self.path, "record elevator's layout marker"))
@@ -195,6 +200,16 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
         Err(e) => return Err(io_err(path, "stat")(e)),
     };
     match meta {
+        None if fs::symlink_metadata(path).is_ok() => Err(TargetError::Unusable {
+            path: path.to_path_buf(),
+            // Creating through it failed with only "File exists" (O_EXCL on a dangling link).
+            reason: format!(
+                "a symbolic link to {}, which does not exist: give the path it should name",
+                fs::read_link(path)
+                    .map(|t| t.display().to_string().chars().take(80).collect::<String>())
+                    .unwrap_or_else(|_| "?".into())
+            ),
+        }),
         None => {
             let file = open_direct(path, true, true)?;
             if let Err(e) = lay_out(&file, path, 0, spec.need_bytes, spec.stop) {
@@ -210,6 +225,7 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
                 path: path.to_path_buf(),
                 laid_out: true,
                 ours: true,
+                writable: true,
             })
         }
         Some(m) if m.file_type().is_block_device() => {
@@ -241,6 +257,7 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
                 path: path.to_path_buf(),
                 laid_out: false,
                 ours: false,
+                writable: spec.writes,
             })
         }
         Some(m) if m.file_type().is_file() => open_file(path, &m, &spec),
@@ -283,7 +300,8 @@ fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, Targe
             ),
         });
     }
-    let file = open_direct(path, spec.writes || grow, false)?;
+    let writable = spec.writes || grow;
+    let file = open_direct(path, writable, false)?;
     if grow {
         if let Err(e) = lay_out(&file, path, len, spec.need_bytes, spec.stop) {
             // Give back what we added: the file as it was.
@@ -301,6 +319,7 @@ fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, Targe
         path: path.to_path_buf(),
         laid_out: grow,
         ours,
+        writable,
     })
 }
 

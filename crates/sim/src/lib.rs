@@ -36,5 +36,7 @@ pub mod work;
 
 pub use device::{Device, Service};
 pub use drive::DriveModel;
-pub use engine::{JobSlot, Probe, RunReport, Simulation, CLOCK_LIMIT};
+pub use engine::{
+    JobSlot, Probe, RunReport, Simulation, CLOCK_LIMIT, STEPS_PER_IO, WORK_UNIT_SECTORS,
+};
 pub use spec_file::MAX_SPEC_BYTES;

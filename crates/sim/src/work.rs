@@ -158,6 +158,28 @@ mod tests {
         assert!(report.job_error().is_ok());
     }
 
+    /// Round 10 (issue 32): a run's work counts an I/O once per started 64 KiB
+    /// (`Simulation::work_done`), what a large I/O costs the simulator (a 1 MiB read, 16
+    /// times a 4 KiB one on the SSD model's page map): 100 reads of 1 MiB count 1600, and
+    /// stop a run bounded at 1000 after about 63 of them.
+    #[test]
+    fn a_large_io_counts_once_per_64_kib_of_it() {
+        let day = Nanos::from_secs_f64(86_400.0);
+        let ios = implied_ios(
+            day_of_reads(1 << 20, Some(100)),
+            Span::Until(day),
+            PROBE_IOS,
+        )
+        .ios;
+        assert_eq!(ios, 1600);
+        let ios = implied_ios(day_of_reads(4096, Some(100)), Span::Until(day), PROBE_IOS).ios;
+        assert_eq!(ios, 100);
+        let mut sim = day_of_reads(1 << 20, Some(100));
+        sim.bound_ios(1000);
+        let report = sim.run(None);
+        assert_eq!(report.io_bound_passed, Some(1000));
+    }
+
     #[test]
     fn a_run_shorter_than_the_probe_is_counted_exactly() {
         let day = Nanos::from_secs_f64(86_400.0);

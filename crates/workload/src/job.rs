@@ -107,4 +107,12 @@ pub trait Job {
     fn progress(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// Steps of its own model this job computed so far besides its I/Os (a compile's
+    /// page-cache operations, each a page looked up, brought in or aged), for the work bound
+    /// of a simulated run (`elevator_sim::Simulation::work_done`): a job whose model costs
+    /// compute per page, not per I/O, counts it here. 0 (the default) for the rest.
+    fn model_steps(&self) -> u64 {
+        0
+    }
 }

@@ -104,6 +104,13 @@ impl PageCache {
         self.capacity
     }
 
+    /// Operations so far: pages brought in or made most recent (each an insertion into the
+    /// age order), and reads that missed. What the cache's model computed, for a job's
+    /// [`model_steps`](crate::Job::model_steps).
+    pub fn operations(&self) -> u64 {
+        self.stamp.saturating_add(self.misses)
+    }
+
     /// (hits, misses) counted by [`access`](PageCache::access).
     pub fn hits_misses(&self) -> (u64, u64) {
         (self.hits, self.misses)

@@ -332,11 +332,8 @@ pub fn files_named_in_toml(what: &'static str, path: &Path) -> Vec<Input> {
 /// input (a job file given as its own target was overwritten by its first write; a trace
 /// replayed onto itself read back what the replay had written).
 pub fn check_target(target: &Path, inputs: &[Input]) -> anyhow::Result<()> {
-    let Some(id) = identity(target) else {
-        return Ok(());
-    };
     for i in inputs {
-        if identity(&i.path) == Some(id) {
+        if same_file(target, &i.path) {
             bail!(
                 "the target {} is {} this command reads ({}): the target is written, which \
                  would destroy it (--allow-overwrite does not cover an input); choose another \
@@ -375,6 +372,14 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
 enum OutputKey {
     Existing(u64, u64),
     New(PathBuf),
+}
+
+/// Whether `a` and `b` name one file: an existing file by device and inode, one still to be
+/// created by its directory's canonical path and its name (a new target given as an output
+/// too: the run would create the target, then the output would overwrite it).
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    let key = output_key(a);
+    key.is_some() && key == output_key(b)
 }
 
 fn output_key(p: &Path) -> Option<OutputKey> {
@@ -595,6 +600,19 @@ impl OutputOpts {
         if let Some(dir) = &self.report {
             file_named("--report", dir, &written)?;
         }
+        // Each scheduler's files are named by the registry's name (`run`, `replay`) or by the
+        // spelling given (`sim`): both are checked (`--request-log p` with the target
+        // `p.noop.csv` and `--sched none` passed when only `p.none.csv` was compared).
+        let mut spellings: Vec<String> = Vec::new();
+        for s in scheds {
+            let canonical = elevator_core::registry::find(s).map_or(s.as_str(), |i| i.name);
+            for n in [s.as_str(), canonical] {
+                if !spellings.iter().any(|x| x == n) {
+                    spellings.push(n.to_string());
+                }
+            }
+        }
+        let scheds = &spellings;
         if let Some(dir) = &self.blktrace_out {
             file_named("--blktrace-out", dir, &written)?;
             check_dir("--blktrace-out", dir)?;
@@ -627,11 +645,11 @@ impl OutputOpts {
         }
         if let Some(dir) = &self.report {
             check_dir("--report", dir)?;
-            // The page and its plots: index.html and *.svg in the directory.
+            // The page and its plots: index.html and *.svg in the directory, written after
+            // the other outputs (`--json R/index.html --report R` lost the JSON).
             let dir_id = identity(dir);
-            for i in inputs {
-                let in_dir = i
-                    .path
+            let page_file = |p: &Path| {
+                let in_dir = p
                     .parent()
                     .map(|d| {
                         if d.as_os_str().is_empty() {
@@ -641,11 +659,22 @@ impl OutputOpts {
                         }
                     })
                     .and_then(identity);
-                let name = i.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if in_dir.is_some()
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                in_dir.is_some()
                     && in_dir == dir_id
                     && (name == "index.html" || name.ends_with(".svg"))
-                {
+            };
+            if let Some(w) = written.iter().find(|w| page_file(&w.path)) {
+                bail!(
+                    "--report {}: would write over {}, which {} writes: choose another file or \
+                     directory",
+                    dir.display(),
+                    w.path.display(),
+                    w.flag
+                );
+            }
+            for i in inputs {
+                if page_file(&i.path) {
                     bail!(
                         "--report {}: would write over {} ({}), which this command reads",
                         dir.display(),
@@ -655,8 +684,11 @@ impl OutputOpts {
                 }
             }
         }
-        let ids: Vec<(Option<(u64, u64)>, &Input)> =
-            inputs.iter().map(|i| (identity(&i.path), i)).collect();
+        // Inputs by their output key: an input still to be created by the run (a new
+        // target) is named by its path, so an output of that name is refused before the run
+        // creates the target and the output then overwrites it.
+        let ids: Vec<(Option<OutputKey>, &Input)> =
+            inputs.iter().map(|i| (output_key(&i.path), i)).collect();
         let mut seen: HashSet<OutputKey> = HashSet::new();
         for w in &written {
             if let Some(key) = output_key(&w.path) {
@@ -668,10 +700,10 @@ impl OutputOpts {
                     );
                 }
             }
-            let Some(id) = identity(&w.path) else {
+            let Some(id) = output_key(&w.path) else {
                 continue;
             };
-            if let Some((_, i)) = ids.iter().find(|(d, _)| *d == Some(id)) {
+            if let Some((_, i)) = ids.iter().find(|(d, _)| d.as_ref() == Some(&id)) {
                 bail!(
                     "{}: would write {}, which is {} this command reads ({}); writing it would \
                      destroy the input before it is read: choose another output",

@@ -222,13 +222,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         &[],
         &[],
     )?;
-    elevator_mount::check_not_nested(&a.backing, &a.mountpoint).map_err(|e| {
-        anyhow::anyhow!(
-            "elevator mount {} {}: {e}",
-            a.backing.display(),
-            a.mountpoint.display()
-        )
-    })?;
+    elevator_mount::check_not_nested(&a.backing, &a.mountpoint)
+        .and_then(|()| elevator_mount::check_not_mounted(&a.mountpoint))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "elevator mount {} {}: {e}",
+                a.backing.display(),
+                a.mountpoint.display()
+            )
+        })?;
     for dir in [&a.out.blktrace_out, &a.out.report].into_iter().flatten() {
         if let (Ok(d), Ok(m)) = (
             std::fs::canonicalize(dir),

@@ -83,7 +83,7 @@ pub(crate) use elevator_campaign::fio::{build_jobs, ramp_time};
 
 // The checks before the target is touched are the library's, shared with the Python
 // package's `elevator.run` (elevator_campaign::real).
-use elevator_campaign::real::{bytes_for_new_target, check_buffer_memory, write_regions};
+use elevator_campaign::real::{check_buffer_memory, target_capacity, write_regions};
 
 /// Re-marks a target elevator owns when dropped ([`target::Target::remember`]); errors are
 /// reported by the explicit call on the normal path.
@@ -235,10 +235,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         .as_deref()
         .map(super::emulate::model)
         .transpose()?;
-    let capacity = match target::existing_size(&target_path)? {
-        Some(size) => size,
-        None => bytes_for_new_target(&file)?,
-    };
+    let capacity = target_capacity(&target_path, &file)?;
     // Build once to learn the regions (and report job errors before touching the target).
     let mut groups = GroupTree::new();
     let (probe, _) = build_jobs(&file, capacity, args.seed, &mut groups)?;

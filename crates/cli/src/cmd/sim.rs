@@ -46,8 +46,9 @@ pub struct Args {
     /// stream-writer jobs (and a trace job's requests) do in their first I/Os; a run that
     /// does more than that told is stopped at the bound with an error. With --sweep, also
     /// the most all the cells may imply together (each cell's I/Os, told cell by cell before
-    /// any runs, and 1000 for its set-up). Default 100000000 (minutes of simulation); raise
-    /// it to run a longer job or sweep as asked.
+    /// any runs, and 1000 for its set-up). An I/O counts once per started 64 KiB, and a
+    /// compile's page-cache operations once per 4 (what they cost the simulator). Default
+    /// 100000000 (minutes of simulation); raise it to run a longer job or sweep as asked.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_ios: Option<u64>,
     /// fio job files only: report as fio-like text, or as fio-compatible JSON on stdout.

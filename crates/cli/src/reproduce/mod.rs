@@ -108,12 +108,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
     // missing directory or on a directory, a `--report` on a file, were found only after.
-    if let Some(p) = &args.json {
-        crate::cmd::common::check_file("--json", p)?;
+    // Through the shared check: `--json R --report R` ran for minutes, then failed writing
+    // the JSON ("Is a directory") and lost the report too.
+    crate::cmd::common::OutputOpts {
+        json: args.json.clone(),
+        report: args.report.clone(),
+        ..Default::default()
     }
-    if let Some(r) = &args.report {
-        crate::cmd::common::check_dir("--report", r)?;
-    }
+    .check(
+        "reproduce",
+        crate::cmd::common::Supported {
+            json: true,
+            report: true,
+            ..Default::default()
+        },
+        &[],
+        &[],
+        &[],
+    )?;
     let stdout_json = output::json_to_stdout(args.json.as_deref());
     let opts = Opts {
         wakeup: Nanos::from_us(u64::from(args.wakeup_us)),
@@ -135,10 +147,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         })
     };
     let mut docs = Vec::new();
+    // A JSON that fails to be written (a full disk) is kept as an error while the other
+    // experiments run and the report is written: one failed output loses nothing else.
+    let mut outcomes = crate::cmd::common::Outcomes::default();
     let mut done = |name: &str, doc: serde_json::Value| -> anyhow::Result<()> {
         match json_for(name) {
             Some(_) if stdout_json && all => docs.push(doc),
-            Some(p) => output::write_json(&p, &doc)?,
+            Some(p) => {
+                outcomes.keep(output::write_json(&p, &doc));
+            }
             None => {}
         }
         say!();
@@ -172,10 +189,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         done("flash", flash::run(&opts)?)?;
     }
     if stdout_json && all {
-        output::write_json(
+        outcomes.keep(output::write_json(
             std::path::Path::new("-"),
             &serde_json::json!({ "experiments": docs }),
-        )?;
+        ));
     }
-    opts.report.write(args.report.as_deref())
+    outcomes.keep(opts.report.write(args.report.as_deref()));
+    outcomes.finish()
 }

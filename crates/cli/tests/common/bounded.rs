@@ -1,5 +1,6 @@
 //! Run the `elevator` binary under test for a bounded time, failing on a hang or a panic.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -68,3 +69,13 @@ pub fn clean_error(out: &Out, needles: &[&str]) {
         assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
     }
 }
+
+/// A path as an argument (the tests' paths are UTF-8: their temporary directories).
+#[allow(dead_code)] // not every test file passes paths
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A minute: the bound of a case that is refused or runs in a few seconds.
+#[allow(dead_code)] // not every test file bounds its runs by it
+pub const MINUTE: Duration = Duration::from_secs(60);

@@ -987,6 +987,12 @@ impl Job for CompileJob {
         Some((self.files_read, total))
     }
 
+    /// The page cache's operations (`PageCache::operations`): a build through a small cache
+    /// computes per page far more than per I/O.
+    fn model_steps(&self) -> u64 {
+        self.cache.operations()
+    }
+
     fn complete(&mut self, tag: u64, _now: Nanos) {
         match self.pending.remove(&tag) {
             Some(Pending::Read { first_page, pages }) => {

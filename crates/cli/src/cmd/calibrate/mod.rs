@@ -339,16 +339,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         super::common::check_target(&args.target, &read)?;
     }
     if let (Some(o), Some(j)) = (&args.output, &args.json) {
-        let key = |p: &Path| {
-            std::fs::canonicalize(p).ok().or_else(|| {
-                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-                std::fs::canonicalize(dir.unwrap_or(Path::new(".")))
-                    .ok()
-                    .map(|d| d.join(p.file_name().unwrap_or_default()))
-            })
-        };
         anyhow::ensure!(
-            o.as_os_str() == "-" || key(o).is_none() || key(o) != key(j),
+            o.as_os_str() == "-" || !super::common::same_file(o, j),
             "--output {} and --json {} name one file: each would overwrite the other",
             o.display(),
             j.display()
@@ -361,16 +353,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 ("the target", Some(&args.target)),
                 ("--measured", args.measured.as_ref()),
             ] {
-                let same = |a: &Path, b: &Path| {
-                    use std::os::unix::fs::MetadataExt;
-                    match (std::fs::metadata(a), std::fs::metadata(b)) {
-                        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
-                        _ => false,
-                    }
-                };
                 if let Some(input) = input {
                     anyhow::ensure!(
-                        !same(p, input),
+                        !super::common::same_file(p, input),
                         "{flag} {}: is {what}, which calibrate reads; choose another output",
                         p.display()
                     );
@@ -404,17 +389,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => parse_size(s).map_err(|e| anyhow::anyhow!("--size {s:?}: {e}"))?,
         None => existing.unwrap_or(DEFAULT_NEW_FILE),
     };
+    if args.size.is_none() && !(MIN_REGION..=MAX_REGION).contains(&size) {
+        // The size is the target's own: blamed on it, not on a --size the user did not give.
+        anyhow::bail!(
+            "{}: holds {size} bytes; calibrate measures over at least 16 MiB and at most 2^50 \
+             bytes (give --size, with --allow-overwrite to extend a file that is not elevator's)",
+            args.target.display()
+        );
+    }
     anyhow::ensure!(
         (MIN_REGION..=MAX_REGION).contains(&size),
         "--size {size}: at least 16 MiB and at most 2^50 bytes to measure over"
     );
-    if let Some(have) = existing {
-        anyhow::ensure!(
-            have >= size,
-            "--size {size}: {} holds only {have} bytes",
-            args.target.display()
-        );
-    }
+    // A file smaller than --size is extended as fio extends one (elevator's own, or with
+    // --allow-overwrite), a device is refused by the open: `target::open` judges both.
     // 1 MiB I/O at depth 32 needs room: the region is a whole number of MiB.
     let region = size / (1 << 20) * (1 << 20);
     install_stop_handler();

@@ -612,9 +612,33 @@ fn preflight(args: &Args) -> anyhow::Result<Settings> {
     if args.rounds == 0 || args.runtime == 0 {
         bail!("--rounds and --runtime must be at least 1");
     }
+    // Bounded before the plan is built: `--rounds 4294967295` laid out the device, then
+    // aborted allocating the plan (4.5 TB).
+    if args.rounds > MAX_ROUNDS {
+        bail!(
+            "--rounds {}: at most {MAX_ROUNDS} (each round runs every configuration)",
+            args.rounds
+        );
+    }
+    for (flag, s) in [("--ramp", args.ramp), ("--runtime", args.runtime)] {
+        if s > MAX_RUN_S {
+            bail!("{flag} {s}: at most {MAX_RUN_S} seconds (a day) per run");
+        }
+    }
+    if let Some(d) = args.frontier.iter().find(|&&d| d > MAX_FRONTIER_DEPTH) {
+        bail!("--frontier {d}: an iodepth of at most {MAX_FRONTIER_DEPTH} (fio's limit)");
+    }
     if args.kernel.is_empty() {
         bail!("--kernel: at least one kernel scheduler (the first is the ratios' baseline)");
     }
+    // Each configuration once: `--kernel bfq,bfq` (or `--ours noop,none`, one scheduler by
+    // its alias) ran it twice per round and tabled both under one name.
+    once("--kernel", &args.kernel, |k| k.to_string())?;
+    once("--ours", &args.ours, |s| {
+        registry::find(s).map_or(s.to_string(), |i| i.name.to_string())
+    })?;
+    let depths: Vec<String> = args.frontier_depths().iter().map(u32::to_string).collect();
+    once("--frontier", &depths, |d| d.to_string())?;
     let extra = super::parse_sets(&args.set)?;
     for s in &args.ours {
         registry::find(s).with_context(|| {
@@ -627,6 +651,29 @@ fn preflight(args: &Args) -> anyhow::Result<Settings> {
     }
     super::check_sets(&extra, &args.ours)?;
     Ok(extra)
+}
+
+/// The most rounds `compare` runs: each runs every configuration for ramp + runtime.
+const MAX_ROUNDS: usize = 1000;
+/// The longest `--ramp` or `--runtime`, seconds.
+const MAX_RUN_S: u64 = 86_400;
+/// The deepest `--frontier` iodepth (fio's iodepth is at most 65536).
+const MAX_FRONTIER_DEPTH: u32 = 65_536;
+
+/// Refuse a list naming one item twice (`key` gives what names it: a scheduler's registry
+/// name, so an alias counts as its scheduler).
+fn once(flag: &str, items: &[String], key: impl Fn(&str) -> String) -> anyhow::Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for it in items {
+        if let Some(first) = seen.insert(key(it), it) {
+            bail!(
+                "{flag}: {:?} and {:?} name one configuration: give each once",
+                elevator_workload::fio_file::excerpt(first),
+                elevator_workload::fio_file::excerpt(it)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Fill the first `need` bytes of the device with fio, so reads find written blocks.
