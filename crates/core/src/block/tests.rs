@@ -3,6 +3,7 @@
 mod accounting;
 mod decisions;
 mod request_list;
+mod tags;
 
 use super::*;
 use crate::deadline::Deadline;

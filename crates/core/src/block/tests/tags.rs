@@ -1,0 +1,73 @@
+//! The host's tags through the layer (`blk_mq_get_tag`, `blk_mq_put_tag`): decisions the
+//! hand-built situations in `tests.rs` left unpinned, found by mutation testing
+//! (docs/testing.md, "Mutation testing, the block layer and latency_guard").
+
+use super::*;
+
+/// `blk_mq_get_tag` / `blk_mq_put_tag`: a request issued directly (`blk_mq_try_issue_directly`)
+/// while every host tag is held by a request still queued reaches the device ahead of its turn
+/// for a tag, and holds one from then to its completion. When it completes, the tag it frees
+/// goes back to the set: the queued holders still hold theirs, so a request arriving then
+/// waits for the next completion.
+#[test]
+fn a_request_issued_ahead_of_its_tag_holds_one_until_it_completes() {
+    // A device of two requests behind a host of two tags, under none.
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
+    blk.set_host_tags(2);
+    // A and B take both tags at 0 ms and stay queued (no dispatch yet).
+    blk.handle_submit(write(1, 0, 8), 'A', ms(0));
+    blk.handle_submit(write(1, 1000, 8), 'B', ms(0));
+    // C is issued directly with no tag free: it goes to the device first, then A.
+    let mut c = write(2, 5000, 8);
+    c.issue_directly = true;
+    c.own_request = true;
+    blk.handle_submit(c, 'C', ms(0));
+    let first = drain(&mut blk, ms(0));
+    assert_eq!(
+        first.len(),
+        2,
+        "C and A fill the device; B waits with its tag"
+    );
+    let mut done = Vec::new();
+    // C completes at 1 ms: A (at the device) and B (queued) still hold the two tags.
+    blk.handle_complete(first[0].id, true, ms(1), &mut done);
+    blk.handle_submit(write(3, 9000, 8), 'D', ms(1));
+    let b = drain(&mut blk, ms(1));
+    assert_eq!(b.len(), 1, "B takes the free device slot");
+    // A completes at 2 ms: its tag goes to D, which asked for one at 1 ms.
+    blk.handle_complete(first[1].id, true, ms(2), &mut done);
+    let d = drain(&mut blk, ms(2));
+    blk.handle_complete(b[0].id, true, ms(3), &mut done);
+    blk.handle_complete(d[0].id, true, ms(4), &mut done);
+    let tagged: Vec<(char, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
+    assert_eq!(
+        tagged,
+        [('C', ms(0)), ('A', ms(0)), ('B', ms(0)), ('D', ms(2))],
+        "D waits for A's tag: C's freed the one it took out of turn"
+    );
+    assert!(blk.is_idle());
+}
+
+/// A request that reached the device ahead of its tag (issued directly) keeps its place among
+/// the waiters for a tag, but a tag freed while it is at the device is not given to it again:
+/// it already holds one since its dispatch (`start_time_ns` is set once, `blk_mq_rq_time_init`).
+#[test]
+fn a_request_holding_a_tag_taken_out_of_turn_is_not_given_a_second_one() {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
+    blk.set_host_tags(2);
+    blk.handle_submit(write(1, 0, 8), 'A', ms(0));
+    blk.handle_submit(write(1, 1000, 8), 'B', ms(0));
+    let mut c = write(2, 5000, 8);
+    c.issue_directly = true;
+    c.own_request = true;
+    blk.handle_submit(c, 'C', ms(0));
+    let first = drain(&mut blk, ms(0));
+    let mut done = Vec::new();
+    // A completes: B goes to the device beside C. B completes: C, still out, is skipped.
+    blk.handle_complete(first[1].id, true, ms(1), &mut done);
+    let b = drain(&mut blk, ms(1));
+    blk.handle_complete(b[0].id, true, ms(2), &mut done);
+    blk.handle_complete(first[0].id, true, ms(3), &mut done);
+    let tagged: Vec<(char, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
+    assert_eq!(tagged, [('A', ms(0)), ('B', ms(0)), ('C', ms(0))]);
+}
