@@ -4,6 +4,22 @@
 
 use super::*;
 
+/// A device of two requests behind a host of two tags, under none: A and B take both tags at
+/// 0 ms and stay queued, then C is issued directly with no tag free and goes to the device
+/// first, A after it. Returns the layer and what it dispatched at 0 ms (C, then A).
+fn two_tags_held_and_one_issued_directly() -> (BlockLayer<Noop, char>, Vec<Request>) {
+    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
+    blk.set_host_tags(2);
+    blk.handle_submit(write(1, 0, 8), 'A', ms(0));
+    blk.handle_submit(write(1, 1000, 8), 'B', ms(0));
+    let mut c = write(2, 5000, 8);
+    c.issue_directly = true;
+    c.own_request = true;
+    blk.handle_submit(c, 'C', ms(0));
+    let first = drain(&mut blk, ms(0));
+    (blk, first)
+}
+
 /// `blk_mq_get_tag` / `blk_mq_put_tag`: a request issued directly (`blk_mq_try_issue_directly`)
 /// while every host tag is held by a request still queued reaches the device ahead of its turn
 /// for a tag, and holds one from then to its completion. When it completes, the tag it frees
@@ -11,18 +27,7 @@ use super::*;
 /// waits for the next completion.
 #[test]
 fn a_request_issued_ahead_of_its_tag_holds_one_until_it_completes() {
-    // A device of two requests behind a host of two tags, under none.
-    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
-    blk.set_host_tags(2);
-    // A and B take both tags at 0 ms and stay queued (no dispatch yet).
-    blk.handle_submit(write(1, 0, 8), 'A', ms(0));
-    blk.handle_submit(write(1, 1000, 8), 'B', ms(0));
-    // C is issued directly with no tag free: it goes to the device first, then A.
-    let mut c = write(2, 5000, 8);
-    c.issue_directly = true;
-    c.own_request = true;
-    blk.handle_submit(c, 'C', ms(0));
-    let first = drain(&mut blk, ms(0));
+    let (mut blk, first) = two_tags_held_and_one_issued_directly();
     assert_eq!(
         first.len(),
         2,
@@ -53,15 +58,7 @@ fn a_request_issued_ahead_of_its_tag_holds_one_until_it_completes() {
 /// it already holds one since its dispatch (`start_time_ns` is set once, `blk_mq_rq_time_init`).
 #[test]
 fn a_request_holding_a_tag_taken_out_of_turn_is_not_given_a_second_one() {
-    let mut blk = BlockLayer::new(Noop::new(), Limits::depth(2));
-    blk.set_host_tags(2);
-    blk.handle_submit(write(1, 0, 8), 'A', ms(0));
-    blk.handle_submit(write(1, 1000, 8), 'B', ms(0));
-    let mut c = write(2, 5000, 8);
-    c.issue_directly = true;
-    c.own_request = true;
-    blk.handle_submit(c, 'C', ms(0));
-    let first = drain(&mut blk, ms(0));
+    let (mut blk, first) = two_tags_held_and_one_issued_directly();
     let mut done = Vec::new();
     // A completes: B goes to the device beside C. B completes: C, still out, is skipped.
     blk.handle_complete(first[1].id, true, ms(1), &mut done);
