@@ -1062,7 +1062,7 @@ impl Bfq {
             && !(reason == Expire::Preempted && self.idling_needed_for_service_guarantees(q))
         {
             if self.queues[q].dispatched == 0 {
-                self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
+                self.queues[q].budget_timeout = self.jiffy_start(t);
             }
             self.del_busy(q, true, t);
         } else {
@@ -1221,7 +1221,7 @@ impl Bfq {
         self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
         self.queues[q].dispatched = self.queues[q].dispatched.saturating_sub(1);
         if self.queues[q].dispatched == 0 && !self.queues[q].busy {
-            self.queues[q].budget_timeout = self.jiffies(t) * self.jiffy();
+            self.queues[q].budget_timeout = self.jiffy_start(t);
             self.del_in_groups_pending(q);
             self.weights_remove(q);
         }

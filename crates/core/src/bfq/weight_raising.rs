@@ -191,6 +191,12 @@ impl Bfq {
         t.div_euclid(self.jiffy())
     }
 
+    /// The start of the jiffy `t` falls in: where the kernel's `jiffies` stamp of `t` reads
+    /// back in nanoseconds.
+    pub(super) fn jiffy_start(&self, t: Tick) -> Tick {
+        self.jiffies(t) * self.jiffy()
+    }
+
     /// `time_is_before_jiffies(at)`: the jiffy of `at` is over at `t`.
     pub(super) fn jiffy_passed(&self, at: Tick, t: Tick) -> bool {
         self.jiffies(t) > self.jiffies(at)
