@@ -143,27 +143,41 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// The kernel's service time for request `i` (its host's when merged away; a scheduler
-    /// merge's bio ours made a request of its own, token `requests.len() + k`, its host's).
-    fn service(&self, mut i: usize) -> Nanos {
-        if let Some(m) = i
+    /// The first value `f` gives along request `i`'s chain: `i` (its host when `i` is a
+    /// scheduler merge's bio ours made a request of its own, token `requests.len() + k`),
+    /// then each request the kernel merged it into.
+    fn along_merges<R>(&self, i: usize, mut f: impl FnMut(usize) -> Option<R>) -> Option<R> {
+        let mut k = match i
             .checked_sub(self.trace.requests.len())
-            .and_then(|k| self.trace.sched_bios.get(k))
+            .and_then(|m| self.trace.sched_bios.get(m))
         {
-            i = m.host;
-        }
+            Some(m) => m.host,
+            None => i,
+        };
         for _ in 0..self.trace.requests.len() {
-            let r = &self.trace.requests[i];
-            let end = self.completion_seen.get(i).copied().flatten();
-            if let Some(s) = Self::kernel_service(r, end) {
-                return s;
+            if let Some(v) = f(k) {
+                return Some(v);
             }
-            match r.merged_into {
-                Some(j) => i = j,
+            match self.trace.requests[k].merged_into {
+                Some(j) => k = j,
                 None => break,
             }
         }
-        self.median
+        None
+    }
+
+    /// When bfq's log shows the kernel learned of request `k`'s completion, if it does.
+    fn seen(&self, k: usize) -> Option<Nanos> {
+        self.completion_seen.get(k).copied().flatten()
+    }
+
+    /// The kernel's service time for request `i` (its host's when merged away; a scheduler
+    /// merge's bio ours made a request of its own, its host's).
+    fn service(&self, i: usize) -> Nanos {
+        self.along_merges(i, |k| {
+            Self::kernel_service(&self.trace.requests[k], self.seen(k))
+        })
+        .unwrap_or(self.median)
     }
 
     /// When ours completes request `i`, dispatched now: after the kernel's service time for
@@ -177,23 +191,8 @@ impl<'a> Replay<'a> {
         if self.pace != Pace::Kernel {
             return at;
         }
-        let mut k = match i
-            .checked_sub(self.trace.requests.len())
-            .and_then(|m| self.trace.sched_bios.get(m))
-        {
-            Some(m) => m.host,
-            None => i,
-        };
-        for _ in 0..self.trace.requests.len() {
-            if let Some(seen) = self.completion_seen.get(k).copied().flatten() {
-                return at.max(seen);
-            }
-            match self.trace.requests[k].merged_into {
-                Some(j) => k = j,
-                None => break,
-            }
-        }
-        at
+        self.along_merges(i, |k| self.seen(k))
+            .map_or(at, |seen| at.max(seen))
     }
 
     /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
