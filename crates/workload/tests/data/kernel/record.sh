@@ -87,6 +87,9 @@ for mix in "${mixes[@]}"; do
 		seq-readers-rotational-nomerges1-*:mq-deadline) extra+=(--set front_merges=0 --set fifo_batch=2) ;;
 		seq-readers-rotational-nomerges1-*:kyber) extra+=(--set read_lat_nsec=200000) ;;
 		seq-readers-rotational-nomerges1-*:bfq) extra+=(--set strict_guarantees=1 --set low_latency=0) ;;
+		tuned-budget-*:mq-deadline) extra+=(--set fifo_batch=4 --set write_expire=100) ;;
+		tuned-budget-*:kyber) extra+=(--set read_lat_nsec=300000 --set write_lat_nsec=3000000) ;;
+		tuned-budget-*:bfq) extra+=(--set max_budget=1024 --set slice_idle=2 --set low_latency=0) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -95,7 +98,8 @@ for mix in "${mixes[@]}"; do
 			eight-*:bfq | posixaio-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
 			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq | per-io-*:bfq | \
 			short-*:bfq | writes-*:bfq | front-*:bfq | prio-aging-*:bfq | four-*:bfq | \
-			large-*:bfq | seq-*:bfq) \
+			large-*:bfq | seq-*:bfq | rate-*:bfq | burst-*:bfq | osync-*:bfq | bssplit-*:bfq | \
+			tuned-*:bfq | prio-readers-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
