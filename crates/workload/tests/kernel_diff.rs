@@ -310,8 +310,47 @@ const KYBER_SPLIT_64K: f64 = 96.7;
 /// 95.8, 38.2 and 76.2% (the second's first divergence moves to decision 373).
 const BFQ_KFRESH16: [f64; 3] = [95.8, 38.2, 76.2];
 
+/// The recordings branch kfresh17 held out (30 November 2026, 19:10-19:14 UTC, load average
+/// 1.8-11.9, Linux 6.18.44, HZ = 250): nine mixes not in the corpus, aimed at bfq: processes
+/// of several I/O priority classes and levels with think times, readers held to a rate
+/// (`rate_iops`), four threads of one process reading one region interleaved, a burst of
+/// twelve short processes beside long readers, fsync-heavy and O_SYNC writers beside readers,
+/// block sizes of 4 KiB to 1 MiB within a job (`bssplit`), cgroup v1 weights 1000, 100 and 40
+/// beside readers in the root group, bfq's max_budget 1024, slice_idle 2 ms and low_latency 0
+/// (with mq-deadline's fifo_batch 4 and kyber's targets; 16 tags), and a file-backed
+/// (rotational) loop device at the defaults. Recorded and replayed without any change to the
+/// schedulers or the replay: none, mq-deadline and kyber meet issue 27's fresh targets (98, 97,
+/// 95%) and their corpus figures less 2 on all nine; bfq misses its corpus figure less 2 on
+/// five (BFQ_KFRESH17), issue 27's fresh target (88%) on three.
+const FRESH_KFRESH17: [&str; 9] = [
+    "bssplit-readers-and-writer",
+    "burst-of-twelve-short-jobs-beside-long-readers",
+    "cgroup-unequal-weights-thinking-and-root-readers",
+    "four-threads-interleaved-one-region-beside-writer",
+    "osync-and-fsync-writers-beside-deep-readers",
+    "prio-readers-and-idle-writer-file",
+    "rate-limited-readers-beside-greedy-randreader",
+    "thinking-readers-across-prio-levels",
+    "tuned-budget-thinking-readers-and-writer-nr16",
+];
+
+/// bfq's agreement on five of FRESH_KFRESH17, as measured (docs/testing.md names each first
+/// divergence and the kernel function deciding it): `burst-of-twelve-...` 95.6% and
+/// `prio-readers-and-idle-writer-file` 89.0% (issue 27's fresh target, 88%, met, not the
+/// corpus figure less 2); `cgroup-unequal-weights-...` 46.1% (decision 383: the kernel serves
+/// the root group's shared queue, ours a queue of the weight-100 group waiting 66 ms, in the
+/// root's B-WF2Q+ lookup, `bfq_lookup_next_entity`); `thinking-readers-across-prio-levels`
+/// 11.8% (decision 162: ours lets the idle class in 200 ms after its last service in
+/// nanoseconds, where `bfq_lookup_next_entity` tests `time_is_before_jiffies(
+/// bfq_class_idle_last_service + BFQ_CL_IDLE_TIMEOUT)` in whole jiffies, 204 ms after the
+/// stamp's jiffy); `tuned-budget-...-nr16` 79.1% (decision 31: the kernel keeps its cached
+/// next queue when the random reader's queue comes back busy, `bfq_update_next_in_service`,
+/// ours serves the returning queue).
+const BFQ_KFRESH17: [f64; 5] = [95.6, 46.1, 89.0, 11.8, 79.1];
+
 fn fresh(mix: &str) -> bool {
-    FRESH_KFRESH16.contains(&mix)
+    FRESH_KFRESH17.contains(&mix)
+        || FRESH_KFRESH16.contains(&mix)
         || FRESH_KFID10.contains(&mix)
         || mix == FRESH_KFID17
         || mix == FRESH_KFID21
@@ -329,7 +368,7 @@ fn fresh(mix: &str) -> bool {
 const BFQ_SEEDS3: f64 = 100.0;
 
 /// Agreement at the kernel's pace as measured (per cent of decisions), one point under.
-const FLOOR: [(&str, &str, f64); 185] = [
+const FLOOR: [(&str, &str, f64); 221] = [
     // The held-out recordings of branch kfresh15 (FRESH_KFRESH15).
     (NONE_CPU_ORDER[0], "none", 100.0),
     (
@@ -347,6 +386,11 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("batches", "mq-deadline", 100.0),
     ("batches", "kyber", 100.0),
     ("batches", "bfq", 98.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    ("bssplit-readers-and-writer", "none", 100.0),
+    ("bssplit-readers-and-writer", "mq-deadline", 100.0),
+    ("bssplit-readers-and-writer", "kyber", 100.0),
+    ("bssplit-readers-and-writer", "bfq", 100.0),
     // The fresh recordings of branch kfid13 (FRESH_KFID13).
     ("buffered-128k-writers-beside-sync-readers", "none", 100.0),
     (
@@ -388,6 +432,48 @@ const FLOOR: [(&str, &str, f64); 185] = [
         "buffered-writeback-beside-readers-wbt-file",
         "bfq",
         BFQ_KFRESH16[2],
+    ),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    (
+        "burst-of-twelve-short-jobs-beside-long-readers",
+        "none",
+        100.0,
+    ),
+    (
+        "burst-of-twelve-short-jobs-beside-long-readers",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "burst-of-twelve-short-jobs-beside-long-readers",
+        "kyber",
+        100.0,
+    ),
+    (
+        "burst-of-twelve-short-jobs-beside-long-readers",
+        "bfq",
+        BFQ_KFRESH17[0],
+    ),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    (
+        "cgroup-unequal-weights-thinking-and-root-readers",
+        "none",
+        100.0,
+    ),
+    (
+        "cgroup-unequal-weights-thinking-and-root-readers",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "cgroup-unequal-weights-thinking-and-root-readers",
+        "kyber",
+        100.0,
+    ),
+    (
+        "cgroup-unequal-weights-thinking-and-root-readers",
+        "bfq",
+        BFQ_KFRESH17[1],
     ),
     // Held out by kfresh15 until the replay gave each process its cgroup (FRESH_KFID21): bfq
     // 46.1% with every request in the root group.
@@ -434,6 +520,27 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("four-k-sectors-mixed-sizes-nr4", "mq-deadline", 100.0),
     ("four-k-sectors-mixed-sizes-nr4", "kyber", 100.0),
     ("four-k-sectors-mixed-sizes-nr4", "bfq", 100.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    (
+        "four-threads-interleaved-one-region-beside-writer",
+        "none",
+        100.0,
+    ),
+    (
+        "four-threads-interleaved-one-region-beside-writer",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "four-threads-interleaved-one-region-beside-writer",
+        "kyber",
+        100.0,
+    ),
+    (
+        "four-threads-interleaved-one-region-beside-writer",
+        "bfq",
+        100.0,
+    ),
     ("front-merges-off-descending-readers-nr32", "none", 100.0),
     (
         "front-merges-off-descending-readers-nr32",
@@ -498,6 +605,19 @@ const FLOOR: [(&str, &str, f64); 185] = [
     // on the run (docs/testing.md). 100% since bfq's choices are taken in its log's order
     // (kfid20).
     ("mixed-sizes-rerun", "bfq", 100.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    ("osync-and-fsync-writers-beside-deep-readers", "none", 100.0),
+    (
+        "osync-and-fsync-writers-beside-deep-readers",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "osync-and-fsync-writers-beside-deep-readers",
+        "kyber",
+        100.0,
+    ),
+    ("osync-and-fsync-writers-beside-deep-readers", "bfq", 100.0),
     // The recording kfresh15 held out (FRESH_KFID17): bfq 0.7% until it read the io_context's
     // priority and io_uring workers shared their owner's context.
     ("per-io-priorities-cmdprio", "none", 100.0),
@@ -525,6 +645,11 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("prio-classes", "mq-deadline", 100.0),
     ("prio-classes", "kyber", 100.0),
     ("prio-classes", "bfq", 100.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    ("prio-readers-and-idle-writer-file", "none", 100.0),
+    ("prio-readers-and-idle-writer-file", "mq-deadline", 100.0),
+    ("prio-readers-and-idle-writer-file", "kyber", 99.8),
+    ("prio-readers-and-idle-writer-file", "bfq", BFQ_KFRESH17[2]),
     // The fresh recording of branch seeds3: bfq diverged from decision 4 (ours found the
     // returning sequential reader soft real-time 20 ms after its expiry and let it preempt
     // the real-time reader; the kernel, at HZ = 250, bounds it 6 jiffies = 24 ms ahead).
@@ -548,6 +673,27 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ),
     ("qd1-zero-think-beside-qd32-readers-nr32", "kyber", 99.9),
     ("qd1-zero-think-beside-qd32-readers-nr32", "bfq", 100.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    (
+        "rate-limited-readers-beside-greedy-randreader",
+        "none",
+        100.0,
+    ),
+    (
+        "rate-limited-readers-beside-greedy-randreader",
+        "mq-deadline",
+        99.8,
+    ),
+    (
+        "rate-limited-readers-beside-greedy-randreader",
+        "kyber",
+        100.0,
+    ),
+    (
+        "rate-limited-readers-beside-greedy-randreader",
+        "bfq",
+        100.0,
+    ),
     ("reader-beside-batched-writers", "none", 100.0),
     ("reader-beside-batched-writers", "mq-deadline", 100.0),
     ("reader-beside-batched-writers", "kyber", 100.0),
@@ -622,6 +768,15 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("sqpoll-and-pvsync2-mixed-rw", "mq-deadline", 100.0),
     ("sqpoll-and-pvsync2-mixed-rw", "kyber", 100.0),
     ("sqpoll-and-pvsync2-mixed-rw", "bfq", BFQ_KFID13[2]),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    ("thinking-readers-across-prio-levels", "none", 100.0),
+    ("thinking-readers-across-prio-levels", "mq-deadline", 100.0),
+    ("thinking-readers-across-prio-levels", "kyber", 100.0),
+    (
+        "thinking-readers-across-prio-levels",
+        "bfq",
+        BFQ_KFRESH17[3],
+    ),
     (
         "thinking-readers-beside-batched-sync-writers",
         "none",
@@ -650,6 +805,27 @@ const FLOOR: [(&str, &str, f64); 185] = [
     ("trim-beside-readers-and-writer", "mq-deadline", 100.0),
     ("trim-beside-readers-and-writer", "kyber", 100.0),
     ("trim-beside-readers-and-writer", "bfq", 100.0),
+    // The held-out recordings of branch kfresh17 (FRESH_KFRESH17).
+    (
+        "tuned-budget-thinking-readers-and-writer-nr16",
+        "none",
+        100.0,
+    ),
+    (
+        "tuned-budget-thinking-readers-and-writer-nr16",
+        "mq-deadline",
+        100.0,
+    ),
+    (
+        "tuned-budget-thinking-readers-and-writer-nr16",
+        "kyber",
+        100.0,
+    ),
+    (
+        "tuned-budget-thinking-readers-and-writer-nr16",
+        "bfq",
+        BFQ_KFRESH17[4],
+    ),
     ("twelve-procs-mixed-prio", "none", 100.0),
     ("twelve-procs-mixed-prio", "mq-deadline", 100.0),
     ("twelve-procs-mixed-prio", "kyber", 100.0),
@@ -767,6 +943,7 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
     .chain(FRESH_KFID13)
     .chain(FRESH_KFRESH15)
     .chain(FRESH_KFRESH16)
+    .chain(FRESH_KFRESH17)
     {
         for (sched, _) in corpus {
             assert!(
@@ -785,6 +962,11 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             (FRESH_KFRESH16[3], "bfq"),
             (FRESH_KFRESH16[6], "kyber"),
             (FRESH_KFRESH16[7], "bfq"),
+            (FRESH_KFRESH17[1], "bfq"),
+            (FRESH_KFRESH17[2], "bfq"),
+            (FRESH_KFRESH17[5], "bfq"),
+            (FRESH_KFRESH17[7], "bfq"),
+            (FRESH_KFRESH17[8], "bfq"),
         ]
         .contains(&(r.mix.as_str(), r.scheduler.as_str()))
         {
@@ -802,6 +984,11 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
             }
             if (r.mix.as_str(), r.scheduler.as_str()) == (FRESH_KFRESH16[1], "bfq") {
                 assert!(100.0 * r.kernel_pace.agreement.share() >= 90.0 - 2.0);
+            }
+            // BFQ_KFRESH17's first and third at issue 27's fresh-recording target for bfq
+            // (88%).
+            if [FRESH_KFRESH17[1], FRESH_KFRESH17[5]].contains(&r.mix.as_str()) {
+                assert!(100.0 * r.kernel_pace.agreement.share() >= 88.0);
             }
             continue;
         }
