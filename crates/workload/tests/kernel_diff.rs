@@ -338,7 +338,7 @@ const FRESH_KFRESH17: [&str; 9] = [
 /// divergence and the kernel function deciding it): `burst-of-twelve-...` 95.6% and
 /// `prio-readers-and-idle-writer-file` 89.0% (issue 27's fresh target, 88%, met, not the
 /// corpus figure less 2); `cgroup-unequal-weights-...` 46.1% (decision 383: the kernel serves
-/// the root group's shared queue, ours a queue of the weight-100 group waiting 66 ms, in the
+/// the root group's shared queue, ours a queue of the weight-100 group waiting 86 ms, in the
 /// root's B-WF2Q+ lookup, `bfq_lookup_next_entity`); `thinking-readers-across-prio-levels`
 /// 11.8% (decision 162: ours lets the idle class in 200 ms after its last service in
 /// nanoseconds, where `bfq_lookup_next_entity` tests `time_is_before_jiffies(
