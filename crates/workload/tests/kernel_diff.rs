@@ -337,15 +337,17 @@ const FRESH_KFRESH17: [&str; 9] = [
 /// bfq's agreement on five of FRESH_KFRESH17, as measured (docs/testing.md names each first
 /// divergence and the kernel function deciding it): `burst-of-twelve-...` 95.6% and
 /// `prio-readers-and-idle-writer-file` 89.0% (issue 27's fresh target, 88%, met, not the
-/// corpus figure less 2); `cgroup-unequal-weights-...` 46.1% (decision 383: the kernel serves
-/// the root group's shared queue, ours a queue of the weight-100 group waiting 86 ms, in the
-/// root's B-WF2Q+ lookup, `bfq_lookup_next_entity`); `thinking-readers-across-prio-levels`
-/// 11.8% (decision 162: ours lets the idle class in 200 ms after its last service in
-/// nanoseconds, where `bfq_lookup_next_entity` tests `time_is_before_jiffies(
-/// bfq_class_idle_last_service + BFQ_CL_IDLE_TIMEOUT)` in whole jiffies, 204 ms after the
-/// stamp's jiffy); `tuned-budget-...-nr16` 79.1% (decision 31: the kernel keeps its cached
-/// next queue when the random reader's queue comes back busy, `bfq_update_next_in_service`,
-/// ours serves the returning queue).
+/// corpus figure less 2: an early stable merge the kernel did not make,
+/// `bfq_do_or_sched_stable_merge`; an idle-class injection ours did not make,
+/// `bfq_choose_bfqq_for_injection`); `cgroup-unequal-weights-...` 46.1% (decision 383: ours
+/// charges an expired queue's service at its new weight, the kernel at the old one before
+/// applying the pending change, `__bfq_requeue_entity`, so the root's B-WF2Q+ lookup picks
+/// another group); `thinking-readers-across-prio-levels` 11.8% (decision 162: ours lets the
+/// idle class in 200 ms after its stamp in nanoseconds, `bfq_lookup_next_entity` tests
+/// `time_is_before_jiffies(bfq_class_idle_last_service + BFQ_CL_IDLE_TIMEOUT)` in whole
+/// jiffies); `tuned-budget-...-nr16` 79.1% (decision 31: the kernel's idle slice timer expired
+/// the empty in-service queue, `bfq_idle_slice_timer_body`, before its next request came; ours
+/// evaluates the timer only when asked to dispatch, and nothing dispatched in between).
 const BFQ_KFRESH17: [f64; 5] = [95.6, 46.1, 89.0, 11.8, 79.1];
 
 fn fresh(mix: &str) -> bool {
