@@ -199,30 +199,34 @@ impl Collector {
         block: u32,
         now: Nanos,
     ) {
-        let backlog = &self.lazy.backlog[plane as usize];
-        let n = backlog
-            .iter()
-            .position(|op| matches!(op, Op::Erase { block: b } if *b == block))
-            .map_or(backlog.len(), |i| i + 1);
+        let (n, _) = self.through_erase(plane, Some(block));
         self.place(ftl, flash, plane, true, n, now);
     }
 
     /// Lazy GC, urgent: place `plane`'s backlog through its next erase (one victim's work,
     /// or what is left of it) and note when that erase ends.
     fn place_victim(&mut self, ftl: &mut Ftl, flash: &mut Flash, plane: u32, now: Nanos) {
-        let backlog = &self.lazy.backlog[plane as usize];
-        let n = backlog
-            .iter()
-            .position(|op| matches!(op, Op::Erase { .. }))
-            .map_or(backlog.len(), |i| i + 1);
-        let erase = match backlog.get(n - 1) {
-            Some(Op::Erase { block }) => Some(*block),
-            _ => None,
-        };
+        let (n, erase) = self.through_erase(plane, None);
         self.place(ftl, flash, plane, true, n, now);
         if let Some(block) = erase {
             self.lazy.urgent_until[plane as usize] = ftl.block_erased_at(plane, block);
         }
+    }
+
+    /// How many operations of `plane`'s backlog go up to and including the erase of `block`
+    /// (any block: `None`), and that erase's block; all of them, and `None`, if there is none.
+    fn through_erase(&self, plane: u32, block: Option<u32>) -> (usize, Option<u32>) {
+        let backlog = &self.lazy.backlog[plane as usize];
+        backlog
+            .iter()
+            .enumerate()
+            .find_map(|(i, op)| match op {
+                Op::Erase { block: b } if block.is_none() || block == Some(*b) => {
+                    Some((i + 1, Some(*b)))
+                }
+                _ => None,
+            })
+            .unwrap_or((backlog.len(), None))
     }
 
     /// Whether `plane`'s GC is urgent at `now`: a plane of its die has fewer free blocks
