@@ -261,6 +261,10 @@ impl Ftl {
     pub fn erased_at(&self, ppa: Ppa) -> Nanos {
         self.erased_at[(ppa / self.slots) as usize]
     }
+    /// When the erase of block `block` of `plane` ends ([`Nanos::MAX`] while not placed).
+    pub fn block_erased_at(&self, plane: u32, block: u32) -> Nanos {
+        self.erased_at[(plane * self.blocks + block) as usize]
+    }
     /// Record when the erase of block `block` of `plane` ends (placed after the block was
     /// returned to the pool by [`Ftl::erase`] with [`Nanos::MAX`]).
     pub fn set_erased_at(&mut self, plane: u32, block: u32, at: Nanos) {

@@ -41,10 +41,14 @@
 //!   host work under way or queued (MQSim's TSU serves user transactions before GC's when GC
 //!   is not urgent). A block GC freed joins the free pool when its erase ends
 //!   ([`Ftl::free_erased_by`]), so a busy host runs the pool down; while a plane of the die
-//!   has fewer erased free blocks than `gc.hard_threshold` of its blocks, the plane's whole
-//!   backlog is placed at once as urgent work, which host reads wait for in full; and a host
-//!   program whose block's erase is still in the backlog waits for it (MQSim's
-//!   `Stop_servicing_writes`), urgent too. Deviations: the backlog is looked at when the drive
+//!   has fewer erased free blocks than `gc.hard_threshold` of its blocks, the plane's backlog
+//!   is placed as urgent work one victim at a time (through its next erase; the next once
+//!   that erase has ended, if the die is still short), as MQSim's plane has one victim under
+//!   way and its TSU serves that victim's transactions first while urgent; host reads wait
+//!   for urgent work in full; and a host program whose block's erase is still in the backlog
+//!   waits for the backlog through that erase (MQSim's `Stop_servicing_writes`), urgent too.
+//!   (Before 2026-11-30, branch flash14, the whole backlog went at once: several victims the
+//!   FTL had decided while the plane was busy, one stall of up to a second on a 980 PRO plane.) Deviations: the backlog is looked at when the drive
 //!   receives a command or its timer fires (an idle drive does not collect until then); the
 //!   die stands for MQSim's chip (the 980 PRO specs have one die a chip).
 
@@ -93,6 +97,11 @@ struct Lazy {
     read_done: Vec<Nanos>,
     /// Operations in all backlogs.
     queued: usize,
+    /// Per plane: when the erase of the last victim placed as urgent work ends. Urgent GC
+    /// serves one victim of a plane at a time, as MQSim's TSU serves the GC transactions of
+    /// a plane's one victim under way before its user ones; the next is placed once it ends
+    /// if the die is still short of erased free blocks.
+    urgent_until: Vec<Nanos>,
 }
 
 /// The block a plane is collecting.
@@ -137,6 +146,7 @@ impl Collector {
                 backlog: vec![VecDeque::new(); planes],
                 read_done: vec![Nanos::ZERO; planes],
                 queued: 0,
+                urgent_until: vec![Nanos::ZERO; planes],
             },
             _ => Lazy::default(),
         };
@@ -156,9 +166,10 @@ impl Collector {
         self.stats
     }
 
-    /// Lazy GC: place what is due at `now` on every plane with a backlog: all of it, urgent,
-    /// where a plane of the die is short of erased free blocks; else its next operation, if
-    /// the plane has no host work under way or queued.
+    /// Lazy GC: place what is due at `now` on every plane with a backlog: where a plane of
+    /// the die is short of erased free blocks, its next victim's work through its erase,
+    /// urgent, unless the urgent victim placed before is still under way; else its next
+    /// operation, if the plane has no host work under way or queued.
     pub fn run(&mut self, ftl: &mut Ftl, flash: &mut Flash, now: Nanos) {
         if self.lazy.queued == 0 {
             return;
@@ -168,24 +179,54 @@ impl Collector {
                 continue;
             }
             if self.urgent(ftl, flash, plane, now) {
-                self.place(ftl, flash, plane, true, usize::MAX, now);
+                if self.lazy.urgent_until[plane as usize] <= now {
+                    self.place_victim(ftl, flash, plane, now);
+                }
             } else if flash.host_idle(plane, now) {
                 self.place(ftl, flash, plane, false, 1, now);
             }
         }
     }
 
-    /// Lazy GC: a host program on `plane` needs the block whose erase is still in the
-    /// backlog: place the backlog through it, urgent (MQSim stops servicing the plane's writes
-    /// until GC frees a block).
+    /// Lazy GC: a host program on `plane` needs block `block`, whose erase is still in the
+    /// backlog: place the backlog through that erase, urgent (MQSim stops servicing the
+    /// plane's writes until GC frees a block).
     pub fn free_block_for_host(
         &mut self,
         ftl: &mut Ftl,
         flash: &mut Flash,
         plane: u32,
+        block: u32,
         now: Nanos,
     ) {
-        self.place(ftl, flash, plane, true, usize::MAX, now);
+        let (n, _) = self.through_erase(plane, Some(block));
+        self.place(ftl, flash, plane, true, n, now);
+    }
+
+    /// Lazy GC, urgent: place `plane`'s backlog through its next erase (one victim's work,
+    /// or what is left of it) and note when that erase ends.
+    fn place_victim(&mut self, ftl: &mut Ftl, flash: &mut Flash, plane: u32, now: Nanos) {
+        let (n, erase) = self.through_erase(plane, None);
+        self.place(ftl, flash, plane, true, n, now);
+        if let Some(block) = erase {
+            self.lazy.urgent_until[plane as usize] = ftl.block_erased_at(plane, block);
+        }
+    }
+
+    /// How many operations of `plane`'s backlog go up to and including the erase of `block`
+    /// (any block: `None`), and that erase's block; all of them, and `None`, if there is none.
+    fn through_erase(&self, plane: u32, block: Option<u32>) -> (usize, Option<u32>) {
+        let backlog = &self.lazy.backlog[plane as usize];
+        backlog
+            .iter()
+            .enumerate()
+            .find_map(|(i, op)| match op {
+                Op::Erase { block: b } if block.is_none() || block == Some(*b) => {
+                    Some((i + 1, Some(*b)))
+                }
+                _ => None,
+            })
+            .unwrap_or((backlog.len(), None))
     }
 
     /// Whether `plane`'s GC is urgent at `now`: a plane of its die has fewer free blocks
@@ -263,9 +304,10 @@ impl Collector {
         self.chosen = false;
         if self.lazy.on
             && !self.lazy.backlog[plane as usize].is_empty()
+            && self.lazy.urgent_until[plane as usize] <= now
             && self.urgent(ftl, flash, plane, now)
         {
-            self.place(ftl, flash, plane, true, usize::MAX, now);
+            self.place_victim(ftl, flash, plane, now);
         }
     }
 

@@ -587,8 +587,9 @@ impl Ssd {
     /// backlog is placed first, urgent (the host's writes to the plane wait for GC).
     fn block_erased(&mut self, first: u32, plane: u32, ready: Nanos, now: Nanos) -> Nanos {
         if self.ftl.erased_at(first) == Nanos::MAX {
+            let block = self.ftl.block_of(first) % self.spec.flash.blocks_per_plane;
             self.gc
-                .free_block_for_host(&mut self.ftl, &mut self.flash, plane, now);
+                .free_block_for_host(&mut self.ftl, &mut self.flash, plane, block, now);
         }
         let erased = self.ftl.erased_at(first);
         if erased > ready {
