@@ -139,6 +139,84 @@ fn a_compare_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
     );
 }
 
+/// `kernel-record` killed with SIGKILL left its tmpfs mounted under the temporary directory,
+/// the loop device over its image and its tracefs instance; the next recording cleans all
+/// three (the same markers as `compare`'s) before it records. Needs root, fio, losetup and
+/// tracefs (skipped with a notice otherwise).
+#[test]
+fn a_kernel_record_killed_with_sigkill_is_cleaned_up_by_the_next_one() {
+    if !is_root() || !have("fio") || !have("losetup") || !Path::new("/sys/kernel/tracing").is_dir()
+    {
+        eprintln!("a_kernel_record_killed_...: skipped: needs root, fio, losetup and tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = |name: &str, runtime: u32| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!("[w]\nrw=randread\nbs=4k\nsize=4m\ndirect=1\nruntime={runtime}\ntime_based\n"),
+        )
+        .unwrap();
+        p
+    };
+    let long = job("long.fio", 60);
+    let err = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "kernel-record",
+            s(&long),
+            "--sched",
+            "mq-deadline",
+            "--size",
+            "16M",
+        ])
+        .args(["-o", s(&dir.path().join("r1"))])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("fio to start", || {
+        std::fs::read_to_string(&err).is_ok_and(|e| e.contains("# mq-deadline: fio "))
+    });
+    let pid = child.id();
+    let instance = format!("/sys/kernel/tracing/instances/elevator-record-{pid}");
+    let tmpfs = format!("/elevator-kernel-record.{pid}.");
+    let mounted = || {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .contains(&tmpfs)
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        Path::new(&instance).exists() && mounted(),
+        "the killed run left them"
+    );
+    let o = elevator_within(
+        &[
+            "kernel-record",
+            s(&job("short.fio", 1)),
+            "--sched",
+            "mq-deadline",
+            "--size",
+            "16M",
+            "-o",
+            s(&dir.path().join("r2")),
+        ],
+        MINUTE,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("(pid {pid}) left: detached")),
+        "{}",
+        o.stderr
+    );
+    assert!(!Path::new(&instance).exists(), "{}", o.stderr);
+    assert!(!mounted(), "{}", o.stderr);
+}
+
 // ----- the work bound, from a compile's counts -----
 
 /// A compile of 10^6 files (a 1 MiB page cache, the 980 PRO model) was refused naming

@@ -249,16 +249,14 @@ fn loops_backed_by(path: &Path) -> Vec<PathBuf> {
 fn mounted_at(path: &Path) -> Option<(String, String)> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
     let want = path.to_string_lossy().replace(' ', "\\040");
-    text.lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let point = left.split_whitespace().nth(4)?;
-            let mut r = right.split_whitespace();
-            let fstype = r.next()?;
-            let source = r.next()?;
-            (point == want).then(|| (fstype.to_string(), source.to_string()))
-        })
-        .last()
+    text.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let point = left.split_whitespace().nth(4)?;
+        let mut r = right.split_whitespace();
+        let fstype = r.next()?;
+        let source = r.next()?;
+        (point == want).then(|| (fstype.to_string(), source.to_string()))
+    })
 }
 
 fn tool(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
