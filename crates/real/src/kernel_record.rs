@@ -1252,6 +1252,7 @@ mod tests {
         let mut u = Undo {
             steps: Vec::new(),
             out: None,
+            claim: None,
         };
         for i in 0..3 {
             let l = log.clone();

@@ -31,7 +31,7 @@ pub struct Device {
     loop_dev: Option<PathBuf>,
     saved_sched: Option<String>,
     /// The marker naming what this run creates, for the next run if this one is killed
-    /// ([`leftovers`]); dropped last, after [`Drop for Device`] undid it all.
+    /// ([`leftovers`]); dropped last, after `Device`'s `drop` undid it all.
     claim: Claim,
 }
 
@@ -104,7 +104,7 @@ impl Device {
             backing: backing.clone(),
             loop_dev: None,
             saved_sched: None,
-            claim: claim,
+            claim,
         };
         f.set_len(bytes)
             .with_context(|| format!("size {} to {bytes} bytes", backing.display()))?;
