@@ -40,6 +40,10 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 
 // ----- a run killed outright -----
 
+/// Held by each test that kills a run: the next run of either command cleans every dead
+/// run's leftovers, so one test's would be cleaned (and reported) by the other's.
+static KILLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `compare` killed with SIGKILL left its loop device and its scratch image (8 GiB under
 /// /var/tmp by default), and the fio it had started went on writing to the device; the next
 /// run neither knew nor cleaned them. A run now notes what it creates before creating it
@@ -54,6 +58,7 @@ fn a_compare_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
         eprintln!("a_compare_killed_with_sigkill_...: skipped: needs root, fio and losetup");
         return;
     }
+    let _one = KILLING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
     let wd = dir.join("wd");
@@ -150,6 +155,7 @@ fn a_kernel_record_killed_with_sigkill_is_cleaned_up_by_the_next_one() {
         eprintln!("a_kernel_record_killed_...: skipped: needs root, fio, losetup and tracefs");
         return;
     }
+    let _one = KILLING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let job = |name: &str, runtime: u32| {
         let p = dir.path().join(name);
