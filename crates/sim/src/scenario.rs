@@ -123,10 +123,14 @@ pub const COMPILE_SAMPLE_FILES: u32 = 10_000;
 const COMPILE_SAMPLE_MARGIN: f64 = 2.0;
 
 /// A compile of more than [`COMPILE_SAMPLE_FILES`] files at that many (its directories at
-/// most that many too); `None` for any other job.
+/// most that many too); `None` for any other job, and for counts past the compile's bound
+/// (`MAX_COUNT`), which its own build refuses before laying anything out.
 fn compile_sample(spec: &JobSpec) -> Option<JobSpec> {
+    use elevator_workload::jobs::compile::MAX_COUNT;
     match spec {
-        JobSpec::Compile(c) if c.files > COMPILE_SAMPLE_FILES => {
+        JobSpec::Compile(c)
+            if c.files > COMPILE_SAMPLE_FILES && c.files <= MAX_COUNT && c.dirs <= MAX_COUNT =>
+        {
             let mut c = c.clone();
             c.files = COMPILE_SAMPLE_FILES;
             c.dirs = c.dirs.min(COMPILE_SAMPLE_FILES);
