@@ -119,6 +119,8 @@ fn a_compare_killed_with_sigkill_is_cleaned_up_by_the_next_run() {
             s(&wd),
             "--kernel",
             "nosuch",
+            "--json-dir",
+            s(&dir.join("j2")),
         ],
         MINUTE,
     );
