@@ -67,6 +67,8 @@ use elevator_workload::traces::ftrace::recording::{
 };
 use elevator_workload::traces::ftrace::KernelTrace;
 
+use crate::leftovers::{self, Claim, Item};
+
 pub mod cgroups;
 
 /// Where tracefs is (or is mounted).
@@ -315,6 +317,9 @@ struct Undo {
     /// cut recording (a trace.txt without meta.json) stays behind and the same `-o` works
     /// again.
     out: Option<(PathBuf, bool)>,
+    /// The marker of what this run creates ([`crate::leftovers`]), taken once the checks
+    /// pass; dropped after the steps ran, kept if one failed.
+    claim: Option<Claim>,
 }
 
 impl Undo {
@@ -324,6 +329,14 @@ impl Undo {
         f: impl FnOnce() -> std::result::Result<(), String> + 'static,
     ) {
         self.steps.push((what.into(), Box::new(f)));
+    }
+
+    /// Note in the run's marker what is about to be created.
+    fn note(&mut self, item: Item) -> Result<()> {
+        match self.claim.as_mut() {
+            Some(c) => c.note(item).map_err(|e| RecordError::new("leftovers", e)),
+            None => Ok(()),
+        }
     }
 
     fn run(&mut self) -> Vec<String> {
@@ -524,10 +537,14 @@ pub fn record(
     let mut undo = Undo {
         steps: Vec::new(),
         out: None,
+        claim: None,
     };
     let result = record_inner(opts, stop, progress, &mut undo);
     let out = undo.out.take();
     let mut cleanup = undo.run();
+    if let (false, Some(c)) = (cleanup.is_empty(), undo.claim.as_mut()) {
+        c.keep();
+    }
     if let (Err(_), Some((dir, created))) = (&result, out) {
         // Everything in it is the recorder's (it was new or empty).
         let emptied = if created {
@@ -678,6 +695,10 @@ fn record_inner(
     fs::write(&job_copy, &job_text)
         .map_err(|e| RecordError::new("check", format!("write {}: {e}", job_copy.display())))?;
 
+    // What a killed earlier run left, cleaned; what this one creates, noted first.
+    leftovers::clean_dead(&mut |m| progress(m)).map_err(|e| RecordError::new("leftovers", e))?;
+    undo.claim = Some(Claim::take("kernel-record").map_err(|e| RecordError::new("leftovers", e))?);
+
     // tracefs.
     let tracefs = PathBuf::from(TRACEFS);
     if !tracefs.join("instances").is_dir() {
@@ -700,6 +721,10 @@ fn record_inner(
                     .map(|d| d.subsec_nanos())
                     .unwrap_or(0)
             ));
+            undo.note(Item::Tmpfs {
+                path: dir.clone(),
+                source: "elevator-record".into(),
+            })?;
             fs::create_dir(&dir).map_err(|e| {
                 RecordError::new("backing", format!("create {}: {e}", dir.display()))
             })?;
@@ -728,6 +753,15 @@ fn record_inner(
         }
         Backing::File(p) => p.clone(),
     };
+    // Noted by its absolute path, as the loop device shows its backing file.
+    let backing_file = match backing_file.parent().map(fs::canonicalize) {
+        Some(Ok(d)) => d.join(backing_file.file_name().unwrap_or_default()),
+        _ => backing_file,
+    };
+    undo.note(Item::Image {
+        path: backing_file.clone(),
+        id: None,
+    })?;
     let f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -735,6 +769,10 @@ fn record_inner(
         .map_err(|e| {
             RecordError::new("backing", format!("create {}: {e}", backing_file.display()))
         })?;
+    if let Some(c) = undo.claim.as_mut() {
+        c.created(&backing_file)
+            .map_err(|e| RecordError::new("leftovers", e))?;
+    }
     if let Backing::File(_) = opts.backing {
         let p = backing_file.clone();
         undo.push(format!("remove {}", p.display()), move || {
@@ -861,6 +899,7 @@ fn record_inner(
     let inst = tracefs
         .join("instances")
         .join(format!("elevator-record-{}", std::process::id()));
+    undo.note(Item::TraceInstance { path: inst.clone() })?;
     fs::create_dir(&inst).map_err(|e| {
         RecordError::new(
             "tracefs",
@@ -995,7 +1034,7 @@ fn record_inner(
         .unwrap_or(0);
     let t0 = Instant::now();
     let fio_result = (|| -> Result<Option<i32>> {
-        let mut child = Command::new(&opts.fio)
+        let mut child = leftovers::die_with_parent(&mut Command::new(&opts.fio))
             .args(&fio_args)
             .current_dir(&out)
             .stdin(Stdio::null())
@@ -1213,6 +1252,7 @@ mod tests {
         let mut u = Undo {
             steps: Vec::new(),
             out: None,
+            claim: None,
         };
         for i in 0..3 {
             let l = log.clone();

@@ -36,6 +36,7 @@ pub mod buf;
 pub mod emulate;
 pub mod exec;
 pub mod kernel_record;
+pub mod leftovers;
 pub mod mem;
 pub mod queue_limits;
 pub mod report;

@@ -4,18 +4,18 @@
 //! name = "dependent reads vs a streaming write"
 //! drive = "laptop-4200"        # a built-in drive, or a drive TOML path relative to this file
 //! seed = 1
-//! duration_s = 600             # optional time limit (simulated seconds)
-//! write_cache = false          # optional: the drive's write cache on or off (hdparm -W);
-//!                              # or "read-priority" / "before-next-command": on, with that
-//!                              # destage mode (the drive's cache.destage)
-//! wakeup_us = 0                # optional: a process sees its I/O complete this long
-//!                              # after the drive finishes it (default 0)
+//! duration_s = 600 # optional time limit (simulated seconds)
+//! write_cache = false # optional: the drive's write cache on or off (hdparm -W);
+//! # or "read-priority" / "before-next-command": on, with that
+//! # destage mode (the drive's cache.destage)
+//! wakeup_us = 0 # optional: a process sees its I/O complete this long
+//! # after the drive finishes it (default 0)
 //!
 //! [[group]]
-//! path = "/a"                  # nested groups: "/a/b" (missing parents are created)
-//! weight = 500                 # omitted: the policy's default (blkio.weight under cfq)
-//! io_weight = 100              # cgroup v2 io.weight (io.cost), 1..=10000
-//! io_bfq_weight = 100          # io.bfq.weight (bfq; over `weight`), 1..=1000
+//! path = "/a" # nested groups: "/a/b" (missing parents are created)
+//! weight = 500 # omitted: the policy's default (blkio.weight under cfq)
+//! io_weight = 100 # cgroup v2 io.weight (io.cost), 1..=10000
+//! io_bfq_weight = 100 # io.bfq.weight (bfq; over `weight`), 1..=1000
 //! io_latency_us = 5000         # io.latency target=, microseconds
 //! io_max = "rbps=2097152 wiops=120"  # io.max, as written after MAJ:MIN ("max" = no limit)
 //!
@@ -28,10 +28,10 @@
 //! [[job]]
 //! name = "reader"
 //! kind = "dependent-reader"    # the job's own fields follow (see elevator-workload)
-//! group = "/a"                 # default "/"
-//! prio = "be/4"                # rt/N, be/N or idle; default be/4
+//! group = "/a" # default "/"
+//! prio = "be/4" # rt/N, be/N or idle; default be/4
 //! start_s = 0.0
-//! foreground = true            # the run ends when every foreground job is done
+//! foreground = true # the run ends when every foreground job is done
 //! ```
 //!
 //! Every error names the file, the line and the field. Paths (the drive, a job's `trace`)
@@ -111,6 +111,33 @@ struct JobEntry {
     foreground: Option<bool>,
     #[serde(flatten)]
     spec: JobSpec,
+}
+
+/// Files of the sample a compile of more files is built at when loaded, and whose work tells
+/// a floor of the whole's ([`Scenario::check_work`]).
+pub const COMPILE_SAMPLE_FILES: u32 = 10_000;
+
+/// What the sample's work a file is divided by to give a floor of the whole's: the measured
+/// rate grows with the files (624 to 653 units a file from 10^3 to 10^5), and the sample's
+/// is itself told from a probe of its start.
+const COMPILE_SAMPLE_MARGIN: f64 = 2.0;
+
+/// A compile of more than [`COMPILE_SAMPLE_FILES`] files at that many (its directories at
+/// most that many too); `None` for any other job, and for counts past the compile's bound
+/// (`MAX_COUNT`), which its own build refuses before laying anything out.
+fn compile_sample(spec: &JobSpec) -> Option<JobSpec> {
+    use elevator_workload::jobs::compile::MAX_COUNT;
+    match spec {
+        JobSpec::Compile(c)
+            if c.files > COMPILE_SAMPLE_FILES && c.files <= MAX_COUNT && c.dirs <= MAX_COUNT =>
+        {
+            let mut c = c.clone();
+            c.files = COMPILE_SAMPLE_FILES;
+            c.dirs = c.dirs.min(COMPILE_SAMPLE_FILES);
+            Some(JobSpec::Compile(c))
+        }
+        _ => None,
+    }
 }
 
 /// A job of a scenario, ready to build.
@@ -491,10 +518,15 @@ impl Scenario {
                 "every job is in the background: give duration_s".into(),
             ));
         }
-        // Build every job once now so configuration errors surface at load time.
+        // Build every job once now so configuration errors surface at load time; a compile
+        // of more than COMPILE_SAMPLE_FILES files is built at that size here (its tree of
+        // 10^6 files takes 20 s to lay out), and whole by `check_work` once its work, told
+        // from the sample, is within the bound.
         let capacity = drive.capacity_sectors();
         for j in &jobs {
-            j.spec
+            let spec = compile_sample(&j.spec);
+            spec.as_ref()
+                .unwrap_or(&j.spec)
                 .build(&BuildEnv::new(capacity, file.seed, j.name.clone()))
                 .map_err(|e| {
                     let at = line_of("name", &j.name);
@@ -608,6 +640,56 @@ impl Scenario {
             Some((t, Some(_))) => Span::AtLeast(t),
             None => Span::Done,
         };
+        // A large compile's work from a sample of it, before its tree is laid out: a file's
+        // share of the work grows with the tree (measured: 624, 653 and 650 units a file at
+        // 10^3, 10^4 and 10^5 files through a 1 MiB page cache on the 980 PRO model), so
+        // half the sample's rate times the files is a floor of the whole. Only where nothing
+        // stops the compile early: no duration_s, and the run waits for it.
+        for j in self
+            .jobs
+            .iter()
+            .filter(|j| j.foreground && self.limit.is_none())
+        {
+            let (JobSpec::Compile(c), Some(sample)) = (&j.spec, compile_sample(&j.spec)) else {
+                continue;
+            };
+            let mut alone = self.clone();
+            alone.jobs = vec![ScenarioJob {
+                spec: sample,
+                ..j.clone()
+            }];
+            let sim = alone.simulation(crate::work::probe_scheduler(&self.groups), None);
+            let units = crate::work::implied_ios(sim, Span::Done, crate::work::PROBE_IOS).ios;
+            let per_file = units as f64 / f64::from(COMPILE_SAMPLE_FILES);
+            let floor = (per_file * f64::from(c.files) / COMPILE_SAMPLE_MARGIN) as u64;
+            if total.saturating_add(floor) > max_ios {
+                return Err(err(
+                    Some(j),
+                    "files",
+                    format!(
+                        "job {:?} (compile) of {} files implies at least {floor} I/Os on {}: \
+                         about {per_file:.0} a file in a compile of {COMPILE_SAMPLE_FILES} of its \
+                         settings, halved, times its files: {}",
+                        j.name,
+                        c.files,
+                        self.drive.name(),
+                        how(max_ios)
+                    ),
+                ));
+            }
+        }
+        // Within it: the jobs built at a sample's size at load are built whole now, so their
+        // errors surface before a run (and `simulation` builds what was built once).
+        let capacity = self.drive.capacity_sectors();
+        for j in self
+            .jobs
+            .iter()
+            .filter(|j| compile_sample(&j.spec).is_some())
+        {
+            j.spec
+                .build(&BuildEnv::new(capacity, self.seed, j.name.clone()))
+                .map_err(|e| err(Some(j), e.field, format!("job {:?}: {}", j.name, e.reason)))?;
+        }
         let sim = self.simulation(crate::work::probe_scheduler(&self.groups), None);
         let implied = crate::work::implied_ios(sim, work, crate::work::PROBE_IOS);
         let ios = implied.ios;
@@ -694,7 +776,7 @@ impl Scenario {
             let job = j
                 .spec
                 .build(&BuildEnv::new(capacity, seed, j.name.clone()))
-                .expect("jobs were built once at load time");
+                .expect("jobs were built once at load time (a large compile by check_work)");
             sim.add_job(JobSlot {
                 name: j.name.clone(),
                 job,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use elevator_workload::kernel_diff::{self, DiffOptions};
+use elevator_workload::traces::ftrace::recording::Recording;
 
 use crate::output::out_str;
 
@@ -36,11 +37,20 @@ pub struct Args {
     pub divergences: usize,
 }
 
+/// The deepest queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
+const MAX_DEPTH: usize = 10_240;
+
 /// Run `elevator kernel-diff`.
 pub fn run(args: Args) -> Result<()> {
     // Both were raised silently (a depth of 0 to 1, a window below 2 to 2).
     if args.depth == Some(0) {
         anyhow::bail!("--depth: a queue depth is at least 1");
+    }
+    // `--depth 18446744073709551615` was taken as given: no device has it.
+    if let Some(d) = args.depth.filter(|&d| d > MAX_DEPTH) {
+        anyhow::bail!(
+            "--depth {d}: a queue depth is at most {MAX_DEPTH} (the kernel's BLK_MQ_MAX_DEPTH)"
+        );
     }
     if args.window < 2 {
         anyhow::bail!(
@@ -56,7 +66,30 @@ pub fn run(args: Args) -> Result<()> {
     let mut rows = Vec::new();
     for dir in &args.dirs {
         for rec in kernel_diff::find_recordings(dir).map_err(|e| anyhow!(e))? {
-            rows.push(kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?);
+            let row = kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?;
+            // A trace whose ring buffer overran misses events: its figures compare part of
+            // what the kernel decided (kept only with `kernel-record --allow-lost`).
+            let lost = Recording::open(&rec).map_or(0, |r| r.meta.trace.lost);
+            if lost > 0 {
+                crate::output::tell!(
+                    "elevator kernel-diff: warning: {}: the recording lost {lost} events \
+                     (meta.json's trace.lost: its ring buffer overran); its figures compare \
+                     only the decisions it kept",
+                    rec.display()
+                );
+            }
+            // A recorded tunable our policy refuses ran at our default: said, not silent
+            // (meta.json's `read_expire = -1` printed a 100 % agreement without a word).
+            for (name, value, why) in &row.kernel_pace.skipped {
+                let value: String = value.chars().take(40).collect();
+                crate::output::tell!(
+                    "elevator kernel-diff: warning: {}: meta.json's {name} = {value:?} not \
+                     used ({why}); {} replayed with our default",
+                    rec.display(),
+                    row.kernel_pace.policy
+                );
+            }
+            rows.push(row);
         }
     }
     let mut text = kernel_diff::markdown(&rows);

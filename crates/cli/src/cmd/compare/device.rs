@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use elevator_real::leftovers::{self, Claim, Item};
 
 /// Where the runs go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -29,6 +30,9 @@ pub struct Device {
     backing: PathBuf,
     loop_dev: Option<PathBuf>,
     saved_sched: Option<String>,
+    /// The marker naming what this run creates, for the next run if this one is killed
+    /// ([`leftovers`]); dropped last, after `Device`'s `drop` undid it all.
+    claim: Claim,
 }
 
 fn sched_path(queue: &str) -> PathBuf {
@@ -71,13 +75,28 @@ fn run_tool(cmd: &mut Command) -> anyhow::Result<String> {
 
 impl Device {
     /// A scratch target of `bytes` in `workdir`, per `on`.
+    /// What an earlier run killed outright left (its loop device and scratch image, a disk's
+    /// scheduler it switched) is cleaned first, and what this one creates is noted before it
+    /// is created ([`leftovers`]).
     pub fn set_up(on: On, workdir: &Path, bytes: u64) -> anyhow::Result<Device> {
+        leftovers::clean_dead(&mut |m| crate::output::tell!("elevator compare: {m}"))
+            .map_err(anyhow::Error::msg)?;
+        let mut claim = Claim::take("compare").map_err(anyhow::Error::msg)?;
+        let workdir = std::fs::canonicalize(workdir)
+            .with_context(|| format!("--workdir {}", workdir.display()))?;
         let backing = workdir.join(format!("elevator-compare.{}.img", std::process::id()));
+        claim
+            .note(Item::Image {
+                path: backing.clone(),
+                id: None,
+            })
+            .map_err(anyhow::Error::msg)?;
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&backing)
             .with_context(|| format!("create the scratch file {}", backing.display()))?;
+        claim.created(&backing).map_err(anyhow::Error::msg)?;
         let mut dev = Device {
             target: backing.clone(),
             queue: String::new(),
@@ -85,6 +104,7 @@ impl Device {
             backing: backing.clone(),
             loop_dev: None,
             saved_sched: None,
+            claim,
         };
         f.set_len(bytes)
             .with_context(|| format!("size {} to {bytes} bytes", backing.display()))?;
@@ -125,7 +145,7 @@ impl Device {
                 let source = run_tool(
                     Command::new("findmnt")
                         .args(["-no", "SOURCE", "--target"])
-                        .arg(workdir),
+                        .arg(&workdir),
                 )?;
                 let parent = run_tool(Command::new("lsblk").args(["-no", "PKNAME", &source]))
                     .unwrap_or_default();
@@ -153,6 +173,15 @@ impl Device {
             }
         }
         let (_, current) = available(&dev.queue)?;
+        if on == On::File {
+            // The loop device's scheduler goes with the loop device; a disk's stays switched.
+            dev.claim
+                .note(Item::Scheduler {
+                    queue: dev.queue.clone(),
+                    restore: current.clone(),
+                })
+                .map_err(anyhow::Error::msg)?;
+        }
         dev.saved_sched = Some(current);
         Ok(dev)
     }

@@ -343,7 +343,10 @@ fn run_fio(
         cmd.arg(format!("--section={s}"));
     }
     cmd.arg(job_file);
-    let mut child = cmd.spawn().context("run fio")?;
+    // fio ends with elevator, even killed: the next run cleans the device it wrote.
+    let mut child = elevator_real::leftovers::die_with_parent(&mut cmd)
+        .spawn()
+        .context("run fio")?;
     // SIGTERM reaches elevator alone (Ctrl-C reaches the whole process group, fio too): on
     // either, fio is told to stop (SIGTERM: it ends its jobs and writes its output), instead
     // of the command waiting out fio's ramp and runtime before it stops.
@@ -678,7 +681,7 @@ fn once(flag: &str, items: &[String], key: impl Fn(&str) -> String) -> anyhow::R
 
 /// Fill the first `need` bytes of the device with fio, so reads find written blocks.
 fn lay_out(dev: &Device, need: u64) -> anyhow::Result<()> {
-    let layout = Command::new("fio")
+    let layout = elevator_real::leftovers::die_with_parent(&mut Command::new("fio"))
         .args(["--name=layout", "--rw=write", "--bs=1m", "--direct=1"])
         .args(["--ioengine=io_uring", "--iodepth=16", "--output=/dev/null"])
         .arg(format!("--filename={}", dev.target.display()))
