@@ -100,6 +100,16 @@ pub trait Scheduler {
     /// The device finished `rq` (as it was dispatched) at `now`.
     fn complete(&mut self, rq: &Request, now: Nanos);
 
+    /// As [`complete`](Scheduler::complete), where the policy reads its clock for the
+    /// completion at `clock`, before `now`, the time the completion reaches it. A kernel
+    /// scheduler stamps a completion with the time it reads under its lock and its effects
+    /// follow that lock's order: a replay of a kernel trace knows the order (`now`) and a
+    /// bound on the stamp (`clock`). The default completes at `now`.
+    fn complete_clocked(&mut self, rq: &Request, clock: Nanos, now: Nanos) {
+        let _ = clock;
+        self.complete(rq, now);
+    }
+
     /// Context `ctx` exited; it will issue nothing more. The default ignores it. An exit may
     /// end an `Idle` kept for that context, so the driver asks for a dispatch again after it.
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
@@ -174,6 +184,9 @@ macro_rules! forward_scheduler {
             }
             fn complete(&mut self, rq: &Request, now: Nanos) {
                 (**self).complete(rq, now)
+            }
+            fn complete_clocked(&mut self, rq: &Request, clock: Nanos, now: Nanos) {
+                (**self).complete_clocked(rq, clock, now)
             }
             fn exit(&mut self, ctx: CtxId, now: Nanos) {
                 (**self).exit(ctx, now)

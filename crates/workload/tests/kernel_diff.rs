@@ -307,8 +307,10 @@ const KYBER_SPLIT_64K: f64 = 96.7;
 /// the second, at decision 71, the kernel injects the async writer's queue that became busy
 /// first (`bfq_choose_bfqq_for_injection`), ours the sync reader's. Since the replay
 /// completes each request no earlier than bfq's log shows the kernel learned of it (kfid26):
-/// 95.8, 38.2 and 76.2% (the second's first divergence moves to decision 373).
-const BFQ_KFRESH16: [f64; 3] = [95.8, 38.2, 76.2];
+/// 95.8, 38.2 and 76.2% (the second's first divergence moves to decision 373). The third
+/// agrees at every decision since bfq reads a completion's clock before arming the idle
+/// timer (`bfq_completed_request`, kfid30: the waker `bfq_check_waker` found was the kernel's).
+const BFQ_KFRESH16: [f64; 3] = [95.8, 38.2, 100.0];
 
 /// The recordings branch kfresh17 held out (30 November 2026, 19:10-19:14 UTC, load average
 /// 1.8-11.9, Linux 6.18.44, HZ = 250): nine mixes not in the corpus, aimed at bfq: processes

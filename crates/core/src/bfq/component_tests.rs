@@ -1647,3 +1647,31 @@ fn bfq_check_waker_ignores_a_completion_after_the_plug_cached_its_time() {
     s.check_waker(r, 100 * MS + 1_000);
     assert_eq!(s.queues[r].tentative_waker, Some(q), "stamped after it");
 }
+
+#[test]
+fn bfq_completed_request_reads_its_clock_before_arming_the_idle_timer() {
+    // bfq_finish_requeue_request takes bfqd->lock, then bfq_completed_request reads the clock
+    // (now_ns: last_completion, last_end_request) and, for the in-service queue left empty
+    // that must idle, arms the idle timer (bfq_arm_slice_timer) before bfq_put_queue logs
+    // the first note a replay sees. The recording buffered-writeback-beside-readers-wbt-file
+    // at 43581.147217: fio 15539's read completed at .147197 (in service, idling), its note
+    // came at .147213, and fio 15540's first read, allocated at .147208, still named 15539's
+    // queue its tentative waker: the clock was read before .147208.
+    let (mut s, q, r) = injection_scene();
+    s.queues[r].has_short_ttime = false;
+    assert!(
+        s.must_idle(q),
+        "the in-service queue idles once its read completes"
+    );
+    let done = rq(1, 1).sector(1000).build();
+    let (clock, now) = (Nanos(100 * MS as u64), Nanos(100 * MS as u64 + 16_000));
+    Scheduler::complete_clocked(&mut s, &done, clock, now);
+    assert_eq!(s.last_completion, 100 * MS);
+    assert_eq!(s.queues[q].last_end_request, 100 * MS);
+    s.check_waker(r, 100 * MS + 11_000);
+    assert_eq!(
+        s.queues[r].tentative_waker,
+        Some(q),
+        "stamped after the clock"
+    );
+}

@@ -1364,9 +1364,27 @@ impl Scheduler for Bfq {
     }
 
     fn complete(&mut self, rq: &Request, now: Nanos) {
-        let t = now.0 as Tick;
-        self.complete_at(rq.id, rq.ctx, t);
-        self.admit_waiting(t);
+        self.complete_clocked(rq, now, now);
+    }
+
+    /// `bfq_finish_requeue_request` takes `bfqd->lock`, then `bfq_completed_request` reads
+    /// the clock (`last_completion`, `last_end_request`, the inject limit's sample, the
+    /// jiffies of the budget's idle start). `now` is when bfq's log shows the completion
+    /// (its first note after it); where the in-service queue is left empty and idles,
+    /// `bfq_arm_slice_timer` starts the idle timer between the clock and that note, unlogged,
+    /// so the clock is taken at `clock` (the replay's estimate, earlier); elsewhere the note
+    /// follows the clock closely and `now` is taken. Deviation: the kernel's lag is not
+    /// known, only bounded (docs/bfq.md, "The completion's clock and the idle timer").
+    fn complete_clocked(&mut self, rq: &Request, clock: Nanos, now: Nanos) {
+        let arms = self.rq_queue.get(&rq.id.0).is_some_and(|&(q, ..)| {
+            self.in_service == Some(q)
+                && self.queues[q].dispatched == 1
+                && self.queues[q].is_empty()
+                && self.must_idle(q)
+        });
+        let t = if arms { clock } else { now };
+        self.complete_at(rq.id, rq.ctx, t.0 as Tick);
+        self.admit_waiting(now.0 as Tick);
     }
 
     fn exit(&mut self, ctx: CtxId, now: Nanos) {

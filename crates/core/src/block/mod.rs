@@ -1323,6 +1323,20 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// per bio or piece it carried, its own first, then those merged into it in merge order.
     /// An unknown id (a request never dispatched) is ignored.
     pub fn handle_complete(&mut self, id: RequestId, ok: bool, now: Nanos, out: &mut Vec<Done<T>>) {
+        self.handle_complete_clocked(id, ok, now, now, out);
+    }
+
+    /// As [`Self::handle_complete`], with the policy's clock for the completion read at
+    /// `clock`, before `now` ([`Scheduler::complete_clocked`]): a kernel trace's replay, whose
+    /// scheduler learned of a completion later than it stamped it.
+    pub fn handle_complete_clocked(
+        &mut self,
+        id: RequestId,
+        ok: bool,
+        clock: Nanos,
+        now: Nanos,
+        out: &mut Vec<Done<T>>,
+    ) {
         let Some(r) = self.requests.remove(&id.0) else {
             return;
         };
@@ -1332,7 +1346,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             "completion of a request never dispatched"
         );
         self.in_flight -= 1;
-        self.sched.complete(&r.rq, now);
+        self.sched.complete_clocked(&r.rq, clock.min(now), now);
         if r.holds_tag {
             let requests = &mut self.requests;
             if let Some(tags) = self.tags.as_mut() {

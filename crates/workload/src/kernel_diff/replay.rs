@@ -66,7 +66,7 @@ pub(super) struct Replay<'a> {
     dispatched: Vec<bool>,
     /// Scheduler merges the replay did not submit: ours had dispatched the request already.
     merges_missed: usize,
-    completions: BinaryHeap<Reverse<(Nanos, u64)>>,
+    completions: BinaryHeap<Reverse<(Nanos, u64, Nanos)>>,
     log: Vec<QueueEvent>,
     median: Nanos,
     /// When bfq learned of each request's completion ([`BfqLogTimes::completions`]).
@@ -186,13 +186,27 @@ impl<'a> Replay<'a> {
     /// choice, a few microseconds before the issue event the service counts from, so a
     /// completion would otherwise reach ours before insertions it followed in the kernel
     /// (bfq's stamps at an insertion, `bfq_check_waker`'s among them, compare with it).
-    fn completion_at(&self, i: usize) -> Nanos {
+    /// With it, an estimate of when bfq read its clock for the completion
+    /// ([`Scheduler::complete_clocked`](elevator_core::Scheduler::complete_clocked)):
+    /// `bfq_completed_request` stamps `last_completion` under `bfqd->lock`, after
+    /// `block_rq_complete` and before the log's note; the midpoint of the two is taken.
+    fn completion_at(&self, i: usize) -> (Nanos, Nanos) {
         let at = self.now + self.service(i);
         if self.pace != Pace::Kernel {
-            return at;
+            return (at, at);
         }
-        self.along_merges(i, |k| self.seen(k))
-            .map_or(at, |seen| at.max(seen))
+        match self.along_merges(i, |k| self.seen(k)) {
+            Some(seen) => {
+                let at = at.max(seen);
+                let event = self.along_merges(i, |k| self.trace.requests[k].service());
+                let clock = event.map_or(at, |s| {
+                    let event = (self.now + s).min(at);
+                    Nanos(event.0 + (at.0 - event.0) / 2)
+                });
+                (at, clock)
+            }
+            None => (at, at),
+        }
     }
 
     /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
@@ -587,8 +601,8 @@ impl<'a> Replay<'a> {
                     if let Some(d) = self.dispatched.get_mut(first) {
                         *d = true;
                     }
-                    let at = self.completion_at(first);
-                    self.completions.push(Reverse((at, rq.id.0)));
+                    let (at, clock) = self.completion_at(first);
+                    self.completions.push(Reverse((at, rq.id.0, clock)));
                     if self.pace != Pace::Device {
                         self.credits -= 1;
                     }
@@ -625,10 +639,15 @@ impl<'a> Replay<'a> {
             }
             self.now = self.now.max(next);
             if c == Some(next) {
-                let Reverse((_, id)) = self.completions.pop().expect("peeked");
+                let Reverse((_, id, clock)) = self.completions.pop().expect("peeked");
                 self.done.clear();
-                self.blk
-                    .handle_complete(RequestId(id), true, self.now, &mut self.done);
+                self.blk.handle_complete_clocked(
+                    RequestId(id),
+                    true,
+                    clock,
+                    self.now,
+                    &mut self.done,
+                );
             } else {
                 self.blk.handle_timeout(self.now);
             }
