@@ -21,3 +21,16 @@ fn sbitmap_resets_the_hint_after_taking_the_map_s_last_but_one_bit() {
     assert_eq!(bits.take(None, 0), Some(7));
     assert_eq!(bits.take(None, 0), None);
 }
+
+/// `update_alloc_hint_after_get`: after a CPU takes the bit its hint named, the hint moves
+/// one past it, into the next word when the bit was its word's last. With 8 tags in 2-bit
+/// words CPU 0 takes bits 0 and 1, so its hint is 2 (word 1). Bit 0 is freed (on CPU 1) and
+/// waits in word 0's cleared mask; CPU 0's next full-depth search starts in word 1 and takes
+/// bit 2. A hint left at 1 would search word 0 first, fold bit 0 back and take it.
+#[test]
+fn sbitmap_moves_the_hint_past_the_bit_it_named() {
+    let mut bits = TagBits::new(8);
+    assert_eq!((bits.take(None, 0), bits.take(None, 0)), (Some(0), Some(1)));
+    bits.release(0, 1);
+    assert_eq!(bits.take(None, 0), Some(2), "CPU 0's hint moved to word 1");
+}
