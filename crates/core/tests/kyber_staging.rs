@@ -4,7 +4,7 @@
 
 use elevator_core::harness::rq;
 use elevator_core::kyber::Kyber;
-use elevator_core::{Nanos, Op, RequestId, Scheduler};
+use elevator_core::{IoClass, Nanos, Op, RequestId, Scheduler};
 
 /// `kyber_bio_merge` is asked only about reads and writes here: discards never merge (a
 /// deviation the module documents), even into a discard staged on the same CPU that ends
@@ -19,4 +19,20 @@ fn kyber_bio_merge_never_merges_a_discard_into_a_staged_one() {
     s.insert(rq(3, 1).sector(1000).sectors(8).write().build(), t);
     let write = rq(4, 1).sector(1008).sectors(8).write().build();
     assert_eq!(s.try_merge(&write, 256, t), Some(RequestId(3)));
+}
+
+/// `blk_rq_merge_ok` (called by `blk_bio_list_merge` from `kyber_bio_merge`): a bio merges
+/// only into a request of its own I/O priority (`bi_ioprio`). A write at idle priority that
+/// starts where a staged best-effort write ends is not merged into it; a best-effort one in
+/// the same place is.
+#[test]
+fn kyber_bio_merge_needs_the_staged_request_s_priority() {
+    let mut s = Kyber::default();
+    let t = Nanos::ZERO;
+    let be = |id, sector| rq(id, 1).sector(sector).sectors(8).write();
+    s.insert(be(1, 0).prio(IoClass::BestEffort, 4).build(), t);
+    let idle = be(2, 8).prio(IoClass::Idle, 7).build();
+    assert_eq!(s.try_merge(&idle, 256, t), None);
+    let same = be(3, 8).prio(IoClass::BestEffort, 4).build();
+    assert_eq!(s.try_merge(&same, 256, t), Some(RequestId(1)));
 }

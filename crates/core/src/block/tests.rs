@@ -1,6 +1,7 @@
 //! The block layer's decisions in hand-built situations.
 
 mod accounting;
+mod allocation;
 mod decisions;
 mod request_list;
 mod tags;
