@@ -23,7 +23,12 @@ use crate::time::Nanos;
 
 /// Fixed-point shift of the virtual time scale.
 pub(super) const SERVICE_SHIFT: u32 = 22;
-/// How long the idle class may go unserved while other classes are busy (HZ / 5).
+/// How long the idle class may go unserved while other classes are busy
+/// (`BFQ_CL_IDLE_TIMEOUT`, HZ / 5 jiffies). The times bfq passes are starts of jiffies
+/// (`Bfq::wf_now`), so `now > last + 200 ms` is the kernel's `jiffies > last + HZ / 5`
+/// (`time_is_before_jiffies`) for HZ = 100, 250, 300 and 1000: HZ / 5 jiffies of
+/// `1 s / HZ` (truncated to whole nanoseconds) are at most 200 ms and one more jiffy is
+/// over it.
 const CLASS_IDLE_TIMEOUT: Nanos = Nanos::from_ms(200);
 /// Number of I/O priority classes: RT, BE, IDLE.
 pub(super) const CLASSES: usize = 3;
@@ -404,7 +409,8 @@ impl Wf2q {
 
     /// `bfq_lookup_next_entity`: the eligible entity with the smallest finish in `sd`'s
     /// highest backlogged class, the idle class first once it has waited
-    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks, and moves, that timestamp). Eligibility is
+    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks that timestamp, and a lookup past the
+    /// timeout moves it to `now`, the start of the current jiffy). Eligibility is
     /// judged against the virtual time jumped forward to the smallest start
     /// (`bfq_calc_vtime_jump`); the tree's V takes that value (`bfq_update_vtime`) only when
     /// `sd` has no entity in service or the in-service one is being expired (`expiration`).
