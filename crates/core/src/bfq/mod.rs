@@ -70,9 +70,10 @@
 //!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps),
 //!   and a dispatch reads the real time (the kernel's, run from a plug flush, the plug clock).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
-//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, and the budget timeout
+//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, the budget timeout
 //!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
-//!   jiffy begins) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
+//!   jiffy begins) and the idle class's timeout (`bfq_lookup_next_entity`: HZ / 5 jiffies
+//!   after the jiffy it last timed out in) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
 //!   default, 250 on the kernel the corpus was recorded on); the idle time since a budget
 //!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
 //!   merge windows are kept in nanoseconds.
@@ -782,7 +783,8 @@ impl Bfq {
             self.wr_busy_queues -= 1;
         }
         let e = self.queues[q].eid;
-        self.wf.deactivate_entity(e, true, expiration, nanos(t));
+        self.wf
+            .deactivate_entity(e, true, expiration, self.wf_now(t));
         if self.queues[q].dispatched == 0 {
             self.del_in_groups_pending(q);
             self.weights_remove(q);
@@ -794,7 +796,7 @@ impl Bfq {
     fn activate_queue_entity(&mut self, q: usize, non_blocking: bool, t: Tick) {
         let (e, push) = (self.queues[q].eid, self.queues[q].wr_coeff);
         self.wf
-            .activate_requeue(e, non_blocking, push, false, false, nanos(t));
+            .activate_requeue(e, non_blocking, push, false, false, self.wf_now(t));
     }
 
     /// `bfq_requeue_bfqq`: requeue queue `q` with its (new) budget; if it is the in-service
@@ -804,7 +806,7 @@ impl Bfq {
         let (e, push) = (self.queues[q].eid, self.queues[q].wr_coeff);
         let requeue = self.in_service == Some(q);
         self.wf
-            .activate_requeue(e, false, push, requeue, expiration, nanos(t));
+            .activate_requeue(e, false, push, requeue, expiration, self.wf_now(t));
     }
 
     /// The next request of `q` changed: give it enough budget for it.
@@ -850,11 +852,18 @@ impl Bfq {
         self.bfq_max_budget() / 32
     }
 
+    /// The time the service trees are given at `t`: the kernel's `jiffies` (the start of the
+    /// jiffy `t` falls in), which `bfq_lookup_next_entity` stamps and compares for the idle
+    /// class's timeout (`BFQ_CL_IDLE_TIMEOUT`, HZ / 5 jiffies).
+    fn wf_now(&self, t: Tick) -> Nanos {
+        nanos(self.jiffy_start(t))
+    }
+
     fn get_next_queue(&mut self, t: Tick) -> Option<usize> {
         if self.tot_busy() == 0 {
             return None;
         }
-        let leaf = self.wf.get_next(nanos(t))?;
+        let leaf = self.wf.get_next(self.wf_now(t))?;
         self.wf.entities[leaf].queue
     }
 

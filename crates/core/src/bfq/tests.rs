@@ -1331,6 +1331,32 @@ fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
     assert!(out.of(999).dispatched > at(900));
 }
 
+/// `bfq_lookup_next_entity` (6.18) counts `BFQ_CL_IDLE_TIMEOUT` in jiffies:
+/// `time_is_before_jiffies(last + HZ / 5)`, `last` the jiffy of the lookup that last timed
+/// out. At HZ = 250 (4 ms jiffies), stamped at jiffy 0, a lookup in jiffy 50 (200-204 ms)
+/// still serves the best-effort class, one in jiffy 51 the idle class; 201.5 ms is past
+/// 200 ms, not past jiffy 50.
+#[test]
+fn bfq_lookup_next_entity_counts_the_idle_class_timeout_in_jiffies() {
+    for (t, idle_next) in [(201_500_000, false), (204_000_000, true)] {
+        let mut s = Bfq::new(cfg_with(&[("hz", 250), ("low_latency", 0)]));
+        s.insert(rq(1, 1).sector(0).build(), Nanos::ZERO);
+        s.insert(rq(2, 2).sector(1 << 20).build(), Nanos::ZERO);
+        s.insert(
+            rq(3, 3).sector(1 << 22).prio(IoClass::Idle, 0).build(),
+            Nanos::ZERO,
+        );
+        assert_eq!(s.wf.sds[0].idle_class_last_service, Nanos::ZERO);
+        // bfq_get_next_queue: the cached best-effort queue goes in service, then the next
+        // entity is looked up at `t`.
+        let first = s.get_next_queue(t).unwrap();
+        assert!(!s.queues[first].class_idle());
+        let next = s.wf.sds[0].next_in_service.unwrap();
+        let next_q = s.wf.entities[next].queue.unwrap();
+        assert_eq!(s.queues[next_q].class_idle(), idle_next, "at {t} ns");
+    }
+}
+
 /// A sequential 1 MiB O_DIRECT writer with 32 writes in flight (hw_tag learned), raising off
 /// as after its end; a random read arrives at 400 ms. Whether the writer keeps the device.
 fn writer_keeps_service_when_a_read_arrives(rotational: i64) -> bool {

@@ -23,7 +23,12 @@ use crate::time::Nanos;
 
 /// Fixed-point shift of the virtual time scale.
 pub(super) const SERVICE_SHIFT: u32 = 22;
-/// How long the idle class may go unserved while other classes are busy (HZ / 5).
+/// How long the idle class may go unserved while other classes are busy
+/// (`BFQ_CL_IDLE_TIMEOUT`, HZ / 5 jiffies). The times bfq passes are starts of jiffies
+/// (`Bfq::wf_now`), so `now > last + 200 ms` is the kernel's `jiffies > last + HZ / 5`
+/// (`time_is_before_jiffies`) for HZ = 100, 250, 300 and 1000: HZ / 5 jiffies of
+/// `1 s / HZ` (truncated to whole nanoseconds) are at most 200 ms and one more jiffy is
+/// over it.
 const CLASS_IDLE_TIMEOUT: Nanos = Nanos::from_ms(200);
 /// Number of I/O priority classes: RT, BE, IDLE.
 pub(super) const CLASSES: usize = 3;
@@ -70,18 +75,30 @@ pub(super) struct Entity {
     /// Requests allocated to it or, for a group, to the queues below it, from admission to
     /// completion (`entity->allocated`).
     pub allocated: u32,
-    /// When it was last put on an active tree, as a count of such insertions: the kernel's
+    /// When it was last put on an active tree, as a count of tree insertions: the kernel's
     /// `bfq_active_insert` puts a queue at the head of `bfqd->active_list` (and
-    /// `bfq_active_extract` takes it off), so the list runs from the highest count down.
+    /// `bfq_active_extract` takes it off), so the list runs from the highest count down. It
+    /// also orders the active tree among equal finish times (see [`ServiceTree`]).
     pub active_seq: u64,
+    /// When it was last put on an idle tree, as a count of tree insertions: it orders the idle
+    /// tree among equal finish times.
+    pub idle_seq: u64,
 }
 
 /// One service tree: the active and idle entities of one class under one parent.
+///
+/// Both trees are ordered by finish time and, among equal finish times, by insertion: the
+/// kernel's `bfq_insert` descends right past an entry whose finish equals the new one, so an
+/// entity joins a tree after every entity already there with its finish, and
+/// `bfq_first_active_entity` (the in-order first eligible entity) serves the one that came
+/// first. Two idle-class queues charged the same budget at the same virtual time tie so.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ServiceTree {
-    active: BTreeSet<(u64, Eid)>,
+    /// (finish, insertion stamp, entity) of the backlogged entities.
+    active: BTreeSet<(u64, u64, Eid)>,
     starts: BTreeSet<(u64, Eid)>,
-    idle: BTreeSet<(u64, Eid)>,
+    /// (finish, insertion stamp, entity) of the idle entities.
+    idle: BTreeSet<(u64, u64, Eid)>,
     /// Virtual time.
     pub vtime: u64,
     /// Sum of the weights of the entities on this tree or in service from it.
@@ -143,8 +160,9 @@ pub(super) struct Wf2q {
     pub entities: Vec<Entity>,
     /// All scheduling data; 0 is the root.
     pub sds: Vec<SchedData>,
-    /// Insertions into active trees so far (stamps [`Entity::active_seq`]).
-    pub active_inserts: u64,
+    /// Insertions into active and idle trees so far (stamps [`Entity::active_seq`] and
+    /// [`Entity::idle_seq`]).
+    pub tree_inserts: u64,
 }
 
 impl Wf2q {
@@ -153,7 +171,7 @@ impl Wf2q {
         Wf2q {
             entities: Vec::new(),
             sds: vec![SchedData::new(None)],
-            active_inserts: 0,
+            tree_inserts: 0,
         }
     }
 
@@ -179,6 +197,7 @@ impl Wf2q {
             on_st: false,
             allocated: 0,
             active_seq: 0,
+            idle_seq: 0,
         });
         self.entities.len() - 1
     }
@@ -212,31 +231,36 @@ impl Wf2q {
     fn active_insert(&mut self, e: Eid) {
         let (s, f) = (self.entities[e].start, self.entities[e].finish);
         self.entities[e].tree = Tree::Active;
-        self.active_inserts += 1;
-        self.entities[e].active_seq = self.active_inserts;
+        self.tree_inserts += 1;
+        let seq = self.tree_inserts;
+        self.entities[e].active_seq = seq;
         let st = self.st(e);
-        st.active.insert((f, e));
+        st.active.insert((f, seq, e));
         st.starts.insert((s, e));
     }
 
     fn active_extract(&mut self, e: Eid) {
-        let (s, f) = (self.entities[e].start, self.entities[e].finish);
+        let en = &self.entities[e];
+        let (s, f, seq) = (en.start, en.finish, en.active_seq);
         self.entities[e].tree = Tree::None;
         let st = self.st(e);
-        st.active.remove(&(f, e));
+        st.active.remove(&(f, seq, e));
         st.starts.remove(&(s, e));
     }
 
     fn idle_insert(&mut self, e: Eid) {
         let f = self.entities[e].finish;
         self.entities[e].tree = Tree::Idle;
-        self.st(e).idle.insert((f, e));
+        self.tree_inserts += 1;
+        let seq = self.tree_inserts;
+        self.entities[e].idle_seq = seq;
+        self.st(e).idle.insert((f, seq, e));
     }
 
     fn idle_extract(&mut self, e: Eid) {
-        let f = self.entities[e].finish;
+        let (f, seq) = (self.entities[e].finish, self.entities[e].idle_seq);
         self.entities[e].tree = Tree::None;
-        self.st(e).idle.remove(&(f, e));
+        self.st(e).idle.remove(&(f, seq, e));
     }
 
     fn forget_entity(&mut self, e: Eid) {
@@ -250,14 +274,14 @@ impl Wf2q {
     fn forget_idle(&mut self, sd: usize, class: usize) {
         let st = &mut self.sds[sd].trees[class];
         if st.active.is_empty() {
-            if let Some(&(last_f, _)) = st.idle.last() {
+            if let Some(&(last_f, _, _)) = st.idle.last() {
                 if last_f <= st.vtime {
                     st.vtime = last_f;
                 }
             }
         }
         let first = st.idle.first().copied();
-        if let Some((f, e)) = first {
+        if let Some((f, _, e)) = first {
             if f <= self.sds[sd].trees[class].vtime {
                 self.idle_extract(e);
                 self.forget_entity(e);
@@ -385,7 +409,8 @@ impl Wf2q {
 
     /// `bfq_lookup_next_entity`: the eligible entity with the smallest finish in `sd`'s
     /// highest backlogged class, the idle class first once it has waited
-    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks, and moves, that timestamp). Eligibility is
+    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks that timestamp, and a lookup past the
+    /// timeout moves it to `now`, the start of the current jiffy). Eligibility is
     /// judged against the virtual time jumped forward to the smallest start
     /// (`bfq_calc_vtime_jump`); the tree's V takes that value (`bfq_update_vtime`) only when
     /// `sd` has no entity in service or the in-service one is being expired (`expiration`).
@@ -412,8 +437,8 @@ impl Wf2q {
             let found = st
                 .active
                 .iter()
-                .find(|&&(_, e)| self.entities[e].start <= v)
-                .map(|&(_, e)| e);
+                .find(|&&(_, _, e)| self.entities[e].start <= v)
+                .map(|&(_, _, e)| e);
             if found.is_some() {
                 return found;
             }
@@ -1048,6 +1073,58 @@ mod tests {
         assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
         w.set_in_service(0, a);
         assert!(!w.sds[0].has_active(), "both in service or off the trees");
+    }
+
+    #[test]
+    fn bfq_first_active_entity_serves_the_first_inserted_of_equal_finish_times() {
+        // bfq_insert descends right past an entry whose finish equals the new one's, so
+        // equal finish times sit in the active tree in insertion order, and
+        // bfq_first_active_entity (the in-order first eligible entity) returns the one
+        // inserted first, whatever the queues' creation order. Recorded on 6.18
+        // (prio-aging-rt-beside-idle-writers-file): two idle-class writers requeued at the
+        // same V with the same budget and weight; the one requeued first was served.
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 10, 16384);
+        let b = entity(&mut w, 10, 16384);
+        w.activate(b, false, 1);
+        w.activate(a, false, 1);
+        assert_eq!(w.entities[a].finish, w.entities[b].finish);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
+        // Set in service and requeued unserved (same timestamps), b goes behind a.
+        w.set_in_service(0, b);
+        w.requeue(b);
+        w.sds[0].in_service = None;
+        assert_eq!(w.entities[a].finish, w.entities[b].finish);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(a));
+        // And a put back again goes behind b.
+        w.active_extract(a);
+        w.active_insert(a);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
+    }
+
+    #[test]
+    fn bfq_forget_idle_forgets_the_first_inserted_of_equal_idle_finish_times() {
+        // bfq_idle_insert moves first_idle only to a strictly smaller finish, and
+        // bfq_idle_extract moves it to the in-order next entity: of equal finish times the
+        // entity that went idle first is forgotten first (one per bfq_forget_idle).
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 100, 1000);
+        let b = entity(&mut w, 100, 1000);
+        let c = entity(&mut w, 100, 1000);
+        for e in [c, b, a] {
+            w.activate(e, false, 1);
+        }
+        for e in [b, a] {
+            w.active_extract(e);
+            w.entities[e].finish = 10;
+            w.idle_insert(e);
+        }
+        be(&mut w).vtime = 10;
+        w.forget_idle(0, 1);
+        assert_eq!(w.entities[b].tree, Tree::None, "b went idle first");
+        assert_eq!(w.entities[a].tree, Tree::Idle);
+        w.forget_idle(0, 1);
+        assert_eq!(w.entities[a].tree, Tree::None);
     }
 
     #[test]
