@@ -20,7 +20,8 @@ use crate::tunable::TunableError;
 pub struct Counters {
     /// Requests inserted.
     pub inserted: u64,
-    /// Requests merged into a queued request instead of being inserted.
+    /// Requests merged into a queued request instead of being inserted (or after: a queued
+    /// request merged into another, [`Scheduler::merge_next`], moves from `inserted` here).
     pub merged: u64,
     /// Requests dispatched.
     pub dispatched: u64,
@@ -87,6 +88,15 @@ impl<S: Scheduler> Scheduler for Counted<S> {
             self.counters.merged += 1;
         }
         merged
+    }
+    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        let gone = self.inner.merge_next(into, max_sectors, now);
+        if gone.is_some() {
+            // Counted as merged, not inserted: it is never dispatched.
+            self.counters.inserted -= 1;
+            self.counters.merged += 1;
+        }
+        gone
     }
     fn insert(&mut self, rq: Request, now: Nanos) {
         self.counters.inserted += 1;

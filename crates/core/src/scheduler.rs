@@ -54,6 +54,19 @@ pub trait Scheduler {
         None
     }
 
+    /// Right after [`try_merge`](Scheduler::try_merge) grew request `into` by a bio: merge
+    /// the queued request that now continues it into it, as the kernel's
+    /// `blk_mq_sched_try_merge` does after a back merge (`attempt_back_merge`: the request
+    /// next in the policy's sort order, `elv_latter_request`, if `attempt_merge` allows it:
+    /// same operation and I/O priority, contiguous, at most `max_sectors` together). The
+    /// policy grows `into`, drops the other from its queues (the elevator's
+    /// `requests_merged`) and frees it (its tag included), and returns its id: the block
+    /// layer moves its bios onto `into`. The default merges nothing.
+    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        let _ = (into, max_sectors, now);
+        None
+    }
+
     /// A new request arrives: allocated and inserted at once.
     fn insert(&mut self, rq: Request, now: Nanos);
 
@@ -163,6 +176,9 @@ macro_rules! forward_scheduler {
             }
             fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
                 (**self).try_merge(rq, max_sectors, now)
+            }
+            fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+                (**self).merge_next(into, max_sectors, now)
             }
             fn insert(&mut self, rq: Request, now: Nanos) {
                 (**self).insert(rq, now)

@@ -116,6 +116,9 @@ impl Scheduler for Recording {
         });
         into
     }
+    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        self.inner.merge_next(into, max_sectors, now)
+    }
     fn insert(&mut self, rq: Request, now: Nanos) {
         self.calls.borrow_mut().push(Call::Insert {
             id: rq.id.0,

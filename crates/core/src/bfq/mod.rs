@@ -1158,6 +1158,50 @@ impl Bfq {
         rq
     }
 
+    /// `attempt_back_merge` after a bio grew request `into`: bfq's `next_request` is
+    /// `elv_rb_latter_request`, the next request in `into`'s queue's sort tree, merged if
+    /// `attempt_merge` allows (same operation and I/O priority, contiguous, at most
+    /// `max_sectors` together). Then `bfq_requests_merged` (`into` takes the merged one's
+    /// FIFO place when that one expires first, and its place as the queue's next request;
+    /// `bfq_remove_request` drops it) and its freeing (`bfq_finish_requeue_request` of a
+    /// request never started: its tag and its allocation given back).
+    fn merge_latter(&mut self, into: RequestId, max_sectors: u32, t: Tick) -> Option<RequestId> {
+        let &(q, ..) = self.rq_queue.get(&into.0)?;
+        let qq = &mut self.queues[q];
+        let (&key, rq) = qq.sort.iter().find(|(k, _)| k.1 == into.0)?;
+        let (&next_key, next) = qq
+            .sort
+            .range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded))
+            .next()?;
+        if next.sector != rq.end()
+            || next.op != rq.op
+            || next.prio != rq.prio
+            || rq.sectors + next.sectors > max_sectors
+        {
+            return None;
+        }
+        let (gone, ctx, sectors) = (next.id, next.ctx, next.sectors);
+        let expiry = |k: Key| qq.fifo.iter().find(|e| e.1 == k).map(|e| e.0);
+        if let (Some(own), Some(theirs)) = (expiry(key), expiry(next_key)) {
+            if theirs < own {
+                qq.fifo.retain(|e| e.1 != key);
+                if let Some(e) = qq.fifo.iter_mut().find(|e| e.1 == next_key) {
+                    e.1 = key;
+                }
+            }
+        }
+        if qq.next_rq == Some(next_key) {
+            qq.next_rq = Some(key);
+        }
+        if let Some(r) = qq.sort.get_mut(&key) {
+            r.sectors += sectors;
+        }
+        self.remove_request(q, next_key, t);
+        self.free_request(gone, ctx);
+        self.admit_waiting(t);
+        Some(gone)
+    }
+
     fn dispatch_from(&mut self, q: usize, t: Tick) -> Request {
         let key = self.queues[q]
             .next_rq
@@ -1212,17 +1256,25 @@ impl Bfq {
         self.nonrot_with_queueing = !self.cfg.rotational && self.hw_tag == 1;
     }
 
-    /// `bfq_finish_requeue_request`: the inject limit is updated before
-    /// `bfq_completed_request` samples the hardware queue depth.
-    fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
-        let Some((q, depth, bit, cpu)) = self.rq_queue.remove(&id.0) else {
-            return;
-        };
+    /// Request `id` of `ctx` is freed: its tag, its queue's and its process's count of
+    /// requests given back (`bfqq_request_freed`, `RQ_BIC(rq)->requests--`). Its queue, if
+    /// bfq knew the request.
+    fn free_request(&mut self, id: RequestId, ctx: CtxId) -> Option<usize> {
+        let (q, depth, bit, cpu) = self.rq_queue.remove(&id.0)?;
         self.tags.release_bit(depth, bit, cpu);
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
         }
+        Some(q)
+    }
+
+    /// `bfq_finish_requeue_request`: the inject limit is updated before
+    /// `bfq_completed_request` samples the hardware queue depth.
+    fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
+        let Some(q) = self.free_request(id, ctx) else {
+            return;
+        };
         if self.inj.waited_rq == Some(id.0) {
             self.update_inject_limit(q, t);
         }
@@ -1329,6 +1381,10 @@ impl Scheduler for Bfq {
         }
         target.sectors += rq.sectors;
         Some(target.id)
+    }
+
+    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        self.merge_latter(into, max_sectors, now.0 as Tick)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {

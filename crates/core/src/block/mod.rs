@@ -507,6 +507,10 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     /// Requests allocated and not yet inserted ([`BlockLayer::handle_allocate`]): whether
     /// the policy gave each back (it takes it at its insertion) rather than holding it.
     allocated: FxHashMap<u64, bool>,
+    /// The first bios' tokens of the requests merged into another after their insertion
+    /// ([`BlockLayer::merge_next`]), kept only for a driver that asked
+    /// ([`BlockLayer::keep_merged_away`]).
+    merged_away: Option<Vec<T>>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -536,7 +540,24 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             list: limits.nr_requests.map(RequestList::new),
             tags: None,
             allocated: FxHashMap::default(),
+            merged_away: None,
         }
+    }
+
+    /// Keep the token of each request merged into another after its insertion (its first
+    /// bio's), for [`take_merged_away`](Self::take_merged_away): a driver that follows each
+    /// request through the policy's queue (a replay's queue log) learns it left.
+    pub fn keep_merged_away(&mut self) {
+        self.merged_away.get_or_insert_with(Vec::new);
+    }
+
+    /// The requests merged away since the last call, by their first bio's token (empty
+    /// unless [`keep_merged_away`](Self::keep_merged_away) was called).
+    pub fn take_merged_away(&mut self) -> Vec<T> {
+        self.merged_away
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The host tags `depth` requests (at least the device's queue depth) under a policy that
@@ -940,10 +961,70 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 split: None,
             });
             self.counters.merged += 1;
+            self.merge_next(into, room, now);
             self.kick = true;
             Built::Merged
         } else {
             Built::One(rq)
+        }
+    }
+
+    /// After a bio merged into `into`: the queued request that now continues it merged into
+    /// it too, if the policy finds one (`attempt_back_merge` in `blk_mq_sched_try_merge`,
+    /// [`Scheduler::merge_next`]). Its bios ride on `into` from here, and its request is
+    /// freed (`blk_mq_free_request`): given back to the request list, its host tag put.
+    fn merge_next(&mut self, into: RequestId, room: u32, now: Nanos) {
+        let Some(gone) = self.sched.merge_next(into, room, now) else {
+            return;
+        };
+        let r = self
+            .requests
+            .remove(&gone.0)
+            .expect("the scheduler merged away a request the block layer does not know");
+        debug_assert_eq!(r.state, State::Queued, "merged away a dispatched request");
+        // `blk_account_io_merge_request`; counted as merged, not inserted: never dispatched.
+        self.stat.merged(r.rq.op);
+        self.counters.inserted -= 1;
+        self.counters.merged += 1;
+        if let Some(gone) = self.merged_away.as_mut() {
+            gone.push(r.segs.first.token);
+        }
+        let host = self
+            .requests
+            .get_mut(&into.0)
+            .expect("merged into a known request");
+        host.segs.more.extend(r.segs.iter().map(|&seg| Segment {
+            merged: true,
+            ..seg
+        }));
+        if r.holds_tag {
+            self.put_host_tag(now);
+        }
+        if let Some(class) = r.class {
+            self.free_to_list(class, now);
+        }
+    }
+
+    /// A request holding a host tag is freed: the tag goes to the first request waiting.
+    fn put_host_tag(&mut self, now: Nanos) {
+        let requests = &mut self.requests;
+        if let Some(tags) = self.tags.as_mut() {
+            tags.put(|id| match requests.get_mut(&id) {
+                Some(w) if w.tagged.is_none() => {
+                    w.tagged = Some(now);
+                    w.holds_tag = true;
+                    true
+                }
+                _ => false,
+            });
+        }
+    }
+
+    /// `freed_request`: a request of `class` goes back to the list, and may wake a sleeper.
+    fn free_to_list(&mut self, class: Class, now: Nanos) {
+        let woken = self.list.as_mut().and_then(|l| l.free(class, now));
+        if let Some((ctx, asleep)) = woken {
+            self.wake(ctx, asleep, now);
         }
     }
 
@@ -1348,17 +1429,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.in_flight -= 1;
         self.sched.complete_clocked(&r.rq, clock.min(now), now);
         if r.holds_tag {
-            let requests = &mut self.requests;
-            if let Some(tags) = self.tags.as_mut() {
-                tags.put(|id| match requests.get_mut(&id) {
-                    Some(w) if w.tagged.is_none() => {
-                        w.tagged = Some(now);
-                        w.holds_tag = true;
-                        true
-                    }
-                    _ => false,
-                });
-            }
+            self.put_host_tag(now);
         }
         let tagged = r.tagged.unwrap_or(r.dispatched);
         let controlled = !self.qos.is_empty();
@@ -1415,12 +1486,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 ok,
             });
         }
-        // freed_request: the request goes back to the list, and may wake a sleeper.
         if let Some(class) = r.class {
-            let woken = self.list.as_mut().and_then(|l| l.free(class, now));
-            if let Some((ctx, asleep)) = woken {
-                self.wake(ctx, asleep, now);
-            }
+            self.free_to_list(class, now);
         }
         if !self.throttled.is_empty() {
             self.release_throttled(now, true);

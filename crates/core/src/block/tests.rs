@@ -7,6 +7,7 @@ mod request_list;
 mod tags;
 
 use super::*;
+use crate::bfq::Bfq;
 use crate::deadline::Deadline;
 use crate::noop::Noop;
 use std::collections::VecDeque;
@@ -91,6 +92,41 @@ fn back_and_front_merges_ride_on_the_queued_request_and_complete_with_it() {
     assert_eq!(blk.stat().write.sectors, 32);
     assert_eq!(blk.counters().completed, 2, "two requests");
     assert_eq!(blk.bios_completed(), 4, "carrying four bios");
+}
+
+#[test]
+fn a_back_merge_that_reaches_the_next_queued_request_merges_that_request_too() {
+    // blk_mq_sched_try_merge: after bio_attempt_back_merge, attempt_back_merge merges the
+    // request elv_latter_request finds (bfq's: the next in the queue's sort tree) when it
+    // now continues the grown one (attempt_merge); bfq_requests_merged drops it.
+    let mut blk = BlockLayer::new(Bfq::new(Default::default()), Limits::depth(1));
+    blk.keep_merged_away();
+    let read = |sector| Bio::new(CtxId(1), Op::Read, sector, 8).sync(true);
+    blk.handle_submit(read(1000), 0u32, ms(0));
+    let busy = drain(&mut blk, ms(0));
+    assert_eq!(busy.len(), 1);
+    blk.handle_submit(read(0), 1, ms(1));
+    blk.handle_submit(read(16), 2, ms(1));
+    assert!(blk.take_merged_away().is_empty());
+    blk.handle_submit(read(8), 3, ms(1)); // back merge into 0+8, which reaches 16
+    assert_eq!(blk.take_merged_away(), [2]);
+    assert_eq!(blk.counters().merged, 2);
+    assert_eq!(
+        blk.counters().inserted,
+        2,
+        "16+8 counted merged, not inserted"
+    );
+    assert_eq!(blk.scheduler().queued(), 1);
+    let mut done = Vec::new();
+    blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+    let next = drain(&mut blk, ms(2));
+    assert_eq!((next[0].sector, next[0].sectors), (0, 24));
+    let tokens: Vec<u32> = blk.segments(next[0].id).unwrap().map(|s| s.token).collect();
+    assert_eq!(tokens, [1, 3, 2]);
+    done.clear();
+    blk.handle_complete(next[0].id, true, ms(3), &mut done);
+    assert_eq!(done.len(), 3);
+    assert!(blk.is_idle());
 }
 
 #[test]

@@ -110,9 +110,11 @@ impl<'a> Replay<'a> {
         };
         let mut services: Vec<Nanos> = trace.requests.iter().filter_map(service).collect();
         services.sort();
+        let mut blk = BlockLayer::new(sched, limits);
+        blk.keep_merged_away();
         Replay {
             trace,
-            blk: BlockLayer::new(sched, limits),
+            blk,
             pace,
             empty_runs,
             own_runs: false,
@@ -556,6 +558,10 @@ impl<'a> Replay<'a> {
         let out = step(&mut self.blk, self.now);
         if self.blk.counters().inserted > before {
             self.log.push(QueueEvent::Arrive(token));
+        }
+        // A request merged into the one a bio grew (`attempt_back_merge`) leaves the queue.
+        for gone in self.blk.take_merged_away() {
+            self.log.push(QueueEvent::Leave(gone));
         }
         out
     }
