@@ -150,14 +150,16 @@ crate::tunable::tunables! {
                   it keeps its word size (sbitmap_queue_resize); 0 = nr_requests",
         },
         /// The kernel's timer frequency (`CONFIG_HZ`): the length of a jiffy, in which bfq
-        /// keeps the times its soft real-time test compares.
+        /// keeps the times its soft real-time test, budget timeout and idle-class timeout
+        /// compare.
         hz: u64 = "hz" {
             unit: Count,
             default: 1000,
             min: 100,
             max: 1000,
             doc: "elevator: the kernel's CONFIG_HZ (100, 250, 300 or 1000); bfq's soft real-time \
-                  test counts in jiffies of 1/hz s (the kernel's build option, not a sysfs file)",
+                  test, budget timeout and idle-class timeout count jiffies of 1/hz s (the \
+                  kernel's build option, not a sysfs file)",
         },
         /// Rotational device.
         rotational: bool = "rotational" {

@@ -27,8 +27,8 @@
 //! - `strict_guarantees` 0, `low_latency` 1.
 //! - elevator's own: `merge_window_ms` 100 (0 turns the 100 ms rule off), `queue_merging` 1
 //!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device), `hz`
-//!   1000 (the kernel's `CONFIG_HZ`: the length of the jiffies the soft real-time test
-//!   counts).
+//!   1000 (the kernel's `CONFIG_HZ`: the length of the jiffies the soft real-time test, the
+//!   budget timeout and the idle class's timeout count).
 //! - `nr_requests` 256: scheduler tags (a queue attribute; the kernel's 2 * min(queue
 //!   depth, 128), 256 for a loop device or a deep one).
 //!
@@ -38,7 +38,7 @@
 //! 3..25 s, ended after 120000 sectors of raised service, granted after 2 s idle; soft
 //! real-time coefficient 3000 for 300 ms under 7000 sectors/s; large burst = 8 queues created
 //! within 180 ms of each other; I/O bound = busy 80% of the last 200 ms; idle class served at least every
-//! 200 ms; stable merge of queues created within 180 ms, performed 600 ms after creation.
+//! HZ / 5 jiffies (200 ms); stable merge of queues created within 180 ms, performed 600 ms after creation.
 //!
 //! # Deviations from the kernel
 //! - No clock, no timers: the idle timer is [`Dispatch::Idle`]; budget timeouts, the end of
@@ -70,9 +70,10 @@
 //!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps),
 //!   and a dispatch reads the real time (the kernel's, run from a plug flush, the plug clock).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
-//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, and the budget timeout
+//!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, the budget timeout
 //!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
-//!   jiffy begins) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
+//!   jiffy begins) and the idle class's timeout (`bfq_lookup_next_entity`: `HZ / 5` jiffies
+//!   after its stamp's jiffy) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
 //!   default, 250 on the kernel the corpus was recorded on); the idle time since a budget
 //!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
 //!   merge windows are kept in nanoseconds.
@@ -221,6 +222,7 @@ impl Bfq {
     /// BFQ with `cfg` over `groups` (weights 1..=1000, default 100).
     pub fn with_groups(cfg: Config, groups: &GroupTree) -> Result<Bfq, TunableError> {
         let mut wf = Wf2q::new();
+        wf.hz = cfg.hz;
         let groups = group::build(&mut wf, groups)?;
         let user_max = cfg.max_budget;
         let rotational = cfg.rotational;

@@ -23,8 +23,9 @@ use crate::time::Nanos;
 
 /// Fixed-point shift of the virtual time scale.
 pub(super) const SERVICE_SHIFT: u32 = 22;
-/// How long the idle class may go unserved while other classes are busy (HZ / 5).
-const CLASS_IDLE_TIMEOUT: Nanos = Nanos::from_ms(200);
+/// How long the idle class may go unserved while other classes are busy, in jiffies:
+/// `BFQ_CL_IDLE_TIMEOUT` is `HZ / 5`, a fifth of the jiffies in a second.
+const CLASS_IDLE_TIMEOUT_PER_HZ: u64 = 5;
 /// Number of I/O priority classes: RT, BE, IDLE.
 pub(super) const CLASSES: usize = 3;
 
@@ -107,8 +108,9 @@ pub(super) struct SchedData {
     /// The entity to set in service next (`sd->next_in_service`), kept by
     /// [`Wf2q::update_next_in_service`].
     pub next_in_service: Option<Eid>,
-    /// Last time the idle class was served from here.
-    pub idle_class_last_service: Nanos,
+    /// The jiffy in which the idle class was last considered for service here
+    /// (`sd->bfq_class_idle_last_service`, a `jiffies` stamp).
+    pub idle_class_last_service: u64,
     /// The group entity that owns this data; `None` for the root.
     pub owner: Option<Eid>,
 }
@@ -119,7 +121,7 @@ impl SchedData {
             trees: Default::default(),
             in_service: None,
             next_in_service: None,
-            idle_class_last_service: Nanos::ZERO,
+            idle_class_last_service: 0,
             owner,
         }
     }
@@ -145,6 +147,9 @@ pub(super) struct Wf2q {
     pub sds: Vec<SchedData>,
     /// Insertions into active trees so far (stamps [`Entity::active_seq`]).
     pub active_inserts: u64,
+    /// The kernel's `CONFIG_HZ`: the idle class's timestamps count jiffies of 1/hz s,
+    /// aligned to multiples of the jiffy on the clock `now` comes from.
+    pub hz: u64,
 }
 
 impl Wf2q {
@@ -154,6 +159,7 @@ impl Wf2q {
             entities: Vec::new(),
             sds: vec![SchedData::new(None)],
             active_inserts: 0,
+            hz: 1000,
         }
     }
 
@@ -383,19 +389,27 @@ impl Wf2q {
         }
     }
 
+    /// The kernel's `jiffies` at `now`.
+    fn jiffies(&self, now: Nanos) -> u64 {
+        now.0 / (1_000_000_000 / self.hz.max(1))
+    }
+
     /// `bfq_lookup_next_entity`: the eligible entity with the smallest finish in `sd`'s
-    /// highest backlogged class, the idle class first once it has waited
-    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks, and moves, that timestamp). Eligibility is
-    /// judged against the virtual time jumped forward to the smallest start
+    /// highest backlogged class, the idle class first once `BFQ_CL_IDLE_TIMEOUT` (HZ / 5
+    /// jiffies) has passed since its stamp: `time_is_before_jiffies(stamp + HZ / 5)` compares
+    /// whole jiffies, so the idle class goes first from the jiffy HZ / 5 + 1 after the stamp's
+    /// (200 to 204 ms after the stamp at HZ = 250). Every lookup checks, and moves, that stamp.
+    /// Eligibility is judged against the virtual time jumped forward to the smallest start
     /// (`bfq_calc_vtime_jump`); the tree's V takes that value (`bfq_update_vtime`) only when
     /// `sd` has no entity in service or the in-service one is being expired (`expiration`).
     pub fn lookup_next(&mut self, sd: usize, now: Nanos, expiration: bool) -> Option<Eid> {
         let mut from = 0;
-        if now > self.sds[sd].idle_class_last_service + CLASS_IDLE_TIMEOUT {
+        let jiffies = self.jiffies(now);
+        if jiffies > self.sds[sd].idle_class_last_service + self.hz / CLASS_IDLE_TIMEOUT_PER_HZ {
             if !self.sds[sd].trees[CLASSES - 1].active.is_empty() {
                 from = CLASSES - 1;
             }
-            self.sds[sd].idle_class_last_service = now;
+            self.sds[sd].idle_class_last_service = jiffies;
         }
         let update = self.sds[sd].in_service.is_none() || expiration;
         for class in from..CLASSES {
@@ -1095,17 +1109,46 @@ mod tests {
             w.activate(e, false, 1);
         }
         assert_eq!(w.lookup_next(0, Nanos::from_ms(200), false), Some(rt));
-        assert_eq!(w.sds[0].idle_class_last_service, Nanos::ZERO);
+        assert_eq!(w.sds[0].idle_class_last_service, 0);
         // Every lookup checks the stamp, whatever triggered it.
-        assert_eq!(w.lookup_next(0, Nanos(200_000_001), false), Some(idle));
-        assert_eq!(w.sds[0].idle_class_last_service, Nanos(200_000_001));
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(201), false), Some(idle));
+        assert_eq!(w.sds[0].idle_class_last_service, 201);
         assert_eq!(w.lookup_next(0, Nanos::from_ms(300), true), Some(rt));
         w.set_in_service(0, rt);
         assert_eq!(w.lookup_next(0, Nanos::from_ms(300), true), Some(be_e));
         // The idle class empty when the timeout passes: the stamp still moves.
         w.set_in_service(0, idle);
         assert_eq!(w.lookup_next(0, Nanos::from_ms(500), true), Some(be_e));
-        assert_eq!(w.sds[0].idle_class_last_service, Nanos::from_ms(500));
+        assert_eq!(w.sds[0].idle_class_last_service, 500);
+    }
+
+    #[test]
+    fn bfq_lookup_next_entity_times_the_idle_class_in_whole_jiffies() {
+        // bfq_lookup_next_entity: time_is_before_jiffies(bfq_class_idle_last_service +
+        // BFQ_CL_IDLE_TIMEOUT) with the stamp a jiffies count: at HZ = 250 (4 ms jiffies,
+        // HZ / 5 = 50 of them) the idle class waits until the 51st jiffy after the stamp's
+        // jiffy begins, 200 to 204 ms after the stamp, not 200 ms of nanoseconds.
+        let mut w = Wf2q::new();
+        w.hz = 250;
+        let idle = w.add_entity(0, 2, 10, None);
+        let be_e = w.add_entity(0, 1, 40, None);
+        for e in [idle, be_e] {
+            w.entities[e].budget = 100;
+            w.activate(e, false, 1);
+        }
+        // Jiffy 50 (200..204 ms): not yet past stamp 0 + 50.
+        assert_eq!(w.lookup_next(0, Nanos(204_000_000 - 1), false), Some(be_e));
+        assert_eq!(w.sds[0].idle_class_last_service, 0);
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(204), false), Some(idle));
+        assert_eq!(w.sds[0].idle_class_last_service, 51);
+        // Stamped at the start of jiffy 51: 203.9 ms later is still jiffy 101 = 51 + 50.
+        assert_eq!(w.lookup_next(0, Nanos(407_900_000), false), Some(be_e));
+        assert_eq!(w.lookup_next(0, Nanos::from_ms(408), false), Some(idle));
+        assert_eq!(w.sds[0].idle_class_last_service, 102);
+        // A lookup late in jiffy 102 leaves the stamp; 200.5 ms after it is jiffy 153.
+        assert_eq!(w.lookup_next(0, Nanos(411_900_000), false), Some(be_e));
+        assert_eq!(w.lookup_next(0, Nanos(612_400_000), false), Some(idle));
+        assert_eq!(w.sds[0].idle_class_last_service, 153);
     }
 
     #[test]
