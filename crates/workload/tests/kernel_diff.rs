@@ -340,8 +340,9 @@ const FRESH_KFRESH17: [&str; 9] = [
 /// corpus figure less 2); `cgroup-unequal-weights-...` 46.1% (decision 383: the kernel serves
 /// the root group's shared queue, ours a queue of the weight-100 group waiting 66 ms, in the
 /// root's B-WF2Q+ lookup, `bfq_lookup_next_entity`); `tuned-budget-...-nr16` 79.1% (decision
-/// 31: the kernel keeps its cached next queue when the random reader's queue comes back busy,
-/// `bfq_update_next_in_service`, ours serves the returning queue).
+/// 31: the kernel's idle slice timer expires the random reader's queue, `bfq_idle_slice_timer`,
+/// before its next request arrives; ours checks the timer only at a dispatch, which the
+/// kernel-pace replay does not ask for in between, and serves the returning queue).
 /// `thinking-readers-across-prio-levels` left the list at 99.7% (11.8% before, decision 162)
 /// when the idle class's timeout counted whole jiffies as `bfq_lookup_next_entity`'s
 /// `time_is_before_jiffies(bfq_class_idle_last_service + BFQ_CL_IDLE_TIMEOUT)` does (kfid31).
