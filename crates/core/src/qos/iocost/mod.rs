@@ -63,6 +63,10 @@
 //!    configuration that installs it ([`from_tree`]: io.cost lines or an `io.weight`) enables
 //!    it unless it says `enable=0`. Per-device `io.weight` (`MAJ:MIN weight`) is not modelled:
 //!    a group has one weight.
+//! 7. A bio over budget waits on its group's queue ([`Admit::Hold`]) while its submitter goes
+//!    on; the kernel's issuer sleeps in `ioc_rqos_throttle` until `iocg_kick_waitq` commits
+//!    its bio, so a job has at most one bio on the queue there. The queue is woken in order
+//!    either way.
 
 pub mod params;
 
