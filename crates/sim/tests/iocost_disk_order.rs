@@ -27,7 +27,10 @@ fn saturation(held: Option<u32>) -> String {
             s.push_str(&format!("io_weight = {w}\n"));
         }
     }
-    for (k, g) in ["a", "a", "a", "a", "b", "b", "b", "b"].into_iter().enumerate() {
+    for (k, g) in ["a", "a", "a", "a", "b", "b", "b", "b"]
+        .into_iter()
+        .enumerate()
+    {
         s.push_str(&format!(
             "\n[[job]]\nname = \"{g}{k}\"\ngroup = \"/{g}\"\nkind = \"fio\"\nrw = \"randread\"\n\
              bs = 4096\niodepth = 4\ndirect = true\noffset_frac = {:.6}\nsize_frac = 0.125\n\
@@ -53,7 +56,10 @@ fn run(sched: &str, held: Option<u32>) -> (f64, f64) {
             .sum()
     };
     let (a, b) = (bytes("/a"), bytes("/b"));
-    (b / (a + b), (a + b) / 1e6 / (r.end.as_ns() as f64 / 1e9 - 5.0))
+    (
+        b / (a + b),
+        (a + b) / 1e6 / (r.end.as_ns() as f64 / 1e9 - 5.0),
+    )
 }
 
 /// Under `none` the disk serves what io.cost releases in the order released, and
@@ -70,7 +76,10 @@ fn on_the_2009_disk_a_held_vrate_keeps_both_targets_over_mq_deadline_not_over_no
     let (_, none) = run("none", None);
     let (b, total) = run("none", Some(100));
     assert!((b - 0.75).abs() < 0.05, "none, held 100%: /b {b:.3}");
-    assert!(total < 0.9 * none, "none, held 100%: {total:.3} vs {none:.3}");
+    assert!(
+        total < 0.9 * none,
+        "none, held 100%: {total:.3} vs {none:.3}"
+    );
     let (b, _) = run("none", Some(110));
     assert!(b < 0.7, "none, held 110%: /b {b:.3}");
     let (b, total) = run("mq-deadline", Some(130));
