@@ -141,6 +141,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn bounds_own_requests(&self) -> bool {
         self.inner.bounds_own_requests()
     }
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        self.inner.holds_sched_tag(id)
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }

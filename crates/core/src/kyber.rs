@@ -483,6 +483,9 @@ impl Scheduler for Kyber {
     fn bounds_own_requests(&self) -> bool {
         true
     }
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        Some(!self.tags.is_waiting(id))
+    }
     fn queued(&self) -> usize {
         self.queued + self.tags.waiting()
     }

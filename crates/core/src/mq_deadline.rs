@@ -542,6 +542,9 @@ impl Scheduler for MqDeadline {
     fn bounds_own_requests(&self) -> bool {
         true
     }
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        Some(!self.tags.is_waiting(id))
+    }
     fn queued(&self) -> usize {
         self.in_lists + self.tags.waiting() + self.bypass.len()
     }

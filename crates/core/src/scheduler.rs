@@ -162,6 +162,18 @@ pub trait Scheduler {
         false
     }
 
+    /// For a policy that keeps blk-mq scheduler tags ([`crate::tags`]): whether request `id`,
+    /// inserted, holds its tag (`Some(true)`) or still waits for one outside the policy's
+    /// queues (`Some(false)`). Under an elevator the tag a request takes at its allocation is a
+    /// scheduler tag (`__blk_mq_alloc_requests` with `RQF_SCHED_TAGS`), and the moment it has
+    /// it is the request's `start_time_ns` (`blk_mq_rq_time_init`), which io.cost's
+    /// `ioc_rqos_done` counts `rq_wait` to. The default, `None`, keeps no scheduler tags: a
+    /// request's tag is the device's slot, taken at dispatch.
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        let _ = id;
+        None
+    }
+
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
@@ -218,6 +230,9 @@ macro_rules! forward_scheduler {
             }
             fn bounds_own_requests(&self) -> bool {
                 (**self).bounds_own_requests()
+            }
+            fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+                (**self).holds_sched_tag(id)
             }
             fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
                 (**self).set_tunable(name, value)

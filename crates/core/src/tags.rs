@@ -49,7 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub use bits::TagBits;
 
-use crate::request::Request;
+use crate::request::{Request, RequestId};
 
 /// How deep in the tags a request may take one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -190,6 +190,15 @@ impl SchedTags {
     /// Requests waiting for a tag.
     pub fn waiting(&self) -> usize {
         self.waiting_len
+    }
+
+    /// Whether request `id` is among those waiting for a tag (a scan of the waiting lines).
+    pub fn is_waiting(&self, id: RequestId) -> bool {
+        self.waiting_len > 0
+            && self
+                .waiting
+                .values()
+                .any(|line| line.iter().any(|(_, rq)| rq.id == id))
     }
 
     /// Requests holding a tag with a `Shallow` depth of at most `depth`.

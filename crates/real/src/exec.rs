@@ -166,7 +166,7 @@ pub struct RequestRecord {
     /// Dispatched by the scheduler, submitted to the backend.
     pub dispatched: Nanos,
     /// Got its tag ([`elevator_core::block::Done::tagged`]): its dispatch, unless the block
-    /// layer keeps host tags.
+    /// layer keeps host tags or the policy scheduler tags (mq-deadline, kyber).
     pub tagged: Nanos,
     /// Completed (reaped).
     pub completed: Nanos,

@@ -156,7 +156,8 @@ pub struct RequestRecord {
     pub dispatched: Nanos,
     /// Got its tag (blk-mq's `start_time_ns`; [`elevator_core::block::Done::tagged`]): on a
     /// disk, its host tag ([`elevator_core::block::DISK_HOST_TAGS`] under `none`), at insertion
-    /// while one is free, else when a holder completed; on an SSD, and under an elevator, its
+    /// while one is free, else when a holder completed; under mq-deadline and kyber, its
+    /// scheduler tag, likewise; on an SSD under `none`, and under the other elevators, its
     /// dispatch. For a merged request, that of the request it was merged into.
     pub tagged: Nanos,
     /// Completed by the device.

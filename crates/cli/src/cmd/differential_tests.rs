@@ -156,6 +156,9 @@ impl Scheduler for Recording {
     fn bounds_own_requests(&self) -> bool {
         self.inner.bounds_own_requests()
     }
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        self.inner.holds_sched_tag(id)
+    }
     fn queued(&self) -> usize {
         self.inner.queued()
     }

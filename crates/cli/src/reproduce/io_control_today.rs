@@ -173,7 +173,7 @@ pub type Weights = Option<(u32, u32, CostModel)>;
 
 /// The share setups: (label, scheduler, io.weight of /a and /b and the model for io.cost, or
 /// none).
-pub const SHARE: [(&str, &str, Weights); 8] = [
+pub const SHARE: [(&str, &str, Weights); 11] = [
     ("none", "none", None),
     ("cfq groups", "cfq", None),
     ("bfq groups", "bfq", None),
@@ -196,6 +196,17 @@ pub const SHARE: [(&str, &str, Weights); 8] = [
         "io.cost / none, b 3:1",
         "none",
         Some((100, 300, CostModel::Calibrated)),
+    ),
+    ("mq-deadline", "mq-deadline", None),
+    (
+        "io.cost / mq-deadline",
+        "mq-deadline",
+        Some((100, 100, CostModel::Calibrated)),
+    ),
+    (
+        "io.cost / mq-deadline, b 2:1",
+        "mq-deadline",
+        Some((100, 200, CostModel::Calibrated)),
     ),
     (
         "io.cost / mq-deadline, b 3:1",
@@ -524,53 +535,115 @@ pub const LIFTED_MAX: u32 = 120;
 /// io.cost's `io.weight`s of /a and /b in a saturation setup, and its QoS; none: no controller.
 pub type CostSet = Option<(u32, u32, QosSet)>;
 
-/// The saturation setups: (label, weights and QoS). All run over `none`; the QoS defaults
-/// with the calibrated model, resctl-demo's QoS with its own model.
-pub const SATURATION: [(&str, CostSet); 13] = [
-    ("none", None),
-    ("io.cost, QoS defaults", Some((100, 100, QosSet::Defaults))),
+/// The saturation setups: (label, scheduler, weights and QoS). The QoS defaults with the
+/// calibrated model, resctl-demo's QoS with its own model. The rows over `none` come first;
+/// each scheduler's row without a controller is its "alone" in the table.
+pub const SATURATION: [(&str, &str, CostSet); 23] = [
+    ("none", "none", None),
+    (
+        "io.cost, QoS defaults",
+        "none",
+        Some((100, 100, QosSet::Defaults)),
+    ),
     (
         "io.cost, QoS defaults, b 2:1",
+        "none",
         Some((100, 200, QosSet::Defaults)),
     ),
     (
         "io.cost, QoS defaults, b 3:1",
+        "none",
         Some((100, 300, QosSet::Defaults)),
     ),
     (
         "io.cost, resctl-demo recipe",
+        "none",
         Some((100, 100, QosSet::Resctl)),
     ),
     (
         "io.cost, resctl-demo recipe, b 2:1",
+        "none",
         Some((100, 200, QosSet::Resctl)),
     ),
     (
         "io.cost, resctl-demo recipe, b 3:1",
+        "none",
         Some((100, 300, QosSet::Resctl)),
     ),
     (
         "io.cost, resctl-demo recipe, max=120",
+        "none",
         Some((100, 100, QosSet::ResctlMax(LIFTED_MAX))),
     ),
     (
         "io.cost, resctl-demo recipe, max=120, b 2:1",
+        "none",
         Some((100, 200, QosSet::ResctlMax(LIFTED_MAX))),
     ),
     (
         "io.cost, resctl-demo recipe, max=120, b 3:1",
+        "none",
         Some((100, 300, QosSet::ResctlMax(LIFTED_MAX))),
     ),
     (
         "io.cost, calibrate --iocost's proposal",
+        "none",
         Some((100, 100, QosSet::Proposed)),
     ),
     (
         "io.cost, calibrate --iocost's proposal, b 2:1",
+        "none",
         Some((100, 200, QosSet::Proposed)),
     ),
     (
         "io.cost, calibrate --iocost's proposal, b 3:1",
+        "none",
+        Some((100, 300, QosSet::Proposed)),
+    ),
+    ("mq-deadline", "mq-deadline", None),
+    (
+        "io.cost / mq-deadline, QoS defaults",
+        "mq-deadline",
+        Some((100, 100, QosSet::Defaults)),
+    ),
+    (
+        "io.cost / mq-deadline, QoS defaults, b 2:1",
+        "mq-deadline",
+        Some((100, 200, QosSet::Defaults)),
+    ),
+    (
+        "io.cost / mq-deadline, QoS defaults, b 3:1",
+        "mq-deadline",
+        Some((100, 300, QosSet::Defaults)),
+    ),
+    (
+        "io.cost / mq-deadline, resctl-demo recipe",
+        "mq-deadline",
+        Some((100, 100, QosSet::Resctl)),
+    ),
+    (
+        "io.cost / mq-deadline, resctl-demo recipe, b 2:1",
+        "mq-deadline",
+        Some((100, 200, QosSet::Resctl)),
+    ),
+    (
+        "io.cost / mq-deadline, resctl-demo recipe, b 3:1",
+        "mq-deadline",
+        Some((100, 300, QosSet::Resctl)),
+    ),
+    (
+        "io.cost / mq-deadline, calibrate --iocost's proposal",
+        "mq-deadline",
+        Some((100, 100, QosSet::Proposed)),
+    ),
+    (
+        "io.cost / mq-deadline, calibrate --iocost's proposal, b 2:1",
+        "mq-deadline",
+        Some((100, 200, QosSet::Proposed)),
+    ),
+    (
+        "io.cost / mq-deadline, calibrate --iocost's proposal, b 3:1",
+        "mq-deadline",
         Some((100, 300, QosSet::Proposed)),
     ),
 ];
@@ -640,10 +713,16 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
     Ok(s)
 }
 
-/// One saturation run's figures after the [`RAMP_S`] ramp: B's share and the total, MB/s.
-pub fn saturation_one(drive: &str, cost: CostSet, seed: u64) -> anyhow::Result<(f64, f64)> {
+/// One saturation run's figures under `sched` after the [`RAMP_S`] ramp: B's share and the
+/// total, MB/s.
+pub fn saturation_one(
+    drive: &str,
+    sched: &str,
+    cost: CostSet,
+    seed: u64,
+) -> anyhow::Result<(f64, f64)> {
     let text = saturation_text(drive, cost)?;
-    b_share_and_total(&text, "saturation", "none", seed)
+    b_share_and_total(&text, "saturation", sched, seed)
 }
 
 /// One row of the saturation table.
@@ -661,6 +740,8 @@ pub struct SaturationRow {
     pub total_mb_s: Estimate,
     /// The total over none's on the same drive and seed.
     pub total_over_none: Estimate,
+    /// The total over that of the same scheduler without a controller, same drive and seed.
+    pub total_over_alone: Estimate,
 }
 
 /// One row of the protection table.
@@ -837,22 +918,32 @@ pub fn saturation_rows(seeds: &[u64]) -> anyhow::Result<Vec<SaturationRow>> {
         .collect();
     let runs: Vec<(f64, f64)> = cases
         .par_iter()
-        .map(|&(d, s, seed)| saturation_one(DRIVES[d].1, SATURATION[s].1, seed))
+        .map(|&(d, s, seed)| saturation_one(DRIVES[d].1, SATURATION[s].1, SATURATION[s].2, seed))
         .collect::<anyhow::Result<_>>()?;
     let mut rows = Vec::new();
     for (k, chunk) in runs.chunks(seeds.len()).enumerate() {
         let (d, s, _) = cases[k * seeds.len()];
-        // SATURATION[0] is none: its runs on this drive are the chunk of setup 0.
-        let none = &runs[(d * SATURATION.len()) * seeds.len()..][..seeds.len()];
+        // SATURATION[0] is none: its runs on this drive are the chunk of setup 0; the
+        // scheduler's own row without a controller is its "alone".
+        let chunk_of =
+            |setup: usize| &runs[(d * SATURATION.len() + setup) * seeds.len()..][..seeds.len()];
+        let none = chunk_of(0);
+        let alone = SATURATION
+            .iter()
+            .position(|x| x.1 == SATURATION[s].1 && x.2.is_none())
+            .map_or(none, chunk_of);
         rows.push(SaturationRow {
             drive: DRIVES[d].0.to_string(),
             setup: SATURATION[s].0.to_string(),
             weight_pct: SATURATION[s]
-                .1
+                .2
                 .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
             b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
             total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
             total_over_none: Estimate::of(chunk.iter().zip(none).map(|(x, n)| x.1 / n.1).collect()),
+            total_over_alone: Estimate::of(
+                chunk.iter().zip(alone).map(|(x, n)| x.1 / n.1).collect(),
+            ),
         });
     }
     Ok(rows)
@@ -873,12 +964,18 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
     say!();
     let t = measure(seeds)?;
     print_protection(&t.protection);
+    print_share(&t.share);
+    print_saturation(&t.saturation, &t.resctl, &t.proposals);
+    Ok(t)
+}
+
+/// Print the share table.
+fn print_share(rows: &[ShareRow]) {
     say!(
         "Share: 16 sequential readers in /a, n in /b, equal weights unless io.cost's B 2:1 or 3:1;"
     );
     say!("figures after a {RAMP_S} s ramp.");
-    let rows: Vec<Vec<String>> = t
-        .share
+    let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             vec![
@@ -896,8 +993,19 @@ pub fn run(seeds: &[u64]) -> anyhow::Result<Today> {
         &rows,
     ));
     say!();
-    print_saturation(&t.saturation, &t.resctl, &t.proposals);
-    Ok(t)
+}
+
+/// The share table alone (`reproduce io-control-today --part share`): print it and return it.
+pub fn run_share(seeds: &[u64]) -> anyhow::Result<Vec<ShareRow>> {
+    say!("Two groups sharing a drive under today's io.cost (issue 29), {RUNTIME_S} simulated s a run.");
+    say!("{}", super::seeds_note(seeds));
+    say!();
+    for (_, d) in DRIVES {
+        say!("  {d}: {}", drive_model(d)?);
+    }
+    let rows = share_rows(seeds)?;
+    print_share(&rows);
+    Ok(rows)
 }
 
 /// Print the protection table.
@@ -1002,7 +1110,8 @@ fn print_saturation(
     proposals: &[(String, (String, String))],
 ) {
     say!("Saturation: in each group random 4 KiB readers that alone saturate the drive (980 PRO");
-    say!("model: 4 a group at iodepth 32; 2009 disk: 4 a group at iodepth 4), under none; io.cost");
+    say!("model: 4 a group at iodepth 32; 2009 disk: 4 a group at iodepth 4), under none or");
+    say!("mq-deadline (\"alone\": the same scheduler without a controller); io.cost");
     say!("with the calibrated model and the QoS defaults, or with resctl-demo's model and QoS");
     say!("(resctl-bench iocost-params), as it writes them and with max={LIFTED_MAX},");
     say!("and with the calibrated model and calibrate --iocost's proposed QoS; figures after a");
@@ -1027,6 +1136,7 @@ fn print_saturation(
                 r.b_share_pct.show(1),
                 r.total_mb_s.show(2),
                 r.total_over_none.show(3),
+                r.total_over_alone.show(3),
             ]
         })
         .collect();
@@ -1038,6 +1148,7 @@ fn print_saturation(
             "B share %",
             "total MB/s",
             "total / none",
+            "total / alone",
         ],
         &rows,
     ));
@@ -1159,7 +1270,7 @@ mod tests {
             "{lifted}"
         );
         assert!(lifted.contains(&format!("io_cost_model = \"{model}\"")));
-        let label = SATURATION.iter().find(|s| s.1 == set).unwrap().0;
+        let label = SATURATION.iter().find(|s| s.2 == set).unwrap().0;
         assert!(label.contains(&format!("max={LIFTED_MAX}")), "{label}");
     }
 

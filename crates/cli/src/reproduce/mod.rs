@@ -50,8 +50,9 @@ pub struct Args {
     /// Run one part: bfq-merge's `startup` (parts 1 and 2, which share their runs) or
     /// `cooperating` (part 3, a few seconds); ssd-loo's `read` (the drive's read side) or
     /// `tapp` (the host's costs, fig-7); io-control-today's `saturation` (io.cost with both
-    /// groups saturating the drive) or `protection` (a reader beside a bulk writer).
-    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation", "protection"])]
+    /// groups saturating the drive), `protection` (a reader beside a bulk writer) or `share`
+    /// (Goyal's readers under io.cost).
+    #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation", "protection", "share"])]
     part: Option<String>,
     /// Microseconds between a completion and its process seeing it (the process wake-up
     /// latency; the scheduler dispatches first, as in the kernel). Default 0: a process's
@@ -103,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (_, None)
         | ("bfq-merge", Some("startup" | "cooperating"))
         | ("ssd-loo", Some("read" | "tapp"))
-        | ("io-control-today", Some("saturation" | "protection")) => {}
+        | ("io-control-today", Some("saturation" | "protection" | "share")) => {}
         (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
     }
     // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
@@ -176,6 +177,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             serde_json::to_value(io_control_today::run_saturation(&opts.seeds)?)?
         } else if args.part.as_deref() == Some("protection") {
             serde_json::to_value(io_control_today::run_protection(&opts.seeds)?)?
+        } else if args.part.as_deref() == Some("share") {
+            serde_json::to_value(io_control_today::run_share(&opts.seeds)?)?
         } else {
             serde_json::to_value(io_control_today::run(&opts.seeds)?)?
         };

@@ -85,7 +85,9 @@
 //!   physically contiguous pages up to `max_segment_size` as one).
 //! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
 //!   the scheduler tags (`nr_requests`) are kept by the policies that limit depth with them
-//!   (mq-deadline, kyber, bfq: [`crate::tags`]). `handle_submit` allocates and inserts at
+//!   (mq-deadline, kyber, bfq: [`crate::tags`]); a request's start for the rq_qos hooks
+//!   (`start_time_ns`) is when it got its scheduler tag under mq-deadline and kyber
+//!   ([`Scheduler::holds_sched_tag`]; bfq does not say yet: its dispatch). `handle_submit` allocates and inserts at
 //!   once; `handle_allocate` and `handle_insert` take the kernel's two steps apart.
 //! - Requeue: a request the device gave back goes ahead of the scheduler, as on the hardware
 //!   queue's dispatch list; the scheduler is not told (Linux's `requeue_request` hook: bfq and
@@ -326,10 +328,12 @@ pub struct Done<T> {
     /// When the request carrying it was dispatched.
     pub dispatched: Nanos,
     /// When the request carrying it got its tag (blk-mq's `start_time_ns`, the start io.cost's
-    /// `ioc_rqos_done` counts `rq_wait` to): under [`BlockLayer::set_host_tags`] its host tag,
-    /// at insertion when one was free, else when a holder completed and freed one; otherwise
-    /// its dispatch (the tag is the device's slot). For a merged bio, the tag of the request
-    /// it rode on, which may be earlier than its own submission.
+    /// `ioc_rqos_done` counts `rq_wait` to): under a policy that keeps scheduler tags
+    /// (mq-deadline, kyber: [`Scheduler::holds_sched_tag`]) its scheduler tag, at insertion
+    /// when one was free, else when the policy gave it one; under
+    /// [`BlockLayer::set_host_tags`] its host tag, likewise; otherwise its dispatch (the tag
+    /// is the device's slot). For a merged bio, the tag of the request it rode on, which may
+    /// be earlier than its own submission.
     pub tagged: Nanos,
     /// Requests in the scheduler just after this piece was inserted (itself included) or
     /// merged.
@@ -383,6 +387,9 @@ struct Rq<T> {
     tagged: Option<Nanos>,
     /// Whether it holds one of the host tags.
     holds_tag: bool,
+    /// When it got its scheduler tag, under a policy that keeps them
+    /// ([`Scheduler::holds_sched_tag`]): the request's `start_time_ns` there.
+    sched_tagged: Option<Nanos>,
     in_flight: u32,
     state: State,
 }
@@ -511,6 +518,9 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     /// ([`BlockLayer::merge_next`]), kept only for a driver that asked
     /// ([`BlockLayer::keep_merged_away`]).
     merged_away: Option<Vec<T>>,
+    /// Requests inserted under a policy with scheduler tags that were still waiting for one
+    /// when last asked ([`BlockLayer::stamp_sched_tags`]).
+    untagged: Vec<u64>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -541,6 +551,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             tags: None,
             allocated: FxHashMap::default(),
             merged_away: None,
+            untagged: Vec::new(),
         }
     }
 
@@ -1173,6 +1184,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 dispatched: Nanos::ZERO,
                 tagged: None,
                 holds_tag: false,
+                sched_tagged: None,
                 in_flight: 0,
                 state: State::Queued,
             },
@@ -1197,7 +1209,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 if direct {
                     self.direct.push_back(rq.id.0);
                 } else {
+                    let id = rq.id.0;
                     self.sched.insert(rq, now);
+                    self.note_sched_tag(id, now);
                 }
             }
             Entry::Allocated(id) => {
@@ -1276,6 +1290,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             self.sched.allocate(rq, now)
         };
         self.allocated.insert(id.0, back.is_some());
+        if back.is_none() {
+            self.note_sched_tag(id.0, now);
+        }
         Some(id)
     }
 
@@ -1332,7 +1349,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 .clone();
             return Some(self.start(rq, now, true));
         }
-        match self.sched.dispatch(now) {
+        let d = self.sched.dispatch(now);
+        self.stamp_sched_tags(now);
+        match d {
             Dispatch::Request(rq) => Some(self.start(rq, now, true)),
             Dispatch::Idle { until } => {
                 if self.timer != Some(until) {
@@ -1347,6 +1366,40 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 None
             }
         }
+    }
+
+    /// Request `id` was just given to a policy that may keep scheduler tags: note when it
+    /// holds its tag (now, if it does; else at the first [`stamp_sched_tags`](Self::stamp_sched_tags)
+    /// that finds it holding one).
+    fn note_sched_tag(&mut self, id: u64, now: Nanos) {
+        match self.sched.holds_sched_tag(RequestId(id)) {
+            None => {}
+            Some(true) => {
+                if let Some(r) = self.requests.get_mut(&id) {
+                    r.sched_tagged.get_or_insert(now);
+                }
+            }
+            Some(false) => self.untagged.push(id),
+        }
+    }
+
+    /// After a policy call that may have given out scheduler tags (a dispatch, a
+    /// completion): the requests that were waiting for one and now hold it got it now.
+    fn stamp_sched_tags(&mut self, now: Nanos) {
+        if self.untagged.is_empty() {
+            return;
+        }
+        let (sched, requests) = (&self.sched, &mut self.requests);
+        self.untagged.retain(|&id| match requests.get_mut(&id) {
+            Some(r) if r.sched_tagged.is_none() => {
+                if sched.holds_sched_tag(RequestId(id)) == Some(false) {
+                    return true;
+                }
+                r.sched_tagged = Some(now);
+                false
+            }
+            _ => false,
+        });
     }
 
     fn start(&mut self, rq: Request, now: Nanos, fresh: bool) -> Request {
@@ -1428,10 +1481,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         );
         self.in_flight -= 1;
         self.sched.complete_clocked(&r.rq, clock.min(now), now);
+        self.stamp_sched_tags(now);
         if r.holds_tag {
             self.put_host_tag(now);
         }
-        let tagged = r.tagged.unwrap_or(r.dispatched);
+        let tagged = r.sched_tagged.or(r.tagged).unwrap_or(r.dispatched);
         let controlled = !self.qos.is_empty();
         if controlled {
             self.qos.done(&r.rq, tagged, now);

@@ -68,3 +68,56 @@ fn a_request_holding_a_tag_taken_out_of_turn_is_not_given_a_second_one() {
     let tagged: Vec<(char, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
     assert_eq!(tagged, [('A', ms(0)), ('B', ms(0)), ('C', ms(0))]);
 }
+
+/// Under an elevator the tag a request takes at its allocation is a scheduler tag
+/// (`__blk_mq_alloc_requests` with `RQF_SCHED_TAGS`), and the moment it has it is its
+/// `start_time_ns` (`blk_mq_rq_time_init`), which io.cost's `ioc_rqos_done` counts `rq_wait`
+/// to; the time it then spends queued in the elevator is not waiting to be issued.
+/// mq-deadline with four scheduler tags (`nr_requests`' least) on a one-request device:
+/// reads 0 to 3 take the tags at 0 to 3 ms, read 4 (4 ms) waits for read 0's, freed when it
+/// completes at 5 ms; the device then serves one read every 3 ms. So `Done::tagged` is 0, 1,
+/// 2, 3 and 5 ms, whatever the dispatches (0, 5, 8, 11, 14 ms). Under a policy from before
+/// blk-mq (deadline) it stays the dispatch.
+#[test]
+fn under_mq_deadline_a_request_starts_when_it_gets_its_scheduler_tag_not_at_dispatch() {
+    let mut set = crate::Settings::new();
+    set.set("nr_requests", 4);
+    let dd = crate::mq_deadline::MqDeadline::from_settings(&set).expect("nr_requests 4");
+    let mut blk = BlockLayer::new(dd, Limits::depth(1));
+    let mut out = Vec::new();
+    for i in 0..5u64 {
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, i * 100, 8), i, ms(i));
+        out.extend(drain(&mut blk, ms(i)));
+    }
+    let mut done = Vec::new();
+    let mut t = 5;
+    while let Some(rq) = out.pop() {
+        blk.handle_complete(rq.id, true, ms(t), &mut done);
+        out.extend(drain(&mut blk, ms(t)));
+        t += 3;
+    }
+    let seen: Vec<(u64, Nanos, Nanos)> = done
+        .iter()
+        .map(|d| (d.token, d.tagged, d.dispatched))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (0, ms(0), ms(0)),
+            (1, ms(1), ms(5)),
+            (2, ms(2), ms(8)),
+            (3, ms(3), ms(11)),
+            (4, ms(5), ms(14)),
+        ]
+    );
+    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
+    for i in 0..2u64 {
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, i * 100, 8), i, ms(i));
+    }
+    let mut done = Vec::new();
+    let first = drain(&mut blk, ms(1));
+    blk.handle_complete(first[0].id, true, ms(5), &mut done);
+    let second = drain(&mut blk, ms(5));
+    blk.handle_complete(second[0].id, true, ms(8), &mut done);
+    assert_eq!(done[1].tagged, ms(5));
+}

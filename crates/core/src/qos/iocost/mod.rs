@@ -46,9 +46,10 @@
 //!    kernel charges each piece, split before `rq_qos_throttle`).
 //! 2. "Allocation" is the moment the bio passes the controller; `rq_wait` is the time from
 //!    there to the request's start, when it got its tag: under `none` the host's tag
-//!    (`BlockLayer::set_host_tags`; by default the device's slot, as on NVMe), under an
-//!    elevator its dispatch, so it also counts time queued there (the kernel counts waiting
-//!    for a scheduler tag: less under mq-deadline with spare scheduler tags).
+//!    (`BlockLayer::set_host_tags`; by default the device's slot, as on NVMe), under
+//!    mq-deadline and kyber its scheduler tag (`Scheduler::holds_sched_tag`), as the kernel
+//!    counts it; under bfq and the elevators from before blk-mq its dispatch, so there it
+//!    also counts time queued in the elevator.
 //!    A request's latency counts from the earliest bio that passed at or within it.
 //! 3. Timers (the period and each group's wake-up) fire when the driver calls
 //!    [`IoCost::handle_timeout`] at [`IoCost::poll_timeout`] (the block layer folds them into
@@ -62,6 +63,10 @@
 //!    configuration that installs it ([`from_tree`]: io.cost lines or an `io.weight`) enables
 //!    it unless it says `enable=0`. Per-device `io.weight` (`MAJ:MIN weight`) is not modelled:
 //!    a group has one weight.
+//! 7. A bio over budget waits on its group's queue ([`Admit::Hold`]) while its submitter goes
+//!    on; the kernel's issuer sleeps in `ioc_rqos_throttle` until `iocg_kick_waitq` commits
+//!    its bio, so a job has at most one bio on the queue there. The queue is woken in order
+//!    either way.
 
 pub mod params;
 

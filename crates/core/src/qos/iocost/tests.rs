@@ -539,12 +539,14 @@ struct Outcome {
     peak_hwi: [f64; 2],
 }
 
-/// The device of [`closed_loop`]: its slots, and the host's tags if it tags more
-/// ([`BlockLayer::set_host_tags`]).
+/// The device of [`closed_loop`]: its slots, the host's tags if it tags more
+/// ([`BlockLayer::set_host_tags`]), and whether mq-deadline (its defaults: 256 scheduler
+/// tags) sits below io.cost instead of `none`.
 #[derive(Clone, Copy)]
 struct Dev {
     depth: usize,
     host_tags: Option<usize>,
+    mq_deadline: bool,
 }
 
 impl From<usize> for Dev {
@@ -552,12 +554,14 @@ impl From<usize> for Dev {
         Dev {
             depth,
             host_tags: None,
+            mq_deadline: false,
         }
     }
 }
 
-/// Run `jobs` through the block layer (`none`) with io.cost (or without) on a device of
-/// `dev` slots serving each request in `service`, until `end`; counting from `from`.
+/// Run `jobs` through the block layer (`none`, or mq-deadline) with io.cost (or without) on
+/// a device of `dev` slots serving each request in `service`, until `end`; counting from
+/// `from`.
 fn closed_loop(
     ioc: Option<IoCost>,
     jobs: &[Job],
@@ -569,7 +573,13 @@ fn closed_loop(
 ) -> Outcome {
     let shared = ioc.map(|i| Rc::new(RefCell::new(i)));
     let dev = dev.into();
-    let mut blk: BlockLayer<Noop, usize> = BlockLayer::new(Noop::new(), Limits::depth(dev.depth));
+    let sched: Box<dyn crate::Scheduler> = if dev.mq_deadline {
+        Box::new(crate::mq_deadline::MqDeadline::default())
+    } else {
+        Box::new(Noop::new())
+    };
+    let mut blk: BlockLayer<Box<dyn crate::Scheduler>, usize> =
+        BlockLayer::new(sched, Limits::depth(dev.depth));
     if let Some(n) = dev.host_tags {
         blk.set_host_tags(n);
     }
@@ -920,6 +930,20 @@ fn one_slot_pair(wa: u32, wb: u32, qos: Option<Qos>) -> Outcome {
 
 /// [`one_slot_pair`] behind a host with `host_tags` tags (`None`: the device's one slot).
 fn one_slot_pair_behind(wa: u32, wb: u32, qos: Option<Qos>, host_tags: Option<usize>) -> Outcome {
+    one_slot_pair_on(
+        wa,
+        wb,
+        qos,
+        Dev {
+            depth: 1,
+            host_tags,
+            mq_deadline: false,
+        },
+    )
+}
+
+/// [`one_slot_pair`] on `dev` (its depth 1).
+fn one_slot_pair_on(wa: u32, wb: u32, qos: Option<Qos>, dev: Dev) -> Outcome {
     let t = tree(wa, wb);
     let job = |group| Job {
         group,
@@ -931,10 +955,7 @@ fn one_slot_pair_behind(wa: u32, wb: u32, qos: Option<Qos>, host_tags: Option<us
     closed_loop(
         qos.map(|q| one_slot(q, &t)),
         &[job(A), job(B)],
-        Dev {
-            depth: 1,
-            host_tags,
-        },
+        dev,
         us(1000),
         Nanos::from_secs(1),
         Nanos::from_secs(4),
@@ -1004,6 +1025,32 @@ fn behind_a_host_that_tags_more_than_the_disk_holds_rq_wait_is_zero_and_vrate_do
     assert!(
         total as f64 > 0.9 * none as f64,
         "{total} vs none {none}: {free:?}"
+    );
+}
+
+/// The same device under mq-deadline, no host tags: the 16 readers' requests wait for the
+/// disk in mq-deadline's queues, each holding one of its 256 scheduler tags. Under an elevator
+/// the tag a request takes at its allocation is a scheduler tag (`__blk_mq_alloc_requests`,
+/// `RQF_SCHED_TAGS`), its `start_time_ns` is set once it has it (`blk_mq_rq_time_init`), and
+/// `ioc_rqos_done` counts `rq_wait` to there: the time queued in the elevator is not waiting
+/// to be issued. So with no latency target vrate does not fall, and io.cost over mq-deadline
+/// runs the disk as mq-deadline alone does. Counting `rq_wait` to the dispatch (before
+/// 2026-11-30) made every queued request waiting to be issued: vrate fell below 100% and the
+/// disk lost more than 10%.
+#[test]
+fn under_mq_deadline_rq_wait_ends_at_the_scheduler_tag_and_vrate_does_not_fall() {
+    let dev = Dev {
+        depth: 1,
+        host_tags: None,
+        mq_deadline: true,
+    };
+    let alone: u64 = one_slot_pair_on(100, 100, None, dev).ios.iter().sum();
+    let r = one_slot_pair_on(100, 100, Some(loose_qos()), dev);
+    let total: u64 = r.ios.iter().sum();
+    assert!(r.vrate >= 100.0, "vrate {}%: {r:?}", r.vrate);
+    assert!(
+        total as f64 > 0.9 * alone as f64,
+        "{total} vs mq-deadline alone {alone}: {r:?}"
     );
 }
 
