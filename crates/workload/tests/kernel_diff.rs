@@ -344,9 +344,10 @@ const FRESH_KFRESH17: [&str; 9] = [
 /// bfq's agreement on four of FRESH_KFRESH17, as measured on merged main (docs/testing.md names
 /// each first divergence and the kernel function deciding it): `burst-of-twelve-...` 95.6%
 /// (issue 27's fresh target, 88%, met, not the corpus figure less 2); `cgroup-unequal-weights-...`
-/// 79.3% (46.1% before bfq read a completion's clock before arming the idle timer, kfid30;
-/// decision 383: the kernel serves the root group's shared queue, ours a queue of the
-/// weight-100 group, in the root's B-WF2Q+ lookup, `bfq_lookup_next_entity`);
+/// 96.8% (46.1% as recorded, 79.3% once bfq read a completion's clock before arming the idle
+/// timer, kfid30; decision 383 was ours charging the in-service queue's service at the weight
+/// its raising had just ended to, `__bfq_requeue_entity` charges it at the old one; now first
+/// diverging at 1364);
 /// `prio-readers-and-idle-writer-file` 54.1% (89.0% before kfid30's clock: the first divergence
 /// is decision 609 with and without it, an idle-class injection ours did not make,
 /// `bfq_choose_bfqq_for_injection`; what follows it differs); `tuned-budget-...-nr16` 79.1%
@@ -357,7 +358,7 @@ const FRESH_KFRESH17: [&str; 9] = [
 /// before, decision 162) when the idle class's timeout counted whole jiffies as
 /// `bfq_lookup_next_entity`'s `time_is_before_jiffies(bfq_class_idle_last_service +
 /// BFQ_CL_IDLE_TIMEOUT)` does (kfid29, kfid31).
-const BFQ_KFRESH17: [f64; 4] = [95.6, 79.3, 54.1, 79.1];
+const BFQ_KFRESH17: [f64; 4] = [95.6, 96.8, 54.1, 79.1];
 
 fn fresh(mix: &str) -> bool {
     FRESH_KFRESH17.contains(&mix)

@@ -727,11 +727,17 @@ impl Bfq {
             return false;
         }
         self.wf.set_weight(e, new);
+        self.count_weight(q);
+        true
+    }
+
+    /// The queue's place in the weights counter after its weight changed
+    /// (`bfq_weights_tree_remove` / `bfq_weights_tree_add` in `__bfq_entity_update_weight_prio`).
+    fn count_weight(&mut self, q: usize) {
         self.weights_remove(q);
         if self.queues[q].wr_coeff == 1 && self.queues[q].busy {
             self.weights_add(q);
         }
-        true
     }
 
     fn weights_add(&mut self, q: usize) {
@@ -802,11 +808,19 @@ impl Bfq {
     /// `bfq_requeue_bfqq`: requeue queue `q` with its (new) budget; if it is the in-service
     /// queue (being expired), every ancestor too.
     fn requeue_queue(&mut self, q: usize, expiration: bool, t: Tick) {
-        self.apply_weight(q);
-        let (e, push) = (self.queues[q].eid, self.queues[q].wr_coeff);
+        // A pending weight change (the end of raising, a new ioprio) takes effect after an
+        // in-service queue is charged its service at the old weight (`__bfq_requeue_entity`
+        // charges, `bfq_update_fin_time_enqueue` then applies the change).
+        let qq = &self.queues[q];
+        let (e, push, new) = (qq.eid, qq.wr_coeff, qq.orig_weight * qq.wr_coeff);
+        let changed = self.wf.entities[e].weight != new;
         let requeue = self.in_service == Some(q);
+        let now = self.wf_now(t);
         self.wf
-            .activate_requeue(e, false, push, requeue, expiration, self.wf_now(t));
+            .activate_requeue_weighted(e, Some(new), false, push, requeue, expiration, now);
+        if changed {
+            self.count_weight(q);
+        }
     }
 
     /// The next request of `q` changed: give it enough budget for it.

@@ -342,6 +342,12 @@ impl Wf2q {
     /// Requeue `e` (in service, or active with a changed budget) with its current budget. An
     /// in-service entity first moves its start past the service it received.
     pub fn requeue(&mut self, e: Eid) {
+        self.requeue_weighted(e, None);
+    }
+
+    /// [`Self::requeue`] applying a pending weight change after the in-service charge
+    /// (`__bfq_requeue_entity`, then `bfq_update_fin_time_enqueue`).
+    fn requeue_weighted(&mut self, e: Eid, weight: Option<u64>) {
         match self.entities[e].tree {
             Tree::Active => self.active_extract(e),
             Tree::Idle => self.idle_extract(e),
@@ -357,6 +363,9 @@ impl Wf2q {
             let s = self.entities[e].service;
             self.calc_finish(e, s);
             self.entities[e].start = self.entities[e].finish;
+        }
+        if let Some(w) = weight {
+            self.set_weight(e, w);
         }
         let b = self.entities[e].budget;
         self.calc_finish(e, b);
@@ -514,12 +523,43 @@ impl Wf2q {
         expiration: bool,
         now: Nanos,
     ) {
+        self.activate_requeue_weighted(
+            e,
+            None,
+            non_blocking,
+            push_divisor,
+            requeue,
+            expiration,
+            now,
+        );
+    }
+
+    /// [`Self::activate_requeue`] with a weight change pending on `e` (`entity->prio_changed`):
+    /// it takes effect where `bfq_update_fin_time_enqueue` applies it
+    /// (`__bfq_entity_update_weight_prio`), after `__bfq_requeue_entity` has charged an
+    /// in-service `e` the service it received at its old weight and before its new budget's
+    /// finish time is computed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn activate_requeue_weighted(
+        &mut self,
+        e: Eid,
+        weight: Option<u64>,
+        non_blocking: bool,
+        push_divisor: u64,
+        requeue: bool,
+        expiration: bool,
+        now: Nanos,
+    ) {
         let mut cur = Some(e);
         while let Some(x) = cur {
             let sd = self.entities[x].sd;
+            let weight = if x == e { weight } else { None };
             if self.sds[sd].in_service == Some(x) || self.entities[x].tree == Tree::Active {
-                self.requeue(x);
+                self.requeue_weighted(x, weight);
             } else {
+                if let Some(w) = weight {
+                    self.set_weight(x, w);
+                }
                 let push = if x == e { push_divisor } else { 1 };
                 self.activate(x, non_blocking, push);
             }
@@ -1183,6 +1223,37 @@ mod tests {
         w.set_in_service(0, idle);
         assert_eq!(w.lookup_next(0, Nanos::from_ms(500), true), Some(be_e));
         assert_eq!(w.sds[0].idle_class_last_service, Nanos::from_ms(500));
+    }
+
+    #[test]
+    fn bfq_requeue_entity_charges_the_in_service_service_at_the_old_weight_before_a_pending_change()
+    {
+        // __bfq_requeue_entity charges the in-service entity the service it received at its
+        // current weight (bfq_calc_finish(entity, entity->service), start = finish); only then
+        // does bfq_update_fin_time_enqueue apply a pending weight change
+        // (__bfq_entity_update_weight_prio) and compute the new budget's finish. A queue whose
+        // soft real-time raising ends (its weight 3000 -> 30)
+        // is so charged at the raised weight: charged at the new one, its start would move
+        // 100 times as far and another group would be served first.
+        let now = Nanos::ZERO;
+        let mut w = Wf2q::new();
+        let a = entity(&mut w, 3000, 1000);
+        w.activate_requeue(a, false, 1, false, false, now);
+        assert_eq!(w.get_next(now), Some(a));
+        w.served(a, 1000);
+        let start = w.entities[a].start;
+        w.activate_requeue_weighted(a, Some(30), false, 1, true, true, now);
+        assert_eq!(w.entities[a].weight, 30);
+        assert_eq!(w.entities[a].start, start + delta(1000, 3000));
+        assert_eq!(
+            w.entities[a].finish,
+            start + delta(1000, 3000) + delta(1000, 30)
+        );
+        assert_eq!(
+            be(&mut w).wsum,
+            30,
+            "the tree's weight sum follows the change"
+        );
     }
 
     #[test]
