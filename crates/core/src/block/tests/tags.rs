@@ -110,14 +110,8 @@ fn under_mq_deadline_a_request_starts_when_it_gets_its_scheduler_tag_not_at_disp
             (4, ms(5), ms(14)),
         ]
     );
-    let mut blk = BlockLayer::new(Deadline::new(Default::default()), Limits::depth(1));
-    for i in 0..2u64 {
-        blk.handle_submit(Bio::new(CtxId(1), Op::Read, i * 100, 8), i, ms(i));
-    }
-    let mut done = Vec::new();
-    let first = drain(&mut blk, ms(1));
-    blk.handle_complete(first[0].id, true, ms(5), &mut done);
-    let second = drain(&mut blk, ms(5));
-    blk.handle_complete(second[0].id, true, ms(8), &mut done);
-    assert_eq!(done[1].tagged, ms(5));
+    assert_eq!(
+        second_of_two_reads_tagged_at(Deadline::new(Default::default())),
+        ms(5)
+    );
 }
