@@ -13,27 +13,13 @@ mod common {
     pub mod child;
     pub mod mount;
 }
-use common::bounded::{clean_error, elevator, elevator_within, s, Out, MINUTE};
+use common::bounded::{clean_error, compile, elevator, elevator_within, s, Out, MINUTE};
 use common::mount::{fuse_available, have, is_root, mounted, Mount};
 
 /// A job file of 1 MiB of random 4 KiB writes.
 fn writer(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("w.fio");
     std::fs::write(&p, "[w]\nrw=randwrite\nbs=4k\nsize=1m\ndirect=1\n").unwrap();
-    p
-}
-
-/// A compile of `files` files through a 1 MiB page cache on the 980 PRO model.
-fn compile(dir: &Path, files: u32) -> std::path::PathBuf {
-    let p = dir.join(format!("make-{files}.toml"));
-    std::fs::write(
-        &p,
-        format!(
-            "name = \"make\"\ndrive = \"samsung-980pro-1tb\"\n[[job]]\nname = \"make\"\n\
-             kind = \"compile\"\nfiles = {files}\ndirs = 1000\npage_cache_mib = 1\n"
-        ),
-    )
-    .unwrap();
     p
 }
 

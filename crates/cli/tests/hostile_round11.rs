@@ -12,7 +12,7 @@ mod common {
     pub mod child;
     pub mod mount;
 }
-use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
+use common::bounded::{clean_error, compile, elevator, elevator_within, s, MINUTE};
 use common::mount::{have, is_root};
 
 /// The loop devices whose backing file is `img` (the kernel adds ` (deleted)` once unlinked).
@@ -236,17 +236,16 @@ fn a_kernel_record_killed_with_sigkill_is_cleaned_up_by_the_next_one() {
 #[test]
 fn a_compile_of_a_million_files_is_refused_from_its_counts_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("make.toml");
-    std::fs::write(
-        &p,
-        "name = \"make\"\ndrive = \"samsung-980pro-1tb\"\n[[job]]\nname = \"make\"\n\
-         kind = \"compile\"\nfiles = 1000000\ndirs = 1000\npage_cache_mib = 1\n",
-    )
-    .unwrap();
+    let p = compile(dir.path(), 1_000_000);
     let o = elevator_within(&["sim", s(&p), "--sched", "none"], Duration::from_secs(20));
     clean_error(
         &o,
-        &["make.toml:6", "job.files", "1000000 files", "--max-ios"],
+        &[
+            "make-1000000.toml:6",
+            "job.files",
+            "1000000 files",
+            "--max-ios",
+        ],
     );
 }
 

@@ -79,3 +79,18 @@ pub fn s(p: &Path) -> &str {
 /// A minute: the bound of a case that is refused or runs in a few seconds.
 #[allow(dead_code)] // not every test file bounds its runs by it
 pub const MINUTE: Duration = Duration::from_secs(60);
+
+/// A compile of `files` files through a 1 MiB page cache on the 980 PRO model.
+#[allow(dead_code)] // not every test file runs a compile
+pub fn compile(dir: &Path, files: u32) -> std::path::PathBuf {
+    let p = dir.join(format!("make-{files}.toml"));
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"make\"\ndrive = \"samsung-980pro-1tb\"\n[[job]]\nname = \"make\"\n\
+             kind = \"compile\"\nfiles = {files}\ndirs = 1000\npage_cache_mib = 1\n"
+        ),
+    )
+    .unwrap();
+    p
+}
