@@ -15,6 +15,8 @@
 #   ... record-cgroup.sh cgroup-pairs-beside-writer-and-root-reader \
 #       pair100=100 pair400=400 writer=200
 #
+# With ROUND=2 (3 ...) in the environment the recordings go to MIX-round2/SCHED/ instead.
+#
 # (Moving the jobs by pid from here raced fio: it forks a job's process when the job's start
 # delay has passed, and the process does its first I/O at once; under load most moves came
 # after it, and bfq had made the queue in the root group.)
@@ -24,6 +26,8 @@ elevator=${ELEVATOR:-elevator}
 [ $# -ge 2 ] || { echo "usage: $0 MIX NAME=WEIGHT ..." >&2; exit 1; }
 mix=$1
 shift
+suffix=${ROUND:+-round$ROUND}
+[ "${ROUND:-}" != 1 ] || suffix=
 cg=/sys/fs/cgroup/blkio
 [ -d "$cg" ] || { echo "$0: no cgroup v1 blkio hierarchy at $cg" >&2; exit 1; }
 if [ -r "$here/jobs/$mix.fio" ]; then
@@ -45,12 +49,12 @@ for s in "$@"; do
 	echo "$w" > "$cg/elevator-record-$g/blkio.bfq.weight"
 done
 for sched in none mq-deadline kyber bfq; do
-	out=$dir/$mix/$sched
+	out=$dir/$mix$suffix/$sched
 	if [ -d "$out" ]; then
 		rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr,groups.txt}
 	fi
 	extra=()
 	[ "$sched" = bfq ] && extra=(--bfq-log)
 	"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
-		--gzip --out "$dir/$mix" "${extra[@]}"
+		--gzip --out "$dir/$mix$suffix" "${extra[@]}"
 done

@@ -13,10 +13,16 @@
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
 #
+# With ROUND=2 (3 ...) in the environment each goes to MIX-round2/SCHED/ instead: a second
+# round of the same jobs, minutes later (branches kfresh17 and kfresh18 keep both rounds).
+#
 # The tests (crates/workload/tests/kernel_corpus.rs) read the corpus without root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 elevator=${ELEVATOR:-elevator}
+# ROUND=N (N > 1) records into MIX-roundN/ instead: the same job again, kept beside the first.
+suffix=${ROUND:+-round$ROUND}
+[ "${ROUND:-}" != 1 ] || suffix=
 mixes=("$@")
 if [ ${#mixes[@]} -eq 0 ]; then
 	for job in "$here"/jobs/*.fio; do mixes+=("$(basename "$job" .fio)"); done
@@ -30,7 +36,7 @@ for mix in "${mixes[@]}"; do
 		continue
 	fi
 	for sched in none mq-deadline kyber bfq; do
-		out=$here/$mix/$sched
+		out=$here/$mix$suffix/$sched
 		# The recorder wants an empty directory: clear only a previous recording's files.
 		if [ -d "$out" ]; then
 			rm -f "$out"/{meta.json,job.fio,trace.txt.gz,bfq-log.txt.gz,fio.out.gz,fio.stderr}
@@ -47,6 +53,9 @@ for mix in "${mixes[@]}"; do
 		# scheduler, then the scheduler's own; a disk file or 4 KiB sectors for some.
 		case "$mix" in
 		*-nr64) nr=64 ;;
+		# What a user writes for 2 tags; the kernel keeps 4 (BLKDEV_MIN_RQ, queue_requests_store),
+		# which --nr-requests refuses to record as 2 and the queue's snapshot shows (kfresh18).
+		*-nr2) extra+=(--set nr_requests=2) ;;
 		esac
 		case "$mix" in
 		*-file) extra+=(--file "${TMPDIR:-/var/tmp}/elevator-record-$mix.img") ;;
@@ -99,10 +108,11 @@ for mix in "${mixes[@]}"; do
 			qd1-*:bfq | same-*:bfq | two-*:bfq | fsync-*:bfq | batched-*:bfq | per-io-*:bfq | \
 			short-*:bfq | writes-*:bfq | front-*:bfq | prio-aging-*:bfq | four-*:bfq | \
 			large-*:bfq | seq-*:bfq | rate-*:bfq | burst-*:bfq | osync-*:bfq | bssplit-*:bfq | \
-			tuned-*:bfq | prio-readers-*:bfq) \
+			tuned-*:bfq | prio-readers-*:bfq | randread-*:bfq | randwrite-*:bfq | \
+			randrw70-*:bfq | mixed-4k-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
-			--gzip --out "$here/$mix" "${extra[@]}"
+			--gzip --out "$here/$mix$suffix" "${extra[@]}"
 	done
 done
