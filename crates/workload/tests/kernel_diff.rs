@@ -394,7 +394,7 @@ const BFQ_KFRESH17_ROUND2: [f64; 5] = [88.9, 63.6, 29.0, 75.2, 88.3];
 /// blkio weights 500 and 100), each recorded twice: round 1 at 22:33-22:34 UTC (load average
 /// 8.3-11.9), round 2, the same commands, at 22:40-22:41 UTC (8.5-8.7) as `MIX-round2`.
 /// Replayed without any change to the schedulers or the replay: none, mq-deadline and kyber
-/// 100.0% in both rounds (kyber 99.8% on one recording of each), bfq 99.6% and 98.1%; bfq
+/// 100.0% in both rounds (kyber 99.9% on one recording of each), bfq 99.6% and 98.1%; bfq
 /// misses its corpus figure less 2 on three (BFQ_KFRESH18), issue 27's fresh target (88%) on
 /// one.
 const FRESH_KFRESH18: [&str; 18] = [
