@@ -689,7 +689,10 @@ impl Bfq {
         let changed = short != qq.has_short_ttime;
         self.queues[q].has_short_ttime = short;
         let qq = &self.queues[q];
-        if changed && qq.last_serv_time == 0 && (t >= qq.decrease_time + 100 * MS || !short) {
+        if changed
+            && qq.last_serv_time == 0
+            && (self.jiffies_since(qq.decrease_time, 100 * MS, t) || !short)
+        {
             self.reset_inject_limit(q, t);
         }
     }
@@ -913,7 +916,7 @@ impl Bfq {
     /// `bfqd->bfq_timeout`: `timeout_sync` in jiffies, as `bfq_timeout_sync_store` keeps it
     /// (`msecs_to_jiffies`, rounding up).
     fn timeout_jiffies(&self) -> i64 {
-        (self.cfg.timeout.0 as i64 + self.jiffy() - 1) / self.jiffy()
+        self.to_jiffies(self.cfg.timeout.0 as i64)
     }
 
     /// `bfq_bfqq_budget_timeout`: the jiffy the timeout names has begun
