@@ -482,6 +482,62 @@ fn bfq_add_request_starts_measuring_only_with_an_empty_drive_or_after_injection(
     assert!(!s.inj.wait_dispatch, "not in service");
 }
 
+#[test]
+fn bfq_add_request_counts_the_inject_limit_intervals_in_whole_jiffies() {
+    // bfq_add_request, first request of a sync queue: the periodic reset waits
+    // `time_is_before_eq_jiffies(decrease_time_jif + msecs_to_jiffies(1000))` and the
+    // measurement `... + msecs_to_jiffies(10)`, both in jiffies (HZ = 250: 250 and 3 of
+    // 4 ms). The recording rate-limited-readers-...-round2 (bfq26503S, real time, created at
+    // 56985.494866 s): its third request, 9.996 ms later but 3 jiffies on, started the
+    // measurement whose completion gave the limit 1 (bfq_update_inject_limit) and let
+    // bfq_choose_bfqq_for_injection inject the be 7 reader at .505093.
+    let hz250 = || cfg_with(&[("hz", 250)]);
+    let stamp = 2 * MS + 866_000; // jiffy 0 (0-4 ms)
+    let measured = |t: Tick| {
+        let (mut s, q) = in_service(hz250());
+        s.rq_in_driver = 0;
+        s.queues[q].decrease_time = stamp;
+        s.inject_on_first_request(q, t, t);
+        s.inj.wait_dispatch
+    };
+    assert!(!measured(12 * MS - 1), "9.1 ms, jiffy 2: not yet");
+    assert!(
+        measured(12 * MS + 862_000),
+        "9.996 ms, jiffy 3: 3 jiffies on"
+    );
+    let reset = |t: Tick| {
+        let (mut s, q) = in_service(hz250());
+        let qq = &mut s.queues[q];
+        (qq.inject_limit, qq.last_serv_time, qq.decrease_time) = (4, 5_000_000, stamp);
+        s.inject_on_first_request(q, t, t);
+        (s.queues[q].inject_limit, s.queues[q].last_serv_time)
+    };
+    assert_eq!(reset(1000 * MS - 1), (4, 5_000_000), "jiffy 249");
+    assert_eq!(reset(1000 * MS), (0, 0), "997.1 ms, jiffy 250: reset");
+}
+
+#[test]
+fn bfq_update_has_short_ttime_waits_100_ms_in_whole_jiffies_to_reset_the_limit() {
+    // bfq_update_has_short_ttime: a change of think-time state with no baseline resets the
+    // inject limit if the change is to long, or once
+    // `time_is_before_eq_jiffies(decrease_time_jif + msecs_to_jiffies(100))`: 25 jiffies
+    // at HZ = 250, which a stamp late in its jiffy reaches up to 4 ms before 100 ms.
+    let back_to_short = |t: Tick| {
+        let (mut s, q) = in_service(cfg_with(&[("hz", 250), ("low_latency", 0)]));
+        let qq = &mut s.queues[q];
+        (qq.has_short_ttime, qq.inject_limit, qq.decrease_time) = (false, 1, 3 * MS + 900_000);
+        (qq.ttime_samples, qq.ttime_mean) = (81, 1);
+        s.update_has_short_ttime(q, CtxId(1), t);
+        (s.queues[q].has_short_ttime, s.queues[q].inject_limit)
+    };
+    assert_eq!(back_to_short(100 * MS - 1), (true, 1), "jiffy 24: no reset");
+    assert_eq!(
+        back_to_short(100 * MS),
+        (true, 0),
+        "96.1 ms, jiffy 25: reset to 0"
+    );
+}
+
 /// The inject limit, baseline and decrease time after `bfq_update_inject_limit` for a
 /// measurement of `tot` with the given state (limit, baseline, rqs_injected, requests in
 /// the driver, max_rq_in_driver).

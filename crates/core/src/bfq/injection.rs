@@ -3,12 +3,10 @@
 //! adapts: the total service time of the queue's "first" requests (arriving into an empty
 //! queue) is measured with nothing else in flight (the baseline) and with injection; the
 //! limit goes up while the latter stays below 1.5x the baseline and down otherwise, and is
-//! reset every second.
+//! reset every second. Its intervals (10 ms before a measurement, 100 ms and 1 s before a
+//! reset) count jiffies of `hz` from the limit's stamp, as `bfq_add_request` does.
 
 use super::{Bfq, Tick, MS};
-
-/// One jiffy at HZ = 1000, in nanoseconds.
-const JIFFY: Tick = MS;
 
 /// Sampling state of the inject-limit measurement.
 #[derive(Clone, Debug, Default)]
@@ -38,14 +36,14 @@ impl Bfq {
     /// its total service time.
     /// `now_ns` is the plug clock (`blk_time_get_ns`), which stamps the measurement's start.
     pub(super) fn inject_on_first_request(&mut self, q: usize, t: Tick, now_ns: Tick) {
-        if t >= self.queues[q].decrease_time + 1000 * MS {
+        if self.jiffies_since(self.queues[q].decrease_time, 1000 * MS, t) {
             self.reset_inject_limit(q, t);
         }
         let qq = &self.queues[q];
         if self.in_service == Some(q)
             && (self.rq_in_driver == 0
                 || (qq.last_serv_time > 0 && self.inj.rqs_injected && self.rq_in_driver > 0))
-            && t >= qq.decrease_time + 10 * MS
+            && self.jiffies_since(qq.decrease_time, 10 * MS, t)
         {
             self.inj.last_empty_occupied = now_ns;
             self.inj.wait_dispatch = true;
@@ -181,11 +179,12 @@ impl Bfq {
         let always = isq.wr_coeff == 1 || !isq.has_short_ttime;
         // The kernel raises a 0 limit to 1 once plugging has lasted `slice_idle`, but adds
         // `slice_idle` (nanoseconds) to a time in jiffies: the raise waits `slice_idle`
-        // jiffies (8,000,000 at HZ = 1000), far beyond any idle window. Kept as it behaves.
+        // jiffies (8,000,000: 9 hours at HZ = 250), far beyond any idle window. Kept as it
+        // behaves.
         if limit == 0
             && isq.last_serv_time == 0
             && self.wait_request
-            && t >= self.last_idling_start + self.slice_idle().saturating_mul(JIFFY)
+            && self.jiffies(t) >= self.jiffies(self.last_idling_start) + self.slice_idle()
         {
             limit = 1;
         }

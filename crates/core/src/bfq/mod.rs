@@ -72,8 +72,10 @@
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
 //!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, the budget timeout
 //!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
-//!   jiffy begins) and the idle class's timeout (`bfq_lookup_next_entity`: HZ / 5 jiffies
-//!   after the jiffy it last timed out in) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
+//!   jiffy begins), the idle class's timeout (`bfq_lookup_next_entity`: HZ / 5 jiffies
+//!   after the jiffy it last timed out in) and the inject limit's intervals (`bfq_add_request`
+//!   and `bfq_update_has_short_ttime`: `decrease_time_jif` plus 10, 100 or 1000 ms in
+//!   jiffies) count jiffies of the configured `hz` (the kernel's `CONFIG_HZ`, 1000 by
 //!   default, 250 on the kernel the corpus was recorded on); the idle time since a budget
 //!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
 //!   merge windows are kept in nanoseconds.
@@ -689,7 +691,10 @@ impl Bfq {
         let changed = short != qq.has_short_ttime;
         self.queues[q].has_short_ttime = short;
         let qq = &self.queues[q];
-        if changed && qq.last_serv_time == 0 && (t >= qq.decrease_time + 100 * MS || !short) {
+        if changed
+            && qq.last_serv_time == 0
+            && (self.jiffies_since(qq.decrease_time, 100 * MS, t) || !short)
+        {
             self.reset_inject_limit(q, t);
         }
     }
@@ -913,7 +918,7 @@ impl Bfq {
     /// `bfqd->bfq_timeout`: `timeout_sync` in jiffies, as `bfq_timeout_sync_store` keeps it
     /// (`msecs_to_jiffies`, rounding up).
     fn timeout_jiffies(&self) -> i64 {
-        (self.cfg.timeout.0 as i64 + self.jiffy() - 1) / self.jiffy()
+        self.to_jiffies(self.cfg.timeout.0 as i64)
     }
 
     /// `bfq_bfqq_budget_timeout`: the jiffy the timeout names has begun

@@ -3435,7 +3435,8 @@ fn bfq_bfqq_softrt_next_start_counts_jiffies_of_the_kernels_hz() {
 fn bfq_a_returning_raised_reader_is_injected_not_preempting_at_hz_250() {
     let scene = |hz: i64| {
         let mut s = Bfq::new(cfg_with(&[("hz", hz), ("rotational", 0)]));
-        let us = |n: u64| Nanos(n * 1000);
+        // The recording's times from its first read, which came 0.509 ms into a jiffy.
+        let us = |n: u64| Nanos((n + 509) * 1000);
         s.insert(rq(1, 1).sector(0).sectors(128).build(), us(0));
         let r = dispatched(s.dispatch(us(10)));
         s.complete(&r, us(60));
@@ -3466,26 +3467,28 @@ fn bfq_a_returning_raised_reader_is_injected_not_preempting_at_hz_250() {
         // real-time queue's inject limit is 0: it waits.
         s.insert(rq(6, 1).sector(128).sectors(128).build(), us(7_600));
         assert!(matches!(s.dispatch(us(7_620)), Dispatch::Idle { .. }));
-        // Its second read, over 10 ms after its queue was created, is served alone: the
-        // baseline of `bfq_update_inject_limit`, which lifts its inject limit to 1.
+        // Its second read, 11.3 ms after its queue was created and 3 jiffies on at HZ = 250
+        // (`bfq_add_request` waits `msecs_to_jiffies(10)` from the queue's creation), is
+        // served alone: the baseline of `bfq_update_inject_limit`, which lifts its inject
+        // limit to 1.
         s.insert(
             rq(5, 2)
                 .sector(38_720)
                 .sectors(8)
                 .prio(IoClass::RealTime, 4)
                 .build(),
-            us(11_300),
+            us(11_621),
         );
-        let r = dispatched(s.dispatch(us(11_320)));
+        let r = dispatched(s.dispatch(us(11_640)));
         assert_eq!(r.id, RequestId(5));
-        s.complete(&r, us(11_360));
+        s.complete(&r, us(11_680));
         assert_eq!(s.queues[rt].inject_limit, 1);
         // Now the sequential reader's read is injected (raised), and its queue leaves the
         // busy ones empty, without an expiry; the writer is not injected.
-        let r = dispatched(s.dispatch(us(11_400)));
+        let r = dispatched(s.dispatch(us(11_720)));
         assert_eq!(r.id, RequestId(6), "injected");
-        s.complete(&r, us(11_450));
-        assert!(matches!(s.dispatch(us(11_500)), Dispatch::Idle { .. }));
+        s.complete(&r, us(11_770));
+        assert!(matches!(s.dispatch(us(11_820)), Dispatch::Idle { .. }));
         s.insert(rq(4, 1).sector(256).sectors(128).build(), us(20_300));
         let seq = s.bics[&CtxId(1)].sync_q.unwrap();
         let kept = s.in_service == Some(rt);

@@ -197,6 +197,18 @@ impl Bfq {
         self.jiffies(t) * self.jiffy()
     }
 
+    /// `msecs_to_jiffies` of the duration `d` (ns): whole jiffies, rounded up.
+    pub(super) fn to_jiffies(&self, d: Tick) -> i64 {
+        (d + self.jiffy() - 1).div_euclid(self.jiffy())
+    }
+
+    /// `time_is_before_eq_jiffies(stamp_jif + msecs_to_jiffies(d))`, where `stamp_jif` is
+    /// the kernel's `jiffies` at `stamp`: at `t`, `d` has passed counted in whole jiffies
+    /// (up to a jiffy sooner than in nanoseconds).
+    pub(super) fn jiffies_since(&self, stamp: Tick, d: Tick, t: Tick) -> bool {
+        self.jiffies(t) >= self.jiffies(stamp) + self.to_jiffies(d)
+    }
+
     /// `time_is_before_jiffies(at)`: the jiffy of `at` is over at `t`.
     pub(super) fn jiffy_passed(&self, at: Tick, t: Tick) -> bool {
         self.jiffies(t) > self.jiffies(at)
