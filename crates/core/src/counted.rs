@@ -126,6 +126,12 @@ impl<S: Scheduler> Scheduler for Counted<S> {
         self.counters.completed += 1;
         self.inner.complete(rq, now)
     }
+    fn next_timer(&self) -> Option<Nanos> {
+        self.inner.next_timer()
+    }
+    fn fire_timer(&mut self, now: Nanos) {
+        self.inner.fire_timer(now)
+    }
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
         self.inner.exit(ctx, now)
     }

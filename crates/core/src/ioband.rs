@@ -661,6 +661,15 @@ impl Scheduler for IoBand {
         }
     }
 
+    /// The policy below keeps its own timers (dm-ioband's are its conductor's runs, at
+    /// completions and submissions).
+    fn next_timer(&self) -> Option<Nanos> {
+        self.inner.next_timer()
+    }
+    fn fire_timer(&mut self, now: Nanos) {
+        self.inner.fire_timer(now);
+    }
+
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
         self.inner.exit(ctx, now);
     }

@@ -35,7 +35,9 @@ pub enum Dispatch {
 /// [`exit`](Scheduler::exit) tells the policy that a context (process) has exited. Every
 /// call takes `now`, which never decreases from one call to the next. A policy reads no
 /// clock, starts no timer and does no I/O: timers are expressed as `Dispatch::Idle { until }`
-/// and evaluated lazily against the `now` of the next call.
+/// and evaluated lazily against the `now` of the next call; a timer that must act at its own
+/// time is reported by [`next_timer`](Scheduler::next_timer) and run by
+/// [`fire_timer`](Scheduler::fire_timer) when the driver's clock reaches it.
 pub trait Scheduler {
     /// The policy's name as `elevator list` prints it (e.g. `"deadline"`).
     fn name(&self) -> &'static str;
@@ -121,6 +123,24 @@ pub trait Scheduler {
     fn complete_clocked(&mut self, rq: &Request, clock: Nanos, now: Nanos) {
         let _ = clock;
         self.complete(rq, now);
+    }
+
+    /// When a timer the policy armed itself fires, if one is armed: a kernel scheduler's
+    /// timer that acts at its own time, whether or not the driver asks for a dispatch then
+    /// (bfq's idle slice timer, an hrtimer armed at a completion by `bfq_arm_slice_timer`,
+    /// whose `bfq_idle_slice_timer_body` expires the queue it idled for). A driver that asks
+    /// for a dispatch whenever the device has room and at every `Idle` deadline needs
+    /// nothing more; one that asks only where another system's queue ran (a kernel trace's
+    /// replay) calls [`fire_timer`](Scheduler::fire_timer) at this time. Changed by every
+    /// call. The default, `None`, arms none.
+    fn next_timer(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The time [`next_timer`](Scheduler::next_timer) gave is reached (`now`, at or past
+    /// it): act as the timer's handler does. The default does nothing.
+    fn fire_timer(&mut self, now: Nanos) {
+        let _ = now;
     }
 
     /// Context `ctx` exited; it will issue nothing more. The default ignores it. An exit may
@@ -215,6 +235,12 @@ macro_rules! forward_scheduler {
             }
             fn complete_clocked(&mut self, rq: &Request, clock: Nanos, now: Nanos) {
                 (**self).complete_clocked(rq, clock, now)
+            }
+            fn next_timer(&self) -> Option<Nanos> {
+                (**self).next_timer()
+            }
+            fn fire_timer(&mut self, now: Nanos) {
+                (**self).fire_timer(now)
             }
             fn exit(&mut self, ctx: CtxId, now: Nanos) {
                 (**self).exit(ctx, now)

@@ -1471,6 +1471,19 @@ impl Scheduler for Bfq {
         self.admit_waiting(now.0 as Tick);
     }
 
+    /// The idle slice timer (`bfq_arm_slice_timer`'s hrtimer, armed with no slack) while the
+    /// in-service queue idles for its next request.
+    fn next_timer(&self) -> Option<Nanos> {
+        self.wait_request.then(|| nanos(self.idle_until))
+    }
+
+    /// `bfq_idle_slice_timer` fired: `bfq_idle_slice_timer_body` expires the queue it idled
+    /// for (budget timeout, else too idle if still empty) and schedules a dispatch, which the
+    /// driver makes at its next call.
+    fn fire_timer(&mut self, now: Nanos) {
+        self.check_idle_timer(now.0 as Tick);
+    }
+
     fn exit(&mut self, ctx: CtxId, now: Nanos) {
         self.exit_ctx(ctx, now.0 as Tick);
     }

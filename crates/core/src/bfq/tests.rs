@@ -2888,6 +2888,27 @@ fn bfq_idle_slice_timer_expires_too_idle_or_budget_timeout_with_a_time_charge() 
     assert_eq!(run(120), (16_384, 15_728));
 }
 
+/// `bfq_idle_slice_timer` (6.18): the idle slice timer is an hrtimer that acts at its own
+/// time, whether or not a dispatch is asked then: `bfq_idle_slice_timer_body` expires the
+/// queue it idled for (TOO_IDLE). Its process's request arriving after the deadline and
+/// before the next dispatch then finds it expired (`bfq_rq_enqueued` ends no idling), and
+/// the next dispatch serves the other busy queue, as the kernel did at decision 31 of
+/// `tuned-budget-thinking-readers-and-writer-nr16`.
+#[test]
+fn bfq_idle_slice_timer_expires_the_idling_queue_at_its_deadline_without_a_dispatch() {
+    let (mut s, q) = one_reader(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(2, 2).sector(900_000).build(), Nanos::ZERO);
+    let r = dispatched(s.dispatch(Nanos::ZERO));
+    assert_eq!(r.id, RequestId(1));
+    s.complete(&r, at(1));
+    assert_eq!(s.next_timer(), Some(at(9)), "armed at the completion");
+    s.fire_timer(at(9));
+    assert_eq!(s.next_timer(), None);
+    assert_ne!(s.in_service, Some(q), "expired at the deadline");
+    s.insert(rq(3, 1).sector(1016).build(), at(10));
+    assert_eq!(dispatched(s.dispatch(at(10))).id, RequestId(2));
+}
+
 /// `bfq_may_expire_for_budg_timeout` (mainline): a queue whose budget timed out
 /// (`jiffies >= budget_timeout`) may be expired unless it is idling with less than a third
 /// of its budget left.

@@ -27,12 +27,14 @@
 //! 3. [`handle_complete`](BlockLayer::handle_complete) when the device finishes a request; the
 //!    bios it completes are appended to the caller's vector as [`Done`]s.
 //! 4. [`poll_timeout`](BlockLayer::poll_timeout): when to come back if nothing else happens
-//!    (the scheduler's `Idle { until }`: anticipation, slice idling; or a controller's timer:
-//!    a throttled bio's release, io.latency's window); then
-//!    [`handle_timeout`](BlockLayer::handle_timeout). A discrete-event driver may instead
-//!    follow the scheduler's timer by generation ([`timer`](BlockLayer::timer) /
-//!    [`handle_timer`](BlockLayer::handle_timer)) and the controllers' by
-//!    [`qos_timeout`](BlockLayer::qos_timeout) / [`handle_qos_timeout`](BlockLayer::handle_qos_timeout).
+//!    (the scheduler's `Idle { until }`: anticipation, slice idling; its own timer,
+//!    [`Scheduler::next_timer`]; or a controller's timer: a throttled bio's release,
+//!    io.latency's window); then [`handle_timeout`](BlockLayer::handle_timeout). A
+//!    discrete-event driver may instead follow the scheduler's `Idle` timer by generation
+//!    ([`timer`](BlockLayer::timer) / [`handle_timer`](BlockLayer::handle_timer)) and the
+//!    controllers' by [`qos_timeout`](BlockLayer::qos_timeout) /
+//!    [`handle_qos_timeout`](BlockLayer::handle_qos_timeout): it asks for a dispatch whenever
+//!    the device has room, so the scheduler's own timer acts at that `Idle` deadline.
 //!
 //! A driver that knows when each request was allocated and when it was inserted (a replay
 //! of the kernel's trace: `block_getrq`, later `block_rq_insert` after a plug's flush) calls
@@ -497,6 +499,8 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     kick: bool,
     timer: Option<Nanos>,
     timer_gen: u64,
+    /// How long after its deadline the scheduler's own timer fires.
+    timer_latency: Nanos,
     requeued: VecDeque<u64>,
     /// Requests issued directly ([`Bio::issue_directly`]), never given to the policy.
     direct: VecDeque<u64>,
@@ -536,6 +540,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             kick: false,
             timer: None,
             timer_gen: 0,
+            timer_latency: Nanos::ZERO,
             requeued: VecDeque::new(),
             direct: VecDeque::new(),
             counters: Counters::default(),
@@ -712,13 +717,28 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.requests.get(&id.0).map(|r| r.segs.iter())
     }
 
-    /// When to call [`handle_timeout`](Self::handle_timeout) if nothing else happens first.
-    /// Changed by every `handle_*` and `poll_dispatch`.
+    /// When to call [`handle_timeout`](Self::handle_timeout) if nothing else happens first:
+    /// the scheduler's `Idle` deadline, its own timer ([`Scheduler::next_timer`]) and the
+    /// rq_qos controllers'. Changed by every `handle_*` and `poll_dispatch`.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        match (self.timer, self.qos_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.timer, self.own_timer(), self.qos_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// When the scheduler's own timer ([`Scheduler::next_timer`]) fires: its deadline plus
+    /// the [timer latency](Self::set_timer_latency).
+    fn own_timer(&self) -> Option<Nanos> {
+        self.sched.next_timer().map(|t| t + self.timer_latency)
+    }
+
+    /// The scheduler's own timer fires `latency` after its deadline: a replay of a kernel
+    /// trace models the kernel's hrtimer, whose handler runs after the expiry interrupt and
+    /// waits for the scheduler's lock (bfq's `bfq_idle_slice_timer_body` takes `bfqd->lock`,
+    /// which an insertion may hold). Default zero.
+    pub fn set_timer_latency(&mut self, latency: Nanos) {
+        self.timer_latency = latency;
     }
 
     /// When the rq_qos controllers next need [`handle_qos_timeout`](Self::handle_qos_timeout):
@@ -759,10 +779,16 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// Time passed to `now`: fire what is due.
+    /// Time passed to `now`: fire what is due. The scheduler's own timer runs its handler
+    /// ([`Scheduler::fire_timer`]) and, as the kernel's handlers schedule a queue run
+    /// (`bfq_schedule_dispatch`), the next [`poll_dispatch`](Self::poll_dispatch) asks it.
     pub fn handle_timeout(&mut self, now: Nanos) {
         if self.timer.is_some_and(|t| now >= t) {
             self.timer = None;
+            self.kick = true;
+        }
+        if self.own_timer().is_some_and(|t| now >= t) {
+            self.sched.fire_timer(now);
             self.kick = true;
         }
         self.handle_qos_timeout(now);

@@ -284,6 +284,55 @@ fn the_schedulers_idle_deadline_is_the_layers_timeout() {
     assert_eq!(blk.poll_timeout(), None);
 }
 
+/// A scheduler with a timer of its own, armed for 10 ms by an insertion, counting its
+/// firings (as bfq's idle slice timer, `bfq_arm_slice_timer`'s hrtimer, armed at a completion).
+struct OwnTimer(Noop, Option<Nanos>, u32);
+
+impl Scheduler for OwnTimer {
+    fn name(&self) -> &'static str {
+        "own-timer"
+    }
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        self.0.insert(rq, now);
+        self.1 = Some(ms(10));
+    }
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.0.dispatch(now)
+    }
+    fn complete(&mut self, rq: &Request, now: Nanos) {
+        self.0.complete(rq, now);
+    }
+    fn next_timer(&self) -> Option<Nanos> {
+        self.1
+    }
+    fn fire_timer(&mut self, _now: Nanos) {
+        self.1 = None;
+        self.2 += 1;
+    }
+    fn queued(&self) -> usize {
+        self.0.queued()
+    }
+    fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), crate::TunableError> {
+        self.0.set_tunable(name, value)
+    }
+}
+
+/// A kernel scheduler's timer acts at its own time (bfq's `bfq_idle_slice_timer` expires the
+/// queue it idled for whether or not the queue runs then): the layer reports it as its
+/// timeout and fires it there, with no dispatch asked in between.
+#[test]
+fn the_schedulers_own_timer_fires_at_the_layers_timeout_without_a_dispatch() {
+    let mut blk = BlockLayer::new(OwnTimer(Noop::new(), None, 0), Limits::depth(4));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    assert_eq!(blk.poll_timeout(), Some(ms(10)));
+    blk.handle_timeout(ms(9));
+    assert_eq!(blk.scheduler().2, 0, "not yet");
+    blk.handle_timeout(ms(10));
+    assert_eq!(blk.scheduler().2, 1);
+    assert_eq!(blk.poll_timeout(), None);
+    assert_eq!(drain(&mut blk, ms(10)).len(), 1, "the run it schedules");
+}
+
 /// Holds every bio until 5 ms.
 struct HoldUntil5;
 
