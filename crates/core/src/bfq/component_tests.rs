@@ -1123,6 +1123,36 @@ fn bfq_do_or_sched_stable_merge_schedules_a_merge_with_the_queue_created_up_to_1
     assert!(s.queues[a].coop);
 }
 
+#[test]
+fn bfq_release_process_ref_stops_the_shared_queue_being_the_stable_merge_candidate() {
+    // bfq_release_process_ref calls bfq_reassign_last_bfqq(bfqq, NULL) whenever a process
+    // lets go of bfqq, even one of several sharing it: a process leaving the shared queue
+    // the burst was merged into ends the candidacy, and the next new queue, created within
+    // bfq_burst_interval, starts a candidacy of its own instead of being merged. Seen in the
+    // kernel's bfq log of burst-of-twelve-short-jobs-beside-long-readers: 14181 exits the
+    // shared queue at 521.3 ms, and 14178's queue, created 3.6 ms after the queue the burst
+    // shares, is "allocated" with no "scheduling merge".
+    let mut s = Bfq::new(cfg_with(&[("rotational", 0)]));
+    let a = read_at(&mut s, 1, 0, 4);
+    assert_eq!(read_at(&mut s, 2, 1, 4), a, "merged at creation");
+    assert_eq!(s.groups[0].last_created, Some(a));
+    s.exit(CtxId(1), Nanos::from_ms(2));
+    assert_eq!(s.queues[a].proc_refs, 1, "ctx 2 still shares a");
+    assert_eq!(s.groups[0].last_created, None);
+    let c = read_at(&mut s, 3, 3, 4);
+    assert_ne!(c, a, "not merged");
+    assert_eq!(s.groups[0].last_created, Some(c));
+    // bfq_merge_bfqqs hands the candidacy of the queue it empties to the shared queue.
+    let d = read_at(&mut s, 4, 4, 4);
+    assert_eq!(d, c);
+    s.groups[0].last_created = Some(a);
+    s.bics.get_mut(&CtxId(2)).unwrap().sync_q = Some(a);
+    s.queues[a].new_queue = Some(c);
+    s.queues[c].proc_refs += 1;
+    s.merge_bfqqs(CtxId(2), a, c, 5 * MS);
+    assert_eq!(s.groups[0].last_created, Some(c));
+}
+
 /// ctx 1 reads at 0, ctx 2 at 100 ms: a stable merge of ctx 2's queue `b` into ctx 1's `a`
 /// is scheduled.
 fn stable_scene() -> (Bfq, usize, usize) {

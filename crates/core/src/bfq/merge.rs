@@ -6,7 +6,9 @@
 //! shared/seeds/002); never across groups or classes, never async or seeky queues. A shared
 //! queue found seeky is split on its processes' next requests. Queues created within 180 ms
 //! of each other in one group with one priority are "stably" merged 600 ms after creation,
-//! unless the new one is sequential and I/O bound; stably merged queues are never split.
+//! unless the new one is sequential and I/O bound; stably merged queues are never split. The
+//! candidate is the group's last created queue, or the shared queue it merged into, until a
+//! process lets go of it.
 
 use crate::request::CtxId;
 
@@ -302,6 +304,7 @@ impl Bfq {
         self.queues[n].coop = true;
         self.queues[n].bic = None;
         self.queues[q].bic = None;
+        self.reassign_last_created(q, Some(n));
         self.release_process_ref(q, t);
     }
 
@@ -398,6 +401,16 @@ impl Bfq {
 
     fn wf_active(&self, q: usize) -> bool {
         self.wf.entities[self.queues[q].eid].tree == super::wf2q::Tree::Active
+    }
+
+    /// `bfq_reassign_last_bfqq`: if `q` is its group's stable-merge candidate (the last queue
+    /// created), the candidate becomes `to` (the shared queue `q` merges into, or none when a
+    /// process lets go of `q`).
+    pub(super) fn reassign_last_created(&mut self, q: usize, to: Option<usize>) {
+        let g = self.queues[q].group.0 as usize;
+        if self.groups[g].last_created == Some(q) {
+            self.groups[g].last_created = to;
+        }
     }
 
     /// A new sync queue: start a stable-merge candidate, or schedule a stable merge with the

@@ -1362,11 +1362,15 @@ impl Bfq {
         }
     }
 
-    /// Drop one process reference; an empty busy queue nobody will feed leaves the trees.
+    /// Drop one process reference; an empty busy queue nobody will feed leaves the trees, and
+    /// stops being its group's stable-merge candidate (`bfq_release_process_ref` calls
+    /// `bfq_reassign_last_bfqq(bfqq, NULL)` on every release, even while other processes
+    /// still share the queue).
     fn release_process_ref(&mut self, q: usize, t: Tick) {
         if self.queues[q].busy && self.queues[q].is_empty() && self.in_service != Some(q) {
             self.del_busy(q, false, t);
         }
+        self.reassign_last_created(q, None);
         self.queues[q].proc_refs = self.queues[q].proc_refs.saturating_sub(1);
     }
 
