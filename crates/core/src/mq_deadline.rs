@@ -44,7 +44,14 @@
 //! in sector order that ends where the new one starts, else (if `front_merges`) a front merge
 //! into one that starts where it ends; same level, same direction, same operation and the same
 //! I/O priority (class and level, as `blk_rq_merge_ok` requires), never beyond
-//! the device's limit (the `max_sectors` the block layer passes). A merge changes neither FIFO position nor deadline.
+//! the device's limit (the `max_sectors` the block layer passes). A bio's merge changes neither
+//! FIFO position nor deadline. After a merge the grown request merges with the queued request
+//! it now touches ([`Scheduler::merge_next`]): after a bio's back merge the next one in sector
+//! order merges into it (`attempt_back_merge`), after a front merge it merges into the one
+//! before it (`attempt_front_merge`), and after a request's merge at its insertion it merges
+//! into the one ending where it starts, again and again (`elv_attempt_insert_merge`); the
+//! one kept takes the FIFO place and deadline of the one gone when that one expires first
+//! (`dd_merged_requests`), and the one gone gives back its tag.
 //!
 //! ## Tunables (sysfs names, `/sys/block/<dev>/queue/iosched/`)
 //! | name | unit | default | meaning |
@@ -67,8 +74,13 @@
 //!   is refused outside 4 ..= 2048 (`BLKDEV_MIN_RQ`, `MAX_SCHED_RQ`), which the kernel clamps
 //!   to. Flushes take no tag.
 //! - **Zoned devices**: no zone handling; writes to one zone may be reordered.
-//! - **Merging** is deadline's model (whole requests, no `last_merge` cache, no request to
-//!   request merge after a merge closes a gap); discards and flushes never merge.
+//! - **Merging** is deadline's model (whole requests, no `last_merge` cache: the candidate
+//!   of a back merge is the request just below in sector order, not `elv_rqhash_find`'s
+//!   newest request ending there, and an insertion merge's loop takes the request just
+//!   below too); a bio's merge does not check the cgroup (`blk_cgroup_mergeable`), the
+//!   request-to-request merge does; `dd_merged_requests` compares deadlines in nanoseconds,
+//!   where the kernel compares jiffies (two requests queued in the same jiffy keep their
+//!   places); discards and flushes never merge.
 //! - **Requests at the same sector** coexist in a tree (ordered by id).
 //! - **Time** is kept in nanoseconds, not jiffies; a request's arrival is stored, where the
 //!   kernel recomputes it from the deadline with the current `*_expire` (which differs only
