@@ -1227,7 +1227,8 @@ mod tests {
     /// cgroup, past the device's limit, or not contiguous.
     #[test]
     fn attempt_back_merge_needs_a_mergeable_latter_request() {
-        let setups: [(&str, fn(RequestBuilder) -> RequestBuilder, u32); 4] = [
+        type Latter = fn(RequestBuilder) -> RequestBuilder;
+        let setups: [(&str, Latter, u32); 4] = [
             (
                 "prio",
                 |b| b.prio(IoClass::BestEffort, 0),
