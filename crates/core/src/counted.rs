@@ -8,7 +8,7 @@
 //! [`complete`](Scheduler::complete). The policies themselves keep no such counters.
 
 use crate::request::{CtxId, Request, RequestId};
-use crate::scheduler::{Dispatch, Scheduler};
+use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::TunableError;
 
@@ -89,8 +89,14 @@ impl<S: Scheduler> Scheduler for Counted<S> {
         }
         merged
     }
-    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
-        let gone = self.inner.merge_next(into, max_sectors, now);
+    fn merge_next(
+        &mut self,
+        into: RequestId,
+        grown: GrownBy,
+        max_sectors: u32,
+        now: Nanos,
+    ) -> Option<RequestsMerged> {
+        let gone = self.inner.merge_next(into, grown, max_sectors, now);
         if gone.is_some() {
             // Counted as merged, not inserted: it is never dispatched.
             self.counters.inserted -= 1;

@@ -177,6 +177,23 @@ impl<T> Fifos<T> {
     pub(crate) fn get_mut(&mut self, slot: u32) -> &mut T {
         &mut self.node_mut(slot).item
     }
+
+    /// Exchange the items of two queued slots, each keeping its place in its list: the
+    /// item of `a` takes `b`'s place and the other way round (the kernel's `list_move` of
+    /// one request to another's position, that one then removed, is a swap and a removal).
+    pub(crate) fn swap_items(&mut self, a: u32, b: u32) {
+        if a == b {
+            return;
+        }
+        let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
+        let (left, right) = self.slots.split_at_mut(hi);
+        let (x, y) = (left[lo].as_mut(), right[0].as_mut());
+        let (x, y) = (
+            x.expect("fifo: a swapped slot is occupied"),
+            y.expect("fifo: a swapped slot is occupied"),
+        );
+        std::mem::swap(&mut x.item, &mut y.item);
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +232,18 @@ mod tests {
         assert!(f.is_empty(0) && !f.is_empty(1));
         assert_eq!(f.len(), 1);
         assert_eq!(items(&f, 1), vec![10]);
+    }
+
+    #[test]
+    fn swapped_items_take_each_others_places() {
+        let mut f = Fifos::new(1);
+        let a = f.push_back(0, 10);
+        f.push_back(0, 20);
+        let c = f.push_back(0, 30);
+        f.swap_items(c, a);
+        assert_eq!(items(&f, 0), [30, 20, 10]);
+        f.remove(0, c);
+        assert_eq!(items(&f, 0), [30, 20]);
     }
 
     #[test]

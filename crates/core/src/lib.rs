@@ -78,6 +78,6 @@ pub mod tunable;
 
 pub use group::GroupTree;
 pub use request::{CtxId, GroupId, IoClass, IoPrio, Op, Request, RequestId, SECTOR_BYTES};
-pub use scheduler::{Dispatch, Scheduler};
+pub use scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
 pub use time::Nanos;
 pub use tunable::{Settings, Tunable, TunableError, Unit};

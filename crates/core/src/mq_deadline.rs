@@ -44,7 +44,14 @@
 //! in sector order that ends where the new one starts, else (if `front_merges`) a front merge
 //! into one that starts where it ends; same level, same direction, same operation and the same
 //! I/O priority (class and level, as `blk_rq_merge_ok` requires), never beyond
-//! the device's limit (the `max_sectors` the block layer passes). A merge changes neither FIFO position nor deadline.
+//! the device's limit (the `max_sectors` the block layer passes). A bio's merge changes neither
+//! FIFO position nor deadline. After a merge the grown request merges with the queued request
+//! it now touches ([`Scheduler::merge_next`]): after a bio's back merge the next one in sector
+//! order merges into it (`attempt_back_merge`), after a front merge it merges into the one
+//! before it (`attempt_front_merge`), and after a request's merge at its insertion it merges
+//! into the one ending where it starts, again and again (`elv_attempt_insert_merge`); the
+//! one kept takes the FIFO place and deadline of the one gone when that one expires first
+//! (`dd_merged_requests`), and the one gone gives back its tag.
 //!
 //! ## Tunables (sysfs names, `/sys/block/<dev>/queue/iosched/`)
 //! | name | unit | default | meaning |
@@ -67,8 +74,13 @@
 //!   is refused outside 4 ..= 2048 (`BLKDEV_MIN_RQ`, `MAX_SCHED_RQ`), which the kernel clamps
 //!   to. Flushes take no tag.
 //! - **Zoned devices**: no zone handling; writes to one zone may be reordered.
-//! - **Merging** is deadline's model (whole requests, no `last_merge` cache, no request to
-//!   request merge after a merge closes a gap); discards and flushes never merge.
+//! - **Merging** is deadline's model (whole requests, no `last_merge` cache: the candidate
+//!   of a back merge is the request just below in sector order, not `elv_rqhash_find`'s
+//!   newest request ending there, and an insertion merge's loop takes the request just
+//!   below too); a bio's merge does not check the cgroup (`blk_cgroup_mergeable`), the
+//!   request-to-request merge does; `dd_merged_requests` compares deadlines in nanoseconds,
+//!   where the kernel compares jiffies (two requests queued in the same jiffy keep their
+//!   places); discards and flushes never merge.
 //! - **Requests at the same sector** coexist in a tree (ordered by id).
 //! - **Time** is kept in nanoseconds, not jiffies; a request's arrival is stored, where the
 //!   kernel recomputes it from the deadline with the current `*_expire` (which differs only
@@ -79,11 +91,11 @@
 //!   never insert at the head.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound::{Included, Unbounded};
+use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use crate::fifo::Fifos;
 use crate::request::{IoClass, Op, Request, RequestId};
-use crate::scheduler::{Dispatch, Scheduler};
+use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
 use crate::tags::SchedTags;
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
@@ -228,6 +240,19 @@ struct Entry {
     deadline: Nanos,
 }
 
+/// The queued request the last merge grew, where [`Scheduler::merge_next`] starts.
+#[derive(Clone, Copy, Debug)]
+struct Grown {
+    id: RequestId,
+    level: usize,
+    dir: usize,
+    /// Its key in its level's and direction's sort tree.
+    key: (u64, u64),
+    /// Its key before a bio's front merge moved it (`elv_former_request` looks from
+    /// there: `dd_request_merged` repositions it only when no request merges).
+    before_front: Option<(u64, u64)>,
+}
+
 /// One direction of one level: its sort tree (its FIFO is in [`MqDeadline::fifos`]).
 #[derive(Debug)]
 struct Lists {
@@ -263,6 +288,8 @@ pub struct MqDeadline {
     tags: SchedTags,
     /// Requests in the levels' lists.
     in_lists: usize,
+    /// The request the last merge grew.
+    grown: Option<Grown>,
 }
 
 impl Default for MqDeadline {
@@ -292,6 +319,7 @@ impl MqDeadline {
             starved: 0,
             bypass: VecDeque::new(),
             in_lists: 0,
+            grown: None,
         }
     }
 
@@ -471,7 +499,14 @@ impl Scheduler for MqDeadline {
             let q = &mut self.entry_mut(slot).rq;
             if q.end() == rq.sector && fits(q) {
                 q.sectors += rq.sectors;
-                let id = q.id;
+                let (id, key) = (q.id, (q.sector, q.id.0));
+                self.grown = Some(Grown {
+                    id,
+                    level,
+                    dir,
+                    key,
+                    before_front: None,
+                });
                 return Some(id);
             }
         }
@@ -493,11 +528,90 @@ impl Scheduler for MqDeadline {
                     let sorted = &mut self.levels[level].lists[dir].sorted;
                     sorted.remove(&key);
                     sorted.insert((rq.sector, id.0), slot);
+                    self.grown = Some(Grown {
+                        id,
+                        level,
+                        dir,
+                        key: (rq.sector, id.0),
+                        before_front: Some(key),
+                    });
                     return Some(id);
                 }
             }
         }
         None
+    }
+
+    /// `attempt_back_merge` / `attempt_front_merge` after a bio's merge, or a step of
+    /// `elv_attempt_insert_merge`'s loop after an insertion merge: mq-deadline's
+    /// `next_request` and `former_request` are `elv_rb_latter_request` and
+    /// `elv_rb_former_request`, the neighbours in the grown request's sort tree (the
+    /// insertion merge's `elv_rqhash_find` takes any request ending where the grown one
+    /// starts: ours the one before it in the tree). `attempt_merge` allows the merge when
+    /// the two are contiguous with the same operation, I/O priority and cgroup
+    /// (`blk_cgroup_mergeable`) and fit in `max_sectors`; then `dd_merged_requests`: the
+    /// one kept takes the FIFO place and deadline of the one gone if that one expires
+    /// first, and the one gone leaves the lists, is freed (`dd_finish_request` counts it
+    /// completed) and gives back its tag.
+    fn merge_next(
+        &mut self,
+        into: RequestId,
+        grown: GrownBy,
+        max_sectors: u32,
+        now: Nanos,
+    ) -> Option<RequestsMerged> {
+        let g = self.grown.filter(|g| g.id == into)?;
+        let sorted = &self.levels[g.level].lists[g.dir].sorted;
+        let own = (g.key, *sorted.get(&g.key)?);
+        let neighbour = match (grown, g.before_front) {
+            (GrownBy::Bio, None) => sorted.range((Excluded(g.key), Unbounded)).next(),
+            (GrownBy::Bio, Some(before)) => sorted.range(..before).rev().find(|e| *e.0 != g.key),
+            (GrownBy::Insertion, _) => sorted.range(..g.key).next_back(),
+        };
+        let neighbour = neighbour.map(|(&k, &s)| (k, s))?;
+        let ((kept_key, mut kept), (gone_key, mut gone)) = match (grown, g.before_front) {
+            (GrownBy::Bio, None) => (own, neighbour),
+            _ => (neighbour, own),
+        };
+        let (a, b) = (&self.entry(kept).rq, &self.entry(gone).rq);
+        if a.end() != b.sector
+            || a.op != b.op
+            || a.prio != b.prio
+            || a.group != b.group
+            || a.sectors + b.sectors > max_sectors
+        {
+            return None;
+        }
+        if self.entry(gone).deadline < self.entry(kept).deadline {
+            let (arrival, deadline) = (self.entry(gone).arrival, self.entry(gone).deadline);
+            self.fifos.swap_items(kept, gone);
+            let sorted = &mut self.levels[g.level].lists[g.dir].sorted;
+            sorted.insert(kept_key, gone);
+            sorted.insert(gone_key, kept);
+            std::mem::swap(&mut kept, &mut gone);
+            let e = self.entry_mut(kept);
+            e.arrival = arrival;
+            e.deadline = deadline;
+        }
+        let sectors = self.entry(gone).rq.sectors;
+        let k = &mut self.entry_mut(kept).rq;
+        k.sectors += sectors;
+        let kept_id = k.id;
+        let gone = self.remove(g.level, g.dir, gone);
+        let level = &mut self.levels[g.level];
+        level.owned = level.owned.saturating_sub(1);
+        self.tags.release(throttled(&gone));
+        self.admit_waiting(now);
+        self.grown = Some(Grown {
+            id: kept_id,
+            key: kept_key,
+            before_front: None,
+            ..g
+        });
+        Some(RequestsMerged {
+            kept: kept_id,
+            gone: gone.id,
+        })
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
@@ -560,7 +674,7 @@ impl Scheduler for MqDeadline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{rq, Harness};
+    use crate::harness::{rq, Harness, RequestBuilder};
     use crate::request::DEFAULT_MERGE_SECTORS;
     use proptest::prelude::*;
 
@@ -1075,6 +1189,113 @@ mod tests {
         );
         let r = take(&mut s, Nanos::ZERO);
         assert_eq!((r.id.0, r.sector, r.sectors), (1, 92, 24));
+    }
+
+    /// `blk_mq_sched_try_merge`: a bio's back merge into 0+8 makes it reach the queued
+    /// 16+8, which `attempt_back_merge` (`elv_rb_latter_request`) merges into it; the
+    /// kept request takes the FIFO place and deadline of the one gone, which expires first
+    /// (`dd_merged_requests`), and the one gone frees its tag.
+    #[test]
+    fn attempt_back_merge_merges_the_latter_request_with_its_earlier_deadline() {
+        let mut s = MqDeadline::default();
+        let t = Nanos::from_ms;
+        s.insert(rq(1, 1).sector(16).sectors(8).read().build(), t(0));
+        s.insert(rq(2, 2).sector(1000).sectors(8).read().build(), t(1));
+        s.insert(rq(3, 1).sector(0).sectors(8).read().build(), t(2));
+        let bio = rq(4, 1).sector(8).sectors(8).read().build();
+        assert_eq!(
+            s.try_merge(&bio, DEFAULT_MERGE_SECTORS, t(3)),
+            Some(RequestId(3))
+        );
+        let merged = s.merge_next(RequestId(3), GrownBy::Bio, DEFAULT_MERGE_SECTORS, t(3));
+        assert_eq!(
+            merged,
+            Some(RequestsMerged {
+                kept: RequestId(3),
+                gone: RequestId(1)
+            })
+        );
+        assert_eq!(s.queued(), 2);
+        assert_eq!(s.tags_held(), 2, "the request gone gave back its tag");
+        // Both reads expired: the batch starts at the FIFO's head, now the grown request
+        // in the place of 16+8 (arrived at 0 ms), before 1000+8 (1 ms).
+        let r = take(&mut s, t(600));
+        assert_eq!((r.id.0, r.sector, r.sectors), (3, 0, 24));
+    }
+
+    /// `attempt_merge` refuses a latter request of another I/O priority, of another
+    /// cgroup, past the device's limit, or not contiguous.
+    #[test]
+    fn attempt_back_merge_needs_a_mergeable_latter_request() {
+        type Latter = fn(RequestBuilder) -> RequestBuilder;
+        let setups: [(&str, Latter, u32); 4] = [
+            (
+                "prio",
+                |b| b.prio(IoClass::BestEffort, 0),
+                DEFAULT_MERGE_SECTORS,
+            ),
+            ("group", |b| b.group(1), DEFAULT_MERGE_SECTORS),
+            ("size", |b| b, 16),
+            ("gap", |b| b.sector(100), DEFAULT_MERGE_SECTORS),
+        ];
+        for (what, latter, max) in setups {
+            let mut s = MqDeadline::default();
+            s.insert(
+                latter(rq(1, 1).sector(16).sectors(8).read()).build(),
+                Nanos::ZERO,
+            );
+            s.insert(rq(2, 1).sector(0).sectors(8).read().build(), Nanos::ZERO);
+            let bio = rq(3, 1).sector(8).sectors(8).read().build();
+            assert_eq!(
+                s.try_merge(&bio, max, Nanos::ZERO),
+                Some(RequestId(2)),
+                "{what}"
+            );
+            let merged = s.merge_next(RequestId(2), GrownBy::Bio, max, Nanos::ZERO);
+            assert_eq!(merged, None, "{what}");
+        }
+    }
+
+    /// `elv_attempt_insert_merge`: a request merged at its insertion into 8+8 (the queued
+    /// request ending where it starts), which then merges into 0+8 that ends where it
+    /// starts, and the loop goes on from 0+8 (nothing ends at 0). After a bio's back merge
+    /// (`attempt_back_merge`) the former request stays apart.
+    #[test]
+    fn an_insertion_merge_goes_on_into_the_former_requests() {
+        let t = Nanos::from_ms;
+        let setup = || {
+            let mut s = MqDeadline::default();
+            s.insert(rq(1, 1).sector(8).sectors(8).write().build(), t(0));
+            s.insert(rq(2, 2).sector(0).sectors(8).write().build(), t(1));
+            s.insert(rq(3, 3).sector(500).sectors(8).write().build(), t(2));
+            let inserted = rq(4, 1).sector(16).sectors(8).write().build();
+            assert_eq!(
+                s.try_merge(&inserted, DEFAULT_MERGE_SECTORS, t(3)),
+                Some(RequestId(1))
+            );
+            s
+        };
+        let mut s = setup();
+        let max = DEFAULT_MERGE_SECTORS;
+        assert_eq!(s.merge_next(RequestId(1), GrownBy::Bio, max, t(3)), None);
+        let mut s2 = setup();
+        assert_eq!(
+            s2.merge_next(RequestId(1), GrownBy::Insertion, max, t(3)),
+            Some(RequestsMerged {
+                kept: RequestId(2),
+                gone: RequestId(1)
+            })
+        );
+        assert_eq!(
+            s2.merge_next(RequestId(2), GrownBy::Insertion, max, t(3)),
+            None
+        );
+        assert_eq!(s2.queued(), 2);
+        assert_eq!(s2.async_tags_held(), 2);
+        let r = take(&mut s2, t(4));
+        assert_eq!((r.id.0, r.sector, r.sectors), (2, 0, 24));
+        let r = take(&mut s, t(4));
+        assert_eq!((r.id.0, r.sector, r.sectors), (2, 0, 8));
     }
 
     #[test]

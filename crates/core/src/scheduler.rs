@@ -20,6 +20,25 @@ pub enum Dispatch {
     Empty,
 }
 
+/// How the request a [`Scheduler::merge_next`] starts from grew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrownBy {
+    /// A bio merged into it (`blk_mq_sched_try_merge`), at its back or its front.
+    Bio,
+    /// A request merged into it at that request's insertion (`elv_attempt_insert_merge`),
+    /// or it merged into another in that function's loop.
+    Insertion,
+}
+
+/// Two queued requests merged into one ([`Scheduler::merge_next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestsMerged {
+    /// The request that grew and stays queued (`attempt_merge`'s `req`).
+    pub kept: RequestId,
+    /// The request merged into it, no longer queued (`attempt_merge`'s `next`).
+    pub gone: RequestId,
+}
+
 /// A block I/O scheduler as a sans-IO state machine.
 ///
 /// The driver (simulator or real executor) owns the clock and the device and calls, for each
@@ -56,16 +75,28 @@ pub trait Scheduler {
         None
     }
 
-    /// Right after [`try_merge`](Scheduler::try_merge) grew request `into` by a bio: merge
-    /// the queued request that now continues it into it, as the kernel's
-    /// `blk_mq_sched_try_merge` does after a back merge (`attempt_back_merge`: the request
-    /// next in the policy's sort order, `elv_latter_request`, if `attempt_merge` allows it:
-    /// same operation and I/O priority, contiguous, at most `max_sectors` together). The
-    /// policy grows `into`, drops the other from its queues (the elevator's
-    /// `requests_merged`) and frees it (its tag included), and returns its id: the block
-    /// layer moves its bios onto `into`. The default merges nothing.
-    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
-        let _ = (into, max_sectors, now);
+    /// Right after [`try_merge`](Scheduler::try_merge) grew request `into`: merge it with
+    /// the queued request that now continues it, as the kernel does after a merge (both
+    /// through `attempt_merge`: same operation, I/O priority and cgroup, contiguous, at most
+    /// `max_sectors` together). After a bio's merge ([`GrownBy::Bio`],
+    /// `blk_mq_sched_try_merge`) once: a back merge is followed by `attempt_back_merge` (the
+    /// request next in the policy's sort order, `elv_latter_request`, merges into `into`),
+    /// a front merge by `attempt_front_merge` (`into` merges into the request before it,
+    /// `elv_former_request`). After a request merged into `into` at its insertion
+    /// ([`GrownBy::Insertion`], `elv_attempt_insert_merge`): `into` merges into the request
+    /// that ends where it starts, and the block layer asks again for the one kept, as that
+    /// function's loop does. The policy grows the one kept, drops the other from its queues
+    /// (the elevator's `requests_merged`) and frees it (its tag included), and says which
+    /// is which: the block layer moves the bios of the one gone onto the one kept. The
+    /// default merges nothing.
+    fn merge_next(
+        &mut self,
+        into: RequestId,
+        grown: GrownBy,
+        max_sectors: u32,
+        now: Nanos,
+    ) -> Option<RequestsMerged> {
+        let _ = (into, grown, max_sectors, now);
         None
     }
 
@@ -209,8 +240,14 @@ macro_rules! forward_scheduler {
             fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
                 (**self).try_merge(rq, max_sectors, now)
             }
-            fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
-                (**self).merge_next(into, max_sectors, now)
+            fn merge_next(
+                &mut self,
+                into: RequestId,
+                grown: GrownBy,
+                max_sectors: u32,
+                now: Nanos,
+            ) -> Option<RequestsMerged> {
+                (**self).merge_next(into, grown, max_sectors, now)
             }
             fn insert(&mut self, rq: Request, now: Nanos) {
                 (**self).insert(rq, now)

@@ -50,6 +50,7 @@ impl IoSpec {
             submitted: None,
             own_request: false,
             issue_directly: false,
+            insertion_merge: false,
             cpu: 0,
         }
     }

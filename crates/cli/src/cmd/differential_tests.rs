@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use elevator_core::block::{Event, Observer};
 use elevator_core::{
-    registry, CtxId, Dispatch, GroupTree, Nanos, Request, RequestId, Scheduler, Settings,
-    TunableError, SECTOR_BYTES,
+    registry, CtxId, Dispatch, GroupTree, GrownBy, Nanos, Request, RequestId, RequestsMerged,
+    Scheduler, Settings, TunableError, SECTOR_BYTES,
 };
 use elevator_real::{Backend, Clock, IoCompletion, IoKind, IoRequest, RunOptions};
 use elevator_sim::{JobSlot, Simulation};
@@ -116,8 +116,14 @@ impl Scheduler for Recording {
         });
         into
     }
-    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
-        self.inner.merge_next(into, max_sectors, now)
+    fn merge_next(
+        &mut self,
+        into: RequestId,
+        grown: GrownBy,
+        max_sectors: u32,
+        now: Nanos,
+    ) -> Option<RequestsMerged> {
+        self.inner.merge_next(into, grown, max_sectors, now)
     }
     fn insert(&mut self, rq: Request, now: Nanos) {
         self.calls.borrow_mut().push(Call::Insert {

@@ -105,7 +105,7 @@ pub use config::{Config, TUNABLES};
 use crate::group::GroupTree;
 pub(crate) use crate::id_map::IdMap;
 use crate::request::{CtxId, GroupId, IoPrio, Request, RequestId};
-use crate::scheduler::{Dispatch, Scheduler};
+use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
 use crate::tags::{Depth, SchedTags};
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
@@ -1406,8 +1406,21 @@ impl Scheduler for Bfq {
         Some(target.id)
     }
 
-    fn merge_next(&mut self, into: RequestId, max_sectors: u32, now: Nanos) -> Option<RequestId> {
-        self.merge_latter(into, max_sectors, now.0 as Tick)
+    /// After a bio's back merge only (bfq's `try_merge` makes no front merge). Deviation:
+    /// after an insertion merge the kernel's `elv_attempt_insert_merge` goes on merging the
+    /// grown request into the one ending where it starts; ours merges no further.
+    fn merge_next(
+        &mut self,
+        into: RequestId,
+        grown: GrownBy,
+        max_sectors: u32,
+        now: Nanos,
+    ) -> Option<RequestsMerged> {
+        if grown != GrownBy::Bio {
+            return None;
+        }
+        let gone = self.merge_latter(into, max_sectors, now.0 as Tick)?;
+        Some(RequestsMerged { kept: into, gone })
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {

@@ -109,7 +109,7 @@ use rustc_hash::FxHashMap;
 
 pub use crate::counted::Counters;
 use crate::request::{CtxId, GroupId, IoPrio, Op, Request, RequestId, DEFAULT_MERGE_SECTORS};
-use crate::scheduler::{Dispatch, Scheduler};
+use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
 use crate::time::Nanos;
 
 pub use host_tags::DISK_HOST_TAGS;
@@ -246,6 +246,11 @@ pub struct Bio {
     /// leaves the run to kblockd). A replay sets it on a request the kernel issued without
     /// inserting it. Ignored under other policies.
     pub issue_directly: bool,
+    /// It stands for a request that merges at its insertion (`elv_attempt_insert_merge`; a
+    /// replay submits such a request as a bio of its host's process): after it merges, the
+    /// grown request merges on into the request ending where it starts, and so on
+    /// ([`GrownBy::Insertion`]), not into the next one as after a bio's back merge.
+    pub insertion_merge: bool,
     /// The CPU it was submitted on: its request's [`Request::cpu`] (the software queue it is
     /// staged in), and the software queue a merge looks in. 0 unless a replay says otherwise.
     pub cpu: u32,
@@ -267,6 +272,7 @@ impl Bio {
             submitted: None,
             own_request: false,
             issue_directly: false,
+            insertion_merge: false,
             cpu: 0,
         }
     }
@@ -949,6 +955,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// request of its own (with its id).
     fn build(&mut self, bio: Bio, token: T, key: u64, now: Nanos) -> Built {
         let own_request = bio.own_request;
+        let grown = if bio.insertion_merge {
+            GrownBy::Insertion
+        } else {
+            GrownBy::Bio
+        };
         let mut rq = bio.request(now);
         let data = matches!(rq.op, Op::Read | Op::Write);
         let limit = self
@@ -998,7 +1009,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 split: None,
             });
             self.counters.merged += 1;
-            self.merge_next(into, room, now);
+            self.merge_next(into, grown, room, now);
             self.kick = true;
             Built::Merged
         } else {
@@ -1006,17 +1017,27 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// After a bio merged into `into`: the queued request that now continues it merged into
-    /// it too, if the policy finds one (`attempt_back_merge` in `blk_mq_sched_try_merge`,
-    /// [`Scheduler::merge_next`]). Its bios ride on `into` from here, and its request is
-    /// freed (`blk_mq_free_request`): given back to the request list, its host tag put.
-    fn merge_next(&mut self, into: RequestId, room: u32, now: Nanos) {
-        let Some(gone) = self.sched.merge_next(into, room, now) else {
-            return;
-        };
+    /// After a merge grew `into`: queued requests the policy merges with it
+    /// ([`Scheduler::merge_next`]: once after a bio's merge, `blk_mq_sched_try_merge`'s
+    /// `attempt_back_merge` / `attempt_front_merge`; after an insertion merge as long as one
+    /// merges, `elv_attempt_insert_merge`'s loop). The bios of each request gone ride on the
+    /// one kept from here, and its request is freed (`blk_mq_free_request`): given back to
+    /// the request list, its host tag put.
+    fn merge_next(&mut self, mut into: RequestId, grown: GrownBy, room: u32, now: Nanos) {
+        while let Some(m) = self.sched.merge_next(into, grown, room, now) {
+            self.requests_merged(m, now);
+            if grown == GrownBy::Bio {
+                break;
+            }
+            into = m.kept;
+        }
+    }
+
+    /// Request `m.gone` merged into `m.kept` (`attempt_merge`).
+    fn requests_merged(&mut self, m: RequestsMerged, now: Nanos) {
         let r = self
             .requests
-            .remove(&gone.0)
+            .remove(&m.gone.0)
             .expect("the scheduler merged away a request the block layer does not know");
         debug_assert_eq!(r.state, State::Queued, "merged away a dispatched request");
         // `blk_account_io_merge_request`; counted as merged, not inserted: never dispatched.
@@ -1028,7 +1049,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         let host = self
             .requests
-            .get_mut(&into.0)
+            .get_mut(&m.kept.0)
             .expect("merged into a known request");
         host.segs.more.extend(r.segs.iter().map(|&seg| Segment {
             merged: true,

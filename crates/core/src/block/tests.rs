@@ -9,6 +9,7 @@ mod tags;
 use super::*;
 use crate::bfq::Bfq;
 use crate::deadline::Deadline;
+use crate::mq_deadline::MqDeadline;
 use crate::noop::Noop;
 use std::collections::VecDeque;
 
@@ -127,6 +128,52 @@ fn a_back_merge_that_reaches_the_next_queued_request_merges_that_request_too() {
     blk.handle_complete(next[0].id, true, ms(3), &mut done);
     assert_eq!(done.len(), 3);
     assert!(blk.is_idle());
+}
+
+#[test]
+fn mq_deadline_merges_the_next_request_after_a_back_merge_and_the_former_after_an_insertion() {
+    // blk_mq_sched_try_merge -> attempt_back_merge (elv_rb_latter_request, dd_merged_requests)
+    // for a bio; elv_attempt_insert_merge's loop (the request ending where the grown one
+    // starts) for a request merged at its insertion.
+    let read = |sector| Bio::new(CtxId(1), Op::Read, sector, 8).sync(true);
+    for insertion in [false, true] {
+        let mut blk = BlockLayer::new(MqDeadline::default(), Limits::depth(1));
+        blk.keep_merged_away();
+        blk.handle_submit(read(1000), 0u32, ms(0));
+        let busy = drain(&mut blk, ms(0));
+        for (token, sector) in [(1, 0), (2, 16), (3, 24)] {
+            let mut own = read(sector);
+            own.own_request = true;
+            blk.handle_submit(own, token, ms(1));
+        }
+        let mut bio = read(8);
+        bio.insertion_merge = insertion;
+        // A back merge into 0+8: a bio's reaches 16+8 after it; an insertion's finds
+        // nothing ending at 0. 24+8 was never contiguous with 0+8 before 16+8 joined.
+        blk.handle_submit(bio, 4, ms(1));
+        let gone = blk.take_merged_away();
+        assert_eq!(gone, if insertion { vec![] } else { vec![2] });
+        let mut bio = read(32);
+        bio.insertion_merge = insertion;
+        // A back merge into 24+8: a bio's finds nothing after it; an insertion's goes on
+        // into 16+8, then into 0+16 (0+40 in all).
+        blk.handle_submit(bio, 5, ms(1));
+        let gone = blk.take_merged_away();
+        assert_eq!(gone, if insertion { vec![3, 2] } else { vec![] });
+        let (queued, whole, tokens) = if insertion {
+            (1, (0, 40), vec![1, 4, 2, 3, 5])
+        } else {
+            (2, (0, 24), vec![1, 4, 2])
+        };
+        assert_eq!(blk.scheduler().queued(), queued, "{insertion}");
+        assert_eq!(blk.counters().inserted, 1 + queued as u64, "{insertion}");
+        let mut done = Vec::new();
+        blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+        let next = drain(&mut blk, ms(2));
+        assert_eq!((next[0].sector, next[0].sectors), whole, "{insertion}");
+        let got: Vec<u32> = blk.segments(next[0].id).unwrap().map(|s| s.token).collect();
+        assert_eq!(got, tokens, "{insertion}");
+    }
 }
 
 #[test]

@@ -610,6 +610,7 @@ impl Engine {
             submitted: None,
             own_request: false,
             issue_directly: false,
+            insertion_merge: false,
             cpu: 0,
         };
         let id = self.next_parent;

@@ -242,8 +242,8 @@ impl SchedBio {
     /// priority (a bio event does not print one). An insertion merge is submitted as a bio of
     /// `host`'s process: our block layer merges bios only, through the policy's `try_merge`
     /// (`bfq_bio_merge` merges only into the submitter's own queue), and has no insertion
-    /// merge; so its own process's request setup (`bfq_init_rq`) is not replayed. `None` for
-    /// rwbs `N`.
+    /// merge; so its own process's request setup (`bfq_init_rq`) is not replayed. It says it stands for an
+    /// insertion merge (`Bio::insertion_merge`). `None` for rwbs `N`.
     pub fn bio(&self, host: &TracedRequest) -> Option<Bio> {
         let op = self.rwbs.dir.op().filter(|&op| op != Op::Flush)?;
         let ctx = if self.insert_merge {
@@ -257,6 +257,7 @@ impl SchedBio {
         bio.meta = self.rwbs.meta;
         bio.submitted = Some(self.time);
         bio.cpu = self.cpu;
+        bio.insertion_merge = self.insert_merge;
         Some(bio)
     }
 }
