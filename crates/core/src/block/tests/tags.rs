@@ -132,20 +132,32 @@ fn under_bfq_a_request_starts_when_it_gets_its_scheduler_tag_and_async_writes_ge
     set.set("nr_requests", 8);
     let bfq = Bfq::from_settings(&set, &crate::GroupTree::new()).expect("nr_requests 8");
     let mut blk = BlockLayer::new(bfq, Limits::depth(1));
-    let mut out = Vec::new();
     for i in 0..5u64 {
         let w = Bio::new(CtxId(1), Op::Write, i * 1000, 8).sync(false);
         blk.handle_submit(w, i, ms(0));
     }
-    out.extend(drain(&mut blk, ms(0)));
+    let mut out: Vec<(Request, Nanos)> = drain(&mut blk, ms(0))
+        .into_iter()
+        .map(|rq| (rq, ms(5)))
+        .collect();
     blk.handle_submit(Bio::new(CtxId(2), Op::Read, 50_000, 8), 9, ms(1));
-    out.extend(drain(&mut blk, ms(1)));
+    assert!(drain(&mut blk, ms(1)).is_empty(), "the device holds one request");
     let mut done = Vec::new();
-    let mut t = 5;
-    while let Some(rq) = out.pop() {
-        blk.handle_complete(rq.id, true, ms(t), &mut done);
-        out.extend(drain(&mut blk, ms(t)));
-        t += 3;
+    // The device serves the next request 3 ms after its dispatch; while bfq idles, its timer.
+    while done.len() < 6 {
+        let now = match out.pop() {
+            Some((rq, at)) => {
+                blk.handle_complete(rq.id, true, at, &mut done);
+                at
+            }
+            None => {
+                let at = blk.poll_timeout().expect("bfq idles, then dispatches");
+                blk.handle_timeout(at);
+                at
+            }
+        };
+        let next = drain(&mut blk, now);
+        out.extend(next.into_iter().map(|rq| (rq, now + ms(3))));
     }
     let mut tagged: Vec<(u64, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
     tagged.sort();
