@@ -646,6 +646,43 @@ mod tests {
         assert_eq!(p.rule, Rule::Weights);
     }
 
+    /// The sweep's runs go through the scheduler it is given: on the 2009 disk one job of the
+    /// model's random-read point (depth 64, behind the host's 32 tags under `none`) reads
+    /// faster under mq-deadline, which serves its queued reads in sector order
+    /// (`deadline_next_request` from the sort tree), than under `none`'s FIFO. Before
+    /// `--sched` every run was under `none` and the two were one.
+    #[test]
+    fn the_sweeps_runs_go_through_the_scheduler_it_is_given() {
+        let d = DriveModel::resolve("ibm18es").unwrap();
+        let none = trial(&d, "none", 1, None, 0, 0).unwrap();
+        let dd = trial(&d, "mq-deadline", 1, None, 0, 0).unwrap();
+        assert!(dd.sat_mb_s > 1.1 * none.sat_mb_s, "{dd:?} none {none:?}");
+        assert!(simulate(&d, "cfq2", SATURATION, &[], None).is_err());
+    }
+
+    /// qos13 found (docs/iocost.md, "io.cost over mq-deadline on the 2009 disk") that over
+    /// mq-deadline a held vrate of 120-135% of the calibrated model keeps both the weights and
+    /// the throughput of the 2009 disk saturated by random readers. The sweep over mq-deadline
+    /// (`calibrate --iocost --sched mq-deadline`) on its own scenarios finds a held vrate there.
+    #[test]
+    fn on_the_2009_disk_the_sweep_over_mq_deadline_finds_the_held_band() {
+        let d = DriveModel::resolve("ibm18es").unwrap();
+        let m = measured(&d);
+        let p = propose(&m, &d, "mq-deadline").unwrap();
+        let c = p.chosen;
+        let brief = format!(
+            "chosen {c:?} rule {:?} none {:?} rlat {}",
+            p.rule, p.none, p.qos.rlat
+        );
+        assert_eq!(p.sched, "mq-deadline");
+        assert!(
+            (c.sat_b_share_pct - p.weight_pct).abs() <= WEIGHT_TOLERANCE,
+            "{brief}"
+        );
+        assert!(c.sat_mb_s >= 0.9 * p.none.sat_mb_s, "{brief}");
+        assert!(c.min == c.max && (120..=135).contains(&c.max), "{brief}");
+    }
+
     #[test]
     #[ignore = "prints every trial of the sweep on both drives; run by hand"]
     fn print_sweeps() {
