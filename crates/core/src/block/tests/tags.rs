@@ -141,7 +141,10 @@ fn under_bfq_a_request_starts_when_it_gets_its_scheduler_tag_and_async_writes_ge
         .map(|rq| (rq, ms(5)))
         .collect();
     blk.handle_submit(Bio::new(CtxId(2), Op::Read, 50_000, 8), 9, ms(1));
-    assert!(drain(&mut blk, ms(1)).is_empty(), "the device holds one request");
+    assert!(
+        drain(&mut blk, ms(1)).is_empty(),
+        "the device holds one request"
+    );
     let mut done = Vec::new();
     // The device serves the next request 3 ms after its dispatch; while bfq idles, its timer.
     while done.len() < 6 {
