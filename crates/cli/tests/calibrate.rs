@@ -144,3 +144,23 @@ fn calibrate_rejects_a_bad_duration_and_size_before_touching_the_target() {
     assert!(!ok && err.contains("16 MiB"), "{err}");
     assert!(!target.exists());
 }
+
+/// `--sched` names the scheduler `calibrate --iocost`'s io.cost.qos sweep runs below io.cost:
+/// an unknown name, or the flag without `--iocost`, is refused before the target is touched.
+#[test]
+fn calibrate_rejects_an_unknown_sweep_scheduler_before_touching_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("new.dat");
+    let t = target.to_str().unwrap();
+    let (ok, _, err) = elevator(&["calibrate", "--target", t, "--iocost", "--sched", "cfq2"]);
+    assert!(
+        !ok && err.contains("--sched") && err.contains("unknown scheduler \"cfq2\""),
+        "{err}"
+    );
+    let (ok, _, err) = elevator(&["calibrate", "--target", t, "--sched", "bfq"]);
+    assert!(
+        !ok && err.contains("--sched bfq: only with --iocost"),
+        "{err}"
+    );
+    assert!(!target.exists());
+}

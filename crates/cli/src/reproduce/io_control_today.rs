@@ -23,7 +23,9 @@
 //!   ([`resctl_lines`]: resctl-bench's `iocost-params`), as it writes them and with the QoS's
 //!   `max` raised to [`LIFTED_MAX`], and with the calibrated model and the QoS `calibrate
 //!   --iocost` proposes for the drive ([`proposal_lines`]: its own sweep, whose scenarios are
-//!   not this one): B's share and the total against none's.
+//!   not this one); and the same over mq-deadline, the proposal from a sweep over
+//!   mq-deadline (`--sched`): B's share and the total against none's and against the same
+//!   scheduler alone.
 //!
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
 //! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]): "B share"
@@ -274,18 +276,18 @@ pub fn drive_model(drive: &str) -> anyhow::Result<String> {
 }
 
 /// The `io.cost.model` and `io.cost.qos` lines (without the device number) `calibrate
-/// --iocost` gives for the simulated `drive`: the measured model ([`drive_model`]) and the
-/// QoS its sweep proposes on the same drive ([`calibrate::iocost_qos::propose`]), computed
-/// once a drive per process.
-pub fn proposal_lines(drive: &str) -> anyhow::Result<(String, String)> {
+/// --iocost --sched SCHED` gives for the simulated `drive`: the measured model
+/// ([`drive_model`]) and the QoS its sweep proposes on the same drive under `sched`
+/// ([`calibrate::iocost_qos::propose`]), computed once a drive and scheduler per process.
+pub fn proposal_lines(drive: &str, sched: &str) -> anyhow::Result<(String, String)> {
     static CACHE: std::sync::Mutex<Vec<(String, (String, String))>> =
         std::sync::Mutex::new(Vec::new());
-    cached(&CACHE, drive, |drive| {
+    cached(&CACHE, &format!("{drive} {sched}"), |_| {
         let model = measured_model(drive)?;
         let d = elevator_sim::DriveModel::resolve(drive)
             .map_err(|e| anyhow::anyhow!("{drive}: {e}"))?;
-        let p = calibrate::iocost_qos::propose(&model, &d)
-            .with_context(|| format!("io.cost.qos proposal for {drive}"))?;
+        let p = calibrate::iocost_qos::propose(&model, &d, sched)
+            .with_context(|| format!("io.cost.qos proposal for {drive} under {sched}"))?;
         Ok((
             without_devno(model.line("0:0")),
             without_devno(p.qos.line("0:0")),
@@ -521,7 +523,7 @@ pub enum QosSet {
     /// drive's random-read rate (docs/iocost.md, "The pair of targets"); [`LIFTED_MAX`].
     ResctlMax(u32),
     /// The calibrated model and the `io.cost.qos` `calibrate --iocost` proposes for the
-    /// drive ([`proposal_lines`]).
+    /// drive under the setup's scheduler (`--sched`: [`proposal_lines`]).
     Proposed,
 }
 
@@ -660,8 +662,8 @@ pub fn resctl_lines(drive: &str) -> anyhow::Result<(String, String)> {
 }
 
 /// The saturation scenario on `drive` (see [`saturation_workload`]), with io.cost's weights
-/// and QoS if `cost`, as scenario-file text.
-pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
+/// and QoS if `cost` (a proposal: the one for `sched`), as scenario-file text.
+pub fn saturation_text(drive: &str, sched: &str, cost: CostSet) -> anyhow::Result<String> {
     let (jobs, depth) = saturation_workload(drive);
     let mut s = format!(
         "name = \"io-control-saturation\"\ndrive = \"{drive}\"\nseed = 1\n\
@@ -681,7 +683,7 @@ pub fn saturation_text(drive: &str, cost: CostSet) -> anyhow::Result<String> {
             }
             Some((model, qos))
         }
-        Some((_, _, QosSet::Proposed)) => Some(proposal_lines(drive)?),
+        Some((_, _, QosSet::Proposed)) => Some(proposal_lines(drive, sched)?),
         None => None,
     };
     if let Some((model, qos)) = lines {
@@ -721,7 +723,7 @@ pub fn saturation_one(
     cost: CostSet,
     seed: u64,
 ) -> anyhow::Result<(f64, f64)> {
-    let text = saturation_text(drive, cost)?;
+    let text = saturation_text(drive, sched, cost)?;
     b_share_and_total(&text, "saturation", sched, seed)
 }
 
@@ -804,7 +806,7 @@ pub struct Today {
     /// ([`resctl_lines`]).
     pub resctl: Vec<(String, (String, String))>,
     /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
-    /// by drive ([`proposal_lines`]).
+    /// by drive and scheduler ("DRIVE / SCHED": [`proposal_lines`]).
     pub proposals: Vec<(String, (String, String))>,
 }
 
@@ -898,15 +900,34 @@ pub fn share_rows(seeds: &[u64]) -> anyhow::Result<Vec<ShareRow>> {
 /// Two lines (`io.cost.model`, `io.cost.qos`) by drive.
 type LinesByDrive = Vec<(String, (String, String))>;
 
-/// The lines of the saturation table's resctl-demo and proposal rows, by drive (in parallel).
+/// The schedulers the saturation table's proposal rows run over (each with the proposal of
+/// a sweep over it).
+fn proposal_scheds() -> Vec<&'static str> {
+    let mut scheds: Vec<&str> = SATURATION
+        .iter()
+        .filter(|s| matches!(s.2, Some((_, _, QosSet::Proposed))))
+        .map(|s| s.1)
+        .collect();
+    scheds.dedup();
+    scheds
+}
+
+/// The lines of the saturation table's resctl-demo rows by drive, and of its proposal rows
+/// by drive and scheduler ("DRIVE / SCHED"), in parallel.
 fn lines_by_drive() -> anyhow::Result<(LinesByDrive, LinesByDrive)> {
-    let of = |f: fn(&str) -> anyhow::Result<(String, String)>| {
-        DRIVES
-            .par_iter()
-            .map(|(_, d)| Ok((d.to_string(), f(d)?)))
-            .collect::<anyhow::Result<LinesByDrive>>()
-    };
-    Ok((of(resctl_lines)?, of(proposal_lines)?))
+    let resctl = DRIVES
+        .par_iter()
+        .map(|(_, d)| Ok((d.to_string(), resctl_lines(d)?)))
+        .collect::<anyhow::Result<LinesByDrive>>()?;
+    let pairs: Vec<(&str, &str)> = DRIVES
+        .iter()
+        .flat_map(|(_, d)| proposal_scheds().into_iter().map(move |s| (*d, s)))
+        .collect();
+    let proposals = pairs
+        .par_iter()
+        .map(|&(d, s)| Ok((format!("{d} / {s}"), proposal_lines(d, s)?)))
+        .collect::<anyhow::Result<LinesByDrive>>()?;
+    Ok((resctl, proposals))
 }
 
 /// The saturation table over `seeds` (in parallel).
@@ -1074,7 +1095,7 @@ pub struct Saturation {
     /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
     pub resctl: LinesByDrive,
     /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
-    /// by drive.
+    /// by drive and scheduler ("DRIVE / SCHED").
     pub proposals: LinesByDrive,
 }
 
@@ -1251,7 +1272,7 @@ mod tests {
     #[test]
     fn the_resctl_rows_run_resctl_demos_model_and_qos() {
         let (model, qos) = resctl_lines("ibm18es").unwrap();
-        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Resctl))).unwrap();
+        let text = saturation_text("ibm18es", "none", Some((100, 300, QosSet::Resctl))).unwrap();
         let sc = Scenario::parse(&text, "test", None).unwrap();
         assert_eq!(sc.jobs.len(), 8);
         assert!(
@@ -1262,7 +1283,7 @@ mod tests {
         assert!(!text.contains(&drive_model("ibm18es").unwrap()), "{text}");
         // The "max raised" rows: the same lines but for `max`.
         let set = Some((100, 300, QosSet::ResctlMax(LIFTED_MAX)));
-        let lifted = saturation_text("ibm18es", set).unwrap();
+        let lifted = saturation_text("ibm18es", "none", set).unwrap();
         let raised = qos.replace("max=100.00", &format!("max={LIFTED_MAX}.00"));
         assert_ne!(raised, qos);
         assert!(
@@ -1278,9 +1299,9 @@ mod tests {
     /// proposes on the same drive (a held vrate there), not resctl-demo's lines.
     #[test]
     fn the_proposal_rows_run_the_calibrated_model_and_calibrates_proposed_qos() {
-        let (model, qos) = proposal_lines("ibm18es").unwrap();
+        let (model, qos) = proposal_lines("ibm18es", "none").unwrap();
         assert_eq!(model, drive_model("ibm18es").unwrap());
-        let text = saturation_text("ibm18es", Some((100, 300, QosSet::Proposed))).unwrap();
+        let text = saturation_text("ibm18es", "none", Some((100, 300, QosSet::Proposed))).unwrap();
         assert!(
             text.contains(&format!("io_cost_model = \"{model}\"")),
             "{text}"

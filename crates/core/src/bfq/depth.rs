@@ -181,6 +181,18 @@ impl Bfq {
         self.tag_wait.allocating = None;
     }
 
+    /// Whether request `id` waits for a scheduler tag outside bfq: in its process's line, or
+    /// allocated ahead without one yet. A request that has its tag (in bfq, held until its
+    /// insertion, dispatched) or that bfq never saw does not.
+    pub(super) fn waits_for_tag(&self, id: u64) -> bool {
+        let w = &self.tag_wait;
+        w.len > 0
+            && (w.lines.values().any(|l| l.iter().any(|r| r.id.0 == id))
+                || w.heads
+                    .iter()
+                    .any(|(h, _)| matches!(h, Head::Alone(r) if r.id.0 == id)))
+    }
+
     /// The plug clock of `ctx` at time `t` (`blk_time_get_ns` in the submitter's context):
     /// its cached time if it allocated ahead, else `t` (no plug modelled).
     pub(super) fn plug_clock(&self, ctx: CtxId, t: Tick) -> Tick {

@@ -1508,6 +1508,9 @@ impl Scheduler for Bfq {
     fn bounds_own_requests(&self) -> bool {
         true
     }
+    fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
+        Some(!self.waits_for_tag(id.0))
+    }
     fn queued(&self) -> usize {
         self.queued + self.tag_wait.len()
     }

@@ -88,8 +88,8 @@
 //! - Tags: the device's queue depth ([`Limits::queue_depth`]) bounds requests at the device;
 //!   the scheduler tags (`nr_requests`) are kept by the policies that limit depth with them
 //!   (mq-deadline, kyber, bfq: [`crate::tags`]); a request's start for the rq_qos hooks
-//!   (`start_time_ns`) is when it got its scheduler tag under mq-deadline and kyber
-//!   ([`Scheduler::holds_sched_tag`]; bfq does not say yet: its dispatch). `handle_submit` allocates and inserts at
+//!   (`start_time_ns`) is when it got its scheduler tag under mq-deadline, kyber and bfq
+//!   ([`Scheduler::holds_sched_tag`]). `handle_submit` allocates and inserts at
 //!   once; `handle_allocate` and `handle_insert` take the kernel's two steps apart.
 //! - Requeue: a request the device gave back goes ahead of the scheduler, as on the hardware
 //!   queue's dispatch list; the scheduler is not told (Linux's `requeue_request` hook: bfq and
@@ -337,7 +337,7 @@ pub struct Done<T> {
     pub dispatched: Nanos,
     /// When the request carrying it got its tag (blk-mq's `start_time_ns`, the start io.cost's
     /// `ioc_rqos_done` counts `rq_wait` to): under a policy that keeps scheduler tags
-    /// (mq-deadline, kyber: [`Scheduler::holds_sched_tag`]) its scheduler tag, at insertion
+    /// (mq-deadline, kyber, bfq: [`Scheduler::holds_sched_tag`]) its scheduler tag, at insertion
     /// when one was free, else when the policy gave it one; under
     /// [`BlockLayer::set_host_tags`] its host tag, likewise; otherwise its dispatch (the tag
     /// is the device's slot). For a merged bio, the tag of the request it rode on, which may
@@ -1304,6 +1304,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     pub fn handle_tag_got(&mut self, id: RequestId, now: Nanos) {
         if self.allocated.get(&id.0) == Some(&false) {
             self.sched.tag_got(id, now);
+            self.stamp_sched_tags(now);
         }
     }
 

@@ -69,6 +69,33 @@ pub fn simulated_model(drive: &DriveModel, span: super::measure::Span) -> anyhow
     model(&points)
 }
 
+/// The scheduler the block device `path` is (or the one the file `path` is on) runs now: the
+/// bracketed name in /sys/dev/block/MAJ:MIN/queue/scheduler, a partition's taken from its
+/// disk; `None` where that cannot be read (no such device, no sysfs).
+pub fn current_scheduler(path: &std::path::Path) -> Option<String> {
+    let base = std::path::Path::new("/sys/dev/block").join(devno(path));
+    ["queue/scheduler", "../queue/scheduler"]
+        .iter()
+        .find_map(|q| std::fs::read_to_string(base.join(q)).ok())
+        .and_then(|text| selected_scheduler(&text))
+}
+
+/// The selected scheduler in the text of a `queue/scheduler` file: the bracketed name
+/// (`mq-deadline kyber [bfq] none`), or the only one a queue that offers no choice lists.
+pub fn selected_scheduler(text: &str) -> Option<String> {
+    let mut names = text.split_whitespace();
+    if let Some(chosen) = text
+        .split_whitespace()
+        .find_map(|n| n.strip_prefix('[').and_then(|n| n.strip_suffix(']')))
+    {
+        return Some(chosen.to_string());
+    }
+    match (names.next(), names.next()) {
+        (Some(only), None) => Some(only.to_string()),
+        _ => None,
+    }
+}
+
 /// The device number a user writes before the fields: the block device's own, or the one
 /// the file lives on.
 pub fn devno(path: &std::path::Path) -> String {
@@ -92,6 +119,23 @@ pub fn devno(path: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler `calibrate --iocost`'s sweep defaults to is the bracketed one of the
+    /// device's `queue/scheduler` (elv_iosched_show), or the only one listed.
+    #[test]
+    fn the_current_scheduler_is_the_bracketed_name() {
+        assert_eq!(
+            selected_scheduler("mq-deadline kyber [bfq] none\n").as_deref(),
+            Some("bfq")
+        );
+        assert_eq!(
+            selected_scheduler("[mq-deadline] kyber none").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(selected_scheduler("none\n").as_deref(), Some("none"));
+        assert_eq!(selected_scheduler("mq-deadline none"), None);
+        assert_eq!(selected_scheduler(""), None);
+    }
 
     fn f(iops: f64, mb_s: f64) -> Figures {
         Figures {

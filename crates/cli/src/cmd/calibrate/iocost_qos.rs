@@ -2,8 +2,10 @@
 //! bounds against two scenarios on a simulated drive, with the `io.cost.model` measured.
 //! Documentation: docs/iocost.md ("`elevator calibrate --iocost`").
 //!
-//! **The scenarios** (the calibration's own; under `none`, on `--drive`: a built-in drive or the
-//! spec `elevator calibrate -o` fitted for the device):
+//! **The scenarios** (the calibration's own; on `--drive`, a built-in drive or the spec
+//! `elevator calibrate -o` fitted for the device, under `--sched`: the scheduler the user runs
+//! below io.cost, by default the device's current one, else `none`; the sweep asks how io.cost
+//! behaves over *that* elevator, whose order and queueing change what the budgets buy):
 //!
 //! - *protection*: `/protected` (`io.weight` 500) reads 4 KiB at random at depth 4 over the
 //!   drive's first GiB beside `/bulk` (`io.weight` 100) writing 1 MiB sequentially at depth 32
@@ -130,6 +132,8 @@ pub struct Proposal {
     pub chosen: Trial,
     /// The rule that chose it.
     pub rule: Rule,
+    /// The scheduler below io.cost in every run of the sweep.
+    pub sched: String,
     /// `/b`'s weight in the saturation scenario, percent of both.
     pub weight_pct: f64,
     /// Jobs of the model's random-read point each saturation group runs.
@@ -140,7 +144,7 @@ pub struct Proposal {
     pub write_alone_p95_us: f64,
     /// The writer alone, MB/s.
     pub write_alone_mb_s: f64,
-    /// Both scenarios without io.cost.
+    /// Both scenarios without io.cost (under [`Proposal::sched`]).
     pub none: Trial,
     /// Every pair of bounds tried, in the order tried.
     pub trials: Vec<Trial>,
@@ -170,10 +174,12 @@ struct Spec {
     size: u64,
 }
 
-/// Run `jobs` on `drive` under `none`, the groups `groups` (path, `io.weight`), with io.cost
-/// (`lines`) or without; each job's summary after the ramp.
+/// Run `jobs` on `drive` under `sched` (a registered scheduler, its defaults), the groups
+/// `groups` (path, `io.weight`), with io.cost (`lines`) or without; each job's summary after
+/// the ramp.
 fn simulate(
     drive: &DriveModel,
+    sched: &str,
     groups: [(&str, u32); 2],
     jobs: &[Spec],
     lines: Option<(&Model, &Qos)>,
@@ -200,10 +206,10 @@ fn simulate(
             qos: Some(strip(q.line("0:0"))),
         });
     }
-    let none = registry::find("none").context("none is registered")?;
-    let sched = none
+    let sched = registry::find(sched)
+        .with_context(|| format!("no scheduler named {sched}"))?
         .build(&Default::default(), &tree)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!("{sched}: {e}"))?;
     let mut sim = Simulation::new(drive.device(), sched, tree);
     sim.set_ramp(ramp);
     for (k, s) in jobs.iter().enumerate() {
@@ -287,12 +293,18 @@ fn saturation_jobs(drive: &DriveModel, groups: &[usize], n: u32) -> Vec<Spec> {
 /// The most jobs a saturation group runs.
 const MAX_SATURATION_JOBS: u32 = 16;
 
-/// How many jobs of the model's random-read point one group needs to saturate `drive` alone:
-/// the fewest of 1, 2, 4 .. [`MAX_SATURATION_JOBS`] with which it gets within 10% of what
-/// twice as many get (no io.cost).
-pub fn saturating_jobs(drive: &DriveModel) -> anyhow::Result<u32> {
+/// How many jobs of the model's random-read point one group needs to saturate `drive` alone
+/// under `sched`: the fewest of 1, 2, 4 .. [`MAX_SATURATION_JOBS`] with which it gets within
+/// 10% of what twice as many get (no io.cost).
+pub fn saturating_jobs(drive: &DriveModel, sched: &str) -> anyhow::Result<u32> {
     let alone = |n: u32| -> anyhow::Result<f64> {
-        let s = simulate(drive, SATURATION, &saturation_jobs(drive, &[1], n), None)?;
+        let s = simulate(
+            drive,
+            sched,
+            SATURATION,
+            &saturation_jobs(drive, &[1], n),
+            None,
+        )?;
         Ok(s.iter().map(|j| j.read.mb_s).sum())
     };
     let mut n = 1;
@@ -308,18 +320,26 @@ pub fn saturating_jobs(drive: &DriveModel) -> anyhow::Result<u32> {
     Ok(n)
 }
 
-/// Both scenarios on `drive` (`n` jobs a saturation group) with io.cost (`lines`) or without,
-/// as a [`Trial`] at `min`, `max`.
+/// Both scenarios on `drive` under `sched` (`n` jobs a saturation group) with io.cost
+/// (`lines`) or without, as a [`Trial`] at `min`, `max`.
 fn trial(
     drive: &DriveModel,
+    sched: &str,
     n: u32,
     lines: Option<(&Model, &Qos)>,
     min: u32,
     max: u32,
 ) -> anyhow::Result<Trial> {
-    let p = simulate(drive, PROTECTION, &protection_jobs(true, true), lines)?;
+    let p = simulate(
+        drive,
+        sched,
+        PROTECTION,
+        &protection_jobs(true, true),
+        lines,
+    )?;
     let s = simulate(
         drive,
+        sched,
         SATURATION,
         &saturation_jobs(drive, &[0, 1], n),
         lines,
@@ -452,12 +472,25 @@ fn open_brackets(trials: &[Trial], weight_pct: f64) -> Vec<(Low, u32, u32)> {
         .collect()
 }
 
-/// Search the vrate bounds for `model` on `drive` (see the module documentation).
-pub fn propose(model: &Model, drive: &DriveModel) -> anyhow::Result<Proposal> {
-    let alone_r = simulate(drive, PROTECTION, &protection_jobs(true, false), None)?;
-    let alone_w = simulate(drive, PROTECTION, &protection_jobs(false, true), None)?;
-    let n = saturating_jobs(drive)?;
-    let none = trial(drive, n, None, 0, 0)?;
+/// Search the vrate bounds for `model` on `drive` under `sched` (see the module
+/// documentation).
+pub fn propose(model: &Model, drive: &DriveModel, sched: &str) -> anyhow::Result<Proposal> {
+    let alone_r = simulate(
+        drive,
+        sched,
+        PROTECTION,
+        &protection_jobs(true, false),
+        None,
+    )?;
+    let alone_w = simulate(
+        drive,
+        sched,
+        PROTECTION,
+        &protection_jobs(false, true),
+        None,
+    )?;
+    let n = saturating_jobs(drive, sched)?;
+    let none = trial(drive, sched, n, None, 0, 0)?;
     let read_alone_p95_us = alone_r[0].read.lat_p95_ms * 1e3;
     let rlat = round_up(read_alone_p95_us * RLAT_MULT, 50);
     let qos_of = |min: u32, max: u32| Qos {
@@ -472,7 +505,7 @@ pub fn propose(model: &Model, drive: &DriveModel) -> anyhow::Result<Proposal> {
     let run = |pairs: &[(u32, u32)]| -> anyhow::Result<Vec<Trial>> {
         pairs
             .par_iter()
-            .map(|&(min, max)| trial(drive, n, Some((model, &qos_of(min, max))), min, max))
+            .map(|&(min, max)| trial(drive, sched, n, Some((model, &qos_of(min, max))), min, max))
             .collect()
     };
     let weight_pct = weight_pct();
@@ -492,6 +525,7 @@ pub fn propose(model: &Model, drive: &DriveModel) -> anyhow::Result<Proposal> {
         choose(&trials, f64::from(rlat), weight_pct).context("no pair of bounds was tried")?;
     Ok(Proposal {
         qos: qos_of(chosen.min, chosen.max),
+        sched: sched.to_string(),
         chosen,
         rule,
         weight_pct,
@@ -591,7 +625,7 @@ mod tests {
     fn on_the_980pro_model_the_proposal_keeps_the_weights_of_two_saturating_groups() {
         let d = DriveModel::resolve("samsung-980pro-1tb").unwrap();
         let m = measured(&d);
-        let p = propose(&m, &d).unwrap();
+        let p = propose(&m, &d, "none").unwrap();
         let c = p.chosen;
         assert_eq!(p.qos.min_ppm, c.min * 10_000, "{p:?}");
         assert!(
@@ -612,13 +646,65 @@ mod tests {
         assert_eq!(p.rule, Rule::Weights);
     }
 
+    /// The sweep's runs go through the scheduler it is given: on the 2009 disk one job of the
+    /// model's random-read point (depth 64, behind the host's 32 tags under `none`) reads
+    /// faster under mq-deadline, which serves its queued reads in sector order
+    /// (`deadline_next_request` from the sort tree), than under `none`'s FIFO. Before
+    /// `--sched` every run was under `none` and the two were one.
+    #[test]
+    fn the_sweeps_runs_go_through_the_scheduler_it_is_given() {
+        let d = DriveModel::resolve("ibm18es").unwrap();
+        let none = trial(&d, "none", 1, None, 0, 0).unwrap();
+        let dd = trial(&d, "mq-deadline", 1, None, 0, 0).unwrap();
+        assert!(dd.sat_mb_s > 1.1 * none.sat_mb_s, "{dd:?} none {none:?}");
+        assert!(simulate(&d, "cfq2", SATURATION, &[], None).is_err());
+    }
+
+    /// qos13 found (docs/iocost.md, "io.cost over mq-deadline on the 2009 disk") that over
+    /// mq-deadline a held vrate of 120-135% of the calibrated model keeps both the weights and
+    /// the throughput of the 2009 disk saturated by random readers, and that the sweep over
+    /// `none` holds 107%. The sweep over mq-deadline (`calibrate --iocost --sched
+    /// mq-deadline`) holds vrate inside that band (125%): the protected reader within `rlat`
+    /// and /b within 5 points of its 75%. In the sweep's own saturation scenario (one job of
+    /// 64 random reads a group over the whole disk) that costs a fifth of mq-deadline alone's
+    /// reads (0.80), where the reproduce's (four readers at depth 4 a group, each in its own
+    /// eighth) lost none at 120-135%; why the two scenarios differ is not traced yet.
+    #[test]
+    fn on_the_2009_disk_the_sweep_over_mq_deadline_holds_vrate_in_the_band_that_keeps_the_weights()
+    {
+        let d = DriveModel::resolve("ibm18es").unwrap();
+        let m = measured(&d);
+        let brief = |p: &Proposal| {
+            format!(
+                "chosen {:?} rule {:?} none {:?} rlat {}",
+                p.chosen, p.rule, p.none, p.qos.rlat
+            )
+        };
+        let p = propose(&m, &d, "mq-deadline").unwrap();
+        let c = p.chosen;
+        assert_eq!((p.sched.as_str(), p.rule), ("mq-deadline", Rule::Both));
+        assert!(
+            (c.sat_b_share_pct - p.weight_pct).abs() <= WEIGHT_TOLERANCE,
+            "{}",
+            brief(&p)
+        );
+        assert!(
+            c.min == c.max && (120..=135).contains(&c.max),
+            "{}",
+            brief(&p)
+        );
+        assert!(c.sat_mb_s >= 0.75 * p.none.sat_mb_s, "{}", brief(&p));
+        let over_none = propose(&m, &d, "none").unwrap();
+        assert!(over_none.chosen.max < 120, "{}", brief(&over_none));
+    }
+
     #[test]
     #[ignore = "prints every trial of the sweep on both drives; run by hand"]
     fn print_sweeps() {
         for name in ["samsung-980pro-1tb", "ibm18es"] {
             let d = DriveModel::resolve(name).unwrap();
             let m = measured(&d);
-            let p = propose(&m, &d).unwrap();
+            let p = propose(&m, &d, "none").unwrap();
             crate::output::tell!("{name}: {}", m.line("0:0"));
             crate::output::tell!("  rlat {} none {:?}", p.qos.rlat, p.none);
             let mut ts = p.trials.clone();

@@ -32,6 +32,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
+use elevator_core::registry;
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::ByteRange;
 use elevator_workload::fio_file::parse_size;
@@ -91,6 +92,13 @@ pub struct Args {
     /// the spec `elevator calibrate -o` fitted for the device); `none` skips the sweep.
     #[arg(long, value_name = "NAME|FILE", default_value = "samsung-980pro-1tb")]
     drive: String,
+    /// With `--iocost`: the scheduler below io.cost in the io.cost.qos sweep's simulations
+    /// (one of `elevator list`'s: none, mq-deadline, bfq, kyber ...), as the device runs it
+    /// under io.cost. Default: the device's current scheduler
+    /// (/sys/dev/block/MAJ:MIN/queue/scheduler, of the device or of the one the file is on)
+    /// when it can be read and is one of ours, else none.
+    #[arg(long, value_name = "NAME")]
+    sched: Option<String>,
 }
 
 /// Every point of the plan and what it measured.
@@ -315,6 +323,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.duration,
         PLAN.len()
     );
+    if let Some(s) = &args.sched {
+        anyhow::ensure!(
+            args.iocost,
+            "--sched {s}: only with --iocost (the io.cost.qos sweep)"
+        );
+        sweep_sched(Some(s), &args.target)?;
+    }
     if args.measured.is_none() {
         // The target is written (with --allow-overwrite, or laid out): never an input.
         let mut read = Vec::new();
@@ -495,6 +510,44 @@ fn interrupted() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The scheduler the io.cost.qos sweep runs below io.cost, and why: `--sched` if given (a
+/// registered name, else an error naming the flag), else the current scheduler of the device
+/// `target` is or is on when it can be read and is registered, else `none`.
+fn sweep_sched(flag: Option<&str>, target: &Path) -> anyhow::Result<(String, String)> {
+    if let Some(s) = flag {
+        let info = registry::find(s).with_context(|| {
+            let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
+            format!(
+                "--sched: unknown scheduler {s:?} (known: {})",
+                known.join(", ")
+            )
+        })?;
+        return Ok((info.name.to_string(), "--sched".into()));
+    }
+    Ok(match iocost::current_scheduler(target) {
+        Some(name) => match registry::find(&name) {
+            Some(info) => (
+                info.name.to_string(),
+                format!("the current scheduler of {}", iocost::devno(target)),
+            ),
+            None => (
+                "none".into(),
+                format!(
+                    "{}'s current scheduler {name:?} is not one of ours",
+                    iocost::devno(target)
+                ),
+            ),
+        },
+        None => (
+            "none".into(),
+            format!(
+                "the current scheduler of {} could not be read",
+                iocost::devno(target)
+            ),
+        ),
+    })
+}
+
 /// `--iocost`: the model line from the measured points, the QoS proposal, the JSON.
 fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     let model = iocost::model(&grid.points)?;
@@ -530,8 +583,9 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
     if args.drive != "none" {
         let drive = elevator_sim::DriveModel::resolve(&args.drive)
             .map_err(|e| anyhow::anyhow!("--drive {}: {e}", args.drive))?;
+        let (sched, why) = sweep_sched(args.sched.as_deref(), &args.target)?;
         let spin = crate::progress::spinner("sweeping io.cost.qos's vrate bounds");
-        let prop = iocost_qos::propose(&model, &drive);
+        let prop = iocost_qos::propose(&model, &drive, &sched);
         spin.finish_and_clear();
         let prop = prop?;
         let row = |label: String, t: &iocost_qos::Trial| {
@@ -551,7 +605,7 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
             rows.push(row(format!("min={} max={}", t.min, t.max), t));
         }
         say!(
-            "io.cost.qos sweep on {} (simulated). Protection: a 4 KiB random reader at depth 4 \
+            "io.cost.qos sweep on {} under {sched} ({why}; simulated). Protection: a 4 KiB random reader at depth 4 \
              (io.weight 500) beside a 1 MiB writer at depth 32 (io.weight 100); alone, the reader's \
              p95 is {:.0} us (rlat = {} x that), the writer's {:.0} us at {:.1} MB/s. Saturation: \
              /a and /b (io.weight {} and {}: /b {:.1}%) each {} 4 KiB random reader(s) at depth {}:",
@@ -596,6 +650,7 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         lines.push(format!("echo \"{qos_line}\" > /sys/fs/cgroup/io.cost.qos"));
         json["io_cost_qos"] = serde_json::json!(qos_line);
         json["sweep_drive"] = serde_json::json!(drive.name());
+        json["sweep_sched"] = serde_json::json!(sched);
         json["sweep"] = serde_json::to_value(&prop)?;
     }
     interrupted()?;

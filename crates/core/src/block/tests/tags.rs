@@ -115,3 +115,70 @@ fn under_mq_deadline_a_request_starts_when_it_gets_its_scheduler_tag_not_at_disp
         ms(5)
     );
 }
+
+/// bfq as mq-deadline: the request starts (`start_time_ns`, `blk_mq_rq_time_init`) when it gets
+/// its scheduler tag at allocation (`__blk_mq_alloc_requests`), the moment io.cost's
+/// `ioc_rqos_done` counts `rq_wait` to; and bfq's `bfq_limit_depth` gives async requests a
+/// shallow depth of those tags. With 8 scheduler tags (2-bit words, `bfq_update_depths`) an
+/// async write may take one bit of each word: 4 tags. On a one-request device ctx 1 writes
+/// five async writes at 0 ms: four take tags at once, the fifth waits outside bfq with four
+/// tags free, until the first write completes at 5 ms. A read of ctx 2 at 1 ms (sync: the full
+/// depth) takes a free tag at once. So `Done::tagged` is 0 ms for writes 0 to 3, 1 ms for the
+/// read and 5 ms for write 4, whenever bfq dispatches them (from 0 ms, then every 3 ms).
+#[test]
+fn under_bfq_a_request_starts_when_it_gets_its_scheduler_tag_and_async_writes_get_a_shallow_depth()
+{
+    let mut set = crate::Settings::new();
+    set.set("nr_requests", 8);
+    let bfq = Bfq::from_settings(&set, &crate::GroupTree::new()).expect("nr_requests 8");
+    let mut blk = BlockLayer::new(bfq, Limits::depth(1));
+    for i in 0..5u64 {
+        let w = Bio::new(CtxId(1), Op::Write, i * 1000, 8).sync(false);
+        blk.handle_submit(w, i, ms(0));
+    }
+    let mut out: Vec<(Request, Nanos)> = drain(&mut blk, ms(0))
+        .into_iter()
+        .map(|rq| (rq, ms(5)))
+        .collect();
+    blk.handle_submit(Bio::new(CtxId(2), Op::Read, 50_000, 8), 9, ms(1));
+    assert!(
+        drain(&mut blk, ms(1)).is_empty(),
+        "the device holds one request"
+    );
+    let mut done = Vec::new();
+    // The device serves the next request 3 ms after its dispatch; while bfq idles, its timer.
+    while done.len() < 6 {
+        let now = match out.pop() {
+            Some((rq, at)) => {
+                blk.handle_complete(rq.id, true, at, &mut done);
+                at
+            }
+            None => {
+                let at = blk.poll_timeout().expect("bfq idles, then dispatches");
+                blk.handle_timeout(at);
+                at
+            }
+        };
+        let next = drain(&mut blk, now);
+        out.extend(next.into_iter().map(|rq| (rq, now + ms(3))));
+    }
+    let mut tagged: Vec<(u64, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
+    tagged.sort();
+    assert_eq!(
+        tagged,
+        [
+            (0, ms(0)),
+            (1, ms(0)),
+            (2, ms(0)),
+            (3, ms(0)),
+            (4, ms(5)),
+            (9, ms(1)),
+        ]
+    );
+    let dispatched: Vec<(u64, Nanos)> = done.iter().map(|d| (d.token, d.dispatched)).collect();
+    assert_eq!(dispatched[0], (0, ms(0)), "{dispatched:?}");
+    assert!(
+        done.iter().skip(1).all(|d| d.dispatched >= ms(5)),
+        "{dispatched:?}"
+    );
+}

@@ -47,8 +47,8 @@
 //! 2. "Allocation" is the moment the bio passes the controller; `rq_wait` is the time from
 //!    there to the request's start, when it got its tag: under `none` the host's tag
 //!    (`BlockLayer::set_host_tags`; by default the device's slot, as on NVMe), under
-//!    mq-deadline and kyber its scheduler tag (`Scheduler::holds_sched_tag`), as the kernel
-//!    counts it; under bfq and the elevators from before blk-mq its dispatch, so there it
+//!    mq-deadline, kyber and bfq its scheduler tag (`Scheduler::holds_sched_tag`), as the
+//!    kernel counts it; under the elevators from before blk-mq its dispatch, so there it
 //!    also counts time queued in the elevator.
 //!    A request's latency counts from the earliest bio that passed at or within it.
 //! 3. Timers (the period and each group's wake-up) fire when the driver calls
