@@ -159,32 +159,3 @@ fn bfq_requests_merged_keeps_the_queue_s_next_request_when_another_one_merges_aw
     let served = served_after_merging_16_into_0(&queued, ms(1), ms(2));
     assert_eq!(served, [(2000, 8), (3000, 8), (0, 24)]);
 }
-
-/// `bfq_requests_merged`: when the merged-away request's FIFO time is earlier, the grown one
-/// takes its FIFO time and place (`list_replace_init`, `rq->fifo_time = next->fifo_time`),
-/// so `bfq_check_fifo` finds it expired: 16 arrived at 1 ms, 0 at 2 ms, and at 126.5 ms only
-/// 16's time (126 ms) has passed. After 2000 (the next request by position), bfq serves the
-/// expired 0+24 before 3000, the nearer one.
-#[test]
-fn bfq_requests_merged_gives_the_grown_request_the_earlier_fifo_time() {
-    let queued = [(16, ms(1)), (0, ms(2)), (2000, ms(2)), (3000, ms(2))];
-    let served = served_after_merging_16_into_0(&queued, ms(3), Nanos(126_500_000));
-    assert_eq!(served, [(2000, 8), (0, 24), (3000, 8)]);
-}
-
-/// `bfq_requests_merged`: with equal FIFO times the grown request keeps its own FIFO place
-/// (`next->fifo_time < rq->fifo_time` is strict). All arrive at 1 ms in the order 16, 5000,
-/// 0, 2000, 3000, so at 127 ms the FIFO's oldest after 2000 (served first, by position) is
-/// 5000: bfq serves it before 0+24.
-#[test]
-fn bfq_requests_merged_keeps_the_grown_request_s_fifo_place_at_equal_times() {
-    let queued = [
-        (16, ms(1)),
-        (5000, ms(1)),
-        (0, ms(1)),
-        (2000, ms(1)),
-        (3000, ms(1)),
-    ];
-    let served = served_after_merging_16_into_0(&queued, ms(1), ms(127));
-    assert_eq!(served[..2], [(2000, 8), (5000, 8)]);
-}
