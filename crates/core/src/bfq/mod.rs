@@ -92,6 +92,8 @@ mod weight_raising;
 mod wf2q;
 
 #[cfg(test)]
+mod clock_tests;
+#[cfg(test)]
 mod component_tests;
 #[cfg(test)]
 mod depth_tests;

@@ -1438,15 +1438,17 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             return;
         }
         let (sched, requests) = (&self.sched, &mut self.requests);
+        // An id is noted here once, untagged, and leaves when it is stamped: none here is
+        // stamped yet.
         self.untagged.retain(|&id| match requests.get_mut(&id) {
-            Some(r) if r.sched_tagged.is_none() => {
+            Some(r) => {
                 if sched.holds_sched_tag(RequestId(id)) == Some(false) {
                     return true;
                 }
                 r.sched_tagged = Some(now);
                 false
             }
-            _ => false,
+            None => false,
         });
     }
 

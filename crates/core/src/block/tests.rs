@@ -3,6 +3,8 @@
 mod accounting;
 mod allocation;
 mod decisions;
+mod kyber_tags;
+mod merge_next;
 mod request_list;
 mod tags;
 
