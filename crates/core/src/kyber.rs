@@ -969,18 +969,27 @@ mod tests {
         assert_eq!(s.depth(Domain::Read), 64);
     }
 
-    /// A QD1 reader beside a writer of `WRITER_QD` sync writes, both closed loops, on a device
-    /// that serves writes one at a time, `WRITE_US` each (a drive whose buffer admits writes at
+    /// A QD1 reader beside a writer of 32 sync writes, both closed loops, on a device
+    /// that serves writes one at a time, 200 us each (a drive whose buffer admits writes at
     /// one rate whatever the queue), and serves a read in `60 + 40 x (writes in the device)`
     /// us (a read waiting behind the writes fetched before it). `read_lat` is kyber's read
     /// target, the write target the default 10 ms. Runs `secs` simulated seconds; returns the
     /// write domain's final depth, the reader's mean latency over the last 10 s (us) and the
     /// writes completed in them.
     fn reader_beside_writer(read_lat: Nanos, secs: u64) -> (u32, f64, u64) {
+        reader_beside_writer_of(read_lat, secs, 32, 200)
+    }
+
+    /// [`reader_beside_writer`] with a writer of `writer_qd` writes on a device serving one
+    /// every `write_us`.
+    fn reader_beside_writer_of(
+        read_lat: Nanos,
+        secs: u64,
+        writer_qd: u64,
+        write_us: u64,
+    ) -> (u32, f64, u64) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        const WRITER_QD: u64 = 32;
-        const WRITE_US: u64 = 200;
         let mut s = Kyber::new(Config {
             read_lat,
             ..Config::default()
@@ -999,7 +1008,7 @@ mod tests {
             }
         };
         s.insert(fresh(false, now), now);
-        for _ in 0..WRITER_QD {
+        for _ in 0..writer_qd {
             s.insert(fresh(true, now), now);
         }
         let mut done: BinaryHeap<Reverse<(Nanos, u64)>> = BinaryHeap::new();
@@ -1012,7 +1021,7 @@ mod tests {
             while let Dispatch::Request(r) = s.dispatch(now) {
                 let at = if r.op == Op::Write {
                     writes_in += 1;
-                    write_free = write_free.max(now) + Nanos::from_us(WRITE_US);
+                    write_free = write_free.max(now) + Nanos::from_us(write_us);
                     write_free
                 } else {
                     now + Nanos::from_us(60 + 40 * writes_in)
@@ -1072,6 +1081,29 @@ mod tests {
         // (5,000 writes/s over the last 10 s at every target).
         for r in &runs {
             assert!((49_990..=50_010).contains(&r.2), "{runs:?}");
+        }
+    }
+
+    #[test]
+    fn kyber_timer_fn_quarters_a_write_domain_whose_writes_finish_in_a_quarter_of_their_target() {
+        // The same rule where the writes' total latency is in bucket 0: 128 writes at 100 K/s
+        // take 1.28 ms, under a quarter of the 10 ms target, so each congested decision gives
+        // the write domain depth * 1 / 4 and only 128, 32, 8, 2 and 1 are reachable (a
+        // QD128 writer on a drive that takes its writes at 100 K/s or more: the simulated 980
+        // PRO's 186 K, bench/kyber-read-target.sh). Reads take 60 + 40 x (writes in the device)
+        // us. 250 us passes 4 writes, so kyber stops at 2; 500 us passes 11 and 1 ms 23, and
+        // both stop at 8 (the step below, 32, is past both): two targets a factor of two apart
+        // give the same depth and the same reader, where bucket 2's steps of 3/4
+        // (kyber_timer_fn_grades_the_write_domain_by_the_read_target) tell them apart.
+        let targets_us = [250, 500, 1000, 2000];
+        let runs: Vec<(u32, f64, u64)> = targets_us
+            .iter()
+            .map(|&t| reader_beside_writer_of(Nanos::from_us(t), 14, 128, 10))
+            .collect();
+        let depths: Vec<u32> = runs.iter().map(|r| r.0).collect();
+        assert_eq!(depths, [2, 8, 8, 32]);
+        for (r, want) in runs.iter().zip([140.0, 380.0, 380.0, 1340.0]) {
+            assert!((r.1 - want).abs() < 1.0, "{runs:?}");
         }
     }
 
