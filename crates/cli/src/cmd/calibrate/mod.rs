@@ -130,6 +130,13 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     let text = elevator_workload::input::read_text(path, 16 << 20, "`calibrate --json` file")?;
     let saved: Saved = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a `calibrate --json` file", path.display()))?;
+    // "duration_s 120: not a number of seconds ... shared by the points" blamed the
+    // duration for a file of no points.
+    anyhow::ensure!(
+        !saved.points.is_empty(),
+        "{}: points: none: not a measurement to fit",
+        path.display()
+    );
     anyhow::ensure!(
         (MIN_REGION..=MAX_REGION).contains(&saved.region_bytes),
         "{}: region_bytes {}: not between 16 MiB and 2^50 bytes",
@@ -195,14 +202,15 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     // The budget was shared by the points of the plan that measured them, all of which the
     // file lists.
     let span = match saved.duration_s {
-        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) && !saved.points.is_empty() => {
+        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) => {
             Some(Span::of_slice(Duration::from_secs_f64(
                 d / saved.points.len() as f64,
             )))
         }
+        // `{:?}`: 1e300 as written, where `{}` printed 301 digits.
         Some(d) => anyhow::bail!(
-            "{}: duration_s {d}: not a number of seconds from {MIN_DURATION_S} to {MAX_DURATION_S} \
-             shared by the points",
+            "{}: duration_s {d:?}: not a number of seconds from {MIN_DURATION_S} to \
+             {MAX_DURATION_S} shared by the points",
             path.display()
         ),
         None => None,
@@ -297,7 +305,7 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
         // At most every I/O counted within the whole budget, with a generous margin.
         if f.ios as f64 > f.iops * d * 1.5 + 1.0 && d.is_finite() && d > 0.0 {
             return Err(format!(
-                "ios: {} I/Os at {} IOPS cannot fit in duration_s {d}",
+                "ios: {} I/Os at {} IOPS cannot fit in duration_s {d:?}",
                 f.ios, f.iops
             ));
         }
