@@ -245,6 +245,9 @@ class Campaign:
         files = [
             os.fspath(self.store / "requests" / f"{c:07}.parquet") for c in self.done()
         ]
+        if not files:
+            # pyarrow's own "Must pass at least one table" said nothing of the campaign.
+            raise ElevatorError(f"{self.store}: no cells stored yet: call run() first")
         return pa.concat_tables([pq.read_table(f) for f in files])
 
     def to_polars(self):

@@ -195,7 +195,15 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
         if points.iter().any(|(q, _)| q == p) {
             continue;
         }
-        if let Some(m) = saved.points.iter().find(|s| s.point == label) {
+        if let Some((i, m)) = saved
+            .points
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.point == label)
+        {
+            consistent(p, &m.measured).map_err(|e| {
+                anyhow::anyhow!("{}: points[{i}] ({}): measured.{e}", path.display(), show(&label))
+            })?;
             points.push((*p, m.measured));
         }
     }
@@ -309,6 +317,27 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
                 f.ios, f.iops
             ));
         }
+    }
+    Ok(())
+}
+
+/// How far a point's bandwidth may stray from its IOPS times its block size: a measured
+/// point's two figures count the same I/Os over the same time, so they agree but for the
+/// rounding of the file's figures.
+const MB_S_TOLERANCE: f64 = 0.05;
+
+/// Whether `f`'s bandwidth is its IOPS times point `p`'s block size (within
+/// [`MB_S_TOLERANCE`], and 0.01 MB/s for figures that small). A hand-edited file whose 1 MiB
+/// read point gave 10^6 IOPS and 200 MB/s was fitted without a word, one figure or the other
+/// taken as the device's. The error names the field.
+fn consistent(p: &measure::Point, f: &Figures) -> Result<(), String> {
+    let implied = f.iops * p.bs as f64 / 1e6;
+    if (f.mb_s - implied).abs() > MB_S_TOLERANCE * f.mb_s.max(implied) + 0.01 {
+        return Err(format!(
+            "mb_s: {:?} disagrees with iops {:?} at {} bytes an I/O ({implied:.3e} MB/s): \
+             not one measurement",
+            f.mb_s, f.iops, p.bs
+        ));
     }
     Ok(())
 }
@@ -720,10 +749,15 @@ mod tests {
 
     /// A `--json` of `points` points, with `duration` as its `duration_s` line (or none).
     fn saved(dir: &Path, points: usize, duration: &str) -> PathBuf {
-        let figures = r#"{"ios": 1000, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}"#;
         let points: Vec<String> = PLAN[..points]
             .iter()
-            .map(|p| format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label()))
+            .map(|p| {
+                let figures = format!(
+                    r#"{{"ios": 1000, "iops": 1000.0, "mb_s": {}, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}}"#,
+                    1000.0 * p.bs as f64 / 1e6
+                );
+                format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label())
+            })
             .collect();
         let text = format!(
             r#"{{"target": "/dev/loop0", "region_bytes": 1073741824, {duration} "load_average": "1.0 1.0 1.0", "points": [{}]}}"#,
