@@ -173,3 +173,24 @@ fn calibrate_refuses_a_point_whose_iops_and_bandwidth_disagree() {
     clean_error(&o, &["duration_s 1e300"]);
     assert!(o.stderr.len() < 300, "{}", o.stderr);
 }
+
+// ----- sim: the work bound -----
+
+/// A scenario's fio job without a size (the whole 980 PRO: 2.4e8 reads of 4 KiB) under
+/// `duration_s = 0.5` was refused by its size ("244281507 I/Os", blaming `job.size`, which
+/// the file does not give), though the duration stops it after a few hundred thousand. The
+/// duration now bounds it (`Scenario::check_work` probes the run over it).
+#[test]
+fn a_scenario_fio_job_of_the_whole_device_runs_for_its_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("whole.toml");
+    std::fs::write(
+        &p,
+        "drive = \"samsung-980pro-1tb\"\nduration_s = 0.5\n[[group]]\npath = \"/a\"\n\
+         [[job]]\nname = \"a\"\ngroup = \"/a\"\nkind = \"fio\"\nrw = \"randread\"\nbs = 4096\n",
+    )
+    .unwrap();
+    let o = elevator_within(&["sim", s(&p), "--sched", "bfq"], MINUTE);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("read: IOPS="), "{}", o.stdout);
+}
