@@ -18,7 +18,9 @@ use common::recording::recording;
 /// Round 11's leftover: a meta.json `device.hw_queue_depth` of 10^9 (under `u32`, past
 /// blk-mq's `BLK_MQ_MAX_DEPTH` of 10,240) was replayed as the device's queue depth. Every
 /// number of meta.json is checked where it is read (`Recording::open`): the error names the
-/// file, the field and the value. So are groups.txt's (a group path past `PATH_MAX`).
+/// file, the field and the value. So are groups.txt's: a group path of 500,000 levels (1 MB,
+/// under the file's 1 MiB cap) aborted on memory (exit 134: the group tree holds every
+/// ancestor's path, 2.5e11 bytes); paths are at most `PATH_MAX` bytes and 64 levels.
 #[test]
 fn a_recordings_hw_queue_depth_of_a_billion_is_refused_naming_file_field_and_value() {
     let dir = tempfile::tempdir().unwrap();
@@ -34,7 +36,7 @@ fn a_recordings_hw_queue_depth_of_a_billion_is_refused_naming_file_field_and_val
     let rec = recording(other.path(), |_| {});
     std::fs::write(
         rec.join("groups.txt"),
-        format!("group /{} 100\n", "a".repeat(5000)),
+        format!("group {} 100\n", "/a".repeat(500_000)),
     )
     .unwrap();
     let o = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
