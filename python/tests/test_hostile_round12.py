@@ -66,3 +66,14 @@ def test_the_ray_engine_without_ray_says_how_to_get_it(tmp_path, monkeypatch):
         c.run(engine="ray")
     assert "pip install" in str(e.value), str(e.value)
     assert c.done() == []
+
+
+def test_a_ray_address_nobody_answers_is_refused_at_once(tmp_path):
+    """`run(engine="ray", address="127.0.0.1:1")`: `ray.init` retried for more than five
+    minutes before raising. The address is now tried first (a connection within 10 s)."""
+    pytest.importorskip("ray")
+    c = elevator.Campaign(elevator.grid_spec(fio_text=FIO, sched="none"), store=tmp_path / "s")
+    with pytest.raises(elevator.ElevatorError) as e:
+        c.run(engine="ray", address="127.0.0.1:1")
+    assert str(e.value).startswith("address: '127.0.0.1:1'"), str(e.value)
+    assert c.done() == []
