@@ -282,7 +282,10 @@ impl PyGrid {
         if let Some(c) = cells.iter().find(|&&c| !seen.insert(c)) {
             return Err(py_err(
                 py,
-                Error::arg("cells", format!("cell {c} is given twice: each is written once")),
+                Error::arg(
+                    "cells",
+                    format!("cell {c} is given twice: each is written once"),
+                ),
             ));
         }
         for sub in ["cells", "requests"] {

@@ -159,7 +159,13 @@ fn calibrate_refuses_a_point_whose_iops_and_bandwidth_disagree() {
     let o = fit(&bad);
     clean_error(
         &o,
-        &["measured.json", "points[0]", "read 1m qd32", "mb_s", "disagrees"],
+        &[
+            "measured.json",
+            "points[0]",
+            "read 1m qd32",
+            "mb_s",
+            "disagrees",
+        ],
     );
     assert!(!target.exists());
     let none = dir.path().join("none.json");

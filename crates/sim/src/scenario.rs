@@ -907,7 +907,9 @@ mod tests {
             shown.contains("job.tree_offset_frac") && shown.contains("does not fit"),
             "{shown}"
         );
-        let e = s.check_work(u64::MAX).expect_err("check_work builds it too");
+        let e = s
+            .check_work(u64::MAX)
+            .expect_err("check_work builds it too");
         assert!(e.to_string().contains("does not fit"), "{e}");
     }
 }

@@ -598,7 +598,10 @@ mod tests {
             shown,
             "j\\u{7}.fio:2: field `\\0\\u{1b}[31m`: bad\nvalue \\u{1b}"
         );
-        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        assert!(
+            !shown.chars().any(|c| c.is_control() && c != '\n'),
+            "{shown:?}"
+        );
     }
 
     /// A temporary is listed while it exists (so a signal's watcher would remove it), removed

@@ -202,7 +202,11 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
             .find(|(_, s)| s.point == label)
         {
             consistent(p, &m.measured).map_err(|e| {
-                anyhow::anyhow!("{}: points[{i}] ({}): measured.{e}", path.display(), show(&label))
+                anyhow::anyhow!(
+                    "{}: points[{i}] ({}): measured.{e}",
+                    path.display(),
+                    show(&label)
+                )
             })?;
             points.push((*p, m.measured));
         }
@@ -210,11 +214,9 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     // The budget was shared by the points of the plan that measured them, all of which the
     // file lists.
     let span = match saved.duration_s {
-        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) => {
-            Some(Span::of_slice(Duration::from_secs_f64(
-                d / saved.points.len() as f64,
-            )))
-        }
+        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) => Some(Span::of_slice(
+            Duration::from_secs_f64(d / saved.points.len() as f64),
+        )),
         // `{:?}`: 1e300 as written, where `{}` printed 301 digits.
         Some(d) => anyhow::bail!(
             "{}: duration_s {d:?}: not a number of seconds from {MIN_DURATION_S} to \

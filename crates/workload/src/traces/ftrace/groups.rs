@@ -259,14 +259,18 @@ mod tests {
     fn group_paths_and_counts_past_their_bounds_are_refused_naming_the_line() {
         let long = format!("group /{} 100\n", "a".repeat(5000));
         let deep = format!("pid 1 {}\n", "/a".repeat(65));
-        let many: String = (0..=MAX_GROUPS).map(|i| format!("group /g{i} 100\n")).collect();
+        let many: String = (0..=MAX_GROUPS)
+            .map(|i| format!("group /g{i} 100\n"))
+            .collect();
         for (text, line) in [(long, 1), (deep, 1), (many, MAX_GROUPS + 1)] {
             let e = ContextGroups::parse(Path::new("groups.txt"), &text).unwrap_err();
             assert_eq!((e.line(), e.field.as_str()), (Some(line), "group"), "{e}");
             assert!(e.to_string().len() < 1024, "{e}");
         }
         // At the bounds: accepted.
-        let ok: String = (0..MAX_GROUPS).map(|i| format!("group /g{i} 100\n")).collect();
+        let ok: String = (0..MAX_GROUPS)
+            .map(|i| format!("group /g{i} 100\n"))
+            .collect();
         let deep = format!("group {} 100\n", "/a".repeat(MAX_DEPTH));
         for text in [ok, deep] {
             ContextGroups::parse(Path::new("groups.txt"), &text).unwrap();

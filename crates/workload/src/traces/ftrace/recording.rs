@@ -205,13 +205,19 @@ fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
     if !(0.0..=MAX_SECONDS).contains(&meta.seconds) {
         return Err((
             "seconds",
-            format!("{} is not a run's length (0 to a year of seconds)", meta.seconds),
+            format!(
+                "{} is not a run's length (0 to a year of seconds)",
+                meta.seconds
+            ),
         ));
     }
     if meta.device.bytes % 512 != 0 {
         return Err((
             "device.bytes",
-            format!("{} is not a whole number of 512-byte sectors", meta.device.bytes),
+            format!(
+                "{} is not a whole number of 512-byte sectors",
+                meta.device.bytes
+            ),
         ));
     }
     if meta.fio.jobs.len() > MAX_JOBS {
@@ -223,7 +229,12 @@ fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
             ),
         ));
     }
-    if let Some(j) = meta.fio.jobs.iter().find(|j| j.pid == 0 || j.pid > PID_MAX_LIMIT) {
+    if let Some(j) = meta
+        .fio
+        .jobs
+        .iter()
+        .find(|j| j.pid == 0 || j.pid > PID_MAX_LIMIT)
+    {
         return Err((
             "fio.jobs.pid",
             format!("{} is not a process id (1 to {PID_MAX_LIMIT})", j.pid),
@@ -469,21 +480,28 @@ broken: (groupid=x, jobs=1): err= 0: pid=5
             ("device.hw_queue_depth", "1000000000", |m| {
                 m.device.hw_queue_depth = Some(1_000_000_000)
             }),
-            ("device.hw_queue_depth", "0", |m| m.device.hw_queue_depth = Some(0)),
+            ("device.hw_queue_depth", "0", |m| {
+                m.device.hw_queue_depth = Some(0)
+            }),
             ("device.major", "4096", |m| m.device.major = 4096),
             ("device.minor", "1048576", |m| m.device.minor = 1 << 20),
             ("kernel.hz", "4294967295", |m| m.kernel.hz = Some(u32::MAX)),
             ("seconds", "-1", |m| m.seconds = -1.0),
             ("device.bytes", "1000", |m| m.device.bytes = 1000),
-            ("fio.jobs.pid", "4294967295", |m| m.fio.jobs[0].pid = u32::MAX),
+            ("fio.jobs.pid", "4294967295", |m| {
+                m.fio.jobs[0].pid = u32::MAX
+            }),
             ("fio.jobs", "4097", |m| {
                 let j = m.fio.jobs[0].clone();
                 m.fio.jobs = vec![j; 4097];
             }),
         ];
         let write = |m: &RecordingMeta| {
-            std::fs::write(d.path().join("meta.json"), serde_json::to_string(m).unwrap())
-                .unwrap()
+            std::fs::write(
+                d.path().join("meta.json"),
+                serde_json::to_string(m).unwrap(),
+            )
+            .unwrap()
         };
         write(&good());
         Recording::open(d.path()).expect("the values the kernel has");
