@@ -211,7 +211,7 @@ fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
             ),
         ));
     }
-    if meta.device.bytes % 512 != 0 {
+    if !meta.device.bytes.is_multiple_of(512) {
         return Err((
             "device.bytes",
             format!(
