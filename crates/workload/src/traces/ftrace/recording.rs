@@ -476,7 +476,9 @@ broken: (groupid=x, jobs=1): err= 0: pid=5
             });
             m
         };
-        let cases: [(&str, &str, fn(&mut RecordingMeta)); 9] = [
+        /// A field, the value the error must show, and the edit that sets it.
+        type Case = (&'static str, &'static str, fn(&mut RecordingMeta));
+        let cases: [Case; 9] = [
             ("device.hw_queue_depth", "1000000000", |m| {
                 m.device.hw_queue_depth = Some(1_000_000_000)
             }),
