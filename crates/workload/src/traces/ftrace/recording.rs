@@ -476,7 +476,7 @@ broken: (groupid=x, jobs=1): err= 0: pid=5
             });
             m
         };
-        /// A field, the value the error must show, and the edit that sets it.
+        // A field, the value the error must show, and the edit that sets it.
         type Case = (&'static str, &'static str, fn(&mut RecordingMeta));
         let cases: [Case; 9] = [
             ("device.hw_queue_depth", "1000000000", |m| {
