@@ -64,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
             let Ok(sched) = s.scheduler(name, &Default::default()) else {
                 continue;
             };
-            let report = s.simulation(sched, None).run(Some(cap));
+            let Ok(sim) = s.simulation(sched, None) else {
+                continue;
+            };
+            let report = sim.run(Some(cap));
             assert!(report.end <= cap, "{name} ran to {} past {cap}", report.end);
         }
     }

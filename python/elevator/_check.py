@@ -14,6 +14,8 @@ import math
 import numbers
 import operator
 import os
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Iterable, Optional
 
 from ._elevator import ElevatorError
@@ -73,7 +75,13 @@ def _range_len(v: range) -> int:
 
 def bounded(name: str, v: Iterable, what: str) -> list:
     """The items of ``v``, at most :data:`MAX_ITEMS` of them (refused past it, without
-    reading further)."""
+    reading further). A set or a mapping is refused: the items' order is the cells' order,
+    which a set of strings changes from one process to the next (hash randomisation: a
+    campaign resumed elsewhere would file its cells under other coordinates), and a mapping
+    would give its keys only (``sweep={"seed": {1: 2}}`` ran seed 1 without a word)."""
+    if isinstance(v, (AbstractSet, Mapping)):
+        kind = "a mapping (its keys only would be taken)" if isinstance(v, Mapping) else "a set (unordered)"
+        raise error(name, f"expected a list of {what}, got {kind}: give a list, in the order of the cells")
     if isinstance(v, range) and _range_len(v) > MAX_ITEMS:
         raise error(name, f"{shown(v)} holds more than {MAX_ITEMS} {what}: at most {MAX_ITEMS} are taken")
     out = list(itertools.islice(iter(v), MAX_ITEMS + 1))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -22,6 +23,29 @@ from . import _check, _elevator
 from ._elevator import ElevatorError, InputError
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+#: Seconds to wait for a Ray cluster's address to answer before refusing it.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(address: str) -> None:
+    """Refuse a cluster address (``HOST:PORT`` or ``ray://HOST:PORT``) that does not accept a
+    connection within :data:`CONNECT_TIMEOUT_S`: ``ray.init`` retried one for more than five
+    minutes before giving up. ``auto`` and ``local`` are Ray's to resolve."""
+    rest = address[len("ray://"):] if address.startswith("ray://") else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except (OSError, ValueError) as e:
+        raise _check.error(
+            "address",
+            f"{address!r}: no Ray cluster answers there ({e}); start one (`ray start --head`) "
+            "or leave address=None for a local cluster",
+        ) from None
 
 
 def _write_cells(spec_json: str, cells: list, store: str) -> list:
@@ -193,6 +217,7 @@ class Campaign:
         started = False
         if not ray.is_initialized():
             if address is not None:
+                _reachable(address)
                 ray.init(address=address)
             else:
                 ray.init(num_cpus=workers, include_dashboard=False)
@@ -245,6 +270,9 @@ class Campaign:
         files = [
             os.fspath(self.store / "requests" / f"{c:07}.parquet") for c in self.done()
         ]
+        if not files:
+            # pyarrow's own "Must pass at least one table" said nothing of the campaign.
+            raise ElevatorError(f"{self.store}: no cells stored yet: call run() first")
         return pa.concat_tables([pq.read_table(f) for f in files])
 
     def to_polars(self):

@@ -276,6 +276,18 @@ impl PyGrid {
         store: PathBuf,
         threads: Option<usize>,
     ) -> PyResult<Vec<u64>> {
+        // A cell given twice was written by two threads through one temporary file, and the
+        // second found it renamed away ("No such file or directory").
+        let mut seen = std::collections::HashSet::new();
+        if let Some(c) = cells.iter().find(|&&c| !seen.insert(c)) {
+            return Err(py_err(
+                py,
+                Error::arg(
+                    "cells",
+                    format!("cell {c} is given twice: each is written once"),
+                ),
+            ));
+        }
         for sub in ["cells", "requests"] {
             std::fs::create_dir_all(store.join(sub))
                 .map_err(|e| py_err(py, Error::io(store.join(sub), e)))?;

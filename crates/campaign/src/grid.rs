@@ -1124,7 +1124,7 @@ impl Grid {
                 let policy = scenario
                     .scheduler(name, &settings)
                     .map_err(|e| Error::arg(format!("--sweep under {name}"), e.message))?;
-                let mut sim = scenario.simulation(policy, Some(p.seed));
+                let mut sim = scenario.simulation(policy, Some(p.seed))?;
                 sim.bound_ios(self.max_ios());
                 if self.spec.requests {
                     sim.record_requests();

@@ -11,9 +11,11 @@ mod common {
     pub mod bounded;
     pub mod child;
     pub mod mount;
+    pub mod recording;
 }
 use common::bounded::{clean_error, compile, elevator, elevator_within, s, MINUTE};
 use common::mount::{have, is_root};
+use common::recording::recording;
 
 /// The loop devices whose backing file is `img` (the kernel adds ` (deleted)` once unlinked).
 fn loops_over(img: &Path) -> Vec<String> {
@@ -250,24 +252,6 @@ fn a_compile_of_a_million_files_is_refused_from_its_counts_at_once() {
 }
 
 // ----- kernel-diff -----
-
-/// A copy of the corpus's `batches/mq-deadline` recording in `dir`, its meta.json changed by
-/// `edit`.
-fn recording(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> std::path::PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../workload/tests/data/kernel/batches/mq-deadline");
-    let rec = dir.join("batches/mq-deadline");
-    std::fs::create_dir_all(&rec).unwrap();
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        std::fs::copy(e.path(), rec.join(e.file_name())).unwrap();
-    }
-    let meta = rec.join("meta.json");
-    let mut m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
-    edit(&mut m);
-    std::fs::write(&meta, m.to_string()).unwrap();
-    rec
-}
 
 /// A recording whose meta.json gives tunables no kernel accepts (`read_expire = -1`,
 /// `writes_starved = 4294967296`) replayed our mq-deadline at its defaults and printed 100 %

@@ -331,18 +331,25 @@ fn drive_spec(dir: &Path, n: usize, zones: fn(usize) -> String) -> Vec<String> {
 /// (noted, not fitted), fitted again (`calibrate --measured --iocost --drive none`).
 fn calibration_points(dir: &Path, n: usize) -> Vec<String> {
     use std::fmt::Write;
-    let figures = r#"{"ios": 100000, "iops": 50000.0, "mb_s": 200.0, "mean_us": 100.0, "p50_us": 90.0, "p99_us": 300.0}"#;
+    // Bandwidths of 50,000 IOPS at each point's block size (calibrate refuses a point whose
+    // two figures disagree).
+    let figures = |mb_s: f64| {
+        format!(
+            r#"{{"ios": 100000, "iops": 50000.0, "mb_s": {mb_s}, "mean_us": 100.0, "p50_us": 90.0, "p99_us": 300.0}}"#
+        )
+    };
     let mut points: Vec<String> = [
-        "read 1m qd32",
-        "read 4k qd64",
-        "randread 4k qd64",
-        "write 1m qd32",
-        "write 4k qd64",
-        "randwrite 4k qd64",
+        ("read 1m qd32", 52428.8),
+        ("read 4k qd64", 204.8),
+        ("randread 4k qd64", 204.8),
+        ("write 1m qd32", 52428.8),
+        ("write 4k qd64", 204.8),
+        ("randwrite 4k qd64", 204.8),
     ]
     .iter()
-    .map(|l| format!(r#"{{"point": "{l}", "measured": {figures}}}"#))
+    .map(|(l, mb_s)| format!(r#"{{"point": "{l}", "measured": {}}}"#, figures(*mb_s)))
     .collect();
+    let figures = figures(204.8);
     for i in 0..n {
         let mut p = String::new();
         write!(p, r#"{{"point": "old {i}", "measured": {figures}}}"#).unwrap();

@@ -567,28 +567,8 @@ impl Scenario {
     /// the run's start: a run that does more is stopped at `max_ios` by
     /// [`Simulation::bound_ios`], which every caller of this sets.
     pub fn check_work(&self, max_ios: u64) -> Result<u64, InputError> {
-        let text = &*self.text;
         let err = |job: Option<&ScenarioJob>, key: &str, message: String| {
-            // The job's own `[[job]]` table: jobs are kept in file order.
-            let at = job.and_then(|j| {
-                let n = self.jobs.iter().position(|o| std::ptr::eq(o, j))?;
-                text.lines()
-                    .enumerate()
-                    .filter(|(_, l)| l.trim() == "[[job]]")
-                    .nth(n)
-                    .map(|(i, _)| i + 1)
-            });
-            let line = match at {
-                Some(l) => find_in_table(text, l, key).or(at),
-                None => find_line(text, key, ""),
-            };
-            let field = match job {
-                Some(_) => format!("job.{key}"),
-                None => key.to_string(),
-            };
-            InputError::new(&self.origin, message)
-                .on_line(line)
-                .in_field(&field)
+            self.error_at(job, key, message)
         };
         let how = |max_ios: u64| {
             format!(
@@ -607,6 +587,12 @@ impl Scenario {
                 if self.limit.is_none() && span.is_none_or(|(s, _)| end > s) {
                     span = Some((end, Some(j)));
                 }
+                continue;
+            }
+            // The scenario's `duration_s` stops every job: the probe below tells the work
+            // within it. Counted by its size, a fio job of the whole device under
+            // `duration_s = 0.5` was refused blaming `job.size`, which it did not give.
+            if self.limit.is_some() {
                 continue;
             }
             let env = BuildEnv::new(capacity, self.seed, j.name.clone());
@@ -658,7 +644,7 @@ impl Scenario {
                 spec: sample,
                 ..j.clone()
             }];
-            let sim = alone.simulation(crate::work::probe_scheduler(&self.groups), None);
+            let sim = alone.simulation(crate::work::probe_scheduler(&self.groups), None)?;
             let units = crate::work::implied_ios(sim, Span::Done, crate::work::PROBE_IOS).ios;
             let per_file = units as f64 / f64::from(COMPILE_SAMPLE_FILES);
             let floor = (per_file * f64::from(c.files) / COMPILE_SAMPLE_MARGIN) as u64;
@@ -678,19 +664,9 @@ impl Scenario {
                 ));
             }
         }
-        // Within it: the jobs built at a sample's size at load are built whole now, so their
-        // errors surface before a run (and `simulation` builds what was built once).
-        let capacity = self.drive.capacity_sectors();
-        for j in self
-            .jobs
-            .iter()
-            .filter(|j| compile_sample(&j.spec).is_some())
-        {
-            j.spec
-                .build(&BuildEnv::new(capacity, self.seed, j.name.clone()))
-                .map_err(|e| err(Some(j), e.field, format!("job {:?}: {}", j.name, e.reason)))?;
-        }
-        let sim = self.simulation(crate::work::probe_scheduler(&self.groups), None);
+        // Within it: the probe's simulation builds the jobs built at a sample's size at load
+        // whole, so their errors surface here, before a run.
+        let sim = self.simulation(crate::work::probe_scheduler(&self.groups), None)?;
         let implied = crate::work::implied_ios(sim, work, crate::work::PROBE_IOS);
         let ios = implied.ios;
         if total.saturating_add(ios) <= max_ios {
@@ -764,9 +740,43 @@ impl Scenario {
             .map_err(|e| err(format!("{}: {e}", info.name)))
     }
 
+    /// An error about `key` of `job` (a scenario-wide key when `None`), on the line that
+    /// sets it: in the job's own `[[job]]` table (jobs are kept in file order), else the
+    /// table's header line.
+    fn error_at(&self, job: Option<&ScenarioJob>, key: &str, message: String) -> InputError {
+        let text = &*self.text;
+        let at = job.and_then(|j| {
+            let n = self.jobs.iter().position(|o| std::ptr::eq(o, j))?;
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.trim() == "[[job]]")
+                .nth(n)
+                .map(|(i, _)| i + 1)
+        });
+        let line = match at {
+            Some(l) => find_in_table(text, l, key).or(at),
+            None => find_line(text, key, ""),
+        };
+        let field = match job {
+            Some(_) => format!("job.{key}"),
+            None => key.to_string(),
+        };
+        InputError::new(&self.origin, message)
+            .on_line(line)
+            .in_field(&field)
+    }
+
     /// A ready-to-run simulation of this scenario under `sched`, with `seed` (or the
-    /// scenario's own).
-    pub fn simulation(&self, sched: Box<dyn Scheduler>, seed: Option<u64>) -> Simulation {
+    /// scenario's own). Every job is built here: a job the load built only at a sample's size
+    /// (a compile of more than [`COMPILE_SAMPLE_FILES`] files) is laid out whole now, and a
+    /// job that fails to build (its tree does not fit the drive, or another seed lays it out
+    /// differently) is an error naming the job's line and field, whether or not
+    /// [`Scenario::check_work`] was called first.
+    pub fn simulation(
+        &self,
+        sched: Box<dyn Scheduler>,
+        seed: Option<u64>,
+    ) -> Result<Simulation, InputError> {
         let device: Box<dyn Device> = self.drive.device();
         let capacity = device.capacity_sectors();
         let seed = seed.unwrap_or(self.seed);
@@ -776,7 +786,9 @@ impl Scenario {
             let job = j
                 .spec
                 .build(&BuildEnv::new(capacity, seed, j.name.clone()))
-                .expect("jobs were built once at load time (a large compile by check_work)");
+                .map_err(|e| {
+                    self.error_at(Some(j), e.field, format!("job {:?}: {}", j.name, e.reason))
+                })?;
             sim.add_job(JobSlot {
                 name: j.name.clone(),
                 job,
@@ -787,7 +799,7 @@ impl Scenario {
                 cpus: None,
             });
         }
-        sim
+        Ok(sim)
     }
 }
 
@@ -859,6 +871,46 @@ mod tests {
         assert_eq!(parse_prio("idle").map(|p| p.class), Some(IoClass::Idle));
         assert_eq!(parse_prio("be/8"), None);
         assert_eq!(parse_prio("fast"), None);
+    }
+
+    /// A fio job without a size (the whole 980 PRO: 2.4e8 reads of 4 KiB) in a scenario of
+    /// `duration_s = 0.5` was refused by its size, blaming `job.size`, though the duration
+    /// stops it after a few hundred thousand: its work is now the probe's over the duration.
+    #[test]
+    fn a_fio_job_of_the_whole_device_is_bounded_by_the_scenarios_duration_not_refused() {
+        let text = "drive = \"samsung-980pro-1tb\"\nduration_s = 0.5\n\n[[job]]\n\
+                    name = \"a\"\nkind = \"fio\"\nrw = \"randread\"\nbs = 4096\n";
+        let s = Scenario::parse(text, "whole.toml", None).unwrap();
+        let ios = s.check_work(10_000_000).expect("half a second of reads");
+        assert!(ios > 1000 && ios < 10_000_000, "{ios}");
+    }
+
+    /// A compile of 20,000 directories of 48 MiB block groups loads (its sample of 10,000
+    /// fits on the 980 PRO's terabyte) but its whole tree does not fit. `simulation`
+    /// `expect`ed the whole build that only `check_work` made: a library caller skipping
+    /// `check_work` (round 11's leftover) panicked. Now the build's error (the compile's
+    /// `CompileConfig::layout`) comes back naming the job's line and field.
+    #[test]
+    fn simulation_of_a_compile_that_only_fits_as_a_sample_is_an_error_not_a_panic() {
+        let text = "drive = \"samsung-980pro-1tb\"\n\n[[job]]\nname = \"make\"\n\
+                    kind = \"compile\"\nfiles = 20000\ndirs = 20000\n\
+                    block_group_bytes = 50331648\n";
+        let s = Scenario::parse(text, "make.toml", None).expect("the sample fits: loaded");
+        let sched = s.scheduler("none", &Settings::new()).unwrap();
+        let e = s
+            .simulation(sched, None)
+            .err()
+            .expect("the whole tree does not fit: an error");
+        let shown = e.to_string();
+        assert!(shown.starts_with("make.toml:3"), "{shown}");
+        assert!(
+            shown.contains("job.tree_offset_frac") && shown.contains("does not fit"),
+            "{shown}"
+        );
+        let e = s
+            .check_work(u64::MAX)
+            .expect_err("check_work builds it too");
+        assert!(e.to_string().contains("does not fit"), "{e}");
     }
 }
 

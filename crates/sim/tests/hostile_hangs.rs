@@ -50,7 +50,7 @@ fn finish_under_cfq(text: &str, slice_idle: i64, name: &str) -> f64 {
     let mut extra = Settings::new();
     extra.set("slice_idle", slice_idle);
     let sched = sc.scheduler("cfq", &extra).unwrap();
-    let report = sc.simulation(sched, None).run(sc.limit);
+    let report = sc.simulation(sched, None).unwrap().run(sc.limit);
     let j = report.jobs.iter().find(|j| j.name == name).unwrap();
     j.metrics.finished.expect("finished").as_secs_f64()
 }

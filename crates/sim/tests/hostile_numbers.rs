@@ -227,7 +227,11 @@ fn run_capped(s: &Scenario) {
         let Ok(sched) = s.scheduler(name, &Settings::new()) else {
             continue;
         };
-        let report = s.simulation(sched, None).run(Some(limit));
+        // A job that does not build whole (a compile's tree past the drive): refused too.
+        let Ok(sim) = s.simulation(sched, None) else {
+            continue;
+        };
+        let report = sim.run(Some(limit));
         assert!(
             report.end <= limit,
             "{name}: ran to {} past {limit}",

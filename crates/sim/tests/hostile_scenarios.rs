@@ -219,7 +219,7 @@ fn scenario_paths_resolve_against_the_scenario_file_not_the_working_directory() 
     // The test runs in the crate's directory: the files are only found next to s.toml.
     let s = Scenario::load(&p).unwrap();
     let sched = s.scheduler("noop", &Default::default()).unwrap();
-    let report = s.simulation(sched, None).run(None);
+    let report = s.simulation(sched, None).unwrap().run(None);
     assert_eq!(report.jobs.len(), 2);
 }
 

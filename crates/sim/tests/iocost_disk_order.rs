@@ -45,7 +45,7 @@ fn saturation(held: Option<u32>) -> String {
 fn run(sched: &str, held: Option<u32>) -> (f64, f64) {
     let sc = Scenario::parse(&saturation(held), "saturation.toml", None).unwrap();
     let s = sc.scheduler(sched, &Settings::new()).unwrap();
-    let mut sim = sc.simulation(s, Some(1));
+    let mut sim = sc.simulation(s, Some(1)).unwrap();
     sim.set_ramp(Nanos::from_secs(5));
     let r = sim.run(sc.limit);
     let bytes = |g: &str| -> f64 {

@@ -123,27 +123,42 @@ impl InputError {
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", escaped(&self.file, usize::MAX, false))?;
         match self.at {
             Some(Position::Line(l)) => write!(f, ":{l}")?,
             Some(Position::Byte(b)) => write!(f, ": byte {b}")?,
             None => {}
         }
         if !self.field.is_empty() {
-            write!(f, ": field `{}`", capped(&self.field, 80))?;
+            write!(f, ": field `{}`", escaped(&self.field, 80, false))?;
         }
-        write!(f, ": {}", capped(&self.message, 600))
+        write!(f, ": {}", escaped(&self.message, 600, true))
     }
 }
 
 impl std::error::Error for InputError {}
 
 /// At most `n` characters of `s` (then `...`): an error quotes input, and input can be huge.
-fn capped(s: &str, n: usize) -> std::borrow::Cow<'_, str> {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => format!("{}...", &s[..i]).into(),
-        None => s.into(),
+/// Control characters are escaped (`\u{1b}`, `\0`), line breaks and tabs too unless `lines`:
+/// a job file's key of ESC sequences and NULs reached the terminal raw (a field is input).
+fn escaped(s: &str, n: usize, lines: bool) -> std::borrow::Cow<'_, str> {
+    let raw = |c: char| !c.is_control() || (lines && (c == '\n' || c == '\t'));
+    let cut = s.char_indices().nth(n).map(|(i, _)| i);
+    if cut.is_none() && s.chars().all(raw) {
+        return s.into();
     }
+    let mut out = String::new();
+    for c in s[..cut.unwrap_or(s.len())].chars() {
+        if raw(c) {
+            out.push(c);
+        } else {
+            out.extend(c.escape_debug());
+        }
+    }
+    if cut.is_some() {
+        out.push_str("...");
+    }
+    out.into()
 }
 
 /// Create (or truncate) the output file `path` for writing, as `File::create` does, except
@@ -571,6 +586,23 @@ fn size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Round 12: a fio job file's key of NULs and an ESC sequence (`\0\0\x1b[31m=1`) was
+    /// printed raw in the error's field, reaching the terminal. Control characters of the
+    /// file, the field and the message are escaped (the message keeps its line breaks).
+    #[test]
+    fn control_characters_in_an_error_are_escaped_not_sent_to_the_terminal() {
+        let e = InputError::at_line("j\u{7}.fio", 2, "\0\u{1b}[31m", "bad\nvalue \u{1b}");
+        let shown = e.to_string();
+        assert_eq!(
+            shown,
+            "j\\u{7}.fio:2: field `\\0\\u{1b}[31m`: bad\nvalue \\u{1b}"
+        );
+        assert!(
+            !shown.chars().any(|c| c.is_control() && c != '\n'),
+            "{shown:?}"
+        );
+    }
 
     /// A temporary is listed while it exists (so a signal's watcher would remove it), removed
     /// and unlisted when dropped, and unlisted, not removed, once committed into place.

@@ -2,9 +2,10 @@
 //! our scheduler of the same name and print how often ours made the kernel's decision (a thin
 //! shell over `elevator_workload::kernel_diff`).
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use elevator_workload::kernel_diff::{self, DiffOptions};
 use elevator_workload::traces::ftrace::recording::Recording;
 
@@ -58,6 +59,7 @@ pub fn run(args: Args) -> Result<()> {
             args.window
         );
     }
+    let mut seen = HashSet::new();
     let opts = DiffOptions {
         depth: args.depth,
         window: args.window,
@@ -65,7 +67,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut rows = Vec::new();
     for dir in &args.dirs {
-        for rec in kernel_diff::find_recordings(dir).map_err(|e| anyhow!(e))? {
+        for rec in recordings(dir, &mut seen)? {
             let row = kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?;
             // A trace whose ring buffer overran misses events: its figures compare part of
             // what the kernel decided (kept only with `kernel-record --allow-lost`).
@@ -104,6 +106,71 @@ pub fn run(args: Args) -> Result<()> {
     }
     out_str(&text);
     Ok(())
+}
+
+/// The recordings in or below `dir` ([`kernel_diff::find_recordings`]) not in `seen` (by
+/// their canonical path), which each is added to. A recording given twice, or inside a
+/// directory also given, or reached through a link, was replayed and counted twice in the
+/// totals without a word: now each is counted once and the repeat is told. A directory below
+/// `dir` that is not a recording but looks like one (a scheduler's directory of a mix, or a
+/// directory with a trace or job file, such as a killed `kernel-record` leaves) is told as
+/// skipped, not left out silently.
+fn recordings(dir: &Path, seen: &mut HashSet<PathBuf>) -> Result<Vec<PathBuf>> {
+    let found = kernel_diff::find_recordings(dir).map_err(|e| anyhow!(e))?;
+    let mut out = Vec::with_capacity(found.len());
+    for rec in found {
+        let key = std::fs::canonicalize(&rec).with_context(|| rec.display().to_string())?;
+        if seen.insert(key) {
+            out.push(rec);
+        } else {
+            crate::output::tell!(
+                "elevator kernel-diff: note: {}: a recording already given (the same \
+                 directory, or one inside another given): counted once",
+                rec.display()
+            );
+        }
+    }
+    if !dir.join("meta.json").is_file() {
+        let skipped = not_recordings(dir);
+        if let Some(first) = skipped.first() {
+            crate::output::tell!(
+                "elevator kernel-diff: warning: {} director{} below {} without meta.json \
+                 skipped (a recording cut short, or not one; the first: {})",
+                skipped.len(),
+                if skipped.len() == 1 { "y" } else { "ies" },
+                dir.display(),
+                first.display()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The directories below `root` (a mix, or a mix's scheduler) without a meta.json that look
+/// like recordings: every directory of a mix, and a mix holding a trace or a job file.
+fn not_recordings(root: &Path) -> Vec<PathBuf> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    let recorded = |d: &Path| d.join("meta.json").is_file();
+    let mut out = Vec::new();
+    for mix in dirs(root).into_iter().filter(|d| !recorded(d)) {
+        if ["trace.txt", "trace.txt.gz", "job.fio"]
+            .iter()
+            .any(|f| mix.join(f).exists())
+        {
+            out.push(mix.clone());
+        }
+        out.extend(dirs(&mix).into_iter().filter(|d| !recorded(d)));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -342,7 +342,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     );
     let mut recorded = Vec::new();
     for (name, sched) in sched.iter().zip(scheds) {
-        let mut sim = scenario.simulation(sched, Some(seed));
+        let mut sim = scenario.simulation(sched, Some(seed))?;
         // The work told above is an estimate from the run's start: a run doing more stops
         // at the bound (`RunReport::job_error`) instead of computing on.
         sim.bound_ios(max_ios);

@@ -68,7 +68,7 @@ fn measure_one(
     seed: u64,
 ) -> anyhow::Result<(f64, Option<f64>)> {
     let policy = scenario.scheduler(sched, &Settings::new())?;
-    let report = scenario.simulation(policy, Some(seed)).run(scenario.limit);
+    let report = scenario.simulation(policy, Some(seed))?.run(scenario.limit);
     let compile = report
         .job("compile")
         .context("the scenario has no job named compile")?;
@@ -146,7 +146,7 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
         .into_par_iter()
         .map(|(system, scenario, sched)| {
             let policy = scenario.scheduler(sched, &Settings::new())?;
-            let mut sim = scenario.simulation(policy, Some(seed));
+            let mut sim = scenario.simulation(policy, Some(seed))?;
             sim.record_requests();
             Ok((system, sim.run(scenario.limit)))
         })

@@ -323,7 +323,7 @@ pub fn alone_target_us(drive: &str) -> anyhow::Result<u64> {
         let scenario = Scenario::parse(&text, "builtin:io-control-reader-alone", None)
             .context("the io-control reader-alone scenario")?;
         let sched = scenario.scheduler("none", &Settings::new())?;
-        let report = scenario.simulation(sched, Some(1)).run(scenario.limit);
+        let report = scenario.simulation(sched, Some(1))?.run(scenario.limit);
         let i = report
             .job("interactive")
             .context("job interactive missing from the report")?;
@@ -418,7 +418,7 @@ pub fn protection_one(drive: &str, setup: &Setup, seed: u64) -> anyhow::Result<P
     let scenario = Scenario::parse(&text, "builtin:io-control-protection", None)
         .context("the io-control protection scenario")?;
     let sched = scenario.scheduler(setup.sched, &Settings::new())?;
-    let mut sim = scenario.simulation(sched, Some(seed));
+    let mut sim = scenario.simulation(sched, Some(seed))?;
     sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
     let report = sim.run(scenario.limit);
     let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
@@ -481,7 +481,7 @@ fn b_share_and_total(text: &str, name: &str, sched: &str, seed: u64) -> anyhow::
     let scenario = Scenario::parse(text, &format!("builtin:io-control-{name}"), None)
         .with_context(|| format!("the io-control {name} scenario"))?;
     let s = scenario.scheduler(sched, &Settings::new())?;
-    let mut sim = scenario.simulation(s, Some(seed));
+    let mut sim = scenario.simulation(s, Some(seed))?;
     sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
     let report = sim.run(scenario.limit);
     let bytes = |g: &str| -> u64 {

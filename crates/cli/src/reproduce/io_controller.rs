@@ -378,7 +378,7 @@ fn simulate(
     .context("the io-controller scenario")?;
     scenario.wakeup = wakeup;
     let sched = scenario.scheduler(policy, &Settings::new())?;
-    let mut sim = scenario.simulation(sched, Some(seed));
+    let mut sim = scenario.simulation(sched, Some(seed))?;
     if record {
         sim.record_requests();
     }
@@ -754,7 +754,10 @@ mod tests {
         );
         let scenario = Scenario::parse(&text, "test:io-controller-long", None).unwrap();
         let sched = scenario.scheduler(policy, &Settings::new()).unwrap();
-        let report = scenario.simulation(sched, Some(1)).run(scenario.limit);
+        let report = scenario
+            .simulation(sched, Some(1))
+            .unwrap()
+            .run(scenario.limit);
         let bytes = |path: &str| {
             report
                 .jobs
@@ -801,7 +804,10 @@ mod tests {
         }
         let scenario = Scenario::parse(&text, "test:weights", None).unwrap();
         let sched = scenario.scheduler("cfq", &Settings::new()).unwrap();
-        let report = scenario.simulation(sched, None).run(scenario.limit);
+        let report = scenario
+            .simulation(sched, None)
+            .unwrap()
+            .run(scenario.limit);
         let bytes = |path: &str| -> u64 {
             report
                 .jobs

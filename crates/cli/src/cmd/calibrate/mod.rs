@@ -138,6 +138,13 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
     let text = elevator_workload::input::read_text(path, 16 << 20, "`calibrate --json` file")?;
     let saved: Saved = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a `calibrate --json` file", path.display()))?;
+    // "duration_s 120: not a number of seconds ... shared by the points" blamed the
+    // duration for a file of no points.
+    anyhow::ensure!(
+        !saved.points.is_empty(),
+        "{}: points: none: not a measurement to fit",
+        path.display()
+    );
     anyhow::ensure!(
         (MIN_REGION..=MAX_REGION).contains(&saved.region_bytes),
         "{}: region_bytes {}: not between 16 MiB and 2^50 bytes",
@@ -196,21 +203,32 @@ fn load_measured(path: &Path) -> anyhow::Result<Grid> {
         if points.iter().any(|(q, _)| q == p) {
             continue;
         }
-        if let Some(m) = saved.points.iter().find(|s| s.point == label) {
+        if let Some((i, m)) = saved
+            .points
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.point == label)
+        {
+            consistent(p, &m.measured).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: points[{i}] ({}): measured.{e}",
+                    path.display(),
+                    show(&label)
+                )
+            })?;
             points.push((*p, m.measured));
         }
     }
     // The budget was shared by the points of the plan that measured them, all of which the
     // file lists.
     let span = match saved.duration_s {
-        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) && !saved.points.is_empty() => {
-            Some(Span::of_slice(Duration::from_secs_f64(
-                d / saved.points.len() as f64,
-            )))
-        }
+        Some(d) if (MIN_DURATION_S..=MAX_DURATION_S).contains(&d) => Some(Span::of_slice(
+            Duration::from_secs_f64(d / saved.points.len() as f64),
+        )),
+        // `{:?}`: 1e300 as written, where `{}` printed 301 digits.
         Some(d) => anyhow::bail!(
-            "{}: duration_s {d}: not a number of seconds from {MIN_DURATION_S} to {MAX_DURATION_S} \
-             shared by the points",
+            "{}: duration_s {d:?}: not a number of seconds from {MIN_DURATION_S} to \
+             {MAX_DURATION_S} shared by the points",
             path.display()
         ),
         None => None,
@@ -305,10 +323,31 @@ fn check_figures(f: &Figures, duration_s: Option<f64>) -> Result<(), String> {
         // At most every I/O counted within the whole budget, with a generous margin.
         if f.ios as f64 > f.iops * d * 1.5 + 1.0 && d.is_finite() && d > 0.0 {
             return Err(format!(
-                "ios: {} I/Os at {} IOPS cannot fit in duration_s {d}",
+                "ios: {} I/Os at {} IOPS cannot fit in duration_s {d:?}",
                 f.ios, f.iops
             ));
         }
+    }
+    Ok(())
+}
+
+/// How far a point's bandwidth may stray from its IOPS times its block size: a measured
+/// point's two figures count the same I/Os over the same time, so they agree but for the
+/// rounding of the file's figures.
+const MB_S_TOLERANCE: f64 = 0.05;
+
+/// Whether `f`'s bandwidth is its IOPS times point `p`'s block size (within
+/// [`MB_S_TOLERANCE`], and 0.01 MB/s for figures that small). A hand-edited file whose 1 MiB
+/// read point gave 10^6 IOPS and 200 MB/s was fitted without a word, one figure or the other
+/// taken as the device's. The error names the field.
+fn consistent(p: &measure::Point, f: &Figures) -> Result<(), String> {
+    let implied = f.iops * p.bs as f64 / 1e6;
+    if (f.mb_s - implied).abs() > MB_S_TOLERANCE * f.mb_s.max(implied) + 0.01 {
+        return Err(format!(
+            "mb_s: {:?} disagrees with iops {:?} at {} bytes an I/O ({implied:.3e} MB/s): \
+             not one measurement",
+            f.mb_s, f.iops, p.bs
+        ));
     }
     Ok(())
 }
@@ -767,10 +806,15 @@ mod tests {
 
     /// A `--json` of `points` points, with `duration` as its `duration_s` line (or none).
     fn saved(dir: &Path, points: usize, duration: &str) -> PathBuf {
-        let figures = r#"{"ios": 1000, "iops": 1000.0, "mb_s": 4.1, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}"#;
         let points: Vec<String> = PLAN[..points]
             .iter()
-            .map(|p| format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label()))
+            .map(|p| {
+                let figures = format!(
+                    r#"{{"ios": 1000, "iops": 1000.0, "mb_s": {}, "mean_us": 1000.0, "p50_us": 900.0, "p99_us": 3000.0}}"#,
+                    1000.0 * p.bs as f64 / 1e6
+                );
+                format!(r#"{{"point": "{}", "measured": {figures}}}"#, p.label())
+            })
             .collect();
         let text = format!(
             r#"{{"target": "/dev/loop0", "region_bytes": 1073741824, {duration} "load_average": "1.0 1.0 1.0", "points": [{}]}}"#,

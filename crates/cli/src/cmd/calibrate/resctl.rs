@@ -127,7 +127,7 @@ fn simulate(
     let scenario = Scenario::parse(&text, "builtin:resctl-coef", None)
         .context("the resctl-demo recipe's run")?;
     let sched = scenario.scheduler("none", &Settings::new())?;
-    let mut sim = scenario.simulation(sched, Some(1));
+    let mut sim = scenario.simulation(sched, Some(1))?;
     if run.rate_iops.is_some() {
         sim.record_requests();
     }

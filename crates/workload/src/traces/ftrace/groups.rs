@@ -29,6 +29,7 @@ use std::path::Path;
 
 use elevator_core::{GroupId, GroupTree};
 
+use super::recording::PID_MAX_LIMIT;
 use crate::input::InputError;
 
 /// The file of a recording directory that holds its groups.
@@ -36,6 +37,19 @@ pub const GROUPS_FILE: &str = "groups.txt";
 
 /// The bfq weights a group may have (`BFQ_MIN_WEIGHT`, `BFQ_MAX_WEIGHT`).
 const WEIGHTS: std::ops::RangeInclusive<u32> = 1..=1000;
+
+/// The longest group path (`PATH_MAX`, the kernel's bound on a path under /sys/fs/cgroup).
+pub const MAX_PATH: usize = 4096;
+
+/// The most levels of a group path. The kernel has no bound of its own by default
+/// (`cgroup.max.depth` is "max"); ours keeps a group's ancestry short, as bfq walks it on
+/// every activation. A recording's groups are one level deep (`kernel-record`).
+pub const MAX_DEPTH: usize = 64;
+
+/// The most groups a recording's tree holds, their ancestors counted: a group a fio job
+/// (`kernel-record` makes one per job), and far more than any recording has. Our tree
+/// finds a group by a scan of all of them.
+pub const MAX_GROUPS: usize = 1024;
 
 /// The recording's groups and which process ran in which.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,6 +71,9 @@ impl ContextGroups {
         let mut out = ContextGroups::default();
         let mut declared: HashMap<String, usize> = HashMap::new();
         let mut pids: Vec<(u32, String, usize)> = Vec::new();
+        // Each process's first line, to find one named twice in one look-up (a scan of the
+        // earlier ones made a file of 10^5 processes quadratic).
+        let mut named: HashMap<u32, usize> = HashMap::new();
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
             let err = |field: &str, msg: String| InputError::at_line(path, n, field, msg);
@@ -81,6 +98,7 @@ impl ContextGroups {
                                 ),
                             )
                         })?;
+                    check_path(group).map_err(|m| err("group", m))?;
                     if group.trim_end_matches('/').is_empty() {
                         return Err(err(
                             "group",
@@ -93,6 +111,15 @@ impl ContextGroups {
                         .tree
                         .add(group, None)
                         .map_err(|e| err("group", e.reason.to_string()))?;
+                    if out.tree.len() > MAX_GROUPS + 1 {
+                        return Err(err(
+                            "group",
+                            format!(
+                                "more than {MAX_GROUPS} groups (their ancestors counted): \
+                                 no recording has so many"
+                            ),
+                        ));
+                    }
                     let key = out.tree.get(id).path.clone();
                     if let Some(first) = declared.insert(key, n) {
                         return Err(err(
@@ -105,8 +132,19 @@ impl ContextGroups {
                 ["pid", pid, group] => {
                     let pid = pid
                         .parse::<u32>()
-                        .map_err(|_| err("pid", format!("{pid:?} is not a process id")))?;
-                    if let Some((_, _, first)) = pids.iter().find(|p| p.0 == pid) {
+                        .ok()
+                        .filter(|p| (1..=PID_MAX_LIMIT).contains(p))
+                        .ok_or_else(|| {
+                            err(
+                                "pid",
+                                format!(
+                                    "{:?} is not a process id (1 to {PID_MAX_LIMIT})",
+                                    crate::fio_file::excerpt(pid)
+                                ),
+                            )
+                        })?;
+                    check_path(group).map_err(|m| err("group", m))?;
+                    if let Some(first) = named.insert(pid, n) {
                         return Err(err(
                             "pid",
                             format!("process {pid} is named again (first on line {first})"),
@@ -147,6 +185,23 @@ impl ContextGroups {
     }
 }
 
+/// A group path within [`MAX_PATH`] bytes and [`MAX_DEPTH`] levels, or why not.
+fn check_path(group: &str) -> Result<(), String> {
+    if group.len() > MAX_PATH {
+        return Err(format!(
+            "a group path of {} bytes: at most {MAX_PATH} (PATH_MAX)",
+            group.len()
+        ));
+    }
+    let depth = group.split('/').filter(|p| !p.is_empty()).count();
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "a group path {depth} levels deep: at most {MAX_DEPTH}"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +239,8 @@ mod tests {
             ("pid 1 /nowhere\n", 1, "group"),
             ("cgroup /a 10\n", 1, "kind"),
             ("group /a\n", 1, "group"),
+            ("pid 0 /\n", 1, "pid"),
+            ("pid 4194305 /\n", 1, "pid"),
         ] {
             let e = ContextGroups::parse(Path::new("rec/groups.txt"), text).unwrap_err();
             assert_eq!(
@@ -192,6 +249,31 @@ mod tests {
                 "{text:?}: {e}"
             );
             assert!(e.to_string().contains("rec/groups.txt"), "{e}");
+        }
+    }
+
+    /// Round 12: a group path of 5000 bytes, one 65 levels deep, and 1025 groups were taken
+    /// into the tree (a 1 MiB path of 500,000 levels holds every ancestor's path: 2.5e11
+    /// bytes); each is refused naming the line and `group`.
+    #[test]
+    fn group_paths_and_counts_past_their_bounds_are_refused_naming_the_line() {
+        let long = format!("group /{} 100\n", "a".repeat(5000));
+        let deep = format!("pid 1 {}\n", "/a".repeat(65));
+        let many: String = (0..=MAX_GROUPS)
+            .map(|i| format!("group /g{i} 100\n"))
+            .collect();
+        for (text, line) in [(long, 1), (deep, 1), (many, MAX_GROUPS + 1)] {
+            let e = ContextGroups::parse(Path::new("groups.txt"), &text).unwrap_err();
+            assert_eq!((e.line(), e.field.as_str()), (Some(line), "group"), "{e}");
+            assert!(e.to_string().len() < 1024, "{e}");
+        }
+        // At the bounds: accepted.
+        let ok: String = (0..MAX_GROUPS)
+            .map(|i| format!("group /g{i} 100\n"))
+            .collect();
+        let deep = format!("group {} 100\n", "/a".repeat(MAX_DEPTH));
+        for text in [ok, deep] {
+            ContextGroups::parse(Path::new("groups.txt"), &text).unwrap();
         }
     }
 }

@@ -152,6 +152,97 @@ impl RecordingMeta {
     }
 }
 
+/// The deepest hardware queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
+pub const MAX_HW_QUEUE_DEPTH: u32 = 10_240;
+
+/// The largest process id the kernel hands out (`PID_MAX_LIMIT` on 64-bit, 2^22).
+pub const PID_MAX_LIMIT: u32 = 1 << 22;
+
+/// The timer frequencies a kernel is built with (`CONFIG_HZ`: kernel/Kconfig.hz's choices).
+pub const KERNEL_HZ: [u32; 4] = [100, 250, 300, 1000];
+
+/// The most fio job processes a recording names: the job-file reader's bound on a file's
+/// clones (`fio_file::MAX_CLONES`).
+const MAX_JOBS: usize = crate::fio_file::MAX_CLONES as usize;
+
+/// The longest run a recording may say it took: a year (a trace's span is bounded the same,
+/// `traces::stream::MAX_SPAN`).
+const MAX_SECONDS: f64 = 366.0 * 86_400.0;
+
+/// Check every number of `meta` against what the kernel (or fio) can have produced, so that
+/// a hand-edited value is refused naming its field instead of being replayed: a hardware
+/// queue depth of 10^9 was taken as the device's depth. Errors: the field and the message.
+fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
+    if let Some(d) = meta.device.hw_queue_depth {
+        // The loop driver refuses a depth below 1 (`loop_init`); blk-mq caps it at
+        // BLK_MQ_MAX_DEPTH (`blk_mq_alloc_tag_set`).
+        if !(1..=MAX_HW_QUEUE_DEPTH).contains(&d) {
+            return Err((
+                "device.hw_queue_depth",
+                format!("{d} is not a queue depth blk-mq allocates (1 to {MAX_HW_QUEUE_DEPTH})"),
+            ));
+        }
+    }
+    // A device number is 12 bits of major and 20 of minor (`MINORBITS`, include/linux/kdev_t.h).
+    if meta.device.major >= 1 << 12 {
+        return Err((
+            "device.major",
+            format!("{} is not a major number (below 4096)", meta.device.major),
+        ));
+    }
+    if meta.device.minor >= 1 << 20 {
+        return Err((
+            "device.minor",
+            format!("{} is not a minor number (below 2^20)", meta.device.minor),
+        ));
+    }
+    if let Some(hz) = meta.kernel.hz.filter(|hz| !KERNEL_HZ.contains(hz)) {
+        return Err((
+            "kernel.hz",
+            format!("{hz} is not a CONFIG_HZ the kernel is built with ({KERNEL_HZ:?})"),
+        ));
+    }
+    if !(0.0..=MAX_SECONDS).contains(&meta.seconds) {
+        return Err((
+            "seconds",
+            format!(
+                "{} is not a run's length (0 to a year of seconds)",
+                meta.seconds
+            ),
+        ));
+    }
+    if !meta.device.bytes.is_multiple_of(512) {
+        return Err((
+            "device.bytes",
+            format!(
+                "{} is not a whole number of 512-byte sectors",
+                meta.device.bytes
+            ),
+        ));
+    }
+    if meta.fio.jobs.len() > MAX_JOBS {
+        return Err((
+            "fio.jobs",
+            format!(
+                "{} job processes: at most {MAX_JOBS} (a job file's clones)",
+                meta.fio.jobs.len()
+            ),
+        ));
+    }
+    if let Some(j) = meta
+        .fio
+        .jobs
+        .iter()
+        .find(|j| j.pid == 0 || j.pid > PID_MAX_LIMIT)
+    {
+        return Err((
+            "fio.jobs.pid",
+            format!("{} is not a process id (1 to {PID_MAX_LIMIT})", j.pid),
+        ));
+    }
+    Ok(())
+}
+
 /// fio's job processes from its normal output, whose per-job heading is
 /// `NAME: (groupid=G, jobs=1): err= 0: pid=PID: DATE` (not printed with `group_reporting`).
 pub fn fio_job_pids(output: &str) -> Vec<FioJobPid> {
@@ -209,6 +300,7 @@ impl Recording {
                 format!("format {} (this elevator reads {META_FORMAT})", meta.format),
             ));
         }
+        check_numbers(&meta).map_err(|(field, message)| located(&name, 0, field, message))?;
         for (field, file) in [
             ("trace.file", &meta.trace.file),
             ("fio.job_file", &meta.fio.job_file),
@@ -357,5 +449,75 @@ broken: (groupid=x, jobs=1): err= 0: pid=5
         .unwrap();
         let e = Recording::open(d.path()).unwrap_err();
         assert_eq!(e.field, "trace.file");
+    }
+
+    /// Round 11's leftover: a `hw_queue_depth` of 10^9 (under `u32`, past blk-mq's
+    /// `BLK_MQ_MAX_DEPTH`) was replayed as the device's depth. Every number of meta.json is
+    /// now checked where it is read, the error naming the file, the field and the value.
+    #[test]
+    fn meta_json_numbers_past_what_the_kernel_has_are_refused_naming_the_field() {
+        let d = tempfile::tempdir().unwrap();
+        let good = || {
+            let mut m = RecordingMeta {
+                format: META_FORMAT,
+                seconds: 2.0,
+                ..RecordingMeta::default()
+            };
+            m.trace.file = "trace.txt".into();
+            m.fio.job_file = "job.fio".into();
+            m.device.hw_queue_depth = Some(128);
+            m.device.major = 7;
+            m.device.bytes = 1 << 30;
+            m.kernel.hz = Some(250);
+            m.fio.jobs.push(FioJobPid {
+                name: "r".into(),
+                groupid: 0,
+                pid: 4000,
+            });
+            m
+        };
+        // A field, the value the error must show, and the edit that sets it.
+        type Case = (&'static str, &'static str, fn(&mut RecordingMeta));
+        let cases: [Case; 9] = [
+            ("device.hw_queue_depth", "1000000000", |m| {
+                m.device.hw_queue_depth = Some(1_000_000_000)
+            }),
+            ("device.hw_queue_depth", "0", |m| {
+                m.device.hw_queue_depth = Some(0)
+            }),
+            ("device.major", "4096", |m| m.device.major = 4096),
+            ("device.minor", "1048576", |m| m.device.minor = 1 << 20),
+            ("kernel.hz", "4294967295", |m| m.kernel.hz = Some(u32::MAX)),
+            ("seconds", "-1", |m| m.seconds = -1.0),
+            ("device.bytes", "1000", |m| m.device.bytes = 1000),
+            ("fio.jobs.pid", "4294967295", |m| {
+                m.fio.jobs[0].pid = u32::MAX
+            }),
+            ("fio.jobs", "4097", |m| {
+                let j = m.fio.jobs[0].clone();
+                m.fio.jobs = vec![j; 4097];
+            }),
+        ];
+        let write = |m: &RecordingMeta| {
+            std::fs::write(
+                d.path().join("meta.json"),
+                serde_json::to_string(m).unwrap(),
+            )
+            .unwrap()
+        };
+        write(&good());
+        Recording::open(d.path()).expect("the values the kernel has");
+        for (field, value, edit) in cases {
+            let mut m = good();
+            edit(&mut m);
+            write(&m);
+            let e = Recording::open(d.path()).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            let shown = e.to_string();
+            assert!(
+                shown.contains("meta.json") && shown.contains(value),
+                "{shown}"
+            );
+        }
     }
 }
