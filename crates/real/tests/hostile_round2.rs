@@ -137,9 +137,23 @@ fn a_device_open_for_writing_is_held_exclusively() {
         "another exclusive opener got the device while elevator held it"
     );
     drop(t);
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_EXCL)
-        .open(&lo.dev)
-        .expect("released when the target is dropped");
+    // The last writer's close makes udev probe the device (its inotify watch on close-write),
+    // which can hold it for a moment: elevator's claim is gone at the drop, so an exclusive
+    // open succeeds within a bounded wait (2 s), not necessarily at the first try.
+    let mut last = None;
+    for _ in 0..50 {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&lo.dev)
+        {
+            Ok(_) => return,
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                last = Some(e);
+                std::thread::sleep(std::time::Duration::from_millis(40));
+            }
+            Err(e) => panic!("released when the target is dropped: {e}"),
+        }
+    }
+    panic!("still held 2 s after the target was dropped: {last:?}");
 }
