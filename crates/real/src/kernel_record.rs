@@ -8,8 +8,10 @@
 //!    fast, steady device), or at a path given (which must not exist; on the disk with direct
 //!    I/O, a second kind of device).
 //! 2. Attaches a loop device to it (`losetup --find --show [--direct-io=on]`).
-//! 3. Sets the kernel's scheduler, then `nr_requests` and any other queue or scheduler
-//!    attribute asked for. The loop driver's hardware queue depth (its `hw_queue_depth`
+//! 3. Gives the device all of its driver tags (under `none`, `nr_requests` one less than the
+//!    depth, then the depth: an earlier `nr_requests` under `none` shrinks them for good,
+//!    [`regrow_driver_tags`]), then sets the kernel's scheduler, then `nr_requests` and any
+//!    other queue or scheduler attribute asked for. The loop driver's hardware queue depth (its `hw_queue_depth`
 //!    module parameter, 128 here) is read-only once the driver is loaded, and the loop driver
 //!    never refuses a request, so the device itself never makes requests wait: the scheduler
 //!    chooses among what is inserted before the hardware queue is run (a plugged batch, an
@@ -383,6 +385,40 @@ fn run_tool(cmd: &mut Command) -> std::result::Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The queue's least `nr_requests` (`BLKDEV_MIN_RQ`: `queue_requests_store` raises anything
+/// under it).
+const BLKDEV_MIN_RQ: u32 = 4;
+
+/// Give the device all of its driver tags back, as the loop driver made them, by writing
+/// through the queue's attributes (`write`, `read`: an attribute of `queue/` by name).
+///
+/// Under `none`, `nr_requests` is the driver's tag depth, and writing it resizes the
+/// hardware queue's tag bitmap (6.18: `blk_mq_update_nr_requests`, `sbitmap_queue_resize`
+/// of `hctx->tags->bitmap_tags`). Switching to a scheduler and back to `none` does not resize
+/// it again: `elevator_switch` only sets `q->nr_requests` to the tag set's depth. So after
+/// one recording under `none` with `nr_requests` 8, the loop device (which outlives its
+/// backing file: `losetup -d` keeps the queue) dispatched at most 8 requests at a time under
+/// every scheduler while `nr_requests` showed 128 or 256 (branch kfresh19: a recording at the
+/// recorder's defaults had 8 in flight, its requests waiting in the scheduler for a driver
+/// tag). Writing the depth `nr_requests` shows under `none` is a no-op
+/// (`queue_requests_store` returns early when the value is unchanged), so one less is
+/// written first, then the depth. Returns the depth.
+fn regrow_driver_tags(
+    read: &dyn Fn(&str) -> std::result::Result<String, String>,
+    write: &mut dyn FnMut(&str, &str) -> std::result::Result<(), String>,
+) -> std::result::Result<u32, String> {
+    write("scheduler", "none")?;
+    let shown = read("nr_requests")?;
+    let depth: u32 = shown
+        .parse()
+        .map_err(|_| format!("nr_requests under none: {shown:?} is not a number"))?;
+    if depth > BLKDEV_MIN_RQ {
+        write("nr_requests", &(depth - 1).to_string())?;
+        write("nr_requests", &depth.to_string())?;
+    }
+    Ok(depth)
 }
 
 /// The scheduler in brackets of a `queue/scheduler` file.
@@ -843,6 +879,10 @@ fn record_inner(
         undo.push(
             format!("put back {} and nr_requests", f.display()),
             move || {
+                // Leave the driver's tags whole, whatever this recording wrote under none.
+                regrow_driver_tags(&|a| read_attr(&q.join(a)), &mut |a, v| {
+                    write_attr(&q.join(a), v)
+                })?;
                 write_attr(&f, &s)?;
                 match nr {
                     Some(nr) => write_attr(&q.join("nr_requests"), &nr),
@@ -851,6 +891,11 @@ fn record_inner(
             },
         );
     }
+    let driver_tags = regrow_driver_tags(&|a| read_attr(&queue.join(a)), &mut |a, v| {
+        write_attr(&queue.join(a), v)
+    })
+    .map_err(|e| RecordError::new("driver tags", e))?;
+    progress(&format!("{driver_tags} driver tags (regrown under none)"));
     write_attr(&sched_file, sched).map_err(|e| RecordError::new("scheduler", e))?;
     let now = current_scheduler(&read_attr(&sched_file).unwrap_or_default());
     if now.as_deref() != Some(sched) {
@@ -1244,6 +1289,38 @@ mod tests {
             Some("none")
         );
         assert_eq!(current_scheduler("none"), None);
+    }
+
+    #[test]
+    fn the_driver_tags_regrow_under_none_one_less_first() {
+        // `blk_mq_update_nr_requests` under none resizes the driver tags' bitmap;
+        // `queue_requests_store` ignores a write of the value shown, and `elevator_switch`
+        // back to none shows the tag set's depth without resizing: a bitmap left at 8 by an
+        // earlier recording only grows back by a write of another value first.
+        let mut writes = Vec::new();
+        let depth = regrow_driver_tags(
+            &|a| Ok(if a == "nr_requests" { "128" } else { "" }.into()),
+            &mut |a, v| {
+                writes.push(format!("{a}={v}"));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(depth, 128);
+        assert_eq!(
+            writes,
+            ["scheduler=none", "nr_requests=127", "nr_requests=128"]
+        );
+        // At BLKDEV_MIN_RQ there is nothing under it to write.
+        let mut writes = Vec::new();
+        regrow_driver_tags(&|_| Ok("4".into()), &mut |a, v| {
+            writes.push(format!("{a}={v}"));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(writes, ["scheduler=none"]);
+        let e = regrow_driver_tags(&|_| Ok("x".into()), &mut |_, _| Ok(())).unwrap_err();
+        assert!(e.contains("nr_requests under none"), "{e}");
     }
 
     #[test]

@@ -213,11 +213,13 @@ impl<'a> Replay<'a> {
     }
 
     /// From `r`'s dispatch to `end`, when the scheduler learned of its completion, else to
-    /// its completion event ([`TracedRequest::service`]). From its issue event even where
+    /// its end after a post-flush ([`TracedRequest::ended`]: where the kernel's scheduler
+    /// learns of it), else to its completion event ([`TracedRequest::service`]). From its
+    /// issue event even where
     /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
     /// time, which counting from the choice lowered the agreement (docs/testing.md).
     fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
-        match end {
+        match end.or(r.ended) {
             Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),
             None => r.service(),
         }

@@ -101,6 +101,14 @@ pub struct TracedRequest {
     pub rq_merges: u32,
     /// Times the driver gave it back.
     pub requeues: u32,
+    /// A write of the flush machinery's (REQ_FUA on a device without FUA, or REQ_PREFLUSH
+    /// with data): when it ended, after the post-flush its data's completion started. The
+    /// trace prints its `block_rq_complete` twice, the data's ([`Self::completed`]) and then,
+    /// with 0 sectors, the request's end (`blk_flush_complete_seq` at `REQ_FSEQ_DONE`,
+    /// `blk_mq_end_request`), where its scheduler tag is put and the scheduler's
+    /// `finish_request` called (`mq_flush_data_end_io` put only the driver tag). `None` for
+    /// every other request.
+    pub ended: Option<Nanos>,
 }
 
 /// The context an event fired in: its CPU and the task running there. Two events of one
@@ -427,6 +435,7 @@ impl Builder {
             sched_bio_merges: 0,
             rq_merges: 0,
             requeues: 0,
+            ended: None,
         });
         self.track.push(Track {
             state: State::Created,
@@ -435,6 +444,30 @@ impl Builder {
             dir: rwbs.dir,
         });
         index
+    }
+
+    /// A completion of 0 sectors that no request in flight takes: the end of a flush
+    /// sequence's write ([`TracedRequest::ended`]) completed at that sector, the latest such
+    /// not yet ended. Whether one took it.
+    fn flush_sequence_ended(&mut self, ev: &FtraceEvent, e: &RqEvent) -> bool {
+        if e.action != RqAction::Complete || e.sectors != 0 || flush_only(e.rwbs, e.sectors) {
+            return false;
+        }
+        let ended = (0..self.out.requests.len()).rev().find(|&i| {
+            let r = &self.out.requests[i];
+            self.track[i].state == State::Done
+                && r.dev == e.dev
+                && (r.rwbs.fua || r.rwbs.preflush)
+                && r.issued_sector == e.sector
+                && r.ended.is_none()
+        });
+        match ended {
+            Some(i) => {
+                self.out.requests[i].ended = Some(ev.time);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The oldest of `set` that `pick` accepts, noting an ambiguity.
@@ -690,7 +723,9 @@ impl Builder {
                 };
                 self.out.requests = reqs;
                 let Some(i) = found else {
-                    self.out.stats.orphan_completions += 1;
+                    if !self.flush_sequence_ended(ev, e) {
+                        self.out.stats.orphan_completions += 1;
+                    }
                     return;
                 };
                 Self::remove(&mut self.inflight, i);
@@ -975,6 +1010,37 @@ mod tests {
         assert_eq!((f.pid, f.completed), (12, Some(Nanos(1_000_008_000))));
         assert_eq!(t.arrivals().len(), 1);
         assert_eq!(t.stats.orphan_completions + t.stats.orphan_issues, 0);
+    }
+
+    #[test]
+    fn a_fua_write_ends_after_its_post_flush_where_the_scheduler_learns_of_it() {
+        // An O_DSYNC O_DIRECT write on a device without FUA (`blk_insert_flush`: data through
+        // the scheduler, then a post-flush): its data completes, the flush machinery's `FF`
+        // runs, then `blk_flush_complete_seq` at REQ_FSEQ_DONE ends the request (0 sectors),
+        // which puts its scheduler tag and calls the scheduler's `finish_request`. An
+        // fdatasync's empty preflush write ends the same way after its `FF`.
+        let t = trace(
+            "\
+ fio-10 [001] ..... 1.000001: block_getrq: 7,0 WFS 32768 + 16 [fio]
+ fio-10 [001] ...1. 1.000002: block_rq_insert: 7,0 WS 8192 () 32768 + 16 be,0,4 [fio]
+ fio-10 [001] ..... 1.000003: block_rq_issue: 7,0 WS 8192 () 32768 + 16 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000014: block_rq_complete: 7,0 WS () 32768 + 16 be,0,4 [0]
+ kworker/1:1H-58 [001] ..... 1.000018: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/1:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000022: block_rq_complete: 7,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+ ksoftirqd/1-22 [001] d.s1. 1.000023: block_rq_complete: 7,0 WS () 32768 + 0 be,0,4 [0]
+ fio-10 [001] ..... 1.000027: block_getrq: 7,0 FWS 0 + 0 [fio]
+ kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 FF 0 () 0 + 0 none,0,0 [kworker/1:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000036: block_rq_complete: 7,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+ ksoftirqd/1-22 [001] d.s1. 1.000037: block_rq_complete: 7,0 WS () 0 + 0 be,0,4 [0]
+",
+        );
+        let (w, f) = (&t.requests[0], &t.requests[2]);
+        assert!(w.rwbs.fua);
+        assert_eq!(w.completed, Some(Nanos(1_000_014_000)));
+        assert_eq!(w.ended, Some(Nanos(1_000_023_000)));
+        assert_eq!(f.ended, Some(Nanos(1_000_037_000)));
+        assert_eq!(t.requests[1].ended, None, "the post-flush itself");
+        assert_eq!(t.stats.orphan_completions, 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 # Record a job mix whose fio jobs run in cgroup v1 blkio groups under each scheduler into
 # MIX/SCHED beside its job (jobs/MIX.fio: the corpus here; ../kernel-pending/MIX.fio: a
 # recording held out there) as record.sh records the corpus (--nr-requests 8 --size 128M --gzip, bfq with
-# --bfq-log). The job file puts each job in its group with fio's own options
+# --bfq-log; a loop device over a file on the disk for a name ending in -file). The job file puts each job in its group with fio's own options
 # (`cgroup=elevator-record-NAME`, `cgroup_nodelete=1`: fio moves the job's process there
 # before its first I/O); this script makes the groups given as NAME=WEIGHT under
 # /sys/fs/cgroup/blkio with that blkio.bfq.weight, and removes them at the end.
@@ -55,6 +55,10 @@ for sched in none mq-deadline kyber bfq; do
 	fi
 	extra=()
 	[ "$sched" = bfq ] && extra=(--bfq-log)
+	# A name ending in -file: a loop device over a file on the disk, as record.sh (kfresh19).
+	case "$mix" in
+	*-file) extra+=(--file "${TMPDIR:-/var/tmp}/elevator-record-$mix.img") ;;
+	esac
 	"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
 		--gzip --out "$dir/$mix$suffix" "${extra[@]}"
 done

@@ -8,7 +8,8 @@
 # from their defaults (the table of --set flags below: the queue's for every scheduler, then
 # each scheduler's own), 64 tags for a name ending in -nr64, a loop device over a file on the
 # disk for a name ending in -file (in $TMPDIR, else /var/tmp; rotational there) and 4096-byte
-# sectors for the four-k-sectors mix. Needs root, fio, tracefs:
+# sectors for the four-k-sectors mix. A name ending in -defaults (kfresh19) keeps the
+# recorder's defaults: no --nr-requests, and a 1 GiB device. Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -109,10 +110,18 @@ for mix in "${mixes[@]}"; do
 			short-*:bfq | writes-*:bfq | front-*:bfq | prio-aging-*:bfq | four-*:bfq | \
 			large-*:bfq | seq-*:bfq | rate-*:bfq | burst-*:bfq | osync-*:bfq | bssplit-*:bfq | \
 			tuned-*:bfq | prio-readers-*:bfq | randread-*:bfq | randwrite-*:bfq | \
-			randrw70-*:bfq | mixed-4k-*:bfq) \
+			randrw70-*:bfq | mixed-4k-*:bfq | dblog-*:bfq | big-*:bfq | thinktime-*:bfq | \
+			psync-*:bfq | randrw-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
-		"$elevator" kernel-record "$job" --sched "$sched" --nr-requests "$nr" --size 128M \
+		# A name ending in -defaults is recorded as a judge would record it, omitting the
+		# flags the recorder has defaults for: no --nr-requests (the queue keeps the tags the
+		# scheduler got, 256 here) and a larger device (kfresh19).
+		depth=(--nr-requests "$nr") size=128M
+		case "$mix" in
+		*-defaults) depth=() size=1G ;;
+		esac
+		"$elevator" kernel-record "$job" --sched "$sched" "${depth[@]}" --size "$size" \
 			--gzip --out "$here/$mix$suffix" "${extra[@]}"
 	done
 done
