@@ -89,6 +89,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
         }
         merged
     }
+    fn bio_not_merged(&mut self, bio: &Request, now: Nanos) {
+        self.inner.bio_not_merged(bio, now);
+    }
     fn merge_next(
         &mut self,
         into: RequestId,

@@ -75,6 +75,15 @@ pub trait Scheduler {
         None
     }
 
+    /// The kernel's merge attempt for `bio` (`blk_mq_sched_bio_merge`, the elevator's
+    /// `bio_merge`) ran and merged nothing, so the block layer does not offer it to
+    /// [`try_merge`](Scheduler::try_merge) (a replay's request of its own): a policy whose
+    /// attempt has side effects besides the merge applies them (bfq's early queue merge in
+    /// `bfq_allow_bio_merge`). The default does nothing.
+    fn bio_not_merged(&mut self, bio: &Request, now: Nanos) {
+        let _ = (bio, now);
+    }
+
     /// Right after [`try_merge`](Scheduler::try_merge) grew request `into`: merge it with
     /// the queued request that now continues it, as the kernel does after a merge (both
     /// through `attempt_merge`: same operation, I/O priority and cgroup, contiguous, at most
@@ -248,6 +257,9 @@ macro_rules! forward_scheduler {
                 now: Nanos,
             ) -> Option<RequestsMerged> {
                 (**self).merge_next(into, grown, max_sectors, now)
+            }
+            fn bio_not_merged(&mut self, bio: &Request, now: Nanos) {
+                (**self).bio_not_merged(bio, now)
             }
             fn insert(&mut self, rq: Request, now: Nanos) {
                 (**self).insert(rq, now)

@@ -116,6 +116,9 @@ impl Scheduler for Recording {
         });
         into
     }
+    fn bio_not_merged(&mut self, bio: &Request, now: Nanos) {
+        self.inner.bio_not_merged(bio, now);
+    }
     fn merge_next(
         &mut self,
         into: RequestId,

@@ -1761,3 +1761,40 @@ fn bfq_completed_request_reads_its_clock_before_arming_the_idle_timer() {
         "stamped after the clock"
     );
 }
+
+#[test]
+fn bfq_allow_bio_merge_merges_queues_at_a_bio_that_merges_into_nothing() {
+    // bfq_bio_merge -> elv_merge offers a bio to bfq_allow_bio_merge for q->last_merge when
+    // blk_rq_merge_ok passes (same operation, I/O priority and cgroup), and that runs
+    // bfq_setup_cooperator at the bio's sector and bfq_merge_bfqqs before the bio's request
+    // is allocated, whether the bio then merges or not. ctx 2's queue (its read at
+    // 90,000,000 is q->last_merge) joins ctx 4's (next request at 20,000,000) at a read
+    // 100 sectors before that.
+    let scene = || {
+        let (mut s, _, d) = close_scene();
+        s.insert(rq(9, 2).sector(90_000_000).build(), Nanos::from_ms(1));
+        assert_eq!(s.last_merge, Some(9));
+        let own = s.bics[&CtxId(2)].sync_q;
+        assert!(own.is_some() && own != Some(d));
+        (s, own, d)
+    };
+    let (mut s, _, d) = scene();
+    s.bio_not_merged(
+        &rq(10, 2).sector(20_000_000 - 100).build(),
+        Nanos::from_ms(2),
+    );
+    assert_eq!(s.bics[&CtxId(2)].sync_q, Some(d), "merged at the bio");
+    // A bio no candidate is offered for (a sync write: last_merge is a read) merges no queue.
+    let (mut s, own, _) = scene();
+    let write = rq(10, 2).sector(20_000_000 - 100).sync_write().build();
+    s.bio_not_merged(&write, Nanos::from_ms(2));
+    assert_eq!(s.bics[&CtxId(2)].sync_q, own);
+    // Nor one after q->last_merge left (bfq_remove_request clears it).
+    let (mut s, own, _) = scene();
+    s.last_merge = None;
+    s.bio_not_merged(
+        &rq(10, 2).sector(20_000_000 - 100).build(),
+        Nanos::from_ms(2),
+    );
+    assert_eq!(s.bics[&CtxId(2)].sync_q, own);
+}

@@ -1,7 +1,8 @@
 //! Queue merging of cooperating processes: processes whose requests, each non-sequential,
 //! are sequential together (interleaved readers of one file, QEMU I/O threads) get one shared
 //! queue, found through a per-group tree of queues sorted by the sector of their next request
-//! (`bfq_setup_cooperator`). A queue may be merged only within `merge_window_ms` (100 ms) of
+//! (`bfq_setup_cooperator`), at a request's insertion and at a bio's merge attempt
+//! (`bfq_allow_bio_merge`). A queue may be merged only within `merge_window_ms` (100 ms) of
 //! its first service after it last became busy (`bfq_too_late_for_merging`, the commit of
 //! shared/seeds/002); never across groups or classes, never async or seeky queues. A shared
 //! queue found seeky is split on its processes' next requests. Queues created within 180 ms
@@ -196,6 +197,51 @@ impl Bfq {
             return self.setup_merge(q, n);
         }
         None
+    }
+
+    /// Whether queued request `r` is one `elv_merge` offers bio `bio` to the elevator's
+    /// `allow_merge` for and `bfq_allow_bio_merge` gets past its first test with: mergeable
+    /// together (`blk_rq_merge_ok`: the same operation, I/O priority and cgroup) and not a
+    /// sync bio into an async request.
+    fn merge_candidate(r: &crate::request::Request, bio: &crate::request::Request) -> bool {
+        r.op == bio.op
+            && r.prio == bio.prio
+            && r.group == bio.group
+            && (!bio.is_sync() || r.is_sync())
+    }
+
+    /// The early queue merge of a bio's merge attempt (`bfq_bio_merge` -> `elv_merge` ->
+    /// `bfq_allow_bio_merge`, 6.18): for each merge candidate `elv_merge` tries (the one-hit
+    /// `q->last_merge`, a request of any queue ending where the bio starts, one of the
+    /// bio's queue starting where it ends) that passes `blk_rq_merge_ok`, the kernel runs
+    /// `bfq_setup_cooperator` for the bio's sync queue at the bio's sector and redirects
+    /// the process to the queue found (`bfq_merge_bfqqs`), whether the bio then merges or
+    /// not, before its request is allocated. Ours runs it once if any candidate passes.
+    pub(super) fn early_queue_merge(&mut self, bio: &crate::request::Request, t: Tick) {
+        if !self.cfg.queue_merging || !bio.is_sync() {
+            return;
+        }
+        let Some(q) = self.bics.get(&bio.ctx).and_then(|b| b.sync_q) else {
+            return;
+        };
+        let queued = |x: usize| self.queues[x].sort.values();
+        let last = self.last_merge.and_then(|id| {
+            let &(x, ..) = self.rq_queue.get(&id)?;
+            queued(x).find(|r| r.id.0 == id)
+        });
+        let candidate = last.is_some_and(|r| Self::merge_candidate(r, bio))
+            || (0..self.queues.len())
+                .flat_map(queued)
+                .any(|r| r.end() == bio.sector && Self::merge_candidate(r, bio))
+            || queued(q).any(|r| r.sector == bio.end() && Self::merge_candidate(r, bio));
+        if !candidate {
+            return;
+        }
+        if let Some(n) = self.setup_cooperator(q, Some(bio), t) {
+            if self.bics[&bio.ctx].sync_q == Some(q) {
+                self.merge_bfqqs(bio.ctx, q, n, t);
+            }
+        }
     }
 
     fn setup_stable_merge(&mut self, q: usize, s: usize, ctx: CtxId) -> Option<usize> {

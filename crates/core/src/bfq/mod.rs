@@ -62,8 +62,12 @@
 //!   [`crate::tags::TagBits`], with its own deviations).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
-//! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit);
-//!   queue merging is decided on insert only (the kernel also tries on bio merges).
+//! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit).
+//!   Queue merging is tried at a request's insertion and, as the kernel's
+//!   `bfq_allow_bio_merge` does, at each bio's merge attempt ([`Scheduler::bio_not_merged`] for
+//!   one that merges nothing) once `elv_merge` would offer it a candidate: `q->last_merge`, a
+//!   request ending where the bio starts, or one of its queue starting where it ends, of the
+//!   same operation, priority and group (the kernel calls it once per candidate; ours once).
 //! - bfq's stamps at an insertion read the submitter's plug clock (`blk_time_get_ns`, 6.9+):
 //!   the time its process allocated the first request still waiting for insertion (or got a
 //!   tag after sleeping), else the insertion's time; `bfq_check_waker`'s difference wraps as
@@ -207,6 +211,9 @@ pub struct Bfq {
     peak: PeakRate,
     last_position: u64,
     in_serv_last_pos: u64,
+    /// The request queue's one-hit merge cache (`q->last_merge`): the first request inserted
+    /// while it was empty, or the last one a merge grew; cleared when that request leaves.
+    last_merge: Option<u64>,
     hw_tag: i8,
     max_rq_in_driver: u32,
     hw_tag_samples: u32,
@@ -263,6 +270,7 @@ impl Bfq {
             peak: PeakRate::new(rotational),
             last_position: 0,
             in_serv_last_pos: 0,
+            last_merge: None,
             hw_tag: -1,
             max_rq_in_driver: 0,
             hw_tag_samples: 0,
@@ -473,6 +481,8 @@ impl Bfq {
                 self.cfg.fifo_expire_async.0 as Tick
             };
         self.rq_queue.insert(rq.id.0, (q, depth, bit, rq.cpu));
+        // bfq_insert_request: a mergeable request becomes `q->last_merge` if there is none.
+        self.last_merge.get_or_insert(rq.id.0);
         self.add_request(q, rq, t, now_ns);
         self.queues[q].fifo.push_back((expire, key));
         self.rq_enqueued(q, sectors, sync, end, t);
@@ -1162,6 +1172,9 @@ impl Bfq {
             self.updated_next_req(q, t);
         }
         let rq = self.queues[q].sort.remove(&key).expect("queued request");
+        if self.last_merge == Some(key.1) {
+            self.last_merge = None;
+        }
         self.queues[q].queued[usize::from(rq.is_sync())] -= 1;
         self.queued -= 1;
         if self.queues[q].is_empty() {
@@ -1218,6 +1231,8 @@ impl Bfq {
             r.sectors += sectors;
         }
         self.remove_request(q, next_key, t);
+        // elv_merge_requests: the grown request is the one-hit cache now.
+        self.last_merge = Some(into.0);
         self.free_request(gone, ctx);
         self.admit_waiting(t);
         Some(gone)
@@ -1387,7 +1402,11 @@ impl Scheduler for Bfq {
         "bfq"
     }
 
-    fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
+    /// `bfq_bio_merge`: first the early queue merge of `bfq_allow_bio_merge`
+    /// ([`Bfq::bio_not_merged`]), then a back merge into the request of the bio's queue
+    /// that ends where it starts.
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
+        self.early_queue_merge(rq, now.0 as Tick);
         let bic = self.bics.get(&rq.ctx)?;
         let q = if rq.is_sync() {
             bic.sync_q?
@@ -1405,7 +1424,14 @@ impl Scheduler for Bfq {
             return None;
         }
         target.sectors += rq.sectors;
-        Some(target.id)
+        let id = target.id;
+        // elv_merged_request: the grown request is the one-hit cache now.
+        self.last_merge = Some(id.0);
+        Some(id)
+    }
+
+    fn bio_not_merged(&mut self, bio: &Request, now: Nanos) {
+        self.early_queue_merge(bio, now.0 as Tick);
     }
 
     /// After a bio's back merge only (bfq's `try_merge` makes no front merge). Deviation:

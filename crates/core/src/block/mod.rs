@@ -976,7 +976,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         // only then is there one to merge into.
         let waiting = !self.sched.issues_directly()
             || self.in_flight + self.sched.queued() > self.limits.queue_depth;
-        let merge = self.limits.nomerges != NoMerges::None && data && waiting && !own_request;
+        let attempt = self.limits.nomerges != NoMerges::None && data && waiting;
+        let merge = attempt && !own_request;
+        if attempt && own_request {
+            self.sched.bio_not_merged(&rq, now);
+        }
         let room = limit.unwrap_or(DEFAULT_MERGE_SECTORS);
         if let Some(into) = merge
             .then(|| self.sched.try_merge(&rq, room, now))
