@@ -62,7 +62,8 @@
 //!   [`crate::tags::TagBits`], with its own deviations).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
-//! - `try_merge` back-merges a request into a queued one of the same queue (up to the device's limit).
+//! - `try_merge` back- or front-merges a request into a queued one of the same queue (up to the
+//!   device's limit), `q->last_merge` first as `elv_merge` does.
 //!   Queue merging is tried at a request's insertion and, as the kernel's
 //!   `bfq_allow_bio_merge` does, at each bio's merge attempt ([`Scheduler::bio_not_merged`] for
 //!   one that merges nothing) once `elv_merge` would offer it a candidate: `q->last_merge`, a
@@ -185,6 +186,9 @@ pub struct Bfq {
     /// the CPU it was allocated on (whose hint its freed bit becomes), for queued and
     /// in-flight requests (every one holds a tag: bfq sees a request only once it has one).
     rq_queue: IdMap<u64, (usize, Depth, Option<u32>, u32)>,
+    /// The request the last bio front-merged into (`bfq_request_merge`), for
+    /// `attempt_front_merge` after it; `None` after a back merge.
+    front_merged: Option<RequestId>,
     /// The scheduler tags.
     tags: SchedTags,
     /// The requests waiting for a tag, outside bfq.
@@ -242,6 +246,7 @@ impl Bfq {
             groups,
             bics: IdMap::default(),
             rq_queue: IdMap::default(),
+            front_merged: None,
             tags: {
                 let mut tags = SchedTags::new(cfg.nr_requests, cfg.nr_requests);
                 tags.set_map_depth(cfg.tag_map_depth);
@@ -1192,21 +1197,35 @@ impl Bfq {
         rq
     }
 
-    /// `attempt_back_merge` after a bio grew request `into`: bfq's `next_request` is
-    /// `elv_rb_latter_request`, the next request in `into`'s queue's sort tree, merged if
-    /// `attempt_merge` allows (same operation and I/O priority, contiguous, at most
-    /// `max_sectors` together). Then `bfq_requests_merged` (`into` takes the merged one's
-    /// FIFO place when that one expires first, and its place as the queue's next request;
-    /// `bfq_remove_request` drops it) and its freeing (`bfq_finish_requeue_request` of a
-    /// request never started: its tag and its allocation given back).
-    fn merge_latter(&mut self, into: RequestId, max_sectors: u32, t: Tick) -> Option<RequestId> {
+    /// `attempt_back_merge` / `attempt_front_merge` after a bio grew request `into`: bfq's
+    /// `next_request` and `former_request` are `elv_rb_latter_request` and
+    /// `elv_rb_former_request`, the next and the previous request in `into`'s queue's sort
+    /// tree. After a back merge the next one merges into `into`, after a front merge `into`
+    /// merges into the previous one, if `attempt_merge` allows (same operation and I/O
+    /// priority, contiguous, at most `max_sectors` together). Then `bfq_requests_merged`
+    /// (the one kept takes the merged one's FIFO place when that one expires first, and its
+    /// place as the queue's next request; `bfq_remove_request` drops it) and its freeing
+    /// (`bfq_finish_requeue_request` of a request never started: its tag and its allocation
+    /// given back). Returns (kept, gone).
+    fn merge_neighbour(
+        &mut self,
+        into: RequestId,
+        front: bool,
+        max_sectors: u32,
+        t: Tick,
+    ) -> Option<(RequestId, RequestId)> {
         let &(q, ..) = self.rq_queue.get(&into.0)?;
         let qq = &mut self.queues[q];
-        let (&key, rq) = qq.sort.iter().find(|(k, _)| k.1 == into.0)?;
-        let (&next_key, next) = qq
-            .sort
-            .range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded))
-            .next()?;
+        let (&own, _) = qq.sort.iter().find(|(k, _)| k.1 == into.0)?;
+        let (&other, _) = if front {
+            qq.sort.range(..own).next_back()?
+        } else {
+            qq.sort
+                .range((std::ops::Bound::Excluded(own), std::ops::Bound::Unbounded))
+                .next()?
+        };
+        let (key, next_key) = if front { (other, own) } else { (own, other) };
+        let (rq, next) = (&qq.sort[&key], &qq.sort[&next_key]);
         if next.sector != rq.end()
             || next.op != rq.op
             || next.prio != rq.prio
@@ -1214,7 +1233,7 @@ impl Bfq {
         {
             return None;
         }
-        let (gone, ctx, sectors) = (next.id, next.ctx, next.sectors);
+        let (kept, gone, ctx, sectors) = (rq.id, next.id, next.ctx, next.sectors);
         let expiry = |k: Key| qq.fifo.iter().find(|e| e.1 == k).map(|e| e.0);
         if let (Some(own), Some(theirs)) = (expiry(key), expiry(next_key)) {
             if theirs < own {
@@ -1231,11 +1250,11 @@ impl Bfq {
             r.sectors += sectors;
         }
         self.remove_request(q, next_key, t);
-        // elv_merge_requests: the grown request is the one-hit cache now.
-        self.last_merge = Some(into.0);
+        // elv_merge_requests: the request kept is the one-hit cache now.
+        self.last_merge = Some(kept.0);
         self.free_request(gone, ctx);
         self.admit_waiting(t);
-        Some(gone)
+        Some((kept, gone))
     }
 
     fn dispatch_from(&mut self, q: usize, t: Tick) -> Request {
@@ -1403,8 +1422,17 @@ impl Scheduler for Bfq {
     }
 
     /// `bfq_bio_merge`: first the early queue merge of `bfq_allow_bio_merge`
-    /// ([`Bfq::bio_not_merged`]), then a back merge into the request of the bio's queue
-    /// that ends where it starts.
+    /// ([`Bfq::bio_not_merged`]), then `blk_mq_sched_try_merge` -> `elv_merge`'s candidate:
+    /// the one-hit `q->last_merge` if the bio continues it or ends where it starts
+    /// (`blk_try_merge`), else the request of the bio's queue that ends where the bio starts
+    /// (`elv_rqhash_find`: a back merge), else the one that starts where the bio ends
+    /// (`bfq_request_merge`, `bfq_find_rq_fmerge`: `elv_rb_find` on the queue's sort tree; a
+    /// front merge), each only if `elv_bio_merge_ok` allows (same operation and I/O priority,
+    /// `blk_rq_merge_ok`; no sync bio into an async request, `bfq_allow_bio_merge`). The
+    /// candidate found merges if the two fit in `max_sectors` (`ll_back_merge_fn`,
+    /// `ll_front_merge_fn`), else nothing merges. A front-merged request keeps its place in
+    /// the sort tree (`bfq_request_merged` repositions it only when it now starts before the
+    /// one before it) and its queue's next request.
     fn try_merge(&mut self, rq: &Request, max_sectors: u32, now: Nanos) -> Option<RequestId> {
         self.early_queue_merge(rq, now.0 as Tick);
         let bic = self.bics.get(&rq.ctx)?;
@@ -1415,18 +1443,66 @@ impl Scheduler for Bfq {
             self.groups[self.group_of(rq.group).0 as usize].async_q[slot]?
         };
         let qq = &mut self.queues[q];
-        let (_, target) = qq.sort.range_mut(..(rq.sector, 0)).next_back()?;
-        if target.end() != rq.sector
-            || target.op != rq.op
-            || (rq.is_sync() && !target.is_sync())
-            || target.sectors + rq.sectors > max_sectors
-        {
+        let allowed = |target: &Request| {
+            target.op == rq.op && target.prio == rq.prio && !(rq.is_sync() && !target.is_sync())
+        };
+        let end = rq.end();
+        let last = self
+            .last_merge
+            .and_then(|id| qq.sort.iter().find(|(k, _)| k.1 == id))
+            .filter(|(_, r)| allowed(r))
+            .and_then(|(&k, r)| {
+                if r.end() == rq.sector {
+                    Some((k, false))
+                } else if r.sector == end {
+                    Some((k, true))
+                } else {
+                    None
+                }
+            });
+        let back = || {
+            qq.sort
+                .range(..(rq.sector, 0))
+                .next_back()
+                .filter(|(_, r)| r.end() == rq.sector && allowed(r))
+                .map(|(&k, _)| (k, false))
+        };
+        let front = || {
+            qq.sort
+                .range((end, 0)..=(end, u64::MAX))
+                .next()
+                .filter(|(_, r)| allowed(r))
+                .map(|(&k, _)| (k, true))
+        };
+        let (key, is_front) = last.or_else(back).or_else(front)?;
+        if qq.sort[&key].sectors + rq.sectors > max_sectors {
             return None;
         }
-        target.sectors += rq.sectors;
-        let id = target.id;
+        let id = RequestId(key.1);
         // elv_merged_request: the grown request is the one-hit cache now.
         self.last_merge = Some(id.0);
+        if !is_front {
+            qq.sort.get_mut(&key).expect("found above").sectors += rq.sectors;
+            self.front_merged = None;
+            return Some(id);
+        }
+        let mut grown = qq.sort.remove(&key).expect("found above");
+        grown.sector = rq.sector;
+        grown.sectors += rq.sectors;
+        let new_key = (rq.sector, key.1);
+        qq.sort.insert(new_key, grown);
+        for e in qq.fifo.iter_mut().filter(|e| e.1 == key) {
+            e.1 = new_key;
+        }
+        if qq.next_rq == Some(key) {
+            qq.next_rq = Some(new_key);
+            // The position tree reads its queues' next requests' sectors as they are
+            // (`bfq_rq_pos_tree_lookup`): ours keeps the sector it filed, so re-file.
+            if !self.nonrot_with_queueing {
+                self.pos_tree_add_move(q, now.0 as Tick);
+            }
+        }
+        self.front_merged = Some(id);
         Some(id)
     }
 
@@ -1434,9 +1510,9 @@ impl Scheduler for Bfq {
         self.early_queue_merge(bio, now.0 as Tick);
     }
 
-    /// After a bio's back merge only (bfq's `try_merge` makes no front merge). Deviation:
-    /// after an insertion merge the kernel's `elv_attempt_insert_merge` goes on merging the
-    /// grown request into the one ending where it starts; ours merges no further.
+    /// After a bio's back or front merge (`attempt_back_merge`, `attempt_front_merge`).
+    /// Deviation: after an insertion merge the kernel's `elv_attempt_insert_merge` goes on
+    /// merging the grown request into the one ending where it starts; ours merges no further.
     fn merge_next(
         &mut self,
         into: RequestId,
@@ -1447,8 +1523,9 @@ impl Scheduler for Bfq {
         if grown != GrownBy::Bio {
             return None;
         }
-        let gone = self.merge_latter(into, max_sectors, now.0 as Tick)?;
-        Some(RequestsMerged { kept: into, gone })
+        let front = self.front_merged.take() == Some(into);
+        let (kept, gone) = self.merge_neighbour(into, front, max_sectors, now.0 as Tick)?;
+        Some(RequestsMerged { kept, gone })
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {

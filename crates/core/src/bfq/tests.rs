@@ -3558,3 +3558,57 @@ fn bfq_stamps_an_insertion_with_the_time_its_plug_cached_at_the_allocation() {
     let expire = s.queues[q].fifo.back().unwrap().0;
     assert_eq!(expire, 20 * MS + s.cfg.fifo_expire_sync.0 as Tick);
 }
+
+/// `bfq_bio_merge` -> `elv_merge` (6.18): a bio starting where a queued request of its queue
+/// ends back-merges into it (`elv_rqhash_find`); else one ending where a queued request
+/// starts front-merges into that one (`bfq_request_merge`, `bfq_find_rq_fmerge`:
+/// `elv_rb_find` on the queue's sort tree); either only if `blk_rq_merge_ok` allows (the same
+/// I/O priority). The front-merged request starts at the bio and is dispatched whole. Found by
+/// kfresh19's `rt-be-idle-classes-cmdprio-uring`/bfq (decision 1043): an io_uring worker's
+/// resubmitted bio front-merged in the kernel, where ours made it a request of its own.
+#[test]
+fn bfq_request_merge_front_merges_a_bio_ending_where_a_queued_request_starts() {
+    let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+    s.insert(rq(1, 1).sector(1000).sectors(8).build(), Nanos::ZERO);
+    s.insert(rq(2, 1).sector(1016).sectors(8).build(), Nanos::ZERO);
+    let other_prio = rq(3, 1)
+        .sector(1008)
+        .sectors(8)
+        .prio(IoClass::RealTime, 0)
+        .build();
+    assert_eq!(
+        s.try_merge(&other_prio, 1024, Nanos::ZERO),
+        None,
+        "blk_rq_merge_ok: another I/O priority"
+    );
+    // Both ways possible: the back merge comes first, then `attempt_back_merge` joins the
+    // latter request.
+    let bio = rq(4, 1).sector(1008).sectors(8).build();
+    assert_eq!(s.try_merge(&bio, 1024, Nanos::ZERO), Some(RequestId(1)));
+    assert_eq!(
+        s.merge_next(RequestId(1), GrownBy::Bio, 1024, Nanos::ZERO),
+        Some(RequestsMerged {
+            kept: RequestId(1),
+            gone: RequestId(2)
+        })
+    );
+    // A front merge: the bio 2000+8 into the request at 2008; the request before it, 1900+8,
+    // ends short of it (`attempt_front_merge` finds nothing to join).
+    s.insert(rq(5, 1).sector(1900).sectors(8).build(), Nanos::ZERO);
+    s.insert(rq(6, 1).sector(2008).sectors(8).build(), Nanos::ZERO);
+    let bio = rq(7, 1).sector(2000).sectors(8).build();
+    assert_eq!(s.try_merge(&bio, 1024, Nanos::ZERO), Some(RequestId(6)));
+    assert_eq!(
+        s.merge_next(RequestId(6), GrownBy::Bio, 1024, Nanos::ZERO),
+        None
+    );
+    // Too large together: no front merge.
+    let big = rq(8, 1).sector(1992).sectors(8).build();
+    assert_eq!(s.try_merge(&big, 16, Nanos::ZERO), None);
+    let mut sizes = Vec::new();
+    while let Dispatch::Request(r) = s.dispatch(Nanos::ZERO) {
+        sizes.push((r.id.0, r.sector, r.sectors));
+    }
+    sizes.sort();
+    assert_eq!(sizes, vec![(1, 1000, 24), (5, 1900, 8), (6, 2000, 16)]);
+}
