@@ -863,7 +863,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         }
         other => {
             return Err(format!(
-            "{other:?} is not an option elevator reads (its fio subset, the same for sim and run: \
+            "{other:?} is not supported by elevator (its fio subset, the same for sim and run: \
              `elevator run --help`)"
         ))
         }
