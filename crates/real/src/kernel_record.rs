@@ -27,7 +27,9 @@
 //!    while fio runs the job file against the loop device, with `--filename` set to it.
 //! 6. Reads the ring buffers' overrun counts (a trace that lost events says so in its
 //!    metadata, and the recording fails unless told to keep it), snapshots the queue's and
-//!    the scheduler's sysfs attributes, writes `meta.json`.
+//!    the scheduler's sysfs attributes, writes groups.txt, then `meta.json` last, whole
+//!    (written aside and renamed): a directory without it is a cut recording, which the
+//!    next run refuses by name and `kernel-diff` tells skipped.
 //!
 //! Every step that changed something pushes its undo; on success, error or interruption
 //! they run in reverse: tracing off and the instance removed, the top-level tracer, clock,
