@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -25,27 +26,63 @@ from ._elevator import ElevatorError, InputError
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-#: Seconds to wait for a Ray cluster's address to answer before refusing it.
+#: Seconds the whole probe of a Ray cluster's address (connect, greet, answer) may take.
 CONNECT_TIMEOUT_S = 10.0
+
+#: What an HTTP/2 client sends first (RFC 9113 section 3.4), then an empty SETTINGS frame
+#: (length 0, type 4, no flags, stream 0). Ray's GCS and its client server are gRPC servers,
+#: which answer a greeting with a SETTINGS frame of their own.
+_HTTP2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+#: The type of an HTTP/2 SETTINGS frame, the fourth byte of its 9-byte header.
+_SETTINGS = 4
 
 
 def _reachable(address: str) -> None:
-    """Refuse a cluster address (``HOST:PORT`` or ``ray://HOST:PORT``) that does not accept a
-    connection within :data:`CONNECT_TIMEOUT_S`: ``ray.init`` retried one for more than five
-    minutes before giving up. ``auto`` and ``local`` are Ray's to resolve."""
+    """Refuse a cluster address (``HOST:PORT`` or ``ray://HOST:PORT``) where no gRPC server
+    (what Ray's GCS and its client server are) answers within :data:`CONNECT_TIMEOUT_S`, the
+    connect, the HTTP/2 greeting and the first frame of the answer together: ``ray.init``
+    retried an address that accepts no connection for more than five minutes, and one that
+    accepts TCP but is not Ray (``nc -l``, an HTTP server) without end. With ``RAY_USE_TLS``
+    set the cluster speaks TLS first, so only the connection is tried. ``auto`` and ``local``
+    are Ray's to resolve."""
     rest = address[len("ray://"):] if address.startswith("ray://") else address
     host, sep, port = rest.rpartition(":")
     if not sep or not port.isdigit():
         return
     host = host.strip("[]") or "127.0.0.1"
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except (OSError, ValueError) as e:
-        raise _check.error(
+    tls = os.environ.get("RAY_USE_TLS", "0").strip().lower() in ("1", "true", "yes")
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+
+    def refuse(why: str) -> ElevatorError:
+        return _check.error(
             "address",
-            f"{address!r}: no Ray cluster answers there ({e}); start one (`ray start --head`) "
+            f"{address!r}: no Ray cluster answers there ({why}); start one (`ray start --head`) "
             "or leave address=None for a local cluster",
+        )
+
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S) as s:
+            if tls:
+                return
+            s.settimeout(max(deadline - time.monotonic(), 0.001))
+            s.sendall(_HTTP2_GREETING)
+            head = b""
+            while len(head) < 9:
+                s.settimeout(max(deadline - time.monotonic(), 0.001))
+                part = s.recv(9 - len(head))
+                if not part:
+                    break
+                head += part
+    except socket.timeout:
+        raise refuse(
+            f"it accepted a connection but sent no gRPC answer within {CONNECT_TIMEOUT_S:g} s"
         ) from None
+    except (OSError, ValueError, OverflowError) as e:
+        raise refuse(str(e)) from None
+    if len(head) < 9 or head[3] != _SETTINGS:
+        got = _check.shown(head.decode("latin-1")) if head else "nothing"
+        raise refuse(f"it answered an HTTP/2 greeting with {got}, not a gRPC server's SETTINGS")
 
 
 def _write_cells(spec_json: str, cells: list, store: str) -> list:

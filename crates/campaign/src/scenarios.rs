@@ -38,7 +38,9 @@ pub fn source(
         return Ok((text.to_string(), format!("builtin:{n}"), None));
     }
     let p = Path::new(name_or_path);
-    if !p.exists() {
+    // A name that is there (a link to itself or to nowhere included) is read, so its own
+    // error is told, not that nothing is there.
+    if p.symlink_metadata().is_err() {
         return Err(InputError::new(
             name_or_path,
             format!(

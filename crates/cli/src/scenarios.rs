@@ -21,7 +21,8 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
     }
     let p = Path::new(name_or_path);
     anyhow::ensure!(
-        p.exists(),
+        // A link to itself or to nowhere is read and told as such, not as missing.
+        p.symlink_metadata().is_ok(),
         "{name_or_path:?} is neither a built-in scenario ({}) nor a file",
         BUILTIN
             .iter()

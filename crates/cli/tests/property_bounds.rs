@@ -379,6 +379,30 @@ fn calibration_points(dir: &Path, n: usize) -> Vec<String> {
     .to_vec()
 }
 
+/// The DiskSim Atlas 10K (`shared/data/disksim-valid`) with an extracted seek curve of `n`
+/// points (distances 1 to `n`: at most its 10,042 cylinders), converted by `drive
+/// import-disksim` (its .parv, .diskspecs, .model and .seek readers).
+fn disksim_seek_curve(dir: &Path, n: usize) -> Vec<String> {
+    use std::fmt::Write;
+    let data = elevator_workload::traces::shared_data_dir()
+        .expect("checked by the test")
+        .join("disksim-valid");
+    let d = dir.join(format!("atlas-{n}"));
+    std::fs::create_dir_all(&d).unwrap();
+    for ext in ["parv", "diskspecs", "model"] {
+        let f = format!("atlas10k.{ext}");
+        std::fs::copy(data.join(&f), d.join(&f)).unwrap();
+    }
+    let mut seek = format!("Seek distances measured: {n}\n");
+    for i in 1..=n {
+        writeln!(seek, "{i},\t{:.5}", 1.0 + i as f64 * 1e-3).unwrap();
+    }
+    std::fs::write(d.join("atlas10k.seek"), seek).unwrap();
+    ["drive", "import-disksim", &s(&d.join("atlas10k.parv"))]
+        .map(String::from)
+        .to_vec()
+}
+
 /// Two shards of a sweep of `n` cells written as Parquet (by `sim --sweep`, outside the
 /// measure), joined by `merge`.
 fn merge_shards(dir: &Path, n: usize) -> Vec<String> {
@@ -562,4 +586,23 @@ fn every_command_reads_its_input_in_bounded_memory_and_near_linear_time() {
         },
     ];
     check(&cases);
+}
+
+/// `drive import-disksim` (round 13: the one reader the property did not run): a seek curve
+/// of 100 and of 10,000 points. Needs shared/data/disksim-valid: skipped with a notice
+/// otherwise.
+#[test]
+fn drive_import_disksim_reads_in_bounded_memory_and_near_linear_time() {
+    let found = elevator_workload::traces::shared_data_dir()
+        .filter(|d| d.join("disksim-valid/atlas10k.parv").is_file());
+    if found.is_none() {
+        eprintln!("notice: shared/data/disksim-valid not found; drive import-disksim not measured");
+        return;
+    }
+    check(&[Case {
+        name: "drive import-disksim: extracted seek curve of n points (cap: the cylinders)",
+        small: 100,
+        large: 10_000,
+        make: disksim_seek_curve,
+    }]);
 }

@@ -29,7 +29,9 @@
 //!    while fio runs the job file against the loop device, with `--filename` set to it.
 //! 6. Reads the ring buffers' overrun counts (a trace that lost events says so in its
 //!    metadata, and the recording fails unless told to keep it), snapshots the queue's and
-//!    the scheduler's sysfs attributes, writes `meta.json`.
+//!    the scheduler's sysfs attributes, writes groups.txt, then `meta.json` last, whole
+//!    (written aside and renamed): a directory without it is a cut recording, which the
+//!    next run refuses by name and `kernel-diff` tells skipped.
 //!
 //! Every step that changed something pushes its undo; on success, error or interruption
 //! they run in reverse: tracing off and the instance removed, the top-level tracer, clock,
@@ -612,6 +614,37 @@ pub fn record(
     }
 }
 
+/// Why a non-empty output directory is refused: a cut recording (what a `kernel-record` killed
+/// outright leaves: its job.fio and trace without the meta.json written last) is named as one,
+/// with how to remove it, never reused or mixed with a new one.
+fn not_empty(out: &Path) -> String {
+    let has = |name: &str| out.join(name).exists();
+    let cut = !has("meta.json")
+        && [
+            "job.fio",
+            "trace.txt",
+            "trace.txt.gz",
+            "fio.out",
+            "meta.json.partial",
+        ]
+        .iter()
+        .any(|n| has(n));
+    if cut {
+        format!(
+            "{}: holds a cut recording (job.fio or a trace, no meta.json: a kernel-record killed \
+             before it finished, or a power cut); nothing of it is reused: remove it (`rm -r {}`) \
+             or record into another --out",
+            out.display(),
+            out.display()
+        )
+    } else {
+        format!(
+            "{}: not empty (each recording goes to a new or empty directory)",
+            out.display()
+        )
+    }
+}
+
 fn record_inner(
     opts: &RecordOptions,
     stop: &AtomicBool,
@@ -702,13 +735,14 @@ fn record_inner(
             ));
         }
     }
+    // What a killed earlier run left (its loop device, tmpfs, tracefs instance, top-level
+    // tracer), cleaned before the output directory is looked at: a run refused for the cut
+    // recording that killed run left still leaves the system clean.
+    leftovers::clean_dead(&mut |m| progress(m)).map_err(|e| RecordError::new("leftovers", e))?;
     match fs::read_dir(&opts.out) {
         Ok(mut rd) => {
             if rd.next().is_some() {
-                return Err(RecordError::new(
-                    "check",
-                    format!("{}: not empty", opts.out.display()),
-                ));
+                return Err(RecordError::new("check", not_empty(&opts.out)));
             }
             undo.out = Some((opts.out.clone(), false));
         }
@@ -731,8 +765,7 @@ fn record_inner(
     fs::write(&job_copy, &job_text)
         .map_err(|e| RecordError::new("check", format!("write {}: {e}", job_copy.display())))?;
 
-    // What a killed earlier run left, cleaned; what this one creates, noted first.
-    leftovers::clean_dead(&mut |m| progress(m)).map_err(|e| RecordError::new("leftovers", e))?;
+    // What this run creates, noted first.
     undo.claim = Some(Claim::take("kernel-record").map_err(|e| RecordError::new("leftovers", e))?);
 
     // tracefs.
@@ -1008,6 +1041,14 @@ fn record_inner(
         let size = read_attr(&tracefs.join("buffer_size_kb")).map_err(tr)?;
         let size = size.split_whitespace().next().unwrap_or("1408").to_string();
         let on = read_attr(&tracefs.join("tracing_on")).map_err(tr)?;
+        // Noted before it is changed: a run killed outright leaves it `blk`, and the next
+        // one puts it back (`leftovers::clean_dead`) instead of finding it in use.
+        undo.note(Item::TopTracer {
+            tracefs: tracefs.clone(),
+            clock: clock.clone(),
+            size_kb: size.clone(),
+            on: on.clone(),
+        })?;
         {
             let t = tracefs.clone();
             undo.push("put back the top-level tracer", move || {
@@ -1223,11 +1264,18 @@ fn record_inner(
             exit_code,
         },
     };
-    let json = serde_json::to_string_pretty(&meta).map_err(|e| RecordError::new("meta.json", e))?;
-    fs::write(out.join("meta.json"), json + "\n")
-        .map_err(|e| RecordError::new("meta.json", format!("write: {e}")))?;
+    // meta.json last, whole or not at all (written aside, then renamed): a recording killed
+    // at any moment (SIGKILL, a power cut) is one without meta.json, which the next run and
+    // kernel-diff tell as cut, never one that looks whole but lacks its groups.txt or half
+    // its meta.json.
     cgroups::write(&out, &job_text, &group_weights, &meta.fio.jobs)
         .map_err(|e| RecordError::new("groups.txt", format!("write: {e}")))?;
+    let json = serde_json::to_string_pretty(&meta).map_err(|e| RecordError::new("meta.json", e))?;
+    let aside = out.join("meta.json.partial");
+    fs::write(&aside, json + "\n")
+        .and_then(|()| File::open(&aside)?.sync_all())
+        .and_then(|()| fs::rename(&aside, out.join("meta.json")))
+        .map_err(|e| RecordError::new("meta.json", format!("write: {e}")))?;
     if lost > 0 && !opts.allow_lost {
         return Err(RecordError::new(
             "trace",

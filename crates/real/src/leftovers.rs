@@ -60,6 +60,19 @@ pub enum Item {
         /// `/sys/kernel/tracing/instances/NAME`.
         path: PathBuf,
     },
+    /// The top-level tracer of tracefs, which the run sets to `blk` (bfq's log): put back to
+    /// `nop` with the clock, buffer size and `tracing_on` it had, only while it is still
+    /// `blk` and no live run's marker names it.
+    TopTracer {
+        /// The tracefs root (`/sys/kernel/tracing`).
+        tracefs: PathBuf,
+        /// Its `trace_clock` before.
+        clock: String,
+        /// Its `buffer_size_kb` before.
+        size_kb: String,
+        /// Its `tracing_on` before.
+        on: String,
+    },
     /// A block device's scheduler the run switches: put back to `restore`, unless a live
     /// run's marker names the same queue.
     Scheduler {
@@ -274,7 +287,16 @@ fn tool(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
 
 /// Undo one item of a dead run; `Ok` with what was done (empty when nothing was left), `Err`
 /// with what is left and the command that removes it.
-fn undo(item: &Item, pid: u32, live_queues: &[String]) -> Result<Vec<String>, String> {
+/// What live runs' markers hold, which a dead run's undoing must leave alone.
+#[derive(Default)]
+struct Live {
+    /// Queues whose scheduler a live run switched.
+    queues: Vec<String>,
+    /// A live run holds the top-level tracer.
+    top_tracer: bool,
+}
+
+fn undo(item: &Item, pid: u32, live: &Live) -> Result<Vec<String>, String> {
     let mut done = Vec::new();
     match item {
         Item::Image { path, id } => {
@@ -333,9 +355,37 @@ fn undo(item: &Item, pid: u32, live_queues: &[String]) -> Result<Vec<String>, St
                 done.push(format!("removed {}", path.display()));
             }
         }
+        Item::TopTracer {
+            tracefs,
+            clock,
+            size_kb,
+            on,
+        } => {
+            let cur = tracefs.join("current_tracer");
+            let now = fs::read_to_string(&cur).unwrap_or_default();
+            if now.trim() == "blk" && !live.top_tracer {
+                let put = |f: &str, v: &str| {
+                    fs::write(tracefs.join(f), v).map_err(|e| {
+                        format!(
+                            "the top-level tracer ({f}: {e}): echo nop > {}",
+                            cur.display()
+                        )
+                    })
+                };
+                put("tracing_on", "0")?;
+                put("current_tracer", "nop")?;
+                put("trace_clock", clock)?;
+                put("buffer_size_kb", size_kb)?;
+                put("tracing_on", on)?;
+                done.push(format!(
+                    "put back the top-level tracer of {}",
+                    tracefs.display()
+                ));
+            }
+        }
         Item::Scheduler { queue, restore } => {
             let p = Path::new("/sys/block").join(queue).join("queue/scheduler");
-            if p.exists() && !live_queues.contains(queue) {
+            if p.exists() && !live.queues.contains(queue) {
                 let now = fs::read_to_string(&p).unwrap_or_default();
                 if !now.contains(&format!("[{restore}]")) {
                     fs::write(&p, restore).map_err(|e| {
@@ -384,18 +434,21 @@ fn clean_dead_in(dir: &Path, tell: &mut dyn FnMut(&str)) -> Result<(), String> {
         })?;
         markers.push((p, m));
     }
-    let live_queues: Vec<String> = markers
+    let mut live = Live::default();
+    for i in markers
         .iter()
         .filter(|(_, m)| m.alive())
         .flat_map(|(_, m)| m.items.iter())
-        .filter_map(|i| match i {
-            Item::Scheduler { queue, .. } => Some(queue.clone()),
-            _ => None,
-        })
-        .collect();
+    {
+        match i {
+            Item::Scheduler { queue, .. } => live.queues.push(queue.clone()),
+            Item::TopTracer { .. } => live.top_tracer = true,
+            _ => {}
+        }
+    }
     for (p, m) in markers.iter().filter(|(_, m)| !m.alive()) {
         for item in m.items.iter().rev() {
-            let done = undo(item, m.pid, &live_queues).map_err(|left| {
+            let done = undo(item, m.pid, &live).map_err(|left| {
                 format!(
                     "a killed `elevator {}` (pid {}, gone) left {left}; then rm {}",
                     m.command,
@@ -528,5 +581,48 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
         let e = clean_dead_in(&dir, &mut |_| {}).unwrap_err();
         assert!(e.contains("writable only by it"), "{e}");
+    }
+
+    /// A killed `kernel-record --bfq-log` left tracefs's top-level tracer `blk` (the next
+    /// run refused: "the top-level tracer is \"blk\", in use"). Its marker names the tracer
+    /// and what it was; the next run puts it back, only while it is still `blk` and no live
+    /// run holds it. A fake tracefs of plain files stands in for /sys/kernel/tracing.
+    #[test]
+    fn a_dead_runs_top_level_tracer_is_put_back_only_while_still_blk() {
+        let root = tempfile::tempdir().unwrap();
+        let tracefs = root.path().join("tracing");
+        fs::create_dir(&tracefs).unwrap();
+        let set = |f: &str, v: &str| fs::write(tracefs.join(f), v).unwrap();
+        let get = |f: &str| fs::read_to_string(tracefs.join(f)).unwrap();
+        set("current_tracer", "blk\n");
+        set("trace_clock", "mono");
+        set("buffer_size_kb", "32768");
+        set("tracing_on", "1");
+        let item = Item::TopTracer {
+            tracefs: tracefs.clone(),
+            clock: "local".into(),
+            size_kb: "1408".into(),
+            on: "0".into(),
+        };
+        let held = Live {
+            queues: Vec::new(),
+            top_tracer: true,
+        };
+        assert!(undo(&item, 1, &held).unwrap().is_empty());
+        assert_eq!(
+            get("current_tracer"),
+            "blk\n",
+            "a live run's tracer was taken"
+        );
+        let done = undo(&item, 1, &Live::default()).unwrap();
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(get("current_tracer"), "nop");
+        assert_eq!(get("trace_clock"), "local");
+        assert_eq!(get("buffer_size_kb"), "1408");
+        assert_eq!(get("tracing_on"), "0");
+        // Someone else's tracer since: left alone.
+        set("current_tracer", "function\n");
+        assert!(undo(&item, 1, &Live::default()).unwrap().is_empty());
+        assert_eq!(get("current_tracer"), "function\n");
     }
 }

@@ -53,11 +53,10 @@ impl DriveModel {
     pub fn resolve(name_or_path: &str) -> Result<DriveModel, InputError> {
         match DriveModel::builtin(name_or_path) {
             Some(d) => Ok(d),
-            None if !Path::new(name_or_path).exists() => Err(crate::spec_file::not_found(
-                name_or_path,
-                "drive",
-                &DriveModel::builtin_names(),
-            )),
+            // A link to itself or to nowhere is read and told as such, not as missing.
+            None if Path::new(name_or_path).symlink_metadata().is_err() => Err(
+                crate::spec_file::not_found(name_or_path, "drive", &DriveModel::builtin_names()),
+            ),
             None => DriveModel::load(name_or_path),
         }
     }

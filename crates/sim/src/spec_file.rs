@@ -50,7 +50,8 @@ pub(crate) trait BuiltinSpec: Sized {
     fn resolve(name_or_path: &str) -> Result<Self, InputError> {
         match Self::builtin(name_or_path) {
             Some(s) => Ok(s),
-            None if !Path::new(name_or_path).exists() => {
+            // A link to itself or to nowhere is read and told as such, not as missing.
+            None if Path::new(name_or_path).symlink_metadata().is_err() => {
                 Err(not_found(name_or_path, Self::WHAT, &Self::builtin_names()))
             }
             None => Self::load(Path::new(name_or_path)),

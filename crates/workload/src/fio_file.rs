@@ -341,20 +341,21 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         };
         let value = expanded.as_deref().or(value);
         let opt = Opt { key, value, line };
+        // fio's `include FILE` reads another file in its place, wherever it stands; elevator
+        // reads the one file it is given (an include could name itself, a device or a FIFO).
+        if key == "include" || key.starts_with("include ") || key.starts_with("include\t") {
+            return Err(err(
+                line,
+                "include",
+                "`include` is not supported: put the included file's options here".into(),
+            ));
+        }
         let def = if in_global {
             &mut global
         } else if let Some(def) = jobs.last_mut() {
             def
         } else {
-            return Err(err(
-                line,
-                key,
-                if key.starts_with("include") {
-                    "`include` is not supported: put the included file's options here".into()
-                } else {
-                    "an option before any [section]".into()
-                },
-            ));
+            return Err(err(line, key, "an option before any [section]".into()));
         };
         apply(def, &opt).map_err(|reason| err(line, key, reason))?;
     }
@@ -862,7 +863,8 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         }
         other => {
             return Err(format!(
-            "{other:?} is not supported by elevator run (see `elevator run --help` for the subset)"
+            "{other:?} is not supported by elevator (its fio subset, the same for sim and run: \
+             `elevator run --help`)"
         ))
         }
     };

@@ -410,6 +410,18 @@ pub(crate) fn check_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
     probe_dir(flag, dir)
 }
 
+/// Why `dir`, the directory an output is to go into, cannot hold it: one that exists as
+/// something else (`--json FILE/x.json`) is told as not a directory, not as missing.
+fn no_directory(dir: &Path) -> String {
+    match fs::metadata(dir) {
+        Ok(_) => format!("{} is not a directory", dir.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!("the directory {} does not exist", dir.display())
+        }
+        Err(e) => format!("the directory {}: {e}", dir.display()),
+    }
+}
+
 /// Create and remove a file in `dir`: the only sure test that it can be written (root passes
 /// every permission check, a read-only filesystem does not).
 fn probe_dir(flag: &str, dir: &Path) -> anyhow::Result<()> {
@@ -498,11 +510,7 @@ pub fn check_file(flag: &str, path: &Path) -> anyhow::Result<()> {
             _ => Path::new("."),
         };
         if !dir.is_dir() {
-            bail!(
-                "{flag} {}: the directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
+            bail!("{flag} {}: {}", path.display(), no_directory(dir));
         }
     }
     let probe = temporary_beside(&target);
@@ -629,11 +637,7 @@ impl OutputOpts {
                 _ => Path::new("."),
             };
             if !dir.is_dir() {
-                bail!(
-                    "--request-log {}: the directory {} does not exist",
-                    prefix.display(),
-                    dir.display()
-                );
+                bail!("--request-log {}: {}", prefix.display(), no_directory(dir));
             }
             probe_dir("--request-log", dir)?;
             for s in scheds {
