@@ -576,7 +576,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         );
     }
     plots(report, opts.wakeup, opts.seeds[0])?;
-    let today = super::io_control_today::run(&opts.seeds)?;
+    let today = super::io_control_today::run(&opts.seeds, &super::io_control_today::DRIVES)?;
     Ok(serde_json::to_value(Out {
         experiment: "io-controller",
         seeds: opts.seeds.clone(),

@@ -54,6 +54,10 @@ pub struct Args {
     /// (Goyal's readers under io.cost).
     #[arg(long, value_parser = ["startup", "cooperating", "read", "tapp", "saturation", "protection", "share"])]
     part: Option<String>,
+    /// io-control-today only: run one drive's rows, `ibm18es` (the 2009 disk) or
+    /// `samsung-980pro-1tb` (the 980 PRO model); default both.
+    #[arg(long, value_name = "NAME", value_parser = ["ibm18es", "samsung-980pro-1tb"])]
+    drive: Option<String>,
     /// Microseconds between a completion and its process seeing it (the process wake-up
     /// latency; the scheduler dispatches first, as in the kernel). Default 0: a process's
     /// next request is queued at the instant its last one completes, as the published
@@ -106,6 +110,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         | ("ssd-loo", Some("read" | "tapp"))
         | ("io-control-today", Some("saturation" | "protection" | "share")) => {}
         (e, Some(p)) => anyhow::bail!("--part {p} does not apply to {e}"),
+    }
+    if args.drive.is_some() && args.experiment != "io-control-today" {
+        anyhow::bail!("--drive applies to io-control-today only");
     }
     // Outputs are checked before the experiments run (minutes for `all`): a `--json` in a
     // missing directory or on a directory, a `--report` on a file, were found only after.
@@ -173,14 +180,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.experiment == "io-control-today" {
         // The today part of io-controller alone (it also runs within io-controller).
+        let drives = io_control_today::drives(args.drive.as_deref())?;
         let today = if args.part.as_deref() == Some("saturation") {
-            serde_json::to_value(io_control_today::run_saturation(&opts.seeds)?)?
+            serde_json::to_value(io_control_today::run_saturation(&opts.seeds, drives)?)?
         } else if args.part.as_deref() == Some("protection") {
-            serde_json::to_value(io_control_today::run_protection(&opts.seeds)?)?
+            serde_json::to_value(io_control_today::run_protection(&opts.seeds, drives)?)?
         } else if args.part.as_deref() == Some("share") {
-            serde_json::to_value(io_control_today::run_share(&opts.seeds)?)?
+            serde_json::to_value(io_control_today::run_share(&opts.seeds, drives)?)?
         } else {
-            serde_json::to_value(io_control_today::run(&opts.seeds)?)?
+            serde_json::to_value(io_control_today::run(&opts.seeds, drives)?)?
         };
         done("io-control-today", today)?;
     }
