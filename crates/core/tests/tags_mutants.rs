@@ -1,6 +1,6 @@
 //! The scheduler tags, by bit position ([`TagBits`]) and through the block layer, tested from
-//! outside the module: decisions found unpinned by mutation testing (docs/testing.md, "Mutation testing, the block layer and
-//! latency_guard").
+//! outside the module: decisions found unpinned by mutation testing (docs/testing.md,
+//! "Mutation testing, the block layer and latency_guard").
 
 use elevator_core::block::{Bio, BlockLayer, Limits};
 use elevator_core::mq_deadline::MqDeadline;
