@@ -138,11 +138,6 @@ impl SchedTags {
         }
     }
 
-    /// Whether the tags are kept by bit position.
-    pub fn bit_positions(&self) -> bool {
-        self.bits.is_some()
-    }
-
     /// The number of tags (`nr_requests`).
     pub fn depth(&self) -> u32 {
         self.depth

@@ -1,8 +1,15 @@
-//! The scheduler tags by bit position ([`TagBits`]), tested from outside the module: decisions
-//! found unpinned by mutation testing (docs/testing.md, "Mutation testing, the block layer and
-//! latency_guard").
+//! The scheduler tags, by bit position ([`TagBits`]) and through the block layer, tested from
+//! outside the module: decisions found unpinned by mutation testing (docs/testing.md,
+//! "Mutation testing, the block layer and latency_guard").
 
-use elevator_core::tags::TagBits;
+use elevator_core::block::{Bio, BlockLayer, Limits};
+use elevator_core::mq_deadline::MqDeadline;
+use elevator_core::tags::{Depth, SchedTags, TagBits};
+use elevator_core::{CtxId, Nanos, Op, Settings};
+
+fn ms(x: u64) -> Nanos {
+    Nanos::from_ms(x)
+}
 
 /// `update_alloc_hint_after_get` (lib/sbitmap.c): after a CPU takes the bit its hint named,
 /// the hint moves one past it, and back to 0 when that is at least `depth - 1`: so taking
@@ -33,4 +40,86 @@ fn sbitmap_moves_the_hint_past_the_bit_it_named() {
     assert_eq!((bits.take(None, 0), bits.take(None, 0)), (Some(0), Some(1)));
     bits.release(0, 1);
     assert_eq!(bits.take(None, 0), Some(2), "CPU 0's hint moved to word 1");
+}
+
+/// `blk_mq_rq_time_init` at `__blk_mq_alloc_requests`: a request's `start_time_ns` is when it
+/// gets its scheduler tag, whoever still waits for one. mq-deadline with four tags
+/// (`nr_requests`' least) on a one-request device: reads 0 to 3 take them at 0 ms, reads 4
+/// and 5 wait from 1 ms. Read 0 completes at 5 ms: read 4 takes its tag then, while read 5
+/// still waits (for read 1's, freed at 8 ms). So `Done::tagged` is 5 ms for read 4 and 8 ms
+/// for read 5: a request that holds its tag is not "waiting" because another one is.
+#[test]
+fn a_request_holds_its_scheduler_tag_while_another_still_waits_for_one() {
+    let mut set = Settings::new();
+    set.set("nr_requests", 4);
+    let dd = MqDeadline::from_settings(&set).expect("nr_requests 4");
+    let mut blk = BlockLayer::new(dd, Limits::depth(1));
+    let submit = |blk: &mut BlockLayer<MqDeadline, u64>, i: u64, at: u64| {
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, i * 100, 8), i, ms(at));
+    };
+    for i in 0..4 {
+        submit(&mut blk, i, 0);
+    }
+    let mut out: Vec<_> = std::iter::from_fn(|| blk.poll_dispatch(ms(0))).collect();
+    submit(&mut blk, 4, 1);
+    submit(&mut blk, 5, 1);
+    let (mut done, mut t) = (Vec::new(), 5);
+    while let Some(rq) = out.pop() {
+        blk.handle_complete(rq.id, true, ms(t), &mut done);
+        out.extend(std::iter::from_fn(|| blk.poll_dispatch(ms(t))));
+        t += 3;
+    }
+    let tagged: Vec<(u64, Nanos)> = done.iter().map(|d| (d.token, d.tagged)).collect();
+    assert_eq!(
+        tagged,
+        [
+            (0, ms(0)),
+            (1, ms(0)),
+            (2, ms(0)),
+            (3, ms(0)),
+            (4, ms(5)),
+            (5, ms(8)),
+        ]
+    );
+}
+
+/// [`SchedTags::generation`]'s promise, which bfq's tag wait relies on to skip asking its
+/// waiting heads again: while it stays the same, `may_take` answers the same. A map kept by
+/// bit position starts anew, empty, when `set_map_depth` changes its words
+/// (`sbitmap_calculate_shift`: 2-bit words for 8 tags, 16-bit ones for a map allocated for
+/// 64), so a shallow depth refused before may take a bit after: the generation moves.
+#[test]
+fn a_map_allocated_anew_by_set_map_depth_moves_the_tags_generation() {
+    let mut tags = SchedTags::new(8, 8);
+    tags.set_bit_positions(true);
+    let mut taken = 0;
+    while tags.may_take(Depth::Shallow(2)) {
+        tags.take_bit(Depth::Shallow(2), 0);
+        taken += 1;
+    }
+    assert!(taken < 8, "the shallow depth ran out before the tags");
+    let before = tags.generation();
+    tags.set_map_depth(64);
+    assert!(tags.may_take(Depth::Shallow(2)), "the new map is empty");
+    assert_ne!(tags.generation(), before);
+}
+
+/// [`SchedTags::generation`]: a free moves it on, never back to a number it had with other
+/// tags held. With 8 tags of which throttled requests may hold 1: a request takes a tag
+/// (`Full`), a throttled one may still take one; a throttled request takes one and the
+/// first frees its own. Now a throttled request may not, so the generation must differ
+/// from the one that said it may.
+#[test]
+fn a_freed_tag_never_brings_the_generation_back_to_an_earlier_answer() {
+    let mut tags = SchedTags::new(8, 1);
+    tags.take(Depth::Full);
+    let (before, could) = (tags.generation(), tags.may_take(Depth::Throttled));
+    assert!(could);
+    tags.take(Depth::Throttled);
+    tags.release_at(Depth::Full);
+    assert!(
+        !tags.may_take(Depth::Throttled),
+        "the throttled depth is held"
+    );
+    assert_ne!(tags.generation(), before);
 }

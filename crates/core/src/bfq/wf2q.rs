@@ -846,6 +846,34 @@ mod tests {
     }
 
     #[test]
+    fn bfq_activate_requeue_entity_divides_the_push_by_wr_coeff_for_the_queue_only() {
+        // bfq_activate_requeue_entity walks the queue's entity and its ancestors with the
+        // same non_blocking_wait_rq; __bfq_activate_entity divides a backshifted entity's
+        // push up to V by wr_coeff only when the entity is a queue (`if (bfqq) delta /=
+        // bfqq->wr_coeff`): its group is pushed by the whole gap. A queue raised 30 times in
+        // group g, both with finish times behind V (0 against V = 100 << 22), budget 1000 at
+        // weight 100 (delta 41_943_040).
+        let now = Nanos::ZERO;
+        let mut w = Wf2q::new();
+        let (g, gsd) = w.add_group(0, 100);
+        let q = w.add_entity(gsd, 1, 100, None);
+        for e in [q, g] {
+            w.entities[e].budget = 1000;
+        }
+        let v = 100 << 22;
+        w.sds[gsd].trees[1].vtime = v;
+        be(&mut w).vtime = v;
+        w.activate_requeue(q, true, 30, false, false, now);
+        let d = (v - 41_943_040) / 30;
+        assert_eq!(
+            w.entities[q].finish,
+            41_943_040 + d,
+            "the queue: (V - F) / 30"
+        );
+        assert_eq!(w.entities[g].finish, v, "the group: up to V");
+    }
+
+    #[test]
     fn bfq_activate_entity_restarts_an_idle_entity_from_the_later_of_vtime_and_its_finish() {
         // __bfq_activate_entity: an entity on the idle tree leaves it and starts at
         // max(V, F); it stays counted in wsum.
