@@ -1283,6 +1283,7 @@ impl Bfq {
     fn free_request(&mut self, id: RequestId, ctx: CtxId) -> Option<usize> {
         let (q, depth, bit, cpu) = self.rq_queue.remove(&id.0)?;
         self.tags.release_bit(depth, bit, cpu);
+        self.tag_freed();
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
