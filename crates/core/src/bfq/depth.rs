@@ -36,6 +36,11 @@
 //! 6.18's lib/sbitmap places them ([`crate::tags::TagBits`]: per-CPU hints, the words of the
 //! depth the map was allocated with, `tag_map_depth`); it lowers kernel-diff's bfq agreement
 //! (92.9 -> 90.0%, docs/bfq.md), so it is an option.
+//! `tag_sleepers` (default off) wakes waiting requests as blk-mq wakes its tag sleepers (one
+//! per freed tag, wait queues in turn, the woken one retrying at its own depth:
+//! [`Bfq::admit_woken`]) instead of giving a freed tag to the oldest waiting request its
+//! depth allows; it raises the whole-map models on kernel-diff but none reaches the
+//! default's total (97.5%; whole map 96.9 -> 97.1, docs/bfq.md), so it is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);
