@@ -139,6 +139,17 @@ crate::tunable::tunables! {
                   places them (per-CPU hints, a shallow depth split over the words by \
                   __map_depth_with_shallow), with whole_map_depths' depths; 0 = counted",
         },
+        /// Tag sleepers woken as blk-mq wakes them (one per freed tag, wait queues in turn).
+        tag_sleepers: bool = "tag_sleepers" {
+            unit: Bool,
+            default: 0,
+            min: 0,
+            max: 1,
+            doc: "elevator: a request finding no tag sleeps on one of 8 wait queues and a freed \
+                  tag wakes one sleeper, queues in turn, which retries at its own depth and sleeps \
+                  again (blk_mq_get_tag, sbitmap_queue_wake_up, wake batch 1); 0 = a freed tag \
+                  goes to the oldest waiting request its depth allows",
+        },
         /// The scheduler tags the tag bitmap was allocated with (0: `nr_requests`).
         tag_map_depth: u32 = "tag_map_depth" {
             unit: Requests,

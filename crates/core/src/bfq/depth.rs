@@ -36,6 +36,11 @@
 //! 6.18's lib/sbitmap places them ([`crate::tags::TagBits`]: per-CPU hints, the words of the
 //! depth the map was allocated with, `tag_map_depth`); it lowers kernel-diff's bfq agreement
 //! (92.9 -> 90.0%, docs/bfq.md), so it is an option.
+//! `tag_sleepers` (default off) wakes waiting requests as blk-mq wakes its tag sleepers (one
+//! per freed tag, wait queues in turn, the woken one retrying at its own depth:
+//! [`Bfq::admit_woken`]) instead of giving a freed tag to the oldest waiting request its
+//! depth allows; it raises the whole-map models on kernel-diff but none reaches the
+//! default's total (97.5%; whole map 96.9 -> 97.1, docs/bfq.md), so it is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);
@@ -92,10 +97,14 @@ pub(super) struct TagWait {
     /// Emptied lines kept for the next process that waits (at most [`SPARE_LINES`]), so that
     /// a line is not grown again from nothing each time a process waits anew.
     spare: Vec<VecDeque<Request>>,
-    /// The heads, in the order they started allocating: (line or request, depth). One a
-    /// waiting process or request allocated ahead: a scan and a removal cost the number
-    /// waiting, as the scan for the oldest admissible head did in a map sorted by start.
-    heads: VecDeque<(Head, Depth)>,
+    /// The heads, in the order they started allocating: (line or request, depth, number).
+    /// One a waiting process or request allocated ahead: a scan and a removal cost the
+    /// number waiting, as the scan for the oldest admissible head did in a map sorted by
+    /// start. The number is the head's own (`seq` when it started), naming it in `sleepers`.
+    heads: VecDeque<(Head, Depth, u64)>,
+    /// With `tag_sleepers`: the heads asleep for a tag, by number, on blk-mq's wait queues
+    /// ([`Sleepers`]); a head in `heads` not asleep here is trying for a tag.
+    sleepers: Sleepers,
     /// Requests allocated ahead of their insertion that hold their tag: the request, its
     /// depth and its bit, by id.
     pub(super) held: IdMap<u64, (Request, Depth, Option<u32>)>,
@@ -138,6 +147,75 @@ impl TagWait {
     pub fn len(&self) -> usize {
         self.len + self.held.len()
     }
+
+    /// Whether a head may take a tag as far as the driver is concerned: not a request whose
+    /// task the driver says still sleeps for its tag.
+    fn awake(&self, h: &Head) -> bool {
+        match h {
+            Head::Alone(rq) => !self.sleeping.contains(&rq.id.0),
+            Head::Line(_) => true,
+        }
+    }
+}
+
+/// blk-mq's wait queues for a tag (`SBQ_WAIT_QUEUES`): heads asleep, by number, each queue
+/// in the order its heads went to sleep (`prepare_to_wait_exclusive`).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Sleepers {
+    queues: [VecDeque<u64>; WAIT_QUEUES],
+    /// The wait queue the next head to sleep takes (`hctx->wait_index`).
+    wait_index: usize,
+    /// The wait queue a wake-up looks at first (`sbq->wake_index`).
+    wake_index: usize,
+    /// Tags freed while a head slept, whose wake-up is still to be made.
+    wakes: u32,
+    /// Heads asleep, over all queues (`sbq->ws_active`).
+    asleep: usize,
+}
+
+/// blk-mq's wait queues per tag bitmap (`SBQ_WAIT_QUEUES`).
+const WAIT_QUEUES: usize = 8;
+
+impl Sleepers {
+    /// Whether head `n` is asleep.
+    fn holds(&self, n: u64) -> bool {
+        self.asleep > 0 && self.queues.iter().any(|q| q.contains(&n))
+    }
+
+    /// Head `n` goes to sleep on the next wait queue (`bt_wait_ptr`,
+    /// `sbitmap_prepare_to_wait`).
+    fn sleep(&mut self, n: u64) {
+        self.queues[self.wait_index].push_back(n);
+        self.wait_index = (self.wait_index + 1) % WAIT_QUEUES;
+        self.asleep += 1;
+    }
+
+    /// A tag was freed: a wake-up is due if a head sleeps (`sbitmap_queue_wake_up` returns
+    /// at once while `ws_active` is 0; with a wake batch of 1 every other free wakes one).
+    fn freed(&mut self) {
+        if self.asleep > usize::try_from(self.wakes).unwrap_or(usize::MAX) {
+            self.wakes += 1;
+        }
+    }
+
+    /// Make one due wake-up (`__sbitmap_queue_wake_up` with 1): the first head of the first
+    /// non-empty wait queue from `wake_index`, which moves past it. False when none is due.
+    fn wake(&mut self) -> bool {
+        if self.wakes == 0 {
+            return false;
+        }
+        self.wakes -= 1;
+        for i in 0..WAIT_QUEUES {
+            let at = (self.wake_index + i) % WAIT_QUEUES;
+            if self.queues[at].pop_front().is_some() {
+                self.wake_index = (at + 1) % WAIT_QUEUES;
+                self.asleep -= 1;
+                return true;
+            }
+        }
+        self.wakes = 0;
+        false
+    }
 }
 
 impl Bfq {
@@ -163,7 +241,7 @@ impl Bfq {
         let depth = self.limit_depth(&self.tag_wait.lines[&ctx][0]);
         let w = &mut self.tag_wait;
         w.seq += 1;
-        w.heads.push_back((Head::Line(ctx), depth));
+        w.heads.push_back((Head::Line(ctx), depth, w.seq));
     }
 
     /// `rq` is allocated now, ahead of its insertion (`__blk_mq_alloc_requests`): its depth
@@ -176,7 +254,7 @@ impl Bfq {
         w.seq += 1;
         w.len += 1;
         w.allocating = Some(rq.id.0);
-        w.heads.push_back((Head::Alone(rq), depth));
+        w.heads.push_back((Head::Alone(rq), depth, w.seq));
         self.admit_waiting(t);
         self.tag_wait.allocating = None;
     }
@@ -190,7 +268,7 @@ impl Bfq {
             && (w.lines.values().any(|l| l.iter().any(|r| r.id.0 == id))
                 || w.heads
                     .iter()
-                    .any(|(h, _)| matches!(h, Head::Alone(r) if r.id.0 == id)))
+                    .any(|(h, ..)| matches!(h, Head::Alone(r) if r.id.0 == id)))
     }
 
     /// The plug clock of `ctx` at time `t` (`blk_time_get_ns` in the submitter's context):
@@ -205,7 +283,7 @@ impl Bfq {
         let ahead = w.held.values().any(|(r, _, _)| r.ctx == ctx)
             || w.heads
                 .iter()
-                .any(|(h, _)| matches!(h, Head::Alone(r) if r.ctx == ctx));
+                .any(|(h, ..)| matches!(h, Head::Alone(r) if r.ctx == ctx));
         if !ahead {
             w.plug_clock.remove(&ctx);
         }
@@ -243,8 +321,12 @@ impl Bfq {
 
     /// Give tags to the waiting heads that may take one, oldest first; each request is
     /// allocated and inserted now (`bfq_init_rq` runs at insertion), and its process's next
-    /// request starts allocating.
+    /// request starts allocating. With `tag_sleepers`, as blk-mq does instead
+    /// ([`Bfq::admit_woken`]).
     pub(super) fn admit_waiting(&mut self, t: Tick) {
+        if self.cfg.tag_sleepers {
+            return self.admit_woken(t);
+        }
         loop {
             let tags = &self.tags;
             let now = (tags.generation(), self.tag_wait.seq);
@@ -254,14 +336,10 @@ impl Bfq {
             // With every tag held no depth may take one (`may_take` asks that first): the
             // heads are not walked.
             let w = &self.tag_wait;
-            let awake = |h: &Head| match h {
-                Head::Alone(rq) => !w.sleeping.contains(&rq.id.0),
-                Head::Line(_) => true,
-            };
             let at = if tags.may_take(Depth::Full) {
                 w.heads
                     .iter()
-                    .position(|(h, d)| awake(h) && tags.may_take(*d))
+                    .position(|(h, d, _)| w.awake(h) && tags.may_take(*d))
             } else {
                 None
             };
@@ -269,35 +347,82 @@ impl Bfq {
                 self.tag_wait.refused = Some(now);
                 return;
             };
-            let (head, depth) = self.tag_wait.heads.remove(at).expect("found");
-            let ctx = match head {
-                Head::Line(ctx) => ctx,
-                Head::Alone(rq) => {
-                    self.admit_alone(rq, depth, t);
-                    continue;
+            self.admit_head(at, t);
+        }
+    }
+
+    /// blk-mq's tag allocation with its sleepers (`blk_mq_get_tag`, `sbitmap_queue_clear`,
+    /// `sbitmap_queue_wake_up` in Linux 6.18): a head that starts allocating (or whose task
+    /// the driver says has woken, [`Bfq::tag_got`]) tries once at its depth and, finding no
+    /// tag, sleeps on the next of the 8 wait queues (`bt_wait_ptr`: the hardware queue's
+    /// `wait_index`, advanced at each choice); each tag freed while a head sleeps wakes one
+    /// (bfq sets a wake batch of 1: `blk_mq_set_min_shallow_depth(q, 1)`,
+    /// `sbq_calc_wake_batch`), the first of the first non-empty wait queue from the
+    /// sbitmap's `wake_index`, which then moves past that queue (`__sbitmap_queue_wake_up`);
+    /// the woken head retries at its own depth (`data->shallow_depth`, kept over the sleep)
+    /// and, finding none, sleeps again on the next wait queue. So a freed tag the woken head
+    /// may not take stays free for whoever allocates next, while a head that could take it
+    /// sleeps on. Deviation: the woken task retries at once (the kernel's runs after a
+    /// wake-up latency, in which another allocation may take the tag).
+    fn admit_woken(&mut self, t: Tick) {
+        loop {
+            let w = &self.tag_wait;
+            let trying = w
+                .heads
+                .iter()
+                .position(|(h, _, n)| w.awake(h) && !w.sleepers.holds(*n));
+            if let Some(at) = trying {
+                if self.tags.may_take(self.tag_wait.heads[at].1) {
+                    self.admit_head(at, t);
+                } else {
+                    let n = self.tag_wait.heads[at].2;
+                    self.tag_wait.sleepers.sleep(n);
                 }
-            };
-            let line = self
-                .tag_wait
-                .lines
-                .get_mut(&ctx)
-                .expect("a head has a line");
-            let rq = line.pop_front().expect("a line has a head");
-            let more = !line.is_empty();
-            if !more {
-                let w = &mut self.tag_wait;
-                if let Some(empty) = w.lines.remove(&ctx) {
-                    if w.spare.len() < SPARE_LINES {
-                        w.spare.push(empty);
-                    }
+                continue;
+            }
+            if !self.tag_wait.sleepers.wake() {
+                return;
+            }
+        }
+    }
+
+    /// A tag was freed (`sbitmap_queue_clear`): with `tag_sleepers`, it wakes a sleeper at
+    /// the next [`Bfq::admit_waiting`] if one sleeps now.
+    pub(super) fn tag_freed(&mut self) {
+        if self.cfg.tag_sleepers {
+            self.tag_wait.sleepers.freed();
+        }
+    }
+
+    /// The head at `at` takes its tag: its request is allocated, and inserted (a line's) or
+    /// held until its insertion (one allocated ahead); its process's next request starts
+    /// allocating.
+    fn admit_head(&mut self, at: usize, t: Tick) {
+        let (head, depth, _) = self.tag_wait.heads.remove(at).expect("found");
+        let ctx = match head {
+            Head::Line(ctx) => ctx,
+            Head::Alone(rq) => return self.admit_alone(rq, depth, t),
+        };
+        let line = self
+            .tag_wait
+            .lines
+            .get_mut(&ctx)
+            .expect("a head has a line");
+        let rq = line.pop_front().expect("a line has a head");
+        let more = !line.is_empty();
+        if !more {
+            let w = &mut self.tag_wait;
+            if let Some(empty) = w.lines.remove(&ctx) {
+                if w.spare.len() < SPARE_LINES {
+                    w.spare.push(empty);
                 }
             }
-            self.tag_wait.len -= 1;
-            let bit = self.tags.take_bit(depth, rq.cpu);
-            self.insert_at(rq, depth, bit, t);
-            if more {
-                self.start_allocating(ctx);
-            }
+        }
+        self.tag_wait.len -= 1;
+        let bit = self.tags.take_bit(depth, rq.cpu);
+        self.insert_at(rq, depth, bit, t);
+        if more {
+            self.start_allocating(ctx);
         }
     }
 

@@ -709,3 +709,55 @@ fn bfq_limit_depth_runs_before_the_task_sleeps_for_its_tag() {
     Scheduler::insert_allocated(&mut s, RequestId(1000), Nanos::from_ms(1002));
     assert_eq!((s.queued, s.tag_wait.len()), (2, 0));
 }
+
+/// blk-mq's tag sleepers (`blk_mq_get_tag`, `sbitmap_queue_clear`, `__sbitmap_queue_wake_up`
+/// in Linux 6.18, `tag_sleepers`): 8 tags held by a raised reader's 7 reads and one async
+/// write at depth 1 (`async_depths[1][0]` = 3 * 8 / 16); another async write (depth 1) and
+/// a read (full depth) find no tag and sleep on wait queues 0 and 1 (`bt_wait_ptr`). A read
+/// completes: its freed tag wakes only the write (wait queue 0 first, a wake batch of 1),
+/// which still finds no tag within depth 1 and sleeps again (on queue 2), and the read, which
+/// could take the free tag, sleeps on. The next completion wakes the read (queue 1, after the
+/// `wake_index` moved past queue 0): it takes a tag. Without sleepers the first freed tag
+/// goes to the oldest waiting request its depth allows, the read.
+#[test]
+fn a_freed_tag_wakes_one_sleeper_which_retries_at_its_own_depth() {
+    let woken = |sleepers: i64| -> Vec<(bool, u32)> {
+        let mut s = Bfq::new(cfg_with(&[
+            ("rotational", 0),
+            ("nr_requests", 8),
+            ("whole_map_depths", 1),
+            ("tag_sleepers", sleepers),
+        ]));
+        let t0 = Nanos::from_ms(1000);
+        for id in 1..=7 {
+            s.insert(rq(id, 1).sector(id << 20).sectors(8).build(), t0);
+        }
+        assert!(s.wr_busy_queues > 0, "the reader is raised");
+        let async_write = |id: u64, ctx: u32| rq(id, ctx).write().sector(id << 24).build();
+        assert_eq!(s.limit_depth(&async_write(20, 2)), Depth::Shallow(1));
+        s.insert(async_write(20, 2), t0);
+        assert_eq!((s.tags.held(), s.tags.held_shallow(1)), (8, 1));
+        s.insert(async_write(30, 3), t0);
+        s.insert(rq(40, 4).sector(1 << 33).sectors(8).build(), t0);
+        assert!(s.waits_for_tag(30) && s.waits_for_tag(40));
+        let mut reads = Vec::new();
+        let mut t = t0;
+        while reads.len() < 2 {
+            match s.dispatch(t) {
+                Dispatch::Request(r) if r.ctx == CtxId(1) => reads.push(r),
+                Dispatch::Request(_) => {}
+                Dispatch::Idle { until } => t = until,
+                Dispatch::Empty => panic!("the reader has reads queued"),
+            }
+        }
+        reads
+            .iter()
+            .map(|r| {
+                s.complete(r, t);
+                (s.waits_for_tag(40), s.tags.held())
+            })
+            .collect()
+    };
+    assert_eq!(woken(1), vec![(true, 7), (false, 7)]);
+    assert_eq!(woken(0), vec![(false, 8), (false, 7)]);
+}

@@ -59,7 +59,10 @@
 //!   process's waiting requests allocate one at a time, each at the depth decided when it
 //!   starts; a change of `nr_requests` recomputes the word size (the kernel keeps it when the
 //!   tags shrink). With `tag_bits` the tags are kept by bit position instead (6.18's sbitmap,
-//!   [`crate::tags::TagBits`], with its own deviations).
+//!   [`crate::tags::TagBits`], with its own deviations). A freed tag goes to the oldest
+//!   waiting request its depth allows; the kernel wakes one sleeper per freed tag, its wait
+//!   queues in turn, and the woken one may find no tag at its depth and sleep again while
+//!   another that could take the tag sleeps on (followed with `tag_sleepers`, off).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back- or front-merges a request into a queued one of the same queue (up to the
@@ -1317,6 +1320,7 @@ impl Bfq {
     fn free_request(&mut self, id: RequestId, ctx: CtxId) -> Option<usize> {
         let (q, depth, bit, cpu) = self.rq_queue.remove(&id.0)?;
         self.tags.release_bit(depth, bit, cpu);
+        self.tag_freed();
         self.count_allocated(q, false);
         if let Some(b) = self.bics.get_mut(&ctx) {
             b.requests = b.requests.saturating_sub(1);
