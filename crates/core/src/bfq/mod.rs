@@ -1066,6 +1066,9 @@ impl Bfq {
                 self.queues[q].softrt_update = true;
             }
         }
+        if self.inj.rqs_injected || self.inj.wait_dispatch || self.inj.waited_rq.is_some() {
+            self.inj_note(q, t, "expire: measurement dropped".into());
+        }
         self.inj.rqs_injected = false;
         self.inj.wait_dispatch = false;
         self.inj.waited_rq = None;
@@ -1232,6 +1235,11 @@ impl Bfq {
         if self.in_service == Some(q) && self.inj.wait_dispatch {
             self.inj.wait_dispatch = false;
             self.inj.waited_rq = Some(key.1);
+            let n = format!(
+                "waited_rq = #{} (rq_in_driver {})",
+                key.1, self.rq_in_driver
+            );
+            self.inj_note(q, t, n);
         }
         self.queues[q].dispatched += 1;
         {
@@ -1543,5 +1551,17 @@ impl Scheduler for Bfq {
             }
         }
         Ok(())
+    }
+
+    fn keep_notes(&mut self) {
+        self.inj.notes.get_or_insert_with(Vec::new);
+    }
+
+    fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+        self.inj
+            .notes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }
