@@ -564,6 +564,38 @@ fn limit_after(
 }
 
 #[test]
+fn bfq_notes_give_the_inject_limit_history_with_bfq_update_inject_limits_inputs() {
+    // kernel-diff --inject-history: 6.18 logs neither bfq_update_inject_limit nor the
+    // limit, so ours' notes carry each step with its inputs. None are kept unasked.
+    let run = |keep: bool| {
+        let (mut s, q) = in_service(Config::default());
+        if keep {
+            s.keep_notes();
+        }
+        let qq = &mut s.queues[q];
+        (qq.inject_limit, qq.last_serv_time, qq.decrease_time) = (1, 23_000, 0);
+        s.inj.rqs_injected = true;
+        s.inj.last_empty_occupied = 100 * MS;
+        s.inj.waited_rq = Some(1);
+        s.max_rq_in_driver = 5;
+        s.update_inject_limit(q, 100 * MS + 51_500);
+        s.take_notes()
+    };
+    assert!(run(false).is_empty());
+    let notes = run(true);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let (t, n) = &notes[0];
+    assert_eq!(*t, Nanos::from_ns(100_051_500));
+    for part in [
+        "bfq1S update_inject_limit: tot_time_ns 51500",
+        "tot_rq_in_driver 1 rqs_injected true max_rq_in_driver 5 limit 1 ->",
+        "[limit 0 last_serv_time_ns 23000",
+    ] {
+        assert!(n.contains(part), "{part:?} not in {n:?}");
+    }
+}
+
+#[test]
 fn bfq_update_inject_limit_follows_the_service_time_against_1_5_times_the_baseline() {
     // bfq_update_inject_limit: with a baseline and injection, the limit drops by one (and
     // decrease_time moves) once the total service time reaches 3/2 of the baseline, and
