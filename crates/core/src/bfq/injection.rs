@@ -148,6 +148,9 @@ impl Bfq {
             qq.waker_detections += 1;
         }
         if qq.waker_detections == 3 {
+            let n = format!("set waker {}", self.queue_name(last));
+            self.inj_note(q, t, n);
+            let qq = &mut self.queues[q];
             qq.waker = Some(last);
             qq.tentative_waker = None;
             for w in &mut self.queues {
@@ -192,15 +195,24 @@ impl Bfq {
                         .is_some_and(|r| Some(r.ctx) == self.queues[is].bic)
                     && self.next_charge(a) as i64 <= self.budget_left(a)
             });
-        if own_async.is_some() {
-            return own_async;
-        }
-        if let Some(w) = self.queues[is].waker.filter(|&w| self.can_inject_from(w)) {
-            return Some(w);
-        }
+        let waker = self.queues[is].waker.filter(|&w| self.can_inject_from(w));
         let blocked = self.queues[is].woken.first().copied();
-        if let Some(b) = blocked.filter(|&b| self.can_inject_from(b)) {
-            return Some(b);
+        let blocked = blocked.filter(|&b| self.can_inject_from(b));
+        let chosen = [
+            (own_async, "its process's async queue"),
+            (waker, "its waker"),
+            (blocked, "the first queue it wakes"),
+        ]
+        .into_iter()
+        .find_map(|(q, why)| q.map(|q| (q, why)));
+        if let Some((q, why)) = chosen {
+            let n = format!(
+                "select_queue: injects {} ({why}) with rq_in_driver {}, whatever the limit",
+                self.queue_name(q),
+                self.rq_in_driver
+            );
+            self.inj_note(is, t, n);
+            return Some(q);
         }
         let qq = &self.queues[is];
         if !self.idling_boosts_thr_without_issues(is)
