@@ -564,6 +564,31 @@ fn limit_after(
 }
 
 #[test]
+fn bfq_init_bfqq_marks_an_idle_class_sync_queue_short_so_it_never_becomes_a_waker() {
+    // bfq_init_bfqq skips the has_short_ttime mark for an idle-class queue, but tests the
+    // class before bfq_init_entity copies it in (the zeroed queue is IOPRIO_CLASS_NONE):
+    // every sync queue starts marked, and bfq_update_has_short_ttime never touches an
+    // idle-class one. So bfq_check_waker always returns early for it (the recording
+    // prio-readers-and-idle-writer-file: bfq12857S, idle class, logs short_ttime 1 and
+    // never a tentative waker; ours made it bfq12854S's woken queue and injected its write).
+    let mut s = Bfq::new(Config::default());
+    let idle = IoPrio {
+        class: IoClass::Idle,
+        level: 7,
+    };
+    let w = queue(&mut s, 0);
+    let q = s.new_queue(GroupId::ROOT, true, idle, 0);
+    assert!(s.queues[q].has_short_ttime);
+    for k in 1..=3 {
+        s.last_completed_q = Some(w);
+        s.last_completion = k * 10 * MS;
+        s.check_waker(q, k * 10 * MS + MS);
+    }
+    assert_eq!(s.queues[q].waker, None);
+    assert!(s.queues[w].woken.is_empty());
+}
+
+#[test]
 fn bfq_notes_give_the_inject_limit_history_with_bfq_update_inject_limits_inputs() {
     // kernel-diff --inject-history: 6.18 logs neither bfq_update_inject_limit nor the
     // limit, so ours' notes carry each step with its inputs. None are kept unasked.
