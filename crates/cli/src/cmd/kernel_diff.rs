@@ -222,6 +222,7 @@ mod tests {
             depth: Some(4),
             window: 16,
             divergences: 2,
+            inject_history: true,
         })
         .unwrap();
     }
