@@ -237,6 +237,17 @@ pub trait Scheduler {
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
+
+    /// Start keeping notes of the policy's internal state changes, for diagnosis (bfq: its
+    /// inject limit's history, which the kernel does not log; `kernel-diff --inject-history`).
+    /// The default keeps none.
+    fn keep_notes(&mut self) {}
+
+    /// The notes kept since [`keep_notes`](Scheduler::keep_notes), each with the time it was
+    /// taken, and forget them. The default has none.
+    fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+        Vec::new()
+    }
 }
 
 /// A pointer to a scheduler is that scheduler: every call goes through.
@@ -311,6 +322,12 @@ macro_rules! forward_scheduler {
             }
             fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
                 (**self).set_tunable(name, value)
+            }
+            fn keep_notes(&mut self) {
+                (**self).keep_notes()
+            }
+            fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+                (**self).take_notes()
             }
         }
     };

@@ -165,6 +165,8 @@ pub struct DiffOptions {
     pub depth: Option<usize>,
     /// Requests per Kendall window.
     pub window: usize,
+    /// Keep our policy's notes of its internal state ([`TraceDiff::notes`]).
+    pub notes: bool,
 }
 
 impl Default for DiffOptions {
@@ -173,6 +175,7 @@ impl Default for DiffOptions {
             pace: Pace::Kernel,
             depth: None,
             window: 32,
+            notes: false,
         }
     }
 }
@@ -208,6 +211,9 @@ pub struct TraceDiff {
     /// Pairs of the kernel's decisions the trace cannot order that ours made in the other
     /// order, taken as ours made them ([`settle_unordered_pairs`]).
     pub unordered_pairs: usize,
+    /// Our policy's notes of its internal state, in time order, when asked for
+    /// ([`DiffOptions::notes`]; bfq: its inject limit's history).
+    pub notes: Vec<(Nanos, String)>,
 }
 
 impl TraceDiff {
@@ -356,9 +362,12 @@ pub fn diff_with_log(
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
-    let sched = info
+    let mut sched = info
         .build(&settings, &groups.tree)
         .map_err(|e| format!("{}: {e}", info.name))?;
+    if opts.notes {
+        sched.keep_notes();
+    }
     if meta.device.hw_queue_depth == Some(0) {
         // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
         return Err(
@@ -423,7 +432,7 @@ pub fn diff_with_log(
     );
     replay.own_runs = software_queues_replayed(info.name);
     replay.allocating_cpus = allocating_cpus_replayed(info.name);
-    let (ours, merges_missed) = replay.run(&log, bfq_log);
+    let (ours, merges_missed, notes) = replay.run(&log, bfq_log);
     let ours = agreement::decisions(&ours);
     let decided = order.map_or(&[][..], |o| &o.decided);
     let (kernel, unordered_pairs) =
@@ -455,6 +464,7 @@ pub fn diff_with_log(
         ours,
         merges_missed,
         unordered_pairs,
+        notes,
     })
 }
 
@@ -692,8 +702,10 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let groups = rec.context_groups().map_err(|e| e.to_string())?;
     let at = |pace| {
+        // Notes are of the agreement's replay only.
         let o = DiffOptions {
             pace,
+            notes: opts.notes && pace == Pace::Kernel,
             ..opts.clone()
         };
         diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios, &groups)

@@ -36,6 +36,11 @@ pub struct Args {
     /// Print up to N divergent decisions per recording, with both queued sets.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub divergences: usize,
+    /// Print our policy's notes of its internal state at the kernel's pace (bfq: every
+    /// inject-limit reset, measurement start, armed request, update with its inputs, and
+    /// injection through `bfq_choose_bfqq_for_injection`), which the kernel's log lacks.
+    #[arg(long)]
+    pub inject_history: bool,
 }
 
 /// The deepest queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
@@ -63,6 +68,7 @@ pub fn run(args: Args) -> Result<()> {
     let opts = DiffOptions {
         depth: args.depth,
         window: args.window,
+        notes: args.inject_history,
         ..DiffOptions::default()
     };
     let mut rows = Vec::new();
@@ -103,6 +109,12 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         text.push('\n');
+    }
+    for r in rows.iter().filter(|r| !r.kernel_pace.notes.is_empty()) {
+        text.push_str(&format!("\n{}/{}: our notes\n", r.mix, r.scheduler));
+        for (t, n) in &r.kernel_pace.notes {
+            text.push_str(&format!("{:.6} {n}\n", t.as_ns() as f64 / 1e9));
+        }
     }
     out_str(&text);
     Ok(())
@@ -210,6 +222,7 @@ mod tests {
             depth: Some(4),
             window: 16,
             divergences: 2,
+            inject_history: true,
         })
         .unwrap();
     }

@@ -564,6 +564,63 @@ fn limit_after(
 }
 
 #[test]
+fn bfq_init_bfqq_marks_an_idle_class_sync_queue_short_so_it_never_becomes_a_waker() {
+    // bfq_init_bfqq skips the has_short_ttime mark for an idle-class queue, but tests the
+    // class before bfq_init_entity copies it in (the zeroed queue is IOPRIO_CLASS_NONE):
+    // every sync queue starts marked, and bfq_update_has_short_ttime never touches an
+    // idle-class one. So bfq_check_waker always returns early for it (the recording
+    // prio-readers-and-idle-writer-file: bfq12857S, idle class, logs short_ttime 1 and
+    // never a tentative waker; ours made it bfq12854S's woken queue and injected its write).
+    let mut s = Bfq::new(Config::default());
+    let idle = IoPrio {
+        class: IoClass::Idle,
+        level: 7,
+    };
+    let w = queue(&mut s, 0);
+    let q = s.new_queue(GroupId::ROOT, true, idle, 0);
+    assert!(s.queues[q].has_short_ttime);
+    for k in 1..=3 {
+        s.last_completed_q = Some(w);
+        s.last_completion = k * 10 * MS;
+        s.check_waker(q, k * 10 * MS + MS);
+    }
+    assert_eq!(s.queues[q].waker, None);
+    assert!(s.queues[w].woken.is_empty());
+}
+
+#[test]
+fn bfq_notes_give_the_inject_limit_history_with_bfq_update_inject_limits_inputs() {
+    // kernel-diff --inject-history: 6.18 logs neither bfq_update_inject_limit nor the
+    // limit, so ours' notes carry each step with its inputs. None are kept unasked.
+    let run = |keep: bool| {
+        let (mut s, q) = in_service(Config::default());
+        if keep {
+            s.keep_notes();
+        }
+        let qq = &mut s.queues[q];
+        (qq.inject_limit, qq.last_serv_time, qq.decrease_time) = (1, 23_000, 0);
+        s.inj.rqs_injected = true;
+        s.inj.last_empty_occupied = 100 * MS;
+        s.inj.waited_rq = Some(1);
+        s.max_rq_in_driver = 5;
+        s.update_inject_limit(q, 100 * MS + 51_500);
+        s.take_notes()
+    };
+    assert!(run(false).is_empty());
+    let notes = run(true);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let (t, n) = &notes[0];
+    assert_eq!(*t, Nanos::from_ns(100_051_500));
+    for part in [
+        "bfq1S update_inject_limit: tot_time_ns 51500",
+        "tot_rq_in_driver 1 rqs_injected true max_rq_in_driver 5 limit 1 ->",
+        "[limit 0 last_serv_time_ns 23000",
+    ] {
+        assert!(n.contains(part), "{part:?} not in {n:?}");
+    }
+}
+
+#[test]
 fn bfq_update_inject_limit_follows_the_service_time_against_1_5_times_the_baseline() {
     // bfq_update_inject_limit: with a baseline and injection, the limit drops by one (and
     // decrease_time moves) once the total service time reaches 3/2 of the baseline, and

@@ -7,6 +7,7 @@
 //! reset) count jiffies of `hz` from the limit's stamp, as `bfq_add_request` does.
 
 use super::{Bfq, Tick, MS};
+use crate::time::Nanos;
 
 /// Sampling state of the inject-limit measurement.
 #[derive(Clone, Debug, Default)]
@@ -19,9 +20,36 @@ pub(super) struct InjectState {
     pub rqs_injected: bool,
     /// When the in-service queue went from empty to non-empty.
     pub last_empty_occupied: Tick,
+    /// The inject limit's history, when kept (`Scheduler::keep_notes`).
+    pub notes: Option<Vec<(Nanos, String)>>,
 }
 
 impl Bfq {
+    /// Keep note `n` about queue `q` at `t`, when notes are kept.
+    pub(super) fn inj_note(&mut self, q: usize, t: Tick, n: String) {
+        if self.inj.notes.is_none() {
+            return;
+        }
+        let name = self.queue_name(q);
+        let qq = &self.queues[q];
+        let line = format!(
+            "{name} {n} [limit {} last_serv_time_ns {} decrease_time {:.6}]",
+            qq.inject_limit,
+            qq.last_serv_time,
+            qq.decrease_time as f64 / 1e9
+        );
+        if let Some(v) = self.inj.notes.as_mut() {
+            v.push((Nanos::from_ns(t.max(0) as u64), line));
+        }
+    }
+
+    /// Queue `q` as bfq's log names it: `bfq`, its process, `S` (sync) or `A` (async).
+    fn queue_name(&self, q: usize) -> String {
+        let qq = &self.queues[q];
+        let kind = if qq.sync { 'S' } else { 'A' };
+        format!("bfq{}{kind}", qq.bic.map_or(0, |c| c.0))
+    }
+
     /// Start the inject limit afresh: 0 for a queue with short think time, 1 otherwise.
     pub(super) fn reset_inject_limit(&mut self, q: usize, t: Tick) {
         let qq = &mut self.queues[q];
@@ -29,6 +57,7 @@ impl Bfq {
         self.inj.waited_rq = None;
         qq.inject_limit = u32::from(!qq.has_short_ttime);
         qq.decrease_time = t;
+        self.inj_note(q, t, "reset_inject_limit".into());
     }
 
     /// A "first request" of sync queue `q` arrives: its process has no other request queued
@@ -50,6 +79,13 @@ impl Bfq {
             if self.rq_in_driver == 0 {
                 self.inj.rqs_injected = false;
             }
+            let n = format!(
+                "sample start: last_empty_occupied_ns {:.6} rq_in_driver {} rqs_injected {}",
+                now_ns as f64 / 1e9,
+                self.rq_in_driver,
+                self.inj.rqs_injected
+            );
+            self.inj_note(q, t, n);
         }
     }
 
@@ -76,8 +112,16 @@ impl Bfq {
         } else if !self.inj.rqs_injected && self.rq_in_driver == 1 {
             qq.last_serv_time = tot;
         }
+        let n = format!(
+            "update_inject_limit: tot_time_ns {tot} (since {:.6}) tot_rq_in_driver {} \
+             rqs_injected {} max_rq_in_driver {max_in_driver} limit {old} ->",
+            self.inj.last_empty_occupied as f64 / 1e9,
+            self.rq_in_driver,
+            self.inj.rqs_injected
+        );
         self.inj.waited_rq = None;
         self.inj.rqs_injected = false;
+        self.inj_note(q, t, n);
     }
 
     /// `bfq_check_waker`: a first request of sync queue `q` (long think time) arriving less
@@ -104,6 +148,9 @@ impl Bfq {
             qq.waker_detections += 1;
         }
         if qq.waker_detections == 3 {
+            let n = format!("set waker {}", self.queue_name(last));
+            self.inj_note(q, t, n);
+            let qq = &mut self.queues[q];
             qq.waker = Some(last);
             qq.tentative_waker = None;
             for w in &mut self.queues {
@@ -148,15 +195,24 @@ impl Bfq {
                         .is_some_and(|r| Some(r.ctx) == self.queues[is].bic)
                     && self.next_charge(a) as i64 <= self.budget_left(a)
             });
-        if own_async.is_some() {
-            return own_async;
-        }
-        if let Some(w) = self.queues[is].waker.filter(|&w| self.can_inject_from(w)) {
-            return Some(w);
-        }
+        let waker = self.queues[is].waker.filter(|&w| self.can_inject_from(w));
         let blocked = self.queues[is].woken.first().copied();
-        if let Some(b) = blocked.filter(|&b| self.can_inject_from(b)) {
-            return Some(b);
+        let blocked = blocked.filter(|&b| self.can_inject_from(b));
+        let chosen = [
+            (own_async, "its process's async queue"),
+            (waker, "its waker"),
+            (blocked, "the first queue it wakes"),
+        ]
+        .into_iter()
+        .find_map(|(q, why)| q.map(|q| (q, why)));
+        if let Some((q, why)) = chosen {
+            let n = format!(
+                "select_queue: injects {} ({why}) with rq_in_driver {}, whatever the limit",
+                self.queue_name(q),
+                self.rq_in_driver
+            );
+            self.inj_note(is, t, n);
+            return Some(q);
         }
         let qq = &self.queues[is];
         if !self.idling_boosts_thr_without_issues(is)
@@ -211,6 +267,13 @@ impl Bfq {
                     continue;
                 }
                 self.inj.rqs_injected = true;
+                let n = format!(
+                    "choose_bfqq_for_injection: injects {} with rq_in_driver {} (limit used \
+                     {limit})",
+                    self.queue_name(q),
+                    self.rq_in_driver
+                );
+                self.inj_note(is, t, n);
                 return Some(q);
             }
         }

@@ -1084,6 +1084,9 @@ impl Bfq {
                 self.queues[q].softrt_update = true;
             }
         }
+        if self.inj.rqs_injected || self.inj.wait_dispatch || self.inj.waited_rq.is_some() {
+            self.inj_note(q, t, "expire: measurement dropped".into());
+        }
         self.inj.rqs_injected = false;
         self.inj.wait_dispatch = false;
         self.inj.waited_rq = None;
@@ -1269,6 +1272,11 @@ impl Bfq {
         if self.in_service == Some(q) && self.inj.wait_dispatch {
             self.inj.wait_dispatch = false;
             self.inj.waited_rq = Some(key.1);
+            let n = format!(
+                "waited_rq = #{} (rq_in_driver {})",
+                key.1, self.rq_in_driver
+            );
+            self.inj_note(q, t, n);
         }
         self.queues[q].dispatched += 1;
         {
@@ -1650,5 +1658,17 @@ impl Scheduler for Bfq {
             }
         }
         Ok(())
+    }
+
+    fn keep_notes(&mut self) {
+        self.inj.notes.get_or_insert_with(Vec::new);
+    }
+
+    fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+        self.inj
+            .notes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 }

@@ -168,7 +168,11 @@ impl Queue {
             busy: false,
             fifo_checked: false,
             non_blocking_wait_rq: false,
-            has_short_ttime: sync && class != IoClass::Idle,
+            // `bfq_init_bfqq` skips the mark for an idle-class queue, but tests the class
+            // before `bfq_init_entity` copies it from `new_ioprio_class`: the zeroed queue's
+            // class is IOPRIO_CLASS_NONE then, so every sync queue starts marked, and
+            // `bfq_update_has_short_ttime` never clears an idle-class one's.
+            has_short_ttime: sync,
             io_bound: true,
             in_large_burst: false,
             in_burst_list: false,

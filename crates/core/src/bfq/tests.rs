@@ -2254,7 +2254,8 @@ fn bfq_seek_rules_and_ioprio_weights_follow_the_kernels_constants() {
     assert_eq!(queue::ioprio_weight(IoClass::Idle, 0), 10);
     assert_eq!(q.orig_weight, 40);
     let idle = queue::Queue::new(0, GroupId::ROOT, true, IoClass::Idle, 0, 0);
-    assert!(!idle.has_short_ttime && idle.class_idle());
+    // Marked too: bfq_init_bfqq tests the class before bfq_init_entity sets it.
+    assert!(idle.has_short_ttime && idle.class_idle());
     assert!(q.has_short_ttime && !q.class_idle());
     let async_q = queue::Queue::new(0, GroupId::ROOT, false, IoClass::BestEffort, 4, 0);
     assert!(!async_q.has_short_ttime && !async_q.just_created);

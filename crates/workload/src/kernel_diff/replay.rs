@@ -361,7 +361,7 @@ impl<'a> Replay<'a> {
         mut self,
         log: &[QueueEvent],
         bfq_log: &BfqLogTimes,
-    ) -> (Vec<QueueEvent>, usize) {
+    ) -> (Vec<QueueEvent>, usize, Vec<(Nanos, String)>) {
         let mut timeline = self.timeline(log);
         if self.pace == Pace::Kernel {
             // bfq's calls that returned nothing: where ours is asked as at an empty run.
@@ -412,7 +412,8 @@ impl<'a> Replay<'a> {
             self.pump();
         }
         self.advance(None);
-        (self.log, self.merges_missed)
+        let notes = self.blk.scheduler_mut().take_notes();
+        (self.log, self.merges_missed, notes)
     }
 
     /// When the kernel allocated each request it inserted later, in time order. The
