@@ -1456,7 +1456,7 @@ impl Scheduler for Bfq {
         };
         let qq = &mut self.queues[q];
         let allowed = |target: &Request| {
-            target.op == rq.op && target.prio == rq.prio && !(rq.is_sync() && !target.is_sync())
+            target.op == rq.op && target.prio == rq.prio && (!rq.is_sync() || target.is_sync())
         };
         let end = rq.end();
         let last = self
