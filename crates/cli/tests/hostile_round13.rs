@@ -5,36 +5,21 @@
 //! waiting.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common {
     pub mod bounded;
     pub mod child;
 }
-use common::bounded::{clean_error, elevator_within, s, Out, MINUTE};
-use common::child::wait_within;
+use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
 
 /// Run elevator with `args` in `dir` (its working directory: a hostile value given to a path
 /// flag makes its file there, never in the crate), failing on a panic or a hang.
 fn elevator_in(dir: &Path, args: &[String], limit: Duration) -> Out {
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args(args)
-        .current_dir(dir)
+    elevator_set_up(args, limit, |c| {
         // A variable that expands to itself, for the job files' `${ENV}` (no loop).
-        .env("ELEVATOR_H13", "${ELEVATOR_H13}")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run elevator");
-    let done = wait_within(child, limit, |c| {
-        let _ = c.kill();
-    });
-    let Some(status) = done.status else {
-        panic!("elevator {args:?} ran longer than {limit:?}: it hangs");
-    };
-    Out::of(status, &done)
+        c.current_dir(dir).env("ELEVATOR_H13", "${ELEVATOR_H13}");
+    })
 }
 
 /// The names a `--help` page lists under `Commands:` (without `help`).

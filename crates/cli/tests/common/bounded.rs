@@ -19,13 +19,24 @@ pub struct Out {
 /// Run elevator with `args`, killing it (and failing) if it runs longer than `limit` (a hang)
 /// or if it panics.
 pub fn elevator_within(args: &[&str], limit: Duration) -> Out {
-    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+    elevator_set_up(args, limit, |_| {})
+}
+
+/// [`elevator_within`] with the command set up further first (its directory, environment).
+#[allow(dead_code)] // not every test file sets the command up
+pub fn elevator_set_up<A: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    args: &[A],
+    limit: Duration,
+    set_up: impl FnOnce(&mut Command),
+) -> Out {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_elevator"));
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run elevator");
+        .stderr(Stdio::piped());
+    set_up(&mut command);
+    let child = command.spawn().expect("run elevator");
     let done = wait_within(child, limit, |c| {
         let _ = c.kill();
     });
