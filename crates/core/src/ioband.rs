@@ -25,7 +25,7 @@
 //! | `weight` | 100 | | weight of a group the group tree gives none |
 //! | `worker_context` | 1 | | held requests reach the inner scheduler as the worker thread's |
 //! | `worker_ioprio` | 3 | level | best-effort level of the worker thread's requests (2.6.31: kthreads at nice -5) |
-//! | `max_sectors` | 0 | sectors | the dm device's `max_sectors`: larger bios arrive as whole-page pieces under it (0: none; 2.6.31: 255) |
+//! | `dm_max_sectors` | 0 | sectors | the dm device's `max_sectors`: larger bios arrive as whole-page pieces under it (0: none; 2.6.31: 255) |
 //!
 //! Groups are the run's group tree, flattened: each group, the root included (dm-ioband's
 //! default group), is one ioband group with its own weight.
@@ -35,7 +35,7 @@
 //! until the group holds none of them; then its request goes through `ioband_map` again and,
 //! if it passes, reaches the inner scheduler in its own process's context.
 //!
-//! The dm device's queue limit (`max_sectors`, off by default): in 2.6.31 a dm device's
+//! The dm device's queue limit (`dm_max_sectors`, off by default): in 2.6.31 a dm device's
 //! `max_sectors` is 255 sectors whatever the disk's (`dm_calculate_queue_limits` starts from
 //! `blk_set_default_limits`, which sets `SAFE_MAX_SECTORS`, and `blk_stack_limits` keeps the
 //! smaller of it and the disk's), and a submitter adds whole pages to a bio (`bio_add_page`
@@ -44,7 +44,7 @@
 //! limits alone and 2.6.32 on `BLK_DEF_MAX_SECTORS` (1024), which keep the window one bio.
 //!
 //! # Deviations
-//! - With `max_sectors`, a window's second bio is its own request below dm-ioband; in the
+//! - With `dm_max_sectors`, a window's second bio is its own request below dm-ioband; in the
 //!   kernel it back-merges into the first at the disk's queue when both pass at once
 //!   (`__make_request`'s `elv_merge`), so the two complete together.
 //! - The device-wide block (`device_should_block`: a class of which the device holds
@@ -149,7 +149,7 @@ crate::tunable::tunables! {
         /// (0: none of its own, the device's). 2.6.31 stacks a dm device's limits on
         /// `blk_set_default_limits`'s `SAFE_MAX_SECTORS` (255: `dm_calculate_queue_limits`,
         /// `blk_stack_limits` keeps the smaller), 2.6.30 and 2.6.32 on the disk's own.
-        max_sectors: u32 = "max_sectors" {
+        dm_max_sectors: u32 = "dm_max_sectors" {
             unit: Sectors,
             default: 0,
             min: 0,
@@ -705,8 +705,8 @@ impl Scheduler for IoBand {
     /// under 2.6.31's 255 a 128 KiB readahead window reaches dm-ioband as a bio of 31 pages
     /// and one of 1, each charged a token and counted in flight.
     fn max_request_sectors(&self) -> Option<u32> {
-        (self.cfg.max_sectors > 0)
-            .then(|| (self.cfg.max_sectors / PAGE_SECTORS).max(1) * PAGE_SECTORS)
+        (self.cfg.dm_max_sectors > 0)
+            .then(|| (self.cfg.dm_max_sectors / PAGE_SECTORS).max(1) * PAGE_SECTORS)
     }
 
     /// dm-ioband holds bios above the queue and passes at most `io_limit` a class down.
@@ -916,7 +916,7 @@ mod tests {
         use crate::block::{Bio, BlockLayer, Limits};
         use crate::request::{GroupId, Op};
         for (max, pieces, in_flight) in [(255, vec![248, 8, 248, 8], 4), (0, vec![256, 256], 2)] {
-            let b = band(&[("max_sectors", max)]);
+            let b = band(&[("dm_max_sectors", max)]);
             let initial = b.tokens(2);
             let mut blk = BlockLayer::new(b, Limits::depth(4));
             for w in 0..2u64 {
@@ -927,14 +927,14 @@ mod tests {
             while let Some(r) = blk.poll_dispatch(Nanos::ZERO) {
                 got.push(r.sectors);
             }
-            assert_eq!(got, pieces, "max_sectors {max}");
+            assert_eq!(got, pieces, "dm_max_sectors {max}");
             let band = blk.scheduler();
             assert_eq!(
                 initial - band.tokens(2),
                 pieces.len() as i64,
-                "max_sectors {max}"
+                "dm_max_sectors {max}"
             );
-            assert_eq!(band.issued_total(), in_flight, "max_sectors {max}");
+            assert_eq!(band.issued_total(), in_flight, "dm_max_sectors {max}");
         }
     }
 
