@@ -25,6 +25,7 @@
 //! | `weight` | 100 | | weight of a group the group tree gives none |
 //! | `worker_context` | 1 | | held requests reach the inner scheduler as the worker thread's |
 //! | `worker_ioprio` | 3 | level | best-effort level of the worker thread's requests (2.6.31: kthreads at nice -5) |
+//! | `dm_max_sectors` | 0 | sectors | the dm device's `max_sectors`: larger bios arrive as whole-page pieces under it (0: none; 2.6.31: 255) |
 //!
 //! Groups are the run's group tree, flattened: each group, the root included (dm-ioband's
 //! default group), is one ioband group with its own weight.
@@ -34,7 +35,18 @@
 //! until the group holds none of them; then its request goes through `ioband_map` again and,
 //! if it passes, reaches the inner scheduler in its own process's context.
 //!
+//! The dm device's queue limit (`dm_max_sectors`, off by default): in 2.6.31 a dm device's
+//! `max_sectors` is 255 sectors whatever the disk's (`dm_calculate_queue_limits` starts from
+//! `blk_set_default_limits`, which sets `SAFE_MAX_SECTORS`, and `blk_stack_limits` keeps the
+//! smaller of it and the disk's), and a submitter adds whole pages to a bio (`bio_add_page`
+//! refuses the page that would pass the limit): a 128 KiB readahead window is a bio of 31
+//! pages and one of 1, two bios to charge and count in flight. 2.6.30 stacked on the disk's
+//! limits alone and 2.6.32 on `BLK_DEF_MAX_SECTORS` (1024), which keep the window one bio.
+//!
 //! # Deviations
+//! - With `dm_max_sectors`, a window's second bio is its own request below dm-ioband; in the
+//!   kernel it back-merges into the first at the disk's queue when both pass at once
+//!   (`__make_request`'s `elv_merge`), so the two complete together.
 //! - The device-wide block (`device_should_block`: a class of which the device holds
 //!   `io_limit` requests) is not modelled; it is what kernel threads and urgent bios wait on.
 //! - The weight policy's token rules (`get_token`, `iopriority`, `make_global_epoch`,
@@ -78,6 +90,8 @@ const TOKEN_BATCH_UNIT: i64 = 20;
 const PROCEED_THRESHOLD: i64 = 8;
 /// `OVERCOMMIT_RATE`: a group's `c_limit` is its share of `io_limit` over this.
 const OVERCOMMIT_RATE: i64 = 4;
+/// Sectors in a page: the unit a submitter adds to a bio (`bio_add_page`).
+const PAGE_SECTORS: u32 = 8;
 /// `LOCAL_ACTIVE_RATIO`.
 const LOCAL_ACTIVE_RATIO: i64 = 8;
 /// `GLOBAL_ACTIVE_RATIO`.
@@ -130,6 +144,17 @@ crate::tunable::tunables! {
             min: 0,
             max: 7,
             doc: "best-effort level of the held requests the worker thread re-issues (2.6.31: nice -5 gives level 3)",
+        },
+        /// `max_sectors` of the dm device's queue: the largest bio a submitter builds for it
+        /// (0: none of its own, the device's). 2.6.31 stacks a dm device's limits on
+        /// `blk_set_default_limits`'s `SAFE_MAX_SECTORS` (255: `dm_calculate_queue_limits`,
+        /// `blk_stack_limits` keeps the smaller), 2.6.30 and 2.6.32 on the disk's own.
+        dm_max_sectors: u32 = "dm_max_sectors" {
+            unit: Sectors,
+            default: 0,
+            min: 0,
+            max: 65_535,
+            doc: "the dm device's max_sectors: larger bios reach dm-ioband as whole-page pieces under it (0: no limit of its own; 2.6.31: 255)",
         },
         /// Default group weight.
         weight: u32 = "weight" {
@@ -674,6 +699,16 @@ impl Scheduler for IoBand {
         self.inner.exit(ctx, now);
     }
 
+    /// The dm device's `max_sectors` in whole pages: a submitter builds its bios a page at a
+    /// time (`mpage_readpages` through `bio_add_page`, which refuses a page that would take
+    /// the bio past `queue_max_sectors` and has the caller submit it and start another), so
+    /// under 2.6.31's 255 a 128 KiB readahead window reaches dm-ioband as a bio of 31 pages
+    /// and one of 1, each charged a token and counted in flight.
+    fn max_request_sectors(&self) -> Option<u32> {
+        (self.cfg.dm_max_sectors > 0)
+            .then(|| (self.cfg.dm_max_sectors / PAGE_SECTORS).max(1) * PAGE_SECTORS)
+    }
+
     /// dm-ioband holds bios above the queue and passes at most `io_limit` a class down.
     fn bounds_own_requests(&self) -> bool {
         true
@@ -865,6 +900,41 @@ mod tests {
                 !vetoed,
                 "{b_requests} requests of /b"
             );
+        }
+    }
+
+    #[test]
+    fn under_2_6_31s_dm_max_sectors_a_readahead_window_is_two_bios_each_charged_and_in_flight() {
+        // 2.6.31: a dm device's max_sectors is SAFE_MAX_SECTORS, 255 (dm_calculate_queue_limits
+        // starts from blk_set_default_limits, and blk_stack_limits keeps the smaller of that
+        // and the disk's). mpage_readpages adds a window's pages to its bio with bio_add_page,
+        // which refuses the page that takes the bio past queue_max_sectors: the 32nd page of a
+        // 128 KiB window (256 sectors). The window reaches ioband_map as a bio of 31 pages and
+        // one of 1; prepare_token charges each and g_issued counts each until its end_io, so a
+        // reader's two windows are io_throttle (4) bios in flight. Without the limit (0, as
+        // 2.6.30's and 2.6.32's stacking give for this disk) a window is one bio.
+        use crate::block::{Bio, BlockLayer, Limits};
+        use crate::request::{GroupId, Op};
+        for (max, pieces, in_flight) in [(255, vec![248, 8, 248, 8], 4), (0, vec![256, 256], 2)] {
+            let b = band(&[("dm_max_sectors", max)]);
+            let initial = b.tokens(2);
+            let mut blk = BlockLayer::new(b, Limits::depth(4));
+            for w in 0..2u64 {
+                let window = Bio::new(CtxId(1), Op::Read, w * 256, 256).group(GroupId(2));
+                blk.handle_submit(window, w, Nanos::ZERO);
+            }
+            let mut got = Vec::new();
+            while let Some(r) = blk.poll_dispatch(Nanos::ZERO) {
+                got.push(r.sectors);
+            }
+            assert_eq!(got, pieces, "dm_max_sectors {max}");
+            let band = blk.scheduler();
+            assert_eq!(
+                initial - band.tokens(2),
+                pieces.len() as i64,
+                "dm_max_sectors {max}"
+            );
+            assert_eq!(band.issued_total(), in_flight, "dm_max_sectors {max}");
         }
     }
 

@@ -229,6 +229,9 @@ const FIO_READER: Reader = Reader { bs: 4096, depth: 1 };
 /// still be in flight, so while the disk is the bottleneck every reader has two windows in
 /// flight, and the next starts as soon as the older completes. dm-ioband charges one token
 /// per bio whatever its size (`prepare_token`), so the bio size sets its token clock.
+/// On a 2.6.31 dm device (`max_sectors` 255) the submitter builds each window as two bios,
+/// 31 pages and 1 (ioband's `dm_max_sectors` tunable); the reproduce does not set it yet:
+/// docs/ioband.md ("The dm device's bio size") gives what it does to the table.
 /// docs/ioband.md ("Goyal's table").
 const READAHEAD_READER: Reader = Reader {
     bs: 128 * 1024,
