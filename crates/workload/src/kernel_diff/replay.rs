@@ -113,6 +113,10 @@ impl<'a> Replay<'a> {
         let mut blk = BlockLayer::new(sched, limits);
         blk.keep_merged_away();
         blk.set_timer_latency(TIMER_LATENCY);
+        if pace == Pace::Kernel {
+            // The kernel's timer ran its handler at these times (one per device).
+            blk.set_timer_fires(bfq_log.timer_fires.clone());
+        }
         Replay {
             trace,
             blk,
