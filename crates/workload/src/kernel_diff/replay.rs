@@ -206,9 +206,8 @@ impl<'a> Replay<'a> {
             Some(seen) => {
                 let at = at.max(seen);
                 let event = self.along_merges(i, |k| self.trace.requests[k].service());
-                let completed = self.along_merges(i, |k| self.trace.requests[k].completed);
                 let clock = event.map_or(at, |s| {
-                    let event = (self.now + s).max(completed.unwrap_or(Nanos::ZERO)).min(at);
+                    let event = (self.now + s).min(at);
                     Nanos(event.0 + (at.0 - event.0) / 2)
                 });
                 (at, clock)
