@@ -81,7 +81,9 @@
 //!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
 //!   a call that returns nothing ([`asked_at_empty_runs`]); bfq is asked once more at each of
 //!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
-//!   expiring one ([`refused_dispatch_calls`]). [`Pace::Device`] runs it after
+//!   expiring one ([`refused_dispatch_calls`]), and its idle slice timer fires where the
+//!   kernel's did when that falls within the replay's 30 us timer latency after ours' deadline
+//!   ([`idle_timer_fires`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
 //!   of the kernel's choice comes from when its queue runs rather than from the policy.
 //!   [`Pace::Early`] is a diagnostic of the tracepoints' timing: each kernel dispatch is moved
@@ -122,7 +124,8 @@ use crate::traces::ftrace::{
 mod bfq_log;
 mod replay;
 pub use bfq_log::{
-    completions_seen_by_bfq, exits_in_bfq_log, refused_dispatch_calls, BfqLogTimes, LogOrder,
+    completions_seen_by_bfq, exits_in_bfq_log, idle_timer_fires, refused_dispatch_calls,
+    BfqLogTimes, LogOrder,
 };
 use replay::{Contexts, Replay};
 

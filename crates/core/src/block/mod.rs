@@ -507,6 +507,9 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     timer_gen: u64,
     /// How long after its deadline the scheduler's own timer fires.
     timer_latency: Nanos,
+    /// When the scheduler's own timer is known to have fired (sorted): a replay's record of
+    /// the kernel's timer ([`BlockLayer::set_timer_fires`]).
+    timer_fires: Vec<Nanos>,
     requeued: VecDeque<u64>,
     /// Requests issued directly ([`Bio::issue_directly`]), never given to the policy.
     direct: VecDeque<u64>,
@@ -547,6 +550,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             timer: None,
             timer_gen: 0,
             timer_latency: Nanos::ZERO,
+            timer_fires: Vec::new(),
             requeued: VecDeque::new(),
             direct: VecDeque::new(),
             counters: Counters::default(),
@@ -734,9 +738,16 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     }
 
     /// When the scheduler's own timer ([`Scheduler::next_timer`]) fires: its deadline plus
-    /// the [timer latency](Self::set_timer_latency).
+    /// the [timer latency](Self::set_timer_latency), or earlier, at the first recorded
+    /// firing ([`set_timer_fires`](Self::set_timer_fires)) from the deadline on.
     fn own_timer(&self) -> Option<Nanos> {
-        self.sched.next_timer().map(|t| t + self.timer_latency)
+        let deadline = self.sched.next_timer()?;
+        let latest = deadline + self.timer_latency;
+        let first = self.timer_fires.partition_point(|&f| f < deadline);
+        Some(match self.timer_fires.get(first) {
+            Some(&f) if f <= latest => f,
+            _ => latest,
+        })
     }
 
     /// The scheduler's own timer fires `latency` after its deadline: a replay of a kernel
@@ -745,6 +756,17 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// which an insertion may hold). Default zero.
     pub fn set_timer_latency(&mut self, latency: Nanos) {
         self.timer_latency = latency;
+    }
+
+    /// The times the device's timer is known to have fired (a replay of a kernel trace:
+    /// bfq's one `idle_slice_timer` per device, seen where its handler expired a queue). The
+    /// scheduler's own timer then fires at the first of them from its deadline on, when that
+    /// comes within the [timer latency](Self::set_timer_latency), rather than a full latency
+    /// after the deadline: the handler's delay is the kernel's measured one, not a model's.
+    /// Default none.
+    pub fn set_timer_fires(&mut self, mut fires: Vec<Nanos>) {
+        fires.sort_unstable();
+        self.timer_fires = fires;
     }
 
     /// When the rq_qos controllers next need [`handle_qos_timeout`](Self::handle_qos_timeout):

@@ -382,6 +382,47 @@ fn the_schedulers_own_timer_fires_at_the_layers_timeout_without_a_dispatch() {
     assert_eq!(drain(&mut blk, ms(10)).len(), 1, "the run it schedules");
 }
 
+/// bfq has one idle timer per device (`bfqd->idle_slice_timer`, armed by
+/// `bfq_arm_slice_timer`); its handler `bfq_idle_slice_timer_body` runs once the hrtimer
+/// interrupt does, a few microseconds to tens of them after the deadline. Where a replay
+/// knows when the kernel's handler ran, the scheduler's own timer fires then, if that falls
+/// between its deadline and the modelled latency, and a full latency late otherwise.
+#[test]
+fn the_schedulers_own_timer_fires_when_the_recorded_kernel_timer_did() {
+    let us = Nanos::from_us;
+    let fired_at = |fires: Vec<Nanos>| {
+        let mut blk = BlockLayer::new(OwnTimer(Noop::new(), None, 0), Limits::depth(4));
+        blk.set_timer_latency(us(30));
+        blk.set_timer_fires(fires);
+        blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+        blk.poll_timeout()
+    };
+    let deadline = ms(10);
+    assert_eq!(
+        fired_at(vec![]),
+        Some(deadline + us(30)),
+        "no record: the latency"
+    );
+    assert_eq!(
+        fired_at(vec![deadline - us(1), deadline + us(5), deadline + us(9)]),
+        Some(deadline + us(5)),
+        "the first recorded firing from the deadline on"
+    );
+    assert_eq!(
+        fired_at(vec![deadline + us(40)]),
+        Some(deadline + us(30)),
+        "a firing past the latency is another arming's"
+    );
+    let mut blk = BlockLayer::new(OwnTimer(Noop::new(), None, 0), Limits::depth(4));
+    blk.set_timer_latency(us(30));
+    blk.set_timer_fires(vec![deadline + us(5)]);
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    blk.handle_timeout(deadline + us(4));
+    assert_eq!(blk.scheduler().2, 0, "not yet");
+    blk.handle_timeout(deadline + us(5));
+    assert_eq!(blk.scheduler().2, 1, "fired at the recorded time");
+}
+
 /// Holds every bio until 5 ms.
 struct HoldUntil5;
 

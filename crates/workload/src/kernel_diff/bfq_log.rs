@@ -76,6 +76,9 @@ pub struct BfqLogTimes {
     /// When `bfq_limit_depth` decided each request's depth, by request index
     /// ([`depths_decided`]). Empty, or `None` for a request: not shown.
     pub depths: Vec<Option<Nanos>>,
+    /// When bfq's idle slice timer ran its handler and expired a queue
+    /// ([`idle_timer_fires`]): ours' own timer fires there at the kernel's pace.
+    pub timer_fires: Vec<Nanos>,
 }
 
 impl BfqLogTimes {
@@ -94,8 +97,23 @@ impl BfqLogTimes {
             refused_calls: refused_dispatch_calls(log),
             order: LogOrder::read(trace, log, &ctxs),
             depths: depths_decided(trace, &log.messages, &log.message_pids),
+            timer_fires: idle_timer_fires(&log.messages),
         }
     }
+}
+
+/// When bfq's idle slice timer fired, as far as its log shows: each `expire (0, ...)` note
+/// (`BFQQE_TOO_IDLE`, which only `bfq_idle_slice_timer_body` passes to `bfq_bfqq_expire`,
+/// once the hrtimer's interrupt runs it), sorted. A firing that found a request queued
+/// (`schedule_dispatch` only) or expired a queue for its budget timeout is not told apart.
+pub fn idle_timer_fires(messages: &[(Nanos, String)]) -> Vec<Nanos> {
+    let mut out: Vec<Nanos> = messages
+        .iter()
+        .filter(|(_, m)| note_what(m).is_some_and(|w| w.starts_with("expire (0,")))
+        .map(|&(t, _)| t)
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// When `bfq_limit_depth` ran for each of `trace`'s requests, by index: its submitter's last
@@ -526,6 +544,38 @@ mod tests {
     fn read(text: &str) -> KernelTrace {
         let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
         KernelTrace::assemble(r, None).unwrap()
+    }
+
+    /// The idle slice timer's firings are the `BFQQE_TOO_IDLE` expiries (`expire (0, ...)`,
+    /// from `bfq_idle_slice_timer_body` only): here the hardirq note of
+    /// `burst-of-twelve-short-jobs-beside-long-readers-round2` at 57006.046864, not the
+    /// preemption (4) or the empty queue's expiry (3).
+    #[test]
+    fn the_idle_timers_firings_are_its_too_idle_expiries() {
+        let t = Nanos::from_us;
+        let log = [
+            (
+                t(46_864),
+                "bfq26881S expire (0, slow 1, num_disp 0, short_ttime 0)".to_string(),
+            ),
+            (
+                t(48_190),
+                "bfq26881S expire (4, slow 1, num_disp 0, short_ttime 1)".to_string(),
+            ),
+            (
+                t(52_031),
+                "bfq26880S expire (3, slow 0, num_disp 0, short_ttime 0)".to_string(),
+            ),
+            (
+                t(44_253),
+                "bfq26881S expire (0, slow 1, num_disp 0, short_ttime 0)".to_string(),
+            ),
+            (
+                t(44_254),
+                "bfq26881S recalc_budg: last budg 512, budg left 248".to_string(),
+            ),
+        ];
+        assert_eq!(idle_timer_fires(&log), [t(44_253), t(46_864)]);
     }
 
     /// Each completion is paired with the first note of its own context from the

@@ -113,6 +113,10 @@ impl<'a> Replay<'a> {
         let mut blk = BlockLayer::new(sched, limits);
         blk.keep_merged_away();
         blk.set_timer_latency(TIMER_LATENCY);
+        if pace == Pace::Kernel {
+            // The kernel's timer ran its handler at these times (one per device).
+            blk.set_timer_fires(bfq_log.timer_fires.clone());
+        }
         Replay {
             trace,
             blk,
@@ -683,5 +687,6 @@ const TAG_SLEEP: Nanos = Nanos(30_000);
 /// clock, a few microseconds before the note bfq's log shows; over the corpus a queue's
 /// TOO_IDLE expiry note comes a median 16 us (5th percentile 3, 95th 35) after that note
 /// plus the slice. A model constant: the latency differs between recordings (a median 9 us
-/// in one, 27 us in another).
+/// in one, 27 us in another). At the kernel's pace a firing bfq's log shows within it (a
+/// TOO_IDLE expiry, [`BfqLogTimes::timer_fires`]) is taken instead.
 const TIMER_LATENCY: Nanos = Nanos(30_000);
