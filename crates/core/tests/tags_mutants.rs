@@ -183,7 +183,10 @@ fn a_new_shallow_depth_never_brings_the_generation_back_to_an_earlier_answer() {
 fn keeping_the_tags_by_bit_position_moves_the_generation() {
     let mut tags = SchedTags::new(8, 8);
     tags.take(Depth::Shallow(1));
-    assert!(!tags.may_take(Depth::Shallow(1)), "counted: depth 1 is held");
+    assert!(
+        !tags.may_take(Depth::Shallow(1)),
+        "counted: depth 1 is held"
+    );
     let before = tags.generation();
     tags.set_bit_positions(true);
     assert!(tags.may_take(Depth::Shallow(1)), "the new map is empty");
