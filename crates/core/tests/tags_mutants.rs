@@ -192,3 +192,27 @@ fn keeping_the_tags_by_bit_position_moves_the_generation() {
     assert!(tags.may_take(Depth::Shallow(1)), "the new map is empty");
     assert_ne!(tags.generation(), before);
 }
+
+/// `__sbitmap_get_word` (lib/sbitmap.c, which `sbitmap_get_shallow` reaches through
+/// `sbitmap_find_bit` with `wrap` set): a shallow search starts at its CPU's hint within the
+/// word and, finding nothing from there, searches the word again from bit 0 before giving
+/// up on it. One 8-bit word (a map allocated for 256 tags lowered to 8), shallow depth 4:
+/// CPU 0 takes bits 0, 1 and 2, its hint moving to 3; bit 0 is freed by a request of CPU 5
+/// and waits in the cleared mask, and CPU 5 takes bit 3 with a full-depth search. CPU 0's
+/// next shallow search from bit 3 finds bits 0 to 3 taken, folds bit 0 back
+/// (`sbitmap_deferred_clear`), finds nothing from bit 3 again and wraps to bit 0.
+#[test]
+fn a_shallow_search_wraps_to_its_word_s_first_bits_past_its_hint() {
+    let mut bits = TagBits::with_shift(8, 3);
+    let shallow = Some(4);
+    let first: Vec<_> = (0..3).map(|_| bits.take(shallow, 0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2)]);
+    bits.release(0, 5);
+    assert_eq!(bits.take(None, 5), Some(3));
+    assert_eq!(
+        bits.take(shallow, 0),
+        Some(0),
+        "wrapped from CPU 0's hint, 3"
+    );
+    assert_eq!(bits.take(shallow, 0), None, "bits 0 to 3 are held");
+}
