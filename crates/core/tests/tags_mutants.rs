@@ -87,21 +87,25 @@ fn a_request_holds_its_scheduler_tag_while_another_still_waits_for_one() {
 /// waiting heads again: while it stays the same, `may_take` answers the same. A map kept by
 /// bit position starts anew, empty, when `set_map_depth` changes its words
 /// (`sbitmap_calculate_shift`: 2-bit words for 8 tags, 16-bit ones for a map allocated for
-/// 64), so a shallow depth refused before may take a bit after: the generation moves.
+/// 64), so a shallow depth refused before may take a bit after: the generation moves on, to
+/// numbers it never had, as the new map's first tag shows (depth 2 of 8 in one 8-bit word
+/// is bits 0 and 1: one is left, where the old map had none left at that count).
 #[test]
 fn a_map_allocated_anew_by_set_map_depth_moves_the_tags_generation() {
     let mut tags = SchedTags::new(8, 8);
     tags.set_bit_positions(true);
-    let mut taken = 0;
+    let mut seen = vec![tags.generation()];
     while tags.may_take(Depth::Shallow(2)) {
         tags.take_bit(Depth::Shallow(2), 0);
-        taken += 1;
+        seen.push(tags.generation());
     }
-    assert!(taken < 8, "the shallow depth ran out before the tags");
-    let before = tags.generation();
+    assert!(seen.len() < 9, "the shallow depth ran out before the tags");
     tags.set_map_depth(64);
     assert!(tags.may_take(Depth::Shallow(2)), "the new map is empty");
-    assert_ne!(tags.generation(), before);
+    assert!(!seen.contains(&tags.generation()), "{seen:?}");
+    assert_eq!(tags.take_bit(Depth::Shallow(2), 0), Some(0));
+    assert!(tags.may_take(Depth::Shallow(2)), "bit 1 is free");
+    assert!(!seen.contains(&tags.generation()), "{seen:?}");
 }
 
 /// [`SchedTags::generation`]: a free moves it on, never back to a number it had with other
