@@ -187,13 +187,12 @@ impl SchedTags {
         self.waiting_len
     }
 
-    /// Whether request `id` is among those waiting for a tag (a scan of the waiting lines).
+    /// Whether request `id` is among those waiting for a tag (a scan of the waiting lines;
+    /// none when nothing waits, as an emptied line is removed).
     pub fn is_waiting(&self, id: RequestId) -> bool {
-        self.waiting_len > 0
-            && self
-                .waiting
-                .values()
-                .any(|line| line.iter().any(|(_, rq)| rq.id == id))
+        self.waiting
+            .values()
+            .any(|line| line.iter().any(|(_, rq)| rq.id == id))
     }
 
     /// Requests holding a tag with a `Shallow` depth of at most `depth`.

@@ -87,21 +87,25 @@ fn a_request_holds_its_scheduler_tag_while_another_still_waits_for_one() {
 /// waiting heads again: while it stays the same, `may_take` answers the same. A map kept by
 /// bit position starts anew, empty, when `set_map_depth` changes its words
 /// (`sbitmap_calculate_shift`: 2-bit words for 8 tags, 16-bit ones for a map allocated for
-/// 64), so a shallow depth refused before may take a bit after: the generation moves.
+/// 64), so a shallow depth refused before may take a bit after: the generation moves on, to
+/// numbers it never had, as the new map's first tag shows (depth 2 of 8 in one 8-bit word
+/// is bits 0 and 1: one is left, where the old map had none left at that count).
 #[test]
 fn a_map_allocated_anew_by_set_map_depth_moves_the_tags_generation() {
     let mut tags = SchedTags::new(8, 8);
     tags.set_bit_positions(true);
-    let mut taken = 0;
+    let mut seen = vec![tags.generation()];
     while tags.may_take(Depth::Shallow(2)) {
         tags.take_bit(Depth::Shallow(2), 0);
-        taken += 1;
+        seen.push(tags.generation());
     }
-    assert!(taken < 8, "the shallow depth ran out before the tags");
-    let before = tags.generation();
+    assert!(seen.len() < 9, "the shallow depth ran out before the tags");
     tags.set_map_depth(64);
     assert!(tags.may_take(Depth::Shallow(2)), "the new map is empty");
-    assert_ne!(tags.generation(), before);
+    assert!(!seen.contains(&tags.generation()), "{seen:?}");
+    assert_eq!(tags.take_bit(Depth::Shallow(2), 0), Some(0));
+    assert!(tags.may_take(Depth::Shallow(2)), "bit 1 is free");
+    assert!(!seen.contains(&tags.generation()), "{seen:?}");
 }
 
 /// [`SchedTags::generation`]: a free moves it on, never back to a number it had with other
@@ -122,4 +126,97 @@ fn a_freed_tag_never_brings_the_generation_back_to_an_earlier_answer() {
         "the throttled depth is held"
     );
     assert_ne!(tags.generation(), before);
+}
+
+/// [`SchedTags::set_map_depth`] only says which words a map kept by bit position has
+/// (`sbitmap_calculate_shift` for the depth it was allocated with, kept by
+/// `sbitmap_queue_resize` when `nr_requests` is lowered). Tags only counted (the module's
+/// deviation, `tag_bits` off) stay counted: a map allocated for 256 tags and lowered to 8
+/// takes no bit, and after a `Full` tag a depth of 1 still may take one, as the counted model
+/// asks only about `Shallow` holders. A map kept by bit position and allocated for 12 tags
+/// (2-bit words, as 8 tags' are) keeps its bits when told so: `sbitmap_resize` keeps the
+/// words' bits, so bit 0, held, still refuses a depth of 1.
+#[test]
+fn a_map_depth_changes_only_a_bit_map_and_only_when_its_words_change() {
+    let mut counted = SchedTags::new(8, 8);
+    counted.set_map_depth(256);
+    assert_eq!(counted.take_bit(Depth::Full, 0), None, "no bit map kept");
+    assert!(counted.may_take(Depth::Shallow(1)));
+
+    let mut bits = SchedTags::new(8, 8);
+    bits.set_bit_positions(true);
+    assert_eq!(bits.take_bit(Depth::Full, 0), Some(0));
+    assert!(!bits.may_take(Depth::Shallow(1)), "bit 0 is held");
+    let before = bits.generation();
+    bits.set_map_depth(12);
+    assert!(
+        !bits.may_take(Depth::Shallow(1)),
+        "the same 2-bit words: bit 0 is still held"
+    );
+    assert_eq!(bits.generation(), before, "nothing changed");
+    assert_eq!(bits.take_bit(Depth::Full, 0), Some(1));
+}
+
+/// [`SchedTags::generation`]: a new shallow depth (`set_limit`, mq-deadline's `async_depth`
+/// and kyber's async depth, which `dd_depth_updated` / `kyber_depth_updated` set) moves it
+/// on, never back to a number it had when `may_take` answered otherwise. With 8 tags of
+/// which throttled requests may hold 2, one holds a tag and a throttled request may take
+/// another; the limit lowered to 1, it may not, so the generation must be new.
+#[test]
+fn a_new_shallow_depth_never_brings_the_generation_back_to_an_earlier_answer() {
+    let mut tags = SchedTags::new(8, 2);
+    let mut seen = vec![tags.generation()];
+    tags.take(Depth::Throttled);
+    seen.push(tags.generation());
+    assert!(tags.may_take(Depth::Throttled));
+    tags.set_limit(1);
+    assert!(!tags.may_take(Depth::Throttled), "the limit is held");
+    assert!(
+        !seen.contains(&tags.generation()),
+        "generation {} was seen with another answer ({seen:?})",
+        tags.generation()
+    );
+}
+
+/// [`SchedTags::generation`]: keeping the tags by bit position from now on (bfq's
+/// `tag_bits`) starts an empty map, which may answer otherwise than the count: with 8
+/// tags, a request of shallow depth 1 holding one, the counted model refuses another of
+/// depth 1; the new map, which does not hold the first request's bit, gives one (bit 0 of
+/// word 0, the only bit `__map_depth_with_shallow` allows depth 1). So the generation moves.
+#[test]
+fn keeping_the_tags_by_bit_position_moves_the_generation() {
+    let mut tags = SchedTags::new(8, 8);
+    tags.take(Depth::Shallow(1));
+    assert!(
+        !tags.may_take(Depth::Shallow(1)),
+        "counted: depth 1 is held"
+    );
+    let before = tags.generation();
+    tags.set_bit_positions(true);
+    assert!(tags.may_take(Depth::Shallow(1)), "the new map is empty");
+    assert_ne!(tags.generation(), before);
+}
+
+/// `__sbitmap_get_word` (lib/sbitmap.c, which `sbitmap_get_shallow` reaches through
+/// `sbitmap_find_bit` with `wrap` set): a shallow search starts at its CPU's hint within the
+/// word and, finding nothing from there, searches the word again from bit 0 before giving
+/// up on it. One 8-bit word (a map allocated for 256 tags lowered to 8), shallow depth 4:
+/// CPU 0 takes bits 0, 1 and 2, its hint moving to 3; bit 0 is freed by a request of CPU 5
+/// and waits in the cleared mask, and CPU 5 takes bit 3 with a full-depth search. CPU 0's
+/// next shallow search from bit 3 finds bits 0 to 3 taken, folds bit 0 back
+/// (`sbitmap_deferred_clear`), finds nothing from bit 3 again and wraps to bit 0.
+#[test]
+fn a_shallow_search_wraps_to_its_word_s_first_bits_past_its_hint() {
+    let mut bits = TagBits::with_shift(8, 3);
+    let shallow = Some(4);
+    let first: Vec<_> = (0..3).map(|_| bits.take(shallow, 0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2)]);
+    bits.release(0, 5);
+    assert_eq!(bits.take(None, 5), Some(3));
+    assert_eq!(
+        bits.take(shallow, 0),
+        Some(0),
+        "wrapped from CPU 0's hint, 3"
+    );
+    assert_eq!(bits.take(shallow, 0), None, "bits 0 to 3 are held");
 }

@@ -120,26 +120,23 @@ impl TagBits {
     }
 
     /// `__sbitmap_get_word`: the first clear bit of `taken` below `depth` from `hint`, then
-    /// from 0 if `wrap` and the hint was not 0.
-    fn find_in_word(taken: u64, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+    /// from 0. blk-mq's tags are not round-robin, so the kernel always passes `wrap`; it
+    /// skips the second search when the hint is 0, which would find nothing new.
+    fn find_in_word(taken: u64, depth: u32, hint: u32) -> Option<u32> {
         let free = !taken & first_bits(depth);
         let from = |h: u32| {
-            let above = if h >= u64::BITS {
-                0
-            } else {
-                free & !first_bits(h)
-            };
+            let above = free & !first_bits(h);
             (above != 0).then(|| above.trailing_zeros())
         };
-        from(hint).or_else(|| if wrap && hint != 0 { from(0) } else { None })
+        from(hint).or_else(|| from(0))
     }
 
     /// `sbitmap_find_bit_in_word` with `sbitmap_deferred_clear`: search, and when nothing is
     /// found fold the freed bits back and search again.
-    fn take_in_word(&mut self, index: usize, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+    fn take_in_word(&mut self, index: usize, depth: u32, hint: u32) -> Option<u32> {
         loop {
             let w = &mut self.words[index];
-            if let Some(nr) = Self::find_in_word(w.taken, depth, hint, wrap) {
+            if let Some(nr) = Self::find_in_word(w.taken, depth, hint) {
                 w.taken |= 1 << nr;
                 return Some(nr);
             }
@@ -167,7 +164,7 @@ impl TagBits {
         for _ in 0..self.words.len() {
             let depth = self.shallow_word_depth(index, limit);
             if depth > 0 {
-                if let Some(b) = self.take_in_word(index, depth, bit, true) {
+                if let Some(b) = self.take_in_word(index, depth, bit) {
                     nr = Some(((index as u32) << self.shift) + b);
                     break;
                 }
