@@ -395,11 +395,10 @@ fn update_active_tree(ents: &mut [Entity], mut n: Eid) {
         let Some(p) = ents[n].rb.parent else {
             return;
         };
-        let (pl, pr) = (ents[p].rb.left, ents[p].rb.right);
-        if pl == Some(n) && pr.is_some() {
-            update_active_node(ents, pr.expect("checked"));
-        } else if let Some(l) = pl {
-            update_active_node(ents, l);
+        match (ents[p].rb.left, ents[p].rb.right) {
+            (Some(l), Some(r)) if l == n => update_active_node(ents, r),
+            (Some(l), _) => update_active_node(ents, l),
+            _ => {}
         }
         n = p;
     }
