@@ -40,7 +40,10 @@
 //! per freed tag, wait queues in turn, the woken one retrying at its own depth:
 //! [`Bfq::admit_woken`]) instead of giving a freed tag to the oldest waiting request its
 //! depth allows; it raises the whole-map models on kernel-diff but none reaches the
-//! default's total (97.5%; whole map 96.9 -> 97.1, docs/bfq.md), so it is an option.
+//! default's total (97.5%; whole map 96.9 -> 97.1, docs/bfq.md; measured again on
+//! 1 December after the active tree's shape: per word 97.4%, whole map with sleepers 96.3%,
+//! the gap one recording's idle-class queue the replay keeps busy, docs/testing.md), so it
+//! is an option.
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);

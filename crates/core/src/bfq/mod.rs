@@ -88,6 +88,7 @@
 //!   timeout (`bfq_wr_min_idle_time`, the burst list's 10 s), raising periods, burst and
 //!   merge windows are kept in nanoseconds.
 
+mod active_tree;
 mod budget;
 mod config;
 mod depth;

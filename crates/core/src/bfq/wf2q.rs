@@ -4,7 +4,9 @@
 //! data (one tree per I/O priority class). An entity has a virtual start time S and finish
 //! time F = S + budget / weight; a tree has a virtual time V that advances by served / wsum
 //! when any of its entities receives service. An entity is eligible when S <= V; the next
-//! entity to serve is the eligible one with the smallest F. When no entity is eligible V jumps
+//! entity to serve is the eligible one with the smallest F, as far as the kernel's walk of its
+//! red-black active tree finds it (`bfq_first_active_entity` may stop at an eligible node above
+//! the one with the smallest F: `bfq/active_tree.rs`). When no entity is eligible V jumps
 //! to the smallest S. The idle tree keeps entities that went idle while F > V, so that an
 //! entity coming back soon resumes from its old F instead of the (lower) current V; idle
 //! entities are forgotten once V passes their F. Service is counted in sectors and the time
@@ -19,6 +21,7 @@
 
 use std::collections::BTreeSet;
 
+use super::active_tree::{ActiveTree, Links};
 use crate::time::Nanos;
 
 /// Fixed-point shift of the virtual time scale.
@@ -83,20 +86,21 @@ pub(super) struct Entity {
     /// When it was last put on an idle tree, as a count of tree insertions: it orders the idle
     /// tree among equal finish times.
     pub idle_seq: u64,
+    /// Its place in the active tree it is on ([`ActiveTree`]).
+    pub rb: Links,
 }
 
 /// One service tree: the active and idle entities of one class under one parent.
 ///
 /// Both trees are ordered by finish time and, among equal finish times, by insertion: the
 /// kernel's `bfq_insert` descends right past an entry whose finish equals the new one, so an
-/// entity joins a tree after every entity already there with its finish, and
-/// `bfq_first_active_entity` (the in-order first eligible entity) serves the one that came
-/// first. Two idle-class queues charged the same budget at the same virtual time tie so.
+/// entity joins a tree after every entity already there with its finish. The active tree is
+/// the kernel's red-black tree, shape included ([`ActiveTree`]), because
+/// `bfq_first_active_entity`'s walk over it decides which eligible entity is served.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ServiceTree {
-    /// (finish, insertion stamp, entity) of the backlogged entities.
-    active: BTreeSet<(u64, u64, Eid)>,
-    starts: BTreeSet<(u64, Eid)>,
+    /// The backlogged entities.
+    active: ActiveTree,
     /// (finish, insertion stamp, entity) of the idle entities.
     idle: BTreeSet<(u64, u64, Eid)>,
     /// Virtual time.
@@ -198,6 +202,7 @@ impl Wf2q {
             allocated: 0,
             active_seq: 0,
             idle_seq: 0,
+            rb: Links::default(),
         });
         self.entities.len() - 1
     }
@@ -229,23 +234,21 @@ impl Wf2q {
     }
 
     fn active_insert(&mut self, e: Eid) {
-        let (s, f) = (self.entities[e].start, self.entities[e].finish);
         self.entities[e].tree = Tree::Active;
         self.tree_inserts += 1;
-        let seq = self.tree_inserts;
-        self.entities[e].active_seq = seq;
-        let st = self.st(e);
-        st.active.insert((f, seq, e));
-        st.starts.insert((s, e));
+        self.entities[e].active_seq = self.tree_inserts;
+        let (sd, class) = (self.entities[e].sd, self.entities[e].class);
+        self.sds[sd].trees[class]
+            .active
+            .insert(&mut self.entities, e);
     }
 
     fn active_extract(&mut self, e: Eid) {
-        let en = &self.entities[e];
-        let (s, f, seq) = (en.start, en.finish, en.active_seq);
         self.entities[e].tree = Tree::None;
-        let st = self.st(e);
-        st.active.remove(&(f, seq, e));
-        st.starts.remove(&(s, e));
+        let (sd, class) = (self.entities[e].sd, self.entities[e].class);
+        self.sds[sd].trees[class]
+            .active
+            .extract(&mut self.entities, e);
     }
 
     fn idle_insert(&mut self, e: Eid) {
@@ -416,11 +419,12 @@ impl Wf2q {
         }
     }
 
-    /// `bfq_lookup_next_entity`: the eligible entity with the smallest finish in `sd`'s
-    /// highest backlogged class, the idle class first once it has waited
-    /// [`CLASS_IDLE_TIMEOUT`] (every lookup checks that timestamp, and a lookup past the
-    /// timeout moves it to `now`, the start of the current jiffy). Eligibility is
-    /// judged against the virtual time jumped forward to the smallest start
+    /// `bfq_lookup_next_entity`: the eligible entity `bfq_first_active_entity` finds in
+    /// `sd`'s highest backlogged class (the smallest finish among the eligible, unless the
+    /// tree's shape hides it: [`ActiveTree::first_eligible`]), the idle class first once it
+    /// has waited [`CLASS_IDLE_TIMEOUT`] (every lookup checks that timestamp, and a lookup
+    /// past the timeout moves it to `now`, the start of the current jiffy). Eligibility is
+    /// judged against the virtual time jumped forward to the root's `min_start`
     /// (`bfq_calc_vtime_jump`); the tree's V takes that value (`bfq_update_vtime`) only when
     /// `sd` has no entity in service or the in-service one is being expired (`expiration`).
     pub fn lookup_next(&mut self, sd: usize, now: Nanos, expiration: bool) -> Option<Eid> {
@@ -434,7 +438,7 @@ impl Wf2q {
         let update = self.sds[sd].in_service.is_none() || expiration;
         for class in from..CLASSES {
             let st = &self.sds[sd].trees[class];
-            let Some(&(min_start, _)) = st.starts.first() else {
+            let Some(min_start) = st.active.min_start(&self.entities) else {
                 continue;
             };
             let v = st.vtime.max(min_start);
@@ -443,11 +447,7 @@ impl Wf2q {
                 self.forget_idle(sd, class);
             }
             let st = &self.sds[sd].trees[class];
-            let found = st
-                .active
-                .iter()
-                .find(|&&(_, _, e)| self.entities[e].start <= v)
-                .map(|&(_, _, e)| e);
+            let found = st.active.first_eligible(&self.entities, v);
             if found.is_some() {
                 return found;
             }
@@ -1168,6 +1168,64 @@ mod tests {
         w.active_extract(a);
         w.active_insert(a);
         assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(b));
+    }
+
+    #[test]
+    fn bfq_first_active_entity_returns_the_eligible_node_above_an_ineligible_left_child() {
+        // bfq_first_active_entity walks the red-black tree from the root: it remembers an
+        // eligible node, goes left when the left subtree's min_start is eligible, and stops
+        // as soon as it remembers one and cannot go left. Recorded on 6.18.44
+        // (tuned-budget-thinking-readers-and-writer-nr16-round2, 57047.038327-.050106): the
+        // five queues' timestamps as bfq's calc_finish lines print them, inserted and taken
+        // out (bfq_active_insert, bfq_active_extract when set in service) in the log's order.
+        // The tree is then 27823 at the root, 27824 (not eligible) its left child with 27821
+        // (eligible, the smallest finish of the eligible) as that child's right child, and
+        // 27822 on the right: the walk goes left to 27824, finds it ineligible with no left
+        // child and returns 27823, as the kernel set 27823 in service after 27820's idle
+        // timeout. A search for the smallest eligible finish gives 27821.
+        let mut w = Wf2q::new();
+        let mut q = |start: u64, finish: u64| {
+            let e = entity(&mut w, 10, 0);
+            w.entities[e].start = start;
+            w.entities[e].finish = finish;
+            e
+        };
+        let q20 = q(12_384_632, 585_011_985);
+        let q21 = q(12_384_632, 928_588_397);
+        let q22 = q(8_724_149, 4_589_742_977);
+        let q23 = q(3_355_443, 1_148_610_150);
+        let q24 = q(3_355_440, 766_858_578);
+        w.active_insert(q24);
+        w.active_insert(q23);
+        w.active_extract(q24); // set in service at .038337
+        w.active_insert(q22);
+        w.active_insert(q21);
+        w.active_insert(q20); // preempts 27824 at .038679
+        w.entities[q24].start = 19_014_174;
+        w.entities[q24].finish = 782_517_312;
+        w.active_insert(q24); // 27824 requeued
+        w.active_extract(q20); // set in service at .038686
+        let tree = &w.sds[0].trees[1].active;
+        assert_eq!(
+            tree.shape(&w.entities),
+            vec![
+                (q24, None, Some(q21), false),
+                (q21, None, None, true),
+                (q23, Some(q24), Some(q22), false),
+                (q22, None, None, false),
+            ],
+            "(entity, left, right, red) in finish order"
+        );
+        assert_eq!(tree.min_start(&w.entities), Some(3_355_443));
+        w.sds[0].in_service = Some(q20);
+        be(&mut w).vtime = 12_384_632;
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, false), Some(q23));
+        // 27820's 48 sectors over the weight sum 240 leave 27821 eligible and hidden.
+        be(&mut w).vtime += delta(48, 240);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(q23));
+        // With 27823 gone the walk reaches 27824's subtree again and finds 27821.
+        w.active_extract(q23);
+        assert_eq!(w.lookup_next(0, Nanos::ZERO, true), Some(q21));
     }
 
     #[test]
