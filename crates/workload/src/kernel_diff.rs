@@ -79,7 +79,11 @@
 //!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
 //!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked once more
 //!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
-//!   a call that returns nothing ([`asked_at_empty_runs`]); bfq is asked once more at each of
+//!   a call that returns nothing ([`asked_at_empty_runs`]), and after an insertion below a
+//!   priority level with a request in flight that no dispatch follows within 20 us (the run
+//!   after it could dispatch nothing; one run after a task's insertions in a row, a plugged
+//!   batch);
+//!   bfq is asked once more at each of
 //!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
 //!   expiring one ([`refused_dispatch_calls`]), and its idle slice timer fires where the
 //!   kernel's did when that falls within the replay's 30 us timer latency after ours' deadline
@@ -552,7 +556,8 @@ pub fn settle_unordered_pairs(
 
 /// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
 /// (at its pace: the call that returned nothing, which no tracepoint shows,
-/// [`Replay::with_empty_runs`]). mq-deadline only: a refused dispatch of its changes what
+/// [`Replay::with_empty_runs`]), and after each insertion below a busy priority level that
+/// no dispatch follows at once (`Replay::with_blocked_insertion_runs`). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
 /// latest start, and a refusal keeps the batch it started), and asking it there is what the
 /// kernel did. Not kyber, whose refusals are token waits ours answers with a timer the
@@ -1318,6 +1323,51 @@ mod tests {
         assert_eq!(order, [1000, 5000, 6000, 200, 300, 1100]);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
         assert!(asked_at_empty_runs("mq-deadline"));
+    }
+
+    /// mq-deadline, a run that returned nothing after an insertion (kfresh20's
+    /// `cpus-allowed-0-classes-batched-readers-writer`, decisions 734 and 702): the
+    /// best-effort write 200 is inserted while the real-time read 5000 is in flight, and the
+    /// run after it dispatches nothing: `dd_dispatch_request` first calls
+    /// `dd_dispatch_prio_aged_requests` (two levels have requests, `dd_queued`), whose
+    /// best-effort step starts a write batch (`last_dir` WRITE, `batching` 0, `starved` 0)
+    /// and refuses the young write (`started_after`), and the priority loop stops at the busy
+    /// real-time level. The best-effort reads 1000 and 1100 come in one batch of one task,
+    /// whose run continues the write batch and refuses it again. When the real-time read has
+    /// completed, the kernel continues the write batch: 200, then the reads. Asked only where
+    /// the kernel dispatched, ours still had the real-time read's direction and took 1000.
+    #[test]
+    fn mq_deadline_is_asked_at_an_insertion_below_a_busy_level() {
+        const BLOCKED: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
+ fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000300: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000302: block_getrq: 7,0 R 1100 + 8 [fio]
+ fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
+";
+        let r = FtraceReader::new(Lines::from_bytes(BLOCKED.as_bytes().to_vec(), "t"));
+        let t = KernelTrace::assemble(r, None).unwrap();
+        let mut m = meta("mq-deadline");
+        m.iosched.insert("read_expire".into(), "500".into());
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+        assert_eq!(order, [9000, 5000, 200, 1000, 1100]);
+        assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 
     /// bfq: a best-effort 7 process (its io_context's priority, `ioprio_set` by fio's

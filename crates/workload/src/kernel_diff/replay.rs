@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use elevator_core::block::{Bio, BlockLayer, Done, Limits};
-use elevator_core::{CtxId, IoPrio, Nanos, RequestId, Scheduler};
+use elevator_core::{CtxId, IoClass, IoPrio, Nanos, Op, RequestId, Scheduler};
 
 use super::*;
 
@@ -316,6 +316,68 @@ impl<'a> Replay<'a> {
         }
         if self.pace == Pace::Kernel && self.empty_runs {
             out = Self::with_empty_runs(out);
+            out = self.with_blocked_insertion_runs(out);
+        }
+        out
+    }
+
+    /// `timeline` with a [`KEvent::EmptyRun`] after each insertion the kernel's mq-deadline
+    /// could not dispatch from: a request inserted below a priority level that has a request
+    /// in flight (issued, not completed), with no dispatch within 20 us and not followed by
+    /// another insertion of the same task (one run after a plugged batch). The queue run after an
+    /// insertion (`blk_mq_run_hw_queue`, in the inserting task or kblockd) calls
+    /// `dd_dispatch_request`, whose `dd_dispatch_prio_aged_requests` asks the lower levels
+    /// with an aged latest start when two levels have requests (`dd_queued`): a write queued
+    /// alone there starts a write batch (`last_dir` WRITE, `batching` 0, `starved` 0) and is
+    /// refused as young; the priority loop then stops at the busy higher level, and the run
+    /// returns nothing, which no tracepoint shows. Such a run returned nothing whenever it
+    /// came, so it is replayed at the insertion; an insertion the scheduler could have
+    /// dispatched from is not (its run may have been kblockd's, later: the module docs).
+    fn with_blocked_insertion_runs(&self, timeline: Vec<(Nanos, KEvent)>) -> Vec<(Nanos, KEvent)> {
+        let reqs = &self.trace.requests;
+        // mq-deadline's level of a request (`dd_rq_ioclass`; class none is best effort).
+        let level = |r: &TracedRequest| match r.prio.and_then(|p| p.io_prio()).map(|p| p.class) {
+            Some(IoClass::RealTime) => 0,
+            Some(IoClass::Idle) => 2,
+            _ => 1,
+        };
+        // Each level's requests in flight by time: issues and completions in time order.
+        let mut flights: Vec<(Nanos, bool, usize)> = Vec::new();
+        for r in reqs
+            .iter()
+            .filter(|r| r.op().is_some_and(|op| op != Op::Flush))
+        {
+            if let (Some(issued), Some(done)) = (r.issued, r.ended.or(r.completed)) {
+                flights.push((issued, true, level(r)));
+                flights.push((done, false, level(r)));
+            }
+        }
+        flights.sort_by_key(|&(t, issue, _)| (t, issue));
+        // A dispatch this soon after an insertion is taken as its run's (the corpus's runs
+        // issue within a few microseconds of the insertion that started them).
+        const SAME_RUN: Nanos = Nanos::from_us(20);
+        let mut in_flight = [0i64; 3];
+        let mut next = 0;
+        let mut out = Vec::with_capacity(timeline.len());
+        for (p, &e) in timeline.iter().enumerate() {
+            out.push(e);
+            let (t, KEvent::Arrive(i)) = e else { continue };
+            while let Some(&(_, issue, l)) = flights.get(next).filter(|f| f.0 <= t) {
+                in_flight[l] += if issue { 1 } else { -1 };
+                next += 1;
+            }
+            // The run comes after the last of a task's insertions in a row (a plug's
+            // batch, `blk_mq_flush_plug_list`), or is a dispatch the trace shows at once
+            // (a dispatch later than that is another run's).
+            let run_later = match timeline.get(p + 1) {
+                Some((at, KEvent::Dispatch { .. })) => *at <= t + SAME_RUN,
+                Some((_, KEvent::Arrive(j))) => reqs[*j].pid == reqs[i].pid,
+                _ => false,
+            };
+            let below_busy = (0..level(&reqs[i])).any(|l| in_flight[l] > 0);
+            if below_busy && !run_later {
+                out.push((t, KEvent::EmptyRun));
+            }
         }
         out
     }
@@ -326,7 +388,8 @@ impl<'a> Replay<'a> {
     /// no tracepoint shows, has side effects in mq-deadline. Not modelled: the runs that
     /// dispatched nothing at all (after an insertion the scheduler held back, and the
     /// re-run `blk_mq_delay_run_hw_queues` arms `BLK_MQ_BUDGET_DELAY` after a refusal),
-    /// which the trace cannot tell from an insertion whose run kblockd made later.
+    /// which the trace cannot tell from an insertion whose run kblockd made later, but for
+    /// an insertion below a busy priority level ([`Self::with_blocked_insertion_runs`]).
     fn with_empty_runs(timeline: Vec<(Nanos, KEvent)>) -> Vec<(Nanos, KEvent)> {
         let mut out = Vec::with_capacity(timeline.len() * 2);
         for (p, &e) in timeline.iter().enumerate() {

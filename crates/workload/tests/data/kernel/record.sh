@@ -9,7 +9,8 @@
 # each scheduler's own), 64 tags for a name ending in -nr64, a loop device over a file on the
 # disk for a name ending in -file (in $TMPDIR, else /var/tmp; rotational there) and 4096-byte
 # sectors for the four-k-sectors mix. A name ending in -defaults (kfresh19) keeps the
-# recorder's defaults: no --nr-requests, and a 1 GiB device. Needs root, fio, tracefs:
+# recorder's defaults: no --nr-requests, and a 1 GiB device. A name starting readahead-1m- raises
+# the queue's read_ahead_kb to 1024 (kfresh20). Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -68,6 +69,8 @@ for mix in "${mixes[@]}"; do
 		large-writes-split-at-64k-*) extra+=(--set max_sectors_kb=64) ;;
 		buffered-writeback-*) extra+=(--set wbt_lat_usec=500) ;;
 		seq-readers-rotational-nomerges1-*) extra+=(--set rotational=1 --set nomerges=1) ;;
+		# Buffered readers with 1 MiB of readahead (kfresh20).
+		readahead-1m-*) extra+=(--set read_ahead_kb=1024) ;;
 		esac
 		case "$mix:$sched" in
 		short-read-expire-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
@@ -111,7 +114,9 @@ for mix in "${mixes[@]}"; do
 			large-*:bfq | seq-*:bfq | rate-*:bfq | burst-*:bfq | osync-*:bfq | bssplit-*:bfq | \
 			tuned-*:bfq | prio-readers-*:bfq | randread-*:bfq | randwrite-*:bfq | \
 			randrw70-*:bfq | mixed-4k-*:bfq | dblog-*:bfq | big-*:bfq | thinktime-*:bfq | \
-			psync-*:bfq | randrw-*:bfq) \
+			psync-*:bfq | randrw-*:bfq | nice-*:bfq | offset-*:bfq | zipf-*:bfq | \
+			readwrite-*:bfq | bs512-*:bfq | numjobs32-*:bfq | readahead-*:bfq | verify-*:bfq | \
+			cpus-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
