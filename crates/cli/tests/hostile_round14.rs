@@ -114,9 +114,9 @@ fn kernel_diff_tells_events_that_fit_no_request() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     for n in [
         "warning",
-        "trace.txt",
+        "batches/mq-deadline",
         "295 dispatches of no queued request",
-        "the first at line",
+        "the first at line 20",
     ] {
         assert!(out.stderr.contains(n), "{n:?} not in: {}", out.stderr);
     }
