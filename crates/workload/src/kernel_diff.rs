@@ -29,6 +29,9 @@
 //!   same request (issue to completion; a request the kernel merged away takes its host's; an
 //!   unknown one the median). Its identity is its first bio, so a request merged into another
 //!   leaves the queued set on both sides as it does in the kernel.
+//! - A recorded request the recorded device could not have carried is refused before any
+//!   replay, naming the line of its dispatch: outside `device.bytes`, larger than the
+//!   queue's limit for its operation, or past `u32::MAX` bytes ([`diff_recording`]).
 //! - The queue's `max_sectors_kb` bounds ours as it bounded the kernel's. Its `max_segments`
 //!   does too, raised to the largest recorded request in pages: the trace does not say how
 //!   many segments a request held (the kernel counts physically contiguous runs, ours a page
