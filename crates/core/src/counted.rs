@@ -163,6 +163,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
         self.inner.holds_sched_tag(id)
     }
+    fn sched_tags_admitted(&self) -> Option<u64> {
+        self.inner.sched_tags_admitted()
+    }
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }

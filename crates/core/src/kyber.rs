@@ -486,6 +486,9 @@ impl Scheduler for Kyber {
     fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
         Some(!self.tags.is_waiting(id))
     }
+    fn sched_tags_admitted(&self) -> Option<u64> {
+        Some(self.tags.admitted())
+    }
     fn queued(&self) -> usize {
         self.queued + self.tags.waiting()
     }

@@ -234,6 +234,15 @@ pub trait Scheduler {
         None
     }
 
+    /// For a policy that keeps scheduler tags: how many requests that waited for one have
+    /// been handed one so far ([`crate::tags::SchedTags::admitted`]), so the block layer looks
+    /// for that many among the requests it saw waiting instead of asking
+    /// [`Scheduler::holds_sched_tag`] of each after every call. The default, `None`: it asks
+    /// of each.
+    fn sched_tags_admitted(&self) -> Option<u64> {
+        None
+    }
+
     /// Change a tunable at run time, as writing to
     /// `/sys/block/<dev>/queue/iosched/<name>` would.
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError>;
@@ -319,6 +328,9 @@ macro_rules! forward_scheduler {
             }
             fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
                 (**self).holds_sched_tag(id)
+            }
+            fn sched_tags_admitted(&self) -> Option<u64> {
+                (**self).sched_tags_admitted()
             }
             fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
                 (**self).set_tunable(name, value)

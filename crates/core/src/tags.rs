@@ -45,7 +45,7 @@
 
 mod bits;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 pub use bits::TagBits;
 
@@ -79,6 +79,13 @@ pub struct SchedTags {
     waiting: BTreeMap<Depth, VecDeque<(u64, Request)>>,
     /// Requests waiting, over all lines.
     waiting_len: usize,
+    /// The ids of the requests waiting, so that [`SchedTags::is_waiting`] is one look-up:
+    /// a scan of the lines, asked for every untagged request after every dispatch and
+    /// completion, made a fio job of iodepth 4096 under mq-deadline run for minutes
+    /// (cubic in the requests waiting; issue 32, round 14).
+    waiting_ids: HashSet<RequestId>,
+    /// Requests handed out by [`SchedTags::next_admitted_at`] so far.
+    admitted: u64,
     /// Arrivals so far, numbering the waiting requests.
     arrivals: u64,
     /// Changes of what [`SchedTags::may_take`] answers from (see [`SchedTags::generation`]).
@@ -102,6 +109,8 @@ impl SchedTags {
             held_shallow: Vec::new(),
             waiting: BTreeMap::new(),
             waiting_len: 0,
+            waiting_ids: HashSet::new(),
+            admitted: 0,
             arrivals: 0,
             generation: 0,
             bits: None,
@@ -187,12 +196,15 @@ impl SchedTags {
         self.waiting_len
     }
 
-    /// Whether request `id` is among those waiting for a tag (a scan of the waiting lines;
-    /// none when nothing waits, as an emptied line is removed).
+    /// Requests that waited here and were handed a tag, so far (a caller keeping its own
+    /// list of the waiting ones looks for that many since it last looked).
+    pub fn admitted(&self) -> u64 {
+        self.admitted
+    }
+
+    /// Whether request `id` is among those waiting for a tag.
     pub fn is_waiting(&self, id: RequestId) -> bool {
-        self.waiting
-            .values()
-            .any(|line| line.iter().any(|(_, rq)| rq.id == id))
+        self.waiting_ids.contains(&id)
     }
 
     /// Requests holding a tag with a `Shallow` depth of at most `depth`.
@@ -263,6 +275,7 @@ impl SchedTags {
     pub fn arrive_at(&mut self, rq: Request, depth: Depth) {
         self.arrivals += 1;
         self.waiting_len += 1;
+        self.waiting_ids.insert(rq.id);
         self.waiting
             .entry(depth)
             .or_default()
@@ -317,6 +330,8 @@ impl SchedTags {
             self.waiting.remove(&depth);
         }
         self.waiting_len -= 1;
+        self.waiting_ids.remove(&rq.id);
+        self.admitted += 1;
         self.take(depth);
         Some((rq, depth))
     }

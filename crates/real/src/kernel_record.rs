@@ -285,6 +285,16 @@ pub fn check_job(text: &str) -> Vec<String> {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (l, None),
         };
+        // fio expands `${VAR}` anywhere in a line, the option's name too: `${K}=/etc/x`
+        // with K=filename in the environment wrote /etc/x, past every check of the name.
+        if key.contains('$') {
+            refused.push(format!(
+                "line {}: an option named through an environment variable ({}): write the name",
+                n + 1,
+                elevator_workload::fio_file::excerpt(key)
+            ));
+            continue;
+        }
         let key = key.to_ascii_lowercase();
         if REFUSED_OPTIONS.contains(&key.as_str()) {
             refused.push(format!(
@@ -614,6 +624,83 @@ pub fn record(
     }
 }
 
+/// The memory available (`MemAvailable` of /proc/meminfo), bytes, when it can be read.
+fn mem_available() -> Option<u64> {
+    fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    })
+}
+
+/// The bytes a new file in `dir` may take (`statvfs`: blocks available to an unprivileged
+/// writer, as root's reserve is not for scratch data), when it can be read.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path and a zeroed statvfs for the call to fill.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the call writes only into `st`.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The device must fit where its data will live, before anything is set up (issue 32,
+/// round 14). The private tmpfs holds every byte the job writes in memory, whatever its
+/// `size=` mount option says (it bounds, it does not reserve), and this machine may have no
+/// swap: `--size 64G` of a writing job would exhaust memory and wake the OOM killer among
+/// other programs. So a tmpfs device is at most half the memory available (the kernel's own
+/// default bound of a tmpfs, `shmem_default_max_blocks`, is half of RAM). A `--file` device
+/// is sparse: writes past the free space of its filesystem would fail as I/O errors in the
+/// middle of the recording, so it is at most the space available there.
+fn check_space(opts: &RecordOptions) -> Result<()> {
+    let mib = |b: u64| b >> 20;
+    match &opts.backing {
+        Backing::Tmpfs => {
+            if let Some(avail) = mem_available() {
+                if opts.bytes > avail / 2 {
+                    return Err(RecordError::new(
+                        "check",
+                        format!(
+                            "device size {} MiB: its private tmpfs holds in memory what the \
+                             job writes, and only {} MiB of memory is available (a tmpfs \
+                             device is at most half of it); give a smaller --size, or --file \
+                             PATH on a disk",
+                            mib(opts.bytes),
+                            mib(avail)
+                        ),
+                    ));
+                }
+            }
+        }
+        Backing::File(p) => {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if let Some(free) = free_bytes(dir) {
+                if opts.bytes > free {
+                    return Err(RecordError::new(
+                        "check",
+                        format!(
+                            "device size {} MiB: more than the {} MiB free in {} for the \
+                             backing file (writes past it would fail as I/O errors mid-run); \
+                             give a smaller --size or another --file",
+                            mib(opts.bytes),
+                            mib(free),
+                            dir.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Why a non-empty output directory is refused: a cut recording (what a `kernel-record` killed
 /// outright leaves: its job.fio and trace without the meta.json written last) is named as one,
 /// with how to remove it, never reused or mixed with a new one.
@@ -682,6 +769,7 @@ fn record_inner(
             ),
         ));
     }
+    check_space(opts)?;
     if ![512, 1024, 2048, 4096].contains(&opts.sector_size) {
         return Err(RecordError::new(
             "check",
@@ -1324,6 +1412,17 @@ mod tests {
         assert!(r[0].starts_with("line 2: `filename`"), "{r:?}");
         assert!(r[1].starts_with("line 3: `directory`"), "{r:?}");
         assert!(r[2].starts_with("line 4: ioengine=exec"), "{r:?}");
+    }
+
+    /// fio expands `${VAR}` in an option's name as in its value (issue 32, round 14):
+    /// `${KEYX}=/tmp/x` with KEYX=filename in the environment made fio write /tmp/x, and
+    /// only values were looked at for `$`.
+    #[test]
+    fn a_job_naming_an_option_through_an_environment_variable_is_refused() {
+        let r = check_job("[a]\n${KEYX}=/etc/passwd\nfile${E}name=/etc/x\nsize=1m\n");
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(r[0].starts_with("line 2: an option named through"), "{r:?}");
+        assert!(r[1].starts_with("line 3: an option named through"), "{r:?}");
     }
 
     #[test]

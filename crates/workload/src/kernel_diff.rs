@@ -29,6 +29,9 @@
 //!   same request (issue to completion; a request the kernel merged away takes its host's; an
 //!   unknown one the median). Its identity is its first bio, so a request merged into another
 //!   leaves the queued set on both sides as it does in the kernel.
+//! - A recorded request the recorded device could not have carried is refused before any
+//!   replay, naming the line of its dispatch: outside `device.bytes`, larger than the
+//!   queue's limit for its operation, or past `u32::MAX` bytes ([`diff_recording`]).
 //! - The queue's `max_sectors_kb` bounds ours as it bounded the kernel's. Its `max_segments`
 //!   does too, raised to the largest recorded request in pages: the trace does not say how
 //!   many segments a request held (the kernel counts physically contiguous runs, ours a page
@@ -122,7 +125,8 @@ use elevator_core::{IoPrio, Nanos};
 
 use crate::agreement::{self, Agreement, Decision, QueueEvent};
 use crate::traces::ftrace::{
-    ContextGroups, KernelTrace, Recording, RecordingMeta, SchedBio, TaskOnCpu, TracedRequest,
+    Assembly, ContextGroups, Dir, KernelTrace, Recording, RecordingMeta, SchedBio, TaskOnCpu,
+    TracedRequest,
 };
 
 mod bfq_log;
@@ -614,6 +618,9 @@ pub struct Row {
     pub early: TraceDiff,
     /// The kernel's requests, to describe a divergence.
     pub requests: Vec<TracedRequest>,
+    /// What putting the trace's requests together could not match (events of no request,
+    /// lost events), which the caller tells: the figures compare only what was matched.
+    pub assembly: Assembly,
 }
 
 /// The kernel's schedulers in the order the table gives them.
@@ -662,6 +669,142 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+/// The most bytes a request or bio carries: the kernel holds them in an `unsigned int`
+/// (`struct request`'s `__data_len`, `struct bvec_iter`'s `bi_size`).
+const MAX_REQUEST_SECTORS: u64 = (u32::MAX as u64) >> 9;
+
+/// Check every request of `trace` against what the recorded device allowed (issue 32,
+/// round 14): its extents inside the device (`device.bytes`: `bio_check_eod` ends a bio past
+/// the end before it becomes a request), and its size within the queue's limits for its
+/// operation (reads and writes at most `max_sectors_kb`, or `max_hw_sectors_kb` where
+/// larger, which `bio_split_to_limits` and the merge checks (`blk_rq_get_max_sectors`)
+/// enforce; discards `discard_max_bytes`; anything at most `u32::MAX` bytes). A trace edited
+/// past them was replayed in silence: requests at sector 2^64 - 9 wrapped around in our
+/// block layer, and requests of 2^31 sectors were split into millions of pieces, each
+/// waiting for a scheduler tag, for minutes. The error names the trace's line (the
+/// request's first dispatch) and the field.
+fn check_requests(rec: &Recording, trace: &KernelTrace) -> Result<(), String> {
+    let meta = &rec.meta;
+    let file = rec.trace_path().display().to_string();
+    let capacity = meta.device.bytes / 512;
+    let number = |key: &str| {
+        meta.queue
+            .get(key)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let sectors_of = |key: &str| number(key).map(|b| b >> 9);
+    let rw_limit = match (number("max_sectors_kb"), number("max_hw_sectors_kb")) {
+        (Some(a), Some(b)) => Some(a.max(b) * 2),
+        (a, b) => a.or(b).map(|k| k * 2),
+    };
+    let discard_limit = match (
+        sectors_of("discard_max_bytes"),
+        sectors_of("discard_max_hw_bytes"),
+    ) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    for r in &trace.requests {
+        let line = r.dispatch_index.map_or(0, |d| trace.dispatches[d].line);
+        let at = |field: &str, why: String| {
+            let when = if line == 0 {
+                format!(
+                    " (the request created at {:.6} s, never dispatched)",
+                    r.arrival().unwrap_or_default().as_secs_f64()
+                )
+            } else {
+                String::new()
+            };
+            crate::traces::ftrace::located(&file, line, field, format!("{why}{when}")).to_string()
+        };
+        for (sector, sectors) in [(r.sector, r.sectors), (r.issued_sector, r.issued_sectors)] {
+            let n = u64::from(sectors);
+            if n == 0 {
+                // A flush (at sector 2^64 - 1 in its completion) or an empty preflush write.
+                continue;
+            }
+            let limit = match r.rwbs.dir {
+                Dir::Read | Dir::Write => rw_limit,
+                Dir::Discard => discard_limit,
+                Dir::Flush | Dir::None => None,
+            };
+            if n > MAX_REQUEST_SECTORS {
+                return Err(at(
+                    "sectors",
+                    format!(
+                        "a request of {n} sectors: past what the kernel's requests carry \
+                         ({MAX_REQUEST_SECTORS} sectors, u32::MAX bytes)"
+                    ),
+                ));
+            }
+            if let Some(l) = limit.filter(|&l| n > l) {
+                return Err(at(
+                    "sectors",
+                    format!(
+                        "a {} request of {n} sectors: past the recorded queue's limit of {l} \
+                         sectors (meta.json's queue), which the kernel splits and merges to",
+                        r.rwbs
+                    ),
+                ));
+            }
+            if sector.checked_add(n).is_none_or(|end| end > capacity) {
+                return Err(at(
+                    "sector",
+                    format!(
+                        "sectors {sector} + {n}: past the end of the recorded device \
+                         ({capacity} sectors, meta.json's device.bytes {})",
+                        meta.device.bytes
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every process groups.txt names ran in the recording: one of fio's job processes
+/// (meta.json's `fio.jobs`) or a process of the trace's requests. A file naming others (the
+/// groups of another recording copied beside this one, or pids edited) left every process
+/// of the trace in the root group, and the figures compared bfq's groups in silence.
+fn check_group_pids(
+    rec: &Recording,
+    trace: &KernelTrace,
+    groups: &ContextGroups,
+) -> Result<(), String> {
+    if groups.by_pid.is_empty() {
+        return Ok(());
+    }
+    let mut known: std::collections::HashSet<u32> =
+        rec.meta.fio.jobs.iter().map(|j| j.pid).collect();
+    known.extend(trace.requests.iter().flat_map(|r| [r.pid, r.ctx]));
+    let mut unknown: Vec<(usize, u32)> = groups
+        .by_pid
+        .keys()
+        .filter(|p| !known.contains(p))
+        .map(|&p| (groups.pid_lines.get(&p).copied().unwrap_or(0), p))
+        .collect();
+    unknown.sort_unstable();
+    if let Some(&(line, pid)) = unknown.first() {
+        let file = rec.dir.join(crate::traces::ftrace::GROUPS_FILE);
+        return Err(crate::traces::ftrace::located(
+            &file.display().to_string(),
+            line,
+            "pid",
+            format!(
+                "process {pid} ran neither a fio job of this recording (meta.json's fio.jobs) \
+                 nor any request of its trace{}: groups of another recording?",
+                if unknown.len() > 1 {
+                    format!(" ({} such processes)", unknown.len())
+                } else {
+                    String::new()
+                }
+            ),
+        )
+        .to_string());
+    }
+    Ok(())
+}
+
 /// Open the recording in `dir` and compare it at each pace (`opts.pace` is ignored).
 pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
@@ -677,6 +820,7 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
             trace.stats.events
         ));
     }
+    check_requests(&rec, &trace)?;
     let log = rec.bfq_log().map_err(|e| e.to_string())?;
     if let Some(l) = &log {
         // A log of another run (copied beside this trace) matched no process and was used
@@ -709,6 +853,7 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         .unwrap_or_default();
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let groups = rec.context_groups().map_err(|e| e.to_string())?;
+    check_group_pids(&rec, &trace, &groups)?;
     let at = |pace| {
         // Notes are of the agreement's replay only.
         let o = DiffOptions {
@@ -732,6 +877,7 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         device_pace: at(Pace::Device)?,
         early: at(Pace::Early)?,
         requests: trace.requests,
+        assembly: trace.stats,
     })
 }
 

@@ -168,6 +168,9 @@ impl Scheduler for Recording {
     fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
         self.inner.holds_sched_tag(id)
     }
+    fn sched_tags_admitted(&self) -> Option<u64> {
+        self.inner.sched_tags_admitted()
+    }
     fn queued(&self) -> usize {
         self.inner.queued()
     }

@@ -14,6 +14,7 @@
 //! completes, the partial report prints, the exit code is non-zero.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
@@ -111,6 +112,106 @@ fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::tim
         phase = phase.max(d.config.runtime_ms?);
     }
     Some(ramp + std::time::Duration::from_millis(total + phase))
+}
+
+/// What a run's own settings say of its length, at the least: a time-based job its ramp and
+/// runtime; another its I/Os (`number_ios`, else `io_size` or `size` over `bs`) at its
+/// `rate` (bytes a second), `rate_iops`, and think time (`thinktime` after every
+/// `thinktime_blocks`), capped by its `runtime`. A phase lasts as its longest job; phases
+/// (`stonewall`) add. The job and the setting that make the bound, or `None` when nothing
+/// bounds it from below (a job's speed is then the target's).
+fn least_length(file: &FioFile, ramp: Duration) -> Option<(Duration, String)> {
+    let mut total = Duration::ZERO;
+    let mut phase: Option<(Duration, String)> = None;
+    let mut longest: Option<(Duration, String)> = None;
+    for (i, d) in file.jobs.iter().enumerate() {
+        if i > 0 && d.stonewall {
+            total += phase.take().map_or(Duration::ZERO, |p| p.0);
+        }
+        let c = &d.config;
+        let runtime = c.runtime_ms.map(Duration::from_millis);
+        let job = if c.time_based {
+            runtime.map(|r| (r, format!("time_based with runtime={} s", r.as_secs())))
+        } else {
+            let bytes = c.io_size.or(c.size);
+            let ios = c
+                .number_ios
+                .or_else(|| bytes.map(|b| b.div_ceil(c.bs.max(1))));
+            let secs = |n: f64, per_s: u64| n / per_s.max(1) as f64;
+            let mut bounds: Vec<(f64, String)> = Vec::new();
+            if let (Some(rate), Some(n)) = (c.rate, ios) {
+                let b = n as f64 * c.bs as f64;
+                bounds.push((secs(b, rate), format!("{b} bytes at rate={rate} B/s")));
+            }
+            if let (Some(rate), Some(n)) = (c.rate_iops, ios) {
+                bounds.push((
+                    secs(n as f64, rate),
+                    format!("{n} I/Os at rate_iops={rate}"),
+                ));
+            }
+            if let (true, Some(n)) = (c.thinktime_us > 0, ios) {
+                let thinks = (n / u64::from(c.thinktime_blocks.max(1))) as f64;
+                bounds.push((
+                    thinks * c.thinktime_us as f64 / 1e6,
+                    format!("{n} I/Os with thinktime={} us", c.thinktime_us),
+                ));
+            }
+            bounds
+                .into_iter()
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(s, why)| {
+                    // At most a runtime, which stops a job that is not time-based too.
+                    let d = Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
+                    match runtime {
+                        Some(r) if r < d => (r, format!("{why}, stopped by runtime")),
+                        _ => (d, why),
+                    }
+                })
+        };
+        if let Some((len, why)) = job {
+            let why = format!("job {}: {why}", d.name);
+            if phase.as_ref().is_none_or(|p| len > p.0) {
+                phase = Some((len, why.clone()));
+            }
+            if longest.as_ref().is_none_or(|l| len > l.0) {
+                longest = Some((len, why));
+            }
+        }
+    }
+    total = total.saturating_add(phase.map_or(Duration::ZERO, |p| p.0));
+    let (_, why) = longest?;
+    Some((ramp.saturating_add(total), why))
+}
+
+/// A run this long at its own settings gets a line up front ([`long_run_note`]).
+const LONG_RUN: Duration = Duration::from_secs(60);
+
+/// The line `run` prints before a run that its own settings make last at least [`LONG_RUN`]
+/// (issue 32, round 14): `rate=1` with `size=4m` runs for 48 days and `time_based` with
+/// `runtime=100000000` for three years, as fio would run them, and a run whose output is
+/// not a terminal showed nothing at all meanwhile. The run is not refused (fio runs it too):
+/// the line says how long, and that Ctrl-C stops it with the figures measured so far.
+fn long_run_note(file: &FioFile, ramp: Duration) -> Option<String> {
+    let (len, why) = least_length(file, ramp)?;
+    (len >= LONG_RUN).then(|| {
+        format!(
+            "at its own settings this job file runs for at least {} per scheduler ({why}); \
+             Ctrl-C stops it and prints the figures measured so far",
+            human_duration(len)
+        )
+    })
+}
+
+/// A duration as days, hours, minutes and seconds (`48 d 13 h`, `2 h 5 min`, `90 s`).
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (days, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    match (days, h, m) {
+        (0, 0, 0) => format!("{sec} s"),
+        (0, 0, _) => format!("{m} min {sec} s"),
+        (0, _, _) => format!("{h} h {m} min"),
+        _ => format!("{days} d {h} h"),
+    }
 }
 
 /// One row per job of one run for the comparison table.
@@ -273,6 +374,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     // our jobs wrote it), so an early error does not get the next run refused.
     let _remember = RememberOnDrop(&tgt);
     let ramp = ramp_time(&file)?;
+    if let Some(note) = long_run_note(&file, ramp) {
+        crate::output::tell!("elevator run: {note}");
+    }
     let rotational = match &drive_probe {
         Some(m) => Some(!m.non_rotational()),
         None => elevator_real::target::rotational(&target_path),

@@ -101,6 +101,38 @@ fn seeds_note(seeds: &[u64]) -> String {
     )
 }
 
+/// The experiments `all` runs, by the names their JSON files take.
+const ALL: [&str; 4] = ["anticipatory", "bfq-merge", "io-controller", "flash"];
+
+/// The file `reproduce all --json P` writes an experiment's rows to: P with the experiment's
+/// name inserted before its extension.
+fn json_of_experiment(p: &std::path::Path, name: &str) -> PathBuf {
+    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("out");
+    let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("json");
+    p.with_file_name(format!("{stem}-{name}.{ext}"))
+}
+
+/// Before `all` runs (minutes): the files its `--json` becomes, one per experiment, can be
+/// written (issue 32, round 14). Only the path given was checked: a derived name that was a
+/// directory failed after every experiment ran, and `--json /dev/null` (or `/dev/stdout`, a
+/// FIFO) created `/dev/null-anticipatory.json` and three more files in /dev. A path that is
+/// not a regular file is refused with `all` (its derived names are not what it names).
+fn check_all_json(p: &std::path::Path) -> anyhow::Result<()> {
+    if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) {
+        anyhow::bail!(
+            "--json {}: not a regular file; with `all` one file is written per experiment \
+             beside the name ({}, ...): give a file's name, or `-` for one document on \
+             standard output",
+            p.display(),
+            json_of_experiment(p, ALL[0]).display()
+        );
+    }
+    for name in ALL {
+        crate::cmd::common::check_file("--json", &json_of_experiment(p, name))?;
+    }
+    Ok(())
+}
+
 /// Run the experiment(s).
 pub fn run(args: Args) -> anyhow::Result<()> {
     let all = args.experiment == "all";
@@ -135,6 +167,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &[],
     )?;
     let stdout_json = output::json_to_stdout(args.json.as_deref());
+    if all && !stdout_json {
+        if let Some(p) = &args.json {
+            check_all_json(p)?;
+        }
+    }
     let opts = Opts {
         wakeup: Nanos::from_us(u64::from(args.wakeup_us)),
         seeds: crate::stats::seeds(1, args.seeds as usize),
@@ -146,9 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let json_for = |name: &str| {
         args.json.as_ref().map(|p| {
             if all && !stdout_json {
-                let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("out");
-                let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("json");
-                p.with_file_name(format!("{stem}-{name}.{ext}"))
+                json_of_experiment(p, name)
             } else {
                 p.clone()
             }

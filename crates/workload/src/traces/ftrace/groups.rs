@@ -58,6 +58,8 @@ pub struct ContextGroups {
     pub tree: GroupTree,
     /// Each named process's group, by pid.
     pub by_pid: HashMap<u32, GroupId>,
+    /// The line naming each process, by pid (for errors about it).
+    pub pid_lines: HashMap<u32, usize>,
 }
 
 impl ContextGroups {
@@ -180,6 +182,7 @@ impl ContextGroups {
                 )
             })?;
             out.by_pid.insert(pid, id);
+            out.pid_lines.insert(pid, n);
         }
         Ok(out)
     }

@@ -203,13 +203,34 @@ fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
         ));
     }
     if !(0.0..=MAX_SECONDS).contains(&meta.seconds) {
+        // In exponent form when huge: 1e308 printed as 309 digits.
+        let shown = if meta.seconds.abs() < 1e12 {
+            meta.seconds.to_string()
+        } else {
+            format!("{:e}", meta.seconds)
+        };
         return Err((
             "seconds",
-            format!(
-                "{} is not a run's length (0 to a year of seconds)",
-                meta.seconds
-            ),
+            format!("{shown} is not a run's length (0 to a year of seconds)"),
         ));
+    }
+    // The queue's `scheduler` file, read during the run, brackets the scheduler in use
+    // (`elv_iosched_show`): a `scheduler` field that contradicts it (edited, or a meta.json
+    // copied from another recording) replayed the trace under another policy in silence.
+    if let Some(shown) = meta.queue.get("scheduler") {
+        let in_use = shown
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')));
+        if let Some(in_use) = in_use.filter(|&s| s != meta.scheduler) {
+            return Err((
+                "scheduler",
+                format!(
+                    "{:?}, but the queue's scheduler file recorded during the run \
+                     (queue.scheduler) shows {in_use:?} in use",
+                    crate::fio_file::excerpt(&meta.scheduler)
+                ),
+            ));
+        }
     }
     if !meta.device.bytes.is_multiple_of(512) {
         return Err((
@@ -301,10 +322,17 @@ impl Recording {
             ));
         }
         check_numbers(&meta).map_err(|(field, message)| located(&name, 0, field, message))?;
+        // The bfq log's name is checked as the others are: an absolute path or `..` read a
+        // file outside the recording (/etc/passwd was read as a bfq log).
+        let bfq_log = meta.trace.bfq_log.as_ref();
         for (field, file) in [
-            ("trace.file", &meta.trace.file),
-            ("fio.job_file", &meta.fio.job_file),
-        ] {
+            ("trace.file", Some(&meta.trace.file)),
+            ("fio.job_file", Some(&meta.fio.job_file)),
+            ("trace.bfq_log", bfq_log),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| Some((f, p?)))
+        {
             let p = Path::new(file);
             if file.is_empty() || p.is_absolute() || p.components().any(|c| c.as_os_str() == "..") {
                 return Err(located(

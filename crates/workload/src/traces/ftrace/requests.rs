@@ -321,6 +321,17 @@ pub struct Assembly {
     pub never_issued: usize,
     /// Requests dispatched but not completed by the end.
     pub never_completed: usize,
+    /// Of `orphan_issues`, the cache flushes (`FF`, no sectors): the flush machinery issues
+    /// its own flush request for a write with data and REQ_PREFLUSH (`blk_kick_flush`), which
+    /// no `block_getrq` created; a whole trace has them.
+    pub orphan_flush_issues: usize,
+    /// Of `orphan_completions`, those of no sectors: ends of a flush sequence beyond the one
+    /// matched (`blk_flush_complete_seq`), which whole traces of fsync-heavy jobs show.
+    pub orphan_empty_completions: usize,
+    /// The line of the first insert, issue, completion or merge counted above as matching
+    /// no request (`orphan_*` but the flushes' and the empty completions, `unmatched_merges`),
+    /// or of the first `[LOST N EVENTS]`.
+    pub first_unmatched_line: Option<usize>,
 }
 
 /// A trace's requests, dispatches and scheduler events.
@@ -536,6 +547,7 @@ impl Builder {
                 }
                 let Some(&i) = from.iter().max() else {
                     self.out.stats.unmatched_merges += 1;
+                    self.out.stats.first_unmatched_line.get_or_insert(ev.line);
                     return;
                 };
                 let t = &mut self.track[i];
@@ -589,6 +601,7 @@ impl Builder {
                     Some(i) => i,
                     None => {
                         self.out.stats.orphan_inserts += 1;
+                        self.out.stats.first_unmatched_line.get_or_insert(ev.line);
                         let i = self.new_request(ev, e.dev, e.rwbs, e.sector, e.sectors);
                         self.live.push(i);
                         i
@@ -636,6 +649,11 @@ impl Builder {
                     }
                     None => {
                         self.out.stats.orphan_issues += 1;
+                        if flush_only(e.rwbs, e.sectors) {
+                            self.out.stats.orphan_flush_issues += 1;
+                        } else {
+                            self.out.stats.first_unmatched_line.get_or_insert(ev.line);
+                        }
                         self.new_request(ev, e.dev, e.rwbs, e.sector, e.sectors)
                     }
                 };
@@ -684,6 +702,7 @@ impl Builder {
                 self.out.requests = reqs;
                 let (Some(n), Some(into)) = (next, into) else {
                     self.out.stats.unmatched_merges += 1;
+                    self.out.stats.first_unmatched_line.get_or_insert(ev.line);
                     return;
                 };
                 Self::remove(&mut self.live, n);
@@ -725,6 +744,11 @@ impl Builder {
                 let Some(i) = found else {
                     if !self.flush_sequence_ended(ev, e) {
                         self.out.stats.orphan_completions += 1;
+                        if e.sectors == 0 {
+                            self.out.stats.orphan_empty_completions += 1;
+                        } else {
+                            self.out.stats.first_unmatched_line.get_or_insert(ev.line);
+                        }
                     }
                     return;
                 };
@@ -805,7 +829,11 @@ impl KernelTrace {
                     b.out.message_cpus.push(ev.cpu);
                 }
                 EventBody::Marker(m) => b.out.markers.push((ev.time, m.clone())),
-                EventBody::Lost { events, .. } => b.out.stats.lost_events += events,
+                EventBody::Lost { events, .. } => {
+                    // Saturating: two marks of 2^64 - 1 wrapped to a small count.
+                    b.out.stats.lost_events = b.out.stats.lost_events.saturating_add(*events);
+                    b.out.stats.first_unmatched_line.get_or_insert(ev.line);
+                }
                 _ => b.out.stats.other_events += 1,
             }
         }
