@@ -196,7 +196,12 @@ impl<'a> Replay<'a> {
     /// With it, an estimate of when bfq read its clock for the completion
     /// ([`Scheduler::complete_clocked`](elevator_core::Scheduler::complete_clocked)):
     /// `bfq_completed_request` stamps `last_completion` under `bfqd->lock`, after
-    /// `block_rq_complete` and before the log's note; the midpoint of the two is taken.
+    /// `block_rq_complete` and before the log's note; the midpoint of the two is taken, the
+    /// first end never before the recorded `block_rq_complete` (`bfq_finish_requeue_request`
+    /// runs after `blk_update_request` traced it, so its clock cannot read earlier; an
+    /// estimate from our own dispatch time could, and then ours judged an injection's
+    /// sample against a completion that had not happened: per-io-priorities-cmdprio's
+    /// `bfq_update_inject_limit` at 23376.457959).
     fn completion_at(&self, i: usize) -> (Nanos, Nanos) {
         let at = self.now + self.service(i);
         if self.pace != Pace::Kernel {
@@ -206,8 +211,9 @@ impl<'a> Replay<'a> {
             Some(seen) => {
                 let at = at.max(seen);
                 let event = self.along_merges(i, |k| self.trace.requests[k].service());
+                let completed = self.along_merges(i, |k| self.trace.requests[k].completed);
                 let clock = event.map_or(at, |s| {
-                    let event = (self.now + s).min(at);
+                    let event = (self.now + s).max(completed.unwrap_or(Nanos::ZERO)).min(at);
                     Nanos(event.0 + (at.0 - event.0) / 2)
                 });
                 (at, clock)
