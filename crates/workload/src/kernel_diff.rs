@@ -1605,6 +1605,8 @@ mod tests {
         let mut m = meta("bfq");
         m.format = crate::traces::ftrace::recording::META_FORMAT;
         m.device.major = 7;
+        // A 1 GiB device: the reads lie inside it (`bio_check_eod`).
+        m.device.bytes = 1 << 30;
         m.trace.file = "trace.txt".into();
         m.fio.job_file = "job.fio".into();
         let write = |f: &str, text: &str| std::fs::write(dir.path().join(f), text).unwrap();
