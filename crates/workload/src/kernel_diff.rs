@@ -692,18 +692,14 @@ fn check_requests(rec: &Recording, trace: &KernelTrace) -> Result<(), String> {
             .get(key)
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
-    let sectors_of = |key: &str| number(key).map(|b| b >> 9);
-    let rw_limit = match (number("max_sectors_kb"), number("max_hw_sectors_kb")) {
-        (Some(a), Some(b)) => Some(a.max(b) * 2),
-        (a, b) => a.or(b).map(|k| k * 2),
-    };
-    let discard_limit = match (
-        sectors_of("discard_max_bytes"),
-        sectors_of("discard_max_hw_bytes"),
-    ) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
+    // The larger of each pair where both are recorded, else the one that is (`None` orders
+    // below any number).
+    let rw_limit = number("max_sectors_kb")
+        .max(number("max_hw_sectors_kb"))
+        .map(|k| k * 2);
+    let discard_limit = number("discard_max_bytes")
+        .max(number("discard_max_hw_bytes"))
+        .map(|b| b >> 9);
     for r in &trace.requests {
         let line = r.dispatch_index.map_or(0, |d| trace.dispatches[d].line);
         let at = |field: &str, why: String| {
