@@ -97,21 +97,17 @@ impl Drop for RememberOnDrop<'_> {
 }
 
 /// How long a run of `file` lasts if every job is time-based: the ramp plus the longest
-/// runtime of each phase (jobs after a `stonewall` start when the earlier ones are done).
-fn expected_length(file: &FioFile, ramp: std::time::Duration) -> Option<std::time::Duration> {
-    let mut total = 0u64;
-    let mut phase = 0u64;
-    for (i, d) in file.jobs.iter().enumerate() {
-        if !d.config.time_based {
-            return None;
-        }
-        if i > 0 && d.stonewall {
-            total += phase;
-            phase = 0;
-        }
-        phase = phase.max(d.config.runtime_ms?);
-    }
-    Some(ramp + std::time::Duration::from_millis(total + phase))
+/// runtime of each phase (jobs after a `stonewall` start when the earlier ones are done),
+/// which is then exactly what [`least_length`] finds.
+fn expected_length(file: &FioFile, ramp: Duration) -> Option<Duration> {
+    let timed = file
+        .jobs
+        .iter()
+        .all(|d| d.config.time_based && d.config.runtime_ms.is_some());
+    timed
+        .then(|| least_length(file, ramp))
+        .flatten()
+        .map(|(len, _)| len)
 }
 
 /// What a run's own settings say of its length, at the least: a time-based job its ramp and
