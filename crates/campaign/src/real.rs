@@ -99,14 +99,7 @@ pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
             biggest = Some((def, all));
         }
     }
-    let available = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemAvailable:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u128>().ok())
-        })
-        .map(|kb| kb * 1024);
+    let available = elevator_real::target::mem_available().map(u128::from);
     if let (Some(avail), Some((def, all))) = (available, biggest) {
         if need > avail {
             return Err(file

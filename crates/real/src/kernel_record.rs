@@ -624,16 +624,6 @@ pub fn record(
     }
 }
 
-/// The memory available (`MemAvailable` of /proc/meminfo), bytes, when it can be read.
-fn mem_available() -> Option<u64> {
-    fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    })
-}
-
 /// The bytes a new file in `dir` may take (`statvfs`: blocks available to an unprivileged
 /// writer, as root's reserve is not for scratch data), when it can be read.
 fn free_bytes(dir: &Path) -> Option<u64> {
@@ -660,7 +650,7 @@ fn check_space(opts: &RecordOptions) -> Result<()> {
     let mib = |b: u64| b >> 20;
     match &opts.backing {
         Backing::Tmpfs => {
-            if let Some(avail) = mem_available() {
+            if let Some(avail) = crate::target::mem_available() {
                 if opts.bytes > avail / 2 {
                     return Err(RecordError::new(
                         "check",

@@ -668,3 +668,14 @@ fn read_up_to(f: &File, buf: &mut [u8]) -> io::Result<usize> {
     }
     Ok(n)
 }
+
+/// The memory available to new work (`MemAvailable` of /proc/meminfo), bytes, when it can be
+/// read: what a job's buffers and a recording's tmpfs are checked against.
+pub fn mem_available() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024))
+    })
+}
