@@ -10,7 +10,8 @@
 # disk for a name ending in -file (in $TMPDIR, else /var/tmp; rotational there) and 4096-byte
 # sectors for the four-k-sectors mix. A name ending in -defaults (kfresh19) keeps the
 # recorder's defaults: no --nr-requests, and a 1 GiB device. A name starting readahead-1m- raises
-# the queue's read_ahead_kb to 1024 (kfresh20). Needs root, fio, tracefs:
+# the queue's read_ahead_kb to 1024 (kfresh20); one starting async-depth-2- sets mq-deadline's
+# async_depth to 2 (kfresh21). Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -103,6 +104,8 @@ for mix in "${mixes[@]}"; do
 		tuned-budget-*:mq-deadline) extra+=(--set fifo_batch=4 --set write_expire=100) ;;
 		tuned-budget-*:kyber) extra+=(--set read_lat_nsec=300000 --set write_lat_nsec=3000000) ;;
 		tuned-budget-*:bfq) extra+=(--set max_budget=1024 --set slice_idle=2 --set low_latency=0) ;;
+		# Writes held to 2 of mq-deadline's 16 tags (dd_limit_depth; kfresh21).
+		async-depth-2-*:mq-deadline) extra+=(--set async_depth=2) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -116,7 +119,9 @@ for mix in "${mixes[@]}"; do
 			randrw70-*:bfq | mixed-4k-*:bfq | dblog-*:bfq | big-*:bfq | thinktime-*:bfq | \
 			psync-*:bfq | randrw-*:bfq | nice-*:bfq | offset-*:bfq | zipf-*:bfq | \
 			readwrite-*:bfq | bs512-*:bfq | numjobs32-*:bfq | readahead-*:bfq | verify-*:bfq | \
-			cpus-*:bfq) \
+			cpus-*:bfq | randrw90-*:bfq | iodepth-*:bfq | poisson-*:bfq | strided-*:bfq | \
+			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
+			async-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
