@@ -101,11 +101,13 @@
 //! Both sides' queue logs (arrivals, merges away, dispatches by request index) give each side's
 //! [`Decision`]s, compared position by position ([`agreement::compare`]: the same request
 //! chosen from the same queued set), plus the Kendall distance between the two dispatch orders
-//! over consecutive windows ([`agreement::windowed_kendall`]). Two adjacent kernel dispatches
-//! issued by two CPUs within [`UNORDERED_ISSUE_GAP`], the second request queued at the first
-//! decision, are not ordered by the trace (`block_rq_issue` fires after the scheduler's lock
-//! is released): where ours made exactly the other order, it is taken as the kernel's
-//! ([`settle_unordered_pairs`], counted in [`TraceDiff::unordered_pairs`]).
+//! over consecutive windows ([`agreement::windowed_kendall`]). Two kernel dispatches issued by
+//! two CPUs within [`UNORDERED_ISSUE_GAP`], the second request queued at the first decision,
+//! are not ordered by the trace (`block_rq_issue` fires after the scheduler's lock is
+//! released): where ours made a run of adjacent decisions in another order that inverts only
+//! such pairs (each CPU's own order kept, two CPUs' runs interleaved), from the sets the
+//! kernel's would have had in that order, it is taken as the kernel's
+//! ([`settle_unordered_pairs`], the pairs counted in [`TraceDiff::unordered_pairs`]).
 //!
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
 //!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
@@ -220,7 +222,7 @@ pub struct TraceDiff {
     /// ours had dispatched that request already.
     pub merges_missed: usize,
     /// Pairs of the kernel's decisions the trace cannot order that ours made in the other
-    /// order, taken as ours made them ([`settle_unordered_pairs`]).
+    /// order, in runs taken as ours made them ([`settle_unordered_pairs`]).
     pub unordered_pairs: usize,
     /// Our policy's notes of its internal state, in time order, when asked for
     /// ([`DiffOptions::notes`]; bfq: its inject limit's history).
@@ -514,13 +516,18 @@ fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize)
     }
 }
 
-/// The kernel's decisions with every pair the trace cannot order ([`unordered`]: adjacent,
-/// issued by two CPUs close together, the second request queued already at the first
-/// decision) that ours made in the other order taken as ours made them, and how many such
-/// pairs there were. `decided`: when bfq's log places each request's dispatch (empty
-/// without a log). Only an exact swap counts: ours chose the kernel's second request from
-/// the kernel's first set, then the kernel's first request from the set the kernel's second
-/// decision would have had in that order.
+/// The kernel's decisions with every run of them the trace cannot order that ours made in
+/// another order taken as ours made them, and how many pairs of them ours inverted. A run is
+/// two or more adjacent decisions; ours' order of its requests may differ from the kernel's
+/// only in pairs the trace leaves unordered ([`unordered`]: issued by two CPUs close
+/// together), so each CPU's own order stands and the runs of two CPUs interleave as they
+/// may have under the scheduler's lock (`blk_mq_do_dispatch_sched` on each CPU takes its
+/// requests one by one before `blk_mq_dispatch_rq_list` issues them). `decided`: when bfq's
+/// log places each request's dispatch (empty without a log). Only ours' exact decisions
+/// count: at each step ours chose the request it did from the set the kernel's decision at
+/// that step would have had in ours' order (the kernel's set, less what ours took earlier in
+/// the run and the kernel later, plus what the kernel took earlier and ours later). The
+/// shortest such run is taken; for two decisions this is the swap of an adjacent pair.
 pub fn settle_unordered_pairs(
     trace: &KernelTrace,
     decided: &[Option<Nanos>],
@@ -529,33 +536,103 @@ pub fn settle_unordered_pairs(
 ) -> (Vec<Decision>, usize) {
     let mut settled = 0;
     let mut k = 0;
-    while k + 1 < kernel.len().min(ours.len()) {
-        let (x, y) = (&kernel[k], &kernel[k + 1]);
-        let (a, b) = (x.chosen, y.chosen);
-        if ours[k] != *x && x.queued.contains(&b) && unordered(trace, decided, a, b) {
-            let first = Decision {
-                queued: x.queued.clone(),
-                chosen: b,
-            };
-            let mut then: Vec<usize> = y.queued.iter().copied().filter(|&i| i != b).collect();
-            if let Err(at) = then.binary_search(&a) {
-                then.insert(at, a);
-            }
-            let second = Decision {
-                queued: then,
-                chosen: a,
-            };
-            if ours[k] == first && ours[k + 1] == second {
-                kernel[k] = first;
-                kernel[k + 1] = second;
-                settled += 1;
-                k += 2;
-                continue;
-            }
+    let end = kernel.len().min(ours.len());
+    while k + 1 < end {
+        if ours[k] == kernel[k] {
+            k += 1;
+            continue;
         }
-        k += 1;
+        match unordered_run(trace, decided, &kernel[k..end], &ours[k..end]) {
+            Some((run, inverted)) => {
+                let n = run.len();
+                kernel.splice(k..k + n, run);
+                settled += inverted;
+                k += n;
+            }
+            None => k += 1,
+        }
     }
     (kernel, settled)
+}
+
+/// The shortest run at the start of `kernel` that ours made in another order the trace
+/// allows ([`settle_unordered_pairs`]), as the kernel's decisions in ours' order, with the
+/// number of pairs inverted; `None` if there is none. A run ends at the first request the
+/// kernel issued on no CPU (a direct issue's order is its own) or past
+/// [`UNORDERED_ISSUE_GAP`] after the first.
+fn unordered_run(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    kernel: &[Decision],
+    ours: &[Decision],
+) -> Option<(Vec<Decision>, usize)> {
+    let issued = |i: usize| {
+        trace
+            .requests
+            .get(i)
+            .and_then(|r| r.dispatch_index)
+            .and_then(|d| trace.dispatches.get(d))
+            .map(|d| d.time)
+    };
+    let start = issued(kernel[0].chosen)?;
+    for n in 2..=kernel.len() {
+        let last = issued(kernel[n - 1].chosen)?;
+        if last.saturating_sub(start) > UNORDERED_ISSUE_GAP {
+            return None;
+        }
+        let theirs: Vec<usize> = kernel[..n].iter().map(|d| d.chosen).collect();
+        let mine: Vec<usize> = ours[..n].iter().map(|d| d.chosen).collect();
+        let mut a = theirs.clone();
+        let mut b = mine.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        if a != b || theirs == mine {
+            continue;
+        }
+        // Every pair ours took in the other order must be one the trace leaves open.
+        let at = |r: usize| mine.iter().position(|&m| m == r).unwrap_or(usize::MAX);
+        let mut inverted = 0;
+        let mut open = true;
+        'pairs: for (i, &x) in theirs.iter().enumerate() {
+            for &y in &theirs[i + 1..] {
+                if at(y) < at(x) {
+                    if !unordered(trace, decided, x, y) {
+                        open = false;
+                        break 'pairs;
+                    }
+                    inverted += 1;
+                }
+            }
+        }
+        if !open {
+            continue;
+        }
+        let mut run = Vec::with_capacity(n);
+        for (s, d) in kernel[..n].iter().enumerate() {
+            let (kernel_before, ours_before) = (&theirs[..s], &mine[..s]);
+            let mut queued: Vec<usize> = d
+                .queued
+                .iter()
+                .copied()
+                .filter(|r| !ours_before.contains(r))
+                .collect();
+            for &r in kernel_before {
+                if !ours_before.contains(&r) {
+                    if let Err(at) = queued.binary_search(&r) {
+                        queued.insert(at, r);
+                    }
+                }
+            }
+            run.push(Decision {
+                queued,
+                chosen: mine[s],
+            });
+        }
+        if run[..] == ours[..n] {
+            return Some((run, inverted));
+        }
+    }
+    None
 }
 
 /// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
@@ -1388,6 +1465,54 @@ mod tests {
             }
         );
         let one_cpu = run(1);
+        assert_eq!(one_cpu.unordered_pairs, 0);
+        assert_eq!(one_cpu.agreement.first_divergence, Some(0));
+    }
+
+    /// One process's four reads in one software queue, taken by queue runs on two CPUs at
+    /// once: each run takes its requests from kyber one by one under the domain's lock
+    /// (`blk_mq_do_dispatch_sched` -> `kyber_dispatch_request`, the oldest first from
+    /// `khd->rqs` once `flush_busy_kcqs` moved them there) and issues them after
+    /// (`blk_mq_dispatch_rq_list`, `block_rq_issue`), so CPU 1 took the first and third and
+    /// CPU 0 the second and fourth, while the trace shows CPU 0's two issues first
+    /// (`iodepth-low-...-round2`/kyber, decision 560). Ours takes them in arrival order, an
+    /// interleaving of the two CPUs' runs the trace allows: settled as ours made it, three
+    /// pairs inverted. Issued by one CPU, the same order is the kernel's, and ours diverges.
+    #[test]
+    fn two_cpus_runs_interleaved_leave_their_order_open() {
+        let lines = |cpu_b: u32| {
+            format!(
+                "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 104640 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 71352 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 78864 + 8 [fio]
+ fio-10 [000] ..... 1.000004: block_getrq: 7,0 R 81200 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 104640 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 71352 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 78864 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 81200 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000009: block_rq_issue: 7,0 R 4096 () 71352 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 81200 + 8 be,0,4 [fio]
+ fio-11 [00{cpu_b}] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 104640 + 8 be,0,4 [fio]
+ fio-11 [00{cpu_b}] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 78864 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000070: block_rq_complete: 7,0 R () 71352 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000072: block_rq_complete: 7,0 R () 81200 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000073: block_rq_complete: 7,0 R () 104640 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000074: block_rq_complete: 7,0 R () 78864 + 8 be,0,4 [0]
+"
+            )
+        };
+        let run = |cpu_b: u32| {
+            let r = FtraceReader::new(Lines::from_bytes(lines(cpu_b).into_bytes(), "t"));
+            let t = KernelTrace::assemble(r, None).unwrap();
+            diff(&t, &meta("kyber"), &DiffOptions::default()).unwrap()
+        };
+        let two_cpus = run(1);
+        assert_eq!(two_cpus.unordered_pairs, 3);
+        assert_eq!(two_cpus.agreement.share(), 1.0, "{:?}", two_cpus.ours);
+        let chosen: Vec<usize> = two_cpus.kernel.iter().map(|d| d.chosen).collect();
+        assert_eq!(chosen, [0, 1, 2, 3]);
+        let one_cpu = run(0);
         assert_eq!(one_cpu.unordered_pairs, 0);
         assert_eq!(one_cpu.agreement.first_divergence, Some(0));
     }
