@@ -1,4 +1,5 @@
-//! Vivek Goyal's IO-controller comparison (shared/seeds/001_*, Sept 2009): group A = 16
+//! Vivek Goyal's IO-controller comparison (shared/seeds/001_*, 2009: spring or September,
+//! docs/ioband.md "Which release Goyal measured"): group A = 16
 //! sequential readers against group B = n sequential readers (n = 1, 2, 4, 8, 16), two
 //! cgroups of equal weight on one disk, under vanilla CFQ (groups ignored), the IO scheduler
 //! controller (CFQ group scheduling) and dm-ioband over vanilla CFQ.
@@ -507,7 +508,7 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
 /// Print the tables; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     let report = &opts.report;
-    say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
+    say!("IO controller comparison (Vivek Goyal, 2009): group A = 16 sequential");
     say!("readers, group B = n sequential readers, equal weights; 4 KiB reads (under");
     say!("dm-ioband 128 KiB readahead bios, two in flight per reader) for {RUNTIME_S} s on a");
     say!("simulated 4200 rpm ATA drive ({DRIVE}: the built-in drive whose totals come");
@@ -564,7 +565,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         output::say_str(&output::table(&header, &rows));
         say!();
         if report.is_on() && setup == SETUPS[0].0 {
-            report.heading("The IO controller comparison (Vivek Goyal, Sept 2009)");
+            report.heading("The IO controller comparison (Vivek Goyal, 2009)");
             report.para(
                 "Group A = 16 sequential readers, group B = n sequential readers, equal \
                  weights, on a simulated 4200 rpm ATA drive (laptop-4200, the built-in drive \
