@@ -1,11 +1,14 @@
 //! ioband: dm-ioband's `weight` policy (Ryo Tsuruta and Hirokazu Takahashi, VA Linux Systems
 //! Japan, 2008-2009; `drivers/md/dm-ioband-ctl.c` and `dm-ioband-policy.c` of the 2009
 //! patches, documented in `Documentation/device-mapper/ioband.txt`) as a controller above any
-//! scheduler, with the 2009 patch set's device limits (the release Goyal compared in
-//! September 2009): one `io_limit` of `3 * nr_requests / 2` requests (192 for 128) per
+//! scheduler, in two releases (`release`): by default the late-2009 source's device limits
+//! (v1.13.0 or v1.14.0): one `io_limit` of `3 * nr_requests / 2` requests (192 for 128) per
 //! class, the classes being sync and async (`bio_is_sync`: reads and sync writes against
-//! asynchronous writes), where v1.x had `nr_requests` per direction. Documentation:
-//! docs/ioband.md.
+//! asynchronous writes); with `release = 10` the read/write source's (v1.10.x and before,
+//! which v1.11.0 of 19 May 2009 replaced): `nr_requests` per direction (`bio_data_dir`), one
+//! held count and `c_limit` per group over both directions, and every share plus one.
+//! Which release Goyal's table measured is not established (docs/ioband.md, "Which release
+//! Goyal measured"). Documentation: docs/ioband.md.
 //!
 //! Every group gets tokens in proportion to its weight at each epoch; each request passed down
 //! to the inner scheduler costs one token (dm-ioband charges a bio, whatever its size:
@@ -19,8 +22,9 @@
 //! # Tunables (dm-ioband table arguments and messages)
 //! | name | default | unit | meaning |
 //! |---|---|---|---|
+//! | `release` | 14 | | dm-ioband release: 14 late 2009 (v1.13.0 / v1.14.0), 10 v1.10 and before; build only |
 //! | `io_throttle` | 4 | requests | in-flight count below which a new epoch is never held back |
-//! | `io_limit` | 192 | requests | requests passed down per class (sync, async) at most (2009: `3 * nr_requests / 2`) |
+//! | `io_limit` | 192 | requests | requests passed down per class at most (late 2009: `3 * nr_requests / 2`; release 10: 128 per direction unless given) |
 //! | `token` | 2048 | tokens | token pool: `carryover = token / bucket`, bucket = `2 * (2 * io_limit)` |
 //! | `weight` | 100 | | weight of a group the group tree gives none |
 //! | `worker_context` | 1 | | held requests reach the inner scheduler as the worker thread's |
@@ -50,12 +54,16 @@
 //! - The device-wide block (`device_should_block`: a class of which the device holds
 //!   `io_limit` requests) is not modelled; it is what kernel threads and urgent bios wait on.
 //! - The weight policy's token rules (`get_token`, `iopriority`, `make_global_epoch`,
-//!   `make_epoch`, `is_token_left`, `consume_token`) are the same in v1.x and in the late-2009
-//!   `dm-ioband-policy.c` (the release with hierarchical groups and range-bw, read in a
-//!   2.6.3x tree that carries it); we follow the 2009 file: bucket `io_limit * 2 *
-//!   DEFAULT_BUCKET` (`init_token_bucket`) and a share of `bucket * weight / total`, at least
-//!   one (`__set_weight`; v1.x added one). Not modelled from it: hierarchical groups and
-//!   `is_group_down`'s bonus tokens during suspend.
+//!   `make_epoch`, `is_token_left`, `consume_token`) are the same in the read/write source
+//!   and in the late-2009 `dm-ioband-policy.c` (the release with hierarchical groups and
+//!   range-bw, read in a 2.6.3x tree that carries it); the releases differ in their classes,
+//!   `io_limit` and shares (`release`): late 2009's bucket `io_limit * 2 * DEFAULT_BUCKET`
+//!   (`init_token_bucket`) and share `bucket * weight / total`, at least one
+//!   (`__set_weight`), v1.10's bucket `(io_limit[READ] + io_limit[WRITE]) * DEFAULT_BUCKET`
+//!   and share plus one (`set_weight`). Not modelled from the late file: hierarchical groups
+//!   and `is_group_down`'s bonus tokens during suspend. The `token` tunable is the pool
+//!   (v1.10's `token` message: carryover = pool / bucket) under both releases; late 2009's
+//!   `token` message sets the bucket instead (the defaults agree).
 //! - No "urgent" (page reclaim) requests, no suspend/resume, and no `weight-iosize` policy.
 //! - The conductor (`ioband_conduct`, run by dm-ioband's workqueue) runs at the instant of
 //!   what queues it: a completion of a request passed down while requests are held
@@ -104,6 +112,20 @@ crate::tunable::tunables! {
     /// ioband's configuration.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub struct Config {
+        /// The dm-ioband release whose classes, device limits and shares apply: 14 for the
+        /// late-2009 source (v1.13.0 of 14 September 2009, with hierarchical groups, or
+        /// v1.14.0 of 2 October 2009: `bio_is_sync` classes, one `io_limit` of `3 *
+        /// nr_requests / 2`), 10 for the read/write source (v1.10.x and before, replaced by
+        /// v1.11.0 of 19 May 2009: `bio_data_dir` classes, `nr_requests` per direction, every
+        /// share plus one). The releases between were not read and are refused.
+        release: u32 = "release" {
+            unit: Count,
+            default: 14,
+            min: 10,
+            max: 14,
+            set: build_only,
+            doc: "dm-ioband release: 14 (late 2009: sync/async classes, one io_limit of 3/2 nr_requests) or 10 (v1.10 and before: read/write, nr_requests per direction, shares plus one)",
+        },
         /// `io_throttle`.
         io_throttle: u32 = "io_throttle" {
             unit: Requests,
@@ -112,8 +134,9 @@ crate::tunable::tunables! {
             max: 1 << 15,
             doc: "in-flight requests below which a new token epoch is never held back",
         },
-        /// `io_limit`, per class, sync and async (at least `io_throttle`); 2009's default
-        /// `3 * nr_requests / 2` for the usual `nr_requests` of 128 (`ioband_ctr`).
+        /// `io_limit`, per class (at least `io_throttle`); late 2009's default `3 *
+        /// nr_requests / 2` for the usual `nr_requests` of 128 (`ioband_ctr`), v1.10's
+        /// `nr_requests` (128) when not given.
         io_limit: u32 = "io_limit" {
             unit: Requests,
             default: 192,
@@ -168,9 +191,32 @@ crate::tunable::tunables! {
     }
 }
 
+/// The late-2009 release (v1.13.0 / v1.14.0): `bio_is_sync` classes, one `io_limit`.
+pub const RELEASE_LATE_2009: u32 = 14;
+/// The read/write release (v1.10.x and before): `bio_data_dir` classes, `io_limit` per
+/// direction, every share plus one.
+pub const RELEASE_V1_10: u32 = 10;
+/// `nr_requests` of the disk's queue (`BLKDEV_MAX_RQ`), which v1.10's `ioband_ctr` takes as
+/// `io_limit` when the table gives 0.
+const NR_REQUESTS: u32 = 128;
+
 impl Config {
-    /// dm-ioband raises `io_limit` to `io_throttle`.
-    fn raise_io_limit(&mut self, _given: &Settings) -> Result<(), TunableError> {
+    /// The release's default `io_limit` (v1.10: `nr_requests` per direction) unless one is
+    /// given, a release that was read, and dm-ioband's raise of `io_limit` to `io_throttle`.
+    fn raise_io_limit(&mut self, given: &Settings) -> Result<(), TunableError> {
+        match self.release {
+            RELEASE_V1_10 if given.raw("io_limit").is_none() => self.io_limit = NR_REQUESTS,
+            RELEASE_V1_10 | RELEASE_LATE_2009 => {}
+            other => {
+                return Err(TunableError::Invalid {
+                    reason: format!(
+                        "ioband release = {other}: only 10 (v1.10 and before, read/write \
+                         classes) and 14 (late 2009, sync/async classes) are modelled; the \
+                         releases between were not read"
+                    ),
+                })
+            }
+        }
         self.io_limit = self.io_limit.max(self.io_throttle);
         Ok(())
     }
@@ -186,13 +232,15 @@ struct Group {
     held: VecDeque<Request>,
     /// Requests popped for a direction with no room, released first (`c_prio_bios`).
     prio: VecDeque<Request>,
-    /// `c_blocked` per class (async, sync): requests of that class in `held` and `prio`.
+    /// `c_blocked` per class (async, sync; release 10: one count, in class 0): requests of
+    /// that class in `held` and `prio`.
     held_of: [usize; 2],
     /// `c_limit`: held requests of one class at which the group's submitters sleep.
     limit: usize,
-    /// `is_group_blocked`, per class (async, sync).
+    /// `is_group_blocked`, per class (async, sync; release 10: class 0 only).
     blocked_flag: [bool; 2],
-    /// Requests of submitters asleep in `prevent_burst_bios`, per class, in arrival order.
+    /// Requests of submitters asleep in `prevent_burst_bios`, per class (release 10: one
+    /// wait queue, class 0), in arrival order.
     sleeping: [VecDeque<Request>; 2],
 }
 
@@ -236,12 +284,6 @@ impl std::fmt::Debug for IoBand {
             .field("epoch", &self.epoch)
             .finish()
     }
-}
-
-/// The class a request is counted in (2009's `bio_is_sync`): 1 for reads and sync writes,
-/// 0 for asynchronous writes (`BLK_RW_SYNC` = 1, `BLK_RW_ASYNC` = 0).
-fn dir(rq: &Request) -> usize {
-    usize::from(rq.is_sync())
 }
 
 impl IoBand {
@@ -318,6 +360,28 @@ impl IoBand {
         self.groups[g].token
     }
 
+    /// The class whose `g_issued` and `io_limit` a request counts against: late 2009's
+    /// `bio_is_sync` (1 for reads and sync writes, 0 for asynchronous writes: `BLK_RW_SYNC`,
+    /// `BLK_RW_ASYNC`), v1.10's `bio_data_dir` (0 for reads, 1 for writes).
+    fn room_class(&self, rq: &Request) -> usize {
+        if self.cfg.release == RELEASE_V1_10 {
+            usize::from(!rq.op.is_read())
+        } else {
+            usize::from(rq.is_sync())
+        }
+    }
+
+    /// The class whose held requests (`c_blocked`), `c_limit` and sleepers a request joins:
+    /// late 2009 keeps them per `bio_is_sync` class, v1.10 one of each for the group
+    /// (`is_queue_full`: `c_blocked >= c_limit`; one `c_waitq`), here class 0.
+    fn block_class(&self, rq: &Request) -> usize {
+        if self.cfg.release == RELEASE_V1_10 {
+            0
+        } else {
+            self.room_class(rq)
+        }
+    }
+
     /// `init_token_bucket`.
     fn init_token_bucket(&mut self) {
         let lim = i64::from(self.cfg.io_limit);
@@ -326,17 +390,25 @@ impl IoBand {
         self.carryover = (pool / self.token_bucket) as u64;
     }
 
-    /// `set_weight` / `__set_weight` (2009, flat) for every group: tokens in proportion to
-    /// weight, at least one (v1.x added one to every share instead), and the group's share of
-    /// `io_limit` over `OVERCOMMIT_RATE`, at least one, as `c_limit`.
+    /// `set_weight` for every group. Late 2009 (`__set_weight`, flat): tokens in proportion
+    /// to weight, at least one, and the group's share of `io_limit` over `OVERCOMMIT_RATE`,
+    /// at least one, as `c_limit`. v1.10 (`set_weight`): one added to the share of tokens,
+    /// and `c_limit` the share of both directions' `io_limit` over `OVERCOMMIT_RATE`, plus one.
     fn set_weights(&mut self) {
-        let total: i64 = self.groups.iter().map(|g| g.weight).sum();
+        let total: i64 = self.groups.iter().map(|g| g.weight).sum::<i64>().max(1);
         let io_limit = i64::from(self.cfg.io_limit);
+        let v1_10 = self.cfg.release == RELEASE_V1_10;
         for g in &mut self.groups {
-            g.token_initial = (self.token_bucket * g.weight / total.max(1)).max(1);
+            let share = self.token_bucket * g.weight / total;
+            let limit = if v1_10 {
+                g.token_initial = share + 1;
+                (2 * io_limit) * g.weight / total / OVERCOMMIT_RATE + 1
+            } else {
+                g.token_initial = share.max(1);
+                ((io_limit * g.weight / total).max(1) / OVERCOMMIT_RATE).max(1)
+            };
             g.token = g.token_initial;
-            let limit = (io_limit * g.weight / total.max(1)).max(1);
-            g.limit = (limit / OVERCOMMIT_RATE).max(1) as usize;
+            g.limit = limit as usize;
         }
     }
 
@@ -349,7 +421,7 @@ impl IoBand {
             gr.held
                 .iter()
                 .chain(&gr.prio)
-                .filter(|r| dir(r) == d)
+                .filter(|r| self.block_class(r) == d)
                 .count()
         );
         gr.held_of[d]
@@ -518,7 +590,8 @@ impl IoBand {
             rq.ctx = WORKER_CTX;
             rq.prio = self.worker_prio();
         }
-        self.issued[dir(&rq)] += 1;
+        let rc = self.room_class(&rq);
+        self.issued[rc] += 1;
         self.passed.insert(rq.id);
         let r = self.consume_token(g);
         self.inner.insert(rq, now);
@@ -534,7 +607,12 @@ impl IoBand {
             if (gr.held.is_empty() && gr.prio.is_empty()) || !self.room_any() {
                 continue;
             }
-            if gr.held.is_empty() && !gr.prio.front().is_some_and(|r| self.room(dir(r))) {
+            if gr.held.is_empty()
+                && !gr
+                    .prio
+                    .front()
+                    .is_some_and(|r| self.room(self.room_class(r)))
+            {
                 continue;
             }
             let pri = self.can_submit(g);
@@ -550,15 +628,19 @@ impl IoBand {
     /// allow.
     fn release(&mut self, g: usize, now: Nanos) -> (Release, bool) {
         let mut issued_any = false;
-        while let Some(d) = self.groups[g].prio.front().map(dir) {
+        while let Some((rc, bc)) = self.groups[g]
+            .prio
+            .front()
+            .map(|r| (self.room_class(r), self.block_class(r)))
+        {
             if self.can_submit(g) == 0 {
                 return (Release::Block, issued_any);
             }
-            if !self.room(d) {
+            if !self.room(rc) {
                 break;
             }
             let rq = self.groups[g].prio.pop_front().expect("front exists");
-            self.groups[g].held_of[d] -= 1;
+            self.groups[g].held_of[bc] -= 1;
             self.blocked -= 1;
             issued_any = true;
             let r = self.issue(g, rq, now, true);
@@ -574,11 +656,12 @@ impl IoBand {
                 break;
             }
             let rq = self.groups[g].held.pop_front().expect("not empty");
-            if !self.room(dir(&rq)) {
+            if !self.room(self.room_class(&rq)) {
                 self.groups[g].prio.push_back(rq);
                 continue;
             }
-            self.groups[g].held_of[dir(&rq)] -= 1;
+            let bc = self.block_class(&rq);
+            self.groups[g].held_of[bc] -= 1;
             self.blocked -= 1;
             issued_any = true;
             let r = self.issue(g, rq, now, true);
@@ -591,20 +674,21 @@ impl IoBand {
 
     /// `ioband_map`: a request arrives from its process. Its submitter sleeps if its group is
     /// blocked (`prevent_burst_bios`); else the request passes down if the group holds none of
-    /// its class, there is room and the group has tokens; else it is held.
+    /// its class (v1.10: none at all), there is room in its class (v1.10: its direction) and
+    /// the group has tokens; else it is held.
     fn map(&mut self, rq: Request, now: Nanos) {
         let g = self.group_of(&rq);
-        let d = dir(&rq);
-        if self.group_should_block(g, d) {
-            self.groups[g].sleeping[d].push_back(rq);
+        let (rc, bc) = (self.room_class(&rq), self.block_class(&rq));
+        if self.group_should_block(g, bc) {
+            self.groups[g].sleeping[bc].push_back(rq);
             return;
         }
-        if self.c_blocked(g, d) == 0 && self.room(d) && self.can_submit(g) > 0 {
+        if self.c_blocked(g, bc) == 0 && self.room(rc) && self.can_submit(g) > 0 {
             self.issue(g, rq, now, false);
             return;
         }
         self.blocked += 1;
-        self.groups[g].held_of[d] += 1;
+        self.groups[g].held_of[bc] += 1;
         self.groups[g].held.push_back(rq);
     }
 
@@ -679,7 +763,8 @@ impl Scheduler for IoBand {
         // `clone_endio`), so the conductor is queued before the submitter is woken: it
         // decides with this bio gone from `g_issued` and before the woken process's next bio.
         if self.passed.remove(&rq.id) {
-            self.issued[dir(rq)] -= 1;
+            let rc = self.room_class(rq);
+            self.issued[rc] -= 1;
         }
         if self.blocked > 0 {
             self.conduct(now);
@@ -781,6 +866,103 @@ mod tests {
         assert_eq!(b.tokens(1), 768 * 100 / 500);
         assert_eq!(b.tokens(2), 768 * 300 / 500);
         assert_eq!(b.carryover, 2);
+    }
+
+    #[test]
+    fn release_10_takes_nr_requests_per_direction_and_adds_one_to_every_share() {
+        // dm-ioband v1.10 and before: ioband_ctr takes q->nr_requests (128) as io_limit for
+        // each direction (g_io_limit[0], g_io_limit[1]); init_token_bucket's bucket is
+        // (g_io_limit[0] + g_io_limit[1]) * DEFAULT_BUCKET = 512, the pool of 2048 carries
+        // over 4 epochs; set_weight gives bucket * weight / total + 1 tokens (512 * 100 / 300
+        // + 1 = 171) and c_limit = (g_io_limit[0] + g_io_limit[1]) * weight / total /
+        // OVERCOMMIT_RATE + 1 (256 * 100 / 300 / 4 + 1 = 22). Late 2009: 192, 768, 2, 256, 16.
+        let v1 = band(&[("release", 10)]);
+        assert_eq!(v1.cfg.io_limit, 128);
+        assert_eq!((v1.token_bucket, v1.carryover), (512, 4));
+        assert_eq!((v1.tokens(1), v1.groups[1].limit), (171, 22));
+        let late = band(&[]);
+        assert_eq!(late.cfg.io_limit, 192);
+        assert_eq!((late.token_bucket, late.carryover), (768, 2));
+        assert_eq!((late.tokens(1), late.groups[1].limit), (256, 16));
+        // A given io_limit stands under either release; a release not read is refused.
+        assert_eq!(band(&[("release", 10), ("io_limit", 64)]).cfg.io_limit, 64);
+        let mut s = Settings::new();
+        s.set("release", 12);
+        assert!(matches!(
+            Config::from_settings(&s),
+            Err(TunableError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn release_10_counts_requests_by_direction_where_late_2009_counts_sync_and_async() {
+        // v1.10's ioband_map passes a bio when room_for_bio_rw(dp, bio_data_dir(bio)): a sync
+        // write (O_DIRECT) counts against the write direction's io_limit, and a read finds
+        // its own direction empty. Late 2009's room_for_bio_sync counts bio_is_sync classes:
+        // the sync writes fill the class the read belongs to, and the read is held.
+        for (release, read_held) in [(10, 0), (14, 1)] {
+            let mut b = band(&[("release", release), ("io_limit", 4), ("io_throttle", 1)]);
+            let now = Nanos::ZERO;
+            for i in 0..4u64 {
+                b.insert(rq(i, 1).sector(i * 8).sync_write().group(1).build(), now);
+            }
+            assert_eq!(b.held(1), 0, "release {release}: four writes pass");
+            b.insert(rq(10, 2).sector(10_000).read().group(2).build(), now);
+            assert_eq!(b.held(2), read_held, "release {release}");
+        }
+    }
+
+    #[test]
+    fn release_10_holds_a_groups_reads_behind_its_held_writes_in_one_c_limit() {
+        // v1.10 keeps one c_blocked per group over both directions: ioband_map passes a bio
+        // only when !gp->c_blocked, and is_queue_full compares that one count with c_limit,
+        // so a group holding writes holds its next read too and its c_limit-th held request
+        // of either direction puts every submitter of the group to sleep. Late 2009 keeps
+        // c_blocked[sync] per class: the group's async writes hold back none of its reads.
+        for (release, read_held, c_limit) in [(10, 1, 22), (14, 0, 16)] {
+            let mut b = band(&[("release", release)]);
+            let now = Nanos::ZERO;
+            b.groups[1].token = 1; // /a's last token goes to its first write
+            b.groups[1].my_epoch = b.epoch;
+            for i in 0..3u64 {
+                b.insert(rq(i, 1).sector(i * 8).write().group(1).build(), now);
+            }
+            assert_eq!(
+                b.held(1),
+                2,
+                "release {release}: the writes after the first are held"
+            );
+            b.groups[1].token = 10; // tokens again: only c_blocked decides now
+            b.insert(rq(10, 2).sector(10_000).read().group(1).build(), now);
+            assert_eq!(b.held(1), 2 + read_held, "release {release}");
+            assert_eq!(b.groups[1].limit, c_limit);
+            // Writes until the group holds c_limit of the read's count; then the next read's
+            // submitter sleeps (v1.10: one count), or the read passes (late 2009: its class
+            // holds nothing).
+            b.groups[1].token = 0;
+            for i in 0..(c_limit - 2 - read_held) as u64 {
+                b.insert(
+                    rq(100 + i, 1)
+                        .sector(20_000 + i * 8)
+                        .write()
+                        .group(1)
+                        .build(),
+                    now,
+                );
+            }
+            assert_eq!(
+                (b.held(1), b.sleeping(1)),
+                (c_limit, 0),
+                "release {release}"
+            );
+            b.groups[1].token = 10;
+            b.insert(rq(200, 3).sector(40_000).read().group(1).build(), now);
+            assert_eq!(
+                b.sleeping(1),
+                usize::from(release == 10),
+                "release {release}"
+            );
+        }
     }
 
     #[test]

@@ -519,9 +519,14 @@ mod tests {
             reqs in proptest::collection::vec((0u64..3_000, 1u32..8, 0u64..2_000_000, proptest::bool::ANY, 0u32..3), 1..150),
             io_limit in 1i64..16,
             depth in 1usize..4,
+            v1_10 in proptest::bool::ANY,
         ) {
             let mut s = Settings::new();
             s.set("io_limit", io_limit).set("token", 8);
+            if v1_10 {
+                // dm-ioband v1.10: read/write classes, one held count per group.
+                s.set("release", 10);
+            }
             let sched = find("ioband+cfq").unwrap().build(&s, &groups_ab()).unwrap();
             let mut h = Harness::new(sched, depth, |_| Nanos::from_us(700));
             for (i, &(at, ctx, sector, write, g)) in reqs.iter().enumerate() {

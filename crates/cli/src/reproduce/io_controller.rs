@@ -1,4 +1,5 @@
-//! Vivek Goyal's IO-controller comparison (shared/seeds/001_*, Sept 2009): group A = 16
+//! Vivek Goyal's IO-controller comparison (shared/seeds/001_*, 2009: spring or September,
+//! docs/ioband.md "Which release Goyal measured"): group A = 16
 //! sequential readers against group B = n sequential readers (n = 1, 2, 4, 8, 16), two
 //! cgroups of equal weight on one disk, under vanilla CFQ (groups ignored), the IO scheduler
 //! controller (CFQ group scheduling) and dm-ioband over vanilla CFQ.
@@ -507,7 +508,7 @@ fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
 /// Print the tables; return the JSON.
 pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     let report = &opts.report;
-    say!("IO controller comparison (Vivek Goyal, Sept 2009): group A = 16 sequential");
+    say!("IO controller comparison (Vivek Goyal, 2009): group A = 16 sequential");
     say!("readers, group B = n sequential readers, equal weights; 4 KiB reads (under");
     say!("dm-ioband 128 KiB readahead bios, two in flight per reader) for {RUNTIME_S} s on a");
     say!("simulated 4200 rpm ATA drive ({DRIVE}: the built-in drive whose totals come");
@@ -564,7 +565,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         output::say_str(&output::table(&header, &rows));
         say!();
         if report.is_on() && setup == SETUPS[0].0 {
-            report.heading("The IO controller comparison (Vivek Goyal, Sept 2009)");
+            report.heading("The IO controller comparison (Vivek Goyal, 2009)");
             report.para(
                 "Group A = 16 sequential readers, group B = n sequential readers, equal \
                  weights, on a simulated 4200 rpm ATA drive (laptop-4200, the built-in drive \
@@ -664,13 +665,27 @@ mod tests {
     #[test]
     fn ioband_with_readahead_bios_is_within_ten_points_at_one_two_eight_and_sixteen_readers_in_b() {
         // Published (dm-ioband + CFQ): B's share 14, 29, 40 and 47 % at n = 1, 2, 8, 16. n = 4
-        // (38 %) is not reached: the next test.
+        // (38 %) is not reached: the next test. Under both releases the mail may have
+        // measured (docs/ioband.md, "Which release Goyal measured"): the late-2009 source
+        // (the reproduce's) and the read/write one (v1.10 and before, release = 10).
+        let mut v1_10 = Settings::new();
+        v1_10.set("release", 10);
         for (n, published) in [(1, 0.14), (2, 0.29), (8, 0.40), (16, 0.47)] {
             let band = share_reader("ioband+cfq-flat", n, READAHEAD_READER).b_share();
-            assert!(
-                (band - published).abs() <= 0.10,
-                "n={n}: {band:.3} against {published}"
+            let old = share_of(
+                DRIVE,
+                "ioband+cfq-flat",
+                n,
+                READAHEAD_READER,
+                &v1_10,
+                RUNTIME_S,
             );
+            for (release, s) in [(14, band), (10, old)] {
+                assert!(
+                    (s - published).abs() <= 0.10,
+                    "release {release}, n={n}: {s:.3} against {published}"
+                );
+            }
         }
     }
 
@@ -684,10 +699,27 @@ mod tests {
         // flight: until B has spent 7/8 of its tokens, A waits in the target and CFQ below
         // serves B alone. Each epoch B passes nearly as many bios as A, so B gets about half
         // once epochs come: on the reproduce's drive within 30 s, on the 18ES within 120 s
-        // (its 33 % in 30 s was its first epoch's).
+        // (its 33 % in 30 s was its first epoch's). The read/write release (v1.10 and before:
+        // ioband's release = 10, docs/ioband.md "Which release Goyal measured") takes the same
+        // veto with smaller epochs (set_weight: 171 tokens a group, not 256), and B gets half
+        // too.
         let fast = share_reader("ioband+cfq-flat", 4, READAHEAD_READER).b_share();
         let slow_long = share_over(DRIVE_18ES, "ioband+cfq-flat", 4, READAHEAD_READER, 120);
-        for (what, s) in [("reproduce, 30 s", fast), ("18ES, 120 s", slow_long)] {
+        let mut v1_10 = Settings::new();
+        v1_10.set("release", 10);
+        let release_10 = share_of(
+            DRIVE,
+            "ioband+cfq-flat",
+            4,
+            READAHEAD_READER,
+            &v1_10,
+            RUNTIME_S,
+        );
+        for (what, s) in [
+            ("reproduce, 30 s", fast),
+            ("18ES, 120 s", slow_long),
+            ("release 10, reproduce, 30 s", release_10),
+        ] {
             assert!((0.45..=0.52).contains(&s), "{what}: {s:.3}");
         }
         assert!(fast - 0.38 > 0.10, "{fast:.3}");
@@ -751,12 +783,24 @@ mod tests {
 
     /// B's share of the bandwidth in a run of `seconds` on `drive` (seed 1).
     fn share_over(drive: &str, policy: &str, n: u32, reader: Reader, seconds: u64) -> f64 {
+        share_of(drive, policy, n, reader, &Settings::new(), seconds)
+    }
+
+    /// The same with `settings` for the policy.
+    fn share_of(
+        drive: &str,
+        policy: &str,
+        n: u32,
+        reader: Reader,
+        settings: &Settings,
+        seconds: u64,
+    ) -> f64 {
         let text = scenario_text_reader(n, reader, drive).replace(
             &format!("runtime_ms = {}\n", RUNTIME_S * 1000),
             &format!("runtime_ms = {}\n", seconds * 1000),
         );
         let scenario = Scenario::parse(&text, "test:io-controller-long", None).unwrap();
-        let sched = scenario.scheduler(policy, &Settings::new()).unwrap();
+        let sched = scenario.scheduler(policy, settings).unwrap();
         let report = scenario
             .simulation(sched, Some(1))
             .unwrap()
