@@ -9,7 +9,9 @@
 //!   every tunable it shares with the recording's sysfs (`queue/iosched/NAME`, else
 //!   `queue/NAME`: `nr_requests`, `rotational`), [`policy_settings`]. A value our policy
 //!   refuses (out of its range) is left at its default and listed in
-//!   [`TraceDiff::skipped`].
+//!   [`TraceDiff::skipped`]. A recording of Linux 6.17 or later replays bfq with that
+//!   kernel's scheduler tags, `whole_map_depths` and `tag_sleepers`, unless its `iosched`
+//!   names them ([`WHOLE_MAP_TAG_RULES`]; our bfq's defaults stay 6.9's per-word depths).
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
@@ -88,7 +90,9 @@
 //!   batch);
 //!   bfq is asked once more at each of
 //!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
-//!   expiring one ([`refused_dispatch_calls`]), and its idle slice timer fires where the
+//!   expiring one ([`refused_dispatch_calls`]), whatever ours holds queued (`bfq_has_work`
+//!   reads `bfqd->queued` without the lock, so such a call may find nothing queued and still
+//!   expire the empty queue in service), and its idle slice timer fires where the
 //!   kernel's did when that falls within the replay's 30 us timer latency after ours' deadline
 //!   ([`idle_timer_fires`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
