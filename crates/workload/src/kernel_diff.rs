@@ -11,7 +11,7 @@
 //!   refuses (out of its range) is left at its default and listed in
 //!   [`TraceDiff::skipped`]. A recording of Linux 6.17 or later replays bfq with that
 //!   kernel's scheduler tags, `whole_map_depths` and `tag_sleepers`, unless its `iosched`
-//!   names them ([`WHOLE_MAP_TAG_RULES`]; our bfq's defaults stay 6.9's per-word depths).
+//!   names them ([`policy_settings`]; our bfq's defaults stay 6.9's per-word depths).
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
