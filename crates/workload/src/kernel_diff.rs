@@ -9,7 +9,9 @@
 //!   every tunable it shares with the recording's sysfs (`queue/iosched/NAME`, else
 //!   `queue/NAME`: `nr_requests`, `rotational`), [`policy_settings`]. A value our policy
 //!   refuses (out of its range) is left at its default and listed in
-//!   [`TraceDiff::skipped`].
+//!   [`TraceDiff::skipped`]. A recording of Linux 6.17 or later replays bfq with that
+//!   kernel's scheduler tags, `whole_map_depths` and `tag_sleepers`, unless its `iosched`
+//!   names them ([`policy_settings`]; our bfq's defaults stay 6.9's per-word depths).
 //! - Each request the kernel dispatched or inserted (flushes aside: the flush machinery's, not
 //!   the scheduler's) is submitted as one bio ([`TracedRequest::bio`]: its sector and size as
 //!   it entered the scheduler, its operation, REQ_SYNC and REQ_META, process, priority) at its
@@ -88,7 +90,9 @@
 //!   batch);
 //!   bfq is asked once more at each of
 //!   its dispatch calls the bfq log shows returning nothing after setting a queue in service or
-//!   expiring one ([`refused_dispatch_calls`]), and its idle slice timer fires where the
+//!   expiring one ([`refused_dispatch_calls`]), whatever ours holds queued (`bfq_has_work`
+//!   reads `bfqd->queued` without the lock, so such a call may find nothing queued and still
+//!   expire the empty queue in service), and its idle slice timer fires where the
 //!   kernel's did when that falls within the replay's 30 us timer latency after ours' deadline
 //!   ([`idle_timer_fires`]). [`Pace::Device`] runs it after
 //!   every arrival, completion and timer, limited by the device depth only: it shows how much
@@ -288,12 +292,43 @@ pub fn policy_settings(
     if let Some(depth) = allocated_tags(info, meta) {
         s.set("tag_map_depth", i64::from(depth));
     }
+    if tags_counted_over_the_whole_map(meta) {
+        for name in WHOLE_MAP_TAG_RULES {
+            if info.tunables.iter().any(|t| t.name == name) && s.raw(name).is_none() {
+                s.set(name, 1);
+            }
+        }
+    }
     if info.tunables.iter().any(|t| t.name == "hz") {
         if let Some(hz) = kernel_hz(meta) {
             s.set("hz", i64::from(hz));
         }
     }
     (s, skipped)
+}
+
+/// The tunables of ours that follow blk-mq's scheduler tags from Linux 6.17 on, set for a
+/// recording of such a kernel unless its `iosched` names them: `whole_map_depths`
+/// (`bfq_limit_depth`'s depths are counts over all `nr_requests` tags, `async_depths` in
+/// `bfq_depth_updated`, lib/sbitmap's shallow depth a count over the whole map) and
+/// `tag_sleepers` (a task finding no tag sleeps on one of the 8 wait queues and each freed
+/// tag wakes one, `blk_mq_get_tag`, `sbitmap_queue_wake_up` with bfq's wake batch of 1).
+/// Our bfq's defaults stay 6.9's per-word depths, for the simulator: with counted depths a
+/// queue over its share waits for a map with fewer tags in use than its depth of 1, which
+/// under a deep backlog starves it (bfq's group-weight test, `share of /b` 0.77 with the
+/// defaults, 0.38 with both rules; docs/bfq.md).
+const WHOLE_MAP_TAG_RULES: [&str; 2] = ["whole_map_depths", "tag_sleepers"];
+
+/// Whether the recording's kernel (`uname -r`, `MAJOR.MINOR...`) is Linux 6.17 or later,
+/// whose scheduler tags follow [`WHOLE_MAP_TAG_RULES`]; an unreadable release is taken as
+/// not.
+fn tags_counted_over_the_whole_map(meta: &RecordingMeta) -> bool {
+    let mut parts = meta.kernel.release.split(['.', '-']);
+    let mut number = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (number(), number()) {
+        (Some(major), Some(minor)) => (major, minor) >= (6, 17),
+        _ => false,
+    }
 }
 
 /// The scheduler tags the kernel allocated when the recording's scheduler started, for a
@@ -1995,6 +2030,41 @@ mod tests {
         assert!("early".parse::<Pace>() == Ok(Pace::Early));
         assert!("device".parse::<Pace>() == Ok(Pace::Device));
         assert!("x".parse::<Pace>().is_err());
+    }
+
+    /// From Linux 6.17 blk-mq's scheduler tags are counted over the whole map
+    /// (`bfq_depth_updated` fills `async_depths` from `nr_requests`; lib/sbitmap's shallow
+    /// depth is a count over all words) and a freed tag wakes one sleeper
+    /// (`sbitmap_queue_wake_up`): a recording of such a kernel replays bfq with
+    /// `whole_map_depths` and `tag_sleepers`, unless its `iosched` names them; an older or
+    /// unreadable release, and a policy without the tunables, get none.
+    #[test]
+    fn a_recording_of_linux_6_17_on_replays_bfq_with_whole_map_tags() {
+        let bfq = policy_for("bfq").unwrap();
+        let with = |release: &str| {
+            let mut m = meta("bfq");
+            m.kernel.release = release.into();
+            policy_settings(&bfq, &m).0
+        };
+        for release in ["6.18.44-fc-v857", "6.17.0", "7.0.1"] {
+            let s = with(release);
+            assert_eq!(s.raw("whole_map_depths"), Some(1), "{release}");
+            assert_eq!(s.raw("tag_sleepers"), Some(1), "{release}");
+        }
+        for release in ["6.16.9", "6.9.12-arch1", "", "linux"] {
+            let s = with(release);
+            assert_eq!(s.raw("whole_map_depths"), None, "{release:?}");
+            assert_eq!(s.raw("tag_sleepers"), None, "{release:?}");
+        }
+        let mut m = meta("bfq");
+        m.kernel.release = "6.18.44".into();
+        m.iosched.insert("whole_map_depths".into(), "0".into());
+        let (s, _) = policy_settings(&bfq, &m);
+        assert_eq!(s.raw("whole_map_depths"), Some(0));
+        assert_eq!(s.raw("tag_sleepers"), Some(1));
+        m.scheduler = "mq-deadline".into();
+        let (s, _) = policy_settings(&policy_for("mq-deadline").unwrap(), &m);
+        assert_eq!(s.raw("whole_map_depths"), None);
     }
 
     /// bfq's choices in its log's order, not the issue events' (issue 27): a run on CPU 1

@@ -289,3 +289,45 @@ fn nr_requests_written_as_two_replays_as_the_four_the_kernel_kept() {
         }
     }
 }
+
+/// A queue run that found nothing queued in bfq still expires its in-service queue, and the
+/// replay asks ours there. On `rt-be-idle-classes-cmdprio-uring` fio-3190 dispatched its
+/// idle-class queue's last read at 79406.328285; kworker's run, started on a stale
+/// `bfq_has_work` (blk-mq's `__blk_mq_do_dispatch_sched` asks `bfq_dispatch_request` when
+/// `bfqd->queued`, read without `bfqd->lock`, was not 0), found that queue empty in service
+/// at .328286, and `bfq_select_queue` expired it (`bfq_bfqq_expire`,
+/// `BFQQE_NO_MORE_REQUESTS`: an idle-class queue never idles, `bfq_better_to_idle`),
+/// forgetting it (`del from busy`). Ours, not asked at a call with nothing queued, kept it in
+/// service until 3189's read preempted it and requeued it busy; under 6.18's depths
+/// (`whole_map_depths`, `tag_sleepers`) `bfq_limit_depth` then counted it beside the
+/// real-time queue, gave the io-wq worker's read depth 1 where the kernel gave 8, and at
+/// decision 1231 (.328400) a bio the kernel merged into that read became a request of its
+/// own in ours (72.9% agreement from there).
+#[test]
+fn bfq_is_asked_at_a_dispatch_call_that_found_nothing_queued() {
+    let src = corpus().join("rt-be-idle-classes-cmdprio-uring/bfq");
+    let dir = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+    }
+    let meta = dir.path().join("meta.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    for t in ["whole_map_depths", "tag_sleepers"] {
+        m["iosched"][t] = "1".into();
+    }
+    std::fs::write(&meta, m.to_string()).unwrap();
+    let row = diff_recording(dir.path(), &DiffOptions::default()).unwrap();
+    let d = &row.kernel_pace;
+    for t in ["whole_map_depths", "tag_sleepers"] {
+        assert!(d.settings.contains(&(t.to_string(), 1)), "{:?}", d.settings);
+    }
+    assert_eq!(
+        d.agreement.first_divergence,
+        None,
+        "{}",
+        divergences(&row, 1).join("\n")
+    );
+    assert_eq!(d.ours.get(1231), d.kernel.get(1231));
+}

@@ -16,10 +16,12 @@
 //! same fractions are of all `nr_requests` tags, and an over-limit queue's depth of 1 is one
 //! tag in all, not one bit of each word: `whole_map_depths` (default off: 6.9's per-word
 //! depths). The two differ only where words are small: with 8 tags (2-bit words) a sync write
-//! may hold 4 tags by word (one bit of each of 4 words) and 6 by count. Not yet the default
-//! for the 6.18 recordings of kernel-diff (docs/bfq.md): it makes `reader-beside-direct-writers`
-//! agree at every decision (98.6 -> 100%) but `prio-classes` drop (98.8 -> 60.5%). Both
-//! functions are 6.18's line by line. A driver that knows the allocation apart from the
+//! may hold 4 tags by word (one bit of each of 4 words) and 6 by count. kernel-diff replays a
+//! recording of 6.17 or later with it and `tag_sleepers` (docs/bfq.md, branch kfid42: bfq's
+//! real choices over the corpus 21343 -> 21425 of 21765). It is not our default: under a
+//! deep backlog the counted depth of 1 (a tag only with none in use) starves a queue over
+//! its share (bfq's group-weight test, `/b`'s share 0.77 -> 0.38 with both on), a deviation
+//! named in docs/bfq.md. Both functions are 6.18's line by line. A driver that knows the allocation apart from the
 //! insertion ([`Scheduler::allocate`](crate::Scheduler::allocate)) has the depth decided and
 //! the tag taken at the allocation, the request held from bfq until its insertion (where
 //! `allocated` starts counting); one whose task sleeps for its tag
@@ -39,11 +41,7 @@
 //! `tag_sleepers` (default off) wakes waiting requests as blk-mq wakes its tag sleepers (one
 //! per freed tag, wait queues in turn, the woken one retrying at its own depth:
 //! [`Bfq::admit_woken`]) instead of giving a freed tag to the oldest waiting request its
-//! depth allows; it raises the whole-map models on kernel-diff but none reaches the
-//! default's total (97.5%; whole map 96.9 -> 97.1, docs/bfq.md; measured again on
-//! 1 December after the active tree's shape: per word 97.4%, whole map with sleepers 96.3%,
-//! the gap one recording's idle-class queue the replay keeps busy, docs/testing.md), so it
-//! is an option.
+//! depth allows; with `whole_map_depths` it is what kernel-diff replays for 6.17+ (above).
 //!
 //! The share is taken from the top group down: at each level the limit is multiplied by the
 //! entity's weight over its service tree's weight sum (entities active, idle or in service);

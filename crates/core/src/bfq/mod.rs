@@ -62,7 +62,8 @@
 //!   [`crate::tags::TagBits`], with its own deviations). A freed tag goes to the oldest
 //!   waiting request its depth allows; the kernel wakes one sleeper per freed tag, its wait
 //!   queues in turn, and the woken one may find no tag at its depth and sleep again while
-//!   another that could take the tag sleeps on (followed with `tag_sleepers`, off).
+//!   another that could take the tag sleeps on (followed with `tag_sleepers`, off; kernel-diff
+//!   turns it and `whole_map_depths` on for a recording of Linux 6.17 or later).
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back- or front-merges a request into a queued one of the same queue (up to the

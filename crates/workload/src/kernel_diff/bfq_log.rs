@@ -206,11 +206,15 @@ pub fn completions_seen_by_bfq(trace: &KernelTrace, log: &KernelTrace) -> Vec<Op
     seen
 }
 
-/// Whether a bfq log note starts one of bfq's dispatch calls (`bfq_dispatch_request`'s
+/// Whether a bfq log note starts one of bfq's dispatch calls (`__bfq_dispatch_request`'s
 /// `dispatch requests: N busy queues`), ends one that returned nothing (`bfq_select_queue`'s
-/// `select_queue: no queue returned`), shows one that returned a request (`bfqq_served`,
-/// from `bfq_dispatch_rq_from_bfqq`), or shows a side effect of one (`set_in_service_queue`,
-/// `expire (`).
+/// `select_queue: no queue returned`), ends one that returns a request (`bfq_select_queue`'s
+/// `select_queue: returned this queue`, after which `__bfq_dispatch_request` always takes
+/// the queue's `next_rq`), or shows a side effect of one (`set_in_service_queue`,
+/// `expire (`). A `bfqq_served` note is neither: `bfq_dispatch_rq_from_bfqq` logs one for
+/// a dispatch, after `returned this queue`, but `bfq_bfqq_expire` logs one too, before its
+/// `expire (` note, where it charges a slow queue for its time (`bfq_bfqq_charge_time`),
+/// in a call that may then return nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CallNote {
     Start,
@@ -225,7 +229,7 @@ fn call_note(note: &str) -> Option<CallNote> {
         Some(CallNote::Start)
     } else if what.starts_with("select_queue: no queue returned") {
         Some(CallNote::Nothing)
-    } else if what.starts_with("bfqq_served") {
+    } else if what.starts_with("select_queue: returned this queue") {
         Some(CallNote::Served)
     } else if what.starts_with("set_in_service_queue") || what.starts_with("expire (") {
         Some(CallNote::SideEffect)
@@ -235,15 +239,21 @@ fn call_note(note: &str) -> Option<CallNote> {
 }
 
 /// The times of bfq's dispatch calls that returned nothing but changed its state: in `log`,
-/// each `dispatch requests` note of a context followed, in that context and before it logged
-/// a dispatch (`bfqq_served`), by `set_in_service_queue` or an expiry and then by
+/// each `dispatch requests` note of a context followed, in that context and before its
+/// `select_queue` returned a queue, by `set_in_service_queue` or an expiry and then by
 /// `select_queue: no queue returned`. Such a call (a queue run after an insertion or a
 /// completion, `blk_mq_run_hw_queue`) has no tracepoint: on `twelve-procs-mixed-prio` a
 /// writer's insertion at 10596.640064 s preempted the real-time reader in service
 /// (`expire (4, ...)`), and the same queue run put the reader back in service and idled for
 /// it (`set_in_service_queue` at .640079, then `no queue returned`), before the reader's
-/// request in flight completed. Calls that returned nothing and changed nothing logged need
-/// no replay.
+/// request in flight completed. A call may also find nothing queued in bfq: blk-mq's
+/// `__blk_mq_do_dispatch_sched` calls `bfq_dispatch_request` when `bfq_has_work`, an
+/// unlocked read of `bfqd->queued`, and another CPU may dispatch the last request between
+/// the two; `bfq_select_queue` then finds the in-service queue empty and, where it need not
+/// idle (`bfq_better_to_idle`), expires it (`bfq_bfqq_expire`, `BFQQE_NO_MORE_REQUESTS`,
+/// after charging a slow queue's time: on `rt-be-idle-classes-cmdprio-uring` kworker's call
+/// at 79406.328286 s expired the idle-class queue whose last read fio-3190 had dispatched at
+/// .328285). Calls that returned nothing and changed nothing logged need no replay.
 pub fn refused_dispatch_calls(log: &KernelTrace) -> Vec<Nanos> {
     // Per context: the open call's start and whether it changed bfq's state.
     let mut open: HashMap<TaskOnCpu, (Nanos, bool)> = HashMap::new();
@@ -641,6 +651,39 @@ mod tests {
             refused_dispatch_calls(&log),
             [Nanos(1_000_000_000 + 78_000)]
         );
+    }
+
+    /// A call that charged a slow queue for its time and then returned nothing is kept: on
+    /// `rt-be-idle-classes-cmdprio-uring` (79406.328285-.328293) fio-3190 dispatched the
+    /// idle-class queue's last read, and kworker's call, started on a stale `bfq_has_work`
+    /// (an unlocked read of `bfqd->queued`), found that queue empty in service:
+    /// `bfq_select_queue` expired it (`bfq_bfqq_expire`, `BFQQE_NO_MORE_REQUESTS`), which
+    /// first logs `bfq_bfqq_charge_time`'s `bfqq_served` for a slow queue. That note is no
+    /// dispatch (`bfq_dispatch_rq_from_bfqq` logs it only after `select_queue: returned this
+    /// queue`); taking it for one dropped the call. A call that charged, expired and then
+    /// returned a queue is a dispatch, not kept.
+    #[test]
+    fn a_refused_call_that_charged_a_slow_queue_is_kept() {
+        let log = read(
+            "\
+ fio-3190 [001] d..1. 79406.328284: 7,0 1,0 m N bfq3190S select_queue: returned this queue
+ fio-3190 [001] d..1. 79406.328285: 7,0 1,0 m N bfq3190S bfqq_served 8 secs
+ kworker/0:1H-44 [000] d..1. 79406.328286: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/0:1H-44 [000] d..1. 79406.328286: 7,0 1,0 m N bfq3190S select_queue: already in-service queue
+ kworker/0:1H-44 [000] d..1. 79406.328287: 7,0 1,0 m N bfq3190S may_budget_timeout: wait_request 0 left 1 timeout 0
+ kworker/0:1H-44 [000] d..1. 79406.328288: 7,0 1,0 m N bfq3190S bfqq_served 256 secs
+ kworker/0:1H-44 [000] d..1. 79406.328288: 7,0 1,0 m N bfq3190S expire (3, slow 1, num_disp 1, short_ttime 1)
+ kworker/0:1H-44 [000] d..1. 79406.328291: 7,0 1,0 m N bfq3190S del from busy
+ kworker/0:1H-44 [000] d..1. 79406.328293: 7,0 1,0 m N bfq select_queue: no queue returned
+ fio-3189 [001] d..1. 79406.328310: 7,0 1,0 m N bfq dispatch requests: 2 busy queues
+ fio-3189 [001] d..1. 79406.328311: 7,0 1,0 m N bfq3190S bfqq_served 256 secs
+ fio-3189 [001] d..1. 79406.328311: 7,0 1,0 m N bfq3190S expire (3, slow 1, num_disp 1, short_ttime 1)
+ fio-3189 [001] d..1. 79406.328312: 7,0 1,0 m N bfq3189S set_in_service_queue, cur-budget = 10922
+ fio-3189 [001] d..1. 79406.328313: 7,0 1,0 m N bfq3189S select_queue: returned this queue
+ fio-3189 [001] d..1. 79406.328313: 7,0 1,0 m N bfq3189S bfqq_served 32 secs
+",
+        );
+        assert_eq!(refused_dispatch_calls(&log), [Nanos(79_406_328_286_000)]);
     }
 
     /// `__blk_mq_alloc_requests` runs `bfq_limit_depth` before `blk_mq_get_tag` (which may

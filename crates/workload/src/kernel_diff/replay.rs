@@ -34,6 +34,10 @@ enum KEvent {
     /// The kernel's queue run ended: its scheduler returned nothing (no tracepoint shows
     /// it: [`Replay::with_empty_runs`]).
     EmptyRun,
+    /// A dispatch call of bfq's that returned nothing after changing its state, as its log
+    /// shows it ([`BfqLogTimes::refused_calls`]): made whatever bfq held queued
+    /// ([`Replay::empty_run`]).
+    RefusedCall,
 }
 
 /// The replay's state: our block layer on a virtual clock.
@@ -438,7 +442,10 @@ impl<'a> Replay<'a> {
         let mut timeline = self.timeline(log);
         if self.pace == Pace::Kernel {
             // bfq's calls that returned nothing: where ours is asked as at an empty run.
-            let calls = bfq_log.refused_calls.iter().map(|&t| (t, KEvent::EmptyRun));
+            let calls = bfq_log
+                .refused_calls
+                .iter()
+                .map(|&t| (t, KEvent::RefusedCall));
             timeline = Self::interleave(timeline, calls);
         }
         let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
@@ -478,7 +485,12 @@ impl<'a> Replay<'a> {
                 KEvent::Exit(pid) => self.blk.handle_exit(CtxId(pid), self.now),
                 KEvent::EmptyRun => {
                     self.pump();
-                    self.empty_run();
+                    self.empty_run(false);
+                    continue;
+                }
+                KEvent::RefusedCall => {
+                    self.pump();
+                    self.empty_run(true);
                     continue;
                 }
             }
@@ -645,22 +657,28 @@ impl<'a> Replay<'a> {
 
     /// The kernel's queue run ended here with its scheduler returning nothing: ask ours
     /// once, as the kernel asked its own, for the side effects of asking (mq-deadline's
-    /// refused aged dispatch starts a batch: `dd_dispatch_prio_aged_requests`). Only when
-    /// ours owes the kernel no dispatch and has requests queued (`has_work`). A request ours
-    /// returns is dispatched (a divergence: the kernel's returned none) and counted against
-    /// the kernel's next dispatch.
-    fn empty_run(&mut self) {
-        if self.credits != 0 || self.blk.queued() == 0 {
+    /// refused aged dispatch starts a batch: `dd_dispatch_prio_aged_requests`; bfq's
+    /// `bfq_select_queue` expires an empty in-service queue it need not idle for). Only when
+    /// ours owes the kernel no dispatch, and, unless the call is one bfq's log shows
+    /// (`logged`), has requests queued: blk-mq asks a scheduler only when it `has_work`
+    /// (`__blk_mq_do_dispatch_sched`), but `bfq_has_work` reads `bfqd->queued` without
+    /// `bfqd->lock`, so a call the log shows may find nothing queued (another CPU dispatched
+    /// it in between) and still expire a queue. A request ours returns is dispatched (a
+    /// divergence: the kernel's returned none) and counted against the kernel's next
+    /// dispatch.
+    fn empty_run(&mut self, logged: bool) {
+        if self.credits != 0 || (!logged && self.blk.queued() == 0) {
             return;
         }
+        let before = self.blk.counters().dispatched;
         let _ = self.blk.scheduler_mut();
         self.credits = 1;
         self.pump();
-        if self.credits == 0 {
-            self.credits = -1;
+        self.credits = if self.blk.counters().dispatched > before {
+            -1
         } else {
-            self.credits = 0;
-        }
+            0
+        };
     }
 
     /// Dispatch what the pace allows now.
