@@ -109,11 +109,11 @@ class Scenario:
         p = Path(_check.path("path", path))
         shown = _check.shown_text(str(p))
         try:
-            # Only a regular file: open() of a FIFO nothing writes waited for ever (a device
-            # or a directory is no scenario either). Read through the native bounded
-            # reader's cap (4 MiB).
+            # Opened without waiting: open() of a FIFO nothing writes waited for ever, so a
+            # FIFO (or a socket) is refused. Read through the native bounded reader's cap
+            # (4 MiB): /dev/zero is refused, not read until memory runs out.
             with open(p, "rb", opener=_open_nonblocking) as f:
-                kind = _check.file_kind(os.fstat(f.fileno()).st_mode)
+                kind = _check.waits_for_a_writer(os.fstat(f.fileno()).st_mode)
                 if kind is not None:
                     raise ElevatorError(
                         f"{shown}: {kind}, not a scenario file: read it yourself and give "

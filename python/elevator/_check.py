@@ -148,18 +148,14 @@ def unicode(name: str, v: str) -> str:
     return v
 
 
-def file_kind(mode: int) -> Optional[str]:
-    """What a file of ``mode`` is when it is not a regular file (``None`` for one)."""
-    for test, kind in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return None if stat.S_ISREG(mode) else "not a regular file"
+def waits_for_a_writer(mode: int) -> Optional[str]:
+    """What a file of ``mode`` is when reading it waits for another program (a FIFO, a
+    socket), else ``None``."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
 
 
 def text(name: str, v: Any) -> str:
