@@ -276,9 +276,16 @@ class Results:
     """
 
     def __init__(self, output: Any, keeps_requests: bool, table: Optional[pa.Table] = None):
+        if table is not None and not isinstance(table, pa.Table):
+            raise _check.error("table", f"expected a pyarrow.Table, got {_check.shown(table)}")
+        if table is None and not callable(getattr(output, "jobs", None)):
+            raise _check.error(
+                "output",
+                f"expected a run's native output (sim() and run() make Results), got {_check.shown(output)}",
+            )
         self._output = output
         self.table: pa.Table = table if table is not None else _table(output.jobs())
-        self._keeps = keeps_requests
+        self._keeps = _check.flag("keeps_requests", keeps_requests)
         self._requests: Optional[pa.Table] = None
 
     @property

@@ -89,3 +89,23 @@ def test_a_60_kb_string_is_cut_in_its_error(call):
     with pytest.raises(elevator.ElevatorError) as e:
         call()
     assert len(str(e.value)) < 1500, len(str(e.value))
+
+
+def test_a_store_the_system_refuses_gives_the_packages_error(tmp_path):
+    """``Campaign(grid, store=60 KB path)``: Python's ``OSError`` (ENAMETOOLONG) escaped from
+    the store's check; now an ``ElevatorError`` naming ``store``, the path cut."""
+    grid = elevator.grid_spec(fio_text=FIO, sched="noop")
+    for store in [tmp_path / LONG, "/proc/elevator-store"]:
+        with pytest.raises(elevator.ElevatorError) as e:
+            elevator.Campaign(grid, store=store)
+        assert str(e.value).startswith("store: "), str(e.value)
+        assert len(str(e.value)) < 300, len(str(e.value))
+
+
+@pytest.mark.parametrize("output", [None, float("nan"), "", {}, 2**64])
+def test_results_of_anything_but_a_run_is_refused(output):
+    """``Results(None, False)`` (the class is public): an ``AttributeError`` about ``jobs``
+    escaped; now an ``ElevatorError`` naming ``output``."""
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.Results(output, False)
+    assert str(e.value).startswith("output: "), str(e.value)
