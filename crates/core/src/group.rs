@@ -161,6 +161,14 @@ pub fn check_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The key of a path in [`GroupTree`]'s index.
+fn path_hash(path: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    path.hash(&mut h);
+    h.finish()
+}
+
 /// A group path could not be added.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupError {
@@ -193,9 +201,10 @@ impl std::error::Error for GroupError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupTree {
     groups: Vec<Group>,
-    /// Each group's id by its path: a look-up per level of a path added, not a scan of every
-    /// group (a scenario's 10,000 groups of 64 levels each are 640,000 groups).
-    by_path: FxHashMap<String, GroupId>,
+    /// The groups by the hash of their path (`path_hash`; several where two paths collide):
+    /// a look-up per level of a path added, not a scan of every group (a scenario's 10,000
+    /// groups of 64 levels each are 640,000 groups), without a second copy of every path.
+    by_path: FxHashMap<u64, Vec<GroupId>>,
     io_cost: IoCostDevice,
 }
 
@@ -215,7 +224,7 @@ impl GroupTree {
                 weight: None,
                 io: IoSettings::default(),
             }],
-            by_path: FxHashMap::from_iter([("/".to_string(), GroupId::ROOT)]),
+            by_path: FxHashMap::from_iter([(path_hash("/"), vec![GroupId::ROOT])]),
             io_cost: IoCostDevice::default(),
         }
     }
@@ -249,7 +258,7 @@ impl GroupTree {
                         weight: None,
                         io: IoSettings::default(),
                     });
-                    self.by_path.insert(full.clone(), new);
+                    self.by_path.entry(path_hash(&full)).or_default().push(new);
                     new
                 }
             };
@@ -305,7 +314,11 @@ impl GroupTree {
         } else {
             path
         };
-        self.by_path.get(norm).copied()
+        self.by_path
+            .get(&path_hash(norm))?
+            .iter()
+            .copied()
+            .find(|id| self.groups[id.0 as usize].path == norm)
     }
 
     /// The group `id`. Panics on an id this tree did not hand out.
@@ -349,6 +362,30 @@ impl GroupTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 32, round 15: a scenario group of 300,000 levels made the tree hold every
+    /// ancestor's path (sim aborted). A path past PATH_MAX bytes or 64 levels is refused
+    /// before anything is added; at the bounds every level is found again.
+    #[test]
+    fn paths_past_path_max_or_64_levels_are_refused_before_anything_is_added() {
+        let mut t = GroupTree::new();
+        let deep = "/a".repeat(MAX_DEPTH + 1);
+        let e = t.add(&deep, None).unwrap_err();
+        assert!(e.reason.contains("65 levels deep"), "{e}");
+        let long = format!("/{}", "b".repeat(MAX_PATH));
+        let e = t.add(&long, None).unwrap_err();
+        assert!(e.to_string().len() < 200, "{e}");
+        assert_eq!(t.len(), 1, "nothing added");
+        let ok = "/a".repeat(MAX_DEPTH);
+        let id = t.add(&ok, Some(7)).unwrap();
+        assert_eq!(t.len(), MAX_DEPTH + 1);
+        for level in 1..=MAX_DEPTH {
+            let p = "/a".repeat(level);
+            assert_eq!(t.get(t.lookup(&p).unwrap()).path, p);
+        }
+        assert_eq!(t.lookup(&format!("{ok}/")), Some(id));
+        assert_eq!(t.lookup("/b"), None);
+    }
 
     #[test]
     fn paths_create_ancestors_and_are_found_again() {
