@@ -189,7 +189,7 @@ fn pids_and_cpus_past_the_kernels_maximums_are_refused_naming_line_and_field() {
         bytes.extend(blktrace_record(1, cpu, pid));
         let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
-        let out = elevator_within(&["replay", &s(&p), "--sched", "noop"], MINUTE);
+        let out = elevator_within(&["replay", s(&p), "--sched", "noop"], MINUTE);
         clean_error(&out, &[needle]);
     }
     // A kernel recording's tracefs text: `fio-21489   [000]` made `[9999]`, or its pid 2^31.
@@ -222,7 +222,7 @@ fn pids_and_cpus_past_the_kernels_maximums_are_refused_naming_line_and_field() {
         let text = String::from_utf8(out.stdout).unwrap().replacen(from, to, 1);
         std::fs::write(rec.join("trace.txt"), text).unwrap();
         std::fs::remove_file(rec.join("trace.txt.gz")).unwrap();
-        let out = elevator_within(&["kernel-diff", &s(&rec)], MINUTE);
+        let out = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
         clean_error(&out, &["trace.txt:", needle]);
     }
 }
@@ -245,14 +245,14 @@ fn a_replay_of_5000_processes_written_as_blktrace_replays_again() {
             "--sched",
             "noop",
             "--blktrace-out",
-            &s(&out_dir),
+            s(&out_dir),
         ],
         Duration::from_secs(120),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let again = out_dir.join("noop.blktrace.0");
     let out = elevator_within(
-        &["replay", &s(&again), "--sched", "noop"],
+        &["replay", s(&again), "--sched", "noop"],
         Duration::from_secs(120),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);

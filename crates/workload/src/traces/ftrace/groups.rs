@@ -183,7 +183,7 @@ impl ContextGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use elevator_core::group::{MAX_DEPTH, MAX_PATH};
+    use elevator_core::group::MAX_DEPTH;
 
     #[test]
     fn each_process_takes_its_declared_group_and_weight() {
