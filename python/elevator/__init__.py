@@ -101,24 +101,33 @@ class Scenario:
         for n, text in _elevator.scenarios():
             if n == name:
                 return cls(text, f"builtin:{n}")
-        raise ElevatorError(f"no built-in scenario {name!r} (known: {', '.join(scenarios())})")
+        raise ElevatorError(f"no built-in scenario {_check.shown(name)} (known: {', '.join(scenarios())})")
 
     @classmethod
     def load(cls, path: PathLike) -> "Scenario":
         """The scenario file at ``path`` (its drive paths resolve against its directory)."""
         p = Path(_check.path("path", path))
+        shown = _check.shown_text(str(p))
         try:
-            # Read through the native bounded reader's cap (4 MiB): /dev/zero is refused, not
-            # read until memory runs out.
-            with open(p, "rb") as f:
+            # Opened without waiting: open() of a FIFO nothing writes waited for ever, so a
+            # FIFO (or a socket) is refused. Read through the native bounded reader's cap
+            # (4 MiB): /dev/zero is refused, not read until memory runs out.
+            with open(p, "rb", opener=_open_nonblocking) as f:
+                kind = _check.waits_for_a_writer(os.fstat(f.fileno()).st_mode)
+                if kind is not None:
+                    raise ElevatorError(
+                        f"{shown}: {kind}, not a scenario file: read it yourself and give "
+                        "Scenario.from_toml(text)"
+                    )
+                os.set_blocking(f.fileno(), True)
                 data = f.read(4 * 1024 * 1024 + 1)
             if len(data) > 4 * 1024 * 1024:
-                raise ElevatorError(f"{p}: larger than 4 MiB: not a scenario")
+                raise ElevatorError(f"{shown}: larger than 4 MiB: not a scenario")
             text = data.decode("utf-8")
         except OSError as e:
-            raise ElevatorError(f"{p}: cannot read: {e}") from None
+            raise ElevatorError(f"{shown}: cannot read: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
-            raise ElevatorError(f"{p}: not UTF-8 text (byte {e.start}): not a scenario") from None
+            raise ElevatorError(f"{shown}: not UTF-8 text (byte {e.start}): not a scenario") from None
         return cls(text, str(p), str(p.parent))
 
     @classmethod
@@ -128,6 +137,12 @@ class Scenario:
 
     def __repr__(self) -> str:
         return f"Scenario({self.name!r}, drive={self.drive!r}, jobs={self.jobs!r})"
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    """``os.open`` for ``open(opener=...)`` without waiting: a FIFO opens at once, whether or
+    not anything writes it (its kind is then refused)."""
+    return os.open(path, flags | os.O_NONBLOCK)
 
 
 def grid_spec(
@@ -261,9 +276,16 @@ class Results:
     """
 
     def __init__(self, output: Any, keeps_requests: bool, table: Optional[pa.Table] = None):
+        if table is not None and not isinstance(table, pa.Table):
+            raise _check.error("table", f"expected a pyarrow.Table, got {_check.shown(table)}")
+        if table is None and not callable(getattr(output, "jobs", None)):
+            raise _check.error(
+                "output",
+                f"expected a run's native output (sim() and run() make Results), got {_check.shown(output)}",
+            )
         self._output = output
         self.table: pa.Table = table if table is not None else _table(output.jobs())
-        self._keeps = keeps_requests
+        self._keeps = _check.flag("keeps_requests", keeps_requests)
         self._requests: Optional[pa.Table] = None
 
     @property

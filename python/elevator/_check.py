@@ -14,6 +14,7 @@ import math
 import numbers
 import operator
 import os
+import stat
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Iterable, Optional
@@ -51,6 +52,13 @@ def shown(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
+def shown_text(s: str, n: int = 60) -> str:
+    """``s`` for a message: at most ``n`` characters, a longer one cut in its middle (the start
+    and the end name a path best). A 60 KB name or path given to the API was quoted whole in
+    its error."""
+    return s if len(s) <= n else s[: n // 2] + "..." + s[-(n // 2 - 3) :]
+
+
 def integer(name: str, v: Any, lo: int, hi: int) -> int:
     """``v`` as an int in ``lo..=hi``; a bool, a float (even 2.0), NaN, a string or None is
     refused, so nothing is cut or guessed (numpy integers are integers)."""
@@ -84,7 +92,12 @@ def bounded(name: str, v: Iterable, what: str) -> list:
         raise error(name, f"expected a list of {what}, got {kind}: give a list, in the order of the cells")
     if isinstance(v, range) and _range_len(v) > MAX_ITEMS:
         raise error(name, f"{shown(v)} holds more than {MAX_ITEMS} {what}: at most {MAX_ITEMS} are taken")
-    out = list(itertools.islice(iter(v), MAX_ITEMS + 1))
+    try:
+        out = list(itertools.islice(iter(v), MAX_ITEMS + 1))
+    except Exception as e:
+        # A generator that raises: its own exception (a RuntimeError, a StopIteration turned
+        # RuntimeError ...) escaped the API, naming neither the argument nor the package.
+        raise error(name, f"reading its {what} raised {type(e).__name__}: {shown_text(str(e))}") from e
     if len(out) > MAX_ITEMS:
         raise error(name, f"more than {MAX_ITEMS} {what} (an endless iterator?): at most {MAX_ITEMS} are taken")
     return out
@@ -133,6 +146,16 @@ def unicode(name: str, v: str) -> str:
             "names and texts are passed as UTF-8)",
         ) from None
     return v
+
+
+def waits_for_a_writer(mode: int) -> Optional[str]:
+    """What a file of ``mode`` is when reading it waits for another program (a FIFO, a
+    socket), else ``None``."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
 
 
 def text(name: str, v: Any) -> str:

@@ -110,6 +110,17 @@ class Campaign:
 
     def __init__(self, grid: Optional[Mapping[str, Any]] = None, *, store: PathLike):
         self.store = Path(_check.path("store", store))
+        try:
+            self._open_store(grid)
+        except OSError as e:
+            # A path the system refuses (ENAMETOOLONG for a 60 KB name, EACCES, EROFS ...):
+            # the OSError escaped, naming neither the argument nor the package.
+            raise _check.error(
+                "store", f"{_check.shown_text(str(self.store))}: {e.strerror or e}"
+            ) from None
+
+    def _open_store(self, grid: Optional[Mapping[str, Any]]) -> None:
+        """Check or make the store for ``grid`` (``None``: the store's own grid)."""
         if self.store.exists() and not self.store.is_dir():
             raise _check.error("store", f"{self.store} is not a directory")
         saved = self.store / "grid.json"

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use elevator_workload::input::InputError;
+use elevator_workload::input::{shown_message, shown_name, InputError};
 
 /// What went wrong: bad input in a file (with its file, line and field), a bad argument, or
 /// a result file that could not be read or written.
@@ -49,8 +49,14 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Input(e) => write!(f, "{e}"),
-            Error::Arg { arg, message } => write!(f, "{arg}: {message}"),
-            Error::Io { path, message } => write!(f, "{path}: {message}"),
+            // Both quote what they were given, which can be any length (a 60 KB scheduler
+            // name or path given to the Python API): shown as an InputError's parts are.
+            Error::Arg { arg, message } => {
+                write!(f, "{}: {}", shown_name(arg), shown_message(message))
+            }
+            Error::Io { path, message } => {
+                write!(f, "{}: {}", shown_name(path), shown_message(message))
+            }
         }
     }
 }

@@ -97,13 +97,50 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The most characters a table cell shows: a name from the input (a scenario's job, a fio
+/// job, a group, a trace's command) can be any length, and every row is padded to the widest
+/// cell (a 60 KB job name made each row 60 KB: issue 32).
+pub const MAX_CELL: usize = 64;
+
+/// `s` as a table cell: control characters escaped (`\u{1b}`: a name's escape sequence never
+/// reaches the terminal raw) and at most [`MAX_CELL`] characters, a longer one cut with `...`
+/// at its end.
+pub fn cell(s: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !s.chars().any(char::is_control);
+    if plain && s.chars().nth(MAX_CELL).is_none() {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::new();
+    let mut shown = 0;
+    for c in s.chars() {
+        let piece = if c.is_control() {
+            c.escape_debug().to_string()
+        } else {
+            c.to_string()
+        };
+        let n = piece.chars().count();
+        if shown + n > MAX_CELL - 3 {
+            out.push_str("...");
+            return std::borrow::Cow::Owned(out);
+        }
+        out.push_str(&piece);
+        shown += n;
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A plain text table: a header row and data rows, columns padded to their widest cell;
-/// the first column is left-aligned, the others right-aligned.
+/// the first column is left-aligned, the others right-aligned. Every cell is shown through
+/// [`cell`].
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let n = header.len();
     let len = |s: &str| s.chars().count();
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .collect();
     let mut width: Vec<usize> = header.iter().map(|h| len(h)).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate().take(n) {
             width[i] = width[i].max(len(c));
         }
@@ -126,8 +163,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = line(header.to_vec());
     let rules: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
     out.push_str(&line(rules.iter().map(String::as_str).collect()));
-    for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(|c| c.as_ref()).collect()));
     }
     out
 }

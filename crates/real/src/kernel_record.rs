@@ -624,20 +624,6 @@ pub fn record(
     }
 }
 
-/// The bytes a new file in `dir` may take (`statvfs`: blocks available to an unprivileged
-/// writer, as root's reserve is not for scratch data), when it can be read.
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a NUL-terminated path and a zeroed statvfs for the call to fill.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; the call writes only into `st`.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
-
 /// The device must fit where its data will live, before anything is set up (issue 32,
 /// round 14). The private tmpfs holds every byte the job writes in memory, whatever its
 /// `size=` mount option says (it bounds, it does not reserve), and this machine may have no
@@ -671,7 +657,7 @@ fn check_space(opts: &RecordOptions) -> Result<()> {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
             };
-            if let Some(free) = free_bytes(dir) {
+            if let Ok(free) = crate::target::free_bytes(dir) {
                 if opts.bytes > free {
                     return Err(RecordError::new(
                         "check",

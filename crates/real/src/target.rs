@@ -515,12 +515,7 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetErr
             free.map_or("less room".to_string(), |f| format!("{f} bytes"))
         ),
     };
-    let free = || {
-        // SAFETY: a zeroed statvfs is a valid buffer for fstatvfs to fill.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        (unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } == 0)
-            .then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-    };
+    let free = || free_bytes(path).ok();
     let (Ok(off), Ok(len)) = (i64::try_from(from), i64::try_from(to - from)) else {
         return Err(no_room(free()));
     };
@@ -667,6 +662,23 @@ fn read_up_to(f: &File, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// The bytes a new file may take on the filesystem holding `path` (a file or a directory):
+/// `statvfs`'s blocks available to an unprivileged writer (`f_bavail`: root's reserve is not
+/// for scratch data) times its fragment size. The one reader of free space: a target's
+/// layout, `kernel-record`'s backing file and `replay`'s spool of a stream all ask here.
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: a zeroed statvfs is a valid buffer for the call to fill.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path; the call writes only into `st`, which outlives it.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// The memory available to new work (`MemAvailable` of /proc/meminfo), bytes, when it can be

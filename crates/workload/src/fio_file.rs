@@ -792,11 +792,14 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         }
         "elevator_cgroup" | "cgroup" => {
             let v = need(o)?;
-            def.cgroup = Some(if v.starts_with('/') {
+            let path = if v.starts_with('/') {
                 v.to_string()
             } else {
                 format!("/{v}")
-            });
+            };
+            // Checked here, where the line is known (the group tree checks it again).
+            elevator_core::group::check_path(&path)?;
+            def.cgroup = Some(path);
             return Ok(());
         }
         "elevator_weight" | "cgroup_weight" => {

@@ -20,8 +20,8 @@
 //! ```
 //!
 //! Input can be hostile (docs/reliability.md): [`read_bytes`] and [`read_text`] read at most
-//! a given number of bytes, and the Display quotes at most 80 characters of a field and 600 of
-//! a message, so no error is sized by its input.
+//! a given number of bytes, and the Display quotes at most 240 characters of a file's name,
+//! 80 of a field and 600 of a message, so no error is sized by its input.
 
 use std::fmt;
 use std::io::Read;
@@ -123,7 +123,7 @@ impl InputError {
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", escaped(&self.file, usize::MAX, false))?;
+        write!(f, "{}", shown_name(&self.file))?;
         match self.at {
             Some(Position::Line(l)) => write!(f, ":{l}")?,
             Some(Position::Byte(b)) => write!(f, ": byte {b}")?,
@@ -132,11 +132,41 @@ impl fmt::Display for InputError {
         if !self.field.is_empty() {
             write!(f, ": field `{}`", escaped(&self.field, 80, false))?;
         }
-        write!(f, ": {}", escaped(&self.message, 600, true))
+        write!(f, ": {}", shown_message(&self.message))
     }
 }
 
+/// An error's message for display: control characters but line breaks and tabs escaped, at
+/// most 600 characters (then `...`): a message quotes input, and input can be huge.
+pub fn shown_message(message: &str) -> std::borrow::Cow<'_, str> {
+    escaped(message, 600, true)
+}
+
 impl std::error::Error for InputError {}
+
+/// The most characters of a file's name an error shows: its first and last 120, `...` between.
+/// A name is input too (a 60 KB path given to the Python API made every error 60 KB long).
+const MAX_FILE_SHOWN: usize = 240;
+
+/// `file` (or any name) for an error: control characters escaped, its middle cut past
+/// [`MAX_FILE_SHOWN`] characters (the start and the end name a path best).
+pub fn shown_name(file: &str) -> std::borrow::Cow<'_, str> {
+    let n = file.chars().count();
+    if n <= MAX_FILE_SHOWN {
+        return escaped(file, usize::MAX, false);
+    }
+    let half = MAX_FILE_SHOWN / 2;
+    let tail_at = file
+        .char_indices()
+        .nth(n - half)
+        .map_or(file.len(), |(i, _)| i);
+    format!(
+        "{}{}",
+        escaped(file, half, false),
+        escaped(&file[tail_at..], usize::MAX, false)
+    )
+    .into()
+}
 
 /// At most `n` characters of `s` (then `...`): an error quotes input, and input can be huge.
 /// Control characters are escaped (`\u{1b}`, `\0`), line breaks and tabs too unless `lines`:
@@ -602,6 +632,20 @@ mod tests {
             !shown.chars().any(|c| c.is_control() && c != '\n'),
             "{shown:?}"
         );
+    }
+
+    /// Round 15: a 60 KB file name (a path the Python API was given) was shown whole, so
+    /// the error was 60 KB long. Its first and last 120 characters are shown.
+    #[test]
+    fn a_60_kb_file_name_is_cut_in_its_middle() {
+        let name = format!("/tmp/{}/end.fio", "x".repeat(60_000));
+        let shown = InputError::at_line(&name, 3, "bs", "bad").to_string();
+        assert!(shown.len() < 400, "{} bytes", shown.len());
+        assert!(
+            shown.starts_with("/tmp/xxx") && shown.contains("..."),
+            "{shown}"
+        );
+        assert!(shown.ends_with("x/end.fio:3: field `bs`: bad"), "{shown}");
     }
 
     /// A temporary is listed while it exists (so a signal's watcher would remove it), removed

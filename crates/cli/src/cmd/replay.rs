@@ -183,15 +183,8 @@ impl Spooled {
 
 /// Bytes the spool may write on the file system of `dir`.
 fn spool_allowance(dir: &std::path::Path) -> anyhow::Result<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
-    // SAFETY: a NUL-terminated path and a zeroed statvfs for the call to fill.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `st` outlives the call.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("{}: free space", dir.display()));
-    }
-    let avail = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    let avail = elevator_real::target::free_bytes(dir)
+        .with_context(|| format!("{}: free space", dir.display()))?;
     Ok(avail.saturating_sub(SPOOL_RESERVE) / 2)
 }
 

@@ -262,10 +262,15 @@ const TABLE_HEADER: [&str; 16] = [
 /// The comparison table of [`table_rows`]' rows.
 pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let header = TABLE_HEADER;
-    let mut w: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
+    let len = |s: &str| s.chars().count();
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| crate::output::cell(c)).collect())
+        .collect();
+    let mut w: Vec<usize> = header.iter().map(|h| len(h)).collect();
+    for r in &rows {
         for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.len());
+            w[i] = w[i].max(len(c));
         }
     }
     let line = |cells: Vec<&str>| {
@@ -283,8 +288,8 @@ pub(crate) fn table(rows: &[Vec<String>]) -> String {
         v.join("  ").trim_end().to_string() + "\n"
     };
     let mut out = line(header.to_vec());
-    for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(|c| c.as_ref()).collect()));
     }
     out
 }

@@ -250,12 +250,23 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 .unwrap_or(elevator_campaign::fio::MAX_SIMULATED_IOS),
         });
     }
+    // Name only the flags given (an error listing all three blamed flags the user did not give).
+    let given: Vec<&str> = [
+        ("--drive", args.drive.is_some()),
+        ("--host", args.host.is_some()),
+        (
+            "--output-format",
+            args.output_format != super::run::Format::Normal,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(flag, on)| on.then_some(flag))
+    .collect();
     anyhow::ensure!(
-        args.drive.is_none()
-            && args.host.is_none()
-            && args.output_format == super::run::Format::Normal,
-        "--drive, --host and --output-format apply to fio job files; a scenario names its \
-         drive"
+        given.is_empty(),
+        "{}: {} to fio job files only (a scenario names its own drive)",
+        given.join(", "),
+        if given.len() == 1 { "applies" } else { "apply" }
     );
     let plot: Vec<(&str, &std::path::Path)> =
         [("--plot", &args.plot), ("--parquet", &args.parquet)]

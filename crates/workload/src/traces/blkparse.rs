@@ -17,6 +17,7 @@ use std::path::Path;
 use elevator_core::Nanos;
 
 use super::blktrace::{cat, BlkAction, BlkEvent, EventSource};
+use super::kernel_limits::{check_cpu, check_pid};
 use super::lines::{parse_fixed, parse_u64, show, Lines};
 use super::record::RecordAt;
 use super::until_error::ReadUntilError;
@@ -154,13 +155,13 @@ fn parse_line(text: &str) -> Result<(BlkEvent, Option<&str>), LineError> {
     if maj >= 1 << 12 || min >= 1 << 20 {
         return Err(("device", format!("{dev} is out of range")));
     }
-    let cpu: u32 = num("cpu", it.next())?;
+    let cpu = check_cpu(num("cpu", it.next())?).map_err(|r| ("cpu", r))?;
     let sequence: u32 = num("sequence", it.next())?;
     let t = it.next().ok_or(("time", "missing".to_string()))?;
     let time = parse_fixed(t.as_bytes(), 9)
         .filter(|_| t.contains('.'))
         .ok_or(("time", format!("cannot parse {t:?} as seconds.nanoseconds")))?;
-    let pid: u32 = num("pid", it.next())?;
+    let pid = check_pid(num("pid", it.next())?).map_err(|r| ("pid", r))?;
     let action = action_of(it.next().ok_or(("action", "missing".to_string()))?)?;
     let rwbs = it.next().ok_or(("rwbs", "missing".to_string()))?;
     let mut ev = BlkEvent {

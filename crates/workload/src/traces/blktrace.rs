@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::{Nanos, Op};
 
 use super::by_time::ByTime;
+use super::kernel_limits::{check_cpu, check_pid};
 use super::record::{RecordAt, RecordSource, TraceRecord};
 use super::until_error::ReadUntilError;
 use crate::input::{InputError, Position};
@@ -502,6 +503,11 @@ impl ReadUntilError for EventReader {
                 o.u16(&h[50..]),
             )
         };
+        // A kernel stamps its own pid and CPU (`__blk_add_trace`): past their ranges the file
+        // is not a kernel's record (kernel_limits).
+        let bad = |field, r| InputError::at_byte(&self.file, self.offset, field, r);
+        check_pid(pid).map_err(|r| bad("pid", r))?;
+        check_cpu(cpu).map_err(|r| bad("cpu", r))?;
         let pdu_len = usize::from(pdu_len);
         self.pdu.resize(pdu_len, 0);
         let mut pdu = std::mem::take(&mut self.pdu);

@@ -8,6 +8,12 @@
 //! with a process notification (`BLK_TN_PROCESS`, the 16-byte command name) the first time a
 //! process appears, so `blkparse -i <dir>/<device>` prints every line with its command. The
 //! device number is 8,0 unless set; times are the driver's clock in nanoseconds.
+//!
+//! A process number past [`PID_MAX_LIMIT`] (a replayed trace's volume or disk number, the
+//! replay's shared context of the processes past its 4096th, `u32::MAX`) is written as
+//! `PID_MAX_LIMIT` itself, which no kernel hands out (pids are below `pid_max`, at most
+//! `PID_MAX_LIMIT`): the file stays one a kernel could have written, so our reader (which
+//! refuses larger pids: [`super::kernel_limits`]) reads it back, those processes as one.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -17,6 +23,7 @@ use std::path::{Path, PathBuf};
 use elevator_core::{CtxId, Nanos, Op, Request};
 
 use super::blktrace::{cat, encode_v7, BlkAction, BlkEvent};
+use super::kernel_limits::PID_MAX_LIMIT;
 
 pub use elevator_core::block::{Event as IoEvent, Observer as IoObserver};
 
@@ -126,6 +133,7 @@ impl BlktraceWriter {
 
 impl IoObserver for BlktraceWriter {
     fn process(&mut self, ctx: CtxId, pid: u32, name: &str, now: Nanos) {
+        let pid = pid.min(PID_MAX_LIMIT);
         self.pids.insert(ctx, pid);
         // TASK_COMM_LEN: 16 bytes, NUL padded, at most 15 characters.
         let mut comm = [0u8; 16];
@@ -169,7 +177,11 @@ impl IoObserver for BlktraceWriter {
             sequence: self.sequence,
             cpu: 0,
             device: self.device,
-            pid: self.pids.get(&rq.ctx).copied().unwrap_or(rq.ctx.0),
+            pid: self
+                .pids
+                .get(&rq.ctx)
+                .copied()
+                .unwrap_or(rq.ctx.0.min(PID_MAX_LIMIT)),
             action,
             category,
             sector: rq.sector,

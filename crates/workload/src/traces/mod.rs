@@ -20,6 +20,7 @@ pub mod csv;
 pub mod disksim_ascii;
 pub mod fio_iolog;
 pub mod ftrace;
+pub mod kernel_limits;
 pub mod lines;
 pub mod msr;
 pub mod record;

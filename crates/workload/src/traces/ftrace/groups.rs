@@ -27,10 +27,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use elevator_core::group::check_path;
 use elevator_core::{GroupId, GroupTree};
 
-use super::recording::PID_MAX_LIMIT;
 use crate::input::InputError;
+use crate::traces::kernel_limits::PID_MAX_LIMIT;
 
 /// The file of a recording directory that holds its groups.
 pub const GROUPS_FILE: &str = "groups.txt";
@@ -38,17 +39,8 @@ pub const GROUPS_FILE: &str = "groups.txt";
 /// The bfq weights a group may have (`BFQ_MIN_WEIGHT`, `BFQ_MAX_WEIGHT`).
 const WEIGHTS: std::ops::RangeInclusive<u32> = 1..=1000;
 
-/// The longest group path (`PATH_MAX`, the kernel's bound on a path under /sys/fs/cgroup).
-pub const MAX_PATH: usize = 4096;
-
-/// The most levels of a group path. The kernel has no bound of its own by default
-/// (`cgroup.max.depth` is "max"); ours keeps a group's ancestry short, as bfq walks it on
-/// every activation. A recording's groups are one level deep (`kernel-record`).
-pub const MAX_DEPTH: usize = 64;
-
 /// The most groups a recording's tree holds, their ancestors counted: a group a fio job
-/// (`kernel-record` makes one per job), and far more than any recording has. Our tree
-/// finds a group by a scan of all of them.
+/// (`kernel-record` makes one per job), and far more than any recording has.
 pub const MAX_GROUPS: usize = 1024;
 
 /// The recording's groups and which process ran in which.
@@ -188,26 +180,10 @@ impl ContextGroups {
     }
 }
 
-/// A group path within [`MAX_PATH`] bytes and [`MAX_DEPTH`] levels, or why not.
-fn check_path(group: &str) -> Result<(), String> {
-    if group.len() > MAX_PATH {
-        return Err(format!(
-            "a group path of {} bytes: at most {MAX_PATH} (PATH_MAX)",
-            group.len()
-        ));
-    }
-    let depth = group.split('/').filter(|p| !p.is_empty()).count();
-    if depth > MAX_DEPTH {
-        return Err(format!(
-            "a group path {depth} levels deep: at most {MAX_DEPTH}"
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use elevator_core::group::MAX_DEPTH;
 
     #[test]
     fn each_process_takes_its_declared_group_and_weight() {

@@ -53,6 +53,7 @@ use std::path::Path;
 
 use elevator_core::{IoClass, IoPrio, Nanos, Op};
 
+use super::kernel_limits::{check_cpu, check_pid};
 use super::lines::{parse_fixed, parse_u64, show, Lines};
 use super::until_error::ReadUntilError;
 use crate::input::InputError;
@@ -282,9 +283,12 @@ impl TracedPrio {
             "invalid" => PrioClass::Invalid,
             _ => return Err(format!("unknown class {c:?} in {s:?}")),
         };
+        // IOPRIO_HINT_NR_BITS (include/uapi/linux/ioprio.h): the events print
+        // IOPRIO_PRIO_HINT, ten bits.
         let hint = parse_u64(h.as_bytes())
             .and_then(|v| u16::try_from(v).ok())
-            .ok_or_else(|| format!("cannot parse the hint {h:?} in {s:?}"))?;
+            .filter(|&v| v < 1 << 10)
+            .ok_or_else(|| format!("cannot parse the hint {h:?} in {s:?} (0 to 1023)"))?;
         let level = parse_u64(l.as_bytes())
             .and_then(|v| u8::try_from(v).ok())
             .filter(|&v| v < 8)
@@ -471,6 +475,11 @@ fn num<T: TryFrom<u64>>(field: &'static str, s: Option<&str>) -> Result<T, LineE
     parse_u64(s.as_bytes())
         .and_then(|v| T::try_from(v).ok())
         .ok_or_else(|| err(field, format!("cannot parse {}", show(s.as_bytes()))))
+}
+
+/// A CPU column: a number below [`MAX_CPUS`](crate::traces::kernel_limits::MAX_CPUS).
+fn cpu_num(s: Option<&str>) -> Result<u32, LineError> {
+    check_cpu(num("cpu", s)?).map_err(|r| err("cpu", r))
 }
 
 fn parse_dev(s: Option<&str>) -> Result<Dev, LineError> {
@@ -690,7 +699,7 @@ fn lost_line(text: &str) -> Option<Result<(u32, u64), LineError>> {
         .trim()
         .strip_prefix("[LOST ")?
         .strip_suffix(" EVENTS]")?;
-    Some((|| Ok((num("cpu", Some(cpu))?, num("lost", Some(n))?)))())
+    Some((|| Ok((cpu_num(Some(cpu))?, num("lost", Some(n))?)))())
 }
 
 /// Parse one event line (not a comment, not blank).
@@ -722,7 +731,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<FtraceEvent, LineError> {
         })
         .ok_or_else(|| err("cpu", "no [CPU] column: not a tracefs event line"))?;
     let close = at + 1 + text[at + 1..].find(']').unwrap_or(0);
-    let cpu: u32 = num("cpu", Some(&text[at + 1..close]))?;
+    let cpu = cpu_num(Some(&text[at + 1..close]))?;
     let left = text[..at].trim();
     // With record-tgid a `(tgid)` follows the task.
     let left = match left.rfind(" (") {
@@ -735,7 +744,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<FtraceEvent, LineError> {
             format!("{} is not command-pid", show(left.as_bytes())),
         )
     })?;
-    let pid: u32 = num("pid", Some(pid))?;
+    let pid = check_pid(num("pid", Some(pid))?).map_err(|r| err("pid", r))?;
     let mut rest = &text[close + 1..];
     // The irq/preempt flags, unless noirq-info; then the timestamp and its colon.
     let mut time = None;

@@ -23,6 +23,7 @@ use super::groups::{ContextGroups, GROUPS_FILE};
 use super::{Dev, KernelTrace};
 use crate::input::InputError;
 use crate::traces::ftrace::located;
+use crate::traces::kernel_limits::PID_MAX_LIMIT;
 
 /// The version of [`RecordingMeta`]'s layout this code writes and reads.
 pub const META_FORMAT: u32 = 1;
@@ -154,9 +155,6 @@ impl RecordingMeta {
 
 /// The deepest hardware queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
 pub const MAX_HW_QUEUE_DEPTH: u32 = 10_240;
-
-/// The largest process id the kernel hands out (`PID_MAX_LIMIT` on 64-bit, 2^22).
-pub const PID_MAX_LIMIT: u32 = 1 << 22;
 
 /// The timer frequencies a kernel is built with (`CONFIG_HZ`: kernel/Kconfig.hz's choices).
 pub const KERNEL_HZ: [u32; 4] = [100, 250, 300, 1000];
