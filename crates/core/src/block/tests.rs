@@ -2,6 +2,7 @@
 
 mod accounting;
 mod allocation;
+mod asked;
 mod decisions;
 mod kyber_tags;
 mod merge_next;
