@@ -110,3 +110,32 @@ fn the_layer_looks_for_the_admitted_requests_only_until_it_has_found_them() {
     let asks = blk.scheduler().holds.get();
     assert!(asks <= 3 * n, "{asks} asks for {n} requests");
 }
+
+/// `blk_mq_attempt_bio_merge`: a bio's merge is attempted (`blk_mq_sched_bio_merge`, the
+/// policy's `bio_merge`, where bfq's `bfq_allow_bio_merge` may merge queues) only when the
+/// queue allows merges (`!blk_queue_nomerges`) and the bio may merge (`bio_mergeable`; the
+/// layer offers reads and writes only). A replay's own request, which the kernel's attempt
+/// did not merge, is told to the policy as that attempt ([`Scheduler::bio_not_merged`]);
+/// any other bio's attempt is the policy's [`Scheduler::try_merge`], and it is not told.
+#[test]
+fn only_an_own_request_whose_merge_was_attempted_is_told_it_did_not_merge() {
+    let own = |op, sector| {
+        let mut bio = Bio::new(CtxId(1), op, sector, 8);
+        bio.own_request = true;
+        bio
+    };
+    let mut blk = asked_mq_deadline();
+    blk.handle_submit(own(Op::Read, 0), 0, ms(0));
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 1000, 8), 1, ms(0));
+    blk.handle_submit(own(Op::Discard, 2000), 2, ms(0));
+    blk.handle_submit(own(Op::Write, 3000), 3, ms(0));
+    assert_eq!(*blk.scheduler().not_merged.borrow(), [0, 3000]);
+
+    let mut set = crate::Settings::new();
+    set.set("nr_requests", 4);
+    let dd = MqDeadline::from_settings(&set).expect("nr_requests 4");
+    let limits = Limits::depth(1).nomerges(NoMerges::None);
+    let mut blk: BlockLayer<Asked, u64> = BlockLayer::new(Asked::new(dd), limits);
+    blk.handle_submit(own(Op::Read, 0), 0, ms(0));
+    assert!(blk.scheduler().not_merged.borrow().is_empty(), "nomerges 2");
+}
