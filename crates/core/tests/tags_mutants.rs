@@ -220,3 +220,54 @@ fn a_shallow_search_wraps_to_its_word_s_first_bits_past_its_hint() {
     );
     assert_eq!(bits.take(shallow, 0), None, "bits 0 to 3 are held");
 }
+
+/// [`SchedTags::generation`]: taking a tag moves it on. A request sleeping in `blk_mq_get_tag`
+/// (bfq's tag wait, which skips its heads while the generation is the one they were refused
+/// at) must be asked again after the tags change hands; a take that left the number alone
+/// would let a head refused before the take be skipped after a free that undoes it. With one
+/// tag, a request may take it; once taken, none may, so the generation must be new.
+#[test]
+fn taking_a_tag_moves_the_generation() {
+    let mut tags = SchedTags::new(1, 1);
+    let before = tags.generation();
+    assert!(tags.may_take(Depth::Full));
+    tags.take(Depth::Full);
+    assert!(!tags.may_take(Depth::Full), "the one tag is held");
+    assert_ne!(tags.generation(), before);
+}
+
+/// [`SchedTags::generation`]: a new number of tags (`nr_requests` written: 6.18's
+/// `blk_mq_update_nr_requests` resizes the scheduler tags, after which a request sleeping in
+/// `blk_mq_get_tag` may take one of the new ones) moves it on. With 2 tags both held, a
+/// request may not take one; raised to 4, it may, so the generation must differ from the
+/// one that refused it.
+#[test]
+fn a_new_number_of_tags_moves_the_generation() {
+    let mut tags = SchedTags::new(2, 2);
+    tags.take(Depth::Full);
+    tags.take(Depth::Full);
+    let (before, could) = (tags.generation(), tags.may_take(Depth::Full));
+    assert!(!could, "both tags are held");
+    tags.set_depth(4);
+    assert!(tags.may_take(Depth::Full), "two new tags are free");
+    assert_ne!(tags.generation(), before);
+}
+
+/// `sbitmap_find_bit` (lib/sbitmap.c, 6.17 on): a word where `__map_depth_with_shallow`
+/// gives the request no bit is not searched at all (`if (depth)`), so its freed bits are
+/// not folded back there (`sbitmap_deferred_clear` runs only inside
+/// `sbitmap_find_bit_in_word`). 8 tags in 2-bit words: CPU 0 takes bits 0, 1 and 2 (its hint
+/// then 3, in word 1); bit 2 is freed on CPU 1 and waits in word 1's cleared mask, CPU 1's
+/// hint on it. CPU 1's request of shallow depth 1 (bit 0 of word 0 only) starts in word 1,
+/// passes words 1 to 3 (depth 0 in each) and finds bit 0 held. CPU 0's next full-depth
+/// search then starts in word 1 and takes bit 3, its free bit, before bit 2 is folded back;
+/// had the shallow search folded it, CPU 0 would take bit 2.
+#[test]
+fn a_shallow_search_leaves_the_freed_bits_of_a_word_it_may_not_use() {
+    let mut bits = TagBits::new(8);
+    let first: Vec<_> = (0..3).map(|_| bits.take(None, 0)).collect();
+    assert_eq!(first, [Some(0), Some(1), Some(2)]);
+    bits.release(2, 1);
+    assert_eq!(bits.take(Some(1), 1), None, "bit 0 is held");
+    assert_eq!(bits.take(None, 0), Some(3), "bit 2 is not folded back yet");
+}

@@ -2,6 +2,7 @@
 
 mod accounting;
 mod allocation;
+mod asked;
 mod decisions;
 mod kyber_tags;
 mod merge_next;
@@ -421,6 +422,22 @@ fn the_schedulers_own_timer_fires_when_the_recorded_kernel_timer_did() {
     assert_eq!(blk.scheduler().2, 0, "not yet");
     blk.handle_timeout(deadline + us(5));
     assert_eq!(blk.scheduler().2, 1, "fired at the recorded time");
+}
+
+/// An hrtimer runs its handler once the clock has reached its expiry
+/// (`__hrtimer_run_queues` takes every timer whose soft expiry is at or before `now`), so a
+/// recorded firing of bfq's idle slice timer exactly at the deadline belongs to this arming:
+/// the scheduler's own timer fires then, not a full latency later.
+#[test]
+fn a_recorded_timer_firing_exactly_at_the_deadline_is_this_armings() {
+    let us = Nanos::from_us;
+    let mut blk = BlockLayer::new(OwnTimer(Noop::new(), None, 0), Limits::depth(4));
+    blk.set_timer_latency(us(30));
+    blk.set_timer_fires(vec![ms(10)]);
+    blk.handle_submit(Bio::new(CtxId(1), Op::Read, 0, 8), (), ms(0));
+    assert_eq!(blk.poll_timeout(), Some(ms(10)));
+    blk.handle_timeout(ms(10));
+    assert_eq!(blk.scheduler().2, 1, "fired at the deadline");
 }
 
 /// Holds every bio until 5 ms.
