@@ -2,9 +2,9 @@
 //! other half, and the API users see).
 //!
 //! A thin layer over `elevator_campaign`, the library under `elevator sim --sweep` too: a
-//! [`PyGrid`] wraps a [`Grid`] built from a JSON [`GridSpec`]; running cells releases the GIL
+//! `PyGrid` wraps a [`Grid`] built from a JSON [`GridSpec`]; running cells releases the GIL
 //! and uses rayon; results cross to Python as Arrow record batches through Arrow's C data
-//! interface ([`ArrowExport`]: pyarrow imports the arrays without copying them). Errors
+//! interface (`ArrowExport`: pyarrow imports the arrays without copying them). Errors
 //! become `elevator.InputError` (with `file`, `line`, `field`, `message`) or
 //! `elevator.ElevatorError`.
 

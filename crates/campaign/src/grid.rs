@@ -101,7 +101,7 @@ pub enum Axis {
     Control {
         /// The group's path (`/` for io.cost's files).
         path: String,
-        /// The file: one of [`CONTROL_FILES`].
+        /// The file: one of `CONTROL_FILES`.
         file: String,
         /// The values: integers for `io.weight`, `io.bfq.weight` and `io.latency`, text for
         /// `io.max` and `io.cost.*`.
@@ -403,7 +403,7 @@ pub const CELL_OVERHEAD_IOS: u64 = 1000;
 /// Refuse a grid whose cells imply more than `max_ios` I/Os in all: `cells` times the I/Os
 /// one cell implies (`cell_ios`, its source's: a job file's or a scenario's sizes and
 /// simulated time, a trace's requests; other cells may differ by their axes) plus
-/// [`CELL_OVERHEAD_IOS`] each. Each cell is bounded by its own run's bound; this bounds
+/// `CELL_OVERHEAD_IOS` each. Each cell is bounded by its own run's bound; this bounds
 /// their product, which neither [`MAX_CELLS`] nor a cell's bound does.
 pub fn check_sweep_work(cells: u64, cell_ios: u64, max_ios: u64) -> Result<(), Error> {
     let total = cells.saturating_mul(cell_ios.saturating_add(CELL_OVERHEAD_IOS));

@@ -17,7 +17,7 @@
 //! fio's completion latency.
 //!
 //! The loop holds no block-layer logic either: each I/O a job issues is a bio submitted to the
-//! [`BlockLayer`](elevator_core::block::BlockLayer) (split at the limits, merged into a queued
+//! [`BlockLayer`] (split at the limits, merged into a queued
 //! request, counted), which the simulator drives the same way. A request carrying several
 //! merged bios is one I/O at the device over one buffer, and completes each of its bios.
 //!

@@ -10,7 +10,7 @@
 //! 2. Attaches a loop device to it (`losetup --find --show [--direct-io=on]`).
 //! 3. Gives the device all of its driver tags (under `none`, `nr_requests` one less than the
 //!    depth, then the depth: an earlier `nr_requests` under `none` shrinks them for good,
-//!    [`regrow_driver_tags`]), then sets the kernel's scheduler, then `nr_requests` and any
+//!    `regrow_driver_tags`), then sets the kernel's scheduler, then `nr_requests` and any
 //!    other queue or scheduler attribute asked for. The loop driver's hardware queue depth (its `hw_queue_depth`
 //!    module parameter, 128 here) is read-only once the driver is loaded, and the loop driver
 //!    never refuses a request, so the device itself never makes requests wait: the scheduler
@@ -265,7 +265,7 @@ pub struct RecordSummary {
 }
 
 /// Check that a job file only does I/O on the file it is given: no option of
-/// [`REFUSED_OPTIONS`], no `include`, ioengines among the plain ones. Returns the reasons it
+/// `REFUSED_OPTIONS`, no `include`, ioengines among the plain ones. Returns the reasons it
 /// is refused, each with its line, or nothing.
 pub fn check_job(text: &str) -> Vec<String> {
     let mut refused = Vec::new();

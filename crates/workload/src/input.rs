@@ -149,7 +149,7 @@ impl std::error::Error for InputError {}
 const MAX_FILE_SHOWN: usize = 240;
 
 /// `file` (or any name) for an error: control characters escaped, its middle cut past
-/// [`MAX_FILE_SHOWN`] characters (the start and the end name a path best).
+/// `MAX_FILE_SHOWN` characters (the start and the end name a path best).
 pub fn shown_name(file: &str) -> std::borrow::Cow<'_, str> {
     let n = file.chars().count();
     if n <= MAX_FILE_SHOWN {

@@ -554,7 +554,7 @@ fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize)
 /// The kernel's decisions with every run of them the trace cannot order that ours made in
 /// another order taken as ours made them, and how many pairs of them ours inverted. A run is
 /// two or more adjacent decisions; ours' order of its requests may differ from the kernel's
-/// only in pairs the trace leaves unordered ([`unordered`]: issued by two CPUs close
+/// only in pairs the trace leaves unordered (`unordered`: issued by two CPUs close
 /// together), so each CPU's own order stands and the runs of two CPUs interleave as they
 /// may have under the scheduler's lock (`blk_mq_do_dispatch_sched` on each CPU takes its
 /// requests one by one before `blk_mq_dispatch_rq_list` issues them). `decided`: when bfq's
@@ -672,7 +672,7 @@ fn unordered_run(
 
 /// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
 /// (at its pace: the call that returned nothing, which no tracepoint shows,
-/// [`Replay::with_empty_runs`]), and after each insertion below a busy priority level that
+/// `Replay::with_empty_runs`), and after each insertion below a busy priority level that
 /// no dispatch follows at once (`Replay::with_blocked_insertion_runs`). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
 /// latest start, and a refusal keeps the batch it started), and asking it there is what the

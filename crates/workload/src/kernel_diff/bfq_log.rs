@@ -74,7 +74,7 @@ pub struct BfqLogTimes {
     /// `None` when the log shows none.
     pub order: Option<LogOrder>,
     /// When `bfq_limit_depth` decided each request's depth, by request index
-    /// ([`depths_decided`]). Empty, or `None` for a request: not shown.
+    /// (`depths_decided`). Empty, or `None` for a request: not shown.
     pub depths: Vec<Option<Nanos>>,
     /// When bfq's idle slice timer ran its handler and expired a queue
     /// ([`idle_timer_fires`]): ours' own timer fires there at the kernel's pace.
