@@ -29,7 +29,7 @@
 //! | `runtime` (default unit s), `time_based` | time; flag |
 //! | `ramp_time` (default unit s) | time run before `runtime` starts, left out of the figures |
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
-//! | `prio`, `prioclass` | 0..=7; 1 (real time), 2 (best effort), 3 (idle) |
+//! | `prio`, `prioclass` | 0..=7; 1 (real time), 0 or 2 (best effort), 3 (idle); as fio, a class given without `prio` is level 0, neither gives the kernel's best effort 4 |
 //! | `randseed`, `norandommap` | number; flag |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
@@ -363,6 +363,12 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
     for def in &mut jobs {
         if def.engine == Engine::Sync {
             def.config.iodepth = 1;
+        }
+        // fio sets a job's priority (`ioprio_set`) once `prio` or `prioclass` is given, with
+        // the other at its own default: `prio` has none, so a class given alone is level 0.
+        // With neither, the job keeps the kernel's default (best effort 4 at nice 0).
+        if def.lines.contains_key("prioclass") && !def.lines.contains_key("prio") {
+            def.prio.level = 0;
         }
         clones += u64::from(def.numjobs);
         if clones > MAX_CLONES {
@@ -779,15 +785,22 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 return Err(format!("{p} is not a level 0..=7"));
             }
             def.prio.level = p;
+            def.lines.insert("prio", o.line);
             return Ok(());
         }
         "prioclass" => {
+            // fio takes 0..=3; its `ioprio_set` (os/os-linux.h) sets class 0 as best effort.
             def.prio.class = match int::<u8>(o)? {
                 1 => IoClass::RealTime,
-                2 => IoClass::BestEffort,
+                0 | 2 => IoClass::BestEffort,
                 3 => IoClass::Idle,
-                p => return Err(format!("{p} is not a class: 1 (rt), 2 (be) or 3 (idle)")),
+                p => {
+                    return Err(format!(
+                        "{p} is not a class: 0 or 2 (be), 1 (rt) or 3 (idle)"
+                    ))
+                }
             };
+            def.lines.insert("prioclass", o.line);
             return Ok(());
         }
         "elevator_cgroup" | "cgroup" => {
@@ -1041,6 +1054,39 @@ mod tests {
         assert!(msg.contains("not supported"), "{msg}");
     }
 
+    /// fio's `ioprio_set` (os/os-linux.h) sets class 0 as best effort, and fio calls it once
+    /// `prio` or `prioclass` is given, the other at its option default (`prio` has none: 0);
+    /// a job with neither keeps the kernel's default (`IOPRIO_DEFAULT`: best effort 4).
+    #[test]
+    fn a_class_alone_is_level_0_and_class_0_is_best_effort_as_fio_sets_them() {
+        let text = "[global]\nprio=6\n[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n\
+                    [d]\nprioclass=3\n";
+        let f = parse(Path::new("t.fio"), text).unwrap();
+        let prios: Vec<IoPrio> = f.jobs.iter().map(|j| j.prio).collect();
+        let p = |class, level| IoPrio { class, level };
+        assert_eq!(
+            prios,
+            [
+                p(IoClass::RealTime, 6),
+                p(IoClass::BestEffort, 6),
+                p(IoClass::BestEffort, 6),
+                p(IoClass::Idle, 6)
+            ]
+        );
+        let text = "[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n[d]\nprio=2\n";
+        let f = parse(Path::new("t.fio"), text).unwrap();
+        let prios: Vec<IoPrio> = f.jobs.iter().map(|j| j.prio).collect();
+        assert_eq!(
+            prios,
+            [
+                p(IoClass::RealTime, 0),
+                p(IoClass::BestEffort, 0),
+                p(IoClass::BestEffort, 4),
+                p(IoClass::BestEffort, 2)
+            ]
+        );
+    }
+
     #[test]
     fn bad_values_name_their_line() {
         let cases = [
@@ -1049,7 +1095,7 @@ mod tests {
             ("[j]\niodepth=many\n", 2, "iodepth"),
             ("[j]\nioengine=mmap\n", 2, "ioengine"),
             ("[j]\nprio=9\n", 2, "prio"),
-            ("[j]\nprioclass=0\n", 2, "prioclass"),
+            ("[j]\nprioclass=4\n", 2, "prioclass"),
             ("[j]\nnumjobs=0\n", 2, "numjobs"),
             ("[j]\nsize=120%\n", 2, "size"),
             ("[j]\nbs=4k,64k\n", 2, "bs"),

@@ -29,8 +29,8 @@ use crate::input::InputError;
 type ClassLevel = (Option<u8>, Option<u8>, Option<i8>, bool);
 
 /// Each job's process priority by job name: from its `prioclass` and `prio` (its own or a
-/// `[global]` section's above it, as in fio). `prio` without `prioclass` is best effort
-/// (ionice's default class), `prioclass` without `prio` level 0, the idle class level 7
+/// `[global]` section's above it, as in fio). `prio` without `prioclass`, or with class 0, is
+/// best effort (fio's `ioprio_value` sets class 0 so), `prioclass` without `prio` level 0, the idle class level 7
 /// (`bfq_set_next_ioprio_data`). A job that sets neither but gives its I/Os priorities of their
 /// own (`cmdprio*`) has the default context priority, best effort at its `nice` level
 /// (`task_nice_ioprio`: (nice + 20) / 5, 4 at nice 0). A job that sets none of these is left
@@ -121,7 +121,7 @@ fn prio_of(class: u8, level: u8) -> IoPrio {
             class: IoClass::Idle,
             level: 7,
         },
-        0 => IoPrio::default(),
+        // fio's `ioprio_value` (os/os-linux.h) sets class 0 as best effort, at the level given.
         _ => IoPrio {
             class: IoClass::BestEffort,
             level,
@@ -153,6 +153,14 @@ mod tests {
             }
         );
         assert_eq!(p["d"].class, IoClass::BestEffort);
+        // Class 0 is best effort at the level given (fio's `ioprio_value`), not the default.
+        let zero = "[a]\nprioclass=0\nprio=6\n[b]\nprioclass=0\n";
+        let zero = job_priorities(Path::new("j.fio"), zero).unwrap();
+        let be = |level| IoPrio {
+            class: IoClass::BestEffort,
+            level,
+        };
+        assert_eq!((zero["a"], zero["b"]), (be(6), be(0)));
         let none = job_priorities(Path::new("j.fio"), "[a]\nrw=read\n").unwrap();
         assert!(none.is_empty());
         // Per-I/O priorities alone: the context has the nice-derived default.
