@@ -1059,32 +1059,19 @@ mod tests {
     /// a job with neither keeps the kernel's default (`IOPRIO_DEFAULT`: best effort 4).
     #[test]
     fn a_class_alone_is_level_0_and_class_0_is_best_effort_as_fio_sets_them() {
-        let text = "[global]\nprio=6\n[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n\
-                    [d]\nprioclass=3\n";
-        let f = parse(Path::new("t.fio"), text).unwrap();
-        let prios: Vec<IoPrio> = f.jobs.iter().map(|j| j.prio).collect();
-        let p = |class, level| IoPrio { class, level };
-        assert_eq!(
-            prios,
-            [
-                p(IoClass::RealTime, 6),
-                p(IoClass::BestEffort, 6),
-                p(IoClass::BestEffort, 6),
-                p(IoClass::Idle, 6)
-            ]
-        );
-        let text = "[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n[d]\nprio=2\n";
-        let f = parse(Path::new("t.fio"), text).unwrap();
-        let prios: Vec<IoPrio> = f.jobs.iter().map(|j| j.prio).collect();
-        assert_eq!(
-            prios,
-            [
-                p(IoClass::RealTime, 0),
-                p(IoClass::BestEffort, 0),
-                p(IoClass::BestEffort, 4),
-                p(IoClass::BestEffort, 2)
-            ]
-        );
+        let prios = |text: &str| -> Vec<(IoClass, u8)> {
+            let f = parse(Path::new("t.fio"), text).unwrap();
+            f.jobs
+                .iter()
+                .map(|j| (j.prio.class, j.prio.level))
+                .collect()
+        };
+        let (rt, be, idle) = (IoClass::RealTime, IoClass::BestEffort, IoClass::Idle);
+        let global =
+            "[global]\nprio=6\n[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n[d]\nprioclass=3\n";
+        assert_eq!(prios(global), [(rt, 6), (be, 6), (be, 6), (idle, 6)]);
+        let own = "[a]\nprioclass=1\n[b]\nprioclass=0\n[c]\n[d]\nprio=2\n";
+        assert_eq!(prios(own), [(rt, 0), (be, 0), (be, 4), (be, 2)]);
     }
 
     #[test]
