@@ -534,14 +534,7 @@ fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize)
     if placed(a) && placed(b) {
         return false;
     }
-    let issue = |i: usize| {
-        trace
-            .requests
-            .get(i)
-            .and_then(|r| r.dispatch_index)
-            .and_then(|d| trace.dispatches.get(d))
-    };
-    match (issue(a), issue(b)) {
+    match (trace.first_dispatch(a), trace.first_dispatch(b)) {
         (Some(x), Some(y)) => {
             x.cpu != y.cpu
                 && y.time >= x.time
@@ -601,14 +594,7 @@ fn unordered_run(
     kernel: &[Decision],
     ours: &[Decision],
 ) -> Option<(Vec<Decision>, usize)> {
-    let issued = |i: usize| {
-        trace
-            .requests
-            .get(i)
-            .and_then(|r| r.dispatch_index)
-            .and_then(|d| trace.dispatches.get(d))
-            .map(|d| d.time)
-    };
+    let issued = |i: usize| trace.first_dispatch(i).map(|d| d.time);
     let start = issued(kernel[0].chosen)?;
     for n in 2..=kernel.len() {
         let last = issued(kernel[n - 1].chosen)?;
@@ -1230,9 +1216,7 @@ pub fn own_runs(trace: &KernelTrace, log: &[QueueEvent]) -> (Vec<bool>, Vec<bool
             QueueEvent::Leave(_) => {}
             QueueEvent::Dispatch(i) => {
                 let first = !std::mem::replace(&mut issued[i], true);
-                let by = trace.requests[i]
-                    .dispatch_index
-                    .and_then(|d| trace.dispatches.get(d));
+                let by = trace.first_dispatch(i);
                 let start = by.filter(|_| first).and_then(|d| {
                     let &(at, on) = since.iter().rev().find(|(_, on)| on.cpu == d.cpu)?;
                     (on.pid == d.pid || d.kblockd).then_some(at)

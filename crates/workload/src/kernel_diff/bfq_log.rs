@@ -500,10 +500,10 @@ fn timed_queue_log(trace: &KernelTrace) -> Vec<(Nanos, Timed)> {
             QueueEvent::Leave(_) => None,
             QueueEvent::Dispatch(i) => {
                 let first = !std::mem::replace(&mut issued[i], true);
-                reqs[i]
-                    .dispatch_index
+                trace
+                    .first_dispatch(i)
                     .filter(|_| first)
-                    .map(|d| trace.dispatches[d].time)
+                    .map(|d| d.time)
                     .or(reqs[i].issued)
             }
         };

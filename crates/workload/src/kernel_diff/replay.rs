@@ -303,10 +303,10 @@ impl<'a> Replay<'a> {
                         .flatten()
                         .filter(|_| first)
                         .or_else(|| {
-                            reqs[i]
-                                .dispatch_index
+                            self.trace
+                                .first_dispatch(i)
                                 .filter(|_| first)
-                                .map(|d| self.trace.dispatches[d].time)
+                                .map(|d| d.time)
                         })
                         .or(reqs[i].issued)
                         .unwrap_or(last)

@@ -774,6 +774,15 @@ impl Builder {
 }
 
 impl KernelTrace {
+    /// Request `i`'s first dispatch (its `block_rq_issue`, [`TracedRequest::dispatch_index`]),
+    /// if it was dispatched.
+    pub fn first_dispatch(&self, i: usize) -> Option<&Dispatch> {
+        self.requests
+            .get(i)?
+            .dispatch_index
+            .and_then(|d| self.dispatches.get(d))
+    }
+
     /// Put together the requests of `events` (for device `dev` only, if given), taking the
     /// events in time order. The first error among `events` is returned as it is.
     pub fn assemble<I>(events: I, dev: Option<Dev>) -> Result<KernelTrace, InputError>
