@@ -129,10 +129,16 @@ pub fn cell(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// A plain text table: a header row and data rows, columns padded to their widest cell;
-/// the first column is left-aligned, the others right-aligned. Every cell is shown through
-/// [`cell`].
+/// A plain text table: a header row, a rule and data rows, columns padded to their widest
+/// cell; the first column is left-aligned, the others right-aligned. Every cell is shown
+/// through [`cell`].
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    table_with(header, rows, 1, true)
+}
+
+/// [`table`] with its first `left` columns left-aligned (the rest right-aligned) and the rule
+/// under the header only when `rule`.
+pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize, rule: bool) -> String {
     let n = header.len();
     let len = |s: &str| s.chars().count();
     let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
@@ -149,11 +155,13 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
             let pad = " ".repeat(width[i].saturating_sub(len(c)));
-            if i == 0 {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i < left {
                 s.push_str(c);
                 s.push_str(&pad);
             } else {
-                s.push_str("  ");
                 s.push_str(&pad);
                 s.push_str(c);
             }
@@ -161,8 +169,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         s.trim_end().to_string() + "\n"
     };
     let mut out = line(header.to_vec());
-    let rules: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
-    out.push_str(&line(rules.iter().map(String::as_str).collect()));
+    if rule {
+        let rules: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
+        out.push_str(&line(rules.iter().map(String::as_str).collect()));
+    }
     for r in &rows {
         out.push_str(&line(r.iter().map(|c| c.as_ref()).collect()));
     }

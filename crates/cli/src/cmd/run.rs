@@ -259,39 +259,9 @@ const TABLE_HEADER: [&str; 16] = [
     "p99.9",
 ];
 
-/// The comparison table of [`table_rows`]' rows.
+/// The comparison table of [`table_rows`]' rows: the run and the job left-aligned, no rule.
 pub(crate) fn table(rows: &[Vec<String>]) -> String {
-    let header = TABLE_HEADER;
-    let len = |s: &str| s.chars().count();
-    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| crate::output::cell(c)).collect())
-        .collect();
-    let mut w: Vec<usize> = header.iter().map(|h| len(h)).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(len(c));
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let v: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i < 2 {
-                    format!("{c:<width$}", width = w[i])
-                } else {
-                    format!("{c:>width$}", width = w[i])
-                }
-            })
-            .collect();
-        v.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for r in &rows {
-        out.push_str(&line(r.iter().map(|c| c.as_ref()).collect()));
-    }
-    out
+    crate::output::table_with(&TABLE_HEADER, rows, 2, false)
 }
 
 /// Run the subcommand.
