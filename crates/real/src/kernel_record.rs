@@ -433,11 +433,9 @@ fn regrow_driver_tags(
     Ok(depth)
 }
 
-/// The scheduler in brackets of a `queue/scheduler` file.
+/// The scheduler in brackets of a `queue/scheduler` file (or the clock of `trace_clock`).
 fn current_scheduler(text: &str) -> Option<String> {
-    text.split_whitespace()
-        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
-        .map(str::to_string)
+    elevator_workload::traces::ftrace::recording::bracketed_choice(text).map(str::to_string)
 }
 
 /// Every readable regular file of `dir`, by name.

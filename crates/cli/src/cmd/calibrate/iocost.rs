@@ -84,10 +84,7 @@ pub fn current_scheduler(path: &std::path::Path) -> Option<String> {
 /// (`mq-deadline kyber [bfq] none`), or the only one a queue that offers no choice lists.
 pub fn selected_scheduler(text: &str) -> Option<String> {
     let mut names = text.split_whitespace();
-    if let Some(chosen) = text
-        .split_whitespace()
-        .find_map(|n| n.strip_prefix('[').and_then(|n| n.strip_suffix(']')))
-    {
+    if let Some(chosen) = elevator_workload::traces::ftrace::recording::bracketed_choice(text) {
         return Some(chosen.to_string());
     }
     match (names.next(), names.next()) {

@@ -156,6 +156,14 @@ impl RecordingMeta {
 /// The deepest hardware queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
 pub const MAX_HW_QUEUE_DEPTH: u32 = 10_240;
 
+/// The choice in use in the text of a kernel choice file, the bracketed word
+/// (`queue/scheduler`'s `none [mq-deadline] kyber bfq`, `trace_clock`'s `[local] global`),
+/// or `None` when none is bracketed.
+pub fn bracketed_choice(text: &str) -> Option<&str> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+}
+
 /// The timer frequencies a kernel is built with (`CONFIG_HZ`: kernel/Kconfig.hz's choices).
 pub const KERNEL_HZ: [u32; 4] = [100, 250, 300, 1000];
 
@@ -216,10 +224,7 @@ fn check_numbers(meta: &RecordingMeta) -> Result<(), (&'static str, String)> {
     // (`elv_iosched_show`): a `scheduler` field that contradicts it (edited, or a meta.json
     // copied from another recording) replayed the trace under another policy in silence.
     if let Some(shown) = meta.queue.get("scheduler") {
-        let in_use = shown
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')));
-        if let Some(in_use) = in_use.filter(|&s| s != meta.scheduler) {
+        if let Some(in_use) = bracketed_choice(shown).filter(|&s| s != meta.scheduler) {
             return Err((
                 "scheduler",
                 format!(
