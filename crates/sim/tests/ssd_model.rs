@@ -291,3 +291,141 @@ fn programs_of_two_planes_of_a_die_at_the_same_page_go_as_one_when_the_second_is
     spec.flash.serial_planes = 1;
     assert_eq!(drained(&spec, &[1, 0, 2]).1, 0);
 }
+
+/// The built-in 980 PRO with `[housekeeping]` stalls of `stall_us` every `every_bytes` host
+/// bytes beyond a background drain of `drain_mb_s`.
+fn housekeeping_980pro(every_bytes: u64, stall_us: f64, drain_mb_s: f64) -> SsdSpec {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.housekeeping = elevator_sim::ssd::spec::Housekeeping {
+        every_bytes,
+        stall_us,
+        drain_mb_s,
+    };
+    spec
+}
+
+/// A 4 KiB read of unit `lpn` at `t`; its completion.
+fn read_unit(ssd: &mut Ssd, id: u64, lpn: u64, t: Nanos) -> Nanos {
+    ssd.submit(&rq(id, 1).sector(8 * lpn).at(t).build(), t).done
+}
+
+/// A 4 KiB write of unit `lpn` at `t` from context 0; its completion.
+fn write_4k(ssd: &mut Ssd, id: u64, lpn: u64, t: Nanos) -> Nanos {
+    let r = rq(id, 0).sync_write().sector(8 * lpn).at(t).build();
+    ssd.submit(&r, t).done
+}
+
+#[test]
+fn a_housekeeping_stall_holds_the_drives_reads_and_writes_until_it_ends() {
+    // Stalls of 5 ms every 8 KiB written (no drain): the second 4 KiB write starts one at its
+    // admission and is acknowledged at its end; a read and a write arriving in it wait for its
+    // end; a read after it is served at once.
+    let spec = housekeeping_980pro(8192, 5000.0, 0.0);
+    let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+    let mut plain = Ssd::with_precondition(
+        SsdSpec::builtin("samsung-980pro-1tb").unwrap(),
+        Precondition::Steady,
+    )
+    .unwrap();
+    let t0 = Nanos::from_us(10);
+    let w1 = write_4k(&mut ssd, 1, 100, t0);
+    assert_eq!(
+        w1,
+        write_4k(&mut plain, 1, 100, t0),
+        "4 KiB counted: no stall yet"
+    );
+    let w2 = write_4k(&mut ssd, 2, 200, t0);
+    let admitted = write_4k(&mut plain, 2, 200, t0);
+    assert_eq!(
+        w2,
+        admitted + Nanos::from_us(5000),
+        "the write that starts it waits it out"
+    );
+    assert_eq!(ssd.stats().stalls, 1);
+    let during = admitted + Nanos::from_us(1000);
+    let r = read_unit(&mut ssd, 3, 5_000_000, during);
+    assert!(
+        r > admitted + Nanos::from_us(5000),
+        "a read in the stall: {r:?}"
+    );
+    assert!(
+        r < admitted + Nanos::from_us(5000 + 200),
+        "then served as usual: {r:?}"
+    );
+    let w3 = write_4k(&mut ssd, 4, 300, during);
+    assert!(
+        w3 >= admitted + Nanos::from_us(5000),
+        "a write in the stall: {w3:?}"
+    );
+    // 4 KiB counted since: no second stall; a read well after is not held.
+    let after = admitted + Nanos::from_us(20_000);
+    let alone = read_unit(&mut plain, 3, 7_000_000, after);
+    assert_eq!(read_unit(&mut ssd, 5, 7_000_000, after), alone);
+    assert_eq!(ssd.stats().stalls, 1);
+}
+
+#[test]
+fn housekeeping_never_stalls_reads_alone_nor_writes_within_the_drain() {
+    // Reads never count (ssd.rs `Stalls::written` is called from the write path only): the
+    // same completions with and without stalls, run after run.
+    let on = housekeeping_980pro(4096, 5000.0, 0.0);
+    let off = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let run = |spec: &SsdSpec| {
+        let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+        let done: Vec<Nanos> = (0..2000u64)
+            .map(|i| read_unit(&mut ssd, i, (i * 7919) % 1_000_000, Nanos::from_us(20 * i)))
+            .collect();
+        (done, ssd.stats().stalls)
+    };
+    let (with, stalls) = run(&on);
+    assert_eq!(stalls, 0);
+    assert_eq!(with, run(&off).0);
+    assert_eq!(with, run(&on).0, "deterministic");
+    // 4 KiB every 100 us is 41 MB/s: within a 50 MB/s drain nothing accumulates to 64 KiB;
+    // without the drain 16 writes do.
+    let writes = |drain: f64| {
+        let mut ssd = Ssd::with_precondition(
+            housekeeping_980pro(65536, 5000.0, drain),
+            Precondition::Steady,
+        )
+        .unwrap();
+        for i in 0..200u64 {
+            write_4k(&mut ssd, i, i * 13, Nanos::from_us(100 * i));
+        }
+        ssd.stats().stalls
+    };
+    assert_eq!(writes(50.0), 0);
+    assert_eq!(writes(0.0), 200 / 16);
+}
+
+#[test]
+fn a_bad_housekeeping_field_is_named() {
+    let text = housekeeping_980pro(1 << 20, 1000.0, 300.0).to_toml();
+    assert!(text.contains("[housekeeping]"), "{text}");
+    assert_eq!(
+        SsdSpec::parse(&text, Path::new("h.toml"))
+            .unwrap()
+            .housekeeping
+            .every_bytes,
+        1 << 20
+    );
+    let zero = text.replace("stall_us = 1000.0", "stall_us = 0.0");
+    assert_ne!(zero, text);
+    let e = SsdSpec::parse(&zero, Path::new("h.toml")).unwrap_err();
+    assert_eq!(e.field, "housekeeping.stall_us");
+    let line = zero
+        .lines()
+        .position(|l| l.starts_with("stall_us"))
+        .unwrap()
+        + 1;
+    assert_eq!(e.line(), Some(line), "{e}");
+    let drain = text.replace("drain_mb_s = 300.0", "drain_mb_s = -1.0");
+    let e = SsdSpec::parse(&drain, Path::new("h.toml")).unwrap_err();
+    assert_eq!(e.field, "housekeeping.drain_mb_s");
+    let unknown = text.replace("[housekeeping]", "[housekeeping]\nevery_ms = 3");
+    let e = SsdSpec::parse(&unknown, Path::new("h.toml")).unwrap_err();
+    assert_eq!(e.field, "every_ms");
+    // Off by default: the built-in specs have no such section.
+    let plain = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    assert!(plain.housekeeping.is_off() && !plain.to_toml().contains("housekeeping"));
+}

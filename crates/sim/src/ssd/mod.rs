@@ -22,6 +22,13 @@
 //! of its program unit, placed when later writes fill it (or when `write_buffer.gather_us`
 //! closes it padded), so its completion is reported then ([`Service::deferred`],
 //! [`Device::poll_completion`], the drive's timer [`Device::poll_timeout`]).
+//!
+//! A deviation of ours, off unless a spec asks for it: firmware housekeeping stalls
+//! (`[housekeeping]`, [`spec::Housekeeping`]). Host writes beyond a background drain rate start
+//! drive-wide stalls in which no command is served, as the ICPE'24 study's 980 PROs stalled
+//! beside sustained random writes (docs/ssd-model.md, "Issue 28, the drive's write tail");
+//! MQSim's firmware never stops serving commands. Only writes start them, so runs without
+//! writes are unchanged.
 
 pub mod closed_loop;
 pub mod cmt;
@@ -69,6 +76,8 @@ pub struct SsdStats {
     pub padded_programs: u64,
     /// Host programs that waited for the erase of the block they write (GC behind the host).
     pub block_waits: u64,
+    /// Housekeeping stalls (`[housekeeping]`).
+    pub stalls: u64,
     /// Garbage collection.
     pub gc: GcStats,
 }
@@ -92,6 +101,80 @@ pub struct Ssd {
     hot: HotFilter,
     multi: MultiPlane,
     through: WriteThrough,
+    stalls: Stalls,
+}
+
+/// Firmware housekeeping stalls (`[housekeeping]`, [`spec::Housekeeping`]): host bytes
+/// beyond the background drain, counted at each write's admission; each `every_bytes` of them
+/// starts a stall in which no command is served.
+#[derive(Clone, Debug, Default)]
+struct Stalls {
+    /// Bytes between stalls; 0: off.
+    every: u64,
+    /// One stall's length.
+    length: Nanos,
+    /// Bytes the background drain takes a nanosecond.
+    drain_per_ns: f64,
+    /// Bytes counted and not yet drained or paid for by a stall.
+    level: f64,
+    /// When `level` was last drained.
+    drained_at: Nanos,
+    /// The stalls not yet over, `[start, end)` in time order. A write is admitted ahead of
+    /// the submissions when it waits for buffer room, so a stall can start after the
+    /// submission that sees it placed.
+    ahead: VecDeque<(Nanos, Nanos)>,
+}
+
+impl Stalls {
+    fn new(spec: &spec::Housekeeping) -> Stalls {
+        Stalls {
+            every: spec.every_bytes,
+            length: Nanos((spec.stall_us * 1000.0).round() as u64),
+            drain_per_ns: spec.drain_mb_s * 1e6 / 1e9,
+            ..Stalls::default()
+        }
+    }
+
+    fn on(&self) -> bool {
+        self.every > 0
+    }
+
+    /// Forgets the stalls over by `now`.
+    fn advance(&mut self, now: Nanos) {
+        while self.ahead.front().is_some_and(|&(_, end)| end <= now) {
+            self.ahead.pop_front();
+        }
+    }
+
+    /// `t`, or the end of the stall it falls in (of the last of back-to-back stalls): when a
+    /// command arriving or completing at `t` is served or posted.
+    fn hold(&self, mut t: Nanos) -> Nanos {
+        for &(start, end) in &self.ahead {
+            if start > t {
+                break;
+            }
+            if t < end {
+                t = end;
+            }
+        }
+        t
+    }
+
+    /// A host write of `bytes` admitted at `at`: drains the count up to `at`, adds the
+    /// bytes, and starts a stall at `at` (after the last one placed, if that ends later) when
+    /// the count reaches `every`. Returns whether it did.
+    fn written(&mut self, bytes: u64, at: Nanos) -> bool {
+        let since = at.0.saturating_sub(self.drained_at.0) as f64;
+        self.level = (self.level - since * self.drain_per_ns).max(0.0) + bytes as f64;
+        self.drained_at = self.drained_at.max(at);
+        if self.level < self.every as f64 {
+            return false;
+        }
+        self.level -= self.every as f64;
+        let start = self.ahead.back().map_or(at, |&(_, end)| at.max(end));
+        self.ahead.push_back((start, start + self.length));
+        true
+    }
 }
 
 /// Writes acknowledged when their data is programmed (`write_buffer.acknowledge =
@@ -356,6 +439,7 @@ impl Ssd {
             hot: HotFilter::new(spec.write_buffer.hot_filter_us),
             multi: MultiPlane::new(&spec),
             through: WriteThrough::new(&spec),
+            stalls: Stalls::new(&spec.housekeeping),
             spec,
         })
     }
@@ -504,6 +588,9 @@ impl Ssd {
         }
         let admitted = self.buffer.admit(room, rq.bytes(), arrived);
         self.front.admitted(rq.ctx.0, admitted);
+        if self.stalls.on() && self.stalls.written(rq.bytes(), admitted) {
+            self.stats.stalls += 1;
+        }
         // With `gc.urgent = "behind"` the GC work this write brings is urgent only if the write
         // waited for room: the flash is then behind the host, as MQSim's GC is urgent only
         // once a plane's free blocks fall below its hard threshold.
@@ -640,7 +727,43 @@ impl Device for Ssd {
     fn submit(&mut self, rq: &Request, now: Nanos) -> Service {
         self.flash.set_now(now);
         self.gc.run(&mut self.ftl, &mut self.flash, now);
+        if self.stalls.on() {
+            self.stalls.advance(now);
+            // A command arriving in a housekeeping stall is served at its end; one completing
+            // in a stall (its own write's, or one started since) is posted at its end.
+            let arrival = self.stalls.hold(now);
+            let accepted = self.host.accept(rq.ctx.0, arrival);
+            let mut service = self.serve(rq, now, accepted);
+            service.done = self.stalls.hold(service.done);
+            return service;
+        }
         let accepted = self.host.accept(rq.ctx.0, now);
+        self.serve(rq, now, accepted)
+    }
+    fn non_rotational(&self) -> bool {
+        true
+    }
+    fn defers(&self) -> bool {
+        self.through.on
+    }
+    fn poll_completion(&mut self) -> Option<(RequestId, Nanos)> {
+        self.through.settled.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        self.through.deadline()
+    }
+    fn handle_timeout(&mut self, now: Nanos) {
+        if self.through.on {
+            self.flash.set_now(now);
+            self.gc.run(&mut self.ftl, &mut self.flash, now);
+            self.close_gathered(now);
+        }
+    }
+}
+
+impl Ssd {
+    /// A command the host interface accepted at `accepted`, by its operation.
+    fn serve(&mut self, rq: &Request, now: Nanos, accepted: Nanos) -> Service {
         match rq.op {
             Op::Read => self.read(rq, now, accepted),
             Op::Write => self.write(rq, now, accepted),
@@ -667,25 +790,6 @@ impl Device for Ssd {
                     deferred: false,
                 }
             }
-        }
-    }
-    fn non_rotational(&self) -> bool {
-        true
-    }
-    fn defers(&self) -> bool {
-        self.through.on
-    }
-    fn poll_completion(&mut self) -> Option<(RequestId, Nanos)> {
-        self.through.settled.pop_front()
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        self.through.deadline()
-    }
-    fn handle_timeout(&mut self, now: Nanos) {
-        if self.through.on {
-            self.flash.set_now(now);
-            self.gc.run(&mut self.ftl, &mut self.flash, now);
-            self.close_gathered(now);
         }
     }
 }

@@ -46,6 +46,36 @@ pub struct SsdSpec {
     /// Garbage collection.
     #[serde(default)]
     pub gc: Gc,
+    /// Firmware housekeeping stalls triggered by host writes (off by default).
+    #[serde(default, skip_serializing_if = "Housekeeping::is_off")]
+    pub housekeeping: Housekeeping,
+}
+
+/// Firmware housekeeping stalls (`[housekeeping]`): ours, not MQSim's. The drive takes host
+/// writes into its buffer and drains them in the background at `drain_mb_s`; host bytes
+/// beyond that drain are counted, and each `every_bytes` of them costs a drive-wide stall of
+/// `stall_us` during which no command is served: a command arriving in a stall starts at its
+/// end, and a completion falling in it is posted at its end (the flash work already placed goes
+/// on). Only host writes count, so a read-only run never stalls. Off while `every_bytes` is 0
+/// (the default). docs/ssd-model.md, "Issue 28, the drive's write tail", has the evidence and
+/// the fit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Housekeeping {
+    /// Host bytes written beyond the background drain between two stalls; 0: no stalls.
+    pub every_bytes: u64,
+    /// How long one stall holds the drive, us.
+    pub stall_us: f64,
+    /// The rate the drive drains host writes at in the background without stalling, MB/s;
+    /// 0: every byte written counts.
+    pub drain_mb_s: f64,
+}
+
+impl Housekeeping {
+    /// Whether stalls are off (`every_bytes` is 0).
+    pub fn is_off(&self) -> bool {
+        self.every_bytes == 0
+    }
 }
 
 /// The only kind of this spec.
@@ -542,6 +572,7 @@ impl SsdSpec {
                 self.write_buffer.hot_filter_us,
             ),
             ("write_buffer.gather_us", self.write_buffer.gather_us),
+            ("housekeeping.stall_us", self.housekeeping.stall_us),
         ];
         for (field, us) in times {
             if !(us.is_finite() && (0.0..=MAX_TIME_US).contains(&us)) {
@@ -565,6 +596,19 @@ impl SsdSpec {
                 "planes within a chip (serial_dies or serial_planes above 1) need \
                  ftl.static_allocation = true: a unit's plane comes from its LPN"
                     .into(),
+            );
+        }
+        let hk = &self.housekeeping;
+        if !hk.is_off() && hk.stall_us == 0.0 {
+            return bad(
+                "housekeeping.stall_us",
+                "must be > 0 when housekeeping.every_bytes is given".into(),
+            );
+        }
+        if !(hk.drain_mb_s.is_finite() && (0.0..=1e9).contains(&hk.drain_mb_s)) {
+            return bad(
+                "housekeeping.drain_mb_s",
+                format!("must be a bandwidth of 0..=1e9 MB/s, got {}", hk.drain_mb_s),
             );
         }
         let wb = self.write_buffer.mb_s;
