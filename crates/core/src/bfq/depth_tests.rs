@@ -771,7 +771,8 @@ fn a_freed_tag_wakes_one_sleeper_which_retries_at_its_own_depth() {
 /// tag depth 1 may take refills at full depth, up to all 256 while the other group, drained,
 /// is off the trees. `/b` is not starved: its share of the sectors dispatched lies in the
 /// range Linux 6.18 gave it in six rounds of one 128 KiB random reader 1024 deep per group on
-/// a loop device (0.639-0.759; branch kfid43, 1 December 2026, docs/bfq.md); ours 0.686. Its
+/// a loop device, three with 128 driver tags and three with 4 (0.639-0.759; branch kfid43, 1
+/// December 2026, docs/bfq.md); ours 0.686. Its
 /// queue's `service_from_backlogged`, which the group test read before, restarts at each
 /// refill (`bfq_bfqq_handle_idle_busy_switch`) and gave 0.38.
 #[test]
