@@ -199,6 +199,11 @@ impl<S: Scheduler> Harness<S> {
         self.pending.insert((rq.submitted, self.seq), rq);
     }
 
+    /// Every dispatch so far, in order (a run's [`Outcome::served`] before it ends).
+    pub fn served(&self) -> &[Served] {
+        &self.outcome.served
+    }
+
     /// Run until nothing is pending, queued or in flight (or `limit` passes). Returns what
     /// happened; panics if a conservation invariant breaks.
     pub fn run(mut self) -> Outcome {

@@ -313,10 +313,10 @@ pub fn policy_settings(
 /// `bfq_depth_updated`, lib/sbitmap's shallow depth a count over the whole map) and
 /// `tag_sleepers` (a task finding no tag sleeps on one of the 8 wait queues and each freed
 /// tag wakes one, `blk_mq_get_tag`, `sbitmap_queue_wake_up` with bfq's wake batch of 1).
-/// Our bfq's defaults stay 6.9's per-word depths, for the simulator: with counted depths a
-/// queue over its share waits for a map with fewer tags in use than its depth of 1, which
-/// under a deep backlog starves it (bfq's group-weight test, `share of /b` 0.77 with the
-/// defaults, 0.38 with both rules; docs/bfq.md).
+/// Our bfq's defaults stay 6.9's per-word depths, for the simulator: against Linux 6.18
+/// asked with two weighted groups under a deep backlog neither rule matches in every shape,
+/// and bfq's group-weight test gives `/b` 0.75 per word, 0.69 with both rules (docs/bfq.md,
+/// "6.18's depths under a deep backlog").
 const WHOLE_MAP_TAG_RULES: [&str; 2] = ["whole_map_depths", "tag_sleepers"];
 
 /// Whether the recording's kernel (`uname -r`, `MAJOR.MINOR...`) is Linux 6.17 or later,

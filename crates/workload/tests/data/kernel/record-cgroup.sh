@@ -16,6 +16,9 @@
 #       pair100=100 pair400=400 writer=200
 #
 # With ROUND=2 (3 ...) in the environment the recordings go to MIX-round2/SCHED/ instead.
+# NR_REQUESTS=N (default 8) and SIZE=S (default 128M) change --nr-requests and --size; an empty
+# NR_REQUESTS keeps the queue's own (256 scheduler tags, 128 under none: branch kfid43's deep
+# backlog, `NR_REQUESTS= SIZE=256M`).
 #
 # (Moving the jobs by pid from here raced fio: it forks a job's process when the job's start
 # delay has passed, and the process does its first I/O at once; under load most moves came
@@ -59,6 +62,8 @@ for sched in none mq-deadline kyber bfq; do
 	case "$mix" in
 	*-file) extra+=(--file "${TMPDIR:-/var/tmp}/elevator-record-$mix.img") ;;
 	esac
-	"$elevator" kernel-record "$job" --sched "$sched" --nr-requests 8 --size 128M \
+	nr=${NR_REQUESTS-8}
+	[ -z "$nr" ] || extra+=(--nr-requests "$nr")
+	"$elevator" kernel-record "$job" --sched "$sched" --size "${SIZE:-128M}" \
 		--gzip --out "$dir/$mix$suffix" "${extra[@]}"
 done
