@@ -290,17 +290,17 @@ pub const SHARE: [(&str, &str, CostSet); 26] = [
         Some((100, 300, QosSet::Proposed)),
     ),
     (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, min=105",
+        "io.cost / mq-deadline, proposal with min=105",
         "mq-deadline",
         Some((100, 100, QosSet::ProposedMin(OPENED_MIN))),
     ),
     (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, min=105, b 2:1",
+        "io.cost / mq-deadline, proposal with min=105, b 2:1",
         "mq-deadline",
         Some((100, 200, QosSet::ProposedMin(OPENED_MIN))),
     ),
     (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, min=105, b 3:1",
+        "io.cost / mq-deadline, proposal with min=105, b 3:1",
         "mq-deadline",
         Some((100, 300, QosSet::ProposedMin(OPENED_MIN))),
     ),
@@ -626,17 +626,17 @@ pub enum QosSet {
     /// drive under the setup's scheduler (`--sched`: [`proposal_lines`]).
     Proposed,
     /// The proposal's lines with the QoS's `min` lowered to this percentage: its held
-    /// vrate opened downward, so that its read target can lower vrate when a group's reads
-    /// turn sequential-priced ([`OPENED_MIN`]).
+    /// vrate opened downward ([`OPENED_MIN`]).
     ProposedMin(u32),
 }
 
-/// The `min` of the share table's "min=105" rows, percent. The proposal over mq-deadline on
-/// the disk holds vrate at 125% (`min` = `max`), where its read target cannot move it; with
-/// `min` at 100..105 the target's misses pull vrate down when a group's lone reader starts
-/// streaming at sequential prices, its budget binds again and the stream breaks
-/// (docs/io-control.md, "The share table on the disk"). No recipe derives it: at 110 streams
-/// come back over 80 s and more.
+/// The `min` of the share table's "proposal with min=105" rows, percent. The proposal over
+/// mq-deadline on the disk holds vrate at 125% (`min` = `max`), which `ioc_adjust_base_vrate` reaches from
+/// its start at 100% in 4% steps within 4 s, while a group's lone reader streams at
+/// sequential prices from the start; with `min` at 100..105 vrate waits there, the
+/// streaming group's budget binds, the stream breaks, and vrate climbs to 125% with every
+/// read priced random (docs/io-control.md, "The share table on the disk"). No recipe
+/// derives it: at 110 streams come back over 80 s and more.
 pub const OPENED_MIN: u32 = 105;
 
 /// The `max` of the "max raised" rows, percent: on the 980 PRO model the budgets at vrate
@@ -1651,14 +1651,21 @@ mod tests {
         assert!(t > 0.9 * none, "2:1 at 125%: {t:.3} vs none's {none:.3}");
     }
 
-    /// The same with the proposal's `min` lowered to [`OPENED_MIN`] (vrate 105..125%): at
-    /// the start /b's lone reader streams, /a's reads wait behind it in mq-deadline and miss
-    /// the read target (more than 5% beyond `rlat`: `ioc_timer_fn` raises busy_level), so
-    /// `ioc_adjust_base_vrate` keeps vrate near 105% until /b's budget binds; its readers
-    /// then wait in order, the stream breaks, and vrate climbs back to 125% with every read
-    /// priced random: /b within 5 points of its weight at 1:1, 2:1 and 3:1 and the total
-    /// within 10% of none's. Fails when missed reads do not count (checked by hand: /b
-    /// 52.7% at 3:1, the held 125%'s figure).
+    /// The same with the proposal's `min` lowered to [`OPENED_MIN`] (vrate 105..125%). At
+    /// the start every group's readers pass on the half period of budget `iocg_activate`
+    /// gives, and /b's lone reader that finds nobody waiting streams at sequential prices.
+    /// vrate starts at 100%; below `min`, `ioc_adjust_base_vrate` lifts it 4% a period
+    /// (`VRATE_CLAMP_ADJ_PCT`), so held at 125% it gets there within 4 s with /b still
+    /// streaming, and the stream never runs out of budget (the test above). With `min` at
+    /// 105 the lift stops there, and inside the range vrate does not rise while reads miss
+    /// the target (busy_level above 0: /a's reads wait behind the stream in mq-deadline)
+    /// nor in the first three periods of shortage (`vrate_adj_pct` is 0 below 4): at 105%
+    /// /b's budget binds, its readers queue, `iocg_kick_waitq` wakes them in order, the
+    /// stream breaks, and vrate then climbs 1% a period to 125% with every read priced
+    /// random and both groups short (no budget to spare, no stream). /b within 5 points of
+    /// its weight at 1:1, 2:1 and 3:1, the total within 10% of none's. Fails when neither
+    /// holds vrate at `min` (checked by hand: missed reads not counted and a shortage
+    /// stepping 16% a period: /b 50.5% at 3:1).
     #[test]
     fn on_the_2009_disk_the_proposal_with_room_below_keeps_the_weights_and_the_total() {
         let (_, none) = share_one("ibm18es", "none", None, 16, 1).unwrap();
