@@ -30,9 +30,10 @@
 //! The share experiment also runs io.cost over none and over mq-deadline, with equal
 //! `io.weight`s (Goyal's setting) and with `/b` weighted 2:1 and 3:1 ([`SHARE`]), with the
 //! calibrated model and the QoS defaults, with resctl-demo's lines and with `calibrate
-//! --iocost`'s proposal swept over the row's scheduler (as the saturation table's rows):
-//! "B share" against "weight %" (B's weight over both), and the total against none's and
-//! against the same scheduler alone.
+//! --iocost`'s proposal swept over the row's scheduler (as the saturation table's rows), and
+//! over mq-deadline with the proposal's `min` lowered to [`OPENED_MIN`]: "B share" against
+//! "weight %" (B's weight over both), and the total against none's and against the same
+//! scheduler alone.
 //!
 //! io.cost's model ([`CostModel`]): the kernel's documentation tells users to measure their
 //! device's `io.cost.model` (tools/cgroup/iocost_coef_gen.py); its rows run with the model
@@ -1620,7 +1621,7 @@ mod tests {
     /// is 125%). `calc_vtime_cost_builtin` prices a bio sequential when it starts within
     /// 16 MiB of `iocg->cursor`, the end of the group's last bio, which
     /// `ioc_rqos_throttle` sets at submission: while a group's readers wait for budget,
-    /// `iocg_kick_waitq` wakes them in order, each read follows a sibling's 450 MB away and
+    /// `iocg_kick_waitq` wakes them in order, each read follows a sibling's 230 MB away and
     /// costs the random price (1/79 s at 100%); the budgets then bind, and at 110% /b gets
     /// its 75% but the total is 0.82 of none's. From 115% /b, with 75% of the budget, has
     /// budget to spare: a reader whose read completes submits the next one adjacent to the
