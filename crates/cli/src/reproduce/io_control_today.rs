@@ -1035,7 +1035,7 @@ fn print_share(rows: &[ShareRow]) {
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &["drive", "setup", "n", "weight %", "B share %", "total MB/s"],
         &rows,
     ));
@@ -1081,7 +1081,7 @@ fn print_protection(rows: &[ProtectionRow]) {
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "drive",
             "setup",
@@ -1190,7 +1190,7 @@ fn print_saturation(
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "drive",
             "setup",
