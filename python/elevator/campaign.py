@@ -264,20 +264,38 @@ class Campaign:
             raise ElevatorError("engine='ray' needs ray: pip install 'ray>=2.9'") from None
         started = False
         if not ray.is_initialized():
-            if address is not None:
-                _reachable(address)
-                ray.init(address=address)
-            else:
-                ray.init(num_cpus=workers, include_dashboard=False)
+            try:
+                if address is not None:
+                    _reachable(address)
+                    ray.init(address=address)
+                else:
+                    ray.init(num_cpus=workers, include_dashboard=False)
+            except ElevatorError:
+                raise
+            except Exception as e:
+                # Ray's own ConnectionError (`address="auto"` with no cluster running),
+                # ValueError (a port that is not a number) ... escaped as Ray's.
+                if address is not None:
+                    raise _check.error(
+                        "address",
+                        f"{_check.shown_text(address)}: Ray could not connect: "
+                        f"{_check.shown_text(str(e), 300)}",
+                    ) from e
+                raise ElevatorError(
+                    f"engine='ray': a local Ray cluster did not start: "
+                    f"{_check.shown_text(str(e), 300)}"
+                ) from e
             started = True
         try:
             task = ray.remote(num_cpus=1)(_write_cells)
             chunks = [todo[i : i + per_task] for i in range(0, len(todo), per_task)]
             pending = [task.remote(self._spec_json, chunk, store) for chunk in chunks]
+            cells_of = dict(zip(pending, chunks))
             ran = 0
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
+                ready = []
                 try:
+                    ready, pending = ray.wait(pending, num_returns=1)
                     done = ray.get(ready)
                 except Exception as e:
                     # A bad cell: stop the others and raise the cell's own error (an
@@ -296,13 +314,34 @@ class Campaign:
                             if hasattr(cause, k):
                                 setattr(err, k, getattr(cause, k))
                         raise err from None
-                    raise
+                    # Anything else (a worker that crashed: a panic that aborts, a signal,
+                    # memory; Ray's own failures) escaped as Ray's exception.
+                    raise self._ray_failed(e, [c for r in ready for c in cells_of[r]], ran) from e
+                except SystemExit as e:
+                    # `ray.shutdown()` from another thread mid-sweep ended the wait with
+                    # SystemExit(0): the interpreter exited 0 with the sweep unfinished.
+                    if ray.is_initialized():
+                        raise
+                    raise ElevatorError(
+                        f"engine='ray': Ray was shut down during the sweep ({ran} of "
+                        f"{len(todo)} cells written, each kept in the store); run() again "
+                        "computes the rest"
+                    ) from e
                 for r in done:
                     ran += len(r)
             return ran
         finally:
             if started:
                 ray.shutdown()
+
+    def _ray_failed(self, e: BaseException, cells: list, ran: int) -> ElevatorError:
+        """The package's error for a Ray task that failed other than by a cell's error."""
+        which = f"cells {_check.shown(cells)}" if cells else "a task"
+        return ElevatorError(
+            f"engine='ray': the Ray task of {which} failed ({type(e).__name__}: "
+            f"{_check.shown_text(str(e), 300)}); {ran} cells were written and are kept in the "
+            "store: run() again computes the rest"
+        )
 
     def results(self) -> pa.Table:
         """Every stored cell's jobs table, in cell order (missing cells are absent)."""

@@ -228,7 +228,13 @@ pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     })?;
     let mut config = Config::default();
     config.mount_options = vec![
-        MountOption::FSName(format!("elevator:{}", cfg.backing.display())),
+        // The backing directory's canonical path: what `check_no_cycle` follows.
+        MountOption::FSName(format!(
+            "elevator:{}",
+            std::fs::canonicalize(&cfg.backing)
+                .unwrap_or_else(|_| cfg.backing.clone())
+                .display()
+        )),
         MountOption::Subtype("elevator".into()),
         MountOption::DefaultPermissions,
         MountOption::NoDev,
@@ -414,7 +420,9 @@ fn stale(p: &std::path::Path) -> MountError {
 /// Refuse a mountpoint inside the backing directory (or the backing directory itself), or a
 /// backing directory inside the mountpoint: every lookup of the mountpoint through the
 /// backing directory (or of the backing directory under the mount) would come back into the
-/// mount, and each FUSE thread would wait on itself (a deadlock of the whole mount).
+/// mount, and each FUSE thread would wait on itself (a deadlock of the whole mount). The same
+/// through other `elevator mount`s ([`check_no_cycle`]): a backing directory on an elevator
+/// mount whose own backing directory holds the new mountpoint.
 pub fn check_not_nested(
     backing: &std::path::Path,
     mountpoint: &std::path::Path,
@@ -448,6 +456,130 @@ pub fn check_not_nested(
             backing.display(),
             mountpoint.display()
         )));
+    }
+    // The same directory under another name: a bind mount (`mount --bind B BB`, then a
+    // mountpoint BB/sub) keeps the directory's device and inode. Where the mounts propagate
+    // (a shared mount, systemd's default), the new mount appears at B/sub too, inside what it
+    // serves: every FUSE thread waited on the mount, and the daemon could not be killed.
+    if let Some(a) = same_directory_above(&m, &b) {
+        return Err(MountError::Config(format!(
+            "the mountpoint {} is inside {}, which is the backing directory {} under another \
+             name (a bind mount of it: the same device and inode; where mounts propagate the \
+             mount would appear inside what it serves, and every FUSE thread would wait on \
+             it); choose a mountpoint outside it",
+            mountpoint.display(),
+            a.display(),
+            backing.display()
+        )));
+    }
+    if let Some(a) = same_directory_above(&b, &m) {
+        return Err(MountError::Config(format!(
+            "the backing directory {} is inside {}, which is the mountpoint {} under another \
+             name (a bind mount of it: the same device and inode; the mount would hide it and \
+             serve itself); choose a mountpoint outside it",
+            backing.display(),
+            a.display(),
+            mountpoint.display()
+        )));
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    check_no_cycle(&info, &b, &m).map_err(|chain| {
+        MountError::Config(format!(
+            "the backing directory {} is served by another elevator mount whose backing \
+             directory holds the mountpoint {} ({}): each mount would wait on the other (a \
+             deadlock of both, whose daemons then cannot even be killed); choose a \
+             mountpoint outside it",
+            backing.display(),
+            mountpoint.display(),
+            chain
+        ))
+    })
+}
+
+/// The first of `path` and its ancestors (canonical paths) that is the directory `dir` (the
+/// same device and inode), if any.
+fn same_directory_above(
+    path: &std::path::Path,
+    dir: &std::path::Path,
+) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &std::path::Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let want = id(dir)?;
+    path.ancestors()
+        .find(|a| id(a) == Some(want))
+        .map(std::path::Path::to_path_buf)
+}
+
+/// The most elevator mounts followed from a backing directory to the directory that holds
+/// its data (a chain of mounts each backed by the next one's mountpoint).
+const MAX_CHAIN: usize = 16;
+
+/// The elevator mount (`fuse.elevator`, its source `elevator:BACKING` with the backing
+/// directory's canonical path, as [`mount`] names it) under which `path` lies, the deepest
+/// (and of mounts on one point the last, which hides the others), from /proc/self/mountinfo's
+/// text: its mountpoint and its backing directory.
+pub fn elevator_mount_of(
+    mountinfo: &str,
+    path: &std::path::Path,
+) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut best: Option<(std::path::PathBuf, std::path::PathBuf)> = None;
+    for l in mountinfo.lines() {
+        let Some(at) = l.split(' ').nth(4) else {
+            continue;
+        };
+        let Some((_, tail)) = l.split_once(" - ") else {
+            continue;
+        };
+        let mut t = tail.split(' ');
+        if t.next() != Some("fuse.elevator") {
+            continue;
+        }
+        let source = unescape_octal(t.next().unwrap_or(""));
+        let Some(back) = source.strip_prefix(b"elevator:") else {
+            continue;
+        };
+        let mp = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unescape_octal(at)));
+        let back = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(back));
+        if !back.is_absolute() || !path.starts_with(&mp) {
+            continue;
+        }
+        if best
+            .as_ref()
+            .is_none_or(|(b, _)| mp.components().count() >= b.components().count())
+        {
+            best = Some((mp, back));
+        }
+    }
+    best
+}
+
+/// Follow the canonical backing directory `backing` through the elevator mounts it lies
+/// under ([`elevator_mount_of`]) to where its data is; if on the way it reaches a directory
+/// that holds the canonical mountpoint `mountpoint` (or lies under it), the new mount would
+/// serve a path that leads back into itself: `Err` with the chain, `a on b (backing c)`.
+pub fn check_no_cycle(
+    mountinfo: &str,
+    backing: &std::path::Path,
+    mountpoint: &std::path::Path,
+) -> Result<(), String> {
+    let mut p = backing.to_path_buf();
+    let mut chain = Vec::new();
+    for _ in 0..MAX_CHAIN {
+        let Some((mp, back)) = elevator_mount_of(mountinfo, &p) else {
+            return Ok(());
+        };
+        let rest = p.strip_prefix(&mp).unwrap_or(std::path::Path::new(""));
+        chain.push(format!(
+            "{} is on the elevator mount {} of {}",
+            p.display(),
+            mp.display(),
+            back.display()
+        ));
+        p = back.join(rest);
+        if mountpoint.starts_with(&p) || p.starts_with(mountpoint) {
+            return Err(chain.join("; "));
+        }
     }
     Ok(())
 }
@@ -492,6 +624,34 @@ impl Mounted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backing_directory_on_an_elevator_mount_of_the_mountpoints_parent_is_a_cycle() {
+        use std::path::Path;
+        // /t/b is served on /t/m1; a second mount of /t/m1 on /t/b/x would serve itself.
+        let info = "22 1 253:0 / / rw - ext4 /dev/vda rw\n\
+                    90 22 0:41 / /t/m1 rw - fuse.elevator elevator:/t/b rw\n\
+                    91 22 0:42 / /t/m2 rw - fuse.elevator elevator:/t/m1/sub rw\n\
+                    93 22 0:44 / /t/rel rw - fuse.elevator elevator:b rw\n";
+        assert_eq!(
+            elevator_mount_of(info, Path::new("/t/m1/sub/d")),
+            Some(("/t/m1".into(), "/t/b".into()))
+        );
+        let chain = check_no_cycle(info, Path::new("/t/m1"), Path::new("/t/b/x")).unwrap_err();
+        assert!(chain.contains("elevator mount /t/m1 of /t/b"), "{chain}");
+        // Two hops: /t/m2 is /t/m1/sub is /t/b/sub.
+        let chain =
+            check_no_cycle(info, Path::new("/t/m2/d"), Path::new("/t/b/sub/d/e")).unwrap_err();
+        assert!(
+            chain.contains("/t/m2/d is on the elevator mount /t/m2"),
+            "{chain}"
+        );
+        // The mountpoint's parent served elsewhere: no cycle; a stacked mount is fine.
+        assert!(check_no_cycle(info, Path::new("/t/m1/sub"), Path::new("/t/other")).is_ok());
+        assert!(check_no_cycle(info, Path::new("/t/b"), Path::new("/t/other")).is_ok());
+        // A relative source (an older daemon's) is not followed.
+        assert!(check_no_cycle(info, Path::new("/t/rel"), Path::new("/t/b/x")).is_ok());
+    }
 
     #[test]
     fn the_device_of_the_last_mount_on_a_path_is_read_from_mountinfo() {

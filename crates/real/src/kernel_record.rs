@@ -790,10 +790,26 @@ fn record_inner(
     let fio_version = run_tool(Command::new(&opts.fio).arg("--version"))
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
     if let Backing::File(p) = &opts.backing {
-        if p.exists() {
+        // `lstat`, not `exists` (which follows links): a dangling symbolic link got as far as
+        // the create, which failed with only "File exists" (O_EXCL does not follow it).
+        if let Ok(m) = fs::symlink_metadata(p) {
+            let what = if m.file_type().is_symlink() {
+                let to = fs::read_link(p).map(|t| t.display().to_string());
+                format!(
+                    "a symbolic link (to {}); the backing file must be new: give the path it \
+                     should be created at",
+                    to.as_deref()
+                        .unwrap_or("?")
+                        .chars()
+                        .take(120)
+                        .collect::<String>()
+                )
+            } else {
+                "exists; the backing file must be new".to_string()
+            };
             return Err(RecordError::new(
                 "check",
-                format!("{}: exists; the backing file must be new", p.display()),
+                format!("{}: {what}", p.display()),
             ));
         }
     }

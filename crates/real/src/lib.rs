@@ -19,7 +19,8 @@
 //!   native AIO backend (fio's libaio engine's system calls, for `calibrate --iocost`); [`mem`]
 //!   an in-memory backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
-//!   executor from writing over data it was not given.
+//!   executor from writing over data it was not given; [`holders`] names what holds a
+//!   device or a file (loop devices over it, mounts in any mount namespace, openers).
 //! - [`emulate`]: an emulated device: a device model's timing on the real clock over a
 //!   backing file ([`emulate::Emulated`]), and the lateness it reports.
 //! - [`verify`]: checksummed sector stamps for `--verify`.
@@ -35,6 +36,7 @@ pub mod backend;
 pub mod buf;
 pub mod emulate;
 pub mod exec;
+pub mod holders;
 pub mod kernel_record;
 pub mod leftovers;
 pub mod mem;

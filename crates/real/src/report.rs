@@ -153,19 +153,24 @@ pub fn errno_of(error: &RunError) -> i32 {
     }
 }
 
+/// The job a failure is one job's, if it is.
+fn culprit(error: &RunError) -> Option<&str> {
+    match error {
+        RunError::Io { job, .. }
+        | RunError::Short { job, .. }
+        | RunError::OutOfRegion { job, .. }
+        | RunError::Unsupported { job, .. } => Some(job.as_str()),
+        _ => None,
+    }
+}
+
 /// Mark a report from [`fio_json`] as failed by `error`: the job at fault (every job when
 /// the failure is not one job's) gets fio's `error` (the errno, see [`errno_of`]) and
 /// `elevator.error` (the message); the run's `elevator.error` holds the message too.
 pub fn fio_json_failed(v: &mut Value, error: &RunError) {
     let errno = errno_of(error);
     let message = error.to_string();
-    let culprit = match error {
-        RunError::Io { job, .. }
-        | RunError::Short { job, .. }
-        | RunError::OutOfRegion { job, .. }
-        | RunError::Unsupported { job, .. } => Some(job.as_str()),
-        _ => None,
-    };
+    let culprit = culprit(error);
     if let Some(jobs) = v["jobs"].as_array_mut() {
         for j in jobs {
             if culprit.is_none_or(|c| j["jobname"] == c) {
@@ -227,13 +232,19 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
     ));
 }
 
-/// fio-like text for one run.
-pub fn fio_text(report: &RunReport, groupids: &[u32]) -> String {
+/// fio-like text for one run; `error` when it failed: the job at fault (every job when the
+/// failure is not one job's) shows its errno as fio prints it (`err=%2d`, [`errno_of`]), as
+/// [`fio_json_failed`] marks the JSON. A failed run's text said `err= 0` for the job whose
+/// write had failed (ETXTBSY on an active swap file, ENOSPC), beside the error.
+pub fn fio_text(report: &RunReport, groupids: &[u32], error: Option<&RunError>) -> String {
     let mut out = format!("scheduler: {}\n", report.scheduler);
     for (i, j) in report.jobs.iter().enumerate() {
         let rt = runtime_ms(j, report.elapsed);
+        let errno = error
+            .filter(|e| culprit(e).is_none_or(|c| c == j.name))
+            .map_or(0, errno_of);
         out.push_str(&format!(
-            "{}: (groupid={}, jobs=1, group={}): err= 0\n",
+            "{}: (groupid={}, jobs=1, group={}): err={errno:2}\n",
             j.name,
             groupids.get(i).copied().unwrap_or(0),
             j.group
@@ -340,8 +351,30 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_jobs_text_shows_its_errno_not_err_0() {
+        let e = RunError::Io {
+            job: "j".into(),
+            op: "write",
+            offset: 0,
+            len: 4096,
+            error: std::io::Error::from_raw_os_error(libc::ETXTBSY),
+        };
+        let t = fio_text(&report(), &[0], Some(&e));
+        assert!(t.contains("j: (groupid=0, jobs=1, group=/): err=26"), "{t}");
+        let other = RunError::Io {
+            job: "another".into(),
+            op: "write",
+            offset: 0,
+            len: 4096,
+            error: std::io::Error::from_raw_os_error(libc::ETXTBSY),
+        };
+        let t = fio_text(&report(), &[0], Some(&other));
+        assert!(t.contains("err= 0"), "{t}");
+    }
+
+    #[test]
     fn text_reports_each_direction_like_fio() {
-        let t = fio_text(&report(), &[0]);
+        let t = fio_text(&report(), &[0], None);
         assert!(t.contains("j: (groupid=0, jobs=1, group=/): err= 0"), "{t}");
         assert!(
             t.contains("  read: IOPS=500, BW=2.0MiB/s (2.0MB/s)(3.9MiB/2000msec)"),

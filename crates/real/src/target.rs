@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::buf::AlignedBuf;
+use crate::holders;
 use crate::safety::{self, Probe, Refusal};
 use crate::ByteRange;
 
@@ -167,12 +168,14 @@ fn open_direct(path: &Path, write: bool, create: bool) -> Result<File, TargetErr
         })
 }
 
-/// Open the block device `path` for writing with O_EXCL, as mkfs does: the kernel then
-/// refuses (EBUSY) while anything holds the device, a filesystem mounted in any mount
-/// namespace (which /proc/self/mounts does not show), a device-mapper or md array, or
-/// another exclusive opener; and while this descriptor (or a duplicate) lives, nothing else
-/// can claim the device. Done before any write, whatever the flags.
-fn open_device_exclusive(path: &Path) -> Result<File, TargetError> {
+/// Open the block device `path` (device number `rdev`) for writing with O_EXCL, as mkfs
+/// does: the kernel then refuses (EBUSY) while anything holds the device, a filesystem
+/// mounted in any mount namespace (which /proc/self/mounts does not show), a device-mapper or
+/// md array, or another exclusive opener; and while this descriptor (or a duplicate) lives,
+/// nothing else can claim the device. Done before any write, whatever the flags. The kernel
+/// does not say who holds it: the refusal names what [`holders::describe`] finds (mounts in
+/// every mount namespace, processes with the device or a partition open).
+fn open_device_exclusive(path: &Path, rdev: u64) -> Result<File, TargetError> {
     match OpenOptions::new()
         .read(true)
         .write(true)
@@ -180,14 +183,23 @@ fn open_device_exclusive(path: &Path) -> Result<File, TargetError> {
         .open(path)
     {
         Ok(f) => Ok(f),
-        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(refused(
-            path,
-            "the device is in use: the kernel refused to open it exclusively (EBUSY): a \
-             filesystem on it is mounted (perhaps in another mount namespace or container), or \
-             a device-mapper, md or other program holds it; elevator never writes to a device \
-             in use, whatever the flags"
-                .into(),
-        )),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            let who = holders::describe(&holders::related_devnos(rdev));
+            let who = if who.is_empty() {
+                "a filesystem on it is mounted (perhaps in another mount namespace or \
+                 container), or a device-mapper, md or other program holds it"
+                    .to_string()
+            } else {
+                who.join("; ")
+            };
+            Err(refused(
+                path,
+                format!(
+                    "the device is in use: the kernel refused to open it exclusively (EBUSY): \
+                     {who}; elevator never writes to a device in use, whatever the flags"
+                ),
+            ))
+        }
         Err(e) => Err(io_err(path, "open exclusively (O_EXCL) for writing")(e)),
     }
 }
@@ -233,7 +245,7 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
                 check_device_in_use(path, m.rdev())?;
             }
             let file = if spec.writes {
-                open_device_exclusive(path)?
+                open_device_exclusive(path, m.rdev())?
             } else {
                 open_direct(path, false, false)?
             };
@@ -291,6 +303,9 @@ fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, Targe
         ));
     }
     let grow = len < spec.need_bytes;
+    if spec.writes || grow {
+        check_file_backs_no_loop(path, m)?;
+    }
     if grow && !ours && !spec.allow_overwrite {
         return Err(TargetError::Unusable {
             path: path.to_path_buf(),
@@ -321,6 +336,43 @@ fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, Targe
         ours,
         writable,
     })
+}
+
+/// Refuse, whatever the flags, a file an attached loop device reads and writes: writing it
+/// writes under that device (a filesystem mounted from it, in this or another mount
+/// namespace, is destroyed; `--allow-overwrite` was given for the file, not for the device).
+/// The loop driver takes no lock on its backing file, so only the loop devices' own record
+/// (`LOOP_GET_STATUS64`: the backing file's device and inode) tells.
+fn check_file_backs_no_loop(path: &Path, m: &Metadata) -> Result<(), TargetError> {
+    let loops: Vec<_> = holders::attached_loops()
+        .into_iter()
+        .filter(|l| l.rdev == 0 && l.dev == m.dev() && l.ino == m.ino())
+        .collect();
+    let Some(first) = loops.first() else {
+        return Ok(());
+    };
+    let uses: Vec<String> = loops
+        .iter()
+        .map(|l| {
+            let who = holders::describe(&holders::related_devnos(l.devno));
+            if who.is_empty() {
+                l.device.display().to_string()
+            } else {
+                format!("{} ({})", l.device.display(), who.join("; "))
+            }
+        })
+        .take(holders::MAX_NAMED)
+        .collect();
+    Err(refused(
+        path,
+        format!(
+            "the file backs loop device {}: writing it writes under that device; elevator \
+             never writes under a device in use, whatever the flags (detach it first: \
+             losetup -d {})",
+            uses.join(", "),
+            first.device.display()
+        ),
+    ))
 }
 
 fn mark_or_ignore(file: &File, path: &Path) -> Result<(), TargetError> {
@@ -576,6 +628,22 @@ fn check_device_in_use(path: &Path, rdev: u64) -> Result<(), TargetError> {
     let mounts = fs::read_to_string("/proc/self/mounts")
         .map_err(io_err(Path::new("/proc/self/mounts"), "read"))?;
     let mut busy = safety::mounted_on(&mounts, is_ours);
+    // A loop device does not claim what backs it (no holders/ entry, and an exclusive open
+    // of the backing device succeeds): one attached over the device, a partition of it or
+    // its whole disk reads and writes these blocks.
+    let related = holders::related_devnos(rdev);
+    busy.extend(
+        holders::attached_loops()
+            .iter()
+            .filter(|l| related.contains(&l.rdev))
+            .map(|l| {
+                format!(
+                    "the backing device of loop device {} (detach it: losetup -d {})",
+                    l.device.display(),
+                    l.device.display()
+                )
+            }),
+    );
     if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
         busy.extend(safety::swaps_on(&swaps, is_ours));
     }

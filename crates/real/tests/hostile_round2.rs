@@ -2,55 +2,13 @@
 //! device in use where /proc/self/mounts cannot see it. Needs root, `losetup`, `mkfs.ext4`
 //! and `unshare`; prints a notice and skips otherwise.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use elevator_real::target::{self, OpenSpec, TargetError};
 
 mod common;
-use common::loopdev::{tool, Loop};
-
-/// A process holding a mount in its own mount namespace; killed (by its id) on drop, which
-/// takes the namespace and the mount with it.
-struct Elsewhere {
-    child: Child,
-}
-
-impl Drop for Elsewhere {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Mount `dev` on `dir` in a new, private mount namespace: the mount is invisible in this
-/// process's /proc/self/mounts.
-fn mount_elsewhere(dev: &Path, dir: &Path) -> Option<Elsewhere> {
-    if !tool("unshare") {
-        return None;
-    }
-    let script = format!(
-        "mount {} {} && echo mounted && exec sleep 600",
-        dev.display(),
-        dir.display()
-    );
-    let mut child = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut line = String::new();
-    let _ = BufReader::new(child.stdout.take()?).read_line(&mut line);
-    let held = Elsewhere { child };
-    if line.trim() != "mounted" {
-        eprintln!("skipping: mounting in another namespace failed");
-        return None;
-    }
-    Some(held)
-}
+use common::loopdev::{mount_elsewhere, tool, Loop};
 
 const EXT4_MAGIC_AT: u64 = 1080;
 

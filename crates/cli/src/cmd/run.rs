@@ -465,7 +465,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         if let Some(dir) = &args.out.blktrace_out {
             outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
         }
-        text.push_str(&fio_text(&report, &groupids));
+        text.push_str(&fio_text(&report, &groupids, err.as_ref()));
         let mut behind = None;
         if let Some((d, s)) = &emulation {
             let (line, warn) = super::emulate::describe(d, s);

@@ -215,7 +215,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
                 .finish()
                 .context("--blktrace-out: write the trace")?;
         }
-        text.push_str(&fio_text(&report, &groupids));
+        text.push_str(&fio_text(&report, &groupids, None));
         text.push('\n');
         let mut doc = fio_json(&report, &groupids, &target);
         doc["timestamp"] = 0.into();

@@ -210,7 +210,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         "ours / no-write",
         "writer MB/s",
     ];
-    output::say_str(&output::table(&header, &rows));
+    output::say_str(&output::figures_table(&header, &rows));
     let report = &opts.report;
     report.heading("Anticipatory scheduling (Morton, 2.5.59-mm5, Jan 2003)");
     report.para(

@@ -713,7 +713,7 @@ fn run_startup(
         "max",
         "ci95",
     ];
-    output::say_str(&output::table(&header, &table));
+    output::say_str(&output::figures_table(&header, &table));
     report.table(
         "Start-up time (s) under background workloads",
         &header,
@@ -799,7 +799,7 @@ fn run_startup(
         "no-window max",
         "runs differing",
     ];
-    output::say_str(&output::table(&header, &t2));
+    output::say_str(&output::figures_table(&header, &t2));
     report.table("BFQ with and without the 100 ms merge window", &header, &t2);
 
     Ok(rows)
@@ -894,7 +894,7 @@ fn run_cooperating(
         "rq KiB",
         "hits %",
     ];
-    output::say_str(&output::table(&header, &table));
+    output::say_str(&output::figures_table(&header, &table));
     report.table(
         "Cooperating readers: aggregate MB/s, mean request KiB, drive cache hits",
         &header,

@@ -650,7 +650,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             show(&r.in_drive, 1),
         ]);
     }
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "configuration",
             "published",

@@ -1187,7 +1187,7 @@ fn print_share(
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "drive",
             "setup",
@@ -1267,7 +1267,7 @@ fn print_protection(rows: &[ProtectionRow]) {
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "drive",
             "setup",
@@ -1367,7 +1367,7 @@ fn print_saturation(
             ]
         })
         .collect();
-    output::say_str(&output::table(
+    output::say_str(&output::figures_table(
         &[
             "drive",
             "setup",

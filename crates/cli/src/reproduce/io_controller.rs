@@ -562,7 +562,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             "B max-lat",
             "B share",
         ];
-        output::say_str(&output::table(&header, &rows));
+        output::say_str(&output::figures_table(&header, &rows));
         say!();
         if report.is_on() && setup == SETUPS[0].0 {
             report.heading("The IO controller comparison (Vivek Goyal, 2009)");

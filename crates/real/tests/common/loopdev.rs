@@ -1,8 +1,9 @@
 //! Loop devices for the tests that write block devices: skip (with a notice) without root or
 //! the tools, detach on drop.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 /// Whether `name` is installed; prints a notice when it is not.
 pub fn tool(name: &str) -> bool {
@@ -59,4 +60,45 @@ impl Drop for Loop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
+}
+
+/// A process holding a mount in its own mount namespace; killed (by its id) on drop, which
+/// takes the namespace and the mount with it.
+pub struct Elsewhere {
+    /// The process whose namespace holds the mount.
+    pub child: Child,
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Mount `dev` on `dir` in a new, private mount namespace: the mount is invisible in this
+/// process's /proc/self/mounts.
+pub fn mount_elsewhere(dev: &Path, dir: &Path) -> Option<Elsewhere> {
+    if !tool("unshare") {
+        return None;
+    }
+    let script = format!(
+        "mount {} {} && echo mounted && exec sleep 600",
+        dev.display(),
+        dir.display()
+    );
+    let mut child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take()?).read_line(&mut line);
+    let held = Elsewhere { child };
+    if line.trim() != "mounted" {
+        eprintln!("skipping: mounting in another namespace failed");
+        return None;
+    }
+    Some(held)
 }
