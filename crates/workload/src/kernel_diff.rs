@@ -430,7 +430,10 @@ pub fn diff_with_log(
             .map(|d| d as usize)
             .unwrap_or_else(|| max_in_flight(trace))
     });
-    let mut limits = Limits::depth(depth);
+    // Every recording's device is a loop device, whose driver has no dispatch budget: a
+    // run that finds every driver tag taken takes one request from the scheduler anyway.
+    let mut limits =
+        Limits::depth(depth).dequeues_without_driver_tag(!scsi_major(meta.device.major));
     // The kernel accepts `max_sectors_kb` from a page (4 KiB) up (`queue_max_sectors_store`)
     // and at least one segment (`blk_validate_limits`); a value outside, or one that is not a
     // number, would silently become another limit (0 KiB replayed as one sector a request).
@@ -672,6 +675,13 @@ pub fn asked_at_empty_runs(policy: &str) -> bool {
 
 /// The recording's queue limit `name` (sysfs `queue/NAME`), if recorded, refused unless a
 /// whole number of at least `min`, naming meta.json and the field.
+/// Whether a device number's major is one of the SCSI disk majors (`SCSI_DISK0_MAJOR` 8,
+/// 65-71, 128-135: include/uapi/linux/major.h), whose driver gives out a dispatch budget
+/// (`scsi_mq_get_budget`) before blk-mq asks the scheduler.
+fn scsi_major(major: u32) -> bool {
+    matches!(major, 8 | 65..=71 | 128..=135)
+}
+
 fn queue_limit(meta: &RecordingMeta, name: &str, min: u32) -> Result<Option<u32>, String> {
     let Some(v) = meta.queue.get(name) else {
         return Ok(None);

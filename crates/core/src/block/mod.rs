@@ -150,6 +150,17 @@ pub struct Limits {
     /// (sync, async) under a policy that keeps no scheduler tags of its own
     /// ([`Scheduler::bounds_own_requests`]); see [`request_list`]. `None`: unbounded.
     pub nr_requests: Option<u32>,
+    /// Whether a queue run that finds every driver tag taken still takes one request from
+    /// the scheduler, to wait ahead of it for the next free tag. blk-mq does so for a driver
+    /// without a dispatch budget (loop, NVMe, virtio-blk: no `get_budget` in its
+    /// `blk_mq_ops`): `__blk_mq_do_dispatch_sched` adds the request the scheduler returns to
+    /// its list before `blk_mq_get_driver_tag` fails and stops, and `blk_mq_dispatch_rq_list`
+    /// puts it on `hctx->dispatch`, which the next run issues before it asks the scheduler
+    /// again (`__blk_mq_sched_dispatch_requests`). The scheduler's choice is then made at the
+    /// run that found the tags taken, one tag earlier than its issue. A SCSI or SATA driver's
+    /// budget (`scsi_mq_get_budget`) refuses first and the scheduler is not asked. `false`
+    /// (the default): the scheduler is asked only when the device has room.
+    pub dequeues_without_driver_tag: bool,
 }
 
 impl Limits {
@@ -161,6 +172,15 @@ impl Limits {
             queue_depth: queue_depth.max(1),
             nomerges: NoMerges::All,
             nr_requests: Some(BLKDEV_MAX_RQ),
+            dequeues_without_driver_tag: false,
+        }
+    }
+
+    /// These limits with [`dequeues_without_driver_tag`](Limits::dequeues_without_driver_tag).
+    pub fn dequeues_without_driver_tag(self, on: bool) -> Limits {
+        Limits {
+            dequeues_without_driver_tag: on,
+            ..self
         }
     }
 
@@ -1406,6 +1426,12 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
         if self.in_flight >= self.limits.queue_depth {
             self.kick = false;
+            if self.limits.dequeues_without_driver_tag
+                && self.requeued.is_empty()
+                && self.direct.is_empty()
+            {
+                self.dequeue_to_wait_for_a_tag(now);
+            }
             return None;
         }
         if let Some(id) = self.requeued.pop_front() {
@@ -1443,6 +1469,42 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 None
             }
         }
+    }
+
+    /// A run that finds every driver tag taken, under
+    /// [`Limits::dequeues_without_driver_tag`]: the scheduler's next request (if it has one
+    /// now) leaves it and waits ahead of it for the next free tag, as blk-mq's
+    /// `hctx->dispatch` holds a request that `blk_mq_get_driver_tag` refused.
+    fn dequeue_to_wait_for_a_tag(&mut self, now: Nanos) {
+        let d = self.sched.dispatch(now);
+        self.stamp_sched_tags(now);
+        match d {
+            Dispatch::Request(rq) => {
+                self.counters.dispatched += 1;
+                self.timer = None;
+                let id = rq.id.0;
+                match self.requests.get_mut(&id) {
+                    Some(r) => r.rq = rq,
+                    None => panic!(
+                        "{} dispatched request {id} it was never given",
+                        self.sched.name()
+                    ),
+                }
+                self.requeued.push_back(id);
+            }
+            Dispatch::Idle { until } => {
+                if self.timer != Some(until) {
+                    self.timer_gen += 1;
+                    self.timer = Some(until);
+                }
+            }
+            Dispatch::Empty => {}
+        }
+    }
+
+    /// Whether the device holds all it can (every driver tag taken).
+    pub fn device_full(&self) -> bool {
+        self.in_flight >= self.limits.queue_depth
     }
 
     /// Request `id` was just given to a policy that may keep scheduler tags: note when it

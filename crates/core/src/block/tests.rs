@@ -288,6 +288,42 @@ fn a_requeued_request_goes_before_the_schedulers_next_choice() {
     );
 }
 
+#[test]
+fn a_run_with_every_driver_tag_taken_takes_the_schedulers_next_choice_to_wait_for_one() {
+    // blk-mq over a driver without a dispatch budget (loop, NVMe): `__blk_mq_do_dispatch_sched`
+    // takes the scheduler's request before `blk_mq_get_driver_tag` fails, and
+    // `blk_mq_dispatch_rq_list` parks it on `hctx->dispatch`, issued first at the next free
+    // tag; a later run finds `hctx->dispatch` busy and does not ask the scheduler
+    // (`__blk_mq_sched_dispatch_requests`). So mq-deadline chooses 5000 while it is alone,
+    // before 2000 (nearer the head, `deadline_next_request`) arrives.
+    let read = |sector| Bio::new(CtxId(1), Op::Read, sector, 8).sync(true);
+    let order = |parks: bool| {
+        let limits = Limits::depth(1).dequeues_without_driver_tag(parks);
+        let mut blk = BlockLayer::new(MqDeadline::default(), limits);
+        blk.handle_submit(read(1000), 0u32, ms(0));
+        let busy = drain(&mut blk, ms(0));
+        assert!(blk.device_full());
+        blk.handle_submit(read(5000), 1, ms(1));
+        assert!(drain(&mut blk, ms(1)).is_empty());
+        blk.handle_submit(read(2000), 2, ms(2));
+        assert!(drain(&mut blk, ms(2)).is_empty());
+        assert_eq!(blk.in_flight(), 1);
+        assert_eq!(blk.queued(), 2);
+        let mut done = Vec::new();
+        blk.handle_complete(busy[0].id, true, ms(3), &mut done);
+        let mut sectors = Vec::new();
+        while let Some(rq) = blk.poll_dispatch(ms(3)) {
+            sectors.push(rq.sector);
+            blk.handle_complete(rq.id, true, ms(4), &mut done);
+        }
+        assert_eq!(blk.counters().dispatched, 3, "each request dispatched once");
+        assert!(blk.is_idle());
+        sectors
+    };
+    assert_eq!(order(true), [5000, 2000]);
+    assert_eq!(order(false), [2000, 5000]);
+}
+
 /// A scheduler that idles until 10 ms once, then dispatches.
 struct IdleOnce(Noop, bool);
 

@@ -685,6 +685,12 @@ impl<'a> Replay<'a> {
     fn pump(&mut self) {
         loop {
             if self.pace != Pace::Device && self.credits <= 0 {
+                // No dispatch is owed, but a run that finds every driver tag taken still
+                // takes the scheduler's next request to wait for a tag
+                // (`Limits::dequeues_without_driver_tag`); `poll_dispatch` returns nothing then.
+                if self.blk.device_full() {
+                    let _ = self.blk.poll_dispatch(self.now);
+                }
                 return;
             }
             match self.blk.poll_dispatch(self.now) {
