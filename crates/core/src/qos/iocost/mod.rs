@@ -512,11 +512,9 @@ impl IoCost {
         self.autop = Some(idx);
         self.autop_too_fast_at = 0;
         self.autop_too_slow_at = 0;
+        // Without the user's QoS the controller is on: `enable=0` is a user's line.
         if !self.user_qos {
-            self.qos = Qos {
-                enable: self.qos.enable,
-                ..idx.qos()
-            };
+            self.qos = idx.qos();
         }
         if !self.user_model {
             self.model = idx.model();

@@ -1264,3 +1264,25 @@ fn a_model_whose_rbps_is_below_its_random_reads_holds_io_cost_at_max_times_rbps(
         share_b(&lifted)
     );
 }
+
+// ---- what mutation testing found unpinned (mutants33) -----------------------------------
+
+/// `ioc_refresh_margins`: the margins a group's vtime is kept behind the device's are 10%
+/// (min), 20% (low) and 50% (target) of a period of vtime at the base vrate, and move with
+/// vrate (`ioc_adjust_base_vrate` calls it after each step).
+#[test]
+fn ioc_refresh_margins_are_fractions_of_a_period_at_the_base_vrate() {
+    let mut ioc = ssd(ms_per_read(), loose_qos(), &tree(100, 100));
+    let v = VTIME_PER_USEC as i64;
+    assert_eq!(ioc.period_us(), 10_000);
+    assert_eq!(
+        (ioc.margin_min, ioc.margin_low, ioc.margin_target),
+        (1_000 * v, 2_000 * v, 5_000 * v)
+    );
+    ioc.vtime_base_rate = 3 * VTIME_PER_USEC;
+    ioc.refresh_margins();
+    assert_eq!(
+        (ioc.margin_min, ioc.margin_low, ioc.margin_target),
+        (3_000 * v, 6_000 * v, 15_000 * v)
+    );
+}
