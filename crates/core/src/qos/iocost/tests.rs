@@ -1608,3 +1608,39 @@ fn a_plain_bio_of_a_group_in_delay_waits_the_delay_in_force() {
     );
     assert_eq!(ioc.delayed, vec![(r.id.0, MAX_DELAY * 1000)]);
 }
+
+/// `ioc_autop_idx`: on the default SSD set, a vrate at or above 500% (`too_fast_vrate_pct`)
+/// must hold for 10 s (`AUTOP_CYCLE_NSEC`) before the fast set is taken; `ioc_refresh_params`
+/// then applies its QoS and model and starts vrate again at 100%.
+#[test]
+fn ioc_autop_idx_moves_to_the_fast_ssd_set_after_ten_seconds_at_five_times_the_rate() {
+    let cfg = IoCostConfig {
+        rotational: false,
+        queue_depth: 32,
+        model: None,
+        qos: None,
+    };
+    let mut ioc = IoCost::new(cfg, &tree(100, 100), Nanos::ZERO).unwrap();
+    assert_eq!(ioc.autop(), Autop::SsdDfl);
+    ioc.vtime_base_rate = 5 * VTIME_PER_USEC;
+    let s = 1_000_000_000;
+    assert!(!ioc.refresh_params(false, s));
+    assert!(!ioc.refresh_params(false, 10 * s));
+    assert_eq!(ioc.autop(), Autop::SsdDfl);
+    assert!(ioc.refresh_params(false, 11 * s));
+    assert_eq!(ioc.autop(), Autop::SsdFast);
+    assert_eq!(ioc.qos(), Autop::SsdFast.qos());
+    assert_eq!(ioc.model(), Autop::SsdFast.model());
+    assert_eq!(ioc.vtime_base_rate, VTIME_PER_USEC);
+    // Under 500% the clock stops: a later stretch starts it again.
+    let mut ioc = IoCost::new(cfg, &tree(100, 100), Nanos::ZERO).unwrap();
+    ioc.vtime_base_rate = 5 * VTIME_PER_USEC;
+    ioc.refresh_params(false, s);
+    ioc.vtime_base_rate = 4 * VTIME_PER_USEC;
+    ioc.refresh_params(false, 6 * s);
+    ioc.vtime_base_rate = 5 * VTIME_PER_USEC;
+    ioc.refresh_params(false, 7 * s);
+    assert!(!ioc.refresh_params(false, 12 * s));
+    assert!(ioc.refresh_params(false, 17 * s));
+    assert_eq!(ioc.autop(), Autop::SsdFast);
+}

@@ -369,3 +369,56 @@ fn an_iops_limit_under_ten_per_second_is_exceeded_as_in_the_kernel() {
         ]
     );
 }
+
+/// `throtl_dispatch_tg`: a round moves at most `THROTL_GRP_QUANTUM` (8) bios of a group, 6
+/// reads and 2 writes; `throtl_select_dispatch` runs rounds while the group stays due, up to
+/// `THROTL_QUANTUM` (32) bios a firing. Four rounds: 24 reads and 8 writes.
+#[test]
+fn throtl_dispatch_tg_moves_six_reads_and_two_writes_a_round_and_32_bios_a_firing() {
+    // A write limit high enough never to bind: every bio is due at once.
+    let (tree, a) = tree_a(IoMax {
+        wbps: Some(1 << 40),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    let i = a.0 as usize + 1;
+    for k in 0..40 {
+        for rw in [READ, WRITE] {
+            let tb = Tb {
+                key: 2 * k + rw as u64,
+                size: 4096,
+                bps_throttled: false,
+                tg_bps: false,
+                meta: false,
+            };
+            t.add_bio_tg(tb, None, i, rw);
+        }
+    }
+    t.update_disptime(i, 0);
+    assert_eq!(t.dispatch_tg(i, 0), 8);
+    assert_eq!((t.sq_queued(i, READ), t.sq_queued(i, WRITE)), (34, 38));
+    t.update_disptime(i, 0);
+    // The group's parent (the root group's service queue) runs the rounds.
+    let parent = t.nodes[i].parent.unwrap();
+    assert_eq!(t.select_dispatch(parent, 0), 32);
+    assert_eq!((t.sq_queued(i, READ), t.sq_queued(i, WRITE)), (10, 30));
+}
+
+/// The counts blk-throttle shows: bios that were queued over a limit
+/// (`throtl_stats`' throttled count) and bios waiting now.
+#[test]
+fn throttled_and_queued_bios_are_counted() {
+    let (tree, a) = tree_a(IoMax {
+        riops: Some(10),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    assert_eq!(t.throttle(&bio(1, a, Op::Read, 4096), ms(0)), Admit::Now);
+    for k in 2..5 {
+        assert_eq!(t.throttle(&bio(k, a, Op::Read, 4096), ms(0)), Admit::Hold);
+    }
+    assert_eq!((t.throttled_bios(), t.queued()), (3, 3));
+    let (_, keys) = fire(&mut t);
+    assert_eq!(keys, vec![2]);
+    assert_eq!((t.throttled_bios(), t.queued()), (3, 2));
+}
