@@ -1644,3 +1644,99 @@ fn ioc_autop_idx_moves_to_the_fast_ssd_set_after_ten_seconds_at_five_times_the_r
     assert!(ioc.refresh_params(false, 17 * s));
     assert_eq!(ioc.autop(), Autop::SsdFast);
 }
+
+/// `__propagate_weights` with `save`: the margin the group had when its weights changed
+/// (`vnow - vtime`) is kept, for `adjust_inuse_and_calc_cost` to compare later margins with;
+/// without `save` it is left as it was.
+#[test]
+fn propagate_weights_saves_the_groups_margin_at_the_change() {
+    let mut ioc = two_active();
+    let a = A.0 as usize;
+    let now = ioc.now(3_000_000);
+    let (active, inuse) = (ioc.nodes[a].active, ioc.nodes[a].inuse);
+    ioc.propagate_commit(a, active, inuse / 2, true, &now);
+    let saved = now.vnow - ioc.nodes[a].vtime;
+    assert_eq!(ioc.nodes[a].saved_margin, saved);
+    let later = ioc.now(7_000_000);
+    ioc.propagate_commit(a, active, inuse, false, &later);
+    assert_eq!(ioc.nodes[a].saved_margin, saved);
+}
+
+/// `ioc_weight_write` -> `weight_updated`: a new `io.weight` of an active group takes effect
+/// at once on its active share (`propagate_weights` with its inuse as it was); an idle
+/// group's is kept for its activation.
+#[test]
+fn a_new_weight_of_an_active_group_changes_the_shares_at_once() {
+    let mut t = tree(100, 100);
+    let c = add(&mut t, "/c", None);
+    let mut ioc = ssd(ms_per_read(), loose_qos(), &t);
+    assert_eq!(ioc.throttle(&read(1, A, 0, us(0)), us(0)), Admit::Now);
+    assert_eq!(ioc.throttle(&read(2, B, 0, us(0)), us(0)), Admit::Now);
+    ioc.set_weight(B, 300, us(1)).unwrap();
+    assert_eq!(ioc.hweights(B), (0.75, 0.5));
+    assert_eq!(ioc.hweights(A), (0.25, 0.5));
+    ioc.set_weight(c, 400, us(2)).unwrap();
+    assert_eq!(ioc.hweights(B), (0.75, 0.5));
+    assert_eq!(ioc.throttle(&read(3, c, 0, us(3)), us(3)), Admit::Now);
+    assert_eq!(ioc.hweights(c).0, 0.5);
+    assert!(ioc.set_weight(c, 0, us(4)).is_err());
+}
+
+/// `ioc_check_iocgs` (`iocg_flush_stat`'s clocks): a group still waiting, in debt and in
+/// delay at the period's end has the time so far added to `cost.wait`, `cost.indebt` and
+/// `cost.indelay`, and its clocks restart from now.
+#[test]
+fn ioc_check_iocgs_adds_the_wait_debt_and_delay_time_so_far() {
+    let mut ioc = two_active();
+    let a = A.0 as usize;
+    let now = ioc.now(11_000_000);
+    let n = &mut ioc.nodes[a];
+    // No budget, a debt, a delay in force and a bio waiting.
+    n.vtime = now.vnow;
+    n.abs_vdebt = 1000 * VTIME_PER_USEC;
+    n.delay = 100_000;
+    n.delay_at = now.us;
+    n.waitq.push_back(Waiter {
+        key: 9,
+        abs_cost: 1000 * VTIME_PER_USEC,
+        sector: 1 << 20,
+        op: Op::Read,
+    });
+    n.wait_since = Some(1_000);
+    n.indebt_since = Some(2_000);
+    n.indelay_since = Some(3_000);
+    assert_eq!(ioc.check_iocgs(&now), 1);
+    let n = &ioc.nodes[a];
+    assert_eq!(
+        (n.stat.wait_us, n.stat.indebt_us, n.stat.indelay_us),
+        (10_000, 9_000, 8_000)
+    );
+    assert_eq!(
+        (n.wait_since, n.indebt_since, n.indelay_since),
+        (Some(11_000), Some(11_000), Some(11_000))
+    );
+}
+
+/// `ioc_timer_fn`: a group that waits for nothing is a candidate donor only when its vtime
+/// is more than the low margin (20% of a period) behind the device's; one that kept less
+/// (here 15%) is counted short and keeps its whole share, however little it used.
+#[test]
+fn ioc_timer_fn_counts_a_group_within_the_low_margin_short_not_a_donor() {
+    for (behind_us, donates) in [(1_500, false), (3_000, true)] {
+        let mut ioc = two_active();
+        ioc.done_bio(1);
+        // /b waits: short of budget.
+        for k in 1..50 {
+            ioc.throttle(&read(2, B, k * 8, us(0)), us(0));
+        }
+        let a = A.0 as usize;
+        let end = ioc.now(10_000_000);
+        let n = &mut ioc.nodes[a];
+        n.vtime = end.vnow - behind_us as i64 * VTIME_PER_USEC as i64;
+        n.done_vtime = n.vtime;
+        ioc.handle_timeout(Nanos::from_ms(10));
+        assert_eq!(ioc.periods(), 1);
+        let n = &ioc.nodes[a];
+        assert_eq!(n.inuse < n.active, donates, "{behind_us} us behind");
+    }
+}
