@@ -410,15 +410,47 @@ fn throtl_dispatch_tg_moves_six_reads_and_two_writes_a_round_and_32_bios_a_firin
 fn throttled_and_queued_bios_are_counted() {
     let (tree, a) = tree_a(IoMax {
         riops: Some(10),
+        wiops: Some(10),
         ..Default::default()
     });
     let mut t = Throttle::new(&tree, Config::default());
     assert_eq!(t.throttle(&bio(1, a, Op::Read, 4096), ms(0)), Admit::Now);
+    assert_eq!(t.throttle(&bio(9, a, Op::Write, 4096), ms(0)), Admit::Now);
     for k in 2..5 {
         assert_eq!(t.throttle(&bio(k, a, Op::Read, 4096), ms(0)), Admit::Hold);
     }
-    assert_eq!((t.throttled_bios(), t.queued()), (3, 3));
+    for k in 10..12 {
+        assert_eq!(t.throttle(&bio(k, a, Op::Write, 4096), ms(0)), Admit::Hold);
+    }
+    assert_eq!((t.throttled_bios(), t.queued()), (5, 5));
     let (_, keys) = fire(&mut t);
-    assert_eq!(keys, vec![2]);
-    assert_eq!((t.throttled_bios(), t.queued()), (3, 2));
+    assert_eq!(keys, vec![2, 10]);
+    assert_eq!((t.throttled_bios(), t.queued()), (5, 3));
+}
+
+/// `throtl_start_new_slice_with_credit` (a child's bio reaching a parent whose slice is
+/// used): the parent's counts are cleared and its slice starts at the child's slice start
+/// when that is later than its own, so the parent is credited the time since; an earlier
+/// child start leaves the parent's start.
+#[test]
+fn a_parents_new_slice_starts_at_the_childs_when_that_is_later() {
+    let (tree, a) = tree_a(IoMax {
+        rbps: Some(1 << 20),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    let p = a.0 as usize + 1;
+    for (child_start, want) in [(50, 50), (5, 10)] {
+        t.nodes[p].slice_start[READ] = 10;
+        t.nodes[p].bytes_disp[READ] = 4096;
+        t.nodes[p].io_disp[READ] = 1;
+        t.start_new_slice_with_credit(p, READ, child_start, 100);
+        let n = &t.nodes[p];
+        assert_eq!(
+            (n.slice_start[READ], n.slice_end[READ]),
+            (want, 125),
+            "child's slice from {child_start}"
+        );
+        assert_eq!((n.bytes_disp[READ], n.io_disp[READ]), (0, 0));
+    }
 }
