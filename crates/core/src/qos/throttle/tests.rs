@@ -405,27 +405,29 @@ fn throtl_dispatch_tg_moves_six_reads_and_two_writes_a_round_and_32_bios_a_firin
 }
 
 /// The counts blk-throttle shows: bios that were queued over a limit
-/// (`throtl_stats`' throttled count) and bios waiting now.
+/// (`throtl_stats`' throttled count) and bios waiting now, over both directions; here on the
+/// bps lists (rbps and wbps 1 MiB/s: a slice allows 104857 bytes, one 64 KiB bio each).
 #[test]
 fn throttled_and_queued_bios_are_counted() {
     let (tree, a) = tree_a(IoMax {
-        riops: Some(10),
-        wiops: Some(10),
+        rbps: Some(1 << 20),
+        wbps: Some(1 << 20),
         ..Default::default()
     });
     let mut t = Throttle::new(&tree, Config::default());
-    assert_eq!(t.throttle(&bio(1, a, Op::Read, 4096), ms(0)), Admit::Now);
-    assert_eq!(t.throttle(&bio(9, a, Op::Write, 4096), ms(0)), Admit::Now);
+    let kib64 = 65536;
+    assert_eq!(t.throttle(&bio(1, a, Op::Read, kib64), ms(0)), Admit::Now);
+    assert_eq!(t.throttle(&bio(9, a, Op::Write, kib64), ms(0)), Admit::Now);
     for k in 2..5 {
-        assert_eq!(t.throttle(&bio(k, a, Op::Read, 4096), ms(0)), Admit::Hold);
+        assert_eq!(t.throttle(&bio(k, a, Op::Read, kib64), ms(0)), Admit::Hold);
     }
     for k in 10..12 {
-        assert_eq!(t.throttle(&bio(k, a, Op::Write, 4096), ms(0)), Admit::Hold);
+        assert_eq!(t.throttle(&bio(k, a, Op::Write, kib64), ms(0)), Admit::Hold);
     }
     assert_eq!((t.throttled_bios(), t.queued()), (5, 5));
     let (_, keys) = fire(&mut t);
-    assert_eq!(keys, vec![2, 10]);
-    assert_eq!((t.throttled_bios(), t.queued()), (5, 3));
+    assert_eq!(keys, vec![2, 3, 10, 11]);
+    assert_eq!((t.throttled_bios(), t.queued()), (5, 1));
 }
 
 /// `throtl_start_new_slice_with_credit` (a child's bio reaching a parent whose slice is
