@@ -405,34 +405,43 @@ fn throtl_dispatch_tg_moves_six_reads_and_two_writes_a_round_and_32_bios_a_firin
 }
 
 /// The counts blk-throttle shows: bios that were queued over a limit
-/// (`throtl_stats`' throttled count) and bios waiting now, over both directions; here on the
-/// bps lists (rbps and wbps 1 MiB/s: a slice allows 104857 bytes, one 64 KiB bio each).
+/// (`throtl_stats`' throttled count) and bios waiting now, over both directions and both
+/// lists of a qnode: on the bps lists under rbps and wbps of 1 MiB/s (a slice allows 104857
+/// bytes, one 64 KiB bio each), on the iops lists under riops and wiops of 10 (one I/O a
+/// slice); and, released to the device level but not yet taken by the block layer, still
+/// counted.
 #[test]
 fn throttled_and_queued_bios_are_counted() {
-    let (tree, a) = tree_a(IoMax {
+    let bps = IoMax {
         rbps: Some(1 << 20),
         wbps: Some(1 << 20),
         ..Default::default()
-    });
-    let mut t = Throttle::new(&tree, Config::default());
-    let kib64 = 65536;
-    assert_eq!(t.throttle(&bio(1, a, Op::Read, kib64), ms(0)), Admit::Now);
-    assert_eq!(t.throttle(&bio(9, a, Op::Write, kib64), ms(0)), Admit::Now);
-    for k in 2..5 {
-        assert_eq!(t.throttle(&bio(k, a, Op::Read, kib64), ms(0)), Admit::Hold);
+    };
+    let iops = IoMax {
+        riops: Some(10),
+        wiops: Some(10),
+        ..Default::default()
+    };
+    for max in [bps, iops] {
+        let (tree, a) = tree_a(max);
+        let mut t = Throttle::new(&tree, Config::default());
+        let kib64 = 65536;
+        assert_eq!(t.throttle(&bio(1, a, Op::Read, kib64), ms(0)), Admit::Now);
+        assert_eq!(t.throttle(&bio(9, a, Op::Write, kib64), ms(0)), Admit::Now);
+        for k in 2..5 {
+            assert_eq!(t.throttle(&bio(k, a, Op::Read, kib64), ms(0)), Admit::Hold);
+        }
+        for k in 10..12 {
+            assert_eq!(t.throttle(&bio(k, a, Op::Write, kib64), ms(0)), Admit::Hold);
+        }
+        assert_eq!((t.throttled_bios(), t.queued()), (5, 5), "{max:?}");
+        let at = t.poll_timeout().expect("a timer is armed");
+        t.handle_timeout(at);
+        assert_eq!(t.queued(), 5, "{max:?}");
+        let keys: Vec<u64> = std::iter::from_fn(|| t.poll_release(at)).collect();
+        assert!(!keys.is_empty());
+        assert_eq!(t.queued(), 5 - keys.len(), "{max:?}");
     }
-    for k in 10..12 {
-        assert_eq!(t.throttle(&bio(k, a, Op::Write, kib64), ms(0)), Admit::Hold);
-    }
-    assert_eq!((t.throttled_bios(), t.queued()), (5, 5));
-    // Released to the device level and not yet taken by the block layer, a bio still
-    // counts as queued.
-    let at = t.poll_timeout().expect("a timer is armed");
-    t.handle_timeout(at);
-    assert_eq!(t.queued(), 5);
-    let keys: Vec<u64> = std::iter::from_fn(|| t.poll_release(at)).collect();
-    assert_eq!(keys, vec![2, 3, 10, 11]);
-    assert_eq!((t.throttled_bios(), t.queued()), (5, 1));
 }
 
 /// `throtl_start_new_slice_with_credit` (a child's bio reaching a parent whose slice is
