@@ -133,3 +133,6 @@ pub fn chain(tree: &GroupTree, dev: &QosDevice) -> QosChain {
     }
     c
 }
+
+#[cfg(test)]
+mod tests;

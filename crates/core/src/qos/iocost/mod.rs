@@ -512,11 +512,9 @@ impl IoCost {
         self.autop = Some(idx);
         self.autop_too_fast_at = 0;
         self.autop_too_slow_at = 0;
+        // Without the user's QoS the controller is on: `enable=0` is a user's line.
         if !self.user_qos {
-            self.qos = Qos {
-                enable: self.qos.enable,
-                ..idx.qos()
-            };
+            self.qos = idx.qos();
         }
         if !self.user_model {
             self.model = idx.model();
@@ -806,11 +804,7 @@ impl IoCost {
         }
         let n = &self.nodes[i];
         let shift = (now.us - n.delay_at) / USEC_PER_SEC;
-        let mut delay = if n.delay > 0 && shift < 64 {
-            n.delay >> shift
-        } else {
-            0
-        };
+        let mut delay = if shift < 64 { n.delay >> shift } else { 0 };
         let (hwa, _) = self.current_hweight(i);
         let n = &self.nodes[i];
         let vover = n.vtime + abs_cost_to_cost(n.abs_vdebt, hwa) as i64 - now.vnow;
@@ -1479,11 +1473,8 @@ impl IoCost {
         cost
     }
 
-    /// `bio` passes at `now_ns`, charged `cost` (0: uncharged).
-    fn record_passed(&mut self, i: usize, rq: &Request, cost: u64, now_ns: u64) {
-        if cost > 0 {
-            self.charged.insert(rq.id.0, (i, cost));
-        }
+    /// `bio` passes at `now_ns` (the time its request's latency counts from).
+    fn record_passed(&mut self, rq: &Request, now_ns: u64) {
         if rw(rq.op).is_none() {
             return;
         }
@@ -1499,7 +1490,7 @@ impl IoCost {
         self.advance(now_ns);
         let i = bio.group.0 as usize;
         if !self.enabled || i >= self.nodes.len() || self.nodes[i].level == 0 {
-            self.record_passed(i.min(self.nodes.len() - 1), bio, 0, now_ns);
+            self.record_passed(bio, now_ns);
             return Admit::Now;
         }
         let key = bio.id.0;
@@ -1516,12 +1507,12 @@ impl IoCost {
         }
         let abs_cost = self.bio_cost(i, bio, false);
         if abs_cost == 0 {
-            self.record_passed(i, bio, 0, now_ns);
+            self.record_passed(bio, now_ns);
             return Admit::Now;
         }
         let mut t = self.now(now_ns);
         if !self.activate(i, &t) {
-            self.record_passed(i, bio, 0, now_ns);
+            self.record_passed(bio, now_ns);
             return Admit::Now;
         }
         // Deviation 5: the delay of a group in debt holds its other bios.
@@ -1543,7 +1534,8 @@ impl IoCost {
         let n = &self.nodes[i];
         if n.waitq.is_empty() && n.abs_vdebt == 0 && vtime + cost as i64 <= t.vnow {
             self.commit(i, abs_cost, cost);
-            self.record_passed(i, bio, cost, now_ns);
+            self.charged.insert(bio.id.0, (i, cost));
+            self.record_passed(bio, now_ns);
             return Admit::Now;
         }
         let use_debt = bio.meta;
@@ -1551,7 +1543,7 @@ impl IoCost {
         if use_debt {
             self.incur_debt(i, abs_cost, &t);
             self.kick_delay(i, &t);
-            self.record_passed(i, bio, 0, now_ns);
+            self.record_passed(bio, now_ns);
             return Admit::Now;
         }
         let n = &self.nodes[i];

@@ -521,6 +521,10 @@ mod tests {
         assert_eq!((e.token, e.field.as_str()), (0, "rpct"));
         let e = q.parse_over("rpct=9.999").unwrap_err();
         assert_eq!(e.field, "rpct");
+        // cgroup_parse_float: one decimal is tenths, two are hundredths.
+        let (c, _) = q.parse_over("rpct=95.5 wpct=95.05 min=.5 max=1.5").unwrap();
+        assert_eq!((c.rppm, c.wppm), (955_000, 950_500));
+        assert_eq!((c.min_ppm, c.max_ppm), (VRATE_MIN_PPM, 15_000));
         let e = q.parse_over("rlat").unwrap_err();
         assert!(e.to_string().contains("key=value"), "{e}");
     }

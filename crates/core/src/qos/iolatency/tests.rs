@@ -503,3 +503,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(completed, key);
     }
 }
+
+/// `iolatency_record_time`: a root-issued bio of a throttled group adds delay only when it
+/// completed within the target (`req_time < min_lat_nsec`), through `blkcg_add_delay`, which
+/// first takes off the last second's charge (`blkcg_scale_delay`); one that took the whole
+/// target leaves the delay as it was, undecayed.
+#[test]
+fn a_root_issued_bio_that_took_its_whole_target_leaves_the_delay_alone() {
+    for (took, left) in [(ms(5), ms(8)), (ms(4), ms(1))] {
+        let (t, fast, _) = fast_slow();
+        let f = fast.0 as usize;
+        let mut l = IoLatency::new(&t, false, 32);
+        l.grps[f].max_depth = 4;
+        l.grps[f].delay = Delay {
+            delay_nsec: ms(8).as_ns(),
+            last_delay: ms(8).as_ns(),
+            ..Delay::default()
+        };
+        assert_eq!(l.throttle(&meta_bio(1, fast), ms(2000)), Admit::Now);
+        l.done_bio(&end(1, fast, ms(2000)), ms(2000) + took);
+        assert_eq!(l.delay_nsec(f), left.as_ns(), "took {took:?}");
+    }
+}

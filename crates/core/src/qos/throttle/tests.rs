@@ -369,3 +369,104 @@ fn an_iops_limit_under_ten_per_second_is_exceeded_as_in_the_kernel() {
         ]
     );
 }
+
+/// `throtl_dispatch_tg`: a round moves at most `THROTL_GRP_QUANTUM` (8) bios of a group, 6
+/// reads and 2 writes; `throtl_select_dispatch` runs rounds while the group stays due, up to
+/// `THROTL_QUANTUM` (32) bios a firing. Four rounds: 24 reads and 8 writes.
+#[test]
+fn throtl_dispatch_tg_moves_six_reads_and_two_writes_a_round_and_32_bios_a_firing() {
+    // A write limit high enough never to bind: every bio is due at once.
+    let (tree, a) = tree_a(IoMax {
+        wbps: Some(1 << 40),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    let i = a.0 as usize + 1;
+    for k in 0..40 {
+        for rw in [READ, WRITE] {
+            let tb = Tb {
+                key: 2 * k + rw as u64,
+                size: 4096,
+                bps_throttled: false,
+                tg_bps: false,
+                meta: false,
+            };
+            t.add_bio_tg(tb, None, i, rw);
+        }
+    }
+    t.update_disptime(i, 0);
+    assert_eq!(t.dispatch_tg(i, 0), 8);
+    assert_eq!((t.sq_queued(i, READ), t.sq_queued(i, WRITE)), (34, 38));
+    t.update_disptime(i, 0);
+    // The group's parent (the root group's service queue) runs the rounds.
+    let parent = t.nodes[i].parent.unwrap();
+    assert_eq!(t.select_dispatch(parent, 0), 32);
+    assert_eq!((t.sq_queued(i, READ), t.sq_queued(i, WRITE)), (10, 30));
+}
+
+/// The counts blk-throttle shows: bios that were queued over a limit
+/// (`throtl_stats`' throttled count) and bios waiting now, over both directions and both
+/// lists of a qnode: on the bps lists under rbps and wbps of 1 MiB/s (a slice allows 104857
+/// bytes, one 64 KiB bio each), on the iops lists under riops and wiops of 10 (one I/O a
+/// slice); and, released to the device level but not yet taken by the block layer, still
+/// counted.
+#[test]
+fn throttled_and_queued_bios_are_counted() {
+    let bps = IoMax {
+        rbps: Some(1 << 20),
+        wbps: Some(1 << 20),
+        ..Default::default()
+    };
+    let iops = IoMax {
+        riops: Some(10),
+        wiops: Some(10),
+        ..Default::default()
+    };
+    for max in [bps, iops] {
+        let (tree, a) = tree_a(max);
+        let mut t = Throttle::new(&tree, Config::default());
+        let kib64 = 65536;
+        assert_eq!(t.throttle(&bio(1, a, Op::Read, kib64), ms(0)), Admit::Now);
+        assert_eq!(t.throttle(&bio(9, a, Op::Write, kib64), ms(0)), Admit::Now);
+        for k in 2..5 {
+            assert_eq!(t.throttle(&bio(k, a, Op::Read, kib64), ms(0)), Admit::Hold);
+        }
+        for k in 10..12 {
+            assert_eq!(t.throttle(&bio(k, a, Op::Write, kib64), ms(0)), Admit::Hold);
+        }
+        assert_eq!((t.throttled_bios(), t.queued()), (5, 5), "{max:?}");
+        let at = t.poll_timeout().expect("a timer is armed");
+        t.handle_timeout(at);
+        assert_eq!(t.queued(), 5, "{max:?}");
+        let keys: Vec<u64> = std::iter::from_fn(|| t.poll_release(at)).collect();
+        assert!(!keys.is_empty());
+        assert_eq!(t.queued(), 5 - keys.len(), "{max:?}");
+    }
+}
+
+/// `throtl_start_new_slice_with_credit` (a child's bio reaching a parent whose slice is
+/// used): the parent's counts are cleared and its slice starts at the child's slice start
+/// when that is later than its own, so the parent is credited the time since; an earlier
+/// child start leaves the parent's start.
+#[test]
+fn a_parents_new_slice_starts_at_the_childs_when_that_is_later() {
+    let (tree, a) = tree_a(IoMax {
+        rbps: Some(1 << 20),
+        ..Default::default()
+    });
+    let mut t = Throttle::new(&tree, Config::default());
+    let p = a.0 as usize + 1;
+    for (child_start, want) in [(50, 50), (5, 10)] {
+        t.nodes[p].slice_start[READ] = 10;
+        t.nodes[p].bytes_disp[READ] = 4096;
+        t.nodes[p].io_disp[READ] = 1;
+        t.start_new_slice_with_credit(p, READ, child_start, 100);
+        let n = &t.nodes[p];
+        assert_eq!(
+            (n.slice_start[READ], n.slice_end[READ]),
+            (want, 125),
+            "child's slice from {child_start}"
+        );
+        assert_eq!((n.bytes_disp[READ], n.io_disp[READ]), (0, 0));
+    }
+}
