@@ -1607,6 +1607,23 @@ fn a_plain_bio_of_a_group_in_delay_waits_the_delay_in_force() {
         }
     );
     assert_eq!(ioc.delayed, vec![(r.id.0, MAX_DELAY * 1000)]);
+    // A second bio held later waits its own delay; each, offered again before its time,
+    // is held to its own end, and at its end leaves the held list.
+    let mut r2 = read(2, A, 2 << 20, us(10));
+    r2.id = RequestId(r.id.0 + 1);
+    let Admit::Wait { until: until2 } = ioc.throttle(&r2, us(10)) else {
+        panic!("the second bio is held too")
+    };
+    assert_ne!(until2, us(MAX_DELAY));
+    assert_eq!(
+        ioc.throttle(&r, us(20)),
+        Admit::Wait {
+            until: us(MAX_DELAY)
+        }
+    );
+    assert_eq!(ioc.throttle(&r2, us(20)), Admit::Wait { until: until2 });
+    let _ = ioc.throttle(&r, us(MAX_DELAY));
+    assert!(ioc.delayed.iter().all(|d| d.0 != r.id.0));
 }
 
 /// `ioc_autop_idx`: on the default SSD set, a vrate at or above 500% (`too_fast_vrate_pct`)
@@ -1739,4 +1756,103 @@ fn ioc_timer_fn_counts_a_group_within_the_low_margin_short_not_a_donor() {
         let n = &ioc.nodes[a];
         assert_eq!(n.inuse < n.active, donates, "{behind_us} us behind");
     }
+}
+
+#[test]
+fn the_period_is_the_latency_target_times_the_percentiles_distance_from_the_top_in_5_points() {
+    // ioc_refresh_period_us: multi = max((MILLION - ppm) / 50000, 2) of the larger target's
+    // latency, clamped to 1 ms..1 s. rpct=75 gives 5 periods of 10 ms, rpct=50 ten of 4 ms;
+    // at 90 and above, and with no percentile, 2.
+    let period = |rppm: u32, rlat: u32| {
+        let qos = Qos {
+            rppm,
+            rlat,
+            wppm: 0,
+            wlat: 0,
+            ..loose_qos()
+        };
+        ssd(ms_per_read(), qos, &tree(100, 100)).period_us()
+    };
+    assert_eq!(period(750_000, 10_000), 50_000);
+    assert_eq!(period(500_000, 4_000), 40_000);
+    assert_eq!(
+        period(760_000, 10_000),
+        40_000,
+        "(1e6 - 760000) / 50000 = 4, not rounded up"
+    );
+    assert_eq!(period(950_000, 10_000), 20_000);
+    assert_eq!(period(0, 10_000), 20_000);
+    assert_eq!(period(500_000, 200_000), 1_000_000, "clamped to a second");
+}
+
+/// `__propagate_weights`: an inner group (never on the active list itself) takes its inuse
+/// from its children's inuse-to-active ratio, whatever inuse it is given; a new `io.weight`
+/// of /p with /p/a using all of its share raises /p's inuse with its active weight.
+#[test]
+fn an_inner_groups_inuse_follows_its_childrens_ratio_when_its_weight_changes() {
+    let mut t = GroupTree::new();
+    let p = add(&mut t, "/p", None);
+    let pa = add(&mut t, "/p/a", None);
+    let c = add(&mut t, "/c", None);
+    let mut ioc = ssd(ms_per_read(), loose_qos(), &t);
+    assert_eq!(ioc.throttle(&read(1, pa, 0, us(0)), us(0)), Admit::Now);
+    assert_eq!(ioc.throttle(&read(2, c, 0, us(0)), us(0)), Admit::Now);
+    assert_eq!(ioc.hweights(pa), (0.5, 0.5));
+    ioc.set_weight(p, 300, us(1)).unwrap();
+    assert_eq!(ioc.hweights(pa), (0.75, 0.75));
+    assert_eq!(ioc.hweights(c), (0.25, 0.25));
+}
+
+/// `ioc_adjust_base_vrate`: an idle-leaning device (`busy_level` below 0) raises vrate only
+/// when no group is lagging (`nr_lagging`: a group with I/O in flight that was issued in
+/// earlier periods); a busy one lowers it whatever lags, and a level of 0 leaves it.
+#[test]
+fn vrate_rises_on_an_idle_leaning_device_only_without_lagging_groups() {
+    let step = |busy_level: i32, nr_lagging: usize| {
+        let mut ioc = two_active();
+        let before = ioc.vtime_base_rate;
+        ioc.busy_level = busy_level;
+        ioc.adjust_base_vrate(nr_lagging);
+        ioc.vtime_base_rate.cmp(&before)
+    };
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    // Levels 1-3 step by 0% (`vrate_adj_pct`), 4-15 by 1%.
+    assert_eq!(step(-8, 1), Equal, "a lagging group holds vrate");
+    assert_eq!(step(-8, 0), Greater);
+    assert_eq!(step(8, 1), Less);
+    assert_eq!(step(0, 0), Equal);
+}
+
+/// `ioc_timer_fn`: a period in which no vtime passed (`period_vtime` 0) measures nothing:
+/// no group's usage, donation, debt or vrate is judged on it.
+#[test]
+fn a_period_without_vtime_is_not_measured() {
+    // Both groups short (bios waiting beyond half a period's budget) and no surplus: a
+    // measured period would lower busy_level (`ioc_timer_fn`'s "take action iff there is
+    // contention").
+    let mut ioc = ssd(ms_per_read(), loose_qos(), &tree(100, 100));
+    for k in 0..20u64 {
+        let g = if k % 2 == 0 { A } else { B };
+        let mut r = read(k as u32 + 1, g, k * 1_000_000, us(0));
+        r.id = RequestId(k + 1);
+        let _ = ioc.throttle(&r, us(0));
+    }
+    let end = ioc.period_us() * 1000;
+    ioc.timer_fn(end);
+    let before = (
+        ioc.hweights(A),
+        ioc.hweights(B),
+        ioc.vtime_base_rate,
+        ioc.busy_level,
+        ioc.active.clone(),
+    );
+    ioc.timer_fn(end);
+    let after = (
+        ioc.hweights(A),
+        ioc.hweights(B),
+        ioc.vtime_base_rate,
+        ioc.busy_level,
+        ioc.active.clone(),
+    );
+    assert_eq!(after, before);
 }
