@@ -331,3 +331,29 @@ fn bfq_is_asked_at_a_dispatch_call_that_found_nothing_queued() {
     );
     assert_eq!(d.ours.get(1231), d.kernel.get(1231));
 }
+
+/// A plug's batch of insertions is followed by one queue run, and a run that finds every
+/// driver tag taken takes the scheduler's next request then, not after the batch's first
+/// insertion. On the held-out `deep-randrw70-numjobs2-qd200-beside-128k-reader-defaults`
+/// (kfresh22, 256 scheduler tags over 128 driver tags, all 128 in flight) fio-12085 flushed
+/// a plug of 15 requests at 28641.864449-.864453 with the tags taken: 6.18's
+/// `blk_mq_dispatch_list` hands mq-deadline the whole list (`dd_insert_requests`) and then
+/// runs the queue once (`blk_mq_run_hw_queue`); that run's `__blk_mq_do_dispatch_sched`
+/// took mq-deadline's choice among the 15, the write 864120, and `blk_mq_dispatch_rq_list` parked it on
+/// `hctx->dispatch` for the next free tag (issued first at .865848, decision 628). Ours ran
+/// after the batch's first insertion and parked the read 918560, the only request then
+/// inserted (18.5% agreement, first divergence 628).
+#[test]
+fn a_plugs_batch_is_inserted_whole_before_its_run_takes_a_request_to_wait_for_a_tag() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/deep-randrw70-numjobs2-qd200-beside-128k-reader-defaults/mq-deadline",
+    );
+    let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
+    let d = &row.kernel_pace;
+    assert_eq!(d.ours.get(628), d.kernel.get(628));
+    assert!(
+        d.agreement.first_divergence > Some(628),
+        "{}",
+        divergences(&row, 1).join("\n")
+    );
+}

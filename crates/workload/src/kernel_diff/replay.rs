@@ -59,6 +59,12 @@ pub(super) struct Replay<'a> {
     /// A dispatch ours decided early, logged at the kernel's dispatch it stands for (after
     /// the insertions between, as the kernel's log has them).
     deferred: Vec<QueueEvent>,
+    /// The insertion just replayed is not the last of its plug's batch, which 6.18's
+    /// `blk_mq_dispatch_list` inserts whole (`insert_requests`) before the one queue run
+    /// that follows it (`blk_mq_run_hw_queue`). A run that finds every driver tag taken takes the scheduler's
+    /// next request to wait for one (`Limits::dequeues_without_driver_tag`): ours makes it
+    /// after the batch's last insertion, as the kernel's run does, not after the first.
+    batch_open: bool,
     now: Nanos,
     /// Kernel dispatches ours may still make; below zero, what ours dispatched at the
     /// kernel's empty runs ahead of the kernel.
@@ -130,6 +136,7 @@ impl<'a> Replay<'a> {
             allocating_cpus: false,
             defer: false,
             deferred: Vec::new(),
+            batch_open: false,
             now: Nanos::ZERO,
             credits: 0,
             submitted: vec![false; trace.requests.len()],
@@ -451,9 +458,13 @@ impl<'a> Replay<'a> {
         let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
         timeline = Self::interleave(timeline, exits);
         timeline = Self::interleave(timeline, self.allocations().into_iter());
-        for (t, e) in timeline {
+        for (p, &(t, e)) in timeline.iter().enumerate() {
             self.advance(Some(t));
             self.now = self.now.max(t);
+            self.batch_open = match e {
+                KEvent::Arrive(i) => self.inserts_more(&timeline[p + 1..], i),
+                _ => false,
+            };
             match e {
                 KEvent::Allocate(i) => self.allocate(i, false),
                 KEvent::AllocateSleeping(i) => self.allocate(i, true),
@@ -681,8 +692,41 @@ impl<'a> Replay<'a> {
         };
     }
 
+    /// Whether request `i`'s insertion is not the last of its plug's batch: the next
+    /// insertion in `rest` (the timeline after it, before any dispatch or merge) is the same
+    /// task's, on the same CPU, of a request allocated (`block_getrq`) before `i` was
+    /// inserted. A plug's requests are all allocated before its flush inserts them in a row
+    /// and runs the queue once (`blk_mq_flush_plug_list`, `blk_mq_dispatch_list`: one list
+    /// per hardware queue and software queue, the CPU); a task submitting unplugged
+    /// allocates each request after the previous one's insertion and run. Allocations and
+    /// exits between do not end a batch.
+    fn inserts_more(&self, rest: &[(Nanos, KEvent)], i: usize) -> bool {
+        let reqs = &self.trace.requests;
+        let (Some(on), Some(at)) = (reqs[i].inserted_on, reqs[i].inserted) else {
+            return false;
+        };
+        rest.iter()
+            .find(|(_, e)| {
+                !matches!(
+                    e,
+                    KEvent::Allocate(_)
+                        | KEvent::AllocateSleeping(_)
+                        | KEvent::TagGot(_)
+                        | KEvent::Exit(_)
+                )
+            })
+            .is_some_and(|(_, e)| {
+                matches!(e, KEvent::Arrive(j)
+                    if reqs[*j].inserted_on == Some(on) && reqs[*j].created.is_some_and(|c| c <= at))
+            })
+    }
+
     /// Dispatch what the pace allows now.
     fn pump(&mut self) {
+        if self.batch_open && self.blk.device_full() {
+            // The run comes after the batch's last insertion (`batch_open`).
+            return;
+        }
         loop {
             if self.pace != Pace::Device && self.credits <= 0 {
                 // No dispatch is owed, but a run that finds every driver tag taken still
