@@ -430,8 +430,8 @@ pub fn diff_with_log(
             .map(|d| d as usize)
             .unwrap_or_else(|| max_in_flight(trace))
     });
-    // Every recording's device is a loop device, whose driver has no dispatch budget: a
-    // run that finds every driver tag taken takes one request from the scheduler anyway.
+    // A driver without a dispatch budget (every recording's so far: a loop device) lets a
+    // run that finds every driver tag taken take one request from the scheduler anyway.
     let mut limits =
         Limits::depth(depth).dequeues_without_driver_tag(!scsi_major(meta.device.major));
     // The kernel accepts `max_sectors_kb` from a page (4 KiB) up (`queue_max_sectors_store`)

@@ -1424,7 +1424,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         if !self.kick {
             return None;
         }
-        if self.in_flight >= self.limits.queue_depth {
+        if self.device_full() {
             self.kick = false;
             if self.limits.dequeues_without_driver_tag
                 && self.requeued.is_empty()
@@ -1452,22 +1452,30 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 .clone();
             return Some(self.start(rq, now, true));
         }
+        match self.ask_scheduler(now) {
+            Some(rq) => Some(self.start(rq, now, true)),
+            None => {
+                self.kick = false;
+                None
+            }
+        }
+    }
+
+    /// The scheduler's next request, if it gives one now; an idling scheduler's deadline
+    /// becomes the layer's timer.
+    fn ask_scheduler(&mut self, now: Nanos) -> Option<Request> {
         let d = self.sched.dispatch(now);
         self.stamp_sched_tags(now);
         match d {
-            Dispatch::Request(rq) => Some(self.start(rq, now, true)),
+            Dispatch::Request(rq) => Some(rq),
             Dispatch::Idle { until } => {
                 if self.timer != Some(until) {
                     self.timer_gen += 1;
                     self.timer = Some(until);
                 }
-                self.kick = false;
                 None
             }
-            Dispatch::Empty => {
-                self.kick = false;
-                None
-            }
+            Dispatch::Empty => None,
         }
     }
 
@@ -1476,30 +1484,22 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// now) leaves it and waits ahead of it for the next free tag, as blk-mq's
     /// `hctx->dispatch` holds a request that `blk_mq_get_driver_tag` refused.
     fn dequeue_to_wait_for_a_tag(&mut self, now: Nanos) {
-        let d = self.sched.dispatch(now);
-        self.stamp_sched_tags(now);
-        match d {
-            Dispatch::Request(rq) => {
-                self.counters.dispatched += 1;
-                self.timer = None;
-                let id = rq.id.0;
-                match self.requests.get_mut(&id) {
-                    Some(r) => r.rq = rq,
-                    None => panic!(
-                        "{} dispatched request {id} it was never given",
-                        self.sched.name()
-                    ),
-                }
-                self.requeued.push_back(id);
-            }
-            Dispatch::Idle { until } => {
-                if self.timer != Some(until) {
-                    self.timer_gen += 1;
-                    self.timer = Some(until);
-                }
-            }
-            Dispatch::Empty => {}
+        let Some(rq) = self.ask_scheduler(now) else {
+            return;
+        };
+        // A scheduler dispatch as `start`'s fresh one counts it; the issue comes later, from
+        // the requeue list, not counted again.
+        self.counters.dispatched += 1;
+        self.timer = None;
+        let id = rq.id.0;
+        match self.requests.get_mut(&id) {
+            Some(r) => r.rq = rq,
+            None => panic!(
+                "{} dispatched request {id} it was never given",
+                self.sched.name()
+            ),
         }
+        self.requeued.push_back(id);
     }
 
     /// Whether the device holds all it can (every driver tag taken).
