@@ -318,13 +318,10 @@ fn waiting_for_the_device_is_saturation() {
 
 // ---- donation ---------------------------------------------------------------------------
 
-/// `hweight_after_donation` and `transfer_surpluses`: /a (weight 100) issues one 1 ms read a
-/// period while /b (weight 100) waits for budget; /a's unused share goes to /b: /a's
-/// hweight_inuse falls towards its usage (10% of the device) with a margin, /b's rises, and
-/// both keep hweight_active 50%. When /a bursts, `adjust_inuse_and_calc_cost` gives its
-/// weight back at once.
-#[test]
-fn an_idle_groups_share_is_donated_and_taken_back_when_it_needs_it() {
+/// /b (weight 100) with 20,000 reads waiting for budget and /a (weight 100) issuing one read
+/// (1 ms of device time, done in 100 us) each 10 ms period for ten periods: /a donates. The
+/// state after the tenth period's timer, and its time.
+fn a_donating_beside_a_backlogged_b() -> (IoCost, Nanos) {
     let mut ioc = ssd(ms_per_read(), loose_qos(), &tree(100, 100));
     for k in 0..20_000 {
         ioc.throttle(&read(2, B, k * 8, us(0)), us(0));
@@ -338,6 +335,17 @@ fn an_idle_groups_share_is_donated_and_taken_back_when_it_needs_it() {
         t += Nanos::from_ms(10);
         ioc.handle_timeout(t);
     }
+    (ioc, t)
+}
+
+/// `hweight_after_donation` and `transfer_surpluses`: /a (weight 100) issues one 1 ms read a
+/// period while /b (weight 100) waits for budget; /a's unused share goes to /b: /a's
+/// hweight_inuse falls towards its usage (10% of the device) with a margin, /b's rises, and
+/// both keep hweight_active 50%. When /a bursts, `adjust_inuse_and_calc_cost` gives its
+/// weight back at once.
+#[test]
+fn an_idle_groups_share_is_donated_and_taken_back_when_it_needs_it() {
+    let (mut ioc, t) = a_donating_beside_a_backlogged_b();
     let (a_act, a_inuse) = ioc.hweights(A);
     let (b_act, b_inuse) = ioc.hweights(B);
     assert_eq!((a_act, b_act), (0.5, 0.5));
@@ -1550,19 +1558,7 @@ fn ioc_timer_fn_resets_busy_level_when_requests_waited_between_three_and_five_pe
 /// more: here two, so its inuse stays below its active.
 #[test]
 fn adjust_inuse_and_calc_cost_takes_back_as_many_steps_as_the_bio_needs() {
-    let mut ioc = ssd(ms_per_read(), loose_qos(), &tree(100, 100));
-    for k in 0..20_000 {
-        ioc.throttle(&read(2, B, k * 8, us(0)), us(0));
-    }
-    let mut t = us(0);
-    for k in 0..10 {
-        let r = read(1, A, k * 8, t);
-        assert_eq!(ioc.throttle(&r, t), Admit::Now);
-        ioc.done(&r, t, t + us(100));
-        ioc.done_bio(r.id.0);
-        t += Nanos::from_ms(10);
-        ioc.handle_timeout(t);
-    }
+    let (mut ioc, t) = a_donating_beside_a_backlogged_b();
     let a = A.0 as usize;
     let (active, inuse) = (ioc.nodes[a].active, ioc.nodes[a].inuse);
     let step = (active * INUSE_ADJ_STEP_PCT).div_ceil(100);
