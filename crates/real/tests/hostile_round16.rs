@@ -98,6 +98,17 @@ fn a_device_backing_another_loop_device_is_refused_whatever_the_flags() {
     assert_eq!(digest(&img), before, "the lower device was written");
 }
 
+/// An ext4 filesystem on `dev`, its inode tables and journal written now (not lazily, so no
+/// kernel thread writes to it later).
+fn mkfs_ext4(dev: &std::path::Path) {
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+        .arg(dev)
+        .status()
+        .unwrap();
+    assert!(mkfs.success(), "mkfs.ext4 {} failed", dev.display());
+}
+
 /// The class: the image file of a loop device whose ext4 filesystem is mounted in another
 /// mount namespace, given as a regular-file target with `--allow-overwrite` (the flag is for
 /// the file's own contents): written, the mounted superblock destroyed. Now refused whatever
@@ -110,12 +121,7 @@ fn an_image_file_of_a_loop_device_mounted_in_another_namespace_is_refused() {
     if !tool("mkfs.ext4") {
         return;
     }
-    let mkfs = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
-        .arg(&lo.dev)
-        .status()
-        .unwrap();
-    assert!(mkfs.success());
+    mkfs_ext4(&lo.dev);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let Some(held) = mount_elsewhere(&lo.dev, &mnt) else {
@@ -173,12 +179,7 @@ fn a_whole_device_whose_partition_is_mounted_elsewhere_is_refused_naming_the_mou
         eprintln!("skipping: {} did not appear", part.display());
         return;
     }
-    let mkfs = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
-        .arg(&part)
-        .status()
-        .unwrap();
-    assert!(mkfs.success());
+    mkfs_ext4(&part);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let Some(held) = mount_elsewhere(&part, &mnt) else {
