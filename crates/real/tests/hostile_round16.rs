@@ -161,6 +161,9 @@ fn a_whole_device_whose_partition_is_mounted_elsewhere_is_refused_naming_the_mou
     if !tool("addpart") || !tool("mkfs.ext4") {
         return;
     }
+    // A loop device keeps a partition added with BLKPG after it is detached, so a device
+    // some earlier run used may still carry partition 1: delete it before adding ours.
+    let _ = delpart(&lo.dev);
     // Partition 1: sectors 2048 .. 2048 + 64 MiB.
     let added = Command::new("addpart")
         .arg(&lo.dev)
@@ -168,6 +171,9 @@ fn a_whole_device_whose_partition_is_mounted_elsewhere_is_refused_naming_the_mou
         .status()
         .unwrap();
     assert!(added.success(), "addpart failed");
+    // Declared after the loop device and before the mount: dropped after the mount's holder
+    // and before the detach, on success or panic alike.
+    let _partition = Partition { disk: &lo.dev };
     let part = std::path::PathBuf::from(format!("{}p1", lo.dev.display()));
     for _ in 0..50 {
         if part.exists() {
@@ -198,4 +204,34 @@ fn a_whole_device_whose_partition_is_mounted_elsewhere_is_refused_naming_the_mou
     );
     assert_eq!(digest(&img), before, "the device was written");
     drop(held);
+}
+
+/// Delete partition 1 of `disk` (BLKPG, `delpart`); whether it was deleted.
+fn delpart(disk: &Path) -> bool {
+    Command::new("delpart")
+        .arg(disk)
+        .arg("1")
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Partition 1 of a loop device, deleted on drop: the loop driver keeps it after the detach,
+/// and the next run on that device could not add its own.
+struct Partition<'a> {
+    disk: &'a Path,
+}
+
+impl Drop for Partition<'_> {
+    fn drop(&mut self) {
+        // The namespace holding the mount goes with its process, but the unmount may trail
+        // the process's exit by a moment: retry while the kernel says EBUSY.
+        for _ in 0..50 {
+            if delpart(self.disk) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!("could not delete partition 1 of {}", self.disk.display());
+    }
 }
