@@ -89,10 +89,15 @@ struct Stat {
 }
 
 impl Stat {
-    fn add(&mut self, o: &Stat) {
+    /// `latency_stat_sum(iolat, &iolat->cur_stat, &stat)`: a window's figures added to the
+    /// ones kept since the last scale event. The counts add up; the mean does not: on a
+    /// rotational device `blk_rq_stat_sum` (block/blk-stat.c) computes the new mean from the
+    /// source's `batch` (its running sum), and a window's `stat` is itself a sum over the
+    /// CPUs, whose `batch` that function never sets, so the kept mean is
+    /// `0 + mean x n / (n + window's n)`: 0 from the first window on. The kept sum stays 0.
+    fn add_window(&mut self, o: &Stat) {
         self.total += o.total;
         self.missed += o.missed;
-        self.sum_ns += o.sum_ns;
     }
 }
 
@@ -395,9 +400,13 @@ impl IoLatency {
         }
     }
 
-    /// Acquire a slot at `level` and each ancestor below the root; queue where full.
+    /// Acquire a slot at `level` and each ancestor below the root; queue where full. Each
+    /// level first follows its parent's cookie (`blkcg_iolatency_throttle` calls
+    /// `check_scale_change` just before it waits at that level, so a bio that waited below
+    /// sees a cookie that moved meanwhile before it takes a slot above).
     fn climb(&mut self, key: u64, mut level: Option<usize>) {
         while let Some(g) = level {
+            self.check_scale_change(g);
             let grp = &mut self.grps[g];
             if !grp.waiters.is_empty() || grp.inflight >= grp.max_depth {
                 grp.waiters.push_back(key);
@@ -409,6 +418,34 @@ impl IoLatency {
         self.ready.push_back(key);
     }
 
+    /// `iolatency_record_time`: a bio of group `g` that took `lat` ns, issued as root when
+    /// `as_root`. Nothing is recorded for one that took no time (`now <= start`), though
+    /// the caller checks the window all the same.
+    fn record_time(&mut self, g: usize, lat: u64, as_root: bool, now: Nanos) {
+        if lat == 0 {
+            return;
+        }
+        let min_lat = self.grps[g].min_lat_nsec;
+        if as_root && self.grps[g].max_depth != u64::MAX {
+            // A throttled group's root-issued bio is not counted; what it had left of the
+            // target becomes delay.
+            if lat < min_lat {
+                self.add_delay(g, now, min_lat - lat);
+            }
+            return;
+        }
+        let ssd = self.ssd;
+        let st = &mut self.grps[g].stat;
+        st.total += 1;
+        if ssd {
+            if lat >= min_lat {
+                st.missed += 1;
+            }
+        } else {
+            st.sum_ns += u128::from(lat);
+        }
+    }
+
     /// `iolatency_check_latencies` for group `g` at `now`.
     fn check_latencies(&mut self, g: usize, now: Nanos) {
         let stat = std::mem::take(&mut self.grps[g].stat);
@@ -418,7 +455,7 @@ impl IoLatency {
         if self.sum_ok(g, &stat) && self.grps[p].child.scale_cookie == DEFAULT_SCALE_COOKIE {
             return;
         }
-        self.grps[g].cur_stat.add(&stat);
+        self.grps[g].cur_stat.add_window(&stat);
         let samples = self.grps[g].cur_stat.total;
         let mine = self.grps[g].nr_samples;
         let c = &mut self.grps[p].child;
@@ -558,27 +595,8 @@ impl QosHook for IoLatency {
         let mut level = Some(g).filter(|&x| self.grps[x].parent.is_some());
         while let Some(x) = level {
             self.grps[x].inflight = self.grps[x].inflight.saturating_sub(1);
-            let min_lat = self.grps[x].min_lat_nsec;
-            if min_lat != 0 && lat > 0 {
-                // iolatency_record_time
-                if as_root && self.grps[x].max_depth != u64::MAX {
-                    // A throttled group's root-issued bio is not counted; what it had left
-                    // of the target becomes delay.
-                    if lat < min_lat {
-                        self.add_delay(x, now, min_lat - lat);
-                    }
-                } else {
-                    let ssd = self.ssd;
-                    let st = &mut self.grps[x].stat;
-                    st.total += 1;
-                    if ssd {
-                        if lat >= min_lat {
-                            st.missed += 1;
-                        }
-                    } else {
-                        st.sum_ns += u128::from(lat);
-                    }
-                }
+            if self.grps[x].min_lat_nsec != 0 {
+                self.record_time(x, lat, as_root, now);
                 let grp = &mut self.grps[x];
                 if now > grp.window_start && (now - grp.window_start).as_ns() >= grp.cur_win_nsec {
                     grp.window_start = now;

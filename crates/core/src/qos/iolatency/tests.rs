@@ -525,3 +525,89 @@ fn a_root_issued_bio_that_took_its_whole_target_leaves_the_delay_alone() {
         assert_eq!(l.delay_nsec(f), left.as_ns(), "took {took:?}");
     }
 }
+
+#[test]
+fn on_a_disk_a_good_window_is_judged_by_its_own_mean_the_kept_mean_being_zero() {
+    // iolatency_check_latencies adds each window's stat to cur_stat with latency_stat_sum,
+    // which on a rotational device is blk_rq_stat_sum: the new mean is (src->batch +
+    // dst->mean x dst->nr_samples) / (the two counts), and the window's stat, itself a sum
+    // over the CPUs, has batch 0. So cur_stat's mean is 0 from the first window on and
+    // latency_sum_ok(cur_stat) always holds: a good window after bad ones kept within the
+    // 500 ms hold scales up (scale_cookie_change(.., true)) once 5 samples are kept, where the
+    // kept windows' true mean (8.4 ms here, over the 5 ms target) would scale down again.
+    let (t, fast, _) = fast_slow();
+    let mut l = IoLatency::new(&t, false, 32);
+    run_bios(&mut l, fast, 1, 1, ms(0), ms(101));
+    assert_eq!(
+        DEFAULT_SCALE_COOKIE - l.child_cookie(0),
+        8,
+        "a miss at 101 ms"
+    );
+    // Within the hold: a bad window (60 ms) at 210 ms and a good one (1 ms) at 321 ms are
+    // kept in cur_stat, counted but not judged.
+    run_bios(&mut l, fast, 2, 1, ms(150), ms(60));
+    run_bios(&mut l, fast, 3, 1, ms(320), ms(1));
+    assert_eq!(DEFAULT_SCALE_COOKIE - l.child_cookie(0), 8);
+    // Past the hold, a window of six 1 ms bios: 8 samples kept, the window's mean within.
+    run_bios(&mut l, fast, 4, 5, ms(400), ms(1));
+    run_bios(&mut l, fast, 9, 1, ms(700), ms(1));
+    assert_eq!(
+        DEFAULT_SCALE_COOKIE - l.child_cookie(0),
+        6,
+        "up by 32 / 16, not down by 8"
+    );
+}
+
+#[test]
+fn a_completion_that_took_no_time_still_checks_the_window() {
+    // blkcg_iolatency_done_bio checks the window after iolatency_record_time whether or not
+    // that recorded anything; iolatency_record_time returns early when now <= start.
+    let (t, fast, _) = fast_slow();
+    let mut l = IoLatency::new(&t, false, 32);
+    run_bios(&mut l, fast, 1, 1, ms(0), ms(50));
+    assert_eq!(
+        l.child_cookie(0),
+        DEFAULT_SCALE_COOKIE,
+        "the window is 100 ms"
+    );
+    run_bios(&mut l, fast, 2, 1, ms(120), Nanos::ZERO);
+    assert_eq!(
+        DEFAULT_SCALE_COOKIE - l.child_cookie(0),
+        8,
+        "the window's one sample, 50 ms, missed"
+    );
+}
+
+#[test]
+fn a_bio_that_waited_below_follows_a_cookie_that_moved_meanwhile_before_it_climbs() {
+    // blkcg_iolatency_throttle walks up from the bio's group calling check_scale_change and
+    // then waiting (rq_qos_wait) at each level in turn: a bio that waited at /slow/bulk
+    // checks /slow's cookie only when it gets there, so a miss of /fast meanwhile halves
+    // /slow's depth before the bio takes a slot at /slow.
+    let mut t = GroupTree::new();
+    let fast = t.add("/fast", None).unwrap();
+    let slow = t.add("/slow", None).unwrap();
+    let prot = t.add("/slow/prot", None).unwrap();
+    let bulk = t.add("/slow/bulk", None).unwrap();
+    t.io_mut(fast).latency_target = Some(ms(5));
+    t.io_mut(prot).latency_target = Some(ms(5));
+    // nr_requests 2: a step down is 1 in the cookie, a halving of min(depth, 2) in depth.
+    let mut l = IoLatency::new(&t, false, 2);
+    // /slow/prot misses: /slow's cookie falls, and /slow/bulk goes to depth 1.
+    run_bios(&mut l, prot, 1, 1, ms(0), ms(101));
+    assert_eq!(l.throttle(&bio(10, bulk), ms(102)), Admit::Now);
+    assert_eq!(l.max_depth(bulk.0 as usize), Some(1));
+    assert_eq!(l.throttle(&bio(11, bulk), ms(103)), Admit::Hold);
+    // A bio of /slow/prot (spared: its target is the one missed) holds a slot at /slow.
+    assert_eq!(l.throttle(&bio(2, prot), ms(104)), Admit::Now);
+    // /fast misses: the root's cookie falls; /slow has not submitted since.
+    run_bios(&mut l, fast, 3, 1, ms(105), ms(101));
+    assert_eq!(l.max_depth(slow.0 as usize), None);
+    // Bio 10's completion lets bio 11 past /slow/bulk; at /slow it follows the cookie
+    // (depth 2 -> 1) and waits behind /slow/prot's bio.
+    l.done_bio(&end(10, bulk, ms(102)), ms(210));
+    assert_eq!(l.max_depth(slow.0 as usize), Some(1));
+    assert_eq!(l.poll_release(ms(210)), None);
+    l.done_bio(&end(2, prot, ms(104)), ms(220));
+    assert_eq!(l.poll_release(ms(220)), Some(11));
+}
