@@ -3,8 +3,13 @@
 //!
 //! Follows Linux block/blk-iolatency.c as of v6.1 (the policy's logic; later versions to
 //! v6.18 move fields, e.g. `rq_depth.max_depth` to `max_depth`, and take `nr_requests` from
-//! the gendisk's queue). This VM's kernel is built without it (`CONFIG_BLK_CGROUP_IOLATENCY`
-//! unset), so there is no kernel to compare with here. See docs/io-control.md.
+//! the gendisk's queue), with block/blk-cgroup.c's delay and block/blk-stat.c's
+//! `blk_rq_stat_sum`. Checked function by function on 2026-12-01 against a v6.x copy
+//! (`blkcg_iolatency_done_bio` testing `BIO_TRACKED`, `pd_stat_fn` returning bool), whose
+//! logic is v6.1's; three differences found then are fixed, each with a test (the HDD mode's
+//! kept mean, a window checked at a zero-time completion, the cookie followed per level as
+//! a bio climbs). This VM's kernel is built without it (`CONFIG_BLK_CGROUP_IOLATENCY` unset),
+//! so there is no kernel to compare with here. See docs/io-control.md.
 //!
 //! What it does, in the kernel's words:
 //!
@@ -18,7 +23,12 @@
 //!   100 ms..=1 s; the first completion after a window ends checks it
 //!   (`iolatency_check_latencies`): on a rotational device (`ssd` false) the window's mean
 //!   latency against the target, on an SSD whether fewer than 10% of its bios missed it
-//!   (`latency_sum_ok`). A miss lowers the parent's `scale_cookie` (`scale_cookie_change`,
+//!   (`latency_sum_ok`: the window's 90th percentile, not its 99th, within the target).
+//!   Windows checked within 500 ms of the last scale event are kept (`cur_stat`) and judged
+//!   with the next one: both must be good, and together hold 5 samples, to scale up. On a
+//!   rotational device the kept figures' mean is always 0 (`blk_rq_stat_sum` builds the new
+//!   mean from the source's `batch`, which a window's sum over the CPUs never sets), so
+//!   there only the last window's own mean decides. A miss lowers the parent's `scale_cookie` (`scale_cookie_change`,
 //!   by nr_requests/4, then by 1 past nr_requests below the default, down to 2 x
 //!   nr_requests); good windows (at least 5 samples) of the group that caused the scale-down
 //!   raise it (by nr_requests/16). Scale events are at least 500 ms apart
@@ -43,6 +53,15 @@
 //!   had left (`blkcg_add_delay`), and is not counted in the group's latency statistics. So
 //!   in v6.1 a group whose I/O is all data, at depth 1, is delayed by nothing: its depth of 1
 //!   is the last lever (see the tests' `at_depth_one_a_data_only_offender_is_not_delayed`).
+//! - Which writes go through the depth: every bio of the group but those issued as root
+//!   (`bio_issue_as_root_blkg`: REQ_META or REQ_SWAP, ours `meta`), which take a slot
+//!   without waiting. Buffered writes reach the block layer as writeback charged to the
+//!   group that dirtied the pages (cgroup writeback), so they wait for the group's depth
+//!   like O_DIRECT writes; the flusher that issues them never returns to user space, so the
+//!   induced delay never reaches it. The simulator's asynchronous (buffered) writes are the
+//!   group's own bios and go through the depth the same way. wbt's `rq_depth_scale_down`
+//!   (block/blk-rq-qos.c) is not used: io.latency halves `max_depth` itself in
+//!   `scale_change`.
 //!
 //! Deviations, each named:
 //!
