@@ -367,7 +367,8 @@ impl Undo {
 impl Drop for Undo {
     fn drop(&mut self) {
         for f in self.run() {
-            eprintln!("elevator kernel-record: undoing: {f}");
+            // Not `eprintln!`: a panic in a drop (stderr gone) would abort the undoing.
+            let _ = writeln!(std::io::stderr(), "elevator kernel-record: undoing: {f}");
         }
     }
 }

@@ -207,9 +207,13 @@ fn spool_one(
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .with_context(read)?;
+    if let Some(c) = elevator_workload::traces::lines::Compression::of(&head) {
+        bail!("{shown}: {}", c.refusal());
+    }
     anyhow::ensure!(
         format.is_some() || elevator_workload::traces::detect(&head).is_some(),
-        "{shown}: cannot tell the trace format from the first bytes; give --format"
+        "{shown}: {}",
+        elevator_workload::traces::undetected(&head)
     );
     let too_long = |passed: u64| {
         anyhow::anyhow!(
@@ -634,9 +638,12 @@ fn replay_spooled(
         unchanged.check()?;
         if let Some(w) = &writer {
             outcomes.keep(
-                w.borrow_mut()
-                    .finish()
-                    .context("--blktrace-out: write the trace"),
+                {
+                    let path = w.borrow().path().to_path_buf();
+                    w.borrow_mut().finish().with_context(|| {
+                        format!("--blktrace-out: writing {}", path.display())
+                    })
+                },
             );
         }
         let total_summary = total.summary("total", "/", end);

@@ -381,9 +381,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("under {name}: {e}"))?;
         if let Some(w) = writer {
             outcomes.keep(
-                w.borrow_mut()
-                    .finish()
-                    .context("--blktrace-out: write the trace"),
+                {
+                    let path = w.borrow().path().to_path_buf();
+                    w.borrow_mut().finish().with_context(|| {
+                        format!("--blktrace-out: writing {}", path.display())
+                    })
+                },
             );
         }
         say!(
