@@ -208,7 +208,10 @@ fn run_started_with_sigterm_blocked_still_stops_on_sigterm() {
     let out = Out::of(done.status.expect("run ended"), &done);
     let took = sent.elapsed();
     assert_eq!(out.code, 143, "{}", out.stderr);
-    assert!(took < Duration::from_secs(10), "stopped {took:?} after SIGTERM");
+    assert!(
+        took < Duration::from_secs(10),
+        "stopped {took:?} after SIGTERM"
+    );
 }
 
 /// A write past the file-size limit (`ulimit -f`): the kernel sends SIGXFSZ
@@ -237,7 +240,10 @@ fn a_write_past_the_file_size_limit_is_an_error_of_its_output_not_sigxfsz() {
         MINUTE,
         |c| file_size_limit(c, 64 * 1024),
     );
-    clean_error(&out, &["--blktrace-out", "noop.blktrace.0", "File too large"]);
+    clean_error(
+        &out,
+        &["--blktrace-out", "noop.blktrace.0", "File too large"],
+    );
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("--json written")).unwrap();
     assert_eq!(j["runs"].as_array().unwrap().len(), 2);
@@ -324,7 +330,10 @@ fn a_compressed_trace_is_refused_naming_its_compression() {
             vec!["replay", s(file), "--sched", "noop", "--format", format],
         ] {
             let out = elevator_within(&args, MINUTE);
-            clean_error(&out, &[s(file), &format!("{name}-compressed"), "decompress"]);
+            clean_error(
+                &out,
+                &[s(file), &format!("{name}-compressed"), "decompress"],
+            );
         }
     }
     let out = elevator_set_up(&["replay", "-", "--sched", "noop"], MINUTE, |c| {
@@ -392,7 +401,9 @@ fn a_failed_output_names_its_flag_and_its_path() {
     // A full filesystem of our own (root: a 64 KiB tmpfs).
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("a_failed_output_names_its_flag_and_its_path: full filesystem skipped: needs root");
+        eprintln!(
+            "a_failed_output_names_its_flag_and_its_path: full filesystem skipped: needs root"
+        );
         return;
     }
     let full = dir.path().join("full");
@@ -429,7 +440,11 @@ fn a_failed_output_names_its_flag_and_its_path() {
     );
     clean_error(
         &out,
-        &["--blktrace-out", &format!("{}/noop.blktrace.0", s(&bt)), "No space left"],
+        &[
+            "--blktrace-out",
+            &format!("{}/noop.blktrace.0", s(&bt)),
+            "No space left",
+        ],
     );
     assert!(json.exists(), "--json was not written");
     assert!(temporaries(&bt).is_empty(), "{:?}", temporaries(&bt));

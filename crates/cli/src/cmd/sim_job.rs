@@ -212,11 +212,11 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         let report = as_run_report(report);
         if let Some(w) = writer {
             {
-                    let path = w.borrow().path().to_path_buf();
-                    w.borrow_mut().finish().with_context(|| {
-                        format!("--blktrace-out: writing {}", path.display())
-                    })
-                }?;
+                let path = w.borrow().path().to_path_buf();
+                w.borrow_mut()
+                    .finish()
+                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
+            }?;
         }
         text.push_str(&fio_text(&report, &groupids, None));
         text.push('\n');

@@ -174,7 +174,8 @@ impl Compression {
             c("zstd", "zstd -d")
         } else if head.starts_with(b"\xfd7zXZ\x00") {
             c("xz", "xz -dk")
-        } else if head.starts_with(b"BZh") && head.get(3).is_some_and(|d| (b'1'..=b'9').contains(d)) {
+        } else if head.starts_with(b"BZh") && head.get(3).is_some_and(|d| (b'1'..=b'9').contains(d))
+        {
             c("bzip2", "bzip2 -dk")
         } else if head.starts_with(b"\x04\x22\x4d\x18") {
             c("lz4", "lz4 -d")
@@ -188,7 +189,9 @@ impl Compression {
         format!(
             "a {}-compressed file: traces are read uncompressed; decompress it first (`{} \
              FILE`), or stream it (`{} -c FILE | elevator replay - --format FORMAT`)",
-            self.name, self.undo, self.name_cmd()
+            self.name,
+            self.undo,
+            self.name_cmd()
         )
     }
 

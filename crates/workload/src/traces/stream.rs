@@ -180,11 +180,8 @@ pub fn detect(head: &[u8]) -> Option<TraceFormat> {
         if w[0].parse::<u64>().is_ok_and(|t| t > 1_000_000) {
             return Some(TraceFormat::Mqsim);
         }
-        let later_fraction = lines.any(|l| {
-            l.split_whitespace()
-                .next()
-                .is_some_and(|t| t.contains('.'))
-        });
+        let later_fraction =
+            lines.any(|l| l.split_whitespace().next().is_some_and(|t| t.contains('.')));
         return later_fraction.then_some(TraceFormat::Disksim);
     }
     None
@@ -198,7 +195,11 @@ pub fn undetected(head: &[u8]) -> &'static str {
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| l.split_whitespace().count() == 5 && l.split_whitespace().all(|f| f.bytes().all(|b| b.is_ascii_digit())))
+        .map(|l| {
+            l.split_whitespace().count() == 5
+                && l.split_whitespace()
+                    .all(|f| f.bytes().all(|b| b.is_ascii_digit()))
+        })
         .unwrap_or(false);
     if first {
         "integer times from near 0 in five columns: DiskSim's milliseconds or MQSim's \
@@ -507,7 +508,10 @@ mod tests {
         assert_eq!(d(b"0.5 0 100 8 1\n"), Some(TraceFormat::Disksim));
         assert_eq!(d(b"938513000 4 264719034 16 0\n"), Some(TraceFormat::Mqsim));
         assert_eq!(d(b"0 0 100 8 1\n2 0 108 8 1\n"), None);
-        assert_eq!(d(b"0 0 100 8 1\n2.5 0 108 8 1\n"), Some(TraceFormat::Disksim));
+        assert_eq!(
+            d(b"0 0 100 8 1\n2.5 0 108 8 1\n"),
+            Some(TraceFormat::Disksim)
+        );
         assert_eq!(d(b""), None);
         assert_eq!(d(&[0u8; 4096]), None);
         assert_eq!(d(b"hello world\n"), None);
