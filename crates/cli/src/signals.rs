@@ -27,7 +27,9 @@
 //!   fails with EFBIG and the output or layout that made it reports its path, as every
 //!   other write error does (PostgreSQL's postmaster ignores it for the same reason). Its
 //!   default action killed elevator mid-write (exit 153): a temporary output left beside its
-//!   name, a `run` target half laid out and not removed, every other output lost.
+//!   name, a `run` target half laid out and not removed, every other output lost. The
+//!   programs elevator starts (fio under `kernel-record`, blkid, fusermount3) inherit the
+//!   ignored disposition through `exec`, so they too get EFBIG instead of the signal.
 //! - **SIGPIPE** stays ignored (Rust's runtime ignores it before `main`): a standard output
 //!   whose reader went away (`elevator sim ... --json F | head -1`) fails its write with
 //!   EPIPE ([`crate::output::stdout_broken`]); the command still writes its other outputs,
