@@ -367,7 +367,8 @@ impl Undo {
 impl Drop for Undo {
     fn drop(&mut self) {
         for f in self.run() {
-            // Not `eprintln!`: a panic in a drop (stderr gone) would abort the undoing.
+            // Not `eprintln!`: its panic (stderr gone) would lose the lines after it, and abort the
+            // process while unwinding.
             let _ = writeln!(std::io::stderr(), "elevator kernel-record: undoing: {f}");
         }
     }
