@@ -63,12 +63,11 @@ enum Command {
 }
 
 fn main() {
-    // Like any Unix filter: when the reader of our output goes away (`elevator list | head`),
-    // end quietly instead of panicking on the failed write.
-    // SAFETY: setting a signal's disposition to the default before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // The signal state the shell handed over: caught signals unblocked, SIGXFSZ ignored (a
+    // write past `ulimit -f` is an error of its output). SIGPIPE stays ignored, as Rust's
+    // runtime set it: a reader of our output that went away (`elevator list | head`) is an
+    // error of standard output only, and the other outputs are still written (signals.rs).
+    signals::prepare();
     // Ctrl-C, SIGTERM and SIGHUP end any command promptly, leaving no half-written output
     // (commands that drive a device stop cooperatively instead; see signals.rs).
     signals::install_ending();
@@ -88,6 +87,12 @@ fn main() {
         Command::KernelDiff(a) => cmd::kernel_diff::run(a),
         Command::Merge(a) => cmd::merge::run(a),
     };
+    // Like any Unix filter: when the reader of our standard output went away (`elevator list
+    // | head`), end quietly, with the status of a process SIGPIPE ended, once every other
+    // output is written; an error of the command itself is still told.
+    if result.is_ok() && output::stdout_broken() {
+        std::process::exit(128 + libc::SIGPIPE);
+    }
     // Output that could not be written is an error too (`elevator list > /dev/full`).
     let result = result.and_then(|()| output::stdout_result());
     if let (Ok(()), Some(s)) = (&result, signals::received()) {

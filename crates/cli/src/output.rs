@@ -16,7 +16,7 @@ static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
 /// The first error writing to stdout (`elevator list > /dev/full`): later writes are skipped
 /// and `main` reports it, instead of the panic `print!` would raise.
-static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
+static STDOUT_ERROR: OnceLock<std::io::Error> = OnceLock::new();
 
 /// Write `s` to stdout; a failure is remembered for [`stdout_result`], never a panic.
 pub fn out_str(s: &str) {
@@ -24,7 +24,7 @@ pub fn out_str(s: &str) {
         return;
     }
     if let Err(e) = std::io::stdout().lock().write_all(s.as_bytes()) {
-        let _ = STDOUT_ERROR.set(e.to_string());
+        let _ = STDOUT_ERROR.set(e);
     }
 }
 
@@ -32,13 +32,22 @@ pub fn out_str(s: &str) {
 pub fn stdout_result() -> anyhow::Result<()> {
     if STDOUT_ERROR.get().is_none() {
         if let Err(e) = std::io::stdout().lock().flush() {
-            let _ = STDOUT_ERROR.set(e.to_string());
+            let _ = STDOUT_ERROR.set(e);
         }
     }
     match STDOUT_ERROR.get() {
         Some(e) => anyhow::bail!("writing to standard output: {e}"),
         None => Ok(()),
     }
+}
+
+/// Whether stdout's reader went away (EPIPE: `elevator list | head`), found by a write or by
+/// the final flush. SIGPIPE is ignored (signals.rs), so the command wrote its other outputs.
+pub fn stdout_broken() -> bool {
+    let _ = stdout_result();
+    STDOUT_ERROR
+        .get()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Whether JSON goes to stdout (`path` is `-`); if so, human-readable text goes to stderr
@@ -84,7 +93,8 @@ pub fn say_str(s: &str) {
     }
 }
 
-/// Write `value` as pretty JSON to `path` (`-`: stdout).
+/// Write `value` as pretty JSON to `path` (`-`: stdout), the output of a `--json` flag (its
+/// error names the flag and the path).
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("serialising results")?;
     if path.as_os_str() == "-" {
@@ -92,7 +102,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
         return Ok(());
     }
     elevator_workload::input::write_output(path, text + "\n")
-        .with_context(|| format!("writing {}", path.display()))?;
+        .with_context(|| format!("--json: writing {}", path.display()))?;
     say!("wrote {}", path.display());
     Ok(())
 }

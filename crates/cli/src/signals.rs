@@ -1,9 +1,40 @@
-//! Ctrl-C (SIGINT), SIGTERM and SIGHUP, one way for every command.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP, one way for every command; and the signal state a
+//! shell hands over.
 //!
 //! SIGHUP (the terminal the command runs in closed, or `kill -HUP`) is caught as SIGTERM is:
 //! its default action ended the process where it stood, leaving `.NAME.elevator-tmp-PID`
 //! files, a `run` target whose marker was not refreshed (the next run refused it), and a dead
-//! FUSE mount. Under `nohup` (SIGHUP ignored when elevator starts) it stays ignored.
+//! FUSE mount.
+//!
+//! **What elevator inherits** ([`prepare`], first thing in `main`, before any thread starts):
+//!
+//! - A signal **ignored** when elevator starts stays ignored: SIGHUP under `nohup`, SIGINT
+//!   (and SIGQUIT) of a command a shell without job control put in the background (`cmd &`
+//!   in a script, `bash -c 'cmd &'`: POSIX has the shell ignore them, so the terminal's
+//!   Ctrl-C, sent to the whole process group, ends the script, not the background command),
+//!   any signal after `trap '' SIG`. This is the Unix convention (coreutils' `sort` catches
+//!   only the signals it finds not ignored; Python leaves an ignored SIGINT ignored, and so
+//!   does our Python package); mkfs installs no handler at all, so it keeps the disposition
+//!   too. fio does not (`set_sig_handlers` installs its handler whatever it inherited), so
+//!   a background fio stops on the script's Ctrl-C. Such a `run` or `mount` is stopped by
+//!   SIGTERM (`kill PID`), which a shell does not ignore for it.
+//! - A signal **blocked** when elevator starts (a mask inherited through `exec`: a parent that
+//!   blocked it in the thread that started us) is unblocked for the three signals caught
+//!   here: blocked, SIGTERM stayed pending for the whole run, so `kill` did nothing to a
+//!   `run` or a `mount` (which only SIGKILL then ended, leaving a dead mount). Blocking
+//!   defers a signal; it does not ask for it to be dropped.
+//! - **SIGXFSZ** (a write past the file-size limit, `ulimit -f`) is ignored, so the write
+//!   fails with EFBIG and the output or layout that made it reports its path, as every
+//!   other write error does (PostgreSQL's postmaster ignores it for the same reason). Its
+//!   default action killed elevator mid-write (exit 153): a temporary output left beside its
+//!   name, a `run` target half laid out and not removed, every other output lost. The
+//!   programs elevator starts (fio under `kernel-record`, blkid, fusermount3) inherit the
+//!   ignored disposition through `exec`, so they too get EFBIG instead of the signal.
+//! - **SIGPIPE** stays ignored (Rust's runtime ignores it before `main`): a standard output
+//!   whose reader went away (`elevator sim ... --json F | head -1`) fails its write with
+//!   EPIPE ([`crate::output::stdout_broken`]); the command still writes its other outputs,
+//!   then exits 141 without a message, as a process SIGPIPE ended is reported. SIGPIPE's
+//!   default action had ended it at the first table, losing `--json` and every later output.
 //!
 //! Two modes:
 //!
@@ -70,8 +101,26 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// terminal.
 const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// Install `handler` for [`CAUGHT`] (`flags` as sigaction takes them), leaving SIGHUP ignored
-/// where it is (`nohup`). The handler must be async-signal-safe.
+/// Prepare the signal state elevator inherited (see the module documentation): unblock
+/// [`CAUGHT`] and ignore SIGXFSZ. Called first thing in `main`, before any thread starts
+/// (threads inherit the mask of the thread that starts them).
+pub fn prepare() {
+    // SAFETY: sigset and sigaction calls on local, zero-initialised structs; no memory but
+    // theirs is touched.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in CAUGHT {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// Install `handler` for [`CAUGHT`] (`flags` as sigaction takes them), leaving a signal
+/// ignored where it is (`nohup`, `trap '' INT`, a background command of a script). The
+/// handler must be async-signal-safe.
 pub fn catch(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
     for sig in CAUGHT {
         // SAFETY: sigaction with a zeroed struct and an empty mask; the old action is read
@@ -79,7 +128,7 @@ pub fn catch(handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
         unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
             libc::sigaction(sig, std::ptr::null(), &mut old);
-            if sig == libc::SIGHUP && old.sa_sigaction == libc::SIG_IGN {
+            if old.sa_sigaction == libc::SIG_IGN {
                 continue;
             }
             let mut sa: libc::sigaction = std::mem::zeroed();

@@ -301,7 +301,7 @@ impl Passthrough {
         let (tag, grew) = self.classifier.classify(req.pid());
         if grew {
             if let Err(e) = self.control.rebuild() {
-                eprintln!("elevator mount: could not add a group to the scheduler: {e}");
+                crate::note!("elevator mount: could not add a group to the scheduler: {e}");
             }
         }
         tag
@@ -446,7 +446,7 @@ impl Filesystem for Passthrough {
         }
         let available = want & config.capabilities();
         if self.opts.writeback_cache && !available.contains(InitFlags::FUSE_WRITEBACK_CACHE) {
-            eprintln!("elevator mount: the kernel offers no writeback cache; writes are sync");
+            crate::note!("elevator mount: the kernel offers no writeback cache; writes are sync");
         }
         let _ = config.add_capabilities(available);
         let _ = config.set_max_write(MAX_IO);
@@ -874,7 +874,7 @@ impl Filesystem for Passthrough {
             return match self.control.write(ino.0, data) {
                 Ok(()) => reply.written(data.len() as u32),
                 Err(r) => {
-                    eprintln!("elevator mount: .elevator: {}", r.message);
+                    crate::note!("elevator mount: .elevator: {}", r.message);
                     reply.error(Errno::from_i32(r.errno))
                 }
             };

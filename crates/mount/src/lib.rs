@@ -30,6 +30,17 @@
 
 #![deny(missing_docs)]
 
+/// `eprintln!` that never panics: a line to stderr, dropped when stderr cannot be written (its
+/// reader gone: `elevator mount ... 2>&1 | head -1`, or /dev/full). `eprintln!` panics on a
+/// failed write, which in a FUSE thread left a dead mount.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use note;
+
 pub mod classify;
 pub mod control;
 pub mod fs;
@@ -306,7 +317,7 @@ pub fn raise_fd_limit() {
 pub fn lift_fuse_dirty_limit(mountpoint: &std::path::Path) {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!(
+        note!(
             "elevator mount: not root: the kernel's dirty-page limit for FUSE (1% of the \
              threshold, strict) stays; buffered writers are throttled to the writeback's pace"
         );
@@ -317,13 +328,13 @@ pub fn lift_fuse_dirty_limit(mountpoint: &std::path::Path) {
         .ok()
         .and_then(|info| mount_device(&info, mountpoint))
     else {
-        eprintln!("elevator mount: the mount is not in /proc/self/mountinfo; FUSE's limit stays");
+        note!("elevator mount: the mount is not in /proc/self/mountinfo; FUSE's limit stays");
         return;
     };
     let bdi = format!("/sys/class/bdi/{dev}");
     for (file, value) in [("strict_limit", "0"), ("max_ratio", "100")] {
         if let Err(e) = std::fs::write(format!("{bdi}/{file}"), value) {
-            eprintln!("elevator mount: could not set {bdi}/{file} to {value}: {e}");
+            note!("elevator mount: could not set {bdi}/{file} to {value}: {e}");
         }
     }
 }

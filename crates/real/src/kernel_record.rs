@@ -367,7 +367,9 @@ impl Undo {
 impl Drop for Undo {
     fn drop(&mut self) {
         for f in self.run() {
-            eprintln!("elevator kernel-record: undoing: {f}");
+            // Not `eprintln!`: its panic (stderr gone) would lose the lines after it, and abort the
+            // process while unwinding.
+            let _ = writeln!(std::io::stderr(), "elevator kernel-record: undoing: {f}");
         }
     }
 }

@@ -577,12 +577,43 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetErr
     }
     let e = io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::ENOSPC | libc::EFBIG) => Err(no_room(free())),
+        Some(libc::ENOSPC) => Err(no_room(free())),
+        Some(libc::EFBIG) => Err(TargetError::Unusable {
+            path: path.to_path_buf(),
+            reason: too_big(to),
+        }),
         Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => match free() {
             Some(f) if f < to - from => Err(no_room(Some(f))),
             _ => Ok(()),
         },
         _ => Err(io_err(path, "reserve space for the file (fallocate)")(e)),
+    }
+}
+
+/// Why a file cannot grow to `to` bytes (EFBIG from `fallocate`): past this process's
+/// file-size limit (`ulimit -f`; the kernel's `inode_newsize_ok` refuses, and SIGXFSZ, which
+/// it also sends, is ignored by the CLI so the refusal arrives as this error), else past the
+/// largest file the filesystem holds. It was told as a lack of free space beside a figure of
+/// gigabytes free.
+fn too_big(to: u64) -> String {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let limited = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY;
+    if limited && to > lim.rlim_cur {
+        format!(
+            "the jobs need a file of {to} bytes, past this process's file-size limit of {} bytes \
+             (`ulimit -f`): File too large (EFBIG); nothing was written",
+            lim.rlim_cur
+        )
+    } else {
+        format!(
+            "the jobs need a file of {to} bytes, past the largest file the filesystem holds: \
+             File too large (EFBIG); nothing was written"
+        )
     }
 }
 

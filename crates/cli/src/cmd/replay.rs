@@ -207,9 +207,13 @@ fn spool_one(
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .with_context(read)?;
+    if let Some(c) = elevator_workload::traces::lines::Compression::of(&head) {
+        bail!("{shown}: {}", c.refusal());
+    }
     anyhow::ensure!(
         format.is_some() || elevator_workload::traces::detect(&head).is_some(),
-        "{shown}: cannot tell the trace format from the first bytes; give --format"
+        "{shown}: {}",
+        elevator_workload::traces::undetected(&head)
     );
     let too_long = |passed: u64| {
         anyhow::anyhow!(
@@ -633,11 +637,12 @@ fn replay_spooled(
         // the blktrace is renamed into place: a failed run leaves none (the writer is dropped).
         unchanged.check()?;
         if let Some(w) = &writer {
-            outcomes.keep(
+            outcomes.keep({
+                let path = w.borrow().path().to_path_buf();
                 w.borrow_mut()
                     .finish()
-                    .context("--blktrace-out: write the trace"),
-            );
+                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
+            });
         }
         let total_summary = total.summary("total", "/", end);
         print_run(info.name, &device, end, &outcome, &total_summary);

@@ -380,11 +380,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             .job_error()
             .map_err(|e| anyhow::anyhow!("under {name}: {e}"))?;
         if let Some(w) = writer {
-            outcomes.keep(
+            outcomes.keep({
+                let path = w.borrow().path().to_path_buf();
                 w.borrow_mut()
                     .finish()
-                    .context("--blktrace-out: write the trace"),
-            );
+                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
+            });
         }
         say!(
             "== {} on {} ({}): {:.3} s simulated",

@@ -211,9 +211,12 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{} under {}: {e}", o.job_file.display(), info.name))?;
         let report = as_run_report(report);
         if let Some(w) = writer {
-            w.borrow_mut()
-                .finish()
-                .context("--blktrace-out: write the trace")?;
+            {
+                let path = w.borrow().path().to_path_buf();
+                w.borrow_mut()
+                    .finish()
+                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
+            }?;
         }
         text.push_str(&fio_text(&report, &groupids, None));
         text.push('\n');

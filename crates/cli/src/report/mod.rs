@@ -115,12 +115,12 @@ impl Report {
             if let Block::Plot { file, svg, .. } = b {
                 let p = dir.join(file);
                 elevator_workload::input::write_output(&p, svg)
-                    .with_context(|| format!("writing {}", p.display()))?;
+                    .with_context(|| format!("--report: writing {}", p.display()))?;
             }
         }
         let page = dir.join("index.html");
         elevator_workload::input::write_output(&page, html::page(&self.title, &self.blocks))
-            .with_context(|| format!("writing {}", page.display()))?;
+            .with_context(|| format!("--report: writing {}", page.display()))?;
         Ok(page)
     }
 }

@@ -87,6 +87,34 @@ impl Mount {
         extra: &[&str],
         nofile: Option<u64>,
     ) -> Mount {
+        Mount::start_set_up(back, dirs, sched, extra, |cmd| {
+            if let Some(nofile) = nofile {
+                // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let lim = libc::rlimit {
+                            rlim_cur: nofile,
+                            rlim_max: nofile,
+                        };
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
+        })
+    }
+
+    /// As [`Mount::start_over`], the daemon's command set up further by `set_up` first (its
+    /// limits, its signal state).
+    pub fn start_set_up(
+        back: PathBuf,
+        dirs: tempfile::TempDir,
+        sched: &str,
+        extra: &[&str],
+        set_up: impl FnOnce(&mut Command),
+    ) -> Mount {
         let mnt = dirs.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_elevator"));
@@ -97,21 +125,7 @@ impl Mount {
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
-        if let Some(nofile) = nofile {
-            // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let lim = libc::rlimit {
-                        rlim_cur: nofile,
-                        rlim_max: nofile,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
+        set_up(&mut cmd);
         let child = cmd.spawn().unwrap();
         let m = Mount {
             child: Some(child),
@@ -187,6 +201,23 @@ impl Mount {
             .take()
             .and_then(|c| reap(c, Duration::from_secs(60)));
         ok && status.is_some_and(|s| s.success())
+    }
+
+    /// Wait at most `limit` for the daemon to exit by itself (after a signal); its status, or
+    /// `None` if it was still running (it is then left to the drop, which kills it).
+    pub fn exited_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        let child = self.child.as_mut()?;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            if t0.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn kill(&mut self) {

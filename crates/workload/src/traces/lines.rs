@@ -60,6 +60,11 @@ impl Lines {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.error("", e.to_string())),
             };
+            if self.line == 1 && self.buf.is_empty() {
+                if let Some(c) = Compression::of(avail) {
+                    return Err(InputError::at_line(&self.file, 1, "", c.refusal()));
+                }
+            }
             if avail.is_empty() {
                 if self.buf.is_empty() {
                     return Ok(None);
@@ -143,6 +148,71 @@ pub(crate) fn field<T: std::str::FromStr>(
             format!("cannot parse {}", show(v.as_bytes())),
         )
     })
+}
+
+/// A compression format, told by its magic number. Traces are read uncompressed: read as
+/// text, a compressed file failed at some line with a message that said nothing of why
+/// (`msr.gz:2: 6 fields, expected 7`), and format detection said only that it could not tell
+/// the format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compression {
+    /// Its name (`gzip`, `zstd` ...).
+    pub name: &'static str,
+    /// The command that decompresses a file of it, keeping the original.
+    pub undo: &'static str,
+}
+
+impl Compression {
+    /// The compression `head` (a file's first bytes) starts with, if any: gzip (RFC 1952's
+    /// `1f 8b`), zstd (`28 b5 2f fd`), xz (`fd 37 7a 58 5a 00`), bzip2 (`BZh` and a block
+    /// size digit) or an lz4 frame (`04 22 4d 18`).
+    pub fn of(head: &[u8]) -> Option<Compression> {
+        let c = |name, undo| Some(Compression { name, undo });
+        if head.starts_with(b"\x1f\x8b") {
+            c("gzip", "gzip -dk")
+        } else if head.starts_with(b"\x28\xb5\x2f\xfd") {
+            c("zstd", "zstd -d")
+        } else if head.starts_with(b"\xfd7zXZ\x00") {
+            c("xz", "xz -dk")
+        } else if head.starts_with(b"BZh") && head.get(3).is_some_and(|d| (b'1'..=b'9').contains(d))
+        {
+            c("bzip2", "bzip2 -dk")
+        } else if head.starts_with(b"\x04\x22\x4d\x18") {
+            c("lz4", "lz4 -d")
+        } else {
+            None
+        }
+    }
+
+    /// The refusal of a file compressed so, with the way out.
+    pub fn refusal(self) -> String {
+        format!(
+            "a {}-compressed file: traces are read uncompressed; decompress it first (`{} \
+             FILE`), or stream it (`{} -c FILE | elevator replay - --format FORMAT`)",
+            self.name,
+            self.undo,
+            self.name_cmd()
+        )
+    }
+
+    /// The command that writes the decompressed stream to stdout.
+    fn name_cmd(self) -> &'static str {
+        match self.name {
+            "gzip" => "gzip -d",
+            "zstd" => "zstd -d",
+            "xz" => "xz -d",
+            "bzip2" => "bzip2 -d",
+            _ => "lz4 -d",
+        }
+    }
+}
+
+/// Refuse `path` if its first bytes show a compression ([`Compression`]), naming the file.
+pub fn refuse_compressed(path: &Path) -> Result<(), InputError> {
+    match Compression::of(&head(path, 8)?) {
+        Some(c) => Err(InputError::new(path, c.refusal())),
+        None => Ok(()),
+    }
 }
 
 /// Read the first `n` bytes of `path` (fewer if it is shorter), for format detection.

@@ -31,7 +31,7 @@ pub mod tencent;
 mod until_error;
 
 pub use record::{RecordAt, RecordSource, TraceRecord};
-pub use stream::{detect, open, OpenOptions, TraceFormat};
+pub use stream::{detect, open, undetected, OpenOptions, TraceFormat};
 
 use std::path::Path;
 

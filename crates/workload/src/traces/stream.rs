@@ -169,14 +169,44 @@ pub fn detect(head: &[u8]) -> Option<TraceFormat> {
     }
     let w: Vec<&str> = first.split_whitespace().collect();
     if w.len() == 5 && is_num(w[0]) && w[1..].iter().all(|f| is_int(f)) {
-        let ns = is_int(w[0]) && w[0].parse::<u64>().is_ok_and(|t| t > 1_000_000);
-        return Some(if ns {
-            TraceFormat::Mqsim
-        } else {
-            TraceFormat::Disksim
-        });
+        // DiskSim's times are milliseconds with a fraction, MQSim's whole nanoseconds: a
+        // decimal point, here or in a later line of the head, is DiskSim; a first time past
+        // 10^6 whole units is MQSim (a published MQSim trace starts hundreds of ms in).
+        // Integer times from near 0 could be either, a factor of 10^6 apart: an MQSim trace
+        // starting at 0 was replayed as DiskSim milliseconds, without a word.
+        if !is_int(w[0]) {
+            return Some(TraceFormat::Disksim);
+        }
+        if w[0].parse::<u64>().is_ok_and(|t| t > 1_000_000) {
+            return Some(TraceFormat::Mqsim);
+        }
+        let later_fraction =
+            lines.any(|l| l.split_whitespace().next().is_some_and(|t| t.contains('.')));
+        return later_fraction.then_some(TraceFormat::Disksim);
     }
     None
+}
+
+/// Why [`detect`] told no format from `head`, for the error: integer times from near 0 in
+/// DiskSim's five columns (DiskSim in ms or MQSim in ns) are named as such.
+pub fn undetected(head: &[u8]) -> &'static str {
+    let head = head.strip_prefix(super::lines::BOM).unwrap_or(head);
+    let first = String::from_utf8_lossy(&head[..head.len().min(4096)])
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            l.split_whitespace().count() == 5
+                && l.split_whitespace()
+                    .all(|f| f.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .unwrap_or(false);
+    if first {
+        "integer times from near 0 in five columns: DiskSim's milliseconds or MQSim's \
+         nanoseconds, a factor of 10^6 apart; give --format disksim or --format mqsim"
+    } else {
+        "cannot tell the trace format from the first bytes; give --format"
+    }
 }
 
 /// `8,0    1        1     0.000000000  1234  Q   R 100 + 8 [dd]`.
@@ -229,14 +259,15 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
     let Some(first) = paths.first() else {
         return Err(InputError::new("<none>", "no trace file given"));
     };
+    for p in paths {
+        super::lines::refuse_compressed(p)?;
+    }
     let format = match opts.format {
         Some(f) => f,
-        None => detect(&head(first, 64 * 1024)?).ok_or_else(|| {
-            InputError::new(
-                first,
-                "cannot tell the trace format from the first bytes; give --format",
-            )
-        })?,
+        None => {
+            let head = head(first, 64 * 1024)?;
+            detect(&head).ok_or_else(|| InputError::new(first, undetected(&head)))?
+        }
     };
     let source: Box<dyn RecordSource> = match format {
         TraceFormat::Blktrace => {
@@ -476,6 +507,11 @@ mod tests {
         );
         assert_eq!(d(b"0.5 0 100 8 1\n"), Some(TraceFormat::Disksim));
         assert_eq!(d(b"938513000 4 264719034 16 0\n"), Some(TraceFormat::Mqsim));
+        assert_eq!(d(b"0 0 100 8 1\n2 0 108 8 1\n"), None);
+        assert_eq!(
+            d(b"0 0 100 8 1\n2.5 0 108 8 1\n"),
+            Some(TraceFormat::Disksim)
+        );
         assert_eq!(d(b""), None);
         assert_eq!(d(&[0u8; 4096]), None);
         assert_eq!(d(b"hello world\n"), None);

@@ -1023,7 +1023,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         summary.push(workload_json(wl, &rows, &goal, ceiling, beyond, &points));
     }
-    print!("{text}");
+    crate::output::out_str(&text);
     let summary = json!({
         "date": date,
         "command": command,
