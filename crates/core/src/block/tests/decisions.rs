@@ -758,7 +758,11 @@ fn a_request_taken_to_wait_for_a_driver_tag_disarms_the_idle_timer() {
     blk.scheduler_mut().hold = Some(ms(50));
     blk.handle_submit(read(100, 8), (), ms(1));
     assert!(drain(&mut blk, ms(1)).is_empty());
-    assert_eq!(blk.poll_timeout(), Some(ms(50)), "idling with every tag taken");
+    assert_eq!(
+        blk.poll_timeout(),
+        Some(ms(50)),
+        "idling with every tag taken"
+    );
     blk.scheduler_mut().hold = None;
     blk.handle_submit(read(200, 8), (), ms(2));
     assert!(drain(&mut blk, ms(2)).is_empty());
