@@ -324,6 +324,33 @@ fn a_run_with_every_driver_tag_taken_takes_the_schedulers_next_choice_to_wait_fo
     assert_eq!(order(false), [2000, 5000]);
 }
 
+#[test]
+fn a_run_that_finds_a_request_waiting_for_a_driver_tag_leaves_the_scheduler_alone() {
+    // `__blk_mq_sched_dispatch_requests` issues what waits on `hctx->dispatch` first and, when
+    // `blk_mq_dispatch_rq_list` issues none of it (no driver tag), returns without asking the
+    // scheduler. So one request waits for a tag, not one per run: 5000 waits, 6000 and 5500
+    // stay with mq-deadline, which takes 5500 first (the nearer one from 5000's end,
+    // `deadline_from_pos`) once 5000 is issued.
+    let read = |sector| Bio::new(CtxId(1), Op::Read, sector, 8).sync(true);
+    let limits = Limits::depth(1).dequeues_without_driver_tag(true);
+    let mut blk = BlockLayer::new(MqDeadline::default(), limits);
+    blk.handle_submit(read(1000), 0u32, ms(0));
+    let busy = drain(&mut blk, ms(0));
+    for (t, sector) in [(1, 5000), (2, 6000), (3, 5500)] {
+        blk.handle_submit(read(sector), t, ms(t.into()));
+        assert!(drain(&mut blk, ms(t.into())).is_empty());
+    }
+    assert_eq!(blk.scheduler().queued(), 2, "only 5000 left the scheduler");
+    let mut done = Vec::new();
+    blk.handle_complete(busy[0].id, true, ms(4), &mut done);
+    let mut sectors = Vec::new();
+    while let Some(rq) = blk.poll_dispatch(ms(4)) {
+        sectors.push(rq.sector);
+        blk.handle_complete(rq.id, true, ms(5), &mut done);
+    }
+    assert_eq!(sectors, [5000, 5500, 6000]);
+}
+
 /// A scheduler that idles until 10 ms once, then dispatches.
 struct IdleOnce(Noop, bool);
 

@@ -743,6 +743,35 @@ fn a_dispatch_disarms_the_idle_timer() {
 }
 
 #[test]
+fn a_request_taken_to_wait_for_a_driver_tag_disarms_the_idle_timer() {
+    // `__blk_mq_do_dispatch_sched` calls the scheduler's `dispatch_request` before
+    // `blk_mq_get_driver_tag` fails (a driver without a dispatch budget): the scheduler gave a
+    // request, so it stopped idling then, though the request waits on `hctx->dispatch`.
+    let limits = Limits::depth(1).dequeues_without_driver_tag(true);
+    let probe = Probe {
+        queues: true,
+        ..Probe::default()
+    };
+    let mut blk = BlockLayer::new(probe, limits);
+    blk.handle_submit(read(0, 8), (), ms(0));
+    assert_eq!(drain(&mut blk, ms(0)).len(), 1);
+    blk.scheduler_mut().hold = Some(ms(50));
+    blk.handle_submit(read(100, 8), (), ms(1));
+    assert!(drain(&mut blk, ms(1)).is_empty());
+    assert_eq!(
+        blk.poll_timeout(),
+        Some(ms(50)),
+        "idling with every tag taken"
+    );
+    blk.scheduler_mut().hold = None;
+    blk.handle_submit(read(200, 8), (), ms(2));
+    assert!(drain(&mut blk, ms(2)).is_empty());
+    assert_eq!(blk.scheduler().queued(), 1, "100 left to wait for the tag");
+    assert_eq!(blk.timer(), None);
+    assert_eq!(blk.poll_timeout(), None);
+}
+
+#[test]
 fn an_exit_reaches_the_scheduler_and_ends_its_idling() {
     // exit_io_context -> the elevator's exit_icq: AS stops anticipating a process that exited.
     let probe = Probe {
