@@ -5,9 +5,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common {
+    pub mod child;
     pub mod direct_io;
     pub mod elevator;
 }
+use common::child::FromATerminal;
 use common::direct_io::direct_io_works;
 use common::elevator::elevator;
 
@@ -58,6 +60,7 @@ fn ctrl_c_during_layout_removes_the_partial_file() {
         .arg(&target)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
+        .from_a_terminal()
         .spawn()
         .unwrap();
     let t0 = Instant::now();

@@ -21,6 +21,8 @@ pub struct Finished {
 /// pipe cannot stall it). Then `stop` runs, whether the child exited or the limit passed: it
 /// kills the child (and whatever else it left holding the pipes) so that the output can be
 /// collected; a child that had exited is past harm.
+// hostile_writes signals its child but waits on it itself.
+#[allow(dead_code)]
 pub fn wait_within(mut child: Child, limit: Duration, stop: impl FnOnce(&mut Child)) -> Finished {
     fn drain(r: Option<impl Read + Send + 'static>) -> Option<JoinHandle<Vec<u8>>> {
         r.map(|mut r| {
@@ -48,5 +50,36 @@ pub fn wait_within(mut child: Child, limit: Duration, stop: impl FnOnce(&mut Chi
         status,
         stdout: collect(stdout),
         stderr: collect(stderr),
+    }
+}
+
+/// Starting a child as an interactive shell starts it, whatever this test process inherited.
+// Only the binaries whose tests signal a child use it.
+#[allow(dead_code)]
+pub trait FromATerminal {
+    /// SIGINT, SIGQUIT, SIGTERM and SIGHUP at their defaults and no signal blocked in the
+    /// child, as a shell with job control starts a foreground command. A test that sends one
+    /// of them stands for a user at a terminal; started from a script's background job (which
+    /// starts with SIGINT and SIGQUIT ignored) or under `nohup`, the child would inherit the
+    /// ignore, and elevator, by design, keeps a signal ignored that it was started with.
+    fn from_a_terminal(&mut self) -> &mut Self;
+}
+
+impl FromATerminal for std::process::Command {
+    fn from_a_terminal(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only signal(2) and sigprocmask(2), both async-signal-safe, between fork
+        // and exec.
+        unsafe {
+            self.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                Ok(())
+            })
+        }
     }
 }
