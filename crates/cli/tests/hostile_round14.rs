@@ -15,7 +15,7 @@ mod common {
     pub mod recording;
 }
 use common::bounded::{clean_error, elevator_within, s, Out, MINUTE};
-use common::child::{wait_within, FromATerminal};
+use common::child::{wait_within, TerminalSignals};
 use common::direct_io::direct_io_works;
 use common::recording::recording;
 
@@ -296,7 +296,7 @@ fn run_of_a_job_days_long_at_its_own_settings_says_so_and_stops_on_ctrl_c() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&err).unwrap())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     let t0 = Instant::now();

@@ -14,7 +14,7 @@ mod common {
     pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
-use common::child::{wait_within, FromATerminal};
+use common::child::{wait_within, TerminalSignals};
 use common::measured::measured;
 use common::stdin::with_stdin;
 
@@ -410,7 +410,7 @@ fn start_mount(back: &Path, mnt: &Path) -> std::process::Child {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();

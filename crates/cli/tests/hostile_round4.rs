@@ -15,7 +15,7 @@ mod common {
     pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, s, Out};
-use common::child::{wait_within, FromATerminal};
+use common::child::{wait_within, TerminalSignals};
 use common::direct_io::direct_io_works;
 use common::stdin::with_stdin;
 
@@ -42,7 +42,7 @@ fn spawn(args: &[&str], tmpdir: &Path) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .expect("run elevator")
 }
@@ -167,7 +167,7 @@ fn sigterm_while_a_piped_trace_is_spooled_removes_the_copy_and_exits_143() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();

@@ -15,7 +15,7 @@ mod common {
     pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, elevator_within, s, Out};
-use common::child::{wait_within, FromATerminal};
+use common::child::{wait_within, TerminalSignals};
 use common::stdin::with_stdin;
 
 fn mkfifo(p: &Path) {
@@ -390,7 +390,7 @@ fn sigint_during_calibrates_fit_writes_no_spec_and_no_json() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     // The fit runs once it says so (on stdout: the spec goes to -o); read that, then signal.
@@ -462,7 +462,7 @@ fn sigterm_during_compare_stops_fio_and_cleans_up() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     // Wait for fio to be running under elevator (a child process named fio).

@@ -16,7 +16,7 @@ mod common {
     pub mod mount;
 }
 use common::bounded::{clean_error, elevator, elevator_within, s, Out};
-use common::child::{wait_within, FromATerminal};
+use common::child::{wait_within, TerminalSignals};
 use common::direct_io::direct_io_works;
 use common::mount::{fuse_available, mounted};
 
@@ -115,7 +115,7 @@ fn spawn(args: &[&str], ignore_hup: bool) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    cmd.from_a_terminal();
+    cmd.with_terminal_signals();
     if ignore_hup {
         // As `nohup` starts a command (after the defaults: pre_exec hooks run in order).
         // SAFETY: only signal(2), async-signal-safe, between fork and exec.

@@ -9,7 +9,7 @@ mod common {
     pub mod direct_io;
     pub mod elevator;
 }
-use common::child::FromATerminal;
+use common::child::TerminalSignals;
 use common::direct_io::direct_io_works;
 use common::elevator::elevator;
 
@@ -60,7 +60,7 @@ fn ctrl_c_during_layout_removes_the_partial_file() {
         .arg(&target)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .from_a_terminal()
+        .with_terminal_signals()
         .spawn()
         .unwrap();
     let t0 = Instant::now();

@@ -56,17 +56,17 @@ pub fn wait_within(mut child: Child, limit: Duration, stop: impl FnOnce(&mut Chi
 /// Starting a child as an interactive shell starts it, whatever this test process inherited.
 // Only the binaries whose tests signal a child use it.
 #[allow(dead_code)]
-pub trait FromATerminal {
+pub trait TerminalSignals {
     /// SIGINT, SIGQUIT, SIGTERM and SIGHUP at their defaults and no signal blocked in the
     /// child, as a shell with job control starts a foreground command. A test that sends one
     /// of them stands for a user at a terminal; started from a script's background job (which
     /// starts with SIGINT and SIGQUIT ignored) or under `nohup`, the child would inherit the
     /// ignore, and elevator, by design, keeps a signal ignored that it was started with.
-    fn from_a_terminal(&mut self) -> &mut Self;
+    fn with_terminal_signals(&mut self) -> &mut Self;
 }
 
-impl FromATerminal for std::process::Command {
-    fn from_a_terminal(&mut self) -> &mut Self {
+impl TerminalSignals for std::process::Command {
+    fn with_terminal_signals(&mut self) -> &mut Self {
         use std::os::unix::process::CommandExt;
         // SAFETY: only signal(2) and sigprocmask(2), both async-signal-safe, between fork
         // and exec.
