@@ -1564,6 +1564,11 @@ impl Scheduler for Bfq {
         Bfq::tag_got(self, id.0, now.0 as Tick);
     }
 
+    fn allocate_batched(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        Bfq::allocate_at(self, rq, Depth::Full, now.0 as Tick);
+        None
+    }
+
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let t = now.0 as Tick;
         self.admit_waiting(t);

@@ -397,6 +397,18 @@ pub struct Segment<T> {
     split: Option<u64>,
 }
 
+/// How a request allocated ahead of its insertion gets its scheduler tag
+/// ([`BlockLayer::handle_allocate`] and its siblings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Allocation {
+    /// Now, at the depth the policy gives it ([`Scheduler::allocate`]).
+    Now,
+    /// Its task sleeps for it until the driver says ([`Scheduler::allocate_sleeping`]).
+    Sleeping,
+    /// From its plug's batch ([`Scheduler::allocate_batched`]).
+    Batched,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Queued,
@@ -1331,7 +1343,14 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// the request list or a direct issue, takes the whole way now, as
     /// [`handle_submit`](Self::handle_submit) (`None`).
     pub fn handle_allocate(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, false)
+        self.allocate_request(bio, token, now, Allocation::Now)
+    }
+
+    /// As [`handle_allocate`](Self::handle_allocate), for a bio whose request its
+    /// submitter's plug takes from a batch of scheduler tags allocated at once, which the
+    /// policy's `limit_depth` never sees ([`Scheduler::allocate_batched`]).
+    pub fn handle_allocate_batched(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
+        self.allocate_request(bio, token, now, Allocation::Batched)
     }
 
     /// As [`handle_allocate`](Self::handle_allocate), for a bio whose task sleeps in tag
@@ -1344,7 +1363,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         token: T,
         now: Nanos,
     ) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, true)
+        self.allocate_request(bio, token, now, Allocation::Sleeping)
     }
 
     /// The task allocating request `id` ([`handle_allocate_sleeping`](Self::handle_allocate_sleeping))
@@ -1357,13 +1376,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// [`handle_allocate`](Self::handle_allocate), its task `sleeping` for the tag or not.
+    /// [`handle_allocate`](Self::handle_allocate) the way `how` says.
     fn allocate_request(
         &mut self,
         mut bio: Bio,
         token: T,
         now: Nanos,
-        sleeping: bool,
+        how: Allocation,
     ) -> Option<RequestId> {
         let direct = bio.issue_directly && self.sched.issues_directly();
         if self.switch.is_some() || !self.qos.is_empty() || self.listed() || direct {
@@ -1381,10 +1400,10 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         };
         let id = rq.id;
         self.record(&rq, token, 0, None, None, now);
-        let back = if sleeping {
-            self.sched.allocate_sleeping(rq, now)
-        } else {
-            self.sched.allocate(rq, now)
+        let back = match how {
+            Allocation::Now => self.sched.allocate(rq, now),
+            Allocation::Sleeping => self.sched.allocate_sleeping(rq, now),
+            Allocation::Batched => self.sched.allocate_batched(rq, now),
         };
         self.allocated.insert(id.0, back.is_some());
         if back.is_none() {
