@@ -1503,6 +1503,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// now) leaves it and waits ahead of it for the next free tag, as blk-mq's
     /// `hctx->dispatch` holds a request that `blk_mq_get_driver_tag` refused.
     fn dequeue_to_wait_for_a_tag(&mut self, now: Nanos) {
+        // `__blk_mq_do_dispatch_sched` asks only a scheduler that has work (`has_work`):
+        // kyber's `kyber_dispatch_request` ends its batch when it returns nothing.
+        if self.sched.queued() == 0 {
+            return;
+        }
         let Some(rq) = self.ask_scheduler(now) else {
             return;
         };
