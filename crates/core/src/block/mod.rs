@@ -157,7 +157,8 @@ pub struct Limits {
     /// its list before `blk_mq_get_driver_tag` fails and stops, and `blk_mq_dispatch_rq_list`
     /// puts it on `hctx->dispatch`, which the next run issues before it asks the scheduler
     /// again (`__blk_mq_sched_dispatch_requests`). The scheduler's choice is then made at the
-    /// run that found the tags taken, one tag earlier than its issue. A SCSI or SATA driver's
+    /// run that found the tags taken, one tag earlier than its issue; a scheduler holding no
+    /// request is not asked (`has_work`). A SCSI or SATA driver's
     /// budget (`scsi_mq_get_budget`) refuses first and the scheduler is not asked. `false`
     /// (the default): the scheduler is asked only when the device has room.
     pub dequeues_without_driver_tag: bool,
