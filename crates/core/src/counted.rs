@@ -124,6 +124,9 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn tag_got(&mut self, id: RequestId, now: Nanos) {
         self.inner.tag_got(id, now)
     }
+    fn allocate_batched(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        self.inner.allocate_batched(rq, now)
+    }
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         let d = self.inner.dispatch(now);
         if matches!(d, Dispatch::Request(_)) {

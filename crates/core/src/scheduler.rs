@@ -135,6 +135,17 @@ pub trait Scheduler {
         self.allocate(rq, now)
     }
 
+    /// As [`allocate`](Scheduler::allocate), for a request its submitter's plug took from a
+    /// batch of scheduler tags allocated at once: blk-mq allocates a plug's next requests
+    /// together (`blk_mq_get_new_requests` with the plug's `nr_ios`,
+    /// `__blk_mq_alloc_requests_batch`) when the first one's `limit_depth` set no shallow
+    /// depth (`blk_mq_get_tags` refuses a batch under one), and the later requests, taken
+    /// from the plug's cache (`blk_mq_get_cached_request`), never meet `limit_depth`: each
+    /// may hold any free tag. The default allocates as [`allocate`](Scheduler::allocate).
+    fn allocate_batched(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        self.allocate(rq, now)
+    }
+
     /// The task allocating request `id` ([`allocate_sleeping`](Scheduler::allocate_sleeping))
     /// got its tag now in the driver's kernel: the request takes one now if one it may take
     /// is free, else when one is. The default does nothing.
@@ -295,6 +306,9 @@ macro_rules! forward_scheduler {
             }
             fn tag_got(&mut self, id: RequestId, now: Nanos) {
                 (**self).tag_got(id, now)
+            }
+            fn allocate_batched(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+                (**self).allocate_batched(rq, now)
             }
             fn dispatch(&mut self, now: Nanos) -> Dispatch {
                 (**self).dispatch(now)

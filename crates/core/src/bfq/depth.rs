@@ -254,6 +254,13 @@ impl Bfq {
     /// one; bfq sees it only at its insertion ([`Bfq::insert_allocated`]).
     pub(super) fn allocate(&mut self, rq: Request, t: Tick) {
         let depth = self.limit_depth(&rq);
+        self.allocate_at(rq, depth, t);
+    }
+
+    /// [`Bfq::allocate`] at `depth`: `bfq_limit_depth`'s, or [`Depth::Full`] for a request
+    /// its plug took from a batch of tags allocated at once, which `bfq_limit_depth` never
+    /// sees ([`Scheduler::allocate_batched`](crate::Scheduler::allocate_batched)).
+    pub(super) fn allocate_at(&mut self, rq: Request, depth: Depth, t: Tick) {
         let w = &mut self.tag_wait;
         w.seq += 1;
         w.len += 1;

@@ -64,6 +64,9 @@
 //!   queues in turn, and the woken one may find no tag at its depth and sleep again while
 //!   another that could take the tag sleeps on (followed with `tag_sleepers`, off; kernel-diff
 //!   turns it and `whole_map_depths` on for a recording of Linux 6.17 or later).
+//!   A request from its plug's batch of tags ([`Scheduler::allocate_batched`]: blk-mq's
+//!   `__blk_mq_alloc_requests_batch` after a first request with no shallow depth) takes a tag
+//!   at full depth when the driver allocates it, not with the batch's first request.
 //! - A process's io_context counts as inactive (`active_ref == 0`, think time long) once the
 //!   driver reported it exited ([`Scheduler::exit`]).
 //! - `try_merge` back- or front-merges a request into a queued one of the same queue (up to the
@@ -1562,6 +1565,11 @@ impl Scheduler for Bfq {
 
     fn tag_got(&mut self, id: RequestId, now: Nanos) {
         Bfq::tag_got(self, id.0, now.0 as Tick);
+    }
+
+    fn allocate_batched(&mut self, rq: Request, now: Nanos) -> Option<Request> {
+        Bfq::allocate_at(self, rq, Depth::Full, now.0 as Tick);
+        None
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {

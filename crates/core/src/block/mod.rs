@@ -157,7 +157,8 @@ pub struct Limits {
     /// its list before `blk_mq_get_driver_tag` fails and stops, and `blk_mq_dispatch_rq_list`
     /// puts it on `hctx->dispatch`, which the next run issues before it asks the scheduler
     /// again (`__blk_mq_sched_dispatch_requests`). The scheduler's choice is then made at the
-    /// run that found the tags taken, one tag earlier than its issue. A SCSI or SATA driver's
+    /// run that found the tags taken, one tag earlier than its issue; a scheduler holding no
+    /// request is not asked (`has_work`). A SCSI or SATA driver's
     /// budget (`scsi_mq_get_budget`) refuses first and the scheduler is not asked. `false`
     /// (the default): the scheduler is asked only when the device has room.
     pub dequeues_without_driver_tag: bool,
@@ -395,6 +396,18 @@ pub struct Segment<T> {
     merged: bool,
     /// For a piece of a split bio: the key of its bio in [`BlockLayer::splits`].
     split: Option<u64>,
+}
+
+/// How a request allocated ahead of its insertion gets its scheduler tag
+/// ([`BlockLayer::handle_allocate`] and its siblings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Allocation {
+    /// Now, at the depth the policy gives it ([`Scheduler::allocate`]).
+    Now,
+    /// Its task sleeps for it until the driver says ([`Scheduler::allocate_sleeping`]).
+    Sleeping,
+    /// From its plug's batch ([`Scheduler::allocate_batched`]).
+    Batched,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1331,7 +1344,14 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// the request list or a direct issue, takes the whole way now, as
     /// [`handle_submit`](Self::handle_submit) (`None`).
     pub fn handle_allocate(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, false)
+        self.allocate_request(bio, token, now, Allocation::Now)
+    }
+
+    /// As [`handle_allocate`](Self::handle_allocate), for a bio whose request its
+    /// submitter's plug takes from a batch of scheduler tags allocated at once, which the
+    /// policy's `limit_depth` never sees ([`Scheduler::allocate_batched`]).
+    pub fn handle_allocate_batched(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
+        self.allocate_request(bio, token, now, Allocation::Batched)
     }
 
     /// As [`handle_allocate`](Self::handle_allocate), for a bio whose task sleeps in tag
@@ -1344,7 +1364,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         token: T,
         now: Nanos,
     ) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, true)
+        self.allocate_request(bio, token, now, Allocation::Sleeping)
     }
 
     /// The task allocating request `id` ([`handle_allocate_sleeping`](Self::handle_allocate_sleeping))
@@ -1357,13 +1377,13 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// [`handle_allocate`](Self::handle_allocate), its task `sleeping` for the tag or not.
+    /// [`handle_allocate`](Self::handle_allocate) the way `how` says.
     fn allocate_request(
         &mut self,
         mut bio: Bio,
         token: T,
         now: Nanos,
-        sleeping: bool,
+        how: Allocation,
     ) -> Option<RequestId> {
         let direct = bio.issue_directly && self.sched.issues_directly();
         if self.switch.is_some() || !self.qos.is_empty() || self.listed() || direct {
@@ -1381,10 +1401,10 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         };
         let id = rq.id;
         self.record(&rq, token, 0, None, None, now);
-        let back = if sleeping {
-            self.sched.allocate_sleeping(rq, now)
-        } else {
-            self.sched.allocate(rq, now)
+        let back = match how {
+            Allocation::Now => self.sched.allocate(rq, now),
+            Allocation::Sleeping => self.sched.allocate_sleeping(rq, now),
+            Allocation::Batched => self.sched.allocate_batched(rq, now),
         };
         self.allocated.insert(id.0, back.is_some());
         if back.is_none() {
@@ -1484,6 +1504,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// now) leaves it and waits ahead of it for the next free tag, as blk-mq's
     /// `hctx->dispatch` holds a request that `blk_mq_get_driver_tag` refused.
     fn dequeue_to_wait_for_a_tag(&mut self, now: Nanos) {
+        // `__blk_mq_do_dispatch_sched` asks only a scheduler that has work (`has_work`):
+        // kyber's `kyber_dispatch_request` ends its batch when it returns nothing.
+        if self.sched.queued() == 0 {
+            return;
+        }
         let Some(rq) = self.ask_scheduler(now) else {
             return;
         };

@@ -79,6 +79,10 @@ pub struct BfqLogTimes {
     /// When bfq's idle slice timer ran its handler and expired a queue
     /// ([`idle_timer_fires`]): ours' own timer fires there at the kernel's pace.
     pub timer_fires: Vec<Nanos>,
+    /// Whether each request, by index, came from a batch of tags its submitter's plug
+    /// allocated at once (`batch_allocated`): ours gives it a tag without a depth limit.
+    /// Empty: none did.
+    pub batched: Vec<bool>,
 }
 
 impl BfqLogTimes {
@@ -98,6 +102,7 @@ impl BfqLogTimes {
             order: LogOrder::read(trace, log, &ctxs),
             depths: depths_decided(trace, &log.messages, &log.message_pids),
             timer_fires: idle_timer_fires(&log.messages),
+            batched: batch_allocated(trace, &log.messages, &log.message_pids),
         }
     }
 }
@@ -116,6 +121,53 @@ pub fn idle_timer_fires(messages: &[(Nanos, String)]) -> Vec<Nanos> {
     out
 }
 
+/// Whether each of `trace`'s requests, by index, was taken from a batch of scheduler tags
+/// its submitter's plug allocated at once: its submitter logged a `[bfq_limit_depth]` note
+/// (`pids`: the task that logged each message) before its `block_getrq`, but its last such
+/// note came before its bio's `block_bio_queue`, so none was its own. With a plug that
+/// expects several requests (`blk_mq_get_new_requests` with the plug's `nr_ios`),
+/// `__blk_mq_alloc_requests` runs `bfq_limit_depth` once, for the first bio, and, if that
+/// set no shallow depth (a sync read's), takes the tags for the rest at once
+/// (`__blk_mq_alloc_requests_batch`, `blk_mq_get_tags`); the later bios' requests come from
+/// the plug's cache (`blk_mq_get_cached_request`) without a depth of their own. A write
+/// first sets a shallow depth, the batch is refused and each request is allocated alone,
+/// each with its note.
+pub fn batch_allocated(
+    trace: &KernelTrace,
+    messages: &[(Nanos, String)],
+    pids: &[u32],
+) -> Vec<bool> {
+    let notes = depth_notes(messages, pids);
+    trace
+        .requests
+        .iter()
+        .map(|r| {
+            let (Some(created), Some(queued)) = (r.created, r.queued) else {
+                return false;
+            };
+            notes.get(&r.pid).is_some_and(|times| {
+                times[..times.partition_point(|&t| t <= created)]
+                    .last()
+                    .is_some_and(|&at| at < queued)
+            })
+        })
+        .collect()
+}
+
+/// Each task's `[bfq_limit_depth]` notes (`pids`: the task that logged each message), sorted.
+fn depth_notes(messages: &[(Nanos, String)], pids: &[u32]) -> HashMap<u32, Vec<Nanos>> {
+    let mut notes: HashMap<u32, Vec<Nanos>> = HashMap::new();
+    for (k, (t, m)) in messages.iter().enumerate() {
+        if let (true, Some(&pid)) = (m.contains("[bfq_limit_depth]"), pids.get(k)) {
+            notes.entry(pid).or_default().push(*t);
+        }
+    }
+    for times in notes.values_mut() {
+        times.sort_unstable();
+    }
+    notes
+}
+
 /// When `bfq_limit_depth` ran for each of `trace`'s requests, by index: its submitter's last
 /// `[bfq_limit_depth]` note (`pids`: the task that logged each message) at or before its
 /// `block_getrq`, and not before its bio's `block_bio_queue`. `__blk_mq_alloc_requests`
@@ -126,15 +178,7 @@ pub fn depths_decided(
     messages: &[(Nanos, String)],
     pids: &[u32],
 ) -> Vec<Option<Nanos>> {
-    let mut notes: HashMap<u32, Vec<Nanos>> = HashMap::new();
-    for (k, (t, m)) in messages.iter().enumerate() {
-        if let (true, Some(&pid)) = (m.contains("[bfq_limit_depth]"), pids.get(k)) {
-            notes.entry(pid).or_default().push(*t);
-        }
-    }
-    for times in notes.values_mut() {
-        times.sort_unstable();
-    }
+    let notes = depth_notes(messages, pids);
     trace
         .requests
         .iter()
@@ -714,6 +758,35 @@ mod tests {
         assert_eq!(
             depths_decided(&trace, &log.messages, &log.message_pids),
             [us(44), None, us(55)]
+        );
+    }
+
+    /// An io_uring submission of a read and two writes, as in the held-out
+    /// `deep-iouring-randrw50-two-procs-qd256-nr64` (Linux 6.18, 35614.903779-.903797): one
+    /// `[bfq_limit_depth]` note, the read's, between its `block_bio_queue` and `block_getrq`,
+    /// and none for the two writes after it, whose requests came from the plug's batch of
+    /// tags (`__blk_mq_alloc_requests_batch`). Another task's request with no note of its
+    /// task's at all is not one (its notes were not logged), nor is the read.
+    #[test]
+    fn requests_after_their_tasks_one_note_came_from_the_plugs_batch() {
+        let trace = read(
+            " fio-10 [000] ..... 1.000779: block_bio_queue: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000787: block_getrq: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000790: block_bio_queue: 7,0 WS 40896 + 16 [fio]
+ fio-10 [000] ..... 1.000791: block_getrq: 7,0 WS 40896 + 16 [fio]
+ fio-11 [001] ..... 1.000792: block_bio_queue: 7,0 WS 900 + 16 [fio]
+ fio-11 [001] ..... 1.000793: block_getrq: 7,0 WS 900 + 16 [fio]
+ fio-10 [000] ..... 1.000793: block_bio_queue: 7,0 WS 7392 + 16 [fio]
+ fio-10 [000] ..... 1.000794: block_getrq: 7,0 WS 7392 + 16 [fio]
+",
+        );
+        let log = read(
+            " fio-10 [000] d.... 1.000783: 7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 64
+",
+        );
+        assert_eq!(
+            batch_allocated(&trace, &log.messages, &log.message_pids),
+            [false, true, false, true]
         );
     }
 }

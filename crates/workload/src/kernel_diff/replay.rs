@@ -19,6 +19,9 @@ enum KEvent {
     AllocateSleeping(usize),
     /// The kernel's task got request `i`'s tag (its `block_getrq`).
     TagGot(usize),
+    /// Request `i` is allocated ahead of its insertion from its plug's batch of tags, with
+    /// no depth of its own ([`BfqLogTimes::batched`]).
+    AllocateBatched(usize),
     Arrive(usize),
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
@@ -92,6 +95,8 @@ pub(super) struct Replay<'a> {
     decided: &'a [Option<Nanos>],
     /// When bfq decided each request's depth, by index ([`BfqLogTimes::depths`]).
     depths: &'a [Option<Nanos>],
+    /// Whether each request came from its plug's batch of tags ([`BfqLogTimes::batched`]).
+    batched: &'a [bool],
 }
 
 /// What the replay gives each context's bios: its priority and its group, by context pid.
@@ -158,6 +163,7 @@ impl<'a> Replay<'a> {
             ),
             decided: order.map_or(&[][..], |o| &o.decided),
             depths: &bfq_log.depths,
+            batched: &bfq_log.batched,
         }
     }
 
@@ -466,8 +472,9 @@ impl<'a> Replay<'a> {
                 _ => false,
             };
             match e {
-                KEvent::Allocate(i) => self.allocate(i, false),
-                KEvent::AllocateSleeping(i) => self.allocate(i, true),
+                KEvent::Allocate(i) => self.allocate(i, Tagged::Now),
+                KEvent::AllocateSleeping(i) => self.allocate(i, Tagged::Sleeping),
+                KEvent::AllocateBatched(i) => self.allocate(i, Tagged::Batched),
                 KEvent::TagGot(i) => {
                     if let Some(id) = self.allocated[i] {
                         self.blk.handle_tag_got(id, self.now);
@@ -522,7 +529,8 @@ impl<'a> Replay<'a> {
     /// its bio's `block_bio_queue`; it takes its tag at its `block_getrq`
     /// ([`KEvent::TagGot`]), not before even where ours has one free (taking it earlier gave
     /// ours tags the kernel's task did not have, docs/bfq.md). Any other is allocated at its
-    /// `block_getrq`. Only the requests the kernel kept to the end and inserted
+    /// `block_getrq`, from its plug's batch of tags where bfq's log shows it
+    /// ([`KEvent::AllocateBatched`]). Only the requests the kernel kept to the end and inserted
     /// ([`Self::bio`]'s `own_request`, not `issue_directly`): a bio ours may merge or issue
     /// directly is submitted whole at its arrival.
     fn allocations(&self) -> Vec<(Nanos, KEvent)> {
@@ -544,12 +552,18 @@ impl<'a> Replay<'a> {
                     out.push((q, KEvent::AllocateSleeping(r.index)));
                     out.push((at, KEvent::TagGot(r.index)));
                 }
+                None if self.batched.get(r.index) == Some(&true) => {
+                    out.push((at, KEvent::AllocateBatched(r.index)));
+                }
                 None => out.push((at, KEvent::Allocate(r.index))),
             }
         }
         out.sort_by_key(|&(t, e)| {
             let i = match e {
-                KEvent::Allocate(i) | KEvent::AllocateSleeping(i) | KEvent::TagGot(i) => i,
+                KEvent::Allocate(i)
+                | KEvent::AllocateSleeping(i)
+                | KEvent::AllocateBatched(i)
+                | KEvent::TagGot(i) => i,
                 _ => usize::MAX,
             };
             (t, i)
@@ -577,9 +591,9 @@ impl<'a> Replay<'a> {
         Some(bio)
     }
 
-    /// The kernel allocated request `i` (its task `sleeping` for the tag until its
-    /// [`KEvent::TagGot`]): ours allocates it, to insert it at its arrival.
-    fn allocate(&mut self, i: usize, sleeping: bool) {
+    /// The kernel allocated request `i` as `how` says: ours allocates it, to insert it at
+    /// its arrival.
+    fn allocate(&mut self, i: usize, how: Tagged) {
         if self.submitted[i] {
             return;
         }
@@ -588,12 +602,10 @@ impl<'a> Replay<'a> {
         };
         self.submitted[i] = true;
         // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
-        self.allocated[i] = self.arriving(i, |blk, now| {
-            if sleeping {
-                blk.handle_allocate_sleeping(bio, i, now)
-            } else {
-                blk.handle_allocate(bio, i, now)
-            }
+        self.allocated[i] = self.arriving(i, |blk, now| match how {
+            Tagged::Now => blk.handle_allocate(bio, i, now),
+            Tagged::Sleeping => blk.handle_allocate_sleeping(bio, i, now),
+            Tagged::Batched => blk.handle_allocate_batched(bio, i, now),
         });
     }
 
@@ -711,6 +723,7 @@ impl<'a> Replay<'a> {
                     e,
                     KEvent::Allocate(_)
                         | KEvent::AllocateSleeping(_)
+                        | KEvent::AllocateBatched(_)
                         | KEvent::TagGot(_)
                         | KEvent::Exit(_)
                 )
@@ -805,6 +818,17 @@ impl<'a> Replay<'a> {
             self.pump();
         }
     }
+}
+
+/// How the kernel's task got a request's scheduler tag ([`Replay::allocate`]).
+#[derive(Clone, Copy, Debug)]
+enum Tagged {
+    /// At its allocation, at the depth `limit_depth` gave it ([`KEvent::Allocate`]).
+    Now,
+    /// After sleeping for it ([`KEvent::AllocateSleeping`]).
+    Sleeping,
+    /// From its plug's batch ([`KEvent::AllocateBatched`]).
+    Batched,
 }
 
 /// Whether a task slept in tag allocation between its bio's `block_bio_queue` (`queued`) and

@@ -85,3 +85,60 @@ fn a_plug_stamps_each_request_it_allocated_ahead_with_its_first_allocation_s_tim
     let sectors: Vec<u64> = drain(&mut blk, ms(200)).iter().map(|r| r.sector).collect();
     assert_eq!(sectors, [200, 900_000], "D, then B past its FIFO deadline");
 }
+
+/// An async write of 16 KiB at `sector` by process `ctx`, its own request.
+fn async_write(ctx: u32, sector: u64) -> Bio {
+    let mut bio = Bio::new(CtxId(ctx), Op::Write, sector, 32);
+    bio.own_request = true;
+    bio
+}
+
+/// bfq with 16 scheduler tags (4-bit words) and no idling: an async write's shallow depth
+/// (`bfq_limit_depth`: half of each word without a weight-raised queue busy, 3/16 with one)
+/// is at most 8 of the 16 tags.
+fn bfq_of_sixteen_tags() -> Bfq {
+    let mut bfq = Bfq::new(crate::bfq::Config::default());
+    bfq.set_tunable("nr_requests", 16).expect("nr_requests");
+    bfq.set_tunable("slice_idle", 0).expect("slice_idle");
+    bfq
+}
+
+/// `blk_mq_get_new_requests` with a plug expecting 12 requests: when the first request's
+/// `limit_depth` sets no shallow depth (a sync read's), `__blk_mq_alloc_requests_batch` takes
+/// the tags for the plug's next requests at once (`blk_mq_get_tags`), and those requests,
+/// taken from the plug's cache (`blk_mq_get_cached_request`), never meet `bfq_limit_depth`.
+/// Twelve async writes allocated one by one get at most the 8 tags of their depth; the four
+/// left wait outside bfq and reach the device only after completions. From the plug's batch
+/// (`handle_allocate_batched`) all twelve hold tags and reach the device at their insertion.
+/// (Linux 6.18's bfq log shows it: one `[bfq_limit_depth]` note for a read and none for the
+/// 31 requests after it in the same io_uring submission.)
+#[test]
+fn requests_from_a_plugs_batch_of_tags_take_them_past_bfq_s_depth_limit() {
+    let dispatched_at_insertion = |batched: bool| {
+        let mut blk = BlockLayer::new(bfq_of_sixteen_tags(), Limits::depth(32));
+        let ids: Vec<RequestId> = (0..12u64)
+            .map(|i| {
+                let bio = async_write(1, i * 1000);
+                let id = if batched {
+                    blk.handle_allocate_batched(bio, i as u32, ms(0))
+                } else {
+                    blk.handle_allocate(bio, i as u32, ms(0))
+                };
+                id.expect("held for its insertion")
+            })
+            .collect();
+        for &id in &ids {
+            blk.handle_insert(id, ms(1));
+        }
+        drain(&mut blk, ms(1)).len()
+    };
+    assert!(
+        dispatched_at_insertion(false) <= 8,
+        "one by one, each at bfq_limit_depth's depth"
+    );
+    assert_eq!(
+        dispatched_at_insertion(true),
+        12,
+        "from the plug's batch, with no depth of their own"
+    );
+}

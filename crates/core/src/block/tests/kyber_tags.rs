@@ -34,3 +34,48 @@ fn under_kyber_an_async_write_beyond_the_async_depth_starts_when_a_tag_is_freed(
     assert_eq!(of(1), (ms(0), ms(2)));
     assert_eq!(of(n - 1), (ms(2), ms(2 * (n - 1))));
 }
+
+/// `__blk_mq_do_dispatch_sched` asks the scheduler only while it `has_work`, so a run that
+/// finds every driver tag taken and kyber empty makes no `kyber_dispatch_request` call, and
+/// kyber's write batch (`kyber_batch_size`, 8) goes on counting. Four writes fill a
+/// four-request device in one run and kyber is empty; eight more writes and a read arrive;
+/// as the device completes one request at a time, kyber serves four more writes (the eighth
+/// of the batch the last), then the read. A call on the empty kyber would have reset its
+/// batch (`khd->batching = 0` before it looks for another domain) and served eight writes
+/// before the read (kfresh22's `deep-randwriter-qd256-beside-qd1-reader-defaults-round2`,
+/// decision 397).
+#[test]
+fn a_run_with_the_driver_tags_taken_asks_no_empty_scheduler() {
+    let limits = Limits::depth(4).dequeues_without_driver_tag(true);
+    let mut blk = BlockLayer::new(Kyber::default(), limits);
+    for i in 0..4u64 {
+        blk.handle_submit(write(1, i * 1000, 8), 'W', ms(0));
+    }
+    let mut at_device: VecDeque<Request> = drain(&mut blk, ms(0)).into();
+    assert_eq!(at_device.len(), 4, "the device is full, kyber empty");
+    for i in 4..12u64 {
+        blk.handle_submit(write(1, i * 1000, 8), 'W', ms(1));
+    }
+    blk.handle_submit(Bio::new(CtxId(2), Op::Read, 900_000, 8), 'R', ms(1));
+    let mut served = Vec::new();
+    let mut done = Vec::new();
+    for t in 2..8 {
+        let r = at_device.pop_front().expect("in flight");
+        blk.handle_complete(r.id, true, ms(t), &mut done);
+        let next = drain(&mut blk, ms(t));
+        served.extend(next.iter().map(|r| r.op));
+        at_device.extend(next);
+    }
+    assert_eq!(
+        served,
+        [
+            Op::Write,
+            Op::Write,
+            Op::Write,
+            Op::Write,
+            Op::Read,
+            Op::Write
+        ],
+        "the batch's last four writes, then the read"
+    );
+}
