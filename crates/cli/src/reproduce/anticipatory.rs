@@ -61,7 +61,10 @@ struct Out {
     rows: Vec<Row>,
 }
 
-/// One case at one seed: (compile seconds, writer MB/s), and the run itself with its requests
+/// One case's figures at one seed: compile seconds, writer MB/s.
+type Figures = (f64, Option<f64>);
+
+/// One case at one seed: its [`Figures`], and the run itself with its requests
 /// recorded when `record` (the report's pictures are drawn from it; recording changes nothing
 /// in the run).
 fn measure_one(
@@ -69,7 +72,7 @@ fn measure_one(
     sched: &str,
     seed: u64,
     record: bool,
-) -> anyhow::Result<((f64, Option<f64>), Option<RunReport>)> {
+) -> anyhow::Result<(Figures, Option<RunReport>)> {
     let policy = scenario.scheduler(sched, &Settings::new())?;
     let mut sim = scenario.simulation(policy, Some(seed))?;
     if record {
@@ -119,7 +122,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64], record_seed: Option<u64>) -> anyhow
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
         .collect();
     let bar = progress::bar(runs.len(), "anticipatory");
-    let measured: Vec<((f64, Option<f64>), Option<RunReport>)> = runs
+    let measured: Vec<(Figures, Option<RunReport>)> = runs
         .par_iter()
         .map(|&(c, seed)| {
             let (_, scenario, sched) = &cases[c];
@@ -137,7 +140,7 @@ pub fn measure(wakeup: Nanos, seeds: &[u64], record_seed: Option<u64>) -> anyhow
             recorded.push((cases[c].0, run));
         }
     }
-    let per_case: Vec<&[(f64, Option<f64>)]> = results.chunks(seeds.len()).collect();
+    let per_case: Vec<&[Figures]> = results.chunks(seeds.len()).collect();
     let no_write = Estimate::of(per_case[3].iter().map(|r| r.0).collect());
     let rows = cases
         .iter()
