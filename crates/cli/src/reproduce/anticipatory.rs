@@ -61,14 +61,24 @@ struct Out {
     rows: Vec<Row>,
 }
 
-/// One case at one seed: (compile seconds, writer MB/s).
+/// One case's figures at one seed: compile seconds, writer MB/s.
+type Figures = (f64, Option<f64>);
+
+/// One case at one seed: its [`Figures`], and the run itself with its requests
+/// recorded when `record` (the report's pictures are drawn from it; recording changes nothing
+/// in the run).
 fn measure_one(
     scenario: &elevator_sim::scenario::Scenario,
     sched: &str,
     seed: u64,
-) -> anyhow::Result<(f64, Option<f64>)> {
+    record: bool,
+) -> anyhow::Result<(Figures, Option<RunReport>)> {
     let policy = scenario.scheduler(sched, &Settings::new())?;
-    let report = scenario.simulation(policy, Some(seed))?.run(scenario.limit);
+    let mut sim = scenario.simulation(policy, Some(seed))?;
+    if record {
+        sim.record_requests();
+    }
+    let report = sim.run(scenario.limit);
     let compile = report
         .job("compile")
         .context("the scenario has no job named compile")?;
@@ -80,7 +90,7 @@ fn measure_one(
     let writer_mb_s = report
         .job("writer")
         .map(|w| w.metrics.write.bytes as f64 / 1e6 / seconds.max(1e-9));
-    Ok((seconds, writer_mb_s))
+    Ok(((seconds, writer_mb_s), record.then_some(report)))
 }
 
 /// The four cases in the published order: (system, scenario, scheduler).
@@ -98,27 +108,41 @@ fn cases(wakeup: Nanos) -> anyhow::Result<Vec<(&'static str, Scenario, &'static 
     ])
 }
 
+/// What [`measure`] returns: our rows in the published order, and each case's run at the
+/// recorded seed (in the same order; empty when none was asked for).
+type Measured = (Vec<Row>, Vec<(&'static str, RunReport)>);
+
 /// Run the four cases at every seed (in parallel) and return our rows, in the published
-/// order.
-pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
+/// order, with each case's run at `record_seed` (its requests recorded), if given: the
+/// report's pictures come from those runs, which the figures need anyway (a second run of the
+/// same case and seed, only to record it, doubled the runs at that seed).
+pub fn measure(wakeup: Nanos, seeds: &[u64], record_seed: Option<u64>) -> anyhow::Result<Measured> {
     let cases = cases(wakeup)?;
     let runs: Vec<(usize, u64)> = (0..cases.len())
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
         .collect();
     let bar = progress::bar(runs.len(), "anticipatory");
-    let results: Vec<(f64, Option<f64>)> = runs
+    let measured: Vec<(Figures, Option<RunReport>)> = runs
         .par_iter()
         .map(|&(c, seed)| {
             let (_, scenario, sched) = &cases[c];
-            let r = measure_one(scenario, sched, seed);
+            let r = measure_one(scenario, sched, seed, record_seed == Some(seed));
             bar.inc(1);
             r
         })
         .collect::<anyhow::Result<_>>()?;
     bar.finish_and_clear();
-    let per_case: Vec<&[(f64, Option<f64>)]> = results.chunks(seeds.len()).collect();
+    let mut recorded = Vec::new();
+    let mut results = Vec::with_capacity(measured.len());
+    for (&(c, _), (figures, run)) in runs.iter().zip(measured) {
+        results.push(figures);
+        if let Some(run) = run {
+            recorded.push((cases[c].0, run));
+        }
+    }
+    let per_case: Vec<&[Figures]> = results.chunks(seeds.len()).collect();
     let no_write = Estimate::of(per_case[3].iter().map(|r| r.0).collect());
-    Ok(cases
+    let rows = cases
         .iter()
         .zip(per_case)
         .map(|(&(system, _, _), rs)| {
@@ -132,26 +156,18 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
                 writer_mb_s: writer.map(Estimate::of),
             }
         })
-        .collect())
+        .collect();
+    Ok((rows, recorded))
 }
 
-/// The report's pictures, from one recorded run of each case at `seed`: the seek map, queue
-/// depth and throughput under deadline and anticipatory, and the compile's read latency CDF
-/// under every case.
-fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
+/// The report's pictures, from the recorded run of each case at `seed` (`runs`, in the
+/// published order): the seek map, queue depth and throughput under deadline and
+/// anticipatory, and the compile's read latency CDF under every case.
+fn plots(report: &Sink, runs: &[(&str, RunReport)], seed: u64) -> anyhow::Result<()> {
     if !report.is_on() {
         return Ok(());
     }
-    let runs: Vec<(&str, RunReport)> = cases(wakeup)?
-        .into_par_iter()
-        .map(|(system, scenario, sched)| {
-            let policy = scenario.scheduler(sched, &Settings::new())?;
-            let mut sim = scenario.simulation(policy, Some(seed))?;
-            sim.record_requests();
-            Ok((system, sim.run(scenario.limit)))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    for (system, run) in &runs {
+    for (system, run) in runs {
         if matches!(*system, "deadline" | "anticipatory") {
             let title = format!("compile + streaming write under {system} (seed {seed})");
             report::sim::run_plots(report, &format!("anticipatory-{system}"), &title, run)?;
@@ -174,7 +190,12 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
     say!("streaming write runs, on a 2003-class 4200 rpm laptop drive (simulated).");
     say!("{}\n", super::seeds_note(&opts.seeds));
     super::note_wakeup(opts.wakeup);
-    let ours = measure(opts.wakeup, &opts.seeds)?;
+    let seed = opts.seeds[0];
+    let (ours, recorded) = measure(
+        opts.wakeup,
+        &opts.seeds,
+        opts.report.is_on().then_some(seed),
+    )?;
     let base_pub = PUBLISHED[3].2;
     let mut rows = Vec::new();
     let mut json_rows = Vec::new();
@@ -222,7 +243,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         &header,
         &rows,
     );
-    plots(report, opts.wakeup, opts.seeds[0])?;
+    plots(report, &recorded, seed)?;
     Ok(serde_json::to_value(Out {
         experiment: "anticipatory",
         seeds: opts.seeds.clone(),

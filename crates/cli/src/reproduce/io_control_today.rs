@@ -956,12 +956,23 @@ pub fn measure(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Today> 
         .par_iter()
         .map(|(_, d)| Ok((d.to_string(), drive_model(d)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let protection = protection_rows(seeds, drives)?;
     // The lines first, each computed once: the share and saturation runs then find them in
     // the caches (the two tables' recipe and proposal rows run over the same schedulers).
-    let (resctl, proposals) = lines_by_drive(drives, &SATURATION)?;
-    let share = share_rows(seeds, drives)?;
-    let saturation = saturation_rows(seeds, drives)?;
+    // The protection runs need none of them and go beside them: a proposal is a chain of
+    // runs, each waiting for the one before ([`calibrate::iocost_qos::propose`]), and four
+    // chains left a core idle at their ends. The share and saturation runs go side by side
+    // too. Every run is independent of the others and results keep their order, so the
+    // figures are the same as one after the other.
+    let (protection, lines) = rayon::join(
+        || protection_rows(seeds, drives),
+        || lines_by_drive(drives, &SATURATION),
+    );
+    let (protection, (resctl, proposals)) = (protection?, lines?);
+    let (share, saturation) = rayon::join(
+        || share_rows(seeds, drives),
+        || saturation_rows(seeds, drives),
+    );
+    let (share, saturation) = (share?, saturation?);
     Ok(Today {
         runtime_s: RUNTIME_S,
         protection,

@@ -389,28 +389,8 @@ fn simulate(
     Ok(sim.run(scenario.limit))
 }
 
-/// Run one policy at one `n` and one seed on the reproduce's drive, its readers issuing as
-/// `reader` says.
-pub fn measure_one(
-    policy: &str,
-    n: u32,
-    reader: Reader,
-    wakeup: Nanos,
-    seed: u64,
-) -> anyhow::Result<Sample> {
-    measure_on(policy, n, reader, DRIVE, wakeup, seed)
-}
-
-/// The same on `drive`.
-fn measure_on(
-    policy: &str,
-    n: u32,
-    reader: Reader,
-    drive: &str,
-    wakeup: Nanos,
-    seed: u64,
-) -> anyhow::Result<Sample> {
-    let report = simulate(policy, n, reader, drive, wakeup, seed, false)?;
+/// The figures of one run with `n` readers in B.
+fn sample_of(report: &RunReport, n: u32) -> anyhow::Result<Sample> {
     let kb_s = |bytes: u64| bytes as f64 / 1024.0 / RUNTIME_S as f64;
     let group = |path: &str| {
         report
@@ -441,8 +421,18 @@ fn measure_on(
     })
 }
 
-/// Every setup at every n over `seeds` (in parallel), in the published order.
-pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
+/// The readers in B of the runs the report draws ([`plots`]).
+const PLOTTED_N: u32 = 1;
+
+/// Every setup at every n over `seeds` (in parallel), in the published order; with
+/// `record_seed`, also each setup's run with [`PLOTTED_N`] readers in B at that seed, its
+/// requests recorded, in [`SETUPS`] order (the report's pictures: a run the figures need
+/// anyway, where a second run of the same setup and seed only to record it was made before).
+pub fn measure(
+    wakeup: Nanos,
+    seeds: &[u64],
+    record_seed: Option<u64>,
+) -> anyhow::Result<(Vec<Row>, Vec<RunReport>)> {
     let cases: Vec<(&str, &str, Reader, u32)> = SETUPS
         .iter()
         .flat_map(|&(setup, policy, _, reader)| NS.iter().map(move |&n| (setup, policy, reader, n)))
@@ -451,21 +441,32 @@ pub fn measure(wakeup: Nanos, seeds: &[u64]) -> anyhow::Result<Vec<Row>> {
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
         .collect();
     let bar = progress::bar(runs.len(), "io-controller");
-    let samples: Vec<Sample> = runs
+    let measured: Vec<(Sample, Option<RunReport>)> = runs
         .par_iter()
         .map(|&(c, seed)| {
             let (_, policy, reader, n) = cases[c];
-            let r = measure_one(policy, n, reader, wakeup, seed);
+            let record = n == PLOTTED_N && record_seed == Some(seed);
+            let r = simulate(policy, n, reader, DRIVE, wakeup, seed, record).and_then(|run| {
+                let sample = sample_of(&run, n)?;
+                Ok((sample, record.then_some(run)))
+            });
             bar.inc(1);
             r
         })
         .collect::<anyhow::Result<_>>()?;
     bar.finish_and_clear();
-    Ok(cases
+    let mut samples = Vec::with_capacity(measured.len());
+    let mut recorded = Vec::new();
+    for (sample, run) in measured {
+        samples.push(sample);
+        recorded.extend(run);
+    }
+    let rows = cases
         .iter()
         .zip(samples.chunks(seeds.len()))
         .map(|(&(setup, _, _, n), s)| Row::of(setup, n, s))
-        .collect())
+        .collect();
+    Ok((rows, recorded))
 }
 
 fn published_row(p: &Published) -> Row {
@@ -485,16 +486,12 @@ fn published_row(p: &Published) -> Row {
 }
 
 /// The report's pictures: each group's share over time with one reader in B, under every
-/// setup (one recorded run each at `seed`).
-fn plots(report: &Sink, wakeup: Nanos, seed: u64) -> anyhow::Result<()> {
+/// setup (`runs`: the recorded run of each at `seed`, in [`SETUPS`] order).
+fn plots(report: &Sink, runs: &[RunReport], seed: u64) -> anyhow::Result<()> {
     if !report.is_on() {
         return Ok(());
     }
-    let runs: Vec<RunReport> = SETUPS
-        .par_iter()
-        .map(|&(_, policy, _, reader)| simulate(policy, 1, reader, DRIVE, wakeup, seed, true))
-        .collect::<anyhow::Result<_>>()?;
-    for ((_, policy, title, _), run) in SETUPS.iter().zip(&runs) {
+    for ((_, policy, title, _), run) in SETUPS.iter().zip(runs) {
         report::sim::group_share(
             report,
             &format!("io-controller-share-{policy}"),
@@ -518,7 +515,8 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
         super::seeds_note(&opts.seeds)
     );
     super::note_wakeup(opts.wakeup);
-    let ours = measure(opts.wakeup, &opts.seeds)?;
+    let seed = opts.seeds[0];
+    let (ours, recorded) = measure(opts.wakeup, &opts.seeds, report.is_on().then_some(seed))?;
     let mut json_rows = Vec::new();
     for (setup, policy, title, _) in SETUPS {
         say!("{title} [{policy}]");
@@ -579,7 +577,7 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
             &rows,
         );
     }
-    plots(report, opts.wakeup, opts.seeds[0])?;
+    plots(report, &recorded, seed)?;
     let today = super::io_control_today::run(&opts.seeds, &super::io_control_today::DRIVES)?;
     Ok(serde_json::to_value(Out {
         experiment: "io-controller",
@@ -592,6 +590,30 @@ pub fn run(opts: &super::Opts) -> anyhow::Result<serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Run one policy at one `n` and one seed on the reproduce's drive, its readers issuing as
+    /// `reader` says.
+    fn measure_one(
+        policy: &str,
+        n: u32,
+        reader: Reader,
+        wakeup: Nanos,
+        seed: u64,
+    ) -> anyhow::Result<Sample> {
+        measure_on(policy, n, reader, DRIVE, wakeup, seed)
+    }
+
+    /// The same on `drive`.
+    fn measure_on(
+        policy: &str,
+        n: u32,
+        reader: Reader,
+        drive: &str,
+        wakeup: Nanos,
+        seed: u64,
+    ) -> anyhow::Result<Sample> {
+        sample_of(&simulate(policy, n, reader, drive, wakeup, seed, false)?, n)
+    }
 
     fn share(policy: &str, n: u32) -> Sample {
         measure_one(policy, n, FIO_READER, Nanos::ZERO, 1).unwrap()

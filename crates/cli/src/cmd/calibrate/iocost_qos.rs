@@ -475,22 +475,37 @@ fn open_brackets(trials: &[Trial], weight_pct: f64) -> Vec<(Low, u32, u32)> {
 /// Search the vrate bounds for `model` on `drive` under `sched` (see the module
 /// documentation).
 pub fn propose(model: &Model, drive: &DriveModel, sched: &str) -> anyhow::Result<Proposal> {
-    let alone_r = simulate(
-        drive,
-        sched,
-        PROTECTION,
-        &protection_jobs(true, false),
-        None,
-    )?;
-    let alone_w = simulate(
-        drive,
-        sched,
-        PROTECTION,
-        &protection_jobs(false, true),
-        None,
-    )?;
-    let n = saturating_jobs(drive, sched)?;
-    let none = trial(drive, sched, n, None, 0, 0)?;
+    // The reader alone, the writer alone, and the saturation search with its run without
+    // io.cost are independent runs: side by side (each a chain the sweep below waits for).
+    let ((alone_r, alone_w), saturation) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    simulate(
+                        drive,
+                        sched,
+                        PROTECTION,
+                        &protection_jobs(true, false),
+                        None,
+                    )
+                },
+                || {
+                    simulate(
+                        drive,
+                        sched,
+                        PROTECTION,
+                        &protection_jobs(false, true),
+                        None,
+                    )
+                },
+            )
+        },
+        || -> anyhow::Result<(u32, Trial)> {
+            let n = saturating_jobs(drive, sched)?;
+            Ok((n, trial(drive, sched, n, None, 0, 0)?))
+        },
+    );
+    let (alone_r, alone_w, (n, none)) = (alone_r?, alone_w?, saturation?);
     let read_alone_p95_us = alone_r[0].read.lat_p95_ms * 1e3;
     let rlat = round_up(read_alone_p95_us * RLAT_MULT, 50);
     let qos_of = |min: u32, max: u32| Qos {
