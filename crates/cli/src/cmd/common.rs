@@ -754,6 +754,17 @@ impl Outcomes {
     }
 }
 
+/// Finish a `--blktrace-out` trace (flushed, synced, renamed into place); its error names the
+/// flag and the file.
+pub fn finish_blktrace(
+    writer: &std::cell::RefCell<elevator_workload::traces::blktrace_out::BlktraceWriter>,
+) -> anyhow::Result<()> {
+    let mut w = writer.borrow_mut();
+    let path = w.path().to_path_buf();
+    w.finish()
+        .with_context(|| format!("--blktrace-out: writing {}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

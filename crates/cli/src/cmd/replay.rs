@@ -637,12 +637,7 @@ fn replay_spooled(
         // the blktrace is renamed into place: a failed run leaves none (the writer is dropped).
         unchanged.check()?;
         if let Some(w) = &writer {
-            outcomes.keep({
-                let path = w.borrow().path().to_path_buf();
-                w.borrow_mut()
-                    .finish()
-                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
-            });
+            outcomes.keep(super::common::finish_blktrace(w));
         }
         let total_summary = total.summary("total", "/", end);
         print_run(info.name, &device, end, &outcome, &total_summary);

@@ -380,12 +380,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             .job_error()
             .map_err(|e| anyhow::anyhow!("under {name}: {e}"))?;
         if let Some(w) = writer {
-            outcomes.keep({
-                let path = w.borrow().path().to_path_buf();
-                w.borrow_mut()
-                    .finish()
-                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
-            });
+            outcomes.keep(super::common::finish_blktrace(&w));
         }
         say!(
             "== {} on {} ({}): {:.3} s simulated",

@@ -211,12 +211,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{} under {}: {e}", o.job_file.display(), info.name))?;
         let report = as_run_report(report);
         if let Some(w) = writer {
-            {
-                let path = w.borrow().path().to_path_buf();
-                w.borrow_mut()
-                    .finish()
-                    .with_context(|| format!("--blktrace-out: writing {}", path.display()))
-            }?;
+            super::common::finish_blktrace(&w)?;
         }
         text.push_str(&fio_text(&report, &groupids, None));
         text.push('\n');
