@@ -14,7 +14,7 @@ mod common {
     pub mod mount;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
-use common::child::wait_within;
+use common::child::{rlimit, wait_within};
 use common::mount::{fuse_available, mounted, Mount};
 
 /// A DiskSim ASCII trace of `n` reads and writes, 1 ms apart (a fraction in every time, so
@@ -74,19 +74,7 @@ fn blocking(cmd: &mut Command, sig: libc::c_int) {
 
 /// Limit the child's file size to `bytes` (`ulimit -f`, RLIMIT_FSIZE).
 fn file_size_limit(cmd: &mut Command, bytes: u64) {
-    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    rlimit(cmd, libc::RLIMIT_FSIZE, bytes);
 }
 
 /// `elevator ARGS`, set up by `set_up`, running (its output piped).

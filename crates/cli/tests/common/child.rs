@@ -83,3 +83,24 @@ impl TerminalSignals for std::process::Command {
         }
     }
 }
+
+/// Set the child's `resource` limit (soft and hard) to `value` before it runs (`ulimit`).
+// Only the binaries whose tests limit a child use it.
+#[allow(dead_code)]
+pub fn rlimit(cmd: &mut std::process::Command, resource: libc::__rlimit_resource_t, value: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec, on a struct
+    // local to the closure.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            if libc::setrlimit(resource, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

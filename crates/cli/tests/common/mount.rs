@@ -4,7 +4,6 @@
 // Each test binary uses a part of it.
 #![allow(dead_code)]
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -89,19 +88,7 @@ impl Mount {
     ) -> Mount {
         Mount::start_set_up(back, dirs, sched, extra, |cmd| {
             if let Some(nofile) = nofile {
-                // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        let lim = libc::rlimit {
-                            rlim_cur: nofile,
-                            rlim_max: nofile,
-                        };
-                        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
+                super::child::rlimit(cmd, libc::RLIMIT_NOFILE, nofile);
             }
         })
     }
