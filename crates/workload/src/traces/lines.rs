@@ -160,6 +160,8 @@ pub struct Compression {
     pub name: &'static str,
     /// The command that decompresses a file of it, keeping the original.
     pub undo: &'static str,
+    /// The command that writes a file of it decompressed to standard output (with `-c`).
+    pub stream: &'static str,
 }
 
 impl Compression {
@@ -167,18 +169,18 @@ impl Compression {
     /// `1f 8b`), zstd (`28 b5 2f fd`), xz (`fd 37 7a 58 5a 00`), bzip2 (`BZh` and a block
     /// size digit) or an lz4 frame (`04 22 4d 18`).
     pub fn of(head: &[u8]) -> Option<Compression> {
-        let c = |name, undo| Some(Compression { name, undo });
+        let c = |name, undo, stream| Some(Compression { name, undo, stream });
         if head.starts_with(b"\x1f\x8b") {
-            c("gzip", "gzip -dk")
+            c("gzip", "gzip -dk", "gzip -d")
         } else if head.starts_with(b"\x28\xb5\x2f\xfd") {
-            c("zstd", "zstd -d")
+            c("zstd", "zstd -d", "zstd -d")
         } else if head.starts_with(b"\xfd7zXZ\x00") {
-            c("xz", "xz -dk")
+            c("xz", "xz -dk", "xz -d")
         } else if head.starts_with(b"BZh") && head.get(3).is_some_and(|d| (b'1'..=b'9').contains(d))
         {
-            c("bzip2", "bzip2 -dk")
+            c("bzip2", "bzip2 -dk", "bzip2 -d")
         } else if head.starts_with(b"\x04\x22\x4d\x18") {
-            c("lz4", "lz4 -d")
+            c("lz4", "lz4 -d", "lz4 -d")
         } else {
             None
         }
@@ -189,21 +191,8 @@ impl Compression {
         format!(
             "a {}-compressed file: traces are read uncompressed; decompress it first (`{} \
              FILE`), or stream it (`{} -c FILE | elevator replay - --format FORMAT`)",
-            self.name,
-            self.undo,
-            self.name_cmd()
+            self.name, self.undo, self.stream
         )
-    }
-
-    /// The command that writes the decompressed stream to stdout.
-    fn name_cmd(self) -> &'static str {
-        match self.name {
-            "gzip" => "gzip -d",
-            "zstd" => "zstd -d",
-            "xz" => "xz -d",
-            "bzip2" => "bzip2 -d",
-            _ => "lz4 -d",
-        }
     }
 }
 

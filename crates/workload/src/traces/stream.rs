@@ -109,42 +109,72 @@ pub struct OpenOptions {
 /// data line (comma-separated fields and their types; DiskSim's five numbers, MQSim's when the
 /// time column is a whole number above 10^6, i.e. nanoseconds).
 pub fn detect(head: &[u8]) -> Option<TraceFormat> {
+    judge(head).ok()
+}
+
+/// Why [`detect`] told no format from `head`, for the error: integer times from near 0 in
+/// DiskSim's five columns (DiskSim in ms or MQSim in ns) are named as such.
+pub fn undetected(head: &[u8]) -> &'static str {
+    match judge(head) {
+        Err(Undetected::IntegerTimesFromZero) => {
+            "integer times from near 0 in five columns: DiskSim's milliseconds or MQSim's \
+             nanoseconds, a factor of 10^6 apart; give --format disksim or --format mqsim"
+        }
+        _ => "cannot tell the trace format from the first bytes; give --format",
+    }
+}
+
+/// Why [`judge`] told no format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Undetected {
+    /// Nothing in the head names or shapes a format.
+    Unknown,
+    /// DiskSim's five columns with integer times from near 0: DiskSim's milliseconds or
+    /// MQSim's nanoseconds.
+    IntegerTimesFromZero,
+}
+
+/// [`detect`]'s judgement, with why it told no format.
+fn judge(head: &[u8]) -> Result<TraceFormat, Undetected> {
     let head = head.strip_prefix(super::lines::BOM).unwrap_or(head);
     if head.len() >= 4 {
         let m = [head[0], head[1], head[2], head[3]];
         if u32::from_le_bytes(m) >> 8 == 0x65_6174 || u32::from_be_bytes(m) >> 8 == 0x65_6174 {
-            return Some(TraceFormat::Blktrace);
+            return Ok(TraceFormat::Blktrace);
         }
     }
-    let text = std::str::from_utf8(head).ok().or_else(|| {
-        // A head cut inside a multi-byte character: use what decodes.
-        let e = std::str::from_utf8(head).unwrap_err().valid_up_to();
-        std::str::from_utf8(&head[..e]).ok()
-    })?;
+    let text = std::str::from_utf8(head)
+        .ok()
+        .or_else(|| {
+            // A head cut inside a multi-byte character: use what decodes.
+            let e = std::str::from_utf8(head).unwrap_err().valid_up_to();
+            std::str::from_utf8(&head[..e]).ok()
+        })
+        .ok_or(Undetected::Unknown)?;
     let mut lines = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'));
-    let first = lines.next()?;
+    let first = lines.next().ok_or(Undetected::Unknown)?;
     if first.starts_with("fio version 2 iolog") || first.starts_with("fio version 3 iolog") {
-        return Some(TraceFormat::FioIolog);
+        return Ok(TraceFormat::FioIolog);
     }
     if looks_like_blkparse(first) {
-        return Some(TraceFormat::Blkparse);
+        return Ok(TraceFormat::Blkparse);
     }
     // A CSV header line names the format; otherwise judge the first data line.
     let lower = first.to_ascii_lowercase();
     if lower.starts_with("timestamp,hostname,disknumber") {
-        return Some(TraceFormat::Msr);
+        return Ok(TraceFormat::Msr);
     }
     if lower.starts_with("asu,lba") {
-        return Some(TraceFormat::Spc);
+        return Ok(TraceFormat::Spc);
     }
     if lower.starts_with("device_id,opcode") {
-        return Some(TraceFormat::Alibaba);
+        return Ok(TraceFormat::Alibaba);
     }
     if lower.starts_with("timestamp,offset,size,iotype") {
-        return Some(TraceFormat::Tencent);
+        return Ok(TraceFormat::Tencent);
     }
     let is_int = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let is_num =
@@ -154,16 +184,16 @@ pub fn detect(head: &[u8]) -> Option<TraceFormat> {
         7 if is_int(c[0])
             && (c[3].eq_ignore_ascii_case("read") || c[3].eq_ignore_ascii_case("write")) =>
         {
-            return Some(TraceFormat::Msr)
+            return Ok(TraceFormat::Msr)
         }
         5 if is_int(c[0]) && matches!(c[1], "R" | "W" | "r" | "w") => {
-            return Some(TraceFormat::Alibaba)
+            return Ok(TraceFormat::Alibaba)
         }
         5 if is_int(c[0]) && matches!(c[3], "R" | "W" | "r" | "w") && is_num(c[4]) => {
-            return Some(TraceFormat::Spc)
+            return Ok(TraceFormat::Spc)
         }
         5 if c.iter().all(|f| is_int(f)) && matches!(c[3], "0" | "1") => {
-            return Some(TraceFormat::Tencent)
+            return Ok(TraceFormat::Tencent)
         }
         _ => {}
     }
@@ -175,38 +205,20 @@ pub fn detect(head: &[u8]) -> Option<TraceFormat> {
         // Integer times from near 0 could be either, a factor of 10^6 apart: an MQSim trace
         // starting at 0 was replayed as DiskSim milliseconds, without a word.
         if !is_int(w[0]) {
-            return Some(TraceFormat::Disksim);
+            return Ok(TraceFormat::Disksim);
         }
         if w[0].parse::<u64>().is_ok_and(|t| t > 1_000_000) {
-            return Some(TraceFormat::Mqsim);
+            return Ok(TraceFormat::Mqsim);
         }
         let later_fraction =
             lines.any(|l| l.split_whitespace().next().is_some_and(|t| t.contains('.')));
-        return later_fraction.then_some(TraceFormat::Disksim);
+        return if later_fraction {
+            Ok(TraceFormat::Disksim)
+        } else {
+            Err(Undetected::IntegerTimesFromZero)
+        };
     }
-    None
-}
-
-/// Why [`detect`] told no format from `head`, for the error: integer times from near 0 in
-/// DiskSim's five columns (DiskSim in ms or MQSim in ns) are named as such.
-pub fn undetected(head: &[u8]) -> &'static str {
-    let head = head.strip_prefix(super::lines::BOM).unwrap_or(head);
-    let first = String::from_utf8_lossy(&head[..head.len().min(4096)])
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            l.split_whitespace().count() == 5
-                && l.split_whitespace()
-                    .all(|f| f.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .unwrap_or(false);
-    if first {
-        "integer times from near 0 in five columns: DiskSim's milliseconds or MQSim's \
-         nanoseconds, a factor of 10^6 apart; give --format disksim or --format mqsim"
-    } else {
-        "cannot tell the trace format from the first bytes; give --format"
-    }
+    Err(Undetected::Unknown)
 }
 
 /// `8,0    1        1     0.000000000  1234  Q   R 100 + 8 [dd]`.
