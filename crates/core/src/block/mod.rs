@@ -399,9 +399,9 @@ pub struct Segment<T> {
 }
 
 /// How a request allocated ahead of its insertion gets its scheduler tag
-/// ([`BlockLayer::handle_allocate`] and its siblings).
+/// ([`BlockLayer::handle_allocate_as`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Allocation {
+pub enum Allocation {
     /// Now, at the depth the policy gives it ([`Scheduler::allocate`]).
     Now,
     /// Its task sleeps for it until the driver says ([`Scheduler::allocate_sleeping`]).
@@ -1344,14 +1344,14 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     /// the request list or a direct issue, takes the whole way now, as
     /// [`handle_submit`](Self::handle_submit) (`None`).
     pub fn handle_allocate(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, Allocation::Now)
+        self.handle_allocate_as(bio, token, now, Allocation::Now)
     }
 
     /// As [`handle_allocate`](Self::handle_allocate), for a bio whose request its
     /// submitter's plug takes from a batch of scheduler tags allocated at once, which the
     /// policy's `limit_depth` never sees ([`Scheduler::allocate_batched`]).
     pub fn handle_allocate_batched(&mut self, bio: Bio, token: T, now: Nanos) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, Allocation::Batched)
+        self.handle_allocate_as(bio, token, now, Allocation::Batched)
     }
 
     /// As [`handle_allocate`](Self::handle_allocate), for a bio whose task sleeps in tag
@@ -1364,7 +1364,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         token: T,
         now: Nanos,
     ) -> Option<RequestId> {
-        self.allocate_request(bio, token, now, Allocation::Sleeping)
+        self.handle_allocate_as(bio, token, now, Allocation::Sleeping)
     }
 
     /// The task allocating request `id` ([`handle_allocate_sleeping`](Self::handle_allocate_sleeping))
@@ -1377,8 +1377,11 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         }
     }
 
-    /// [`handle_allocate`](Self::handle_allocate) the way `how` says.
-    fn allocate_request(
+    /// [`handle_allocate`](Self::handle_allocate) the way `how` says (`Now` is
+    /// `handle_allocate` itself; `Sleeping` and `Batched` as
+    /// [`handle_allocate_sleeping`](Self::handle_allocate_sleeping) and
+    /// [`handle_allocate_batched`](Self::handle_allocate_batched)).
+    pub fn handle_allocate_as(
         &mut self,
         mut bio: Bio,
         token: T,

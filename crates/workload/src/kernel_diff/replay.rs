@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use elevator_core::block::{Bio, BlockLayer, Done, Limits};
+use elevator_core::block::{Allocation, Bio, BlockLayer, Done, Limits};
 use elevator_core::{CtxId, IoClass, IoPrio, Nanos, Op, RequestId, Scheduler};
 
 use super::*;
@@ -12,16 +12,14 @@ use super::*;
 /// A kernel event of the replay's timeline.
 #[derive(Clone, Copy, Debug)]
 enum KEvent {
-    /// A request is allocated ahead of its insertion ([`Replay::allocations`]).
-    Allocate(usize),
-    /// A request whose task slept for its tag starts its allocation: its depth is decided
-    /// here, its tag taken at its [`KEvent::TagGot`] ([`Replay::allocations`]).
-    AllocateSleeping(usize),
+    /// A request is allocated ahead of its insertion ([`Replay::allocations`]) as the
+    /// kernel's task got its tag: at once, at the depth `limit_depth` gave it
+    /// ([`Allocation::Now`]); sleeping for it, its depth decided here and its tag taken at
+    /// its [`KEvent::TagGot`] ([`Allocation::Sleeping`]); or from its plug's batch of tags,
+    /// with no depth of its own ([`Allocation::Batched`], [`BfqLogTimes::batched`]).
+    Allocate(usize, Allocation),
     /// The kernel's task got request `i`'s tag (its `block_getrq`).
     TagGot(usize),
-    /// Request `i` is allocated ahead of its insertion from its plug's batch of tags, with
-    /// no depth of its own ([`BfqLogTimes::batched`]).
-    AllocateBatched(usize),
     Arrive(usize),
     /// A bio merged into a queued request ([`KernelTrace::sched_bios`]).
     Merge(usize),
@@ -472,9 +470,7 @@ impl<'a> Replay<'a> {
                 _ => false,
             };
             match e {
-                KEvent::Allocate(i) => self.allocate(i, Tagged::Now),
-                KEvent::AllocateSleeping(i) => self.allocate(i, Tagged::Sleeping),
-                KEvent::AllocateBatched(i) => self.allocate(i, Tagged::Batched),
+                KEvent::Allocate(i, how) => self.allocate(i, how),
                 KEvent::TagGot(i) => {
                     if let Some(id) = self.allocated[i] {
                         self.blk.handle_tag_got(id, self.now);
@@ -530,7 +526,7 @@ impl<'a> Replay<'a> {
     /// ([`KEvent::TagGot`]), not before even where ours has one free (taking it earlier gave
     /// ours tags the kernel's task did not have, docs/bfq.md). Any other is allocated at its
     /// `block_getrq`, from its plug's batch of tags where bfq's log shows it
-    /// ([`KEvent::AllocateBatched`]). Only the requests the kernel kept to the end and inserted
+    /// ([`Allocation::Batched`]). Only the requests the kernel kept to the end and inserted
     /// ([`Self::bio`]'s `own_request`, not `issue_directly`): a bio ours may merge or issue
     /// directly is submitted whole at its arrival.
     fn allocations(&self) -> Vec<(Nanos, KEvent)> {
@@ -549,21 +545,18 @@ impl<'a> Replay<'a> {
             let start = decided.or(r.queued.filter(|&q| slept(q, at)));
             match start.filter(|&d| d < at) {
                 Some(q) => {
-                    out.push((q, KEvent::AllocateSleeping(r.index)));
+                    out.push((q, KEvent::Allocate(r.index, Allocation::Sleeping)));
                     out.push((at, KEvent::TagGot(r.index)));
                 }
                 None if self.batched.get(r.index) == Some(&true) => {
-                    out.push((at, KEvent::AllocateBatched(r.index)));
+                    out.push((at, KEvent::Allocate(r.index, Allocation::Batched)));
                 }
-                None => out.push((at, KEvent::Allocate(r.index))),
+                None => out.push((at, KEvent::Allocate(r.index, Allocation::Now))),
             }
         }
         out.sort_by_key(|&(t, e)| {
             let i = match e {
-                KEvent::Allocate(i)
-                | KEvent::AllocateSleeping(i)
-                | KEvent::AllocateBatched(i)
-                | KEvent::TagGot(i) => i,
+                KEvent::Allocate(i, _) | KEvent::TagGot(i) => i,
                 _ => usize::MAX,
             };
             (t, i)
@@ -593,7 +586,7 @@ impl<'a> Replay<'a> {
 
     /// The kernel allocated request `i` as `how` says: ours allocates it, to insert it at
     /// its arrival.
-    fn allocate(&mut self, i: usize, how: Tagged) {
+    fn allocate(&mut self, i: usize, how: Allocation) {
         if self.submitted[i] {
             return;
         }
@@ -602,11 +595,7 @@ impl<'a> Replay<'a> {
         };
         self.submitted[i] = true;
         // Not allocated ahead (a bio the layer takes the whole way now): it arrived here.
-        self.allocated[i] = self.arriving(i, |blk, now| match how {
-            Tagged::Now => blk.handle_allocate(bio, i, now),
-            Tagged::Sleeping => blk.handle_allocate_sleeping(bio, i, now),
-            Tagged::Batched => blk.handle_allocate_batched(bio, i, now),
-        });
+        self.allocated[i] = self.arriving(i, |blk, now| blk.handle_allocate_as(bio, i, now, how));
     }
 
     fn submit(&mut self, i: usize) {
@@ -721,11 +710,7 @@ impl<'a> Replay<'a> {
             .find(|(_, e)| {
                 !matches!(
                     e,
-                    KEvent::Allocate(_)
-                        | KEvent::AllocateSleeping(_)
-                        | KEvent::AllocateBatched(_)
-                        | KEvent::TagGot(_)
-                        | KEvent::Exit(_)
+                    KEvent::Allocate(..) | KEvent::TagGot(_) | KEvent::Exit(_)
                 )
             })
             .is_some_and(|(_, e)| {
@@ -818,17 +803,6 @@ impl<'a> Replay<'a> {
             self.pump();
         }
     }
-}
-
-/// How the kernel's task got a request's scheduler tag ([`Replay::allocate`]).
-#[derive(Clone, Copy, Debug)]
-enum Tagged {
-    /// At its allocation, at the depth `limit_depth` gave it ([`KEvent::Allocate`]).
-    Now,
-    /// After sleeping for it ([`KEvent::AllocateSleeping`]).
-    Sleeping,
-    /// From its plug's batch ([`KEvent::AllocateBatched`]).
-    Batched,
 }
 
 /// Whether a task slept in tag allocation between its bio's `block_bio_queue` (`queued`) and
