@@ -422,7 +422,9 @@ pub fn alone_target_us(drive: &str) -> anyhow::Result<u64> {
             .job("interactive")
             .context("job interactive missing from the report")?;
         let lat = i.metrics.read.latency.histogram();
-        let us = if drive == "ibm18es" {
+        // io.latency's mode follows the queue's rotational flag (`blk_queue_nonrot`), as the
+        // simulated drive's kind sets it.
+        let us = if scenario.drive.hdd().is_some() {
             lat.mean() / 1e3
         } else {
             lat.value_at_quantile(0.90) as f64 / 1e3
