@@ -11,7 +11,9 @@
 # sectors for the four-k-sectors mix. A name ending in -defaults (kfresh19) keeps the
 # recorder's defaults: no --nr-requests, and a 1 GiB device. A name starting readahead-1m- raises
 # the queue's read_ahead_kb to 1024 (kfresh20); one starting async-depth-2- sets mq-deadline's
-# async_depth to 2 (kfresh21). Needs root, fio, tracefs:
+# async_depth to 2 (kfresh21). Branch kfid45's mixes set the tunables of their prefix (fifo-batch-64-,
+# fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
+# name ending in -nr256. Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -56,6 +58,8 @@ for mix in "${mixes[@]}"; do
 		# scheduler, then the scheduler's own; a disk file or 4 KiB sectors for some.
 		case "$mix" in
 		*-nr64) nr=64 ;;
+		# The queue's own 256 scheduler tags (128 under none, whose tag set holds no more).
+		*-nr256) nr= ;;
 		# What a user writes for 2 tags; the kernel keeps 4 (BLKDEV_MIN_RQ, queue_requests_store),
 		# which --nr-requests refuses to record as 2 and the queue's snapshot shows (kfresh18).
 		*-nr2) extra+=(--set nr_requests=2) ;;
@@ -106,6 +110,17 @@ for mix in "${mixes[@]}"; do
 		tuned-budget-*:bfq) extra+=(--set max_budget=1024 --set slice_idle=2 --set low_latency=0) ;;
 		# Writes held to 2 of mq-deadline's 16 tags (dd_limit_depth; kfresh21).
 		async-depth-2-*:mq-deadline) extra+=(--set async_depth=2) ;;
+		# Tunables of branch kfid45's held-out mixes.
+		fifo-batch-64-*:mq-deadline) extra+=(--set fifo_batch=64) ;;
+		fifo-batch-64-*:kyber) extra+=(--set read_lat_nsec=50000000) ;;
+		fifo-batch-1-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
+		fifo-batch-1-*:kyber) extra+=(--set read_lat_nsec=100000) ;;
+		wstarved1-*:mq-deadline) extra+=(--set writes_starved=1 --set front_merges=0) ;;
+		wstarved1-*:kyber) extra+=(--set write_lat_nsec=1000000) ;;
+		asyncdepth-12-*:mq-deadline) extra+=(--set async_depth=12) ;;
+		asyncdepth-12-*:kyber) extra+=(--set read_lat_nsec=50000000 --set write_lat_nsec=1000000) ;;
+		kyberlat-*:mq-deadline) extra+=(--set read_expire=20) ;;
+		kyberlat-*:kyber) extra+=(--set read_lat_nsec=100000 --set write_lat_nsec=1000000) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -121,7 +136,8 @@ for mix in "${mixes[@]}"; do
 			readwrite-*:bfq | bs512-*:bfq | numjobs32-*:bfq | readahead-*:bfq | verify-*:bfq | \
 			cpus-*:bfq | randrw90-*:bfq | iodepth-*:bfq | poisson-*:bfq | strided-*:bfq | \
 			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
-			async-*:bfq) \
+			async-*:bfq | fifo-*:bfq | wstarved1-*:bfq | asyncdepth-*:bfq | ionice-*:bfq | \
+			kyberlat-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
@@ -130,6 +146,7 @@ for mix in "${mixes[@]}"; do
 		depth=(--nr-requests "$nr") size=128M
 		case "$mix" in
 		*-defaults) depth=() size=1G ;;
+		*-nr256) depth=() ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" "${depth[@]}" --size "$size" \
 			--gzip --out "$here/$mix$suffix" "${extra[@]}"
