@@ -137,11 +137,13 @@ use crate::traces::ftrace::{
 
 mod bfq_log;
 mod replay;
+mod resolve;
 pub use bfq_log::{
     completions_seen_by_bfq, exits_in_bfq_log, idle_timer_fires, refused_dispatch_calls,
     BfqLogTimes, LogOrder,
 };
 use replay::{Contexts, Replay};
+pub use resolve::{resolve, Move, Resolution};
 
 /// When our queue runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -407,6 +409,33 @@ pub fn diff_with_log(
     prios: &HashMap<u32, IoPrio>,
     groups: &ContextGroups,
 ) -> Result<TraceDiff, String> {
+    let log = match opts.pace {
+        Pace::Early => earliest(kernel_log(trace, bfq_log)),
+        Pace::Kernel | Pace::Device => kernel_log(trace, bfq_log).clone(),
+    };
+    replay_log(trace, meta, opts, bfq_log, Contexts { prios, groups }, &log)
+}
+
+/// The kernel's queue log the replay follows: bfq's choices in its log's order where it has
+/// a log ([`LogOrder`]), else the issue events'.
+fn kernel_log<'t>(trace: &'t KernelTrace, bfq_log: &'t BfqLogTimes) -> &'t Vec<QueueEvent> {
+    bfq_log
+        .order
+        .as_ref()
+        .map_or(&trace.queue_log, |o| &o.queue_log)
+}
+
+/// [`diff_with_log`] with the kernel's queue log given (`log`: the recorded one, or one
+/// reordered as the trace allows, [`resolve`]).
+fn replay_log(
+    trace: &KernelTrace,
+    meta: &RecordingMeta,
+    opts: &DiffOptions,
+    bfq_log: &BfqLogTimes,
+    contexts: Contexts<'_>,
+    log: &[QueueEvent],
+) -> Result<TraceDiff, String> {
+    let Contexts { prios, groups } = contexts;
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
@@ -461,13 +490,6 @@ pub fn diff_with_log(
             .unwrap_or(0);
         limits = limits.max_segments(n.max(largest.div_ceil(PAGE_SECTORS)));
     }
-    // bfq's choices in its log's order where it has a log, else the issue events'.
-    let order = bfq_log.order.as_ref();
-    let kernel_log = order.map_or(&trace.queue_log, |o| &o.queue_log);
-    let log = match opts.pace {
-        Pace::Early => earliest(kernel_log),
-        Pace::Kernel | Pace::Device => kernel_log.clone(),
-    };
     // Only bfq reads the io_context's priority (`bfq_check_ioprio_change`); mq-deadline reads
     // the request's (`dd_insert_request`), kyber and none neither.
     let no_prios = HashMap::new();
@@ -483,11 +505,11 @@ pub fn diff_with_log(
     );
     replay.own_runs = software_queues_replayed(info.name);
     replay.allocating_cpus = allocating_cpus_replayed(info.name);
-    let (ours, merges_missed, notes) = replay.run(&log, bfq_log);
+    let (ours, merges_missed, notes) = replay.run(log, bfq_log);
     let ours = agreement::decisions(&ours);
-    let decided = order.map_or(&[][..], |o| &o.decided);
+    let decided = bfq_log.order.as_ref().map_or(&[][..], |o| &o.decided);
     let (kernel, unordered_pairs) =
-        settle_unordered_pairs(trace, decided, agreement::decisions(&log), &ours);
+        settle_unordered_pairs(trace, decided, agreement::decisions(log), &ours);
     let a = agreement::compare(&kernel, &ours);
     let choices: Vec<usize> = (0..kernel.len())
         .filter(|&k| kernel[k].queued.len() > 1)
@@ -909,8 +931,18 @@ fn check_group_pids(
     Ok(())
 }
 
-/// Open the recording in `dir` and compare it at each pace (`opts.pace` is ignored).
-pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
+/// A recording opened for the replay: its trace, what its bfq log shows, and each
+/// context's priority and group.
+struct Loaded {
+    rec: Recording,
+    trace: KernelTrace,
+    bfq_log: BfqLogTimes,
+    prios: HashMap<u32, IoPrio>,
+    groups: ContextGroups,
+}
+
+/// Open the recording in `dir` for the replay, refusing what [`diff_recording`] refuses.
+fn load(dir: &Path) -> Result<Loaded, String> {
     let rec = Recording::open(dir).map_err(|e| e.to_string())?;
     let trace = rec.trace().map_err(|e| e.to_string())?;
     // Nothing the kernel decided: "0 decisions, 100.0% agree" was printed for an empty
@@ -958,6 +990,24 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
     let prios = rec.context_priorities().map_err(|e| e.to_string())?;
     let groups = rec.context_groups().map_err(|e| e.to_string())?;
     check_group_pids(&rec, &trace, &groups)?;
+    Ok(Loaded {
+        rec,
+        trace,
+        bfq_log,
+        prios,
+        groups,
+    })
+}
+
+/// Open the recording in `dir` and compare it at each pace (`opts.pace` is ignored).
+pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
+    let Loaded {
+        rec,
+        trace,
+        bfq_log,
+        prios,
+        groups,
+    } = load(dir)?;
     let at = |pace| {
         // Notes are of the agreement's replay only.
         let o = DiffOptions {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use elevator_workload::kernel_diff::{diff_recording, divergences, find_recordings, markdown};
-use elevator_workload::kernel_diff::{DiffOptions, Row};
+use elevator_workload::kernel_diff::{resolve, DiffOptions, Row};
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel")
@@ -383,4 +383,33 @@ fn requests_from_a_plugs_batch_of_tags_have_no_depth_limit_of_their_own() {
         "{}",
         divergences(&row, 1).join("\n")
     );
+}
+
+/// A decision the trace cannot order with another CPU's insertion, resolved the kernel's
+/// way after the fact (`kernel_diff::resolve`, the diagnostic of `kernel-diff --resolve`).
+/// On the held-out `asyncdepth-12-be-levels-writers-beside-rt-reader-nr64` (kfid45, first
+/// round) fio-28074 inserted its idle-class 64 KiB write 107904 on CPU 0 at 46516.763734 and
+/// fio-28072 a best-effort write 50960 on CPU 1 at .763735; CPU 0 issued 107904 at .763735
+/// and CPU 1 50960 at .763736. `block_rq_insert` fires under `dd->lock`
+/// (`dd_insert_request`), `block_rq_issue` after the run released it
+/// (`blk_mq_start_request` in `loop_queue_rq`): CPU 0's `dd_dispatch_request` took 107904
+/// before 50960 was inserted, else `dd_dispatch_prio_aged_requests`' level order would have
+/// given it the best-effort write. Ours, asked at the issue event, saw both and took 50960
+/// (21.3% agreement from there, first divergence 757); with 757's decision moved before
+/// that insertion ours agrees there and on 99.5% of the recording.
+#[test]
+fn a_choice_made_before_another_cpus_insertion_the_trace_shows_first_is_resolved() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/asyncdepth-12-be-levels-writers-beside-rt-reader-nr64/mq-deadline",
+    );
+    let r = resolve(&dir, &DiffOptions::default(), 50).unwrap();
+    assert_eq!(r.before.agreement.first_divergence, Some(757));
+    let first = r.moves.first().expect("a move kept");
+    assert_eq!((first.decision, first.passed), (757, 1));
+    assert_eq!(r.after.ours.get(757), r.after.kernel.get(757));
+    let share =
+        |a: &elevator_workload::agreement::Agreement| a.same_choice as f64 / a.decisions as f64;
+    assert!(share(&r.before.agreement) < 0.25);
+    assert!(share(&r.after.agreement) > 0.99, "{:?}", r.after.agreement);
+    assert!(r.unresolved.first() > Some(&757));
 }

@@ -1,0 +1,185 @@
+//! How much of a recording's disagreement is the trace's resolution: each divergence
+//! replayed again with the kernel's decision made where the trace allows it to have been
+//! made, and kept when ours then agrees (a diagnostic, `elevator kernel-diff --resolve`).
+//!
+//! `block_rq_issue` fires when the driver starts a request (`blk_mq_start_request`), after a
+//! queue run took it from the scheduler under the scheduler's lock
+//! (`__blk_mq_do_dispatch_sched` takes up to `nr_requests` requests before
+//! `blk_mq_dispatch_rq_list` issues the first). An insertion another CPU traced shortly
+//! before the issue (`block_rq_insert` fires under the scheduler's lock in
+//! `dd_insert_request`, `kyber_insert_requests`, `bfq_insert_request`) may therefore have
+//! come after the run chose: the trace does not order the two. The kernel's decision at a
+//! divergence is moved back past such insertions (traced on another CPU than the issue,
+//! within [`UNORDERED_ISSUE_GAP`] before it; past other CPUs' issues in that window too), one
+//! at a time, for that decision and the two before it (whose timing sets what the
+//! scheduler's state is at the divergence: kyber's batch count, mq-deadline's sorted pass);
+//! both sides are replayed from the start with the kernel's log so reordered, the kernel's
+//! queued sets following it. A move is kept when every decision from the divergence's
+//! search start to the divergence then agrees and the recording's agreement does not fall.
+//! A divergence no move settles is a mechanism's (or a cascade of one): it is listed, and
+//! the search goes on after it. A decision bfq's log places ([`LogOrder::decided`]) is
+//! ordered by the log and never moved. Same-CPU order is the trace's (each CPU's buffer
+//! keeps its events in order).
+
+use super::*;
+
+/// How many insertions (or other CPUs' issues) one move may pass.
+const MOST_PASSED: usize = 8;
+
+/// How many decisions before a divergence are moved too, besides its own.
+const DECISIONS_BEFORE: usize = 2;
+
+/// One move kept: the kernel's decision `decision` (request `request`) taken as made before
+/// the `passed` events the trace shows just before its issue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The kernel's decision moved (its index in the dispatch order).
+    pub decision: usize,
+    /// Its request.
+    pub request: usize,
+    /// The insertions and other CPUs' issues it was moved before.
+    pub passed: usize,
+}
+
+/// What [`resolve`] found for one recording.
+#[derive(Clone, Debug)]
+pub struct Resolution {
+    /// The replay of the recorded order (the agreement `kernel-diff` prints).
+    pub before: TraceDiff,
+    /// The replay with every kept move.
+    pub after: TraceDiff,
+    /// The moves kept, in the order found.
+    pub moves: Vec<Move>,
+    /// The divergences no move settled, in order: the first is where a mechanism (or
+    /// something else the trace does fix) first parts ours from the kernel.
+    pub unresolved: Vec<usize>,
+    /// Replays made (the recorded order's included).
+    pub replays: usize,
+    /// The search stopped at its budget of replays before the last divergence.
+    pub exhausted: bool,
+}
+
+/// [`Resolution`] for the recording in `dir`, at the kernel's pace, with at most `budget`
+/// replays.
+pub fn resolve(dir: &Path, opts: &DiffOptions, budget: usize) -> Result<Resolution, String> {
+    let l = load(dir)?;
+    let opts = DiffOptions {
+        pace: Pace::Kernel,
+        notes: false,
+        ..opts.clone()
+    };
+    let decided = l.bfq_log.order.as_ref().map_or(&[][..], |o| &o.decided);
+    let replay = |log: &[QueueEvent]| {
+        let contexts = Contexts {
+            prios: &l.prios,
+            groups: &l.groups,
+        };
+        replay_log(&l.trace, &l.rec.meta, &opts, &l.bfq_log, contexts, log)
+            .map_err(|e| format!("{}: {e}", dir.display()))
+    };
+    let mut log = kernel_log(&l.trace, &l.bfq_log).clone();
+    let before = replay(&log)?;
+    let mut cur = before.clone();
+    let mut replays = 1;
+    let mut moves = Vec::new();
+    let mut unresolved = Vec::new();
+    let mut from = 0;
+    let mut exhausted = false;
+    'divergences: while let Some(k) = first_divergence(&cur, from) {
+        let first = k.saturating_sub(DECISIONS_BEFORE).max(from);
+        for j in (first..=k).rev() {
+            for (passed, moved) in moves_of(&l.trace, decided, &log, j) {
+                if replays >= budget {
+                    exhausted = true;
+                    break 'divergences;
+                }
+                replays += 1;
+                let d = replay(&moved)?;
+                let settled = (from..=k).all(|p| d.ours.get(p) == d.kernel.get(p));
+                if settled && d.agreement.same_choice >= cur.agreement.same_choice {
+                    moves.push(Move {
+                        decision: j,
+                        request: cur.kernel[j].chosen,
+                        passed,
+                    });
+                    log = moved;
+                    cur = d;
+                    continue 'divergences;
+                }
+            }
+        }
+        unresolved.push(k);
+        from = k + 1;
+    }
+    Ok(Resolution {
+        before,
+        after: cur,
+        moves,
+        unresolved,
+        replays,
+        exhausted,
+    })
+}
+
+/// The first decision at or after `from` where ours differs from the kernel's.
+fn first_divergence(d: &TraceDiff, from: usize) -> Option<usize> {
+    (from..d.kernel.len()).find(|&k| d.ours.get(k) != Some(&d.kernel[k]))
+}
+
+/// The kernel's log with its `j`th dispatch moved back past 1, 2 ... of the events just
+/// before it that the trace does not order with its issue (module docs), nearest first,
+/// each with how many it passed.
+fn moves_of(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    log: &[QueueEvent],
+    j: usize,
+) -> Vec<(usize, Vec<QueueEvent>)> {
+    let Some(p) = log
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
+        .nth(j)
+        .map(|(p, _)| p)
+    else {
+        return Vec::new();
+    };
+    let QueueEvent::Dispatch(r) = log[p] else {
+        return Vec::new();
+    };
+    if decided.get(r).copied().flatten().is_some() {
+        return Vec::new();
+    }
+    let Some(issue) = trace.first_dispatch(r) else {
+        return Vec::new();
+    };
+    let open = |t: Nanos, cpu: u32| cpu != issue.cpu && t + UNORDERED_ISSUE_GAP >= issue.time;
+    let mut out = Vec::new();
+    let mut q = p;
+    while q > 0 && p - q < MOST_PASSED {
+        q -= 1;
+        let passable = match log[q] {
+            QueueEvent::Arrive(i) => {
+                let rq = &trace.requests[i];
+                match (rq.inserted, rq.inserted_on) {
+                    (Some(t), Some(on)) => open(t, on.cpu),
+                    _ => false,
+                }
+            }
+            QueueEvent::Dispatch(x) => trace.first_dispatch(x).is_some_and(|d| {
+                open(d.time, d.cpu) && decided.get(x).copied().flatten().is_none()
+            }),
+            QueueEvent::Leave(_) => false,
+        };
+        if !passable {
+            break;
+        }
+        if matches!(log[q], QueueEvent::Arrive(_)) {
+            let mut moved = log.to_vec();
+            let e = moved.remove(p);
+            moved.insert(q, e);
+            out.push((p - q, moved));
+        }
+    }
+    out
+}
