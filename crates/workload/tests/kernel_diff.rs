@@ -413,3 +413,26 @@ fn a_choice_made_before_another_cpus_insertion_the_trace_shows_first_is_resolved
     assert!(share(&r.after.agreement) > 0.99, "{:?}", r.after.agreement);
     assert!(r.unresolved.first() > Some(&757));
 }
+
+/// Two requests of the same extents at two priorities, told apart by the flags and priority
+/// each trace event prints. On the held-out `asyncdepth-12-be-levels-writers-beside-rt-reader-nr64`
+/// (kfid45, first round, bfq) the best-effort reader fio-28131's `R` of 227368 + 8 waited
+/// in bfq from 46520.336523 while the real-time reader fio-28130's `RS` of the same block
+/// was inserted and issued at .344189-.344195; the trace reader took that issue for the
+/// oldest request of the extents, fio-28131's, so the kernel's decision 368 was the
+/// best-effort read and every later decision compared a request off (10.4%, first
+/// divergence 368). Taken by its `RS rt,0,4`, the issue is the real-time request's, and
+/// ours agrees on every decision.
+#[test]
+fn requests_of_one_block_at_two_priorities_are_the_ones_their_events_name() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/asyncdepth-12-be-levels-writers-beside-rt-reader-nr64/bfq",
+    );
+    let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
+    assert_eq!(
+        row.kernel_pace.agreement.first_divergence,
+        None,
+        "{}",
+        divergences(&row, 1).join("\n")
+    );
+}

@@ -12,8 +12,10 @@
 //! `block_rq_complete` ends the issued request of those extents. A cache flush is issued as
 //! the flush machinery's own request (`FF`, no sectors) for the empty preflush write that
 //! asked for it, and completes at sector `u64::MAX`; it never passes through the scheduler.
-//! When several requests have the same extents the oldest is taken and
-//! [`Assembly::ambiguous`] counts it.
+//! When several requests have the same extents, the oldest of those whose rwbs and priority
+//! are the event's is taken (each event prints its request's own: two processes reading
+//! one block at two priorities), else the oldest of them all, and [`Assembly::ambiguous`]
+//! counts it.
 //!
 //! Events are taken in time order (a stable sort: `trace_pipe` can hand one CPU's event out
 //! a little before another CPU's earlier one); what cannot be matched (a trace started while
@@ -481,6 +483,34 @@ impl Builder {
         }
     }
 
+    /// The oldest of `set` that `pick` accepts and whose flags and priority are the event's
+    /// (`alike`), else the oldest `pick` accepts, noting an ambiguity among those taken from.
+    /// Two requests of the same extents told apart by their rwbs or priority are not
+    /// ambiguous: two processes reading the same block, one a real-time `RS` and one a
+    /// best-effort `R`, each issue event names its own.
+    fn pick_alike(
+        &mut self,
+        set: &[usize],
+        pick: impl Fn(usize, &Track) -> bool,
+        alike: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let all: Vec<usize> = set
+            .iter()
+            .copied()
+            .filter(|&i| pick(i, &self.track[i]))
+            .collect();
+        let same_flags: Vec<usize> = all.iter().copied().filter(|&i| alike(i)).collect();
+        let from = if same_flags.is_empty() {
+            &all
+        } else {
+            &same_flags
+        };
+        if from.len() > 1 {
+            self.out.stats.ambiguous += 1;
+        }
+        from.iter().copied().min()
+    }
+
     /// The oldest of `set` that `pick` accepts, noting an ambiguity.
     fn pick(&mut self, set: &[usize], pick: impl Fn(usize, &Track) -> bool) -> Option<usize> {
         let mut found = set.iter().copied().filter(|&i| pick(i, &self.track[i]));
@@ -585,16 +615,28 @@ impl Builder {
                 && t.sector == e.sector
                 && t.sectors == e.sectors
         };
+        // The event's flags and priority are the request's (`blk_fill_rwbs` of its
+        // `cmd_flags`, its `ioprio`); a request not yet given a priority (created, not
+        // inserted) is alike in that.
+        let alike = |reqs: &[TracedRequest], i: usize| {
+            reqs[i].rwbs == e.rwbs && (reqs[i].prio.is_none() || reqs[i].prio == e.prio)
+        };
         match e.action {
             RqAction::Insert => {
                 let live = self.live.clone();
                 let reqs = std::mem::take(&mut self.out.requests);
                 let found = self
-                    .pick(&live, |i, t| {
-                        t.state == State::Requeued && same(t, &reqs, i)
-                    })
+                    .pick_alike(
+                        &live,
+                        |i, t| t.state == State::Requeued && same(t, &reqs, i),
+                        |i| alike(&reqs, i),
+                    )
                     .or_else(|| {
-                        self.pick(&live, |i, t| t.state == State::Created && same(t, &reqs, i))
+                        self.pick_alike(
+                            &live,
+                            |i, t| t.state == State::Created && same(t, &reqs, i),
+                            |i| alike(&reqs, i),
+                        )
                     });
                 self.out.requests = reqs;
                 let i = match found {
@@ -631,15 +673,26 @@ impl Builder {
                         t.state == State::Created && flush_only(reqs[i].rwbs, t.sectors)
                     })
                 } else {
-                    self.pick(&live, |i, t| t.state == State::Queued && same(t, &reqs, i))
-                        .or_else(|| {
-                            self.pick(&live, |i, t| {
-                                t.state == State::Requeued && same(t, &reqs, i)
-                            })
-                        })
-                        .or_else(|| {
-                            self.pick(&live, |i, t| t.state == State::Created && same(t, &reqs, i))
-                        })
+                    let alike = |i| alike(&reqs, i);
+                    self.pick_alike(
+                        &live,
+                        |i, t| t.state == State::Queued && same(t, &reqs, i),
+                        alike,
+                    )
+                    .or_else(|| {
+                        self.pick_alike(
+                            &live,
+                            |i, t| t.state == State::Requeued && same(t, &reqs, i),
+                            alike,
+                        )
+                    })
+                    .or_else(|| {
+                        self.pick_alike(
+                            &live,
+                            |i, t| t.state == State::Created && same(t, &reqs, i),
+                            alike,
+                        )
+                    })
                 };
                 self.out.requests = reqs;
                 let i = match found {
@@ -738,7 +791,7 @@ impl Builder {
                 let found = if flush_only(e.rwbs, e.sectors) {
                     self.pick(&inflight, |i, t| flush_only(reqs[i].rwbs, t.sectors))
                 } else {
-                    self.pick(&inflight, |i, t| same(t, &reqs, i))
+                    self.pick_alike(&inflight, |i, t| same(t, &reqs, i), |i| alike(&reqs, i))
                 };
                 self.out.requests = reqs;
                 let Some(i) = found else {
@@ -1078,6 +1131,36 @@ mod tests {
         assert_eq!(f.ended, Some(Nanos(1_000_037_000)));
         assert_eq!(t.requests[1].ended, None, "the post-flush itself");
         assert_eq!(t.stats.orphan_completions, 0);
+    }
+
+    /// Two processes read the same block (the held-out
+    /// `asyncdepth-12-be-levels-writers-beside-rt-reader-nr64`, kfid45: a best-effort
+    /// reader's `R` of 227368 + 8 waited in bfq while the real-time reader's `RS` of the
+    /// same block was inserted, issued and completed; the best-effort one was issued 5.6 ms
+    /// later). `block_rq_issue` and `block_rq_complete` print the request's own rwbs and
+    /// priority (`blk_fill_rwbs` of `cmd_flags`, `ioprio`), so the issue is the real-time
+    /// request's, not the oldest of those extents.
+    #[test]
+    fn requests_of_the_same_extents_are_told_apart_by_their_flags_and_priority() {
+        let t = trace(
+            "\
+ fio-31 [000] ..... 1.000001: block_getrq: 7,0 R 227368 + 8 [fio]
+ fio-31 [000] d..1. 1.000003: block_rq_insert: 7,0 R 4096 () 227368 + 8 be,0,4 [fio]
+ fio-30 [000] ..... 1.007666: block_getrq: 7,0 RS 227368 + 8 [fio]
+ fio-30 [000] d..1. 1.007667: block_rq_insert: 7,0 RS 4096 () 227368 + 8 rt,0,4 [fio]
+ fio-30 [000] ..... 1.007673: block_rq_issue: 7,0 RS 4096 () 227368 + 8 rt,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.007681: block_rq_complete: 7,0 RS () 227368 + 8 rt,0,4 [0]
+ fio-25 [000] ..... 1.013292: block_rq_issue: 7,0 R 4096 () 227368 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.013316: block_rq_complete: 7,0 R () 227368 + 8 be,0,4 [0]
+",
+        );
+        assert_eq!(
+            t.dispatches.iter().map(|d| d.request).collect::<Vec<_>>(),
+            [1, 0]
+        );
+        assert_eq!(t.requests[0].issued, Some(Nanos(1_013_292_000)));
+        assert_eq!(t.requests[1].completed, Some(Nanos(1_007_681_000)));
+        assert_eq!(t.stats.ambiguous, 0);
     }
 
     #[test]
