@@ -13,7 +13,7 @@
 # the queue's read_ahead_kb to 1024 (kfresh20); one starting async-depth-2- sets mq-deadline's
 # async_depth to 2 (kfresh21). Branch kfid45's mixes set the tunables of their prefix (fifo-batch-64-,
 # fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
-# name ending in -nr256. Needs root, fio, tracefs:
+# name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-. Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -121,6 +121,9 @@ for mix in "${mixes[@]}"; do
 		asyncdepth-12-*:kyber) extra+=(--set read_lat_nsec=50000000 --set write_lat_nsec=1000000) ;;
 		kyberlat-*:mq-deadline) extra+=(--set read_expire=20) ;;
 		kyberlat-*:kyber) extra+=(--set read_lat_nsec=100000 --set write_lat_nsec=1000000) ;;
+		# Tunables of branch kfid46's held-out mixes.
+		bfqnoidle-*:bfq) extra+=(--set low_latency=0 --set slice_idle=0 --set strict_guarantees=1) ;;
+		kyberdeep-*:kyber) extra+=(--set read_lat_nsec=250000 --set write_lat_nsec=2000000) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -137,7 +140,7 @@ for mix in "${mixes[@]}"; do
 			cpus-*:bfq | randrw90-*:bfq | iodepth-*:bfq | poisson-*:bfq | strided-*:bfq | \
 			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
 			async-*:bfq | fifo-*:bfq | wstarved1-*:bfq | asyncdepth-*:bfq | ionice-*:bfq | \
-			kyberlat-*:bfq) \
+			kyberlat-*:bfq | fdatasync-*:bfq | bfqnoidle-*:bfq | kyberdeep-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
