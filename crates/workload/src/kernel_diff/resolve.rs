@@ -12,8 +12,11 @@
 //! divergence is moved back past such insertions (traced on another CPU than the issue,
 //! within [`UNORDERED_ISSUE_GAP`] before it; past other CPUs' issues in that window too), one
 //! at a time, for that decision and the two before it (whose timing sets what the
-//! scheduler's state is at the divergence: kyber's batch count, mq-deadline's sorted pass);
-//! both sides are replayed from the start with the kernel's log so reordered, the kernel's
+//! scheduler's state is at the divergence: kyber's batch count, mq-deadline's sorted pass),
+//! then for the one after it (a run that took several requests issues them one by one, and
+//! another CPU may insert and issue a request between two of those issues: the later ones
+//! were chosen before that insertion, and the divergence is the other CPU's request read as
+//! chosen first; branch kfid46's `cgroup-weights-ionice-classes-inside-groups`); both sides are replayed from the start with the kernel's log so reordered, the kernel's
 //! queued sets following it. A move is kept when every decision from the divergence's
 //! search start to the divergence then agrees and the recording's agreement does not fall.
 //! A divergence no move settles is a mechanism's (or a cascade of one): it is listed, and
@@ -28,6 +31,9 @@ const MOST_PASSED: usize = 8;
 
 /// How many decisions before a divergence are moved too, besides its own.
 const DECISIONS_BEFORE: usize = 2;
+
+/// How many decisions after a divergence are moved too, after those before it.
+const DECISIONS_AFTER: usize = 1;
 
 /// One move kept: the kernel's decision `decision` (request `request`) taken as made before
 /// the `passed` events the trace shows just before its issue.
@@ -87,7 +93,8 @@ pub fn resolve(dir: &Path, opts: &DiffOptions, budget: usize) -> Result<Resoluti
     let mut exhausted = false;
     'divergences: while let Some(k) = first_divergence(&cur, from) {
         let first = k.saturating_sub(DECISIONS_BEFORE).max(from);
-        for j in (first..=k).rev() {
+        let after = (k + DECISIONS_AFTER).min(cur.kernel.len().saturating_sub(1));
+        for j in (first..=k).rev().chain(k + 1..=after) {
             for (passed, moved) in moves_of(&l.trace, decided, &log, j) {
                 if replays >= budget {
                     exhausted = true;
