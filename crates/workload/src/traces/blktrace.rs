@@ -350,10 +350,10 @@ pub struct EventReader {
 }
 
 impl EventReader {
-    /// Open one per-CPU file.
+    /// Open one per-CPU file (a compressed one is refused: [`super::lines::open_trace`]).
     pub fn open(path: &Path) -> Result<EventReader, InputError> {
         let name = path.display().to_string();
-        let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+        let f = super::lines::open_trace(path)?;
         Ok(EventReader::new(
             Box::new(BufReader::with_capacity(1 << 18, f)),
             &name,
