@@ -300,3 +300,68 @@ fn a_wrong_value_in_a_scenario_job_names_its_line_and_field() {
         clean_error(&out, &[&format!("{}:9", s(&p)), "`bs`", shown]);
     }
 }
+
+/// `run` of a 512-byte `bs` on a loop device of 4096-byte logical sectors (`losetup
+/// --sector-size 4096`): the kernel refuses each such direct I/O with EINVAL
+/// (`blkdev_dio_invalid`: offset or length not a multiple of the logical block size), and
+/// the run said only "read of 512 bytes at offset 16029696 failed: Invalid argument (os error
+/// 22)". Now the error names the device's logical block size and what to change; the
+/// report's errno stays EINVAL (22). Needs root and losetup; skipped otherwise.
+#[test]
+fn a_512_byte_io_on_a_4096_byte_sector_device_names_the_logical_block_size() {
+    if !root() || Command::new("losetup").arg("--version").output().is_err() {
+        eprintln!("notice: needs root and losetup for a loop device; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let out = Command::new("losetup")
+        .args(["--find", "--show", "--sector-size", "4096", s(&img)])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "notice: losetup --sector-size 4096 failed ({}); skipped",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    /// Detaches the loop device however the test ends.
+    struct Detach(String);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").args(["-d", &self.0]).status();
+        }
+    }
+    let dev = Detach(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let job = dir.path().join("r512.fio");
+    std::fs::write(
+        &job,
+        "[r]\nrw=randread\nbs=512\nsize=16m\nruntime=1\ntime_based=1\nioengine=io_uring\n\
+         direct=1\n",
+    )
+    .unwrap();
+    let json = dir.path().join("o.json");
+    let out = elevator_within(
+        &[
+            "run",
+            s(&job),
+            "--target",
+            &dev.0,
+            "--sched",
+            "none",
+            "--output-format",
+            "json",
+            "--output",
+            s(&json),
+        ],
+        MINUTE,
+    );
+    clean_error(&out, &["logical block size is 4096", "multiples of 4096"]);
+    let report = std::fs::read_to_string(&json).unwrap_or_default();
+    assert!(report.contains("\"error\": 22"), "{report}");
+}
