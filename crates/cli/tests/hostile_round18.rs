@@ -389,3 +389,41 @@ fn bfq_replays_ten_thousand_requests_waiting_for_tags_in_linear_time() {
         out.stdout
     );
 }
+
+/// A blktrace of 2000 per-CPU files (`noop.blktrace.0` to `.1999`, found and merged when the
+/// first is named; a trace may have up to 8192, NR_CPUS): each file's reader kept a 256 KiB
+/// buffer, 598 MB in all, and under `ulimit -v 524288` (512 MiB) the replay aborted (exit
+/// 134, "memory allocation failed"). The merged files' buffers now share 16 MiB (8 KiB at
+/// the least each): 99 MB peak, and the replay runs under the limit.
+#[test]
+fn two_thousand_per_cpu_blktrace_files_replay_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = disksim_trace(dir.path(), 200);
+    let bt = dir.path().join("bt");
+    let out = elevator_within(
+        &[
+            "replay",
+            s(&trace),
+            "--sched",
+            "noop",
+            "--blktrace-out",
+            s(&bt),
+        ],
+        MINUTE,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cpu0 = bt.join("noop.blktrace.0");
+    for cpu in 1..2000 {
+        std::fs::copy(&cpu0, bt.join(format!("noop.blktrace.{cpu}"))).unwrap();
+    }
+    let out = elevator_set_up(
+        &["replay", s(&cpu0), "--sched", "noop"],
+        Duration::from_secs(120),
+        |c| {
+            rlimit(c, libc::RLIMIT_AS, 512 << 20);
+            rlimit(c, libc::RLIMIT_NOFILE, 4096);
+        },
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("requests replayed"), "{}", out.stdout);
+}

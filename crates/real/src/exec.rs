@@ -912,8 +912,9 @@ impl<'a, B: Backend> Executor<'a, B> {
         let outcome = match c.result {
             Err(error)
                 if error.raw_os_error() == Some(libc::EINVAL)
-                    && block
-                        .is_some_and(|b| offset % u64::from(b) != 0 || len % u64::from(b) != 0) =>
+                    && block.is_some_and(|b| {
+                        !offset.is_multiple_of(u64::from(b)) || !len.is_multiple_of(u64::from(b))
+                    }) =>
             {
                 Err(RunError::Misaligned {
                     job: name(),
