@@ -321,6 +321,22 @@ class Results:
     def __repr__(self) -> str:
         return f"Results({self.table.num_rows} rows, columns={self.table.column_names})"
 
+    def __reduce__(self):
+        # Pickled as its tables (the requests table built first, when kept): the native
+        # output behind them cannot be pickled, so a Results returned from a
+        # multiprocessing worker, a concurrent.futures process pool or a Ray task raised
+        # "cannot pickle 'elevator._elevator.Output' object".
+        return (_results_of_tables, (self.table, self.requests, self._keeps))
+
+
+def _results_of_tables(table: pa.Table, requests: Optional[pa.Table], keeps: bool) -> Results:
+    """A :class:`Results` unpickled: its tables, without the native output."""
+    if keeps and not isinstance(requests, pa.Table):
+        raise _check.error("requests", f"expected a pyarrow.Table, got {_check.shown(requests)}")
+    r = Results(None, keeps, table=table)
+    r._requests = requests if keeps else None
+    return r
+
 
 def sim(
     scenario: Union[None, str, Scenario, PathLike] = None,

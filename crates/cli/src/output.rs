@@ -23,18 +23,48 @@ pub fn out_str(s: &str) {
     if STDOUT_ERROR.get().is_some() {
         return;
     }
-    if let Err(e) = std::io::stdout().lock().write_all(s.as_bytes()) {
+    // Std's lock keeps whole messages of several threads apart; nothing is written through
+    // its buffer.
+    let _one_at_a_time = std::io::stdout().lock();
+    if let Err(e) = write_fd(libc::STDOUT_FILENO, s.as_bytes()) {
         let _ = STDOUT_ERROR.set(e);
     }
 }
 
-/// Flush stdout; the first error any write to it met, if one did.
-pub fn stdout_result() -> anyhow::Result<()> {
-    if STDOUT_ERROR.get().is_none() {
-        if let Err(e) = std::io::stdout().lock().flush() {
-            let _ = STDOUT_ERROR.set(e);
+/// Write all of `bytes` to the descriptor `fd` (standard output or error), unbuffered (each
+/// call is one message: a line, a table, a JSON document). A write a signal interrupts (EINTR:
+/// the caught signals are installed without `SA_RESTART`) is retried, unless the signal asked
+/// the command to stop ([`crate::signals::STOP`]): a write blocked on a pipe nobody reads (its
+/// 64 KiB full) then ends with an error, and the command goes on to write its other outputs
+/// and exit. `std::io::stdout` retried every EINTR itself (`write_all`, and `BufWriter` under
+/// its `LineWriter`), so a `run` or `calibrate` in the stopping mode blocked on a full pipe
+/// took the one SIGTERM that was meant to stop it and went on waiting for ever.
+fn write_fd(fd: libc::c_int, mut bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: descriptors 1 and 2 are open for the life of the process (Rust's runtime
+    // reopens a closed one on /dev/null before `main`); `ManuallyDrop` never closes it.
+    let out = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    while !bytes.is_empty() {
+        match (&*out).write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                if crate::signals::STOP.load(Ordering::SeqCst) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::Interrupted,
+                        "stopped by a signal while waiting for its reader (a pipe nobody reads, \
+                         full)",
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
+    Ok(())
+}
+
+/// The first error any write to stdout met, if one did (writes are unbuffered: [`out_str`]).
+pub fn stdout_result() -> anyhow::Result<()> {
     match STDOUT_ERROR.get() {
         Some(e) => anyhow::bail!("writing to standard output: {e}"),
         None => Ok(()),
@@ -79,15 +109,17 @@ macro_rules! tell {
 }
 pub(crate) use tell;
 
-/// Write `s` to stderr as [`tell!`] does, ignoring a failed write.
+/// Write `s` to stderr as [`tell!`] does, ignoring a failed write (one a stop interrupts
+/// too: [`write_fd`]).
 pub fn tell_str(s: &str) {
-    let _ = std::io::stderr().lock().write_all(s.as_bytes());
+    let _one_at_a_time = std::io::stderr().lock();
+    let _ = write_fd(libc::STDERR_FILENO, s.as_bytes());
 }
 
 /// Print `s` as [`say!`] does, without adding a newline.
 pub fn say_str(s: &str) {
     if text_to_stderr() {
-        let _ = std::io::stderr().write_all(s.as_bytes());
+        tell_str(s);
     } else {
         out_str(s);
     }

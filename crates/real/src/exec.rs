@@ -245,6 +245,21 @@ pub enum RunError {
         /// Bytes transferred.
         got: u64,
     },
+    /// The device refused a direct I/O (EINVAL) whose offset or length is not a multiple of
+    /// its logical block size (`blkdev_dio_invalid`): a 512-byte `bs` on a device of
+    /// 4096-byte sectors.
+    Misaligned {
+        /// The job whose I/O failed.
+        job: String,
+        /// "read" or "write".
+        op: &'static str,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes asked for.
+        len: u64,
+        /// The device's logical block size, bytes.
+        block: u32,
+    },
     /// A job issued an I/O outside its declared region (or the target); it was not submitted.
     OutOfRegion {
         /// The job.
@@ -286,6 +301,19 @@ impl fmt::Display for RunError {
             } => write!(
                 f,
                 "job {job}: {op} of {len} bytes at offset {offset} failed: {error}"
+            ),
+            RunError::Misaligned {
+                job,
+                op,
+                offset,
+                len,
+                block,
+            } => write!(
+                f,
+                "job {job}: {op} of {len} bytes at offset {offset} failed: Invalid argument \
+                 (EINVAL): the device's logical block size is {block} bytes, and a direct I/O's \
+                 offset and length must be multiples of it (give `bs` and offsets in \
+                 multiples of {block})"
             ),
             RunError::Short {
                 job,
@@ -880,7 +908,22 @@ impl<'a, B: Backend> Executor<'a, B> {
             f.rq.bytes()
         };
         let name = || self.slots[f.job].name.clone();
+        let block = self.backend.queue_limits().logical_block.filter(|&b| b > 0);
         let outcome = match c.result {
+            Err(error)
+                if error.raw_os_error() == Some(libc::EINVAL)
+                    && block.is_some_and(|b| {
+                        !offset.is_multiple_of(u64::from(b)) || !len.is_multiple_of(u64::from(b))
+                    }) =>
+            {
+                Err(RunError::Misaligned {
+                    job: name(),
+                    op: op_name(kind),
+                    offset,
+                    len,
+                    block: block.unwrap_or(0),
+                })
+            }
             Err(error) => Err(RunError::Io {
                 job: name(),
                 op: op_name(kind),

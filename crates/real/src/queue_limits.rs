@@ -2,7 +2,8 @@
 //! request (`queue/max_sectors_kb`), the most segments in one (`queue/max_segments`) and the
 //! hardware queue's tags (`mq/0/nr_tags`). The executor's block layer splits and stops
 //! merging at the first two and keeps at most the third at the device, as the kernel's block
-//! layer in front of that device does.
+//! layer in front of that device does. The logical block size (`queue/logical_block_size`)
+//! explains a direct I/O the device refused for its alignment.
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -17,6 +18,9 @@ pub struct QueueLimits {
     pub max_segments: Option<u32>,
     /// Requests the hardware queue holds at once.
     pub depth: Option<u32>,
+    /// The smallest unit it addresses, bytes: a direct I/O whose offset or length is not a
+    /// multiple of it fails with EINVAL (`blkdev_dio_invalid`).
+    pub logical_block: Option<u32>,
 }
 
 /// The limits of the block device `file` is open on; none for a regular file (the
@@ -48,6 +52,7 @@ pub fn of(file: &fs::File) -> QueueLimits {
         max_sectors: read("queue/max_sectors_kb").map(|kb| kb.saturating_mul(2)),
         max_segments: read("queue/max_segments"),
         depth: read("mq/0/nr_tags"),
+        logical_block: read("queue/logical_block_size"),
     }
 }
 

@@ -147,7 +147,9 @@ pub fn errno_of(error: &RunError) -> i32 {
         RunError::Io { error, .. } | RunError::Backend(error) => {
             error.raw_os_error().unwrap_or(libc::EIO)
         }
-        RunError::OutOfRegion { .. } | RunError::Unsupported { .. } => libc::EINVAL,
+        RunError::OutOfRegion { .. }
+        | RunError::Unsupported { .. }
+        | RunError::Misaligned { .. } => libc::EINVAL,
         RunError::Verify(_) => libc::EILSEQ,
         _ => libc::EIO,
     }
@@ -158,6 +160,7 @@ fn culprit(error: &RunError) -> Option<&str> {
     match error {
         RunError::Io { job, .. }
         | RunError::Short { job, .. }
+        | RunError::Misaligned { job, .. }
         | RunError::OutOfRegion { job, .. }
         | RunError::Unsupported { job, .. } => Some(job.as_str()),
         _ => None,

@@ -159,13 +159,55 @@ fn open_direct(path: &Path, write: bool, create: bool) -> Result<File, TargetErr
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| {
-            let doing = if e.raw_os_error() == Some(libc::EINVAL) {
-                "open with O_DIRECT (the filesystem may not support it; tmpfs does not)"
-            } else {
-                "open"
-            };
-            io_err(path, doing)(e)
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return io_err(path, "open")(e);
+            }
+            if create {
+                // The kernel made the file before it refused O_DIRECT (`lookup_open` creates
+                // the inode; `do_dentry_open` then fails with EINVAL on a file system without
+                // FMODE_CAN_ODIRECT): the empty file was left behind. O_EXCL made it ours.
+                let _ = fs::remove_file(path);
+            }
+            TargetError::Unusable {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "the file system it is on ({}) refused O_DIRECT (EINVAL), which elevator \
+                     needs to measure the device rather than the page cache: put the target on \
+                     a disk's file system, or give a block device",
+                    filesystem_name(path)
+                ),
+            }
         })
+}
+
+/// The kind of file system `path` (or, when it does not exist, its directory) is on, as
+/// `statfs` tells it (`f_type`), for an error.
+fn filesystem_name(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(d) if !path.exists() && !d.as_os_str().is_empty() => d,
+        Some(_) if !path.exists() => Path::new("."),
+        _ => path,
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return "unknown".into();
+    };
+    // SAFETY: statfs fills the zeroed struct it is given from a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `c` outlives the call.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return "unknown".into();
+    }
+    // The magic numbers of include/uapi/linux/magic.h.
+    match st.f_type as u64 {
+        0x8584_58f6 => "ramfs".into(),
+        0x0102_1994 => "tmpfs".into(),
+        0x6573_5546 => "FUSE".into(),
+        0x794c_7630 => "overlayfs".into(),
+        0x0102_1997 => "9p".into(),
+        0x6969 => "NFS".into(),
+        t => format!("f_type {t:#x}"),
+    }
 }
 
 /// Open the block device `path` (device number `rdev`) for writing with O_EXCL, as mkfs
@@ -223,6 +265,7 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<Target, TargetError> {
             ),
         }),
         None => {
+            check_file_size_limit(path, &spec)?;
             let file = open_direct(path, true, true)?;
             if let Err(e) = lay_out(&file, path, 0, spec.need_bytes, spec.stop) {
                 drop(file);
@@ -316,6 +359,9 @@ fn open_file(path: &Path, m: &Metadata, spec: &OpenSpec) -> Result<Target, Targe
         });
     }
     let writable = spec.writes || grow;
+    if writable {
+        check_file_size_limit(path, spec)?;
+    }
     let file = open_direct(path, writable, false)?;
     if grow {
         if let Err(e) = lay_out(&file, path, len, spec.need_bytes, spec.stop) {
@@ -590,30 +636,58 @@ fn reserve(file: &File, path: &Path, from: u64, to: u64) -> Result<(), TargetErr
     }
 }
 
+/// This process's file-size limit (`ulimit -f`, RLIMIT_FSIZE), if it has one.
+fn file_size_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0;
+    (known && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+/// Refuse, before anything is written, a regular file the jobs write past this process's
+/// file-size limit (`ulimit -f`): the kernel fails every write at or past it with EFBIG
+/// (`generic_write_check_limits`, for regular files; a block device has no such limit), so
+/// the run measured its points up to the first such write and then failed with "File too
+/// large" naming neither the target nor the limit.
+fn check_file_size_limit(path: &Path, spec: &OpenSpec) -> Result<(), TargetError> {
+    let Some(limit) = file_size_limit() else {
+        return Ok(());
+    };
+    let end = match spec.write_regions.iter().map(|r| r.end).max() {
+        Some(end) if spec.writes => end,
+        _ => spec.need_bytes,
+    };
+    if end <= limit {
+        return Ok(());
+    }
+    Err(TargetError::Unusable {
+        path: path.to_path_buf(),
+        reason: format!(
+            "the jobs write up to byte {end}, past this process's file-size limit of {limit} \
+             bytes (`ulimit -f`), where every write fails with File too large (EFBIG); raise \
+             the limit or shrink the jobs' region; nothing was written"
+        ),
+    })
+}
+
 /// Why a file cannot grow to `to` bytes (EFBIG from `fallocate`): past this process's
 /// file-size limit (`ulimit -f`; the kernel's `inode_newsize_ok` refuses, and SIGXFSZ, which
 /// it also sends, is ignored by the CLI so the refusal arrives as this error), else past the
 /// largest file the filesystem holds. It was told as a lack of free space beside a figure of
 /// gigabytes free.
 fn too_big(to: u64) -> String {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    let limited = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0
-        && lim.rlim_cur != libc::RLIM_INFINITY;
-    if limited && to > lim.rlim_cur {
-        format!(
-            "the jobs need a file of {to} bytes, past this process's file-size limit of {} bytes \
-             (`ulimit -f`): File too large (EFBIG); nothing was written",
-            lim.rlim_cur
-        )
-    } else {
-        format!(
+    match file_size_limit() {
+        Some(limit) if to > limit => format!(
+            "the jobs need a file of {to} bytes, past this process's file-size limit of {limit} \
+             bytes (`ulimit -f`): File too large (EFBIG); nothing was written"
+        ),
+        _ => format!(
             "the jobs need a file of {to} bytes, past the largest file the filesystem holds: \
              File too large (EFBIG); nothing was written"
-        )
+        ),
     }
 }
 

@@ -97,7 +97,22 @@ pub(crate) fn toml_error(e: &toml::de::Error, text: &str, file: impl AsRef<Path>
         .nth(1)
         .filter(|_| msg.contains("field"))
         .map(str::to_string);
-    let pointed = e.span().map(|sp| line_of(text, sp.start));
+    let mut pointed = e.span().map(|sp| line_of(text, sp.start));
+    // A wrong value in a table flattened into another (a scenario's `[[job]]`, whose kind
+    // picks its fields) is pointed at by the table's header: "sw.toml:4: invalid type: string
+    // "4k", expected u64" named neither `bs` nor its line. The message quotes the value; the
+    // line that assigns it in that table is the one meant.
+    let mut valued = None;
+    if let Some(header) = pointed.filter(|&l| {
+        text.lines()
+            .nth(l - 1)
+            .is_some_and(|l| l.trim_start().starts_with('['))
+    }) {
+        if let Some((line, key)) = quoted_value(msg).and_then(|v| assigning(text, header, &v)) {
+            pointed = Some(line);
+            valued = Some(key);
+        }
+    }
     let line = match &named {
         Some(f) if msg.contains("unknown field") => pointed
             .and_then(|from| find_line_from(text, from, f, ""))
@@ -105,7 +120,7 @@ pub(crate) fn toml_error(e: &toml::de::Error, text: &str, file: impl AsRef<Path>
             .or(pointed),
         _ => pointed,
     };
-    let field = named.or_else(|| {
+    let field = named.or(valued).or_else(|| {
         let l = text.lines().nth(line? - 1)?;
         let (key, _) = l.split_once('=')?;
         let key = key.trim();
@@ -118,6 +133,34 @@ pub(crate) fn toml_error(e: &toml::de::Error, text: &str, file: impl AsRef<Path>
     InputError::new(file, msg.trim())
         .on_line(line)
         .in_field(field.as_deref().unwrap_or(""))
+}
+
+/// The value serde's "invalid type: string "4k", expected u64" or "invalid value: integer
+/// `-1`, expected u64" quotes, as the TOML text would write it: a string's contents, or a
+/// number's or boolean's token.
+fn quoted_value(msg: &str) -> Option<String> {
+    let rest = msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| msg.strip_prefix("invalid value: "))?;
+    if let Some(s) = rest.strip_prefix("string \"") {
+        return Some(s[..s.rfind("\", expected")?].to_string());
+    }
+    Some(rest.split('`').nth(1)?.to_string())
+}
+
+/// The first line after the table header on line `header` (and before the next header) that
+/// assigns `value` (a string's contents in either kind of quotes, or a token), with its key.
+fn assigning(text: &str, header: usize, value: &str) -> Option<(usize, String)> {
+    let quoted = [format!("\"{value}\""), format!("'{value}'")];
+    text.lines()
+        .enumerate()
+        .skip(header)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find_map(|(i, l)| {
+            let (key, v) = l.split_once('=')?;
+            let v = v.split(" #").next().unwrap_or(v).trim();
+            (v == value || quoted.iter().any(|q| q == v)).then(|| (i + 1, key.trim().to_string()))
+        })
 }
 
 /// The 1-based line of byte offset `byte` of `text`.

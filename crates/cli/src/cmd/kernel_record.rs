@@ -79,6 +79,32 @@ pub struct Args {
 
 use crate::signals::STOP;
 
+/// The kernel's schedulers a recording can be made under (the blk-mq elevators Linux ships:
+/// block/mq-deadline.c, kyber-iosched.c, bfq-iosched.c, and `none`), the names `kernel-diff`
+/// replays into ours.
+const KERNEL_SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
+
+/// Refuse, before anything on the machine is touched, a `--sched` the recorder cannot make a
+/// recording under, or one named twice. The kernel's own refusal (`elv_iosched_store`:
+/// EINVAL for a name `elevator_find_get` does not know) came only after a tmpfs, a loop device
+/// and its queue were set up, as "write "foo" to /sys/block/loopN/queue/scheduler: Invalid
+/// argument"; a scheduler named twice was recorded a second time, into the directory its
+/// first recording filled, and refused only then (`OUT/SCHED` must be new or empty).
+fn check_scheds(scheds: &[String]) -> Result<()> {
+    for (i, s) in scheds.iter().enumerate() {
+        if !KERNEL_SCHEDULERS.contains(&s.as_str()) {
+            bail!(
+                "--sched {s:?}: not a kernel scheduler a recording is made under (one of {})",
+                KERNEL_SCHEDULERS.join(", ")
+            );
+        }
+        if scheds[..i].contains(s) {
+            bail!("--sched: {s} named twice (each is recorded once, into OUT/{s})");
+        }
+    }
+    Ok(())
+}
+
 /// Ctrl-C and SIGTERM set [`STOP`]: fio is stopped and everything undone before exiting
 /// (every later signal is absorbed too, so the undoing finishes).
 fn install_stop_handler() {
@@ -99,6 +125,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.sched.is_empty() {
         bail!("--sched: name at least one scheduler");
     }
+    check_scheds(&args.sched)?;
     if args.file.is_some() && args.sched.len() > 1 {
         // One path, created and removed per scheduler: fine, but say so.
         say!(

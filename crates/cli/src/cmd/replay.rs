@@ -191,7 +191,7 @@ fn spool_allowance(dir: &std::path::Path) -> anyhow::Result<u64> {
 /// Copy `input` to `out`, refusing a start that shows no trace format (without `format`) and
 /// a stream longer than `allowance`. `shown` names the stream in errors.
 fn spool_one(
-    mut input: impl std::io::Read,
+    input: impl std::io::Read,
     out: &mut std::fs::File,
     shown: &str,
     format: Option<TraceFormat>,
@@ -202,14 +202,14 @@ fn spool_one(
     let read = || format!("{shown}: read the stream");
     let keep = || format!("{shown}: keep the stream in {}", dir.display());
     // The start, as detection would read it from a file.
+    // A compressed stream is refused before a byte is kept, by the check every trace file
+    // passes (`traces::lines::checked`).
+    let mut input = elevator_workload::traces::lines::checked(input, shown)?;
     let mut head = Vec::with_capacity(DETECT_BYTES);
     (&mut input)
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .with_context(read)?;
-    if let Some(c) = elevator_workload::traces::lines::Compression::of(&head) {
-        bail!("{shown}: {}", c.refusal());
-    }
     anyhow::ensure!(
         format.is_some() || elevator_workload::traces::detect(&head).is_some(),
         "{shown}: {}",

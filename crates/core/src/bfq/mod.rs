@@ -1638,6 +1638,9 @@ impl Scheduler for Bfq {
     fn holds_sched_tag(&self, id: RequestId) -> Option<bool> {
         Some(!self.waits_for_tag(id.0))
     }
+    fn sched_tags_admitted(&self) -> Option<u64> {
+        Some(self.tags_admitted())
+    }
     fn queued(&self) -> usize {
         self.queued + self.tag_wait.len()
     }

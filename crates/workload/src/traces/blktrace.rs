@@ -336,6 +336,13 @@ impl Order {
     }
 }
 
+/// The read buffer of one blktrace file read alone, bytes.
+const MAX_BUFFER: usize = 256 << 10;
+/// The smallest read buffer of one of many per-CPU files merged, bytes.
+const MIN_BUFFER: usize = 8 << 10;
+/// The read buffers of the per-CPU files merged into one stream, together, bytes.
+const BUFFERS_BUDGET: usize = 16 << 20;
+
 /// One binary blktrace file, read record by record.
 pub struct EventReader {
     file: String,
@@ -350,12 +357,17 @@ pub struct EventReader {
 }
 
 impl EventReader {
-    /// Open one per-CPU file.
+    /// Open one per-CPU file (a compressed one is refused: [`super::lines::open_trace`]).
     pub fn open(path: &Path) -> Result<EventReader, InputError> {
+        EventReader::open_buffered(path, MAX_BUFFER)
+    }
+
+    /// [`EventReader::open`] with a read buffer of `capacity` bytes.
+    fn open_buffered(path: &Path, capacity: usize) -> Result<EventReader, InputError> {
         let name = path.display().to_string();
-        let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+        let f = super::lines::open_trace(path)?;
         Ok(EventReader::new(
-            Box::new(BufReader::with_capacity(1 << 18, f)),
+            Box::new(BufReader::with_capacity(capacity, f)),
             &name,
         ))
     }
@@ -377,8 +389,12 @@ impl EventReader {
     /// Open several per-CPU files as one stream merged by time.
     pub fn open_merged(paths: &[PathBuf]) -> Result<MergedEvents<EventReader>, InputError> {
         let mut parts = Vec::new();
+        // The read buffers share one budget: 256 KiB each held 2000 per-CPU files (a
+        // recording of a 2000-CPU machine, or copies named so) in 598 MB, and a trace may
+        // have up to 8192 (NR_CPUS) of them.
+        let capacity = (BUFFERS_BUDGET / paths.len().max(1)).clamp(MIN_BUFFER, MAX_BUFFER);
         for p in paths {
-            parts.push(EventReader::open(p)?);
+            parts.push(EventReader::open_buffered(p, capacity)?);
         }
         merge_events(parts)
     }

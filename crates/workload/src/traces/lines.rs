@@ -2,7 +2,7 @@
 //! line length (a 4 GB file without a newline is an error, not 4 GB of memory), and byte-level
 //! number parsing that reports the field at fault.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Chain, Cursor, Read};
 use std::path::Path;
 
 use crate::input::InputError;
@@ -24,17 +24,17 @@ pub struct Lines {
 }
 
 impl Lines {
-    /// Open `path` for reading.
+    /// Open `path` for reading ([`open_trace`]: a compressed file is refused).
     pub fn open(path: &Path) -> Result<Lines, InputError> {
         let name = path.display().to_string();
-        let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
         Ok(Lines::new(
-            Box::new(BufReader::with_capacity(1 << 18, f)),
+            Box::new(BufReader::with_capacity(1 << 18, open_trace(path)?)),
             &name,
         ))
     }
 
-    /// Read lines from any reader; `file` names it in errors.
+    /// Read lines from any reader; `file` names it in errors. The reader's start is not
+    /// checked for a compression: give one [`checked`] made where it may hold one.
     pub fn new(reader: Box<dyn BufRead>, file: &str) -> Lines {
         Lines {
             reader,
@@ -60,11 +60,6 @@ impl Lines {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.error("", e.to_string())),
             };
-            if self.line == 1 && self.buf.is_empty() {
-                if let Some(c) = Compression::of(avail) {
-                    return Err(InputError::at_line(&self.file, 1, "", c.refusal()));
-                }
-            }
             if avail.is_empty() {
                 if self.buf.is_empty() {
                     return Ok(None);
@@ -196,20 +191,45 @@ impl Compression {
     }
 }
 
-/// Refuse `path` if its first bytes show a compression ([`Compression`]), naming the file.
-pub fn refuse_compressed(path: &Path) -> Result<(), InputError> {
-    match Compression::of(&head(path, 8)?) {
-        Some(c) => Err(InputError::new(path, c.refusal())),
-        None => Ok(()),
+/// The bytes [`Compression::of`] needs to tell every compression it knows.
+const MAGIC_BYTES: u64 = 8;
+
+/// A trace's bytes whose start has been checked: the bytes read to check it, then the rest.
+pub type Checked<R> = Chain<Cursor<Vec<u8>>, R>;
+
+/// The one check of a trace's start: `input`'s first bytes are read, and a compressed trace
+/// ([`Compression`]) is refused naming `file`, the compression and the command that
+/// decompresses it. Every trace file is opened through it ([`open_trace`]: format detection,
+/// the text readers, blktrace's per-CPU files), and `elevator replay -` passes its standard
+/// input through it before keeping a byte, so a file and a stream are refused alike, by the
+/// same words, before anything else reads them.
+pub fn checked<R: Read>(mut input: R, file: &str) -> Result<Checked<R>, InputError> {
+    let mut start = Vec::with_capacity(MAGIC_BYTES as usize);
+    (&mut input)
+        .take(MAGIC_BYTES)
+        .read_to_end(&mut start)
+        .map_err(|e| InputError::new(file, e.to_string()))?;
+    if let Some(c) = Compression::of(&start) {
+        return Err(InputError::new(file, c.refusal()));
     }
+    Ok(Cursor::new(start).chain(input))
 }
 
-/// Read the first `n` bytes of `path` (fewer if it is shorter), for format detection.
-pub fn head(path: &Path, n: usize) -> Result<Vec<u8>, InputError> {
+/// Open the trace file `path` for reading ([`crate::input::open`]), refused if it is
+/// compressed ([`checked`]).
+pub fn open_trace(path: &Path) -> Result<Checked<crate::input::Input>, InputError> {
     let name = path.display().to_string();
     let f = crate::input::open(path).map_err(|e| InputError::new(&name, e.to_string()))?;
+    checked(f, &name)
+}
+
+/// Read the first `n` bytes of `path` (fewer if it is shorter), for format detection; a
+/// compressed file is refused ([`open_trace`]).
+pub fn head(path: &Path, n: usize) -> Result<Vec<u8>, InputError> {
+    let name = path.display().to_string();
     let mut out = Vec::with_capacity(n);
-    f.take(n as u64)
+    open_trace(path)?
+        .take(n as u64)
         .read_to_end(&mut out)
         .map_err(|e| InputError::new(&name, e.to_string()))?;
     Ok(out)

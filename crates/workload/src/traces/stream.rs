@@ -271,9 +271,6 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
     let Some(first) = paths.first() else {
         return Err(InputError::new("<none>", "no trace file given"));
     };
-    for p in paths {
-        super::lines::refuse_compressed(p)?;
-    }
     let format = match opts.format {
         Some(f) => f,
         None => {
