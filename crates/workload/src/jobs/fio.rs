@@ -438,6 +438,13 @@ impl FioJob {
 }
 
 impl Job for FioJob {
+    /// Its seed feeds only the random offsets (`BlockOrder`, or the RNG with `norandommap`)
+    /// and the draws of a mixed job's directions (`next_io`): a sequential job of
+    /// one direction uses neither.
+    fn draws_from_seed(&self) -> bool {
+        self.cfg.rw.is_random() || !matches!(self.read_percent, 0 | 100)
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -885,6 +892,38 @@ mod tests {
             let set: BTreeSet<u64> = (0..n).map(|_| o.next()).collect();
             assert_eq!(set.len() as u64, n);
             assert!(set.iter().all(|&b| b < n));
+        }
+    }
+
+    /// A job's seed feeds its random offsets and a mixed job's directions only: a
+    /// sequential job of one direction issues the same I/Os at any seed and says it draws
+    /// nothing from it; a random or mixed one says it does.
+    #[test]
+    fn only_random_or_mixed_jobs_draw_from_their_seed() {
+        let issued = |cfg: &FioJobConfig, seed: u64| -> (bool, Vec<u64>) {
+            let mut job = FioJob::new(cfg.clone(), &BuildEnv::new(1 << 21, seed, "fio")).unwrap();
+            let sectors = (0..64).map(|_| job.next_io().sector).collect();
+            (job.draws_from_seed(), sectors)
+        };
+        for (rw, draws) in [
+            (RwMode::Read, false),
+            (RwMode::Write, false),
+            (RwMode::RandRead, true),
+            (RwMode::RandWrite, true),
+            (RwMode::Rw, true),
+            (RwMode::RandRw, true),
+        ] {
+            let cfg = FioJobConfig {
+                rw,
+                bs: 4096,
+                ..FioJobConfig::default()
+            };
+            let (a, at_1) = issued(&cfg, 1);
+            let (_, at_2) = issued(&cfg, 2);
+            assert_eq!(a, draws, "{rw:?}");
+            if !draws {
+                assert_eq!(at_1, at_2, "{rw:?}");
+            }
         }
     }
 
