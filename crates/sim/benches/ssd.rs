@@ -9,11 +9,19 @@
 //! 32 MiB buffer raised to 256 MiB, as calibrated specs fit tens of MB to GB: once the buffer
 //! is full every write waits for room, and the programs of a quarter GB are placed ahead of
 //! the time now.
+//!
+//! And the same reads from two groups under io.cost through the engine (`reproduce
+//! io-control-today`'s saturation rows in small): two jobs of 4 KiB random reads at queue
+//! depth 32, one in `/a` (`io.weight` 100) and one in `/b` (300), with the model `calibrate
+//! --iocost` measures on the drive and a QoS whose `max` holds vrate below the drive's rate,
+//! so the budgets bind and bios wait in io.cost's queues; criterion's time is per 200,000
+//! requests of both jobs.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use elevator_core::group::IoCostDevice;
 use elevator_core::harness::rq;
 use elevator_core::{registry, GroupTree, Nanos, Request};
 use elevator_sim::ssd::{Ssd, SsdSpec};
@@ -85,6 +93,47 @@ fn through_engine(spec: &SsdSpec) -> u64 {
     sim.run(None).ios_completed
 }
 
+/// The io.cost model `calibrate --iocost` measures on samsung-980pro-1tb (`reproduce
+/// io-control-today`'s calibrated rows) and a QoS that holds vrate at 50..75%.
+const IOCOST_MODEL: &str = "ctrl=user model=linear rbps=2348071096 rseqiops=384602 \
+     rrandiops=384609 wbps=105300452 wseqiops=26866 wrandiops=19960";
+const IOCOST_QOS: &str = "enable=1 ctrl=user rpct=95.00 rlat=250 wpct=0.00 wlat=250 \
+     min=50.00 max=75.00";
+
+fn two_groups_iocost(spec: &SsdSpec) -> u64 {
+    let dev = Ssd::new(spec.clone()).expect("valid");
+    let capacity = dev.capacity_sectors();
+    let mut groups = GroupTree::new();
+    let mut ids = Vec::new();
+    for (path, weight) in [("/a", 100), ("/b", 300)] {
+        let id = groups.add(path, None).expect("a new group");
+        groups.io_mut(id).weight = Some(weight);
+        ids.push(id);
+    }
+    groups.set_io_cost(IoCostDevice {
+        model: Some(IOCOST_MODEL.to_string()),
+        qos: Some(IOCOST_QOS.to_string()),
+    });
+    let none = registry::find("none")
+        .expect("none")
+        .build(&Default::default(), &groups)
+        .expect("none builds");
+    let mut sim = Simulation::new(Box::new(dev), none, groups);
+    for (k, id) in ids.into_iter().enumerate() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            bs: 4096,
+            iodepth: DEPTH,
+            number_ios: Some(REQUESTS / 2),
+            ..FioJobConfig::default()
+        };
+        let name = format!("randread{k}");
+        let job = FioJob::new(cfg, &BuildEnv::new(capacity, 1, name.clone())).expect("job");
+        sim.add_job(JobSlot::new(name, Box::new(job)).group(id));
+    }
+    sim.run(None).ios_completed
+}
+
 fn bench(c: &mut Criterion) {
     let spec = spec();
     let mut g = c.benchmark_group("ssd_simulated_requests");
@@ -101,6 +150,9 @@ fn bench(c: &mut Criterion) {
         "980pro_fig11c_256mib_buffer_randwrite4k_qd128_device",
         |b| b.iter(|| assert_eq!(device_alone(&large, WRITE_DEPTH, true), REQUESTS)),
     );
+    g.bench_function("980pro_randread4k_two_groups_iocost_engine_none", |b| {
+        b.iter(|| assert_eq!(two_groups_iocost(&spec), REQUESTS))
+    });
     g.finish();
 }
 

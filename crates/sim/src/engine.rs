@@ -548,6 +548,13 @@ impl Simulation {
         self.events.push(Reverse((t, self.seq, e)));
     }
 
+    /// Whether the run depends on the seed its jobs were built with: whether any job draws
+    /// from it ([`Job::draws_from_seed`]). The engine and the device models take no seed, so
+    /// when none does, the same jobs, drive and scheduler built at another seed run the same.
+    pub fn draws_from_seed(&self) -> bool {
+        self.jobs.iter().any(|j| j.slot.job.draws_from_seed())
+    }
+
     /// Run until every foreground job is done, or until `limit` (simulated time), or until
     /// nothing is left to happen, or until it passes its bound on I/Os
     /// ([`Simulation::bound_ios`]).

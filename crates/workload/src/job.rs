@@ -116,4 +116,12 @@ pub trait Job {
     fn model_steps(&self) -> u64 {
         0
     }
+
+    /// Whether what the job does depends on the seed it was built with (its
+    /// [`crate::spec::BuildEnv`]'s): true (the default) unless the job knows it draws nothing
+    /// from it, as a sequential fio job of one direction does. Two runs of the same jobs,
+    /// drive and scheduler whose jobs all say false are the same run whatever their seeds.
+    fn draws_from_seed(&self) -> bool {
+        true
+    }
 }

@@ -584,14 +584,51 @@ pub fn share_one(
     b_share_and_total(&share_text(drive, sched, cost, n)?, "share", sched, seed)
 }
 
+/// [`share_one`] at each of `seeds`, in their order. A scenario whose jobs draw nothing from
+/// the seed (Goyal's sequential readers: [`elevator_sim::Simulation::draws_from_seed`]) runs
+/// the same at every seed, so it runs once, at the first, and its figures stand for each.
+pub fn share_seeds(
+    drive: &str,
+    sched: &str,
+    cost: CostSet,
+    n: u32,
+    seeds: &[u64],
+) -> anyhow::Result<Vec<(f64, f64)>> {
+    let text = share_text(drive, sched, cost, n)?;
+    let Some((&first, rest)) = seeds.split_first() else {
+        return Ok(Vec::new());
+    };
+    let (figures, draws) = b_share_and_total_of(&text, "share", sched, first)?;
+    if !draws {
+        return Ok(vec![figures; seeds.len()]);
+    }
+    let rest: Vec<(f64, f64)> = rest
+        .par_iter()
+        .map(|&seed| share_one(drive, sched, cost, n, seed))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(std::iter::once(figures).chain(rest).collect())
+}
+
 /// Run the two-group scenario `text` (/a and /b reading) under `sched` and give, after the
 /// [`RAMP_S`] ramp, B's share of the bytes read and the total, MB/s.
 fn b_share_and_total(text: &str, name: &str, sched: &str, seed: u64) -> anyhow::Result<(f64, f64)> {
+    Ok(b_share_and_total_of(text, name, sched, seed)?.0)
+}
+
+/// [`b_share_and_total`], and whether the run depended on its seed
+/// ([`elevator_sim::Simulation::draws_from_seed`]).
+fn b_share_and_total_of(
+    text: &str,
+    name: &str,
+    sched: &str,
+    seed: u64,
+) -> anyhow::Result<((f64, f64), bool)> {
     let scenario = Scenario::parse(text, &format!("builtin:io-control-{name}"), None)
         .with_context(|| format!("the io-control {name} scenario"))?;
     let s = scenario.scheduler(sched, &Settings::new())?;
     let mut sim = scenario.simulation(s, Some(seed))?;
     sim.set_ramp(elevator_core::Nanos::from_secs(RAMP_S));
+    let draws = sim.draws_from_seed();
     let report = sim.run(scenario.limit);
     let bytes = |g: &str| -> u64 {
         report
@@ -603,7 +640,7 @@ fn b_share_and_total(text: &str, name: &str, sched: &str, seed: u64) -> anyhow::
     };
     let (a, b) = (bytes("/a") as f64, bytes("/b") as f64);
     let secs = (report.end.as_ns() as f64 / 1e9 - RAMP_S as f64).max(1e-9);
-    Ok((b / (a + b).max(1.0), (a + b) / 1e6 / secs))
+    Ok(((b / (a + b).max(1.0), (a + b) / 1e6 / secs), draws))
 }
 
 /// The saturation experiment's workload on `drive`: (random 4 KiB readers per group, each
@@ -1033,10 +1070,16 @@ pub fn share_rows(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Vec<
             })
         })
         .collect();
-    let shares: Vec<(f64, f64)> = scases
-        .par_iter()
-        .map(|&(d, s, n, seed)| share_one(drives[d].1, SHARE[s].1, SHARE[s].2, NS[n], seed))
+    // Each case at every seed ([`share_seeds`]: once where the seed changes nothing), the
+    // figures in the order of `scases`.
+    let per_case: Vec<Vec<(f64, f64)>> = scases
+        .par_chunks(seeds.len())
+        .map(|c| {
+            let (d, s, n, _) = c[0];
+            share_seeds(drives[d].1, SHARE[s].1, SHARE[s].2, NS[n], seeds)
+        })
         .collect::<anyhow::Result<_>>()?;
+    let shares: Vec<(f64, f64)> = per_case.into_iter().flatten().collect();
     let mut share = Vec::new();
     for (k, chunk) in shares.chunks(seeds.len()).enumerate() {
         let (d, s, n, _) = scases[k * seeds.len()];
@@ -1497,6 +1540,35 @@ mod tests {
 
     /// `--drive` runs one drive's rows; no `--drive`, both; a name not in the table is an
     /// error naming the two.
+    /// Goyal's readers are sequential: the share scenario draws nothing from its seed
+    /// (`Simulation::draws_from_seed`), so `share_seeds` runs it once and gives that run's
+    /// figures for every seed; they are the figures of a run at each seed. The protection
+    /// scenario's random reader does draw from it.
+    #[test]
+    fn a_share_case_runs_once_for_all_seeds_with_each_seeds_figures() {
+        let seeds = [1, 2, 3];
+        for (drive, sched, cost) in [
+            ("ibm18es", "none", None),
+            ("ibm18es", "mq-deadline", Some((100, 200, QosSet::Defaults))),
+        ] {
+            let got = share_seeds(drive, sched, cost, 1, &seeds).unwrap();
+            let each: Vec<(f64, f64)> = seeds
+                .iter()
+                .map(|&seed| share_one(drive, sched, cost, 1, seed).unwrap())
+                .collect();
+            assert_eq!(got, each, "{drive} {sched} {cost:?}");
+            let text = share_text(drive, sched, cost, 1).unwrap();
+            assert!(!b_share_and_total_of(&text, "share", sched, 1).unwrap().1);
+        }
+        let text = protection_text("ibm18es", Control::None).unwrap();
+        let scenario = Scenario::parse(&text, "protection", None).unwrap();
+        let sched = scenario.scheduler("none", &Settings::new()).unwrap();
+        assert!(scenario
+            .simulation(sched, Some(1))
+            .unwrap()
+            .draws_from_seed());
+    }
+
     #[test]
     fn drive_selects_one_drives_rows() {
         assert_eq!(drives(None).unwrap(), &DRIVES[..]);

@@ -301,7 +301,14 @@ pub struct IoCost {
     rq_wait_ns: u64,
     nodes: Vec<Node>,
     active: Vec<usize>,
-    passed: BTreeMap<u64, Vec<Passed>>,
+    /// The bios past the controller whose requests have not completed, by (sector, the
+    /// order they passed in): one entry each, where a vector by sector allocated one per
+    /// bio and [`IoCost::done`] a list of the keys it looked at.
+    passed: BTreeMap<(u64, u64), Passed>,
+    /// The number the next bio past the controller takes in [`IoCost::passed`]'s keys.
+    passed_seq: u64,
+    /// The keys [`IoCost::done`] removes, kept between calls for their room.
+    done_keys: Vec<(u64, u64)>,
     /// vtime charged to each bio past the controller (`bi_iocost_cost`) and its group, by
     /// key, returned to `done_vtime` at its end.
     charged: FxHashMap<u64, (usize, u64)>,
@@ -439,6 +446,8 @@ impl IoCost {
             nodes,
             active: Vec::new(),
             passed: BTreeMap::new(),
+            passed_seq: 0,
+            done_keys: Vec::new(),
             charged: FxHashMap::default(),
             released: VecDeque::new(),
             delayed: Vec::new(),
@@ -898,10 +907,14 @@ impl IoCost {
             n.vtime += cost as i64;
             n.abs_vusage += w.abs_cost;
             self.charged.insert(w.key, (i, cost));
-            self.passed.entry(w.sector).or_default().push(Passed {
-                op: w.op,
-                admitted: now.ns,
-            });
+            self.passed.insert(
+                (w.sector, self.passed_seq),
+                Passed {
+                    op: w.op,
+                    admitted: now.ns,
+                },
+            );
+            self.passed_seq += 1;
             self.released.push_back(w.key);
         }
         if n.waitq.is_empty() {
@@ -1478,10 +1491,14 @@ impl IoCost {
         if rw(rq.op).is_none() {
             return;
         }
-        self.passed.entry(rq.sector).or_default().push(Passed {
-            op: rq.op,
-            admitted: now_ns,
-        });
+        self.passed.insert(
+            (rq.sector, self.passed_seq),
+            Passed {
+                op: rq.op,
+                admitted: now_ns,
+            },
+        );
+        self.passed_seq += 1;
     }
 
     /// `ioc_rqos_throttle`: may `bio` go on at `now`?
@@ -1594,21 +1611,20 @@ impl IoCost {
         let now_ns = now.as_ns();
         self.advance(now_ns);
         let end = rq.end().max(rq.sector + 1);
-        let keys: Vec<u64> = self.passed.range(rq.sector..end).map(|(k, _)| *k).collect();
+        // The bios of `rq`'s direction that passed at or within it: the earliest's time,
+        // and each leaves the map.
         let mut first: Option<u64> = None;
-        for k in keys {
-            let v = self.passed.get_mut(&k).expect("key listed");
-            v.retain(|p| {
-                if p.op != rq.op {
-                    return true;
-                }
+        let mut keys = std::mem::take(&mut self.done_keys);
+        for (k, p) in self.passed.range((rq.sector, 0)..(end, 0)) {
+            if p.op == rq.op {
                 first = Some(first.map_or(p.admitted, |f| f.min(p.admitted)));
-                false
-            });
-            if v.is_empty() {
-                self.passed.remove(&k);
+                keys.push(*k);
             }
         }
+        for k in keys.drain(..) {
+            self.passed.remove(&k);
+        }
+        self.done_keys = keys;
         let (Some(admitted), Some(rw)) = (first, rw(rq.op)) else {
             return;
         };
