@@ -12,21 +12,12 @@ mod common {
     pub mod bounded;
     pub mod child;
     pub mod mount;
+    pub mod traces;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
 use common::child::{rlimit, wait_within};
 use common::mount::{fuse_available, mounted, Mount};
-
-/// A DiskSim ASCII trace of `n` reads and writes, 1 ms apart (a fraction in every time, so
-/// its format is told from its first line).
-fn disksim_trace(dir: &Path, n: usize) -> PathBuf {
-    let p = dir.join("t.trace");
-    let text: String = (0..n)
-        .map(|i| format!("{}.000 0 {} 8 {}\n", i, (i * 977) % 1_000_000, i % 2))
-        .collect();
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use common::traces::disksim_trace;
 
 /// A fio job reading `dir/t` at random for `runtime` seconds (after laying out 8 MiB).
 fn reading_job(dir: &Path, runtime: u32) -> PathBuf {

@@ -12,18 +12,31 @@ use std::time::Duration;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod traces;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
 use common::child::{rlimit, wait_within, TerminalSignals};
+use common::traces::disksim_trace;
 
-/// A DiskSim ASCII trace of `n` reads and writes, 1 ms apart.
-fn disksim_trace(dir: &Path, n: usize) -> PathBuf {
-    let p = dir.join("t.trace");
-    let text: String = (0..n)
-        .map(|i| format!("{}.000 0 {} 8 {}\n", i, (i * 977) % 1_000_000, i % 2))
-        .collect();
-    std::fs::write(&p, text).unwrap();
-    p
+/// A blktrace of noop replaying a 200-request DiskSim trace, written by `elevator replay
+/// --blktrace-out` into `dir/bt`: the directory and its CPU 0 file.
+fn noop_blktrace(dir: &Path) -> (PathBuf, PathBuf) {
+    let trace = disksim_trace(dir, 200);
+    let bt = dir.join("bt");
+    let out = elevator_within(
+        &[
+            "replay",
+            s(&trace),
+            "--sched",
+            "noop",
+            "--blktrace-out",
+            s(&bt),
+        ],
+        MINUTE,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cpu0 = bt.join("noop.blktrace.0");
+    (bt, cpu0)
 }
 
 /// A fio job doing `rw` over 16 MiB of the target for `runtime` seconds.
@@ -55,21 +68,7 @@ fn root() -> bool {
 #[test]
 fn a_compressed_blktrace_sibling_is_refused_by_the_one_check() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = disksim_trace(dir.path(), 200);
-    let bt = dir.path().join("bt");
-    let out = elevator_within(
-        &[
-            "replay",
-            s(&trace),
-            "--sched",
-            "noop",
-            "--blktrace-out",
-            s(&bt),
-        ],
-        MINUTE,
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let cpu0 = bt.join("noop.blktrace.0");
+    let (bt, cpu0) = noop_blktrace(dir.path());
     let cpu1 = bt.join("noop.blktrace.1");
     let mut gz = vec![0x1f, 0x8b, 0x08, 0x08, 0, 0, 0, 0, 0, 0x03];
     gz.extend(std::fs::read(&cpu0).unwrap());
@@ -398,21 +397,7 @@ fn bfq_replays_ten_thousand_requests_waiting_for_tags_in_linear_time() {
 #[test]
 fn two_thousand_per_cpu_blktrace_files_replay_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = disksim_trace(dir.path(), 200);
-    let bt = dir.path().join("bt");
-    let out = elevator_within(
-        &[
-            "replay",
-            s(&trace),
-            "--sched",
-            "noop",
-            "--blktrace-out",
-            s(&bt),
-        ],
-        MINUTE,
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let cpu0 = bt.join("noop.blktrace.0");
+    let (bt, cpu0) = noop_blktrace(dir.path());
     for cpu in 1..2000 {
         std::fs::copy(&cpu0, bt.join(format!("noop.blktrace.{cpu}"))).unwrap();
     }
