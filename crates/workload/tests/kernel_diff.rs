@@ -407,10 +407,8 @@ fn a_choice_made_before_another_cpus_insertion_the_trace_shows_first_is_resolved
     let first = r.moves.first().expect("a move kept");
     assert_eq!((first.decision, first.passed), (757, 1));
     assert_eq!(r.after.ours.get(757), r.after.kernel.get(757));
-    let share =
-        |a: &elevator_workload::agreement::Agreement| a.same_choice as f64 / a.decisions as f64;
-    assert!(share(&r.before.agreement) < 0.25);
-    assert!(share(&r.after.agreement) > 0.99, "{:?}", r.after.agreement);
+    assert!(r.before.agreement.share() < 0.25);
+    assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
     assert!(r.unresolved.first() > Some(&757));
 }
 
@@ -435,10 +433,8 @@ fn a_runs_later_issues_after_another_cpus_request_are_resolved() {
     let first = r.moves.first().expect("a move kept");
     assert_eq!((first.decision, first.passed), (179, 2));
     assert_eq!(r.after.ours.get(178), r.after.kernel.get(178));
-    let share =
-        |a: &elevator_workload::agreement::Agreement| a.same_choice as f64 / a.decisions as f64;
-    assert!(share(&r.before.agreement) < 0.15);
-    assert!(share(&r.after.agreement) > 0.98, "{:?}", r.after.agreement);
+    assert!(r.before.agreement.share() < 0.15);
+    assert!(r.after.agreement.share() > 0.98, "{:?}", r.after.agreement);
     assert!(r.unresolved.first() > Some(&178), "{:?}", r.unresolved);
 }
 
