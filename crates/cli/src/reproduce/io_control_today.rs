@@ -1538,8 +1538,6 @@ mod tests {
         assert!(p.p99_ms > 4.0 * target_ms, "{p:?}");
     }
 
-    /// `--drive` runs one drive's rows; no `--drive`, both; a name not in the table is an
-    /// error naming the two.
     /// Goyal's readers are sequential: the share scenario draws nothing from its seed
     /// (`Simulation::draws_from_seed`), so `share_seeds` runs it once and gives that run's
     /// figures for every seed; they are the figures of a run at each seed. The protection
@@ -1569,6 +1567,8 @@ mod tests {
             .draws_from_seed());
     }
 
+    /// `--drive` runs one drive's rows; no `--drive`, both; a name not in the table is an
+    /// error naming the two.
     #[test]
     fn drive_selects_one_drives_rows() {
         assert_eq!(drives(None).unwrap(), &DRIVES[..]);
