@@ -14,7 +14,8 @@
 # async_depth to 2 (kfresh21). Branch kfid45's mixes set the tunables of their prefix (fifo-batch-64-,
 # fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
 # name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-; kfid47's those of
-# prioaging5- (mq-deadline's prio_aging_expire 5 ms). Needs root, fio, tracefs:
+# prioaging5- (mq-deadline's prio_aging_expire 5 ms) and inject-lowlat0- (bfq's low_latency 0).
+# Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -127,6 +128,7 @@ for mix in "${mixes[@]}"; do
 		kyberdeep-*:kyber) extra+=(--set read_lat_nsec=250000 --set write_lat_nsec=2000000) ;;
 		# Tunables of branch kfid47's held-out mixes.
 		prioaging5-*:mq-deadline) extra+=(--set prio_aging_expire=5) ;;
+		inject-lowlat0-*:bfq) extra+=(--set low_latency=0) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
