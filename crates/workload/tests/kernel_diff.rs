@@ -438,6 +438,34 @@ fn a_runs_later_issues_after_another_cpus_request_are_resolved() {
     assert!(r.unresolved.first() > Some(&178), "{:?}", r.unresolved);
 }
 
+/// A run's later dequeues issued more than 10 us after another CPU's request, resolved by
+/// reading the run as starting at its first issue. On the held-out
+/// `prioaging5-rt-deep-reader-beside-be-writer-idle-reader-round2` (kfid47, mq-deadline,
+/// `prio_aging_expire` 5 ms) fio-24839's run on CPU 1 issued the best-effort write 184320 at
+/// 58193.015591 and 120256, 132448, 112064 at .015609-.015613; CPU 0 inserted the real-time
+/// read 42392 at .015592 and issued it at .015593 (completed at .015660).
+/// `dd_dispatch_request` takes no best-effort request while `dd_queued` of the real-time
+/// level is above 0, so the three writes were dequeued with 184320 (`__blk_mq_do_dispatch_sched`)
+/// before 42392's insertion and issued after it (`blk_mq_dispatch_rq_list`). Their issues
+/// are 16-20 us after 42392's, beyond the 10 us `--resolve` passed, so decision 1071 (the
+/// kernel's 42392 read in issue order, ours 120256) stayed unsettled and the recording at
+/// 88.8%; moving each write before 42392's insertion, ours agrees there and on 99.9%.
+#[test]
+fn a_runs_issues_long_after_another_cpus_request_are_resolved_from_the_runs_first_issue() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/prioaging5-rt-deep-reader-beside-be-writer-idle-reader-round2/mq-deadline",
+    );
+    let r = resolve(&dir, &DiffOptions::default(), 300).unwrap();
+    let moved: Vec<(usize, usize)> = r.moves.iter().map(|m| (m.decision, m.passed)).collect();
+    for d in [1072, 1073, 1074] {
+        assert!(moved.contains(&(d, 2)), "{moved:?}");
+    }
+    assert!(!r.unresolved.contains(&1071), "{:?}", r.unresolved);
+    assert_eq!(r.after.ours.get(1071), r.after.kernel.get(1071));
+    assert!(r.before.agreement.share() < 0.89);
+    assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
+}
+
 /// Two requests of the same extents at two priorities, told apart by the flags and priority
 /// each trace event prints. On the held-out `asyncdepth-12-be-levels-writers-beside-rt-reader-nr64`
 /// (kfid45, first round, bfq) the best-effort reader fio-28131's `R` of 227368 + 8 waited

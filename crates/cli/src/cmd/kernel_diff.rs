@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
+use elevator_workload::agreement::Agreement;
 use elevator_workload::kernel_diff::{self, DiffOptions};
 use elevator_workload::traces::ftrace::recording::Recording;
 
@@ -147,12 +148,6 @@ fn resolve(args: &Args, budget: usize) -> Result<()> {
         "| recording | agree as recorded | agree with moves | real choices | moves kept | \
          first divergence | first no move settles | replays |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let pct = |a: &elevator_workload::agreement::Agreement| {
-        format!(
-            "{:.1}%",
-            100.0 * a.same_choice as f64 / a.decisions.max(1) as f64
-        )
-    };
     let dash = |k: Option<usize>| k.map_or("-".to_string(), |k| k.to_string());
     // With --divergences N: the first N moves kept per recording, after the table.
     let mut notes = Vec::new();
@@ -171,8 +166,8 @@ fn resolve(args: &Args, budget: usize) -> Result<()> {
                 .join("/");
             text.push_str(&format!(
                 "| {name} | {} | {} | {}/{} -> {}/{} | {} | {} -> {} | {}{} | {} |\n",
-                pct(&r.before.agreement),
-                pct(&r.after.agreement),
+                resolve_pct(&r.before.agreement),
+                resolve_pct(&r.after.agreement),
                 r.before.choices_agreed,
                 r.before.choices,
                 r.after.choices_agreed,
@@ -199,6 +194,12 @@ fn resolve(args: &Args, budget: usize) -> Result<()> {
     }
     out_str(&text);
     Ok(())
+}
+
+/// An agreement as `--resolve`'s table prints it: [`Agreement::share`], as the main table
+/// (100% for a recording with no decisions, which a ratio over `decisions.max(1)` gave as 0%).
+fn resolve_pct(a: &Agreement) -> String {
+    format!("{:.1}%", 100.0 * a.share())
 }
 
 /// What the trace held that no request matched, in one sentence, or `None` for a whole
@@ -378,5 +379,19 @@ mod tests {
             resolve: Some(20),
         })
         .unwrap();
+    }
+
+    /// A recording none of whose positions were compared reads 100% in `--resolve`'s table,
+    /// as in the main table (`Agreement::share`); the table's own ratio over
+    /// `decisions.max(1)` printed 0.0%.
+    #[test]
+    fn resolve_table_prints_a_recording_without_decisions_as_the_main_table_does() {
+        assert_eq!(resolve_pct(&Agreement::default()), "100.0%");
+        let three_of_four = Agreement {
+            decisions: 4,
+            same_choice: 3,
+            ..Agreement::default()
+        };
+        assert_eq!(resolve_pct(&three_of_four), "75.0%");
     }
 }

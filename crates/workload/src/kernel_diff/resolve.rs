@@ -10,8 +10,9 @@
 //! `dd_insert_request`, `kyber_insert_requests`, `bfq_insert_request`) may therefore have
 //! come after the run chose: the trace does not order the two. The kernel's decision at a
 //! divergence is moved back past such insertions (traced on another CPU than the issue,
-//! within [`UNORDERED_ISSUE_GAP`] before it; past other CPUs' issues in that window too), one
-//! at a time, for that decision and the two before it (whose timing sets what the
+//! within [`UNORDERED_ISSUE_GAP`] before it, or before the first issue of the same run: the
+//! issuing task's issues on its CPU just before, with no insertion of its own between,
+//! [`run_start`]; past other CPUs' issues in that window too), one at a time, for that decision and the two before it (whose timing sets what the
 //! scheduler's state is at the divergence: kyber's batch count, mq-deadline's sorted pass),
 //! then for the one after it (a run that took several requests issues them one by one, and
 //! another CPU may insert and issue a request between two of those issues: the later ones
@@ -25,6 +26,7 @@
 //! keeps its events in order).
 
 use super::*;
+use crate::traces::ftrace::Dispatch;
 
 /// How many insertions (or other CPUs' issues) one move may pass.
 const MOST_PASSED: usize = 8;
@@ -133,6 +135,41 @@ fn first_divergence(d: &TraceDiff, from: usize) -> Option<usize> {
     (from..d.kernel.len()).find(|&k| d.ours.get(k) != Some(&d.kernel[k]))
 }
 
+/// When the queue run that issued `issue` began issuing, as far as the trace shows: the
+/// earliest of the issues its task made on its CPU just before it, with no insertion by that
+/// task on that CPU in between (`__blk_mq_do_dispatch_sched` dequeued them all before the
+/// first was issued, and `blk_mq_dispatch_rq_list` issues them one by one, other CPUs'
+/// events falling between), up to [`MOST_PASSED`] issues back. kblockd's runs are not
+/// chained (its worker inserts nothing, so its separate runs would read as one): for them,
+/// and for an issue no earlier one of the same run precedes, the issue's own time.
+fn run_start(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
+    let mut start = issue.time;
+    if issue.kblockd {
+        return start;
+    }
+    let Some(d) = trace.requests[issue.request].dispatch_index else {
+        return start;
+    };
+    let inserted_between = |from: Nanos, to: Nanos| {
+        trace.requests.iter().any(|r| {
+            matches!((r.inserted, r.inserted_on), (Some(t), Some(on))
+                if on.cpu == issue.cpu && on.pid == issue.pid && t > from && t < to)
+        })
+    };
+    let mut chained = 0;
+    for e in trace.dispatches[..d].iter().rev() {
+        if e.cpu != issue.cpu {
+            continue;
+        }
+        if e.pid != issue.pid || chained == MOST_PASSED || inserted_between(e.time, start) {
+            break;
+        }
+        start = e.time;
+        chained += 1;
+    }
+    start
+}
+
 /// The kernel's log with its `j`th dispatch moved back past 1, 2 ... of the events just
 /// before it that the trace does not order with its issue (module docs), nearest first,
 /// each with how many it passed.
@@ -160,7 +197,8 @@ fn moves_of(
     let Some(issue) = trace.first_dispatch(r) else {
         return Vec::new();
     };
-    let open = |t: Nanos, cpu: u32| cpu != issue.cpu && t + UNORDERED_ISSUE_GAP >= issue.time;
+    let since = run_start(trace, issue);
+    let open = |t: Nanos, cpu: u32| cpu != issue.cpu && t + UNORDERED_ISSUE_GAP >= since;
     let mut out = Vec::new();
     let mut q = p;
     while q > 0 && p - q < MOST_PASSED {

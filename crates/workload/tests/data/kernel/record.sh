@@ -13,7 +13,9 @@
 # the queue's read_ahead_kb to 1024 (kfresh20); one starting async-depth-2- sets mq-deadline's
 # async_depth to 2 (kfresh21). Branch kfid45's mixes set the tunables of their prefix (fifo-batch-64-,
 # fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
-# name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-. Needs root, fio, tracefs:
+# name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-; kfid47's those of
+# prioaging5- (mq-deadline's prio_aging_expire 5 ms) and inject-lowlat0- (bfq's low_latency 0).
+# Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
 #       crates/workload/tests/data/kernel/record.sh [MIX ...]
@@ -124,6 +126,9 @@ for mix in "${mixes[@]}"; do
 		# Tunables of branch kfid46's held-out mixes.
 		bfqnoidle-*:bfq) extra+=(--set low_latency=0 --set slice_idle=0 --set strict_guarantees=1) ;;
 		kyberdeep-*:kyber) extra+=(--set read_lat_nsec=250000 --set write_lat_nsec=2000000) ;;
+		# Tunables of branch kfid47's held-out mixes.
+		prioaging5-*:mq-deadline) extra+=(--set prio_aging_expire=5) ;;
+		inject-lowlat0-*:bfq) extra+=(--set low_latency=0) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -140,7 +145,8 @@ for mix in "${mixes[@]}"; do
 			cpus-*:bfq | randrw90-*:bfq | iodepth-*:bfq | poisson-*:bfq | strided-*:bfq | \
 			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
 			async-*:bfq | fifo-*:bfq | wstarved1-*:bfq | asyncdepth-*:bfq | ionice-*:bfq | \
-			kyberlat-*:bfq | fdatasync-*:bfq | bfqnoidle-*:bfq | kyberdeep-*:bfq) \
+			kyberlat-*:bfq | fdatasync-*:bfq | bfqnoidle-*:bfq | kyberdeep-*:bfq | \
+			inject-*:bfq | kyber3dom-*:bfq | prioaging5-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
