@@ -60,7 +60,8 @@ fn calibrate_while(target: &Path, act: impl FnOnce(&Path)) -> Out {
 fn a_calibrate_target_truncated_replaced_or_deleted_mid_run_fails_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("t");
-    let cases: [(&str, fn(&Path)); 3] = [
+    type Act = fn(&Path);
+    let cases: [(&str, Act); 3] = [
         ("truncated to 1048576 bytes", |t| {
             std::fs::OpenOptions::new()
                 .write(true)
@@ -410,5 +411,65 @@ fn a_sweep_latency_of_a_direction_without_io_has_no_value_not_0() {
         assert!(row["metrics"]["writer.read_p99_ms"].is_null(), "{row}");
         assert!(row["metrics"]["writer.write_p99_ms"].as_f64().unwrap() > 0.0);
         assert_eq!(row["metrics"]["writer.read_iops"].as_f64(), Some(0.0));
+    }
+}
+
+/// A copy of the corpus's mq-deadline recording in `dir/NAME`, its meta.json's text passed
+/// through `edit`.
+fn edited_recording(dir: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/batches/mq-deadline");
+    let rec = dir.join(name);
+    std::fs::create_dir(&rec).unwrap();
+    for f in std::fs::read_dir(&corpus).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, rec.join(f.file_name().unwrap())).unwrap();
+    }
+    let meta = rec.join("meta.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(&meta, edit(&text)).unwrap();
+    rec
+}
+
+/// A recording's meta.json with a value of the wrong type (`"read_expire": 500`, sysfs text
+/// being strings) or past its type (`"hw_queue_depth": 4294967296`): the error was serde's,
+/// "invalid type: integer `500`, expected a string at line 79 column 20 (column 20)", naming
+/// no field and the column twice. Now the key on that line is named as the field, the line
+/// once. And a `max_sectors_kb` above the recorded `max_hw_sectors_kb` (4294967295 beside
+/// 1280), which `queue_max_sectors_store` refuses, was replayed without a word: refused
+/// naming the field.
+#[test]
+fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    type Case<'a> = (&'a str, &'a str, &'a str, &'a [&'a str]);
+    let cases: [Case; 3] = [
+        (
+            "read_expire",
+            "\"read_expire\": \"500\"",
+            "\"read_expire\": 500",
+            &["field `read_expire`", "expected a string"],
+        ),
+        (
+            "depth",
+            "\"hw_queue_depth\": 128",
+            "\"hw_queue_depth\": 4294967296",
+            &["field `hw_queue_depth`", "4294967296"],
+        ),
+        (
+            "max_sectors",
+            "\"max_sectors_kb\": \"1280\"",
+            "\"max_sectors_kb\": \"4294967295\"",
+            &["field `queue.max_sectors_kb`", "max_hw_sectors_kb 1280"],
+        ),
+    ];
+    for (name, from, to, needles) in cases {
+        let rec = edited_recording(dir.path(), name, |t| {
+            assert!(t.contains(from), "{from} not in the corpus's meta.json");
+            t.replacen(from, to, 1)
+        });
+        let out = elevator_within(&["kernel-diff", s(&rec)], MINUTE);
+        clean_error(&out, needles);
+        assert!(out.stderr.contains("meta.json"), "{}", out.stderr);
+        assert!(!out.stderr.contains("(column"), "{}", out.stderr);
     }
 }
