@@ -473,3 +473,32 @@ fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
         assert!(!out.stderr.contains("(column"), "{}", out.stderr);
     }
 }
+
+/// `calibrate --json L` where L is a hard link to the target: refused before any write, but
+/// the message called the `--json` output a file "this command reads". Now it names the flag
+/// as an output that is the target.
+#[test]
+fn calibrate_json_onto_its_own_target_is_refused_as_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t");
+    std::fs::write(&target, b"").unwrap();
+    let link = dir.path().join("l");
+    std::fs::hard_link(&target, &link).unwrap();
+    let out = elevator_within(
+        &[
+            "calibrate",
+            "--target",
+            s(&target),
+            "--size",
+            "16m",
+            "--json",
+            s(&link),
+        ],
+        MINUTE,
+    );
+    clean_error(
+        &out,
+        &["--json", s(&link), "is the target", "measures and writes"],
+    );
+    assert!(!out.stderr.contains("reads"), "{}", out.stderr);
+}

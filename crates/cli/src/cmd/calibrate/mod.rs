@@ -396,19 +396,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &args.drive,
             ));
         }
+        super::common::check_target(&args.target, &read)?;
+        // An output that is the target: the outputs are written, not read ("the --json file
+        // this command reads" was said of one).
         for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
-            if let Some(p) = p {
-                read.push(super::common::Input::new(
-                    if flag == "--output" {
-                        "the --output file"
-                    } else {
-                        "the --json file"
-                    },
-                    p,
-                ));
+            if let Some(p) = p
+                .as_ref()
+                .filter(|p| super::common::same_file(&args.target, p))
+            {
+                anyhow::bail!(
+                    "{flag} {}: is the target {}, which calibrate measures and writes; choose \
+                     another {flag}",
+                    p.display(),
+                    args.target.display()
+                );
             }
         }
-        super::common::check_target(&args.target, &read)?;
     }
     if let (Some(o), Some(j)) = (&args.output, &args.json) {
         anyhow::ensure!(
