@@ -529,9 +529,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (i, p) in plan.iter().enumerate() {
         bar.set_message(p.label());
         let cached = reads_only(p)
-            .then(|| {
-                fidelity::drop_cached(&tgt.file, 0, region).ok()?;
-                fidelity::cached_pages(&tgt.file, 0, region)
+            .then(|| match fidelity::cached_pages(&tgt.file, 0, region)? {
+                // Nothing cached (a layout through O_DIRECT, a device): nothing to drop.
+                0 => Some(0),
+                _ => {
+                    fidelity::drop_cached(&tgt.file, 0, region).ok()?;
+                    fidelity::cached_pages(&tgt.file, 0, region)
+                }
             })
             .flatten();
         let f = measure::measure(
