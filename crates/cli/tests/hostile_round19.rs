@@ -161,12 +161,12 @@ fn calibrate_on_tmpfs_or_a_loop_device_without_direct_io_is_refused_without_allo
 }
 
 /// A file on ext4 mounted with `data=journal`, which takes O_DIRECT and serves it buffered
-/// (`ext4_should_use_dio` is false with data journalling, so the read goes through the page
-/// cache), on a loop device with direct I/O on: calibrate measured the page cache (reads at
-/// 2 GB/s from a loop device) and wrote its spec. Now the region's pages are dropped before
-/// each reading point (as fio's `invalidate`) and counted after it (`cachestat`): the pages
-/// that came back stop the calibration unless `--allow-memory`. Needs root, losetup,
-/// mkfs.ext4 and mount (skipped otherwise).
+/// (`ext4_dio_alignment` is 0 with data journalling, so `ext4_should_use_dio` falls back to
+/// buffered I/O, through the page cache), on a loop device with direct I/O on: calibrate
+/// measured the page cache (reads at 2 GB/s from a loop device) and wrote its spec. Now the
+/// region's cached pages are dropped before each reading point (as fio's `invalidate`) and
+/// counted after it (`cachestat`): the pages that came back stop the calibration unless
+/// `--allow-memory`. Needs root, losetup, mkfs.ext4 and mount (skipped otherwise).
 #[test]
 fn calibrate_on_a_file_system_that_buffers_o_direct_is_refused_without_allow_memory() {
     if !root() {

@@ -44,8 +44,10 @@ fn fs_type(path: &Path) -> Option<u64> {
 /// a file on tmpfs or ramfs; a RAM disk (`brd`'s `ramN`), `zram` or `null_blk` device; a loop
 /// device whose backing file is on tmpfs or which reads and writes its backing file through
 /// the page cache (`loop/dio` 0, the default of `losetup` without `--direct-io=on`: the loop
-/// driver's `lo_rw_aio` then issues buffered I/O on the file); or a device-mapper or md device
-/// over one of these. For a file, the device its file system is on is judged.
+/// driver then serves a request by buffered I/O on the file, `lo_read_simple` and
+/// `lo_write_simple`, where with direct I/O on `lo_rw_aio` issues it with `IOCB_DIRECT`); or
+/// a device-mapper or md device over one of these. For a file, the device its file system is
+/// on is judged.
 pub fn served_from_memory(path: &Path) -> Option<String> {
     let at = match fs::metadata(path) {
         Ok(_) => path.to_path_buf(),
