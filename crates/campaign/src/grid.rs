@@ -519,21 +519,24 @@ impl CellResult {
     /// The metrics the CLI's sweep tables: `end_s`, and per job `JOB.seconds` and, for
     /// `read` and `write` each, `JOB.read_mb_s`, `JOB.read_iops`, `JOB.read_mean_ms` and fio's
     /// default percentiles `JOB.read_p50_ms`, `_p90_ms`, `_p99_ms`, `_p999_ms` (p99.9).
-    pub fn metrics(&self) -> BTreeMap<String, f64> {
+    /// A latency of a direction the job completed no I/O in is `None`: there is none (the
+    /// summary's 0 was tabled and plotted as a 0 ms p99, issue 32 round 19); its rates are 0.
+    pub fn metrics(&self) -> BTreeMap<String, Option<f64>> {
         let mut m = BTreeMap::new();
-        m.insert("end_s".to_string(), self.end_s);
+        m.insert("end_s".to_string(), Some(self.end_s));
         for j in &self.jobs {
             let n = &j.name;
-            m.insert(format!("{n}.seconds"), j.seconds);
+            m.insert(format!("{n}.seconds"), Some(j.seconds));
             for (dir, d) in [("read", &j.read), ("write", &j.write)] {
+                let lat = |v: f64| (d.ios > 0).then_some(v);
                 for (what, v) in [
-                    ("mb_s", d.mb_s),
-                    ("iops", d.iops),
-                    ("mean_ms", d.lat_mean_ms),
-                    ("p50_ms", d.lat_p50_ms),
-                    ("p90_ms", d.lat_p90_ms),
-                    ("p99_ms", d.lat_p99_ms),
-                    ("p999_ms", d.lat_p999_ms),
+                    ("mb_s", Some(d.mb_s)),
+                    ("iops", Some(d.iops)),
+                    ("mean_ms", lat(d.lat_mean_ms)),
+                    ("p50_ms", lat(d.lat_p50_ms)),
+                    ("p90_ms", lat(d.lat_p90_ms)),
+                    ("p99_ms", lat(d.lat_p99_ms)),
+                    ("p999_ms", lat(d.lat_p999_ms)),
                 ] {
                     m.insert(format!("{n}.{dir}_{what}"), v);
                 }

@@ -58,8 +58,10 @@ pub struct Row {
     pub coordinates: BTreeMap<String, String>,
     /// Every metric: `end_s`, and per job `JOB.seconds` and, of `read` and `write`,
     /// `JOB.read_mb_s`, `JOB.read_iops`, `JOB.read_mean_ms`, `JOB.read_p50_ms`, `_p90_ms`,
-    /// `_p99_ms`, `_p999_ms` (campaign's `CellResult::metrics`).
-    pub metrics: BTreeMap<String, f64>,
+    /// `_p99_ms`, `_p999_ms` (campaign's `CellResult::metrics`); a latency of a direction
+    /// the job completed no I/O in has no value (`null` in JSON, `-` in the table, no point in
+    /// the plot).
+    pub metrics: BTreeMap<String, Option<f64>>,
 }
 
 #[derive(Serialize)]
@@ -145,7 +147,7 @@ pub fn series(axes: &[Axis], rows: &[Row], metric: &str) -> (String, Vec<Series>
                 label.push_str(&format!(" {k}={v}"));
             }
         }
-        let Some(&y) = row.metrics.get(metric) else {
+        let Some(&Some(y)) = row.metrics.get(metric) else {
             continue;
         };
         let x = x_of(row);
@@ -203,6 +205,19 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
                 .join(", ")
         );
     }
+    let valued = rows
+        .iter()
+        .filter(|r| matches!(r.metrics.get(opts.metric), Some(Some(_))))
+        .count();
+    if valued < rows.len() {
+        say!(
+            "note: --metric {}: {} of {} cells have no value (the job completed no I/O in that \
+             direction, so it has no latency): shown as -, with no point in the plot",
+            opts.metric,
+            rows.len() - valued,
+            rows.len()
+        );
+    }
     let keys: Vec<String> = grid.axes().iter().map(Axis::key).collect();
     let mut header: Vec<&str> = vec!["scheduler"];
     header.extend(keys.iter().map(String::as_str));
@@ -215,6 +230,8 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
             line.push(
                 r.metrics
                     .get(opts.metric)
+                    .copied()
+                    .flatten()
                     .map_or("-".into(), |v| format!("{v:.4}")),
             );
             line
@@ -307,7 +324,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
-            metrics: [("end_s".to_string(), y)].into_iter().collect(),
+            metrics: [("end_s".to_string(), Some(y))].into_iter().collect(),
         };
         let axes = vec![
             Axis::Tunable {

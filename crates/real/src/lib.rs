@@ -36,6 +36,7 @@ pub mod backend;
 pub mod buf;
 pub mod emulate;
 pub mod exec;
+pub mod fidelity;
 pub mod holders;
 pub mod kernel_record;
 pub mod leftovers;

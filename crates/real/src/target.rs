@@ -691,7 +691,8 @@ fn too_big(to: u64) -> String {
     }
 }
 
-fn device_size(file: &File) -> io::Result<u64> {
+/// The bytes of the open block device `file` (`BLKGETSIZE64`).
+pub fn device_size(file: &File) -> io::Result<u64> {
     use std::os::fd::AsRawFd;
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
     let mut size: u64 = 0;

@@ -467,6 +467,15 @@ fn replay_log(
     // and at least one segment (`blk_validate_limits`); a value outside, or one that is not a
     // number, would silently become another limit (0 KiB replayed as one sector a request).
     if let Some(kb) = queue_limit(meta, "max_sectors_kb", 4)? {
+        // Nor above the hardware's `max_hw_sectors_kb` (`queue_max_sectors_store` refuses
+        // it with EINVAL): 4294967295 beside 1280 let ours merge requests the kernel could
+        // not form, without a word (issue 32, round 19).
+        if let Some(hw) = queue_limit(meta, "max_hw_sectors_kb", 4)?.filter(|&hw| kb > hw) {
+            return Err(format!(
+                "meta.json: field `queue.max_sectors_kb`: {kb} is above the recorded \
+                 max_hw_sectors_kb {hw}, which the kernel never accepts"
+            ));
+        }
         limits = limits.max_sectors(kb.saturating_mul(2));
     }
     if let Some(n) = queue_limit(meta, "nomerges", 0)? {
@@ -2052,6 +2061,15 @@ mod tests {
                 "{field}={value}: {e}"
             );
         }
+        // Round 19: above the hardware's limit, which `queue_max_sectors_store` refuses.
+        let mut m = meta("mq-deadline");
+        m.queue.insert("max_hw_sectors_kb".into(), "1280".into());
+        m.queue.insert("max_sectors_kb".into(), "4294967295".into());
+        let e = diff(&t, &m, &opts).unwrap_err();
+        assert!(
+            e.contains("field `queue.max_sectors_kb`") && e.contains("max_hw_sectors_kb 1280"),
+            "{e}"
+        );
         let mut m = meta("mq-deadline");
         m.queue.insert("max_sectors_kb".into(), "4".into());
         m.queue.insert("max_segments".into(), "1".into());

@@ -184,6 +184,13 @@ fn simulate(
     jobs: &[Spec],
     lines: Option<(&Model, &Qos)>,
 ) -> anyhow::Result<Vec<JobSummary>> {
+    // The sweep simulates a hundred runs or more (about a minute and a half): Ctrl-C or
+    // SIGTERM stops it at the next one, as the SSD fit stops (`fit::predict`), and nothing
+    // is written. Before, the signal waited for the whole sweep.
+    anyhow::ensure!(
+        !crate::signals::STOP.load(std::sync::atomic::Ordering::SeqCst),
+        "interrupted while sweeping io.cost.qos"
+    );
     let capacity = drive.capacity_sectors() * SECTOR_BYTES;
     anyhow::ensure!(
         capacity >= 2 * GIB,

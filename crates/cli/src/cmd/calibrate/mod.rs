@@ -20,6 +20,13 @@
 //! measured (`--size`, default 1 GiB for a new file, else the whole target); a new file is
 //! created and laid out; an existing file elevator did not lay out, and a device carrying data,
 //! are refused unless `--allow-overwrite`; a mounted or swapped-on device always.
+//!
+//! What is measured must be the drive ([`elevator_real::fidelity`]): a target the kernel
+//! serves from memory (tmpfs, a RAM disk, a loop device without direct I/O) is refused before
+//! anything is laid out, a point that reads with O_DIRECT while pages of the target enter the
+//! page cache (a file system buffering O_DIRECT) stops the calibration, both unless
+//! `--allow-memory`; a target truncated, replaced or deleted while it is measured stops it,
+//! naming what happened, with no spec written.
 
 mod fit;
 pub(crate) mod iocost;
@@ -33,6 +40,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use elevator_core::registry;
+use elevator_real::fidelity;
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::ByteRange;
 use elevator_workload::fio_file::parse_size;
@@ -66,6 +74,11 @@ pub struct Args {
     /// Allow writing over an existing file or a device carrying data.
     #[arg(long)]
     allow_overwrite: bool,
+    /// Calibrate a target whose I/O the kernel serves from memory (a file on tmpfs, a RAM
+    /// disk, a loop device without direct I/O, O_DIRECT a file system buffers): the spec then
+    /// models memory, not a drive. Without it such a target is refused.
+    #[arg(long)]
+    allow_memory: bool,
     /// The spec's name (default: `calibrated-<target's file name>`).
     #[arg(long)]
     name: Option<String>,
@@ -266,6 +279,11 @@ const MIN_DURATION_S: f64 = 1.0;
 const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 /// I/Os a point must complete for its figures to be fitted.
 const MIN_IOS: u64 = 16;
+/// Pages (4 KiB) that must enter the target's page cache while a point only read it with
+/// O_DIRECT, and at least a quarter of those it read, for the reads to count as buffered: a
+/// direct read adds none, so anything of this size is a file system serving it buffered (or
+/// another program reading the same file meanwhile).
+const BUFFERED_PAGES: u64 = 256;
 /// The smallest and largest region a calibration measures over.
 const MIN_REGION: u64 = 16 << 20;
 const MAX_REGION: u64 = 1 << 50;
@@ -378,19 +396,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &args.drive,
             ));
         }
+        super::common::check_target(&args.target, &read)?;
+        // An output that is the target: the outputs are written, not read ("the --json file
+        // this command reads" was said of one).
         for (flag, p) in [("--output", &args.output), ("--json", &args.json)] {
-            if let Some(p) = p {
-                read.push(super::common::Input::new(
-                    if flag == "--output" {
-                        "the --output file"
-                    } else {
-                        "the --json file"
-                    },
-                    p,
-                ));
+            if let Some(p) = p
+                .as_ref()
+                .filter(|p| super::common::same_file(&args.target, p))
+            {
+                anyhow::bail!(
+                    "{flag} {}: is the target {}, which calibrate measures and writes; choose \
+                     another {flag}",
+                    p.display(),
+                    args.target.display()
+                );
             }
         }
-        super::common::check_target(&args.target, &read)?;
     }
     if let (Some(o), Some(j)) = (&args.output, &args.json) {
         anyhow::ensure!(
@@ -455,6 +476,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         (MIN_REGION..=MAX_REGION).contains(&size),
         "--size {size}: at least 16 MiB and at most 2^50 bytes to measure over"
     );
+    // A target in memory gives a spec of memory's speed: refused before anything is laid out
+    // or measured, unless asked for.
+    if let Some(why) = fidelity::served_from_memory(&args.target) {
+        anyhow::ensure!(
+            args.allow_memory,
+            "{}: {why}: a calibration there measures memory, not a drive; nothing measured \
+             (give --allow-memory to fit memory's speed anyway)",
+            args.target.display()
+        );
+        say!(
+            "note: {}: {why}: the spec will model memory, not a drive (--allow-memory)",
+            args.target.display()
+        );
+    }
     // A file smaller than --size is extended as fio extends one (elevator's own, or with
     // --allow-overwrite), a device is refused by the open: `target::open` judges both.
     // 1 MiB I/O at depth 32 needs room: the region is a whole number of MiB.
@@ -473,6 +508,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: Some(&STOP),
         },
     )?;
+    let watch = fidelity::Watch::new(&args.target, &tgt.file, region)
+        .with_context(|| format!("{}: stat the open target", args.target.display()))?;
     let slice = Duration::from_secs_f64(args.duration / plan.len() as f64);
     let span = Span::of_slice(slice);
     say!(
@@ -484,8 +521,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let bar = crate::progress::bar(plan.len(), "calibrate");
     let mut measured = Vec::new();
+    // A point that only reads adds no page to the target's page cache when O_DIRECT is
+    // honoured (`cached_pages`): the region's pages are dropped from the cache first (as
+    // fio's `invalidate` does; a file system that buffers O_DIRECT filled it when the file
+    // was laid out), and counted before and after.
+    let reads_only = |p: &measure::Point| !p.writes() && p.beside == 0;
     for (i, p) in plan.iter().enumerate() {
         bar.set_message(p.label());
+        let cached = reads_only(p)
+            .then(|| match fidelity::cached_pages(&tgt.file, 0, region)? {
+                // Nothing cached (a layout through O_DIRECT, a device): nothing to drop.
+                0 => Some(0),
+                _ => {
+                    fidelity::drop_cached(&tgt.file, 0, region).ok()?;
+                    fidelity::cached_pages(&tgt.file, 0, region)
+                }
+            })
+            .flatten();
         let f = measure::measure(
             p,
             &tgt.file,
@@ -505,7 +557,42 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             tgt.remember()?;
             anyhow::bail!("interrupted: no spec written");
         }
+        // A target truncated, replaced or deleted under the measurement: named, whether the
+        // point failed (reads past the new end come back short) or not.
+        if let Some(what) = watch.changed(&tgt.file) {
+            bar.finish_and_clear();
+            let cause = match &f {
+                Err(e) => format!(" (point {}: {e})", p.label()),
+                Ok(_) => String::new(),
+            };
+            anyhow::bail!("{}: {what}{cause}; no spec written", args.target.display());
+        }
         let f = f?;
+        if let (Some(before), Some(after)) = (
+            cached,
+            fidelity::cached_pages(&tgt.file, 0, region).filter(|_| reads_only(p)),
+        ) {
+            let grown = after.saturating_sub(before);
+            let read = (f.ios.saturating_mul(p.bs) / 4096).min(region / 4096);
+            if grown >= BUFFERED_PAGES && grown.saturating_mul(4) >= read {
+                let why = format!(
+                    "{grown} pages of the region entered the page cache while point {} read \
+                     it with O_DIRECT: its file system serves O_DIRECT buffered, so the figures \
+                     are the page cache's",
+                    p.label()
+                );
+                if !args.allow_memory {
+                    bar.finish_and_clear();
+                    tgt.remember()?;
+                    anyhow::bail!(
+                        "{}: {why}; no spec written (give --allow-memory to fit memory's speed \
+                         anyway)",
+                        args.target.display()
+                    );
+                }
+                say!("note: {}: {why} (--allow-memory)", args.target.display());
+            }
+        }
         if let Err(e) = check_figures(&f, None) {
             bar.finish_and_clear();
             tgt.remember()?;
@@ -626,6 +713,7 @@ fn report_iocost(args: &Args, grid: &Grid) -> anyhow::Result<()> {
         let spin = crate::progress::spinner("sweeping io.cost.qos's vrate bounds");
         let prop = iocost_qos::propose(&model, &drive, &sched);
         spin.finish_and_clear();
+        interrupted()?;
         let prop = prop?;
         let row = |label: String, t: &iocost_qos::Trial| {
             vec![

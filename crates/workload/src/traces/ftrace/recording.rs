@@ -298,6 +298,31 @@ pub fn fio_job_pids(output: &str) -> Vec<FioJobPid> {
     out
 }
 
+/// A meta.json that does not parse as one, naming its line and the key whose value is wrong
+/// (the last `"KEY":` before the error's column on its line). serde_json's message named
+/// neither the field nor anything but the position ("invalid type: integer `500`, expected a
+/// string at line 79 column 20 (column 20)" for `"read_expire": 500`).
+fn json_error(name: &str, text: &str, e: &serde_json::Error) -> InputError {
+    let shown = e.to_string();
+    let message = match shown.rsplit_once(" at line ") {
+        Some((m, _)) => m.to_string(),
+        None => shown,
+    };
+    let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+    let upto = line
+        .char_indices()
+        .nth(e.column())
+        .map_or(line, |(i, _)| &line[..i]);
+    let key = upto
+        .rsplit_once("\":")
+        .and_then(|(before, _)| before.rsplit_once('"'))
+        .map(|(_, k)| k)
+        .filter(|k| !k.is_empty() && k.len() <= 64)
+        .unwrap_or("");
+    let at = format!("column {}: {message}", e.column());
+    located(name, e.line(), key, at)
+}
+
 /// A recording directory, opened.
 #[derive(Clone, Debug)]
 pub struct Recording {
@@ -314,8 +339,8 @@ impl Recording {
         let name = path.display().to_string();
         // A recording's meta.json is a few KB: 4 MiB is far more.
         let text = crate::input::read_text(&path, 4 << 20, "recording's meta.json")?;
-        let meta: RecordingMeta = serde_json::from_str(&text)
-            .map_err(|e| located(&name, e.line(), "", format!("{e} (column {})", e.column())))?;
+        let meta: RecordingMeta =
+            serde_json::from_str(&text).map_err(|e| json_error(&name, &text, &e))?;
         if meta.format != META_FORMAT {
             return Err(located(
                 &name,
