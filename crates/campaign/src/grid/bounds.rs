@@ -8,7 +8,7 @@ use elevator_core::SECTOR_BYTES;
 use elevator_sim::DriveModel;
 use elevator_workload::fio_file::FioFile;
 
-use super::source::{cell_scenario, Source};
+use super::source::Source;
 use super::{Axis, Grid, Plan};
 use crate::Error;
 
@@ -89,7 +89,7 @@ impl Grid {
     /// changes nothing of the base's (a trace's requests are the trace's on any drive).
     fn work_key(&self, p: &Plan) -> Option<String> {
         match &self.source {
-            Source::Scenario { .. }
+            Source::Scenario(_)
                 if p.drive.is_some() || !p.job_fields.is_empty() || !p.controls.is_empty() =>
             {
                 Some(format!("{:?} {:?} {:?}", p.drive, p.job_fields, p.controls))
@@ -105,15 +105,7 @@ impl Grid {
     fn plan_work(&self, p: &Plan) -> Result<u64, Error> {
         let max_ios = self.max_ios();
         match &self.source {
-            Source::Scenario {
-                text,
-                origin,
-                dir,
-                base,
-            } => {
-                let s = cell_scenario(text, dir.as_deref(), origin, base, p)?;
-                Ok(s.check_work(max_ios)?)
-            }
+            Source::Scenario(s) => Ok(s.cell(p)?.check_work(max_ios)?),
             Source::Fio { file, drive } => {
                 fio_work(file, p.drive.as_deref().unwrap_or(drive), max_ios)
             }

@@ -36,7 +36,7 @@ pub use bounds::{check_grid, check_sweep_work, MAX_CELLS};
 pub use run::{CellResult, Requests};
 pub(crate) use settings::check_sets;
 pub use settings::settings_for;
-use source::{check_control, scenario_source, Source};
+use source::{check_control, ScenarioSource, Source};
 
 use crate::Error;
 
@@ -145,9 +145,9 @@ impl Grid {
         let mut cell_ios = 0;
         let source = if let Some(name) = &spec.scenario {
             let (text, origin, dir) = crate::scenarios::source(name)?;
-            scenario_source(text, origin, dir, spec, &mut cell_ios)?
+            ScenarioSource::new(text, origin, dir, spec, &mut cell_ios)?
         } else if let Some(text) = &spec.scenario_toml {
-            scenario_source(text.clone(), origin, dir, spec, &mut cell_ios)?
+            ScenarioSource::new(text.clone(), origin, dir, spec, &mut cell_ios)?
         } else if spec.fio.is_some() || spec.fio_text.is_some() {
             let file = match (&spec.fio, &spec.fio_text) {
                 (Some(p), _) => fio_file::read(Path::new(p))?,
@@ -194,7 +194,7 @@ impl Grid {
                 drive: spec.drive.clone().unwrap_or(DEFAULT_TRACE_DRIVE.into()),
             }
         };
-        if matches!(source, Source::Scenario { .. }) && spec.drive.is_some() {
+        if matches!(source, Source::Scenario(_)) && spec.drive.is_some() {
             return Err(Error::arg(
                 "drive",
                 "a scenario names its drive; sweep `drive=NAME` to change it",
@@ -247,7 +247,7 @@ impl Grid {
         }
         for a in &axes {
             if let Axis::Job { .. } = a {
-                if !matches!(source, Source::Scenario { .. }) {
+                if !matches!(source, Source::Scenario(_)) {
                     return Err(Error::arg(
                         format!("--sweep {}", a.key()),
                         "job fields are swept in scenarios only",
@@ -272,7 +272,7 @@ impl Grid {
         }
         check_sweep_work(len, cell_ios, max_ios)?;
         let seed = spec.seed.unwrap_or(match &source {
-            Source::Scenario { base, .. } => base.seed,
+            Source::Scenario(s) => s.base.seed,
             _ => 1,
         });
         let grid = Grid {
@@ -298,13 +298,11 @@ impl Grid {
     pub fn portable_spec(&self) -> GridSpec {
         let mut s = self.spec.clone();
         match &self.source {
-            Source::Scenario {
-                text, origin, dir, ..
-            } => {
+            Source::Scenario(sc) => {
                 s.scenario = None;
-                s.scenario_toml = Some(text.clone());
-                s.origin = Some(origin.clone());
-                s.dir = dir.as_ref().map(|d| d.display().to_string());
+                s.scenario_toml = Some(sc.text.clone());
+                s.origin = Some(sc.origin.clone());
+                s.dir = sc.dir.as_ref().map(|d| d.display().to_string());
             }
             Source::Fio { .. } => {
                 if let Some(p) = s.fio.take() {
@@ -354,7 +352,7 @@ impl Grid {
     /// The name of what the grid runs (the scenario's name, or the job file or trace).
     pub fn name(&self) -> String {
         match &self.source {
-            Source::Scenario { base, .. } => base.name.clone(),
+            Source::Scenario(s) => s.base.name.clone(),
             Source::Fio { file, .. } => file.path.display().to_string(),
             Source::Trace { paths, .. } => paths
                 .iter()

@@ -12,7 +12,7 @@ use elevator_workload::metrics::JobSummary;
 use elevator_workload::traces::open;
 use rayon::prelude::*;
 
-use super::source::{apply_controls, cell_scenario, Source};
+use super::source::{apply_controls, Source};
 use super::{settings_for, Coord, Grid, Plan};
 use crate::Error;
 
@@ -89,7 +89,8 @@ impl Grid {
         }
         let none = Settings::new();
         match &self.source {
-            Source::Scenario { base, .. } => base
+            Source::Scenario(s) => s
+                .base
                 .scheduler(name, &self.settings(name, &none))
                 .map(|_| ())
                 .map_err(|e| Error::arg(format!("scheduler {name}"), e.message)),
@@ -201,14 +202,9 @@ impl Grid {
             more.set(k, *v);
         }
         let report = match &self.source {
-            Source::Scenario {
-                text,
-                origin,
-                dir,
-                base,
-            } => {
+            Source::Scenario(s) => {
                 // Its work was told with every other cell's (`check_cells_work`).
-                let mut scenario = cell_scenario(text, dir.as_deref(), origin, base, p)?;
+                let mut scenario = s.cell(p)?;
                 if let Some(w) = self.wakeup {
                     scenario.wakeup = w;
                 }

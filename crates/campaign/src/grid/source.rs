@@ -1,9 +1,9 @@
 //! Where a grid's cells get their jobs ([`Source`]: a scenario, a fio job file or a block
 //! trace), and a source with a cell's drive, job-field and io controller axes applied: a
-//! scenario's text edited and parsed again ([`edited`]), a job file's or a trace's group tree
-//! set ([`apply_controls`]).
+//! scenario's text edited and parsed again ([`ScenarioSource::cell`]), a job file's or a
+//! trace's group tree set ([`apply_controls`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use elevator_core::{GroupTree, Nanos, SECTOR_BYTES};
 use elevator_sim::scenario::Scenario;
@@ -18,13 +18,8 @@ use crate::Error;
 /// Where a grid's cells get their jobs.
 #[derive(Clone, Debug)]
 pub(super) enum Source {
-    /// A scenario: its text (edited per cell by drive and job axes) and the parsed base.
-    Scenario {
-        text: String,
-        origin: String,
-        dir: Option<PathBuf>,
-        base: Box<Scenario>,
-    },
+    /// A scenario.
+    Scenario(ScenarioSource),
     /// A fio job file on a simulated drive.
     Fio { file: Box<FioFile>, drive: String },
     /// A block trace replayed on a simulated drive.
@@ -35,26 +30,54 @@ pub(super) enum Source {
     },
 }
 
-/// A scenario source: the text parsed once (with the spec's wakeup), so a bad scenario
-/// fails before any cell runs.
-pub(super) fn scenario_source(
-    text: String,
-    origin: String,
-    dir: Option<PathBuf>,
-    spec: &GridSpec,
-    ios: &mut u64,
-) -> Result<Source, Error> {
-    let mut base = Scenario::parse(&text, &origin, dir.as_deref())?;
-    *ios = base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
-    if let Some(us) = spec.wakeup_us {
-        base.wakeup = Nanos::from_us(u64::from(us));
+/// A scenario as a grid's source: its text (edited per cell by drive, job and io controller
+/// axes) and the base parsed from it.
+#[derive(Clone, Debug)]
+pub(super) struct ScenarioSource {
+    /// The scenario file's text.
+    pub(super) text: String,
+    /// Where the text came from, for errors.
+    pub(super) origin: String,
+    /// The directory its drive paths resolve against.
+    pub(super) dir: Option<PathBuf>,
+    /// The text parsed, with the spec's wake-up.
+    pub(super) base: Box<Scenario>,
+}
+
+impl ScenarioSource {
+    /// The text parsed once (with the spec's wakeup), so a bad scenario fails before any
+    /// cell runs; `ios` set to the I/Os a run of it implies.
+    pub(super) fn new(
+        text: String,
+        origin: String,
+        dir: Option<PathBuf>,
+        spec: &GridSpec,
+        ios: &mut u64,
+    ) -> Result<Source, Error> {
+        let mut base = Scenario::parse(&text, &origin, dir.as_deref())?;
+        *ios = base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
+        if let Some(us) = spec.wakeup_us {
+            base.wakeup = Nanos::from_us(u64::from(us));
+        }
+        Ok(Source::Scenario(ScenarioSource {
+            text,
+            origin,
+            dir,
+            base: Box::new(base),
+        }))
     }
-    Ok(Source::Scenario {
-        text,
-        origin,
-        dir,
-        base: Box::new(base),
-    })
+
+    /// Cell `p`'s scenario: the base's when `p` changes none of its drive, job fields and
+    /// controls, else its text parsed again with them ([`ScenarioSource::edited`]), keeping
+    /// the base's wake-up.
+    pub(super) fn cell(&self, p: &Plan) -> Result<Scenario, Error> {
+        if p.job_fields.is_empty() && p.drive.is_none() && p.controls.is_empty() {
+            return Ok((*self.base).clone());
+        }
+        let mut s = self.edited(p.drive.as_deref(), &p.job_fields, &p.controls)?;
+        s.wakeup = self.base.wakeup;
+        Ok(s)
+    }
 }
 
 /// Set the io controller files `controls` (group path, file, value) in `groups`, whose
@@ -113,19 +136,14 @@ pub(super) fn check_control(
 ) -> Result<(), Error> {
     let one = [(path.to_string(), file.to_string(), value.clone())];
     match source {
-        Source::Scenario {
-            text,
-            origin,
-            dir,
-            base,
-        } => {
-            if !file.starts_with("io.cost.") && base.groups.lookup(path).is_none() {
+        Source::Scenario(s) => {
+            if !file.starts_with("io.cost.") && s.base.groups.lookup(path).is_none() {
                 return Err(Error::arg(
                     format!("--sweep {}", control_key(path, file)),
-                    format!("{origin} has no group {path:?}"),
+                    format!("{} has no group {path:?}", s.origin),
                 ));
             }
-            edited(text, dir.as_deref(), origin, None, &[], &one).map(|_| ())
+            s.edited(None, &[], &one).map(|_| ())
         }
         Source::Fio { file: f, drive } => {
             let model = DriveModel::resolve(drive)?;
@@ -142,110 +160,87 @@ pub(super) fn check_control(
     }
 }
 
-/// Cell `p`'s scenario: the base's when `p` changes none of its drive, job fields and
-/// controls, else its text parsed again with them ([`edited`]), keeping the base's wake-up.
-pub(super) fn cell_scenario(
-    text: &str,
-    dir: Option<&Path>,
-    origin: &str,
-    base: &Scenario,
-    p: &Plan,
-) -> Result<Scenario, Error> {
-    if p.job_fields.is_empty() && p.drive.is_none() && p.controls.is_empty() {
-        return Ok(base.clone());
-    }
-    let mut s = edited(
-        text,
-        dir,
-        origin,
-        p.drive.as_deref(),
-        &p.job_fields,
-        &p.controls,
-    )?;
-    s.wakeup = base.wakeup;
-    Ok(s)
-}
-
-/// The scenario with its `drive` replaced, `fields` set in its jobs and `controls` (group
-/// path, io file, value) set in its groups (a `[[group]]` table added for a group only its
-/// jobs name) or on the root (`io.cost.*`), parsed again from its edited text (so the
-/// scenario's own drive settings, such as `write_cache`, still apply, and a bad value is
-/// reported as the scenario's own would be).
-fn edited(
-    text: &str,
-    dir: Option<&Path>,
-    origin: &str,
-    drive: Option<&str>,
-    fields: &[(String, String, toml::Value)],
-    controls: &[(String, String, toml::Value)],
-) -> Result<Scenario, Error> {
-    let mut doc: toml::Table =
-        toml::from_str(text).map_err(|e| Error::arg(origin, e.to_string()))?;
-    let mut what: Vec<String> = Vec::new();
-    if let Some(d) = drive {
-        doc.insert("drive".into(), toml::Value::String(d.to_string()));
-        what.push(format!("drive={d}"));
-    }
-    for (job, field, value) in fields {
-        let arg = format!("--sweep job.{job}.{field}");
-        let jobs = doc
-            .get_mut("job")
-            .and_then(toml::Value::as_array_mut)
-            .ok_or_else(|| Error::arg(&arg, format!("{origin} has no jobs")))?;
-        let t = jobs
-            .iter_mut()
-            .filter_map(toml::Value::as_table_mut)
-            .find(|t| t.get("name").and_then(toml::Value::as_str) == Some(job.as_str()))
-            .ok_or_else(|| Error::arg(&arg, format!("{origin} has no job {job:?}")))?;
-        t.insert(field.clone(), value.clone());
-    }
-    what.extend(
-        fields
-            .iter()
-            .map(|(j, f, v)| format!("job.{j}.{f}={}", show(v))),
-    );
-    for (path, file, value) in controls {
-        what.push(format!("{}={}", control_key(path, file), show(value)));
-        let (key, v) = match file.as_str() {
-            "io.cost.qos" => ("io_cost_qos", value.clone()),
-            "io.cost.model" => ("io_cost_model", value.clone()),
-            "io.weight" => ("io_weight", value.clone()),
-            "io.bfq.weight" => ("io_bfq_weight", value.clone()),
-            "io.latency" => (
-                "io_latency_us",
-                toml::Value::Float(value.as_integer().unwrap_or(0) as f64),
-            ),
-            _ => ("io_max", value.clone()),
-        };
-        if file.starts_with("io.cost.") {
-            doc.insert(key.into(), v);
-            continue;
+impl ScenarioSource {
+    /// The scenario with its `drive` replaced, `fields` set in its jobs and `controls` (group
+    /// path, io file, value) set in its groups (a `[[group]]` table added for a group only its
+    /// jobs name) or on the root (`io.cost.*`), parsed again from its edited text (so the
+    /// scenario's own drive settings, such as `write_cache`, still apply, and a bad value is
+    /// reported as the scenario's own would be).
+    fn edited(
+        &self,
+        drive: Option<&str>,
+        fields: &[(String, String, toml::Value)],
+        controls: &[(String, String, toml::Value)],
+    ) -> Result<Scenario, Error> {
+        let (text, dir, origin) = (&self.text, self.dir.as_deref(), &self.origin);
+        let mut doc: toml::Table =
+            toml::from_str(text).map_err(|e| Error::arg(origin, e.to_string()))?;
+        let mut what: Vec<String> = Vec::new();
+        if let Some(d) = drive {
+            doc.insert("drive".into(), toml::Value::String(d.to_string()));
+            what.push(format!("drive={d}"));
         }
-        let groups = doc
-            .entry("group")
-            .or_insert_with(|| toml::Value::Array(Vec::new()))
-            .as_array_mut()
-            .ok_or_else(|| Error::arg(origin, "`group` is not an array of tables"))?;
-        let at = groups
-            .iter()
-            .position(|g| g.get("path").and_then(toml::Value::as_str) == Some(path.as_str()));
-        let at = match at {
-            Some(i) => i,
-            None => {
-                let mut t = toml::Table::new();
-                t.insert("path".into(), toml::Value::String(path.clone()));
-                groups.push(toml::Value::Table(t));
-                groups.len() - 1
+        for (job, field, value) in fields {
+            let arg = format!("--sweep job.{job}.{field}");
+            let jobs = doc
+                .get_mut("job")
+                .and_then(toml::Value::as_array_mut)
+                .ok_or_else(|| Error::arg(&arg, format!("{origin} has no jobs")))?;
+            let t = jobs
+                .iter_mut()
+                .filter_map(toml::Value::as_table_mut)
+                .find(|t| t.get("name").and_then(toml::Value::as_str) == Some(job.as_str()))
+                .ok_or_else(|| Error::arg(&arg, format!("{origin} has no job {job:?}")))?;
+            t.insert(field.clone(), value.clone());
+        }
+        what.extend(
+            fields
+                .iter()
+                .map(|(j, f, v)| format!("job.{j}.{f}={}", show(v))),
+        );
+        for (path, file, value) in controls {
+            what.push(format!("{}={}", control_key(path, file), show(value)));
+            let (key, v) = match file.as_str() {
+                "io.cost.qos" => ("io_cost_qos", value.clone()),
+                "io.cost.model" => ("io_cost_model", value.clone()),
+                "io.weight" => ("io_weight", value.clone()),
+                "io.bfq.weight" => ("io_bfq_weight", value.clone()),
+                "io.latency" => (
+                    "io_latency_us",
+                    toml::Value::Float(value.as_integer().unwrap_or(0) as f64),
+                ),
+                _ => ("io_max", value.clone()),
+            };
+            if file.starts_with("io.cost.") {
+                doc.insert(key.into(), v);
+                continue;
             }
-        };
-        if let Some(t) = groups[at].as_table_mut() {
-            t.insert(key.into(), v);
+            let groups = doc
+                .entry("group")
+                .or_insert_with(|| toml::Value::Array(Vec::new()))
+                .as_array_mut()
+                .ok_or_else(|| Error::arg(origin, "`group` is not an array of tables"))?;
+            let at = groups
+                .iter()
+                .position(|g| g.get("path").and_then(toml::Value::as_str) == Some(path.as_str()));
+            let at = match at {
+                Some(i) => i,
+                None => {
+                    let mut t = toml::Table::new();
+                    t.insert("path".into(), toml::Value::String(path.clone()));
+                    groups.push(toml::Value::Table(t));
+                    groups.len() - 1
+                }
+            };
+            if let Some(t) = groups[at].as_table_mut() {
+                t.insert(key.into(), v);
+            }
         }
+        let text = toml::to_string(&doc).map_err(|e| Error::arg(origin, e.to_string()))?;
+        Ok(Scenario::parse(
+            &text,
+            &format!("{origin} with {}", what.join(", ")),
+            dir,
+        )?)
     }
-    let text = toml::to_string(&doc).map_err(|e| Error::arg(origin, e.to_string()))?;
-    Ok(Scenario::parse(
-        &text,
-        &format!("{origin} with {}", what.join(", ")),
-        dir,
-    )?)
 }
