@@ -1125,13 +1125,9 @@ fn print_share(
     say!();
 }
 
-/// The share table and the lines it ran with.
+/// The io.cost lines a share or saturation table ran with.
 #[derive(Serialize, Clone, Debug)]
-pub struct Share {
-    /// Simulated seconds per run.
-    pub runtime_s: u64,
-    /// The rows.
-    pub share: Vec<ShareRow>,
+pub struct CostLines {
     /// The io.cost.model lines of the rows with the calibrated model, by drive.
     pub io_cost_models: Vec<(String, String)>,
     /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
@@ -1141,25 +1137,48 @@ pub struct Share {
     pub proposals: LinesByDrive,
 }
 
+impl CostLines {
+    /// The lines of `table`'s rows on `drives`: each drive's calibrated model (printed as it
+    /// comes), and the recipe and proposal lines ([`lines_by_drive`]).
+    fn measure(drives: &[(&str, &str)], table: &[CostRow]) -> anyhow::Result<CostLines> {
+        let mut io_cost_models = Vec::new();
+        for (_, d) in drives {
+            io_cost_models.push((d.to_string(), drive_model(d)?));
+            say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
+        }
+        let (resctl, proposals) = lines_by_drive(drives, table)?;
+        Ok(CostLines {
+            io_cost_models,
+            resctl,
+            proposals,
+        })
+    }
+}
+
+/// The share table and the lines it ran with.
+#[derive(Serialize, Clone, Debug)]
+pub struct Share {
+    /// Simulated seconds per run.
+    pub runtime_s: u64,
+    /// The rows.
+    pub share: Vec<ShareRow>,
+    /// The lines.
+    #[serde(flatten)]
+    pub lines: CostLines,
+}
+
 /// The share table alone (`reproduce io-control-today --part share`): print it and return it.
 pub fn run_share(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Share> {
     say!("Two groups sharing a drive under today's io.cost (issue 29), {RUNTIME_S} simulated s a run.");
     say!("{}", super::seeds_note(seeds));
     say!();
-    let mut io_cost_models = Vec::new();
-    for (_, d) in drives {
-        io_cost_models.push((d.to_string(), drive_model(d)?));
-        say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
-    }
-    let (resctl, proposals) = lines_by_drive(drives, &SHARE)?;
+    let lines = CostLines::measure(drives, &SHARE)?;
     let share = share_rows(seeds, drives)?;
-    print_share(&share, &resctl, &proposals);
+    print_share(&share, &lines.resctl, &lines.proposals);
     Ok(Share {
         runtime_s: RUNTIME_S,
         share,
-        io_cost_models,
-        resctl,
-        proposals,
+        lines,
     })
 }
 
@@ -1227,13 +1246,9 @@ pub struct Saturation {
     pub runtime_s: u64,
     /// The rows.
     pub saturation: Vec<SaturationRow>,
-    /// The io.cost.model lines, by drive.
-    pub io_cost_models: Vec<(String, String)>,
-    /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
-    pub resctl: LinesByDrive,
-    /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
-    /// by drive and scheduler ("DRIVE / SCHED").
-    pub proposals: LinesByDrive,
+    /// The lines.
+    #[serde(flatten)]
+    pub lines: CostLines,
 }
 
 /// The saturation table alone (`reproduce io-control-today --part saturation`): print it and
@@ -1244,20 +1259,13 @@ pub fn run_saturation(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<
     );
     say!("{}", super::seeds_note(seeds));
     say!();
-    let mut io_cost_models = Vec::new();
-    for (_, d) in drives {
-        io_cost_models.push((d.to_string(), drive_model(d)?));
-        say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
-    }
-    let (resctl, proposals) = lines_by_drive(drives, &SATURATION)?;
+    let lines = CostLines::measure(drives, &SATURATION)?;
     let saturation = saturation_rows(seeds, drives)?;
-    print_saturation(&saturation, &resctl, &proposals);
+    print_saturation(&saturation, &lines.resctl, &lines.proposals);
     Ok(Saturation {
         runtime_s: RUNTIME_S,
         saturation,
-        io_cost_models,
-        resctl,
-        proposals,
+        lines,
     })
 }
 
