@@ -145,9 +145,15 @@ impl Grid {
         let mut cell_ios = 0;
         let source = if let Some(name) = &spec.scenario {
             let (text, origin, dir) = crate::scenarios::source(name)?;
-            ScenarioSource::new(text, origin, dir, spec, &mut cell_ios)?
+            Source::Scenario(ScenarioSource::new(text, origin, dir, spec, &mut cell_ios)?)
         } else if let Some(text) = &spec.scenario_toml {
-            ScenarioSource::new(text.clone(), origin, dir, spec, &mut cell_ios)?
+            Source::Scenario(ScenarioSource::new(
+                text.clone(),
+                origin,
+                dir,
+                spec,
+                &mut cell_ios,
+            )?)
         } else if spec.fio.is_some() || spec.fio_text.is_some() {
             let file = match (&spec.fio, &spec.fio_text) {
                 (Some(p), _) => fio_file::read(Path::new(p))?,

@@ -53,18 +53,18 @@ impl ScenarioSource {
         dir: Option<PathBuf>,
         spec: &GridSpec,
         ios: &mut u64,
-    ) -> Result<Source, Error> {
+    ) -> Result<ScenarioSource, Error> {
         let mut base = Scenario::parse(&text, &origin, dir.as_deref())?;
         *ios = base.check_work(spec.max_ios.unwrap_or(crate::fio::MAX_SIMULATED_IOS))?;
         if let Some(us) = spec.wakeup_us {
             base.wakeup = Nanos::from_us(u64::from(us));
         }
-        Ok(Source::Scenario(ScenarioSource {
+        Ok(ScenarioSource {
             text,
             origin,
             dir,
             base: Box::new(base),
-        }))
+        })
     }
 
     /// Cell `p`'s scenario: the base's when `p` changes none of its drive, job fields and
