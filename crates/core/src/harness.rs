@@ -153,6 +153,25 @@ impl Outcome {
     }
 }
 
+/// Dispatch from `s` at `now` until it has nothing, completing each request at once; the ids
+/// in dispatch order.
+pub fn drain_ids(s: &mut impl Scheduler, now: Nanos) -> Vec<u64> {
+    let mut order = Vec::new();
+    while let Dispatch::Request(r) = s.dispatch(now) {
+        s.complete(&r, now);
+        order.push(r.id.0);
+    }
+    order
+}
+
+/// The id of the request `s` dispatches at `now` (not completed); panics if it dispatches none.
+pub fn next_id(s: &mut impl Scheduler, now: Nanos) -> u64 {
+    match s.dispatch(now) {
+        Dispatch::Request(r) => r.id.0,
+        other => panic!("no request at {now:?}: {other:?}"),
+    }
+}
+
 /// A fixed-cost device driven by a clock, feeding a scheduler.
 pub struct Harness<S: Scheduler> {
     /// The policy under test.

@@ -93,6 +93,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
+use crate::deadline::{choose_direction, deadline_of, dir_of, READ, WRITE};
 use crate::fifo::Fifos;
 use crate::request::{IoClass, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
@@ -194,23 +195,11 @@ impl Config {
     }
 }
 
-/// Index of the read direction.
-const READ: usize = 0;
-/// Index of the write direction (everything that is not a read).
-const WRITE: usize = 1;
 /// The levels, highest priority first.
 const RT: usize = 0;
 const BE: usize = 1;
 const IDLE: usize = 2;
 const LEVELS: usize = 3;
-
-fn dir_of(rq: &Request) -> usize {
-    if rq.op.is_read() {
-        READ
-    } else {
-        WRITE
-    }
-}
 
 fn level_of(rq: &Request) -> usize {
     match rq.prio.class {
@@ -354,16 +343,13 @@ impl MqDeadline {
     /// Put an admitted request into its level's tree and FIFO.
     fn enqueue(&mut self, rq: Request, now: Nanos) {
         let (level, dir) = (level_of(&rq), dir_of(&rq));
-        let expire = if dir == READ {
-            self.config.read_expire
-        } else {
-            self.config.write_expire
-        };
+        let c = &self.config;
+        let deadline = deadline_of(c.read_expire, c.write_expire, dir, now);
         let key = (rq.sector, rq.id.0);
         let entry = Entry {
             rq,
             arrival: now,
-            deadline: now.saturating_add(expire),
+            deadline,
         };
         let slot = self.fifos.push_back(fifo_of(level, dir), entry);
         let lv = &mut self.levels[level];
@@ -419,24 +405,8 @@ impl MqDeadline {
                     !self.fifos.is_empty(fifo_of(level, READ)),
                     !self.fifos.is_empty(fifo_of(level, WRITE)),
                 );
-                let dir = if reads {
-                    let starve = writes && {
-                        let s = self.starved;
-                        self.starved = self.starved.saturating_add(1);
-                        s >= self.config.writes_starved
-                    };
-                    if starve {
-                        self.starved = 0;
-                        WRITE
-                    } else {
-                        READ
-                    }
-                } else if writes {
-                    self.starved = 0;
-                    WRITE
-                } else {
-                    return None;
-                };
+                let writes_starved = self.config.writes_starved;
+                let dir = choose_direction(reads, writes, &mut self.starved, writes_starved)?;
                 let head = self
                     .fifos
                     .front(fifo_of(level, dir))
@@ -677,19 +647,9 @@ impl Scheduler for MqDeadline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{rq, Harness, RequestBuilder};
+    use crate::harness::{drain_ids as drain, rq, Harness, RequestBuilder};
     use crate::request::DEFAULT_MERGE_SECTORS;
     use proptest::prelude::*;
-
-    /// Dispatch until the policy has nothing, completing each at once; the ids in order.
-    fn drain(s: &mut MqDeadline, now: Nanos) -> Vec<u64> {
-        let mut order = Vec::new();
-        while let Dispatch::Request(r) = s.dispatch(now) {
-            s.complete(&r, now);
-            order.push(r.id.0);
-        }
-        order
-    }
 
     fn take(s: &mut MqDeadline, now: Nanos) -> Request {
         match s.dispatch(now) {

@@ -43,6 +43,8 @@
 //! The rows marked "built-in model" run with the kernel's built-in coefficients for the class
 //! instead, to show what they do on these drives (docs/iocost.md).
 
+use std::sync::LazyLock;
+
 use anyhow::Context;
 use elevator_core::qos::iocost::Model;
 use elevator_core::Settings;
@@ -193,120 +195,36 @@ pub const SETUPS: [Setup; 11] = [
 /// The share setups: (label, scheduler, io.cost's `io.weight`s of /a and /b and its lines,
 /// or none). io.cost with the calibrated model and the QoS defaults (rows without a recipe
 /// named), with resctl-demo's lines and with `calibrate --iocost`'s proposal swept over the
-/// row's scheduler, as in the saturation table ([`SATURATION`]); each scheduler's row
-/// without a controller is its "alone".
-pub const SHARE: [(&str, &str, CostSet); 26] = [
-    ("none", "none", None),
-    ("cfq groups", "cfq", None),
-    ("bfq groups", "bfq", None),
-    (
-        "io.cost / none, built-in model, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Builtin)),
-    ),
-    ("io.cost / none", "none", Some((100, 100, QosSet::Defaults))),
-    (
-        "io.cost / none, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / none, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / none, resctl-demo recipe",
-        "none",
-        Some((100, 100, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / none, resctl-demo recipe, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / none, resctl-demo recipe, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / none, calibrate --iocost's proposal",
-        "none",
-        Some((100, 100, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / none, calibrate --iocost's proposal, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / none, calibrate --iocost's proposal, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Proposed)),
-    ),
-    ("mq-deadline", "mq-deadline", None),
-    (
+/// row's scheduler, as in the saturation table ([`SATURATION`]), and over mq-deadline the
+/// proposal with its `min` lowered to [`OPENED_MIN`]; each at equal weights and at 2:1 and
+/// 3:1 ([`cost_rows`]). Each scheduler's row without a controller is its "alone".
+pub static SHARE: LazyLock<Vec<CostRow>> = LazyLock::new(|| {
+    let mut rows = vec![
+        alone("none", "none"),
+        alone("cfq groups", "cfq"),
+        alone("bfq groups", "bfq"),
+        (
+            "io.cost / none, built-in model, b 3:1".to_string(),
+            "none",
+            Some((100, 300, QosSet::Builtin)),
+        ),
+    ];
+    let recipes = [
+        ("", QosSet::Defaults),
+        (", resctl-demo recipe", QosSet::Resctl),
+        (", calibrate --iocost's proposal", QosSet::Proposed),
+    ];
+    rows.extend(cost_rows("io.cost / none", "none", &recipes));
+    rows.push(alone("mq-deadline", "mq-deadline"));
+    rows.extend(cost_rows("io.cost / mq-deadline", "mq-deadline", &recipes));
+    let opened = format!(", proposal with min={OPENED_MIN}");
+    rows.extend(cost_rows(
         "io.cost / mq-deadline",
         "mq-deadline",
-        Some((100, 100, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe",
-        "mq-deadline",
-        Some((100, 100, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal",
-        "mq-deadline",
-        Some((100, 100, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / mq-deadline, proposal with min=105",
-        "mq-deadline",
-        Some((100, 100, QosSet::ProposedMin(OPENED_MIN))),
-    ),
-    (
-        "io.cost / mq-deadline, proposal with min=105, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::ProposedMin(OPENED_MIN))),
-    ),
-    (
-        "io.cost / mq-deadline, proposal with min=105, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::ProposedMin(OPENED_MIN))),
-    ),
-];
+        &[(&opened, QosSet::ProposedMin(OPENED_MIN))],
+    ));
+    rows
+});
 
 /// How long each point of the simulated `calibrate --iocost` runs on `drive`: 20 simulated
 /// seconds on a disk (a 128 MiB transfer takes seconds there), 2 on an SSD; a tenth more as
@@ -571,22 +489,12 @@ pub fn share_text(drive: &str, sched: &str, cost: CostSet, n: u32) -> anyhow::Re
     ))
 }
 
-/// One share run's figures after the [`RAMP_S`] ramp (both groups busy throughout): B's
-/// share and the total, MB/s; with `cost`, io.cost with those `io.weight`s on /a and /b and
-/// those lines.
-pub fn share_one(
-    drive: &str,
-    sched: &str,
-    cost: CostSet,
-    n: u32,
-    seed: u64,
-) -> anyhow::Result<(f64, f64)> {
-    b_share_and_total(&share_text(drive, sched, cost, n)?, "share", sched, seed)
-}
-
-/// [`share_one`] at each of `seeds`, in their order. A scenario whose jobs draw nothing from
-/// the seed (Goyal's sequential readers: [`elevator_sim::Simulation::draws_from_seed`]) runs
-/// the same at every seed, so it runs once, at the first, and its figures stand for each.
+/// The share runs' figures at each of `seeds`, in their order, after the [`RAMP_S`] ramp
+/// (both groups busy throughout): B's share and the total, MB/s; with `cost`, io.cost with
+/// those `io.weight`s on /a and /b and those lines. The scenario's text is built once. A
+/// scenario whose jobs draw nothing from the seed (Goyal's sequential readers:
+/// [`elevator_sim::Simulation::draws_from_seed`]) runs the same at every seed, so it runs
+/// once, at the first, and its figures stand for each.
 pub fn share_seeds(
     drive: &str,
     sched: &str,
@@ -604,7 +512,7 @@ pub fn share_seeds(
     }
     let rest: Vec<(f64, f64)> = rest
         .par_iter()
-        .map(|&seed| share_one(drive, sched, cost, n, seed))
+        .map(|&seed| b_share_and_total(&text, "share", sched, seed))
         .collect::<anyhow::Result<_>>()?;
     Ok(std::iter::once(figures).chain(rest).collect())
 }
@@ -698,118 +606,62 @@ pub const LIFTED_MAX: u32 = 120;
 /// io.cost's `io.weight`s of /a and /b in a saturation setup, and its QoS; none: no controller.
 pub type CostSet = Option<(u32, u32, QosSet)>;
 
+/// One row of the share or the saturation table: (label, scheduler, io.cost's weights and
+/// QoS, or none).
+pub type CostRow = (String, &'static str, CostSet);
+
+/// Scheduler `sched`'s row without a controller, labelled `label`.
+fn alone(label: &str, sched: &'static str) -> CostRow {
+    (label.to_string(), sched, None)
+}
+
+/// io.cost's rows under `sched` for each of `recipes` (a label suffix and a QoS): `/a` at
+/// weight 100 and `/b` at 100, 200 and 300, labelled `PREFIXSUFFIX`, `PREFIXSUFFIX, b 2:1`
+/// and `PREFIXSUFFIX, b 3:1`.
+fn cost_rows(prefix: &str, sched: &'static str, recipes: &[(&str, QosSet)]) -> Vec<CostRow> {
+    let mut rows = Vec::new();
+    for &(suffix, qos) in recipes {
+        for b in 1..=3u32 {
+            let label = match b {
+                1 => format!("{prefix}{suffix}"),
+                _ => format!("{prefix}{suffix}, b {b}:1"),
+            };
+            rows.push((label, sched, Some((100, 100 * b, qos))));
+        }
+    }
+    rows
+}
+
 /// The saturation setups: (label, scheduler, weights and QoS). The QoS defaults with the
-/// calibrated model, resctl-demo's QoS with its own model. The rows over `none` come first;
-/// each scheduler's row without a controller is its "alone" in the table.
-pub const SATURATION: [(&str, &str, CostSet); 23] = [
-    ("none", "none", None),
-    (
-        "io.cost, QoS defaults",
+/// calibrated model, resctl-demo's QoS with its own model (over none also with its `max`
+/// raised to [`LIFTED_MAX`]), and `calibrate --iocost`'s proposal; each at equal weights and
+/// at 2:1 and 3:1 ([`cost_rows`]). The rows over `none` come first; each scheduler's row
+/// without a controller is its "alone" in the table.
+pub static SATURATION: LazyLock<Vec<CostRow>> = LazyLock::new(|| {
+    let lifted = format!(", resctl-demo recipe, max={LIFTED_MAX}");
+    let mut rows = vec![alone("none", "none")];
+    rows.extend(cost_rows(
+        "io.cost",
         "none",
-        Some((100, 100, QosSet::Defaults)),
-    ),
-    (
-        "io.cost, QoS defaults, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Defaults)),
-    ),
-    (
-        "io.cost, QoS defaults, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Defaults)),
-    ),
-    (
-        "io.cost, resctl-demo recipe",
-        "none",
-        Some((100, 100, QosSet::Resctl)),
-    ),
-    (
-        "io.cost, resctl-demo recipe, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Resctl)),
-    ),
-    (
-        "io.cost, resctl-demo recipe, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Resctl)),
-    ),
-    (
-        "io.cost, resctl-demo recipe, max=120",
-        "none",
-        Some((100, 100, QosSet::ResctlMax(LIFTED_MAX))),
-    ),
-    (
-        "io.cost, resctl-demo recipe, max=120, b 2:1",
-        "none",
-        Some((100, 200, QosSet::ResctlMax(LIFTED_MAX))),
-    ),
-    (
-        "io.cost, resctl-demo recipe, max=120, b 3:1",
-        "none",
-        Some((100, 300, QosSet::ResctlMax(LIFTED_MAX))),
-    ),
-    (
-        "io.cost, calibrate --iocost's proposal",
-        "none",
-        Some((100, 100, QosSet::Proposed)),
-    ),
-    (
-        "io.cost, calibrate --iocost's proposal, b 2:1",
-        "none",
-        Some((100, 200, QosSet::Proposed)),
-    ),
-    (
-        "io.cost, calibrate --iocost's proposal, b 3:1",
-        "none",
-        Some((100, 300, QosSet::Proposed)),
-    ),
-    ("mq-deadline", "mq-deadline", None),
-    (
-        "io.cost / mq-deadline, QoS defaults",
+        &[
+            (", QoS defaults", QosSet::Defaults),
+            (", resctl-demo recipe", QosSet::Resctl),
+            (&lifted, QosSet::ResctlMax(LIFTED_MAX)),
+            (", calibrate --iocost's proposal", QosSet::Proposed),
+        ],
+    ));
+    rows.push(alone("mq-deadline", "mq-deadline"));
+    rows.extend(cost_rows(
+        "io.cost / mq-deadline",
         "mq-deadline",
-        Some((100, 100, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, QoS defaults, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, QoS defaults, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Defaults)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe",
-        "mq-deadline",
-        Some((100, 100, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, resctl-demo recipe, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Resctl)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal",
-        "mq-deadline",
-        Some((100, 100, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, b 2:1",
-        "mq-deadline",
-        Some((100, 200, QosSet::Proposed)),
-    ),
-    (
-        "io.cost / mq-deadline, calibrate --iocost's proposal, b 3:1",
-        "mq-deadline",
-        Some((100, 300, QosSet::Proposed)),
-    ),
-];
+        &[
+            (", QoS defaults", QosSet::Defaults),
+            (", resctl-demo recipe", QosSet::Resctl),
+            (", calibrate --iocost's proposal", QosSet::Proposed),
+        ],
+    ));
+    rows
+});
 
 /// The `io.cost.model` and `io.cost.qos` lines (without the device number) resctl-demo
 /// applies on `drive` (a built-in name): [`calibrate::resctl::derive`], computed once a drive
@@ -901,6 +753,72 @@ pub fn saturation_one(
     b_share_and_total(&text, "saturation", sched, seed)
 }
 
+/// The figures of a row of the share or the saturation table (a [`CostRow`] run at every
+/// seed), against none's and its scheduler's "alone" on the same drive (and, in the share
+/// table, the same n) and seed.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct CostFigures {
+    /// B's io.weight over both groups', % (io.cost rows).
+    pub weight_pct: Option<f64>,
+    /// B's share of the bandwidth, %.
+    pub b_share_pct: Estimate,
+    /// Total MB/s.
+    pub total_mb_s: Estimate,
+    /// The total over none's.
+    pub total_over_none: Estimate,
+    /// The total over that of the same scheduler without a controller.
+    pub total_over_alone: Estimate,
+}
+
+impl CostFigures {
+    /// Row `s` of `table` (whose first row is none), its runs at each seed (B's share and
+    /// the total, MB/s) given by `runs_of` for any row of `table` on the same drive (and n).
+    fn of<'a>(
+        table: &[CostRow],
+        s: usize,
+        runs_of: impl Fn(usize) -> &'a [(f64, f64)],
+    ) -> CostFigures {
+        let runs = runs_of(s);
+        let none = runs_of(0);
+        let alone = table
+            .iter()
+            .position(|x| x.1 == table[s].1 && x.2.is_none())
+            .map_or(none, &runs_of);
+        let over = |base: &[(f64, f64)]| {
+            Estimate::of(runs.iter().zip(base).map(|(x, b)| x.1 / b.1).collect())
+        };
+        CostFigures {
+            weight_pct: table[s]
+                .2
+                .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
+            b_share_pct: Estimate::of(runs.iter().map(|x| 100.0 * x.0).collect()),
+            total_mb_s: Estimate::of(runs.iter().map(|x| x.1).collect()),
+            total_over_none: over(none),
+            total_over_alone: over(alone),
+        }
+    }
+
+    /// The table columns ([`CostFigures::HEADERS`]).
+    fn columns(&self) -> [String; 5] {
+        [
+            self.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
+            self.b_share_pct.show(1),
+            self.total_mb_s.show(2),
+            self.total_over_none.show(3),
+            self.total_over_alone.show(3),
+        ]
+    }
+
+    /// The columns' headers.
+    const HEADERS: [&'static str; 5] = [
+        "weight %",
+        "B share %",
+        "total MB/s",
+        "total / none",
+        "total / alone",
+    ];
+}
+
 /// One row of the saturation table.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct SaturationRow {
@@ -908,16 +826,9 @@ pub struct SaturationRow {
     pub drive: String,
     /// The setup.
     pub setup: String,
-    /// B's io.weight over both groups', % (io.cost rows).
-    pub weight_pct: Option<f64>,
-    /// B's share of the bandwidth, %.
-    pub b_share_pct: Estimate,
-    /// Total MB/s.
-    pub total_mb_s: Estimate,
-    /// The total over none's on the same drive and seed.
-    pub total_over_none: Estimate,
-    /// The total over that of the same scheduler without a controller, same drive and seed.
-    pub total_over_alone: Estimate,
+    /// Its figures.
+    #[serde(flatten)]
+    pub figures: CostFigures,
 }
 
 /// One row of the protection table.
@@ -954,17 +865,9 @@ pub struct ShareRow {
     pub setup: String,
     /// Readers in /b.
     pub n: u32,
-    /// B's io.weight over both groups', % (io.cost rows).
-    pub weight_pct: Option<f64>,
-    /// B's share of the bandwidth, %.
-    pub b_share_pct: Estimate,
-    /// Total MB/s.
-    pub total_mb_s: Estimate,
-    /// The total over none's on the same drive, n and seed.
-    pub total_over_none: Estimate,
-    /// The total over that of the same scheduler without a controller, same drive, n and
-    /// seed.
-    pub total_over_alone: Estimate,
+    /// Its figures (against none's and its alone's with the same n).
+    #[serde(flatten)]
+    pub figures: CostFigures,
 }
 
 /// Both tables, for the JSON.
@@ -1081,31 +984,16 @@ pub fn share_rows(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Vec<
         .collect::<anyhow::Result<_>>()?;
     let shares: Vec<(f64, f64)> = per_case.into_iter().flatten().collect();
     let mut share = Vec::new();
-    for (k, chunk) in shares.chunks(seeds.len()).enumerate() {
+    for k in 0..shares.len() / seeds.len() {
         let (d, s, n, _) = scases[k * seeds.len()];
-        // SHARE[0] is none; the scheduler's own row without a controller is its "alone".
-        let chunk_of = |setup: usize| {
+        let runs_of = |setup: usize| {
             &shares[((d * SHARE.len() + setup) * NS.len() + n) * seeds.len()..][..seeds.len()]
-        };
-        let none = chunk_of(0);
-        let alone = SHARE
-            .iter()
-            .position(|x| x.1 == SHARE[s].1 && x.2.is_none())
-            .map_or(none, chunk_of);
-        let over = |base: &[(f64, f64)]| {
-            Estimate::of(chunk.iter().zip(base).map(|(x, b)| x.1 / b.1).collect())
         };
         share.push(ShareRow {
             drive: drives[d].0.to_string(),
-            setup: SHARE[s].0.to_string(),
+            setup: SHARE[s].0.clone(),
             n: NS[n],
-            weight_pct: SHARE[s]
-                .2
-                .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
-            b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
-            total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
-            total_over_none: over(none),
-            total_over_alone: over(alone),
+            figures: CostFigures::of(&SHARE, s, runs_of),
         });
     }
     Ok(share)
@@ -1116,7 +1004,7 @@ type LinesByDrive = Vec<(String, (String, String))>;
 
 /// The schedulers the proposal rows of `setups` (the saturation or the share table) run
 /// over (each with the proposal of a sweep over it).
-fn proposal_scheds(setups: &[(&str, &'static str, CostSet)]) -> Vec<&'static str> {
+fn proposal_scheds(setups: &[CostRow]) -> Vec<&'static str> {
     let mut scheds: Vec<&str> = setups
         .iter()
         .filter(|s| matches!(s.2, Some((_, _, QosSet::Proposed | QosSet::ProposedMin(_)))))
@@ -1131,7 +1019,7 @@ fn proposal_scheds(setups: &[(&str, &'static str, CostSet)]) -> Vec<&'static str
 /// parallel.
 fn lines_by_drive(
     drives: &[(&str, &str)],
-    setups: &[(&str, &'static str, CostSet)],
+    setups: &[CostRow],
 ) -> anyhow::Result<(LinesByDrive, LinesByDrive)> {
     let resctl = drives
         .par_iter()
@@ -1163,29 +1051,14 @@ pub fn saturation_rows(
         .map(|&(d, s, seed)| saturation_one(drives[d].1, SATURATION[s].1, SATURATION[s].2, seed))
         .collect::<anyhow::Result<_>>()?;
     let mut rows = Vec::new();
-    for (k, chunk) in runs.chunks(seeds.len()).enumerate() {
+    for k in 0..runs.len() / seeds.len() {
         let (d, s, _) = cases[k * seeds.len()];
-        // SATURATION[0] is none: its runs on this drive are the chunk of setup 0; the
-        // scheduler's own row without a controller is its "alone".
-        let chunk_of =
+        let runs_of =
             |setup: usize| &runs[(d * SATURATION.len() + setup) * seeds.len()..][..seeds.len()];
-        let none = chunk_of(0);
-        let alone = SATURATION
-            .iter()
-            .position(|x| x.1 == SATURATION[s].1 && x.2.is_none())
-            .map_or(none, chunk_of);
         rows.push(SaturationRow {
             drive: drives[d].0.to_string(),
-            setup: SATURATION[s].0.to_string(),
-            weight_pct: SATURATION[s]
-                .2
-                .map(|(a, b, _)| 100.0 * f64::from(b) / f64::from(a + b)),
-            b_share_pct: Estimate::of(chunk.iter().map(|x| 100.0 * x.0).collect()),
-            total_mb_s: Estimate::of(chunk.iter().map(|x| x.1).collect()),
-            total_over_none: Estimate::of(chunk.iter().zip(none).map(|(x, n)| x.1 / n.1).collect()),
-            total_over_alone: Estimate::of(
-                chunk.iter().zip(alone).map(|(x, n)| x.1 / n.1).collect(),
-            ),
+            setup: SATURATION[s].0.clone(),
+            figures: CostFigures::of(&SATURATION, s, runs_of),
         });
     }
     Ok(rows)
@@ -1240,41 +1113,21 @@ fn print_share(
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                r.drive.clone(),
-                r.setup.clone(),
-                r.n.to_string(),
-                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
-                r.b_share_pct.show(1),
-                r.total_mb_s.show(2),
-                r.total_over_none.show(3),
-                r.total_over_alone.show(3),
-            ]
+            let row = [r.drive.clone(), r.setup.clone(), r.n.to_string()];
+            row.into_iter().chain(r.figures.columns()).collect()
         })
         .collect();
-    output::say_str(&output::figures_table(
-        &[
-            "drive",
-            "setup",
-            "n",
-            "weight %",
-            "B share %",
-            "total MB/s",
-            "total / none",
-            "total / alone",
-        ],
-        &rows,
-    ));
+    let headers: Vec<&str> = ["drive", "setup", "n"]
+        .into_iter()
+        .chain(CostFigures::HEADERS)
+        .collect();
+    output::say_str(&output::figures_table(&headers, &rows));
     say!();
 }
 
-/// The share table and the lines it ran with.
+/// The io.cost lines a share or saturation table ran with.
 #[derive(Serialize, Clone, Debug)]
-pub struct Share {
-    /// Simulated seconds per run.
-    pub runtime_s: u64,
-    /// The rows.
-    pub share: Vec<ShareRow>,
+pub struct CostLines {
     /// The io.cost.model lines of the rows with the calibrated model, by drive.
     pub io_cost_models: Vec<(String, String)>,
     /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
@@ -1284,25 +1137,48 @@ pub struct Share {
     pub proposals: LinesByDrive,
 }
 
+impl CostLines {
+    /// The lines of `table`'s rows on `drives`: each drive's calibrated model (printed as it
+    /// comes), and the recipe and proposal lines ([`lines_by_drive`]).
+    fn measure(drives: &[(&str, &str)], table: &[CostRow]) -> anyhow::Result<CostLines> {
+        let mut io_cost_models = Vec::new();
+        for (_, d) in drives {
+            io_cost_models.push((d.to_string(), drive_model(d)?));
+            say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
+        }
+        let (resctl, proposals) = lines_by_drive(drives, table)?;
+        Ok(CostLines {
+            io_cost_models,
+            resctl,
+            proposals,
+        })
+    }
+}
+
+/// The share table and the lines it ran with.
+#[derive(Serialize, Clone, Debug)]
+pub struct Share {
+    /// Simulated seconds per run.
+    pub runtime_s: u64,
+    /// The rows.
+    pub share: Vec<ShareRow>,
+    /// The lines.
+    #[serde(flatten)]
+    pub lines: CostLines,
+}
+
 /// The share table alone (`reproduce io-control-today --part share`): print it and return it.
 pub fn run_share(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Share> {
     say!("Two groups sharing a drive under today's io.cost (issue 29), {RUNTIME_S} simulated s a run.");
     say!("{}", super::seeds_note(seeds));
     say!();
-    let mut io_cost_models = Vec::new();
-    for (_, d) in drives {
-        io_cost_models.push((d.to_string(), drive_model(d)?));
-        say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
-    }
-    let (resctl, proposals) = lines_by_drive(drives, &SHARE)?;
+    let lines = CostLines::measure(drives, &SHARE)?;
     let share = share_rows(seeds, drives)?;
-    print_share(&share, &resctl, &proposals);
+    print_share(&share, &lines.resctl, &lines.proposals);
     Ok(Share {
         runtime_s: RUNTIME_S,
         share,
-        io_cost_models,
-        resctl,
-        proposals,
+        lines,
     })
 }
 
@@ -1370,13 +1246,9 @@ pub struct Saturation {
     pub runtime_s: u64,
     /// The rows.
     pub saturation: Vec<SaturationRow>,
-    /// The io.cost.model lines, by drive.
-    pub io_cost_models: Vec<(String, String)>,
-    /// The io.cost.model and io.cost.qos lines of the "resctl-demo recipe" rows, by drive.
-    pub resctl: LinesByDrive,
-    /// The io.cost.model and io.cost.qos lines of the "calibrate --iocost's proposal" rows,
-    /// by drive and scheduler ("DRIVE / SCHED").
-    pub proposals: LinesByDrive,
+    /// The lines.
+    #[serde(flatten)]
+    pub lines: CostLines,
 }
 
 /// The saturation table alone (`reproduce io-control-today --part saturation`): print it and
@@ -1387,20 +1259,13 @@ pub fn run_saturation(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<
     );
     say!("{}", super::seeds_note(seeds));
     say!();
-    let mut io_cost_models = Vec::new();
-    for (_, d) in drives {
-        io_cost_models.push((d.to_string(), drive_model(d)?));
-        say!("  {d}: {}", io_cost_models.last().expect("pushed").1);
-    }
-    let (resctl, proposals) = lines_by_drive(drives, &SATURATION)?;
+    let lines = CostLines::measure(drives, &SATURATION)?;
     let saturation = saturation_rows(seeds, drives)?;
-    print_saturation(&saturation, &resctl, &proposals);
+    print_saturation(&saturation, &lines.resctl, &lines.proposals);
     Ok(Saturation {
         runtime_s: RUNTIME_S,
         saturation,
-        io_cost_models,
-        resctl,
-        proposals,
+        lines,
     })
 }
 
@@ -1421,35 +1286,32 @@ fn print_saturation(
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
-                r.drive.clone(),
-                r.setup.clone(),
-                r.weight_pct.map_or("-".into(), |w| format!("{w:.1}")),
-                r.b_share_pct.show(1),
-                r.total_mb_s.show(2),
-                r.total_over_none.show(3),
-                r.total_over_alone.show(3),
-            ]
+            let row = [r.drive.clone(), r.setup.clone()];
+            row.into_iter().chain(r.figures.columns()).collect()
         })
         .collect();
-    output::say_str(&output::figures_table(
-        &[
-            "drive",
-            "setup",
-            "weight %",
-            "B share %",
-            "total MB/s",
-            "total / none",
-            "total / alone",
-        ],
-        &rows,
-    ));
+    let headers: Vec<&str> = ["drive", "setup"]
+        .into_iter()
+        .chain(CostFigures::HEADERS)
+        .collect();
+    output::say_str(&output::figures_table(&headers, &rows));
     say!();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One share run's figures (B's share and the total, MB/s) at `seed`.
+    fn share_one(
+        drive: &str,
+        sched: &str,
+        cost: CostSet,
+        n: u32,
+        seed: u64,
+    ) -> anyhow::Result<(f64, f64)> {
+        b_share_and_total(&share_text(drive, sched, cost, n)?, "share", sched, seed)
+    }
 
     /// What /bulk's depth does to the reader on the 980 PRO model: nothing. The reader and the
     /// writer are different processes, so different NVMe submission queues (Linux's
@@ -1550,12 +1412,12 @@ mod tests {
             ("ibm18es", "mq-deadline", Some((100, 200, QosSet::Defaults))),
         ] {
             let got = share_seeds(drive, sched, cost, 1, &seeds).unwrap();
+            let text = share_text(drive, sched, cost, 1).unwrap();
             let each: Vec<(f64, f64)> = seeds
                 .iter()
-                .map(|&seed| share_one(drive, sched, cost, 1, seed).unwrap())
+                .map(|&seed| b_share_and_total(&text, "share", sched, seed).unwrap())
                 .collect();
             assert_eq!(got, each, "{drive} {sched} {cost:?}");
-            let text = share_text(drive, sched, cost, 1).unwrap();
             assert!(!b_share_and_total_of(&text, "share", sched, 1).unwrap().1);
         }
         let text = protection_text("ibm18es", Control::None).unwrap();
@@ -1787,7 +1649,7 @@ mod tests {
             "{lifted}"
         );
         assert!(lifted.contains(&format!("io_cost_model = \"{model}\"")));
-        let label = SATURATION.iter().find(|s| s.2 == set).unwrap().0;
+        let label = &SATURATION.iter().find(|s| s.2 == set).unwrap().0;
         assert!(label.contains(&format!("max={LIFTED_MAX}")), "{label}");
     }
 

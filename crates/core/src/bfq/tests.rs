@@ -409,41 +409,47 @@ fn budget_case(reason: Expire, dispatched: u32, service: u64) -> u64 {
 #[test]
 fn bfq_budget_feedback_follows_the_expiry_reason() {
     // min budget 16384 / 32 = 512 before autotuning; max budget 16384.
-    assert_eq!(
-        budget_case(Expire::TooIdle, 1, 100),
-        8192,
-        "TOO_IDLE with I/O in flight doubles"
-    );
-    assert_eq!(
-        budget_case(Expire::TooIdle, 0, 100),
-        4096 - 4 * 512,
-        "TOO_IDLE idle: -4 min budgets"
-    );
-    assert_eq!(
-        budget_case(Expire::BudgetTimeout, 0, 100),
-        8192,
-        "BUDGET_TIMEOUT doubles"
-    );
-    assert_eq!(
-        budget_case(Expire::Exhausted, 0, 4096),
-        16384,
-        "EXHAUSTED quadruples"
-    );
-    assert_eq!(
-        budget_case(Expire::NoMoreRequests, 0, 700),
-        700,
-        "NO_MORE_REQUESTS: what it used"
-    );
-    assert_eq!(
-        budget_case(Expire::NoMoreRequests, 0, 100),
-        512,
-        "... at least the min budget"
-    );
-    assert_eq!(
-        budget_case(Expire::Exhausted, 0, 100),
-        16384,
-        "capped at max_budget"
-    );
+    for (reason, in_flight, used, budget, why) in [
+        (
+            Expire::TooIdle,
+            1,
+            100,
+            8192,
+            "TOO_IDLE with I/O in flight doubles",
+        ),
+        (
+            Expire::TooIdle,
+            0,
+            100,
+            4096 - 4 * 512,
+            "TOO_IDLE idle: -4 min budgets",
+        ),
+        (
+            Expire::BudgetTimeout,
+            0,
+            100,
+            8192,
+            "BUDGET_TIMEOUT doubles",
+        ),
+        (Expire::Exhausted, 0, 4096, 16384, "EXHAUSTED quadruples"),
+        (
+            Expire::NoMoreRequests,
+            0,
+            700,
+            700,
+            "NO_MORE_REQUESTS: what it used",
+        ),
+        (
+            Expire::NoMoreRequests,
+            0,
+            100,
+            512,
+            "... at least the min budget",
+        ),
+        (Expire::Exhausted, 0, 100, 16384, "capped at max_budget"),
+    ] {
+        assert_eq!(budget_case(reason, in_flight, used), budget, "{why}");
+    }
 }
 
 #[test]
@@ -1325,11 +1331,9 @@ fn bfq_busy_and_queued_counters_match_the_queues_throughout() {
     h.run();
 }
 
-/// `bfq_lookup_next_entity` (mainline): once the idle class has waited
-/// `BFQ_CL_IDLE_TIMEOUT` (HZ / 5) it is served even though a best-effort queue is
-/// backlogged, so an idle-class reader is not starved.
-#[test]
-fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
+/// A best-effort reader of 1,000 requests and an idle-class process with 10 reads far from
+/// it, all queued at time zero.
+fn reader_beside_idle_class() -> Harness<Bfq> {
     let mut h = harness(Config::default(), &GroupTree::new());
     reader(&mut h, 0, 1, 0, 1000, Nanos::ZERO);
     for i in 0..10u64 {
@@ -1339,7 +1343,15 @@ fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
                 .prio(IoClass::Idle, 0),
         );
     }
-    let out = h.run();
+    h
+}
+
+/// `bfq_lookup_next_entity` (mainline): once the idle class has waited
+/// `BFQ_CL_IDLE_TIMEOUT` (HZ / 5) it is served even though a best-effort queue is
+/// backlogged, so an idle-class reader is not starved.
+#[test]
+fn bfq_lookup_next_entity_serves_the_idle_class_after_bfq_cl_idle_timeout() {
+    let out = reader_beside_idle_class().run();
     // At the first queue selection past 200 ms (the reader's budget runs out at 256 ms), long
     // before the best-effort reader is done (about 1 s).
     let first_idle = out.of(5000).dispatched;
@@ -2776,16 +2788,7 @@ fn bfq_update_has_short_ttime_follows_valid_samples_and_resets_the_inject_limit(
 /// gets one request and the best-effort reader is served again.
 #[test]
 fn bfq_dispatch_expires_an_idle_class_queue_after_each_request_beside_others() {
-    let mut h = harness(Config::default(), &GroupTree::new());
-    reader(&mut h, 0, 1, 0, 1000, Nanos::ZERO);
-    for i in 0..10u64 {
-        h.submit(
-            rq(5000 + i, 2)
-                .sector(90_000_000 + i * 16)
-                .prio(IoClass::Idle, 0),
-        );
-    }
-    let out = h.run();
+    let out = reader_beside_idle_class().run();
     let ctxs: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();
     let first = ctxs.iter().position(|&c| c == 2).unwrap();
     assert!(first < 900, "served before the reader is done");
@@ -3139,19 +3142,26 @@ fn bfq_exit_bfqq_expires_the_exiting_process_queue() {
     assert_eq!(s.tot_busy(), busy - 1);
 }
 
-/// `bfq_remove_request` (mainline): a queue not in service emptied by a dispatch (an
-/// injected request) leaves the busy queues with its budget and service reset.
-#[test]
-fn bfq_remove_request_retires_a_queue_emptied_by_injection() {
+/// On a non-rotational drive without low_latency: process 1's queue `q` in service after its
+/// one request was dispatched, allowed to inject 2 (`inject_limit`, a 1 ms service time
+/// measured), and a low-priority request of process 2 queued.
+fn injecting() -> (Bfq, usize) {
     let mut s = Bfq::new(cfg_with(&[("rotational", 0), ("low_latency", 0)]));
-    let a = rq(1, 1).sector(1000).build();
-    s.insert(a, Nanos::ZERO);
+    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
     dispatched(s.dispatch(Nanos::ZERO));
     let q = s.bics[&CtxId(1)].sync_q.unwrap();
     s.queues[q].inject_limit = 2;
     s.queues[q].last_serv_time = MS as u64;
     let low = rq(2, 2).sector(900_000).prio(IoClass::BestEffort, 6);
     s.insert(low.build(), Nanos::ZERO);
+    (s, q)
+}
+
+/// `bfq_remove_request` (mainline): a queue not in service emptied by a dispatch (an
+/// injected request) leaves the busy queues with its budget and service reset.
+#[test]
+fn bfq_remove_request_retires_a_queue_emptied_by_injection() {
+    let (mut s, q) = injecting();
     let b = s.bics[&CtxId(2)].sync_q.unwrap();
     assert_eq!(s.in_service, Some(q));
     s.wait_request = true;
@@ -3240,14 +3250,7 @@ fn bfq_dispatch_arms_the_injection_measurement_on_the_in_service_queue() {
         (false, Some(r.id.0))
     );
     assert_eq!(s.rq_in_driver, 1);
-    let mut s = Bfq::new(cfg_with(&[("rotational", 0), ("low_latency", 0)]));
-    s.insert(rq(1, 1).sector(1000).build(), Nanos::ZERO);
-    dispatched(s.dispatch(Nanos::ZERO));
-    let q = s.bics[&CtxId(1)].sync_q.unwrap();
-    s.queues[q].inject_limit = 2;
-    s.queues[q].last_serv_time = MS as u64;
-    let low = rq(2, 2).sector(900_000).prio(IoClass::BestEffort, 6);
-    s.insert(low.build(), Nanos::ZERO);
+    let (mut s, q) = injecting();
     s.wait_request = true;
     s.idle_until = 8 * MS;
     s.inj.wait_dispatch = true;

@@ -3,7 +3,7 @@
 use super::group::{SERVICE_SHIFT, SLICE_MODE_GROUP_DELAY};
 use super::*;
 use crate::closed_loop::{self, Proc};
-use crate::harness::{rq, Harness, Outcome};
+use crate::harness::{rq, Harness, Outcome, RequestBuilder};
 use crate::request::{IoClass, Op};
 use proptest::prelude::*;
 
@@ -39,6 +39,16 @@ impl Cfq {
     fn idle_window_of(&self, ctx: u32) -> bool {
         self.queues[self.queue_of(ctx).expect("ctx has a sync queue")].idle_window
     }
+}
+
+/// Process `ctx`'s `n` sequential 4 KiB reads in a region of its own (from sector
+/// `ctx x 90,000,000`), ids `ctx x 1000 + i`, in order.
+fn sequential_reads(ctx: u32, n: u64) -> impl Iterator<Item = RequestBuilder> {
+    (0..n).map(move |i| {
+        rq(u64::from(ctx) * 1000 + i, ctx)
+            .sector(u64::from(ctx) * 90_000_000 + i * 8)
+            .read()
+    })
 }
 
 /// Two groups `/a` and `/b` (ids 1 and 2) with the given weights.
@@ -281,23 +291,7 @@ fn cooperating_processes_are_merged_into_one_queue() {
 
 #[test]
 fn merged_queue_that_turns_seeky_is_split() {
-    let mut s = flat();
-    // Interleaved for 200 requests each, then both jump around the disk.
-    let procs: Vec<Proc> = [(1u32, 0u64), (2, 1)]
-        .into_iter()
-        .map(|(ctx, first)| {
-            let mut p = Proc::seq_reader(ctx, 0, 0, 8);
-            p.pattern = Box::new(move |n| {
-                if n < 200 {
-                    (first + 2 * n) * 8
-                } else {
-                    (n * 7_919 + first * 3_571) % 1_000 * 100_000
-                }
-            });
-            p
-        })
-        .collect();
-    closed_loop::run(&mut s, procs, 1, |_, _| ms(1), ms(1500));
+    let s = merged_then_split();
     assert!(s.stats().queue_merges >= 1, "{:?}", s.stats());
     assert!(s.stats().queue_splits >= 1, "{:?}", s.stats());
     assert_ne!(s.queue_of(1), s.queue_of(2), "the shared queue was split");
@@ -841,13 +835,8 @@ fn cfq_slice_offset_scales_a_short_slice_by_the_busy_queue_count() {
     s.set_tunable("low_latency", 0).unwrap();
     let mut h = Harness::new(s, 1, |_| ms(1));
     for ctx in 1..=3u32 {
-        for i in 0..400u64 {
-            h.submit(
-                rq(u64::from(ctx) * 1000 + i, ctx)
-                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
-                    .read()
-                    .prio(IoClass::BestEffort, 0),
-            );
+        for r in sequential_reads(ctx, 400) {
+            h.submit(r.prio(IoClass::BestEffort, 0));
         }
     }
     let (late_prio4, later_prio0) = (4u32, 5u32);
@@ -1111,13 +1100,8 @@ fn cfq_update_hw_tag_learns_that_an_ssd_does_not_queue_and_idles_on_it() {
 fn cfq_preempt_queue_keeps_the_preempted_queues_unused_slice() {
     let mut h = Harness::new(flat(), 1, |_| ms(1));
     for ctx in 1..=2u32 {
-        for i in 0..300u64 {
-            h.submit(
-                rq(u64::from(ctx) * 1000 + i, ctx)
-                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
-                    .read()
-                    .prio(IoClass::BestEffort, 0),
-            );
+        for r in sequential_reads(ctx, 300) {
+            h.submit(r.prio(IoClass::BestEffort, 0));
         }
     }
     h.submit(
@@ -1141,13 +1125,7 @@ fn cfq_preempt_queue_keeps_the_preempted_queues_unused_slice() {
 fn cfq_scaled_cfqq_slice_floors_a_slice_at_two_slice_idles() {
     let mut h = Harness::new(flat(), 1, |_| ms(1));
     for ctx in 1..=24u32 {
-        for i in 0..100u64 {
-            h.submit(
-                rq(u64::from(ctx) * 1000 + i, ctx)
-                    .sector(u64::from(ctx) * 90_000_000 + i * 8)
-                    .read(),
-            );
-        }
+        sequential_reads(ctx, 100).for_each(|r| h.submit(r));
     }
     let out = h.run();
     let order: Vec<u32> = out.served.iter().map(|s| s.rq.ctx.0).collect();

@@ -7,25 +7,12 @@
 //! the trees are [`SortList`]s keyed by `(sector, id)` onto its slots (several requests may
 //! start at one sector), so every operation is `O(log n)` over contiguous keys.
 
+use super::dir_of;
 use crate::fifo::Fifos;
 use crate::id_map::IdMap;
 use crate::request::{Op, Request, RequestId};
 use crate::sort_list::SortList;
 use crate::time::Nanos;
-
-/// Index of the read direction in the per-direction arrays.
-pub(super) const READ: usize = 0;
-/// Index of the write direction (everything that is not a read).
-pub(super) const WRITE: usize = 1;
-
-/// `rq_data_dir`: reads, or everything else.
-pub(super) fn dir_of(rq: &Request) -> usize {
-    if rq.op.is_read() {
-        READ
-    } else {
-        WRITE
-    }
-}
 
 /// A queued request.
 #[derive(Debug)]

@@ -67,7 +67,7 @@ use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
 use crate::tunable::{Settings, TunableError};
-use lists::{dir_of, Lists, READ, WRITE};
+use lists::Lists;
 
 const INT_MAX: i64 = i32::MAX as i64;
 
@@ -121,65 +121,32 @@ crate::tunable::tunables! {
     }
 }
 
-/// The deadline scheduler of 2.6.32.
-#[derive(Debug)]
-pub struct Deadline {
-    config: Config,
-    lists: Lists,
-    /// `next_rq`: the request after the last dispatched one in sector order, in the last one's
-    /// direction (the other direction's is always empty).
-    next_rq: [Option<u32>; 2],
-    /// Requests dispatched in the current batch.
-    batching: u32,
-    /// Times a read batch was chosen while writes were queued, since the last write batch.
-    starved: u32,
-}
+/// Index of the read direction in the per-direction arrays.
+pub(crate) const READ: usize = 0;
+/// Index of the write direction (everything that is not a read).
+pub(crate) const WRITE: usize = 1;
 
-impl Default for Deadline {
-    fn default() -> Self {
-        Deadline::new(Config::default())
+/// `rq_data_dir`: reads, or everything else.
+pub(crate) fn dir_of(rq: &Request) -> usize {
+    if rq.op.is_read() {
+        READ
+    } else {
+        WRITE
     }
 }
 
-impl Deadline {
-    /// An empty scheduler with `config`.
-    pub fn new(config: Config) -> Deadline {
-        Deadline {
-            config,
-            lists: Lists::new(),
-            next_rq: [None, None],
-            batching: 0,
-            starved: 0,
-        }
-    }
-
-    /// Build from user settings (see [`TUNABLES`]).
-    pub fn from_settings(settings: &Settings) -> Result<Deadline, TunableError> {
-        Ok(Deadline::new(Config::from_settings(settings)?))
-    }
-
-    /// The settings in force.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
-    /// its direction, and hand `slot`'s request out.
-    fn move_request(&mut self, slot: u32) -> Request {
-        let next = self.lists.latter(slot);
-        let rq = self.lists.remove(slot);
-        self.next_rq = [None, None];
-        self.next_rq[dir_of(&rq)] = next;
-        rq
-    }
-}
-
-/// The direction of the batch `deadline_dispatch_requests` starts, counting a read batch
-/// chosen over queued writes in `starved`; `None` with nothing queued. Shared with 2.5.59,
-/// which chose the same way.
-fn choose_direction(lists: &Lists, starved: &mut u32, writes_starved: u32) -> Option<usize> {
-    let writes = lists.has(WRITE);
-    if lists.has(READ) {
+/// The direction of the batch a dispatch starts, given whether reads and writes are queued,
+/// counting a read batch chosen over queued writes in `starved`; `None` with nothing queued.
+/// Every deadline version chooses so: 2.6.32's and 2.5.59's `deadline_dispatch_requests`
+/// and mq-deadline's `__dd_dispatch_request` (`dd->starved++ >= dd->writes_starved`, over
+/// one priority level's queues).
+pub(crate) fn choose_direction(
+    reads: bool,
+    writes: bool,
+    starved: &mut u32,
+    writes_starved: u32,
+) -> Option<usize> {
+    if reads {
         if writes {
             let passed = *starved;
             *starved = starved.saturating_add(1);
@@ -197,14 +164,112 @@ fn choose_direction(lists: &Lists, starved: &mut u32, writes_starved: u32) -> Op
     }
 }
 
-/// The deadline of a request of `dir` arriving at `now`.
-fn deadline_of(config: &Config, dir: usize, now: Nanos) -> Nanos {
+/// The deadline of a request of `dir` arriving at `now`: `now + read_expire` for a read,
+/// `now + write_expire` otherwise (every deadline version's `deadline_add_request` /
+/// `dd_insert_request`).
+pub(crate) fn deadline_of(
+    read_expire: Nanos,
+    write_expire: Nanos,
+    dir: usize,
+    now: Nanos,
+) -> Nanos {
     let expire = if dir == READ {
-        config.read_expire
+        read_expire
     } else {
-        config.write_expire
+        write_expire
     };
     now.saturating_add(expire)
+}
+
+/// What 2.6.32's and 2.5.59's deadline keep alike: the settings, the queues, the next request
+/// in sector order and the starvation count; each version adds its batch state.
+#[derive(Debug)]
+struct Queues {
+    config: Config,
+    lists: Lists,
+    /// The request after the last dispatched one in sector order, in the last one's direction
+    /// (`next_rq`; 2.5.59's `next_drq`); the other direction's is always empty.
+    next_rq: [Option<u32>; 2],
+    /// Times a read was chosen while writes were queued, since the last write (a batch in
+    /// 2.6.32; in 2.5.59 every fresh choice of direction).
+    starved: u32,
+}
+
+impl Queues {
+    fn new(config: Config) -> Queues {
+        Queues {
+            config,
+            lists: Lists::new(),
+            next_rq: [None, None],
+            starved: 0,
+        }
+    }
+
+    /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
+    /// its direction, and hand `slot`'s request out.
+    fn move_request(&mut self, slot: u32) -> Request {
+        let next = self.lists.latter(slot);
+        let rq = self.lists.remove(slot);
+        self.next_rq = [None, None];
+        self.next_rq[dir_of(&rq)] = next;
+        rq
+    }
+
+    /// The direction of a new batch ([`choose_direction`]).
+    fn choose_direction(&mut self) -> Option<usize> {
+        let (reads, writes) = (self.lists.has(READ), self.lists.has(WRITE));
+        choose_direction(reads, writes, &mut self.starved, self.config.writes_starved)
+    }
+
+    /// The next request in sector order, in whichever direction has one.
+    fn next(&self) -> Option<u32> {
+        self.next_rq[WRITE].or(self.next_rq[READ])
+    }
+
+    fn try_merge(&mut self, rq: &Request, max_sectors: u32) -> Option<RequestId> {
+        self.lists
+            .try_merge(rq, self.config.front_merges, max_sectors)
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos) {
+        let c = &self.config;
+        let deadline = deadline_of(c.read_expire, c.write_expire, dir_of(&rq), now);
+        self.lists.insert(rq, deadline);
+    }
+}
+
+/// The deadline scheduler of 2.6.32.
+#[derive(Debug)]
+pub struct Deadline {
+    q: Queues,
+    /// Requests dispatched in the current batch.
+    batching: u32,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline::new(Config::default())
+    }
+}
+
+impl Deadline {
+    /// An empty scheduler with `config`.
+    pub fn new(config: Config) -> Deadline {
+        Deadline {
+            q: Queues::new(config),
+            batching: 0,
+        }
+    }
+
+    /// Build from user settings (see [`TUNABLES`]).
+    pub fn from_settings(settings: &Settings) -> Result<Deadline, TunableError> {
+        Ok(Deadline::new(Config::from_settings(settings)?))
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.q.config
+    }
 }
 
 impl Scheduler for Deadline {
@@ -213,49 +278,46 @@ impl Scheduler for Deadline {
     }
 
     fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
-        self.lists
-            .try_merge(rq, self.config.front_merges, max_sectors)
+        self.q.try_merge(rq, max_sectors)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        let deadline = deadline_of(&self.config, dir_of(&rq), now);
-        self.lists.insert(rq, deadline);
+        self.q.insert(rq, now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         // Continue the batch in sector order while it has room.
-        if let Some(slot) = self.next_rq[WRITE].or(self.next_rq[READ]) {
-            if self.batching < self.config.fifo_batch {
+        if let Some(slot) = self.q.next() {
+            if self.batching < self.q.config.fifo_batch {
                 self.batching += 1;
-                return Dispatch::Request(self.move_request(slot));
+                return Dispatch::Request(self.q.move_request(slot));
             }
         }
-        let Some(dir) =
-            choose_direction(&self.lists, &mut self.starved, self.config.writes_starved)
-        else {
+        let Some(dir) = self.q.choose_direction() else {
             return Dispatch::Empty;
         };
         // An expired FIFO head, a direction switch or a sweep off the top: the FIFO head;
         // else go on from the next request.
-        let slot = match self.next_rq[dir] {
-            Some(next) if !self.lists.expired(dir, now) => next,
+        let slot = match self.q.next_rq[dir] {
+            Some(next) if !self.q.lists.expired(dir, now) => next,
             _ => self
+                .q
                 .lists
                 .fifo_head(dir)
                 .expect("deadline: the chosen direction has a request"),
         };
         self.batching = 1;
-        Dispatch::Request(self.move_request(slot))
+        Dispatch::Request(self.q.move_request(slot))
     }
 
     fn complete(&mut self, _rq: &Request, _now: Nanos) {}
 
     fn queued(&self) -> usize {
-        self.lists.queued()
+        self.q.lists.queued()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        self.config.set("deadline", name, value)
+        self.q.config.set("deadline", name, value)
     }
 }
 
@@ -263,18 +325,8 @@ impl Scheduler for Deadline {
 mod tests {
     use super::*;
     use crate::counted::Counted;
-    use crate::harness::{rq, Harness};
+    use crate::harness::{drain_ids as drain, next_id, rq, Harness};
     use crate::request::DEFAULT_MERGE_SECTORS;
-
-    /// Dispatch until the policy has nothing, completing each at once; the ids in order.
-    fn drain(s: &mut Deadline, now: Nanos) -> Vec<u64> {
-        let mut order = Vec::new();
-        while let Dispatch::Request(r) = s.dispatch(now) {
-            s.complete(&r, now);
-            order.push(r.id.0);
-        }
-        order
-    }
 
     fn with(f: impl FnOnce(&mut Config)) -> Deadline {
         let mut c = Config::default();
@@ -320,17 +372,10 @@ mod tests {
         assert_eq!(d.config().fifo_batch, 3);
     }
 
-    /// Reads queued at once: (id, sector).
-    fn reads(s: &mut Deadline, at: Nanos, reqs: &[(u64, u64)]) {
+    /// Process 1's 4 KiB reads queued at `at`: (id, sector).
+    pub(super) fn reads(s: &mut impl Scheduler, at: Nanos, reqs: &[(u64, u64)]) {
         for &(id, sector) in reqs {
             s.insert(rq(id, 1).sector(sector).read().build(), at);
-        }
-    }
-
-    fn next_id(s: &mut Deadline, now: Nanos) -> u64 {
-        match s.dispatch(now) {
-            Dispatch::Request(r) => r.id.0,
-            other => panic!("no request at {now:?}: {other:?}"),
         }
     }
 
@@ -377,21 +422,25 @@ mod tests {
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 3, 9, 2, 4]);
     }
 
-    /// 2.6.32 `deadline_dispatch_requests`: `fifo_batch` counts requests, seeks included (a
-    /// batch is three reads far apart); `deadline-2.5` ends a batch at the first seek.
+    /// Reads far apart and a starved write, `fifo_batch` 3: 2.6.32 `deadline_dispatch_requests`
+    /// counts `fifo_batch` in requests, seeks included (a batch is three reads far apart, then
+    /// the write); 2.5.59's (`batching += fifo_batch` when the next request does not start at
+    /// `last_sector`) ends the batch at the first seek, so the write goes second.
     #[test]
     fn dispatch_requests_counts_fifo_batch_in_requests_seeks_included() {
-        let mut s = with(|c| {
-            c.fifo_batch = 3;
-            c.writes_starved = 1;
-        });
-        reads(
-            &mut s,
-            Nanos::ZERO,
-            &[(1, 10), (2, 1_000), (3, 50_000), (4, 90_000)],
-        );
-        s.insert(rq(9, 2).sector(5).write().build(), Nanos::ZERO);
-        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2, 3, 9, 4]);
+        fn order(mut s: impl Scheduler) -> Vec<u64> {
+            let far_apart = [(1, 10), (2, 1_000), (3, 50_000), (4, 90_000)];
+            reads(&mut s, Nanos::ZERO, &far_apart);
+            s.insert(rq(9, 2).sector(5).write().build(), Nanos::ZERO);
+            drain(&mut s, Nanos::ZERO)
+        }
+        let c = Config {
+            fifo_batch: 3,
+            writes_starved: 1,
+            ..Config::default()
+        };
+        assert_eq!(order(Deadline::new(c.clone())), vec![1, 2, 3, 9, 4]);
+        assert_eq!(order(v2_5::Deadline25::new(c)), vec![1, 9, 2, 3, 4]);
     }
 
     /// 2.6.32 `deadline_dispatch_requests`: a read batch is chosen over writes queued first.

@@ -39,8 +39,7 @@
 //! - `writes_starved` refuses negative values (2.5.59 takes them; compared as unsigned they
 //!   never force a write batch).
 
-use super::lists::{dir_of, Lists, READ, WRITE};
-use super::{choose_direction, deadline_of, Config};
+use super::{Config, Queues};
 use crate::request::{Request, RequestId};
 use crate::scheduler::{Dispatch, Scheduler};
 use crate::time::Nanos;
@@ -49,17 +48,11 @@ use crate::tunable::{Settings, TunableError};
 /// The deadline scheduler of 2.5.59.
 #[derive(Debug)]
 pub struct Deadline25 {
-    config: Config,
-    lists: Lists,
-    /// `next_drq`: the request after the last dispatched one in sector order, in the last
-    /// one's direction.
-    next_rq: [Option<u32>; 2],
+    q: Queues,
     /// `last_sector`: where the last dispatched request ended (the head position).
     last_sector: u64,
     /// `batching`: requests in the batch, plus `fifo_batch` for every seek that ended it.
     batching: u32,
-    /// Times a read was chosen while writes were queued, since the last write.
-    starved: u32,
 }
 
 impl Default for Deadline25 {
@@ -72,12 +65,9 @@ impl Deadline25 {
     /// An empty scheduler with `config`.
     pub fn new(config: Config) -> Deadline25 {
         Deadline25 {
-            config,
-            lists: Lists::new(),
-            next_rq: [None, None],
+            q: Queues::new(config),
             last_sector: 0,
             batching: 0,
-            starved: 0,
         }
     }
 
@@ -88,16 +78,13 @@ impl Deadline25 {
 
     /// The settings in force.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.q.config
     }
 
-    /// `deadline_move_request`: clear both next requests, remember the one after `slot` in
-    /// its direction and where `slot` ends, and hand its request out.
+    /// `deadline_move_request` ([`Queues::move_request`]), remembering where `slot` ends and
+    /// counting it in the batch.
     fn move_request(&mut self, slot: u32) -> Request {
-        let next = self.lists.latter(slot);
-        let rq = self.lists.remove(slot);
-        self.next_rq = [None, None];
-        self.next_rq[dir_of(&rq)] = next;
+        let rq = self.q.move_request(slot);
         self.last_sector = rq.end();
         self.batching = self.batching.saturating_add(1);
         rq
@@ -110,19 +97,17 @@ impl Scheduler for Deadline25 {
     }
 
     fn try_merge(&mut self, rq: &Request, max_sectors: u32, _now: Nanos) -> Option<RequestId> {
-        self.lists
-            .try_merge(rq, self.config.front_merges, max_sectors)
+        self.q.try_merge(rq, max_sectors)
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) {
-        let deadline = deadline_of(&self.config, dir_of(&rq), now);
-        self.lists.insert(rq, deadline);
+        self.q.insert(rq, now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
-        let fifo_batch = self.config.fifo_batch;
-        if let Some(slot) = self.next_rq[WRITE].or(self.next_rq[READ]) {
-            if self.lists.sector(slot) != self.last_sector {
+        let fifo_batch = self.q.config.fifo_batch;
+        if let Some(slot) = self.q.next() {
+            if self.q.lists.sector(slot) != self.last_sector {
                 // A seek: the batch ends here.
                 self.batching = self.batching.saturating_add(fifo_batch);
             }
@@ -130,19 +115,17 @@ impl Scheduler for Deadline25 {
                 return Dispatch::Request(self.move_request(slot));
             }
         }
-        let Some(dir) =
-            choose_direction(&self.lists, &mut self.starved, self.config.writes_starved)
-        else {
+        let Some(dir) = self.q.choose_direction() else {
             return Dispatch::Empty;
         };
-        let slot = if self.lists.expired(dir, now) {
+        let slot = if self.q.lists.expired(dir, now) {
             self.batching = 0;
-            self.lists.fifo_head(dir)
-        } else if let Some(next) = self.next_rq[dir] {
+            self.q.lists.fifo_head(dir)
+        } else if let Some(next) = self.q.next_rq[dir] {
             Some(next)
         } else {
             self.batching = 0;
-            self.lists.first(dir)
+            self.q.lists.first(dir)
         };
         let slot = slot.expect("deadline-2.5: the chosen direction has a request");
         Dispatch::Request(self.move_request(slot))
@@ -151,11 +134,11 @@ impl Scheduler for Deadline25 {
     fn complete(&mut self, _rq: &Request, _now: Nanos) {}
 
     fn queued(&self) -> usize {
-        self.lists.queued()
+        self.q.lists.queued()
     }
 
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
-        self.config.set("deadline-2.5", name, value)
+        self.q.config.set("deadline-2.5", name, value)
     }
 }
 
@@ -163,36 +146,14 @@ impl Scheduler for Deadline25 {
 mod tests {
     use super::*;
     use crate::counted::Counted;
-    use crate::harness::rq;
+    use crate::deadline::tests::reads;
+    use crate::harness::{drain_ids as drain, next_id, rq};
     use crate::request::DEFAULT_MERGE_SECTORS;
 
     fn with(f: impl FnOnce(&mut Config)) -> Deadline25 {
         let mut c = Config::default();
         f(&mut c);
         Deadline25::new(c)
-    }
-
-    /// Reads queued at `at`, 8 sectors each: (id, sector).
-    fn reads(s: &mut Deadline25, at: Nanos, reqs: &[(u64, u64)]) {
-        for &(id, sector) in reqs {
-            s.insert(rq(id, 1).sector(sector).sectors(8).read().build(), at);
-        }
-    }
-
-    fn next_id(s: &mut Deadline25, now: Nanos) -> u64 {
-        match s.dispatch(now) {
-            Dispatch::Request(r) => r.id.0,
-            other => panic!("no request at {now:?}: {other:?}"),
-        }
-    }
-
-    fn drain(s: &mut Deadline25, now: Nanos) -> Vec<u64> {
-        let mut order = Vec::new();
-        while let Dispatch::Request(r) = s.dispatch(now) {
-            s.complete(&r, now);
-            order.push(r.id.0);
-        }
-        order
     }
 
     /// 2.5.59 `deadline_find_first_drq`: with no next request the batch starts at the lowest
@@ -226,24 +187,6 @@ mod tests {
         );
         s.insert(rq(9, 2).sector(5_000).write().build(), Nanos::ZERO);
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 2, 3, 9, 4, 5]);
-    }
-
-    /// 2.5.59 `deadline_dispatch_requests` (`batching += fifo_batch` when the next request does
-    /// not start at `last_sector`): a seek ends the batch, so the starved write goes second.
-    /// 2.6.32 counts requests and sends 1, 2, 3, 9, 4.
-    #[test]
-    fn dispatch_requests_ends_a_batch_at_a_seek() {
-        let mut s = with(|c| {
-            c.fifo_batch = 3;
-            c.writes_starved = 1;
-        });
-        reads(
-            &mut s,
-            Nanos::ZERO,
-            &[(1, 10), (2, 1_000), (3, 50_000), (4, 90_000)],
-        );
-        s.insert(rq(9, 2).sector(5).write().build(), Nanos::ZERO);
-        assert_eq!(drain(&mut s, Nanos::ZERO), vec![1, 9, 2, 3, 4]);
     }
 
     /// 2.5.59 `deadline_dispatch_requests`: going on from `next_drq` after a seek does not

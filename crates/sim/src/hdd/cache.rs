@@ -29,6 +29,16 @@ pub struct Segment {
     pub busy_until: f64,
 }
 
+impl Segment {
+    /// Whether `[start, end)` and `[lbn, lbn + n)` overlap as bounds: `start < lbn + n` and
+    /// `lbn < end`. An empty segment (`start == end`) strictly inside the range passes too;
+    /// [`Buffer::find_overlap`] leaves those out; a dirty segment is never empty, and emptying
+    /// or cutting an empty one changes nothing.
+    pub fn overlaps(&self, lbn: u64, n: u64) -> bool {
+        self.start < lbn + n && lbn < self.end
+    }
+}
+
 /// The segment table.
 #[derive(Clone, Debug)]
 pub struct Buffer {
@@ -64,7 +74,7 @@ impl Buffer {
     pub fn find_overlap(&self, lbn: u64, n: u64) -> Option<usize> {
         self.segs
             .iter()
-            .position(|s| s.start < s.end && s.start < lbn + n && lbn < s.end)
+            .position(|s| s.start < s.end && s.overlaps(lbn, n))
     }
 
     /// The dirty segment to destage next (the oldest), if any.
@@ -76,9 +86,7 @@ impl Buffer {
 
     /// Whether a dirty segment shares a block with `[lbn, lbn + n)`.
     pub fn dirty_overlap(&self, lbn: u64, n: u64) -> bool {
-        self.segs
-            .iter()
-            .any(|s| s.dirty && s.start < lbn + n && lbn < s.end)
+        self.segs.iter().any(|s| s.dirty && s.overlaps(lbn, n))
     }
 
     /// Marks segment `i` as just used.
@@ -100,27 +108,33 @@ impl Buffer {
         best
     }
 
+    /// The clean segments other than `keep` that share a block with `[lbn, lbn + n)`.
+    fn clean_overlapping(
+        &mut self,
+        lbn: u64,
+        n: u64,
+        keep: usize,
+    ) -> impl Iterator<Item = &mut Segment> {
+        self.segs
+            .iter_mut()
+            .enumerate()
+            .filter(move |(i, s)| *i != keep && !s.dirty && s.overlaps(lbn, n))
+            .map(|(_, s)| s)
+    }
+
     /// Empties every clean segment other than `keep` that shares a block with `[lbn, lbn + n)`,
     /// as a write does to the clean segments it overlaps (DiskSim's `disk_buffer_set_segment`).
     pub fn drop_overlapping(&mut self, lbn: u64, n: u64, keep: usize) {
-        for (i, s) in self.segs.iter_mut().enumerate() {
-            if i != keep && !s.dirty && s.start < lbn + n && lbn < s.end {
-                s.end = s.start;
-            }
+        for s in self.clean_overlapping(lbn, n, keep) {
+            s.end = s.start;
         }
     }
 
-    /// Drops any cached copy of `[lbn, lbn + n)` from clean segments other than `keep`.
+    /// Drops any cached copy of `[lbn, lbn + n)` from clean segments other than `keep`,
+    /// keeping the part before the overlap, if any.
     pub fn invalidate(&mut self, lbn: u64, n: u64, keep: usize) {
-        for (i, s) in self.segs.iter_mut().enumerate() {
-            if i != keep && !s.dirty && s.start < lbn + n && lbn < s.end {
-                // Keep the part before the overlap, if any.
-                if s.start < lbn {
-                    s.end = lbn;
-                } else {
-                    s.end = s.start;
-                }
-            }
+        for s in self.clean_overlapping(lbn, n, keep) {
+            s.end = if s.start < lbn { lbn } else { s.start };
         }
     }
 }
@@ -129,15 +143,30 @@ impl Buffer {
 mod tests {
     use super::*;
 
+    /// A clean segment holding `[start, end)`, read from the media.
+    fn held(start: u64, end: u64) -> Segment {
+        Segment {
+            start,
+            end,
+            ..Segment::default()
+        }
+    }
+
+    /// A dirty segment holding `[start, end)`, dirty since `since`.
+    fn dirty(start: u64, end: u64, since: u64) -> Segment {
+        Segment {
+            dirty: true,
+            since,
+            ..held(start, end)
+        }
+    }
+
     #[test]
     fn whole_hit_needs_every_block_in_one_segment() {
         let mut b = Buffer::new(2);
         b.segs[0] = Segment {
-            start: 100,
-            end: 110,
-            write: false,
             used: 1,
-            ..Segment::default()
+            ..held(100, 110)
         };
         assert_eq!(b.find_whole(100, 10, true), Some(0));
         assert_eq!(b.find_whole(105, 6, true), None);
@@ -158,13 +187,7 @@ mod tests {
     #[test]
     fn invalidate_cuts_overlapping_segments() {
         let mut b = Buffer::new(2);
-        b.segs[1] = Segment {
-            start: 10,
-            end: 30,
-            write: false,
-            used: 0,
-            ..Segment::default()
-        };
+        b.segs[1] = held(10, 30);
         b.invalidate(20, 4, 0);
         assert_eq!((b.segs[1].start, b.segs[1].end), (10, 20));
     }
@@ -172,20 +195,8 @@ mod tests {
     #[test]
     fn a_write_empties_the_whole_segment_it_overlaps() {
         let mut b = Buffer::new(3);
-        b.segs[1] = Segment {
-            start: 10,
-            end: 30,
-            write: false,
-            used: 0,
-            ..Segment::default()
-        };
-        b.segs[2] = Segment {
-            start: 40,
-            end: 50,
-            write: false,
-            used: 0,
-            ..Segment::default()
-        };
+        b.segs[1] = held(10, 30);
+        b.segs[2] = held(40, 50);
         b.drop_overlapping(20, 4, 0);
         assert_eq!(b.find_start(12, true), None);
         assert_eq!(b.find_start(45, true), Some(2));
@@ -194,20 +205,8 @@ mod tests {
     #[test]
     fn dirty_segments_survive_writes_and_reads_and_go_oldest_first() {
         let mut b = Buffer::new(3);
-        b.segs[0] = Segment {
-            start: 10,
-            end: 30,
-            dirty: true,
-            since: 2,
-            ..Segment::default()
-        };
-        b.segs[2] = Segment {
-            start: 50,
-            end: 60,
-            dirty: true,
-            since: 1,
-            ..Segment::default()
-        };
+        b.segs[0] = dirty(10, 30, 2);
+        b.segs[2] = dirty(50, 60, 1);
         b.drop_overlapping(0, 100, 1);
         b.invalidate(0, 100, 1);
         assert_eq!((b.segs[0].start, b.segs[0].end), (10, 30));
