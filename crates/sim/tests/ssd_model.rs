@@ -396,6 +396,48 @@ fn housekeeping_never_stalls_reads_alone_nor_writes_within_the_drain() {
     };
     assert_eq!(writes(50.0), 0);
     assert_eq!(writes(0.0), 200 / 16);
+    // Without `[housekeeping]` (`every_bytes` 0, `Stalls::on` false) no write is counted at
+    // all: 200 writes, no stall.
+    let mut plain = Ssd::with_precondition(off, Precondition::Steady).unwrap();
+    for i in 0..200u64 {
+        write_4k(&mut plain, i, i * 13, Nanos::from_us(100 * i));
+    }
+    assert_eq!(plain.stats().stalls, 0);
+}
+
+/// With a cached mapping table (`ftl.cmt_entries` > 0) a read whose entry misses first reads
+/// its translation page, which holds `page_bytes / 4` entries (MQSim's
+/// `Address_Mapping_Unit_Page_Level::get_MVPN`: LPN / entries per translation page) and lives
+/// on plane `page mod planes`, at page `page / planes` of it (ssd/cmt.rs's fixed places). So
+/// the miss costs that page's read: its sensing time by page type (`read_step_us` per type
+/// past the first) and its 16 KiB over the channel, before the data read starts.
+#[test]
+fn a_cmt_miss_reads_the_entrys_translation_page_at_its_place_before_the_data() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let planes = spec.planes();
+    let per_page = u64::from(spec.flash.page_bytes / 4);
+    let read = |cmt_entries: u32, lpn: u64| {
+        let mut spec = spec.clone();
+        spec.ftl.cmt_entries = cmt_entries;
+        let mut ssd = Ssd::with_precondition(spec, Precondition::Steady).unwrap();
+        let done = read_unit(&mut ssd, 1, lpn, Nanos::ZERO);
+        assert_eq!(ssd.stats().cmt_misses, u64::from(cmt_entries > 0));
+        done
+    };
+    // 16 KiB over the 1200 MB/s channel: 833 ps a byte.
+    let xfer = (16384 * 833u64).div_ceil(1000);
+    let sense = |page: u64| 91_000 + 7_000 * (page % 3);
+    // Translation pages 0, `planes` and `2 * planes`: pages 0, 1 and 2 of plane 0, one of
+    // each type.
+    for page in 0..3 {
+        let lpn = page * planes * per_page;
+        let miss = read(64, lpn) - read(0, lpn);
+        assert_eq!(
+            miss.as_ns(),
+            sense(page) + xfer,
+            "translation page {page} of plane 0"
+        );
+    }
 }
 
 #[test]
