@@ -102,6 +102,38 @@ fn bad_ssd_spec_names_file_line_and_field() {
     assert!(e.to_string().contains("whole-victim"), "{e}");
 }
 
+/// A chip of several planes executing one command at a time (`flash.serial_dies` or
+/// `flash.serial_planes` above 1, MQSim's multi-plane programs) pairs programs by the plane
+/// the LPN fixes, so it needs `ftl.static_allocation` (MQSim's CWDP static allocation): a
+/// spec with either above 1 and dynamic allocation is refused, naming `flash.serial_planes`
+/// and its line; one of each, or static allocation, is accepted.
+#[test]
+fn planes_within_a_chip_need_static_allocation_and_the_refusal_names_the_field() {
+    let base = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    assert!(!base.ftl.static_allocation);
+    let with = |dies: u32, planes: u32, fixed: bool| {
+        let mut spec = base.clone();
+        spec.flash.serial_dies = dies;
+        spec.flash.serial_planes = planes;
+        spec.ftl.static_allocation = fixed;
+        spec
+    };
+    for (dies, planes) in [(1, 2), (2, 1), (2, 2)] {
+        let e = with(dies, planes, false).validate().unwrap_err();
+        assert_eq!(e.field, "flash.serial_planes", "{dies} x {planes}: {e}");
+        assert_eq!(with(dies, planes, true).validate(), Ok(()));
+    }
+    assert_eq!(with(1, 1, false).validate(), Ok(()));
+    let text = with(1, 2, false).to_toml();
+    let e = SsdSpec::parse(&text, Path::new("p.toml")).unwrap_err();
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("serial_planes"))
+        .unwrap()
+        + 1;
+    assert_eq!(e.line(), Some(line), "{e}");
+}
+
 #[test]
 fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
