@@ -134,6 +134,21 @@ fn planes_within_a_chip_need_static_allocation_and_the_refusal_names_the_field()
     assert_eq!(e.line(), Some(line), "{e}");
 }
 
+/// NVMe queue identifiers are 16 bits: at most 65,536 submission queues. `host.queues` up to
+/// that is accepted, one more refused naming the field and its line.
+#[test]
+fn more_submission_queues_than_nvme_numbers_are_refused_naming_the_field() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.host.queues = 65_536;
+    assert_eq!(spec.validate(), Ok(()));
+    spec.host.queues = 65_537;
+    let text = spec.to_toml();
+    let e = SsdSpec::parse(&text, Path::new("q.toml")).unwrap_err();
+    assert_eq!(e.field, "host.queues");
+    let line = text.lines().position(|l| l.starts_with("queues")).unwrap() + 1;
+    assert_eq!(e.line(), Some(line), "{e}");
+}
+
 #[test]
 fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
