@@ -149,6 +149,43 @@ fn more_submission_queues_than_nvme_numbers_are_refused_naming_the_field() {
     assert_eq!(e.line(), Some(line), "{e}");
 }
 
+/// Slots are numbered in a `u32` with `u32::MAX` meaning "no unit": a drive of up to
+/// `MAX_UNITS` (2^32 - 2) mapping units is accepted, a larger one refused naming
+/// `flash.blocks_per_plane`. One plane of 2^31 - 1 one-page blocks of two units is exactly
+/// `MAX_UNITS`; one block more is over.
+#[test]
+fn a_drive_of_at_most_max_units_mapping_units_is_accepted_one_block_more_refused() {
+    use elevator_sim::ssd::spec::MAX_UNITS;
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.channels = 1;
+    spec.flash.chips_per_channel = 1;
+    spec.flash.dies_per_chip = 1;
+    spec.flash.planes_per_die = 1;
+    spec.flash.pages_per_block = 1;
+    spec.flash.page_bytes = 8192;
+    spec.flash.blocks_per_plane = (1 << 31) - 1;
+    assert_eq!(spec.physical_units(), MAX_UNITS);
+    assert_eq!(spec.validate(), Ok(()));
+    spec.flash.blocks_per_plane += 1;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "flash.blocks_per_plane", "{e}");
+}
+
+/// `gc.hard_threshold` (MQSim's `GC_Hard_Threshold`, the free blocks below which GC is
+/// urgent) is a fraction no larger than `gc.threshold` (where GC starts): equal is accepted,
+/// above it refused naming the field, as is a value that is not a number.
+#[test]
+fn a_hard_threshold_above_the_gc_threshold_is_refused_naming_the_field() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.gc.hard_threshold = spec.gc.threshold;
+    assert_eq!(spec.validate(), Ok(()));
+    for bad in [spec.gc.threshold + 0.001, f64::NAN, -0.001] {
+        spec.gc.hard_threshold = bad;
+        let e = spec.validate().unwrap_err();
+        assert_eq!(e.field, "gc.hard_threshold", "{bad}: {e}");
+    }
+}
+
 #[test]
 fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
