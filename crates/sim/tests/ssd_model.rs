@@ -171,6 +171,20 @@ fn a_drive_of_at_most_max_units_mapping_units_is_accepted_one_block_more_refused
     assert_eq!(e.field, "flash.blocks_per_plane", "{e}");
 }
 
+/// A mapping unit is a multiple of 512 bytes up to 1 MiB (`ftl.unit_bytes`): 1 MiB (in pages
+/// of 1 MiB) is accepted, 1 MiB and one sector more refused naming the field.
+#[test]
+fn a_mapping_unit_of_up_to_1_mib_is_accepted_one_sector_more_refused() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.page_bytes = 1 << 20;
+    spec.ftl.unit_bytes = 1 << 20;
+    assert_eq!(spec.validate(), Ok(()));
+    spec.ftl.unit_bytes = (1 << 20) + 512;
+    spec.flash.page_bytes = spec.ftl.unit_bytes;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.unit_bytes", "{e}");
+}
+
 /// `gc.hard_threshold` (MQSim's `GC_Hard_Threshold`, the free blocks below which GC is
 /// urgent) is a fraction no larger than `gc.threshold` (where GC starts): equal is accepted,
 /// above it refused naming the field, as is a value that is not a number.
