@@ -102,6 +102,104 @@ fn bad_ssd_spec_names_file_line_and_field() {
     assert!(e.to_string().contains("whole-victim"), "{e}");
 }
 
+/// A chip of several planes executing one command at a time (`flash.serial_dies` or
+/// `flash.serial_planes` above 1, MQSim's multi-plane programs) pairs programs by the plane
+/// the LPN fixes, so it needs `ftl.static_allocation` (MQSim's CWDP static allocation): a
+/// spec with either above 1 and dynamic allocation is refused, naming `flash.serial_planes`
+/// and its line; one of each, or static allocation, is accepted.
+#[test]
+fn planes_within_a_chip_need_static_allocation_and_the_refusal_names_the_field() {
+    let base = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    assert!(!base.ftl.static_allocation);
+    let with = |dies: u32, planes: u32, fixed: bool| {
+        let mut spec = base.clone();
+        spec.flash.serial_dies = dies;
+        spec.flash.serial_planes = planes;
+        spec.ftl.static_allocation = fixed;
+        spec
+    };
+    for (dies, planes) in [(1, 2), (2, 1), (2, 2)] {
+        let e = with(dies, planes, false).validate().unwrap_err();
+        assert_eq!(e.field, "flash.serial_planes", "{dies} x {planes}: {e}");
+        assert_eq!(with(dies, planes, true).validate(), Ok(()));
+    }
+    assert_eq!(with(1, 1, false).validate(), Ok(()));
+    let text = with(1, 2, false).to_toml();
+    let e = SsdSpec::parse(&text, Path::new("p.toml")).unwrap_err();
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("serial_planes"))
+        .unwrap()
+        + 1;
+    assert_eq!(e.line(), Some(line), "{e}");
+}
+
+/// NVMe queue identifiers are 16 bits: at most 65,536 submission queues. `host.queues` up to
+/// that is accepted, one more refused naming the field and its line.
+#[test]
+fn more_submission_queues_than_nvme_numbers_are_refused_naming_the_field() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.host.queues = 65_536;
+    assert_eq!(spec.validate(), Ok(()));
+    spec.host.queues = 65_537;
+    let text = spec.to_toml();
+    let e = SsdSpec::parse(&text, Path::new("q.toml")).unwrap_err();
+    assert_eq!(e.field, "host.queues");
+    let line = text.lines().position(|l| l.starts_with("queues")).unwrap() + 1;
+    assert_eq!(e.line(), Some(line), "{e}");
+}
+
+/// Slots are numbered in a `u32` with `u32::MAX` meaning "no unit": a drive of up to
+/// `MAX_UNITS` (2^32 - 2) mapping units is accepted, a larger one refused naming
+/// `flash.blocks_per_plane`. One plane of 2^31 - 1 one-page blocks of two units is exactly
+/// `MAX_UNITS`; one block more is over.
+#[test]
+fn a_drive_of_at_most_max_units_mapping_units_is_accepted_one_block_more_refused() {
+    use elevator_sim::ssd::spec::MAX_UNITS;
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.channels = 1;
+    spec.flash.chips_per_channel = 1;
+    spec.flash.dies_per_chip = 1;
+    spec.flash.planes_per_die = 1;
+    spec.flash.pages_per_block = 1;
+    spec.flash.page_bytes = 8192;
+    spec.flash.blocks_per_plane = (1 << 31) - 1;
+    assert_eq!(spec.physical_units(), MAX_UNITS);
+    assert_eq!(spec.validate(), Ok(()));
+    spec.flash.blocks_per_plane += 1;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "flash.blocks_per_plane", "{e}");
+}
+
+/// A mapping unit is a multiple of 512 bytes up to 1 MiB (`ftl.unit_bytes`): 1 MiB (in pages
+/// of 1 MiB) is accepted, 1 MiB and one sector more refused naming the field.
+#[test]
+fn a_mapping_unit_of_up_to_1_mib_is_accepted_one_sector_more_refused() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.page_bytes = 1 << 20;
+    spec.ftl.unit_bytes = 1 << 20;
+    assert_eq!(spec.validate(), Ok(()));
+    spec.ftl.unit_bytes = (1 << 20) + 512;
+    spec.flash.page_bytes = spec.ftl.unit_bytes;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "ftl.unit_bytes", "{e}");
+}
+
+/// `gc.hard_threshold` (MQSim's `GC_Hard_Threshold`, the free blocks below which GC is
+/// urgent) is a fraction no larger than `gc.threshold` (where GC starts): equal is accepted,
+/// above it refused naming the field, as is a value that is not a number.
+#[test]
+fn a_hard_threshold_above_the_gc_threshold_is_refused_naming_the_field() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.gc.hard_threshold = spec.gc.threshold;
+    assert_eq!(spec.validate(), Ok(()));
+    for bad in [spec.gc.threshold + 0.001, f64::NAN, -0.001] {
+        spec.gc.hard_threshold = bad;
+        let e = spec.validate().unwrap_err();
+        assert_eq!(e.field, "gc.hard_threshold", "{bad}: {e}");
+    }
+}
+
 #[test]
 fn reads_and_writes_complete_after_submission_and_reads_pay_the_flash() {
     let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
@@ -396,6 +494,48 @@ fn housekeeping_never_stalls_reads_alone_nor_writes_within_the_drain() {
     };
     assert_eq!(writes(50.0), 0);
     assert_eq!(writes(0.0), 200 / 16);
+    // Without `[housekeeping]` (`every_bytes` 0, `Stalls::on` false) no write is counted at
+    // all: 200 writes, no stall.
+    let mut plain = Ssd::with_precondition(off, Precondition::Steady).unwrap();
+    for i in 0..200u64 {
+        write_4k(&mut plain, i, i * 13, Nanos::from_us(100 * i));
+    }
+    assert_eq!(plain.stats().stalls, 0);
+}
+
+/// With a cached mapping table (`ftl.cmt_entries` > 0) a read whose entry misses first reads
+/// its translation page, which holds `page_bytes / 4` entries (MQSim's
+/// `Address_Mapping_Unit_Page_Level::get_MVPN`: LPN / entries per translation page) and lives
+/// on plane `page mod planes`, at page `page / planes` of it (ssd/cmt.rs's fixed places). So
+/// the miss costs that page's read: its sensing time by page type (`read_step_us` per type
+/// past the first) and its 16 KiB over the channel, before the data read starts.
+#[test]
+fn a_cmt_miss_reads_the_entrys_translation_page_at_its_place_before_the_data() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let planes = spec.planes();
+    let per_page = u64::from(spec.flash.page_bytes / 4);
+    let read = |cmt_entries: u32, lpn: u64| {
+        let mut spec = spec.clone();
+        spec.ftl.cmt_entries = cmt_entries;
+        let mut ssd = Ssd::with_precondition(spec, Precondition::Steady).unwrap();
+        let done = read_unit(&mut ssd, 1, lpn, Nanos::ZERO);
+        assert_eq!(ssd.stats().cmt_misses, u64::from(cmt_entries > 0));
+        done
+    };
+    // 16 KiB over the 1200 MB/s channel: 833 ps a byte.
+    let xfer = (16384 * 833u64).div_ceil(1000);
+    let sense = |page: u64| 91_000 + 7_000 * (page % 3);
+    // Translation pages 0, `planes` and `2 * planes`: pages 0, 1 and 2 of plane 0, one of
+    // each type.
+    for page in 0..3 {
+        let lpn = page * planes * per_page;
+        let miss = read(64, lpn) - read(0, lpn);
+        assert_eq!(
+            miss.as_ns(),
+            sense(page) + xfer,
+            "translation page {page} of plane 0"
+        );
+    }
 }
 
 #[test]
