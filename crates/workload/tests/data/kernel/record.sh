@@ -14,7 +14,8 @@
 # async_depth to 2 (kfresh21). Branch kfid45's mixes set the tunables of their prefix (fifo-batch-64-,
 # fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
 # name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-; kfid47's those of
-# prioaging5- (mq-deadline's prio_aging_expire 5 ms) and inject-lowlat0- (bfq's low_latency 0).
+# prioaging5- (mq-deadline's prio_aging_expire 5 ms) and inject-lowlat0- (bfq's low_latency 0);
+# kfid48's kyber's latency targets of kyberthr-rbad- and kyberthr-wbad-.
 # Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
@@ -129,6 +130,10 @@ for mix in "${mixes[@]}"; do
 		# Tunables of branch kfid47's held-out mixes.
 		prioaging5-*:mq-deadline) extra+=(--set prio_aging_expire=5) ;;
 		inject-lowlat0-*:bfq) extra+=(--set low_latency=0) ;;
+		# Tunables of branch kfid48's held-out mixes: one domain's target below the loop
+		# device's latency (congested), the other's far above it (its depth cut).
+		kyberthr-rbad-*:kyber) extra+=(--set read_lat_nsec=10000 --set write_lat_nsec=1000000000) ;;
+		kyberthr-wbad-*:kyber) extra+=(--set read_lat_nsec=1000000000 --set write_lat_nsec=10000) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -146,7 +151,7 @@ for mix in "${mixes[@]}"; do
 			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
 			async-*:bfq | fifo-*:bfq | wstarved1-*:bfq | asyncdepth-*:bfq | ionice-*:bfq | \
 			kyberlat-*:bfq | fdatasync-*:bfq | bfqnoidle-*:bfq | kyberdeep-*:bfq | \
-			inject-*:bfq | kyber3dom-*:bfq | prioaging5-*:bfq) \
+			inject-*:bfq | kyber3dom-*:bfq | prioaging5-*:bfq | kyberthr-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
