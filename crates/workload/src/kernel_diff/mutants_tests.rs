@@ -363,3 +363,18 @@ fn a_choice_noted_in_an_insertions_microsecond_comes_after_it() {
         ]
     );
 }
+
+/// A task slept for a scheduler tag when its request's `block_getrq` (which fires once
+/// `blk_mq_get_tag` returned one) came more than 30 us after its bio's `block_bio_queue`;
+/// otherwise the two are the few microseconds `__blk_mq_alloc_requests` takes. The replay
+/// then starts the allocation at the bio and hands the tag over at `block_getrq`
+/// (`Allocation::Sleeping`).
+#[test]
+fn a_task_slept_for_its_tag_when_getrq_came_over_30_us_after_its_bio() {
+    let q = Nanos(1_000_000_000);
+    assert!(!replay::slept(q, q + Nanos::from_us(3)));
+    assert!(!replay::slept(q, q + Nanos::from_us(30)));
+    assert!(replay::slept(q, q + Nanos(30_001)));
+    assert!(replay::slept(q, q + Nanos::from_us(1000)));
+    assert!(!replay::slept(q + Nanos::from_us(5), q));
+}
