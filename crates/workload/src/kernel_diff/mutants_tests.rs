@@ -378,3 +378,43 @@ fn a_task_slept_for_its_tag_when_getrq_came_over_30_us_after_its_bio() {
     assert!(replay::slept(q, q + Nanos::from_us(1000)));
     assert!(!replay::slept(q + Nanos::from_us(5), q));
 }
+
+/// A request inserted on its own (the next insertion is another task's) is followed by its
+/// own queue run (`blk_mq_run_hw_queue` after `blk_mq_insert_request`), and with the loop
+/// device's one driver tag taken that run still takes mq-deadline's choice, the only request
+/// queued, to wait on `hctx->dispatch` (`__blk_mq_do_dispatch_sched`, then
+/// `blk_mq_dispatch_rq_list` finds no driver tag): the write at 5000 goes out first when
+/// the tag comes back, though by then the write at 2000, nearer the head after 1000
+/// (`deadline_from_pos`), is queued. Only a plug's batch of one task's insertions waits for
+/// its last one before its run (`a_plugs_batch_is_inserted_whole_before_its_run_takes_a_request_to_wait_for_a_tag`
+/// in tests/kernel_diff.rs).
+#[test]
+fn a_lone_insertion_with_the_driver_tags_taken_parks_its_request_at_once() {
+    const PARKED: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 1000 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000004: block_getrq: 7,0 W 5000 + 8 [fio]
+ fio-11 [001] ...1. 1.000005: block_rq_insert: 7,0 W 4096 () 5000 + 8 be,0,4 [fio]
+ fio-12 [000] ..... 1.000006: block_getrq: 7,0 W 2000 + 8 [fio]
+ fio-12 [000] ...1. 1.000007: block_rq_insert: 7,0 W 4096 () 2000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 W () 1000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000052: block_rq_issue: 7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000090: block_rq_complete: 7,0 W () 5000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000092: block_rq_issue: 7,0 W 4096 () 2000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000130: block_rq_complete: 7,0 W () 2000 + 8 be,0,4 [0]
+";
+    let t = read(PARKED);
+    let mut m = meta("mq-deadline");
+    m.iosched.remove("read_expire");
+    m.device.hw_queue_depth = Some(1);
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    assert_eq!(
+        d.kernel[1],
+        Decision {
+            queued: vec![1, 2],
+            chosen: 1
+        }
+    );
+    assert_eq!(d.agreement.first_divergence, None, "{:?}", d.ours);
+}
