@@ -130,7 +130,8 @@ fn recordings_are_found_mix_by_mix_in_the_tables_scheduler_order() {
         ]
     );
     let one = root.path().join("b-mix/kyber");
-    assert_eq!(find_recordings(&one).unwrap(), [one.clone()]);
+    let found = find_recordings(&one).unwrap();
+    assert_eq!(found, [one]);
     let empty = tempfile::tempdir().unwrap();
     let e = find_recordings(empty.path()).unwrap_err();
     assert!(e.contains("no recording (meta.json)"), "{e}");
@@ -239,7 +240,7 @@ fn row(sched: &str) -> Row {
 /// A recording's row holds its replay at each of the three paces, each as
 /// [`diff_with_log`] gives it at that pace: on the corpus's `batches/mq-deadline` the
 /// device's pace (every arrival dispatched at once, up to the depth) decides otherwise than
-/// the kernel's.
+/// the kernel's. Our policy's notes are kept for the kernel's pace only.
 #[test]
 fn a_recordings_row_replays_it_at_each_pace() {
     let dir = corpus().join("kernel/batches/mq-deadline");
@@ -265,6 +266,15 @@ fn a_recordings_row_replays_it_at_each_pace() {
     assert_eq!(row.early.kernel, at(Pace::Early).kernel);
     assert_ne!(row.device_pace.ours, row.kernel_pace.ours);
     assert_ne!(row.early.kernel, row.kernel_pace.kernel);
+    // Our policy's notes, when asked for, are of the agreement's replay only: bfq's inject
+    // limit's history at the kernel's pace.
+    let notes = DiffOptions {
+        notes: true,
+        ..DiffOptions::default()
+    };
+    let row = diff_recording(&corpus().join("kernel/batches/bfq"), &notes).unwrap();
+    assert!(!row.kernel_pace.notes.is_empty());
+    assert!(row.device_pace.notes.is_empty() && row.early.notes.is_empty());
 }
 
 /// The SCSI disk majors (include/uapi/linux/major.h: `SCSI_DISK0_MAJOR` 8,
