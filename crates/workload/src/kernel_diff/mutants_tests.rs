@@ -405,8 +405,8 @@ fn a_lone_insertion_with_the_driver_tags_taken_parks_its_request_at_once() {
  fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
  fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
  fio-11 [001] ..... 1.000004: block_getrq: 7,0 W 5000 + 8 [fio]
- fio-11 [001] ...1. 1.000005: block_rq_insert: 7,0 W 4096 () 5000 + 8 be,0,4 [fio]
- fio-12 [000] ..... 1.000006: block_getrq: 7,0 W 2000 + 8 [fio]
+ fio-12 [000] ..... 1.000005: block_getrq: 7,0 W 2000 + 8 [fio]
+ fio-11 [001] ...1. 1.000006: block_rq_insert: 7,0 W 4096 () 5000 + 8 be,0,4 [fio]
  fio-12 [000] ...1. 1.000007: block_rq_insert: 7,0 W 4096 () 2000 + 8 be,0,4 [fio]
  ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 W () 1000 + 8 be,0,4 [0]
  kworker/0:1H-58 [000] ..... 1.000052: block_rq_issue: 7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1H]
@@ -427,4 +427,9 @@ fn a_lone_insertion_with_the_driver_tags_taken_parks_its_request_at_once() {
         }
     );
     assert_eq!(d.agreement.first_divergence, None, "{:?}", d.ours);
+    for depth in [2, 1] {
+        m.device.hw_queue_depth = Some(depth);
+        let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+        eprintln!("DEBUG depth {depth}: {:?}", d.ours);
+    }
 }
