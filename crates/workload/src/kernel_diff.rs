@@ -136,6 +136,8 @@ use crate::traces::ftrace::{
 };
 
 mod bfq_log;
+#[cfg(test)]
+mod mutants_tests;
 mod replay;
 mod resolve;
 pub use bfq_log::{

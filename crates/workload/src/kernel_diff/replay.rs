@@ -807,7 +807,7 @@ impl<'a> Replay<'a> {
 
 /// Whether a task slept in tag allocation between its bio's `block_bio_queue` (`queued`) and
 /// its request's `block_getrq` (`created`): more than [`TAG_SLEEP`] apart.
-fn slept(queued: Nanos, created: Nanos) -> bool {
+pub(super) fn slept(queued: Nanos, created: Nanos) -> bool {
     created.0.saturating_sub(queued.0) > TAG_SLEEP.0
 }
 

@@ -1,0 +1,436 @@
+//! Tests written for the survivors of mutation testing the kernel oracle's replay
+//! (docs/testing.md, "The kernel oracle's replay (mutants36)"): each pins a rule of the
+//! replay, the matching of bfq's log or the agreement counts that no other test read.
+
+use super::*;
+use crate::traces::ftrace::FtraceReader;
+use crate::traces::lines::Lines;
+
+/// Three reads allocated by one task, inserted in a row, issued by kblockd as 100, 300, 500
+/// (mq-deadline's sorted order; `none` would keep arrival order 100, 500, 300).
+const BATCH: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 300 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 300 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 300 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+";
+
+fn read(text: &str) -> KernelTrace {
+    let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
+    KernelTrace::assemble(r, None).unwrap()
+}
+
+fn meta(sched: &str) -> RecordingMeta {
+    let mut m = RecordingMeta {
+        scheduler: sched.into(),
+        ..RecordingMeta::default()
+    };
+    m.device.hw_queue_depth = Some(128);
+    m.queue.insert("nr_requests".into(), "8".into());
+    m.iosched.insert("fifo_batch".into(), "16".into());
+    m.iosched.insert("read_expire".into(), "0".into());
+    m
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// Without the loop device's `hw_queue_depth` in the recording, the device replayed holds
+/// the most requests the kernel had issued (`block_rq_issue`) and not yet completed
+/// (`block_rq_complete`) at once: BATCH's three reads are issued at 10-11 us and the first
+/// completes at 20 us. A completion and an issue in the same microsecond free the slot
+/// first: two reads served one after the other were never two in flight.
+#[test]
+fn without_the_hardware_queue_depth_the_device_holds_what_the_kernel_had_in_flight() {
+    let t = read(BATCH);
+    assert_eq!(max_in_flight(&t), 3);
+    let mut m = meta("mq-deadline");
+    m.device.hw_queue_depth = None;
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    assert_eq!(d.depth, 3);
+    let serial = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ..... 1.000002: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ fio-10 [000] ..... 1.000020: block_getrq: 7,0 R 108 + 8 [fio]
+ fio-10 [000] ..... 1.000020: block_rq_issue: 7,0 R 4096 () 108 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 R () 108 + 8 be,0,4 [0]
+",
+    );
+    assert_eq!(max_in_flight(&serial), 1);
+}
+
+/// The share of real choices agreed: BATCH's second and third reads were chosen with more
+/// than one queued. mq-deadline takes 100, then 300 before 500 (`deadline_from_pos`, the
+/// sorted order from the last position) as the kernel did: 2 of 2. `none` (our noop) takes
+/// 100 and then 500, in arrival order: 1 of 2. A recording without a real choice counts as
+/// agreeing on all of them.
+#[test]
+fn the_share_of_real_choices_counts_only_decisions_among_several_requests() {
+    let t = read(BATCH);
+    let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+    assert_eq!((d.choices, d.choices_agreed, d.choice_share()), (2, 2, 1.0));
+    let n = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+    assert_eq!((n.choices, n.choices_agreed, n.choice_share()), (2, 1, 0.5));
+    let one = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+",
+    );
+    let d = diff(&one, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+    assert_eq!((d.choices, d.choice_share()), (0, 1.0));
+}
+
+/// The recordings under a directory: mixes by name, and in each mix the kernel's
+/// schedulers in the table's order (none, mq-deadline, kyber, bfq), any other after them
+/// by name; a directory without `meta.json` is not a recording; a recording given itself
+/// is the only one; a tree without any is refused naming it.
+#[test]
+fn recordings_are_found_mix_by_mix_in_the_tables_scheduler_order() {
+    let root = tempfile::tempdir().unwrap();
+    let put = |rel: &str| {
+        let d = root.path().join(rel);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("meta.json"), "{}").unwrap();
+    };
+    for s in ["bfq", "cfq", "kyber", "mq-deadline", "none"] {
+        put(&format!("b-mix/{s}"));
+    }
+    put("a-mix/bfq");
+    put("c-solo");
+    std::fs::create_dir_all(root.path().join("a-mix/notes")).unwrap();
+    let found: Vec<String> = find_recordings(root.path())
+        .unwrap()
+        .iter()
+        .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "a-mix/bfq",
+            "b-mix/none",
+            "b-mix/mq-deadline",
+            "b-mix/kyber",
+            "b-mix/bfq",
+            "b-mix/cfq",
+            "c-solo"
+        ]
+    );
+    let one = root.path().join("b-mix/kyber");
+    let found = find_recordings(&one).unwrap();
+    assert_eq!(found, [one]);
+    let empty = tempfile::tempdir().unwrap();
+    let e = find_recordings(empty.path()).unwrap_err();
+    assert!(e.contains("no recording (meta.json)"), "{e}");
+}
+
+/// One write of as many sectors as a request can carry (`u32::MAX` bytes rounded down to a
+/// sector: a request's `__data_len` is an `unsigned int`) ending exactly at the device's
+/// last sector is a request the kernel can have made (`bio_check_eod` refuses only a bio
+/// past the end), and the replay takes it; one sector less of device, and it is refused
+/// naming the trace's line of its dispatch and the field.
+#[test]
+fn a_request_as_large_as_the_kernel_allows_ending_at_the_last_sector_is_taken() {
+    const LARGEST: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 0 + 8388607 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 W 4294966784 () 0 + 8388607 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 W 4294966784 () 0 + 8388607 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 W () 0 + 8388607 be,0,4 [0]
+";
+    let t = read(LARGEST);
+    assert_eq!(t.requests[0].sectors as u64, MAX_REQUEST_SECTORS);
+    let mut rec = Recording {
+        dir: PathBuf::from("rec"),
+        meta: meta("mq-deadline"),
+    };
+    rec.meta.trace.file = "trace.txt".into();
+    rec.meta.device.bytes = MAX_REQUEST_SECTORS * 512;
+    assert_eq!(check_requests(&rec, &t), Ok(()));
+    rec.meta.device.bytes -= 512;
+    let e = check_requests(&rec, &t).unwrap_err();
+    assert!(
+        e.contains("trace.txt:3") && e.contains("sector") && e.contains("past the end"),
+        "{e}"
+    );
+}
+
+/// Both of a recording's tables: per recording the kernel's decisions and the share agreed,
+/// and per scheduler the totals, each share of its own count (BATCH under `none`: 1 of 3
+/// decisions, 1 of 2 real choices).
+#[test]
+fn the_agreement_table_totals_each_scheduler_over_its_own_decisions() {
+    let table = markdown(&[row("mq-deadline"), row("none")]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("| batch | none | noop | 3 | 33.3% | 1/2 | 1 |")),
+        "{table}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("| mq-deadline | 3 | 100.0% | 2/2 (100.0%) |")),
+        "{table}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("| none | 3 | 33.3% | 1/2 (50.0%) |")),
+        "{table}"
+    );
+}
+
+/// A divergence shows both sides' queued requests with the one each chose in brackets:
+/// at BATCH's decision 1 the kernel took 300 (#2) and `none` 500 (#1); at most `limit` are
+/// shown.
+#[test]
+fn a_divergence_brackets_the_request_each_side_chose() {
+    let r = row("none");
+    let all = divergences(&r, 10);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let first = &all[0];
+    assert!(first.starts_with("batch/none decision 1:"), "{first}");
+    let (kernel, ours) = first.split_once("\n  ours:").unwrap();
+    assert!(
+        kernel.contains("#1 fio:10 R 500+8") && kernel.contains("[#2 fio:10 R 300+8"),
+        "{first}"
+    );
+    assert!(
+        ours.contains("[#1 fio:10 R 500+8") && !ours.contains("[#2"),
+        "{first}"
+    );
+    assert_eq!(divergences(&r, 1).len(), 1);
+}
+
+/// BATCH compared at each pace, as [`diff_recording`] gives a row.
+fn row(sched: &str) -> Row {
+    let t = read(BATCH);
+    let at = |pace| {
+        let opts = DiffOptions {
+            pace,
+            ..DiffOptions::default()
+        };
+        diff(&t, &meta(sched), &opts).unwrap()
+    };
+    Row {
+        mix: "batch".into(),
+        scheduler: sched.into(),
+        kernel_pace: at(Pace::Kernel),
+        device_pace: at(Pace::Device),
+        early: at(Pace::Early),
+        requests: t.requests.clone(),
+        assembly: t.stats.clone(),
+    }
+}
+
+/// A recording's row holds its replay at each of the three paces, each as
+/// [`diff_with_log`] gives it at that pace: on the corpus's `batches/mq-deadline` the
+/// device's pace (every arrival dispatched at once, up to the depth) decides otherwise than
+/// the kernel's. Our policy's notes are kept for the kernel's pace only.
+#[test]
+fn a_recordings_row_replays_it_at_each_pace() {
+    let dir = corpus().join("kernel/batches/mq-deadline");
+    let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
+    let l = load(&dir).unwrap();
+    let at = |pace| {
+        let opts = DiffOptions {
+            pace,
+            ..DiffOptions::default()
+        };
+        diff_with_log(
+            &l.trace,
+            &l.rec.meta,
+            &opts,
+            &l.bfq_log,
+            &l.prios,
+            &l.groups,
+        )
+        .unwrap()
+    };
+    assert_eq!(row.kernel_pace.ours, at(Pace::Kernel).ours);
+    assert_eq!(row.device_pace.ours, at(Pace::Device).ours);
+    assert_eq!(row.early.kernel, at(Pace::Early).kernel);
+    assert_ne!(row.device_pace.ours, row.kernel_pace.ours);
+    assert_ne!(row.early.kernel, row.kernel_pace.kernel);
+    // Our policy's notes, when asked for, are of the agreement's replay only: bfq's inject
+    // limit's history at the kernel's pace.
+    let notes = DiffOptions {
+        notes: true,
+        ..DiffOptions::default()
+    };
+    let row = diff_recording(&corpus().join("kernel/batches/bfq"), &notes).unwrap();
+    assert!(!row.kernel_pace.notes.is_empty());
+    assert!(row.device_pace.notes.is_empty() && row.early.notes.is_empty());
+}
+
+/// The SCSI disk majors (include/uapi/linux/major.h: `SCSI_DISK0_MAJOR` 8,
+/// `SCSI_DISK1_MAJOR`..`SCSI_DISK7_MAJOR` 65-71, `SCSI_DISK8_MAJOR`..`SCSI_DISK15_MAJOR`
+/// 128-135), whose driver hands out a dispatch budget (`scsi_mq_get_budget`) before blk-mq
+/// asks the scheduler; the loop device (7) and NVMe (259) are not among them.
+#[test]
+fn the_scsi_disk_majors_are_the_ones_with_a_dispatch_budget() {
+    for major in [8, 65, 68, 71, 128, 131, 135] {
+        assert!(scsi_major(major), "{major}");
+    }
+    for major in [0, 7, 9, 64, 72, 127, 136, 259] {
+        assert!(!scsi_major(major), "{major}");
+    }
+}
+
+/// `--resolve`'s search stops at its budget of replays, the recorded order's included, and
+/// says so: on the held-out `asyncdepth-12` mq-deadline recording the whole search makes
+/// three replays (the recorded order and two moves, both kept: the first at decision 757);
+/// with a budget of two it stops before the second move.
+#[test]
+fn resolve_stops_at_its_budget_of_replays() {
+    let dir = corpus()
+        .join("kernel-pending/asyncdepth-12-be-levels-writers-beside-rt-reader-nr64/mq-deadline");
+    let r = resolve(&dir, &DiffOptions::default(), 50).unwrap();
+    assert_eq!((r.replays, r.exhausted, r.moves.len()), (3, false, 2));
+    let r = resolve(&dir, &DiffOptions::default(), 2).unwrap();
+    assert_eq!((r.replays, r.exhausted, r.moves.len()), (2, true, 1));
+    let r = resolve(&dir, &DiffOptions::default(), 1).unwrap();
+    assert_eq!((r.replays, r.exhausted, r.moves.len()), (1, true, 0));
+}
+
+/// bfq charges an async queue out of weight raising three times a request's sectors
+/// (`bfq_serv_to_charge`, `bfq_async_charge_factor`), a sync queue the sectors: the async
+/// queue's note `bfqq_served 24 secs` is the 8-sector write's, not the 24-sector read the
+/// same CPU issued first, which a sync queue would have been charged 24 for.
+#[test]
+fn an_async_queues_charge_is_three_times_its_requests_sectors() {
+    const TRACE: &str = "\
+ fio-11 [000] ..... 1.000001: block_getrq: 7,0 R 5000 + 24 [fio]
+ fio-11 [000] d..1. 1.000002: block_rq_insert: 7,0 R 12288 () 5000 + 24 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_getrq: 7,0 W 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000004: block_rq_insert: 7,0 W 4096 () 100 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000020: block_rq_issue: 7,0 R 12288 () 5000 + 24 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000021: block_rq_issue: 7,0 W 4096 () 100 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000040: block_rq_complete: 7,0 R () 5000 + 24 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000041: block_rq_complete: 7,0 W () 100 + 8 be,0,4 [0]
+";
+    const LOG: &str = "\
+ kworker/0:1H-58 [000] d..1. 1.000010: 7,0 1,0 m N bfq dispatch requests: 2 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000010: 7,0 1,0 m N bfq10A select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000010: 7,0 1,0 m N bfq10A bfqq_served 24 secs
+";
+    let t = read(TRACE);
+    let order = BfqLogTimes::read(&t, &read(LOG))
+        .order
+        .expect("the log shows a choice");
+    let write = t.requests.iter().position(|r| r.sector == 100).unwrap();
+    let read_rq = t.requests.iter().position(|r| r.sector == 5000).unwrap();
+    assert_eq!(order.matched, 1);
+    assert_eq!(order.decided[write], Some(Nanos(1_000_010_000)));
+    assert_eq!(order.decided[read_rq], None);
+}
+
+/// A choice bfq's log shows in the same microsecond as an insertion the trace shows is
+/// placed after it (the trace's events of a time come first, [`LogOrder::queue_log`]): the
+/// read at 200 inserted at 12 us is queued at the choice of 1000 noted at 12 us.
+#[test]
+fn a_choice_noted_in_an_insertions_microsecond_comes_after_it() {
+    const TRACE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-11 [001] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000051: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+    const LOG: &str = "\
+ kworker/0:1H-58 [000] d..1. 1.000012: 7,0 1,0 m N bfq dispatch requests: 2 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+    let t = read(TRACE);
+    let order = BfqLogTimes::read(&t, &read(LOG))
+        .order
+        .expect("the log shows a choice");
+    assert_eq!(
+        order.queue_log,
+        [
+            QueueEvent::Arrive(0),
+            QueueEvent::Arrive(1),
+            QueueEvent::Dispatch(0),
+            QueueEvent::Dispatch(1)
+        ]
+    );
+}
+
+/// A task slept for a scheduler tag when its request's `block_getrq` (which fires once
+/// `blk_mq_get_tag` returned one) came more than 30 us after its bio's `block_bio_queue`;
+/// otherwise the two are the few microseconds `__blk_mq_alloc_requests` takes. The replay
+/// then starts the allocation at the bio and hands the tag over at `block_getrq`
+/// (`Allocation::Sleeping`).
+#[test]
+fn a_task_slept_for_its_tag_when_getrq_came_over_30_us_after_its_bio() {
+    let q = Nanos(1_000_000_000);
+    assert!(!replay::slept(q, q + Nanos::from_us(3)));
+    assert!(!replay::slept(q, q + Nanos::from_us(30)));
+    assert!(replay::slept(q, q + Nanos(30_001)));
+    assert!(replay::slept(q, q + Nanos::from_us(1000)));
+    assert!(!replay::slept(q + Nanos::from_us(5), q));
+}
+
+/// A request inserted on its own (the next insertion is another task's) is followed by its
+/// own queue run (`blk_mq_run_hw_queue` after `blk_mq_insert_request`), and with the loop
+/// device's one driver tag taken that run still takes mq-deadline's choice, the only request
+/// queued, to wait on `hctx->dispatch` (`__blk_mq_do_dispatch_sched`, then
+/// `blk_mq_dispatch_rq_list` finds no driver tag): the write at 5000 goes out first when
+/// the tag comes back, though by then the write at 2000, nearer the head after 1000
+/// (`deadline_from_pos`), is queued. The write at 2000 was allocated (`block_getrq`) before
+/// 5000's insertion, by another task on another CPU: the replay must tell the lone
+/// insertion from a batch's first when the next event is already an insertion. Only a plug's
+/// batch of one task's insertions waits for its last one before its run (`a_plugs_batch_is_inserted_whole_before_its_run_takes_a_request_to_wait_for_a_tag`
+/// in tests/kernel_diff.rs).
+#[test]
+fn a_lone_insertion_with_the_driver_tags_taken_parks_its_request_at_once() {
+    const PARKED: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 1000 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000004: block_getrq: 7,0 W 5000 + 8 [fio]
+ fio-12 [000] ..... 1.000005: block_getrq: 7,0 W 2000 + 8 [fio]
+ fio-11 [001] ...1. 1.000006: block_rq_insert: 7,0 W 4096 () 5000 + 8 be,0,4 [fio]
+ fio-12 [000] ...1. 1.000007: block_rq_insert: 7,0 W 4096 () 2000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 W () 1000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000052: block_rq_issue: 7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000090: block_rq_complete: 7,0 W () 5000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000092: block_rq_issue: 7,0 W 4096 () 2000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000130: block_rq_complete: 7,0 W () 2000 + 8 be,0,4 [0]
+";
+    let t = read(PARKED);
+    let mut m = meta("mq-deadline");
+    m.iosched.remove("read_expire");
+    m.device.hw_queue_depth = Some(1);
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    assert_eq!(
+        d.kernel[1],
+        Decision {
+            queued: vec![1, 2],
+            chosen: 1
+        }
+    );
+    assert_eq!(d.agreement.first_divergence, None, "{:?}", d.ours);
+    // With a second driver tag nothing is parked, and ours takes 2000 first.
+    m.device.hw_queue_depth = Some(2);
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    assert_eq!(d.ours[1].chosen, 2);
+}
