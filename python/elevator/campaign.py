@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -94,11 +95,38 @@ def _reachable(address: str) -> None:
         raise refuse(f"it answered an HTTP/2 greeting with {got}, not a gRPC server's SETTINGS")
 
 
-def _write_cells(spec_json: str, cells: list, store: str) -> list:
-    """One Ray task: build the grid and write ``cells`` into ``store`` on one thread."""
+def _write_cells(spec_json: str, cells: list, store: str, note: str) -> list:
+    """One Ray task: build the grid and write ``cells`` into ``store`` on one thread. While it
+    runs, the file ``note`` holds the worker's host name and pid, so that the driver can kill
+    a worker that is frozen (``ray.cancel`` asks the worker itself, which a stopped one never
+    hears)."""
     from elevator import _elevator as native
 
-    return native.Grid(spec_json).write_cells(cells, store, 1)
+    try:
+        with open(note, "w") as f:
+            f.write(f"{socket.gethostname()} {os.getpid()}\n")
+        return native.Grid(spec_json).write_cells(cells, store, 1)
+    finally:
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+
+
+def _kill_noted(note: str) -> None:
+    """SIGKILL the worker ``note`` names if it runs on this host (elsewhere only
+    ``ray.cancel`` can reach it), and remove the note."""
+    try:
+        with open(note) as f:
+            host, pid = f.read().split()
+        if host == socket.gethostname():
+            os.kill(int(pid), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    try:
+        os.unlink(note)
+    except OSError:
+        pass
 
 
 class Campaign:
@@ -319,8 +347,12 @@ class Campaign:
             pending: list = []
             longest = 0.0
 
+            notes: dict = {}
+
             def submit(chunk: list, attempt: int) -> None:
-                ref = task.remote(self._spec_json, chunk, store)
+                note = os.path.join(store, f".task-{chunk[0]:07}-{attempt}.{os.getpid()}")
+                ref = task.remote(self._spec_json, chunk, store, note)
+                notes[ref] = note
                 started_at[ref] = time.monotonic()
                 cells_of[ref] = chunk
                 tries[ref] = attempt
@@ -382,11 +414,13 @@ class Campaign:
                     # its worker is killed; run once more, then given up with a name.
                     pending.remove(r)
                     ray.cancel(r, force=True)
+                    _kill_noted(notes[r])
                     if tries[r] < 2:
                         submit(cells_of[r], tries[r] + 1)
                         continue
                     for p in pending:
                         ray.cancel(p, force=True)
+                        _kill_noted(notes[p])
                     where = "; ".join(
                         f"cell {c} {_check.shown(self.coordinates(c))}" for c in cells_of[r][:5]
                     )

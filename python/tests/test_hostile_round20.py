@@ -67,7 +67,9 @@ def test_a_stopped_ray_worker_ends_in_a_clear_error_within_the_bound(tmp_path):
         except ProcessLookupError:
             pass
     assert not r.is_alive(), "run(engine='ray') still waiting 180 s after a worker stopped"
-    assert stopped, "no worker was stopped"
+    # Both first tasks' workers stopped, killed by ray.cancel(force=True), and each retry ran
+    # (and was stopped) on another worker.
+    assert len(stopped) >= 3, stopped
     err = outcome.get("error")
     assert isinstance(err, elevator.ElevatorError), outcome
     msg = str(err)
