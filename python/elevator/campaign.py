@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -28,6 +29,15 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 #: Seconds the whole probe of a Ray cluster's address (connect, greet, answer) may take.
 CONNECT_TIMEOUT_S = 10.0
+
+#: The least a Ray task may run before it is taken for frozen, when ``timeout_s`` is not given.
+TASK_TIMEOUT_FLOOR_S = 120.0
+
+#: Without ``timeout_s``: a task may run this many times the longest task already finished.
+TASK_TIMEOUT_FACTOR = 20.0
+
+#: Without ``timeout_s`` and before any task has finished: the bound of the first tasks.
+FIRST_TASK_TIMEOUT_S = 1800.0
 
 #: What an HTTP/2 client sends first (RFC 9113 section 3.4), then an empty SETTINGS frame
 #: (length 0, type 4, no flags, stream 0). Ray's GCS and its client server are gRPC servers,
@@ -85,11 +95,38 @@ def _reachable(address: str) -> None:
         raise refuse(f"it answered an HTTP/2 greeting with {got}, not a gRPC server's SETTINGS")
 
 
-def _write_cells(spec_json: str, cells: list, store: str) -> list:
-    """One Ray task: build the grid and write ``cells`` into ``store`` on one thread."""
+def _write_cells(spec_json: str, cells: list, store: str, note: str) -> list:
+    """One Ray task: build the grid and write ``cells`` into ``store`` on one thread. While it
+    runs, the file ``note`` holds the worker's host name and pid, so that the driver can kill
+    a worker that is frozen (``ray.cancel`` asks the worker itself, which a stopped one never
+    hears)."""
     from elevator import _elevator as native
 
-    return native.Grid(spec_json).write_cells(cells, store, 1)
+    try:
+        with open(note, "w") as f:
+            f.write(f"{socket.gethostname()} {os.getpid()}\n")
+        return native.Grid(spec_json).write_cells(cells, store, 1)
+    finally:
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+
+
+def _kill_noted(note: str) -> None:
+    """SIGKILL the worker ``note`` names if it runs on this host (elsewhere only
+    ``ray.cancel`` can reach it), and remove the note."""
+    try:
+        with open(note) as f:
+            host, pid = f.read().split()
+        if host == socket.gethostname():
+            os.kill(int(pid), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    try:
+        os.unlink(note)
+    except OSError:
+        pass
 
 
 class Campaign:
@@ -225,6 +262,7 @@ class Campaign:
         address: Optional[str] = None,
         workers: Optional[int] = None,
         cells_per_task: int = 1,
+        timeout_s: Optional[float] = None,
     ) -> int:
         """Compute the missing cells and store each as it finishes; returns how many ran.
 
@@ -234,12 +272,22 @@ class Campaign:
         local cluster of ``workers`` CPUs (all cores by default), shut down at the end. Every
         node needs this package installed and the store directory reachable at the same path
         (a shared filesystem).
+
+        ``timeout_s`` (Ray only): the seconds a task may run. A task past it (a worker stopped
+        by SIGSTOP, or stuck in the kernel, never returns and Ray has no task timeout) is
+        cancelled, its worker killed, and run once more; past it again, ``run`` stops the other
+        tasks and raises an error naming the cells and their coordinates. By default the bound
+        is :data:`FIRST_TASK_TIMEOUT_S` until a task finishes, then :data:`TASK_TIMEOUT_FACTOR`
+        times the longest finished task, at least :data:`TASK_TIMEOUT_FLOOR_S`. At most one
+        task per CPU of the cluster is in flight, so a task's clock starts when it can run.
         """
         if engine not in ("local", "ray"):
             raise _check.error("engine", f"{_check.shown(engine)}: expected 'local' or 'ray'")
         threads = _check.threads("threads", threads)
         workers = _check.threads("workers", workers)
         per_task = _check.integer("cells_per_task", cells_per_task, 1, 1_000_000)
+        if timeout_s is not None:
+            timeout_s = _check.real("timeout_s", timeout_s, 1e-3, 1e9)
         if address is not None:
             address = _check.text("address", address)
         todo = self.missing()
@@ -248,7 +296,7 @@ class Campaign:
         store = os.fspath(self.store)
         if engine == "local":
             return len(self._grid.write_cells(todo, store, threads))
-        return self._run_ray(todo, store, address, workers, per_task)
+        return self._run_ray(todo, store, address, workers, per_task, timeout_s)
 
     def _run_ray(
         self,
@@ -257,6 +305,7 @@ class Campaign:
         address: Optional[str],
         workers: Optional[int],
         per_task: int,
+        timeout_s: Optional[float],
     ) -> int:
         try:
             import ray
@@ -289,13 +338,42 @@ class Campaign:
         try:
             task = ray.remote(num_cpus=1)(_write_cells)
             chunks = [todo[i : i + per_task] for i in range(0, len(todo), per_task)]
-            pending = [task.remote(self._spec_json, chunk, store) for chunk in chunks]
-            cells_of = dict(zip(pending, chunks))
+            chunks.reverse()
+            # At most one task per CPU in flight: a task's clock starts when it can run.
+            slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            started_at: dict = {}
+            cells_of: dict = {}
+            tries: dict = {}
+            pending: list = []
+            longest = 0.0
+
+            notes: dict = {}
+
+            def submit(chunk: list, attempt: int) -> None:
+                note = os.path.join(store, f".task-{chunk[0]:07}-{attempt}.{os.getpid()}")
+                ref = task.remote(self._spec_json, chunk, store, note)
+                notes[ref] = note
+                started_at[ref] = time.monotonic()
+                cells_of[ref] = chunk
+                tries[ref] = attempt
+                pending.append(ref)
+
+            def bound() -> float:
+                if timeout_s is not None:
+                    return timeout_s
+                if longest == 0.0:
+                    return FIRST_TASK_TIMEOUT_S
+                return max(TASK_TIMEOUT_FLOOR_S, TASK_TIMEOUT_FACTOR * longest)
+
             ran = 0
-            while pending:
+            while pending or chunks:
+                while chunks and len(pending) < slots:
+                    submit(chunks.pop(), 1)
                 ready = []
                 try:
-                    ready, pending = ray.wait(pending, num_returns=1)
+                    now = time.monotonic()
+                    wait = max(0.0, min(started_at[r] for r in pending) + bound() - now)
+                    ready, pending[:] = ray.wait(pending, num_returns=1, timeout=wait)
                     done = ray.get(ready)
                 except Exception as e:
                     # A bad cell: stop the others and raise the cell's own error (an
@@ -327,8 +405,31 @@ class Campaign:
                         f"{len(todo)} cells written, each kept in the store); run() again "
                         "computes the rest"
                     ) from e
-                for r in done:
-                    ran += len(r)
+                now = time.monotonic()
+                for r, cells in zip(ready, done):
+                    ran += len(cells)
+                    longest = max(longest, now - started_at.pop(r))
+                for r in [r for r in pending if now - started_at[r] >= bound()]:
+                    # Frozen (SIGSTOP, stuck in the kernel) or far slower than its peers:
+                    # its worker is killed; run once more, then given up with a name.
+                    pending.remove(r)
+                    ray.cancel(r, force=True)
+                    _kill_noted(notes[r])
+                    if tries[r] < 2:
+                        submit(cells_of[r], tries[r] + 1)
+                        continue
+                    for p in pending:
+                        ray.cancel(p, force=True)
+                        _kill_noted(notes[p])
+                    where = "; ".join(
+                        f"cell {c} {_check.shown(self.coordinates(c))}" for c in cells_of[r][:5]
+                    )
+                    raise ElevatorError(
+                        f"engine='ray': the Ray task of {where} ran past its bound of "
+                        f"{bound():.1f} s twice (a worker stopped or stuck?); set timeout_s to "
+                        f"allow more; {ran} cells were written and are kept in the store: "
+                        "run() again computes the rest"
+                    )
             return ran
         finally:
             if started:

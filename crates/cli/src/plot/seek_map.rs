@@ -3,8 +3,10 @@
 //! blktrace). Under deadline the head sweeps between a writer's region and a reader's; under
 //! anticipation it stays with the reader for long stretches.
 //!
-//! Points are thinned to one per pixel cell per direction, so a run of any length gives a
-//! picture of bounded size; the caption says how many requests it stands for.
+//! Points are thinned to one per pixel cell per direction. A run that fills more than
+//! [`MAX_POINTS`] cells (10^6 scattered requests filled about 540,000: 42 MB of SVG) is binned
+//! again to square cells of `k` pixels, the smallest `k` that leaves at most [`MAX_POINTS`],
+//! each drawn as a larger dot; the caption then says so. Small runs look as before.
 
 use std::collections::BTreeSet;
 
@@ -14,6 +16,9 @@ use super::{color, svg, Io, CAPTION, SIZE};
 
 /// Pixel cells per axis the points are thinned to (about the plotting area's size).
 const CELLS: (f64, f64) = (820.0, 330.0);
+
+/// The most dots a seek map draws (both directions together): about 1.7 MB of SVG.
+pub const MAX_POINTS: usize = 20_000;
 
 /// One dispatched request's place on the map: (time s, sector, write).
 pub fn points(ios: &[Io]) -> Vec<(f64, u64, bool)> {
@@ -36,13 +41,33 @@ pub fn seek_map(title: &str, ios: &[Io]) -> anyhow::Result<String> {
         let cy = ((s - s_lo) as f64 / (s_hi - s_lo) as f64 * CELLS.1) as u32;
         cells.insert((w, cx, cy));
     }
+    // Binned again to k x k pixel cells while there are too many to draw.
+    let fine = cells.clone();
+    let mut k = 1u32;
+    while cells.len() > MAX_POINTS {
+        k += 1;
+        cells = fine
+            .iter()
+            .map(|&(w, cx, cy)| (w, cx / k * k, cy / k * k))
+            .collect();
+    }
+    let half = f64::from(k) / 2.0;
     let to_point = |&(_, cx, cy): &(bool, u32, u32)| {
         (
-            (f64::from(cx) + 0.5) / CELLS.0 * t_end,
-            s_lo as f64 + (f64::from(cy) + 0.5) / CELLS.1 * (s_hi - s_lo) as f64,
+            (f64::from(cx) + half) / CELLS.0 * t_end,
+            s_lo as f64 + (f64::from(cy) + half) / CELLS.1 * (s_hi - s_lo) as f64,
         )
     };
-    let caption = format!("{title} ({} requests)", pts.len());
+    let radius = k.div_ceil(2).max(1) as i32;
+    let caption = if k == 1 {
+        format!("{title} ({} requests)", pts.len())
+    } else {
+        format!(
+            "{title} ({} requests, {} dots: {k}x{k} pixel bins)",
+            pts.len(),
+            cells.len()
+        )
+    };
     svg(SIZE, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(caption, CAPTION)
@@ -63,7 +88,7 @@ pub fn seek_map(title: &str, ios: &[Io]) -> anyhow::Result<String> {
                     cells
                         .iter()
                         .filter(|p| p.0 == write)
-                        .map(|p| Circle::new(to_point(p), 1, c.filled())),
+                        .map(|p| Circle::new(to_point(p), radius, c.filled())),
                 )?
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 3, c.filled()));

@@ -219,6 +219,27 @@ fn seek_map_of_a_long_run_stays_small() {
 }
 
 #[test]
+fn seek_map_of_a_million_scattered_requests_is_capped() {
+    // 10^6 requests scattered over the disk filled about 540,000 pixel cells: 42 MB of SVG
+    // (round 19). Binned to at most MAX_POINTS dots, and the caption says so.
+    let ios: Vec<Io> = (0..1_000_000u64)
+        .map(|i| io(0, i % 3 == 0, (i * 7919) % 100_000_000, i as f64 * 0.0001))
+        .collect();
+    let svg = seek_map::seek_map("scattered", &ios).unwrap();
+    assert!(svg.len() < 3 << 20, "{} bytes", svg.len());
+    let els = parse(&svg);
+    let dots = els.iter().filter(|e| e.name == "circle").count();
+    assert!(dots <= seek_map::MAX_POINTS + 2, "{dots} dots");
+    assert!(dots > seek_map::MAX_POINTS / 2, "{dots} dots");
+    let t = texts(&els);
+    assert!(
+        t.iter()
+            .any(|s| s.contains("1000000 requests") && s.contains("pixel bins")),
+        "{t:?}"
+    );
+}
+
+#[test]
 fn queue_depth_counts_overlapping_requests() {
     let steps = queue_depth::depth_steps([(0.0, 2.0), (1.0, 3.0), (2.0, 4.0)].into_iter());
     assert_eq!(
