@@ -47,7 +47,7 @@ fn simulated_iops(dir: &Path, spec: &str, qd: u32) -> f64 {
 
 #[test]
 fn a_calibrated_spec_loads_and_predicts_the_measured_qd1_and_qd32_read_iops() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = on_disk_tempdir();
     if !direct_io_works(dir.path()) {
         return;
     }
@@ -111,7 +111,7 @@ fn calibrate_and_compare(dir: &Path, attempt: u32) -> Vec<String> {
 
 #[test]
 fn calibrate_refuses_to_write_over_a_file_it_did_not_lay_out() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("data.bin");
     let data = vec![0x5au8; 32 << 20];
     std::fs::write(&target, &data).unwrap();
@@ -133,7 +133,7 @@ fn calibrate_refuses_to_write_over_a_file_it_did_not_lay_out() {
 
 #[test]
 fn calibrate_rejects_a_bad_duration_and_size_before_touching_the_target() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("new.dat");
     let t = target.to_str().unwrap();
     let (ok, _, err) = elevator(&["calibrate", "--target", t, "--duration", "0"]);
@@ -149,7 +149,7 @@ fn calibrate_rejects_a_bad_duration_and_size_before_touching_the_target() {
 /// an unknown name, or the flag without `--iocost`, is refused before the target is touched.
 #[test]
 fn calibrate_rejects_an_unknown_sweep_scheduler_before_touching_the_target() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("new.dat");
     let t = target.to_str().unwrap();
     let (ok, _, err) = elevator(&["calibrate", "--target", t, "--iocost", "--sched", "cfq2"]);
@@ -163,4 +163,10 @@ fn calibrate_rejects_an_unknown_sweep_scheduler_before_touching_the_target() {
         "{err}"
     );
     assert!(!target.exists());
+}
+
+/// A scratch directory under cargo's target directory: calibrate refuses a target served from
+/// memory (tmpfs, ramfs: `elevator_real::fidelity`), and `/tmp` is tmpfs on many systems.
+fn on_disk_tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }

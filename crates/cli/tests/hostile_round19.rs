@@ -58,7 +58,7 @@ fn calibrate_while(target: &Path, act: impl FnOnce(&Path)) -> Out {
 /// happened to it; no spec is written.
 #[test]
 fn a_calibrate_target_truncated_replaced_or_deleted_mid_run_fails_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = dir.path().join("t");
     type Act = fn(&Path);
     let cases: [(&str, Act); 3] = [
@@ -132,7 +132,7 @@ fn calibrate_on_tmpfs_or_a_loop_device_without_direct_io_is_refused_without_allo
         eprintln!("notice: needs root and losetup for a loop device; its case skipped");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let image = dir.path().join("img");
     std::fs::File::create(&image)
         .unwrap()
@@ -173,7 +173,7 @@ fn calibrate_on_a_file_system_that_buffers_o_direct_is_refused_without_allow_mem
         eprintln!("notice: needs root, losetup, mkfs.ext4 and mount; skipped");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let image = dir.path().join("img");
     std::fs::File::create(&image)
         .unwrap()
@@ -273,7 +273,7 @@ impl Drop for Loop {
 /// within seconds, exit 143, nothing written.
 #[test]
 fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = dir.path().join("t");
     let json = dir.path().join("o.json");
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
@@ -333,7 +333,7 @@ fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
 fn kernel_diff_of_a_directory_of_1000_recordings_runs_in_bounded_memory() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../workload/tests/data/kernel/batches/mq-deadline");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     for i in 0..1000 {
         std::os::unix::fs::symlink(&corpus, dir.path().join(format!("r{i:04}"))).unwrap();
     }
@@ -373,7 +373,7 @@ fn kernel_diff_of_a_directory_of_1000_recordings_runs_in_bounded_memory() {
 /// `null` in the JSON, no point in the plot, and a note says how many cells lack it.
 #[test]
 fn a_sweep_latency_of_a_direction_without_io_has_no_value_not_0() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let scenario = dir.path().join("w.toml");
     std::fs::write(
         &scenario,
@@ -440,7 +440,7 @@ fn edited_recording(dir: &Path, name: &str, edit: impl Fn(&str) -> String) -> Pa
 /// naming the field.
 #[test]
 fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     type Case<'a> = (&'a str, &'a str, &'a str, &'a [&'a str]);
     let cases: [Case; 3] = [
         (
@@ -479,7 +479,7 @@ fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
 /// as an output that is the target.
 #[test]
 fn calibrate_json_onto_its_own_target_is_refused_as_an_output() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let target = dir.path().join("t");
     std::fs::write(&target, b"").unwrap();
     let link = dir.path().join("l");
