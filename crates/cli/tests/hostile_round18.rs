@@ -15,7 +15,7 @@ mod common {
     pub mod traces;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
-use common::child::{rlimit, wait_within, TerminalSignals};
+use common::child::{rlimit, terminate_after, wait_within, TerminalSignals};
 use common::traces::disksim_trace;
 
 /// A blktrace of noop replaying a 200-request DiskSim trace, written by `elevator replay
@@ -132,15 +132,7 @@ fn run_blocked_on_a_full_stdout_pipe_stops_on_one_sigterm_and_writes_its_json() 
         .spawn()
         .unwrap();
     // The layout and the 1 s run are over well before this; the first table then blocks.
-    std::thread::sleep(Duration::from_secs(6));
-    // SAFETY: kill(2) of our own child, not yet reaped.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let done = wait_within(child, Duration::from_secs(20), |c| {
-        let _ = c.kill();
-    });
+    let done = terminate_after(child, Duration::from_secs(6), Duration::from_secs(20));
     let Some(status) = done.status else {
         panic!(
             "one SIGTERM did not end a run blocked on a full standard output: {}",

@@ -13,7 +13,7 @@ mod common {
     pub mod measured;
 }
 use common::bounded::{clean_error, elevator_within, s, Out, MINUTE};
-use common::child::{wait_within, TerminalSignals};
+use common::child::{terminate_after, wait_within, TerminalSignals};
 use common::measured::measured;
 
 /// Whether this test runs as root (loop devices need it).
@@ -132,13 +132,8 @@ fn calibrate_on_tmpfs_or_a_loop_device_without_direct_io_is_refused_without_allo
         eprintln!("notice: needs root and losetup for a loop device; its case skipped");
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let image = dir.path().join("img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(32 << 20)
-        .unwrap();
-    let Some(dev) = Loop::attach(&image) else {
+    let (_dir, image) = sparse_image(32 << 20);
+    let Some(dev) = Loop::attach(&image, &[]) else {
         eprintln!("notice: losetup failed; the loop device case skipped");
         return;
     };
@@ -173,20 +168,8 @@ fn calibrate_on_a_file_system_that_buffers_o_direct_is_refused_without_allow_mem
         eprintln!("notice: needs root, losetup, mkfs.ext4 and mount; skipped");
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let image = dir.path().join("img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(64 << 20)
-        .unwrap();
-    let out = Command::new("losetup")
-        .args(["-f", "--show", "--direct-io=on", s(&image)])
-        .output();
-    let Some(dev) = out.ok().filter(|o| o.status.success()).map(|o| {
-        Loop(PathBuf::from(
-            String::from_utf8_lossy(&o.stdout).trim().to_string(),
-        ))
-    }) else {
+    let (dir, image) = sparse_image(64 << 20);
+    let Some(dev) = Loop::attach(&image, &["--direct-io=on"]) else {
         eprintln!("notice: losetup --direct-io=on failed; skipped");
         return;
     };
@@ -246,9 +229,12 @@ impl Drop for Unmount {
 struct Loop(PathBuf);
 
 impl Loop {
-    fn attach(image: &Path) -> Option<Loop> {
+    /// `losetup -f --show OPTIONS IMAGE`: the device, detached when dropped.
+    fn attach(image: &Path, options: &[&str]) -> Option<Loop> {
         let out = Command::new("losetup")
-            .args(["-f", "--show", s(image)])
+            .args(["-f", "--show"])
+            .args(options)
+            .arg(image)
             .output()
             .ok()?;
         out.status.success().then(|| {
@@ -263,6 +249,15 @@ impl Drop for Loop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
     }
+}
+
+/// A sparse file of `len` bytes named `img` in a scratch directory on disk (kept while the
+/// directory is held).
+fn sparse_image(len: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let image = dir.path().join("img");
+    std::fs::File::create(&image).unwrap().set_len(len).unwrap();
+    (dir, image)
 }
 
 /// `calibrate --iocost` stopped by one SIGTERM while it sweeps io.cost.qos's bounds by
@@ -296,15 +291,7 @@ fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
         .spawn()
         .unwrap();
     // The layout of 16 MiB and the 1 s of measuring are over; the sweep has begun.
-    std::thread::sleep(Duration::from_secs(8));
-    // SAFETY: kill(2) of our own child, not yet reaped.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let done = wait_within(child, Duration::from_secs(20), |c| {
-        let _ = c.kill();
-    });
+    let done = terminate_after(child, Duration::from_secs(8), Duration::from_secs(20));
     let Some(status) = done.status else {
         panic!(
             "one SIGTERM did not stop the io.cost.qos sweep within 20 s: {}",

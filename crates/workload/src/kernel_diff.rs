@@ -1309,7 +1309,9 @@ mod tests {
     use crate::traces::ftrace::FtraceReader;
     use crate::traces::lines::Lines;
 
-    const BATCH: &str = "\
+    /// Three reads allocated by one task, inserted in a row, issued by kblockd as 100, 300,
+    /// 500 (mq-deadline's sorted order; `none` would keep arrival order 100, 500, 300).
+    pub(super) const BATCH: &str = "\
  fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
  fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
  fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 300 + 8 [fio]
@@ -1324,12 +1326,19 @@ mod tests {
  ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
 ";
 
-    fn trace() -> KernelTrace {
-        let r = FtraceReader::new(Lines::from_bytes(BATCH.as_bytes().to_vec(), "t"));
+    /// The trace of ftrace text `text`.
+    pub(super) fn read(text: &str) -> KernelTrace {
+        let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
         KernelTrace::assemble(r, None).unwrap()
     }
 
-    fn meta(sched: &str) -> RecordingMeta {
+    fn trace() -> KernelTrace {
+        read(BATCH)
+    }
+
+    /// A recording's metadata under `sched`: 128 hardware tags, nr_requests 8, fifo_batch 16
+    /// and read_expire 0.
+    pub(super) fn meta(sched: &str) -> RecordingMeta {
         let mut m = RecordingMeta {
             scheduler: sched.into(),
             ..RecordingMeta::default()
@@ -1364,9 +1373,7 @@ mod tests {
     }
 
     fn none_agreement(events: &str) -> TraceDiff {
-        let r = FtraceReader::new(Lines::from_bytes(events.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
-        diff(&t, &meta("none"), &DiffOptions::default()).unwrap()
+        diff(&read(events), &meta("none"), &DiffOptions::default()).unwrap()
     }
 
     /// blk-mq without a scheduler: a write staged on CPU 1, then a read on CPU 0; kblockd's

@@ -53,6 +53,22 @@ pub fn wait_within(mut child: Child, limit: Duration, stop: impl FnOnce(&mut Chi
     }
 }
 
+/// Let `child` run for `after`, send it one SIGTERM, and wait at most `limit` for it to end
+/// (then kill it, as [`wait_within`]).
+// Only the binaries whose tests stop a busy child with one SIGTERM use it.
+#[allow(dead_code)]
+pub fn terminate_after(child: Child, after: Duration, limit: Duration) -> Finished {
+    std::thread::sleep(after);
+    // SAFETY: kill(2) of our own child, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    wait_within(child, limit, |c| {
+        let _ = c.kill();
+    })
+}
+
 /// Starting a child as an interactive shell starts it, whatever this test process inherited.
 // Only the binaries whose tests signal a child use it.
 #[allow(dead_code)]

@@ -2,43 +2,8 @@
 //! (docs/testing.md, "The kernel oracle's replay (mutants36)"): each pins a rule of the
 //! replay, the matching of bfq's log or the agreement counts that no other test read.
 
+use super::tests::{meta, read, BATCH};
 use super::*;
-use crate::traces::ftrace::FtraceReader;
-use crate::traces::lines::Lines;
-
-/// Three reads allocated by one task, inserted in a row, issued by kblockd as 100, 300, 500
-/// (mq-deadline's sorted order; `none` would keep arrival order 100, 500, 300).
-const BATCH: &str = "\
- fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
- fio-10 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
- fio-10 [000] ..... 1.000003: block_getrq: 7,0 R 300 + 8 [fio]
- fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
- fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
- fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
- kworker/0:1H-58 [000] ..... 1.000010: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [kworker/0:1H]
- kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 300 + 8 be,0,4 [kworker/0:1H]
- kworker/0:1H-58 [000] ..... 1.000011: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
- ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 300 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
-";
-
-fn read(text: &str) -> KernelTrace {
-    let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
-    KernelTrace::assemble(r, None).unwrap()
-}
-
-fn meta(sched: &str) -> RecordingMeta {
-    let mut m = RecordingMeta {
-        scheduler: sched.into(),
-        ..RecordingMeta::default()
-    };
-    m.device.hw_queue_depth = Some(128);
-    m.queue.insert("nr_requests".into(), "8".into());
-    m.iosched.insert("fifo_batch".into(), "16".into());
-    m.iosched.insert("read_expire".into(), "0".into());
-    m
-}
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
