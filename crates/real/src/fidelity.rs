@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 pub const MAX_DEPTH: usize = 8;
 
 /// `TMPFS_MAGIC` of include/uapi/linux/magic.h.
-const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub(crate) const TMPFS_MAGIC: u64 = 0x0102_1994;
 /// `RAMFS_MAGIC` of include/uapi/linux/magic.h.
-const RAMFS_MAGIC: u64 = 0x8584_58f6;
+pub(crate) const RAMFS_MAGIC: u64 = 0x8584_58f6;
 
 /// The file system type (`statfs`'s `f_type`) of the file system holding `path`.
-fn fs_type(path: &Path) -> Option<u64> {
+pub(crate) fn fs_type(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: a zeroed statfs is a valid buffer for the call to fill.
@@ -78,8 +78,7 @@ pub fn served_from_memory(path: &Path) -> Option<String> {
 /// Why the block device `devno` is memory (see [`served_from_memory`]), following a stacked
 /// device to the devices under it.
 fn device_in_memory(devno: u64, depth: usize) -> Option<String> {
-    let (maj, min) = (libc::major(devno), libc::minor(devno));
-    let mut dir = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let mut dir = crate::target::sysfs_dir(devno)?;
     if dir.join("partition").exists() {
         dir = dir.parent()?.to_path_buf();
     }
@@ -121,16 +120,13 @@ fn device_in_memory(devno: u64, depth: usize) -> Option<String> {
     }
     let slaves = fs::read_dir(dir.join("slaves")).ok()?;
     for s in slaves.flatten() {
-        let Ok(dev) = fs::read_to_string(s.path().join("dev")) else {
+        let Some(dev) = fs::read_to_string(s.path().join("dev"))
+            .ok()
+            .and_then(|d| crate::holders::parse_devno(&d))
+        else {
             continue;
         };
-        let Some((a, b)) = dev.trim().split_once(':') else {
-            continue;
-        };
-        let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) else {
-            continue;
-        };
-        if let Some(why) = device_in_memory(libc::makedev(a, b), depth + 1) {
+        if let Some(why) = device_in_memory(dev, depth + 1) {
             return Some(format!("({name}) over a device {why}"));
         }
     }

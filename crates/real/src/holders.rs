@@ -139,11 +139,7 @@ pub fn attached_loops() -> Vec<LoopBacking> {
 /// partitions, and the whole disk when it is a partition (from sysfs).
 pub fn related_devnos(rdev: u64) -> HashSet<u64> {
     let mut set = HashSet::from([rdev]);
-    let Ok(dir) = fs::canonicalize(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(rdev),
-        libc::minor(rdev)
-    )) else {
+    let Some(dir) = crate::target::sysfs_dir(rdev) else {
         return set;
     };
     let devno_of = |d: &Path| {

@@ -183,25 +183,18 @@ fn open_direct(path: &Path, write: bool, create: bool) -> Result<File, TargetErr
 /// The kind of file system `path` (or, when it does not exist, its directory) is on, as
 /// `statfs` tells it (`f_type`), for an error.
 fn filesystem_name(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let dir = match path.parent() {
         Some(d) if !path.exists() && !d.as_os_str().is_empty() => d,
         Some(_) if !path.exists() => Path::new("."),
         _ => path,
     };
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+    let Some(f_type) = crate::fidelity::fs_type(dir) else {
         return "unknown".into();
     };
-    // SAFETY: statfs fills the zeroed struct it is given from a NUL-terminated path.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `c` outlives the call.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return "unknown".into();
-    }
     // The magic numbers of include/uapi/linux/magic.h.
-    match st.f_type as u64 {
-        0x8584_58f6 => "ramfs".into(),
-        0x0102_1994 => "tmpfs".into(),
+    match f_type {
+        crate::fidelity::RAMFS_MAGIC => "ramfs".into(),
+        crate::fidelity::TMPFS_MAGIC => "tmpfs".into(),
         0x6573_5546 => "FUSE".into(),
         0x794c_7630 => "overlayfs".into(),
         0x0102_1997 => "9p".into(),
@@ -705,7 +698,7 @@ pub fn device_size(file: &File) -> io::Result<u64> {
 }
 
 /// The sysfs directory of the block device `rdev`.
-fn sysfs_dir(rdev: u64) -> Option<PathBuf> {
+pub(crate) fn sysfs_dir(rdev: u64) -> Option<PathBuf> {
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
     fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()
 }
