@@ -9,7 +9,7 @@ mod common {
     pub mod direct_io;
     pub mod elevator;
 }
-use common::direct_io::direct_io_works;
+use common::direct_io::{direct_io_works, on_disk_tempdir};
 use common::elevator::elevator;
 
 /// The measured figures of calibration point `label`.
@@ -163,10 +163,4 @@ fn calibrate_rejects_an_unknown_sweep_scheduler_before_touching_the_target() {
         "{err}"
     );
     assert!(!target.exists());
-}
-
-/// A scratch directory under cargo's target directory: calibrate refuses a target served from
-/// memory (tmpfs, ramfs: `elevator_real::fidelity`), and `/tmp` is tmpfs on many systems.
-fn on_disk_tempdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }

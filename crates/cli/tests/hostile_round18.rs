@@ -12,10 +12,12 @@ use std::time::Duration;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod direct_io;
     pub mod traces;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
 use common::child::{rlimit, terminate_after, wait_within, TerminalSignals};
+use common::direct_io::on_disk_tempdir;
 use common::traces::disksim_trace;
 
 /// A blktrace of noop replaying a 200-request DiskSim trace, written by `elevator replay
@@ -67,7 +69,7 @@ fn root() -> bool {
 /// through too), which names the file, the compression and the command that decompresses it.
 #[test]
 fn a_compressed_blktrace_sibling_is_refused_by_the_one_check() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let (bt, cpu0) = noop_blktrace(dir.path());
     let cpu1 = bt.join("noop.blktrace.1");
     let mut gz = vec![0x1f, 0x8b, 0x08, 0x08, 0, 0, 0, 0, 0, 0x03];
@@ -109,7 +111,7 @@ fn full_pipe() -> (OwnedFd, OwnedFd) {
 /// 143, as a signal's end is reported.
 #[test]
 fn run_blocked_on_a_full_stdout_pipe_stops_on_one_sigterm_and_writes_its_json() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let job = job(dir.path(), "randread", 1);
     let target = dir.path().join("t");
     let json = dir.path().join("o.json");
@@ -154,7 +156,7 @@ fn run_blocked_on_a_full_stdout_pipe_stops_on_one_sigterm_and_writes_its_json() 
 /// naming both; a reading job on the same file still runs.
 #[test]
 fn a_target_written_past_the_file_size_limit_is_refused_before_any_io() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("t");
     let read = job(dir.path(), "randread", 1);
     // Laid out by elevator without a limit first, so the refusal is the limit's alone.
@@ -204,7 +206,7 @@ fn a_new_target_on_a_file_system_without_o_direct_is_refused_naming_it_and_not_l
         eprintln!("notice: needs root and unshare(1) for a ramfs mount; skipped");
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let job = job(dir.path(), "randread", 1);
     let mnt = dir.path().join("ram");
     std::fs::create_dir(&mnt).unwrap();
@@ -245,7 +247,7 @@ fn a_new_target_on_a_file_system_without_o_direct_is_refused_naming_it_and_not_l
 /// job file does not exist, so no version of elevator could start fio.
 #[test]
 fn kernel_record_refuses_an_unknown_or_repeated_scheduler_before_touching_anything() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let out_dir = dir.path().join("rec");
     let job = dir.path().join("absent.fio");
     for (sched, needles) in [
@@ -276,7 +278,7 @@ fn kernel_record_refuses_an_unknown_or_repeated_scheduler_before_touching_anythi
 /// table is named, with its key (`spec_file::toml_error`).
 #[test]
 fn a_wrong_value_in_a_scenario_job_names_its_line_and_field() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let p = dir.path().join("sw.toml");
     for (value, shown) in [("\"4k\"", "4k"), ("-4096", "-4096"), ("true", "true")] {
         std::fs::write(
@@ -304,7 +306,7 @@ fn a_512_byte_io_on_a_4096_byte_sector_device_names_the_logical_block_size() {
         eprintln!("notice: needs root and losetup for a loop device; skipped");
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let img = dir.path().join("img");
     std::fs::File::create(&img)
         .unwrap()
@@ -366,7 +368,7 @@ fn a_512_byte_io_on_a_4096_byte_sector_device_names_the_logical_block_size() {
 /// since round 14): 0.07 s, the same figures.
 #[test]
 fn bfq_replays_ten_thousand_requests_waiting_for_tags_in_linear_time() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let p = dir.path().join("same.trace");
     let text: String = (0..10_000)
         .map(|i| format!("{}.{:02}0 0 1000 8 {}\n", i / 100, i % 100, i % 2))
@@ -388,7 +390,7 @@ fn bfq_replays_ten_thousand_requests_waiting_for_tags_in_linear_time() {
 /// the least each): 99 MB peak, and the replay runs under the limit.
 #[test]
 fn two_thousand_per_cpu_blktrace_files_replay_in_bounded_memory() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let (bt, cpu0) = noop_blktrace(dir.path());
     for cpu in 1..2000 {
         std::fs::copy(&cpu0, bt.join(format!("noop.blktrace.{cpu}"))).unwrap();

@@ -10,10 +10,12 @@ use std::time::Duration;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod direct_io;
     pub mod measured;
 }
 use common::bounded::{clean_error, elevator_within, s, Out, MINUTE};
 use common::child::{terminate_after, wait_within, TerminalSignals};
+use common::direct_io::on_disk_tempdir;
 use common::measured::measured;
 
 /// Whether this test runs as root (loop devices need it).
@@ -58,7 +60,7 @@ fn calibrate_while(target: &Path, act: impl FnOnce(&Path)) -> Out {
 /// happened to it; no spec is written.
 #[test]
 fn a_calibrate_target_truncated_replaced_or_deleted_mid_run_fails_naming_it() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("t");
     type Act = fn(&Path);
     let cases: [(&str, Act); 3] = [
@@ -254,7 +256,7 @@ impl Drop for Loop {
 /// A sparse file of `len` bytes named `img` in a scratch directory on disk (kept while the
 /// directory is held).
 fn sparse_image(len: u64) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let image = dir.path().join("img");
     std::fs::File::create(&image).unwrap().set_len(len).unwrap();
     (dir, image)
@@ -268,7 +270,7 @@ fn sparse_image(len: u64) -> (tempfile::TempDir, PathBuf) {
 /// within seconds, exit 143, nothing written.
 #[test]
 fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("t");
     let json = dir.path().join("o.json");
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
@@ -320,7 +322,7 @@ fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
 fn kernel_diff_of_a_directory_of_1000_recordings_runs_in_bounded_memory() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../workload/tests/data/kernel/batches/mq-deadline");
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     for i in 0..1000 {
         std::os::unix::fs::symlink(&corpus, dir.path().join(format!("r{i:04}"))).unwrap();
     }
@@ -360,7 +362,7 @@ fn kernel_diff_of_a_directory_of_1000_recordings_runs_in_bounded_memory() {
 /// `null` in the JSON, no point in the plot, and a note says how many cells lack it.
 #[test]
 fn a_sweep_latency_of_a_direction_without_io_has_no_value_not_0() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let scenario = dir.path().join("w.toml");
     std::fs::write(
         &scenario,
@@ -427,7 +429,7 @@ fn edited_recording(dir: &Path, name: &str, edit: impl Fn(&str) -> String) -> Pa
 /// naming the field.
 #[test]
 fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     type Case<'a> = (&'a str, &'a str, &'a str, &'a [&'a str]);
     let cases: [Case; 3] = [
         (
@@ -466,7 +468,7 @@ fn kernel_diff_of_a_meta_json_of_wrong_types_and_limits_names_the_field() {
 /// as an output that is the target.
 #[test]
 fn calibrate_json_onto_its_own_target_is_refused_as_an_output() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = on_disk_tempdir();
     let target = dir.path().join("t");
     std::fs::write(&target, b"").unwrap();
     let link = dir.path().join("l");
