@@ -15,7 +15,8 @@
 # fifo-batch-1-, wstarved1-, asyncdepth-12-, kyberlat-: the table below) and 256 tags for a
 # name ending in -nr256; kfid46's those of bfqnoidle- and kyberdeep-; kfid47's those of
 # prioaging5- (mq-deadline's prio_aging_expire 5 ms) and inject-lowlat0- (bfq's low_latency 0);
-# kfid48's kyber's latency targets of kyberthr-rbad- and kyberthr-wbad-.
+# kfid48's kyber's latency targets of kyberthr-rbad- and kyberthr-wbad-; kfid49's those of bfqsi0-,
+# ddaging-, kybertgt-, bfqbackseek- and bfqtimeout8- (the table below).
 # Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
@@ -134,6 +135,14 @@ for mix in "${mixes[@]}"; do
 		# device's latency (congested), the other's far above it (its depth cut).
 		kyberthr-rbad-*:kyber) extra+=(--set read_lat_nsec=10000 --set write_lat_nsec=1000000000) ;;
 		kyberthr-wbad-*:kyber) extra+=(--set read_lat_nsec=1000000000 --set write_lat_nsec=10000) ;;
+		# Tunables of branch kfid49's held-out mixes.
+		bfqsi0-*:bfq) extra+=(--set slice_idle=0) ;;
+		ddaging-*:mq-deadline) extra+=(--set read_expire=5 --set write_expire=20) ;;
+		ddaging-*:kyber) extra+=(--set write_lat_nsec=500000) ;;
+		ddaging-*:bfq) extra+=(--set fifo_expire_async=40) ;;
+		kybertgt-*:kyber) extra+=(--set read_lat_nsec=500000 --set write_lat_nsec=5000000) ;;
+		bfqbackseek-*:bfq) extra+=(--set back_seek_max=16 --set back_seek_penalty=1) ;;
+		bfqtimeout8-*:bfq) extra+=(--set timeout_sync=8) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -151,7 +160,9 @@ for mix in "${mixes[@]}"; do
 			identical-*:bfq | bsrange-*:bfq | iouring-*:bfq | flow-*:bfq | \
 			async-*:bfq | fifo-*:bfq | wstarved1-*:bfq | asyncdepth-*:bfq | ionice-*:bfq | \
 			kyberlat-*:bfq | fdatasync-*:bfq | bfqnoidle-*:bfq | kyberdeep-*:bfq | \
-			inject-*:bfq | kyber3dom-*:bfq | prioaging5-*:bfq | kyberthr-*:bfq) \
+			inject-*:bfq | kyber3dom-*:bfq | prioaging5-*:bfq | kyberthr-*:bfq | \
+			oddbs-*:bfq | bfqsi0-*:bfq | ddaging-*:bfq | manyjobs48-*:bfq | ddtrim-*:bfq | \
+			kybertgt-*:bfq | bfqbackseek-*:bfq | bfqtimeout8-*:bfq | qd64-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
