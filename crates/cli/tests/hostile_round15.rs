@@ -2,23 +2,18 @@
 //! variants, and pids, CPUs and group paths past the kernel's maximums in every input that
 //! carries them. Every run is bounded in time, so a hang fails instead of waiting.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
     pub mod recording;
 }
 use common::bounded::{clean_error, elevator_within, s, MINUTE};
+use common::file::write;
 use common::recording::recording;
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    s(&p).to_string()
-}
 
 /// A scenario of one small fio job, `job_extra` added to the job's table and `head` before it.
 fn scenario(head: &str, job_extra: &str) -> String {
