@@ -302,7 +302,7 @@ fn calibration_refuses_negative_denormal_and_absurd_inputs() {
         (r#""mean_us": 1e-310"#, "denormal"),
         (r#""mean_us": 1e300"#, "more than any device"),
     ] {
-        let p = write(dir.path(), "m.json", &saved(figure));
+        let p = write(dir.path(), "m.json", saved(figure));
         let spec = dir.path().join("spec.toml");
         let out = elevator(&[
             "calibrate",

@@ -352,7 +352,7 @@ fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named()
                 time_based\nruntime=30ms\nramp_time=10ms\nnorandommap\n[t]\nnumjobs=4\n";
     let dir = tempfile::tempdir().unwrap();
     let run = |extra: &str| {
-        let job = write(dir.path(), "t.fio", &format!("{tapp}{extra}"));
+        let job = write(dir.path(), "t.fio", format!("{tapp}{extra}"));
         total_read_iops(&job, &ON_THE_STUDYS_HOST, &[])
     };
     let core = 1.0 / 2.62e-6;
@@ -364,7 +364,7 @@ fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named()
     assert!((1.8..2.05).contains(&(two / one)), "{two} against {one}");
 
     // The host has cores 0-9: CPU 12 is refused, naming the file, line and option.
-    let job = write(dir.path(), "bad.fio", &format!("{tapp}cpus_allowed=2,12\n"));
+    let job = write(dir.path(), "bad.fio", format!("{tapp}cpus_allowed=2,12\n"));
     let (ok, _, err) = elevator(&["sim", &job, "--host", "icpe24-10core", "--sched", "none"]);
     assert!(!ok);
     assert!(
