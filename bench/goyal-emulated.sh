@@ -34,14 +34,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-if [ "$(id -u)" != 0 ]; then
-    echo "goyal-emulated: skipped: needs root (SCHED_FIFO for the emulator)"
-    exit 0
-fi
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-    echo "goyal-emulated: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)"
-    exit 0
-fi
+bench=goyal-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_require
 rounds=${ROUNDS:-3}
 drive=${DRIVE:-ibm18es}
 runtime=${RUNTIME:-15}
@@ -53,9 +49,6 @@ out=${OUT:-$here/results/goyal-emulated.csv}
 sets=()
 for kv in ${SET:-}; do sets+=(--set "$kv"); done
 
-bench=goyal-emulated
-# shellcheck source=bench/lib/emulated.sh
-source "$here/lib/emulated.sh"
 emu_binary
 back=$(mktemp -d /dev/shm/elevator-goyal.XXXXXX)
 mnt=$(mktemp -d)
@@ -82,10 +75,6 @@ for i in $(seq 0 15); do truncate -s "$fsize" "$back/a$i" "$back/b$i"; done
 flag=""
 [ "$io" = direct ] && flag="iflag=direct"
 echo "settings: ${SET:-defaults}; drive $drive ($((cap_bytes / 1000000)) MB), files of $((fsize / 1048576)) MiB, dd bs=4k $flag; ${runtime} s measured after ${warm} s; kernel $(uname -r)"
-
-lateness() {
-    sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
-}
 
 # The bytes dd last reported in its stderr file $1 (0 before its first report).
 dd_bytes() {
@@ -130,7 +119,7 @@ run() {
     for i in $(seq 0 $((n - 1))); do
         b+=($(($(dd_bytes "$errs/b$i") - $(cat "$errs/b$i.0"))))
     done
-    read -r l1 l2 l3 <<<"$(lateness "$log")"
+    read -r l1 l2 l3 <<<"$(emu_lateness "$log")"
     grep -h "warning" "$log" >&2 || true
     printf '%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s\n' "$r" "$s" "$n" "$(echo "$t1 - $t0" | bc -l)" \
         "$(IFS=' '; echo "${a[*]}")" "$(IFS=' '; echo "${b[*]}")" "$l1" "$l2" "$l3" \

@@ -33,23 +33,18 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-if [ "$(id -u)" != 0 ]; then
-    echo "morton-emulated: skipped: needs root (SCHED_FIFO for the emulator)"
-    exit 0
-fi
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-    echo "morton-emulated: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)"
-    exit 0
-fi
+# shellcheck source=bench/lib/group.sh
+source "$here/lib/group.sh"
+bench=morton-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_require
 rounds=${ROUNDS:-3}
 drive=${DRIVE:-laptop-4200}
 cap=${CAP:-600}
 read -r -a scheds <<<"${SCHEDS:-noop deadline-2.5 anticipatory cfq bfq latency-guard}"
 out=${OUT:-$here/results/morton-emulated.csv}
 
-bench=morton-emulated
-# shellcheck source=bench/lib/emulated.sh
-source "$here/lib/emulated.sh"
 emu_binary
 back=$(mktemp -d /dev/shm/elevator-morton.XXXXXX)
 mnt=$(mktemp -d)
@@ -78,9 +73,7 @@ start_writer() {
 }
 
 stop_writer() {
-    kill -- "-$writer" 2>/dev/null || true
-    wait "$writer" 2>/dev/null || true
-    while pgrep -g "$writer" >/dev/null; do sleep 0.2; done
+    stop_group "$writer"
     writer=""
 }
 
@@ -99,11 +92,6 @@ compile() {
 }
 
 written_sectors() { awk '{print $7}' "$mnt/.elevator/stat"; }
-
-# The daemon's lateness line: "median p99 max" in us.
-lateness() {
-    sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
-}
 
 mkdir -p "$(dirname "$out")"
 echo "round,sched,alone_s,beside_s,writer_MBps,alone_late_med_us,alone_late_p99_us,alone_late_max_us,beside_late_med_us,beside_late_p99_us,beside_late_max_us,load1,utc" >"$out"
@@ -128,8 +116,8 @@ for r in $(seq 1 "$rounds"); do
         stop_writer
         umount_emulated
         mbps=$(echo "($w1 - $w0) * 512 / 1000000 / ($t1 - $t0)" | bc -l)
-        read -r a1 a2 a3 <<<"$(lateness "$log1")"
-        read -r b1 b2 b3 <<<"$(lateness "$log2")"
+        read -r a1 a2 a3 <<<"$(emu_lateness "$log1")"
+        read -r b1 b2 b3 <<<"$(emu_lateness "$log2")"
         grep -h "warning" "$log1" "$log2" >&2 || true
         load1=$(cut -d' ' -f1 /proc/loadavg)
         printf '%s,%s,%s,%s,%.2f,%s,%s,%s,%s,%s,%s,%s,%s\n' "$r" "$s" "$alone" "$beside" "$mbps" \

@@ -24,6 +24,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=bench/lib/group.sh
+source "$here/lib/group.sh"
 if [ "$(id -u)" != 0 ]; then
     echo "morton-real: skipped: needs root (losetup, mount, drop_caches)"
     exit 0
@@ -93,10 +95,7 @@ start_writer() { # $1: directory holding big
 }
 
 stop_writer() {
-    kill -- "-$writer" 2>/dev/null || true
-    wait "$writer" 2>/dev/null || true
-    # A killed dd may still be closing its file (writing back through the mount).
-    while pgrep -g "$writer" >/dev/null; do sleep 0.2; done
+    stop_group "$writer"
     writer=""
     sync
 }

@@ -44,14 +44,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-if [ "$(id -u)" != 0 ]; then
-    echo "startup-emulated: skipped: needs root (SCHED_FIFO for the emulator)"
-    exit 0
-fi
-if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-    echo "startup-emulated: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)"
-    exit 0
-fi
+# shellcheck source=bench/lib/group.sh
+source "$here/lib/group.sh"
+bench=startup-emulated
+# shellcheck source=bench/lib/emulated.sh
+source "$here/lib/emulated.sh"
+emu_require
 py=/usr/bin/python3.11
 pylib=/usr/lib/python3.11
 if [ ! -x "$py" ] || [ ! -d "$pylib" ]; then
@@ -66,9 +64,6 @@ read -r -a bgs <<<"${BGS:-0r0w 5r0w 2r2w}"
 out=${OUT:-$here/results/startup-emulated.csv}
 imports="json, email.mime.multipart, http.client, xml.etree.ElementTree, sqlite3, decimal, asyncio, unittest, argparse, logging, csv, zipfile, tarfile, urllib.request, pydoc"
 
-bench=startup-emulated
-# shellcheck source=bench/lib/emulated.sh
-source "$here/lib/emulated.sh"
 emu_binary
 back=$(mktemp -d /dev/shm/elevator-startup.XXXXXX)
 mnt=$(mktemp -d)
@@ -135,9 +130,7 @@ start_bg() { # $1: NrMw (N sequential readers, M sequential writers), 0r0w for n
 
 stop_bg() {
     [ -z "$bgpid" ] && return
-    kill -- "-$bgpid" 2>/dev/null || true
-    wait "$bgpid" 2>/dev/null || true
-    while pgrep -g "$bgpid" >/dev/null; do sleep 0.2; done
+    stop_group "$bgpid"
     bgpid=""
 }
 
@@ -154,10 +147,6 @@ startup() {
 }
 
 stat_sectors() { awk '{print $3 + $7}' "$mnt/.elevator/stat"; }
-
-lateness() {
-    sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
-}
 
 mkdir -p "$(dirname "$out")"
 echo "round,sched,bg,startup_s,bg_MBps,late_med_us,late_p99_us,late_max_us,load1,utc" >"$out"
@@ -179,7 +168,7 @@ for r in $(seq 1 "$rounds"); do
             stop_bg
             umount_emulated
             mbps=$(echo "($w1 - $w0) * 512 / 1000000 / ($t1 - $t0)" | bc -l)
-            read -r l1 l2 l3 <<<"$(lateness "$log")"
+            read -r l1 l2 l3 <<<"$(emu_lateness "$log")"
             grep -h "warning" "$log" >&2 || true
             printf '%s,%s,%s,%s,%.2f,%s,%s,%s,%s,%s\n' "$r" "$s" "$bg" "$t" "$mbps" "$l1" "$l2" "$l3" \
                 "$(cut -d' ' -f1 /proc/loadavg)" "$(date -u +%H:%M:%S)" | tee -a "$out"

@@ -1,8 +1,21 @@
 # Shared by the benches on an emulated drive behind `elevator mount --drive`
-# (morton-emulated.sh, goyal-emulated.sh, startup-emulated.sh): the binary, the drive's
-# write-through spec, mounting and unmounting. Source it, then set `root` (the repository),
-# `back` (the backing directory), `mnt` (the mountpoint), `drive` and `bench` (the script's
-# name, for messages) before calling these.
+# (morton-emulated.sh, goyal-emulated.sh, startup-emulated.sh): what they need, the binary,
+# the drive's write-through spec, mounting and unmounting, the daemon's lateness. Source it,
+# then set `root` (the repository), `back` (the backing directory), `mnt` (the mountpoint),
+# `drive` and `bench` (the script's name, for messages) before calling these.
+
+# Exit 0 with a notice unless run as root (the daemon runs at SCHED_FIFO) with /dev/fuse and
+# fusermount3.
+emu_require() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "$bench: skipped: needs root (SCHED_FIFO for the emulator)"
+        exit 0
+    fi
+    if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+        echo "$bench: skipped: needs /dev/fuse and fusermount3 (apt-get install fuse3)"
+        exit 0
+    fi
+}
 
 # elevator: ELEVATOR=PATH runs that binary instead of building this tree's.
 emu_binary() {
@@ -50,4 +63,9 @@ umount_emulated() {
     for _ in $(seq 300); do fusermount3 -u "$mnt" 2>/dev/null && break; sleep 0.2; done
     wait "$daemon"
     daemon=""
+}
+
+# The daemon's lateness line in its stderr file $1: "median p99 max" in us.
+emu_lateness() {
+    sed -n 's/.*late against the model by median \([0-9.]*\) us, p99 \([0-9.]*\) us, max \([0-9.]*\) us.*/\1 \2 \3/p' "$1" | tail -n1
 }

@@ -9,14 +9,10 @@ use std::time::Duration;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
+use common::file::write;
 
 // ----- hangs -----
 

@@ -2,23 +2,18 @@
 //! variants, and pids, CPUs and group paths past the kernel's maximums in every input that
 //! carries them. Every run is bounded in time, so a hang fails instead of waiting.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
     pub mod recording;
 }
 use common::bounded::{clean_error, elevator_within, s, MINUTE};
+use common::file::write;
 use common::recording::recording;
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    s(&p).to_string()
-}
 
 /// A scenario of one small fio job, `job_extra` added to the job's table and `head` before it.
 fn scenario(head: &str, job_extra: &str) -> String {
@@ -69,7 +64,7 @@ fn a_scenario_group_path_300000_levels_deep_is_refused_not_an_abort() {
     let job = write(
         dir.path(),
         "deep.fio",
-        &format!(
+        format!(
             "[r]\nrw=randread\nbs=4k\nsize=1m\nnumber_ios=8\nelevator_cgroup={}\n",
             "/a".repeat(3000)
         ),
@@ -83,7 +78,7 @@ fn a_scenario_group_path_300000_levels_deep_is_refused_not_an_abort() {
     let f = write(
         dir.path(),
         "ok.toml",
-        &scenario("", &format!("group = \"{}\"", "/d".repeat(64))),
+        scenario("", &format!("group = \"{}\"", "/d".repeat(64))),
     );
     let out = elevator_within(&["sim", &f, "--sched", "bfq"], MINUTE);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -265,7 +260,7 @@ fn a_replay_of_5000_processes_written_as_blktrace_replays_again() {
 #[test]
 fn sim_of_a_scenario_with_drive_names_only_the_flag_given() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "s.toml", &scenario("", ""));
+    let f = write(dir.path(), "s.toml", scenario("", ""));
     let out = elevator_within(&["sim", &f, "--sched", "noop", "--drive", "x"], MINUTE);
     clean_error(&out, &["--drive: applies to fio job files only"]);
     assert!(
@@ -297,7 +292,7 @@ fn wide_groups(n: usize) -> String {
 fn a_scenario_of_many_long_group_paths_loads_in_linear_time() {
     let dir = tempfile::tempdir().unwrap();
     let time = |n: usize| {
-        let f = write(dir.path(), &format!("w{n}.toml"), &wide_groups(n));
+        let f = write(dir.path(), &format!("w{n}.toml"), wide_groups(n));
         (0..2)
             .map(|_| {
                 let t = std::time::Instant::now();

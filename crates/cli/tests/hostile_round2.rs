@@ -10,19 +10,17 @@ mod common {
     pub mod bounded;
     pub mod child;
     pub mod direct_io;
+    pub mod file;
     pub mod measured;
+    pub mod scenario;
     pub mod stdin;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
 use common::child::{wait_within, TerminalSignals};
+use common::file::write;
 use common::measured::measured;
+use common::scenario::small_scenario;
 use common::stdin::with_stdin;
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
 
 /// An MSR Cambridge trace of `n` 4 KiB reads by two disks, 1 ms apart.
 fn msr_trace(n: usize) -> String {
@@ -304,7 +302,7 @@ fn calibration_refuses_negative_denormal_and_absurd_inputs() {
         (r#""mean_us": 1e-310"#, "denormal"),
         (r#""mean_us": 1e300"#, "more than any device"),
     ] {
-        let p = write(dir.path(), "m.json", &saved(figure));
+        let p = write(dir.path(), "m.json", saved(figure));
         let spec = dir.path().join("spec.toml");
         let out = elevator(&[
             "calibrate",
@@ -637,16 +635,6 @@ fn a_trace_on_standard_input_replays_under_every_scheduler() {
 
 // ----- round 2, second pass: the newer surfaces (sweeps, Parquet, merge, io settings) -----
 
-/// A scenario of one short fio job, for sweeps.
-fn small_scenario(dir: &Path) -> String {
-    write(
-        dir,
-        "small.toml",
-        "name = \"small\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"fio\"\nname = \"r\"\n\
-         rw = \"randread\"\nbs = 4096\nnumber_ios = 8\n",
-    )
-}
-
 /// `elevator sim INPUT --sweep seed=1..2 EXTRA...`: the sweep every case below runs, with
 /// the flags under test.
 fn sweep(input: &str, extra: &[&str]) -> Out {
@@ -660,7 +648,7 @@ fn sweep(input: &str, extra: &[&str]) -> Out {
 #[test]
 fn a_sweep_range_from_i64_min_to_max_is_refused_not_allocated() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = small_scenario(dir.path());
+    let sc = small_scenario(dir.path(), 8);
     for axis in [
         "seed=-9223372036854775808..9223372036854775807",
         "deadline.fifo_batch=-9223372036854775808..9223372036854775807",
@@ -677,7 +665,7 @@ fn a_sweep_range_from_i64_min_to_max_is_refused_not_allocated() {
 #[test]
 fn sweep_outputs_are_checked_before_the_cells_run() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = small_scenario(dir.path());
+    let sc = small_scenario(dir.path(), 8);
     let missing = dir.path().join("no/such/dir/t.parquet");
     let out = sweep(&sc, &["--parquet", missing.to_str().unwrap()]);
     clean_error(&out, &["--parquet", "does not exist"]);
@@ -710,7 +698,7 @@ fn sweep_outputs_are_checked_before_the_cells_run() {
 #[test]
 fn merge_refuses_an_output_it_cannot_or_must_not_write() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = small_scenario(dir.path());
+    let sc = small_scenario(dir.path(), 8);
     let shard = dir.path().join("s0.parquet");
     let out = sweep(
         &sc,

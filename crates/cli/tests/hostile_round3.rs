@@ -10,14 +10,10 @@ use std::time::Duration;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p.to_str().unwrap().to_string()
-}
+use common::file::write;
 
 /// The "N requests replayed" figure of a replay's output.
 fn replayed(out: &Out) -> u64 {

@@ -13,26 +13,18 @@ mod common {
     pub mod child;
     pub mod direct_io;
     pub mod stdin;
+    pub mod traces;
 }
 use common::bounded::{clean_error, elevator, s, Out};
 use common::child::{wait_within, TerminalSignals};
 use common::direct_io::direct_io_works;
 use common::stdin::with_stdin;
+use common::traces::disksim_4k_trace;
 
-/// A DiskSim ASCII trace of `n` 4 KiB requests, 1 ms apart (writes when `write`).
+/// A DiskSim ASCII trace of `n` 4 KiB requests, 1 ms apart (writes when `write`), over the
+/// first 4 GB.
 fn disksim_trace(path: &Path, n: u64, write: bool) {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    let flag = if write { 0 } else { 1 };
-    for i in 0..n {
-        writeln!(
-            f,
-            "{:.3} 0 {} 8 {flag}",
-            i as f64,
-            (i * 7919) % 1_000_000 * 8
-        )
-        .unwrap();
-    }
-    f.flush().unwrap();
+    disksim_4k_trace(path, n, write, 1_000_000);
 }
 
 fn spawn(args: &[&str], tmpdir: &Path) -> Child {

@@ -3,7 +3,6 @@
 //! nodes as outputs, layouts larger than the free space. Every run is bounded in time, so a
 //! hang fails instead of waiting.
 
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -14,11 +13,13 @@ mod common {
     pub mod child;
     pub mod direct_io;
     pub mod mount;
+    pub mod traces;
 }
 use common::bounded::{clean_error, elevator, elevator_within, s, Out};
 use common::child::{wait_within, TerminalSignals};
 use common::direct_io::direct_io_works;
 use common::mount::{fuse_available, mounted};
+use common::traces::disksim_4k_trace;
 
 /// Whether the tests run as root.
 fn is_root() -> bool {
@@ -129,13 +130,9 @@ fn spawn(args: &[&str], ignore_hup: bool) -> Child {
     cmd.spawn().expect("run elevator")
 }
 
-/// A DiskSim ASCII trace of `n` 4 KiB writes, 1 ms apart.
+/// A DiskSim ASCII trace of `n` 4 KiB writes, 1 ms apart, over the first 400 MB.
 fn writes_trace(path: &Path, n: u64) {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for i in 0..n {
-        writeln!(f, "{i}.000 0 {} 8 0", (i * 7919) % 100_000 * 8).unwrap();
-    }
-    f.flush().unwrap();
+    disksim_4k_trace(path, n, true, 100_000);
 }
 
 /// SIGHUP (the terminal a command runs in closed) took the default action: `replay --target`

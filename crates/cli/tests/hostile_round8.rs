@@ -7,8 +7,11 @@ use std::path::Path;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
+    pub mod scenario;
 }
 use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
+use common::scenario::small_scenario;
 
 // ----- round 7's leftovers -----
 
@@ -21,22 +24,9 @@ use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
 #[test]
 fn a_sweep_of_100000_cells_of_1000_ios_is_refused_naming_the_sweep_and_the_override() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("small.toml");
-    std::fs::write(
-        &sc,
-        "name = \"small\"\ndrive = \"cheetah9lp\"\n[[job]]\nname = \"r\"\nkind = \"fio\"\n\
-         rw = \"randread\"\nbs = 4096\nnumber_ios = 1000\n",
-    )
-    .unwrap();
+    let sc = small_scenario(dir.path(), 1000);
     let o = elevator_within(
-        &[
-            "sim",
-            s(&sc),
-            "--sched",
-            "noop",
-            "--sweep",
-            "seed=1..100000",
-        ],
+        &["sim", &sc, "--sched", "noop", "--sweep", "seed=1..100000"],
         MINUTE,
     );
     clean_error(&o, &["--sweep", "100000 cells", "--max-ios", "max_ios"]);
@@ -44,7 +34,7 @@ fn a_sweep_of_100000_cells_of_1000_ios_is_refused_naming_the_sweep_and_the_overr
     let o = elevator_within(
         &[
             "sim",
-            s(&sc),
+            &sc,
             "--sched",
             "noop,deadline",
             "--sweep",
@@ -55,11 +45,11 @@ fn a_sweep_of_100000_cells_of_1000_ios_is_refused_naming_the_sweep_and_the_overr
     clean_error(&o, &["--sweep", "100000 cells", "--max-ios"]);
     // The bound is the user's: lowered, ten cells pass it; within it they run.
     let o = elevator_within(
-        &["sim", s(&sc), "--sweep", "seed=1..10", "--max-ios", "5000"],
+        &["sim", &sc, "--sweep", "seed=1..10", "--max-ios", "5000"],
         MINUTE,
     );
     clean_error(&o, &["--sweep", "10 cells", "--max-ios"]);
-    let o = elevator_within(&["sim", s(&sc), "--sweep", "seed=1..10"], MINUTE);
+    let o = elevator_within(&["sim", &sc, "--sweep", "seed=1..10"], MINUTE);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
 

@@ -7,8 +7,11 @@ use std::path::Path;
 mod common {
     pub mod bounded;
     pub mod child;
+    pub mod file;
+    pub mod scenario;
 }
 use common::bounded::{clean_error, elevator, elevator_within, s, MINUTE};
+use common::scenario::small_scenario;
 
 // ----- round 8's leftovers -----
 
@@ -98,17 +101,11 @@ fn a_scenario_trace_longer_than_the_io_bound_is_refused_before_it_runs() {
 #[test]
 fn a_sweep_axis_enlarging_its_cells_is_bounded_by_every_cell_before_any_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("small.toml");
-    std::fs::write(
-        &sc,
-        "name = \"small\"\ndrive = \"cheetah9lp\"\n[[job]]\nname = \"r\"\nkind = \"fio\"\n\
-         rw = \"randread\"\nbs = 4096\nnumber_ios = 1000\n",
-    )
-    .unwrap();
+    let sc = small_scenario(dir.path(), 1000);
     let o = elevator_within(
         &[
             "sim",
-            s(&sc),
+            &sc,
             "--sched",
             "noop",
             "--sweep",
@@ -133,7 +130,7 @@ fn a_sweep_axis_enlarging_its_cells_is_bounded_by_every_cell_before_any_runs() {
     let o = elevator_within(
         &[
             "sim",
-            s(&sc),
+            &sc,
             "--sched",
             "noop",
             "--sweep",
@@ -204,20 +201,14 @@ fn a_recording_whose_job_file_lost_its_jobs_is_refused_naming_it() {
 #[test]
 fn a_scheduler_named_twice_in_sched_is_refused_naming_both() {
     let dir = tempfile::tempdir().unwrap();
-    let sc = dir.path().join("small.toml");
-    std::fs::write(
-        &sc,
-        "name = \"small\"\ndrive = \"cheetah9lp\"\n[[job]]\nname = \"r\"\nkind = \"fio\"\n\
-         rw = \"randread\"\nbs = 4096\nnumber_ios = 200\n",
-    )
-    .unwrap();
-    let o = elevator_within(&["sim", s(&sc), "--sched", "deadline,deadline"], MINUTE);
+    let sc = small_scenario(dir.path(), 200);
+    let o = elevator_within(&["sim", &sc, "--sched", "deadline,deadline"], MINUTE);
     clean_error(&o, &["--sched", "\"deadline\" and \"deadline\""]);
-    let o = elevator_within(&["sim", s(&sc), "--sched", "noop,none"], MINUTE);
+    let o = elevator_within(&["sim", &sc, "--sched", "noop,none"], MINUTE);
     clean_error(&o, &["--sched", "\"noop\" and \"none\""]);
     let many = vec!["noop"; 10_000].join(",");
-    let o = elevator_within(&["sim", s(&sc), "--sched", &many], MINUTE);
+    let o = elevator_within(&["sim", &sc, "--sched", &many], MINUTE);
     clean_error(&o, &["--sched", "give each once"]);
-    let o = elevator_within(&["sim", s(&sc), "--sched", "noop,deadline"], MINUTE);
+    let o = elevator_within(&["sim", &sc, "--sched", "noop,deadline"], MINUTE);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }

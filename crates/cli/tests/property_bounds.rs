@@ -14,9 +14,12 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common {
+    pub mod file;
     pub mod measured;
+    pub mod scenario;
 }
 use common::measured::measured;
+use common::scenario::small_scenario;
 
 const GIB: u64 = 1 << 30;
 
@@ -228,16 +231,9 @@ fn kernel_recording(dir: &Path, n: usize) -> Vec<String> {
 /// A sweep of `n` cells over a small scenario (`sim --sweep`): the grid's expansion and a
 /// run per cell.
 fn sweep_cells(dir: &Path, n: usize) -> Vec<String> {
-    let sc = dir.join("small.toml");
-    std::fs::write(
-        &sc,
-        "name = \"small\"\ndrive = \"cheetah9lp\"\n\n[[job]]\nkind = \"fio\"\nname = \"r\"\n\
-         rw = \"randread\"\nbs = 4096\nnumber_ios = 16\n",
-    )
-    .unwrap();
     [
         "sim".to_string(),
-        s(&sc),
+        small_scenario(dir, 16),
         "--sched".into(),
         "deadline".into(),
         "--sweep".into(),

@@ -1,22 +1,15 @@
 //! `elevator run` end to end on temporary files (no root needed).
 
-use std::path::Path;
-
 mod common {
     pub mod direct_io;
     pub mod elevator;
+    pub mod file;
+    pub mod fio_job;
 }
 use common::direct_io::direct_io_works;
 use common::elevator::elevator;
-
-fn write_job(dir: &Path, text: &str) -> String {
-    let p = dir.join("job.fio");
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
-const MIXED: &str = "[global]\ndirect=1\n\n[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\
-                     [reader]\nrw=randread\nbs=4k\nioengine=psync\noffset=2m\nsize=1m\nnumber_ios=50\n";
+use common::file::write;
+use common::fio_job::{run_on_a_file, MIXED};
 
 #[test]
 fn run_reports_fio_compatible_json_for_each_job() {
@@ -24,18 +17,11 @@ fn run_reports_fio_compatible_json_for_each_job() {
     if !direct_io_works(dir.path()) {
         return;
     }
-    let job = write_job(dir.path(), MIXED);
-    let target = dir.path().join("t.dat");
-    let (ok, out, err) = elevator(&[
-        "run",
-        &job,
-        "--target",
-        target.to_str().unwrap(),
-        "--sched",
-        "none",
-        "--output-format",
-        "json",
-    ]);
+    let (ok, out, err) = run_on_a_file(
+        dir.path(),
+        MIXED,
+        &["--sched", "none", "--output-format", "json"],
+    );
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let jobs = v["jobs"].as_array().unwrap();
@@ -57,16 +43,7 @@ fn several_schedulers_run_one_after_another_and_print_a_comparison() {
     if !direct_io_works(dir.path()) {
         return;
     }
-    let job = write_job(dir.path(), MIXED);
-    let target = dir.path().join("t.dat");
-    let (ok, out, err) = elevator(&[
-        "run",
-        &job,
-        "--target",
-        target.to_str().unwrap(),
-        "--sched",
-        "none,latency-guard",
-    ]);
+    let (ok, out, err) = run_on_a_file(dir.path(), MIXED, &["--sched", "none,latency-guard"]);
     assert!(ok, "{err}");
     assert!(out.contains("comparison"), "{out}");
     assert!(out.contains("latency-guard  reader"), "{out}");
@@ -78,15 +55,11 @@ fn verify_writes_checksummed_blocks_and_reads_them_back() {
     if !direct_io_works(dir.path()) {
         return;
     }
-    let job = write_job(dir.path(), "[w]\nrw=randwrite\nbs=4k\niodepth=8\nsize=1m\n");
-    let target = dir.path().join("t.dat");
-    let (ok, out, err) = elevator(&[
-        "run",
-        &job,
-        "--target",
-        target.to_str().unwrap(),
-        "--verify",
-    ]);
+    let (ok, out, err) = run_on_a_file(
+        dir.path(),
+        "[w]\nrw=randwrite\nbs=4k\niodepth=8\nsize=1m\n",
+        &["--verify"],
+    );
     assert!(ok, "{err}");
     assert!(
         out.contains("verify: read back and checked 1.0MiB"),
@@ -97,7 +70,11 @@ fn verify_writes_checksummed_blocks_and_reads_them_back() {
 #[test]
 fn an_unsupported_option_is_refused_naming_file_line_and_option() {
     let dir = tempfile::tempdir().unwrap();
-    let job = write_job(dir.path(), "[j]\nrw=read\nsize=1m\nverify=crc32c\n");
+    let job = write(
+        dir.path(),
+        "job.fio",
+        "[j]\nrw=read\nsize=1m\nverify=crc32c\n",
+    );
     let (ok, _, err) = elevator(&["run", &job, "--target", "/nonexistent/x"]);
     assert!(!ok);
     assert!(err.contains("job.fio:4: field `verify`"), "{err}");
@@ -108,7 +85,7 @@ fn writing_over_an_existing_file_is_refused_without_allow_overwrite() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("data");
     std::fs::write(&target, vec![7u8; 1 << 20]).unwrap();
-    let job = write_job(dir.path(), "[w]\nrw=write\nsize=1m\n");
+    let job = write(dir.path(), "job.fio", "[w]\nrw=write\nsize=1m\n");
     let (ok, _, err) = elevator(&["run", &job, "--target", target.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("refusing to write to"), "{err}");
@@ -118,7 +95,7 @@ fn writing_over_an_existing_file_is_refused_without_allow_overwrite() {
 #[test]
 fn an_unknown_scheduler_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let job = write_job(dir.path(), "[r]\nrw=read\nsize=1m\n");
+    let job = write(dir.path(), "job.fio", "[r]\nrw=read\nsize=1m\n");
     let (ok, _, err) = elevator(&[
         "run",
         &job,
@@ -141,19 +118,17 @@ fn run_writes_a_blktrace_of_every_request_with_jobs_as_processes() {
     if !direct_io_works(dir.path()) {
         return;
     }
-    let job = write_job(dir.path(), MIXED);
-    let target = dir.path().join("t.dat");
     let bt = dir.path().join("bt");
-    let (ok, _, err) = elevator(&[
-        "run",
-        &job,
-        "--target",
-        target.to_str().unwrap(),
-        "--sched",
-        "mq-deadline",
-        "--blktrace-out",
-        bt.to_str().unwrap(),
-    ]);
+    let (ok, _, err) = run_on_a_file(
+        dir.path(),
+        MIXED,
+        &[
+            "--sched",
+            "mq-deadline",
+            "--blktrace-out",
+            bt.to_str().unwrap(),
+        ],
+    );
     assert!(ok, "{err}");
     let mut r = EventReader::open(&bt.join("mq-deadline.blktrace.0")).unwrap();
     let ev: Vec<BlkEvent> = r.by_ref().map(Result::unwrap).collect();

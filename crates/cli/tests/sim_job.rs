@@ -1,23 +1,17 @@
 //! `elevator sim JOB.fio`: a fio job file on the simulator, in the JSON shape of `elevator run`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use serde_json::Value;
 
 mod common {
     pub mod elevator;
+    pub mod file;
+    pub mod fio_job;
 }
 use common::elevator::elevator;
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
-const MIXED: &str = "[global]\ndirect=1\n\n[writer]\nrw=write\nbs=64k\niodepth=4\nsize=2m\n\n\
-                     [reader]\nrw=randread\nbs=4k\nioengine=psync\noffset=2m\nsize=1m\nnumber_ios=50\n";
+use common::file::write;
+use common::fio_job::{run_on_a_file, MIXED};
 
 /// Every key path of a JSON document (array elements share their index's paths), without
 /// the percentile keys' values.
@@ -85,17 +79,11 @@ fn the_simulators_json_has_every_field_of_the_executors() {
     let job = write(dir.path(), "mixed.fio", MIXED);
     let sim = sim_json(&job, &["--sched", "none"]);
     // The executor's JSON on a temporary file, where O_DIRECT works.
-    let target = dir.path().join("t.dat");
-    let (ok, out, err) = elevator(&[
-        "run",
-        &job,
-        "--target",
-        target.to_str().unwrap(),
-        "--sched",
-        "none",
-        "--output-format",
-        "json",
-    ]);
+    let (ok, out, err) = run_on_a_file(
+        dir.path(),
+        MIXED,
+        &["--sched", "none", "--output-format", "json"],
+    );
     if !ok && err.contains("O_DIRECT") {
         eprintln!("skipping the comparison: {err}");
         return;
@@ -271,9 +259,9 @@ fn a_job_file_runs_on_the_980_pro_unless_told_otherwise() {
     assert!((20_000.0..200_000.0).contains(&mean), "{mean} ns");
 }
 
-/// The read IOPS of every job of `elevator sim JOB --output-format json ARGS`, summed.
-fn total_read_iops(job: &str, args: &[&str]) -> f64 {
-    sim_json(job, args)["jobs"]
+/// The read IOPS of every job of `elevator sim JOB --output-format json ARGS EXTRA`, summed.
+fn total_read_iops(job: &str, args: &[&str], extra: &[&str]) -> f64 {
+    sim_json(job, &[args, extra].concat())["jobs"]
         .as_array()
         .unwrap()
         .iter()
@@ -288,9 +276,11 @@ fn host_cpu_model_caps_a_locked_scheduler_and_a_bad_host_is_named() {
         "/../../bench/jobs/icpe24-tapp.fio"
     );
     let total = |extra: &[&str]| {
-        let mut args = vec!["--sched", "mq-deadline", "--drive", "samsung-980pro-1tb"];
-        args.extend_from_slice(extra);
-        total_read_iops(job, &args)
+        total_read_iops(
+            job,
+            &["--sched", "mq-deadline", "--drive", "samsung-980pro-1tb"],
+            extra,
+        )
     };
     let free = total(&[]);
     let host = total(&["--host", "icpe24-10core"]);
@@ -310,24 +300,23 @@ fn host_cpu_model_caps_a_locked_scheduler_and_a_bad_host_is_named() {
     assert!(err.contains("h.toml:3") && err.contains("cores"), "{err}");
 }
 
+/// none on the 980 PRO behind the ICPE'24 study's 10-core host model.
+const ON_THE_STUDYS_HOST: [&str; 6] = [
+    "--sched",
+    "none",
+    "--drive",
+    "samsung-980pro-1tb",
+    "--host",
+    "icpe24-10core",
+];
+
 #[test]
 fn host_drives_share_the_cores_with_the_other_drives_and_need_a_host() {
     let job = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../bench/jobs/icpe24-tapp.fio"
     );
-    let total = |extra: &[&str]| {
-        let mut args = vec![
-            "--sched",
-            "none",
-            "--drive",
-            "samsung-980pro-1tb",
-            "--host",
-            "icpe24-10core",
-        ];
-        args.extend_from_slice(extra);
-        total_read_iops(job, &args)
-    };
+    let total = |extra: &[&str]| total_read_iops(job, &ON_THE_STUDYS_HOST, extra);
     // Four processes on their own cores: near the drive's ceiling on one drive; on one of
     // eight, each core gives this drive an eighth of its 1 / 2.62 us.
     let one = total(&[]);
@@ -363,18 +352,8 @@ fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named()
                 time_based\nruntime=30ms\nramp_time=10ms\nnorandommap\n[t]\nnumjobs=4\n";
     let dir = tempfile::tempdir().unwrap();
     let run = |extra: &str| {
-        let job = write(dir.path(), "t.fio", &format!("{tapp}{extra}"));
-        total_read_iops(
-            &job,
-            &[
-                "--sched",
-                "none",
-                "--drive",
-                "samsung-980pro-1tb",
-                "--host",
-                "icpe24-10core",
-            ],
-        )
+        let job = write(dir.path(), "t.fio", format!("{tapp}{extra}"));
+        total_read_iops(&job, &ON_THE_STUDYS_HOST, &[])
     };
     let core = 1.0 / 2.62e-6;
     let free = run("");
@@ -385,7 +364,7 @@ fn cpus_allowed_pins_jobs_to_the_host_models_cores_and_a_missing_core_is_named()
     assert!((1.8..2.05).contains(&(two / one)), "{two} against {one}");
 
     // The host has cores 0-9: CPU 12 is refused, naming the file, line and option.
-    let job = write(dir.path(), "bad.fio", &format!("{tapp}cpus_allowed=2,12\n"));
+    let job = write(dir.path(), "bad.fio", format!("{tapp}cpus_allowed=2,12\n"));
     let (ok, _, err) = elevator(&["sim", &job, "--host", "icpe24-10core", "--sched", "none"]);
     assert!(!ok);
     assert!(

@@ -104,20 +104,39 @@ fn fill<S: Steady>(mut st: S, queued: usize) -> S {
     st
 }
 
+/// The policy `info` with its default tunables.
+fn with_defaults(info: &SchedulerSpec) -> Box<dyn Scheduler> {
+    info.build(&Settings::new(), &GroupTree::new())
+        .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name))
+}
+
+/// One request shape of the pool.
+struct Shape {
+    sector: u64,
+    sectors: u32,
+    ctx: u32,
+    read: bool,
+}
+
+/// The `POOL` request shapes, drawn from one seed: the same for every policy, alone or behind
+/// the layer.
+fn shapes() -> impl Iterator<Item = Shape> {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
+    (0..POOL).map(move |_| Shape {
+        sector: rng.gen_range(0..(1u64 << 28)) & !7,
+        sectors: 8 << rng.gen_range(0..4u32),
+        ctx: rng.gen_range(0..8u32),
+        read: rng.gen_bool(0.5),
+    })
+}
+
 impl Bare {
     fn new(info: SchedulerSpec, queued: usize) -> Bare {
-        let sched = info
-            .build(&Settings::new(), &GroupTree::new())
-            .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name));
-        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
-        let pool = (0..POOL)
-            .map(|_| {
-                let sector = rng.gen_range(0..(1u64 << 28)) & !7;
-                let sectors = 8 << rng.gen_range(0..4u32);
-                let b = rq(0, rng.gen_range(0..8u32))
-                    .sector(sector)
-                    .sectors(sectors);
-                if rng.gen_bool(0.5) {
+        let sched = with_defaults(&info);
+        let pool = shapes()
+            .map(|s| {
+                let b = rq(0, s.ctx).sector(s.sector).sectors(s.sectors);
+                if s.read {
                     b.read().build()
                 } else {
                     b.write().build()
@@ -189,21 +208,11 @@ struct Layered {
 
 impl Layered {
     fn new(info: SchedulerSpec, queued: usize) -> Layered {
-        let sched = info
-            .build(&Settings::new(), &GroupTree::new())
-            .unwrap_or_else(|e| panic!("{} does not build with defaults: {e}", info.name));
-        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
-        let pool = (0..POOL)
-            .map(|_| {
-                let sector = rng.gen_range(0..(1u64 << 28)) & !7;
-                let sectors = 8 << rng.gen_range(0..4u32);
-                let ctx = CtxId(rng.gen_range(0..8u32));
-                let op = if rng.gen_bool(0.5) {
-                    Op::Read
-                } else {
-                    Op::Write
-                };
-                Bio::new(ctx, op, sector, sectors)
+        let sched = with_defaults(&info);
+        let pool = shapes()
+            .map(|s| {
+                let op = if s.read { Op::Read } else { Op::Write };
+                Bio::new(CtxId(s.ctx), op, s.sector, s.sectors)
             })
             .collect();
         fill(

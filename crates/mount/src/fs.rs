@@ -1093,26 +1093,19 @@ impl Filesystem for Passthrough {
             // "." and ".." come without a lookup (the kernel takes no reference to them from
             // a listing: fuse_direntplus_link skips the dots), the control files with their
             // own attributes and no lifetime, as their lookups give them.
-            if name == "." || name == ".." {
+            let without_lookup = if name == "." || name == ".." {
                 let mut a = ctl_attr(*e_ino, CtlNode::Dir);
                 a.kind = *kind;
-                if reply.add(
-                    INodeNo(*e_ino),
-                    next,
-                    name,
-                    &Duration::ZERO,
-                    &a,
-                    Generation(0),
-                ) {
-                    break;
-                }
-                continue;
-            }
-            if dir.is_none() || (ino.0 == ROOT && name == control::DIR_NAME) {
+                Some(a)
+            } else if dir.is_none() || (ino.0 == ROOT && name == control::DIR_NAME) {
                 let Some(n) = self.control.node(*e_ino) else {
                     continue;
                 };
-                let a = ctl_attr(*e_ino, n);
+                Some(ctl_attr(*e_ino, n))
+            } else {
+                None
+            };
+            if let Some(a) = without_lookup {
                 if reply.add(
                     INodeNo(*e_ino),
                     next,

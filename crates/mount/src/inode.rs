@@ -245,6 +245,15 @@ impl Inodes {
         self.lock().by_ino.get(&ino).map(|(n, _)| Arc::clone(n))
     }
 
+    /// The node of the file `st` describes (its device and inode), if there is one.
+    fn of_file(&self, st: &libc::stat) -> Option<Arc<Node>> {
+        let t = self.lock();
+        t.by_key
+            .get(&(st.st_dev, st.st_ino))
+            .and_then(|i| t.by_ino.get(i))
+            .map(|(node, _)| Arc::clone(node))
+    }
+
     /// The node `ino` with its descriptor (reopened if it was closed): ESTALE if the kernel
     /// forgot it or its file is gone or replaced.
     pub fn hold(&self, ino: u64) -> io::Result<Held> {
@@ -390,14 +399,7 @@ impl Inodes {
             let Ok(st) = stat_at(p.fd.as_raw_fd(), n) else {
                 continue;
             };
-            let node = {
-                let t = self.lock();
-                t.by_key
-                    .get(&(st.st_dev, st.st_ino))
-                    .and_then(|i| t.by_ino.get(i))
-                    .map(|(node, _)| Arc::clone(node))
-            };
-            if let Some(node) = node {
+            if let Some(node) = self.of_file(&st) {
                 if let Some(l) = lock(&node.link).as_mut() {
                     *l = Link {
                         parent: Arc::clone(&p.node),
@@ -418,14 +420,9 @@ impl Inodes {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return;
         }
-        let node = {
-            let t = self.lock();
-            t.by_key
-                .get(&(st.st_dev, st.st_ino))
-                .and_then(|i| t.by_ino.get(i))
-                .map(|(node, _)| Arc::clone(node))
+        let Some(node) = self.of_file(&st) else {
+            return;
         };
-        let Some(node) = node else { return };
         let by_this_name = lock(&node.link)
             .as_ref()
             .is_some_and(|l| l.name.as_c_str() == name && Arc::ptr_eq(&l.parent, &parent.node));

@@ -22,6 +22,17 @@ fn spec(writes: bool, allow: bool, need: u64) -> OpenSpec {
     }
 }
 
+/// A job writing the MiB at `mib` MiB, the device needed up to its end.
+fn writing_a_mib_at(mib: u64, allow: bool) -> OpenSpec {
+    OpenSpec {
+        write_regions: vec![ByteRange {
+            start: mib * MIB,
+            end: (mib + 1) * MIB,
+        }],
+        ..spec(true, allow, (mib + 1) * MIB)
+    }
+}
+
 fn direct_io_works(dir: &Path) -> bool {
     let p = dir.join("probe");
     let ok = target::open(&p, spec(true, false, 4096)).is_ok();
@@ -133,34 +144,32 @@ fn a_file_elevator_laid_out_then_changed_by_another_program_is_refused() {
     assert_eq!(std::fs::read(&path).unwrap(), vec![b'x'; MIB as usize]);
 }
 
+/// The error of laying out 8 MiB at `path` told to stop before it starts (as after Ctrl-C).
+fn layout_stopped(path: &Path) -> TargetError {
+    static STOP: AtomicBool = AtomicBool::new(true);
+    target::open(
+        path,
+        OpenSpec {
+            stop: Some(&STOP),
+            ..spec(true, false, 8 * MIB)
+        },
+    )
+    .unwrap_err()
+}
+
 #[test]
 fn ctrl_c_during_layout_removes_the_partial_file() {
-    static STOP: AtomicBool = AtomicBool::new(true);
     let dir = tempfile::tempdir().unwrap();
     if !direct_io_works(dir.path()) {
         return;
     }
     let path = dir.path().join("t.dat");
-    let err = target::open(
-        &path,
-        OpenSpec {
-            stop: Some(&STOP),
-            ..spec(true, false, 8 * MIB)
-        },
-    )
-    .unwrap_err();
+    let err = layout_stopped(&path);
     assert!(matches!(err, TargetError::Interrupted { .. }), "{err}");
     assert!(!path.exists(), "the partial file is removed");
     // An existing empty file is given back empty.
     std::fs::write(&path, b"").unwrap();
-    let err = target::open(
-        &path,
-        OpenSpec {
-            stop: Some(&STOP),
-            ..spec(true, false, 8 * MIB)
-        },
-    )
-    .unwrap_err();
+    let err = layout_stopped(&path);
     assert!(matches!(err, TargetError::Interrupted { .. }), "{err}");
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
 }
@@ -198,18 +207,7 @@ fn loop_device_over_csv_text_is_refused() {
     let img = image(dir.path(), "csv.img", csv.as_bytes(), 64 * MIB);
     let Some(lo) = Loop::over(&img) else { return };
     // A job writing in the middle of the device, where there is text too.
-    let mid = ByteRange {
-        start: 32 * MIB,
-        end: 33 * MIB,
-    };
-    let err = target::open(
-        &lo.dev,
-        OpenSpec {
-            write_regions: vec![mid],
-            ..spec(true, false, 33 * MIB)
-        },
-    )
-    .unwrap_err();
+    let err = target::open(&lo.dev, writing_a_mib_at(32, false)).unwrap_err();
     let msg = refusal(err);
     assert!(
         msg.contains(&format!("byte {} is not zero", 32 * MIB)),
@@ -219,14 +217,7 @@ fn loop_device_over_csv_text_is_refused() {
     // Read-only jobs are fine.
     target::open(&lo.dev, spec(false, false, 33 * MIB)).unwrap();
     // Told to, it writes.
-    target::open(
-        &lo.dev,
-        OpenSpec {
-            write_regions: vec![mid],
-            ..spec(true, true, 33 * MIB)
-        },
-    )
-    .unwrap();
+    target::open(&lo.dev, writing_a_mib_at(32, true)).unwrap();
     drop(lo);
     let kept = std::fs::read(&img).unwrap();
     assert!(
@@ -279,17 +270,7 @@ fn md_v1_2_member_is_refused_naming_it() {
     let Some(lo) = Loop::over(&img) else { return };
     // The job writes well past the superblock, where the member's data area reads as zeroes:
     // the signature alone refuses it.
-    let err = target::open(
-        &lo.dev,
-        OpenSpec {
-            write_regions: vec![ByteRange {
-                start: 8 * MIB,
-                end: 9 * MIB,
-            }],
-            ..spec(true, false, 9 * MIB)
-        },
-    )
-    .unwrap_err();
+    let err = target::open(&lo.dev, writing_a_mib_at(8, false)).unwrap_err();
     let msg = refusal(err);
     assert!(
         msg.contains("linux_raid_member") || msg.contains("md RAID member"),
@@ -317,17 +298,7 @@ fn squashfs_is_refused_naming_it() {
     let f = std::fs::OpenOptions::new().write(true).open(&sq).unwrap();
     f.set_len(16 * MIB).unwrap();
     let Some(lo) = Loop::over(&sq) else { return };
-    let err = target::open(
-        &lo.dev,
-        OpenSpec {
-            write_regions: vec![ByteRange {
-                start: 8 * MIB,
-                end: 9 * MIB,
-            }],
-            ..spec(true, false, 9 * MIB)
-        },
-    )
-    .unwrap_err();
+    let err = target::open(&lo.dev, writing_a_mib_at(8, false)).unwrap_err();
     let msg = refusal(err);
     assert!(msg.contains("squashfs"), "{msg}");
 }

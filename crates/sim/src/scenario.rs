@@ -931,29 +931,22 @@ mod setting_tests {
 
     #[test]
     fn write_cache_switches_the_policy_or_picks_a_destage_mode() {
-        let off = with("write_cache = false")
-            .unwrap()
-            .drive
-            .hdd()
-            .expect("a rotational drive")
-            .cache;
+        let cache = |value: &str| {
+            with(&format!("write_cache = {value}"))
+                .unwrap()
+                .drive
+                .hdd()
+                .expect("a rotational drive")
+                .cache
+        };
+        let off = cache("false");
         assert_eq!(off.write_policy, WritePolicy::WriteThrough);
-        let on = with("write_cache = true")
-            .unwrap()
-            .drive
-            .hdd()
-            .expect("a rotational drive")
-            .cache;
+        let on = cache("true");
         assert_eq!(
             (on.write_policy, on.destage),
             (WritePolicy::WriteBack, Destage::BeforeNextCommand)
         );
-        let rp = with("write_cache = \"read-priority\"")
-            .unwrap()
-            .drive
-            .hdd()
-            .expect("a rotational drive")
-            .cache;
+        let rp = cache("\"read-priority\"");
         assert_eq!(
             (rp.write_policy, rp.destage),
             (WritePolicy::WriteBack, Destage::ReadPriority)

@@ -1440,8 +1440,7 @@ mod tests {
     /// the request before either arrives: both are counted missed, not made requests.
     #[test]
     fn merges_into_a_queued_request_are_replayed_where_the_kernel_made_them() {
-        let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(GROWN);
         assert_eq!(t.sched_bios.len(), 2);
         let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
         assert_eq!(d.merges_missed, 0);
@@ -1469,8 +1468,7 @@ mod tests {
     /// shows is refused naming the field.
     #[test]
     fn the_queues_nomerges_reaches_the_block_layer() {
-        let r = FtraceReader::new(Lines::from_bytes(GROWN.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(GROWN);
         let dispatched = |nomerges: &str| {
             let mut m = meta("mq-deadline");
             m.queue.insert("nomerges".into(), nomerges.into());
@@ -1509,8 +1507,7 @@ mod tests {
  ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 WS () 900 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000030: block_rq_complete: 7,0 WS () 108 + 8 be,0,4 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(APART.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(APART);
         assert!(t.sched_bios.is_empty());
         let d = diff(&t, &meta("kyber"), &DiffOptions::default()).unwrap();
         assert_eq!(d.ours.len(), 3, "{:?}", d.ours);
@@ -1547,8 +1544,7 @@ mod tests {
             )
         };
         let run = |cpu_b: u32| {
-            let r = FtraceReader::new(Lines::from_bytes(lines(cpu_b).into_bytes(), "t"));
-            let t = KernelTrace::assemble(r, None).unwrap();
+            let t = read(&lines(cpu_b));
             diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap()
         };
         let two_cpus = run(0);
@@ -1600,8 +1596,7 @@ mod tests {
             )
         };
         let run = |cpu_b: u32| {
-            let r = FtraceReader::new(Lines::from_bytes(lines(cpu_b).into_bytes(), "t"));
-            let t = KernelTrace::assemble(r, None).unwrap();
+            let t = read(&lines(cpu_b));
             diff(&t, &meta("kyber"), &DiffOptions::default()).unwrap()
         };
         let two_cpus = run(1);
@@ -1632,8 +1627,7 @@ mod tests {
  ksoftirqd/1-22 [001] ..s.. 1.002020: block_rq_complete: 7,0 R () 95216 + 8 be,0,4 [0]
  ksoftirqd/1-22 [001] ..s.. 1.002030: block_rq_complete: 7,0 DS () 3840 + 128 be,0,4 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(PASSED.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(PASSED);
         let d = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
         assert_eq!(d.kernel[0].chosen, 1, "{:?}", d.kernel);
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
@@ -1678,8 +1672,7 @@ mod tests {
  ksoftirqd/0-14 [000] ..s.. 1.000801: block_rq_complete: 7,0 WS () 300 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000802: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(AGED.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(AGED);
         let mut m = meta("mq-deadline");
         m.iosched.insert("read_expire".into(), "500".into());
         let d = diff(&t, &m, &DiffOptions::default()).unwrap();
@@ -1724,8 +1717,7 @@ mod tests {
  ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(BLOCKED.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(BLOCKED);
         let mut m = meta("mq-deadline");
         m.iosched.insert("read_expire".into(), "500".into());
         let d = diff(&t, &m, &DiffOptions::default()).unwrap();
@@ -1756,8 +1748,7 @@ mod tests {
     /// (`bfq_lookup_next_entity` serves the classes in order).
     #[test]
     fn bfq_queues_take_their_io_contexts_priority_not_the_requests() {
-        let r = FtraceReader::new(Lines::from_bytes(CMDPRIO.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(CMDPRIO);
         let prio = |class, level| IoPrio { class, level };
         let prios = HashMap::from([
             (50, prio(elevator_core::IoClass::BestEffort, 7)),
@@ -1893,8 +1884,7 @@ mod tests {
  fio-11 [000] ..... 1.000202: block_rq_issue: 7,0 RS 16384 () 9000 + 32 be,0,2 [fio]
  ksoftirqd/0-14 [000] ..s.. 1.000250: block_rq_complete: 7,0 RS () 9000 + 32 be,0,2 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(WHOLE.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(WHOLE);
         let mut m = meta("none");
         m.queue.insert("max_sectors_kb".into(), "1280".into());
         m.queue.insert("max_segments".into(), "128".into());
@@ -1927,8 +1917,7 @@ mod tests {
  ksoftirqd/0-14 [000] ..s.. 1.000100: block_rq_complete: 7,0 R () 4096 + 1032 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000200: block_rq_complete: 7,0 R () 5128 + 1016 be,0,4 [0]
 ";
-        let r = FtraceReader::new(Lines::from_bytes(SPLIT.as_bytes().to_vec(), "t"));
-        let t = KernelTrace::assemble(r, None).unwrap();
+        let t = read(SPLIT);
         let mut m = meta("mq-deadline");
         m.queue.insert("max_sectors_kb".into(), "1280".into());
         m.queue.insert("max_segments".into(), "128".into());
@@ -2169,10 +2158,6 @@ mod tests {
  fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S select_queue: returned this queue
  fio-10 [000] d..1. 1.000013: 7,0 1,0 m N bfq10S bfqq_served 8 secs
 ";
-        let read = |text: &str| {
-            let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
-            KernelTrace::assemble(r, None).unwrap()
-        };
         let (t, log) = (read(ISSUED_LATE), read(LOG));
         let times = BfqLogTimes::read(&t, &log);
         let order = times.order.clone().expect("the log shows bfq's choices");

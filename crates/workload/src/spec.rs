@@ -149,6 +149,10 @@ impl Region {
     }
 }
 
+/// The fields a job gives its region in, as [`resolve_region`] takes their names: `offset`,
+/// `offset_frac`, `size` and `size_frac`.
+pub(crate) const REGION_FIELDS: [&str; 4] = ["offset", "offset_frac", "size", "size_frac"];
+
 /// Resolve a region from an offset and a size, each in bytes or as a fraction (see
 /// [`resolve_bytes`]). A missing offset is 0; a missing size runs to the end of the device.
 /// The region must be non-empty and inside the device.
@@ -247,35 +251,11 @@ mod tests {
     #[test]
     fn region_errors_name_the_field() {
         let env = BuildEnv::new(1000, 0, "j");
-        let e = resolve_region(
-            &env,
-            Some(0),
-            Some(0.1),
-            None,
-            None,
-            ["offset", "offset_frac", "size", "size_frac"],
-        )
-        .unwrap_err();
+        let e = resolve_region(&env, Some(0), Some(0.1), None, None, REGION_FIELDS).unwrap_err();
         assert_eq!(e.field, "offset_frac");
-        let e = resolve_region(
-            &env,
-            None,
-            None,
-            Some(1_000_000),
-            None,
-            ["offset", "offset_frac", "size", "size_frac"],
-        )
-        .unwrap_err();
+        let e = resolve_region(&env, None, None, Some(1_000_000), None, REGION_FIELDS).unwrap_err();
         assert_eq!(e.field, "size");
-        let e = resolve_region(
-            &env,
-            None,
-            Some(1.5),
-            None,
-            None,
-            ["offset", "offset_frac", "size", "size_frac"],
-        )
-        .unwrap_err();
+        let e = resolve_region(&env, None, Some(1.5), None, None, REGION_FIELDS).unwrap_err();
         assert_eq!(e.field, "offset_frac");
     }
 }

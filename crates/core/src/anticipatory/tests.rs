@@ -121,15 +121,21 @@ const Q: u32 = 2;
 const P_SECTOR: u64 = 1_000_000;
 const FAR: u64 = 50_000_000;
 
+/// `s` once process P's read at `P_SECTOR`, dispatched at 0, has completed at `done` and
+/// process Q's far read (id 2) has arrived at `q_at`.
+fn p_served_then_q(mut s: Anticipatory, done: Nanos, q_at: Nanos) -> Anticipatory {
+    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.complete(&first, done);
+    s.insert(rq(2, Q).sector(FAR).build(), q_at);
+    s
+}
+
 /// The standard situation: process P's read at `P_SECTOR` was dispatched at 0 and completed
 /// at 5 ms; process Q's far read (id 2) is queued. P has no history and nothing else is
 /// known, so AS anticipates P until 5 + antic_expire = 11 ms.
 fn anticipating_p() -> Anticipatory {
-    let mut s = Anticipatory::default();
-    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.complete(&first, ms(5));
-    s.insert(rq(2, Q).sector(FAR).build(), ms(5));
+    let mut s = p_served_then_q(Anticipatory::default(), ms(5), ms(5));
     assert_eq!(s.dispatch(ms(5)), Dispatch::Idle { until: ms(11) });
     assert_eq!(s.antic_state(), AnticState::WaitNext);
     assert_eq!(s.anticipated(), Some(CtxId(P)));
@@ -162,19 +168,11 @@ fn as_breaks_anticipation_when_the_anticipated_process_writes() {
 fn as_does_not_anticipate_once_antic_expire_has_passed_since_the_completion() {
     // Rule 2: P's read completed at 5 ms and nobody asked for a dispatch until Q's read
     // arrived at 20 ms: the would-be timer has already run out, so Q goes at once.
-    let mut s = Anticipatory::default();
-    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.complete(&first, ms(5));
-    s.insert(rq(2, Q).sector(FAR).build(), ms(20));
+    let mut s = p_served_then_q(Anticipatory::default(), ms(5), ms(20));
     assert_eq!(take(&mut s, ms(20)).id.0, 2);
 
     // Within antic_expire of the completion it would have waited.
-    let mut s = Anticipatory::default();
-    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.complete(&first, ms(5));
-    s.insert(rq(2, Q).sector(FAR).build(), ms(8));
+    let mut s = p_served_then_q(Anticipatory::default(), ms(5), ms(8));
     assert_eq!(s.dispatch(ms(8)), Dispatch::Idle { until: ms(11) });
 }
 
@@ -364,14 +362,14 @@ fn as_est_time_prints_probabilities_in_percent() {
 /// every request is close, so any request breaks the wait (antic_expire raised to 200 ms).
 #[test]
 fn as_close_req_counts_every_request_as_close_past_20_ms_of_anticipation() {
-    let mut s = Anticipatory::new(Config {
-        antic_expire: ms(200),
-        ..Config::default()
-    });
-    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.complete(&first, ms(5));
-    s.insert(rq(2, Q).sector(FAR).build(), ms(5));
+    let mut s = p_served_then_q(
+        Anticipatory::new(Config {
+            antic_expire: ms(200),
+            ..Config::default()
+        }),
+        ms(5),
+        ms(5),
+    );
     assert!(matches!(s.dispatch(ms(5)), Dispatch::Idle { .. }));
     // 10 ms in, a far request is not close: the wait goes on.
     s.insert(rq(3, 3).sector(FAR + 1_000_000).build(), ms(15));
@@ -628,11 +626,7 @@ fn as_update_iohist_think_time_is_a_difference_of_tick_counts() {
 fn as_antic_waitnext_timer_fires_antic_expire_jiffies_after_the_completion_tick() {
     // as_completed_request sets antic_start = jiffies; as_antic_waitnext arms the timer for
     // antic_start + antic_expire: a completion at 5.5 ms (tick 5) waits until 11 ms, 5.5 ms.
-    let mut s = Anticipatory::default();
-    s.insert(rq(1, P).sector(P_SECTOR).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.complete(&first, us(5_500));
-    s.insert(rq(2, Q).sector(FAR).build(), us(5_500));
+    let mut s = p_served_then_q(Anticipatory::default(), us(5_500), us(5_500));
     assert_eq!(s.dispatch(us(5_500)), Dispatch::Idle { until: ms(11) });
     assert_eq!(
         s.dispatch(ms(11) - Nanos(1)),
@@ -1071,22 +1065,25 @@ fn as_read_expire_zero_checks_the_fifo_every_time() {
 
 // ----- elevator order -----
 
+/// AS without anticipation once P's 8-sector read at `head` has completed at 1 ms, with Q's
+/// request 2 at `q` and a third process's request 3 at `r` queued while it was on the device
+/// (the head now at `head + 8`).
+fn after_a_read_at(head: u64, q: u64, r: u64) -> Anticipatory {
+    let mut s = Anticipatory::new(no_antic());
+    s.insert(rq(1, P).sector(head).build(), ms(0));
+    let first = take(&mut s, ms(0));
+    s.insert(rq(2, Q).sector(q).build(), ms(0));
+    s.insert(rq(3, 3).sector(r).build(), ms(0));
+    s.complete(&first, ms(1));
+    s
+}
+
 #[test]
 fn as_prefers_a_short_backward_seek_at_twice_its_cost() {
-    let mut s = Anticipatory::new(no_antic());
-    s.insert(rq(1, P).sector(100_000).build(), ms(0));
-    let first = take(&mut s, ms(0)); // head now at 100_008
-    s.insert(rq(2, Q).sector(100_008 + 3_000).build(), ms(0));
-    s.insert(rq(3, 3).sector(100_008 - 1_000).build(), ms(0));
-    s.complete(&first, ms(1));
+    let mut s = after_a_read_at(100_000, 100_008 + 3_000, 100_008 - 1_000);
     assert_eq!(take(&mut s, ms(1)).id.0, 3, "2 * 1000 < 3000");
 
-    let mut s = Anticipatory::new(no_antic());
-    s.insert(rq(1, P).sector(100_000).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.insert(rq(2, Q).sector(100_008 + 1_500).build(), ms(0));
-    s.insert(rq(3, 3).sector(100_008 - 1_000).build(), ms(0));
-    s.complete(&first, ms(1));
+    let mut s = after_a_read_at(100_000, 100_008 + 1_500, 100_008 - 1_000);
     assert_eq!(take(&mut s, ms(1)).id.0, 2, "2 * 1000 > 1500");
 }
 
@@ -1094,12 +1091,7 @@ fn as_prefers_a_short_backward_seek_at_twice_its_cost() {
 /// `MAXBACK` (1024 * 1024 sectors): 1,000,000 sectors back beats 2,500,000 ahead.
 #[test]
 fn as_seeks_back_as_far_as_maxback() {
-    let mut s = Anticipatory::new(no_antic());
-    s.insert(rq(1, P).sector(5_000_000).build(), ms(0));
-    let first = take(&mut s, ms(0)); // head now at 5_000_008
-    s.insert(rq(2, Q).sector(5_000_008 + 2_500_000).build(), ms(0));
-    s.insert(rq(3, 3).sector(5_000_008 - 1_000_000).build(), ms(0));
-    s.complete(&first, ms(1));
+    let mut s = after_a_read_at(5_000_000, 5_000_008 + 2_500_000, 5_000_008 - 1_000_000);
     assert_eq!(take(&mut s, ms(1)).id.0, 3, "2 * 1,000,000 < 2,500,000");
 }
 
@@ -1107,12 +1099,7 @@ fn as_seeks_back_as_far_as_maxback() {
 /// cost) the request with the higher sector wins.
 #[test]
 fn as_choose_req_breaks_a_distance_tie_for_the_higher_sector() {
-    let mut s = Anticipatory::new(no_antic());
-    s.insert(rq(1, P).sector(100_000).build(), ms(0));
-    let first = take(&mut s, ms(0)); // head now at 100_008
-    s.insert(rq(2, Q).sector(100_008 - 1_000).build(), ms(0));
-    s.insert(rq(3, 3).sector(100_008 + 2_000).build(), ms(0));
-    s.complete(&first, ms(1));
+    let mut s = after_a_read_at(100_000, 100_008 - 1_000, 100_008 + 2_000);
     assert_eq!(
         take(&mut s, ms(1)).id.0,
         3,
@@ -1122,12 +1109,7 @@ fn as_choose_req_breaks_a_distance_tie_for_the_higher_sector() {
 
 #[test]
 fn as_never_seeks_back_beyond_maxback() {
-    let mut s = Anticipatory::new(no_antic());
-    s.insert(rq(1, P).sector(5_000_000).build(), ms(0));
-    let first = take(&mut s, ms(0));
-    s.insert(rq(2, Q).sector(90_000_000).build(), ms(0));
-    s.insert(rq(3, 3).sector(5_000_000 - 1_100_000).build(), ms(0));
-    s.complete(&first, ms(1));
+    let mut s = after_a_read_at(5_000_000, 90_000_000, 5_000_000 - 1_100_000);
     assert_eq!(
         take(&mut s, ms(1)).id.0,
         2,

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError};
+use crate::spec::{resolve_region, BuildEnv, BuildError, REGION_FIELDS};
 
 /// One file given explicitly: where it is and how long, bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,7 +166,7 @@ impl DependentReaderConfig {
             self.offset_frac,
             self.size,
             self.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         let mut rng = ChaCha8Rng::seed_from_u64(env.job_seed(self.seed));
         let gap = self.gap.div_ceil(SECTOR_BYTES);

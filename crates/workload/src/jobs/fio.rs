@@ -38,7 +38,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region};
+use crate::spec::{
+    mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
+};
 
 /// fio's `rw` (`readwrite`) option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -255,7 +257,7 @@ impl FioJobConfig {
             self.offset_frac,
             self.size,
             self.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         // As fio does: an offset given as a percentage is rounded up to the block size, a size
         // given as one down to it (`get_start_offset`, `setup_files`).

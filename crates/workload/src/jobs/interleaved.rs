@@ -31,7 +31,7 @@ use elevator_core::{Nanos, Op, SECTOR_BYTES};
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError};
+use crate::spec::{resolve_region, BuildEnv, BuildError, REGION_FIELDS};
 
 /// Page size, bytes.
 const PAGE: u64 = 4096;
@@ -168,7 +168,7 @@ impl InterleavedReaders {
             cfg.offset_frac,
             cfg.size,
             cfg.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         let chunk_pages = cfg.chunk / PAGE;
         let pages_total = region.len / PAGE_SECTORS;

@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError};
+use crate::spec::{resolve_region, BuildEnv, BuildError, REGION_FIELDS};
 use crate::traces::s_startup::StartupTrace;
 
 /// The largest `think_scale` accepted.
@@ -196,7 +196,7 @@ impl StartupJob {
             cfg.offset_frac,
             cfg.size,
             cfg.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         let n_proc = trace.processes.len();
         let file_sectors = S_FILE_BYTES / SECTOR_BYTES;

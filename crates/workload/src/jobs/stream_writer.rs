@@ -19,7 +19,7 @@ use elevator_core::{Nanos, Op, SECTOR_BYTES};
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
+use crate::spec::{resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS};
 
 /// A streaming writer's configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ impl StreamWriterConfig {
             offset_frac,
             self.size,
             self.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         if region.len * SECTOR_BYTES < self.request_bytes {
             return Err(BuildError::new(

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input::InputError;
 use crate::job::{Action, IoSpec, Job};
-use crate::spec::{resolve_region, BuildEnv, BuildError, Region};
+use crate::spec::{resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS};
 use crate::traces::disksim_ascii::{AsciiFormat, AsciiReader, AsciiRecord, AsciiTrace};
 use crate::traces::lines::Lines;
 
@@ -248,7 +248,7 @@ impl TraceReplay {
             cfg.offset_frac,
             cfg.size,
             cfg.size_frac,
-            ["offset", "offset_frac", "size", "size_frac"],
+            REGION_FIELDS,
         )?;
         // The checking pass: every kept request, streamed.
         let mut check = match &source {

@@ -592,13 +592,7 @@ fn reorder(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traces::ftrace::FtraceReader;
-    use crate::traces::lines::Lines;
-
-    fn read(text: &str) -> KernelTrace {
-        let r = FtraceReader::new(Lines::from_bytes(text.as_bytes().to_vec(), "t"));
-        KernelTrace::assemble(r, None).unwrap()
-    }
+    use crate::kernel_diff::tests::read;
 
     /// The idle slice timer's firings are the `BFQQE_TOO_IDLE` expiries (`expire (0, ...)`,
     /// from `bfq_idle_slice_timer_body` only): here the hardirq note of

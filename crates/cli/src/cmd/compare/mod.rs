@@ -1132,13 +1132,13 @@ mod tests {
         assert_eq!(figs["r"].read_lat_ms, 2.5);
     }
 
-    #[test]
-    fn builtin_workloads_parse_and_follow_their_readers_and_writer() {
-        let dir = tempfile::tempdir().unwrap();
-        let args = Args {
+    /// One round of 1 s after 1 s of ramp on a loop device in `workdir`: the default
+    /// workloads under the kernel's none, frontier depth 1, none of ours, seed 1.
+    fn one_round_in(workdir: &Path) -> Args {
+        Args {
             workloads: vec![],
             on: On::Loop,
-            workdir: dir.path().into(),
+            workdir: workdir.into(),
             rounds: 1,
             ramp: 1,
             runtime: 1,
@@ -1151,7 +1151,13 @@ mod tests {
             rt: 0,
             report: None,
             request_log: false,
-        };
+        }
+    }
+
+    #[test]
+    fn builtin_workloads_parse_and_follow_their_readers_and_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = one_round_in(dir.path());
         for (name, _, _) in BUILTIN {
             let w = load_workload(name, dir.path(), &args).unwrap();
             assert!(!w.readers.is_empty(), "{name}");
@@ -1202,21 +1208,9 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let args = Args {
-            workloads: vec![],
-            on: On::Loop,
-            workdir: dir.path().into(),
-            rounds: 1,
             ramp: 0,
-            runtime: 1,
-            kernel: vec!["none".into()],
-            frontier: vec![1],
-            ours: vec![],
-            set: vec![],
             json_dir: Some(dir.path().join("out")),
-            seed: 1,
-            rt: 0,
-            report: None,
-            request_log: false,
+            ..one_round_in(dir.path())
         };
         let e = run(args).unwrap_err().to_string();
         assert!(e.contains("needs root"), "{e}");
