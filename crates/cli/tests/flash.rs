@@ -147,17 +147,46 @@ fn a_reader_beside_writers_kyber_cuts_by_holding_writes_back_bfq_where_the_host_
                 "{state}: {config}"
             );
         }
-        // kyber's default cuts, for the study's reason: under none the reader's p90 is past
+        // kyber finds congestion, for the study's reason: under none the reader's p90 is past
         // its 2 ms read target (published 2.31 ms; reads wait behind the writes in the drive
-        // and for urgent GC on their plane), so kyber finds congestion and shrinks the write
-        // domain; at 250 us it cuts too.
+        // and for urgent GC on their plane), so kyber shrinks the write domain. At 250 us it
+        // cuts the reader's p99.
         assert!(mean(none, "reader_p90_us") > 2000.0, "{state}");
-        for config in ["kyber", "kyber read_lat_nsec=250000"] {
-            assert_eq!(
-                ours(&v, config, state)["cuts_p99"],
-                true,
-                "{state}: {config}"
-            );
+        assert_eq!(
+            ours(&v, "kyber read_lat_nsec=250000", state)["cuts_p99"],
+            true,
+            "{state}"
+        );
+    }
+    // kyber's default cuts the p99 at the 8 writers' rate: with 8 tokens the reads' p90 is
+    // still past 2 ms (a quarter of the windows' read samples beyond it), so the next window
+    // cuts to 2.
+    assert_eq!(ours(&v, "kyber", AT_8W)["cuts_p99"], true);
+    // On the drive fitted to 16 writers it cuts once it is down to 2 tokens (0.26-0.27 x
+    // none's p99), which takes a rare window: 128 -> 32 -> 8 within 2.2 s, but with 8 tokens
+    // the reads' p90 is 1.65 ms and about 1 window in 24 has more than a tenth of its reads
+    // past 2 ms, so the cut to 2 comes at a random time, 1.8 to 11 s in, or not within the
+    // 15 s run (3 of 16 runs, seeds 1-8 under either timer; then 0.95-0.97 x none's). Whether it
+    // comes before the 10 s ramp ends turns on where the windows fall, so a 4% longer timer
+    // period moved it out of seed 2's run (docs/kyber.md, "A knife-edge in reproduce flash").
+    // So: per seed, the write domain is cut (8 tokens or fewer in the drive besides the
+    // read), the p99 is not above none's, and once the domain is at 2 the p99 is cut.
+    let k = ours(&v, "kyber", EIGHT);
+    let per_seed = |r: &Value, field: &str| -> Vec<f64> {
+        r[field]["per_seed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let drive = per_seed(k, "in_drive");
+    let over = per_seed(k, "p99_over_none");
+    for (seed, (&d, &o)) in drive.iter().zip(&over).enumerate() {
+        assert!(d < 10.0, "seed {}: {d} in the drive", seed + 1);
+        assert!(o < 1.0, "seed {}: p99 {o} x none's", seed + 1);
+        if d < 4.0 {
+            assert!(o < 0.8, "seed {}: at 2 tokens, p99 {o} x none's", seed + 1);
         }
     }
     // bfq: its per-device lock and per-I/O work, every core serving eight drives, cap its

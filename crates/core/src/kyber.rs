@@ -21,7 +21,9 @@
 //! **Depth control.** Each completion of a read, write or discard adds two samples to its
 //! domain's histograms: *total* latency (admission to completion) and *I/O* latency (dispatch
 //! to completion). A histogram has 8 buckets a quarter of the domain's target wide; the last
-//! takes everything beyond 1.75 targets. A completion also sets the timer to 100 ms from now
+//! takes everything beyond 1.75 targets. A completion also sets the timer to the start of the
+//! 26th clock tick (HZ 250) after the one under way, 100 to 104 ms ahead (`timer_reduce`
+//! with `jiffies + HZ / 10`, filed one tick late by the timer wheel: [`timer_expiry`]),
 //! unless it is already due sooner. When the timer fires, a domain's percentile is computed
 //! once it has 500 samples, or once a second has passed since the first time the timer found
 //! samples there (then the histogram is emptied); the two histograms of a domain share that
@@ -89,8 +91,25 @@ pub const BATCH: [u32; DOMAINS] = [16, 8, 1, 1];
 pub const NR_REQUESTS: u32 = 256;
 /// Tags asynchronous requests may hold: 75% of `nr_requests` (`kyber_limit_depth`).
 pub const ASYNC_DEPTH: u32 = NR_REQUESTS * 75 / 100;
-/// How long after a completion the timer fires at the latest.
-pub const TIMER: Nanos = Nanos::from_ms(100);
+/// The kernel's clock tick, `1 / CONFIG_HZ`: 4 ms at `CONFIG_HZ = 250` (the Kconfig default,
+/// and the kernel of this project's recordings, Linux 6.18.44 on the VM). Ticks fall at
+/// multiples of it on the scheduler's clock.
+pub const TICK: Nanos = Nanos::from_ms(4);
+/// The ticks a completion sets the timer ahead of the current one: `HZ / 10`, 100 ms.
+pub const TIMER_TICKS: u64 = 25;
+
+/// When a timer armed at `now` fires: `timer_reduce(&kqd->timer, jiffies + HZ / 10)` in
+/// `kyber_completed_request` counts from the tick under way (`jiffies`, whole ticks), and the
+/// timer wheel files a timer one tick past its expiry so that it cannot fire early
+/// (`calc_index` in kernel/time/timer.c rounds a level-0 expiry up by its granularity, one
+/// jiffy), so it fires at the start of tick `jiffies + HZ / 10 + 1`: 100 to 104 ms after
+/// `now`, and 104 or 108 ms between firings when the next completion comes in the tick the
+/// timer fired in or the one after (the 26 and 27 ticks kfid48 measured between
+/// `kyber_latency` events).
+pub fn timer_expiry(now: Nanos) -> Nanos {
+    let tick = TICK.as_ns();
+    Nanos::from_ns((now.as_ns() / tick + TIMER_TICKS + 1) * tick)
+}
 /// Samples after which a percentile is computed without waiting.
 pub const MIN_SAMPLES: u32 = 500;
 /// How long after samples were first seen a percentile is computed whatever their number.
@@ -473,7 +492,7 @@ impl Scheduler for Kyber {
                 let h = &mut self.histograms[d];
                 h[TOTAL][bucket(target, now.saturating_sub(admitted))] += 1;
                 h[IO][bucket(target, now.saturating_sub(dispatched))] += 1;
-                let due = now + TIMER;
+                let due = timer_expiry(now);
                 self.timer = Some(self.timer.map_or(due, |t| t.min(due)));
             }
         }
@@ -789,7 +808,9 @@ mod tests {
     }
 
     #[test]
-    fn the_timer_fires_100_ms_after_the_first_completion_since_it_last_fired() {
+    fn the_timer_fires_on_the_26th_tick_after_the_first_completion_since_it_last_fired() {
+        // kyber_completed_request: timer_reduce(jiffies + HZ / 10), filed one tick later by the
+        // timer wheel (calc_index); at HZ 250 a completion at 1 ms (tick 0) fires at 104 ms.
         let mut s = Kyber::default();
         let end = round(
             &mut s,
@@ -798,7 +819,8 @@ mod tests {
             (0, Nanos::ZERO),
             Nanos::ZERO,
         );
-        assert_eq!(s.timer(), Some(end + TIMER));
+        assert_eq!(end, Nanos::from_ms(1));
+        assert_eq!(s.timer(), Some(Nanos::from_ms(104)));
         // Later completions do not push it back.
         round(
             &mut s,
@@ -807,10 +829,14 @@ mod tests {
             (0, Nanos::ZERO),
             Nanos::ZERO,
         );
-        assert_eq!(s.timer(), Some(Nanos::from_ms(101)));
-        // It fires at the first call at or after that time.
+        assert_eq!(s.timer(), Some(Nanos::from_ms(104)));
+        // It fires at the first call at or after that time, not 100 ms after the completion.
         assert_eq!(s.dispatch(Nanos::from_ms(101)), Dispatch::Empty);
+        assert_eq!(s.timer(), Some(Nanos::from_ms(104)));
+        assert_eq!(s.dispatch(Nanos::from_ms(104)), Dispatch::Empty);
         assert_eq!(s.timer(), None);
+        // Armed late in a tick it still counts from the tick's start: 100.5 ms ahead.
+        assert_eq!(timer_expiry(Nanos::from_us(7_500)), Nanos::from_ms(108));
     }
 
     /// Five rounds of 100 reads (100 us at the device) and 100 writes (20 ms, twice the write

@@ -38,7 +38,10 @@
 //!
 //! Each runs [`State::runtime_ms`] simulated after a ramp long enough for kyber's depth control
 //! (which with a slow QD1 reader gathers a read percentile about once a second and cuts the
-//! write domain by a quarter each time; the study ran a 600 s ramp). A scheduler "cuts the
+//! write domain by a quarter each time; the study ran a 600 s ramp) to cut while the reads are
+//! past its target. Not always long enough for a cut that waits on a rare window: in "8 drives"
+//! the default's cut from 8 write tokens to 2 comes 1.8 to 11 s in, or later (docs/kyber.md,
+//! "A knife-edge in `reproduce flash`"). A scheduler "cuts the
 //! p99" when the reader's p99 under it is below [`CUT`] times its p99 under none in the same
 //! state, seed by seed.
 
