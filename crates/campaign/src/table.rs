@@ -6,7 +6,8 @@
 //!   one column per swept axis named by its key (`seed`, `drive`, `kyber.read_lat_nsec`,
 //!   `job.writer.bs`; integers as i64, the rest as text), `seed` (when not swept), `device`,
 //!   `end_s`, `job`, `group`, `finished`, `seconds`, and per direction (`read_`, `write_`)
-//!   `ios`, `bytes`, `iops`, `mb_s`, `mean_ms`, `p50_ms`, `p90_ms`, `p99_ms`, `max_ms`.
+//!   `ios`, `bytes`, `iops`, `mb_s`, `mean_ms`, `p50_ms`, `p90_ms`, `p99_ms`, `max_ms`. The
+//!   latencies are null for a direction that completed no I/O (`ios` 0), whose rates are 0.
 //! - **requests** ([`requests_batch`]): one row per request, in completion order per cell.
 //!   Columns: `cell`, `job` (dictionary of the job names), `process` (the issuing context),
 //!   `op` (dictionary: read, write, flush, discard), `sector`, `sectors` (512-byte units),
@@ -76,12 +77,13 @@ fn schema_for(axes: &[Axis]) -> SchemaRef {
     fields.push(Field::new("seconds", DataType::Float64, false));
     for dir in ["read", "write"] {
         for c in DIR_COLUMNS {
-            let t = if c == "ios" || c == "bytes" {
-                DataType::UInt64
-            } else {
-                DataType::Float64
+            let (t, nullable) = match c {
+                "ios" | "bytes" => (DataType::UInt64, false),
+                "iops" | "mb_s" => (DataType::Float64, false),
+                // A direction that completed no I/O has no latency: null, not 0 ms.
+                _ => (DataType::Float64, true),
             };
-            fields.push(Field::new(format!("{dir}_{c}"), t, false));
+            fields.push(Field::new(format!("{dir}_{c}"), t, nullable));
         }
     }
     Arc::new(Schema::new(fields))
@@ -166,14 +168,14 @@ fn batch_for(axes: &[Axis], results: &[CellResult]) -> RecordBatch {
         cols.push(Arc::new(UInt64Array::from(
             ds.iter().map(|d| d.bytes).collect::<Vec<_>>(),
         )));
-        let figures: [fn(&DirSummary) -> f64; 7] = [
-            |s| s.iops,
-            |s| s.mb_s,
-            |s| s.lat_mean_ms,
-            |s| s.lat_p50_ms,
-            |s| s.lat_p90_ms,
-            |s| s.lat_p99_ms,
-            |s| s.lat_max_ms,
+        let figures: [fn(&DirSummary) -> Option<f64>; 7] = [
+            |s| Some(s.iops),
+            |s| Some(s.mb_s),
+            |s| s.latency(s.lat_mean_ms),
+            |s| s.latency(s.lat_p50_ms),
+            |s| s.latency(s.lat_p90_ms),
+            |s| s.latency(s.lat_p99_ms),
+            |s| s.latency(s.lat_max_ms),
         ];
         for f in figures {
             cols.push(Arc::new(Float64Array::from(
@@ -482,6 +484,29 @@ mod tests {
             .downcast_ref::<UInt64Array>()
             .unwrap();
         assert_eq!(ios.value(0), 50);
+    }
+
+    /// A reader's write latencies (no write completed) are null in the table and in its
+    /// Parquet file, not 0 ms; its rates are 0 and its read latencies are figures (issue 32,
+    /// round 21).
+    #[test]
+    fn a_direction_without_io_has_null_latencies_and_zero_rates() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = grid(false);
+        let b = jobs_batch(&g, &[g.run_cell(0).unwrap()]);
+        let p = dir.path().join("j.parquet");
+        write_parquet(&p, &b).unwrap();
+        for b in [&b, &read_parquet(&p).unwrap()[0]] {
+            for c in ["mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"] {
+                let w = b.column_by_name(&format!("write_{c}")).unwrap();
+                assert_eq!(w.null_count(), 1, "write_{c}");
+                let r = b.column_by_name(&format!("read_{c}")).unwrap();
+                assert_eq!(r.null_count(), 0, "read_{c}");
+            }
+            let iops = b.column_by_name("write_iops").unwrap();
+            let iops = iops.as_any().downcast_ref::<Float64Array>().unwrap();
+            assert_eq!((iops.null_count(), iops.value(0)), (0, 0.0));
+        }
     }
 
     #[test]

@@ -139,6 +139,17 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A latency figure of a direction `d` for a table: `ms` with `decimals` places, or `-` when
+/// the direction completed no I/O (it has no latency; 0.00 would read as an instant one).
+pub fn latency_cell(
+    d: &elevator_workload::metrics::DirSummary,
+    ms: f64,
+    decimals: usize,
+) -> String {
+    d.latency(ms)
+        .map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
 /// The most characters a table cell shows: a name from the input (a scenario's job, a fio
 /// job, a group, a trace's command) can be any length, and every row is padded to the widest
 /// cell (a 60 KB job name made each row 60 KB: issue 32).

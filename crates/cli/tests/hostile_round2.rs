@@ -14,6 +14,7 @@ mod common {
     pub mod measured;
     pub mod scenario;
     pub mod stdin;
+    pub mod traces;
 }
 use common::bounded::{clean_error, elevator, elevator_within, Out};
 use common::child::{wait_within, TerminalSignals};
@@ -21,6 +22,7 @@ use common::file::write;
 use common::measured::measured;
 use common::scenario::small_scenario;
 use common::stdin::with_stdin;
+use common::traces::trace_of;
 
 /// An MSR Cambridge trace of `n` 4 KiB reads by two disks, 1 ms apart.
 fn msr_trace(n: usize) -> String {
@@ -506,55 +508,6 @@ fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
 }
 
 // ----- the property: bounded memory, near-linear time, every reader -----
-
-/// `n` records of `format`, one per line, 1 ms apart, 4 KiB reads walking the disk.
-fn trace_of(format: &str, n: usize) -> String {
-    let mut t = String::with_capacity(n * 48);
-    if format == "fio-iolog" {
-        t.push_str("fio version 2 iolog\n/dev/x add\n/dev/x open\n");
-    }
-    for i in 0..n as u64 {
-        let line = match format {
-            "msr" => format!(
-                "{},web,{},Read,{},4096,100\n",
-                128_166_372_000_000_000 + i * 10_000,
-                i % 7,
-                i * 8192
-            ),
-            "spc" => format!("{},{},4096,R,{}.{:03}\n", i % 3, i * 16, i / 1000, i % 1000),
-            "alibaba" => format!(
-                "{},R,{},4096,{}\n",
-                i % 5,
-                i * 8192,
-                1_577_808_000_000_000 + i * 1000
-            ),
-            "tencent" => format!("{},{},8,0,{}\n", 1_538_323_200 + i / 1000, i * 16, i % 9),
-            "disksim" => format!("{}.0 0 {} 8 1\n", i, i * 16),
-            "mqsim" => format!("{} 0 {} 8 1\n", 2_000_000 + i * 1_000_000, i * 16),
-            "fio-iolog" => format!("/dev/x read {} 4096\n", i * 8192),
-            "blkparse" => format!(
-                "  8,0    0 {:>8} {:>5}.{:09}  {:>4}  Q   R {} + 8 [p{}]\n",
-                i + 1,
-                i / 1000,
-                (i % 1000) * 1_000_000,
-                100 + i % 50,
-                i * 16,
-                i % 50
-            ),
-            "blkparse-dispatch" => format!(
-                "  8,0    0 {:>8} {:>5}.{:09}  {:>4}  D   R {} + 8 [p]\n",
-                i + 1,
-                i / 1000,
-                (i % 1000) * 1_000_000,
-                100,
-                i * 16
-            ),
-            other => panic!("{other}"),
-        };
-        t.push_str(&line);
-    }
-    t
-}
 
 /// For every trace reader: replaying 10^4 and 10^6 requests stays under 1 GiB resident, and
 /// 100 times the requests take at most 600 times as long (n log n gives about 150 with a

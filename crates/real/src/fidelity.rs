@@ -8,10 +8,14 @@
 //! each point ([`Watch::changed`]).
 //!
 //! Deviations: a device-mapper or md device is followed through its `slaves/` to the devices
-//! under it (at most [`MAX_DEPTH`] levels), and a file on a stacking file system (overlayfs,
-//! FUSE, NFS: an anonymous device number with no sysfs entry) is judged only by
-//! [`cached_pages`]; a loop device's backing file is judged by its file system (tmpfs) and the
-//! loop's `dio` setting, not by its own backing device.
+//! under it (at most [`MAX_DEPTH`] levels); a file on overlayfs is judged by its upper layer,
+//! where a file opened for writing is (copied up) and its I/O goes: the `upperdir=` of the
+//! overlay mount whose device the file's directory is on (`/proc/self/mountinfo`), judged as
+//! any path (an overlay's anonymous device has no sysfs entry, and `cachestat` on an overlay
+//! file counts the overlay's own page cache, which is empty: the real file's pages are
+//! another inode's); a file on FUSE or NFS (an anonymous device, whose backing no mount table
+//! names) is judged only by [`cached_pages`]; a loop device's backing file is judged by its
+//! file system (tmpfs) and the loop's `dio` setting, not by its own backing device.
 
 use std::fs::{self, File};
 use std::io;
@@ -25,6 +29,8 @@ pub const MAX_DEPTH: usize = 8;
 pub(crate) const TMPFS_MAGIC: u64 = 0x0102_1994;
 /// `RAMFS_MAGIC` of include/uapi/linux/magic.h.
 pub(crate) const RAMFS_MAGIC: u64 = 0x8584_58f6;
+/// `OVERLAYFS_SUPER_MAGIC` of include/uapi/linux/magic.h.
+const OVERLAYFS_SUPER_MAGIC: u64 = 0x794c_7630;
 
 /// The file system type (`statfs`'s `f_type`) of the file system holding `path`.
 pub(crate) fn fs_type(path: &Path) -> Option<u64> {
@@ -47,8 +53,13 @@ pub(crate) fn fs_type(path: &Path) -> Option<u64> {
 /// driver then serves a request by buffered I/O on the file, `lo_read_simple` and
 /// `lo_write_simple`, where with direct I/O on `lo_rw_aio` issues it with `IOCB_DIRECT`); or
 /// a device-mapper or md device over one of these. For a file, the device its file system is
-/// on is judged.
+/// on is judged; on overlayfs, its upper layer's.
 pub fn served_from_memory(path: &Path) -> Option<String> {
+    judge(path, 0)
+}
+
+/// [`served_from_memory`], `depth` overlays down.
+fn judge(path: &Path, depth: usize) -> Option<String> {
     let at = match fs::metadata(path) {
         Ok(_) => path.to_path_buf(),
         Err(_) => match path.parent() {
@@ -69,10 +80,71 @@ pub fn served_from_memory(path: &Path) -> Option<String> {
             )
         }
         RAMFS_MAGIC => return Some("it is on ramfs, which keeps files in memory".into()),
+        OVERLAYFS_SUPER_MAGIC if depth < MAX_DEPTH => {
+            let upper = overlay_upper(&at)?;
+            return judge(&upper, depth + 1).map(|why| {
+                format!(
+                    "it is on overlayfs, whose upper layer {} (where its data is once it is \
+                     written) is served from memory: {why}",
+                    upper.display()
+                )
+            });
+        }
         _ => {}
     }
     device_in_memory(meta.dev(), 0)
         .map(|why| format!("the file system it is on is on a device {why}"))
+}
+
+/// The upper layer (`upperdir=`) of the overlay mount `at` is on: the mount whose device is
+/// that of `at`'s directory (an overlay file may report its real file's device; a directory
+/// reports the overlay's), or `None` for a read-only overlay (no upper layer) or when the
+/// mount table does not say.
+fn overlay_upper(at: &Path) -> Option<PathBuf> {
+    let dir = if at.is_dir() { at } else { at.parent()? };
+    let dev = fs::metadata(dir).ok()?.dev();
+    let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let table = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    table.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        if left.split(' ').nth(2)? != want {
+            return None;
+        }
+        let mut r = right.split(' ');
+        if r.next()? != "overlay" {
+            return None;
+        }
+        let options = r.nth(1)?;
+        let upper = options
+            .split(',')
+            .find_map(|o| o.strip_prefix("upperdir="))?;
+        Some(PathBuf::from(unescape_mountinfo(upper)))
+    })
+}
+
+/// A mount table field with its octal escapes (`\040` for a space, `\054` for a comma in an
+/// option) decoded.
+fn unescape_mountinfo(s: &str) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(out)
 }
 
 /// Why the block device `devno` is memory (see [`served_from_memory`]), following a stacked
@@ -249,6 +321,16 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An upper layer's path as mountinfo prints it: spaces, commas and backslashes in
+    /// octal; a backslash not followed by three octal digits kept as it is.
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(
+            unescape_mountinfo(r"/a\040b\054c\134d\9"),
+            std::ffi::OsString::from(r"/a b,c\d\9")
+        );
+    }
 
     /// A file on /dev/shm (tmpfs on every distribution) is memory; one in the crate's own
     /// directory (a disk's file system here) is not said to be.

@@ -771,7 +771,7 @@ pub const KERNEL_SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"]
 /// `MIX/SCHED` (or `SCHED`) directory below it that does, mixes by name, schedulers in
 /// [`KERNEL_SCHEDULERS`] order then by name.
 pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
-    if root.join("meta.json").is_file() {
+    if has_meta(root)? {
         return Ok(vec![root.to_path_buf()]);
     }
     let subdirs = |d: &Path| -> Result<Vec<PathBuf>, String> {
@@ -790,14 +790,16 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
     };
     let mut out = Vec::new();
     for d in subdirs(root)? {
-        if d.join("meta.json").is_file() {
+        if has_meta(&d)? {
             out.push(d);
             continue;
         }
-        let mut scheds: Vec<PathBuf> = subdirs(&d)?
-            .into_iter()
-            .filter(|s| s.join("meta.json").is_file())
-            .collect();
+        let mut scheds = Vec::new();
+        for s in subdirs(&d)? {
+            if has_meta(&s)? {
+                scheds.push(s);
+            }
+        }
         scheds.sort_by_key(rank);
         out.extend(scheds);
     }
@@ -808,6 +810,37 @@ pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
         ));
     }
     Ok(out)
+}
+
+/// Whether `dir` is a recording: it holds a `meta.json` that is a file. A `meta.json` that
+/// is there but cannot be followed to a file (a loop of symbolic links, ELOOP; a link to
+/// nothing; a directory; a path it cannot look through, EACCES) is an error naming it and
+/// why, not "no recording": a recording a link broke must not vanish from the comparison.
+pub fn has_meta(dir: &Path) -> Result<bool, String> {
+    let meta = dir.join("meta.json");
+    let link = match std::fs::symlink_metadata(&meta) {
+        Ok(m) => m.file_type().is_symlink(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("{}: cannot look it up: {e}", meta.display())),
+    };
+    match std::fs::metadata(&meta) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(_) => Err(format!(
+            "{}: not a file (a recording's meta.json is the file kernel-record writes)",
+            meta.display()
+        )),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(format!(
+            "{}: a loop of symbolic links (ELOOP: {e}): it leads to no file; point it at the \
+             recording's meta.json",
+            meta.display()
+        )),
+        Err(e) if link && e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "{}: a symbolic link to {}, which does not exist",
+            meta.display(),
+            std::fs::read_link(&meta).map_or_else(|_| "?".into(), |t| t.display().to_string())
+        )),
+        Err(e) => Err(format!("{}: cannot follow it: {e}", meta.display())),
+    }
 }
 
 /// The most bytes a request or bio carries: the kernel holds them in an `unsigned int`

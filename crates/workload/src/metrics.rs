@@ -226,7 +226,11 @@ impl JobMetrics {
 }
 
 /// One direction, summarised.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+///
+/// A direction that completed no I/O has no latency: its latency fields hold 0 only as a
+/// placeholder, serialised as `null` and shown as `-` in tables (read them through
+/// [`latency`](Self::latency)); its rates are 0.
+#[derive(Clone, Debug, PartialEq)]
 pub struct DirSummary {
     /// Completed I/Os.
     pub ios: u64,
@@ -250,6 +254,34 @@ pub struct DirSummary {
     pub lat_p999_ms: f64,
     /// Maximum latency, ms.
     pub lat_max_ms: f64,
+}
+
+impl DirSummary {
+    /// `ms`, one of this direction's latency figures, or `None` when it completed no I/O
+    /// (there is no latency to report, and 0 ms would read as an instant one).
+    pub fn latency(&self, ms: f64) -> Option<f64> {
+        (self.ios > 0).then_some(ms)
+    }
+}
+
+impl Serialize for DirSummary {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("DirSummary", 11)?;
+        st.serialize_field("ios", &self.ios)?;
+        st.serialize_field("bytes", &self.bytes)?;
+        st.serialize_field("iops", &self.iops)?;
+        st.serialize_field("mb_s", &self.mb_s)?;
+        let lat = |v| self.latency(v);
+        st.serialize_field("lat_mean_ms", &lat(self.lat_mean_ms))?;
+        st.serialize_field("lat_p50_ms", &lat(self.lat_p50_ms))?;
+        st.serialize_field("lat_p90_ms", &lat(self.lat_p90_ms))?;
+        st.serialize_field("lat_p95_ms", &lat(self.lat_p95_ms))?;
+        st.serialize_field("lat_p99_ms", &lat(self.lat_p99_ms))?;
+        st.serialize_field("lat_p999_ms", &lat(self.lat_p999_ms))?;
+        st.serialize_field("lat_max_ms", &lat(self.lat_max_ms))?;
+        st.end()
+    }
 }
 
 /// One job, summarised.

@@ -60,7 +60,7 @@ impl CellResult {
             let n = &j.name;
             m.insert(format!("{n}.seconds"), Some(j.seconds));
             for (dir, d) in [("read", &j.read), ("write", &j.write)] {
-                let lat = |v: f64| (d.ios > 0).then_some(v);
+                let lat = |v: f64| d.latency(v);
                 for (what, v) in [
                     ("mb_s", Some(d.mb_s)),
                     ("iops", Some(d.iops)),

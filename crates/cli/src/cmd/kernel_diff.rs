@@ -102,6 +102,16 @@ pub fn run(args: Args) -> Result<()> {
             if let Some(w) = unmatched_warning(&row.assembly) {
                 crate::output::tell!("elevator kernel-diff: warning: {}: {w}", rec.display());
             }
+            if let Some(line) = row.assembly.first_duplicate_line {
+                crate::output::tell!(
+                    "elevator kernel-diff: warning: {}: {} event lines of the trace repeat the \
+                     line before them exactly (task, CPU, time and event; the first at line \
+                     {line}), which the ring buffer never writes: the trace was edited or \
+                     concatenated; each was replayed as read",
+                    rec.display(),
+                    row.assembly.duplicate_lines
+                );
+            }
             // A recorded tunable our policy refuses ran at our default: said, not silent
             // (meta.json's `read_expire = -1` printed a 100 % agreement without a word).
             for (name, value, why) in &row.kernel_pace.skipped {
@@ -303,7 +313,7 @@ fn recordings(dir: &Path, seen: &mut HashSet<PathBuf>) -> Result<Vec<PathBuf>> {
             );
         }
     }
-    if !dir.join("meta.json").is_file() {
+    if !kernel_diff::has_meta(dir).map_err(|e| anyhow!(e))? {
         let skipped = not_recordings(dir);
         if let Some(first) = skipped.first() {
             crate::output::tell!(
@@ -332,7 +342,8 @@ fn not_recordings(root: &Path) -> Vec<PathBuf> {
         v.sort();
         v
     };
-    let recorded = |d: &Path| d.join("meta.json").is_file();
+    // Any meta.json that is not a file was refused by `find_recordings` already.
+    let recorded = |d: &Path| kernel_diff::has_meta(d).unwrap_or(true);
     let mut out = Vec::new();
     for mix in dirs(root).into_iter().filter(|d| !recorded(d)) {
         if ["trace.txt", "trace.txt.gz", "job.fio"]

@@ -96,6 +96,12 @@ struct RunJson {
     /// Where the first of them is (`FILE:LINE` or `FILE: byte N`).
     #[serde(skip_serializing_if = "Option::is_none")]
     first_out_of_order: Option<String>,
+    /// Records that repeat one just before them exactly (same time, process, operation,
+    /// sector and length), replayed as given.
+    duplicates: u64,
+    /// Where the first of them is (`FILE:LINE` or `FILE: byte N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_duplicate: Option<String>,
     /// Times the replay waited at its bound of outstanding requests.
     held_back: u64,
     /// Processes past the bound, replayed as one.
@@ -505,7 +511,7 @@ fn replay_spooled(
         &format!("elevator replay {}", shown[0].display()),
     );
     let mut latencies = Vec::new();
-    for info in &infos {
+    for (nth, info) in infos.iter().enumerate() {
         let settings = super::settings_on_device(info, &extra, rotational);
         let groups = GroupTree::new();
         let sched = info
@@ -640,17 +646,22 @@ fn replay_spooled(
             outcomes.keep(super::common::finish_blktrace(w));
         }
         let total_summary = total.summary("total", "/", end);
+        if nth == 0 {
+            // Each scheduler reads the same records: told once.
+            warn_duplicates(&outcome);
+        }
         print_run(info.name, &device, end, &outcome, &total_summary);
+        let (rd, wr) = (&total_summary.read, &total_summary.write);
         compare.push(vec![
             info.name.to_string(),
             format!("{:.3}", end.as_secs_f64()),
-            format!("{}", total_summary.read.ios),
-            format!("{:.2}", total_summary.read.lat_mean_ms),
-            format!("{:.2}", total_summary.read.lat_p50_ms),
-            format!("{:.2}", total_summary.read.lat_p99_ms),
-            format!("{}", total_summary.write.ios),
-            format!("{:.2}", total_summary.write.lat_mean_ms),
-            format!("{:.2}", total_summary.write.lat_p99_ms),
+            format!("{}", rd.ios),
+            output::latency_cell(rd, rd.lat_mean_ms, 2),
+            output::latency_cell(rd, rd.lat_p50_ms, 2),
+            output::latency_cell(rd, rd.lat_p99_ms, 2),
+            format!("{}", wr.ios),
+            output::latency_cell(wr, wr.lat_mean_ms, 2),
+            output::latency_cell(wr, wr.lat_p99_ms, 2),
         ]);
         runs.push(RunJson {
             scheduler: info.name.to_string(),
@@ -660,6 +671,8 @@ fn replay_spooled(
             skipped: outcome.skipped,
             out_of_order: outcome.out_of_order,
             first_out_of_order: outcome.first_out_of_order.as_ref().map(|a| a.to_string()),
+            duplicates: outcome.duplicates,
+            first_duplicate: outcome.first_duplicate.as_ref().map(|a| a.to_string()),
             held_back: outcome.held_back,
             merged_processes: outcome.merged_processes,
             merged_untracked: outcome.merged_untracked,
@@ -774,6 +787,24 @@ fn open_target(
     Ok((tgt, path.display().to_string()))
 }
 
+/// Say on stderr how many records of the trace repeat one just before them exactly, and
+/// where the first is (a trace whose lines were written twice replays at twice its load).
+fn warn_duplicates(outcome: &ReplayOutcome) {
+    if outcome.duplicates > 0 {
+        let first = match &outcome.first_duplicate {
+            Some(at) => format!("; the first at {at}"),
+            None => String::new(),
+        };
+        crate::output::tell!(
+            "elevator replay: warning: {} records of the trace repeat a record just before them \
+             exactly (same time, process, operation, sector and length){first}: each was \
+             replayed as its own request, as blkparse and fio would; a trace whose lines were \
+             written twice doubles its load (remove the copies to replay the recording)",
+            outcome.duplicates
+        );
+    }
+}
+
 fn print_run(
     sched: &str,
     device: &str,
@@ -841,16 +872,17 @@ fn print_run(
     let mut procs: Vec<_> = outcome.processes.iter().collect();
     procs.sort_by_key(|p| std::cmp::Reverse(p.metrics.read.ios + p.metrics.write.ios));
     let row = |name: String, s: &JobSummary| {
+        let (rd, wr) = (&s.read, &s.write);
         vec![
             name,
-            format!("{}", s.read.ios),
-            format!("{:.2}", s.read.lat_mean_ms),
-            format!("{:.2}", s.read.lat_p50_ms),
-            format!("{:.2}", s.read.lat_p95_ms),
-            format!("{:.2}", s.read.lat_p99_ms),
-            format!("{}", s.write.ios),
-            format!("{:.2}", s.write.lat_mean_ms),
-            format!("{:.2}", s.write.lat_p99_ms),
+            format!("{}", rd.ios),
+            output::latency_cell(rd, rd.lat_mean_ms, 2),
+            output::latency_cell(rd, rd.lat_p50_ms, 2),
+            output::latency_cell(rd, rd.lat_p95_ms, 2),
+            output::latency_cell(rd, rd.lat_p99_ms, 2),
+            format!("{}", wr.ios),
+            output::latency_cell(wr, wr.lat_mean_ms, 2),
+            output::latency_cell(wr, wr.lat_p99_ms, 2),
         ]
     };
     let mut rows: Vec<Vec<String>> = procs

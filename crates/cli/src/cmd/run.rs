@@ -215,24 +215,25 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
     for j in &r.jobs {
         let s = j.metrics.summary(&j.name, &j.group, r.elapsed);
         let f = |x: f64| format!("{x:.1}");
-        let g = |x: f64| format!("{x:.3}");
+        let (rd, wr) = (&s.read, &s.write);
+        let g = |d, x: f64| crate::output::latency_cell(d, x, 3);
         rows.push(vec![
             r.scheduler.clone(),
             j.name.clone(),
-            f(s.read.iops),
-            f(s.read.mb_s),
-            g(s.read.lat_mean_ms),
-            g(s.read.lat_p50_ms),
-            g(s.read.lat_p90_ms),
-            g(s.read.lat_p99_ms),
-            g(s.read.lat_p999_ms),
-            f(s.write.iops),
-            f(s.write.mb_s),
-            g(s.write.lat_mean_ms),
-            g(s.write.lat_p50_ms),
-            g(s.write.lat_p90_ms),
-            g(s.write.lat_p99_ms),
-            g(s.write.lat_p999_ms),
+            f(rd.iops),
+            f(rd.mb_s),
+            g(rd, rd.lat_mean_ms),
+            g(rd, rd.lat_p50_ms),
+            g(rd, rd.lat_p90_ms),
+            g(rd, rd.lat_p99_ms),
+            g(rd, rd.lat_p999_ms),
+            f(wr.iops),
+            f(wr.mb_s),
+            g(wr, wr.lat_mean_ms),
+            g(wr, wr.lat_p50_ms),
+            g(wr, wr.lat_p90_ms),
+            g(wr, wr.lat_p99_ms),
+            g(wr, wr.lat_p999_ms),
         ]);
     }
 }

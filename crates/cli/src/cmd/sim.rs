@@ -149,7 +149,7 @@ fn job_row(j: &elevator_workload::metrics::JobSummary) -> Vec<String> {
             d.lat_p99_ms,
             d.lat_p999_ms,
         ] {
-            row.push(format!("{ms:.2}"));
+            row.push(crate::output::latency_cell(d, ms, 2));
         }
     }
     row

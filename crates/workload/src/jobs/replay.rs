@@ -111,6 +111,11 @@ pub struct ReplayOutcome {
     pub out_of_order: u64,
     /// Where the first of them is in the trace.
     pub first_out_of_order: Option<crate::traces::RecordAt>,
+    /// Records that repeat one just before them exactly
+    /// ([`RecordSource::duplicates`]): replayed, counted so that a replay can say so.
+    pub duplicates: u64,
+    /// Where the first of them is in the trace.
+    pub first_duplicate: Option<crate::traces::RecordAt>,
     /// Times the replay waited because [`MAX_OUTSTANDING`] requests were outstanding (the
     /// device fell behind the trace; those requests went out later than recorded).
     pub held_back: u64,
@@ -279,12 +284,7 @@ impl ReplayJob {
                 break;
             }
             match self.source.next() {
-                None => {
-                    self.exhausted = true;
-                    let mut out = self.out.borrow_mut();
-                    out.out_of_order = self.source.out_of_order();
-                    out.first_out_of_order = self.source.first_out_of_order();
-                }
+                None => self.exhausted = true,
                 Some(Err(e)) => {
                     self.out.borrow_mut().error = Some(e);
                     self.exhausted = true;
@@ -331,7 +331,16 @@ impl ReplayJob {
             }
         }
         // Counted however the reading ended (the trace's end, an error, --max-requests).
-        self.out.borrow_mut().zero_length = self.source.zero_length();
+        let mut out = self.out.borrow_mut();
+        out.zero_length = self.source.zero_length();
+        out.out_of_order = self.source.out_of_order();
+        if out.first_out_of_order.is_none() && out.out_of_order > 0 {
+            out.first_out_of_order = self.source.first_out_of_order();
+        }
+        out.duplicates = self.source.duplicates();
+        if out.first_duplicate.is_none() && out.duplicates > 0 {
+            out.first_duplicate = self.source.first_duplicate();
+        }
     }
 
     /// Put process `ctx` in the ready heap if its head request may be scheduled.

@@ -681,7 +681,10 @@ enum Slot {
 pub struct BlkRequests<S> {
     events: S,
     view: BlkView,
-    pending: VecDeque<(TraceRecord, Slot)>,
+    /// Dispatched requests waiting for their completions, each with where its `D` was read.
+    pending: VecDeque<(TraceRecord, Slot, Option<RecordAt>)>,
+    /// Where the `D` of the record returned last was read (the dispatch view).
+    returned_at: Option<RecordAt>,
     /// Absolute index of `pending[0]`.
     base: u64,
     in_flight: HashMap<(u32, u64), u64>,
@@ -707,6 +710,7 @@ impl<S: EventSource> BlkRequests<S> {
             events,
             view,
             pending: VecDeque::new(),
+            returned_at: None,
             base: 0,
             in_flight: HashMap::new(),
             owners: HashMap::new(),
@@ -761,8 +765,9 @@ impl<S: EventSource> BlkRequests<S> {
                 if let Some(op) = e.op() {
                     let pid = self.owners.remove(&key).unwrap_or(e.pid);
                     let idx = self.base + self.pending.len() as u64;
+                    let at = self.events.last_at();
                     self.pending
-                        .push_back((Self::record(&e, op, pid), Slot::Waiting));
+                        .push_back((Self::record(&e, op, pid), Slot::Waiting, at));
                     self.in_flight.insert(key, idx);
                 }
             }
@@ -787,12 +792,12 @@ impl<S: EventSource> BlkRequests<S> {
     }
 
     fn pop_ready(&mut self) -> Option<TraceRecord> {
-        while let Some(&(r, s)) = self.pending.front() {
+        while let Some(&(r, s, _)) = self.pending.front() {
             let stale = r.time.saturating_add(COMPLETION_HORIZON) < self.last_time;
             if s == Slot::Waiting && !stale && !self.ended {
                 return None;
             }
-            self.pending.pop_front();
+            let (_, _, at) = self.pending.pop_front().expect("a front");
             self.base += 1;
             if s == Slot::Waiting {
                 // Forget its dispatch, unless a later one at the same place replaced it: one
@@ -804,6 +809,7 @@ impl<S: EventSource> BlkRequests<S> {
                 }
             }
             if s != Slot::Cancelled {
+                self.returned_at = at;
                 return Some(r);
             }
         }
@@ -862,10 +868,10 @@ impl<S: EventSource> RecordSource for BlkRequests<S> {
 
     fn last_at(&self) -> Option<RecordAt> {
         // The queue view returns a record as its Q event is read; the dispatch view returns
-        // records later, when their completions have been read.
+        // records later, when their completions have been read: where its D was read.
         match self.view {
             BlkView::Queue => self.events.last_at(),
-            BlkView::Dispatch => None,
+            BlkView::Dispatch => self.returned_at.clone(),
         }
     }
 }

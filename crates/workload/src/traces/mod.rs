@@ -18,6 +18,7 @@ pub mod blktrace_out;
 pub mod by_time;
 pub mod csv;
 pub mod disksim_ascii;
+pub mod duplicates;
 pub mod fio_iolog;
 pub mod ftrace;
 pub mod kernel_limits;

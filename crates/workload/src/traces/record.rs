@@ -105,4 +105,16 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, InputError>> {
     fn first_out_of_order(&self) -> Option<RecordAt> {
         None
     }
+
+    /// Records so far that repeat one just before them exactly (same time, process, device,
+    /// operation, sector and length: [`duplicates`](super::duplicates)), replayed as given:
+    /// a count, so that a replay can say so. 0 where the source does not count.
+    fn duplicates(&self) -> u64 {
+        0
+    }
+
+    /// The first of them, when the source counts them ([`duplicates`](Self::duplicates)).
+    fn first_duplicate(&self) -> Option<RecordAt> {
+        None
+    }
 }

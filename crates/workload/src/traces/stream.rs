@@ -14,6 +14,7 @@ use elevator_core::Nanos;
 
 use super::blktrace::{BlkRequests, BlkView, EventReader};
 use super::by_time::ByTime;
+use super::duplicates::Duplicates;
 use super::lines::head;
 use super::record::{RecordAt, RecordSource, TraceRecord};
 use crate::input::{InputError, Position};
@@ -322,6 +323,7 @@ pub fn open(paths: &[PathBuf], opts: OpenOptions) -> Result<Box<dyn RecordSource
         out_of_order: 0,
         first_out_of_order: None,
         accept_unsorted: opts.accept_unsorted,
+        duplicates: Default::default(),
         read: 0,
         failed: false,
     }))
@@ -364,6 +366,7 @@ fn open_one(path: &Path, format: TraceFormat) -> Result<Box<dyn RecordSource>, I
 /// before it (naming its file, line and time field), or, when unsorted traces are accepted,
 /// count such records ([`RecordSource::out_of_order`]) and name the first: one stamped
 /// before the first record is put at 0, any other is issued at once, behind the later ones.
+/// Exact duplicates are counted and the first named ([`Duplicates`]), whatever the format.
 struct Rebase {
     inner: Box<dyn RecordSource>,
     /// The (first) file, for errors.
@@ -374,6 +377,7 @@ struct Rebase {
     out_of_order: u64,
     first_out_of_order: Option<RecordAt>,
     accept_unsorted: bool,
+    duplicates: Duplicates,
     /// Records read so far.
     read: u64,
     /// A record was refused: the stream has ended (as every reader's does at its first
@@ -415,14 +419,12 @@ impl Rebase {
             }
             self.out_of_order += 1;
             if self.first_out_of_order.is_none() {
-                self.first_out_of_order = Some(self.inner.last_at().unwrap_or(RecordAt {
-                    file: self.file.clone(),
-                    at: Position::Line(0),
-                    time_field: "time",
-                }));
+                self.first_out_of_order = Some(read_at(&*self.inner, &self.file));
             }
         }
         self.latest = self.latest.max(r.time);
+        let (inner, file) = (&*self.inner, &self.file);
+        self.duplicates.note(&r, || read_at(inner, file));
         r.time = r.time.saturating_sub(t0);
         if r.time > MAX_SPAN {
             return Err(InputError::new(
@@ -440,6 +442,15 @@ impl Rebase {
     }
 }
 
+/// Where `inner` read its last record, or `file` alone (line 0) if it cannot say.
+fn read_at(inner: &dyn RecordSource, file: &str) -> RecordAt {
+    inner.last_at().unwrap_or(RecordAt {
+        file: file.to_string(),
+        at: Position::Line(0),
+        time_field: "time",
+    })
+}
+
 impl RecordSource for Rebase {
     fn process_name(&self, pid: u32) -> Option<String> {
         self.inner.process_name(pid)
@@ -455,6 +466,14 @@ impl RecordSource for Rebase {
 
     fn first_out_of_order(&self) -> Option<RecordAt> {
         self.first_out_of_order.clone()
+    }
+
+    fn duplicates(&self) -> u64 {
+        self.duplicates.count()
+    }
+
+    fn first_duplicate(&self) -> Option<RecordAt> {
+        self.duplicates.first()
     }
 
     fn last_at(&self) -> Option<RecordAt> {

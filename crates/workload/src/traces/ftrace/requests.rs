@@ -334,6 +334,12 @@ pub struct Assembly {
     /// no request (`orphan_*` but the flushes' and the empty completions, `unmatched_merges`),
     /// or of the first `[LOST N EVENTS]`.
     pub first_unmatched_line: Option<usize>,
+    /// Event lines that repeat the line before them exactly (the same task, pid, CPU, time
+    /// and event: a trace whose lines were written twice; the ring buffer never writes one
+    /// event twice), each assembled as read.
+    pub duplicate_lines: usize,
+    /// The line of the first of them.
+    pub first_duplicate_line: Option<usize>,
 }
 
 /// A trace's requests, dispatches and scheduler events.
@@ -850,6 +856,14 @@ impl KernelTrace {
             if matches!(ev.body, EventBody::Lost { .. }) {
                 all.push(ev);
                 continue;
+            }
+            let repeats = |p: &FtraceEvent| {
+                (p.time, p.cpu, p.pid, &p.task, &p.body)
+                    == (ev.time, ev.cpu, ev.pid, &ev.task, &ev.body)
+            };
+            if all.last().is_some_and(repeats) {
+                b.out.stats.duplicate_lines += 1;
+                b.out.stats.first_duplicate_line.get_or_insert(ev.line);
             }
             if ev.time < latest {
                 b.out.stats.out_of_order += 1;
