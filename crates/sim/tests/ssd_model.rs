@@ -651,3 +651,29 @@ fn with_the_hot_filter_on_a_write_takes_buffer_room_for_its_cold_sectors_only() 
     let over = half_unit(&mut ssd, 203, 502);
     assert!(over > us(750), "the buffer is full: {over:?}");
 }
+
+/// A read's sensing time is its flash page's (by the page's type, its index in the block mod
+/// `flash.page_types`), whichever of the page's mapping units it reads. On the preconditioned
+/// 980 PRO (16 KiB pages of four 4 KiB units, TLC: 91, 98 and 105 us), units 0 to 3 are page
+/// 0 of plane 0's first block and units 4 x 32 planes to that + 3 its page 1: a 4 KiB read of
+/// each of the four units of a page takes the same time, and page 1's reads 7 us more than
+/// page 0's.
+#[test]
+fn every_unit_of_a_flash_page_reads_in_that_pages_sensing_time() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let units_per_page = u64::from(spec.flash.page_bytes / spec.ftl.unit_bytes);
+    assert_eq!(units_per_page, 4);
+    let first_of_page_1 = units_per_page * spec.planes();
+    let latency = |lpn: u64| {
+        let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+        read_unit(&mut ssd, 1, lpn, Nanos::ZERO).as_ns()
+    };
+    for (page, first) in [(0, 0), (1, first_of_page_1)] {
+        let times: Vec<u64> = (first..first + units_per_page).map(latency).collect();
+        assert!(
+            times.iter().all(|&t| t == times[0]),
+            "page {page}'s units: {times:?}"
+        );
+    }
+    assert_eq!(latency(first_of_page_1) - latency(0), 7_000);
+}
