@@ -677,3 +677,24 @@ fn every_unit_of_a_flash_page_reads_in_that_pages_sensing_time() {
     }
     assert_eq!(latency(first_of_page_1) - latency(0), 7_000);
 }
+
+/// At most `MAX_PLANES` (2^16) flash planes (channels x chips x dies x planes): a drive of
+/// exactly that many is accepted, one of more refused naming `flash.planes_per_die`. 256
+/// channels of 16 chips of 4 dies of 4 planes, 400 blocks of 32 pages a plane (3.4 x 10^9
+/// mapping units, under `MAX_UNITS`; 7% of 400 blocks spare, enough for GC's reserve).
+#[test]
+fn a_drive_of_at_most_max_planes_planes_is_accepted_one_channel_more_refused() {
+    use elevator_sim::ssd::spec::MAX_PLANES;
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.channels = 256;
+    spec.flash.chips_per_channel = 16;
+    spec.flash.dies_per_chip = 4;
+    spec.flash.planes_per_die = 4;
+    spec.flash.blocks_per_plane = 400;
+    spec.flash.pages_per_block = 32;
+    assert_eq!(spec.planes(), MAX_PLANES);
+    assert_eq!(spec.validate(), Ok(()));
+    spec.flash.channels += 1;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "flash.planes_per_die", "{e}");
+}
