@@ -95,6 +95,7 @@ fn reads_alone_are_unchanged_by_the_stage() {
     }
 }
 
+/// At most 2^20 front-end slots: that many is accepted, one more refused naming the field.
 #[test]
 fn too_many_slots_is_refused_naming_the_field() {
     let text = SsdSpec::builtin("samsung-980pro-1tb")
@@ -103,6 +104,11 @@ fn too_many_slots_is_refused_naming_the_field() {
         .replace("front_end_slots = 128", "front_end_slots = 2000000");
     let e = DriveModel::parse(&text, Path::new("y.toml")).unwrap_err();
     assert_eq!(e.field, "host.front_end_slots");
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.host.front_end_slots = 1 << 20;
+    assert_eq!(spec.validate(), Ok(()));
+    spec.host.front_end_slots += 1;
+    assert_eq!(spec.validate().unwrap_err().field, "host.front_end_slots");
 }
 
 #[test]

@@ -569,3 +569,132 @@ fn a_bad_housekeeping_field_is_named() {
     let plain = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
     assert!(plain.housekeeping.is_off() && !plain.to_toml().contains("housekeeping"));
 }
+
+/// A dirty mapping entry evicted from the CMT is written back by programming its translation
+/// page at that page's place, plane = translation page mod planes (the module's fixed
+/// placement; MQSim writes the evicted entry's MVPN back). With one cached entry, a 4 KiB
+/// write of a unit of translation page 65 (plane 1, page 2 of the 980 PRO's 32 planes) makes
+/// its entry dirty; a read of unit 0 long after evicts it, so plane 1 starts a program. A
+/// read 20 us later that misses translation page 1 (plane 1) waits for that program; one that
+/// misses translation page 2 (plane 2) does not. Each is measured against the same sequence
+/// with a read in place of the write (a clean entry: no write-back).
+#[test]
+fn a_dirty_cmt_entry_evicted_programs_its_translation_page_on_its_plane() {
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.ftl.cmt_entries = 1;
+    let planes = spec.planes();
+    assert_eq!(planes, 32);
+    let per_page = u64::from(spec.flash.page_bytes / 4);
+    let written = (2 * planes + 1) * per_page;
+    let evict_at = Nanos::from_ms(10);
+    let probe_at = evict_at + Nanos::from_us(20);
+    // The latency of a read of the first unit of translation page `probe`, after the entry
+    // of `written` was made dirty (or only read) and evicted.
+    let probe = |dirty: bool, probe: u64| {
+        let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+        if dirty {
+            write_4k(&mut ssd, 1, written, Nanos::ZERO);
+        } else {
+            read_unit(&mut ssd, 1, written, Nanos::ZERO);
+        }
+        read_unit(&mut ssd, 2, 0, evict_at);
+        (read_unit(&mut ssd, 3, probe * per_page, probe_at) - probe_at).as_ns() as i64
+    };
+    let program_ns = (spec.flash.program_us * 1000.0) as i64;
+    let on_plane_1 = probe(true, 1) - probe(false, 1);
+    assert!(
+        on_plane_1 > program_ns / 2,
+        "plane 1's read waited {on_plane_1} ns more for the write-back"
+    );
+    assert_eq!(
+        probe(true, 2),
+        probe(false, 2),
+        "plane 2 has no write-back to wait for"
+    );
+}
+
+/// With the hot/cold filter on, a write takes room in the write buffer for the bytes of its
+/// cold units only, each unit's share of the write's sectors (MQSim's
+/// `write_to_destage_buffer` counts the sectors it writes back), and a hot unit none. MQSim's
+/// default drive without its DRAM rate (`write_buffer.mb_s = 0`): 1 MiB of buffer, 128 units
+/// of 8 KiB. After a first write (which empties the filter) and 126 more whole units, the
+/// buffer holds 127 units; a hot rewrite takes no room, two half-unit writes of cold units
+/// fill it exactly, and a third waits for the first program (750 us of tPROG) to free room.
+#[test]
+fn with_the_hot_filter_on_a_write_takes_buffer_room_for_its_cold_sectors_only() {
+    let mut spec = mqsim_default();
+    spec.write_buffer.mb_s = 0.0;
+    assert_eq!(spec.write_buffer.bytes, 128 * 8192);
+    let mut ssd = Ssd::new(spec).unwrap();
+    let us = Nanos::from_us;
+    let half_unit = |ssd: &mut Ssd, id: u64, lpn: u64| {
+        let r = rq(id, 0)
+            .sync_write()
+            .sector(16 * lpn)
+            .sectors(8)
+            .at(us(2))
+            .build();
+        ssd.submit(&r, us(2)).done
+    };
+    write_unit(&mut ssd, 0, 1000, us(1));
+    let mut last = Nanos::ZERO;
+    for lpn in 1..=126 {
+        last = write_unit(&mut ssd, lpn, lpn, us(2));
+    }
+    assert!(last < us(500), "127 units fit: {last:?}");
+    let hot = write_unit(&mut ssd, 200, 1, us(2));
+    let fills = [half_unit(&mut ssd, 201, 500), half_unit(&mut ssd, 202, 501)];
+    assert!(
+        hot < us(500) && fills.iter().all(|&t| t < us(500)),
+        "a hot unit and two halves fit: {hot:?} {fills:?}"
+    );
+    let over = half_unit(&mut ssd, 203, 502);
+    assert!(over > us(750), "the buffer is full: {over:?}");
+}
+
+/// A read's sensing time is its flash page's (by the page's type, its index in the block mod
+/// `flash.page_types`), whichever of the page's mapping units it reads. On the preconditioned
+/// 980 PRO (16 KiB pages of four 4 KiB units, TLC: 91, 98 and 105 us), units 0 to 3 are page
+/// 0 of plane 0's first block and units 4 x 32 planes to that + 3 its page 1: a 4 KiB read of
+/// each of the four units of a page takes the same time, and page 1's reads 7 us more than
+/// page 0's.
+#[test]
+fn every_unit_of_a_flash_page_reads_in_that_pages_sensing_time() {
+    let spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    let units_per_page = u64::from(spec.flash.page_bytes / spec.ftl.unit_bytes);
+    assert_eq!(units_per_page, 4);
+    let first_of_page_1 = units_per_page * spec.planes();
+    let latency = |lpn: u64| {
+        let mut ssd = Ssd::with_precondition(spec.clone(), Precondition::Steady).unwrap();
+        read_unit(&mut ssd, 1, lpn, Nanos::ZERO).as_ns()
+    };
+    for (page, first) in [(0, 0), (1, first_of_page_1)] {
+        let times: Vec<u64> = (first..first + units_per_page).map(latency).collect();
+        assert!(
+            times.iter().all(|&t| t == times[0]),
+            "page {page}'s units: {times:?}"
+        );
+    }
+    assert_eq!(latency(first_of_page_1) - latency(0), 7_000);
+}
+
+/// At most `MAX_PLANES` (2^16) flash planes (channels x chips x dies x planes): a drive of
+/// exactly that many is accepted, one of more refused naming `flash.planes_per_die`. 256
+/// channels of 16 chips of 4 dies of 4 planes, 400 blocks of 32 pages a plane (3.4 x 10^9
+/// mapping units, under `MAX_UNITS`; 7% of 400 blocks spare, enough for GC's reserve).
+#[test]
+fn a_drive_of_at_most_max_planes_planes_is_accepted_one_channel_more_refused() {
+    use elevator_sim::ssd::spec::MAX_PLANES;
+    let mut spec = SsdSpec::builtin("samsung-980pro-1tb").unwrap();
+    spec.flash.channels = 256;
+    spec.flash.chips_per_channel = 16;
+    spec.flash.dies_per_chip = 4;
+    spec.flash.planes_per_die = 4;
+    spec.flash.blocks_per_plane = 400;
+    spec.flash.pages_per_block = 32;
+    assert_eq!(spec.planes(), MAX_PLANES);
+    assert_eq!(spec.validate(), Ok(()));
+    spec.flash.channels += 1;
+    let e = spec.validate().unwrap_err();
+    assert_eq!(e.field, "flash.planes_per_die", "{e}");
+}

@@ -95,3 +95,24 @@ impl Cmt {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cmt;
+
+    /// CLOCK: the hand sweeps the slots in turn, clearing the referenced bit of each it
+    /// passes and evicting the first without it, then stays past the slot it filled. Two
+    /// slots holding 1 and 2: 3 clears both and evicts 1 (slot 0); 4 then evicts 2 (slot 1,
+    /// where the hand stands), not 3; so 3 is still cached and 2 is not. A dirty entry
+    /// evicted names its translation page (entry / entries per page).
+    #[test]
+    fn the_clock_hand_moves_on_past_the_slot_it_filled() {
+        let mut cmt = Cmt::new(2, 10);
+        assert!(!cmt.access(1, false).hit);
+        assert!(!cmt.access(12, true).hit);
+        assert_eq!(cmt.access(3, false).write_back, None);
+        assert_eq!(cmt.access(40, false).write_back, Some(1));
+        assert!(cmt.access(3, false).hit);
+        assert!(!cmt.access(12, false).hit);
+    }
+}
