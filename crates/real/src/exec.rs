@@ -418,6 +418,14 @@ fn kind_of(op: Op) -> Option<IoKind> {
 /// Wake at least this often to look at the stop flag, even when nothing else is due.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
+/// The most bytes of data buffers the executor holds in flight: it dispatches no further
+/// request while this many are at the device, however deep the device (a request larger than
+/// this goes alone). The kernel needs no such bound (a request's pages are the program's own
+/// and `max_sectors` splits it), but the executor allocates each request's buffer: without it
+/// a trace of 64 writes of 64 MiB at one instant on a file (no `max_sectors`) would
+/// hold 4 GiB at once and abort when memory ran out.
+pub const MAX_IN_FLIGHT_BYTES: u64 = 1 << 30;
+
 /// Run `jobs` through `sched` on `backend` until every job is done, a stop is requested, or an
 /// I/O fails. Never returns with I/O in flight.
 pub fn run<B: Backend>(
@@ -474,6 +482,8 @@ struct Executor<'a, B: Backend> {
     /// Requests handed to the backend in this turn of the main loop
     /// ([`Backend::submit_burst`]).
     sent_this_turn: usize,
+    /// Bytes of the requests at the backend ([`MAX_IN_FLIGHT_BYTES`] bounds them).
+    in_flight_bytes: u64,
 }
 
 impl<'a, B: Backend> Executor<'a, B> {
@@ -546,6 +556,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             reaped: 0,
             requests: Vec::new(),
             sent_this_turn: 0,
+            in_flight_bytes: 0,
         }
     }
 
@@ -809,6 +820,10 @@ impl<'a, B: Backend> Executor<'a, B> {
             if self.sent_this_turn >= burst {
                 return self.blk.queued() > 0;
             }
+            if self.in_flight_bytes >= MAX_IN_FLIGHT_BYTES {
+                // Completions make room; the requests wait in the scheduler meanwhile.
+                return false;
+            }
             let Some(rq) = self.blk.poll_dispatch(now) else {
                 return false;
             };
@@ -856,7 +871,19 @@ impl<'a, B: Backend> Executor<'a, B> {
                 return false;
             }
         }
-        let mut buf = self.pool.get(len as usize);
+        let Some(mut buf) = self.pool.try_get(len as usize) else {
+            let e = io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "cannot allocate a buffer of {len} bytes for a {} at byte {offset} \
+                     ({} bytes already in flight)",
+                    op_name(kind),
+                    self.in_flight_bytes
+                ),
+            );
+            self.fail(RunError::Backend(e));
+            return false;
+        };
         let mut written_before = None;
         if let Some(map) = &self.written {
             match kind {
@@ -885,6 +912,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             self.fail(RunError::Backend(e));
             return false;
         }
+        self.in_flight_bytes += len;
         self.flights.insert(
             token,
             Flight {
@@ -907,6 +935,7 @@ impl<'a, B: Backend> Executor<'a, B> {
         } else {
             f.rq.bytes()
         };
+        self.in_flight_bytes -= len;
         let name = || self.slots[f.job].name.clone();
         let block = self.backend.queue_limits().logical_block.filter(|&b| b > 0);
         let outcome = match c.result {

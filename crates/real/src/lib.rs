@@ -54,7 +54,7 @@ pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
 pub use emulate::{Emulated, ServiceModel};
 pub use exec::{
     run, run_with_clock, ByteRange, Clock, JobReport, MonotonicClock, RealJob, RequestRecord,
-    RunError, RunFailure, RunOptions, RunReport,
+    RunError, RunFailure, RunOptions, RunReport, MAX_IN_FLIGHT_BYTES,
 };
 pub use mem::{Fault, MemBackend};
 pub use target::{OpenSpec, Target, TargetError, TargetKind};
