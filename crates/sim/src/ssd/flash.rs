@@ -491,6 +491,25 @@ mod tests {
     use super::*;
     use crate::ssd::Suspend;
 
+    /// A program placed in a gap before one already placed (a buffer's programs go ahead of
+    /// a read's) is recorded in start order, so a read during it finds it under way.
+    #[test]
+    fn an_operation_placed_before_the_last_one_is_found_under_way() {
+        let mut plane = Plane::default();
+        plane.record(Nanos(1_000), 500, Kind::Erase);
+        plane.record(Nanos(0), 300, Kind::Program);
+        let starts: Vec<Nanos> = plane.ops.iter().map(|&(s, _, _)| s).collect();
+        assert_eq!(starts, [Nanos(0), Nanos(1_000)]);
+        assert_eq!(
+            plane.under_way(Nanos(100), Nanos(100)),
+            Some((Nanos(300), Kind::Program))
+        );
+        assert_eq!(
+            plane.under_way(Nanos(1_200), Nanos(1_100)),
+            Some((Nanos(1_500), Kind::Erase))
+        );
+    }
+
     /// Urgent GC (MQSim's `GC_is_in_urgent_mode`: its TSU serves a chip's GC before host
     /// reads) holds a host read for all of it; preemptible GC only for the operation under way
     /// when the read comes (no suspension here). With a spec whose GC is preemptible, asking
