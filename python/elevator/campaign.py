@@ -36,6 +36,8 @@ TASK_TIMEOUT_FLOOR_S = 120.0
 #: Without ``timeout_s``: a task may run this many times the longest task already finished.
 TASK_TIMEOUT_FACTOR = 20.0
 
+#: Without ``timeout_s`` and before any task has finished: the bound of the first tasks.
+FIRST_TASK_TIMEOUT_S = 1800.0
 
 #: What an HTTP/2 client sends first (RFC 9113 section 3.4), then an empty SETTINGS frame
 #: (length 0, type 4, no flags, stream 0). Ray's GCS and its client server are gRPC servers,
@@ -91,15 +93,6 @@ def _reachable(address: str) -> None:
     if len(head) < 9 or head[3] != _SETTINGS:
         got = _check.shown(head.decode("latin-1")) if head else "nothing"
         raise refuse(f"it answered an HTTP/2 greeting with {got}, not a gRPC server's SETTINGS")
-
-
-def _task_bound(first_cell_s: float, per_task: int, longest: float) -> float:
-    """The seconds a Ray task may run without ``timeout_s``: until a task finishes
-    (``longest`` 0), :data:`TASK_TIMEOUT_FACTOR` times ``first_cell_s`` (a cell's time,
-    measured here) for each of the ``per_task`` cells a task holds; then the factor times the
-    longest finished task; at least :data:`TASK_TIMEOUT_FLOOR_S`."""
-    work = longest if longest > 0.0 else first_cell_s * per_task
-    return max(TASK_TIMEOUT_FLOOR_S, TASK_TIMEOUT_FACTOR * work)
 
 
 def _write_cells(spec_json: str, cells: list, store: str, note: str) -> list:
@@ -284,12 +277,9 @@ class Campaign:
         by SIGSTOP, or stuck in the kernel, never returns and Ray has no task timeout) is
         cancelled, its worker killed, and run once more; past it again, ``run`` stops the other
         tasks and raises an error naming the cells and their coordinates. By default the bound
-        follows from the work: the first missing cell is computed here, in this process, before
-        any task is sent (it is stored as any other, and a bad cell fails before the cluster
-        starts), and until a task finishes a task may run :data:`TASK_TIMEOUT_FACTOR` times
-        that cell's time per cell it holds; then the factor times the longest finished task;
-        never less than :data:`TASK_TIMEOUT_FLOOR_S`. At most one task per CPU of the cluster
-        is in flight, so a task's clock starts when it can run.
+        is :data:`FIRST_TASK_TIMEOUT_S` until a task finishes, then :data:`TASK_TIMEOUT_FACTOR`
+        times the longest finished task, at least :data:`TASK_TIMEOUT_FLOOR_S`. At most one
+        task per CPU of the cluster is in flight, so a task's clock starts when it can run.
         """
         if engine not in ("local", "ray"):
             raise _check.error("engine", f"{_check.shown(engine)}: expected 'local' or 'ray'")
@@ -321,14 +311,6 @@ class Campaign:
             import ray
         except ImportError:
             raise ElevatorError("engine='ray' needs ray: pip install 'ray>=2.9'") from None
-        # One cell here first: what a cell costs, measured, bounds the first tasks.
-        began = time.monotonic()
-        self._grid.write_cells(todo[:1], store, 1)
-        first_cell_s = time.monotonic() - began
-        total = len(todo)
-        todo = todo[1:]
-        if not todo:
-            return 1
         started = False
         if not ray.is_initialized():
             try:
@@ -379,22 +361,11 @@ class Campaign:
             def bound() -> float:
                 if timeout_s is not None:
                     return timeout_s
-                return _task_bound(first_cell_s, per_task, longest)
-
-            def why() -> str:
-                if timeout_s is not None:
-                    return "timeout_s"
                 if longest == 0.0:
-                    return (
-                        f"{TASK_TIMEOUT_FACTOR:g} times the {first_cell_s:.2f} s the first cell "
-                        f"took here, per cell, at least {TASK_TIMEOUT_FLOOR_S:g} s"
-                    )
-                return (
-                    f"{TASK_TIMEOUT_FACTOR:g} times the longest finished task, "
-                    f"{longest:.2f} s, at least {TASK_TIMEOUT_FLOOR_S:g} s"
-                )
+                    return FIRST_TASK_TIMEOUT_S
+                return max(TASK_TIMEOUT_FLOOR_S, TASK_TIMEOUT_FACTOR * longest)
 
-            ran = 1
+            ran = 0
             while pending or chunks:
                 while chunks and len(pending) < slots:
                     submit(chunks.pop(), 1)
@@ -431,7 +402,7 @@ class Campaign:
                         raise
                     raise ElevatorError(
                         f"engine='ray': Ray was shut down during the sweep ({ran} of "
-                        f"{total} cells written, each kept in the store); run() again "
+                        f"{len(todo)} cells written, each kept in the store); run() again "
                         "computes the rest"
                     ) from e
                 now = time.monotonic()
@@ -455,9 +426,9 @@ class Campaign:
                     )
                     raise ElevatorError(
                         f"engine='ray': the Ray task of {where} ran past its bound of "
-                        f"{bound():.1f} s ({why()}) twice (a worker stopped or stuck?); set "
-                        f"timeout_s to allow more; {ran} cells were written and are kept in "
-                        "the store: run() again computes the rest"
+                        f"{bound():.1f} s twice (a worker stopped or stuck?); set timeout_s to "
+                        f"allow more; {ran} cells were written and are kept in the store: "
+                        "run() again computes the rest"
                     )
             return ran
         finally:
