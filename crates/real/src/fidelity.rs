@@ -17,6 +17,7 @@
 //! names) is judged only by [`cached_pages`]; a loop device's backing file is judged by its
 //! file system (tmpfs) and the loop's `dio` setting, not by its own backing device.
 
+use crate::mountinfo;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -105,46 +106,15 @@ fn overlay_upper(at: &Path) -> Option<PathBuf> {
     let dev = fs::metadata(dir).ok()?.dev();
     let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
     let table = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    table.lines().rev().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        if left.split(' ').nth(2)? != want {
-            return None;
-        }
-        let mut r = right.split(' ');
-        if r.next()? != "overlay" {
-            return None;
-        }
-        let options = r.nth(1)?;
-        let upper = options
-            .split(',')
-            .find_map(|o| o.strip_prefix("upperdir="))?;
-        Some(PathBuf::from(unescape_mountinfo(upper)))
-    })
-}
-
-/// A mount table field with its octal escapes (`\040` for a space, `\054` for a comma in an
-/// option) decoded.
-fn unescape_mountinfo(s: &str) -> std::ffi::OsString {
-    use std::os::unix::ffi::OsStringExt;
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8) + (c - b'0')));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    std::ffi::OsString::from_vec(out)
+    table
+        .lines()
+        .rev()
+        .filter_map(mountinfo::parse)
+        .find(|m| m.devno == want && m.fstype == "overlay")?
+        .super_options
+        .split(',')
+        .find_map(|o| o.strip_prefix("upperdir="))
+        .map(|upper| PathBuf::from(mountinfo::unescape(upper)))
 }
 
 /// Why the block device `devno` is memory (see [`served_from_memory`]), following a stacked
@@ -321,16 +291,6 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An upper layer's path as mountinfo prints it: spaces, commas and backslashes in
-    /// octal; a backslash not followed by three octal digits kept as it is.
-    #[test]
-    fn mountinfo_escapes_are_decoded() {
-        assert_eq!(
-            unescape_mountinfo(r"/a\040b\054c\134d\9"),
-            std::ffi::OsString::from(r"/a b,c\d\9")
-        );
-    }
 
     /// A file on /dev/shm (tmpfs on every distribution) is memory; one in the crate's own
     /// directory (a disk's file system here) is not said to be.

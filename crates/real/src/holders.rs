@@ -201,17 +201,11 @@ pub fn mounts_of(devnos: &HashSet<u64>) -> Vec<String> {
         let Ok(info) = fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
             continue;
         };
-        for line in info.lines() {
-            let mut f = line.split(' ');
-            let (Some(_), Some(_), Some(majmin), Some(_), Some(dir)) =
-                (f.next(), f.next(), f.next(), f.next(), f.next())
-            else {
-                continue;
-            };
-            if !parse_devno(majmin).is_some_and(|d| devnos.contains(&d)) {
+        for m in info.lines().filter_map(crate::mountinfo::parse) {
+            if !parse_devno(m.devno).is_some_and(|d| devnos.contains(&d)) {
                 continue;
             }
-            let dir: String = dir.chars().take(120).collect();
+            let dir: String = m.point.to_string_lossy().chars().take(120).collect();
             out.push(if Some(&ns) == own_ns.as_ref() {
                 format!("mounted on {dir}")
             } else {

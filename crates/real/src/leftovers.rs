@@ -261,15 +261,11 @@ fn loops_backed_by(path: &Path) -> Vec<PathBuf> {
 /// The filesystem type and source of the last mount at `path` (`/proc/self/mountinfo`).
 fn mounted_at(path: &Path) -> Option<(String, String)> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = path.to_string_lossy().replace(' ', "\\040");
-    text.lines().rev().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let point = left.split_whitespace().nth(4)?;
-        let mut r = right.split_whitespace();
-        let fstype = r.next()?;
-        let source = r.next()?;
-        (point == want).then(|| (fstype.to_string(), source.to_string()))
-    })
+    text.lines()
+        .rev()
+        .filter_map(crate::mountinfo::parse)
+        .find(|m| m.point == path.as_os_str())
+        .map(|m| (m.fstype.to_string(), m.source.to_string()))
 }
 
 fn tool(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {

@@ -41,6 +41,7 @@ pub mod holders;
 pub mod kernel_record;
 pub mod leftovers;
 pub mod mem;
+mod mountinfo;
 pub mod queue_limits;
 pub mod report;
 pub mod safety;
