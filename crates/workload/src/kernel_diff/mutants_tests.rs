@@ -2,8 +2,12 @@
 //! (docs/testing.md, "The kernel oracle's replay (mutants36)"): each pins a rule of the
 //! replay, the matching of bfq's log or the agreement counts that no other test read.
 
+use std::path::PathBuf;
+
+use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
 use super::tests::{meta, read, BATCH};
 use super::*;
+use crate::traces::ftrace::Recording;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")

@@ -1,0 +1,154 @@
+//! The comparison written out: the markdown table of rows ([`markdown`]) and a row's first
+//! divergences in words ([`divergences`]).
+
+use elevator_core::Nanos;
+
+use super::{Row, UNORDERED_ISSUE_GAP};
+use crate::traces::ftrace::TracedRequest;
+
+pub(super) fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// The agreement table (Markdown): per recording, the kernel's decisions, the share ours
+/// agreed on at the kernel's pace, the real choices (more than one queued) agreed, the first
+/// divergence, the windowed Kendall distance (mean / max) and the share at the device's pace;
+/// then per scheduler the totals.
+pub fn markdown(rows: &[Row]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    s.push_str(
+        "| mix | scheduler | ours | decisions | agree | real choices agreed | first divergence \
+         | Kendall mean / max | agree at device pace | agree decided earliest |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let d = &r.kernel_pace;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} | {} |",
+            r.mix,
+            r.scheduler,
+            d.policy,
+            d.agreement.decisions,
+            pct(d.agreement.share()),
+            d.choices_agreed,
+            d.choices,
+            d.agreement
+                .first_divergence
+                .map_or("-".to_string(), |k| k.to_string()),
+            d.kendall_mean(),
+            d.kendall_max(),
+            pct(r.device_pace.agreement.share()),
+            pct(r.early.agreement.share()),
+        );
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.scheduler.as_str()) {
+            names.push(&r.scheduler);
+        }
+    }
+    s.push_str(
+        "\n| scheduler | decisions | agree | real choices agreed | agree at device pace \
+         | agree decided earliest |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for name in names {
+        let (mut n, mut a, mut c, mut ca, mut dv, mut ea, mut en) = (0, 0, 0, 0, 0, 0, 0);
+        for r in rows.iter().filter(|r| r.scheduler == name) {
+            n += r.kernel_pace.agreement.decisions;
+            a += r.kernel_pace.agreement.same_choice;
+            c += r.kernel_pace.choices;
+            ca += r.kernel_pace.choices_agreed;
+            dv += r.device_pace.agreement.same_choice;
+            ea += r.early.agreement.same_choice;
+            en += r.early.agreement.decisions;
+        }
+        let share = |x: usize, of: usize| if of == 0 { 1.0 } else { x as f64 / of as f64 };
+        let _ = writeln!(
+            s,
+            "| {name} | {n} | {} | {ca}/{c} ({}) | {} | {} |",
+            pct(share(a, n)),
+            pct(share(ca, c)),
+            pct(share(dv, n)),
+            pct(share(ea, en)),
+        );
+    }
+    s
+}
+
+/// Every decision (at the kernel's pace) where ours chose otherwise from the same set or
+/// the sets differed, each with both sides' queued requests (index, process, operation and
+/// flags, sector+size, arrival in ms since the first arrival); at most `limit`, after a line
+/// counting the pairs settled in our order ([`settle_unordered_pairs`](super::settle_unordered_pairs)), if any.
+pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
+    let d = &row.kernel_pace;
+    let t0 = row
+        .requests
+        .iter()
+        .filter_map(TracedRequest::arrival)
+        .min()
+        .unwrap_or(Nanos::ZERO);
+    let show = |i: usize| {
+        // A request of ours the kernel never had (an insertion merge ours did not make
+        // becomes a request of its own) has an index past the kernel's.
+        let Some(r) = row.requests.get(i) else {
+            return format!("#{i} (ours only: not a kernel request)");
+        };
+        format!(
+            "#{i} {}:{} {} {}+{} @{:.3}",
+            r.comm,
+            r.pid,
+            r.rwbs,
+            r.sector,
+            r.sectors,
+            r.arrival().unwrap_or(t0).saturating_sub(t0).as_ms_f64()
+        )
+    };
+    let set = |q: &[usize], chosen: usize| {
+        q.iter()
+            .map(|&i| {
+                if i == chosen {
+                    format!("[{}]", show(i))
+                } else {
+                    show(i)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    if d.unordered_pairs > 0 {
+        out.push(format!(
+            "{}/{}: {} pair(s) of decisions issued by two CPUs within {} us taken in our order \
+             (the trace cannot order them)",
+            row.mix,
+            row.scheduler,
+            d.unordered_pairs,
+            UNORDERED_ISSUE_GAP.as_ns() / 1000
+        ));
+    }
+    let shown = out.len();
+    for (k, kd) in d.kernel.iter().enumerate() {
+        if out.len() - shown >= limit {
+            break;
+        }
+        match d.ours.get(k) {
+            Some(o) if o == kd => {}
+            Some(o) => out.push(format!(
+                "{}/{} decision {k}:\n  kernel: {}\n  ours:   {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen),
+                set(&o.queued, o.chosen)
+            )),
+            None => out.push(format!(
+                "{}/{} decision {k}: ours made no more decisions; kernel: {}",
+                row.mix,
+                row.scheduler,
+                set(&kd.queued, kd.chosen)
+            )),
+        }
+    }
+    out
+}
