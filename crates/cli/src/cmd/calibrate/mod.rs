@@ -6,7 +6,9 @@
 //! queue depths 1 to 128, random reads of 16 KiB to 1 MiB, a 1 MiB sequential reader, 4 KiB
 //! random writes at depths 1 and 32, 1 MiB sequential writes at depths 1 and 32, and a 4 KiB
 //! random reader at depth 1 beside the 1 MiB writer at depths 32, 1 and 4), sharing the
-//! `--duration` budget equally (a tenth of each point is ramp), under our `none`; the fit
+//! `--duration` budget equally (a tenth of each point is ramp), under our `none`; a point that
+//! completes fewer than 16 I/Os in its share is measured once more, longer ([`stretched`]),
+//! and refused if it still does; the fit
 //! ([`fit`]) then sets the model's rates from them and prints each point measured beside
 //! predicted. Progress goes to stderr, drawn only on a terminal.
 //!
@@ -279,6 +281,20 @@ const MIN_DURATION_S: f64 = 1.0;
 const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 /// I/Os a point must complete for its figures to be fitted.
 const MIN_IOS: u64 = 16;
+/// The span for a point measured again after completing only `ios` I/Os in `span`: long
+/// enough for twice [`MIN_IOS`] at that rate (32 times as long when it completed none), at
+/// least four times as long, and within the whole budget of `duration_s` seconds, so that a
+/// saved calibration's points still fit in its `duration_s`.
+fn stretched(span: Span, ios: u64, duration_s: f64) -> Span {
+    let factor = (2 * MIN_IOS) as f64 / ios.max(1) as f64;
+    let runtime = span.runtime.mul_f64(factor.max(4.0));
+    let runtime = runtime.min(Duration::from_secs_f64(duration_s).saturating_sub(span.ramp));
+    Span {
+        ramp: span.ramp,
+        runtime: runtime.max(span.runtime),
+    }
+}
+
 /// Pages (4 KiB) that must enter the target's page cache while a point only read it with
 /// O_DIRECT, and at least a quarter of those it read, for the reads to count as buffered: a
 /// direct read adds none, so anything of this size is a file system serving it buffered (or
@@ -538,20 +554,43 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             })
             .flatten();
-        let f = measure::measure(
-            p,
-            &tgt.file,
-            tgt.size,
-            region,
-            span,
-            &STOP,
-            i as u64 + 1,
-            if args.iocost {
-                measure::Engine::Aio
-            } else {
-                measure::Engine::Uring
-            },
-        );
+        let engine = if args.iocost {
+            measure::Engine::Aio
+        } else {
+            measure::Engine::Uring
+        };
+        let run = |span| {
+            measure::measure(
+                p,
+                &tgt.file,
+                tgt.size,
+                region,
+                span,
+                &STOP,
+                i as u64 + 1,
+                engine,
+            )
+        };
+        let mut f = run(span);
+        // A point too slow for its share of the budget (a disk's QD1 random reads in a short
+        // --duration, or a device slowed by other work) is measured once more for as long as
+        // MIN_IOS twice over takes at the rate it showed, within the whole budget, rather than
+        // refused: its rates are per second of its own run, so the fit takes them as any other.
+        if let Some(longer) = f
+            .as_ref()
+            .ok()
+            .filter(|f| f.ios < MIN_IOS && !STOP.load(Ordering::SeqCst))
+            .map(|f| stretched(span, f.ios, args.duration))
+        {
+            say!(
+                "note: point {} completed {} I/Os in {:.2} s; measuring it again for {:.2} s",
+                p.label(),
+                f.as_ref().map_or(0, |f| f.ios),
+                span.runtime.as_secs_f64(),
+                longer.runtime.as_secs_f64()
+            );
+            f = run(longer);
+        }
         if STOP.load(Ordering::SeqCst) {
             bar.finish_and_clear();
             tgt.remember()?;
@@ -891,6 +930,23 @@ fn report(args: &Args, grid: &Grid) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use measure::Point;
+
+    /// A point with too few I/Os is measured again for twice MIN_IOS at the rate it showed, at
+    /// least four times as long, never past the whole budget.
+    #[test]
+    fn a_slow_point_is_measured_again_long_enough_within_the_budget() {
+        let span = Span::of_slice(Duration::from_millis(450));
+        // 14 I/Os in 405 ms: 32 take 926 ms, under four times 405 ms.
+        assert_eq!(stretched(span, 14, 9.0).runtime, span.runtime * 4);
+        // 2 I/Os: 16 times as long.
+        assert_eq!(stretched(span, 2, 9.0).runtime, span.runtime * 16);
+        // None: 32 times would be 12.96 s; the budget less the ramp is 8.955 s.
+        let none = stretched(span, 0, 9.0);
+        assert_eq!(none.runtime, Duration::from_millis(8955));
+        assert_eq!(none.ramp, span.ramp);
+        // A budget already spent on the point keeps its span.
+        assert_eq!(stretched(span, 0, 0.3).runtime, span.runtime);
+    }
 
     /// A `--json` of `points` points, with `duration` as its `duration_s` line (or none).
     fn saved(dir: &Path, points: usize, duration: &str) -> PathBuf {
