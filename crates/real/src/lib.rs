@@ -20,7 +20,8 @@
 //!   an in-memory backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
 //!   executor from writing over data it was not given; [`holders`] names what holds a
-//!   device or a file (loop devices over it, mounts in any mount namespace, openers).
+//!   device or a file (loop devices over it, mounts in any mount namespace, openers);
+//!   [`mountinfo`] reads the mount table's lines.
 //! - [`emulate`]: an emulated device: a device model's timing on the real clock over a
 //!   backing file ([`emulate::Emulated`]), and the lateness it reports.
 //! - [`verify`]: checksummed sector stamps for `--verify`.
@@ -41,7 +42,7 @@ pub mod holders;
 pub mod kernel_record;
 pub mod leftovers;
 pub mod mem;
-mod mountinfo;
+pub mod mountinfo;
 pub mod queue_limits;
 pub mod report;
 pub mod safety;
