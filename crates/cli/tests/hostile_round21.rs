@@ -9,12 +9,14 @@ use std::process::Command;
 
 mod common {
     pub mod bounded;
+    pub mod calibrate;
     pub mod child;
     pub mod direct_io;
     pub mod recording;
     pub mod traces;
 }
 use common::bounded::{clean_error, elevator_within, s, MINUTE};
+use common::calibrate::calibrate_16m;
 use common::direct_io::on_disk_tempdir;
 use common::recording::recording;
 use common::traces::trace_of;
@@ -311,18 +313,7 @@ fn calibrate_on_overlayfs_over_tmpfs_is_refused_without_allow_memory() {
     let out = mounted.then(|| {
         let target = ovl.join("t");
         let out = elevator_within(
-            &[
-                "calibrate",
-                "--target",
-                s(&target),
-                "--size",
-                "16m",
-                "--duration",
-                "1",
-                "--iocost",
-                "--drive",
-                "none",
-            ],
+            &calibrate_16m(&target, &["--duration", "1", "--iocost", "--drive", "none"]),
             MINUTE,
         );
         (out, target.exists())
