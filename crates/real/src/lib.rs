@@ -28,6 +28,7 @@
 //! - [`report`]: fio-like text and fio-compatible JSON.
 //! - [`kernel_record`]: the kernel's own scheduler recorded: a fio job on a loop device with
 //!   the block tracepoints on, for `elevator kernel-record`.
+//! - [`tool`]: a system tool's output (losetup, mount, fio), or an error naming it.
 //! - [`buf`]: aligned buffers.
 
 #![deny(missing_docs)]
@@ -48,6 +49,7 @@ pub mod report;
 pub mod safety;
 pub mod submit;
 pub mod target;
+pub mod tool;
 pub mod uring;
 pub mod verify;
 
