@@ -19,7 +19,7 @@ use common::bounded::{clean_error, elevator_within, s, MINUTE};
 use common::calibrate::calibrate_16m;
 use common::direct_io::on_disk_tempdir;
 use common::recording::recording;
-use common::traces::trace_of;
+use common::traces::{format_and_view, trace_of, FORMATS};
 
 /// Every line of a trace written twice (the trace concatenated line by line with itself)
 /// was replayed as twice the load without a word, in every format. Now each format's replay
@@ -30,17 +30,7 @@ use common::traces::trace_of;
 fn a_trace_with_every_line_twice_is_replayed_with_a_warning_naming_the_first_copy() {
     let dir = on_disk_tempdir();
     const N: usize = 200;
-    for format in [
-        "msr",
-        "spc",
-        "alibaba",
-        "tencent",
-        "disksim",
-        "mqsim",
-        "fio-iolog",
-        "blkparse",
-        "blkparse-dispatch",
-    ] {
+    for format in FORMATS {
         let text = trace_of(format, N);
         let header = usize::from(format == "fio-iolog") * 3;
         let (head, body): (Vec<&str>, Vec<&str>) = {
@@ -55,10 +45,7 @@ fn a_trace_with_every_line_twice_is_replayed_with_a_warning_naming_the_first_cop
                     .flat_map(|l| [format!("{l}\n"), format!("{l}\n")]),
             )
             .collect();
-        let (fmt, view) = match format {
-            "blkparse-dispatch" => ("blkparse", "dispatch"),
-            f => (f, "queue"),
-        };
+        let (fmt, view) = format_and_view(format);
         let once = dir.path().join(format!("{format}-once.txt"));
         let twice = dir.path().join(format!("{format}-twice.txt"));
         std::fs::write(&once, &text).unwrap();
