@@ -218,15 +218,7 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
         for d in [&s.read, &s.write] {
             row.push(format!("{:.1}", d.iops));
             row.push(format!("{:.1}", d.mb_s));
-            for ms in [
-                d.lat_mean_ms,
-                d.lat_p50_ms,
-                d.lat_p90_ms,
-                d.lat_p99_ms,
-                d.lat_p999_ms,
-            ] {
-                row.push(crate::output::latency_cell(d, ms, 3));
-            }
+            row.extend(crate::output::latency_cells(d, 3));
         }
         rows.push(row);
     }
