@@ -150,6 +150,18 @@ pub fn latency_cell(
         .map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
 }
 
+/// A direction's mean, p50, p90, p99 and p99.9 latency cells, as [`latency_cell`] writes each.
+pub fn latency_cells(d: &elevator_workload::metrics::DirSummary, decimals: usize) -> [String; 5] {
+    [
+        d.lat_mean_ms,
+        d.lat_p50_ms,
+        d.lat_p90_ms,
+        d.lat_p99_ms,
+        d.lat_p999_ms,
+    ]
+    .map(|ms| latency_cell(d, ms, decimals))
+}
+
 /// The most characters a table cell shows: a name from the input (a scenario's job, a fio
 /// job, a group, a trace's command) can be any length, and every row is padded to the widest
 /// cell (a 60 KB job name made each row 60 KB: issue 32).

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 mod common {
     pub mod bounded;
+    pub mod calibrate;
     pub mod child;
     pub mod mount;
 }
 use common::bounded::{clean_error, compile, elevator, elevator_within, s, Out, MINUTE};
+use common::calibrate::calibrate_16m;
 use common::mount::{fuse_available, have, is_root, mounted, Mount};
 
 /// A job file of 1 MiB of random 4 KiB writes.
@@ -76,17 +78,7 @@ fn an_output_naming_a_target_still_to_be_created_is_refused_before_the_run() {
     let o = elevator(&["run", s(&job), "--target", s(&t), "--blktrace-out", s(&bt)]);
     clean_error(&o, &["--blktrace-out", "the target"]);
     let new = dir.path().join("new");
-    let o = elevator(&[
-        "calibrate",
-        "--target",
-        s(&new),
-        "--size",
-        "16m",
-        "--duration",
-        "1",
-        "-o",
-        s(&new),
-    ]);
+    let o = elevator(&calibrate_16m(&new, &["--duration", "1", "-o", s(&new)]));
     clean_error(&o, &["the target", "--output"]);
     assert!(!new.exists(), "refused before the target was created");
 }

@@ -11,11 +11,13 @@ use std::time::Duration;
 
 mod common {
     pub mod bounded;
+    pub mod calibrate;
     pub mod child;
     pub mod direct_io;
     pub mod traces;
 }
 use common::bounded::{clean_error, elevator_set_up, elevator_within, s, Out, MINUTE};
+use common::calibrate::calibrate_16m;
 use common::child::{rlimit, terminate_after, wait_within, TerminalSignals};
 use common::direct_io::on_disk_tempdir;
 use common::traces::disksim_trace;
@@ -166,15 +168,7 @@ fn a_target_written_past_the_file_size_limit_is_refused_before_any_io() {
     let limited = |c: &mut Command| rlimit(c, libc::RLIMIT_FSIZE, 64 << 10);
     let cases: [Vec<&str>; 2] = [
         vec!["run", s(&write), "--target", s(&target), "--sched", "none"],
-        vec![
-            "calibrate",
-            "--target",
-            s(&target),
-            "--size",
-            "16m",
-            "--duration",
-            "20",
-        ],
+        calibrate_16m(&target, &["--duration", "20"]),
     ];
     for args in &cases {
         let t0 = std::time::Instant::now();

@@ -9,11 +9,13 @@ use std::time::Duration;
 
 mod common {
     pub mod bounded;
+    pub mod calibrate;
     pub mod child;
     pub mod direct_io;
     pub mod measured;
 }
 use common::bounded::{clean_error, elevator_within, s, Out, MINUTE};
+use common::calibrate::calibrate_16m;
 use common::child::{terminate_after, wait_within, TerminalSignals};
 use common::direct_io::on_disk_tempdir;
 use common::measured::measured;
@@ -28,15 +30,7 @@ fn root() -> bool {
 /// background; after 3 s `act` runs on the target, and the run must end within a minute.
 fn calibrate_while(target: &Path, act: impl FnOnce(&Path)) -> Out {
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "calibrate",
-            "--target",
-            s(target),
-            "--size",
-            "16m",
-            "--duration",
-            "20",
-        ])
+        .args(calibrate_16m(target, &["--duration", "20"]))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -107,22 +101,11 @@ fn calibrate_on_tmpfs_or_a_loop_device_without_direct_io_is_refused_without_allo
     if on_tmpfs {
         let dir = tempfile::tempdir_in(shm).unwrap();
         let target = dir.path().join("t");
-        let args = [
-            "calibrate",
-            "--target",
-            s(&target),
-            "--size",
-            "16m",
-            "--duration",
-            "1",
-            "--iocost",
-            "--drive",
-            "none",
-        ];
+        let args = calibrate_16m(&target, &["--duration", "1", "--iocost", "--drive", "none"]);
         let out = elevator_within(&args, MINUTE);
         clean_error(&out, &[s(&target), "tmpfs", "--allow-memory"]);
         assert!(!target.exists(), "the refused target was laid out");
-        let mut allowed = args.to_vec();
+        let mut allowed = args.clone();
         allowed.push("--allow-memory");
         let out = elevator_within(&allowed, MINUTE);
         assert_eq!(out.code, 0, "{}", out.stderr);
@@ -139,18 +122,7 @@ fn calibrate_on_tmpfs_or_a_loop_device_without_direct_io_is_refused_without_allo
         eprintln!("notice: losetup failed; the loop device case skipped");
         return;
     };
-    let out = elevator_within(
-        &[
-            "calibrate",
-            "--target",
-            s(&dev.0),
-            "--size",
-            "16m",
-            "--duration",
-            "1",
-        ],
-        MINUTE,
-    );
+    let out = elevator_within(&calibrate_16m(&dev.0, &["--duration", "1"]), MINUTE);
     clean_error(
         &out,
         &[s(&dev.0), "page cache", "--direct-io=on", "--allow-memory"],
@@ -193,18 +165,7 @@ fn calibrate_on_a_file_system_that_buffers_o_direct_is_refused_without_allow_mem
     let _unmount = Unmount(mnt.clone());
     let target = mnt.join("t");
     let out = elevator_within(
-        &[
-            "calibrate",
-            "--target",
-            s(&target),
-            "--size",
-            "16m",
-            "--duration",
-            "2",
-            "--iocost",
-            "--drive",
-            "none",
-        ],
+        &calibrate_16m(&target, &["--duration", "2", "--iocost", "--drive", "none"]),
         MINUTE,
     );
     clean_error(
@@ -274,18 +235,10 @@ fn calibrate_iocost_stops_on_one_sigterm_while_it_sweeps() {
     let target = dir.path().join("t");
     let json = dir.path().join("o.json");
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
-        .args([
-            "calibrate",
-            "--iocost",
-            "--target",
-            s(&target),
-            "--size",
-            "16m",
-            "--duration",
-            "1",
-            "--json",
-            s(&json),
-        ])
+        .args(calibrate_16m(
+            &target,
+            &["--iocost", "--duration", "1", "--json", s(&json)],
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -473,18 +426,7 @@ fn calibrate_json_onto_its_own_target_is_refused_as_an_output() {
     std::fs::write(&target, b"").unwrap();
     let link = dir.path().join("l");
     std::fs::hard_link(&target, &link).unwrap();
-    let out = elevator_within(
-        &[
-            "calibrate",
-            "--target",
-            s(&target),
-            "--size",
-            "16m",
-            "--json",
-            s(&link),
-        ],
-        MINUTE,
-    );
+    let out = elevator_within(&calibrate_16m(&target, &["--json", s(&link)]), MINUTE);
     clean_error(
         &out,
         &["--json", s(&link), "is the target", "measures and writes"],

@@ -22,7 +22,7 @@ use common::file::write;
 use common::measured::measured;
 use common::scenario::small_scenario;
 use common::stdin::with_stdin;
-use common::traces::trace_of;
+use common::traces::{format_and_view, trace_of, FORMATS};
 
 /// An MSR Cambridge trace of `n` 4 KiB reads by two disks, 1 ms apart.
 fn msr_trace(n: usize) -> String {
@@ -517,25 +517,12 @@ fn a_mount_over_a_killed_daemons_mountpoint_says_how_to_unmount_it() {
 fn every_trace_reader_replays_in_bounded_memory_and_near_linear_time() {
     const GIB: u64 = 1 << 30;
     let dir = tempfile::tempdir().unwrap();
-    for format in [
-        "msr",
-        "spc",
-        "alibaba",
-        "tencent",
-        "disksim",
-        "mqsim",
-        "fio-iolog",
-        "blkparse",
-        "blkparse-dispatch",
-    ] {
+    for format in FORMATS {
         let mut times = Vec::new();
         for n in [10_000usize, 1_000_000] {
             let path = dir.path().join(format!("{format}-{n}.txt"));
             std::fs::write(&path, trace_of(format, n)).unwrap();
-            let (fmt, view) = match format {
-                "blkparse-dispatch" => ("blkparse", "dispatch"),
-                f => (f, "queue"),
-            };
+            let (fmt, view) = format_and_view(format);
             let (ok, t, rss) = measured(&[
                 "replay",
                 path.to_str().unwrap(),

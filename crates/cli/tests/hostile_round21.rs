@@ -9,15 +9,17 @@ use std::process::Command;
 
 mod common {
     pub mod bounded;
+    pub mod calibrate;
     pub mod child;
     pub mod direct_io;
     pub mod recording;
     pub mod traces;
 }
 use common::bounded::{clean_error, elevator_within, s, MINUTE};
+use common::calibrate::calibrate_16m;
 use common::direct_io::on_disk_tempdir;
 use common::recording::recording;
-use common::traces::trace_of;
+use common::traces::{format_and_view, trace_of, FORMATS};
 
 /// Every line of a trace written twice (the trace concatenated line by line with itself)
 /// was replayed as twice the load without a word, in every format. Now each format's replay
@@ -28,17 +30,7 @@ use common::traces::trace_of;
 fn a_trace_with_every_line_twice_is_replayed_with_a_warning_naming_the_first_copy() {
     let dir = on_disk_tempdir();
     const N: usize = 200;
-    for format in [
-        "msr",
-        "spc",
-        "alibaba",
-        "tencent",
-        "disksim",
-        "mqsim",
-        "fio-iolog",
-        "blkparse",
-        "blkparse-dispatch",
-    ] {
+    for format in FORMATS {
         let text = trace_of(format, N);
         let header = usize::from(format == "fio-iolog") * 3;
         let (head, body): (Vec<&str>, Vec<&str>) = {
@@ -53,10 +45,7 @@ fn a_trace_with_every_line_twice_is_replayed_with_a_warning_naming_the_first_cop
                     .flat_map(|l| [format!("{l}\n"), format!("{l}\n")]),
             )
             .collect();
-        let (fmt, view) = match format {
-            "blkparse-dispatch" => ("blkparse", "dispatch"),
-            f => (f, "queue"),
-        };
+        let (fmt, view) = format_and_view(format);
         let once = dir.path().join(format!("{format}-once.txt"));
         let twice = dir.path().join(format!("{format}-twice.txt"));
         std::fs::write(&once, &text).unwrap();
@@ -311,18 +300,7 @@ fn calibrate_on_overlayfs_over_tmpfs_is_refused_without_allow_memory() {
     let out = mounted.then(|| {
         let target = ovl.join("t");
         let out = elevator_within(
-            &[
-                "calibrate",
-                "--target",
-                s(&target),
-                "--size",
-                "16m",
-                "--duration",
-                "1",
-                "--iocost",
-                "--drive",
-                "none",
-            ],
+            &calibrate_16m(&target, &["--duration", "1", "--iocost", "--drive", "none"]),
             MINUTE,
         );
         (out, target.exists())

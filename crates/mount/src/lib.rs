@@ -52,6 +52,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use elevator_core::{registry, Settings};
+use elevator_real::mountinfo;
 use elevator_real::submit::{Engine, EngineOptions, Handle, RequestLog};
 use fuser::{Config, MountOption, SessionACL};
 
@@ -340,28 +341,15 @@ pub fn lift_fuse_dirty_limit(mountpoint: &std::path::Path) {
 }
 
 /// The `MAJ:MIN` of the filesystem mounted last on `mountpoint`, from /proc/self/mountinfo's
-/// text (proc(5): the third field, and the fifth the mount point with space, tab, newline and
-/// backslash written as octal escapes).
-pub fn mount_device(mountinfo: &str, mountpoint: &std::path::Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let want = mountpoint.as_os_str().as_bytes();
-    mountinfo.lines().rev().find_map(|l| {
-        let f: Vec<&str> = l.split(' ').collect();
-        let (dev, at) = (f.get(2)?, f.get(4)?);
-        (unescape_octal(at) == want).then(|| dev.to_string())
-    })
+/// text ([`mountinfo::last_on`]).
+pub fn mount_device(table: &str, mountpoint: &std::path::Path) -> Option<String> {
+    mountinfo::last_on(table, mountpoint).map(|m| m.devno.to_string())
 }
 
 /// The filesystem type (`fuse.elevator`, `ext4` ...) mounted last on `mountpoint`, from
-/// /proc/self/mountinfo's text (proc(5): after the ` - ` separator).
-pub fn mount_fs_type(mountinfo: &str, mountpoint: &std::path::Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let want = mountpoint.as_os_str().as_bytes();
-    mountinfo.lines().rev().find_map(|l| {
-        let at = l.split(' ').nth(4)?;
-        let (_, tail) = l.split_once(" - ")?;
-        (unescape_octal(at) == want).then(|| tail.split(' ').next().unwrap_or("").to_string())
-    })
+/// /proc/self/mountinfo's text ([`mountinfo::last_on`]).
+pub fn mount_fs_type(table: &str, mountpoint: &std::path::Path) -> Option<String> {
+    mountinfo::last_on(table, mountpoint).map(|m| m.fstype.to_string())
 }
 
 /// Refuse a mountpoint where a FUSE filesystem is already mounted (another `elevator mount`
@@ -392,28 +380,6 @@ pub fn check_not_mounted(mountpoint: &std::path::Path) -> Result<(), MountError>
         ))),
         _ => Ok(()),
     }
-}
-
-fn unescape_octal(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], oct) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 /// The error for a path on a FUSE mount whose daemon died: what it is and how to clear it.
@@ -530,27 +496,20 @@ const MAX_CHAIN: usize = 16;
 /// (and of mounts on one point the last, which hides the others), from /proc/self/mountinfo's
 /// text: its mountpoint and its backing directory.
 pub fn elevator_mount_of(
-    mountinfo: &str,
+    table: &str,
     path: &std::path::Path,
 ) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     use std::os::unix::ffi::OsStrExt;
     let mut best: Option<(std::path::PathBuf, std::path::PathBuf)> = None;
-    for l in mountinfo.lines() {
-        let Some(at) = l.split(' ').nth(4) else {
-            continue;
-        };
-        let Some((_, tail)) = l.split_once(" - ") else {
-            continue;
-        };
-        let mut t = tail.split(' ');
-        if t.next() != Some("fuse.elevator") {
+    for m in table.lines().filter_map(mountinfo::parse) {
+        if m.fstype != "fuse.elevator" {
             continue;
         }
-        let source = unescape_octal(t.next().unwrap_or(""));
-        let Some(back) = source.strip_prefix(b"elevator:") else {
+        let source = mountinfo::unescape(m.source);
+        let Some(back) = source.as_bytes().strip_prefix(b"elevator:") else {
             continue;
         };
-        let mp = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unescape_octal(at)));
+        let mp = std::path::PathBuf::from(m.point);
         let back = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(back));
         if !back.is_absolute() || !path.starts_with(&mp) {
             continue;
@@ -570,14 +529,14 @@ pub fn elevator_mount_of(
 /// that holds the canonical mountpoint `mountpoint` (or lies under it), the new mount would
 /// serve a path that leads back into itself: `Err` with the chain, `a on b (backing c)`.
 pub fn check_no_cycle(
-    mountinfo: &str,
+    table: &str,
     backing: &std::path::Path,
     mountpoint: &std::path::Path,
 ) -> Result<(), String> {
     let mut p = backing.to_path_buf();
     let mut chain = Vec::new();
     for _ in 0..MAX_CHAIN {
-        let Some((mp, back)) = elevator_mount_of(mountinfo, &p) else {
+        let Some((mp, back)) = elevator_mount_of(table, &p) else {
             return Ok(());
         };
         let rest = p.strip_prefix(&mp).unwrap_or(std::path::Path::new(""));

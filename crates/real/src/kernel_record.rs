@@ -72,6 +72,7 @@ use elevator_workload::traces::ftrace::recording::{
 use elevator_workload::traces::ftrace::KernelTrace;
 
 use crate::leftovers::{self, Claim, Item};
+use crate::tool::output_of;
 
 pub mod cgroups;
 
@@ -382,23 +383,6 @@ fn read_attr(path: &Path) -> std::result::Result<String, String> {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .map_err(|e| format!("read {}: {e}", path.display()))
-}
-
-fn run_tool(cmd: &mut Command) -> std::result::Result<String, String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("run {:?}: {e}", cmd.get_program()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{:?} {:?} failed ({}): {}",
-            cmd.get_program(),
-            cmd.get_args().collect::<Vec<_>>(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The queue's least `nr_requests` (`BLKDEV_MIN_RQ`: `queue_requests_store` raises anything
@@ -789,7 +773,7 @@ fn record_inner(
     let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
     let group_weights = cgroups::check(&job_text, &mounts)
         .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.job.display())))?;
-    let fio_version = run_tool(Command::new(&opts.fio).arg("--version"))
+    let fio_version = output_of(Command::new(&opts.fio).arg("--version"))
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
     if let Backing::File(p) = &opts.backing {
         // `lstat`, not `exists` (which follows links): a dangling symbolic link got as far as
@@ -852,10 +836,10 @@ fn record_inner(
     let tracefs = PathBuf::from(TRACEFS);
     if !tracefs.join("instances").is_dir() {
         progress(&format!("mounting tracefs on {TRACEFS}"));
-        run_tool(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
+        output_of(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
             .map_err(|e| RecordError::new("tracefs", e))?;
         undo.push("unmount tracefs", || {
-            run_tool(Command::new("umount").arg(TRACEFS)).map(drop)
+            output_of(Command::new("umount").arg(TRACEFS)).map(drop)
         });
     }
 
@@ -882,7 +866,7 @@ fn record_inner(
                 fs::remove_dir(&d).map_err(|e| e.to_string())
             });
             let size = opts.bytes + (4 << 20);
-            run_tool(
+            output_of(
                 Command::new("mount")
                     .args([
                         "-t",
@@ -896,7 +880,7 @@ fn record_inner(
             .map_err(|e| RecordError::new("backing", e))?;
             let d = dir.clone();
             undo.push(format!("unmount {}", dir.display()), move || {
-                run_tool(Command::new("umount").arg(&d)).map(drop)
+                output_of(Command::new("umount").arg(&d)).map(drop)
             });
             dir.join("device.img")
         }
@@ -941,13 +925,13 @@ fn record_inner(
     args.push("--sector-size".into());
     args.push(opts.sector_size.to_string());
     let loop_dev = PathBuf::from(
-        run_tool(Command::new("losetup").args(&args).arg(&backing_file))
+        output_of(Command::new("losetup").args(&args).arg(&backing_file))
             .map_err(|e| RecordError::new("losetup", e))?,
     );
     {
         let l = loop_dev.clone();
         undo.push(format!("detach {}", l.display()), move || {
-            run_tool(Command::new("losetup").arg("-d").arg(&l)).map(drop)
+            output_of(Command::new("losetup").arg("-d").arg(&l)).map(drop)
         });
     }
     let name = loop_dev

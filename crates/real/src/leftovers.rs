@@ -261,11 +261,7 @@ fn loops_backed_by(path: &Path) -> Vec<PathBuf> {
 /// The filesystem type and source of the last mount at `path` (`/proc/self/mountinfo`).
 fn mounted_at(path: &Path) -> Option<(String, String)> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines()
-        .rev()
-        .filter_map(crate::mountinfo::parse)
-        .find(|m| m.point == path.as_os_str())
-        .map(|m| (m.fstype.to_string(), m.source.to_string()))
+    crate::mountinfo::last_on(&text, path).map(|m| (m.fstype.to_string(), m.source.to_string()))
 }
 
 fn tool(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {

@@ -20,13 +20,15 @@
 //!   an in-memory backend with fault injection for tests.
 //! - [`target`] and [`safety`]: opening files and devices, and the refusals that keep the
 //!   executor from writing over data it was not given; [`holders`] names what holds a
-//!   device or a file (loop devices over it, mounts in any mount namespace, openers).
+//!   device or a file (loop devices over it, mounts in any mount namespace, openers);
+//!   [`mountinfo`] reads the mount table's lines.
 //! - [`emulate`]: an emulated device: a device model's timing on the real clock over a
 //!   backing file ([`emulate::Emulated`]), and the lateness it reports.
 //! - [`verify`]: checksummed sector stamps for `--verify`.
 //! - [`report`]: fio-like text and fio-compatible JSON.
 //! - [`kernel_record`]: the kernel's own scheduler recorded: a fio job on a loop device with
 //!   the block tracepoints on, for `elevator kernel-record`.
+//! - [`tool`]: a system tool's output (losetup, mount, fio), or an error naming it.
 //! - [`buf`]: aligned buffers.
 
 #![deny(missing_docs)]
@@ -41,12 +43,13 @@ pub mod holders;
 pub mod kernel_record;
 pub mod leftovers;
 pub mod mem;
-mod mountinfo;
+pub mod mountinfo;
 pub mod queue_limits;
 pub mod report;
 pub mod safety;
 pub mod submit;
 pub mod target;
+pub mod tool;
 pub mod uring;
 pub mod verify;
 

@@ -643,7 +643,7 @@ impl OutputOpts {
             for s in scheds {
                 written.push(Written {
                     flag: format!("--request-log {}", prefix.display()),
-                    path: PathBuf::from(format!("{}.{s}.csv", prefix.display())),
+                    path: request_log_path(prefix, s),
                 });
             }
         }
@@ -720,6 +720,26 @@ impl OutputOpts {
         }
         Ok(())
     }
+
+    /// With `--request-log PREFIX`: write `report`'s requests as CSV to
+    /// `PREFIX.<sched>.csv` (nothing without it).
+    pub fn write_request_log(
+        &self,
+        sched: &str,
+        report: &elevator_real::RunReport,
+    ) -> anyhow::Result<()> {
+        let Some(prefix) = &self.request_log else {
+            return Ok(());
+        };
+        let p = request_log_path(prefix, sched);
+        elevator_workload::input::write_output(&p, elevator_real::report::request_log_csv(report))
+            .with_context(|| format!("--request-log: write {}", p.display()))
+    }
+}
+
+/// `--request-log PREFIX`'s file for the scheduler `sched`: `PREFIX.<sched>.csv`.
+fn request_log_path(prefix: &Path, sched: &str) -> PathBuf {
+    PathBuf::from(format!("{}.{sched}.csv", prefix.display()))
 }
 
 /// The failures of outputs written after the work, collected so one failed output does not
@@ -925,5 +945,30 @@ mod tests {
             e.contains("--request-log") && e.contains("sim does not write"),
             "{e}"
         );
+    }
+
+    /// `--request-log PREFIX` writes a scheduler's requests to `PREFIX.<scheduler>.csv`, the
+    /// file `check` reserves for it.
+    #[test]
+    fn a_request_log_goes_to_its_prefix_and_scheduler() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = elevator_real::RunReport {
+            scheduler: "noop".into(),
+            jobs: Vec::new(),
+            elapsed: elevator_core::Nanos::ZERO,
+            interrupted: false,
+            abandoned: 0,
+            verified_bytes: 0,
+            requests: Vec::new(),
+            disk: Default::default(),
+        };
+        let log = OutputOpts {
+            request_log: Some(dir.path().join("p")),
+            ..OutputOpts::default()
+        };
+        log.write_request_log("noop", &report).unwrap();
+        let text = fs::read_to_string(dir.path().join("p.noop.csv")).unwrap();
+        assert!(text.starts_with("job,op,sector,sectors,"), "{text}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

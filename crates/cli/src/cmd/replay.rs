@@ -615,16 +615,7 @@ fn replay_spooled(
                 if let Some(dir) = &args.out.blktrace_out {
                     outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
                 }
-                if let Some(prefix) = &args.out.request_log {
-                    let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
-                    outcomes.keep(
-                        elevator_workload::input::write_output(
-                            &p,
-                            elevator_real::report::request_log_csv(&report),
-                        )
-                        .with_context(|| format!("--request-log: write {}", p.display())),
-                    );
-                }
+                outcomes.keep(args.out.write_request_log(info.name, &report));
                 outcomes.keep(crate::report::real::run_plots(&page, name, &report));
                 latencies.push(crate::plot::latencies(
                     info.name,

@@ -214,27 +214,13 @@ fn human_duration(d: Duration) -> String {
 pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
     for j in &r.jobs {
         let s = j.metrics.summary(&j.name, &j.group, r.elapsed);
-        let f = |x: f64| format!("{x:.1}");
-        let (rd, wr) = (&s.read, &s.write);
-        let g = |d, x: f64| crate::output::latency_cell(d, x, 3);
-        rows.push(vec![
-            r.scheduler.clone(),
-            j.name.clone(),
-            f(rd.iops),
-            f(rd.mb_s),
-            g(rd, rd.lat_mean_ms),
-            g(rd, rd.lat_p50_ms),
-            g(rd, rd.lat_p90_ms),
-            g(rd, rd.lat_p99_ms),
-            g(rd, rd.lat_p999_ms),
-            f(wr.iops),
-            f(wr.mb_s),
-            g(wr, wr.lat_mean_ms),
-            g(wr, wr.lat_p50_ms),
-            g(wr, wr.lat_p90_ms),
-            g(wr, wr.lat_p99_ms),
-            g(wr, wr.lat_p999_ms),
-        ]);
+        let mut row = vec![r.scheduler.clone(), j.name.clone()];
+        for d in [&s.read, &s.write] {
+            row.push(format!("{:.1}", d.iops));
+            row.push(format!("{:.1}", d.mb_s));
+            row.extend(crate::output::latency_cells(d, 3));
+        }
+        rows.push(row);
     }
 }
 
@@ -453,16 +439,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         };
         drop(backend);
         // A failed output is reported with the others at the end; the results are kept.
-        if let Some(prefix) = &args.out.request_log {
-            let p = PathBuf::from(format!("{}.{}.csv", prefix.display(), info.name));
-            outcomes.keep(
-                elevator_workload::input::write_output(
-                    &p,
-                    elevator_real::report::request_log_csv(&report),
-                )
-                .with_context(|| format!("--request-log: write {}", p.display())),
-            );
-        }
+        outcomes.keep(args.out.write_request_log(info.name, &report));
         if let Some(dir) = &args.out.blktrace_out {
             outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
         }

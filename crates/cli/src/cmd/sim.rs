@@ -142,15 +142,7 @@ fn job_row(j: &elevator_workload::metrics::JobSummary) -> Vec<String> {
     for d in [&j.read, &j.write] {
         row.push(format!("{:.2}", d.mb_s));
         row.push(format!("{:.1}", d.iops));
-        for ms in [
-            d.lat_mean_ms,
-            d.lat_p50_ms,
-            d.lat_p90_ms,
-            d.lat_p99_ms,
-            d.lat_p999_ms,
-        ] {
-            row.push(crate::output::latency_cell(d, ms, 2));
-        }
+        row.extend(crate::output::latency_cells(d, 2));
     }
     row
 }

@@ -29,9 +29,31 @@ pub fn disksim_4k_trace(path: &Path, n: u64, write: bool, blocks: u64) {
     f.flush().unwrap();
 }
 
-/// `n` records of `format` (`msr`, `spc`, `alibaba`, `tencent`, `disksim`, `mqsim`,
-/// `fio-iolog`, `blkparse`, `blkparse-dispatch`), one per line after fio's header, 1 ms
-/// apart, 4 KiB reads walking the disk.
+/// Every format [`trace_of`] writes (`blkparse-dispatch`: blkparse's dispatch view).
+#[allow(dead_code)] // not every test file replays every format
+pub const FORMATS: [&str; 9] = [
+    "msr",
+    "spc",
+    "alibaba",
+    "tencent",
+    "disksim",
+    "mqsim",
+    "fio-iolog",
+    "blkparse",
+    "blkparse-dispatch",
+];
+
+/// `replay`'s `--format` and `--view` for one of [`FORMATS`].
+#[allow(dead_code)] // not every test file replays every format
+pub fn format_and_view(format: &str) -> (&str, &str) {
+    match format {
+        "blkparse-dispatch" => ("blkparse", "dispatch"),
+        f => (f, "queue"),
+    }
+}
+
+/// `n` records of one of [`FORMATS`], one per line after fio's header, 1 ms apart, 4 KiB
+/// reads walking the disk.
 #[allow(dead_code)] // not every test file replays every format
 pub fn trace_of(format: &str, n: usize) -> String {
     let mut t = String::with_capacity(n * 48);

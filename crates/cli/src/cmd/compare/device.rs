@@ -7,6 +7,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use elevator_real::leftovers::{self, Claim, Item};
+use elevator_real::tool::output_of;
 
 /// Where the runs go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -57,22 +58,6 @@ pub fn available(queue: &str) -> anyhow::Result<(Vec<String>, String)> {
     Ok((all, current))
 }
 
-fn run_tool(cmd: &mut Command) -> anyhow::Result<String> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("run {:?}", cmd.get_program()))?;
-    if !out.status.success() {
-        bail!(
-            "{:?} {:?} failed ({}): {}",
-            cmd.get_program(),
-            cmd.get_args().collect::<Vec<_>>(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 impl Device {
     /// A scratch target of `bytes` in `workdir`, per `on`.
     /// What an earlier run killed outright left (its loop device and scratch image, a disk's
@@ -111,7 +96,7 @@ impl Device {
         drop(f);
         match on {
             On::Loop => {
-                let out = run_tool(
+                let out = output_of(
                     Command::new("losetup")
                         .args([
                             "--find",
@@ -121,7 +106,8 @@ impl Device {
                             "4096",
                         ])
                         .arg(&backing),
-                )?;
+                )
+                .map_err(anyhow::Error::msg)?;
                 let loop_dev = PathBuf::from(out);
                 dev.loop_dev = Some(loop_dev.clone());
                 let name = loop_dev
@@ -142,12 +128,13 @@ impl Device {
                 dev.queue = name;
             }
             On::File => {
-                let source = run_tool(
+                let source = output_of(
                     Command::new("findmnt")
                         .args(["-no", "SOURCE", "--target"])
                         .arg(&workdir),
-                )?;
-                let parent = run_tool(Command::new("lsblk").args(["-no", "PKNAME", &source]))
+                )
+                .map_err(anyhow::Error::msg)?;
+                let parent = output_of(Command::new("lsblk").args(["-no", "PKNAME", &source]))
                     .unwrap_or_default();
                 let parent = parent.lines().next().unwrap_or("").trim().to_string();
                 dev.queue = if parent.is_empty() {

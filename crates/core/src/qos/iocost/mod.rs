@@ -1044,6 +1044,19 @@ impl IoCost {
         new_hwi.clamp(1, i128::from(hwm)) as u64
     }
 
+    /// Add node `i`'s `hweight_donating` and `hweight_after_donation` to its parent's
+    /// (`transfer_surpluses`' propagation up the tree; `i` is not the root).
+    fn add_donation_to_parent(&mut self, i: usize) {
+        let n = &self.nodes[i];
+        let (p, d, a) = (
+            n.ancestors[n.level - 1],
+            n.hweight_donating,
+            n.hweight_after_donation,
+        );
+        self.nodes[p].hweight_donating += d;
+        self.nodes[p].hweight_after_donation += a;
+    }
+
     /// `transfer_surpluses`: lower the donors' inuse so that each ends at its
     /// `hweight_after_donation` while the others keep their relative shares.
     fn transfer_surpluses(&mut self, surpluses: &[usize], now: &Now) {
@@ -1083,23 +1096,11 @@ impl IoCost {
             n.hweight_after_donation = 0;
         }
         for &i in surpluses {
-            let p = self.nodes[i].ancestors[self.nodes[i].level - 1];
-            let (d, a) = (
-                self.nodes[i].hweight_donating,
-                self.nodes[i].hweight_after_donation,
-            );
-            self.nodes[p].hweight_donating += d;
-            self.nodes[p].hweight_after_donation += a;
+            self.add_donation_to_parent(i);
         }
         for &i in walk.iter().rev() {
             if self.nodes[i].level > 0 {
-                let p = self.nodes[i].ancestors[self.nodes[i].level - 1];
-                let (d, a) = (
-                    self.nodes[i].hweight_donating,
-                    self.nodes[i].hweight_after_donation,
-                );
-                self.nodes[p].hweight_donating += d;
-                self.nodes[p].hweight_after_donation += a;
+                self.add_donation_to_parent(i);
             }
         }
         for &i in &walk {
