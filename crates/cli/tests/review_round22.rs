@@ -164,3 +164,19 @@ fn help_names_the_seed_bounds_and_the_mounts_one_scheduler() {
         out.stdout
     );
 }
+
+/// `elevator list drives` printed the SSDs' longer names in a 14-character column, which
+/// pushed their kind and size out of line with the disks' rows; every row now lines up.
+#[test]
+fn the_drive_list_lines_up_every_row() {
+    let out = elevator_within(&["list", "drives"], MINUTE);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Vec<&str> = out.stdout.lines().filter(|l| l.contains(" GB  ")).collect();
+    assert!(rows.len() >= 8, "{}", out.stdout);
+    let at: Vec<usize> = rows.iter().map(|r| r.find(" GB  ").unwrap()).collect();
+    assert!(
+        at.iter().all(|&a| a == at[0]),
+        "sizes end at {at:?}:\n{}",
+        out.stdout
+    );
+}
