@@ -189,7 +189,11 @@ fn find(name: &str) -> Result<SchedulerSpec, Error> {
         let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
         Error::arg(
             "--sched",
-            format!("{name:?}: no such scheduler (known: {})", known.join(", ")),
+            format!(
+                "{name:?}: no such scheduler{} (known: {})",
+                elevator_workload::suggest::scheduler(name),
+                known.join(", ")
+            ),
         )
     })
 }

@@ -44,12 +44,16 @@ pub fn source(
         return Err(InputError::new(
             name_or_path,
             format!(
-                "neither a built-in scenario ({}) nor a file",
+                "neither a built-in scenario ({}) nor a file{}",
                 BUILTIN
                     .iter()
                     .map(|(n, _)| *n)
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                elevator_workload::suggest::did_you_mean(
+                    name_or_path,
+                    BUILTIN.iter().map(|(n, _)| *n)
+                )
             ),
         ));
     }

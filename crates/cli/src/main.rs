@@ -31,6 +31,7 @@ enum Command {
     /// Reproduce a published experiment and print ours beside the published figures.
     Reproduce(reproduce::Args),
     /// Run a scenario file in the simulator under one or more schedulers.
+    #[command(mut_arg("request_log", |a| a.hide(true)))]
     Sim(cmd::sim::Args),
     /// Run a fio job file on a real file or block device under one or more of our schedulers.
     Run(cmd::run::Args),
@@ -38,6 +39,15 @@ enum Command {
     /// for `--drive`.
     Calibrate(cmd::calibrate::Args),
     /// Mount a directory through a FUSE filesystem whose data I/O one of our schedulers decides.
+    #[command(mut_arg("sched", |a| a
+        .value_name("NAME")
+        .help("The scheduler, one (see `elevator list`; default none); switch it while mounted \
+               with `echo NAME > MOUNTPOINT/.elevator/scheduler`")))]
+    #[command(mut_arg("blktrace_out", |a| a
+        .help("At unmount, write the requests as a blktrace `DIR/mount.blktrace.0`, each \
+               process under its pid and name (read it with `blkparse -i DIR/mount`)")))]
+    #[command(mut_arg("json", |a| a.hide(true)))]
+    #[command(mut_arg("request_log", |a| a.hide(true)))]
     Mount(cmd::mount::Args),
     /// Replay a recorded block trace (blktrace, blkparse, fio iolog, MSR, SPC, Alibaba,
     /// Tencent, DiskSim, MQSim) through schedulers, simulated or on a real target.
@@ -48,6 +58,10 @@ enum Command {
     /// List schedulers with their tunables, built-in drives and built-in scenarios.
     List(cmd::list::Args),
     /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
+    #[command(
+        override_usage = "elevator validate --drive <DRIVE> --trace <TRACE> [OPTIONS]\n       \
+                                elevator validate --all [OPTIONS]"
+    )]
     Validate(cmd::validate::Args),
     /// Show a drive spec, or import a DiskSim drive model.
     Drive(cmd::drive::Args),

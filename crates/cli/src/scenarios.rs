@@ -23,12 +23,13 @@ pub fn load(name_or_path: &str) -> anyhow::Result<Scenario> {
     anyhow::ensure!(
         // A link to itself or to nowhere is read and told as such, not as missing.
         p.symlink_metadata().is_ok(),
-        "{name_or_path:?} is neither a built-in scenario ({}) nor a file",
+        "{name_or_path:?} is neither a built-in scenario ({}) nor a file{}",
         BUILTIN
             .iter()
             .map(|(n, _)| *n)
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        elevator_workload::suggest::did_you_mean(name_or_path, BUILTIN.iter().map(|(n, _)| *n))
     );
     Scenario::load(p).map_err(anyhow::Error::from)
 }

@@ -236,9 +236,13 @@ impl Scenario {
                     line_of("drive", &file.drive),
                     Some("drive".into()),
                     format!(
-                        "{:?} is neither a built-in drive ({}) nor a drive file",
+                        "{:?} is neither a built-in drive ({}) nor a drive file{}",
                         file.drive,
-                        DriveModel::builtin_names().join(", ")
+                        DriveModel::builtin_names().join(", "),
+                        elevator_workload::suggest::did_you_mean(
+                            &file.drive,
+                            DriveModel::builtin_names().iter().copied()
+                        )
                     ),
                 ));
             }

@@ -64,8 +64,9 @@ pub(crate) fn not_found(name_or_path: &str, what: &str, names: &[&str]) -> Input
     InputError::new(
         name_or_path,
         format!(
-            "neither a built-in {what} ({}) nor a {what} file",
-            names.join(", ")
+            "neither a built-in {what} ({}) nor a {what} file{}",
+            names.join(", "),
+            elevator_workload::suggest::did_you_mean(name_or_path, names.iter().copied())
         ),
     )
 }

@@ -357,6 +357,16 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         } else {
             return Err(err(line, key, "an option before any [section]".into()));
         };
+        if !OPTIONS.contains(&key) && !ALIASES.contains(&key) {
+            // Told in full, past the cap on a reason that quotes input: the field names the
+            // option and the list of those read is ours.
+            return Err(InputError::at_line(
+                path,
+                line,
+                &excerpt(key),
+                unsupported(key),
+            ));
+        }
         apply(def, &opt).map_err(|reason| err(line, key, reason))?;
     }
     let mut clones: u64 = 0;
@@ -622,6 +632,80 @@ fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
     Ok(cpus.into_iter().collect())
 }
 
+/// The fio options elevator reads (the subset `sim` and `run` share), as [`apply`] matches
+/// them, each by fio's own name; [`ALIASES`] has the other names fio gives some of them. An
+/// option among neither is refused with this list, or with the one it most likely meant.
+pub const OPTIONS: &[&str] = &[
+    "rw",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "size",
+    "offset",
+    "io_size",
+    "number_ios",
+    "filename",
+    "numjobs",
+    "iodepth",
+    "ioengine",
+    "direct",
+    "rate",
+    "rate_iops",
+    "thinktime",
+    "thinktime_blocks",
+    "runtime",
+    "ramp_time",
+    "time_based",
+    "norandommap",
+    "randseed",
+    "stonewall",
+    "new_group",
+    "prio",
+    "prioclass",
+    "cgroup",
+    "cgroup_weight",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "group_reporting",
+    "registerfiles",
+    "fixedbufs",
+    "allow_file_create",
+    "write_iops_log",
+    "write_lat_log",
+    "write_bw_log",
+    "log_avg_msec",
+    "elevator_io_max",
+    "elevator_io_latency_us",
+    "elevator_io_weight",
+    "elevator_io_bfq_weight",
+];
+
+/// The other names of options in [`OPTIONS`]: fio's aliases (`readwrite` for `rw`,
+/// `blocksize` for `bs`, `io_limit` for `io_size`, `timeout` for `runtime`,
+/// `wait_for_previous` for `stonewall`) and elevator's older names of the cgroup options.
+pub const ALIASES: &[&str] = &[
+    "readwrite",
+    "blocksize",
+    "io_limit",
+    "timeout",
+    "wait_for_previous",
+    "elevator_cgroup",
+    "elevator_weight",
+];
+
+/// Why `key` is refused: the option it most likely meant, or every option read.
+fn unsupported(key: &str) -> String {
+    let hint = crate::suggest::did_you_mean(key, OPTIONS.iter().chain(ALIASES).copied());
+    if hint.is_empty() {
+        format!(
+            "not supported by elevator (sim and run read: {})",
+            OPTIONS.join(", ")
+        )
+    } else {
+        format!("not supported by elevator{hint}")
+    }
+}
+
 fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
     let c = &mut def.config;
     let field: &'static str = match o.key {
@@ -877,12 +961,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             def.io.bfq_weight = Some(w);
             return Ok(());
         }
-        other => {
-            return Err(format!(
-            "{other:?} is not supported by elevator (its fio subset, the same for sim and run: \
-             `elevator run --help`)"
-        ))
-        }
+        other => return Err(unsupported(other)),
     };
     def.lines.insert(field, o.line);
     Ok(())
@@ -918,6 +997,35 @@ mod tests {
         assert_eq!(w.config.ramp_ms, 0);
         assert!(r.config.time_based);
         assert_eq!(r.line_of("thinktime_us"), 17);
+    }
+
+    #[test]
+    fn every_listed_option_is_read_and_an_unknown_one_is_answered_with_the_nearest_or_the_list() {
+        for key in OPTIONS.iter().chain(ALIASES) {
+            // The value may be wrong for the option; the option itself must be one we read.
+            if let Err(e) = p(&format!("[j]\n{key}=1\n")) {
+                assert!(
+                    !e.message.contains("not supported by elevator"),
+                    "{key}: {e}"
+                );
+            }
+        }
+        assert!(p("[j]\nblocksze=4k\n")
+            .unwrap_err()
+            .message
+            .ends_with("`blocksize`?)"));
+        let e = p("[j]\nrw=read\niodeph=4\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.field.as_str()),
+            (Some(crate::input::Position::Line(3)), "iodeph")
+        );
+        assert!(e.message.ends_with("(did you mean `iodepth`?)"), "{e}");
+        let e = p("[j]\nbssplit=4k/50\n").unwrap_err();
+        assert!(
+            e.message.contains("read: rw, rwmixread, rwmixwrite, bs"),
+            "{e}"
+        );
+        assert!(e.message.contains("elevator_io_bfq_weight"), "{e}");
     }
 
     #[test]

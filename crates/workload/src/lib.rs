@@ -41,6 +41,7 @@
 //! - [`page_cache`]: the LRU page cache the compile job reads through.
 //! - [`metrics`]: per-job figures; [`testkit`]: a tiny driver for jobs' tests.
 //! - [`agreement`]: how closely two dispatch sequences agree (the kernel's and ours).
+//! - [`suggest`]: the known name nearest a misspelt one, for errors ("did you mean ...?").
 
 #![deny(missing_docs)]
 
@@ -54,6 +55,7 @@ pub mod kernel_diff;
 pub mod metrics;
 pub mod page_cache;
 pub mod spec;
+pub mod suggest;
 pub mod testkit;
 pub mod traces;
 

@@ -87,7 +87,11 @@ impl Grid {
             let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
             return Err(Error::arg(
                 "--sched",
-                format!("{name:?}: no such scheduler (known: {})", known.join(", ")),
+                format!(
+                    "{name:?}: no such scheduler{} (known: {})",
+                    elevator_workload::suggest::scheduler(name),
+                    known.join(", ")
+                ),
             ));
         }
         let none = Settings::new();
@@ -289,8 +293,10 @@ impl Grid {
         groups: &GroupTree,
         model: &DriveModel,
     ) -> Result<Box<dyn elevator_core::Scheduler>, Error> {
-        let info = registry::find(name)
-            .ok_or_else(|| Error::arg("--sched", format!("{name:?}: no such scheduler")))?;
+        let info = registry::find(name).ok_or_else(|| {
+            let hint = elevator_workload::suggest::scheduler(name);
+            Error::arg("--sched", format!("{name:?}: no such scheduler{hint}"))
+        })?;
         let rotational = !model.device().non_rotational();
         let settings = info.on_device(self.settings(name, more), Some(rotational));
         info.build(&settings, groups)

@@ -12,6 +12,10 @@ use elevator_workload::traces::ftrace::recording::Recording;
 
 use crate::output::out_str;
 
+/// The recordings `kernel-diff` compares when given none: the repository's corpus, relative
+/// to the current directory.
+const DEFAULT_CORPUS: &str = "crates/workload/tests/data/kernel";
+
 /// Replay recorded kernel traces into our schedulers and compare the dispatch decisions.
 ///
 /// Each recording (a directory with meta.json, or every MIX/SCHED below a directory) is
@@ -24,8 +28,9 @@ use crate::output::out_str;
 /// every event instead; then totals per scheduler. No root needed.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Recordings, or directories holding MIX/SCHED recordings.
-    #[arg(default_value = "crates/workload/tests/data/kernel")]
+    /// Recordings, or directories holding MIX/SCHED recordings (default: the repository's
+    /// corpus, when run from the repository's top directory).
+    #[arg(default_value = DEFAULT_CORPUS)]
     pub dirs: Vec<PathBuf>,
     /// The device's queue depth (default: the recording's hardware queue depth, else the
     /// most the kernel had in flight).
@@ -57,6 +62,16 @@ const MAX_DEPTH: usize = 10_240;
 
 /// Run `elevator kernel-diff`.
 pub fn run(args: Args) -> Result<()> {
+    // The default is a path in the repository: elsewhere it was "crates/workload/tests/data/
+    // kernel: No such file or directory", as if the user had named it.
+    if args.dirs == [Path::new(DEFAULT_CORPUS)] && !Path::new(DEFAULT_CORPUS).exists() {
+        anyhow::bail!(
+            "no recordings given, and the default, the repository's corpus {DEFAULT_CORPUS}, \
+             is not under the current directory: name recordings (`elevator kernel-diff DIR`, \
+             a recording of `elevator kernel-record` or a directory of them) or run from the \
+             repository's top directory"
+        );
+    }
     // Both were raised silently (a depth of 0 to 1, a window below 2 to 2).
     if args.depth == Some(0) {
         anyhow::bail!("--depth: a queue depth is at least 1");

@@ -48,11 +48,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if want("drives") {
         say!("Built-in drives (or give a drive TOML file):");
+        // One column for every name, the SSDs' longer ones too (they pushed their rows'
+        // kind and size out of line with the disks').
+        let width = DriveSpec::builtin_names()
+            .into_iter()
+            .chain(elevator_sim::ssd::SsdSpec::builtin_names())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
         for name in DriveSpec::builtin_names() {
             let d = DriveSpec::builtin(name).expect("listed drives exist");
             let gb = Hdd::new(d.clone()).capacity_sectors() as f64 * 512.0 / 1e9;
             say!(
-                "  {:<14} {:>6.0} rpm {:>6.1} GB  {}",
+                "  {:<width$} {:>6.0} rpm {:>6.1} GB  {}",
                 name,
                 d.rpm,
                 gb,
@@ -63,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let d = elevator_sim::ssd::SsdSpec::builtin(name).expect("listed drives exist");
             let gb = d.capacity_sectors() as f64 * 512.0 / 1e9;
             say!(
-                "  {:<14} {:>10} {:>6.1} GB  {}",
+                "  {:<width$} {:>10} {:>6.1} GB  {}",
                 name,
                 "SSD",
                 gb,

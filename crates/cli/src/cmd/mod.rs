@@ -35,7 +35,8 @@ pub fn find_scheduler(name: &str) -> anyhow::Result<SchedulerSpec> {
     registry::find(name).with_context(|| {
         let known: Vec<&str> = registry::all().iter().map(|i| i.name).collect();
         format!(
-            "--sched {name:?}: no such scheduler (known: {})",
+            "--sched {name:?}: no such scheduler{} (known: {})",
+            elevator_workload::suggest::scheduler(name),
             known.join(", ")
         )
     })

@@ -23,8 +23,8 @@ pub struct Args {
     pub backing: PathBuf,
     /// Where to mount it.
     pub mountpoint: PathBuf,
-    /// The scheduler (one; see `elevator list`; default none); change it later with
-    /// `echo NAME > MOUNTPOINT/.elevator/scheduler`. `--set` sets its tunables.
+    /// The scheduler and its tunables (`--sched`'s help is the mount's own, set in main.rs:
+    /// one scheduler, default none).
     #[command(flatten)]
     pub scheds: super::common::SchedOpts,
     /// Put processes named NAME (as /proc/PID/comm) in group PATH with WEIGHT (the

@@ -318,7 +318,8 @@ fn spool_streams(traces: &[PathBuf], format: Option<TraceFormat>) -> anyhow::Res
         // `-` is standard input, as for any Unix filter.
         let stdin = p.as_os_str() == "-";
         if !stdin {
-            let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
+            let meta = std::fs::metadata(p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot read the trace: {e}", p.display()))?;
             let ft = meta.file_type();
             if ft.is_file() {
                 paths.push(p.clone());

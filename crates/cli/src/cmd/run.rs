@@ -37,9 +37,10 @@ pub enum Format {
 /// Run a fio job file on a real file or block device under one or more of our schedulers.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The fio job file (subset: rw, bs, size, offset, filename, numjobs, iodepth, ioengine,
-    /// direct, rate, rate_iops, thinktime, runtime, time_based, stonewall, new_group, prio,
-    /// prioclass, elevator_cgroup, elevator_weight ...).
+    /// The fio job file, in the subset of fio's options `sim` and `run` read (rw, bs, size,
+    /// offset, filename, numjobs, iodepth, ioengine, direct, rate, rate_iops, thinktime,
+    /// runtime, time_based, stonewall, prio, cgroup ... : an option outside it is refused
+    /// with the whole list, or with the one it most likely meant).
     pub job_file: PathBuf,
     /// The file or block device to run against (default: the job file's `filename`).
     #[arg(long)]
@@ -226,24 +227,24 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
 
 /// The comparison table's columns: per direction the rate, then the mean latency beside
 /// fio's p50, p90, p99 and p99.9 (the completion latencies fio prints by default include
-/// these).
+/// these), each latency with its unit as a scenario's table names it (`rd p99 ms`).
 const TABLE_HEADER: [&str; 16] = [
     "scheduler",
     "job",
     "read IOPS",
     "read MB/s",
-    "read mean ms",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
+    "rd mean ms",
+    "rd p50 ms",
+    "rd p90 ms",
+    "rd p99 ms",
+    "rd p99.9 ms",
     "write IOPS",
     "write MB/s",
-    "write mean ms",
-    "p50",
-    "p90",
-    "p99",
-    "p99.9",
+    "wr mean ms",
+    "wr p50 ms",
+    "wr p90 ms",
+    "wr p99 ms",
+    "wr p99.9 ms",
 ];
 
 /// The comparison table of [`table_rows`]' rows: the run and the job left-aligned, no rule.

@@ -13,10 +13,12 @@ use crate::plot::validation::{validation_cdfs, DriveCdfs};
 /// completion plus the recorded gap) and print the demerit figure.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A built-in drive name or a drive TOML file.
+    /// A built-in drive name or a drive TOML file, validated against `--trace` (or give
+    /// `--all` instead of both).
     #[arg(long, required_unless_present = "all")]
     pub drive: Option<String>,
-    /// A DiskSim validation trace (`R|W Hit|Miss blkno nsectors service_us gap_us`).
+    /// A DiskSim validation trace (`R|W Hit|Miss blkno nsectors service_us gap_us`), replayed
+    /// on `--drive` (or give `--all` instead of both).
     #[arg(long, required_unless_present = "all")]
     pub trace: Option<PathBuf>,
     /// Validate the five DiskSim drives of the data directory, DiskSim's figures beside ours.
@@ -138,13 +140,13 @@ fn run_one(spec: DriveSpec, trace: &Path) -> Result<Validation> {
 
 fn print_table(rows: &[Row]) {
     say!(
-        "{:<12} {:>11} {:>9} {:>13} {:>10} {:>10} {:>9}",
+        "{:<12} {:>11} {:>9} {:>13} {:>12} {:>12} {:>9}",
         "drive",
         "demerit ms",
         "% of mean",
         "DiskSim ms",
-        "sim mean",
-        "meas mean",
+        "sim mean ms",
+        "meas mean ms",
         "hit/miss"
     );
     for r in rows {
@@ -154,7 +156,7 @@ fn print_table(rows: &[Row]) {
             .map(|d| format!("{d:.3}"))
             .unwrap_or_else(|| "-".into());
         say!(
-            "{:<12} {:>11.3} {:>8.2}% {:>13} {:>10.3} {:>10.3} {:>8.1}%",
+            "{:<12} {:>11.3} {:>8.2}% {:>13} {:>12.3} {:>12.3} {:>8.1}%",
             r.drive,
             r.v.demerit_ms,
             pct,

@@ -42,8 +42,8 @@ pub struct Args {
     /// Seeds per figure (seeds 1..=N): each figure is the mean over them with its 95%
     /// confidence interval (Student t). The bfq-merge start-up times use their own 20
     /// repetitions.
-    /// At most 100: each seed is a whole set of runs (4294967295 seeds aborted on a 32 GiB
-    /// allocation; 10^5 would run for days).
+    /// From 2 (an interval needs two) to 100: each seed is a whole set of runs (4294967295
+    /// seeds aborted on a 32 GiB allocation; 10^5 would run for days).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SEEDS as u32,
           value_parser = clap::value_parser!(u32).range(2..=MAX_SEEDS as i64))]
     seeds: u32,
