@@ -33,11 +33,22 @@ CONNECT_TIMEOUT_S = 10.0
 #: The least a Ray task may run before it is taken for frozen, when ``timeout_s`` is not given.
 TASK_TIMEOUT_FLOOR_S = 120.0
 
-#: Without ``timeout_s``: a task may run this many times the longest task already finished.
+#: Without ``timeout_s``: a task may run this many times its work at the cost per I/O assumed
+#: or measured, and this many times the longest task already finished (see ``_task_bound``).
 TASK_TIMEOUT_FACTOR = 20.0
 
-#: Without ``timeout_s`` and before any task has finished: the bound of the first tasks.
-FIRST_TASK_TIMEOUT_S = 1800.0
+#: Without ``timeout_s`` and before any task has finished: the seconds one I/O that a task's
+#: cells imply (``Grid.implied_ios``: told from their parameters before they run) is taken to
+#: cost. The slowest of 35 kinds of cell measured (3 built-in scenarios and a fio job on an HDD
+#: and an SSD, 7 schedulers each, one thread, load 13 to 15) took 9.2e-6 s per implied I/O;
+#: the fastest 4e-9 (docs/reliability.md, round 23).
+FIRST_WAVE_S_PER_IO = 1e-5
+
+#: Without ``timeout_s`` and before any task has finished: the most a task's bound may be. The
+#: implied I/Os are an upper bound of a cell's work, loose by up to 2000x (a scenario whose
+#: foreground job ends long before its ``duration_s``), so a first wave of such cells would
+#: otherwise wait hours for a frozen worker.
+FIRST_WAVE_MAX_S = 1800.0
 
 #: What an HTTP/2 client sends first (RFC 9113 section 3.4), then an empty SETTINGS frame
 #: (length 0, type 4, no flags, stream 0). Ray's GCS and its client server are gRPC servers,
@@ -93,6 +104,48 @@ def _reachable(address: str) -> None:
     if len(head) < 9 or head[3] != _SETTINGS:
         got = _check.shown(head.decode("latin-1")) if head else "nothing"
         raise refuse(f"it answered an HTTP/2 greeting with {got}, not a gRPC server's SETTINGS")
+
+
+def _task_bound(ios: int, longest: float, s_per_io: Optional[float]) -> tuple:
+    """The seconds a Ray task whose cells imply ``ios`` I/Os may run without ``timeout_s``,
+    and the rule that set them, in words: :data:`TASK_TIMEOUT_FACTOR` times its I/Os at
+    ``s_per_io`` seconds each (the slowest of the finished tasks'), or at
+    :data:`FIRST_WAVE_S_PER_IO` while none has finished (``s_per_io`` None), then at most
+    :data:`FIRST_WAVE_MAX_S`; once one has, at least the factor times the longest finished
+    task (``longest`` seconds); never less than :data:`TASK_TIMEOUT_FLOOR_S`."""
+    if s_per_io is None:
+        rate, whose = FIRST_WAVE_S_PER_IO, "assumed while no task has finished"
+    else:
+        rate, whose = s_per_io, "the slowest finished task's"
+    by_work = TASK_TIMEOUT_FACTOR * ios * rate
+    work = f"{TASK_TIMEOUT_FACTOR:g} x the {ios} I/Os its cells imply at {rate:.3g} s each"
+    rules = [
+        (by_work, f"{work}, {whose}"),
+        (TASK_TIMEOUT_FLOOR_S, f"the floor TASK_TIMEOUT_FLOOR_S = {TASK_TIMEOUT_FLOOR_S:g} s"),
+    ]
+    if s_per_io is None and by_work > FIRST_WAVE_MAX_S:
+        rules[0] = (
+            FIRST_WAVE_MAX_S,
+            f"the first wave's cap FIRST_WAVE_MAX_S = {FIRST_WAVE_MAX_S:g} s ({work}, {whose}, "
+            f"is {by_work:.0f} s)",
+        )
+    if s_per_io is not None:
+        rules.append(
+            (
+                TASK_TIMEOUT_FACTOR * longest,
+                f"{TASK_TIMEOUT_FACTOR:g} x the longest finished task, {longest:.2f} s",
+            )
+        )
+    return max(rules, key=lambda r: r[0])
+
+
+def _node_of(ray: Any) -> Optional[str]:
+    """The id of the Ray node this process is connected through, or None if Ray cannot say
+    (a Ray Client connection)."""
+    try:
+        return ray.get_runtime_context().get_node_id()
+    except Exception:
+        return None
 
 
 def _write_cells(spec_json: str, cells: list, store: str, note: str) -> list:
@@ -276,10 +329,14 @@ class Campaign:
         ``timeout_s`` (Ray only): the seconds a task may run. A task past it (a worker stopped
         by SIGSTOP, or stuck in the kernel, never returns and Ray has no task timeout) is
         cancelled, its worker killed, and run once more; past it again, ``run`` stops the other
-        tasks and raises an error naming the cells and their coordinates. By default the bound
-        is :data:`FIRST_TASK_TIMEOUT_S` until a task finishes, then :data:`TASK_TIMEOUT_FACTOR`
-        times the longest finished task, at least :data:`TASK_TIMEOUT_FLOOR_S`. At most one
-        task per CPU of the cluster is in flight, so a task's clock starts when it can run.
+        tasks and raises an error naming the cells and their coordinates, and which rule set
+        the bound. By default a task's bound follows from its work: the I/Os its cells imply,
+        told from their parameters before they run (``Grid.implied_ios``), times
+        :data:`TASK_TIMEOUT_FACTOR`, at :data:`FIRST_WAVE_S_PER_IO` seconds each and at most
+        :data:`FIRST_WAVE_MAX_S` until a task finishes, then at the slowest finished task's
+        measured seconds per I/O and at least the factor times the longest finished task;
+        never less than :data:`TASK_TIMEOUT_FLOOR_S`. At most one task per CPU of the cluster
+        is in flight, so a task's clock starts when it can run.
         """
         if engine not in ("local", "ray"):
             raise _check.error("engine", f"{_check.shown(engine)}: expected 'local' or 'ray'")
@@ -343,11 +400,23 @@ class Campaign:
             slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
             started_at: dict = {}
             cells_of: dict = {}
+            ios_of: dict = {}
             tries: dict = {}
             pending: list = []
+            # The longest finished task's seconds, and the most seconds per implied I/O a
+            # finished task took (None until one has finished).
             longest = 0.0
+            s_per_io: Optional[float] = None
 
             notes: dict = {}
+            node = _node_of(ray)
+
+            def shut_down() -> bool:
+                """Whether Ray was shut down since the sweep began: not initialized, or
+                initialized anew (Ray's calls start a local cluster when none is)."""
+                if not ray.is_initialized():
+                    return True
+                return node is not None and _node_of(ray) != node
 
             def submit(chunk: list, attempt: int) -> None:
                 note = os.path.join(store, f".task-{chunk[0]:07}-{attempt}.{os.getpid()}")
@@ -355,15 +424,15 @@ class Campaign:
                 notes[ref] = note
                 started_at[ref] = time.monotonic()
                 cells_of[ref] = chunk
+                ios_of[ref] = sum(self._grid.implied_ios(c) for c in chunk)
                 tries[ref] = attempt
                 pending.append(ref)
 
-            def bound() -> float:
+            def bound(ref) -> tuple:
+                """Task ``ref``'s bound in seconds, and the rule that set it."""
                 if timeout_s is not None:
-                    return timeout_s
-                if longest == 0.0:
-                    return FIRST_TASK_TIMEOUT_S
-                return max(TASK_TIMEOUT_FLOOR_S, TASK_TIMEOUT_FACTOR * longest)
+                    return timeout_s, f"timeout_s={timeout_s:g}"
+                return _task_bound(ios_of[ref], longest, s_per_io)
 
             ran = 0
             while pending or chunks:
@@ -372,10 +441,16 @@ class Campaign:
                 ready = []
                 try:
                     now = time.monotonic()
-                    wait = max(0.0, min(started_at[r] for r in pending) + bound() - now)
+                    wait = max(0.0, min(started_at[r] + bound(r)[0] for r in pending) - now)
                     ready, pending[:] = ray.wait(pending, num_returns=1, timeout=wait)
                     done = ray.get(ready)
                 except Exception as e:
+                    if shut_down():
+                        # `ray.shutdown()` from another thread between the wait and the get:
+                        # the get started a new local cluster and raised Ray's ValueError
+                        # ("owners not found"), and cancelling the others Ray's TypeError
+                        # ("No owner found for object").
+                        raise self._shut_down(ran, len(todo)) from e
                     # A bad cell: stop the others and raise the cell's own error (an
                     # ElevatorError naming the input), not Ray's wrapper of it.
                     for p in pending:
@@ -400,16 +475,14 @@ class Campaign:
                     # SystemExit(0): the interpreter exited 0 with the sweep unfinished.
                     if ray.is_initialized():
                         raise
-                    raise ElevatorError(
-                        f"engine='ray': Ray was shut down during the sweep ({ran} of "
-                        f"{len(todo)} cells written, each kept in the store); run() again "
-                        "computes the rest"
-                    ) from e
+                    raise self._shut_down(ran, len(todo)) from e
                 now = time.monotonic()
                 for r, cells in zip(ready, done):
                     ran += len(cells)
-                    longest = max(longest, now - started_at.pop(r))
-                for r in [r for r in pending if now - started_at[r] >= bound()]:
+                    took = now - started_at.pop(r)
+                    longest = max(longest, took)
+                    s_per_io = max(s_per_io or 0.0, took / max(1, ios_of[r]))
+                for r in [r for r in pending if now - started_at[r] >= bound(r)[0]]:
                     # Frozen (SIGSTOP, stuck in the kernel) or far slower than its peers:
                     # its worker is killed; run once more, then given up with a name.
                     pending.remove(r)
@@ -424,16 +497,25 @@ class Campaign:
                     where = "; ".join(
                         f"cell {c} {_check.shown(self.coordinates(c))}" for c in cells_of[r][:5]
                     )
+                    limit, rule = bound(r)
                     raise ElevatorError(
                         f"engine='ray': the Ray task of {where} ran past its bound of "
-                        f"{bound():.1f} s twice (a worker stopped or stuck?); set timeout_s to "
-                        f"allow more; {ran} cells were written and are kept in the store: "
-                        "run() again computes the rest"
+                        f"{limit:.1f} s twice (a worker stopped or stuck?); the bound was "
+                        f"{rule}; set timeout_s to allow more; {ran} cells were written and "
+                        "are kept in the store: run() again computes the rest"
                     )
             return ran
         finally:
             if started:
                 ray.shutdown()
+
+    @staticmethod
+    def _shut_down(ran: int, total: int) -> ElevatorError:
+        """The package's error for Ray shut down (from another thread) during a sweep."""
+        return ElevatorError(
+            f"engine='ray': Ray was shut down during the sweep ({ran} of {total} cells "
+            "written, each kept in the store); run() again computes the rest"
+        )
 
     def _ray_failed(self, e: BaseException, cells: list, ran: int) -> ElevatorError:
         """The package's error for a Ray task that failed other than by a cell's error."""

@@ -238,6 +238,22 @@ impl PyGrid {
         Ok(d)
     }
 
+    /// The I/Os cell `cell` implies, told before it runs (its source's sizes and simulated
+    /// time or a trace's requests, its axes applied, and its set-up's): what it costs, by
+    /// which `Campaign.run(engine="ray")` bounds a task before any has finished.
+    fn implied_ios(&self, py: Python<'_>, cell: u64) -> PyResult<u64> {
+        if cell >= self.grid.len() {
+            return Err(py_err(
+                py,
+                Error::arg(
+                    "cell",
+                    format!("{cell}: the grid has {} cells", self.grid.len()),
+                ),
+            ));
+        }
+        Ok(self.grid.implied_ios(cell))
+    }
+
     /// The cells of shard `index` of `count`.
     fn shard(&self, py: Python<'_>, index: u64, count: u64) -> PyResult<Vec<u64>> {
         self.grid.shard(index, count).map_err(|e| py_err(py, e))

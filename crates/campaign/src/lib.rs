@@ -46,5 +46,5 @@ pub mod table;
 pub use error::Error;
 pub use grid::{
     check_grid, check_sweep_work, parse_axis, settings_for, Axis, CellResult, Coord, Grid,
-    GridSpec, Requests, MAX_CELLS,
+    GridSpec, Requests, CELL_OVERHEAD_IOS, MAX_CELLS,
 };

@@ -120,7 +120,8 @@ impl Grid {
     /// pass the bound named. The telling costs at most what it bounds (each kind's probe runs
     /// at most its own cells' work, and the count stops at the bound). `base_ios` is a cell
     /// of the source as given.
-    pub(super) fn check_cells_work(&self, base_ios: u64) -> Result<(), Error> {
+    /// Returns the I/Os each kind implies, for [`Grid::implied_ios`].
+    pub(super) fn check_cells_work(&self, base_ios: u64) -> Result<ImpliedWork, Error> {
         let max_ios = self.max_ios();
         let cost = |ios: u64| ios.saturating_add(CELL_OVERHEAD_IOS);
         // Cells counted by kind of work, each kind by its first cell.
@@ -139,13 +140,20 @@ impl Grid {
                 }
             }
         }
+        let mut work = ImpliedWork {
+            base: base_ios,
+            by_kind: HashMap::new(),
+        };
         if kinds.is_empty() {
-            return Ok(()); // every cell is the base's, counted by check_sweep_work
+            return Ok(work); // every cell is the base's, counted by check_sweep_work
         }
         let mut total = base_cells.saturating_mul(cost(base_ios));
         for &(first, cells) in &kinds {
             let plan = self.plan(first);
             let ios = self.plan_work(&plan)?;
+            if let Some(k) = self.work_key(&plan) {
+                work.by_kind.insert(k, ios);
+            }
             total = total.saturating_add(cells.saturating_mul(cost(ios)));
             if self.len > 1 && total > max_ios {
                 let (_, coords) = self.coordinates(first);
@@ -172,6 +180,29 @@ impl Grid {
                 ));
             }
         }
-        Ok(())
+        Ok(work)
     }
+
+    /// The I/Os cell `cell` implies, as the grid's bound counted them when it was built (its
+    /// source's sizes and simulated time, or a trace's requests, with its drive, job-field
+    /// and io-control values applied), plus [`CELL_OVERHEAD_IOS`] for its set-up: what the
+    /// cell costs, told before it runs (the Python package bounds a Ray task by it).
+    /// `cell` must be below [`Grid::len`].
+    pub fn implied_ios(&self, cell: u64) -> u64 {
+        let ios = self
+            .work_key(&self.plan(cell))
+            .and_then(|k| self.work.by_kind.get(&k).copied())
+            .unwrap_or(self.work.base);
+        ios.saturating_add(CELL_OVERHEAD_IOS)
+    }
+}
+
+/// The I/Os a cell of each kind of work implies (see [`Grid::check_cells_work`]): the base's,
+/// and those of each drive, job-field and io-control combination that changes them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ImpliedWork {
+    /// A cell of the source as given.
+    base: u64,
+    /// By [`Grid::work_key`].
+    by_kind: HashMap<String, u64>,
 }

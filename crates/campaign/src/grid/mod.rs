@@ -31,8 +31,8 @@ use elevator_workload::traces::{open, OpenOptions, TraceFormat};
 use serde::{Deserialize, Serialize};
 
 pub use axis::{parse_axis, Axis, Coord};
-use bounds::fio_work;
-pub use bounds::{check_grid, check_sweep_work, MAX_CELLS};
+pub use bounds::{check_grid, check_sweep_work, CELL_OVERHEAD_IOS, MAX_CELLS};
+use bounds::{fio_work, ImpliedWork};
 pub use run::{CellResult, Requests};
 pub(crate) use settings::check_sets;
 pub use settings::settings_for;
@@ -107,6 +107,8 @@ pub struct Grid {
     wakeup: Option<Nanos>,
     axes: Vec<Axis>,
     len: u64,
+    /// The I/Os each kind of cell implies, told by [`Grid::check_cells_work`].
+    work: ImpliedWork,
 }
 
 /// What one cell runs. Two cells with equal plans give the same result.
@@ -281,7 +283,7 @@ impl Grid {
             Source::Scenario(s) => s.base.seed,
             _ => 1,
         });
-        let grid = Grid {
+        let mut grid = Grid {
             spec: spec.clone(),
             source,
             sched,
@@ -290,11 +292,12 @@ impl Grid {
             wakeup: spec.wakeup_us.map(|us| Nanos::from_us(u64::from(us))),
             axes,
             len,
+            work: ImpliedWork::default(),
         };
         for name in &grid.sched {
             grid.check_scheduler(name)?;
         }
-        grid.check_cells_work(cell_ios)?;
+        grid.work = grid.check_cells_work(cell_ios)?;
         Ok(grid)
     }
 

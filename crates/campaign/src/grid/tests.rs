@@ -284,3 +284,30 @@ fn fio_text_runs_on_the_default_ssd_with_requests_kept() {
         .iter()
         .all(|q| q.inserted <= q.dispatched && q.dispatched <= q.completed));
 }
+
+/// What a cell costs, told before it runs: the base's I/Os for the cells an axis leaves alike
+/// (scheduler, seed), each drive's own for a `drive=` axis, and the set-up's on top.
+#[test]
+fn implied_ios_follow_each_cells_work() {
+    let g = Grid::new(&spec(&["seed=1..2"])).unwrap();
+    let base = g.implied_ios(0);
+    assert!(base > CELL_OVERHEAD_IOS, "{base}");
+    assert!((1..g.len()).all(|c| g.implied_ios(c) == base));
+    // 4 KiB reads of 64 MiB: 16384 I/Os by size on either drive, plus none by time.
+    let reads = GridSpec {
+        fio_text: Some("[r]\nrw=read\nbs=4k\nsize=64m\n".into()),
+        sched: vec!["noop".into()],
+        sweep: vec!["drive=cheetah9lp,samsung-980pro-1tb".into()],
+        ..GridSpec::default()
+    };
+    let g = Grid::new(&reads).unwrap();
+    assert_eq!(g.implied_ios(0), 16384 + CELL_OVERHEAD_IOS);
+    // A job-field axis: a compile of more files implies more.
+    let g = Grid::new(&spec(&["job.compile.files=100,350"])).unwrap();
+    assert!(
+        g.implied_ios(1) > g.implied_ios(0),
+        "{} {}",
+        g.implied_ios(0),
+        g.implied_ios(1)
+    );
+}
