@@ -236,6 +236,47 @@ fn host_program_units_go_round_every_plane() {
     }
 }
 
+/// Padding closes a host program unit at its own boundary (`Ftl::pad_host`): whatever it
+/// held, it returns the unit's first slot, pads the rest, and the plane's next program unit
+/// starts at the next boundary and is programmed on its last unit, as after a full one.
+#[test]
+fn a_padded_program_unit_ends_at_its_boundary_and_the_next_starts_there() {
+    let mut spec = small(Precondition::None, false);
+    spec.flash.program_pages = 2;
+    spec.validate().unwrap();
+    let unit = Ftl::new(&spec).units_per_program();
+    assert_eq!(unit, 4, "two pages of two units");
+    for held in 1..unit {
+        let mut ftl = Ftl::new(&spec);
+        let planes = ftl.planes();
+        for lpn in 0..held {
+            assert_eq!(ftl.write_host(lpn).program, None, "held {held}");
+        }
+        let first = ftl.lookup(0).unwrap();
+        let plane = ftl.plane_of(first);
+        assert_eq!(ftl.pad_host(plane), Some(first), "held {held}");
+        assert_eq!(ftl.stats().padded_units, u64::from(unit - held));
+        assert_eq!(ftl.pad_host(plane), None, "nothing open after padding");
+        // The other planes take a unit each; then the padded plane's next unit, whose last
+        // write programs it from the slot after the padding.
+        let mut lpn = held;
+        for _ in 1..planes {
+            for _ in 0..unit {
+                ftl.write_host(lpn);
+                lpn += 1;
+            }
+        }
+        for k in 0..unit {
+            let placed = ftl.write_host(lpn);
+            lpn += 1;
+            assert_eq!(ftl.plane_of(placed.ppa), plane, "held {held}, write {k}");
+            let expected = (k == unit - 1).then_some(first + unit);
+            assert_eq!(placed.program, expected, "held {held}, write {k}");
+        }
+        ftl.check().expect("consistent after padding");
+    }
+}
+
 #[test]
 fn sequential_preconditioning_leaves_the_over_provisioning_free() {
     let spec = small(Precondition::Sequential, false);

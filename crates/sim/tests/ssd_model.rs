@@ -64,6 +64,26 @@ fn the_fig11c_980pro_differs_from_the_980pro_in_its_write_side_only() {
     assert_eq!(same, base);
 }
 
+/// A spec that leaves out the suspension times takes MQSim's defaults
+/// (`Suspend_Program_Time` 100 us, `Suspend_Erase_Time` 700 us), as the built-in drives do.
+#[test]
+fn suspension_times_left_out_are_mqsims_defaults() {
+    let text = SsdSpec::builtin("samsung-980pro-1tb")
+        .expect("built in")
+        .to_toml();
+    let left_out: String = text
+        .lines()
+        .filter(|l| !l.starts_with("suspend_program_us") && !l.starts_with("suspend_erase_us"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(left_out.lines().count() + 2, text.lines().count());
+    let Ok(DriveModel::Ssd(spec)) = DriveModel::parse(&left_out, Path::new("d.toml")) else {
+        panic!("an SSD spec");
+    };
+    assert_eq!(spec.flash.suspend_program_us, 100.0);
+    assert_eq!(spec.flash.suspend_erase_us, 700.0);
+}
+
 #[test]
 fn bad_ssd_spec_names_file_line_and_field() {
     let text = SsdSpec::builtin("samsung-980pro-1tb").unwrap().to_toml();

@@ -510,6 +510,25 @@ mod tests {
         );
     }
 
+    /// A program placed to start within a run of host reads (two reads back to back, 0 to
+    /// 1 us) has not started when a read that came during the run goes next, at the run's
+    /// end: the chip serves its queued reads first. One placed before the run is under way.
+    #[test]
+    fn a_program_placed_within_a_run_of_reads_is_not_under_way_for_the_next_read() {
+        let mut plane = Plane::default();
+        plane.insert(Lane::Reads, Nanos(0), 400);
+        plane.insert(Lane::Reads, Nanos(400), 600);
+        plane.record(Nanos(500), 1_500, Kind::Program);
+        assert_eq!(plane.under_way(Nanos(1_000), Nanos(800)), None);
+        let mut before = Plane::default();
+        before.record(Nanos(0), 2_000, Kind::Program);
+        before.insert(Lane::Reads, Nanos(100), 900);
+        assert_eq!(
+            before.under_way(Nanos(1_000), Nanos(800)),
+            Some((Nanos(2_000), Kind::Program))
+        );
+    }
+
     /// Urgent GC (MQSim's `GC_is_in_urgent_mode`: its TSU serves a chip's GC before host
     /// reads) holds a host read for all of it; preemptible GC only for the operation under way
     /// when the read comes (no suspension here). With a spec whose GC is preemptible, asking

@@ -671,3 +671,34 @@ fn base_profile(
     }
     len
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{BlockState, Ftl};
+    use crate::ssd::spec::{Precondition, SsdSpec};
+
+    /// [`Ftl::check`] refuses a block marked free that still holds valid units (one returned
+    /// to the pool before GC moved its data), naming the block: the mapping and the valid
+    /// counts agree there, so this is the only check that sees it.
+    #[test]
+    fn check_refuses_a_free_block_holding_valid_units() {
+        let mut spec = SsdSpec::builtin("samsung-980pro-1tb").expect("built in");
+        spec.flash.channels = 1;
+        spec.flash.chips_per_channel = 1;
+        spec.flash.dies_per_chip = 1;
+        spec.flash.planes_per_die = 1;
+        spec.flash.blocks_per_plane = 16;
+        spec.flash.pages_per_block = 8;
+        spec.ftl.over_provisioning = 0.5;
+        spec.validate().expect("a one-plane drive of 16 blocks");
+        let mut ftl = Ftl::with_precondition(&spec, Precondition::None);
+        for lpn in 0..ftl.slots_per_block() {
+            ftl.write_host(lpn);
+        }
+        assert_eq!(ftl.state(0, 0), BlockState::Full);
+        assert_eq!(ftl.check(), Ok(u64::from(ftl.slots_per_block())));
+        ftl.state[0] = BlockState::Free;
+        let e = ftl.check().expect_err("a free block holding data");
+        assert!(e.starts_with("free block 0 holds "), "{e}");
+    }
+}
