@@ -180,3 +180,25 @@ fn the_drive_list_lines_up_every_row() {
         out.stdout
     );
 }
+
+/// A `--set` for a scheduler not run named the ones run as a Rust list
+/// (`["deadline"]`); now as a user writes them.
+#[test]
+fn a_set_for_a_scheduler_not_run_names_the_ones_run_as_written() {
+    let out = elevator_within(
+        &[
+            "sim",
+            "anticipatory-no-write",
+            "--sched",
+            "deadline,noop",
+            "--set",
+            "bfq.slice_idle=1",
+        ],
+        MINUTE,
+    );
+    clean_error(
+        &out,
+        &["--set bfq.slice_idle: bfq is not among the schedulers run (deadline, noop)"],
+    );
+    assert!(!out.stderr.contains("[\""), "{}", out.stderr);
+}

@@ -42,7 +42,11 @@ pub(crate) fn check_sets(extra: &Settings, scheds: &[String]) -> Result<(), Erro
                 if !infos.iter().any(|i| i.name == info.name) {
                     return Err(Error::arg(
                         arg,
-                        format!("{} is not among the schedulers {scheds:?}", info.name),
+                        format!(
+                            "{} is not among the schedulers run ({})",
+                            info.name,
+                            scheds.join(", ")
+                        ),
                     ));
                 }
                 if !info.has_tunable(name) {

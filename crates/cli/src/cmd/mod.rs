@@ -102,8 +102,9 @@ pub fn check_sets(extra: &Settings, scheds: &[String]) -> anyhow::Result<()> {
             Some((info, name)) => {
                 anyhow::ensure!(
                     infos.iter().any(|i| i.name == info.name),
-                    "--set {k}: {} is not among the schedulers {scheds:?}",
-                    info.name
+                    "--set {k}: {} is not among the schedulers run ({})",
+                    info.name,
+                    scheds.join(", ")
                 );
                 anyhow::ensure!(
                     info.has_tunable(name),
