@@ -183,6 +183,23 @@ fn cell_paths(dir: &Path, cell: u64) -> (PathBuf, PathBuf) {
     )
 }
 
+impl PyGrid {
+    /// Refuse a cell number past the grid, naming `cell` (what `coordinates` and
+    /// `implied_ios` are asked).
+    fn check_cell(&self, py: Python<'_>, cell: u64) -> PyResult<()> {
+        if cell >= self.grid.len() {
+            return Err(py_err(
+                py,
+                Error::arg(
+                    "cell",
+                    format!("{cell}: the grid has {} cells", self.grid.len()),
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl PyGrid {
     /// Build the grid `spec_json` (a JSON `GridSpec`) describes; bad input raises
@@ -217,15 +234,7 @@ impl PyGrid {
 
     /// Cell `cell`'s coordinates: a dict with `scheduler` and each axis's value.
     fn coordinates<'py>(&self, py: Python<'py>, cell: u64) -> PyResult<Bound<'py, PyDict>> {
-        if cell >= self.grid.len() {
-            return Err(py_err(
-                py,
-                Error::arg(
-                    "cell",
-                    format!("{cell}: the grid has {} cells", self.grid.len()),
-                ),
-            ));
-        }
+        self.check_cell(py, cell)?;
         let (sched, coords) = self.grid.coordinates(cell);
         let d = PyDict::new(py);
         d.set_item("scheduler", sched)?;
@@ -242,15 +251,7 @@ impl PyGrid {
     /// time or a trace's requests, its axes applied, and its set-up's): what it costs, by
     /// which `Campaign.run(engine="ray")` bounds a task before any has finished.
     fn implied_ios(&self, py: Python<'_>, cell: u64) -> PyResult<u64> {
-        if cell >= self.grid.len() {
-            return Err(py_err(
-                py,
-                Error::arg(
-                    "cell",
-                    format!("{cell}: the grid has {} cells", self.grid.len()),
-                ),
-            ));
-        }
+        self.check_cell(py, cell)?;
         Ok(self.grid.implied_ios(cell))
     }
 
