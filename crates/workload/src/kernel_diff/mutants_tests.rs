@@ -146,7 +146,7 @@ fn the_agreement_table_totals_each_scheduler_over_its_own_decisions() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("| batch | none | noop | 3 | 33.3% | 1/2 | 1 |")),
+            .any(|l| l.starts_with("| batch | none | none | 3 | 33.3% | 1/2 | 1 |")),
         "{table}"
     );
     assert!(

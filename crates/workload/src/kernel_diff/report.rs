@@ -10,10 +10,35 @@ pub(super) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// `x` of `of` as a percentage, or `-` when `of` is 0: a share of nothing is no share (a
+/// scheduler with no real choice, `none` beside one process, read "0/0 (100.0%)").
+fn share_of(x: usize, of: usize) -> String {
+    if of == 0 {
+        "-".to_string()
+    } else {
+        pct(x as f64 / of as f64)
+    }
+}
+
+/// What the tables' terms and marks mean, printed under them.
+const LEGEND: &str = "\nreal choices: the kernel's decisions with more than one request \
+queued; `-` where there were none (no share to give). ours: our policy replayed, named as the \
+kernel names it (`none` runs our noop policy, a FIFO).\n";
+
+/// The name of our policy as the table shows it: the kernel's name when our policy answers
+/// to it (`none` is our `noop`'s alias), else our registry's name.
+fn ours<'a>(row: &'a Row) -> &'a str {
+    let policy = row.kernel_pace.policy;
+    match elevator_core::registry::find(&row.scheduler) {
+        Some(s) if s.name == policy => &row.scheduler,
+        _ => policy,
+    }
+}
+
 /// The agreement table (Markdown): per recording, the kernel's decisions, the share ours
 /// agreed on at the kernel's pace, the real choices (more than one queued) agreed, the first
 /// divergence, the windowed Kendall distance (mean / max) and the share at the device's pace;
-/// then per scheduler the totals.
+/// then per scheduler the totals, and the [`LEGEND`].
 pub fn markdown(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -29,7 +54,7 @@ pub fn markdown(rows: &[Row]) -> String {
             "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} | {} |",
             r.mix,
             r.scheduler,
-            d.policy,
+            ours(r),
             d.agreement.decisions,
             pct(d.agreement.share()),
             d.choices_agreed,
@@ -69,11 +94,12 @@ pub fn markdown(rows: &[Row]) -> String {
             s,
             "| {name} | {n} | {} | {ca}/{c} ({}) | {} | {} |",
             pct(share(a, n)),
-            pct(share(ca, c)),
+            share_of(ca, c),
             pct(share(dv, n)),
             pct(share(ea, en)),
         );
     }
+    s.push_str(LEGEND);
     s
 }
 
