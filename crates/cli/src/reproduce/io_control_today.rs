@@ -1182,6 +1182,19 @@ pub fn run_share(seeds: &[u64], drives: &[(&str, &str)]) -> anyhow::Result<Share
     })
 }
 
+/// io.max's write cap as the protection table shows it: in MB/s (10^6 bytes a second), the
+/// unit of the table's other rates, then in MiB/s, the unit the cap is set in (2 MiB/s read
+/// "2.1 MB/s" beside README's "2 MiB/s"); both, as fio's "BW=2048KiB/s (2097kB/s)".
+fn cap_cell(mb_s: f64) -> String {
+    let mib_s = mb_s * 1e6 / f64::from(1u32 << 20);
+    let mib = if (mib_s - mib_s.round()).abs() < 0.005 {
+        format!("{mib_s:.0}")
+    } else {
+        format!("{mib_s:.2}")
+    };
+    format!("wbps {mb_s:.2} MB/s ({mib} MiB/s)")
+}
+
 /// Print the protection table.
 fn print_protection(rows: &[ProtectionRow]) {
     say!("Protection: random 4 KiB reader (1 at a time) in /interactive beside a sequential");
@@ -1191,7 +1204,7 @@ fn print_protection(rows: &[ProtectionRow]) {
         .map(|r| {
             let control = match (r.target_ms, r.cap_mb_s) {
                 (Some(ms), _) => format!("target {ms} ms"),
-                (_, Some(c)) => format!("wbps {c:.1} MB/s"),
+                (_, Some(c)) => cap_cell(c),
                 _ if r.setup == "none, /bulk at depth 1" => "bulk qd 1".to_string(),
                 _ => "-".to_string(),
             };
