@@ -29,6 +29,10 @@ use serde::Serialize;
 
 use crate::output::{self, say};
 
+/// The drive a trace is replayed on when `--drive` names none (the Python API's trace default
+/// too): the disk the DiskSim validation traces and docs/traces were made for.
+pub const DEFAULT_DRIVE: &str = "cheetah9lp";
+
 /// Which requests of a blktrace or blkparse trace to replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum View {
@@ -55,7 +59,9 @@ pub struct Args {
     view: View,
     #[command(flatten)]
     scheds: super::common::SchedOpts,
-    /// Simulated drive: a built-in name or a drive TOML (default cheetah9lp).
+    /// Simulated drive: a built-in name or a drive TOML (default cheetah9lp, the 1999 disk the
+    /// DiskSim-era traces were made on; `sim` of a fio job defaults to samsung-980pro-1tb).
+    /// The output names the drive used.
     #[arg(long, conflicts_with = "target")]
     drive: Option<String>,
     /// Replay on this real file or block device instead of a simulated drive.
@@ -127,18 +133,53 @@ struct ReplayJson {
     runs: Vec<RunJson>,
 }
 
-/// The columns of the side-by-side table.
-const COMPARE_HEADER: [&str; 9] = [
+/// The columns of the side-by-side table: fio's latency percentiles (p50, p90, p99, p99.9),
+/// as `sim` and `run` give them.
+const COMPARE_HEADER: [&str; 14] = [
     "scheduler",
     "seconds",
     "reads",
     "rd mean ms",
     "rd p50 ms",
+    "rd p90 ms",
     "rd p99 ms",
+    "rd p99.9 ms",
     "writes",
     "wr mean ms",
+    "wr p50 ms",
+    "wr p90 ms",
     "wr p99 ms",
+    "wr p99.9 ms",
 ];
+
+/// The columns of a run's table of processes: [`COMPARE_HEADER`]'s, a process for a
+/// scheduler and without the run's seconds.
+const PROCESS_HEADER: [&str; 13] = [
+    "process",
+    "reads",
+    "rd mean ms",
+    "rd p50 ms",
+    "rd p90 ms",
+    "rd p99 ms",
+    "rd p99.9 ms",
+    "writes",
+    "wr mean ms",
+    "wr p50 ms",
+    "wr p90 ms",
+    "wr p99 ms",
+    "wr p99.9 ms",
+];
+
+/// A row of counts and latencies under [`PROCESS_HEADER`] (after its first cells): each
+/// direction's requests, then its mean and fio's percentiles.
+fn latency_row(s: &JobSummary) -> Vec<String> {
+    let mut row = Vec::with_capacity(12);
+    for d in [&s.read, &s.write] {
+        row.push(format!("{}", d.ios));
+        row.extend(output::latency_cells(d, 2));
+    }
+    row
+}
 
 /// Traces that are not regular files (a pipe, a FIFO, standard input, a character device)
 /// can be read only once: format detection would consume their start and every scheduler
@@ -423,7 +464,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     );
     output::json_to_stdout(args.out.json.as_deref());
     let extra = super::parse_sets(&args.scheds.set)?;
-    let infos = super::find_schedulers(&sched)?;
+    // Each run is named as the user named its scheduler (`none`, not our registry's `noop`).
+    let infos: Vec<_> = sched
+        .iter()
+        .cloned()
+        .zip(super::find_schedulers(&sched)?)
+        .collect();
     super::check_sets(&extra, &sched)?;
     let opts = OpenOptions {
         format: args.format,
@@ -446,7 +492,7 @@ fn replay_spooled(
     args: Args,
     opts: OpenOptions,
     shown: Vec<PathBuf>,
-    infos: Vec<elevator_core::registry::SchedulerSpec>,
+    infos: Vec<(String, elevator_core::registry::SchedulerSpec)>,
     extra: elevator_core::Settings,
     unchanged: &super::common::Unchanged,
 ) -> anyhow::Result<()> {
@@ -494,10 +540,19 @@ fn replay_spooled(
     let spec = match (&args.target, &args.drive) {
         (Some(_), _) => None,
         (None, d) => Some(
-            DriveModel::resolve(d.as_deref().unwrap_or("cheetah9lp"))
+            DriveModel::resolve(d.as_deref().unwrap_or(DEFAULT_DRIVE))
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
         ),
     };
+    // `sim` of a fio job runs on the SSD model by default, `replay` on this disk: a workload
+    // moved from one to the other changed drive unsaid (round 22's review).
+    if args.target.is_none() && args.drive.is_none() {
+        say!(
+            "drive: {DEFAULT_DRIVE}, replay's default (a 1999 disk; `sim` of a fio job defaults \
+             to {}); --drive NAME for another (`elevator list`)",
+            super::sim_job::DEFAULT_DRIVE
+        );
+    }
     // The schedulers see the device's `rotational` flag, as the kernel's read it from the queue.
     let rotational = match (&args.target, &spec) {
         (Some(path), _) => target::rotational(path),
@@ -512,18 +567,19 @@ fn replay_spooled(
         &format!("elevator replay {}", shown[0].display()),
     );
     let mut latencies = Vec::new();
-    for (nth, info) in infos.iter().enumerate() {
+    for (nth, (label, info)) in infos.iter().enumerate() {
+        let label = label.as_str();
         let settings = super::settings_on_device(info, &extra, rotational);
         let groups = GroupTree::new();
         let sched = info
             .build(&settings, &groups)
-            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", label))?;
         // On the simulator the trace is written as the requests go; on a real target, from the
         // executor's request log after the run.
         let writer = match (&args.out.blktrace_out, &spec) {
             (Some(dir), Some(_)) => outcomes
                 .keep(
-                    BlktraceWriter::create(dir, info.name)
+                    BlktraceWriter::create(dir, label)
                         .with_context(|| format!("--blktrace-out {}", dir.display())),
                 )
                 .map(|w| Rc::new(RefCell::new(w))),
@@ -542,19 +598,17 @@ fn replay_spooled(
                     sim.set_observer(Box::new(w.clone()));
                 }
                 sim.add_job(JobSlot::new("replay", Box::new(job)));
-                let live = crate::progress::Live::start(info.name, None);
+                let live = crate::progress::Live::start(label, None);
                 sim.count_completions(live.counter());
                 if page.is_on() {
                     sim.record_requests();
                 }
                 let report = sim.run(None);
                 live.finish();
-                let title = format!("replay under {} on {}", info.name, report.device);
-                outcomes.keep(crate::report::sim::run_plots(
-                    &page, info.name, &title, &report,
-                ));
+                let title = format!("replay under {} on {}", label, report.device);
+                outcomes.keep(crate::report::sim::run_plots(&page, label, &title, &report));
                 latencies.push(crate::plot::latencies(
-                    info.name,
+                    label,
                     &crate::plot::ios_from_sim(&report.requests),
                 ));
                 let total = report.jobs[0].metrics.clone();
@@ -591,7 +645,7 @@ fn replay_spooled(
                     },
                     phase: 0,
                 }];
-                let live = crate::progress::Live::start(info.name, None);
+                let live = crate::progress::Live::start(label, None);
                 let run_opts = RunOptions {
                     progress: Some(live.counter()),
                     stop: Some(&crate::signals::STOP),
@@ -604,22 +658,22 @@ fn replay_spooled(
                 live.finish();
                 let report = match report {
                     Ok(r) => r,
-                    Err(f) => bail!("scheduler {}: {}", info.name, f.error),
+                    Err(f) => bail!("scheduler {}: {}", label, f.error),
                 };
                 if report.interrupted {
                     bail!(
                         "scheduler {}: interrupted (what was in flight completed; the target \
                          is re-marked; no output written)",
-                        info.name
+                        label
                     );
                 }
                 if let Some(dir) = &args.out.blktrace_out {
-                    outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
+                    outcomes.keep(super::run_blktrace::write(dir, label, &report));
                 }
-                outcomes.keep(args.out.write_request_log(info.name, &report));
+                outcomes.keep(args.out.write_request_log(label, &report));
                 outcomes.keep(crate::report::real::run_plots(&page, name, &report));
                 latencies.push(crate::plot::latencies(
-                    info.name,
+                    label,
                     &crate::plot::ios_from_real(&report.requests),
                 ));
                 let total = report.jobs[0].metrics.clone();
@@ -642,21 +696,12 @@ fn replay_spooled(
             // Each scheduler reads the same records: told once.
             warn_duplicates(&outcome);
         }
-        print_run(info.name, &device, end, &outcome, &total_summary);
-        let (rd, wr) = (&total_summary.read, &total_summary.write);
-        compare.push(vec![
-            info.name.to_string(),
-            format!("{:.3}", end.as_secs_f64()),
-            format!("{}", rd.ios),
-            output::latency_cell(rd, rd.lat_mean_ms, 2),
-            output::latency_cell(rd, rd.lat_p50_ms, 2),
-            output::latency_cell(rd, rd.lat_p99_ms, 2),
-            format!("{}", wr.ios),
-            output::latency_cell(wr, wr.lat_mean_ms, 2),
-            output::latency_cell(wr, wr.lat_p99_ms, 2),
-        ]);
+        print_run(label, &device, end, &outcome, &total_summary);
+        let mut row = vec![label.to_string(), format!("{:.3}", end.as_secs_f64())];
+        row.extend(latency_row(&total_summary));
+        compare.push(row);
         runs.push(RunJson {
-            scheduler: info.name.to_string(),
+            scheduler: label.to_string(),
             device,
             end_s: end.as_secs_f64(),
             issued: outcome.issued,
@@ -864,18 +909,9 @@ fn print_run(
     let mut procs: Vec<_> = outcome.processes.iter().collect();
     procs.sort_by_key(|p| std::cmp::Reverse(p.metrics.read.ios + p.metrics.write.ios));
     let row = |name: String, s: &JobSummary| {
-        let (rd, wr) = (&s.read, &s.write);
-        vec![
-            name,
-            format!("{}", rd.ios),
-            output::latency_cell(rd, rd.lat_mean_ms, 2),
-            output::latency_cell(rd, rd.lat_p50_ms, 2),
-            output::latency_cell(rd, rd.lat_p95_ms, 2),
-            output::latency_cell(rd, rd.lat_p99_ms, 2),
-            format!("{}", wr.ios),
-            output::latency_cell(wr, wr.lat_mean_ms, 2),
-            output::latency_cell(wr, wr.lat_p99_ms, 2),
-        ]
+        let mut row = vec![name];
+        row.extend(latency_row(s));
+        row
     };
     let mut rows: Vec<Vec<String>> = procs
         .iter()
@@ -892,20 +928,7 @@ fn print_run(
         )]);
     }
     rows.push(row("total".into(), total));
-    output::say_str(&output::table(
-        &[
-            "process",
-            "reads",
-            "rd mean ms",
-            "rd p50 ms",
-            "rd p95 ms",
-            "rd p99 ms",
-            "writes",
-            "wr mean ms",
-            "wr p99 ms",
-        ],
-        &rows,
-    ));
+    output::say_str(&output::table(&PROCESS_HEADER, &rows));
     say!();
 }
 

@@ -363,13 +363,14 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         &format!("elevator run {}", args.job_file.display()),
     );
     let mut recorded = Vec::new();
-    for (n, info) in infos.iter().enumerate() {
+    for (n, (label, info)) in sched.iter().zip(&infos).enumerate() {
+        let label = label.as_str();
         let settings = super::settings_on_device(info, &extra, rotational);
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, args.seed, &mut groups)?;
         let mut sched = info
             .build(&settings, &groups)
-            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", label))?;
         let file_handle = tgt
             .file
             .try_clone()
@@ -414,7 +415,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             groups: groups.clone(),
             non_rotational: rotational == Some(false),
         };
-        let live = crate::progress::Live::start(info.name, expected_length(&file, ramp));
+        let live = crate::progress::Live::start(label, expected_length(&file, ramp));
         let opts = RunOptions {
             progress: Some(live.counter()),
             ..opts
@@ -427,10 +428,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 elevator_real::run_with_clock(b.as_mut(), &clock, sched.as_mut(), jobs, &opts)
             }
         };
-        let (report, err) = match result {
+        let (mut report, err) = match result {
             Ok(r) => (r, None),
             Err(f) => (*f.partial, Some(f.error)),
         };
+        // Named as the user named it (`none`, not our registry's `noop`).
+        report.scheduler = label.to_string();
         live.finish();
         // A job file or drive spec changed mid-run: the runs are not of one input.
         unchanged.check()?;
@@ -440,9 +443,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         };
         drop(backend);
         // A failed output is reported with the others at the end; the results are kept.
-        outcomes.keep(args.out.write_request_log(info.name, &report));
+        outcomes.keep(args.out.write_request_log(label, &report));
         if let Some(dir) = &args.out.blktrace_out {
-            outcomes.keep(super::run_blktrace::write(dir, info.name, &report));
+            outcomes.keep(super::run_blktrace::write(dir, label, &report));
         }
         text.push_str(&fio_text(&report, &groupids, err.as_ref()));
         let mut behind = None;
@@ -450,7 +453,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             let (line, warn) = super::emulate::describe(d, s);
             text.push_str(&format!("  {line}\n"));
             if let Some(w) = warn {
-                crate::output::say_str(&format!("warning: {}: {w}\n", info.name));
+                crate::output::say_str(&format!("warning: {}: {w}\n", label));
                 if matches!(s.verdict(), elevator_real::emulate::Verdict::Behind(_)) {
                     behind = Some(w);
                 }
@@ -472,7 +475,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             recorded.push(report);
         }
         if let Some(e) = err {
-            failure = Some(anyhow::anyhow!("scheduler {}: {e}", info.name));
+            failure = Some(anyhow::anyhow!("scheduler {}: {e}", label));
             break;
         }
         if interrupted {
@@ -482,7 +485,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             break;
         }
         if let Some(w) = behind {
-            failure = Some(anyhow::anyhow!("scheduler {}: {w}", info.name));
+            failure = Some(anyhow::anyhow!("scheduler {}: {w}", label));
             break;
         }
     }

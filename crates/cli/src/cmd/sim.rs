@@ -365,7 +365,9 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 }),
             None => None,
         };
-        let report = sim.run(scenario.limit);
+        let mut report = sim.run(scenario.limit);
+        // Named as the user named it (`none`, not our registry's `noop`).
+        report.scheduler = name.clone();
         // A trace that changed or failed part-way: the figures are not the scenario's.
         unchanged.check()?;
         report

@@ -172,12 +172,26 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
     let mut text = String::new();
     let mut docs: Vec<Value> = Vec::new();
     let mut rows = Vec::new();
-    for info in &infos {
+    // `sim` of a job file and `replay` default to different drives: the drive is said, and
+    // whether it is the default (round 22's review).
+    text.push_str(&format!(
+        "drive: {}{}\n\n",
+        probe.name(),
+        match o.drive {
+            Some(_) => String::new(),
+            None => format!(
+                ", the default for a fio job (replay's is {}); --drive NAME for another \
+                 (`elevator list`)",
+                super::replay::DEFAULT_DRIVE
+            ),
+        }
+    ));
+    for (label, info) in o.sched.iter().zip(&infos) {
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, o.seed, &mut groups)?;
         let sched = info
             .build(&settings(info), &groups)
-            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", info.name))?;
+            .map_err(|e| anyhow::anyhow!("scheduler {}: {e}", label))?;
         let mut sim = Simulation::new(device(drive)?, sched, groups);
         // The time-implied work above is the pace of the run's start: a run doing more
         // stops at the bound.
@@ -190,7 +204,7 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         }
         let writer = match o.blktrace_out {
             Some(dir) => {
-                let w = BlktraceWriter::create(dir, info.name)
+                let w = BlktraceWriter::create(dir, label)
                     .with_context(|| format!("--blktrace-out {}", dir.display()))?;
                 let w = Rc::new(RefCell::new(w));
                 sim.set_observer(Box::new(w.clone()));
@@ -208,8 +222,10 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         let report = sim.run(None);
         report
             .job_error()
-            .map_err(|e| anyhow::anyhow!("{} under {}: {e}", o.job_file.display(), info.name))?;
-        let report = as_run_report(report);
+            .map_err(|e| anyhow::anyhow!("{} under {}: {e}", o.job_file.display(), label))?;
+        let mut report = as_run_report(report);
+        // Named as the user named it (`none`, not our registry's `noop`).
+        report.scheduler = label.clone();
         if let Some(w) = writer {
             super::common::finish_blktrace(&w)?;
         }
