@@ -27,7 +27,7 @@ kernel names it (`none` runs our noop policy, a FIFO).\n";
 
 /// The name of our policy as the table shows it: the kernel's name when our policy answers
 /// to it (`none` is our `noop`'s alias), else our registry's name.
-fn ours<'a>(row: &'a Row) -> &'a str {
+fn ours(row: &Row) -> &str {
     let policy = row.kernel_pace.policy;
     match elevator_core::registry::find(&row.scheduler) {
         Some(s) if s.name == policy => &row.scheduler,
