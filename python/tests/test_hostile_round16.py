@@ -5,7 +5,6 @@ the cells already written kept, never Ray's exception or a silent exit."""
 
 import os
 import signal
-import subprocess
 import threading
 import time
 
@@ -24,25 +23,6 @@ def _grid(cells):
     )
 
 
-def _descendants_named(name):
-    """Pids of this process's descendants whose command line holds ``name`` (never another
-    session's Ray workers)."""
-    me = os.getpid()
-    out = []
-    for p in subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout.split():
-        pid = int(p)
-        while pid > 1:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    pid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                break
-            if pid == me:
-                out.append(int(p))
-                break
-    return out
-
-
 def test_an_address_ray_cannot_use_gives_the_packages_error(tmp_path):
     """``address="auto"`` with no cluster running raised Ray's ``ConnectionError``, and
     ``"localhost:notaport"`` Ray's ``ValueError`` (``ray.init`` was called unguarded after the
@@ -58,7 +38,9 @@ def test_an_address_ray_cannot_use_gives_the_packages_error(tmp_path):
         assert not ray.is_initialized()
 
 
-def test_a_worker_that_dies_at_every_attempt_gives_the_packages_error(tmp_path):
+def test_a_worker_that_dies_at_every_attempt_gives_the_packages_error(
+    tmp_path, descendants_named
+):
     """A task whose worker dies (SIGABRT, what a panic that aborts or a crash in native code
     does) at every attempt: after Ray's retries ``ray.get`` raised Ray's
     ``WorkerCrashedError``, which escaped as is. Now the package's error naming the task's
@@ -68,7 +50,7 @@ def test_a_worker_that_dies_at_every_attempt_gives_the_packages_error(tmp_path):
 
     def killer():
         while not stop.is_set():
-            for pid in _descendants_named("ray::_write_cells"):
+            for pid in descendants_named("ray::_write_cells"):
                 try:
                     os.kill(pid, signal.SIGABRT)
                 except OSError:

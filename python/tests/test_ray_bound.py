@@ -6,16 +6,10 @@ its work: the I/Os its cells imply, told from their parameters before they run
 finished task's measured cost after. Nothing is computed in the calling process: every cell
 goes to Ray, so Ray's refusals and failures are still reported as before."""
 
-import os
-import signal
-import subprocess
-import threading
-import time
-
 import pytest
 
 import elevator
-from elevator import _elevator, campaign
+from elevator import campaign
 
 
 def test_the_bound_follows_from_the_tasks_work_and_names_its_rule():
@@ -54,35 +48,9 @@ def test_implied_ios_tell_each_cells_work_before_it_runs(tmp_path):
     assert not camp.done(), "telling the work runs no cell"
 
 
-def _descendants_named(name):
-    """Pids of this process's descendants whose command line starts with ``name`` (never
-    another session's Ray workers)."""
-    me = os.getpid()
-    out = []
-    for p in subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout.split():
-        pid = int(p)
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                if not f.read().startswith(name.encode()):
-                    continue
-        except OSError:
-            continue
-        while pid > 1:
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    pid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                break
-            if pid == me:
-                out.append(int(p))
-                break
-    return out
-
-
 def test_a_worker_frozen_in_the_first_wave_ends_within_a_bound_from_the_work(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, ray_sweep_with_workers_stopped
 ):
-    pytest.importorskip("ray", reason="notice: ray is not installed; the Ray test skips")
     grid = elevator.grid_spec("anticipatory-no-write", sched=["deadline", "noop"],
                               sweep={"seed": range(1, 9)})
     camp = elevator.Campaign(grid, store=tmp_path / "ray")
@@ -93,39 +61,12 @@ def test_a_worker_frozen_in_the_first_wave_ends_within_a_bound_from_the_work(
     monkeypatch.setattr(campaign, "FIRST_WAVE_S_PER_IO", 4.0 / (campaign.TASK_TIMEOUT_FACTOR * ios),
                         raising=False)
     monkeypatch.setattr(campaign, "TASK_TIMEOUT_FLOOR_S", 1.0)
-    stopped = []
-    quit_ = threading.Event()
-
-    def freezer():
-        # Every worker that starts a task stopped for the whole run: no task ever finishes.
-        while not quit_.is_set():
-            for pid in _descendants_named("ray::_write_cells"):
-                if pid not in stopped:
-                    os.kill(pid, signal.SIGSTOP)
-                    stopped.append(pid)
-            time.sleep(0.005)
-
-    outcome = {}
-
-    def run():
-        try:
-            outcome["ran"] = camp.run(engine="ray", workers=2)
-        except Exception as e:  # the outcome under test
-            outcome["error"] = e
-
-    t = threading.Thread(target=freezer, daemon=True)
-    t.start()
-    r = threading.Thread(target=run, daemon=True)
-    r.start()
-    # Ray's start (10 to 40 s here, loaded) + two bounds of 4 s + slack; before, 1800 s twice.
-    r.join(150)
-    quit_.set()
-    for pid in stopped:
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-    assert not r.is_alive(), "run(engine='ray') still waiting 150 s after its workers stopped"
+    # Ray's start (10 to 40 s here, loaded) + two bounds of 4 s; before, 1800 s twice.
+    sweep = ray_sweep_with_workers_stopped(camp, 600)
+    assert not sweep["alive"], (
+        f"run(engine='ray') still waiting 600 s after its workers stopped ({sweep['stuck']})"
+    )
+    outcome = sweep["outcome"]
     err = outcome.get("error")
     assert isinstance(err, elevator.ElevatorError), outcome
     msg = str(err)
