@@ -6,6 +6,7 @@ import signal
 import subprocess
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,8 @@ def ray_sweep_with_workers_stopped(monkeypatch):
                 outcome["ran"] = camp.run(engine="ray", workers=2, **kwargs)
             except Exception as e:  # the outcome under test
                 outcome["error"] = e
+                # Where it was raised, for the failure message of a test that expected another.
+                outcome["traceback"] = traceback.format_exc()
 
         threading.Thread(target=freezer, daemon=True).start()
         r = threading.Thread(target=run, daemon=True)
