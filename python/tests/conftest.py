@@ -158,8 +158,10 @@ def ray_sweep_with_workers_stopped(monkeypatch):
                 outcome["ran"] = camp.run(engine="ray", workers=2, **kwargs)
             except Exception as e:  # the outcome under test
                 outcome["error"] = e
-                # Where it was raised, for the failure message of a test that expected another.
+                # Where it was raised, for the failure message of a test that expected another
+                # (pytest shortens the message; the captured stderr it shows whole).
                 outcome["traceback"] = traceback.format_exc()
+                traceback.print_exc()
 
         threading.Thread(target=freezer, daemon=True).start()
         r = threading.Thread(target=run, daemon=True)
