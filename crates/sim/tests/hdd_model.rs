@@ -516,3 +516,26 @@ fn builtin_drives_keep_disksims_destage_and_read_priority_needs_two_segments() {
         "{e}"
     );
 }
+
+/// DiskSim's write-back (`before-next-command`) acknowledges a write once its data are in
+/// the buffer, and the buffer holds only what its write segments hold: past that a writer
+/// goes at the media's pace. Before 2026-12-02 the buffer had no bound, and a streaming
+/// writer was acknowledged at bus speed for ever (laptop-4200: 82.7 MiB/s for 5 s on a
+/// disk whose media take about 13 MB/s of such writes; a read after it waited 27 s).
+#[test]
+fn disksims_write_back_acknowledges_at_bus_speed_only_while_the_buffer_has_room() {
+    let mut spec = read_priority_drive();
+    spec.cache.destage = Destage::BeforeNextCommand;
+    let mut h = Hdd::new(spec);
+    let (took, end) = sequential_writes(&mut h, 39);
+    // Three segments of 300 sectors hold nine writes: those complete at bus speed.
+    for (i, x) in took[..9].iter().enumerate() {
+        assert!((x - 0.1).abs() < 1e-9, "write {i}: {x}");
+    }
+    // The tenth waits for the first write's media work.
+    assert!(took[9] > 5.0, "{}", took[9]);
+    // From then on at most the media's 100 sectors per 10 ms turn, not the bus's 1 per us.
+    let from = took[..9].iter().sum::<f64>();
+    let rate = 30.0 * 100.0 / (end - from);
+    assert!((2.0..=10.0).contains(&rate), "{rate} sectors/ms");
+}

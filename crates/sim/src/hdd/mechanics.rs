@@ -9,7 +9,8 @@
 //!
 //! Write-back comes in two kinds (`cache.destage`). DiskSim's (`before-next-command`) commits
 //! each write's media work when the write arrives: the next command that needs the mechanism
-//! waits for every write before it. `read-priority` keeps written data in dirty segments and
+//! waits for every write before it, and a write is acknowledged from the buffer only once the
+//! writes before it not yet on the media leave it room (the write segments' sectors). `read-priority` keeps written data in dirty segments and
 //! destages them in the background, oldest first, one whole segment per media access, once
 //! the read-ahead is over: a command arriving at `t` finds committed every destage that could
 //! start before `t`, so a read that misses waits for at most the one segment being written.
@@ -71,6 +72,9 @@ pub struct Hdd {
     destaging: bool,
     /// Counter giving dirty segments their destage order.
     dirty_seq: u64,
+    /// Under `before-next-command` write-back: the writes acknowledged whose media write has
+    /// not ended, as `(media end, sectors)` in media order; their data hold the buffer.
+    unwritten: std::collections::VecDeque<(f64, u64)>,
     /// Every destage as `(first LBN, end)`, in order.
     #[cfg(test)]
     destaged: Vec<(u64, u64)>,
@@ -113,6 +117,7 @@ impl Hdd {
             read_priority,
             destaging: false,
             dirty_seq: 0,
+            unwritten: std::collections::VecDeque::new(),
             #[cfg(test)]
             destaged: Vec::new(),
             period: 60_000.0 / spec.rpm,
@@ -676,8 +681,32 @@ impl Hdd {
         self.feed = None;
         self.hda_free = a.end;
         if back {
-            // Complete once in the buffer; the media write follows.
-            (data_in + o.write_completion, true)
+            // Complete once in the buffer; the media write follows. The buffer holds what
+            // the write segments hold: a write is acknowledged once the data written before it
+            // that are not yet on the media leave it room (DiskSim's fast write needs a
+            // segment to take it), and one larger than the buffer once its media write ends.
+            let room = self.write_buffer_sectors();
+            let mut held: u64 = self.unwritten.iter().map(|&(_, n)| n).sum();
+            let mut ready = data_in;
+            while held + n > room {
+                match self.unwritten.pop_front() {
+                    Some((end, k)) => {
+                        ready = ready.max(end);
+                        held -= k;
+                    }
+                    None => {
+                        ready = ready.max(a.end);
+                        break;
+                    }
+                }
+            }
+            while self.unwritten.front().is_some_and(|&(end, _)| end <= ready) {
+                self.unwritten.pop_front();
+            }
+            if n <= room {
+                self.unwritten.push_back((a.end, n));
+            }
+            (ready + o.write_completion, true)
         } else {
             // The drive reconnects to report completion.
             (
@@ -685,6 +714,17 @@ impl Hdd {
                 false,
             )
         }
+    }
+
+    /// Sectors of written data the buffer holds before the media: the dedicated write segment,
+    /// else every segment but one (kept for reads, as under read-priority write-back).
+    fn write_buffer_sectors(&self) -> u64 {
+        let segments = if self.write_segs > 0 {
+            1
+        } else {
+            (self.buf.segs.len() - 1).max(1)
+        };
+        segments as u64 * u64::from(self.spec.cache.segment_sectors)
     }
 
     /// A write under read-priority write-back: it joins the dirty segment it overlaps or
