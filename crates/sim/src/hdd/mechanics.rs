@@ -9,8 +9,12 @@
 //!
 //! Write-back comes in two kinds (`cache.destage`). DiskSim's (`before-next-command`) commits
 //! each write's media work when the write arrives: the next command that needs the mechanism
-//! waits for every write before it, and a write is acknowledged from the buffer only once the
-//! writes before it not yet on the media leave it room (the write segments' sectors). `read-priority` keeps written data in dirty segments and
+//! waits for every write before it. A write is acknowledged once its data are in a segment,
+//! and DiskSim lets written data not yet on the media hold at most `cache.write_segments`
+//! segments, one run of consecutive writes each, no more than a segment of it ahead of the
+//! media: a write that extends the newest run waits until it fits (the oldest writes of the
+//! run on the media), any other waits for a free write segment (the oldest run on the media),
+//! and only then sends its data. `read-priority` keeps written data in dirty segments and
 //! destages them in the background, oldest first, one whole segment per media access, once
 //! the read-ahead is over: a command arriving at `t` finds committed every destage that could
 //! start before `t`, so a read that misses waits for at most the one segment being written.
@@ -25,6 +29,7 @@ use super::seek::SeekCurve;
 use super::spec::{Destage, DriveSpec, ReadAhead, WritePolicy};
 use crate::device::{Device, Service};
 use elevator_core::{Nanos, Op, Request};
+use std::collections::VecDeque;
 
 /// Media work going on in the background after the host got its completion.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,12 +77,31 @@ pub struct Hdd {
     destaging: bool,
     /// Counter giving dirty segments their destage order.
     dirty_seq: u64,
-    /// Under `before-next-command` write-back: the writes acknowledged whose media write has
-    /// not ended, as `(media end, sectors)` in media order; their data hold the buffer.
-    unwritten: std::collections::VecDeque<(f64, u64)>,
+    /// Under `before-next-command` write-back: the segments holding written data not yet on
+    /// the media, oldest first.
+    unwritten: VecDeque<WriteRun>,
     /// Every destage as `(first LBN, end)`, in order.
     #[cfg(test)]
     destaged: Vec<(u64, u64)>,
+}
+
+/// A write segment under `before-next-command` write-back: a run of consecutive writes some
+/// of which are not yet on the media.
+#[derive(Clone, Debug)]
+struct WriteRun {
+    /// The LBN after the run's last write: a write starting here extends the run.
+    next_lbn: u64,
+    /// The run's writes not yet on the media, as `(media end, sectors held)`, oldest first.
+    writes: VecDeque<(f64, u64)>,
+}
+
+impl WriteRun {
+    /// When the run's last write is on the media (the segment is free then).
+    fn end(&self) -> f64 {
+        self.writes
+            .back()
+            .map_or(f64::NEG_INFINITY, |&(end, _)| end)
+    }
 }
 
 /// What a media access did.
@@ -117,7 +141,7 @@ impl Hdd {
             read_priority,
             destaging: false,
             dirty_seq: 0,
-            unwritten: std::collections::VecDeque::new(),
+            unwritten: VecDeque::new(),
             #[cfg(test)]
             destaged: Vec::new(),
             period: 60_000.0 / spec.rpm,
@@ -664,7 +688,13 @@ impl Hdd {
             self.buf.segs[seg].write = true;
             self.buf.touch(seg);
         }
-        let xfer_start = t + over + o.data_preparation;
+        // Under write-back the data go to a segment once one can take them.
+        let taken = if back {
+            self.take_write_segment(lbn, n, t + over)
+        } else {
+            f64::NEG_INFINITY
+        };
+        let xfer_start = (t + over).max(taken) + o.data_preparation;
         let data_in = xfer_start + bus;
         // The arm may move once the command is decoded; sectors are written as their data
         // arrive.
@@ -676,37 +706,28 @@ impl Hdd {
             (true, n) if n < 45 => n.min(10),
             (true, _) => 15,
         };
+        // A write longer than a segment is all in the buffer once the media have taken all
+        // but a segment of it.
+        let size = u64::from(c.segment_sectors);
+        if back && n > size {
+            self.mark = n - size;
+        }
         self.feed = Some((xfer_start, self.bus_write, first));
         let a = self.access(lbn, n, start, true, f64::INFINITY);
         self.feed = None;
+        self.mark = 1;
         self.hda_free = a.end;
         if back {
-            // Complete once in the buffer; the media write follows. The buffer holds what
-            // the write segments hold: a write is acknowledged once the data written before it
-            // that are not yet on the media leave it room (DiskSim's fast write needs a
-            // segment to take it), and one larger than the buffer once its media write ends.
-            let room = self.write_buffer_sectors();
-            let mut held: u64 = self.unwritten.iter().map(|&(_, n)| n).sum();
-            let mut ready = data_in;
-            while held + n > room {
-                match self.unwritten.pop_front() {
-                    Some((end, k)) => {
-                        ready = ready.max(end);
-                        held -= k;
-                    }
-                    None => {
-                        ready = ready.max(a.end);
-                        break;
-                    }
-                }
+            // Complete once in the buffer; the media write follows.
+            let in_buffer = if n > size {
+                data_in.max(a.mark_done + self.bus_write)
+            } else {
+                data_in
+            };
+            if let Some(run) = self.unwritten.back_mut() {
+                run.writes.push_back((a.end, n.min(size)));
             }
-            while self.unwritten.front().is_some_and(|&(end, _)| end <= ready) {
-                self.unwritten.pop_front();
-            }
-            if n <= room {
-                self.unwritten.push_back((a.end, n));
-            }
-            (ready + o.write_completion, true)
+            (in_buffer + o.write_completion, true)
         } else {
             // The drive reconnects to report completion.
             (
@@ -716,15 +737,58 @@ impl Hdd {
         }
     }
 
-    /// Sectors of written data the buffer holds before the media: the dedicated write segment,
-    /// else every segment but one (kept for reads, as under read-priority write-back).
-    fn write_buffer_sectors(&self) -> u64 {
-        let segments = if self.write_segs > 0 {
+    /// Under `before-next-command` write-back, finds the write at `lbn` of `n` sectors,
+    /// decoded at `now`, a segment (DiskSim's `disk_buffer_select_write_segment` and the
+    /// enablement check on appends): the newest run if the write extends it, once the run's
+    /// writes ahead of the media leave the segment room for it; else a segment of its own,
+    /// once fewer than the write segments hold data not yet on the media. Returns when the
+    /// segment takes the data. Room is given back write by write, where DiskSim's circular
+    /// segment gives it back sector by sector.
+    fn take_write_segment(&mut self, lbn: u64, n: u64, now: f64) -> f64 {
+        for run in &mut self.unwritten {
+            while run.writes.front().is_some_and(|&(end, _)| end <= now) {
+                run.writes.pop_front();
+            }
+        }
+        self.unwritten.retain(|run| !run.writes.is_empty());
+        let size = u64::from(self.spec.cache.segment_sectors);
+        let mut taken = now;
+        match self.unwritten.back_mut() {
+            Some(run) if run.next_lbn == lbn => {
+                let mut held: u64 = run.writes.iter().map(|&(_, k)| k).sum();
+                while held + n.min(size) > size {
+                    let Some((end, k)) = run.writes.pop_front() else {
+                        break;
+                    };
+                    taken = taken.max(end);
+                    held -= k;
+                }
+                run.next_lbn = lbn + n;
+            }
+            _ => {
+                while self.unwritten.len() >= self.write_segment_limit() {
+                    if let Some(run) = self.unwritten.pop_front() {
+                        taken = taken.max(run.end());
+                    }
+                }
+                self.unwritten.push_back(WriteRun {
+                    next_lbn: lbn + n,
+                    writes: VecDeque::new(),
+                });
+            }
+        }
+        taken
+    }
+
+    /// How many segments may hold written data not yet on the media: the dedicated write
+    /// segment, else `cache.write_segments` (every segment when absent).
+    fn write_segment_limit(&self) -> usize {
+        if self.write_segs > 0 {
             1
         } else {
-            (self.buf.segs.len() - 1).max(1)
-        };
-        segments as u64 * u64::from(self.spec.cache.segment_sectors)
+            let segments = self.spec.cache.segments.max(1);
+            self.spec.cache.write_segments.unwrap_or(segments).max(1) as usize
+        }
     }
 
     /// A write under read-priority write-back: it joins the dirty segment it overlaps or
