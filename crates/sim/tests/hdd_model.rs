@@ -555,6 +555,25 @@ fn disksims_write_back_keeps_a_streaming_writer_within_a_segment_of_the_media() 
     assert!((2.0..=10.0).contains(&rate), "{rate} sectors/ms");
 }
 
+/// Room in a segment comes back sector by sector, as in DiskSim's circular segment: a
+/// stream of writes longer than half a segment, sent by a bus slower than the media, goes at
+/// the bus's pace (each write's sectors enter as the media take the previous one's), not at
+/// a write's media time plus its bus time.
+#[test]
+fn disksims_write_back_takes_a_write_longer_than_half_a_segment_as_the_media_free_room() {
+    let mut spec = read_priority_drive();
+    spec.cache.destage = Destage::BeforeNextCommand;
+    spec.cache.segment_sectors = 150;
+    spec.cache.write_segments = Some(1);
+    // 0.2 ms a sector over the bus, twice the media's 0.1 ms.
+    spec.bus.write_sector_ms = 0.2;
+    let mut h = Hdd::new(spec);
+    let (took, _) = sequential_writes(&mut h, 10);
+    for (i, x) in took.iter().enumerate() {
+        assert!((x - 20.0).abs() < 0.5, "write {i}: {x}");
+    }
+}
+
 /// Writes that do not extend the newest run take a segment each, and DiskSim lets no more
 /// than `write_segments` segments hold data not yet on the media: with `w` of them, `w`
 /// scattered writes complete at bus speed, the next waits until the first is on the media,

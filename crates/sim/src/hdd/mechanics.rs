@@ -12,9 +12,10 @@
 //! waits for every write before it. A write is acknowledged once its data are in a segment,
 //! and DiskSim lets written data not yet on the media hold at most `cache.write_segments`
 //! segments, one run of consecutive writes each, no more than a segment of it ahead of the
-//! media: a write that extends the newest run waits until it fits (the oldest writes of the
-//! run on the media), any other waits for a free write segment (the oldest run on the media),
-//! and only then sends its data. `read-priority` keeps written data in dirty segments and
+//! media: a sector of a write that extends the newest run enters once the media have written
+//! the sector a segment before it (times within a write's media access taken as evenly
+//! spaced), and any other write waits for a free write segment (the oldest run on the media)
+//! before it sends its data. `read-priority` keeps written data in dirty segments and
 //! destages them in the background, oldest first, one whole segment per media access, once
 //! the read-ahead is over: a command arriving at `t` finds committed every destage that could
 //! start before `t`, so a read that misses waits for at most the one segment being written.
@@ -91,17 +92,55 @@ pub struct Hdd {
 struct WriteRun {
     /// The LBN after the run's last write: a write starting here extends the run.
     next_lbn: u64,
-    /// The run's writes not yet on the media, as `(media end, sectors held)`, oldest first.
-    writes: VecDeque<(f64, u64)>,
+    /// The run's writes not yet on the media, oldest first.
+    writes: VecDeque<Unwritten>,
+}
+
+/// A write acknowledged whose media write has not ended.
+#[derive(Clone, Copy, Debug)]
+struct Unwritten {
+    lbn: u64,
+    n: u64,
+    /// One of its sectors (0-based) and when the media wrote it.
+    known: (u64, f64),
+    /// When the media wrote its last sector.
+    end: f64,
+}
+
+impl Unwritten {
+    /// When the media write `lbn`, taking the sectors between the two known times as evenly
+    /// spaced.
+    fn done_at(&self, lbn: u64) -> f64 {
+        let (k, t) = self.known;
+        let last = self.n - 1;
+        if last == k {
+            return self.end;
+        }
+        let per = (self.end - t) / (last - k) as f64;
+        t + per * ((lbn - self.lbn) as f64 - k as f64)
+    }
 }
 
 impl WriteRun {
     /// When the run's last write is on the media (the segment is free then).
     fn end(&self) -> f64 {
-        self.writes
-            .back()
-            .map_or(f64::NEG_INFINITY, |&(end, _)| end)
+        self.writes.back().map_or(f64::NEG_INFINITY, |w| w.end)
     }
+
+    /// When the media write `lbn`, if a write of the run not yet on the media holds it.
+    fn done_at(&self, lbn: u64) -> Option<f64> {
+        self.writes
+            .iter()
+            .find(|w| (w.lbn..w.lbn + w.n).contains(&lbn))
+            .map(|w| w.done_at(lbn))
+    }
+}
+
+/// When a write's first and last sectors have room in its segment.
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    first: f64,
+    last: f64,
 }
 
 /// What a media access did.
@@ -688,13 +727,16 @@ impl Hdd {
             self.buf.segs[seg].write = true;
             self.buf.touch(seg);
         }
-        // Under write-back the data go to a segment once one can take them.
-        let taken = if back {
+        // Under write-back the data go to a segment as it has room for them.
+        let room = if back {
             self.take_write_segment(lbn, n, t + over)
         } else {
-            f64::NEG_INFINITY
+            Room {
+                first: f64::NEG_INFINITY,
+                last: f64::NEG_INFINITY,
+            }
         };
-        let xfer_start = (t + over).max(taken) + o.data_preparation;
+        let xfer_start = (t + over).max(room.first) + o.data_preparation;
         let data_in = xfer_start + bus;
         // The arm may move once the command is decoded; sectors are written as their data
         // arrive.
@@ -706,10 +748,11 @@ impl Hdd {
             (true, n) if n < 45 => n.min(10),
             (true, _) => 15,
         };
-        // A write longer than a segment is all in the buffer once the media have taken all
-        // but a segment of it.
+        // A write longer than a segment has room for its last sector once the media have
+        // taken all but a segment of it.
         let size = u64::from(c.segment_sectors);
-        if back && n > size {
+        let longer = back && n > size;
+        if longer {
             self.mark = n - size;
         }
         self.feed = Some((xfer_start, self.bus_write, first));
@@ -719,13 +762,15 @@ impl Hdd {
         self.hda_free = a.end;
         if back {
             // Complete once in the buffer; the media write follows.
-            let in_buffer = if n > size {
-                data_in.max(a.mark_done + self.bus_write)
-            } else {
-                data_in
-            };
+            let last_room = if longer { a.mark_done } else { room.last };
+            let in_buffer = data_in.max(last_room + self.bus_write);
             if let Some(run) = self.unwritten.back_mut() {
-                run.writes.push_back((a.end, n.min(size)));
+                run.writes.push_back(Unwritten {
+                    lbn,
+                    n,
+                    known: (if longer { n - size - 1 } else { 0 }, a.mark_done),
+                    end: a.end,
+                });
             }
             (in_buffer + o.write_completion, true)
         } else {
@@ -739,45 +784,52 @@ impl Hdd {
 
     /// Under `before-next-command` write-back, finds the write at `lbn` of `n` sectors,
     /// decoded at `now`, a segment (DiskSim's `disk_buffer_select_write_segment` and the
-    /// enablement check on appends): the newest run if the write extends it, once the run's
-    /// writes ahead of the media leave the segment room for it; else a segment of its own,
-    /// once fewer than the write segments hold data not yet on the media. Returns when the
-    /// segment takes the data. Room is given back write by write, where DiskSim's circular
-    /// segment gives it back sector by sector.
-    fn take_write_segment(&mut self, lbn: u64, n: u64, now: f64) -> f64 {
+    /// enablement test on appends): the newest run if the write extends it, where each of
+    /// its sectors has room once the media have written the sector a segment before it;
+    /// else a segment of its own, once fewer than the write segments hold data not yet on
+    /// the media (the oldest run's media write ended). Returns when its first and its last
+    /// sector have room.
+    fn take_write_segment(&mut self, lbn: u64, n: u64, now: f64) -> Room {
         for run in &mut self.unwritten {
-            while run.writes.front().is_some_and(|&(end, _)| end <= now) {
+            while run.writes.front().is_some_and(|w| w.end <= now) {
                 run.writes.pop_front();
             }
         }
         self.unwritten.retain(|run| !run.writes.is_empty());
         let size = u64::from(self.spec.cache.segment_sectors);
-        let mut taken = now;
         match self.unwritten.back_mut() {
             Some(run) if run.next_lbn == lbn => {
-                let mut held: u64 = run.writes.iter().map(|&(_, k)| k).sum();
-                while held + n.min(size) > size {
-                    let Some((end, k)) = run.writes.pop_front() else {
-                        break;
-                    };
-                    taken = taken.max(end);
-                    held -= k;
-                }
+                let behind = |run: &WriteRun, sector: u64| {
+                    sector
+                        .checked_sub(size)
+                        .and_then(|b| run.done_at(b))
+                        .unwrap_or(now)
+                        .max(now)
+                };
+                let room = Room {
+                    first: behind(run, lbn),
+                    last: behind(run, lbn + n - 1),
+                };
                 run.next_lbn = lbn + n;
+                room
             }
             _ => {
+                let mut free = now;
                 while self.unwritten.len() >= self.write_segment_limit() {
                     if let Some(run) = self.unwritten.pop_front() {
-                        taken = taken.max(run.end());
+                        free = free.max(run.end());
                     }
                 }
                 self.unwritten.push_back(WriteRun {
                     next_lbn: lbn + n,
                     writes: VecDeque::new(),
                 });
+                Room {
+                    first: free,
+                    last: free,
+                }
             }
         }
-        taken
     }
 
     /// How many segments may hold written data not yet on the media: the dedicated write
