@@ -366,6 +366,17 @@ fn spec_errors_name_file_line_and_field() {
         e.line(),
         Some(bad.lines().position(|l| l.starts_with("surfaces")).unwrap() + 1)
     );
+
+    // More write segments than segments, and none.
+    for w in ["write_segments = 5", "write_segments = 0"] {
+        let bad = good.replace("write_segments = 3", w);
+        let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
+        assert_eq!(e.field, "cache.write_segments", "{w}");
+        assert_eq!(
+            e.line(),
+            Some(bad.lines().position(|l| l == w).unwrap() + 1)
+        );
+    }
 }
 
 #[test]
@@ -502,7 +513,9 @@ fn builtin_drives_keep_disksims_destage_and_read_priority_needs_two_segments() {
         "write_policy = \"write-back\"\ndestage = \"read-priority\"",
     );
     assert!(DriveSpec::parse(&ok, Path::new("x.toml")).is_ok());
-    let bad = ok.replace("segments = 4", "segments = 1");
+    let bad = ok
+        .replace("segments = 4", "segments = 1")
+        .replace("write_segments = 3", "write_segments = 1");
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
     assert_eq!(e.field, "cache.destage");
     assert_eq!(
@@ -514,5 +527,84 @@ fn builtin_drives_keep_disksims_destage_and_read_priority_needs_two_segments() {
     assert!(
         e.line().is_some() && e.to_string().starts_with("x.toml:"),
         "{e}"
+    );
+}
+
+/// DiskSim's write-back (`before-next-command`) acknowledges a write once its data are in a
+/// segment, and a run of consecutive writes holds one segment, no more than a segment of it
+/// ahead of the media: a streaming writer goes at bus speed while its run fits, then at the
+/// media's pace, however many segments the drive has. Before 2026-12-02 the buffer had no
+/// bound, and a streaming writer was acknowledged at bus speed for ever (laptop-4200:
+/// 82.7 MiB/s for 5 s on a disk whose media take about 13 MB/s of such writes; a read after
+/// it waited 27 s).
+#[test]
+fn disksims_write_back_keeps_a_streaming_writer_within_a_segment_of_the_media() {
+    let mut spec = read_priority_drive();
+    spec.cache.destage = Destage::BeforeNextCommand;
+    let mut h = Hdd::new(spec);
+    let (took, end) = sequential_writes(&mut h, 39);
+    // One segment of 300 sectors holds three writes: those complete at bus speed.
+    for (i, x) in took[..3].iter().enumerate() {
+        assert!((x - 0.1).abs() < 1e-9, "write {i}: {x}");
+    }
+    // The fourth waits for the first write's media work, although three segments are free.
+    assert!(took[3] > 5.0, "{}", took[3]);
+    // From then on at most the media's 100 sectors per 10 ms turn, not the bus's 1 per us.
+    let from = took[..3].iter().sum::<f64>();
+    let rate = 36.0 * 100.0 / (end - from);
+    assert!((2.0..=10.0).contains(&rate), "{rate} sectors/ms");
+}
+
+/// Room in a segment comes back sector by sector, as in DiskSim's circular segment: a
+/// stream of writes longer than half a segment, sent by a bus slower than the media, goes at
+/// the bus's pace (each write's sectors enter as the media take the previous one's), not at
+/// a write's media time plus its bus time.
+#[test]
+fn disksims_write_back_takes_a_write_longer_than_half_a_segment_as_the_media_free_room() {
+    let mut spec = read_priority_drive();
+    spec.cache.destage = Destage::BeforeNextCommand;
+    spec.cache.segment_sectors = 150;
+    spec.cache.write_segments = Some(1);
+    // 0.2 ms a sector over the bus, twice the media's 0.1 ms.
+    spec.bus.write_sector_ms = 0.2;
+    let mut h = Hdd::new(spec);
+    let (took, _) = sequential_writes(&mut h, 10);
+    for (i, x) in took.iter().enumerate() {
+        assert!((x - 20.0).abs() < 0.5, "write {i}: {x}");
+    }
+}
+
+/// Writes that do not extend the newest run take a segment each, and DiskSim lets no more
+/// than `write_segments` segments hold data not yet on the media: with `w` of them, `w`
+/// scattered writes complete at bus speed, the next waits until the first is on the media,
+/// and a read after a stream of them waits for the `w` still in the buffer.
+#[test]
+fn disksims_write_back_holds_no_more_scattered_writes_than_its_write_segments() {
+    let mut read_waits = Vec::new();
+    for w in [1u32, 2, 4] {
+        let mut spec = read_priority_drive();
+        spec.cache.destage = Destage::BeforeNextCommand;
+        spec.cache.write_segments = Some(w);
+        let mut h = Hdd::new(spec);
+        let mut t = 0.0;
+        let mut took = Vec::new();
+        for i in 0..12u64 {
+            let (done, hit) = h.serve(false, 1_000 + (i * 7_919) % 18_000, 8, t);
+            assert!(hit, "write {i} went through to the media");
+            took.push(done - t);
+            t = done;
+        }
+        let w = w as usize;
+        for (i, x) in took[..w].iter().enumerate() {
+            assert!((x - 0.008).abs() < 1e-9, "{w} segments, write {i}: {x}");
+        }
+        // The first write's media work takes a 2 ms seek at least.
+        assert!(took[w] > 2.0, "{w} segments: {}", took[w]);
+        let (done, _) = h.serve(true, 5, 8, t);
+        read_waits.push(done - t);
+    }
+    assert!(
+        read_waits[0] < read_waits[1] && read_waits[1] < read_waits[2],
+        "{read_waits:?}"
     );
 }

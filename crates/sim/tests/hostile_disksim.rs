@@ -100,6 +100,19 @@ fn disksim_buffer_segments_1e12_are_refused() {
 }
 
 #[test]
+fn disksim_more_write_segments_than_buffer_segments_are_refused() {
+    let Some(err) = import_with(
+        "hp_c2490a.diskspecs",
+        "Maximum number of write segments = 1",
+        "Maximum number of write segments = 2",
+    ) else {
+        return;
+    };
+    assert!(err.contains("Maximum number of write segments"), "{err}");
+    assert!(err.contains("hp_c2490a.diskspecs:35"), "{err}");
+}
+
+#[test]
 fn disksim_duplicate_key_is_refused_naming_both_lines() {
     let Some(err) = import_with(
         "hp_c2490a.diskspecs",

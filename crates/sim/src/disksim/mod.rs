@@ -134,9 +134,23 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, InputError> {
             return Err(v.err("Fast write level", format!("unknown level {m} (0..=2)")));
         }
     };
+    let segments = disk.u32_or("Number of buffer segments", 1)?;
+    let write_segments = disk.u32_or("Maximum number of write segments", segments.max(1))?;
+    if write_segments == 0 || write_segments > segments.max(1) {
+        let v = disk
+            .get("Maximum number of write segments")
+            .expect("present");
+        return Err(v.err(
+            "Maximum number of write segments",
+            format!(
+                "must be 1..={} (the buffer segments), got {write_segments}",
+                segments.max(1)
+            ),
+        ));
+    }
     let cache = Cache {
         enabled: disk.uint_or("Enable caching in buffer", 1)? != 0,
-        segments: disk.u32_or("Number of buffer segments", 1)?,
+        segments,
         segment_sectors: disk.u32_or("Segment size (in blks)", 256)?,
         // DiskSim 4.0 parses "Use separate write segment" but never applies it (its modspec has
         // no INIT for it, so `dedicatedwriteseg` stays NULL): writes share the LRU segments.
@@ -144,6 +158,7 @@ pub fn import(parv: impl AsRef<Path>) -> Result<DriveSpec, InputError> {
             flag("Use separate write segment")?;
             false
         },
+        write_segments: Some(write_segments),
         read_ahead,
         min_read_ahead: disk.u32_or("Minimum read-ahead (blks)", 0)?,
         max_read_ahead: disk.u32_or("Maximum read-ahead (blks)", 0)?,

@@ -9,7 +9,13 @@
 //!
 //! Write-back comes in two kinds (`cache.destage`). DiskSim's (`before-next-command`) commits
 //! each write's media work when the write arrives: the next command that needs the mechanism
-//! waits for every write before it. `read-priority` keeps written data in dirty segments and
+//! waits for every write before it. A write is acknowledged once its data are in a segment,
+//! and DiskSim lets written data not yet on the media hold at most `cache.write_segments`
+//! segments, one run of consecutive writes each, no more than a segment of it ahead of the
+//! media: a sector of a write that extends the newest run enters once the media have written
+//! the sector a segment before it (times within a write's media access taken as evenly
+//! spaced), and any other write waits for a free write segment (the oldest run on the media)
+//! before it sends its data. `read-priority` keeps written data in dirty segments and
 //! destages them in the background, oldest first, one whole segment per media access, once
 //! the read-ahead is over: a command arriving at `t` finds committed every destage that could
 //! start before `t`, so a read that misses waits for at most the one segment being written.
@@ -24,6 +30,7 @@ use super::seek::SeekCurve;
 use super::spec::{Destage, DriveSpec, ReadAhead, WritePolicy};
 use crate::device::{Device, Service};
 use elevator_core::{Nanos, Op, Request};
+use std::collections::VecDeque;
 
 /// Media work going on in the background after the host got its completion.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,9 +78,69 @@ pub struct Hdd {
     destaging: bool,
     /// Counter giving dirty segments their destage order.
     dirty_seq: u64,
+    /// Under `before-next-command` write-back: the segments holding written data not yet on
+    /// the media, oldest first.
+    unwritten: VecDeque<WriteRun>,
     /// Every destage as `(first LBN, end)`, in order.
     #[cfg(test)]
     destaged: Vec<(u64, u64)>,
+}
+
+/// A write segment under `before-next-command` write-back: a run of consecutive writes some
+/// of which are not yet on the media.
+#[derive(Clone, Debug)]
+struct WriteRun {
+    /// The LBN after the run's last write: a write starting here extends the run.
+    next_lbn: u64,
+    /// The run's writes not yet on the media, oldest first.
+    writes: VecDeque<Unwritten>,
+}
+
+/// A write acknowledged whose media write has not ended.
+#[derive(Clone, Copy, Debug)]
+struct Unwritten {
+    lbn: u64,
+    n: u64,
+    /// One of its sectors (0-based) and when the media wrote it.
+    known: (u64, f64),
+    /// When the media wrote its last sector.
+    end: f64,
+}
+
+impl Unwritten {
+    /// When the media write `lbn`, taking the sectors between the two known times as evenly
+    /// spaced.
+    fn done_at(&self, lbn: u64) -> f64 {
+        let (k, t) = self.known;
+        let last = self.n - 1;
+        if last == k {
+            return self.end;
+        }
+        let per = (self.end - t) / (last - k) as f64;
+        t + per * ((lbn - self.lbn) as f64 - k as f64)
+    }
+}
+
+impl WriteRun {
+    /// When the run's last write is on the media (the segment is free then).
+    fn end(&self) -> f64 {
+        self.writes.back().map_or(f64::NEG_INFINITY, |w| w.end)
+    }
+
+    /// When the media write `lbn`, if a write of the run not yet on the media holds it.
+    fn done_at(&self, lbn: u64) -> Option<f64> {
+        self.writes
+            .iter()
+            .find(|w| (w.lbn..w.lbn + w.n).contains(&lbn))
+            .map(|w| w.done_at(lbn))
+    }
+}
+
+/// When a write's first and last sectors have room in its segment.
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    first: f64,
+    last: f64,
 }
 
 /// What a media access did.
@@ -113,6 +180,7 @@ impl Hdd {
             read_priority,
             destaging: false,
             dirty_seq: 0,
+            unwritten: VecDeque::new(),
             #[cfg(test)]
             destaged: Vec::new(),
             period: 60_000.0 / spec.rpm,
@@ -659,7 +727,16 @@ impl Hdd {
             self.buf.segs[seg].write = true;
             self.buf.touch(seg);
         }
-        let xfer_start = t + over + o.data_preparation;
+        // Under write-back the data go to a segment as it has room for them.
+        let room = if back {
+            self.take_write_segment(lbn, n, t + over)
+        } else {
+            Room {
+                first: f64::NEG_INFINITY,
+                last: f64::NEG_INFINITY,
+            }
+        };
+        let xfer_start = (t + over).max(room.first) + o.data_preparation;
         let data_in = xfer_start + bus;
         // The arm may move once the command is decoded; sectors are written as their data
         // arrive.
@@ -671,19 +748,98 @@ impl Hdd {
             (true, n) if n < 45 => n.min(10),
             (true, _) => 15,
         };
+        // A write longer than a segment has room for its last sector once the media have
+        // taken all but a segment of it.
+        let size = u64::from(c.segment_sectors);
+        let longer = back && n > size;
+        if longer {
+            self.mark = n - size;
+        }
         self.feed = Some((xfer_start, self.bus_write, first));
         let a = self.access(lbn, n, start, true, f64::INFINITY);
         self.feed = None;
+        self.mark = 1;
         self.hda_free = a.end;
         if back {
             // Complete once in the buffer; the media write follows.
-            (data_in + o.write_completion, true)
+            let last_room = if longer { a.mark_done } else { room.last };
+            let in_buffer = data_in.max(last_room + self.bus_write);
+            if let Some(run) = self.unwritten.back_mut() {
+                run.writes.push_back(Unwritten {
+                    lbn,
+                    n,
+                    known: (if longer { n - size - 1 } else { 0 }, a.mark_done),
+                    end: a.end,
+                });
+            }
+            (in_buffer + o.write_completion, true)
         } else {
             // The drive reconnects to report completion.
             (
                 a.end.max(data_in) + o.first_reselect + o.write_completion,
                 false,
             )
+        }
+    }
+
+    /// Under `before-next-command` write-back, finds the write at `lbn` of `n` sectors,
+    /// decoded at `now`, a segment (DiskSim's `disk_buffer_select_write_segment` and the
+    /// enablement test on appends): the newest run if the write extends it, where each of
+    /// its sectors has room once the media have written the sector a segment before it;
+    /// else a segment of its own, once fewer than the write segments hold data not yet on
+    /// the media (the oldest run's media write ended). Returns when its first and its last
+    /// sector have room.
+    fn take_write_segment(&mut self, lbn: u64, n: u64, now: f64) -> Room {
+        for run in &mut self.unwritten {
+            while run.writes.front().is_some_and(|w| w.end <= now) {
+                run.writes.pop_front();
+            }
+        }
+        self.unwritten.retain(|run| !run.writes.is_empty());
+        let size = u64::from(self.spec.cache.segment_sectors);
+        match self.unwritten.back_mut() {
+            Some(run) if run.next_lbn == lbn => {
+                let behind = |run: &WriteRun, sector: u64| {
+                    sector
+                        .checked_sub(size)
+                        .and_then(|b| run.done_at(b))
+                        .unwrap_or(now)
+                        .max(now)
+                };
+                let room = Room {
+                    first: behind(run, lbn),
+                    last: behind(run, lbn + n - 1),
+                };
+                run.next_lbn = lbn + n;
+                room
+            }
+            _ => {
+                let mut free = now;
+                while self.unwritten.len() >= self.write_segment_limit() {
+                    if let Some(run) = self.unwritten.pop_front() {
+                        free = free.max(run.end());
+                    }
+                }
+                self.unwritten.push_back(WriteRun {
+                    next_lbn: lbn + n,
+                    writes: VecDeque::new(),
+                });
+                Room {
+                    first: free,
+                    last: free,
+                }
+            }
+        }
+    }
+
+    /// How many segments may hold written data not yet on the media: the dedicated write
+    /// segment, else `cache.write_segments` (every segment when absent).
+    fn write_segment_limit(&self) -> usize {
+        if self.write_segs > 0 {
+            1
+        } else {
+            let segments = self.spec.cache.segments.max(1);
+            self.spec.cache.write_segments.unwrap_or(segments).max(1) as usize
         }
     }
 

@@ -333,6 +333,12 @@ pub struct Cache {
     pub segment_sectors: u32,
     /// Whether one segment is reserved for writes.
     pub separate_write_segment: bool,
+    /// DiskSim's "Maximum number of write segments": under `before-next-command` write-back,
+    /// how many segments may hold written data not yet on the media at once (each holds one
+    /// run of consecutive writes, at most `segment_sectors` of it ahead of the media); absent,
+    /// every segment may (one, with a separate write segment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_segments: Option<u32>,
     /// Read-ahead mode.
     pub read_ahead: ReadAhead,
     /// Read-ahead the drive always does after a miss, sectors.
@@ -369,6 +375,7 @@ impl Default for Cache {
             segments: 1,
             segment_sectors: 256,
             separate_write_segment: false,
+            write_segments: None,
             read_ahead: ReadAhead::FillSegment,
             min_read_ahead: 0,
             max_read_ahead: 256,
@@ -691,6 +698,14 @@ impl DriveSpec {
                 "cache.segments",
                 "an enabled cache needs segments of > 0 sectors".into(),
             );
+        }
+        if let Some(w) = c.write_segments {
+            if w == 0 || w > c.segments.max(1) {
+                return bad(
+                    "cache.write_segments",
+                    format!("must be 1..={} (the segments), got {w}", c.segments.max(1)),
+                );
+            }
         }
         if c.destage == Destage::ReadPriority {
             if !c.enabled || (c.segments < 2 && !c.separate_write_segment) {
