@@ -1,6 +1,7 @@
 //! Tests written for the survivors of mutation testing the kernel oracle's replay
-//! (docs/testing.md, "The kernel oracle's replay (mutants36)"): each pins a rule of the
-//! replay, the matching of bfq's log or the agreement counts that no other test read.
+//! (docs/testing.md, "The kernel oracle's replay (mutants36)" and "the kernel replay, shard
+//! 3/6 first half" (mutants39)): each pins a rule of the replay, the matching of bfq's log,
+//! the loading of a recording or the agreement counts that no other test read.
 
 use std::path::PathBuf;
 
@@ -187,7 +188,12 @@ fn a_divergence_brackets_the_request_each_side_chose() {
 
 /// BATCH compared at each pace, as [`diff_recording`] gives a row.
 fn row(sched: &str) -> Row {
-    let t = read(BATCH);
+    row_of(BATCH, "batch", sched)
+}
+
+/// `trace` compared at each pace under `sched`, as [`diff_recording`] gives mix `mix`'s row.
+fn row_of(trace: &str, mix: &str, sched: &str) -> Row {
+    let t = read(trace);
     let at = |pace| {
         let opts = DiffOptions {
             pace,
@@ -196,7 +202,7 @@ fn row(sched: &str) -> Row {
         diff(&t, &meta(sched), &opts).unwrap()
     };
     Row {
-        mix: "batch".into(),
+        mix: mix.into(),
         scheduler: sched.into(),
         kernel_pace: at(Pace::Kernel),
         device_pace: at(Pace::Device),
@@ -402,4 +408,113 @@ fn a_lone_insertion_with_the_driver_tags_taken_parks_its_request_at_once() {
     m.device.hw_queue_depth = Some(2);
     let d = diff(&t, &m, &DiffOptions::default()).unwrap();
     assert_eq!(d.ours[1].chosen, 2);
+}
+
+/// Two reads of one task, each inserted and issued alone, the second after the first
+/// completed: a choice of one request at any pace.
+const SERIAL: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ fio-10 [000] ..... 1.000030: block_getrq: 7,0 R 108 + 8 [fio]
+ fio-10 [000] ...1. 1.000031: block_rq_insert: 7,0 R 4096 () 108 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000032: block_rq_issue: 7,0 R 4096 () 108 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 108 + 8 be,0,4 [0]
+";
+
+/// The per-scheduler totals sum each column over the scheduler's recordings: BATCH and
+/// SERIAL under `none` are 5 decisions, 1 + 2 agreed at the kernel's pace. At the device's
+/// pace ours dispatches each read as it arrives: BATCH's three, which the kernel's run
+/// found queued together, are never its sets (0 of 3), SERIAL's two, each alone, are
+/// (2 of 2), so 40.0%. Decided earliest (each dispatch moved back to just after its
+/// request's insertion, [`Pace::Early`]), BATCH's 500 and 300 are queued together, the
+/// kernel takes 300 and `none` 500 (1 of 3), SERIAL agrees (2 of 2): 60.0%. mq-deadline,
+/// which takes 300 (`deadline_from_pos`), agrees on BATCH's 3 at both the kernel's pace and
+/// decided earliest.
+#[test]
+fn the_agreement_tables_totals_sum_each_pace_over_the_schedulers_recordings() {
+    let table = markdown(&[
+        row("mq-deadline"),
+        row("none"),
+        row_of(SERIAL, "serial", "none"),
+    ]);
+    let totals: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| scheduler |"))
+        .skip(2)
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            "| mq-deadline | 3 | 100.0% | 2/2 (100.0%) | 0.0% | 100.0% |",
+            "| none | 5 | 60.0% | 1/2 (50.0%) | 40.0% | 60.0% |",
+        ],
+        "{table}"
+    );
+}
+
+/// A recording's directory whose `meta.json` cannot be looked up for another reason than
+/// its absence is an error naming the file and why, not "no recording": a directory reached
+/// through a loop of symbolic links (ELOOP) or through a regular file (ENOTDIR). A
+/// directory without one, or not there at all, is not a recording.
+#[test]
+fn a_meta_json_that_cannot_be_looked_up_is_an_error_not_no_recording() {
+    let root = tempfile::tempdir().unwrap();
+    let looped = root.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let file = root.path().join("trace.txt");
+    std::fs::write(&file, "").unwrap();
+    for (dir, why) in [(&looped, "symbolic links"), (&file, "directory")] {
+        let e = has_meta(dir).unwrap_err();
+        let named = dir.join("meta.json").display().to_string();
+        assert!(
+            e.starts_with(&format!("{named}: cannot look it up")) && e.contains(why),
+            "{e}"
+        );
+    }
+    assert_eq!(has_meta(root.path()), Ok(false));
+    assert_eq!(has_meta(&root.path().join("gone")), Ok(false));
+}
+
+/// A bfq log is taken as the trace's when its notes lie within the trace's dispatches, the
+/// first and last included: a note in the microsecond of the first `block_rq_issue` (bfq
+/// notes its choice in `bfq_dispatch_request`, and the driver issues the request in the
+/// same microsecond) or of the last is the trace's; one a microsecond before the first or
+/// after the last is another run's, refused naming the log.
+#[test]
+fn a_bfq_logs_notes_may_start_and_end_at_the_traces_dispatches() {
+    let source = corpus().join("kernel/batches/bfq");
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    for f in ["trace.txt.gz", "job.fio", "fio.out.gz"] {
+        std::fs::copy(source.join(f), dir.join(f)).unwrap();
+    }
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(source.join("meta.json")).unwrap()).unwrap();
+    meta["trace"]["bfq_log"] = "bfq-log.txt".into();
+    std::fs::write(dir.join("meta.json"), meta.to_string()).unwrap();
+    let trace = Recording::open(&dir).unwrap().trace().unwrap();
+    let first = trace.dispatches.iter().map(|d| d.time).min().unwrap();
+    let last = trace.dispatches.iter().map(|d| d.time).max().unwrap();
+    let with_note_at = |t: Nanos| {
+        let note = format!(
+            " kworker/0:1H-58 [000] d..1. {}.{:06}: 7,0 1,0 m N bfq dispatch requests: 1 busy queues\n",
+            t.0 / 1_000_000_000,
+            t.0 % 1_000_000_000 / 1000
+        );
+        std::fs::write(dir.join("bfq-log.txt"), note).unwrap();
+        load(&dir).map(|_| ())
+    };
+    let us = Nanos::from_us(1);
+    assert_eq!(with_note_at(first), Ok(()));
+    assert_eq!(with_note_at(last), Ok(()));
+    for outside in [first - us, last + us] {
+        let e = with_note_at(outside).unwrap_err();
+        assert!(
+            e.contains("bfq-log.txt") && e.contains("a log of another run"),
+            "{e}"
+        );
+    }
 }
