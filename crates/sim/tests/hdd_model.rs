@@ -471,6 +471,27 @@ fn read_priority_writes_complete_at_bus_speed_until_the_buffer_is_full_then_at_m
 }
 
 #[test]
+fn read_priority_holds_no_more_dirty_segments_than_its_write_segments() {
+    // Three segments may be dirty by default (every one but the read's); with
+    // `write_segments = 1` the fourth 100-sector write (a second segment's first) waits for
+    // the first segment's destage, and with 2 the seventh does.
+    for (w, first_to_wait) in [(None, 9), (Some(2), 6), (Some(1), 3)] {
+        let mut spec = read_priority_drive();
+        spec.cache.write_segments = w;
+        let mut h = Hdd::new(spec);
+        let (took, _) = sequential_writes(&mut h, 10);
+        for (i, x) in took[..first_to_wait].iter().enumerate() {
+            assert!((x - 0.1).abs() < 1e-9, "{w:?}: write {i}: {x}");
+        }
+        assert!(
+            took[first_to_wait] > 30.0,
+            "{w:?}: write {first_to_wait} did not wait for a destage: {}",
+            took[first_to_wait]
+        );
+    }
+}
+
+#[test]
 fn read_priority_read_of_dirty_data_is_served_from_the_buffer() {
     let mut h = Hdd::new(read_priority_drive());
     sequential_writes(&mut h, 3);

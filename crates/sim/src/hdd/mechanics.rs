@@ -845,7 +845,8 @@ impl Hdd {
 
     /// A write under read-priority write-back: it joins the dirty segment it overlaps or
     /// extends when the run still fits a segment, else takes a free segment, waiting for a
-    /// destage to free one when the dirty segments are at their limit; completes once its
+    /// destage to free one when the dirty segments are at their limit (the dedicated write
+    /// segment, else `cache.write_segments` and at most all but one); completes once its
     /// data are in the buffer. Data it overlaps that are being destaged, or dirty in a
     /// segment it cannot join, reach the media first.
     fn write_buffered(&mut self, lbn: u64, n: u64, t: f64) -> (f64, bool) {
@@ -900,7 +901,15 @@ impl Hdd {
                 // The dedicated write segment, or any but one (kept for reads).
                 let ws = self.write_segs;
                 let allowed = |i: usize| ws == 0 || i == 0;
-                let limit = if ws > 0 { 1 } else { self.buf.segs.len() - 1 };
+                let limit = if ws > 0 {
+                    1
+                } else {
+                    let all_but_one = self.buf.segs.len() - 1;
+                    self.spec
+                        .cache
+                        .write_segments
+                        .map_or(all_but_one, |w| all_but_one.min(w as usize))
+                };
                 loop {
                     let taken = |s: &super::cache::Segment| s.dirty || s.busy_until > now;
                     let occupied = (0..self.buf.segs.len())

@@ -316,8 +316,8 @@ pub enum Destage {
     /// Reads first: dirty segments are written in the background, oldest first, one whole
     /// segment at a time; a read that misses waits only for the segment being written. A write
     /// completes once in the buffer while fewer than `segments - 1` segments (the dedicated
-    /// write segment, if any) hold data waiting for the media or being written; otherwise it
-    /// waits for the next one to be written.
+    /// write segment, if any; `cache.write_segments` if fewer) hold data waiting for the media
+    /// or being written; otherwise it waits for the next one to be written.
     ReadPriority,
 }
 
@@ -336,7 +336,8 @@ pub struct Cache {
     /// DiskSim's "Maximum number of write segments": under `before-next-command` write-back,
     /// how many segments may hold written data not yet on the media at once (each holds one
     /// run of consecutive writes, at most `segment_sectors` of it ahead of the media); absent,
-    /// every segment may (one, with a separate write segment).
+    /// every segment may (one, with a separate write segment). Under `read-priority` it
+    /// bounds the dirty segments too, which are at most every segment but one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_segments: Option<u32>,
     /// Read-ahead mode.
