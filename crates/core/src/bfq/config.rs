@@ -178,10 +178,32 @@ crate::tunable::tunables! {
             max: 1,
             doc: "elevator: the device is rotational (the kernel reads this from the queue flags)",
         },
+        /// The queue's rotational flag when bfq started: 0 non-rotational, 1 rotational, 2 the
+        /// same as `rotational`. `bfq_init_queue` reads the flag once, for
+        /// `nonrot_with_queueing` (until the first `hw_tag` decision) and the reference peak
+        /// rate; a flag written after the scheduler was set counts there only later.
+        rotational_at_init: u32 = "rotational_at_init" {
+            unit: Count,
+            default: 2,
+            min: 0,
+            max: 2,
+            doc: "elevator: the queue's rotational flag when bfq started (0 or 1; 2 = as \
+                  rotational): bfq_init_queue reads it once for nonrot_with_queueing, until the \
+                  first hw_tag decision, and the reference peak rate",
+        },
     }
 }
 
 impl Config {
+    /// The queue's rotational flag when bfq started (`rotational_at_init`, else `rotational`).
+    pub fn started_rotational(&self) -> bool {
+        match self.rotational_at_init {
+            0 => false,
+            1 => true,
+            _ => self.rotational,
+        }
+    }
+
     /// `slice_idle` in ms, the second name of the `slice_idle` field.
     fn store_custom(&mut self, name: &str, value: i64) {
         debug_assert_eq!(name, "slice_idle");

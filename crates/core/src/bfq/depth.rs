@@ -116,8 +116,9 @@ pub(super) struct TagWait {
     /// bfq when they get it.
     inserted_waiting: Vec<u64>,
     /// Requests allocated ahead whose task the driver says still sleeps for its tag
-    /// ([`Bfq::allocate_sleeping`]): they take none until [`Bfq::tag_got`].
-    sleeping: Vec<u64>,
+    /// ([`Bfq::allocate_sleeping`]), each with the time its depth was decided: they take
+    /// none until [`Bfq::tag_got`].
+    sleeping: Vec<(u64, Tick)>,
     /// Heads started so far.
     seq: u64,
     len: usize,
@@ -129,7 +130,7 @@ pub(super) struct TagWait {
     /// plug cached at its first allocation since it last had nothing allocated ahead, or
     /// when it got a tag after sleeping for one (the sleep drops the cached time). bfq's
     /// stamps at an insertion read it.
-    plug_clock: IdMap<CtxId, Tick>,
+    plug_clock: IdMap<CtxId, PlugClock>,
     /// The request [`Bfq::allocate`] is admitting now (its tag taken without a sleep).
     allocating: Option<u64>,
     /// The ids of the requests waiting (in `lines`, or alone in `heads`), so that
@@ -163,7 +164,7 @@ impl TagWait {
     /// task the driver says still sleeps for its tag.
     fn awake(&self, h: &Head) -> bool {
         match h {
-            Head::Alone(rq) => !self.sleeping.contains(&rq.id.0),
+            Head::Alone(rq) => !self.sleeping.iter().any(|&(id, _)| id == rq.id.0),
             Head::Line(_) => true,
         }
     }
@@ -228,6 +229,20 @@ impl Sleepers {
         false
     }
 }
+
+/// A process's plug clock: the time its plug cached (`first`), and when and on which CPU
+/// it last allocated a request.
+#[derive(Clone, Copy, Debug)]
+struct PlugClock {
+    first: Tick,
+    last: Tick,
+    cpu: u32,
+}
+
+/// The longest a task allocating a request may take between its depth decision and its tag
+/// without having slept for the tag (kernel-diff's replay takes its tasks the same way:
+/// `block_bio_queue` and `block_getrq` are a few microseconds apart unless the task slept).
+const TAG_SLEEP: Tick = 30_000;
 
 impl Bfq {
     /// A request arrives: it waits for a tag behind its process's earlier ones, or starts
@@ -296,7 +311,10 @@ impl Bfq {
     /// The plug clock of `ctx` at time `t` (`blk_time_get_ns` in the submitter's context):
     /// its cached time if it allocated ahead, else `t` (no plug modelled).
     pub(super) fn plug_clock(&self, ctx: CtxId, t: Tick) -> Tick {
-        self.tag_wait.plug_clock.get(&ctx).map_or(t, |&c| c.min(t))
+        self.tag_wait
+            .plug_clock
+            .get(&ctx)
+            .map_or(t, |c| c.first.min(t))
     }
 
     /// `ctx` was inserted: its plug is flushed once it has nothing allocated ahead left.
@@ -315,7 +333,7 @@ impl Bfq {
     /// [`Bfq::tag_got`]: its depth is decided now, by `bfq_limit_depth` before
     /// `blk_mq_get_tag` sleeps, and kept (`data->shallow_depth`); its tag is taken then.
     pub(super) fn allocate_sleeping(&mut self, rq: Request, t: Tick) {
-        self.tag_wait.sleeping.push(rq.id.0);
+        self.tag_wait.sleeping.push((rq.id.0, t));
         self.allocate(rq, t);
     }
 
@@ -324,10 +342,17 @@ impl Bfq {
     /// else it waits for one as any other.
     pub(super) fn tag_got(&mut self, id: u64, t: Tick) {
         let w = &mut self.tag_wait;
-        if let Some(i) = w.sleeping.iter().position(|&s| s == id) {
-            w.sleeping.swap_remove(i);
+        if let Some(i) = w.sleeping.iter().position(|&(s, _)| s == id) {
+            let (_, decided) = w.sleeping.swap_remove(i);
             w.seq += 1;
+            // A task that had its tag within a few microseconds of its depth decision did
+            // not sleep: its plug keeps the time it cached first (`blk_time_get_ns`; only a
+            // sleep drops it, `blk_plug_invalidate_ts`), as for a request allocated now.
+            if t.saturating_sub(decided) <= TAG_SLEEP {
+                w.allocating = Some(id);
+            }
             self.admit_waiting(t);
+            self.tag_wait.allocating = None;
         }
     }
 
@@ -458,9 +483,28 @@ impl Bfq {
         w.waiting.remove(&rq.id.0);
         w.admitted += 1;
         if w.allocating == Some(rq.id.0) {
-            w.plug_clock.entry(rq.ctx).or_insert(t);
+            // A plug is one task's, its requests allocated back to back on one CPU: an
+            // allocation of the process on another CPU or after a pause (another thread, an
+            // io_uring worker, while a request of its is still allocated ahead) is another
+            // plug's, which reads the time anew.
+            let kept = w
+                .plug_clock
+                .get(&rq.ctx)
+                .filter(|c| c.cpu == rq.cpu && t - c.last <= TAG_SLEEP);
+            let first = kept.map_or(t, |c| c.first);
+            let clock = PlugClock {
+                first,
+                last: t,
+                cpu: rq.cpu,
+            };
+            w.plug_clock.insert(rq.ctx, clock);
         } else {
-            w.plug_clock.insert(rq.ctx, t);
+            let clock = PlugClock {
+                first: t,
+                last: t,
+                cpu: rq.cpu,
+            };
+            w.plug_clock.insert(rq.ctx, clock);
         }
         let bit = self.tags.take_bit(depth, rq.cpu);
         let w = &mut self.tag_wait;

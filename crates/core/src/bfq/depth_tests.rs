@@ -799,3 +799,46 @@ fn from_linux_6_17_a_group_over_its_share_under_a_deep_backlog_gets_the_kernels_
     let share = out_b as f64 / (out_a + out_b) as f64;
     assert!((0.639..=0.759).contains(&share), "share of /b {share}");
 }
+
+/// Linux 6.18's `blk_time_get_ns` (block/blk.h): a task's plug caches the time at its first
+/// call and keeps it until the plug is flushed or the task sleeps (`blk_plug_invalidate_ts`);
+/// `bfq_update_io_thinktime` and `bfq_check_waker` read it at the insertion, so a completion
+/// of the queue's last request between the plug's first allocation and its flush makes their
+/// `u64` elapsed time wrap (a think-time sample of `2 * slice_idle`). Two reads whose tasks
+/// had their tags 2 us after their depths were decided (`bfq_limit_depth`; the replay's
+/// `allocate_sleeping` / `tag_got`) did not sleep: the plug keeps the first one's time, not
+/// the second's (kfid51: ours took the last allocation's, 15 us later, after a completion,
+/// and kept a short think time where the kernel's was long, `bfqcg4-...-cpu0-nr32`). A task
+/// that waited longer than a sleep's worth slept: its plug reads the time anew.
+#[test]
+fn blk_time_get_ns_keeps_the_plugs_first_time_across_allocations_without_a_sleep() {
+    let mut s = Bfq::new(cfg_with(&[
+        ("rotational", 0),
+        ("nr_requests", 8),
+        ("whole_map_depths", 1),
+        ("tag_sleepers", 1),
+    ]));
+    let t = |us: u64| Nanos::from_us(100_000 + us);
+    let read = |i: u64| rq(i, 1).sector(i << 20).build();
+    assert!(Scheduler::allocate_sleeping(&mut s, read(1), t(0)).is_none());
+    Scheduler::tag_got(&mut s, RequestId(1), t(2));
+    assert!(Scheduler::allocate_sleeping(&mut s, read(2), t(5)).is_none());
+    Scheduler::tag_got(&mut s, RequestId(2), t(7));
+    assert_eq!(
+        s.plug_clock(CtxId(1), t(10).0 as Tick),
+        t(2).0 as Tick,
+        "no sleep"
+    );
+    Scheduler::insert_allocated(&mut s, RequestId(1), t(10));
+    Scheduler::insert_allocated(&mut s, RequestId(2), t(11));
+    // The plug was flushed; the next task's tag comes 100 us after its depth: it slept.
+    assert!(Scheduler::allocate_sleeping(&mut s, read(3), t(20)).is_none());
+    Scheduler::tag_got(&mut s, RequestId(3), t(120));
+    assert!(Scheduler::allocate_sleeping(&mut s, read(4), t(125)).is_none());
+    Scheduler::tag_got(&mut s, RequestId(4), t(300));
+    assert_eq!(
+        s.plug_clock(CtxId(1), t(310).0 as Tick),
+        t(300).0 as Tick,
+        "slept"
+    );
+}

@@ -26,7 +26,10 @@
 //! - `timeout_sync` (ms) 125: the budget timeout.
 //! - `strict_guarantees` 0, `low_latency` 1.
 //! - elevator's own: `merge_window_ms` 100 (0 turns the 100 ms rule off), `queue_merging` 1
-//!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device), `hz`
+//!   (0 = never merge queues), `rotational` 1 (the kernel reads it from the device),
+//!   `rotational_at_init` 2 (the flag when bfq started, 2 = as `rotational`: 6.18's
+//!   `bfq_init_queue` sets `nonrot_with_queueing` and the reference peak rate from the flag
+//!   then, and `bfq_update_hw_tag` alone sets `nonrot_with_queueing` again), `hz`
 //!   1000 (the kernel's `CONFIG_HZ`: the length of the jiffies the soft real-time test
 //!   counts).
 //! - `nr_requests` 256: scheduler tags (a queue attribute; the kernel's 2 * min(queue
@@ -247,7 +250,7 @@ impl Bfq {
         let mut wf = Wf2q::new();
         let groups = group::build(&mut wf, groups)?;
         let user_max = cfg.max_budget;
-        let rotational = cfg.rotational;
+        let rotational_at_init = cfg.started_rotational();
         Ok(Bfq {
             wf,
             queues: Vec::new(),
@@ -280,14 +283,14 @@ impl Bfq {
             } else {
                 budget::DEFAULT_MAX_BUDGET
             },
-            peak: PeakRate::new(rotational),
+            peak: PeakRate::new(rotational_at_init),
             last_position: 0,
             in_serv_last_pos: 0,
             last_merge: None,
             hw_tag: -1,
             max_rq_in_driver: 0,
             hw_tag_samples: 0,
-            nonrot_with_queueing: !rotational,
+            nonrot_with_queueing: !rotational_at_init,
             burst: Default::default(),
             inj: Default::default(),
             last_completion: 0,

@@ -212,6 +212,31 @@ fn bfq_stable_merge_happens_600_ms_after_creation() {
     assert!(h.sched.bics[&CtxId(2)].stably_merged);
 }
 
+/// Linux 6.18's `bfq_init_queue` sets `nonrot_with_queueing` from the queue's rotational
+/// flag when bfq starts, and only `bfq_update_hw_tag` sets it again. A queue marked
+/// rotational after the scheduler was set (kernel-record's `--set rotational=1`; kfid51's
+/// `bfqcoop-...-rotational`, where the kernel merged a random reader's and a sequential
+/// writer's queues at the writer's first request) still merges a sync queue created within
+/// `bfq_burst_interval` of the last one at once (`bfq_do_or_sched_stable_merge` ->
+/// `bfq_do_early_stable_merge`); rotational from the start, it only schedules the merge.
+#[test]
+fn bfq_init_queue_reads_the_rotational_flag_once_for_the_early_stable_merge() {
+    for (at_init, merged) in [(0, true), (2, false)] {
+        let cfg = cfg_with(&[("rotational", 1), ("rotational_at_init", at_init)]);
+        let mut h = harness(cfg, &GroupTree::new());
+        h.submit(rq(1, 1).sector(1000));
+        h.submit(rq(2, 2).sector(500_000_000).at(at(5)));
+        h.run_until(at(5));
+        let (a, b) = (sync_q(&h, 1).unwrap(), sync_q(&h, 2).unwrap());
+        assert_eq!(a == b, merged, "rotational_at_init {at_init}");
+        assert_eq!(
+            h.sched.bics[&CtxId(2)].stable_merge_q.is_some(),
+            !merged,
+            "scheduled instead"
+        );
+    }
+}
+
 #[test]
 fn bfq_raises_a_new_queue_and_ends_raising_after_120000_sectors() {
     let mut h = harness(Config::default(), &GroupTree::new());

@@ -48,6 +48,10 @@ pub fn policy_settings(
             }
         }
     }
+    if info.tunables.iter().any(|t| t.name == ROTATIONAL_AT_INIT) && meta.device.backing == "tmpfs"
+    {
+        s.set(ROTATIONAL_AT_INIT, 0);
+    }
     if info.tunables.iter().any(|t| t.name == "hz") {
         if let Some(hz) = kernel_hz(meta) {
             s.set("hz", i64::from(hz));
@@ -55,6 +59,13 @@ pub fn policy_settings(
     }
     (s, skipped)
 }
+
+/// Our bfq's tunable for the queue's rotational flag when the scheduler started. A loop
+/// device over tmpfs is non-rotational when attached (`loop_update_rotational`: tmpfs has no
+/// block device), and the recorder sets the scheduler before any `--set rotational=1`, so
+/// bfq started there on a non-rotational queue (`bfq_init_queue`). Over a file on a disk the
+/// loop device takes the disk's flag, not recorded: the recorded flag is kept.
+const ROTATIONAL_AT_INIT: &str = "rotational_at_init";
 
 /// The tunables of ours that follow blk-mq's scheduler tags from Linux 6.17 on, set for a
 /// recording of such a kernel unless its `iosched` names them: `whole_map_depths`

@@ -81,6 +81,8 @@ for mix in "${mixes[@]}"; do
 		seq-readers-rotational-nomerges1-*) extra+=(--set rotational=1 --set nomerges=1) ;;
 		# Buffered readers with 1 MiB of readahead (kfresh20).
 		readahead-1m-*) extra+=(--set read_ahead_kb=1024) ;;
+		# bfq's cooperator search on a rotational queue (kfid51).
+		bfqcoop-*-rotational) extra+=(--set rotational=1) ;;
 		esac
 		case "$mix:$sched" in
 		short-read-expire-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
@@ -174,7 +176,8 @@ for mix in "${mixes[@]}"; do
 			oddbs-*:bfq | bfqsi0-*:bfq | ddaging-*:bfq | manyjobs48-*:bfq | ddtrim-*:bfq | \
 			kybertgt-*:bfq | bfqbackseek-*:bfq | bfqtimeout8-*:bfq | qd64-*:bfq | \
 			ddprio20-*:bfq | kybertight-*:bfq | asyncwb-*:bfq | bfqlowlat*:bfq | \
-			nrsmall-*:bfq | ddbatch4-*:bfq | bfqlevels-*:bfq | ddexpire2-*:bfq) \
+			nrsmall-*:bfq | ddbatch4-*:bfq | bfqlevels-*:bfq | ddexpire2-*:bfq | \
+			bfqcoop-*:bfq | tpcclike-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
