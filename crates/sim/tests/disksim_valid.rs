@@ -67,13 +67,12 @@ fn demerit_of_identical_traces_reproduces_rms_c_conventions() {
     assert_eq!(validate::demerit(&a, &b), 0.0);
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "elevator-disksim-test-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A directory for one test's drive files, removed when the test ends.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("elevator-disksim-test-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 /// A minimal DiskSim drive in four files (.parv, .diskspecs, .model, .seek).
@@ -130,8 +129,9 @@ const SEEK: &str = "Seek distances measured: 3\n1, 1.0\n10, 2.0\n99, 5.0\n";
 
 #[test]
 fn a_small_disksim_drive_imports_and_runs() {
-    let dir = scratch("ok");
-    let spec = disksim::import(write_drive(&dir, "", SEEK, "")).expect("import");
+    let scratch = scratch("ok");
+    let dir = scratch.path();
+    let spec = disksim::import(write_drive(dir, "", SEEK, "")).expect("import");
     assert_eq!(spec.rpm, 6000.0);
     assert_eq!(spec.layout.zones[0].track_skew, 10);
     let mut h = Hdd::new(spec);
@@ -143,9 +143,10 @@ fn a_small_disksim_drive_imports_and_runs() {
 #[test]
 fn disksim_flags_import_as_disksim_4_applies_them() {
     // DiskSim 4.0 reads the flag but never sets up the dedicated segment.
-    let dir = scratch("wseg");
+    let scratch = scratch("wseg");
+    let dir = scratch.path();
     let specs = "   Use separate write segment = 1,\n   Extra write disconnect = 1,\n   Read any free blocks = 1,\n";
-    let spec = disksim::import(write_drive(&dir, "", SEEK, specs)).expect("import");
+    let spec = disksim::import(write_drive(dir, "", SEEK, specs)).expect("import");
     assert!(!spec.cache.separate_write_segment);
     assert!(spec.bus.extra_write_disconnect);
     assert!(spec.cache.read_any_free_blocks);
@@ -153,10 +154,11 @@ fn disksim_flags_import_as_disksim_4_applies_them() {
 
 #[test]
 fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
-    let dir = scratch("bad");
+    let scratch = scratch("bad");
+    let dir = scratch.path();
     // A seek file line that is not `distance, ms`.
     let e = disksim::import(write_drive(
-        &dir,
+        dir,
         "",
         "Seek distances measured: 2\n1, 1.0\n10; 2.0\n",
         "",
@@ -167,7 +169,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     assert_eq!(e.field, "distance, time");
 
     // A model value that is not a number.
-    let bad_model = write_drive(&dir, "", SEEK, "");
+    let bad_model = write_drive(dir, "", SEEK, "");
     let text = std::fs::read_to_string(dir.join("t.model")).expect("model");
     std::fs::write(
         dir.join("t.model"),
@@ -180,7 +182,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     assert_eq!(e.line(), Some(13));
 
     // An unknown sparing scheme.
-    let p = write_drive(&dir, "", SEEK, "");
+    let p = write_drive(dir, "", SEEK, "");
     let text = std::fs::read_to_string(dir.join("t.model")).expect("model");
     std::fs::write(
         dir.join("t.model"),
@@ -194,7 +196,7 @@ fn malformed_parv_model_seek_and_specs_name_file_line_and_field() {
     );
 
     // A diskspecs value out of range.
-    let p = write_drive(&dir, "", SEEK, "");
+    let p = write_drive(dir, "", SEEK, "");
     let text = std::fs::read_to_string(dir.join("t.diskspecs")).expect("specs");
     std::fs::write(
         dir.join("t.diskspecs"),
