@@ -901,14 +901,11 @@ impl Hdd {
                 // The dedicated write segment, or any but one (kept for reads).
                 let ws = self.write_segs;
                 let allowed = |i: usize| ws == 0 || i == 0;
+                // DiskSim's mode's limit, and one segment always kept for reads.
                 let limit = if ws > 0 {
                     1
                 } else {
-                    let all_but_one = self.buf.segs.len() - 1;
-                    self.spec
-                        .cache
-                        .write_segments
-                        .map_or(all_but_one, |w| all_but_one.min(w as usize))
+                    self.write_segment_limit().min(self.buf.segs.len() - 1)
                 };
                 loop {
                     let taken = |s: &super::cache::Segment| s.dirty || s.busy_until > now;
