@@ -150,6 +150,43 @@ pub fn latency_cell(
         .map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
 }
 
+/// The read latency columns' names, in [`latency_cells`]' order: the mean beside the
+/// percentiles fio prints by default, each with its unit.
+pub const READ_LATENCY_COLUMNS: [&str; 5] = [
+    "rd mean ms",
+    "rd p50 ms",
+    "rd p90 ms",
+    "rd p99 ms",
+    "rd p99.9 ms",
+];
+
+/// The write latency columns' names, as [`READ_LATENCY_COLUMNS`].
+pub const WRITE_LATENCY_COLUMNS: [&str; 5] = [
+    "wr mean ms",
+    "wr p50 ms",
+    "wr p90 ms",
+    "wr p99 ms",
+    "wr p99.9 ms",
+];
+
+/// A table's header of a row's leading columns, then per direction its own columns
+/// (`read`, `write`) each followed by that direction's latency columns: the one shape of
+/// `sim`'s, `run`'s and `replay`'s tables.
+pub fn latency_header(
+    lead: &[&'static str],
+    read: &[&'static str],
+    write: &[&'static str],
+) -> Vec<&'static str> {
+    [
+        lead,
+        read,
+        &READ_LATENCY_COLUMNS,
+        write,
+        &WRITE_LATENCY_COLUMNS,
+    ]
+    .concat()
+}
+
 /// A direction's mean, p50, p90, p99 and p99.9 latency cells, as [`latency_cell`] writes each.
 pub fn latency_cells(d: &elevator_workload::metrics::DirSummary, decimals: usize) -> [String; 5] {
     [

@@ -135,42 +135,17 @@ struct ReplayJson {
 
 /// The columns of the side-by-side table: fio's latency percentiles (p50, p90, p99, p99.9),
 /// as `sim` and `run` give them.
-const COMPARE_HEADER: [&str; 14] = [
-    "scheduler",
-    "seconds",
-    "reads",
-    "rd mean ms",
-    "rd p50 ms",
-    "rd p90 ms",
-    "rd p99 ms",
-    "rd p99.9 ms",
-    "writes",
-    "wr mean ms",
-    "wr p50 ms",
-    "wr p90 ms",
-    "wr p99 ms",
-    "wr p99.9 ms",
-];
+fn compare_header() -> Vec<&'static str> {
+    output::latency_header(&["scheduler", "seconds"], &["reads"], &["writes"])
+}
 
-/// The columns of a run's table of processes: [`COMPARE_HEADER`]'s, a process for a
+/// The columns of a run's table of processes: [`compare_header`]'s, a process for a
 /// scheduler and without the run's seconds.
-const PROCESS_HEADER: [&str; 13] = [
-    "process",
-    "reads",
-    "rd mean ms",
-    "rd p50 ms",
-    "rd p90 ms",
-    "rd p99 ms",
-    "rd p99.9 ms",
-    "writes",
-    "wr mean ms",
-    "wr p50 ms",
-    "wr p90 ms",
-    "wr p99 ms",
-    "wr p99.9 ms",
-];
+fn process_header() -> Vec<&'static str> {
+    output::latency_header(&["process"], &["reads"], &["writes"])
+}
 
-/// A row of counts and latencies under [`PROCESS_HEADER`] (after its first cells): each
+/// A row of counts and latencies under [`process_header`] (after its first cells): each
 /// direction's requests, then its mean and fio's percentiles.
 fn latency_row(s: &JobSummary) -> Vec<String> {
     let mut row = Vec::with_capacity(12);
@@ -730,7 +705,7 @@ fn replay_spooled(
             if args.closed_loop { "closed" } else { "open" },
             args.speed
         );
-        output::say_str(&output::table(&COMPARE_HEADER, &compare));
+        output::say_str(&output::table(&compare_header(), &compare));
     }
     let what = format!(
         "{} loop, speed {}",
@@ -739,7 +714,7 @@ fn replay_spooled(
     );
     page.table(
         &format!("Schedulers side by side ({what})"),
-        &COMPARE_HEADER,
+        &compare_header(),
         &compare,
     );
     outcomes.keep(page.plot(
@@ -928,7 +903,7 @@ fn print_run(
         )]);
     }
     rows.push(row("total".into(), total));
-    output::say_str(&output::table(&PROCESS_HEADER, &rows));
+    output::say_str(&output::table(&process_header(), &rows));
     say!();
 }
 

@@ -228,28 +228,17 @@ pub(crate) fn table_rows(r: &RunReport, rows: &mut Vec<Vec<String>>) {
 /// The comparison table's columns: per direction the rate, then the mean latency beside
 /// fio's p50, p90, p99 and p99.9 (the completion latencies fio prints by default include
 /// these), each latency with its unit as a scenario's table names it (`rd p99 ms`).
-const TABLE_HEADER: [&str; 16] = [
-    "scheduler",
-    "job",
-    "read IOPS",
-    "read MB/s",
-    "rd mean ms",
-    "rd p50 ms",
-    "rd p90 ms",
-    "rd p99 ms",
-    "rd p99.9 ms",
-    "write IOPS",
-    "write MB/s",
-    "wr mean ms",
-    "wr p50 ms",
-    "wr p90 ms",
-    "wr p99 ms",
-    "wr p99.9 ms",
-];
+fn table_header() -> Vec<&'static str> {
+    crate::output::latency_header(
+        &["scheduler", "job"],
+        &["read IOPS", "read MB/s"],
+        &["write IOPS", "write MB/s"],
+    )
+}
 
 /// The comparison table of [`table_rows`]' rows: the run and the job left-aligned, no rule.
 pub(crate) fn table(rows: &[Vec<String>]) -> String {
-    crate::output::table_with(&TABLE_HEADER, rows, 2, false)
+    crate::output::table_with(&table_header(), rows, 2, false)
 }
 
 /// Run the subcommand.
@@ -494,7 +483,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     outcomes.keep(tgt.remember().map_err(anyhow::Error::from));
     page.table(
         &format!("{} on {target_name}", args.job_file.display()),
-        &TABLE_HEADER,
+        &table_header(),
         &rows,
     );
     outcomes.keep(crate::report::real::latency_cdf(&page, &recorded));

@@ -116,27 +116,15 @@ struct SimJson {
 /// The columns of a scenario run's table: per job, each direction's rate and its latency as
 /// fio reports it, the mean beside the percentiles fio prints by default (p50, p90, p99,
 /// p99.9; `--json` has the same figures, `lat_*_ms`).
-const JOB_HEADER: [&str; 17] = [
-    "job",
-    "group",
-    "seconds",
-    "read MB/s",
-    "read IOPS",
-    "rd mean ms",
-    "rd p50 ms",
-    "rd p90 ms",
-    "rd p99 ms",
-    "rd p99.9 ms",
-    "write MB/s",
-    "write IOPS",
-    "wr mean ms",
-    "wr p50 ms",
-    "wr p90 ms",
-    "wr p99 ms",
-    "wr p99.9 ms",
-];
+fn job_header() -> Vec<&'static str> {
+    crate::output::latency_header(
+        &["job", "group", "seconds"],
+        &["read MB/s", "read IOPS"],
+        &["write MB/s", "write IOPS"],
+    )
+}
 
-/// One job's row under [`JOB_HEADER`].
+/// One job's row under [`job_header`].
 fn job_row(j: &elevator_workload::metrics::JobSummary) -> Vec<String> {
     let mut row = vec![j.name.clone(), j.group.clone(), format!("{:.3}", j.seconds)];
     for d in [&j.read, &j.write] {
@@ -384,7 +372,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             report.end.as_secs_f64()
         );
         let rows: Vec<Vec<String>> = report.summaries().iter().map(job_row).collect();
-        let header = JOB_HEADER;
+        let header = job_header();
         output::say_str(&output::table(&header, &rows));
         say!();
         let title = format!("{} under {name} (seed {seed})", scenario.name);
