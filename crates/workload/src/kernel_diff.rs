@@ -82,9 +82,10 @@
 //!   scheduler chooses among is what was inserted before the hardware queue ran (a plugged
 //!   batch, kblockd's asynchronous run). [`Pace::Kernel`] (the default) runs our queue where
 //!   the kernel ran its own: each kernel dispatch lets ours dispatch one request then (kept
-//!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked once more
-//!   where a kernel run that dispatched ended, as the kernel's was, for the side effects of
-//!   a call that returns nothing ([`asked_at_empty_runs`]), and after an insertion below a
+//!   while ours idles, dropped if ours has nothing queued); mq-deadline is asked twice more
+//!   where a kernel run that dispatched ended, as the kernel's was (the dispatching round's
+//!   last call and the next round's first), for the side effects of a call that returns
+//!   nothing ([`asked_at_empty_runs`]), and after an insertion below a
 //!   priority level with a request in flight that no dispatch follows within 20 us (the run
 //!   after it could dispatch nothing; one run after a task's insertions in a row, a plugged
 //!   batch);

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use crate::agreement::QueueEvent;
 use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
 
-/// Whether the replay asks `policy` once more at the end of each of the kernel's queue runs
-/// (at its pace: the call that returned nothing, which no tracepoint shows,
+/// Whether the replay asks `policy` twice more at the end of each of the kernel's queue runs
+/// (at its pace: the two calls that returned nothing, which no tracepoint shows,
 /// `Replay::with_empty_runs`), and after each insertion below a busy priority level that
 /// no dispatch follows at once (`Replay::with_blocked_insertion_runs`). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged

@@ -403,10 +403,14 @@ impl<'a> Replay<'a> {
         out
     }
 
-    /// `timeline` with a [`KEvent::EmptyRun`] after the last dispatch of each of the kernel's
-    /// queue runs: `__blk_mq_do_dispatch_sched` asks the scheduler until it returns nothing
-    /// or has no work (the loop device never refuses a request), and that last call, which
-    /// no tracepoint shows, has side effects in mq-deadline. Not modelled: the runs that
+    /// `timeline` with two [`KEvent::EmptyRun`]s after the last dispatch of each of the
+    /// kernel's queue runs: `__blk_mq_do_dispatch_sched` asks the scheduler until it returns
+    /// nothing or has no work (the loop device never refuses a request), and that last call,
+    /// which no tracepoint shows, has side effects in mq-deadline; a round that dispatched
+    /// makes `blk_mq_do_dispatch_sched` start another, whose first call returns nothing too
+    /// when requests are still queued (`has_work`). Each ask is made only if ours holds
+    /// requests ([`Self::empty_run`]), as the kernel's second round asks only if
+    /// `dd_has_work`. Not modelled: the runs that
     /// dispatched nothing at all (after an insertion the scheduler held back, and the
     /// re-run `blk_mq_delay_run_hw_queues` arms `BLK_MQ_BUDGET_DELAY` after a refusal),
     /// which the trace cannot tell from an insertion whose run kblockd made later, but for
@@ -417,6 +421,8 @@ impl<'a> Replay<'a> {
             out.push(e);
             let next_dispatch = matches!(timeline.get(p + 1), Some((_, KEvent::Dispatch { .. })));
             if matches!(e.1, KEvent::Dispatch { .. }) && !next_dispatch {
+                // The dispatching round's last call, then the next round's first.
+                out.push((e.0, KEvent::EmptyRun));
                 out.push((e.0, KEvent::EmptyRun));
             }
         }
@@ -825,3 +831,43 @@ const TAG_SLEEP: Nanos = Nanos(30_000);
 /// in one, 27 us in another). At the kernel's pace a firing bfq's log shows within it (a
 /// TOO_IDLE expiry, [`BfqLogTimes::timer_fires`]) is taken instead.
 const TIMER_LATENCY: Nanos = Nanos(30_000);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(us: u64) -> (Nanos, KEvent) {
+        (Nanos::from_us(us), KEvent::Dispatch { early: false })
+    }
+
+    fn empty_runs_after(timeline: &[(Nanos, KEvent)]) -> Vec<usize> {
+        timeline
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.1, KEvent::EmptyRun))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// `blk_mq_do_dispatch_sched` (6.18) repeats `__blk_mq_do_dispatch_sched` while a round
+    /// dispatched: a run whose dispatching round ended on a call that returned nothing makes
+    /// a second round, whose first call (`dd_has_work` still true) returns nothing as well.
+    /// Both calls go through `dd_dispatch_prio_aged_requests`, which moves mq-deadline's
+    /// `starved` count on each (branch kfid52: `cbssplit-...-nr32` decision 116, the kernel
+    /// chose a real-time write there once the count had reached `writes_starved`).
+    #[test]
+    fn a_run_that_dispatched_ends_with_two_calls_that_return_nothing() {
+        let timeline = vec![
+            (Nanos::from_us(1), KEvent::Arrive(0)),
+            (Nanos::from_us(1), KEvent::Arrive(1)),
+            dispatch(2),
+            dispatch(2),
+            (Nanos::from_us(9), KEvent::Arrive(2)),
+            dispatch(10),
+        ];
+        let out = Replay::with_empty_runs(timeline);
+        assert_eq!(empty_runs_after(&out), vec![4, 5, 8, 9]);
+        assert!(matches!(out[3].1, KEvent::Dispatch { .. }));
+        assert!(matches!(out[6].1, KEvent::Arrive(2)));
+    }
+}
