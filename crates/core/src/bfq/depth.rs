@@ -131,8 +131,6 @@ pub(super) struct TagWait {
     /// when it got a tag after sleeping for one (the sleep drops the cached time). bfq's
     /// stamps at an insertion read it.
     plug_clock: IdMap<CtxId, PlugClock>,
-    /// The request [`Bfq::allocate`] is admitting now (its tag taken without a sleep).
-    allocating: Option<u64>,
     /// The ids of the requests waiting (in `lines`, or alone in `heads`), so that
     /// [`Bfq::waits_for_tag`] is one look-up: it scanned every line, and the block layer asks
     /// it of every waiting request after each call, so 10^4 requests of one process waiting
@@ -288,10 +286,9 @@ impl Bfq {
         w.seq += 1;
         w.len += 1;
         w.waiting.insert(rq.id.0);
-        w.allocating = Some(rq.id.0);
+        let id = rq.id.0;
         w.heads.push_back((Head::Alone(rq), depth, w.seq));
-        self.admit_waiting(t);
-        self.tag_wait.allocating = None;
+        self.admit_waiting_now(t, Some(id));
     }
 
     /// Whether request `id` waits for a scheduler tag outside bfq: in its process's line, or
@@ -348,11 +345,8 @@ impl Bfq {
             // A task that had its tag within a few microseconds of its depth decision did
             // not sleep: its plug keeps the time it cached first (`blk_time_get_ns`; only a
             // sleep drops it, `blk_plug_invalidate_ts`), as for a request allocated now.
-            if t.saturating_sub(decided) <= TAG_SLEEP {
-                w.allocating = Some(id);
-            }
-            self.admit_waiting(t);
-            self.tag_wait.allocating = None;
+            let awake = t.saturating_sub(decided) <= TAG_SLEEP;
+            self.admit_waiting_now(t, awake.then_some(id));
         }
     }
 
@@ -371,8 +365,15 @@ impl Bfq {
     /// request starts allocating. With `tag_sleepers`, as blk-mq does instead
     /// ([`Bfq::admit_woken`]).
     pub(super) fn admit_waiting(&mut self, t: Tick) {
+        self.admit_waiting_now(t, None);
+    }
+
+    /// [`Bfq::admit_waiting`], where request `awake` (if any) is allocating now without
+    /// having slept for its tag: if it takes one now, its plug keeps the time it cached
+    /// first ([`Bfq::admit_alone`]).
+    fn admit_waiting_now(&mut self, t: Tick, awake: Option<u64>) {
         if self.cfg.tag_sleepers {
-            return self.admit_woken(t);
+            return self.admit_woken(t, awake);
         }
         loop {
             let tags = &self.tags;
@@ -394,7 +395,7 @@ impl Bfq {
                 self.tag_wait.refused = Some(now);
                 return;
             };
-            self.admit_head(at, t);
+            self.admit_head(at, t, awake);
         }
     }
 
@@ -411,7 +412,7 @@ impl Bfq {
     /// may not take stays free for whoever allocates next, while a head that could take it
     /// sleeps on. Deviation: the woken task retries at once (the kernel's runs after a
     /// wake-up latency, in which another allocation may take the tag).
-    fn admit_woken(&mut self, t: Tick) {
+    fn admit_woken(&mut self, t: Tick, awake: Option<u64>) {
         loop {
             let w = &self.tag_wait;
             let trying = w
@@ -420,7 +421,7 @@ impl Bfq {
                 .position(|(h, _, n)| w.awake(h) && !w.sleepers.holds(*n));
             if let Some(at) = trying {
                 if self.tags.may_take(self.tag_wait.heads[at].1) {
-                    self.admit_head(at, t);
+                    self.admit_head(at, t, awake);
                 } else {
                     let n = self.tag_wait.heads[at].2;
                     self.tag_wait.sleepers.sleep(n);
@@ -444,11 +445,14 @@ impl Bfq {
     /// The head at `at` takes its tag: its request is allocated, and inserted (a line's) or
     /// held until its insertion (one allocated ahead); its process's next request starts
     /// allocating.
-    fn admit_head(&mut self, at: usize, t: Tick) {
+    fn admit_head(&mut self, at: usize, t: Tick, awake: Option<u64>) {
         let (head, depth, _) = self.tag_wait.heads.remove(at).expect("found");
         let ctx = match head {
             Head::Line(ctx) => ctx,
-            Head::Alone(rq) => return self.admit_alone(rq, depth, t),
+            Head::Alone(rq) => {
+                let now = awake == Some(rq.id.0);
+                return self.admit_alone(rq, depth, now, t);
+            }
         };
         let line = self
             .tag_wait
@@ -476,13 +480,14 @@ impl Bfq {
     }
 
     /// A request allocated ahead takes its tag: it enters bfq now if it was inserted while
-    /// waiting, else it is held until its insertion.
-    fn admit_alone(&mut self, rq: Request, depth: Depth, t: Tick) {
+    /// waiting, else it is held until its insertion. `awake`: its task allocates now without
+    /// having slept for the tag ([`Bfq::admit_waiting_now`]).
+    fn admit_alone(&mut self, rq: Request, depth: Depth, awake: bool, t: Tick) {
         let w = &mut self.tag_wait;
         w.len -= 1;
         w.waiting.remove(&rq.id.0);
         w.admitted += 1;
-        if w.allocating == Some(rq.id.0) {
+        if awake {
             // A plug is one task's, its requests allocated back to back on one CPU: an
             // allocation of the process on another CPU or after a pause (another thread, an
             // io_uring worker, while a request of its is still allocated ahead) is another
