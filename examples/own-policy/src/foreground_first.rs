@@ -26,6 +26,7 @@
 
 use std::collections::VecDeque;
 
+use elevator_core::registry::{Kind, SchedulerInfo};
 use elevator_core::tunable::{check_range, lookup, Tunable, Unit};
 use elevator_core::{
     Dispatch, IoClass, Nanos, Op, Request, RequestId, Scheduler, Settings, TunableError,
@@ -56,6 +57,18 @@ pub const TUNABLES: &[Tunable] = &[
         doc: "a background request queued this long goes next, ahead of the foreground",
     },
 ];
+
+/// The policy as the registry describes a scheduler: for the APIs that take a
+/// [`SchedulerSpec`](elevator_core::registry::SchedulerSpec) (`INFO.spec()`), such as the
+/// FUSE mount's `elevator_mount::mount_spec`. It is not in the registry's list.
+pub static INFO: SchedulerInfo = SchedulerInfo {
+    name: NAME,
+    aliases: &[],
+    summary: "elevator's example of an outside policy: idle-class requests in the \
+              foreground's quiet time, with an aging bound",
+    tunables: TUNABLES,
+    kind: Kind::Policy(|settings, _groups| Ok(Box::new(ForegroundFirst::from_settings(settings)?))),
+};
 
 /// A request waiting here, with the time it was queued.
 #[derive(Clone, Debug)]
