@@ -73,7 +73,18 @@ fn mount_and_copy(dir: &Path) -> Result<Seen, Box<dyn std::error::Error>> {
     Ok(seen)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `main` does, its error for `main` to print.
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let seen = mount_and_copy(dir.path())?;
     print!(".elevator/scheduler: {}", seen.scheduler);

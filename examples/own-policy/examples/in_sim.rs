@@ -1,12 +1,13 @@
 //! A policy of your own in the simulator, beside registry schedulers, on one fio job file.
 //!
 //! ```text
-//! cargo run --release -p elevator-own-policy --example in_sim -- [JOB.fio] [DRIVE]
+//! cargo run --release -p elevator-own-policy --example in_sim -- [JOB.fio] [DRIVE] [QUIET_MS]
 //! ```
 //!
 //! Defaults: `examples/own-policy/jobs/reader-and-scrubber.fio` on the built-in
-//! `laptop-4200` drive (`elevator list` names the others). Prints, per scheduler, each job's
-//! I/Os, throughput and latency percentiles.
+//! `laptop-4200` drive (`elevator list` names the others), the policy's tunables at their
+//! defaults (`QUIET_MS` sets `quiet_ms`). Prints, per scheduler, each job's I/Os, throughput
+//! and latency percentiles.
 
 use std::path::{Path, PathBuf};
 
@@ -68,10 +69,15 @@ fn simulate(
         .collect())
 }
 
-/// Our policy and three registry schedulers on `job_file` and `drive`.
-fn compare(job_file: &Path, drive_name: &str) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+/// Our policy (with `settings`) and three registry schedulers on `job_file` and `drive`.
+fn compare(
+    job_file: &Path,
+    drive_name: &str,
+    settings: &Settings,
+) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
     let drive = DriveModel::resolve(drive_name)?;
-    let mut rows = simulate(job_file, &drive, |_| Box::new(ForegroundFirst::new()))?;
+    let ours = ForegroundFirst::from_settings(settings)?;
+    let mut rows = simulate(job_file, &drive, |_| Box::new(ours))?;
     for name in ["noop", "mq-deadline", "bfq"] {
         let spec = registry::find(name).expect("a registered scheduler");
         // The registry's schedulers take the device's rotational flag from the drive.
@@ -83,16 +89,33 @@ fn compare(job_file: &Path, drive_name: &str) -> Result<Vec<Row>, Box<dyn std::e
     Ok(rows)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `main` does, its error for `main` to print.
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let job_file = args.next().map_or_else(default_job_file, PathBuf::from);
     let drive = args.next().unwrap_or_else(|| "laptop-4200".to_string());
+    let mut settings = Settings::new();
+    if let Some(q) = args.next() {
+        let q = q.parse().map_err(|e| format!("QUIET_MS {q:?}: {e}"))?;
+        settings.set("quiet_ms", q);
+    }
+    let rows = compare(&job_file, &drive, &settings)?;
     println!("{} on {drive} (simulated)", job_file.display());
     println!(
         "{:<18} {:<10} {:>6} {:>8} {:>9} {:>9}",
         "scheduler", "job", "ios", "MB/s", "p50 ms", "p99 ms"
     );
-    for r in compare(&job_file, &drive)? {
+    for r in rows {
         println!(
             "{:<18} {:<10} {:>6} {:>8.2} {:>9.2} {:>9.2}",
             r.scheduler, r.job, r.ios, r.mb_s, r.p50_ms, r.p99_ms
@@ -103,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 #[test]
 fn the_policy_runs_in_the_simulator_beside_registry_schedulers() {
-    let rows = compare(&default_job_file(), "laptop-4200").unwrap();
+    let rows = compare(&default_job_file(), "laptop-4200", &Settings::new()).unwrap();
     let of = |sched: &str, job: &str| {
         rows.iter()
             .find(|r| r.scheduler == sched && r.job == job)

@@ -46,7 +46,8 @@ fn run_on_file(job_file: &Path, path: &Path) -> Result<RunReport, Box<dyn std::e
         },
     )?;
     let non_rotational = target::rotational(path) == Some(false);
-    let mut backend = UringBackend::new(t.file, t.size, DEFAULT_ENTRIES)?;
+    let mut backend = UringBackend::new(t.file, t.size, DEFAULT_ENTRIES)
+        .map_err(|e| format!("set up io_uring (is kernel.io_uring_disabled set?): {e}"))?;
     let mut sched = ForegroundFirst::new();
     let opts = RunOptions {
         groups,
@@ -56,7 +57,18 @@ fn run_on_file(job_file: &Path, path: &Path) -> Result<RunReport, Box<dyn std::e
     Ok(run(&mut backend, &mut sched, jobs, &opts)?)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match try_main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `main` does, its error for `main` to print.
+fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let job_file = args.next().map_or_else(default_job_file, PathBuf::from);
     let dir = match args.next() {
