@@ -205,6 +205,53 @@ fn find(name: &str) -> Result<SchedulerSpec, Error> {
 /// the first I/O; a run that fails part way returns the error naming its scheduler. `stop`,
 /// once set, ends the layout or the run early (the run's figures are then partial).
 pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<CellResult>, Error> {
+    run_under(spec, stop, None)
+}
+
+/// As [`run`], under `scheds` instead of `spec.sched`'s registered names: any
+/// [`SchedulerSpec`], registered or not (a policy written outside the registry gives its own
+/// [`SchedulerInfo`](elevator_core::registry::SchedulerInfo)'s `spec()`;
+/// docs/extending.md). `spec.sched` is not read. `spec.set` takes unscoped names only
+/// (`quiet_ms`, set for every scheduler that has it, and each must apply to one); a
+/// `SCHED.NAME` key is refused, since it names a registered scheduler.
+pub fn run_specs(
+    spec: &RealSpec,
+    stop: Option<&'static AtomicBool>,
+    scheds: &[SchedulerSpec],
+) -> Result<Vec<CellResult>, Error> {
+    if scheds.is_empty() {
+        return Err(Error::arg("sched", "no scheduler given"));
+    }
+    run_under(spec, stop, Some(scheds))
+}
+
+/// Every key of `extra` is unscoped and a tunable of one of `infos` (for [`run_specs`]).
+fn check_own_sets(extra: &Settings, infos: &[SchedulerSpec]) -> Result<(), Error> {
+    for k in extra.names() {
+        let arg = format!("set {k}");
+        if k.contains('.') {
+            return Err(Error::arg(
+                arg,
+                "a SCHED.NAME setting names a registered scheduler: give NAME alone",
+            ));
+        }
+        if !infos.iter().any(|i| i.has_tunable(k)) {
+            let names: Vec<&str> = infos.iter().map(|i| i.name).collect();
+            return Err(Error::arg(
+                arg,
+                format!("none of the schedulers {names:?} has a tunable of that name"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`run`] under `given`, or under `spec.sched`'s registered names when `None`.
+fn run_under(
+    spec: &RealSpec,
+    stop: Option<&'static AtomicBool>,
+    given: Option<&[SchedulerSpec]>,
+) -> Result<Vec<CellResult>, Error> {
     let file = match (&spec.fio, &spec.fio_text) {
         (Some(p), None) => fio_file::read(Path::new(p))?,
         (None, Some(t)) => {
@@ -235,12 +282,21 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
             ));
         }
     }
-    let names = if spec.sched.is_empty() {
-        vec!["none".to_string()]
-    } else {
-        spec.sched.clone()
+    let (names, infos): (Vec<String>, Vec<SchedulerSpec>) = match given {
+        Some(specs) => (
+            specs.iter().map(|i| i.name.to_string()).collect(),
+            specs.to_vec(),
+        ),
+        None => {
+            let names = if spec.sched.is_empty() {
+                vec!["none".to_string()]
+            } else {
+                spec.sched.clone()
+            };
+            let infos = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
+            (names, infos)
+        }
     };
-    let infos: Vec<SchedulerSpec> = names.iter().map(|n| find(n)).collect::<Result<_, _>>()?;
     // Each scheduler once, by name or alias (`["none", "noop"]` ran one twice), as
     // `elevator run --sched` since round 9.
     for (i, a) in infos.iter().enumerate() {
@@ -260,7 +316,10 @@ pub fn run(spec: &RealSpec, stop: Option<&'static AtomicBool>) -> Result<Vec<Cel
     for (k, v) in &spec.set {
         extra.set(k, *v);
     }
-    crate::grid::check_sets(&extra, &names)?;
+    match given {
+        Some(_) => check_own_sets(&extra, &infos)?,
+        None => crate::grid::check_sets(&extra, &names)?,
+    }
     check_buffer_memory(&file)?;
     let ramp = ramp_time(&file)?;
     let seed = spec.seed.unwrap_or(1);
@@ -383,6 +442,8 @@ fn sim_record(r: &elevator_real::exec::RequestRecord) -> elevator_sim::engine::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use elevator_core::registry::{Kind, SchedulerInfo};
+    use elevator_core::TunableError;
 
     fn parse(text: &str) -> FioFile {
         fio_file::parse(Path::new("t.fio"), text).unwrap()
@@ -443,6 +504,78 @@ mod tests {
         assert_eq!(target_capacity(&t, &f).unwrap(), 4 << 20);
         let f = parse("[w]\nrw=write\nbs=4k\nsize=0\n");
         assert!(bytes_for_new_target(&f).is_err(), "size=0 is no size");
+    }
+
+    /// A policy outside the registry: noop's decisions under a name of its own.
+    struct OwnFifo(elevator_core::noop::Noop);
+
+    impl elevator_core::Scheduler for OwnFifo {
+        fn name(&self) -> &'static str {
+            "own-fifo"
+        }
+        fn insert(&mut self, rq: elevator_core::Request, now: elevator_core::Nanos) {
+            self.0.insert(rq, now)
+        }
+        fn dispatch(&mut self, now: elevator_core::Nanos) -> elevator_core::Dispatch {
+            self.0.dispatch(now)
+        }
+        fn complete(&mut self, rq: &elevator_core::Request, now: elevator_core::Nanos) {
+            self.0.complete(rq, now)
+        }
+        fn queued(&self) -> usize {
+            self.0.queued()
+        }
+        fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+            self.0.set_tunable(name, value)
+        }
+    }
+
+    static OWN_FIFO: SchedulerInfo = SchedulerInfo {
+        name: "own-fifo",
+        aliases: &[],
+        summary: "noop under another name, outside the registry",
+        tunables: &[],
+        kind: Kind::Policy(|s, _| {
+            Ok(Box::new(OwnFifo(elevator_core::noop::Noop::from_settings(
+                s,
+            )?)))
+        }),
+    };
+
+    #[test]
+    fn run_specs_runs_a_policy_outside_the_registry_on_a_temporary_file() {
+        assert!(registry::find("own-fifo").is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let spec = RealSpec {
+            fio_text: Some("[r]\nrw=read\nbs=4k\nsize=256k\n".into()),
+            target: Some(dir.path().join("t").to_str().unwrap().into()),
+            ..RealSpec::default()
+        };
+        let by_name = RealSpec {
+            sched: vec!["own-fifo".into()],
+            ..spec.clone()
+        };
+        let e = run(&by_name, None).unwrap_err().to_string();
+        assert!(e.contains("no such scheduler"), "{e}");
+        let mut scoped = spec.clone();
+        scoped.set.insert("own-fifo.x".into(), 1);
+        let e = run_specs(&scoped, None, &[OWN_FIFO.spec()]).unwrap_err();
+        assert!(e.to_string().contains("SCHED.NAME"), "{e}");
+        let mut unknown = spec.clone();
+        unknown.set.insert("quantum".into(), 1);
+        let e = run_specs(&unknown, None, &[OWN_FIFO.spec()]).unwrap_err();
+        assert!(e.to_string().contains("has a tunable"), "{e}");
+        let cells = match run_specs(&spec, None, &[OWN_FIFO.spec()]) {
+            Ok(c) => c,
+            Err(e) if e.to_string().contains("O_DIRECT") || e.to_string().contains("io_uring") => {
+                eprintln!("skipping: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(cells.len(), 1);
+        assert_eq!(cells[0].scheduler, "own-fifo");
+        assert_eq!(cells[0].jobs[0].read.ios, 64);
     }
 
     /// Round 10: `elevator.run` of a job file onto itself, or of one scheduler twice (by

@@ -172,6 +172,12 @@ impl<S: Scheduler> Scheduler for Counted<S> {
     fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
         self.inner.set_tunable(name, value)
     }
+    fn keep_notes(&mut self) {
+        self.inner.keep_notes()
+    }
+    fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+        self.inner.take_notes()
+    }
 }
 
 #[cfg(test)]
@@ -223,5 +229,55 @@ mod tests {
         );
         assert_eq!((c.queued(), c.in_flight()), (0, 0));
         assert_eq!(s.name(), "noop");
+    }
+
+    /// noop that notes each insertion once asked to keep notes.
+    #[derive(Default)]
+    struct Noting {
+        inner: Noop,
+        keeping: bool,
+        notes: Vec<(Nanos, String)>,
+    }
+
+    impl Scheduler for Noting {
+        fn name(&self) -> &'static str {
+            "noting"
+        }
+        fn insert(&mut self, rq: Request, now: Nanos) {
+            if self.keeping {
+                self.notes.push((now, format!("insert {}", rq.id.0)));
+            }
+            self.inner.insert(rq, now);
+        }
+        fn dispatch(&mut self, now: Nanos) -> Dispatch {
+            self.inner.dispatch(now)
+        }
+        fn complete(&mut self, rq: &Request, now: Nanos) {
+            self.inner.complete(rq, now);
+        }
+        fn queued(&self) -> usize {
+            self.inner.queued()
+        }
+        fn set_tunable(&mut self, name: &str, value: i64) -> Result<(), TunableError> {
+            self.inner.set_tunable(name, value)
+        }
+        fn keep_notes(&mut self) {
+            self.keeping = true;
+        }
+        fn take_notes(&mut self) -> Vec<(Nanos, String)> {
+            std::mem::take(&mut self.notes)
+        }
+    }
+
+    #[test]
+    fn the_policys_notes_pass_through_the_wrapper() {
+        let mut s = Counted::new(Noting::default());
+        s.keep_notes();
+        s.insert(rq(7, 1).build(), Nanos::from_ms(3));
+        assert_eq!(
+            s.take_notes(),
+            [(Nanos::from_ms(3), "insert 7".to_string())]
+        );
+        assert!(s.take_notes().is_empty(), "taken once");
     }
 }

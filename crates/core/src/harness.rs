@@ -3,7 +3,16 @@
 //! Policies' unit and property tests build a situation by hand with [`rq`], drive it with a
 //! [`Harness`], and read back what was dispatched when. The harness asserts the driver-side
 //! invariants as it goes: every request dispatched and completed exactly once, `now` never
-//! decreasing, and no dispatch of a request that was never inserted.
+//! decreasing, and no dispatch of a request that was never inserted; a run ends with every
+//! request completed and nothing left in the policy. [`Outcome::longest_wait`] is what a
+//! starvation bound is checked against. It is public: a policy written outside this crate is
+//! tested with it the same way (docs/extending.md).
+//!
+//! What it does not do: it merges only through [`Scheduler::try_merge`] (never
+//! [`Scheduler::merge_next`]), inserts at arrival (never [`Scheduler::allocate`]), asks for a
+//! dispatch at an `Idle` deadline but never calls [`Scheduler::fire_timer`], and completes
+//! each request after the time its cost function gives, at a fixed depth;
+//! [`crate::block::BlockLayer`] is the whole protocol.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -143,6 +152,18 @@ impl Outcome {
     /// Request ids in dispatch order.
     pub fn dispatch_order(&self) -> Vec<u64> {
         self.served.iter().map(|s| s.rq.id.0).collect()
+    }
+    /// Of the requests `of` accepts, the one that waited longest from its arrival (its
+    /// `submitted` time) to its dispatch, and that wait: what a starvation bound is checked
+    /// against (a policy that promises no request of a class waits more than `B` has
+    /// `longest_wait(in_class) <= B` on every run; `|_| true` for every request). `None`
+    /// when no such request was dispatched.
+    pub fn longest_wait(&self, of: impl Fn(&Request) -> bool) -> Option<(RequestId, Nanos)> {
+        self.served
+            .iter()
+            .filter(|s| of(&s.rq))
+            .map(|s| (s.rq.id, s.dispatched.saturating_sub(s.rq.submitted)))
+            .max_by_key(|&(id, wait)| (wait, std::cmp::Reverse(id.0)))
     }
     /// The record for request `id`.
     pub fn of(&self, id: u64) -> &Served {

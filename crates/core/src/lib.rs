@@ -43,7 +43,8 @@
 //! - [`qos`]: the cgroup v2 controllers at the rq_qos position (io.cost).
 //! - [`tunable`] and [`registry`]: each policy's sysfs-named tunables and the list of policies.
 //! - one module per policy, each opening with the kernel version it follows and its deviations.
-//! - [`harness`]: a tiny deterministic driver used by the policies' tests.
+//! - [`harness`]: a tiny deterministic driver with conservation checks, for the policies' tests
+//!   and for a policy of your own (docs/extending.md).
 //! - `fifo` and `sort_list` (internal): the FIFOs over one slab of queued requests (deadline,
 //!   mq-deadline, kyber) and the sector-sorted list (anticipatory) the policies share.
 

@@ -11,7 +11,10 @@ pub enum Dispatch {
     Request(Request),
     /// Requests may be queued, but the policy keeps the device idle on purpose (anticipation,
     /// slice idling, a token bucket ...). The driver asks again at `until`, or earlier if an
-    /// insert or a completion happens first.
+    /// insert or a completion happens first. `until` is later than the `now` of the call: a
+    /// driver asks again at once for a time already reached, and a policy that answers so
+    /// again and again holds its driver at one instant ([`crate::harness::Harness`] refuses
+    /// it).
     Idle {
         /// When to ask again at the latest.
         until: Nanos,
@@ -160,10 +163,14 @@ pub trait Scheduler {
         let _ = (id, now);
     }
 
-    /// The device has room for one more request: what should it get?
+    /// The device has room for one more request: what should it get? Each inserted request
+    /// is handed out exactly once, with its id unchanged (the block layer panics naming the
+    /// policy on a request dispatched twice or never given).
     fn dispatch(&mut self, now: Nanos) -> Dispatch;
 
-    /// The device finished `rq` (as it was dispatched) at `now`.
+    /// The device finished `rq` (as it was dispatched, grown by any merges) at `now`. A
+    /// request merged into another ([`try_merge`](Scheduler::try_merge)) is never completed
+    /// on its own: it completes with the one it joined.
     fn complete(&mut self, rq: &Request, now: Nanos);
 
     /// As [`complete`](Scheduler::complete), where the policy reads its clock for the
@@ -201,7 +208,12 @@ pub trait Scheduler {
     }
 
     /// Requests inserted (or taken by [`allocate`](Scheduler::allocate)) and not yet
-    /// dispatched.
+    /// dispatched. Drivers rely on it being exact: the block layer asks a policy holding
+    /// nothing for no request in some paths, counts it in [`BlockLayer::queued`] and
+    /// [`BlockLayer::is_idle`], and the harness ends a run only at 0.
+    ///
+    /// [`BlockLayer::queued`]: crate::block::BlockLayer::queued
+    /// [`BlockLayer::is_idle`]: crate::block::BlockLayer::is_idle
     fn queued(&self) -> usize;
 
     /// The largest request, in sectors, this policy wants to be given. A driver splits a

@@ -51,7 +51,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use elevator_core::{registry, Settings};
+use elevator_core::registry::{self, SchedulerSpec};
+use elevator_core::Settings;
 use elevator_real::mountinfo;
 use elevator_real::submit::{Engine, EngineOptions, Handle, RequestLog};
 use fuser::{Config, MountOption, SessionACL};
@@ -154,10 +155,22 @@ impl fmt::Debug for Mounted {
     }
 }
 
-/// Mount `cfg.backing` on `cfg.mountpoint`. Serve with [`Mounted::run`].
+/// Mount `cfg.backing` on `cfg.mountpoint` under the registered scheduler
+/// `cfg.scheduler`. Serve with [`Mounted::run`].
 pub fn mount(cfg: &MountConfig) -> Result<Mounted, MountError> {
     let info = registry::find(&cfg.scheduler)
         .ok_or_else(|| MountError::UnknownScheduler(cfg.scheduler.clone()))?;
+    mount_spec(cfg, info)
+}
+
+/// As [`mount`], under the scheduler `info` describes, registered or not (`cfg.scheduler` is
+/// not read): a policy written outside elevator's registry gives its own
+/// [`SchedulerInfo`](elevator_core::registry::SchedulerInfo) and mounts with its
+/// [`spec`](elevator_core::registry::SchedulerInfo::spec) (docs/extending.md). Its tunables
+/// are `.elevator/iosched/`'s files and `.elevator/scheduler` shows its name in brackets;
+/// writing a registered name there switches to that one (and no name switches back to an
+/// unregistered one).
+pub fn mount_spec(cfg: &MountConfig, info: SchedulerSpec) -> Result<Mounted, MountError> {
     cfg.settings
         .validate(info.name, info.tunables)
         .map_err(|e| MountError::Config(format!("--set: {e}")))?;
