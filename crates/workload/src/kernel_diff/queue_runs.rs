@@ -9,8 +9,8 @@ use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
 
 /// Whether the replay asks `policy` twice more at the end of each of the kernel's queue runs
 /// (at its pace: the two calls that returned nothing, which no tracepoint shows,
-/// `Replay::with_empty_runs`), and after each insertion below a busy priority level that
-/// no dispatch follows at once (`Replay::with_blocked_insertion_runs`). mq-deadline only: a refused dispatch of its changes what
+/// `Replay::with_empty_runs`), and after each insertion below a busy priority level (none of
+/// its requests listed) that no dispatch follows at once (`Replay::with_blocked_insertion_runs`). mq-deadline only: a refused dispatch of its changes what
 /// it chooses next (`dd_dispatch_prio_aged_requests` asks the lower levels with an aged
 /// latest start, and a refusal keeps the batch it started), and asking it there is what the
 /// kernel did. Not kyber, whose refusals are token waits ours answers with a timer the

@@ -344,7 +344,8 @@ impl<'a> Replay<'a> {
 
     /// `timeline` with a [`KEvent::EmptyRun`] after each insertion the kernel's mq-deadline
     /// could not dispatch from: a request inserted below a priority level that has a request
-    /// in flight (issued, not completed), with no dispatch within 20 us and not followed by
+    /// in flight (issued, not completed) and none in its lists, nor any level above it
+    /// ([`run_returns_nothing`]), with no dispatch within 20 us and not followed by
     /// another insertion of the same task (one run after a plugged batch). The queue run after an
     /// insertion (`blk_mq_run_hw_queue`, in the inserting task or kblockd) calls
     /// `dd_dispatch_request`, whose `dd_dispatch_prio_aged_requests` asks the lower levels
@@ -379,6 +380,8 @@ impl<'a> Replay<'a> {
         const SAME_RUN: Nanos = Nanos::from_us(20);
         let mut in_flight = [0i64; 3];
         let mut next = 0;
+        // The requests inserted and not yet issued (in mq-deadline's lists), as far as seen.
+        let mut in_lists: Vec<usize> = Vec::new();
         let mut out = Vec::with_capacity(timeline.len());
         for (p, &e) in timeline.iter().enumerate() {
             out.push(e);
@@ -386,6 +389,14 @@ impl<'a> Replay<'a> {
             while let Some(&(_, issue, l)) = flights.get(next).filter(|f| f.0 <= t) {
                 in_flight[l] += if issue { 1 } else { -1 };
                 next += 1;
+            }
+            in_lists.push(i);
+            in_lists.retain(|&j| {
+                reqs[j].merged_into.is_none() && reqs[j].issued.is_none_or(|at| at > t)
+            });
+            let mut listed = [0i64; 3];
+            for &j in &in_lists {
+                listed[level(&reqs[j])] += 1;
             }
             // The run comes after the last of a task's insertions in a row (a plug's
             // batch, `blk_mq_flush_plug_list`), or is a dispatch the trace shows at once
@@ -395,7 +406,7 @@ impl<'a> Replay<'a> {
                 Some((_, KEvent::Arrive(j))) => reqs[*j].pid == reqs[i].pid,
                 _ => false,
             };
-            let below_busy = (0..level(&reqs[i])).any(|l| in_flight[l] > 0);
+            let below_busy = run_returns_nothing(level(&reqs[i]), &listed, &in_flight);
             if below_busy && !run_later {
                 out.push((t, KEvent::EmptyRun));
             }
@@ -811,6 +822,19 @@ impl<'a> Replay<'a> {
     }
 }
 
+/// Whether mq-deadline's queue run after an insertion at priority level `level` (0 real
+/// time, 1 best effort, 2 idle) returns nothing, given each level's requests in its lists
+/// (`listed`) and in flight (`in_flight`): `dd_dispatch_request`'s priority loop (6.18)
+/// stops at the first level with requests (`dd_queued`: inserted, not completed) and
+/// dispatches from it if its lists hold one, so the run is empty only if that level is
+/// above the insertion's and all its requests are in flight. Not modelled: the aged
+/// requests `dd_dispatch_prio_aged_requests` takes first.
+fn run_returns_nothing(level: usize, listed: &[i64; 3], in_flight: &[i64; 3]) -> bool {
+    (0..level)
+        .find(|&l| listed[l] > 0 || in_flight[l] > 0)
+        .is_some_and(|l| listed[l] == 0)
+}
+
 /// Whether a task slept in tag allocation between its bio's `block_bio_queue` (`queued`) and
 /// its request's `block_getrq` (`created`): more than [`TAG_SLEEP`] apart.
 pub(super) fn slept(queued: Nanos, created: Nanos) -> bool {
@@ -855,6 +879,27 @@ mod tests {
     /// Both calls go through `dd_dispatch_prio_aged_requests`, which moves mq-deadline's
     /// `starved` count on each (branch kfid52: `cbssplit-...-nr32` decision 116, the kernel
     /// chose a real-time write there once the count had reached `writes_starved`).
+    /// `dd_dispatch_request` (6.18) serves the highest priority level with requests: a
+    /// best-effort insertion while real-time requests are in flight gets a run that returns
+    /// nothing, unless real-time requests wait in the lists (a plug's batch of both levels:
+    /// branch kfid53, `cbssplit-...-nr32` decision 532, where the kernel dispatched the
+    /// batch's real-time read 16 us later and the replay had asked ours at the insertion).
+    #[test]
+    fn dd_dispatch_request_serves_a_busy_levels_listed_requests() {
+        // Real time busy, nothing of it listed: the best-effort and idle insertions wait.
+        assert!(run_returns_nothing(1, &[0, 1, 0], &[2, 0, 0]));
+        assert!(run_returns_nothing(2, &[0, 1, 1], &[2, 0, 0]));
+        // A real-time request listed: the run dispatches it.
+        assert!(!run_returns_nothing(1, &[1, 1, 0], &[2, 0, 0]));
+        assert!(!run_returns_nothing(2, &[0, 1, 1], &[0, 0, 0]));
+        // Best effort busy and listed: an idle insertion's run dispatches best effort.
+        assert!(!run_returns_nothing(2, &[0, 1, 1], &[0, 3, 0]));
+        // Best effort busy, nothing listed above the idle insertion: empty.
+        assert!(run_returns_nothing(2, &[0, 0, 1], &[0, 3, 0]));
+        // Nothing above a real-time insertion can hold it back.
+        assert!(!run_returns_nothing(0, &[1, 0, 0], &[0, 5, 5]));
+    }
+
     #[test]
     fn a_run_that_dispatched_ends_with_two_calls_that_return_nothing() {
         let timeline = vec![
