@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
+use super::resolve::run_start;
 use super::tests::{meta, read, BATCH};
 use super::*;
 use crate::traces::ftrace::Recording;
@@ -518,4 +519,50 @@ fn a_bfq_logs_notes_may_start_and_end_at_the_traces_dispatches() {
             "{e}"
         );
     }
+}
+
+/// `--resolve` reads a queue run as starting at the earliest of its task's issues on its CPU
+/// just before the one moved, with no insertion by that task between: one run's
+/// `__blk_mq_do_dispatch_sched` dequeues its requests before `blk_mq_dispatch_rq_list`
+/// issues them one by one, while a task that inserts again (`blk_mq_insert_request`) runs
+/// the queue again after it (`blk_mq_run_hw_queue`), a new run. fio-10 on CPU 0 issues 100,
+/// inserts and issues 200 (a run of its own, from 200's issue), inserts 300 and 400 and
+/// issues both (one run, from 300's issue; CPU 1's issue between them is another run's);
+/// kblockd's issues are never chained.
+#[test]
+fn a_queue_run_starts_at_its_tasks_issues_since_its_last_insertion() {
+    let t = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000004: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000006: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000008: block_getrq: 7,0 R 300 + 8 [fio]
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 400 + 8 [fio]
+ fio-10 [000] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000011: block_rq_insert: 7,0 R 4096 () 400 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000011: block_getrq: 7,0 R 900 + 8 [fio]
+ fio-11 [001] ...1. 1.000011: block_rq_insert: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 400 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000020: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000021: block_getrq: 7,0 R 600 + 8 [fio]
+ fio-10 [000] ...1. 1.000022: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000022: block_rq_insert: 7,0 R 4096 () 600 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 600 + 8 be,0,4 [kworker/0:1H]
+",
+    );
+    let start = |sector: u64| {
+        let i = t.requests.iter().position(|r| r.sector == sector).unwrap();
+        let issue = t.first_dispatch(i).unwrap();
+        (run_start(&t, issue).0 - 1_000_000_000) / 1000
+    };
+    assert_eq!(
+        [100, 200, 300, 400, 900, 500, 600].map(start),
+        [3, 6, 12, 12, 12, 30, 31]
+    );
 }
