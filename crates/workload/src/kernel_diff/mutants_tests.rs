@@ -566,3 +566,40 @@ fn a_queue_run_starts_at_its_tasks_issues_since_its_last_insertion() {
         [3, 6, 12, 12, 12, 30, 31]
     );
 }
+
+/// A `meta.json` that is there but leads to no file is an error naming it and saying why,
+/// each case in its own words: a symbolic link to itself (ELOOP from `stat`) a loop to point
+/// at the recording's `meta.json`, a link to nothing the missing target, a directory not a
+/// file. A `meta.json` that is a file, or a link to one, is a recording.
+#[test]
+fn a_meta_json_leading_to_no_file_is_an_error_saying_why() {
+    let root = tempfile::tempdir().unwrap();
+    let rec = |name: &str| {
+        let d = root.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        (d.join("meta.json"), d)
+    };
+    let (meta, looped) = rec("looped");
+    std::os::unix::fs::symlink(&meta, &meta).unwrap();
+    let (meta, dangling) = rec("dangling");
+    std::os::unix::fs::symlink(root.path().join("gone.json"), &meta).unwrap();
+    let (meta, directory) = rec("directory");
+    std::fs::create_dir(&meta).unwrap();
+    for (dir, why) in [
+        (&looped, "a loop of symbolic links"),
+        (&dangling, "gone.json, which does not exist"),
+        (&directory, "not a file"),
+    ] {
+        let e = has_meta(dir).unwrap_err();
+        let named = dir.join("meta.json").display().to_string();
+        assert!(
+            e.starts_with(&format!("{named}: ")) && e.contains(why),
+            "{e}"
+        );
+    }
+    let (meta, file) = rec("file");
+    std::fs::write(&meta, "{}").unwrap();
+    let (meta, linked) = rec("linked");
+    std::os::unix::fs::symlink(file.join("meta.json"), &meta).unwrap();
+    assert_eq!((has_meta(&file), has_meta(&linked)), (Ok(true), Ok(true)));
+}
