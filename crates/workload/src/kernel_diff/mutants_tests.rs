@@ -603,3 +603,37 @@ fn a_meta_json_leading_to_no_file_is_an_error_saying_why() {
     std::os::unix::fs::symlink(file.join("meta.json"), &meta).unwrap();
     assert_eq!((has_meta(&file), has_meta(&linked)), (Ok(true), Ok(true)));
 }
+
+/// A discard is held to the recorded queue's `discard_max_bytes` (the larger of it and
+/// `discard_max_hw_bytes`), in sectors of 512 bytes: `bio_split_discard` splits a discard
+/// at that many bytes. With 1 MiB recorded, a discard of 2048 sectors is taken, one of 2056
+/// is refused naming the trace's line of its dispatch, the field and the limit in sectors.
+#[test]
+fn a_discard_is_held_to_the_queues_discard_max_bytes_in_sectors() {
+    let discard = |sectors: u32| {
+        read(&format!(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 D 0 + {sectors} [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 D {bytes} () 0 + {sectors} be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 D {bytes} () 0 + {sectors} be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 D () 0 + {sectors} be,0,4 [0]
+",
+            bytes = sectors * 512
+        ))
+    };
+    let mut rec = Recording {
+        dir: PathBuf::from("rec"),
+        meta: meta("mq-deadline"),
+    };
+    rec.meta.trace.file = "trace.txt".into();
+    rec.meta.device.bytes = 1 << 30;
+    for key in ["discard_max_bytes", "discard_max_hw_bytes"] {
+        rec.meta.queue.insert(key.into(), "1048576".into());
+    }
+    assert_eq!(check_requests(&rec, &discard(2048)), Ok(()));
+    let e = check_requests(&rec, &discard(2056)).unwrap_err();
+    assert!(
+        e.contains("trace.txt:3") && e.contains("sectors") && e.contains("limit of 2048 sectors"),
+        "{e}"
+    );
+}
