@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
-use super::resolve::run_start;
+use super::resolve::{moves_of, run_start};
 use super::tests::{meta, read, BATCH};
 use super::*;
 use crate::traces::ftrace::Recording;
@@ -636,4 +636,45 @@ fn a_discard_is_held_to_the_queues_discard_max_bytes_in_sectors() {
         e.contains("trace.txt:3") && e.contains("sectors") && e.contains("limit of 2048 sectors"),
         "{e}"
     );
+}
+
+/// `--resolve` moves a decision back past at most eight of the events the trace does not
+/// order with its issue (`MOST_PASSED`), one more at a time: fio-10 on CPU 0 inserted 100
+/// and issued it at 12 us, while fio-11 on CPU 1 inserted ten requests at 2-11 us, all
+/// within 10 us of the issue (`UNORDERED_ISSUE_GAP`); the moves pass 1 to 8 of them, the
+/// nearest first, and none passes nine or ten.
+#[test]
+fn a_decision_is_moved_back_past_at_most_eight_unordered_insertions() {
+    let mut text = String::from(
+        " fio-10 [000] ..... 1.000000: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000001: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+",
+    );
+    for k in 0..10u64 {
+        let sector = 1000 + 8 * k;
+        text += &format!(
+            " fio-11 [001] ..... 1.{:06}: block_getrq: 7,0 R {sector} + 8 [fio]
+ fio-11 [001] ...1. 1.{:06}: block_rq_insert: 7,0 R 4096 () {sector} + 8 be,0,4 [fio]
+",
+            2 + k,
+            2 + k
+        );
+    }
+    text += " fio-10 [000] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]\n";
+    let t = read(&text);
+    let issued = t.requests.iter().position(|r| r.sector == 100).unwrap();
+    let p = t
+        .queue_log
+        .iter()
+        .position(|e| *e == QueueEvent::Dispatch(issued))
+        .unwrap();
+    assert_eq!(p, 11);
+    let moves = moves_of(&t, &[], &t.queue_log, 0);
+    assert_eq!(
+        moves.iter().map(|(passed, _)| *passed).collect::<Vec<_>>(),
+        (1..=8).collect::<Vec<_>>()
+    );
+    for (passed, log) in &moves {
+        assert_eq!(log[p - passed], QueueEvent::Dispatch(issued), "{passed}");
+    }
 }

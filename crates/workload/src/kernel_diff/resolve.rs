@@ -173,7 +173,7 @@ pub(super) fn run_start(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
 /// The kernel's log with its `j`th dispatch moved back past 1, 2 ... of the events just
 /// before it that the trace does not order with its issue (module docs), nearest first,
 /// each with how many it passed.
-fn moves_of(
+pub(super) fn moves_of(
     trace: &KernelTrace,
     decided: &[Option<Nanos>],
     log: &[QueueEvent],
