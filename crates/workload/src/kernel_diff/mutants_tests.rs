@@ -678,3 +678,17 @@ fn a_decision_is_moved_back_past_at_most_eight_unordered_insertions() {
         assert_eq!(log[p - passed], QueueEvent::Dispatch(issued), "{passed}");
     }
 }
+
+/// The Kendall distance the table prints per recording, windowed over the kernel's order:
+/// BATCH under `none` dispatches 100, 500, 300 where the kernel took 100, 300, 500, one pair
+/// of three inverted in its one window of 32, so both the mean and the largest windowed
+/// distance are 1/3; mq-deadline's order is the kernel's, 0.
+#[test]
+fn the_largest_windowed_kendall_distance_is_the_windows_inversions() {
+    let t = read(BATCH);
+    let n = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+    assert_eq!(n.kendall, [1.0 / 3.0]);
+    assert_eq!((n.kendall_mean(), n.kendall_max()), (1.0 / 3.0, 1.0 / 3.0));
+    let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+    assert_eq!((d.kendall.as_slice(), d.kendall_max()), (&[0.0][..], 0.0));
+}
