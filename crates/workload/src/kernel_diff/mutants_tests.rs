@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use super::bfq_log::batch_allocated;
 use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
 use super::resolve::{moves_of, run_start};
 use super::tests::{meta, read, BATCH};
@@ -691,4 +692,27 @@ fn the_largest_windowed_kendall_distance_is_the_windows_inversions() {
     assert_eq!((n.kendall_mean(), n.kendall_max()), (1.0 / 3.0, 1.0 / 3.0));
     let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
     assert_eq!((d.kendall.as_slice(), d.kendall_max()), (&[0.0][..], 0.0));
+}
+
+/// A task's `[bfq_limit_depth]` note in the microsecond of its bio's `block_bio_queue` is
+/// that bio's own (`__blk_mq_alloc_requests` runs `bfq_limit_depth` after the bio is
+/// queued): its request was not taken from a plug's batch of tags. Only a request whose
+/// task's last note came before its bio was queued is one: here the write after the read.
+#[test]
+fn a_depth_note_in_the_microsecond_of_the_bios_queueing_is_its_own() {
+    let t = read(
+        " fio-10 [000] ..... 1.000779: block_bio_queue: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000787: block_getrq: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000790: block_bio_queue: 7,0 WS 40896 + 16 [fio]
+ fio-10 [000] ..... 1.000791: block_getrq: 7,0 WS 40896 + 16 [fio]
+",
+    );
+    let note = |us: u64| {
+        (
+            Nanos::from_us(1_000_000 + us),
+            "7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 64".to_string(),
+        )
+    };
+    assert_eq!(batch_allocated(&t, &[note(779)], &[10]), [false, true]);
+    assert_eq!(batch_allocated(&t, &[note(778)], &[10]), [true, true]);
 }
