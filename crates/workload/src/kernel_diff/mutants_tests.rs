@@ -1,7 +1,8 @@
 //! Tests written for the survivors of mutation testing the kernel oracle's replay
-//! (docs/testing.md, "The kernel oracle's replay (mutants36)" and "the kernel replay, shard
-//! 3/6 first half" (mutants39)): each pins a rule of the replay, the matching of bfq's log,
-//! the loading of a recording or the agreement counts that no other test read.
+//! (docs/testing.md, "The kernel oracle's replay (mutants36)", "the kernel replay, shard
+//! 3/6 first half" (mutants39) and "second half" (mutants40)): each pins a rule of the
+//! replay or of `--resolve`, the matching of bfq's log, the loading of a recording or the
+//! agreement figures that no other test read.
 
 use std::path::PathBuf;
 
