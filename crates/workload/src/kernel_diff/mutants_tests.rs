@@ -1,11 +1,14 @@
 //! Tests written for the survivors of mutation testing the kernel oracle's replay
-//! (docs/testing.md, "The kernel oracle's replay (mutants36)" and "the kernel replay, shard
-//! 3/6 first half" (mutants39)): each pins a rule of the replay, the matching of bfq's log,
-//! the loading of a recording or the agreement counts that no other test read.
+//! (docs/testing.md, "The kernel oracle's replay (mutants36)", "the kernel replay, shard
+//! 3/6 first half" (mutants39) and "second half" (mutants40)): each pins a rule of the
+//! replay or of `--resolve`, the matching of bfq's log, the loading of a recording or the
+//! agreement figures that no other test read.
 
 use std::path::PathBuf;
 
+use super::bfq_log::batch_allocated;
 use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
+use super::resolve::{moves_of, run_start};
 use super::tests::{meta, read, BATCH};
 use super::*;
 use crate::traces::ftrace::Recording;
@@ -518,4 +521,199 @@ fn a_bfq_logs_notes_may_start_and_end_at_the_traces_dispatches() {
             "{e}"
         );
     }
+}
+
+/// `--resolve` reads a queue run as starting at the earliest of its task's issues on its CPU
+/// just before the one moved, with no insertion by that task between: one run's
+/// `__blk_mq_do_dispatch_sched` dequeues its requests before `blk_mq_dispatch_rq_list`
+/// issues them one by one, while a task that inserts again (`blk_mq_insert_request`) runs
+/// the queue again after it (`blk_mq_run_hw_queue`), a new run. fio-10 on CPU 0 issues 100,
+/// inserts and issues 200 (a run of its own, from 200's issue), inserts 300 and 400 and
+/// issues both (one run, from 300's issue; CPU 1's issue between them is another run's);
+/// kblockd's issues are never chained.
+#[test]
+fn a_queue_run_starts_at_its_tasks_issues_since_its_last_insertion() {
+    let t = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000004: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] ...1. 1.000005: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000006: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000008: block_getrq: 7,0 R 300 + 8 [fio]
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 400 + 8 [fio]
+ fio-10 [000] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000011: block_rq_insert: 7,0 R 4096 () 400 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000011: block_getrq: 7,0 R 900 + 8 [fio]
+ fio-11 [001] ...1. 1.000011: block_rq_insert: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 300 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 900 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 400 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000020: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-10 [000] ..... 1.000021: block_getrq: 7,0 R 600 + 8 [fio]
+ fio-10 [000] ...1. 1.000022: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [000] ...1. 1.000022: block_rq_insert: 7,0 R 4096 () 600 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 600 + 8 be,0,4 [kworker/0:1H]
+",
+    );
+    let start = |sector: u64| {
+        let i = t.requests.iter().position(|r| r.sector == sector).unwrap();
+        let issue = t.first_dispatch(i).unwrap();
+        (run_start(&t, issue).0 - 1_000_000_000) / 1000
+    };
+    assert_eq!(
+        [100, 200, 300, 400, 900, 500, 600].map(start),
+        [3, 6, 12, 12, 12, 30, 31]
+    );
+}
+
+/// A `meta.json` that is there but leads to no file is an error naming it and saying why,
+/// each case in its own words: a symbolic link to itself (ELOOP from `stat`) a loop to point
+/// at the recording's `meta.json`, a link to nothing the missing target, a directory not a
+/// file. A `meta.json` that is a file, or a link to one, is a recording.
+#[test]
+fn a_meta_json_leading_to_no_file_is_an_error_saying_why() {
+    let root = tempfile::tempdir().unwrap();
+    let rec = |name: &str| {
+        let d = root.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        (d.join("meta.json"), d)
+    };
+    let (meta, looped) = rec("looped");
+    std::os::unix::fs::symlink(&meta, &meta).unwrap();
+    let (meta, dangling) = rec("dangling");
+    std::os::unix::fs::symlink(root.path().join("gone.json"), &meta).unwrap();
+    let (meta, directory) = rec("directory");
+    std::fs::create_dir(&meta).unwrap();
+    for (dir, why) in [
+        (&looped, "a loop of symbolic links"),
+        (&dangling, "gone.json, which does not exist"),
+        (&directory, "not a file"),
+    ] {
+        let e = has_meta(dir).unwrap_err();
+        let named = dir.join("meta.json").display().to_string();
+        assert!(
+            e.starts_with(&format!("{named}: ")) && e.contains(why),
+            "{e}"
+        );
+    }
+    let (meta, file) = rec("file");
+    std::fs::write(&meta, "{}").unwrap();
+    let (meta, linked) = rec("linked");
+    std::os::unix::fs::symlink(file.join("meta.json"), &meta).unwrap();
+    assert_eq!((has_meta(&file), has_meta(&linked)), (Ok(true), Ok(true)));
+}
+
+/// A discard is held to the recorded queue's `discard_max_bytes` (the larger of it and
+/// `discard_max_hw_bytes`), in sectors of 512 bytes: `bio_split_discard` splits a discard
+/// at that many bytes. With 1 MiB recorded, a discard of 2048 sectors is taken, one of 2056
+/// is refused naming the trace's line of its dispatch, the field and the limit in sectors.
+#[test]
+fn a_discard_is_held_to_the_queues_discard_max_bytes_in_sectors() {
+    let discard = |sectors: u32| {
+        read(&format!(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 D 0 + {sectors} [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 D {bytes} () 0 + {sectors} be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 D {bytes} () 0 + {sectors} be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 D () 0 + {sectors} be,0,4 [0]
+",
+            bytes = sectors * 512
+        ))
+    };
+    let mut rec = Recording {
+        dir: PathBuf::from("rec"),
+        meta: meta("mq-deadline"),
+    };
+    rec.meta.trace.file = "trace.txt".into();
+    rec.meta.device.bytes = 1 << 30;
+    for key in ["discard_max_bytes", "discard_max_hw_bytes"] {
+        rec.meta.queue.insert(key.into(), "1048576".into());
+    }
+    assert_eq!(check_requests(&rec, &discard(2048)), Ok(()));
+    let e = check_requests(&rec, &discard(2056)).unwrap_err();
+    assert!(
+        e.contains("trace.txt:3") && e.contains("sectors") && e.contains("limit of 2048 sectors"),
+        "{e}"
+    );
+}
+
+/// `--resolve` moves a decision back past at most eight of the events the trace does not
+/// order with its issue (`MOST_PASSED`), one more at a time: fio-10 on CPU 0 inserted 100
+/// and issued it at 12 us, while fio-11 on CPU 1 inserted ten requests at 2-11 us, all
+/// within 10 us of the issue (`UNORDERED_ISSUE_GAP`); the moves pass 1 to 8 of them, the
+/// nearest first, and none passes nine or ten.
+#[test]
+fn a_decision_is_moved_back_past_at_most_eight_unordered_insertions() {
+    let mut text = String::from(
+        " fio-10 [000] ..... 1.000000: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000001: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+",
+    );
+    for k in 0..10u64 {
+        let sector = 1000 + 8 * k;
+        text += &format!(
+            " fio-11 [001] ..... 1.{:06}: block_getrq: 7,0 R {sector} + 8 [fio]
+ fio-11 [001] ...1. 1.{:06}: block_rq_insert: 7,0 R 4096 () {sector} + 8 be,0,4 [fio]
+",
+            2 + k,
+            2 + k
+        );
+    }
+    text += " fio-10 [000] ..... 1.000012: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]\n";
+    let t = read(&text);
+    let issued = t.requests.iter().position(|r| r.sector == 100).unwrap();
+    let p = t
+        .queue_log
+        .iter()
+        .position(|e| *e == QueueEvent::Dispatch(issued))
+        .unwrap();
+    assert_eq!(p, 11);
+    let moves = moves_of(&t, &[], &t.queue_log, 0);
+    assert_eq!(
+        moves.iter().map(|(passed, _)| *passed).collect::<Vec<_>>(),
+        (1..=8).collect::<Vec<_>>()
+    );
+    for (passed, log) in &moves {
+        assert_eq!(log[p - passed], QueueEvent::Dispatch(issued), "{passed}");
+    }
+}
+
+/// The Kendall distance the table prints per recording, windowed over the kernel's order:
+/// BATCH under `none` dispatches 100, 500, 300 where the kernel took 100, 300, 500, one pair
+/// of three inverted in its one window of 32, so both the mean and the largest windowed
+/// distance are 1/3; mq-deadline's order is the kernel's, 0.
+#[test]
+fn the_largest_windowed_kendall_distance_is_the_windows_inversions() {
+    let t = read(BATCH);
+    let n = diff(&t, &meta("none"), &DiffOptions::default()).unwrap();
+    assert_eq!(n.kendall, [1.0 / 3.0]);
+    assert_eq!((n.kendall_mean(), n.kendall_max()), (1.0 / 3.0, 1.0 / 3.0));
+    let d = diff(&t, &meta("mq-deadline"), &DiffOptions::default()).unwrap();
+    assert_eq!((d.kendall.as_slice(), d.kendall_max()), (&[0.0][..], 0.0));
+}
+
+/// A task's `[bfq_limit_depth]` note in the microsecond of its bio's `block_bio_queue` is
+/// that bio's own (`__blk_mq_alloc_requests` runs `bfq_limit_depth` after the bio is
+/// queued): its request was not taken from a plug's batch of tags. Only a request whose
+/// task's last note came before its bio was queued is one: here the write after the read.
+#[test]
+fn a_depth_note_in_the_microsecond_of_the_bios_queueing_is_its_own() {
+    let t = read(
+        " fio-10 [000] ..... 1.000779: block_bio_queue: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000787: block_getrq: 7,0 R 58000 + 16 [fio]
+ fio-10 [000] ..... 1.000790: block_bio_queue: 7,0 WS 40896 + 16 [fio]
+ fio-10 [000] ..... 1.000791: block_getrq: 7,0 WS 40896 + 16 [fio]
+",
+    );
+    let note = |us: u64| {
+        (
+            Nanos::from_us(1_000_000 + us),
+            "7,0 1,0 m N bfq [bfq_limit_depth] wr_busy 1 sync 1 depth 64".to_string(),
+        )
+    };
+    assert_eq!(batch_allocated(&t, &[note(779)], &[10]), [false, true]);
+    assert_eq!(batch_allocated(&t, &[note(778)], &[10]), [true, true]);
 }

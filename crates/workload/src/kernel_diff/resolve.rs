@@ -142,7 +142,7 @@ fn first_divergence(d: &TraceDiff, from: usize) -> Option<usize> {
 /// events falling between), up to [`MOST_PASSED`] issues back. kblockd's runs are not
 /// chained (its worker inserts nothing, so its separate runs would read as one): for them,
 /// and for an issue no earlier one of the same run precedes, the issue's own time.
-fn run_start(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
+pub(super) fn run_start(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
     let mut start = issue.time;
     if issue.kblockd {
         return start;
@@ -173,7 +173,7 @@ fn run_start(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
 /// The kernel's log with its `j`th dispatch moved back past 1, 2 ... of the events just
 /// before it that the trace does not order with its issue (module docs), nearest first,
 /// each with how many it passed.
-fn moves_of(
+pub(super) fn moves_of(
     trace: &KernelTrace,
     decided: &[Option<Nanos>],
     log: &[QueueEvent],
