@@ -487,30 +487,21 @@ impl Bfq {
         w.len -= 1;
         w.waiting.remove(&rq.id.0);
         w.admitted += 1;
-        if awake {
-            // A plug is one task's, its requests allocated back to back on one CPU: an
-            // allocation of the process on another CPU or after a pause (another thread, an
-            // io_uring worker, while a request of its is still allocated ahead) is another
-            // plug's, which reads the time anew.
-            let kept = w
-                .plug_clock
-                .get(&rq.ctx)
-                .filter(|c| c.cpu == rq.cpu && t - c.last <= TAG_SLEEP);
-            let first = kept.map_or(t, |c| c.first);
-            let clock = PlugClock {
-                first,
-                last: t,
-                cpu: rq.cpu,
-            };
-            w.plug_clock.insert(rq.ctx, clock);
-        } else {
-            let clock = PlugClock {
-                first: t,
-                last: t,
-                cpu: rq.cpu,
-            };
-            w.plug_clock.insert(rq.ctx, clock);
-        }
+        // A task that slept for its tag reads the time anew. A plug is one task's, its
+        // requests allocated back to back on one CPU: an allocation of the process on another
+        // CPU or after a pause (another thread, an io_uring worker, while a request of its is
+        // still allocated ahead) is another plug's, which reads the time anew too.
+        let kept = w
+            .plug_clock
+            .get(&rq.ctx)
+            .filter(|c| awake && c.cpu == rq.cpu && t - c.last <= TAG_SLEEP);
+        let first = kept.map_or(t, |c| c.first);
+        let clock = PlugClock {
+            first,
+            last: t,
+            cpu: rq.cpu,
+        };
+        w.plug_clock.insert(rq.ctx, clock);
         let bit = self.tags.take_bit(depth, rq.cpu);
         let w = &mut self.tag_wait;
         match w.inserted_waiting.iter().position(|&id| id == rq.id.0) {
