@@ -74,13 +74,7 @@ fn mount_and_copy(dir: &Path) -> Result<Seen, Box<dyn std::error::Error>> {
 }
 
 fn main() -> std::process::ExitCode {
-    match try_main() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    elevator_own_policy::exit_code(try_main())
 }
 
 /// What `main` does, its error for `main` to print.

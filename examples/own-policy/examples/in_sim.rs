@@ -17,11 +17,6 @@ use elevator_own_policy::ForegroundFirst;
 use elevator_sim::{DriveModel, JobSlot, Simulation};
 use elevator_workload::fio_file;
 
-/// The job file the example runs when given none.
-fn default_job_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/reader-and-scrubber.fio")
-}
-
 /// One job's figures under one scheduler.
 #[derive(Debug)]
 struct Row {
@@ -90,19 +85,15 @@ fn compare(
 }
 
 fn main() -> std::process::ExitCode {
-    match try_main() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    elevator_own_policy::exit_code(try_main())
 }
 
 /// What `main` does, its error for `main` to print.
 fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let job_file = args.next().map_or_else(default_job_file, PathBuf::from);
+    let job_file = args
+        .next()
+        .map_or_else(elevator_own_policy::reader_and_scrubber, PathBuf::from);
     let drive = args.next().unwrap_or_else(|| "laptop-4200".to_string());
     let mut settings = Settings::new();
     if let Some(q) = args.next() {
@@ -126,7 +117,12 @@ fn try_main() -> Result<(), Box<dyn std::error::Error>> {
 
 #[test]
 fn the_policy_runs_in_the_simulator_beside_registry_schedulers() {
-    let rows = compare(&default_job_file(), "laptop-4200", &Settings::new()).unwrap();
+    let rows = compare(
+        &elevator_own_policy::reader_and_scrubber(),
+        "laptop-4200",
+        &Settings::new(),
+    )
+    .unwrap();
     let of = |sched: &str, job: &str| {
         rows.iter()
             .find(|r| r.scheduler == sched && r.job == job)

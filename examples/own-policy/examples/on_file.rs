@@ -20,11 +20,6 @@ use elevator_real::uring::DEFAULT_ENTRIES;
 use elevator_real::{run, RunOptions, RunReport, UringBackend};
 use elevator_workload::fio_file;
 
-/// The job file the example runs when given none.
-fn default_job_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/reader-and-scrubber.fio")
-}
-
 /// Run `job_file` under [`ForegroundFirst`] on a new file at `path` (laid out to the jobs'
 /// size first).
 fn run_on_file(job_file: &Path, path: &Path) -> Result<RunReport, Box<dyn std::error::Error>> {
@@ -58,19 +53,15 @@ fn run_on_file(job_file: &Path, path: &Path) -> Result<RunReport, Box<dyn std::e
 }
 
 fn main() -> std::process::ExitCode {
-    match try_main() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    elevator_own_policy::exit_code(try_main())
 }
 
 /// What `main` does, its error for `main` to print.
 fn try_main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let job_file = args.next().map_or_else(default_job_file, PathBuf::from);
+    let job_file = args
+        .next()
+        .map_or_else(elevator_own_policy::reader_and_scrubber, PathBuf::from);
     let dir = match args.next() {
         Some(d) => tempfile::tempdir_in(d)?,
         None => tempfile::tempdir()?,
@@ -97,7 +88,10 @@ fn try_main() -> Result<(), Box<dyn std::error::Error>> {
 #[test]
 fn the_policy_runs_on_a_temporary_file_through_io_uring() {
     let dir = tempfile::tempdir().unwrap();
-    let report = match run_on_file(&default_job_file(), &dir.path().join("target")) {
+    let report = match run_on_file(
+        &elevator_own_policy::reader_and_scrubber(),
+        &dir.path().join("target"),
+    ) {
         Ok(r) => r,
         // A file system without O_DIRECT, or io_uring disabled: nothing to run on here.
         Err(e) if e.to_string().contains("O_DIRECT") || e.to_string().contains("io_uring") => {

@@ -22,3 +22,21 @@
 pub mod foreground_first;
 
 pub use foreground_first::ForegroundFirst;
+
+/// The job file the examples run by default: a reader beside a background scrubber
+/// (`jobs/reader-and-scrubber.fio` in this crate).
+pub fn reader_and_scrubber() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/reader-and-scrubber.fio")
+}
+
+/// An example's exit: success, or its error printed as text (not as a `Debug` dump) and
+/// exit status 1.
+pub fn exit_code(result: Result<(), Box<dyn std::error::Error>>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
