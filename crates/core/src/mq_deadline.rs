@@ -64,6 +64,7 @@
 //! | `prio_aging_expire` | ms | 10000 | age after which a lower-priority request goes first |
 //! | `nr_requests` | requests | 256 | scheduler tags (queue attribute); setting it sets `async_depth` |
 //! | `async_depth` | requests | 256 | writes holding tags at once |
+//! | `hz` | count | 0 | elevator's: the kernel's `CONFIG_HZ`, expiries in whole jiffies (0: nanoseconds) |
 //!
 //! ## Deviations from the kernel
 //! - **Tags are counted**: the kernel's `async_depth` is a shallow depth in each word of the
@@ -82,9 +83,19 @@
 //!   where the kernel compares jiffies (two requests queued in the same jiffy keep their
 //!   places); discards and flushes never merge.
 //! - **Requests at the same sector** coexist in a tree (ordered by id).
-//! - **Time** is kept in nanoseconds, not jiffies; a request's arrival is stored, where the
-//!   kernel recomputes it from the deadline with the current `*_expire` (which differs only
-//!   when the tunable changed while the request was queued).
+//! - **Time** is kept in nanoseconds unless `hz` is set (elevator's tunable, 0 by default:
+//!   the simulator's expiries are exact). With `hz` set (the replay of a recording sets the
+//!   kernel's `CONFIG_HZ`), deadlines and priority aging count whole jiffies as the kernel's
+//!   do: an expiry is `msecs_to_jiffies` of its milliseconds (rounded up to a jiffy), a
+//!   request is stamped with the jiffy it was inserted in (`dd_insert_request`: `fifo_time =
+//!   jiffies + fifo_expire`), it has expired once `jiffies` reaches that stamp
+//!   (`deadline_check_fifo`) and aged once its insertion jiffy is `prio_aging_expire` jiffies
+//!   behind (`started_after`), the jiffy boundaries at multiples of the jiffy on the
+//!   monotonic clock (`tick_init_jiffy_update`). So with HZ = 250 and `prio_aging_expire` 4
+//!   (one jiffy) a request inserted at 29.4 ms has aged at 32.3 ms, past the boundary at 32 ms.
+//!   A request's insertion stamp is stored, where the kernel recomputes it from the deadline
+//!   with the current `*_expire` (which differs only when the tunable changed while the
+//!   request was queued).
 //! - `writes_starved` refuses negative values (the kernel accepts them, and a negative value
 //!   compared as unsigned never forces a write batch).
 //! - The per-level dispatch list for requests inserted at the head is absent: our drivers
@@ -93,7 +104,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
-use crate::deadline::{choose_direction, deadline_of, dir_of, READ, WRITE};
+use crate::deadline::{choose_direction, dir_of, READ, WRITE};
 use crate::fifo::Fifos;
 use crate::request::{IoClass, Op, Request, RequestId};
 use crate::scheduler::{Dispatch, GrownBy, RequestsMerged, Scheduler};
@@ -178,6 +189,17 @@ crate::tunable::tunables! {
             max: INT_MAX,
             doc: "writes (everything but reads) that may be admitted and not completed at once",
         },
+        /// The kernel's timer frequency (`CONFIG_HZ`), elevator's own: 0 keeps every
+        /// expiry in nanoseconds; otherwise deadlines and priority aging count whole jiffies,
+        /// as the kernel's do (see the module docs, *Time*).
+        hz: u64 = "hz" {
+            unit: Count,
+            default: 0,
+            min: 0,
+            max: 1000,
+            doc: "elevator: the kernel's CONFIG_HZ; 0 counts expiries in nanoseconds, 100-1000 in \
+                  whole jiffies of that length, as the kernel does",
+        },
     }
 }
 
@@ -209,6 +231,11 @@ fn level_of(rq: &Request) -> usize {
     }
 }
 
+/// A jiffy's length in nanoseconds at `hz` (> 0).
+fn jiffy_ns(hz: u64) -> i64 {
+    1_000_000_000 / hz.max(1) as i64
+}
+
 /// Whether `rq` counts against `async_depth` (everything but reads; flushes never get here).
 fn throttled(rq: &Request) -> bool {
     !rq.op.is_read()
@@ -223,10 +250,10 @@ fn fifo_of(level: usize, dir: usize) -> usize {
 #[derive(Debug)]
 struct Entry {
     rq: Request,
-    /// When it entered the queues.
-    arrival: Nanos,
-    /// `arrival + expire` of its direction.
-    deadline: Nanos,
+    /// When it entered the queues, on the scheduler's clock ([`MqDeadline::stamp`]).
+    arrival: i64,
+    /// `arrival + expire` of its direction, on the same clock.
+    deadline: i64,
 }
 
 /// The queued request the last merge grew, where [`Scheduler::merge_next`] starts.
@@ -344,11 +371,17 @@ impl MqDeadline {
     fn enqueue(&mut self, rq: Request, now: Nanos) {
         let (level, dir) = (level_of(&rq), dir_of(&rq));
         let c = &self.config;
-        let deadline = deadline_of(c.read_expire, c.write_expire, dir, now);
+        let expire = if dir == READ {
+            c.read_expire
+        } else {
+            c.write_expire
+        };
+        let arrival = self.stamp(now);
+        let deadline = arrival.saturating_add(self.span(expire));
         let key = (rq.sector, rq.id.0);
         let entry = Entry {
             rq,
-            arrival: now,
+            arrival,
             deadline,
         };
         let slot = self.fifos.push_back(fifo_of(level, dir), entry);
@@ -356,6 +389,26 @@ impl MqDeadline {
         lv.lists[dir].sorted.insert(key, slot);
         lv.owned += 1;
         self.in_lists += 1;
+    }
+
+    /// `t` on the scheduler's clock: nanoseconds, or with `hz` set the kernel's `jiffies`
+    /// (the jiffy `t` falls in, boundaries at multiples of the jiffy).
+    fn stamp(&self, t: Nanos) -> i64 {
+        let ns = i64::try_from(t.as_ns()).unwrap_or(i64::MAX);
+        match self.config.hz {
+            0 => ns,
+            hz => ns.div_euclid(jiffy_ns(hz)),
+        }
+    }
+
+    /// The duration `d` on the scheduler's clock: nanoseconds, or with `hz` set
+    /// `msecs_to_jiffies` of it (whole jiffies, rounded up).
+    fn span(&self, d: Nanos) -> i64 {
+        let ns = i64::try_from(d.as_ns()).unwrap_or(i64::MAX);
+        match self.config.hz {
+            0 => ns,
+            hz => ns.div_euclid(jiffy_ns(hz)) + i64::from(ns % jiffy_ns(hz) != 0),
+        }
     }
 
     /// Admit the requests waiting for a tag, as far as tags are free.
@@ -386,13 +439,8 @@ impl MqDeadline {
     }
 
     /// One level's dispatch step: the best request of `level` that arrived no later than
-    /// `latest_start` (`None`: before time zero, so nothing qualifies).
-    fn dispatch_level(
-        &mut self,
-        level: usize,
-        latest_start: Option<Nanos>,
-        now: Nanos,
-    ) -> Option<Request> {
+    /// `latest_start` (on the scheduler's clock, [`Self::stamp`]).
+    fn dispatch_level(&mut self, level: usize, latest_start: i64, now: Nanos) -> Option<Request> {
         let continued = if self.batching < self.config.fifo_batch {
             self.at_or_above_pos(level, self.last_dir)
         } else {
@@ -411,7 +459,7 @@ impl MqDeadline {
                     .fifos
                     .front(fifo_of(level, dir))
                     .expect("a direction with requests");
-                let expired = now >= self.entry(head).deadline;
+                let expired = self.stamp(now) >= self.entry(head).deadline;
                 let slot = match self.at_or_above_pos(level, dir) {
                     Some(next) if !expired => next,
                     _ => head,
@@ -421,8 +469,7 @@ impl MqDeadline {
                 (dir, slot)
             }
         };
-        let arrival = self.entry(slot).arrival;
-        if latest_start.is_none_or(|latest| arrival > latest) {
+        if self.entry(slot).arrival > latest_start {
             return None;
         }
         self.batching += 1;
@@ -438,10 +485,9 @@ impl MqDeadline {
         if busy < 2 {
             return None;
         }
-        let latest = now
-            .as_ns()
-            .checked_sub(self.config.prio_aging_expire.as_ns());
-        (BE..LEVELS).find_map(|level| self.dispatch_level(level, latest.map(Nanos), now))
+        // Before time zero (nanoseconds) or jiffy zero nothing qualifies: no stamp is negative.
+        let latest = self.stamp(now) - self.span(self.config.prio_aging_expire);
+        (BE..LEVELS).find_map(|level| self.dispatch_level(level, latest, now))
     }
 }
 
@@ -599,7 +645,7 @@ impl Scheduler for MqDeadline {
         let rq = self.bypass.pop_front().or_else(|| {
             self.dispatch_aged(now).or_else(|| {
                 for level in RT..LEVELS {
-                    let rq = self.dispatch_level(level, Some(now), now);
+                    let rq = self.dispatch_level(level, self.stamp(now), now);
                     if rq.is_some() || self.levels[level].owned > 0 {
                         return rq;
                     }
@@ -862,6 +908,66 @@ mod tests {
         s.insert(rq(7, 2).sector(700).read().build(), t);
         assert_eq!(take(&mut s, t).id.0, 1);
         assert_eq!(take(&mut s, t).id.0, 7);
+    }
+
+    /// An idle write inserted at 29.36 ms while a real-time read is at the device, asked
+    /// again at 32.26 ms with `prio_aging_expire` one jiffy (4 ms shown at HZ = 250): the
+    /// kernel's `dd_dispatch_prio_aged_requests` compares jiffies (`started_after`: the
+    /// write's insertion jiffy 7 against jiffy 8 less one), so the write has aged past the
+    /// boundary at 32 ms although 2.9 ms is less than 4 (the kernel dispatched it so in
+    /// kfid54's `ddaging1-...-round2`). In nanoseconds (`hz` 0) it has not.
+    fn aged_write_past_a_jiffy_boundary(hz: u64) -> Dispatch {
+        let mut s = with(|c| {
+            c.prio_aging_expire = Nanos::from_ms(4);
+            c.hz = hz;
+        });
+        let rt = rq(1, 1)
+            .sector(131_072)
+            .read()
+            .prio(IoClass::RealTime, 2)
+            .build();
+        s.insert(rt, Nanos::from_us(28_875));
+        assert_eq!(take(&mut s, Nanos::from_us(28_881)).id.0, 1);
+        let idle = rq(2, 2).sector(3952).write().prio(IoClass::Idle, 0).build();
+        s.insert(idle, Nanos::from_us(29_360));
+        // The insertion's own run: the write is young, real time is in flight.
+        assert_eq!(s.dispatch(Nanos::from_us(29_366)), Dispatch::Empty);
+        s.dispatch(Nanos::from_us(32_260))
+    }
+
+    #[test]
+    fn dd_dispatch_prio_aged_requests_counts_whole_jiffies() {
+        match aged_write_past_a_jiffy_boundary(250) {
+            Dispatch::Request(r) => assert_eq!(r.id.0, 2),
+            other => panic!("the aged idle write, not {other:?}"),
+        }
+        assert_eq!(aged_write_past_a_jiffy_boundary(0), Dispatch::Empty);
+    }
+
+    /// `deadline_check_fifo` compares jiffies too: with `read_expire` 4 ms at HZ = 250 (one
+    /// jiffy) a read inserted at 3.9 ms has expired at 4.1 ms, in the next jiffy, and a new
+    /// batch starts at it rather than at the read above the last position.
+    #[test]
+    fn deadline_check_fifo_counts_whole_jiffies() {
+        let order = |hz: u64| {
+            let mut s = with(|c| {
+                c.read_expire = Nanos::from_ms(4);
+                c.fifo_batch = 1;
+                c.hz = hz;
+            });
+            s.insert(rq(1, 1).sector(9_000).read().build(), Nanos::from_us(3_900));
+            s.insert(rq(2, 2).sector(100).read().build(), Nanos::from_us(3_950));
+            let first = take(&mut s, Nanos::from_us(3_960));
+            s.complete(&first, Nanos::from_us(4_000));
+            s.insert(rq(3, 3).sector(6_000).read().build(), Nanos::from_us(4_050));
+            let mut order = vec![first.id.0];
+            order.extend(drain(&mut s, Nanos::from_us(4_100)));
+            order
+        };
+        // Read 2 is the lowest, so the first batch takes it; the next batch starts at the
+        // expired FIFO head 1 in jiffies, at 3 (the next above 2) in nanoseconds.
+        assert_eq!(order(250), vec![2, 1, 3]);
+        assert_eq!(order(0), vec![2, 3, 1]);
     }
 
     #[test]
@@ -1294,6 +1400,7 @@ mod tests {
             aging_ms in 0u64..20,
             async_depth in 1u32..6,
             front in any::<bool>(),
+            hz in prop_oneof![Just(0u64), Just(250u64), Just(1000u64)],
         ) {
             let cfg = Config {
                 read_expire: Nanos::from_ms(5),
@@ -1304,6 +1411,7 @@ mod tests {
                 prio_aging_expire: Nanos::from_ms(aging_ms),
                 async_depth,
                 nr_requests: 256,
+                hz,
             };
             let mut h = Harness::new(MqDeadline::new(cfg), depth, |r: &Request| {
                 Nanos::from_us(200 + (r.sector % 7) * 300)
