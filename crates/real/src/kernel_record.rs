@@ -266,13 +266,22 @@ pub struct RecordSummary {
 }
 
 /// Check that a job file only does I/O on the file it is given: no option of
-/// `REFUSED_OPTIONS`, no `include`, ioengines among the plain ones. Returns the reasons it
-/// is refused, each with its line, or nothing.
+/// `REFUSED_OPTIONS`, no `include`, ioengines among the plain ones, and that it has a job
+/// section besides `[global]` (fio runs nothing otherwise, and says only `No job(s)
+/// defined`). Returns the reasons it is refused, each with its line, or nothing.
 pub fn check_job(text: &str) -> Vec<String> {
     let mut refused = Vec::new();
+    let mut jobs = 0;
     for (n, line) in text.lines().enumerate() {
         let l = line.trim();
-        if l.is_empty() || l.starts_with(';') || l.starts_with('#') || l.starts_with('[') {
+        if let Some(section) = l.strip_prefix('[') {
+            let name = section.split(']').next().unwrap_or("").trim();
+            if !name.eq_ignore_ascii_case("global") {
+                jobs += 1;
+            }
+            continue;
+        }
+        if l.is_empty() || l.starts_with(';') || l.starts_with('#') {
             continue;
         }
         if l.starts_with("include ") || l == "include" {
@@ -318,7 +327,43 @@ pub fn check_job(text: &str) -> Vec<String> {
             ));
         }
     }
+    if jobs == 0 {
+        refused.push("no job section, only [global] or none (fio would run nothing)".into());
+    }
     refused
+}
+
+/// What fio said of a job file it refused (`fio --parse-only`, or its run): its message
+/// lines joined, each `Bad option <OPT>` prefixed with the job file's line holding OPT
+/// (fio names neither the file nor the line).
+pub fn fio_refusal(text: &str, stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let said: Vec<String> = lines
+        .iter()
+        .rev()
+        .take(6)
+        .rev()
+        .map(|l| {
+            let bad = l
+                .strip_prefix("Bad option <")
+                .and_then(|r| r.strip_suffix('>'));
+            let at = bad.and_then(|opt| {
+                text.lines()
+                    .position(|t| t.trim() == opt)
+                    .map(|n| format!("line {}: ", n + 1))
+            });
+            format!("{}{l}", at.unwrap_or_default())
+        })
+        .collect();
+    if said.is_empty() {
+        "(fio said nothing on stderr)".into()
+    } else {
+        said.join("; ")
+    }
 }
 
 /// One undo step: what it undoes, and how.
@@ -775,6 +820,26 @@ fn record_inner(
         .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.job.display())))?;
     let fio_version = output_of(Command::new(&opts.fio).arg("--version"))
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
+    // fio's own parse, before anything is changed: a misspelt option is refused here with
+    // its line, not after the device and tracing are set up with fio's last line only.
+    let parsed = Command::new(&opts.fio)
+        .arg("--parse-only")
+        .arg(&opts.job)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| RecordError::new("check", format!("run {}: {e}", opts.fio.display())))?;
+    if !parsed.status.success() {
+        return Err(RecordError::new(
+            "check",
+            format!(
+                "{}: fio refuses the job: {}",
+                opts.job.display(),
+                fio_refusal(&job_text, &String::from_utf8_lossy(&parsed.stderr))
+            ),
+        ));
+    }
     if let Backing::File(p) = &opts.backing {
         // `lstat`, not `exists` (which follows links): a dangling symbolic link got as far as
         // the create, which failed with only "File exists" (O_EXCL does not follow it).
@@ -1237,7 +1302,7 @@ fn record_inner(
         if !status.success() {
             return Err(RecordError::new(
                 "fio",
-                format!("{status}: {}", err_text.lines().last().unwrap_or("").trim()),
+                format!("{status}: {}", fio_refusal(&job_text, &err_text)),
             ));
         }
         Ok(status.code())
@@ -1388,6 +1453,33 @@ mod tests {
         assert!(r[0].starts_with("line 2: `filename`"), "{r:?}");
         assert!(r[1].starts_with("line 3: `directory`"), "{r:?}");
         assert!(r[2].starts_with("line 4: ioengine=exec"), "{r:?}");
+    }
+
+    /// A job file of `[global]` alone ran fio, which printed `No job(s) defined` to its
+    /// normal output and exited 1, and the recording failed with `fio: exit status: 1: `
+    /// and nothing after (kfid54's user path).
+    #[test]
+    fn a_job_file_without_a_job_section_is_refused() {
+        let r = check_job("[global]\nrw=read\nbs=4k\n");
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].starts_with("no job section"), "{r:?}");
+        assert!(check_job("; nothing\n")
+            .iter()
+            .any(|m| m.starts_with("no job section")));
+        assert!(check_job("[GLOBAL]\n[reader]\nrw=read\n").is_empty());
+    }
+
+    /// fio's refusal of a misspelt option, as fio 3.33 prints it: the recorder used to give
+    /// only its last line (`fio: job a dropped`), after setting up the device and tracing.
+    #[test]
+    fn fios_refusal_names_the_job_files_line_of_a_bad_option() {
+        let job = "[a]\nrw=read\nbs=4k\niodepht=4\n";
+        let said = "Bad option <iodepht=4>\nDid you mean iodepth?\nfio: job a dropped\n";
+        assert_eq!(
+            fio_refusal(job, said),
+            "line 4: Bad option <iodepht=4>; Did you mean iodepth?; fio: job a dropped"
+        );
+        assert_eq!(fio_refusal(job, "\n"), "(fio said nothing on stderr)");
     }
 
     /// fio expands `${VAR}` in an option's name as in its value (issue 32, round 14):
