@@ -18,7 +18,10 @@
 # kfid48's kyber's latency targets of kyberthr-rbad- and kyberthr-wbad-; kfid49's those of bfqsi0-,
 # ddaging-, kybertgt-, bfqbackseek- and bfqtimeout8- (the table below); kfid50's those of ddprio20-,
 # kybertight-, asyncwb-, bfqlowlat0-, ddbatch4- and ddexpire2-; kfid52's those of ddtiny-,
-# kyberodd-, bfqbudget64- and bfqstrict-, and 12 or 24 tags for a name ending in -nr12 or -nr24.
+# kyberodd-, bfqbudget64- and bfqstrict-, and 12 or 24 tags for a name ending in -nr12 or -nr24;
+# kfid54's the queue attributes of bigsplit- (max_sectors_kb 128), nomerges1- and rqaff2-, the
+# tunables of nomerges1-, rqaff2-, nr6odd-, durable-, ddaging1-, bfqidle50ms- and fifo1-, and 6
+# tags for a name ending in -nr6.
 # Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
@@ -61,6 +64,8 @@ for mix in "${mixes[@]}"; do
 		# Tag sets no power of two (kfid52).
 		*-nr12) nr=12 ;;
 		*-nr24) nr=24 ;;
+		# Six tags (kfid54).
+		*-nr6) nr=6 ;;
 		two-mib-reads-split-at-256k-max-sectors) extra=(--set max_sectors_kb=256) ;;
 		esac
 		# Tunables and queue attributes a user changes (kfresh16): the queue's for every
@@ -87,6 +92,10 @@ for mix in "${mixes[@]}"; do
 		readahead-1m-*) extra+=(--set read_ahead_kb=1024) ;;
 		# bfq's cooperator search on a rotational queue (kfid51).
 		bfqcoop-*-rotational) extra+=(--set rotational=1) ;;
+		# Queue attributes of branch kfid54's held-out mixes.
+		bigsplit-*) extra+=(--set max_sectors_kb=128) ;;
+		nomerges1-*) extra+=(--set nomerges=1) ;;
+		rqaff2-*) extra+=(--set rq_affinity=2) ;;
 		esac
 		case "$mix:$sched" in
 		short-read-expire-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
@@ -171,6 +180,23 @@ for mix in "${mixes[@]}"; do
 		bfqstrict-*:mq-deadline) extra+=(--set prio_aging_expire=1000) ;;
 		bfqstrict-*:kyber) extra+=(--set write_lat_nsec=50000) ;;
 		bfqstrict-*:bfq) extra+=(--set strict_guarantees=1 --set low_latency=0) ;;
+		# Tunables of branch kfid54's held-out mixes.
+		nomerges1-*:mq-deadline) extra+=(--set fifo_batch=4) ;;
+		nomerges1-*:kyber) extra+=(--set read_lat_nsec=500000) ;;
+		nomerges1-*:bfq) extra+=(--set slice_idle_us=500) ;;
+		rqaff2-*:kyber) extra+=(--set read_lat_nsec=1000000 --set write_lat_nsec=5000000) ;;
+		nr6odd-*:kyber) extra+=(--set write_lat_nsec=2000000) ;;
+		nr6odd-*:bfq) extra+=(--set slice_idle_us=2000) ;;
+		durable-*:mq-deadline) extra+=(--set writes_starved=1) ;;
+		durable-*:kyber) extra+=(--set write_lat_nsec=1000000) ;;
+		durable-*:bfq) extra+=(--set fifo_expire_async=50) ;;
+		ddaging1-*:mq-deadline) extra+=(--set prio_aging_expire=1) ;;
+		ddaging1-*:kyber) extra+=(--set read_lat_nsec=300000) ;;
+		bfqidle50ms-*:mq-deadline) extra+=(--set read_expire=100) ;;
+		bfqidle50ms-*:bfq) extra+=(--set slice_idle_us=50000) ;;
+		fifo1-*:mq-deadline) extra+=(--set read_expire=2 --set write_expire=3 --set fifo_batch=1) ;;
+		fifo1-*:kyber) extra+=(--set read_lat_nsec=20000000) ;;
+		fifo1-*:bfq) extra+=(--set fifo_expire_sync=1 --set fifo_expire_async=1 --set slice_idle_us=10) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -195,7 +221,10 @@ for mix in "${mixes[@]}"; do
 			nrsmall-*:bfq | ddbatch4-*:bfq | bfqlevels-*:bfq | ddexpire2-*:bfq | \
 			bfqcoop-*:bfq | tpcclike-*:bfq | nr12odd-*:bfq | cbssplit-*:bfq | \
 			vsync-*:bfq | trimwrite-*:bfq | ddtiny-*:bfq | kyberodd-*:bfq | \
-			bfqbudget64-*:bfq | bfqstrict-*:bfq | numjobs12-*:bfq | mergestreams-*:bfq) \
+			bfqbudget64-*:bfq | bfqstrict-*:bfq | numjobs12-*:bfq | mergestreams-*:bfq | \
+			bigsplit-*:bfq | nomerges1-*:bfq | rqaff2-*:bfq | nr6odd-*:bfq | iodlow-*:bfq | \
+			fadvise-*:bfq | durable-*:bfq | ddaging1-*:bfq | bfqidle50ms-*:bfq | fifo1-*:bfq | \
+			zonestrided-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
