@@ -115,12 +115,12 @@
 //! ([`settle_unordered_pairs`], the pairs counted in [`TraceDiff::unordered_pairs`]).
 //!
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
-//!   (bfq's `hz`): the recordings' kernel runs at HZ = 250.
+//!   (bfq's and mq-deadline's `hz`): the recordings' kernel runs at HZ = 250.
 //!
 //! Deviations of the replay itself: process exits are replayed only where bfq's log shows
 //! them ([`exits_in_bfq_log`]); time is the trace's microseconds (ours decides on
-//! nanoseconds, the kernel's expiries on jiffies, of which ours models only bfq's soft
-//! real-time test); REQ_IDLE is not in rwbs, so no bio carries it.
+//! nanoseconds, the kernel's expiries on jiffies, which ours counts where it models them:
+//! bfq's, and mq-deadline's deadlines and priority aging); REQ_IDLE is not in rwbs, so no bio carries it.
 
 use std::collections::HashMap;
 use std::path::Path;
