@@ -197,7 +197,7 @@ pub(super) fn set_aside_cross_cpu_insertions<T>(
 #[cfg(test)]
 mod tests {
     use super::super::tests::{meta, read};
-    use super::super::{diff, DiffOptions, TraceDiff};
+    use super::super::{diff, divergences, markdown, DiffOptions, Row, TraceDiff};
 
     /// mq-deadline's read at 50 issued alone on CPU 0 leaves its sorted pass at 58
     /// (`latest_pos`); fio-10 then inserts a read at 1000 on CPU 0, `SECOND` inserts a read at
@@ -276,6 +276,39 @@ mod tests {
         assert_eq!((d.agreement.decisions, d.agreement.same_choice), (2, 2));
         assert_eq!((d.choices, d.choices_agreed), (0, 0));
         assert_eq!(d.agreement.first_divergence, None);
+    }
+
+    /// The decision set aside is printed as a count in both tables, in neither decisions
+    /// nor real choices, and listed by `--divergences`.
+    #[test]
+    fn the_tables_count_a_decision_set_aside_in_its_own_column() {
+        let text = trace("", &read_at_100_on(1), "");
+        let d = replay(&text, true);
+        let row = Row {
+            mix: "cross".into(),
+            scheduler: "mq-deadline".into(),
+            kernel_pace: d.clone(),
+            device_pace: d.clone(),
+            early: d,
+            requests: read(&text).requests,
+            assembly: Default::default(),
+        };
+        let table = markdown(std::slice::from_ref(&row));
+        assert!(
+            table.contains("| cross | mq-deadline | mq-deadline | 2 | 100.0% | 0/0 | 1 | - |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| mq-deadline | 2 | 100.0% | 0/0 (-) | 1 | 100.0% | 100.0% |"),
+            "{table}"
+        );
+        let listed = divergences(&row, 5);
+        assert!(
+            listed
+                .iter()
+                .any(|l| l.contains("1 decision(s) set aside") && l.ends_with(": 1")),
+            "{listed:?}"
+        );
     }
 
     /// The same insertion on CPU 0, the deciding CPU: its run began after it (each CPU's
