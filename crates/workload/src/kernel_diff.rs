@@ -113,6 +113,13 @@
 //! such pairs (each CPU's own order kept, two CPUs' runs interleaved), from the sets the
 //! kernel's would have had in that order, it is taken as the kernel's
 //! ([`settle_unordered_pairs`], the pairs counted in [`TraceDiff::unordered_pairs`]).
+//! A decision where ours disagrees, taken (as recorded) after insertions another CPU traced
+//! inside its queue run's window (after its CPU's previous traced event, before its issue:
+//! `__blk_mq_do_dispatch_sched` takes a round's requests before it issues any), is replayed
+//! once more with those insertions after it, the one other order the trace allows; where
+//! ours then takes the kernel's request from the kernel's set, the decision counts neither
+//! way ([`TraceDiff::set_aside`], the "set aside" column) and the replay goes on in that
+//! order (`cross_cpu`).
 //!
 //! - The kernel's `CONFIG_HZ` ([`kernel_hz`]) is given to a policy that counts in jiffies
 //!   (bfq's and mq-deadline's `hz`): the recordings' kernel runs at HZ = 250.
@@ -122,7 +129,7 @@
 //! nanoseconds, the kernel's expiries on jiffies, which ours counts where it models them:
 //! bfq's, and mq-deadline's deadlines and priority aging); REQ_IDLE is not in rwbs, so no bio carries it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use elevator_core::block::{Limits, PAGE_SECTORS};
@@ -133,6 +140,7 @@ use crate::traces::ftrace::{ContextGroups, KernelTrace, RecordingMeta, SchedBio,
 
 mod bfq_log;
 mod corpus;
+mod cross_cpu;
 #[cfg(test)]
 mod mutants_tests;
 mod queue_runs;
@@ -147,6 +155,7 @@ pub use bfq_log::{
 };
 use corpus::load;
 pub use corpus::{diff_recording, find_recordings, has_meta, Row, KERNEL_SCHEDULERS};
+use cross_cpu::{moved_log, set_aside_cross_cpu_insertions, MovedBefore, Replayed};
 pub use queue_runs::{
     allocating_cpus_replayed, asked_at_empty_runs, earliest, own_runs, software_queues_replayed,
 };
@@ -198,6 +207,10 @@ pub struct DiffOptions {
     pub window: usize,
     /// Keep our policy's notes of its internal state ([`TraceDiff::notes`]).
     pub notes: bool,
+    /// At [`Pace::Kernel`], set aside the decisions a queue run may have taken before another
+    /// CPU's insertions that the trace shows first, where ours agrees with them taken so
+    /// ([`TraceDiff::set_aside`]); `false` replays the recorded order only.
+    pub set_aside: bool,
 }
 
 impl Default for DiffOptions {
@@ -207,6 +220,7 @@ impl Default for DiffOptions {
             depth: None,
             window: 32,
             notes: false,
+            set_aside: true,
         }
     }
 }
@@ -228,9 +242,10 @@ pub struct TraceDiff {
     pub kernel: Vec<Decision>,
     /// Ours.
     pub ours: Vec<Decision>,
-    /// Their comparison.
+    /// Their comparison, less the decisions set aside ([`TraceDiff::set_aside`]).
     pub agreement: Agreement,
-    /// Kernel decisions with more than one request queued (a real choice).
+    /// Kernel decisions with more than one request queued (a real choice), less those set
+    /// aside.
     pub choices: usize,
     /// Of those, where ours chose the same request from the same set.
     pub choices_agreed: usize,
@@ -242,6 +257,13 @@ pub struct TraceDiff {
     /// Pairs of the kernel's decisions the trace cannot order that ours made in the other
     /// order, in runs taken as ours made them ([`settle_unordered_pairs`]).
     pub unordered_pairs: usize,
+    /// The kernel's decisions (indices into [`TraceDiff::kernel`]) counted neither way: each
+    /// taken, as recorded, after insertions another CPU traced inside its queue run's window
+    /// (after the run could have begun, before the issue), where ours disagreed, and agreed
+    /// with the decision taken before those insertions, the one other order the trace allows
+    /// (`cross_cpu`). [`TraceDiff::kernel`] and [`TraceDiff::ours`] are the replay in that
+    /// order. Each was a real choice as recorded.
+    pub set_aside: Vec<usize>,
     /// Our policy's notes of its internal state, in time order, when asked for
     /// ([`DiffOptions::notes`]; bfq: its inject limit's history).
     pub notes: Vec<(Nanos, String)>,
@@ -335,6 +357,16 @@ fn kernel_log<'t>(trace: &'t KernelTrace, bfq_log: &'t BfqLogTimes) -> &'t Vec<Q
         .map_or(&trace.queue_log, |o| &o.queue_log)
 }
 
+/// What one replay gives besides both sides' decisions.
+struct Extras {
+    /// [`TraceDiff::unordered_pairs`].
+    unordered_pairs: usize,
+    /// [`TraceDiff::merges_missed`].
+    merges_missed: usize,
+    /// [`TraceDiff::notes`].
+    notes: Vec<(Nanos, String)>,
+}
+
 /// [`diff_with_log`] with the kernel's queue log given (`log`: the recorded one, or one
 /// reordered as the trace allows, [`resolve`]).
 fn replay_log(
@@ -349,12 +381,6 @@ fn replay_log(
     let info = policy_for(&meta.scheduler)
         .ok_or_else(|| format!("no policy of ours for the kernel's {:?}", meta.scheduler))?;
     let (settings, skipped) = policy_settings(&info, meta);
-    let mut sched = info
-        .build(&settings, &groups.tree)
-        .map_err(|e| format!("{}: {e}", info.name))?;
-    if opts.notes {
-        sched.keep_notes();
-    }
     if meta.device.hw_queue_depth == Some(0) {
         // The loop driver refuses a hardware queue depth below 1 (`loop_init`).
         return Err(
@@ -413,24 +439,76 @@ fn replay_log(
     // the request's (`dd_insert_request`), kyber and none neither.
     let no_prios = HashMap::new();
     let prios = if info.name == "bfq" { prios } else { &no_prios };
-    let mut replay = Replay::new(
-        trace,
-        sched,
-        limits,
-        opts.pace,
-        asked_at_empty_runs(info.name),
-        bfq_log,
-        Contexts { prios, groups },
+    let merge_gaps: HashSet<usize> = bfq_log.order.as_ref().map_or_else(
+        || trace.sched_bios.iter().map(|m| m.after).collect(),
+        |o| o.merge_after.iter().copied().collect(),
     );
-    replay.own_runs = software_queues_replayed(info.name);
-    replay.allocating_cpus = allocating_cpus_replayed(info.name);
-    let (ours, merges_missed, notes) = replay.run(log, bfq_log);
-    let ours = agreement::decisions(&ours);
     let decided = bfq_log.order.as_ref().map_or(&[][..], |o| &o.decided);
-    let (kernel, unordered_pairs) =
-        settle_unordered_pairs(trace, decided, agreement::decisions(log), &ours);
-    let a = agreement::compare(&kernel, &ours);
-    let choices: Vec<usize> = (0..kernel.len())
+    // One replay of `log` with `moves` made: both sides' decisions, the issue-issue pairs
+    // settled, and the merges ours missed and its notes.
+    let replay = |moves: &[MovedBefore]| -> Result<Replayed<Extras>, String> {
+        let mut sched = info
+            .build(&settings, &groups.tree)
+            .map_err(|e| format!("{}: {e}", info.name))?;
+        if opts.notes {
+            sched.keep_notes();
+        }
+        let mut replay = Replay::new(
+            trace,
+            sched,
+            limits,
+            opts.pace,
+            asked_at_empty_runs(info.name),
+            bfq_log,
+            Contexts { prios, groups },
+        );
+        replay.own_runs = software_queues_replayed(info.name);
+        replay.allocating_cpus = allocating_cpus_replayed(info.name);
+        replay.moved_before = moves.to_vec();
+        let (ours, merges_missed, notes) = replay.run(log, bfq_log);
+        let ours = agreement::decisions(&ours);
+        let kernel = agreement::decisions(&moved_log(log, moves));
+        let (kernel, unordered_pairs) = settle_unordered_pairs(trace, decided, kernel, &ours);
+        Ok(Replayed {
+            kernel,
+            ours,
+            rest: Extras {
+                unordered_pairs,
+                merges_missed,
+                notes,
+            },
+        })
+    };
+    let first = replay(&[])?;
+    let (done, moves) = if opts.set_aside && opts.pace == Pace::Kernel {
+        set_aside_cross_cpu_insertions(trace, decided, &merge_gaps, log, first, replay)?
+    } else {
+        (first, Vec::new())
+    };
+    let Replayed {
+        kernel,
+        ours,
+        rest:
+            Extras {
+                unordered_pairs,
+                merges_missed,
+                notes,
+            },
+    } = done;
+    let set_aside: Vec<usize> = moves.iter().map(|m| m.decision).collect();
+    let counted: Vec<usize> = (0..kernel.len())
+        .filter(|k| set_aside.binary_search(k).is_err())
+        .collect();
+    let pick = |d: &[Decision], all: &[usize]| -> Vec<Decision> {
+        all.iter().filter_map(|&k| d.get(k).cloned()).collect()
+    };
+    let mut a = agreement::compare(&pick(&kernel, &counted), &pick(&ours, &counted));
+    a.first_divergence = a
+        .first_divergence
+        .map(|k| counted.get(k).copied().unwrap_or(k));
+    let choices: Vec<usize> = counted
+        .iter()
+        .copied()
         .filter(|&k| kernel[k].queued.len() > 1)
         .collect();
     let choices_agreed = choices
@@ -456,6 +534,7 @@ fn replay_log(
         ours,
         merges_missed,
         unordered_pairs,
+        set_aside,
         notes,
     })
 }
@@ -1253,16 +1332,24 @@ mod tests {
             order: None,
             ..times
         };
-        let d = diff_with_log(
-            &t,
-            &meta("bfq"),
-            &opts,
-            &issued,
-            &HashMap::new(),
-            &ContextGroups::default(),
-        )
-        .unwrap();
+        let from_issues = |set_aside| {
+            let opts = DiffOptions {
+                set_aside,
+                ..DiffOptions::default()
+            };
+            let (prios, groups) = (HashMap::new(), ContextGroups::default());
+            diff_with_log(&t, &meta("bfq"), &opts, &issued, &prios, &groups).unwrap()
+        };
+        let d = from_issues(false);
         assert_eq!(d.kernel[0].queued, [0, 1]);
         assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
+        // 200's insertion on CPU 0 lies inside the window of CPU 1's decision (CPU 1 traced
+        // nothing before its issue): with it after the decision, as the log shows it, ours
+        // takes 1000 alone, and the decision is set aside (`cross_cpu`).
+        let d = from_issues(true);
+        assert_eq!(d.set_aside, [0]);
+        assert_eq!(d.kernel[0].queued, [0]);
+        assert_eq!(d.agreement.first_divergence, None, "{:?}", d.ours);
+        assert_eq!(d.agreement.decisions, 1);
     }
 }

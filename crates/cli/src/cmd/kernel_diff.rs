@@ -55,6 +55,13 @@ pub struct Args {
     /// kept per recording).
     #[arg(long, value_name = "N")]
     pub resolve: Option<usize>,
+    /// Count every decision as recorded: set none aside. By default a queue run's decision
+    /// that another CPU's insertion, traced after the run could have begun and before the
+    /// decision's issue, may have followed, where ours disagrees as recorded and agrees with
+    /// the decision taken before that insertion, is counted neither way (the "set aside"
+    /// column).
+    #[arg(long)]
+    pub recorded_order: bool,
 }
 
 /// The deepest queue blk-mq allocates (`BLK_MQ_MAX_DEPTH`, include/linux/blk-mq.h).
@@ -96,6 +103,7 @@ pub fn run(args: Args) -> Result<()> {
         depth: args.depth,
         window: args.window,
         notes: args.inject_history,
+        set_aside: !args.recorded_order,
         ..DiffOptions::default()
     };
     let mut rows = Vec::new();
@@ -411,6 +419,7 @@ mod tests {
             divergences: 2,
             inject_history: true,
             resolve: None,
+            recorded_order: false,
         })
         .unwrap();
         // The diagnostic of the trace's resolution runs over the same recordings.
@@ -421,6 +430,7 @@ mod tests {
             divergences: 2,
             inject_history: false,
             resolve: Some(20),
+            recorded_order: false,
         })
         .unwrap();
     }

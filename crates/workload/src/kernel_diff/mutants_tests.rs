@@ -150,7 +150,7 @@ fn the_agreement_table_totals_each_scheduler_over_its_own_decisions() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("| batch | none | none | 3 | 33.3% | 1/2 | 1 |")),
+            .any(|l| l.starts_with("| batch | none | none | 3 | 33.3% | 1/2 | 0 | 1 |")),
         "{table}"
     );
     assert!(
@@ -451,8 +451,8 @@ fn the_agreement_tables_totals_sum_each_pace_over_the_schedulers_recordings() {
     assert_eq!(
         totals,
         [
-            "| mq-deadline | 3 | 100.0% | 2/2 (100.0%) | 0.0% | 100.0% |",
-            "| none | 5 | 60.0% | 1/2 (50.0%) | 40.0% | 60.0% |",
+            "| mq-deadline | 3 | 100.0% | 2/2 (100.0%) | 0 | 0.0% | 100.0% |",
+            "| none | 5 | 60.0% | 1/2 (50.0%) | 0 | 40.0% | 60.0% |",
         ],
         "{table}"
     );

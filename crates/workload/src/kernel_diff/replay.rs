@@ -7,6 +7,7 @@ use std::collections::{BinaryHeap, HashMap};
 use elevator_core::block::{Allocation, Bio, BlockLayer, Done, Limits};
 use elevator_core::{CtxId, IoClass, IoPrio, Nanos, Op, RequestId, Scheduler};
 
+use super::cross_cpu::MovedBefore;
 use super::*;
 
 /// A kernel event of the replay's timeline.
@@ -95,6 +96,9 @@ pub(super) struct Replay<'a> {
     depths: &'a [Option<Nanos>],
     /// Whether each request came from its plug's batch of tags ([`BfqLogTimes::batched`]).
     batched: &'a [bool],
+    /// The kernel's decisions ours is asked for before the insertions just before them
+    /// ([`set_aside_cross_cpu_insertions`](super::cross_cpu::set_aside_cross_cpu_insertions)).
+    pub(super) moved_before: Vec<MovedBefore>,
 }
 
 /// What the replay gives each context's bios: its priority and its group, by context pid.
@@ -162,6 +166,7 @@ impl<'a> Replay<'a> {
             decided: order.map_or(&[][..], |o| &o.decided),
             depths: &bfq_log.depths,
             batched: &bfq_log.batched,
+            moved_before: Vec::new(),
         }
     }
 
@@ -479,6 +484,7 @@ impl<'a> Replay<'a> {
         let exits = bfq_log.exits.iter().map(|&(t, pid)| (t, KEvent::Exit(pid)));
         timeline = Self::interleave(timeline, exits);
         timeline = Self::interleave(timeline, self.allocations().into_iter());
+        timeline = with_decisions_moved_before(timeline, &self.moved_before);
         for (p, &(t, e)) in timeline.iter().enumerate() {
             self.advance(Some(t));
             self.now = self.now.max(t);
@@ -820,6 +826,46 @@ impl<'a> Replay<'a> {
             self.pump();
         }
     }
+}
+
+/// `timeline` with the dispatch of each of `moves` placed before the insertions it passes,
+/// at the time of the first of them, everything else where it was (the events between, the
+/// asks at a run's end, stay in place). A move whose insertions are not all between its
+/// dispatch and the dispatch before it is not made (the kernel's queue log has them there).
+fn with_decisions_moved_before(
+    mut timeline: Vec<(Nanos, KEvent)>,
+    moves: &[MovedBefore],
+) -> Vec<(Nanos, KEvent)> {
+    if moves.is_empty() {
+        return timeline;
+    }
+    let dispatches: Vec<usize> = timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.1, KEvent::Dispatch { .. }))
+        .map(|(p, _)| p)
+        .collect();
+    for m in moves {
+        let Some(&from) = dispatches.get(m.decision) else {
+            continue;
+        };
+        let mut left = m.passed.clone();
+        let mut to = from;
+        while !left.is_empty() && to > 0 {
+            to -= 1;
+            match timeline[to].1 {
+                KEvent::Dispatch { .. } => break,
+                KEvent::Arrive(i) => left.retain(|&j| j != i),
+                _ => {}
+            }
+        }
+        if left.is_empty() {
+            let at = timeline[to].0;
+            timeline[to..=from].rotate_right(1);
+            timeline[to].0 = at;
+        }
+    }
+    timeline
 }
 
 /// Whether mq-deadline's queue run after an insertion at priority level `level` (0 real

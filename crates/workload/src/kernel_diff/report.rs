@@ -22,8 +22,12 @@ fn share_of(x: usize, of: usize) -> String {
 
 /// What the tables' terms and marks mean, printed under them.
 const LEGEND: &str = "\nreal choices: the kernel's decisions with more than one request \
-queued; `-` where there were none (no share to give). ours: our policy replayed, named as the \
-kernel names it (`none` runs our noop policy, a FIFO).\n";
+queued; `-` where there were none (no share to give). set aside: real choices counted neither \
+way (not in decisions, agree or real choices): a queue run's decision that another CPU's \
+insertion, traced after the run could have begun and before the decision's issue, may have \
+followed, where ours disagreed in the recorded order and agreed with the decision taken before \
+that insertion. ours: our policy replayed, named as the kernel names it (`none` runs our noop \
+policy, a FIFO).\n";
 
 /// The name of our policy as the table shows it: the kernel's name when our policy answers
 /// to it (`none` is our `noop`'s alias), else our registry's name.
@@ -43,15 +47,15 @@ pub fn markdown(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     s.push_str(
-        "| mix | scheduler | ours | decisions | agree | real choices agreed | first divergence \
-         | Kendall mean / max | agree at device pace | agree decided earliest |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| mix | scheduler | ours | decisions | agree | real choices agreed | set aside \
+         | first divergence | Kendall mean / max | agree at device pace | agree decided earliest |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let d = &r.kernel_pace;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {}/{} | {} | {:.3} / {:.3} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {} | {:.3} / {:.3} | {} | {} |",
             r.mix,
             r.scheduler,
             ours(r),
@@ -59,6 +63,7 @@ pub fn markdown(rows: &[Row]) -> String {
             pct(d.agreement.share()),
             d.choices_agreed,
             d.choices,
+            d.set_aside.len(),
             d.agreement
                 .first_divergence
                 .map_or("-".to_string(), |k| k.to_string()),
@@ -75,27 +80,30 @@ pub fn markdown(rows: &[Row]) -> String {
         }
     }
     s.push_str(
-        "\n| scheduler | decisions | agree | real choices agreed | agree at device pace \
-         | agree decided earliest |\n|---|---:|---:|---:|---:|---:|\n",
+        "\n| scheduler | decisions | agree | real choices agreed | set aside | agree at device \
+         pace | agree decided earliest |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for name in names {
         let (mut n, mut a, mut c, mut ca, mut dv, mut ea, mut en) = (0, 0, 0, 0, 0, 0, 0);
+        let (mut aside, mut dn) = (0, 0);
         for r in rows.iter().filter(|r| r.scheduler == name) {
             n += r.kernel_pace.agreement.decisions;
             a += r.kernel_pace.agreement.same_choice;
             c += r.kernel_pace.choices;
             ca += r.kernel_pace.choices_agreed;
+            aside += r.kernel_pace.set_aside.len();
             dv += r.device_pace.agreement.same_choice;
+            dn += r.device_pace.agreement.decisions;
             ea += r.early.agreement.same_choice;
             en += r.early.agreement.decisions;
         }
         let share = |x: usize, of: usize| if of == 0 { 1.0 } else { x as f64 / of as f64 };
         let _ = writeln!(
             s,
-            "| {name} | {n} | {} | {ca}/{c} ({}) | {} | {} |",
+            "| {name} | {n} | {} | {ca}/{c} ({}) | {aside} | {} | {} |",
             pct(share(a, n)),
             share_of(ca, c),
-            pct(share(dv, n)),
+            pct(share(dv, dn)),
             pct(share(ea, en)),
         );
     }
@@ -106,7 +114,8 @@ pub fn markdown(rows: &[Row]) -> String {
 /// Every decision (at the kernel's pace) where ours chose otherwise from the same set or
 /// the sets differed, each with both sides' queued requests (index, process, operation and
 /// flags, sector+size, arrival in ms since the first arrival); at most `limit`, after a line
-/// counting the pairs settled in our order ([`settle_unordered_pairs`](super::settle_unordered_pairs)), if any.
+/// counting the pairs settled in our order ([`settle_unordered_pairs`](super::settle_unordered_pairs)), if any,
+/// and one listing the decisions set aside ([`TraceDiff::set_aside`](super::TraceDiff::set_aside)), if any.
 pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
     let d = &row.kernel_pace;
     let t0 = row
@@ -152,6 +161,20 @@ pub fn divergences(row: &Row, limit: usize) -> Vec<String> {
             row.scheduler,
             d.unordered_pairs,
             UNORDERED_ISSUE_GAP.as_ns() / 1000
+        ));
+    }
+    if !d.set_aside.is_empty() {
+        out.push(format!(
+            "{}/{}: {} decision(s) set aside, ours agreeing with each taken before the \
+             insertions another CPU traced inside its queue run's window: {}",
+            row.mix,
+            row.scheduler,
+            d.set_aside.len(),
+            d.set_aside
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let shown = out.len();

@@ -74,6 +74,8 @@ pub fn resolve(dir: &Path, opts: &DiffOptions, budget: usize) -> Result<Resoluti
     let opts = DiffOptions {
         pace: Pace::Kernel,
         notes: false,
+        // Its own moves are the search; the recorded order is its start.
+        set_aside: false,
         ..opts.clone()
     };
     let decided = l.bfq_log.order.as_ref().map_or(&[][..], |o| &o.decided);

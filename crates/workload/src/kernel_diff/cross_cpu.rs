@@ -1,0 +1,359 @@
+//! Decisions a queue run took while another CPU inserted: set aside where the trace cannot
+//! order the two and the other order makes ours agree ([`set_aside_cross_cpu_insertions`]).
+//!
+//! `__blk_mq_do_dispatch_sched` (6.18) makes all of a round's `dispatch_request` calls, each
+//! its own section under the scheduler's lock, before `blk_mq_dispatch_rq_list` issues the
+//! batch, so a decision's `block_rq_issue` comes after the decision by up to a round's
+//! length. An insertion another CPU traced (`block_rq_insert` fires under the scheduler's
+//! lock in `dd_insert_request`, `kyber_insert_requests`, `bfq_insert_request`) after the
+//! run began and before the issue may have come before or after the decision: the trace
+//! does not say. The replay takes the trace's order (the insertion first). Where ours then
+//! disagrees, this module tries the one other order the trace allows, the decision taken
+//! before those insertions, and where ours then takes the kernel's request from the kernel's
+//! set, the decision counts neither way ([`TraceDiff::set_aside`](super::TraceDiff::set_aside)).
+//!
+//! The decision's window: from the last event its CPU traced before its issue (an insertion
+//! by any task, or an issue: the run cannot have begun before it, and its own earlier issues
+//! bound it from below, since their decisions came first) to its issue. The insertions
+//! passed: those just before the decision in the kernel's queue log, traced on another CPU
+//! inside the window, the first of each request, with no dispatch, merge or insertion of the
+//! decision's CPU between (passing a dispatch would reorder two decisions, the
+//! issue-issue pairs of [`super::settle_unordered_pairs`]; a merge's place is fixed by its
+//! position in the log). The decision is moved before all of them (the earliest the trace
+//! allows), on both sides: the kernel's queue log (its decision's set loses them) and ours'
+//! timeline (ours is asked there, the insertions follow, nothing else of the timeline
+//! moves: its extra asks at run ends stay where the recorded order put them). A decision
+//! bfq's log places ([`LogOrder::decided`](super::LogOrder::decided)) is ordered and never
+//! moved. Narrower than the kernel's: a run's later decision may have been taken before the
+//! run's earlier issues (in the same round), but moving it past them would reorder two
+//! decisions and the insertions before them too, a search rather than one alternative.
+//!
+//! The policies are not `Clone`, so ours' state at the decision is reached again by a replay
+//! of the whole recording with the move (a fork by replaying the prefix). The replay then
+//! goes on from the alternative where a decision is set aside (ours took the kernel's
+//! request, as the kernel did; every later kernel decision is the recorded one), and from
+//! the recorded order where it is not.
+
+use std::collections::HashSet;
+
+use elevator_core::Nanos;
+
+use crate::agreement::{Decision, QueueEvent};
+use crate::traces::ftrace::{Dispatch, KernelTrace};
+
+/// One of the kernel's decisions taken before the insertions just before it in its queue
+/// log ([`set_aside_cross_cpu_insertions`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct MovedBefore {
+    /// The decision (its index in the dispatch order).
+    pub(super) decision: usize,
+    /// Its position in the kernel's queue log.
+    from: usize,
+    /// The position of the first insertion it passes.
+    to: usize,
+    /// The requests whose insertions it passes.
+    pub(super) passed: Vec<usize>,
+}
+
+/// A replay's decisions on both sides.
+pub(super) struct Replayed<T> {
+    /// The kernel's, issue-issue pairs settled ([`super::settle_unordered_pairs`]).
+    pub(super) kernel: Vec<Decision>,
+    /// Ours.
+    pub(super) ours: Vec<Decision>,
+    /// Whatever else the caller keeps of the replay.
+    pub(super) rest: T,
+}
+
+/// When the queue run that issued `issue` may have begun at the earliest, as the trace
+/// bounds it: its CPU's last traced insertion (by any task) or issue before it.
+fn window_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
+    let before = trace.requests[issue.request]
+        .dispatch_index
+        .map_or(&[][..], |d| &trace.dispatches[..d]);
+    let issued = before
+        .iter()
+        .rev()
+        .find(|d| d.cpu == issue.cpu)
+        .map(|d| d.time);
+    let inserted = trace
+        .requests
+        .iter()
+        .filter_map(|r| match (r.inserted, r.inserted_on) {
+            (Some(t), Some(on)) if on.cpu == issue.cpu && t <= issue.time => Some(t),
+            _ => None,
+        })
+        .max();
+    issued.max(inserted).unwrap_or(Nanos::ZERO)
+}
+
+/// The kernel's `d`th decision in `log` taken before the insertions just before it that
+/// other CPUs traced inside its window (module docs), if there are any. `merge_after`: where
+/// each scheduler merge comes in `log` (before the event at that position); `decided`: the
+/// decisions bfq's log places.
+pub(super) fn before_insertions(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    merge_after: &HashSet<usize>,
+    log: &[QueueEvent],
+    d: usize,
+) -> Option<MovedBefore> {
+    let from = log
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
+        .nth(d)?
+        .0;
+    let QueueEvent::Dispatch(r) = log[from] else {
+        return None;
+    };
+    if decided.get(r).copied().flatten().is_some() || log[..from].contains(&log[from]) {
+        return None;
+    }
+    let issue = trace.first_dispatch(r)?;
+    let opens = window_opens(trace, issue);
+    let mut to = from;
+    let mut passed = Vec::new();
+    while to > 0 && !merge_after.contains(&to) {
+        let QueueEvent::Arrive(i) = log[to - 1] else {
+            break;
+        };
+        let inside = trace.requests.get(i).is_some_and(|rq| {
+            rq.bio().is_some()
+                && matches!((rq.inserted, rq.inserted_on),
+                    (Some(t), Some(on)) if on.cpu != issue.cpu && t >= opens && t <= issue.time)
+        });
+        if i == r || !inside || log[..to - 1].contains(&log[to - 1]) {
+            break;
+        }
+        passed.push(i);
+        to -= 1;
+    }
+    (!passed.is_empty() && log[..to].contains(&QueueEvent::Arrive(r))).then_some(MovedBefore {
+        decision: d,
+        from,
+        to,
+        passed,
+    })
+}
+
+/// `log` with each of `moves` made (they never overlap: each lies between its decision and
+/// the one before it).
+pub(super) fn moved_log(log: &[QueueEvent], moves: &[MovedBefore]) -> Vec<QueueEvent> {
+    let mut out = log.to_vec();
+    for m in moves {
+        out[m.to..=m.from].rotate_right(1);
+    }
+    out
+}
+
+/// The kernel's decisions replayed with ours, each decision where ours disagrees tried once
+/// more with the one other order the trace allows (module docs), and set aside where ours
+/// then takes the kernel's request from the kernel's set: the replay kept (the last
+/// alternative set aside, else the first), with the moves of the decisions set aside, in
+/// order. `replay` replays the recording with the moves given; `first` is its replay with
+/// none. An alternative counts only if ours' decisions before it are the first replay's
+/// (the fork is at the same point). A decision is tried only if ours' set and the kernel's
+/// differ by nothing but the insertions passed, without which ours cannot agree.
+pub(super) fn set_aside_cross_cpu_insertions<T>(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    merge_after: &HashSet<usize>,
+    log: &[QueueEvent],
+    first: Replayed<T>,
+    mut replay: impl FnMut(&[MovedBefore]) -> Result<Replayed<T>, String>,
+) -> Result<(Replayed<T>, Vec<MovedBefore>), String> {
+    let mut cur = first;
+    let mut moves: Vec<MovedBefore> = Vec::new();
+    let mut k = 0;
+    while let Some(d) = (k..cur.kernel.len()).find(|&d| cur.ours.get(d) != Some(&cur.kernel[d])) {
+        k = d + 1;
+        let Some(ours) = cur.ours.get(d) else {
+            break;
+        };
+        let Some(m) = before_insertions(trace, decided, merge_after, log, d) else {
+            continue;
+        };
+        let without = |q: &[usize]| -> Vec<usize> {
+            q.iter()
+                .copied()
+                .filter(|i| !m.passed.contains(i))
+                .collect()
+        };
+        if without(&ours.queued) != without(&cur.kernel[d].queued) {
+            continue;
+        }
+        let mut tried = moves.clone();
+        tried.push(m);
+        let alt = replay(&tried)?;
+        if alt.ours.get(..d) == cur.ours.get(..d) && alt.ours.get(d) == alt.kernel.get(d) {
+            moves = tried;
+            cur = alt;
+        }
+    }
+    Ok((cur, moves))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{meta, read};
+    use super::super::{diff, divergences, markdown, DiffOptions, Row, TraceDiff};
+
+    /// mq-deadline's read at 50 issued alone on CPU 0 leaves its sorted pass at 58
+    /// (`latest_pos`); fio-10 then inserts a read at 1000 on CPU 0, `SECOND` inserts a read at
+    /// 100, and CPU 0 issues 1000 first, CPU 1 100 16 us later (past
+    /// [`UNORDERED_ISSUE_GAP`](super::super::UNORDERED_ISSUE_GAP): the two decisions are
+    /// ordered): the kernel's run on CPU 0 chose 1000, so it took it before 100 was there,
+    /// or its pass would have taken 100 (the next at or after 58).
+    /// `before` goes before fio-10's insertion of 1000, `second` after it, `after` after
+    /// the issue of 100.
+    fn trace(before: &str, second: &str, after: &str) -> String {
+        format!(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 50 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+{before} fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+{second} fio-10 [000] ..... 1.000014: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+{after} ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000060: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000070: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+"
+        )
+    }
+
+    /// fio-11's read at 100 inserted on `cpu` at 1.000012.
+    fn read_at_100_on(cpu: u32) -> String {
+        format!(
+            " fio-11 [{cpu:03}] ..... 1.000011: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-11 [{cpu:03}] ...1. 1.000012: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+"
+        )
+    }
+
+    /// mq-deadline with reads expiring after a second: its sorted pass decides, not its FIFO.
+    fn replay(text: &str, set_aside: bool) -> TraceDiff {
+        let mut m = meta("mq-deadline");
+        m.iosched.insert("read_expire".into(), "1000".into());
+        let opts = DiffOptions {
+            set_aside,
+            ..DiffOptions::default()
+        };
+        diff(&read(text), &m, &opts).unwrap()
+    }
+
+    /// Requests of `d`'s decisions by index: (kernel's set, kernel's choice, ours' choice).
+    fn decision(d: &TraceDiff, k: usize) -> (Vec<usize>, usize, usize) {
+        (
+            d.kernel[k].queued.clone(),
+            d.kernel[k].chosen,
+            d.ours[k].chosen,
+        )
+    }
+
+    /// CPU 1 inserted 100 inside the window of CPU 0's decision (after CPU 0's insertion of
+    /// 1000, which its run followed, before 1000's issue): taken in the trace's order ours
+    /// chooses 100, and the next decision's sets differ; with 100 inserted after the
+    /// decision (the other order the trace allows) ours chooses 1000 alone, as the kernel
+    /// did. The decision counts neither way, the one after it agrees.
+    #[test]
+    fn a_decision_another_cpus_insertion_may_have_followed_is_set_aside_where_ours_then_agrees() {
+        let text = trace("", &read_at_100_on(1), "");
+        let recorded = replay(&text, false);
+        assert_eq!(decision(&recorded, 1), (vec![1, 2], 1, 2));
+        assert_eq!(recorded.set_aside, Vec::<usize>::new());
+        assert_eq!(recorded.agreement.first_divergence, Some(1));
+        assert_eq!((recorded.choices, recorded.choices_agreed), (1, 0));
+        assert_eq!(
+            (recorded.agreement.decisions, recorded.agreement.same_choice),
+            (3, 1)
+        );
+        let d = replay(&text, true);
+        assert_eq!(d.set_aside, [1], "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(decision(&d, 1), (vec![1], 1, 1));
+        assert_eq!((d.agreement.decisions, d.agreement.same_choice), (2, 2));
+        assert_eq!((d.choices, d.choices_agreed), (0, 0));
+        assert_eq!(d.agreement.first_divergence, None);
+    }
+
+    /// The decision set aside is printed as a count in both tables, in neither decisions
+    /// nor real choices, and listed by `--divergences`.
+    #[test]
+    fn the_tables_count_a_decision_set_aside_in_its_own_column() {
+        let text = trace("", &read_at_100_on(1), "");
+        let d = replay(&text, true);
+        let row = Row {
+            mix: "cross".into(),
+            scheduler: "mq-deadline".into(),
+            kernel_pace: d.clone(),
+            device_pace: d.clone(),
+            early: d,
+            requests: read(&text).requests,
+            assembly: Default::default(),
+        };
+        let table = markdown(std::slice::from_ref(&row));
+        assert!(
+            table.contains("| cross | mq-deadline | mq-deadline | 2 | 100.0% | 0/0 | 1 | - |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| mq-deadline | 2 | 100.0% | 0/0 (-) | 1 | 100.0% | 100.0% |"),
+            "{table}"
+        );
+        let listed = divergences(&row, 5);
+        assert!(
+            listed
+                .iter()
+                .any(|l| l.contains("1 decision(s) set aside") && l.ends_with(": 1")),
+            "{listed:?}"
+        );
+    }
+
+    /// The same insertion on CPU 0, the deciding CPU: its run began after it (each CPU's
+    /// events are in order), so the decision saw 100 and stays a disagreement. And on CPU 1
+    /// before a flush kblockd issued on CPU 0 (no decision of the scheduler's, not in the
+    /// queue log): CPU 0's run that issued 1000 began after that issue, after 100's insertion.
+    #[test]
+    fn the_same_insertion_on_the_deciding_cpu_or_before_its_window_is_not_set_aside() {
+        for text in [
+            trace("", &read_at_100_on(0), ""),
+            trace(
+                "",
+                &format!(
+                    "{} kworker/0:1H-58 [000] ..... 1.000013: block_rq_issue: 7,0 FF 0 () 0 + 0 \
+                     none,0,0 [kworker/0:1H]\n",
+                    read_at_100_on(1)
+                ),
+                "",
+            ),
+        ] {
+            let d = replay(&text, true);
+            assert_eq!(d.set_aside, Vec::<usize>::new(), "{text}");
+            assert_eq!(decision(&d, 1), (vec![1, 2], 1, 2), "{text}");
+            assert_eq!((d.choices, d.choices_agreed), (1, 0), "{text}");
+        }
+    }
+
+    /// A read at 200 inserted on CPU 0 before 1000 (the run saw it): with 100 after the
+    /// decision ours' pass takes 200, not the kernel's 1000, so the decision disagrees under
+    /// both orders and counts as a disagreement, in the trace's order.
+    #[test]
+    fn a_decision_ours_misses_under_both_orders_still_counts() {
+        let earlier = "\
+ fio-10 [000] ..... 1.000005: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] ...1. 1.000006: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+";
+        let issued = "\
+ fio-10 [000] ..... 1.000032: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000045: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+        let text = trace(earlier, &read_at_100_on(1), issued);
+        let d = replay(&text, true);
+        assert_eq!(d.set_aside, Vec::<usize>::new());
+        assert_eq!(decision(&d, 1), (vec![1, 2, 3], 2, 3));
+        assert_eq!(d.agreement.first_divergence, Some(1));
+        assert_eq!(d.agreement.decisions, 4);
+    }
+}
