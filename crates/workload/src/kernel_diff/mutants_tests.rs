@@ -717,3 +717,44 @@ fn a_depth_note_in_the_microsecond_of_the_bios_queueing_is_its_own() {
     assert_eq!(batch_allocated(&t, &[note(779)], &[10]), [false, true]);
     assert_eq!(batch_allocated(&t, &[note(778)], &[10]), [true, true]);
 }
+
+/// mq-deadline, an insertion below a busy priority level whose queue run came after the
+/// busy level's request completed (kblockd's run 9 us after the insertion, the real-time
+/// read completing between): the run found one level with requests (`dd_queued`), so
+/// `dd_dispatch_request` (6.18) made no aged probe (`dd_dispatch_prio_aged_requests` asks
+/// only when two levels have requests) and chose a direction once, in the run that
+/// dispatched. With `writes_starved` 1, that first choice between the best-effort read 1000
+/// and write 200 is the read (`dd->starved++ >= writes_starved` is 0 >= 1: false), then
+/// the write. The replay takes a dispatch within 20 us of an insertion as that insertion's run
+/// and asks ours only there; asked at the insertion as well (the real-time read still in
+/// flight there), ours would probe best effort, count one read batch passing the write
+/// (`starved` 1) and then take the write first.
+#[test]
+fn an_insertions_run_that_dispatches_within_20_us_is_not_also_an_empty_run() {
+    const COMPLETED_BETWEEN: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-20 [001] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [001] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [001] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-21 [000] ..... 1.000198: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] ..... 1.000199: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-21 [000] d..1. 1.000200: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] d..1. 1.000201: block_rq_insert: 7,0 W 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000205: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000210: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000211: block_rq_issue: 7,0 W 4096 () 200 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000300: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000301: block_rq_complete: 7,0 W () 200 + 8 be,0,4 [0]
+";
+    let t = read(COMPLETED_BETWEEN);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    m.iosched.insert("writes_starved".into(), "1".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 5000, 1000, 200]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+}
