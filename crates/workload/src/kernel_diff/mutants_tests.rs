@@ -758,3 +758,105 @@ fn an_insertions_run_that_dispatches_within_20_us_is_not_also_an_empty_run() {
     assert_eq!(order, [9000, 5000, 1000, 200]);
     assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
 }
+
+/// mq-deadline's idle level waits behind a busy best-effort level as best effort waits
+/// behind real time (`dd_rq_ioclass`: IOPRIO_CLASS_IDLE is the third level, DD_IDLE_PRIO):
+/// the idle write 200, inserted while the best-effort read 5000 is in flight, gets a run
+/// that returns nothing, whose aged probe (`dd_dispatch_prio_aged_requests`, two levels
+/// with requests) starts a write batch at the idle level and refuses the young write. When
+/// the read has completed, the kernel continues that batch: 200, then the idle reads 1000
+/// and 1100. Taken for best effort, the idle insertion would be the busy level's own, its
+/// run not replayed, and ours would take 1000 first (its last direction the reads').
+#[test]
+fn an_idle_insertion_waits_behind_a_busy_best_effort_level() {
+    const IDLE_BLOCKED: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 idle,0,0 [0]
+ fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
+ fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
+ fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000300: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000302: block_getrq: 7,0 R 1100 + 8 [fio]
+ fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 be,0,4 [0]
+ fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 idle,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 idle,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 idle,0,0 [0]
+";
+    let t = read(IDLE_BLOCKED);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 5000, 200, 1000, 1100]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+}
+
+/// A request the driver gave back (`block_rq_requeue`) and kblockd inserted again is one
+/// arrival for ours, and its second insertion is no queue run of ours: `blk_mq_requeue_work`
+/// inserts it at the head (`BLK_MQ_INSERT_AT_HEAD`), into its level's dispatch list with
+/// `fifo_time` now, and the run after it (the real-time read 5000 still in flight) asks
+/// `dd_dispatch_prio_aged_requests`, whose best-effort step (`__dd_dispatch_request`, 6.18)
+/// takes that list's head first, refuses it as young (`started_after`) and returns before
+/// choosing a direction: `starved` stays as the run after 1000 and 200's insertion left it
+/// (1, one read batch passing the write). When the read has completed, the kernel issues
+/// the requeued 3000 again from the dispatch list, then 1000 (`starved` 1 < 2) and 200.
+/// Ours, which dispatched 3000 once and holds only 1000 and 200 then, takes 1000 and 200 in
+/// that order; asked at the second insertion as well, ours would count a second read batch
+/// passing the write (`starved` 2) and take 200 first.
+#[test]
+fn a_requeued_requests_second_insertion_is_no_arrival_and_no_run_of_ours() {
+    const REQUEUED: &str = "\
+ fio-22 [000] ..... 1.000005: block_getrq: 7,0 W 9500 + 8 [fio]
+ fio-22 [000] d..1. 1.000006: block_rq_insert: 7,0 W 4096 () 9500 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000007: block_rq_issue: 7,0 W 4096 () 9500 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000008: block_rq_complete: 7,0 W () 9500 + 8 be,0,4 [0]
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-23 [000] ..... 1.000089: block_getrq: 7,0 R 3000 + 8 [fio]
+ fio-23 [000] d..1. 1.000090: block_rq_insert: 7,0 R 4096 () 3000 + 8 be,0,4 [fio]
+ fio-23 [000] ..... 1.000091: block_rq_issue: 7,0 R 4096 () 3000 + 8 be,0,4 [fio]
+ fio-20 [001] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [001] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [001] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-21 [000] ..... 1.000298: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] ..... 1.000299: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-21 [000] d..1. 1.000300: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 W 4096 () 200 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..s.. 1.000350: block_rq_requeue: 7,0 R () 3000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] d..1. 1.000351: block_rq_insert: 7,0 R 4096 () 3000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000500: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000510: block_rq_issue: 7,0 R 4096 () 3000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000511: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000512: block_rq_issue: 7,0 W 4096 () 200 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000600: block_rq_complete: 7,0 R () 3000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000601: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000602: block_rq_complete: 7,0 W () 200 + 8 be,0,4 [0]
+";
+    let t = read(REQUEUED);
+    let x = t.requests.iter().position(|r| r.sector == 3000).unwrap();
+    assert_eq!(t.requests[x].requeues, 1);
+    let arrivals = |log: &[QueueEvent]| log.iter().filter(|e| **e == QueueEvent::Arrive(x)).count();
+    assert_eq!(arrivals(&t.queue_log), 2);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9500, 9000, 3000, 5000, 1000, 200]);
+    let kernel: Vec<u64> = d
+        .kernel
+        .iter()
+        .map(|o| t.requests[o.chosen].sector)
+        .collect();
+    assert_eq!(kernel, [9500, 9000, 3000, 5000, 3000, 1000, 200]);
+}
