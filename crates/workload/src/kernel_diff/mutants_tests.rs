@@ -860,3 +860,59 @@ fn a_requeued_requests_second_insertion_is_no_arrival_and_no_run_of_ours() {
         .collect();
     assert_eq!(kernel, [9500, 9000, 3000, 5000, 3000, 1000, 200]);
 }
+
+/// `--resolve` replays at the kernel's pace and keeps no notes, whatever the options ask:
+/// on `batches/bfq`, whose replay at the kernel's pace notes bfq's inject limit when asked,
+/// a resolution asked at the device's pace with notes has the decisions of the kernel's
+/// pace and no notes, before and after.
+#[test]
+fn resolve_replays_at_the_kernels_pace_without_notes_whatever_it_is_asked() {
+    let dir = corpus().join("kernel/batches/bfq");
+    let asked = DiffOptions {
+        pace: Pace::Device,
+        notes: true,
+        ..DiffOptions::default()
+    };
+    let row = diff_recording(&dir, &asked).unwrap();
+    assert!(!row.kernel_pace.notes.is_empty());
+    assert_ne!(row.device_pace.ours, row.kernel_pace.ours);
+    let r = resolve(&dir, &asked, 1).unwrap();
+    assert_eq!(r.before.ours, row.kernel_pace.ours);
+    assert!(r.before.notes.is_empty() && r.after.notes.is_empty());
+}
+
+/// `--resolve` chains a run back over at most eight of its task's earlier issues
+/// (`MOST_PASSED`): fio-10 on CPU 0 inserts ten reads in a row and issues them one by one
+/// with no insertion between, and the tenth's run is read as starting at the second's
+/// issue, eight back; the ninth's, eight back too, at the first's.
+#[test]
+fn a_queue_run_is_chained_back_over_at_most_eight_issues() {
+    let mut text = String::new();
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ..... 1.{:06}: block_getrq: 7,0 R {} + 8 [fio]\n",
+            1 + k,
+            100 * (k + 1)
+        );
+    }
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ...1. 1.{:06}: block_rq_insert: 7,0 R 4096 () {} + 8 be,0,4 [fio]\n",
+            11 + k,
+            100 * (k + 1)
+        );
+    }
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ..... 1.{:06}: block_rq_issue: 7,0 R 4096 () {} + 8 be,0,4 [fio]\n",
+            31 + k,
+            100 * (k + 1)
+        );
+    }
+    let t = read(&text);
+    let start = |sector: u64| {
+        let i = t.requests.iter().position(|r| r.sector == sector).unwrap();
+        (run_start(&t, t.first_dispatch(i).unwrap()).0 - 1_000_000_000) / 1000
+    };
+    assert_eq!([100, 200, 900, 1000].map(start), [31, 31, 31, 32]);
+}
