@@ -916,3 +916,23 @@ fn a_queue_run_is_chained_back_over_at_most_eight_issues() {
     };
     assert_eq!([100, 200, 900, 1000].map(start), [31, 31, 31, 32]);
 }
+
+/// A `meta.json` linked to a path that cannot be followed for another reason than a
+/// missing target is not read as a link to nothing: a link through a regular file
+/// (`plain/meta.json`, ENOTDIR from `stat`) says it cannot be followed and why, naming the
+/// file; "does not exist" is kept for a target that is not there (ENOENT).
+#[test]
+fn a_meta_json_linked_through_a_file_cannot_be_followed_and_says_why() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("plain"), "").unwrap();
+    let dir = root.path().join("through-a-file");
+    std::fs::create_dir(&dir).unwrap();
+    let meta = dir.join("meta.json");
+    std::os::unix::fs::symlink(root.path().join("plain/meta.json"), &meta).unwrap();
+    let e = has_meta(&dir).unwrap_err();
+    assert!(
+        e.starts_with(&format!("{}: cannot follow it: ", meta.display()))
+            && !e.contains("does not exist"),
+        "{e}"
+    );
+}
