@@ -936,3 +936,42 @@ fn a_meta_json_linked_through_a_file_cannot_be_followed_and_says_why() {
         "{e}"
     );
 }
+
+/// mq-deadline, an insertion two levels below requests that wait in the lists: fio-20's
+/// plug inserts the real-time read 5000 and the idle write 200 while the best-effort read
+/// 9000 is in flight, and its run comes from kblockd 27 us later, after fio-21 inserted the
+/// real-time read 4000. `dd_dispatch_request`'s priority loop (6.18) stops at the first
+/// level with requests (`dd_queued`), the real-time one, which has requests to dispatch:
+/// the run after the idle insertion is not one that returns nothing, so ours is asked at
+/// kblockd's issues only and takes 4000 then 5000 (`deadline_from_pos` from the start), as
+/// the kernel did. Asked at the idle insertion as well (the real-time level read as not
+/// busy, the best-effort level's read in flight as blocking it), ours would dispatch 5000
+/// there, alone, and 4000 after it.
+#[test]
+fn an_insertion_below_a_level_with_listed_requests_is_not_an_empty_run() {
+    const LISTED_ABOVE: &str = "\
+ fio-30 [001] ..... 1.000001: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-30 [001] d..1. 1.000002: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-30 [001] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [000] ..... 1.000101: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-20 [000] d..1. 1.000102: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [000] d..1. 1.000103: block_rq_insert: 7,0 W 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000112: block_getrq: 7,0 R 4000 + 8 [fio]
+ fio-21 [000] d..1. 1.000113: block_rq_insert: 7,0 R 4096 () 4000 + 8 rt,0,0 [fio]
+ kworker/0:1H-58 [000] ..... 1.000130: block_rq_issue: 7,0 R 4096 () 4000 + 8 rt,0,0 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000131: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000200: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000201: block_rq_complete: 7,0 R () 4000 + 8 rt,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000202: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000210: block_rq_issue: 7,0 W 4096 () 200 + 8 idle,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000300: block_rq_complete: 7,0 W () 200 + 8 idle,0,0 [0]
+";
+    let t = read(LISTED_ABOVE);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 4000, 5000, 200]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+}
