@@ -1,8 +1,8 @@
 //! Tests written for the survivors of mutation testing the kernel oracle's replay
 //! (docs/testing.md, "The kernel oracle's replay (mutants36)", "the kernel replay, shard
-//! 3/6 first half" (mutants39) and "second half" (mutants40)): each pins a rule of the
-//! replay or of `--resolve`, the matching of bfq's log, the loading of a recording or the
-//! agreement figures that no other test read.
+//! 3/6 first half" (mutants39), "second half" (mutants40) and "shard 1/12" (mutants41)):
+//! each pins a rule of the replay or of `--resolve`, the matching of bfq's log, the loading
+//! of a recording or the agreement figures that no other test read.
 
 use std::path::PathBuf;
 
@@ -716,4 +716,262 @@ fn a_depth_note_in_the_microsecond_of_the_bios_queueing_is_its_own() {
     };
     assert_eq!(batch_allocated(&t, &[note(779)], &[10]), [false, true]);
     assert_eq!(batch_allocated(&t, &[note(778)], &[10]), [true, true]);
+}
+
+/// mq-deadline, an insertion below a busy priority level whose queue run came after the
+/// busy level's request completed (kblockd's run 9 us after the insertion, the real-time
+/// read completing between): the run found one level with requests (`dd_queued`), so
+/// `dd_dispatch_request` (6.18) made no aged probe (`dd_dispatch_prio_aged_requests` asks
+/// only when two levels have requests) and chose a direction once, in the run that
+/// dispatched. With `writes_starved` 1, that first choice between the best-effort read 1000
+/// and write 200 is the read (`dd->starved++ >= writes_starved` is 0 >= 1: false), then
+/// the write. The replay takes a dispatch within 20 us of an insertion as that insertion's run
+/// and asks ours only there; asked at the insertion as well (the real-time read still in
+/// flight there), ours would probe best effort, count one read batch passing the write
+/// (`starved` 1) and then take the write first.
+#[test]
+fn an_insertions_run_that_dispatches_within_20_us_is_not_also_an_empty_run() {
+    const COMPLETED_BETWEEN: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-20 [001] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [001] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [001] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-21 [000] ..... 1.000198: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] ..... 1.000199: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-21 [000] d..1. 1.000200: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] d..1. 1.000201: block_rq_insert: 7,0 W 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000205: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000210: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000211: block_rq_issue: 7,0 W 4096 () 200 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000300: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000301: block_rq_complete: 7,0 W () 200 + 8 be,0,4 [0]
+";
+    let t = read(COMPLETED_BETWEEN);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    m.iosched.insert("writes_starved".into(), "1".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 5000, 1000, 200]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+}
+
+/// mq-deadline's idle level waits behind a busy best-effort level as best effort waits
+/// behind real time (`dd_rq_ioclass`: IOPRIO_CLASS_IDLE is the third level, DD_IDLE_PRIO):
+/// the idle write 200, inserted while the best-effort read 5000 is in flight, gets a run
+/// that returns nothing, whose aged probe (`dd_dispatch_prio_aged_requests`, two levels
+/// with requests) starts a write batch at the idle level and refuses the young write. When
+/// the read has completed, the kernel continues that batch: 200, then the idle reads 1000
+/// and 1100. Taken for best effort, the idle insertion would be the busy level's own, its
+/// run not replayed, and ours would take 1000 first (its last direction the reads').
+#[test]
+fn an_idle_insertion_waits_behind_a_busy_best_effort_level() {
+    const IDLE_BLOCKED: &str = "\
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 idle,0,0 [0]
+ fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
+ fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
+ fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000300: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000302: block_getrq: 7,0 R 1100 + 8 [fio]
+ fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 be,0,4 [0]
+ fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 idle,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 idle,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 idle,0,0 [0]
+";
+    let t = read(IDLE_BLOCKED);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 5000, 200, 1000, 1100]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+}
+
+/// A request the driver gave back (`block_rq_requeue`) and kblockd inserted again is one
+/// arrival for ours, and its second insertion is no queue run of ours: `blk_mq_requeue_work`
+/// inserts it at the head (`BLK_MQ_INSERT_AT_HEAD`), into its level's dispatch list with
+/// `fifo_time` now, and the run after it (the real-time read 5000 still in flight) asks
+/// `dd_dispatch_prio_aged_requests`, whose best-effort step (`__dd_dispatch_request`, 6.18)
+/// takes that list's head first, refuses it as young (`started_after`) and returns before
+/// choosing a direction: `starved` stays as the run after 1000 and 200's insertion left it
+/// (1, one read batch passing the write). When the read has completed, the kernel issues
+/// the requeued 3000 again from the dispatch list, then 1000 (`starved` 1 < 2) and 200.
+/// Ours, which dispatched 3000 once and holds only 1000 and 200 then, takes 1000 and 200 in
+/// that order; asked at the second insertion as well, ours would count a second read batch
+/// passing the write (`starved` 2) and take 200 first.
+#[test]
+fn a_requeued_requests_second_insertion_is_no_arrival_and_no_run_of_ours() {
+    const REQUEUED: &str = "\
+ fio-22 [000] ..... 1.000005: block_getrq: 7,0 W 9500 + 8 [fio]
+ fio-22 [000] d..1. 1.000006: block_rq_insert: 7,0 W 4096 () 9500 + 8 be,0,4 [fio]
+ fio-22 [000] ..... 1.000007: block_rq_issue: 7,0 W 4096 () 9500 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000008: block_rq_complete: 7,0 W () 9500 + 8 be,0,4 [0]
+ fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-23 [000] ..... 1.000089: block_getrq: 7,0 R 3000 + 8 [fio]
+ fio-23 [000] d..1. 1.000090: block_rq_insert: 7,0 R 4096 () 3000 + 8 be,0,4 [fio]
+ fio-23 [000] ..... 1.000091: block_rq_issue: 7,0 R 4096 () 3000 + 8 be,0,4 [fio]
+ fio-20 [001] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [001] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [001] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-21 [000] ..... 1.000298: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-21 [000] ..... 1.000299: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-21 [000] d..1. 1.000300: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 W 4096 () 200 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..s.. 1.000350: block_rq_requeue: 7,0 R () 3000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] d..1. 1.000351: block_rq_insert: 7,0 R 4096 () 3000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000500: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000510: block_rq_issue: 7,0 R 4096 () 3000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000511: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000512: block_rq_issue: 7,0 W 4096 () 200 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000600: block_rq_complete: 7,0 R () 3000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000601: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000602: block_rq_complete: 7,0 W () 200 + 8 be,0,4 [0]
+";
+    let t = read(REQUEUED);
+    let x = t.requests.iter().position(|r| r.sector == 3000).unwrap();
+    assert_eq!(t.requests[x].requeues, 1);
+    let arrivals = |log: &[QueueEvent]| log.iter().filter(|e| **e == QueueEvent::Arrive(x)).count();
+    assert_eq!(arrivals(&t.queue_log), 2);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9500, 9000, 3000, 5000, 1000, 200]);
+    let kernel: Vec<u64> = d
+        .kernel
+        .iter()
+        .map(|o| t.requests[o.chosen].sector)
+        .collect();
+    assert_eq!(kernel, [9500, 9000, 3000, 5000, 3000, 1000, 200]);
+}
+
+/// `--resolve` replays at the kernel's pace and keeps no notes, whatever the options ask:
+/// on `batches/bfq`, whose replay at the kernel's pace notes bfq's inject limit when asked,
+/// a resolution asked at the device's pace with notes has the decisions of the kernel's
+/// pace and no notes, before and after.
+#[test]
+fn resolve_replays_at_the_kernels_pace_without_notes_whatever_it_is_asked() {
+    let dir = corpus().join("kernel/batches/bfq");
+    let asked = DiffOptions {
+        pace: Pace::Device,
+        notes: true,
+        ..DiffOptions::default()
+    };
+    let row = diff_recording(&dir, &asked).unwrap();
+    assert!(!row.kernel_pace.notes.is_empty());
+    assert_ne!(row.device_pace.ours, row.kernel_pace.ours);
+    let r = resolve(&dir, &asked, 1).unwrap();
+    assert_eq!(r.before.ours, row.kernel_pace.ours);
+    assert!(r.before.notes.is_empty() && r.after.notes.is_empty());
+}
+
+/// `--resolve` chains a run back over at most eight of its task's earlier issues
+/// (`MOST_PASSED`): fio-10 on CPU 0 inserts ten reads in a row and issues them one by one
+/// with no insertion between, and the tenth's run is read as starting at the second's
+/// issue, eight back; the ninth's, eight back too, at the first's.
+#[test]
+fn a_queue_run_is_chained_back_over_at_most_eight_issues() {
+    let mut text = String::new();
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ..... 1.{:06}: block_getrq: 7,0 R {} + 8 [fio]\n",
+            1 + k,
+            100 * (k + 1)
+        );
+    }
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ...1. 1.{:06}: block_rq_insert: 7,0 R 4096 () {} + 8 be,0,4 [fio]\n",
+            11 + k,
+            100 * (k + 1)
+        );
+    }
+    for k in 0..10u64 {
+        text += &format!(
+            " fio-10 [000] ..... 1.{:06}: block_rq_issue: 7,0 R 4096 () {} + 8 be,0,4 [fio]\n",
+            31 + k,
+            100 * (k + 1)
+        );
+    }
+    let t = read(&text);
+    let start = |sector: u64| {
+        let i = t.requests.iter().position(|r| r.sector == sector).unwrap();
+        (run_start(&t, t.first_dispatch(i).unwrap()).0 - 1_000_000_000) / 1000
+    };
+    assert_eq!([100, 200, 900, 1000].map(start), [31, 31, 31, 32]);
+}
+
+/// A `meta.json` linked to a path that cannot be followed for another reason than a
+/// missing target is not read as a link to nothing: a link through a regular file
+/// (`plain/meta.json`, ENOTDIR from `stat`) says it cannot be followed and why, naming the
+/// file; "does not exist" is kept for a target that is not there (ENOENT).
+#[test]
+fn a_meta_json_linked_through_a_file_cannot_be_followed_and_says_why() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("plain"), "").unwrap();
+    let dir = root.path().join("through-a-file");
+    std::fs::create_dir(&dir).unwrap();
+    let meta = dir.join("meta.json");
+    std::os::unix::fs::symlink(root.path().join("plain/meta.json"), &meta).unwrap();
+    let e = has_meta(&dir).unwrap_err();
+    assert!(
+        e.starts_with(&format!("{}: cannot follow it: ", meta.display()))
+            && !e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+/// mq-deadline, an insertion two levels below requests that wait in the lists: fio-20's
+/// plug inserts the real-time read 5000 and the idle write 200 while the best-effort read
+/// 9000 is in flight, and its run comes from kblockd 27 us later, after fio-21 inserted the
+/// real-time read 4000. `dd_dispatch_request`'s priority loop (6.18) stops at the first
+/// level with requests (`dd_queued`), the real-time one, which has requests to dispatch:
+/// the run after the idle insertion is not one that returns nothing, so ours is asked at
+/// kblockd's issues only and takes 4000 then 5000 (`deadline_from_pos` from the start), as
+/// the kernel did. Asked at the idle insertion as well (the real-time level read as not
+/// busy, the best-effort level's read in flight as blocking it), ours would dispatch 5000
+/// there, alone, and 4000 after it.
+#[test]
+fn an_insertion_below_a_level_with_listed_requests_is_not_an_empty_run() {
+    const LISTED_ABOVE: &str = "\
+ fio-30 [001] ..... 1.000001: block_getrq: 7,0 R 9000 + 8 [fio]
+ fio-30 [001] d..1. 1.000002: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-30 [001] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
+ fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-20 [000] ..... 1.000101: block_getrq: 7,0 W 200 + 8 [fio]
+ fio-20 [000] d..1. 1.000102: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [000] d..1. 1.000103: block_rq_insert: 7,0 W 4096 () 200 + 8 idle,0,0 [fio]
+ fio-21 [000] ..... 1.000112: block_getrq: 7,0 R 4000 + 8 [fio]
+ fio-21 [000] d..1. 1.000113: block_rq_insert: 7,0 R 4096 () 4000 + 8 rt,0,0 [fio]
+ kworker/0:1H-58 [000] ..... 1.000130: block_rq_issue: 7,0 R 4096 () 4000 + 8 rt,0,0 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000131: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [kworker/0:1H]
+ ksoftirqd/1-22 [001] ..s.. 1.000200: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000201: block_rq_complete: 7,0 R () 4000 + 8 rt,0,0 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000202: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
+ kworker/0:1H-58 [000] ..... 1.000210: block_rq_issue: 7,0 W 4096 () 200 + 8 idle,0,0 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000300: block_rq_complete: 7,0 W () 200 + 8 idle,0,0 [0]
+";
+    let t = read(LISTED_ABOVE);
+    let mut m = meta("mq-deadline");
+    m.iosched.insert("read_expire".into(), "500".into());
+    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
+    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
+    assert_eq!(order, [9000, 4000, 5000, 200]);
+    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
 }

@@ -68,7 +68,8 @@ pub struct Resolution {
 }
 
 /// [`Resolution`] for the recording in `dir`, at the kernel's pace, with at most `budget`
-/// replays.
+/// replays. `opts`' pace and notes are not used: the search compares decisions at the
+/// kernel's pace, and keeps no notes of its replays.
 pub fn resolve(dir: &Path, opts: &DiffOptions, budget: usize) -> Result<Resolution, String> {
     let l = load(dir)?;
     let opts = DiffOptions {
