@@ -1,5 +1,5 @@
 //! bfq's depth for a flush (`bfq_limit_depth` is not asked for one), tested from outside the
-//! module: a decision found unpinned by mutation testing (docs/testing.md, "Mutation testing,
+//! module: a decision found unpinned by mutation testing (docs/mutation-testing.md, "Mutation testing,
 //! the block layer and latency_guard").
 
 use elevator_core::bfq::{Bfq, Config};

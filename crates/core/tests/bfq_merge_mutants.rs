@@ -1,5 +1,5 @@
 //! bfq's FIFO across the merge after a back merge (`bfq_requests_merged`), through the block
-//! layer: decisions found unpinned by mutation testing (docs/testing.md, "Mutation testing,
+//! layer: decisions found unpinned by mutation testing (docs/mutation-testing.md, "Mutation testing,
 //! the block layer and latency_guard").
 //!
 //! The FIFO is looked at only by `bfq_check_fifo`, once a service slot (its flag is cleared

@@ -1,5 +1,5 @@
 //! kyber's per-CPU staging lists (`kcq`), tested from outside the module: decisions found
-//! unpinned by mutation testing (docs/testing.md, "Mutation testing, the block layer and
+//! unpinned by mutation testing (docs/mutation-testing.md, "Mutation testing, the block layer and
 //! latency_guard").
 
 use elevator_core::harness::rq;

@@ -1,4 +1,4 @@
-//! noop (`none`) has no tunables: found unpinned by mutation testing (docs/testing.md,
+//! noop (`none`) has no tunables: found unpinned by mutation testing (docs/mutation-testing.md,
 //! "Mutation testing, the block layer and latency_guard").
 
 use elevator_core::noop::Noop;

@@ -1,5 +1,5 @@
 //! The scheduler tags, by bit position ([`TagBits`]) and through the block layer, tested from
-//! outside the module: decisions found unpinned by mutation testing (docs/testing.md,
+//! outside the module: decisions found unpinned by mutation testing (docs/mutation-testing.md,
 //! "Mutation testing, the block layer and latency_guard").
 
 use elevator_core::block::{Bio, BlockLayer, Limits};

@@ -1,6 +1,6 @@
 //! The kernel corpus replayed into our schedulers (issue 27's `kernel-diff`): every recording
 //! of tests/data/kernel/MIX/SCHED through our policy of the same name, without root. Prints
-//! the agreement table (the one in docs/testing.md) and the divergences, and fails when
+//! the agreement table (the one in docs/kernel-agreement.md) and the divergences, and fails when
 //! agreement drops below what was measured.
 
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ impl Floor {
 }
 
 /// The measured floors, one per recording, with the set each came in and the reason of each
-/// known miss (tests/data/kernel-floors.tsv; docs/testing.md has the history of each row).
+/// known miss (tests/data/kernel-floors.tsv; docs/kernel-agreement.md has the history of each row).
 fn floors() -> Vec<Floor> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernel-floors.tsv");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

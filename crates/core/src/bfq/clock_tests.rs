@@ -1,5 +1,5 @@
 //! The completion's clock (`Scheduler::complete_clocked`): which completions take the clock
-//! read before bfq's log note, pinned by mutation testing (docs/testing.md, "Mutation
+//! read before bfq's log note, pinned by mutation testing (docs/mutation-testing.md, "Mutation
 //! testing, the block layer and latency_guard").
 
 use super::tests::cfg_with;

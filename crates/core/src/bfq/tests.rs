@@ -3571,7 +3571,7 @@ fn bfq_a_returning_raised_reader_is_injected_not_preempting_at_hz_250() {
 /// (`blk_rq_sectors`), the bios merged into it while it was queued included, not its size at
 /// insertion. What the queue has left of its budget then decides whether, back in time, it
 /// preempts the queue in service (`bfq_bfqq_update_budg_for_activation`): the kernel-diff
-/// recording split-reads-beside-small-writes turned on it (docs/testing.md).
+/// recording split-reads-beside-small-writes turned on it (docs/kernel-agreement.md).
 #[test]
 fn bfq_charges_a_request_its_size_at_dispatch_merged_bios_included() {
     let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));

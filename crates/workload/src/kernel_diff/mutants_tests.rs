@@ -1,5 +1,5 @@
 //! Tests written for the survivors of mutation testing the kernel oracle's replay
-//! (docs/testing.md, "The kernel oracle's replay (mutants36)", "the kernel replay, shard
+//! (docs/mutation-testing.md, "The kernel oracle's replay (mutants36)", "the kernel replay, shard
 //! 3/6 first half" (mutants39), "second half" (mutants40) and "shard 1/12" (mutants41)):
 //! each pins a rule of the replay or of `--resolve`, the matching of bfq's log, the loading
 //! of a recording or the agreement figures that no other test read.

@@ -16,7 +16,7 @@ use crate::traces::ftrace::{KernelTrace, TaskOnCpu};
 /// kernel did. Not kyber, whose refusals are token waits ours answers with a timer the
 /// replay already follows, nor bfq at every run end: bfq's log tells which of its refused
 /// calls changed its state, and only those are replayed ([`refused_dispatch_calls`](super::refused_dispatch_calls); asking
-/// it at every refused call the log shows lowered its agreement, docs/testing.md).
+/// it at every refused call the log shows lowered its agreement, docs/kernel-agreement.md).
 pub fn asked_at_empty_runs(policy: &str) -> bool {
     policy == "mq-deadline"
 }

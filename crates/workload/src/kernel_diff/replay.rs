@@ -247,7 +247,7 @@ impl<'a> Replay<'a> {
     /// learns of it), else to its completion event ([`TracedRequest::service`]). From its
     /// issue event even where
     /// bfq's log places the choice earlier ([`LogOrder::decided`]): the device's service
-    /// time, which counting from the choice lowered the agreement (docs/testing.md).
+    /// time, which counting from the choice lowered the agreement (docs/kernel-agreement.md).
     fn kernel_service(r: &TracedRequest, end: Option<Nanos>) -> Option<Nanos> {
         match end.or(r.ended) {
             Some(end) => Some(Nanos(end.0.checked_sub(r.issued?.0)?)),

@@ -1,6 +1,6 @@
 //! An allocation whose task sleeps for its tag, through the layer (`handle_allocate_sleeping`,
 //! `handle_tag_got`): the two moments kernel-diff's replay drives, found unpinned by mutation
-//! testing (docs/testing.md, "Mutation testing, the block layer and latency_guard").
+//! testing (docs/mutation-testing.md, "Mutation testing, the block layer and latency_guard").
 
 use super::*;
 use crate::bfq::Bfq;

@@ -1,5 +1,5 @@
 //! What the layer asks of its policy, counted through a wrapper: decisions mutation testing
-//! found unpinned (docs/testing.md, "The rest of the tags and the block layer's new code
+//! found unpinned (docs/mutation-testing.md, "The rest of the tags and the block layer's new code
 //! (mutants32)").
 
 use super::*;

@@ -1,7 +1,7 @@
 //! The block layer's decisions that the hand-built situations in `tests.rs` left unpinned:
 //! what each bio's [`Done`] reports, the observer's steps, the rq_qos hooks' calls, the
 //! device's room, splitting against both limits, requeue, the idle timer's generations and the
-//! scheduler switch. Each was found by mutation testing (docs/testing.md, "block/ and
+//! scheduler switch. Each was found by mutation testing (docs/mutation-testing.md, "block/ and
 //! latency_guard.rs").
 
 use super::*;

@@ -1,5 +1,5 @@
 //! kyber's scheduler tags through the layer ([`Scheduler::holds_sched_tag`]): when a request
-//! starts, pinned by mutation testing (docs/testing.md, "Mutation testing, the block layer
+//! starts, pinned by mutation testing (docs/mutation-testing.md, "Mutation testing, the block layer
 //! and latency_guard").
 
 use super::*;

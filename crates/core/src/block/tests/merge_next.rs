@@ -1,6 +1,6 @@
 //! The merge after a back merge (`attempt_back_merge` in `blk_mq_sched_try_merge`,
 //! [`Scheduler::merge_next`]) through the layer: decisions the hand-built situation in
-//! `tests.rs` left unpinned, found by mutation testing (docs/testing.md, "Mutation testing,
+//! `tests.rs` left unpinned, found by mutation testing (docs/mutation-testing.md, "Mutation testing,
 //! the block layer and latency_guard").
 
 use super::*;

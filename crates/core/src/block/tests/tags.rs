@@ -1,6 +1,6 @@
 //! The host's tags through the layer (`blk_mq_get_tag`, `blk_mq_put_tag`): decisions the
 //! hand-built situations in `tests.rs` left unpinned, found by mutation testing
-//! (docs/testing.md, "Mutation testing, the block layer and latency_guard").
+//! (docs/mutation-testing.md, "Mutation testing, the block layer and latency_guard").
 
 use super::*;
 
