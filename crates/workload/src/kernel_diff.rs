@@ -495,7 +495,8 @@ fn replay_log(
                 notes,
             },
     } = done;
-    let set_aside: Vec<usize> = moves.iter().map(|m| m.decision).collect();
+    let mut set_aside: Vec<usize> = moves.iter().map(|m| m.lands).collect();
+    set_aside.sort_unstable();
     let counted: Vec<usize> = (0..kernel.len())
         .filter(|k| set_aside.binary_search(k).is_err())
         .collect();

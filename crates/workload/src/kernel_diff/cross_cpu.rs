@@ -25,8 +25,10 @@
 //! moves: its extra asks at run ends stay where the recorded order put them). A decision
 //! bfq's log places ([`LogOrder::decided`](super::LogOrder::decided)) is ordered and never
 //! moved. Narrower than the kernel's: a run's later decision may have been taken before the
-//! run's earlier issues (in the same round), but moving it past them would reorder two
-//! decisions and the insertions before them too, a search rather than one alternative.
+//! run's earlier issues (in the same round). That case has its own alternative
+//! ([`run_decided_before`]): where ours took a request the kernel decided a little later as a
+//! later decision of its CPU's run, that decision is moved before the other CPUs' insertions
+//! and decisions between, all traced after the run could have begun.
 //!
 //! The policies are not `Clone`, so ours' state at the decision is reached again by a replay
 //! of the whole recording with the move (a fork by replaying the prefix). The replay then
@@ -45,14 +47,19 @@ use crate::traces::ftrace::{Dispatch, KernelTrace};
 /// log ([`set_aside_cross_cpu_insertions`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct MovedBefore {
-    /// The decision (its index in the dispatch order).
+    /// The decision (its index in the dispatch order, the earlier moves made).
     pub(super) decision: usize,
+    /// Its index in the dispatch order after the move: `decision` less the other CPUs'
+    /// decisions it passes ([`run_decided_before`]; none for [`before_insertions`]).
+    pub(super) lands: usize,
     /// Its position in the kernel's queue log.
     from: usize,
     /// The position of the first insertion it passes.
     to: usize,
     /// The requests whose insertions it passes.
     pub(super) passed: Vec<usize>,
+    /// The requests whose dispatches (other CPUs' decisions) it passes.
+    pub(super) passed_dispatches: Vec<usize>,
 }
 
 /// A replay's decisions on both sides.
@@ -131,14 +138,128 @@ pub(super) fn before_insertions(
     }
     (!passed.is_empty() && log[..to].contains(&QueueEvent::Arrive(r))).then_some(MovedBefore {
         decision: d,
+        lands: d,
         from,
         to,
         passed,
+        passed_dispatches: Vec::new(),
     })
 }
 
-/// `log` with each of `moves` made (they never overlap: each lies between its decision and
-/// the one before it).
+/// When the queue run that issued `issue` may have begun at the earliest if its CPU's earlier
+/// issues since its last insertion were the same run's: that insertion (by any task on the
+/// CPU). A round's decisions all precede its first issue (`__blk_mq_do_dispatch_sched`
+/// dequeues, then `blk_mq_dispatch_rq_list` issues), and the issues of one round can be
+/// spread out by interrupts (the softirq completions, a preemption) past other CPUs' work.
+fn run_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
+    trace
+        .requests
+        .iter()
+        .filter_map(|r| match (r.inserted, r.inserted_on) {
+            (Some(t), Some(on)) if on.cpu == issue.cpu && t <= issue.time => Some(t),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(Nanos::ZERO)
+}
+
+/// How many decisions later than a disagreement [`run_decided_before`] looks for ours'
+/// choice (a round's remaining decisions on the loop device's single hardware queue).
+pub(super) const RUN_REACH: usize = 8;
+
+/// The kernel's `e`th decision in `log` (the moves before made), a later decision of its
+/// CPU's run (the CPU issued since its last insertion), taken before the `d`th and
+/// the other CPUs' events between, where all of them fall inside its run's window
+/// ([`run_opens`]): other CPUs' first insertions of a request and other CPUs' decisions,
+/// traced after the run could have begun, with no event of the deciding CPU, merge or
+/// repeated event between, and the decision's own request inserted before the place it
+/// lands. The one other order: the run's decision before the other CPU's run (the trace
+/// ordered them by issue, not by decision). `merge_before`: the events a scheduler merge
+/// comes just before; `decided`: the decisions bfq's log places.
+pub(super) fn run_decided_before(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    merge_before: &HashSet<QueueEvent>,
+    log: &[QueueEvent],
+    d: usize,
+    e: usize,
+) -> Option<MovedBefore> {
+    let dispatch_at = |k: usize| {
+        log.iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
+            .nth(k)
+            .map(|(p, _)| p)
+    };
+    let from = dispatch_at(e)?;
+    let QueueEvent::Dispatch(r) = log[from] else {
+        return None;
+    };
+    let placed = |i: usize| decided.get(i).copied().flatten().is_some();
+    if placed(r) || log[..from].contains(&log[from]) {
+        return None;
+    }
+    let issue = trace.first_dispatch(r)?;
+    let opens = run_opens(trace, issue);
+    // A later decision of a run: its CPU issued since the run could have begun.
+    let index = trace.requests[r].dispatch_index?;
+    trace.dispatches[..index]
+        .iter()
+        .rev()
+        .find(|x| x.cpu == issue.cpu)
+        .filter(|x| x.time >= opens)?;
+    let other_cpu_after_opens =
+        |t: Nanos, cpu: u32| cpu != issue.cpu && t >= opens && t <= issue.time;
+    let mut to = from;
+    let mut passed = Vec::new();
+    let mut passed_dispatches = Vec::new();
+    while to > 0 && !merge_before.contains(&log[to]) {
+        let ev = log[to - 1];
+        if log[..to - 1].contains(&ev) {
+            break;
+        }
+        let passable = match ev {
+            QueueEvent::Arrive(i) => {
+                i != r
+                    && trace.requests.get(i).is_some_and(|rq| {
+                        rq.bio().is_some()
+                            && matches!((rq.inserted, rq.inserted_on),
+                                (Some(t), Some(on)) if other_cpu_after_opens(t, on.cpu))
+                    })
+            }
+            QueueEvent::Dispatch(j) => {
+                passed_dispatches.len() < e - d
+                    && !placed(j)
+                    && trace
+                        .first_dispatch(j)
+                        .is_some_and(|x| other_cpu_after_opens(x.time, x.cpu))
+            }
+            QueueEvent::Leave(_) => false,
+        };
+        if !passable {
+            break;
+        }
+        match ev {
+            QueueEvent::Arrive(i) => passed.push(i),
+            QueueEvent::Dispatch(j) => passed_dispatches.push(j),
+            QueueEvent::Leave(_) => {}
+        }
+        to -= 1;
+    }
+    (passed_dispatches.len() == e - d && log[..to].contains(&QueueEvent::Arrive(r))).then_some(
+        MovedBefore {
+            decision: e,
+            lands: d,
+            from,
+            to,
+            passed,
+            passed_dispatches,
+        },
+    )
+}
+
+/// `log` with each of `moves` made, in order (each move's positions are in the log the
+/// moves before it made).
 pub(super) fn moved_log(log: &[QueueEvent], moves: &[MovedBefore]) -> Vec<QueueEvent> {
     let mut out = log.to_vec();
     for m in moves {
@@ -165,13 +286,30 @@ pub(super) fn set_aside_cross_cpu_insertions<T>(
 ) -> Result<(Replayed<T>, Vec<MovedBefore>), String> {
     let mut cur = first;
     let mut moves: Vec<MovedBefore> = Vec::new();
+    let merge_before: HashSet<QueueEvent> = merge_after
+        .iter()
+        .filter_map(|&p| log.get(p).copied())
+        .collect();
     let mut k = 0;
     while let Some(d) = (k..cur.kernel.len()).find(|&d| cur.ours.get(d) != Some(&cur.kernel[d])) {
         k = d + 1;
         let Some(ours) = cur.ours.get(d) else {
             break;
         };
+        let now = moved_log(log, &moves);
         let Some(m) = before_insertions(trace, decided, merge_after, log, d) else {
+            if let Some(m) = (d + 1..cur.kernel.len().min(d + 1 + RUN_REACH))
+                .find(|&e| cur.kernel[e].chosen == ours.chosen)
+                .and_then(|e| run_decided_before(trace, decided, &merge_before, &now, d, e))
+            {
+                let mut tried = moves.clone();
+                tried.push(m);
+                let alt = replay(&tried)?;
+                if alt.ours.get(..d) == cur.ours.get(..d) && alt.ours.get(d) == alt.kernel.get(d) {
+                    moves = tried;
+                    cur = alt;
+                }
+            }
             continue;
         };
         let without = |q: &[usize]| -> Vec<usize> {
@@ -355,5 +493,76 @@ mod tests {
         assert_eq!(decision(&d, 1), (vec![1, 2, 3], 2, 3));
         assert_eq!(d.agreement.first_divergence, Some(1));
         assert_eq!(d.agreement.decisions, 4);
+    }
+
+    /// CPU 1's run takes 1000 and 1100 in one round (`__blk_mq_do_dispatch_sched` dequeues
+    /// both, then `blk_mq_dispatch_rq_list` issues them) and issues 1000 at 1.000013; CPU 0
+    /// inserts 100 at .000015 and issues it at .000016; CPU 1's issue of 1100 comes at
+    /// .000030 (past the issue-issue gap: the trace orders the two issues). Taken in the
+    /// issue order, CPU 0's decision sees 1100 and 100, and ours' sorted pass (at 1008 after
+    /// 1000) takes 1100: a miss, and the next decision's sets differ. Taken as CPU 1's round
+    /// did, 1100 before 100's insertion and CPU 0's decision, ours agrees with both; the
+    /// decision moved lands at index 2 and is set aside. `between`: events traced after
+    /// CPU 0's issue of 100.
+    fn round_trace(between: &str) -> String {
+        format!(
+            "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 50 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000008: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-11 [001] ..... 1.000009: block_getrq: 7,0 R 1100 + 8 [fio]
+ fio-11 [001] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ...1. 1.000011: block_rq_insert: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000014: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] ...1. 1.000015: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000016: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+{between} fio-11 [001] .N... 1.000030: block_rq_issue: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000060: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000070: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000080: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
+"
+        )
+    }
+
+    /// The round's later decision taken before the other CPU's insertion and decision
+    /// ([`super::run_decided_before`]): set aside, the decision it passed agrees.
+    #[test]
+    fn a_rounds_later_decision_issued_after_another_cpus_run_is_set_aside_where_ours_then_agrees() {
+        let text = round_trace("");
+        let recorded = replay(&text, false);
+        assert_eq!(decision(&recorded, 2), (vec![2, 3], 3, 2));
+        assert_eq!(recorded.agreement.first_divergence, Some(2));
+        assert_eq!((recorded.choices, recorded.choices_agreed), (2, 1));
+        let d = replay(&text, true);
+        assert_eq!(d.set_aside, [2], "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(decision(&d, 2), (vec![2], 2, 2));
+        assert_eq!(decision(&d, 3), (vec![3], 3, 3));
+        assert_eq!((d.choices, d.choices_agreed), (1, 1));
+        assert_eq!((d.agreement.decisions, d.agreement.same_choice), (3, 3));
+        assert_eq!(d.agreement.first_divergence, None);
+    }
+
+    /// CPU 1 inserts a read at 5000 after CPU 0's issue of 100: the run that issued 1100
+    /// began after that insertion, so after CPU 0's decision: nothing is moved, the miss
+    /// counts.
+    #[test]
+    fn an_insertion_on_the_deciding_cpu_after_the_other_cpus_events_bounds_its_run() {
+        let text = round_trace(
+            " fio-11 [001] ..... 1.000017: block_getrq: 7,0 R 5000 + 8 [fio]
+ fio-11 [001] ...1. 1.000018: block_rq_insert: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
+",
+        );
+        let d = replay(&text, true);
+        assert_eq!(
+            d.set_aside,
+            Vec::<usize>::new(),
+            "{:?} vs {:?}",
+            d.kernel,
+            d.ours
+        );
+        assert_eq!(d.agreement.first_divergence, Some(2));
     }
 }

@@ -828,10 +828,13 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// `timeline` with the dispatch of each of `moves` placed before the insertions it passes,
-/// at the time of the first of them, everything else where it was (the events between, the
-/// asks at a run's end, stay in place). A move whose insertions are not all between its
-/// dispatch and the dispatch before it is not made (the kernel's queue log has them there).
+/// `timeline` with the dispatch of each of `moves` (in order) placed before the insertions it
+/// passes, at the time of the first of them, everything else where it was (the events
+/// between, the asks at a run's end, stay in place). A move whose insertions are not all
+/// between its dispatch and the dispatch before it is not made (the kernel's queue log has
+/// them there). A move that passes other CPUs' decisions too ([`MovedBefore::lands`] before
+/// [`MovedBefore::decision`]) keeps ours' asks (an ask carries no request) and places the
+/// insertions it passes just after the ask it lands at, at that ask's time.
 fn with_decisions_moved_before(
     mut timeline: Vec<(Nanos, KEvent)>,
     moves: &[MovedBefore],
@@ -839,14 +842,38 @@ fn with_decisions_moved_before(
     if moves.is_empty() {
         return timeline;
     }
-    let dispatches: Vec<usize> = timeline
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| matches!(e.1, KEvent::Dispatch { .. }))
-        .map(|(p, _)| p)
-        .collect();
     for m in moves {
-        let Some(&from) = dispatches.get(m.decision) else {
+        let asks = |t: &[(Nanos, KEvent)]| -> Vec<usize> {
+            t.iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(e.1, KEvent::Dispatch { .. }))
+                .map(|(p, _)| p)
+                .collect()
+        };
+        if !m.passed_dispatches.is_empty() {
+            // Ours' asks stay; the insertions passed follow the ask the decision lands at.
+            let asked = asks(&timeline);
+            let Some(&at) = asked.get(m.lands) else {
+                continue;
+            };
+            let since = m.lands.checked_sub(1).map_or(0, |k| asked[k] + 1);
+            let passed: Vec<usize> = (since..at)
+                .filter(|&p| matches!(timeline[p].1, KEvent::Arrive(i) if m.passed.contains(&i)))
+                .collect();
+            if passed.len() != m.passed.len() {
+                continue;
+            }
+            let time = timeline[at].0;
+            let moved: Vec<(Nanos, KEvent)> =
+                passed.iter().map(|&p| (time, timeline[p].1)).collect();
+            for &p in passed.iter().rev() {
+                timeline.remove(p);
+            }
+            let after = at + 1 - passed.len();
+            timeline.splice(after..after, moved);
+            continue;
+        }
+        let Some(&from) = asks(&timeline).get(m.decision) else {
             continue;
         };
         let mut left = m.passed.clone();
