@@ -932,34 +932,44 @@ mod tests {
     /// the kernel dispatched, ours still had the real-time read's direction and took 1000.
     #[test]
     fn mq_deadline_is_asked_at_an_insertion_below_a_busy_level() {
-        const BLOCKED: &str = "\
+        blocked_below_a_busy_level("rt,0,0", "be,0,4");
+    }
+
+    /// The trace of [`mq_deadline_is_asked_at_an_insertion_below_a_busy_level`]: the read
+    /// 5000 of class `busy` in flight while the write 200 and the reads 1000 and 1100 of class
+    /// `low` are inserted (9000 before, `low` too). mq-deadline (`read_expire` 500) must take
+    /// 9000, 5000, then the write batch 200 and the reads, as the kernel did.
+    pub(super) fn blocked_below_a_busy_level(busy: &str, low: &str) {
+        let text = format!(
+            "\
  fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
- fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
- fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 be,0,4 [fio]
- ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 be,0,4 [0]
+ fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 {low} [fio]
+ fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 {low} [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 {low} [0]
  fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
- fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
- fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 rt,0,0 [fio]
+ fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 {busy} [fio]
+ fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 {busy} [fio]
  fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
- fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
+ fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 {low} [fio]
  fio-21 [000] ..... 1.000300: block_getrq: 7,0 R 1000 + 8 [fio]
- fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 {low} [fio]
  fio-21 [000] ..... 1.000302: block_getrq: 7,0 R 1100 + 8 [fio]
- fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
- ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 rt,0,0 [0]
- fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 be,0,4 [fio]
- fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
- fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 be,0,4 [fio]
- ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 be,0,4 [0]
-";
-        let t = read(BLOCKED);
+ fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 {low} [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 {busy} [0]
+ fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 {low} [fio]
+ fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 {low} [fio]
+ fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 {low} [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 {low} [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 {low} [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 {low} [0]
+"
+        );
+        let t = read(&text);
         let mut m = meta("mq-deadline");
         m.iosched.insert("read_expire".into(), "500".into());
         let d = diff(&t, &m, &DiffOptions::default()).unwrap();
         let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
-        assert_eq!(order, [9000, 5000, 200, 1000, 1100]);
+        assert_eq!(order, [9000, 5000, 200, 1000, 1100], "{busy} above {low}");
         assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
     }
 

@@ -769,35 +769,7 @@ fn an_insertions_run_that_dispatches_within_20_us_is_not_also_an_empty_run() {
 /// run not replayed, and ours would take 1000 first (its last direction the reads').
 #[test]
 fn an_idle_insertion_waits_behind_a_busy_best_effort_level() {
-    const IDLE_BLOCKED: &str = "\
- fio-21 [000] ..... 1.000010: block_getrq: 7,0 R 9000 + 8 [fio]
- fio-21 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
- fio-21 [000] ..... 1.000013: block_rq_issue: 7,0 R 4096 () 9000 + 8 idle,0,0 [fio]
- ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 9000 + 8 idle,0,0 [0]
- fio-20 [000] ..... 1.000100: block_getrq: 7,0 R 5000 + 8 [fio]
- fio-20 [000] d..1. 1.000101: block_rq_insert: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
- fio-20 [000] ..... 1.000102: block_rq_issue: 7,0 R 4096 () 5000 + 8 be,0,4 [fio]
- fio-22 [000] ..... 1.000200: block_getrq: 7,0 WS 200 + 8 [fio]
- fio-22 [000] d..1. 1.000201: block_rq_insert: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
- fio-21 [000] ..... 1.000300: block_getrq: 7,0 R 1000 + 8 [fio]
- fio-21 [000] d..1. 1.000301: block_rq_insert: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
- fio-21 [000] ..... 1.000302: block_getrq: 7,0 R 1100 + 8 [fio]
- fio-21 [000] d..1. 1.000303: block_rq_insert: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
- ksoftirqd/1-22 [001] ..s.. 1.000400: block_rq_complete: 7,0 R () 5000 + 8 be,0,4 [0]
- fio-21 [000] ..... 1.000450: block_rq_issue: 7,0 WS 4096 () 200 + 8 idle,0,0 [fio]
- fio-21 [000] ..... 1.000451: block_rq_issue: 7,0 R 4096 () 1000 + 8 idle,0,0 [fio]
- fio-21 [000] ..... 1.000452: block_rq_issue: 7,0 R 4096 () 1100 + 8 idle,0,0 [fio]
- ksoftirqd/0-14 [000] ..s.. 1.000500: block_rq_complete: 7,0 WS () 200 + 8 idle,0,0 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000501: block_rq_complete: 7,0 R () 1000 + 8 idle,0,0 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000502: block_rq_complete: 7,0 R () 1100 + 8 idle,0,0 [0]
-";
-    let t = read(IDLE_BLOCKED);
-    let mut m = meta("mq-deadline");
-    m.iosched.insert("read_expire".into(), "500".into());
-    let d = diff(&t, &m, &DiffOptions::default()).unwrap();
-    let order: Vec<u64> = d.ours.iter().map(|o| t.requests[o.chosen].sector).collect();
-    assert_eq!(order, [9000, 5000, 200, 1000, 1100]);
-    assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
+    super::tests::blocked_below_a_busy_level("be,0,4", "idle,0,0");
 }
 
 /// A request the driver gave back (`block_rq_requeue`) and kblockd inserted again is one
