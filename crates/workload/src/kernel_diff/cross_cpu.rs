@@ -94,6 +94,27 @@ fn window_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
     issued.max(inserted).unwrap_or(Nanos::ZERO)
 }
 
+/// The kernel's `k`th decision in `log` if the trace leaves its place open: its position in
+/// `log` and its request, unless bfq's log places it (`decided`) or it repeats an earlier
+/// event of `log`.
+fn movable_decision(
+    decided: &[Option<Nanos>],
+    log: &[QueueEvent],
+    k: usize,
+) -> Option<(usize, usize)> {
+    let from = log
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
+        .nth(k)?
+        .0;
+    let QueueEvent::Dispatch(r) = log[from] else {
+        return None;
+    };
+    let placed = decided.get(r).copied().flatten().is_some();
+    (!placed && !log[..from].contains(&log[from])).then_some((from, r))
+}
+
 /// The kernel's `d`th decision in `log` taken before the insertions just before it that
 /// other CPUs traced inside its window (module docs), if there are any. `merge_after`: where
 /// each scheduler merge comes in `log` (before the event at that position); `decided`: the
@@ -105,18 +126,7 @@ pub(super) fn before_insertions(
     log: &[QueueEvent],
     d: usize,
 ) -> Option<MovedBefore> {
-    let from = log
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
-        .nth(d)?
-        .0;
-    let QueueEvent::Dispatch(r) = log[from] else {
-        return None;
-    };
-    if decided.get(r).copied().flatten().is_some() || log[..from].contains(&log[from]) {
-        return None;
-    }
+    let (from, r) = movable_decision(decided, log, d)?;
     let issue = trace.first_dispatch(r)?;
     let opens = window_opens(trace, issue);
     let mut to = from;
@@ -184,21 +194,8 @@ pub(super) fn run_decided_before(
     d: usize,
     e: usize,
 ) -> Option<MovedBefore> {
-    let dispatch_at = |k: usize| {
-        log.iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e, QueueEvent::Dispatch(_)))
-            .nth(k)
-            .map(|(p, _)| p)
-    };
-    let from = dispatch_at(e)?;
-    let QueueEvent::Dispatch(r) = log[from] else {
-        return None;
-    };
+    let (from, r) = movable_decision(decided, log, e)?;
     let placed = |i: usize| decided.get(i).copied().flatten().is_some();
-    if placed(r) || log[..from].contains(&log[from]) {
-        return None;
-    }
     let issue = trace.first_dispatch(r)?;
     let opens = run_opens(trace, issue);
     // A later decision of a run: its CPU issued since the run could have begun.
