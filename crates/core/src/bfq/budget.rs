@@ -208,7 +208,12 @@ impl Bfq {
         }
     }
 
-    /// Whether the in-service queue consumed its budget slowly, and how long it was served.
+    /// Whether the in-service queue consumed its budget slowly, and how long it was served
+    /// (`bfq_bfqq_is_slow`). `t` is the time `blk_time_get` reads in the expiring context,
+    /// a submitter's plug clock in an insertion: it may precede the budget's start (stamped
+    /// by another task), and the kernel keeps the difference in microseconds in a `u32`, so
+    /// a negative one wraps to over an hour: the queue is slow unless it received half the
+    /// max budget, and is charged for the whole timeout.
     pub(super) fn is_slow(&self, q: usize, compensate: bool, t: Tick) -> (bool, u64) {
         let qq = &self.queues[q];
         let mut slow = qq.seeky();
@@ -220,7 +225,7 @@ impl Bfq {
         } else {
             t
         };
-        let delta_us = ((end - self.last_budget_start) / 1000).max(0) as u64;
+        let delta_us = u64::from(((end - self.last_budget_start) / 1000) as u32);
         if delta_us < 1000 {
             let ms = if self.cfg.rotational {
                 self.cfg.slice_idle.as_ms()

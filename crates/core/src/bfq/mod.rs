@@ -82,8 +82,14 @@
 //! - bfq's stamps at an insertion read the submitter's plug clock (`blk_time_get_ns`, 6.9+):
 //!   the time its process allocated the first request still waiting for insertion (or got a
 //!   tag after sleeping), else the insertion's time; `bfq_check_waker`'s difference wraps as
-//!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps),
-//!   and a dispatch reads the real time (the kernel's, run from a plug flush, the plug clock).
+//!   the kernel's `u64` does, `bfq_update_io_intensity`'s is kept signed (the kernel's wraps).
+//!   An expiry at an insertion (a preemption, a budget timeout) measures the slot
+//!   (`bfq_bfqq_is_slow`) to the submitter's plug clock, a negative difference wrapping as
+//!   the kernel's `u32` microseconds do; a dispatch within 20 us of an insertion is taken as
+//!   its plug flush's queue run and starts a budget (`bfq_set_budget_timeout`'s
+//!   `last_budget_start`) at that plug clock. A dispatch otherwise reads the real time, and
+//!   its other stamps (the idling start, the peak rate's samples) do so even in a flush (the
+//!   kernel's read the plug clock there).
 //! - Jiffies are modelled only where a recorded decision showed they matter: the soft
 //!   real-time bound (`bfq_bfqq_softrt_next_start`) and its test, the budget timeout
 //!   (`bfq_set_budget_timeout`: `jiffies` plus `timeout_sync` in jiffies, passed once that
@@ -139,6 +145,9 @@ pub(crate) type Tick = i64;
 pub(crate) const PAST: Tick = i64::MIN / 4;
 
 const MS: Tick = 1_000_000;
+/// How soon after an insertion a dispatch is taken as the queue run of that insertion's plug
+/// flush (kernel-diff's replay takes a dispatch within 20 us of an insertion as its run).
+const FLUSH_RUN: Tick = 20_000;
 
 /// `t` as the non-negative time the WF2Q+ lookups take.
 fn nanos(t: Tick) -> Nanos {
@@ -213,6 +222,11 @@ pub struct Bfq {
     idle_until: Tick,
     last_idling_start: Tick,
     last_budget_start: Tick,
+    /// The last insertion's time and the plug clock its submitter read: a dispatch within
+    /// [`FLUSH_RUN`] of it, with no completion between, is taken as its plug flush's queue
+    /// run (`blk_mq_flush_plug_list` runs the queue in the submitter's task), whose
+    /// `blk_time_get` reads that clock ([`Self::dispatch_clock`]).
+    flush_clock: Option<(Tick, Tick)>,
     queued: usize,
     rq_in_driver: u32,
     busy_queues: [u32; 3],
@@ -271,6 +285,7 @@ impl Bfq {
             idle_until: 0,
             last_idling_start: 0,
             last_budget_start: 0,
+            flush_clock: None,
             queued: 0,
             rq_in_driver: 0,
             busy_queues: [0; 3],
@@ -461,6 +476,7 @@ impl Bfq {
         let now_ns = self.plug_clock(ctx, t);
         self.insert_with_clock(rq, depth, bit, t, now_ns);
         self.drop_plug_clock(ctx);
+        self.flush_clock = Some((t, now_ns));
     }
 
     /// `bfq_insert_request` at time `t` (jiffies-counted state), its process's plug clock
@@ -501,7 +517,7 @@ impl Bfq {
         self.last_merge.get_or_insert(rq.id.0);
         self.add_request(q, rq, t, now_ns);
         self.queues[q].fifo.push_back((expire, key));
-        self.rq_enqueued(q, sectors, sync, end, t);
+        self.rq_enqueued(q, sectors, sync, end, t, now_ns);
     }
 
     /// `bfq_add_request` at `t`; `now_ns` is its `blk_time_get_ns` (the plug clock).
@@ -624,7 +640,7 @@ impl Bfq {
                     || !self.better_to_idle(is))
                 && self.wf.next_may_preempt()
             {
-                self.expire(is, false, Expire::Preempted, t);
+                self.expire_clocked(is, false, Expire::Preempted, t, now_ns);
             }
         }
         interactive
@@ -649,8 +665,9 @@ impl Bfq {
     }
 
     /// A request arrived for `q`: stop idling for it unless it is small and idling boosts
-    /// throughput; expire it if its budget timed out.
-    fn rq_enqueued(&mut self, q: usize, sectors: u32, sync: bool, end: u64, t: Tick) {
+    /// throughput; expire it if its budget timed out. `now_ns` is the submitter's plug clock
+    /// (the expiry's `bfq_bfqq_is_slow` reads it).
+    fn rq_enqueued(&mut self, q: usize, sectors: u32, sync: bool, end: u64, t: Tick, now_ns: Tick) {
         self.queues[q].last_request_pos = end;
         if self.in_service == Some(q) && self.wait_request {
             let small = self.queues[q].queued[usize::from(sync)] == 1 && sectors < 32;
@@ -660,7 +677,7 @@ impl Bfq {
             }
             self.wait_request = false;
             if timed_out {
-                self.expire(q, false, Expire::BudgetTimeout, t);
+                self.expire_clocked(q, false, Expire::BudgetTimeout, t, now_ns);
             }
         }
     }
@@ -920,11 +937,22 @@ impl Bfq {
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
         self.softrt_shift_on_service(q, t);
         self.set_budget_timeout(q, t);
+        self.last_budget_start = self.dispatch_clock(t);
         // The previous queue's position says nothing about this one (41e76c85660c "Avoid
         // false bfq queue merging").
         self.in_serv_last_pos = 0;
         self.in_service = Some(q);
         Some(q)
+    }
+
+    /// The time `blk_time_get` reads in a dispatch at `t`: the plug clock of the insertion
+    /// whose flush runs it ([`Bfq::flush_clock`]), else `t` (a run by kblockd or after a
+    /// completion reads the real time).
+    fn dispatch_clock(&self, t: Tick) -> Tick {
+        match self.flush_clock {
+            Some((at, clock)) if t >= at && t - at <= FLUSH_RUN => clock,
+            _ => t,
+        }
     }
 
     /// `bfq_set_budget_timeout`: `jiffies + bfq_timeout * timeout_coeff`, in whole jiffies
@@ -938,7 +966,6 @@ impl Bfq {
         } else {
             self.wf.entities[qq.eid].weight / qq.orig_weight.max(1)
         };
-        self.last_budget_start = t;
         let jiffies = self.jiffies(t) + self.timeout_jiffies() * coeff as i64;
         self.queues[q].budget_timeout = jiffies * self.jiffy();
     }
@@ -1069,7 +1096,14 @@ impl Bfq {
 
     /// Expire the in-service queue `q` for `reason` (`bfq_bfqq_expire`).
     fn expire(&mut self, q: usize, compensate: bool, reason: Expire, t: Tick) {
-        let (slow, delta_ms) = self.is_slow(q, compensate, t);
+        self.expire_clocked(q, compensate, reason, t, t);
+    }
+
+    /// [`Self::expire`] in a context whose `blk_time_get` reads `clock`: in a submitter's
+    /// insertion (a preemption, a budget timeout on a request's arrival) its plug clock,
+    /// which `bfq_bfqq_is_slow` measures the slot against.
+    fn expire_clocked(&mut self, q: usize, compensate: bool, reason: Expire, t: Tick, clock: Tick) {
+        let (slow, delta_ms) = self.is_slow(q, compensate, clock);
         let e = self.queues[q].eid;
         let budget = self.wf.entities[e].budget;
         if self.queues[q].wr_coeff == 1
@@ -1347,6 +1381,7 @@ impl Bfq {
     /// `bfq_finish_requeue_request`: the inject limit is updated before
     /// `bfq_completed_request` samples the hardware queue depth.
     fn complete_at(&mut self, id: RequestId, ctx: CtxId, t: Tick) {
+        self.flush_clock = None;
         let Some(q) = self.free_request(id, ctx) else {
             return;
         };

@@ -1709,6 +1709,74 @@ fn bfq_bfqq_is_slow_follows_seekiness_then_half_the_max_budget() {
     assert_eq!(s.is_slow(a, false, 50 * MS), (false, 0));
 }
 
+/// `bfq_bfqq_is_slow` (6.18) measures a slot from `last_budget_start` to `blk_time_get()` in
+/// the expiring context and keeps the microseconds in a `u32` (`delta_usecs`). A preemption
+/// at an insertion runs in the submitter's plug flush and reads the time its plug cached at
+/// its allocation, which may precede the in-service queue's budget start: the negative
+/// difference wraps to over an hour, so the queue is slow (under half the max budget) and
+/// `bfq_bfqq_charge_time` charges it the whole timeout's service (the time bounded by the
+/// timeout). Found by kfid58 in `ddaging1-idle-writer-be-reader-rt-seqreader-deep-nr32`/bfq:
+/// at 45586.049099 the real-time reader, its plug's time cached at .048987, preempted the
+/// idle-class reader set in service at .049073 and the kernel charged it 16,376 sectors
+/// (`bfqq_served 16376`) for a slot of 8; ours charged none, and the idle class's virtual
+/// time fell behind the kernel's from there.
+#[test]
+fn bfq_bfqq_is_slow_wraps_a_preempting_plugs_clock_before_the_budget_start() {
+    let charged = |allocated_us: u64| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        let rt = rq(1, 2).sector(100_000).prio(IoClass::RealTime, 2).build();
+        assert!(Scheduler::allocate(&mut s, rt.clone(), Nanos(allocated_us * 1000)).is_none());
+        let idle = rq(2, 1).sector(5000).prio(IoClass::Idle, 0).build();
+        s.insert(idle, Nanos(10_200_000));
+        dispatched(s.dispatch(Nanos(10_200_000)));
+        let q = s.in_service.expect("the idle reader is in service");
+        assert_eq!(s.queues[q].service_from_backlogged, 8);
+        Scheduler::insert_allocated(&mut s, rt.id, Nanos(10_500_000));
+        assert_ne!(s.in_service, Some(q), "preempted");
+        s.queues[q].service_from_backlogged
+    };
+    // The plug's time (10.0 ms) precedes the budget start (10.2 ms): charged the max budget.
+    assert_eq!(charged(10_000), budget::DEFAULT_MAX_BUDGET);
+    // Cached after the budget start: 100 us, under 1 ms, and not seeky: not slow.
+    assert_eq!(charged(10_300), 8);
+}
+
+/// `bfq_set_budget_timeout` (6.18) stamps `last_budget_start` with `blk_time_get()`: in a
+/// queue run of a submitter's plug flush (`__submit_bio`'s own plug, flushed at its end,
+/// runs the queue in the submitter's task), the time the plug cached when the request was
+/// allocated; in a run by kblockd, the real time. Found by kfid58 in
+/// `ddaging1-idle-writer-be-reader-rt-seqreader-deep-nr32`/bfq: the idle-class psync reader,
+/// allocated at 45586.212093 and set in service at .212114 by its own flush, completed at
+/// .216109 and was charged 4 ms (528 sectors; 3 ms from .212114).
+#[test]
+fn bfq_set_budget_timeout_starts_the_budget_at_the_flushing_plugs_clock() {
+    let budget_start = |dispatch_us: u64, completion_between: bool| {
+        let mut s = Bfq::new(cfg_with(&[("low_latency", 0)]));
+        // A write in flight; its queue, async, does not idle.
+        s.insert(rq(1, 1).sector(1000).write().build(), at(1));
+        let write = dispatched(s.dispatch(at(1)));
+        let r = rq(2, 2).sector(50_000).build();
+        assert!(Scheduler::allocate(&mut s, r.clone(), Nanos(10_000_000)).is_none());
+        Scheduler::insert_allocated(&mut s, r.id, Nanos(10_500_000));
+        if completion_between {
+            s.complete(&write, Nanos(10_505_000));
+        }
+        assert_eq!(dispatched(s.dispatch(Nanos(dispatch_us * 1000))).id, r.id);
+        s.last_budget_start
+    };
+    assert_eq!(
+        budget_start(10_510, false),
+        10 * MS,
+        "the flush's run: the plug's time"
+    );
+    assert_eq!(
+        budget_start(10_600, false),
+        10_600_000,
+        "100 us later: kblockd's run"
+    );
+    assert_eq!(budget_start(10_510, true), 10_510_000, "a completion's run");
+}
+
 /// `bfq_bfqq_charge_time` (mainline bfq-wf2q.c): a slow queue is charged the service it
 /// would have had at peak rate for the time it held the device, max_budget * time /
 /// 125 ms (the time capped at the timeout), if that exceeds its service; its budget grows
