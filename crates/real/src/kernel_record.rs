@@ -97,9 +97,12 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "kyber/kyber_throttled",
 ];
 
-/// The ioengines a recorded job may use: each does its I/O on the job's file and nothing else.
+/// The ioengines a recorded job may use: each does its I/O on the job's file and nothing else
+/// (`mmap` maps the device and its page faults and writeback make the requests; `splice`
+/// moves the data through a pipe of its own).
 const ENGINES: &[&str] = &[
-    "psync", "sync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio",
+    "psync", "sync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap",
+    "splice",
 ];
 
 /// Job options that name files or directories, run programs or touch other parts of the
@@ -187,7 +190,7 @@ pub struct RecordOptions {
 
 impl RecordOptions {
     /// Recording `job` under `scheduler` into `out` on a 256 MiB tmpfs-backed direct-I/O loop
-    /// device with 512-byte sectors, the default events, 32 MiB of buffer per CPU.
+    /// device with 512-byte sectors, the default events, 128 MiB of buffer per CPU.
     pub fn new(job: &Path, scheduler: &str, out: &Path) -> RecordOptions {
         RecordOptions {
             job: job.to_path_buf(),
@@ -201,7 +204,7 @@ impl RecordOptions {
             set: Vec::new(),
             bfq_log: false,
             events: DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
-            buffer_size_kb: 32 << 10,
+            buffer_size_kb: 128 << 10,
             gzip: false,
             allow_lost: false,
             fio: PathBuf::from("fio"),
@@ -428,6 +431,32 @@ fn read_attr(path: &Path) -> std::result::Result<String, String> {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .map_err(|e| format!("read {}: {e}", path.display()))
+}
+
+/// A job that made no request on the device: fio says nothing of a job whose offset lies
+/// past the end of a block device (it does no I/O and exits 0), and the recording it would
+/// have pointed at is removed, so the message names the likely cause (kfid57's user path).
+fn no_request(dev: &Path, bytes: u64) -> String {
+    format!(
+        "the job made no request on {} (fio did no I/O: is every job's offset inside the \
+         device's {} MiB, --size?)",
+        dev.display(),
+        bytes >> 20
+    )
+}
+
+/// Why the queue refused `--nr-requests NR`: under `none` the queue's requests are the
+/// driver's tags, and more than the tag set holds is refused (`EINVAL`), which the kernel's
+/// error alone does not say.
+fn nr_requests_refused(sched: &str, nr: u32, driver_tags: u32, e: impl fmt::Display) -> String {
+    if sched == "none" && nr > driver_tags {
+        format!(
+            "{e}: under none the queue has the driver's {driver_tags} tags and no more \
+             (--nr-requests {nr}; leave it out to keep them all)"
+        )
+    } else {
+        e.to_string()
+    }
 }
 
 /// The queue's least `nr_requests` (`BLKDEV_MIN_RQ`: `queue_requests_store` raises anything
@@ -1071,8 +1100,12 @@ fn record_inner(
     }
     let mut settings = BTreeMap::new();
     if let Some(nr) = opts.nr_requests {
-        write_attr(&queue.join("nr_requests"), &nr.to_string())
-            .map_err(|e| RecordError::new("nr_requests", e))?;
+        write_attr(&queue.join("nr_requests"), &nr.to_string()).map_err(|e| {
+            RecordError::new(
+                "nr_requests",
+                nr_requests_refused(sched, nr, driver_tags, e),
+            )
+        })?;
         let got = read_attr(&queue.join("nr_requests")).unwrap_or_default();
         if got != nr.to_string() {
             return Err(RecordError::new(
@@ -1408,21 +1441,13 @@ fn record_inner(
     if lost > 0 && !opts.allow_lost {
         return Err(RecordError::new(
             "trace",
-            format!("the ring buffer lost {lost} events (a larger --buffer-kb, fewer events or a shorter job); the recording in {} is incomplete", out.display()),
+            format!("the ring buffer lost {lost} events (a larger --buffer-kb, fewer events or a shorter job, or --allow-lost to keep it); the incomplete recording in {} is not kept", out.display()),
         ));
     }
     let trace = KernelTrace::read(&out.join(&meta.trace.file), Some(meta.dev()))
         .map_err(|e| RecordError::new("read the trace back", e))?;
     if trace.requests.is_empty() {
-        return Err(RecordError::new(
-            "trace",
-            format!(
-                "the job made no request on {} (see {})",
-                loop_dev.display(),
-                out.join(if opts.gzip { "fio.out.gz" } else { "fio.out" })
-                    .display()
-            ),
-        ));
+        return Err(RecordError::new("trace", no_request(&loop_dev, opts.bytes)));
     }
     Ok(RecordSummary {
         dir: out,
@@ -1458,6 +1483,36 @@ mod tests {
     /// A job file of `[global]` alone ran fio, which printed `No job(s) defined` to its
     /// normal output and exited 1, and the recording failed with `fio: exit status: 1: `
     /// and nothing after (kfid54's user path).
+    /// The mmap and splice engines do their I/O on the job's file alone: a user's job using
+    /// them is recorded (kfid57: both were refused, `ioengine=mmap (allowed: ...)`).
+    #[test]
+    fn the_mmap_and_splice_engines_are_recorded() {
+        let job = "[m]\nioengine=mmap\nrw=randread\n[s]\nioengine=splice\nrw=read\n";
+        assert!(check_job(job).is_empty(), "{:?}", check_job(job));
+    }
+
+    /// More requests than the driver's tags under none: the kernel says only `Invalid
+    /// argument`; the message gives the limit and the way out (kfid57's user path).
+    /// A job past the device's end: the message names offsets and the device's size, not a
+    /// fio.out that the failed recording's removal takes with it.
+    #[test]
+    fn a_job_with_no_request_names_the_devices_size() {
+        let e = no_request(Path::new("/dev/loop0"), 256 << 20);
+        assert!(e.contains("offset inside the device's 256 MiB"), "{e}");
+        assert!(!e.contains("fio.out"), "{e}");
+    }
+
+    #[test]
+    fn nr_requests_past_nones_tags_names_the_limit() {
+        let e = nr_requests_refused("none", 1024, 128, "Invalid argument (os error 22)");
+        assert!(
+            e.contains("the driver's 128 tags") && e.contains("--nr-requests 1024"),
+            "{e}"
+        );
+        let e = nr_requests_refused("bfq", 1024, 128, "Invalid argument (os error 22)");
+        assert_eq!(e, "Invalid argument (os error 22)");
+    }
+
     #[test]
     fn a_job_file_without_a_job_section_is_refused() {
         let r = check_job("[global]\nrw=read\nbs=4k\n");

@@ -16,6 +16,10 @@
 #       pair100=100 pair400=400 writer=200
 #
 # With ROUND=2 (3 ...) in the environment the recordings go to MIX-round2/SCHED/ instead.
+# THROTTLE="NAME:riops=N,wbps=N ..." (kfid57) also limits group NAME with blk-throttle
+# (blkio.throttle.read_iops_device, write_iops_device, read_bps_device, write_bps_device: riops,
+# wiops, rbps, wbps) on the loop device each recording will attach (`losetup --find`, taken
+# just before; the recording's meta.json names the device to check it).
 # NR_REQUESTS=N (default 8) and SIZE=S (default 128M) change --nr-requests and --size; an empty
 # NR_REQUESTS keeps the queue's own (256 scheduler tags, 128 under none: branch kfid43's deep
 # backlog, `NR_REQUESTS= SIZE=256M`).
@@ -62,6 +66,25 @@ for sched in none mq-deadline kyber bfq; do
 	case "$mix" in
 	*-file) extra+=(--file "${TMPDIR:-/var/tmp}/elevator-record-$mix.img") ;;
 	esac
+	# blk-throttle limits on the device the recorder is about to attach (the first free one).
+	if [ -n "${THROTTLE:-}" ]; then
+		dev=$(losetup --find)
+		majmin=$(printf '%d:%d' 7 "${dev#/dev/loop}")
+		for t in $THROTTLE; do
+			g=${t%%:*}
+			IFS=, read -ra limits <<<"${t#*:}"
+			for l in "${limits[@]}"; do
+				k=${l%%=*} v=${l#*=}
+				case "$k" in
+				riops) f=read_iops_device ;; wiops) f=write_iops_device ;;
+				rbps) f=read_bps_device ;; wbps) f=write_bps_device ;;
+				*) echo "$0: $l: riops, wiops, rbps or wbps" >&2; exit 1 ;;
+				esac
+				echo "$majmin $v" > "$cg/elevator-record-$g/blkio.throttle.$f"
+			done
+		done
+		echo "$0: $sched: throttling on $dev ($majmin): $THROTTLE" >&2
+	fi
 	nr=${NR_REQUESTS-8}
 	[ -z "$nr" ] || extra+=(--nr-requests "$nr")
 	"$elevator" kernel-record "$job" --sched "$sched" --size "${SIZE:-128M}" \

@@ -21,7 +21,9 @@
 # kyberodd-, bfqbudget64- and bfqstrict-, and 12 or 24 tags for a name ending in -nr12 or -nr24;
 # kfid54's the queue attributes of bigsplit- (max_sectors_kb 128), nomerges1- and rqaff2-, the
 # tunables of nomerges1-, rqaff2-, nr6odd-, durable-, ddaging1-, bfqidle50ms- and fifo1-, and 6
-# tags for a name ending in -nr6.
+# tags for a name ending in -nr6; kfid57's the queue's read_ahead_kb of ra0- and ra16m-, the tunables
+# of rwseq8-, uringnowait-, bfqtune4-, hugebs-, kyberinv- and zoneddist-, and 1024 tags for a name
+# ending in -nr1024.
 # Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
@@ -66,6 +68,8 @@ for mix in "${mixes[@]}"; do
 		*-nr24) nr=24 ;;
 		# Six tags (kfid54).
 		*-nr6) nr=6 ;;
+		# 1024 scheduler tags, past the loop device's 128 driver tags (kfid57).
+		*-nr1024) nr=1024 ;;
 		two-mib-reads-split-at-256k-max-sectors) extra=(--set max_sectors_kb=256) ;;
 		esac
 		# Tunables and queue attributes a user changes (kfresh16): the queue's for every
@@ -96,6 +100,9 @@ for mix in "${mixes[@]}"; do
 		bigsplit-*) extra+=(--set max_sectors_kb=128) ;;
 		nomerges1-*) extra+=(--set nomerges=1) ;;
 		rqaff2-*) extra+=(--set rq_affinity=2) ;;
+		# Buffered readers without readahead, and with 16 MiB of it (kfid57).
+		ra0-*) extra+=(--set read_ahead_kb=0) ;;
+		ra16m-*) extra+=(--set read_ahead_kb=16384) ;;
 		esac
 		case "$mix:$sched" in
 		short-read-expire-*:mq-deadline) extra+=(--set fifo_batch=1 --set read_expire=20) ;;
@@ -197,6 +204,23 @@ for mix in "${mixes[@]}"; do
 		fifo1-*:mq-deadline) extra+=(--set read_expire=2 --set write_expire=3 --set fifo_batch=1) ;;
 		fifo1-*:kyber) extra+=(--set read_lat_nsec=20000000) ;;
 		fifo1-*:bfq) extra+=(--set fifo_expire_sync=1 --set fifo_expire_async=1 --set slice_idle_us=10) ;;
+		# Tunables of branch kfid57's held-out mixes.
+		rwseq8-*:mq-deadline) extra+=(--set fifo_batch=8) ;;
+		rwseq8-*:kyber) extra+=(--set read_lat_nsec=400000) ;;
+		uringnowait-*:mq-deadline) extra+=(--set fifo_batch=4) ;;
+		uringnowait-*:kyber) extra+=(--set write_lat_nsec=2000000) ;;
+		uringnowait-*:bfq) extra+=(--set slice_idle_us=1000) ;;
+		bfqtune4-*:mq-deadline) extra+=(--set read_expire=250 --set writes_starved=4) ;;
+		bfqtune4-*:kyber) extra+=(--set read_lat_nsec=1500000) ;;
+		bfqtune4-*:bfq) extra+=(--set back_seek_max=64 --set back_seek_penalty=8 --set fifo_expire_sync=60 \
+			--set fifo_expire_async=100 --set max_budget=2048 --set timeout_sync=50) ;;
+		hugebs-*:mq-deadline) extra+=(--set fifo_batch=32) ;;
+		hugebs-*:kyber) extra+=(--set read_lat_nsec=3000000) ;;
+		kyberinv-*:mq-deadline) extra+=(--set write_expire=200) ;;
+		kyberinv-*:kyber) extra+=(--set read_lat_nsec=2000000000 --set write_lat_nsec=5000) ;;
+		kyberinv-*:bfq) extra+=(--set fifo_expire_async=125) ;;
+		zoneddist-*:mq-deadline) extra+=(--set front_merges=0) ;;
+		zoneddist-*:bfq) extra+=(--set low_latency=0) ;;
 		esac
 		case "$mix:$sched" in
 		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
@@ -224,7 +248,9 @@ for mix in "${mixes[@]}"; do
 			bfqbudget64-*:bfq | bfqstrict-*:bfq | numjobs12-*:bfq | mergestreams-*:bfq | \
 			bigsplit-*:bfq | nomerges1-*:bfq | rqaff2-*:bfq | nr6odd-*:bfq | iodlow-*:bfq | \
 			fadvise-*:bfq | durable-*:bfq | ddaging1-*:bfq | bfqidle50ms-*:bfq | fifo1-*:bfq | \
-			zonestrided-*:bfq) \
+			zonestrided-*:bfq | rwseq8-*:bfq | ra0-*:bfq | ra16m-*:bfq | mmapsplice-*:bfq | \
+			uringnowait-*:bfq | nr1024-*:bfq | bfqtune4-*:bfq | hugebs-*:bfq | ramp-*:bfq | \
+			kyberinv-*:bfq | zoneddist-*:bfq) \
 			extra+=(--bfq-log) ;;
 		esac
 		# A name ending in -defaults is recorded as a judge would record it, omitting the
@@ -234,6 +260,8 @@ for mix in "${mixes[@]}"; do
 		case "$mix" in
 		*-defaults) depth=() size=1G ;;
 		*-nr256) depth=() ;;
+		# none's tags are the tag set's 128: it keeps its own there (kfid57).
+		*-nr1024) [ "$sched" != none ] || depth=() ;;
 		esac
 		"$elevator" kernel-record "$job" --sched "$sched" "${depth[@]}" --size "$size" \
 			--gzip --out "$here/$mix$suffix" "${extra[@]}"
