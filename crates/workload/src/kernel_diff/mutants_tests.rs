@@ -1005,3 +1005,29 @@ fn a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside() {
     assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
     assert_eq!((d.agreement.decisions, d.agreement.same_choice), (2, 0));
 }
+
+/// bfq learns of a completion at its context's first note at or after it, the completion's
+/// own microsecond included: `block_rq_complete` fires in `blk_update_request`, before
+/// `blk_mq_free_request` calls `bfq_finish_requeue_request` (6.18), so a note of the same
+/// softirq in that microsecond came after it. The read at 100 completes at 1.000010 on CPU
+/// 1, whose `schedule dispatch` note is in the same microsecond and whose `put_queue`
+/// follows at .000011: bfq saw it at .000010, not at the next note.
+#[test]
+fn bfq_sees_a_completion_at_a_note_in_the_completions_own_microsecond() {
+    let trace = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000010: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+",
+    );
+    let log = read(
+        "\
+ ksoftirqd/1-22 [001] d.s1. 1.000010: 7,0 1,0 m N bfq schedule dispatch
+ ksoftirqd/1-22 [001] d.s1. 1.000011: 7,0 1,0 m N bfq10S put_queue: 00000000b 2
+",
+    );
+    let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+    assert_eq!(completions_seen_by_bfq(&trace, &log), [us(10)]);
+}
