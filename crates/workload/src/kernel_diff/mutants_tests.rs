@@ -952,3 +952,82 @@ fn an_insertion_below_a_level_with_listed_requests_is_not_an_empty_run() {
     assert_eq!(order, [9000, 4000, 5000, 200]);
     assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
 }
+
+// ---- mutants42 (the kernel replay, shard 2/12) ----
+
+/// A decision bfq's log places is ordered by the log and never moved before another CPU's
+/// insertion (`cross_cpu`'s `movable_decision`): the run on CPU 1 notes `bfqq_served` for
+/// the read at 1000 at 1.000013, after fio-10 on CPU 0 inserted the read at 200 (.000012;
+/// `bfq_insert_request` and `bfq_dispatch_request` both run under `bfqd->lock`, so the log's
+/// order is the kernel's), and issues it at .000031. The kernel chose 1000 with both queued;
+/// ours (`bfq_choose_req`, the nearer to the head at 0) takes 200: a miss that counts,
+/// though ours would agree with the choice taken before 200's insertion, as the issue
+/// events alone allow (`bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times`).
+#[test]
+fn a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside() {
+    const CHOSEN_AFTER: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+ fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+    const LOG: &str = "\
+ fio-10 [000] d..1. 1.000010: 7,0 1,0 m N bfq10S add_request 1
+ fio-10 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S add_request 2
+ kworker/1:1H-58 [001] d..1. 1.000013: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/1:1H-58 [001] d..1. 1.000013: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/1:1H-58 [001] d..1. 1.000013: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+ fio-10 [000] d..1. 1.000014: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ fio-10 [000] d..1. 1.000014: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ fio-10 [000] d..1. 1.000014: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+    let (t, log) = (read(CHOSEN_AFTER), read(LOG));
+    let times = BfqLogTimes::read(&t, &log);
+    let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+    let order = times.order.as_ref().expect("the log shows bfq's choices");
+    assert_eq!(order.decided, [us(13), us(14)]);
+    let (prios, groups) = (HashMap::new(), ContextGroups::default());
+    let d = diff_with_log(
+        &t,
+        &meta("bfq"),
+        &DiffOptions::default(),
+        &times,
+        &prios,
+        &groups,
+    )
+    .unwrap();
+    assert_eq!(d.set_aside, Vec::<usize>::new());
+    assert_eq!(d.kernel[0].queued, [0, 1]);
+    assert_eq!(d.agreement.first_divergence, Some(0), "{:?}", d.ours);
+    assert_eq!((d.agreement.decisions, d.agreement.same_choice), (2, 0));
+}
+
+/// bfq learns of a completion at its context's first note at or after it, the completion's
+/// own microsecond included: `block_rq_complete` fires in `blk_update_request`, before
+/// `blk_mq_free_request` calls `bfq_finish_requeue_request` (6.18), so a note of the same
+/// softirq in that microsecond came after it. The read at 100 completes at 1.000010 on CPU
+/// 1, whose `schedule dispatch` note is in the same microsecond and whose `put_queue`
+/// follows at .000011: bfq saw it at .000010, not at the next note.
+#[test]
+fn bfq_sees_a_completion_at_a_note_in_the_completions_own_microsecond() {
+    let trace = read(
+        "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [000] d..1. 1.000002: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000010: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+",
+    );
+    let log = read(
+        "\
+ ksoftirqd/1-22 [001] d.s1. 1.000010: 7,0 1,0 m N bfq schedule dispatch
+ ksoftirqd/1-22 [001] d.s1. 1.000011: 7,0 1,0 m N bfq10S put_queue: 00000000b 2
+",
+    );
+    let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+    assert_eq!(completions_seen_by_bfq(&trace, &log), [us(10)]);
+}
