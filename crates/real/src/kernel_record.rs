@@ -21,9 +21,11 @@
 //!    `async_depth` and bfq's per-queue limits.
 //! 4. Makes its own tracefs instance (`instances/elevator-record-PID`: its own ring buffer,
 //!    so nobody else's tracing is touched), sets its clock to `mono`, and enables the block
-//!    and kyber events filtered to the device. With `bfq_log`, bfq's `bfq_log_bfqq` notes
-//!    come through the `blk` tracer, which only the top-level buffer has: the recorder takes
-//!    it only when nothing else is traced there (`current_tracer` is `nop`), limits the
+//!    and kyber events filtered to the device. Under bfq (unless [`BfqLog::Off`]), bfq's
+//!    `bfq_log_bfqq` notes come through the `blk` tracer, which only the top-level buffer
+//!    has: the recorder takes it only when nothing else is traced there (`current_tracer` is
+//!    `nop`; otherwise it records without the log and says so, or with
+//!    [`BfqLog::Required`] fails), limits the
 //!    device's blktrace to notes (`act_mask` `notify`), and restores it all after.
 //! 5. Streams the instance's `trace_pipe` (and the top level's, for the bfq log) to files
 //!    while fio runs the job file against the loop device, with `--filename` set to it.
@@ -171,8 +173,8 @@ pub struct RecordOptions {
     /// Other attributes to set after the scheduler: `queue/iosched/NAME` if the scheduler
     /// has it, else `queue/NAME`.
     pub set: Vec<(String, String)>,
-    /// Record bfq's log through the blk tracer (only with bfq).
-    pub bfq_log: bool,
+    /// Whether to record bfq's log through the top-level blk tracer (bfq only).
+    pub bfq_log: BfqLog,
     /// The events to enable (`system/name`); [`DEFAULT_EVENTS`] by default.
     pub events: Vec<String>,
     /// The tracefs instance's ring buffer per CPU, KiB.
@@ -188,9 +190,26 @@ pub struct RecordOptions {
     pub timeout: Option<Duration>,
 }
 
+/// Whether a recording under bfq also records bfq's log (`bfq_log_bfqq`'s notes through the
+/// top-level `blk` tracer, `bfq-log.txt`). `kernel-diff` reads from it when bfq learned of
+/// each completion, which of its dispatch calls returned nothing, the order it chose its
+/// requests in and where processes exited; without it the replay infers them and agrees
+/// less (docs/kernel-agreement.md, "Without bfq's log").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BfqLog {
+    /// Not recorded.
+    Off,
+    /// Recorded under bfq when the top-level tracer is free (`nop`) and the kernel has the
+    /// `blk` tracer; otherwise the recording goes on without it and says why.
+    WhereFree,
+    /// Recorded, or the recording fails (under bfq only).
+    Required,
+}
+
 impl RecordOptions {
     /// Recording `job` under `scheduler` into `out` on a 256 MiB tmpfs-backed direct-I/O loop
-    /// device with 512-byte sectors, the default events, 128 MiB of buffer per CPU.
+    /// device with 512-byte sectors, the default events, 128 MiB of buffer per CPU, and bfq's
+    /// log where the top-level tracer is free ([`BfqLog::WhereFree`]) under bfq.
     pub fn new(job: &Path, scheduler: &str, out: &Path) -> RecordOptions {
         RecordOptions {
             job: job.to_path_buf(),
@@ -202,7 +221,11 @@ impl RecordOptions {
             sector_size: 512,
             nr_requests: None,
             set: Vec::new(),
-            bfq_log: false,
+            bfq_log: if scheduler == "bfq" {
+                BfqLog::WhereFree
+            } else {
+                BfqLog::Off
+            },
             events: DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect(),
             buffer_size_kb: 128 << 10,
             gzip: false,
@@ -632,6 +655,24 @@ fn lost_events(instance: &Path) -> u64 {
     lost
 }
 
+/// Why bfq's log cannot be recorded through `tracefs` (the mounted tracefs): the top-level
+/// tracer in use by someone else, or no `blk` tracer in this kernel; `None` if it can.
+fn bfq_log_refusal(tracefs: &Path) -> Option<String> {
+    let cur = match read_attr(&tracefs.join("current_tracer")) {
+        Ok(c) => c,
+        Err(e) => return Some(format!("reading the top-level tracer: {e}")),
+    };
+    if cur != "nop" {
+        return Some(format!(
+            "the top-level tracer is {cur:?}, in use: the bfq log needs it free"
+        ));
+    }
+    let has_blk = read_attr(&tracefs.join("available_tracers"))
+        .map(|t| t.split_whitespace().any(|t| t == "blk"))
+        .unwrap_or(false);
+    (!has_blk).then(|| "this kernel has no blk tracer for the bfq log".to_string())
+}
+
 /// Record `opts.job` under the kernel's `opts.scheduler` into `opts.out`; see the module
 /// docs. `stop`, once set (by a signal handler), stops fio and ends the recording with an
 /// error after undoing everything. `progress` hears each step.
@@ -787,7 +828,7 @@ fn record_inner(
             format!("scheduler {sched:?}: not a scheduler name"),
         ));
     }
-    if opts.bfq_log && sched != "bfq" {
+    if opts.bfq_log == BfqLog::Required && sched != "bfq" {
         return Err(RecordError::new("check", "the bfq log needs --sched bfq"));
     }
     if opts.bytes < 1 << 20
@@ -1184,20 +1225,19 @@ fn record_inner(
 
     // bfq's log through the top-level blk tracer.
     let mut bfq_pipe = None;
-    if opts.bfq_log {
-        let cur = read_attr(&tracefs.join("current_tracer")).map_err(tr)?;
-        if cur != "nop" {
-            return Err(tr(format!(
-                "the top-level tracer is {cur:?}, in use: the bfq log needs it free"
-            )));
+    let bfq_log = match (opts.bfq_log, bfq_log_refusal(&tracefs)) {
+        _ if sched != "bfq" => false,
+        (BfqLog::Off, _) => false,
+        (BfqLog::Required, Some(why)) => return Err(tr(why)),
+        (BfqLog::WhereFree, Some(why)) => {
+            progress(&format!(
+                "recording without bfq's log ({why}): kernel-diff agrees less without it"
+            ));
+            false
         }
-        if !read_attr(&tracefs.join("available_tracers"))
-            .map_err(tr)?
-            .split_whitespace()
-            .any(|t| t == "blk")
-        {
-            return Err(tr("this kernel has no blk tracer for the bfq log".into()));
-        }
+        (_, None) => true,
+    };
+    if bfq_log {
         let clock = read_attr(&tracefs.join("trace_clock")).map_err(tr)?;
         let clock = current_scheduler(&clock).unwrap_or_else(|| "local".into());
         let size = read_attr(&tracefs.join("buffer_size_kb")).map_err(tr)?;
@@ -1255,7 +1295,7 @@ fn record_inner(
     );
     let bfq_file = out.join("bfq-log.txt");
     let bfq_reader = bfq_pipe.map(|p| stream(p, bfq_file.clone(), stop_readers.clone()));
-    let tracing = [Some(inst.clone()), opts.bfq_log.then(|| tracefs.clone())];
+    let tracing = [Some(inst.clone()), bfq_log.then(|| tracefs.clone())];
     for t in tracing.iter().flatten() {
         write_attr(&t.join("tracing_on"), "1").map_err(tr)?;
     }
@@ -1364,14 +1404,14 @@ fn record_inner(
         r?;
     }
     let mut lost = lost_events(&inst);
-    if opts.bfq_log {
+    if bfq_log {
         lost += lost_events(&tracefs);
     }
     let fio_out = fs::read_to_string(out.join("fio.out")).unwrap_or_default();
 
     let (mut trace_name, mut bfq_name) = (
         "trace.txt".to_string(),
-        opts.bfq_log.then(|| "bfq-log.txt".to_string()),
+        bfq_log.then(|| "bfq-log.txt".to_string()),
     );
     if opts.gzip {
         gzip_file(&trace_file).map_err(|e| RecordError::new("gzip", e))?;

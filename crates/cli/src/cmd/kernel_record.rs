@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use elevator_real::kernel_record::{self, Backing, RecordOptions};
+use elevator_real::kernel_record::{self, Backing, BfqLog, RecordOptions};
 
 use crate::output::say;
 
@@ -52,10 +52,15 @@ pub struct Args {
     /// names: fifo_batch=4, slice_idle=0, wbt_lat_usec=0 ...); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
-    /// Also record bfq's log (bfq_log_bfqq, through the top-level blk tracer, which must be
-    /// free) to bfq-log.txt; bfq only.
-    #[arg(long)]
+    /// Require bfq's log (bfq_log_bfqq, through the top-level blk tracer) in bfq-log.txt:
+    /// fail if the tracer is in use. Without this flag bfq's log is recorded under bfq
+    /// wherever the top-level tracer is free, and left out with a notice where it is not
+    /// (kernel-diff agrees less without it).
+    #[arg(long, conflicts_with = "no_bfq_log")]
     pub bfq_log: bool,
+    /// Do not record bfq's log.
+    #[arg(long)]
+    pub no_bfq_log: bool,
     /// The events to record (system/name, comma-separated) instead of the block and kyber
     /// defaults.
     #[arg(long, value_delimiter = ',')]
@@ -150,7 +155,11 @@ pub fn run(args: Args) -> Result<()> {
         opts.sector_size = args.sector_size;
         opts.nr_requests = args.nr_requests;
         opts.set = set.clone();
-        opts.bfq_log = args.bfq_log && sched == "bfq";
+        opts.bfq_log = match (sched.as_str(), args.bfq_log, args.no_bfq_log) {
+            ("bfq", true, _) => BfqLog::Required,
+            ("bfq", false, false) => BfqLog::WhereFree,
+            _ => BfqLog::Off,
+        };
         if !args.events.is_empty() {
             opts.events = args.events.clone();
         }
