@@ -952,3 +952,51 @@ fn an_insertion_below_a_level_with_listed_requests_is_not_an_empty_run() {
     assert_eq!(order, [9000, 4000, 5000, 200]);
     assert_eq!(d.agreement.share(), 1.0, "{:?} vs {:?}", d.kernel, d.ours);
 }
+
+// ---- mutants43 (the kernel replay, shard 4/12) ----
+
+/// Two reads inserted 1 us apart on two CPUs and issued 1 us apart in the other order:
+/// which queue run asked mq-deadline first (`dd_dispatch_request` under `dd->lock`, before
+/// `block_rq_issue`) is not in the trace, so the pair is settled in ours' order
+/// ([`settle_unordered_pairs`]). `cpu` is the CPU that issues 500; on CPU 1 the two issues
+/// come from one CPU and are ordered.
+fn two_cpus_pair(cpu: u32) -> String {
+    format!(
+        "\
+ fio-10 [001] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [001] ...1. 1.000001: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-11 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-11 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-11 [{cpu:03}] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [001] ..... 1.000004: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+"
+    )
+}
+
+/// `--divergences` says how many pairs were settled in ours' order, and under what gap,
+/// before the decisions it lists, and only where there are any: issued by two CPUs the pair
+/// is one line and no divergence; issued by one CPU there is no such line, and decisions 0
+/// and 1 are listed (the kernel took 500 first, ours' sorted pass 100).
+#[test]
+fn the_divergences_count_the_pairs_settled_in_ours_order_where_there_are_any() {
+    let two = divergences(&row_of(&two_cpus_pair(0), "pair", "mq-deadline"), 5);
+    assert_eq!(
+        two,
+        [
+            "pair/mq-deadline: 1 pair(s) of decisions issued by two CPUs within 10 us taken in \
+          our order (the trace cannot order them)"
+        ]
+    );
+    let one = divergences(&row_of(&two_cpus_pair(1), "pair", "mq-deadline"), 5);
+    assert_eq!(one.len(), 2, "{one:?}");
+    assert!(
+        one[0].starts_with("pair/mq-deadline decision 0:"),
+        "{one:?}"
+    );
+    assert!(
+        one[1].starts_with("pair/mq-deadline decision 1:"),
+        "{one:?}"
+    );
+}
