@@ -1000,3 +1000,34 @@ fn the_divergences_count_the_pairs_settled_in_ours_order_where_there_are_any() {
         "{one:?}"
     );
 }
+
+/// A choice of bfq's noted in the microsecond of its CPU's next issue is that issue's
+/// request ([`LogOrder::read`]: the request the note's CPU issued first at or after the
+/// note): `blk_mq_start_request` fires `block_rq_issue` once `__blk_mq_do_dispatch_sched`
+/// has taken the request under `bfqd->lock`, the note's lock, within the same microsecond
+/// when the round took one request. fio-10's note at 30 us is its read at 1000, issued at
+/// 30 us, not its read at 2000 issued at 31 us, which no note placed.
+#[test]
+fn a_choice_noted_in_its_issues_microsecond_is_that_issues_request() {
+    const TRACE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 2000 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 2000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 2000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000051: block_rq_complete: 7,0 R () 2000 + 8 be,0,4 [0]
+";
+    const LOG: &str = "\
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+    let t = read(TRACE);
+    let order = BfqLogTimes::read(&t, &read(LOG))
+        .order
+        .expect("the log shows a choice");
+    assert_eq!((order.notes, order.matched), (1, 1));
+    assert_eq!(order.decided, [Some(Nanos::from_us(1_000_030)), None]);
+}
