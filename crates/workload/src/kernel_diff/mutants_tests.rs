@@ -1031,3 +1031,82 @@ fn bfq_sees_a_completion_at_a_note_in_the_completions_own_microsecond() {
     let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
     assert_eq!(completions_seen_by_bfq(&trace, &log), [us(10)]);
 }
+
+// ---- mutants43 (the kernel replay, shard 4/12) ----
+
+/// Two reads inserted 1 us apart on two CPUs and issued 1 us apart in the other order:
+/// which queue run asked mq-deadline first (`dd_dispatch_request` under `dd->lock`, before
+/// `block_rq_issue`) is not in the trace, so the pair is settled in ours' order
+/// ([`settle_unordered_pairs`]). `cpu` is the CPU that issues 500; on CPU 1 the two issues
+/// come from one CPU and are ordered.
+fn two_cpus_pair(cpu: u32) -> String {
+    format!(
+        "\
+ fio-10 [001] ..... 1.000001: block_getrq: 7,0 R 100 + 8 [fio]
+ fio-10 [001] ...1. 1.000001: block_rq_insert: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ fio-11 [000] ..... 1.000002: block_getrq: 7,0 R 500 + 8 [fio]
+ fio-11 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-11 [{cpu:03}] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 500 + 8 be,0,4 [fio]
+ fio-10 [001] ..... 1.000004: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000020: block_rq_complete: 7,0 R () 500 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000022: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
+"
+    )
+}
+
+/// `--divergences` says how many pairs were settled in ours' order, and under what gap,
+/// before the decisions it lists, and only where there are any: issued by two CPUs the pair
+/// is one line and no divergence; issued by one CPU there is no such line, and decisions 0
+/// and 1 are listed (the kernel took 500 first, ours' sorted pass 100).
+#[test]
+fn the_divergences_count_the_pairs_settled_in_ours_order_where_there_are_any() {
+    let two = divergences(&row_of(&two_cpus_pair(0), "pair", "mq-deadline"), 5);
+    assert_eq!(
+        two,
+        [
+            "pair/mq-deadline: 1 pair(s) of decisions issued by two CPUs within 10 us taken in \
+          our order (the trace cannot order them)"
+        ]
+    );
+    let one = divergences(&row_of(&two_cpus_pair(1), "pair", "mq-deadline"), 5);
+    assert_eq!(one.len(), 2, "{one:?}");
+    assert!(
+        one[0].starts_with("pair/mq-deadline decision 0:"),
+        "{one:?}"
+    );
+    assert!(
+        one[1].starts_with("pair/mq-deadline decision 1:"),
+        "{one:?}"
+    );
+}
+
+/// A choice of bfq's noted in the microsecond of its CPU's next issue is that issue's
+/// request ([`LogOrder::read`]: the request the note's CPU issued first at or after the
+/// note): `blk_mq_start_request` fires `block_rq_issue` once `__blk_mq_do_dispatch_sched`
+/// has taken the request under `bfqd->lock`, the note's lock, within the same microsecond
+/// when the round took one request. fio-10's note at 30 us is its read at 1000, issued at
+/// 30 us, not its read at 2000 issued at 31 us, which no note placed.
+#[test]
+fn a_choice_noted_in_its_issues_microsecond_is_that_issues_request() {
+    const TRACE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 2000 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 2000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/0:1H]
+ kworker/0:1H-58 [000] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 2000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000051: block_rq_complete: 7,0 R () 2000 + 8 be,0,4 [0]
+";
+    const LOG: &str = "\
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq10S select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000030: 7,0 1,0 m N bfq10S bfqq_served 8 secs
+";
+    let t = read(TRACE);
+    let order = BfqLogTimes::read(&t, &read(LOG))
+        .order
+        .expect("the log shows a choice");
+    assert_eq!((order.notes, order.matched), (1, 1));
+    assert_eq!(order.decided, [Some(Nanos::from_us(1_000_030)), None]);
+}
