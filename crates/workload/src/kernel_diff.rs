@@ -1277,6 +1277,22 @@ mod tests {
         assert!(e.contains("field `device.hw_queue_depth`"), "{e}");
     }
 
+    /// Two reads of fio-10 on CPU 0 (1000, then 200), the first issued by CPU 1's kworker
+    /// 20 us after, the second by fio later still; both complete. The trace of
+    /// `bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times` and of mutants42's
+    /// `a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside`, each with
+    /// its own bfq log.
+    pub(super) const ISSUED_LATE: &str = "\
+ fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
+ fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
+ fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
+";
+
     /// bfq's choices in its log's order, not the issue events' (issue 27): a run on CPU 1
     /// takes the read at 1000 when it is alone in the queue (`bfqq_served` at 1.000011),
     /// the read at 200 comes in, a run on CPU 0 takes it (.000013); CPU 1 issues its read
@@ -1287,16 +1303,6 @@ mod tests {
     /// not after `select_queue: returned this queue`) is no choice.
     #[test]
     fn bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times() {
-        const ISSUED_LATE: &str = "\
- fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
- fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
- fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
- fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
- kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
- fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
- ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
-";
         const LOG: &str = "\
  fio-10 [000] d..1. 1.000010: 7,0 1,0 m N bfq10S add_request 1
  kworker/1:1H-58 [001] d..1. 1.000011: 7,0 1,0 m N bfq dispatch requests: 1 busy queues

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::bfq_log::batch_allocated;
 use super::corpus::{check_requests, MAX_REQUEST_SECTORS};
 use super::resolve::{moves_of, run_start};
-use super::tests::{meta, read, BATCH};
+use super::tests::{meta, read, BATCH, ISSUED_LATE};
 use super::*;
 use crate::traces::ftrace::Recording;
 
@@ -965,16 +965,6 @@ fn an_insertion_below_a_level_with_listed_requests_is_not_an_empty_run() {
 /// events alone allow (`bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times`).
 #[test]
 fn a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside() {
-    const CHOSEN_AFTER: &str = "\
- fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
- fio-10 [000] d..1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
- fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
- fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
- kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
- fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
- ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
- ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
-";
     const LOG: &str = "\
  fio-10 [000] d..1. 1.000010: 7,0 1,0 m N bfq10S add_request 1
  fio-10 [000] d..1. 1.000012: 7,0 1,0 m N bfq10S add_request 2
@@ -985,7 +975,7 @@ fn a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside() {
  fio-10 [000] d..1. 1.000014: 7,0 1,0 m N bfq10S select_queue: returned this queue
  fio-10 [000] d..1. 1.000014: 7,0 1,0 m N bfq10S bfqq_served 8 secs
 ";
-    let (t, log) = (read(CHOSEN_AFTER), read(LOG));
+    let (t, log) = (read(ISSUED_LATE), read(LOG));
     let times = BfqLogTimes::read(&t, &log);
     let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
     let order = times.order.as_ref().expect("the log shows bfq's choices");
