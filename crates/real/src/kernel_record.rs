@@ -1225,9 +1225,17 @@ fn record_inner(
 
     // bfq's log through the top-level blk tracer.
     let mut bfq_pipe = None;
-    let bfq_log = match (opts.bfq_log, bfq_log_refusal(&tracefs)) {
-        _ if sched != "bfq" => false,
+    let wanted = if sched == "bfq" {
+        opts.bfq_log
+    } else {
+        BfqLog::Off
+    };
+    let refusal = (wanted != BfqLog::Off)
+        .then(|| bfq_log_refusal(&tracefs))
+        .flatten();
+    let bfq_log = match (wanted, refusal) {
         (BfqLog::Off, _) => false,
+        (_, None) => true,
         (BfqLog::Required, Some(why)) => return Err(tr(why)),
         (BfqLog::WhereFree, Some(why)) => {
             progress(&format!(
@@ -1235,7 +1243,6 @@ fn record_inner(
             ));
             false
         }
-        (_, None) => true,
     };
     if bfq_log {
         let clock = read_attr(&tracefs.join("trace_clock")).map_err(tr)?;
