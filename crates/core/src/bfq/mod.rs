@@ -937,7 +937,6 @@ impl Bfq {
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
         self.softrt_shift_on_service(q, t);
         self.set_budget_timeout(q, t);
-        self.last_budget_start = self.dispatch_clock(t);
         // The previous queue's position says nothing about this one (41e76c85660c "Avoid
         // false bfq queue merging").
         self.in_serv_last_pos = 0;
@@ -958,8 +957,11 @@ impl Bfq {
     /// `bfq_set_budget_timeout`: `jiffies + bfq_timeout * timeout_coeff`, in whole jiffies
     /// (`timeout_sync` is kept in jiffies, `msecs_to_jiffies` rounding up), so the queue times
     /// out at the start of that jiffy ([`Self::budget_timed_out`], `bfq_bfqq_budget_timeout`:
-    /// `time_is_before_eq_jiffies`), up to a jiffy before `timeout_sync` has passed.
+    /// `time_is_before_eq_jiffies`), up to a jiffy before `timeout_sync` has passed; and the
+    /// budget's start, `last_budget_start`, at what `blk_time_get` reads in the dispatch at
+    /// `t` ([`Self::dispatch_clock`]).
     fn set_budget_timeout(&mut self, q: usize, t: Tick) {
+        self.last_budget_start = self.dispatch_clock(t);
         let qq = &self.queues[q];
         let coeff = if qq.wr_cur_max_time == weight_raising::RT_MAX_TIME {
             1
