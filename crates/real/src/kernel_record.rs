@@ -26,7 +26,9 @@
 //!    has: the recorder takes it only when nothing else is traced there (`current_tracer` is
 //!    `nop`; otherwise it records without the log and says so, or with
 //!    [`BfqLog::Required`] fails), limits the
-//!    device's blktrace to notes (`act_mask` `notify`), and restores it all after.
+//!    device's blktrace to notes (`act_mask` `notify`), sets the tracer's `blk_cgroup`
+//!    option (each note then carries its queue's group's cgroup id, which `groups.txt`'s
+//!    `cgroup` lines name), and restores it all after.
 //! 5. Streams the instance's `trace_pipe` (and the top level's, for the bfq log) to files
 //!    while fio runs the job file against the loop device, with `--filename` set to it.
 //! 6. Reads the ring buffers' overrun counts (a trace that lost events says so in its
@@ -886,7 +888,7 @@ fn record_inner(
         ));
     }
     let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let group_weights = cgroups::check(&job_text, &mounts)
+    let job_groups = cgroups::check(&job_text, &mounts)
         .map_err(|e| RecordError::new("check", format!("{}: {e}", opts.job.display())))?;
     let fio_version = output_of(Command::new(&opts.fio).arg("--version"))
         .map_err(|e| RecordError::new("check", format!("fio is needed: {e}")))?;
@@ -1261,6 +1263,8 @@ fn record_inner(
         {
             let t = tracefs.clone();
             undo.push("put back the top-level tracer", move || {
+                // The blk tracer's option, set below; shown only while the tracer is current.
+                let _ = write_attr(&t.join("trace_options"), "noblk_cgroup");
                 write_attr(&t.join("current_tracer"), "nop")?;
                 write_attr(&t.join("trace_clock"), &clock)?;
                 write_attr(&t.join("buffer_size_kb"), &size)?;
@@ -1282,6 +1286,13 @@ fn record_inner(
         .map_err(tr)?;
         write_attr(&tracefs.join("trace"), "").map_err(tr)?;
         write_attr(&tracefs.join("current_tracer"), "blk").map_err(tr)?;
+        // Each of bfq's notes then carries its queue's group's cgroup id
+        // (`blk_add_cgroup_trace_msg`), which groups.txt's `cgroup` lines name: the replay
+        // finds the group blk-throttle's kworker was served in. A kernel without the option
+        // (no CONFIG_BLK_CGROUP) records as before.
+        if write_attr(&tracefs.join("trace_options"), "blk_cgroup").is_err() {
+            progress("the blk tracer has no blk_cgroup option: bfq's notes name no group");
+        }
         bfq_pipe = Some(tracefs.join("trace_pipe"));
     }
 
@@ -1477,7 +1488,7 @@ fn record_inner(
     // at any moment (SIGKILL, a power cut) is one without meta.json, which the next run and
     // kernel-diff tell as cut, never one that looks whole but lacks its groups.txt or half
     // its meta.json.
-    cgroups::write(&out, &job_text, &group_weights, &meta.fio.jobs)
+    cgroups::write(&out, &job_text, &job_groups, &meta.fio.jobs)
         .map_err(|e| RecordError::new("groups.txt", format!("write: {e}")))?;
     let json = serde_json::to_string_pretty(&meta).map_err(|e| RecordError::new("meta.json", e))?;
     let aside = out.join("meta.json.partial");

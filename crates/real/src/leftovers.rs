@@ -365,6 +365,8 @@ fn undo(item: &Item, pid: u32, live: &Live) -> Result<Vec<String>, String> {
                     })
                 };
                 put("tracing_on", "0")?;
+                // Its option, set while it ran; the blk tracer's only while it is current.
+                let _ = fs::write(tracefs.join("trace_options"), "noblk_cgroup");
                 put("current_tracer", "nop")?;
                 put("trace_clock", clock)?;
                 put("buffer_size_kb", size_kb)?;

@@ -73,8 +73,10 @@
 //!   our policy is built over those groups with their bfq weights: 6.18's bfq serves a queue
 //!   inside its bios' blkcg's group (`bfq_bic_update_cgroup`), each group an entity of its
 //!   parent's service tree with its `blkio.bfq.weight` (`bfq_group_set_parent`,
-//!   `bfq_io_set_weight_legacy`). A process the file does not name is in the root group; a
-//!   process moved between groups while doing I/O is not replayed.
+//!   `bfq_io_set_weight_legacy`). A process the file does not name is in the group bfq's
+//!   log gives its queue at the time (the notes' cgroup ids, recorded with the blk tracer's
+//!   `blk_cgroup` option, and the file's `cgroup` lines: blk-throttle's kworker serves each
+//!   throttled group's bios in turn, [`QueueCgroups`]), else in the root group.
 //! - A process exits where the recording's bfq log says its queue exited (`exit_bfqq`,
 //!   [`exits_in_bfq_log`]; a recording without that log replays no exit): bfq stops idling
 //!   for an exited process's queue (`bfq_exit_bfqq` expires it when it is in service).
@@ -151,7 +153,7 @@ mod settings;
 mod unordered;
 pub use bfq_log::{
     completions_seen_by_bfq, exits_in_bfq_log, idle_timer_fires, refused_dispatch_calls,
-    BfqLogTimes, LogOrder,
+    BfqLogTimes, LogOrder, QueueCgroups,
 };
 use corpus::load;
 pub use corpus::{diff_recording, find_recordings, has_meta, Row, KERNEL_SCHEDULERS};

@@ -1855,3 +1855,90 @@ fn bfq_allow_bio_merge_merges_queues_at_a_bio_that_merges_into_nothing() {
     );
     assert_eq!(s.bics[&CtxId(2)].sync_q, own);
 }
+
+// ----- a process's bios in another group (bfq_bic_update_cgroup) -----
+
+/// Groups /a and /b; ctx 1 reads in /a at 0 ms with two reads queued.
+fn reader_in_a() -> (Bfq, GroupId, GroupId, usize) {
+    let mut groups = GroupTree::new();
+    let ga = groups.add("/a", None).unwrap();
+    let gb = groups.add("/b", None).unwrap();
+    let mut s = Bfq::with_groups(Config::default(), &groups).unwrap();
+    for (id, sector) in [(1, 1 << 20), (2, (1 << 20) + 8)] {
+        s.insert(rq(id, 1).sector(sector).group(ga.0).build(), Nanos::ZERO);
+    }
+    let q = s.bics[&CtxId(1)].sync_q.unwrap();
+    (s, ga, gb, q)
+}
+
+#[test]
+fn bfq_bic_update_cgroup_moves_a_process_queue_to_its_bios_new_group() {
+    // __bfq_bic_change_cgroup -> bfq_sync_bfqq_move: a sync queue no other process shares
+    // goes with its process to the new group (bfq_bfqq_move: taken off the old group's
+    // trees, put on the new one's, its queued requests with it); blk-throttle's kworker
+    // resubmitting another group's bios is such a process.
+    let (mut s, ga, gb, q) = reader_in_a();
+    assert_eq!(s.queues[q].group, ga);
+    let e = s.queues[q].eid;
+    assert_eq!(s.wf.entities[e].sd, s.groups[ga.0 as usize].sd);
+    s.insert(
+        rq(3, 1).sector((1 << 20) + 4096).group(gb.0).build(),
+        Nanos::from_ms(1),
+    );
+    assert_eq!(s.bics[&CtxId(1)].sync_q, Some(q), "the same queue");
+    assert_eq!(s.queues[q].group, gb);
+    assert_eq!(s.wf.entities[e].sd, s.groups[gb.0 as usize].sd);
+    assert_eq!(s.queues[q].fifo.len(), 3, "its requests went with it");
+    assert!(s.queues[q].busy);
+    assert_eq!(s.groups[ga.0 as usize].queues_pending, 0);
+    assert_eq!(s.groups[gb.0 as usize].queues_pending, 1);
+    // All three are served, from the new group.
+    let mut served = Vec::new();
+    for k in 0..20 {
+        match s.dispatch(Nanos::from_ms(2 + k)) {
+            Dispatch::Request(r) => {
+                served.push(r.id.0);
+                s.complete(&r, Nanos::from_ms(2 + k));
+            }
+            _ => continue,
+        }
+    }
+    served.sort();
+    assert_eq!(served, vec![1, 2, 3]);
+}
+
+#[test]
+fn bfq_bic_update_cgroup_leaves_a_shared_queue_of_another_group_for_a_new_one() {
+    // bfq_sync_bfqq_move: a process whose queue was merged (coop) and whose merge chain has
+    // a queue of another group than its new bio's leaves the shared queue
+    // (bfq_put_cooperator, bfq_release_process_ref) and gets a queue of its own in the new
+    // group (bfq_get_queue). The kernel's log of blkthrottle-...-round3: kworker 23281, in a
+    // shared queue of group 281, logs `put_queue` with 281, then `bfq23281S allocated` with
+    // 295 for a write of group 295's writer.
+    let (mut s, ga, gb, q) = reader_in_a();
+    s.queues[q].coop = true;
+    s.queues[q].proc_refs += 1; // a second process shares it
+    s.insert(
+        rq(3, 1).sector((1 << 20) + 4096).group(gb.0).build(),
+        Nanos::from_ms(1),
+    );
+    let n = s.bics[&CtxId(1)].sync_q.unwrap();
+    assert_ne!(n, q, "a queue of its own");
+    assert_eq!(s.queues[n].group, gb);
+    assert_eq!(s.queues[q].group, ga, "the shared queue stays");
+    assert_eq!(s.queues[q].proc_refs, 1, "one process left it");
+    // The async queue of another group is dropped too: a write takes /b's own.
+    s.insert(
+        rq(4, 1).sector(1 << 24).write().group(ga.0).build(),
+        Nanos::from_ms(2),
+    );
+    let a = s.bics[&CtxId(1)].async_q.unwrap();
+    assert_eq!(s.queues[a].group, ga);
+    s.insert(
+        rq(5, 1).sector(2 << 24).write().group(gb.0).build(),
+        Nanos::from_ms(3),
+    );
+    let b = s.bics[&CtxId(1)].async_q.unwrap();
+    assert_ne!(a, b);
+    assert_eq!(s.queues[b].group, gb);
+}

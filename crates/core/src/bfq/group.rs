@@ -8,7 +8,8 @@ use crate::tunable::TunableError;
 
 use super::pos_tree::PosTree;
 use super::wf2q::Wf2q;
-use super::Bfq;
+use super::{Bfq, Expire, Tick};
+use crate::{CtxId, GroupId};
 
 /// Default group weight (io.bfq.weight).
 pub const DEFAULT_GROUP_WEIGHT: u32 = 100;
@@ -96,6 +97,88 @@ impl Bfq {
         g.queues_pending -= 1;
         if g.queues_pending == 0 {
             self.num_groups_with_pending -= 1;
+        }
+    }
+
+    /// `bfq_bic_update_cgroup`: a process's request whose bio belongs to another group than
+    /// its last one's (blk-throttle's dispatch work resubmits each group's throttled bios from
+    /// one kworker; a process moved between cgroups). `__bfq_bic_change_cgroup`: its async
+    /// queue, another group's, is dropped (the group's own is taken next); its sync queue is
+    /// moved to the group if no other process shares it (`bfq_sync_bfqq_move` ->
+    /// `bfq_bfqq_move`), else, when any queue of its merge chain is another group's, the
+    /// process leaves it (`bfq_put_cooperator`, `bfq_release_process_ref`) and gets a new one.
+    pub(super) fn bic_update_group(&mut self, ctx: CtxId, group: GroupId, t: Tick) {
+        let Some(bic) = self.bics.get_mut(&ctx) else {
+            return;
+        };
+        let last = bic.group.replace(group);
+        if last.is_none_or(|g| g == group) {
+            return;
+        }
+        if let Some(a) = bic.async_q.filter(|&a| self.queues[a].group != group) {
+            self.bics.get_mut(&ctx).expect("bic").async_q = None;
+            self.release_process_ref(a, t);
+        }
+        let Some(s) = self.bics[&ctx].sync_q else {
+            return;
+        };
+        if self.queues[s].new_queue.is_none() && !self.queues[s].coop {
+            self.move_queue(s, group, t);
+            return;
+        }
+        let mut cur = Some(s);
+        let mut other_group = false;
+        for _ in 0..self.queues.len() {
+            let Some(x) = cur else { break };
+            if self.queues[x].group != group {
+                other_group = true;
+                break;
+            }
+            cur = self.queues[x].new_queue.filter(|&n| n != x);
+        }
+        if other_group {
+            self.put_cooperator(s);
+            self.bics.get_mut(&ctx).expect("bic").sync_q = None;
+            self.release_process_ref(s, t);
+        }
+    }
+
+    /// `bfq_bfqq_move`: put queue `q` under `group`'s scheduling data. In service, it is
+    /// expired first (`BFQQE_PREEMPTED`); busy, its entity leaves the old group's trees and
+    /// joins the new one's; idle on a tree, it is forgotten there (`bfq_put_idle_entity`). It
+    /// stops being its old group's stable-merge candidate (`bfq_reassign_last_bfqq`).
+    pub(super) fn move_queue(&mut self, q: usize, group: GroupId, t: Tick) {
+        if self.queues[q].group == group {
+            return;
+        }
+        let pending = self.queues[q].in_groups_pending;
+        if pending {
+            self.del_in_groups_pending(q);
+        }
+        if self.in_service == Some(q) {
+            self.expire(q, false, Expire::Preempted, t);
+        }
+        let e = self.queues[q].eid;
+        let now = self.wf_now(t);
+        if self.queues[q].busy {
+            self.wf.deactivate_entity(e, false, false, now);
+        } else if self.wf.entities[e].on_st {
+            self.wf.put_idle_entity(e);
+        }
+        self.reassign_last_created(q, None);
+        // Out of the old group's position tree (`bfq_pos_tree_add_move` removes it from its
+        // `pos_root`, the old group's, when it next files it).
+        self.pos_tree_remove(q);
+        self.wf.entities[e].sd = self.groups[group.0 as usize].sd;
+        self.queues[q].group = group;
+        if pending {
+            self.add_in_groups_pending(q);
+        }
+        if self.queues[q].busy {
+            if !self.nonrot_with_queueing {
+                self.pos_tree_add_move(q, t);
+            }
+            self.activate_queue_entity(q, false, t);
         }
     }
 }

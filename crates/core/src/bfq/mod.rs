@@ -53,8 +53,13 @@
 //!   waker of a queue merged into it, a queue split off it the shared queue's (6.18's
 //!   `bfq_merge_bfqqs`, `bfq_init_rq`), but a waker link is not undone when a queue is freed
 //!   (the kernel resets its woken queues' `waker_bfqq`); the
-//!   `oom_bfqq` and ioprio or cgroup changes of a running process are not modelled (a queue
-//!   keeps the class and group of its first request).
+//!   `oom_bfqq` and ioprio changes of a running process are not modelled (a queue keeps the
+//!   class of its first request). A process whose bios change group (blk-throttle's kworker
+//!   resubmitting each throttled group's bios) is followed as 6.18's `bfq_bic_update_cgroup`
+//!   does: its async queue of the old group dropped, its sync queue moved to the new group
+//!   (`bfq_bfqq_move`) or, shared with a queue of another group, left for a new one
+//!   (`bfq_sync_bfqq_move`); the kernel detects the change by the blkcg's serial number, ours
+//!   by the group of the process's last request.
 //! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
 //!   each tag-bitmap word is admitted while fewer than d * words held requests have a shallow
 //!   depth of at most that (with 256 tags, 64-bit words: depth 1 admits at most 4); in the
@@ -192,6 +197,9 @@ pub(crate) struct Bic {
     pub stably_merged: bool,
     /// Its requests queued or in flight, sync and async (the kernel's `bic->requests`).
     pub requests: u32,
+    /// The group of its last request's bio (the kernel's `bic->blkcg_serial_nr`); `None`
+    /// before its first.
+    pub group: Option<GroupId>,
 }
 
 /// Budget Fair Queueing. See the module documentation.
@@ -398,6 +406,7 @@ impl Bfq {
         let group = self.group_of(rq.group);
         let prio = rq.prio;
         self.bics.entry(ctx).or_default();
+        self.bic_update_group(ctx, group, t);
         if !rq.is_sync() {
             let q = self.async_queue(group, prio, t);
             let bic = self.bics.get_mut(&ctx).expect("just inserted");

@@ -273,6 +273,16 @@ impl Wf2q {
         st.wsum = st.wsum.saturating_sub(w);
     }
 
+    /// `bfq_put_idle_entity`: take `e` off its idle tree and out of its tree's weight sum.
+    pub fn put_idle_entity(&mut self, e: Eid) {
+        if self.entities[e].tree == Tree::Idle {
+            self.idle_extract(e);
+        }
+        if self.entities[e].on_st {
+            self.forget_entity(e);
+        }
+    }
+
     /// Drop idle entities whose finish time the virtual time has passed.
     fn forget_idle(&mut self, sd: usize, class: usize) {
         let st = &mut self.sds[sd].trees[class];

@@ -9,9 +9,15 @@
 //! (`blkio.bfq.weight` on v1, `io.bfq.weight` on v2), and the job must set `cgroup_nodelete=1`
 //! so that fio leaves it in place. fio's `cgroup_weight` stays refused: it writes
 //! `blkio.weight` (v1) or `io.weight` (v2), not bfq's weight.
+//!
+//! Each group's cgroup id (its directory's inode number, which the kernel's `cgroup_id`
+//! gives and the `blk` tracer prints in bfq's notes with `blk_cgroup`) goes into the file
+//! too: the replay reads from bfq's log which group a process the file does not name was
+//! served in (blk-throttle's kworker resubmitting a group's throttled bios).
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use elevator_workload::traces::ftrace::recording::FioJobPid;
@@ -97,15 +103,24 @@ fn parse_weight(text: &str) -> Option<u32> {
         .ok()
 }
 
-/// The groups of `text`'s jobs with their bfq weights, by the path fio gives them (`/NAME`
-/// below the hierarchy), or why the job is refused: a group that is not a plain relative
-/// path, does not exist, has no bfq weight file (bfq not loaded for this hierarchy), or a
-/// job without `cgroup_nodelete=1`.
-pub fn check(text: &str, mounts: &str) -> Result<BTreeMap<String, u32>, String> {
+/// The jobs' groups, by the path fio gives them (`/NAME` below the hierarchy).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Groups {
+    /// Each group's bfq weight.
+    pub weights: BTreeMap<String, u32>,
+    /// Each group's cgroup id: its directory's inode number (kernfs gives a cgroup's
+    /// directory its id as inode number, `cgroup_id`).
+    pub cgroup_ids: BTreeMap<String, u64>,
+}
+
+/// The groups of `text`'s jobs with their bfq weights and cgroup ids, or why the job is
+/// refused: a group that is not a plain relative path, does not exist, has no bfq weight
+/// file (bfq not loaded for this hierarchy), or a job without `cgroup_nodelete=1`.
+pub fn check(text: &str, mounts: &str) -> Result<Groups, String> {
     let jobs = job_groups(text);
-    let mut weights = BTreeMap::new();
+    let mut groups = Groups::default();
     if jobs.is_empty() {
-        return Ok(weights);
+        return Ok(groups);
     }
     let h = hierarchy(mounts)
         .ok_or("`cgroup`: no cgroup hierarchy with the blkio controller is mounted")?;
@@ -136,20 +151,26 @@ pub fn check(text: &str, mounts: &str) -> Result<BTreeMap<String, u32>, String> 
         })?;
         let w = parse_weight(&text)
             .ok_or_else(|| format!("{}: {text:?} is not a weight", file.display()))?;
-        weights.insert(format!("/{group}"), w);
+        groups.weights.insert(format!("/{group}"), w);
+        if let Ok(m) = fs::metadata(&dir) {
+            groups.cgroup_ids.insert(format!("/{group}"), m.ino());
+        }
     }
-    Ok(weights)
+    Ok(groups)
 }
 
-/// The text of `groups.txt`: each group of `jobs_text` with its weight (`weights`, from
-/// [`check`]), and each fio job process in its job's group.
-pub fn groups_file(jobs_text: &str, weights: &BTreeMap<String, u32>, pids: &[FioJobPid]) -> String {
+/// The text of `groups.txt`: each group of `jobs_text` with its weight and cgroup id
+/// (`groups`, from [`check`]), and each fio job process in its job's group.
+pub fn groups_file(jobs_text: &str, groups: &Groups, pids: &[FioJobPid]) -> String {
     let by_job = job_groups(jobs_text);
     let mut s = String::from(
         "# elevator kernel-record: each job's cgroup (fio's `cgroup`) with its bfq weight\n",
     );
-    for (path, w) in weights {
+    for (path, w) in &groups.weights {
         s.push_str(&format!("group {path} {w}\n"));
+    }
+    for (path, id) in &groups.cgroup_ids {
+        s.push_str(&format!("cgroup {id:x} {path}\n"));
     }
     for j in pids {
         if let Some((g, _)) = by_job.get(&j.name) {
@@ -163,13 +184,13 @@ pub fn groups_file(jobs_text: &str, weights: &BTreeMap<String, u32>, pids: &[Fio
 pub fn write(
     out: &Path,
     jobs_text: &str,
-    weights: &BTreeMap<String, u32>,
+    groups: &Groups,
     pids: &[FioJobPid],
 ) -> std::io::Result<()> {
-    if weights.is_empty() {
+    if groups.weights.is_empty() {
         return Ok(());
     }
-    fs::write(out.join(GROUPS_FILE), groups_file(jobs_text, weights, pids))
+    fs::write(out.join(GROUPS_FILE), groups_file(jobs_text, groups, pids))
 }
 
 #[cfg(test)]
@@ -197,17 +218,20 @@ mod tests {
     #[test]
     fn each_job_process_goes_to_its_jobs_group_in_the_groups_file() {
         let text = "[global]\ncgroup_nodelete=1\n[a]\ncgroup=g/a\n[b]\nrw=read\n[c]\ncgroup=c\n";
-        let groups = job_groups(text);
-        assert_eq!(groups.len(), 2);
-        assert_eq!(groups["a"], ("g/a".to_string(), true));
-        let weights = BTreeMap::from([("/g/a".to_string(), 300), ("/c".to_string(), 50)]);
+        let jobs = job_groups(text);
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs["a"], ("g/a".to_string(), true));
+        let groups = Groups {
+            weights: BTreeMap::from([("/g/a".to_string(), 300), ("/c".to_string(), 50)]),
+            cgroup_ids: BTreeMap::from([("/g/a".to_string(), 0x26d), ("/c".to_string(), 0x2a0)]),
+        };
         let pid = |name: &str, pid| FioJobPid {
             name: name.into(),
             groupid: 0,
             pid,
         };
         let pids = [pid("a", 10), pid("b", 11), pid("c", 12), pid("c", 13)];
-        let file = groups_file(text, &weights, &pids);
+        let file = groups_file(text, &groups, &pids);
         let g = ContextGroups::parse(Path::new(GROUPS_FILE), &file).unwrap();
         let a = g.tree.lookup("/g/a").unwrap();
         assert_eq!(g.of(10), a);
@@ -215,6 +239,9 @@ mod tests {
         assert_eq!(g.of(11), elevator_core::GroupId::ROOT);
         assert_eq!(g.of(12), g.of(13));
         assert_eq!(g.tree.get(g.of(13)).io.bfq_weight, Some(50));
+        // The ids the blk tracer prints in bfq's notes name the groups.
+        assert_eq!(g.of_cgroup_id(0x26d), Some(a));
+        assert_eq!(g.of_cgroup_id(0x2a0), Some(g.of(12)));
     }
 
     #[test]
@@ -235,6 +262,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("make the group"), "{e}");
-        assert!(check("[a]\nrw=read\n", "").unwrap().is_empty());
+        assert!(check("[a]\nrw=read\n", "").unwrap().weights.is_empty());
     }
 }

@@ -83,6 +83,9 @@ pub struct BfqLogTimes {
     /// allocated at once (`batch_allocated`): ours gives it a tag without a depth limit.
     /// Empty: none did.
     pub batched: Vec<bool>,
+    /// The cgroup ids bfq's notes give each process's queues over time
+    /// ([`QueueCgroups::read`]).
+    pub queue_cgroups: QueueCgroups,
 }
 
 impl BfqLogTimes {
@@ -103,8 +106,71 @@ impl BfqLogTimes {
             depths: depths_decided(trace, &log.messages, &log.message_pids),
             timer_fires: idle_timer_fires(&log.messages),
             batched: batch_allocated(trace, &log.messages, &log.message_pids),
+            queue_cgroups: QueueCgroups::read(log, &ctxs),
         }
     }
+}
+
+/// The cgroup id of the group each process's bfq queue was in, note by note: bfq logs a
+/// queue's notes with its group's blkcg (`bfq_log_bfqq` -> `blk_add_cgroup_trace_msg`), which
+/// the `blk` tracer prints with its `blk_cgroup` option ([`KernelTrace::message_cgroups`]).
+/// A queue is named by the process that made it (`bfq_bfqq_name`: `bfqPIDS`, `bfqPIDA`).
+///
+/// The trace's block events carry no cgroup, and a process's group is not always its own:
+/// blk-throttle resubmits a throttled bio from its dispatch work (`blk_throtl_dispatch_work_fn`,
+/// a kworker), still charged to the bio's blkcg (`bio->bi_blkg`), so bfq puts the kworker's
+/// queue in the throttled bio's group (`bfq_bic_update_cgroup`), one group after another as
+/// the kworker serves them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueCgroups {
+    /// By process (its io_context's pid), the (time, cgroup id) of each note naming its
+    /// queue, in time order.
+    by_pid: HashMap<u32, Vec<(Nanos, u64)>>,
+}
+
+impl QueueCgroups {
+    /// The notes of `log` that name a process's queue and carry a cgroup id; `ctxs` maps a
+    /// process to its io_context's (an io_uring thread's to its owner's).
+    pub fn read(log: &KernelTrace, ctxs: &HashMap<u32, u32>) -> QueueCgroups {
+        let mut by_pid: HashMap<u32, Vec<(Nanos, u64)>> = HashMap::new();
+        for (k, (t, text)) in log.messages.iter().enumerate() {
+            let Some(Some(id)) = log.message_cgroups.get(k) else {
+                continue;
+            };
+            let Some(pid) = queue_pid(text) else {
+                continue;
+            };
+            let pid = ctxs.get(&pid).copied().unwrap_or(pid);
+            by_pid.entry(pid).or_default().push((*t, *id));
+        }
+        for notes in by_pid.values_mut() {
+            notes.sort_by_key(|&(t, _)| t);
+        }
+        QueueCgroups { by_pid }
+    }
+
+    /// The cgroup id of the note naming `pid`'s queue nearest `time` (the earlier of two as
+    /// near): the group bfq served that process's request in then. `None` without one.
+    pub fn at(&self, pid: u32, time: Nanos) -> Option<u64> {
+        let notes = self.by_pid.get(&pid)?;
+        let k = notes.partition_point(|&(t, _)| t <= time);
+        let before = k.checked_sub(1).map(|j| notes[j]);
+        let after = notes.get(k).copied();
+        match (before, after) {
+            (Some((tb, b)), Some((ta, a))) => Some(if time - tb <= ta - time { b } else { a }),
+            (Some((_, b)), None) => Some(b),
+            (None, Some((_, a))) => Some(a),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The process a note's queue name gives (`bfq_bfqq_name`: `bfq` PID `S`|`A`), or `None` for
+/// a note of no process's queue (a shared queue's `bfqSHARED-`, bfq's own `bfq ...`).
+fn queue_pid(text: &str) -> Option<u32> {
+    let name = text.split_whitespace().next()?.strip_prefix("bfq")?;
+    let digits = name.strip_suffix('S').or_else(|| name.strip_suffix('A'))?;
+    digits.parse().ok()
 }
 
 /// When bfq's idle slice timer fired, as far as its log shows: each `expire (0, ...)` note
@@ -593,6 +659,41 @@ fn reorder(
 mod tests {
     use super::*;
     use crate::kernel_diff::tests::read;
+
+    /// With the `blk` tracer's `blk_cgroup` option each of bfq's notes carries the cgroup id
+    /// of its queue's group (`blk_add_cgroup_trace_msg`): a process's queue is in the group of
+    /// the note naming it nearest in time, a kworker serving one throttled group and then
+    /// another (blkthrottle-...-round3: `bfq23281S` in 281, then 295). Notes of no process's
+    /// queue (`bfq ...`, `bfqSHARED-S`) and lines without the field give nothing.
+    #[test]
+    fn a_queues_group_is_its_nearest_notes_cgroup_id() {
+        let log = read(
+            " kworker/1:4-23281 [001] d..1. 1.000100:   7,0   281,0  m   N bfq23281S add_request 1
+ kworker/1:4-23281 [001] d..1. 1.000200:   7,0   281,0  m   N bfqSHARED-S put_queue: 0 5
+ kworker/1:4-23281 [001] d..1. 1.000300:   7,0   1,0  m   N bfq dispatch requests: 2 busy queues
+ kworker/1:4-23281 [001] d..1. 1.000400:   7,0   295,0  m   N bfq23281S allocated
+ fio-14763 [001] d..1. 1.000500:   7,0    m   N bfq14763S add_request 1
+ fio-14764 [000] d..1. 1.000600:   7,0   295,0  m   N bfq14764A add_request 1
+",
+        );
+        let ctxs = HashMap::from([(14764, 14000)]);
+        let c = QueueCgroups::read(&log, &ctxs);
+        let t = |us: u64| Nanos::from_secs(1) + Nanos::from_us(us);
+        assert_eq!(
+            c.at(23281, t(0)),
+            Some(0x281),
+            "before the first note: the first"
+        );
+        assert_eq!(c.at(23281, t(250)), Some(0x281), "nearer the first");
+        assert_eq!(c.at(23281, t(251)), Some(0x295), "nearer the second");
+        assert_eq!(c.at(23281, t(900)), Some(0x295));
+        assert_eq!(c.at(14763, t(500)), None, "a note without the field");
+        assert_eq!(c.at(14000, t(600)), Some(0x295), "an io_context's owner");
+        assert_eq!(c.at(14764, t(600)), None);
+        assert_eq!(queue_pid("bfqSHARED-S put_queue"), None);
+        assert_eq!(queue_pid("bfq dispatch requests"), None);
+        assert_eq!(queue_pid("bfq7A exit_bfqq"), Some(7));
+    }
 
     /// The idle slice timer's firings are the `BFQQE_TOO_IDLE` expiries (`expire (0, ...)`,
     /// from `bfq_idle_slice_timer_body` only): here the hardirq note of

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use elevator_core::block::{Allocation, Bio, BlockLayer, Done, Limits};
-use elevator_core::{CtxId, IoClass, IoPrio, Nanos, Op, RequestId, Scheduler};
+use elevator_core::{CtxId, GroupId, IoClass, IoPrio, Nanos, Op, RequestId, Scheduler};
 
 use super::cross_cpu::MovedBefore;
 use super::*;
@@ -96,6 +96,8 @@ pub(super) struct Replay<'a> {
     depths: &'a [Option<Nanos>],
     /// Whether each request came from its plug's batch of tags ([`BfqLogTimes::batched`]).
     batched: &'a [bool],
+    /// The groups bfq's log puts each process's queues in ([`QueueCgroups`]).
+    queue_cgroups: &'a QueueCgroups,
     /// The kernel's decisions ours is asked for before the insertions just before them
     /// ([`set_aside_cross_cpu_insertions`](super::cross_cpu::set_aside_cross_cpu_insertions)).
     pub(super) moved_before: Vec<MovedBefore>,
@@ -166,6 +168,7 @@ impl<'a> Replay<'a> {
             decided: order.map_or(&[][..], |o| &o.decided),
             depths: &bfq_log.depths,
             batched: &bfq_log.batched,
+            queue_cgroups: &bfq_log.queue_cgroups,
             moved_before: Vec::new(),
         }
     }
@@ -593,7 +596,8 @@ impl<'a> Replay<'a> {
     fn bio(&self, i: usize) -> Option<Bio> {
         let r = &self.trace.requests[i];
         let mut bio = r.bio()?;
-        self.context_of(&mut bio);
+        let at = r.inserted.or(r.queued).or(r.created).unwrap_or(Nanos::ZERO);
+        self.context_of(&mut bio, at);
         self.software_queue(&mut bio);
         // A request the kernel kept to the end was not merged at its submission (neither
         // into the plug's last request, `blk_attempt_plug_merge`, nor through the scheduler's
@@ -636,14 +640,26 @@ impl<'a> Replay<'a> {
         self.arriving(i, |blk, now| blk.handle_submit(bio, i, now));
     }
 
-    /// Give `bio` its io_context's priority, when the replay has one for it, and its
-    /// process's group (`bio_associate_blkg`: the submitter's blkcg; an io_uring worker's is
-    /// its owner's, whose cgroup the worker was created in).
-    fn context_of(&self, bio: &mut Bio) {
-        if let Some(&p) = self.contexts.prios.get(&bio.ctx.0) {
+    /// Give `bio`, submitted at `at`, its io_context's priority, when the replay has one for
+    /// it, and its group: its process's (`bio_associate_blkg`: the submitter's blkcg; an
+    /// io_uring worker's is its owner's, whose cgroup the worker was created in), or, for a
+    /// process the groups file does not name, the group bfq's log put its queue in then
+    /// ([`QueueCgroups`]: a kworker resubmitting throttled bios serves their blkcg's group).
+    fn context_of(&self, bio: &mut Bio, at: Nanos) {
+        let pid = bio.ctx.0;
+        if let Some(&p) = self.contexts.prios.get(&pid) {
             bio.prio = p;
         }
-        bio.group = self.contexts.groups.of(bio.ctx.0);
+        let groups = self.contexts.groups;
+        bio.group = match groups.by_pid.get(&pid) {
+            Some(&g) => g,
+            None => self
+                .queue_cgroups
+                .at(pid, at)
+                .filter(|_| !groups.by_cgroup_id.is_empty())
+                .and_then(|id| groups.of_cgroup_id(id))
+                .unwrap_or(GroupId::ROOT),
+        };
     }
 
     /// Stage `bio` in its recorded CPU's software queue, or in CPU 0's when ours replays
@@ -661,7 +677,7 @@ impl<'a> Replay<'a> {
         let Some(mut bio) = m.bio(&self.trace.requests[m.host]) else {
             return;
         };
-        self.context_of(&mut bio);
+        self.context_of(&mut bio, m.time);
         self.software_queue(&mut bio);
         if !self.submitted[m.host] || self.dispatched[m.host] {
             self.merges_missed += 1;

@@ -17,12 +17,20 @@
 //! # comment
 //! group /elevator-record-g0 100     # a group's path and its bfq weight
 //! pid 6080 /elevator-record-g0      # a process and the group it ran in
+//! cgroup 26d /elevator-record-g0    # the group's cgroup id, hexadecimal, as the blk tracer prints it
 //! ```
 //!
-//! A group's ancestors not declared take the default weight; a process not named is in the
-//! root group. The groups are fixed for the recording (fio moves a job's process into its
-//! group before its first I/O), so bfq's handling of a process moved between groups
-//! (`bfq_bic_update_cgroup` moving or splitting its queue) is never replayed.
+//! A `cgroup` line gives a declared group's cgroup id (its directory's kernfs inode number,
+//! `cgroup_id`), which the `blk` tracer prints in each of bfq's notes with its `blk_cgroup`
+//! option (`ino,gen`; `kernel-record` sets the option and writes these lines). With them the
+//! replay finds the group of a process the file does not name from bfq's log: blk-throttle's
+//! dispatch work (`blk_throtl_dispatch_work_fn`) resubmits a throttled bio from a kworker,
+//! still charged to the bio's own blkcg (`bio->bi_blkg`), so bfq puts the kworker's queue in
+//! that group (the replay's `QueueCgroups`, `kernel_diff::bfq_log`).
+//!
+//! A group's ancestors not declared take the default weight; a process not named, and not
+//! placed by bfq's log, is in the root group. fio moves a job's process into its group
+//! before its first I/O, so a named process stays in its group for the recording.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -52,6 +60,8 @@ pub struct ContextGroups {
     pub by_pid: HashMap<u32, GroupId>,
     /// The line naming each process, by pid (for errors about it).
     pub pid_lines: HashMap<u32, usize>,
+    /// Each group's cgroup id (`cgroup` lines), the key of bfq's notes' `ino` field.
+    pub by_cgroup_id: HashMap<u64, GroupId>,
 }
 
 impl ContextGroups {
@@ -60,11 +70,23 @@ impl ContextGroups {
         self.by_pid.get(&pid).copied().unwrap_or(GroupId::ROOT)
     }
 
+    /// The group of cgroup id `id` in bfq's notes: a `cgroup` line's group; the root for 1
+    /// (the root's id, and every note's without `blk_cgroup`); `None` for an id the file
+    /// does not give.
+    pub fn of_cgroup_id(&self, id: u64) -> Option<GroupId> {
+        match self.by_cgroup_id.get(&id) {
+            Some(&g) => Some(g),
+            None => (id == 1).then_some(GroupId::ROOT),
+        }
+    }
+
     /// Read a groups file's `text` (see the module docs); `path` names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<ContextGroups, InputError> {
         let mut out = ContextGroups::default();
         let mut declared: HashMap<String, usize> = HashMap::new();
         let mut pids: Vec<(u32, String, usize)> = Vec::new();
+        let mut cgroup_ids: Vec<(u64, String, usize)> = Vec::new();
+        let mut ids_named: HashMap<u64, usize> = HashMap::new();
         // Each process's first line, to find one named twice in one look-up (a scan of the
         // earlier ones made a file of 10^5 processes quadratic).
         let mut named: HashMap<u32, usize> = HashMap::new();
@@ -146,17 +168,42 @@ impl ContextGroups {
                     }
                     pids.push((pid, group.to_string(), n));
                 }
-                [kind, ..] if kind != "group" && kind != "pid" => {
+                ["cgroup", id, group] => {
+                    let id = u64::from_str_radix(id, 16)
+                        .ok()
+                        .filter(|&id| id > 1)
+                        .ok_or_else(|| {
+                            err(
+                                "cgroup",
+                                format!(
+                                    "{:?} is not a cgroup id: hexadecimal, above 1 (the root's)",
+                                    crate::fio_file::excerpt(id)
+                                ),
+                            )
+                        })?;
+                    check_path(group).map_err(|m| err("group", m))?;
+                    if let Some(first) = ids_named.insert(id, n) {
+                        return Err(err(
+                            "cgroup",
+                            format!("cgroup id {id:x} is given again (first on line {first})"),
+                        ));
+                    }
+                    cgroup_ids.push((id, group.to_string(), n));
+                }
+                [kind, ..] if kind != "group" && kind != "pid" && kind != "cgroup" => {
                     return Err(err(
                         "kind",
-                        format!("{kind:?}: a line is `group PATH WEIGHT` or `pid PID PATH`"),
+                        format!(
+                            "{kind:?}: a line is `group PATH WEIGHT`, `pid PID PATH` or \
+                             `cgroup ID PATH`"
+                        ),
                     ));
                 }
                 _ => {
                     return Err(err(
                         words[0],
                         format!(
-                            "{} fields: `group PATH WEIGHT` or `pid PID PATH`",
+                            "{} fields: `group PATH WEIGHT`, `pid PID PATH` or `cgroup ID PATH`",
                             words.len()
                         ),
                     ));
@@ -175,6 +222,17 @@ impl ContextGroups {
             })?;
             out.by_pid.insert(pid, id);
             out.pid_lines.insert(pid, n);
+        }
+        for (cgroup, group, n) in cgroup_ids {
+            let id = out.tree.lookup(&group).ok_or_else(|| {
+                InputError::at_line(
+                    path,
+                    n,
+                    "group",
+                    format!("cgroup id {cgroup:x} is {group:?}, which no `group` line declares"),
+                )
+            })?;
+            out.by_cgroup_id.insert(cgroup, id);
         }
         Ok(out)
     }
@@ -205,6 +263,21 @@ mod tests {
         assert_eq!(g.tree.get(c).parent, Some(b));
     }
 
+    /// bfq's notes carry the logged queue's group's cgroup id with the `blk` tracer's
+    /// `blk_cgroup` option (`blk_add_cgroup_trace_msg`); the file maps each id to its group,
+    /// and 1, the id of the root and of every note without the option, to the root.
+    #[test]
+    fn a_cgroup_line_maps_the_tracers_cgroup_id_to_its_group() {
+        let text = "group /rlim 100\ncgroup 26d /rlim\ncgroup 2A0 /wlim\ngroup /wlim 100\n";
+        let g = ContextGroups::parse(Path::new("groups.txt"), text).unwrap();
+        assert_eq!(g.of_cgroup_id(0x26d), g.tree.lookup("/rlim"));
+        assert_eq!(g.of_cgroup_id(0x2a0), g.tree.lookup("/wlim"));
+        assert_eq!(g.of_cgroup_id(1), Some(GroupId::ROOT));
+        assert_eq!(g.of_cgroup_id(0x26e), None);
+        // No process is named by a cgroup line.
+        assert!(g.by_pid.is_empty());
+    }
+
     #[test]
     fn a_bad_groups_line_names_the_file_line_and_field() {
         for (text, line, field) in [
@@ -216,7 +289,12 @@ mod tests {
             ("pid x /a\n", 1, "pid"),
             ("group /a 10\npid 1 /a\npid 1 /\n", 3, "pid"),
             ("pid 1 /nowhere\n", 1, "group"),
-            ("cgroup /a 10\n", 1, "kind"),
+            ("cgroups /a 10\n", 1, "kind"),
+            ("cgroup /a 10\n", 1, "cgroup"),
+            ("cgroup 1 /\n", 1, "cgroup"),
+            ("group /a 10\ncgroup 26d /a\ncgroup 26D /\n", 3, "cgroup"),
+            ("cgroup 26d /nowhere\n", 1, "group"),
+            ("cgroup 26d a\n", 1, "group"),
             ("group /a\n", 1, "group"),
             ("pid 0 /\n", 1, "pid"),
             ("pid 4194305 /\n", 1, "pid"),

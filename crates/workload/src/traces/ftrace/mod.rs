@@ -427,10 +427,15 @@ pub enum EventBody {
     },
     /// A kyber tracepoint.
     Kyber(KyberEvent),
-    /// A note of the `blk` tracer (bfq's `bfq_log_bfqq` lines): `maj,min [cgroup] m N text`.
+    /// A note of the `blk` tracer (bfq's `bfq_log_bfqq` lines): `maj,min [ino,gen] m N text`.
     Message {
         /// The device.
         dev: Dev,
+        /// The cgroup id the note carries (the `ino` of `ino,gen`, hexadecimal in the line):
+        /// with the tracer's `blk_cgroup` option, the cgroup of the group whose queue bfq
+        /// logs (`bfq_log_bfqq` -> `blk_add_cgroup_trace_msg`); without it, 1 for every note
+        /// (`__blk_trace_note_message`). `None` for a line without the field.
+        cgroup: Option<u64>,
         /// The text after `m N`.
         text: String,
     },
@@ -676,17 +681,31 @@ fn blk_tracer_line(payload: &str) -> Result<EventBody, LineError> {
     let (d, rest) = token(payload);
     let dev = parse_dev(d)?;
     let (mut action, mut rest) = token(rest);
-    if action.is_some_and(|a| a.contains(',')) {
+    let mut cgroup_field = None;
+    if let Some(id) = action.filter(|a| a.contains(',')) {
+        cgroup_field = Some(id);
         (action, rest) = token(rest);
     }
     let action = action.ok_or_else(|| err("action", "missing"))?;
     if action != "m" {
         return Ok(EventBody::Other(format!("blk {action}")));
     }
+    let cgroup = cgroup_field
+        .map(|f| {
+            let ino = f.split(',').next().unwrap_or("");
+            u64::from_str_radix(ino, 16).map_err(|_| {
+                err(
+                    "cgroup",
+                    format!("{f:?} is not the tracer's hexadecimal ino,gen"),
+                )
+            })
+        })
+        .transpose()?;
     let (r, rest) = token(rest);
     parse_rwbs(r)?;
     Ok(EventBody::Message {
         dev,
+        cgroup,
         text: rest.trim().to_string(),
     })
 }
@@ -1037,8 +1056,28 @@ mod tests {
             e.body,
             EventBody::Message {
                 dev: Dev { major: 7, minor: 0 },
+                cgroup: Some(1),
                 text: "bfq12314S allocated".into()
             }
+        );
+        // With `blk_cgroup`: the logged queue's group, its cgroup id (kernfs ino) in hex.
+        let e = one(
+            "kworker/1:0-14391 [001] d..1. 55726.312141:   7,0   26d,0  m   N bfq14391S allocated",
+        );
+        assert!(
+            matches!(
+                e.body,
+                EventBody::Message {
+                    cgroup: Some(0x26d),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = one("fio-1 [000] d..1. 359.6:   7,0    m   N bfq1S allocated");
+        assert!(
+            matches!(e.body, EventBody::Message { cgroup: None, .. }),
+            "{e:?}"
         );
         let e = one("fio-1 [000] d..1. 359.6:   7,0    Q  WS 2048 + 8 [fio]");
         assert_eq!(e.body, EventBody::Other("blk Q".into()));

@@ -379,6 +379,9 @@ pub struct KernelTrace {
     pub message_pids: Vec<u32>,
     /// The CPU each of [`messages`](Self::messages) was logged on, in the same order.
     pub message_cpus: Vec<u32>,
+    /// The cgroup id each of [`messages`](Self::messages) carries, in the same order
+    /// ([`EventBody::Message`]'s `cgroup`).
+    pub message_cgroups: Vec<Option<u64>>,
     /// `trace_marker` lines, with their times.
     pub markers: Vec<(Nanos, String)>,
     /// The scheduler's queue as the events show it, in order: each insertion an arrival,
@@ -920,8 +923,13 @@ impl KernelTrace {
                         b.out.stats.other_events += 1;
                     }
                 }
-                EventBody::Message { dev: d, text } if wanted(*d) => {
+                EventBody::Message {
+                    dev: d,
+                    cgroup,
+                    text,
+                } if wanted(*d) => {
                     b.out.messages.push((ev.time, text.clone()));
+                    b.out.message_cgroups.push(*cgroup);
                     b.out.message_pids.push(ev.pid);
                     b.out.message_cpus.push(ev.cpu);
                 }
