@@ -59,7 +59,10 @@
 //!   does: its async queue of the old group dropped, its sync queue moved to the new group
 //!   (`bfq_bfqq_move`) or, shared with a queue of another group, left for a new one
 //!   (`bfq_sync_bfqq_move`); the kernel detects the change by the blkcg's serial number, ours
-//!   by the group of the process's last request.
+//!   by the group of the process's last request. A queue moved with requests allocated
+//!   frees them along its new parents, as `bfqq_request_freed` does (the old group keeps
+//!   the count); the kernel's `int` count of the new group may go below zero, ours stops at
+//!   zero.
 //! - Tag depths are counted ([`crate::tags`]): a request with a shallow depth of d bits in
 //!   each tag-bitmap word is admitted while fewer than d * words held requests have a shallow
 //!   depth of at most that (with 256 tags, 64-bit words: depth 1 admits at most 4); in the
