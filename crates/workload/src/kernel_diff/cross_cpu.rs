@@ -25,10 +25,12 @@
 //! moves: its extra asks at run ends stay where the recorded order put them). A decision
 //! bfq's log places ([`LogOrder::decided`](super::LogOrder::decided)) is ordered and never
 //! moved. Narrower than the kernel's: a run's later decision may have been taken before the
-//! run's earlier issues (in the same round). That case has its own alternative
-//! ([`run_decided_before`]): where ours took a request the kernel decided a little later as a
-//! later decision of its CPU's run, that decision is moved before the other CPUs' insertions
-//! and decisions between, all traced after the run could have begun.
+//! run's earlier issues (in the same round), and a run's first decision may have been taken
+//! before other CPUs' runs whose issues its own issue trails (an interrupt or a preempted
+//! vCPU between `dispatch_request` and `blk_mq_start_request`). Those cases have their own
+//! alternative ([`run_decided_before`]): where ours took a request the kernel decided a little
+//! later on another CPU, that decision is moved before the other CPUs' insertions and
+//! decisions between, all traced after its run could have begun.
 //!
 //! The policies are not `Clone`, so ours' state at the decision is reached again by a replay
 //! of the whole recording with the move (a fork by replaying the prefix). The replay then
@@ -177,9 +179,9 @@ fn run_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
 /// choice (a round's remaining decisions on the loop device's single hardware queue).
 pub(super) const RUN_REACH: usize = 8;
 
-/// The kernel's `e`th decision in `log` (the moves before made), a later decision of its
-/// CPU's run (the CPU issued since its last insertion), taken before the `d`th and
-/// the other CPUs' events between, where all of them fall inside its run's window
+/// The kernel's `e`th decision in `log` (the moves before made), a decision of its CPU's run
+/// (its first, or a later one of a round whose earlier issues came first), taken before the
+/// `d`th and the other CPUs' events between, where all of them fall inside its run's window
 /// ([`run_opens`]): other CPUs' first insertions of a request and other CPUs' decisions,
 /// traced after the run could have begun, with no event of the deciding CPU, merge or
 /// repeated event between, and the decision's own request inserted before the place it
@@ -198,13 +200,26 @@ pub(super) fn run_decided_before(
     let placed = |i: usize| decided.get(i).copied().flatten().is_some();
     let issue = trace.first_dispatch(r)?;
     let opens = run_opens(trace, issue);
-    // A later decision of a run: its CPU issued since the run could have begun.
+    // A run's decision: a later one of a round (its CPU issued since the run could have
+    // begun), or the first after an insertion on its CPU (the insertion's own queue run).
     let index = trace.requests[r].dispatch_index?;
-    trace.dispatches[..index]
+    let later_of_round = trace.dispatches[..index]
         .iter()
         .rev()
         .find(|x| x.cpu == issue.cpu)
-        .filter(|x| x.time >= opens)?;
+        .is_some_and(|x| x.time >= opens);
+    // The insertion's own run: no completion on the CPU since (a completion's restart,
+    // `blk_mq_sched_restart`, may have begun the run that decided).
+    let after_insertion = trace.requests.iter().any(|q| {
+        matches!((q.inserted, q.inserted_on),
+            (Some(t), Some(on)) if on.cpu == issue.cpu && t == opens)
+    }) && !trace.requests.iter().any(|q| {
+        matches!((q.completed, q.completed_on),
+            (Some(t), Some(on)) if on.cpu == issue.cpu && t > opens && t < issue.time)
+    });
+    if !later_of_round && !after_insertion {
+        return None;
+    }
     let other_cpu_after_opens =
         |t: Nanos, cpu: u32| cpu != issue.cpu && t >= opens && t <= issue.time;
     let mut to = from;
@@ -449,21 +464,32 @@ mod tests {
     /// The same insertion on CPU 0, the deciding CPU: its run began after it (each CPU's
     /// events are in order), so the decision saw 100 and stays a disagreement. And on CPU 1
     /// before a flush kblockd issued on CPU 0 (no decision of the scheduler's, not in the
-    /// queue log): CPU 0's run that issued 1000 began after that issue, after 100's insertion.
+    /// queue log): CPU 0's run that issued 1000 began after that issue, after 100's insertion;
+    /// and CPU 1's run that issued 100 may have begun only at a completion on CPU 1 after
+    /// CPU 0's decision (`blk_mq_sched_restart`), so it is not moved before it either.
     #[test]
     fn the_same_insertion_on_the_deciding_cpu_or_before_its_window_is_not_set_aside() {
-        for text in [
-            trace("", &read_at_100_on(0), ""),
-            trace(
-                "",
-                &format!(
-                    "{} kworker/0:1H-58 [000] ..... 1.000013: block_rq_issue: 7,0 FF 0 () 0 + 0 \
-                     none,0,0 [kworker/0:1H]\n",
-                    read_at_100_on(1)
-                ),
-                "",
+        let flushed = trace(
+            "",
+            &format!(
+                "{} kworker/0:1H-58 [000] ..... 1.000013: block_rq_issue: 7,0 FF 0 () 0 + 0 \
+                 none,0,0 [kworker/0:1H]\n",
+                read_at_100_on(1)
             ),
-        ] {
+            "",
+        );
+        let completed_on_1 = " ksoftirqd/1-22 [001] ..s.. 1.000020: block_rq_complete: 7,0 R () \
+                              50 + 8 be,0,4 [0]\n";
+        let flushed = flushed
+            .replace(
+                " ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]\n",
+                "",
+            )
+            .replace(
+                " fio-11 [001] ..... 1.000030:",
+                &format!("{completed_on_1} fio-11 [001] ..... 1.000030:"),
+            );
+        for text in [trace("", &read_at_100_on(0), ""), flushed] {
             let d = replay(&text, true);
             assert_eq!(d.set_aside, Vec::<usize>::new(), "{text}");
             assert_eq!(decision(&d, 1), (vec![1, 2], 1, 2), "{text}");
@@ -539,6 +565,44 @@ mod tests {
         assert_eq!(decision(&d, 3), (vec![3], 3, 3));
         assert_eq!((d.choices, d.choices_agreed), (1, 1));
         assert_eq!((d.agreement.decisions, d.agreement.same_choice), (3, 3));
+        assert_eq!(d.agreement.first_divergence, None);
+    }
+
+    /// A run's first decision whose issue trails another CPU's run: CPU 1 inserts 1000 at
+    /// 1.000010 and its run takes it at once (mq-deadline's pass goes on from 58), but the
+    /// issue comes at .000030; meanwhile CPU 0 inserts a read at 20 and issues it (.000016).
+    /// Taken in the issue order, CPU 0's decision sees 1000 and 20, and ours' pass (the first
+    /// at or after 58) takes 1000: a miss. Taken as CPU 1's run could have (1000 before 20's
+    /// insertion and CPU 0's decision, both inside 1000's window: `run_opens`), ours agrees
+    /// with both; the moved decision is set aside. Before 3 December 2026 only a round's
+    /// later decision was moved (CPU 1 had to issue between its insertion and 1000's issue).
+    #[test]
+    fn a_runs_first_decision_issued_after_another_cpus_run_is_set_aside_where_ours_then_agrees()
+    {
+        let text = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 50 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
+ fio-11 [001] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000014: block_getrq: 7,0 R 20 + 8 [fio]
+ fio-10 [000] ...1. 1.000015: block_rq_insert: 7,0 R 4096 () 20 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000016: block_rq_issue: 7,0 R 4096 () 20 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]
+ ksoftirqd/0-14 [000] ..s.. 1.000060: block_rq_complete: 7,0 R () 20 + 8 be,0,4 [0]
+ ksoftirqd/1-22 [001] ..s.. 1.000070: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
+";
+        let recorded = replay(text, false);
+        assert_eq!(decision(&recorded, 1), (vec![1, 2], 2, 1));
+        assert_eq!(recorded.agreement.first_divergence, Some(1));
+        assert_eq!((recorded.choices, recorded.choices_agreed), (1, 0));
+        let d = replay(text, true);
+        assert_eq!(d.set_aside, [1], "{:?} vs {:?}", d.kernel, d.ours);
+        assert_eq!(decision(&d, 1), (vec![1], 1, 1));
+        assert_eq!(decision(&d, 2), (vec![2], 2, 2));
+        assert_eq!((d.choices, d.choices_agreed), (0, 0));
+        assert_eq!((d.agreement.decisions, d.agreement.same_choice), (2, 2));
         assert_eq!(d.agreement.first_divergence, None);
     }
 
