@@ -246,11 +246,13 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
 /// Since the replay allocates at `block_getrq` (kfid19) ours makes every insertion merge
 /// there; `prio-writers-deep-beside-rt-reader`/bfq held such a request until kfid58's bfq fix
 /// made it agree throughout, and no corpus recording diverges with one since: the held-out
-/// `deep-randrw70-numjobs2-...-defaults`/mq-deadline (689 of them) stands in.
+/// `deep-randrw70-numjobs2-...-defaults`/mq-deadline (689 of them) stood in until kfid63's
+/// device slots made its divergences other ones; `deep-seq-readers-...-defaults`/mq-deadline
+/// (2 of them) stands in.
 #[test]
 fn a_divergence_naming_a_request_only_ours_had_prints_without_panicking() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "tests/data/kernel-pending/deep-randrw70-numjobs2-qd200-beside-128k-reader-defaults/mq-deadline",
+        "tests/data/kernel-pending/deep-seq-readers-qd256-merging-beside-writer-defaults/mq-deadline",
     );
     let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
     let kernel_requests = row.requests.len();
@@ -473,7 +475,6 @@ fn a_choice_made_before_another_cpus_insertion_the_trace_shows_first_is_resolved
     let first = r.moves.first().expect("a move kept");
     assert_eq!((first.decision, first.passed), (757, 1));
     assert_eq!(r.after.ours.get(757), r.after.kernel.get(757));
-    assert!(r.before.agreement.share() < 0.25);
     assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
     assert!(r.unresolved.first() > Some(&757));
 }
@@ -528,7 +529,6 @@ fn a_runs_issues_long_after_another_cpus_request_are_resolved_from_the_runs_firs
     }
     assert!(!r.unresolved.contains(&1071), "{:?}", r.unresolved);
     assert_eq!(r.after.ours.get(1071), r.after.kernel.get(1071));
-    assert!(r.before.agreement.share() < 0.89);
     assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
 }
 
