@@ -246,11 +246,13 @@ fn the_corpus_agrees_with_the_kernel_as_measured() {
 /// Since the replay allocates at `block_getrq` (kfid19) ours makes every insertion merge
 /// there; `prio-writers-deep-beside-rt-reader`/bfq held such a request until kfid58's bfq fix
 /// made it agree throughout, and no corpus recording diverges with one since: the held-out
-/// `deep-randrw70-numjobs2-...-defaults`/mq-deadline (689 of them) stands in.
+/// `deep-randrw70-numjobs2-...-defaults`/mq-deadline (689 of them) stood in until kfid63's
+/// device slots made its divergences other ones; `deep-seq-readers-...-defaults`/mq-deadline
+/// (2 of them) stands in.
 #[test]
 fn a_divergence_naming_a_request_only_ours_had_prints_without_panicking() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "tests/data/kernel-pending/deep-randrw70-numjobs2-qd200-beside-128k-reader-defaults/mq-deadline",
+        "tests/data/kernel-pending/deep-seq-readers-qd256-merging-beside-writer-defaults/mq-deadline",
     );
     let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
     let kernel_requests = row.requests.len();
@@ -362,6 +364,68 @@ fn a_plugs_batch_is_inserted_whole_before_its_run_takes_a_request_to_wait_for_a_
     );
 }
 
+/// At the kernel's pace ours' request takes the device slot of the request the kernel
+/// issued at that decision, and leaves it when that request completed (the replay's
+/// `completion_at`): the driver tag `blk_mq_dispatch_rq_list` took is held until the
+/// kernel's completion frees it (`blk_mq_end_request`, `__blk_mq_free_request`), whichever
+/// request ours sent. On the held-out `deep-randwriter-qd256-beside-qd1-reader-defaults`
+/// (kfresh22, 128 driver tags) kblockd on CPU 1 issued 778496 and 779456 at
+/// 28627.340244-.340272 while fio's run on CPU 0 held 774336 for a tag (issued at .344091):
+/// ours issued 774336 at the first of those decisions and, timing it by its own service,
+/// completed it at .347518, 3.8 ms before the kernel did. At .348477 ours then had 127
+/// requests on the device where the kernel had all 128, so the writer's run after inserting
+/// 334912 took nothing to wait for a tag (`__blk_mq_do_dispatch_sched`,
+/// `blk_mq_get_driver_tag` failing) and ours, asked at the kernel's issue of 334912 at
+/// .351488, chose 311552, inserted at .349312 after the kernel had parked 334912 (decision
+/// 373; 19.4% agreement, 321 of 2617 real choices). Now ours too parks 334912 at .348484.
+#[test]
+fn a_request_holds_the_device_slot_of_the_kernels_decision_until_its_completion() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/deep-randwriter-qd256-beside-qd1-reader-defaults/mq-deadline",
+    );
+    let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
+    let d = &row.kernel_pace;
+    assert_eq!(
+        d.ours.get(373),
+        d.kernel.get(373),
+        "{}",
+        divergences(&row, 3).join("\n")
+    );
+    assert!(
+        d.choices_agreed > 900,
+        "{} real choices agreed",
+        d.choices_agreed
+    );
+}
+
+/// Two queue runs issuing their lists side by side took them from the scheduler in an
+/// order the trace does not give: `__blk_mq_do_dispatch_sched` takes a run's whole list
+/// (up to `nr_requests`, while driver tags last) before `blk_mq_dispatch_rq_list` issues
+/// the first, and the two runs' `dd_dispatch_request` calls met only under `dd->lock`. On
+/// the held-out `deep-randwriter-qd256-beside-qd1-reader-defaults` fio on CPU 0 and kblockd
+/// on CPU 1 issued two lists of mq-deadline's one sorted pass interleaved for 65 us
+/// (28627.351666-.351731: 401856, 622784, 402560, 632064 ...); ours, one run at a time,
+/// took the pass in sector order, each CPU's own order kept, and every decision from 382
+/// to about 500 counted as a divergence. Now a pair of the two CPUs' decisions is left
+/// unordered when the later one's CPU was already issuing the burst it belongs to
+/// (`kernel_diff::settle_unordered_pairs`).
+#[test]
+fn two_runs_issuing_their_lists_side_by_side_leave_their_order_open() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/data/kernel-pending/deep-randwriter-qd256-beside-qd1-reader-defaults/mq-deadline",
+    );
+    let row = diff_recording(&dir, &DiffOptions::default()).unwrap();
+    let d = &row.kernel_pace;
+    for k in [382, 400, 450] {
+        assert_eq!(
+            d.ours.get(k),
+            d.kernel.get(k),
+            "decision {k}: {}",
+            divergences(&row, 3).join("\n")
+        );
+    }
+}
+
 /// A plug expecting several requests allocates their scheduler tags at once when its first
 /// request gets no shallow depth (`blk_mq_get_new_requests` with the plug's `nr_ios`,
 /// `__blk_mq_alloc_requests_batch`; `blk_mq_get_tags` refuses a batch under a shallow
@@ -411,7 +475,6 @@ fn a_choice_made_before_another_cpus_insertion_the_trace_shows_first_is_resolved
     let first = r.moves.first().expect("a move kept");
     assert_eq!((first.decision, first.passed), (757, 1));
     assert_eq!(r.after.ours.get(757), r.after.kernel.get(757));
-    assert!(r.before.agreement.share() < 0.25);
     assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
     assert!(r.unresolved.first() > Some(&757));
 }
@@ -466,7 +529,6 @@ fn a_runs_issues_long_after_another_cpus_request_are_resolved_from_the_runs_firs
     }
     assert!(!r.unresolved.contains(&1071), "{:?}", r.unresolved);
     assert_eq!(r.after.ours.get(1071), r.after.kernel.get(1071));
-    assert!(r.before.agreement.share() < 0.89);
     assert!(r.after.agreement.share() > 0.99, "{:?}", r.after.agreement);
 }
 

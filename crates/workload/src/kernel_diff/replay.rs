@@ -27,9 +27,11 @@ enum KEvent {
     /// A queue run of the kernel started just after this insertion ([`own_runs`]): ours
     /// decides here what the kernel issues at the next dispatch.
     OwnRun,
-    /// A kernel dispatch; `early`: ours decided it at the [`KEvent::OwnRun`] before.
+    /// A kernel dispatch of request `kernel` (its first bio's index); `early`: ours
+    /// decided it at the [`KEvent::OwnRun`] before.
     Dispatch {
         early: bool,
+        kernel: usize,
     },
     /// A process exited.
     Exit(u32),
@@ -67,6 +69,9 @@ pub(super) struct Replay<'a> {
     /// next request to wait for one (`Limits::dequeues_without_driver_tag`): ours makes it
     /// after the batch's last insertion, as the kernel's run does, not after the first.
     batch_open: bool,
+    /// The request the kernel issued at the dispatch ours is asked for now: the device
+    /// slot ours' next dispatch takes ([`Self::completion_at`]).
+    slot: Option<usize>,
     now: Nanos,
     /// Kernel dispatches ours may still make; below zero, what ours dispatched at the
     /// kernel's empty runs ahead of the kernel.
@@ -144,6 +149,7 @@ impl<'a> Replay<'a> {
             own_runs: false,
             allocating_cpus: false,
             defer: false,
+            slot: None,
             deferred: Vec::new(),
             batch_open: false,
             now: Nanos::ZERO,
@@ -225,10 +231,33 @@ impl<'a> Replay<'a> {
     /// estimate from our own dispatch time could, and then ours judged an injection's
     /// sample against a completion that had not happened: per-io-priorities-cmdprio's
     /// `bfq_update_inject_limit` at 23376.457959).
-    fn completion_at(&self, i: usize) -> (Nanos, Nanos) {
+    ///
+    /// Without bfq's log, ours' request holds the device slot of `slot`, the request the
+    /// kernel issued at the decision ours made now, and leaves it when that request's
+    /// completion freed it in the kernel (`blk_mq_end_request`, `__blk_mq_free_request`
+    /// releasing its driver tag): the loop device's tags are what a run that finds none
+    /// free parks a request for (`__blk_mq_do_dispatch_sched`), and a request ours sent
+    /// early or late, timed by its own service, left ours a tag the kernel did not have
+    /// (deep-randwriter-qd256-beside-qd1-reader-defaults: 774336, ours' at kblockd's issue
+    /// of 778496, completed 3.8 ms before the kernel's, and at 28627.348484 ours had a tag
+    /// free where the kernel's run parked 334912). bfq's completions stay its own
+    /// requests' ([`Self::seen`]): its log names the request whose completion it learned.
+    fn completion_at(&self, i: usize, slot: Option<usize>) -> (Nanos, Nanos) {
         let at = self.now + self.service(i);
         if self.pace != Pace::Kernel {
             return (at, at);
+        }
+        if self.completion_seen.is_empty() {
+            let freed = slot.and_then(|k| {
+                self.along_merges(k, |j| {
+                    let r = &self.trace.requests[j];
+                    r.ended.or(r.completed)
+                })
+            });
+            if let Some(freed) = freed {
+                let at = freed.max(self.now);
+                return (at, at);
+            }
         }
         match self.along_merges(i, |k| self.seen(k)) {
             Some(seen) => {
@@ -339,7 +368,13 @@ impl<'a> Replay<'a> {
                         out.push((t, KEvent::Arrive(i)));
                     }
                     last = t;
-                    out.push((t, KEvent::Dispatch { early: early[pos] }));
+                    out.push((
+                        t,
+                        KEvent::Dispatch {
+                            early: early[pos],
+                            kernel: i,
+                        },
+                    ));
                 }
             }
         }
@@ -509,13 +544,17 @@ impl<'a> Replay<'a> {
                     self.defer = true;
                     let _ = self.blk.scheduler_mut();
                 }
-                KEvent::Dispatch { early: true } => {
+                KEvent::Dispatch { early: true, .. } => {
                     // Decided at the run's start (if ours could then): logged here. If ours
                     // could not, its credit stands and it decides now.
                     self.defer = false;
                     self.log.append(&mut self.deferred);
                 }
-                KEvent::Dispatch { early: false } => {
+                KEvent::Dispatch {
+                    early: false,
+                    kernel,
+                } => {
+                    self.slot = Some(kernel);
                     if self.pace != Pace::Device {
                         self.credits += 1;
                         // The kernel ran its queue here: ask our scheduler again.
@@ -789,7 +828,8 @@ impl<'a> Replay<'a> {
                     if let Some(d) = self.dispatched.get_mut(first) {
                         *d = true;
                     }
-                    let (at, clock) = self.completion_at(first);
+                    let slot = self.slot.take();
+                    let (at, clock) = self.completion_at(first, slot);
                     self.completions.push(Reverse((at, rq.id.0, clock)));
                     if self.pace != Pace::Device {
                         self.credits -= 1;
@@ -950,7 +990,13 @@ mod tests {
     use super::*;
 
     fn dispatch(us: u64) -> (Nanos, KEvent) {
-        (Nanos::from_us(us), KEvent::Dispatch { early: false })
+        (
+            Nanos::from_us(us),
+            KEvent::Dispatch {
+                early: false,
+                kernel: 0,
+            },
+        )
     }
 
     fn empty_runs_after(timeline: &[(Nanos, KEvent)]) -> Vec<usize> {

@@ -2,6 +2,8 @@
 //! decisions under the scheduler's lock may have come in either order
 //! ([`settle_unordered_pairs`]).
 
+use std::collections::HashMap;
+
 use elevator_core::Nanos;
 
 use crate::agreement::Decision;
@@ -14,25 +16,74 @@ use crate::traces::ftrace::KernelTrace;
 /// each on the loop device.
 pub const UNORDERED_ISSUE_GAP: Nanos = Nanos::from_us(10);
 
+/// The most decisions one unordered run may hold: a queue run's list is at most
+/// `nr_requests` long, and two runs' lists at the loop device's 128 driver tags; this bounds
+/// the search where longer bursts meet.
+const LONGEST_RUN: usize = 512;
+
 /// Whether the kernel's dispatches of requests `a` then `b` (issued in that order) may have
 /// been decided in the other order: two CPUs issued them, within [`UNORDERED_ISSUE_GAP`].
 /// `block_rq_issue` fires in `blk_mq_start_request`, after the scheduler returned the
 /// request and released its lock; each CPU's queue run asks the scheduler under that lock,
 /// so which of two runs on two CPUs asked first is not in the trace. Two dispatches placed
 /// by bfq's log (`decided`, [`LogOrder::decided`](super::LogOrder::decided)) are ordered.
-fn unordered(trace: &KernelTrace, decided: &[Option<Nanos>], a: usize, b: usize) -> bool {
+/// So are two whose CPUs were both issuing a queue run's list then: `b`'s CPU had begun the
+/// burst of issues `b` belongs to ([`burst_starts`]) when `a` was issued. A run takes its
+/// whole list from the scheduler (`__blk_mq_do_dispatch_sched`, up to `nr_requests`
+/// requests while driver tags last) before `blk_mq_dispatch_rq_list` issues the first, so
+/// two runs issuing side by side had both taken theirs, in an order the scheduler's lock
+/// alone decided (two lists of mq-deadline's one sorted pass, issued interleaved by fio on
+/// CPU 0 and kblockd on CPU 1 for 65 us: deep-randwriter-qd256-beside-qd1-reader-defaults,
+/// 28627.351666-.351731).
+fn unordered(
+    trace: &KernelTrace,
+    decided: &[Option<Nanos>],
+    bursts: &[Nanos],
+    a: usize,
+    b: usize,
+) -> bool {
     let placed = |i: usize| decided.get(i).copied().flatten().is_some();
     if placed(a) && placed(b) {
         return false;
     }
+    let burst_of = |i: usize| {
+        trace.requests[i]
+            .dispatch_index
+            .and_then(|d| bursts.get(d).copied())
+    };
     match (trace.first_dispatch(a), trace.first_dispatch(b)) {
         (Some(x), Some(y)) => {
             x.cpu != y.cpu
                 && y.time >= x.time
-                && y.time.saturating_sub(x.time) <= UNORDERED_ISSUE_GAP
+                && (y.time.saturating_sub(x.time) <= UNORDERED_ISSUE_GAP
+                    || burst_of(b).is_some_and(|s| s <= x.time))
         }
         _ => false,
     }
+}
+
+/// For each dispatch of `trace` (by index), when its CPU's burst of issues began: the
+/// issue of the first dispatch of the same task on the same CPU reached from it through
+/// issues each at most [`UNORDERED_ISSUE_GAP`] after the one before (another task's
+/// issue on that CPU ends the burst).
+fn burst_starts(trace: &KernelTrace) -> Vec<Nanos> {
+    let mut last: HashMap<u32, (u32, Nanos, Nanos)> = HashMap::new();
+    trace
+        .dispatches
+        .iter()
+        .map(|d| {
+            let start = match last.get(&d.cpu) {
+                Some(&(pid, at, start))
+                    if pid == d.pid && d.time.saturating_sub(at) <= UNORDERED_ISSUE_GAP =>
+                {
+                    start
+                }
+                _ => d.time,
+            };
+            last.insert(d.cpu, (d.pid, d.time, start));
+            start
+        })
+        .collect()
 }
 
 /// The kernel's decisions with every run of them the trace cannot order that ours made in
@@ -56,12 +107,13 @@ pub fn settle_unordered_pairs(
     let mut settled = 0;
     let mut k = 0;
     let end = kernel.len().min(ours.len());
+    let bursts = burst_starts(trace);
     while k + 1 < end {
         if ours[k] == kernel[k] {
             k += 1;
             continue;
         }
-        match unordered_run(trace, decided, &kernel[k..end], &ours[k..end]) {
+        match unordered_run(trace, decided, &bursts, &kernel[k..end], &ours[k..end]) {
             Some((run, inverted)) => {
                 let n = run.len();
                 kernel.splice(k..k + n, run);
@@ -77,28 +129,49 @@ pub fn settle_unordered_pairs(
 /// The shortest run at the start of `kernel` that ours made in another order the trace
 /// allows ([`settle_unordered_pairs`]), as the kernel's decisions in ours' order, with the
 /// number of pairs inverted; `None` if there is none. A run ends at the first request the
-/// kernel issued on no CPU (a direct issue's order is its own) or past
-/// [`UNORDERED_ISSUE_GAP`] after the first.
+/// kernel issued on no CPU (a direct issue's order is its own) or in a burst of issues
+/// ([`burst_starts`]) begun past [`UNORDERED_ISSUE_GAP`] after the first's issue, and holds
+/// at most [`LONGEST_RUN`] decisions.
 fn unordered_run(
     trace: &KernelTrace,
     decided: &[Option<Nanos>],
+    bursts: &[Nanos],
     kernel: &[Decision],
     ours: &[Decision],
 ) -> Option<(Vec<Decision>, usize)> {
     let issued = |i: usize| trace.first_dispatch(i).map(|d| d.time);
+    let burst = |i: usize| {
+        trace.requests[i]
+            .dispatch_index
+            .and_then(|d| bursts.get(d).copied())
+    };
     let start = issued(kernel[0].chosen)?;
-    for n in 2..=kernel.len() {
-        let last = issued(kernel[n - 1].chosen)?;
-        if last.saturating_sub(start) > UNORDERED_ISSUE_GAP {
+    // How many more times each request is in the kernel's first n than in ours', and how
+    // many requests that count is not zero for.
+    let mut balance: HashMap<usize, i64> = HashMap::new();
+    let mut unbalanced = 0i64;
+    let tally = |balance: &mut HashMap<usize, i64>, r: usize, by: i64| -> i64 {
+        let v = balance.entry(r).or_insert(0);
+        let was = *v != 0;
+        *v += by;
+        i64::from(*v != 0) - i64::from(was)
+    };
+    unbalanced += tally(&mut balance, kernel[0].chosen, 1);
+    unbalanced += tally(&mut balance, ours[0].chosen, -1);
+    for n in 2..=kernel.len().min(LONGEST_RUN) {
+        let last = kernel[n - 1].chosen;
+        issued(last)?;
+        if burst(last)?.saturating_sub(start) > UNORDERED_ISSUE_GAP {
             return None;
+        }
+        unbalanced += tally(&mut balance, last, 1);
+        unbalanced += tally(&mut balance, ours[n - 1].chosen, -1);
+        if unbalanced != 0 {
+            continue;
         }
         let theirs: Vec<usize> = kernel[..n].iter().map(|d| d.chosen).collect();
         let mine: Vec<usize> = ours[..n].iter().map(|d| d.chosen).collect();
-        let mut a = theirs.clone();
-        let mut b = mine.clone();
-        a.sort_unstable();
-        b.sort_unstable();
-        if a != b || theirs == mine {
+        if theirs == mine {
             continue;
         }
         // Every pair ours took in the other order must be one the trace leaves open.
@@ -108,7 +181,7 @@ fn unordered_run(
         'pairs: for (i, &x) in theirs.iter().enumerate() {
             for &y in &theirs[i + 1..] {
                 if at(y) < at(x) {
-                    if !unordered(trace, decided, x, y) {
+                    if !unordered(trace, decided, bursts, x, y) {
                         open = false;
                         break 'pairs;
                     }
@@ -142,6 +215,28 @@ fn unordered_run(
         }
         if run[..] == ours[..n] {
             return Some((run, inverted));
+        }
+        // The runs' lists were taken before their first issue (`start`): a request inserted
+        // after it was in no set the kernel chose from there, though its issue-time set
+        // shows it; ours, asked at each issue, may hold it or not.
+        let earlier = |q: &[usize]| -> Vec<usize> {
+            q.iter()
+                .copied()
+                .filter(|&r| {
+                    trace
+                        .requests
+                        .get(r)
+                        .and_then(|r| r.inserted)
+                        .is_none_or(|at| at <= start)
+                })
+                .collect()
+        };
+        if run
+            .iter()
+            .zip(&ours[..n])
+            .all(|(k, o)| k.chosen == o.chosen && earlier(&k.queued) == earlier(&o.queued))
+        {
+            return Some((ours[..n].to_vec(), inverted));
         }
     }
     None
