@@ -23,7 +23,8 @@
 # tunables of nomerges1-, rqaff2-, nr6odd-, durable-, ddaging1-, bfqidle50ms- and fifo1-, and 6
 # tags for a name ending in -nr6; kfid57's the queue's read_ahead_kb of ra0- and ra16m-, the tunables
 # of rwseq8-, uringnowait-, bfqtune4-, hugebs-, kyberinv- and zoneddist-, and 1024 tags for a name
-# ending in -nr1024.
+# ending in -nr1024. Branch kfid60's mixes use the prefixes and suffixes above (bigsplit- for
+# max_sectors_kb 128); bfq's log for mmapfault-, sixteen- and libaio- too.
 # Needs root, fio, tracefs:
 #
 #   cargo build --release && sudo ELEVATOR=target/release/elevator \
@@ -223,7 +224,7 @@ for mix in "${mixes[@]}"; do
 		zoneddist-*:bfq) extra+=(--set low_latency=0) ;;
 		esac
 		case "$mix:$sched" in
-		interleaved-readers:bfq | process-burst:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
+		interleaved-readers:bfq | process-burst:bfq | mmapfault-*:bfq | sixteen-*:bfq | libaio-*:bfq | reader-beside-*:bfq | prio-writers-*:bfq | \
 			weighted-*:bfq | holey-*:bfq | rt-*:bfq | idle-*:bfq | deep-*:bfq | direct-*:bfq | \
 			trim-*:bfq | twelve-*:bfq | thinking-*:bfq | sqpoll-*:bfq | buffered-*:bfq | \
 			eight-*:bfq | posixaio-*:bfq | three-*:bfq | readers-thinking-*:bfq | \
