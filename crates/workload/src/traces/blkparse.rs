@@ -214,6 +214,20 @@ fn parse_line(text: &str) -> Result<(BlkEvent, Option<&str>), LineError> {
             ),
         ));
     }
+    if rest.is_empty() {
+        // A line cut right after its RWBS (`Q R`: the last line of a trace written when
+        // blkparse was killed) was read as an event of no sectors and skipped, and the replay
+        // went on as if the trace were whole. blkparse's default output (`process_default`
+        // in blkparse_fmt.c) ends every event it prints, a flush's `Q FWS` included, with
+        // `[command]`, `[error]`, a sector range or a SCSI command's `(...)`.
+        return Err((
+            "sector",
+            format!(
+                "missing after RWBS {}: expected `sector + sectors` or `[command]` (is the line cut short?)",
+                show(rwbs.as_bytes())
+            ),
+        ));
+    }
     let has_tail = rest.len() > k;
     let bracket = text
         .rfind('[')
@@ -329,6 +343,10 @@ CPU0 (8,16):
         assert_eq!(e("8,0 1 2 0.1 1 Q R 16 +").field, "sectors");
         assert_eq!(e("8,0 1 2 0.1 1 Q R 16\n").field, "sectors");
         assert!(events("8,0 1 2 0.1 1 C N 0 [0]\n").0[0].is_ok());
+        // Cut right after the RWBS: read as an event of no sectors and skipped before.
+        assert_eq!(e("8,0 1 2 0.1 1 Q R\n").field, "sector");
+        assert_eq!(e("8,0 1 2 0.1 1 C WS").field, "sector");
+        assert!(events("8,0 1 2 0.1 1 Q FWS [kworker/0:1]\n").0[0].is_ok());
         assert_eq!(
             e("8,0 1 2 0.1 1 Q R 1 + 36028797018963976 [a]\n").field,
             "sectors"
