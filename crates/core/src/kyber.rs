@@ -41,9 +41,9 @@
 //! as of that time (before the call's own completion is counted). Between calls no samples
 //! arrive and no token can be taken, so this decides exactly as a real timer would.
 //!
-//! Every request holds one of `nr_requests` (256) scheduler tags from admission to completion,
-//! asynchronous ones (writeback) at most 192 of them (75%); beyond that they wait outside (see
-//! [`crate::tags`]). Flushes bypass
+//! Every request holds one of `nr_requests` (256 by default, a tunable) scheduler tags from
+//! admission to completion, asynchronous ones (writeback) at most 75% of them (192 of 256);
+//! beyond that they wait outside (see [`crate::tags`]). Flushes bypass
 //! the scheduler and go to the device first.
 //!
 //! ## Tunables (sysfs names)
@@ -64,9 +64,11 @@
 //!   submitting CPU's `kcq` only) that ends where it starts or starts where it ends, with the same
 //!   operation and I/O priority, up to the device's limit (the `max_sectors` the block layer passes); a candidate it is adjacent to
 //!   but too large for stops the search, as in `blk_bio_list_merge`. Discards never merge.
-//! - **Tags are counted** ([`crate::tags`]): at most 192 async requests hold tags, where the
-//!   kernel's limit is a shallow depth in each word of the tag bitmap; `nr_requests` is fixed at
-//!   256 (the kernel's for a deep device; a shallower one gets fewer).
+//! - **Tags are counted** ([`crate::tags`]): at most 75% of `nr_requests` async requests hold
+//!   tags, as Linux 6.17 on counts it (`kyber_depth_updated` over the whole map). 6.3's limit
+//!   is a shallow depth in each 64-tag word of the map allocated at the start (256 tags for a
+//!   deep device), so there an `nr_requests` lowered below 256 afterwards limits async requests
+//!   less (at 8, not at all); at 256 and at multiples of 64 above it the two agree.
 //! - The `OTHER` domain exists (depth 16, batch 1) but no request of ours falls in it: flushes
 //!   bypass, and we have no zone or write-zeroes operations.
 
@@ -86,11 +88,19 @@ pub const DISCARD_LAT: Nanos = Nanos::from_secs(5);
 pub const MAX_DEPTH: [u32; DOMAINS] = [256, 128, 64, 16];
 /// Each domain's batch, in [`Domain`] order.
 pub const BATCH: [u32; DOMAINS] = [16, 8, 1, 1];
-/// Scheduler tags (`nr_requests`): 256, the kernel's value for a device queue depth of 128 or
-/// more.
+/// Scheduler tags (`nr_requests`) by default: 256, the kernel's value for a device queue depth
+/// of 128 or more.
 pub const NR_REQUESTS: u32 = 256;
-/// Tags asynchronous requests may hold: 75% of `nr_requests` (`kyber_limit_depth`).
+/// Tags asynchronous requests may hold at the default `nr_requests`: 75% of them
+/// (`kyber_limit_depth`).
 pub const ASYNC_DEPTH: u32 = NR_REQUESTS * 75 / 100;
+
+/// Tags asynchronous requests may hold among `nr_requests`: `KYBER_ASYNC_PERCENT` (75) of them,
+/// as `kyber_depth_updated` counts it from Linux 6.17 on (over the whole tag map; before, 75% of
+/// each 64-tag word of the map allocated at the scheduler's start, the same at 256 tags).
+pub fn async_depth(nr_requests: u32) -> u32 {
+    nr_requests * 75 / 100
+}
 /// The kernel's clock tick, `1 / CONFIG_HZ`: 4 ms at `CONFIG_HZ = 250` (the Kconfig default,
 /// and the kernel of this project's recordings, Linux 6.18.44 on the VM). Ticks fall at
 /// multiples of it on the scheduler's clock.
@@ -148,6 +158,17 @@ crate::tunable::tunables! {
             min: 0,
             max: i64::MAX,
             doc: "write latency target: writes' p90 device latency beyond it means congestion",
+        },
+        /// Scheduler tags (`nr_requests`, the queue's attribute): one per request from
+        /// admission to completion; asynchronous requests may hold three quarters of them
+        /// (`kyber_depth_updated`, `kyber_limit_depth`). 256 for a deep device.
+        nr_requests: u32 = "nr_requests" {
+            unit: Requests,
+            default: 256,
+            min: 4,
+            max: 2048,
+            doc: "scheduler tags, one per request from admission to completion; async requests \
+                  may hold three quarters of them",
         },
     }
 }
@@ -238,6 +259,7 @@ impl Default for Kyber {
 impl Kyber {
     /// An empty scheduler with `config`.
     pub fn new(config: Config) -> Kyber {
+        let nr_requests = config.nr_requests;
         Kyber {
             config,
             queues: Fifos::new(DOMAINS),
@@ -252,7 +274,7 @@ impl Kyber {
             timer: None,
             started: IdMap::default(),
             bypass: VecDeque::new(),
-            tags: SchedTags::new(NR_REQUESTS, ASYNC_DEPTH),
+            tags: SchedTags::new(nr_requests, async_depth(nr_requests)),
             queued: 0,
         }
     }
@@ -1150,6 +1172,7 @@ mod tests {
             let mut s = Kyber::new(Config {
                 read_lat: Nanos::from_us(50),
                 write_lat,
+                ..Config::default()
             });
             let mut t = Nanos::ZERO;
             while s.depth(Domain::Write) == 128 && t < Nanos::from_secs(2) {
@@ -1188,6 +1211,24 @@ mod tests {
         let out = take_all(&mut s, Nanos::from_ms(1));
         assert_eq!(out.len(), 72);
         assert_eq!(s.queued(), 0);
+    }
+
+    /// `nr_requests` sizes the scheduler tags and the async share with them
+    /// (`kyber_depth_updated`: 75%, over the whole map from Linux 6.17): at 1024 tags 768 async
+    /// requests are admitted where the default's 256 admit 192; at 8, 6.
+    #[test]
+    fn nr_requests_sizes_the_tags_and_their_async_three_quarters() {
+        for (nr, admitted) in [(1024u32, 768u32), (256, 192), (8, 6)] {
+            let mut settings = Settings::new();
+            settings.set("nr_requests", i64::from(nr));
+            let mut s = Kyber::from_settings(&settings).unwrap();
+            assert_eq!(s.config().nr_requests, nr);
+            for i in 0..1000 {
+                s.insert(rq(i, 1).sector(i * 8).write().build(), Nanos::ZERO);
+            }
+            assert_eq!(s.tags.held(), admitted, "nr_requests {nr}");
+            assert_eq!(s.tags.depth(), nr, "nr_requests {nr}");
+        }
     }
 
     #[test]

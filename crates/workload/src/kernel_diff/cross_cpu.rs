@@ -577,8 +577,7 @@ mod tests {
     /// with both; the moved decision is set aside. Before 3 December 2026 only a round's
     /// later decision was moved (CPU 1 had to issue between its insertion and 1000's issue).
     #[test]
-    fn a_runs_first_decision_issued_after_another_cpus_run_is_set_aside_where_ours_then_agrees()
-    {
+    fn a_runs_first_decision_issued_after_another_cpus_run_is_set_aside_where_ours_then_agrees() {
         let text = "\
  fio-10 [000] ..... 1.000001: block_getrq: 7,0 R 50 + 8 [fio]
  fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 R 4096 () 50 + 8 be,0,4 [fio]
