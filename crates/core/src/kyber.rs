@@ -93,14 +93,15 @@ pub const BATCH: [u32; DOMAINS] = [16, 8, 1, 1];
 pub const NR_REQUESTS: u32 = 256;
 /// Tags asynchronous requests may hold at the default `nr_requests`: 75% of them
 /// (`kyber_limit_depth`).
-pub const ASYNC_DEPTH: u32 = NR_REQUESTS * 75 / 100;
+pub const ASYNC_DEPTH: u32 = async_depth(NR_REQUESTS);
 
 /// Tags asynchronous requests may hold among `nr_requests`: `KYBER_ASYNC_PERCENT` (75) of them,
 /// as `kyber_depth_updated` counts it from Linux 6.17 on (over the whole tag map; before, 75% of
 /// each 64-tag word of the map allocated at the scheduler's start, the same at 256 tags).
-pub fn async_depth(nr_requests: u32) -> u32 {
+pub const fn async_depth(nr_requests: u32) -> u32 {
     nr_requests * 75 / 100
 }
+
 /// The kernel's clock tick, `1 / CONFIG_HZ`: 4 ms at `CONFIG_HZ = 250` (the Kconfig default,
 /// and the kernel of this project's recordings, Linux 6.18.44 on the VM). Ticks fall at
 /// multiples of it on the scheduler's clock.

@@ -85,15 +85,7 @@ fn window_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
         .rev()
         .find(|d| d.cpu == issue.cpu)
         .map(|d| d.time);
-    let inserted = trace
-        .requests
-        .iter()
-        .filter_map(|r| match (r.inserted, r.inserted_on) {
-            (Some(t), Some(on)) if on.cpu == issue.cpu && t <= issue.time => Some(t),
-            _ => None,
-        })
-        .max();
-    issued.max(inserted).unwrap_or(Nanos::ZERO)
+    issued.max(run_opens(trace, issue)).unwrap_or(Nanos::ZERO)
 }
 
 /// The kernel's `k`th decision in `log` if the trace leaves its place open: its position in
@@ -160,10 +152,11 @@ pub(super) fn before_insertions(
 
 /// When the queue run that issued `issue` may have begun at the earliest if its CPU's earlier
 /// issues since its last insertion were the same run's: that insertion (by any task on the
-/// CPU). A round's decisions all precede its first issue (`__blk_mq_do_dispatch_sched`
-/// dequeues, then `blk_mq_dispatch_rq_list` issues), and the issues of one round can be
-/// spread out by interrupts (the softirq completions, a preemption) past other CPUs' work.
-fn run_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
+/// CPU), `None` if the CPU inserted nothing before it. A round's decisions all precede its
+/// first issue (`__blk_mq_do_dispatch_sched` dequeues, then `blk_mq_dispatch_rq_list`
+/// issues), and the issues of one round can be spread out by interrupts (the softirq
+/// completions, a preemption) past other CPUs' work.
+fn run_opens(trace: &KernelTrace, issue: &Dispatch) -> Option<Nanos> {
     trace
         .requests
         .iter()
@@ -172,7 +165,6 @@ fn run_opens(trace: &KernelTrace, issue: &Dispatch) -> Nanos {
             _ => None,
         })
         .max()
-        .unwrap_or(Nanos::ZERO)
 }
 
 /// How many decisions later than a disagreement [`run_decided_before`] looks for ours'
@@ -199,7 +191,8 @@ pub(super) fn run_decided_before(
     let (from, r) = movable_decision(decided, log, e)?;
     let placed = |i: usize| decided.get(i).copied().flatten().is_some();
     let issue = trace.first_dispatch(r)?;
-    let opens = run_opens(trace, issue);
+    let inserted = run_opens(trace, issue);
+    let opens = inserted.unwrap_or(Nanos::ZERO);
     // A run's decision: a later one of a round (its CPU issued since the run could have
     // begun), or the first after an insertion on its CPU (the insertion's own queue run).
     let index = trace.requests[r].dispatch_index?;
@@ -210,13 +203,11 @@ pub(super) fn run_decided_before(
         .is_some_and(|x| x.time >= opens);
     // The insertion's own run: no completion on the CPU since (a completion's restart,
     // `blk_mq_sched_restart`, may have begun the run that decided).
-    let after_insertion = trace.requests.iter().any(|q| {
-        matches!((q.inserted, q.inserted_on),
-            (Some(t), Some(on)) if on.cpu == issue.cpu && t == opens)
-    }) && !trace.requests.iter().any(|q| {
-        matches!((q.completed, q.completed_on),
-            (Some(t), Some(on)) if on.cpu == issue.cpu && t > opens && t < issue.time)
-    });
+    let after_insertion = inserted.is_some()
+        && !trace.requests.iter().any(|q| {
+            matches!((q.completed, q.completed_on),
+                (Some(t), Some(on)) if on.cpu == issue.cpu && t > opens && t < issue.time)
+        });
     if !later_of_round && !after_insertion {
         return None;
     }

@@ -46,17 +46,12 @@ fn unordered(
     if placed(a) && placed(b) {
         return false;
     }
-    let burst_of = |i: usize| {
-        trace.requests[i]
-            .dispatch_index
-            .and_then(|d| bursts.get(d).copied())
-    };
     match (trace.first_dispatch(a), trace.first_dispatch(b)) {
         (Some(x), Some(y)) => {
             x.cpu != y.cpu
                 && y.time >= x.time
                 && (y.time.saturating_sub(x.time) <= UNORDERED_ISSUE_GAP
-                    || burst_of(b).is_some_and(|s| s <= x.time))
+                    || burst_start(trace, bursts, b).is_some_and(|s| s <= x.time))
         }
         _ => false,
     }
@@ -84,6 +79,14 @@ fn burst_starts(trace: &KernelTrace) -> Vec<Nanos> {
             start
         })
         .collect()
+}
+
+/// When the burst of issues that request `i`'s first dispatch belongs to began
+/// (`bursts`: [`burst_starts`]), if the kernel issued it.
+fn burst_start(trace: &KernelTrace, bursts: &[Nanos], i: usize) -> Option<Nanos> {
+    trace.requests[i]
+        .dispatch_index
+        .and_then(|d| bursts.get(d).copied())
 }
 
 /// The kernel's decisions with every run of them the trace cannot order that ours made in
@@ -140,11 +143,6 @@ fn unordered_run(
     ours: &[Decision],
 ) -> Option<(Vec<Decision>, usize)> {
     let issued = |i: usize| trace.first_dispatch(i).map(|d| d.time);
-    let burst = |i: usize| {
-        trace.requests[i]
-            .dispatch_index
-            .and_then(|d| bursts.get(d).copied())
-    };
     let start = issued(kernel[0].chosen)?;
     // How many more times each request is in the kernel's first n than in ours', and how
     // many requests that count is not zero for.
@@ -161,7 +159,7 @@ fn unordered_run(
     for n in 2..=kernel.len().min(LONGEST_RUN) {
         let last = kernel[n - 1].chosen;
         issued(last)?;
-        if burst(last)?.saturating_sub(start) > UNORDERED_ISSUE_GAP {
+        if burst_start(trace, bursts, last)?.saturating_sub(start) > UNORDERED_ISSUE_GAP {
             return None;
         }
         unbalanced += tally(&mut balance, last, 1);
