@@ -564,6 +564,10 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     /// ([`BlockLayer::merge_next`]), kept only for a driver that asked
     /// ([`BlockLayer::keep_merged_away`]).
     merged_away: Option<Vec<T>>,
+    /// The requests a run parked to wait for a driver tag
+    /// ([`Limits::dequeues_without_driver_tag`]), kept only for a driver that asked
+    /// ([`BlockLayer::keep_parked`]).
+    parked: Option<Vec<RequestId>>,
     /// Requests inserted under a policy with scheduler tags that were still waiting for one
     /// when last asked ([`BlockLayer::stamp_sched_tags`]).
     untagged: Vec<u64>,
@@ -601,6 +605,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             tags: None,
             allocated: FxHashMap::default(),
             merged_away: None,
+            parked: None,
             untagged: Vec::new(),
             admitted_seen: 0,
         }
@@ -620,6 +625,28 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             .as_mut()
             .map(std::mem::take)
             .unwrap_or_default()
+    }
+
+    /// Keep each request a run parks to wait for a driver tag
+    /// ([`Limits::dequeues_without_driver_tag`]), for [`take_parked`](Self::take_parked): a
+    /// driver that logs the policy's choices (a replay comparing them with a kernel log that
+    /// records the choice, not the issue) learns the choice when it is made.
+    pub fn keep_parked(&mut self) {
+        self.parked.get_or_insert_with(Vec::new);
+    }
+
+    /// The requests parked for a driver tag since the last call, in the order the policy
+    /// chose them (empty unless [`keep_parked`](Self::keep_parked) was called). Each still
+    /// holds its bios ([`segments`](Self::segments)) and goes to the device from
+    /// [`poll_dispatch`](Self::poll_dispatch) once a tag is free.
+    pub fn take_parked(&mut self) -> Vec<RequestId> {
+        self.parked.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The request [`poll_dispatch`](Self::poll_dispatch) starts first once the device has
+    /// room: the head of the requests parked or requeued, if any.
+    pub fn next_requeued(&self) -> Option<RequestId> {
+        self.requeued.front().map(|&id| RequestId(id))
     }
 
     /// The host tags `depth` requests (at least the device's queue depth) under a policy that
@@ -1528,6 +1555,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             ),
         }
         self.requeued.push_back(id);
+        if let Some(parked) = self.parked.as_mut() {
+            parked.push(RequestId(id));
+        }
     }
 
     /// Whether the device holds all it can (every driver tag taken).
