@@ -1371,4 +1371,73 @@ mod tests {
         assert_eq!(d.agreement.first_divergence, None, "{:?}", d.ours);
         assert_eq!(d.agreement.decisions, 1);
     }
+
+    /// bfq's choice of a request that its run then parks on `hctx->dispatch` for want of a
+    /// driver tag is logged when bfq made it (`bfq_dispatch_request` notes `bfqq_served`
+    /// under `bfqd->lock`; `blk_mq_dispatch_rq_list` then finds no tag in
+    /// `blk_mq_get_driver_tag`), and the request goes to the device no earlier than the
+    /// kernel issued it (at a free tag, from a run after the completion:
+    /// `blk_mq_sched_restart`, run by kblockd). One driver tag, held by the write at 1000:
+    /// the write at 5000, alone in bfq's async queue, is chosen at 6 us and issued at 60;
+    /// 2000 comes at 8 and 6000 at 55, and the run that issues 5000 takes 6000 (ahead of
+    /// the head at 5008; `bfq_choose_req`), then 2000 once 6000 is issued at 92. Logged at
+    /// its issue, ours' choice of 5000 has 2000 queued beside it, and its run parks 2000
+    /// before 6000; issued at 1000's completion (50 us), ours' next choice is 2000, the only
+    /// one queued by then.
+    #[test]
+    fn bfqs_choice_parked_for_a_driver_tag_is_logged_when_made_and_issued_when_the_kernel_did() {
+        const TRACE: &str = "\
+ fio-10 [000] ..... 1.000001: block_getrq: 7,0 W 1000 + 8 [fio]
+ fio-10 [000] ...1. 1.000002: block_rq_insert: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-10 [000] ..... 1.000003: block_rq_issue: 7,0 W 4096 () 1000 + 8 be,0,4 [fio]
+ fio-11 [001] ..... 1.000005: block_getrq: 7,0 W 5000 + 8 [fio]
+ fio-11 [001] ...1. 1.000006: block_rq_insert: 7,0 W 4096 () 5000 + 8 be,0,4 [fio]
+ fio-12 [001] ..... 1.000007: block_getrq: 7,0 W 2000 + 8 [fio]
+ fio-12 [001] ...1. 1.000008: block_rq_insert: 7,0 W 4096 () 2000 + 8 be,0,4 [fio]
+ ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 W () 1000 + 8 be,0,4 [0]
+ fio-13 [001] ..... 1.000054: block_getrq: 7,0 W 6000 + 8 [fio]
+ fio-13 [001] ...1. 1.000055: block_rq_insert: 7,0 W 4096 () 6000 + 8 be,0,4 [fio]
+ kworker/0:1H-58 [000] ..... 1.000060: block_rq_issue: 7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000090: block_rq_complete: 7,0 W () 5000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000092: block_rq_issue: 7,0 W 4096 () 6000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000120: block_rq_complete: 7,0 W () 6000 + 8 be,0,4 [0]
+ kworker/0:1H-58 [000] ..... 1.000122: block_rq_issue: 7,0 W 4096 () 2000 + 8 be,0,4 [kworker/0:1H]
+ ksoftirqd/0-14 [000] ..s.. 1.000150: block_rq_complete: 7,0 W () 2000 + 8 be,0,4 [0]
+";
+        const LOG: &str = "\
+ fio-10 [000] d..1. 1.000003: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ fio-10 [000] d..1. 1.000003: 7,0 1,0 m N bfq10A select_queue: returned this queue
+ fio-10 [000] d..1. 1.000003: 7,0 1,0 m N bfq10A bfqq_served 24 secs
+ fio-11 [001] d..1. 1.000006: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ fio-11 [001] d..1. 1.000006: 7,0 1,0 m N bfq10A select_queue: returned this queue
+ fio-11 [001] d..1. 1.000006: 7,0 1,0 m N bfq10A bfqq_served 24 secs
+ kworker/0:1H-58 [000] d..1. 1.000060: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000060: 7,0 1,0 m N bfq10A select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000060: 7,0 1,0 m N bfq10A bfqq_served 24 secs
+ kworker/0:1H-58 [000] d..1. 1.000092: 7,0 1,0 m N bfq dispatch requests: 1 busy queues
+ kworker/0:1H-58 [000] d..1. 1.000092: 7,0 1,0 m N bfq10A select_queue: returned this queue
+ kworker/0:1H-58 [000] d..1. 1.000092: 7,0 1,0 m N bfq10A bfqq_served 24 secs
+";
+        let (t, log) = (read(TRACE), read(LOG));
+        let times = BfqLogTimes::read(&t, &log);
+        let order = times.order.clone().expect("the log shows bfq's choices");
+        let us = |u: u64| Some(Nanos(1_000_000_000 + u * 1000));
+        assert_eq!(order.decided, [us(3), us(6), us(92), us(60)]);
+        let mut m = meta("bfq");
+        m.device.hw_queue_depth = Some(1);
+        let (prios, groups) = (HashMap::new(), ContextGroups::default());
+        let d = diff_with_log(&t, &m, &DiffOptions::default(), &times, &prios, &groups).unwrap();
+        let decision = |queued: &[usize], chosen| Decision {
+            queued: queued.to_vec(),
+            chosen,
+        };
+        let kernel = [
+            decision(&[0], 0),
+            decision(&[1], 1),
+            decision(&[2, 3], 3),
+            decision(&[2], 2),
+        ];
+        assert_eq!(d.kernel, kernel);
+        assert_eq!(d.ours, kernel);
+    }
 }

@@ -351,6 +351,48 @@ fn a_run_that_finds_a_request_waiting_for_a_driver_tag_leaves_the_scheduler_alon
     assert_eq!(sectors, [5000, 5500, 6000]);
 }
 
+#[test]
+fn a_driver_that_keeps_parked_requests_learns_each_once_in_the_order_parked() {
+    // A replay logging the policy's choices when they are made (bfq's log notes a choice in
+    // `bfq_dispatch_request`, before `blk_mq_get_driver_tag` fails) asks for the requests
+    // parked on `hctx->dispatch`: 5000 is parked at its run, and the head of the requeued
+    // list is what `poll_dispatch` issues at the next free tag.
+    let read = |sector| Bio::new(CtxId(1), Op::Read, sector, 8).sync(true);
+    let limits = Limits::depth(1).dequeues_without_driver_tag(true);
+    let mut blk = BlockLayer::new(MqDeadline::default(), limits);
+    blk.handle_submit(read(1000), 0u32, ms(0));
+    assert_eq!(drain(&mut blk, ms(0)).len(), 1);
+    blk.handle_submit(read(5000), 1, ms(1));
+    assert!(drain(&mut blk, ms(1)).is_empty());
+    assert!(blk.take_parked().is_empty(), "kept only when asked");
+    let parked = blk.next_requeued().expect("5000 waits for a tag");
+    assert_eq!(blk.segments(parked).map(|s| s.count()), Some(1));
+
+    let mut blk = BlockLayer::new(MqDeadline::default(), limits);
+    blk.keep_parked();
+    blk.handle_submit(read(1000), 0u32, ms(0));
+    let busy = drain(&mut blk, ms(0));
+    assert!(
+        blk.take_parked().is_empty(),
+        "a request issued at once is not parked"
+    );
+    assert_eq!(blk.next_requeued(), None);
+    blk.handle_submit(read(5000), 1, ms(1));
+    assert!(drain(&mut blk, ms(1)).is_empty());
+    let parked = blk.take_parked();
+    assert_eq!(parked.len(), 1);
+    assert_eq!(blk.next_requeued(), Some(parked[0]));
+    assert!(
+        blk.take_parked().is_empty(),
+        "each parked request is given once"
+    );
+    let mut done = Vec::new();
+    blk.handle_complete(busy[0].id, true, ms(2), &mut done);
+    let rq = blk.poll_dispatch(ms(2)).expect("the tag is free");
+    assert_eq!((rq.id, rq.sector), (parked[0], 5000));
+    assert_eq!(blk.next_requeued(), None);
+}
+
 /// A scheduler that idles until 10 ms once, then dispatches.
 struct IdleOnce(Noop, bool);
 
