@@ -1280,7 +1280,9 @@ mod tests {
     }
 
     /// Two reads of fio-10 on CPU 0 (1000, then 200), the first issued by CPU 1's kworker
-    /// 20 us after, the second by fio later still; both complete. The trace of
+    /// 20 us after, the second by CPU 0's later still (kblockd's runs, whose start the trace
+    /// does not show: a run of fio-10's own would be taken to begin at its insertion, and
+    /// the two issues left unordered); both complete. The trace of
     /// `bfqs_choices_are_taken_in_its_logs_order_at_its_logs_times` and of mutants42's
     /// `a_decision_bfqs_log_places_after_another_cpus_insertion_is_not_set_aside`, each with
     /// its own bfq log.
@@ -1290,7 +1292,7 @@ mod tests {
  fio-10 [000] ..... 1.000011: block_getrq: 7,0 R 200 + 8 [fio]
  fio-10 [000] d..1. 1.000012: block_rq_insert: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
  kworker/1:1H-58 [001] ..... 1.000031: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
- fio-10 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [fio]
+ kworker/0:1H-57 [000] ..... 1.000052: block_rq_issue: 7,0 R 4096 () 200 + 8 be,0,4 [kworker/0:1H]
  ksoftirqd/1-22 [001] ..s.. 1.000100: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000110: block_rq_complete: 7,0 R () 200 + 8 be,0,4 [0]
 ";

@@ -342,8 +342,9 @@ mod tests {
 
     /// mq-deadline's read at 50 issued alone on CPU 0 leaves its sorted pass at 58
     /// (`latest_pos`); fio-10 then inserts a read at 1000 on CPU 0, `SECOND` inserts a read at
-    /// 100, and CPU 0 issues 1000 first, CPU 1 100 16 us later (past
-    /// [`UNORDERED_ISSUE_GAP`](super::super::UNORDERED_ISSUE_GAP): the two decisions are
+    /// 100, and CPU 0 issues 1000 first, kblockd on CPU 1 100 16 us later (past
+    /// [`UNORDERED_ISSUE_GAP`](super::super::UNORDERED_ISSUE_GAP), and kblockd's run, unlike
+    /// a submitter's own, is not taken to begin at the insertion: the two decisions are
     /// ordered): the kernel's run on CPU 0 chose 1000, so it took it before 100 was there,
     /// or its pass would have taken 100 (the next at or after 58).
     /// `before` goes before fio-10's insertion of 1000, `second` after it, `after` after
@@ -357,7 +358,7 @@ mod tests {
 {before} fio-10 [000] ..... 1.000009: block_getrq: 7,0 R 1000 + 8 [fio]
  fio-10 [000] ...1. 1.000010: block_rq_insert: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
 {second} fio-10 [000] ..... 1.000014: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
- fio-11 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [fio]
+ kworker/1:1H-59 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 100 + 8 be,0,4 [kworker/1:1H]
 {after} ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000060: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]
  ksoftirqd/1-22 [001] ..s.. 1.000070: block_rq_complete: 7,0 R () 100 + 8 be,0,4 [0]
@@ -477,8 +478,8 @@ mod tests {
                 "",
             )
             .replace(
-                " fio-11 [001] ..... 1.000030:",
-                &format!("{completed_on_1} fio-11 [001] ..... 1.000030:"),
+                " kworker/1:1H-59 [001] ..... 1.000030:",
+                &format!("{completed_on_1} kworker/1:1H-59 [001] ..... 1.000030:"),
             );
         for text in [trace("", &read_at_100_on(0), ""), flushed] {
             let d = replay(&text, true);
@@ -560,13 +561,16 @@ mod tests {
     }
 
     /// A run's first decision whose issue trails another CPU's run: CPU 1 inserts 1000 at
-    /// 1.000010 and its run takes it at once (mq-deadline's pass goes on from 58), but the
-    /// issue comes at .000030; meanwhile CPU 0 inserts a read at 20 and issues it (.000016).
+    /// 1.000010 and a run there (kblockd's) takes it at once (mq-deadline's pass goes on from
+    /// 58), but the issue comes at .000030; meanwhile CPU 0 inserts a read at 20 and issues it (.000016).
     /// Taken in the issue order, CPU 0's decision sees 1000 and 20, and ours' pass (the first
     /// at or after 58) takes 1000: a miss. Taken as CPU 1's run could have (1000 before 20's
     /// insertion and CPU 0's decision, both inside 1000's window: `run_opens`), ours agrees
     /// with both; the moved decision is set aside. Before 3 December 2026 only a round's
     /// later decision was moved (CPU 1 had to issue between its insertion and 1000's issue).
+    /// Had fio-11 issued 1000 itself, its own run would be taken to begin at the insertion,
+    /// and the two runs' order left open (`unordered`'s `burst_starts`): ours' order agrees
+    /// then, in the recorded order too.
     #[test]
     fn a_runs_first_decision_issued_after_another_cpus_run_is_set_aside_where_ours_then_agrees() {
         let text = "\
@@ -578,7 +582,7 @@ mod tests {
  fio-10 [000] ..... 1.000014: block_getrq: 7,0 R 20 + 8 [fio]
  fio-10 [000] ...1. 1.000015: block_rq_insert: 7,0 R 4096 () 20 + 8 be,0,4 [fio]
  fio-10 [000] ..... 1.000016: block_rq_issue: 7,0 R 4096 () 20 + 8 be,0,4 [fio]
- fio-11 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [fio]
+ kworker/1:1H-59 [001] ..... 1.000030: block_rq_issue: 7,0 R 4096 () 1000 + 8 be,0,4 [kworker/1:1H]
  ksoftirqd/0-14 [000] ..s.. 1.000050: block_rq_complete: 7,0 R () 50 + 8 be,0,4 [0]
  ksoftirqd/0-14 [000] ..s.. 1.000060: block_rq_complete: 7,0 R () 20 + 8 be,0,4 [0]
  ksoftirqd/1-22 [001] ..s.. 1.000070: block_rq_complete: 7,0 R () 1000 + 8 be,0,4 [0]

@@ -270,18 +270,20 @@ fn the_scsi_disk_majors_are_the_ones_with_a_dispatch_budget() {
 }
 
 /// `--resolve`'s search stops at its budget of replays, the recorded order's included, and
-/// says so: on the held-out `asyncdepth-12` mq-deadline recording the whole search makes
-/// two replays (the recorded order and one move, kept; three and two before kfid63's device
-/// slots and the first-decision move of 3 December 2026 settled one of them); a budget of two
-/// is then enough, one stops before the move.
+/// says so: on the held-out `deep-seq-readers-qd256-merging-beside-writer-defaults` round 2
+/// mq-deadline recording the whole search makes three replays (the recorded order, one move
+/// kept, one tried after it); a budget of three is then enough, one stops before the move.
+/// (Until 4 December 2026 this was `asyncdepth-12`'s, whose one move the replay no longer
+/// needs: a submitter's own run is taken to begin at its insertion, `unordered`.)
 #[test]
 fn resolve_stops_at_its_budget_of_replays() {
-    let dir = corpus()
-        .join("kernel-pending/asyncdepth-12-be-levels-writers-beside-rt-reader-nr64/mq-deadline");
+    let dir = corpus().join(
+        "kernel-pending/deep-seq-readers-qd256-merging-beside-writer-defaults-round2/mq-deadline",
+    );
     let r = resolve(&dir, &DiffOptions::default(), 50).unwrap();
-    assert_eq!((r.replays, r.exhausted, r.moves.len()), (2, false, 1));
-    let r = resolve(&dir, &DiffOptions::default(), 2).unwrap();
-    assert_eq!((r.replays, r.exhausted, r.moves.len()), (2, false, 1));
+    assert_eq!((r.replays, r.exhausted, r.moves.len()), (3, false, 1));
+    let r = resolve(&dir, &DiffOptions::default(), 3).unwrap();
+    assert_eq!((r.replays, r.exhausted, r.moves.len()), (3, false, 1));
     let r = resolve(&dir, &DiffOptions::default(), 1).unwrap();
     assert_eq!((r.replays, r.exhausted, r.moves.len()), (1, true, 0));
 }

@@ -27,8 +27,9 @@ const LONGEST_RUN: usize = 512;
 /// request and released its lock; each CPU's queue run asks the scheduler under that lock,
 /// so which of two runs on two CPUs asked first is not in the trace. Two dispatches placed
 /// by bfq's log (`decided`, [`LogOrder::decided`](super::LogOrder::decided)) are ordered.
-/// So are two whose CPUs were both issuing a queue run's list then: `b`'s CPU had begun the
-/// burst of issues `b` belongs to ([`burst_starts`]) when `a` was issued. A run takes its
+/// So are two whose CPUs were both in a queue run then: the run that issued `b` had begun
+/// ([`burst_starts`]: its burst of issues, or the submitter's own insertion before it) when
+/// `a` was issued. A run takes its
 /// whole list from the scheduler (`__blk_mq_do_dispatch_sched`, up to `nr_requests`
 /// requests while driver tags last) before `blk_mq_dispatch_rq_list` issues the first, so
 /// two runs issuing side by side had both taken theirs, in an order the scheduler's lock
@@ -57,32 +58,61 @@ fn unordered(
     }
 }
 
-/// For each dispatch of `trace` (by index), when its CPU's burst of issues began: the
+/// For each dispatch of `trace` (by index), when the queue run that issued it could have
+/// begun taking its list from the scheduler. First, when its CPU's burst of issues began: the
 /// issue of the first dispatch of the same task on the same CPU reached from it through
-/// issues each at most [`UNORDERED_ISSUE_GAP`] after the one before (another task's
-/// issue on that CPU ends the burst).
+/// issues each at most [`UNORDERED_ISSUE_GAP`] after the one before (another task's issue on
+/// that CPU ends the burst). Then, where the issuing task had itself inserted on that CPU
+/// since the CPU's last issue before the burst, its last such insertion: the submitter's own
+/// run (`blk_mq_run_hw_queue` after `blk_mq_insert_request`, or after
+/// `blk_mq_insert_requests` for a flushed plug) begins there, and may take its list long
+/// before its first `block_rq_issue` (an interrupt between:
+/// typical-three-iouring-randreaders-qd8-beside-libaio-16k-randwriter-qd32-defaults under
+/// mq-deadline, a read inserted by fio on CPU 0 at 81459.527999 and issued by it at .528033,
+/// two writes inserted and issued by fio on CPU 1 at .528021-.528029 between, the read
+/// taken first: mq-deadline would not have chosen a write with it queued). A kblockd run
+/// inserts nothing, so its burst's start stands.
 fn burst_starts(trace: &KernelTrace) -> Vec<Nanos> {
-    let mut last: HashMap<u32, (u32, Nanos, Nanos)> = HashMap::new();
+    // Each task's insertions on each CPU, in time order.
+    let mut inserts: HashMap<(u32, u32), Vec<Nanos>> = HashMap::new();
+    for r in &trace.requests {
+        if let (Some(on), Some(at)) = (r.inserted_on, r.inserted) {
+            inserts.entry((on.cpu, on.pid)).or_default().push(at);
+        }
+    }
+    for v in inserts.values_mut() {
+        v.sort_unstable();
+    }
+    // Per CPU: the last issue's task and time, the burst's start, and the issue before it.
+    let mut last: HashMap<u32, (u32, Nanos, Nanos, Option<Nanos>)> = HashMap::new();
     trace
         .dispatches
         .iter()
         .map(|d| {
-            let start = match last.get(&d.cpu) {
-                Some(&(pid, at, start))
+            let (start, before) = match last.get(&d.cpu) {
+                Some(&(pid, at, start, before))
                     if pid == d.pid && d.time.saturating_sub(at) <= UNORDERED_ISSUE_GAP =>
                 {
-                    start
+                    (start, before)
                 }
-                _ => d.time,
+                Some(&(_, at, _, _)) => (d.time, Some(at)),
+                None => (d.time, None),
             };
-            last.insert(d.cpu, (d.pid, d.time, start));
-            start
+            last.insert(d.cpu, (d.pid, d.time, start, before));
+            let own_run = inserts.get(&(d.cpu, d.pid)).and_then(|v| {
+                let n = v.partition_point(|&t| t <= start);
+                n.checked_sub(1).map(|i| v[i])
+            });
+            match own_run {
+                Some(t) if before.is_none_or(|b| t > b) => t,
+                _ => start,
+            }
         })
         .collect()
 }
 
-/// When the burst of issues that request `i`'s first dispatch belongs to began
-/// (`bursts`: [`burst_starts`]), if the kernel issued it.
+/// When the queue run that issued request `i`'s first dispatch could have begun (`bursts`:
+/// [`burst_starts`]), if the kernel issued it.
 fn burst_start(trace: &KernelTrace, bursts: &[Nanos], i: usize) -> Option<Nanos> {
     trace.requests[i]
         .dispatch_index
