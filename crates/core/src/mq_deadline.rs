@@ -1325,6 +1325,35 @@ mod tests {
         }
     }
 
+    /// `blk_rq_merge_ok` / `ll_back_merge_fn` (through `dd_bio_merge`): a bio merges into the
+    /// request it continues only while the two together stay within `max_sectors`: 100 + 156
+    /// fills 256 exactly, 100 + 157 does not merge. A bio of no sectors is never merged here
+    /// (mq-deadline sees none: `bio_mergeable`, and ours asks only of reads and writes with
+    /// data).
+    #[test]
+    fn dd_bio_merge_merges_up_to_exactly_max_sectors_and_never_an_empty_bio() {
+        for (bio_sectors, merged) in [(156, Some(RequestId(1))), (157, None)] {
+            let mut s = MqDeadline::default();
+            s.insert(rq(1, 1).sector(0).sectors(100).read().build(), Nanos::ZERO);
+            let bio = rq(2, 1).sector(100).sectors(bio_sectors).read().build();
+            assert_eq!(s.try_merge(&bio, 256, Nanos::ZERO), merged, "{bio_sectors}");
+        }
+        let mut s = MqDeadline::default();
+        s.insert(rq(1, 1).sector(0).sectors(8).read().build(), Nanos::ZERO);
+        let empty = rq(2, 1).sector(8).sectors(0).read().build();
+        assert_eq!(s.try_merge(&empty, 256, Nanos::ZERO), None);
+    }
+
+    /// `nr_requests` reads back as stored (`queue_requests_show`), and sets `async_depth`
+    /// with it (`dd_depth_updated`).
+    #[test]
+    fn nr_requests_reads_back_as_stored() {
+        let mut s = MqDeadline::default();
+        s.set_tunable("nr_requests", 48).unwrap();
+        assert_eq!(s.config().get("nr_requests"), Some(48));
+        assert_eq!(s.config().get("async_depth"), Some(48));
+    }
+
     /// `elv_attempt_insert_merge`: a request merged at its insertion into 8+8 (the queued
     /// request ending where it starts), which then merges into 0+8 that ends where it
     /// starts, and the loop goes on from 0+8 (nothing ends at 0). After a bio's back merge
