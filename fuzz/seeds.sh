@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 c=corpus
 mkdir -p $c/traces $c/fio_job $c/scenario_toml $c/drive_toml $c/disksim_import $c/ftrace \
-  $c/io_settings $c/campaign_grid
+  $c/io_settings $c/campaign_grid $c/kernel_diff
 printf 'fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb read 0 4096\n/dev/sdb wait 100\n/dev/sdb write 8192 512\n/dev/sdb close\n' > $c/traces/fio2
 printf 'fio version 3 iolog\n2 a add\n878 a write 0 16384\n900 a trim 4096 4096\n901 a sync 0 0\n' > $c/traces/fio3
 printf '128166372003061629,web,0,Read,3813654528,4096,1264\n128166372016382155,web,1,Write,1024,512,0\n' > $c/traces/msr
@@ -27,6 +27,16 @@ rm -rf "$tmp"
 for t in ../crates/workload/tests/data/kernel/*/*/trace.txt.gz; do
   mix=$(basename "$(dirname "$(dirname "$t")")"); sched=$(basename "$(dirname "$t")")
   gzip -dc "$t" | head -n 200 > "$c/ftrace/$mix-$sched" || true
+done
+# The replay's: a byte naming the scheduler (low two bits: none, mq-deadline, kyber, bfq) and
+# the queue depth (the rest, plus one: 8 here), then the first lines of a recording under it.
+n=0
+for t in ../crates/workload/tests/data/kernel/*/*/trace.txt.gz; do
+  sched=$(basename "$(dirname "$t")")
+  case $sched in none) s=0;; mq-deadline) s=1;; kyber) s=2;; bfq) s=3;; *) continue;; esac
+  n=$((n + 1)); [ $((n % 7)) -eq 0 ] || continue
+  mix=$(basename "$(dirname "$(dirname "$t")")")
+  { printf "\\$(printf '%03o' $(( (7 << 2) | s )))"; gzip -dc "$t" | head -n 400; } > "$c/kernel_diff/$mix-$sched" || true
 done
 gzip -dc ../crates/workload/tests/data/kernel/interleaved-readers/bfq/bfq-log.txt.gz | head -n 100 > $c/ftrace/bfq-log || true
 cp ../scenarios/*.toml $c/scenario_toml/
