@@ -1292,6 +1292,34 @@ mod tests {
         assert_eq!((r.id.0, r.sector, r.sectors), (3, 0, 24));
     }
 
+    /// `dd_merged_requests` moves the kept request to the FIFO place of the one gone only when
+    /// that one expires strictly first (`time_before`): three reads inserted at one instant
+    /// (16+8, 1000+8, 0+8, in that FIFO order) and a bio grown into 0+8 that reaches 16+8
+    /// leave 0+24 at its own place, after 1000+8, which the expired FIFO then serves first.
+    #[test]
+    fn dd_merged_requests_keeps_the_fifo_place_at_an_equal_deadline() {
+        let mut s = MqDeadline::default();
+        let t = Nanos::from_ms;
+        s.insert(rq(1, 1).sector(16).sectors(8).read().build(), t(0));
+        s.insert(rq(2, 2).sector(1000).sectors(8).read().build(), t(0));
+        s.insert(rq(3, 1).sector(0).sectors(8).read().build(), t(0));
+        let bio = rq(4, 1).sector(8).sectors(8).read().build();
+        assert_eq!(
+            s.try_merge(&bio, DEFAULT_MERGE_SECTORS, t(0)),
+            Some(RequestId(3))
+        );
+        let merged = s.merge_next(RequestId(3), GrownBy::Bio, DEFAULT_MERGE_SECTORS, t(0));
+        assert_eq!(
+            merged,
+            Some(RequestsMerged {
+                kept: RequestId(3),
+                gone: RequestId(1)
+            })
+        );
+        let r = take(&mut s, t(600));
+        assert_eq!((r.id.0, r.sector), (2, 1000));
+    }
+
     /// `attempt_merge` refuses a latter request of another I/O priority, of another
     /// cgroup, past the device's limit, or not contiguous.
     #[test]
