@@ -1260,23 +1260,22 @@ mod tests {
         assert_eq!((r.id.0, r.sector, r.sectors), (1, 92, 24));
     }
 
-    /// `blk_mq_sched_try_merge`: a bio's back merge into 0+8 makes it reach the queued
-    /// 16+8, which `attempt_back_merge` (`elv_rb_latter_request`) merges into it; the
-    /// kept request takes the FIFO place and deadline of the one gone, which expires first
-    /// (`dd_merged_requests`), and the one gone frees its tag.
-    #[test]
-    fn attempt_back_merge_merges_the_latter_request_with_its_earlier_deadline() {
+    /// Reads 16+8, 1000+8 and 0+8 inserted at `at` ms each (FIFO order), then a bio 8+8
+    /// back-merged into 0+8 (`blk_mq_sched_try_merge`) at the last of them, which makes it
+    /// reach 16+8: `attempt_back_merge` (`elv_rb_latter_request`) merges 16+8 into it.
+    fn latter_merged_into_grown_read(at: [u64; 3]) -> MqDeadline {
         let mut s = MqDeadline::default();
         let t = Nanos::from_ms;
-        s.insert(rq(1, 1).sector(16).sectors(8).read().build(), t(0));
-        s.insert(rq(2, 2).sector(1000).sectors(8).read().build(), t(1));
-        s.insert(rq(3, 1).sector(0).sectors(8).read().build(), t(2));
+        s.insert(rq(1, 1).sector(16).sectors(8).read().build(), t(at[0]));
+        s.insert(rq(2, 2).sector(1000).sectors(8).read().build(), t(at[1]));
+        s.insert(rq(3, 1).sector(0).sectors(8).read().build(), t(at[2]));
         let bio = rq(4, 1).sector(8).sectors(8).read().build();
+        let now = t(at[2]);
         assert_eq!(
-            s.try_merge(&bio, DEFAULT_MERGE_SECTORS, t(3)),
+            s.try_merge(&bio, DEFAULT_MERGE_SECTORS, now),
             Some(RequestId(3))
         );
-        let merged = s.merge_next(RequestId(3), GrownBy::Bio, DEFAULT_MERGE_SECTORS, t(3));
+        let merged = s.merge_next(RequestId(3), GrownBy::Bio, DEFAULT_MERGE_SECTORS, now);
         assert_eq!(
             merged,
             Some(RequestsMerged {
@@ -1284,39 +1283,29 @@ mod tests {
                 gone: RequestId(1)
             })
         );
+        s
+    }
+
+    /// The kept request takes the FIFO place and deadline of the one gone, which expires
+    /// first (`dd_merged_requests`), and the one gone frees its tag.
+    #[test]
+    fn attempt_back_merge_merges_the_latter_request_with_its_earlier_deadline() {
+        let mut s = latter_merged_into_grown_read([0, 1, 2]);
         assert_eq!(s.queued(), 2);
         assert_eq!(s.tags_held(), 2, "the request gone gave back its tag");
         // Both reads expired: the batch starts at the FIFO's head, now the grown request
         // in the place of 16+8 (arrived at 0 ms), before 1000+8 (1 ms).
-        let r = take(&mut s, t(600));
+        let r = take(&mut s, Nanos::from_ms(600));
         assert_eq!((r.id.0, r.sector, r.sectors), (3, 0, 24));
     }
 
     /// `dd_merged_requests` moves the kept request to the FIFO place of the one gone only when
-    /// that one expires strictly first (`time_before`): three reads inserted at one instant
-    /// (16+8, 1000+8, 0+8, in that FIFO order) and a bio grown into 0+8 that reaches 16+8
-    /// leave 0+24 at its own place, after 1000+8, which the expired FIFO then serves first.
+    /// that one expires strictly first (`time_before`): with all three inserted at one
+    /// instant, 0+24 keeps its own place, after 1000+8, which the expired FIFO serves first.
     #[test]
     fn dd_merged_requests_keeps_the_fifo_place_at_an_equal_deadline() {
-        let mut s = MqDeadline::default();
-        let t = Nanos::from_ms;
-        s.insert(rq(1, 1).sector(16).sectors(8).read().build(), t(0));
-        s.insert(rq(2, 2).sector(1000).sectors(8).read().build(), t(0));
-        s.insert(rq(3, 1).sector(0).sectors(8).read().build(), t(0));
-        let bio = rq(4, 1).sector(8).sectors(8).read().build();
-        assert_eq!(
-            s.try_merge(&bio, DEFAULT_MERGE_SECTORS, t(0)),
-            Some(RequestId(3))
-        );
-        let merged = s.merge_next(RequestId(3), GrownBy::Bio, DEFAULT_MERGE_SECTORS, t(0));
-        assert_eq!(
-            merged,
-            Some(RequestsMerged {
-                kept: RequestId(3),
-                gone: RequestId(1)
-            })
-        );
-        let r = take(&mut s, t(600));
+        let mut s = latter_merged_into_grown_read([0, 0, 0]);
+        let r = take(&mut s, Nanos::from_ms(600));
         assert_eq!((r.id.0, r.sector), (2, 1000));
     }
 
