@@ -1225,6 +1225,22 @@ mod tests {
         assert_eq!(drain(&mut s, Nanos::ZERO), vec![2, 1]);
     }
 
+    /// What mq-deadline holds counts every request given to it: those in its lists, those
+    /// waiting for a scheduler tag and the flushes that bypass it (`dd_has_work` sees the
+    /// dispatch list as well as the FIFOs).
+    #[test]
+    fn queued_counts_listed_waiting_and_bypassing_requests() {
+        let mut s = MqDeadline::default();
+        s.set_tunable("nr_requests", 4).unwrap();
+        for id in 1..=5 {
+            s.insert(rq(id, 1).sector(id * 1_000).write().build(), Nanos::ZERO);
+        }
+        let mut flush = rq(6, 1).write().build();
+        flush.op = Op::Flush;
+        s.insert(flush, Nanos::ZERO);
+        assert_eq!(s.queued(), 6);
+    }
+
     #[test]
     fn merges_stay_within_one_priority() {
         let mut s = MqDeadline::default();
