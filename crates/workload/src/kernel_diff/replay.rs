@@ -839,9 +839,7 @@ impl<'a> Replay<'a> {
             match self.blk.poll_dispatch(self.now) {
                 Some(rq) => {
                     let first = self
-                        .blk
-                        .segments(rq.id)
-                        .and_then(|mut s| s.next().map(|s| s.token))
+                        .first_bio(rq.id)
                         .expect("a dispatched request carries its bios");
                     if self.logged_parked.remove(&rq.id.0).is_some() {
                         // Its choice was logged when it was parked ([`Self::log_parked`]).
@@ -849,14 +847,7 @@ impl<'a> Replay<'a> {
                         self.completions.push(Reverse((at, rq.id.0, clock)));
                         continue;
                     }
-                    if std::mem::take(&mut self.defer) {
-                        self.deferred.push(QueueEvent::Dispatch(first));
-                    } else {
-                        self.log.push(QueueEvent::Dispatch(first));
-                    }
-                    if let Some(d) = self.dispatched.get_mut(first) {
-                        *d = true;
-                    }
+                    self.log_dispatch(first);
                     let slot = self.slot.take();
                     let (at, clock) = self.completion_at(first, slot);
                     self.completions.push(Reverse((at, rq.id.0, clock)));
@@ -873,6 +864,26 @@ impl<'a> Replay<'a> {
                     return;
                 }
             }
+        }
+    }
+
+    /// The trace's index of the first bio our request `id` carries (its token), if it is held.
+    fn first_bio(&self, id: RequestId) -> Option<usize> {
+        self.blk
+            .segments(id)
+            .and_then(|mut s| s.next().map(|s| s.token))
+    }
+
+    /// Log our dispatch of the request whose first bio is `first`: deferred to the run's
+    /// start where one is pending (`defer`), else now; and mark that bio dispatched.
+    fn log_dispatch(&mut self, first: usize) {
+        if std::mem::take(&mut self.defer) {
+            self.deferred.push(QueueEvent::Dispatch(first));
+        } else {
+            self.log.push(QueueEvent::Dispatch(first));
+        }
+        if let Some(d) = self.dispatched.get_mut(first) {
+            *d = true;
         }
     }
 
@@ -893,21 +904,10 @@ impl<'a> Replay<'a> {
     /// fio at 18980.394239, in the kernel's set at the choice of 650752+32 and not in ours').
     fn log_parked(&mut self) {
         for id in self.blk.take_parked() {
-            let Some(first) = self
-                .blk
-                .segments(id)
-                .and_then(|mut s| s.next().map(|s| s.token))
-            else {
+            let Some(first) = self.first_bio(id) else {
                 continue;
             };
-            if std::mem::take(&mut self.defer) {
-                self.deferred.push(QueueEvent::Dispatch(first));
-            } else {
-                self.log.push(QueueEvent::Dispatch(first));
-            }
-            if let Some(d) = self.dispatched.get_mut(first) {
-                *d = true;
-            }
+            self.log_dispatch(first);
             let issue = self
                 .along_merges(first, |k| self.trace.requests[k].issued)
                 .unwrap_or(self.now)
