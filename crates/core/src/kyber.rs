@@ -509,15 +509,14 @@ impl Scheduler for Kyber {
         let d = domain_of(rq);
         self.in_flight[d] = self.in_flight[d].saturating_sub(1);
         self.tags.release(throttled(rq));
+        // Only flushes are of the unmeasured domain (`KYBER_OTHER`), and they returned above.
         if let Some((admitted, dispatched)) = self.started.remove(&rq.id) {
-            if d < MEASURED {
-                let target = self.target(d);
-                let h = &mut self.histograms[d];
-                h[TOTAL][bucket(target, now.saturating_sub(admitted))] += 1;
-                h[IO][bucket(target, now.saturating_sub(dispatched))] += 1;
-                let due = timer_expiry(now);
-                self.timer = Some(self.timer.map_or(due, |t| t.min(due)));
-            }
+            let target = self.target(d);
+            let h = &mut self.histograms[d];
+            h[TOTAL][bucket(target, now.saturating_sub(admitted))] += 1;
+            h[IO][bucket(target, now.saturating_sub(dispatched))] += 1;
+            let due = timer_expiry(now);
+            self.timer = Some(self.timer.map_or(due, |t| t.min(due)));
         }
         self.admit_waiting(now);
     }
@@ -544,7 +543,7 @@ impl Scheduler for Kyber {
 mod tests {
     use super::*;
     use crate::harness::{rq, Harness};
-    use crate::request::DEFAULT_MERGE_SECTORS;
+    use crate::request::{IoClass, DEFAULT_MERGE_SECTORS};
     use proptest::prelude::*;
     use std::collections::HashMap;
 
@@ -690,6 +689,29 @@ mod tests {
             .write()
             .build();
         assert_eq!(s.try_merge(&over, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+    }
+
+    /// `blk_rq_merge_ok` (6.18, block/blk-merge.c), which `kyber_bio_merge` reaches through
+    /// `blk_bio_list_merge`: a bio of another I/O priority (`bi_ioprio`) or another
+    /// operation does not merge into a contiguous staged request.
+    #[test]
+    fn kyber_bio_merge_refuses_another_priority_or_operation() {
+        let mut s = Kyber::default();
+        s.insert(rq(1, 1).sector(0).sectors(8).write().build(), Nanos::ZERO);
+        let rt = rq(2, 1)
+            .sector(8)
+            .sectors(8)
+            .write()
+            .prio(IoClass::RealTime, 0)
+            .build();
+        assert_eq!(s.try_merge(&rt, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+        let read = rq(3, 1).sector(8).sectors(8).build();
+        assert_eq!(s.try_merge(&read, DEFAULT_MERGE_SECTORS, Nanos::ZERO), None);
+        let same = rq(4, 1).sector(8).sectors(8).write().build();
+        assert_eq!(
+            s.try_merge(&same, DEFAULT_MERGE_SECTORS, Nanos::ZERO),
+            Some(RequestId(1))
+        );
     }
 
     /// `calculate_percentile` (mainline) computes once 500 samples are in or once the

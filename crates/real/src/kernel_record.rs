@@ -73,7 +73,7 @@ use std::time::{Duration, Instant};
 use elevator_workload::traces::ftrace::recording::{
     fio_job_pids, DeviceInfo, FioInfo, KernelInfo, RecordingMeta, TraceInfo, META_FORMAT,
 };
-use elevator_workload::traces::ftrace::KernelTrace;
+use elevator_workload::traces::ftrace::{KernelTrace, MARK_FIO_ENDED, MARK_FIO_STARTS};
 
 use crate::leftovers::{self, Claim, Item};
 use crate::tool::output_of;
@@ -1317,10 +1317,7 @@ fn record_inner(
     for t in tracing.iter().flatten() {
         write_attr(&t.join("tracing_on"), "1").map_err(tr)?;
     }
-    let _ = write_attr(
-        &inst.join("trace_marker"),
-        "elevator kernel-record: fio starts",
-    );
+    let _ = write_attr(&inst.join("trace_marker"), MARK_FIO_STARTS);
     let fio_args: Vec<String> = vec![
         "--output-format=normal,json".into(),
         "--output=fio.out".into(),
@@ -1399,10 +1396,7 @@ fn record_inner(
         Ok(status.code())
     })();
     let seconds = t0.elapsed().as_secs_f64();
-    let _ = write_attr(
-        &inst.join("trace_marker"),
-        "elevator kernel-record: fio ended",
-    );
+    let _ = write_attr(&inst.join("trace_marker"), MARK_FIO_ENDED);
     for t in tracing.iter().flatten() {
         let _ = write_attr(&t.join("tracing_on"), "0");
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 use elevator_workload::agreement::Agreement;
 use elevator_workload::kernel_diff::{self, DiffOptions};
+use elevator_workload::traces;
 use elevator_workload::traces::ftrace::recording::Recording;
 
 use crate::output::out_str;
@@ -141,12 +142,21 @@ pub fn run(args: Args) -> Result<()> {
             if let Some(w) = unmatched_warning(&row.assembly) {
                 crate::output::tell!("elevator kernel-diff: warning: {}: {w}", rec.display());
             }
+            if row.assembly.cut_short {
+                crate::output::tell!(
+                    "elevator kernel-diff: warning: {}: the trace has kernel-record's start \
+                     mark and not its end mark (\"{}\"): it was cut before fio ended; its \
+                     figures compare only the decisions it holds",
+                    rec.display(),
+                    traces::ftrace::MARK_FIO_ENDED
+                );
+            }
             if let Some(line) = row.assembly.first_duplicate_line {
                 crate::output::tell!(
                     "elevator kernel-diff: warning: {}: {} event lines of the trace repeat the \
                      line before them exactly (task, CPU, time and event; the first at line \
-                     {line}), which the ring buffer never writes: the trace was edited or \
-                     concatenated; each was replayed as read",
+                     {line}), which no request event but a completion does in a recorded \
+                     trace: it was edited or concatenated; each was replayed as read",
                     rec.display(),
                     row.assembly.duplicate_lines
                 );

@@ -37,6 +37,15 @@ pub const KERNEL_SCHEDULERS: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"]
 /// `MIX/SCHED` (or `SCHED`) directory below it that does, mixes by name, schedulers in
 /// [`KERNEL_SCHEDULERS`] order then by name.
 pub fn find_recordings(root: &Path) -> Result<Vec<PathBuf>, String> {
+    // A file named here (often the recording's meta.json) was read as a directory:
+    // "rec/meta.json/meta.json: Not a directory".
+    if root.is_file() {
+        return Err(format!(
+            "{}: a file; name a recording's directory (the one holding meta.json and \
+             trace.txt.gz) or a directory of recordings",
+            root.display()
+        ));
+    }
     if has_meta(root)? {
         return Ok(vec![root.to_path_buf()]);
     }
@@ -328,14 +337,8 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         diff_with_log(&trace, &rec.meta, &o, &bfq_log, &prios, &groups)
             .map_err(|e| format!("{}: {e}", dir.display()))
     };
-    let mix = dir
-        .parent()
-        .and_then(|p| p.file_name())
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
-        .to_string();
     Ok(Row {
-        mix,
+        mix: mix_name(dir, &rec.meta.scheduler),
         scheduler: rec.meta.scheduler.clone(),
         kernel_pace: at(Pace::Kernel)?,
         device_pace: at(Pace::Device)?,
@@ -343,4 +346,46 @@ pub fn diff_recording(dir: &Path, opts: &DiffOptions) -> Result<Row, String> {
         requests: trace.requests,
         assembly: trace.stats,
     })
+}
+
+/// The mix a recording at `dir` is of, as the table names it: the directory above it in the
+/// corpus's MIX/SCHED layout, followed by its own name where that is not the scheduler's
+/// (`two/a` and `two/b` were both `two`), the path made absolute first (`kernel-diff rec` or
+/// `.` named no mix).
+pub(super) fn mix_name(dir: &Path, scheduler: &str) -> String {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let own = name(&dir);
+    let above = dir.parent().map(name).unwrap_or_default();
+    match (above.is_empty(), own == scheduler) {
+        (_, true) if !above.is_empty() => above,
+        (true, _) => own,
+        _ => format!("{above}/{own}"),
+    }
+}
+
+#[cfg(test)]
+mod mix_name_tests {
+    use super::mix_name;
+
+    #[test]
+    fn a_recording_is_named_by_its_mix_and_by_its_own_name_unless_that_is_the_schedulers() {
+        let tmp = std::env::temp_dir().join(format!("elevator-mix-name-{}", std::process::id()));
+        for sub in ["batches/bfq", "two/a"] {
+            std::fs::create_dir_all(tmp.join(sub)).unwrap();
+        }
+        assert_eq!(mix_name(&tmp.join("batches/bfq"), "bfq"), "batches");
+        assert_eq!(mix_name(&tmp.join("two/a"), "kyber"), "two/a");
+        // A path that ends in `.` or `..` (as `kernel-diff .` gives) is named as the
+        // directory it is.
+        std::fs::create_dir_all(tmp.join("batches/bfq/inner")).unwrap();
+        let dotted = tmp.join("batches/bfq/inner/..");
+        assert_eq!(mix_name(&dotted, "bfq"), "batches");
+        assert_eq!(mix_name(&dotted.join("."), "bfq"), "batches");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }

@@ -21,13 +21,21 @@ fn share_of(x: usize, of: usize) -> String {
 }
 
 /// What the tables' terms and marks mean, printed under them.
-const LEGEND: &str = "\nreal choices: the kernel's decisions with more than one request \
-queued; `-` where there were none (no share to give). set aside: real choices counted neither \
-way (not in decisions, agree or real choices): a queue run's decision that another CPU's \
-insertion, traced after the run could have begun and before the decision's issue, may have \
-followed, where ours disagreed in the recorded order and agreed with the decision taken before \
-that insertion. ours: our policy replayed, named as the kernel names it (`none` runs our noop \
-policy, a FIFO).\n";
+const LEGEND: &str = "\ndecisions: the kernel's dispatches (each `block_rq_issue` of a \
+request the scheduler held), with the requests queued at each. agree: the share where ours, \
+asked where the kernel's queue ran, chose the same request from the same queued set. real \
+choices: the kernel's decisions with more than one request queued; `-` where there were none \
+(no share to give). set aside: real choices counted neither way (not in decisions, agree or \
+real choices): a queue run's decision that another CPU's insertion, traced after the run could \
+have begun and before the decision's issue, may have followed, where ours disagreed in the \
+recorded order and agreed with the decision taken before that insertion. first divergence: the \
+first decision (counted from 0) where the queued set or the choice differs; `-` for none. \
+Kendall mean / max: the share of request pairs the two dispatch orders put the other way, over \
+windows of --window dispatches. agree at device pace: as agree, with our queue run after every \
+event, as deep as the device. agree decided earliest: as agree, with each decision on both \
+sides moved to the earliest point the trace allows (a test of choices made before insertions \
+their issue follows). ours: our policy replayed, named as the kernel names it (`none` runs our \
+noop policy, a FIFO).\n";
 
 /// The name of our policy as the table shows it: the kernel's name when our policy answers
 /// to it (`none` is our `noop`'s alias), else our registry's name.

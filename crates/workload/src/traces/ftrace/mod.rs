@@ -73,6 +73,13 @@ pub(crate) fn located(
 }
 
 pub use groups::{ContextGroups, GROUPS_FILE};
+
+/// The `trace_marker` line `elevator kernel-record` writes as it starts fio.
+pub const MARK_FIO_STARTS: &str = "elevator kernel-record: fio starts";
+/// The `trace_marker` line `elevator kernel-record` writes once fio has ended, before it
+/// stops tracing: a recording whose trace has [`MARK_FIO_STARTS`] and not this was cut.
+pub const MARK_FIO_ENDED: &str = "elevator kernel-record: fio ended";
+
 pub use recording::{FioJobPid, Recording, RecordingMeta};
 pub use requests::{
     io_uring_owner, Assembly, Dispatch, KernelTrace, SchedBio, TaskOnCpu, TracedRequest,

@@ -29,7 +29,7 @@ use elevator_core::{CtxId, Nanos, Op};
 
 use super::{
     BioAction, BioEvent, Dev, Dir, EventBody, FtraceEvent, FtraceReader, KyberEvent, RqAction,
-    RqEvent, Rwbs, TracedPrio,
+    RqEvent, Rwbs, TracedPrio, MARK_FIO_ENDED, MARK_FIO_STARTS,
 };
 use crate::agreement::{self, Decision, QueueEvent};
 use crate::input::InputError;
@@ -356,11 +356,16 @@ pub struct Assembly {
     /// or of the first `[LOST N EVENTS]`.
     pub first_unmatched_line: Option<usize>,
     /// Event lines that repeat the line before them exactly (the same task, pid, CPU, time
-    /// and event: a trace whose lines were written twice; the ring buffer never writes one
-    /// event twice), each assembled as read.
+    /// and event: a trace whose lines were written twice), each assembled as read. Not
+    /// counted: completions (two requests of the same extents completed in the same
+    /// microsecond print the same line) and kyber's throttled notes, which repeat in a
+    /// recorded trace.
     pub duplicate_lines: usize,
     /// The line of the first of them.
     pub first_duplicate_line: Option<usize>,
+    /// The trace has `elevator kernel-record`'s start mark ([`MARK_FIO_STARTS`]) and not
+    /// its end mark ([`MARK_FIO_ENDED`]): it was cut before fio ended.
+    pub cut_short: bool,
 }
 
 /// A trace's requests, dispatches and scheduler events.
@@ -881,9 +886,20 @@ impl KernelTrace {
                 all.push(ev);
                 continue;
             }
+            // Two requests of the same extents completed in the same microsecond print the
+            // same line (a hot sector written twice: 13 corpus recordings), and kyber notes a
+            // domain throttled at each failed token attempt: their repeats are events.
+            let may_repeat = matches!(
+                ev.body,
+                EventBody::Rq(RqEvent {
+                    action: RqAction::Complete,
+                    ..
+                }) | EventBody::Kyber(KyberEvent::Throttled { .. })
+            );
             let repeats = |p: &FtraceEvent| {
-                (p.time, p.cpu, p.pid, &p.task, &p.body)
-                    == (ev.time, ev.cpu, ev.pid, &ev.task, &ev.body)
+                !may_repeat
+                    && (p.time, p.cpu, p.pid, &p.task, &p.body)
+                        == (ev.time, ev.cpu, ev.pid, &ev.task, &ev.body)
             };
             if all.last().is_some_and(repeats) {
                 b.out.stats.duplicate_lines += 1;
@@ -948,6 +964,8 @@ impl KernelTrace {
             .filter(|&&i| b.track[i].state != State::Merged)
             .count();
         b.out.stats.never_completed = b.inflight.len();
+        let marked = |mark: &str| b.out.markers.iter().any(|(_, m)| m == mark);
+        b.out.stats.cut_short = marked(MARK_FIO_STARTS) && !marked(MARK_FIO_ENDED);
         resolve_io_contexts(&mut b.out);
         Ok(b.out)
     }
