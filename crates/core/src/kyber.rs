@@ -1227,10 +1227,13 @@ mod tests {
         assert_eq!(s.queued(), 200);
         let out = take_all(&mut s, Nanos::ZERO);
         assert_eq!(out.len(), 128, "write depth");
+        // The block layer learns how many waiting requests got a tag from this count.
+        assert_eq!(s.sched_tags_admitted(), Some(192));
         for r in &out {
             s.complete(r, Nanos::from_ms(1));
         }
         // 192 were admitted; 64 left of those, and 8 more after the 128 completions.
+        assert_eq!(s.sched_tags_admitted(), Some(200));
         let out = take_all(&mut s, Nanos::from_ms(1));
         assert_eq!(out.len(), 72);
         assert_eq!(s.queued(), 0);
