@@ -68,8 +68,27 @@ pub fn build_jobs(
                 format!("{}.{clone}", def.name)
             };
             let env = BuildEnv::new(capacity / SECTOR_BYTES, seed, name.clone());
-            let job = FioJob::new(def.config.clone(), &env)
-                .map_err(|e| file.job_error(def, e.field, &e.reason))?;
+            let past = || {
+                file.job_error(
+                    def,
+                    "offset_increment",
+                    format!("clone {clone}'s region would start past 2^64 bytes"),
+                )
+            };
+            let config = def.clone_config(clone, capacity).ok_or_else(past)?;
+            let job = FioJob::new(config, &env).map_err(|e| {
+                // A clone moved by offset_increment is told as such: its region is not the
+                // one the job's own lines give.
+                let moved = if def.offset_increment.is_some() && clone > 0 {
+                    format!(
+                        " (clone {clone}: its region starts {clone} x offset_increment after \
+                         the job's offset)"
+                    )
+                } else {
+                    String::new()
+                };
+                file.job_error(def, e.field, format!("{}{moved}", e.reason))
+            })?;
             let r = job.region();
             jobs.push(RealJob {
                 name,

@@ -156,7 +156,20 @@ pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
                 )
                 .into());
         };
-        need = need.max(c.offset.unwrap_or(0).saturating_add(size));
+        // The last `numjobs` clone reaches furthest (`offset_increment`).
+        if matches!(def.offset_increment, Some(fio_file::Increment::Fraction(_))) {
+            return Err(file
+                .job_error(
+                    def,
+                    "offset_increment",
+                    "the target does not exist yet, so `offset_increment` must be given in bytes",
+                )
+                .into());
+        }
+        let start = def
+            .clone_config(def.numjobs - 1, 0)
+            .map_or(u64::MAX, |last| last.offset.unwrap_or(0));
+        need = need.max(start.saturating_add(size));
     }
     Ok(need)
 }
@@ -487,6 +500,18 @@ mod tests {
             panic!("a located error")
         };
         assert_eq!(e.line(), Some(1));
+        // `offset_increment`: the last clone's region ends furthest, and each clone's
+        // region starts that much after the one before.
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=1m\nnumjobs=3\noffset_increment=2m\n");
+        assert_eq!(bytes_for_new_target(&f).unwrap(), 5 << 20);
+        let (jobs, _) = build_jobs(&f, 5 << 20, 1, &mut GroupTree::new()).unwrap();
+        let starts: Vec<u64> = jobs.iter().map(|j| j.region.start).collect();
+        assert_eq!(starts, [0, 2 << 20, 4 << 20]);
+        let f = parse("[w]\nrw=write\nbs=4k\nsize=1m\nnumjobs=2\noffset_increment=10%\n");
+        let Err(Error::Input(e)) = bytes_for_new_target(&f) else {
+            panic!("a located error")
+        };
+        assert_eq!((e.line(), e.field.as_str()), (Some(6), "offset_increment"));
     }
 
     /// Round 10 (issue 32): a file smaller than its jobs is sized by them (it was "past the

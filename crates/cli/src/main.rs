@@ -30,7 +30,8 @@ struct Cli {
 enum Command {
     /// Reproduce a published experiment and print ours beside the published figures.
     Reproduce(reproduce::Args),
-    /// Run a scenario file in the simulator under one or more schedulers.
+    /// Simulate a fio job file (on a built-in or calibrated drive) or a scenario under one or
+    /// more schedulers.
     #[command(mut_arg("request_log", |a| a.hide(true)))]
     Sim(cmd::sim::Args),
     /// Run a fio job file on a real file or block device under one or more of our schedulers.
@@ -55,7 +56,7 @@ enum Command {
     /// Compare the kernel's schedulers (fio) with ours on the same device, round by round,
     /// with paired ratios (needs root and fio).
     Compare(cmd::compare::Args),
-    /// List schedulers with their tunables, built-in drives and built-in scenarios.
+    /// List schedulers with their tunables, built-in drives, host CPU models and scenarios.
     List(cmd::list::Args),
     /// Replay DiskSim validation traces on a drive model and compare with the measured drive.
     #[command(

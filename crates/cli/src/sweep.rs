@@ -222,11 +222,28 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
     let mut header: Vec<&str> = vec!["scheduler"];
     header.extend(keys.iter().map(String::as_str));
     header.push(opts.metric);
+    // A tunable axis does not apply to the other schedulers: their cells ran once whatever
+    // its value, so the table shows `-` there and each such run once (it listed a row per
+    // value, as if the value had been used).
+    let applies = |axis: &Axis, sched: &str| match axis {
+        Axis::Tunable { sched: owner, .. } => {
+            let canonical = |n: &str| elevator_core::registry::find(n).map(|i| i.name);
+            canonical(owner) == canonical(sched)
+        }
+        _ => true,
+    };
+    let mut shown = std::collections::HashSet::new();
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let mut line = vec![r.scheduler.clone()];
-            line.extend(keys.iter().map(|k| r.coordinates[k].clone()));
+            line.extend(grid.axes().iter().zip(&keys).map(|(a, k)| {
+                if applies(a, &r.scheduler) {
+                    r.coordinates[k].clone()
+                } else {
+                    "-".into()
+                }
+            }));
             line.push(
                 r.metrics
                     .get(opts.metric)
@@ -236,6 +253,7 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
             );
             line
         })
+        .filter(|line| shown.insert(line.clone()))
         .collect();
     let name = grid.name();
     let shard = opts.shard.map(|(i, n)| format!("{i}/{n}"));

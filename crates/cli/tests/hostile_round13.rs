@@ -189,8 +189,10 @@ fn every_value_flag_of_every_subcommand_takes_hostile_numbers_cleanly() {
 /// A job file whose options are at hostile values, in `sim` and `run`: each refused naming
 /// the file, the line and the field (exit 1), or run (exit 0); never a panic or a hang.
 /// The values of the brief (size=0, bs=0, iodepth 0 and 65536, numjobs=100000, runtime=-1,
-/// rate=0, bssplit summing to 0 or 200, an unknown section, include directives, `${ENV}`
-/// that expands to itself) and their neighbours.
+/// bssplit summing to 0 or 200, an unknown section, include directives, `${ENV}` that
+/// expands to itself) and their neighbours. `rate=0`, `rate_iops=0` and `number_ios=0`,
+/// refused here before, are fio's "no limit" and run (`zero_is_fios_no_limit_and_randrepeat_is_accepted`
+/// in fio_file.rs; `sim_runs_fios_zero_as_no_limit` below).
 #[test]
 fn fio_options_at_hostile_values_are_refused_naming_the_line_or_run() {
     let refused = [
@@ -210,9 +212,6 @@ fn fio_options_at_hostile_values_are_refused_naming_the_line_or_run() {
         "runtime=-1",
         "ramp_time=-1",
         "thinktime=-1",
-        "rate=0",
-        "rate_iops=0",
-        "number_ios=0",
         "offset=-1",
         "rwmixread=200",
         "bssplit=4k/0:8k/0",
@@ -252,6 +251,21 @@ fn fio_options_at_hostile_values_are_refused_naming_the_line_or_run() {
                 o.stderr
             );
         }
+    }
+}
+
+/// fio's 0 for `rate`, `rate_iops` and `number_ios` is its default, no limit: `sim` runs
+/// the job to its `size` (4 MiB of 4 KiB reads: 1,024 I/Os), as fio would.
+#[test]
+fn sim_runs_fios_zero_as_no_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    for opt in ["rate=0", "rate_iops=0", "number_ios=0"] {
+        let job = dir.path().join("j.fio");
+        std::fs::write(&job, format!("[r]\nrw=randread\nbs=4k\nsize=4m\n{opt}\n")).unwrap();
+        let args = ["sim", s(&job), "--sched", "noop"];
+        let o = elevator_in(dir.path(), &args.map(String::from), MINUTE);
+        assert_eq!(o.code, 0, "{opt}: {}", o.stderr);
+        assert!(o.stdout.contains("(4.0MiB/"), "{opt}: {}", o.stdout);
     }
 }
 

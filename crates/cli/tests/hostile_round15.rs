@@ -262,7 +262,10 @@ fn sim_of_a_scenario_with_drive_names_only_the_flag_given() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "s.toml", scenario("", ""));
     let out = elevator_within(&["sim", &f, "--sched", "noop", "--drive", "x"], MINUTE);
-    clean_error(&out, &["--drive: applies to fio job files only"]);
+    clean_error(
+        &out,
+        &["--drive (a scenario names its own drive): applies to fio job files only"],
+    );
     assert!(
         !out.stderr.contains("--host") && !out.stderr.contains("--output-format"),
         "{}",

@@ -49,6 +49,21 @@ fn a_sweep_gives_the_same_bytes_on_one_thread_and_on_many() {
         err.contains("compile.seconds"),
         "the table on stderr: {err}"
     );
+    // The table: deadline has no antic_expire, so its cells are one run per seed, shown
+    // once each with `-` for the value (it listed a row per value).
+    let starting = |w: &str| {
+        err.lines()
+            .filter(|l| l.trim_start().starts_with(w))
+            .count()
+    };
+    assert_eq!(starting("anticipatory "), 6, "{err}");
+    assert_eq!(starting("deadline "), 2, "{err}");
+    assert!(
+        err.lines()
+            .filter(|l| l.trim_start().starts_with("deadline "))
+            .all(|l| l.split_whitespace().nth(1) == Some("-")),
+        "{err}"
+    );
     assert!(
         !err.contains('\r') && !err.contains('\u{1b}') && !err.contains(" runs,"),
         "progress text on a stderr that is not a terminal: {err:?}"

@@ -17,20 +17,23 @@
 //! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw |
 //! | `rwmixread`, `rwmixwrite` | percentage |
 //! | `bs` / `blocksize` | size (one value for both directions) |
+//! | `name` | the job's name (in a job section; its figures are named by it), in place of the section's |
 //! | `size`, `offset` | size, or `N%` of the target |
-//! | `io_size` / `io_limit`, `number_ios` | size; count |
+//! | `offset_increment` | size (a multiple of 512), or `N%` of the target: each `numjobs` clone's region starts that much after the one before (fio's `offset + subjob * offset_increment`, rounded up to the block size where either is a percentage) |
+//! | `io_size` / `io_limit`, `number_ios` | size; count (0: fio's default, none) |
 //! | `filename` | the target, when `--target` is not given (all jobs must agree); `a:b` is two files, as in fio (`\:` a colon in a name) |
 //! | `numjobs` | clones of the job, each its own context (named `job.0`, `job.1` ...) |
 //! | `iodepth` | I/Os outstanding per clone |
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
-//! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job |
+//! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
 //! | `runtime` (default unit s), `time_based` | time; flag |
 //! | `ramp_time` (default unit s) | time run before `runtime` starts, left out of the figures |
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 0 or 2 (best effort), 3 (idle); as fio, a class given without `prio` is level 0, neither gives the kernel's best effort 4 |
 //! | `randseed`, `norandommap` | number; flag |
+//! | `randrepeat` | flag, accepted: runs are always repeatable (fio's default, 1); fio's 0 seeds from the clock, which elevator does not |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
@@ -92,6 +95,10 @@ pub struct FioJobDef {
     pub cgroup: Option<String>,
     /// `elevator_weight`: the group's weight (default: the scheduler's default).
     pub weight: Option<u32>,
+    /// `offset_increment`: how far each `numjobs` clone's region starts after the one
+    /// before it (fio's `subjob_number * offset_increment`, added to `offset`), in bytes or
+    /// as a fraction of the target; see [`FioJobDef::clone_config`].
+    pub offset_increment: Option<Increment>,
     /// `cpus_allowed`: the CPUs the job may run on, ascending, without repeats (`None`: any).
     pub cpus_allowed: Option<Vec<u32>>,
     /// `cpus_allowed_policy=split`: each clone gets one CPU of `cpus_allowed` (see
@@ -105,10 +112,46 @@ pub struct FioJobDef {
     pub lines: BTreeMap<&'static str, usize>,
 }
 
+/// fio's `offset_increment`: bytes, or `N%` of the target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Increment {
+    /// Bytes.
+    Bytes(u64),
+    /// A fraction 0..=1 of the target's size.
+    Fraction(f64),
+}
+
 impl FioJobDef {
     /// The line that set the config field `field`, else the job's header line.
     pub fn line_of(&self, field: &str) -> usize {
         self.lines.get(field).copied().unwrap_or(self.line)
+    }
+
+    /// The workload of clone `subjob` (0-based, of `numjobs`) on a target of
+    /// `capacity_bytes`: the job's own, with `offset_increment` applied as fio's
+    /// `get_start_offset` does: the region starts at `offset + subjob * increment`, and
+    /// where either is a percentage of the target, that start is rounded up to the block
+    /// size. `None` when the start is past 2^64 bytes.
+    pub fn clone_config(&self, subjob: u32, capacity_bytes: u64) -> Option<FioJobConfig> {
+        let mut c = self.config.clone();
+        let Some(inc) = self.offset_increment else {
+            return Some(c);
+        };
+        let of = |f: f64| (f * capacity_bytes as f64) as u64;
+        let (base, base_frac) = match (c.offset, c.offset_frac) {
+            (_, Some(f)) => (of(f), true),
+            (o, None) => (o.unwrap_or(0), false),
+        };
+        let (step, step_frac) = match inc {
+            Increment::Bytes(b) => (b, false),
+            Increment::Fraction(f) => (of(f), true),
+        };
+        let mut start = step.checked_mul(u64::from(subjob))?.checked_add(base)?;
+        if base_frac || step_frac {
+            start = start.div_ceil(c.bs).checked_mul(c.bs)?;
+        }
+        (c.offset, c.offset_frac) = (Some(start), None);
+        Some(c)
     }
 }
 
@@ -258,6 +301,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         prio: IoPrio::default(),
         cgroup: None,
         weight: None,
+        offset_increment: None,
         cpus_allowed: None,
         cpus_split: false,
         io: Default::default(),
@@ -357,6 +401,41 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         } else {
             return Err(err(line, key, "an option before any [section]".into()));
         };
+        if key == "name" {
+            // fio's `name=` in a job file renames the job its section started.
+            let to = need(&opt).map_err(|reason| err(line, key, reason))?;
+            if in_global {
+                return Err(err(
+                    line,
+                    key,
+                    "`name` in a [global] section would give every job one name; elevator \
+                     names each job's figures by its name: set it in each job"
+                        .into(),
+                ));
+            }
+            if to.len() > MAX_NAME {
+                return Err(err(
+                    line,
+                    to,
+                    format!("a job name is at most {MAX_NAME} bytes"),
+                ));
+            }
+            if to != def.name {
+                if names.contains(to) {
+                    return Err(err(
+                        line,
+                        to,
+                        "a job of this name already exists (fio runs both; elevator names \
+                         each job's figures by its name: rename one)"
+                            .into(),
+                    ));
+                }
+                names.remove(&def.name);
+                names.insert(to.to_string());
+                def.name = to.to_string();
+            }
+            continue;
+        }
         if !OPTIONS.contains(&key) && !ALIASES.contains(&key) {
             // Told in full, past the cap on a reason that quotes input: the field names the
             // option and the list of those read is ours.
@@ -642,6 +721,7 @@ pub const OPTIONS: &[&str] = &[
     "bs",
     "size",
     "offset",
+    "offset_increment",
     "io_size",
     "number_ios",
     "filename",
@@ -658,6 +738,8 @@ pub const OPTIONS: &[&str] = &[
     "time_based",
     "norandommap",
     "randseed",
+    "randrepeat",
+    "name",
     "stonewall",
     "new_group",
     "prio",
@@ -762,12 +844,27 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 "offset_frac"
             }
         },
+        "offset_increment" => {
+            def.offset_increment = Some(match size_or_percent(need(o)?)? {
+                Ok(b) if b % 512 != 0 => {
+                    return Err(format!(
+                        "{b} bytes is not a multiple of 512 (a sector): the clones' regions \
+                         would start inside a sector"
+                    ))
+                }
+                Ok(b) => Increment::Bytes(b),
+                Err(f) => Increment::Fraction(f),
+            });
+            def.lines.insert("offset_increment", o.line);
+            return Ok(());
+        }
+        // fio's 0 for these is its default: no limit (`io_size`: the region's `size`).
         "io_size" | "io_limit" => {
-            c.io_size = Some(parse_size(need(o)?)?);
+            c.io_size = Some(parse_size(need(o)?)?).filter(|&b| b > 0);
             "io_size"
         }
         "number_ios" => {
-            c.number_ios = Some(int(o)?);
+            c.number_ios = Some(int(o)?).filter(|&n| n > 0);
             "number_ios"
         }
         "filename" => {
@@ -813,7 +910,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             if v.contains(',') {
                 return Err("one rate for both directions only".into());
             }
-            c.rate = Some(parse_size(v)?);
+            c.rate = Some(parse_size(v)?).filter(|&r| r > 0);
             "rate"
         }
         "rate_iops" => {
@@ -821,7 +918,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             if v.contains(',') {
                 return Err("one rate for both directions only".into());
             }
-            c.rate_iops = Some(int(o)?);
+            c.rate_iops = Some(int(o)?).filter(|&r| r > 0);
             "rate_iops"
         }
         "thinktime" => {
@@ -854,6 +951,13 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "randseed" => {
             c.randseed = Some(int(o)?);
             "randseed"
+        }
+        // fio's default (1) seeds each job's generators the same way every run, as ours
+        // always are (from `randseed`, else the run's seed); fio's 0 seeds them from the
+        // clock, which a reproducible run does not: both are accepted, runs stay repeatable.
+        "randrepeat" => {
+            flag(o)?;
+            return Ok(());
         }
         "stonewall" | "wait_for_previous" => {
             def.stonewall = flag(o)?;
@@ -973,6 +1077,77 @@ mod tests {
 
     fn p(text: &str) -> Result<FioFile, InputError> {
         parse(Path::new("t.fio"), text)
+    }
+
+    /// fio's `name=` renames the job its section started; a name two jobs would share, or
+    /// one set in [global] for every job, is refused (figures are named by job).
+    #[test]
+    fn name_renames_its_job_and_stays_unique() {
+        let f = p("[a]\nname=reader\n[b]\n").unwrap();
+        let names: Vec<&str> = f.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["reader", "b"]);
+        // The section's own name is free again once renamed.
+        assert!(p("[a]\nname=x\n[a]\n").is_ok());
+        let e = p("[a]\n[b]\nname=a\n").unwrap_err().to_string();
+        assert!(e.contains("t.fio:3") && e.contains("already exists"), "{e}");
+        let e = p("[global]\nname=x\n[a]\n").unwrap_err().to_string();
+        assert!(e.contains("t.fio:2") && e.contains("[global]"), "{e}");
+    }
+
+    /// fio's 0 for `rate`, `rate_iops`, `number_ios` and `io_size` is their default (no
+    /// limit; `io_size` the region's size), as `fio --cmdhelp` lists them; `randrepeat`
+    /// is a flag accepted either way.
+    #[test]
+    fn zero_is_fios_no_limit_and_randrepeat_is_accepted() {
+        let f = p("[j]\nrate=0\nrate_iops=0\nnumber_ios=0\nio_size=0\nrandrepeat=0\n").unwrap();
+        let c = &f.jobs[0].config;
+        assert_eq!(
+            (c.rate, c.rate_iops, c.number_ios, c.io_size),
+            (None, None, None, None)
+        );
+        let f = p("[j]\nrate=1m\nrate_iops=5\nnumber_ios=7\nio_size=8k\nrandrepeat=1\n").unwrap();
+        let c = &f.jobs[0].config;
+        assert_eq!(
+            (c.rate, c.rate_iops, c.number_ios, c.io_size),
+            (Some(1 << 20), Some(5), Some(7), Some(8192))
+        );
+        assert!(p("[j]\nrandrepeat=2\n").is_err());
+    }
+
+    /// fio's `get_start_offset`: clone `subjob` starts at `offset + subjob * increment`;
+    /// where the offset or the increment is a percentage the start is rounded up to the
+    /// block size.
+    #[test]
+    fn offset_increment_moves_each_clone_as_fios_get_start_offset() {
+        let gib = 1u64 << 30;
+        let f = p("[j]\nnumjobs=3\noffset=1m\noffset_increment=64m\nsize=16m\n").unwrap();
+        let starts: Vec<Option<u64>> = (0..3)
+            .map(|k| f.jobs[0].clone_config(k, gib).unwrap().offset)
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                Some(1 << 20),
+                Some((1 << 20) + (64 << 20)),
+                Some((1 << 20) + (128 << 20))
+            ]
+        );
+        // 10% of 1 GiB is 107374182.4 bytes: rounded up to the 64 KiB block.
+        let f = p("[j]\nnumjobs=2\nbs=64k\noffset_increment=10%\n").unwrap();
+        let second = f.jobs[0].clone_config(1, gib).unwrap();
+        assert_eq!(second.offset, Some(107_413_504));
+        assert_eq!(second.offset_frac, None);
+        // Without offset_increment each clone keeps the job's region.
+        let f = p("[j]\nnumjobs=2\noffset=10%\n").unwrap();
+        assert_eq!(
+            f.jobs[0].clone_config(1, gib).unwrap().offset_frac,
+            Some(0.1)
+        );
+        let e = p("[j]\noffset_increment=1000\n").unwrap_err().to_string();
+        assert!(e.contains("offset_increment") && e.contains("512"), "{e}");
+        let f = p("[j]\nnumjobs=2\noffset=18446744073709547520\noffset_increment=4096\n").unwrap();
+        assert!(f.jobs[0].clone_config(0, gib).is_some());
+        assert_eq!(f.jobs[0].clone_config(1, gib), None);
     }
 
     #[test]

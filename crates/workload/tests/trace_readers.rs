@@ -58,7 +58,18 @@ fn empty_files_give_no_records_or_a_header_error() {
         }
     }
     let e = read(&p, None).unwrap_err();
-    assert!(e.contains("cannot tell the trace format"), "{e}");
+    assert!(e.contains("the trace is empty"), "{e}");
+}
+
+/// A tracefs trace (kernel-record's trace.txt) was told only "cannot tell the trace
+/// format": it is named, with the command that reads it.
+#[test]
+fn a_tracefs_trace_is_named_with_the_command_that_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "fio-1 [000] ..... 1.000000: block_rq_issue: 7,0 R 4096 () 8 + 8 be,0,4 [fio]\n";
+    let p = write(&dir, "trace.txt", line.as_bytes());
+    let e = read(&p, None).unwrap_err();
+    assert!(e.contains("tracefs") && e.contains("kernel-diff"), "{e}");
 }
 
 #[test]

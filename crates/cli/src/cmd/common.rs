@@ -20,8 +20,8 @@ use anyhow::{bail, Context};
 /// The schedulers a command runs and their tunables.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SchedOpts {
-    /// Schedulers to compare, comma-separated (see `elevator list`; default: deadline for
-    /// `sim` and `replay`, none for `run`).
+    /// Schedulers to compare, comma-separated (see `elevator list`; default: none for a
+    /// fio job file, as `run` of the same file, deadline for a scenario and `replay`).
     #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME...]")]
     pub sched: Vec<String>,
     /// Set a tunable: `NAME=VALUE` (sysfs name and unit) for every listed scheduler that has

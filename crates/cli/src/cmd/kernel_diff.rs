@@ -109,87 +109,42 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut rows = Vec::new();
     let (mut divergences, mut notes) = (String::new(), String::new());
+    let mut all = Vec::new();
     for dir in &args.dirs {
-        for rec in recordings(dir, &mut seen)? {
-            let row = kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?;
-            // A trace whose ring buffer overran misses events: its figures compare part of
-            // what the kernel decided (kept only with `kernel-record --allow-lost`).
-            let meta = Recording::open(&rec).ok().map(|r| r.meta);
-            let lost = meta.as_ref().map_or(0, |m| m.trace.lost);
-            // Without bfq's log the replay infers when bfq heard of each completion and the
-            // order of its dispatch calls: 40 corpus recordings with their logs removed agree
-            // on 87.4% of real choices against 99.2% with them (docs/kernel-agreement.md).
-            if meta
-                .as_ref()
-                .is_some_and(|m| m.scheduler == "bfq" && m.trace.bfq_log.is_none())
-            {
-                crate::output::tell!(
-                    "elevator kernel-diff: note: {}: recorded without bfq's log (kernel-record \
-                     takes it wherever the top-level tracer is free; --bfq-log to require it): \
-                     the replay infers when bfq heard of each completion and the order of its \
-                     dispatch calls, and agrees less",
-                    rec.display()
-                );
-            }
-            if lost > 0 {
-                crate::output::tell!(
-                    "elevator kernel-diff: warning: {}: the recording lost {lost} events \
-                     (meta.json's trace.lost: its ring buffer overran); its figures compare \
-                     only the decisions it kept",
-                    rec.display()
-                );
-            }
-            if let Some(w) = unmatched_warning(&row.assembly) {
-                crate::output::tell!("elevator kernel-diff: warning: {}: {w}", rec.display());
-            }
-            if row.assembly.cut_short {
-                crate::output::tell!(
-                    "elevator kernel-diff: warning: {}: the trace has kernel-record's start \
-                     mark and not its end mark (\"{}\"): it was cut before fio ended; its \
-                     figures compare only the decisions it holds",
-                    rec.display(),
-                    traces::ftrace::MARK_FIO_ENDED
-                );
-            }
-            if let Some(line) = row.assembly.first_duplicate_line {
-                crate::output::tell!(
-                    "elevator kernel-diff: warning: {}: {} event lines of the trace repeat the \
-                     line before them exactly (task, CPU, time and event; the first at line \
-                     {line}), which no request event but a completion does in a recorded \
-                     trace: it was edited or concatenated; each was replayed as read",
-                    rec.display(),
-                    row.assembly.duplicate_lines
-                );
-            }
-            // A recorded tunable our policy refuses ran at our default: said, not silent
-            // (meta.json's `read_expire = -1` printed a 100 % agreement without a word).
-            for (name, value, why) in &row.kernel_pace.skipped {
-                let value: String = value.chars().take(40).collect();
-                crate::output::tell!(
-                    "elevator kernel-diff: warning: {}: meta.json's {name} = {value:?} not \
-                     used ({why}); {} replayed with our default",
-                    rec.display(),
-                    row.kernel_pace.policy
-                );
-            }
-            // What is printed of a recording's decisions is rendered now, and the row keeps
-            // only its figures: a directory of 10^4 recordings held every request and
-            // decision of each until the end (300 KB a recording: 935 MB for 3000).
-            if args.divergences > 0 {
-                for d in kernel_diff::divergences(&row, args.divergences) {
-                    divergences.push('\n');
-                    divergences.push_str(&d);
-                }
-            }
-            if !row.kernel_pace.notes.is_empty() {
-                notes.push_str(&format!("\n{}/{}: our notes\n", row.mix, row.scheduler));
-                for (t, n) in &row.kernel_pace.notes {
-                    notes.push_str(&format!("{:.6} {n}\n", t.as_ns() as f64 / 1e9));
-                }
-            }
-            rows.push(figures_only(row));
-        }
+        all.extend(recordings(dir, &mut seen)?);
     }
+    // The corpus takes a minute or two: a bar on a terminal (nothing when piped).
+    let bar = crate::progress::bar(all.len(), "kernel-diff");
+    for rec in all {
+        bar.set_message(format!("kernel-diff {}", rec.display()));
+        let row = kernel_diff::diff_recording(&rec, &opts).map_err(|e| anyhow!(e))?;
+        bar.inc(1);
+        let said = warnings(&rec, &row);
+        if !said.is_empty() {
+            bar.suspend(|| {
+                for w in &said {
+                    crate::output::tell!("elevator kernel-diff: {w}");
+                }
+            });
+        }
+        // What is printed of a recording's decisions is rendered now, and the row keeps
+        // only its figures: a directory of 10^4 recordings held every request and
+        // decision of each until the end (300 KB a recording: 935 MB for 3000).
+        if args.divergences > 0 {
+            for d in kernel_diff::divergences(&row, args.divergences) {
+                divergences.push('\n');
+                divergences.push_str(&d);
+            }
+        }
+        if !row.kernel_pace.notes.is_empty() {
+            notes.push_str(&format!("\n{}/{}: our notes\n", row.mix, row.scheduler));
+            for (t, n) in &row.kernel_pace.notes {
+                notes.push_str(&format!("{:.6} {n}\n", t.as_ns() as f64 / 1e9));
+            }
+        }
+        rows.push(figures_only(row));
+    }
+    bar.finish_and_clear();
     let mut text = kernel_diff::markdown(&rows);
     if args.divergences > 0 {
         text.push_str(&divergences);
@@ -198,6 +153,68 @@ pub fn run(args: Args) -> Result<()> {
     text.push_str(&notes);
     out_str(&text);
     Ok(())
+}
+
+/// What `kernel-diff` tells of a recording besides its figures, each sentence after
+/// "elevator kernel-diff: ": what the trace lacks or holds that no request matched, and the
+/// recorded tunables ours did not take.
+fn warnings(path: &Path, row: &kernel_diff::Row) -> Vec<String> {
+    let mut said = Vec::new();
+    let rec = path.display();
+    // A trace whose ring buffer overran misses events: its figures compare part of what
+    // the kernel decided (kept only with `kernel-record --allow-lost`).
+    let meta = Recording::open(path).ok().map(|r| r.meta);
+    let lost = meta.as_ref().map_or(0, |m| m.trace.lost);
+    // Without bfq's log the replay infers when bfq heard of each completion and the order
+    // of its dispatch calls: 40 corpus recordings with their logs removed agree on 87.4% of
+    // real choices against 99.2% with them (docs/kernel-agreement.md).
+    if meta
+        .as_ref()
+        .is_some_and(|m| m.scheduler == "bfq" && m.trace.bfq_log.is_none())
+    {
+        said.push(format!(
+            "note: {rec}: recorded without bfq's log (kernel-record takes it wherever the \
+             top-level tracer is free; --bfq-log to require it): the replay infers when bfq \
+             heard of each completion and the order of its dispatch calls, and agrees less"
+        ));
+    }
+    if lost > 0 {
+        said.push(format!(
+            "warning: {rec}: the recording lost {lost} events (meta.json's trace.lost: its \
+             ring buffer overran); its figures compare only the decisions it kept"
+        ));
+    }
+    if let Some(w) = unmatched_warning(&row.assembly) {
+        said.push(format!("warning: {rec}: {w}"));
+    }
+    if row.assembly.cut_short {
+        said.push(format!(
+            "warning: {rec}: the trace has kernel-record's start mark and not its end mark \
+             (\"{}\"): it was cut before fio ended; its figures compare only the decisions \
+             it holds",
+            traces::ftrace::MARK_FIO_ENDED
+        ));
+    }
+    if let Some(line) = row.assembly.first_duplicate_line {
+        said.push(format!(
+            "warning: {rec}: {} event lines of the trace repeat the line before them exactly \
+             (task, CPU, time and event; the first at line {line}), which no request event \
+             but a completion does in a recorded trace: it was edited or concatenated; each \
+             was replayed as read",
+            row.assembly.duplicate_lines
+        ));
+    }
+    // A recorded tunable our policy refuses ran at our default: said, not silent
+    // (meta.json's `read_expire = -1` printed a 100 % agreement without a word).
+    for (name, value, why) in &row.kernel_pace.skipped {
+        let value: String = value.chars().take(40).collect();
+        said.push(format!(
+            "warning: {rec}: meta.json's {name} = {value:?} not used ({why}); {} replayed \
+             with our default",
+            row.kernel_pace.policy
+        ));
+    }
+    said
 }
 
 /// `row` without what only the divergences and the notes print (its requests, each pace's

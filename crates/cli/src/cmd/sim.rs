@@ -163,8 +163,12 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(h) = &host {
         args.host = Some(h.path.display().to_string());
     }
-    let sched = args.scheds.names("deadline")?;
     let job_file = super::sim_job::is_job_file(&args.scenario);
+    // A job file runs under the scheduler `run` gives it by default, so the two reports of
+    // one file compare like with like (sim gave deadline, run none).
+    let sched = args
+        .scheds
+        .names(if job_file { "none" } else { "deadline" })?;
     let mut inputs = vec![Input::new("the scenario or job file", &args.scenario)];
     if !job_file {
         // The drive spec, host spec and traces the scenario names are inputs too, and so
@@ -230,12 +234,20 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 .unwrap_or(elevator_campaign::fio::MAX_SIMULATED_IOS),
         });
     }
-    // Name only the flags given (an error listing all three blamed flags the user did not give).
+    // Name only the flags given (an error listing all three blamed flags the user did not
+    // give), each with why a scenario does without it (each was told "a scenario names its
+    // own drive").
     let given: Vec<&str> = [
-        ("--drive", args.drive.is_some()),
-        ("--host", args.host.is_some()),
         (
-            "--output-format",
+            "--drive (a scenario names its own drive)",
+            args.drive.is_some(),
+        ),
+        (
+            "--host (a scenario runs without the host CPU model)",
+            args.host.is_some(),
+        ),
+        (
+            "--output-format (a scenario has its own report; --json writes it as JSON)",
             args.output_format != super::run::Format::Normal,
         ),
     ]
@@ -244,7 +256,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     .collect();
     anyhow::ensure!(
         given.is_empty(),
-        "{}: {} to fio job files only (a scenario names its own drive)",
+        "{}: {} to fio job files only",
         given.join(", "),
         if given.len() == 1 { "applies" } else { "apply" }
     );

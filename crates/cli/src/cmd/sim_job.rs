@@ -178,6 +178,8 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         "drive: {}{}\n\n",
         probe.name(),
         match o.drive {
+            // A spec file that keeps a built-in's name read as the built-in.
+            Some(d) if std::path::Path::new(d).is_file() => format!(" (from {d})"),
             Some(_) => String::new(),
             None => format!(
                 ", the default for a fio job (replay's is {}); --drive NAME for another \
@@ -186,7 +188,10 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             ),
         }
     ));
+    // One simulated run per scheduler, each up to minutes: a bar on a terminal.
+    let bar = crate::progress::bar(infos.len(), "sim");
     for (label, info) in o.sched.iter().zip(&infos) {
+        bar.set_message(format!("sim under {label}"));
         let mut groups = GroupTree::new();
         let (jobs, groupids) = build_jobs(&file, capacity, o.seed, &mut groups)?;
         let sched = info
@@ -237,7 +242,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
         doc["elevator"]["seed"] = o.seed.into();
         docs.push(doc);
         super::run::table_rows(&report, &mut rows);
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     if infos.len() > 1 {
         text.push_str(&format!(
             "comparison (one simulated run per scheduler, {target}, seed {}):\n",

@@ -116,6 +116,26 @@ pub fn detect(head: &[u8]) -> Option<TraceFormat> {
 /// Why [`detect`] told no format from `head`, for the error: integer times from near 0 in
 /// DiskSim's five columns (DiskSim in ms or MQSim in ns) are named as such.
 pub fn undetected(head: &[u8]) -> &'static str {
+    if head.iter().all(u8::is_ascii_whitespace) {
+        return "the trace is empty";
+    }
+    // The block tracepoints as tracefs prints them (`elevator kernel-record`'s trace.txt):
+    // each was told only "cannot tell the trace format".
+    let text = String::from_utf8_lossy(head);
+    if [
+        "block_rq_",
+        "block_bio_queue:",
+        "tracing_mark_write:",
+        "# tracer:",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+    {
+        return "a tracefs trace of the block tracepoints (as `elevator kernel-record` \
+                writes): `elevator kernel-diff DIR` compares a recording's directory with the \
+                kernel's decisions; replay reads blktrace, blkparse, fio iolog, MSR, SPC, \
+                Alibaba, Tencent, DiskSim and MQSim traces";
+    }
     match judge(head) {
         Err(Undetected::IntegerTimesFromZero) => {
             "integer times from near 0 in five columns: DiskSim's milliseconds or MQSim's \
