@@ -131,15 +131,54 @@ pub(crate) fn toml_error(e: &toml::de::Error, text: &str, file: impl AsRef<Path>
                 .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)))
         .then(|| key.to_string())
     });
-    InputError::new(file, msg.trim())
+    // An unknown field is named with the table it is in (`flash.read_uss`, as a range error
+    // names `flash.channels`) and the field it most likely meant.
+    let mut msg = msg.trim().to_string();
+    let mut field = field;
+    if msg.starts_with("unknown field") {
+        if let Some(expected) = msg.split_once("expected").map(|(_, e)| e.to_string()) {
+            let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+            if let Some(f) = &field {
+                msg.push_str(&elevator_workload::suggest::did_you_mean(
+                    f,
+                    known.iter().copied(),
+                ));
+            }
+        }
+        if let (Some(f), Some(table)) = (&field, line.and_then(|l| table_of(text, l))) {
+            field = Some(format!("{table}.{f}"));
+        }
+    }
+    InputError::new(file, msg)
         .on_line(line)
         .in_field(field.as_deref().unwrap_or(""))
+}
+
+/// The table (`flash`, `write_buffer`, `job`) whose header is the last one at or before
+/// 1-based `line` of `text`; `None` at the top level.
+fn table_of(text: &str, line: usize) -> Option<String> {
+    text.lines()
+        .take(line)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find_map(|l| {
+            let l = l.trim();
+            let name = l.strip_prefix("[[").and_then(|r| r.split_once("]]"));
+            let name = name.or_else(|| l.strip_prefix('[').and_then(|r| r.split_once(']')));
+            name.map(|(n, _)| n.trim().to_string())
+        })
 }
 
 /// The value serde's "invalid type: string "4k", expected u64" or "invalid value: integer
 /// `-1`, expected u64" quotes, as the TOML text would write it: a string's contents, or a
 /// number's or boolean's token.
 fn quoted_value(msg: &str) -> Option<String> {
+    // A tag with no such variant (a scenario job's `kind = "compiler"`): "unknown variant
+    // `compiler`, expected one of ..." named no field.
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        return Some(rest[..rest.find('`')?].to_string());
+    }
     let rest = msg
         .strip_prefix("invalid type: ")
         .or_else(|| msg.strip_prefix("invalid value: "))?;
@@ -291,11 +330,41 @@ mod tests {
         let text = "a = 1\n[c]\nb = 2\n";
         let e = toml::from_str::<T>(text).unwrap_err();
         let e = toml_error(&e, text, "t.toml");
-        assert_eq!((e.line(), e.field.as_str()), (Some(3), "b"), "{e}");
+        assert_eq!((e.line(), e.field.as_str()), (Some(3), "c.b"), "{e}");
         assert!(
             e.to_string()
-                .starts_with("t.toml:3: field `b`: unknown field"),
+                .starts_with("t.toml:3: field `c.b`: unknown field"),
             "{e}"
         );
+        // A near miss is suggested.
+        let text = "a = 1\n[c]\naa = 2\n";
+        let e = toml::from_str::<T>(text).unwrap_err();
+        let e = toml_error(&e, text, "t.toml");
+        assert_eq!(e.field, "c.aa", "{e}");
+        assert!(e.to_string().contains("did you mean `a`?"), "{e}");
+    }
+
+    /// An internally tagged table with a tag of no variant (a scenario job's
+    /// `kind = "compiler"`) is pointed at by its header: the error names the tag's line and
+    /// key (it named neither).
+    #[test]
+    fn an_unknown_variant_names_the_line_and_key_of_its_tag() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            job: Vec<Job>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(tag = "kind", rename_all = "kebab-case")]
+        #[allow(dead_code)]
+        enum Job {
+            Compile { name: String },
+            Fio { name: String },
+        }
+        let text =
+            "[[job]]\nname = \"a\"\nkind = \"fio\"\n\n[[job]]\nname = \"b\"\nkind = \"compiler\"\n";
+        let e = toml::from_str::<T>(text).unwrap_err();
+        let e = toml_error(&e, text, "t.toml");
+        assert_eq!((e.line(), e.field.as_str()), (Some(7), "kind"), "{e}");
     }
 }

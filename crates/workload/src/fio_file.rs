@@ -229,7 +229,7 @@ impl FioFile {
         InputError::at_line(
             &self.path,
             def.line_of(field),
-            field,
+            option_of(field),
             format!("job {}: {message}", excerpt(&def.name)),
         )
     }
@@ -775,6 +775,20 @@ pub const ALIASES: &[&str] = &[
     "elevator_weight",
 ];
 
+/// The fio option that sets the [`FioJobConfig`] field `field`, as an error names it (the
+/// file says `thinktime`, not `thinktime_us`); any other name as it is.
+pub fn option_of(field: &str) -> &str {
+    match field {
+        "thinktime_us" => "thinktime",
+        "runtime_ms" => "runtime",
+        "ramp_ms" => "ramp_time",
+        "size_frac" => "size",
+        "offset_frac" => "offset",
+        "rw_skip" => "rw",
+        other => other,
+    }
+}
+
 /// Why `key` is refused: the option it most likely meant, or every option read.
 fn unsupported(key: &str) -> String {
     let hint = crate::suggest::did_you_mean(key, OPTIONS.iter().chain(ALIASES).copied());
@@ -1092,6 +1106,27 @@ mod tests {
         assert!(e.contains("t.fio:3") && e.contains("already exists"), "{e}");
         let e = p("[global]\nname=x\n[a]\n").unwrap_err().to_string();
         assert!(e.contains("t.fio:2") && e.contains("[global]"), "{e}");
+    }
+
+    /// An error on a config field names the fio option the file wrote, on its line
+    /// (`thinktime=999999999999` was told as field `thinktime_us`).
+    #[test]
+    fn a_jobs_error_names_the_option_as_the_file_wrote_it() {
+        let f = p("[r]\nthinktime=5\nruntime=2\nramp_time=1\nsize=5%\n").unwrap();
+        for (field, option, line) in [
+            ("thinktime_us", "thinktime", 2),
+            ("runtime_ms", "runtime", 3),
+            ("ramp_ms", "ramp_time", 4),
+            ("size_frac", "size", 5),
+            ("iodepth", "iodepth", 1),
+        ] {
+            let e = f.job_error(&f.jobs[0], field, "why");
+            assert_eq!(
+                (e.field.as_str(), e.line()),
+                (option, Some(line)),
+                "{field}"
+            );
+        }
     }
 
     /// fio's 0 for `rate`, `rate_iops`, `number_ios` and `io_size` is their default (no
