@@ -355,15 +355,8 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                 // one: `[globals]` sets defaults, it runs no job.
                 in_global = is_global;
                 if !in_global {
-                    if !names.insert(name.to_string()) {
-                        return Err(err(
-                            line,
-                            name,
-                            "a job of this name already exists (fio runs both; elevator names \
-                             each job's figures by its section: rename one)"
-                                .into(),
-                        ));
-                    }
+                    new_name(&names, name).map_err(|reason| err(line, name, reason))?;
+                    names.insert(name.to_string());
                     if jobs.len() == MAX_SECTIONS {
                         return Err(err(
                             line,
@@ -413,23 +406,8 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                         .into(),
                 ));
             }
-            if to.len() > MAX_NAME {
-                return Err(err(
-                    line,
-                    to,
-                    format!("a job name is at most {MAX_NAME} bytes"),
-                ));
-            }
             if to != def.name {
-                if names.contains(to) {
-                    return Err(err(
-                        line,
-                        to,
-                        "a job of this name already exists (fio runs both; elevator names \
-                         each job's figures by its name: rename one)"
-                            .into(),
-                    ));
-                }
+                new_name(&names, to).map_err(|reason| err(line, to, reason))?;
                 names.remove(&def.name);
                 names.insert(to.to_string());
                 def.name = to.to_string();
@@ -491,6 +469,21 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         path: path.to_path_buf(),
         jobs,
     })
+}
+
+/// Why `name` cannot name another job of the file, whose jobs' names are `names`.
+fn new_name(names: &std::collections::HashSet<String>, name: &str) -> Result<(), String> {
+    if name.len() > MAX_NAME {
+        return Err(format!("a job name is at most {MAX_NAME} bytes"));
+    }
+    if names.contains(name) {
+        return Err(
+            "a job of this name already exists (fio runs both; elevator names each \
+                    job's figures by its name: rename one)"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// A reason as an error message gives it: at most a few hundred characters.
