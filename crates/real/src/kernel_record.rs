@@ -1130,6 +1130,22 @@ fn record_inner(
     })
     .map_err(|e| RecordError::new("driver tags", e))?;
     progress(&format!("{driver_tags} driver tags (regrown under none)"));
+    // A scheduler the kernel lacks (bfq is a module some kernels are built without) was told
+    // only as the write's EINVAL.
+    let offered: Vec<&str> = before
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
+        .collect();
+    if !offered.contains(&sched) {
+        return Err(RecordError::new(
+            "scheduler",
+            format!(
+                "{} offers {} and not {sched} (modprobe {sched}, or a kernel built with it)",
+                queue.display(),
+                offered.join(", ")
+            ),
+        ));
+    }
     write_attr(&sched_file, sched).map_err(|e| RecordError::new("scheduler", e))?;
     let now = current_scheduler(&read_attr(&sched_file).unwrap_or_default());
     if now.as_deref() != Some(sched) {

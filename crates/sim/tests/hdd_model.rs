@@ -353,10 +353,15 @@ fn spec_errors_name_file_line_and_field() {
     let line = bad.lines().position(|l| l == "first_cyl = 3000").unwrap() + 1;
     assert_eq!(e.line(), Some(line));
 
-    // A misspelt key: toml's own error with the line.
+    // A misspelt key: toml's own error with the line, named with its table and the key
+    // it most likely meant.
     let bad = good.replace("head_switch_ms", "head_swich_ms");
     let e = DriveSpec::parse(&bad, Path::new("x.toml")).unwrap_err();
-    assert_eq!(e.field, "head_swich_ms");
+    assert_eq!(e.field, "seek.head_swich_ms");
+    assert!(
+        e.to_string().contains("did you mean `head_switch_ms`?"),
+        "{e}"
+    );
     assert!(e.line().is_some());
 
     // A wrong type.

@@ -55,6 +55,9 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// `--kernel`'s default list.
+const DEFAULT_KERNEL: [&str; 4] = ["none", "mq-deadline", "kyber", "bfq"];
+
 /// Compare the kernel's schedulers (fio) with ours (the executor) on the same device, round
 /// by round, with paired ratios.
 #[derive(clap::Args, Debug)]
@@ -78,6 +81,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     pub runtime: u64,
     /// Kernel schedulers, run through fio. The first is the baseline of the ratios.
+    /// (Default: none, mq-deadline, kyber and bfq, those of them the device offers.)
     #[arg(
         long,
         value_delimiter = ',',
@@ -868,7 +872,7 @@ fn workload_json(
 }
 
 /// `elevator compare`: our schedulers and the kernel's on one device, round by round.
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(mut args: Args) -> anyhow::Result<()> {
     let extra = preflight(&args)?;
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -914,6 +918,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let dev = Device::set_up(args.on, &args.workdir, need)?;
     let (offered, _) = device::available(&dev.queue)?;
+    // The default list on a kernel without one of them (bfq is a module some kernels lack)
+    // runs the rest, said; a scheduler the user named and the device lacks is an error.
+    if args.kernel == DEFAULT_KERNEL && args.kernel.iter().any(|k| offered.contains(k)) {
+        let lacking: Vec<String> = args
+            .kernel
+            .iter()
+            .filter(|k| !offered.contains(k))
+            .cloned()
+            .collect();
+        if !lacking.is_empty() {
+            crate::output::tell!(
+                "elevator compare: note: {} offers {}: the default --kernel list runs without {}",
+                dev.queue,
+                offered.join(", "),
+                lacking.join(", ")
+            );
+            args.kernel.retain(|k| offered.contains(k));
+        }
+    }
     for k in &args.kernel {
         if !offered.contains(k) {
             bail!(
