@@ -225,20 +225,13 @@ pub fn run(opts: Opts) -> anyhow::Result<()> {
     // A tunable axis does not apply to the other schedulers: their cells ran once whatever
     // its value, so the table shows `-` there and each such run once (it listed a row per
     // value, as if the value had been used).
-    let applies = |axis: &Axis, sched: &str| match axis {
-        Axis::Tunable { sched: owner, .. } => {
-            let canonical = |n: &str| elevator_core::registry::find(n).map(|i| i.name);
-            canonical(owner) == canonical(sched)
-        }
-        _ => true,
-    };
     let mut shown = std::collections::HashSet::new();
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let mut line = vec![r.scheduler.clone()];
             line.extend(grid.axes().iter().zip(&keys).map(|(a, k)| {
-                if applies(a, &r.scheduler) {
+                if a.applies_to(&r.scheduler) {
                     r.coordinates[k].clone()
                 } else {
                     "-".into()

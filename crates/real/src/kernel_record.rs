@@ -1132,10 +1132,7 @@ fn record_inner(
     progress(&format!("{driver_tags} driver tags (regrown under none)"));
     // A scheduler the kernel lacks (bfq is a module some kernels are built without) was told
     // only as the write's EINVAL.
-    let offered: Vec<&str> = before
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c| c == '[' || c == ']'))
-        .collect();
+    let offered = elevator_workload::traces::ftrace::recording::offered_choices(&before);
     if !offered.contains(&sched) {
         return Err(RecordError::new(
             "scheduler",

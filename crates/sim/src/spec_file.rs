@@ -159,15 +159,13 @@ pub(crate) fn toml_error(e: &toml::de::Error, text: &str, file: impl AsRef<Path>
 fn table_of(text: &str, line: usize) -> Option<String> {
     text.lines()
         .take(line)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .find_map(|l| {
+        .filter_map(|l| {
             let l = l.trim();
             let name = l.strip_prefix("[[").and_then(|r| r.split_once("]]"));
             let name = name.or_else(|| l.strip_prefix('[').and_then(|r| r.split_once(']')));
             name.map(|(n, _)| n.trim().to_string())
         })
+        .last()
 }
 
 /// The value serde's "invalid type: string "4k", expected u64" or "invalid value: integer

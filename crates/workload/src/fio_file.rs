@@ -172,20 +172,17 @@ impl FioFile {
     pub fn check_simulated_time(&self, max_s: f64) -> Result<(), InputError> {
         let max_ms = (max_s * 1000.0) as u64;
         for def in &self.jobs {
-            for (field, key, ms) in [
-                ("runtime", "runtime_ms", def.config.runtime_ms),
-                ("ramp_time", "ramp_ms", Some(def.config.ramp_ms)),
+            for (key, ms) in [
+                ("runtime_ms", def.config.runtime_ms),
+                ("ramp_ms", Some(def.config.ramp_ms)),
             ] {
                 if ms.is_some_and(|ms| ms > max_ms) {
-                    return Err(InputError::at_line(
-                        &self.path,
-                        def.line_of(key),
-                        field,
+                    return Err(self.job_error(
+                        def,
+                        key,
                         format!(
-                            "job {}: more than a day of simulated time: the simulator runs at \
-                             most {max_s} s (a scenario's bound); `elevator run` runs it on a \
-                             device",
-                            excerpt(&def.name)
+                            "more than a day of simulated time: the simulator runs at most \
+                             {max_s} s (a scenario's bound); `elevator run` runs it on a device"
                         ),
                     ));
                 }

@@ -66,6 +66,15 @@ impl std::fmt::Display for Coord {
 }
 
 impl Axis {
+    /// Whether the axis's values reach a cell run under `sched` (as `--sched` names it): a
+    /// tunable axis only under its own scheduler, every other axis under all.
+    pub fn applies_to(&self, sched: &str) -> bool {
+        match self {
+            Axis::Tunable { sched: owner, .. } => owner == sched,
+            _ => true,
+        }
+    }
+
     /// How the axis is written (`seed`, `drive`, `anticipatory.antic_expire`, `job.x.bs`):
     /// its column in tables.
     pub fn key(&self) -> String {

@@ -424,12 +424,8 @@ impl Grid {
             match axis {
                 Axis::Seed(v) => p.seed = v[i],
                 Axis::Drive(v) => p.drive = Some(v[i].clone()),
-                Axis::Tunable {
-                    sched: s,
-                    name,
-                    values,
-                } => {
-                    if s == sched {
+                Axis::Tunable { name, values, .. } => {
+                    if axis.applies_to(sched) {
                         p.settings.push((name.clone(), values[i]));
                     }
                 }

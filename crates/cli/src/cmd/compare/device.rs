@@ -44,17 +44,12 @@ fn sched_path(queue: &str) -> PathBuf {
 pub fn available(queue: &str) -> anyhow::Result<(Vec<String>, String)> {
     let p = sched_path(queue);
     let text = std::fs::read_to_string(&p).with_context(|| format!("read {}", p.display()))?;
-    let mut all = Vec::new();
-    let mut current = String::new();
-    for w in text.split_whitespace() {
-        match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-            Some(c) => {
-                current = c.to_string();
-                all.push(c.to_string());
-            }
-            None => all.push(w.to_string()),
-        }
-    }
+    use elevator_workload::traces::ftrace::recording::{bracketed_choice, offered_choices};
+    let all = offered_choices(&text)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let current = bracketed_choice(&text).unwrap_or_default().to_string();
     Ok((all, current))
 }
 

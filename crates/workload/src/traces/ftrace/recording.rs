@@ -164,6 +164,18 @@ pub fn bracketed_choice(text: &str) -> Option<&str> {
         .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
 }
 
+/// Every choice a kernel choice file offers, in its order, the one in use unbracketed
+/// (`none [mq-deadline] kyber` gives none, mq-deadline, kyber).
+pub fn offered_choices(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .map(|w| {
+            w.strip_prefix('[')
+                .and_then(|w| w.strip_suffix(']'))
+                .unwrap_or(w)
+        })
+        .collect()
+}
+
 /// The timer frequencies a kernel is built with (`CONFIG_HZ`: kernel/Kconfig.hz's choices).
 pub const KERNEL_HZ: [u32; 4] = [100, 250, 300, 1000];
 
@@ -454,6 +466,15 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A queue/scheduler file offers each word, the one in use bracketed.
+    #[test]
+    fn a_choice_file_offers_every_word_and_brackets_the_one_in_use() {
+        let text = "none [mq-deadline] kyber\n";
+        assert_eq!(offered_choices(text), ["none", "mq-deadline", "kyber"]);
+        assert_eq!(bracketed_choice(text), Some("mq-deadline"));
+        assert_eq!(offered_choices(""), Vec::<&str>::new());
+    }
 
     #[test]
     fn fio_headings_give_each_jobs_pid() {
