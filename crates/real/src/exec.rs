@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
 use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, Scheduler, SECTOR_BYTES};
 use elevator_workload::metrics::JobMetrics;
-use elevator_workload::{Action, Job};
+use elevator_workload::{Action, IoSpec, Job, PLUG_BATCH};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -385,6 +385,9 @@ struct Slot {
     woke: WakeKey,
     metrics: JobMetrics,
     ctxs: BTreeMap<u32, (CtxId, bool)>,
+    /// Its I/Os complete and not yet reaped, for a job that [reaps late](Job::reaps_late):
+    /// by tag, what it did, its bytes and when it was submitted (failed I/Os not kept).
+    unreaped: HashMap<u64, (Op, u64, Nanos)>,
 }
 
 /// When a job became runnable: the event's time, then the completion's place among those
@@ -512,6 +515,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
                 ctxs: BTreeMap::new(),
+                unreaped: HashMap::new(),
             })
             .collect();
         let queue = backend.queue_limits();
@@ -741,41 +745,94 @@ impl<'a, B: Backend> Executor<'a, B> {
         }
     }
 
+    /// Count the latencies of the I/Os job `i` reaped, to `now`.
+    fn record_reaped(&mut self, i: usize, now: Nanos) {
+        let slot = &mut self.slots[i];
+        let mut tags = Vec::new();
+        slot.job.take_reaped(&mut tags);
+        for tag in tags {
+            let Some((op, bytes, submitted)) = slot.unreaped.remove(&tag) else {
+                continue;
+            };
+            // Within the ramp (fio's ramp_time) nothing counts.
+            if now >= slot.metrics.started {
+                slot.metrics
+                    .record(op, bytes, now.saturating_sub(submitted));
+            }
+        }
+    }
+
+    /// The block layer's context for `spec` of job `i`, after checking that the run may do
+    /// it: `None` (the run failed, with the reason) for an I/O outside the job's region or
+    /// the target, or an operation the backend does not do.
+    fn ctx_for(&mut self, i: usize, spec: &IoSpec) -> Option<CtxId> {
+        let slot = &mut self.slots[i];
+        let offset = spec.sector * SECTOR_BYTES;
+        let len = u64::from(spec.sectors) * SECTOR_BYTES;
+        let moves_data = matches!(spec.op, Op::Read | Op::Write);
+        if moves_data && (!slot.region.contains(offset, len) || !self.target.contains(offset, len))
+        {
+            let region = slot.region;
+            let job = slot.name.clone();
+            self.fail(RunError::OutOfRegion {
+                job,
+                offset,
+                len,
+                region,
+            });
+            return None;
+        }
+        if kind_of(spec.op).is_none() {
+            let job = slot.name.clone();
+            self.fail(RunError::Unsupported { job, op: spec.op });
+            return None;
+        }
+        let next_ctx = &mut self.next_ctx;
+        let (ctx, _) = *slot.ctxs.entry(spec.ctx).or_insert_with(|| {
+            *next_ctx += 1;
+            (CtxId(*next_ctx - 1), false)
+        });
+        Some(ctx)
+    }
+
     fn poll_job(&mut self, i: usize, now: Nanos) {
         loop {
             let action = self.slots[i].job.poll(now);
+            if self.slots[i].job.reaps_late() {
+                self.record_reaped(i, now);
+            }
             match action {
                 Action::Issue(spec) => {
-                    let slot = &mut self.slots[i];
-                    let offset = spec.sector * SECTOR_BYTES;
-                    let len = u64::from(spec.sectors) * SECTOR_BYTES;
-                    let moves_data = matches!(spec.op, Op::Read | Op::Write);
-                    if moves_data
-                        && (!slot.region.contains(offset, len)
-                            || !self.target.contains(offset, len))
-                    {
-                        let region = slot.region;
-                        let job = slot.name.clone();
-                        self.fail(RunError::OutOfRegion {
-                            job,
-                            offset,
-                            len,
-                            region,
-                        });
+                    let Some(ctx) = self.ctx_for(i, &spec) else {
                         return;
-                    }
-                    if kind_of(spec.op).is_none() {
-                        let job = slot.name.clone();
-                        self.fail(RunError::Unsupported { job, op: spec.op });
-                        return;
-                    }
-                    let next_ctx = &mut self.next_ctx;
-                    let (ctx, _) = *slot.ctxs.entry(spec.ctx).or_insert_with(|| {
-                        *next_ctx += 1;
-                        (CtxId(*next_ctx - 1), false)
-                    });
+                    };
+                    let slot = &self.slots[i];
                     let bio = spec.bio(ctx, slot.group, slot.prio);
                     self.blk.handle_submit(bio, (i, spec.tag), now);
+                }
+                Action::Batch(specs) => {
+                    // One submission call: more than PLUG_BATCH I/Os are plugged, as the
+                    // kernel plugs an io_uring or aio submission of that many.
+                    let plug = specs.len() > PLUG_BATCH;
+                    let mut plugged: Vec<CtxId> = Vec::new();
+                    for spec in specs {
+                        let Some(ctx) = self.ctx_for(i, &spec) else {
+                            for c in plugged {
+                                self.blk.handle_unplug(c, now);
+                            }
+                            return;
+                        };
+                        if plug && !plugged.contains(&ctx) {
+                            self.blk.handle_plug(ctx);
+                            plugged.push(ctx);
+                        }
+                        let slot = &self.slots[i];
+                        let bio = spec.bio(ctx, slot.group, slot.prio);
+                        self.blk.handle_submit(bio, (i, spec.tag), now);
+                    }
+                    for c in plugged {
+                        self.blk.handle_unplug(c, now);
+                    }
                 }
                 Action::Exit { ctx } => {
                     if let Some((id, exited)) = self.slots[i].ctxs.get_mut(&ctx) {
@@ -1012,7 +1069,11 @@ impl<'a, B: Backend> Executor<'a, B> {
             let Some(bytes) = d.whole else {
                 continue;
             };
-            if d.ok {
+            if d.ok && self.slots[job].job.reaps_late() {
+                self.slots[job]
+                    .unreaped
+                    .insert(tag, (d.op, bytes, d.submitted));
+            } else if d.ok {
                 let metrics = &mut self.slots[job].metrics;
                 // Within the ramp (fio's ramp_time) nothing counts.
                 if now >= metrics.started {

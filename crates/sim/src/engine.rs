@@ -45,7 +45,7 @@ use elevator_core::qos::QosDevice;
 use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace_out::IoObserver;
-use elevator_workload::{Action, Job};
+use elevator_workload::{Action, Job, PLUG_BATCH};
 use serde::Serialize;
 
 use crate::cpu::{CpuSpec, HostCpu};
@@ -312,6 +312,11 @@ enum Event {
     Submit {
         key: u64,
     },
+    /// A submission call of several I/Os is through the host CPU
+    /// ([`Simulation::cpu_batches`]).
+    SubmitBatch {
+        key: u64,
+    },
     /// The rq_qos controllers' timer ([`BlockLayer::qos_timeout`]).
     QosTimer,
     /// The device's own timer ([`Device::poll_timeout`]).
@@ -328,6 +333,9 @@ struct JobState {
     ctxs: Vec<u32>,
     /// It starts once every job of the earlier phases is done.
     phase: u32,
+    /// Its I/Os complete and not yet reaped, for a job that [reaps late](Job::reaps_late):
+    /// by tag, what it did, its bytes and when it was submitted.
+    unreaped: FxHashMap<u64, (Op, u64, Nanos)>,
 }
 
 /// A simulation: one device, one scheduler (possibly a stack), any number of jobs.
@@ -372,6 +380,11 @@ pub struct Simulation {
     host_drives: NonZeroU32,
     /// I/O issued and still on the host CPU, by key: (job, what, when issued).
     cpu_pending: FxHashMap<u64, (u32, elevator_workload::IoSpec, Nanos)>,
+    /// Submission calls of several I/Os still on the host CPU, by key: (job, what, when
+    /// issued).
+    cpu_batches: FxHashMap<u64, (u32, Vec<elevator_workload::IoSpec>, Nanos)>,
+    /// A buffer for the tags a job reaped ([`Simulation::record_reaped`]).
+    reaped: Vec<u64>,
     /// Set when an event past [`CLOCK_LIMIT`] ended the run.
     clock_overflow: bool,
     /// The most I/Os [`Simulation::run`] completes ([`Simulation::bound_ios`]), counted as
@@ -438,6 +451,8 @@ impl Simulation {
             cpu: None,
             host_drives: NonZeroU32::MIN,
             cpu_pending: FxHashMap::default(),
+            cpu_batches: FxHashMap::default(),
+            reaped: Vec::new(),
             clock_overflow: false,
             io_bound: None,
             io_bound_passed: false,
@@ -532,6 +547,7 @@ impl Simulation {
             runnable: false,
             ctxs: Vec::new(),
             phase,
+            unreaped: FxHashMap::default(),
         });
         self.push(
             start,
@@ -678,6 +694,13 @@ impl Simulation {
                         .expect("an I/O on the host CPU is pending");
                     self.issue(job, spec, issued);
                 }
+                Event::SubmitBatch { key } => {
+                    let (job, specs, issued) = self
+                        .cpu_batches
+                        .remove(&key)
+                        .expect("a batch on the host CPU is pending");
+                    self.issue_batch(job, specs, issued);
+                }
             }
             self.poll_jobs();
             if std::mem::take(&mut self.phase_check) {
@@ -759,8 +782,10 @@ impl Simulation {
                 continue;
             };
             let j = &mut self.jobs[job as usize];
-            // Within the ramp (fio's ramp_time) nothing counts.
-            if now >= j.metrics.started {
+            if j.slot.job.reaps_late() {
+                j.unreaped.insert(tag, (d.op, bytes, d.submitted));
+            } else if now >= j.metrics.started {
+                // Within the ramp (fio's ramp_time) nothing counts.
                 j.metrics
                     .record(d.op, bytes, now.saturating_sub(d.submitted));
             }
@@ -780,6 +805,24 @@ impl Simulation {
         if !j.done {
             self.make_runnable(job);
         }
+    }
+
+    /// Count the latencies of the I/Os job `i` reaped, to now.
+    fn record_reaped(&mut self, i: usize) {
+        let now = self.now;
+        let j = &mut self.jobs[i];
+        let mut tags = std::mem::take(&mut self.reaped);
+        j.slot.job.take_reaped(&mut tags);
+        for tag in tags.drain(..) {
+            let Some((op, bytes, submitted)) = j.unreaped.remove(&tag) else {
+                continue;
+            };
+            // Within the ramp (fio's ramp_time) nothing counts.
+            if now >= j.metrics.started {
+                j.metrics.record(op, bytes, now.saturating_sub(submitted));
+            }
+        }
+        self.reaped = tags;
     }
 
     /// Mark job `i` runnable: [`Simulation::poll_jobs`] polls it.
@@ -810,8 +853,12 @@ impl Simulation {
             self.jobs[i].runnable = false;
             loop {
                 let action = self.jobs[i].slot.job.poll(self.now);
+                if self.jobs[i].slot.job.reaps_late() {
+                    self.record_reaped(i);
+                }
                 match action {
                     Action::Issue(spec) => self.submit(i as u32, spec),
+                    Action::Batch(specs) => self.submit_batch(i as u32, specs),
                     Action::Exit { ctx } => {
                         let c = self.ctx(i as u32, ctx);
                         if let Some(e) = self.ctx_ids.get_mut(&(i as u32, ctx)) {
@@ -895,6 +942,48 @@ impl Simulation {
         let key = self.seq;
         self.cpu_pending.insert(key, (job, spec, self.now));
         self.push(at, Event::Submit { key });
+    }
+
+    /// `job` issues `specs` now in one submission call: to the block layer at once, or when
+    /// the host CPU is through with the last of them (the kernel's plug holds the first until
+    /// then). Each I/O costs the CPU what it costs alone: the call's own cost is not
+    /// separated from the I/Os' (the fitted costs are per I/O).
+    fn submit_batch(&mut self, job: u32, specs: Vec<elevator_workload::IoSpec>) {
+        if self.cpu.is_none() {
+            self.issue_batch(job, specs, self.now);
+            return;
+        }
+        let mut at = self.now;
+        for spec in &specs {
+            let ctx = self.ctx(job, spec.ctx);
+            let cpu = self.cpu.as_mut().expect("checked above");
+            let cpus = self.jobs[job as usize].slot.cpus.as_deref();
+            at = at.max(cpu.submit_on(ctx, cpus, self.now));
+        }
+        self.seq += 1;
+        let key = self.seq;
+        self.cpu_batches.insert(key, (job, specs, self.now));
+        self.push(at, Event::SubmitBatch { key });
+    }
+
+    /// Queue the I/Os of one submission call of `job` (issued at `submitted`) at the block
+    /// layer, in a plug of their context when there are more than [`PLUG_BATCH`].
+    fn issue_batch(&mut self, job: u32, specs: Vec<elevator_workload::IoSpec>, submitted: Nanos) {
+        let plug = specs.len() > PLUG_BATCH;
+        let mut plugged: Vec<CtxId> = Vec::new();
+        for spec in specs {
+            if plug {
+                let ctx = self.ctx(job, spec.ctx);
+                if !plugged.contains(&ctx) {
+                    self.blk.handle_plug(ctx);
+                    plugged.push(ctx);
+                }
+            }
+            self.issue(job, spec, submitted);
+        }
+        for ctx in plugged {
+            self.blk.handle_unplug(ctx, self.now);
+        }
     }
 
     /// Queue `spec` of `job` (issued at `submitted`) at the block layer.

@@ -24,6 +24,7 @@
 //! | `filename` | the target, when `--target` is not given (all jobs must agree); `a:b` is two files, as in fio (`\:` a colon in a name) |
 //! | `numjobs` | clones of the job, each its own context (named `job.0`, `job.1` ...) |
 //! | `iodepth` | I/Os outstanding per clone |
+//! | `iodepth_batch_submit` / `iodepth_batch`, `iodepth_low`, `iodepth_batch_complete_min` / `iodepth_batch_complete`, `iodepth_batch_complete_max` | counts, as fio reads them (0 and out-of-range values fixed up as fio's `fixup_options` does): I/Os submitted per call (more than two are plugged in the block layer, as the kernel plugs such an io_uring or aio call), the low-water mark the queue drains to before it refills, and the completions each reap waits for and takes (elevator_workload's `FioJob` has fio's loop) |
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
@@ -717,6 +718,10 @@ pub const OPTIONS: &[&str] = &[
     "filename",
     "numjobs",
     "iodepth",
+    "iodepth_batch_submit",
+    "iodepth_low",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
     "ioengine",
     "direct",
     "rate",
@@ -754,9 +759,13 @@ pub const OPTIONS: &[&str] = &[
 
 /// The other names of options in [`OPTIONS`]: fio's aliases (`readwrite` for `rw`,
 /// `blocksize` for `bs`, `io_limit` for `io_size`, `timeout` for `runtime`,
-/// `wait_for_previous` for `stonewall`) and elevator's older names of the cgroup options.
+/// `wait_for_previous` for `stonewall`, `iodepth_batch` for `iodepth_batch_submit`,
+/// `iodepth_batch_complete` for `iodepth_batch_complete_min`) and elevator's older names of
+/// the cgroup options.
 pub const ALIASES: &[&str] = &[
     "readwrite",
+    "iodepth_batch",
+    "iodepth_batch_complete",
     "blocksize",
     "io_limit",
     "timeout",
@@ -892,6 +901,22 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "iodepth" => {
             c.iodepth = int(o)?;
             "iodepth"
+        }
+        "iodepth_batch_submit" | "iodepth_batch" => {
+            c.iodepth_batch_submit = int(o)?;
+            "iodepth_batch_submit"
+        }
+        "iodepth_low" => {
+            c.iodepth_low = int(o)?;
+            "iodepth_low"
+        }
+        "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+            c.iodepth_batch_complete_min = int(o)?;
+            "iodepth_batch_complete_min"
+        }
+        "iodepth_batch_complete_max" => {
+            c.iodepth_batch_complete_max = int(o)?;
+            "iodepth_batch_complete_max"
         }
         "ioengine" => {
             def.engine = match need(o)? {
@@ -1173,6 +1198,33 @@ mod tests {
         let f = p("[j]\nnumjobs=2\noffset=18446744073709547520\noffset_increment=4096\n").unwrap();
         assert!(f.jobs[0].clone_config(0, gib).is_some());
         assert_eq!(f.jobs[0].clone_config(1, gib), None);
+    }
+
+    /// fio's batch and low-water options under both of their names, each error naming the
+    /// option as written in the file's line.
+    #[test]
+    fn batch_and_low_water_options_are_read_under_fios_names() {
+        let f = p("[a]\niodepth=32\niodepth_batch_submit=8\niodepth_low=4\n\
+                   iodepth_batch_complete_min=2\niodepth_batch_complete_max=16\n\
+                   [b]\niodepth=16\niodepth_batch=0\niodepth_batch_complete=4\n")
+        .unwrap();
+        let (a, b) = (&f.jobs[0].config, &f.jobs[1].config);
+        assert_eq!(
+            (
+                a.iodepth_batch_submit,
+                a.iodepth_low,
+                a.iodepth_batch_complete_min,
+                a.iodepth_batch_complete_max
+            ),
+            (8, 4, 2, 16)
+        );
+        assert_eq!(
+            (b.iodepth_batch_submit, b.iodepth_batch_complete_min),
+            (0, 4)
+        );
+        assert_eq!(f.jobs[0].line_of("iodepth_low"), 4);
+        let e = p("[j]\niodepth_batch=lots\n").unwrap_err().to_string();
+        assert!(e.contains("t.fio:2: field `iodepth_batch`"), "{e}");
     }
 
     #[test]

@@ -56,11 +56,21 @@ impl IoSpec {
     }
 }
 
+/// A submission call of more I/Os than this is plugged: io_uring's `io_submit_state_start`
+/// sets `need_plug` for more than two entries, and `io_submit` starts a plug above
+/// `AIO_PLUG_THRESHOLD` (2).
+pub const PLUG_BATCH: usize = 2;
+
 /// What a job does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Issue this I/O now, then ask again (a job may issue several before waiting).
     Issue(IoSpec),
+    /// Issue these I/Os now in one submission call (fio's commit of its queued I/Os: one
+    /// `io_uring_enter` or `io_submit` for them all), in order, then ask again. The driver
+    /// plugs a batch of more than [`PLUG_BATCH`] I/Os of one context in the block layer
+    /// (`BlockLayer::handle_plug`), as the kernel's io_uring and aio submissions do.
+    Batch(Vec<IoSpec>),
     /// Context `ctx` exits (a process ends); ask again.
     Exit {
         /// The local context index.
@@ -108,6 +118,19 @@ pub trait Job {
     fn progress(&self) -> Option<(u64, u64)> {
         None
     }
+
+    /// Whether the job learns of its completions later than they happen (fio reaping
+    /// `iodepth_batch_complete_min` of them at a time): the driver then counts each I/O's
+    /// latency to when the job hands its tag back through [`take_reaped`](Job::take_reaped),
+    /// as fio stamps `clat` when it reaps, not to its completion. False by default.
+    fn reaps_late(&self) -> bool {
+        false
+    }
+
+    /// Append the tags of the I/Os the job reaped since it was last asked, in order (a job
+    /// that [`reaps_late`](Job::reaps_late); the default has none). The driver asks after
+    /// each [`poll`](Job::poll).
+    fn take_reaped(&mut self, _out: &mut Vec<u64>) {}
 
     /// Steps of its own model this job computed so far besides its I/Os (a compile's
     /// page-cache operations, each a page looked up, brought in or aged), for the work bound

@@ -30,6 +30,8 @@ pub struct Issued {
 pub struct Record {
     /// Every I/O in issue order.
     pub issued: Vec<Issued>,
+    /// The size of each submission call of several I/Os ([`Action::Batch`]), in order.
+    pub batches: Vec<usize>,
     /// Every context exit: (local context, time).
     pub exits: Vec<(u32, Nanos)>,
     /// When the job said `Done`, if it did.
@@ -109,37 +111,49 @@ impl HandDriver {
                         "{} polled a million times at {now}",
                         job.name()
                     );
-                    match job.poll(now) {
-                        Action::Issue(spec) => {
-                            assert!(
-                                outstanding.insert(spec.tag),
-                                "{} issued tag {} while it was outstanding",
-                                job.name(),
-                                spec.tag
-                            );
-                            if exited.contains(&spec.ctx) {
-                                rec.issue_after_exit = Some(spec.ctx);
-                            }
-                            let c = per_ctx.entry(spec.ctx).or_default();
-                            *c += 1;
-                            let m = rec.max_outstanding_per_ctx.entry(spec.ctx).or_default();
-                            *m = (*m).max(*c);
-                            if spec.sync {
-                                let c = sync_per_ctx.entry(spec.ctx).or_default();
+                    // An I/O issued alone is a submission call of one.
+                    let action = match job.poll(now) {
+                        Action::Issue(spec) => Action::Batch(vec![spec]),
+                        Action::Batch(specs) => {
+                            rec.batches.push(specs.len());
+                            Action::Batch(specs)
+                        }
+                        other => other,
+                    };
+                    match action {
+                        Action::Issue(_) => unreachable!("made a batch of one above"),
+                        Action::Batch(specs) => {
+                            for spec in specs {
+                                assert!(
+                                    outstanding.insert(spec.tag),
+                                    "{} issued tag {} while it was outstanding",
+                                    job.name(),
+                                    spec.tag
+                                );
+                                if exited.contains(&spec.ctx) {
+                                    rec.issue_after_exit = Some(spec.ctx);
+                                }
+                                let c = per_ctx.entry(spec.ctx).or_default();
                                 *c += 1;
-                                let m = rec
-                                    .max_sync_outstanding_per_ctx
-                                    .entry(spec.ctx)
-                                    .or_default();
+                                let m = rec.max_outstanding_per_ctx.entry(spec.ctx).or_default();
                                 *m = (*m).max(*c);
+                                if spec.sync {
+                                    let c = sync_per_ctx.entry(spec.ctx).or_default();
+                                    *c += 1;
+                                    let m = rec
+                                        .max_sync_outstanding_per_ctx
+                                        .entry(spec.ctx)
+                                        .or_default();
+                                    *m = (*m).max(*c);
+                                }
+                                rec.max_outstanding = rec.max_outstanding.max(outstanding.len());
+                                queue.push_back(rec.issued.len());
+                                rec.issued.push(Issued {
+                                    spec,
+                                    at: now,
+                                    done: None,
+                                });
                             }
-                            rec.max_outstanding = rec.max_outstanding.max(outstanding.len());
-                            queue.push_back(rec.issued.len());
-                            rec.issued.push(Issued {
-                                spec,
-                                at: now,
-                                done: None,
-                            });
                         }
                         Action::Exit { ctx } => {
                             exited.insert(ctx);

@@ -202,6 +202,12 @@ fn drain(job: &mut dyn Job) -> u64 {
                 issued += 1;
                 job.complete(io.tag, now);
             }
+            Action::Batch(ios) => {
+                for io in ios {
+                    issued += 1;
+                    job.complete(io.tag, now);
+                }
+            }
             Action::Exit { .. } | Action::Wait => {}
             Action::Think { until } => now = until,
             Action::Done => return issued,

@@ -98,6 +98,7 @@
 
 mod host_tags;
 pub mod observe;
+mod plug;
 pub mod qos;
 pub mod request_list;
 pub mod stat;
@@ -114,6 +115,7 @@ use crate::time::Nanos;
 
 pub use host_tags::DISK_HOST_TAGS;
 pub use observe::{Event, Observer};
+pub use plug::{BLK_MAX_REQUEST_COUNT, BLK_PLUG_FLUSH_SIZE};
 pub use qos::{Admit, BioEnd, QosChain, QosHook};
 pub use request_list::BLKDEV_MAX_RQ;
 use request_list::{Asleep, Class, RequestList};
@@ -573,6 +575,8 @@ pub struct BlockLayer<S: Scheduler, T: Copy> {
     untagged: Vec<u64>,
     /// The policy's [`Scheduler::sched_tags_admitted`] when `untagged` was last looked at.
     admitted_seen: u64,
+    /// Open plugs, by submitter ([`BlockLayer::handle_plug`]).
+    plugs: FxHashMap<CtxId, Vec<plug::Plugged<T>>>,
 }
 
 impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
@@ -608,6 +612,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             parked: None,
             untagged: Vec::new(),
             admitted_seen: 0,
+            plugs: FxHashMap::default(),
         }
     }
 
@@ -762,8 +767,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         self.in_flight
     }
 
-    /// Requests waiting in the scheduler, requeued, held by a controller or by a switch, or
-    /// allocated and not yet inserted.
+    /// Requests waiting in the scheduler, requeued, held by a controller or by a switch,
+    /// allocated and not yet inserted, or in a plug.
     pub fn queued(&self) -> usize {
         self.sched.queued()
             + self
@@ -777,6 +782,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             + self.held.len()
             + self.switch.as_ref().map_or(0, |s| s.held.len())
             + self.list.as_ref().map_or(0, |l| l.pending())
+            + self.plugged()
     }
 
     /// Whether nothing is queued or at the device.
@@ -994,12 +1000,26 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             l.sleep(w.ctx(), w.class(), w);
             return;
         }
-        if let Err(w) = self.try_queue(bio, token, key, now) {
-            self.list
-                .as_mut()
-                .expect("only the request list refuses")
-                .sleep(w.ctx(), w.class(), w);
+        if self.plugs_bio(&bio) {
+            self.plug_bio(bio, token, key, now);
+            return;
         }
+        self.queue_now(bio, token, key, now);
+    }
+
+    /// Split, merge or insert `bio` now; or keep it while its process sleeps for a request.
+    fn queue_now(&mut self, bio: Bio, token: T, key: u64, now: Nanos) {
+        if let Err(w) = self.try_queue(bio, token, key, now) {
+            self.sleep_refused(w);
+        }
+    }
+
+    /// The process of `w` found no request: it sleeps with `w` until one is freed.
+    fn sleep_refused(&mut self, w: Waiting<T>) {
+        self.list
+            .as_mut()
+            .expect("only the request list refuses")
+            .sleep(w.ctx(), w.class(), w);
     }
 
     /// Whether the request list bounds the current policy (one that keeps no scheduler

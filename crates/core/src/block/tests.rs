@@ -6,6 +6,7 @@ mod asked;
 mod decisions;
 mod kyber_tags;
 mod merge_next;
+mod plug;
 mod request_list;
 mod tags;
 

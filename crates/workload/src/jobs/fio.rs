@@ -23,12 +23,31 @@
 //!   business), whichever comes first;
 //!   then it waits for its outstanding I/O and is done. `time_based` without `runtime_ms` or
 //!   `number_ios` runs until the run ends (a background job).
-//! - `iodepth` bounds the I/O outstanding at once. With `thinktime_us > 0`, after every
-//!   `thinktime_blocks` I/Os issued the job waits for all its I/O to complete, then thinks
-//!   `thinktime_us` (fio quiesces before a think time too).
+//! - `iodepth` bounds fio's `cur_depth`: I/Os queued, in flight, or complete and not yet
+//!   reaped. The job follows fio's `do_io` loop (backend.c, io_u.c, ioengines.c, at fio
+//!   commit f534438, August 2026) for an asynchronous engine: each I/O is queued, and once
+//!   `iodepth_batch_submit` are queued they are submitted in one call ([`Action::Batch`];
+//!   one alone is an [`Action::Issue`]). When the queue is full the job reaps
+//!   (`wait_for_completions`): it submits what is queued, waits for
+//!   `iodepth_batch_complete_min` completions, reaps up to `iodepth_batch_complete_max`, and
+//!   again while more than `iodepth_low` are left. Completions are reaped only then, at a
+//!   quiesce and at the end (fio's `cur_depth` counts them until reaped). With both
+//!   completion bounds 0 (fio's polling) it reaps after every I/O queued, waiting for one as
+//!   fio's code does. The defaults (1, `iodepth`, 1, 1) keep `iodepth` in flight, refilled
+//!   as each completes.
+//! - With `thinktime_us > 0`, after every `thinktime_blocks` I/Os issued the job quiesces
+//!   (submits what is queued and waits for all its I/O to complete, fio's `io_u_quiesce`),
+//!   then thinks `thinktime_us`.
 //! - `rate` (bytes/s) and `rate_iops` cap the job's total, both directions together: the k-th
 //!   I/O (from 0) is not issued before `start + k * bs / rate`. fio applies one rate value to
-//!   each direction separately; for pure read or write jobs the two agree.
+//!   each direction separately; for pure read or write jobs the two agree. A job ahead of its
+//!   rate quiesces, then sleeps what it was ahead when it looked (`rate_ddir`), so from the
+//!   last completion: its I/Os are not in flight together unless it falls behind.
+//! - With `iodepth_batch_complete_min` above 1 an I/O's latency runs to when the job reaps
+//!   it ([`Job::reaps_late`]), as fio stamps `clat` then: the first of a batch waits for the
+//!   last. Otherwise it runs to its completion, which is when fio reaps it, save for the I/Os
+//!   left at the job's end: fio waits for them all in one reap and stamps them together, here
+//!   each is stamped as it completes (a deviation).
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
@@ -118,6 +137,19 @@ pub struct FioJobConfig {
     pub io_size: Option<u64>,
     /// fio `iodepth`: I/Os outstanding at once, >= 1. Default 1 (`ioengine=psync` is 1).
     pub iodepth: u32,
+    /// fio `iodepth_batch_submit` (`iodepth_batch`): I/Os queued before they are submitted in
+    /// one call. Default 1 (each as it is queued); 0, or more than `iodepth`, is `iodepth`.
+    pub iodepth_batch_submit: u32,
+    /// fio `iodepth_low`: once the queue is full, completions are reaped until no more than
+    /// this many I/Os are left before it is filled again. Default 0, which (like more than
+    /// `iodepth`) is `iodepth`: refill as soon as one completes.
+    pub iodepth_low: u32,
+    /// fio `iodepth_batch_complete_min` (`iodepth_batch_complete`): completions waited for at
+    /// least, each time the job reaps. Default 1.
+    pub iodepth_batch_complete_min: u32,
+    /// fio `iodepth_batch_complete_max`: completions reaped at most, each time. Default 0,
+    /// which (like less than the minimum) is `iodepth_batch_complete_min`.
+    pub iodepth_batch_complete_max: u32,
     /// fio `thinktime`: microseconds to think after every `thinktime_blocks` I/Os (after they
     /// complete). Default 0.
     pub thinktime_us: u64,
@@ -166,6 +198,10 @@ impl Default for FioJobConfig {
             size_frac: None,
             io_size: None,
             iodepth: 1,
+            iodepth_batch_submit: 1,
+            iodepth_low: 0,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
             thinktime_us: 0,
             thinktime_blocks: 1,
             rate: None,
@@ -309,14 +345,80 @@ pub struct FioJob {
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
     issued: u64,
-    /// Tags of the I/Os outstanding (at most `iodepth`: a list is cheaper than a set).
+    /// I/Os queued and not yet submitted (fio's `io_u_queued`), waiting for the batch.
+    queued: Vec<IoSpec>,
+    /// Tags of the I/Os submitted and not yet complete (at most `iodepth`: a list is cheaper
+    /// than a set).
     outstanding: Vec<u64>,
+    /// Tags of the I/Os complete and not yet reaped, in the order they completed: they still
+    /// count in fio's `cur_depth`.
+    unreaped: Vec<u64>,
+    /// Tags reaped and not yet handed to the driver ([`Job::take_reaped`]), when the job
+    /// [reaps late](Job::reaps_late).
+    reaped: Vec<u64>,
+    /// The effective `iodepth_batch_submit`, `iodepth_low`, `iodepth_batch_complete_min`
+    /// and `_max` (fio's `fixup_options`).
+    depths: Depths,
+    /// Reaping completions (fio's `wait_for_completions`), if the job is.
+    reap: Option<Reap>,
     start: Option<Nanos>,
     deadline: Option<Nanos>,
+    /// I/Os issued since the last think time.
     batch: u32,
-    quiescing: bool,
+    /// Waiting for every submitted I/O to complete before it sleeps, if it is.
+    quiesce: Option<Quiesce>,
     think_until: Option<Nanos>,
     last_completion: Nanos,
+}
+
+/// fio's depths after `fixup_options` (init.c).
+#[derive(Clone, Copy, Debug)]
+struct Depths {
+    submit: u32,
+    low: u32,
+    complete_min: u32,
+    complete_max: u32,
+}
+
+impl Depths {
+    fn of(cfg: &FioJobConfig) -> Depths {
+        let depth = cfg.iodepth;
+        let or_depth = |v: u32| if v == 0 || v > depth { depth } else { v };
+        Depths {
+            submit: or_depth(cfg.iodepth_batch_submit),
+            low: or_depth(cfg.iodepth_low),
+            complete_min: cfg.iodepth_batch_complete_min,
+            complete_max: cfg
+                .iodepth_batch_complete_max
+                .max(cfg.iodepth_batch_complete_min),
+        }
+    }
+
+    /// Both completion bounds 0: fio reaps after every I/O it queues (`io_in_polling`).
+    fn polling(self) -> bool {
+        self.complete_min == 0 && self.complete_max == 0
+    }
+}
+
+/// One `wait_for_completions` call.
+#[derive(Clone, Copy, Debug)]
+struct Reap {
+    /// Completions each `io_u_queued_complete` waits for.
+    min: u32,
+    /// The queue was full when it began: reap again while more than `iodepth_low` are left.
+    full: bool,
+}
+
+/// Why the job quiesces (fio's `io_u_quiesce`: submit what is queued, reap until nothing is
+/// in flight), and what it does then.
+#[derive(Clone, Copy, Debug)]
+enum Quiesce {
+    /// Its think time (`handle_thinktime`): then it thinks `thinktime_us` from the last
+    /// completion.
+    Think,
+    /// Ahead of its rate (`rate_ddir`): then it sleeps `sleep`, what it was ahead when it
+    /// looked, from when the last I/O completed (or from then, with none in flight).
+    Rate { looked: Nanos, sleep: Nanos },
 }
 
 impl FioJob {
@@ -357,11 +459,16 @@ impl FioJob {
             cursors: [0, 0],
             limit,
             issued: 0,
+            queued: Vec::new(),
             outstanding: Vec::new(),
+            unreaped: Vec::new(),
+            reaped: Vec::new(),
+            depths: Depths::of(&cfg),
+            reap: None,
             start: None,
             deadline: None,
             batch: 0,
-            quiescing: false,
+            quiesce: None,
             think_until: None,
             last_completion: Nanos::ZERO,
             cfg,
@@ -459,53 +566,151 @@ impl Job for FioJob {
                 .runtime_ms
                 .map(|ms| start + Nanos::from_ms(self.cfg.ramp_ms + ms));
         }
-        if self.stopped_issuing(now) {
-            return if self.outstanding.is_empty() {
-                Action::Done
-            } else {
-                Action::Wait
-            };
-        }
-        let cap = |t: Nanos, deadline: Option<Nanos>| Action::Think {
-            until: deadline.map_or(t, |d| t.min(d)),
-        };
-        if self.quiescing {
-            if !self.outstanding.is_empty() {
-                return Action::Wait;
+        // One pass of fio's `do_io` loop per I/O queued, the reaping and sleeping it does
+        // in between resumed where the job last waited.
+        loop {
+            if let Some(r) = self.reap {
+                // `io_u_queued_complete` -> `td_io_getevents`: what is queued is submitted
+                // first, then `min` completions are waited for and up to `max` reaped.
+                if !self.queued.is_empty() {
+                    return self.submit_queued();
+                }
+                let min = r.min.min(self.cur_depth());
+                if (self.unreaped.len() as u32) < min {
+                    return Action::Wait;
+                }
+                let max = self.depths.complete_max.min(self.cur_depth()).max(min);
+                self.reap((max as usize).min(self.unreaped.len()));
+                if !(r.full && self.cur_depth() > self.depths.low) {
+                    self.reap = None;
+                }
+                continue;
             }
-            self.quiescing = false;
-            self.think_until =
-                Some(self.last_completion.max(start) + Nanos::from_us(self.cfg.thinktime_us));
-        }
-        if let Some(t) = self.think_until {
-            if now < t {
-                return cap(t, self.deadline);
+            if self.stopped_issuing(now) {
+                // The loop ends: what is queued is submitted and everything reaped.
+                if !self.queued.is_empty() {
+                    return self.submit_queued();
+                }
+                if !self.outstanding.is_empty() {
+                    return Action::Wait;
+                }
+                self.reap(self.unreaped.len());
+                return Action::Done;
             }
-            self.think_until = None;
-        }
-        if self.outstanding.len() >= self.cfg.iodepth as usize {
-            return Action::Wait;
-        }
-        let gate = self.rate_gate(start);
-        if now < gate {
-            return cap(gate, self.deadline);
-        }
-        let io = self.next_io();
-        self.outstanding.push(io.tag);
-        if self.cfg.thinktime_us > 0 {
-            self.batch += 1;
-            if self.batch >= self.cfg.thinktime_blocks {
-                self.batch = 0;
-                self.quiescing = true;
+            if let Some(q) = self.quiesce {
+                if !self.queued.is_empty() {
+                    return self.submit_queued();
+                }
+                if !self.outstanding.is_empty() {
+                    return Action::Wait;
+                }
+                self.reap(self.unreaped.len());
+                self.quiesce = None;
+                let since = self.last_completion.max(start);
+                self.think_until = Some(match q {
+                    Quiesce::Think => since + Nanos::from_us(self.cfg.thinktime_us),
+                    Quiesce::Rate { looked, sleep } => since.max(looked) + sleep,
+                });
+            }
+            if let Some(t) = self.think_until {
+                if now < t {
+                    return self.sleep_until(t);
+                }
+                self.think_until = None;
+            }
+            if self.cur_depth() >= self.cfg.iodepth {
+                // `get_io_u` finds the queue full: reap.
+                self.reap = Some(self.wait_for_completions(true));
+                continue;
+            }
+            let gate = self.rate_gate(start);
+            if now < gate {
+                // `rate_ddir`: ahead of the rate, quiesce, then sleep what it is ahead.
+                self.quiesce = Some(Quiesce::Rate {
+                    looked: now,
+                    sleep: gate - now,
+                });
+                continue;
+            }
+            let io = self.next_io();
+            self.queued.push(io);
+            if self.cfg.thinktime_us > 0 {
+                self.batch += 1;
+                if self.batch >= self.cfg.thinktime_blocks {
+                    self.batch = 0;
+                    self.quiesce = Some(Quiesce::Think);
+                }
+            }
+            // `td_io_queue` submits a whole batch; then fio reaps if the queue is full.
+            let full = self.cur_depth() >= self.cfg.iodepth;
+            if full || self.depths.polling() {
+                self.reap = Some(self.wait_for_completions(full));
+            }
+            if self.queued.len() >= self.depths.submit as usize {
+                return self.submit_queued();
             }
         }
-        Action::Issue(io)
+    }
+
+    /// Waiting for more than one completion at a time, fio stamps an I/O's latency when it
+    /// reaps it, later than it completed. Otherwise each is reaped as it completes (save at
+    /// the job's end: fio waits for all that are left in one reap and stamps them together,
+    /// here each at its completion, a deviation).
+    fn reaps_late(&self) -> bool {
+        self.depths.complete_min > 1
+    }
+
+    fn take_reaped(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.reaped);
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {
         if let Some(i) = self.outstanding.iter().position(|&t| t == tag) {
             self.outstanding.swap_remove(i);
+            self.unreaped.push(tag);
             self.last_completion = now;
+        }
+    }
+}
+
+impl FioJob {
+    /// fio's `cur_depth`: I/Os queued, in flight, or complete and not yet reaped.
+    fn cur_depth(&self) -> u32 {
+        (self.queued.len() + self.outstanding.len() + self.unreaped.len()) as u32
+    }
+
+    /// Reap the first `n` completions.
+    fn reap(&mut self, n: usize) {
+        if self.reaps_late() {
+            self.reaped.extend(self.unreaped.drain(..n));
+        } else {
+            self.unreaped.drain(..n);
+        }
+    }
+
+    /// `wait_for_completions` begins: the completions each reap waits for.
+    fn wait_for_completions(&self, full: bool) -> Reap {
+        let mut min = self.depths.complete_min.min(self.cur_depth());
+        if (full && min == 0) || self.depths.complete_min == 0 {
+            min = 1;
+        }
+        Reap { min, full }
+    }
+
+    /// Submit the queued I/Os in one call (`td_io_commit`).
+    fn submit_queued(&mut self) -> Action {
+        self.outstanding.extend(self.queued.iter().map(|io| io.tag));
+        if self.queued.len() == 1 {
+            Action::Issue(self.queued.pop().expect("one queued"))
+        } else {
+            Action::Batch(std::mem::take(&mut self.queued))
+        }
+    }
+
+    /// Sleep until `t`, or until the run's deadline if that comes first.
+    fn sleep_until(&self, t: Nanos) -> Action {
+        Action::Think {
+            until: self.deadline.map_or(t, |d| t.min(d)),
         }
     }
 }
@@ -691,6 +896,105 @@ mod tests {
         assert_eq!(at, vec![0, 0, 6000, 6000]);
     }
 
+    /// `td_io_queue` submits once `iodepth_batch_submit` are queued: at iodepth 8 and batches
+    /// of 4, two calls of four at 0; then, the queue full, fio reaps one and queues one, whose
+    /// call `td_io_getevents` makes as it waits again (`io_u_queued_complete` commits first).
+    #[test]
+    fn iodepth_batch_submit_submits_in_calls_of_that_many() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            iodepth: 8,
+            iodepth_batch_submit: 4,
+            number_ios: Some(12),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        assert_eq!(rec.batches, [4, 4]);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4]);
+        assert_eq!(rec.max_outstanding, 8);
+    }
+
+    /// `iodepth_low`: once full at 8, fio reaps until no more than 4 are left
+    /// (`wait_for_completions` loops while `cur_depth > iodepth_low`): one device slot
+    /// completes one a millisecond, so the queue refills by four at 4 ms and 8 ms.
+    #[test]
+    fn iodepth_low_lets_the_queue_drain_before_it_refills() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            iodepth: 8,
+            iodepth_low: 4,
+            number_ios: Some(16),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8]);
+        assert!(rec.batches.is_empty(), "each I/O submitted as it is queued");
+    }
+
+    /// `iodepth_batch_complete_min`: each reap waits for 4 completions (and takes up to
+    /// `_max`, 4): the queue, full at 8, refills by four each time four complete.
+    #[test]
+    fn iodepth_batch_complete_min_waits_for_that_many_completions() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            iodepth: 8,
+            iodepth_batch_complete_min: 4,
+            iodepth_batch_complete_max: 4,
+            number_ios: Some(16),
+            ..Default::default()
+        };
+        let rec = run(cfg.clone(), 1);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8]);
+        // With `_max` 8 a reap at 4 ms takes what has completed, still four.
+        let cfg = FioJobConfig {
+            iodepth_batch_complete_max: 8,
+            ..cfg
+        };
+        let again: Vec<u64> = run(cfg, 1).issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(again, at);
+    }
+
+    /// `fixup_options`: a batch of 0, or of more than `iodepth`, is `iodepth`; an
+    /// `iodepth_low` of 0 or above `iodepth` is `iodepth`; a `_max` below `_min` is `_min`.
+    #[test]
+    fn fio_fixes_up_batch_and_low_water_values_as_its_init_does() {
+        for (submit, want) in [(0, 8), (100, 8), (3, 3)] {
+            let cfg = FioJobConfig {
+                iodepth: 8,
+                iodepth_batch_submit: submit,
+                iodepth_low: 9,
+                iodepth_batch_complete_min: 2,
+                ..Default::default()
+            };
+            let d = Depths::of(&cfg);
+            assert_eq!(
+                (d.submit, d.low, d.complete_min, d.complete_max),
+                (want, 8, 2, 2)
+            );
+        }
+    }
+
+    /// Both completion bounds 0 (`io_in_polling`): fio reaps after every I/O it queues, and
+    /// `wait_for_completions` then waits for one (`min_evts` 1 when
+    /// `iodepth_batch_complete_min` is 0), so one is in flight at a time.
+    #[test]
+    fn polling_completion_bounds_reap_after_every_io_as_fio_does() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            iodepth: 8,
+            iodepth_batch_complete_min: 0,
+            iodepth_batch_complete_max: 0,
+            number_ios: Some(4),
+            ..Default::default()
+        };
+        let rec = run(cfg, 8);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 1, 2, 3]);
+    }
+
     #[test]
     fn rate_caps_bandwidth() {
         let cfg = FioJobConfig {
@@ -704,8 +1008,12 @@ mod tests {
         };
         let rec = run(cfg, 16);
         assert_eq!(rec.issued.len(), 100);
-        assert_eq!(rec.issued[1].at, Nanos::from_ms(10));
-        assert_eq!(rec.issued[99].at, Nanos::from_ms(990));
+        // fio's `rate_ddir`: ahead of its rate at 0, the job quiesces (its write completes
+        // at 1 ms), then sleeps the 10 ms it was ahead: never more than one in flight.
+        assert_eq!(rec.issued[1].at, Nanos::from_ms(11));
+        assert_eq!(rec.issued[2].at, Nanos::from_ms(21));
+        assert_eq!(rec.issued[99].at, Nanos::from_ms(991));
+        assert_eq!(rec.max_outstanding, 1);
     }
 
     #[test]
