@@ -48,7 +48,11 @@ fn a_batch_of_sequential_writes_is_merged_in_the_plug_under_none() {
     );
     assert_eq!(batched.ios_completed, 256);
     let w = batched.jobs[0].metrics.write.summary(batched.end);
-    assert_eq!(w.ios, 256, "every write counted once");
+    assert_eq!(
+        (w.ios, w.bytes),
+        (256, 256 * 4096),
+        "every write counted once, at its own size"
+    );
 }
 
 /// `iodepth_batch_complete_min` 4 on a one-slot device of 1 ms: four writes leave at 0 and
@@ -119,7 +123,11 @@ fn a_batch_reaches_the_block_layer_when_the_cpu_is_through_with_its_last_io() {
     let batched = run_on_cpu(4);
     assert_eq!((batched.disk.write.ios, batched.disk.write.merges), (2, 6));
     // A record per write: each of a call's four left with its request.
-    let starts: Vec<u64> = batched.requests.iter().map(|r| r.dispatched.as_us()).collect();
+    let starts: Vec<u64> = batched
+        .requests
+        .iter()
+        .map(|r| r.dispatched.as_us())
+        .collect();
     assert_eq!(starts, [40, 40, 40, 40, 1080, 1080, 1080, 1080]);
     assert_eq!(batched.end, Nanos::from_us(2080));
     let one = run_on_cpu(1);

@@ -38,6 +38,8 @@ pub const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 /// A request built in a plug, with the bios merged into it there.
 pub(super) struct Plugged<T> {
     rq: Request,
+    /// The first bio's own extent (sector, sectors): the request grows past it.
+    first: (u64, u32),
     token: T,
     key: u64,
     more: Vec<Segment<T>>,
@@ -105,6 +107,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             .get_mut(&rq.ctx)
             .expect("still open")
             .push(Plugged {
+                first: (rq.sector, rq.sectors),
                 rq,
                 token,
                 key,
@@ -177,6 +180,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
                 .requests
                 .get_mut(&id)
                 .expect("a request just inserted is known");
+            // The request was recorded grown: its first segment is its first bio's own.
+            (r.segs.first.sector, r.segs.first.sectors) = p.first;
             r.segs
                 .more
                 .extend(p.more.into_iter().map(|s| Segment { queued, ..s }));

@@ -35,10 +35,20 @@ fn a_plug_merges_sequential_bios_into_its_tail_even_under_none_with_room() {
             .collect::<Vec<_>>(),
         [(1000, 64)]
     );
+    // Each bio rides on the request as its own extent.
+    let segs: Vec<(u64, u32)> = blk
+        .segments(rqs[0].id)
+        .unwrap()
+        .map(|s| (s.sector, s.sectors))
+        .collect();
+    assert_eq!(segs, (0..8).map(|i| (1000 + 8 * i, 8)).collect::<Vec<_>>());
     let mut done = Vec::new();
     blk.handle_complete(rqs[0].id, true, ms(1), &mut done);
-    let seen: Vec<(u32, bool)> = done.iter().map(|d| (d.token, d.merged)).collect();
-    assert_eq!(seen, (0..8).map(|i| (i, i > 0)).collect::<Vec<_>>());
+    let seen: Vec<(u32, bool, u32)> = done
+        .iter()
+        .map(|d| (d.token, d.merged, d.sectors))
+        .collect();
+    assert_eq!(seen, (0..8).map(|i| (i, i > 0, 8)).collect::<Vec<_>>());
     assert_eq!(blk.bios_completed(), 8);
     assert!(blk.is_idle());
 
@@ -70,6 +80,16 @@ fn a_plug_merges_only_into_its_tail_and_only_alike_bios() {
     let extents: Vec<(u64, u32)> = rqs.iter().map(|r| (r.sector, r.sectors)).collect();
     assert_eq!(extents, [(100, 8), (492, 16), (108, 8), (116, 8), (124, 8)]);
     assert_eq!(blk.stat().write.merges, 1);
+    let segs: Vec<(u64, u32)> = blk
+        .segments(rqs[1].id)
+        .unwrap()
+        .map(|s| (s.sector, s.sectors))
+        .collect();
+    assert_eq!(
+        segs,
+        [(500, 8), (492, 8)],
+        "the front-merged bio rides as its own extent"
+    );
 }
 
 /// `blk_add_rq_to_plug`: a plug holding `BLK_MAX_REQUEST_COUNT` (32) requests is flushed
