@@ -214,7 +214,7 @@ fn fio_options_at_hostile_values_are_refused_naming_the_line_or_run() {
         "thinktime=-1",
         "offset=-1",
         "rwmixread=200",
-        "bssplit=4k/0:8k/0",
+        // (`bssplit=4k/0:8k/0` is fio's even split, read since 4 December 2026.)
         "bssplit=4k/100:8k/100",
         "time_based=1",
         "bs=${ELEVATOR_H13}",

@@ -86,6 +86,7 @@ pub fn fio_json(report: &RunReport, groupids: &[u32], target: &str) -> Value {
                 "read": dir_json(&j.metrics.read, rt),
                 "write": dir_json(&j.metrics.write, rt),
                 "trim": dir_json(&DirMetrics::default(), rt),
+                "sync": {"total_ios": j.metrics.sync.ios, "lat_ns": lat_stats(&j.metrics.sync, false)},
                 "elevator": {"group": j.group, "phase": j.phase, "finished": j.metrics.finished.is_some()},
             })
         })
@@ -203,7 +204,6 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
         return;
     }
     let secs = rt as f64 / 1000.0;
-    let h = d.latency.histogram();
     out.push_str(&format!(
         "  {name}: IOPS={:.0}, BW={}/s ({:.1}MB/s)({}/{}msec)\n",
         d.ios as f64 / secs,
@@ -212,8 +212,14 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
         human(d.bytes as f64),
         rt
     ));
+    latency_lines("clat", d, out);
+}
+
+/// fio's two latency lines (`{label} (usec): min=...`, `{label} percentiles (usec): ...`).
+fn latency_lines(label: &str, d: &DirMetrics, out: &mut String) {
+    let h = d.latency.histogram();
     out.push_str(&format!(
-        "    clat (usec): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}\n",
+        "    {label} (usec): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}\n",
         h.min() as f64 / 1e3,
         h.max() as f64 / 1e3,
         h.mean() / 1e3,
@@ -230,9 +236,21 @@ fn dir_text(name: &str, d: &DirMetrics, rt: u64, out: &mut String) {
         })
         .collect();
     out.push_str(&format!(
-        "     clat percentiles (usec): {}\n",
+        "     {label} percentiles (usec): {}\n",
         ps.join(", ")
     ));
+}
+
+/// fio's lines for a job's fsyncs and fdatasyncs, if it did any.
+fn sync_text(d: &DirMetrics, out: &mut String) {
+    if d.ios == 0 {
+        return;
+    }
+    out.push_str(&format!(
+        "  fsync/fdatasync/sync_file_range: {} syncs\n",
+        d.ios
+    ));
+    latency_lines("sync", d, out);
 }
 
 /// fio-like text for one run; `error` when it failed: the job at fault (every job when the
@@ -254,6 +272,7 @@ pub fn fio_text(report: &RunReport, groupids: &[u32], error: Option<&RunError>) 
         ));
         dir_text("read", &j.metrics.read, rt, &mut out);
         dir_text("write", &j.metrics.write, rt, &mut out);
+        sync_text(&j.metrics.sync, &mut out);
     }
     if report.verified_bytes > 0 {
         out.push_str(&format!(
@@ -351,6 +370,29 @@ mod tests {
         assert_eq!(r["clat_ns"]["N"], 1000);
         assert_eq!(j["write"]["total_ios"], 1);
         assert_eq!(j["trim"]["total_ios"], 0);
+    }
+
+    /// Flushes are fio's `sync` figures: their own JSON object and text lines, apart from
+    /// the writes.
+    #[test]
+    fn flushes_are_reported_as_fios_sync_figures() {
+        let mut r = report();
+        let m = &mut r.jobs[0].metrics;
+        m.record(Op::Flush, 0, Nanos::from_us(700));
+        m.record(Op::Flush, 0, Nanos::from_us(900));
+        let v = fio_json(&r, &[0], "/tmp/t");
+        let j = &v["jobs"][0];
+        assert_eq!(j["sync"]["total_ios"], 2);
+        assert_eq!(j["write"]["total_ios"], 1, "flushes are not writes");
+        let mean = j["sync"]["lat_ns"]["mean"].as_f64().unwrap();
+        assert!((799_000.0..=801_000.0).contains(&mean), "{mean}");
+        let text = fio_text(&r, &[0], None);
+        assert!(
+            text.contains("fsync/fdatasync/sync_file_range: 2 syncs"),
+            "{text}"
+        );
+        assert!(text.contains("     sync percentiles (usec): "), "{text}");
+        assert!(!fio_text(&report(), &[0], None).contains("sync"));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw |
 //! | `rwmixread`, `rwmixwrite` | percentage |
 //! | `bs` / `blocksize` | size (one value for both directions) |
+//! | `bsrange` / `blocksize_range`, `bssplit` | sizes drawn per I/O as fio draws them (`4k-64k`; `4k/10:64k/90`, a share left out splitting the rest), for both directions or `reads,writes`; random offsets are aligned to the smallest size; the job stops after `io_size` bytes (elevator_workload's `jobs::block_sizes`) |
 //! | `name` | the job's name (in a job section; its figures are named by it), in place of the section's |
 //! | `size`, `offset` | size, or `N%` of the target |
 //! | `offset_increment` | size (a multiple of 512), or `N%` of the target: each `numjobs` clone's region starts that much after the one before (fio's `offset + subjob * offset_increment`, rounded up to the block size where either is a percentage) |
@@ -28,6 +29,7 @@
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
+//! | `fsync`, `fdatasync`, `end_fsync` | counts; flag: a flush request after every so many writes (after a write), and one at the end, waited for; counted as fio's `sync` figures, not as writes (on a block device fsync and fdatasync both flush the device's cache). The flush is an I/O of the job's depth, as io_uring's `IORING_OP_FSYNC` is; fio's libaio does it synchronously, waiting for it alone (a deviation) |
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
 //! | `runtime` (default unit s), `time_based` | time; flag |
 //! | `ramp_time` (default unit s) | time run before `runtime` starts, left out of the figures |
@@ -38,7 +40,7 @@
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
-//! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself |
+//! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create`, `invalidate` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself; no page cache is read (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache), so there is none to drop |
 //! | `write_iops_log`, `write_lat_log`, `write_bw_log`, `log_avg_msec` | accepted and ignored (no per-interval logs) |
 //! | `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`, `elevator_io_bfq_weight` | the job's group's cgroup v2 io files: `io.max` as written after MAJ:MIN (`rbps=1048576 wiops=100`), io.latency's target in microseconds, `io.weight` (1..=10000), `io.bfq.weight` (1..=1000) |
 //!
@@ -60,6 +62,7 @@ use elevator_core::{IoClass, IoPrio};
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
 use crate::jobs::fio::{FioJobConfig, RwMode};
+use crate::jobs::{BlockSizes, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -596,6 +599,41 @@ fn expand(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// fio's value for both directions (`4k/50:8k/50`) or for reads, then writes
+/// (`4k/100,64k/100`; a third part, for trims, is read and left out): each part as `parse`
+/// reads it, an empty part leaving that direction at `bs`.
+fn per_direction(
+    v: &str,
+    parse: impl Fn(&str) -> Result<SizeMix, String>,
+) -> Result<BlockSizes, String> {
+    let v = v.trim();
+    let part = |p: &str| -> Result<Option<SizeMix>, String> {
+        let p = p.trim();
+        if p.is_empty() {
+            Ok(None)
+        } else {
+            parse(p).map(Some)
+        }
+    };
+    match v.split_once(',') {
+        None => {
+            let both = part(v)?;
+            Ok(BlockSizes {
+                read: both.clone(),
+                write: both,
+            })
+        }
+        Some((read, rest)) => {
+            let (write, trim) = rest.split_once(',').unwrap_or((rest, ""));
+            part(trim)?;
+            Ok(BlockSizes {
+                read: part(read)?,
+                write: part(write)?,
+            })
+        }
+    }
+}
+
 /// A size with fio's suffixes, as fio reads them under its default `kb_base=1024`
 /// (`get_mult_bytes` in fio's parse.c): `k`, `kb`, `m`, `mb` ... are powers of 1024, and the
 /// IEC spellings `kib`, `mib` ... powers of 1000 ("compatibility mode": fio's HOWTO, `kb_base`).
@@ -710,6 +748,8 @@ pub const OPTIONS: &[&str] = &[
     "rwmixread",
     "rwmixwrite",
     "bs",
+    "bsrange",
+    "bssplit",
     "size",
     "offset",
     "offset_increment",
@@ -726,6 +766,9 @@ pub const OPTIONS: &[&str] = &[
     "direct",
     "rate",
     "rate_iops",
+    "fsync",
+    "fdatasync",
+    "end_fsync",
     "thinktime",
     "thinktime_blocks",
     "runtime",
@@ -747,6 +790,7 @@ pub const OPTIONS: &[&str] = &[
     "registerfiles",
     "fixedbufs",
     "allow_file_create",
+    "invalidate",
     "write_iops_log",
     "write_lat_log",
     "write_bw_log",
@@ -764,6 +808,7 @@ pub const OPTIONS: &[&str] = &[
 /// the cgroup options.
 pub const ALIASES: &[&str] = &[
     "readwrite",
+    "blocksize_range",
     "iodepth_batch",
     "iodepth_batch_complete",
     "blocksize",
@@ -779,6 +824,8 @@ pub const ALIASES: &[&str] = &[
 pub fn option_of(field: &str) -> &str {
     match field {
         "thinktime_us" => "thinktime",
+        "fsync_blocks" => "fsync",
+        "fdatasync_blocks" => "fdatasync",
         "runtime_ms" => "runtime",
         "ramp_ms" => "ramp_time",
         "size_frac" => "size",
@@ -836,6 +883,39 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 ));
             }
             "bs"
+        }
+        "bsrange" | "blocksize_range" => {
+            c.block_sizes = per_direction(need(o)?, |part| {
+                let (lo, hi) = part
+                    .split_once(['-', ':'])
+                    .ok_or_else(|| format!("{part:?} is not a range: write min-max (4k-64k)"))?;
+                Ok(SizeMix::Range {
+                    min: parse_size(lo)?,
+                    max: parse_size(hi)?,
+                })
+            })?;
+            def.lines.insert("bsrange", o.line);
+            return Ok(());
+        }
+        "bssplit" => {
+            c.block_sizes = per_direction(need(o)?, |part| {
+                let mut split = Vec::new();
+                for entry in part.split(':').take_while(|e| !e.is_empty()) {
+                    let (bs, share) = match entry.split_once('/') {
+                        Some((bs, share)) => {
+                            let p: u64 = share.trim().parse().map_err(|_| {
+                                format!("{share:?} in {entry:?} is not a percentage")
+                            })?;
+                            (bs, p.min(100) as u32)
+                        }
+                        None => (entry, 0),
+                    };
+                    split.push((parse_size(bs)?, share));
+                }
+                Ok(SizeMix::Split(split))
+            })?;
+            def.lines.insert("bssplit", o.line);
+            return Ok(());
         }
         "size" => match size_or_percent(need(o)?)? {
             Ok(b) => {
@@ -950,6 +1030,18 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             c.rate_iops = Some(int(o)?).filter(|&r| r > 0);
             "rate_iops"
         }
+        "fsync" => {
+            c.fsync_blocks = int(o)?;
+            "fsync_blocks"
+        }
+        "fdatasync" => {
+            c.fdatasync_blocks = int(o)?;
+            "fdatasync_blocks"
+        }
+        "end_fsync" => {
+            c.end_fsync = flag(o)?;
+            "end_fsync"
+        }
         "thinktime" => {
             c.thinktime_us = parse_time(need(o)?, 1_000)? / 1_000;
             "thinktime_us"
@@ -1052,7 +1144,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             };
             return Ok(());
         }
-        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" => {
+        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate" => {
             flag(o)?;
             return Ok(());
         }
@@ -1200,6 +1292,50 @@ mod tests {
         assert_eq!(f.jobs[0].clone_config(1, gib), None);
     }
 
+    /// `bssplit` and `bsrange` (`blocksize_range`) as fio writes them: one value for both
+    /// directions or `reads,writes` (a third part, trims', read and left out; an empty part
+    /// leaves its direction at `bs`), a share left out as 0, errors naming the option.
+    #[test]
+    fn bssplit_and_bsrange_are_read_per_direction() {
+        let f = p("[a]\nbssplit=4k/10:64k/50:32k\n[b]\nbssplit=,16k/100\n\
+                   [c]\nblocksize_range=4k-64k,8k:16k\n[d]\nbssplit=4k/20:8k/80,64k,1m\n")
+        .unwrap();
+        let split = |v: &[(u64, u32)]| Some(SizeMix::Split(v.to_vec()));
+        let a = &f.jobs[0].config.block_sizes;
+        assert_eq!(a.read, split(&[(4096, 10), (65536, 50), (32768, 0)]));
+        assert_eq!(a.write, a.read);
+        let b = &f.jobs[1].config.block_sizes;
+        assert_eq!(
+            (b.read.clone(), b.write.clone()),
+            (None, split(&[(16384, 100)]))
+        );
+        let c = &f.jobs[2].config.block_sizes;
+        assert_eq!(
+            (c.read.clone(), c.write.clone()),
+            (
+                Some(SizeMix::Range {
+                    min: 4096,
+                    max: 65536
+                }),
+                Some(SizeMix::Range {
+                    min: 8192,
+                    max: 16384
+                })
+            )
+        );
+        assert_eq!(f.jobs[3].config.block_sizes.write, split(&[(65536, 0)]));
+        assert_eq!(f.jobs[2].line_of("bsrange"), 6);
+        for (text, field) in [
+            ("[j]\nbssplit=4k/half\n", "bssplit"),
+            ("[j]\nbsrange=4k\n", "bsrange"),
+            ("[j]\nbsrange=4k-lots\n", "bsrange"),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert_eq!(e.at, Some(crate::input::Position::Line(2)), "{e}");
+        }
+    }
+
     /// fio's batch and low-water options under both of their names, each error naming the
     /// option as written in the file's line.
     #[test]
@@ -1272,7 +1408,7 @@ mod tests {
             (Some(crate::input::Position::Line(3)), "iodeph")
         );
         assert!(e.message.ends_with("(did you mean `iodepth`?)"), "{e}");
-        let e = p("[j]\nbssplit=4k/50\n").unwrap_err();
+        let e = p("[j]\nzonemode=zbd\n").unwrap_err();
         assert!(
             e.message.contains("read: rw, rwmixread, rwmixwrite, bs"),
             "{e}"

@@ -194,8 +194,10 @@ impl DirMetrics {
 pub struct JobMetrics {
     /// Reads.
     pub read: DirMetrics,
-    /// Writes (and flushes, discards).
+    /// Writes (and discards).
     pub write: DirMetrics,
+    /// Flushes: fio's `fsync`, `fdatasync` (its `sync` figures); no bytes.
+    pub sync: DirMetrics,
     /// When the job started.
     pub started: Nanos,
     /// When it said `Done`, if it did.
@@ -207,6 +209,7 @@ impl JobMetrics {
     pub fn record(&mut self, op: Op, bytes: u64, latency: Nanos) {
         match op {
             Op::Read => self.read.record(bytes, latency),
+            Op::Flush => self.sync.record(bytes, latency),
             _ => self.write.record(bytes, latency),
         }
     }
@@ -221,6 +224,7 @@ impl JobMetrics {
             finished: self.finished.is_some(),
             read: self.read.summary(elapsed),
             write: self.write.summary(elapsed),
+            sync: self.sync.summary(elapsed),
         }
     }
 }
@@ -299,6 +303,8 @@ pub struct JobSummary {
     pub read: DirSummary,
     /// Writes.
     pub write: DirSummary,
+    /// Flushes (fio's `sync`).
+    pub sync: DirSummary,
 }
 
 #[cfg(test)]

@@ -15,6 +15,14 @@
 //!   differs from fio's); `norandommap = true` draws blocks uniformly with replacement.
 //!   `rw_skip` (fio's `rw=read:<skip>`) leaves a hole after each sequential I/O; a pass then
 //!   covers the positions `offset + k * (bs + rw_skip)` that fit in the region.
+//! - `block_sizes` (fio's `bsrange`, `bssplit`; [`super::block_sizes`]) draws each I/O's
+//!   size per direction. Random offsets are then counted in the smallest size of the
+//!   directions the job does (fio's `min_bs`) and aligned down to the smallest of the I/O's
+//!   direction; a sequential direction goes on from where its last I/O ended (plus
+//!   `rw_skip`) and wraps when its smallest size no longer fits; the job stops after
+//!   `io_size` (default `size`) bytes, as fio does. Deviation: the random map does not mark
+//!   the blocks a larger I/O covers past its first (fio's does, and skips them), so a later
+//!   I/O may overlap an earlier one of the same pass.
 //! - Mixed jobs choose each I/O's direction by a seeded draw against `rwmixread` (fio keeps
 //!   the same ratio but switches direction in runs).
 //! - It stops issuing after `number_ios` I/Os, after `io_size` (default `size`) bytes unless
@@ -52,10 +60,11 @@
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
 use elevator_core::{Nanos, Op, SECTOR_BYTES};
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::block_sizes::{BlockSizes, SizeDraw};
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{
     mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
@@ -123,6 +132,9 @@ pub struct FioJobConfig {
     pub rw_skip: u64,
     /// fio `bs`: bytes per I/O, a positive multiple of 512. Default 4096.
     pub bs: u64,
+    /// fio `bsrange` / `bssplit`, per direction: sizes drawn per I/O in place of `bs`
+    /// ([`SizeMix`](super::SizeMix)). Default none for both: every I/O is `bs`.
+    pub block_sizes: BlockSizes,
     /// fio `offset`: where the job's region starts, bytes (rounded down to a sector).
     /// Default 0. Exclusive with `offset_frac`.
     pub offset: Option<u64>,
@@ -150,6 +162,14 @@ pub struct FioJobConfig {
     /// fio `iodepth_batch_complete_max`: completions reaped at most, each time. Default 0,
     /// which (like less than the minimum) is `iodepth_batch_complete_min`.
     pub iodepth_batch_complete_max: u32,
+    /// fio `fsync`: a flush after every this many writes issued (0: none). Default 0.
+    pub fsync_blocks: u32,
+    /// fio `fdatasync`: the same, fio's `fdatasync` (on a block device, a flush as `fsync`'s).
+    /// Default 0.
+    pub fdatasync_blocks: u32,
+    /// fio `end_fsync`: a flush once the job's I/O is done, waited for before it ends.
+    /// Default false.
+    pub end_fsync: bool,
     /// fio `thinktime`: microseconds to think after every `thinktime_blocks` I/Os (after they
     /// complete). Default 0.
     pub thinktime_us: u64,
@@ -192,6 +212,7 @@ impl Default for FioJobConfig {
             rwmixread: 50,
             rw_skip: 0,
             bs: 4096,
+            block_sizes: BlockSizes::default(),
             offset: None,
             offset_frac: None,
             size: None,
@@ -202,6 +223,9 @@ impl Default for FioJobConfig {
             iodepth_low: 0,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
+            fsync_blocks: 0,
+            fdatasync_blocks: 0,
+            end_fsync: false,
             thinktime_us: 0,
             thinktime_blocks: 1,
             rate: None,
@@ -218,6 +242,33 @@ impl Default for FioJobConfig {
 }
 
 impl FioJobConfig {
+    /// The directions the job does: [reads, writes].
+    fn directions(&self) -> [bool; 2] {
+        let p = self.rw.read_percent(self.rwmixread);
+        [p > 0, p < 100]
+    }
+
+    /// How each direction's sizes are drawn: its `block_sizes`, else `bs`.
+    fn size_draws(&self) -> [SizeDraw; 2] {
+        std::array::from_fn(|d| {
+            self.block_sizes
+                .of(d)
+                .map_or(SizeDraw::fixed(self.bs), SizeDraw::of)
+        })
+    }
+
+    /// The smallest size of an I/O the job does, bytes (fio's `min_bs` over its
+    /// directions).
+    fn min_size(&self) -> u64 {
+        let draws = self.size_draws();
+        let dirs = self.directions();
+        (0..2)
+            .filter(|&d| dirs[d])
+            .map(|d| draws[d].min)
+            .min()
+            .unwrap_or(self.bs)
+    }
+
     /// Check the configuration against the device of `env`; returns the job's region.
     pub fn validate(&self, env: &BuildEnv) -> Result<Region, BuildError> {
         let err = |field, reason: String| Err(BuildError::new(env, field, reason));
@@ -238,6 +289,23 @@ impl FioJobConfig {
                 "bs",
                 format!("{} bytes is too large for one request", self.bs),
             );
+        }
+        for mix in self.block_sizes.given() {
+            let field = mix.option();
+            for size in mix.sizes() {
+                if size == 0 || !size.is_multiple_of(SECTOR_BYTES) {
+                    return err(
+                        field,
+                        format!("{size} bytes is not a positive multiple of 512"),
+                    );
+                }
+                if size / SECTOR_BYTES > u64::from(u32::MAX) {
+                    return err(field, format!("{size} bytes is too large for one request"));
+                }
+            }
+            if let Err(reason) = mix.check() {
+                return err(field, reason);
+            }
         }
         if !self.rw_skip.is_multiple_of(SECTOR_BYTES) {
             return err(
@@ -297,7 +365,7 @@ impl FioJobConfig {
         )?;
         // As fio does: an offset given as a percentage is rounded up to the block size, a size
         // given as one down to it (`get_start_offset`, `setup_files`).
-        let bs = self.bs / SECTOR_BYTES;
+        let bs = self.min_size() / SECTOR_BYTES;
         if self.offset_frac.is_some() {
             let start = region.start.div_ceil(bs) * bs;
             let end = env.capacity_bytes() / SECTOR_BYTES;
@@ -307,18 +375,18 @@ impl FioJobConfig {
         if self.size_frac.is_some() {
             region.len -= region.len % bs;
         }
-        if region.len * SECTOR_BYTES < self.bs {
+        if region.len * SECTOR_BYTES < self.min_size() {
             return err(
                 "size",
                 format!(
                     "the region ({} bytes) is smaller than one block (bs = {})",
                     region.len * SECTOR_BYTES,
-                    self.bs
+                    self.min_size()
                 ),
             );
         }
         if let Some(io) = resolve_bytes(env, self.io_size, "io_size", None, "io_size")? {
-            if io < self.bs {
+            if io < self.min_size() {
                 return err("io_size", format!("{io} bytes is less than one block"));
             }
         }
@@ -337,7 +405,21 @@ pub struct FioJob {
     positions: u64,
     /// Sectors from one sequential position to the next (bs + rw_skip).
     stride_sectors: u64,
+    /// Sectors per I/O when every I/O has one size; with sizes drawn per I/O, the unit
+    /// random offsets are counted in (the smallest size).
     block_sectors: u32,
+    /// Sizes drawn per I/O (`bsrange`, `bssplit`), when they vary.
+    sizes: Option<Box<VariableSizes>>,
+    /// Bytes issued so far.
+    bytes_issued: u64,
+    /// Writes issued so far (fio's `io_issues[DDIR_WRITE]`).
+    writes_issued: u64,
+    /// The last I/O issued was a write (fio's `last_ddir_issued`): a flush may follow.
+    last_was_write: bool,
+    /// The end's flush (`end_fsync`) is issued.
+    end_synced: bool,
+    /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
+    next_tag: u64,
     read_percent: u32,
     rng: ChaCha8Rng,
     map: BlockOrder,
@@ -369,6 +451,19 @@ pub struct FioJob {
     quiesce: Option<Quiesce>,
     think_until: Option<Nanos>,
     last_completion: Nanos,
+}
+
+/// A job whose I/Os vary in size: how each direction's are drawn, and where each sequential
+/// direction goes on.
+#[derive(Clone, Debug)]
+struct VariableSizes {
+    draws: [SizeDraw; 2],
+    /// Byte offsets in the region of each direction's next sequential I/O.
+    cursors: [u64; 2],
+    /// Bytes to issue before stopping (fio's `io_size`, else the region), unless time-based.
+    byte_limit: Option<u64>,
+    /// The sizes' own generator (fio's `bsrange_state`).
+    rng: ChaCha8Rng,
 }
 
 /// fio's depths after `fixup_options` (init.c).
@@ -425,21 +520,41 @@ impl FioJob {
     /// Build the job for the device and run of `env`.
     pub fn new(cfg: FioJobConfig, env: &BuildEnv) -> Result<FioJob, BuildError> {
         let region = cfg.validate(env)?;
-        let blocks = region.len * SECTOR_BYTES / cfg.bs;
+        let seed = env.job_seed(cfg.randseed);
+        let draws = cfg.size_draws();
+        let dirs = cfg.directions();
+        let used: Vec<&SizeDraw> = (0..2).filter(|&d| dirs[d]).map(|d| &draws[d]).collect();
+        let one_size =
+            used.iter().all(|d| d.is_fixed()) && used.windows(2).all(|w| w[0].min == w[1].min);
+        // One size for every I/O (`bs`, or the one size of `block_sizes`); else the smallest,
+        // the unit of random offsets.
+        let bs = cfg.min_size();
+        let blocks = region.len * SECTOR_BYTES / bs;
         // Sequential positions per pass: with a skip, fewer than the blocks.
-        let stride = cfg.bs + cfg.rw_skip;
+        let stride = bs + cfg.rw_skip;
         let positions = if cfg.rw.is_random() {
             blocks
         } else {
-            (region.len * SECTOR_BYTES - cfg.bs) / stride + 1
+            (region.len * SECTOR_BYTES - bs) / stride + 1
         };
-        let seed = env.job_seed(cfg.randseed);
+        let sizes = (!one_size).then(|| {
+            Box::new(VariableSizes {
+                draws: draws.clone(),
+                cursors: [0, 0],
+                byte_limit: (!cfg.time_based)
+                    .then(|| cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
+                rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
+            })
+        });
         let limit = {
             let by_size = if cfg.time_based {
                 None
+            } else if let Some(v) = &sizes {
+                // At most this many: the bytes in I/Os of the smallest size.
+                v.byte_limit.map(|b| b.div_ceil(bs))
             } else {
-                let bytes = cfg.io_size.unwrap_or(positions * cfg.bs);
-                Some((bytes / cfg.bs).max(1))
+                let bytes = cfg.io_size.unwrap_or(positions * bs);
+                Some((bytes / bs).max(1))
             };
             match (by_size, cfg.number_ios) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -452,7 +567,13 @@ impl FioJob {
             blocks,
             positions,
             stride_sectors: stride / SECTOR_BYTES,
-            block_sectors: (cfg.bs / SECTOR_BYTES) as u32,
+            block_sectors: (bs / SECTOR_BYTES) as u32,
+            sizes,
+            bytes_issued: 0,
+            writes_issued: 0,
+            last_was_write: false,
+            end_synced: false,
+            next_tag: 0,
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
@@ -493,15 +614,18 @@ impl FioJob {
     }
 
     fn stopped_issuing(&self, now: Nanos) -> bool {
-        self.limit.is_some_and(|l| self.issued >= l) || self.deadline.is_some_and(|d| now >= d)
+        let by_bytes = self.sizes.as_ref().and_then(|v| v.byte_limit);
+        (self.sizes.is_none() && self.limit.is_some_and(|l| self.issued >= l))
+            || self.cfg.number_ios.is_some_and(|n| self.issued >= n)
+            || by_bytes.is_some_and(|b| self.bytes_issued >= b)
+            || self.deadline.is_some_and(|d| now >= d)
     }
 
     /// Earliest time the next I/O may be issued under `rate` / `rate_iops`.
     fn rate_gate(&self, start: Nanos) -> Nanos {
         let mut t = start;
         if let Some(rate) = self.cfg.rate {
-            let ns = u128::from(self.issued) * u128::from(self.cfg.bs) * 1_000_000_000
-                / u128::from(rate);
+            let ns = u128::from(self.bytes_issued) * 1_000_000_000 / u128::from(rate);
             t = t.max(start.saturating_add(Nanos(ns.min(u128::from(u64::MAX)) as u64)));
         }
         if let Some(iops) = self.cfg.rate_iops {
@@ -518,20 +642,44 @@ impl FioJob {
             p => self.rng.gen_range(0..100) < p,
         };
         let dir = usize::from(!read);
-        let offset = if self.cfg.rw.is_random() {
-            let block = if self.cfg.norandommap {
+        let random_block = self.cfg.rw.is_random().then(|| {
+            if self.cfg.norandommap {
                 self.rng.gen_range(0..self.blocks)
             } else {
                 self.map.next()
+            }
+        });
+        let (offset, sectors) = if let Some(v) = self.sizes.as_deref_mut() {
+            let end = self.region.len * SECTOR_BYTES;
+            let draw = &v.draws[dir];
+            let at = match random_block {
+                // Aligned to this direction's smallest size, and where that fits.
+                Some(block) => {
+                    let at = block * u64::from(self.block_sectors) * SECTOR_BYTES;
+                    let at = at - at % draw.min;
+                    at.min((end - draw.min) / draw.min * draw.min)
+                }
+                // A pass ends where this direction's smallest size no longer fits.
+                None if v.cursors[dir] + draw.min > end => 0,
+                None => v.cursors[dir],
             };
-            block * u64::from(self.block_sectors)
+            let rng = &mut v.rng;
+            let len = draw.draw(end - at, || rng.next_u32());
+            if random_block.is_none() {
+                v.cursors[dir] = at + len + self.cfg.rw_skip;
+            }
+            (at / SECTOR_BYTES, (len / SECTOR_BYTES) as u32)
+        } else if let Some(block) = random_block {
+            (block * u64::from(self.block_sectors), self.block_sectors)
         } else {
             let p = self.cursors[dir];
             self.cursors[dir] = (p + 1) % self.positions;
-            p * self.stride_sectors
+            (p * self.stride_sectors, self.block_sectors)
         };
-        let tag = self.issued;
+        let tag = self.next_tag;
+        self.next_tag += 1;
         self.issued += 1;
+        self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
         IoSpec {
             ctx: 0,
             op: if read { Op::Read } else { Op::Write },
@@ -539,7 +687,7 @@ impl FioJob {
             meta: false,
             idle_hint: !read && self.cfg.direct,
             sector: self.region.start + offset,
-            sectors: self.block_sectors,
+            sectors,
             prio: None,
             tag,
         }
@@ -547,11 +695,11 @@ impl FioJob {
 }
 
 impl Job for FioJob {
-    /// Its seed feeds only the random offsets (`BlockOrder`, or the RNG with `norandommap`)
-    /// and the draws of a mixed job's directions (`next_io`): a sequential job of
-    /// one direction uses neither.
+    /// Its seed feeds only the random offsets (`BlockOrder`, or the RNG with `norandommap`),
+    /// the draws of a mixed job's directions (`next_io`) and of varying sizes: a
+    /// sequential job of one direction and one size uses none.
     fn draws_from_seed(&self) -> bool {
-        self.cfg.rw.is_random() || !matches!(self.read_percent, 0 | 100)
+        self.cfg.rw.is_random() || !matches!(self.read_percent, 0 | 100) || self.sizes.is_some()
     }
 
     fn name(&self) -> &str {
@@ -594,6 +742,13 @@ impl Job for FioJob {
                 if !self.outstanding.is_empty() {
                     return Action::Wait;
                 }
+                if self.cfg.end_fsync && self.writes_issued > 0 && !self.end_synced {
+                    // `end_fsync`: one flush, waited for.
+                    self.end_synced = true;
+                    let flush = self.flush();
+                    self.outstanding.push(flush.tag);
+                    return Action::Issue(flush);
+                }
                 self.reap(self.unreaped.len());
                 return Action::Done;
             }
@@ -632,7 +787,24 @@ impl Job for FioJob {
                 });
                 continue;
             }
+            if self.sync_due() {
+                // `get_rw_ddir`: a flush after every `fsync` (`fdatasync`) writes, queued as
+                // any I/O; it is not a data I/O (no count, bytes, rate or think time).
+                self.last_was_write = false;
+                let flush = self.flush();
+                self.queued.push(flush);
+                let full = self.cur_depth() >= self.cfg.iodepth;
+                if full || self.depths.polling() {
+                    self.reap = Some(self.wait_for_completions(full));
+                }
+                if self.queued.len() >= self.depths.submit as usize {
+                    return self.submit_queued();
+                }
+                continue;
+            }
             let io = self.next_io();
+            self.last_was_write = io.op == Op::Write;
+            self.writes_issued += u64::from(self.last_was_write);
             self.queued.push(io);
             if self.cfg.thinktime_us > 0 {
                 self.batch += 1;
@@ -704,6 +876,32 @@ impl FioJob {
             Action::Issue(self.queued.pop().expect("one queued"))
         } else {
             Action::Batch(std::mem::take(&mut self.queued))
+        }
+    }
+
+    /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
+    /// write, and the writes issued are a multiple of `fsync` or `fdatasync`).
+    fn sync_due(&self) -> bool {
+        let every = |n: u32| n > 0 && self.writes_issued.is_multiple_of(u64::from(n));
+        self.last_was_write
+            && self.writes_issued > 0
+            && (every(self.cfg.fsync_blocks) || every(self.cfg.fdatasync_blocks))
+    }
+
+    /// A flush (fio's `DDIR_SYNC` / `DDIR_DATASYNC`): the block layer's empty flush request.
+    fn flush(&mut self) -> IoSpec {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        IoSpec {
+            ctx: 0,
+            op: Op::Flush,
+            sync: true,
+            meta: false,
+            idle_hint: false,
+            sector: 0,
+            sectors: 0,
+            prio: None,
+            tag,
         }
     }
 
@@ -993,6 +1191,159 @@ mod tests {
         let rec = run(cfg, 8);
         let at: Vec<u64> = rec.issued.iter().map(|i| i.at.as_ms()).collect();
         assert_eq!(at, [0, 1, 2, 3]);
+    }
+
+    /// `bssplit=4k/50:64k/50` over a random reader of 16 MiB: only the two sizes, about half
+    /// of the I/Os each, offsets aligned to the smallest (fio's `blockalign`, `min_bs`),
+    /// every I/O inside the region, and the job stops once it has issued its 16 MiB
+    /// (`io_size`, fio's `bytes_issued >= total_bytes`).
+    #[test]
+    fn a_bssplit_job_draws_its_sizes_and_stops_after_its_bytes() {
+        use crate::jobs::{BlockSizes, SizeMix};
+        let mix = SizeMix::Split(vec![(4096, 50), (65536, 50)]);
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            iodepth: 4,
+            offset: Some(MIB),
+            size: Some(16 * MIB),
+            block_sizes: BlockSizes {
+                read: Some(mix.clone()),
+                write: Some(mix),
+            },
+            ..Default::default()
+        };
+        let rec = run(cfg, 4);
+        let sizes: Vec<u64> = rec
+            .issued
+            .iter()
+            .map(|i| u64::from(i.spec.sectors) * 512)
+            .collect();
+        assert!(sizes.iter().all(|&b| b == 4096 || b == 65536));
+        let big = sizes.iter().filter(|&&b| b == 65536).count() as f64 / sizes.len() as f64;
+        assert!((0.4..0.6).contains(&big), "{big} of the I/Os were 64 KiB");
+        let total: u64 = sizes.iter().sum();
+        let last = sizes.last().copied().unwrap();
+        assert!(
+            total >= 16 * MIB && total - last < 16 * MIB,
+            "{total} bytes issued"
+        );
+        for i in &rec.issued {
+            let (start, end) = (
+                i.spec.sector * 512,
+                (i.spec.sector + u64::from(i.spec.sectors)) * 512,
+            );
+            assert!(
+                start % 4096 == 0 && start >= MIB && end <= 17 * MIB,
+                "{start}..{end}"
+            );
+        }
+    }
+
+    /// A sequential writer with `bsrange=4k-16k` goes on from where each I/O ended, and wraps
+    /// to the region's start when the smallest size no longer fits (time-based).
+    #[test]
+    fn a_sequential_bsrange_job_goes_on_from_each_ios_end_and_wraps() {
+        use crate::jobs::{BlockSizes, SizeMix};
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            offset: Some(MIB),
+            size: Some(64 * 1024),
+            time_based: true,
+            number_ios: Some(64),
+            block_sizes: BlockSizes {
+                read: None,
+                write: Some(SizeMix::Range {
+                    min: 4096,
+                    max: 16384,
+                }),
+            },
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        assert_eq!(rec.issued.len(), 64);
+        let mut next = MIB;
+        let mut wraps = 0;
+        for i in &rec.issued {
+            let (start, len) = (i.spec.sector * 512, u64::from(i.spec.sectors) * 512);
+            if start != next {
+                assert_eq!(
+                    start, MIB,
+                    "an I/O starts where the last ended or at the start"
+                );
+                assert!(
+                    next + 4096 > MIB + 64 * 1024,
+                    "wrapped with room left at {next}"
+                );
+                wraps += 1;
+            }
+            assert!((4096..=16384).contains(&len) && start + len <= MIB + 64 * 1024);
+            next = start + len;
+        }
+        assert!(wraps >= 2, "{wraps} passes wrapped");
+    }
+
+    /// `bssplit=4k/100,64k/100`: reads of 4 KiB, writes of 64 KiB aligned to 64 KiB.
+    #[test]
+    fn bssplit_per_direction_sizes_reads_and_writes_apart() {
+        use crate::jobs::{BlockSizes, SizeMix};
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRw,
+            size: Some(16 * MIB),
+            number_ios: Some(200),
+            block_sizes: BlockSizes {
+                read: Some(SizeMix::Split(vec![(4096, 100)])),
+                write: Some(SizeMix::Split(vec![(65536, 100)])),
+            },
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        assert_eq!(rec.issued.len(), 200);
+        for i in &rec.issued {
+            let (start, len) = (i.spec.sector * 512, u64::from(i.spec.sectors) * 512);
+            match i.spec.op {
+                Op::Read => assert_eq!(len, 4096),
+                _ => assert!(len == 65536 && start % 65536 == 0, "{start}+{len}"),
+            }
+        }
+    }
+
+    /// `fsync=4`: after every fourth write a flush (fio's `get_rw_ddir`, once the last I/O
+    /// was a write), none after the last write (the loop ends first); `end_fsync`: one once
+    /// the writes are done, waited for. Flushes are not data I/Os: the job still does its 8
+    /// writes.
+    #[test]
+    fn fsync_flushes_after_every_so_many_writes_and_end_fsync_at_the_end() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            direct: true,
+            fsync_blocks: 4,
+            end_fsync: true,
+            number_ios: Some(8),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let ops: Vec<Op> = rec.issued.iter().map(|i| i.spec.op).collect();
+        let (w, f) = (Op::Write, Op::Flush);
+        assert_eq!(ops, [w, w, w, w, f, w, w, w, w, f]);
+        let tags = rec.tags();
+        assert_eq!(tags, (0..10).collect::<Vec<u64>>(), "every I/O its own tag");
+        assert!(rec
+            .issued
+            .iter()
+            .filter(|i| i.spec.op == f)
+            .all(|i| i.spec.sectors == 0));
+        // The end's flush waits for the writes: it is issued after the last completes.
+        let last_write = rec.issued[8].done.unwrap();
+        assert!(rec.issued[9].at >= last_write);
+        // A reader never flushes.
+        let cfg = FioJobConfig {
+            rw: RwMode::Read,
+            fdatasync_blocks: 1,
+            end_fsync: true,
+            number_ios: Some(4),
+            ..Default::default()
+        };
+        assert!(run(cfg, 1).issued.iter().all(|i| i.spec.op == Op::Read));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The jobs: process models and replayers, one file each.
 
+pub mod block_sizes;
 pub mod compile;
 pub mod dependent_reader;
 pub mod fio;
@@ -9,6 +10,7 @@ pub mod startup;
 pub mod stream_writer;
 pub mod trace_replay;
 
+pub use block_sizes::{BlockSizes, SizeMix};
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
 pub use fio::{FioJob, FioJobConfig, RwMode};

@@ -1,7 +1,7 @@
-//! fio's submission batches and batched reaping through the simulator: a batch of more than
-//! two I/Os is plugged in the block layer (`blk_start_plug` in io_uring's and aio's
-//! submission), and a job that reaps several completions at once has its latencies stamped
-//! when it reaps them, as fio's `clat` is.
+//! fio's job options through the simulator: a submission batch of more than two I/Os is
+//! plugged in the block layer (`blk_start_plug` in io_uring's and aio's submission); a job
+//! that reaps several completions at once has its latencies stamped when it reaps them, as
+//! fio's `clat` is; flushes (`fsync`, `end_fsync`) are counted as fio's `sync` figures.
 
 use elevator_core::{registry, GroupTree, Nanos, Settings};
 use elevator_sim::fixed::FixedLatency;
@@ -135,4 +135,24 @@ fn a_batch_reaches_the_block_layer_when_the_cpu_is_through_with_its_last_io() {
     let first: Vec<Nanos> = one.requests.iter().take(4).map(|r| r.dispatched).collect();
     let want: Vec<Nanos> = (1..=4).map(|k| Nanos::from_us(10 * k)).collect();
     assert_eq!(first, want);
+}
+
+/// `fsync=4` with `end_fsync` over 8 writes: two flushes (after the fourth write, and at the
+/// end) reach the device and the disk's flush counter, counted in the job's `sync` figures,
+/// not among its writes.
+#[test]
+fn flushes_count_as_syncs_not_writes() {
+    let cfg = FioJobConfig {
+        rw: RwMode::Write,
+        direct: true,
+        fsync_blocks: 4,
+        end_fsync: true,
+        number_ios: Some(8),
+        ..FioJobConfig::default()
+    };
+    let r = run("mq-deadline", 1, cfg);
+    let m = &r.jobs[0].metrics;
+    assert_eq!((m.write.ios, m.write.bytes), (8, 8 * 4096));
+    assert_eq!((m.sync.ios, m.sync.bytes), (2, 0));
+    assert_eq!(r.disk.flush.ios, 2);
 }
