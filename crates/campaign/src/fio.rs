@@ -90,6 +90,10 @@ pub fn build_jobs(
                 file.job_error(def, e.field, format!("{}{moved}", e.reason))
             })?;
             let r = job.region();
+            // `startdelay`: a range is drawn per clone, seeded by the run and its name.
+            let start_delay = def.start_delay.map_or(Nanos::ZERO, |(lo, hi)| {
+                Nanos(lo + env.job_seed(None) % (hi - lo + 1))
+            });
             jobs.push(RealJob {
                 name,
                 job: Box::new(job),
@@ -101,6 +105,7 @@ pub fn build_jobs(
                     end: r.end() * SECTOR_BYTES,
                 },
                 phase,
+                start_delay,
             });
             groupids.push(groupid);
         }
@@ -233,7 +238,12 @@ pub fn check_simulated_time_work(
         let jobs = std::mem::take(&mut by_phase[phase as usize]);
         let mut sim = Simulation::new(drive.device(), probe_scheduler(&groups), groups.clone());
         for j in jobs {
-            sim.add_job(JobSlot::new(j.name, j.job).group(j.group).prio(j.prio));
+            sim.add_job(
+                JobSlot::new(j.name, j.job)
+                    .group(j.group)
+                    .prio(j.prio)
+                    .delay(j.start_delay),
+            );
         }
         let span = Nanos::from_ms_f64(span_ms as f64);
         let ios = implied_ios(sim, Span::Until(span), probe).ios;

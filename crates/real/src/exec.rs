@@ -84,8 +84,12 @@ pub struct RealJob {
     /// The region it declared: an I/O outside it is refused, never submitted.
     pub region: ByteRange,
     /// Jobs start phase by phase (fio's `stonewall`): every job of phase n finishes before
-    /// phase n + 1 starts. Jobs of one phase start together.
+    /// phase n + 1 starts. Jobs of one phase start together, each `start_delay` after
+    /// its phase (fio's `startdelay`).
     pub phase: u32,
+    /// fio's `startdelay`: how long after its phase starts the job does; its figures count
+    /// from then.
+    pub start_delay: Nanos,
 }
 
 /// How to run.
@@ -380,6 +384,7 @@ struct Slot {
     prio: IoPrio,
     region: ByteRange,
     phase: u32,
+    start_delay: Nanos,
     state: State,
     /// While runnable: when it became runnable, for the order jobs are polled in.
     woke: WakeKey,
@@ -511,6 +516,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 prio: j.prio,
                 region: j.region,
                 phase: j.phase,
+                start_delay: j.start_delay,
                 state: State::Pending,
                 woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
@@ -580,12 +586,16 @@ impl<'a, B: Backend> Executor<'a, B> {
             return;
         };
         for s in self.slots.iter_mut().filter(|s| s.phase == phase) {
-            s.state = State::Ready;
+            s.state = if s.start_delay > Nanos::ZERO {
+                State::Think(now + s.start_delay)
+            } else {
+                State::Ready
+            };
             s.woke = (now, 0, self.order_rng.next_u64());
             if self.opts.ties_in_job_order {
                 s.woke.2 = 0;
             }
-            s.metrics.started = now + Nanos(self.opts.ramp.as_nanos() as u64);
+            s.metrics.started = now + s.start_delay + Nanos(self.opts.ramp.as_nanos() as u64);
         }
     }
 

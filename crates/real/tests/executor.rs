@@ -644,3 +644,17 @@ fn a_batch_of_sequential_writes_is_plugged_and_merged_on_real_io() {
     assert_eq!((w.ios, w.bytes), (16, 64 * 1024));
     assert_eq!(report.verified_bytes, 64 * 1024);
 }
+
+/// A job's `start_delay` (fio's `startdelay`) holds its first I/O that long after its phase
+/// starts, on the real clock, and its figures count from then.
+#[test]
+fn a_delayed_job_starts_that_long_after_its_phase_on_the_real_clock() {
+    let mut backend = MemBackend::new(MIB as usize, 32);
+    let mut job = real("r", Walk::new(Op::Read, 0, 4, 1), 0);
+    job.start_delay = Nanos::from_ms(30);
+    let report = run(&mut backend, &mut noop(), vec![job], &RunOptions::default()).unwrap();
+    assert!(report.elapsed >= Nanos::from_ms(30), "{:?}", report.elapsed);
+    let started = report.jobs[0].metrics.started;
+    assert!(started >= Nanos::from_ms(30), "{started:?}");
+    assert_eq!(report.jobs[0].metrics.read.ios, 4);
+}

@@ -63,6 +63,9 @@ pub struct JobSlot {
     pub prio: IoPrio,
     /// When it starts.
     pub start: Nanos,
+    /// fio's `startdelay`: it starts this long after its phase does (after `start` in the
+    /// first phase); its figures count from then.
+    pub delay: Nanos,
     /// Whether the run waits for it: a run ends when every foreground job is done (or at the
     /// time limit). Background jobs (a streaming writer) run until then.
     pub foreground: bool,
@@ -83,9 +86,16 @@ impl JobSlot {
             group: GroupId::ROOT,
             prio: IoPrio::default(),
             start: Nanos::ZERO,
+            delay: Nanos::ZERO,
             foreground: true,
             cpus: None,
         }
+    }
+
+    /// Start it `delay` after its phase starts (fio's `startdelay`).
+    pub fn delay(mut self, delay: Nanos) -> JobSlot {
+        self.delay = delay;
+        self
     }
 
     /// Run it on the host cores `cpus` (fio's `cpus_allowed`; `None`: anywhere): with a host
@@ -532,10 +542,10 @@ impl Simulation {
 
     /// Add a job that starts once every job of the earlier phases is done (fio's
     /// `stonewall`); jobs of the first phase start at their `start`, the others when their
-    /// phase begins (their `start` is then ignored). Returns its index.
+    /// phase begins (their `start` is then ignored), each `delay` later. Returns its index.
     pub fn add_job_in_phase(&mut self, slot: JobSlot, phase: u32) -> usize {
         let i = self.jobs.len();
-        let start = slot.start;
+        let start = slot.start.saturating_add(slot.delay);
         self.jobs.push(JobState {
             metrics: JobMetrics {
                 started: start,
@@ -640,7 +650,7 @@ impl Simulation {
         let any_foreground = self.jobs.iter().any(|j| j.slot.foreground);
         self.phase = self.jobs.iter().map(|j| j.phase).min().unwrap_or(0);
         for j in &mut self.jobs {
-            j.metrics.started = j.slot.start + self.ramp;
+            j.metrics.started = j.slot.start.saturating_add(j.slot.delay) + self.ramp;
         }
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             if t > limit {
@@ -736,10 +746,11 @@ impl Simulation {
             if j.phase != next {
                 continue;
             }
-            j.metrics.started = now + self.ramp;
+            let at = now.saturating_add(j.slot.delay);
+            j.metrics.started = at + self.ramp;
             j.wake_gen += 1;
             let gen = j.wake_gen;
-            self.push(now, Event::JobWake { job: i as u32, gen });
+            self.push(at, Event::JobWake { job: i as u32, gen });
         }
     }
 

@@ -802,6 +802,7 @@ impl Scenario {
                 group: self.groups.lookup(&j.group).unwrap_or(GroupId::ROOT),
                 prio: j.prio,
                 start: j.start,
+                delay: Nanos::ZERO,
                 foreground: j.foreground,
                 cpus: None,
             });

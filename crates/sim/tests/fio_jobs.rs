@@ -1,7 +1,8 @@
 //! fio's job options through the simulator: a submission batch of more than two I/Os is
 //! plugged in the block layer (`blk_start_plug` in io_uring's and aio's submission); a job
 //! that reaps several completions at once has its latencies stamped when it reaps them, as
-//! fio's `clat` is; flushes (`fsync`, `end_fsync`) are counted as fio's `sync` figures.
+//! fio's `clat` is; flushes (`fsync`, `end_fsync`) are counted as fio's `sync` figures; a
+//! job's `startdelay` holds its start (and its figures') after its phase's.
 
 use elevator_core::{registry, GroupTree, Nanos, Settings};
 use elevator_sim::fixed::FixedLatency;
@@ -155,4 +156,46 @@ fn flushes_count_as_syncs_not_writes() {
     assert_eq!((m.write.ios, m.write.bytes), (8, 8 * 4096));
     assert_eq!((m.sync.ios, m.sync.bytes), (2, 0));
     assert_eq!(r.disk.flush.ios, 2);
+}
+
+/// `startdelay` (`JobSlot::delay`): a job delayed 10 ms issues nothing before then, in the
+/// first phase and in a later one (after the phase starts), and its figures count from its
+/// own start.
+#[test]
+fn a_delayed_job_starts_that_long_after_its_phase() {
+    let groups = GroupTree::new();
+    let s = registry::find("noop")
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
+    let dev = FixedLatency::new(Nanos::from_ms(1), Nanos::from_ms(1), 1, CAPACITY);
+    let mut sim = Simulation::new(Box::new(dev), s, groups);
+    sim.record_requests();
+    let reads = |n| FioJobConfig {
+        rw: RwMode::Read,
+        number_ios: Some(n),
+        ..FioJobConfig::default()
+    };
+    for (name, phase, delay_ms) in [("a", 0, 10), ("b", 1, 5)] {
+        let job = FioJob::new(reads(4), &BuildEnv::new(CAPACITY, 1, name)).unwrap();
+        let slot = JobSlot::new(name, Box::new(job)).delay(Nanos::from_ms(delay_ms));
+        sim.add_job_in_phase(slot, phase);
+    }
+    let r = sim.run(None);
+    let first = |job: u32| {
+        r.requests
+            .iter()
+            .filter(|q| q.job == job)
+            .map(|q| q.inserted)
+            .min()
+            .unwrap()
+    };
+    assert_eq!(first(0), Nanos::from_ms(10));
+    // Phase 0 ends when a's four reads are done, at 14 ms; b starts 5 ms later.
+    assert_eq!(first(1), Nanos::from_ms(19));
+    assert_eq!(r.end, Nanos::from_ms(23));
+    let a = r.jobs[0].metrics.read.summary(Nanos::from_ms(4));
+    assert_eq!(a.ios, 4);
+    assert_eq!(r.jobs[0].metrics.started, Nanos::from_ms(10));
+    assert_eq!(r.jobs[1].metrics.started, Nanos::from_ms(19));
 }

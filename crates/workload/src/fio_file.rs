@@ -14,7 +14,8 @@
 //!
 //! | option | value |
 //! |---|---|
-//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw |
+//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw; with fio's postfix, a sequential job's bytes added after each I/O (`read:8k` leaves holes, `read:-8k` goes backwards, as fio's `get_next_seq_offset` for a job at offset 0) or a random job's I/Os per random offset (`randread:8`) |
+//! | `rw_sequencer` | `sequential` (default) or `identical`: where a `randread:<nr>` job's I/Os between its random ones go |
 //! | `rwmixread`, `rwmixwrite` | percentage |
 //! | `bs` / `blocksize` | size (one value for both directions) |
 //! | `bsrange` / `blocksize_range`, `bssplit` | sizes drawn per I/O as fio draws them (`4k-64k`; `4k/10:64k/90`, a share left out splitting the rest), for both directions or `reads,writes`; random offsets are aligned to the smallest size; the job stops after `io_size` bytes (elevator_workload's `jobs::block_sizes`) |
@@ -33,6 +34,7 @@
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
 //! | `runtime` (default unit s), `time_based` | time; flag |
 //! | `ramp_time` (default unit s) | time run before `runtime` starts, left out of the figures |
+//! | `startdelay` (default unit s) | time, or a range `min-max` each clone draws from: the job starts that long after its phase (its figures count from then) |
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 0 or 2 (best effort), 3 (idle); as fio, a class given without `prio` is level 0, neither gives the kernel's best effort 4 |
 //! | `randseed`, `norandommap` | number; flag |
@@ -61,7 +63,7 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::fio::{FioJobConfig, RwMode};
+use crate::jobs::fio::{FioJobConfig, RwMode, RwSequencer};
 use crate::jobs::{BlockSizes, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
@@ -108,6 +110,9 @@ pub struct FioJobDef {
     /// `cpus_allowed_policy=split`: each clone gets one CPU of `cpus_allowed` (see
     /// [`FioFile::clone_cpus`]); `false` (fio's `shared`, the default): all of them.
     pub cpus_split: bool,
+    /// `startdelay`: how long after its phase starts each clone starts, nanoseconds: one
+    /// value, or a range (`1-5`) each clone draws from (seeded). `None`: at once.
+    pub start_delay: Option<(u64, u64)>,
     /// `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`,
     /// `elevator_io_bfq_weight`: the group's cgroup v2 io files (only those given are set).
     pub io: elevator_core::group::IoSettings,
@@ -305,6 +310,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         offset_increment: None,
         cpus_allowed: None,
         cpus_split: false,
+        start_delay: None,
         io: Default::default(),
         lines: BTreeMap::new(),
     };
@@ -747,6 +753,7 @@ pub const OPTIONS: &[&str] = &[
     "rw",
     "rwmixread",
     "rwmixwrite",
+    "rw_sequencer",
     "bs",
     "bsrange",
     "bssplit",
@@ -778,6 +785,7 @@ pub const OPTIONS: &[&str] = &[
     "randseed",
     "randrepeat",
     "name",
+    "startdelay",
     "stonewall",
     "new_group",
     "prio",
@@ -853,10 +861,43 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
     let field: &'static str = match o.key {
         "rw" | "readwrite" => {
             let v = need(o)?;
-            c.rw = RwMode::parse(v).ok_or_else(|| {
-                format!("{v:?} is not one of read, write, randread, randwrite, rw, randrw")
+            // fio's postfix (`str_rw_cb`): a sequential job's bytes added after each I/O
+            // (`read:8k`, a hole; `read:-8k`, backwards), a random job's I/Os per random
+            // offset (`randread:8`).
+            let (mode, postfix) = match v.split_once(':') {
+                Some((m, p)) => (m, Some(p.trim())),
+                None => (v, None),
+            };
+            c.rw = RwMode::parse(mode).ok_or_else(|| {
+                format!("{mode:?} is not one of read, write, randread, randwrite, rw, randrw")
             })?;
+            (c.rw_skip, c.rand_seq_nr) = (0, 1);
+            match postfix {
+                None => {}
+                Some(p) if c.rw.is_random() => {
+                    c.rand_seq_nr = p.parse().ok().filter(|&n: &u32| n > 0).ok_or_else(|| {
+                        format!("{p:?} is not a count of I/Os per random offset (1 or more)")
+                    })?;
+                }
+                Some(p) => {
+                    let (sign, size) = match p.strip_prefix('-') {
+                        Some(rest) => (-1, rest),
+                        None => (1, p),
+                    };
+                    let bytes = i64::try_from(parse_size(size)?)
+                        .map_err(|_| format!("{p:?} is too large a skip"))?;
+                    c.rw_skip = sign * bytes;
+                }
+            }
             "rw"
+        }
+        "rw_sequencer" => {
+            c.rw_sequencer = match need(o)? {
+                "sequential" => RwSequencer::Sequential,
+                "identical" => RwSequencer::Identical,
+                v => return Err(format!("{v:?} is not sequential or identical")),
+            };
+            "rw_sequencer"
         }
         "rwmixread" | "rwmixwrite" => {
             let p: u32 = int(o)?;
@@ -1080,6 +1121,21 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             flag(o)?;
             return Ok(());
         }
+        "startdelay" => {
+            // fio's `irange` in seconds by default: one time, or `min-max`.
+            let v = need(o)?;
+            let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+            let (lo, hi) = (
+                parse_time(lo, 1_000_000_000)?,
+                parse_time(hi, 1_000_000_000)?,
+            );
+            if lo > hi {
+                return Err(format!("{v:?}: the range's start is after its end"));
+            }
+            def.start_delay = (hi > 0).then_some((lo, hi));
+            def.lines.insert("startdelay", o.line);
+            return Ok(());
+        }
         "stonewall" | "wait_for_previous" => {
             def.stonewall = flag(o)?;
             return Ok(());
@@ -1292,6 +1348,59 @@ mod tests {
         assert_eq!(f.jobs[0].clone_config(1, gib), None);
     }
 
+    /// `startdelay` in seconds by default, one time or a range; a range backwards is refused
+    /// naming the line.
+    #[test]
+    fn startdelay_is_a_time_or_a_range() {
+        let f = p(
+            "[a]\nstartdelay=2\n[b]\nstartdelay=1-3\n[c]\nstartdelay=500ms\n[d]\nstartdelay=0\n",
+        )
+        .unwrap();
+        let d: Vec<Option<(u64, u64)>> = f.jobs.iter().map(|j| j.start_delay).collect();
+        let s = 1_000_000_000;
+        assert_eq!(
+            d,
+            [
+                Some((2 * s, 2 * s)),
+                Some((s, 3 * s)),
+                Some((s / 2, s / 2)),
+                None
+            ]
+        );
+        let e = p("[j]\nstartdelay=3-1\n").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.at),
+            ("startdelay", Some(crate::input::Position::Line(2)))
+        );
+    }
+
+    /// fio's `rw` postfix: a sequential job's skip (`read:8k`, backwards `write:-8k`), a
+    /// random job's I/Os per random offset (`randread:4`); `rw_sequencer`.
+    #[test]
+    fn rw_postfixes_and_rw_sequencer_are_read_as_fio_reads_them() {
+        let f =
+            p("[a]\nrw=read:8k\n[b]\nrw=write:-8k\n[c]\nrw=randread:4\nrw_sequencer=identical\n")
+                .unwrap();
+        assert_eq!(f.jobs[0].config.rw_skip, 8192);
+        assert_eq!(
+            (f.jobs[1].config.rw, f.jobs[1].config.rw_skip),
+            (RwMode::Write, -8192)
+        );
+        let c = &f.jobs[2].config;
+        assert_eq!(
+            (c.rw, c.rand_seq_nr, c.rw_sequencer),
+            (RwMode::RandRead, 4, RwSequencer::Identical)
+        );
+        for text in [
+            "[j]\nrw=randread:0\n",
+            "[j]\nrw=read:far\n",
+            "[j]\nrw=read\nrw_sequencer=odd\n",
+        ] {
+            let e = p(text).unwrap_err();
+            assert!(e.field == "rw" || e.field == "rw_sequencer", "{e}");
+        }
+    }
+
     /// `bssplit` and `bsrange` (`blocksize_range`) as fio writes them: one value for both
     /// directions or `reads,writes` (a third part, trims', read and left out; an empty part
     /// leaves its direction at `bs`), a share left out as 0, errors naming the option.
@@ -1410,7 +1519,8 @@ mod tests {
         assert!(e.message.ends_with("(did you mean `iodepth`?)"), "{e}");
         let e = p("[j]\nzonemode=zbd\n").unwrap_err();
         assert!(
-            e.message.contains("read: rw, rwmixread, rwmixwrite, bs"),
+            e.message
+                .contains("read: rw, rwmixread, rwmixwrite, rw_sequencer, bs"),
             "{e}"
         );
         assert!(e.message.contains("elevator_io_bfq_weight"), "{e}");

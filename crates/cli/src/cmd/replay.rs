@@ -619,6 +619,7 @@ fn replay_spooled(
                         end: capacity * SECTOR_BYTES,
                     },
                     phase: 0,
+                    start_delay: elevator_core::Nanos::ZERO,
                 }];
                 let live = crate::progress::Live::start(label, None);
                 let run_opts = RunOptions {

@@ -133,11 +133,11 @@ fn least_length(file: &FioFile, ramp: Duration) -> Option<(Duration, String)> {
             let bytes = c.io_size.or(c.size);
             let ios = c
                 .number_ios
-                .or_else(|| bytes.map(|b| b.div_ceil(c.bs.max(1))));
+                .or_else(|| bytes.map(|b| b.div_ceil(c.max_size().max(1))));
             let secs = |n: f64, per_s: u64| n / per_s.max(1) as f64;
             let mut bounds: Vec<(f64, String)> = Vec::new();
             if let (Some(rate), Some(n)) = (c.rate, ios) {
-                let b = n as f64 * c.bs as f64;
+                let b = n as f64 * c.min_size() as f64;
                 bounds.push((secs(b, rate), format!("{b} bytes at rate={rate} B/s")));
             }
             if let (Some(rate), Some(n)) = (c.rate_iops, ios) {
@@ -165,6 +165,9 @@ fn least_length(file: &FioFile, ramp: Duration) -> Option<(Duration, String)> {
                     }
                 })
         };
+        // `startdelay`: the job starts at least its shortest delay after its phase.
+        let delay = Duration::from_nanos(d.start_delay.map_or(0, |(lo, _)| lo));
+        let job = job.map(|(len, why)| (len.saturating_add(delay), why));
         if let Some((len, why)) = job {
             let why = format!("job {}: {why}", d.name);
             if phase.as_ref().is_none_or(|p| len > p.0) {

@@ -221,7 +221,8 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             let slot = JobSlot::new(j.name, j.job)
                 .group(j.group)
                 .prio(j.prio)
-                .cpus(cpus);
+                .cpus(cpus)
+                .delay(j.start_delay);
             sim.add_job_in_phase(slot, j.phase);
         }
         let report = sim.run(None);

@@ -481,7 +481,7 @@ fn cooperating(
                 let cfg = FioJobConfig {
                     rw: RwMode::Read,
                     bs: chunk,
-                    rw_skip: (u64::from(processes) - 1) * chunk,
+                    rw_skip: ((u64::from(processes) - 1) * chunk) as i64,
                     offset: Some(file + i * chunk),
                     size: Some(COOP_FILE - i * chunk),
                     direct: true,

@@ -88,6 +88,7 @@ pub fn real_in(name: &str, walk: Walk, phase: u32, region: ByteRange) -> RealJob
         prio: IoPrio::default(),
         region,
         phase,
+        start_delay: Nanos::ZERO,
     }
 }
 

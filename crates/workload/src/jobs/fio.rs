@@ -70,6 +70,18 @@ use crate::spec::{
     mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
 };
 
+/// fio's `rw_sequencer`: where a random job's I/Os between its random ones go
+/// (`rw=randread:<nr>`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RwSequencer {
+    /// Right after the last I/O of its direction (a random one where that runs past the end).
+    #[default]
+    Sequential,
+    /// At the last I/O's offset again.
+    Identical,
+}
+
 /// fio's `rw` (`readwrite`) option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -128,8 +140,16 @@ pub struct FioJobConfig {
     pub rwmixread: u32,
     /// fio `rw=read:<skip>`: bytes skipped after each sequential I/O, a multiple of 512.
     /// Default 0. N processes reading one file in interleaved chunks are N jobs with
-    /// `bs = chunk`, `rw_skip = (N - 1) * chunk` and `offset = file + i * chunk`.
-    pub rw_skip: u64,
+    /// `bs = chunk`, `rw_skip = (N - 1) * chunk` and `offset = file + i * chunk`. Negative
+    /// goes backwards (`rw=read:-8k` with 4 KiB blocks reads each block below the last).
+    pub rw_skip: i64,
+    /// fio `rw=randread:<nr>` (its `ddir_seq_nr`): every `nr`-th I/O of a random job takes a
+    /// new random offset, the ones between are placed by `rw_sequencer`. Default 1 (every
+    /// I/O random).
+    pub rand_seq_nr: u32,
+    /// fio `rw_sequencer`: where the I/Os between a random job's random ones go. Default
+    /// `sequential`.
+    pub rw_sequencer: RwSequencer,
     /// fio `bs`: bytes per I/O, a positive multiple of 512. Default 4096.
     pub bs: u64,
     /// fio `bsrange` / `bssplit`, per direction: sizes drawn per I/O in place of `bs`
@@ -211,6 +231,8 @@ impl Default for FioJobConfig {
             rw: RwMode::Read,
             rwmixread: 50,
             rw_skip: 0,
+            rand_seq_nr: 1,
+            rw_sequencer: RwSequencer::Sequential,
             bs: 4096,
             block_sizes: BlockSizes::default(),
             offset: None,
@@ -257,9 +279,24 @@ impl FioJobConfig {
         })
     }
 
+    /// The largest size of an I/O the job does, bytes (fio's `max_bs` over its directions):
+    /// its bytes over this are the fewest I/Os that move them.
+    pub fn max_size(&self) -> u64 {
+        let dirs = self.directions();
+        (0..2)
+            .filter(|&d| dirs[d])
+            .map(|d| {
+                self.block_sizes
+                    .of(d)
+                    .map_or(self.bs, |m| m.sizes().into_iter().max().unwrap_or(self.bs))
+            })
+            .max()
+            .unwrap_or(self.bs)
+    }
+
     /// The smallest size of an I/O the job does, bytes (fio's `min_bs` over its
     /// directions).
-    fn min_size(&self) -> u64 {
+    pub fn min_size(&self) -> u64 {
         let draws = self.size_draws();
         let dirs = self.directions();
         (0..2)
@@ -307,13 +344,25 @@ impl FioJobConfig {
                 return err(field, reason);
             }
         }
-        if !self.rw_skip.is_multiple_of(SECTOR_BYTES) {
+        if self.rand_seq_nr == 0 {
+            return err(
+                "rw",
+                "the I/Os per random offset (`randread:<nr>`) are at least 1".into(),
+            );
+        }
+        if self.rand_seq_nr > 1 && !self.rw.is_random() {
+            return err(
+                "rw",
+                "`<mode>:<nr>` I/Os per random offset applies to random jobs only".into(),
+            );
+        }
+        if !self.rw_skip.unsigned_abs().is_multiple_of(SECTOR_BYTES) {
             return err(
                 "rw_skip",
                 format!("{} is not a multiple of 512", self.rw_skip),
             );
         }
-        if self.rw_skip > 0 && self.rw.is_random() {
+        if self.rw_skip != 0 && self.rw.is_random() {
             return err("rw_skip", "applies to sequential jobs only".into());
         }
         if self.iodepth == 0 {
@@ -420,6 +469,12 @@ pub struct FioJob {
     end_synced: bool,
     /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
     next_tag: u64,
+    /// Where each direction's last I/O started and ended, bytes into the region (fio's
+    /// `last_start`, `last_pos`).
+    last_start: [Option<u64>; 2],
+    last_end: [u64; 2],
+    /// I/Os left before a random job's next random offset (fio's `td->ddir_seq_nr`).
+    seq_left: u32,
     read_percent: u32,
     rng: ChaCha8Rng,
     map: BlockOrder,
@@ -451,6 +506,17 @@ pub struct FioJob {
     quiesce: Option<Quiesce>,
     think_until: Option<Nanos>,
     last_completion: Nanos,
+}
+
+/// Where an I/O goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// A random block, in units of the job's smallest size.
+    Block(u64),
+    /// This many bytes into the region (moved back where its smallest size must fit).
+    At(u64),
+    /// The next position of the sequential walk.
+    Next,
 }
 
 /// A job whose I/Os vary in size: how each direction's are drawn, and where each sequential
@@ -531,7 +597,7 @@ impl FioJob {
         let bs = cfg.min_size();
         let blocks = region.len * SECTOR_BYTES / bs;
         // Sequential positions per pass: with a skip, fewer than the blocks.
-        let stride = bs + cfg.rw_skip;
+        let stride = bs + cfg.rw_skip.max(0).unsigned_abs();
         let positions = if cfg.rw.is_random() {
             blocks
         } else {
@@ -574,6 +640,9 @@ impl FioJob {
             last_was_write: false,
             end_synced: false,
             next_tag: 0,
+            last_start: [None, None],
+            last_end: [0, 0],
+            seq_left: cfg.rand_seq_nr,
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
@@ -642,40 +711,47 @@ impl FioJob {
             p => self.rng.gen_range(0..100) < p,
         };
         let dir = usize::from(!read);
-        let random_block = self.cfg.rw.is_random().then(|| {
-            if self.cfg.norandommap {
-                self.rng.gen_range(0..self.blocks)
-            } else {
-                self.map.next()
-            }
-        });
+        let end = self.region.len * SECTOR_BYTES;
+        let smallest = self
+            .sizes
+            .as_ref()
+            .map_or(u64::from(self.block_sectors) * SECTOR_BYTES, |v| {
+                v.draws[dir].min
+            });
+        let place = self.place(dir, end, smallest);
         let (offset, sectors) = if let Some(v) = self.sizes.as_deref_mut() {
-            let end = self.region.len * SECTOR_BYTES;
             let draw = &v.draws[dir];
-            let at = match random_block {
+            let at = match place {
                 // Aligned to this direction's smallest size, and where that fits.
-                Some(block) => {
+                Place::Block(block) => {
                     let at = block * u64::from(self.block_sectors) * SECTOR_BYTES;
                     let at = at - at % draw.min;
                     at.min((end - draw.min) / draw.min * draw.min)
                 }
+                Place::At(at) => at.min(end - draw.min),
                 // A pass ends where this direction's smallest size no longer fits.
-                None if v.cursors[dir] + draw.min > end => 0,
-                None => v.cursors[dir],
+                Place::Next if v.cursors[dir] + draw.min > end => 0,
+                Place::Next => v.cursors[dir],
             };
             let rng = &mut v.rng;
             let len = draw.draw(end - at, || rng.next_u32());
-            if random_block.is_none() {
-                v.cursors[dir] = at + len + self.cfg.rw_skip;
+            if place == Place::Next {
+                v.cursors[dir] = at + len + self.cfg.rw_skip.unsigned_abs();
             }
             (at / SECTOR_BYTES, (len / SECTOR_BYTES) as u32)
-        } else if let Some(block) = random_block {
-            (block * u64::from(self.block_sectors), self.block_sectors)
         } else {
-            let p = self.cursors[dir];
-            self.cursors[dir] = (p + 1) % self.positions;
-            (p * self.stride_sectors, self.block_sectors)
+            match place {
+                Place::Block(block) => (block * u64::from(self.block_sectors), self.block_sectors),
+                Place::At(at) => (at.min(end - smallest) / SECTOR_BYTES, self.block_sectors),
+                Place::Next => {
+                    let p = self.cursors[dir];
+                    self.cursors[dir] = (p + 1) % self.positions;
+                    (p * self.stride_sectors, self.block_sectors)
+                }
+            }
         };
+        self.last_start[dir] = Some(offset * SECTOR_BYTES);
+        self.last_end[dir] = (offset + u64::from(sectors)) * SECTOR_BYTES;
         let tag = self.next_tag;
         self.next_tag += 1;
         self.issued += 1;
@@ -877,6 +953,51 @@ impl FioJob {
         } else {
             Action::Batch(std::mem::take(&mut self.queued))
         }
+    }
+
+    /// Where direction `dir`'s next I/O goes (fio's `get_next_offset`), in a region of `end`
+    /// bytes whose smallest I/O there is `smallest` bytes.
+    fn place(&mut self, dir: usize, end: u64, smallest: u64) -> Place {
+        if self.cfg.rw.is_random() {
+            let nr = self.cfg.rand_seq_nr;
+            let random = nr <= 1 || {
+                self.seq_left -= 1;
+                if self.seq_left == 0 {
+                    self.seq_left = nr;
+                }
+                self.seq_left == nr
+            };
+            let between = match self.cfg.rw_sequencer {
+                // After the last I/O of the direction, where that fits (`get_next_seq_offset`).
+                RwSequencer::Sequential => {
+                    Some(self.last_end[dir]).filter(|&at| at + smallest <= end)
+                }
+                RwSequencer::Identical => Some(self.last_start[dir].unwrap_or(0)),
+            };
+            return match between {
+                Some(at) if !random => Place::At(at),
+                _ => Place::Block(if self.cfg.norandommap {
+                    self.rng.gen_range(0..self.blocks)
+                } else {
+                    self.map.next()
+                }),
+            };
+        }
+        if self.cfg.rw_skip >= 0 {
+            return Place::Next;
+        }
+        // Backwards (`get_next_seq_offset` with a negative `ddir_seq_add`): the first I/O at
+        // the region's start, then each `skip` from where the last ended, wrapping to
+        // `skip` from the end when that leaves the region.
+        let last = self.last_end[dir];
+        if last == 0 {
+            return Place::At(0);
+        }
+        let skip = self.cfg.rw_skip.unsigned_abs();
+        Place::At(match last.checked_sub(skip) {
+            Some(at) if at < end => at,
+            _ => end.saturating_sub(skip),
+        })
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -1346,6 +1467,58 @@ mod tests {
         assert!(run(cfg, 1).issued.iter().all(|i| i.spec.op == Op::Read));
     }
 
+    /// `rw=read:-8k` with 4 KiB blocks over 64 KiB (fio's `get_next_seq_offset` with a
+    /// negative `ddir_seq_add`): the first read at the start, then each 8 KiB back from where
+    /// the last ended, wrapping to 8 KiB before the end: 0, 56k, 52k ... 4k, 0, 56k.
+    #[test]
+    fn a_negative_rw_skip_reads_backwards_as_fio_does() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Read,
+            rw_skip: -8192,
+            size: Some(64 * 1024),
+            time_based: true,
+            number_ios: Some(17),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let kib: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
+        let mut want = vec![0];
+        want.extend((1..=14).rev().map(|k| 4 * k));
+        want.extend([0, 56]);
+        assert_eq!(kib, want);
+    }
+
+    /// `rw=randread:4` (fio's `ddir_seq_nr`): every fourth read takes a new random offset
+    /// and the three between follow the last read (`rw_sequencer=sequential`), the first
+    /// three from the region's start; with `identical` they repeat the last read's offset.
+    #[test]
+    fn randread_with_a_count_takes_a_random_offset_every_so_many_ios() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            rand_seq_nr: 4,
+            size: Some(64 * MIB),
+            number_ios: Some(12),
+            ..Default::default()
+        };
+        let rec = run(cfg.clone(), 1);
+        let s: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!(&s[..3], [0, 8, 16]);
+        for k in [4, 5, 6, 8, 9, 10] {
+            assert_eq!(s[k], s[k - 1] + 8, "read {k} follows the one before: {s:?}");
+        }
+        assert!(
+            s[3] != 24 && s[7] != s[6] + 8,
+            "reads 3 and 7 random: {s:?}"
+        );
+        let cfg = FioJobConfig {
+            rw_sequencer: RwSequencer::Identical,
+            ..cfg
+        };
+        let s: Vec<u64> = run(cfg, 1).issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!(&s[..3], [0, 0, 0]);
+        assert_eq!([s[4], s[5], s[6]], [s[3]; 3], "{s:?}");
+    }
+
     #[test]
     fn rate_caps_bandwidth() {
         let cfg = FioJobConfig {
@@ -1520,7 +1693,7 @@ mod tests {
         for i in 0..4u64 {
             let cfg = FioJobConfig {
                 bs: chunk,
-                rw_skip: 3 * chunk,
+                rw_skip: 3 * chunk as i64,
                 offset: Some(file + i * chunk),
                 size: Some(file - i * chunk),
                 ..Default::default()

@@ -13,7 +13,7 @@ pub mod trace_replay;
 pub use block_sizes::{BlockSizes, SizeMix};
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
-pub use fio::{FioJob, FioJobConfig, RwMode};
+pub use fio::{FioJob, FioJobConfig, RwMode, RwSequencer};
 pub use interleaved::{InterleavedReaders, InterleavedReadersConfig};
 pub use replay::{ReplayJob, ReplayOptions, ReplayOutcome};
 pub use startup::{StartupConfig, StartupJob, StartupOrder, StartupPlacement};

@@ -269,6 +269,7 @@ pub fn measure(
             prio: IoPrio::default(),
             region,
             phase: 0,
+            start_delay: Nanos::ZERO,
         })
         .collect();
     let handle = file.try_clone().context("duplicate the target's handle")?;
