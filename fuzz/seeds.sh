@@ -42,6 +42,7 @@ gzip -dc ../crates/workload/tests/data/kernel/interleaved-readers/bfq/bfq-log.tx
 cp ../scenarios/*.toml $c/scenario_toml/
 cp ../crates/sim/drives/*.toml $c/drive_toml/
 printf '[global]\nioengine=io_uring\ndirect=1\nbs=4k\n\n[reader]\nrw=randread\nsize=16m\niodepth=8\n\n[writer]\nstonewall\nrw=write\nsize=8m\n' > $c/fio_job/two.fio
+printf '[global]\nioengine=libaio\ndirect=1\nsize=1m\nnumber_ios=300\n\n[b]\nrw=randrw\nbssplit=4k/50:64k/30:512/20,16k\niodepth=16\niodepth_batch_submit=4\niodepth_low=2\niodepth_batch_complete_min=3\niodepth_batch_complete_max=8\nfsync=5\nend_fsync=1\n\n[c]\nrw=read:-8k\nbsrange=4k-16k\nstartdelay=1-2\nrate_iops=1000\n\n[d]\nrw=randread:4\nrw_sequencer=identical\niodepth_batch_complete_min=0\niodepth_batch_complete_max=0\niodepth=4\n' > $c/fio_job/batches.fio
 data=../../shared/data/disksim-valid
 if [ -d "$data" ]; then
   for f in "$data"/*.parv; do cp "$f" "$c/disksim_import/"; done
