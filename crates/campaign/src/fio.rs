@@ -113,6 +113,16 @@ pub fn build_jobs(
     Ok((jobs, groupids))
 }
 
+/// The simulator's slot for a job [`build_jobs`] built: its name, workload, group, priority
+/// and start delay (fio's `startdelay`); the caller adds its phase and, with a host CPU
+/// model, its cores. One place, so `sim`, the grid and the work probes run a job file alike.
+pub fn job_slot(j: RealJob) -> JobSlot {
+    JobSlot::new(j.name, j.job)
+        .group(j.group)
+        .prio(j.prio)
+        .delay(j.start_delay)
+}
+
 /// The most I/Os a simulated run of a job file may imply, by its jobs' sizes (`size`,
 /// `io_size`, `number_ios`: [`check_simulated_work`]) or by their `runtime` at the rate the
 /// run starts at ([`check_simulated_time_work`]), unless the user raises the bound
@@ -145,9 +155,10 @@ pub fn check_simulated_work(
         };
         // As the run counts its work (`Simulation::work_done`): an I/O once per started
         // 64 KiB (`size=100g bs=1m`, 10^5 I/Os, computes as long as 1.6 x 10^6 of 4 KiB).
+        // Its largest block (`bssplit`, `bsrange`), so as not to underestimate.
         let per_io = def
             .config
-            .bs
+            .max_size()
             .div_ceil(elevator_sim::WORK_UNIT_SECTORS * SECTOR_BYTES)
             .max(1);
         total = total.saturating_add(
@@ -164,13 +175,13 @@ pub fn check_simulated_work(
                 def,
                 field,
                 format!(
-                    "{ios} I/Os of {} bytes{}: the job file's jobs imply more than {max_ios} \
+                    "{ios} I/Os of up to {} bytes{}: the job file's jobs imply more than {max_ios} \
                      I/Os in all (an I/O counted once per started 64 KiB; the simulator \
                      computes a few hundred thousand a second); \
                      bound it (runtime=, number_ios=, a smaller size=) or run it as asked \
                      with `elevator sim --max-ios N` (Python: `max_ios=N`; `elevator run` runs \
                      it on a device)",
-                    def.config.bs,
+                    def.config.max_size(),
                     if def.numjobs > 1 {
                         format!(" in each of {} clones", def.numjobs)
                     } else {
@@ -206,7 +217,11 @@ pub fn check_simulated_time_work(
         let Some(runtime) = def.config.runtime_ms else {
             continue;
         };
-        let span = runtime.saturating_add(def.config.ramp_ms);
+        // The job runs its ramp and runtime after its start delay (the longest it may draw).
+        let delay_ms = def.start_delay.map_or(0, |(_, hi)| hi / 1_000_000);
+        let span = runtime
+            .saturating_add(def.config.ramp_ms)
+            .saturating_add(delay_ms);
         match longest.last_mut() {
             Some(l) if l.0 == phase => {
                 if span > l.2 {
@@ -238,12 +253,7 @@ pub fn check_simulated_time_work(
         let jobs = std::mem::take(&mut by_phase[phase as usize]);
         let mut sim = Simulation::new(drive.device(), probe_scheduler(&groups), groups.clone());
         for j in jobs {
-            sim.add_job(
-                JobSlot::new(j.name, j.job)
-                    .group(j.group)
-                    .prio(j.prio)
-                    .delay(j.start_delay),
-            );
+            sim.add_job(job_slot(j));
         }
         let span = Nanos::from_ms_f64(span_ms as f64);
         let ios = implied_ios(sim, Span::Until(span), probe).ios;

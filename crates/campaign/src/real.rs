@@ -92,8 +92,10 @@ pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
     let mut need: u128 = 0;
     let mut biggest: Option<(&FioJobDef, u128)> = None;
     for def in &file.jobs {
-        let all =
-            u128::from(def.config.iodepth) * u128::from(def.config.bs) * u128::from(def.numjobs);
+        // fio allocates its largest block (`td_max_bs`) per I/O of the depth.
+        let all = u128::from(def.config.iodepth)
+            * u128::from(def.config.max_size())
+            * u128::from(def.numjobs);
         need += all;
         if biggest.is_none_or(|(_, b)| all > b) {
             biggest = Some((def, all));
@@ -111,7 +113,7 @@ pub fn check_buffer_memory(file: &FioFile) -> Result<(), Error> {
                          every job of the file) but {} MiB of memory is available (fio fails the \
                          same way: ENOMEM); lower iodepth or bs",
                         def.config.iodepth,
-                        def.config.bs,
+                        def.config.max_size(),
                         def.numjobs,
                         all >> 20,
                         need >> 20,

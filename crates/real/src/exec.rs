@@ -587,7 +587,7 @@ impl<'a, B: Backend> Executor<'a, B> {
         };
         for s in self.slots.iter_mut().filter(|s| s.phase == phase) {
             s.state = if s.start_delay > Nanos::ZERO {
-                State::Think(now + s.start_delay)
+                State::Think(now.saturating_add(s.start_delay))
             } else {
                 State::Ready
             };
@@ -595,7 +595,9 @@ impl<'a, B: Backend> Executor<'a, B> {
             if self.opts.ties_in_job_order {
                 s.woke.2 = 0;
             }
-            s.metrics.started = now + s.start_delay + Nanos(self.opts.ramp.as_nanos() as u64);
+            s.metrics.started = now
+                .saturating_add(s.start_delay)
+                .saturating_add(Nanos(self.opts.ramp.as_nanos() as u64));
         }
     }
 
@@ -1079,11 +1081,13 @@ impl<'a, B: Backend> Executor<'a, B> {
             let Some(bytes) = d.whole else {
                 continue;
             };
-            if d.ok && self.slots[job].job.reaps_late() {
+            // An I/O outside the job's figures (fio's `end_fsync`) is not recorded.
+            let counted = d.ok && self.slots[job].job.counts_in_figures(tag);
+            if counted && self.slots[job].job.reaps_late() {
                 self.slots[job]
                     .unreaped
                     .insert(tag, (d.op, bytes, d.submitted));
-            } else if d.ok {
+            } else if counted {
                 let metrics = &mut self.slots[job].metrics;
                 // Within the ramp (fio's ramp_time) nothing counts.
                 if now >= metrics.started {

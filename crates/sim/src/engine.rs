@@ -650,7 +650,11 @@ impl Simulation {
         let any_foreground = self.jobs.iter().any(|j| j.slot.foreground);
         self.phase = self.jobs.iter().map(|j| j.phase).min().unwrap_or(0);
         for j in &mut self.jobs {
-            j.metrics.started = j.slot.start.saturating_add(j.slot.delay) + self.ramp;
+            j.metrics.started = j
+                .slot
+                .start
+                .saturating_add(j.slot.delay)
+                .saturating_add(self.ramp);
         }
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             if t > limit {
@@ -747,7 +751,7 @@ impl Simulation {
                 continue;
             }
             let at = now.saturating_add(j.slot.delay);
-            j.metrics.started = at + self.ramp;
+            j.metrics.started = at.saturating_add(self.ramp);
             j.wake_gen += 1;
             let gen = j.wake_gen;
             self.push(at, Event::JobWake { job: i as u32, gen });
@@ -793,9 +797,11 @@ impl Simulation {
                 continue;
             };
             let j = &mut self.jobs[job as usize];
-            if j.slot.job.reaps_late() {
+            // An I/O outside the job's figures (fio's `end_fsync`) is not recorded.
+            let counted = j.slot.job.counts_in_figures(tag);
+            if counted && j.slot.job.reaps_late() {
                 j.unreaped.insert(tag, (d.op, bytes, d.submitted));
-            } else if now >= j.metrics.started {
+            } else if counted && now >= j.metrics.started {
                 // Within the ramp (fio's ramp_time) nothing counts.
                 j.metrics
                     .record(d.op, bytes, now.saturating_sub(d.submitted));

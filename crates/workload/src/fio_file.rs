@@ -157,7 +157,9 @@ impl FioJobDef {
         };
         let mut start = step.checked_mul(u64::from(subjob))?.checked_add(base)?;
         if base_frac || step_frac {
-            start = start.div_ceil(c.bs).checked_mul(c.bs)?;
+            // fio rounds to its smallest block (`td_min_bs`).
+            let bs = c.min_size();
+            start = start.div_ceil(bs).checked_mul(bs)?;
         }
         (c.offset, c.offset_frac) = (Some(start), None);
         Some(c)
@@ -746,6 +748,9 @@ fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
     Ok(cpus.into_iter().collect())
 }
 
+/// The longest `startdelay`, nanoseconds: 30 days.
+pub const MAX_START_DELAY_NS: u64 = 30 * 86_400 * 1_000_000_000;
+
 /// The fio options elevator reads (the subset `sim` and `run` share), as [`apply`] matches
 /// them, each by fio's own name; [`ALIASES`] has the other names fio gives some of them. An
 /// option among neither is refused with this list, or with the one it most likely meant.
@@ -1131,6 +1136,11 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             );
             if lo > hi {
                 return Err(format!("{v:?}: the range's start is after its end"));
+            }
+            if hi > MAX_START_DELAY_NS {
+                return Err(format!(
+                    "{v:?} is more than 30 days: a start that far off is no simulated run"
+                ));
             }
             def.start_delay = (hi > 0).then_some((lo, hi));
             def.lines.insert("startdelay", o.line);

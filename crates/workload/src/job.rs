@@ -132,6 +132,13 @@ pub trait Job {
     /// each [`poll`](Job::poll).
     fn take_reaped(&mut self, _out: &mut Vec<u64>) {}
 
+    /// Whether the I/O labelled `tag` counts in the job's figures: true (the default) for
+    /// all but the I/Os a job does outside its measured work (fio's `end_fsync`, which it
+    /// leaves out of its `sync` figures).
+    fn counts_in_figures(&self, _tag: u64) -> bool {
+        true
+    }
+
     /// Steps of its own model this job computed so far besides its I/Os (a compile's
     /// page-cache operations, each a page looked up, brought in or aged), for the work bound
     /// of a simulated run (`elevator_sim::Simulation::work_done`): a job whose model costs

@@ -242,8 +242,8 @@ impl Grid {
                     sim.record_requests();
                 }
                 for j in jobs {
-                    let slot = JobSlot::new(j.name, j.job).group(j.group).prio(j.prio);
-                    sim.add_job_in_phase(slot, j.phase);
+                    let phase = j.phase;
+                    sim.add_job_in_phase(crate::fio::job_slot(j), phase);
                 }
                 sim.run(None)
             }

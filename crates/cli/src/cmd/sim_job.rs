@@ -25,7 +25,7 @@ use anyhow::Context;
 use elevator_core::{registry, GroupTree, Nanos, Settings, SECTOR_BYTES};
 use elevator_real::report::{fio_json, fio_text};
 use elevator_sim::cpu::CpuSpec;
-use elevator_sim::{Device, DriveModel, JobSlot, Simulation};
+use elevator_sim::{Device, DriveModel, Simulation};
 use elevator_workload::fio_file;
 use elevator_workload::traces::blktrace_out::BlktraceWriter;
 use serde_json::Value;
@@ -218,12 +218,9 @@ pub fn run(o: Opts) -> anyhow::Result<()> {
             None => None,
         };
         for (j, cpus) in jobs.into_iter().zip(file.clone_cpus()) {
-            let slot = JobSlot::new(j.name, j.job)
-                .group(j.group)
-                .prio(j.prio)
-                .cpus(cpus)
-                .delay(j.start_delay);
-            sim.add_job_in_phase(slot, j.phase);
+            let phase = j.phase;
+            let slot = elevator_campaign::fio::job_slot(j).cpus(cpus);
+            sim.add_job_in_phase(slot, phase);
         }
         let report = sim.run(None);
         report

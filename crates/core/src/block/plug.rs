@@ -9,8 +9,10 @@
 //! merge of the same operation, priority and group, within the device's size limit), then to
 //! the scheduler's queued requests (`blk_mq_sched_bio_merge`); a bio that merges into neither
 //! becomes a request added to the plug (`blk_add_rq_to_plug`), which first flushes the plug
-//! when it already holds `BLK_MAX_REQUEST_COUNT` (32) requests or its tail is
-//! `BLK_PLUG_FLUSH_SIZE` (128 KiB) or more (merges allowed). `blk_finish_plug` flushes the
+//! when it already holds `BLK_MAX_REQUEST_COUNT` (32) requests or the request `rq_list_peek`
+//! gives, the list's head (its oldest since 6.13's `rq_list_add_tail`; the merge above looks
+//! at the tail, `plug->mq_list.tail`), is `BLK_PLUG_FLUSH_SIZE` (128 KiB) or more (merges
+//! allowed). `blk_finish_plug` flushes the
 //! rest (`blk_mq_flush_plug_list`): the requests enter the scheduler in the order they were
 //! added (the plug list has kept its order since 6.13's `rq_list_add_tail`), then the queue
 //! runs.
@@ -31,7 +33,7 @@ use super::*;
 /// queue).
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
 
-/// A plug whose tail request is this large or larger is flushed before another request is
+/// A plug whose first request is this large or larger is flushed before another request is
 /// added (`BLK_PLUG_FLUSH_SIZE`, 128 KiB), unless the queue merges nothing.
 pub const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 
@@ -97,7 +99,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         let full = plug.len() >= BLK_MAX_REQUEST_COUNT
             || (self.limits.nomerges != NoMerges::None
                 && plug
-                    .last()
+                    .first()
                     .is_some_and(|p| p.rq.bytes() >= BLK_PLUG_FLUSH_SIZE));
         if full {
             let flushed = std::mem::take(plug);
@@ -167,8 +169,12 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         for p in plug {
             let id = p.rq.id.0;
             if let Err(w) = self.allocate_and_insert(p.rq, p.token, p.key, None, false, now) {
-                // Not where a plug opens (only where the request list does not bound); kept
-                // as any refused request would be.
+                // Not where a plug opens (only where the request list does not bound): a
+                // refused request could not carry the bios merged into it here.
+                assert!(
+                    p.more.is_empty(),
+                    "the request list refused a request grown in a plug"
+                );
                 self.sleep_refused(w);
                 continue;
             }

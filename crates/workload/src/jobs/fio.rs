@@ -19,8 +19,9 @@
 //!   size per direction. Random offsets are then counted in the smallest size of the
 //!   directions the job does (fio's `min_bs`) and aligned down to the smallest of the I/O's
 //!   direction; a sequential direction goes on from where its last I/O ended (plus
-//!   `rw_skip`) and wraps when its smallest size no longer fits; the job stops after
-//!   `io_size` (default `size`) bytes, as fio does. Deviation: the random map does not mark
+//!   `rw_skip`) and wraps when its smallest size no longer fits (with holes, unless
+//!   time-based, it ends there, after one pass); the job stops after `io_size` (default
+//!   `size`) bytes, as fio does. Deviation: the random map does not mark
 //!   the blocks a larger I/O covers past its first (fio's does, and skips them), so a later
 //!   I/O may overlap an earlier one of the same pass.
 //! - Mixed jobs choose each I/O's direction by a seeded draw against `rwmixread` (fio keeps
@@ -44,10 +45,12 @@
 //!   fio's code does. The defaults (1, `iodepth`, 1, 1) keep `iodepth` in flight, refilled
 //!   as each completes.
 //! - With `thinktime_us > 0`, after every `thinktime_blocks` I/Os issued the job quiesces
-//!   (submits what is queued and waits for all its I/O to complete, fio's `io_u_quiesce`),
-//!   then thinks `thinktime_us`.
-//! - `rate` (bytes/s) and `rate_iops` cap the job's total, both directions together: the k-th
-//!   I/O (from 0) is not issued before `start + k * bs / rate`. fio applies one rate value to
+//!   (submits what is queued and waits for all its I/O to complete, reaping as they come,
+//!   fio's `io_u_quiesce`), then thinks `thinktime_us`. Deviation: after its last I/O the
+//!   job ends once quiesced, where fio sleeps the think time first.
+//! - `rate` (bytes/s) and `rate_iops` cap the job's total, both directions together: an I/O
+//!   is not issued before `start + bytes issued / rate` (the k-th, from 0, of fixed-size
+//!   I/Os: `start + k * bs / rate`). fio applies one rate value to
 //!   each direction separately; for pure read or write jobs the two agree. A job ahead of its
 //!   rate quiesces, then sleeps what it was ahead when it looked (`rate_ddir`), so from the
 //!   last completion: its I/Os are not in flight together unless it falls behind.
@@ -64,7 +67,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::block_sizes::{BlockSizes, SizeDraw};
+use super::block_sizes::{BlockSizes, SizeDraw, SizeMix};
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{
     mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
@@ -434,6 +437,44 @@ impl FioJobConfig {
                 ),
             );
         }
+        // Each direction's smallest block must fit (fio's `get_next_buflen` ends the job at
+        // an I/O whose smallest size does not).
+        let bytes = region.len * SECTOR_BYTES;
+        let draws = self.size_draws();
+        let dirs = self.directions();
+        for d in (0..2).filter(|&d| dirs[d]) {
+            if bytes < draws[d].min {
+                let field = self.block_sizes.of(d).map_or("size", SizeMix::option);
+                return err(
+                    field,
+                    format!(
+                        "the region ({bytes} bytes) is smaller than the {} block of {} bytes",
+                        if d == 0 {
+                            "reads' smallest"
+                        } else {
+                            "writes' smallest"
+                        },
+                        draws[d].min
+                    ),
+                );
+            }
+        }
+        // Backwards, each I/O must start before the last one did, and the step must fit in
+        // the region (fio would repeat or move forward, or end the job at once).
+        if self.rw_skip < 0 {
+            let back = self.rw_skip.unsigned_abs();
+            if back <= self.max_size() || back > bytes {
+                return err(
+                    "rw_skip",
+                    format!(
+                        "a backward skip of {back} bytes must be more than the largest block \
+                         ({} bytes: less repeats or moves forward) and at most the region \
+                         ({bytes} bytes)",
+                        self.max_size()
+                    ),
+                );
+            }
+        }
         if let Some(io) = resolve_bytes(env, self.io_size, "io_size", None, "io_size")? {
             if io < self.min_size() {
                 return err("io_size", format!("{io} bytes is less than one block"));
@@ -465,8 +506,8 @@ pub struct FioJob {
     writes_issued: u64,
     /// The last I/O issued was a write (fio's `last_ddir_issued`): a flush may follow.
     last_was_write: bool,
-    /// The end's flush (`end_fsync`) is issued.
-    end_synced: bool,
+    /// The end's flush (`end_fsync`), once issued: outside the figures.
+    end_flush: Option<u64>,
     /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
     next_tag: u64,
     /// Where each direction's last I/O started and ended, bytes into the region (fio's
@@ -528,6 +569,9 @@ struct VariableSizes {
     cursors: [u64; 2],
     /// Bytes to issue before stopping (fio's `io_size`, else the region), unless time-based.
     byte_limit: Option<u64>,
+    /// A sequential job with holes (`rw_skip`) passed the region's end: unless time-based
+    /// it is done (fio's `get_next_offset` fails past `io_size`).
+    pass_over: bool,
     /// The sizes' own generator (fio's `bsrange_state`).
     rng: ChaCha8Rng,
 }
@@ -609,6 +653,7 @@ impl FioJob {
                 cursors: [0, 0],
                 byte_limit: (!cfg.time_based)
                     .then(|| cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
+                pass_over: false,
                 rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
             })
         });
@@ -638,7 +683,7 @@ impl FioJob {
             bytes_issued: 0,
             writes_issued: 0,
             last_was_write: false,
-            end_synced: false,
+            end_flush: None,
             next_tag: 0,
             last_start: [None, None],
             last_end: [0, 0],
@@ -684,9 +729,14 @@ impl FioJob {
 
     fn stopped_issuing(&self, now: Nanos) -> bool {
         let by_bytes = self.sizes.as_ref().and_then(|v| v.byte_limit);
+        let pass_over = self
+            .sizes
+            .as_ref()
+            .is_some_and(|v| v.pass_over && !self.cfg.time_based);
         (self.sizes.is_none() && self.limit.is_some_and(|l| self.issued >= l))
             || self.cfg.number_ios.is_some_and(|n| self.issued >= n)
             || by_bytes.is_some_and(|b| self.bytes_issued >= b)
+            || pass_over
             || self.deadline.is_some_and(|d| now >= d)
     }
 
@@ -737,6 +787,7 @@ impl FioJob {
             let len = draw.draw(end - at, || rng.next_u32());
             if place == Place::Next {
                 v.cursors[dir] = at + len + self.cfg.rw_skip.unsigned_abs();
+                v.pass_over |= self.cfg.rw_skip > 0 && v.cursors[dir] + draw.min > end;
             }
             (at / SECTOR_BYTES, (len / SECTOR_BYTES) as u32)
         } else {
@@ -810,6 +861,32 @@ impl Job for FioJob {
                 }
                 continue;
             }
+            // fio's `handle_thinktime` quiesces after the I/O that completes a think block,
+            // before its loop looks whether the job is done.
+            if let Some(q) = self.quiesce {
+                if !self.queued.is_empty() {
+                    return self.submit_queued();
+                }
+                if !self.outstanding.is_empty() {
+                    // `io_u_quiesce` reaps as they come (`io_u_queued_complete(td, 1)`), up
+                    // to `iodepth_batch_complete_max` at a time.
+                    let max = self.depths.complete_max.max(1) as usize;
+                    self.reap(self.unreaped.len().min(max));
+                    return Action::Wait;
+                }
+                self.reap(self.unreaped.len());
+                self.quiesce = None;
+                if self.stopped_issuing(now) {
+                    // The job ends here: fio would still sleep its think time before its
+                    // loop looks (a deviation: it ends at its last completion).
+                    continue;
+                }
+                let since = self.last_completion.max(start);
+                self.think_until = Some(match q {
+                    Quiesce::Think => since + Nanos::from_us(self.cfg.thinktime_us),
+                    Quiesce::Rate { looked, sleep } => since.max(looked) + sleep,
+                });
+            }
             if self.stopped_issuing(now) {
                 // The loop ends: what is queued is submitted and everything reaped.
                 if !self.queued.is_empty() {
@@ -818,30 +895,19 @@ impl Job for FioJob {
                 if !self.outstanding.is_empty() {
                     return Action::Wait;
                 }
-                if self.cfg.end_fsync && self.writes_issued > 0 && !self.end_synced {
-                    // `end_fsync`: one flush, waited for.
-                    self.end_synced = true;
+                // fio reaps what is left (`io_u_queued_complete(td, cur_depth)`) before its
+                // end flush.
+                self.reap(self.unreaped.len());
+                if self.cfg.end_fsync && self.writes_issued > 0 && self.end_flush.is_none() {
+                    // `end_fsync`: one flush, waited for; fio runs it in `TD_FSYNCING`,
+                    // outside its figures (`should_account`).
                     let flush = self.flush();
+                    self.end_flush = Some(flush.tag);
                     self.outstanding.push(flush.tag);
                     return Action::Issue(flush);
                 }
                 self.reap(self.unreaped.len());
                 return Action::Done;
-            }
-            if let Some(q) = self.quiesce {
-                if !self.queued.is_empty() {
-                    return self.submit_queued();
-                }
-                if !self.outstanding.is_empty() {
-                    return Action::Wait;
-                }
-                self.reap(self.unreaped.len());
-                self.quiesce = None;
-                let since = self.last_completion.max(start);
-                self.think_until = Some(match q {
-                    Quiesce::Think => since + Nanos::from_us(self.cfg.thinktime_us),
-                    Quiesce::Rate { looked, sleep } => since.max(looked) + sleep,
-                });
             }
             if let Some(t) = self.think_until {
                 if now < t {
@@ -854,18 +920,10 @@ impl Job for FioJob {
                 self.reap = Some(self.wait_for_completions(true));
                 continue;
             }
-            let gate = self.rate_gate(start);
-            if now < gate {
-                // `rate_ddir`: ahead of the rate, quiesce, then sleep what it is ahead.
-                self.quiesce = Some(Quiesce::Rate {
-                    looked: now,
-                    sleep: gate - now,
-                });
-                continue;
-            }
             if self.sync_due() {
-                // `get_rw_ddir`: a flush after every `fsync` (`fdatasync`) writes, queued as
-                // any I/O; it is not a data I/O (no count, bytes, rate or think time).
+                // `get_rw_ddir`: a flush after every `fsync` (`fdatasync`) writes, before the
+                // rate is looked at, queued as any I/O; it is not a data I/O (no count,
+                // bytes, rate or think time).
                 self.last_was_write = false;
                 let flush = self.flush();
                 self.queued.push(flush);
@@ -876,6 +934,15 @@ impl Job for FioJob {
                 if self.queued.len() >= self.depths.submit as usize {
                     return self.submit_queued();
                 }
+                continue;
+            }
+            let gate = self.rate_gate(start);
+            if now < gate {
+                // `rate_ddir`: ahead of the rate, quiesce, then sleep what it is ahead.
+                self.quiesce = Some(Quiesce::Rate {
+                    looked: now,
+                    sleep: gate - now,
+                });
                 continue;
             }
             let io = self.next_io();
@@ -910,6 +977,11 @@ impl Job for FioJob {
 
     fn take_reaped(&mut self, out: &mut Vec<u64>) {
         out.append(&mut self.reaped);
+    }
+
+    /// The end's flush (`end_fsync`) is left out, as fio leaves it out of its `sync` figures.
+    fn counts_in_figures(&self, tag: u64) -> bool {
+        self.end_flush != Some(tag)
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {
@@ -1517,6 +1589,90 @@ mod tests {
         let s: Vec<u64> = run(cfg, 1).issued.iter().map(|i| i.spec.sector).collect();
         assert_eq!(&s[..3], [0, 0, 0]);
         assert_eq!([s[4], s[5], s[6]], [s[3]; 3], "{s:?}");
+    }
+
+    /// A region smaller than one direction's smallest block is refused naming that
+    /// direction's option (fio's `get_next_buflen` would end the job at once); so is a
+    /// backward skip that would not go back (no more than the largest block) or leaves the
+    /// region.
+    #[test]
+    fn sizes_and_backward_skips_that_cannot_fit_are_refused() {
+        use crate::jobs::{BlockSizes, SizeMix};
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRw,
+            size: Some(16 * 1024),
+            block_sizes: BlockSizes {
+                read: Some(SizeMix::Split(vec![(4096, 100)])),
+                write: Some(SizeMix::Split(vec![(65536, 100)])),
+            },
+            ..Default::default()
+        };
+        let e = FioJob::new(cfg, &env()).unwrap_err();
+        assert_eq!(e.field, "bssplit", "{}", e.reason);
+        for skip in [-4096, -2048, -(2 * MIB as i64)] {
+            let cfg = FioJobConfig {
+                rw_skip: skip,
+                size: Some(MIB),
+                ..Default::default()
+            };
+            let e = FioJob::new(cfg, &env()).unwrap_err();
+            assert_eq!(e.field, "rw_skip", "{skip}: {}", e.reason);
+        }
+    }
+
+    /// With holes (`rw=write:4k`) and sizes drawn per I/O, a job that is not time-based ends
+    /// at the region's end, after one pass (fio's `get_next_offset` fails past it), not after
+    /// the region's bytes.
+    #[test]
+    fn a_sequential_job_with_holes_and_drawn_sizes_makes_one_pass() {
+        use crate::jobs::{BlockSizes, SizeMix};
+        let range = SizeMix::Range {
+            min: 4096,
+            max: 8192,
+        };
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            rw_skip: 4096,
+            size: Some(MIB),
+            block_sizes: BlockSizes {
+                read: Some(range.clone()),
+                write: Some(range),
+            },
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let starts: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert!(
+            starts.windows(2).all(|w| w[1] > w[0]),
+            "one pass, upward: {starts:?}"
+        );
+        let bytes: u64 = rec
+            .issued
+            .iter()
+            .map(|i| u64::from(i.spec.sectors) * 512)
+            .sum();
+        assert!(bytes < MIB, "{bytes} bytes: the holes are not written");
+    }
+
+    /// fio's `get_rw_ddir` issues the flush before it looks at the rate: a writer at 100
+    /// writes a second with `fsync=1` flushes right after each write, not after its sleep.
+    #[test]
+    fn a_flush_goes_before_the_rate_sleep() {
+        let cfg = FioJobConfig {
+            rw: RwMode::Write,
+            rate_iops: Some(100),
+            fsync_blocks: 1,
+            number_ios: Some(3),
+            ..Default::default()
+        };
+        let rec = run(cfg, 1);
+        let at: Vec<(Op, u64)> = rec
+            .issued
+            .iter()
+            .map(|i| (i.spec.op, i.at.as_ms()))
+            .collect();
+        let (w, f) = (Op::Write, Op::Flush);
+        assert_eq!(at, [(w, 0), (f, 1), (w, 10), (f, 11), (w, 20)]);
     }
 
     #[test]

@@ -122,6 +122,27 @@ fn a_plug_whose_tail_reached_128_kib_is_flushed_before_a_new_request() {
     }
 }
 
+/// `blk_add_rq_to_plug` looks at `rq_list_peek`, the plug's head (its oldest request): a
+/// small first request and a 128 KiB second one do not flush the plug when a third comes;
+/// a 128 KiB first one flushes it when the second comes (and not again at the third).
+#[test]
+fn the_128_kib_flush_looks_at_the_plugs_first_request() {
+    for (first, second, flushed) in [(8, 256, 0), (256, 8, 1)] {
+        let mut blk = BlockLayer::new(Noop::new(), Limits::depth(64));
+        blk.handle_plug(CtxId(1));
+        blk.handle_submit(write(1, 0, first), 0u32, ms(0));
+        blk.handle_submit(write(1, 10_000, second), 1, ms(0));
+        blk.handle_submit(write(1, 90_000, 8), 2, ms(0));
+        assert_eq!(
+            drain(&mut blk, ms(0)).len(),
+            flushed,
+            "{first} then {second}"
+        );
+        blk.handle_unplug(CtxId(1), ms(0));
+        assert_eq!(drain(&mut blk, ms(0)).len(), 3 - flushed);
+    }
+}
+
 /// A plug grows its tail only to the device's size limit (`ll_back_merge_fn`): at
 /// `max_sectors` 16, three sequential 4 KiB writes make a request of 16 sectors and one of 8.
 #[test]
