@@ -400,6 +400,25 @@ pub struct Segment<T> {
     split: Option<u64>,
 }
 
+impl<T> Segment<T> {
+    /// The segment of bio `rq` (its request as built, `token` and rq_qos `key`) merged into
+    /// another request with `queued` requests waiting.
+    fn merged(rq: &Request, token: T, key: u64, queued: u32) -> Segment<T> {
+        Segment {
+            token,
+            sector: rq.sector,
+            sectors: rq.sectors,
+            submitted: rq.submitted,
+            ctx: rq.ctx,
+            group: rq.group,
+            key,
+            queued,
+            merged: true,
+            split: None,
+        }
+    }
+}
+
 /// How a request allocated ahead of its insertion gets its scheduler tag
 /// ([`BlockLayer::handle_allocate_as`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1105,18 +1124,9 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             );
             // The layer's copy of the request is the scheduler's from its dispatch on
             // (`start`); until then only its segments matter.
-            host.segs.more.push(Segment {
-                token,
-                sector: rq.sector,
-                sectors: rq.sectors,
-                submitted: rq.submitted,
-                ctx: rq.ctx,
-                group: rq.group,
-                key,
-                queued,
-                merged: true,
-                split: None,
-            });
+            host.segs
+                .more
+                .push(Segment::merged(&rq, token, key, queued));
             self.counters.merged += 1;
             self.merge_next(into, grown, room, now);
             self.kick = true;

@@ -148,18 +148,8 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
             tail.rq.sector = bio.sector;
         }
         tail.rq.sectors += bio.sectors;
-        tail.more.push(Segment {
-            token,
-            sector: rq.sector,
-            sectors: rq.sectors,
-            submitted: rq.submitted,
-            ctx: rq.ctx,
-            group: rq.group,
-            key,
-            queued: 0,
-            merged: true,
-            split: None,
-        });
+        // Its queue position is stamped at the flush.
+        tail.more.push(Segment::merged(&rq, token, key, 0));
         true
     }
 
