@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
 use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, Scheduler, SECTOR_BYTES};
 use elevator_workload::metrics::JobMetrics;
-use elevator_workload::{Action, IoSpec, Job, PLUG_BATCH};
+use elevator_workload::{Action, IoSpec, Job};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -823,27 +823,21 @@ impl<'a, B: Backend> Executor<'a, B> {
                     self.blk.handle_submit(bio, (i, spec.tag), now);
                 }
                 Action::Batch(specs) => {
-                    // One submission call: more than PLUG_BATCH I/Os are plugged, as the
-                    // kernel plugs an io_uring or aio submission of that many.
-                    let plug = specs.len() > PLUG_BATCH;
-                    let mut plugged: Vec<CtxId> = Vec::new();
+                    // One submission call (`BlockLayer::handle_submit_call` plugs it); a
+                    // refused I/O fails the run after the ones before it are submitted.
+                    let mut bios = Vec::with_capacity(specs.len());
+                    let mut refused = false;
                     for spec in specs {
                         let Some(ctx) = self.ctx_for(i, &spec) else {
-                            for c in plugged {
-                                self.blk.handle_unplug(c, now);
-                            }
-                            return;
+                            refused = true;
+                            break;
                         };
-                        if plug && !plugged.contains(&ctx) {
-                            self.blk.handle_plug(ctx);
-                            plugged.push(ctx);
-                        }
                         let slot = &self.slots[i];
-                        let bio = spec.bio(ctx, slot.group, slot.prio);
-                        self.blk.handle_submit(bio, (i, spec.tag), now);
+                        bios.push((spec.bio(ctx, slot.group, slot.prio), (i, spec.tag)));
                     }
-                    for c in plugged {
-                        self.blk.handle_unplug(c, now);
+                    self.blk.handle_submit_call(bios, now);
+                    if refused {
+                        return;
                     }
                 }
                 Action::Exit { ctx } => {

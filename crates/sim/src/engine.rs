@@ -40,12 +40,12 @@ use std::num::NonZeroU32;
 
 use rustc_hash::FxHashMap;
 
-use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
+use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
 use elevator_core::qos::QosDevice;
 use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
 use elevator_workload::metrics::{JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace_out::IoObserver;
-use elevator_workload::{Action, Job, PLUG_BATCH};
+use elevator_workload::{Action, Job};
 use serde::Serialize;
 
 use crate::cpu::{CpuSpec, HostCpu};
@@ -984,32 +984,33 @@ impl Simulation {
     }
 
     /// Queue the I/Os of one submission call of `job` (issued at `submitted`) at the block
-    /// layer, in a plug of their context when there are more than [`PLUG_BATCH`].
+    /// layer ([`BlockLayer::handle_submit_call`]: plugged when there are several).
     fn issue_batch(&mut self, job: u32, specs: Vec<elevator_workload::IoSpec>, submitted: Nanos) {
-        let plug = specs.len() > PLUG_BATCH;
-        let mut plugged: Vec<CtxId> = Vec::new();
-        for spec in specs {
-            if plug {
-                let ctx = self.ctx(job, spec.ctx);
-                if !plugged.contains(&ctx) {
-                    self.blk.handle_plug(ctx);
-                    plugged.push(ctx);
-                }
-            }
-            self.issue(job, spec, submitted);
-        }
-        for ctx in plugged {
-            self.blk.handle_unplug(ctx, self.now);
-        }
+        let bios = specs
+            .into_iter()
+            .map(|spec| self.bio_of(job, spec, submitted))
+            .collect();
+        self.blk.handle_submit_call(bios, self.now);
     }
 
     /// Queue `spec` of `job` (issued at `submitted`) at the block layer.
     fn issue(&mut self, job: u32, spec: elevator_workload::IoSpec, submitted: Nanos) {
+        let (bio, token) = self.bio_of(job, spec, submitted);
+        self.blk.handle_submit(bio, token, self.now);
+    }
+
+    /// The bio `spec` of `job` (issued at `submitted`) is, with its token.
+    fn bio_of(
+        &mut self,
+        job: u32,
+        spec: elevator_workload::IoSpec,
+        submitted: Nanos,
+    ) -> (Bio, (u32, u64)) {
         let ctx = self.ctx(job, spec.ctx);
         let slot = &self.jobs[job as usize].slot;
         let mut bio = spec.bio(ctx, slot.group, slot.prio);
         bio.submitted = Some(submitted);
-        self.blk.handle_submit(bio, (job, spec.tag), self.now);
+        (bio, (job, spec.tag))
     }
 
     /// Start what the block layer dispatches while the device has room, and schedule the

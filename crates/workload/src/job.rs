@@ -56,11 +56,6 @@ impl IoSpec {
     }
 }
 
-/// A submission call of more I/Os than this is plugged: io_uring's `io_submit_state_start`
-/// sets `need_plug` for more than two entries, and `io_submit` starts a plug above
-/// `AIO_PLUG_THRESHOLD` (2).
-pub const PLUG_BATCH: usize = 2;
-
 /// What a job does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -68,7 +63,7 @@ pub enum Action {
     Issue(IoSpec),
     /// Issue these I/Os now in one submission call (fio's commit of its queued I/Os: one
     /// `io_uring_enter` or `io_submit` for them all), in order, then ask again. The driver
-    /// plugs a batch of more than [`PLUG_BATCH`] I/Os of one context in the block layer
+    /// plugs a batch of more than `elevator_core::block::PLUG_THRESHOLD` I/Os of one context in the block layer
     /// (`BlockLayer::handle_plug`), as the kernel's io_uring and aio submissions do.
     Batch(Vec<IoSpec>),
     /// Context `ctx` exits (a process ends); ask again.

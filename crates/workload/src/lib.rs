@@ -60,5 +60,5 @@ pub mod testkit;
 pub mod traces;
 
 pub use input::InputError;
-pub use job::{Action, IoSpec, Job, PLUG_BATCH};
+pub use job::{Action, IoSpec, Job};
 pub use spec::{BuildEnv, BuildError, JobSpec, Region};

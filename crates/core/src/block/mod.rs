@@ -115,7 +115,7 @@ use crate::time::Nanos;
 
 pub use host_tags::DISK_HOST_TAGS;
 pub use observe::{Event, Observer};
-pub use plug::{BLK_MAX_REQUEST_COUNT, BLK_PLUG_FLUSH_SIZE};
+pub use plug::{BLK_MAX_REQUEST_COUNT, BLK_PLUG_FLUSH_SIZE, PLUG_THRESHOLD};
 pub use qos::{Admit, BioEnd, QosChain, QosHook};
 pub use request_list::BLKDEV_MAX_RQ;
 use request_list::{Asleep, Class, RequestList};
@@ -401,9 +401,9 @@ pub struct Segment<T> {
 }
 
 impl<T> Segment<T> {
-    /// The segment of bio `rq` (its request as built, `token` and rq_qos `key`) merged into
-    /// another request with `queued` requests waiting.
-    fn merged(rq: &Request, token: T, key: u64, queued: u32) -> Segment<T> {
+    /// The segment of bio `rq` (its request as built, `token` and rq_qos `key`) that starts
+    /// a request with `queued` requests waiting; `split`: its split bio's key.
+    fn new(rq: &Request, token: T, key: u64, queued: u32, split: Option<u64>) -> Segment<T> {
         Segment {
             token,
             sector: rq.sector,
@@ -413,8 +413,16 @@ impl<T> Segment<T> {
             group: rq.group,
             key,
             queued,
+            merged: false,
+            split,
+        }
+    }
+
+    /// The segment of bio `rq` merged into another request with `queued` requests waiting.
+    fn merged(rq: &Request, token: T, key: u64, queued: u32) -> Segment<T> {
+        Segment {
             merged: true,
-            split: None,
+            ..Segment::new(rq, token, key, queued, None)
         }
     }
 }
@@ -1325,18 +1333,7 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
         now: Nanos,
     ) {
         let queued = (self.counters.inserted - self.counters.dispatched + 1) as u32;
-        let seg = Segment {
-            token,
-            sector: rq.sector,
-            sectors: rq.sectors,
-            submitted: rq.submitted,
-            ctx: rq.ctx,
-            group: rq.group,
-            key,
-            queued,
-            merged: false,
-            split,
-        };
+        let seg = Segment::new(rq, token, key, queued, split);
         self.requests.insert(
             rq.id.0,
             Rq {

@@ -29,6 +29,11 @@
 
 use super::*;
 
+/// A submission call of more bios than this is plugged: io_uring's `io_submit_state_start`
+/// sets `need_plug` for more than two entries, and `io_submit` starts a plug above
+/// `AIO_PLUG_THRESHOLD` (2).
+pub const PLUG_THRESHOLD: usize = 2;
+
 /// Requests a plug holds before adding another flushes it (`BLK_MAX_REQUEST_COUNT`, one
 /// queue).
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
@@ -55,6 +60,24 @@ impl<S: Scheduler, T: Copy> BlockLayer<S, T> {
     pub fn handle_plug(&mut self, ctx: CtxId) {
         if !self.listed() {
             self.plugs.entry(ctx).or_default();
+        }
+    }
+
+    /// The bios of one submission call (one `io_uring_enter` or `io_submit` for them all),
+    /// in order, each with its token: in a plug of each submitter when there are more than
+    /// [`PLUG_THRESHOLD`], as [`handle_submit`](Self::handle_submit) otherwise.
+    pub fn handle_submit_call(&mut self, bios: Vec<(Bio, T)>, now: Nanos) {
+        let plug = bios.len() > PLUG_THRESHOLD;
+        let mut plugged: Vec<CtxId> = Vec::new();
+        for (bio, token) in bios {
+            if plug && !plugged.contains(&bio.ctx) {
+                self.handle_plug(bio.ctx);
+                plugged.push(bio.ctx);
+            }
+            self.handle_submit(bio, token, now);
+        }
+        for ctx in plugged {
+            self.handle_unplug(ctx, now);
         }
     }
 
