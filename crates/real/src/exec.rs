@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use elevator_core::block::{BlockLayer, DiskStat, Done, Limits};
 use elevator_core::{CtxId, GroupId, IoPrio, Nanos, Op, Request, Scheduler, SECTOR_BYTES};
-use elevator_workload::metrics::JobMetrics;
+use elevator_workload::metrics::{CompletionRecorder, JobMetrics};
 use elevator_workload::{Action, IoSpec, Job};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -390,9 +390,8 @@ struct Slot {
     woke: WakeKey,
     metrics: JobMetrics,
     ctxs: BTreeMap<u32, (CtxId, bool)>,
-    /// Its I/Os complete and not yet reaped, for a job that [reaps late](Job::reaps_late):
-    /// by tag, what it did, its bytes and when it was submitted (failed I/Os not kept).
-    unreaped: HashMap<u64, (Op, u64, Nanos)>,
+    /// Records its completions in `metrics` (failed I/Os are not recorded).
+    recorder: CompletionRecorder,
 }
 
 /// When a job became runnable: the event's time, then the completion's place among those
@@ -509,6 +508,7 @@ impl<'a, B: Backend> Executor<'a, B> {
         let slots = jobs
             .into_iter()
             .map(|j| Slot {
+                recorder: CompletionRecorder::new(j.job.as_ref()),
                 name: j.name,
                 job: j.job,
                 group: j.group,
@@ -521,7 +521,6 @@ impl<'a, B: Backend> Executor<'a, B> {
                 woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
                 ctxs: BTreeMap::new(),
-                unreaped: HashMap::new(),
             })
             .collect();
         let queue = backend.queue_limits();
@@ -757,23 +756,6 @@ impl<'a, B: Backend> Executor<'a, B> {
         }
     }
 
-    /// Count the latencies of the I/Os job `i` reaped, to `now`.
-    fn record_reaped(&mut self, i: usize, now: Nanos) {
-        let slot = &mut self.slots[i];
-        let mut tags = Vec::new();
-        slot.job.take_reaped(&mut tags);
-        for tag in tags {
-            let Some((op, bytes, submitted)) = slot.unreaped.remove(&tag) else {
-                continue;
-            };
-            // Within the ramp (fio's ramp_time) nothing counts.
-            if now >= slot.metrics.started {
-                slot.metrics
-                    .record(op, bytes, now.saturating_sub(submitted));
-            }
-        }
-    }
-
     /// The block layer's context for `spec` of job `i`, after checking that the run may do
     /// it: `None` (the run failed, with the reason) for an I/O outside the job's region or
     /// the target, or an operation the backend does not do.
@@ -809,10 +791,10 @@ impl<'a, B: Backend> Executor<'a, B> {
 
     fn poll_job(&mut self, i: usize, now: Nanos) {
         loop {
-            let action = self.slots[i].job.poll(now);
-            if self.slots[i].job.reaps_late() {
-                self.record_reaped(i, now);
-            }
+            let slot = &mut self.slots[i];
+            let action = slot.job.poll(now);
+            slot.recorder
+                .reaped(&mut slot.metrics, slot.job.as_mut(), now);
             match action {
                 Action::Issue(spec) => {
                     let Some(ctx) = self.ctx_for(i, &spec) else {
@@ -1075,20 +1057,18 @@ impl<'a, B: Backend> Executor<'a, B> {
             let Some(bytes) = d.whole else {
                 continue;
             };
-            // An I/O outside the job's figures (fio's `end_fsync`) is not recorded.
-            let counted = d.ok && self.slots[job].job.counts_in_figures(tag);
-            if counted && self.slots[job].job.reaps_late() {
-                self.slots[job]
-                    .unreaped
-                    .insert(tag, (d.op, bytes, d.submitted));
-            } else if counted {
-                let metrics = &mut self.slots[job].metrics;
-                // Within the ramp (fio's ramp_time) nothing counts.
-                if now >= metrics.started {
-                    metrics.record(d.op, bytes, now.saturating_sub(d.submitted));
-                }
-            }
             let slot = &mut self.slots[job];
+            if d.ok {
+                slot.recorder.completed(
+                    &mut slot.metrics,
+                    slot.job.as_ref(),
+                    tag,
+                    d.op,
+                    bytes,
+                    d.submitted,
+                    now,
+                );
+            }
             slot.job.complete(tag, now);
             self.reaped += 1;
             if matches!(slot.state, State::Wait | State::Think(_)) {

@@ -43,7 +43,7 @@ use rustc_hash::FxHashMap;
 use elevator_core::block::{Bio, BlockLayer, DiskStat, Done, Limits};
 use elevator_core::qos::QosDevice;
 use elevator_core::{CtxId, GroupId, GroupTree, IoPrio, Nanos, Op, RequestId, Scheduler};
-use elevator_workload::metrics::{JobMetrics, JobSummary};
+use elevator_workload::metrics::{CompletionRecorder, JobMetrics, JobSummary};
 use elevator_workload::traces::blktrace_out::IoObserver;
 use elevator_workload::{Action, Job};
 use serde::Serialize;
@@ -343,9 +343,8 @@ struct JobState {
     ctxs: Vec<u32>,
     /// It starts once every job of the earlier phases is done.
     phase: u32,
-    /// Its I/Os complete and not yet reaped, for a job that [reaps late](Job::reaps_late):
-    /// by tag, what it did, its bytes and when it was submitted.
-    unreaped: FxHashMap<u64, (Op, u64, Nanos)>,
+    /// Records its completions in `metrics`.
+    recorder: CompletionRecorder,
 }
 
 /// A simulation: one device, one scheduler (possibly a stack), any number of jobs.
@@ -393,8 +392,6 @@ pub struct Simulation {
     /// Submission calls of several I/Os still on the host CPU, by key: (job, what, when
     /// issued).
     cpu_batches: FxHashMap<u64, (u32, Vec<elevator_workload::IoSpec>, Nanos)>,
-    /// A buffer for the tags a job reaped ([`Simulation::record_reaped`]).
-    reaped: Vec<u64>,
     /// Set when an event past [`CLOCK_LIMIT`] ended the run.
     clock_overflow: bool,
     /// The most I/Os [`Simulation::run`] completes ([`Simulation::bound_ios`]), counted as
@@ -462,7 +459,6 @@ impl Simulation {
             host_drives: NonZeroU32::MIN,
             cpu_pending: FxHashMap::default(),
             cpu_batches: FxHashMap::default(),
-            reaped: Vec::new(),
             clock_overflow: false,
             io_bound: None,
             io_bound_passed: false,
@@ -546,6 +542,7 @@ impl Simulation {
     pub fn add_job_in_phase(&mut self, slot: JobSlot, phase: u32) -> usize {
         let i = self.jobs.len();
         let start = slot.start.saturating_add(slot.delay);
+        let recorder = CompletionRecorder::new(slot.job.as_ref());
         self.jobs.push(JobState {
             metrics: JobMetrics {
                 started: start,
@@ -557,7 +554,7 @@ impl Simulation {
             runnable: false,
             ctxs: Vec::new(),
             phase,
-            unreaped: FxHashMap::default(),
+            recorder,
         });
         self.push(
             start,
@@ -797,15 +794,15 @@ impl Simulation {
                 continue;
             };
             let j = &mut self.jobs[job as usize];
-            // An I/O outside the job's figures (fio's `end_fsync`) is not recorded.
-            let counted = j.slot.job.counts_in_figures(tag);
-            if counted && j.slot.job.reaps_late() {
-                j.unreaped.insert(tag, (d.op, bytes, d.submitted));
-            } else if counted && now >= j.metrics.started {
-                // Within the ramp (fio's ramp_time) nothing counts.
-                j.metrics
-                    .record(d.op, bytes, now.saturating_sub(d.submitted));
-            }
+            j.recorder.completed(
+                &mut j.metrics,
+                j.slot.job.as_ref(),
+                tag,
+                d.op,
+                bytes,
+                d.submitted,
+                now,
+            );
             if self.wakeup == Nanos::ZERO {
                 self.notify(job, tag);
             } else {
@@ -822,24 +819,6 @@ impl Simulation {
         if !j.done {
             self.make_runnable(job);
         }
-    }
-
-    /// Count the latencies of the I/Os job `i` reaped, to now.
-    fn record_reaped(&mut self, i: usize) {
-        let now = self.now;
-        let j = &mut self.jobs[i];
-        let mut tags = std::mem::take(&mut self.reaped);
-        j.slot.job.take_reaped(&mut tags);
-        for tag in tags.drain(..) {
-            let Some((op, bytes, submitted)) = j.unreaped.remove(&tag) else {
-                continue;
-            };
-            // Within the ramp (fio's ramp_time) nothing counts.
-            if now >= j.metrics.started {
-                j.metrics.record(op, bytes, now.saturating_sub(submitted));
-            }
-        }
-        self.reaped = tags;
     }
 
     /// Mark job `i` runnable: [`Simulation::poll_jobs`] polls it.
@@ -869,10 +848,10 @@ impl Simulation {
             }
             self.jobs[i].runnable = false;
             loop {
-                let action = self.jobs[i].slot.job.poll(self.now);
-                if self.jobs[i].slot.job.reaps_late() {
-                    self.record_reaped(i);
-                }
+                let j = &mut self.jobs[i];
+                let action = j.slot.job.poll(self.now);
+                j.recorder
+                    .reaped(&mut j.metrics, j.slot.job.as_mut(), self.now);
                 match action {
                     Action::Issue(spec) => self.submit(i as u32, spec),
                     Action::Batch(specs) => self.submit_batch(i as u32, specs),

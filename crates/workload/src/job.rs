@@ -117,7 +117,9 @@ pub trait Job {
     /// Whether the job learns of its completions later than they happen (fio reaping
     /// `iodepth_batch_complete_min` of them at a time): the driver then counts each I/O's
     /// latency to when the job hands its tag back through [`take_reaped`](Job::take_reaped),
-    /// as fio stamps `clat` when it reaps, not to its completion. False by default.
+    /// as fio stamps `clat` when it reaps, not to its completion. Fixed once the job is built:
+    /// drivers ask once ([`CompletionRecorder`](crate::metrics::CompletionRecorder)). False
+    /// by default.
     fn reaps_late(&self) -> bool {
         false
     }

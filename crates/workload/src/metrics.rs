@@ -11,11 +11,14 @@
 //! from bucket counts alone).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use elevator_core::{Nanos, Op};
 use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::Job;
 
 /// Significant figures of every latency histogram.
 const SIGFIG: u8 = 3;
@@ -185,6 +188,71 @@ impl DirMetrics {
             lat_p99_ms: ms(h.value_at_quantile(0.99)),
             lat_p999_ms: ms(h.value_at_quantile(0.999)),
             lat_max_ms: ms(h.max()),
+        }
+    }
+}
+
+/// How a driver (the simulator's engine, the real executor) records a job's completed I/Os
+/// in its [`JobMetrics`], one recorder per job: at the completion, or, for a job that
+/// [reaps late](Job::reaps_late) (fio reaping `iodepth_batch_complete_min` at a time), when
+/// the job hands the I/O back ([`Job::take_reaped`]), as fio stamps `clat` when it reaps.
+/// I/Os outside the job's figures ([`Job::counts_in_figures`]) and completions before the
+/// job's start (fio's `ramp_time`) are not recorded.
+#[derive(Debug, Default)]
+pub struct CompletionRecorder {
+    /// The job's [`Job::reaps_late`], asked once: it is fixed at the job's build.
+    late: bool,
+    /// Complete and not yet reaped: by tag, what the I/O did, its bytes, when submitted.
+    unreaped: HashMap<u64, (Op, u64, Nanos)>,
+    /// A buffer for the tags the job reaped.
+    tags: Vec<u64>,
+}
+
+impl CompletionRecorder {
+    /// A recorder for `job`.
+    pub fn new(job: &dyn Job) -> CompletionRecorder {
+        CompletionRecorder {
+            late: job.reaps_late(),
+            ..CompletionRecorder::default()
+        }
+    }
+
+    /// The job's I/O `tag` (`op`, `bytes`, submitted at `submitted`) completed at `now`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn completed(
+        &mut self,
+        metrics: &mut JobMetrics,
+        job: &dyn Job,
+        tag: u64,
+        op: Op,
+        bytes: u64,
+        submitted: Nanos,
+        now: Nanos,
+    ) {
+        if !job.counts_in_figures(tag) {
+            return;
+        }
+        if self.late {
+            self.unreaped.insert(tag, (op, bytes, submitted));
+        } else if now >= metrics.started {
+            metrics.record(op, bytes, now.saturating_sub(submitted));
+        }
+    }
+
+    /// After a [`Job::poll`] at `now`: record the I/Os the job reaped (none unless it reaps
+    /// late).
+    pub fn reaped(&mut self, metrics: &mut JobMetrics, job: &mut dyn Job, now: Nanos) {
+        if !self.late {
+            return;
+        }
+        job.take_reaped(&mut self.tags);
+        for tag in self.tags.drain(..) {
+            let Some((op, bytes, submitted)) = self.unreaped.remove(&tag) else {
+                continue;
+            };
+            if now >= metrics.started {
+                metrics.record(op, bytes, now.saturating_sub(submitted));
+            }
         }
     }
 }
@@ -388,5 +456,75 @@ mod tests {
             reference.value_at_quantile(0.5) as f64 / 1e6
         );
         assert_eq!(s.read.lat_max_ms, reference.max() as f64 / 1e6);
+    }
+
+    /// A job that reaps late, its reaped tags handed back when the test says; tag 9 is
+    /// outside its figures (as fio's `end_fsync`).
+    struct LateReaper {
+        late: bool,
+        reaped: Vec<u64>,
+    }
+
+    impl Job for LateReaper {
+        fn name(&self) -> &str {
+            "late"
+        }
+        fn poll(&mut self, _now: Nanos) -> crate::Action {
+            crate::Action::Wait
+        }
+        fn complete(&mut self, _tag: u64, _now: Nanos) {}
+        fn reaps_late(&self) -> bool {
+            self.late
+        }
+        fn take_reaped(&mut self, out: &mut Vec<u64>) {
+            out.append(&mut self.reaped);
+        }
+        fn counts_in_figures(&self, tag: u64) -> bool {
+            tag != 9
+        }
+    }
+
+    /// fio stamps `clat` when it reaps (`io_completed` from `io_u_queued_complete`): a late
+    /// reaper's I/O counts to its reap, once; an early one to its completion; neither counts
+    /// an I/O outside its figures or one completed before the job's start (`ramp_time`).
+    #[test]
+    fn the_recorder_counts_a_late_reapers_latency_to_its_reap_and_once() {
+        let ms = Nanos::from_ms;
+        let mut metrics = JobMetrics {
+            started: ms(1),
+            ..JobMetrics::default()
+        };
+        let mut job = LateReaper {
+            late: true,
+            reaped: Vec::new(),
+        };
+        let mut r = CompletionRecorder::new(&job);
+        r.completed(&mut metrics, &job, 1, Op::Read, 4096, ms(2), ms(3));
+        r.completed(&mut metrics, &job, 9, Op::Flush, 0, ms(2), ms(3));
+        assert_eq!(metrics.read.ios, 0, "not reaped yet");
+        job.reaped = vec![1, 9];
+        r.reaped(&mut metrics, &mut job, ms(7));
+        r.reaped(&mut metrics, &mut job, ms(8));
+        assert_eq!((metrics.read.ios, metrics.sync.ios), (1, 0));
+        let lat = metrics.read.latency.max();
+        assert!(
+            (4_999_000..=5_006_000).contains(&lat),
+            "to the reap at 7 ms: {lat}"
+        );
+
+        let mut early = LateReaper {
+            late: false,
+            reaped: vec![1],
+        };
+        let mut metrics = JobMetrics {
+            started: ms(1),
+            ..JobMetrics::default()
+        };
+        let mut r = CompletionRecorder::new(&early);
+        r.completed(&mut metrics, &early, 1, Op::Write, 4096, ms(0), ms(0));
+        r.completed(&mut metrics, &early, 2, Op::Write, 4096, ms(2), ms(3));
+        r.reaped(&mut metrics, &mut early, ms(9));
+        assert_eq!(metrics.write.ios, 1, "the one before the start is left out");
+        assert!((999_000..=1_001_000).contains(&metrics.write.latency.max()));
     }
 }
