@@ -716,3 +716,47 @@ fn bfq_and_cfq_see_the_backing_devices_rotational_flag_across_a_switch() {
     );
     assert!(m.unmount(), "clean unmount");
 }
+
+/// `--cgroup-file /bulk/io.max=wbps=...` caps dd's direct writes in /bulk at the
+/// submission engine's blk-throttle, as `echo wbps=... > /sys/fs/cgroup/bulk/io.max` would
+/// the kernel's: 2 MiB at 1 MiB/s cannot finish before about two seconds less the first
+/// slice's budget (`tg_within_bps_limit`), where unthrottled it takes milliseconds here.
+#[test]
+fn a_cgroup_files_io_max_caps_the_groups_writes_through_the_mount() {
+    if !fuse_available("mount_io_max") || !have("dd") {
+        return;
+    }
+    let cap = 1u64 << 20;
+    let mut m = Mount::start(
+        "none",
+        &[
+            "--no-writeback-cache",
+            "--group",
+            "dd=/bulk",
+            "--cgroup-file",
+            &format!("/bulk/io.max=wbps={cap}"),
+        ],
+    );
+    let f = m.path("f").display().to_string();
+    let start = Instant::now();
+    let ok = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={f}"),
+            "bs=64k",
+            "count=32",
+            "oflag=direct",
+            "status=none",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    let took = start.elapsed();
+    assert!(ok, "dd wrote through the mount");
+    assert!(m.unmount(), "clean unmount");
+    // One slice of budget (100 ms at most) may go at once; the rest at the cap.
+    assert!(
+        took >= Duration::from_millis(1700),
+        "2 MiB under a 1 MiB/s io.max took {took:?}"
+    );
+}

@@ -91,6 +91,123 @@ impl fmt::Display for IoMax {
     }
 }
 
+/// One write to a cgroup v2 io file, given as `/PATH/FILE=VALUE`: what a user would do with
+/// `echo "VALUE" > /sys/fs/cgroup/PATH/FILE`, the `MAJ:MIN` of the per-device files left out
+/// (the device is the one scheduled). FILE is `io.max` (`rbps=.. wbps=.. riops=.. wiops=..`),
+/// `io.latency` (`target=MICROSECONDS`), `io.weight` or `io.bfq.weight` (`N` or
+/// `default N`), all below the root, or at the root `io.cost.model` and `io.cost.qos` (their
+/// lines as written after `MAJ:MIN`), where the kernel offers them. The mount's
+/// `--cgroup-file` reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupFileWrite {
+    /// The group, e.g. `/bulk` (`/` for the device-level io.cost files).
+    pub path: String,
+    /// The file and what is written to it.
+    pub value: CgroupFileValue,
+}
+
+/// A [`CgroupFileWrite`]'s file and value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CgroupFileValue {
+    /// `io.max`.
+    Max(IoMax),
+    /// `io.latency`'s `target=`.
+    LatencyTarget(Nanos),
+    /// `io.weight`.
+    Weight(u32),
+    /// `io.bfq.weight`.
+    BfqWeight(u32),
+    /// The root's `io.cost.model` line.
+    CostModel(String),
+    /// The root's `io.cost.qos` line.
+    CostQos(String),
+}
+
+impl std::str::FromStr for CgroupFileWrite {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CgroupFileWrite, String> {
+        let err = |why: String| format!("{s:?}: {why} (expected /PATH/FILE=VALUE)");
+        let (target, value) = s.split_once('=').ok_or_else(|| err("no '='".into()))?;
+        let (dir, file) = target
+            .rsplit_once('/')
+            .filter(|(d, _)| target.starts_with('/') && !d.ends_with('/'))
+            .ok_or_else(|| err("the file must follow a group path starting with '/'".into()))?;
+        let path = if dir.is_empty() { "/" } else { dir };
+        check_path(path).map_err(err)?;
+        let root = path == "/";
+        let weight = |v: &str| -> Result<u32, String> {
+            let n = v.strip_prefix("default ").unwrap_or(v).trim();
+            n.parse()
+                .map_err(|_| err(format!("{file} takes N or `default N`, not {v:?}")))
+        };
+        let value = match file {
+            "io.cost.model" | "io.cost.qos" if !root => {
+                return Err(err(format!(
+                    "{file} is the root's (/{file}): the kernel offers it only there"
+                )))
+            }
+            "io.max" | "io.latency" | "io.weight" | "io.bfq.weight" if root => {
+                return Err(err(format!(
+                    "the root group has no {file} (the kernel offers it only below the root)"
+                )))
+            }
+            "io.cost.model" => CgroupFileValue::CostModel(value.to_string()),
+            "io.cost.qos" => CgroupFileValue::CostQos(value.to_string()),
+            "io.max" => CgroupFileValue::Max(IoMax::parse(value).map_err(err)?),
+            "io.latency" => {
+                let us = value
+                    .trim()
+                    .strip_prefix("target=")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .filter(|&us| us > 0 && us <= u64::MAX / 1000)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "io.latency takes target=MICROSECONDS (above 0), not {value:?}"
+                        ))
+                    })?;
+                CgroupFileValue::LatencyTarget(Nanos::from_us(us))
+            }
+            "io.weight" => CgroupFileValue::Weight(weight(value)?),
+            "io.bfq.weight" => CgroupFileValue::BfqWeight(weight(value)?),
+            other => {
+                return Err(err(format!(
+                    "unknown file {other:?} (io.max, io.latency, io.weight, io.bfq.weight, \
+                     io.cost.model, io.cost.qos)"
+                )))
+            }
+        };
+        Ok(CgroupFileWrite {
+            path: path.to_string(),
+            value,
+        })
+    }
+}
+
+impl CgroupFileWrite {
+    /// Write it into `tree`, adding the group if it is not there. Ranges are checked with
+    /// the tree's others ([`crate::qos::validate`]).
+    pub fn apply(&self, tree: &mut GroupTree) -> Result<(), GroupError> {
+        let id = tree.add(&self.path, None)?;
+        match &self.value {
+            CgroupFileValue::Max(m) => tree.io_mut(id).max = *m,
+            CgroupFileValue::LatencyTarget(t) => tree.io_mut(id).latency_target = Some(*t),
+            CgroupFileValue::Weight(w) => tree.io_mut(id).weight = Some(*w),
+            CgroupFileValue::BfqWeight(w) => tree.io_mut(id).bfq_weight = Some(*w),
+            CgroupFileValue::CostModel(m) => {
+                let mut c = tree.io_cost().clone();
+                c.model = Some(m.clone());
+                tree.set_io_cost(c);
+            }
+            CgroupFileValue::CostQos(q) => {
+                let mut c = tree.io_cost().clone();
+                c.qos = Some(q.clone());
+                tree.set_io_cost(c);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A group's cgroup v2 io controller files. Every field `None` (or `max`) by default: no
 /// controller acts on the group.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -435,5 +552,52 @@ mod tests {
         let mut t = GroupTree::new();
         assert!(t.add("a", None).is_err());
         assert!(t.add("/a/../b", None).is_err());
+    }
+
+    /// `echo "wbps=10485760" > /sys/fs/cgroup/bulk/io.max` and its kin, the device's
+    /// `MAJ:MIN` left out: each file lands in its field; the root takes only io.cost's files
+    /// and the groups only theirs, as the kernel's cgroup files are laid out
+    /// (`blkcg_files` / `blkcg_legacy_files`, `ioc_files`, `iolatency_files`).
+    #[test]
+    fn cgroup_file_writes_set_their_field_and_the_kernels_layout_is_kept() {
+        let mut t = GroupTree::new();
+        for w in [
+            "/bulk/io.max=wbps=10485760 riops=max",
+            "/a/b/io.latency=target=10000",
+            "/a/io.weight=default 300",
+            "/a/io.bfq.weight=50",
+            "/io.cost.model=ctrl=user model=linear rbps=1000",
+            "/io.cost.qos=enable=1 ctrl=user min=50 max=150",
+        ] {
+            w.parse::<CgroupFileWrite>().unwrap().apply(&mut t).unwrap();
+        }
+        let g = |p: &str| t.get(t.lookup(p).unwrap()).io.clone();
+        assert_eq!(g("/bulk").max.wbps, Some(10_485_760));
+        assert_eq!(g("/bulk").max.riops, None);
+        assert_eq!(g("/a/b").latency_target, Some(Nanos::from_ms(10)));
+        assert_eq!((g("/a").weight, g("/a").bfq_weight), (Some(300), Some(50)));
+        assert_eq!(
+            t.io_cost().model.as_deref(),
+            Some("ctrl=user model=linear rbps=1000")
+        );
+        assert_eq!(
+            t.io_cost().qos.as_deref(),
+            Some("enable=1 ctrl=user min=50 max=150")
+        );
+        for (bad, says) in [
+            ("/io.max=wbps=1", "root group has no io.max"),
+            ("/a/io.cost.qos=min=50", "only there"),
+            ("/a/io.max=xbps=1", "xbps"),
+            ("/a/io.latency=10000", "target="),
+            ("/a/io.latency=target=0", "above 0"),
+            ("/a/io.weight=heavy", "default N"),
+            ("/a/io.stat=1", "unknown file"),
+            ("a/io.max=wbps=1", "starting with '/'"),
+            ("//io.max=wbps=1", "starting with '/'"),
+            ("/a/io.max", "no '='"),
+        ] {
+            let e = bad.parse::<CgroupFileWrite>().unwrap_err();
+            assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
+        }
     }
 }

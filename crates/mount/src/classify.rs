@@ -26,6 +26,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use elevator_core::group::CgroupFileWrite;
 use elevator_core::{CtxId, GroupId, GroupTree, IoClass, IoPrio};
 
 /// The context of page-cache writeback (the flusher), and of anything with pid 0.
@@ -56,9 +57,6 @@ pub struct GroupRule {
     pub path: String,
     /// The group's weight in the scheduler's scale, or its default.
     pub weight: Option<u32>,
-    /// The group's cgroup v2 io files (io.max, io.latency, io.weight, io.bfq.weight); the
-    /// `--group` syntax sets none of them yet.
-    pub io: elevator_core::group::IoSettings,
 }
 
 /// A `--group` argument could not be parsed.
@@ -106,7 +104,6 @@ impl std::str::FromStr for GroupRule {
             comm: comm.to_string(),
             path: path.to_string(),
             weight,
-            io: Default::default(),
         })
     }
 }
@@ -237,10 +234,17 @@ struct State {
 }
 
 impl Classifier {
-    /// A classifier with these rules; the tree starts with the rules' groups.
+    /// A classifier with these rules; the tree starts with the rules' groups, then the
+    /// cgroup io files written (`--cgroup-file`, in order, each adding its group if no rule
+    /// named it: with [`GroupMode::Cgroup`] processes reach it by their cgroup path).
     /// A process name given two rules, or a group two weights, is refused: the first rule
-    /// (or the last weight) won without a word.
-    pub fn new(mode: GroupMode, rules: Vec<GroupRule>) -> Result<Classifier, String> {
+    /// (or the last weight) won without a word. So is an io file's value out of the
+    /// kernel's range ([`elevator_core::qos::validate`]).
+    pub fn new(
+        mode: GroupMode,
+        rules: Vec<GroupRule>,
+        io_files: &[CgroupFileWrite],
+    ) -> Result<Classifier, String> {
         let mut tree = GroupTree::new();
         let mut names: HashMap<&str, &GroupRule> = HashMap::new();
         let mut weights: HashMap<&str, (u32, &GroupRule)> = HashMap::new();
@@ -271,10 +275,10 @@ impl Classifier {
             }
         }
         for r in &rules {
-            let id = tree.add(&r.path, r.weight).map_err(|e| e.to_string())?;
-            if r.io != Default::default() {
-                *tree.io_mut(id) = r.io.clone();
-            }
+            tree.add(&r.path, r.weight).map_err(|e| e.to_string())?;
+        }
+        for f in io_files {
+            f.apply(&mut tree).map_err(|e| e.to_string())?;
         }
         elevator_core::qos::validate(&tree).map_err(|e| e.to_string())?;
         Ok(Classifier {
@@ -404,7 +408,6 @@ mod tests {
                 comm: "dd".into(),
                 path: "/writer".into(),
                 weight: Some(100),
-                io: Default::default(),
             }
         );
         let r: GroupRule = "tar=/a/b".parse().unwrap();
@@ -428,19 +431,49 @@ mod tests {
     fn a_name_given_two_rules_or_a_group_two_weights_is_refused() {
         let rules =
             |r: &[&str]| -> Vec<GroupRule> { r.iter().map(|s| s.parse().unwrap()).collect() };
-        let e = Classifier::new(GroupMode::Root, rules(&["dd=/a", "dd=/b:10"]))
+        let e = Classifier::new(GroupMode::Root, rules(&["dd=/a", "dd=/b:10"]), &[])
             .err()
             .unwrap();
         assert!(
             e.contains("dd=/a") && e.contains("dd=/b:10") && e.contains("two rules"),
             "{e}"
         );
-        let e = Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g:200"]))
+        let e = Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g:200"]), &[])
             .err()
             .unwrap();
         assert!(e.contains("/g") && e.contains("two weights"), "{e}");
         // One group for two names, its weight given once or the same twice, is fine.
-        assert!(Classifier::new(GroupMode::Root, rules(&["a=/g:100", "b=/g", "c=/g:100"])).is_ok());
+        assert!(Classifier::new(
+            GroupMode::Root,
+            rules(&["a=/g:100", "b=/g", "c=/g:100"]),
+            &[]
+        )
+        .is_ok());
+    }
+
+    /// `--cgroup-file` writes land in the tree the submission engine's controllers are built
+    /// from, adding the groups no rule named; a value out of the kernel's range is refused.
+    #[test]
+    fn cgroup_file_writes_set_the_trees_io_files() {
+        let files: Vec<CgroupFileWrite> = ["/bulk/io.max=wbps=10485760", "/web/io.weight=500"]
+            .iter()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        let rules = vec!["dd=/bulk:100".parse().unwrap()];
+        let c = Classifier::new(GroupMode::Cgroup, rules, &files).unwrap();
+        let t = c.tree();
+        let bulk = t.get(t.lookup("/bulk").unwrap());
+        assert_eq!(
+            (bulk.weight, bulk.io.max.wbps),
+            (Some(100), Some(10_485_760))
+        );
+        assert_eq!(t.get(t.lookup("/web").unwrap()).io.weight, Some(500));
+        assert!(t.has_io_control());
+        let big: CgroupFileWrite = "/web/io.weight=10001".parse().unwrap();
+        let e = Classifier::new(GroupMode::Root, Vec::new(), &[big])
+            .err()
+            .unwrap();
+        assert!(e.contains("io.weight") && e.contains("10001"), "{e}");
     }
 
     #[test]
@@ -477,9 +510,8 @@ mod tests {
             comm: comm.trim().to_string(),
             path: "/mine".into(),
             weight: Some(300),
-            io: Default::default(),
         };
-        let c = Classifier::new(GroupMode::Root, vec![rule]).unwrap();
+        let c = Classifier::new(GroupMode::Root, vec![rule], &[]).unwrap();
         let tid = unsafe { libc::gettid() } as u32;
         let other = std::thread::spawn(|| unsafe { libc::gettid() } as u32);
         let other_tid = other.join().unwrap();
@@ -496,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_classifier_with_names_names_every_process_it_classified() {
-        let c = Classifier::new(GroupMode::Root, Vec::new())
+        let c = Classifier::new(GroupMode::Root, Vec::new(), &[])
             .unwrap()
             .with_names();
         let comm = std::fs::read_to_string("/proc/self/comm").unwrap();

@@ -75,6 +75,10 @@ pub struct MountConfig {
     pub groups: GroupMode,
     /// Process-name -> group rules.
     pub rules: Vec<GroupRule>,
+    /// Writes to the groups' cgroup v2 io files (io.max, io.latency, io.weight,
+    /// io.bfq.weight; the root's io.cost.model and io.cost.qos): the controllers act at the
+    /// submission engine's rq_qos position ([`elevator_core::qos::chain`]).
+    pub io_files: Vec<elevator_core::group::CgroupFileWrite>,
     /// Let other users in (`allow_other`; needs `user_allow_other` in /etc/fuse.conf unless
     /// root). Permissions are checked by the kernel either way (`default_permissions`).
     pub allow_other: bool,
@@ -193,8 +197,8 @@ pub fn mount_spec(cfg: &MountConfig, info: SchedulerSpec) -> Result<Mounted, Mou
         }
     }
     check_not_nested(&cfg.backing, &cfg.mountpoint)?;
-    let mut classifier =
-        classify::Classifier::new(cfg.groups, cfg.rules.clone()).map_err(MountError::Config)?;
+    let mut classifier = classify::Classifier::new(cfg.groups, cfg.rules.clone(), &cfg.io_files)
+        .map_err(MountError::Config)?;
     if cfg.request_log > 0 {
         classifier = classifier.with_names();
     }

@@ -34,6 +34,14 @@ pub struct Args {
     /// Group every other process by its cgroup v2 path (default: the root group).
     #[arg(long)]
     pub cgroups: bool,
+    /// Write a group's cgroup v2 io file as `echo VALUE > /sys/fs/cgroup/PATH/FILE` would,
+    /// the device's MAJ:MIN left out: `io.max` (e.g. `--cgroup-file
+    /// '/bulk/io.max=wbps=10485760'`), `io.latency` (`target=MICROSECONDS`), `io.weight`,
+    /// `io.bfq.weight`, and the root's `io.cost.model` and `io.cost.qos`
+    /// (`--cgroup-file '/io.cost.qos=enable=1 ...'`). The group is added if no `--group`
+    /// names it (with --cgroups, processes in that cgroup reach it). Repeatable; in order.
+    #[arg(long = "cgroup-file", value_name = "/PATH/FILE=VALUE")]
+    pub cgroup_file: Vec<elevator_core::group::CgroupFileWrite>,
     /// Let other users use the mount (FUSE allow_other); permissions are still checked.
     #[arg(long)]
     pub allow_other: bool,
@@ -258,6 +266,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             GroupMode::Root
         },
         rules: a.group.clone(),
+        io_files: a.cgroup_file.clone(),
         allow_other: a.allow_other,
         writeback_cache: !a.no_writeback_cache,
         threads: usize::from(a.threads),
