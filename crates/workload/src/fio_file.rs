@@ -38,6 +38,8 @@
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 0 or 2 (best effort), 3 (idle); as fio, a class given without `prio` is level 0, neither gives the kernel's best effort 4 |
 //! | `randseed`, `norandommap` | number; flag |
+//! | `random_distribution` | `random` (default), `zipf[:theta[:center]]`, `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:A/S:...` and `zoned_abs:A/SIZE:...` (one list, or `reads,writes`): a random job's random offsets, drawn as fio draws them, any but `random` turning the random map off (elevator_workload's `jobs::distribution`, which names the deviations) |
+//! | `random_generator` | `tausworthe` (default), `tausworthe64`, `lfsr`: offsets are drawn by elevator's own generator whichever is named (a deviation); `lfsr` keeps uniform offsets once a pass under `norandommap`, as fio's LFSR visits each block once a period |
 //! | `randrepeat` | flag, accepted: runs are always repeatable (fio's default, 1); fio's 0 seeds from the clock, which elevator does not |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
@@ -63,8 +65,8 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::fio::{FioJobConfig, RwMode, RwSequencer};
-use crate::jobs::{BlockSizes, SizeMix};
+use crate::jobs::fio::{FioJobConfig, RandomGenerator, RwMode, RwSequencer};
+use crate::jobs::{BlockSizes, RandomDistribution, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -787,6 +789,8 @@ pub const OPTIONS: &[&str] = &[
     "ramp_time",
     "time_based",
     "norandommap",
+    "random_distribution",
+    "random_generator",
     "randseed",
     "randrepeat",
     "name",
@@ -1114,6 +1118,19 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "norandommap" => {
             c.norandommap = flag(o)?;
             "norandommap"
+        }
+        "random_generator" => {
+            c.random_generator = match need(o)? {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                "lfsr" => RandomGenerator::Lfsr,
+                v => return Err(format!("{v:?} is not tausworthe, tausworthe64 or lfsr")),
+            };
+            "random_generator"
+        }
+        "random_distribution" => {
+            c.random_distribution = RandomDistribution::parse(need(o)?, parse_size)?;
+            "random_distribution"
         }
         "randseed" => {
             c.randseed = Some(int(o)?);
@@ -1570,7 +1587,8 @@ mod tests {
             "[j]\nrw=randrw\nrwmixwrite=30\nnumjobs=4\nrate=10m\nrate_iops=500\n\
                    thinktime_blocks=4\nstonewall\nnew_group\nprio=2\nprioclass=1\n\
                    elevator_cgroup=/fast\nelevator_weight=300\nfilename=/dev/loop0\n\
-                   io_size=8m\nnumber_ios=100\nnorandommap\nrandseed=9\n",
+                   io_size=8m\nnumber_ios=100\nnorandommap\nrandseed=9\n\
+                   random_distribution=zipf:1.2\nrandom_generator=lfsr\n",
         )
         .unwrap();
         let j = &f.jobs[0];
@@ -1594,6 +1612,14 @@ mod tests {
         assert_eq!(j.config.number_ios, Some(100));
         assert!(j.config.norandommap);
         assert_eq!(j.config.randseed, Some(9));
+        assert_eq!(
+            j.config.random_distribution,
+            RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None
+            }
+        );
+        assert_eq!(j.config.random_generator, RandomGenerator::Lfsr);
         // fio's relative cgroup names are under the root.
         assert_eq!(
             p("[j]\ncgroup=a\n").unwrap().jobs[0].cgroup.as_deref(),
@@ -1705,6 +1731,17 @@ mod tests {
             ("[j]\ndirect=yes\n", 2, "direct"),
             ("[j]\nrwmixread=101\n", 2, "rwmixread"),
             ("[j]\nrate\n", 2, "rate"),
+            (
+                "[j]\nrandom_distribution=zipf:1\n",
+                2,
+                "random_distribution",
+            ),
+            (
+                "[j]\nrandom_distribution=zoned:50/10\n",
+                2,
+                "random_distribution",
+            ),
+            ("[j]\nrandom_generator=mt\n", 2, "random_generator"),
             ("bs=4k\n", 1, "bs"),
             ("[j\n", 1, "[j"),
             ("[j]\n[j]\n", 2, "j"),

@@ -15,6 +15,15 @@
 //!   differs from fio's); `norandommap = true` draws blocks uniformly with replacement.
 //!   `rw_skip` (fio's `rw=read:<skip>`) leaves a hole after each sequential I/O; a pass then
 //!   covers the positions `offset + k * (bs + rw_skip)` that fit in the region.
+//! - `random_distribution` ([`super::distribution`], which names its deviations) draws a
+//!   random job's random offsets from fio's zipf, pareto, normal (gauss) or zoned generators
+//!   instead of uniformly; any but `random` turns the random map off, as fio's
+//!   `fixup_options` does, so blocks repeat. zipf, pareto and normal values are blocks of the
+//!   job's smallest size (fio's `nranges`), scattered over the region by fio's hash; zoned
+//!   zones are shares of the region's blocks, or bytes (`zoned_abs`, refused when they end
+//!   past the region). `random_generator` is accepted: elevator's generator is its own
+//!   whichever is named; `lfsr` keeps uniform offsets once a pass under `norandommap`, as
+//!   fio's LFSR does.
 //! - `block_sizes` (fio's `bsrange`, `bssplit`; [`super::block_sizes`]) draws each I/O's
 //!   size per direction. Random offsets are then counted in the smallest size of the
 //!   directions the job does (fio's `min_bs`) and aligned down to the smallest of the I/O's
@@ -68,6 +77,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::block_sizes::{BlockSizes, SizeDraw, SizeMix};
+use super::distribution::{OffsetDraw, RandomDistribution};
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{
     mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
@@ -83,6 +93,20 @@ pub enum RwSequencer {
     Sequential,
     /// At the last I/O's offset again.
     Identical,
+}
+
+/// fio's `random_generator`: what draws a random job's uniform offsets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RandomGenerator {
+    /// `tausworthe` (fio's default): draws checked against the random map, unless
+    /// `norandommap`.
+    #[default]
+    Tausworthe,
+    /// `tausworthe64`: the same, 64 bits wide.
+    Tausworthe64,
+    /// `lfsr`: a sequence visiting every block once a period, with or without the random map.
+    Lfsr,
 }
 
 /// fio's `rw` (`readwrite`) option.
@@ -221,6 +245,15 @@ pub struct FioJobConfig {
     pub norandommap: bool,
     /// fio `randseed`: the job's seed. Default: derived from the run's seed and the job's name.
     pub randseed: Option<u64>,
+    /// fio `random_distribution`: where a random job's random offsets fall
+    /// ([`RandomDistribution`]: `random`, zipf, pareto, normal, zoned, zoned_abs). Any but
+    /// `random` turns the random map off, as fio's `fixup_options` does. Sequential jobs
+    /// ignore it, as fio's do. Default `random`.
+    pub random_distribution: RandomDistribution,
+    /// fio `random_generator`. elevator draws with its own generator whatever this says;
+    /// `lfsr` keeps the once-a-pass order of uniform offsets under `norandommap` too, as
+    /// fio's LFSR does. Default `tausworthe`.
+    pub random_generator: RandomGenerator,
 }
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
@@ -262,6 +295,8 @@ impl Default for FioJobConfig {
             direct: false,
             norandommap: false,
             randseed: None,
+            random_distribution: RandomDistribution::Random,
+            random_generator: RandomGenerator::Tausworthe,
         }
     }
 }
@@ -346,6 +381,9 @@ impl FioJobConfig {
             if let Err(reason) = mix.check() {
                 return err(field, reason);
             }
+        }
+        if let Err(reason) = self.random_distribution.check() {
+            return err("random_distribution", reason);
         }
         if self.rand_seq_nr == 0 {
             return err(
@@ -475,6 +513,19 @@ impl FioJobConfig {
                 );
             }
         }
+        // fio fails the first I/O whose `zoned_abs` zone ends past the region.
+        let unit = self.min_size();
+        for d in (0..2).filter(|&d| dirs[d] && self.rw.is_random()) {
+            if !OffsetDraw::zones_fit(&self.random_distribution, d, bytes / unit, unit) {
+                return err(
+                    "random_distribution",
+                    format!(
+                        "the {} zoned_abs zones end past the region ({bytes} bytes)",
+                        if d == 0 { "reads'" } else { "writes'" }
+                    ),
+                );
+            }
+        }
         if let Some(io) = resolve_bytes(env, self.io_size, "io_size", None, "io_size")? {
             if io < self.min_size() {
                 return err("io_size", format!("{io} bytes is less than one block"));
@@ -519,6 +570,11 @@ pub struct FioJob {
     read_percent: u32,
     rng: ChaCha8Rng,
     map: BlockOrder,
+    /// Random blocks come from `map`, each once a pass (fio's random map), rather than with
+    /// replacement.
+    uses_map: bool,
+    /// A non-uniform `random_distribution`'s generator (random jobs only).
+    dist: Option<Box<OffsetDraw>>,
     cursors: [u64; 2],
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
@@ -657,6 +713,16 @@ impl FioJob {
                 rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
             })
         });
+        // fio's `fixup_options`: any distribution but `random` turns the random map off.
+        // fio's LFSR visits each block once a period whether or not there is a map.
+        let uses_map = cfg.random_distribution.is_uniform()
+            && (!cfg.norandommap || cfg.random_generator == RandomGenerator::Lfsr);
+        let dist = cfg
+            .rw
+            .is_random()
+            .then(|| OffsetDraw::new(&cfg.random_distribution, blocks, mix64(seed ^ 0x6469_7374)))
+            .flatten()
+            .map(Box::new);
         let limit = {
             let by_size = if cfg.time_based {
                 None
@@ -691,6 +757,8 @@ impl FioJob {
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
+            uses_map,
+            dist,
             cursors: [0, 0],
             limit,
             issued: 0,
@@ -1048,11 +1116,7 @@ impl FioJob {
             };
             return match between {
                 Some(at) if !random => Place::At(at),
-                _ => Place::Block(if self.cfg.norandommap {
-                    self.rng.gen_range(0..self.blocks)
-                } else {
-                    self.map.next()
-                }),
+                _ => Place::Block(self.random_block(dir)),
             };
         }
         if self.cfg.rw_skip >= 0 {
@@ -1070,6 +1134,21 @@ impl FioJob {
             Some(at) if at < end => at,
             _ => end.saturating_sub(skip),
         })
+    }
+
+    /// A random block for direction `dir`, in units of the job's smallest size (fio's
+    /// `get_next_rand_offset`): from the distribution's generator, else the random map, else
+    /// uniform with replacement (`norandommap`).
+    fn random_block(&mut self, dir: usize) -> u64 {
+        let unit = u64::from(self.block_sectors) * SECTOR_BYTES;
+        if let Some(d) = self.dist.as_deref_mut() {
+            return d.next(dir, self.blocks, unit);
+        }
+        if self.uses_map {
+            self.map.next()
+        } else {
+            self.rng.gen_range(0..self.blocks)
+        }
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -1178,6 +1257,124 @@ mod tests {
     fn run(cfg: FioJobConfig, depth: usize) -> crate::testkit::Record {
         let mut job = FioJob::new(cfg, &env()).unwrap();
         HandDriver::new(depth, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job)
+    }
+
+    fn sectors(cfg: FioJobConfig) -> Vec<(Op, u64)> {
+        run(cfg, 1)
+            .issued
+            .iter()
+            .map(|i| (i.spec.op, i.spec.sector))
+            .collect()
+    }
+
+    /// fio's `fixup_options` turns the random map off for any distribution but `random`: a
+    /// zipf:1.2 reader's 1024 reads over 1024 blocks come back to its hot blocks (a random
+    /// map would visit each once), each a whole block inside the region.
+    #[test]
+    fn a_zipf_job_repeats_its_hot_blocks_without_a_random_map() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            offset: Some(MIB),
+            size: Some(4 * MIB),
+            number_ios: Some(1024),
+            random_distribution: RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None,
+            },
+            ..Default::default()
+        };
+        let s = sectors(cfg);
+        assert_eq!(s.len(), 1024);
+        assert!(s
+            .iter()
+            .all(|&(_, x)| x % 8 == 0 && (2048..2048 + 8192).contains(&x)));
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 600, "{} distinct blocks", distinct.len());
+    }
+
+    /// `zoned_abs:100/1M,` on a random mixed job: every read in the region's first MiB
+    /// (fio's `__get_next_rand_offset_zoned_abs`), the writes, given no zones, uniform over
+    /// the region (fio's `bail`).
+    #[test]
+    fn zoned_abs_sends_each_direction_to_its_own_zones() {
+        use crate::jobs::Zone;
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRw,
+            size: Some(16 * MIB),
+            number_ios: Some(2000),
+            random_distribution: RandomDistribution::ZonedAbs {
+                zones: [
+                    vec![Zone {
+                        access: 100,
+                        size: MIB,
+                    }],
+                    vec![],
+                ],
+            },
+            ..Default::default()
+        };
+        let s = sectors(cfg);
+        let (reads, writes): (Vec<_>, Vec<_>) = s.iter().partition(|(op, _)| *op == Op::Read);
+        assert!(
+            reads.iter().all(|&&(_, x)| x < 2048),
+            "reads in the first MiB"
+        );
+        let high = writes.iter().filter(|&&&(_, x)| x >= 16_384).count();
+        assert!(
+            high > writes.len() / 3,
+            "{high} of {} writes past 8 MiB",
+            writes.len()
+        );
+    }
+
+    /// Zones past the region are refused naming the option (fio fails the first I/O
+    /// there); a sequential job ignores the distribution, as fio's do.
+    #[test]
+    fn zones_past_the_region_are_refused_and_sequential_jobs_ignore_the_distribution() {
+        use crate::jobs::Zone;
+        let z = |access, size| Zone { access, size };
+        let cfg = FioJobConfig {
+            rw: RwMode::RandWrite,
+            size: Some(4 * MIB),
+            random_distribution: RandomDistribution::ZonedAbs {
+                zones: [vec![], vec![z(50, 2 * MIB), z(50, 4 * MIB)]],
+            },
+            ..Default::default()
+        };
+        let e = FioJob::new(cfg.clone(), &env()).unwrap_err();
+        assert_eq!(e.field, "random_distribution", "{}", e.reason);
+        let seq = FioJobConfig {
+            rw: RwMode::Write,
+            number_ios: Some(16),
+            ..cfg.clone()
+        };
+        let plain = FioJobConfig {
+            random_distribution: RandomDistribution::Random,
+            ..seq.clone()
+        };
+        assert_eq!(sectors(seq), sectors(plain));
+    }
+
+    /// `random_generator=lfsr` under `norandommap`: fio's LFSR still visits every block once
+    /// a period, where the default generator draws with replacement.
+    #[test]
+    fn lfsr_keeps_a_pass_over_every_block_under_norandommap() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(MIB),
+            norandommap: true,
+            random_generator: RandomGenerator::Lfsr,
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert_eq!((s.len(), distinct.len()), (256, 256));
+        let tausworthe = FioJobConfig {
+            random_generator: RandomGenerator::Tausworthe,
+            ..cfg
+        };
+        let distinct: BTreeSet<u64> = sectors(tausworthe).iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 256, "with replacement");
     }
 
     #[test]
