@@ -24,6 +24,18 @@
 //!   past the region). `random_generator` is accepted: elevator's generator is its own
 //!   whichever is named; `lfsr` keeps uniform offsets once a pass under `norandommap`, as
 //!   fio's LFSR does.
+//! - `percentage_random` (per direction): of a random job's I/Os that would take a random
+//!   offset, that percentage does (a seeded draw of its own, fio's `should_do_random`); the
+//!   others go on from where the direction's last I/O ended, or take a random offset where
+//!   that leaves no room for the direction's smallest I/O (fio's `get_next_seq_offset` fails
+//!   only past the device's end, or wraps a time-based job to the region's start: a
+//!   deviation at the region's end).
+//! - `blockalign` (per direction, random jobs only, as in fio): random offsets are multiples
+//!   of it at which the direction's smallest I/O fits (fio's `last_block` and `b * ba`) in
+//!   place of blocks of the smallest size; one other than the direction's smallest size
+//!   turns the random map off, as fio's `fixup_options` does. A zipf, pareto or normal value
+//!   (counted in the job's smallest size) past those offsets is folded back into them, where
+//!   fio's I/O would fail.
 //! - `block_sizes` (fio's `bsrange`, `bssplit`; [`super::block_sizes`]) draws each I/O's
 //!   size per direction. Random offsets are then counted in the smallest size of the
 //!   directions the job does (fio's `min_bs`) and aligned down to the smallest of the I/O's
@@ -63,6 +75,10 @@
 //!   each direction separately; for pure read or write jobs the two agree. A job ahead of its
 //!   rate quiesces, then sleeps what it was ahead when it looked (`rate_ddir`), so from the
 //!   last completion: its I/Os are not in flight together unless it falls behind.
+//!   `rate_process = poisson` (fio's `usec_for_io`) spaces them instead by exponential gaps
+//!   of mean fio's `1000000 / iops` whole microseconds (iops: `rate` over the smallest block,
+//!   else `rate_iops`), each `mean * -ln(u)` truncated to a microsecond, the k-th I/O not
+//!   before the sum of k gaps (its own seeded draws).
 //! - With `iodepth_batch_complete_min` above 1 an I/O's latency runs to when the job reaps
 //!   it ([`Job::reaps_late`]), as fio stamps `clat` then: the first of a batch waits for the
 //!   last. Otherwise it runs to its completion, which is when fio reaps it, save for the I/Os
@@ -107,6 +123,17 @@ pub enum RandomGenerator {
     Tausworthe64,
     /// `lfsr`: a sequence visiting every block once a period, with or without the random map.
     Lfsr,
+}
+
+/// fio's `rate_process`: how a rated job spaces its I/Os.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// `linear` (fio's default): the k-th I/O at k times the rate's interval.
+    #[default]
+    Linear,
+    /// `poisson`: exponential gaps of mean the rate's interval (fio's `usec_for_io`).
+    Poisson,
 }
 
 /// fio's `rw` (`readwrite`) option.
@@ -254,6 +281,19 @@ pub struct FioJobConfig {
     /// `lfsr` keeps the once-a-pass order of uniform offsets under `norandommap` too, as
     /// fio's LFSR does. Default `tausworthe`.
     pub random_generator: RandomGenerator,
+    /// fio `percentage_random`, [reads, writes]: percent of a random job's I/Os (of those
+    /// that take a new offset, with `rand_seq_nr`) whose offset is random; the others go on
+    /// from where the direction's last I/O ended (fio's `should_do_random`). 0..=100.
+    /// Default [100, 100].
+    pub percentage_random: [u32; 2],
+    /// fio `blockalign` (`ba`), [reads, writes]: bytes a random job's random offsets are
+    /// aligned to, a positive multiple of 512 (`None`: the direction's smallest size, fio's
+    /// default). Sequential jobs ignore it, as fio's do; one that differs from the
+    /// direction's smallest size turns the random map off, as in fio. Default none.
+    pub blockalign: [Option<u64>; 2],
+    /// fio `rate_process`: `linear` or `poisson` spacing of a rated job's I/Os. Default
+    /// `linear`.
+    pub rate_process: RateProcess,
 }
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
@@ -297,6 +337,9 @@ impl Default for FioJobConfig {
             randseed: None,
             random_distribution: RandomDistribution::Random,
             random_generator: RandomGenerator::Tausworthe,
+            percentage_random: [100, 100],
+            blockalign: [None, None],
+            rate_process: RateProcess::Linear,
         }
     }
 }
@@ -428,6 +471,33 @@ impl FioJobConfig {
         if self.rate_iops == Some(0) {
             return err("rate_iops", "must be positive".into());
         }
+        if self.percentage_random.iter().any(|&p| p > 100) {
+            return err(
+                "percentage_random",
+                format!("{:?} is not a percentage", self.percentage_random),
+            );
+        }
+        for ba in self.blockalign.into_iter().flatten() {
+            if ba == 0 || !ba.is_multiple_of(SECTOR_BYTES) {
+                return err(
+                    "blockalign",
+                    format!("{ba} is not a positive multiple of 512"),
+                );
+            }
+        }
+        if self.rate_process == RateProcess::Poisson {
+            // fio's `usec_for_io` divides by the rate in I/Os a second (the rate over the
+            // smallest block): less than one would divide by zero.
+            if self.rate.is_some_and(|r| r < self.min_size()) {
+                return err(
+                    "rate",
+                    format!(
+                        "with rate_process=poisson, a rate below one {}-byte I/O a second",
+                        self.min_size()
+                    ),
+                );
+            }
+        }
         if self.number_ios == Some(0) {
             return err("number_ios", "must be positive".into());
         }
@@ -513,6 +583,23 @@ impl FioJobConfig {
                 );
             }
         }
+        // fio's `last_block` is 0 for a direction whose alignment leaves no room.
+        if self.rw.is_random() {
+            for d in (0..2).filter(|&d| dirs[d]) {
+                if let Some(ba) = self.blockalign[d] {
+                    if aligned_blocks(bytes, draws[d].min, ba) == 0 {
+                        return err(
+                            "blockalign",
+                            format!(
+                                "no {ba}-byte aligned offset leaves room for a {}-byte I/O in \
+                                 the region ({bytes} bytes)",
+                                draws[d].min
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         // fio fails the first I/O whose `zoned_abs` zone ends past the region.
         let unit = self.min_size();
         for d in (0..2).filter(|&d| dirs[d] && self.rw.is_random()) {
@@ -533,6 +620,12 @@ impl FioJobConfig {
         }
         Ok(region)
     }
+}
+
+/// fio's `last_block` for alignment `ba`: the aligned offsets of a region of `bytes` where an
+/// I/O of `min` bytes fits.
+fn aligned_blocks(bytes: u64, min: u64, ba: u64) -> u64 {
+    bytes.saturating_sub(min.saturating_sub(ba)) / ba
 }
 
 /// A fio-like job. See the module documentation for its behaviour.
@@ -575,6 +668,13 @@ pub struct FioJob {
     uses_map: bool,
     /// A non-uniform `random_distribution`'s generator (random jobs only).
     dist: Option<Box<OffsetDraw>>,
+    /// Per direction, a random job's `blockalign` where it differs from the direction's
+    /// smallest size, and the aligned offsets where that fits (fio's `last_block`).
+    align: [Option<(u64, u64)>; 2],
+    /// `percentage_random`'s own generator (fio's `seq_rand_state`).
+    pct_rng: ChaCha8Rng,
+    /// `rate_process=poisson`'s clock, if the job is rated so.
+    poisson: Option<Poisson>,
     cursors: [u64; 2],
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
@@ -714,9 +814,28 @@ impl FioJob {
             })
         });
         // fio's `fixup_options`: any distribution but `random` turns the random map off.
+        // fio's `fixup_options`: a random job's `blockalign` other than a direction's
+        // smallest size aligns its offsets (and turns the random map off).
+        let region_bytes = region.len * SECTOR_BYTES;
+        let align: [Option<(u64, u64)>; 2] = std::array::from_fn(|d| {
+            cfg.blockalign[d]
+                .filter(|&ba| cfg.rw.is_random() && ba != draws[d].min)
+                .map(|ba| (ba, aligned_blocks(region_bytes, draws[d].min, ba).max(1)))
+        });
         // fio's LFSR visits each block once a period whether or not there is a map.
         let uses_map = cfg.random_distribution.is_uniform()
-            && (!cfg.norandommap || cfg.random_generator == RandomGenerator::Lfsr);
+            && ((!cfg.norandommap && align.iter().all(Option::is_none))
+                || cfg.random_generator == RandomGenerator::Lfsr);
+        let poisson = (cfg.rate_process == RateProcess::Poisson)
+            .then(|| {
+                let bps = cfg.rate.or(cfg.rate_iops.map(|i| i.saturating_mul(bs)))?;
+                Some(Poisson {
+                    mean_us: 1_000_000 / (bps / bs).max(1),
+                    next_ns: 0,
+                    rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x706f_6900)),
+                })
+            })
+            .flatten();
         let dist = cfg
             .rw
             .is_random()
@@ -759,6 +878,9 @@ impl FioJob {
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
             uses_map,
             dist,
+            align,
+            pct_rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x7063_7400)),
+            poisson,
             cursors: [0, 0],
             limit,
             issued: 0,
@@ -810,6 +932,9 @@ impl FioJob {
 
     /// Earliest time the next I/O may be issued under `rate` / `rate_iops`.
     fn rate_gate(&self, start: Nanos) -> Nanos {
+        if let Some(p) = &self.poisson {
+            return start.saturating_add(Nanos(p.next_ns));
+        }
         let mut t = start;
         if let Some(rate) = self.cfg.rate {
             let ns = u128::from(self.bytes_issued) * 1_000_000_000 / u128::from(rate);
@@ -1014,6 +1139,9 @@ impl Job for FioJob {
                 continue;
             }
             let io = self.next_io();
+            if let Some(p) = &mut self.poisson {
+                p.advance();
+            }
             self.last_was_write = io.op == Op::Write;
             self.writes_issued += u64::from(self.last_was_write);
             self.queued.push(io);
@@ -1107,16 +1235,22 @@ impl FioJob {
                 }
                 self.seq_left == nr
             };
-            let between = match self.cfg.rw_sequencer {
-                // After the last I/O of the direction, where that fits (`get_next_seq_offset`).
-                RwSequencer::Sequential => {
-                    Some(self.last_end[dir]).filter(|&at| at + smallest <= end)
-                }
-                RwSequencer::Identical => Some(self.last_start[dir].unwrap_or(0)),
+            // After the last I/O of the direction, where that fits (`get_next_seq_offset`).
+            let after_last = Some(self.last_end[dir]).filter(|&at| at + smallest <= end);
+            let (random, between) = if random {
+                // fio's `should_do_random`: `percentage_random` of these are random, the
+                // others sequential.
+                (self.should_do_random(dir), after_last)
+            } else {
+                let between = match self.cfg.rw_sequencer {
+                    RwSequencer::Sequential => after_last,
+                    RwSequencer::Identical => Some(self.last_start[dir].unwrap_or(0)),
+                };
+                (false, between)
             };
             return match between {
                 Some(at) if !random => Place::At(at),
-                _ => Place::Block(self.random_block(dir)),
+                _ => self.random_place(dir),
             };
         }
         if self.cfg.rw_skip >= 0 {
@@ -1136,19 +1270,34 @@ impl FioJob {
         })
     }
 
-    /// A random block for direction `dir`, in units of the job's smallest size (fio's
-    /// `get_next_rand_offset`): from the distribution's generator, else the random map, else
-    /// uniform with replacement (`norandommap`).
-    fn random_block(&mut self, dir: usize) -> u64 {
-        let unit = u64::from(self.block_sectors) * SECTOR_BYTES;
-        if let Some(d) = self.dist.as_deref_mut() {
-            return d.next(dir, self.blocks, unit);
-        }
-        if self.uses_map {
+    /// A random offset for direction `dir` (fio's `get_next_rand_offset`): from the
+    /// distribution's generator, else the random map, else uniform with replacement
+    /// (`norandommap`). A block of the job's smallest size, or with `blockalign` a multiple
+    /// of it where the direction's smallest I/O fits (fio's `b * ba`; a zipf, pareto or
+    /// normal value past those folded back into them, where fio's I/O would fail).
+    fn random_place(&mut self, dir: usize) -> Place {
+        let (unit, lastb) = match self.align[dir] {
+            Some(a) => a,
+            None => (u64::from(self.block_sectors) * SECTOR_BYTES, self.blocks),
+        };
+        let b = if let Some(d) = self.dist.as_deref_mut() {
+            d.next(dir, lastb, unit)
+        } else if self.uses_map {
             self.map.next()
         } else {
-            self.rng.gen_range(0..self.blocks)
+            self.rng.gen_range(0..lastb)
+        };
+        match self.align[dir] {
+            Some((ba, lastb)) => Place::At(b % lastb * ba),
+            None => Place::Block(b),
         }
+    }
+
+    /// fio's `should_do_random`: whether a random job's I/O in direction `dir` takes a random
+    /// offset (`percentage_random`; drawn only below 100).
+    fn should_do_random(&mut self, dir: usize) -> bool {
+        let p = self.cfg.percentage_random[dir];
+        p >= 100 || self.pct_rng.gen_range(1..=100) <= p
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -1182,6 +1331,26 @@ impl FioJob {
         Action::Think {
             until: self.deadline.map_or(t, |d| t.min(d)),
         }
+    }
+}
+
+/// `rate_process=poisson` (fio's `usec_for_io`): the next I/O's time from the job's start is
+/// the sum of exponential gaps, each `mean_us * -ln(u)` whole microseconds for `u` uniform in
+/// (0, 1], the mean fio's `1000000 / iops` (iops the rate over the smallest block).
+#[derive(Clone, Debug)]
+struct Poisson {
+    mean_us: u64,
+    next_ns: u64,
+    rng: ChaCha8Rng,
+}
+
+impl Poisson {
+    /// One I/O issued: the next may go one gap later (fio's `last_usec += val`).
+    fn advance(&mut self) {
+        // fio's `__rand_0_1`, and its single-precision `logf` and product.
+        let u = (f64::from(self.rng.next_u32()) + 1.0) / 4_294_967_296.0;
+        let gap_us = (self.mean_us as f32 * -(u as f32).ln()) as u64;
+        self.next_ns = self.next_ns.saturating_add(gap_us.saturating_mul(1_000));
     }
 }
 
@@ -1375,6 +1544,145 @@ mod tests {
         };
         let distinct: BTreeSet<u64> = sectors(tausworthe).iter().map(|&(_, x)| x).collect();
         assert!(distinct.len() < 256, "with replacement");
+    }
+
+    /// fio's `should_do_random`: `percentage_random=0` makes a random reader sequential
+    /// (each read after the last, from the region's start); 50 makes about half its reads
+    /// follow the one before; per direction, `100,0` leaves the reads random and the writes
+    /// sequential.
+    #[test]
+    fn percentage_random_mixes_random_and_sequential_offsets_per_direction() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(64 * MIB),
+            number_ios: Some(2000),
+            percentage_random: [0, 0],
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        assert!(s.iter().enumerate().all(|(i, &(_, x))| x == i as u64 * 8));
+        let half = sectors(FioJobConfig {
+            percentage_random: [50, 50],
+            ..cfg.clone()
+        });
+        let follow = half.windows(2).filter(|w| w[1].1 == w[0].1 + 8).count();
+        assert!((900..1100).contains(&follow), "{follow} of 1999 followed");
+        let mixed = sectors(FioJobConfig {
+            rw: RwMode::RandRw,
+            percentage_random: [100, 0],
+            ..cfg
+        });
+        let of = |op| -> Vec<u64> {
+            mixed
+                .iter()
+                .filter(|(o, _)| *o == op)
+                .map(|&(_, x)| x)
+                .collect()
+        };
+        let (reads, writes) = (of(Op::Read), of(Op::Write));
+        assert!(writes.iter().enumerate().all(|(i, &x)| x == i as u64 * 8));
+        let followed = reads.windows(2).filter(|w| w[1] == w[0] + 8).count();
+        assert!(followed < reads.len() / 20, "{followed} reads followed");
+    }
+
+    /// fio's `blockalign`: a 4 KiB random reader aligned to 512 bytes starts reads between
+    /// 4 KiB blocks, inside the region, with the random map off (blocks repeat); aligned to
+    /// 12 KiB it starts them at multiples of 12 KiB; aligned to its own size it keeps the
+    /// map (each block once a pass); a sequential job ignores it.
+    #[test]
+    fn blockalign_aligns_random_offsets_and_turns_the_map_off() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(MIB),
+            number_ios: Some(256),
+            blockalign: [Some(512), Some(512)],
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        assert!(s.iter().all(|&(_, x)| x + 8 <= 2048));
+        assert!(
+            s.iter().any(|&(_, x)| x % 8 != 0),
+            "some reads between blocks"
+        );
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 256, "the map is off: offsets repeat");
+        let s = sectors(FioJobConfig {
+            blockalign: [Some(12 * 1024), None],
+            ..cfg.clone()
+        });
+        assert!(
+            s.iter().all(|&(_, x)| x % 24 == 0 && x + 8 <= 2048),
+            "{s:?}"
+        );
+        assert!(s.iter().any(|&(_, x)| x > 1900), "up to the last that fits");
+        let own = sectors(FioJobConfig {
+            blockalign: [Some(4096), Some(4096)],
+            ..cfg.clone()
+        });
+        let distinct: BTreeSet<u64> = own.iter().map(|&(_, x)| x).collect();
+        assert_eq!(distinct.len(), 256, "the map kept: each block once");
+        let seq = sectors(FioJobConfig {
+            rw: RwMode::Read,
+            number_ios: Some(4),
+            ..cfg.clone()
+        });
+        assert_eq!(
+            seq,
+            [(Op::Read, 0), (Op::Read, 8), (Op::Read, 16), (Op::Read, 24)]
+        );
+        let e = FioJob::new(
+            FioJobConfig {
+                blockalign: [Some(2 * MIB), None],
+                ..cfg
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "blockalign", "{}", e.reason);
+    }
+
+    /// fio's `usec_for_io` under `rate_process=poisson`: a reader rated at 100 I/Os a second
+    /// issues at exponential gaps of mean 10 ms (fio's 1000000 / iops): over 2000 reads the
+    /// mean gap is 10 ms, about half the gaps are under the median 10 ms * ln 2, and the
+    /// gaps vary as much as they average (where `linear` spaces them all 10 ms apart).
+    #[test]
+    fn poisson_rate_spaces_ios_by_exponential_gaps() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            rate_iops: Some(100),
+            rate_process: RateProcess::Poisson,
+            number_ios: Some(2000),
+            ..Default::default()
+        };
+        let rec = run(cfg.clone(), 1);
+        assert_eq!(rec.issued[0].at, Nanos::ZERO);
+        let gaps: Vec<f64> = rec
+            .issued
+            .windows(2)
+            .map(|w| (w[1].at.0 - w[0].at.0) as f64 / 1e6)
+            .collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert!((9.3..10.7).contains(&mean), "mean gap {mean} ms");
+        assert!((0.85..1.15).contains(&(sd / mean)), "sd {sd} ms");
+        let short = gaps.iter().filter(|&&g| g < 10.0 * 2f64.ln()).count() as f64 / n;
+        assert!((0.45..0.55).contains(&short), "{short} under the median");
+        let linear = run(
+            FioJobConfig {
+                rate_process: RateProcess::Linear,
+                number_ios: Some(5),
+                ..cfg.clone()
+            },
+            1,
+        );
+        let at: Vec<u64> = linear.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 10, 20, 30, 40]);
+        let slow = FioJobConfig {
+            rate: Some(1000),
+            ..cfg
+        };
+        assert_eq!(FioJob::new(slow, &env()).unwrap_err().field, "rate");
     }
 
     #[test]
