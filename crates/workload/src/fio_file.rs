@@ -42,6 +42,7 @@
 //! | `random_distribution` | `random` (default), `zipf[:theta[:center]]`, `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:A/S:...` and `zoned_abs:A/SIZE:...` (one list, or `reads,writes`): a random job's random offsets, drawn as fio draws them, any but `random` turning the random map off (elevator_workload's `jobs::distribution`, which names the deviations) |
 //! | `percentage_random` | percentage, or `reads,writes`: of a random job's I/Os, those taking a random offset (fio's `should_do_random`); the others follow the direction's last I/O |
 //! | `blockalign` / `ba` | size (a multiple of 512), or `reads,writes`: what a random job's random offsets are aligned to (default: the direction's smallest size); another value turns the random map off, as in fio; sequential jobs ignore it |
+//! | `zonemode`, `zonesize`, `zonerange`, `zoneskip` | `none` (default) or `strided` (`zbd` refused: zoned devices are not modelled); sizes: `zonesize` bytes done in each zone of `zonerange` (default `zonesize`) bytes, then on `zonerange + zoneskip` to the next, wrapping to the region's start at the device's end, as fio's `setup_strided_zone_mode` (a `zonesize` alone is strided, as in fio); jobs with sizes drawn per I/O or an `rw` skip are refused with it |
 //! | `random_generator` | `tausworthe` (default), `tausworthe64`, `lfsr`: offsets are drawn by elevator's own generator whichever is named (a deviation); `lfsr` keeps uniform offsets once a pass under `norandommap`, as fio's LFSR visits each block once a period |
 //! | `randrepeat` | flag, accepted: runs are always repeatable (fio's default, 1); fio's 0 seeds from the clock, which elevator does not |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
@@ -68,7 +69,7 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::fio::{FioJobConfig, RandomGenerator, RateProcess, RwMode, RwSequencer};
+use crate::jobs::fio::{FioJobConfig, RandomGenerator, RateProcess, RwMode, RwSequencer, ZoneMode};
 use crate::jobs::{BlockSizes, RandomDistribution, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
@@ -451,6 +452,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         if def.lines.contains_key("prioclass") && !def.lines.contains_key("prio") {
             def.prio.level = 0;
         }
+        // fio's `fixup_options`: a `zonesize` without a `zonemode` is strided.
+        if def.config.zone_size > 0 && !def.lines.contains_key("zonemode") {
+            def.config.zonemode = ZoneMode::Strided;
+        }
         clones += u64::from(def.numjobs);
         if clones > MAX_CLONES {
             return Err(err(
@@ -811,6 +816,10 @@ pub const OPTIONS: &[&str] = &[
     "rate",
     "rate_iops",
     "rate_process",
+    "zonemode",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
     "fsync",
     "fdatasync",
     "end_fsync",
@@ -1199,6 +1208,38 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 v => return Err(format!("{v:?} is not linear or poisson")),
             };
             "rate_process"
+        }
+        "zonemode" => {
+            c.zonemode = match need(o)? {
+                "none" => ZoneMode::None,
+                "strided" => ZoneMode::Strided,
+                "zbd" => {
+                    return Err(
+                        "`zbd` (zoned block devices: write pointers, open zones) is not \
+                                modelled by elevator; `none` and `strided` are"
+                            .into(),
+                    )
+                }
+                v => return Err(format!("{v:?} is not none, strided or zbd")),
+            };
+            "zonemode"
+        }
+        "zonesize" | "zonerange" | "zoneskip" => {
+            let v = parse_size(need(o)?)?;
+            match o.key {
+                "zonesize" => c.zone_size = v,
+                "zonerange" => c.zone_range = v,
+                _ => c.zone_skip = v,
+            }
+            def.lines.insert(
+                match o.key {
+                    "zonesize" => "zonesize",
+                    "zonerange" => "zonerange",
+                    _ => "zoneskip",
+                },
+                o.line,
+            );
+            return Ok(());
         }
         "random_distribution" => {
             c.random_distribution = RandomDistribution::parse(need(o)?, parse_size)?;
@@ -1617,6 +1658,8 @@ mod tests {
         );
         assert!(e.message.ends_with("(did you mean `iodepth`?)"), "{e}");
         let e = p("[j]\nzonemode=zbd\n").unwrap_err();
+        assert!(e.message.contains("not modelled"), "{e}");
+        let e = p("[j]\nexitall\n").unwrap_err();
         assert!(
             e.message
                 .contains("read: rw, rwmixread, rwmixwrite, rw_sequencer, bs"),
@@ -1696,6 +1739,20 @@ mod tests {
         assert_eq!(j.config.percentage_random, [30, 70]);
         assert_eq!(j.config.blockalign, [Some(512), Some(512)]);
         assert_eq!(j.config.rate_process, RateProcess::Poisson);
+        // fio's `fixup_options`: a zonesize alone is strided; zonemode=none keeps none.
+        let f = p(
+            "[a]\nzonesize=64k\nzonerange=1m\nzoneskip=960k\n[b]\nzonemode=strided\n\
+                   zonesize=1m\n[c]\nzonemode=none\n",
+        )
+        .unwrap();
+        let c = &f.jobs[0].config;
+        assert_eq!(
+            (c.zonemode, c.zone_size, c.zone_range, c.zone_skip),
+            (ZoneMode::Strided, 65536, 1 << 20, 960 << 10)
+        );
+        assert_eq!(f.jobs[1].config.zonemode, ZoneMode::Strided);
+        assert_eq!(f.jobs[2].config.zonemode, ZoneMode::None);
+        assert_eq!(f.jobs[0].line_of("zonerange"), 3);
         // fio's `ba` names `blockalign`; reads then writes, an empty part left as it was.
         let f = p("[j]\nba=8k,1k\npercentage_random=40\n[k]\nba=,4k\n").unwrap();
         assert_eq!(f.jobs[0].config.blockalign, [Some(8192), Some(1024)]);
@@ -1827,6 +1884,8 @@ mod tests {
             ("[j]\nblockalign=100\n", 2, "blockalign"),
             ("[j]\nba=4k,4k,4k,4k\n", 2, "ba"),
             ("[j]\nrate_process=bursty\n", 2, "rate_process"),
+            ("[j]\nzonemode=zbd\n", 2, "zonemode"),
+            ("[j]\nzoneskip=2z\n", 2, "zoneskip"),
             ("bs=4k\n", 1, "bs"),
             ("[j\n", 1, "[j"),
             ("[j]\n[j]\n", 2, "j"),

@@ -53,6 +53,17 @@
 //!   business), whichever comes first;
 //!   then it waits for its outstanding I/O and is done. `time_based` without `runtime_ms` or
 //!   `number_ios` runs until the run ends (a background job).
+//! - `zonemode = strided` (fio's `setup_strided_zone_mode`): the job does `zone_size` bytes
+//!   in a zone of `zone_range` (default `zone_size`) bytes from the region's start, then
+//!   moves `zone_range + zone_skip` on, past the region if the device goes on (as fio's
+//!   zones walk the file), back to the region's start where the next I/O would not fit
+//!   before the device's end. A sequential direction goes on from its last I/O, back to the
+//!   zone's start past its end (`zone_size` over `zone_range` reads the zone again); random
+//!   offsets fall within the zone (the random map starts a new pass every `zone_range`
+//!   bytes). The job still stops after `io_size` (default `size`) bytes. Deviations: at a
+//!   zone change both directions of a mixed job start from the new zone (fio moves the
+//!   direction of the I/O at hand and fails the other's next offset); sizes drawn per I/O
+//!   and `rw` skips are refused with zones.
 //! - `iodepth` bounds fio's `cur_depth`: I/Os queued, in flight, or complete and not yet
 //!   reaped. The job follows fio's `do_io` loop (backend.c, io_u.c, ioengines.c, at fio
 //!   commit f534438, August 2026) for an asynchronous engine: each I/O is queued, and once
@@ -134,6 +145,18 @@ pub enum RateProcess {
     Linear,
     /// `poisson`: exponential gaps of mean the rate's interval (fio's `usec_for_io`).
     Poisson,
+}
+
+/// fio's `zonemode` (without `zbd`, which elevator does not model).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ZoneMode {
+    /// `none` (fio's default without `zonesize`): the job's region as a whole.
+    #[default]
+    None,
+    /// `strided`: `zone_size` bytes in a zone of `zone_range`, then on `zone_range +
+    /// zone_skip` bytes to the next.
+    Strided,
 }
 
 /// fio's `rw` (`readwrite`) option.
@@ -294,6 +317,15 @@ pub struct FioJobConfig {
     /// fio `rate_process`: `linear` or `poisson` spacing of a rated job's I/Os. Default
     /// `linear`.
     pub rate_process: RateProcess,
+    /// fio `zonemode`. Default `none`.
+    pub zonemode: ZoneMode,
+    /// fio `zonesize`: bytes done in each zone before the next (required with
+    /// `zonemode = strided`). Default 0.
+    pub zone_size: u64,
+    /// fio `zonerange`: each zone's size, bytes (0: `zone_size`, as fio's default). Default 0.
+    pub zone_range: u64,
+    /// fio `zoneskip`: bytes skipped after a zone before the next starts. Default 0.
+    pub zone_skip: u64,
 }
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
@@ -340,6 +372,10 @@ impl Default for FioJobConfig {
             percentage_random: [100, 100],
             blockalign: [None, None],
             rate_process: RateProcess::Linear,
+            zonemode: ZoneMode::None,
+            zone_size: 0,
+            zone_range: 0,
+            zone_skip: 0,
         }
     }
 }
@@ -385,6 +421,16 @@ impl FioJobConfig {
             .map(|d| draws[d].min)
             .min()
             .unwrap_or(self.bs)
+    }
+
+    /// The zones' size under `zonemode = strided`: `zone_range`, else `zone_size` (fio's
+    /// `fixup_options`).
+    fn zone_range(&self) -> u64 {
+        if self.zone_range > 0 {
+            self.zone_range
+        } else {
+            self.zone_size
+        }
     }
 
     /// Check the configuration against the device of `env`; returns the job's region.
@@ -483,6 +529,49 @@ impl FioJobConfig {
                     "blockalign",
                     format!("{ba} is not a positive multiple of 512"),
                 );
+            }
+        }
+        match self.zonemode {
+            ZoneMode::None if self.zone_size > 0 => {
+                return err(
+                    "zonesize",
+                    "zonemode=none and a zonesize do not go together (as fio says)".into(),
+                )
+            }
+            ZoneMode::None => {}
+            ZoneMode::Strided => {
+                if self.zone_size == 0 {
+                    return err(
+                        "zonesize",
+                        "zonemode=strided needs a zonesize (as fio says)".into(),
+                    );
+                }
+                for (field, v) in [
+                    ("zonesize", self.zone_size),
+                    ("zonerange", self.zone_range),
+                    ("zoneskip", self.zone_skip),
+                ] {
+                    if !v.is_multiple_of(SECTOR_BYTES) {
+                        return err(field, format!("{v} is not a multiple of 512"));
+                    }
+                }
+                if self.zone_range() < self.max_size() {
+                    return err(
+                        "zonerange",
+                        format!(
+                            "a zone of {} bytes holds no {}-byte I/O",
+                            self.zone_range(),
+                            self.max_size()
+                        ),
+                    );
+                }
+                if self.min_size() != self.max_size() || self.rw_skip != 0 {
+                    return err(
+                        "zonemode",
+                        "strided zones with bsrange, bssplit or an rw skip are not supported"
+                            .into(),
+                    );
+                }
             }
         }
         if self.rate_process == RateProcess::Poisson {
@@ -675,6 +764,8 @@ pub struct FioJob {
     pct_rng: ChaCha8Rng,
     /// `rate_process=poisson`'s clock, if the job is rated so.
     poisson: Option<Poisson>,
+    /// `zonemode=strided`'s zone, if the job has one.
+    strided: Option<Strided>,
     cursors: [u64; 2],
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
@@ -803,6 +894,20 @@ impl FioJob {
         } else {
             (region.len * SECTOR_BYTES - bs) / stride + 1
         };
+        // Strided zones (fio's `setup_strided_zone_mode`): random offsets fall in the zone
+        // (fio's `last_block` and random map over `zone_range`).
+        let strided = (cfg.zonemode == ZoneMode::Strided).then(|| Strided {
+            size: cfg.zone_size,
+            range: cfg.zone_range(),
+            step: cfg.zone_range().saturating_add(cfg.zone_skip),
+            start: 0,
+            done: 0,
+            device_end: env.capacity_bytes() - region.start * SECTOR_BYTES,
+        });
+        let span = strided
+            .as_ref()
+            .map_or(region.len * SECTOR_BYTES, |z| z.range.min(z.device_end));
+        let blocks = span / bs;
         let sizes = (!one_size).then(|| {
             Box::new(VariableSizes {
                 draws: draws.clone(),
@@ -816,7 +921,7 @@ impl FioJob {
         // fio's `fixup_options`: any distribution but `random` turns the random map off.
         // fio's `fixup_options`: a random job's `blockalign` other than a direction's
         // smallest size aligns its offsets (and turns the random map off).
-        let region_bytes = region.len * SECTOR_BYTES;
+        let region_bytes = span;
         let align: [Option<(u64, u64)>; 2] = std::array::from_fn(|d| {
             cfg.blockalign[d]
                 .filter(|&ba| cfg.rw.is_random() && ba != draws[d].min)
@@ -881,6 +986,7 @@ impl FioJob {
             align,
             pct_rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x7063_7400)),
             poisson,
+            strided,
             cursors: [0, 0],
             limit,
             issued: 0,
@@ -961,6 +1067,9 @@ impl FioJob {
             .map_or(u64::from(self.block_sectors) * SECTOR_BYTES, |v| {
                 v.draws[dir].min
             });
+        if self.strided.is_some() {
+            return self.strided_io(dir, read);
+        }
         let place = self.place(dir, end, smallest);
         let (offset, sectors) = if let Some(v) = self.sizes.as_deref_mut() {
             let draw = &v.draws[dir];
@@ -996,6 +1105,11 @@ impl FioJob {
         };
         self.last_start[dir] = Some(offset * SECTOR_BYTES);
         self.last_end[dir] = (offset + u64::from(sectors)) * SECTOR_BYTES;
+        self.data_io(read, offset, sectors)
+    }
+
+    /// The data I/O of direction `read` at `offset` sectors into the region, counted.
+    fn data_io(&mut self, read: bool, offset: u64, sectors: u32) -> IoSpec {
         let tag = self.next_tag;
         self.next_tag += 1;
         self.issued += 1;
@@ -1270,6 +1384,53 @@ impl FioJob {
         })
     }
 
+    /// The next I/O of direction `dir` under `zonemode=strided` (fio's
+    /// `setup_strided_zone_mode`, then `get_next_offset` within the zone): once `zone_size`
+    /// bytes are done in a zone the next starts `zone_range + zone_skip` on (back at the
+    /// region's start where the I/O would not fit before the device's end, as fio wraps at
+    /// the file's); a sequential direction goes on from its last I/O, back to the zone's
+    /// start past the zone (fio keeps the zone until `zone_size` is done); a random one
+    /// draws within the zone, its random map (if any) starting a new pass at each zone.
+    /// Positions (`last_start`, `last_end`) are kept relative to the zone.
+    fn strided_io(&mut self, dir: usize, read: bool) -> IoSpec {
+        let bs = u64::from(self.block_sectors) * SECTOR_BYTES;
+        let mut z = self.strided.take().expect("strided");
+        if z.done >= z.size {
+            z.done = 0;
+            z.start = z.start.saturating_add(z.step);
+            if z.start.saturating_add(bs) > z.device_end {
+                z.start = 0;
+            }
+            // fio moves this direction's `last_pos` to the new zone; the other's, left in
+            // the old one, would fail its next offset: both start the zone here.
+            self.last_start = [None, None];
+            self.last_end = [0, 0];
+        }
+        if z.done.is_multiple_of(z.range) {
+            // fio resets the random map each `zone_range` bytes done.
+            self.map.new_pass();
+        }
+        let room = z.range.min(z.device_end - z.start);
+        if self.last_end[dir] + bs > room {
+            self.last_end[dir] = 0;
+        }
+        let rel = if self.cfg.rw.is_random() {
+            match self.place(dir, room, bs) {
+                Place::Block(b) => (b * bs).min(room - bs),
+                Place::At(at) => at.min(room - bs),
+                Place::Next => self.last_end[dir],
+            }
+        } else {
+            self.last_end[dir]
+        };
+        z.done += bs;
+        self.last_start[dir] = Some(rel);
+        self.last_end[dir] = rel + bs;
+        let offset = (z.start + rel) / SECTOR_BYTES;
+        self.strided = Some(z);
+        self.data_io(read, offset, self.block_sectors)
+    }
+
     /// A random offset for direction `dir` (fio's `get_next_rand_offset`): from the
     /// distribution's generator, else the random map, else uniform with replacement
     /// (`norandommap`). A block of the job's smallest size, or with `blockalign` a multiple
@@ -1334,6 +1495,19 @@ impl FioJob {
     }
 }
 
+/// `zonemode=strided`'s state: the zone's start (bytes from the region's start) and the
+/// bytes done in it (fio's `file_offset`, `zone_bytes`).
+#[derive(Clone, Debug)]
+struct Strided {
+    size: u64,
+    range: u64,
+    step: u64,
+    start: u64,
+    done: u64,
+    /// Bytes from the region's start to the device's end (fio's `real_file_size`).
+    device_end: u64,
+}
+
 /// `rate_process=poisson` (fio's `usec_for_io`): the next I/O's time from the job's start is
 /// the sum of exponential gaps, each `mean_us * -ln(u)` whole microseconds for `u` uniform in
 /// (0, 1], the mean fio's `1000000 / iops` (iops the rate over the smallest block).
@@ -1394,6 +1568,15 @@ impl BlockOrder {
             (l, r) = (r, l ^ f);
         }
         (l << self.half_bits) | r
+    }
+
+    /// Start a new pass (fio's `fio_file_reset` of the random map at a new zone).
+    fn new_pass(&mut self) {
+        if self.index != 0 {
+            self.index = 0;
+            self.pass += 1;
+            self.round_keys = Self::round_keys(self.key, self.pass);
+        }
     }
 
     fn next(&mut self) -> u64 {
@@ -1683,6 +1866,100 @@ mod tests {
             ..cfg
         };
         assert_eq!(FioJob::new(slow, &env()).unwrap_err().field, "rate");
+    }
+
+    /// fio's `setup_strided_zone_mode`: a 16 KiB reader doing 64 KiB a zone, zones of 1 MiB
+    /// 960 KiB apart, reads four blocks from each zone's start, the zones 1984 KiB apart;
+    /// with `zone_size` over `zone_range` it goes back to the zone's start until the zone's
+    /// bytes are done; at the device's end the zones start again at the region's start.
+    #[test]
+    fn strided_zones_step_over_the_device_as_fio_does() {
+        let kib = |v: &[(Op, u64)]| -> Vec<u64> { v.iter().map(|&(_, x)| x / 2).collect() };
+        let cfg = FioJobConfig {
+            bs: 16 * 1024,
+            size: Some(64 * MIB),
+            number_ios: Some(10),
+            zonemode: ZoneMode::Strided,
+            zone_size: 64 * 1024,
+            zone_range: MIB,
+            zone_skip: 960 * 1024,
+            ..Default::default()
+        };
+        assert_eq!(
+            kib(&sectors(cfg.clone())),
+            [0, 16, 32, 48, 1984, 2000, 2016, 2032, 3968, 3984]
+        );
+        let cfg = FioJobConfig {
+            zone_size: 128 * 1024,
+            zone_range: 64 * 1024,
+            zone_skip: 0,
+            ..cfg
+        };
+        assert_eq!(
+            kib(&sectors(cfg.clone())),
+            [0, 16, 32, 48, 0, 16, 32, 48, 64, 80]
+        );
+        // A 2 MiB device: zones at 0 and 1 MiB, then back to the start.
+        let small = BuildEnv::new(4096, 42, "fio");
+        let cfg = FioJobConfig {
+            bs: 64 * 1024,
+            size: Some(MIB),
+            number_ios: Some(4),
+            zone_size: 64 * 1024,
+            zone_range: 64 * 1024,
+            zone_skip: 960 * 1024,
+            ..cfg
+        };
+        let mut job = FioJob::new(cfg, &small).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
+        assert_eq!(at, [0, 1024, 0, 1024]);
+    }
+
+    /// A random reader in strided zones (32 KiB in each 512 KiB zone, 480 KiB skipped) reads
+    /// 4 KiB blocks inside each zone in turn, a new random pass each zone; a zonesize is
+    /// required, and sizes drawn per I/O are refused with zones.
+    #[test]
+    fn a_random_job_in_strided_zones_stays_in_each_zone() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(64 * MIB),
+            number_ios: Some(64),
+            zonemode: ZoneMode::Strided,
+            zone_size: 32 * 1024,
+            zone_range: 512 * 1024,
+            zone_skip: 480 * 1024,
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        for (i, &(_, x)) in s.iter().enumerate() {
+            let zone = (i / 8) as u64 * 992 * 2;
+            assert!(
+                (zone..zone + 1024 - 8).contains(&x) && x % 8 == 0,
+                "read {i} at sector {x}"
+            );
+        }
+        let e = |cfg| FioJob::new(cfg, &env()).unwrap_err().field;
+        assert_eq!(
+            e(FioJobConfig {
+                zone_size: 0,
+                ..cfg.clone()
+            }),
+            "zonesize"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                block_sizes: crate::jobs::BlockSizes {
+                    read: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 8192
+                    }),
+                    write: None
+                },
+                ..cfg
+            }),
+            "zonemode"
+        );
     }
 
     #[test]
