@@ -1195,7 +1195,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 Ok(b)
             })?;
             for (d, v) in ba.into_iter().enumerate() {
-                if v.is_some() {
+                if let Some(v) = v {
                     c.blockalign[d] = v;
                 }
             }
@@ -1737,7 +1737,7 @@ mod tests {
         );
         assert_eq!(j.config.random_generator, RandomGenerator::Lfsr);
         assert_eq!(j.config.percentage_random, [30, 70]);
-        assert_eq!(j.config.blockalign, [Some(512), Some(512)]);
+        assert_eq!(j.config.blockalign, [512, 512]);
         assert_eq!(j.config.rate_process, RateProcess::Poisson);
         // fio's `fixup_options`: a zonesize alone is strided; zonemode=none keeps none.
         let f = p(
@@ -1755,9 +1755,9 @@ mod tests {
         assert_eq!(f.jobs[0].line_of("zonerange"), 3);
         // fio's `ba` names `blockalign`; reads then writes, an empty part left as it was.
         let f = p("[j]\nba=8k,1k\npercentage_random=40\n[k]\nba=,4k\n").unwrap();
-        assert_eq!(f.jobs[0].config.blockalign, [Some(8192), Some(1024)]);
+        assert_eq!(f.jobs[0].config.blockalign, [8192, 1024]);
         assert_eq!(f.jobs[0].config.percentage_random, [40, 40]);
-        assert_eq!(f.jobs[1].config.blockalign, [None, Some(4096)]);
+        assert_eq!(f.jobs[1].config.blockalign, [0, 4096]);
         // fio's relative cgroup names are under the root.
         assert_eq!(
             p("[j]\ncgroup=a\n").unwrap().jobs[0].cgroup.as_deref(),

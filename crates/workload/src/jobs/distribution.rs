@@ -813,4 +813,28 @@ mod tests {
         assert!(OffsetDraw::zones_fit(&abs, 0, 8192, 4096));
         assert!(!OffsetDraw::zones_fit(&abs, 0, 8191, 4096));
     }
+
+    /// A job's distribution, blockalign and the rest of the new options go through a
+    /// scenario's TOML and back.
+    #[test]
+    fn a_distribution_round_trips_through_toml() {
+        use crate::jobs::FioJobConfig;
+        for dist in [
+            "zipf:1.2",
+            "pareto:0.3:0.5",
+            "normal:5",
+            "zoned:60/10:40/90,100/",
+            "zoned_abs:90/4M:10/28M",
+        ] {
+            let cfg = FioJobConfig {
+                random_distribution: parse(dist).unwrap(),
+                blockalign: [512, 0],
+                percentage_random: [50, 100],
+                ..Default::default()
+            };
+            let text = toml::to_string(&cfg).unwrap();
+            let back: FioJobConfig = toml::from_str(&text).unwrap();
+            assert_eq!(cfg, back, "{dist}: {text}");
+        }
+    }
 }

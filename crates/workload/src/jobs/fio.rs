@@ -310,10 +310,9 @@ pub struct FioJobConfig {
     /// Default [100, 100].
     pub percentage_random: [u32; 2],
     /// fio `blockalign` (`ba`), [reads, writes]: bytes a random job's random offsets are
-    /// aligned to, a positive multiple of 512 (`None`: the direction's smallest size, fio's
-    /// default). Sequential jobs ignore it, as fio's do; one that differs from the
+    /// aligned to, a multiple of 512 (0: the direction's smallest size, as fio's 0). Sequential jobs ignore it, as fio's do; one that differs from the
     /// direction's smallest size turns the random map off, as in fio. Default none.
-    pub blockalign: [Option<u64>; 2],
+    pub blockalign: [u64; 2],
     /// fio `rate_process`: `linear` or `poisson` spacing of a rated job's I/Os. Default
     /// `linear`.
     pub rate_process: RateProcess,
@@ -370,7 +369,7 @@ impl Default for FioJobConfig {
             random_distribution: RandomDistribution::Random,
             random_generator: RandomGenerator::Tausworthe,
             percentage_random: [100, 100],
-            blockalign: [None, None],
+            blockalign: [0, 0],
             rate_process: RateProcess::Linear,
             zonemode: ZoneMode::None,
             zone_size: 0,
@@ -523,12 +522,9 @@ impl FioJobConfig {
                 format!("{:?} is not a percentage", self.percentage_random),
             );
         }
-        for ba in self.blockalign.into_iter().flatten() {
-            if ba == 0 || !ba.is_multiple_of(SECTOR_BYTES) {
-                return err(
-                    "blockalign",
-                    format!("{ba} is not a positive multiple of 512"),
-                );
+        for ba in self.blockalign {
+            if !ba.is_multiple_of(SECTOR_BYTES) {
+                return err("blockalign", format!("{ba} is not a multiple of 512"));
             }
         }
         match self.zonemode {
@@ -675,7 +671,7 @@ impl FioJobConfig {
         // fio's `last_block` is 0 for a direction whose alignment leaves no room.
         if self.rw.is_random() {
             for d in (0..2).filter(|&d| dirs[d]) {
-                if let Some(ba) = self.blockalign[d] {
+                if let Some(ba) = Some(self.blockalign[d]).filter(|&ba| ba > 0) {
                     if aligned_blocks(bytes, draws[d].min, ba) == 0 {
                         return err(
                             "blockalign",
@@ -923,8 +919,8 @@ impl FioJob {
         // smallest size aligns its offsets (and turns the random map off).
         let region_bytes = span;
         let align: [Option<(u64, u64)>; 2] = std::array::from_fn(|d| {
-            cfg.blockalign[d]
-                .filter(|&ba| cfg.rw.is_random() && ba != draws[d].min)
+            Some(cfg.blockalign[d])
+                .filter(|&ba| ba > 0 && cfg.rw.is_random() && ba != draws[d].min)
                 .map(|ba| (ba, aligned_blocks(region_bytes, draws[d].min, ba).max(1)))
         });
         // fio's LFSR visits each block once a period whether or not there is a map.
@@ -1778,7 +1774,7 @@ mod tests {
             rw: RwMode::RandRead,
             size: Some(MIB),
             number_ios: Some(256),
-            blockalign: [Some(512), Some(512)],
+            blockalign: [512, 512],
             ..Default::default()
         };
         let s = sectors(cfg.clone());
@@ -1790,7 +1786,7 @@ mod tests {
         let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
         assert!(distinct.len() < 256, "the map is off: offsets repeat");
         let s = sectors(FioJobConfig {
-            blockalign: [Some(12 * 1024), None],
+            blockalign: [12 * 1024, 0],
             ..cfg.clone()
         });
         assert!(
@@ -1799,7 +1795,7 @@ mod tests {
         );
         assert!(s.iter().any(|&(_, x)| x > 1900), "up to the last that fits");
         let own = sectors(FioJobConfig {
-            blockalign: [Some(4096), Some(4096)],
+            blockalign: [4096, 4096],
             ..cfg.clone()
         });
         let distinct: BTreeSet<u64> = own.iter().map(|&(_, x)| x).collect();
@@ -1815,7 +1811,7 @@ mod tests {
         );
         let e = FioJob::new(
             FioJobConfig {
-                blockalign: [Some(2 * MIB), None],
+                blockalign: [2 * MIB, 0],
                 ..cfg
             },
             &env(),
