@@ -30,6 +30,7 @@
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
+//! | `rate_process` | `linear` (default) or `poisson`: a rated job's I/Os spaced by exponential gaps of mean fio's `1000000 / iops` microseconds, as fio's `usec_for_io` |
 //! | `fsync`, `fdatasync`, `end_fsync` | counts; flag: a flush request after every so many writes (after a write), and one at the end, waited for; counted as fio's `sync` figures, not as writes (on a block device fsync and fdatasync both flush the device's cache). The flush is an I/O of the job's depth, as io_uring's `IORING_OP_FSYNC` is; fio's libaio does it synchronously, waiting for it alone (a deviation) |
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
 //! | `runtime` (default unit s), `time_based` | time; flag |
@@ -38,6 +39,11 @@
 //! | `stonewall` / `wait_for_previous`, `new_group` | flags: wait for all earlier jobs; start a new reporting group |
 //! | `prio`, `prioclass` | 0..=7; 1 (real time), 0 or 2 (best effort), 3 (idle); as fio, a class given without `prio` is level 0, neither gives the kernel's best effort 4 |
 //! | `randseed`, `norandommap` | number; flag |
+//! | `random_distribution` | `random` (default), `zipf[:theta[:center]]`, `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:A/S:...` and `zoned_abs:A/SIZE:...` (one list, or `reads,writes`): a random job's random offsets, drawn as fio draws them, any but `random` turning the random map off (elevator_workload's `jobs::distribution`, which names the deviations) |
+//! | `percentage_random` | percentage, or `reads,writes`: of a random job's I/Os, those taking a random offset (fio's `should_do_random`); the others follow the direction's last I/O |
+//! | `blockalign` / `ba` | size (a multiple of 512), or `reads,writes`: what a random job's random offsets are aligned to (default: the direction's smallest size); another value turns the random map off, as in fio; sequential jobs ignore it |
+//! | `zonemode`, `zonesize`, `zonerange`, `zoneskip` | `none` (default) or `strided` (`zbd` refused: zoned devices are not modelled); sizes: `zonesize` bytes done in each zone of `zonerange` (default `zonesize`) bytes, then on `zonerange + zoneskip` to the next, wrapping to the region's start at the device's end, as fio's `setup_strided_zone_mode` (a `zonesize` alone is strided, as in fio); jobs with sizes drawn per I/O or an `rw` skip are refused with it |
+//! | `random_generator` | `tausworthe` (default), `tausworthe64`, `lfsr`: offsets are drawn by elevator's own generator whichever is named (a deviation); `lfsr` keeps uniform offsets once a pass under `norandommap`, as fio's LFSR visits each block once a period |
 //! | `randrepeat` | flag, accepted: runs are always repeatable (fio's default, 1); fio's 0 seeds from the clock, which elevator does not |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
@@ -63,8 +69,8 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::fio::{FioJobConfig, RwMode, RwSequencer};
-use crate::jobs::{BlockSizes, SizeMix};
+use crate::jobs::fio::{FioJobConfig, RandomGenerator, RateProcess, RwMode, RwSequencer, ZoneMode};
+use crate::jobs::{BlockSizes, RandomDistribution, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -446,6 +452,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         if def.lines.contains_key("prioclass") && !def.lines.contains_key("prio") {
             def.prio.level = 0;
         }
+        // fio's `fixup_options`: a `zonesize` without a `zonemode` is strided.
+        if def.config.zone_size > 0 && !def.lines.contains_key("zonemode") {
+            def.config.zonemode = ZoneMode::Strided;
+        }
         clones += u64::from(def.numjobs);
         if clones > MAX_CLONES {
             return Err(err(
@@ -642,6 +652,33 @@ fn per_direction(
     }
 }
 
+/// fio's value of an integer option per direction (`percentage_random`, `blockalign`): one
+/// value for every direction, or `reads,writes` (the last given also the trims', left out),
+/// as fio's `handle_option` stores `off1`, `off2`, `off3`; an empty part leaves its direction
+/// as it was (`None`).
+fn int_per_direction<T: Copy>(
+    v: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<[Option<T>; 2], String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "{v:?}: at most three values (reads, writes, trims)"
+        ));
+    }
+    let mut out = [None, None];
+    for (i, p) in parts.iter().enumerate() {
+        let value = if p.is_empty() { None } else { Some(parse(p)?) };
+        if i < 2 {
+            out[i] = value;
+        }
+    }
+    if parts.len() == 1 {
+        out[1] = out[0];
+    }
+    Ok(out)
+}
+
 /// A size with fio's suffixes, as fio reads them under its default `kb_base=1024`
 /// (`get_mult_bytes` in fio's parse.c): `k`, `kb`, `m`, `mb` ... are powers of 1024, and the
 /// IEC spellings `kib`, `mib` ... powers of 1000 ("compatibility mode": fio's HOWTO, `kb_base`).
@@ -778,6 +815,11 @@ pub const OPTIONS: &[&str] = &[
     "direct",
     "rate",
     "rate_iops",
+    "rate_process",
+    "zonemode",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
     "fsync",
     "fdatasync",
     "end_fsync",
@@ -787,6 +829,10 @@ pub const OPTIONS: &[&str] = &[
     "ramp_time",
     "time_based",
     "norandommap",
+    "random_distribution",
+    "random_generator",
+    "percentage_random",
+    "blockalign",
     "randseed",
     "randrepeat",
     "name",
@@ -816,7 +862,8 @@ pub const OPTIONS: &[&str] = &[
 
 /// The other names of options in [`OPTIONS`]: fio's aliases (`readwrite` for `rw`,
 /// `blocksize` for `bs`, `io_limit` for `io_size`, `timeout` for `runtime`,
-/// `wait_for_previous` for `stonewall`, `iodepth_batch` for `iodepth_batch_submit`,
+/// `wait_for_previous` for `stonewall`, `iodepth_batch` for `iodepth_batch_submit`, `ba`
+/// for `blockalign` (fio's own name for it, `blockalign` its HOWTO's),
 /// `iodepth_batch_complete` for `iodepth_batch_complete_min`) and elevator's older names of
 /// the cgroup options.
 pub const ALIASES: &[&str] = &[
@@ -830,6 +877,7 @@ pub const ALIASES: &[&str] = &[
     "wait_for_previous",
     "elevator_cgroup",
     "elevator_weight",
+    "ba",
 ];
 
 /// The fio option that sets the [`FioJobConfig`] field `field`, as an error names it (the
@@ -1114,6 +1162,88 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "norandommap" => {
             c.norandommap = flag(o)?;
             "norandommap"
+        }
+        "random_generator" => {
+            c.random_generator = match need(o)? {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                "lfsr" => RandomGenerator::Lfsr,
+                v => return Err(format!("{v:?} is not tausworthe, tausworthe64 or lfsr")),
+            };
+            "random_generator"
+        }
+        "percentage_random" => {
+            let p = int_per_direction(need(o)?, |p| {
+                p.parse::<u32>()
+                    .ok()
+                    .filter(|&n| n <= 100)
+                    .ok_or_else(|| format!("{p:?} is not a percentage 0..=100"))
+            })?;
+            for (d, v) in p.into_iter().enumerate() {
+                if let Some(v) = v {
+                    c.percentage_random[d] = v;
+                }
+            }
+            "percentage_random"
+        }
+        "blockalign" | "ba" => {
+            let ba = int_per_direction(need(o)?, |p| {
+                let b = parse_size(p)?;
+                if b == 0 || b % 512 != 0 {
+                    return Err(format!("{p:?} is not a positive multiple of 512 bytes"));
+                }
+                Ok(b)
+            })?;
+            for (d, v) in ba.into_iter().enumerate() {
+                if let Some(v) = v {
+                    c.blockalign[d] = v;
+                }
+            }
+            "blockalign"
+        }
+        "rate_process" => {
+            c.rate_process = match need(o)? {
+                "linear" => RateProcess::Linear,
+                "poisson" => RateProcess::Poisson,
+                v => return Err(format!("{v:?} is not linear or poisson")),
+            };
+            "rate_process"
+        }
+        "zonemode" => {
+            c.zonemode = match need(o)? {
+                "none" => ZoneMode::None,
+                "strided" => ZoneMode::Strided,
+                "zbd" => {
+                    return Err(
+                        "`zbd` (zoned block devices: write pointers, open zones) is not \
+                                modelled by elevator; `none` and `strided` are"
+                            .into(),
+                    )
+                }
+                v => return Err(format!("{v:?} is not none, strided or zbd")),
+            };
+            "zonemode"
+        }
+        "zonesize" | "zonerange" | "zoneskip" => {
+            let v = parse_size(need(o)?)?;
+            match o.key {
+                "zonesize" => c.zone_size = v,
+                "zonerange" => c.zone_range = v,
+                _ => c.zone_skip = v,
+            }
+            def.lines.insert(
+                match o.key {
+                    "zonesize" => "zonesize",
+                    "zonerange" => "zonerange",
+                    _ => "zoneskip",
+                },
+                o.line,
+            );
+            return Ok(());
+        }
+        "random_distribution" => {
+            c.random_distribution = RandomDistribution::parse(need(o)?, parse_size)?;
+            "random_distribution"
         }
         "randseed" => {
             c.randseed = Some(int(o)?);
@@ -1528,6 +1658,8 @@ mod tests {
         );
         assert!(e.message.ends_with("(did you mean `iodepth`?)"), "{e}");
         let e = p("[j]\nzonemode=zbd\n").unwrap_err();
+        assert!(e.message.contains("not modelled"), "{e}");
+        let e = p("[j]\nexitall\n").unwrap_err();
         assert!(
             e.message
                 .contains("read: rw, rwmixread, rwmixwrite, rw_sequencer, bs"),
@@ -1570,7 +1702,9 @@ mod tests {
             "[j]\nrw=randrw\nrwmixwrite=30\nnumjobs=4\nrate=10m\nrate_iops=500\n\
                    thinktime_blocks=4\nstonewall\nnew_group\nprio=2\nprioclass=1\n\
                    elevator_cgroup=/fast\nelevator_weight=300\nfilename=/dev/loop0\n\
-                   io_size=8m\nnumber_ios=100\nnorandommap\nrandseed=9\n",
+                   io_size=8m\nnumber_ios=100\nnorandommap\nrandseed=9\n\
+                   random_distribution=zipf:1.2\nrandom_generator=lfsr\n\
+                   percentage_random=30,70\nblockalign=512\nrate_process=poisson\n",
         )
         .unwrap();
         let j = &f.jobs[0];
@@ -1594,6 +1728,36 @@ mod tests {
         assert_eq!(j.config.number_ios, Some(100));
         assert!(j.config.norandommap);
         assert_eq!(j.config.randseed, Some(9));
+        assert_eq!(
+            j.config.random_distribution,
+            RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None
+            }
+        );
+        assert_eq!(j.config.random_generator, RandomGenerator::Lfsr);
+        assert_eq!(j.config.percentage_random, [30, 70]);
+        assert_eq!(j.config.blockalign, [512, 512]);
+        assert_eq!(j.config.rate_process, RateProcess::Poisson);
+        // fio's `fixup_options`: a zonesize alone is strided; zonemode=none keeps none.
+        let f = p(
+            "[a]\nzonesize=64k\nzonerange=1m\nzoneskip=960k\n[b]\nzonemode=strided\n\
+                   zonesize=1m\n[c]\nzonemode=none\n",
+        )
+        .unwrap();
+        let c = &f.jobs[0].config;
+        assert_eq!(
+            (c.zonemode, c.zone_size, c.zone_range, c.zone_skip),
+            (ZoneMode::Strided, 65536, 1 << 20, 960 << 10)
+        );
+        assert_eq!(f.jobs[1].config.zonemode, ZoneMode::Strided);
+        assert_eq!(f.jobs[2].config.zonemode, ZoneMode::None);
+        assert_eq!(f.jobs[0].line_of("zonerange"), 3);
+        // fio's `ba` names `blockalign`; reads then writes, an empty part left as it was.
+        let f = p("[j]\nba=8k,1k\npercentage_random=40\n[k]\nba=,4k\n").unwrap();
+        assert_eq!(f.jobs[0].config.blockalign, [8192, 1024]);
+        assert_eq!(f.jobs[0].config.percentage_random, [40, 40]);
+        assert_eq!(f.jobs[1].config.blockalign, [0, 4096]);
         // fio's relative cgroup names are under the root.
         assert_eq!(
             p("[j]\ncgroup=a\n").unwrap().jobs[0].cgroup.as_deref(),
@@ -1705,6 +1869,23 @@ mod tests {
             ("[j]\ndirect=yes\n", 2, "direct"),
             ("[j]\nrwmixread=101\n", 2, "rwmixread"),
             ("[j]\nrate\n", 2, "rate"),
+            (
+                "[j]\nrandom_distribution=zipf:1\n",
+                2,
+                "random_distribution",
+            ),
+            (
+                "[j]\nrandom_distribution=zoned:50/10\n",
+                2,
+                "random_distribution",
+            ),
+            ("[j]\nrandom_generator=mt\n", 2, "random_generator"),
+            ("[j]\npercentage_random=101\n", 2, "percentage_random"),
+            ("[j]\nblockalign=100\n", 2, "blockalign"),
+            ("[j]\nba=4k,4k,4k,4k\n", 2, "ba"),
+            ("[j]\nrate_process=bursty\n", 2, "rate_process"),
+            ("[j]\nzonemode=zbd\n", 2, "zonemode"),
+            ("[j]\nzoneskip=2z\n", 2, "zoneskip"),
             ("bs=4k\n", 1, "bs"),
             ("[j\n", 1, "[j"),
             ("[j]\n[j]\n", 2, "j"),

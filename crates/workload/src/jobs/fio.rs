@@ -15,6 +15,27 @@
 //!   differs from fio's); `norandommap = true` draws blocks uniformly with replacement.
 //!   `rw_skip` (fio's `rw=read:<skip>`) leaves a hole after each sequential I/O; a pass then
 //!   covers the positions `offset + k * (bs + rw_skip)` that fit in the region.
+//! - `random_distribution` ([`super::distribution`], which names its deviations) draws a
+//!   random job's random offsets from fio's zipf, pareto, normal (gauss) or zoned generators
+//!   instead of uniformly; any but `random` turns the random map off, as fio's
+//!   `fixup_options` does, so blocks repeat. zipf, pareto and normal values are blocks of the
+//!   job's smallest size (fio's `nranges`), scattered over the region by fio's hash; zoned
+//!   zones are shares of the region's blocks, or bytes (`zoned_abs`, refused when they end
+//!   past the region). `random_generator` is accepted: elevator's generator is its own
+//!   whichever is named; `lfsr` keeps uniform offsets once a pass under `norandommap`, as
+//!   fio's LFSR does.
+//! - `percentage_random` (per direction): of a random job's I/Os that would take a random
+//!   offset, that percentage does (a seeded draw of its own, fio's `should_do_random`); the
+//!   others go on from where the direction's last I/O ended, or take a random offset where
+//!   that leaves no room for the direction's smallest I/O (fio's `get_next_seq_offset` fails
+//!   only past the device's end, or wraps a time-based job to the region's start: a
+//!   deviation at the region's end).
+//! - `blockalign` (per direction, random jobs only, as in fio): random offsets are multiples
+//!   of it at which the direction's smallest I/O fits (fio's `last_block` and `b * ba`) in
+//!   place of blocks of the smallest size; one other than the direction's smallest size
+//!   turns the random map off, as fio's `fixup_options` does. A zipf, pareto or normal value
+//!   (counted in the job's smallest size) past those offsets is folded back into them, where
+//!   fio's I/O would fail.
 //! - `block_sizes` (fio's `bsrange`, `bssplit`; [`super::block_sizes`]) draws each I/O's
 //!   size per direction. Random offsets are then counted in the smallest size of the
 //!   directions the job does (fio's `min_bs`) and aligned down to the smallest of the I/O's
@@ -32,6 +53,17 @@
 //!   business), whichever comes first;
 //!   then it waits for its outstanding I/O and is done. `time_based` without `runtime_ms` or
 //!   `number_ios` runs until the run ends (a background job).
+//! - `zonemode = strided` (fio's `setup_strided_zone_mode`): the job does `zone_size` bytes
+//!   in a zone of `zone_range` (default `zone_size`) bytes from the region's start, then
+//!   moves `zone_range + zone_skip` on, past the region if the device goes on (as fio's
+//!   zones walk the file), back to the region's start where the next I/O would not fit
+//!   before the device's end. A sequential direction goes on from its last I/O, back to the
+//!   zone's start past its end (`zone_size` over `zone_range` reads the zone again); random
+//!   offsets fall within the zone (the random map starts a new pass every `zone_range`
+//!   bytes). The job still stops after `io_size` (default `size`) bytes. Deviations: at a
+//!   zone change both directions of a mixed job start from the new zone (fio moves the
+//!   direction of the I/O at hand and fails the other's next offset); sizes drawn per I/O
+//!   and `rw` skips are refused with zones.
 //! - `iodepth` bounds fio's `cur_depth`: I/Os queued, in flight, or complete and not yet
 //!   reaped. The job follows fio's `do_io` loop (backend.c, io_u.c, ioengines.c, at fio
 //!   commit f534438, August 2026) for an asynchronous engine: each I/O is queued, and once
@@ -54,6 +86,10 @@
 //!   each direction separately; for pure read or write jobs the two agree. A job ahead of its
 //!   rate quiesces, then sleeps what it was ahead when it looked (`rate_ddir`), so from the
 //!   last completion: its I/Os are not in flight together unless it falls behind.
+//!   `rate_process = poisson` (fio's `usec_for_io`) spaces them instead by exponential gaps
+//!   of mean fio's `1000000 / iops` whole microseconds (iops: `rate` over the smallest block,
+//!   else `rate_iops`), each `mean * -ln(u)` truncated to a microsecond, the k-th I/O not
+//!   before the sum of k gaps (its own seeded draws).
 //! - With `iodepth_batch_complete_min` above 1 an I/O's latency runs to when the job reaps
 //!   it ([`Job::reaps_late`]), as fio stamps `clat` then: the first of a batch waits for the
 //!   last. Otherwise it runs to its completion, which is when fio reaps it, save for the I/Os
@@ -68,6 +104,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::block_sizes::{BlockSizes, SizeDraw, SizeMix};
+use super::distribution::{OffsetDraw, RandomDistribution};
 use crate::job::{Action, IoSpec, Job};
 use crate::spec::{
     mix64, resolve_bytes, resolve_region, BuildEnv, BuildError, Region, REGION_FIELDS,
@@ -83,6 +120,43 @@ pub enum RwSequencer {
     Sequential,
     /// At the last I/O's offset again.
     Identical,
+}
+
+/// fio's `random_generator`: what draws a random job's uniform offsets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RandomGenerator {
+    /// `tausworthe` (fio's default): draws checked against the random map, unless
+    /// `norandommap`.
+    #[default]
+    Tausworthe,
+    /// `tausworthe64`: the same, 64 bits wide.
+    Tausworthe64,
+    /// `lfsr`: a sequence visiting every block once a period, with or without the random map.
+    Lfsr,
+}
+
+/// fio's `rate_process`: how a rated job spaces its I/Os.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// `linear` (fio's default): the k-th I/O at k times the rate's interval.
+    #[default]
+    Linear,
+    /// `poisson`: exponential gaps of mean the rate's interval (fio's `usec_for_io`).
+    Poisson,
+}
+
+/// fio's `zonemode` (without `zbd`, which elevator does not model).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ZoneMode {
+    /// `none` (fio's default without `zonesize`): the job's region as a whole.
+    #[default]
+    None,
+    /// `strided`: `zone_size` bytes in a zone of `zone_range`, then on `zone_range +
+    /// zone_skip` bytes to the next.
+    Strided,
 }
 
 /// fio's `rw` (`readwrite`) option.
@@ -221,6 +295,36 @@ pub struct FioJobConfig {
     pub norandommap: bool,
     /// fio `randseed`: the job's seed. Default: derived from the run's seed and the job's name.
     pub randseed: Option<u64>,
+    /// fio `random_distribution`: where a random job's random offsets fall
+    /// ([`RandomDistribution`]: `random`, zipf, pareto, normal, zoned, zoned_abs). Any but
+    /// `random` turns the random map off, as fio's `fixup_options` does. Sequential jobs
+    /// ignore it, as fio's do. Default `random`.
+    pub random_distribution: RandomDistribution,
+    /// fio `random_generator`. elevator draws with its own generator whatever this says;
+    /// `lfsr` keeps the once-a-pass order of uniform offsets under `norandommap` too, as
+    /// fio's LFSR does. Default `tausworthe`.
+    pub random_generator: RandomGenerator,
+    /// fio `percentage_random`, [reads, writes]: percent of a random job's I/Os (of those
+    /// that take a new offset, with `rand_seq_nr`) whose offset is random; the others go on
+    /// from where the direction's last I/O ended (fio's `should_do_random`). 0..=100.
+    /// Default [100, 100].
+    pub percentage_random: [u32; 2],
+    /// fio `blockalign` (`ba`), [reads, writes]: bytes a random job's random offsets are
+    /// aligned to, a multiple of 512 (0: the direction's smallest size, as fio's 0). Sequential jobs ignore it, as fio's do; one that differs from the
+    /// direction's smallest size turns the random map off, as in fio. Default none.
+    pub blockalign: [u64; 2],
+    /// fio `rate_process`: `linear` or `poisson` spacing of a rated job's I/Os. Default
+    /// `linear`.
+    pub rate_process: RateProcess,
+    /// fio `zonemode`. Default `none`.
+    pub zonemode: ZoneMode,
+    /// fio `zonesize`: bytes done in each zone before the next (required with
+    /// `zonemode = strided`). Default 0.
+    pub zone_size: u64,
+    /// fio `zonerange`: each zone's size, bytes (0: `zone_size`, as fio's default). Default 0.
+    pub zone_range: u64,
+    /// fio `zoneskip`: bytes skipped after a zone before the next starts. Default 0.
+    pub zone_skip: u64,
 }
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
@@ -262,6 +366,15 @@ impl Default for FioJobConfig {
             direct: false,
             norandommap: false,
             randseed: None,
+            random_distribution: RandomDistribution::Random,
+            random_generator: RandomGenerator::Tausworthe,
+            percentage_random: [100, 100],
+            blockalign: [0, 0],
+            rate_process: RateProcess::Linear,
+            zonemode: ZoneMode::None,
+            zone_size: 0,
+            zone_range: 0,
+            zone_skip: 0,
         }
     }
 }
@@ -309,6 +422,16 @@ impl FioJobConfig {
             .unwrap_or(self.bs)
     }
 
+    /// The zones' size under `zonemode = strided`: `zone_range`, else `zone_size` (fio's
+    /// `fixup_options`).
+    fn zone_range(&self) -> u64 {
+        if self.zone_range > 0 {
+            self.zone_range
+        } else {
+            self.zone_size
+        }
+    }
+
     /// Check the configuration against the device of `env`; returns the job's region.
     pub fn validate(&self, env: &BuildEnv) -> Result<Region, BuildError> {
         let err = |field, reason: String| Err(BuildError::new(env, field, reason));
@@ -346,6 +469,9 @@ impl FioJobConfig {
             if let Err(reason) = mix.check() {
                 return err(field, reason);
             }
+        }
+        if let Err(reason) = self.random_distribution.check() {
+            return err("random_distribution", reason);
         }
         if self.rand_seq_nr == 0 {
             return err(
@@ -389,6 +515,73 @@ impl FioJobConfig {
         }
         if self.rate_iops == Some(0) {
             return err("rate_iops", "must be positive".into());
+        }
+        if self.percentage_random.iter().any(|&p| p > 100) {
+            return err(
+                "percentage_random",
+                format!("{:?} is not a percentage", self.percentage_random),
+            );
+        }
+        for ba in self.blockalign {
+            if !ba.is_multiple_of(SECTOR_BYTES) {
+                return err("blockalign", format!("{ba} is not a multiple of 512"));
+            }
+        }
+        match self.zonemode {
+            ZoneMode::None if self.zone_size > 0 => {
+                return err(
+                    "zonesize",
+                    "zonemode=none and a zonesize do not go together (as fio says)".into(),
+                )
+            }
+            ZoneMode::None => {}
+            ZoneMode::Strided => {
+                if self.zone_size == 0 {
+                    return err(
+                        "zonesize",
+                        "zonemode=strided needs a zonesize (as fio says)".into(),
+                    );
+                }
+                for (field, v) in [
+                    ("zonesize", self.zone_size),
+                    ("zonerange", self.zone_range),
+                    ("zoneskip", self.zone_skip),
+                ] {
+                    if !v.is_multiple_of(SECTOR_BYTES) {
+                        return err(field, format!("{v} is not a multiple of 512"));
+                    }
+                }
+                if self.zone_range() < self.max_size() {
+                    return err(
+                        "zonerange",
+                        format!(
+                            "a zone of {} bytes holds no {}-byte I/O",
+                            self.zone_range(),
+                            self.max_size()
+                        ),
+                    );
+                }
+                if self.min_size() != self.max_size() || self.rw_skip != 0 {
+                    return err(
+                        "zonemode",
+                        "strided zones with bsrange, bssplit or an rw skip are not supported"
+                            .into(),
+                    );
+                }
+            }
+        }
+        if self.rate_process == RateProcess::Poisson {
+            // fio's `usec_for_io` divides by the rate in I/Os a second (the rate over the
+            // smallest block): less than one would divide by zero.
+            if self.rate.is_some_and(|r| r < self.min_size()) {
+                return err(
+                    "rate",
+                    format!(
+                        "with rate_process=poisson, a rate below one {}-byte I/O a second",
+                        self.min_size()
+                    ),
+                );
+            }
         }
         if self.number_ios == Some(0) {
             return err("number_ios", "must be positive".into());
@@ -475,6 +668,36 @@ impl FioJobConfig {
                 );
             }
         }
+        // fio's `last_block` is 0 for a direction whose alignment leaves no room.
+        if self.rw.is_random() {
+            for d in (0..2).filter(|&d| dirs[d]) {
+                if let Some(ba) = Some(self.blockalign[d]).filter(|&ba| ba > 0) {
+                    if aligned_blocks(bytes, draws[d].min, ba) == 0 {
+                        return err(
+                            "blockalign",
+                            format!(
+                                "no {ba}-byte aligned offset leaves room for a {}-byte I/O in \
+                                 the region ({bytes} bytes)",
+                                draws[d].min
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // fio fails the first I/O whose `zoned_abs` zone ends past the region.
+        let unit = self.min_size();
+        for d in (0..2).filter(|&d| dirs[d] && self.rw.is_random()) {
+            if !OffsetDraw::zones_fit(&self.random_distribution, d, bytes / unit, unit) {
+                return err(
+                    "random_distribution",
+                    format!(
+                        "the {} zoned_abs zones end past the region ({bytes} bytes)",
+                        if d == 0 { "reads'" } else { "writes'" }
+                    ),
+                );
+            }
+        }
         if let Some(io) = resolve_bytes(env, self.io_size, "io_size", None, "io_size")? {
             if io < self.min_size() {
                 return err("io_size", format!("{io} bytes is less than one block"));
@@ -482,6 +705,12 @@ impl FioJobConfig {
         }
         Ok(region)
     }
+}
+
+/// fio's `last_block` for alignment `ba`: the aligned offsets of a region of `bytes` where an
+/// I/O of `min` bytes fits.
+fn aligned_blocks(bytes: u64, min: u64, ba: u64) -> u64 {
+    bytes.saturating_sub(min.saturating_sub(ba)) / ba
 }
 
 /// A fio-like job. See the module documentation for its behaviour.
@@ -519,6 +748,20 @@ pub struct FioJob {
     read_percent: u32,
     rng: ChaCha8Rng,
     map: BlockOrder,
+    /// Random blocks come from `map`, each once a pass (fio's random map), rather than with
+    /// replacement.
+    uses_map: bool,
+    /// A non-uniform `random_distribution`'s generator (random jobs only).
+    dist: Option<Box<OffsetDraw>>,
+    /// Per direction, a random job's `blockalign` where it differs from the direction's
+    /// smallest size, and the aligned offsets where that fits (fio's `last_block`).
+    align: [Option<(u64, u64)>; 2],
+    /// `percentage_random`'s own generator (fio's `seq_rand_state`).
+    pct_rng: ChaCha8Rng,
+    /// `rate_process=poisson`'s clock, if the job is rated so.
+    poisson: Option<Poisson>,
+    /// `zonemode=strided`'s zone, if the job has one.
+    strided: Option<Strided>,
     cursors: [u64; 2],
     /// I/Os to issue at most, `None` for unbounded.
     limit: Option<u64>,
@@ -647,6 +890,20 @@ impl FioJob {
         } else {
             (region.len * SECTOR_BYTES - bs) / stride + 1
         };
+        // Strided zones (fio's `setup_strided_zone_mode`): random offsets fall in the zone
+        // (fio's `last_block` and random map over `zone_range`).
+        let strided = (cfg.zonemode == ZoneMode::Strided).then(|| Strided {
+            size: cfg.zone_size,
+            range: cfg.zone_range(),
+            step: cfg.zone_range().saturating_add(cfg.zone_skip),
+            start: 0,
+            done: 0,
+            device_end: env.capacity_bytes() - region.start * SECTOR_BYTES,
+        });
+        let span = strided
+            .as_ref()
+            .map_or(region.len * SECTOR_BYTES, |z| z.range.min(z.device_end));
+        let blocks = span / bs;
         let sizes = (!one_size).then(|| {
             Box::new(VariableSizes {
                 draws: draws.clone(),
@@ -657,6 +914,35 @@ impl FioJob {
                 rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
             })
         });
+        // fio's `fixup_options`: any distribution but `random` turns the random map off.
+        // fio's `fixup_options`: a random job's `blockalign` other than a direction's
+        // smallest size aligns its offsets (and turns the random map off).
+        let region_bytes = span;
+        let align: [Option<(u64, u64)>; 2] = std::array::from_fn(|d| {
+            Some(cfg.blockalign[d])
+                .filter(|&ba| ba > 0 && cfg.rw.is_random() && ba != draws[d].min)
+                .map(|ba| (ba, aligned_blocks(region_bytes, draws[d].min, ba).max(1)))
+        });
+        // fio's LFSR visits each block once a period whether or not there is a map.
+        let uses_map = cfg.random_distribution.is_uniform()
+            && ((!cfg.norandommap && align.iter().all(Option::is_none))
+                || cfg.random_generator == RandomGenerator::Lfsr);
+        let poisson = (cfg.rate_process == RateProcess::Poisson)
+            .then(|| {
+                let bps = cfg.rate.or(cfg.rate_iops.map(|i| i.saturating_mul(bs)))?;
+                Some(Poisson {
+                    mean_us: 1_000_000 / (bps / bs).max(1),
+                    next_ns: 0,
+                    rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x706f_6900)),
+                })
+            })
+            .flatten();
+        let dist = cfg
+            .rw
+            .is_random()
+            .then(|| OffsetDraw::new(&cfg.random_distribution, blocks, mix64(seed ^ 0x6469_7374)))
+            .flatten()
+            .map(Box::new);
         let limit = {
             let by_size = if cfg.time_based {
                 None
@@ -691,6 +977,12 @@ impl FioJob {
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
+            uses_map,
+            dist,
+            align,
+            pct_rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x7063_7400)),
+            poisson,
+            strided,
             cursors: [0, 0],
             limit,
             issued: 0,
@@ -742,6 +1034,9 @@ impl FioJob {
 
     /// Earliest time the next I/O may be issued under `rate` / `rate_iops`.
     fn rate_gate(&self, start: Nanos) -> Nanos {
+        if let Some(p) = &self.poisson {
+            return start.saturating_add(Nanos(p.next_ns));
+        }
         let mut t = start;
         if let Some(rate) = self.cfg.rate {
             let ns = u128::from(self.bytes_issued) * 1_000_000_000 / u128::from(rate);
@@ -768,6 +1063,9 @@ impl FioJob {
             .map_or(u64::from(self.block_sectors) * SECTOR_BYTES, |v| {
                 v.draws[dir].min
             });
+        if self.strided.is_some() {
+            return self.strided_io(dir, read);
+        }
         let place = self.place(dir, end, smallest);
         let (offset, sectors) = if let Some(v) = self.sizes.as_deref_mut() {
             let draw = &v.draws[dir];
@@ -803,6 +1101,11 @@ impl FioJob {
         };
         self.last_start[dir] = Some(offset * SECTOR_BYTES);
         self.last_end[dir] = (offset + u64::from(sectors)) * SECTOR_BYTES;
+        self.data_io(read, offset, sectors)
+    }
+
+    /// The data I/O of direction `read` at `offset` sectors into the region, counted.
+    fn data_io(&mut self, read: bool, offset: u64, sectors: u32) -> IoSpec {
         let tag = self.next_tag;
         self.next_tag += 1;
         self.issued += 1;
@@ -946,6 +1249,9 @@ impl Job for FioJob {
                 continue;
             }
             let io = self.next_io();
+            if let Some(p) = &mut self.poisson {
+                p.advance();
+            }
             self.last_was_write = io.op == Op::Write;
             self.writes_issued += u64::from(self.last_was_write);
             self.queued.push(io);
@@ -1039,20 +1345,22 @@ impl FioJob {
                 }
                 self.seq_left == nr
             };
-            let between = match self.cfg.rw_sequencer {
-                // After the last I/O of the direction, where that fits (`get_next_seq_offset`).
-                RwSequencer::Sequential => {
-                    Some(self.last_end[dir]).filter(|&at| at + smallest <= end)
-                }
-                RwSequencer::Identical => Some(self.last_start[dir].unwrap_or(0)),
+            // After the last I/O of the direction, where that fits (`get_next_seq_offset`).
+            let after_last = Some(self.last_end[dir]).filter(|&at| at + smallest <= end);
+            let (random, between) = if random {
+                // fio's `should_do_random`: `percentage_random` of these are random, the
+                // others sequential.
+                (self.should_do_random(dir), after_last)
+            } else {
+                let between = match self.cfg.rw_sequencer {
+                    RwSequencer::Sequential => after_last,
+                    RwSequencer::Identical => Some(self.last_start[dir].unwrap_or(0)),
+                };
+                (false, between)
             };
             return match between {
                 Some(at) if !random => Place::At(at),
-                _ => Place::Block(if self.cfg.norandommap {
-                    self.rng.gen_range(0..self.blocks)
-                } else {
-                    self.map.next()
-                }),
+                _ => self.random_place(dir),
             };
         }
         if self.cfg.rw_skip >= 0 {
@@ -1070,6 +1378,83 @@ impl FioJob {
             Some(at) if at < end => at,
             _ => end.saturating_sub(skip),
         })
+    }
+
+    /// The next I/O of direction `dir` under `zonemode=strided` (fio's
+    /// `setup_strided_zone_mode`, then `get_next_offset` within the zone): once `zone_size`
+    /// bytes are done in a zone the next starts `zone_range + zone_skip` on (back at the
+    /// region's start where the I/O would not fit before the device's end, as fio wraps at
+    /// the file's); a sequential direction goes on from its last I/O, back to the zone's
+    /// start past the zone (fio keeps the zone until `zone_size` is done); a random one
+    /// draws within the zone, its random map (if any) starting a new pass at each zone.
+    /// Positions (`last_start`, `last_end`) are kept relative to the zone.
+    fn strided_io(&mut self, dir: usize, read: bool) -> IoSpec {
+        let bs = u64::from(self.block_sectors) * SECTOR_BYTES;
+        let mut z = self.strided.take().expect("strided");
+        if z.done >= z.size {
+            z.done = 0;
+            z.start = z.start.saturating_add(z.step);
+            if z.start.saturating_add(bs) > z.device_end {
+                z.start = 0;
+            }
+            // fio moves this direction's `last_pos` to the new zone; the other's, left in
+            // the old one, would fail its next offset: both start the zone here.
+            self.last_start = [None, None];
+            self.last_end = [0, 0];
+        }
+        if z.done.is_multiple_of(z.range) {
+            // fio resets the random map each `zone_range` bytes done.
+            self.map.new_pass();
+        }
+        let room = z.range.min(z.device_end - z.start);
+        if self.last_end[dir] + bs > room {
+            self.last_end[dir] = 0;
+        }
+        let rel = if self.cfg.rw.is_random() {
+            match self.place(dir, room, bs) {
+                Place::Block(b) => (b * bs).min(room - bs),
+                Place::At(at) => at.min(room - bs),
+                Place::Next => self.last_end[dir],
+            }
+        } else {
+            self.last_end[dir]
+        };
+        z.done += bs;
+        self.last_start[dir] = Some(rel);
+        self.last_end[dir] = rel + bs;
+        let offset = (z.start + rel) / SECTOR_BYTES;
+        self.strided = Some(z);
+        self.data_io(read, offset, self.block_sectors)
+    }
+
+    /// A random offset for direction `dir` (fio's `get_next_rand_offset`): from the
+    /// distribution's generator, else the random map, else uniform with replacement
+    /// (`norandommap`). A block of the job's smallest size, or with `blockalign` a multiple
+    /// of it where the direction's smallest I/O fits (fio's `b * ba`; a zipf, pareto or
+    /// normal value past those folded back into them, where fio's I/O would fail).
+    fn random_place(&mut self, dir: usize) -> Place {
+        let (unit, lastb) = match self.align[dir] {
+            Some(a) => a,
+            None => (u64::from(self.block_sectors) * SECTOR_BYTES, self.blocks),
+        };
+        let b = if let Some(d) = self.dist.as_deref_mut() {
+            d.next(dir, lastb, unit)
+        } else if self.uses_map {
+            self.map.next()
+        } else {
+            self.rng.gen_range(0..lastb)
+        };
+        match self.align[dir] {
+            Some((ba, lastb)) => Place::At(b % lastb * ba),
+            None => Place::Block(b),
+        }
+    }
+
+    /// fio's `should_do_random`: whether a random job's I/O in direction `dir` takes a random
+    /// offset (`percentage_random`; drawn only below 100).
+    fn should_do_random(&mut self, dir: usize) -> bool {
+        let p = self.cfg.percentage_random[dir];
+        p >= 100 || self.pct_rng.gen_range(1..=100) <= p
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -1103,6 +1488,39 @@ impl FioJob {
         Action::Think {
             until: self.deadline.map_or(t, |d| t.min(d)),
         }
+    }
+}
+
+/// `zonemode=strided`'s state: the zone's start (bytes from the region's start) and the
+/// bytes done in it (fio's `file_offset`, `zone_bytes`).
+#[derive(Clone, Debug)]
+struct Strided {
+    size: u64,
+    range: u64,
+    step: u64,
+    start: u64,
+    done: u64,
+    /// Bytes from the region's start to the device's end (fio's `real_file_size`).
+    device_end: u64,
+}
+
+/// `rate_process=poisson` (fio's `usec_for_io`): the next I/O's time from the job's start is
+/// the sum of exponential gaps, each `mean_us * -ln(u)` whole microseconds for `u` uniform in
+/// (0, 1], the mean fio's `1000000 / iops` (iops the rate over the smallest block).
+#[derive(Clone, Debug)]
+struct Poisson {
+    mean_us: u64,
+    next_ns: u64,
+    rng: ChaCha8Rng,
+}
+
+impl Poisson {
+    /// One I/O issued: the next may go one gap later (fio's `last_usec += val`).
+    fn advance(&mut self) {
+        // fio's `__rand_0_1`, and its single-precision `logf` and product.
+        let u = (f64::from(self.rng.next_u32()) + 1.0) / 4_294_967_296.0;
+        let gap_us = (self.mean_us as f32 * -(u as f32).ln()) as u64;
+        self.next_ns = self.next_ns.saturating_add(gap_us.saturating_mul(1_000));
     }
 }
 
@@ -1148,6 +1566,15 @@ impl BlockOrder {
         (l << self.half_bits) | r
     }
 
+    /// Start a new pass (fio's `fio_file_reset` of the random map at a new zone).
+    fn new_pass(&mut self) {
+        if self.index != 0 {
+            self.index = 0;
+            self.pass += 1;
+            self.round_keys = Self::round_keys(self.key, self.pass);
+        }
+    }
+
     fn next(&mut self) -> u64 {
         let mut y = self.permute(self.index);
         while y >= self.n {
@@ -1178,6 +1605,357 @@ mod tests {
     fn run(cfg: FioJobConfig, depth: usize) -> crate::testkit::Record {
         let mut job = FioJob::new(cfg, &env()).unwrap();
         HandDriver::new(depth, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job)
+    }
+
+    fn sectors(cfg: FioJobConfig) -> Vec<(Op, u64)> {
+        run(cfg, 1)
+            .issued
+            .iter()
+            .map(|i| (i.spec.op, i.spec.sector))
+            .collect()
+    }
+
+    /// fio's `fixup_options` turns the random map off for any distribution but `random`: a
+    /// zipf:1.2 reader's 1024 reads over 1024 blocks come back to its hot blocks (a random
+    /// map would visit each once), each a whole block inside the region.
+    #[test]
+    fn a_zipf_job_repeats_its_hot_blocks_without_a_random_map() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            offset: Some(MIB),
+            size: Some(4 * MIB),
+            number_ios: Some(1024),
+            random_distribution: RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None,
+            },
+            ..Default::default()
+        };
+        let s = sectors(cfg);
+        assert_eq!(s.len(), 1024);
+        assert!(s
+            .iter()
+            .all(|&(_, x)| x % 8 == 0 && (2048..2048 + 8192).contains(&x)));
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 600, "{} distinct blocks", distinct.len());
+    }
+
+    /// `zoned_abs:100/1M,` on a random mixed job: every read in the region's first MiB
+    /// (fio's `__get_next_rand_offset_zoned_abs`), the writes, given no zones, uniform over
+    /// the region (fio's `bail`).
+    #[test]
+    fn zoned_abs_sends_each_direction_to_its_own_zones() {
+        use crate::jobs::Zone;
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRw,
+            size: Some(16 * MIB),
+            number_ios: Some(2000),
+            random_distribution: RandomDistribution::ZonedAbs {
+                zones: [
+                    vec![Zone {
+                        access: 100,
+                        size: MIB,
+                    }],
+                    vec![],
+                ],
+            },
+            ..Default::default()
+        };
+        let s = sectors(cfg);
+        let (reads, writes): (Vec<_>, Vec<_>) = s.iter().partition(|(op, _)| *op == Op::Read);
+        assert!(
+            reads.iter().all(|&&(_, x)| x < 2048),
+            "reads in the first MiB"
+        );
+        let high = writes.iter().filter(|&&&(_, x)| x >= 16_384).count();
+        assert!(
+            high > writes.len() / 3,
+            "{high} of {} writes past 8 MiB",
+            writes.len()
+        );
+    }
+
+    /// Zones past the region are refused naming the option (fio fails the first I/O
+    /// there); a sequential job ignores the distribution, as fio's do.
+    #[test]
+    fn zones_past_the_region_are_refused_and_sequential_jobs_ignore_the_distribution() {
+        use crate::jobs::Zone;
+        let z = |access, size| Zone { access, size };
+        let cfg = FioJobConfig {
+            rw: RwMode::RandWrite,
+            size: Some(4 * MIB),
+            random_distribution: RandomDistribution::ZonedAbs {
+                zones: [vec![], vec![z(50, 2 * MIB), z(50, 4 * MIB)]],
+            },
+            ..Default::default()
+        };
+        let e = FioJob::new(cfg.clone(), &env()).unwrap_err();
+        assert_eq!(e.field, "random_distribution", "{}", e.reason);
+        let seq = FioJobConfig {
+            rw: RwMode::Write,
+            number_ios: Some(16),
+            ..cfg.clone()
+        };
+        let plain = FioJobConfig {
+            random_distribution: RandomDistribution::Random,
+            ..seq.clone()
+        };
+        assert_eq!(sectors(seq), sectors(plain));
+    }
+
+    /// `random_generator=lfsr` under `norandommap`: fio's LFSR still visits every block once
+    /// a period, where the default generator draws with replacement.
+    #[test]
+    fn lfsr_keeps_a_pass_over_every_block_under_norandommap() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(MIB),
+            norandommap: true,
+            random_generator: RandomGenerator::Lfsr,
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert_eq!((s.len(), distinct.len()), (256, 256));
+        let tausworthe = FioJobConfig {
+            random_generator: RandomGenerator::Tausworthe,
+            ..cfg
+        };
+        let distinct: BTreeSet<u64> = sectors(tausworthe).iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 256, "with replacement");
+    }
+
+    /// fio's `should_do_random`: `percentage_random=0` makes a random reader sequential
+    /// (each read after the last, from the region's start); 50 makes about half its reads
+    /// follow the one before; per direction, `100,0` leaves the reads random and the writes
+    /// sequential.
+    #[test]
+    fn percentage_random_mixes_random_and_sequential_offsets_per_direction() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(64 * MIB),
+            number_ios: Some(2000),
+            percentage_random: [0, 0],
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        assert!(s.iter().enumerate().all(|(i, &(_, x))| x == i as u64 * 8));
+        let half = sectors(FioJobConfig {
+            percentage_random: [50, 50],
+            ..cfg.clone()
+        });
+        let follow = half.windows(2).filter(|w| w[1].1 == w[0].1 + 8).count();
+        assert!((900..1100).contains(&follow), "{follow} of 1999 followed");
+        let mixed = sectors(FioJobConfig {
+            rw: RwMode::RandRw,
+            percentage_random: [100, 0],
+            ..cfg
+        });
+        let of = |op| -> Vec<u64> {
+            mixed
+                .iter()
+                .filter(|(o, _)| *o == op)
+                .map(|&(_, x)| x)
+                .collect()
+        };
+        let (reads, writes) = (of(Op::Read), of(Op::Write));
+        assert!(writes.iter().enumerate().all(|(i, &x)| x == i as u64 * 8));
+        let followed = reads.windows(2).filter(|w| w[1] == w[0] + 8).count();
+        assert!(followed < reads.len() / 20, "{followed} reads followed");
+    }
+
+    /// fio's `blockalign`: a 4 KiB random reader aligned to 512 bytes starts reads between
+    /// 4 KiB blocks, inside the region, with the random map off (blocks repeat); aligned to
+    /// 12 KiB it starts them at multiples of 12 KiB; aligned to its own size it keeps the
+    /// map (each block once a pass); a sequential job ignores it.
+    #[test]
+    fn blockalign_aligns_random_offsets_and_turns_the_map_off() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(MIB),
+            number_ios: Some(256),
+            blockalign: [512, 512],
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        assert!(s.iter().all(|&(_, x)| x + 8 <= 2048));
+        assert!(
+            s.iter().any(|&(_, x)| x % 8 != 0),
+            "some reads between blocks"
+        );
+        let distinct: BTreeSet<u64> = s.iter().map(|&(_, x)| x).collect();
+        assert!(distinct.len() < 256, "the map is off: offsets repeat");
+        let s = sectors(FioJobConfig {
+            blockalign: [12 * 1024, 0],
+            ..cfg.clone()
+        });
+        assert!(
+            s.iter().all(|&(_, x)| x % 24 == 0 && x + 8 <= 2048),
+            "{s:?}"
+        );
+        assert!(s.iter().any(|&(_, x)| x > 1900), "up to the last that fits");
+        let own = sectors(FioJobConfig {
+            blockalign: [4096, 4096],
+            ..cfg.clone()
+        });
+        let distinct: BTreeSet<u64> = own.iter().map(|&(_, x)| x).collect();
+        assert_eq!(distinct.len(), 256, "the map kept: each block once");
+        let seq = sectors(FioJobConfig {
+            rw: RwMode::Read,
+            number_ios: Some(4),
+            ..cfg.clone()
+        });
+        assert_eq!(
+            seq,
+            [(Op::Read, 0), (Op::Read, 8), (Op::Read, 16), (Op::Read, 24)]
+        );
+        let e = FioJob::new(
+            FioJobConfig {
+                blockalign: [2 * MIB, 0],
+                ..cfg
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "blockalign", "{}", e.reason);
+    }
+
+    /// fio's `usec_for_io` under `rate_process=poisson`: a reader rated at 100 I/Os a second
+    /// issues at exponential gaps of mean 10 ms (fio's 1000000 / iops): over 2000 reads the
+    /// mean gap is 10 ms, about half the gaps are under the median 10 ms * ln 2, and the
+    /// gaps vary as much as they average (where `linear` spaces them all 10 ms apart).
+    #[test]
+    fn poisson_rate_spaces_ios_by_exponential_gaps() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            rate_iops: Some(100),
+            rate_process: RateProcess::Poisson,
+            number_ios: Some(2000),
+            ..Default::default()
+        };
+        let rec = run(cfg.clone(), 1);
+        assert_eq!(rec.issued[0].at, Nanos::ZERO);
+        let gaps: Vec<f64> = rec
+            .issued
+            .windows(2)
+            .map(|w| (w[1].at.0 - w[0].at.0) as f64 / 1e6)
+            .collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert!((9.3..10.7).contains(&mean), "mean gap {mean} ms");
+        assert!((0.85..1.15).contains(&(sd / mean)), "sd {sd} ms");
+        let short = gaps.iter().filter(|&&g| g < 10.0 * 2f64.ln()).count() as f64 / n;
+        assert!((0.45..0.55).contains(&short), "{short} under the median");
+        let linear = run(
+            FioJobConfig {
+                rate_process: RateProcess::Linear,
+                number_ios: Some(5),
+                ..cfg.clone()
+            },
+            1,
+        );
+        let at: Vec<u64> = linear.issued.iter().map(|i| i.at.as_ms()).collect();
+        assert_eq!(at, [0, 10, 20, 30, 40]);
+        let slow = FioJobConfig {
+            rate: Some(1000),
+            ..cfg
+        };
+        assert_eq!(FioJob::new(slow, &env()).unwrap_err().field, "rate");
+    }
+
+    /// fio's `setup_strided_zone_mode`: a 16 KiB reader doing 64 KiB a zone, zones of 1 MiB
+    /// 960 KiB apart, reads four blocks from each zone's start, the zones 1984 KiB apart;
+    /// with `zone_size` over `zone_range` it goes back to the zone's start until the zone's
+    /// bytes are done; at the device's end the zones start again at the region's start.
+    #[test]
+    fn strided_zones_step_over_the_device_as_fio_does() {
+        let kib = |v: &[(Op, u64)]| -> Vec<u64> { v.iter().map(|&(_, x)| x / 2).collect() };
+        let cfg = FioJobConfig {
+            bs: 16 * 1024,
+            size: Some(64 * MIB),
+            number_ios: Some(10),
+            zonemode: ZoneMode::Strided,
+            zone_size: 64 * 1024,
+            zone_range: MIB,
+            zone_skip: 960 * 1024,
+            ..Default::default()
+        };
+        assert_eq!(
+            kib(&sectors(cfg.clone())),
+            [0, 16, 32, 48, 1984, 2000, 2016, 2032, 3968, 3984]
+        );
+        let cfg = FioJobConfig {
+            zone_size: 128 * 1024,
+            zone_range: 64 * 1024,
+            zone_skip: 0,
+            ..cfg
+        };
+        assert_eq!(
+            kib(&sectors(cfg.clone())),
+            [0, 16, 32, 48, 0, 16, 32, 48, 64, 80]
+        );
+        // A 2 MiB device: zones at 0 and 1 MiB, then back to the start.
+        let small = BuildEnv::new(4096, 42, "fio");
+        let cfg = FioJobConfig {
+            bs: 64 * 1024,
+            size: Some(MIB),
+            number_ios: Some(4),
+            zone_size: 64 * 1024,
+            zone_range: 64 * 1024,
+            zone_skip: 960 * 1024,
+            ..cfg
+        };
+        let mut job = FioJob::new(cfg, &small).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
+        assert_eq!(at, [0, 1024, 0, 1024]);
+    }
+
+    /// A random reader in strided zones (32 KiB in each 512 KiB zone, 480 KiB skipped) reads
+    /// 4 KiB blocks inside each zone in turn, a new random pass each zone; a zonesize is
+    /// required, and sizes drawn per I/O are refused with zones.
+    #[test]
+    fn a_random_job_in_strided_zones_stays_in_each_zone() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(64 * MIB),
+            number_ios: Some(64),
+            zonemode: ZoneMode::Strided,
+            zone_size: 32 * 1024,
+            zone_range: 512 * 1024,
+            zone_skip: 480 * 1024,
+            ..Default::default()
+        };
+        let s = sectors(cfg.clone());
+        for (i, &(_, x)) in s.iter().enumerate() {
+            let zone = (i / 8) as u64 * 992 * 2;
+            assert!(
+                (zone..zone + 1024 - 8).contains(&x) && x % 8 == 0,
+                "read {i} at sector {x}"
+            );
+        }
+        let e = |cfg| FioJob::new(cfg, &env()).unwrap_err().field;
+        assert_eq!(
+            e(FioJobConfig {
+                zone_size: 0,
+                ..cfg.clone()
+            }),
+            "zonesize"
+        );
+        assert_eq!(
+            e(FioJobConfig {
+                block_sizes: crate::jobs::BlockSizes {
+                    read: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 8192
+                    }),
+                    write: None
+                },
+                ..cfg
+            }),
+            "zonemode"
+        );
     }
 
     #[test]

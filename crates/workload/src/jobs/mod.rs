@@ -3,6 +3,7 @@
 pub mod block_sizes;
 pub mod compile;
 pub mod dependent_reader;
+pub mod distribution;
 pub mod fio;
 pub mod interleaved;
 pub mod replay;
@@ -13,7 +14,8 @@ pub mod trace_replay;
 pub use block_sizes::{BlockSizes, SizeMix};
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
-pub use fio::{FioJob, FioJobConfig, RwMode, RwSequencer};
+pub use distribution::{RandomDistribution, Zone};
+pub use fio::{FioJob, FioJobConfig, RandomGenerator, RwMode, RwSequencer};
 pub use interleaved::{InterleavedReaders, InterleavedReadersConfig};
 pub use replay::{ReplayJob, ReplayOptions, ReplayOutcome};
 pub use startup::{StartupConfig, StartupJob, StartupOrder, StartupPlacement};
