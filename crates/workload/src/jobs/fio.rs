@@ -1384,8 +1384,9 @@ impl FioJob {
     /// `setup_strided_zone_mode`, then `get_next_offset` within the zone): once `zone_size`
     /// bytes are done in a zone the next starts `zone_range + zone_skip` on (back at the
     /// region's start where the I/O would not fit before the device's end, as fio wraps at
-    /// the file's); a sequential direction goes on from its last I/O, back to the zone's
-    /// start past the zone (fio keeps the zone until `zone_size` is done); a random one
+    /// the file's); a sequential direction goes on from its last I/O (which may straddle the
+    /// zone's end, as in fio), back to the zone's start once that I/O ended at or past the
+    /// zone's end (fio keeps the zone until `zone_size` is done); a random one
     /// draws within the zone, its random map (if any) starting a new pass at each zone.
     /// Positions (`last_start`, `last_end`) are kept relative to the zone.
     fn strided_io(&mut self, dir: usize, read: bool) -> IoSpec {
@@ -1407,7 +1408,10 @@ impl FioJob {
             self.map.new_pass();
         }
         let room = z.range.min(z.device_end - z.start);
-        if self.last_end[dir] + bs > room {
+        // fio keeps a direction in the zone until its last I/O ends at or past the zone's end
+        // (`last_pos >= file_offset + zone_range`), so an I/O may straddle that end; one that
+        // would pass the device's end starts the zone again here (fio's would fail).
+        if self.last_end[dir] >= z.range || self.last_end[dir] + bs > z.device_end - z.start {
             self.last_end[dir] = 0;
         }
         let rel = if self.cfg.rw.is_random() {
@@ -1910,6 +1914,36 @@ mod tests {
         let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
         let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
         assert_eq!(at, [0, 1024, 0, 1024]);
+    }
+
+    /// fio's `setup_strided_zone_mode` moves a direction back to the zone's start only once
+    /// its last I/O ended at or past the zone's end: with 6 KiB zones, 8 KiB a zone and 4 KiB
+    /// reads fio 3.33 reads at 0, 4, 6, 10, 12, 16 KiB (the second read of each zone straddles
+    /// its end); a read that would pass the device's end starts the zone again.
+    #[test]
+    fn a_sequential_read_straddles_a_strided_zones_end_as_in_fio() {
+        let kib = |v: &[(Op, u64)]| -> Vec<u64> { v.iter().map(|&(_, x)| x / 2).collect() };
+        let cfg = FioJobConfig {
+            bs: 4096,
+            size: Some(MIB),
+            number_ios: Some(6),
+            zonemode: ZoneMode::Strided,
+            zone_size: 8 * 1024,
+            zone_range: 6 * 1024,
+            ..Default::default()
+        };
+        assert_eq!(kib(&sectors(cfg.clone())), [0, 4, 6, 10, 12, 16]);
+        // A 2 MiB device, zones at 0 and 2042 KiB: the second zone's second read would end
+        // past the device, so it reads the zone's start again.
+        let small = BuildEnv::new(4096, 42, "fio");
+        let cfg = FioJobConfig {
+            zone_skip: 2 * MIB - 12 * 1024,
+            ..cfg
+        };
+        let mut job = FioJob::new(cfg, &small).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
+        assert_eq!(at, [0, 4, 2042, 2042, 0, 4]);
     }
 
     /// A random reader in strided zones (32 KiB in each 512 KiB zone, 480 KiB skipped) reads
