@@ -43,6 +43,10 @@ cp ../scenarios/*.toml $c/scenario_toml/
 cp ../crates/sim/drives/*.toml $c/drive_toml/
 printf '[global]\nioengine=io_uring\ndirect=1\nbs=4k\n\n[reader]\nrw=randread\nsize=16m\niodepth=8\n\n[writer]\nstonewall\nrw=write\nsize=8m\n' > $c/fio_job/two.fio
 printf '[global]\nioengine=libaio\ndirect=1\nsize=1m\nnumber_ios=300\n\n[b]\nrw=randrw\nbssplit=4k/50:64k/30:512/20,16k\niodepth=16\niodepth_batch_submit=4\niodepth_low=2\niodepth_batch_complete_min=3\niodepth_batch_complete_max=8\nfsync=5\nend_fsync=1\n\n[c]\nrw=read:-8k\nbsrange=4k-16k\nstartdelay=1-2\nrate_iops=1000\n\n[d]\nrw=randread:4\nrw_sequencer=identical\niodepth_batch_complete_min=0\niodepth_batch_complete_max=0\niodepth=4\n' > $c/fio_job/batches.fio
+# The offset options: random_distribution (each kind, centers, per-direction zones),
+# random_generator, percentage_random, blockalign/ba, rate_process=poisson, strided zones.
+printf '[global]\nioengine=psync\nsize=4m\nnumber_ios=200\n\n[z]\nrw=randrw\nrandom_distribution=zipf:1.2:0.5\nrandom_generator=lfsr\n\n[p]\nrw=randread\nrandom_distribution=pareto:0.3\nba=512\nrate_iops=5000\nrate_process=poisson\n\n[n]\nrw=randwrite\nrandom_distribution=normal:10:0\nnorandommap\npercentage_random=40,70\n\n[zo]\nrw=randrw\nbssplit=4k/50:16k/50\nrandom_distribution=zoned:60/10:30/20:10/,100/\nblockalign=8k,4k\n\n[za]\nrw=randread\nrandom_distribution=zoned_abs:90/1m:10/3m\ntime_based\nruntime=1\n' > $c/fio_job/distributions.fio
+printf '[global]\nioengine=libaio\niodepth=4\nsize=8m\nnumber_ios=100\n\n[s]\nrw=read\nzonemode=strided\nzonesize=8k\nzonerange=6k\nzoneskip=1m\n\n[r]\nrw=randrw\nzonemode=strided\nzonesize=64k\nzonerange=1m\nzoneskip=960k\nrandom_distribution=zoned_abs:50/64k:50/512k\npercentage_random=50\n\n[w]\nrw=randread\nzonemode=strided\nzonesize=2m\nzonerange=512k\nrate=1m\nrate_process=poisson\n' > $c/fio_job/strided.fio
 data=../../shared/data/disksim-valid
 if [ -d "$data" ]; then
   for f in "$data"/*.parv; do cp "$f" "$c/disksim_import/"; done

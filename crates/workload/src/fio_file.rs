@@ -42,7 +42,7 @@
 //! | `random_distribution` | `random` (default), `zipf[:theta[:center]]`, `pareto[:h[:center]]`, `normal[:dev[:center]]`, `zoned:A/S:...` and `zoned_abs:A/SIZE:...` (one list, or `reads,writes`): a random job's random offsets, drawn as fio draws them, any but `random` turning the random map off (elevator_workload's `jobs::distribution`, which names the deviations) |
 //! | `percentage_random` | percentage, or `reads,writes`: of a random job's I/Os, those taking a random offset (fio's `should_do_random`); the others follow the direction's last I/O |
 //! | `blockalign` / `ba` | size (a multiple of 512), or `reads,writes`: what a random job's random offsets are aligned to (default: the direction's smallest size); another value turns the random map off, as in fio; sequential jobs ignore it |
-//! | `zonemode`, `zonesize`, `zonerange`, `zoneskip` | `none` (default) or `strided` (`zbd` refused: zoned devices are not modelled); sizes: `zonesize` bytes done in each zone of `zonerange` (default `zonesize`) bytes, then on `zonerange + zoneskip` to the next, wrapping to the region's start at the device's end, as fio's `setup_strided_zone_mode` (a `zonesize` alone is strided, as in fio); jobs with sizes drawn per I/O or an `rw` skip are refused with it |
+//! | `zonemode`, `zonesize`, `zonerange`, `zoneskip` | `none` (default) or `strided` (`zbd` refused: zoned devices are not modelled); sizes: `zonesize` bytes done in each zone of `zonerange` (default `zonesize`) bytes, then on `zonerange + zoneskip` to the next, wrapping to the region's start at the device's end, as fio's `setup_strided_zone_mode` (a `zonesize` without `zonemode=strided` is refused, as fio refuses it); jobs with sizes drawn per I/O or an `rw` skip are refused with it, and a random job's zones larger than its region (fio ends the job at its first offset past the region) |
 //! | `random_generator` | `tausworthe` (default), `tausworthe64`, `lfsr`: offsets are drawn by elevator's own generator whichever is named (a deviation); `lfsr` keeps uniform offsets once a pass under `norandommap`, as fio's LFSR visits each block once a period |
 //! | `randrepeat` | flag, accepted: runs are always repeatable (fio's default, 1); fio's 0 seeds from the clock, which elevator does not |
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
@@ -451,10 +451,6 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         // With neither, the job keeps the kernel's default (best effort 4 at nice 0).
         if def.lines.contains_key("prioclass") && !def.lines.contains_key("prio") {
             def.prio.level = 0;
-        }
-        // fio's `fixup_options`: a `zonesize` without a `zonemode` is strided.
-        if def.config.zone_size > 0 && !def.lines.contains_key("zonemode") {
-            def.config.zonemode = ZoneMode::Strided;
         }
         clones += u64::from(def.numjobs);
         if clones > MAX_CLONES {
@@ -1739,10 +1735,13 @@ mod tests {
         assert_eq!(j.config.percentage_random, [30, 70]);
         assert_eq!(j.config.blockalign, [512, 512]);
         assert_eq!(j.config.rate_process, RateProcess::Poisson);
-        // fio's `fixup_options`: a zonesize alone is strided; zonemode=none keeps none.
+        // fio's `zonemode` defaults to `none` (its option's `.def`), so a zonesize alone is
+        // not strided: the job is refused when it is built (`fixup_options`: "--zonemode=none
+        // and --zonesize are not compatible"), naming the zonesize's line.
         let f = p(
-            "[a]\nzonesize=64k\nzonerange=1m\nzoneskip=960k\n[b]\nzonemode=strided\n\
-                   zonesize=1m\n[c]\nzonemode=none\n",
+            "[a]\nzonemode=strided\nzonesize=64k\nzonerange=1m\nzoneskip=960k\n[b]\n\
+                   zonemode=strided\nzonesize=1m\n[c]\nzonemode=none\n[d]\nrw=randread\n\
+                   size=1m\nzonesize=64k\n",
         )
         .unwrap();
         let c = &f.jobs[0].config;
@@ -1752,7 +1751,17 @@ mod tests {
         );
         assert_eq!(f.jobs[1].config.zonemode, ZoneMode::Strided);
         assert_eq!(f.jobs[2].config.zonemode, ZoneMode::None);
-        assert_eq!(f.jobs[0].line_of("zonerange"), 3);
+        assert_eq!(f.jobs[0].line_of("zonerange"), 4);
+        let d = &f.jobs[3];
+        assert_eq!(d.config.zonemode, ZoneMode::None);
+        let env = crate::BuildEnv::new(1 << 21, 1, "d");
+        let e = crate::jobs::FioJob::new(d.config.clone(), &env).unwrap_err();
+        assert_eq!(
+            (e.field, d.line_of(e.field)),
+            ("zonesize", 14),
+            "{}",
+            e.reason
+        );
         // fio's `ba` names `blockalign`; reads then writes, an empty part left as it was.
         let f = p("[j]\nba=8k,1k\npercentage_random=40\n[k]\nba=,4k\n").unwrap();
         assert_eq!(f.jobs[0].config.blockalign, [8192, 1024]);

@@ -57,13 +57,15 @@
 //!   in a zone of `zone_range` (default `zone_size`) bytes from the region's start, then
 //!   moves `zone_range + zone_skip` on, past the region if the device goes on (as fio's
 //!   zones walk the file), back to the region's start where the next I/O would not fit
-//!   before the device's end. A sequential direction goes on from its last I/O, back to the
-//!   zone's start past its end (`zone_size` over `zone_range` reads the zone again); random
-//!   offsets fall within the zone (the random map starts a new pass every `zone_range`
-//!   bytes). The job still stops after `io_size` (default `size`) bytes. Deviations: at a
-//!   zone change both directions of a mixed job start from the new zone (fio moves the
-//!   direction of the I/O at hand and fails the other's next offset); sizes drawn per I/O
-//!   and `rw` skips are refused with zones.
+//!   before the device's end. A sequential direction goes on from its last I/O (which may
+//!   straddle the zone's end, as in fio), back to the zone's start once one ended at or past
+//!   it (`zone_size` over `zone_range` reads the zone again); random offsets fall within the
+//!   zone (the random map starts a new pass every `zone_range` bytes; a random job's zones
+//!   larger than its region are refused, as fio ends the job at its first offset past the
+//!   region). At a zone change both directions of a mixed job start from the new zone (fio's
+//!   `fio_file_reset` there resets both). The job still stops after `io_size` (default
+//!   `size`) bytes. Deviations: sizes drawn per I/O and `rw` skips are refused with zones; an
+//!   I/O that would pass the device's end starts its zone again (fio's fails).
 //! - `iodepth` bounds fio's `cur_depth`: I/Os queued, in flight, or complete and not yet
 //!   reaped. The job follows fio's `do_io` loop (backend.c, io_u.c, ioengines.c, at fio
 //!   commit f534438, August 2026) for an asynchronous engine: each I/O is queued, and once
@@ -432,6 +434,16 @@ impl FioJobConfig {
         }
     }
 
+    /// The option that set [`Self::zone_range`], as an error names it: `zonerange`, else the
+    /// `zonesize` it defaults to.
+    fn zone_range_option(&self) -> &'static str {
+        if self.zone_range > 0 {
+            "zonerange"
+        } else {
+            "zonesize"
+        }
+    }
+
     /// Check the configuration against the device of `env`; returns the job's region.
     pub fn validate(&self, env: &BuildEnv) -> Result<Region, BuildError> {
         let err = |field, reason: String| Err(BuildError::new(env, field, reason));
@@ -553,7 +565,7 @@ impl FioJobConfig {
                 }
                 if self.zone_range() < self.max_size() {
                     return err(
-                        "zonerange",
+                        self.zone_range_option(),
                         format!(
                             "a zone of {} bytes holds no {}-byte I/O",
                             self.zone_range(),
@@ -685,15 +697,32 @@ impl FioJobConfig {
                 }
             }
         }
-        // fio fails the first I/O whose `zoned_abs` zone ends past the region.
+        // A random job's offsets in a strided zone are drawn over `zone_range` (fio's
+        // `last_block`), but fio's `get_next_offset` fails one at or past the region's size
+        // (`f->io_size`), ending the job: zones larger than the region are refused.
+        let strided = self.zonemode == ZoneMode::Strided;
+        if strided && self.rw.is_random() && self.zone_range() > bytes {
+            return err(
+                self.zone_range_option(),
+                format!(
+                    "a random job's zones of {} bytes are larger than its region ({bytes} \
+                     bytes): fio ends the job at its first offset past the region",
+                    self.zone_range()
+                ),
+            );
+        }
+        // fio fails the first I/O whose `zoned_abs` zone ends past the region (past the zone,
+        // under `zonemode=strided`: fio's `last_block`).
         let unit = self.min_size();
+        let span = if strided { self.zone_range() } else { bytes };
         for d in (0..2).filter(|&d| dirs[d] && self.rw.is_random()) {
-            if !OffsetDraw::zones_fit(&self.random_distribution, d, bytes / unit, unit) {
+            if !OffsetDraw::zones_fit(&self.random_distribution, d, span / unit, unit) {
                 return err(
                     "random_distribution",
                     format!(
-                        "the {} zoned_abs zones end past the region ({bytes} bytes)",
-                        if d == 0 { "reads'" } else { "writes'" }
+                        "the {} zoned_abs zones end past the {} ({span} bytes)",
+                        if d == 0 { "reads'" } else { "writes'" },
+                        if strided { "strided zone" } else { "region" }
                     ),
                 );
             }
@@ -1384,8 +1413,9 @@ impl FioJob {
     /// `setup_strided_zone_mode`, then `get_next_offset` within the zone): once `zone_size`
     /// bytes are done in a zone the next starts `zone_range + zone_skip` on (back at the
     /// region's start where the I/O would not fit before the device's end, as fio wraps at
-    /// the file's); a sequential direction goes on from its last I/O, back to the zone's
-    /// start past the zone (fio keeps the zone until `zone_size` is done); a random one
+    /// the file's); a sequential direction goes on from its last I/O (which may straddle the
+    /// zone's end, as in fio), back to the zone's start once that I/O ended at or past the
+    /// zone's end (fio keeps the zone until `zone_size` is done); a random one
     /// draws within the zone, its random map (if any) starting a new pass at each zone.
     /// Positions (`last_start`, `last_end`) are kept relative to the zone.
     fn strided_io(&mut self, dir: usize, read: bool) -> IoSpec {
@@ -1397,8 +1427,8 @@ impl FioJob {
             if z.start.saturating_add(bs) > z.device_end {
                 z.start = 0;
             }
-            // fio moves this direction's `last_pos` to the new zone; the other's, left in
-            // the old one, would fail its next offset: both start the zone here.
+            // fio's `fio_file_reset` (below, as `zone_bytes` is 0) moves both directions'
+            // `last_pos` to the new zone.
             self.last_start = [None, None];
             self.last_end = [0, 0];
         }
@@ -1407,7 +1437,10 @@ impl FioJob {
             self.map.new_pass();
         }
         let room = z.range.min(z.device_end - z.start);
-        if self.last_end[dir] + bs > room {
+        // fio keeps a direction in the zone until its last I/O ends at or past the zone's end
+        // (`last_pos >= file_offset + zone_range`), so an I/O may straddle that end; one that
+        // would pass the device's end starts the zone again here (fio's would fail).
+        if self.last_end[dir] >= z.range || self.last_end[dir] + bs > z.device_end - z.start {
             self.last_end[dir] = 0;
         }
         let rel = if self.cfg.rw.is_random() {
@@ -1910,6 +1943,90 @@ mod tests {
         let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
         let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
         assert_eq!(at, [0, 1024, 0, 1024]);
+    }
+
+    /// fio's `setup_strided_zone_mode` moves a direction back to the zone's start only once
+    /// its last I/O ended at or past the zone's end: with 6 KiB zones, 8 KiB a zone and 4 KiB
+    /// reads fio 3.33 reads at 0, 4, 6, 10, 12, 16 KiB (the second read of each zone straddles
+    /// its end); a read that would pass the device's end starts the zone again.
+    #[test]
+    fn a_sequential_read_straddles_a_strided_zones_end_as_in_fio() {
+        let kib = |v: &[(Op, u64)]| -> Vec<u64> { v.iter().map(|&(_, x)| x / 2).collect() };
+        let cfg = FioJobConfig {
+            bs: 4096,
+            size: Some(MIB),
+            number_ios: Some(6),
+            zonemode: ZoneMode::Strided,
+            zone_size: 8 * 1024,
+            zone_range: 6 * 1024,
+            ..Default::default()
+        };
+        assert_eq!(kib(&sectors(cfg.clone())), [0, 4, 6, 10, 12, 16]);
+        // A 2 MiB device, zones at 0 and 2042 KiB: the second zone's second read would end
+        // past the device, so it reads the zone's start again.
+        let small = BuildEnv::new(4096, 42, "fio");
+        let cfg = FioJobConfig {
+            zone_skip: 2 * MIB - 12 * 1024,
+            ..cfg
+        };
+        let mut job = FioJob::new(cfg, &small).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(60)).run(&mut job);
+        let at: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector / 2).collect();
+        assert_eq!(at, [0, 4, 2042, 2042, 0, 4]);
+    }
+
+    /// fio draws a random job's offsets in a strided zone over `zone_range` and ends the job
+    /// at the first one past the region's size (fio 3.33, `size=1m`, `zonesize=2m`: one read,
+    /// then done): such zones are refused, naming `zonesize` when it sets the range; and
+    /// `zoned_abs` zones must fit in the strided zone (fio's `last_block`), not the region.
+    #[test]
+    fn random_strided_zones_must_fit_in_the_region_and_hold_zoned_abs_zones() {
+        use crate::jobs::Zone;
+        let cfg = FioJobConfig {
+            rw: RwMode::RandRead,
+            size: Some(MIB),
+            number_ios: Some(8),
+            zonemode: ZoneMode::Strided,
+            zone_size: 2 * MIB,
+            ..Default::default()
+        };
+        let e = FioJob::new(cfg.clone(), &env()).unwrap_err();
+        assert_eq!(e.field, "zonesize", "{}", e.reason);
+        let e = FioJob::new(
+            FioJobConfig {
+                zone_size: 64 * 1024,
+                zone_range: 2 * MIB,
+                ..cfg.clone()
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "zonerange", "{}", e.reason);
+        let e = FioJob::new(
+            FioJobConfig {
+                zone_size: 2048,
+                ..cfg.clone()
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "zonesize", "{}", e.reason);
+        // A sequential job keeps such zones (fio reads on from each zone's start).
+        let seq = FioJobConfig {
+            rw: RwMode::Read,
+            ..cfg.clone()
+        };
+        assert!(FioJob::new(seq, &env()).is_ok());
+        let abs = |size| FioJobConfig {
+            zone_size: 64 * 1024,
+            random_distribution: RandomDistribution::ZonedAbs {
+                zones: [vec![Zone { access: 100, size }], vec![]],
+            },
+            ..cfg.clone()
+        };
+        assert!(FioJob::new(abs(64 * 1024), &env()).is_ok());
+        let e = FioJob::new(abs(512 * 1024), &env()).unwrap_err();
+        assert_eq!(e.field, "random_distribution", "{}", e.reason);
     }
 
     /// A random reader in strided zones (32 KiB in each 512 KiB zone, 480 KiB skipped) reads
