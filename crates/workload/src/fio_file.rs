@@ -27,7 +27,7 @@
 //! | `numjobs` | clones of the job, each its own context (named `job.0`, `job.1` ...) |
 //! | `iodepth` | I/Os outstanding per clone |
 //! | `iodepth_batch_submit` / `iodepth_batch`, `iodepth_low`, `iodepth_batch_complete_min` / `iodepth_batch_complete`, `iodepth_batch_complete_max` | counts, as fio reads them (0 and out-of-range values fixed up as fio's `fixup_options` does): I/Os submitted per call (more than two are plugged in the block layer, as the kernel plugs such an io_uring or aio call), the low-water mark the queue drains to before it refills, and the completions each reap waits for and takes (elevator_workload's `FioJob` has fio's loop) |
-//! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
+//! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync`, `pvsync2` (one synchronous request at a time; `pvsync2`'s `preadv2` flags come from options elevator refuses, so it is `pvsync`); `vsync` (`readv`/`writev`: one synchronous request at a time where fio submits each I/O alone, its default `iodepth_batch_submit=1`; with larger batches fio's `fio_vsyncio_queue` joins contiguous I/Os into one vectored call, not modelled: refused); `posixaio` (glibc's POSIX aio serves one file descriptor's requests one at a time in a helper thread, `__aio_enqueue_request` in rt/aio_misc.c, so the device sees one of the job's I/Os at a time, as `psync`. Deviations: fio queues up to `iodepth` in glibc, and its latencies include that wait, here not; the helper thread is an I/O context of its own in the kernel, the job's priority inherited, so only a scheduler telling processes apart by pid sees a difference) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
 //! | `fsync`, `fdatasync`, `end_fsync` | counts; flag: a flush request after every so many writes (after a write), and one at the end, waited for; counted as fio's `sync` figures, not as writes (on a block device fsync and fdatasync both flush the device's cache). The flush is an I/O of the job's depth, as io_uring's `IORING_OP_FSYNC` is; fio's libaio does it synchronously, waiting for it alone (a deviation) |
@@ -42,12 +42,17 @@
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
+//! | `cgroup_nodelete`, `nonvectored` | flags accepted and ignored: fio leaves its cgroups in place after the run (elevator's groups live in the run); io_uring's `IORING_OP_READ`/`WRITE` in place of the vectored ops build the same bios |
+//! | `thread` | flag accepted: fio runs the job as a thread of its process, not a process of its own; a thread is an I/O context of its own in the kernel all the same (`copy_io` shares one only under `CLONE_IO`). Refused with `cgroup`: fio then writes the thread's id to cgroup v2's `cgroup.procs`, which moves the whole fio process, every job's thread, into that group |
+//! | `fadvise_hint` | `0`, `1`, `random`, `sequential`, `noreuse`: accepted and ignored: the advice steers the page cache's readahead, which elevator does not model (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache) |
+//! | `flow_id` | number, accepted and ignored: it only names the flow `flow` weighs, and `flow` is refused |
 //! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create`, `invalidate` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself; no page cache is read (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache), so there is none to drop |
 //! | `write_iops_log`, `write_lat_log`, `write_bw_log`, `log_avg_msec` | accepted and ignored (no per-interval logs) |
 //! | `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`, `elevator_io_bfq_weight` | the job's group's cgroup v2 io files: `io.max` as written after MAJ:MIN (`rbps=1048576 wiops=100`), io.latency's target in microseconds, `io.weight` (1..=10000), `io.bfq.weight` (1..=1000) |
 //!
-//! Anything else (`verify`, `bssplit` ...) is an error naming the file, the line and the
-//! option.
+//! Anything else (`verify`, `flow`, `exitall` ...) is an error naming the file, the line and
+//! the option. `exitall` (fio ends every job when one ends) is refused: the simulator and the
+//! executor end each job by itself.
 //!
 //! Hostile input (docs/reliability.md): a file is read up to [`MAX_FILE_BYTES`], a line up to
 //! [`MAX_LINE`] bytes, at most [`MAX_SECTIONS`] jobs of at most [`MAX_CLONES`] clones in all;
@@ -88,6 +93,11 @@ pub struct FioJobDef {
     pub numjobs: u32,
     /// `ioengine` (default io_uring's behaviour: asynchronous).
     pub engine: Engine,
+    /// `ioengine` as the file names it (`None`: not given), for the checks that depend on
+    /// the engine itself (`vsync`'s batches).
+    pub ioengine: Option<String>,
+    /// `thread`: fio runs the job as a thread of its process (refused with a `cgroup`).
+    pub thread: bool,
     /// `filename`: the files the job does I/O to (fio's `a:b` is two files, `\:` a colon
     /// in a name); empty if not given.
     pub filenames: Vec<String>,
@@ -303,6 +313,8 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         config: FioJobConfig::default(),
         numjobs: 1,
         engine: Engine::Async,
+        ioengine: None,
+        thread: false,
         filenames: Vec::new(),
         stonewall: false,
         new_group: false,
@@ -437,6 +449,26 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
     }
     let mut clones: u64 = 0;
     for def in &mut jobs {
+        check_engine(def).map_err(|reason| {
+            err(
+                def.lines.get("ioengine").copied().unwrap_or(def.line),
+                "ioengine",
+                format!("job {}: {reason}", excerpt(&def.name)),
+            )
+        })?;
+        if def.thread && def.cgroup.is_some() {
+            return Err(err(
+                def.lines.get("thread").copied().unwrap_or(def.line),
+                "thread",
+                format!(
+                    "job {}: `thread` with `cgroup`: fio writes the thread's id to cgroup v2's \
+                     cgroup.procs, which moves the whole fio process (every job's thread) into \
+                     the group; elevator would put this job alone there. Run it as a process \
+                     (thread=0)",
+                    excerpt(&def.name)
+                ),
+            ));
+        }
         if def.engine == Engine::Sync {
             def.config.iodepth = 1;
         }
@@ -478,6 +510,28 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         path: path.to_path_buf(),
         jobs,
     })
+}
+
+/// Why job `def`'s engine cannot run it as elevator models that engine, if it cannot: `vsync`
+/// with batches of more than one I/O (fio's `fio_vsyncio_queue` joins contiguous queued I/Os
+/// into one `readv`/`writev`, and `td_io_queue` commits them once `iodepth_batch_submit` are
+/// queued, fixed up as `fixup_options` does).
+fn check_engine(def: &FioJobDef) -> Result<(), String> {
+    if def.ioengine.as_deref() == Some("vsync") {
+        let c = &def.config;
+        let batch = match c.iodepth_batch_submit {
+            0 => c.iodepth,
+            b => b.min(c.iodepth),
+        };
+        if batch > 1 {
+            return Err(format!(
+                "vsync with batches of {batch} I/Os (iodepth_batch_submit, iodepth): fio joins \
+                 contiguous I/Os of a batch into one readv/writev, which elevator does not \
+                 model; with iodepth_batch_submit=1 (fio's default) each goes alone, as psync"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why `name` cannot name another job of the file, whose jobs' names are `names`.
@@ -800,6 +854,11 @@ pub const OPTIONS: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "group_reporting",
+    "cgroup_nodelete",
+    "thread",
+    "nonvectored",
+    "fadvise_hint",
+    "flow_id",
     "registerfiles",
     "fixedbufs",
     "allow_file_create",
@@ -1045,15 +1104,20 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "iodepth_batch_complete_max"
         }
         "ioengine" => {
-            def.engine = match need(o)? {
+            let v = need(o)?;
+            def.engine = match v {
                 "io_uring" | "libaio" => Engine::Async,
-                "psync" | "sync" | "pvsync" => Engine::Sync,
+                // posixaio: glibc serves a descriptor's requests one at a time (module doc).
+                "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "posixaio" => Engine::Sync,
                 v => {
                     return Err(format!(
-                        "{v:?} is not supported (io_uring, libaio, psync, sync, pvsync)"
+                        "{v:?} is not supported (io_uring, libaio, psync, sync, pvsync, \
+                         pvsync2, vsync, posixaio)"
                     ))
                 }
             };
+            def.ioengine = Some(v.to_string());
+            def.lines.insert("ioengine", o.line);
             return Ok(());
         }
         "direct" => {
@@ -1210,8 +1274,27 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             };
             return Ok(());
         }
-        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate" => {
+        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate"
+        | "cgroup_nodelete" | "nonvectored" => {
             flag(o)?;
+            return Ok(());
+        }
+        "thread" => {
+            def.thread = flag(o)?;
+            def.lines.insert("thread", o.line);
+            return Ok(());
+        }
+        "fadvise_hint" => {
+            let v = need(o)?;
+            if !["0", "1", "random", "sequential", "noreuse"].contains(&v) {
+                return Err(format!(
+                    "{v:?} is not one of 0, 1, random, sequential, noreuse"
+                ));
+            }
+            return Ok(());
+        }
+        "flow_id" => {
+            int::<i64>(o)?;
             return Ok(());
         }
         "write_iops_log" | "write_lat_log" | "write_bw_log" => {
@@ -1645,6 +1728,64 @@ mod tests {
         assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
         let e = p("[j]\nlog_avg_msec=often\n").unwrap_err();
         assert_eq!((e.line(), e.field.as_str()), (Some(2), "log_avg_msec"));
+    }
+
+    /// Options that change nothing elevator models are accepted (each with its reason in the
+    /// module's table); `flow` and `exitall` stay refused; `thread` with a `cgroup` is
+    /// refused, as fio's cgroup v2 write of a thread id moves its whole process.
+    #[test]
+    fn options_that_change_nothing_modelled_are_accepted_and_the_rest_refused() {
+        let f = p(
+            "[global]\ncgroup_nodelete=1\nthread\nnonvectored=1\nfadvise_hint=random\n\
+                   flow_id=3\n[a]\nrw=randread\n[b]\nfadvise_hint=0\nthread=0\n",
+        )
+        .unwrap();
+        assert!(f.jobs[0].thread && !f.jobs[1].thread);
+        assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
+        for (text, field) in [
+            ("[j]\nfadvise_hint=often\n", "fadvise_hint"),
+            ("[j]\nflow_id=one\n", "flow_id"),
+            ("[j]\nflow_id=1\nflow=3\n", "flow"),
+            ("[j]\nexitall=1\n", "exitall"),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+        }
+        let e = p("[j]\nthread=1\ncgroup=/a\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "thread"), "{e}");
+        assert!(e.message.contains("cgroup.procs"), "{e}");
+    }
+
+    /// fio's synchronous engines are one request at a time: `vsync` where each I/O is
+    /// submitted alone (`td_io_queue` commits after `iodepth_batch_submit` queued, default 1),
+    /// `pvsync2`, and `posixaio` (glibc's aio serves one descriptor's requests in turn).
+    /// `vsync` with larger batches joins contiguous I/Os (`fio_vsyncio_queue`): refused.
+    #[test]
+    fn vsync_pvsync2_and_posixaio_run_one_request_at_a_time() {
+        let f = p(
+            "[a]\nioengine=vsync\niodepth=8\n[b]\nioengine=posixaio\niodepth=8\n\
+                   [c]\nioengine=pvsync2\n",
+        )
+        .unwrap();
+        for j in &f.jobs {
+            assert_eq!(
+                (j.engine, j.config.iodepth),
+                (Engine::Sync, 1),
+                "{}",
+                j.name
+            );
+        }
+        assert_eq!(f.jobs[0].ioengine.as_deref(), Some("vsync"));
+        for text in [
+            "[j]\nioengine=vsync\niodepth=8\niodepth_batch_submit=4\n",
+            "[j]\niodepth=4\niodepth_batch=0\nioengine=vsync\n",
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.field, "ioengine", "{text}: {e}");
+            assert!(e.message.contains("readv/writev"), "{e}");
+        }
+        // One I/O deep, a batch is one I/O whatever it is set to.
+        assert!(p("[j]\nioengine=vsync\niodepth_batch_submit=4\n").is_ok());
     }
 
     #[test]
