@@ -42,6 +42,7 @@
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
+//! | `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` | fio's io_uring and libaio engine options (refused with another engine), as engines/cmdprio.c reads them: one value for both directions or `reads,writes`; a percentage 0..=100, a class 1 (rt), 2 (be), 3 (idle), default rt, a level 0..=7, default 0; `cmdprio_bssplit` entries `bs/percent[/class/level]` separated by `:` (a class and level past their range clamped, a priority hint refused unless 0). A share of the I/Os drawn per I/O carries that priority, the rest the job's (elevator_workload's `jobs::cmdprio`, where the deviations are named) |
 //! | `cgroup_nodelete`, `nonvectored` | flags accepted and ignored: fio leaves its cgroups in place after the run (elevator's groups live in the run); io_uring's `IORING_OP_READ`/`WRITE` in place of the vectored ops build the same bios |
 //! | `thread` | flag accepted: fio runs the job as a thread of its process, not a process of its own; a thread is an I/O context of its own in the kernel all the same (`copy_io` shares one only under `CLONE_IO`). Refused with `cgroup`: fio then writes the thread's id to cgroup v2's `cgroup.procs`, which moves the whole fio process, every job's thread, into that group |
 //! | `fadvise_hint` | `0`, `1`, `random`, `sequential`, `noreuse`: accepted and ignored: the advice steers the page cache's readahead, which elevator does not model (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache) |
@@ -68,6 +69,7 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
+use crate::jobs::cmdprio::CmdPrioOptions;
 use crate::jobs::fio::{FioJobConfig, RwMode, RwSequencer};
 use crate::jobs::{BlockSizes, SizeMix};
 
@@ -98,6 +100,9 @@ pub struct FioJobDef {
     pub ioengine: Option<String>,
     /// `thread`: fio runs the job as a thread of its process (refused with a `cgroup`).
     pub thread: bool,
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` as given, resolved
+    /// into the config's `cmdprio` once the job's section ends.
+    pub cmdprio: CmdPrioOptions,
     /// `filename`: the files the job does I/O to (fio's `a:b` is two files, `\:` a colon
     /// in a name); empty if not given.
     pub filenames: Vec<String>,
@@ -315,6 +320,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         engine: Engine::Async,
         ioengine: None,
         thread: false,
+        cmdprio: CmdPrioOptions::default(),
         filenames: Vec::new(),
         stonewall: false,
         new_group: false,
@@ -456,6 +462,37 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                 format!("job {}: {reason}", excerpt(&def.name)),
             )
         })?;
+        if def.cmdprio.given() {
+            let line = ["cmdprio_percentage", "cmdprio_bssplit"]
+                .iter()
+                .filter_map(|k| def.lines.get(k).copied())
+                .max()
+                .unwrap_or(def.line);
+            let option = if def.cmdprio.bssplit.is_some() {
+                "cmdprio_bssplit"
+            } else {
+                "cmdprio_percentage"
+            };
+            if !matches!(def.ioengine.as_deref(), Some("io_uring" | "libaio")) {
+                return Err(err(
+                    line,
+                    option,
+                    format!(
+                        "job {}: the cmdprio options are fio's io_uring and libaio engines' \
+                         (ioengine={}): set ioengine=io_uring or libaio",
+                        excerpt(&def.name),
+                        def.ioengine.as_deref().unwrap_or("not given")
+                    ),
+                ));
+            }
+            def.config.cmdprio = def.cmdprio.resolve().map_err(|reason| {
+                err(
+                    line,
+                    option,
+                    format!("job {}: {reason}", excerpt(&def.name)),
+                )
+            })?;
+        }
         if def.thread && def.cgroup.is_some() {
             return Err(err(
                 def.lines.get("thread").copied().unwrap_or(def.line),
@@ -696,6 +733,79 @@ fn per_direction(
     }
 }
 
+/// fio's integer option of two offsets (`off1` reads, `off2` writes), as `__handle_option`
+/// stores it: `a` for both directions, `a,b` for reads, then writes (a third, trims', read
+/// and left out); each within `lo..=hi`.
+fn two_ints(v: &str, lo: u32, hi: u32) -> Result<[u32; 2], String> {
+    let mut out = Vec::new();
+    for part in v.split(',').take(3) {
+        let n: u32 = part
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .ok_or_else(|| format!("{part:?} in {v:?} is not a number in {lo}..={hi}"))?;
+        out.push(n);
+    }
+    Ok([out[0], *out.get(1).unwrap_or(&out[0])])
+}
+
+/// One `cmdprio_bssplit` entry's size, percentage and priority.
+type CmdPrioEntry = (u64, u32, Option<(u8, u8)>);
+
+/// fio's `cmdprio_bssplit` (`str_split_parse` with `split_parse_prio_ddir`): entries
+/// `bs/percent[/class/level[/hint]]` separated by `:` (an empty entry ends the list), for both
+/// directions or `reads,writes` (a third part, trims', left out); a percentage above 100 is
+/// 100, a class above 3 is 3 and a level above 7 is 7, as `parse_cmdprio_bssplit_entry`
+/// clamps them; a hint other than 0 is refused (elevator does not model priority hints).
+fn cmdprio_bssplit(v: &str) -> Result<[Vec<CmdPrioEntry>; 2], String> {
+    let part = |p: &str| -> Result<Vec<CmdPrioEntry>, String> {
+        let mut entries = Vec::new();
+        for entry in p.trim().split(':').take_while(|e| !e.is_empty()) {
+            let fields: Vec<&str> = entry.split('/').collect();
+            let num = |f: &str| -> Result<u32, String> {
+                f.trim()
+                    .parse()
+                    .map_err(|_| format!("{f:?} in {entry:?} is not a number"))
+            };
+            let bs = parse_size(fields[0])?;
+            let percent = match fields.get(1) {
+                Some(f) if !f.is_empty() => num(f)?.min(100),
+                _ => 0,
+            };
+            let prio = match fields.len() {
+                1 | 2 => None,
+                4 | 5 => {
+                    if fields.len() == 5 && num(fields[4])? != 0 {
+                        return Err(format!(
+                            "{entry:?}: a priority hint (the fifth field) is not modelled"
+                        ));
+                    }
+                    Some((num(fields[2])?.min(3) as u8, num(fields[3])?.min(7) as u8))
+                }
+                _ => {
+                    return Err(format!(
+                        "{entry:?} is not bs/percent, bs/percent/class/level or \
+                         bs/percent/class/level/hint"
+                    ))
+                }
+            };
+            entries.push((bs, percent, prio));
+        }
+        Ok(entries)
+    };
+    let mut parts = v.trim().splitn(3, ',');
+    let read = part(parts.next().unwrap_or(""))?;
+    let write = match parts.next() {
+        Some(w) => part(w)?,
+        None => read.clone(),
+    };
+    if let Some(trim) = parts.next() {
+        part(trim)?;
+    }
+    Ok([read, write])
+}
+
 /// A size with fio's suffixes, as fio reads them under its default `kb_base=1024`
 /// (`get_mult_bytes` in fio's parse.c): `k`, `kb`, `m`, `mb` ... are powers of 1024, and the
 /// IEC spellings `kib`, `mib` ... powers of 1000 ("compatibility mode": fio's HOWTO, `kb_base`).
@@ -854,6 +964,10 @@ pub const OPTIONS: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "group_reporting",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
     "cgroup_nodelete",
     "thread",
     "nonvectored",
@@ -1277,6 +1391,36 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
         "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate"
         | "cgroup_nodelete" | "nonvectored" => {
             flag(o)?;
+            return Ok(());
+        }
+        "cmdprio_percentage" | "cmdprio_class" | "cmdprio" => {
+            let (lo, hi) = match o.key {
+                "cmdprio_percentage" => (0, 100),
+                "cmdprio_class" => (1, 3),
+                _ => (0, 7),
+            };
+            let v = two_ints(need(o)?, lo, hi)?;
+            let cp = &mut def.cmdprio;
+            let key = match o.key {
+                "cmdprio_percentage" => {
+                    cp.percentage = v;
+                    "cmdprio_percentage"
+                }
+                "cmdprio_class" => {
+                    cp.class = v.map(|c| c as u8);
+                    "cmdprio_class"
+                }
+                _ => {
+                    cp.level = v.map(|l| l as u8);
+                    "cmdprio"
+                }
+            };
+            def.lines.insert(key, o.line);
+            return Ok(());
+        }
+        "cmdprio_bssplit" => {
+            def.cmdprio.bssplit = Some(cmdprio_bssplit(need(o)?)?);
+            def.lines.insert("cmdprio_bssplit", o.line);
             return Ok(());
         }
         "thread" => {
@@ -1786,6 +1930,93 @@ mod tests {
         }
         // One I/O deep, a batch is one I/O whatever it is set to.
         assert!(p("[j]\nioengine=vsync\niodepth_batch_submit=4\n").is_ok());
+    }
+
+    /// fio's cmdprio options (engines/cmdprio.h, options.c `parse_cmdprio_bssplit_entry`):
+    /// one value for both directions or `reads,writes`, a class default rt, entries' values
+    /// clamped; refused with an engine other than io_uring and libaio, with both modes, or
+    /// with a size's shares past 100%, each naming its line.
+    #[test]
+    fn cmdprio_options_are_read_as_fios_engines_read_them() {
+        use crate::jobs::cmdprio::{CmdPrioShare, CmdPrioSplit};
+        let sh = |percent, class, level| CmdPrioShare {
+            percent,
+            class,
+            level,
+        };
+        let f = p(
+            "[global]\nioengine=io_uring\n[a]\ncmdprio_percentage=30,60\n\
+                   cmdprio_class=3\ncmdprio=7,2\n[b]\nioengine=libaio\n\
+                   cmdprio_bssplit=4k/100/1/2:64k/200/9/9:8k/0:16k/40,8k/10\ncmdprio_class=2\n",
+        )
+        .unwrap();
+        let a = &f.jobs[0].config.cmdprio;
+        let one = |bs, shares| vec![CmdPrioSplit { bs, shares }];
+        assert_eq!(a.read, one(None, vec![sh(30, 3, 7)]));
+        assert_eq!(a.write, one(None, vec![sh(60, 3, 2)]));
+        let b = &f.jobs[1].config.cmdprio;
+        let want: Vec<(Option<u64>, Vec<CmdPrioShare>)> = vec![
+            (Some(4096), vec![sh(100, 1, 2)]),
+            (Some(16384), vec![sh(40, 2, 0)]),
+            (Some(65536), vec![sh(100, 3, 7)]),
+        ];
+        let got: Vec<_> = b.read.iter().map(|s| (s.bs, s.shares.clone())).collect();
+        assert_eq!(got, want);
+        assert_eq!(b.write, one(Some(8192), vec![sh(10, 2, 0)]));
+        for (text, line, field, why) in [
+            (
+                "[j]\nioengine=psync\ncmdprio_percentage=10\n",
+                3,
+                "cmdprio_percentage",
+                "io_uring",
+            ),
+            (
+                "[j]\ncmdprio_percentage=10\n",
+                2,
+                "cmdprio_percentage",
+                "io_uring",
+            ),
+            (
+                "[j]\nioengine=libaio\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n",
+                4,
+                "cmdprio_bssplit",
+                "exclusive",
+            ),
+            (
+                "[j]\nioengine=libaio\ncmdprio_bssplit=4k/60:4k/50\n",
+                3,
+                "cmdprio_bssplit",
+                "110%",
+            ),
+            (
+                "[j]\ncmdprio_percentage=101\n",
+                2,
+                "cmdprio_percentage",
+                "0..=100",
+            ),
+            ("[j]\ncmdprio_class=0\n", 2, "cmdprio_class", "1..=3"),
+            ("[j]\ncmdprio=8\n", 2, "cmdprio", "0..=7"),
+            (
+                "[j]\ncmdprio_bssplit=4k/10/1\n",
+                2,
+                "cmdprio_bssplit",
+                "bs/percent",
+            ),
+            (
+                "[j]\ncmdprio_bssplit=4k/10/1/0/3\n",
+                2,
+                "cmdprio_bssplit",
+                "hint",
+            ),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(
+                (e.line(), e.field.as_str()),
+                (Some(line), field),
+                "{text}: {e}"
+            );
+            assert!(e.message.contains(why), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -59,6 +59,9 @@
 //!   last. Otherwise it runs to its completion, which is when fio reaps it, save for the I/Os
 //!   left at the job's end: fio waits for them all in one reap and stamps them together, here
 //!   each is stamped as it completes (a deviation).
+//! - `cmdprio` (fio's `cmdprio_*` options): a share of the reads and writes, drawn per I/O
+//!   from a generator of their own (seeded), carries a priority of its own; the others, and
+//!   flushes, the job's ([`super::cmdprio`] names the deviations).
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
@@ -221,6 +224,10 @@ pub struct FioJobConfig {
     pub norandommap: bool,
     /// fio `randseed`: the job's seed. Default: derived from the run's seed and the job's name.
     pub randseed: Option<u64>,
+    /// fio's `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` (its io_uring
+    /// and libaio engines' options): a share of the reads and writes drawn per I/O carries a
+    /// priority of its own ([`CmdPrio`](super::cmdprio::CmdPrio)). Default none.
+    pub cmdprio: super::cmdprio::CmdPrio,
 }
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
@@ -262,6 +269,7 @@ impl Default for FioJobConfig {
             direct: false,
             norandommap: false,
             randseed: None,
+            cmdprio: Default::default(),
         }
     }
 }
@@ -346,6 +354,9 @@ impl FioJobConfig {
             if let Err(reason) = mix.check() {
                 return err(field, reason);
             }
+        }
+        if let Err(reason) = self.cmdprio.check() {
+            return err("cmdprio", reason);
         }
         if self.rand_seq_nr == 0 {
             return err(
@@ -518,6 +529,9 @@ pub struct FioJob {
     seq_left: u32,
     read_percent: u32,
     rng: ChaCha8Rng,
+    /// The per-I/O priority draws' own generator (fio's `prio_state`), so a job without
+    /// `cmdprio` draws as it did before.
+    prio_rng: ChaCha8Rng,
     map: BlockOrder,
     cursors: [u64; 2],
     /// I/Os to issue at most, `None` for unbounded.
@@ -690,6 +704,7 @@ impl FioJob {
             seq_left: cfg.rand_seq_nr,
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            prio_rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x7072_696f)),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
             cursors: [0, 0],
             limit,
@@ -807,6 +822,17 @@ impl FioJob {
         self.next_tag += 1;
         self.issued += 1;
         self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+        // fio's engines pick the I/O's priority as they queue it (`fio_cmdprio_set_ioprio`).
+        let prio = if self.cfg.cmdprio.is_empty() {
+            None
+        } else {
+            let rng = &mut self.prio_rng;
+            let bytes = u64::from(sectors) * SECTOR_BYTES;
+            self.cfg
+                .cmdprio
+                .pick(dir, bytes, || rng.gen_range(0..100))
+                .flatten()
+        };
         IoSpec {
             ctx: 0,
             op: if read { Op::Read } else { Op::Write },
@@ -815,7 +841,7 @@ impl FioJob {
             idle_hint: !read && self.cfg.direct,
             sector: self.region.start + offset,
             sectors,
-            prio: None,
+            prio,
             tag,
         }
     }
@@ -1178,6 +1204,103 @@ mod tests {
     fn run(cfg: FioJobConfig, depth: usize) -> crate::testkit::Record {
         let mut job = FioJob::new(cfg, &env()).unwrap();
         HandDriver::new(depth, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job)
+    }
+
+    /// fio's cmdprio (engines/cmdprio.c, `fio_cmdprio_set_ioprio`): a share of each
+    /// direction's I/Os, drawn per I/O, carries the given priority, the rest the job's (no
+    /// priority of their own); `cmdprio_bssplit` picks by the I/O's size; the draws are the
+    /// seed's, so a run repeats, and the job's other draws are those of a job without them.
+    #[test]
+    fn cmdprio_gives_its_share_of_the_ios_its_priority_as_fio_cmdprio_set_ioprio() {
+        use super::super::cmdprio::CmdPrioOptions;
+        use elevator_core::{IoClass, IoPrio};
+        let n = 4000u64;
+        let base = FioJobConfig {
+            rw: RwMode::RandRw,
+            rwmixread: 50,
+            number_ios: Some(n),
+            ..Default::default()
+        };
+        let opts = CmdPrioOptions {
+            percentage: [30, 80],
+            class: [3, 0],
+            level: [7, 1],
+            ..Default::default()
+        };
+        let cfg = FioJobConfig {
+            cmdprio: opts.resolve().unwrap(),
+            ..base.clone()
+        };
+        let rec = run(cfg.clone(), 4);
+        let idle7 = IoPrio {
+            class: IoClass::Idle,
+            level: 7,
+        };
+        let rt1 = IoPrio {
+            class: IoClass::RealTime,
+            level: 1,
+        };
+        for (op, want, pct) in [(Op::Read, idle7, 30.0), (Op::Write, rt1, 80.0)] {
+            let ios: Vec<_> = rec.issued.iter().filter(|i| i.spec.op == op).collect();
+            let marked = ios.iter().filter(|i| i.spec.prio.is_some()).count();
+            assert!(ios.iter().all(|i| i.spec.prio.map_or(true, |p| p == want)));
+            let share = 100.0 * marked as f64 / ios.len() as f64;
+            // ~2000 I/Os a direction: 3 standard deviations of a binomial share are < 3.1%.
+            assert!((share - pct).abs() < 3.5, "{op:?}: {share:.1}% for {pct}%");
+        }
+        // Repeatable, and the offsets and directions are those of the job without cmdprio.
+        let again = run(cfg, 4);
+        let plain = run(base.clone(), 4);
+        let key = |r: &crate::testkit::Record| -> Vec<(u64, Op)> {
+            r.issued
+                .iter()
+                .map(|i| (i.spec.sector, i.spec.op))
+                .collect()
+        };
+        assert_eq!(key(&rec), key(&plain));
+        let prios = |r: &crate::testkit::Record| -> Vec<Option<IoPrio>> {
+            r.issued.iter().map(|i| i.spec.prio).collect()
+        };
+        assert_eq!(prios(&rec), prios(&again));
+        assert!(plain.issued.iter().all(|i| i.spec.prio.is_none()));
+
+        // cmdprio_bssplit=4k/100/1/2:64k/50/3/0 over bssplit=4k/50:16k/25:64k/25, as the
+        // corpus's cbssplit job: every 4 KiB I/O rt 2, half the 64 KiB idle 0, 16 KiB none.
+        let opts = CmdPrioOptions {
+            bssplit: Some(std::array::from_fn(|_| {
+                vec![(4096, 100, Some((1, 2))), (65536, 50, Some((3, 0)))]
+            })),
+            ..Default::default()
+        };
+        let split = SizeMix::Split(vec![(4096, 50), (16384, 25), (65536, 25)]);
+        let cfg = FioJobConfig {
+            block_sizes: BlockSizes {
+                read: Some(split.clone()),
+                write: Some(split),
+            },
+            cmdprio: opts.resolve().unwrap(),
+            ..base
+        };
+        let rec = run(cfg, 4);
+        let rt2 = IoPrio {
+            class: IoClass::RealTime,
+            level: 2,
+        };
+        let idle0 = IoPrio {
+            class: IoClass::Idle,
+            level: 0,
+        };
+        let of = |sectors: u32| rec.issued.iter().filter(move |i| i.spec.sectors == sectors);
+        assert!(of(8).count() > 1000 && of(8).all(|i| i.spec.prio == Some(rt2)));
+        assert!(of(32).count() > 500 && of(32).all(|i| i.spec.prio.is_none()));
+        let big = of(128).count();
+        let idle = of(128).filter(|i| i.spec.prio == Some(idle0)).count();
+        assert!(of(128).all(|i| i.spec.prio.map_or(true, |p| p == idle0)));
+        let share = 100.0 * idle as f64 / big as f64;
+        assert!(
+            (share - 50.0).abs() < 6.0,
+            "{share:.1}% of {big} 64 KiB I/Os"
+        );
     }
 
     #[test]
