@@ -20,7 +20,6 @@ use elevator_core::{GroupTree, Settings};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_workload::fio_file::{self, FioFile, FioJobDef};
-use elevator_workload::jobs::fio::RwMode;
 use serde::{Deserialize, Serialize};
 
 use crate::fio::{build_jobs, ramp_time};
@@ -176,15 +175,13 @@ pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
     Ok(need)
 }
 
+/// Whether the job changes data on the target: it writes, or trims (a discard destroys data
+/// as surely as a write, so it asks the same permission).
 fn def_writes(d: &FioJobDef) -> bool {
-    match d.config.rw {
-        RwMode::Read | RwMode::RandRead => false,
-        RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
-        RwMode::Write | RwMode::RandWrite => true,
-    }
+    d.config.rw.changes_data(d.config.rwmixread)
 }
 
-/// The regions of the jobs that write (`jobs` as [`build_jobs`] returns them: each
+/// The regions of the jobs that write or trim (`jobs` as [`build_jobs`] returns them: each
 /// definition's `numjobs` clones in order).
 pub fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
     let writes = file
@@ -482,6 +479,23 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no filename"));
+    }
+
+    /// A trim destroys data as a write does: a trimming job's region asks the same write
+    /// permission (and overwrite checks) as a writer's.
+    #[test]
+    fn trimming_jobs_have_write_regions_as_writers_do() {
+        let f = parse(
+            "[r]\nrw=randread\nbs=4k\nsize=1m\n[t]\nrw=randtrim\nbs=4k\nsize=1m\noffset=1m\n\
+             [tw]\nrw=trimwrite\nbs=4k\nsize=1m\noffset=2m\n",
+        );
+        let mut groups = GroupTree::new();
+        let (jobs, _) = build_jobs(&f, 3 << 20, 1, &mut groups).unwrap();
+        let r = |start: u64| ByteRange {
+            start: start << 20,
+            end: (start + 1) << 20,
+        };
+        assert_eq!(write_regions(&f, &jobs), vec![r(1), r(2)]);
     }
 
     #[test]

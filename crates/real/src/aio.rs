@@ -210,6 +210,13 @@ impl Backend for AioBackend {
             IoKind::Read => CMD_PREAD,
             IoKind::Write => CMD_PWRITE,
             IoKind::Flush => CMD_FDSYNC,
+            // Native AIO has no discard (fio's libaio engine trims by BLKDISCARD itself).
+            IoKind::Discard { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "native AIO has no discard: use the io_uring backend",
+                ))
+            }
         };
         let (buf, nbytes) = match io.kind {
             IoKind::Flush => (0, 0),

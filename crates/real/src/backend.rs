@@ -21,6 +21,15 @@ pub enum IoKind {
     Write,
     /// Make earlier completed writes durable (fdatasync).
     Flush,
+    /// Discard `len` bytes at `offset` (fio's trim): on a block device the kernel's discard
+    /// (`BLKDISCARD`, or io_uring's discard command), on a file a hole punched
+    /// (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). The buffer is empty; a success
+    /// completes with 0 bytes. It destroys data as a write does: the executor issues it only
+    /// where it may write.
+    Discard {
+        /// Bytes discarded.
+        len: u64,
+    },
 }
 
 /// One I/O handed to a backend. The backend owns `buf` until it returns it in the completion.
@@ -28,11 +37,11 @@ pub enum IoKind {
 pub struct IoRequest {
     /// The executor's label, returned in the completion.
     pub token: u64,
-    /// Read, write or flush.
+    /// Read, write, flush or discard.
     pub kind: IoKind,
     /// Byte offset on the target.
     pub offset: u64,
-    /// The data (writes) or room for it (reads); empty for a flush.
+    /// The data (writes) or room for it (reads); empty for a flush or a discard.
     pub buf: AlignedBuf,
 }
 

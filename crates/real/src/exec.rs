@@ -411,15 +411,25 @@ fn op_name(kind: IoKind) -> &'static str {
         IoKind::Read => "read",
         IoKind::Write => "write",
         IoKind::Flush => "flush",
+        IoKind::Discard { .. } => "discard",
     }
 }
 
-fn kind_of(op: Op) -> Option<IoKind> {
+/// What a request of `op` and `bytes` does at the backend.
+fn kind_of(op: Op, bytes: u64) -> IoKind {
     match op {
-        Op::Read => Some(IoKind::Read),
-        Op::Write => Some(IoKind::Write),
-        Op::Flush => Some(IoKind::Flush),
-        Op::Discard => None,
+        Op::Read => IoKind::Read,
+        Op::Write => IoKind::Write,
+        Op::Flush => IoKind::Flush,
+        Op::Discard => IoKind::Discard { len: bytes },
+    }
+}
+
+/// The bytes of buffer an I/O of `kind` and `bytes` holds: none for a flush or a discard.
+fn buffer_bytes(kind: IoKind, bytes: u64) -> u64 {
+    match kind {
+        IoKind::Read | IoKind::Write => bytes,
+        IoKind::Flush | IoKind::Discard { .. } => 0,
     }
 }
 
@@ -781,7 +791,8 @@ impl<'a, B: Backend> Executor<'a, B> {
         let slot = &mut self.slots[i];
         let offset = spec.sector * SECTOR_BYTES;
         let len = u64::from(spec.sectors) * SECTOR_BYTES;
-        let moves_data = matches!(spec.op, Op::Read | Op::Write);
+        // A discard destroys data as a write does: it too stays in the job's region.
+        let moves_data = matches!(spec.op, Op::Read | Op::Write | Op::Discard);
         if moves_data && (!slot.region.contains(offset, len) || !self.target.contains(offset, len))
         {
             let region = slot.region;
@@ -792,11 +803,6 @@ impl<'a, B: Backend> Executor<'a, B> {
                 len,
                 region,
             });
-            return None;
-        }
-        if kind_of(spec.op).is_none() {
-            let job = slot.name.clone();
-            self.fail(RunError::Unsupported { job, op: spec.op });
             return None;
         }
         let next_ctx = &mut self.next_ctx;
@@ -901,8 +907,9 @@ impl<'a, B: Backend> Executor<'a, B> {
     /// Send a dispatched request to the backend; false if the run must stop.
     fn submit(&mut self, rq: Request) -> bool {
         let offset = rq.sector * SECTOR_BYTES;
-        let kind = kind_of(rq.op).expect("checked at issue");
+        let kind = kind_of(rq.op, rq.bytes());
         let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
+        let buf_len = buffer_bytes(kind, len);
         // Every bio it carries lies in its job's region, and together they are the request:
         // a scheduler that changed the request's range is refused before anything is touched.
         // The layer refuses (panics on) a request the scheduler was never given.
@@ -934,7 +941,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 return false;
             }
         }
-        let Some(mut buf) = self.pool.try_get(len as usize) else {
+        let Some(mut buf) = self.pool.try_get(buf_len as usize) else {
             let e = io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
@@ -948,7 +955,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             return false;
         };
         let mut written_before = None;
-        if let Some(map) = &self.written {
+        if let Some(map) = &mut self.written {
             match kind {
                 IoKind::Write => {
                     self.write_seq += 1;
@@ -962,6 +969,11 @@ impl<'a, B: Backend> Executor<'a, B> {
                     );
                 }
                 IoKind::Flush => {}
+                IoKind::Discard { .. } => {
+                    // Reads racing the discard no longer check these sectors (cleared again
+                    // at its completion, after any write that completed meanwhile).
+                    map.clear(rq.sector, u64::from(rq.sectors));
+                }
             }
         }
         let token = rq.id.0;
@@ -975,7 +987,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             self.fail(RunError::Backend(e));
             return false;
         }
-        self.in_flight_bytes += len;
+        self.in_flight_bytes += buf_len;
         self.flights.insert(
             token,
             Flight {
@@ -991,14 +1003,14 @@ impl<'a, B: Backend> Executor<'a, B> {
         let Some(f) = self.flights.remove(&c.token) else {
             return;
         };
-        let kind = kind_of(f.rq.op).expect("checked at issue");
+        let kind = kind_of(f.rq.op, f.rq.bytes());
         let offset = f.rq.sector * SECTOR_BYTES;
         let len = if kind == IoKind::Flush {
             0
         } else {
             f.rq.bytes()
         };
-        self.in_flight_bytes -= len;
+        self.in_flight_bytes -= buffer_bytes(kind, len);
         let name = || self.slots[f.job].name.clone();
         let block = self.backend.queue_limits().logical_block.filter(|&b| b > 0);
         let outcome = match c.result {
@@ -1023,18 +1035,24 @@ impl<'a, B: Backend> Executor<'a, B> {
                 len,
                 error,
             }),
-            Ok(n) if kind != IoKind::Flush && n as u64 != len => Err(RunError::Short {
-                job: name(),
-                op: op_name(kind),
-                offset,
-                len,
-                got: n as u64,
-            }),
+            Ok(n) if matches!(kind, IoKind::Read | IoKind::Write) && n as u64 != len => {
+                Err(RunError::Short {
+                    job: name(),
+                    op: op_name(kind),
+                    offset,
+                    len,
+                    got: n as u64,
+                })
+            }
             Ok(_) => Ok(()),
         };
         let outcome = outcome.and_then(|()| match (&mut self.written, kind, &f.written_before) {
             (Some(map), IoKind::Write, _) => {
                 map.set(f.rq.sector, u64::from(f.rq.sectors));
+                Ok(())
+            }
+            (Some(map), IoKind::Discard { .. }, _) => {
+                map.clear(f.rq.sector, u64::from(f.rq.sectors));
                 Ok(())
             }
             (Some(_), IoKind::Read, Some(before)) => {

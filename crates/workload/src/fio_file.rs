@@ -14,7 +14,7 @@
 //!
 //! | option | value |
 //! |---|---|
-//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw; with fio's postfix, a sequential job's bytes added after each I/O (`read:8k` leaves holes, `read:-8k` goes backwards, as fio's `get_next_seq_offset` for a job at offset 0) or a random job's I/Os per random offset (`randread:8`) |
+//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite (trims are discards, `bssplit`/`bsrange` giving their sizes in a third part, as elevator_workload's `FioJob` says; `run` discards with `BLKDISCARD`'s io_uring command on a block device and punches a hole in a file, and asks the write permission a writer does; deviation: fio reports trims on lines of their own, elevator counts them with the job's writes); with fio's postfix, a sequential job's bytes added after each I/O (`read:8k` leaves holes, `read:-8k` goes backwards, as fio's `get_next_seq_offset` for a job at offset 0) or a random job's I/Os per random offset (`randread:8`) |
 //! | `rw_sequencer` | `sequential` (default) or `identical`: where a `randread:<nr>` job's I/Os between its random ones go |
 //! | `rwmixread`, `rwmixwrite` | percentage |
 //! | `bs` / `blocksize` | size (one value for both directions) |
@@ -100,6 +100,9 @@ pub struct FioJobDef {
     pub ioengine: Option<String>,
     /// `thread`: fio runs the job as a thread of its process (refused with a `cgroup`).
     pub thread: bool,
+    /// The trims' sizes of `bssplit` / `bsrange` (their third part, else the writes'), which
+    /// a trimming job's config takes as its writes' once the section ends.
+    pub trim_sizes: Option<SizeMix>,
     /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` as given, resolved
     /// into the config's `cmdprio` once the job's section ends.
     pub cmdprio: CmdPrioOptions,
@@ -320,6 +323,7 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         engine: Engine::Async,
         ioengine: None,
         thread: false,
+        trim_sizes: None,
         cmdprio: CmdPrioOptions::default(),
         filenames: Vec::new(),
         stonewall: false,
@@ -462,6 +466,30 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
                 format!("job {}: {reason}", excerpt(&def.name)),
             )
         })?;
+        if def.config.rw.trims() {
+            // A trimming job's trims take the writes' place in its config.
+            let trims = def.trim_sizes.clone();
+            if def.config.rw == RwMode::TrimWrite && trims != def.config.block_sizes.write {
+                let field = if def.lines.contains_key("bssplit") {
+                    "bssplit"
+                } else {
+                    "bsrange"
+                };
+                return Err(err(
+                    def.line_of(field),
+                    field,
+                    format!(
+                        "job {}: trimwrite whose trims and writes have different sizes: fio \
+                         walks them apart, so a write need not cover the block trimmed",
+                        excerpt(&def.name)
+                    ),
+                ));
+            }
+            def.config.block_sizes = BlockSizes {
+                read: None,
+                write: trims,
+            };
+        }
         if def.cmdprio.given() {
             let line = ["cmdprio_percentage", "cmdprio_bssplit"]
                 .iter()
@@ -699,12 +727,13 @@ fn expand(v: &str) -> Result<String, String> {
 }
 
 /// fio's value for both directions (`4k/50:8k/50`) or for reads, then writes
-/// (`4k/100,64k/100`; a third part, for trims, is read and left out): each part as `parse`
-/// reads it, an empty part leaving that direction at `bs`.
+/// (`4k/100,64k/100`), then trims: each part as `parse` reads it, an empty part leaving that
+/// direction at `bs`. Returns the reads' and writes' sizes, and the trims': the third part,
+/// else the writes', else the one value (fio's `str_split_parse`).
 fn per_direction(
     v: &str,
     parse: impl Fn(&str) -> Result<SizeMix, String>,
-) -> Result<BlockSizes, String> {
+) -> Result<(BlockSizes, Option<SizeMix>), String> {
     let v = v.trim();
     let part = |p: &str| -> Result<Option<SizeMix>, String> {
         let p = p.trim();
@@ -717,18 +746,29 @@ fn per_direction(
     match v.split_once(',') {
         None => {
             let both = part(v)?;
-            Ok(BlockSizes {
-                read: both.clone(),
-                write: both,
-            })
+            Ok((
+                BlockSizes {
+                    read: both.clone(),
+                    write: both.clone(),
+                },
+                both,
+            ))
         }
         Some((read, rest)) => {
-            let (write, trim) = rest.split_once(',').unwrap_or((rest, ""));
-            part(trim)?;
-            Ok(BlockSizes {
-                read: part(read)?,
-                write: part(write)?,
-            })
+            let (write, trim) = match rest.split_once(',') {
+                Some((write, trim)) => (part(write)?, part(trim)?),
+                None => {
+                    let write = part(rest)?;
+                    (write.clone(), write)
+                }
+            };
+            Ok((
+                BlockSizes {
+                    read: part(read)?,
+                    write,
+                },
+                trim,
+            ))
         }
     }
 }
@@ -1047,7 +1087,10 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 None => (v, None),
             };
             c.rw = RwMode::parse(mode).ok_or_else(|| {
-                format!("{mode:?} is not one of read, write, randread, randwrite, rw, randrw")
+                format!(
+                    "{mode:?} is not one of read, write, randread, randwrite, rw, randrw, trim, \
+                     randtrim, trimwrite, randtrimwrite"
+                )
             })?;
             (c.rw_skip, c.rand_seq_nr) = (0, 1);
             match postfix {
@@ -1104,7 +1147,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "bs"
         }
         "bsrange" | "blocksize_range" => {
-            c.block_sizes = per_direction(need(o)?, |part| {
+            (c.block_sizes, def.trim_sizes) = per_direction(need(o)?, |part| {
                 let (lo, hi) = part
                     .split_once(['-', ':'])
                     .ok_or_else(|| format!("{part:?} is not a range: write min-max (4k-64k)"))?;
@@ -1117,7 +1160,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             return Ok(());
         }
         "bssplit" => {
-            c.block_sizes = per_direction(need(o)?, |part| {
+            (c.block_sizes, def.trim_sizes) = per_direction(need(o)?, |part| {
                 let mut split = Vec::new();
                 for entry in part.split(':').take_while(|e| !e.is_empty()) {
                     let (bs, share) = match entry.split_once('/') {
@@ -2017,6 +2060,54 @@ mod tests {
             );
             assert!(e.message.contains(why), "{text}: {e}");
         }
+    }
+
+    /// fio's trim modes, their sizes from `bssplit`/`bsrange`'s third part (else the
+    /// writes', else the one value: `str_split_parse`), and a trimwrite whose trims and
+    /// writes differ in size refused.
+    #[test]
+    fn trim_modes_take_their_sizes_as_fios_str_split_parse_gives_them() {
+        let f = p(
+            "[a]\nrw=trim\nbssplit=4k/100,8k/100,64k/100\n[b]\nrw=randtrim\n\
+                   bsrange=4k-8k,16k-32k\n[c]\nbssplit=16k/100\nrw=randtrimwrite\n\
+                   [d]\nrw=trimwrite\nbs=8k\n",
+        )
+        .unwrap();
+        let split = |bs| Some(SizeMix::Split(vec![(bs, 100)]));
+        let sizes: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| j.config.block_sizes.clone())
+            .collect();
+        assert_eq!(
+            sizes[0],
+            BlockSizes {
+                read: None,
+                write: split(65536)
+            }
+        );
+        assert_eq!(
+            sizes[1].write,
+            Some(SizeMix::Range {
+                min: 16384,
+                max: 32768
+            })
+        );
+        assert_eq!(
+            sizes[2],
+            BlockSizes {
+                read: None,
+                write: split(16384)
+            }
+        );
+        assert_eq!(
+            (f.jobs[3].config.rw, f.jobs[3].config.bs),
+            (RwMode::TrimWrite, 8192)
+        );
+        let e = p("[j]\nrw=trimwrite\nbssplit=4k/100,4k/100,8k/100\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(3), "bssplit"), "{e}");
+        let e = p("[j]\nrw=sidetrim\n").unwrap_err();
+        assert!(e.message.contains("randtrimwrite"), "{e}");
     }
 
     #[test]

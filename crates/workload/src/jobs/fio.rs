@@ -62,6 +62,17 @@
 //! - `cmdprio` (fio's `cmdprio_*` options): a share of the reads and writes, drawn per I/O
 //!   from a generator of their own (seeded), carries a priority of its own; the others, and
 //!   flushes, the job's ([`super::cmdprio`] names the deviations).
+//! - `rw` = `trim` / `randtrim` issue discards (`Op::Discard`: asynchronous, no idle hint, as
+//!   the kernel's `blkdev_issue_discard` and io_uring's discard command build them) where a
+//!   writer would write: the write direction's sizes, cursor and random map. `trimwrite` /
+//!   `randtrimwrite` follow each trim with a write of the block it trimmed (fio's
+//!   `set_rw_ddir`; randtrimwrite's write takes the trim's offset and length, outside the
+//!   random map), and count their bytes and `number_ios` twice, as fio's `do_io` does.
+//!   Deviation: fio's libaio and psync engines trim synchronously (`do_io_u_trim`), its libaio
+//!   engine waiting for the queue to empty first; here a trim is an I/O of the job's depth, as
+//!   fio's io_uring engine's. Drivers count discards in the job's write figures (fio reports
+//!   them apart, as `trim`). A sequential `trimwrite` with sizes drawn per I/O is refused (fio
+//!   draws its writes' sizes apart from its trims').
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
@@ -106,11 +117,19 @@ pub enum RwMode {
     Rw,
     /// `randrw`: random mixed reads and writes.
     RandRw,
+    /// `trim`: sequential trims (discards).
+    Trim,
+    /// `randtrim`: random trims.
+    RandTrim,
+    /// `trimwrite`: sequential trims, each followed by a write of the block it trimmed.
+    TrimWrite,
+    /// `randtrimwrite`: random trims, each followed by a write of the block it trimmed.
+    RandTrimWrite,
 }
 
 impl RwMode {
     /// Parse fio's spelling (`read`, `write`, `randread`, `randwrite`, `rw`, `readwrite`,
-    /// `randrw`).
+    /// `randrw`, `trim`, `randtrim`, `trimwrite`, `randtrimwrite`).
     pub fn parse(s: &str) -> Option<RwMode> {
         Some(match s {
             "read" => RwMode::Read,
@@ -119,19 +138,62 @@ impl RwMode {
             "randwrite" => RwMode::RandWrite,
             "rw" | "readwrite" => RwMode::Rw,
             "randrw" => RwMode::RandRw,
+            "trim" => RwMode::Trim,
+            "randtrim" => RwMode::RandTrim,
+            "trimwrite" => RwMode::TrimWrite,
+            "randtrimwrite" => RwMode::RandTrimWrite,
             _ => return None,
         })
     }
+    /// fio's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::Rw => "rw",
+            RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
+        }
+    }
     /// Whether offsets are random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether the job trims (fio's `td_trim`).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether each trim is followed by a write of its block (fio's `td_trimwrite`).
+    pub fn trim_writes(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
+    }
+    /// Whether the job changes the target's data: it writes or trims.
+    pub fn changes_data(self, rwmixread: u32) -> bool {
+        self.read_percent(rwmixread) < 100
     }
     /// The percentage of reads this mode implies, given fio's `rwmixread` for mixed modes.
+    /// Trims take the writes' place (their sizes, cursor and random map).
     fn read_percent(self, rwmixread: u32) -> u32 {
         match self {
             RwMode::Read | RwMode::RandRead => 100,
             RwMode::Write | RwMode::RandWrite => 0,
             RwMode::Rw | RwMode::RandRw => rwmixread,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => 0,
         }
     }
 }
@@ -355,6 +417,17 @@ impl FioJobConfig {
                 return err(field, reason);
             }
         }
+        if self.rw == RwMode::TrimWrite && !self.size_draws()[1].is_fixed() {
+            // fio's sequential trimwrite walks its trims and its writes with cursors of their
+            // own, each drawing its sizes: the writes would leave the trims' blocks.
+            return err(
+                self.block_sizes.of(1).map_or("bs", SizeMix::option),
+                "sequential trimwrite with sizes drawn per I/O: fio draws the writes' sizes \
+                 apart from the trims', so a write need not cover the block trimmed; give one \
+                 size, or use randtrimwrite (whose writes take the trim's length)"
+                    .into(),
+            );
+        }
         if let Err(reason) = self.cmdprio.check() {
             return err("cmdprio", reason);
         }
@@ -519,6 +592,9 @@ pub struct FioJob {
     last_was_write: bool,
     /// The end's flush (`end_fsync`), once issued: outside the figures.
     end_flush: Option<u64>,
+    /// `trimwrite`, `randtrimwrite`: the block (first sector, sectors) the last trim
+    /// discarded, which the next I/O writes.
+    trimmed: Option<(u64, u32)>,
     /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
     next_tag: u64,
     /// Where each direction's last I/O started and ended, bytes into the region (fio's
@@ -661,12 +737,13 @@ impl FioJob {
         } else {
             (region.len * SECTOR_BYTES - bs) / stride + 1
         };
+        let pairs = if cfg.rw.trim_writes() { 2 } else { 1 };
         let sizes = (!one_size).then(|| {
             Box::new(VariableSizes {
                 draws: draws.clone(),
                 cursors: [0, 0],
                 byte_limit: (!cfg.time_based)
-                    .then(|| cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
+                    .then(|| pairs * cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
                 pass_over: false,
                 rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
             })
@@ -681,7 +758,10 @@ impl FioJob {
                 let bytes = cfg.io_size.unwrap_or(positions * bs);
                 Some((bytes / bs).max(1))
             };
-            match (by_size, cfg.number_ios) {
+            // fio's `do_io`: a trimwrite job trims and then writes each byte, so its bytes
+            // and `number_ios` count twice.
+            let by_size = by_size.map(|n| n * pairs);
+            match (by_size, cfg.number_ios.map(|n| n * pairs)) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             }
@@ -698,6 +778,7 @@ impl FioJob {
             writes_issued: 0,
             last_was_write: false,
             end_flush: None,
+            trimmed: None,
             next_tag: 0,
             last_start: [None, None],
             last_end: [0, 0],
@@ -749,7 +830,10 @@ impl FioJob {
             .as_ref()
             .is_some_and(|v| v.pass_over && !self.cfg.time_based);
         (self.sizes.is_none() && self.limit.is_some_and(|l| self.issued >= l))
-            || self.cfg.number_ios.is_some_and(|n| self.issued >= n)
+            || self
+                .cfg
+                .number_ios
+                .is_some_and(|n| self.issued >= n * if self.cfg.rw.trim_writes() { 2 } else { 1 })
             || by_bytes.is_some_and(|b| self.bytes_issued >= b)
             || pass_over
             || self.deadline.is_some_and(|d| now >= d)
@@ -770,6 +854,25 @@ impl FioJob {
     }
 
     fn next_io(&mut self) -> IoSpec {
+        if let Some((offset, sectors)) = self.trimmed.take() {
+            // fio's `set_rw_ddir` for trimwrite: after a trim, a write; randtrimwrite's write
+            // takes the trim's offset and length (`get_next_block`, `get_next_buflen`).
+            let tag = self.next_tag;
+            self.next_tag += 1;
+            self.issued += 1;
+            self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+            return IoSpec {
+                ctx: 0,
+                op: Op::Write,
+                sync: self.cfg.direct,
+                meta: false,
+                idle_hint: self.cfg.direct,
+                sector: self.region.start + offset,
+                sectors,
+                prio: None,
+                tag,
+            };
+        }
         let read = match self.read_percent {
             100 => true,
             0 => false,
@@ -822,6 +925,24 @@ impl FioJob {
         self.next_tag += 1;
         self.issued += 1;
         self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+        if self.cfg.rw.trims() {
+            // A trim: the block layer's discard, which neither `blkdev_issue_discard`
+            // (BLKDISCARD) nor io_uring's `blkdev_cmd_discard` marks REQ_SYNC.
+            if self.cfg.rw.trim_writes() {
+                self.trimmed = Some((offset, sectors));
+            }
+            return IoSpec {
+                ctx: 0,
+                op: Op::Discard,
+                sync: false,
+                meta: false,
+                idle_hint: false,
+                sector: self.region.start + offset,
+                sectors,
+                prio: None,
+                tag,
+            };
+        }
         // fio's engines pick the I/O's priority as they queue it (`fio_cmdprio_set_ioprio`).
         let prio = if self.cfg.cmdprio.is_empty() {
             None
@@ -1301,6 +1422,115 @@ mod tests {
             (share - 50.0).abs() < 6.0,
             "{share:.1}% of {big} 64 KiB I/Os"
         );
+    }
+
+    /// fio's trims (io_u.c): `trim`/`randtrim` issue discards where a writer would write,
+    /// asynchronous and without the idle hint (`blkdev_issue_discard` sets neither);
+    /// `trimwrite` alternates a trim and a write of the same block (`set_rw_ddir`),
+    /// `randtrimwrite` writes each trimmed block at its offset and length
+    /// (`get_next_block`, `get_next_buflen`), and both count their bytes and `number_ios`
+    /// twice (`do_io`).
+    #[test]
+    fn trims_are_discards_and_trimwrite_writes_each_trimmed_block_as_fio() {
+        let region = FioJobConfig {
+            bs: 8192,
+            offset: Some(MIB),
+            size: Some(64 * 8192),
+            direct: true,
+            ..Default::default()
+        };
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::Trim,
+                ..region.clone()
+            },
+            1,
+        );
+        assert_eq!(rec.issued.len(), 64);
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Discard && !i.spec.sync && !i.spec.idle_hint));
+        let sectors: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!(sectors, (0..64).map(|k| 2048 + 16 * k).collect::<Vec<_>>());
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandTrim,
+                ..region.clone()
+            },
+            4,
+        );
+        let set: BTreeSet<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!((rec.issued.len(), set.len()), (64, 64), "each block once");
+        for (rw, depth) in [(RwMode::TrimWrite, 1), (RwMode::RandTrimWrite, 4)] {
+            let rec = run(
+                FioJobConfig {
+                    rw,
+                    ..region.clone()
+                },
+                depth,
+            );
+            // The region's bytes trimmed, then written: twice its I/Os.
+            assert_eq!(rec.issued.len(), 128, "{rw:?}");
+            for pair in rec.issued.chunks(2) {
+                let (t, w) = (&pair[0].spec, &pair[1].spec);
+                assert_eq!((t.op, w.op), (Op::Discard, Op::Write), "{rw:?}");
+                assert_eq!((t.sector, t.sectors), (w.sector, w.sectors), "{rw:?}");
+                assert!(w.sync && w.idle_hint, "a direct write");
+            }
+            let trimmed: BTreeSet<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+            assert_eq!(trimmed.len(), 64, "{rw:?}: every block once");
+            let rec = run(
+                FioJobConfig {
+                    rw,
+                    number_ios: Some(10),
+                    ..region.clone()
+                },
+                depth,
+            );
+            assert_eq!(rec.issued.len(), 20, "{rw:?}: number_ios counts twice");
+        }
+        // randtrimwrite with sizes drawn: each write takes its trim's length.
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandTrimWrite,
+                block_sizes: BlockSizes {
+                    read: None,
+                    write: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 65536,
+                    }),
+                },
+                number_ios: Some(50),
+                size: Some(64 * MIB),
+                ..region.clone()
+            },
+            2,
+        );
+        assert_eq!(rec.issued.len(), 100);
+        assert!(rec.issued.chunks(2).all(|p| p[0].spec.op == Op::Discard
+            && (p[0].spec.sector, p[0].spec.sectors) == (p[1].spec.sector, p[1].spec.sectors)));
+        assert!(rec
+            .issued
+            .iter()
+            .any(|i| i.spec.sectors != rec.issued[0].spec.sectors));
+        // Sequential trimwrite with sizes drawn is refused (fio's writes would wander off).
+        let e = FioJob::new(
+            FioJobConfig {
+                rw: RwMode::TrimWrite,
+                block_sizes: BlockSizes {
+                    read: None,
+                    write: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 65536,
+                    }),
+                },
+                ..region
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "bsrange");
     }
 
     #[test]

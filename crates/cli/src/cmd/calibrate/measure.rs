@@ -55,14 +55,7 @@ impl Point {
 
     /// `randread 4k qd32`.
     pub fn label(&self) -> String {
-        let rw = match self.rw {
-            RwMode::Read => "read",
-            RwMode::Write => "write",
-            RwMode::RandRead => "randread",
-            RwMode::RandWrite => "randwrite",
-            RwMode::Rw => "rw",
-            RwMode::RandRw => "randrw",
-        };
+        let rw = self.rw.name();
         let bs = if self.bs >= 1 << 20 {
             format!("{}m", self.bs >> 20)
         } else {
