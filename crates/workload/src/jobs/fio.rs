@@ -2225,7 +2225,12 @@ mod tests {
     fn rw_parses_fio_spellings() {
         assert_eq!(RwMode::parse("readwrite"), Some(RwMode::Rw));
         assert_eq!(RwMode::parse("randrw"), Some(RwMode::RandRw));
-        assert_eq!(RwMode::parse("trim"), None);
+        assert_eq!(RwMode::parse("trim"), Some(RwMode::Trim));
+        assert_eq!(RwMode::parse("randtrimwrite"), Some(RwMode::RandTrimWrite));
+        assert_eq!(RwMode::parse("sideways"), None);
+        for m in [RwMode::Read, RwMode::RandRw, RwMode::TrimWrite, RwMode::RandTrim] {
+            assert_eq!(RwMode::parse(m.name()), Some(m));
+        }
     }
 
     #[test]
