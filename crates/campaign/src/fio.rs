@@ -106,6 +106,9 @@ pub fn build_jobs(
                 },
                 phase,
                 start_delay,
+                // fio's `sync=`: every write of an O_SYNC / O_DSYNC open is durable before
+                // it completes; the executor asks it of each write (`RWF_SYNC`/`RWF_DSYNC`).
+                rw_flags: elevator_real::rw_flags_of(def.config.sync_io),
             });
             groupids.push(groupid);
         }

@@ -32,6 +32,18 @@ pub enum IoKind {
     },
 }
 
+/// The `RWF_*` flags (`pwritev2`) a write carries when its file is opened as fio's `sync=`
+/// opens it: `RWF_SYNC` for O_SYNC, `RWF_DSYNC` for O_DSYNC (the kernel sets the same
+/// `IOCB_SYNC`/`IOCB_DSYNC` from either), 0 for none.
+pub fn rw_flags_of(sync: elevator_workload::jobs::fio::SyncIo) -> i32 {
+    use elevator_workload::jobs::fio::SyncIo;
+    match sync {
+        SyncIo::None => 0,
+        SyncIo::Sync => libc::RWF_SYNC,
+        SyncIo::Dsync => libc::RWF_DSYNC,
+    }
+}
+
 /// One I/O handed to a backend. The backend owns `buf` until it returns it in the completion.
 #[derive(Debug)]
 pub struct IoRequest {
@@ -43,6 +55,10 @@ pub struct IoRequest {
     pub offset: u64,
     /// The data (writes) or room for it (reads); empty for a flush or a discard.
     pub buf: AlignedBuf,
+    /// A write's `RWF_*` flags (`pwritev2`): `RWF_DSYNC` or `RWF_SYNC` for a write the
+    /// issuer opened O_DSYNC or O_SYNC (fio's `sync=`), which the kernel then completes only
+    /// once durable (on a block device, REQ_FUA). 0 otherwise, and for anything else.
+    pub rw_flags: i32,
 }
 
 /// A finished I/O.

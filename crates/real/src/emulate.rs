@@ -668,6 +668,7 @@ mod tests {
 
     fn io(token: u64, kind: IoKind, offset: u64, len: usize) -> IoRequest {
         IoRequest {
+            rw_flags: 0,
             token,
             kind,
             offset,

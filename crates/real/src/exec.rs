@@ -90,6 +90,10 @@ pub struct RealJob {
     /// fio's `startdelay`: how long after its phase starts the job does; its figures count
     /// from then.
     pub start_delay: Nanos,
+    /// The `RWF_*` flags its writes carry (fio's `sync=`: `RWF_SYNC` for O_SYNC, `RWF_DSYNC`
+    /// for O_DSYNC), as the job's O_SYNC/O_DSYNC open would give each; 0 for none. A request
+    /// merging several jobs' writes carries all their flags.
+    pub rw_flags: i32,
 }
 
 /// How to run.
@@ -385,6 +389,8 @@ struct Slot {
     region: ByteRange,
     phase: u32,
     start_delay: Nanos,
+    /// `RWF_*` flags of its writes ([`RealJob::rw_flags`]).
+    rw_flags: i32,
     state: State,
     /// While runnable: when it became runnable, for the order jobs are polled in.
     woke: WakeKey,
@@ -527,6 +533,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 region: j.region,
                 phase: j.phase,
                 start_delay: j.start_delay,
+                rw_flags: j.rw_flags,
                 state: State::Pending,
                 woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
@@ -977,11 +984,17 @@ impl<'a, B: Backend> Executor<'a, B> {
             }
         }
         let token = rq.id.0;
+        let rw_flags = if kind == IoKind::Write {
+            segments.iter().fold(0, |f, s| f | self.slots[s.0].rw_flags)
+        } else {
+            0
+        };
         let io = IoRequest {
             token,
             kind,
             offset,
             buf,
+            rw_flags,
         };
         if let Err(e) = self.backend.submit_request(io, &rq) {
             self.fail(RunError::Backend(e));
@@ -1157,6 +1170,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                     kind: IoKind::Read,
                     offset: s * SECTOR_BYTES,
                     buf,
+                    rw_flags: 0,
                 };
                 if let Err(e) = self.backend.submit(io) {
                     self.fail(RunError::Backend(e));

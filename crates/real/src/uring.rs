@@ -276,6 +276,7 @@ impl Backend for UringBackend {
                 .build(),
             IoKind::Write => opcode::Write::new(fd, io.buf.as_mut_ptr(), len)
                 .offset(io.offset)
+                .rw_flags(io.rw_flags)
                 .build(),
             IoKind::Flush => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)

@@ -1,5 +1,6 @@
 //! Discards (fio's trims) through the executor: a hole punched in a file, the kernel's
-//! discard on a loop device, the verify map, and the region a discard must stay in.
+//! discard on a loop device, the verify map, and the region a discard must stay in; and the
+//! `RWF_*` flags of fio's `sync=` on a job's writes.
 
 mod common;
 
@@ -240,4 +241,73 @@ fn a_discard_on_a_loop_device_is_the_kernels_discard() {
         after + 2048 - 8 <= before,
         "backing st_blocks {before} -> {after}"
     );
+}
+
+/// Records each I/O's kind and `rw_flags` on the way to a [`MemBackend`].
+struct Flags(MemBackend, Vec<(elevator_real::IoKind, i32)>);
+
+impl elevator_real::Backend for Flags {
+    fn size_bytes(&self) -> u64 {
+        self.0.size_bytes()
+    }
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn in_flight(&self) -> usize {
+        self.0.in_flight()
+    }
+    fn submit(&mut self, io: elevator_real::IoRequest) -> std::io::Result<()> {
+        self.1.push((io.kind, io.rw_flags));
+        self.0.submit(io)
+    }
+    fn wait(
+        &mut self,
+        timeout: Option<std::time::Duration>,
+        out: &mut Vec<elevator_real::IoCompletion>,
+    ) -> std::io::Result<()> {
+        self.0.wait(timeout, out)
+    }
+}
+
+/// fio's `sync=dsync` opens the job's file O_DSYNC, so every write it does is durable before
+/// it completes: the executor asks that of each of the job's writes (`RWF_DSYNC`), of no
+/// other job's writes and of none of its reads; a real write with the flag goes through.
+#[test]
+fn a_sync_jobs_writes_carry_its_rw_flags() {
+    let mut backend = Flags(MemBackend::new(MIB as usize, 32), Vec::new());
+    let mut dsync = real("dsync", Walk::new(Op::Write, 0, 16, 1), 0);
+    dsync.rw_flags = libc::RWF_DSYNC;
+    let jobs = vec![
+        dsync,
+        real("plain", Walk::new(Op::Write, 1024, 16, 1), 1),
+        real("reader", Walk::new(Op::Read, 0, 16, 1), 2),
+    ];
+    run(&mut backend, &mut noop(), jobs, &RunOptions::default()).unwrap();
+    use elevator_real::IoKind::{Read, Write};
+    let seen = &backend.1;
+    assert_eq!(seen.len(), 48);
+    assert!(seen[..16].iter().all(|&s| s == (Write, libc::RWF_DSYNC)));
+    assert!(seen[16..32].iter().all(|&s| s == (Write, 0)));
+    assert!(seen[32..].iter().all(|&s| s == (Read, 0)));
+    assert_eq!(
+        elevator_real::rw_flags_of(elevator_workload::jobs::fio::SyncIo::Sync),
+        libc::RWF_SYNC
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("target");
+    let spec = OpenSpec {
+        writes: true,
+        need_bytes: MIB,
+        ..OpenSpec::default()
+    };
+    let Ok(t) = target::open(&path, spec) else {
+        eprintln!("skipping the O_DSYNC write: no O_DIRECT target here");
+        return;
+    };
+    let mut backend = UringBackend::new(t.file, t.size, 64).unwrap();
+    let mut job = real("dsync", Walk::new(Op::Write, 0, 32, 4), 0);
+    job.rw_flags = libc::RWF_DSYNC;
+    let report = run(&mut backend, &mut noop(), vec![job], &RunOptions::default()).unwrap();
+    assert_eq!(report.jobs[0].metrics.write.ios, 32);
 }

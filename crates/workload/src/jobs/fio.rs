@@ -99,6 +99,20 @@ pub enum RwSequencer {
     Identical,
 }
 
+/// fio's `sync`: the flag a job opens its files with, which makes each write durable before
+/// it completes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncIo {
+    /// `none` / `0`: neither (the default).
+    #[default]
+    None,
+    /// `sync` / `1`: O_SYNC (data and metadata).
+    Sync,
+    /// `dsync`: O_DSYNC (data).
+    Dsync,
+}
+
 /// fio's `rw` (`readwrite`) option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -281,6 +295,14 @@ pub struct FioJobConfig {
     /// fio `direct`: writes are synchronous (O_DIRECT); otherwise asynchronous writeback.
     /// Default false.
     pub direct: bool,
+    /// fio `sync`: O_SYNC or O_DSYNC writes. With `direct` the kernel's direct-I/O write
+    /// paths mark each such write REQ_FUA (`dio_bio_write_op` in block/fops.c, iomap's
+    /// `iomap_dio_bio_opflags`) and keep REQ_SYNC | REQ_IDLE; elevator's requests carry no
+    /// FUA, so these writes are issued as other direct writes (a deviation: the kernel never
+    /// merges a FUA request, REQ_NOMERGE_FLAGS, and a drive with a volatile cache writes it
+    /// through). Without `direct` (the page cache writes back and flushes inside each
+    /// `write(2)`) it is refused. Default none.
+    pub sync_io: SyncIo,
     /// fio `norandommap`: random blocks drawn with replacement instead of once per pass.
     /// Default false.
     pub norandommap: bool,
@@ -329,6 +351,7 @@ impl Default for FioJobConfig {
             ramp_ms: 0,
             time_based: false,
             direct: false,
+            sync_io: SyncIo::None,
             norandommap: false,
             randseed: None,
             cmdprio: Default::default(),
@@ -425,6 +448,14 @@ impl FioJobConfig {
                 "sequential trimwrite with sizes drawn per I/O: fio draws the writes' sizes \
                  apart from the trims', so a write need not cover the block trimmed; give one \
                  size, or use randtrimwrite (whose writes take the trim's length)"
+                    .into(),
+            );
+        }
+        if self.sync_io != SyncIo::None && !self.direct {
+            return err(
+                "sync_io",
+                "O_SYNC / O_DSYNC without direct=1: the kernel writes the page cache back and \
+                 flushes inside each write(2), which elevator does not model; set direct=1"
                     .into(),
             );
         }
@@ -2228,7 +2259,12 @@ mod tests {
         assert_eq!(RwMode::parse("trim"), Some(RwMode::Trim));
         assert_eq!(RwMode::parse("randtrimwrite"), Some(RwMode::RandTrimWrite));
         assert_eq!(RwMode::parse("sideways"), None);
-        for m in [RwMode::Read, RwMode::RandRw, RwMode::TrimWrite, RwMode::RandTrim] {
+        for m in [
+            RwMode::Read,
+            RwMode::RandRw,
+            RwMode::TrimWrite,
+            RwMode::RandTrim,
+        ] {
             assert_eq!(RwMode::parse(m.name()), Some(m));
         }
     }

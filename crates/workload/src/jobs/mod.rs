@@ -15,7 +15,7 @@ pub use block_sizes::{BlockSizes, SizeMix};
 pub use cmdprio::CmdPrio;
 pub use compile::{CompileConfig, CompileJob};
 pub use dependent_reader::{DependentReader, DependentReaderConfig};
-pub use fio::{FioJob, FioJobConfig, RwMode, RwSequencer};
+pub use fio::{FioJob, FioJobConfig, RwMode, RwSequencer, SyncIo};
 pub use interleaved::{InterleavedReaders, InterleavedReadersConfig};
 pub use replay::{ReplayJob, ReplayOptions, ReplayOutcome};
 pub use startup::{StartupConfig, StartupJob, StartupOrder, StartupPlacement};

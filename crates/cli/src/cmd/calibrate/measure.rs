@@ -263,6 +263,7 @@ pub fn measure(
             region,
             phase: 0,
             start_delay: Nanos::ZERO,
+            rw_flags: 0,
         })
         .collect();
     let handle = file.try_clone().context("duplicate the target's handle")?;
