@@ -70,7 +70,7 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::cmdprio::CmdPrioOptions;
+use crate::jobs::cmdprio::{CmdPrioEntry, CmdPrioOptions};
 use crate::jobs::fio::{FioJobConfig, RwMode, RwSequencer, SyncIo};
 use crate::jobs::{BlockSizes, SizeMix};
 
@@ -790,9 +790,6 @@ fn two_ints(v: &str, lo: u32, hi: u32) -> Result<[u32; 2], String> {
     }
     Ok([out[0], *out.get(1).unwrap_or(&out[0])])
 }
-
-/// One `cmdprio_bssplit` entry's size, percentage and priority.
-type CmdPrioEntry = (u64, u32, Option<(u8, u8)>);
 
 /// fio's `cmdprio_bssplit` (`str_split_parse` with `split_parse_prio_ddir`): entries
 /// `bs/percent[/class/level[/hint]]` separated by `:` (an empty entry ends the list), for both

@@ -124,7 +124,7 @@ impl CmdPrio {
         let split = self
             .of(dir)
             .iter()
-            .find(|s| s.bs.map_or(true, |b| b == bytes))?;
+            .find(|s| s.bs.is_none_or(|b| b == bytes))?;
         let total: u32 = split.shares.iter().map(|p| p.percent).sum();
         if total == 0 {
             return None;
@@ -141,6 +141,10 @@ impl CmdPrio {
     }
 }
 
+/// One `cmdprio_bssplit` entry: its I/O size (bytes), percentage, and class and level if
+/// given.
+pub type CmdPrioEntry = (u64, u32, Option<(u8, u8)>);
+
 /// fio's cmdprio options as a job file gives them, before they are resolved into a
 /// [`CmdPrio`] ([`CmdPrioOptions::resolve`]): a later `cmdprio_class` still applies to an
 /// earlier `cmdprio_bssplit`'s entries without a class, as in fio, which resolves them when
@@ -153,8 +157,8 @@ pub struct CmdPrioOptions {
     pub class: [u8; 2],
     /// `cmdprio`: the level, per direction (default 0).
     pub level: [u8; 2],
-    /// `cmdprio_bssplit`, per direction: (size, percent, class and level if given).
-    pub bssplit: Option<[Vec<(u64, u32, Option<(u8, u8)>)>; 2]>,
+    /// `cmdprio_bssplit`, per direction.
+    pub bssplit: Option<[Vec<CmdPrioEntry>; 2]>,
 }
 
 impl CmdPrioOptions {

@@ -1395,7 +1395,7 @@ mod tests {
         for (op, want, pct) in [(Op::Read, idle7, 30.0), (Op::Write, rt1, 80.0)] {
             let ios: Vec<_> = rec.issued.iter().filter(|i| i.spec.op == op).collect();
             let marked = ios.iter().filter(|i| i.spec.prio.is_some()).count();
-            assert!(ios.iter().all(|i| i.spec.prio.map_or(true, |p| p == want)));
+            assert!(ios.iter().all(|i| i.spec.prio.is_none_or(|p| p == want)));
             let share = 100.0 * marked as f64 / ios.len() as f64;
             // ~2000 I/Os a direction: 3 standard deviations of a binomial share are < 3.1%.
             assert!((share - pct).abs() < 3.5, "{op:?}: {share:.1}% for {pct}%");
@@ -1447,7 +1447,7 @@ mod tests {
         assert!(of(32).count() > 500 && of(32).all(|i| i.spec.prio.is_none()));
         let big = of(128).count();
         let idle = of(128).filter(|i| i.spec.prio == Some(idle0)).count();
-        assert!(of(128).all(|i| i.spec.prio.map_or(true, |p| p == idle0)));
+        assert!(of(128).all(|i| i.spec.prio.is_none_or(|p| p == idle0)));
         let share = 100.0 * idle as f64 / big as f64;
         assert!(
             (share - 50.0).abs() < 6.0,
