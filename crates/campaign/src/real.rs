@@ -481,20 +481,21 @@ mod tests {
             .contains("no filename"));
     }
 
-    /// fio's `sync=` opens a job's file O_SYNC / O_DSYNC: its writes carry `RWF_SYNC` /
-    /// `RWF_DSYNC` to the executor; without `direct=1` the job is refused on its `sync` line.
+    /// fio's `sync=` opens a job's file O_SYNC / O_DSYNC: its direct writes carry `RWF_SYNC`
+    /// / `RWF_DSYNC` to the executor (buffered, the job's own flushes stand for it); buffered
+    /// and more than one deep, the job is refused on its `sync` line.
     #[test]
-    fn sync_jobs_write_with_their_rw_flags_and_need_direct() {
+    fn sync_jobs_write_with_their_rw_flags() {
         let f = parse(
             "[global]\ndirect=1\nrw=randwrite\nbs=4k\nsize=1m\n[a]\nsync=dsync\n\
-             [b]\nsync=1\n[c]\n",
+             [b]\nsync=1\n[c]\n[d]\nsync=1\ndirect=0\n",
         );
         let mut groups = GroupTree::new();
         let (jobs, _) = build_jobs(&f, 1 << 20, 1, &mut groups).unwrap();
         let flags: Vec<i32> = jobs.iter().map(|j| j.rw_flags).collect();
         // RWF_DSYNC (2) and RWF_SYNC (4), as include/uapi/linux/fs.h numbers them.
-        assert_eq!(flags, [2, 4, 0]);
-        let f = parse("[a]\nrw=write\nsize=1m\nsync=1\n");
+        assert_eq!(flags, [2, 4, 0, 0]);
+        let f = parse("[a]\nrw=write\nsize=1m\nsync=1\niodepth=4\n");
         let e = build_jobs(&f, 1 << 20, 1, &mut GroupTree::new())
             .err()
             .unwrap();

@@ -29,7 +29,7 @@
 //! | `iodepth_batch_submit` / `iodepth_batch`, `iodepth_low`, `iodepth_batch_complete_min` / `iodepth_batch_complete`, `iodepth_batch_complete_max` | counts, as fio reads them (0 and out-of-range values fixed up as fio's `fixup_options` does): I/Os submitted per call (more than two are plugged in the block layer, as the kernel plugs such an io_uring or aio call), the low-water mark the queue drains to before it refills, and the completions each reap waits for and takes (elevator_workload's `FioJob` has fio's loop) |
 //! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync`, `pvsync2` (one synchronous request at a time; `pvsync2`'s `preadv2` flags come from options elevator refuses, so it is `pvsync`); `vsync` (`readv`/`writev`: one synchronous request at a time where fio submits each I/O alone, its default `iodepth_batch_submit=1`; with larger batches fio's `fio_vsyncio_queue` joins contiguous I/Os into one vectored call, not modelled: refused); `posixaio` (glibc's POSIX aio serves one file descriptor's requests one at a time in a helper thread, `__aio_enqueue_request` in rt/aio_misc.c, so the device sees one of the job's I/Os at a time, as `psync`. Deviations: fio queues up to `iodepth` in glibc, and its latencies include that wait, here not; the helper thread is an I/O context of its own in the kernel, the job's priority inherited, so only a scheduler telling processes apart by pid sees a difference) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
-//! | `sync` | `none`/`0`, `sync`/`1` (O_SYNC), `dsync` (O_DSYNC), with `direct=1` only: `run` writes with `RWF_SYNC`/`RWF_DSYNC`, each write as an O_SYNC/O_DSYNC open makes it, so the kernel marks it REQ_FUA; in the model the writes stay REQ_SYNC with the idle hint, as `dio_bio_write_op` (block/fops.c) leaves them, and carry no FUA (a deviation: the kernel never merges a FUA write, and a drive with a volatile cache writes it through). Without `direct=1` refused (the kernel writes back and flushes inside each `write(2)`) |
+//! | `sync` | `none`/`0`, `sync`/`1` (O_SYNC), `dsync` (O_DSYNC). With `direct=1`: `run` writes with `RWF_SYNC`/`RWF_DSYNC`, each write as an O_SYNC/O_DSYNC open makes it, so the kernel marks it REQ_FUA; in the model the writes stay REQ_SYNC with the idle hint, as `dio_bio_write_op` (block/fops.c) leaves them, and carry no FUA (a deviation: the kernel never merges a FUA write, and a drive with a volatile cache writes it through). Without `direct=1` (buffered) each write is REQ_SYNC writeback without the idle hint, followed once it completes by a flush the job waits for and its figures leave out, as `generic_write_sync` -> `blkdev_fsync` does inside `write(2)` (one at a time: refused above `iodepth` 1; deviation: fio's write latency includes the flush) |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
 //! | `fsync`, `fdatasync`, `end_fsync` | counts; flag: a flush request after every so many writes (after a write), and one at the end, waited for; counted as fio's `sync` figures, not as writes (on a block device fsync and fdatasync both flush the device's cache). The flush is an I/O of the job's depth, as io_uring's `IORING_OP_FSYNC` is; fio's libaio does it synchronously, waiting for it alone (a deviation) |
 //! | `thinktime` (default unit us), `thinktime_blocks` | time; count |
@@ -2120,12 +2120,15 @@ mod tests {
         assert!(e.message.contains("randtrimwrite"), "{e}");
     }
 
-    /// fio's `sync` (options.c): none / 0, sync / 1 (O_SYNC), dsync (O_DSYNC); without
-    /// `direct=1` the job is refused when built, naming the `sync` line.
+    /// fio's `sync` (options.c): none / 0, sync / 1 (O_SYNC), dsync (O_DSYNC); buffered and
+    /// more than one deep the job is refused when built, naming the `sync` line.
     #[test]
-    fn sync_reads_fios_values_and_needs_direct() {
-        let f =
-            p("[a]\nsync=1\ndirect=1\n[b]\nsync=dsync\n[c]\nsync=none\n[d]\nsync=sync\n").unwrap();
+    fn sync_reads_fios_values_and_buffered_needs_one_deep() {
+        let f = p(
+            "[a]\nsync=1\ndirect=1\n[b]\nsync=dsync\niodepth=2\n[c]\nsync=none\n\
+                   [d]\nsync=sync\n",
+        )
+        .unwrap();
         let got: Vec<SyncIo> = f.jobs.iter().map(|j| j.config.sync_io).collect();
         assert_eq!(
             got,
@@ -2137,6 +2140,7 @@ mod tests {
         let e = f.job_error(&f.jobs[1], e.field, e.reason);
         assert_eq!((e.line(), e.field.as_str()), (Some(5), "sync"), "{e}");
         assert!(crate::jobs::FioJob::new(f.jobs[0].config.clone(), &env).is_ok());
+        assert!(crate::jobs::FioJob::new(f.jobs[3].config.clone(), &env).is_ok());
         let e = p("[j]\nsync=often\n").unwrap_err();
         assert_eq!((e.line(), e.field.as_str()), (Some(2), "sync"));
     }

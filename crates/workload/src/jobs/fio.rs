@@ -300,8 +300,12 @@ pub struct FioJobConfig {
     /// `iomap_dio_bio_opflags`) and keep REQ_SYNC | REQ_IDLE; elevator's requests carry no
     /// FUA, so these writes are issued as other direct writes (a deviation: the kernel never
     /// merges a FUA request, REQ_NOMERGE_FLAGS, and a drive with a volatile cache writes it
-    /// through). Without `direct` (the page cache writes back and flushes inside each
-    /// `write(2)`) it is refused. Default none.
+    /// through). Without `direct` each write(2) writes its pages back (REQ_SYNC, no idle
+    /// hint: `file_write_and_wait_range` under WB_SYNC_ALL) and then flushes the device's
+    /// cache (`generic_write_sync` -> `blkdev_fsync`) before it returns: the job issues the
+    /// write, then, once it completes, a flush it waits for, left out of the figures (one
+    /// request at a time: refused above `iodepth` 1). Deviation: fio's write latency
+    /// includes that flush, here the write's is its own. Default none.
     pub sync_io: SyncIo,
     /// fio `norandommap`: random blocks drawn with replacement instead of once per pass.
     /// Default false.
@@ -313,6 +317,10 @@ pub struct FioJobConfig {
     /// priority of its own ([`CmdPrio`](super::cmdprio::CmdPrio)). Default none.
     pub cmdprio: super::cmdprio::CmdPrio,
 }
+
+/// The tag bit of the flushes inside buffered O_SYNC / O_DSYNC writes, which fio does not
+/// see (its figures leave them out).
+const HIDDEN_FLUSH: u64 = 1 << 63;
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
 /// (`thread_options.thinktime`). A longer one wrapped on its way to the clock here (18 x 10^15
@@ -451,11 +459,12 @@ impl FioJobConfig {
                     .into(),
             );
         }
-        if self.sync_io != SyncIo::None && !self.direct {
+        if self.sync_io != SyncIo::None && !self.direct && self.iodepth > 1 {
             return err(
                 "sync_io",
-                "O_SYNC / O_DSYNC without direct=1: the kernel writes the page cache back and \
-                 flushes inside each write(2), which elevator does not model; set direct=1"
+                "buffered O_SYNC / O_DSYNC writes more than one deep: each write(2) writes back \
+                 and flushes before it returns, one at a time (a synchronous engine, or \
+                 iodepth=1)"
                     .into(),
             );
         }
@@ -626,6 +635,8 @@ pub struct FioJob {
     /// `trimwrite`, `randtrimwrite`: the block (first sector, sectors) the last trim
     /// discarded, which the next I/O writes.
     trimmed: Option<(u64, u32)>,
+    /// A buffered O_SYNC write was issued: its flush follows once it completes.
+    osync_due: bool,
     /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
     next_tag: u64,
     /// Where each direction's last I/O started and ended, bytes into the region (fio's
@@ -810,6 +821,7 @@ impl FioJob {
             last_was_write: false,
             end_flush: None,
             trimmed: None,
+            osync_due: false,
             next_tag: 0,
             last_start: [None, None],
             last_end: [0, 0],
@@ -895,7 +907,7 @@ impl FioJob {
             return IoSpec {
                 ctx: 0,
                 op: Op::Write,
-                sync: self.cfg.direct,
+                sync: self.cfg.direct || self.buffered_sync(),
                 meta: false,
                 idle_hint: self.cfg.direct,
                 sector: self.region.start + offset,
@@ -985,10 +997,13 @@ impl FioJob {
                 .pick(dir, bytes, || rng.gen_range(0..100))
                 .flatten()
         };
+        // A buffered O_SYNC write reaches the device as `file_write_and_wait_range`'s
+        // writeback, WB_SYNC_ALL: REQ_SYNC without the idle hint.
+        let osync = !read && self.buffered_sync();
         IoSpec {
             ctx: 0,
             op: if read { Op::Read } else { Op::Write },
-            sync: read || self.cfg.direct,
+            sync: read || self.cfg.direct || osync,
             meta: false,
             idle_hint: !read && self.cfg.direct,
             sector: self.region.start + offset,
@@ -1038,6 +1053,16 @@ impl Job for FioJob {
                     self.reap = None;
                 }
                 continue;
+            }
+            if self.osync_due && self.queued.is_empty() && self.outstanding.is_empty() {
+                // A buffered O_SYNC / O_DSYNC write(2) goes on once its writeback is done:
+                // `generic_write_sync` -> `blkdev_fsync` flushes the device's cache, and
+                // the call returns after it, before fio looks at its think time or its end.
+                self.osync_due = false;
+                let mut flush = self.flush();
+                flush.tag |= HIDDEN_FLUSH;
+                self.outstanding.push(flush.tag);
+                return Action::Issue(flush);
             }
             // fio's `handle_thinktime` quiesces after the I/O that completes a think block,
             // before its loop looks whether the job is done.
@@ -1125,6 +1150,7 @@ impl Job for FioJob {
             }
             let io = self.next_io();
             self.last_was_write = io.op == Op::Write;
+            self.osync_due = self.last_was_write && self.buffered_sync();
             self.writes_issued += u64::from(self.last_was_write);
             self.queued.push(io);
             if self.cfg.thinktime_us > 0 {
@@ -1157,9 +1183,10 @@ impl Job for FioJob {
         out.append(&mut self.reaped);
     }
 
-    /// The end's flush (`end_fsync`) is left out, as fio leaves it out of its `sync` figures.
+    /// The end's flush (`end_fsync`) is left out, as fio leaves it out of its `sync` figures,
+    /// and so are the flushes inside buffered O_SYNC writes (fio sees only its `write(2)`).
     fn counts_in_figures(&self, tag: u64) -> bool {
-        self.end_flush != Some(tag)
+        self.end_flush != Some(tag) && tag & HIDDEN_FLUSH == 0
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {
@@ -1248,6 +1275,11 @@ impl FioJob {
             Some(at) if at < end => at,
             _ => end.saturating_sub(skip),
         })
+    }
+
+    /// Whether its writes are buffered O_SYNC / O_DSYNC ones (`sync` without `direct`).
+    fn buffered_sync(&self) -> bool {
+        self.cfg.sync_io != SyncIo::None && !self.cfg.direct
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -1562,6 +1594,62 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.field, "bsrange");
+    }
+
+    /// A buffered O_SYNC write(2) (fio's `sync=1` without `direct`): the write reaches the
+    /// device as WB_SYNC_ALL writeback (REQ_SYNC, no idle hint), and once it completes
+    /// `generic_write_sync` -> `blkdev_fsync` flushes the cache before the call returns, so
+    /// before the think time; the flushes are left out of the figures (fio sees its write).
+    #[test]
+    fn a_buffered_osync_write_is_sync_writeback_then_a_flush_before_the_think_time() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandWrite,
+            sync_io: SyncIo::Sync,
+            number_ios: Some(3),
+            thinktime_us: 5000,
+            ..Default::default()
+        };
+        let mut job = FioJob::new(cfg, &env()).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job);
+        let seq: Vec<(Op, u64)> = rec
+            .issued
+            .iter()
+            .map(|i| (i.spec.op, i.at.as_us()))
+            .collect();
+        // Write at 0, done at 1 ms; flush at 1, done at 2; think 5 ms; the next write at 7.
+        assert_eq!(
+            seq,
+            [
+                (Op::Write, 0),
+                (Op::Flush, 1000),
+                (Op::Write, 7000),
+                (Op::Flush, 8000),
+                (Op::Write, 14000),
+                (Op::Flush, 15000)
+            ]
+        );
+        for i in &rec.issued {
+            let s = &i.spec;
+            assert!(s.sync && !s.idle_hint, "{s:?}");
+            assert_eq!(job.counts_in_figures(s.tag), s.op == Op::Write, "{s:?}");
+        }
+        assert_eq!(rec.outstanding_at_done, 0);
+        // Direct, the same writes are O_DIRECT ones (REQ_SYNC | REQ_IDLE), with no flush.
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandWrite,
+                sync_io: SyncIo::Dsync,
+                direct: true,
+                number_ios: Some(3),
+                ..Default::default()
+            },
+            1,
+        );
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Write && i.spec.sync && i.spec.idle_hint));
+        assert_eq!(rec.issued.len(), 3);
     }
 
     #[test]
