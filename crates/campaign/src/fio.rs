@@ -106,6 +106,14 @@ pub fn build_jobs(
                 },
                 phase,
                 start_delay,
+                // fio's `sync=`: every direct write of an O_SYNC / O_DSYNC open is durable
+                // before it completes; the executor asks it of each (`RWF_SYNC`/`RWF_DSYNC`).
+                // Buffered, the job's own flush after each write stands for the sync.
+                rw_flags: if def.config.direct {
+                    elevator_real::rw_flags_of(def.config.sync_io)
+                } else {
+                    0
+                },
             });
             groupids.push(groupid);
         }

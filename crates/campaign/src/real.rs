@@ -20,7 +20,6 @@ use elevator_core::{GroupTree, Settings};
 use elevator_real::target::{self, OpenSpec};
 use elevator_real::{ByteRange, RealJob, RunOptions, UringBackend};
 use elevator_workload::fio_file::{self, FioFile, FioJobDef};
-use elevator_workload::jobs::fio::RwMode;
 use serde::{Deserialize, Serialize};
 
 use crate::fio::{build_jobs, ramp_time};
@@ -176,15 +175,13 @@ pub fn bytes_for_new_target(file: &FioFile) -> Result<u64, Error> {
     Ok(need)
 }
 
+/// Whether the job changes data on the target: it writes, or trims (a discard destroys data
+/// as surely as a write, so it asks the same permission).
 fn def_writes(d: &FioJobDef) -> bool {
-    match d.config.rw {
-        RwMode::Read | RwMode::RandRead => false,
-        RwMode::Rw | RwMode::RandRw => d.config.rwmixread < 100,
-        RwMode::Write | RwMode::RandWrite => true,
-    }
+    d.config.rw.changes_data(d.config.rwmixread)
 }
 
-/// The regions of the jobs that write (`jobs` as [`build_jobs`] returns them: each
+/// The regions of the jobs that write or trim (`jobs` as [`build_jobs`] returns them: each
 /// definition's `numjobs` clones in order).
 pub fn write_regions(file: &FioFile, jobs: &[RealJob]) -> Vec<ByteRange> {
     let writes = file
@@ -482,6 +479,44 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no filename"));
+    }
+
+    /// fio's `sync=` opens a job's file O_SYNC / O_DSYNC: its direct writes carry `RWF_SYNC`
+    /// / `RWF_DSYNC` to the executor (buffered, the job's own flushes stand for it); buffered
+    /// and more than one deep, the job is refused on its `sync` line.
+    #[test]
+    fn sync_jobs_write_with_their_rw_flags() {
+        let f = parse(
+            "[global]\ndirect=1\nrw=randwrite\nbs=4k\nsize=1m\n[a]\nsync=dsync\n\
+             [b]\nsync=1\n[c]\n[d]\nsync=1\ndirect=0\n",
+        );
+        let mut groups = GroupTree::new();
+        let (jobs, _) = build_jobs(&f, 1 << 20, 1, &mut groups).unwrap();
+        let flags: Vec<i32> = jobs.iter().map(|j| j.rw_flags).collect();
+        // RWF_DSYNC (2) and RWF_SYNC (4), as include/uapi/linux/fs.h numbers them.
+        assert_eq!(flags, [2, 4, 0, 0]);
+        let f = parse("[a]\nrw=write\nsize=1m\nsync=1\niodepth=4\n");
+        let e = build_jobs(&f, 1 << 20, 1, &mut GroupTree::new())
+            .err()
+            .unwrap();
+        assert_eq!((e.line(), e.field.as_str()), (Some(4), "sync"), "{e}");
+    }
+
+    /// A trim destroys data as a write does: a trimming job's region asks the same write
+    /// permission (and overwrite checks) as a writer's.
+    #[test]
+    fn trimming_jobs_have_write_regions_as_writers_do() {
+        let f = parse(
+            "[r]\nrw=randread\nbs=4k\nsize=1m\n[t]\nrw=randtrim\nbs=4k\nsize=1m\noffset=1m\n\
+             [tw]\nrw=trimwrite\nbs=4k\nsize=1m\noffset=2m\n",
+        );
+        let mut groups = GroupTree::new();
+        let (jobs, _) = build_jobs(&f, 3 << 20, 1, &mut groups).unwrap();
+        let r = |start: u64| ByteRange {
+            start: start << 20,
+            end: (start + 1) << 20,
+        };
+        assert_eq!(write_regions(&f, &jobs), vec![r(1), r(2)]);
     }
 
     #[test]

@@ -210,6 +210,13 @@ impl Backend for AioBackend {
             IoKind::Read => CMD_PREAD,
             IoKind::Write => CMD_PWRITE,
             IoKind::Flush => CMD_FDSYNC,
+            // Native AIO has no discard (fio's libaio engine trims by BLKDISCARD itself).
+            IoKind::Discard { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "native AIO has no discard: use the io_uring backend",
+                ))
+            }
         };
         let (buf, nbytes) = match io.kind {
             IoKind::Flush => (0, 0),
@@ -224,6 +231,8 @@ impl Backend for AioBackend {
             buf,
             nbytes,
             offset,
+            // `aio_rw_flags`: pwritev2's RWF_* (RWF_DSYNC for an O_DSYNC write).
+            rw_flags: io.rw_flags,
             ..Iocb::default()
         });
         let mut list = [&mut *iocb as *mut Iocb];
@@ -318,6 +327,7 @@ mod tests {
         let mut b = AioBackend::new(f.try_clone().unwrap(), 64 << 10, 8).unwrap();
         for (token, byte) in [(1u64, 0xaa), (2, 0xbb)] {
             b.submit(IoRequest {
+                rw_flags: 0,
                 token,
                 kind: IoKind::Write,
                 offset: (token - 1) * 4096 + 8192,
@@ -341,6 +351,7 @@ mod tests {
         assert!(back[8192..].iter().all(|&x| x == 0xbb));
 
         b.submit(IoRequest {
+            rw_flags: 0,
             token: 3,
             kind: IoKind::Read,
             offset: 12288,
@@ -366,6 +377,7 @@ mod tests {
         let ro = File::open(path.path()).unwrap();
         let mut b = AioBackend::new(ro, 8192, 4).unwrap();
         let r = b.submit(IoRequest {
+            rw_flags: 0,
             token: 7,
             kind: IoKind::Write,
             offset: 0,
@@ -376,6 +388,7 @@ mod tests {
         assert_eq!(e.raw_os_error(), Some(libc::EBADF), "{e}");
         assert_eq!(b.in_flight(), 0);
         b.submit(IoRequest {
+            rw_flags: 0,
             token: 8,
             kind: IoKind::Read,
             offset: 1 << 20,
@@ -398,6 +411,7 @@ mod tests {
         let mut b = AioBackend::new(f, 1 << 20, 4).unwrap();
         // The first is not reaped before the second comes with the same token.
         b.submit(IoRequest {
+            rw_flags: 0,
             token: 1,
             kind: IoKind::Read,
             offset: 0,
@@ -406,6 +420,7 @@ mod tests {
         .unwrap();
         let e = b
             .submit(IoRequest {
+                rw_flags: 0,
                 token: 1,
                 kind: IoKind::Read,
                 offset: 4096,

@@ -21,6 +21,27 @@ pub enum IoKind {
     Write,
     /// Make earlier completed writes durable (fdatasync).
     Flush,
+    /// Discard `len` bytes at `offset` (fio's trim): on a block device the kernel's discard
+    /// (`BLKDISCARD`, or io_uring's discard command), on a file a hole punched
+    /// (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). The buffer is empty; a success
+    /// completes with 0 bytes. It destroys data as a write does: the executor issues it only
+    /// where it may write.
+    Discard {
+        /// Bytes discarded.
+        len: u64,
+    },
+}
+
+/// The `RWF_*` flags (`pwritev2`) a write carries when its file is opened as fio's `sync=`
+/// opens it: `RWF_SYNC` for O_SYNC, `RWF_DSYNC` for O_DSYNC (the kernel sets the same
+/// `IOCB_SYNC`/`IOCB_DSYNC` from either), 0 for none.
+pub fn rw_flags_of(sync: elevator_workload::jobs::fio::SyncIo) -> i32 {
+    use elevator_workload::jobs::fio::SyncIo;
+    match sync {
+        SyncIo::None => 0,
+        SyncIo::Sync => libc::RWF_SYNC,
+        SyncIo::Dsync => libc::RWF_DSYNC,
+    }
 }
 
 /// One I/O handed to a backend. The backend owns `buf` until it returns it in the completion.
@@ -28,12 +49,16 @@ pub enum IoKind {
 pub struct IoRequest {
     /// The executor's label, returned in the completion.
     pub token: u64,
-    /// Read, write or flush.
+    /// Read, write, flush or discard.
     pub kind: IoKind,
     /// Byte offset on the target.
     pub offset: u64,
-    /// The data (writes) or room for it (reads); empty for a flush.
+    /// The data (writes) or room for it (reads); empty for a flush or a discard.
     pub buf: AlignedBuf,
+    /// A write's `RWF_*` flags (`pwritev2`): `RWF_DSYNC` or `RWF_SYNC` for a write the
+    /// issuer opened O_DSYNC or O_SYNC (fio's `sync=`), which the kernel then completes only
+    /// once durable (on a block device, REQ_FUA). 0 otherwise, and for anything else.
+    pub rw_flags: i32,
 }
 
 /// A finished I/O.

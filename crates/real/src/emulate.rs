@@ -353,10 +353,11 @@ impl<B: Backend, C: Clock> Emulated<B, C> {
 
 /// The request a backend I/O stands for when the loop gave none (the executor's read-back).
 fn request_of(io: &IoRequest, id: u64) -> Request {
-    let op = match io.kind {
-        IoKind::Read => Op::Read,
-        IoKind::Write => Op::Write,
-        IoKind::Flush => Op::Flush,
+    let (op, bytes) = match io.kind {
+        IoKind::Read => (Op::Read, io.buf.len() as u64),
+        IoKind::Write => (Op::Write, io.buf.len() as u64),
+        IoKind::Flush => (Op::Flush, 0),
+        IoKind::Discard { len } => (Op::Discard, len),
     };
     Request {
         id: RequestId(id),
@@ -367,7 +368,7 @@ fn request_of(io: &IoRequest, id: u64) -> Request {
         meta: false,
         idle_hint: false,
         sector: io.offset / SECTOR_BYTES,
-        sectors: (io.buf.len() as u64 / SECTOR_BYTES) as u32,
+        sectors: (bytes / SECTOR_BYTES) as u32,
         prio: IoPrio::default(),
         submitted: Nanos::ZERO,
         cpu: 0,
@@ -667,6 +668,7 @@ mod tests {
 
     fn io(token: u64, kind: IoKind, offset: u64, len: usize) -> IoRequest {
         IoRequest {
+            rw_flags: 0,
             token,
             kind,
             offset,

@@ -90,6 +90,10 @@ pub struct RealJob {
     /// fio's `startdelay`: how long after its phase starts the job does; its figures count
     /// from then.
     pub start_delay: Nanos,
+    /// The `RWF_*` flags its writes carry (fio's `sync=`: `RWF_SYNC` for O_SYNC, `RWF_DSYNC`
+    /// for O_DSYNC), as the job's O_SYNC/O_DSYNC open would give each; 0 for none. A request
+    /// merging several jobs' writes carries all their flags.
+    pub rw_flags: i32,
 }
 
 /// How to run.
@@ -385,6 +389,8 @@ struct Slot {
     region: ByteRange,
     phase: u32,
     start_delay: Nanos,
+    /// `RWF_*` flags of its writes ([`RealJob::rw_flags`]).
+    rw_flags: i32,
     state: State,
     /// While runnable: when it became runnable, for the order jobs are polled in.
     woke: WakeKey,
@@ -410,15 +416,25 @@ fn op_name(kind: IoKind) -> &'static str {
         IoKind::Read => "read",
         IoKind::Write => "write",
         IoKind::Flush => "flush",
+        IoKind::Discard { .. } => "discard",
     }
 }
 
-fn kind_of(op: Op) -> Option<IoKind> {
+/// What a request of `op` and `bytes` does at the backend.
+fn kind_of(op: Op, bytes: u64) -> IoKind {
     match op {
-        Op::Read => Some(IoKind::Read),
-        Op::Write => Some(IoKind::Write),
-        Op::Flush => Some(IoKind::Flush),
-        Op::Discard => None,
+        Op::Read => IoKind::Read,
+        Op::Write => IoKind::Write,
+        Op::Flush => IoKind::Flush,
+        Op::Discard => IoKind::Discard { len: bytes },
+    }
+}
+
+/// The bytes of buffer an I/O of `kind` and `bytes` holds: none for a flush or a discard.
+fn buffer_bytes(kind: IoKind, bytes: u64) -> u64 {
+    match kind {
+        IoKind::Read | IoKind::Write => bytes,
+        IoKind::Flush | IoKind::Discard { .. } => 0,
     }
 }
 
@@ -517,6 +533,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 region: j.region,
                 phase: j.phase,
                 start_delay: j.start_delay,
+                rw_flags: j.rw_flags,
                 state: State::Pending,
                 woke: (Nanos::ZERO, 0, 0),
                 metrics: JobMetrics::default(),
@@ -763,7 +780,8 @@ impl<'a, B: Backend> Executor<'a, B> {
         let slot = &mut self.slots[i];
         let offset = spec.sector * SECTOR_BYTES;
         let len = u64::from(spec.sectors) * SECTOR_BYTES;
-        let moves_data = matches!(spec.op, Op::Read | Op::Write);
+        // A discard destroys data as a write does: it too stays in the job's region.
+        let moves_data = matches!(spec.op, Op::Read | Op::Write | Op::Discard);
         if moves_data && (!slot.region.contains(offset, len) || !self.target.contains(offset, len))
         {
             let region = slot.region;
@@ -774,11 +792,6 @@ impl<'a, B: Backend> Executor<'a, B> {
                 len,
                 region,
             });
-            return None;
-        }
-        if kind_of(spec.op).is_none() {
-            let job = slot.name.clone();
-            self.fail(RunError::Unsupported { job, op: spec.op });
             return None;
         }
         let next_ctx = &mut self.next_ctx;
@@ -883,8 +896,9 @@ impl<'a, B: Backend> Executor<'a, B> {
     /// Send a dispatched request to the backend; false if the run must stop.
     fn submit(&mut self, rq: Request) -> bool {
         let offset = rq.sector * SECTOR_BYTES;
-        let kind = kind_of(rq.op).expect("checked at issue");
+        let kind = kind_of(rq.op, rq.bytes());
         let len = if kind == IoKind::Flush { 0 } else { rq.bytes() };
+        let buf_len = buffer_bytes(kind, len);
         // Every bio it carries lies in its job's region, and together they are the request:
         // a scheduler that changed the request's range is refused before anything is touched.
         // The layer refuses (panics on) a request the scheduler was never given.
@@ -916,7 +930,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                 return false;
             }
         }
-        let Some(mut buf) = self.pool.try_get(len as usize) else {
+        let Some(mut buf) = self.pool.try_get(buf_len as usize) else {
             let e = io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
@@ -930,7 +944,7 @@ impl<'a, B: Backend> Executor<'a, B> {
             return false;
         };
         let mut written_before = None;
-        if let Some(map) = &self.written {
+        if let Some(map) = &mut self.written {
             match kind {
                 IoKind::Write => {
                     self.write_seq += 1;
@@ -944,20 +958,31 @@ impl<'a, B: Backend> Executor<'a, B> {
                     );
                 }
                 IoKind::Flush => {}
+                IoKind::Discard { .. } => {
+                    // Reads racing the discard no longer check these sectors (cleared again
+                    // at its completion, after any write that completed meanwhile).
+                    map.clear(rq.sector, u64::from(rq.sectors));
+                }
             }
         }
         let token = rq.id.0;
+        let rw_flags = if kind == IoKind::Write {
+            segments.iter().fold(0, |f, s| f | self.slots[s.0].rw_flags)
+        } else {
+            0
+        };
         let io = IoRequest {
             token,
             kind,
             offset,
             buf,
+            rw_flags,
         };
         if let Err(e) = self.backend.submit_request(io, &rq) {
             self.fail(RunError::Backend(e));
             return false;
         }
-        self.in_flight_bytes += len;
+        self.in_flight_bytes += buf_len;
         self.flights.insert(
             token,
             Flight {
@@ -973,14 +998,14 @@ impl<'a, B: Backend> Executor<'a, B> {
         let Some(f) = self.flights.remove(&c.token) else {
             return;
         };
-        let kind = kind_of(f.rq.op).expect("checked at issue");
+        let kind = kind_of(f.rq.op, f.rq.bytes());
         let offset = f.rq.sector * SECTOR_BYTES;
         let len = if kind == IoKind::Flush {
             0
         } else {
             f.rq.bytes()
         };
-        self.in_flight_bytes -= len;
+        self.in_flight_bytes -= buffer_bytes(kind, len);
         let name = || self.slots[f.job].name.clone();
         let block = self.backend.queue_limits().logical_block.filter(|&b| b > 0);
         let outcome = match c.result {
@@ -1005,18 +1030,24 @@ impl<'a, B: Backend> Executor<'a, B> {
                 len,
                 error,
             }),
-            Ok(n) if kind != IoKind::Flush && n as u64 != len => Err(RunError::Short {
-                job: name(),
-                op: op_name(kind),
-                offset,
-                len,
-                got: n as u64,
-            }),
+            Ok(n) if matches!(kind, IoKind::Read | IoKind::Write) && n as u64 != len => {
+                Err(RunError::Short {
+                    job: name(),
+                    op: op_name(kind),
+                    offset,
+                    len,
+                    got: n as u64,
+                })
+            }
             Ok(_) => Ok(()),
         };
         let outcome = outcome.and_then(|()| match (&mut self.written, kind, &f.written_before) {
             (Some(map), IoKind::Write, _) => {
                 map.set(f.rq.sector, u64::from(f.rq.sectors));
+                Ok(())
+            }
+            (Some(map), IoKind::Discard { .. }, _) => {
+                map.clear(f.rq.sector, u64::from(f.rq.sectors));
                 Ok(())
             }
             (Some(_), IoKind::Read, Some(before)) => {
@@ -1119,6 +1150,7 @@ impl<'a, B: Backend> Executor<'a, B> {
                     kind: IoKind::Read,
                     offset: s * SECTOR_BYTES,
                     buf,
+                    rw_flags: 0,
                 };
                 if let Err(e) = self.backend.submit(io) {
                     self.fail(RunError::Backend(e));

@@ -54,7 +54,7 @@ pub mod uring;
 pub mod verify;
 
 pub use aio::AioBackend;
-pub use backend::{Backend, IoCompletion, IoKind, IoRequest};
+pub use backend::{rw_flags_of, Backend, IoCompletion, IoKind, IoRequest};
 pub use emulate::{Emulated, ServiceModel};
 pub use exec::{
     run, run_with_clock, ByteRange, Clock, JobReport, MonotonicClock, RealJob, RequestRecord,

@@ -55,6 +55,16 @@ impl MemBackend {
         let start = io.offset as usize;
         let result = match fault {
             Some(Fault::Errno(e)) => Err(io::Error::from_raw_os_error(e)),
+            _ if matches!(io.kind, IoKind::Discard { len } if start as u64 + len > self.data.len() as u64) => {
+                Err(io::Error::from_raw_os_error(libc::EINVAL))
+            }
+            _ if matches!(io.kind, IoKind::Discard { .. }) => {
+                // A discard that zeroes, as a punched hole reads back.
+                if let IoKind::Discard { len } = io.kind {
+                    self.data[start..start + len as usize].fill(0);
+                }
+                Ok(0)
+            }
             _ if io.kind != IoKind::Flush && start + len > self.data.len() => {
                 Err(io::Error::from_raw_os_error(libc::EINVAL))
             }
@@ -66,7 +76,7 @@ impl MemBackend {
                 match io.kind {
                     IoKind::Read => io.buf[..n].copy_from_slice(&self.data[start..start + n]),
                     IoKind::Write => self.data[start..start + n].copy_from_slice(&io.buf[..n]),
-                    IoKind::Flush => {}
+                    IoKind::Flush | IoKind::Discard { .. } => {}
                 }
                 Ok(if io.kind == IoKind::Flush { 0 } else { n })
             }

@@ -13,6 +13,16 @@
 //!
 //! With one issuer, the thread that first submits owns the ring. The ring is created disabled
 //! and enabled on its first use, so a backend built on one thread and driven on another works.
+//!
+//! A discard (fio's trim) goes as fio's io_uring engine sends it: on a block device
+//! io_uring's discard command (`IORING_OP_URING_CMD` with `BLOCK_URING_CMD_DISCARD`, Linux
+//! 6.12), and where the kernel refuses that command (`EOPNOTSUPP`, `EINVAL`), as fio falls
+//! back to its `os_trim`, the `BLKDISCARD` ioctl, synchronously, for that discard and every
+//! later one: the loop waits for it, as fio's thread does (a deviation only in that every
+//! job of the run waits). On a regular file, where fio's trim fails (`BLKDISCARD` is a block
+//! device's ioctl), a hole is punched instead (`IORING_OP_FALLOCATE` with
+//! `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: the blocks are freed and read back as
+//! zeroes, the file keeps its size), the filesystem's own discard.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -28,6 +38,41 @@ use crate::buf::AlignedBuf;
 /// Ring entries by default: room for far more I/O than any sensible queue depth.
 pub const DEFAULT_ENTRIES: u32 = 256;
 
+/// `BLOCK_URING_CMD_DISCARD` (include/uapi/linux/fs.h): `_IO(0x12, 0)`.
+const BLOCK_URING_CMD_DISCARD: u32 = 0x12 << 8;
+/// `BLKDISCARD` (include/uapi/linux/fs.h): `_IO(0x12, 119)`.
+const BLKDISCARD: libc::c_ulong = (0x12 << 8) | 119;
+
+/// Discard `len` bytes at `offset` of `file` at once and wait: `BLKDISCARD` on a block device
+/// (fio's `os_trim`), a hole punched in a regular file.
+pub fn discard_now(file: &File, block_device: bool, offset: u64, len: u64) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    let r = if block_device {
+        let range = [offset, len];
+        // SAFETY: BLKDISCARD reads two u64s from the pointer, which outlive the call.
+        unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) }
+    } else {
+        let (off, n) = (
+            libc::off_t::try_from(offset).map_err(|_| io::ErrorKind::InvalidInput)?,
+            libc::off_t::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?,
+        );
+        // SAFETY: fallocate reads only its scalar arguments.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                n,
+            )
+        }
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// An io_uring on one open file or block device.
 pub struct UringBackend {
     ring: IoUring,
@@ -39,6 +84,15 @@ pub struct UringBackend {
     submit_each: bool,
     /// Whether the ring still waits for `IORING_REGISTER_ENABLE_RINGS` from its issuer.
     disabled: bool,
+    /// Whether the target is a block device (discards are the kernel's; else holes punched).
+    block_device: bool,
+    /// The discards in flight on the ring, by token: (offset, bytes), to retry one
+    /// synchronously where the kernel refuses io_uring's discard command.
+    discards: HashMap<u64, (u64, u64)>,
+    /// The kernel refused io_uring's discard command: discards go by `BLKDISCARD`, at once.
+    sync_discard: bool,
+    /// Completions of I/Os done at once (synchronous discards), handed out at the next wait.
+    ready: Vec<IoCompletion>,
 }
 
 /// The setups tried in turn, most capable first, as fio falls back on `EINVAL`: deferred task
@@ -94,6 +148,8 @@ impl UringBackend {
         let mut max = [entries, 0];
         let _ = ring.submitter().register_iowq_max_workers(&mut max);
         let limits = crate::queue_limits::of(&file);
+        use std::os::unix::fs::FileTypeExt;
+        let block_device = file.metadata()?.file_type().is_block_device();
         Ok(UringBackend {
             ring,
             file,
@@ -102,7 +158,25 @@ impl UringBackend {
             limits,
             submit_each: true,
             disabled: setup == Setup::DeferTaskrun,
+            block_device,
+            discards: HashMap::new(),
+            sync_discard: false,
+            ready: Vec::new(),
         })
+    }
+
+    /// Whether discards go synchronously (`BLKDISCARD`, or a hole punched by `fallocate`),
+    /// done at once in `submit`: after the kernel refused io_uring's discard command, or as
+    /// set by [`UringBackend::set_sync_discard`].
+    pub fn sync_discard(&self) -> bool {
+        self.sync_discard
+    }
+
+    /// Discard synchronously from now on (`yes`), as the backend does by itself once the
+    /// kernel refuses io_uring's discard command (fio's `async_trim_fail`), or through the
+    /// ring again (`false`).
+    pub fn set_sync_discard(&mut self, yes: bool) {
+        self.sync_discard = yes;
     }
 
     /// Enable a ring created disabled, making the calling thread its one issuer.
@@ -145,11 +219,19 @@ impl UringBackend {
                 continue;
             };
             let res = cqe.result();
-            let result = if res < 0 {
+            let mut result = if res < 0 {
                 Err(io::Error::from_raw_os_error(-res))
             } else {
                 Ok(res as usize)
             };
+            if let Some((offset, len)) = self.discards.remove(&token) {
+                // A kernel without io_uring's discard command (before 6.12): as fio's
+                // `async_trim_fail`, this discard and the later ones by BLKDISCARD.
+                if self.block_device && matches!(-res, libc::EOPNOTSUPP | libc::EINVAL) {
+                    self.sync_discard = true;
+                    result = discard_now(&self.file, true, offset, len).map(|()| 0);
+                }
+            }
             out.push(IoCompletion { token, result, buf });
         }
     }
@@ -174,7 +256,7 @@ impl Backend for UringBackend {
     }
 
     fn in_flight(&self) -> usize {
-        self.owned.len()
+        self.owned.len() + self.ready.len()
     }
 
     fn submit(&mut self, mut io: IoRequest) -> io::Result<()> {
@@ -182,24 +264,50 @@ impl Backend for UringBackend {
         let fd = types::Fd(self.file.as_raw_fd());
         let len = u32::try_from(io.buf.len())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "I/O larger than 4 GiB"))?;
+        if self.owned.contains_key(&io.token) || self.ready.iter().any(|c| c.token == io.token) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("token {} is already in flight", io.token),
+            ));
+        }
         let entry = match io.kind {
             IoKind::Read => opcode::Read::new(fd, io.buf.as_mut_ptr(), len)
                 .offset(io.offset)
                 .build(),
             IoKind::Write => opcode::Write::new(fd, io.buf.as_mut_ptr(), len)
                 .offset(io.offset)
+                .rw_flags(io.rw_flags)
                 .build(),
             IoKind::Flush => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build(),
+            IoKind::Discard { len } if self.sync_discard => {
+                let result = discard_now(&self.file, self.block_device, io.offset, len);
+                self.ready.push(IoCompletion {
+                    token: io.token,
+                    result: result.map(|()| 0),
+                    buf: io.buf,
+                });
+                return Ok(());
+            }
+            IoKind::Discard { len } if self.block_device => {
+                // `blkdev_uring_cmd`: the range's start in `addr`, its length in `addr3`
+                // (the first 8 bytes of the command area).
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&len.to_ne_bytes());
+                self.discards.insert(io.token, (io.offset, len));
+                opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
+                    .addr(Some(io.offset))
+                    .cmd(cmd)
+                    .build()
+            }
+            IoKind::Discard { len } => opcode::Fallocate::new(fd, len)
+                .offset(io.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build(),
         }
         .user_data(io.token);
-        if self.owned.insert(io.token, io.buf).is_some() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("token {} is already in flight", io.token),
-            ));
-        }
+        self.owned.insert(io.token, io.buf);
         self.push(entry)?;
         if self.submit_each {
             self.ring.submit()?;
@@ -210,6 +318,7 @@ impl Backend for UringBackend {
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<IoCompletion>) -> io::Result<()> {
         self.enable()?;
         let before = out.len();
+        out.append(&mut self.ready);
         self.reap(out);
         let want = usize::from(out.len() == before);
         enter(&self.ring, want, timeout)?;

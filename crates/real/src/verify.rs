@@ -135,6 +135,16 @@ impl WrittenMap {
         }
     }
 
+    /// Mark `count` sectors from `first` as not written (a discard: what they read back
+    /// is the device's business, zeroes or not, so reads no longer check them).
+    pub fn clear(&mut self, first: u64, count: u64) {
+        for s in first..first + count {
+            if let Some(w) = self.bits.get_mut((s / 64) as usize) {
+                *w &= !(1 << (s % 64));
+            }
+        }
+    }
+
     /// The written sectors as maximal runs `(first, count)`, in order.
     pub fn runs(&self) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();

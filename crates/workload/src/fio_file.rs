@@ -14,7 +14,7 @@
 //!
 //! | option | value |
 //! |---|---|
-//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw; with fio's postfix, a sequential job's bytes added after each I/O (`read:8k` leaves holes, `read:-8k` goes backwards, as fio's `get_next_seq_offset` for a job at offset 0) or a random job's I/Os per random offset (`randread:8`) |
+//! | `rw` / `readwrite` | read, write, randread, randwrite, rw / readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite (trims are discards, `bssplit`/`bsrange` giving their sizes in a third part, as elevator_workload's `FioJob` says; `run` discards with `BLKDISCARD`'s io_uring command on a block device and punches a hole in a file, and asks the write permission a writer does; deviation: fio reports trims on lines of their own, elevator counts them with the job's writes); with fio's postfix, a sequential job's bytes added after each I/O (`read:8k` leaves holes, `read:-8k` goes backwards, as fio's `get_next_seq_offset` for a job at offset 0) or a random job's I/Os per random offset (`randread:8`) |
 //! | `rw_sequencer` | `sequential` (default) or `identical`: where a `randread:<nr>` job's I/Os between its random ones go |
 //! | `rwmixread`, `rwmixwrite` | percentage |
 //! | `bs` / `blocksize` | size (one value for both directions) |
@@ -27,8 +27,9 @@
 //! | `numjobs` | clones of the job, each its own context (named `job.0`, `job.1` ...) |
 //! | `iodepth` | I/Os outstanding per clone |
 //! | `iodepth_batch_submit` / `iodepth_batch`, `iodepth_low`, `iodepth_batch_complete_min` / `iodepth_batch_complete`, `iodepth_batch_complete_max` | counts, as fio reads them (0 and out-of-range values fixed up as fio's `fixup_options` does): I/Os submitted per call (more than two are plugged in the block layer, as the kernel plugs such an io_uring or aio call), the low-water mark the queue drains to before it refills, and the completions each reap waits for and takes (elevator_workload's `FioJob` has fio's loop) |
-//! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync` (one synchronous request at a time) |
+//! | `ioengine` | `io_uring`, `libaio` (asynchronous, up to `iodepth`); `psync`, `sync`, `pvsync`, `pvsync2` (one synchronous request at a time; `pvsync2`'s `preadv2` flags come from options elevator refuses, so it is `pvsync`); `vsync` (`readv`/`writev`: one synchronous request at a time where fio submits each I/O alone, its default `iodepth_batch_submit=1`; with larger batches fio's `fio_vsyncio_queue` joins contiguous I/Os into one vectored call, not modelled: refused); `posixaio` (glibc's POSIX aio serves one file descriptor's requests one at a time in a helper thread, `__aio_enqueue_request` in rt/aio_misc.c, so the device sees one of the job's I/Os at a time, as `psync`. Deviations: fio queues up to `iodepth` in glibc, and its latencies include that wait, here not; the helper thread is an I/O context of its own in the kernel, the job's priority inherited, so only a scheduler telling processes apart by pid sees a difference) |
 //! | `direct` | 0 or 1. The executor always does O_DIRECT I/O; `direct=0` marks the writes asynchronous, as page-cache writeback would issue them |
+//! | `sync` | `none`/`0`, `sync`/`1` (O_SYNC), `dsync` (O_DSYNC). With `direct=1`: `run` writes with `RWF_SYNC`/`RWF_DSYNC`, each write as an O_SYNC/O_DSYNC open makes it, so the kernel marks it REQ_FUA; in the model the writes stay REQ_SYNC with the idle hint, as `dio_bio_write_op` (block/fops.c) leaves them, and carry no FUA (a deviation: the kernel never merges a FUA write, and a drive with a volatile cache writes it through). Without `direct=1` (buffered) each write is REQ_SYNC writeback without the idle hint, followed once it completes by a flush the job waits for and its figures leave out, as `generic_write_sync` -> `blkdev_fsync` does inside `write(2)` (one at a time: refused above `iodepth` 1; deviation: fio's write latency includes the flush) |
 //! | `rate`, `rate_iops` | bytes/s (size suffixes), I/Os per second: one value for the job (0: no limit, as fio) |
 //! | `rate_process` | `linear` (default) or `poisson`: a rated job's I/Os spaced by exponential gaps of mean fio's `1000000 / iops` microseconds, as fio's `usec_for_io` |
 //! | `fsync`, `fdatasync`, `end_fsync` | counts; flag: a flush request after every so many writes (after a write), and one at the end, waited for; counted as fio's `sync` figures, not as writes (on a block device fsync and fdatasync both flush the device's cache). The flush is an I/O of the job's depth, as io_uring's `IORING_OP_FSYNC` is; fio's libaio does it synchronously, waiting for it alone (a deviation) |
@@ -48,12 +49,18 @@
 //! | `elevator_cgroup` (alias `cgroup`), `elevator_weight` (alias `cgroup_weight`) | the job's group path (e.g. `/a`, nested `/a/b`; fio's relative `cgroup=a` means `/a`) and that group's weight, in the scheduler's weight scale |
 //! | `cpus_allowed` | the CPUs the job may run on, fio's list (`0,5,8-15`); used by the simulator's host CPU model (`--host`), where a job pinned to one core submits and completes its I/O on that core |
 //! | `cpus_allowed_policy` | `shared` (default: every clone may use the whole set) or `split` (each job gets one CPU of the set: the job's number in the file, counting every `numjobs` clone from 0, modulo the set's size, as fio's `fio_cpus_split` picks it) |
+//! | `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` | fio's io_uring and libaio engine options (refused with another engine), as engines/cmdprio.c reads them: one value for both directions or `reads,writes`; a percentage 0..=100, a class 1 (rt), 2 (be), 3 (idle), default rt, a level 0..=7, default 0; `cmdprio_bssplit` entries `bs/percent[/class/level]` separated by `:` (a class and level past their range clamped, a priority hint refused unless 0). A share of the I/Os drawn per I/O carries that priority, the rest the job's (elevator_workload's `jobs::cmdprio`, where the deviations are named) |
+//! | `cgroup_nodelete`, `nonvectored` | flags accepted and ignored: fio leaves its cgroups in place after the run (elevator's groups live in the run); io_uring's `IORING_OP_READ`/`WRITE` in place of the vectored ops build the same bios |
+//! | `thread` | flag accepted: fio runs the job as a thread of its process, not a process of its own; a thread is an I/O context of its own in the kernel all the same (`copy_io` shares one only under `CLONE_IO`). Refused with `cgroup`: fio then writes the thread's id to cgroup v2's `cgroup.procs`, which moves the whole fio process, every job's thread, into that group |
+//! | `fadvise_hint` | `0`, `1`, `random`, `sequential`, `noreuse`: accepted and ignored: the advice steers the page cache's readahead, which elevator does not model (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache) |
+//! | `flow_id` | number, accepted and ignored: it only names the flow `flow` weighs, and `flow` is refused |
 //! | `group_reporting`, `registerfiles`, `fixedbufs`, `allow_file_create`, `invalidate` | flags accepted and ignored: figures stay per job (fio would merge a group's jobs); the io_uring options only save host CPU time, and the host CPU model's costs were fitted to runs that used them; files are laid out by `elevator run` itself; no page cache is read (`run` does O_DIRECT I/O, the simulator's fio jobs have no cache), so there is none to drop |
 //! | `write_iops_log`, `write_lat_log`, `write_bw_log`, `log_avg_msec` | accepted and ignored (no per-interval logs) |
 //! | `elevator_io_max`, `elevator_io_latency_us`, `elevator_io_weight`, `elevator_io_bfq_weight` | the job's group's cgroup v2 io files: `io.max` as written after MAJ:MIN (`rbps=1048576 wiops=100`), io.latency's target in microseconds, `io.weight` (1..=10000), `io.bfq.weight` (1..=1000) |
 //!
-//! Anything else (`verify`, `bssplit` ...) is an error naming the file, the line and the
-//! option.
+//! Anything else (`verify`, `flow`, `exitall` ...) is an error naming the file, the line and
+//! the option. `exitall` (fio ends every job when one ends) is refused: the simulator and the
+//! executor end each job by itself.
 //!
 //! Hostile input (docs/reliability.md): a file is read up to [`MAX_FILE_BYTES`], a line up to
 //! [`MAX_LINE`] bytes, at most [`MAX_SECTIONS`] jobs of at most [`MAX_CLONES`] clones in all;
@@ -69,7 +76,10 @@ use elevator_core::{IoClass, IoPrio};
 
 use crate::fio_ini::{self, Entry, Item};
 use crate::input::InputError;
-use crate::jobs::fio::{FioJobConfig, RandomGenerator, RateProcess, RwMode, RwSequencer, ZoneMode};
+use crate::jobs::cmdprio::{CmdPrioEntry, CmdPrioOptions};
+use crate::jobs::fio::{
+    FioJobConfig, RandomGenerator, RateProcess, RwMode, RwSequencer, SyncIo, ZoneMode,
+};
 use crate::jobs::{BlockSizes, RandomDistribution, SizeMix};
 
 /// How a job submits its I/O (fio's `ioengine`).
@@ -94,6 +104,17 @@ pub struct FioJobDef {
     pub numjobs: u32,
     /// `ioengine` (default io_uring's behaviour: asynchronous).
     pub engine: Engine,
+    /// `ioengine` as the file names it (`None`: not given), for the checks that depend on
+    /// the engine itself (`vsync`'s batches).
+    pub ioengine: Option<String>,
+    /// `thread`: fio runs the job as a thread of its process (refused with a `cgroup`).
+    pub thread: bool,
+    /// The trims' sizes of `bssplit` / `bsrange` (their third part, else the writes'), which
+    /// a trimming job's config takes as its writes' once the section ends.
+    pub trim_sizes: Option<SizeMix>,
+    /// `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` as given, resolved
+    /// into the config's `cmdprio` once the job's section ends.
+    pub cmdprio: CmdPrioOptions,
     /// `filename`: the files the job does I/O to (fio's `a:b` is two files, `\:` a colon
     /// in a name); empty if not given.
     pub filenames: Vec<String>,
@@ -309,6 +330,10 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         config: FioJobConfig::default(),
         numjobs: 1,
         engine: Engine::Async,
+        ioengine: None,
+        thread: false,
+        trim_sizes: None,
+        cmdprio: CmdPrioOptions::default(),
         filenames: Vec::new(),
         stonewall: false,
         new_group: false,
@@ -443,6 +468,81 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
     }
     let mut clones: u64 = 0;
     for def in &mut jobs {
+        check_engine(def).map_err(|reason| {
+            err(
+                def.lines.get("ioengine").copied().unwrap_or(def.line),
+                "ioengine",
+                format!("job {}: {reason}", excerpt(&def.name)),
+            )
+        })?;
+        if def.config.rw.trims() {
+            // A trimming job's trims take the writes' place in its config.
+            let trims = def.trim_sizes.clone();
+            if def.config.rw == RwMode::TrimWrite && trims != def.config.block_sizes.write {
+                let field = if def.lines.contains_key("bssplit") {
+                    "bssplit"
+                } else {
+                    "bsrange"
+                };
+                return Err(err(
+                    def.line_of(field),
+                    field,
+                    format!(
+                        "job {}: trimwrite whose trims and writes have different sizes: fio \
+                         walks them apart, so a write need not cover the block trimmed",
+                        excerpt(&def.name)
+                    ),
+                ));
+            }
+            def.config.block_sizes = BlockSizes {
+                read: None,
+                write: trims,
+            };
+        }
+        if def.cmdprio.given() {
+            let line = ["cmdprio_percentage", "cmdprio_bssplit"]
+                .iter()
+                .filter_map(|k| def.lines.get(k).copied())
+                .max()
+                .unwrap_or(def.line);
+            let option = if def.cmdprio.bssplit.is_some() {
+                "cmdprio_bssplit"
+            } else {
+                "cmdprio_percentage"
+            };
+            if !matches!(def.ioengine.as_deref(), Some("io_uring" | "libaio")) {
+                return Err(err(
+                    line,
+                    option,
+                    format!(
+                        "job {}: the cmdprio options are fio's io_uring and libaio engines' \
+                         (ioengine={}): set ioengine=io_uring or libaio",
+                        excerpt(&def.name),
+                        def.ioengine.as_deref().unwrap_or("not given")
+                    ),
+                ));
+            }
+            def.config.cmdprio = def.cmdprio.resolve().map_err(|reason| {
+                err(
+                    line,
+                    option,
+                    format!("job {}: {reason}", excerpt(&def.name)),
+                )
+            })?;
+        }
+        if def.thread && def.cgroup.is_some() {
+            return Err(err(
+                def.lines.get("thread").copied().unwrap_or(def.line),
+                "thread",
+                format!(
+                    "job {}: `thread` with `cgroup`: fio writes the thread's id to cgroup v2's \
+                     cgroup.procs, which moves the whole fio process (every job's thread) into \
+                     the group; elevator would put this job alone there. Run it as a process \
+                     (thread=0)",
+                    excerpt(&def.name)
+                ),
+            ));
+        }
         if def.engine == Engine::Sync {
             def.config.iodepth = 1;
         }
@@ -484,6 +584,28 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         path: path.to_path_buf(),
         jobs,
     })
+}
+
+/// Why job `def`'s engine cannot run it as elevator models that engine, if it cannot: `vsync`
+/// with batches of more than one I/O (fio's `fio_vsyncio_queue` joins contiguous queued I/Os
+/// into one `readv`/`writev`, and `td_io_queue` commits them once `iodepth_batch_submit` are
+/// queued, fixed up as `fixup_options` does).
+fn check_engine(def: &FioJobDef) -> Result<(), String> {
+    if def.ioengine.as_deref() == Some("vsync") {
+        let c = &def.config;
+        let batch = match c.iodepth_batch_submit {
+            0 => c.iodepth,
+            b => b.min(c.iodepth),
+        };
+        if batch > 1 {
+            return Err(format!(
+                "vsync with batches of {batch} I/Os (iodepth_batch_submit, iodepth): fio joins \
+                 contiguous I/Os of a batch into one readv/writev, which elevator does not \
+                 model; with iodepth_batch_submit=1 (fio's default) each goes alone, as psync"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why `name` cannot name another job of the file, whose jobs' names are `names`.
@@ -614,12 +736,13 @@ fn expand(v: &str) -> Result<String, String> {
 }
 
 /// fio's value for both directions (`4k/50:8k/50`) or for reads, then writes
-/// (`4k/100,64k/100`; a third part, for trims, is read and left out): each part as `parse`
-/// reads it, an empty part leaving that direction at `bs`.
+/// (`4k/100,64k/100`), then trims: each part as `parse` reads it, an empty part leaving that
+/// direction at `bs`. Returns the reads' and writes' sizes, and the trims': the third part,
+/// else the writes', else the one value (fio's `str_split_parse`).
 fn per_direction(
     v: &str,
     parse: impl Fn(&str) -> Result<SizeMix, String>,
-) -> Result<BlockSizes, String> {
+) -> Result<(BlockSizes, Option<SizeMix>), String> {
     let v = v.trim();
     let part = |p: &str| -> Result<Option<SizeMix>, String> {
         let p = p.trim();
@@ -632,18 +755,29 @@ fn per_direction(
     match v.split_once(',') {
         None => {
             let both = part(v)?;
-            Ok(BlockSizes {
-                read: both.clone(),
-                write: both,
-            })
+            Ok((
+                BlockSizes {
+                    read: both.clone(),
+                    write: both.clone(),
+                },
+                both,
+            ))
         }
         Some((read, rest)) => {
-            let (write, trim) = rest.split_once(',').unwrap_or((rest, ""));
-            part(trim)?;
-            Ok(BlockSizes {
-                read: part(read)?,
-                write: part(write)?,
-            })
+            let (write, trim) = match rest.split_once(',') {
+                Some((write, trim)) => (part(write)?, part(trim)?),
+                None => {
+                    let write = part(rest)?;
+                    (write.clone(), write)
+                }
+            };
+            Ok((
+                BlockSizes {
+                    read: part(read)?,
+                    write,
+                },
+                trim,
+            ))
         }
     }
 }
@@ -673,6 +807,76 @@ fn int_per_direction<T: Copy>(
         out[1] = out[0];
     }
     Ok(out)
+}
+
+/// fio's integer option of two offsets (`off1` reads, `off2` writes), as `__handle_option`
+/// stores it: `a` for both directions, `a,b` for reads, then writes (a third, trims', read
+/// and left out); each within `lo..=hi`.
+fn two_ints(v: &str, lo: u32, hi: u32) -> Result<[u32; 2], String> {
+    let mut out = Vec::new();
+    for part in v.split(',').take(3) {
+        let n: u32 = part
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .ok_or_else(|| format!("{part:?} in {v:?} is not a number in {lo}..={hi}"))?;
+        out.push(n);
+    }
+    Ok([out[0], *out.get(1).unwrap_or(&out[0])])
+}
+
+/// fio's `cmdprio_bssplit` (`str_split_parse` with `split_parse_prio_ddir`): entries
+/// `bs/percent[/class/level[/hint]]` separated by `:` (an empty entry ends the list), for both
+/// directions or `reads,writes` (a third part, trims', left out); a percentage above 100 is
+/// 100, a class above 3 is 3 and a level above 7 is 7, as `parse_cmdprio_bssplit_entry`
+/// clamps them; a hint other than 0 is refused (elevator does not model priority hints).
+fn cmdprio_bssplit(v: &str) -> Result<[Vec<CmdPrioEntry>; 2], String> {
+    let part = |p: &str| -> Result<Vec<CmdPrioEntry>, String> {
+        let mut entries = Vec::new();
+        for entry in p.trim().split(':').take_while(|e| !e.is_empty()) {
+            let fields: Vec<&str> = entry.split('/').collect();
+            let num = |f: &str| -> Result<u32, String> {
+                f.trim()
+                    .parse()
+                    .map_err(|_| format!("{f:?} in {entry:?} is not a number"))
+            };
+            let bs = parse_size(fields[0])?;
+            let percent = match fields.get(1) {
+                Some(f) if !f.is_empty() => num(f)?.min(100),
+                _ => 0,
+            };
+            let prio = match fields.len() {
+                1 | 2 => None,
+                4 | 5 => {
+                    if fields.len() == 5 && num(fields[4])? != 0 {
+                        return Err(format!(
+                            "{entry:?}: a priority hint (the fifth field) is not modelled"
+                        ));
+                    }
+                    Some((num(fields[2])?.min(3) as u8, num(fields[3])?.min(7) as u8))
+                }
+                _ => {
+                    return Err(format!(
+                        "{entry:?} is not bs/percent, bs/percent/class/level or \
+                         bs/percent/class/level/hint"
+                    ))
+                }
+            };
+            entries.push((bs, percent, prio));
+        }
+        Ok(entries)
+    };
+    let mut parts = v.trim().splitn(3, ',');
+    let read = part(parts.next().unwrap_or(""))?;
+    let write = match parts.next() {
+        Some(w) => part(w)?,
+        None => read.clone(),
+    };
+    if let Some(trim) = parts.next() {
+        part(trim)?;
+    }
+    Ok([read, write])
 }
 
 /// A size with fio's suffixes, as fio reads them under its default `kb_base=1024`
@@ -809,6 +1013,7 @@ pub const OPTIONS: &[&str] = &[
     "iodepth_batch_complete_max",
     "ioengine",
     "direct",
+    "sync",
     "rate",
     "rate_iops",
     "rate_process",
@@ -842,6 +1047,15 @@ pub const OPTIONS: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "group_reporting",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
+    "cgroup_nodelete",
+    "thread",
+    "nonvectored",
+    "fadvise_hint",
+    "flow_id",
     "registerfiles",
     "fixedbufs",
     "allow_file_create",
@@ -888,6 +1102,7 @@ pub fn option_of(field: &str) -> &str {
         "size_frac" => "size",
         "offset_frac" => "offset",
         "rw_skip" => "rw",
+        "sync_io" => "sync",
         other => other,
     }
 }
@@ -918,7 +1133,10 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
                 None => (v, None),
             };
             c.rw = RwMode::parse(mode).ok_or_else(|| {
-                format!("{mode:?} is not one of read, write, randread, randwrite, rw, randrw")
+                format!(
+                    "{mode:?} is not one of read, write, randread, randwrite, rw, randrw, trim, \
+                     randtrim, trimwrite, randtrimwrite"
+                )
             })?;
             (c.rw_skip, c.rand_seq_nr) = (0, 1);
             match postfix {
@@ -975,7 +1193,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "bs"
         }
         "bsrange" | "blocksize_range" => {
-            c.block_sizes = per_direction(need(o)?, |part| {
+            (c.block_sizes, def.trim_sizes) = per_direction(need(o)?, |part| {
                 let (lo, hi) = part
                     .split_once(['-', ':'])
                     .ok_or_else(|| format!("{part:?} is not a range: write min-max (4k-64k)"))?;
@@ -988,7 +1206,7 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             return Ok(());
         }
         "bssplit" => {
-            c.block_sizes = per_direction(need(o)?, |part| {
+            (c.block_sizes, def.trim_sizes) = per_direction(need(o)?, |part| {
                 let mut split = Vec::new();
                 for entry in part.split(':').take_while(|e| !e.is_empty()) {
                     let (bs, share) = match entry.split_once('/') {
@@ -1089,20 +1307,35 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             "iodepth_batch_complete_max"
         }
         "ioengine" => {
-            def.engine = match need(o)? {
+            let v = need(o)?;
+            def.engine = match v {
                 "io_uring" | "libaio" => Engine::Async,
-                "psync" | "sync" | "pvsync" => Engine::Sync,
+                // posixaio: glibc serves a descriptor's requests one at a time (module doc).
+                "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" | "posixaio" => Engine::Sync,
                 v => {
                     return Err(format!(
-                        "{v:?} is not supported (io_uring, libaio, psync, sync, pvsync)"
+                        "{v:?} is not supported (io_uring, libaio, psync, sync, pvsync, \
+                         pvsync2, vsync, posixaio)"
                     ))
                 }
             };
+            def.ioengine = Some(v.to_string());
+            def.lines.insert("ioengine", o.line);
             return Ok(());
         }
         "direct" => {
             c.direct = flag(o)?;
             "direct"
+        }
+        "sync" => {
+            // fio's `sync` (options.c): none / 0, sync / 1 (O_SYNC), dsync (O_DSYNC).
+            c.sync_io = match need(o)? {
+                "none" | "0" => SyncIo::None,
+                "sync" | "1" => SyncIo::Sync,
+                "dsync" => SyncIo::Dsync,
+                v => return Err(format!("{v:?} is not one of none, 0, sync, 1, dsync")),
+            };
+            "sync_io"
         }
         "rate" => {
             let v = need(o)?;
@@ -1336,8 +1569,57 @@ fn apply(def: &mut FioJobDef, o: &Opt) -> Result<(), String> {
             };
             return Ok(());
         }
-        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate" => {
+        "group_reporting" | "registerfiles" | "fixedbufs" | "allow_file_create" | "invalidate"
+        | "cgroup_nodelete" | "nonvectored" => {
             flag(o)?;
+            return Ok(());
+        }
+        "cmdprio_percentage" | "cmdprio_class" | "cmdprio" => {
+            let (lo, hi) = match o.key {
+                "cmdprio_percentage" => (0, 100),
+                "cmdprio_class" => (1, 3),
+                _ => (0, 7),
+            };
+            let v = two_ints(need(o)?, lo, hi)?;
+            let cp = &mut def.cmdprio;
+            let key = match o.key {
+                "cmdprio_percentage" => {
+                    cp.percentage = v;
+                    "cmdprio_percentage"
+                }
+                "cmdprio_class" => {
+                    cp.class = v.map(|c| c as u8);
+                    "cmdprio_class"
+                }
+                _ => {
+                    cp.level = v.map(|l| l as u8);
+                    "cmdprio"
+                }
+            };
+            def.lines.insert(key, o.line);
+            return Ok(());
+        }
+        "cmdprio_bssplit" => {
+            def.cmdprio.bssplit = Some(cmdprio_bssplit(need(o)?)?);
+            def.lines.insert("cmdprio_bssplit", o.line);
+            return Ok(());
+        }
+        "thread" => {
+            def.thread = flag(o)?;
+            def.lines.insert("thread", o.line);
+            return Ok(());
+        }
+        "fadvise_hint" => {
+            let v = need(o)?;
+            if !["0", "1", "random", "sequential", "noreuse"].contains(&v) {
+                return Err(format!(
+                    "{v:?} is not one of 0, 1, random, sequential, noreuse"
+                ));
+            }
+            return Ok(());
+        }
+        "flow_id" => {
+            int::<i64>(o)?;
             return Ok(());
         }
         "write_iops_log" | "write_lat_log" | "write_bw_log" => {
@@ -1818,6 +2100,224 @@ mod tests {
         assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
         let e = p("[j]\nlog_avg_msec=often\n").unwrap_err();
         assert_eq!((e.line(), e.field.as_str()), (Some(2), "log_avg_msec"));
+    }
+
+    /// Options that change nothing elevator models are accepted (each with its reason in the
+    /// module's table); `flow` and `exitall` stay refused; `thread` with a `cgroup` is
+    /// refused, as fio's cgroup v2 write of a thread id moves its whole process.
+    #[test]
+    fn options_that_change_nothing_modelled_are_accepted_and_the_rest_refused() {
+        let f = p(
+            "[global]\ncgroup_nodelete=1\nthread\nnonvectored=1\nfadvise_hint=random\n\
+                   flow_id=3\n[a]\nrw=randread\n[b]\nfadvise_hint=0\nthread=0\n",
+        )
+        .unwrap();
+        assert!(f.jobs[0].thread && !f.jobs[1].thread);
+        assert_eq!(f.jobs[0].config.rw, RwMode::RandRead);
+        for (text, field) in [
+            ("[j]\nfadvise_hint=often\n", "fadvise_hint"),
+            ("[j]\nflow_id=one\n", "flow_id"),
+            ("[j]\nflow_id=1\nflow=3\n", "flow"),
+            ("[j]\nexitall=1\n", "exitall"),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+        }
+        let e = p("[j]\nthread=1\ncgroup=/a\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "thread"), "{e}");
+        assert!(e.message.contains("cgroup.procs"), "{e}");
+    }
+
+    /// fio's synchronous engines are one request at a time: `vsync` where each I/O is
+    /// submitted alone (`td_io_queue` commits after `iodepth_batch_submit` queued, default 1),
+    /// `pvsync2`, and `posixaio` (glibc's aio serves one descriptor's requests in turn).
+    /// `vsync` with larger batches joins contiguous I/Os (`fio_vsyncio_queue`): refused.
+    #[test]
+    fn vsync_pvsync2_and_posixaio_run_one_request_at_a_time() {
+        let f = p(
+            "[a]\nioengine=vsync\niodepth=8\n[b]\nioengine=posixaio\niodepth=8\n\
+                   [c]\nioengine=pvsync2\n",
+        )
+        .unwrap();
+        for j in &f.jobs {
+            assert_eq!(
+                (j.engine, j.config.iodepth),
+                (Engine::Sync, 1),
+                "{}",
+                j.name
+            );
+        }
+        assert_eq!(f.jobs[0].ioengine.as_deref(), Some("vsync"));
+        for text in [
+            "[j]\nioengine=vsync\niodepth=8\niodepth_batch_submit=4\n",
+            "[j]\niodepth=4\niodepth_batch=0\nioengine=vsync\n",
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.field, "ioengine", "{text}: {e}");
+            assert!(e.message.contains("readv/writev"), "{e}");
+        }
+        // One I/O deep, a batch is one I/O whatever it is set to.
+        assert!(p("[j]\nioengine=vsync\niodepth_batch_submit=4\n").is_ok());
+    }
+
+    /// fio's cmdprio options (engines/cmdprio.h, options.c `parse_cmdprio_bssplit_entry`):
+    /// one value for both directions or `reads,writes`, a class default rt, entries' values
+    /// clamped; refused with an engine other than io_uring and libaio, with both modes, or
+    /// with a size's shares past 100%, each naming its line.
+    #[test]
+    fn cmdprio_options_are_read_as_fios_engines_read_them() {
+        use crate::jobs::cmdprio::{CmdPrioShare, CmdPrioSplit};
+        let sh = |percent, class, level| CmdPrioShare {
+            percent,
+            class,
+            level,
+        };
+        let f = p(
+            "[global]\nioengine=io_uring\n[a]\ncmdprio_percentage=30,60\n\
+                   cmdprio_class=3\ncmdprio=7,2\n[b]\nioengine=libaio\n\
+                   cmdprio_bssplit=4k/100/1/2:64k/200/9/9:8k/0:16k/40,8k/10\ncmdprio_class=2\n",
+        )
+        .unwrap();
+        let a = &f.jobs[0].config.cmdprio;
+        let one = |bs, shares| vec![CmdPrioSplit { bs, shares }];
+        assert_eq!(a.read, one(None, vec![sh(30, 3, 7)]));
+        assert_eq!(a.write, one(None, vec![sh(60, 3, 2)]));
+        let b = &f.jobs[1].config.cmdprio;
+        let want: Vec<(Option<u64>, Vec<CmdPrioShare>)> = vec![
+            (Some(4096), vec![sh(100, 1, 2)]),
+            (Some(16384), vec![sh(40, 2, 0)]),
+            (Some(65536), vec![sh(100, 3, 7)]),
+        ];
+        let got: Vec<_> = b.read.iter().map(|s| (s.bs, s.shares.clone())).collect();
+        assert_eq!(got, want);
+        assert_eq!(b.write, one(Some(8192), vec![sh(10, 2, 0)]));
+        for (text, line, field, why) in [
+            (
+                "[j]\nioengine=psync\ncmdprio_percentage=10\n",
+                3,
+                "cmdprio_percentage",
+                "io_uring",
+            ),
+            (
+                "[j]\ncmdprio_percentage=10\n",
+                2,
+                "cmdprio_percentage",
+                "io_uring",
+            ),
+            (
+                "[j]\nioengine=libaio\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n",
+                4,
+                "cmdprio_bssplit",
+                "exclusive",
+            ),
+            (
+                "[j]\nioengine=libaio\ncmdprio_bssplit=4k/60:4k/50\n",
+                3,
+                "cmdprio_bssplit",
+                "110%",
+            ),
+            (
+                "[j]\ncmdprio_percentage=101\n",
+                2,
+                "cmdprio_percentage",
+                "0..=100",
+            ),
+            ("[j]\ncmdprio_class=0\n", 2, "cmdprio_class", "1..=3"),
+            ("[j]\ncmdprio=8\n", 2, "cmdprio", "0..=7"),
+            (
+                "[j]\ncmdprio_bssplit=4k/10/1\n",
+                2,
+                "cmdprio_bssplit",
+                "bs/percent",
+            ),
+            (
+                "[j]\ncmdprio_bssplit=4k/10/1/0/3\n",
+                2,
+                "cmdprio_bssplit",
+                "hint",
+            ),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(
+                (e.line(), e.field.as_str()),
+                (Some(line), field),
+                "{text}: {e}"
+            );
+            assert!(e.message.contains(why), "{text}: {e}");
+        }
+    }
+
+    /// fio's trim modes, their sizes from `bssplit`/`bsrange`'s third part (else the
+    /// writes', else the one value: `str_split_parse`), and a trimwrite whose trims and
+    /// writes differ in size refused.
+    #[test]
+    fn trim_modes_take_their_sizes_as_fios_str_split_parse_gives_them() {
+        let f = p(
+            "[a]\nrw=trim\nbssplit=4k/100,8k/100,64k/100\n[b]\nrw=randtrim\n\
+                   bsrange=4k-8k,16k-32k\n[c]\nbssplit=16k/100\nrw=randtrimwrite\n\
+                   [d]\nrw=trimwrite\nbs=8k\n",
+        )
+        .unwrap();
+        let split = |bs| Some(SizeMix::Split(vec![(bs, 100)]));
+        let sizes: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| j.config.block_sizes.clone())
+            .collect();
+        assert_eq!(
+            sizes[0],
+            BlockSizes {
+                read: None,
+                write: split(65536)
+            }
+        );
+        assert_eq!(
+            sizes[1].write,
+            Some(SizeMix::Range {
+                min: 16384,
+                max: 32768
+            })
+        );
+        assert_eq!(
+            sizes[2],
+            BlockSizes {
+                read: None,
+                write: split(16384)
+            }
+        );
+        assert_eq!(
+            (f.jobs[3].config.rw, f.jobs[3].config.bs),
+            (RwMode::TrimWrite, 8192)
+        );
+        let e = p("[j]\nrw=trimwrite\nbssplit=4k/100,4k/100,8k/100\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(3), "bssplit"), "{e}");
+        let e = p("[j]\nrw=sidetrim\n").unwrap_err();
+        assert!(e.message.contains("randtrimwrite"), "{e}");
+    }
+
+    /// fio's `sync` (options.c): none / 0, sync / 1 (O_SYNC), dsync (O_DSYNC); buffered and
+    /// more than one deep the job is refused when built, naming the `sync` line.
+    #[test]
+    fn sync_reads_fios_values_and_buffered_needs_one_deep() {
+        let f = p(
+            "[a]\nsync=1\ndirect=1\n[b]\nsync=dsync\niodepth=2\n[c]\nsync=none\n\
+                   [d]\nsync=sync\n",
+        )
+        .unwrap();
+        let got: Vec<SyncIo> = f.jobs.iter().map(|j| j.config.sync_io).collect();
+        assert_eq!(
+            got,
+            [SyncIo::Sync, SyncIo::Dsync, SyncIo::None, SyncIo::Sync]
+        );
+        let env = crate::BuildEnv::new(1 << 21, 1, "b".to_string());
+        let e = crate::jobs::FioJob::new(f.jobs[1].config.clone(), &env).unwrap_err();
+        assert_eq!(e.field, "sync_io");
+        let e = f.job_error(&f.jobs[1], e.field, e.reason);
+        assert_eq!((e.line(), e.field.as_str()), (Some(5), "sync"), "{e}");
+        assert!(crate::jobs::FioJob::new(f.jobs[0].config.clone(), &env).is_ok());
+        assert!(crate::jobs::FioJob::new(f.jobs[3].config.clone(), &env).is_ok());
+        let e = p("[j]\nsync=often\n").unwrap_err();
+        assert_eq!((e.line(), e.field.as_str()), (Some(2), "sync"));
     }
 
     #[test]

@@ -246,7 +246,7 @@ impl Backend for Scripted {
                 io.token
             ))
         })?;
-        let len = if io.kind == IoKind::Flush {
+        let len = if matches!(io.kind, IoKind::Flush | IoKind::Discard { .. }) {
             0
         } else {
             io.buf.len()

@@ -620,6 +620,7 @@ fn replay_spooled(
                     },
                     phase: 0,
                     start_delay: elevator_core::Nanos::ZERO,
+                    rw_flags: 0,
                 }];
                 let live = crate::progress::Live::start(label, None);
                 let run_opts = RunOptions {

@@ -89,6 +89,7 @@ pub fn real_in(name: &str, walk: Walk, phase: u32, region: ByteRange) -> RealJob
         region,
         phase,
         start_delay: Nanos::ZERO,
+        rw_flags: 0,
     }
 }
 

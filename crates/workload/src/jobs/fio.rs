@@ -97,6 +97,20 @@
 //!   last. Otherwise it runs to its completion, which is when fio reaps it, save for the I/Os
 //!   left at the job's end: fio waits for them all in one reap and stamps them together, here
 //!   each is stamped as it completes (a deviation).
+//! - `cmdprio` (fio's `cmdprio_*` options): a share of the reads and writes, drawn per I/O
+//!   from a generator of their own (seeded), carries a priority of its own; the others, and
+//!   flushes, the job's ([`super::cmdprio`] names the deviations).
+//! - `rw` = `trim` / `randtrim` issue discards (`Op::Discard`: asynchronous, no idle hint, as
+//!   the kernel's `blkdev_issue_discard` and io_uring's discard command build them) where a
+//!   writer would write: the write direction's sizes, cursor and random map. `trimwrite` /
+//!   `randtrimwrite` follow each trim with a write of the block it trimmed (fio's
+//!   `set_rw_ddir`; randtrimwrite's write takes the trim's offset and length, outside the
+//!   random map), and count their bytes and `number_ios` twice, as fio's `do_io` does.
+//!   Deviation: fio's libaio and psync engines trim synchronously (`do_io_u_trim`), its libaio
+//!   engine waiting for the queue to empty first; here a trim is an I/O of the job's depth, as
+//!   fio's io_uring engine's. Drivers count discards in the job's write figures (fio reports
+//!   them apart, as `trim`). A sequential `trimwrite` with sizes drawn per I/O is refused (fio
+//!   draws its writes' sizes apart from its trims').
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
@@ -161,6 +175,20 @@ pub enum ZoneMode {
     Strided,
 }
 
+/// fio's `sync`: the flag a job opens its files with, which makes each write durable before
+/// it completes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncIo {
+    /// `none` / `0`: neither (the default).
+    #[default]
+    None,
+    /// `sync` / `1`: O_SYNC (data and metadata).
+    Sync,
+    /// `dsync`: O_DSYNC (data).
+    Dsync,
+}
+
 /// fio's `rw` (`readwrite`) option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -179,11 +207,19 @@ pub enum RwMode {
     Rw,
     /// `randrw`: random mixed reads and writes.
     RandRw,
+    /// `trim`: sequential trims (discards).
+    Trim,
+    /// `randtrim`: random trims.
+    RandTrim,
+    /// `trimwrite`: sequential trims, each followed by a write of the block it trimmed.
+    TrimWrite,
+    /// `randtrimwrite`: random trims, each followed by a write of the block it trimmed.
+    RandTrimWrite,
 }
 
 impl RwMode {
     /// Parse fio's spelling (`read`, `write`, `randread`, `randwrite`, `rw`, `readwrite`,
-    /// `randrw`).
+    /// `randrw`, `trim`, `randtrim`, `trimwrite`, `randtrimwrite`).
     pub fn parse(s: &str) -> Option<RwMode> {
         Some(match s {
             "read" => RwMode::Read,
@@ -192,19 +228,62 @@ impl RwMode {
             "randwrite" => RwMode::RandWrite,
             "rw" | "readwrite" => RwMode::Rw,
             "randrw" => RwMode::RandRw,
+            "trim" => RwMode::Trim,
+            "randtrim" => RwMode::RandTrim,
+            "trimwrite" => RwMode::TrimWrite,
+            "randtrimwrite" => RwMode::RandTrimWrite,
             _ => return None,
         })
     }
+    /// fio's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::Rw => "rw",
+            RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
+        }
+    }
     /// Whether offsets are random.
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether the job trims (fio's `td_trim`).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
+    }
+    /// Whether each trim is followed by a write of its block (fio's `td_trimwrite`).
+    pub fn trim_writes(self) -> bool {
+        matches!(self, RwMode::TrimWrite | RwMode::RandTrimWrite)
+    }
+    /// Whether the job changes the target's data: it writes or trims.
+    pub fn changes_data(self, rwmixread: u32) -> bool {
+        self.read_percent(rwmixread) < 100
     }
     /// The percentage of reads this mode implies, given fio's `rwmixread` for mixed modes.
+    /// Trims take the writes' place (their sizes, cursor and random map).
     fn read_percent(self, rwmixread: u32) -> u32 {
         match self {
             RwMode::Read | RwMode::RandRead => 100,
             RwMode::Write | RwMode::RandWrite => 0,
             RwMode::Rw | RwMode::RandRw => rwmixread,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => 0,
         }
     }
 }
@@ -292,6 +371,18 @@ pub struct FioJobConfig {
     /// fio `direct`: writes are synchronous (O_DIRECT); otherwise asynchronous writeback.
     /// Default false.
     pub direct: bool,
+    /// fio `sync`: O_SYNC or O_DSYNC writes. With `direct` the kernel's direct-I/O write
+    /// paths mark each such write REQ_FUA (`dio_bio_write_op` in block/fops.c, iomap's
+    /// `iomap_dio_bio_opflags`) and keep REQ_SYNC | REQ_IDLE; elevator's requests carry no
+    /// FUA, so these writes are issued as other direct writes (a deviation: the kernel never
+    /// merges a FUA request, REQ_NOMERGE_FLAGS, and a drive with a volatile cache writes it
+    /// through). Without `direct` each write(2) writes its pages back (REQ_SYNC, no idle
+    /// hint: `file_write_and_wait_range` under WB_SYNC_ALL) and then flushes the device's
+    /// cache (`generic_write_sync` -> `blkdev_fsync`) before it returns: the job issues the
+    /// write, then, once it completes, a flush it waits for, left out of the figures (one
+    /// request at a time: refused above `iodepth` 1). Deviation: fio's write latency
+    /// includes that flush, here the write's is its own. Default none.
+    pub sync_io: SyncIo,
     /// fio `norandommap`: random blocks drawn with replacement instead of once per pass.
     /// Default false.
     pub norandommap: bool,
@@ -327,7 +418,15 @@ pub struct FioJobConfig {
     pub zone_range: u64,
     /// fio `zoneskip`: bytes skipped after a zone before the next starts. Default 0.
     pub zone_skip: u64,
+    /// fio's `cmdprio_percentage`, `cmdprio_class`, `cmdprio`, `cmdprio_bssplit` (its io_uring
+    /// and libaio engines' options): a share of the reads and writes drawn per I/O carries a
+    /// priority of its own ([`CmdPrio`](super::cmdprio::CmdPrio)). Default none.
+    pub cmdprio: super::cmdprio::CmdPrio,
 }
+
+/// The tag bit of the flushes inside buffered O_SYNC / O_DSYNC writes, which fio does not
+/// see (its figures leave them out).
+const HIDDEN_FLUSH: u64 = 1 << 63;
 
 /// The longest `thinktime`, microseconds: fio holds it in an `unsigned int`
 /// (`thread_options.thinktime`). A longer one wrapped on its way to the clock here (18 x 10^15
@@ -366,6 +465,7 @@ impl Default for FioJobConfig {
             ramp_ms: 0,
             time_based: false,
             direct: false,
+            sync_io: SyncIo::None,
             norandommap: false,
             randseed: None,
             random_distribution: RandomDistribution::Random,
@@ -377,6 +477,7 @@ impl Default for FioJobConfig {
             zone_size: 0,
             zone_range: 0,
             zone_skip: 0,
+            cmdprio: Default::default(),
         }
     }
 }
@@ -484,6 +585,29 @@ impl FioJobConfig {
         }
         if let Err(reason) = self.random_distribution.check() {
             return err("random_distribution", reason);
+        }
+        if self.rw == RwMode::TrimWrite && !self.size_draws()[1].is_fixed() {
+            // fio's sequential trimwrite walks its trims and its writes with cursors of their
+            // own, each drawing its sizes: the writes would leave the trims' blocks.
+            return err(
+                self.block_sizes.of(1).map_or("bs", SizeMix::option),
+                "sequential trimwrite with sizes drawn per I/O: fio draws the writes' sizes \
+                 apart from the trims', so a write need not cover the block trimmed; give one \
+                 size, or use randtrimwrite (whose writes take the trim's length)"
+                    .into(),
+            );
+        }
+        if self.sync_io != SyncIo::None && !self.direct && self.iodepth > 1 {
+            return err(
+                "sync_io",
+                "buffered O_SYNC / O_DSYNC writes more than one deep: each write(2) writes back \
+                 and flushes before it returns, one at a time (a synchronous engine, or \
+                 iodepth=1)"
+                    .into(),
+            );
+        }
+        if let Err(reason) = self.cmdprio.check() {
+            return err("cmdprio", reason);
         }
         if self.rand_seq_nr == 0 {
             return err(
@@ -766,6 +890,11 @@ pub struct FioJob {
     last_was_write: bool,
     /// The end's flush (`end_fsync`), once issued: outside the figures.
     end_flush: Option<u64>,
+    /// `trimwrite`, `randtrimwrite`: the block (first sector, sectors) the last trim
+    /// discarded, which the next I/O writes.
+    trimmed: Option<(u64, u32)>,
+    /// A buffered O_SYNC write was issued: its flush follows once it completes.
+    osync_due: bool,
     /// The next I/O's tag (flushes take tags too, so it runs ahead of `issued`).
     next_tag: u64,
     /// Where each direction's last I/O started and ended, bytes into the region (fio's
@@ -776,6 +905,9 @@ pub struct FioJob {
     seq_left: u32,
     read_percent: u32,
     rng: ChaCha8Rng,
+    /// The per-I/O priority draws' own generator (fio's `prio_state`), so a job without
+    /// `cmdprio` draws as it did before.
+    prio_rng: ChaCha8Rng,
     map: BlockOrder,
     /// Random blocks come from `map`, each once a pass (fio's random map), rather than with
     /// replacement.
@@ -933,12 +1065,13 @@ impl FioJob {
             .as_ref()
             .map_or(region.len * SECTOR_BYTES, |z| z.range.min(z.device_end));
         let blocks = span / bs;
+        let pairs = if cfg.rw.trim_writes() { 2 } else { 1 };
         let sizes = (!one_size).then(|| {
             Box::new(VariableSizes {
                 draws: draws.clone(),
                 cursors: [0, 0],
                 byte_limit: (!cfg.time_based)
-                    .then(|| cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
+                    .then(|| pairs * cfg.io_size.unwrap_or(region.len * SECTOR_BYTES)),
                 pass_over: false,
                 rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6273_7a00)),
             })
@@ -982,7 +1115,10 @@ impl FioJob {
                 let bytes = cfg.io_size.unwrap_or(positions * bs);
                 Some((bytes / bs).max(1))
             };
-            match (by_size, cfg.number_ios) {
+            // fio's `do_io`: a trimwrite job trims and then writes each byte, so its bytes
+            // and `number_ios` count twice.
+            let by_size = by_size.map(|n| n * pairs);
+            match (by_size, cfg.number_ios.map(|n| n * pairs)) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             }
@@ -999,12 +1135,15 @@ impl FioJob {
             writes_issued: 0,
             last_was_write: false,
             end_flush: None,
+            trimmed: None,
+            osync_due: false,
             next_tag: 0,
             last_start: [None, None],
             last_end: [0, 0],
             seq_left: cfg.rand_seq_nr,
             read_percent: cfg.rw.read_percent(cfg.rwmixread),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            prio_rng: ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x7072_696f)),
             map: BlockOrder::new(blocks, mix64(seed ^ 0x6d61_7000)),
             uses_map,
             dist,
@@ -1055,7 +1194,10 @@ impl FioJob {
             .as_ref()
             .is_some_and(|v| v.pass_over && !self.cfg.time_based);
         (self.sizes.is_none() && self.limit.is_some_and(|l| self.issued >= l))
-            || self.cfg.number_ios.is_some_and(|n| self.issued >= n)
+            || self
+                .cfg
+                .number_ios
+                .is_some_and(|n| self.issued >= n * if self.cfg.rw.trim_writes() { 2 } else { 1 })
             || by_bytes.is_some_and(|b| self.bytes_issued >= b)
             || pass_over
             || self.deadline.is_some_and(|d| now >= d)
@@ -1079,6 +1221,25 @@ impl FioJob {
     }
 
     fn next_io(&mut self) -> IoSpec {
+        if let Some((offset, sectors)) = self.trimmed.take() {
+            // fio's `set_rw_ddir` for trimwrite: after a trim, a write; randtrimwrite's write
+            // takes the trim's offset and length (`get_next_block`, `get_next_buflen`).
+            let tag = self.next_tag;
+            self.next_tag += 1;
+            self.issued += 1;
+            self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+            return IoSpec {
+                ctx: 0,
+                op: Op::Write,
+                sync: self.cfg.direct || self.buffered_sync(),
+                meta: false,
+                idle_hint: self.cfg.direct,
+                sector: self.region.start + offset,
+                sectors,
+                prio: None,
+                tag,
+            };
+        }
         let read = match self.read_percent {
             100 => true,
             0 => false,
@@ -1139,15 +1300,47 @@ impl FioJob {
         self.next_tag += 1;
         self.issued += 1;
         self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+        if self.cfg.rw.trims() {
+            // A trim: the block layer's discard, which neither `blkdev_issue_discard`
+            // (BLKDISCARD) nor io_uring's `blkdev_cmd_discard` marks REQ_SYNC.
+            if self.cfg.rw.trim_writes() {
+                self.trimmed = Some((offset, sectors));
+            }
+            return IoSpec {
+                ctx: 0,
+                op: Op::Discard,
+                sync: false,
+                meta: false,
+                idle_hint: false,
+                sector: self.region.start + offset,
+                sectors,
+                prio: None,
+                tag,
+            };
+        }
+        // fio's engines pick the I/O's priority as they queue it (`fio_cmdprio_set_ioprio`).
+        let prio = if self.cfg.cmdprio.is_empty() {
+            None
+        } else {
+            let rng = &mut self.prio_rng;
+            let bytes = u64::from(sectors) * SECTOR_BYTES;
+            self.cfg
+                .cmdprio
+                .pick(dir, bytes, || rng.gen_range(0..100))
+                .flatten()
+        };
+        // A buffered O_SYNC write reaches the device as `file_write_and_wait_range`'s
+        // writeback, WB_SYNC_ALL: REQ_SYNC without the idle hint.
+        let osync = !read && self.buffered_sync();
         IoSpec {
             ctx: 0,
             op: if read { Op::Read } else { Op::Write },
-            sync: read || self.cfg.direct,
+            sync: read || self.cfg.direct || osync,
             meta: false,
             idle_hint: !read && self.cfg.direct,
             sector: self.region.start + offset,
             sectors,
-            prio: None,
+            prio,
             tag,
         }
     }
@@ -1192,6 +1385,16 @@ impl Job for FioJob {
                     self.reap = None;
                 }
                 continue;
+            }
+            if self.osync_due && self.queued.is_empty() && self.outstanding.is_empty() {
+                // A buffered O_SYNC / O_DSYNC write(2) goes on once its writeback is done:
+                // `generic_write_sync` -> `blkdev_fsync` flushes the device's cache, and
+                // the call returns after it, before fio looks at its think time or its end.
+                self.osync_due = false;
+                let mut flush = self.flush();
+                flush.tag |= HIDDEN_FLUSH;
+                self.outstanding.push(flush.tag);
+                return Action::Issue(flush);
             }
             // fio's `handle_thinktime` quiesces after the I/O that completes a think block,
             // before its loop looks whether the job is done.
@@ -1282,6 +1485,7 @@ impl Job for FioJob {
                 p.advance();
             }
             self.last_was_write = io.op == Op::Write;
+            self.osync_due = self.last_was_write && self.buffered_sync();
             self.writes_issued += u64::from(self.last_was_write);
             self.queued.push(io);
             if self.cfg.thinktime_us > 0 {
@@ -1314,9 +1518,10 @@ impl Job for FioJob {
         out.append(&mut self.reaped);
     }
 
-    /// The end's flush (`end_fsync`) is left out, as fio leaves it out of its `sync` figures.
+    /// The end's flush (`end_fsync`) is left out, as fio leaves it out of its `sync` figures,
+    /// and so are the flushes inside buffered O_SYNC writes (fio sees only its `write(2)`).
     fn counts_in_figures(&self, tag: u64) -> bool {
-        self.end_flush != Some(tag)
+        self.end_flush != Some(tag) && tag & HIDDEN_FLUSH == 0
     }
 
     fn complete(&mut self, tag: u64, now: Nanos) {
@@ -1488,6 +1693,11 @@ impl FioJob {
     fn should_do_random(&mut self, dir: usize) -> bool {
         let p = self.cfg.percentage_random[dir];
         p >= 100 || self.pct_rng.gen_range(1..=100) <= p
+    }
+
+    /// Whether its writes are buffered O_SYNC / O_DSYNC ones (`sync` without `direct`).
+    fn buffered_sync(&self) -> bool {
+        self.cfg.sync_io != SyncIo::None && !self.cfg.direct
     }
 
     /// Whether a flush is due before the next I/O (fio's `get_rw_ddir`: the last I/O was a
@@ -2073,6 +2283,268 @@ mod tests {
             }),
             "zonemode"
         );
+    }
+
+    /// fio's cmdprio (engines/cmdprio.c, `fio_cmdprio_set_ioprio`): a share of each
+    /// direction's I/Os, drawn per I/O, carries the given priority, the rest the job's (no
+    /// priority of their own); `cmdprio_bssplit` picks by the I/O's size; the draws are the
+    /// seed's, so a run repeats, and the job's other draws are those of a job without them.
+    #[test]
+    fn cmdprio_gives_its_share_of_the_ios_its_priority_as_fio_cmdprio_set_ioprio() {
+        use super::super::cmdprio::CmdPrioOptions;
+        use elevator_core::{IoClass, IoPrio};
+        let n = 4000u64;
+        let base = FioJobConfig {
+            rw: RwMode::RandRw,
+            rwmixread: 50,
+            number_ios: Some(n),
+            ..Default::default()
+        };
+        let opts = CmdPrioOptions {
+            percentage: [30, 80],
+            class: [3, 0],
+            level: [7, 1],
+            ..Default::default()
+        };
+        let cfg = FioJobConfig {
+            cmdprio: opts.resolve().unwrap(),
+            ..base.clone()
+        };
+        let rec = run(cfg.clone(), 4);
+        let idle7 = IoPrio {
+            class: IoClass::Idle,
+            level: 7,
+        };
+        let rt1 = IoPrio {
+            class: IoClass::RealTime,
+            level: 1,
+        };
+        for (op, want, pct) in [(Op::Read, idle7, 30.0), (Op::Write, rt1, 80.0)] {
+            let ios: Vec<_> = rec.issued.iter().filter(|i| i.spec.op == op).collect();
+            let marked = ios.iter().filter(|i| i.spec.prio.is_some()).count();
+            assert!(ios.iter().all(|i| i.spec.prio.is_none_or(|p| p == want)));
+            let share = 100.0 * marked as f64 / ios.len() as f64;
+            // ~2000 I/Os a direction: 3 standard deviations of a binomial share are < 3.1%.
+            assert!((share - pct).abs() < 3.5, "{op:?}: {share:.1}% for {pct}%");
+        }
+        // Repeatable, and the offsets and directions are those of the job without cmdprio.
+        let again = run(cfg, 4);
+        let plain = run(base.clone(), 4);
+        let key = |r: &crate::testkit::Record| -> Vec<(u64, Op)> {
+            r.issued
+                .iter()
+                .map(|i| (i.spec.sector, i.spec.op))
+                .collect()
+        };
+        assert_eq!(key(&rec), key(&plain));
+        let prios = |r: &crate::testkit::Record| -> Vec<Option<IoPrio>> {
+            r.issued.iter().map(|i| i.spec.prio).collect()
+        };
+        assert_eq!(prios(&rec), prios(&again));
+        assert!(plain.issued.iter().all(|i| i.spec.prio.is_none()));
+
+        // cmdprio_bssplit=4k/100/1/2:64k/50/3/0 over bssplit=4k/50:16k/25:64k/25, as the
+        // corpus's cbssplit job: every 4 KiB I/O rt 2, half the 64 KiB idle 0, 16 KiB none.
+        let opts = CmdPrioOptions {
+            bssplit: Some(std::array::from_fn(|_| {
+                vec![(4096, 100, Some((1, 2))), (65536, 50, Some((3, 0)))]
+            })),
+            ..Default::default()
+        };
+        let split = SizeMix::Split(vec![(4096, 50), (16384, 25), (65536, 25)]);
+        let cfg = FioJobConfig {
+            block_sizes: BlockSizes {
+                read: Some(split.clone()),
+                write: Some(split),
+            },
+            cmdprio: opts.resolve().unwrap(),
+            ..base
+        };
+        let rec = run(cfg, 4);
+        let rt2 = IoPrio {
+            class: IoClass::RealTime,
+            level: 2,
+        };
+        let idle0 = IoPrio {
+            class: IoClass::Idle,
+            level: 0,
+        };
+        let of = |sectors: u32| rec.issued.iter().filter(move |i| i.spec.sectors == sectors);
+        assert!(of(8).count() > 1000 && of(8).all(|i| i.spec.prio == Some(rt2)));
+        assert!(of(32).count() > 500 && of(32).all(|i| i.spec.prio.is_none()));
+        let big = of(128).count();
+        let idle = of(128).filter(|i| i.spec.prio == Some(idle0)).count();
+        assert!(of(128).all(|i| i.spec.prio.is_none_or(|p| p == idle0)));
+        let share = 100.0 * idle as f64 / big as f64;
+        assert!(
+            (share - 50.0).abs() < 6.0,
+            "{share:.1}% of {big} 64 KiB I/Os"
+        );
+    }
+
+    /// fio's trims (io_u.c): `trim`/`randtrim` issue discards where a writer would write,
+    /// asynchronous and without the idle hint (`blkdev_issue_discard` sets neither);
+    /// `trimwrite` alternates a trim and a write of the same block (`set_rw_ddir`),
+    /// `randtrimwrite` writes each trimmed block at its offset and length
+    /// (`get_next_block`, `get_next_buflen`), and both count their bytes and `number_ios`
+    /// twice (`do_io`).
+    #[test]
+    fn trims_are_discards_and_trimwrite_writes_each_trimmed_block_as_fio() {
+        let region = FioJobConfig {
+            bs: 8192,
+            offset: Some(MIB),
+            size: Some(64 * 8192),
+            direct: true,
+            ..Default::default()
+        };
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::Trim,
+                ..region.clone()
+            },
+            1,
+        );
+        assert_eq!(rec.issued.len(), 64);
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Discard && !i.spec.sync && !i.spec.idle_hint));
+        let sectors: Vec<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!(sectors, (0..64).map(|k| 2048 + 16 * k).collect::<Vec<_>>());
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandTrim,
+                ..region.clone()
+            },
+            4,
+        );
+        let set: BTreeSet<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+        assert_eq!((rec.issued.len(), set.len()), (64, 64), "each block once");
+        for (rw, depth) in [(RwMode::TrimWrite, 1), (RwMode::RandTrimWrite, 4)] {
+            let rec = run(
+                FioJobConfig {
+                    rw,
+                    ..region.clone()
+                },
+                depth,
+            );
+            // The region's bytes trimmed, then written: twice its I/Os.
+            assert_eq!(rec.issued.len(), 128, "{rw:?}");
+            for pair in rec.issued.chunks(2) {
+                let (t, w) = (&pair[0].spec, &pair[1].spec);
+                assert_eq!((t.op, w.op), (Op::Discard, Op::Write), "{rw:?}");
+                assert_eq!((t.sector, t.sectors), (w.sector, w.sectors), "{rw:?}");
+                assert!(w.sync && w.idle_hint, "a direct write");
+            }
+            let trimmed: BTreeSet<u64> = rec.issued.iter().map(|i| i.spec.sector).collect();
+            assert_eq!(trimmed.len(), 64, "{rw:?}: every block once");
+            let rec = run(
+                FioJobConfig {
+                    rw,
+                    number_ios: Some(10),
+                    ..region.clone()
+                },
+                depth,
+            );
+            assert_eq!(rec.issued.len(), 20, "{rw:?}: number_ios counts twice");
+        }
+        // randtrimwrite with sizes drawn: each write takes its trim's length.
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandTrimWrite,
+                block_sizes: BlockSizes {
+                    read: None,
+                    write: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 65536,
+                    }),
+                },
+                number_ios: Some(50),
+                size: Some(64 * MIB),
+                ..region.clone()
+            },
+            2,
+        );
+        assert_eq!(rec.issued.len(), 100);
+        assert!(rec.issued.chunks(2).all(|p| p[0].spec.op == Op::Discard
+            && (p[0].spec.sector, p[0].spec.sectors) == (p[1].spec.sector, p[1].spec.sectors)));
+        assert!(rec
+            .issued
+            .iter()
+            .any(|i| i.spec.sectors != rec.issued[0].spec.sectors));
+        // Sequential trimwrite with sizes drawn is refused (fio's writes would wander off).
+        let e = FioJob::new(
+            FioJobConfig {
+                rw: RwMode::TrimWrite,
+                block_sizes: BlockSizes {
+                    read: None,
+                    write: Some(SizeMix::Range {
+                        min: 4096,
+                        max: 65536,
+                    }),
+                },
+                ..region
+            },
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "bsrange");
+    }
+
+    /// A buffered O_SYNC write(2) (fio's `sync=1` without `direct`): the write reaches the
+    /// device as WB_SYNC_ALL writeback (REQ_SYNC, no idle hint), and once it completes
+    /// `generic_write_sync` -> `blkdev_fsync` flushes the cache before the call returns, so
+    /// before the think time; the flushes are left out of the figures (fio sees its write).
+    #[test]
+    fn a_buffered_osync_write_is_sync_writeback_then_a_flush_before_the_think_time() {
+        let cfg = FioJobConfig {
+            rw: RwMode::RandWrite,
+            sync_io: SyncIo::Sync,
+            number_ios: Some(3),
+            thinktime_us: 5000,
+            ..Default::default()
+        };
+        let mut job = FioJob::new(cfg, &env()).unwrap();
+        let rec = HandDriver::new(1, Nanos::from_ms(1), Nanos::from_secs(3600)).run(&mut job);
+        let seq: Vec<(Op, u64)> = rec
+            .issued
+            .iter()
+            .map(|i| (i.spec.op, i.at.as_us()))
+            .collect();
+        // Write at 0, done at 1 ms; flush at 1, done at 2; think 5 ms; the next write at 7.
+        assert_eq!(
+            seq,
+            [
+                (Op::Write, 0),
+                (Op::Flush, 1000),
+                (Op::Write, 7000),
+                (Op::Flush, 8000),
+                (Op::Write, 14000),
+                (Op::Flush, 15000)
+            ]
+        );
+        for i in &rec.issued {
+            let s = &i.spec;
+            assert!(s.sync && !s.idle_hint, "{s:?}");
+            assert_eq!(job.counts_in_figures(s.tag), s.op == Op::Write, "{s:?}");
+        }
+        assert_eq!(rec.outstanding_at_done, 0);
+        // Direct, the same writes are O_DIRECT ones (REQ_SYNC | REQ_IDLE), with no flush.
+        let rec = run(
+            FioJobConfig {
+                rw: RwMode::RandWrite,
+                sync_io: SyncIo::Dsync,
+                direct: true,
+                number_ios: Some(3),
+                ..Default::default()
+            },
+            1,
+        );
+        assert!(rec
+            .issued
+            .iter()
+            .all(|i| i.spec.op == Op::Write && i.spec.sync && i.spec.idle_hint));
+        assert_eq!(rec.issued.len(), 3);
     }
 
     #[test]
@@ -2767,7 +3239,17 @@ mod tests {
     fn rw_parses_fio_spellings() {
         assert_eq!(RwMode::parse("readwrite"), Some(RwMode::Rw));
         assert_eq!(RwMode::parse("randrw"), Some(RwMode::RandRw));
-        assert_eq!(RwMode::parse("trim"), None);
+        assert_eq!(RwMode::parse("trim"), Some(RwMode::Trim));
+        assert_eq!(RwMode::parse("randtrimwrite"), Some(RwMode::RandTrimWrite));
+        assert_eq!(RwMode::parse("sideways"), None);
+        for m in [
+            RwMode::Read,
+            RwMode::RandRw,
+            RwMode::TrimWrite,
+            RwMode::RandTrim,
+        ] {
+            assert_eq!(RwMode::parse(m.name()), Some(m));
+        }
     }
 
     #[test]

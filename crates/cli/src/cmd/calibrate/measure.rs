@@ -55,14 +55,7 @@ impl Point {
 
     /// `randread 4k qd32`.
     pub fn label(&self) -> String {
-        let rw = match self.rw {
-            RwMode::Read => "read",
-            RwMode::Write => "write",
-            RwMode::RandRead => "randread",
-            RwMode::RandWrite => "randwrite",
-            RwMode::Rw => "rw",
-            RwMode::RandRw => "randrw",
-        };
+        let rw = self.rw.name();
         let bs = if self.bs >= 1 << 20 {
             format!("{}m", self.bs >> 20)
         } else {
@@ -270,6 +263,7 @@ pub fn measure(
             region,
             phase: 0,
             start_delay: Nanos::ZERO,
+            rw_flags: 0,
         })
         .collect();
     let handle = file.try_clone().context("duplicate the target's handle")?;

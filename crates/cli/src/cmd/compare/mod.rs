@@ -234,6 +234,9 @@ fn load_workload(spec: &str, dir: &Path, args: &Args) -> anyhow::Result<Workload
             RwMode::Read | RwMode::RandRead => (true, false),
             RwMode::Write | RwMode::RandWrite => (false, true),
             RwMode::Rw | RwMode::RandRw => (c.rwmixread > 0, c.rwmixread < 100),
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => {
+                (false, true)
+            }
         };
         if writes {
             writers.push(def.name.clone());
