@@ -39,6 +39,7 @@ fn mount_and_copy(dir: &Path) -> Result<Seen, Box<dyn std::error::Error>> {
         settings: Settings::new(),
         groups: GroupMode::Root,
         rules: Vec::new(),
+        io_files: Vec::new(),
         allow_other: false,
         writeback_cache: false,
         threads: 2,

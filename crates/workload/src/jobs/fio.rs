@@ -1326,7 +1326,7 @@ impl FioJob {
             let bytes = u64::from(sectors) * SECTOR_BYTES;
             self.cfg
                 .cmdprio
-                .pick(dir, bytes, || rng.gen_range(0..100))
+                .pick(usize::from(!read), bytes, || rng.gen_range(0..100))
                 .flatten()
         };
         // A buffered O_SYNC write reaches the device as `file_write_and_wait_range`'s
