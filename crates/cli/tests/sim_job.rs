@@ -423,3 +423,103 @@ fn a_batched_writers_plug_merges_match_the_kernels_recording() {
         );
     }
 }
+
+/// Held out: fio's cmdprio against the kernel's recording `per-io-priorities-cmdprio` (made
+/// on 2 December 2026, before elevator read cmdprio). Under mq-deadline the recording's
+/// `block_rq_issue` lines give each request's class and level: each job's requests carry its
+/// own priority (`prioclass`/`prio`) or its cmdprio one (`cmdprio_class`/`cmdprio`, drawn
+/// for `cmdprio_percentage` of its I/Os by fio's `fio_cmdprio_set_ioprio`), and nothing
+/// else. Ours, simulated from the same job file, must give each job the same set of
+/// (class, level) and a cmdprio count within four binomial deviations of the kernel's (the
+/// draws are fio's and ours, not the same sequence).
+#[test]
+fn cmdprios_classes_and_shares_match_the_kernels_recording() {
+    use elevator_core::block::{Event, Observer};
+    use elevator_core::{registry, CtxId, GroupTree, Nanos, Request, Settings};
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    use std::rc::Rc;
+
+    type Counts = BTreeMap<(u64, String), u64>;
+    struct Issued(Rc<RefCell<Counts>>);
+    impl Observer for Issued {
+        fn process(&mut self, _: CtxId, _: u32, _: &str, _: Nanos) {}
+        fn event(&mut self, event: Event, rq: &Request, _: Nanos) {
+            if event == Event::Issue {
+                let class = format!("{:?}", rq.prio.class).to_lowercase();
+                let key = (rq.sector / 65_536, format!("{class},{}", rq.prio.level));
+                *self.0.borrow_mut().entry(key).or_default() += 1;
+            }
+        }
+    }
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workload/tests/data/kernel/per-io-priorities-cmdprio/mq-deadline");
+    let trace = {
+        use std::io::Read;
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(dir.join("trace.txt.gz")).unwrap())
+            .read_to_string(&mut s)
+            .unwrap();
+        s
+    };
+    // `... block_rq_issue: 7,0 R 4096 () 5928 + 8 rt,0,2 [fio]`: the sector is the fifth
+    // field from the end, the class and level (its third part) the second.
+    let mut kernel = Counts::new();
+    for l in trace.lines().filter(|l| l.contains("block_rq_issue:")) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let sector: u64 = f[f.len() - 5].parse().unwrap();
+        let p: Vec<&str> = f[f.len() - 2].split(',').collect();
+        let class = if p[0] == "be" { "besteffort" } else { p[0] };
+        let class = if class == "rt" { "realtime" } else { class };
+        *kernel
+            .entry((sector / 65_536, format!("{class},{}", p[2])))
+            .or_default() += 1;
+    }
+
+    let path = dir.join("job.fio");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file = elevator_workload::fio_file::parse(&path, &text).unwrap();
+    let capacity = 128 << 20;
+    let mut groups = GroupTree::new();
+    let (jobs, _) = elevator_campaign::fio::build_jobs(&file, capacity, 1, &mut groups).unwrap();
+    let sched = registry::find("mq-deadline")
+        .unwrap()
+        .build(&Settings::new(), &groups)
+        .unwrap();
+    let dev = elevator_sim::fixed::FixedLatency::new(
+        Nanos::from_us(20),
+        Nanos::from_us(20),
+        128,
+        capacity,
+    );
+    let mut sim = elevator_sim::Simulation::new(Box::new(dev), sched, groups);
+    // The host's CPU, as the batches test: the kernel's submissions are microseconds apart.
+    sim.set_host_cpu(&elevator_sim::cpu::CpuSpec::resolve("icpe24-10core").unwrap());
+    let ours = Rc::new(RefCell::new(Counts::new()));
+    sim.set_observer(Box::new(Issued(ours.clone())));
+    for j in jobs {
+        let phase = j.phase;
+        sim.add_job_in_phase(elevator_campaign::fio::job_slot(j), phase);
+    }
+    sim.run(None).job_error().unwrap();
+    let ours = ours.borrow();
+
+    eprintln!("requests by (job, class,level): ours {ours:?}\nthe kernel's {kernel:?}");
+    let keys = |c: &Counts| c.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(keys(&ours), keys(&kernel), "(job, class,level) sets");
+    // The cmdprio share of each job: (its region, its cmdprio, its I/Os, the share).
+    for (job, prio, ios, p) in [
+        (0, "realtime,0", 400.0, 0.30),
+        (1, "idle,7", 400.0, 0.50),
+        (2, "realtime,7", 200.0, 0.25),
+    ] {
+        let key = (job, prio.to_string());
+        let (k, o) = (kernel[&key] as f64, ours[&key] as f64);
+        let var: f64 = ios * p * (1.0 - p);
+        assert!(
+            (k - o).abs() <= 4.0 * var.sqrt(),
+            "job {job} {prio}: ours {o}, the kernel's {k}"
+        );
+    }
+}
