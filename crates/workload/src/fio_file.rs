@@ -546,6 +546,9 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<FioFile, InputError> {
         if def.engine == Engine::Sync {
             def.config.iodepth = 1;
         }
+        // Every engine but io_uring trims with the BLKDISCARD ioctl (fio's default engine,
+        // psync, too): a synchronous discard bio.
+        def.config.trim_sync = def.ioengine.as_deref() != Some("io_uring");
         // fio sets a job's priority (`ioprio_set`) once `prio` or `prioclass` is given, with
         // the other at its own default: `prio` has none, so a class given alone is level 0.
         // With neither, the job keeps the kernel's default (best effort 4 at nice 0).

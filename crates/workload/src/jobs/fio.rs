@@ -100,8 +100,9 @@
 //! - `cmdprio` (fio's `cmdprio_*` options): a share of the reads and writes, drawn per I/O
 //!   from a generator of their own (seeded), carries a priority of its own; the others, and
 //!   flushes, the job's ([`super::cmdprio`] names the deviations).
-//! - `rw` = `trim` / `randtrim` issue discards (`Op::Discard`: asynchronous, no idle hint, as
-//!   the kernel's `blkdev_issue_discard` and io_uring's discard command build them) where a
+//! - `rw` = `trim` / `randtrim` issue discards (`Op::Discard`, no idle hint; REQ_SYNC with
+//!   `trim_sync`, as the BLKDISCARD ioctl's `submit_bio_wait` marks them, else not, as
+//!   io_uring's discard command builds them) where a
 //!   writer would write: the write direction's sizes, cursor and random map. `trimwrite` /
 //!   `randtrimwrite` follow each trim with a write of the block it trimmed (fio's
 //!   `set_rw_ddir`; randtrimwrite's write takes the trim's offset and length, outside the
@@ -383,6 +384,11 @@ pub struct FioJobConfig {
     /// request at a time: refused above `iodepth` 1). Deviation: fio's write latency
     /// includes that flush, here the write's is its own. Default none.
     pub sync_io: SyncIo,
+    /// Whether its trims are synchronous bios: fio's libaio, psync and sync engines trim
+    /// with the BLKDISCARD ioctl (`do_io_u_trim`, `os_trim`), whose `submit_bio_wait` marks
+    /// the discard REQ_SYNC (blktrace's `DS`); io_uring's discard command does not. A job
+    /// file sets it from `ioengine`. Default false.
+    pub trim_sync: bool,
     /// fio `norandommap`: random blocks drawn with replacement instead of once per pass.
     /// Default false.
     pub norandommap: bool,
@@ -466,6 +472,7 @@ impl Default for FioJobConfig {
             time_based: false,
             direct: false,
             sync_io: SyncIo::None,
+            trim_sync: false,
             norandommap: false,
             randseed: None,
             random_distribution: RandomDistribution::Random,
@@ -1309,7 +1316,7 @@ impl FioJob {
             return IoSpec {
                 ctx: 0,
                 op: Op::Discard,
-                sync: false,
+                sync: self.cfg.trim_sync,
                 meta: false,
                 idle_hint: false,
                 sector: self.region.start + offset,
