@@ -32,15 +32,21 @@ impl BuildEnv {
     /// The seed this job should use: the run's seed mixed with the job's name (FNV-1a then a
     /// SplitMix64 finaliser), or `explicit` if the configuration pins one.
     pub fn job_seed(&self, explicit: Option<u64>) -> u64 {
-        if let Some(s) = explicit {
-            return s;
+        match explicit {
+            Some(s) => s,
+            None => self.named_seed(self.seed),
         }
+    }
+
+    /// `base` mixed with the job's name (FNV-1a then a SplitMix64 finaliser): a seed of its
+    /// own for each job of a run or file seeded by `base`.
+    pub fn named_seed(&self, base: u64) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in self.name.bytes() {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
-        mix64(h ^ self.seed)
+        mix64(h ^ base)
     }
 
     /// The device's size in bytes.
