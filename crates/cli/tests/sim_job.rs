@@ -433,6 +433,8 @@ fn a_batched_writers_plug_merges_match_the_kernels_recording() {
 struct Issued {
     job: u64,
     sector: u64,
+    /// When (ours; 0 for the kernel's).
+    at_ns: u64,
     op: String,
     sectors: u32,
     prio: String,
@@ -440,17 +442,24 @@ struct Issued {
 
 const REGION_SECTORS: u64 = 65_536;
 
-/// The kernel's issued requests in recording `mix` under `sched`.
-fn kernel_issued(mix: &str, sched: &str) -> Vec<Issued> {
+/// The ftrace text of recording `mix` under `sched`.
+fn kernel_trace(mix: &str, sched: &str) -> String {
     use std::io::Read;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../workload/tests/data/kernel")
         .join(mix)
-        .join(sched);
+        .join(sched)
+        .join("trace.txt.gz");
     let mut trace = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(dir.join("trace.txt.gz")).unwrap())
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_string(&mut trace)
         .unwrap();
+    trace
+}
+
+/// The kernel's issued requests in recording `mix` under `sched`.
+fn kernel_issued(mix: &str, sched: &str) -> Vec<Issued> {
+    let trace = kernel_trace(mix, sched);
     // `... block_rq_issue: 7,0 R 4096 () 5928 + 8 rt,0,2 [fio]`
     trace
         .lines()
@@ -469,6 +478,7 @@ fn kernel_issued(mix: &str, sched: &str) -> Vec<Issued> {
             Issued {
                 job: sector / REGION_SECTORS,
                 sector,
+                at_ns: 0,
                 op: if op.starts_with('R') {
                     "R".into()
                 } else {
@@ -484,15 +494,7 @@ fn kernel_issued(mix: &str, sched: &str) -> Vec<Issued> {
 /// The sectors of the kernel's submitted bios (`block_bio_queue`, before any split) in
 /// recording `mix` under `sched`.
 fn kernel_queued_sectors(mix: &str, sched: &str) -> Vec<u64> {
-    use std::io::Read;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../workload/tests/data/kernel")
-        .join(mix)
-        .join(sched);
-    let mut trace = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(dir.join("trace.txt.gz")).unwrap())
-        .read_to_string(&mut trace)
-        .unwrap();
+    let trace = kernel_trace(mix, sched);
     // `... block_bio_queue: 7,0 RS 203024 + 16 [fio]`
     trace
         .lines()
@@ -521,7 +523,7 @@ fn sim_seen(mix: &str, sched: &str, event: elevator_core::block::Event) -> Vec<I
     struct Log(Rc<RefCell<Vec<Issued>>>, Event);
     impl Observer for Log {
         fn process(&mut self, _: CtxId, _: u32, _: &str, _: Nanos) {}
-        fn event(&mut self, event: Event, rq: &Request, _: Nanos) {
+        fn event(&mut self, event: Event, rq: &Request, now: Nanos) {
             if event != self.1 {
                 return;
             }
@@ -540,6 +542,7 @@ fn sim_seen(mix: &str, sched: &str, event: elevator_core::block::Event) -> Vec<I
             self.0.borrow_mut().push(Issued {
                 job: rq.sector / REGION_SECTORS,
                 sector: rq.sector,
+                at_ns: now.as_ns(),
                 op: format!("{op}{sync}"),
                 sectors: rq.sectors,
                 prio: format!("{class},{}", rq.prio.level),
@@ -699,22 +702,10 @@ fn mean_cv(x: &[f64]) -> (f64, f64) {
 /// (below 0.5 in both).
 #[test]
 fn poisson_paced_submissions_match_the_kernels_recording() {
-    use elevator_core::block::{Event, Observer};
-    use elevator_core::{registry, CtxId, GroupTree, Nanos, Request, Settings};
-    use std::cell::RefCell;
-    use std::io::Read;
-    use std::rc::Rc;
-
     const JOB_SECTORS: u64 = 49_152; // the mix's 24 MiB regions
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../workload/tests/data/kernel/poisson-rate-readers-beside-unpaced-reader/mq-deadline",
-    );
-    let mut trace = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(dir.join("trace.txt.gz")).unwrap())
-        .read_to_string(&mut trace)
-        .unwrap();
+    let mix = "poisson-rate-readers-beside-unpaced-reader";
     // `fio-7507 [001] ..... 35212.548359: block_bio_queue: 7,0 RS 203024 + 16 [fio]`
-    let kernel: Vec<(u64, f64)> = trace
+    let kernel: Vec<(u64, f64)> = kernel_trace(mix, "mq-deadline")
         .lines()
         .filter(|l| l.contains("block_bio_queue:"))
         .map(|l| {
@@ -724,43 +715,10 @@ fn poisson_paced_submissions_match_the_kernels_recording() {
             (f[f.len() - 4].parse::<u64>().unwrap() / JOB_SECTORS, t)
         })
         .collect();
-
-    struct Queued(Rc<RefCell<Vec<(u64, f64)>>>);
-    impl Observer for Queued {
-        fn process(&mut self, _: CtxId, _: u32, _: &str, _: Nanos) {}
-        fn event(&mut self, event: Event, rq: &Request, now: Nanos) {
-            if event == Event::Queue {
-                self.0
-                    .borrow_mut()
-                    .push((rq.sector / JOB_SECTORS, now.as_secs_f64()));
-            }
-        }
-    }
-    let path = dir.join("job.fio");
-    let file = elevator_workload::fio_file::parse(&path, &std::fs::read_to_string(&path).unwrap())
-        .unwrap();
-    let capacity = 128 << 20;
-    let mut groups = GroupTree::new();
-    let (jobs, _) = elevator_campaign::fio::build_jobs(&file, capacity, 1, &mut groups).unwrap();
-    let sched = registry::find("mq-deadline")
-        .unwrap()
-        .build(&Settings::new(), &groups)
-        .unwrap();
-    let dev = elevator_sim::fixed::FixedLatency::new(
-        Nanos::from_us(20),
-        Nanos::from_us(20),
-        128,
-        capacity,
-    );
-    let mut sim = elevator_sim::Simulation::new(Box::new(dev), sched, groups);
-    let log = Rc::new(RefCell::new(Vec::new()));
-    sim.set_observer(Box::new(Queued(log.clone())));
-    for j in jobs {
-        let phase = j.phase;
-        sim.add_job_in_phase(elevator_campaign::fio::job_slot(j), phase);
-    }
-    sim.run(None).job_error().unwrap();
-    let ours = log.borrow().clone();
+    let ours: Vec<(u64, f64)> = sim_seen(mix, "mq-deadline", elevator_core::block::Event::Queue)
+        .iter()
+        .map(|i| (i.sector / JOB_SECTORS, i.at_ns as f64 / 1e9))
+        .collect();
 
     for (job, poisson) in [(0, true), (1, true), (2, false)] {
         let (km, kcv) = mean_cv(&gaps(&kernel, job));
