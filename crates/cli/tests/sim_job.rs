@@ -637,9 +637,8 @@ fn cmdprios_classes_and_shares_match_the_kernels_recording() {
 /// `DS` (fio's libaio trims with the BLKDISCARD ioctl, whose `submit_bio_wait` marks the
 /// bio REQ_SYNC), and the 240 writes' 30,720 sectors, under every scheduler; ours the same.
 /// Not compared: the writes' requests (the kernel's 30 of 1,024 sectors, ours 120 of 256:
-/// fio's libaio trim is a synchronous ioctl inside its queue call, so the writes between
-/// gather in one submission, where ours are queued I/Os of the batch, a named deviation),
-/// and the randtrimwrite job, whose writes fio 3.33, which recorded it, sent past its
+/// the recording's 64 KiB writes reached the block layer as 4 KiB bios, 3,840 of them, which
+/// merged back into 512 KiB requests; not traced further), and the randtrimwrite job, whose writes fio 3.33, which recorded it, sent past its
 /// region (its `get_next_block` did not subtract `offset=`, fio commit 544be3b1 of June
 /// 2025): it stopped after one trim; ours writes each trimmed block as fio does since.
 #[test]
