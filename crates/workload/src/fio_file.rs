@@ -991,7 +991,7 @@ fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
 /// The longest `startdelay`, nanoseconds: 30 days.
 pub const MAX_START_DELAY_NS: u64 = 30 * 86_400 * 1_000_000_000;
 
-/// The fio options elevator reads (the subset `sim` and `run` share), as [`apply`] matches
+/// The fio options elevator reads (the subset `sim` and `run` share), as the parser matches
 /// them, each by fio's own name; [`ALIASES`] has the other names fio gives some of them. An
 /// option among neither is refused with this list, or with the one it most likely meant.
 pub const OPTIONS: &[&str] = &[

@@ -312,7 +312,7 @@ pub struct FioJobConfig {
     /// fio `bs`: bytes per I/O, a positive multiple of 512. Default 4096.
     pub bs: u64,
     /// fio `bsrange` / `bssplit`, per direction: sizes drawn per I/O in place of `bs`
-    /// ([`SizeMix`](super::SizeMix)). Default none for both: every I/O is `bs`.
+    /// ([`SizeMix`]). Default none for both: every I/O is `bs`.
     pub block_sizes: BlockSizes,
     /// fio `offset`: where the job's region starts, bytes (rounded down to a sector).
     /// Default 0. Exclusive with `offset_frac`.

@@ -50,7 +50,7 @@ fn ours(row: &Row) -> &str {
 /// The agreement table (Markdown): per recording, the kernel's decisions, the share ours
 /// agreed on at the kernel's pace, the real choices (more than one queued) agreed, the first
 /// divergence, the windowed Kendall distance (mean / max) and the share at the device's pace;
-/// then per scheduler the totals, and the [`LEGEND`].
+/// then per scheduler the totals, and the legend.
 pub fn markdown(rows: &[Row]) -> String {
     use std::fmt::Write;
     let mut s = String::new();

@@ -154,7 +154,7 @@ impl TracedRequest {
     /// process's io_context ([`Self::ctx`]: an io_uring thread's is its owner's), its extents as it arrived, REQ_SYNC and REQ_META from rwbs, its priority (best effort
     /// 4, the kernel's default for a task of nice 0, when the trace shows class `none`),
     /// submitted at [`Self::arrival`]. `None` for what never reaches a scheduler: flushes.
-    /// rwbs `N` with sectors is a write of zeroes, given as a discard ([`scheduled_op`]). rwbs does not show
+    /// rwbs `N` with sectors is a write of zeroes, given as a discard (`scheduled_op`). rwbs does not show
     /// REQ_IDLE, so `idle_hint` is false (the kernel puts it on O_DIRECT writes).
     pub fn bio(&self) -> Option<Bio> {
         let op = scheduled_op(self.op(), self.rwbs.dir, self.sectors)?;
