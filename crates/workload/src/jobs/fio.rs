@@ -2318,11 +2318,18 @@ mod tests {
                 },
                 4,
             );
-            let writes: Vec<_> = rec.issued.iter().filter(|i| i.spec.op == Op::Write).collect();
+            let writes: Vec<_> = rec
+                .issued
+                .iter()
+                .filter(|i| i.spec.op == Op::Write)
+                .collect();
             let marked = writes.iter().filter(|i| i.spec.prio.is_some()).count();
             let share = 100.0 * marked as f64 / writes.len() as f64;
             // 1024 writes: 3 standard deviations of a binomial share are < 4.7%.
-            assert!((share - 50.0).abs() < 5.0, "{rw:?}: {share:.1}% of writes for 50%");
+            assert!(
+                (share - 50.0).abs() < 5.0,
+                "{rw:?}: {share:.1}% of writes for 50%"
+            );
             assert!(rec
                 .issued
                 .iter()
