@@ -115,7 +115,7 @@
 //! - `direct = true` makes writes synchronous (O_DIRECT sets REQ_SYNC); `false` makes them
 //!   asynchronous, as page-cache writeback issues them. Reads are always synchronous.
 
-use elevator_core::{Nanos, Op, SECTOR_BYTES};
+use elevator_core::{IoPrio, Nanos, Op, SECTOR_BYTES};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -1243,6 +1243,8 @@ impl FioJob {
             self.next_tag += 1;
             self.issued += 1;
             self.bytes_issued += u64::from(sectors) * SECTOR_BYTES;
+            // A write like any other to fio's engine: its cmdprio share applies.
+            let prio = self.cmdprio(false, sectors);
             return IoSpec {
                 ctx: 0,
                 op: Op::Write,
@@ -1251,7 +1253,7 @@ impl FioJob {
                 idle_hint: self.cfg.direct,
                 sector: self.region.start + offset,
                 sectors,
-                prio: None,
+                prio,
                 tag,
             };
         }
@@ -1309,6 +1311,21 @@ impl FioJob {
         self.data_io(read, offset, sectors)
     }
 
+    /// The priority of a read (`read`) or write of `sectors`: fio's engines pick it as they
+    /// queue each read or write (`fio_cmdprio_set_ioprio` from `fio_ioring_queue` and
+    /// `fio_libaio_prep`), a trimwrite's writes included.
+    fn cmdprio(&mut self, read: bool, sectors: u32) -> Option<IoPrio> {
+        if self.cfg.cmdprio.is_empty() {
+            return None;
+        }
+        let rng = &mut self.prio_rng;
+        let bytes = u64::from(sectors) * SECTOR_BYTES;
+        self.cfg
+            .cmdprio
+            .pick(usize::from(!read), bytes, || rng.gen_range(0..100))
+            .flatten()
+    }
+
     /// The data I/O of direction `read` at `offset` sectors into the region, counted.
     fn data_io(&mut self, read: bool, offset: u64, sectors: u32) -> IoSpec {
         let tag = self.next_tag;
@@ -1333,17 +1350,7 @@ impl FioJob {
                 tag,
             };
         }
-        // fio's engines pick the I/O's priority as they queue it (`fio_cmdprio_set_ioprio`).
-        let prio = if self.cfg.cmdprio.is_empty() {
-            None
-        } else {
-            let rng = &mut self.prio_rng;
-            let bytes = u64::from(sectors) * SECTOR_BYTES;
-            self.cfg
-                .cmdprio
-                .pick(usize::from(!read), bytes, || rng.gen_range(0..100))
-                .flatten()
-        };
+        let prio = self.cmdprio(read, sectors);
         // A buffered O_SYNC write reaches the device as `file_write_and_wait_range`'s
         // writeback, WB_SYNC_ALL: REQ_SYNC without the idle hint.
         let osync = !read && self.buffered_sync();
@@ -2330,6 +2337,48 @@ mod tests {
     /// direction's I/Os, drawn per I/O, carries the given priority, the rest the job's (no
     /// priority of their own); `cmdprio_bssplit` picks by the I/O's size; the draws are the
     /// seed's, so a run repeats, and the job's other draws are those of a job without them.
+    /// A trimwrite's writes are writes to fio's engine: `fio_ioring_queue` (and libaio's
+    /// prep) call `fio_cmdprio_set_ioprio` for each, so `cmdprio_percentage`'s write share
+    /// applies to them as to any job's writes; the trims keep the job's priority.
+    #[test]
+    fn a_trimwrite_jobs_writes_take_their_cmdprio_share() {
+        use super::super::cmdprio::CmdPrioOptions;
+        let opts = CmdPrioOptions {
+            percentage: [0, 50],
+            ..Default::default()
+        };
+        for rw in [RwMode::TrimWrite, RwMode::RandTrimWrite] {
+            let rec = run(
+                FioJobConfig {
+                    rw,
+                    bs: 4096,
+                    size: Some(4 * MIB),
+                    direct: true,
+                    cmdprio: opts.resolve().unwrap(),
+                    ..Default::default()
+                },
+                4,
+            );
+            let writes: Vec<_> = rec
+                .issued
+                .iter()
+                .filter(|i| i.spec.op == Op::Write)
+                .collect();
+            let marked = writes.iter().filter(|i| i.spec.prio.is_some()).count();
+            let share = 100.0 * marked as f64 / writes.len() as f64;
+            // 1024 writes: 3 standard deviations of a binomial share are < 4.7%.
+            assert!(
+                (share - 50.0).abs() < 5.0,
+                "{rw:?}: {share:.1}% of writes for 50%"
+            );
+            assert!(rec
+                .issued
+                .iter()
+                .filter(|i| i.spec.op == Op::Discard)
+                .all(|i| i.spec.prio.is_none()));
+        }
+    }
+
     #[test]
     fn cmdprio_gives_its_share_of_the_ios_its_priority_as_fio_cmdprio_set_ioprio() {
         use super::super::cmdprio::CmdPrioOptions;
