@@ -8,12 +8,9 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use common::{noop, real, Walk};
+use common::{fresh_target, noop, real, Walk, MIB};
 use elevator_core::Op;
-use elevator_real::target::{self, OpenSpec};
 use elevator_real::{run, MemBackend, RunError, RunOptions, UringBackend};
-
-const MIB: u64 = 1 << 20;
 
 /// 128 blocks of 4 KiB written at sector 0, then (next phase) 64 of them from block 32
 /// discarded at depth 4.
@@ -37,17 +34,8 @@ fn zero(data: &[u8]) -> bool {
 fn a_discard_on_a_file_punches_a_hole_that_reads_back_zero() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("target");
-    let spec = OpenSpec {
-        writes: true,
-        need_bytes: MIB,
-        ..OpenSpec::default()
-    };
-    let t = match target::open(&path, spec) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return;
-        }
+    let Some(t) = fresh_target(&path) else {
+        return;
     };
     let mut backend = UringBackend::new(t.file, t.size, 64).unwrap();
     let jobs = vec![real("writer", Walk::new(Op::Write, 0, 128, 8), 0)];
@@ -81,13 +69,7 @@ fn a_discard_on_a_file_punches_a_hole_that_reads_back_zero() {
 fn a_synchronous_discard_punches_the_same_hole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("target");
-    let spec = OpenSpec {
-        writes: true,
-        need_bytes: MIB,
-        ..OpenSpec::default()
-    };
-    let Ok(t) = target::open(&path, spec) else {
-        eprintln!("skipping: no O_DIRECT target here");
+    let Some(t) = fresh_target(&path) else {
         return;
     };
     let mut backend = UringBackend::new(t.file, t.size, 64).unwrap();
@@ -296,13 +278,7 @@ fn a_sync_jobs_writes_carry_its_rw_flags() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("target");
-    let spec = OpenSpec {
-        writes: true,
-        need_bytes: MIB,
-        ..OpenSpec::default()
-    };
-    let Ok(t) = target::open(&path, spec) else {
-        eprintln!("skipping the O_DSYNC write: no O_DIRECT target here");
+    let Some(t) = fresh_target(&path) else {
         return;
     };
     let mut backend = UringBackend::new(t.file, t.size, 64).unwrap();

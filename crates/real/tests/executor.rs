@@ -5,33 +5,12 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{noop, real, real_in, Walk};
+use common::{fresh_target, noop, real, real_in, Walk, MIB};
 use elevator_core::{Dispatch, Nanos, Op, Request, Scheduler, TunableError};
-use elevator_real::target::{self, OpenSpec};
 use elevator_real::{
     run, Backend, ByteRange, Fault, MemBackend, RunError, RunOptions, UringBackend,
     MAX_IN_FLIGHT_BYTES,
 };
-
-const MIB: u64 = 1 << 20;
-
-/// A new 1 MiB target file at `path`, opened for writing; `None` (with a notice) where this
-/// file system cannot give one (e.g. no O_DIRECT).
-fn fresh_target(path: &std::path::Path) -> Option<target::Target> {
-    let spec = OpenSpec {
-        writes: true,
-        allow_overwrite: false,
-        need_bytes: MIB,
-        ..OpenSpec::default()
-    };
-    match target::open(path, spec) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            None
-        }
-    }
-}
 
 #[test]
 fn executor_writes_then_reads_a_temporary_file_through_io_uring() {

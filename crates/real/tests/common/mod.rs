@@ -96,3 +96,24 @@ pub fn real_in(name: &str, walk: Walk, phase: u32, region: ByteRange) -> RealJob
 pub fn noop() -> Noop {
     Noop::new()
 }
+
+/// 1 MiB, the size of [`fresh_target`]'s file.
+pub const MIB: u64 = 1 << 20;
+
+/// A new 1 MiB target file at `path`, opened for writing; `None` (with a notice) where this
+/// file system cannot give one (e.g. no O_DIRECT).
+pub fn fresh_target(path: &std::path::Path) -> Option<elevator_real::target::Target> {
+    let spec = elevator_real::target::OpenSpec {
+        writes: true,
+        allow_overwrite: false,
+        need_bytes: MIB,
+        ..elevator_real::target::OpenSpec::default()
+    };
+    match elevator_real::target::open(path, spec) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
