@@ -433,7 +433,7 @@ fn a_batched_writers_plug_merges_match_the_kernels_recording() {
 struct Issued {
     job: u64,
     sector: u64,
-    /// When (ours; 0 for the kernel's).
+    /// When: the trace clock's time for the kernel's, the simulated time for ours.
     at_ns: u64,
     op: String,
     sectors: u32,
@@ -442,66 +442,67 @@ struct Issued {
 
 const REGION_SECTORS: u64 = 65_536;
 
-/// The ftrace text of recording `mix` under `sched`.
-fn kernel_trace(mix: &str, sched: &str) -> String {
-    use std::io::Read;
+/// The events of recording `mix` under `sched`, read by the project's ftrace reader.
+fn kernel_events(mix: &str, sched: &str) -> Vec<elevator_workload::traces::ftrace::FtraceEvent> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../workload/tests/data/kernel")
         .join(mix)
         .join(sched)
         .join("trace.txt.gz");
-    let mut trace = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut trace)
-        .unwrap();
-    trace
+    elevator_workload::traces::ftrace::FtraceReader::open(&path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
-/// The kernel's issued requests in recording `mix` under `sched`.
+/// An op as [`Issued`] names it: the rwbs letter, `S` for a sync write or discard.
+fn op_name(op: elevator_core::Op, sync: bool) -> String {
+    use elevator_core::Op;
+    let letter = match op {
+        Op::Read => "R",
+        Op::Write => "W",
+        Op::Discard => "D",
+        Op::Flush => "F",
+    };
+    let sync = if sync && op != Op::Read { "S" } else { "" };
+    format!("{letter}{sync}")
+}
+
+/// A priority as [`Issued`] names it (`realtime,0`; `none` where the kernel printed none).
+fn prio_name(prio: Option<elevator_core::IoPrio>) -> String {
+    prio.map_or("none".into(), |p| {
+        format!("{},{}", format!("{:?}", p.class).to_lowercase(), p.level)
+    })
+}
+
+/// The kernel's issued requests (`block_rq_issue`) in recording `mix` under `sched`.
 fn kernel_issued(mix: &str, sched: &str) -> Vec<Issued> {
-    let trace = kernel_trace(mix, sched);
-    // `... block_rq_issue: 7,0 R 4096 () 5928 + 8 rt,0,2 [fio]`
-    trace
-        .lines()
-        .filter(|l| l.contains("block_rq_issue:"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == "block_rq_issue:").unwrap();
-            let p: Vec<&str> = f[f.len() - 2].split(',').collect();
-            let class = match p[0] {
-                "be" => "besteffort",
-                "rt" => "realtime",
-                other => other,
-            };
-            let op = f[at + 2];
-            let sector: u64 = f[f.len() - 5].parse().unwrap();
-            Issued {
-                job: sector / REGION_SECTORS,
-                sector,
-                at_ns: 0,
-                op: if op.starts_with('R') {
-                    "R".into()
-                } else {
-                    op.into()
-                },
-                sectors: f[f.len() - 3].parse().unwrap(),
-                prio: format!("{class},{}", p[2]),
-            }
+    use elevator_workload::traces::ftrace::{EventBody, RqAction};
+    kernel_events(mix, sched)
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Rq(rq) if rq.action == RqAction::Issue => Some(Issued {
+                job: rq.sector / REGION_SECTORS,
+                sector: rq.sector,
+                at_ns: e.time.as_ns(),
+                op: op_name(rq.rwbs.dir.op().unwrap(), rq.rwbs.sync),
+                sectors: rq.sectors,
+                prio: prio_name(rq.prio.and_then(|p| p.io_prio())),
+            }),
+            _ => None,
         })
         .collect()
 }
 
-/// The sectors of the kernel's submitted bios (`block_bio_queue`, before any split) in
-/// recording `mix` under `sched`.
-fn kernel_queued_sectors(mix: &str, sched: &str) -> Vec<u64> {
-    let trace = kernel_trace(mix, sched);
-    // `... block_bio_queue: 7,0 RS 203024 + 16 [fio]`
-    trace
-        .lines()
-        .filter(|l| l.contains("block_bio_queue:"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f[f.len() - 4].parse().unwrap()
+/// The kernel's submitted bios (`block_bio_queue`, before any split) in recording `mix`
+/// under `sched`: their first sector and when.
+fn kernel_queued(mix: &str, sched: &str) -> Vec<(u64, elevator_core::Nanos)> {
+    use elevator_workload::traces::ftrace::{BioAction, EventBody};
+    kernel_events(mix, sched)
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Bio(bio) if bio.action == BioAction::Queue => Some((bio.sector, e.time)),
+            _ => None,
         })
         .collect()
 }
@@ -516,7 +517,7 @@ fn sim_issued(mix: &str, sched: &str) -> Vec<Issued> {
 /// As [`sim_issued`], the requests (bios, for `Queue`) as they went through `event`.
 fn sim_seen(mix: &str, sched: &str, event: elevator_core::block::Event) -> Vec<Issued> {
     use elevator_core::block::{Event, Observer};
-    use elevator_core::{registry, CtxId, GroupTree, Nanos, Op, Request, Settings};
+    use elevator_core::{registry, CtxId, GroupTree, Nanos, Request, Settings};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -527,25 +528,13 @@ fn sim_seen(mix: &str, sched: &str, event: elevator_core::block::Event) -> Vec<I
             if event != self.1 {
                 return;
             }
-            let op = match rq.op {
-                Op::Read => "R",
-                Op::Write => "W",
-                Op::Discard => "D",
-                Op::Flush => "F",
-            };
-            let sync = if rq.sync && rq.op != Op::Read {
-                "S"
-            } else {
-                ""
-            };
-            let class = format!("{:?}", rq.prio.class).to_lowercase();
             self.0.borrow_mut().push(Issued {
                 job: rq.sector / REGION_SECTORS,
                 sector: rq.sector,
                 at_ns: now.as_ns(),
-                op: format!("{op}{sync}"),
+                op: op_name(rq.op, rq.sync),
                 sectors: rq.sectors,
-                prio: format!("{class},{}", rq.prio.level),
+                prio: prio_name(Some(rq.prio)),
             });
         }
     }
@@ -703,16 +692,9 @@ fn mean_cv(x: &[f64]) -> (f64, f64) {
 fn poisson_paced_submissions_match_the_kernels_recording() {
     const JOB_SECTORS: u64 = 49_152; // the mix's 24 MiB regions
     let mix = "poisson-rate-readers-beside-unpaced-reader";
-    // `fio-7507 [001] ..... 35212.548359: block_bio_queue: 7,0 RS 203024 + 16 [fio]`
-    let kernel: Vec<(u64, f64)> = kernel_trace(mix, "mq-deadline")
-        .lines()
-        .filter(|l| l.contains("block_bio_queue:"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == "block_bio_queue:").unwrap();
-            let t: f64 = f[at - 1].trim_end_matches(':').parse().unwrap();
-            (f[f.len() - 4].parse::<u64>().unwrap() / JOB_SECTORS, t)
-        })
+    let kernel: Vec<(u64, f64)> = kernel_queued(mix, "mq-deadline")
+        .into_iter()
+        .map(|(sector, at)| (sector / JOB_SECTORS, at.as_secs_f64()))
         .collect();
     let ours: Vec<(u64, f64)> = sim_seen(mix, "mq-deadline", elevator_core::block::Event::Queue)
         .iter()
@@ -748,7 +730,7 @@ fn poisson_paced_submissions_match_the_kernels_recording() {
 #[test]
 fn pareto_clones_offsets_spread_as_the_kernels_recording() {
     let mix = "bigsplit-pareto-512b-1m-randrw-one-8m-region-nr16";
-    let kernel = kernel_queued_sectors(mix, "none");
+    let kernel: Vec<u64> = kernel_queued(mix, "none").iter().map(|q| q.0).collect();
     let ours: Vec<u64> = sim_seen(mix, "none", elevator_core::block::Event::Queue)
         .iter()
         .map(|i| i.sector)
@@ -774,7 +756,7 @@ fn blockaligned_reads_start_off_their_size_as_in_the_kernels_recording() {
         let mine: Vec<u64> = v.into_iter().filter(|s| *s < REGION_SECTORS).collect();
         (mine.len(), mine.iter().filter(|s| *s % 8 != 0).count())
     };
-    let (kn, km) = reads(kernel_queued_sectors(mix, "none"));
+    let (kn, km) = reads(kernel_queued(mix, "none").iter().map(|q| q.0).collect());
     let ours = sim_seen(mix, "none", elevator_core::block::Event::Queue);
     assert!(ours
         .iter()
